@@ -1,0 +1,65 @@
+"""Queue rules: which jobs a round places, and in which order.
+
+``pal-order`` (the greedy policies' default, as the PAL artifact does it)
+    Running jobs are freed.  The queue is cut at the longest prefix whose total demand fits the
+    cluster's total GPU count (busy and failed GPUs included).  That prefix is stable-sorted by
+    class (classA < classB < classC < classD < any other), the rest follow in queue order, and
+    placement stops at the first job that cannot be placed.
+``prefix`` (integer programs)
+    The longest queue prefix whose total demand fits the GPUs that are free this round; every
+    admitted job must be placed.  Always feasible, since any gang may span the cluster.
+``backfill`` (integer programs)
+    Lexicographic in queue order: walk the queue and admit each job that still fits the free
+    GPUs left.  Because any set whose total demand fits the free GPUs can be placed, this greedy
+    walk is exactly the lexicographic maximum, so a later job never displaces an earlier one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import OptionError
+from .model import PAL_CLASSES, RoundInstance
+
+__all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit"]
+
+ADMISSION_MODES: tuple[str, ...] = ("prefix", "backfill")
+
+
+def class_rank(perfclass: str) -> int:
+    """PAL's class sort key: classA..classD -> 0..3, anything else -> 4."""
+    try:
+        return PAL_CLASSES.index(perfclass)
+    except ValueError:
+        return len(PAL_CLASSES)
+
+
+def pal_order(instance: RoundInstance, capacity: int | None = None) -> list[int]:
+    """Job indices in the order the PAL artifact tries them (see module docstring).
+
+    ``capacity`` defaults to the cluster's total GPU count.
+    """
+    cap = instance.cluster.num_gpus if capacity is None else capacity
+    demands = np.fromiter((j.demand for j in instance.jobs), dtype=np.int64, count=len(instance.jobs))
+    cum = np.cumsum(demands)
+    cut = int(np.searchsorted(cum, cap, side="right"))
+    head = sorted(range(cut), key=lambda i: class_rank(instance.jobs[i].perfclass))
+    return head + list(range(cut, len(instance.jobs)))
+
+
+def admit(instance: RoundInstance, mode: str = "prefix") -> list[int]:
+    """Indices (queue order) of the jobs an integer program must place this round."""
+    free = instance.free_gpus
+    demands = [j.demand for j in instance.jobs]
+    if mode == "prefix":
+        cum = np.cumsum(np.asarray(demands, dtype=np.int64))
+        return list(range(int(np.searchsorted(cum, free, side="right"))))
+    if mode == "backfill":
+        out = []
+        left = free
+        for i, d in enumerate(demands):
+            if d <= left:
+                out.append(i)
+                left -= d
+        return out
+    raise OptionError(f"unknown admission mode {mode!r}; choose one of {', '.join(ADMISSION_MODES)}")

@@ -1,0 +1,175 @@
+"""The independent validity checker.
+
+It does not trust a method's own report.  Given a round and a placement (a
+:class:`~pal_opt.result.PlacementResult` or the dict of a PLACEMENT.json file) it checks:
+
+* every placed job is in the queue and gets exactly its demand, with no GPU listed twice;
+* every GPU exists and no GPU is used by two jobs;
+* no busy or failed GPU is used;
+* the placed set obeys the queue rule the result declares (``admission``):
+
+  - ``pal-order`` / ``queue-order``: the placed jobs are an initial segment of the PAL order
+    (:func:`pal_opt.admission.pal_order`) or of the queue, and the first job left out needs more
+    GPUs than are still free;
+  - ``sticky``: every running job keeps exactly its GPUs or is terminated; the new jobs placed
+    are an initial segment of the waiting jobs in queue order, and the first left out needs more
+    GPUs than are still free;
+  - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
+    (:func:`pal_opt.admission.admit`);
+  - ``given``: no queue rule;
+
+* the reported objective, when present, equals the cost recomputed by :mod:`pal_opt.cost`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .admission import admit, pal_order
+from .binning import BINNING_MODES, binned_factors
+from .cost import evaluate
+from .model import GpuState, JobId, RoundInstance
+from .result import PlacementResult
+
+__all__ = ["check", "ADMISSION_RULES"]
+
+ADMISSION_RULES: tuple[str, ...] = ("pal-order", "queue-order", "sticky", "prefix", "backfill", "given")
+
+
+def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> tuple[
+    dict[JobId, list[int]], str, list[JobId], float | None, str, list[str]
+]:
+    """Placements keyed by the instance's own job ids, plus the declared fields."""
+    problems: list[str] = []
+    by_str = {str(j.id): j.id for j in instance.jobs}
+    if isinstance(result, PlacementResult):
+        raw: Mapping[Any, Any] = result.placements
+        admission = result.admission
+        terminate = list(result.jobs_to_terminate)
+        objective: float | None = result.objective
+        binning = str(result.info.get("binning", instance.params.binning))
+    else:
+        raw = result.get("placements", {})
+        if not isinstance(raw, Mapping):
+            return {}, "given", [], None, instance.params.binning, ["placements: must be an object"]
+        admission = str(result.get("admission", "given"))
+        terminate = list(result.get("jobs_to_terminate", []) or [])
+        obj = result.get("objective")
+        objective = float(obj) if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
+        info = result.get("info") or {}
+        binning = str(info.get("binning", instance.params.binning)) if isinstance(info, Mapping) else instance.params.binning
+    placements: dict[JobId, list[int]] = {}
+    for key, gpus in raw.items():
+        jid = key if key in instance.job_by_id else by_str.get(str(key))
+        if jid is None:
+            problems.append(f"job {key!r}: not in the queue")
+            continue
+        if not isinstance(gpus, (list, tuple)) or not all(
+            isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gpus
+        ):
+            problems.append(f"job {key!r}: GPU list must be a list of integer ids")
+            continue
+        placements[jid] = [int(g) for g in gpus]
+    term = [t if t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
+    if admission not in ADMISSION_RULES:
+        problems.append(f"admission {admission!r} is not one of {', '.join(ADMISSION_RULES)}")
+    if binning not in BINNING_MODES:
+        binning = instance.params.binning
+    return placements, admission, term, objective, binning, problems
+
+
+def _segment_rule(
+    instance: RoundInstance, order: list[int], placed: set[JobId], free_left: int, label: str
+) -> list[str]:
+    ids = [instance.jobs[i].id for i in order]
+    k = 0
+    while k < len(ids) and ids[k] in placed:
+        k += 1
+    problems = []
+    extra = placed - set(ids[:k])
+    if extra:
+        problems.append(
+            f"{label}: jobs {sorted(map(str, extra))} are placed after job {ids[k]!r}, which was not"
+        )
+    elif k < len(ids):
+        nxt = instance.jobs[order[k]]
+        if nxt.demand <= free_left:
+            problems.append(
+                f"{label}: job {nxt.id!r} needs {nxt.demand} GPUs and {free_left} are still free, "
+                "but it was not placed"
+            )
+    return problems
+
+
+def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> list[str]:
+    """Return the list of violations of ``result`` on ``instance`` (empty if valid).
+
+    Examples
+    --------
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0, 1.1, 0.9, 1.0]})
+    >>> inst = RoundInstance(c, (Job(1, 2, "classA"),))
+    >>> check(inst, {"placements": {"1": [0, 1]}, "admission": "prefix"})
+    []
+    >>> check(inst, {"placements": {"1": [0, 0]}, "admission": "given"})
+    ['job 1: needs 2 distinct GPUs, got [0, 0]']
+    """
+    placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
+    cl = instance.cluster
+    jobs = instance.job_by_id
+    owner: dict[int, JobId] = {}
+    for jid, gpus in placements.items():
+        job = jobs[jid]
+        if len(set(gpus)) != len(gpus) or len(gpus) != job.demand:
+            problems.append(f"job {jid!r}: needs {job.demand} distinct GPUs, got {gpus}")
+        for g in gpus:
+            pos = cl.position.get(g)
+            if pos is None:
+                problems.append(f"job {jid!r}: GPU {g} does not exist")
+                continue
+            st = int(cl.state[pos])
+            if st != GpuState.FREE:
+                problems.append(f"job {jid!r}: GPU {g} is {GpuState(st).name.lower()}")
+            if g in owner and owner[g] != jid:
+                problems.append(f"GPU {g}: used by jobs {owner[g]!r} and {jid!r}")
+            owner.setdefault(g, jid)
+    if problems:
+        return problems
+
+    placed = set(placements)
+    used = sum(jobs[j].demand for j in placed)
+    free_left = instance.free_gpus - used
+    if admission == "pal-order":
+        problems += _segment_rule(instance, pal_order(instance), placed, free_left, "pal-order")
+    elif admission == "queue-order":
+        problems += _segment_rule(instance, list(range(len(instance.jobs))), placed, free_left, "queue-order")
+    elif admission == "sticky":
+        term = set(terminate)
+        for j in instance.jobs:
+            if j.placement is None:
+                continue
+            if j.id in term:
+                if j.id in placed:
+                    problems.append(f"sticky: job {j.id!r} is terminated but placed")
+            elif sorted(placements.get(j.id, [])) != sorted(j.placement):
+                problems.append(f"sticky: running job {j.id!r} was moved without being terminated")
+        waiting = [i for i, j in enumerate(instance.jobs) if j.placement is None or j.id in term]
+        new_placed = {jid for jid in placed if jobs[jid].placement is None or jid in term}
+        problems += _segment_rule(instance, waiting, new_placed, free_left, "sticky")
+    elif admission in ("prefix", "backfill"):
+        want = {instance.jobs[i].id for i in admit(instance, admission)}
+        if placed != want:
+            missing = sorted(map(str, want - placed))
+            extra = sorted(map(str, placed - want))
+            problems.append(f"{admission}: admitted set differs (missing {missing}, extra {extra})")
+
+    if objective is not None and placements:
+        factors = binned_factors(cl, binning)
+        cost = evaluate(instance, {k: tuple(v) for k, v in placements.items()}, factors).cost
+        if not math.isclose(cost, objective, rel_tol=1e-6, abs_tol=1e-6):
+            problems.append(f"objective {objective!r} differs from the recomputed round cost {cost!r}")
+    return problems

@@ -1,0 +1,75 @@
+"""The package's one exception tree.
+
+Every error pal-opt raises on purpose derives from :class:`PalOptError`.  Errors about
+input carry the file, the field path and what is wrong, so the CLI can print them as one
+line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PalOptError",
+    "InstanceError",
+    "OptionError",
+    "BackendUnavailableError",
+    "BackendError",
+    "InfeasibleRoundError",
+]
+
+
+class PalOptError(Exception):
+    """Base class of every error raised by pal-opt."""
+
+
+class InstanceError(PalOptError, ValueError):
+    """Bad input: a malformed instance, importer file, trace or in-memory object.
+
+    Parameters
+    ----------
+    message
+        What is wrong, quoting the bad value where that helps.
+    source
+        The file (or ``"<memory>"``) the value came from.
+    path
+        The field path inside it, e.g. ``jobs[3].demand`` or ``row 7, column num_gpus``.
+
+    Examples
+    --------
+    >>> str(InstanceError("must be a positive integer, got -2", source="a.json", path="jobs[3].demand"))
+    'a.json: jobs[3].demand: must be a positive integer, got -2'
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, path: str | None = None):
+        self.message = message
+        self.source = source
+        self.path = path
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.source, self.path) if p]
+        return ": ".join([*parts, self.message])
+
+    def with_source(self, source: str) -> InstanceError:
+        """Return a copy of this error that names ``source`` as the file."""
+        err = type(self)(self.message, source=source, path=self.path)
+        return err
+
+
+class OptionError(PalOptError, ValueError):
+    """An unknown method, backend option or parameter value."""
+
+
+class BackendUnavailableError(PalOptError, ImportError):
+    """A solver backend that is not installed or cannot be imported."""
+
+
+class BackendError(PalOptError, RuntimeError):
+    """A solver backend that crashed or returned something unusable."""
+
+
+class InfeasibleRoundError(PalOptError):
+    """A round whose admitted jobs cannot all be placed (e.g. failed GPUs)."""
+
+    def __init__(self, message: str, jobs: tuple[object, ...] = ()):
+        self.jobs = jobs
+        super().__init__(message)
