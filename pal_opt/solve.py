@@ -53,6 +53,7 @@ def greedy_result(
         jobs_to_terminate=tuple(jobs_to_terminate),
         spanning=summary.spanning,
         seed=seed,
+        info={"binning": binning or instance.params.binning},
     )
 
 
@@ -100,7 +101,9 @@ def solve(
             raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to method 'ilp'")
         from .ilp import solve_ilp
 
-        return solve_ilp(instance, binning=mode, **options)
+        res = solve_ilp(instance, binning=mode, **options)
+        res.info.setdefault("binning", mode)
+        return res
     if options:
         raise OptionError(
             f"option(s) {', '.join(sorted(options))} do not apply to method {method!r}"

@@ -1,0 +1,349 @@
+"""The ``pal-opt`` command line: argument parsing and printing only; the work is the API's.
+
+Commands
+--------
+``pal-opt generate --nodes N --gpus-per-node G --jobs J [...] -o INSTANCE.json``
+    A synthetic round (:func:`pal_opt.generate.generate_instance`).
+``pal-opt import blox --gpus GPU_DF.csv --jobs JOBS.csv [...] -o INSTANCE.json``
+    A round from Blox's GPU table and a job queue CSV (:func:`pal_opt.io.blox.load_blox`).
+``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json]``
+    Place one round (:func:`pal_opt.solve.solve`) and print a summary.
+``pal-opt check INSTANCE.json PLACEMENT.json``
+    Verify a placement (:func:`pal_opt.check.check`).
+``pal-opt simulate ...``
+    Present when :mod:`pal_opt.simulate.cli` provides ``add_parser(subparsers)``; that
+    function registers its sub-parser and sets ``func`` (``args -> exit code``) as default.
+
+Exit codes
+----------
+0 success; 1 ``check`` found violations, or a solver failed; 2 bad input or options (one line
+``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written);
+130 interrupted.  Output files are written atomically, only after the work succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
+
+__all__ = ["main", "build_parser"]
+
+PROG = "pal-opt"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) and no ``sys.exit`` inside :func:`main`."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _finite(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
+def _pos_int(text: str) -> int:
+    v = _nonneg_int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+# --------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    """The ``pal-opt`` argument parser."""
+    from . import __version__
+    from .binning import BINNING_MODES
+    from .solve import METHODS
+
+    p = _Parser(
+        prog=PROG,
+        description="Variability- and locality-aware placement of ML training jobs on GPU clusters.",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    # generate
+    g = sub.add_parser("generate", help="write a synthetic round", description="Write a synthetic round.")
+    g.add_argument("--nodes", type=_pos_int, required=True, help="number of servers")
+    g.add_argument("--gpus-per-node", type=_pos_int, required=True, help="GPUs per server")
+    g.add_argument("--jobs", type=_nonneg_int, required=True, help="queue length")
+    g.add_argument("--racks", type=_nonneg_int, default=0, help="racks (0: flat cluster; default 0)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--locality-penalty", type=_finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    g.add_argument("--busy-fraction", type=_finite, default=0.0, metavar="F", help="share of GPUs busy (default 0)")
+    g.add_argument("--failed-fraction", type=_finite, default=0.0, metavar="F", help="share of GPUs failed (default 0)")
+    g.add_argument(
+        "--running-fraction", type=_finite, default=0.0, metavar="F",
+        help="probability that a queued job is already running (default 0)",
+    )
+    g.add_argument("--restart-cost", type=_finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    g.add_argument("--binning", choices=BINNING_MODES, default="pal-artifact", help="binning mode stored in the round")
+    g.add_argument(
+        "--measurements", metavar="DIR",
+        help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
+    )
+    g.add_argument("--name", help="round name")
+    g.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
+    g.set_defaults(func=_cmd_generate)
+
+    # import
+    imp = sub.add_parser("import", help="convert another format to an instance file",
+                         description="Convert another format to an instance file.")
+    isub = imp.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
+    isub.required = True
+    b = isub.add_parser("blox", help="Blox gpu_df CSV + job queue CSV",
+                        description="Build a round from Blox's GPU table and a job queue CSV.")
+    b.add_argument("--gpus", required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
+    b.add_argument("--jobs", required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
+    b.add_argument("--locality-penalty", type=_finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    b.add_argument("--binning", choices=BINNING_MODES, default="pal-artifact", help="binning mode stored in the round")
+    b.add_argument("--restart-cost", type=_finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    b.add_argument("--name", help="round name (default: the GPU table's file name)")
+    b.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
+    b.set_defaults(func=_cmd_import_blox)
+
+    # solve
+    s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.")
+    s.add_argument("instance", metavar="INSTANCE.json")
+    s.add_argument("--method", choices=METHODS, default="pal", help="placement method (default pal)")
+    s.add_argument("--seed", type=int, default=None, help="seed for the random policy (default 0)")
+    s.add_argument("--binning", choices=BINNING_MODES, default=None, help="override the round's binning mode")
+    ilp = s.add_argument_group("integer program options (--method ilp only)")
+    ilp.add_argument("--backend", choices=("cpsat", "highs", "cbc"), default=None, help="solver (default: first installed)")
+    ilp.add_argument("--admission", choices=("prefix", "backfill"), default=None, help="queue rule (default prefix)")
+    ilp.add_argument("--time-limit", type=_finite, default=None, metavar="S", help="time limit in seconds")
+    ilp.add_argument("--gap", type=_finite, default=None, metavar="G", help="relative gap target on the geometric-mean slowdown")
+    ilp.add_argument("--threads", type=_pos_int, default=None, metavar="T", help="solver threads")
+    s.add_argument("--out", metavar="PLACEMENT.json", help="write the result as JSON")
+    s.set_defaults(func=_cmd_solve)
+
+    # check
+    c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
+    c.add_argument("instance", metavar="INSTANCE.json")
+    c.add_argument("placement", metavar="PLACEMENT.json")
+    c.set_defaults(func=_cmd_check)
+
+    _add_simulate(sub)
+    return p
+
+
+def _add_simulate(sub: Any) -> None:
+    """Register ``pal-opt simulate`` if :mod:`pal_opt.simulate.cli` provides ``add_parser``."""
+    try:
+        from .simulate.cli import add_parser  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError as exc:
+        if exc.name in ("pal_opt.simulate", "pal_opt.simulate.cli"):
+            return
+        _add_unavailable(sub, "simulate", exc)
+        return
+    except ImportError as exc:
+        _add_unavailable(sub, "simulate", exc)
+        return
+    add_parser(sub)
+
+
+def _add_unavailable(sub: Any, name: str, exc: BaseException) -> None:
+    q = sub.add_parser(name, help=f"(unavailable: {exc})", add_help=False)
+    q.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def run(args: argparse.Namespace) -> int:
+        raise OptionError(f"'{name}' is unavailable: {exc}")
+
+    q.set_defaults(func=run)
+
+
+# --------------------------------------------------------------------------- commands
+def _describe(inst: Any) -> str:
+    cl = inst.cluster
+    st = cl.state
+    free, busy, failed = (int((st == k).sum()) for k in (0, 1, 2))
+    racks = f", {len(cl.rack_ids)} racks" if cl.racked else ""
+    demand = [j.demand for j in inst.jobs]
+    running = sum(1 for j in inst.jobs if j.placement is not None)
+    jobs = f"{len(demand)} jobs"
+    if demand:
+        jobs += f" (demand {min(demand)}-{max(demand)}, total {sum(demand)}; {running} running)"
+    return (
+        f"{cl.num_gpus} GPUs on {cl.num_servers} servers{racks} "
+        f"({free} free, {busy} busy, {failed} failed), {jobs}"
+    )
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from . import __version__
+    from .generate import generate_instance
+    from .io import longhorn_paths, save_instance
+
+    meas = None
+    if args.measurements:
+        meas = longhorn_paths(args.measurements)
+        for path in meas.values():
+            if not path.is_file():
+                raise InstanceError("measurement file not found", source=str(path))
+    inst = generate_instance(
+        args.nodes,
+        args.gpus_per_node,
+        args.jobs,
+        racks=args.racks,
+        seed=args.seed,
+        locality_penalty=args.locality_penalty,
+        busy_fraction=args.busy_fraction,
+        failed_fraction=args.failed_fraction,
+        running_fraction=args.running_fraction,
+        binning=args.binning,
+        restart_cost=args.restart_cost,
+        measurements=meas,
+        name=args.name,
+    )
+    settings = {
+        k: getattr(args, k)
+        for k in ("nodes", "gpus_per_node", "jobs", "racks", "seed", "locality_penalty", "busy_fraction",
+                  "failed_fraction", "running_fraction")
+    }
+    if args.measurements:
+        settings["variability"] = "measurements"
+    meta = {"generator": f"pal-opt {__version__} generate", "settings": settings}
+    save_instance(inst, args.output, meta=meta)
+    print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
+    return 0
+
+
+def _cmd_import_blox(args: argparse.Namespace) -> int:
+    from .io import load_blox, save_instance
+
+    inst = load_blox(
+        args.gpus,
+        args.jobs,
+        locality_penalty=args.locality_penalty,
+        binning=args.binning,
+        restart_cost=args.restart_cost,
+        name=args.name,
+    )
+    save_instance(inst, args.output, meta={"imported_from": {"gpus": args.gpus, "jobs": args.jobs}})
+    print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from .io import atomic_write_text, load_instance
+    from .solve import solve
+
+    inst = load_instance(args.instance)
+    options: dict[str, Any] = {}
+    for key in ("backend", "admission", "time_limit", "gap", "threads"):
+        v = getattr(args, key)
+        if v is not None:
+            options[key] = v
+    mode = args.binning or inst.params.binning
+    result = solve(inst, method=args.method, binning=args.binning, seed=args.seed, **options)
+    result.info.setdefault("binning", mode)
+    text = result.to_json() + "\n" if args.out else None
+    free = inst.free_gpus
+    lines = [
+        ("round", f"{inst.name or args.instance}: {_describe(inst)}"),
+        ("method", f"{result.method} (admission {result.admission}, binning {mode})"
+         + (f", backend {result.backend} {result.backend_version or ''}".rstrip() if result.backend else "")),
+        ("status", result.status.value + (f" — {result.message}" if result.message else "")),
+        ("placed", f"{result.jobs_placed} of {len(inst.jobs)} jobs on {result.gpus_used} of {free} free GPUs"),
+        ("slowdown", f"{result.geomean_slowdown:.4f} geometric mean, GPU-weighted"),
+        ("spanning", f"{result.spanning} jobs span servers"),
+        ("objective", f"{result.objective:.6f}  (sum of demand x ln slowdown)"),
+    ]
+    if result.bound is not None:
+        gap = f", gap {100 * result.gap:.3f}%" if result.gap is not None else ""
+        lines.append(("bound", f"{result.bound:.6f}{gap}"))
+    if result.jobs_to_terminate:
+        lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
+    lines.append(("time", f"{result.solve_seconds:.3f} s solve, {result.build_seconds:.3f} s build"))
+    if args.out:
+        assert text is not None
+        atomic_write_text(args.out, text)
+        lines.append(("wrote", args.out))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .check import check
+    from .io import load_instance, load_placement_file
+
+    inst = load_instance(args.instance)
+    doc = load_placement_file(args.placement)
+    problems = check(inst, doc)
+    n = len(doc.get("placements", {}))
+    if problems:
+        print(f"{args.placement}: INVALID ({len(problems)} violations)")
+        for msg in problems:
+            print(f"  {msg}")
+        return 1
+    print(f"{args.placement}: valid ({n} jobs placed, admission {doc.get('admission', 'given')})")
+    return 0
+
+
+# --------------------------------------------------------------------------- entry point
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error(message: str) -> None:
+    print(_one_line(message), file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``pal-opt`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(list(argv) if argv is not None else None)
+        except _UsageError as exc:
+            _error(str(exc))
+            return 2
+        except SystemExit as exc:  # --help / --version
+            return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        _error(f"{PROG}: interrupted")
+        return 130
+    except (InstanceError, OptionError, BackendUnavailableError) as exc:
+        _error(f"{PROG}: error: {exc}")
+        return 2
+    except PalOptError as exc:
+        _error(f"{PROG}: error: {type(exc).__name__}: {exc}")
+        return 1
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        _error(f"{PROG}: error: {where}{exc.strerror or exc}")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

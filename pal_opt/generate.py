@@ -1,0 +1,333 @@
+"""Synthetic scheduling rounds: clusters with realistic GPU variability and Sia-Philly queues.
+
+Variability
+-----------
+Each class's factors (1.0 = the median GPU, higher is slower) follow the published picture of
+GPU performance variability in large clusters (PAL, SC'24, and the Longhorn measurements
+behind it): about 8% spread on average over the classes, up to 22% for the most sensitive
+class, and rare outlier GPUs up to 1.5× slower.
+
+* A GPU has one latent quality shared by its classes (a slow chip is slow for every
+  compute-heavy job); each class mixes it with its own noise (correlation
+  :data:`CLASS_CORRELATION`) through a Gaussian copula.
+* Class *c*'s value is ``(1 + s_c · q^γ) / (1 + s_c · 0.5^γ)`` for a uniform quantile *q*:
+  skewed towards fast GPUs with a tail of slow ones, median 1, band width ≈ ``s_c``.
+* A GPU is an outlier with probability :data:`OUTLIER_RATE`; its factor becomes at least
+  ``1 + u · o_c`` with ``u`` uniform in :data:`OUTLIER_SEVERITY` (so at most 1.5 for classA).
+
+See :data:`SYNTHETIC_VARIABILITY` for ``s_c``, ``γ_c`` and ``o_c``: ResNet-like classA is the
+most sensitive, BERT-like classB and classC moderate, PageRank-like classD nearly flat.
+Factors are rounded to 4 decimals.  Alternatively, pass ``measurements`` to draw factors from
+PAL's measurement files (:func:`pal_opt.io.measurements.sample_factors`).
+
+Queues
+------
+Jobs are drawn independently from the empirical (GPU count, model) mix of the PAL artifact's
+six Sia-Philly traces (:data:`SIA_PHILLY_MIX`, 960 jobs: sizes 1–48 GPUs), restricted to sizes
+that fit the cluster's working GPUs; a model's class is :data:`pal_opt.model.MODEL_CLASS`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+
+from .binning import BINNING_MODES
+from .errors import OptionError
+from .model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
+from .seeds import SeedLike, make_rng
+
+__all__ = [
+    "ClassVariability",
+    "SYNTHETIC_VARIABILITY",
+    "CLASS_CORRELATION",
+    "OUTLIER_RATE",
+    "OUTLIER_SEVERITY",
+    "SIA_PHILLY_MIX",
+    "synthetic_factors",
+    "sample_jobs",
+    "generate_instance",
+]
+
+
+@dataclass(frozen=True)
+class ClassVariability:
+    """Synthetic variability of one application class.
+
+    Attributes
+    ----------
+    spread
+        Width of the non-outlier band, ≈ (max − min) / median over a large cluster.
+    skew
+        Exponent γ on the uniform quantile; > 1 puts most GPUs near the fast end.
+    outlier
+        How much of a GPU's outlier severity the class feels (1 = fully, 0 = not at all).
+    """
+
+    spread: float
+    skew: float
+    outlier: float
+
+
+#: Per-class synthetic variability (mean spread ≈ 8%, classA up to 22%, classD ≈ 1%).
+SYNTHETIC_VARIABILITY: dict[str, ClassVariability] = {
+    "classA": ClassVariability(spread=0.22, skew=1.8, outlier=1.0),  # ResNet-50-like, compute-bound
+    "classB": ClassVariability(spread=0.05, skew=1.8, outlier=0.5),  # BERT-like
+    "classC": ClassVariability(spread=0.05, skew=1.8, outlier=0.5),  # BERT-like (PAL maps BERT here too)
+    "classD": ClassVariability(spread=0.01, skew=1.0, outlier=0.0),  # PageRank-like, memory-bound
+}
+#: Correlation of a GPU's classes through its shared latent quality.
+CLASS_CORRELATION: float = 0.7
+#: Probability that a GPU is an outlier.
+OUTLIER_RATE: float = 0.005
+#: Range of an outlier's severity u: factor ≥ 1 + u · outlier weight.
+OUTLIER_SEVERITY: tuple[float, float] = (0.2, 0.5)
+
+#: Empirical (GPU count, model) -> number of jobs over the PAL artifact's six Sia-Philly
+#: traces (workload-1..6, 160 jobs each).
+SIA_PHILLY_MIX: dict[tuple[int, str], int] = {
+    (1, "vgg19"): 401,
+    (4, "resnet50"): 60,
+    (6, "BERT"): 8,
+    (6, "DCGAN"): 22,
+    (6, "GPT2"): 6,
+    (6, "PointNet"): 106,
+    (8, "BERT"): 6,
+    (8, "DCGAN"): 24,
+    (8, "GPT2"): 3,
+    (8, "PointNet"): 89,
+    (12, "BERT"): 5,
+    (12, "DCGAN"): 15,
+    (12, "GPT2"): 5,
+    (12, "PointNet"): 93,
+    (16, "BERT"): 6,
+    (16, "GPT2"): 6,
+    (16, "PointNet"): 83,
+    (24, "resnet50"): 5,
+    (32, "resnet50"): 9,
+    (48, "resnet50"): 8,
+}
+
+
+def synthetic_factors(
+    n_gpus: int,
+    rng: SeedLike = None,
+    variability: Mapping[str, ClassVariability] | None = None,
+    *,
+    decimals: int | None = 4,
+) -> dict[str, np.ndarray]:
+    """Per-class synthetic factors for ``n_gpus`` GPUs (model in the module docstring).
+
+    >>> f = synthetic_factors(1000, 0)
+    >>> sorted(f), bool(abs(np.median(f["classA"]) - 1) < 0.01)
+    (['classA', 'classB', 'classC', 'classD'], True)
+    """
+    var = SYNTHETIC_VARIABILITY if variability is None else variability
+    gen = make_rng(rng)
+    latent = gen.standard_normal(n_gpus)
+    rho = CLASS_CORRELATION
+    out_mask = gen.random(n_gpus) < OUTLIER_RATE
+    severity = gen.uniform(*OUTLIER_SEVERITY, size=n_gpus)
+    out: dict[str, np.ndarray] = {}
+    for cname, cv in var.items():
+        own = gen.standard_normal(n_gpus)
+        q = ndtr(rho * latent + math.sqrt(1.0 - rho * rho) * own)
+        f = (1.0 + cv.spread * q**cv.skew) / (1.0 + cv.spread * 0.5**cv.skew)
+        if cv.outlier > 0:
+            f = np.where(out_mask, np.maximum(f, 1.0 + severity * cv.outlier), f)
+        if decimals is not None:
+            f = np.round(f, decimals)
+        out[cname] = f
+    return out
+
+
+def sample_jobs(
+    n_jobs: int,
+    rng: SeedLike = None,
+    *,
+    max_demand: int | None = None,
+    locality_penalty: float = 1.7,
+    mix: Mapping[tuple[int, str], int] | None = None,
+) -> list[Job]:
+    """Draw a queue of ``n_jobs`` jobs from the (GPU count, model) ``mix`` (default Sia-Philly).
+
+    Job ids are 0..n_jobs-1 in queue order.  Only entries with GPU count ≤ ``max_demand`` are
+    drawn from.
+    """
+    table = SIA_PHILLY_MIX if mix is None else mix
+    keys = [k for k in table if max_demand is None or k[0] <= max_demand]
+    if n_jobs and not keys:
+        raise OptionError(f"no job size of the mix fits {max_demand} GPUs")
+    gen = make_rng(rng)
+    jobs: list[Job] = []
+    if n_jobs == 0:
+        return jobs
+    w = np.asarray([table[k] for k in keys], dtype=np.float64)
+    pick = gen.choice(len(keys), size=n_jobs, p=w / w.sum())
+    loc = pal_locality(locality_penalty)
+    for i, k in enumerate(pick.tolist()):
+        demand, model = keys[k]
+        jobs.append(Job(id=i, demand=demand, perfclass=MODEL_CLASS[model], position=i, locality=loc, model=model))
+    return jobs
+
+
+def _mark_busy(state: np.ndarray, server_of: np.ndarray, gpn: int, target: int, gen: np.random.Generator) -> None:
+    """Mark ``target`` free GPUs busy in server-local chunks (jobs outside the queue)."""
+    n_servers = int(server_of.max()) + 1
+    chunk_sizes = np.asarray([1, 2, 4, 8, 16])
+    while target > 0:
+        free = state == GpuState.FREE
+        per_server = np.bincount(server_of[free], minlength=n_servers)
+        cand = np.flatnonzero(per_server > 0)
+        if cand.size == 0:
+            return
+        s = int(gen.choice(cand))
+        k = int(gen.choice(chunk_sizes[chunk_sizes <= max(gpn, 1)]))
+        k = min(k, int(per_server[s]), target)
+        pos = np.flatnonzero(free & (server_of == s))[:k]
+        state[pos] = GpuState.BUSY
+        target -= k
+
+
+def _place_packed(free: np.ndarray, server_of: np.ndarray, demand: int) -> np.ndarray | None:
+    """Best-fit packing on free GPUs: one server if any can hold the job, else fullest servers first."""
+    if free.sum() < demand:
+        return None
+    per_server = np.bincount(server_of[free], minlength=int(server_of.max()) + 1)
+    fits = np.flatnonzero(per_server >= demand)
+    if fits.size:
+        s = int(fits[np.argmin(per_server[fits])])
+        return np.flatnonzero(free & (server_of == s))[:demand]
+    order = np.argsort(-per_server, kind="stable")
+    picked: list[int] = []
+    for s in order.tolist():
+        if per_server[s] == 0:
+            break
+        picked.extend(np.flatnonzero(free & (server_of == s))[: demand - len(picked)].tolist())
+        if len(picked) == demand:
+            break
+    return np.asarray(picked, dtype=np.int64)
+
+
+def generate_instance(
+    nodes: int,
+    gpus_per_node: int,
+    jobs: int,
+    racks: int = 0,
+    seed: SeedLike = 0,
+    locality_penalty: float = 1.7,
+    busy_fraction: float = 0.0,
+    *,
+    failed_fraction: float = 0.0,
+    running_fraction: float = 0.0,
+    binning: str = "pal-artifact",
+    restart_cost: float = 0.0,
+    measurements: Mapping[str, str | os.PathLike[str]] | None = None,
+    name: str | None = None,
+) -> RoundInstance:
+    """A synthetic round (module docstring for the models behind it).
+
+    Parameters
+    ----------
+    nodes, gpus_per_node
+        ``nodes`` servers of ``gpus_per_node`` GPUs; GPU ids 0..G-1, GPU g on server g // gpus_per_node.
+    jobs
+        Queue length.
+    racks
+        0 for a flat cluster; else servers are dealt to ``racks`` racks (``"r0"``, ``"r1"``...)
+        in contiguous blocks whose sizes differ by at most one.
+    seed
+        Seed or Generator; the same seed gives the same round.
+    locality_penalty
+        PAL's λ (≥ 1); every job gets ``(1, λ, λ)``.
+    busy_fraction
+        Share of GPUs held by jobs outside the queue, marked busy in server-local chunks.
+    failed_fraction
+        Share of GPUs out of service, chosen at random.
+    running_fraction
+        Each queued job is, with this probability, already running (packed on free GPUs,
+        best fit) if it fits.
+    binning, restart_cost
+        Stored in the round's parameters.
+    measurements
+        ``{class: measurement file}`` to draw factors from PAL's measurements instead of the
+        synthetic model (see :func:`pal_opt.io.measurements.sample_factors`).
+    name
+        Round name; default ``"synthetic-{nodes}x{gpus_per_node}-j{jobs}-s{seed}"``.
+
+    Returns
+    -------
+    RoundInstance
+
+    Examples
+    --------
+    >>> inst = generate_instance(16, 4, 40, seed=1)
+    >>> inst.cluster.num_gpus, len(inst.jobs), inst.cluster.num_servers
+    (64, 40, 16)
+    """
+    _check_int("nodes", nodes, 1)
+    _check_int("gpus_per_node", gpus_per_node, 1)
+    _check_int("jobs", jobs, 0)
+    _check_int("racks", racks, 0)
+    if racks > nodes:
+        raise OptionError(f"racks must not exceed nodes ({nodes}), got {racks}")
+    for label, v in (("busy_fraction", busy_fraction), ("failed_fraction", failed_fraction),
+                     ("running_fraction", running_fraction)):
+        if not (0.0 <= v <= 1.0):
+            raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
+    if busy_fraction + failed_fraction > 1.0:
+        raise OptionError("busy_fraction + failed_fraction must not exceed 1")
+    if not (math.isfinite(locality_penalty) and locality_penalty >= 1.0):
+        raise OptionError(f"locality_penalty must be a finite number >= 1, got {locality_penalty!r}")
+    if binning not in BINNING_MODES:
+        raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
+    if not (math.isfinite(restart_cost) and restart_cost >= 0.0):
+        raise OptionError(f"restart_cost must be a finite number >= 0, got {restart_cost!r}")
+
+    gen = make_rng(seed)
+    g = nodes * gpus_per_node
+    server_of = np.arange(g) // gpus_per_node
+    if measurements is not None:
+        from .io.measurements import sample_factors
+
+        factors = sample_factors(measurements, g, gen)
+    else:
+        factors = synthetic_factors(g, gen)
+
+    state = np.zeros(g, dtype=np.int8)
+    n_failed = int(round(failed_fraction * g))
+    if n_failed:
+        state[gen.choice(g, size=n_failed, replace=False)] = GpuState.FAILED
+    _mark_busy(state, server_of, gpus_per_node, int(round(busy_fraction * g)), gen)
+
+    working = int((state != GpuState.FAILED).sum())
+    queue = sample_jobs(jobs, gen, max_demand=max(working, 1), locality_penalty=locality_penalty)
+    if running_fraction > 0 and queue:
+        free = state == GpuState.FREE
+        run = gen.random(len(queue)) < running_fraction
+        placed: list[Job] = []
+        for j, r in zip(queue, run.tolist(), strict=True):
+            pos = _place_packed(free, server_of, j.demand) if r else None
+            if pos is not None:
+                free[pos] = False
+                j = Job(j.id, j.demand, j.perfclass, j.position, j.locality, tuple(int(p) for p in pos), j.model)
+            placed.append(j)
+        queue = placed
+
+    rmap = None
+    if racks:
+        rmap = {s: f"r{s * racks // nodes}" for s in range(nodes)}
+    cluster = Cluster.from_arrays(np.arange(g), server_of, factors, state, rmap)
+    params = RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
+    label = name or f"synthetic-{nodes}x{gpus_per_node}-j{jobs}-s{seed if isinstance(seed, int) else 'rng'}"
+    return RoundInstance(cluster=cluster, jobs=tuple(queue), params=params, name=label)
+
+
+def _check_int(label: str, v: object, minimum: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+        raise OptionError(f"{label} must be an integer >= {minimum}, got {v!r}")

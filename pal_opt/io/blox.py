@@ -1,0 +1,284 @@
+"""Importer for Blox's ``gpu_df`` (the GPU table PAL's scheduler keeps) plus a job queue CSV.
+
+GPU table columns
+-----------------
+``GPU_ID``
+    Unique non-negative integer.
+``Node_ID``
+    The GPU's server (integer or text).
+``IN_USE``
+    true/false.
+``JOB_IDS`` (optional)
+    The job holding the GPU (``3``, ``3.0``, ``[3]``; several ids separated by commas).
+``PerfVar_<class>``
+    One column per application class: the GPU's measured slowdown (1.0 = median GPU).
+``Rack_ID`` (optional)
+    The server's rack; all GPUs of a server must name the same rack.  Makes the cluster racked.
+``FAILED`` (optional)
+    true/false; a failed GPU is out of service this round.
+
+Other columns (the unnamed index, ``GPU_UUID``, ``Local_GPU_ID``, ``IP_addr``...) are ignored.
+
+How the round is read
+---------------------
+* A GPU in use by a job **in the queue** means that job is running there: the job's
+  ``placement`` lists those GPUs and the GPUs are ``free`` for this round (the policy may move
+  the job).  The job must hold exactly its demand.
+* A GPU in use by anything else (a job not in the queue, or no job id) is ``busy``.
+* A GPU with ``FAILED`` true is ``failed`` (and may not be held by a queued job).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..binning import BINNING_MODES
+from ..errors import InstanceError, OptionError
+from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from .jobs import load_jobs
+from .safe import DEFAULT_MAX_BYTES, CsvTable, read_csv
+
+__all__ = ["GpuTable", "read_gpu_table", "load_blox", "blox_gpu_rows"]
+
+_PERFVAR = "PerfVar_"
+_SPLIT = re.compile(r"[,;\s]+")
+
+
+class GpuTable:
+    """The parsed GPU table: per-GPU columns and who holds what.
+
+    Attributes
+    ----------
+    gpu_ids, server, rack_of_server, factors, failed
+        Cluster columns (``rack_of_server`` is None for a flat table).
+    holders
+        Per GPU, the job ids in ``JOB_IDS`` (empty tuple if none) — only meaningful where
+        ``in_use`` is true.
+    in_use
+        Per GPU, the ``IN_USE`` flag.
+    lines
+        Per GPU, its line in the file.
+    table
+        The underlying :class:`~pal_opt.io.safe.CsvTable` (for error messages).
+    """
+
+    def __init__(
+        self,
+        table: CsvTable,
+        gpu_ids: list[int],
+        server: list[Any],
+        rack_of_server: dict[Any, Any] | None,
+        factors: dict[str, np.ndarray],
+        in_use: list[bool],
+        holders: list[tuple[Any, ...]],
+        failed: list[bool],
+        lines: list[int],
+    ):
+        self.table = table
+        self.gpu_ids = gpu_ids
+        self.server = server
+        self.rack_of_server = rack_of_server
+        self.factors = factors
+        self.in_use = in_use
+        self.holders = holders
+        self.failed = failed
+        self.lines = lines
+
+    @property
+    def source(self) -> str:
+        return self.table.source
+
+
+def read_gpu_table(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> GpuTable:
+    """Parse a Blox ``gpu_df`` CSV (columns in the module docstring)."""
+    t = read_csv(path, max_bytes=max_bytes, what="GPU table")
+    c_gpu = t.column("GPU_ID")
+    c_node = t.column("Node_ID")
+    c_use = t.column("IN_USE")
+    c_jobs = t.find("JOB_IDS")
+    c_rack = t.find("Rack_ID")
+    c_fail = t.find("FAILED")
+    fcols = [(h[len(_PERFVAR):], i) for i, h in enumerate(t.header) if h.startswith(_PERFVAR)]
+    if not fcols:
+        raise InstanceError(
+            f"no {_PERFVAR}<class> column; columns are: {', '.join(t.header)}", source=t.source, path="header"
+        )
+    for cname, i in fcols:
+        if not cname:
+            raise InstanceError(f"column {t.header[i]!r} names no class", source=t.source, path="header")
+
+    gpu_ids: list[int] = []
+    server: list[Any] = []
+    in_use: list[bool] = []
+    holders: list[tuple[Any, ...]] = []
+    failed: list[bool] = []
+    lines: list[int] = []
+    racks: dict[Any, tuple[Any, int]] = {}
+    seen: dict[int, int] = {}
+    fvals: dict[str, list[float]] = {c: [] for c, _ in fcols}
+    for line, f in t.rows:
+        gid = t.integer(line, c_gpu, f[c_gpu], minimum=0, what="a non-negative integer")
+        if gid in seen:
+            raise t.error(line, c_gpu, f"duplicate GPU id {gid} (also on line {seen[gid]})")
+        seen[gid] = line
+        node = t.ident(line, c_node, f[c_node])
+        use = t.boolean(line, c_use, f[c_use])
+        hold: tuple[Any, ...] = ()
+        if c_jobs is not None and f[c_jobs]:
+            cell = f[c_jobs].strip().strip("[]()").strip()
+            if cell and cell.lower() not in ("none", "nan"):
+                hold = tuple(t.ident(line, c_jobs, x.strip("'\"")) for x in _SPLIT.split(cell) if x)
+        if c_rack is not None:
+            rack = t.ident(line, c_rack, f[c_rack])
+            prev = racks.get(node)
+            if prev is None:
+                racks[node] = (rack, line)
+            elif prev[0] != rack:
+                raise t.error(
+                    line, c_rack, f"server {node!r} is in rack {prev[0]!r} on line {prev[1]} but in {rack!r} here"
+                )
+        for cname, i in fcols:
+            fvals[cname].append(t.number(line, i, f[i], positive=True))
+        failed.append(t.boolean(line, c_fail, f[c_fail]) if c_fail is not None else False)
+        gpu_ids.append(gid)
+        server.append(node)
+        in_use.append(use)
+        holders.append(hold)
+        lines.append(line)
+    factors = {c: np.asarray(v, dtype=np.float64) for c, v in fvals.items()}
+    rmap = {s: r for s, (r, _) in racks.items()} if c_rack is not None else None
+    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines)
+
+
+def load_blox(
+    gpus_path: str | os.PathLike[str],
+    jobs_path: str | os.PathLike[str],
+    *,
+    locality_penalty: float = 1.7,
+    binning: str = "pal-artifact",
+    restart_cost: float = 0.0,
+    name: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> RoundInstance:
+    """Build a round from a Blox GPU table and a job queue CSV.
+
+    Parameters
+    ----------
+    gpus_path
+        Blox ``gpu_df`` CSV (see the module docstring).
+    jobs_path
+        Job queue CSV (see :mod:`pal_opt.io.jobs`).
+    locality_penalty
+        PAL's λ (≥ 1) for jobs without their own.
+    binning
+        Binning mode stored in the round's parameters.
+    restart_cost
+        Cost of moving a running job, stored in the round's parameters.
+    name
+        Round name; defaults to the GPU table's file stem.
+    max_bytes
+        Size limit per file.
+
+    Returns
+    -------
+    RoundInstance
+    """
+    if not (locality_penalty >= 1.0 and np.isfinite(locality_penalty)):
+        raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
+    if binning not in BINNING_MODES:
+        raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
+    if not (restart_cost >= 0.0 and np.isfinite(restart_cost)):
+        raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
+    gt = read_gpu_table(gpus_path, max_bytes=max_bytes)
+    jt = load_jobs(
+        jobs_path,
+        classes=tuple(gt.factors),
+        locality_penalty=locality_penalty,
+        max_gpus=len(gt.gpu_ids),
+        max_bytes=max_bytes,
+    )
+    queued = {str(j.id): k for k, j in enumerate(jt.jobs)}
+    n = len(gt.gpu_ids)
+    state = np.zeros(n, dtype=np.int8)
+    held: dict[int, list[int]] = {}
+    for i in range(n):
+        if gt.failed[i]:
+            state[i] = GpuState.FAILED
+        if not gt.in_use[i]:
+            continue
+        mine = [queued[str(h)] for h in gt.holders[i] if str(h) in queued]
+        if not mine:
+            if not gt.failed[i]:
+                state[i] = GpuState.BUSY
+            continue
+        if len(gt.holders[i]) > 1:
+            raise gt.table.error(
+                gt.lines[i],
+                gt.table.column("JOB_IDS"),
+                f"GPU {gt.gpu_ids[i]} is shared by jobs {list(gt.holders[i])}; a queued job's GPUs must be its own",
+            )
+        if gt.failed[i]:
+            raise gt.table.error(
+                gt.lines[i], gt.table.column("FAILED"), f"GPU {gt.gpu_ids[i]} is failed but held by queued job {gt.holders[i][0]!r}"
+            )
+        held.setdefault(mine[0], []).append(gt.gpu_ids[i])
+
+    jobs: list[Job] = []
+    for k, job in enumerate(jt.jobs):
+        gpus = held.get(k)
+        flag = jt.running[k]
+        if gpus is None:
+            if flag:
+                raise jt.error(k, f"job {job.id!r} is marked running but holds no GPU in {gt.source}", "is_running")
+            jobs.append(job)
+            continue
+        if flag is False:
+            raise jt.error(
+                k, f"job {job.id!r} is marked not running but {gt.source} lists it on GPUs {gpus}", "is_running"
+            )
+        if len(gpus) != job.demand:
+            raise jt.error(
+                k,
+                f"job {job.id!r} needs {job.demand} GPUs but holds {len(gpus)} in {gt.source} (GPUs {gpus})",
+            )
+        jobs.append(replace(job, placement=tuple(gpus)))
+
+    cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source)
+    params = RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
+    return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name or Path(gpus_path).stem)
+
+
+def blox_gpu_rows(instance: RoundInstance) -> list[Mapping[str, Any]]:
+    """The round's GPUs as Blox ``gpu_df`` rows (the inverse of :func:`load_blox`'s GPU side).
+
+    Queued running jobs appear in ``JOB_IDS`` of their GPUs; busy GPUs are in use with no job
+    id; failed GPUs have ``FAILED`` true.
+    """
+    cl = instance.cluster
+    holder: dict[int, Any] = {}
+    for j in instance.jobs:
+        for g in j.placement or ():
+            holder[g] = j.id
+    rows: list[Mapping[str, Any]] = []
+    for i, gid in enumerate(cl.gpu_ids.tolist()):
+        st = int(cl.state[i])
+        row: dict[str, Any] = {
+            "GPU_ID": gid,
+            "Node_ID": cl.server_ids[cl.server_of[i]],
+            "IN_USE": gid in holder or st == GpuState.BUSY,
+            "JOB_IDS": holder.get(gid, ""),
+        }
+        if cl.racked:
+            row["Rack_ID"] = cl.rack_ids[cl.rack_of_server[cl.server_of[i]]]
+        for c, v in cl.factors.items():
+            row[f"{_PERFVAR}{c}"] = float(v[i])
+        row["FAILED"] = st == GpuState.FAILED
+        rows.append(row)
+    return rows

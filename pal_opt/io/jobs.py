@@ -1,0 +1,141 @@
+"""Job queue CSV importer.
+
+One row per job, in queue order.  Columns (names are matched case-insensitively; extra
+columns such as ``submit_time`` or ``duration`` are ignored, so the PAL artifact's Sia-Philly
+traces load as they are):
+
+``job_id`` (or ``id``)
+    Integer or text, unique.
+``num_gpus`` (or ``num_GPUs``, ``demand``)
+    Positive integer.
+``perfclass`` (or ``class``) and/or ``model``
+    At least one of the two columns.  A row with an empty ``perfclass`` takes its class from
+    the model via :data:`pal_opt.model.MODEL_CLASS`; an unknown model with no class is an error.
+``locality_penalty`` (optional)
+    The job's own λ (≥ 1); the job's penalties become ``(1, λ, λ)``.  Blank: the round's λ.
+``is_running`` (optional)
+    true/false.  Cross-checked against the GPU table by :mod:`pal_opt.io.blox`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from ..errors import InstanceError
+from ..model import MODEL_CLASS, Job, pal_locality
+from .safe import DEFAULT_MAX_BYTES, read_csv
+
+__all__ = ["JobTable", "load_jobs"]
+
+
+@dataclass(frozen=True)
+class JobTable:
+    """Jobs read from a CSV, with where each came from.
+
+    Attributes
+    ----------
+    jobs
+        The queue (``placement`` is None; the GPU table says who runs where).
+    lines
+        Line number of each job in the file.
+    running
+        The ``is_running`` cell per job, or None where the column is absent.
+    source
+        The file.
+    """
+
+    jobs: tuple[Job, ...]
+    lines: tuple[int, ...]
+    running: tuple[bool | None, ...]
+    source: str
+
+    def error(self, index: int, message: str, column: str | None = None) -> InstanceError:
+        where = f"line {self.lines[index]}" + (f", column {column}" if column else "")
+        return InstanceError(message, source=self.source, path=where)
+
+
+def load_jobs(
+    path: str | os.PathLike[str],
+    *,
+    classes: Collection[str] | None = None,
+    locality_penalty: float = 1.7,
+    max_gpus: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> JobTable:
+    """Read a job queue CSV (columns in the module docstring).
+
+    Parameters
+    ----------
+    path
+        The CSV file.
+    classes
+        Application classes the cluster has factors for; a job of another class is an error.
+        None: no check.
+    locality_penalty
+        λ for jobs without their own ``locality_penalty``.
+    max_gpus
+        The cluster's GPU count; a job needing more is an error.  None: no check.
+    max_bytes
+        Size limit of the file.
+
+    Returns
+    -------
+    JobTable
+    """
+    t = read_csv(path, max_bytes=max_bytes, what="job CSV")
+    c_id = t.column("job_id", "id", "JOB_ID")
+    c_dem = t.column("num_gpus", "num_GPUs", "demand", "job_gpu_demand")
+    c_cls = t.find("perfclass", "class", "job_perfclass")
+    c_mod = t.find("model", "job_model")
+    if c_cls is None and c_mod is None:
+        t.column("perfclass", "model")  # raises, naming both
+    c_lam = t.find("locality_penalty")
+    c_run = t.find("is_running")
+    default_loc = pal_locality(locality_penalty)
+
+    jobs: list[Job] = []
+    lines: list[int] = []
+    running: list[bool | None] = []
+    seen: dict[str, int] = {}
+    for line, f in t.rows:
+        jid = t.ident(line, c_id, f[c_id])
+        key = str(jid)
+        if key in seen:
+            raise t.error(line, c_id, f"duplicate job id {f[c_id]!r} (also on line {seen[key]})")
+        seen[key] = line
+        demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
+        if max_gpus is not None and demand > max_gpus:
+            raise t.error(line, c_dem, f"job {jid!r} needs {demand} GPUs but the cluster has {max_gpus}")
+        model = f[c_mod] if c_mod is not None and f[c_mod] else None
+        perfclass = f[c_cls] if c_cls is not None and f[c_cls] else None
+        if perfclass is None:
+            if model is None:
+                col = c_cls if c_cls is not None else c_mod
+                raise t.error(line, col, f"job {jid!r} has neither a class nor a model")
+            if model not in MODEL_CLASS:
+                raise t.error(
+                    line,
+                    c_mod,
+                    f"unknown model {model!r} and no perfclass given (known models: {', '.join(MODEL_CLASS)})",
+                )
+            perfclass = MODEL_CLASS[model]
+        if classes is not None and perfclass not in classes:
+            col = c_cls if c_cls is not None and f[c_cls] else c_mod
+            raise t.error(
+                line, col, f"class {perfclass!r} has no GPU factors (the GPU table has: {', '.join(classes)})"
+            )
+        loc = default_loc
+        if c_lam is not None and f[c_lam]:
+            lam = t.number(line, c_lam, f[c_lam], positive=True)
+            if lam < 1.0:
+                raise t.error(line, c_lam, f"must be at least 1, got {f[c_lam]!r}")
+            loc = pal_locality(lam)
+        run = t.boolean(line, c_run, f[c_run]) if c_run is not None else None
+        jobs.append(
+            Job(id=jid, demand=demand, perfclass=perfclass, position=len(jobs), locality=loc, model=model)
+        )
+        lines.append(line)
+        running.append(run)
+    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source)

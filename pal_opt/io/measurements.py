@@ -1,0 +1,140 @@
+"""PAL's per-run variability measurements (``*-longhorn-agg.csv``) and drawing GPU factors from them.
+
+Each row of a measurement file is one training run on one GPU; ``uuid`` names the GPU and
+``perf`` is a time-like figure (higher is slower).  PAL normalises ``perf`` by the file's median
+and gives every simulated GPU a value drawn from that distribution; the reference rounds'
+factors are such per-run values.  PAL's class map (the artifact's ``profiles.json``) is
+classA ← ResNet, classB ← BERT, classC ← BERT, classD ← PageRank.  Two classes backed by the
+same file receive the same draw per GPU (the artifact's classB and classC factors are equal).
+
+Aggregates
+----------
+``run`` (default)
+    Every run, divided by the median run: the distribution PAL's simulator samples.
+``max``
+    One value per GPU, its slowest run, divided by the median of those (what Blox's
+    ``cluster_state`` assigns to a GPU whose uuid appears in the file).
+``median``
+    One value per GPU, its median run, divided by the median of those.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InstanceError, OptionError
+from ..seeds import SeedLike, make_rng
+from .safe import DEFAULT_MAX_BYTES, read_csv
+
+__all__ = [
+    "AGGREGATES",
+    "PAL_CLASS_FILES",
+    "load_measurements",
+    "longhorn_paths",
+    "sample_factors",
+]
+
+AGGREGATES: tuple[str, ...] = ("run", "max", "median")
+
+#: PAL's class -> measurement file (TACC Longhorn V100s), per the artifact's profiles.json.
+PAL_CLASS_FILES: dict[str, str] = {
+    "classA": "resnet-longhorn-agg.csv",
+    "classB": "bert-longhorn-agg.csv",
+    "classC": "bert-longhorn-agg.csv",
+    "classD": "pagerank-longhorn-agg.csv",
+}
+
+
+def load_measurements(
+    path: str | os.PathLike[str], aggregate: str = "run", *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> np.ndarray:
+    """Median-normalised performance values from one measurement file.
+
+    Parameters
+    ----------
+    path
+        A CSV with a ``perf`` column (positive, finite) and, for the per-GPU aggregates,
+        ``uuid``.  Other columns are ignored.
+    aggregate
+        ``"run"``, ``"max"`` or ``"median"`` (module docstring).
+
+    Returns
+    -------
+    ndarray of float64
+        The values, in file order (``run``) or in order of first appearance of each uuid; the
+        median is 1.0.
+    """
+    if aggregate not in AGGREGATES:
+        raise OptionError(f"unknown aggregate {aggregate!r}; choose one of {', '.join(AGGREGATES)}")
+    t = read_csv(path, max_bytes=max_bytes, what="measurement file")
+    c_perf = t.column("perf")
+    c_uuid = t.column("uuid") if aggregate != "run" else None
+    perf = np.fromiter(
+        (t.number(line, c_perf, f[c_perf], positive=True) for line, f in t.rows), dtype=np.float64, count=len(t.rows)
+    )
+    if aggregate == "run":
+        values = perf
+    else:
+        assert c_uuid is not None
+        groups: dict[str, list[float]] = {}
+        for (line, f), v in zip(t.rows, perf.tolist(), strict=True):
+            u = f[c_uuid]
+            if not u:
+                raise t.error(line, c_uuid, "must not be empty")
+            groups.setdefault(u, []).append(v)
+        agg = max if aggregate == "max" else (lambda xs: float(np.median(xs)))
+        values = np.asarray([agg(v) for v in groups.values()], dtype=np.float64)
+    med = float(np.median(values))
+    if not med > 0:  # pragma: no cover - perf is positive
+        raise InstanceError("median perf is not positive", source=t.source, path="column perf")
+    return values / med
+
+
+def longhorn_paths(directory: str | os.PathLike[str]) -> dict[str, Path]:
+    """``{class: file}`` for PAL's four classes inside ``directory`` (files need not exist yet)."""
+    d = Path(directory)
+    return {c: d / f for c, f in PAL_CLASS_FILES.items()}
+
+
+def sample_factors(
+    paths_by_class: Mapping[str, str | os.PathLike[str]],
+    n_gpus: int,
+    rng: SeedLike = None,
+    *,
+    aggregate: str = "run",
+) -> dict[str, np.ndarray]:
+    """Draw per-GPU factors for each class from measurement files, with replacement.
+
+    Parameters
+    ----------
+    paths_by_class
+        ``{class: measurement file}``, e.g. :func:`longhorn_paths`.  Classes that name the
+        same file share one draw (each GPU gets the same value for them).
+    n_gpus
+        Number of GPUs.
+    rng
+        Seed or Generator (:func:`pal_opt.seeds.make_rng`); classes are drawn in the mapping's
+        order, so a seed fixes the result.
+    aggregate
+        Passed to :func:`load_measurements`.
+
+    Returns
+    -------
+    dict of str -> ndarray, shape (n_gpus,)
+    """
+    if n_gpus < 1:
+        raise OptionError(f"n_gpus must be positive, got {n_gpus}")
+    gen = make_rng(rng)
+    draws: dict[str, np.ndarray] = {}
+    out: dict[str, np.ndarray] = {}
+    for cname, p in paths_by_class.items():
+        key = os.path.realpath(os.fspath(p))
+        if key not in draws:
+            values = load_measurements(p, aggregate)
+            draws[key] = values[gen.integers(0, values.size, size=n_gpus)]
+        out[cname] = draws[key].copy()
+    return out

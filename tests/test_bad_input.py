@@ -1,0 +1,461 @@
+"""Bad input anywhere: exit status 2, one stderr line naming the file and the field, no output.
+
+Each case writes a broken file, runs the CLI in process (``main``) with an output path, and
+checks: status 2, nothing on stdout, exactly one line on stderr that starts with
+``pal-opt: error:``, names the file and the field path (or line and column), no traceback, and
+no output file.  A few cases run as a subprocess too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pal_opt.cli import main
+from pal_opt.errors import InstanceError
+from pal_opt.io import load_instance, load_measurements
+from pal_opt.io.safe import read_text
+
+# --------------------------------------------------------------------------- a valid base
+BASE: dict[str, Any] = {
+    "format": "pal-opt/instance",
+    "version": 1,
+    "name": "base",
+    "params": {"locality_penalty": 1.7, "binning": "pal-artifact", "restart_cost": 0.0},
+    "cluster": {
+        "servers": {"id": [0, 1, 2], "rack": ["a", "a", "b"]},
+        "gpus": {
+            "id": [0, 1, 2, 3, 4, 5, 6],
+            "server": [0, 0, 0, 1, 1, 2, 2],
+            "state": ["free", "free", "busy", "free", "free", "failed", "free"],
+        },
+        "factors": {
+            "classA": [1.0, 1.1, 0.9, 1.05, 1.0, 1.2, 0.95],
+            "classB": [1.0, 1.0, 1.0, 1.01, 0.99, 1.0, 1.0],
+        },
+    },
+    "jobs": [
+        {"id": 0, "demand": 2, "class": "classA", "model": "resnet50"},
+        {"id": 1, "demand": 1, "model": "BERT"},
+        {"id": "r", "demand": 2, "class": "classB", "placement": [3, 4]},
+    ],
+}
+
+
+def test_base_is_valid(tmp_path):
+    p = tmp_path / "base.json"
+    p.write_text(json.dumps(BASE))
+    inst = load_instance(p)
+    assert inst.cluster.racked and inst.job_by_id["r"].placement == (3, 4)
+
+
+def mutate(fn: Callable[[dict[str, Any]], Any]) -> str:
+    d = copy.deepcopy(BASE)
+    fn(d)
+    return json.dumps(d)
+
+
+def setter(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Set ``a.b[2].c`` style paths in the document."""
+
+    def fn(d: dict[str, Any]) -> None:
+        keys: list[Any] = []
+        for part in path.split("."):
+            name, _, rest = part.partition("[")
+            keys.append(name)
+            while rest:
+                idx, _, rest = rest.partition("]")
+                keys.append(int(idx))
+                rest = rest.lstrip("[")
+        node: Any = d
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+
+    return fn
+
+
+def deleter(path: str, key: str) -> Callable[[dict[str, Any]], None]:
+    def fn(d: dict[str, Any]) -> None:
+        node: Any = d
+        for part in path.split(".") if path else []:
+            name, _, idx = part.partition("[")
+            node = node[name]
+            if idx:
+                node = node[int(idx.rstrip("]"))]
+        del node[key]
+
+    return fn
+
+
+def raw(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode()
+
+
+def patched(old: str, new: str) -> str:
+    text = json.dumps(BASE)
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+# (case id, file content, expected text in the message after the file name)
+JSON_CASES: list[tuple[str, bytes | str, str]] = [
+    ("empty", b"", "instance file is empty"),
+    ("whitespace", b"  \n\t\n", "instance file is empty"),
+    ("binary", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+    ("not-utf8", b'{"format": "pal-opt/instance", "name": "caf\xe9"}', "not valid UTF-8"),
+    ("deep-nesting-recursion", "[" * 200_000 + "]" * 200_000, "nesting deeper than"),
+    ("deep-nesting", '{"format": "pal-opt/instance", "meta": ' + "[" * 100 + "]" * 100 + "}", "nesting deeper than 64"),
+    ("syntax", '{"format": "pal-opt/instance",\n "version": }', "line 2 column"),
+    ("top-array", "[1, 2, 3]", "top level: must be an object, got an array"),
+    ("top-string", '"hello"', "top level: must be an object"),
+    ("format", mutate(setter("format", "other")), "format: must be 'pal-opt/instance'"),
+    ("version", mutate(setter("version", 2)), "version: unsupported version 2"),
+    ("missing-cluster", mutate(deleter("", "cluster")), "cluster: is required"),
+    ("missing-jobs", mutate(deleter("", "jobs")), "jobs: is required"),
+    ("unknown-top", mutate(setter("jobz", [])), "jobz: unknown field"),
+    ("unknown-nested", mutate(setter("cluster.gpus.colour", [])), "cluster.gpus.colour: unknown field"),
+    ("jobs-not-array", mutate(setter("jobs", {"0": 1})), "jobs: must be an array, got an object"),
+    ("job-not-object", mutate(setter("jobs[1]", 5)), "jobs[1]: must be an object"),
+    ("missing-demand", mutate(deleter("jobs[0]", "demand")), "jobs[0].demand: is required"),
+    ("demand-zero", mutate(setter("jobs[0].demand", 0)), "jobs[0].demand: must be a positive integer, got 0"),
+    ("demand-negative", mutate(setter("jobs[0].demand", -3)), "jobs[0].demand: must be a positive integer, got -3"),
+    ("demand-fraction", mutate(setter("jobs[0].demand", 2.5)), "jobs[0].demand: must be a positive integer, got 2.5"),
+    ("demand-string", mutate(setter("jobs[0].demand", "2")), "jobs[0].demand: must be a positive integer, got '2'"),
+    ("demand-bool", mutate(setter("jobs[0].demand", True)), "jobs[0].demand: must be a positive integer, got true"),
+    ("demand-null", mutate(setter("jobs[0].demand", None)), "jobs[0].demand: must be a positive integer, got null"),
+    ("demand-nan", patched('"demand": 2', '"demand": NaN'), "jobs[0].demand: must be a positive integer, got NaN"),
+    ("demand-huge-float", patched('"demand": 2', '"demand": 1e400'), "jobs[0].demand: must be a positive integer, got 1e400"),
+    ("demand-huge-int", patched('"demand": 2', '"demand": ' + "9" * 5000), "jobs[0].demand: must be a positive integer, got 999"),
+    ("demand-int64", patched('"demand": 2', '"demand": ' + str(2**70)), "jobs[0].demand: must be a positive integer that fits in 64 bits"),
+    ("demand-too-big", mutate(setter("jobs[0].demand", 8)), "jobs[0].demand: needs 8 GPUs but the cluster has 7"),
+    ("dup-gpu", mutate(setter("cluster.gpus.id[3]", 1)), "cluster.gpus.id[3]: duplicate GPU id 1"),
+    ("dup-job", mutate(setter("jobs[1].id", 0)), "jobs[1].id: duplicate job id 0"),
+    ("dup-job-text", mutate(setter("jobs[1].id", "0")), "jobs[1].id: duplicate job id '0'"),
+    ("job-id-empty", mutate(setter("jobs[1].id", "")), "jobs[1].id: must be an integer or a non-empty string"),
+    ("job-id-float", mutate(setter("jobs[1].id", 1.5)), "jobs[1].id: must be an integer or a non-empty string, got 1.5"),
+    ("gpu-id-negative", mutate(setter("cluster.gpus.id[0]", -1)), "cluster.gpus.id[0]: must be a non-negative integer, got -1"),
+    ("gpu-id-string", mutate(setter("cluster.gpus.id[2]", "g2")), "cluster.gpus.id[2]: must be a non-negative integer, got 'g2'"),
+    ("gpu-id-huge", mutate(setter("cluster.gpus.id[2]", 2**64)), "cluster.gpus.id[2]: must be a non-negative integer that fits in 64 bits"),
+    ("no-gpus", mutate(setter("cluster.gpus.id", [])), "cluster.gpus.id: must not be empty"),
+    ("server-column-length", mutate(setter("cluster.gpus.server", [0, 0])), "cluster.gpus.server: must have 7 entries"),
+    ("factor-nan", patched("1.05", "NaN"), "cluster.factors.classA[3]: must be a finite positive number, got NaN"),
+    ("factor-infinity", patched("1.05", "Infinity"), "cluster.factors.classA[3]: must be a finite positive number, got Infinity"),
+    ("factor-neg-infinity", patched("1.05", "-Infinity"), "cluster.factors.classA[3]: must be a finite positive number, got -Infinity"),
+    ("factor-overflow", patched("1.05", "1e999"), "cluster.factors.classA[3]: must be a finite positive number, got 1e999"),
+    ("factor-zero", mutate(setter("cluster.factors.classA[3]", 0)), "cluster.factors.classA[3]: must be a finite positive number, got 0"),
+    ("factor-negative", mutate(setter("cluster.factors.classB[6]", -1.0)), "cluster.factors.classB[6]: must be a finite positive number, got -1.0"),
+    ("factor-string", mutate(setter("cluster.factors.classB[0]", "1.0")), "cluster.factors.classB[0]: must be a finite positive number, got '1.0'"),
+    ("factor-length", mutate(setter("cluster.factors.classB", [1.0])), "cluster.factors.classB: must have 7 entries"),
+    ("factors-empty", mutate(setter("cluster.factors", {})), "cluster.factors: must give the factors of at least one class"),
+    ("unknown-server", mutate(setter("cluster.gpus.server[6]", 9)), "cluster.gpus.server[6]: unknown server 9"),
+    ("server-without-gpus", mutate(setter("cluster.servers", {"id": [0, 1, 2, 3], "rack": ["a", "a", "b", "b"]})), "cluster.servers.id[3]: server 3 has no GPUs"),
+    ("dup-server", mutate(setter("cluster.servers.id", [0, 1, 1])), "cluster.servers.id[2]: duplicate server id 1"),
+    ("rack-length", mutate(setter("cluster.servers.rack", ["a"])), "cluster.servers.rack: must have 3 entries"),
+    ("rack-null", mutate(setter("cluster.servers.rack[1]", None)), "cluster.servers.rack[1]: must be an integer or a non-empty string, got null"),
+    ("unknown-state", mutate(setter("cluster.gpus.state[4]", "broken")), "cluster.gpus.state[4]: must be one of 'free', 'busy', 'failed', got 'broken'"),
+    ("state-int", mutate(setter("cluster.gpus.state[0]", 1)), "cluster.gpus.state[0]: must be one of"),
+    ("unknown-model", mutate(setter("jobs[1].model", "llama")), "jobs[1].model: unknown model 'llama' and no class given"),
+    ("no-class-no-model", mutate(deleter("jobs[1]", "model")), "jobs[1].class: is required when no known model is given"),
+    ("unknown-class", mutate(setter("jobs[0].class", "classZ")), "jobs[0].class: class 'classZ' has no GPU factors"),
+    ("model-class-without-factors", mutate(setter("jobs[1].model", "PointNet")), "jobs[1].model: model 'PointNet' is classD, which has no GPU factors"),
+    ("placement-unknown-gpu", mutate(setter("jobs[2].placement", [3, 40])), "jobs[2].placement[1]: unknown GPU 40"),
+    ("placement-busy-gpu", mutate(setter("jobs[2].placement", [2, 3])), "jobs[2].placement[0]: GPU 2 is busy"),
+    ("placement-failed-gpu", mutate(setter("jobs[2].placement", [3, 5])), "jobs[2].placement[1]: GPU 5 is failed"),
+    ("placement-length", mutate(setter("jobs[2].placement", [3])), "jobs[2].placement: a running job must hold exactly demand=2 GPUs, got 1"),
+    ("placement-twice", mutate(setter("jobs[2].placement", [3, 3])), "jobs[2].placement[1]: GPU 3 listed twice"),
+    ("placement-not-int", mutate(setter("jobs[2].placement", [3, "4"])), "jobs[2].placement[1]: must be a GPU id, got '4'"),
+    ("placement-shared", mutate(lambda d: d["jobs"].append({"id": 9, "demand": 1, "class": "classA", "placement": [4]})), "jobs[3].placement[0]: GPU 4 is also held by jobs[2]"),
+    ("locality-length", mutate(setter("jobs[0].locality", [1.0, 1.7])), "jobs[0].locality: must be [server, rack, cluster] penalties, got 2 values"),
+    ("locality-decreasing", mutate(setter("jobs[0].locality", [1.0, 2.0, 1.5])), "jobs[0].locality: penalties must not decrease"),
+    ("locality-zero", mutate(setter("jobs[0].locality", [0, 1.0, 1.5])), "jobs[0].locality[0]: must be a positive number, got 0"),
+    ("locality-nan", patched('"class": "classA", "model"', '"locality": [1, NaN, 2], "class": "classA", "model"'), "jobs[0].locality[1]: must be a finite number, got NaN"),
+    ("param-lambda", mutate(setter("params.locality_penalty", 0.5)), "params.locality_penalty: must be at least 1, got 0.5"),
+    ("param-lambda-inf", patched('"locality_penalty": 1.7', '"locality_penalty": Infinity'), "params.locality_penalty: must be a finite number, got Infinity"),
+    ("param-binning", mutate(setter("params.binning", "kmeans")), "params.binning: must be one of pal-artifact, silhouette, none, got 'kmeans'"),
+    ("param-restart", mutate(setter("params.restart_cost", -1)), "params.restart_cost: must be at least 0, got -1"),
+    ("param-unknown", mutate(setter("params.lambda", 2)), "params.lambda: unknown field"),
+    ("name-type", mutate(setter("name", 7)), "name: must be a non-empty string, got 7"),
+    ("meta-nan", mutate(setter("meta", {"x": [1, 2]})).replace("[1, 2]", "[1, NaN]"), "meta.x[1]: must be a finite number, got NaN"),
+]
+
+
+def _expect_one_line_error(rc: int, out: str, err: str, *must: str) -> None:
+    assert rc == 2, err
+    assert out == ""
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.startswith("pal-opt: error: ")
+    assert "Traceback" not in err
+    for m in must:
+        assert m in err, (m, err)
+
+
+@pytest.mark.parametrize("content,expected", [(c, e) for _, c, e in JSON_CASES], ids=[i for i, _, _ in JSON_CASES])
+def test_bad_instance_file(content, expected, tmp_path, capsys):
+    src = tmp_path / "inst.json"
+    src.write_bytes(raw(content))
+    out_path = tmp_path / "out.json"
+    rc = main(["solve", str(src), "--method", "packed", "--out", str(out_path)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"pal-opt: error: {src}: ", expected)
+    assert not out_path.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inst.json"]
+
+
+def test_bad_instance_in_check_too(tmp_path, capsys):
+    src = tmp_path / "inst.json"
+    src.write_text(mutate(setter("jobs[0].demand", 0)))
+    pl = tmp_path / "p.json"
+    pl.write_text('{"placements": {}}')
+    rc = main(["check", str(src), str(pl)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, str(src), "jobs[0].demand")
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"", "placement file is empty"),
+        ("[1, 2]", "top level: must be an object"),
+        ('{"placements": [1]}', "placements: must be an object"),
+        ('{"placements": {"0": 3}}', "placements.0: must be an array"),
+        ('{"placements": {"0": [1, 2.5]}}', "placements.0[1]: must be a GPU id (integer), got 2.5"),
+        ('{"placements": {"0": [1]}, "objective": NaN}', "objective: must be a finite number, got NaN"),
+    ],
+)
+def test_bad_placement_file(content, expected, tmp_path, capsys):
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(BASE))
+    pl = tmp_path / "p.json"
+    pl.write_bytes(raw(content))
+    rc = main(["check", str(inst), str(pl)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"{pl}: ", expected)
+
+
+def test_missing_file_and_directory(tmp_path, capsys):
+    rc = main(["solve", str(tmp_path / "nope.json")])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, "nope.json", "No such file")
+    rc = main(["solve", str(tmp_path)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, str(tmp_path), "is a directory")
+
+
+def test_size_limit(tmp_path):
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(BASE))
+    with pytest.raises(InstanceError, match="larger than the limit of 100 bytes"):
+        load_instance(p, max_bytes=100)
+    with pytest.raises(InstanceError, match="larger than the limit"):
+        read_text(p, max_bytes=10)
+
+
+# --------------------------------------------------------------------------- CSV importers
+GPU_OK = (
+    ",GPU_ID,GPU_UUID,Node_ID,IN_USE,JOB_IDS,PerfVar_classA,PerfVar_classB\n"
+    "0,0,u0,0,False,,1.00,1.0\n"
+    "1,1,u1,0,True,7,1.10,1.0\n"
+    "2,2,u2,1,True,7,0.95,1.0\n"
+    "3,3,u3,1,True,55,1.02,1.0\n"
+)
+JOBS_OK = "job_id,num_gpus,model,perfclass\n7,2,resnet50,\n8,1,BERT,\n"
+
+
+def gpu_with(line: int, col: str, value: str) -> str:
+    rows = [r.split(",") for r in GPU_OK.strip().split("\n")]
+    rows[line - 1][rows[0].index(col)] = value
+    return "\n".join(",".join(r) for r in rows) + "\n"
+
+
+# (case id, gpus.csv, jobs.csv, which file is named, expected text)
+CSV_CASES: list[tuple[str, bytes | str, bytes | str, str, str]] = [
+    ("gpus-empty", b"", JOBS_OK, "gpus", "GPU table is empty"),
+    ("gpus-binary", b"GPU_ID\x00\x01\x02", JOBS_OK, "gpus", "binary"),
+    ("gpus-not-utf8", GPU_OK.encode().replace(b"u3", b"\xff\xfe"), JOBS_OK, "gpus", "not valid UTF-8"),
+    ("gpus-header-only", GPU_OK.split("\n")[0] + "\n", JOBS_OK, "gpus", "has a header but no rows"),
+    ("gpus-no-gpu-id", GPU_OK.replace(",GPU_ID,", ",GPUID,"), JOBS_OK, "gpus", "header: missing column 'GPU_ID'"),
+    ("gpus-no-node", GPU_OK.replace("Node_ID", "Node"), JOBS_OK, "gpus", "header: missing column 'Node_ID'"),
+    ("gpus-no-perfvar", GPU_OK.replace("PerfVar_", "Var_"), JOBS_OK, "gpus", "header: no PerfVar_<class> column"),
+    ("gpus-ragged", GPU_OK + "4,4,u4,1\n", JOBS_OK, "gpus", "line 6: has 4 fields but the header has 8"),
+    ("gpus-quote", GPU_OK + '4,4,"u4,1,False,,1.0,1.0\n', JOBS_OK, "gpus", "line"),
+    ("gpu-id-text", gpu_with(3, "GPU_ID", "two"), JOBS_OK, "gpus", "line 3, column GPU_ID: must be a non-negative integer, got 'two'"),
+    ("gpu-id-negative", gpu_with(3, "GPU_ID", "-2"), JOBS_OK, "gpus", "line 3, column GPU_ID: must be a non-negative integer, got '-2'"),
+    ("gpu-id-fraction", gpu_with(3, "GPU_ID", "1.5"), JOBS_OK, "gpus", "line 3, column GPU_ID: must be a non-negative integer, got '1.5'"),
+    ("gpu-id-huge", gpu_with(3, "GPU_ID", "9" * 30), JOBS_OK, "gpus", "line 3, column GPU_ID: must be a non-negative integer that fits in 64 bits"),
+    ("gpu-id-dup", gpu_with(3, "GPU_ID", "0"), JOBS_OK, "gpus", "line 3, column GPU_ID: duplicate GPU id 0 (also on line 2)"),
+    ("node-empty", gpu_with(2, "Node_ID", ""), JOBS_OK, "gpus", "line 2, column Node_ID: must not be empty"),
+    ("in-use", gpu_with(2, "IN_USE", "maybe"), JOBS_OK, "gpus", "line 2, column IN_USE: must be true or false, got 'maybe'"),
+    ("factor-nan", gpu_with(4, "PerfVar_classA", "nan"), JOBS_OK, "gpus", "line 4, column PerfVar_classA: must be a finite number, got 'nan'"),
+    ("factor-inf", gpu_with(4, "PerfVar_classA", "inf"), JOBS_OK, "gpus", "line 4, column PerfVar_classA: must be a finite number, got 'inf'"),
+    ("factor-overflow", gpu_with(4, "PerfVar_classB", "1e999"), JOBS_OK, "gpus", "line 4, column PerfVar_classB: must be a finite number"),
+    ("factor-zero", gpu_with(4, "PerfVar_classA", "0"), JOBS_OK, "gpus", "line 4, column PerfVar_classA: must be a positive number, got '0'"),
+    ("factor-negative", gpu_with(5, "PerfVar_classA", "-1.1"), JOBS_OK, "gpus", "line 5, column PerfVar_classA: must be a positive number"),
+    ("factor-text", gpu_with(5, "PerfVar_classA", "fast"), JOBS_OK, "gpus", "line 5, column PerfVar_classA: must be a number, got 'fast'"),
+    ("factor-empty", gpu_with(5, "PerfVar_classA", ""), JOBS_OK, "gpus", "line 5, column PerfVar_classA: must be a number, got an empty cell"),
+    ("rack-mismatch", GPU_OK.replace("PerfVar_classB\n", "PerfVar_classB,Rack_ID\n").replace(",1.0\n", ",1.0,r0\n", 3).replace(",1.0\n", ",1.0,r1\n"), JOBS_OK, "gpus", "line 5, column Rack_ID: server 1 is in rack 'r0' on line 4 but in 'r1' here"),
+    ("failed-held", GPU_OK.replace("PerfVar_classB\n", "PerfVar_classB,FAILED\n").replace(",1.0\n", ",1.0,false\n", 2).replace(",1.0\n", ",1.0,true\n", 1).replace(",1.0\n", ",1.0,false\n"), JOBS_OK, "gpus", "line 4, column FAILED: GPU 2 is failed but held by queued job 7"),
+    ("shared-gpu", gpu_with(3, "JOB_IDS", '"7,8"'), JOBS_OK, "gpus", "line 3, column JOB_IDS: GPU 1 is shared by jobs [7, 8]"),
+    ("running-count", gpu_with(3, "IN_USE", "False"), JOBS_OK, "jobs", "line 2: job 7 needs 2 GPUs but holds 1"),
+    ("jobs-empty", GPU_OK, b"", "jobs", "job CSV is empty"),
+    ("jobs-binary", GPU_OK, b"\x00\x00", "jobs", "binary"),
+    ("jobs-not-utf8", GPU_OK, b"job_id,num_gpus,model\n7,2,r\xe9snet\n", "jobs", "not valid UTF-8"),
+    ("jobs-no-demand", GPU_OK, "job_id,gpus_needed,model\n1,2,BERT\n", "jobs", "header: missing column 'num_gpus'"),
+    ("jobs-no-class-or-model", GPU_OK, "job_id,num_gpus\n1,2\n", "jobs", "header: missing column 'perfclass' or 'model'"),
+    ("jobs-demand-zero", GPU_OK, "job_id,num_gpus,model\n1,0,BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got '0'"),
+    ("jobs-demand-fraction", GPU_OK, "job_id,num_gpus,model\n1,2.5,BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got '2.5'"),
+    ("jobs-demand-negative", GPU_OK, "job_id,num_gpus,model\n1,-4,BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got '-4'"),
+    ("jobs-demand-huge", GPU_OK, "job_id,num_gpus,model\n1," + "9" * 4000 + ",BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got '999"),
+    ("jobs-demand-nan", GPU_OK, "job_id,num_gpus,model\n1,NaN,BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got 'NaN'"),
+    ("jobs-too-big", GPU_OK, "job_id,num_gpus,model\n1,5,BERT\n", "jobs", "line 2, column num_gpus: job 1 needs 5 GPUs but the cluster has 4"),
+    ("jobs-dup", GPU_OK, "job_id,num_gpus,model\n1,1,BERT\n1.0,1,BERT\n", "jobs", "line 3, column job_id: duplicate job id '1.0' (also on line 2)"),
+    ("jobs-unknown-model", GPU_OK, "job_id,num_gpus,model\n1,1,llama\n", "jobs", "line 2, column model: unknown model 'llama' and no perfclass given"),
+    ("jobs-neither", GPU_OK, "job_id,num_gpus,model,perfclass\n1,1,,\n", "jobs", "line 2, column perfclass: job 1 has neither a class nor a model"),
+    ("jobs-class-without-factors", GPU_OK, "job_id,num_gpus,perfclass\n1,1,classD\n", "jobs", "line 2, column perfclass: class 'classD' has no GPU factors"),
+    ("jobs-model-class-without-factors", GPU_OK, "job_id,num_gpus,model\n1,1,vgg19\n", "jobs", "line 2, column model: class 'classC' has no GPU factors"),
+    ("jobs-lambda-nan", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,nan\n", "jobs", "line 2, column locality_penalty: must be a finite number, got 'nan'"),
+    ("jobs-lambda-small", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,0.5\n", "jobs", "line 2, column locality_penalty: must be at least 1, got '0.5'"),
+    ("jobs-running-flag", GPU_OK, "job_id,num_gpus,model,is_running\n1,1,BERT,maybe\n", "jobs", "line 2, column is_running: must be true or false, got 'maybe'"),
+    ("jobs-running-no-gpus", GPU_OK, "job_id,num_gpus,model,is_running\n8,1,BERT,true\n", "jobs", "line 2, column is_running: job 8 is marked running but holds no GPU"),
+    ("jobs-not-running-but-holds", GPU_OK, "job_id,num_gpus,model,is_running\n7,2,BERT,false\n", "jobs", "line 2, column is_running: job 7 is marked not running but"),
+]
+
+
+@pytest.mark.parametrize(
+    "gpus,jobs,which,expected",
+    [(g, j, w, e) for _, g, j, w, e in CSV_CASES],
+    ids=[c[0] for c in CSV_CASES],
+)
+def test_bad_blox_import(gpus, jobs, which, expected, tmp_path, capsys):
+    gp = tmp_path / "gpus.csv"
+    jp = tmp_path / "jobs.csv"
+    gp.write_bytes(raw(gpus))
+    jp.write_bytes(raw(jobs))
+    out_path = tmp_path / "inst.json"
+    rc = main(["import", "blox", "--gpus", str(gp), "--jobs", str(jp), "-o", str(out_path)])
+    out, err = capsys.readouterr()
+    named = gp if which == "gpus" else jp
+    _expect_one_line_error(rc, out, err, f"pal-opt: error: {named}: ", expected)
+    assert not out_path.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpus.csv", "jobs.csv"]
+
+
+def test_valid_csv_base(tmp_path, capsys):
+    gp = tmp_path / "gpus.csv"
+    jp = tmp_path / "jobs.csv"
+    gp.write_text(GPU_OK)
+    jp.write_text(JOBS_OK)
+    out_path = tmp_path / "inst.json"
+    assert main(["import", "blox", "--gpus", str(gp), "--jobs", str(jp), "-o", str(out_path)]) == 0
+    inst = load_instance(out_path)
+    assert inst.job_by_id[7].placement == (1, 2)
+    assert inst.cluster.state.tolist() == [0, 0, 0, 1]
+
+
+# --------------------------------------------------------------------------- measurements
+MEAS_CASES = [
+    ("resnet", "uuid,perf\na,1\nb,x\n", "line 3, column perf: must be a number, got 'x'"),
+    ("bert", "uuid,perf\na,1\nb,-2\n", "line 3, column perf: must be a positive number, got '-2'"),
+    ("bert", "uuid,perf\na,1\nb,inf\n", "line 3, column perf: must be a finite number, got 'inf'"),
+    ("pagerank", "uuid,speed\na,1\n", "header: missing column 'perf'"),
+    ("pagerank", "", "measurement file is empty"),
+]
+
+
+@pytest.mark.parametrize("which,content,expected", MEAS_CASES)
+def test_bad_measurements_via_generate(which, content, expected, tmp_path, capsys):
+    d = tmp_path / "lh"
+    d.mkdir()
+    for name in ("resnet", "bert", "pagerank"):
+        (d / f"{name}-longhorn-agg.csv").write_text("uuid,perf\na,1\nb,2\n")
+    bad = d / f"{which}-longhorn-agg.csv"
+    bad.write_text(content)
+    out_path = tmp_path / "inst.json"
+    rc = main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "3", "--measurements", str(d),
+               "-o", str(out_path)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"{bad}: ", expected)
+    assert not out_path.exists()
+
+
+def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text("perf\n1\n2\n")
+    assert load_measurements(p).tolist() == [1 / 1.5, 2 / 1.5]
+    with pytest.raises(InstanceError, match="missing column 'uuid'"):
+        load_measurements(p, "max")
+
+
+# --------------------------------------------------------------------------- options
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--busy-fraction", "1.5", "-o", "{out}"], "busy_fraction must be between 0 and 1"),
+        (["generate", "--nodes", "0", "--gpus-per-node", "2", "--jobs", "1"], "argument --nodes: must be >= 1"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--locality-penalty", "nan"], "argument --locality-penalty: must be finite"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--racks", "5", "-o", "{out}"], "racks must not exceed nodes"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1"], "the following arguments are required: -o/--output"),
+        (["solve", "{inst}", "--method", "best"], "argument --method: invalid choice: 'best'"),
+        (["solve", "{inst}", "--method", "random", "--backend", "highs"], "backend"),
+        (["solve", "{inst}", "--method", "packed", "--gap", "0.01"], "gap"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "--locality-penalty", "0.5", "-o", "{out}"], "locality penalty must be a finite number >= 1"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_options(argv, expected, tmp_path, capsys):
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(BASE))
+    (tmp_path / "gpus.csv").write_text(GPU_OK)
+    (tmp_path / "jobs.csv").write_text(JOBS_OK)
+    subs = {"inst": inst, "gpus": tmp_path / "gpus.csv", "jobs": tmp_path / "jobs.csv", "out": tmp_path / "o.json"}
+    rc = main([a.format(**subs) for a in argv])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("pal-opt") and "Traceback" not in err
+    assert expected in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpus.csv", "inst.json", "jobs.csv"]
+
+
+# --------------------------------------------------------------------------- as a process
+@pytest.mark.parametrize("case", ["deep-nesting-recursion", "demand-huge-int", "not-utf8", "placement-busy-gpu"])
+def test_bad_input_subprocess(case, tmp_path):
+    content = next(c for i, c, _ in JSON_CASES if i == case)
+    src = tmp_path / "inst.json"
+    src.write_bytes(raw(content))
+    out_path = tmp_path / "out.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "pal_opt.cli", "solve", str(src), "--out", str(out_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"pal-opt: error: {src}: ")
+    assert "Traceback" not in r.stderr
+    assert not out_path.exists()
+
+
+def test_paths_in_messages_are_the_ones_given(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("rel.json").write_text(mutate(setter("jobs[0].demand", 2.5)))
+    rc = main(["solve", "rel.json"])
+    _, err = capsys.readouterr()
+    assert rc == 2
+    assert err == "pal-opt: error: rel.json: jobs[0].demand: must be a positive integer, got 2.5\n"
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys):
+    target = tmp_path / "no-such-dir" / "x.json"
+    rc = main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "-o", str(target)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"pal-opt: error: {target}: cannot write")
+    rc = main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "-o", str(tmp_path)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"{tmp_path}: is a directory")
+    assert list(tmp_path.iterdir()) == []

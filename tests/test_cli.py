@@ -1,0 +1,221 @@
+"""The ``pal-opt`` command line, end to end: in process via ``main`` and as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pal_opt.cli import main
+from pal_opt.io import load_instance, save_instance
+from pal_opt.solve import METHODS
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER = REPO / "instances" / "paper-16x4.json"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _ilp_available() -> bool:
+    try:
+        from pal_opt.ilp import solve_ilp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@pytest.fixture
+def small(tmp_path, capsys) -> Path:
+    p = tmp_path / "small.json"
+    rc, out, err = run(capsys, "generate", "--nodes", 4, "--gpus-per-node", 4, "--jobs", 8, "--seed", 3,
+                       "--busy-fraction", 0.125, "--running-fraction", 0.5, "-o", p)
+    assert rc == 0 and not err
+    return p
+
+
+def test_generate(tmp_path, capsys):
+    p = tmp_path / "g.json"
+    rc, out, err = run(capsys, "generate", "--nodes", 8, "--gpus-per-node", 4, "--jobs", 12, "--racks", 2,
+                       "--seed", 5, "--busy-fraction", 0.25, "--name", "g8", "-o", p)
+    assert rc == 0 and err == ""
+    assert out.startswith(f"wrote {p}: g8: 32 GPUs on 8 servers, 2 racks (24 free, 8 busy, 0 failed), 12 jobs")
+    inst = load_instance(p)
+    assert inst.name == "g8" and inst.cluster.racked
+    meta = json.loads(p.read_text())["meta"]
+    assert meta["settings"]["seed"] == 5
+
+
+def test_generate_reproduces_the_committed_paper_instance(tmp_path, capsys):
+    p = tmp_path / "paper.json"
+    rc, _, _ = run(capsys, "generate", "--nodes", 16, "--gpus-per-node", 4, "--jobs", 40, "--seed", 1,
+                   "--name", "paper-16x4", "-o", p)
+    assert rc == 0
+    new, committed = json.loads(p.read_text()), json.loads(PAPER.read_text())
+    assert new.pop("meta")["settings"] == committed.pop("meta")["settings"]
+    assert new == committed
+
+
+@pytest.mark.parametrize("method", [m for m in METHODS if m != "ilp"])
+def test_solve_greedy_writes_a_valid_placement(method, small, tmp_path, capsys):
+    out_path = tmp_path / f"{method}.json"
+    rc, out, err = run(capsys, "solve", small, "--method", method, "--seed", 1, "--out", out_path)
+    assert rc == 0, err
+    assert err == ""
+    for key in ("method", "status", "placed", "slowdown", "spanning", "objective", "time", "wrote"):
+        assert any(line.startswith(key) for line in out.splitlines()), key
+    assert f"{method} (admission" in out
+    doc = json.loads(out_path.read_text())
+    assert doc["method"] == method and doc["status"] == "feasible"
+    assert all(isinstance(k, str) for k in doc["placements"])
+    for key in ("objective", "solve_seconds", "backend", "bound", "gap", "admission", "jobs_placed"):
+        assert key in doc
+    rc, out, err = run(capsys, "check", small, out_path)
+    assert rc == 0, out + err
+    assert "valid" in out
+
+
+def test_solve_summary_counts(capsys):
+    rc, out, err = run(capsys, "solve", PAPER, "--method", "pal")
+    assert rc == 0
+    placed = next(line for line in out.splitlines() if line.startswith("placed"))
+    assert "of 40 jobs on" in placed and "of 64 free GPUs" in placed
+
+
+def test_check_reports_violations(small, tmp_path, capsys):
+    out_path = tmp_path / "p.json"
+    assert run(capsys, "solve", small, "--method", "packed", "--out", out_path)[0] == 0
+    doc = json.loads(out_path.read_text())
+    jid, gpus = next((k, v) for k, v in doc["placements"].items() if len(v) >= 1)
+    other = next(k for k in doc["placements"] if k != jid)
+    doc["placements"][other] = list(doc["placements"][other][:-1]) + [gpus[0]]  # reuse a GPU
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    rc, out, err = run(capsys, "check", small, bad)
+    assert rc == 1
+    assert "INVALID" in out and err == ""
+
+
+def test_ilp_options_with_a_greedy_method_are_an_error(small, tmp_path, capsys):
+    out_path = tmp_path / "p.json"
+    rc, out, err = run(capsys, "solve", small, "--method", "pal", "--time-limit", 5, "--out", out_path)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("pal-opt: error:") and "time_limit" in err
+    assert not out_path.exists()
+
+
+@pytest.mark.skipif(not _ilp_available(), reason="pal_opt.ilp.solve_ilp not available")
+def test_solve_ilp(small, tmp_path, capsys):
+    out_path = tmp_path / "ilp.json"
+    rc, out, err = run(capsys, "solve", small, "--method", "ilp", "--backend", "highs", "--time-limit", 30,
+                       "--out", out_path)
+    assert rc == 0, err
+    doc = json.loads(out_path.read_text())
+    assert doc["backend"] == "highs" and doc["admission"] == "prefix"
+    assert "bound" in out
+    assert run(capsys, "check", small, out_path)[0] == 0
+
+
+def test_import_blox(tmp_path, capsys):
+    gpus = tmp_path / "gpus.csv"
+    gpus.write_text(
+        "GPU_ID,Node_ID,IN_USE,JOB_IDS,PerfVar_classA,PerfVar_classC\n"
+        + "".join(f"{g},{g // 2},{g == 1},{'9' if g == 1 else ''},{1 + g / 10},1.0\n" for g in range(6))
+    )
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,num_gpus,model\n1,2,resnet50\n2,1,vgg19\n")
+    out_path = tmp_path / "i.json"
+    rc, out, err = run(capsys, "import", "blox", "--gpus", gpus, "--jobs", jobs, "--locality-penalty", 2, "-o", out_path)
+    assert rc == 0, err
+    assert "6 GPUs on 3 servers (5 free, 1 busy, 0 failed), 2 jobs" in out
+    inst = load_instance(out_path)
+    assert inst.params.locality_penalty == 2.0
+    assert json.loads(out_path.read_text())["meta"]["imported_from"]["gpus"] == str(gpus)
+
+
+def test_import_blox_artifact_table(shared_dir, tmp_path, capsys):
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,num_gpus,model\n0,4,resnet50\n1,8,PointNet\n2,2,BERT\n")
+    out_path = tmp_path / "i.json"
+    rc, out, err = run(capsys, "import", "blox", "--gpus",
+                       shared_dir / "data/pal-artifact/variability/32gpu-variability.csv",
+                       "--jobs", jobs, "-o", out_path)
+    assert rc == 0, err
+    assert run(capsys, "solve", out_path, "--method", "pal")[0] == 0
+
+
+def test_help_and_version(capsys):
+    assert run(capsys, "--help")[0] == 0
+    rc, out, _ = run(capsys, "--version")
+    assert rc == 0 and out.startswith("pal-opt ")
+    rc, out, err = run(capsys)
+    assert rc == 2 and err.count("\n") == 1
+
+
+def test_keyboard_interrupt_exits_130_without_output(monkeypatch, tmp_path, capsys):
+    import pal_opt.generate
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pal_opt.generate, "generate_instance", boom)
+    p = tmp_path / "x.json"
+    rc, out, err = run(capsys, "generate", "--nodes", 2, "--gpus-per-node", 2, "--jobs", 1, "-o", p)
+    assert rc == 130 and err == "pal-opt: interrupted\n"
+    assert not p.exists()
+
+
+def test_interrupt_while_writing_leaves_nothing(monkeypatch, tmp_path, capsys, tiny_instance):
+    import pal_opt.io.safe as safe
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(safe.os, "replace", boom)
+    p = tmp_path / "x.json"
+    rc, out, err = run(capsys, "generate", "--nodes", 2, "--gpus-per-node", 2, "--jobs", 1, "-o", p)
+    assert rc == 130
+    assert list(tmp_path.iterdir()) == []  # neither the target nor a temporary file
+    # an existing file is left as it was
+    monkeypatch.undo()
+    save_instance(tiny_instance, p)
+    before = p.read_bytes()
+    monkeypatch.setattr(safe.os, "replace", boom)
+    assert run(capsys, "generate", "--nodes", 2, "--gpus-per-node", 2, "--jobs", 1, "-o", p)[0] == 130
+    assert p.read_bytes() == before and [x.name for x in tmp_path.iterdir()] == ["x.json"]
+
+
+# --------------------------------------------------------------------------- subprocess
+def _pal_opt(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    return subprocess.run(
+        [sys.executable, "-m", "pal_opt.cli", *map(str, argv)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_subprocess_exit_codes(tmp_path, capsys):
+    inst = tmp_path / "i.json"
+    r = _pal_opt("generate", "--nodes", 4, "--gpus-per-node", 2, "--jobs", 6, "-o", inst, cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == ""
+    place = tmp_path / "p.json"
+    r = _pal_opt("solve", inst, "--method", "pmfirst", "--out", place, cwd=tmp_path)
+    assert r.returncode == 0 and "placed" in r.stdout
+    r = _pal_opt("check", inst, place, cwd=tmp_path)
+    assert r.returncode == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "pal-opt/instance", "version": 1, "cluster": {}, "jobs": []}')
+    out = tmp_path / "o.json"
+    r = _pal_opt("solve", bad, "--out", out, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr == f"pal-opt: error: {bad}: cluster.gpus: is required\n"
+    assert "Traceback" not in r.stderr and not out.exists()
+    r = _pal_opt("solve", tmp_path / "missing.json", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing.json" in r.stderr

@@ -1,0 +1,312 @@
+"""Instance files, the Blox and job CSV importers, and PAL's measurement files."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pal_opt.errors import InstanceError
+from pal_opt.generate import generate_instance
+from pal_opt.io import (
+    SCHEMA_PATH,
+    instance_from_dict,
+    instance_to_dict,
+    load_blox,
+    load_instance,
+    load_jobs,
+    load_measurements,
+    longhorn_paths,
+    sample_factors,
+    save_instance,
+)
+from pal_opt.io.blox import blox_gpu_rows, read_gpu_table
+from pal_opt.io.instance import dumps_instance, load_placement_file
+from pal_opt.io.safe import atomic_write_text, parse_json
+from pal_opt.model import MODEL_CLASS, GpuState, RoundInstance
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def assert_same(a: RoundInstance, b: RoundInstance, *, model: bool = True) -> None:
+    ca, cb = a.cluster, b.cluster
+    assert ca.gpu_ids.tolist() == cb.gpu_ids.tolist()
+    assert ca.server_ids == cb.server_ids
+    assert ca.server_of.tolist() == cb.server_of.tolist()
+    assert ca.rack_ids == cb.rack_ids
+    assert ca.rack_of_server.tolist() == cb.rack_of_server.tolist()
+    assert ca.state.tolist() == cb.state.tolist()
+    assert list(ca.factors) == list(cb.factors)
+    for c in ca.factors:
+        assert np.array_equal(ca.factors[c], cb.factors[c]), c  # bit for bit
+    if model:
+        assert a.jobs == b.jobs
+    else:
+        assert [replace(j, model=None) for j in a.jobs] == [replace(j, model=None) for j in b.jobs]
+    assert a.params == b.params
+
+
+# --------------------------------------------------------------------------- instance JSON
+def test_round_trip_tiny(tiny_instance, tmp_path):
+    p = tmp_path / "tiny.json"
+    save_instance(tiny_instance, p)
+    back = load_instance(p)
+    assert_same(tiny_instance, back)
+    assert back.name == "tiny"
+    # state names are written as words
+    doc = json.loads(p.read_text())
+    assert doc["cluster"]["gpus"]["state"][2] == "busy"
+    assert doc["cluster"]["gpus"]["state"][7] == "failed"
+
+
+def test_round_trip_racks_states_running_and_odd_ids(tmp_path):
+    inst = generate_instance(
+        6, 4, 12, racks=2, seed=5, busy_fraction=0.2, failed_fraction=0.1, running_fraction=0.6, restart_cost=0.25
+    )
+    assert inst.cluster.racked and any(j.placement for j in inst.jobs)
+    jobs = list(inst.jobs)
+    jobs[0] = replace(jobs[0], id="job-a", locality=(1.0, 1.2, 2.5))
+    jobs[1] = replace(jobs[1], model=None)
+    inst = RoundInstance(inst.cluster, tuple(jobs), inst.params, "odd")
+    p = tmp_path / "r.json"
+    save_instance(inst, p, meta={"note": "hello", "n": [1, 2]})
+    back = load_instance(p)
+    assert_same(inst, back)
+    assert back.cluster.rack_ids == ("r0", "r1")
+    assert back.params.restart_cost == 0.25
+    # saving again gives the same text
+    assert dumps_instance(back, meta={"note": "hello", "n": [1, 2]}) == p.read_text()
+
+
+def test_dict_round_trip_without_files(tiny_instance):
+    d = instance_to_dict(tiny_instance)
+    json.dumps(d)  # JSON-ready
+    assert_same(tiny_instance, instance_from_dict(d))
+    assert "locality" not in d["jobs"][0]  # the default (1, λ, λ) is implied
+
+
+def test_loader_accepts_integral_floats_and_declared_flat_servers(tiny_instance):
+    d = instance_to_dict(tiny_instance)
+    d["jobs"][0]["demand"] = 2.0
+    d["cluster"]["servers"] = {"id": [2, 1, 0]}
+    inst = instance_from_dict(d, "x.json")
+    assert inst.jobs[0].demand == 2 and type(inst.jobs[0].demand) is int
+    assert not inst.cluster.racked
+
+
+def test_job_class_from_model(tiny_instance):
+    d = instance_to_dict(tiny_instance)
+    del d["jobs"][1]["class"]
+    assert instance_from_dict(d).jobs[1].perfclass == MODEL_CLASS["BERT"]
+
+
+def test_schema_is_valid_and_agrees_with_the_loader(tiny_instance):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(SCHEMA_PATH.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    v = jsonschema.Draft202012Validator(schema)
+    good = instance_to_dict(generate_instance(4, 2, 6, racks=2, seed=1, running_fraction=0.5, busy_fraction=0.2))
+    assert not list(v.iter_errors(good))
+    bad = json.loads(json.dumps(good))
+    bad["jobs"][0]["demand"] = 2.5
+    assert list(v.iter_errors(bad))
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.demand"):
+        instance_from_dict(bad)
+    bad = json.loads(json.dumps(good))
+    bad["cluster"]["gpus"]["state"][0] = "broken"
+    assert list(v.iter_errors(bad))
+    with pytest.raises(InstanceError, match=r"cluster\.gpus\.state\[0\]"):
+        instance_from_dict(bad)
+
+
+def test_committed_instances_load_and_match_the_schema():
+    files = sorted((REPO / "instances").glob("*.json"))
+    assert files, "instances/ holds the committed rounds"
+    jsonschema = pytest.importorskip("jsonschema")
+    v = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
+    readme = (REPO / "instances" / "README.md").read_text()
+    for f in files:
+        inst = load_instance(f)
+        assert inst.cluster.num_gpus >= 64 and inst.jobs
+        assert not list(v.iter_errors(json.loads(f.read_text()))), f
+        assert f.name in readme
+
+
+def test_large_columnar_file_round_trips(tmp_path):
+    inst = generate_instance(512, 8, 300, seed=2, busy_fraction=0.3)  # 4,096 GPUs
+    p = tmp_path / "big.json"
+    save_instance(inst, p)
+    assert_same(inst, load_instance(p))
+    # columnar: one line per GPU column, not one per GPU
+    assert len(p.read_text().splitlines()) < 400
+
+
+def test_parse_json_turns_bad_numbers_into_field_errors(tiny_instance):
+    text = json.dumps(instance_to_dict(tiny_instance)).replace('"demand": 3', '"demand": NaN', 1)
+    d = parse_json(text, source="t.json")
+    with pytest.raises(InstanceError, match=r"^t\.json: jobs\[1\]\.demand: must be a positive integer, got NaN"):
+        instance_from_dict(d, "t.json")
+
+
+def test_load_placement_file(tmp_path):
+    p = tmp_path / "p.json"
+    p.write_text('{"0": [1, 2], "x": []}')
+    assert load_placement_file(p) == {"placements": {"0": [1, 2], "x": []}}
+    p.write_text('{"placements": {"0": [1, "2"]}}')
+    with pytest.raises(InstanceError, match=r"placements\.0\[1\]"):
+        load_placement_file(p)
+
+
+def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
+    p = tmp_path / "out.txt"
+    atomic_write_text(p, "one")
+    atomic_write_text(p, "two")
+    assert p.read_text() == "two"
+    assert [x.name for x in tmp_path.iterdir()] == ["out.txt"]
+
+
+# --------------------------------------------------------------------------- CSV helpers
+def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> Path:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+GPU_HEADER = ["", "GPU_ID", "GPU_UUID", "Local_GPU_ID", "Node_ID", "IP_addr", "IN_USE", "JOB_IDS",
+              "PerfVar_classA", "PerfVar_classB", "PerfVar_classD"]
+
+
+def small_gpu_rows() -> list[list[object]]:
+    """8 GPUs on 2 nodes: job 7 (queued) runs on GPUs 0,1; GPU 5 is held by job 99 (not queued)."""
+    rows = []
+    for g in range(8):
+        use, job = False, ""
+        if g in (0, 1):
+            use, job = True, "7.0" if g == 0 else "[7]"
+        if g == 5:
+            use, job = True, 99
+        rows.append([g % 4, g, f"GPU-{g}", g % 4, g // 4, "10.0.0.1", use, job, 1 + g / 100, 1.0, 0.99 + g / 1000])
+    return rows
+
+
+def test_blox_small(tmp_path):
+    gp = write_csv(tmp_path / "gpus.csv", GPU_HEADER, small_gpu_rows())
+    jp = write_csv(tmp_path / "jobs.csv", ["job_id", "num_gpus", "model", "perfclass"],
+                   [[3, 4, "resnet50", ""], [7, 2, "BERT", ""], ["x", 1, "mystery", "classD"]])
+    inst = load_blox(gp, jp, locality_penalty=1.5)
+    cl = inst.cluster
+    assert cl.num_gpus == 8 and cl.server_ids == (0, 1) and not cl.racked
+    assert cl.state.tolist() == [0, 0, 0, 0, 0, 1, 0, 0]
+    assert list(cl.factors) == ["classA", "classB", "classD"]
+    assert cl.factors["classA"][3] == pytest.approx(1.03)
+    j = inst.job_by_id
+    assert j[7].placement == (0, 1) and j[3].placement is None
+    assert j[3].perfclass == "classA" and j[7].perfclass == "classB" and j["x"].perfclass == "classD"
+    assert j[3].locality == (1.0, 1.5, 1.5)
+    assert inst.name == "gpus"
+
+
+def test_blox_racks_failed_and_running_column(tmp_path):
+    rows = [[g, g // 2, f"r{g // 4}", g == 3, g == 1, "5" if g == 1 else "", 1.0 + g / 50] for g in range(8)]
+    gp = write_csv(tmp_path / "g.csv", ["GPU_ID", "Node_ID", "Rack_ID", "FAILED", "IN_USE", "JOB_IDS", "PerfVar_classA"], rows)
+    rows[1][4] = True
+    jp = write_csv(tmp_path / "j.csv", ["job_id", "num_gpus", "perfclass", "is_running", "locality_penalty"],
+                   [[5, 1, "classA", "true", 2.0], [6, 2, "classA", "false", ""]])
+    inst = load_blox(gp, jp)
+    cl = inst.cluster
+    assert cl.racked and cl.rack_ids == ("r0", "r1") and cl.num_servers == 4
+    assert cl.state.tolist() == [0, 0, 0, GpuState.FAILED, 0, 0, 0, 0]
+    assert inst.job_by_id[5].placement == (1,)
+    assert inst.job_by_id[5].locality == (1.0, 2.0, 2.0)
+
+
+def test_blox_export_round_trip(tmp_path):
+    inst = generate_instance(5, 4, 10, racks=2, seed=3, busy_fraction=0.2, failed_fraction=0.1, running_fraction=0.7)
+    rows = blox_gpu_rows(inst)
+    header = list(rows[0])
+    gp = write_csv(tmp_path / "g.csv", header, [[r[h] for h in header] for r in rows])
+    jp = write_csv(tmp_path / "j.csv", ["job_id", "num_gpus", "model"], [[j.id, j.demand, j.model] for j in inst.jobs])
+    back = load_blox(gp, jp)
+    assert_same(inst, back)
+
+
+def test_blox_on_the_artifact_table(shared_dir, tmp_path):
+    gp = shared_dir / "data/pal-artifact/variability/32gpu-variability.csv"
+    jp = write_csv(tmp_path / "jobs.csv", ["job_id", "num_gpus", "model"],
+                   [[0, 4, "resnet50"], [1, 8, "PointNet"], [2, 1, "vgg19"], [3, 6, "GPT2"]])
+    inst = load_blox(gp, jp)
+    cl = inst.cluster
+    assert cl.num_gpus == 32 and cl.num_servers == 8
+    assert set(np.bincount(cl.server_of).tolist()) == {4}
+    assert sorted(cl.factors) == ["classA", "classB", "classC", "classD"]
+    assert np.array_equal(cl.factors["classB"], cl.factors["classC"])
+    assert float(cl.factors["classA"].max()) == pytest.approx(1.117203, abs=1e-6)
+    assert (cl.state == GpuState.FREE).all()
+    table = read_gpu_table(gp)
+    assert table.gpu_ids == list(range(32))
+
+
+# --------------------------------------------------------------------------- job CSV
+def test_jobs_csv_model_or_class(tmp_path):
+    p = write_csv(tmp_path / "q.csv", ["ID", "Num_GPUs", "Model", "PerfClass", "submit_time"],
+                  [[1, 2, "vgg19", "", 0], [2, "4.0", "", "classB", 3], ["j3", 1, "resnet50", "classD", 9]])
+    t = load_jobs(p)
+    assert [j.id for j in t.jobs] == [1, 2, "j3"]
+    assert [j.perfclass for j in t.jobs] == ["classC", "classB", "classD"]  # explicit class wins
+    assert [j.demand for j in t.jobs] == [2, 4, 1]
+    assert t.lines == (2, 3, 4) and t.running == (None, None, None)
+
+
+def test_jobs_csv_reads_the_sia_traces(shared_dir):
+    t = load_jobs(shared_dir / "data/pal-artifact/traces/workload-1.csv")
+    assert len(t.jobs) == 160
+    assert {j.perfclass for j in t.jobs} <= set(MODEL_CLASS.values())
+    assert all(MODEL_CLASS[j.model] == j.perfclass for j in t.jobs)
+
+
+# --------------------------------------------------------------------------- measurements
+def test_measurements_small_file(tmp_path):
+    p = write_csv(tmp_path / "m.csv", ["x", "uuid", "perf"],
+                  [[0, "a", 10], [1, "a", 14], [2, "b", 12], [3, "c", 8], [4, "c", 9]])
+    assert load_measurements(p).tolist() == pytest.approx([10 / 10, 14 / 10, 12 / 10, 8 / 10, 9 / 10])
+    assert load_measurements(p, "max").tolist() == pytest.approx([14 / 12, 1.0, 9 / 12])
+    assert load_measurements(p, "median").tolist() == pytest.approx([12 / 12, 12 / 12, 8.5 / 12])
+
+
+def test_sample_factors_shares_draws_and_is_seeded(tmp_path):
+    a = write_csv(tmp_path / "a.csv", ["uuid", "perf"], [[i, 1 + i] for i in range(7)])
+    b = write_csv(tmp_path / "b.csv", ["uuid", "perf"], [[i, 10 + i] for i in range(5)])
+    paths = {"classA": a, "classB": b, "classC": b}
+    f1 = sample_factors(paths, 50, 4)
+    f2 = sample_factors(paths, 50, 4)
+    for c in paths:
+        assert np.array_equal(f1[c], f2[c])
+    assert np.array_equal(f1["classB"], f1["classC"])
+    assert set(f1["classA"].tolist()) <= set(load_measurements(a).tolist())
+    assert not np.array_equal(f1["classA"], sample_factors(paths, 50, 5)["classA"])
+
+
+def test_longhorn_measurements(shared_dir):
+    d = shared_dir / "data/pal-artifact/variability/longhorn"
+    paths = longhorn_paths(d)
+    runs = {c: load_measurements(p) for c, p in paths.items()}
+    assert runs["classA"].size == 1404 and runs["classB"].size == 1096 and runs["classD"].size == 880
+    for v in runs.values():
+        assert np.median(v) == pytest.approx(1.0)
+    assert load_measurements(paths["classA"], "max").size == 336
+    assert load_measurements(paths["classB"], "max").size == 136
+    assert load_measurements(paths["classD"], "median").size == 172
+    # the reference rounds' factors are per-run values of these files
+    ref = json.loads((shared_dir / "reference/pal/lh-16x4-a.json").read_text())
+    for c in ("classA", "classB", "classD"):
+        pv = np.asarray(ref["perfvar"][c])
+        assert np.isclose(pv[:, None], runs[c][None, :], rtol=1e-9, atol=0).any(axis=1).all()
+    f = sample_factors(paths, 64, 0)
+    assert np.array_equal(f["classB"], f["classC"])
+    assert f["classD"].std() < f["classA"].std()
