@@ -2,7 +2,8 @@
 
 * :mod:`~pal_opt.io.instance` — the instance JSON format (:func:`load_instance`,
   :func:`save_instance`) and its schema ``instance.schema.json``;
-* :mod:`~pal_opt.io.blox` — Blox ``gpu_df`` + job queue CSV importer (:func:`load_blox`);
+* :mod:`~pal_opt.io.blox` — Blox ``gpu_df`` + job queue CSV importer (:func:`load_blox`), and the
+  same from pandas DataFrames (:func:`instance_from_frames`);
 * :mod:`~pal_opt.io.jobs` — job queue CSVs (:func:`load_jobs`);
 * :mod:`~pal_opt.io.measurements` — PAL's per-run variability measurements;
 * :mod:`~pal_opt.io.safe` — guarded reading and atomic writing.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from .blox import load_blox, read_gpu_table
+from .blox import instance_from_frames, load_blox, read_gpu_table
 from .instance import (
     instance_from_dict,
     instance_to_dict,
@@ -32,6 +33,7 @@ __all__ = [
     "SCHEMA_PATH",
     "atomic_write_text",
     "instance_from_dict",
+    "instance_from_frames",
     "instance_to_dict",
     "load_blox",
     "load_instance",

@@ -42,10 +42,18 @@ import numpy as np
 from ..binning import BINNING_MODES
 from ..errors import InstanceError, OptionError
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
-from .jobs import load_jobs
+from .jobs import parse_jobs
 from .safe import DEFAULT_MAX_BYTES, CsvTable, read_csv
 
-__all__ = ["GpuTable", "read_gpu_table", "load_blox", "blox_gpu_rows"]
+__all__ = [
+    "GpuTable",
+    "read_gpu_table",
+    "parse_gpu_table",
+    "load_blox",
+    "blox_round",
+    "instance_from_frames",
+    "blox_gpu_rows",
+]
 
 _PERFVAR = "PerfVar_"
 _SPLIT = re.compile(r"[,;\s]+")
@@ -98,7 +106,11 @@ class GpuTable:
 
 def read_gpu_table(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> GpuTable:
     """Parse a Blox ``gpu_df`` CSV (columns in the module docstring)."""
-    t = read_csv(path, max_bytes=max_bytes, what="GPU table")
+    return parse_gpu_table(read_csv(path, max_bytes=max_bytes, what="GPU table"))
+
+
+def parse_gpu_table(t: CsvTable) -> GpuTable:
+    """Parse a GPU table already read (from a file or a DataFrame); see :func:`read_gpu_table`."""
     c_gpu = t.column("GPU_ID")
     c_node = t.column("Node_ID")
     c_use = t.column("IN_USE")
@@ -190,19 +202,75 @@ def load_blox(
     -------
     RoundInstance
     """
+    return blox_round(
+        read_csv(gpus_path, max_bytes=max_bytes, what="GPU table"),
+        read_csv(jobs_path, max_bytes=max_bytes, what="job CSV"),
+        locality_penalty=locality_penalty,
+        binning=binning,
+        restart_cost=restart_cost,
+        name=name or Path(gpus_path).stem,
+    )
+
+
+def instance_from_frames(
+    gpu_df: Any,
+    jobs_df: Any,
+    *,
+    locality_penalty: float = 1.7,
+    binning: str = "pal-artifact",
+    restart_cost: float = 0.0,
+    name: str = "",
+) -> RoundInstance:
+    """Build a round from pandas DataFrames: a Blox ``gpu_df`` and a job queue.
+
+    The frames follow the same columns and rules as the CSV files of :func:`load_blox`
+    (``jobs_df``: ``job_id``, ``num_gpus``, ``perfclass`` and/or ``model``, optional
+    ``is_running`` / ``locality_penalty``), in queue order.  Errors name ``gpu_df`` or ``jobs``
+    and the 0-based row.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> gpus = pd.DataFrame({"GPU_ID": [0, 1, 2, 3], "Node_ID": [0, 0, 1, 1],
+    ...                      "IN_USE": [False, False, True, False], "JOB_IDS": [None, None, 9, None],
+    ...                      "PerfVar_classA": [1.0, 1.2, 0.9, 1.0]})
+    >>> jobs = pd.DataFrame({"job_id": [7], "num_gpus": [2], "model": ["resnet50"]})
+    >>> inst = instance_from_frames(gpus, jobs)
+    >>> inst.free_gpus, inst.jobs[0].perfclass
+    (3, 'classA')
+    """
+    return blox_round(
+        CsvTable.from_frame(gpu_df, "gpu_df"),
+        CsvTable.from_frame(jobs_df, "jobs"),
+        locality_penalty=locality_penalty,
+        binning=binning,
+        restart_cost=restart_cost,
+        name=name,
+    )
+
+
+def blox_round(
+    gpu_table: CsvTable,
+    job_table: CsvTable,
+    *,
+    locality_penalty: float = 1.7,
+    binning: str = "pal-artifact",
+    restart_cost: float = 0.0,
+    name: str = "",
+) -> RoundInstance:
+    """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`)."""
     if not (locality_penalty >= 1.0 and np.isfinite(locality_penalty)):
         raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
     if binning not in BINNING_MODES:
         raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
     if not (restart_cost >= 0.0 and np.isfinite(restart_cost)):
         raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
-    gt = read_gpu_table(gpus_path, max_bytes=max_bytes)
-    jt = load_jobs(
-        jobs_path,
+    gt = parse_gpu_table(gpu_table)
+    jt = parse_jobs(
+        job_table,
         classes=tuple(gt.factors),
         locality_penalty=locality_penalty,
         max_gpus=len(gt.gpu_ids),
-        max_bytes=max_bytes,
     )
     queued = {str(j.id): k for k, j in enumerate(jt.jobs)}
     n = len(gt.gpu_ids)
@@ -252,7 +320,7 @@ def load_blox(
 
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source)
     params = RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
-    return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name or Path(gpus_path).stem)
+    return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
 
 
 def blox_gpu_rows(instance: RoundInstance) -> list[Mapping[str, Any]]:

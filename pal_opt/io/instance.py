@@ -88,6 +88,7 @@ __all__ = [
     "save_instance",
     "load_placement_file",
     "describe",
+    "jobs_from_list",
 ]
 
 FORMAT = "pal-opt/instance"
@@ -472,6 +473,14 @@ def _jobs(ck: _Checker, v: Any, cluster: Cluster, params: RoundParams) -> list[J
             )
         )
     return out
+
+
+def jobs_from_list(jobs: Any, cluster: Cluster, params: RoundParams, source: str = "<memory>") -> list[Job]:
+    """Validate a list of job objects in the file format's ``jobs`` shape against ``cluster``.
+
+    Used by :func:`pal_opt.build.make_instance`; errors name ``jobs[i].<field>``.
+    """
+    return _jobs(_Checker(source), jobs, cluster, params)
 
 
 # --------------------------------------------------------------------------- writing

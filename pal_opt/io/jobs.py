@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, Job, pal_locality
-from .safe import DEFAULT_MAX_BYTES, read_csv
+from .safe import DEFAULT_MAX_BYTES, CsvTable, read_csv
 
-__all__ = ["JobTable", "load_jobs"]
+__all__ = ["JobTable", "load_jobs", "parse_jobs"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,10 @@ class JobTable:
     running: tuple[bool | None, ...]
     source: str
 
+    row_label: str = "line"
+
     def error(self, index: int, message: str, column: str | None = None) -> InstanceError:
-        where = f"line {self.lines[index]}" + (f", column {column}" if column else "")
+        where = f"{self.row_label} {self.lines[index]}" + (f", column {column}" if column else "")
         return InstanceError(message, source=self.source, path=where)
 
 
@@ -85,6 +87,17 @@ def load_jobs(
     JobTable
     """
     t = read_csv(path, max_bytes=max_bytes, what="job CSV")
+    return parse_jobs(t, classes=classes, locality_penalty=locality_penalty, max_gpus=max_gpus)
+
+
+def parse_jobs(
+    t: CsvTable,
+    *,
+    classes: Collection[str] | None = None,
+    locality_penalty: float = 1.7,
+    max_gpus: int | None = None,
+) -> JobTable:
+    """Parse a job table already read (from a file or a DataFrame); see :func:`load_jobs`."""
     c_id = t.column("job_id", "id", "JOB_ID")
     c_dem = t.column("num_gpus", "num_GPUs", "demand", "job_gpu_demand")
     c_cls = t.find("perfclass", "class", "job_perfclass")
@@ -138,4 +151,4 @@ def load_jobs(
         )
         lines.append(line)
         running.append(run)
-    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source)
+    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label)

@@ -254,10 +254,13 @@ class CsvTable:
         ``(line number, fields)`` per non-blank data row; line numbers count the header as line 1.
     """
 
-    def __init__(self, source: str, header: list[str], rows: list[tuple[int, list[str]]]):
+    def __init__(
+        self, source: str, header: list[str], rows: list[tuple[int, list[str]]], row_label: str = "line"
+    ):
         self.source = source
         self.header = header
         self.rows = rows
+        self.row_label = row_label
         self._index = {h: i for i, h in enumerate(header)}
         self._lower = {h.lower(): i for i, h in reversed(list(enumerate(header)))}
 
@@ -281,8 +284,24 @@ class CsvTable:
             )
         return i
 
+    @classmethod
+    def from_frame(cls, df: Any, source: str) -> CsvTable:
+        """A table over an in-memory pandas DataFrame, parsed by the same cell rules as a file.
+
+        Cells become their ``str`` (floats print round-trip exact); None and NaN become empty.
+        Errors name ``row N`` (0-based, the frame's position) instead of a line.
+        """
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):
+            raise InstanceError(f"expected a pandas DataFrame, got {type(df).__name__}", source=source)
+        header = [str(c).strip() for c in df.columns]
+        cells = df.astype(object).where(df.notna(), "").to_numpy().tolist()
+        rows = [(i, [c if isinstance(c, str) else str(c) for c in r]) for i, r in enumerate(cells)]
+        return cls(source, header, rows, row_label="row")
+
     def error(self, line: int, col: int | None, message: str) -> InstanceError:
-        where = f"line {line}" + (f", column {self.header[col]}" if col is not None else "")
+        where = f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
         return InstanceError(message, source=self.source, path=where)
 
     # cell parsers: each raises an InstanceError naming file, line and column

@@ -1,0 +1,169 @@
+"""A Blox placement policy backed by pal-opt.
+
+Blox (the scheduler framework the PAL artifact is built on) calls a placement object's
+``place(job_state, cluster_state, new_job_schedule)`` every round.  :class:`BloxPlacement`
+has that shape, so it drops in where the artifact's ``PALPlacement`` or ``PMFirstPlacement``
+would, with any pal-opt method behind it.  It does not import Blox.
+
+What it reads
+-------------
+``cluster_state.gpu_df``
+    pandas DataFrame with ``GPU_ID``, ``Node_ID``, ``IN_USE``, ``JOB_IDS`` and one
+    ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``).
+``job_state.active_jobs``
+    ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``.
+``new_job_schedule["job_order"]``
+    The queue: a list of ``(job_id, ...)`` tuples (or bare job ids), highest priority first.
+
+What it returns
+---------------
+``(jobs_to_terminate, {job_id: [GPU_ID, ...]})`` as the artifact's policies do: running jobs
+that lose or change their GPUs are terminated; for the non-sticky methods every job placed this
+round is in the launch dict (the artifact's PAL also re-lists a job placed back on its own
+GPUs), for ``packed-sticky`` only the newly started ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InstanceError
+from ..io.blox import instance_from_frames
+from ..model import RoundInstance
+from ..policy import RoundPolicy
+from ..result import PlacementResult
+
+__all__ = ["BloxPlacement"]
+
+_STICKY = frozenset({"packed-sticky"})
+
+
+def _queue_ids(new_job_schedule: Mapping[str, Any]) -> list[Any]:
+    try:
+        order = new_job_schedule["job_order"]
+    except (KeyError, TypeError):
+        raise InstanceError("missing 'job_order'", source="new_job_schedule", path="job_order") from None
+    ids = []
+    for i, item in enumerate(order):
+        if isinstance(item, (tuple, list)):
+            if not item:
+                raise InstanceError("empty entry", source="new_job_schedule", path=f"job_order[{i}]")
+            ids.append(item[0])
+        elif isinstance(item, Mapping):  # Gavel-style {(job_id, gpu_type): ...}
+            raise InstanceError(
+                "Gavel-style job orders are not supported", source="new_job_schedule", path=f"job_order[{i}]"
+            )
+        else:
+            ids.append(item)
+    return ids
+
+
+def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) -> pd.DataFrame:
+    rows = []
+    for jid in order:
+        if jid not in active_jobs:
+            raise InstanceError(
+                f"job {jid!r} is in the job order but not in active_jobs", source="job_state", path="active_jobs"
+            )
+        job = active_jobs[jid]
+        if not isinstance(job, Mapping):
+            raise InstanceError("must be a dict", source="job_state", path=f"active_jobs[{jid!r}]")
+        if "num_GPUs" not in job:
+            raise InstanceError("missing 'num_GPUs'", source="job_state", path=f"active_jobs[{jid!r}]")
+        rows.append(
+            {
+                "job_id": jid,
+                "num_gpus": job["num_GPUs"],
+                "perfclass": job.get("perfclass") or "",
+                "model": job.get("model") or job.get("job_model") or "",
+            }
+        )
+    return pd.DataFrame(rows, columns=["job_id", "num_gpus", "perfclass", "model"])
+
+
+class BloxPlacement:
+    """Blox placement policy running a pal-opt method.
+
+    Parameters
+    ----------
+    args
+        Blox's argument namespace (or None).  ``args.locality_penalty`` is used as λ when present.
+    method
+        Any pal-opt method (``"pal"``, ``"pmfirst"``, ``"packed"``, ``"packed-sticky"``,
+        ``"random"``, ``"ilp"``).
+    backend
+        Solver for ``method="ilp"`` (default: the first installed).
+    **options
+        Further options: ``binning``, ``seed``, ``restart_cost`` (round parameter), and the
+        ILP options of :func:`pal_opt.solve` (``admission``, ``time_limit``, ``gap``, ...).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from types import SimpleNamespace
+    >>> gpu_df = pd.DataFrame({"GPU_ID": [0, 1, 2, 3], "Node_ID": [0, 0, 1, 1],
+    ...     "IN_USE": [False] * 4, "JOB_IDS": [None] * 4,
+    ...     "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    >>> jobs = SimpleNamespace(active_jobs={5: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}})
+    >>> policy = BloxPlacement(SimpleNamespace(locality_penalty=1.7), method="pal")
+    >>> policy.place(jobs, SimpleNamespace(gpu_df=gpu_df), {"job_order": [(5, 0)]})
+    ([], {5: [2, 3]})
+    """
+
+    def __init__(self, args: Any = None, method: str = "pal", backend: str | None = None, **options: Any) -> None:
+        lam = getattr(args, "locality_penalty", None) if args is not None else None
+        self.locality_penalty = float(lam) if lam is not None else 1.7
+        self.restart_cost = float(options.pop("restart_cost", 0.0))
+        binning = options.pop("binning", None)
+        self.binning = binning or "pal-artifact"
+        seed = options.pop("seed", None)
+        if backend is not None:
+            options["backend"] = backend
+        self.method = method
+        # Blox's gpu_df already says which jobs run where, so no carrying over is needed.
+        self.policy = RoundPolicy(method, binning=binning, seed=seed, track_running=False, **options)
+        self.last_result: PlacementResult | None = None
+
+    def instance(self, job_state: Any, cluster_state: Any, new_job_schedule: Mapping[str, Any]) -> RoundInstance:
+        """The pal-opt round that :meth:`place` solves (useful for logging and checking)."""
+        order = _queue_ids(new_job_schedule)
+        active = getattr(job_state, "active_jobs", None)
+        if not isinstance(active, Mapping):
+            raise InstanceError("must be a dict of jobs", source="job_state", path="active_jobs")
+        gpu_df = getattr(cluster_state, "gpu_df", None)
+        inst = instance_from_frames(
+            gpu_df,
+            _jobs_frame(active, order),
+            locality_penalty=self.locality_penalty,
+            binning=self.binning,
+            restart_cost=self.restart_cost,
+        )
+        orig = {str(jid): jid for jid in order}
+        for j in inst.jobs:
+            flag = active[orig[str(j.id)]].get("is_running")
+            if flag is True and j.placement is None:
+                raise InstanceError(
+                    f"job {j.id!r} is running but holds no GPU in gpu_df", source="job_state", path=f"active_jobs[{j.id!r}]"
+                )
+        return inst
+
+    def place(
+        self, job_state: Any, cluster_state: Any, new_job_schedule: Mapping[str, Any], **kwargs: Any
+    ) -> tuple[list[Any], dict[Any, list[int]]]:
+        """One Blox round: ``(jobs_to_terminate, {job_id: [GPU_ID, ...]})``."""
+        inst = self.instance(job_state, cluster_state, new_job_schedule)
+        result = self.policy.place(inst)
+        self.last_result = result
+        # Job ids come back as Blox gave them (a text id that looks like a number stays text).
+        orig = {str(item): item for item in _queue_ids(new_job_schedule)}
+        by_id = inst.job_by_id
+        launch: dict[Any, list[int]] = {}
+        for jid, gpus in result.placements.items():
+            cur = by_id[jid].placement
+            if self.method in _STICKY and cur is not None and set(cur) == set(gpus):
+                continue
+            launch[orig[str(jid)]] = [int(g) for g in gpus]
+        return [orig[str(j)] for j in result.jobs_to_terminate], launch

@@ -1,0 +1,144 @@
+"""The Blox adapter, driven with objects of exactly Blox's shape (no Blox import)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from pal_opt.adapters.blox import BloxPlacement
+from pal_opt.check import check
+from pal_opt.errors import InstanceError, OptionError
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+FILES = sorted((SHARED / "reference" / "pal").glob("*.json")) if SHARED.is_dir() else []
+
+
+def blox_state(doc: dict) -> tuple[SimpleNamespace, SimpleNamespace, dict]:
+    """job_state, cluster_state and new_job_schedule for a reference round."""
+    nodes, per = doc["nodes"], doc["gpus_per_node"]
+    n = nodes * per
+    busy = set(doc["busy_gpus"])
+    gpu_df = pd.DataFrame(
+        {
+            "GPU_ID": range(n),
+            "GPU_UUID": [f"GPU-{g}" for g in range(n)],
+            "Local_GPU_ID": [g % per for g in range(n)],
+            "Node_ID": [g // per for g in range(n)],
+            "IP_addr": ["10.0.0.1"] * n,
+            "IN_USE": [g in busy for g in range(n)],
+            "JOB_IDS": [10**6 if g in busy else None for g in range(n)],
+            **{f"PerfVar_{c}": doc["perfvar"][c] for c in sorted(doc["perfvar"])},
+        }
+    )
+    active = {
+        j["id"]: {"num_GPUs": j["num_gpus"], "perfclass": j["perfclass"], "job_model": j["model"], "is_running": False}
+        for j in doc["jobs"]
+    }
+    order = {"job_order": [(j["id"], 0) for j in doc["jobs"]], "scheduler": None}
+    return SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order
+
+
+@pytest.mark.skipif(not FILES, reason="reference rounds not available")
+@pytest.mark.parametrize("method", ["pal", "pmfirst"])
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_adapter_places_what_the_artifact_places(path: Path, method: str) -> None:
+    doc = json.loads(path.read_text())
+    job_state, cluster_state, schedule = blox_state(doc)
+    policy = BloxPlacement(SimpleNamespace(locality_penalty=doc["locality_penalty"]), method=method)
+    terminate, launch = policy.place(job_state, cluster_state, schedule)
+    want = doc["expected"][method]["placements"]
+    assert terminate == []
+    assert {str(k) for k in launch} == set(want)
+    assert all(sorted(launch[int(k)]) == sorted(v) for k, v in want.items())
+    assert all(isinstance(k, int) for k in launch)  # Blox's own id type comes back
+
+
+def small_cluster() -> pd.DataFrame:
+    n = 16
+    return pd.DataFrame(
+        {
+            "GPU_ID": range(n),
+            "Node_ID": [g // 4 for g in range(n)],
+            "IN_USE": [False] * n,
+            "JOB_IDS": [None] * n,
+            "PerfVar_classA": [1.0, 1.2, 0.95, 1.0, 1.3, 1.0, 0.9, 1.05, 1.0, 1.0, 1.1, 0.97, 1.0, 1.02, 1.0, 1.4],
+            "PerfVar_classB": [1.0] * n,
+        }
+    )
+
+
+def commit(gpu_df: pd.DataFrame, active: dict, terminate: list, launch: dict) -> None:
+    """What Blox does with the answer: free terminated jobs, start launched ones."""
+    for jid in terminate:
+        gpu_df.loc[gpu_df["JOB_IDS"] == jid, ["IN_USE", "JOB_IDS"]] = [False, None]
+        active[jid]["is_running"] = False
+    for jid, gpus in launch.items():
+        gpu_df.loc[gpu_df["JOB_IDS"] == jid, ["IN_USE", "JOB_IDS"]] = [False, None]
+        gpu_df.loc[gpu_df["GPU_ID"].isin(gpus), ["IN_USE", "JOB_IDS"]] = [True, jid]
+        active[jid]["is_running"] = True
+
+
+@pytest.mark.parametrize("method", ["pal", "pmfirst", "packed", "packed-sticky", "random", "ilp"])
+def test_multi_round_loop(method: str) -> None:
+    gpu_df = small_cluster()
+    gpu_df["JOB_IDS"] = gpu_df["JOB_IDS"].astype(object)
+    active: dict = {}
+    policy = BloxPlacement(SimpleNamespace(locality_penalty=1.7), method=method)
+    arrivals = [[(1, 4, "classA"), (2, 2, "classB")], [(3, 8, "classA")], [(4, 1, "classA"), (5, 2, "classB")]]
+    for rnd, batch in enumerate(arrivals):
+        for jid, d, c in batch:
+            active[jid] = {"num_GPUs": d, "perfclass": c, "is_running": False}
+        schedule = {"job_order": [(j, 0) for j in sorted(active)]}
+        inst = policy.instance(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), schedule)
+        terminate, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), schedule)
+        assert policy.last_result is not None
+        assert check(inst, policy.last_result) == []
+        running_before = {j for j, v in active.items() if v["is_running"]}
+        assert set(terminate) <= running_before
+        if method == "packed-sticky":
+            assert not (set(launch) & (running_before - set(terminate)))
+        commit(gpu_df, active, terminate, launch)
+        used = gpu_df.loc[gpu_df["IN_USE"], "GPU_ID"].tolist()
+        assert len(used) == len(set(used))
+        held = sum(active[j]["num_GPUs"] for j in active if active[j]["is_running"])
+        assert held == len(used) <= 16
+    assert policy.policy.rounds == len(arrivals)
+
+
+def test_locality_penalty_is_read_from_args() -> None:
+    assert BloxPlacement(SimpleNamespace(locality_penalty=2.5)).locality_penalty == 2.5
+    assert BloxPlacement(SimpleNamespace()).locality_penalty == 1.7
+    assert BloxPlacement(None).locality_penalty == 1.7
+
+
+def test_ilp_backend_and_options_pass_through() -> None:
+    policy = BloxPlacement(None, method="ilp", backend="highs", admission="backfill", time_limit=5)
+    active = {7: {"num_GPUs": 3, "perfclass": "classA", "is_running": False}}
+    _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=small_cluster()),
+                             {"job_order": [(7, 0)]})
+    assert list(launch) == [7] and len(launch[7]) == 3
+    assert policy.last_result is not None and policy.last_result.backend == "highs"
+    with pytest.raises(OptionError):
+        BloxPlacement(None, method="pal", time_limit=5)
+
+
+@pytest.mark.parametrize(
+    ("active", "order", "gpu_df", "where"),
+    [
+        ({}, [(1, 0)], small_cluster(), "active_jobs"),
+        ({1: {"perfclass": "classA"}}, [(1, 0)], small_cluster(), "active_jobs[1]"),
+        ({1: {"num_GPUs": 0, "perfclass": "classA"}}, [(1, 0)], small_cluster(), "num_gpus"),
+        ({1: {"num_GPUs": 2, "model": "nosuchnet"}}, [(1, 0)], small_cluster(), "model"),
+        ({1: {"num_GPUs": 2, "perfclass": "classA"}}, [(1, 0)], small_cluster().drop(columns=["Node_ID"]), "Node_ID"),
+        ({1: {"num_GPUs": 2, "perfclass": "classA"}}, [(1, 0)], "not a frame", "gpu_df"),
+    ],
+)
+def test_bad_blox_state_is_a_clear_error(active: dict, order: list, gpu_df: object, where: str) -> None:
+    policy = BloxPlacement(None)
+    with pytest.raises(InstanceError) as err:
+        policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), {"job_order": order})
+    assert where in str(err.value)
