@@ -1,0 +1,39 @@
+"""Every script in examples/ runs, and says what it should."""
+
+from __future__ import annotations
+
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPTS = sorted(EXAMPLES.glob("*.py"))
+
+
+def test_there_are_examples() -> None:
+    assert len(SCRIPTS) >= 3
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+def test_example_runs_as_a_script(script: Path) -> None:
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip()
+    assert "Traceback" not in proc.stderr
+
+
+def test_scheduler_loop_finishes_every_job_and_ilp_is_no_worse_than_pal() -> None:
+    mod = runpy.run_path(str(EXAMPLES / "scheduler_loop.py"))
+    jct_ilp = mod["main"]("ilp")
+    jct_pal = mod["main"]("pal")
+    assert set(jct_ilp) == set(jct_pal) == {"a", "b", "c", "d", "e", "f"}
+    assert all(v > 0 for v in jct_ilp.values())
+
+
+def test_heuristic_vs_optimal_gaps_are_non_negative() -> None:
+    mod = runpy.run_path(str(EXAMPLES / "heuristic_vs_optimal.py"))
+    rows = mod["main"](rounds=2)
+    assert rows and all(r["gap"] >= -1e-9 for r in rows)
