@@ -1,0 +1,375 @@
+"""What every greedy policy shares: its result type and the numpy state it places on.
+
+A policy is a function ``place(instance, factors, *, seed=None) -> GreedyPlacement``.  The
+policies walk the queue one job at a time, so the work per job must not grow with a Python loop
+over GPUs.  They share:
+
+* :class:`ServerIndex` -- the GPUs of each server as one CSR array (positions sorted by server,
+  then by position);
+* :class:`ClassIndex` -- for one application class, the distinct (binned) factor levels, each
+  GPU's level and the GPUs sorted by (level, position);
+* :class:`FreeGpus` -- the mutable state of one placement pass: a free mask plus free-GPU counts
+  per server, per (class, level, server) and per (class, level), all kept in one flat integer
+  array and updated with a single ``np.subtract.at`` when a job takes its GPUs; cumulative
+  (level ≤ l) counts per class are refreshed lazily, only on the servers changed since.
+
+The static indexes depend only on the cluster and the factor arrays, so they are cached on the
+cluster, next to the binned factors they are built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InstanceError
+from ..model import Cluster, GpuState, JobId, RoundInstance
+
+__all__ = [
+    "GreedyPlacement",
+    "ServerIndex",
+    "ClassIndex",
+    "FreeGpus",
+    "server_index",
+    "class_index",
+    "initial_free",
+    "check_demands",
+    "running_positions",
+    "jobs_to_terminate",
+    "to_ids",
+]
+
+
+@dataclass(frozen=True)
+class GreedyPlacement:
+    """What a greedy policy returns.
+
+    Attributes
+    ----------
+    placements
+        ``{job id: (GPU id, ...)}`` for every job that holds GPUs after the round, in the
+        order the policy placed them (GPU ids in the order the policy picked them).
+    jobs_to_terminate
+        Running jobs (queue order) that lose their GPUs or get a different set.
+    admission
+        The queue rule the placed set follows: ``"pal-order"``, ``"queue-order"`` or
+        ``"sticky"`` (see :mod:`pal_opt.check`).
+    """
+
+    placements: dict[JobId, tuple[int, ...]]
+    jobs_to_terminate: tuple[JobId, ...]
+    admission: str
+
+
+# --------------------------------------------------------------------------- static indexes
+@dataclass(frozen=True)
+class ServerIndex:
+    """GPU positions grouped by server (CSR).
+
+    Attributes
+    ----------
+    pos
+        Positions sorted by (server, position).
+    ptr
+        ``pos[ptr[s]:ptr[s + 1]]`` are the GPUs of server ``s``, in position order.
+    size
+        GPUs per server (all states).
+    """
+
+    pos: np.ndarray
+    ptr: np.ndarray
+    size: np.ndarray
+    bounds: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.bounds:
+            self.bounds.extend(self.ptr.tolist())  # Python ints: faster slicing per job
+
+    def gpus(self, s: int) -> np.ndarray:
+        """Positions of server ``s``'s GPUs, in position order."""
+        b = self.bounds
+        return self.pos[b[s] : b[s + 1]]
+
+
+@dataclass(frozen=True)
+class ClassIndex:
+    """One class's factor levels.
+
+    Attributes
+    ----------
+    factors
+        The factor array the index was built from (kept to validate the cache).
+    levels
+        Distinct factor values, ascending.
+    level_of
+        Per GPU position: index of its factor in ``levels``.
+    first_seen
+        Level indices in order of first appearance over GPU positions.
+    by_level
+        Positions sorted by (level, position).
+    level_ptr
+        ``by_level[level_ptr[l]:level_ptr[l + 1]]`` are the GPUs of level ``l``.
+    level_list
+        ``level_of`` as a Python list.
+    """
+
+    factors: np.ndarray
+    levels: np.ndarray
+    level_of: np.ndarray
+    first_seen: tuple[int, ...]
+    by_level: np.ndarray
+    level_ptr: np.ndarray
+    level_list: list[int] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.level_list:
+            self.level_list.extend(self.level_of.tolist())  # for per-server loops of a few GPUs
+
+    @property
+    def num_levels(self) -> int:
+        return int(self.levels.size)
+
+
+def server_index(cluster: Cluster) -> ServerIndex:
+    """The cluster's :class:`ServerIndex` (cached on the cluster)."""
+    idx = cluster._cache.get("policy-servers")
+    if idx is None:
+        order = np.argsort(cluster.server_of, kind="stable")
+        size = np.bincount(cluster.server_of, minlength=cluster.num_servers)
+        ptr = np.zeros(cluster.num_servers + 1, dtype=np.int64)
+        np.cumsum(size, out=ptr[1:])
+        idx = ServerIndex(order, ptr, size)
+        cluster._cache["policy-servers"] = idx
+    return idx
+
+
+def class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
+    """The :class:`ClassIndex` of one class's factor array (cached on the cluster).
+
+    >>> c = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.1, 0.9, 1.1, 1.0]})
+    >>> ci = class_index(c, np.array([1.1, 0.9, 1.1, 1.0]))
+    >>> ci.levels.tolist(), ci.level_of.tolist(), ci.first_seen
+    ([0.9, 1.0, 1.1], [2, 0, 2, 1], (2, 0, 1))
+    """
+    key = ("policy-class", id(factors))
+    hit = cluster._cache.get(key)
+    if hit is not None and hit.factors is factors:
+        return hit  # type: ignore[no-any-return]
+    f = np.asarray(factors, dtype=np.float64)
+    if f.shape != (cluster.num_gpus,):
+        raise InstanceError(f"expected {cluster.num_gpus} factors, got shape {f.shape}", path="factors")
+    levels, first, inv = np.unique(f, return_index=True, return_inverse=True)
+    inv = inv.astype(np.int64).reshape(-1)
+    by_level = np.argsort(inv, kind="stable")
+    ptr = np.zeros(levels.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(inv, minlength=levels.size), out=ptr[1:])
+    first_seen = tuple(int(x) for x in np.argsort(first, kind="stable"))
+    idx = ClassIndex(factors, levels, inv, first_seen, by_level, ptr)
+    cluster._cache[key] = idx
+    return idx
+
+
+# --------------------------------------------------------------------------- mutable state
+class FreeGpus:
+    """Free GPUs during one placement pass, with counts kept up to date.
+
+    Parameters
+    ----------
+    cluster
+        The cluster.
+    free
+        Initial free mask (copied).
+    class_factors
+        ``{class: factor array}`` of the classes whose level counts are needed (may be empty).
+
+    Attributes
+    ----------
+    free : ndarray of bool
+        Free mask by GPU position.
+    server_free : ndarray of int64, shape (S,)
+        Free GPUs per server.
+    cnt : dict class -> ndarray of int64, shape (L, S)
+        Free GPUs per (level, server) of that class.
+    tot : dict class -> ndarray of int64, shape (L,)
+        Free GPUs per level of that class.
+    index : dict class -> ClassIndex
+    blocks : bool
+        True if every server's GPUs are one run of consecutive positions and servers appear in
+        position order, so that ordering GPUs by position is ordering them by (server,
+        position).  Lets policies work per server instead of per GPU.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        free: np.ndarray,
+        class_factors: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.servers = server_index(cluster)
+        self.server_of = cluster.server_of
+        self.blocks = bool(cluster._cache.setdefault("policy-blocks", bool(np.all(np.diff(cluster.server_of) >= 0))))
+        self.free = np.array(free, dtype=bool, copy=True)
+        #: The free mask as a bytearray, for loops over the few GPUs of one server.
+        self.free_list = bytearray(self.free.tobytes())
+        self._server_list: list[int] = cluster._cache.setdefault("policy-server-list", cluster.server_of.tolist())
+        class_factors = dict(class_factors or {})
+        self.index: dict[str, ClassIndex] = {c: class_index(cluster, f) for c, f in class_factors.items()}
+        self._codes, offsets, size = _codes(cluster, self.index)
+        self.counts = np.bincount(self._codes[self.free].ravel(), minlength=size).astype(np.int64)
+        s = cluster.num_servers
+        self.server_free = self.counts[:s]
+        #: Number of free GPUs.
+        self.num_free = int(self.free.sum())
+        self.cnt: dict[str, np.ndarray] = {}
+        self.tot: dict[str, np.ndarray] = {}
+        for c, off in zip(self.index, offsets, strict=True):
+            lv = self.index[c].num_levels
+            self.cnt[c] = self.counts[off : off + lv * s].reshape(lv, s)
+            self.tot[c] = self.counts[off + lv * s : off + lv * s + lv]
+        # servers changed since a class's cumulative counts were last brought up to date
+        self._tick = 0
+        self._stamp = np.zeros(s, dtype=np.int64)
+        self._cum: dict[str, tuple[np.ndarray, int]] = {}
+
+    def take(self, pos: np.ndarray) -> None:
+        """Mark the GPUs at ``pos`` (distinct, currently free) as used."""
+        self._tick += 1
+        if len(pos) == 1:  # one GPU's slots are distinct: plain fancy indexing is exact
+            p = int(pos[0])
+            self.free[p] = False
+            self.free_list[p] = 0
+            self.counts[self._codes[p]] -= 1
+            self._stamp[self._server_list[p]] = self._tick
+        else:
+            self.free[pos] = False
+            for p in pos.tolist():
+                self.free_list[p] = 0
+            np.subtract.at(self.counts, self._codes[pos].ravel(), 1)
+            self._stamp[self.server_of[pos]] = self._tick
+        self.num_free -= len(pos)
+
+    def release(self, pos: np.ndarray) -> None:
+        """Mark the GPUs at ``pos`` (distinct, currently used) as free again."""
+        self.free[pos] = True
+        for p in pos.tolist():
+            self.free_list[p] = 1
+        np.add.at(self.counts, self._codes[pos].ravel(), 1)
+        self.num_free += len(pos)
+        self._tick += 1
+        self._stamp[self.server_of[pos]] = self._tick
+
+    def server_gpus_at(self, s: int, ci: ClassIndex, level: int, *, at_most: bool = False) -> list[int]:
+        """Free positions of server ``s`` at factor ``level`` (or ≤ it), in position order."""
+        free = self.free_list
+        lev = ci.level_list
+        gpus = self.servers.gpus(s).tolist() if not self.blocks else range(*self.servers.bounds[s : s + 2])
+        if at_most:
+            return [p for p in gpus if free[p] and lev[p] <= level]
+        return [p for p in gpus if free[p] and lev[p] == level]
+
+    def cum(self, perfclass: str) -> np.ndarray:
+        """Free GPUs per (level, server) of ``perfclass`` with level ≤ the row's level, shape (L, S).
+
+        Kept between calls and brought up to date only on the servers changed since.
+        The result is read-only for callers.
+        """
+        hit = self._cum.get(perfclass)
+        if hit is None:
+            m = np.cumsum(self.cnt[perfclass], axis=0)
+        else:
+            m, seen = hit
+            if seen != self._tick:
+                dirty = np.flatnonzero(self._stamp > seen)
+                m[:, dirty] = np.cumsum(self.cnt[perfclass][:, dirty], axis=0)
+        self._cum[perfclass] = (m, self._tick)
+        return m
+
+    def free_on_server(self, s: int) -> np.ndarray:
+        """Free positions of server ``s``, in position order."""
+        p = self.servers.gpus(s)
+        return p[self.free[p]]
+
+
+def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarray, list[int], int]:
+    """Per GPU, the slots of the flat count array it contributes to (cached on the cluster).
+
+    Column 0 is the GPU's server; then, per class, its (level, server) cell and its level total.
+    Returns the code matrix, each class's offset into the flat array and the array's size.
+    """
+    key = ("policy-codes", tuple((c, id(ci)) for c, ci in index.items()))
+    hit = cluster._cache.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[3], index.values(), strict=True)):
+        return hit[0], hit[1], hit[2]
+    s = cluster.num_servers
+    cols = [cluster.server_of.astype(np.int64)]
+    offsets = []
+    off = s
+    for ci in index.values():
+        lv = ci.num_levels
+        offsets.append(off)
+        cols.append(off + ci.level_of * s + cluster.server_of)
+        cols.append(off + lv * s + ci.level_of)
+        off += lv * s + lv
+    codes = np.ascontiguousarray(np.column_stack(cols).astype(np.int64))
+    codes.setflags(write=False)
+    cluster._cache[key] = (codes, offsets, off, tuple(index.values()))
+    return codes, offsets, off
+
+
+# --------------------------------------------------------------------------- helpers
+def initial_free(instance: RoundInstance, free_mask: np.ndarray | None = None) -> np.ndarray:
+    """A writable copy of the free mask: ``free_mask`` if given, else GPUs in state FREE."""
+    cl = instance.cluster
+    if free_mask is None:
+        return np.asarray(cl.state == GpuState.FREE).copy()
+    m = np.asarray(free_mask, dtype=bool)
+    if m.shape != (cl.num_gpus,):
+        raise InstanceError(f"free mask must have shape ({cl.num_gpus},), got {m.shape}", path="free_mask")
+    return m.copy()
+
+
+def check_demands(instance: RoundInstance) -> None:
+    """Raise :class:`~pal_opt.errors.InstanceError` if a job's demand is not a positive integer."""
+    for i, job in enumerate(instance.jobs):
+        d = job.demand
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+            raise InstanceError(f"demand must be a positive integer, got {d!r}", path=f"jobs[{i}].demand")
+
+
+def running_positions(instance: RoundInstance, index: int) -> np.ndarray:
+    """Positions of the GPUs the running job ``instance.jobs[index]`` holds now."""
+    job = instance.jobs[index]
+    if job.placement is None:
+        return np.empty(0, dtype=np.int64)
+    try:
+        return instance.cluster.positions(job.placement)
+    except KeyError as exc:
+        raise InstanceError(
+            f"running job {job.id!r} holds unknown GPU {exc.args[0]!r}", path=f"jobs[{index}].placement"
+        ) from None
+
+
+def jobs_to_terminate(
+    instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]
+) -> tuple[JobId, ...]:
+    """Running jobs (queue order) that are not placed or get a different GPU set."""
+    out = []
+    for j in instance.jobs:
+        if j.placement is None:
+            continue
+        new = placements.get(j.id)
+        if new is None or set(new) != set(j.placement):
+            out.append(j.id)
+    return tuple(out)
+
+
+def to_ids(cluster: Cluster, pos: Iterable[int] | np.ndarray) -> tuple[int, ...]:
+    """GPU ids of the given positions, as a tuple of Python ints."""
+    ids = cluster._cache.get("policy-ids")
+    if ids is None:
+        ids = cluster._cache["policy-ids"] = cluster.gpu_ids.tolist()
+    p = pos.tolist() if isinstance(pos, np.ndarray) else list(pos)
+    return tuple([ids[i] for i in p])

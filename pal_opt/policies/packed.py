@@ -1,0 +1,146 @@
+"""Packed placement, variability-blind: as few servers as possible (Blox's consolidated policy).
+
+For a job of demand *d* (the artifact's ``_consolidated_placement`` in
+``placement/packing_nonsticky.py`` and ``placement/packing_sticky.py``):
+
+1. the first server (server order) with exactly *d* free GPUs;
+2. else the server with the fewest free GPUs among those with ≥ *d* (first on ties), taking its
+   first *d* free GPUs;
+3. else, if ≥ *d* GPUs are free in all, spill: repeatedly take the server with the most free
+   GPUs left (first in server order on ties, as ``Counter.most_common``) and its first free GPUs
+   until *d* are taken.
+
+Free GPUs of a server are taken in GPU position order.
+
+Two queue rules:
+
+``packed`` (non-sticky, admission ``"queue-order"``)
+    Running jobs are freed; jobs are placed in queue order, stopping at the first that does not
+    fit.
+``packed-sticky`` (admission ``"sticky"``)
+    Running jobs keep their GPUs.  Waiting jobs are placed in queue order; when one does not
+    fit, running jobs are preempted from the back of the queue (lowest priority first), one at
+    a time, until it fits; placement stops at the first job that still does not fit.  A job
+    preempted this way waits like any other when its turn comes (as in the artifact), but it
+    never fits then: the preempted jobs are always the running jobs behind some point of the
+    queue, and when the frontmost of them is reached fewer GPUs are free than it needs (otherwise
+    the last preemption would not have been necessary), with nothing behind it left to preempt.
+    So every preempted job is in ``jobs_to_terminate`` and not placed.
+
+Deviation: the artifact seeds step 2 with a cap of 256 free GPUs, so a server with 256 or more
+free GPUs is never chosen there; no cap here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..model import JobId, RoundInstance
+from ..seeds import SeedLike
+from .base import (
+    FreeGpus,
+    GreedyPlacement,
+    check_demands,
+    initial_free,
+    jobs_to_terminate,
+    running_positions,
+    to_ids,
+)
+
+__all__ = ["packed_select", "place", "place_sticky"]
+
+
+def packed_select(state: FreeGpus, demand: int) -> np.ndarray | None:
+    """The consolidated choice for ``demand`` GPUs (see the module docstring), or None."""
+    fc = state.server_free
+    if demand <= 0 or state.num_free < demand:
+        return None
+    exact = np.flatnonzero(fc == demand)
+    if exact.size:
+        return state.free_on_server(int(exact[0]))
+    roomy = fc >= demand
+    if roomy.any():
+        s = int(np.argmin(np.where(roomy, fc, np.iinfo(np.int64).max)))
+        return state.free_on_server(s)[:demand]
+    order = np.argsort(-fc, kind="stable")
+    cum = np.cumsum(fc[order])
+    k = int(np.searchsorted(cum, demand)) + 1
+    parts = [state.free_on_server(int(s)) for s in order[:k]]
+    parts[-1] = parts[-1][: demand - (int(cum[k - 2]) if k > 1 else 0)]
+    return np.concatenate(parts)
+
+
+def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
+    """Non-sticky packed placement (``factors`` and ``seed`` are unused).
+
+    Examples
+    --------
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.from_arrays(range(7), [0, 0, 0, 0, 1, 1, 1], {"classA": [1.0] * 7})
+    >>> jobs = (Job("a", 3, "classA", 0), Job("b", 2, "classA", 1), Job("c", 2, "classA", 2))
+    >>> place(RoundInstance(c, jobs), c.factors).placements
+    {'a': (4, 5, 6), 'b': (0, 1), 'c': (2, 3)}
+    """
+    check_demands(instance)
+    cl = instance.cluster
+    state = FreeGpus(cl, initial_free(instance))
+    out: dict[JobId, tuple[int, ...]] = {}
+    for job in instance.jobs:
+        pos = packed_select(state, job.demand)
+        if pos is None:
+            break
+        state.take(pos)
+        out[job.id] = to_ids(cl, pos)
+    return GreedyPlacement(out, jobs_to_terminate(instance, out), "queue-order")
+
+
+def place_sticky(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None
+) -> GreedyPlacement:
+    """Sticky packed placement with preemption from the back of the queue.
+
+    ``factors`` and ``seed`` are unused.
+
+    Examples
+    --------
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.uniform(2, 2, {"classA": [1.0] * 4})
+    >>> jobs = (Job("new", 3, "classA", 0), Job("old", 2, "classA", 1, placement=(0, 1)))
+    >>> g = place_sticky(RoundInstance(c, jobs), c.factors)
+    >>> g.placements, g.jobs_to_terminate
+    ({'new': (0, 1, 2)}, ('old',))
+    """
+    check_demands(instance)
+    cl = instance.cluster
+    jobs = instance.jobs
+    free = initial_free(instance)
+    held: dict[int, np.ndarray] = {}
+    for i, job in enumerate(jobs):
+        if job.placement is not None:
+            held[i] = running_positions(instance, i)
+            free[held[i]] = False
+    state = FreeGpus(cl, free)
+    placed: dict[int, np.ndarray] = {}
+    for i, job in enumerate(jobs):
+        if i in held:
+            continue
+        pos = packed_select(state, job.demand)
+        if pos is None:
+            for k in range(len(jobs) - 1, i, -1):
+                victim = held.pop(k, None)
+                if victim is None:
+                    continue
+                state.release(victim)
+                pos = packed_select(state, job.demand)
+                if pos is not None:
+                    break
+        if pos is None:
+            break
+        state.take(pos)
+        placed[i] = pos
+    # report in queue order: jobs that kept their GPUs and jobs placed this round
+    keep = {**held, **placed}
+    out = {jobs[i].id: to_ids(cl, keep[i]) for i in sorted(keep)}
+    return GreedyPlacement(out, jobs_to_terminate(instance, out), "sticky")
