@@ -1,0 +1,396 @@
+"""Experiment A1 of the PAL artifact: Sia-Philly traces on a 16 × 4 cluster.
+
+Setup (as in the paper's main simulation): 16 servers × 4 GPUs, FIFO queue, 360 s rounds,
+λ = 1.7, GPU factors drawn from the Longhorn measurements (classA ← ResNet-50, classB/C ←
+BERT, classD ← PageRank), the six traces ``../shared/data/pal-artifact/traces/workload-{1..6}``.
+Policies: Packed-Sticky (the baseline), PM-First, PAL, and the integer program with prefix and
+backfill admission (per-round time limit, one thread).
+
+Variability draws:
+
+* ``artifact``: the PAL artifact's own cluster (its seeded draw, replayed exactly);
+* ``seed0`` .. ``seedN``: numpy draws from the same files, because a single draw is noisy.
+  Whether a draw contains one of the rare slow ResNet GPUs (≈ 1.4 % of runs are ≥ 2× the
+  median) decides most of the gap between policies.
+
+Also a λ sweep (1.0 .. 3.0) on workload-6.
+
+Targets (from the paper): PAL improves average JCT over Packed-Sticky by 43 % geomean (min
+21 %, max 59 %), PM-First by 40 %; the ILP with backfill should be ≥ 10 % below PAL.
+
+Outputs in ``benchmarks/results/``: ``pal_a1.csv`` (one row per simulation), ``pal_a1.md``
+(tables), ``pal_a1.png`` (average JCT normalised to Packed-Sticky per trace and policy, like
+the paper's figure), ``pal_a1_lambda.png`` and ``pal_a1_w6_cdf.png``.
+
+Usage::
+
+    python benchmarks/pal_a1.py [--seeds 5] [--workers 2] [--time-limit 10] [--no-ilp] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import platform
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+TRACES = SHARED / "data" / "pal-artifact" / "traces"
+RESULTS = ROOT / "benchmarks" / "results"
+
+GREEDY = ("packed-sticky", "pmfirst", "pal")
+ILP = ("ilp-prefix", "ilp-backfill")
+BASE = "packed-sticky"
+LAMBDAS = (1.0, 1.25, 1.5, 1.7, 2.0, 2.5, 3.0)
+PAPER = {"pal": (0.43, 0.21, 0.59), "pmfirst": (0.40, None, None)}
+COLUMNS = (
+    "experiment", "trace", "draw", "lambda", "policy", "avg_jct_h", "p99_jct_h", "makespan_h",
+    "utilization", "avg_queueing_h", "gpu_weighted_slowdown", "spanning_round_fraction",
+    "preemptions", "moves", "fallbacks", "rounds", "solve_seconds_total", "solve_seconds_max",
+    "wall_seconds", "classA_slow_gpus",
+)
+
+
+def _policy_config(policy: str, lam: float, time_limit: float) -> Any:
+    from pal_opt.simulate import SimConfig
+
+    if policy.startswith("ilp-"):
+        return SimConfig(policy="ilp", locality_penalty=lam, admission=policy[4:], time_limit=time_limit,
+                         ilp_options={"threads": 1})
+    return SimConfig(policy=policy, locality_penalty=lam)
+
+
+def run_group(task: tuple[str, str, str, float, tuple[str, ...], float]) -> list[dict[str, Any]]:
+    """Simulate one (trace, draw, λ) under each policy; one worker process runs one group."""
+    from pal_opt.io.traces import read_trace
+    from pal_opt.simulate import build_cluster, parse_cluster, result_to_dict, simulate
+
+    experiment, trace_path, draw, lam, policies, time_limit = task
+    trace = read_trace(trace_path)
+    if draw == "artifact":
+        cluster, _ = build_cluster(parse_cluster("16x4"), draw="artifact")
+    else:
+        cluster, _ = build_cluster(parse_cluster("16x4"), seed=int(draw[4:]))
+    slow_a = int((cluster.factors["classA"] > 2.0).sum())
+    rows = []
+    for policy in policies:
+        res = simulate(trace, cluster, _policy_config(policy, lam, time_limit), source=trace_path)
+        s = res.summary
+        row = {
+            "experiment": experiment,
+            "trace": Path(trace_path).stem,
+            "draw": draw,
+            "lambda": lam,
+            "policy": policy,
+            "avg_jct_h": s["avg_jct"] / 3600,
+            "p99_jct_h": s["p99_jct"] / 3600,
+            "makespan_h": s["makespan"] / 3600,
+            "utilization": s["utilization"],
+            "avg_queueing_h": s["avg_queueing_delay"] / 3600,
+            "gpu_weighted_slowdown": s["gpu_weighted_slowdown"],
+            "spanning_round_fraction": s["spanning_round_fraction"],
+            "preemptions": s["preemptions"],
+            "moves": s["moves"],
+            "fallbacks": s["fallbacks"],
+            "rounds": s["rounds"],
+            "solve_seconds_total": s["solve_seconds_total"],
+            "solve_seconds_max": s["solve_seconds_max"],
+            "wall_seconds": s["wall_seconds"],
+            "classA_slow_gpus": slow_a,
+        }
+        if experiment == "main" and draw == "artifact" and Path(trace_path).stem == "workload-6":
+            row["_doc"] = result_to_dict(res)
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- analysis
+def _gm(xs: Sequence[float]) -> float:
+    return float(math.exp(sum(math.log(x) for x in xs) / len(xs)))
+
+
+def _ratios(rows: list[dict[str, Any]], experiment: str) -> dict[tuple[str, str, float], dict[str, float]]:
+    """{(trace, draw, λ): {policy: avg JCT / Packed-Sticky's}}."""
+    by: dict[tuple[str, str, float], dict[str, float]] = defaultdict(dict)
+    for r in rows:
+        if r["experiment"] == experiment:
+            by[(r["trace"], r["draw"], r["lambda"])][r["policy"]] = r["avg_jct_h"]
+    return {k: {p: v / d[BASE] for p, v in d.items()} for k, d in by.items() if BASE in d}
+
+
+def _fmt(x: float | None, nd: int = 3) -> str:
+    return "–" if x is None else f"{x:.{nd}f}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: dict[str, Any]) -> str:
+    out = io.StringIO()
+    w = out.write
+    ratios = _ratios(rows, "main")
+    traces = sorted({k[0] for k in ratios})
+    draws = sorted({k[1] for k in ratios}, key=lambda d: (d != "artifact", d))
+    seeds = [d for d in draws if d != "artifact"]
+    w("# A1: Sia-Philly traces, 16 × 4 GPUs, FIFO, 360 s rounds, λ = 1.7\n\n")
+    w(f"Generated by `benchmarks/pal_a1.py` on {meta['date']} ({meta['python']}, {meta['machine']}); "
+      f"ILP per-round time limit {meta['time_limit']:g} s, 1 thread, default backend.\n\n")
+    w("Average JCT normalised to Packed-Sticky (lower is better); improvement = 1 − ratio.\n\n")
+
+    def table(draw_set: list[str], title: str) -> None:
+        w(f"## {title}\n\n")
+        w("| trace | " + " | ".join(policies) + " | Packed-Sticky avg JCT (h) |\n")
+        w("|---" * (len(policies) + 2) + "|\n")
+        per_pol: dict[str, list[float]] = defaultdict(list)
+        for t in traces:
+            cells = []
+            for p in policies:
+                vals = [ratios[(t, d, 1.7)][p] for d in draw_set if p in ratios.get((t, d, 1.7), {})]
+                if vals:
+                    g = _gm(vals)
+                    per_pol[p].append(g)
+                    cells.append(_fmt(g))
+                else:
+                    cells.append("–")
+            base = [r["avg_jct_h"] for r in rows if r["experiment"] == "main" and r["trace"] == t
+                    and r["draw"] in draw_set and r["policy"] == BASE]
+            w(f"| {t} | " + " | ".join(cells) + f" | {_fmt(_gm(base), 2) if base else '–'} |\n")
+        w("| **geomean** | " + " | ".join(_fmt(_gm(per_pol[p])) if per_pol[p] else "–" for p in policies) + " | |\n\n")
+        w("| policy | geomean improvement | min | max | paper |\n|---|---|---|---|---|\n")
+        for p in policies:
+            if p == BASE or not per_pol[p]:
+                continue
+            imp = [1 - x for x in per_pol[p]]
+            paper = PAPER.get(p)
+            ptxt = "–" if paper is None else (
+                _pct(paper[0]) + (f" (min {_pct(paper[1])}, max {_pct(paper[2])})" if paper[1] is not None else ""))
+            w(f"| {p} | {_pct(1 - _gm(per_pol[p]))} | {_pct(min(imp))} | {_pct(max(imp))} | {ptxt} |\n")
+        if "pal" in per_pol:
+            for p in ILP:
+                if per_pol.get(p):
+                    w(f"\n{p} vs PAL: geomean avg JCT {_pct(1 - _gm(per_pol[p]) / _gm(per_pol['pal']))} lower.")
+        w("\n\n")
+
+    table(["artifact"], "The artifact's cluster (its own variability draw)")
+    if seeds:
+        table(seeds, f"Mean over {len(seeds)} numpy variability draws (geomean of ratios per trace)")
+        w("### Per draw: geomean over the six traces of the ratio to Packed-Sticky\n\n")
+        w("| draw | classA GPUs ≥ 2× | " + " | ".join(p for p in policies if p != BASE) + " |\n")
+        w("|---" * (len(policies) + 1) + "|\n")
+        slow = {r["draw"]: r["classA_slow_gpus"] for r in rows if r["experiment"] == "main"}
+        for d in draws:
+            cells = []
+            for p in policies:
+                if p == BASE:
+                    continue
+                vals = [ratios[(t, d, 1.7)][p] for t in traces if p in ratios.get((t, d, 1.7), {})]
+                cells.append(_fmt(_gm(vals)) if vals else "–")
+            w(f"| {d} | {slow.get(d, '–')} | " + " | ".join(cells) + " |\n")
+        w("\n")
+
+    # slowdown decomposition
+    w("## Why: GPU-time-weighted slowdown (artifact draw)\n\n")
+    w("| trace | " + " | ".join(policies) + " |\n" + "|---" * (len(policies) + 1) + "|\n")
+    for t in traces:
+        cells = []
+        for p in policies:
+            v = [r["gpu_weighted_slowdown"] for r in rows if r["experiment"] == "main" and r["trace"] == t
+                 and r["draw"] == "artifact" and r["policy"] == p]
+            cells.append(_fmt(v[0]) if v else "–")
+        w(f"| {t} | " + " | ".join(cells) + " |\n")
+    w("\n")
+
+    # λ sweep
+    lam_rows = [r for r in rows if r["experiment"] == "lambda"]
+    if lam_rows:
+        lr = _ratios(rows, "lambda")
+        lam_draws = sorted({k[1] for k in lr}, key=lambda d: (d != "artifact", d))
+        lams = sorted({k[2] for k in lr})
+        lam_pols = [p for p in policies if any(p in v for v in lr.values())]
+        for group, dset in (("artifact draw", ["artifact"]),
+                            (f"geomean over {len([d for d in lam_draws if d != 'artifact'])} numpy draws",
+                             [d for d in lam_draws if d != "artifact"])):
+            if not dset:
+                continue
+            w(f"## λ sweep on workload-6 ({group}): average JCT / Packed-Sticky's\n\n")
+            w("| λ | " + " | ".join(lam_pols) + " | Packed-Sticky avg JCT (h) |\n")
+            w("|---" * (len(lam_pols) + 2) + "|\n")
+            for lam in lams:
+                cells = []
+                for p in lam_pols:
+                    vals = [lr[("workload-6", d, lam)][p] for d in dset if p in lr.get(("workload-6", d, lam), {})]
+                    cells.append(_fmt(_gm(vals)) if vals else "–")
+                base = [r["avg_jct_h"] for r in lam_rows if r["lambda"] == lam and r["draw"] in dset and r["policy"] == BASE]
+                w(f"| {lam:g} | " + " | ".join(cells) + f" | {_fmt(_gm(base), 2)} |\n")
+            w("\n")
+
+    # run times
+    w("## Run time per simulation (160 jobs, all rows)\n\n")
+    w("| policy | simulations | median wall (s) | max wall (s) | median placement time (s) | max round (s) | fallbacks |\n")
+    w("|---|---|---|---|---|---|---|\n")
+    for p in policies:
+        rs = [r for r in rows if r["policy"] == p]
+        if not rs:
+            continue
+        w(f"| {p} | {len(rs)} | {np.median([r['wall_seconds'] for r in rs]):.2f} | "
+          f"{max(r['wall_seconds'] for r in rs):.2f} | {np.median([r['solve_seconds_total'] for r in rs]):.2f} | "
+          f"{max(r['solve_seconds_max'] for r in rs):.2f} | {sum(r['fallbacks'] for r in rs)} |\n")
+    w(f"\nTotal wall time of the experiment: {meta['elapsed']:.0f} s with {meta['workers']} worker processes.\n")
+    return out.getvalue()
+
+
+def plot_main(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ratios = _ratios(rows, "main")
+    traces = sorted({k[0] for k in ratios})
+    draws = sorted({k[1] for k in ratios}, key=lambda d: (d != "artifact", d))
+    seeds = [d for d in draws if d != "artifact"]
+    panels = [("artifact draw", ["artifact"])] + ([(f"geomean of {len(seeds)} numpy draws", seeds)] if seeds else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 3.8), squeeze=False)
+    for ax, (title, dset) in zip(axes[0], panels, strict=True):
+        labels = [t.replace("workload-", "W") for t in traces] + ["geomean"]
+        x = np.arange(len(labels))
+        width = 0.8 / len(policies)
+        for k, p in enumerate(policies):
+            vals = []
+            for t in traces:
+                v = [ratios[(t, d, 1.7)][p] for d in dset if p in ratios.get((t, d, 1.7), {})]
+                vals.append(_gm(v) if v else np.nan)
+            finite = [v for v in vals if np.isfinite(v)]
+            vals.append(_gm(finite) if finite else np.nan)
+            ax.bar(x + (k - (len(policies) - 1) / 2) * width, vals, width, label=p)
+        ax.axhline(1.0, color="k", linewidth=0.6)
+        ax.set_xticks(x, labels)
+        ax.set_ylabel("avg JCT / Packed-Sticky")
+        ax.set_title(f"A1, 16×4, FIFO, λ=1.7 ({title})")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize="small", ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lr = _ratios(rows, "lambda")
+    if not lr:
+        return
+    lams = sorted({k[2] for k in lr})
+    draws = sorted({k[1] for k in lr}, key=lambda d: (d != "artifact", d))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for p in policies:
+        if p == BASE or not any(p in v for v in lr.values()):
+            continue
+        for dset, style in ((["artifact"], "-o"), ([d for d in draws if d != "artifact"], "--s")):
+            ys = []
+            for lam in lams:
+                v = [lr[("workload-6", d, lam)][p] for d in dset if p in lr.get(("workload-6", d, lam), {})]
+                ys.append(_gm(v) if v else np.nan)
+            if not np.all(np.isnan(ys)):
+                ax.plot(lams, ys, style, label=f"{p} ({'artifact' if dset == ['artifact'] else 'numpy draws'})")
+    ax.axhline(1.0, color="k", linewidth=0.6)
+    ax.set_xlabel("locality penalty λ")
+    ax.set_ylabel("avg JCT / Packed-Sticky")
+    ax.set_title("λ sweep, workload-6, 16×4, FIFO")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, default=5, help="numpy variability draws besides the artifact's (default 5)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--time-limit", type=float, default=10.0, help="ILP seconds per round")
+    ap.add_argument("--no-ilp", action="store_true")
+    ap.add_argument("--no-lambda", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="artifact draw only, no λ sweep")
+    ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+
+    traces = sorted(TRACES.glob("workload-*.csv"))
+    if not traces:
+        print(f"pal_a1: skipped: traces not found in {TRACES}", file=sys.stderr)
+        return 0
+    policies = GREEDY + (() if args.no_ilp else ILP)
+    draws = ["artifact"] + ([] if args.quick else [f"seed{s}" for s in range(args.seeds)])
+    tasks = [("main", str(t), d, 1.7, policies, args.time_limit) for t in traces for d in draws]
+    w6 = [t for t in traces if t.stem == "workload-6"]
+    if w6 and not (args.quick or args.no_lambda):
+        for d in draws:
+            for lam in LAMBDAS:
+                if lam != 1.7:
+                    tasks.append(("lambda", str(w6[0]), d, lam, policies, args.time_limit))
+    # largest traces first so the pool ends evenly
+    weight = {"workload-5": 0, "workload-2": 1, "workload-6": 2, "workload-3": 3}
+    tasks.sort(key=lambda t: (weight.get(Path(t[1]).stem, 9), t[0] != "main"))
+
+    t0 = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for k, group in enumerate(pool.map(run_group, tasks), 1):
+            rows.extend(group)
+            g = group[0]
+            print(f"[{k}/{len(tasks)}] {g['experiment']} {g['trace']} {g['draw']} λ={g['lambda']:g}: "
+                  + ", ".join(f"{r['policy']} {r['avg_jct_h']:.2f} h" for r in group), file=sys.stderr)
+    elapsed = time.perf_counter() - t0
+    # λ = 1.7 of the sweep is the main experiment's workload-6 run
+    rows.extend({**r, "experiment": "lambda"} for r in list(rows)
+                if r["experiment"] == "main" and r["trace"] == "workload-6" and not (args.quick or args.no_lambda))
+
+    from pal_opt.simulate import plot_result, write_json_atomic, write_text_atomic
+
+    out = args.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    docs = {r["policy"]: r.pop("_doc") for r in rows if "_doc" in r}
+    for r in rows:
+        r.pop("_doc", None)
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    wr.writeheader()
+    for r in sorted(rows, key=lambda r: (r["experiment"], r["trace"], r["draw"], r["lambda"], r["policy"])):
+        wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    write_text_atomic(out / "pal_a1.csv", buf.getvalue())
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "python": f"Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {platform.system()}",
+        "time_limit": args.time_limit,
+        "elapsed": elapsed,
+        "workers": args.workers,
+    }
+    write_text_atomic(out / "pal_a1.md", write_markdown(rows, policies, meta))
+    plot_main(rows, policies, out / "pal_a1.png")
+    plot_lambda(rows, policies, out / "pal_a1_lambda.png")
+    if docs:
+        plot_result(docs, out / "pal_a1_w6_cdf.png")
+        write_json_atomic(out / "pal_a1_w6_summary.json",
+                          {p: {k: v for k, v in d.items() if k not in ("job_results", "round_log")} for p, d in docs.items()})
+    print(f"pal_a1: {len(rows)} rows in {elapsed:.0f} s -> {out}/pal_a1.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

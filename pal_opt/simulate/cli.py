@@ -1,0 +1,218 @@
+"""The ``pal-opt simulate`` subcommand: argument parsing and printing only.
+
+``pal_opt/cli.py`` registers it with :func:`add_parser`; the handler raises
+:class:`~pal_opt.errors.PalOptError` on bad input (the top level prints one line and exits 2)
+and writes its outputs only after the simulation succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InstanceError, OptionError
+
+__all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
+
+#: Per-round time limit of the integer program when ``--time-limit`` is not given (s).
+DEFAULT_ILP_TIME_LIMIT: float = 10.0
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text!r}")
+    return v
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``simulate`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``).
+
+    The handler is stored as both ``func`` and ``handler`` defaults: ``args.func(args)``
+    returns the exit status.
+    """
+    from ..binning import BINNING_MODES
+    from ..solve import METHODS
+    from .queue import QUEUE_POLICIES
+    from .variability import DRAWS
+
+    p = subparsers.add_parser(
+        "simulate",
+        help="replay a job trace round by round under a placement policy",
+        description=(
+            "Replay a Sia-Philly trace (job_id,num_gpus,submit_time,duration,model; duration = "
+            "iterations) on a simulated cluster whose GPUs draw per-class slowdown factors from "
+            "measurement files, placing every round with the chosen policy."
+        ),
+    )
+    p.add_argument("trace", help="trace CSV file")
+    p.add_argument("--cluster", default="16x4", help="SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4)")
+    p.add_argument("--policy", default="pal", choices=METHODS, help="placement method (default pal)")
+    p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
+    p.add_argument("--locality-penalty", type=_positive_float, default=1.7, metavar="L",
+                   help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
+    p.add_argument("--rack-penalty", type=_positive_float, default=None, metavar="L",
+                   help="slowdown of a gang spanning servers within one rack (default: λ)")
+    p.add_argument("--round", type=_positive_float, default=360.0, metavar="S",
+                   help="round length in seconds (default 360)")
+    p.add_argument("--binning", default="pal-artifact", choices=BINNING_MODES,
+                   help="variability binning the policy sees (default pal-artifact)")
+    p.add_argument("--restart-cost", type=_nonneg_float, default=0.0, metavar="S",
+                   help="seconds lost when a job is moved or resumed after preemption (default 0)")
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE",
+                   help="per-run measurement CSV (perf column) a class draws its factors from")
+    p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
+                   help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
+    p.add_argument("--default-class", default=None, metavar="CLASS",
+                   help="class of models the trace names but pal-opt does not know")
+    p.add_argument("--admission", choices=("prefix", "backfill"), default=None, help="ilp only")
+    p.add_argument("--backend", default=None, help="ilp only: highs, cpsat or cbc")
+    p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
+                   help=f"ilp only: seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g})")
+    p.add_argument("--threads", type=int, default=None, help="ilp only: solver threads")
+    p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
+    p.add_argument("--out", required=True, metavar="RESULT.json", help="result file (written atomically)")
+    p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv", help="per-job table")
+    p.add_argument("--plot", default=None, metavar="PNG", help="JCT CDF and utilisation figure")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
+    p.set_defaults(func=run, handler=run)
+    return p
+
+
+def _parse_variability(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        cls, sep, path = item.partition("=")
+        if not sep or not cls or not path:
+            raise OptionError(f"--variability expects CLASS=FILE, got {item!r}")
+        if not Path(path).is_file():
+            raise InstanceError("no such file", source=path, path=f"--variability {cls}")
+        out[cls] = path
+    return out
+
+
+def _check_out_dir(path: str | None, flag: str) -> None:
+    if path is None:
+        return
+    parent = Path(path).parent
+    if str(parent) and not parent.is_dir():
+        raise OptionError(f"{flag}: directory {str(parent)!r} does not exist")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle ``pal-opt simulate``; returns the exit status (0)."""
+    from ..io.traces import read_trace
+    from .engine import SimConfig, build_cluster, parse_cluster, simulate
+    from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
+
+    for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
+        _check_out_dir(val, flag)
+    spec = parse_cluster(args.cluster)
+    variability = _parse_variability(args.variability)
+    is_ilp = args.policy == "ilp"
+    if not is_ilp:
+        given = [f for f, v in (("--admission", args.admission), ("--backend", args.backend),
+                                ("--time-limit", args.time_limit), ("--threads", args.threads)) if v is not None]
+        if given:
+            raise OptionError(f"{', '.join(given)} apply only to --policy ilp")
+    if args.threads is not None and args.threads < 1:
+        raise OptionError(f"--threads must be ≥ 1, got {args.threads}")
+    config = SimConfig(
+        policy=args.policy,
+        queue=args.queue,
+        round_length=args.round,
+        locality_penalty=args.locality_penalty,
+        rack_penalty=args.rack_penalty,
+        binning=args.binning,
+        restart_cost=args.restart_cost,
+        seed=args.seed,
+        admission=args.admission if is_ilp else None,
+        backend=args.backend if is_ilp else None,
+        time_limit=(args.time_limit or DEFAULT_ILP_TIME_LIMIT) if is_ilp else None,
+        ilp_options={"threads": args.threads} if is_ilp and args.threads is not None else {},
+    )
+    config.validate()
+    trace = read_trace(args.trace, default_class=args.default_class)
+    cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw)
+
+    show = not args.quiet and sys.stderr.isatty()
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(trace), unit="job", file=sys.stderr, desc=f"simulate {args.policy}")
+
+    def progress(done: int, total: int, now: float) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+            bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
+
+    try:
+        result = simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
+    finally:
+        if bar is not None:
+            bar.close()
+
+    extra = {
+        "trace": os.fspath(args.trace),
+        "cluster": str(spec),
+        "variability": origins,
+        "variability_draw": args.variability_draw,
+    }
+    doc = result_to_dict(result, extra_config=extra)
+    write_json_atomic(args.out, doc)
+    if args.jobs_csv:
+        write_text_atomic(args.jobs_csv, jobs_csv_text(result))
+    if args.plot:
+        plot_result({args.policy: doc}, args.plot)
+    if not args.quiet:
+        s = result.summary
+        print(
+            f"{args.policy}: avg JCT {s['avg_jct'] / 3600:.2f} h, p99 JCT {s['p99_jct'] / 3600:.2f} h, "
+            f"makespan {s['makespan'] / 3600:.2f} h, utilisation {s['utilization']:.3f}, "
+            f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
+            f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {args.out}"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``simulate`` on its own (for tests and ``python -m pal_opt.simulate.cli``).
+
+    Bad input prints ``pal-opt: error: <message>`` on stderr and returns 2.
+    """
+    from ..errors import PalOptError
+
+    parser = argparse.ArgumentParser(prog="pal-opt")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(["simulate", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args))
+    except PalOptError as exc:
+        print(f"pal-opt: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"pal-opt: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""Metrics, tables, files and plots of a simulation.
+
+Definitions (times in seconds):
+
+* **JCT** of a job = completion time − submit time; ``avg_jct`` is the mean over jobs and
+  ``p99_jct`` the 99th percentile (numpy's linear interpolation).
+* **Queueing delay** = first start − submit time.
+* **Makespan** = last completion − first submit.
+* **Slowdown**: a job's ``mean_slowdown`` is its slowdown averaged over the seconds it ran;
+  ``gpu_weighted_slowdown`` averages over all GPU-seconds run.
+* **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
+  start of each round it is placed in until the round ends or the job completes (time lost to
+  a restart counts as busy).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import SimulationResult
+
+__all__ = [
+    "JOB_COLUMNS",
+    "summarize",
+    "result_to_dict",
+    "jobs_table",
+    "write_json_atomic",
+    "write_text_atomic",
+    "jobs_csv_text",
+    "plot_jct_cdf",
+    "plot_utilization",
+    "plot_result",
+]
+
+#: Columns of the per-job table, in order.
+JOB_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "model",
+    "perfclass",
+    "num_gpus",
+    "submit_time",
+    "iterations",
+    "ideal_seconds",
+    "first_start",
+    "finish_time",
+    "jct",
+    "queueing_delay",
+    "run_seconds",
+    "mean_slowdown",
+    "preemptions",
+    "moves",
+    "restarts",
+    "rounds_run",
+    "rounds_spanning",
+)
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if values.size else None
+
+
+def summarize(result: SimulationResult) -> dict[str, Any]:
+    """The headline figures of ``result`` (see the module docstring for definitions)."""
+    jobs = result.jobs
+    jct = np.array([j.jct for j in jobs if j.jct is not None], dtype=np.float64)
+    qd = np.array([j.queueing_delay for j in jobs if j.queueing_delay is not None], dtype=np.float64)
+    finishes = [j.finish_time for j in jobs if j.finish_time is not None]
+    first_submit = min(j.submit_time for j in jobs)
+    end = max(finishes) if finishes else first_submit
+    makespan = end - first_submit
+    busy = float(sum(r.busy_gpu_seconds for r in result.rounds))
+    util = busy / (result.num_gpus * makespan) if makespan > 0 else 0.0
+    solve = np.array([r.solve_seconds for r in result.rounds], dtype=np.float64)
+    slow = np.array([j.mean_slowdown for j in jobs if j.mean_slowdown is not None], dtype=np.float64)
+    gpu_run = sum(j.demand * j.run_seconds for j in jobs)
+    gpu_slow = sum(j.demand * j.slowdown_seconds for j in jobs)
+    run_rounds = sum(j.rounds_run for j in jobs)
+    span_rounds = sum(j.rounds_spanning for j in jobs)
+    return {
+        "jobs": len(jobs),
+        "jobs_finished": int(jct.size),
+        "avg_jct": float(jct.mean()) if jct.size else None,
+        "median_jct": _pct(jct, 50),
+        "p99_jct": _pct(jct, 99),
+        "max_jct": float(jct.max()) if jct.size else None,
+        "makespan": makespan,
+        "end_time": end,
+        "utilization": util,
+        "busy_gpu_seconds": busy,
+        "avg_queueing_delay": float(qd.mean()) if qd.size else None,
+        "median_queueing_delay": _pct(qd, 50),
+        "p99_queueing_delay": _pct(qd, 99),
+        "mean_job_slowdown": float(slow.mean()) if slow.size else None,
+        "gpu_weighted_slowdown": gpu_slow / gpu_run if gpu_run > 0 else None,
+        "spanning_round_fraction": span_rounds / run_rounds if run_rounds else 0.0,
+        "preemptions": int(sum(j.preemptions for j in jobs)),
+        "moves": int(sum(j.moves for j in jobs)),
+        "restarts": int(sum(j.restarts for j in jobs)),
+        "rounds": len(result.rounds),
+        "fallbacks": int(result.fallbacks),
+        "solve_seconds_total": float(solve.sum()),
+        "solve_seconds_mean": float(solve.mean()) if solve.size else 0.0,
+        "solve_seconds_max": float(solve.max()) if solve.size else 0.0,
+        "wall_seconds": float(result.wall_seconds),
+    }
+
+
+def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-ready dict: summary figures at the top level, then config, jobs and rounds.
+
+    ``rounds`` is stored column-wise (one list per field) to keep the file small.
+    """
+    summary = result.summary
+    rounds = result.rounds
+    cols = {
+        "time": [r.time for r in rounds],
+        "active": [r.active for r in rounds],
+        "running": [r.running for r in rounds],
+        "gpus_placed": [r.gpus_placed for r in rounds],
+        "busy_gpu_seconds": [round(r.busy_gpu_seconds, 6) for r in rounds],
+        "spanning": [r.spanning for r in rounds],
+        "preempted": [r.preempted for r in rounds],
+        "moved": [r.moved for r in rounds],
+        "status": [r.status for r in rounds],
+        "solve_seconds": [round(r.solve_seconds, 6) for r in rounds],
+    }
+    config = dict(result.config)
+    config.update(extra_config or {})
+    return {
+        **summary,
+        "queueing_delay": summary["avg_queueing_delay"],
+        "config": config,
+        "num_gpus": result.num_gpus,
+        "job_results": [j.to_row() for j in result.jobs],
+        "round_log": cols,
+    }
+
+
+def jobs_table(result: SimulationResult) -> Any:
+    """Per-job results as a pandas DataFrame with :data:`JOB_COLUMNS`."""
+    import pandas as pd
+
+    return pd.DataFrame([j.to_row() for j in result.jobs], columns=list(JOB_COLUMNS))
+
+
+def jobs_csv_text(result: SimulationResult) -> str:
+    """The per-job table as CSV text (empty cells for jobs that never ran or finished)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(JOB_COLUMNS)
+    for j in result.jobs:
+        row = j.to_row()
+        w.writerow(["" if row[c] is None else (repr(row[c]) if isinstance(row[c], float) else row[c]) for c in JOB_COLUMNS])
+    return buf.getvalue()
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` atomically (:func:`pal_opt.io.safe.atomic_write_text`)."""
+    from ..io.safe import atomic_write_text
+
+    atomic_write_text(path, text)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def _finite(o: Any) -> Any:
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_finite(v) for v in o]
+    return o
+
+
+def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
+    """Write ``obj`` as JSON (non-finite floats become null), atomically."""
+    write_text_atomic(path, json.dumps(_finite(obj), indent=indent, default=_json_default) + "\n")
+
+
+# ---------------------------------------------------------------------------- plots
+def _as_dict(r: Any) -> Mapping[str, Any]:
+    if isinstance(r, Mapping):
+        return r
+    return result_to_dict(r)
+
+
+def _jcts(r: Mapping[str, Any]) -> np.ndarray:
+    return np.sort(np.array([j["jct"] for j in r["job_results"] if j["jct"] is not None], dtype=np.float64))
+
+
+def _util_series(r: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    log = r["round_log"]
+    t = np.asarray(log["time"], dtype=np.float64)
+    busy = np.asarray(log["busy_gpu_seconds"], dtype=np.float64)
+    length = float(r["config"]["round_length"])
+    return t, busy / (float(r["num_gpus"]) * length)
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _draw_cdf(ax: Any, results: Mapping[str, Any]) -> None:
+    for name, r in results.items():
+        jct = _jcts(_as_dict(r)) / 3600.0
+        if jct.size:
+            y = np.arange(1, jct.size + 1) / jct.size
+            ax.step(jct, y, where="post", label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("JCT (hours)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title("JCT CDF")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
+    for name, r in results.items():
+        t, u = _util_series(_as_dict(r))
+        ax.step(t / 3600.0, u, where="post", label=name, linewidth=0.8)
+    ax.set_xlabel("time (hours)")
+    ax.set_ylabel("GPU utilisation")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Utilisation per round")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """JCT CDF, one line per entry of ``{label: SimulationResult or its dict}``, to ``path``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    _draw_cdf(ax, results)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_utilization(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Per-round GPU utilisation over time, one line per entry of ``results``, to ``path``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    _draw_util(ax, results)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_result(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Both panels side by side (JCT CDF, utilisation over time) in one figure."""
+    plt = _pyplot()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
+    _draw_cdf(a1, results)
+    _draw_util(a2, results)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

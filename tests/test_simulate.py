@@ -1,0 +1,322 @@
+"""The trace-driven simulator: queue orders, hand-checked runs, determinism, CLI, shared traces."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.io.traces import TraceJob, read_trace
+from pal_opt.model import Cluster
+from pal_opt.simulate import (
+    JOB_COLUMNS,
+    QueueEntry,
+    SimConfig,
+    build_cluster,
+    jobs_csv_text,
+    order_queue,
+    parse_cluster,
+    restart_cost_units,
+    result_to_dict,
+    simulate,
+)
+from pal_opt.simulate.cli import main as simulate_main
+from pal_opt.simulate.variability import artifact_draw_factors, class_files, draw_cluster_factors
+from pal_opt.solve import GREEDY_METHODS
+
+TRACE_HEADER = "job_id,num_gpus,submit_time,duration,model\n"
+
+
+def _job(jid: int, demand: int, submit: float, iters: float, iter_time: float = 1.0, cls: str = "classA") -> TraceJob:
+    return TraceJob(id=jid, demand=demand, submit_time=submit, iterations=iters, model="m",
+                    perfclass=cls, iter_time=iter_time)
+
+
+def _strip_timing(d: dict) -> dict:
+    d = dict(d)
+    for k in ("solve_seconds_total", "solve_seconds_mean", "solve_seconds_max", "wall_seconds"):
+        d.pop(k)
+    d["round_log"] = {k: v for k, v in d["round_log"].items() if k != "solve_seconds"}
+    return d
+
+
+# ----------------------------------------------------------------------------- queue policies
+def test_queue_orders_and_ties() -> None:
+    es = [
+        QueueEntry(0, submit_time=10.0, attained=720.0, remaining_seconds=50.0),
+        QueueEntry(1, submit_time=5.0, attained=0.0, remaining_seconds=900.0),
+        QueueEntry(2, submit_time=5.0, attained=0.0, remaining_seconds=50.0),
+        QueueEntry(3, submit_time=1.0, attained=360.0, remaining_seconds=400.0),
+    ]
+    assert order_queue(es, "fifo") == [3, 1, 2, 0]  # submit time, then trace order
+    assert order_queue(es, "las") == [1, 2, 3, 0]  # attained GPU-seconds, then submit, then index
+    assert order_queue(es, "srtf") == [2, 0, 3, 1]  # remaining seconds, then submit time
+    assert order_queue(es, "FIFO") == order_queue(es, "fifo")
+    with pytest.raises(OptionError, match="unknown queue policy 'edf'"):
+        order_queue(es, "edf")
+
+
+def test_parse_cluster() -> None:
+    assert parse_cluster("16x4").num_gpus == 64
+    spec = parse_cluster("2x3x4")
+    assert (spec.racks, spec.servers, spec.gpus_per_server, str(spec)) == (2, 6, 4, "2x3x4")
+    for bad in ("16", "0x4", "16x4x", "axb", "4x0"):
+        with pytest.raises(OptionError):
+            parse_cluster(bad)
+
+
+def test_restart_cost_units() -> None:
+    assert restart_cost_units(0.0, 360.0) == 0.0
+    assert restart_cost_units(180.0, 360.0) == pytest.approx(math.log(2.0))
+    assert math.isfinite(restart_cost_units(1e9, 360.0))
+
+
+# ----------------------------------------------------------------------------- hand-checked runs
+@pytest.mark.parametrize("policy", ["pal", "pmfirst"])
+def test_two_jobs_one_server_by_hand(policy: str) -> None:
+    """One 4-GPU server, GPUs 0-1 at factor 1.0 and 2-3 at 1.5; 360 s rounds.
+
+    Round t=0: only J0 (2 GPUs, 1000 it × 0.5 s) is there; it takes GPUs 0-1 and runs 720 it.
+    Round t=360: J1 (2 GPUs, 100 it × 1 s, submitted at 20) joins.  J0 keeps the fast pair and
+    finishes its 280 it at 360 + 140 = 500; J1 runs on the 1.5 pair: 150 s -> 510.
+    """
+    cluster = Cluster.uniform(1, 4, {"classA": [1.0, 1.0, 1.5, 1.5]})
+    trace = [_job(0, 2, 0.0, 1000, 0.5), _job(1, 2, 20.0, 100, 1.0)]
+    res = simulate(trace, cluster, SimConfig(policy=policy, round_length=360.0), validate=True)
+    j0, j1 = res.jobs
+    assert j0.finish_time == pytest.approx(500.0) and j0.jct == pytest.approx(500.0)
+    assert j1.finish_time == pytest.approx(510.0) and j1.jct == pytest.approx(490.0)
+    assert (j0.queueing_delay, j1.queueing_delay) == (0.0, 340.0)
+    assert j1.mean_slowdown == pytest.approx(1.5) and j0.mean_slowdown == pytest.approx(1.0)
+    s = res.summary
+    assert s["avg_jct"] == pytest.approx(495.0)
+    assert s["makespan"] == pytest.approx(510.0)
+    busy = 2 * 360 + 2 * 140 + 2 * 150
+    assert s["busy_gpu_seconds"] == pytest.approx(busy)
+    assert s["utilization"] == pytest.approx(busy / (4 * 510.0))
+    assert s["avg_queueing_delay"] == pytest.approx(170.0)
+    assert s["rounds"] == 2 and s["fallbacks"] == 0 and s["preemptions"] == 0
+
+
+def test_locality_penalty_slows_a_spanning_gang() -> None:
+    """A 2-GPU job on two 1-GPU servers spans: slowdown λ × max factor = 2.0 × 1.1."""
+    cluster = Cluster.uniform(2, 1, {"classA": [1.0, 1.1]})
+    res = simulate([_job(0, 2, 0.0, 100, 1.0)], cluster, SimConfig(policy="pal", locality_penalty=2.0))
+    assert res.jobs[0].finish_time == pytest.approx(100 * 2.2)
+    assert res.jobs[0].rounds_spanning == 1
+
+
+@pytest.mark.parametrize(("restart", "jct_a", "jct_b"), [(0.0, 860.0, 1120.0), (60.0, 920.0, 1180.0)])
+def test_las_preemption_and_restart_cost_by_hand(restart: float, jct_a: float, jct_b: float) -> None:
+    """One GPU, LAS.  A (500 s) runs round 0; B (500 s, submitted at 100) has less service and
+    runs round 1 (first start, no cost); at t=720 both attained 360 GPU-s, A is older and
+    resumes (pays the restart cost), finishing 140 s of work; B resumes at 1080."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    trace = [_job(0, 1, 0.0, 500), _job(1, 1, 100.0, 500)]
+    cfg = SimConfig(policy="pal", queue="las", restart_cost=restart)
+    res = simulate(trace, cluster, cfg, validate=True)
+    a, b = res.jobs
+    assert a.jct == pytest.approx(jct_a) and b.jct == pytest.approx(jct_b)
+    assert (a.preemptions, b.preemptions, a.restarts, b.restarts) == (1, 1, 1, 1)
+    assert b.first_start == 360.0
+    assert res.summary["preemptions"] == 2
+
+
+def test_idle_gap_is_skipped_and_arrivals_wait_for_a_round_boundary() -> None:
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    trace = [_job(0, 1, 0.0, 10), _job(1, 1, 36000.5, 10)]
+    res = simulate(trace, cluster, SimConfig(policy="packed"))
+    assert res.jobs[1].first_start == 36360.0 and res.jobs[1].jct == pytest.approx(369.5)
+    assert res.summary["rounds"] == 2
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_input_errors() -> None:
+    cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
+    with pytest.raises(InstanceError, match="needs 3 GPUs but the cluster has 2"):
+        simulate([_job(0, 3, 0.0, 10)], cluster, SimConfig(policy="pal"), source="t.csv")
+    with pytest.raises(InstanceError, match="class 'classB' has no GPU factors"):
+        simulate([_job(0, 1, 0.0, 10, cls="classB")], cluster, SimConfig(policy="pal"))
+    with pytest.raises(InstanceError, match="no jobs"):
+        simulate([], cluster, SimConfig())
+    with pytest.raises(OptionError, match="unknown policy"):
+        simulate([_job(0, 1, 0.0, 10)], cluster, SimConfig(policy="best"))
+    with pytest.raises(OptionError, match="apply only to policy 'ilp'"):
+        simulate([_job(0, 1, 0.0, 10)], cluster, SimConfig(policy="pal", admission="prefix"))
+    with pytest.raises(OptionError, match="locality-penalty"):
+        SimConfig(locality_penalty=0.5).validate()
+    with pytest.raises(OptionError, match="unknown variability draw"):
+        build_cluster(parse_cluster("1x1"), draw="python")
+
+
+# ----------------------------------------------------------------------------- variability
+def test_variability_draws() -> None:
+    f1, o1 = draw_cluster_factors(64, seed=5)
+    f2, _ = draw_cluster_factors(64, seed=5)
+    f3, _ = draw_cluster_factors(64, seed=6)
+    assert all(np.array_equal(f1[c], f2[c]) for c in f1)
+    assert not np.array_equal(f1["classA"], f3["classA"])
+    assert set(o1) == {"classA", "classB", "classC", "classD"}
+    for c, v in f1.items():
+        assert v.shape == (64,) and np.all(v > 0), c
+
+
+def test_synthetic_fallback_without_shared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PAL_OPT_SHARED", str(tmp_path))
+    assert set(class_files().values()) == {None}
+    f, o = draw_cluster_factors(16, seed=0)
+    assert set(o.values()) == {"synthetic"} and f["classA"].shape == (16,)
+    fa, _ = artifact_draw_factors(16)
+    assert fa["classD"].shape == (16,)
+
+
+def test_measurement_file_override(tmp_path: Path) -> None:
+    p = tmp_path / "m.csv"
+    p.write_text("uuid,perf\na,10\nb,20\nc,40\n", encoding="utf-8")
+    f, o = draw_cluster_factors(50, {"classA": p}, seed=1)
+    assert o["classA"] == str(p)
+    assert set(np.unique(f["classA"])) <= {0.5, 1.0, 2.0}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("uuid,perf\na,10\nb,-1\n", encoding="utf-8")
+    with pytest.raises(InstanceError, match="line 3, column perf"):
+        draw_cluster_factors(4, {"classA": bad}, seed=1)
+
+
+def test_artifact_draw_on_shared_files(shared_dir: Path) -> None:
+    f, o = artifact_draw_factors(64)
+    g, _ = artifact_draw_factors(64)
+    assert all(np.array_equal(f[c], g[c]) for c in f)
+    assert o["classA"].endswith("resnet-longhorn-agg.csv")
+    # classB and classC read the same file but draw separately, as the artifact does
+    assert not np.array_equal(f["classB"], f["classC"])
+    # the artifact's 16x4 cluster holds one slow ResNet outlier GPU (2.83x the median run)
+    assert int((f["classA"] > 2.0).sum()) == 1
+
+
+# ----------------------------------------------------------------------------- determinism
+def _small_trace(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    models = ["vgg19", "PointNet", "resnet50", "BERT", "DCGAN", "GPT2"]
+    lines = [TRACE_HEADER]
+    for i in range(24):
+        g = int(rng.choice([1, 1, 2, 4, 6, 8]))
+        lines.append(f"{i},{g},{int(i * 200)},{int(rng.integers(500, 5000))},{models[i % len(models)]}\n")
+    p = tmp_path / "small.csv"
+    p.write_text("".join(lines), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("policy", ["random", "pal"])
+def test_deterministic(tmp_path: Path, policy: str) -> None:
+    trace = read_trace(_small_trace(tmp_path))
+    spec = parse_cluster("4x4")
+    runs = []
+    for seed in (3, 3, 4):
+        cluster, _ = build_cluster(spec, seed=seed)
+        res = simulate(trace, cluster, SimConfig(policy=policy, seed=seed, queue="las"))
+        runs.append(_strip_timing(result_to_dict(res)))
+    assert runs[0] == runs[1]
+    assert runs[0]["job_results"] != runs[2]["job_results"]
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_cli_writes_outputs(tmp_path: Path) -> None:
+    trace = _small_trace(tmp_path)
+    out, jobs, png = tmp_path / "r.json", tmp_path / "j.csv", tmp_path / "p.png"
+    rc = simulate_main([str(trace), "--cluster", "4x4", "--policy", "pmfirst", "--queue", "srtf",
+                        "--out", str(out), "--jobs-csv", str(jobs), "--plot", str(png), "--quiet"])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    for key in ("avg_jct", "p99_jct", "makespan", "utilization", "queueing_delay", "fallbacks",
+                "job_results", "config"):
+        assert key in doc
+    assert doc["config"]["policy"] == "pmfirst" and doc["config"]["cluster"] == "4x4"
+    assert len(doc["job_results"]) == 24
+    rows = list(csv.DictReader(jobs.open()))
+    assert tuple(rows[0]) == JOB_COLUMNS and len(rows) == 24
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--cluster", "4"], "--cluster"),
+        (["--policy", "pal", "--time-limit", "3"], "apply only to --policy ilp"),
+        (["--variability", "classA"], "CLASS=FILE"),
+        (["--variability", "classA=/no/such.csv"], "no such file"),
+        (["--cluster", "1x2"], "needs"),
+    ],
+)
+def test_cli_bad_input_exit_2_and_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            args: list[str], fragment: str) -> None:
+    trace = _small_trace(tmp_path)
+    out = tmp_path / "r.json"
+    rc = simulate_main([str(trace), "--out", str(out), "--quiet", *args])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert fragment in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_cli_bad_trace_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text(TRACE_HEADER + "0,1,0,10,vgg19\n1,-2,0,10,vgg19\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    assert simulate_main([str(bad), "--out", str(out), "--quiet"]) == 2
+    assert f"{bad}: row 3, column num_gpus" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_registered_in_pal_opt_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cli = pytest.importorskip("pal_opt.cli")
+    trace = _small_trace(tmp_path)
+    out = tmp_path / "r.json"
+    assert cli.main(["simulate", str(trace), "--cluster", "4x4", "--out", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["jobs_finished"] == 24
+    assert cli.main(["simulate", str(trace), "--cluster", "1x1", "--out", str(tmp_path / "x.json")]) == 2
+    assert "needs" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
+# ----------------------------------------------------------------------------- shared trace
+@pytest.fixture(scope="module")
+def truncated_trace(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = shared_dir / "data" / "pal-artifact" / "traces" / "workload-1.csv"
+    lines = src.read_text().splitlines(keepends=True)[:31]  # header + 30 jobs
+    p = tmp_path_factory.mktemp("trace") / "workload-1-head30.csv"
+    p.write_text("".join(lines), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("policy", GREEDY_METHODS)
+def test_shared_trace_every_greedy_policy(truncated_trace: Path, policy: str) -> None:
+    trace = read_trace(truncated_trace)
+    cluster, origins = build_cluster(parse_cluster("16x4"), draw="artifact")
+    assert all(o.endswith(".csv") for o in origins.values())
+    res = simulate(trace, cluster, SimConfig(policy=policy), validate=True)
+    s = res.summary
+    assert s["jobs_finished"] == 30 and s["fallbacks"] == 0
+    assert 0 < s["utilization"] <= 1
+    ideal = {j.job_id: j.ideal_seconds for j in res.jobs}
+    for j in res.jobs:
+        # a job never beats its ideal run time by more than the fastest GPU allows
+        assert j.jct >= 0.9 * ideal[j.job_id]
+        assert j.finish_time >= j.first_start >= j.submit_time
+    assert jobs_csv_text(res).count("\n") == 31
+
+
+@pytest.mark.parametrize("admission", ["prefix", "backfill"])
+def test_shared_trace_ilp(truncated_trace: Path, admission: str) -> None:
+    pytest.importorskip("pal_opt.ilp")
+    trace = read_trace(truncated_trace)[:12]
+    cluster, _ = build_cluster(parse_cluster("4x4"), draw="artifact")
+    cfg = SimConfig(policy="ilp", admission=admission, time_limit=5.0)
+    res = simulate(trace, cluster, cfg, validate=True)
+    assert res.summary["jobs_finished"] == 12
+    assert res.summary["fallbacks"] >= 0 and res.summary["solve_seconds_total"] > 0
+    assert {r.status for r in res.rounds} <= {"optimal", "feasible", "fallback"}
