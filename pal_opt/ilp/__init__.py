@@ -1,0 +1,26 @@
+"""The exact round program: one solver-neutral formulation, three backends.
+
+* :func:`build_formulation` builds the aggregated integer program of a round
+  (:mod:`pal_opt.ilp.formulation`; the mathematics is in ``formulations/round_ilp.md``);
+* a backend (:func:`get_backend`: ``"highs"``, ``"cpsat"``, ``"cbc"``) translates and solves it;
+* :func:`solve_ilp` decodes the answer into GPU sets and prices it with :mod:`pal_opt.cost`.
+"""
+
+from __future__ import annotations
+
+from .backends import available_backends, get_backend
+from .decode import decode, encode
+from .formulation import Formulation, build_formulation
+from .lpwriter import write_lp
+from .solve import solve_ilp
+
+__all__ = [
+    "solve_ilp",
+    "build_formulation",
+    "Formulation",
+    "available_backends",
+    "get_backend",
+    "decode",
+    "encode",
+    "write_lp",
+]

@@ -1,0 +1,159 @@
+"""What every solver backend shares: its options, its answer and the abstract base class.
+
+A backend only *translates* a :class:`~pal_opt.ilp.formulation.Formulation` into its solver's
+model, solves it and reads the answer back (build → solve → extract).  It never decodes GPU sets
+and never prices placements; :mod:`pal_opt.ilp.solve` does both through :mod:`pal_opt.cost`.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..formulation import Formulation
+
+__all__ = ["SolverStatus", "SolveOptions", "BackendSolution", "Backend"]
+
+
+class SolverStatus(enum.StrEnum):
+    """What the solver reports, before pal-opt turns it into a :class:`~pal_opt.result.Status`."""
+
+    OPTIMAL = "optimal"  #: proven optimal within the requested gap
+    FEASIBLE = "feasible"  #: a solution, not proven within the requested gap (time limit)
+    INFEASIBLE = "infeasible"
+    NO_SOLUTION = "no-solution"  #: stopped (time limit) without any solution
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Solver-independent options.
+
+    Attributes
+    ----------
+    time_limit
+        Wall-clock seconds, or None for no limit.
+    abs_gap
+        Absolute gap in objective units at which the solver may stop; 0 asks for proven
+        optimality (each backend then uses a tiny tolerance of its own).
+    threads
+        Worker threads, or None for the backend's default.
+    deterministic
+        Same model + options → same answer (see each backend for how).
+    seed
+        Random seed handed to the solver.
+    """
+
+    time_limit: float | None = None
+    abs_gap: float = 0.0
+    threads: int | None = None
+    deterministic: bool = True
+    seed: int = 0
+
+
+@dataclass
+class BackendSolution:
+    """A backend's answer in program units.
+
+    Attributes
+    ----------
+    status
+        :class:`SolverStatus`.
+    values
+        Solution vector (None without a solution).
+    objective
+        ``c·values + obj_offset`` as the solver saw it (None without a solution).
+    bound
+        A valid lower bound on the program optimum (None if the solver gave none).
+    seconds
+        Time inside the solver call (translation excluded).
+    translate_seconds
+        Time to translate the formulation into the solver's model.
+    message
+        Solver status text.
+    info
+        Extra solver figures (nodes, iterations, ...).
+    """
+
+    status: SolverStatus
+    values: np.ndarray | None
+    objective: float | None
+    bound: float | None
+    seconds: float
+    translate_seconds: float = 0.0
+    message: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(ABC):
+    """A solver backend.
+
+    Class attributes
+    ----------------
+    name
+        Registry name (``"highs"``, ``"cpsat"``, ``"cbc"``).
+    supports_warm_start
+        Whether a start vector is handed to the solver.
+    integer_coefficients
+        Whether the solver needs integer objective coefficients (CP-SAT: the objective is
+        scaled by a documented precision and rounded).
+    supports_relaxation
+        Whether :meth:`relaxation_bound` solves the LP relaxation (else it returns None).
+    """
+
+    name: ClassVar[str]
+    supports_warm_start: ClassVar[bool] = False
+    integer_coefficients: ClassVar[bool] = False
+    supports_relaxation: ClassVar[bool] = False
+    _available: ClassVar[bool | None] = None
+    _import_error: ClassVar[str | None] = None
+
+    @classmethod
+    @abstractmethod
+    def _probe(cls) -> None:
+        """Import the solver; raise ImportError (or anything) if it cannot be used."""
+
+    @classmethod
+    def is_available(cls) -> bool:
+        """Whether the solver can be imported (cached; the error is kept for messages)."""
+        if cls._available is None:
+            try:
+                cls._probe()
+            except Exception as exc:  # noqa: BLE001 - any import failure makes it unavailable
+                cls._available = False
+                cls._import_error = f"{type(exc).__name__}: {exc}"
+            else:
+                cls._available = True
+                cls._import_error = None
+        return cls._available
+
+    @classmethod
+    def import_error(cls) -> str | None:
+        """Why the backend is unavailable (None if it is available)."""
+        cls.is_available()
+        return cls._import_error
+
+    @classmethod
+    @abstractmethod
+    def version(cls) -> str:
+        """Solver version string."""
+
+    @abstractmethod
+    def solve(self, form: Formulation, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
+        """Solve ``form``; ``start`` is a feasible vector to warm-start from (or None)."""
+
+    def relaxation_bound(self, form: Formulation, options: SolveOptions) -> float | None:
+        """A valid lower bound from the LP relaxation, or None (default: not supported)."""
+        return None
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` if it is a finite float, else None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None

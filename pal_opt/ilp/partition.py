@@ -1,0 +1,515 @@
+"""Partitioned solving of very large rounds (POP-style), with a valid bound for the whole round.
+
+POP (Narayanan et al., SOSP'21) observes that granular allocation problems split into ``k``
+smaller problems of the same make-up lose little: each part gets ``1/k`` of the resources and
+``1/k`` of the jobs.  :func:`solve_partitioned` does this for one scheduling round:
+
+1. **Admission of the whole round first.**  The job set is decided on the whole round
+   (``"prefix"`` or ``"backfill"`` via :func:`pal_opt.admission.admit`, or ``jobs=``), so the
+   partitioned answer places exactly the set a direct solve would.
+2. **Servers** are dealt into ``k`` parts of the same make-up (:func:`partition_round`).  On a
+   racked cluster with at least ``k`` racks, whole racks are dealt (largest first, each to the
+   part with the fewest free GPUs so far), so no rack is cut; with fewer racks than parts each
+   rack's servers are dealt over the parts.  Otherwise servers are sorted by (free GPUs, sum of
+   the log binned factors of their free GPUs over the classes) and dealt in snake order
+   (0, 1, …, k−1, k−1, …, 0), which balances both size and speed.
+3. **Jobs** of each type (class, demand, penalties) are dealt over the parts, largest demand
+   first, each to a part holding the fewest jobs of its type so far, among those the one with
+   the most free GPUs left, so every part receives ``⌊n_t/k⌋`` or ``⌈n_t/k⌉`` jobs of each type
+   and never more demand than its free GPUs.  Running jobs (with a restart cost) go to the part
+   holding their GPUs.  If dealing fails (a nearly full cluster), largest-first into the part with
+   the most room is tried, then fewer parts (ultimately one).
+4. Each part is a :class:`~pal_opt.model.RoundInstance` on its servers, with the **whole
+   round's binned factors** (binning ``"none"`` inside the part, so every GPU keeps exactly the
+   factor the whole round gives it) and its job set passed as ``jobs=``; the parts are solved
+   by :func:`pal_opt.ilp.solve_ilp` in parallel on an executor (:mod:`pal_opt.parallel`).
+5. The placements are merged and priced on the whole round by :func:`pal_opt.cost.evaluate`.
+   A part keeps the rack ids of its servers, so every job spans the same topology level in its
+   part and in the whole round and the part's cost is exactly its jobs' share of the round cost.
+
+The bound
+---------
+The sum of the parts' optimal costs is **not** a lower bound of the whole round: partitioning
+restricts every job to its part, so the best partitioned placement can cost more than the best
+placement of the whole round (that difference is the price of partitioning).  The bound
+reported is instead the optimum of the **LP relaxation of the whole round's program**
+(:func:`pal_opt.ilp.build_formulation` on the whole round and the admitted set, solved by
+HiGHS's dual simplex, :meth:`HighsBackend.relaxation_bound
+<pal_opt.ilp.backends.highs.HighsBackend.relaxation_bound>`).  It is valid because
+
+* every placement of the admitted jobs is a feasible integral solution of the round program
+  with the same cost (``formulations/round_ilp.md`` §4, :func:`pal_opt.ilp.encode`), and the
+  merged placement is such a placement;
+* the LP relaxation drops only integrality, so its optimum is at most the program's optimum,
+  hence at most the cost of every placement, the merged one included;
+* HiGHS's optimum is lowered by a relative safety margin (``RELAXATION_SAFETY``) against
+  floating-point tolerances.
+
+It is computed as one more task on the same executor, concurrently with the parts.  With
+``k = 1`` the single part *is* the whole round and its own solver bound is used.  With
+``bound="none"`` no bound is computed (gap None).  ``info["parts_bound_sum"]`` (the sum of the
+parts' own bounds) is reported for diagnosis only: it bounds the best *partitioned* placement,
+and its excess over the whole-round bound estimates what partitioning costs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..binning import BINNING_MODES, binned_factors
+from ..cost import evaluate, relative_gap
+from ..errors import BackendError, OptionError
+from ..model import Cluster, GpuState, JobId, RoundInstance, RoundParams
+from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
+from ..result import PlacementResult, Status
+from .backends import SolveOptions, get_backend
+from .solve import OPTIMALITY_TOL, resolve_admission, solve_ilp
+
+__all__ = ["Partition", "partition_round", "part_instance", "solve_partitioned", "BOUND_MODES"]
+
+#: Bound options of :func:`solve_partitioned`.
+BOUND_MODES: tuple[str, ...] = ("lp", "none")
+
+
+@dataclass(frozen=True)
+class Partition:
+    """How a round is split.
+
+    Attributes
+    ----------
+    servers
+        Per part: server positions (ascending).
+    jobs
+        Per part: job indices into ``instance.jobs`` (queue order).
+    k_requested
+        The ``k`` asked for; ``len(servers)`` may be smaller (too few servers, or dealing the
+        jobs failed with ``k`` parts).
+    scheme
+        ``"racks"`` (whole racks dealt), ``"rack-slices"`` (each rack's servers dealt) or
+        ``"servers"`` (flat cluster).
+    job_dealing
+        ``"balanced"`` (per type, most room first) or ``"largest-first"`` (fallback).
+    """
+
+    servers: tuple[np.ndarray, ...]
+    jobs: tuple[tuple[int, ...], ...]
+    k_requested: int
+    scheme: str
+    job_dealing: str
+    free: tuple[int, ...] = field(default=())
+
+    @property
+    def k(self) -> int:
+        return len(self.servers)
+
+
+def _server_keys(instance: RoundInstance, factors: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Free GPUs per server and the sum of log factors of its free GPUs over the classes."""
+    cl = instance.cluster
+    S = cl.num_servers
+    free = cl.state == GpuState.FREE
+    nfree = np.bincount(cl.server_of[free], minlength=S)
+    lnsum = np.zeros(S)
+    for c in cl.classes:
+        lnsum += np.bincount(cl.server_of[free], weights=np.log(np.asarray(factors[c])[free]), minlength=S)
+    return nfree, lnsum
+
+
+def _snake(n: int, k: int) -> np.ndarray:
+    """Part of the i-th dealt item in snake order 0..k-1, k-1..0, ..."""
+    i = np.arange(n)
+    r, q = np.divmod(i, k)
+    return np.where(r % 2 == 0, q, k - 1 - q)
+
+
+def _deal_servers(instance: RoundInstance, factors: Mapping[str, np.ndarray], k: int) -> tuple[list[np.ndarray], str]:
+    cl = instance.cluster
+    nfree, lnsum = _server_keys(instance, factors)
+    S = cl.num_servers
+    if cl.racked and len(cl.rack_ids) >= k:
+        R = len(cl.rack_ids)
+        rfree = np.bincount(cl.rack_of_server, weights=nfree, minlength=R)
+        rln = np.bincount(cl.rack_of_server, weights=lnsum, minlength=R)
+        order = np.lexsort((np.arange(R), rln, -rfree))
+        load = np.zeros(k)
+        part_of_rack = np.empty(R, dtype=np.int64)
+        for r in order.tolist():
+            p = int(np.argmin(load))
+            part_of_rack[r] = p
+            load[p] += rfree[r]
+        part = part_of_rack[cl.rack_of_server]
+        scheme = "racks"
+    else:
+        rack = cl.rack_of_server if cl.racked else np.zeros(S, dtype=np.int64)
+        # racks one after the other (each dealt over every part), servers by make-up inside
+        order = np.lexsort((np.arange(S), lnsum, -nfree, rack))
+        part = np.empty(S, dtype=np.int64)
+        part[order] = _snake(S, k)
+        scheme = "rack-slices" if cl.racked else "servers"
+    return [np.flatnonzero(part == p) for p in range(k)], scheme
+
+
+def _deal_jobs(
+    instance: RoundInstance, admitted: Sequence[int], servers: list[np.ndarray], balanced: bool
+) -> list[list[int]] | None:
+    cl = instance.cluster
+    k = len(servers)
+    free = cl.state == GpuState.FREE
+    part_of_server = np.empty(cl.num_servers, dtype=np.int64)
+    for p, s in enumerate(servers):
+        part_of_server[s] = p
+    slack = np.bincount(part_of_server[cl.server_of[free]], minlength=k).astype(np.int64)
+    out: list[list[int]] = [[] for _ in range(k)]
+    todo = list(admitted)
+    if instance.params.restart_cost > 0:
+        rest = []
+        for i in todo:
+            job = instance.jobs[i]
+            p = -1
+            if job.placement is not None:
+                try:
+                    pos = cl.positions(job.placement)
+                except KeyError:
+                    pos = np.zeros(0, dtype=np.int64)
+                parts = np.unique(part_of_server[cl.server_of[pos]]) if pos.size else np.zeros(0)
+                if parts.size == 1 and slack[int(parts[0])] >= job.demand:
+                    p = int(parts[0])
+            if p >= 0:
+                out[p].append(i)
+                slack[p] -= job.demand
+            else:
+                rest.append(i)
+        todo = rest
+    tkey: dict[tuple[Any, ...], int] = {}
+    for i in todo:
+        j = instance.jobs[i]
+        tkey.setdefault((j.perfclass, j.demand, tuple(j.locality)), len(tkey))
+    count = np.zeros((max(len(tkey), 1), k), dtype=np.int64)
+
+    def key(i: int) -> tuple[int, int, int]:
+        j = instance.jobs[i]
+        return (-j.demand, tkey[(j.perfclass, j.demand, tuple(j.locality))], i)
+
+    for i in sorted(todo, key=key):
+        j = instance.jobs[i]
+        d = j.demand
+        t = tkey[(j.perfclass, d, tuple(j.locality))]
+        fits = slack >= d
+        if not fits.any():
+            return None
+        cand = fits
+        if balanced:
+            c = count[t]
+            least = fits & (c == c[fits].min())
+            cand = least
+        p = int(np.flatnonzero(cand)[np.argmax(slack[cand])])
+        out[p].append(i)
+        slack[p] -= d
+        count[t, p] += 1
+    return [sorted(x) for x in out]
+
+
+def partition_round(
+    instance: RoundInstance,
+    admitted: Sequence[int],
+    k: int,
+    *,
+    factors: Mapping[str, np.ndarray] | None = None,
+) -> Partition:
+    """Split servers and the ``admitted`` jobs into ``k`` parts of the same make-up.
+
+    See the module docstring for the rules.  Every part's job demand fits its free GPUs; the
+    number of parts may end up below ``k`` (``Partition.k``) when there are fewer servers or
+    dealing the jobs fails.
+
+    Examples
+    --------
+    >>> from pal_opt.generate import generate_instance
+    >>> from pal_opt.admission import admit
+    >>> inst = generate_instance(16, 4, 30, seed=0)
+    >>> part = partition_round(inst, admit(inst), 2)
+    >>> part.k, [len(s) for s in part.servers]
+    (2, [8, 8])
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise OptionError(f"k must be a positive integer, got {k!r}")
+    if factors is None:
+        factors = binned_factors(instance.cluster, instance.params.binning)
+    kk = int(min(k, instance.cluster.num_servers))
+    while kk >= 1:
+        servers, scheme = _deal_servers(instance, factors, kk)
+        for balanced in (True, False):
+            jobs = _deal_jobs(instance, admitted, servers, balanced)
+            if jobs is not None:
+                cl = instance.cluster
+                free = cl.state == GpuState.FREE
+                nf = tuple(int(free[np.isin(cl.server_of, s)].sum()) for s in servers)
+                return Partition(tuple(servers), tuple(tuple(x) for x in jobs), int(k), scheme,
+                                 "balanced" if balanced else "largest-first", nf)
+        kk -= 1
+    raise AssertionError("one part always holds the admitted jobs")  # pragma: no cover
+
+
+def part_instance(
+    instance: RoundInstance,
+    factors: Mapping[str, np.ndarray],
+    servers: np.ndarray,
+    jobs: Sequence[int],
+    name: str,
+) -> RoundInstance:
+    """The round restricted to ``servers`` (positions) and ``jobs`` (indices), with the whole
+    round's binned ``factors`` as the part's factors and binning ``"none"``.
+
+    Server and rack ids are kept, so a GPU set spans the same level in the part and in the round.
+    """
+    cl = instance.cluster
+    pos = np.flatnonzero(np.isin(cl.server_of, servers))
+    sid = cl.server_ids
+    srv = [sid[s] for s in cl.server_of[pos].tolist()]
+    rmap = None
+    if cl.racked:
+        rmap = {sid[s]: cl.rack_ids[int(cl.rack_of_server[s])] for s in np.unique(cl.server_of[pos]).tolist()}
+    sub = Cluster.from_arrays(
+        cl.gpu_ids[pos], srv, {c: np.asarray(factors[c])[pos] for c in cl.classes}, cl.state[pos], rmap
+    )
+    p = instance.params
+    params = RoundParams(locality_penalty=p.locality_penalty, binning="none", restart_cost=p.restart_cost)
+    return RoundInstance(sub, tuple(instance.jobs[i] for i in jobs), params, name)
+
+
+# ------------------------------------------------------------------------ tasks
+def _solve_part(sub: RoundInstance, job_ids: list[JobId], opts: dict[str, Any], measure: bool) -> tuple[PlacementResult, PeakMemory | None]:
+    """One part (runs on a worker)."""
+    if measure:
+        return measure_peak(solve_ilp, sub, jobs=job_ids, binning="none", **opts)
+    return solve_ilp(sub, jobs=job_ids, binning="none", **opts), None
+
+
+def _whole_lp_bound(
+    instance: RoundInstance, admitted: tuple[int, ...], factors: Mapping[str, np.ndarray], time_limit: float | None,
+    measure: bool,
+) -> tuple[float | None, float, PeakMemory | None]:
+    """The whole round's LP relaxation bound (runs on a worker)."""
+
+    def run() -> tuple[float | None, float]:
+        from .backends.highs import HighsBackend
+        from .formulation import build_formulation
+
+        t0 = time.perf_counter()
+        if not HighsBackend.is_available():
+            return None, 0.0
+        form = build_formulation(instance, admitted, factors=factors)
+        b = HighsBackend().relaxation_bound(form, SolveOptions(time_limit=time_limit))
+        return b, time.perf_counter() - t0
+
+    if measure:
+        (b, s), mem = measure_peak(run)
+        return b, s, mem
+    b, s = run()
+    return b, s, None
+
+
+def _terminated(instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]) -> tuple[JobId, ...]:
+    out = []
+    for j in instance.jobs:
+        if j.placement is None:
+            continue
+        new = placements.get(j.id)
+        if new is None or set(new) != set(j.placement):
+            out.append(j.id)
+    return tuple(out)
+
+
+def solve_partitioned(
+    instance: RoundInstance,
+    k: int,
+    *,
+    backend: str | None = None,
+    time_limit: float | None = None,
+    gap: float | None = None,
+    executor: Any = None,
+    admission: str | None = None,
+    jobs: Sequence[JobId] | None = None,
+    binning: str | None = None,
+    bound: str = "lp",
+    bound_time_limit: float | None = None,
+    threads: int | None = None,
+    warm_start: bool = True,
+    deterministic: bool = True,
+) -> PlacementResult:
+    """Solve a round as ``k`` parts of the same make-up, in parallel, with a whole-round bound.
+
+    Parameters
+    ----------
+    instance
+        The round.
+    k
+        Number of parts (reduced when there are fewer servers or the jobs cannot be dealt).
+    backend, threads, warm_start, deterministic
+        Passed to :func:`pal_opt.ilp.solve_ilp` for every part.
+    time_limit, gap
+        Per part: the solver's time limit and relative gap target (the combined gap against the
+        whole-round bound adds what partitioning costs; see the module docstring).
+    executor
+        Where the parts run: ``None`` (a local process pool of ``min(k + 1, CPUs)`` workers,
+        created for this call), ``"serial"``, a Dask scheduler address / ``Client`` / cluster, or
+        a :class:`concurrent.futures.Executor` (see :func:`pal_opt.parallel.make_executor`).
+    admission, jobs
+        Admission of the whole round: ``"prefix"`` (default), ``"backfill"``, or explicit ids.
+    binning
+        Binning mode of the whole round (default ``instance.params.binning``); the parts use
+        the whole round's binned factors.
+    bound
+        ``"lp"`` (the whole round's LP relaxation, valid: module docstring) or ``"none"``.
+    bound_time_limit
+        Time limit of the LP relaxation (None: none).
+
+    Returns
+    -------
+    PlacementResult
+        ``method="ilp"``, ``admission`` the whole round's rule, ``objective`` priced on the whole
+        round, ``bound`` the whole-round bound and ``gap`` against it; status OPTIMAL only
+        when the gap is within :data:`~pal_opt.ilp.solve.OPTIMALITY_TOL`, FEASIBLE otherwise.
+        ``info["partition"]`` describes the parts (servers, GPUs, jobs, per-part objective,
+        bound, status, seconds and peak memory when measured).
+    """
+    if bound not in BOUND_MODES:
+        raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
+    mode = binning or instance.params.binning
+    if mode not in BINNING_MODES:
+        raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
+    cls = get_backend(backend)
+    t0 = time.perf_counter()
+    admitted, label = resolve_admission(instance, admission, jobs)
+    factors = binned_factors(instance.cluster, mode)
+    demand = sum(instance.jobs[i].demand for i in admitted)
+    opts: dict[str, Any] = dict(backend=cls.name, time_limit=time_limit, gap=gap, threads=threads,
+                                warm_start=warm_start, deterministic=deterministic)
+    if demand > instance.free_gpus or not admitted:
+        # nothing to split: the direct solve reports it (INFEASIBLE or an empty OPTIMAL round)
+        res = solve_ilp(instance, binning=mode, admission=None if jobs is not None else label,
+                        jobs=jobs, **opts)
+        res.info["partition"] = {"k": 1, "k_requested": k}
+        return res
+    part = partition_round(instance, admitted, k, factors=factors)
+    subs = [
+        part_instance(instance, factors, s, js, f"{instance.name or 'round'}-part{p}of{part.k}")
+        for p, (s, js) in enumerate(zip(part.servers, part.jobs, strict=True))
+    ]
+    build_seconds = time.perf_counter() - t0
+
+    own = executor is None
+    handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus())) if own else make_executor(executor)
+    measure = handle.kind != "serial"
+    t1 = time.perf_counter()
+    try:
+        bfut = None
+        if part.k > 1 and bound == "lp":
+            bfut = handle.submit(_whole_lp_bound, instance, tuple(admitted), dict(factors), bound_time_limit, measure)
+        futs = [
+            handle.submit(_solve_part, sub, [instance.jobs[i].id for i in js], opts, measure)
+            for sub, js in zip(subs, part.jobs, strict=True)
+        ]
+        outs = [f.result() for f in futs]
+        lp = bfut.result() if bfut is not None else None
+    finally:
+        if own:
+            handle.close()
+    wall = time.perf_counter() - t1
+
+    placements: dict[JobId, tuple[int, ...]] = {}
+    parts_info: list[dict[str, Any]] = []
+    bound_sum: float | None = 0.0
+    for p, ((res, mem), sub) in enumerate(zip(outs, subs, strict=True)):
+        if res.status == Status.INFEASIBLE:
+            raise BackendError(f"part {p} of the partitioned round was reported infeasible: {res.message}")
+        placements.update(res.placements)
+        bound_sum = None if (bound_sum is None or res.bound is None) else bound_sum + res.bound
+        parts_info.append({
+            "part": p,
+            "servers": int(part.servers[p].size),
+            "gpus": int(sub.cluster.num_gpus),
+            "free_gpus": int(part.free[p]),
+            "jobs": len(part.jobs[p]),
+            "demand": int(sum(instance.jobs[i].demand for i in part.jobs[p])),
+            "status": res.status.value,
+            "objective": res.objective,
+            "bound": res.bound,
+            "gap": res.gap,
+            "solve_seconds": res.solve_seconds,
+            "build_seconds": res.build_seconds,
+            "start_source": res.info.get("start_source"),
+            "solver_status": res.info.get("solver_status"),
+            "peak_rss": None if mem is None else mem.peak_rss,
+            "seconds": None if mem is None else mem.seconds,
+        })
+    rank = {instance.jobs[i].id: n for n, i in enumerate(admitted)}
+    placements = dict(sorted(placements.items(), key=lambda kv: rank[kv[0]]))
+    summary = evaluate(instance, placements, factors)
+    info: dict[str, Any] = {"binning": mode, "time_limit": time_limit, "gap_target": gap, "threads": threads,
+                            "deterministic": deterministic, "warm_start": warm_start}
+    whole_bound: float | None
+    if part.k == 1:
+        whole_bound = outs[0][0].bound
+        info["bound_source"] = "the single part is the whole round: its solver bound"
+        info["bound_seconds"] = 0.0
+    elif lp is not None:
+        whole_bound, bsec, bmem = lp
+        info["bound_source"] = "LP relaxation of the whole round (HiGHS dual simplex)" if whole_bound is not None \
+            else "none (HiGHS unavailable or the LP stopped early)"
+        info["bound_seconds"] = bsec
+        info["bound_peak_rss"] = None if bmem is None else bmem.peak_rss
+    else:
+        whole_bound = None
+        info["bound_source"] = "none (bound='none')"
+    if whole_bound is not None:
+        whole_bound = min(whole_bound, summary.cost)
+    rgap = relative_gap(summary.cost, whole_bound, summary.gpus)
+    if part.k == 1:
+        status = outs[0][0].status  # the single part is the whole round: same program, same verdict
+    else:
+        status = Status.OPTIMAL if rgap is not None and rgap <= OPTIMALITY_TOL else Status.FEASIBLE
+    info["partition"] = {
+        "k": part.k,
+        "k_requested": int(k),
+        "scheme": part.scheme,
+        "job_dealing": part.job_dealing,
+        "executor": handle.kind,
+        "workers": handle.workers,
+        "parts": parts_info,
+        "parts_bound_sum": bound_sum,
+        "parts_wall_seconds": wall,
+    }
+    info["parts_bound_sum"] = bound_sum
+    msg = outs[0][0].message if part.k == 1 else "" if status == Status.OPTIMAL else (
+        f"{part.k} parts solved by {cls.name}; gap against "
+        + ("the whole round's LP relaxation" if part.k > 1 else "the solver bound"))
+    return PlacementResult(
+        placements=placements,
+        method="ilp",
+        status=status,
+        objective=summary.cost,
+        geomean_slowdown=summary.geomean,
+        gpus_used=summary.gpus,
+        solve_seconds=wall,
+        admission=label,
+        bound=whole_bound,
+        gap=rgap,
+        build_seconds=build_seconds,
+        backend=cls.name,
+        backend_version=cls.version(),
+        jobs_to_terminate=_terminated(instance, placements),
+        spanning=summary.spanning,
+        message=msg,
+        info=info,
+    )
+
+
+def _cpus() -> int:
+    return max(1, os.cpu_count() or 1)

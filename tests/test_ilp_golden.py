@@ -1,0 +1,113 @@
+"""Golden LP exports of the round program (``formulations/golden/*.lp``).
+
+The exports are regenerated from the fixed tiny rounds below and compared byte for byte.  After
+an intended change to the formulation or the writer, refresh them with::
+
+    /work/venv/bin/python tests/test_ilp_golden.py --update
+
+and review the diff.  HiGHS reads every golden file back and finds the optimum pal-opt finds.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pal_opt.ilp import available_backends, build_formulation, solve_ilp
+from pal_opt.ilp.lpwriter import lp_text
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+
+GOLDEN = Path(__file__).resolve().parents[1] / "formulations" / "golden"
+
+
+def _flat_2x2() -> RoundInstance:
+    """Two servers of two GPUs, one class, a 2-GPU and a 1-GPU job."""
+    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0, 1.2, 1.0, 1.0]})
+    jobs = (Job(1, 2, "classA", 0, (1.0, 1.7, 1.7)), Job(2, 1, "classA", 1, (1.0, 1.7, 1.7)))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"), name="flat_2x2")
+
+
+def _racked_mixed() -> RoundInstance:
+    """Three uneven servers in two racks, one busy and one failed GPU, three classes of which
+    two order the GPUs alike (one profile), a 3-GPU job that must span servers."""
+    F, B, X = GpuState.FREE, GpuState.BUSY, GpuState.FAILED
+    cl = Cluster.from_arrays(
+        [10, 11, 12, 13, 14, 15, 16],
+        ["a", "a", "b", "b", "b", "c", "c"],
+        {
+            "classA": [1.0, 1.1, 1.0, 1.3, 1.1, 1.0, 1.0],
+            "classB": [0.9, 1.2, 0.9, 1.5, 1.2, 0.9, 0.9],
+            "classD": [1.0, 1.0, 1.05, 1.0, 1.0, 1.0, 1.05],
+        },
+        [F, F, B, F, F, X, F],
+        {"a": "r0", "b": "r0", "c": "r1"},
+    )
+    lam = (1.0, 1.3, 1.7)
+    jobs = (
+        Job("j1", 3, "classA", 0, lam),
+        Job("j2", 1, "classB", 1, lam),
+        Job("j3", 1, "classD", 2, lam),
+    )
+    return RoundInstance(cl, jobs, RoundParams(binning="none"), name="racked_mixed")
+
+
+def _restart_keep() -> RoundInstance:
+    """A running 2-GPU job that may keep its GPUs (restart cost 0.1 per GPU) and a new job."""
+    cl = Cluster.from_arrays(np.arange(6), [0, 0, 0, 1, 1, 1], {"classA": [1.2, 1.0, 1.0, 1.0, 1.0, 1.2]})
+    jobs = (
+        Job(5, 2, "classA", 0, (1.0, 1.7, 1.7), placement=(2, 3)),
+        Job(6, 3, "classA", 1, (1.0, 1.7, 1.7)),
+    )
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=0.1), name="restart_keep")
+
+
+CASES = {"flat_2x2": _flat_2x2, "racked_mixed": _racked_mixed, "restart_keep": _restart_keep}
+
+
+def golden_text(name: str) -> str:
+    inst = CASES[name]()
+    doc = " ".join((CASES[name].__doc__ or "").split())
+    return lp_text(build_formulation(inst), comment=f"golden round {name!r}: {doc}")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_lp_export_is_unchanged(name):
+    path = GOLDEN / f"{name}.lp"
+    assert path.is_file(), f"missing {path}; run: python tests/test_ilp_golden.py --update"
+    assert golden_text(name) == path.read_text(encoding="utf-8"), (
+        f"{path.name} differs from the regenerated export; if the change is intended run "
+        "python tests/test_ilp_golden.py --update and review the diff"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden_lp_reads_back_into_highs_with_the_same_optimum(name, tmp_path):
+    if "highs" not in available_backends():
+        pytest.skip("highspy not installed")
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    assert h.readModel(str(GOLDEN / f"{name}.lp")) == highspy.HighsStatus.kOk
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    r = solve_ilp(CASES[name]())
+    assert h.getInfo().objective_function_value == pytest.approx(r.objective, abs=1e-9)
+
+
+def _update() -> None:
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name in sorted(CASES):
+        (GOLDEN / f"{name}.lp").write_text(golden_text(name), encoding="utf-8", newline="\n")
+        print(f"wrote {GOLDEN / (name + '.lp')}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        _update()
+    else:
+        print(__doc__)
