@@ -97,6 +97,8 @@ def solve(
         raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
     if method == "ilp":
         bad = set(options) - _ILP_OPTIONS
+        if seed is not None:
+            bad.add("seed")
         if bad:
             raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to method 'ilp'")
         from .ilp import solve_ilp
