@@ -485,7 +485,8 @@ def simulate(
         active_set = set(active)
         inst = RoundInstance(cluster, jobs, params, name=f"round {k} t={t:g}")
         s0 = time.perf_counter()
-        res = solve(inst, method=cfg.policy, seed=_derive(cfg.seed, 2, k), **opts)
+        seed = _derive(cfg.seed, 2, k) if cfg.policy == "random" else None
+        res = solve(inst, method=cfg.policy, seed=seed, **opts)
         solve_s = time.perf_counter() - s0
         if res.status == Status.FALLBACK:
             fallbacks += 1
