@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from pal_opt.binning import binned_factors
+from pal_opt.io import load_instance
 from pal_opt.model import MODEL_CLASS, PAL_CLASSES, Cluster, Job, RoundInstance, RoundParams, pal_locality
 from pal_opt.policies import get_policy
 
@@ -122,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--instance",
+        type=Path,
+        action="append",
+        default=[Path(__file__).resolve().parents[1] / "instances" / "large-256x8.json"],
+        help="an instance file to time as well (default: the committed 2048-GPU round)",
+    )
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "greedy_speed.md")
     args = ap.parse_args(argv)
 
@@ -132,8 +140,9 @@ def main(argv: list[str] | None = None) -> int:
         "calls after one cold call.  The cold call also builds the per-cluster indexes the policies "
         "cache on the cluster (as binning is cached).  Binning (k-means, once per cluster) is not included.",
     ]
-    for gen in generators():
-        inst = make_round(args.seed, gen)
+    rounds = [load_instance(path) for path in args.instance]
+    rounds += [make_round(args.seed, gen) for gen in generators()]
+    for inst in rounds:
         t0 = time.perf_counter()
         factors = binned_factors(inst.cluster)
         binning_s = time.perf_counter() - t0
@@ -145,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"## Round {inst.name}",
             "",
-            f"{inst.cluster.num_gpus} GPUs ({inst.cluster.num_servers} servers × 8, all free), "
+            f"{inst.cluster.num_gpus} GPUs ({inst.cluster.num_servers} servers, {inst.free_gpus} free), "
             f"{len(inst.jobs)} queued jobs (Sia-Philly sizes 1-48, {int(cum[-1])} GPUs in all; "
             f"{prefix} jobs in the prefix that fits the cluster), λ = 1.7.  "
             f"Binned factor levels per class: {levels}.  Binning took {binning_s * 1e3:.0f} ms.",

@@ -16,15 +16,19 @@ Commands
 
 Exit codes
 ----------
-0 success; 1 ``check`` found violations, or a solver failed; 2 bad input or options (one line
+0 success; 1 ``check`` found violations, a solver failed, or the round is infeasible (``solve
+--jobs``: one line on stderr, no output file); 2 bad input or options (one line
 ``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written);
-130 interrupted.  Output files are written atomically, only after the work succeeded.
+130 interrupted (SIGINT): nothing is written.  Output files are written atomically, only after
+the work succeeded, so an interrupted or killed run leaves an existing output file as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -65,6 +69,19 @@ def _nonneg_int(text: str) -> int:
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
     return v
+
+
+def _job_ids(text: str) -> list[int | str]:
+    ids: list[int | str] = []
+    for part in text.split(","):
+        t = part.strip()
+        if not t:
+            raise argparse.ArgumentTypeError(f"empty job id in {text!r}")
+        try:
+            ids.append(int(t))
+        except ValueError:
+            ids.append(t)
+    return ids
 
 
 def _pos_int(text: str) -> int:
@@ -141,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     ilp.add_argument("--time-limit", type=_finite, default=None, metavar="S", help="time limit in seconds")
     ilp.add_argument("--gap", type=_finite, default=None, metavar="G", help="relative gap target on the geometric-mean slowdown")
     ilp.add_argument("--threads", type=_pos_int, default=None, metavar="T", help="solver threads")
+    ilp.add_argument(
+        "--jobs", type=_job_ids, default=None, metavar="ID,ID,...",
+        help="place exactly these jobs (comma-separated ids) instead of an admission rule",
+    )
     s.add_argument("--out", metavar="PLACEMENT.json", help="write the result as JSON")
     s.set_defaults(func=_cmd_solve)
 
@@ -253,17 +274,24 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     from .io import atomic_write_text, load_instance
+    from .result import Status
     from .solve import solve
 
     inst = load_instance(args.instance)
     options: dict[str, Any] = {}
-    for key in ("backend", "admission", "time_limit", "gap", "threads"):
+    for key in ("backend", "admission", "time_limit", "gap", "threads", "jobs"):
         v = getattr(args, key)
         if v is not None:
             options[key] = v
     mode = args.binning or inst.params.binning
     result = solve(inst, method=args.method, binning=args.binning, seed=args.seed, **options)
     result.info.setdefault("binning", mode)
+    if result.status == Status.INFEASIBLE:
+        ids = [str(j) for j in args.jobs or ()]
+        shown = ", ".join(ids if len(ids) <= 8 else [*ids[:6], "..."])
+        named = f"jobs {shown} ({len(ids)} jobs): " if ids else ""
+        _error(f"{PROG}: error: infeasible round: {named}{result.message or 'no placement exists'}")
+        return 1
     text = result.to_json() + "\n" if args.out else None
     free = inst.free_gpus
     lines = [
@@ -310,16 +338,71 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- entry point
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+def _one_line(text: str, limit: int = 1000) -> str:
+    line = " ".join(str(text).split())
+    if len(line) > limit:  # a hostile input can put megabytes into an error message
+        line = f"{line[: limit // 2]}[...]{line[-limit // 2:]}"
+    return line
 
 
 def _error(message: str) -> None:
     print(_one_line(message), file=sys.stderr)
 
 
+class _Signals:
+    """While :func:`main` runs, remember whether SIGINT arrived.
+
+    A library may turn the ``KeyboardInterrupt`` of a Ctrl-C into an error of its own (a C
+    extension interrupted while it is imported reports ``ImportError``); the flag lets
+    :func:`main` still exit 130 rather than report that error.  The handler is only installed
+    from the main thread and only over Python's default; it is restored on exit.  SIGTERM keeps
+    its default (immediate exit), which a Python handler would delay while a solver runs in C.
+    """
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self._saved: dict[int, object] = {}
+
+    def _on_int(self, signum: int, frame: object) -> None:
+        self.interrupted = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _Signals:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._saved[signal.SIGINT] = signal.signal(signal.SIGINT, self._on_int)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
+def _robust_stdout() -> None:
+    """Never fail on printing a non-ASCII name to an ASCII or Latin-1 terminal."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # pragma: no cover - a closed or odd stream
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pal-opt`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    _robust_stdout()
+    with _Signals() as signals:
+        try:
+            return _main(argv, signals)
+        except KeyboardInterrupt:  # raised after _main's own handlers (e.g. while reporting)
+            _error(f"{PROG}: interrupted")
+            return 130
+
+
+def _main(argv: Sequence[str] | None, signals: _Signals) -> int:
     try:
         parser = build_parser()
         try:
@@ -333,16 +416,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error(f"{PROG}: interrupted")
         return 130
+    except BrokenPipeError:
+        # the reader of stdout went away (``pal-opt ... | head``): stop quietly, and keep
+        # Python from complaining about the unflushed stdout at exit
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout is not a file
+            pass
+        return 1
     except (InstanceError, OptionError, BackendUnavailableError) as exc:
+        if signals.interrupted:
+            _error(f"{PROG}: interrupted")
+            return 130
         _error(f"{PROG}: error: {exc}")
         return 2
     except PalOptError as exc:
+        if signals.interrupted:
+            _error(f"{PROG}: interrupted")
+            return 130
         _error(f"{PROG}: error: {type(exc).__name__}: {exc}")
         return 1
     except OSError as exc:
+        if signals.interrupted:
+            _error(f"{PROG}: interrupted")
+            return 130
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         _error(f"{PROG}: error: {where}{exc.strerror or exc}")
         return 2
+    except Exception:
+        if signals.interrupted:  # an interrupt that a library turned into an error of its own
+            _error(f"{PROG}: interrupted")
+            return 130
+        raise
 
 
 if __name__ == "__main__":  # pragma: no cover

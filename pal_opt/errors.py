@@ -46,13 +46,30 @@ class InstanceError(PalOptError, ValueError):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        parts = [p for p in (self.source, self.path) if p]
-        return ": ".join([*parts, self.message])
+        parts = [_shorten(p) for p in (self.source, self.path) if p]
+        return ": ".join([*parts, _shorten(self.message)])
 
     def with_source(self, source: str) -> InstanceError:
         """Return a copy of this error that names ``source`` as the file."""
         err = type(self)(self.message, source=source, path=self.path)
         return err
+
+
+#: Longest source, path or message shown by ``str(InstanceError)``; longer ones (a hostile file
+#: can quote a megabyte-long cell) are cut in the middle.  The attributes keep the full text.
+MAX_PART_CHARS = 300
+
+
+def _shorten(text: str, limit: int = MAX_PART_CHARS) -> str:
+    """``text`` cut in the middle to at most about ``limit`` characters.
+
+    >>> _shorten("a" * 10 + "b" * 10, 12)
+    'aaaaaa[...8 characters cut...]bbbbbb'
+    """
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]}[...{len(text) - 2 * keep:,} characters cut...]{text[-keep:]}"
 
 
 class OptionError(PalOptError, ValueError):

@@ -16,7 +16,8 @@ smaller problems of the same make-up lose little: each part gets ``1/k`` of the 
 3. **Jobs** of each type (class, demand, penalties) are dealt over the parts, largest demand
    first, each to a part holding the fewest jobs of its type so far, among those the one with
    the most free GPUs left, so every part receives ``⌊n_t/k⌋`` or ``⌈n_t/k⌉`` jobs of each type
-   and never more demand than its free GPUs.  Running jobs (with a restart cost) go to the part
+   and never more demand than its free GPUs.  On a nearly full cluster the smallest jobs, dealt
+   last, go where room is left, so their counts may differ more.  Running jobs (with a restart cost) go to the part
    holding their GPUs.  If dealing fails (a nearly full cluster), largest-first into the part with
    the most room is tried, then fewer parts (ultimately one).
 4. Each part is a :class:`~pal_opt.model.RoundInstance` on its servers, with the **whole
@@ -404,8 +405,9 @@ def solve_partitioned(
     ]
     build_seconds = time.perf_counter() - t0
 
-    own = executor is None
-    handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus())) if own else make_executor(executor)
+    # None: a pool for this call; an address or cluster: a client for this call (closed below);
+    # executors, clients and handles passed in stay open
+    handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus()) if executor is None else None)
     measure = handle.kind != "serial"
     t1 = time.perf_counter()
     try:
@@ -419,8 +421,7 @@ def solve_partitioned(
         outs = [f.result() for f in futs]
         lp = bfut.result() if bfut is not None else None
     finally:
-        if own:
-            handle.close()
+        handle.close()
     wall = time.perf_counter() - t1
 
     placements: dict[JobId, tuple[int, ...]] = {}

@@ -123,7 +123,13 @@ def describe(v: Any) -> str:
         return "an array"
     if isinstance(v, float):
         return repr(v)
-    return str(v)
+    if isinstance(v, int):  # str() of an int over 4,300 digits raises
+        return str(v) if abs(v) < 10**40 else f"an integer with about {abs(v).bit_length() * 0.30103:.0f} digits"
+    try:
+        t = repr(v)
+    except Exception:  # noqa: BLE001 - a foreign object's __repr__ may raise anything
+        return f"a {type(v).__name__}"
+    return t if len(t) <= 40 else t[:37] + "..."
 
 
 class _Checker:
@@ -163,15 +169,15 @@ class _Checker:
         elif type(v) is not int:
             raise self.fail(path, f"must be {what}, got {describe(v)}")
         if abs(v) > _INT64_MAX:
-            raise self.fail(path, f"must be {what} that fits in 64 bits, got {v}")
+            raise self.fail(path, f"must be {what} that fits in 64 bits, got {describe(v)}")
         if minimum is not None and v < minimum:
-            raise self.fail(path, f"must be {what}, got {v}")
+            raise self.fail(path, f"must be {what}, got {describe(v)}")
         return v
 
     def number(self, v: Any, path: str, *, positive: bool = False, minimum: float | None = None) -> float:
         if type(v) not in (int, float):
             raise self.fail(path, f"must be a finite number, got {describe(v)}")
-        f = float(v)
+        f = _to_float(v)
         if not math.isfinite(f):
             raise self.fail(path, f"must be a finite number, got {describe(v)}")
         if positive and f <= 0:
@@ -210,7 +216,7 @@ def load_instance(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_
     path
         A ``pal-opt/instance`` JSON file (format in the module docstring).
     max_bytes
-        Files larger than this are rejected unread (default 256 MiB).
+        Files larger than this are rejected unread (default 64 MiB).
 
     Returns
     -------
@@ -246,7 +252,7 @@ def instance_from_dict(d: Any, source: str = "<memory>") -> RoundInstance:
     if not isinstance(d, dict):
         raise ck.fail("top level", f"must be an object, got {describe(d)}")
     top = ck.obj(d, "", _TOP_KEYS, ("format", "version", "cluster", "jobs"))
-    if top["format"] != FORMAT:
+    if not isinstance(top["format"], str) or top["format"] != FORMAT:
         raise ck.fail("format", f"must be {FORMAT!r}, got {describe(top['format'])}")
     if type(top["version"]) is not int or top["version"] != VERSION:
         raise ck.fail("version", f"unsupported version {describe(top['version'])} (this pal-opt reads {VERSION})")
@@ -267,22 +273,35 @@ def instance_from_dict(d: Any, source: str = "<memory>") -> RoundInstance:
 
 
 def _check_free_form(ck: _Checker, v: Any, path: str) -> None:
+    """Reject NaN, infinities and huge numbers anywhere inside ``v``.
+
+    Iterative; a field path is built for containers only (and for the bad value), so a long
+    array costs one ``isinstance`` per entry, not one string.
+    """
+    if isinstance(v, BadNumber):
+        raise ck.fail(path, f"must be a finite number, got {v.describe()}")
     stack = [(v, path)]
     while stack:
         node, p = stack.pop()
-        if isinstance(node, BadNumber):
-            raise ck.fail(p, f"must be a finite number, got {node.describe()}")
+        items: Any
         if isinstance(node, dict):
-            stack.extend((x, _join(p, k)) for k, x in node.items())
+            items = node.items()
         elif isinstance(node, list):
-            stack.extend((x, _join(p, i)) for i, x in enumerate(node))
+            items = enumerate(node)
+        else:
+            continue
+        for k, x in items:
+            if isinstance(x, BadNumber):
+                raise ck.fail(_join(p, k), f"must be a finite number, got {x.describe()}")
+            if isinstance(x, (dict, list)):
+                stack.append((x, _join(p, k)))
 
 
 def _params(ck: _Checker, v: Any) -> RoundParams:
     p = ck.obj(v, "params", _PARAM_KEYS)
     lam = ck.number(p["locality_penalty"], "params.locality_penalty", minimum=1.0) if "locality_penalty" in p else 1.7
     binning = p.get("binning", "pal-artifact")
-    if binning not in BINNING_MODES:
+    if not isinstance(binning, str) or binning not in BINNING_MODES:
         raise ck.fail("params.binning", f"must be one of {', '.join(BINNING_MODES)}, got {describe(binning)}")
     rc = ck.number(p["restart_cost"], "params.restart_cost", minimum=0.0) if "restart_cost" in p else 0.0
     return RoundParams(locality_penalty=lam, binning=binning, restart_cost=rc)
@@ -372,13 +391,21 @@ def _float_column(vals: list[Any]) -> np.ndarray | None:
             return None
     try:
         return np.asarray(vals, dtype=np.float64)
-    except OverflowError:  # pragma: no cover - ints are capped at 40 digits by the parser
+    except OverflowError:  # ints too large for a float (JSON caps them at 40 digits; Python does not)
         return None
+
+
+def _to_float(v: int | float) -> float:
+    """``float(v)``, with an int too large for a float (possible from Python, not JSON) as inf."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
 
 
 def _first_bad_factor(vals: list[Any]) -> int:
     for i, x in enumerate(vals):
-        if type(x) not in (int, float) or not math.isfinite(float(x)) or x <= 0:
+        if type(x) not in (int, float) or not math.isfinite(_to_float(x)) or x <= 0:
             return i
     return 0  # pragma: no cover
 

@@ -3,10 +3,16 @@
 Every file pal-opt reads passes through :func:`read_text`, which turns each way a file can be
 unusable into an :class:`~pal_opt.errors.InstanceError` naming the file:
 
-* larger than a size limit (256 MiB by default), empty, binary (NUL bytes) or not UTF-8;
-* for JSON (:func:`load_json`): a syntax error (with line and column), nesting deeper than a
-  limit, ``NaN``/``Infinity`` literals, numbers that overflow a float and integers with absurdly
-  many digits.
+* larger than a size limit (64 MiB by default), empty, binary (NUL bytes) or not UTF-8;
+* for JSON (:func:`load_json`): a syntax error (with line and column), more values than a
+  limit (2 million), nesting deeper than a limit, a key repeated inside one object,
+  ``NaN``/``Infinity`` literals, numbers that overflow a float and integers with absurdly many
+  digits;
+* for CSV (:func:`read_csv`): more cells than a limit (4 million), ragged rows, bad quoting.
+
+The value and cell limits bound memory: a file just under the size limit made of tiny values
+(``1,1,1,...``) would otherwise become gigabytes of Python objects.  ``docs/limits.md`` lists
+every limit with its measured cost.
 
 Bad numbers do not stop the parse.  They become :class:`BadNumber` placeholders, so that the
 validator that meets one reports it at its field path (``jobs[3].demand: must be a positive
@@ -23,7 +29,9 @@ import errno
 import json
 import math
 import os
+import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,8 @@ from ..errors import InstanceError
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_VALUES",
+    "DEFAULT_MAX_CELLS",
     "MAX_INT_DIGITS",
     "BadNumber",
     "read_text",
@@ -43,12 +53,21 @@ __all__ = [
     "read_csv",
 ]
 
-#: Largest input file read, in bytes (256 MiB).
-DEFAULT_MAX_BYTES: int = 256 * 1024 * 1024
+#: Largest input file read, in bytes (64 MiB: fifty times a 16,384-GPU instance; reading costs up
+#: to five times the file size, the bytes plus the text at up to four bytes per character).
+DEFAULT_MAX_BYTES: int = 64 * 1024 * 1024
 #: Deepest nesting of JSON arrays and objects accepted.
 DEFAULT_MAX_DEPTH: int = 64
 #: Integers with more digits than this are rejected (an int64 has at most 19).
 MAX_INT_DIGITS: int = 40
+#: Most values a JSON document may hold, counted on the text as commas (values are
+#: comma-separated; nesting is bounded separately).  A 16,384-GPU instance with four classes
+#: has about 120,000; the limit admits about 250,000 GPUs.
+DEFAULT_MAX_VALUES: int = 2_000_000
+#: Most cells a CSV file may have, counted on the text as commas plus line breaks (a cell is
+#: about 100 bytes once read, so this bounds a table at a few hundred megabytes; a trace of
+#: 800,000 jobs fits).
+DEFAULT_MAX_CELLS: int = 4_000_000
 
 
 class BadNumber:
@@ -163,20 +182,46 @@ def check_depth(obj: Any, max_depth: int = DEFAULT_MAX_DEPTH, *, source: str | N
             stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
 
 
-def parse_json(text: str, *, source: str = "<memory>", max_depth: int = DEFAULT_MAX_DEPTH) -> Any:
+def parse_json(
+    text: str,
+    *,
+    source: str = "<memory>",
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_values: int = DEFAULT_MAX_VALUES,
+) -> Any:
     """Parse JSON text with pal-opt's guards (see the module docstring).
 
     >>> parse_json('{"a": [1, 2.5]}')
     {'a': [1, 2.5]}
     >>> parse_json('{"a": NaN}')["a"]
     NaN (not a finite number)
+    >>> parse_json('{"a": {"b": 1, "b": 2}}', source="x.json")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: x.json: a.b: duplicate key 'b' (JSON readers disagree on which value wins)
     """
+    n_commas = text.count(",")
+    if n_commas >= max_values:
+        raise InstanceError(
+            f"has {n_commas:,} commas, more than the limit of {max_values:,} JSON values", source=source
+        )
+    duplicates: list[tuple[dict[str, Any], str]] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(pairs)
+        if len(d) != len(pairs) and not duplicates:
+            seen: set[str] = set()
+            key = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+            duplicates.append((d, key))
+        return d
+
     try:
         obj = json.loads(
             text,
             parse_constant=_parse_constant,
             parse_float=_parse_float,
             parse_int=_parse_int,
+            object_pairs_hook=pairs_hook,
         )
     except json.JSONDecodeError as exc:
         raise InstanceError(f"invalid JSON: {exc.msg}", source=source, path=f"line {exc.lineno} column {exc.colno}") from None
@@ -185,7 +230,29 @@ def parse_json(text: str, *, source: str = "<memory>", max_depth: int = DEFAULT_
     except ValueError as exc:  # e.g. int conversion limits
         raise InstanceError(f"invalid JSON: {exc}", source=source) from None
     check_depth(obj, max_depth, source=source)
+    if duplicates:
+        d, key = duplicates[0]
+        where = _path_of(obj, d)
+        raise InstanceError(
+            f"duplicate key {key!r} (JSON readers disagree on which value wins)",
+            source=source,
+            path=f"{where}.{key}" if where else key,
+        )
     return obj
+
+
+def _path_of(root: Any, target: Any) -> str:
+    """The field path (``jobs[3].locality``) of the container ``target`` inside ``root``."""
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if isinstance(node, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in node.items() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node) if isinstance(v, (dict, list)))
+    return ""  # pragma: no cover - target is inside root
 
 
 def load_json(
@@ -193,11 +260,12 @@ def load_json(
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    max_values: int = DEFAULT_MAX_VALUES,
     what: str = "JSON file",
 ) -> Any:
     """Read and parse a JSON file with guards: :func:`read_text`, then :func:`parse_json`."""
     text = read_text(path, max_bytes=max_bytes, what=what)
-    return parse_json(text, source=_src(path), max_depth=max_depth)
+    return parse_json(text, source=_src(path), max_depth=max_depth, max_values=max_values)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -295,9 +363,9 @@ class CsvTable:
 
         if not isinstance(df, pd.DataFrame):
             raise InstanceError(f"expected a pandas DataFrame, got {type(df).__name__}", source=source)
-        header = [str(c).strip() for c in df.columns]
+        header = [_cell_text(c).strip() for c in df.columns]
         cells = df.astype(object).where(df.notna(), "").to_numpy().tolist()
-        rows = [(i, [c if isinstance(c, str) else str(c) for c in r]) for i, r in enumerate(cells)]
+        rows = [(i, [c if isinstance(c, str) else _cell_text(c) for c in r]) for i, r in enumerate(cells)]
         return cls(source, header, rows, row_label="row")
 
     def error(self, line: int, col: int | None, message: str) -> InstanceError:
@@ -349,6 +417,17 @@ class CsvTable:
         return text
 
 
+def _cell_text(x: Any) -> str:
+    """``str(x)`` for a DataFrame cell or column name, never raising: an integer too long to
+    print, or an object whose ``__str__`` fails, becomes a placeholder the cell parsers reject."""
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 4 * MAX_INT_DIGITS:
+        return f"<integer with about {x.bit_length() * 0.30103:.0f} digits>"
+    try:
+        return str(x)
+    except Exception:  # noqa: BLE001 - a foreign object's __str__ may raise anything
+        return f"<unprintable {type(x).__name__}>"
+
+
 _TRUE = frozenset({"true", "1", "yes", "y", "t", "1.0"})
 _FALSE = frozenset({"false", "0", "no", "n", "f", "0.0"})
 
@@ -374,20 +453,48 @@ def _cell_int(text: str) -> int | None:
     return None
 
 
+# a line and its ending, as iterating ``io.StringIO(text, newline="")`` gives them
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their endings (``\\n``, ``\\r\\n`` or ``\\r``), one at a time.
+
+    Unlike ``io.StringIO(text)``, which copies the text at four bytes per character, this
+    holds one line at a time.
+
+    >>> list(_lines("a,b\\r\\n1,2\\r3,4\\n\\n5,6"))
+    ['a,b\\r\\n', '1,2\\r', '3,4\\n', '\\n', '5,6']
+    """
+    for m in _LINE.finditer(text):
+        yield m.group()
+
+
 def read_csv(
-    path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "CSV file"
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_cells: int = DEFAULT_MAX_CELLS,
+    what: str = "CSV file",
 ) -> CsvTable:
     """Read a comma-separated file with a header line, with the guards of :func:`read_text`.
 
     Rows with a different number of fields than the header are errors (naming the line);
-    blank lines are skipped; a file with a header and no rows is an error.
+    blank lines are skipped; a file with a header and no rows, or more than ``max_cells`` cells
+    (commas and line breaks counted on the text, before parsing), is an error.
     """
     import csv
-    import io
 
     src = _src(path)
     text = read_text(path, max_bytes=max_bytes, what=what)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    n_cells = text.count(",") + text.count("\n") + text.count("\r")
+    if n_cells > max_cells:
+        raise InstanceError(
+            f"{what} has about {n_cells:,} cells (commas and line-break characters counted), "
+            f"more than the limit of {max_cells:,}",
+            source=src,
+        )
+    reader = csv.reader(_lines(text), strict=True)
     try:
         header = [h.strip() for h in next(reader)]
         rows: list[tuple[int, list[str]]] = []

@@ -1,0 +1,300 @@
+"""Where independent tasks run: a local process pool by default, or a Dask cluster.
+
+The partitioned solver (:func:`pal_opt.ilp.partition.solve_partitioned`) and the benchmark
+sweeps (``benchmarks/suite.py``) submit independent, picklable tasks to a
+:class:`concurrent.futures.Executor`.  :func:`make_executor` returns one:
+
+* ``None`` (default): a local :class:`~concurrent.futures.ProcessPoolExecutor` with
+  ``workers`` processes (default: the number of CPUs), started with the ``forkserver`` method
+  where available (``spawn`` elsewhere; never ``fork``, which is unsafe once solver threads
+  exist in the parent).  ``max_tasks_per_child=1`` gives every task a fresh process;
+* ``"serial"``: tasks run in the calling process, one after the other (:class:`SerialExecutor`);
+* a scheduler address (``"tcp://host:8786"``), a ``dask.distributed.Client`` or a
+  ``LocalCluster``: the tasks go to that Dask cluster through ``Client.get_executor``.  Dask is
+  an optional extra (``pip install 'pal-opt[dask]'``); it is imported only here and only then,
+  and a missing install raises :class:`~pal_opt.errors.BackendUnavailableError` saying so;
+* an existing :class:`concurrent.futures.Executor`: used as it is (the caller closes it).
+
+Use it as a context manager: executors it created are shut down (and Dask clients it opened
+closed) on exit; executors handed in are left running.
+
+Peak memory of a task
+---------------------
+:func:`measure_peak` runs a callable and reports the peak resident set size (RSS) reached
+while it ran.  On Linux it resets the kernel's high-water mark first (writing ``5`` to
+``/proc/self/clear_refs``) and reads ``VmHWM`` from ``/proc/self/status`` afterwards, so the
+figure belongs to this task even in a long-lived worker, as long as the worker runs one task
+at a time (process pools do; give Dask workers one thread each).  Where the reset is not
+possible it falls back to ``ru_maxrss``, which is then only meaningful in a fresh process
+(``max_tasks_per_child=1``); the ``method`` field says which was used.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+import os
+import re
+import resource
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .errors import BackendUnavailableError, OptionError
+
+__all__ = [
+    "SerialExecutor",
+    "make_executor",
+    "ExecutorHandle",
+    "as_completed_indexed",
+    "PeakMemory",
+    "measure_peak",
+    "current_rss",
+]
+
+T = TypeVar("T")
+
+ExecutorSpec = Any  # None | "serial" | address str | dask Client | dask cluster | cf.Executor
+
+
+class SerialExecutor(cf.Executor):
+    """Runs each submitted call at once in the calling process (a ``concurrent.futures`` executor)."""
+
+    def __init__(self) -> None:
+        self._shutdown = False
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:  # type: ignore[override]
+        if self._shutdown:
+            raise RuntimeError("cannot submit after shutdown")
+        fut: cf.Future[T] = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - delivered through the future, as a pool would
+            fut.set_exception(exc)
+        return fut
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._shutdown = True
+
+
+@dataclass
+class ExecutorHandle:
+    """An executor plus what to close when done (context manager).
+
+    Attributes
+    ----------
+    executor
+        The :class:`concurrent.futures.Executor` to submit to.
+    kind
+        ``"serial"``, ``"process"``, ``"dask"`` or ``"external"``.
+    workers
+        Number of parallel workers (Dask: at the time of creation), for information.
+    owned
+        Whether :meth:`close` shuts the executor down.
+    """
+
+    executor: cf.Executor
+    kind: str
+    workers: int
+    owned: bool = True
+    _client: Any = None
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:
+        return self.executor.submit(fn, *args, **kwargs)
+
+    def close(self) -> None:
+        """Shut down what :func:`make_executor` created (no-op for executors handed in)."""
+        if not self.owned:
+            return
+        self.executor.shutdown(wait=True)
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> ExecutorHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _mp_context() -> Any:
+    methods = mp.get_all_start_methods()
+    return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _dask_client(spec: Any) -> tuple[Any, bool]:
+    """A ``distributed.Client`` for ``spec`` and whether we opened it."""
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "running on a Dask cluster needs dask.distributed, which is not installed "
+            f"({exc}); install it with: pip install 'pal-opt[dask]'"
+        ) from None
+    if isinstance(spec, Client):
+        return spec, False
+    if isinstance(spec, str):
+        return Client(spec), True
+    address = getattr(spec, "scheduler_address", None)
+    if isinstance(address, str):
+        return Client(address), True
+    raise OptionError(f"cannot make a Dask client from {type(spec).__name__}")
+
+
+def make_executor(
+    spec: ExecutorSpec = None,
+    *,
+    workers: int | None = None,
+    max_tasks_per_child: int | None = None,
+) -> ExecutorHandle:
+    """An executor for independent tasks (see the module docstring).
+
+    Parameters
+    ----------
+    spec
+        ``None`` (local process pool), ``"serial"``, a Dask scheduler address, a Dask
+        ``Client`` or cluster object (anything with ``scheduler_address``), or an existing
+        :class:`concurrent.futures.Executor` (wrapped, not owned).
+    workers
+        Processes of the local pool (default: ``os.cpu_count()``).  Ignored otherwise.
+    max_tasks_per_child
+        Local pool only: restart a worker after this many tasks (1 = a fresh process per task).
+
+    Returns
+    -------
+    ExecutorHandle
+
+    Raises
+    ------
+    BackendUnavailableError
+        A Dask address or object was given but ``dask.distributed`` is not installed.
+    OptionError
+        For a spec of an unknown kind or a bad worker count.
+
+    Examples
+    --------
+    >>> with make_executor("serial") as ex:
+    ...     ex.submit(pow, 2, 10).result()
+    1024
+    """
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise OptionError(f"workers must be a positive integer, got {workers!r}")
+    if spec is None:
+        n = workers or os.cpu_count() or 1
+        kw: dict[str, Any] = {"max_workers": n, "mp_context": _mp_context()}
+        if max_tasks_per_child is not None:
+            kw["max_tasks_per_child"] = int(max_tasks_per_child)
+        return ExecutorHandle(cf.ProcessPoolExecutor(**kw), "process", n)
+    if isinstance(spec, str) and spec == "serial":
+        return ExecutorHandle(SerialExecutor(), "serial", 1)
+    if isinstance(spec, ExecutorHandle):
+        return ExecutorHandle(spec.executor, spec.kind, spec.workers, owned=False)
+    if isinstance(spec, cf.Executor):
+        n = int(getattr(spec, "_max_workers", 1) or 1)
+        return ExecutorHandle(spec, "external", n, owned=False)
+    if isinstance(spec, str) or hasattr(spec, "scheduler_address") or type(spec).__name__ == "Client":
+        client, opened = _dask_client(spec)
+        try:
+            n = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info().get("workers", {}).values()))
+        except Exception:  # noqa: BLE001 - informational only
+            n = 1
+        ex = client.get_executor(pure=False)
+        return ExecutorHandle(ex, "dask", n, owned=True, _client=client if opened else None)
+    raise OptionError(
+        f"executor must be None, 'serial', a Dask scheduler address / Client / cluster, or a "
+        f"concurrent.futures.Executor; got {type(spec).__name__}"
+    )
+
+
+def as_completed_indexed(futures: Iterable[cf.Future[T]]) -> Iterator[tuple[int, T]]:
+    """Yield ``(index, result)`` as the futures finish (results re-raise task errors)."""
+    futs = list(futures)
+    index = {id(f): i for i, f in enumerate(futs)}
+    for f in cf.as_completed(futs):
+        yield index[id(f)], f.result()
+
+
+# ------------------------------------------------------------------------- memory
+_CLEAR_REFS = "/proc/self/clear_refs"
+_STATUS = "/proc/self/status"
+_KB = re.compile(r"^(VmHWM|VmRSS):\s+(\d+)\s+kB", re.M)
+
+
+def _status_kb() -> dict[str, int]:
+    try:
+        with open(_STATUS, encoding="ascii") as fh:
+            return {k: int(v) for k, v in _KB.findall(fh.read())}
+    except OSError:
+        return {}
+
+
+def current_rss() -> int | None:
+    """Resident set size of this process in bytes (Linux), else None."""
+    kb = _status_kb().get("VmRSS")
+    return None if kb is None else kb * 1024
+
+
+def _reset_hwm() -> bool:
+    try:
+        with open(_CLEAR_REFS, "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _ru_maxrss() -> int:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(r) if sys.platform == "darwin" else int(r) * 1024
+
+
+@dataclass(frozen=True)
+class PeakMemory:
+    """Peak memory of one call.
+
+    Attributes
+    ----------
+    peak_rss
+        Highest resident set size of the process while the call ran (bytes).
+    start_rss
+        Resident set size just before the call (bytes; None if unknown).
+    method
+        ``"vmhwm-reset"`` (Linux high-water mark reset before the call: exact for the call) or
+        ``"ru_maxrss"`` (the process's lifetime peak: exact only in a fresh process).
+    seconds
+        Wall time of the call.
+    """
+
+    peak_rss: int
+    start_rss: int | None
+    method: str
+    seconds: float
+
+    @property
+    def delta(self) -> int | None:
+        """``peak_rss − start_rss`` (bytes), the call's own growth; None if unknown."""
+        return None if self.start_rss is None else max(0, self.peak_rss - self.start_rss)
+
+
+def measure_peak(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> tuple[T, PeakMemory]:
+    """Run ``fn(*args, **kwargs)`` and return its result with its :class:`PeakMemory`.
+
+    Examples
+    --------
+    >>> out, mem = measure_peak(sum, range(1000))
+    >>> out, mem.peak_rss > 0
+    (499500, True)
+    """
+    start = current_rss()
+    reset = _reset_hwm()
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    secs = time.perf_counter() - t0
+    if reset:
+        hwm = _status_kb().get("VmHWM")
+        if hwm is not None:
+            return out, PeakMemory(hwm * 1024, start, "vmhwm-reset", secs)
+    return out, PeakMemory(_ru_maxrss(), start, "ru_maxrss", secs)

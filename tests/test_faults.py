@@ -1,0 +1,598 @@
+"""Solver faults: time limits without an incumbent, infeasible job sets, missing backends,
+interrupts and terminations, atomic outputs.
+
+Everything runs the real solvers.  A missing backend is simulated by asking for a name that is
+not registered, or by making a backend's availability probe fail (the import-failure path), never
+by faking a solver's answer.  Interrupts are real signals sent to a ``pal-opt`` subprocess; to
+hit the solver itself (not the imports before it) a small driver prints a line when a backend's
+``solve`` is entered and the test signals after reading it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pal_opt.binning import binned_factors
+from pal_opt.check import check
+from pal_opt.cli import main
+from pal_opt.errors import BackendUnavailableError, InfeasibleRoundError, OptionError
+from pal_opt.ilp import available_backends, build_formulation
+from pal_opt.ilp.backends import BACKENDS, get_backend
+from pal_opt.ilp.heuristic import start_placements
+from pal_opt.ilp.solve import resolve_admission
+from pal_opt.io import load_instance, save_instance
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from pal_opt.result import Status
+from pal_opt.solve import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTANCES = ROOT / "instances"
+LARGE = INSTANCES / "large-256x8.json"
+RACKED = INSTANCES / "racked-64x8.json"
+BACKEND_NAMES = tuple(BACKENDS)
+
+
+@pytest.fixture(scope="module")
+def large() -> RoundInstance:
+    return load_instance(LARGE)
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"}
+
+
+def _cli_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pal_opt.cli", *args]
+
+
+# =========================================================================== time limits
+_NO_START: dict[str, object] = {}
+
+
+def _no_start_result(backend: str, large: RoundInstance):  # type: ignore[no-untyped-def]
+    """The 1 ms, no-warm-start solve of the large round (once per backend per session)."""
+    if backend not in _NO_START:
+        _NO_START[backend] = solve(large, "ilp", backend=backend, time_limit=1e-3, warm_start=False)
+    return _NO_START[backend]
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_time_limit_without_incumbent_falls_back_to_the_greedy_placement(backend, large):
+    """A 1 ms limit and no warm start: the solver has nothing, pal-opt returns the start placement."""
+    r = _no_start_result(backend, large)
+    assert r.status == Status.FALLBACK, (r.status, r.message)
+    assert "found no solution" in r.message and "greedy placement" in r.message
+    assert r.to_dict()["status"] == "fallback"
+    # exactly the start placement named in info, rebuilt independently of the solve
+    admitted, _ = resolve_admission(large, None, None)
+    form = build_formulation(large, admitted, factors=binned_factors(large.cluster, large.params.binning))
+    starts = start_placements(form)
+    src = r.info["start_source"]
+    assert src in starts
+    assert {k: tuple(v) for k, v in r.placements.items()} == {k: tuple(v) for k, v in starts[src].items()}
+    assert r.objective == pytest.approx(r.info[f"start_{src}_objective"], rel=1e-12)
+    assert len(r.placements) == len(admitted)
+    assert check(large, r) == []
+
+
+@pytest.mark.parametrize("backend", [
+    *(b for b in BACKEND_NAMES if b != "cbc"),
+    pytest.param("cbc", marks=pytest.mark.xfail(
+        reason="pal_opt/ilp/backends/cbc.py: the CBC call (PuLP writing the MPS file, CBC reading and "
+               "preprocessing it, the MIP start) is not covered by CBC's '-sec' limit: a 1 ms limit on "
+               "large-256x8 spends about 4 s there (10 s with a MIP start); HiGHS and CP-SAT return in well "
+               "under a second. A deadline needs the model written faster or CBC stopped from outside.",
+        strict=False)),
+])
+def test_time_limit_is_honoured(backend, large):
+    """A 1 ms limit: the solver call returns within 2 s (translation and formulation excluded)."""
+    r = _no_start_result(backend, large)
+    assert r.solve_seconds < 2.0, f"{r.solve_seconds:.1f} s inside {backend} for a 1 ms limit"
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKEND_NAMES if b != "cbc"])
+def test_time_limit_with_warm_start_is_never_worse_than_the_start(backend, large):
+    r = solve(large, "ilp", backend=backend, time_limit=1e-3)
+    assert r.status in (Status.FEASIBLE, Status.FALLBACK), (r.status, r.message)
+    best_start = min(v for k, v in r.info.items() if k.startswith("start_") and k.endswith("_objective"))
+    assert r.objective <= best_start + 1e-9
+    assert check(large, r) == []
+
+
+@pytest.mark.slow
+def test_time_limit_with_warm_start_cbc(large):
+    r = solve(large, "ilp", backend="cbc", time_limit=1e-3)
+    assert r.status in (Status.FEASIBLE, Status.FALLBACK)
+    assert check(large, r) == []
+
+
+def test_cli_fallback_writes_a_valid_flagged_placement(tmp_path, capsys):
+    out = tmp_path / "pl.json"
+    rc = main(["solve", str(LARGE), "--method", "ilp", "--backend", "cpsat", "--time-limit", "0.001",
+               "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 0, e
+    doc = json.loads(out.read_text())
+    assert doc["status"] in ("fallback", "feasible")
+    if doc["status"] == "fallback":
+        assert "fallback" in o and doc["message"]
+    assert main(["check", str(LARGE), str(out)]) == 0
+
+
+# =========================================================================== infeasible job sets
+def _failed_round() -> RoundInstance:
+    """8 GPUs on two servers, 5 failed and 1 busy: 2 free GPUs for jobs wanting 4."""
+    F, B, X = GpuState.FREE, GpuState.BUSY, GpuState.FAILED
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0, 1.1, 0.9, 1.2, 1.0, 1.05, 0.95, 1.0]},
+                             state=[X, X, F, X, B, X, F, X])
+    jobs = (Job("a", 2, "classA", 0), Job("b", 1, "classA", 1), Job("c", 1, "classA", 2))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"), name="failed")
+
+
+def _infeasible(backend: str) -> tuple[object, str]:
+    inst = _failed_round()
+    try:
+        r = solve(inst, "ilp", backend=backend, jobs=["a", "b", "c"])
+    except InfeasibleRoundError as exc:
+        return exc, str(exc)
+    return r, r.message
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_infeasible_explicit_job_set_is_reported(backend):
+    res, msg = _infeasible(backend)
+    if not isinstance(res, InfeasibleRoundError):
+        assert res.status == Status.INFEASIBLE
+        assert res.placements == {} and res.jobs_placed == 0
+        assert res.to_dict()["objective"] is None  # inf is not written as a number
+    assert "4" in msg and "2" in msg and "free" in msg, msg  # need 4, 2 free
+    assert "failed" in msg
+
+
+@pytest.mark.xfail(reason="pal_opt/ilp/solve.py: the INFEASIBLE message of an explicit job set gives the GPU "
+                          "counts but not the job ids ('the jobs need 4 GPUs but only 2 are free'); it should "
+                          "name them, e.g. 'jobs a, b, c need 4 GPUs ...'", strict=False)
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_infeasible_explicit_job_set_names_the_jobs(backend):
+    res, msg = _infeasible(backend)
+    jobs = getattr(res, "jobs", ()) or ()
+    for jid in ("a", "b", "c"):
+        assert jid in [str(j) for j in jobs] or f"'{jid}'" in msg or f" {jid}" in msg, msg
+
+
+def test_feasible_subset_on_failed_gpus_is_placed():
+    inst = _failed_round()
+    for backend in BACKEND_NAMES:
+        r = solve(inst, "ilp", backend=backend, jobs=["b", "c"])
+        assert r.status == Status.OPTIMAL and check(inst, r) == []
+        assert sorted(g for v in r.placements.values() for g in v) == [2, 6]
+
+
+def test_cli_infeasible_job_set_is_one_line_and_writes_nothing(tmp_path, capsys):
+    p = tmp_path / "failed.json"
+    save_instance(_failed_round(), p)
+    out = tmp_path / "pl.json"
+    rc = main(["solve", str(p), "--method", "ilp", "--backend", "highs", "--jobs", "a,b,c", "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 1
+    assert o == ""
+    assert e.count("\n") == 1 and e.startswith("pal-opt: error: infeasible round: jobs a, b, c"), e
+    assert "2 are free" in e
+    assert not out.exists()
+    # unknown job ids are an option error (exit 2), not an infeasible round
+    rc = main(["solve", str(p), "--method", "ilp", "--jobs", "a,zz", "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 2 and "'zz' is not in the queue" in e and e.count("\n") == 1
+    rc = main(["solve", str(p), "--method", "pal", "--jobs", "a", "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 2 and "do not apply to method 'pal'" in e
+    assert not out.exists()
+
+
+# =========================================================================== missing backends
+def test_unknown_backend_names_the_installed_ones(tiny_instance):
+    with pytest.raises(OptionError) as ei:
+        solve(tiny_instance, "ilp", backend="gurobi")
+    msg = str(ei.value)
+    assert "'gurobi'" in msg
+    for name in available_backends():
+        assert name in msg
+
+
+def _make_unavailable(monkeypatch, *names: str) -> None:
+    for name in names:
+        cls = BACKENDS[name]
+
+        def probe(cls=cls, name=name):  # the import failure an uninstalled solver gives
+            raise ModuleNotFoundError(f"No module named '{name}_for_this_test'")
+
+        monkeypatch.setattr(cls, "_probe", classmethod(lambda c, p=probe: p()))
+        monkeypatch.setattr(cls, "_available", None)
+        monkeypatch.setattr(cls, "_import_error", None)
+
+
+def test_unavailable_backend_error_names_the_installed_ones(monkeypatch, tiny_instance):
+    _make_unavailable(monkeypatch, "cpsat")
+    assert "cpsat" not in available_backends()
+    with pytest.raises(BackendUnavailableError) as ei:
+        solve(tiny_instance, "ilp", backend="cpsat")
+    msg = str(ei.value)
+    assert "'cpsat' is not available" in msg and "No module named" in msg
+    assert "installed: highs, cbc" in msg
+    # the default is the first installed one
+    assert solve(tiny_instance, "ilp").backend == "highs"
+    _make_unavailable(monkeypatch, "highs")
+    assert solve(tiny_instance, "ilp").backend == "cbc"
+
+
+@pytest.mark.xfail(reason="pal_opt/ilp/backends/__init__.py get_backend: an unknown name lists the registered "
+                          "backends ('choose one of highs, cpsat, cbc') even when some are not installed; it "
+                          "should say which are installed, as the unavailable-backend message does",
+                   strict=False)
+def test_unknown_backend_names_only_installed_ones(monkeypatch, tiny_instance):
+    _make_unavailable(monkeypatch, "cpsat")
+    with pytest.raises(OptionError) as ei:
+        solve(tiny_instance, "ilp", backend="gurobi")
+    assert "installed: highs, cbc" in str(ei.value)
+
+
+def test_no_backend_at_all(monkeypatch, tiny_instance, tmp_path, capsys):
+    _make_unavailable(monkeypatch, *BACKEND_NAMES)
+    with pytest.raises(BackendUnavailableError) as ei:
+        get_backend(None)
+    assert "no ILP backend is installed" in str(ei.value)
+    p = tmp_path / "tiny.json"
+    save_instance(tiny_instance, p)
+    out = tmp_path / "pl.json"
+    rc = main(["solve", str(p), "--method", "ilp", "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 2 and e.count("\n") == 1 and "no ILP backend is installed" in e and o == ""
+    assert not out.exists()
+    # greedy methods do not need a solver
+    assert main(["solve", str(p), "--method", "pal", "--out", str(out)]) == 0
+
+
+def test_cli_unavailable_backend_one_line(monkeypatch, tiny_instance, tmp_path, capsys):
+    _make_unavailable(monkeypatch, "cbc")
+    p = tmp_path / "tiny.json"
+    save_instance(tiny_instance, p)
+    out = tmp_path / "pl.json"
+    rc = main(["solve", str(p), "--method", "ilp", "--backend", "cbc", "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 2 and o == "" and e.count("\n") == 1
+    assert e.startswith("pal-opt: error: backend 'cbc' is not available") and "installed: highs, cpsat" in e
+    assert not out.exists()
+    rc = main(["solve", str(p), "--method", "ilp", "--backend", "gurobi"])
+    o, e = capsys.readouterr()
+    assert rc == 2 and e.count("\n") == 1 and "invalid choice: 'gurobi'" in e and "Traceback" not in e
+
+
+def test_interrupt_turned_into_an_import_error_still_exits_130(monkeypatch, tiny_instance, tmp_path, capsys):
+    """A C extension interrupted while it is imported reports ImportError (seen with ortools);
+    the CLI must still report the Ctrl-C, not a missing backend."""
+    cls = BACKENDS["cpsat"]
+
+    def probe(c):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed") from None
+
+    monkeypatch.setattr(cls, "_probe", classmethod(probe))
+    monkeypatch.setattr(cls, "_available", None)
+    monkeypatch.setattr(cls, "_import_error", None)
+    p = tmp_path / "tiny.json"
+    save_instance(tiny_instance, p)
+    out = tmp_path / "pl.json"
+    rc = main(["solve", str(p), "--method", "ilp", "--backend", "cpsat", "--out", str(out)])
+    o, e = capsys.readouterr()
+    assert rc == 130, e
+    assert e == "pal-opt: interrupted\n"
+    assert not out.exists()
+
+
+# =========================================================================== interrupts
+def _valid_placement_or_absent(out: Path, instance: Path) -> None:
+    if not out.exists():
+        return
+    doc = json.loads(out.read_text())  # complete JSON
+    assert isinstance(doc.get("placements"), dict) and doc["status"] in ("optimal", "feasible", "fallback")
+    r = subprocess.run(_cli_cmd("check", str(instance), str(out)), capture_output=True, text=True, timeout=120,
+                       env=_env())
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _no_temp_files(directory: Path, keep: set[str]) -> None:
+    left = sorted(p.name for p in directory.iterdir() if p.name not in keep)
+    assert left == [], f"left behind: {left}"
+
+
+# ``pal-opt`` after its imports: the package's eager imports (numpy, scipy, networkx, ...) take
+# about a second, and a SIGINT before ``main`` runs is Python's (see the xfail test below)
+_STARTED = "import sys; import pal_opt.cli as c; print('READY', flush=True); sys.exit(c.main(sys.argv[1:]))"
+
+
+def _interrupted_ok(rc: int, err: str) -> bool:
+    """Exit 130 with one line; or killed by SIGINT (-2, which a shell reports as 130) after
+    printing that line: CPython does the latter when a library (ortools' module init) ran Python
+    code that the KeyboardInterrupt passed through."""
+    return rc in (130, -signal.SIGINT) and err == "pal-opt: interrupted\n"
+
+
+@pytest.mark.parametrize("backend", BACKEND_NAMES)
+def test_sigint_during_a_long_solve(backend, tmp_path):
+    """SIGINT 1.5 s into ``pal-opt solve large --method ilp --time-limit 60``: exit 130 (or a
+    clean result), no traceback, the output absent or a complete valid placement."""
+    out = tmp_path / "pl.json"
+    p = subprocess.Popen(
+        [sys.executable, "-c", _STARTED, "solve", str(LARGE), "--method", "ilp", "--backend", backend,
+         "--time-limit", "60", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
+    )
+    assert p.stdout is not None and p.stdout.readline() == "READY\n"
+    time.sleep(1.5)
+    kids = _descendants(p.pid)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    o, e = p.communicate(timeout=120)
+    waited = time.monotonic() - t0
+    _reap(kids)  # a CBC left behind is test_sigint_inside_the_solver[cbc]'s subject, not this one's
+    assert "Traceback" not in e and "Traceback" not in o
+    if p.returncode != 0:
+        assert _interrupted_ok(p.returncode, e), (p.returncode, e)
+        assert not out.exists()
+    else:  # the solver took the interrupt as a stop and pal-opt returned what it had
+        assert out.exists()
+    _valid_placement_or_absent(out, LARGE)
+    _no_temp_files(tmp_path, {"pl.json"})
+    assert waited < 30, f"{waited:.1f} s to react to SIGINT"
+
+
+@pytest.mark.xfail(reason="pal_opt/__init__.py imports the whole package eagerly (about 0.8 s, numpy/scipy/"
+                          "networkx/pandas), and the pal-opt entry point imports pal_opt before cli.main can "
+                          "take over SIGINT: a Ctrl-C in that window prints a KeyboardInterrupt traceback. "
+                          "Fix: make pal_opt/__init__ lazy (module __getattr__), so that importing pal_opt.cli "
+                          "is cheap.", strict=False)
+def test_sigint_during_startup_has_no_traceback(tmp_path):
+    p = subprocess.Popen(_cli_cmd("solve", str(LARGE), "--out", str(tmp_path / "pl.json")),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    o, e = p.communicate(timeout=120)
+    assert "Traceback" not in e
+    assert _interrupted_ok(p.returncode, e), (p.returncode, e)
+
+
+_DRIVER = textwrap.dedent(
+    """
+    import sys
+    from pal_opt.ilp.backends import BACKENDS
+    for cls in BACKENDS.values():
+        def solve(self, *a, _orig=cls.solve, **k):
+            print("SOLVER-START", flush=True)
+            return _orig(self, *a, **k)
+        cls.solve = solve
+    from pal_opt.cli import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (Linux /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def _reap(pids: list[int]) -> list[int]:
+    """Kill the still-running processes among ``pids`` (started by this test's pal-opt) and
+    delete the files named on their command lines under the temp dir (PuLP's model files).
+    Returns the ones that were still running."""
+    alive = [k for k in pids if _alive(k)]
+    for k in alive:
+        try:
+            args = Path(f"/proc/{k}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            args = []
+        try:
+            os.kill(k, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        for a in args:
+            f = Path(a.decode(errors="replace"))
+            if f.name.endswith(("-pulp.mps", "-pulp.mst", "-pulp.sol", "-pulp.lp")) and f.parent == Path(
+                    tempfile.gettempdir()):
+                base = f.name.rsplit(".", 1)[0]
+                for ext in (".mps", ".mst", ".sol", ".lp"):
+                    (f.parent / (base + ext)).unlink(missing_ok=True)
+    return alive
+
+
+def _interrupt_in_solver(backend: str, tmp_path: Path, sig: int = signal.SIGINT, time_limit: str = "60",
+                         instance: Path = RACKED) -> tuple[subprocess.Popen, str, str, float, list[int]]:
+    """Run the CLI on ``instance``, signal it 1 s after the backend's solve starts."""
+    out = tmp_path / "pl.json"
+    p = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, "solve", str(instance), "--method", "ilp", "--backend", backend,
+         "--time-limit", time_limit, "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
+    )
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert line.strip() == "SOLVER-START", line + (p.stderr.read() if p.stderr else "")
+    time.sleep(1.0)
+    kids = _descendants(p.pid)
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    o, e = p.communicate(timeout=180)
+    return p, o, e, time.monotonic() - t0, kids
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "cbc"])
+def test_sigint_inside_the_solver(backend, tmp_path):
+    p, o, e, waited, kids = _interrupt_in_solver(backend, tmp_path)
+    out = tmp_path / "pl.json"
+    assert "Traceback" not in e
+    if p.returncode != 0:
+        assert _interrupted_ok(p.returncode, e), (p.returncode, e)
+        assert not out.exists()
+    _valid_placement_or_absent(out, RACKED)
+    assert waited < 10, f"{waited:.1f} s to react to SIGINT"
+    orphans = _reap(kids)  # the solver process this test started: stop it, remove its files
+    if orphans:
+        pytest.xfail(
+            f"pal_opt/ilp/backends/{backend}.py: the solver process {orphans} outlives an interrupted pal-opt "
+            "(PuLP starts CBC and waits; a KeyboardInterrupt leaves CBC running to its time limit and its "
+            ".mps/.mst/.sol files in the temp dir). Fix: own the CBC subprocess and kill it in a finally."
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="pal_opt/ilp/backends/highs.py calls Highs.run(), which holds the process until "
+                          "HiGHS stops on its own (optimal or time limit): SIGINT is acted on only then. Fix: "
+                          "run with startSolve()/joinSolve-like polling and cancelSolve() on KeyboardInterrupt "
+                          "(highspy's own solve() prints to stdout, so not that one).", strict=False)
+def test_sigint_inside_highs_is_prompt(tmp_path):
+    # large-256x8 keeps HiGHS busy until its time limit (20 s)
+    p, o, e, waited, _ = _interrupt_in_solver("highs", tmp_path, time_limit="20", instance=LARGE)
+    assert "Traceback" not in e and (p.returncode == 0 or _interrupted_ok(p.returncode, e))
+    _valid_placement_or_absent(tmp_path / "pl.json", LARGE)
+    assert waited < 10, f"{waited:.1f} s to react to SIGINT"
+
+
+def test_sigterm_leaves_the_old_output_intact(tmp_path):
+    """SIGTERM keeps its default (immediate exit, even inside a solver): nothing is half written."""
+    out = tmp_path / "pl.json"
+    out.write_text("previous result\n")
+    p = subprocess.Popen(
+        _cli_cmd("solve", str(LARGE), "--method", "ilp", "--backend", "highs", "--time-limit", "60",
+                 "--out", str(out)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
+    )
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    o, e = p.communicate(timeout=120)
+    assert p.returncode == -signal.SIGTERM, e
+    assert time.monotonic() - t0 < 5
+    assert "Traceback" not in e
+    assert out.read_text() == "previous result\n"
+    _no_temp_files(tmp_path, {"pl.json"})
+
+
+# =========================================================================== atomic outputs
+def test_failed_run_leaves_an_existing_output_intact(tmp_path, capsys, tiny_instance):
+    good = tmp_path / "tiny.json"
+    save_instance(tiny_instance, good)
+    out = tmp_path / "pl.json"
+    assert main(["solve", str(good), "--out", str(out)]) == 0
+    before = out.read_bytes()
+    bad = tmp_path / "bad.json"
+    bad.write_text(good.read_text().replace('"demand": 2', '"demand": -2', 1))
+    for argv in (["solve", str(bad), "--out", str(out)],
+                 ["solve", str(good), "--method", "ilp", "--backend", "nope", "--out", str(out)],
+                 ["solve", str(good), "--method", "ilp", "--gap", "-1", "--out", str(out)],
+                 ["import", "blox", "--gpus", str(bad), "--jobs", str(bad), "-o", str(out)],
+                 ["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "3", "--busy-fraction", "2",
+                  "-o", str(out)]):
+        rc = main(argv)
+        o, e = capsys.readouterr()
+        assert rc == 2, (argv, e)
+        assert e.count("\n") == 1 and "Traceback" not in e
+        assert out.read_bytes() == before, argv
+    _no_temp_files(tmp_path, {"tiny.json", "pl.json", "bad.json"})
+
+
+def test_interrupted_run_leaves_an_existing_output_intact(tmp_path):
+    out = tmp_path / "pl.json"
+    out.write_text('{"old": true}\n')
+    p = subprocess.Popen(
+        [sys.executable, "-c", _STARTED, "solve", str(LARGE), "--method", "ilp", "--backend", "cpsat",
+         "--time-limit", "60", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
+    )
+    assert p.stdout is not None and p.stdout.readline() == "READY\n"
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    o, e = p.communicate(timeout=120)
+    assert "Traceback" not in e
+    if p.returncode != 0:
+        assert _interrupted_ok(p.returncode, e), (p.returncode, e)
+        assert out.read_text() == '{"old": true}\n'
+    else:
+        _valid_placement_or_absent(out, LARGE)
+    _no_temp_files(tmp_path, {"pl.json"})
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys, tiny_instance):
+    good = tmp_path / "tiny.json"
+    save_instance(tiny_instance, good)
+    for target in (tmp_path / "no" / "such" / "dir" / "pl.json", tmp_path):
+        rc = main(["solve", str(good), "--out", str(target)])
+        o, e = capsys.readouterr()
+        assert rc == 2 and e.count("\n") == 1 and e.startswith("pal-opt: error: ") and "Traceback" not in e
+    _no_temp_files(tmp_path, {"tiny.json"})
+
+
+def test_non_ascii_names_on_an_ascii_terminal(tmp_path, tiny_instance):
+    """A round named in Unicode must not crash the summary on an ASCII stdout."""
+    from dataclasses import replace
+
+    p = tmp_path / "u.json"
+    save_instance(replace(tiny_instance, name="caf\u00e9-\u03bb-\u4e2d"), p)
+    out = tmp_path / "pl.json"
+    r = subprocess.run(_cli_cmd("solve", str(p), "--out", str(out)), capture_output=True, text=True,
+                       env={**_env(), "PYTHONIOENCODING": "ascii"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "caf\\xe9" in r.stdout
+    assert out.exists()
+
+
+def test_closed_stdout_pipe_is_quiet(tmp_path, tiny_instance):
+    """``pal-opt solve ... | true``: the reader is gone before the summary is printed."""
+    p = tmp_path / "t.json"
+    save_instance(tiny_instance, p)
+    proc = subprocess.Popen(_cli_cmd("solve", str(p)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert err == "", err
+    assert proc.returncode == 1

@@ -1,0 +1,92 @@
+"""Executors (pal_opt.parallel): serial, local process pool and Dask give identical results."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from pal_opt.check import check
+from pal_opt.errors import BackendUnavailableError, OptionError
+from pal_opt.generate import generate_instance
+from pal_opt.ilp.partition import solve_partitioned
+from pal_opt.parallel import SerialExecutor, as_completed_indexed, make_executor, measure_peak
+
+
+def _key(res):
+    return (res.placements, round(res.objective, 12), round(res.bound, 9), res.status, res.info["partition"]["k"])
+
+
+@pytest.fixture(scope="module")
+def round_():
+    return generate_instance(24, 4, 60, racks=3, seed=11)
+
+
+@pytest.fixture(scope="module")
+def serial_result(round_):
+    return solve_partitioned(round_, 3, executor="serial")
+
+
+def test_serial_executor_and_errors():
+    with make_executor("serial") as ex:
+        assert ex.kind == "serial"
+        fut = ex.submit(divmod, 7, 2)
+        assert fut.result() == (3, 1)
+        bad = ex.submit(divmod, 1, 0)
+        with pytest.raises(ZeroDivisionError):
+            bad.result()
+    assert list(as_completed_indexed([SerialExecutor().submit(abs, -3)])) == [(0, 3)]
+    with pytest.raises(OptionError):
+        make_executor(42)
+    with pytest.raises(OptionError):
+        make_executor(None, workers=0)
+
+
+def test_measure_peak_sees_an_allocation():
+    import numpy as np
+
+    def grow():
+        a = np.ones(40 * 2**20 // 8)  # 40 MiB, touched
+        return float(a.sum())
+
+    out, mem = measure_peak(grow)
+    assert out == 40 * 2**20 // 8
+    assert mem.peak_rss > 0 and mem.seconds >= 0
+    if mem.method == "vmhwm-reset":
+        assert mem.delta is not None and mem.delta >= 30 * 2**20
+
+
+def test_process_pool_matches_serial(round_, serial_result):
+    assert check(round_, serial_result) == []
+    with make_executor(None, workers=2) as ex:
+        assert ex.kind == "process"
+        pooled = solve_partitioned(round_, 3, executor=ex)
+    assert _key(pooled) == _key(serial_result)
+    assert pooled.info["partition"]["executor"] == "process"
+    # worker tasks report their own peak memory
+    assert all(p["peak_rss"] > 0 for p in pooled.info["partition"]["parts"])
+
+
+def test_default_executor_is_a_process_pool(round_, serial_result):
+    res = solve_partitioned(round_, 3)
+    assert res.info["partition"]["executor"] == "process"
+    assert _key(res) == _key(serial_result)
+
+
+def test_dask_local_cluster_matches_serial(round_, serial_result):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        res = solve_partitioned(round_, 3, executor=cluster)  # a cluster object
+        assert res.info["partition"]["executor"] == "dask"
+        with distributed.Client(cluster) as client:
+            res2 = solve_partitioned(round_, 3, executor=client)  # a client, left open
+            assert client.status == "running"
+        res3 = solve_partitioned(round_, 3, executor=cluster.scheduler_address)  # an address
+    assert _key(res) == _key(serial_result) == _key(res2) == _key(res3)
+
+
+def test_missing_dask_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
+    with pytest.raises(BackendUnavailableError, match=r"pal-opt\[dask\]"):
+        make_executor("tcp://127.0.0.1:1")

@@ -1,0 +1,173 @@
+"""Partitioned solving (POP-style) with a whole-round bound: pal_opt.ilp.partition."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from pal_opt.admission import admit
+from pal_opt.binning import binned_factors
+from pal_opt.check import check
+from pal_opt.cost import evaluate
+from pal_opt.errors import OptionError
+from pal_opt.generate import generate_instance
+from pal_opt.ilp import solve_ilp
+from pal_opt.ilp.partition import part_instance, partition_round, solve_partitioned
+from pal_opt.model import Cluster, Job, RoundInstance, RoundParams, pal_locality
+from pal_opt.result import Status
+
+TOL = 1e-6
+
+
+def _round(nodes=16, gpn=4, jobs=40, racks=0, seed=0, **kw):
+    return generate_instance(nodes, gpn, jobs, racks=racks, seed=seed, **kw)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("admission", ["prefix", "backfill"])
+@pytest.mark.parametrize("racks", [0, 4])
+def test_partitioned_valid_and_bounded(k, admission, racks):
+    inst = _round(racks=racks, seed=k + racks)
+    res = solve_partitioned(inst, k, admission=admission, executor="serial")
+    assert check(inst, res) == []
+    assert res.admission == admission
+    assert {inst.jobs[i].id for i in admit(inst, admission)} == set(res.placements)
+    assert res.bound is not None and res.bound <= res.objective + TOL
+    assert res.gap is not None and res.gap >= 0
+    assert res.info["partition"]["k"] == k
+    assert math.isclose(res.objective, evaluate(inst, res.placements, binned_factors(inst.cluster)).cost)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bound_below_exact_optimum(seed):
+    inst = _round(nodes=12, gpn=4, jobs=30, seed=seed)
+    exact = solve_ilp(inst)
+    assert exact.status == Status.OPTIMAL
+    for k in (2, 3, 4):
+        res = solve_partitioned(inst, k, executor="serial")
+        assert res.bound <= exact.objective + TOL
+        assert res.objective >= exact.objective - TOL
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+@pytest.mark.parametrize("admission", ["prefix", "backfill"])
+def test_k1_equals_direct(seed, admission):
+    inst = _round(racks=2, seed=seed)
+    direct = solve_ilp(inst, admission=admission)
+    one = solve_partitioned(inst, 1, admission=admission, executor="serial")
+    assert one.placements == direct.placements
+    assert one.objective == pytest.approx(direct.objective, abs=1e-12)
+    assert one.bound == pytest.approx(direct.bound, abs=1e-9)
+    assert one.status == direct.status
+    assert one.admission == direct.admission
+    assert check(inst, one) == []
+
+
+def _fast_slow() -> RoundInstance:
+    # server 0: four fast GPUs, server 1: four slow ones; two 2-GPU jobs of one type
+    c = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 4 + [1.3] * 4})
+    loc = pal_locality(1.7)
+    jobs = (Job(0, 2, "classA", 0, loc), Job(1, 2, "classA", 1, loc))
+    return RoundInstance(c, jobs, RoundParams(binning="none"))
+
+
+def test_sum_of_part_optima_is_not_a_bound():
+    inst = _fast_slow()
+    exact = solve_ilp(inst)
+    assert exact.objective == pytest.approx(0.0)  # both jobs on the fast server
+    res = solve_partitioned(inst, 2, executor="serial")
+    parts = res.info["partition"]["parts"]
+    assert [p["jobs"] for p in parts] == [1, 1]  # same make-up: one job per part
+    # every part is solved to optimality, yet their sum exceeds the whole round's optimum
+    assert all(p["status"] == "optimal" for p in parts)
+    assert res.info["parts_bound_sum"] > exact.objective + 0.1
+    # the whole-round LP bound stays valid, and the gap shows the price of partitioning
+    assert res.bound <= exact.objective + TOL
+    assert res.gap > 0.1
+    assert res.status == Status.FEASIBLE
+    assert check(inst, res) == []
+
+
+def test_partition_same_makeup():
+    inst = _round(nodes=64, gpn=8, jobs=200, seed=3)
+    adm = admit(inst)
+    part = partition_round(inst, adm, 4)
+    assert part.k == 4 and part.job_dealing == "balanced"
+    allsrv = np.concatenate(part.servers)
+    assert sorted(allsrv.tolist()) == list(range(inst.cluster.num_servers))
+    assert max(len(s) for s in part.servers) - min(len(s) for s in part.servers) <= 1
+    assert sorted(i for js in part.jobs for i in js) == sorted(adm)
+    types = {}
+    for p, js in enumerate(part.jobs):
+        for i in js:
+            j = inst.jobs[i]
+            types.setdefault((j.perfclass, j.demand), Counter())[p] += 1
+        demand = sum(inst.jobs[i].demand for i in js)
+        assert demand <= part.free[p]
+    smallest = min(d for _, d in types)
+    for (_, d), cnt in types.items():
+        counts = [cnt.get(p, 0) for p in range(4)]
+        # every type is dealt evenly; the smallest jobs, dealt last, fill what the others left
+        assert max(counts) - min(counts) <= (1 if d > smallest else max(counts))
+
+
+def test_whole_racks_when_enough():
+    inst = _round(nodes=32, gpn=4, jobs=60, racks=8, seed=1)
+    part = partition_round(inst, admit(inst), 4)
+    assert part.scheme == "racks"
+    rack_of = inst.cluster.rack_of_server
+    seen = {}
+    for p, srv in enumerate(part.servers):
+        for r in np.unique(rack_of[srv]).tolist():
+            assert seen.setdefault(r, p) == p  # no rack is cut
+    few = partition_round(_round(nodes=32, gpn=4, jobs=60, racks=2, seed=1), admit(inst), 4)
+    assert few.scheme == "rack-slices"
+
+
+def test_part_instance_prices_like_the_whole():
+    inst = _round(nodes=16, gpn=4, jobs=40, racks=4, seed=2)
+    f = binned_factors(inst.cluster)
+    adm = admit(inst)
+    part = partition_round(inst, adm, 2, factors=f)
+    direct = solve_ilp(inst)
+    for p in range(part.k):
+        sub = part_instance(inst, f, part.servers[p], part.jobs[p], f"p{p}")
+        mine = {j.id: direct.placements[j.id] for j in sub.jobs
+                if set(direct.placements[j.id]) <= set(sub.cluster.gpu_ids.tolist())}
+        whole = evaluate(inst, mine, f).cost
+        assert evaluate(sub, mine, binned_factors(sub.cluster, "none")).cost == pytest.approx(whole, abs=1e-12)
+
+
+def test_restart_cost_running_jobs():
+    inst = _round(nodes=16, gpn=4, jobs=40, seed=4, running_fraction=0.4, restart_cost=0.05)
+    assert any(j.placement is not None for j in inst.jobs)
+    res = solve_partitioned(inst, 2, executor="serial")
+    assert check(inst, res) == []
+    exact = solve_ilp(inst)
+    assert res.bound <= exact.objective + TOL <= res.objective + 2 * TOL
+
+
+def test_more_parts_than_servers_and_options():
+    inst = _round(nodes=3, gpn=4, jobs=6, seed=0)
+    res = solve_partitioned(inst, 10, executor="serial")
+    assert res.info["partition"]["k"] <= 3
+    assert check(inst, res) == []
+    with pytest.raises(OptionError):
+        solve_partitioned(inst, 0, executor="serial")
+    with pytest.raises(OptionError):
+        solve_partitioned(inst, 2, bound="sum", executor="serial")
+    nob = solve_partitioned(inst, 2, bound="none", executor="serial")
+    assert nob.bound is None and nob.gap is None and nob.status == Status.FEASIBLE
+
+
+def test_explicit_jobs_and_other_backends():
+    inst = _round(seed=6)
+    ids = [j.id for j in inst.jobs[:6]]
+    res = solve_partitioned(inst, 2, jobs=ids, executor="serial", backend="cpsat")
+    assert set(res.placements) == set(ids) and res.admission == "given"
+    assert check(inst, res) == []
+    cbc = solve_partitioned(inst, 2, jobs=ids, executor="serial", backend="cbc")
+    assert cbc.objective == pytest.approx(res.objective, rel=1e-6, abs=1e-6)

@@ -1,0 +1,162 @@
+"""Property tests: on random rounds every method's placement passes the independent checker.
+
+Rounds are drawn by hypothesis: uneven servers (1-8 GPUs each), optional racks, non-contiguous
+GPU ids and mixed int/str server and job ids, one to four classes with ties and outliers among
+the factors, busy and failed GPUs, running jobs (on free GPUs, as the format requires), custom
+per-job locality penalties, every binning mode and a restart cost.  For each round:
+
+* every greedy method (``pal``, ``pmfirst``, ``packed``, ``packed-sticky``, ``random``) returns a
+  placement that :func:`pal_opt.check.check` accepts, also after a JSON round trip (as the CLI
+  writes it);
+* on small rounds the ILP (HiGHS) does too, and its cost is at most the cost of its own start
+  placements;
+* the instance survives ``instance_to_dict`` → JSON → ``instance_from_dict`` unchanged.
+
+The default run draws :data:`N_DEFAULT` rounds for the greedy methods and :data:`N_ILP` small
+rounds for the ILP; ``pytest -m slow tests/test_properties.py`` draws thousands.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pal_opt.binning import BINNING_MODES
+from pal_opt.check import check
+from pal_opt.errors import InstanceError
+from pal_opt.io import instance_from_dict, instance_to_dict
+from pal_opt.model import PAL_CLASSES, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
+from pal_opt.result import Status
+from pal_opt.solve import GREEDY_METHODS, solve
+
+N_DEFAULT = 250
+N_ILP = 40
+N_SLOW = 3000
+
+_SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def rounds(draw: Any, max_servers: int = 8, max_per_server: int = 8, max_jobs: int = 14) -> RoundInstance:
+    n_servers = draw(st.integers(1, max_servers))
+    sizes = [draw(st.integers(1, max_per_server)) for _ in range(n_servers)]
+    g = sum(sizes)
+    gpu_ids = draw(st.lists(st.integers(0, 10_000), min_size=g, max_size=g, unique=True))
+    server_ids: list[Any] = [s if draw(st.booleans()) else f"node-{s}" for s in range(n_servers)]
+    server = [server_ids[s] for s, k in enumerate(sizes) for _ in range(k)]
+    racks = None
+    if draw(st.booleans()) and n_servers > 1:
+        n_racks = draw(st.integers(1, n_servers))
+        racks = {s: f"r{draw(st.integers(0, n_racks - 1))}" for s in server_ids}
+    classes = draw(st.lists(st.sampled_from(PAL_CLASSES), min_size=1, max_size=4, unique=True))
+    factors = {}
+    for c in classes:
+        base = draw(st.lists(st.sampled_from([0.9, 0.95, 1.0, 1.0, 1.02, 1.05, 1.1, 1.3, 2.0]), min_size=g,
+                             max_size=g))
+        jitter = draw(st.lists(st.floats(0.0, 0.05), min_size=g, max_size=g)) if draw(st.booleans()) else [0.0] * g
+        factors[c] = [b + j for b, j in zip(base, jitter, strict=True)]
+    state = [draw(st.sampled_from([GpuState.FREE] * 6 + [GpuState.BUSY, GpuState.FAILED])) for _ in range(g)]
+    cluster = Cluster.from_arrays(gpu_ids, server, factors, state, racks)
+    lam = draw(st.sampled_from([1.0, 1.3, 1.7, 3.0]))
+    n_jobs = draw(st.integers(0, max_jobs))
+    free_pos = [i for i in range(g) if state[i] == GpuState.FREE]
+    draw(st.randoms()).shuffle(free_pos)
+    jobs = []
+    for k in range(n_jobs):
+        demand = draw(st.one_of(st.integers(1, 2), st.integers(1, max(1, min(g, 16)))))
+        cls = draw(st.sampled_from(classes))
+        loc = pal_locality(lam)
+        if draw(st.integers(0, 4)) == 0:
+            a = draw(st.floats(1.0, 2.0))
+            b = draw(st.floats(a, 3.0))
+            loc = (1.0, a, b)
+        placement = None
+        if draw(st.integers(0, 2)) == 0 and len(free_pos) >= demand:
+            placement = tuple(int(gpu_ids[free_pos.pop()]) for _ in range(demand))
+        jid: Any = k if draw(st.booleans()) else f"job-{k}"
+        jobs.append(Job(jid, demand, cls, k, loc, placement))
+    # k-means binning costs ~50 ms per class (scikit-learn), so most rounds use raw factors
+    mode = draw(st.sampled_from(["none"] * 6 + [m for m in BINNING_MODES if m != "none"]))
+    params = RoundParams(locality_penalty=lam, binning=mode,
+                         restart_cost=draw(st.sampled_from([0.0, 0.0, 0.01, 0.5])))
+    return RoundInstance(cluster, tuple(jobs), params, name="prop")
+
+
+def _check_greedy(inst: RoundInstance, seed: int) -> None:
+    for m in GREEDY_METHODS:
+        r = solve(inst, m, seed=seed)
+        assert r.status == Status.FEASIBLE
+        problems = check(inst, r)
+        assert problems == [], (m, problems)
+        doc = json.loads(r.to_json())
+        assert check(inst, doc) == [], (m, "after JSON")
+        assert r.gpus_used == sum(len(v) for v in r.placements.values())
+        assert math.isfinite(r.objective)
+
+
+def _check_round_trip(inst: RoundInstance) -> None:
+    d = instance_to_dict(inst)
+    doc = json.loads(json.dumps(d, allow_nan=False))
+    big = [i for i, j in enumerate(inst.jobs) if j.demand > inst.cluster.num_gpus]
+    if big:  # the file format refuses a job larger than the cluster (the policies just skip it)
+        with pytest.raises(InstanceError, match=rf"jobs\[{big[0]}\]\.demand: needs"):
+            instance_from_dict(doc, "rt.json")
+        return
+    back = instance_from_dict(doc, "rt.json")
+    assert instance_to_dict(back) == d
+
+
+@settings(max_examples=N_DEFAULT, **_SET)
+@given(rounds(), st.integers(0, 2**31))
+def test_greedy_placements_are_valid(inst, seed):
+    _check_greedy(inst, seed)
+    _check_round_trip(inst)
+
+
+@pytest.mark.slow
+@settings(max_examples=N_SLOW, **_SET)
+@given(rounds(max_servers=24, max_jobs=40), st.integers(0, 2**31))
+def test_greedy_placements_are_valid_long(inst, seed):
+    _check_greedy(inst, seed)
+    _check_round_trip(inst)
+
+
+def _check_ilp(inst: RoundInstance) -> None:
+    r = solve(inst, "ilp", backend="highs")
+    assert r.status in (Status.OPTIMAL, Status.FEASIBLE), (r.status, r.message)
+    assert check(inst, r) == [], check(inst, r)
+    assert check(inst, json.loads(r.to_json())) == []
+    starts = [v for k, v in r.info.items() if k.startswith("start_") and k.endswith("_objective")]
+    if starts:
+        assert r.objective <= min(starts) + 1e-9
+    if r.bound is not None:
+        assert r.bound <= r.objective + 1e-6
+
+
+@settings(max_examples=N_ILP, **_SET)
+@given(rounds(max_servers=4, max_per_server=4, max_jobs=6))
+def test_ilp_placements_are_valid(inst):
+    _check_ilp(inst)
+
+
+@pytest.mark.slow
+@settings(max_examples=N_SLOW // 3, **_SET)
+@given(rounds(max_servers=5, max_per_server=6, max_jobs=8))
+def test_ilp_placements_are_valid_long(inst):
+    _check_ilp(inst)
+
+
+@settings(max_examples=30, **_SET)
+@given(rounds(max_servers=4, max_per_server=4, max_jobs=6), st.sampled_from(["cpsat", "cbc"]))
+def test_ilp_other_backends_agree_with_highs(inst, backend):
+    """Every backend is valid, and proven optima have the same cost."""
+    a = solve(inst, "ilp", backend="highs")
+    b = solve(inst, "ilp", backend=backend)
+    assert check(inst, b) == []
+    assume(a.status == b.status == Status.OPTIMAL)
+    assert b.objective == pytest.approx(a.objective, rel=1e-6, abs=1e-6)
