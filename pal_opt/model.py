@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Union
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -40,7 +40,7 @@ __all__ = [
     "pal_locality",
 ]
 
-JobId = Union[int, str]
+JobId = int | str
 
 #: PAL's four application classes, in the order PAL sorts its queue by.
 PAL_CLASSES: tuple[str, ...] = ("classA", "classB", "classC", "classD")
@@ -380,7 +380,7 @@ class Cluster:
             gr.add_node(
                 node,
                 kind="gpu",
-                factors=dict(zip(classes, fac[i].tolist())),
+                factors=dict(zip(classes, fac[i].tolist(), strict=True)),
                 state=GpuState(int(self.state[i])),
             )
             gr.add_edge(("server", self.server_ids[self.server_of[i]]), node)

@@ -13,7 +13,7 @@ from .model import JobId
 __all__ = ["Status", "PlacementResult"]
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """Outcome of a solve.
 
     ``FEASIBLE`` is never reported as ``OPTIMAL``: a greedy policy's placement, or an integer

@@ -89,7 +89,7 @@ def test_multi_round_loop(method: str) -> None:
     active: dict = {}
     policy = BloxPlacement(SimpleNamespace(locality_penalty=1.7), method=method)
     arrivals = [[(1, 4, "classA"), (2, 2, "classB")], [(3, 8, "classA")], [(4, 1, "classA"), (5, 2, "classB")]]
-    for rnd, batch in enumerate(arrivals):
+    for batch in arrivals:
         for jid, d, c in batch:
             active[jid] = {"num_GPUs": d, "perfclass": c, "is_running": False}
         schedule = {"job_order": [(j, 0) for j in sorted(active)]}
