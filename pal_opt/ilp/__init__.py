@@ -3,7 +3,9 @@
 * :func:`build_formulation` builds the aggregated integer program of a round
   (:mod:`pal_opt.ilp.formulation`; the mathematics is in ``formulations/round_ilp.md``);
 * a backend (:func:`get_backend`: ``"highs"``, ``"cpsat"``, ``"cbc"``) translates and solves it;
-* :func:`solve_ilp` decodes the answer into GPU sets and prices it with :mod:`pal_opt.cost`.
+* :func:`solve_ilp` decodes the answer into GPU sets and prices it with :mod:`pal_opt.cost`;
+* :func:`solve_partitioned` splits a very large round POP-style into parts of the same make-up,
+  solves them in parallel and reports the gap against a whole-round LP bound.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from .backends import available_backends, get_backend
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .lpwriter import write_lp
+from .partition import solve_partitioned
 from .solve import solve_ilp
 
 __all__ = [
     "solve_ilp",
+    "solve_partitioned",
     "build_formulation",
     "Formulation",
     "available_backends",

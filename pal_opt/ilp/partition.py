@@ -68,6 +68,7 @@ from ..cost import evaluate, relative_gap
 from ..errors import BackendError, OptionError
 from ..model import Cluster, GpuState, JobId, RoundInstance, RoundParams
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
+from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
 from .backends import SolveOptions, get_backend
 from .solve import OPTIMALITY_TOL, resolve_admission, solve_ilp
@@ -316,17 +317,6 @@ def _whole_lp_bound(
     return b, s, None
 
 
-def _terminated(instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]) -> tuple[JobId, ...]:
-    out = []
-    for j in instance.jobs:
-        if j.placement is None:
-            continue
-        new = placements.get(j.id)
-        if new is None or set(new) != set(j.placement):
-            out.append(j.id)
-    return tuple(out)
-
-
 def solve_partitioned(
     instance: RoundInstance,
     k: int,
@@ -505,7 +495,7 @@ def solve_partitioned(
         build_seconds=build_seconds,
         backend=cls.name,
         backend_version=cls.version(),
-        jobs_to_terminate=_terminated(instance, placements),
+        jobs_to_terminate=jobs_to_terminate(instance, placements),
         spanning=summary.spanning,
         message=msg,
         info=info,

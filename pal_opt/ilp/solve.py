@@ -49,6 +49,7 @@ from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
 from ..errors import OptionError
 from ..model import GpuState, JobId, RoundInstance
+from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
 from .backends import SolveOptions, SolverStatus, get_backend
 from .decode import decode, encode
@@ -120,17 +121,6 @@ def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, det
             raise OptionError(f"{label} must be True or False, got {v!r}")
 
 
-def _terminated(instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]) -> tuple[JobId, ...]:
-    out = []
-    for j in instance.jobs:
-        if j.placement is None:
-            continue
-        new = placements.get(j.id)
-        if new is None or set(new) != set(j.placement):
-            out.append(j.id)
-    return tuple(out)
-
-
 def _result(
     instance: RoundInstance,
     placements: dict[JobId, tuple[int, ...]],
@@ -144,7 +134,7 @@ def _result(
         objective=summary.cost,
         geomean_slowdown=summary.geomean,
         gpus_used=summary.gpus,
-        jobs_to_terminate=_terminated(instance, placements),
+        jobs_to_terminate=jobs_to_terminate(instance, placements),
         spanning=summary.spanning,
         **kw,
     )
