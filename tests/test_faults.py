@@ -159,9 +159,6 @@ def test_infeasible_explicit_job_set_is_reported(backend):
     assert "failed" in msg
 
 
-@pytest.mark.xfail(reason="pal_opt/ilp/solve.py: the INFEASIBLE message of an explicit job set gives the GPU "
-                          "counts but not the job ids ('the jobs need 4 GPUs but only 2 are free'); it should "
-                          "name them, e.g. 'jobs a, b, c need 4 GPUs ...'", strict=False)
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
 def test_infeasible_explicit_job_set_names_the_jobs(backend):
     res, msg = _infeasible(backend)
@@ -235,10 +232,6 @@ def test_unavailable_backend_error_names_the_installed_ones(monkeypatch, tiny_in
     assert solve(tiny_instance, "ilp").backend == "cbc"
 
 
-@pytest.mark.xfail(reason="pal_opt/ilp/backends/__init__.py get_backend: an unknown name lists the registered "
-                          "backends ('choose one of highs, cpsat, cbc') even when some are not installed; it "
-                          "should say which are installed, as the unavailable-backend message does",
-                   strict=False)
 def test_unknown_backend_names_only_installed_ones(monkeypatch, tiny_instance):
     _make_unavailable(monkeypatch, "cpsat")
     with pytest.raises(OptionError) as ei:

@@ -210,7 +210,9 @@ def solve_ilp(
     free = instance.free_gpus
     if demand > free:
         st = instance.cluster.state
-        msg = (f"the jobs need {demand} GPUs but only {free} are free "
+        names = ", ".join(str(instance.jobs[i].id) for i in admitted[:20])
+        more = f" and {len(admitted) - 20} more" if len(admitted) > 20 else ""
+        msg = (f"jobs {names}{more} need {demand} GPUs but only {free} are free "
                f"({int((st == GpuState.BUSY).sum())} busy, {int((st == GpuState.FAILED).sum())} failed)")
         return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
                                geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=msg,

@@ -62,7 +62,11 @@ def get_backend(name: str | None = None) -> type[Backend]:
             raise BackendUnavailableError(f"no ILP backend is installed ({why})")
         return BACKENDS[avail[0]]
     if not isinstance(name, str) or name not in BACKENDS:
-        raise OptionError(f"unknown backend {name!r}; choose one of {', '.join(PREFERENCE)}")
+        inst = available_backends()
+        raise OptionError(
+            f"unknown backend {name!r}; choose one of {', '.join(PREFERENCE)} "
+            f"(installed: {', '.join(inst) if inst else 'none'})"
+        )
     cls = BACKENDS[name]
     if not cls.is_available():
         inst = available_backends()
