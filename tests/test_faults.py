@@ -296,6 +296,18 @@ def test_interrupt_turned_into_an_import_error_still_exits_130(monkeypatch, tiny
 
 
 # =========================================================================== interrupts
+def _communicate(p: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
+    """``p.communicate`` that kills a hung pal-opt (and fails) instead of leaving it running."""
+    try:
+        return p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kids = _descendants(p.pid)
+        p.kill()
+        o, e = p.communicate()
+        _reap(kids)
+        raise AssertionError(f"pal-opt still running {timeout:.0f} s after the signal; stderr: {e[-500:]!r}") from None
+
+
 def _valid_placement_or_absent(out: Path, instance: Path) -> None:
     if not out.exists():
         return
@@ -338,10 +350,10 @@ def test_sigint_during_a_long_solve(backend, tmp_path):
     kids = _descendants(p.pid)
     t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
-    o, e = p.communicate(timeout=120)
+    o, e = _communicate(p)
     waited = time.monotonic() - t0
     _reap(kids)  # a CBC left behind is test_sigint_inside_the_solver[cbc]'s subject, not this one's
-    assert "Traceback" not in e and "Traceback" not in o
+    assert "Traceback" not in e and "Traceback" not in o, e[-2000:]
     if p.returncode != 0:
         assert _interrupted_ok(p.returncode, e), (p.returncode, e)
         assert not out.exists()
@@ -362,7 +374,7 @@ def test_sigint_during_startup_has_no_traceback(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)
-    o, e = p.communicate(timeout=120)
+    o, e = _communicate(p)
     assert "Traceback" not in e
     assert _interrupted_ok(p.returncode, e), (p.returncode, e)
 
@@ -453,7 +465,7 @@ def _interrupt_in_solver(backend: str, tmp_path: Path, sig: int = signal.SIGINT,
     kids = _descendants(p.pid)
     t0 = time.monotonic()
     p.send_signal(sig)
-    o, e = p.communicate(timeout=180)
+    o, e = _communicate(p, 120)
     return p, o, e, time.monotonic() - t0, kids
 
 
@@ -461,7 +473,7 @@ def _interrupt_in_solver(backend: str, tmp_path: Path, sig: int = signal.SIGINT,
 def test_sigint_inside_the_solver(backend, tmp_path):
     p, o, e, waited, kids = _interrupt_in_solver(backend, tmp_path)
     out = tmp_path / "pl.json"
-    assert "Traceback" not in e
+    assert "Traceback" not in e, e[-2000:]
     if p.returncode != 0:
         assert _interrupted_ok(p.returncode, e), (p.returncode, e)
         assert not out.exists()
@@ -489,6 +501,27 @@ def test_sigint_inside_highs_is_prompt(tmp_path):
     assert waited < 10, f"{waited:.1f} s to react to SIGINT"
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(reason="OR-Tools CP-SAT's own SIGINT handler (SatParameters.catch_sigint_signal, on by "
+                          "default) logs through absl, which allocates: a Ctrl-C that lands while the solver "
+                          "is inside malloc/free (seen in presolve) deadlocks the process for good (gdb: "
+                          "SigintHandler -> absl LogMessage -> malloc lock). Fix in pal_opt/ilp/backends/"
+                          "cpsat.py: catch_sigint_signal = False, and run solve() in a worker thread that the "
+                          "main thread stops with solver.stop_search() on KeyboardInterrupt.", strict=False)
+def test_sigint_early_in_cpsat_never_hangs(tmp_path):
+    """Ctrl-C 0.02-0.11 s into CP-SAT's solve (its presolve), thirty times: pal-opt must always end."""
+    for k in range(30):
+        p = subprocess.Popen(
+            [sys.executable, "-c", _DRIVER, "solve", str(RACKED), "--method", "ilp", "--backend", "cpsat",
+             "--time-limit", "20", "--out", str(tmp_path / f"pl{k}.json")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
+        )
+        assert p.stdout is not None and p.stdout.readline() == "SOLVER-START\n"
+        time.sleep(0.02 + 0.01 * (k % 10))
+        p.send_signal(signal.SIGINT)
+        _communicate(p, 40)
+
+
 def test_sigterm_leaves_the_old_output_intact(tmp_path):
     """SIGTERM keeps its default (immediate exit, even inside a solver): nothing is half written."""
     out = tmp_path / "pl.json"
@@ -501,7 +534,7 @@ def test_sigterm_leaves_the_old_output_intact(tmp_path):
     time.sleep(1.5)
     t0 = time.monotonic()
     p.send_signal(signal.SIGTERM)
-    o, e = p.communicate(timeout=120)
+    o, e = _communicate(p)
     assert p.returncode == -signal.SIGTERM, e
     assert time.monotonic() - t0 < 5
     assert "Traceback" not in e
@@ -543,8 +576,8 @@ def test_interrupted_run_leaves_an_existing_output_intact(tmp_path):
     assert p.stdout is not None and p.stdout.readline() == "READY\n"
     time.sleep(1.0)
     p.send_signal(signal.SIGINT)
-    o, e = p.communicate(timeout=120)
-    assert "Traceback" not in e
+    o, e = _communicate(p)
+    assert "Traceback" not in e, e[-2000:]
     if p.returncode != 0:
         assert _interrupted_ok(p.returncode, e), (p.returncode, e)
         assert out.read_text() == '{"old": true}\n'
