@@ -283,9 +283,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         v = getattr(args, key)
         if v is not None:
             options[key] = v
-    mode = args.binning or inst.params.binning
     result = solve(inst, method=args.method, binning=args.binning, seed=args.seed, **options)
-    result.info.setdefault("binning", mode)
+    mode = result.info["binning"]  # solve() records the binning it used
     if result.status == Status.INFEASIBLE:
         ids = [str(j) for j in args.jobs or ()]
         shown = ", ".join(ids if len(ids) <= 8 else [*ids[:6], "..."])
