@@ -16,7 +16,10 @@ Pricing and checking
     :func:`evaluate`, :func:`job_slowdown`, :func:`geomean_slowdown` (the one cost model),
     :func:`binned_factors`, :func:`check` (the independent validity checker).
 Errors
-    :class:`PalOptError` and its subclasses.
+    :class:`PalOptError` and its subclasses; :class:`SolveInterrupted` (a ``KeyboardInterrupt``
+    that stopped an exact solve, carrying the best placement found so far).
+
+The names are loaded on first use, so ``import pal_opt`` itself is cheap.
 
 Examples
 --------
@@ -32,32 +35,71 @@ Examples
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import sys
+import types
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from .binning import binned_factors
-from .build import make_instance
-from .check import check
-from .cost import evaluate, geomean_slowdown, job_slowdown
-from .errors import (
-    BackendError,
-    BackendUnavailableError,
-    InfeasibleRoundError,
-    InstanceError,
-    OptionError,
-    PalOptError,
-)
-from .generate import generate_instance
-from .ilp import available_backends
-from .io import instance_from_frames, load_blox, load_instance, save_instance
-from .model import Cluster, GpuState, Job, Level, RoundInstance, RoundParams, pal_locality
-from .policy import RoundPolicy
-from .result import PlacementResult, Status
-from .solve import METHODS, solve
+# The public names are imported on first use (PEP 562), not here: ``import pal_opt`` and the
+# ``pal-opt`` command's own start-up stay cheap (no numpy, scipy, networkx or pandas until
+# needed), so that the CLI has its Ctrl-C handling in place before the heavy imports begin.
+_EXPORTS: dict[str, str] = {
+    "binned_factors": ".binning",
+    "make_instance": ".build",
+    "check": ".check",
+    "evaluate": ".cost",
+    "geomean_slowdown": ".cost",
+    "job_slowdown": ".cost",
+    "BackendError": ".errors",
+    "BackendUnavailableError": ".errors",
+    "InfeasibleRoundError": ".errors",
+    "InstanceError": ".errors",
+    "OptionError": ".errors",
+    "PalOptError": ".errors",
+    "SolveInterrupted": ".errors",
+    "generate_instance": ".generate",
+    "available_backends": ".ilp",
+    "instance_from_frames": ".io",
+    "load_blox": ".io",
+    "load_instance": ".io",
+    "save_instance": ".io",
+    "Cluster": ".model",
+    "GpuState": ".model",
+    "Job": ".model",
+    "Level": ".model",
+    "RoundInstance": ".model",
+    "RoundParams": ".model",
+    "pal_locality": ".model",
+    "RoundPolicy": ".policy",
+    "PlacementResult": ".result",
+    "Status": ".result",
+    "METHODS": ".solve",
+    "solve": ".solve",
+}
 
-try:
-    __version__ = version("pal-opt")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from .binning import binned_factors
+    from .build import make_instance
+    from .check import check
+    from .cost import evaluate, geomean_slowdown, job_slowdown
+    from .errors import (
+        BackendError,
+        BackendUnavailableError,
+        InfeasibleRoundError,
+        InstanceError,
+        OptionError,
+        PalOptError,
+        SolveInterrupted,
+    )
+    from .generate import generate_instance
+    from .ilp import available_backends
+    from .io import instance_from_frames, load_blox, load_instance, save_instance
+    from .model import Cluster, GpuState, Job, Level, RoundInstance, RoundParams, pal_locality
+    from .policy import RoundPolicy
+    from .result import PlacementResult, Status
+    from .solve import METHODS, solve
+
+    __version__: str
 
 __all__ = [
     "BackendError",
@@ -75,6 +117,7 @@ __all__ = [
     "RoundInstance",
     "RoundParams",
     "RoundPolicy",
+    "SolveInterrupted",
     "Status",
     "__version__",
     "available_backends",
@@ -92,3 +135,46 @@ __all__ = [
     "save_instance",
     "solve",
 ]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pal-opt")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+        globals()[name] = value
+        return value
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pal_opt' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS, "__version__"})
+
+
+class _Package(types.ModuleType):
+    """``pal_opt`` itself.  Two public functions share their name with the submodule that
+    defines them (``solve`` in ``pal_opt/solve.py``, ``check`` in ``pal_opt/check.py``).  When a
+    submodule is first imported, the import system binds it as an attribute of the package,
+    which would hide the function; here the function is bound instead (the submodule stays in
+    ``sys.modules``, so ``from pal_opt.solve import solve`` works as before)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (isinstance(value, types.ModuleType) and name in _EXPORTS
+                and value.__name__ == f"{__name__}.{name}" and hasattr(value, name)):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -19,8 +19,12 @@ Exit codes
 0 success; 1 ``check`` found violations, a solver failed, or the round is infeasible (``solve
 --jobs``: one line on stderr, no output file); 2 bad input or options (one line
 ``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written);
-130 interrupted (SIGINT): nothing is written.  Output files are written atomically, only after
-the work succeeded, so an interrupted or killed run leaves an existing output file as it was.
+130 interrupted (SIGINT).  A Ctrl-C while an exact solver runs stops the solver cleanly and
+keeps the best placement found so far (the solver's incumbent, or the start placement; marked
+``"interrupted": true`` in its ``info``): it is printed and written to ``--out``, and pal-opt
+exits 130.  A Ctrl-C anywhere else, or a second one, writes nothing.  Output files are written
+atomically, only once complete, so an interrupted or killed run leaves an existing output file
+either as it was or replaced by a complete placement.
 """
 
 from __future__ import annotations
@@ -273,8 +277,9 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from .io import atomic_write_text, load_instance
-    from .result import Status
+    from .errors import SolveInterrupted
+    from .io import load_instance
+    from .result import PlacementResult, Status
     from .solve import solve
 
     inst = load_instance(args.instance)
@@ -283,14 +288,31 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         v = getattr(args, key)
         if v is not None:
             options[key] = v
-    result = solve(inst, method=args.method, binning=args.binning, seed=args.seed, **options)
-    mode = result.info["binning"]  # solve() records the binning it used
+    try:
+        result = solve(inst, method=args.method, binning=args.binning, seed=args.seed, **options)
+    except SolveInterrupted as exc:
+        # the solver was stopped cleanly and handed back the best placement it had: keep it
+        if not isinstance(exc.result, PlacementResult) or not exc.result.placements:
+            raise
+        _report(args, inst, exc.result)
+        where = f" (written to {args.out})" if args.out else ""
+        _error(f"{PROG}: interrupted: kept the best placement found so far{where}")
+        return 130
     if result.status == Status.INFEASIBLE:
         ids = [str(j) for j in args.jobs or ()]
         shown = ", ".join(ids if len(ids) <= 8 else [*ids[:6], "..."])
         named = f"jobs {shown} ({len(ids)} jobs): " if ids else ""
         _error(f"{PROG}: error: infeasible round: {named}{result.message or 'no placement exists'}")
         return 1
+    _report(args, inst, result)
+    return 0
+
+
+def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
+    """Write ``result`` to ``--out`` (atomically) and print the summary."""
+    from .io import atomic_write_text
+
+    mode = result.info["binning"]  # solve() records the binning it used
     text = result.to_json() + "\n" if args.out else None
     free = inst.free_gpus
     lines = [
@@ -316,7 +338,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
-    return 0
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ __all__ = [
     "BackendUnavailableError",
     "BackendError",
     "InfeasibleRoundError",
+    "SolveInterrupted",
 ]
 
 
@@ -90,3 +91,24 @@ class InfeasibleRoundError(PalOptError):
     def __init__(self, message: str, jobs: tuple[object, ...] = ()):
         self.jobs = jobs
         super().__init__(message)
+
+
+class SolveInterrupted(KeyboardInterrupt):
+    """A Ctrl-C (``KeyboardInterrupt``) that stopped an exact solve, with what it had found.
+
+    The solver was stopped cleanly before this was raised: no solver thread or process is left
+    running.  It derives from ``KeyboardInterrupt`` (not :class:`PalOptError`), so code that
+    handles Ctrl-C keeps working unchanged; code that wants the partial answer catches it.
+
+    Attributes
+    ----------
+    result
+        The best placement found before the interrupt, as a complete
+        :class:`~pal_opt.result.PlacementResult` (``FEASIBLE`` with the solver's incumbent, or
+        ``FALLBACK`` with the start placement; ``info["interrupted"]`` is True), or None when
+        nothing was found yet.
+    """
+
+    def __init__(self, result: object | None = None):
+        self.result = result
+        super().__init__("solve interrupted" + ("" if result is None else "; the best placement so far is attached"))

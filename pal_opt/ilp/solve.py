@@ -23,6 +23,15 @@ the warm start (``info["start_source"]``) and the fallback.  With a gap target a
 that solves LP relaxations (HiGHS), the LP bound is computed first and the MIP is skipped when
 the start placement is already within the target (``info["solver_status"]`` says so).
 
+Ctrl-C
+------
+A ``KeyboardInterrupt`` while a backend solves stops the solver cleanly (see each backend) and
+is re-raised as :class:`~pal_opt.errors.SolveInterrupted`, whose ``result`` is the best
+placement found so far: the solver's incumbent (``FEASIBLE``, with its gap) or the start
+placement (``FALLBACK``), never worse than the start placement, with ``info["interrupted"]``
+set.  An interrupt anywhere else (building the program, pricing the starts) is a plain
+``KeyboardInterrupt``.
+
 Statuses
 --------
 OPTIMAL when the solver proved optimality and the relative geometric-mean gap between the
@@ -47,11 +56,11 @@ import numpy as np
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
-from ..errors import OptionError
+from ..errors import OptionError, SolveInterrupted
 from ..model import GpuState, JobId, RoundInstance
 from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
-from .backends import SolveOptions, SolverStatus, get_backend
+from .backends import BackendInterrupted, SolveOptions, SolverStatus, get_backend
 from .decode import decode, encode
 from .formulation import build_formulation
 from .heuristic import start_placements
@@ -253,7 +262,15 @@ def solve_ilp(
         # with a gap target: the LP relaxation alone is cheap and tight, so stop here when the
         # start placement is already close enough (proving optimality needs the MIP anyway)
         t1 = time.perf_counter()
-        lp_bound = solver.relaxation_bound(form, opts)
+        try:
+            lp_bound = solver.relaxation_bound(form, opts)
+        except BackendInterrupted:
+            res = _result(instance, dict(greedy), factors, status=Status.FALLBACK,
+                          solve_seconds=time.perf_counter() - t1, build_seconds=build_seconds,
+                          message=f"interrupted while {cls.name} solved the LP relaxation; the start placement "
+                                  f"({source}) is returned", **common)  # type: ignore[arg-type]
+            info["interrupted"] = True
+            raise SolveInterrupted(res) from None
         lp_seconds = time.perf_counter() - t1
         info["relaxation_bound"] = lp_bound
         info["relaxation_seconds"] = lp_seconds
@@ -269,7 +286,48 @@ def solve_ilp(
                            **common)  # type: ignore[arg-type]
         if time_limit is not None:
             opts = replace(opts, time_limit=max(time_limit - lp_seconds, 1e-3))
-    sol = solver.solve(form, opts, start)
+    interrupted = False
+    try:
+        sol = solver.solve(form, opts, start)
+    except BackendInterrupted as exc:
+        if exc.solution is None:
+            if greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
+                raise SolveInterrupted(None) from None
+            info["interrupted"] = True
+            res = _result(instance, dict(greedy), factors, status=Status.FALLBACK, build_seconds=build_seconds,
+                          solve_seconds=lp_seconds, bound=lp_bound,
+                          message=f"interrupted while {cls.name} solved; the start placement ({source}) is "
+                                  "returned", **common)  # type: ignore[arg-type]
+            res.gap = relative_gap(res.objective, lp_bound, demand)
+            raise SolveInterrupted(res) from None
+        sol, interrupted = exc.solution, True
+        info["interrupted"] = True
+    res = _finish(instance, form, factors, sol, greedy, gcost, source, lp_bound, lp_seconds, build_seconds, demand,
+                  cls.name, common)
+    if interrupted:
+        res.message = f"interrupted: {res.message}" if res.message else "interrupted"
+        raise SolveInterrupted(res)
+    return res
+
+
+def _finish(
+    instance: RoundInstance,
+    form: Any,
+    factors: Mapping[str, np.ndarray],
+    sol: Any,
+    greedy: dict[JobId, tuple[int, ...]] | None,
+    gcost: float,
+    source: str | None,
+    lp_bound: float | None,
+    lp_seconds: float,
+    build_seconds: float,
+    demand: int,
+    cls_name: str,
+    common: dict[str, Any],
+) -> PlacementResult:
+    """The result of a finished (or interrupted) backend solve: decode, price, compare with the
+    start placement, report the gap."""
+    info = common["info"]
     info.update(sol.info)
     info["solver_status"] = sol.message
     info["translate_seconds"] = sol.translate_seconds
@@ -283,10 +341,10 @@ def solve_ilp(
         if sol.status == SolverStatus.INFEASIBLE:
             from ..errors import BackendError
 
-            raise BackendError(f"{cls.name} reported an always-feasible round program infeasible")
+            raise BackendError(f"{cls_name} reported an always-feasible round program infeasible")
         res = _result(instance, dict(greedy or {}), factors, status=Status.FALLBACK, solve_seconds=solve_seconds,
                       build_seconds=build_seconds, bound=bound,
-                      message=f"{cls.name} found no solution ({sol.message}); the greedy placement "
+                      message=f"{cls_name} found no solution ({sol.message}); the greedy placement "
                               f"({source}) of the admitted jobs is returned", **common)  # type: ignore[arg-type]
         res.gap = relative_gap(res.objective, bound, demand) if greedy else None
         return res
@@ -303,4 +361,4 @@ def solve_ilp(
     proven = sol.status == SolverStatus.OPTIMAL and rgap is not None and rgap <= OPTIMALITY_TOL
     return _result(instance, placements, factors, status=Status.OPTIMAL if proven else Status.FEASIBLE,
                    solve_seconds=solve_seconds, build_seconds=build_seconds, bound=bound, gap=rgap,
-                   message="" if proven else f"{cls.name}: {sol.message}", **common)  # type: ignore[arg-type]
+                   message="" if proven else f"{cls_name}: {sol.message}", **common)  # type: ignore[arg-type]

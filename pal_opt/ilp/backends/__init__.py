@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 from ...errors import BackendUnavailableError, OptionError
-from .base import Backend, BackendSolution, SolveOptions, SolverStatus
+from .base import Backend, BackendInterrupted, BackendSolution, SolveOptions, SolverStatus, run_interruptibly
 from .cbc import CbcBackend
 from .cpsat import CpSatBackend
 from .highs import HighsBackend
 
 __all__ = [
     "Backend",
+    "BackendInterrupted",
     "BackendSolution",
     "SolveOptions",
     "SolverStatus",
@@ -22,6 +23,7 @@ __all__ = [
     "PREFERENCE",
     "available_backends",
     "get_backend",
+    "run_interruptibly",
 ]
 
 #: name -> backend class.

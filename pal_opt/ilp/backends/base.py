@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from ..formulation import Formulation
 
-__all__ = ["SolverStatus", "SolveOptions", "BackendSolution", "Backend"]
+__all__ = ["SolverStatus", "SolveOptions", "BackendSolution", "Backend", "BackendInterrupted", "run_interruptibly"]
+
+T = TypeVar("T")
+
+#: Seconds between two checks of the solver thread (a finished solve is seen at once).
+POLL_SECONDS = 0.1
 
 
 class SolverStatus(enum.StrEnum):
@@ -149,6 +156,63 @@ class Backend(ABC):
     def relaxation_bound(self, form: Formulation, options: SolveOptions) -> float | None:
         """A valid lower bound from the LP relaxation, or None (default: not supported)."""
         return None
+
+
+class BackendInterrupted(KeyboardInterrupt):
+    """A Ctrl-C that a backend acted on: its solver was asked to stop and has stopped.
+
+    ``solution`` is what the solver had when it stopped (its incumbent, if any), or None when
+    the backend could not collect anything (e.g. a second Ctrl-C, or a solver that had to be
+    killed).  :func:`pal_opt.ilp.solve_ilp` turns it into
+    :class:`~pal_opt.errors.SolveInterrupted` with a priced placement.
+    """
+
+    def __init__(self, solution: BackendSolution | None = None):
+        self.solution = solution
+        super().__init__("solver interrupted")
+
+
+def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[T, bool]:
+    """Run ``work()`` (a blocking solver call that releases the GIL) so that Ctrl-C can stop it.
+
+    ``work`` runs in a helper thread while the calling thread waits on it; Python delivers
+    ``KeyboardInterrupt`` to the main thread, which is then free to act on it.
+
+    * First ``KeyboardInterrupt``: ``stop()`` asks the solver to stop (it must be safe to call
+      from another thread), and the wait goes on until the solver returns what it has.
+    * Second ``KeyboardInterrupt``: stop waiting and re-raise at once; the helper thread is a
+      daemon, so its solver may run on until its own limit but never blocks interpreter exit.
+
+    Returns ``(work's value, whether an interrupt was acted on)``; an exception raised by
+    ``work`` is re-raised in the caller.
+    """
+    box: dict[str, Any] = {}
+    # an Event, not Thread.join: CPython 3.11 can mark a thread finished when a join() on it is
+    # interrupted by KeyboardInterrupt (gh-90882)
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = exc
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=target, name="pal-opt-solver", daemon=True)
+    thread.start()
+    interrupted = False
+    while not done.is_set():
+        try:
+            done.wait(POLL_SECONDS)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            stop()
+    if "error" in box:
+        raise box["error"]
+    return box["value"], interrupted
 
 
 def finite_or_none(x: float | None) -> float | None:

@@ -4,15 +4,27 @@ Translation: one PuLP variable per column (names kept), one constraint per row (
 ``≤`` or ``≥``; a ranged row becomes two).  The objective constant is kept out of the PuLP
 model and added back by pal-opt, so the figures CBC prints are ``c·x`` alone.
 
-Options: ``preprocess on`` (see :data:`CBC_OPTIONS`); ``time_limit`` → ``timeLimit``; gap → ``gapAbs`` (``allow``; ``1e-9`` to prove
-optimality) with ``gapRel = 0``; ``threads`` → ``threads`` when above 1.  CBC's
-single-threaded search is deterministic.  Warm start: every variable's ``setInitialValue`` and
-``warmStart=True`` (PuLP hands CBC a MIP start file).
+Options: ``preprocess on`` (see :data:`CBC_OPTIONS`); ``time_limit`` → ``-sec`` with
+``timeMode elapsed`` (CBC counts CPU seconds by default); gap → ``gapAbs`` (``allow``; ``1e-9`` to
+prove optimality) with ``gapRel = 0``; ``threads`` → ``threads`` when above 1.  CBC's
+single-threaded search is deterministic.  Warm start: every variable's ``setInitialValue``, written
+by PuLP as a MIP start file (``-mips``).
 
-PuLP reports no bound, so CBC's log is written to a temporary file and read: ``Lower bound:``
+The process is pal-opt's own: PuLP builds the model, writes the MPS and MIP-start files and reads
+CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_run_cbc`), so that
+
+* the time limit is a wall-clock deadline: CBC does not check ``-sec`` while it reads the model,
+  solves the root LP or preprocesses, so past ``1.05 × limit + 0.25 s`` it is sent SIGINT
+  (it stops and writes its incumbent) and, 0.5 s later, killed;
+* a Ctrl-C does the same, and the ``KeyboardInterrupt`` goes on as
+  :class:`~.base.BackendInterrupted` carrying whatever CBC wrote;
+* the CBC process never outlives the call, and its files live in a private temporary directory
+  that is removed in every case (only a SIGKILL of pal-opt itself can leave it behind).
+
+PuLP reports no bound, so CBC's log is written to that directory and read: ``Lower bound:``
 when the search stopped early (printed with few digits, so one unit of its last printed digit
 is subtracted), else the objective minus the allowed gap.  Each solve starts one CBC process,
-which costs tens of milliseconds.
+which costs tens of milliseconds.  Translation time includes writing the MPS file.
 """
 
 from __future__ import annotations
@@ -20,15 +32,18 @@ from __future__ import annotations
 import math
 import os
 import re
+import shutil
+import signal
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..formulation import Formulation
-from .base import Backend, BackendSolution, SolveOptions, SolverStatus
+from .base import POLL_SECONDS, Backend, BackendInterrupted, BackendSolution, SolveOptions, SolverStatus
 
 __all__ = ["CbcBackend"]
 
@@ -39,6 +54,78 @@ OPTIMALITY_ABS_GAP = 1e-9
 CBC_OPTIONS: tuple[str, ...] = ("preprocess on",)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
 _VERSION = re.compile(r"Version:\s*(\S+)")
+
+
+#: The CBC process is stopped from outside when it runs past ``DEADLINE_FACTOR × time limit +
+#: DEADLINE_GRACE`` seconds: CBC's ``-sec`` is not checked while it reads the model, solves the
+#: root LP or preprocesses, so a short limit can otherwise be overrun by seconds.
+DEADLINE_FACTOR = 1.05
+DEADLINE_GRACE = 0.25
+#: Seconds CBC is given to act on SIGINT (stop and write its incumbent) before it is killed.
+#: CBC acts on SIGINT during branch-and-bound; before that it ignores it.
+KILL_GRACE = 0.5
+
+
+@dataclass
+class _CbcRun:
+    returncode: int
+    interrupted: bool  # a Ctrl-C reached pal-opt while CBC ran
+    stopped_by: str | None  # None, "sigint" (CBC stopped and wrote what it had) or "kill"
+
+    @property
+    def stopped_by_us(self) -> bool:
+        return self.stopped_by is not None
+
+    def describe(self, cbc_result: str) -> str:
+        why = "Ctrl-C" if self.interrupted else "the time limit"
+        if self.stopped_by == "kill":
+            return f"CBC stopped from outside at {why} before it had a solution to write"
+        if self.stopped_by == "sigint":
+            return f"{cbc_result} (CBC stopped from outside at {why})"
+        return cbc_result
+
+
+def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRun:
+    """Run CBC, owning the process: it never outlives this call.
+
+    A Ctrl-C (``KeyboardInterrupt``) or the wall-clock deadline (see :data:`DEADLINE_FACTOR`)
+    sends CBC SIGINT, after which CBC stops and writes its incumbent; if it has not exited
+    :data:`KILL_GRACE` seconds later it is killed.  A second Ctrl-C kills it at once and
+    re-raises.  CBC runs in the caller's process group, so a terminal's Ctrl-C reaches it too.
+    """
+    t0 = time.monotonic()
+    deadline = None if time_limit is None else t0 + DEADLINE_FACTOR * time_limit + DEADLINE_GRACE
+    interrupted = False
+    sigint_at: float | None = None
+    stopped_by: str | None = None
+    with open(log_path, "w", encoding="utf-8") as log_fh:
+        proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=POLL_SECONDS)
+                    break
+                except subprocess.TimeoutExpired:
+                    now = time.monotonic()
+                    if sigint_at is None and deadline is not None and now > deadline:
+                        proc.send_signal(signal.SIGINT)
+                        sigint_at, stopped_by = now, "sigint"
+                    elif sigint_at is not None and now > sigint_at + KILL_GRACE:
+                        proc.kill()
+                        stopped_by = "kill"
+                except KeyboardInterrupt:
+                    if interrupted:
+                        raise
+                    interrupted = True
+                    if sigint_at is None:
+                        proc.send_signal(signal.SIGINT)
+                        sigint_at, stopped_by = time.monotonic(), "sigint"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                stopped_by = "kill"
+            proc.wait()
+    return _CbcRun(rc, interrupted, stopped_by)
 
 
 def _conservative(text: str) -> float:
@@ -121,31 +208,47 @@ class CbcBackend(Backend):
 
         t0 = time.perf_counter()
         prob, xs = self._model(form, start)
-        fd, log_path = tempfile.mkstemp(prefix="pal_opt_cbc_", suffix=".log")
-        os.close(fd)
         gap = float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP
-        kwargs: dict[str, Any] = dict(msg=False, gapRel=0, gapAbs=gap, logPath=log_path, warmStart=start is not None,
+        kwargs: dict[str, Any] = dict(msg=False, gapRel=0, gapAbs=gap, warmStart=start is not None,
                                       options=list(CBC_OPTIONS))
         if options.time_limit is not None:
-            kwargs["timeLimit"] = float(options.time_limit)
+            kwargs["timeMode"] = "elapsed"
         if options.threads is not None and options.threads > 1:
             kwargs["threads"] = int(options.threads)
-        solver = pulp.PULP_CBC_CMD(**kwargs)
-        t1 = time.perf_counter()
+        cmd = pulp.PULP_CBC_CMD(**kwargs)
+        workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
         try:
-            prob.solve(solver)
+            mps, mst, sol, log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
+            vs, var_names, con_names, _ = prob.writeMPS(mps, rename=1)
+            args = [cmd.path, mps]
+            if start is not None:
+                cmd.writesol(mst, prob, vs, var_names, con_names)
+                args += ["-mips", mst]
+            if options.time_limit is not None:
+                args += ["-sec", repr(float(options.time_limit))]
+            for opt in [*cmd.options, *cmd.getOptions()]:
+                args += ("-" + opt).split()
+            args += ["-solve", "-printingOptions", "all", "-solution", sol]
+            t1 = time.perf_counter()
+            run = _run_cbc(args, log_path, options.time_limit)
+            t2 = time.perf_counter()
             with open(log_path, encoding="utf-8", errors="replace") as fh:
                 log = fh.read()
+            sol_status = pulp.LpSolutionNoSolutionFound
+            lp_status = pulp.LpStatusNotSolved
+            if run.returncode == 0 and os.path.exists(sol):
+                lp_status, values_by_name, _, _, _, sol_status = cmd.readsol_MPS(sol, prob, vs, var_names, con_names)
+                prob.assignVarsVals(values_by_name)
+            elif not run.stopped_by_us:
+                from ...errors import BackendError
+
+                tail = " ".join(log.split()[-40:])
+                raise BackendError(f"CBC exited with status {run.returncode} and no solution file: {tail}")
         finally:
-            try:
-                os.remove(log_path)
-            except OSError:
-                pass
-        t2 = time.perf_counter()
+            shutil.rmtree(workdir, ignore_errors=True)
         m = _VERSION.search(log)
         if m and CbcBackend._version is None:
             CbcBackend._version = f"{m.group(1)} (PuLP {pulp.__version__})"
-        sol_status = prob.sol_status
         values = None
         objective = None
         if sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
@@ -164,20 +267,23 @@ class CbcBackend(Backend):
                 bound = objective - gap
         elif sol_status == pulp.LpSolutionIntegerFeasible:
             status = SolverStatus.FEASIBLE
-        elif prob.status == pulp.LpStatusInfeasible:
+        elif lp_status == pulp.LpStatusInfeasible:
             status = SolverStatus.INFEASIBLE
         else:
             status = SolverStatus.NO_SOLUTION
         if bound is not None and objective is not None:
             bound = min(bound, objective)
         result_line = next((ln for ln in log.splitlines() if ln.startswith("Result - ")), "")
-        return BackendSolution(
+        solution = BackendSolution(
             status=status,
             values=values,
             objective=objective,
             bound=bound,
             seconds=t2 - t1,
             translate_seconds=t1 - t0,
-            message=result_line[len("Result - "):] or pulp.LpStatus.get(prob.status, "unknown"),
-            info={},
+            message=run.describe(result_line[len("Result - "):] or pulp.LpStatus.get(lp_status, "unknown")),
+            info={"cbc_stopped_by": run.stopped_by} if run.stopped_by else {},
         )
+        if run.interrupted:
+            raise BackendInterrupted(solution)
+        return solution

@@ -22,6 +22,12 @@ CP-SAT needs integers everywhere.
   ``interleave_search = True``, which runs the portfolio in deterministic batches.  A wall-clock
   time limit that stops the search early is the one remaining source of run-to-run variation.
 * **Warm start.**  ``solution_hint`` with every variable's start value.
+* **Ctrl-C.**  OR-Tools' own SIGINT handler is switched off (``catch_sigint_signal = False``:
+  it logs through absl from inside the signal handler, which can deadlock a process
+  interrupted inside ``malloc``).  ``solve()`` runs in a helper thread
+  (:func:`~.base.run_interruptibly`); a ``KeyboardInterrupt`` calls ``stop_search()``, CP-SAT
+  returns its incumbent within a fraction of a second, and the backend raises
+  :class:`~.base.BackendInterrupted` with it.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..formulation import KIND_KEEP, KIND_Z, Formulation
-from .base import Backend, BackendSolution, SolveOptions, SolverStatus
+from .base import Backend, BackendInterrupted, BackendSolution, SolveOptions, SolverStatus, run_interruptibly
 
 __all__ = ["CpSatBackend", "OBJECTIVE_PRECISION", "scaled_objective"]
 
@@ -130,8 +136,9 @@ class CpSatBackend(Backend):
         prm.relative_gap_limit = 0.0
         prm.absolute_gap_limit = float(options.abs_gap) / OBJECTIVE_PRECISION if options.abs_gap > 0 else 0.0
         prm.log_search_progress = False
+        prm.catch_sigint_signal = False
         t1 = time.perf_counter()
-        st = solver.solve(model)
+        st, interrupted = run_interruptibly(lambda: solver.solve(model), solver.stop_search)
         t2 = time.perf_counter()
         has_sol = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         values = None
@@ -156,7 +163,7 @@ class CpSatBackend(Backend):
             raise BackendError(f"CP-SAT rejected the model: {model.validate()}")
         else:
             status = SolverStatus.NO_SOLUTION
-        return BackendSolution(
+        solution = BackendSolution(
             status=status,
             values=values,
             objective=objective,
@@ -171,3 +178,6 @@ class CpSatBackend(Backend):
                 "num_workers": workers,
             },
         )
+        if interrupted:
+            raise BackendInterrupted(solution)
+        return solution

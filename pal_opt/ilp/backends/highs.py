@@ -6,12 +6,17 @@ the objective offset in ``offset_``.  Options:
 * ``time_limit`` → ``time_limit``;
 * gap: ``mip_rel_gap = 0`` and ``mip_abs_gap = abs_gap`` (or ``1e-9`` to prove optimality;
   HiGHS's default relative gap of 1e-4 would stop short of it);
-* ``threads`` → ``threads`` (HiGHS keeps one global task scheduler per process; when the thread
-  count changes it is reset before the solve);
+* ``threads`` → ``threads`` (HiGHS's task scheduler is released after every solve, as highspy
+  itself does, so each solve starts one with its own thread count);
 * ``deterministic``: HiGHS's MIP search is deterministic for a given model and options; the
   seed is fixed (``random_seed``).
 * warm start: ``setSolution`` with the full start vector; HiGHS checks it and keeps it as the
   first incumbent.
+
+Ctrl-C: ``Highs.run()`` runs in a helper thread (:func:`~.base.run_interruptibly`) with
+highspy's user-interrupt callbacks on; a ``KeyboardInterrupt`` calls ``cancelSolve()``, which
+HiGHS acts on at its next simplex, IPM or MIP check (presolve has none: on 2,048-GPU rounds up
+to about 3 s), and the backend raises :class:`~.base.BackendInterrupted` with the incumbent.
 
 The bound is ``mip_dual_bound``.  :meth:`HighsBackend.relaxation_bound` solves the LP
 relaxation alone (dual simplex without presolve: on 2,048-GPU rounds HiGHS's presolve takes
@@ -28,7 +33,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..formulation import Formulation
-from .base import Backend, BackendSolution, SolveOptions, SolverStatus, finite_or_none
+from .base import (
+    Backend,
+    BackendInterrupted,
+    BackendSolution,
+    SolveOptions,
+    SolverStatus,
+    finite_or_none,
+    run_interruptibly,
+)
 
 __all__ = ["HighsBackend"]
 
@@ -45,7 +58,6 @@ class HighsBackend(Backend):
     supports_warm_start: ClassVar[bool] = True
     integer_coefficients: ClassVar[bool] = False
     supports_relaxation: ClassVar[bool] = True
-    _threads_in_use: ClassVar[int | None] = None
 
     @classmethod
     def _probe(cls) -> None:
@@ -71,11 +83,28 @@ class HighsBackend(Backend):
         lp = self._model(form)
         lp.integrality_ = []
         h.passModel(lp)
-        h.run()
+        _, interrupted = self._run(h)
+        if interrupted:
+            raise BackendInterrupted(None)
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         obj = float(h.getInfo().objective_function_value)
         return obj - RELAXATION_SAFETY * max(1.0, abs(obj))
+
+    @staticmethod
+    def _run(h: Any) -> tuple[Any, bool]:
+        """``h.run()`` in a helper thread, stoppable with Ctrl-C (see the module docstring)."""
+        import highspy
+
+        h.HandleUserInterrupt = True
+
+        def work() -> Any:
+            try:
+                return h.run()
+            finally:
+                highspy.Highs.resetGlobalScheduler(False)
+
+        return run_interruptibly(work, h.cancelSolve)
 
     def _model(self, form: Formulation) -> Any:
         import highspy
@@ -110,9 +139,6 @@ class HighsBackend(Backend):
         t0 = time.perf_counter()
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        if options.threads is not None and options.threads != HighsBackend._threads_in_use:
-            highspy.Highs.resetGlobalScheduler(True)
-            HighsBackend._threads_in_use = options.threads
         if options.threads is not None:
             h.setOptionValue("threads", int(options.threads))
         if options.time_limit is not None:
@@ -127,7 +153,7 @@ class HighsBackend(Backend):
             sol.value_valid = True
             h.setSolution(sol)
         t1 = time.perf_counter()
-        h.run()
+        _, interrupted = self._run(h)
         t2 = time.perf_counter()
         ms = h.getModelStatus()
         info = h.getInfo()
@@ -143,7 +169,7 @@ class HighsBackend(Backend):
         objective = form.objective(values) if values is not None else None
         if status == SolverStatus.OPTIMAL and bound is None and objective is not None:
             bound = objective
-        return BackendSolution(
+        solution = BackendSolution(
             status=status,
             values=values,
             objective=objective,
@@ -153,3 +179,6 @@ class HighsBackend(Backend):
             message=h.modelStatusToString(ms),
             info={"nodes": int(info.mip_node_count), "simplex_iterations": int(info.simplex_iteration_count)},
         )
+        if interrupted:
+            raise BackendInterrupted(solution)
+        return solution

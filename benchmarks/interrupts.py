@@ -1,0 +1,190 @@
+"""Ctrl-C and time limits: what stopping a solver cleanly costs, and how fast it is.
+
+Three parts, all on the real solvers, in one process:
+
+A. **Overhead of being interruptible.**  Every backend's solve runs in a helper thread, and
+   HiGHS with highspy's user-interrupt callbacks on.  On the 20 paper-cluster rounds of
+   ``ilp_paper_cluster.py`` (16 × 4, 40 jobs) and on ``instances/mid-32x8.json``, each round is
+   solved to proven optimality by the backend as shipped and by a plain variant (the solver
+   called directly in the calling thread, HiGHS without callbacks), interleaved, and the medians
+   compared.
+B. **Time to stop.**  A ``KeyboardInterrupt`` (``_thread.interrupt_main``, what SIGINT does) is
+   sent 0.5, 1, 2 and 4 s after a backend's solve starts on ``racked-64x8`` and ``large-256x8``
+   (60 s limit); reported: seconds from the interrupt to :class:`pal_opt.SolveInterrupted`,
+   what was kept (the solver's incumbent or the start placement) and its gap.
+C. **CBC's time limit.**  On ``large-256x8`` with limits of 0.001, 0.5, 2 and 5 s: seconds inside
+   CBC for pal-opt's own CBC call (wall-clock deadline) and for PuLP's ``PULP_CBC_CMD`` call on
+   the same model and options (CBC's ``-sec`` alone).
+
+Usage::
+
+    python benchmarks/interrupts.py [--out benchmarks/results/interrupts.md] [--quick]
+"""
+
+from __future__ import annotations
+
+import _thread
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
+
+from pal_opt.binning import binned_factors  # noqa: E402
+from pal_opt.errors import SolveInterrupted  # noqa: E402
+from pal_opt.ilp import build_formulation  # noqa: E402
+from pal_opt.ilp.backends import BACKENDS, SolveOptions  # noqa: E402
+from pal_opt.ilp.backends import cpsat as cpsat_mod  # noqa: E402
+from pal_opt.ilp.backends.highs import HighsBackend  # noqa: E402
+from pal_opt.ilp.solve import resolve_admission  # noqa: E402
+from pal_opt.io import load_instance  # noqa: E402
+from pal_opt.solve import solve  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+INSTANCES = ROOT / "instances"
+
+
+class PlainHighs(HighsBackend):
+    """HiGHS called directly: no helper thread, no interrupt callbacks (the comparator)."""
+
+    @staticmethod
+    def _run(h: Any) -> tuple[Any, bool]:
+        return h.run(), False
+
+
+def _plain_cpsat_solve(form, options, start=None):  # type: ignore[no-untyped-def]
+    """CP-SAT called directly in this thread (the comparator)."""
+    saved = cpsat_mod.run_interruptibly
+    cpsat_mod.run_interruptibly = lambda work, stop: (work(), False)  # type: ignore[assignment]
+    try:
+        return cpsat_mod.CpSatBackend().solve(form, options, start)
+    finally:
+        cpsat_mod.run_interruptibly = saved
+
+
+def _form(inst):  # type: ignore[no-untyped-def]
+    admitted, _ = resolve_admission(inst, None, None)
+    return build_formulation(inst, admitted, factors=binned_factors(inst.cluster, inst.params.binning))
+
+
+def part_a(rounds: int) -> list[str]:
+    meas = measurements()
+    forms = [(f"paper s{s}", _form(paper_round(s, meas))) for s in range(rounds)]
+    mid = _form(load_instance(INSTANCES / "mid-32x8.json"))
+    opts = SolveOptions()
+    variants = {
+        "highs": (lambda f: HighsBackend().solve(f, opts), lambda f: PlainHighs().solve(f, opts)),
+        "cpsat": (lambda f: BACKENDS["cpsat"]().solve(f, opts), lambda f: _plain_cpsat_solve(f, opts)),
+    }
+    lines = ["## A. Overhead of being interruptible (solve to proven optimality)", "",
+             "| Backend | Rounds | Median, as shipped | Median, plain | Ratio | Same objective |",
+             "|---|---|---|---|---|---|"]
+    for name, (shipped, plain) in variants.items():
+        for label, group, reps in (("paper 16×4 (20 rounds)", forms, 1), ("mid-32x8 (×5)", [("mid", mid)] * 5, 1)):
+            a, b, same = [], [], True
+            for k, (_, f) in enumerate(group):
+                for _ in range(reps):
+                    order = (shipped, plain) if k % 2 == 0 else (plain, shipped)
+                    out = {}
+                    for fn in order:
+                        sol = fn(f)
+                        out[fn] = sol
+                        (a if fn is shipped else b).append(sol.seconds)
+                    same &= abs(out[shipped].objective - out[plain].objective) <= 1e-6 * max(1.0, abs(out[plain].objective))
+            ma, mb = statistics.median(a), statistics.median(b)
+            lines.append(f"| {name} | {label} | {ma * 1000:.1f} ms | {mb * 1000:.1f} ms | {ma / mb:.2f} | {same} |")
+    return lines
+
+
+def _interrupt_after(backend: str, delay: float) -> tuple[dict[str, float], Any]:
+    cls = BACKENDS[backend]
+    orig = cls.solve
+    sent: dict[str, float] = {}
+
+    def fire() -> None:
+        sent["at"] = time.monotonic()
+        _thread.interrupt_main()
+
+    def patched(self, *a, **k):  # type: ignore[no-untyped-def]
+        threading.Timer(delay, fire).start()
+        return orig(self, *a, **k)
+
+    cls.solve = patched  # type: ignore[method-assign]
+    return sent, orig
+
+
+def part_b(delays: list[float]) -> list[str]:
+    lines = ["## B. Time to stop after Ctrl-C (60 s limit)", "",
+             "| Instance | Backend | Interrupt after | Stopped in | Kept | Status | Gap |", "|---|---|---|---|---|---|---|"]
+    for inst_name in ("racked-64x8", "large-256x8"):
+        inst = load_instance(INSTANCES / f"{inst_name}.json")
+        for backend in BACKENDS:
+            for delay in delays:
+                sent, orig = _interrupt_after(backend, delay)
+                try:
+                    res = solve(inst, "ilp", backend=backend, time_limit=60)
+                    lines.append(f"| {inst_name} | {backend} | {delay:g} s | finished first | — | {res.status.value} | — |")
+                    continue
+                except SolveInterrupted as exc:
+                    stopped = time.monotonic() - sent["at"]
+                    r = exc.result
+                finally:
+                    BACKENDS[backend].solve = orig  # type: ignore[method-assign]
+                kept = r.info.get("incumbent", "start") if r is not None else "nothing"
+                gap = f"{100 * r.gap:.2f}%" if r is not None and r.gap is not None else "—"
+                lines.append(f"| {inst_name} | {backend} | {delay:g} s | {stopped:.2f} s | {kept} | "
+                             f"{r.status.value if r else '—'} | {gap} |")
+                time.sleep(0.2)  # let a Timer thread that fired late finish
+    return lines
+
+
+def part_c(limits: list[float]) -> list[str]:
+    import pulp
+
+    inst = load_instance(INSTANCES / "large-256x8.json")
+    form = _form(inst)
+    cbc = BACKENDS["cbc"]
+    lines = ["## C. CBC and its time limit on large-256x8 (no warm start)", "",
+             "| Limit | pal-opt's CBC call: inside CBC | status | PuLP's PULP_CBC_CMD call: inside CBC | status |",
+             "|---|---|---|---|---|"]
+    for limit in limits:
+        sol = cbc().solve(form, SolveOptions(time_limit=limit))
+        prob, _ = cbc()._model(form, None)
+        with tempfile.TemporaryDirectory() as d:
+            cmd = pulp.PULP_CBC_CMD(msg=False, gapRel=0, gapAbs=1e-9, timeLimit=limit, options=["preprocess on"],
+                                    logPath=os.path.join(d, "log"))
+            t = time.perf_counter()
+            prob.solve(cmd)
+            pulp_s = time.perf_counter() - t
+        lines.append(f"| {limit:g} s | {sol.seconds:.2f} s | {sol.status.value} | {pulp_s:.2f} s (incl. MPS writing) | "
+                     f"{pulp.LpStatus[prob.status]} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "interrupts.md")
+    ap.add_argument("--quick", action="store_true", help="fewer rounds, delays and limits (a smoke run)")
+    args = ap.parse_args(argv)
+    rounds = 4 if args.quick else 20
+    delays = [1.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
+    limits = [0.001] if args.quick else [0.001, 0.5, 2.0, 5.0]
+    head = ["# Interrupts and time limits", "", *machine(), ""]
+    body = [*part_a(rounds), "", *part_b(delays), "", *part_c(limits), ""]
+    text = "\n".join([*head, *body])
+    if not args.quick:
+        args.out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,228 @@
+"""Ctrl-C inside an exact solve, through the library API, on the real solvers.
+
+``KeyboardInterrupt`` is delivered to the main thread with ``_thread.interrupt_main()`` (what a
+SIGINT does) one second after a backend's ``solve`` is entered; the backends run unchanged.  The
+subprocess tests in ``test_faults.py`` cover the same through the CLI with real signals.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import pal_opt
+from pal_opt.check import check
+from pal_opt.errors import SolveInterrupted
+from pal_opt.ilp.backends import BACKENDS
+from pal_opt.ilp.backends.base import BackendInterrupted, run_interruptibly
+from pal_opt.io import load_instance
+from pal_opt.result import Status
+from pal_opt.solve import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+RACKED = ROOT / "instances" / "racked-64x8.json"
+
+
+@pytest.fixture(scope="module")
+def racked():
+    return load_instance(RACKED)
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                out.append(int(d.name))
+    return out
+
+
+def _cbc_dirs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("pal_opt_cbc_*")}
+
+
+def _interrupt_when_solving(monkeypatch, backend: str, after: float, times: int = 1) -> dict[str, float]:
+    """Patch the backend so that ``after`` seconds into its ``solve`` the main thread gets a
+    KeyboardInterrupt (``times`` of them, 0.3 s apart).  Returns a dict that receives the time
+    of the first one."""
+    cls = BACKENDS[backend]
+    orig = cls.solve
+    sent: dict[str, float] = {}
+
+    def fire() -> None:
+        for k in range(times):
+            if k == 0:
+                sent["at"] = time.monotonic()
+            _thread.interrupt_main()
+            time.sleep(0.3)
+
+    def solve_with_timer(self, *a, **k):  # type: ignore[no-untyped-def]
+        timer = threading.Timer(after, fire)
+        timer.daemon = True
+        timer.start()
+        return orig(self, *a, **k)
+
+    monkeypatch.setattr(cls, "solve", solve_with_timer)
+    return sent
+
+
+@pytest.mark.parametrize("backend", tuple(BACKENDS))
+def test_ctrl_c_in_the_solver_hands_back_the_best_placement(monkeypatch, racked, backend):
+    """The solver stops within seconds; ``SolveInterrupted.result`` is a valid placement of the
+    admitted jobs, never worse than the start placement, flagged as interrupted; no solver
+    thread, process or temporary file is left behind."""
+    dirs_before = _cbc_dirs()
+    sent = _interrupt_when_solving(monkeypatch, backend, after=1.0)
+    with pytest.raises(SolveInterrupted) as caught:
+        solve(racked, "ilp", backend=backend, time_limit=60)
+    waited = time.monotonic() - sent["at"]
+    assert waited < 10, f"{backend} took {waited:.1f} s to stop"
+    res = caught.value.result
+    assert res is not None and res.placements
+    assert res.info["interrupted"] is True
+    assert res.status in (Status.FEASIBLE, Status.FALLBACK), res.status
+    assert res.message.startswith("interrupted") or "interrupted" in res.message
+    assert check(racked, res) == []
+    starts = [v for k, v in res.info.items() if k.startswith("start_") and k.endswith("_objective")]
+    assert res.objective <= min(starts) + 1e-9
+    if res.bound is not None:
+        assert res.bound <= res.objective + 1e-9
+    # nothing left running or lying around
+    deadline = time.monotonic() + 2
+    while any(t.name == "pal-opt-solver" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name == "pal-opt-solver" for t in threading.enumerate())
+    assert _children() == []
+    assert _cbc_dirs() <= dirs_before
+
+
+def test_solve_interrupted_is_a_keyboard_interrupt(monkeypatch, racked):
+    """Code that handles Ctrl-C as ``KeyboardInterrupt`` keeps working unchanged."""
+    _interrupt_when_solving(monkeypatch, "cpsat", after=0.5)
+    with pytest.raises(KeyboardInterrupt):
+        solve(racked, "ilp", backend="cpsat", time_limit=60)
+
+
+def test_the_solver_is_usable_after_an_interrupt(monkeypatch, racked):
+    """An interrupted HiGHS solve leaves the process able to solve again (its task scheduler is
+    released after every run), with the same answer as an undisturbed solve."""
+    small = pal_opt.generate_instance(nodes=8, gpus_per_node=4, jobs=20, seed=3)
+    before = solve(small, "ilp", backend="highs")
+    with monkeypatch.context() as m:
+        _interrupt_when_solving(m, "highs", after=1.0)
+        with pytest.raises(SolveInterrupted):
+            solve(racked, "ilp", backend="highs", time_limit=60)
+    after = solve(small, "ilp", backend="highs")
+    assert after.status == Status.OPTIMAL
+    assert after.placements == before.placements
+
+
+def test_ctrl_c_in_the_lp_relaxation_returns_the_start_placement(monkeypatch, racked):
+    """With a gap target HiGHS first solves the LP relaxation; an interrupt there hands back the
+    start placement (the backend raises BackendInterrupted without a solution)."""
+    cls = BACKENDS["highs"]
+
+    def interrupted(self, form, options):  # type: ignore[no-untyped-def]
+        raise BackendInterrupted(None)
+
+    monkeypatch.setattr(cls, "relaxation_bound", interrupted)
+    with pytest.raises(SolveInterrupted) as caught:
+        solve(racked, "ilp", backend="highs", gap=0.001)
+    res = caught.value.result
+    assert res.status == Status.FALLBACK and res.info["interrupted"] is True
+    src = res.info["start_source"]
+    assert res.objective == pytest.approx(res.info[f"start_{src}_objective"], rel=1e-12)
+    assert check(racked, res) == []
+
+
+# --------------------------------------------------------------------------- the runner
+def test_runner_returns_the_value_and_reraises_errors():
+    assert run_interruptibly(lambda: 41 + 1, lambda: None) == (42, False)
+
+    def boom() -> None:
+        raise ValueError("solver crashed")
+
+    with pytest.raises(ValueError, match="solver crashed"):
+        run_interruptibly(boom, lambda: None)
+
+
+def test_runner_first_interrupt_asks_the_solver_to_stop():
+    stop = threading.Event()
+
+    def work() -> str:
+        return "stopped" if stop.wait(20) else "ran to its limit"
+
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    t0 = time.monotonic()
+    value, interrupted = run_interruptibly(work, stop.set)
+    assert (value, interrupted) == ("stopped", True)
+    assert time.monotonic() - t0 < 5
+
+
+def test_runner_second_interrupt_stops_waiting():
+    """A solver that ignores the stop request: the second Ctrl-C gives up on it at once."""
+    asked = []
+
+    def fire() -> None:
+        _thread.interrupt_main()
+        time.sleep(0.3)
+        _thread.interrupt_main()
+
+    threading.Timer(0.2, fire).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_interruptibly(lambda: time.sleep(20), lambda: asked.append(True))
+    assert asked == [True]
+    assert time.monotonic() - t0 < 5
+
+
+# --------------------------------------------------------------------------- lazy imports
+def test_importing_the_package_or_its_cli_loads_no_heavy_library():
+    """``import pal_opt`` and ``import pal_opt.cli`` stay cheap, so the CLI's Ctrl-C handling is
+    in place before numpy, scipy, networkx, pandas or a solver is imported."""
+    code = ("import sys, pal_opt, pal_opt.cli; "
+            "print(sorted(m for m in ('numpy', 'scipy', 'networkx', 'pandas', 'sklearn', 'ortools', "
+            "'highspy', 'pulp') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_every_public_name_resolves():
+    for name in pal_opt.__all__:
+        assert getattr(pal_opt, name) is not None, name
+    assert set(pal_opt.__all__) <= set(dir(pal_opt))
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        pal_opt.no_such_name  # noqa: B018
+    from pal_opt import SolveInterrupted as exported
+
+    assert exported is SolveInterrupted
+
+
+def test_the_public_list_matches_the_lazy_table():
+    from pal_opt import _EXPORTS  # type: ignore[attr-defined]
+
+    assert sorted(pal_opt.__all__) == sorted([*_EXPORTS, "__version__"])
+
+
+def test_public_functions_survive_their_submodule_being_imported_first():
+    """``pal_opt/solve.py`` defines ``solve`` and ``pal_opt/check.py`` defines ``check``: importing
+    the submodules first (as the CLI does) must not hide the functions behind the modules."""
+    code = ("import types, pkgutil, importlib, pal_opt.solve, pal_opt.check, pal_opt.cli, pal_opt; "
+            "[importlib.import_module('pal_opt.' + m.name) for m in pkgutil.iter_modules(pal_opt.__path__)]; "
+            "bad = [n for n in pal_opt.__all__ if isinstance(getattr(pal_opt, n), types.ModuleType)]; "
+            "print(bad, pal_opt.solve.__module__, pal_opt.check.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["[]", "pal_opt.solve", "pal_opt.check"], out.stdout + out.stderr
