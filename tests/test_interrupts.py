@@ -22,7 +22,7 @@ import pal_opt
 from pal_opt.check import check
 from pal_opt.errors import SolveInterrupted
 from pal_opt.ilp.backends import BACKENDS
-from pal_opt.ilp.backends.base import BackendInterrupted, run_interruptibly
+from pal_opt.ilp.backends.base import BackendAbandoned, BackendInterrupted, run_interruptibly
 from pal_opt.io import load_instance
 from pal_opt.result import Status
 from pal_opt.solve import solve
@@ -130,6 +130,37 @@ def test_the_solver_is_usable_after_an_interrupt(monkeypatch, racked):
     assert after.placements == before.placements
 
 
+def test_ctrl_c_while_the_backend_translates_returns_the_start_placement(monkeypatch):
+    """CBC spends its first second on large-256x8 building the PuLP model and writing the MPS
+    file; a Ctrl-C there hands back the start placement, and no CBC process or file is left."""
+    large = load_instance(ROOT / "instances" / "large-256x8.json")
+    dirs_before = _cbc_dirs()
+    _interrupt_when_solving(monkeypatch, "cbc", after=0.2)
+    with pytest.raises(SolveInterrupted) as caught:
+        solve(large, "ilp", backend="cbc", time_limit=60)
+    res = caught.value.result
+    assert res.status == Status.FALLBACK and res.info["interrupted"] is True
+    assert "translate_seconds" not in res.info  # the solver never ran
+    assert check(large, res) == []
+    assert _children() == [] and _cbc_dirs() <= dirs_before
+
+
+def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
+    """HiGHS presolving large-256x8 does not look at the stop request for a few seconds; a
+    second Ctrl-C gives up waiting: a plain KeyboardInterrupt, no result."""
+    large = load_instance(ROOT / "instances" / "large-256x8.json")
+    _interrupt_when_solving(monkeypatch, "highs", after=0.5, times=2)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        solve(large, "ilp", backend="highs", time_limit=8)
+    assert not isinstance(caught.value, SolveInterrupted)
+    # the abandoned solver stops by itself (asked to, or at its limit); wait so that it does not
+    # share HiGHS with the tests after this one
+    deadline = time.monotonic() + 20
+    while any(t.name == "pal-opt-solver" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(t.name == "pal-opt-solver" for t in threading.enumerate())
+
+
 def test_ctrl_c_in_the_lp_relaxation_returns_the_start_placement(monkeypatch, racked):
     """With a gap target HiGHS first solves the LP relaxation; an interrupt there hands back the
     start placement (the backend raises BackendInterrupted without a solution)."""
@@ -183,7 +214,7 @@ def test_runner_second_interrupt_stops_waiting():
 
     threading.Timer(0.2, fire).start()
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(BackendAbandoned):
         run_interruptibly(lambda: time.sleep(20), lambda: asked.append(True))
     assert asked == [True]
     assert time.monotonic() - t0 < 5
@@ -226,3 +257,42 @@ def test_public_functions_survive_their_submodule_being_imported_first():
             "print(bad, pal_opt.solve.__module__, pal_opt.check.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["[]", "pal_opt.solve", "pal_opt.check"], out.stdout + out.stderr
+
+
+def test_solves_from_worker_threads_run_in_that_thread(monkeypatch):
+    """A scheduler solving rounds in worker threads: the solver runs in the worker itself (Ctrl-C
+    never reaches a worker thread, so no helper thread is needed), and concurrent solves on
+    different backends give the undisturbed answers."""
+    import pal_opt.ilp.backends.cpsat as cpsat_mod
+    import pal_opt.ilp.backends.highs as highs_mod
+
+    small = pal_opt.generate_instance(nodes=8, gpus_per_node=4, jobs=20, seed=5)
+    expected = {b: solve(small, "ilp", backend=b).placements for b in BACKENDS}
+    ran_in: list[tuple[str, str]] = []
+
+    def spying(mod_name: str):  # type: ignore[no-untyped-def]
+        def spy(work, stop):  # type: ignore[no-untyped-def]
+            def recorded():  # type: ignore[no-untyped-def]
+                ran_in.append((mod_name, threading.current_thread().name))
+                return work()
+            return run_interruptibly(recorded, stop)
+        return spy
+
+    monkeypatch.setattr(cpsat_mod, "run_interruptibly", spying("cpsat"))
+    monkeypatch.setattr(highs_mod, "run_interruptibly", spying("highs"))
+    seen: dict[str, object] = {}
+
+    def worker(backend: str) -> None:
+        seen[backend] = solve(small, "ilp", backend=backend).placements
+
+    threads = [threading.Thread(target=worker, args=(b,), name=f"sched-{b}") for b in BACKENDS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert seen == expected
+    assert sorted(ran_in) == [("cpsat", "sched-cpsat"), ("highs", "sched-highs")]
+    # and from the main thread the helper thread is used
+    ran_in.clear()
+    solve(small, "ilp", backend="cpsat")
+    assert ran_in == [("cpsat", "pal-opt-solver")]

@@ -25,12 +25,12 @@ the start placement is already within the target (``info["solver_status"]`` says
 
 Ctrl-C
 ------
-A ``KeyboardInterrupt`` while a backend solves stops the solver cleanly (see each backend) and
-is re-raised as :class:`~pal_opt.errors.SolveInterrupted`, whose ``result`` is the best
-placement found so far: the solver's incumbent (``FEASIBLE``, with its gap) or the start
-placement (``FALLBACK``), never worse than the start placement, with ``info["interrupted"]``
-set.  An interrupt anywhere else (building the program, pricing the starts) is a plain
-``KeyboardInterrupt``.
+A ``KeyboardInterrupt`` while a backend translates or solves the program stops the solver
+cleanly (see each backend) and is re-raised as :class:`~pal_opt.errors.SolveInterrupted`, whose
+``result`` is the best placement found so far: the solver's incumbent (``FEASIBLE``, with its
+gap) or the start placement (``FALLBACK``), never worse than the start placement, with
+``info["interrupted"]`` set.  An interrupt before that (building the program, pricing the
+starts), or a second one while a stopped solver winds down, is a plain ``KeyboardInterrupt``.
 
 Statuses
 --------
@@ -60,7 +60,7 @@ from ..errors import OptionError, SolveInterrupted
 from ..model import GpuState, JobId, RoundInstance
 from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
-from .backends import BackendInterrupted, SolveOptions, SolverStatus, get_backend
+from .backends import BackendAbandoned, BackendInterrupted, SolveOptions, SolverStatus, get_backend
 from .decode import decode, encode
 from .formulation import build_formulation
 from .heuristic import start_placements
@@ -264,7 +264,9 @@ def solve_ilp(
         t1 = time.perf_counter()
         try:
             lp_bound = solver.relaxation_bound(form, opts)
-        except BackendInterrupted:
+        except BackendAbandoned:
+            raise KeyboardInterrupt from None
+        except KeyboardInterrupt:  # BackendInterrupted, or a Ctrl-C while the LP was translated
             res = _result(instance, dict(greedy), factors, status=Status.FALLBACK,
                           solve_seconds=time.perf_counter() - t1, build_seconds=build_seconds,
                           message=f"interrupted while {cls.name} solved the LP relaxation; the start placement "
@@ -289,8 +291,11 @@ def solve_ilp(
     interrupted = False
     try:
         sol = solver.solve(form, opts, start)
-    except BackendInterrupted as exc:
-        if exc.solution is None:
+    except BackendAbandoned:
+        raise KeyboardInterrupt from None
+    except KeyboardInterrupt as exc:  # BackendInterrupted, or a Ctrl-C while the model was translated
+        solution = exc.solution if isinstance(exc, BackendInterrupted) else None
+        if solution is None:
             if greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
                 raise SolveInterrupted(None) from None
             info["interrupted"] = True
@@ -300,7 +305,7 @@ def solve_ilp(
                                   "returned", **common)  # type: ignore[arg-type]
             res.gap = relative_gap(res.objective, lp_bound, demand)
             raise SolveInterrupted(res) from None
-        sol, interrupted = exc.solution, True
+        sol, interrupted = solution, True
         info["interrupted"] = True
     res = _finish(instance, form, factors, sol, greedy, gcost, source, lp_bound, lp_seconds, build_seconds, demand,
                   cls.name, common)

@@ -8,13 +8,22 @@
 from __future__ import annotations
 
 from ...errors import BackendUnavailableError, OptionError
-from .base import Backend, BackendInterrupted, BackendSolution, SolveOptions, SolverStatus, run_interruptibly
+from .base import (
+    Backend,
+    BackendAbandoned,
+    BackendInterrupted,
+    BackendSolution,
+    SolveOptions,
+    SolverStatus,
+    run_interruptibly,
+)
 from .cbc import CbcBackend
 from .cpsat import CpSatBackend
 from .highs import HighsBackend
 
 __all__ = [
     "Backend",
+    "BackendAbandoned",
     "BackendInterrupted",
     "BackendSolution",
     "SolveOptions",

@@ -19,7 +19,15 @@ import numpy as np
 
 from ..formulation import Formulation
 
-__all__ = ["SolverStatus", "SolveOptions", "BackendSolution", "Backend", "BackendInterrupted", "run_interruptibly"]
+__all__ = [
+    "SolverStatus",
+    "SolveOptions",
+    "BackendSolution",
+    "Backend",
+    "BackendInterrupted",
+    "BackendAbandoned",
+    "run_interruptibly",
+]
 
 T = TypeVar("T")
 
@@ -172,6 +180,11 @@ class BackendInterrupted(KeyboardInterrupt):
         super().__init__("solver interrupted")
 
 
+class BackendAbandoned(KeyboardInterrupt):
+    """A second Ctrl-C while a backend waited for its stopped solver: the caller gives up at once
+    and keeps nothing (:func:`pal_opt.ilp.solve_ilp` re-raises a plain ``KeyboardInterrupt``)."""
+
+
 def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[T, bool]:
     """Run ``work()`` (a blocking solver call that releases the GIL) so that Ctrl-C can stop it.
 
@@ -180,12 +193,17 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
 
     * First ``KeyboardInterrupt``: ``stop()`` asks the solver to stop (it must be safe to call
       from another thread), and the wait goes on until the solver returns what it has.
-    * Second ``KeyboardInterrupt``: stop waiting and re-raise at once; the helper thread is a
-      daemon, so its solver may run on until its own limit but never blocks interpreter exit.
+    * Second ``KeyboardInterrupt``: stop waiting and raise :class:`BackendAbandoned` at once; the
+      helper thread is a daemon, so its solver may run on until its own limit but never blocks
+      interpreter exit.
 
     Returns ``(work's value, whether an interrupt was acted on)``; an exception raised by
-    ``work`` is re-raised in the caller.
+    ``work`` is re-raised in the caller.  Called from any thread but the main one (a scheduler
+    that solves in worker threads), ``work`` runs directly: Python delivers Ctrl-C only to the
+    main thread.
     """
+    if threading.current_thread() is not threading.main_thread():
+        return work(), False
     box: dict[str, Any] = {}
     # an Event, not Thread.join: CPython 3.11 can mark a thread finished when a join() on it is
     # interrupted by KeyboardInterrupt (gh-90882)
@@ -207,7 +225,7 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
             done.wait(POLL_SECONDS)
         except KeyboardInterrupt:
             if interrupted:
-                raise
+                raise BackendAbandoned() from None
             interrupted = True
             stop()
     if "error" in box:
