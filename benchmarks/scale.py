@@ -167,7 +167,7 @@ def bench_2048(seeds: int, progress: Any) -> tuple[list[str], dict[str, Any]]:
         "(CP-SAT and CBC always search: `solve_ilp` computes the LP bound only for backends that solve relaxations). "
         "*start gap*: the better start placement's gap to the final bound.  With the 5 s limit CP-SAT may stop "
         "before its own LP bound is tight (large gaps) or before loading the hint as a solution (`fallback`: the "
-        "start placement is returned, no bound); CBC may overrun short limits while preprocessing.",
+        "start placement is returned, no bound); CBC does not check its limit while it preprocesses, so pal-opt stops it from outside at 1.05 × limit + 0.25 s and kills it 0.5 s later; a CBC killed before it wrote a solution gives `fallback` too (the start placement; *time* includes 1–2 s of PuLP model building and MPS writing before CBC starts).",
         "",
     ]
     return lines, summary
