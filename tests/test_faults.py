@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import children
 
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
@@ -390,20 +391,6 @@ _DRIVER = textwrap.dedent(
 )
 
 
-def _children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (Linux /proc)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(d.name))
-    return out
-
-
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -415,7 +402,7 @@ def _alive(pid: int) -> bool:
 def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
-        kids = _children(todo.pop())
+        kids = children(todo.pop())
         out += kids
         todo += kids
     return out

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from procs import children
 
 import pal_opt
 from pal_opt.check import check
@@ -37,17 +38,7 @@ def racked():
 
 
 def _children() -> list[int]:
-    me = os.getpid()
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
-                out.append(int(d.name))
-    return out
+    return children(os.getpid())
 
 
 def _cbc_dirs() -> set[str]:
