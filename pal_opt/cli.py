@@ -294,7 +294,13 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         # the solver was stopped cleanly and handed back the best placement it had: keep it
         if not isinstance(exc.result, PlacementResult) or not exc.result.placements:
             raise
-        _report(args, inst, exc.result)
+        try:
+            _report(args, inst, exc.result)
+        except OSError as err:  # e.g. --out in a directory that does not exist
+            where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+            _error(f"{PROG}: interrupted; the best placement found so far could not be written: "
+                   f"{where}{err.strerror or err}")
+            return 130
         where = f" (written to {args.out})" if args.out else ""
         _error(f"{PROG}: interrupted: kept the best placement found so far{where}")
         return 130
@@ -470,5 +476,24 @@ def _main(argv: Sequence[str] | None, signals: _Signals) -> int:
         raise
 
 
+def run(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``pal-opt`` entry point: :func:`main`, then exit with its code.
+
+    When a second Ctrl-C gave up on a solver that is still running in its helper thread, the
+    process ends with ``os._exit`` (after flushing): a C++ solver still running while the
+    interpreter shuts down can abort the process (``terminate called ...``, SIGABRT).
+    """
+    code = main(argv)
+    base = sys.modules.get("pal_opt.ilp.backends.base")  # not imported: no solver ever ran
+    if base is not None and base.abandoned_solvers():
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # pragma: no cover - a closed stream
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

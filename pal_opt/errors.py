@@ -96,19 +96,23 @@ class InfeasibleRoundError(PalOptError):
 class SolveInterrupted(KeyboardInterrupt):
     """A Ctrl-C (``KeyboardInterrupt``) that stopped an exact solve, with what it had found.
 
-    The solver was stopped cleanly before this was raised: no solver thread or process is left
-    running.  It derives from ``KeyboardInterrupt`` (not :class:`PalOptError`), so code that
+    The solver was asked to stop and had stopped before this was raised (its helper thread
+    ended, its process exited).  It derives from ``KeyboardInterrupt`` (not :class:`PalOptError`), so code that
     handles Ctrl-C keeps working unchanged; code that wants the partial answer catches it.
 
     Attributes
     ----------
     result
         The best placement found before the interrupt, as a complete
-        :class:`~pal_opt.result.PlacementResult` (``FEASIBLE`` with the solver's incumbent, or
-        ``FALLBACK`` with the start placement; ``info["interrupted"]`` is True), or None when
-        nothing was found yet.
+        :class:`~pal_opt.result.PlacementResult` with ``info["interrupted"]`` True: usually
+        ``FEASIBLE`` (the solver's incumbent, or the start placement when that is cheaper) or
+        ``FALLBACK`` (the start placement; the solver had none), ``OPTIMAL`` if the solve ended
+        as the interrupt arrived; or None when nothing was found yet.
     """
 
     def __init__(self, result: object | None = None):
         self.result = result
         super().__init__("solve interrupted" + ("" if result is None else "; the best placement so far is attached"))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.result,))

@@ -71,8 +71,10 @@ class SerialExecutor(cf.Executor):
         fut: cf.Future[T] = cf.Future()
         try:
             fut.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - delivered through the future, as a pool would
+        except Exception as exc:  # noqa: BLE001 - delivered through the future, as a pool would
             fut.set_exception(exc)
+        # KeyboardInterrupt (Ctrl-C) and SystemExit propagate at once: the calls not yet
+        # submitted are then never run, as with a pool that is shut down
         return fut
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:

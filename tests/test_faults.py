@@ -312,7 +312,7 @@ def _no_temp_files(directory: Path, keep: set[str]) -> None:
 
 
 # ``pal-opt`` once its command module is imported (the tests below signal it after READY)
-_STARTED = "import sys; import pal_opt.cli as c; print('READY', flush=True); sys.exit(c.main(sys.argv[1:]))"
+_STARTED = "import sys; import pal_opt.cli as c; print('READY', flush=True); c.run(sys.argv[1:])"
 
 
 def _interrupted_ok(rc: int, err: str) -> bool:
@@ -385,8 +385,8 @@ _DRIVER = textwrap.dedent(
             print("SOLVER-START", flush=True)
             return _orig(self, *a, **k)
         cls.solve = solve
-    from pal_opt.cli import main
-    sys.exit(main(sys.argv[1:]))
+    from pal_opt.cli import run
+    run(sys.argv[1:])
     """
 )
 
@@ -433,7 +433,8 @@ def _reap(pids: list[int]) -> list[int]:
 
 
 def _interrupt_in_solver(backend: str, tmp_path: Path, sig: int = signal.SIGINT, time_limit: str = "60",
-                         instance: Path = RACKED) -> tuple[subprocess.Popen, str, str, float, list[int]]:
+                         instance: Path = RACKED, after: float = 1.0,
+                         again: float | None = None) -> tuple[subprocess.Popen, str, str, float, list[int]]:
     """Run the CLI on ``instance``, signal it 1 s after the backend's solve starts."""
     out = tmp_path / "pl.json"
     p = subprocess.Popen(
@@ -444,10 +445,14 @@ def _interrupt_in_solver(backend: str, tmp_path: Path, sig: int = signal.SIGINT,
     assert p.stdout is not None
     line = p.stdout.readline()
     assert line.strip() == "SOLVER-START", line + (p.stderr.read() if p.stderr else "")
-    time.sleep(1.0)
+    time.sleep(after)
     kids = _descendants(p.pid)
     t0 = time.monotonic()
     p.send_signal(sig)
+    if again is not None:
+        time.sleep(again)
+        if p.poll() is None:
+            p.send_signal(sig)
     o, e = _communicate(p, 120)
     return p, o, e, time.monotonic() - t0, kids
 
@@ -488,6 +493,23 @@ def _pal_opt_temp_dirs() -> set[str]:
 
 
 _TEMP_BEFORE = _pal_opt_temp_dirs()
+
+
+@pytest.mark.parametrize(("backend", "instance"), [("highs", RACKED), ("highs", LARGE), ("cpsat", LARGE),
+                                                   ("cbc", RACKED)])
+def test_second_sigint_ends_cleanly(backend, instance, tmp_path):
+    """Two Ctrl-Cs 20 ms apart, 1 s into the solve: the second gives up on the solver.  pal-opt
+    must still end with one line and exit 130, without a traceback and without the C++ runtime
+    aborting over a solver thread still running at exit (``terminate called``, SIGABRT); the
+    output is absent or a complete placement."""
+    p, o, e, waited, kids = _interrupt_in_solver(backend, tmp_path, instance=instance, again=0.02)
+    _reap(kids)
+    assert "Traceback" not in e and "terminate" not in e, e[-2000:]
+    assert p.returncode in (0, 130, -signal.SIGINT), (p.returncode, e)
+    if p.returncode != 0:
+        assert _interrupted_ok(p.returncode, e), (p.returncode, e)
+    _interrupted_output_ok(tmp_path / "pl.json", instance)
+    assert waited < 10
 
 
 def test_sigint_inside_highs_is_prompt(tmp_path):

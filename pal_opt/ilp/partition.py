@@ -65,7 +65,7 @@ import numpy as np
 
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
-from ..errors import BackendError, OptionError
+from ..errors import BackendError, OptionError, SolveInterrupted
 from ..model import Cluster, GpuState, JobId, RoundInstance, RoundParams
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..policies.base import jobs_to_terminate
@@ -369,6 +369,12 @@ def solve_partitioned(
         when the gap is within :data:`~pal_opt.ilp.solve.OPTIMALITY_TOL`, FEASIBLE otherwise.
         ``info["partition"]`` describes the parts (servers, GPUs, jobs, per-part objective,
         bound, status, seconds and peak memory when measured).
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C, plainly: unlike :func:`~pal_opt.ilp.solve_ilp` nothing is kept (one part's
+        best placement is not a placement of the round).
     """
     if bound not in BOUND_MODES:
         raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
@@ -410,6 +416,10 @@ def solve_partitioned(
         ]
         outs = [f.result() for f in futs]
         lp = bfut.result() if bfut is not None else None
+    except SolveInterrupted:
+        # a part's interrupted result is a placement of that part only, not of the round: the
+        # partitioned solve keeps nothing
+        raise KeyboardInterrupt from None
     finally:
         handle.close()
     wall = time.perf_counter() - t1

@@ -27,9 +27,10 @@ Ctrl-C
 ------
 A ``KeyboardInterrupt`` while a backend translates or solves the program stops the solver
 cleanly (see each backend) and is re-raised as :class:`~pal_opt.errors.SolveInterrupted`, whose
-``result`` is the best placement found so far: the solver's incumbent (``FEASIBLE``, with its
-gap) or the start placement (``FALLBACK``), never worse than the start placement, with
-``info["interrupted"]`` set.  An interrupt before that (building the program, pricing the
+``result`` is the best placement found so far, never worse than the start placement, with
+``info["interrupted"]`` set: the solver's incumbent or the start placement when cheaper
+(``FEASIBLE``, with the gap when the solver had a bound; ``OPTIMAL`` if the solve ended as the
+interrupt arrived), or the start placement when the solver had none (``FALLBACK``).  An interrupt before that (building the program, pricing the
 starts), or a second one while a stopped solver winds down, is a plain ``KeyboardInterrupt``.
 
 Statuses

@@ -26,6 +26,7 @@ __all__ = [
     "Backend",
     "BackendInterrupted",
     "BackendAbandoned",
+    "abandoned_solvers",
     "run_interruptibly",
 ]
 
@@ -33,6 +34,8 @@ T = TypeVar("T")
 
 #: Seconds between two checks of the solver thread (a finished solve is seen at once).
 POLL_SECONDS = 0.1
+#: Name of the helper threads that run solver calls (see :func:`run_interruptibly`).
+SOLVER_THREAD_NAME = "pal-opt-solver"
 
 
 class SolverStatus(enum.StrEnum):
@@ -179,6 +182,9 @@ class BackendInterrupted(KeyboardInterrupt):
         self.solution = solution
         super().__init__("solver interrupted")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.solution,))
+
 
 class BackendAbandoned(KeyboardInterrupt):
     """A second Ctrl-C while a backend waited for its stopped solver: the caller gives up at once
@@ -192,10 +198,14 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
     ``KeyboardInterrupt`` to the main thread, which is then free to act on it.
 
     * First ``KeyboardInterrupt``: ``stop()`` asks the solver to stop (it must be safe to call
-      from another thread), and the wait goes on until the solver returns what it has.
+      from another thread, and more than once: it is repeated every :data:`POLL_SECONDS` until
+      the solver returns, since a request made before the solver is ready can be lost), and the
+      wait goes on until the solver returns what it has.
     * Second ``KeyboardInterrupt``: stop waiting and raise :class:`BackendAbandoned` at once; the
       helper thread is a daemon, so its solver may run on until its own limit but never blocks
-      interpreter exit.
+      interpreter exit.  A C++ solver still running when the interpreter exits can abort the
+      process (``terminate called``); :func:`abandoned_solvers` tells whether one is, and the
+      ``pal-opt`` command then ends with ``os._exit``.
 
     Returns ``(work's value, whether an interrupt was acted on)``; an exception raised by
     ``work`` is re-raised in the caller.  Called from any thread but the main one (a scheduler
@@ -217,12 +227,21 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
         finally:
             done.set()
 
-    thread = threading.Thread(target=target, name="pal-opt-solver", daemon=True)
-    thread.start()
+    thread = threading.Thread(target=target, name=SOLVER_THREAD_NAME, daemon=True)
     interrupted = False
-    while not done.is_set():
+    started = False
+    while True:
+        # every step, thread start included, is inside the try: a Ctrl-C that lands anywhere
+        # here is acted on (stop requested), never lost with the solver left running
         try:
-            done.wait(POLL_SECONDS)
+            if not started:
+                started = True
+                thread.start()
+            while not done.is_set():
+                done.wait(POLL_SECONDS)
+                if interrupted and not done.is_set():
+                    stop()  # again: a request made before the solver could take it may be lost
+            break
         except KeyboardInterrupt:
             if interrupted:
                 raise BackendAbandoned() from None
@@ -231,6 +250,11 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
     if "error" in box:
         raise box["error"]
     return box["value"], interrupted
+
+
+def abandoned_solvers() -> int:
+    """How many helper threads still run a solver call (after a second Ctrl-C gave up on them)."""
+    return sum(1 for t in threading.enumerate() if t.name == SOLVER_THREAD_NAME and t.is_alive())
 
 
 def finite_or_none(x: float | None) -> float | None:

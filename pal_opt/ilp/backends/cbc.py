@@ -18,8 +18,10 @@ CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_r
   (it stops and writes its incumbent) and, 0.5 s later, killed;
 * a Ctrl-C does the same, and the ``KeyboardInterrupt`` goes on as
   :class:`~.base.BackendInterrupted` carrying whatever CBC wrote;
-* the CBC process never outlives the call, and its files live in a private temporary directory
-  that is removed in every case (only a SIGKILL of pal-opt itself can leave it behind).
+* the CBC process does not outlive the call, and its files live in a private temporary
+  directory that is removed however the call ends.  Only pal-opt itself being killed (SIGKILL,
+  or SIGTERM, whose default action pal-opt keeps) leaves CBC running (until its time limit, or
+  until it finishes when there is none) and the directory behind.
 
 PuLP reports no bound, so CBC's log is written to that directory and read: ``Lower bound:``
 when the search stopped early (printed with few digits, so one unit of its last printed digit
@@ -37,9 +39,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -96,45 +97,78 @@ class _CbcRun:
         return cbc_result
 
 
-def _exit_waiter(proc: subprocess.Popen[bytes]) -> Callable[[float], bool]:
-    """A function ``wait(seconds) -> exited`` that returns as soon as CBC exits.
+class _ExitWaiter:
+    """``wait(seconds) -> exited``, returning as soon as CBC exits.
 
-    On Linux a pidfd makes the wait exact (``select`` wakes when the process ends), so a
-    20 ms CBC run costs 20 ms; elsewhere ``Popen.wait(timeout)`` polls.  The wait is in short
-    slices either way, so that a Ctrl-C (a Python-level signal, run between slices) is acted on
-    whichever thread the kernel delivered SIGINT to.
+    On Linux a pidfd makes the wait exact (``poll`` wakes when the process ends), so a 20 ms CBC
+    run costs 20 ms; elsewhere ``Popen.wait(timeout)`` polls.  The wait is in short slices
+    either way, so that a Ctrl-C (a Python-level signal, run between slices) is acted on
+    whichever thread the kernel delivered SIGINT to.  :meth:`close` releases the pidfd.
     """
-    fd: int | None = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            fd = os.pidfd_open(proc.pid)
-        except OSError:  # pragma: no cover - kernels before 5.3
-            fd = None
-    if fd is None:  # pragma: no cover - not Linux
-        def poll_wait(seconds: float) -> bool:
+
+    def __init__(self, proc: subprocess.Popen[bytes]):
+        self.proc = proc
+        self.fd: int | None = None
+        self.poller: Any = None
+        if hasattr(os, "pidfd_open") and hasattr(select, "poll"):
             try:
-                proc.wait(timeout=seconds)
+                self.fd = os.pidfd_open(proc.pid)
+            except OSError:  # pragma: no cover - kernels before 5.3, or the process is gone
+                self.fd = None
+        if self.fd is not None:
+            self.poller = select.poll()  # not select(): it fails on descriptors >= 1024
+            self.poller.register(self.fd, select.POLLIN)
+
+    def __call__(self, seconds: float) -> bool:
+        if self.proc.returncode is not None:
+            return True
+        if self.poller is None:  # pragma: no cover - not Linux
+            try:
+                self.proc.wait(timeout=max(seconds, 0.0))
                 return True
             except subprocess.TimeoutExpired:
                 return False
-
-        return poll_wait
-    weakref.finalize(proc, os.close, fd)
-
-    def pidfd_wait(seconds: float) -> bool:
-        if proc.returncode is not None:
-            return True
-        ready, _, _ = select.select([fd], [], [], max(seconds, 0.0))
-        if ready:
-            proc.wait()
+        if self.poller.poll(max(int(seconds * 1000), 0)):
+            self.proc.wait()
             return True
         return False
 
-    return pidfd_wait
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class _SigintDeferred:
+    """While CBC is being started, a Ctrl-C is held back and re-raised once the process object
+    exists (so that it can be stopped); ``Popen`` waits for the child's ``exec`` in Python code,
+    where a ``KeyboardInterrupt`` would leave an unreachable CBC running.  Only in the main
+    thread and only over a Python-level handler; otherwise a no-op."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.saved: Any = None
+
+    def __enter__(self) -> _SigintDeferred:
+        if threading.current_thread() is threading.main_thread():
+            handler = signal.getsignal(signal.SIGINT)
+            if callable(handler):
+                self.saved = handler
+                signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum: int, frame: object) -> None:
+        self.pending = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            signal.signal(signal.SIGINT, self.saved)
+        if self.pending and exc[0] is None:
+            raise KeyboardInterrupt
 
 
 def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRun:
-    """Run CBC, owning the process: it never outlives this call.
+    """Run CBC, owning the process: it does not outlive this call.
 
     A Ctrl-C (``KeyboardInterrupt``) or the wall-clock deadline (see :data:`DEADLINE_FACTOR`)
     sends CBC SIGINT, after which CBC stops and writes its incumbent; if it has not exited
@@ -147,36 +181,61 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
     interrupted = False
     sigint_at = math.inf
     stopped_by: str | None = None
+    proc: subprocess.Popen[bytes] | None = None
+    wait: _ExitWaiter | None = None
+
+    def signal_cbc(how: str) -> None:
+        nonlocal stopped_by, sigint_at
+        assert proc is not None
+        if proc.poll() is not None:  # already exited by itself: nothing was stopped
+            return
+        if how == "sigint":
+            proc.send_signal(signal.SIGINT)
+            sigint_at = time.monotonic()
+        else:
+            proc.kill()
+        stopped_by = how
+
     with open(log_path, "w", encoding="utf-8") as log_fh:
-        proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         try:
-            wait = _exit_waiter(proc)
             while True:
                 try:
-                    now = time.monotonic()
-                    next_event = min(deadline, sigint_at + KILL_GRACE)
-                    if wait(min(POLL_SECONDS, next_event - now)):
+                    if proc is None:
+                        with _SigintDeferred():
+                            proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT,
+                                                    stdin=subprocess.DEVNULL)
+                        wait = _ExitWaiter(proc)
+                    assert wait is not None
+                    if stopped_by is None:
+                        next_event = deadline
+                    elif stopped_by == "sigint":
+                        next_event = sigint_at + KILL_GRACE
+                    else:
+                        next_event = math.inf
+                    if wait(min(POLL_SECONDS, next_event - time.monotonic())):
                         break
                     now = time.monotonic()
                     if stopped_by is None and now >= deadline:
-                        proc.send_signal(signal.SIGINT)
-                        sigint_at, stopped_by = now, "sigint"
+                        signal_cbc("sigint")
                     elif stopped_by == "sigint" and now >= sigint_at + KILL_GRACE:
-                        proc.kill()
-                        stopped_by = "kill"
+                        signal_cbc("kill")
                 except KeyboardInterrupt:
+                    if proc is None:  # CBC never started: nothing to stop
+                        raise
                     if interrupted:
                         raise BackendAbandoned() from None
                     interrupted = True
                     if stopped_by is None:
-                        proc.send_signal(signal.SIGINT)
-                        sigint_at, stopped_by = time.monotonic(), "sigint"
+                        signal_cbc("sigint")
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                stopped_by = "kill"
-            proc.wait()
-    assert proc.returncode is not None
+            if proc is not None:
+                if proc.poll() is None:
+                    proc.kill()
+                    stopped_by = "kill"
+                proc.wait()
+            if wait is not None:
+                wait.close()
+    assert proc is not None and proc.returncode is not None
     return _CbcRun(proc.returncode, interrupted, stopped_by)
 
 
@@ -268,8 +327,9 @@ class CbcBackend(Backend):
         if options.threads is not None and options.threads > 1:
             kwargs["threads"] = int(options.threads)
         cmd = pulp.PULP_CBC_CMD(**kwargs)
-        workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
+        workdir: str | None = None
         try:
+            workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
             mps, mst, sol, log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
             vs, var_names, con_names, _ = prob.writeMPS(mps, rename=1)
             args = [cmd.path, mps]
@@ -297,7 +357,8 @@ class CbcBackend(Backend):
                 tail = " ".join(log.split()[-40:])
                 raise BackendError(f"CBC exited with status {run.returncode} and no solution file: {tail}")
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            if workdir is not None:
+                shutil.rmtree(workdir, ignore_errors=True)
         m = _VERSION.search(log)
         if m and CbcBackend._version is None:
             CbcBackend._version = f"{m.group(1)} (PuLP {pulp.__version__})"
@@ -326,6 +387,8 @@ class CbcBackend(Backend):
         if bound is not None and objective is not None:
             bound = min(bound, objective)
         result_line = next((ln for ln in log.splitlines() if ln.startswith("Result - ")), "")
+        if "ctrl-c" in result_line.lower():  # CBC prints it once per SIGINT it received, run together
+            result_line = "Result - Stopped on ctrl-c"
         solution = BackendSolution(
             status=status,
             values=values,
