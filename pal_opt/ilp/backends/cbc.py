@@ -380,7 +380,10 @@ class CbcBackend(Backend):
                 bound = objective - gap
         elif sol_status == pulp.LpSolutionIntegerFeasible:
             status = SolverStatus.FEASIBLE
-        elif lp_status == pulp.LpStatusInfeasible:
+        elif lp_status == pulp.LpStatusInfeasible and not run.stopped_by_us:
+            # a CBC stopped by SIGINT in mid-preprocessing can write "infeasible" for a program
+            # it had not finished reading (seen at a 2 s deadline on large-256x8): only a CBC that
+            # ended by itself is believed
             status = SolverStatus.INFEASIBLE
         else:
             status = SolverStatus.NO_SOLUTION
