@@ -363,9 +363,10 @@ def test_cbc_works_with_a_thousand_open_files(tmp_path):
 
 @pytest.mark.slow
 def test_cbc_stopped_at_its_deadline_is_never_called_infeasible():
-    """SIGINT in the middle of CBC's preprocessing can make it write "Infeasible" (seen at a
-    1.9 s limit on large-256x8); a CBC pal-opt stopped is never believed about infeasibility:
-    the round program is always feasible, and the result is the start placement."""
+    """CBC 2.10.3 stopped by its own time limit (or by pal-opt's SIGINT) in the middle of
+    preprocessing can print "Pre-processing says infeasible" and write "Infeasible" (seen at 1.8
+    and 1.9 s limits on large-256x8).  Out of time, CBC is not believed about infeasibility: the
+    round program is always feasible, and the result is the start placement."""
     large = load_instance(ROOT / "instances" / "large-256x8.json")
     for limit in (1.7, 1.8, 1.9, 2.0, 2.1, 2.2):
         r = solve(large, "ilp", backend="cbc", time_limit=limit, warm_start=False)

@@ -314,6 +314,16 @@ class CbcBackend(Backend):
                 x.setInitialValue(round(v) if x.cat == pulp.LpInteger else v)
         return prob, xs
 
+    @staticmethod
+    def _out_of_time(run: _CbcRun, options: SolveOptions, seconds: float) -> bool:
+        """Whether CBC ran out of time, in which case its "infeasible" is not believed: CBC 2.10.3
+        stopped by its time limit during preprocessing prints "Pre-processing says infeasible or
+        unbounded" and writes "Infeasible" for a feasible program (seen at a 1.8 s limit on
+        large-256x8); stopped by SIGINT there it can do the same."""
+        if run.stopped_by_us:
+            return True
+        return options.time_limit is not None and seconds >= 0.9 * options.time_limit
+
     def solve(self, form: Formulation, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
         import pulp
 
@@ -380,10 +390,7 @@ class CbcBackend(Backend):
                 bound = objective - gap
         elif sol_status == pulp.LpSolutionIntegerFeasible:
             status = SolverStatus.FEASIBLE
-        elif lp_status == pulp.LpStatusInfeasible and not run.stopped_by_us:
-            # a CBC stopped by SIGINT in mid-preprocessing can write "infeasible" for a program
-            # it had not finished reading (seen at a 2 s deadline on large-256x8): only a CBC that
-            # ended by itself is believed
+        elif lp_status == pulp.LpStatusInfeasible and not self._out_of_time(run, options, t2 - t1):
             status = SolverStatus.INFEASIBLE
         else:
             status = SolverStatus.NO_SOLUTION
