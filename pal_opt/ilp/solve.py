@@ -259,6 +259,19 @@ def solve_ilp(
     opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic)
     solver = cls()
     lp_bound, lp_seconds = None, 0.0
+
+    def interrupted_with_start(stage: str, seconds: float) -> SolveInterrupted:
+        """A Ctrl-C before the solver had anything: the start placement, flagged."""
+        if greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
+            return SolveInterrupted(None)
+        info["interrupted"] = True
+        res = _result(instance, dict(greedy), factors, status=Status.FALLBACK, solve_seconds=seconds,
+                      build_seconds=build_seconds, bound=lp_bound,
+                      message=f"interrupted while {cls.name} {stage}; the start placement ({source}) is returned",
+                      **common)  # type: ignore[arg-type]
+        res.gap = relative_gap(res.objective, lp_bound, demand)
+        return SolveInterrupted(res)
+
     if greedy is not None and cls.supports_relaxation and abs_gap > 0:
         # with a gap target: the LP relaxation alone is cheap and tight, so stop here when the
         # start placement is already close enough (proving optimality needs the MIP anyway)
@@ -268,12 +281,7 @@ def solve_ilp(
         except BackendAbandoned:
             raise KeyboardInterrupt from None
         except KeyboardInterrupt:  # BackendInterrupted, or a Ctrl-C while the LP was translated
-            res = _result(instance, dict(greedy), factors, status=Status.FALLBACK,
-                          solve_seconds=time.perf_counter() - t1, build_seconds=build_seconds,
-                          message=f"interrupted while {cls.name} solved the LP relaxation; the start placement "
-                                  f"({source}) is returned", **common)  # type: ignore[arg-type]
-            info["interrupted"] = True
-            raise SolveInterrupted(res) from None
+            raise interrupted_with_start("solved the LP relaxation", time.perf_counter() - t1) from None
         lp_seconds = time.perf_counter() - t1
         info["relaxation_bound"] = lp_bound
         info["relaxation_seconds"] = lp_seconds
@@ -297,15 +305,7 @@ def solve_ilp(
     except KeyboardInterrupt as exc:  # BackendInterrupted, or a Ctrl-C while the model was translated
         solution = exc.solution if isinstance(exc, BackendInterrupted) else None
         if solution is None:
-            if greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
-                raise SolveInterrupted(None) from None
-            info["interrupted"] = True
-            res = _result(instance, dict(greedy), factors, status=Status.FALLBACK, build_seconds=build_seconds,
-                          solve_seconds=lp_seconds, bound=lp_bound,
-                          message=f"interrupted while {cls.name} solved; the start placement ({source}) is "
-                                  "returned", **common)  # type: ignore[arg-type]
-            res.gap = relative_gap(res.objective, lp_bound, demand)
-            raise SolveInterrupted(res) from None
+            raise interrupted_with_start("solved", lp_seconds) from None
         sol, interrupted = solution, True
         info["interrupted"] = True
     res = _finish(instance, form, factors, sol, greedy, gcost, source, lp_bound, lp_seconds, build_seconds, demand,
