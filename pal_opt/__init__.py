@@ -10,10 +10,12 @@ Rounds
     :func:`load_blox`.
 Placing
     :func:`solve` (one round, any method), :class:`RoundPolicy` (round after round, with state),
-    :data:`METHODS`, :func:`available_backends`; results :class:`PlacementResult`,
-    :class:`Status`.
+    :class:`SolveOptions`; the method registry :data:`METHODS`, :func:`method_names`,
+    :func:`register_method`, :class:`Method`, :func:`greedy_method`; :func:`available_backends`;
+    results :class:`PlacementResult`, :class:`Status`.
 Pricing and checking
     :func:`evaluate`, :func:`job_slowdown`, :func:`geomean_slowdown` (the one cost model),
+    :class:`CostTerm`, :func:`register_cost_term` (its registry of terms),
     :func:`binned_factors`, :func:`check` (the independent validity checker).
 Errors
     :class:`PalOptError` and its subclasses; :class:`SolveInterrupted` (a ``KeyboardInterrupt``
@@ -70,18 +72,25 @@ _EXPORTS: dict[str, str] = {
     "RoundInstance": ".model",
     "RoundParams": ".model",
     "pal_locality": ".model",
-    "RoundPolicy": ".policy",
+    "RoundPolicy": ".scheduler",
     "PlacementResult": ".result",
     "Status": ".result",
     "METHODS": ".solve",
     "solve": ".solve",
+    "Method": ".methods",
+    "greedy_method": ".methods",
+    "method_names": ".methods",
+    "register_method": ".methods",
+    "SolveOptions": ".options",
+    "CostTerm": ".cost",
+    "register_cost_term": ".cost",
 }
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .binning import binned_factors
     from .build import make_instance
     from .check import check
-    from .cost import evaluate, geomean_slowdown, job_slowdown
+    from .cost import CostTerm, evaluate, geomean_slowdown, job_slowdown, register_cost_term
     from .errors import (
         BackendError,
         BackendUnavailableError,
@@ -94,9 +103,11 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .generate import generate_instance
     from .ilp import available_backends
     from .io import instance_from_frames, load_blox, load_instance, save_instance
+    from .methods import Method, greedy_method, method_names, register_method
     from .model import Cluster, GpuState, Job, Level, RoundInstance, RoundParams, pal_locality
-    from .policy import RoundPolicy
+    from .options import SolveOptions
     from .result import PlacementResult, Status
+    from .scheduler import RoundPolicy
     from .solve import METHODS, solve
 
     __version__: str
@@ -111,6 +122,9 @@ __all__ = [
     "Job",
     "Level",
     "METHODS",
+    "Method",
+    "CostTerm",
+    "SolveOptions",
     "OptionError",
     "PalOptError",
     "PlacementResult",
@@ -131,6 +145,10 @@ __all__ = [
     "load_blox",
     "load_instance",
     "make_instance",
+    "greedy_method",
+    "method_names",
+    "register_cost_term",
+    "register_method",
     "pal_locality",
     "save_instance",
     "solve",

@@ -13,22 +13,27 @@ Modes
     The raw measurements.
 
 Binning depends only on the cluster's measurements, so it is computed once per cluster and
-mode and cached on the :class:`~pal_opt.model.Cluster`.
+mode (:meth:`~pal_opt.model.Cluster.memo`), and a scheduler that builds a new cluster every
+round with the same measurements reuses the last few results (keyed by a digest of the
+measurements, :func:`functools.lru_cache`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from collections.abc import Mapping
+from functools import lru_cache
 
 import numpy as np
 
-from .errors import OptionError
 from .model import Cluster
+from .options import Binning, check_choice
 
 __all__ = ["BINNING_MODES", "bin_values", "binned_factors"]
 
-BINNING_MODES: tuple[str, ...] = ("pal-artifact", "silhouette", "none")
+#: The binning modes' names (:class:`pal_opt.options.Binning`).
+BINNING_MODES: tuple[str, ...] = tuple(b.value for b in Binning)
 
 
 def _outliers(values: np.ndarray) -> np.ndarray:
@@ -72,8 +77,7 @@ def bin_values(values: np.ndarray, mode: str = "pal-artifact") -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if mode == "none":
         return values.copy()
-    if mode not in BINNING_MODES:
-        raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
+    check_choice(mode, BINNING_MODES, "binning mode")
     out = _outliers(values)
     if mode == "pal-artifact":
         k1 = 2
@@ -89,17 +93,39 @@ def bin_values(values: np.ndarray, mode: str = "pal-artifact") -> np.ndarray:
     return centres[labels] / np.median(centres)
 
 
+class _Measurements:
+    """A cluster's per-class factors, hashed by content (the cache key of :func:`_bin_all`)."""
+
+    __slots__ = ("factors", "digest")
+
+    def __init__(self, factors: Mapping[str, np.ndarray]):
+        h = hashlib.blake2b(digest_size=16)
+        for c in sorted(factors):
+            h.update(c.encode())
+            h.update(np.ascontiguousarray(factors[c], dtype=np.float64).tobytes())
+        self.factors = factors
+        self.digest = h.digest()
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Measurements) and other.digest == self.digest
+
+
+@lru_cache(maxsize=8)
+def _bin_all(measurements: _Measurements, mode: str) -> Mapping[str, np.ndarray]:
+    out = {}
+    for c, v in measurements.factors.items():
+        arr = bin_values(v, mode)
+        arr.setflags(write=False)
+        out[c] = arr
+    return out
+
+
 def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str, np.ndarray]:
-    """Per-class binned factors of ``cluster`` (cached on the cluster)."""
-    key = ("binned", mode)
-    cached = cluster._cache.get(key)
-    if cached is None:
-        if mode not in BINNING_MODES:
-            raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
-        cached = {}
-        for c, v in cluster.factors.items():
-            arr = bin_values(v, mode)
-            arr.setflags(write=False)
-            cached[c] = arr
-        cluster._cache[key] = cached
-    return cached
+    """Per-class binned factors of ``cluster`` (computed once per measurements and mode)."""
+    check_choice(mode, BINNING_MODES, "binning mode")
+    if mode == "none":
+        return cluster.memo(("binned", mode), lambda: dict(cluster.factors))
+    return cluster.memo(("binned", mode), lambda: _bin_all(_Measurements(cluster.factors), mode))

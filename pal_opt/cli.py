@@ -30,13 +30,13 @@ either as it was or replaced by a complete placement.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from .cliargs import add_method_arguments, finite, job_ids, methods_epilog, nonneg_int, pos_int, solve_options
 from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
 
 __all__ = ["main", "build_parser"]
@@ -55,52 +55,13 @@ class _UsageError(Exception):
     pass
 
 
-def _finite(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
-    return v
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
-
-
-def _job_ids(text: str) -> list[int | str]:
-    ids: list[int | str] = []
-    for part in text.split(","):
-        t = part.strip()
-        if not t:
-            raise argparse.ArgumentTypeError(f"empty job id in {text!r}")
-        try:
-            ids.append(int(t))
-        except ValueError:
-            ids.append(t)
-    return ids
-
-
-def _pos_int(text: str) -> int:
-    v = _nonneg_int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
-
-
 # --------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     """The ``pal-opt`` argument parser."""
     from . import __version__
-    from .binning import BINNING_MODES
-    from .solve import METHODS
+    from .options import Binning
+
+    binning_modes = [b.value for b in Binning]
 
     p = _Parser(
         prog=PROG,
@@ -112,20 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     # generate
     g = sub.add_parser("generate", help="write a synthetic round", description="Write a synthetic round.")
-    g.add_argument("--nodes", type=_pos_int, required=True, help="number of servers")
-    g.add_argument("--gpus-per-node", type=_pos_int, required=True, help="GPUs per server")
-    g.add_argument("--jobs", type=_nonneg_int, required=True, help="queue length")
-    g.add_argument("--racks", type=_nonneg_int, default=0, help="racks (0: flat cluster; default 0)")
+    g.add_argument("--nodes", type=pos_int, required=True, help="number of servers")
+    g.add_argument("--gpus-per-node", type=pos_int, required=True, help="GPUs per server")
+    g.add_argument("--jobs", type=nonneg_int, required=True, help="queue length")
+    g.add_argument("--racks", type=nonneg_int, default=0, help="racks (0: flat cluster; default 0)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    g.add_argument("--locality-penalty", type=_finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
-    g.add_argument("--busy-fraction", type=_finite, default=0.0, metavar="F", help="share of GPUs busy (default 0)")
-    g.add_argument("--failed-fraction", type=_finite, default=0.0, metavar="F", help="share of GPUs failed (default 0)")
+    g.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    g.add_argument("--busy-fraction", type=finite, default=0.0, metavar="F", help="share of GPUs busy (default 0)")
+    g.add_argument("--failed-fraction", type=finite, default=0.0, metavar="F", help="share of GPUs failed (default 0)")
     g.add_argument(
-        "--running-fraction", type=_finite, default=0.0, metavar="F",
+        "--running-fraction", type=finite, default=0.0, metavar="F",
         help="probability that a queued job is already running (default 0)",
     )
-    g.add_argument("--restart-cost", type=_finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
-    g.add_argument("--binning", choices=BINNING_MODES, default="pal-artifact", help="binning mode stored in the round")
+    g.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    g.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     g.add_argument(
         "--measurements", metavar="DIR",
         help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
@@ -143,28 +104,21 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Build a round from Blox's GPU table and a job queue CSV.")
     b.add_argument("--gpus", required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
     b.add_argument("--jobs", required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
-    b.add_argument("--locality-penalty", type=_finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
-    b.add_argument("--binning", choices=BINNING_MODES, default="pal-artifact", help="binning mode stored in the round")
-    b.add_argument("--restart-cost", type=_finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
+    b.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
     b.add_argument("--name", help="round name (default: the GPU table's file name)")
     b.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
     b.set_defaults(func=_cmd_import_blox)
 
     # solve
-    s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.")
+    s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.",
+                       epilog=methods_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("instance", metavar="INSTANCE.json")
-    s.add_argument("--method", choices=METHODS, default="pal", help="placement method (default pal)")
-    s.add_argument("--seed", type=int, default=None, help="seed for the random policy (default 0)")
-    s.add_argument("--binning", choices=BINNING_MODES, default=None, help="override the round's binning mode")
-    ilp = s.add_argument_group("integer program options (--method ilp only)")
-    ilp.add_argument("--backend", choices=("cpsat", "highs", "cbc"), default=None, help="solver (default: first installed)")
-    ilp.add_argument("--admission", choices=("prefix", "backfill"), default=None, help="queue rule (default prefix)")
-    ilp.add_argument("--time-limit", type=_finite, default=None, metavar="S", help="time limit in seconds")
-    ilp.add_argument("--gap", type=_finite, default=None, metavar="G", help="relative gap target on the geometric-mean slowdown")
-    ilp.add_argument("--threads", type=_pos_int, default=None, metavar="T", help="solver threads")
-    ilp.add_argument(
-        "--jobs", type=_job_ids, default=None, metavar="ID,ID,...",
-        help="place exactly these jobs (comma-separated ids) instead of an admission rule",
+    add_method_arguments(s, seed_help="seed for the random policy (default 0)")
+    s.add_argument(
+        "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
+        help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
     )
     s.add_argument("--out", metavar="PLACEMENT.json", help="write the result as JSON")
     s.set_defaults(func=_cmd_solve)
@@ -282,14 +236,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import PlacementResult, Status
     from .solve import solve
 
+    options = solve_options(args)
     inst = load_instance(args.instance)
-    options: dict[str, Any] = {}
-    for key in ("backend", "admission", "time_limit", "gap", "threads", "jobs"):
-        v = getattr(args, key)
-        if v is not None:
-            options[key] = v
     try:
-        result = solve(inst, method=args.method, binning=args.binning, seed=args.seed, **options)
+        result = solve(inst, method=args.method, options=options)
     except SolveInterrupted as exc:
         # the solver was stopped cleanly and handed back the best placement it had: keep it
         if not isinstance(exc.result, PlacementResult) or not exc.result.placements:

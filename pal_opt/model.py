@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 import numpy as np
@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 JobId = int | str
+T = TypeVar("T")
+_MISSING = object()
 
 #: PAL's four application classes, in the order PAL sorts its queue by.
 PAL_CLASSES: tuple[str, ...] = ("classA", "classB", "classC", "classD")
@@ -102,11 +104,55 @@ def _as_1d(a: Any, dtype: Any, name: str) -> np.ndarray:
     return arr
 
 
+def _first_position(items: Iterable[Any]) -> tuple[dict[Any, int], np.ndarray]:
+    """Position of each distinct item in order of first appearance, and each item's position."""
+    pos: dict[Any, int] = {}
+    codes = [pos.setdefault(x, len(pos)) for x in items]
+    return pos, np.asarray(codes, dtype=np.int64)
+
+
+def _check_gpu_ids(ids: np.ndarray) -> None:
+    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise InstanceError("GPU ids must be integers", path="gpus[].id")
+    if ids.size == 0:
+        raise InstanceError("the cluster has no GPUs", path="gpus")
+    uniq, counts = np.unique(ids, return_counts=True)
+    if uniq.size != ids.size:
+        raise InstanceError(f"duplicate GPU id {int(uniq[np.argmax(counts > 1)])}", path="gpus[].id")
+
+
+def _check_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
+    if not factors:
+        raise InstanceError("no application class has factors", path="factors")
+    for cname, arr in factors.items():
+        if not isinstance(cname, str) or not cname:
+            raise InstanceError(f"class name must be a non-empty string, got {cname!r}", path="factors")
+        if arr.shape != ids.shape:
+            raise InstanceError(f"expected {ids.size} factors, got shape {arr.shape}", path=f"factors.{cname}")
+        bad = ~np.isfinite(arr) | (arr <= 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InstanceError(f"factor of GPU {int(ids[i])} must be finite and positive, got {arr[i]!r}",
+                                path=f"factors.{cname}")
+
+
+def _check_topology(server_of: np.ndarray, n_servers: int, rack_of_server: np.ndarray, n_racks: int) -> None:
+    if server_of.size and (server_of.min() < 0 or server_of.max() >= n_servers):
+        raise InstanceError("server positions out of range", path="gpus[].server")
+    if rack_of_server.shape != (n_servers,):
+        raise InstanceError(f"expected one rack per server, got shape {rack_of_server.shape}", path="racks")
+    if n_racks == 0 and rack_of_server.size and (rack_of_server != -1).any():
+        raise InstanceError("a flat cluster has no racks", path="racks")
+    if n_racks and rack_of_server.size and (rack_of_server.min() < 0 or rack_of_server.max() >= n_racks):
+        raise InstanceError("every server of a racked cluster needs a rack", path="racks")
+
+
 @dataclass(frozen=True, eq=False)
 class Cluster:
     """A GPU cluster: GPUs under servers, servers optionally under racks.
 
-    Build it with :meth:`from_arrays`, :meth:`from_graph` or :meth:`uniform`.
+    Build it with :meth:`from_arrays`, :meth:`from_graph` or :meth:`uniform`; the fields are
+    checked once, here, and made read-only.
 
     Attributes
     ----------
@@ -134,6 +180,38 @@ class Cluster:
     factors: Mapping[str, np.ndarray]
     state: np.ndarray
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+    def __post_init__(self) -> None:
+        ids = np.asarray(self.gpu_ids)
+        _check_gpu_ids(ids)
+        fac = {c: np.asarray(v, dtype=np.float64) for c, v in self.factors.items()}
+        _check_factors(fac, ids)
+        st = np.asarray(self.state)
+        if st.shape != ids.shape or (st.size and not np.isin(st, (0, 1, 2)).all()):
+            raise InstanceError("GPU states must be 0 (free), 1 (busy) or 2 (failed)", path="gpus[].state")
+        server_of = _as_1d(self.server_of, np.int64, "gpus[].server")
+        if server_of.shape != ids.shape:
+            raise InstanceError("one server per GPU expected", path="gpus[].server")
+        rack_of = _as_1d(self.rack_of_server, np.int64, "servers")
+        _check_topology(server_of, len(self.server_ids), rack_of, len(self.rack_ids))
+        for a in fac.values():
+            a.setflags(write=False)
+        set_ = object.__setattr__
+        set_(self, "gpu_ids", _as_1d(ids, np.int64, "gpus[].id"))
+        set_(self, "server_of", server_of)
+        set_(self, "rack_of_server", rack_of)
+        set_(self, "factors", fac)
+        set_(self, "state", _as_1d(st, np.int8, "gpus[].state"))
+
+    def memo(self, key: Any, compute: Callable[[], T], valid: Callable[[T], bool] | None = None) -> T:
+        """``compute()``, computed once per cluster and ``key``, for derived data such as binned
+        factors and the policies' indexes (the cluster itself is immutable).  A kept value that
+        ``valid`` rejects is computed again."""
+        hit = self._cache.get(key, _MISSING)
+        if hit is _MISSING or (valid is not None and not valid(hit)):
+            hit = self._cache[key] = compute()
+        return hit  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------------- constructors
     @classmethod
@@ -172,76 +250,25 @@ class Cluster:
         """
         try:
             ids = np.asarray(gpu_ids)
-            if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-                raise InstanceError("GPU ids must be integers", source=source, path="gpus[].id")
-            ids = _as_1d(ids, np.int64, "gpus[].id")
-            g = ids.size
-            if g == 0:
-                raise InstanceError("the cluster has no GPUs", source=source, path="gpus")
-            uniq, counts = np.unique(ids, return_counts=True)
-            if uniq.size != g:
-                dup = int(uniq[np.argmax(counts > 1)])
-                raise InstanceError(f"duplicate GPU id {dup}", source=source, path="gpus[].id")
             servers = list(server)
-            if len(servers) != g:
-                raise InstanceError("one server per GPU expected", source=source, path="gpus[].server")
-            server_pos: dict[Any, int] = {}
-            for s in servers:
-                if s not in server_pos:
-                    server_pos[s] = len(server_pos)
-            server_of = _as_1d([server_pos[s] for s in servers], np.int64, "gpus[].server")
-            server_ids = tuple(server_pos)
-            if rack_of_server is None:
-                rack_ids: tuple[Any, ...] = ()
-                rack_of = _as_1d(np.full(len(server_ids), -1), np.int64, "servers")
-            else:
-                rack_pos: dict[Any, int] = {}
-                ro = []
-                for s in server_ids:
-                    if s not in rack_of_server:
-                        raise InstanceError(
-                            f"server {s!r} has no rack", source=source, path="racks"
-                        )
-                    r = rack_of_server[s]
-                    if r not in rack_pos:
-                        rack_pos[r] = len(rack_pos)
-                    ro.append(rack_pos[r])
+            if len(servers) != ids.size:
+                raise InstanceError("one server per GPU expected", path="gpus[].server")
+            server_pos, server_of = _first_position(servers)
+            rack_ids: tuple[Any, ...] = ()
+            rack_of = np.full(len(server_pos), -1, dtype=np.int64)
+            if rack_of_server is not None:
+                missing = [s for s in server_pos if s not in rack_of_server]
+                if missing:
+                    raise InstanceError(f"server {missing[0]!r} has no rack", path="racks")
+                rack_pos, rack_of = _first_position(rack_of_server[s] for s in server_pos)
                 rack_ids = tuple(rack_pos)
-                rack_of = _as_1d(ro, np.int64, "servers")
-            fac: dict[str, np.ndarray] = {}
-            if not factors:
-                raise InstanceError("no application class has factors", source=source, path="factors")
-            for cname, vals in factors.items():
-                if not isinstance(cname, str) or not cname:
-                    raise InstanceError(f"class name must be a non-empty string, got {cname!r}", source=source, path="factors")
-                arr = np.asarray(vals, dtype=np.float64)
-                if arr.shape != (g,):
-                    raise InstanceError(
-                        f"expected {g} factors, got shape {arr.shape}", source=source, path=f"factors.{cname}"
-                    )
-                bad = ~np.isfinite(arr) | (arr <= 0)
-                if bad.any():
-                    i = int(np.argmax(bad))
-                    raise InstanceError(
-                        f"factor of GPU {int(ids[i])} must be finite and positive, got {arr[i]!r}",
-                        source=source,
-                        path=f"factors.{cname}",
-                    )
-                arr.setflags(write=False)
-                fac[cname] = arr
-            if state is None:
-                st = np.zeros(g, dtype=np.int8)
-            else:
-                st = np.asarray(state)
-                if st.shape != (g,) or (st.size and not np.isin(st, (0, 1, 2)).all()):
-                    raise InstanceError("GPU states must be 0 (free), 1 (busy) or 2 (failed)", source=source, path="gpus[].state")
-                st = st.astype(np.int8)
-            st.setflags(write=False)
-        except InstanceError:
-            raise
+            fac = {c: np.asarray(v, dtype=np.float64) for c, v in factors.items()}
+            st = np.zeros(ids.size, dtype=np.int8) if state is None else np.asarray(state)
+            return cls(ids, server_of, tuple(server_pos), rack_of, rack_ids, fac, st)
+        except InstanceError as exc:
+            raise exc.with_source(source) if source else exc from None
         except (TypeError, ValueError, OverflowError) as exc:
             raise InstanceError(f"malformed cluster data: {exc}", source=source) from None
-        return cls(ids, server_of, server_ids, rack_of, rack_ids, fac, st)
 
     @classmethod
     def uniform(
@@ -387,6 +414,18 @@ class Cluster:
         return gr
 
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _finite_at_least(v: Any, low: float, path: str, *, strict: bool = False) -> float:
+    ok = isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or v < low or (strict and v == low):
+        rel = ">" if strict else ">="
+        raise InstanceError(f"must be a finite number {rel} {low:g}, got {v!r}", path=path)
+    return float(v)
+
+
 @dataclass(frozen=True)
 class Job:
     """A gang-scheduled training job in the queue.
@@ -402,11 +441,20 @@ class Job:
     position
         0-based position in the queue.
     locality
-        Slowdown multiplier per topology level ``(server, rack, cluster)``.
+        Slowdown multiplier per topology level ``(server, rack, cluster)``: finite, positive.
     placement
         GPU ids the job holds now if it is running, else ``None``.
     model
         Model name from the trace, if known.
+
+    Examples
+    --------
+    >>> Job(7, 2, "classA").running
+    False
+    >>> Job(7, 0, "classA")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: jobs[0].demand: must be a positive integer, got 0
     """
 
     id: JobId
@@ -417,6 +465,37 @@ class Job:
     placement: tuple[int, ...] | None = None
     model: str | None = None
 
+    def __post_init__(self) -> None:
+        at = f"jobs[{self.position}]" if _is_int(self.position) else "jobs[?]"
+        if not (isinstance(self.id, str) or _is_int(self.id)):
+            raise InstanceError(f"job id must be an int or a string, got {self.id!r}", path=f"{at}.id")
+        if not _is_int(self.position) or self.position < 0:
+            raise InstanceError(f"must be an integer >= 0, got {self.position!r}", path=f"{at}.position")
+        if not _is_int(self.demand) or self.demand < 1:
+            raise InstanceError(f"must be a positive integer, got {self.demand!r}", path=f"{at}.demand")
+        if not isinstance(self.perfclass, str) or not self.perfclass:
+            raise InstanceError(f"must be a non-empty string, got {self.perfclass!r}", path=f"{at}.class")
+        if self.model is not None and not isinstance(self.model, str):
+            raise InstanceError(f"must be a string, got {self.model!r}", path=f"{at}.model")
+        loc = tuple(self.locality) if isinstance(self.locality, (tuple, list)) else ()
+        if len(loc) != 3:
+            raise InstanceError(f"must be [server, rack, cluster] penalties, got {self.locality!r}",
+                                path=f"{at}.locality")
+        loc = tuple(_finite_at_least(x, 0.0, f"{at}.locality[{k}]", strict=True) for k, x in enumerate(loc))
+        set_ = object.__setattr__
+        set_(self, "id", int(self.id) if _is_int(self.id) else self.id)
+        set_(self, "demand", int(self.demand))
+        set_(self, "position", int(self.position))
+        set_(self, "locality", loc)
+        if self.placement is not None:
+            pl = tuple(self.placement)
+            if not all(_is_int(g) for g in pl):
+                raise InstanceError(f"GPU ids must be integers, got {list(pl)!r}", path=f"{at}.placement")
+            if len(pl) != self.demand or len(set(pl)) != len(pl):
+                raise InstanceError(f"a running job must hold exactly demand={self.demand} distinct GPUs, "
+                                    f"got {list(pl)!r}", path=f"{at}.placement")
+            set_(self, "placement", tuple(int(g) for g in pl))
+
     @property
     def running(self) -> bool:
         return self.placement is not None
@@ -424,28 +503,61 @@ class Job:
 
 @dataclass(frozen=True)
 class RoundParams:
-    """Round-level parameters.
+    """Round-level parameters, checked here once.
 
     Attributes
     ----------
     locality_penalty
-        PAL's λ, the default penalty for a gang crossing servers; jobs carry their own
+        PAL's λ (>= 1), the default penalty for a gang crossing servers; jobs carry their own
         per-level penalties.
     binning
         Variability binning mode: ``"pal-artifact"`` (default), ``"silhouette"`` or ``"none"``.
     restart_cost
         Cost added (in round-cost units, per GPU of the job) when a running job is moved;
         0 reproduces PAL's non-sticky rounds.
+    costs
+        Parameters of further cost terms, ``{term name: {parameter: value}}``
+        (:mod:`pal_opt.cost`); the terms check their own.
+
+    Examples
+    --------
+    >>> RoundParams(binning="kmeans")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: params.binning: must be one of pal-artifact, silhouette, none, got 'kmeans'
     """
 
     locality_penalty: float = 1.7
     binning: str = "pal-artifact"
     restart_cost: float = 0.0
+    costs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from .options import Binning
+
+        set_ = object.__setattr__
+        set_(self, "locality_penalty", _finite_at_least(self.locality_penalty, 1.0, "params.locality_penalty"))
+        set_(self, "restart_cost", _finite_at_least(self.restart_cost, 0.0, "params.restart_cost"))
+        modes = [b.value for b in Binning]
+        if not isinstance(self.binning, str) or self.binning not in modes:
+            raise InstanceError(f"must be one of {', '.join(modes)}, got {self.binning!r}", path="params.binning")
+        set_(self, "binning", str(self.binning))
+        if not isinstance(self.costs, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, Mapping) for k, v in self.costs.items()
+        ):
+            raise InstanceError(f"must map cost term names to parameter objects, got {self.costs!r}",
+                                path="params.costs")
+        set_(self, "costs", {k: dict(v) for k, v in self.costs.items()})
 
 
 @dataclass(frozen=True)
 class RoundInstance:
-    """One scheduling round: a cluster, a queue of jobs (in queue order) and parameters."""
+    """One scheduling round: a cluster, a queue of jobs (in queue order) and parameters.
+
+    The jobs are checked against the cluster here, once: ids are unique, every class has
+    factors, and a running job's GPUs exist and are held by no other job.  (They may have failed
+    or been taken since: such a job must move.)
+    """
 
     cluster: Cluster
     jobs: tuple[Job, ...]
@@ -453,8 +565,13 @@ class RoundInstance:
     name: str = ""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", tuple(self.jobs))
         seen: set[Any] = set()
+        held: dict[int, int] = {}
+        position = self.cluster.position
         for i, j in enumerate(self.jobs):
+            if not isinstance(j, Job):
+                raise InstanceError(f"expected a Job, got {type(j).__name__}", path=f"jobs[{i}]")
             if j.id in seen:
                 raise InstanceError(f"duplicate job id {j.id!r}", path=f"jobs[{i}].id")
             seen.add(j.id)
@@ -463,9 +580,18 @@ class RoundInstance:
                     f"class {j.perfclass!r} has no GPU factors (known: {', '.join(self.cluster.factors)})",
                     path=f"jobs[{i}].perfclass",
                 )
+            for g in j.placement or ():
+                if g not in position:
+                    raise InstanceError(f"unknown GPU {g}", path=f"jobs[{i}].placement")
+                if held.setdefault(g, i) != i:
+                    raise InstanceError(f"GPU {g} is also held by jobs[{held[g]}]", path=f"jobs[{i}].placement")
 
     @property
     def job_by_id(self) -> dict[JobId, Job]:
+        return self._job_index
+
+    @cached_property
+    def _job_index(self) -> dict[JobId, Job]:
         return {j.id: j for j in self.jobs}
 
     @cached_property

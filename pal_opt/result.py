@@ -1,16 +1,44 @@
-"""What every method returns: the normalised :class:`PlacementResult`."""
+"""What every method returns: the normalised :class:`PlacementResult`, and the one function
+that builds it from a placement (:func:`priced_result`), pricing it with :mod:`pal_opt.cost`."""
 
 from __future__ import annotations
 
 import enum
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .model import JobId
+import numpy as np
 
-__all__ = ["Status", "PlacementResult"]
+from .cost import evaluate
+from .model import JobId, RoundInstance
+
+__all__ = ["Status", "PlacementResult", "priced_result", "jobs_to_terminate", "finite_or_none"]
+
+
+def finite_or_none(v: Any) -> Any:
+    """``v``, or None if it is a non-finite float (JSON has no NaN or infinity).
+
+    >>> finite_or_none(float("inf")), finite_or_none(1.5)
+    (None, 1.5)
+    """
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def jobs_to_terminate(
+    instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]
+) -> tuple[JobId, ...]:
+    """Running jobs (queue order) that are not placed or get a different GPU set."""
+    out = []
+    for j in instance.jobs:
+        if j.placement is None:
+            continue
+        new = placements.get(j.id)
+        if new is None or set(new) != set(j.placement):
+            out.append(j.id)
+    return tuple(out)
 
 
 class Status(enum.StrEnum):
@@ -97,9 +125,7 @@ class PlacementResult:
         d["jobs_to_terminate"] = list(self.jobs_to_terminate)
         d["jobs_placed"] = self.jobs_placed
         for k in ("objective", "bound", "gap", "geomean_slowdown"):
-            v = d[k]
-            if isinstance(v, float) and not math.isfinite(v):
-                d[k] = None
+            d[k] = finite_or_none(d[k])
         return d
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -113,3 +139,38 @@ class PlacementResult:
             {"job_id": k, "gpus": list(v), "num_gpus": len(v)} for k, v in self.placements.items()
         ]
         return pd.DataFrame(rows, columns=["job_id", "gpus", "num_gpus"])
+
+
+def priced_result(
+    instance: RoundInstance,
+    placements: Mapping[JobId, tuple[int, ...]],
+    factors: Mapping[str, np.ndarray],
+    *,
+    method: str,
+    status: Status,
+    admission: str,
+    solve_seconds: float,
+    jobs_to_terminate_: Sequence[JobId] | None = None,
+    **fields: Any,
+) -> PlacementResult:
+    """The :class:`PlacementResult` of ``placements``, priced by :func:`pal_opt.cost.evaluate`
+    under ``factors``; every method builds its result here.  ``jobs_to_terminate_`` defaults to
+    the running jobs that lose or change their GPUs; ``fields`` sets the other attributes."""
+    summary = evaluate(instance, placements, factors)
+    term = jobs_to_terminate(instance, placements) if jobs_to_terminate_ is None else tuple(jobs_to_terminate_)
+    info = dict(fields.pop("info", {}) or {})
+    info.setdefault("cost_terms", dict(summary.by_term))
+    return PlacementResult(
+        placements=dict(placements),
+        method=method,
+        status=status,
+        objective=summary.cost,
+        geomean_slowdown=summary.geomean,
+        gpus_used=summary.gpus,
+        solve_seconds=solve_seconds,
+        admission=admission,
+        jobs_to_terminate=term,
+        spanning=summary.spanning,
+        info=info,
+        **fields,
+    )

@@ -105,16 +105,21 @@ def test_infeasible_admitted_set_raises():
         build_formulation(inst, [0])
 
 
-@pytest.mark.parametrize(
-    "locality, message",
-    [((1.0, 2.0, 1.5), "do not decrease"), ((1.0, -1.0, 1.7), "finite positive"), ((1.0, 1.7, math.inf), "finite")],
-)
-def test_bad_locality_is_an_instance_error(locality, message):
+def test_decreasing_locality_is_an_instance_error_for_the_program():
     cl = Cluster.from_arrays(np.arange(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, None, {0: "r0", 1: "r1"})
-    inst = RoundInstance(cl, (Job(0, 1, "classA"), Job(1, 2, "classA", 1, locality)), RoundParams(binning="none"))
-    with pytest.raises(InstanceError, match=message) as err:
+    inst = RoundInstance(cl, (Job(0, 1, "classA"), Job(1, 2, "classA", 1, (1.0, 2.0, 1.5))),
+                         RoundParams(binning="none"))
+    with pytest.raises(InstanceError, match="do not decrease") as err:
         build_formulation(inst)
     assert err.value.path == "jobs[1].locality"
+
+
+@pytest.mark.parametrize("locality, where", [((1.0, -1.0, 1.7), "locality[1]"), ((1.0, 1.7, math.inf), "locality[2]")])
+def test_bad_locality_is_an_instance_error_where_the_job_is_built(locality, where):
+    # the model checks a job once, where it is built; no program ever sees such a job
+    with pytest.raises(InstanceError, match="finite number > 0") as err:
+        Job(1, 2, "classA", 1, locality)
+    assert err.value.path == f"jobs[1].{where}"
 
 
 def test_decreasing_penalty_is_fine_for_single_gpu_jobs():
@@ -123,9 +128,8 @@ def test_decreasing_penalty_is_fine_for_single_gpu_jobs():
 
 
 def test_negative_restart_cost_is_an_instance_error():
-    inst = _flat({"classA": [1.0] * 4}, jobs=[Job(0, 1, "classA")], rc=-0.1)
-    with pytest.raises(InstanceError, match="restart cost"):
-        build_formulation(inst)
+    with pytest.raises(InstanceError, match="params.restart_cost"):
+        _flat({"classA": [1.0] * 4}, jobs=[Job(0, 1, "classA")], rc=-0.1)
 
 
 def test_cuts_are_optional_and_only_add_rows(tiny_instance):

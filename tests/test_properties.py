@@ -30,9 +30,10 @@ from pal_opt.binning import BINNING_MODES
 from pal_opt.check import check
 from pal_opt.errors import InstanceError
 from pal_opt.io import instance_from_dict, instance_to_dict
+from pal_opt.methods import greedy_names
 from pal_opt.model import PAL_CLASSES, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from pal_opt.result import Status
-from pal_opt.solve import GREEDY_METHODS, solve
+from pal_opt.solve import solve
 
 N_DEFAULT = 250
 N_ILP = 40
@@ -88,7 +89,7 @@ def rounds(draw: Any, max_servers: int = 8, max_per_server: int = 8, max_jobs: i
 
 
 def _check_greedy(inst: RoundInstance, seed: int) -> None:
-    for m in GREEDY_METHODS:
+    for m in greedy_names():
         r = solve(inst, m, seed=seed)
         assert r.status == Status.FEASIBLE
         problems = check(inst, r)

@@ -12,6 +12,7 @@ import pytest
 
 from pal_opt.errors import InstanceError, OptionError
 from pal_opt.io.traces import TraceJob, read_trace
+from pal_opt.methods import greedy_names
 from pal_opt.model import Cluster
 from pal_opt.simulate import (
     JOB_COLUMNS,
@@ -27,7 +28,6 @@ from pal_opt.simulate import (
 )
 from pal_opt.simulate.cli import main as simulate_main
 from pal_opt.simulate.variability import artifact_draw_factors, class_files, draw_cluster_factors
-from pal_opt.solve import GREEDY_METHODS
 
 TRACE_HEADER = "job_id,num_gpus,submit_time,duration,model\n"
 
@@ -293,7 +293,7 @@ def truncated_trace(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     return p
 
 
-@pytest.mark.parametrize("policy", GREEDY_METHODS)
+@pytest.mark.parametrize("policy", greedy_names())
 def test_shared_trace_every_greedy_policy(truncated_trace: Path, policy: str) -> None:
     trace = read_trace(truncated_trace)
     cluster, origins = build_cluster(parse_cluster("16x4"), draw="artifact")

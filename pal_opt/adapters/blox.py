@@ -33,8 +33,8 @@ import pandas as pd
 from ..errors import InstanceError
 from ..io.blox import instance_from_frames
 from ..model import RoundInstance
-from ..policy import RoundPolicy
 from ..result import PlacementResult
+from ..scheduler import RoundPolicy
 
 __all__ = ["BloxPlacement"]
 

@@ -19,13 +19,15 @@ cluster, next to the binned factors they are built from.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..admission import pal_order
 from ..errors import InstanceError
 from ..model import Cluster, GpuState, JobId, RoundInstance
+from ..result import jobs_to_terminate
 
 __all__ = [
     "GreedyPlacement",
@@ -35,7 +37,9 @@ __all__ = [
     "server_index",
     "class_index",
     "initial_free",
-    "check_demands",
+    "Select",
+    "place_in_order",
+    "in_pal_order",
     "running_positions",
     "jobs_to_terminate",
     "to_ids",
@@ -134,15 +138,14 @@ class ClassIndex:
 
 def server_index(cluster: Cluster) -> ServerIndex:
     """The cluster's :class:`ServerIndex` (cached on the cluster)."""
-    idx = cluster._cache.get("policy-servers")
-    if idx is None:
+    def build() -> ServerIndex:
         order = np.argsort(cluster.server_of, kind="stable")
         size = np.bincount(cluster.server_of, minlength=cluster.num_servers)
         ptr = np.zeros(cluster.num_servers + 1, dtype=np.int64)
         np.cumsum(size, out=ptr[1:])
-        idx = ServerIndex(order, ptr, size)
-        cluster._cache["policy-servers"] = idx
-    return idx
+        return ServerIndex(order, ptr, size)
+
+    return cluster.memo("policy-servers", build)
 
 
 def class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
@@ -153,10 +156,11 @@ def class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
     >>> ci.levels.tolist(), ci.level_of.tolist(), ci.first_seen
     ([0.9, 1.0, 1.1], [2, 0, 2, 1], (2, 0, 1))
     """
-    key = ("policy-class", id(factors))
-    hit = cluster._cache.get(key)
-    if hit is not None and hit.factors is factors:
-        return hit  # type: ignore[no-any-return]
+    return cluster.memo(("policy-class", id(factors)), lambda: _class_index(cluster, factors),
+                        valid=lambda hit: hit.factors is factors)
+
+
+def _class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
     f = np.asarray(factors, dtype=np.float64)
     if f.shape != (cluster.num_gpus,):
         raise InstanceError(f"expected {cluster.num_gpus} factors, got shape {f.shape}", path="factors")
@@ -166,9 +170,7 @@ def class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
     ptr = np.zeros(levels.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(inv, minlength=levels.size), out=ptr[1:])
     first_seen = tuple(int(x) for x in np.argsort(first, kind="stable"))
-    idx = ClassIndex(factors, levels, inv, first_seen, by_level, ptr)
-    cluster._cache[key] = idx
-    return idx
+    return ClassIndex(factors, levels, inv, first_seen, by_level, ptr)
 
 
 # --------------------------------------------------------------------------- mutable state
@@ -210,11 +212,11 @@ class FreeGpus:
         self.cluster = cluster
         self.servers = server_index(cluster)
         self.server_of = cluster.server_of
-        self.blocks = bool(cluster._cache.setdefault("policy-blocks", bool(np.all(np.diff(cluster.server_of) >= 0))))
+        self.blocks = cluster.memo("policy-blocks", lambda: bool(np.all(np.diff(cluster.server_of) >= 0)))
         self.free = np.array(free, dtype=bool, copy=True)
         #: The free mask as a bytearray, for loops over the few GPUs of one server.
         self.free_list = bytearray(self.free.tobytes())
-        self._server_list: list[int] = cluster._cache.setdefault("policy-server-list", cluster.server_of.tolist())
+        self._server_list: list[int] = cluster.memo("policy-server-list", cluster.server_of.tolist)
         class_factors = dict(class_factors or {})
         self.index: dict[str, ClassIndex] = {c: class_index(cluster, f) for c, f in class_factors.items()}
         self._codes, offsets, size = _codes(cluster, self.index)
@@ -300,9 +302,14 @@ def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarra
     Returns the code matrix, each class's offset into the flat array and the array's size.
     """
     key = ("policy-codes", tuple((c, id(ci)) for c, ci in index.items()))
-    hit = cluster._cache.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[3], index.values(), strict=True)):
-        return hit[0], hit[1], hit[2]
+    hit = cluster.memo(key, lambda: _build_codes(cluster, index),
+                       valid=lambda h: all(a is b for a, b in zip(h[3], index.values(), strict=True)))
+    return hit[0], hit[1], hit[2]
+
+
+def _build_codes(
+    cluster: Cluster, index: Mapping[str, ClassIndex]
+) -> tuple[np.ndarray, list[int], int, tuple[ClassIndex, ...]]:
     s = cluster.num_servers
     cols = [cluster.server_of.astype(np.int64)]
     offsets = []
@@ -315,8 +322,7 @@ def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarra
         off += lv * s + lv
     codes = np.ascontiguousarray(np.column_stack(cols).astype(np.int64))
     codes.setflags(write=False)
-    cluster._cache[key] = (codes, offsets, off, tuple(index.values()))
-    return codes, offsets, off
+    return codes, offsets, off, tuple(index.values())
 
 
 # --------------------------------------------------------------------------- helpers
@@ -331,45 +337,71 @@ def initial_free(instance: RoundInstance, free_mask: np.ndarray | None = None) -
     return m.copy()
 
 
-def check_demands(instance: RoundInstance) -> None:
-    """Raise :class:`~pal_opt.errors.InstanceError` if a job's demand is not a positive integer."""
-    for i, job in enumerate(instance.jobs):
-        d = job.demand
-        if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
-            raise InstanceError(f"demand must be a positive integer, got {d!r}", path=f"jobs[{i}].demand")
-
-
 def running_positions(instance: RoundInstance, index: int) -> np.ndarray:
     """Positions of the GPUs the running job ``instance.jobs[index]`` holds now."""
     job = instance.jobs[index]
     if job.placement is None:
         return np.empty(0, dtype=np.int64)
-    try:
-        return instance.cluster.positions(job.placement)
-    except KeyError as exc:
-        raise InstanceError(
-            f"running job {job.id!r} holds unknown GPU {exc.args[0]!r}", path=f"jobs[{index}].placement"
-        ) from None
+    return instance.cluster.positions(job.placement)
 
 
-def jobs_to_terminate(
-    instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]
-) -> tuple[JobId, ...]:
-    """Running jobs (queue order) that are not placed or get a different GPU set."""
-    out = []
-    for j in instance.jobs:
-        if j.placement is None:
-            continue
-        new = placements.get(j.id)
-        if new is None or set(new) != set(j.placement):
-            out.append(j.id)
-    return tuple(out)
+#: ``select(state, index)``: the positions to give job ``instance.jobs[index]``, or None.
+Select = Callable[["FreeGpus", int], "np.ndarray | None"]
+
+
+def place_in_order(
+    instance: RoundInstance,
+    factors: Mapping[str, np.ndarray],
+    order: Sequence[int],
+    select: Select,
+    free_mask: np.ndarray | None = None,
+) -> dict[JobId, tuple[int, ...]]:
+    """Place jobs (indices into ``instance.jobs``) in ``order``, each on the GPUs ``select``
+    picks from the free GPUs left; stop at the first job it cannot place.
+
+    Parameters
+    ----------
+    instance
+        The round.
+    factors
+        Per-class factor arrays by GPU position (normally the binned factors).
+    order
+        Job indices, in the order to try them.
+    select
+        The policy's choice for one job, given the free GPUs (:class:`FreeGpus`).
+    free_mask
+        GPUs available to these jobs; defaults to the GPUs in state FREE.
+
+    Returns
+    -------
+    dict
+        ``{job id: GPU ids}`` in placement order.
+    """
+    jobs = instance.jobs
+    classes = {jobs[i].perfclass: factors[jobs[i].perfclass] for i in order}
+    state = FreeGpus(instance.cluster, initial_free(instance, free_mask), classes)
+    out: dict[JobId, tuple[int, ...]] = {}
+    for i in order:
+        pos = select(state, i)
+        if pos is None:
+            break
+        state.take(pos)
+        out[jobs[i].id] = to_ids(instance.cluster, pos)
+    return out
+
+
+def in_pal_order(
+    instance: RoundInstance,
+    factors: Mapping[str, np.ndarray],
+    place_sequence: Callable[[RoundInstance, Mapping[str, np.ndarray], Sequence[int]], dict[JobId, tuple[int, ...]]],
+) -> GreedyPlacement:
+    """A whole round placed by ``place_sequence`` in PAL's queue order (running jobs freed)."""
+    placements = place_sequence(instance, factors, pal_order(instance))
+    return GreedyPlacement(placements, jobs_to_terminate(instance, placements), "pal-order")
 
 
 def to_ids(cluster: Cluster, pos: Iterable[int] | np.ndarray) -> tuple[int, ...]:
     """GPU ids of the given positions, as a tuple of Python ints."""
-    ids = cluster._cache.get("policy-ids")
-    if ids is None:
-        ids = cluster._cache["policy-ids"] = cluster.gpu_ids.tolist()
+    ids: list[int] = cluster.memo("policy-ids", cluster.gpu_ids.tolist)
     p = pos.tolist() if isinstance(pos, np.ndarray) else list(pos)
     return tuple([ids[i] for i in p])

@@ -42,7 +42,6 @@ from ..seeds import SeedLike
 from .base import (
     FreeGpus,
     GreedyPlacement,
-    check_demands,
     initial_free,
     jobs_to_terminate,
     running_positions,
@@ -83,7 +82,6 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(RoundInstance(c, jobs), c.factors).placements
     {'a': (4, 5, 6), 'b': (0, 1), 'c': (2, 3)}
     """
-    check_demands(instance)
     cl = instance.cluster
     state = FreeGpus(cl, initial_free(instance))
     out: dict[JobId, tuple[int, ...]] = {}
@@ -112,7 +110,6 @@ def place_sticky(
     >>> g.placements, g.jobs_to_terminate
     ({'new': (0, 1, 2)}, ('old',))
     """
-    check_demands(instance)
     cl = instance.cluster
     jobs = instance.jobs
     free = initial_free(instance)

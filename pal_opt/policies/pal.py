@@ -46,19 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..admission import pal_order
-from ..errors import InstanceError
 from ..model import JobId, Level, RoundInstance
 from ..seeds import SeedLike
-from .base import (
-    ClassIndex,
-    FreeGpus,
-    GreedyPlacement,
-    check_demands,
-    initial_free,
-    jobs_to_terminate,
-    to_ids,
-)
+from .base import ClassIndex, FreeGpus, GreedyPlacement, in_pal_order, place_in_order
 from .pmfirst import pmfirst_select
 
 __all__ = ["traversal_order", "within_select", "place_sequence", "place"]
@@ -152,77 +142,54 @@ def place_sequence(
     order: Sequence[int],
     free_mask: np.ndarray | None = None,
 ) -> dict[JobId, tuple[int, ...]]:
-    """Place jobs (indices into ``instance.jobs``) in ``order`` with PAL.
+    """Place jobs (indices into ``instance.jobs``) in ``order`` with PAL, stopping at the first
+    job that cannot be placed (:func:`~pal_opt.policies.base.place_in_order`).  The integer
+    programs use this on their admitted set as warm start and fallback; ``free_mask`` defaults
+    to the GPUs in state FREE."""
+    return place_in_order(instance, factors, order, _Selector(instance), free_mask)
 
-    Placement stops at the first job that cannot be placed.  The integer programs use this on
-    their admitted set as warm start and fallback.
 
-    Parameters
-    ----------
-    instance
-        The round.
-    factors
-        Per-class factor arrays by GPU position (normally the binned factors).
-    order
-        Job indices, in the order to try them.
-    free_mask
-        GPUs available to these jobs; defaults to the GPUs in state FREE.
+class _Selector:
+    """PAL's choice for one job on the free GPUs left (the cell walk is built once per class
+    and pair of penalties)."""
 
-    Returns
-    -------
-    dict
-        ``{job id: GPU ids}`` in placement order.
-    """
-    check_demands(instance)
-    cl = instance.cluster
-    jobs = instance.jobs
-    classes = {jobs[i].perfclass: factors[jobs[i].perfclass] for i in order}
-    state = FreeGpus(cl, initial_free(instance, free_mask), classes)
-    per_node = int(state.servers.size.max())
-    walks: dict[tuple[str, float, float], _Walk] = {}
-    out: dict[JobId, tuple[int, ...]] = {}
-    for i in order:
-        job = jobs[i]
+    def __init__(self, instance: RoundInstance):
+        self.jobs = instance.jobs
+        self.per_node = int(instance.cluster.server_sizes.max())
+        self.walks: dict[tuple[str, float, float], _Walk] = {}
+
+    def walk(self, state: FreeGpus, c: str, pw: float, pa: float) -> _Walk:
+        w = self.walks.get((c, pw, pa))
+        if w is None:
+            ci = state.index[c]
+            w = self.walks[(c, pw, pa)] = _Walk.build(traversal_order(ci, pw, pa), ci.num_levels)
+        return w
+
+    def __call__(self, state: FreeGpus, i: int) -> np.ndarray | None:
+        job = self.jobs[i]
         c, d = job.perfclass, job.demand
         if d > state.num_free:
-            break
-        if d == 1 or d > per_node:
-            pos = pmfirst_select(state, c, d, None, PAL_GROUPING)
-        else:
-            pw, pa = float(job.locality[Level.SERVER]), float(job.locality[Level.CLUSTER])
-            walk = walks.get((c, pw, pa))
-            if walk is None:
-                if not (pw > 0 and pa > 0):
-                    raise InstanceError(f"locality penalties must be positive, got {job.locality!r}",
-                                        path=f"jobs[{i}].locality")
-                ci = state.index[c]
-                walk = walks[(c, pw, pa)] = _Walk.build(traversal_order(ci, pw, pa), ci.num_levels)
-            cum = state.cum(c)
-            most = cum.max(axis=1).tolist()  # most eligible free GPUs on one server, per level
-            avail = np.cumsum(state.tot[c]).tolist()  # eligible free GPUs in all, per level
-            pos = None
-            if walk.monotone:
-                # both tests are monotone in the level: the first feasible within cell and the
-                # first feasible across cell are bisections; the walk takes the earlier one
-                lw, la = bisect_left(most, d), bisect_left(avail, d)
-                n = len(most)
-                if lw < n and (la == n or walk.within_rank[lw] < walk.across_rank[la]):
-                    pos = within_select(state, c, d, lw, cum, most)
-                elif la < n:
-                    pos = pmfirst_select(state, c, d, la, PAL_GROUPING)
-            else:
-                for lev, within in walk.cells:
-                    if within and most[lev] >= d:
-                        pos = within_select(state, c, d, lev, cum, most)
-                        break
-                    if not within and avail[lev] >= d:
-                        pos = pmfirst_select(state, c, d, lev, PAL_GROUPING)
-                        break
-        if pos is None:
-            break
-        state.take(pos)
-        out[job.id] = to_ids(cl, pos)
-    return out
+            return None
+        if d == 1 or d > self.per_node:
+            return pmfirst_select(state, c, d, None, PAL_GROUPING)
+        walk = self.walk(state, c, float(job.locality[Level.SERVER]), float(job.locality[Level.CLUSTER]))
+        cum = state.cum(c)
+        most = cum.max(axis=1).tolist()  # most eligible free GPUs on one server, per level
+        avail = np.cumsum(state.tot[c]).tolist()  # eligible free GPUs in all, per level
+        if walk.monotone:
+            # both tests are monotone in the level: the first feasible within cell and the
+            # first feasible across cell are bisections; the walk takes the earlier one
+            lw, la = bisect_left(most, d), bisect_left(avail, d)
+            n = len(most)
+            if lw < n and (la == n or walk.within_rank[lw] < walk.across_rank[la]):
+                return within_select(state, c, d, lw, cum, most)
+            return pmfirst_select(state, c, d, la, PAL_GROUPING) if la < n else None
+        for lev, within in walk.cells:
+            if within and most[lev] >= d:
+                return within_select(state, c, d, lev, cum, most)
+            if not within and avail[lev] >= d:
+                return pmfirst_select(state, c, d, lev, PAL_GROUPING)
+        return None
 
 
 def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
@@ -236,6 +203,4 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(RoundInstance(c, (Job("a", 3, "classA", locality=pal_locality(1.7)),)), c.factors).placements
     {'a': (0, 1, 2)}
     """
-    order = pal_order(instance)
-    placements = place_sequence(instance, factors, order)
-    return GreedyPlacement(placements, jobs_to_terminate(instance, placements), "pal-order")
+    return in_pal_order(instance, factors, place_sequence)

@@ -35,18 +35,9 @@ from itertools import accumulate
 
 import numpy as np
 
-from ..admission import pal_order
 from ..model import JobId, RoundInstance
 from ..seeds import SeedLike
-from .base import (
-    ClassIndex,
-    FreeGpus,
-    GreedyPlacement,
-    check_demands,
-    initial_free,
-    jobs_to_terminate,
-    to_ids,
-)
+from .base import ClassIndex, FreeGpus, GreedyPlacement, in_pal_order, place_in_order
 
 __all__ = ["GROUPINGS", "pmfirst_select", "place_sequence", "place"]
 
@@ -170,41 +161,15 @@ def place_sequence(
     *,
     grouping: str = POLICY_GROUPING,
 ) -> dict[JobId, tuple[int, ...]]:
-    """Place jobs (indices into ``instance.jobs``) in ``order`` with PM-First.
-
-    Placement stops at the first job that cannot be placed.
-
-    Parameters
-    ----------
-    instance
-        The round.
-    factors
-        Per-class factor arrays by GPU position (normally the binned factors).
-    order
-        Job indices, in the order to try them.
-    free_mask
-        GPUs available to these jobs; defaults to the GPUs in state FREE.
-    grouping
-        PM-First's group definition (see the module docstring).
-
-    Returns
-    -------
-    dict
-        ``{job id: GPU ids}`` in placement order.
-    """
-    check_demands(instance)
+    """Place jobs (indices into ``instance.jobs``) in ``order`` with PM-First, stopping at the
+    first job that cannot be placed (:func:`~pal_opt.policies.base.place_in_order`);
+    ``grouping`` is PM-First's group definition (see the module docstring)."""
     jobs = instance.jobs
-    classes = {jobs[i].perfclass: factors[jobs[i].perfclass] for i in order}
-    state = FreeGpus(instance.cluster, initial_free(instance, free_mask), classes)
-    out: dict[JobId, tuple[int, ...]] = {}
-    for i in order:
-        job = jobs[i]
-        pos = pmfirst_select(state, job.perfclass, job.demand, None, grouping)
-        if pos is None:
-            break
-        state.take(pos)
-        out[job.id] = to_ids(instance.cluster, pos)
-    return out
+
+    def select(state: FreeGpus, i: int) -> np.ndarray | None:
+        return pmfirst_select(state, jobs[i].perfclass, jobs[i].demand, None, grouping)
+
+    return place_in_order(instance, factors, order, select, free_mask)
 
 
 def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
@@ -217,6 +182,4 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(RoundInstance(c, (Job("a", 2, "classA"),)), c.factors).placements
     {'a': (2, 3)}
     """
-    order = pal_order(instance)
-    placements = place_sequence(instance, factors, order)
-    return GreedyPlacement(placements, jobs_to_terminate(instance, placements), "pal-order")
+    return in_pal_order(instance, factors, place_sequence)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..model import JobId, RoundInstance
 from ..seeds import SeedLike, make_rng
-from .base import GreedyPlacement, check_demands, initial_free, jobs_to_terminate, to_ids
+from .base import GreedyPlacement, initial_free, jobs_to_terminate, to_ids
 
 __all__ = ["place"]
 
@@ -39,7 +39,6 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(inst, c.factors, seed=7) == place(inst, c.factors, seed=7)
     True
     """
-    check_demands(instance)
     rng = make_rng(seed)
     cl = instance.cluster
     free = initial_free(instance)

@@ -8,39 +8,16 @@ and writes its outputs only after the simulation succeeded.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from ..cliargs import nonneg_float, positive_float
 from ..errors import InstanceError, OptionError
+from ..options import DEFAULT_ILP_TIME_LIMIT
 
 __all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
-
-#: Per-round time limit of the integer program when ``--time-limit`` is not given (s).
-DEFAULT_ILP_TIME_LIMIT: float = 10.0
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number ≥ 0, got {text!r}")
-    return v
-
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``simulate`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``).
@@ -49,7 +26,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     returns the exit status.
     """
     from ..binning import BINNING_MODES
-    from ..solve import METHODS
+    from ..methods import method_names
     from .queue import QUEUE_POLICIES
     from .variability import DRAWS
 
@@ -64,17 +41,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("trace", help="trace CSV file")
     p.add_argument("--cluster", default="16x4", help="SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4)")
-    p.add_argument("--policy", default="pal", choices=METHODS, help="placement method (default pal)")
+    p.add_argument("--policy", default="pal", choices=method_names(), metavar="METHOD",
+                   help="placement method, one of: " + ", ".join(method_names()) + " (default pal)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
-    p.add_argument("--locality-penalty", type=_positive_float, default=1.7, metavar="L",
+    p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
-    p.add_argument("--rack-penalty", type=_positive_float, default=None, metavar="L",
+    p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
                    help="slowdown of a gang spanning servers within one rack (default: λ)")
-    p.add_argument("--round", type=_positive_float, default=360.0, metavar="S",
+    p.add_argument("--round", type=positive_float, default=360.0, metavar="S",
                    help="round length in seconds (default 360)")
     p.add_argument("--binning", default="pal-artifact", choices=BINNING_MODES,
                    help="variability binning the policy sees (default pal-artifact)")
-    p.add_argument("--restart-cost", type=_nonneg_float, default=0.0, metavar="S",
+    p.add_argument("--restart-cost", type=nonneg_float, default=0.0, metavar="S",
                    help="seconds lost when a job is moved or resumed after preemption (default 0)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE",
                    help="per-run measurement CSV (perf column) a class draws its factors from")
@@ -84,7 +62,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="class of models the trace names but pal-opt does not know")
     p.add_argument("--admission", choices=("prefix", "backfill"), default=None, help="ilp only")
     p.add_argument("--backend", default=None, help="ilp only: highs, cpsat or cbc")
-    p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help=f"ilp only: seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g})")
     p.add_argument("--threads", type=int, default=None, help="ilp only: solver threads")
     p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
@@ -126,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
         _check_out_dir(val, flag)
     spec = parse_cluster(args.cluster)
     variability = _parse_variability(args.variability)
-    is_ilp = args.policy == "ilp"
+    from ..methods import get_method
+
+    is_ilp = get_method(args.policy).exact
     if not is_ilp:
         given = [f for f, v in (("--admission", args.admission), ("--backend", args.backend),
                                 ("--time-limit", args.time_limit), ("--threads", args.threads)) if v is not None]

@@ -1,21 +1,15 @@
-"""The one cost model.  Every policy, the integer programs, the checker, the benchmarks and
-the simulator price a placement here.
-
-* Slowdown of job *j* on GPU set *S* = max over *S* of *j*'s class factor × *j*'s locality
-  penalty for the topology level *S* spans.
-* Round cost = Σ_j d_j · ln(slowdown_j) (+ ``restart_cost`` · d_j for each running job moved).
-* Geometric-mean slowdown = exp(cost / Σ_j d_j), a GPU-weighted geometric mean.
-"""
+"""Pricing a placement: the round cost as the sum of the registered terms, and slowdowns."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .model import Cluster, Job, JobId, RoundInstance
+from ..model import Cluster, Job, JobId, RoundInstance
+from .registry import check_cost_params, cost_terms
 
 __all__ = [
     "job_slowdown",
@@ -28,7 +22,8 @@ __all__ = [
 
 
 def job_slowdown_pos(cluster: Cluster, factors: np.ndarray, job: Job, pos: np.ndarray) -> float:
-    """Slowdown of ``job`` on the GPUs at positions ``pos``, given its class's factor array."""
+    """Slowdown of ``job`` on the GPUs at positions ``pos``, given its class's factor array:
+    the slowest GPU's factor times the job's locality penalty for the level the GPUs span."""
     level = cluster.span_level_pos(pos)
     return float(factors[pos].max()) * float(job.locality[level])
 
@@ -68,17 +63,19 @@ class CostSummary:
     Attributes
     ----------
     cost
-        Round cost Σ d_j ln(slowdown_j) plus restart costs.
+        Round cost: the sum of every registered term over the placed jobs and the moved ones.
     gpus
         GPUs placed, Σ d_j over placed jobs.
     geomean
         exp(cost / gpus).
     slowdown
-        Per job: its slowdown.
+        Per job: its slowdown (slowest GPU's factor × locality penalty).
     level
         Per job: the topology level its set spans (0 server, 1 rack, 2 cluster).
     moved
         Running jobs given a different GPU set.
+    by_term
+        The cost split by term name.
     """
 
     cost: float
@@ -87,6 +84,7 @@ class CostSummary:
     slowdown: dict[JobId, float]
     level: dict[JobId, int]
     moved: tuple[JobId, ...]
+    by_term: dict[str, float] = field(default_factory=dict)
 
     @property
     def spanning(self) -> int:
@@ -98,17 +96,18 @@ def evaluate(
     instance: RoundInstance,
     placements: Mapping[JobId, tuple[int, ...] | list[int]],
     factors: Mapping[str, np.ndarray],
-    restart_cost: float | None = None,
 ) -> CostSummary:
-    """Price ``placements`` ({job id: GPU ids}) under ``factors`` ({class: per-GPU array}).
+    """Price ``placements`` ({job id: GPU ids}) under ``factors`` ({class: per-GPU array}) with
+    every registered cost term (:mod:`pal_opt.cost.registry`).
 
-    ``restart_cost`` defaults to the instance's.  Validity is not checked here; see
-    :mod:`pal_opt.check`.
+    A running job placed on other GPUs than it holds pays each term's ``moved`` charge (a
+    running job left out is priced by the admission rule, not here).  Validity is not checked here; see :mod:`pal_opt.check`.
     """
-    rc = instance.params.restart_cost if restart_cost is None else restart_cost
+    check_cost_params(instance)
+    terms = cost_terms()
     cl = instance.cluster
     jobs = instance.job_by_id
-    cost = 0.0
+    by_term = dict.fromkeys((t.name for t in terms), 0.0)
     gpus = 0
     slow: dict[JobId, float] = {}
     lev: dict[JobId, int] = {}
@@ -116,13 +115,16 @@ def evaluate(
     for jid, gids in placements.items():
         job = jobs[jid]
         pos = cl.positions(gids)
-        level = cl.span_level_pos(pos)
-        s = float(factors[job.perfclass][pos].max()) * float(job.locality[level])
-        slow[jid] = s
-        lev[jid] = int(level)
-        cost += job.demand * math.log(s)
+        level = int(cl.span_level_pos(pos))
+        top = float(factors[job.perfclass][pos].max())
+        slow[jid] = top * float(job.locality[level])
+        lev[jid] = level
         gpus += job.demand
+        for t in terms:
+            by_term[t.name] += t.placed(instance, job, pos, level, top)
         if job.placement is not None and set(job.placement) != set(int(g) for g in gids):
             moved.append(jid)
-            cost += rc * job.demand
-    return CostSummary(cost, gpus, geomean_slowdown(cost, gpus), slow, lev, tuple(moved))
+            for t in terms:
+                by_term[t.name] += t.moved(instance, job)
+    cost = math.fsum(by_term.values())
+    return CostSummary(cost, gpus, geomean_slowdown(cost, gpus), slow, lev, tuple(moved), by_term)

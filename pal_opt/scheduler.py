@@ -1,11 +1,14 @@
-"""A placement policy that keeps state between rounds, for schedulers' round loops.
+"""The round loop's state: a placement policy that keeps state between rounds.
 
 :func:`pal_opt.solve` places one round and forgets it.  A scheduler calls the same policy every
-round, so :class:`RoundPolicy` keeps what is worth keeping:
+round, so :class:`RoundPolicy` keeps what is worth keeping.  The simulator
+(:mod:`pal_opt.simulate`) and the Blox adapter (:mod:`pal_opt.adapters.blox`) run their rounds
+through it too.
 
 * **the binning**: k-means binning depends only on the cluster's measurements, which rarely
-  change between rounds; it is cached (keyed by GPU ids and factor values) and reused even
-  though each round builds a new :class:`~pal_opt.model.Cluster`;
+  change between rounds; :func:`pal_opt.binning.binned_factors` keeps the last few results
+  keyed by the measurements' content, so it is reused even though each round builds a new
+  :class:`~pal_opt.model.Cluster`;
 * **the last placement**: with ``track_running=True`` (the default), a queued job that the
   round's instance does not mark as running but that this policy placed last round, on GPUs
   that are still free, is treated as running there — so sticky methods keep it and restart
@@ -16,23 +19,16 @@ round, so :class:`RoundPolicy` keeps what is worth keeping:
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from .binning import BINNING_MODES, binned_factors
-from .errors import OptionError
+from .methods import get_method
 from .model import GpuState, Job, JobId, RoundInstance
+from .options import SolveOptions
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
-from .solve import _ILP_OPTIONS, METHODS, solve
 
 __all__ = ["RoundPolicy"]
-
-_CACHE_SIZE = 4
 
 
 class RoundPolicy:
@@ -41,7 +37,7 @@ class RoundPolicy:
     Parameters
     ----------
     method
-        Any of :data:`pal_opt.solve.METHODS` (default ``"pal"``).
+        A registered method name (:func:`pal_opt.methods.method_names`; default ``"pal"``).
     binning
         Binning mode; defaults to each instance's own.
     seed
@@ -69,46 +65,18 @@ class RoundPolicy:
         track_running: bool = True,
         **options: Any,
     ) -> None:
-        if method not in METHODS:
-            raise OptionError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-        if binning is not None and binning not in BINNING_MODES:
-            raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
-        allowed = _ILP_OPTIONS if method == "ilp" else set()
-        bad = set(options) - allowed
-        if bad:
-            raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to method {method!r}")
+        self._method = get_method(method)
+        self._options = SolveOptions.from_kwargs(binning=binning, **options)
+        self._method.check_options(self._options)
         self.method = method
         self.binning = binning
         self.options = dict(options)
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
-        self._bins: OrderedDict[tuple[bytes, str], Any] = OrderedDict()
         self.last: PlacementResult | None = None
         self.rounds = 0
 
     # ---------------------------------------------------------------- state helpers
-    @staticmethod
-    def _measurement_key(instance: RoundInstance) -> bytes:
-        cl = instance.cluster
-        h = hashlib.blake2b(digest_size=16)
-        h.update(np.ascontiguousarray(cl.gpu_ids).tobytes())
-        for c in sorted(cl.factors):
-            h.update(c.encode())
-            h.update(np.ascontiguousarray(cl.factors[c]).tobytes())
-        return h.digest()
-
-    def _reuse_binning(self, instance: RoundInstance) -> None:
-        mode = self.binning or instance.params.binning
-        key = (self._measurement_key(instance), mode)
-        cache = instance.cluster._cache
-        if key in self._bins:
-            cache.setdefault(("binned", mode), self._bins[key])
-            self._bins.move_to_end(key)
-        else:
-            self._bins[key] = binned_factors(instance.cluster, mode)
-            if len(self._bins) > _CACHE_SIZE:
-                self._bins.popitem(last=False)
-
     def _carry_running(self, instance: RoundInstance) -> RoundInstance:
         if not self.track_running or self.last is None:
             return instance
@@ -133,9 +101,8 @@ class RoundPolicy:
     def place(self, instance: RoundInstance) -> PlacementResult:
         """Place one round; remember it for the next."""
         instance = self._carry_running(instance)
-        self._reuse_binning(instance)
-        seed: SeedLike = self._rng if self._rng is not None else None
-        result = solve(instance, self.method, binning=self.binning, seed=seed, **self.options)
+        opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
+        result = self._method.run(instance, opts)
         self.last = result
         self.rounds += 1
         return result

@@ -1,0 +1,169 @@
+"""What the ``pal-opt`` sub-commands share: argument types, and the flags of a placement method
+mapped onto :class:`~pal_opt.options.SolveOptions` (the only place that mapping is made).
+
+The method, backend, admission and binning choices are read from the registries and enums when
+the parser is built, so a method or backend registered at run time shows in ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from .errors import OptionError
+
+__all__ = [
+    "finite",
+    "positive_float",
+    "nonneg_float",
+    "nonneg_int",
+    "pos_int",
+    "job_ids",
+    "key_value",
+    "methods_epilog",
+    "add_method_arguments",
+    "solve_options",
+]
+
+
+def _number(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return v
+
+
+def finite(text: str) -> float:
+    """A finite number."""
+    return _number(text)
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    v = _number(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return v
+
+
+def nonneg_float(text: str) -> float:
+    """A finite number >= 0."""
+    v = _number(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    """An integer >= 0."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
+def pos_int(text: str) -> int:
+    """An integer >= 1."""
+    v = nonneg_int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def job_ids(text: str) -> list[int | str]:
+    """Comma-separated job ids (integers where they parse as such)."""
+    ids: list[int | str] = []
+    for part in text.split(","):
+        t = part.strip()
+        if not t:
+            raise argparse.ArgumentTypeError(f"empty job id in {text!r}")
+        try:
+            ids.append(int(t))
+        except ValueError:
+            ids.append(t)
+    return ids
+
+
+def key_value(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE``; VALUE is read as JSON where it parses (numbers, true/false), else a string."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return key.strip(), value
+
+
+def methods_epilog() -> str:
+    """The registered methods, one line each, for ``--help``."""
+    from .methods import METHODS
+
+    width = max(len(n) for n in METHODS)
+    lines = [f"  {name:<{width}}  {m.summary}" for name, m in METHODS.items()]
+    return "methods:\n" + "\n".join(lines)
+
+
+def _backend_choices() -> list[str]:
+    from .ilp.backends import BACKENDS, PREFERENCE
+
+    return [n for n in PREFERENCE if n in BACKENDS] + [n for n in BACKENDS if n not in PREFERENCE]
+
+
+def add_method_arguments(p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None) -> None:
+    """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...)."""
+    from .methods import method_names
+    from .options import Admission, Binning
+
+    p.add_argument(flag, choices=method_names(), default="pal", metavar="METHOD",
+                   help="placement method, one of: " + ", ".join(method_names()) + " (default pal)")
+    if seed_help is not None:
+        p.add_argument("--seed", type=int, default=None, help=seed_help)
+    p.add_argument("--binning", choices=[b.value for b in Binning], default=None,
+                   help="override the round's binning mode")
+    backends = _backend_choices()
+    ex = p.add_argument_group("integer program options (exact methods only)")
+    ex.add_argument("--backend", choices=backends, default=None,
+                    help=f"solver, one of: {', '.join(backends)} (default: the first installed)")
+    ex.add_argument("--admission", choices=[a.value for a in Admission], default=None,
+                    help="queue rule (default prefix)")
+    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help="time limit in seconds")
+    ex.add_argument("--gap", type=nonneg_float, default=None, metavar="G",
+                    help="relative gap target on the geometric-mean slowdown")
+    ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads")
+    ex.add_argument("--backend-param", type=key_value, action="append", default=None, metavar="KEY=VALUE",
+                    help="pass an option straight to the solver (repeatable), e.g. presolve=off")
+    ex.add_argument("--parts", type=pos_int, default=None, metavar="K",
+                    help="ilp-partitioned: number of parts (default: one per ~1,024 GPUs)")
+
+
+def solve_options(args: argparse.Namespace, method_flag: str = "method", **extra: Any) -> Any:
+    """The :class:`~pal_opt.options.SolveOptions` that the parsed flags ask for, checked against
+    the chosen method (an option of another method is an :class:`OptionError` naming the flag)."""
+    from .methods import get_method
+    from .options import SolveOptions
+
+    method = get_method(getattr(args, method_flag))
+    given: dict[str, Any] = dict(extra)
+    for name in ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts"):
+        v = getattr(args, name, None)
+        if v is not None:
+            given[name] = v
+    if getattr(args, "backend_param", None):
+        given["backend_params"] = dict(args.backend_param)
+    if getattr(args, "jobs", None) is not None:
+        given["jobs"] = args.jobs
+    bad = sorted(set(given) - set(method.options) - set(extra))
+    if bad:
+        flags = ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param") for b in bad)
+        raise OptionError(f"option(s) {flags} do not apply to method {method.name!r}")
+    return SolveOptions.from_kwargs(**given)

@@ -1,0 +1,39 @@
+"""The one cost model.  Every policy, the integer programs, the checker, the benchmarks and
+the simulator price a placement here.
+
+* **Slowdown** of job *j* on GPU set *S* = max over *S* of *j*'s class factor × *j*'s locality
+  penalty for the topology level *S* spans (:func:`job_slowdown_pos`).
+* **Round cost** = the sum of the registered cost terms (:mod:`pal_opt.cost.registry`):
+  variability ``Σ_j d_j ln max factor``, locality ``Σ_j d_j ln penalty`` (together
+  ``Σ_j d_j ln slowdown_j``), restart ``restart_cost · d_j`` per running job moved, and any term
+  registered since.
+* **Geometric-mean slowdown** = exp(cost / Σ_j d_j), a GPU-weighted geometric mean.
+"""
+
+from __future__ import annotations
+
+from .base import CostTerm
+from .evaluate import (
+    CostSummary,
+    evaluate,
+    geomean_slowdown,
+    job_slowdown,
+    job_slowdown_pos,
+    relative_gap,
+)
+from .registry import COST_TERMS, check_cost_params, cost_terms, register_cost_term, unregister_cost_term
+
+__all__ = [
+    "CostTerm",
+    "COST_TERMS",
+    "CostSummary",
+    "check_cost_params",
+    "cost_terms",
+    "evaluate",
+    "geomean_slowdown",
+    "job_slowdown",
+    "job_slowdown_pos",
+    "register_cost_term",
+    "relative_gap",
+    "unregister_cost_term",
+]

@@ -1,0 +1,88 @@
+"""What a cost term is.
+
+The round cost of a placement is a sum of terms.  Each term prices three things, and every
+method reaches the term through the same three questions:
+
+``placed(instance, job, pos, level, max_factor)``
+    what the term charges for ``job`` running on the GPUs at positions ``pos`` (spanning
+    ``level``; ``max_factor`` is the largest of the job's class factors on them).  The greedy
+    policies, the checker, the simulator and the benchmarks price placements through it
+    (:func:`pal_opt.cost.evaluate`).
+``slots(perfclass, demand, locality, values, span)``
+    the same, vectorised for the integer program: one cost per slot column of a job type, where
+    ``values`` are the factor levels of the columns and ``span`` the topology level they pay for.
+    It must equal ``placed`` for any GPU set whose largest factor is the level's value and which
+    spans that level.
+``moved(instance, job)``
+    what the term charges when a *running* job does not keep exactly its current GPUs (it is
+    moved or not placed).  The integer program then adds a binary "keep" variable per running
+    job; a term whose ``moved`` is zero for every job adds nothing.
+
+Parameters of a term live in ``instance.params.costs[term.name]`` (a mapping of numbers), which
+the term reads and checks itself (:meth:`CostTerm.check_params`).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import OptionError
+from ..model import Job, RoundInstance
+
+__all__ = ["CostTerm"]
+
+
+class CostTerm(ABC):  # noqa: B024 - every hook has a neutral default; subclasses override some
+    """One additive part of the round cost.  Subclasses override the hooks that apply.
+
+    Class attributes
+    ----------------
+    name
+        Registry name; also the key of the term's parameters in ``params.costs``.
+    summary
+        One line for documentation and ``--help``.
+    params
+        ``{parameter: default}`` the term reads from ``params.costs[name]``; numbers >= 0.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    params: ClassVar[Mapping[str, float]] = {}
+
+    # ------------------------------------------------------------------ parameters
+    def check_params(self, given: Mapping[str, Any]) -> None:
+        """Raise :class:`~pal_opt.errors.OptionError` for an unknown or bad parameter."""
+        for key, v in given.items():
+            if key not in self.params:
+                known = ", ".join(self.params) or "none"
+                raise OptionError(f"cost term {self.name!r} has no parameter {key!r} (known: {known})")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise OptionError(f"costs.{self.name}.{key} must be a finite number >= 0, got {v!r}")
+
+    def param(self, instance: RoundInstance, key: str) -> float:
+        """The value of parameter ``key`` in ``instance`` (its default when not given)."""
+        given = instance.params.costs.get(self.name, {})
+        return float(given.get(key, self.params[key]))
+
+    # ------------------------------------------------------------------ pricing
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        """Charge for ``job`` on the GPUs at ``pos``."""
+        return 0.0
+
+    def slots(
+        self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray, span: int
+    ) -> np.ndarray | float:
+        """Charge per slot column (vectorised :meth:`placed`)."""
+        return 0.0
+
+    def moved(self, instance: RoundInstance, job: Job) -> float:
+        """Charge when the running ``job`` loses or changes its GPUs."""
+        return 0.0
+
+    def __repr__(self) -> str:
+        return f"<cost term {self.name!r}>"

@@ -1,0 +1,65 @@
+"""The registry of cost terms: every method prices a round with the terms listed here.
+
+Adding a term means one module defining a :class:`~pal_opt.cost.base.CostTerm` subclass, one
+line in :data:`_BUILTIN` below (or a call to :func:`register_cost_term` from outside the
+package), and its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..errors import OptionError
+from ..model import RoundInstance
+from .base import CostTerm
+from .locality import Locality
+from .restart import Restart
+from .variability import Variability
+
+__all__ = ["COST_TERMS", "register_cost_term", "unregister_cost_term", "cost_terms", "check_cost_params"]
+
+#: The built-in terms, in the order they are summed.
+_BUILTIN: tuple[CostTerm, ...] = (
+    Variability(),
+    Locality(),
+    Restart(),
+)
+
+#: name -> term, in summation order.
+COST_TERMS: dict[str, CostTerm] = {t.name: t for t in _BUILTIN}
+
+
+def register_cost_term(term: CostTerm, *, replace: bool = False) -> CostTerm:
+    """Add ``term`` (an instance) to the registry; every method prices with it from now on.
+
+    Raises
+    ------
+    OptionError
+        If a term of that name exists and ``replace`` is False.
+    """
+    if not isinstance(term, CostTerm):
+        raise OptionError(f"a cost term must be a CostTerm instance, got {term!r}")
+    if term.name in COST_TERMS and not replace:
+        raise OptionError(f"a cost term named {term.name!r} is registered already")
+    COST_TERMS[term.name] = term
+    return term
+
+
+def unregister_cost_term(name: str) -> None:
+    """Remove a term (a no-op for an unknown name)."""
+    COST_TERMS.pop(name, None)
+
+
+def cost_terms() -> tuple[CostTerm, ...]:
+    """The registered terms, in summation order."""
+    return tuple(COST_TERMS.values())
+
+
+def check_cost_params(instance: RoundInstance) -> None:
+    """Check ``instance.params.costs`` against the registered terms' parameters."""
+    costs: Mapping[str, Mapping[str, float]] = instance.params.costs
+    for name, given in costs.items():
+        term = COST_TERMS.get(name)
+        if term is None:
+            raise OptionError(f"unknown cost term {name!r} in params.costs; known: {', '.join(COST_TERMS)}")
+        term.check_params(given)

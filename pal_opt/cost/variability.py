@@ -1,0 +1,27 @@
+"""Variability: a gang runs at the pace of its slowest GPU.
+
+``d_j · ln(max factor of j's class over its GPUs)`` — the factors are the round's binned ones.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..model import Job, RoundInstance
+from .base import CostTerm
+
+__all__ = ["Variability"]
+
+
+class Variability(CostTerm):
+    name = "variability"
+    summary = "demand x ln(slowest GPU's factor for the job's class)"
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return job.demand * math.log(max_factor)
+
+    def slots(self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray,
+              span: int) -> np.ndarray:
+        return demand * np.log(values)

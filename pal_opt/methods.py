@@ -1,0 +1,219 @@
+"""The registry of placement methods: greedy policies and integer programs, looked up by name.
+
+Every method is a :class:`Method`: a name, a one-line summary, the :class:`SolveOptions` it
+accepts and a ``run(instance, options) -> PlacementResult``.  :func:`pal_opt.solve`, the
+:class:`~pal_opt.scheduler.RoundPolicy`, the CLI's choices and ``--help``, the simulator, the
+Blox adapter, the benchmarks and the tests all read the names from here.
+
+A new greedy policy is a ``place(instance, factors, *, seed=None) -> GreedyPlacement`` function
+registered with :func:`register_method` and :func:`greedy_method`; a new exact method is any
+``run`` that returns a priced :class:`~pal_opt.result.PlacementResult`
+(:func:`pal_opt.result.priced_result`).
+
+Examples
+--------
+>>> names = method_names()
+>>> names[0], "ilp" in names
+('pal', True)
+>>> get_method("ilp").exact
+True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .binning import binned_factors
+from .errors import OptionError
+from .model import RoundInstance
+from .options import MethodName, SolveOptions
+from .policies import POLICIES, PolicyFn
+from .result import PlacementResult, Status, priced_result
+
+__all__ = [
+    "Method",
+    "MethodRun",
+    "METHODS",
+    "GREEDY_OPTIONS",
+    "EXACT_OPTIONS",
+    "greedy_method",
+    "register_method",
+    "unregister_method",
+    "get_method",
+    "method_names",
+    "greedy_names",
+    "default_parts",
+]
+
+#: ``run(instance, options) -> PlacementResult``.
+MethodRun = Callable[[RoundInstance, SolveOptions], PlacementResult]
+
+#: Options of every greedy policy.
+GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed"})
+#: Options of the whole-round integer program.
+EXACT_OPTIONS: frozenset[str] = frozenset(
+    {"binning", "backend", "admission", "jobs", "time_limit", "gap", "threads", "warm_start", "deterministic",
+     "backend_params"}
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A placement method.
+
+    Attributes
+    ----------
+    name
+        Registry name (``--method NAME``).
+    run
+        ``run(instance, options) -> PlacementResult``.
+    summary
+        One line for ``--help`` and the docs.
+    options
+        Names of the :class:`~pal_opt.options.SolveOptions` fields it accepts; giving another
+        one is an :class:`~pal_opt.errors.OptionError`.
+    exact
+        True for integer programs (they report a bound and a gap).
+    """
+
+    name: str
+    run: MethodRun
+    summary: str
+    options: frozenset[str] = GREEDY_OPTIONS
+    exact: bool = False
+
+    def check_options(self, options: SolveOptions) -> None:
+        """Raise :class:`OptionError` for options given that do not belong to this method."""
+        bad = options.given() - set(self.options)
+        if bad:
+            raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to method {self.name!r}")
+
+
+def greedy_method(name: str, place: PolicyFn, summary: str) -> Method:
+    """A :class:`Method` running the greedy policy ``place(instance, factors, *, seed=None)`` on
+    the round's binned factors, timed and priced like every other method."""
+
+    def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+        mode = options.binning or instance.params.binning
+        factors = binned_factors(instance.cluster, mode)
+        t0 = time.perf_counter()
+        out = place(instance, factors, seed=options.seed)
+        seconds = time.perf_counter() - t0
+        return priced_result(
+            instance, out.placements, factors, method=name, status=Status.FEASIBLE, admission=out.admission,
+            solve_seconds=seconds, jobs_to_terminate_=out.jobs_to_terminate,
+            seed=options.seed if isinstance(options.seed, int) else None, info={"binning": mode},
+        )
+
+    return Method(name, run, summary, GREEDY_OPTIONS)
+
+
+def _ilp(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+    from .ilp import solve_ilp
+
+    kw = _exact_kwargs(options)
+    res = solve_ilp(instance, **kw)
+    res.info.setdefault("binning", kw["binning"] or instance.params.binning)
+    return res
+
+
+def _ilp_partitioned(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+    from .ilp import solve_partitioned
+
+    kw = _exact_kwargs(options)
+    k = options.parts or default_parts(instance)
+    res = solve_partitioned(instance, k, **kw)
+    res.info.setdefault("binning", kw["binning"] or instance.params.binning)
+    return res
+
+
+#: GPUs per part that :func:`default_parts` aims at.
+GPUS_PER_PART = 1024
+
+
+def default_parts(instance: RoundInstance) -> int:
+    """Parts of a partitioned solve when none are asked for: one per ~1,024 GPUs, at least 2.
+
+    >>> from pal_opt.generate import generate_instance
+    >>> default_parts(generate_instance(512, 8, 100, seed=0))
+    4
+    """
+    return max(2, round(instance.cluster.num_gpus / GPUS_PER_PART))
+
+
+def _exact_kwargs(options: SolveOptions) -> dict[str, Any]:
+    kw: dict[str, Any] = {
+        name: getattr(options, name)
+        for name in ("binning", "backend", "admission", "time_limit", "gap", "threads", "warm_start",
+                     "deterministic")
+    }
+    kw["jobs"] = list(options.jobs) if options.jobs is not None else None
+    if options.backend_params:
+        kw["backend_params"] = dict(options.backend_params)
+    return kw
+
+
+_GREEDY_SUMMARIES: Mapping[str, str] = {
+    MethodName.PAL: "PAL: variability x locality walk, as the authors' artifact (greedy)",
+    MethodName.PMFIRST: "PM-First: fastest GPUs first (greedy)",
+    MethodName.PACKED: "consolidated placement, running jobs freed (greedy)",
+    MethodName.PACKED_STICKY: "consolidated placement, running jobs kept (greedy)",
+    MethodName.RANDOM: "uniform random GPUs, seeded (greedy)",
+}
+
+#: name -> :class:`Method`, in the order ``--help`` lists them.
+METHODS: dict[str, Method] = {
+    **{str(n): greedy_method(str(n), POLICIES[n], s) for n, s in _GREEDY_SUMMARIES.items()},
+    MethodName.ILP: Method(str(MethodName.ILP), _ilp, "the round's exact integer program, with a proven gap",
+                           EXACT_OPTIONS, exact=True),
+    MethodName.ILP_PARTITIONED: Method(
+        str(MethodName.ILP_PARTITIONED), _ilp_partitioned,
+        "the round split into parts of the same make-up, solved in parallel, with a whole-round bound",
+        EXACT_OPTIONS | {"parts"}, exact=True),
+}
+
+
+def register_method(method: Method, *, replace: bool = False) -> Method:
+    """Add ``method`` to the registry: :func:`pal_opt.solve`, the CLI and the simulator accept
+    its name from now on.
+
+    Raises
+    ------
+    OptionError
+        If a method of that name exists and ``replace`` is False.
+    """
+    if not isinstance(method, Method):
+        raise OptionError(f"expected a Method, got {method!r}")
+    if method.name in METHODS and not replace:
+        raise OptionError(f"a method named {method.name!r} is registered already")
+    unknown = set(method.options) - set(SolveOptions.names())
+    if unknown:
+        raise OptionError(f"method {method.name!r} declares unknown options {sorted(unknown)}")
+    METHODS[method.name] = method
+    return method
+
+
+def unregister_method(name: str) -> None:
+    """Remove a method (a no-op for an unknown name)."""
+    METHODS.pop(name, None)
+
+
+def get_method(name: Any) -> Method:
+    """The method registered as ``name``."""
+    try:
+        return METHODS[name]
+    except (KeyError, TypeError):
+        raise OptionError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}") from None
+
+
+def method_names() -> tuple[str, ...]:
+    """Registered method names, in registry order (the default, ``pal``, first)."""
+    return tuple(METHODS)
+
+
+def greedy_names() -> tuple[str, ...]:
+    """Names of the registered methods that are not exact."""
+    return tuple(n for n, m in METHODS.items() if not m.exact)

@@ -1,0 +1,227 @@
+"""The names and options every method shares, in one place.
+
+* String enums for the built-in names: :class:`Binning`, :class:`Admission`, :class:`MethodName`
+  and :class:`BackendName`.  Methods and backends are looked up in registries
+  (:mod:`pal_opt.methods`, :mod:`pal_opt.ilp.backends`), so a name registered at run time is as
+  good as a built-in one; the enums only name what ships.
+* :class:`SolveOptions`: everything a method may be told, validated once, here.  Only
+  :mod:`pal_opt.cli` maps command-line flags onto it; the API builds it from keyword arguments
+  (:func:`pal_opt.solve`).
+
+Examples
+--------
+>>> SolveOptions(time_limit=5, gap=0.01).time_limit
+5.0
+>>> SolveOptions(gap=-1)
+Traceback (most recent call last):
+...
+pal_opt.errors.OptionError: gap must be a finite number >= 0, got -1
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import OptionError
+
+__all__ = [
+    "Binning",
+    "Admission",
+    "MethodName",
+    "BackendName",
+    "DEFAULT_ILP_TIME_LIMIT",
+    "SolveOptions",
+    "check_choice",
+]
+
+#: Time limit (s) of an exact round solve when none is given and a limit is needed (the
+#: simulator and the Blox adapter run rounds back to back).  ``pal-opt solve`` and
+#: :func:`pal_opt.solve` run without a limit unless given one.
+DEFAULT_ILP_TIME_LIMIT: float = 10.0
+
+
+class Binning(enum.StrEnum):
+    """How measured variability becomes factor levels (:mod:`pal_opt.binning`)."""
+
+    PAL_ARTIFACT = "pal-artifact"  #: what the PAL authors' code computes (default)
+    SILHOUETTE = "silhouette"  #: K chosen by silhouette score, as the paper intends
+    NONE = "none"  #: the raw measurements
+
+
+class Admission(enum.StrEnum):
+    """Which queued jobs an exact method must place (:mod:`pal_opt.admission`)."""
+
+    PREFIX = "prefix"  #: the longest queue prefix that fits the free GPUs
+    BACKFILL = "backfill"  #: queue order, skipping what does not fit
+
+
+class MethodName(enum.StrEnum):
+    """The methods that ship (the registry may hold more)."""
+
+    PAL = "pal"
+    PMFIRST = "pmfirst"
+    PACKED = "packed"
+    PACKED_STICKY = "packed-sticky"
+    RANDOM = "random"
+    ILP = "ilp"
+    ILP_PARTITIONED = "ilp-partitioned"
+
+
+class BackendName(enum.StrEnum):
+    """The solver backends that ship, in order of preference (the registry may hold more)."""
+
+    HIGHS = "highs"
+    CPSAT = "cpsat"
+    CBC = "cbc"
+
+
+def check_choice(value: Any, choices: Iterable[str], what: str) -> str:
+    """``value`` as a plain string if it is one of ``choices``, else :class:`OptionError`.
+
+    >>> check_choice("none", [b.value for b in Binning], "binning mode")
+    'none'
+    >>> check_choice("k", ["a", "b"], "binning mode")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: unknown binning mode 'k'; choose one of a, b
+    """
+    names = [str(c) for c in choices]
+    if isinstance(value, str) and str(value) in names:
+        return str(value)
+    raise OptionError(f"unknown {what} {value!r}; choose one of {', '.join(names)}")
+
+
+def _positive_number(name: str, v: Any, *, allow_zero: bool = False) -> float | None:
+    if v is None:
+        return None
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not ok or v < 0 or (v == 0 and not allow_zero):
+        what = "a finite number >= 0" if allow_zero else "a positive number of seconds"
+        raise OptionError(f"{name} must be {what}, got {v!r}")
+    return float(v)
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """Options of one solve.  Each method declares which of them apply to it
+    (:attr:`pal_opt.methods.Method.options`); giving one that does not is an error.
+
+    Attributes
+    ----------
+    binning
+        Binning mode; None means the round's own (``instance.params.binning``).
+    seed
+        Seed of randomised methods: an int, a ``numpy.random.Generator`` or None.
+    backend
+        Solver backend name; None means the first installed, in the registry's order.
+    admission
+        ``"prefix"`` or ``"backfill"``; None means the method's default.
+    jobs
+        Place exactly these job ids instead of following an admission rule.
+    time_limit
+        Wall-clock seconds, or None for no limit.
+    gap
+        Relative gap target on the geometric-mean slowdown, or None for proven optimality.
+    threads
+        Solver threads, or None for the backend's default.
+    warm_start
+        Start the solver from the best greedy placement.
+    deterministic
+        Same input and options give the same answer.
+    backend_params
+        Passed straight to the solver by name (HiGHS options, CP-SAT parameters, CBC flags).
+    parts
+        Number of parts of a partitioned solve (None: chosen from the round's size).
+    """
+
+    binning: str | None = None
+    seed: Any = None
+    backend: str | None = None
+    admission: str | None = None
+    jobs: tuple[Any, ...] | None = None
+    time_limit: float | None = None
+    gap: float | None = None
+    threads: int | None = None
+    warm_start: bool = True
+    deterministic: bool = True
+    backend_params: Mapping[str, Any] = field(default_factory=dict)
+    parts: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.binning is not None:
+            object.__setattr__(self, "binning", check_choice(self.binning, list(Binning), "binning mode"))
+        if self.admission is not None:
+            object.__setattr__(self, "admission", check_choice(
+                self.admission, list(Admission), "admission (or pass jobs=)"))
+        object.__setattr__(self, "time_limit", _positive_number("time_limit", self.time_limit))
+        object.__setattr__(self, "gap", _positive_number("gap", self.gap, allow_zero=True))
+        for name in ("threads", "parts"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not _is_int(v) or v < 1):
+                raise OptionError(f"{name} must be a positive integer, got {v!r}")
+            if v is not None:
+                object.__setattr__(self, name, int(v))
+        for name in ("warm_start", "deterministic"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.backend_params, Mapping) or not all(
+            isinstance(k, str) for k in self.backend_params
+        ):
+            raise OptionError(f"backend_params must map option names to values, got {self.backend_params!r}")
+        if self.backend is not None and not isinstance(self.backend, str):
+            raise OptionError(f"backend must be a backend name, got {self.backend!r}")
+        if self.jobs is not None:
+            object.__setattr__(self, "jobs", _job_list(self.jobs))
+        if self.jobs is not None and self.admission is not None:
+            raise OptionError("give either admission= or jobs=, not both")
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> SolveOptions:
+        """Options from keyword arguments; an unknown name is an :class:`OptionError`.
+
+        >>> SolveOptions.from_kwargs(time_limt=3)
+        Traceback (most recent call last):
+        ...
+        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, gap, threads, warm_start, deterministic, backend_params, parts
+        """
+        unknown = set(kwargs) - set(cls.names())
+        if unknown:
+            raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(cls.names())}")
+        return cls(**kwargs)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Every option name, in declaration order."""
+        return tuple(f.name for f in fields(cls))
+
+    def given(self) -> set[str]:
+        """Names of the options that differ from their defaults."""
+        default = SolveOptions()
+        return {n for n in self.names() if getattr(self, n) is not getattr(default, n)
+                and getattr(self, n) != getattr(default, n)}
+
+
+def _is_int(v: Any) -> bool:
+    try:
+        import numpy as np
+
+        return isinstance(v, (int, np.integer))
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        return isinstance(v, int)
+
+
+def _job_list(jobs: Any) -> tuple[Any, ...]:
+    if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Iterable):
+        raise OptionError(f"jobs must be a sequence of job ids, got {type(jobs).__name__}")
+    out = []
+    for jid in jobs:
+        if _is_int(jid) and not isinstance(jid, bool):
+            jid = int(jid)
+        if not isinstance(jid, (int, str)) or isinstance(jid, bool):
+            raise OptionError(f"job id {jid!r} is not an int or str")
+        out.append(jid)
+    return tuple(out)
