@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from .model import Cluster
-from .options import Binning, check_choice
+from .options import Binning, validate_choice
 
 __all__ = ["BINNING_MODES", "bin_values", "binned_factors"]
 
@@ -77,7 +77,7 @@ def bin_values(values: np.ndarray, mode: str = "pal-artifact") -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if mode == "none":
         return values.copy()
-    check_choice(mode, BINNING_MODES, "binning mode")
+    validate_choice(mode, BINNING_MODES, "binning mode")
     out = _outliers(values)
     if mode == "pal-artifact":
         k1 = 2
@@ -125,7 +125,7 @@ def _bin_all(measurements: _Measurements, mode: str) -> Mapping[str, np.ndarray]
 
 def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str, np.ndarray]:
     """Per-class binned factors of ``cluster`` (computed once per measurements and mode)."""
-    check_choice(mode, BINNING_MODES, "binning mode")
+    validate_choice(mode, BINNING_MODES, "binning mode")
     if mode == "none":
         return cluster.memo(("binned", mode), lambda: dict(cluster.factors))
     return cluster.memo(("binned", mode), lambda: _bin_all(_Measurements(cluster.factors), mode))

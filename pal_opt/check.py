@@ -23,8 +23,10 @@ It does not trust a method's own report.  Given a round and a placement (a
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,16 +37,44 @@ from .cost import evaluate
 from .model import GpuState, JobId, RoundInstance
 from .result import PlacementResult
 
-__all__ = ["check", "ADMISSION_RULES"]
+__all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
 
 ADMISSION_RULES: tuple[str, ...] = ("pal-order", "queue-order", "sticky", "prefix", "backfill", "given")
 
 
+class Kind(enum.StrEnum):
+    """The kinds of violation the checker reports."""
+
+    FORM = "form"  #: the result is not of the expected shape
+    UNKNOWN_JOB = "unknown-job"  #: a placed job is not in the queue
+    ADMISSION_RULE = "admission-rule"  #: the declared queue rule is not one the checker knows
+    GANG_SIZE = "gang-size"  #: a job does not get exactly its demand of distinct GPUs
+    UNKNOWN_GPU = "unknown-gpu"  #: a GPU that does not exist
+    GPU_NOT_FREE = "gpu-not-free"  #: a busy or failed GPU
+    GPU_SHARED = "gpu-shared"  #: a GPU given to two jobs
+    ORDER = "order"  #: jobs placed past one the queue rule says comes first and was left out
+    LEFT_OUT = "left-out"  #: the first job left out would have fit
+    STICKY = "sticky"  #: a running job moved without being terminated, or terminated and placed
+    ADMISSION = "admission"  #: the placed set is not the admitted set
+    OBJECTIVE = "objective"  #: the reported objective is not the recomputed cost
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One violation: its kind and the line that describes it."""
+
+    kind: Kind
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> tuple[
-    dict[JobId, list[int]], str, list[JobId], float | None, str, list[str]
+    dict[JobId, list[int]], str, list[JobId], float | None, str, list[Violation]
 ]:
     """Placements keyed by the instance's own job ids, plus the declared fields."""
-    problems: list[str] = []
+    problems: list[Violation] = []
     by_str = {str(j.id): j.id for j in instance.jobs}
     if isinstance(result, PlacementResult):
         raw: Mapping[Any, Any] = result.placements
@@ -55,7 +85,8 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     else:
         raw = result.get("placements", {})
         if not isinstance(raw, Mapping):
-            return {}, "given", [], None, instance.params.binning, ["placements: must be an object"]
+            return {}, "given", [], None, instance.params.binning, [
+                Violation(Kind.FORM, "placements: must be an object")]
         admission = str(result.get("admission", "given"))
         terminate = list(result.get("jobs_to_terminate", []) or [])
         obj = result.get("objective")
@@ -66,17 +97,18 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     for key, gpus in raw.items():
         jid = key if key in instance.job_by_id else by_str.get(str(key))
         if jid is None:
-            problems.append(f"job {key!r}: not in the queue")
+            problems.append(Violation(Kind.UNKNOWN_JOB, f"job {key!r}: not in the queue"))
             continue
         if not isinstance(gpus, (list, tuple)) or not all(
             isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gpus
         ):
-            problems.append(f"job {key!r}: GPU list must be a list of integer ids")
+            problems.append(Violation(Kind.FORM, f"job {key!r}: GPU list must be a list of integer ids"))
             continue
         placements[jid] = [int(g) for g in gpus]
     term = [t if t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
     if admission not in ADMISSION_RULES:
-        problems.append(f"admission {admission!r} is not one of {', '.join(ADMISSION_RULES)}")
+        problems.append(Violation(Kind.ADMISSION_RULE,
+                                  f"admission {admission!r} is not one of {', '.join(ADMISSION_RULES)}"))
     if binning not in BINNING_MODES:
         binning = instance.params.binning
     return placements, admission, term, objective, binning, problems
@@ -84,29 +116,45 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
 
 def _segment_rule(
     instance: RoundInstance, order: list[int], placed: set[JobId], free_left: int, label: str
-) -> list[str]:
+) -> list[Violation]:
     ids = [instance.jobs[i].id for i in order]
     k = 0
     while k < len(ids) and ids[k] in placed:
         k += 1
-    problems = []
+    problems: list[Violation] = []
     extra = placed - set(ids[:k])
     if extra:
-        problems.append(
-            f"{label}: jobs {sorted(map(str, extra))} are placed after job {ids[k]!r}, which was not"
-        )
+        problems.append(Violation(
+            Kind.ORDER, f"{label}: jobs {sorted(map(str, extra))} are placed after job {ids[k]!r}, which was not"
+        ))
     elif k < len(ids):
         nxt = instance.jobs[order[k]]
         if nxt.demand <= free_left:
-            problems.append(
-                f"{label}: job {nxt.id!r} needs {nxt.demand} GPUs and {free_left} are still free, "
+            problems.append(Violation(
+                Kind.LEFT_OUT, f"{label}: job {nxt.id!r} needs {nxt.demand} GPUs and {free_left} are still free, "
                 "but it was not placed"
-            )
+            ))
+    return problems
+
+
+def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> list[Violation]:
+    """The violations of ``result`` on ``instance``, each with its :class:`Kind` (empty if valid).
+
+    The checks run in three stages and a stage runs only if the one before found nothing: the
+    form of the result (known jobs, GPU lists); each gang (demand, GPUs that exist, are free and
+    are used once); then the queue rule the result declares and its reported objective.
+    """
+    placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
+    if not problems:
+        problems = _gang_violations(instance, placements)
+    if not problems:
+        problems = _rule_violations(instance, placements, admission, terminate)
+        problems += _objective_violations(instance, placements, objective, binning)
     return problems
 
 
 def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> list[str]:
-    """Return the list of violations of ``result`` on ``instance`` (empty if valid).
+    """Return the list of violations of ``result`` on ``instance`` (empty if valid), as text.
 
     Examples
     --------
@@ -118,58 +166,81 @@ def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) 
     >>> check(inst, {"placements": {"1": [0, 0]}, "admission": "given"})
     ['job 1: needs 2 distinct GPUs, got [0, 0]']
     """
-    placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
+    return [v.message for v in violations(instance, result)]
+
+
+def _gang_violations(instance: RoundInstance, placements: Mapping[JobId, list[int]]) -> list[Violation]:
     cl = instance.cluster
     jobs = instance.job_by_id
     owner: dict[int, JobId] = {}
+    out: list[Violation] = []
     for jid, gpus in placements.items():
         job = jobs[jid]
         if len(set(gpus)) != len(gpus) or len(gpus) != job.demand:
-            problems.append(f"job {jid!r}: needs {job.demand} distinct GPUs, got {gpus}")
+            out.append(Violation(Kind.GANG_SIZE, f"job {jid!r}: needs {job.demand} distinct GPUs, got {gpus}"))
         for g in gpus:
             pos = cl.position.get(g)
             if pos is None:
-                problems.append(f"job {jid!r}: GPU {g} does not exist")
+                out.append(Violation(Kind.UNKNOWN_GPU, f"job {jid!r}: GPU {g} does not exist"))
                 continue
             st = int(cl.state[pos])
             if st != GpuState.FREE:
-                problems.append(f"job {jid!r}: GPU {g} is {GpuState(st).name.lower()}")
+                out.append(Violation(Kind.GPU_NOT_FREE, f"job {jid!r}: GPU {g} is {GpuState(st).name.lower()}"))
             if g in owner and owner[g] != jid:
-                problems.append(f"GPU {g}: used by jobs {owner[g]!r} and {jid!r}")
+                out.append(Violation(Kind.GPU_SHARED, f"GPU {g}: used by jobs {owner[g]!r} and {jid!r}"))
             owner.setdefault(g, jid)
-    if problems:
-        return problems
+    return out
 
+
+def _rule_violations(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], admission: str, terminate: list[JobId]
+) -> list[Violation]:
+    jobs = instance.job_by_id
     placed = set(placements)
-    used = sum(jobs[j].demand for j in placed)
-    free_left = instance.free_gpus - used
+    free_left = instance.free_gpus - sum(jobs[j].demand for j in placed)
     if admission == "pal-order":
-        problems += _segment_rule(instance, pal_order(instance), placed, free_left, "pal-order")
-    elif admission == "queue-order":
-        problems += _segment_rule(instance, list(range(len(instance.jobs))), placed, free_left, "queue-order")
-    elif admission == "sticky":
-        term = set(terminate)
-        for j in instance.jobs:
-            if j.placement is None:
-                continue
-            if j.id in term:
-                if j.id in placed:
-                    problems.append(f"sticky: job {j.id!r} is terminated but placed")
-            elif sorted(placements.get(j.id, [])) != sorted(j.placement):
-                problems.append(f"sticky: running job {j.id!r} was moved without being terminated")
-        waiting = [i for i, j in enumerate(instance.jobs) if j.placement is None or j.id in term]
-        new_placed = {jid for jid in placed if jobs[jid].placement is None or jid in term}
-        problems += _segment_rule(instance, waiting, new_placed, free_left, "sticky")
-    elif admission in ("prefix", "backfill"):
+        return _segment_rule(instance, pal_order(instance), placed, free_left, "pal-order")
+    if admission == "queue-order":
+        return _segment_rule(instance, list(range(len(instance.jobs))), placed, free_left, "queue-order")
+    if admission == "sticky":
+        return _sticky_rule(instance, placements, terminate, free_left)
+    if admission in ("prefix", "backfill"):
         want = {instance.jobs[i].id for i in admit(instance, admission)}
         if placed != want:
             missing = sorted(map(str, want - placed))
             extra = sorted(map(str, placed - want))
-            problems.append(f"{admission}: admitted set differs (missing {missing}, extra {extra})")
+            return [Violation(Kind.ADMISSION,
+                              f"{admission}: admitted set differs (missing {missing}, extra {extra})")]
+    return []
 
-    if objective is not None and placements:
-        factors = binned_factors(cl, binning)
-        cost = evaluate(instance, {k: tuple(v) for k, v in placements.items()}, factors).cost
-        if not math.isclose(cost, objective, rel_tol=1e-6, abs_tol=1e-6):
-            problems.append(f"objective {objective!r} differs from the recomputed round cost {cost!r}")
-    return problems
+
+def _sticky_rule(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: int
+) -> list[Violation]:
+    jobs = instance.job_by_id
+    placed = set(placements)
+    term = set(terminate)
+    out: list[Violation] = []
+    for j in instance.jobs:
+        if j.placement is None:
+            continue
+        if j.id in term:
+            if j.id in placed:
+                out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed"))
+        elif sorted(placements.get(j.id, [])) != sorted(j.placement):
+            out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was moved without being terminated"))
+    waiting = [i for i, j in enumerate(instance.jobs) if j.placement is None or j.id in term]
+    new_placed = {jid for jid in placed if jobs[jid].placement is None or jid in term}
+    return out + _segment_rule(instance, waiting, new_placed, free_left, "sticky")
+
+
+def _objective_violations(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], objective: float | None, binning: str
+) -> list[Violation]:
+    if objective is None or not placements:
+        return []
+    factors = binned_factors(instance.cluster, binning)
+    cost = evaluate(instance, {k: tuple(v) for k, v in placements.items()}, factors).cost
+    if math.isclose(cost, objective, rel_tol=1e-6, abs_tol=1e-6):
+        return []
+    return [Violation(Kind.OBJECTIVE, f"objective {objective!r} differs from the recomputed round cost {cost!r}")]

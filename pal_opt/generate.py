@@ -32,13 +32,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ndtr
 
-from .binning import BINNING_MODES
-from .errors import OptionError
+from .errors import InstanceError, OptionError
 from .model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from .seeds import SeedLike, make_rng
 
@@ -270,25 +269,8 @@ def generate_instance(
     >>> inst.cluster.num_gpus, len(inst.jobs), inst.cluster.num_servers
     (64, 40, 16)
     """
-    _check_int("nodes", nodes, 1)
-    _check_int("gpus_per_node", gpus_per_node, 1)
-    _check_int("jobs", jobs, 0)
-    _check_int("racks", racks, 0)
-    if racks > nodes:
-        raise OptionError(f"racks must not exceed nodes ({nodes}), got {racks}")
-    for label, v in (("busy_fraction", busy_fraction), ("failed_fraction", failed_fraction),
-                     ("running_fraction", running_fraction)):
-        if not (0.0 <= v <= 1.0):
-            raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
-    if busy_fraction + failed_fraction > 1.0:
-        raise OptionError("busy_fraction + failed_fraction must not exceed 1")
-    if not (math.isfinite(locality_penalty) and locality_penalty >= 1.0):
-        raise OptionError(f"locality_penalty must be a finite number >= 1, got {locality_penalty!r}")
-    if binning not in BINNING_MODES:
-        raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
-    if not (math.isfinite(restart_cost) and restart_cost >= 0.0):
-        raise OptionError(f"restart_cost must be a finite number >= 0, got {restart_cost!r}")
-
+    params = _params(nodes, gpus_per_node, jobs, racks, locality_penalty, binning, restart_cost,
+                     busy=busy_fraction, failed=failed_fraction, running=running_fraction)
     gen = make_rng(seed)
     g = nodes * gpus_per_node
     server_of = np.arange(g) // gpus_per_node
@@ -298,36 +280,63 @@ def generate_instance(
         factors = sample_factors(measurements, g, gen)
     else:
         factors = synthetic_factors(g, gen)
+    state = _states(g, server_of, gpus_per_node, busy_fraction, failed_fraction, gen)
+    working = int((state != GpuState.FAILED).sum())
+    queue = sample_jobs(jobs, gen, max_demand=max(working, 1), locality_penalty=locality_penalty)
+    if running_fraction > 0 and queue:
+        queue = _start_some(queue, state == GpuState.FREE, server_of, running_fraction, gen)
+    rmap = {s: f"r{s * racks // nodes}" for s in range(nodes)} if racks else None
+    cluster = Cluster.from_arrays(np.arange(g), server_of, factors, state, rmap)
+    label = name or f"synthetic-{nodes}x{gpus_per_node}-j{jobs}-s{seed if isinstance(seed, int) else 'rng'}"
+    return RoundInstance(cluster=cluster, jobs=tuple(queue), params=params, name=label)
 
+
+def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_penalty: float, binning: str,
+            restart_cost: float, *, busy: float, failed: float, running: float) -> RoundParams:
+    """The generator's arguments checked, and the round's parameters built (checked by the model)."""
+    _validate_int("nodes", nodes, 1)
+    _validate_int("gpus_per_node", gpus_per_node, 1)
+    _validate_int("jobs", jobs, 0)
+    _validate_int("racks", racks, 0)
+    if racks > nodes:
+        raise OptionError(f"racks must not exceed nodes ({nodes}), got {racks}")
+    for label, v in (("busy_fraction", busy), ("failed_fraction", failed), ("running_fraction", running)):
+        if not (0.0 <= v <= 1.0):
+            raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
+    if busy + failed > 1.0:
+        raise OptionError("busy_fraction + failed_fraction must not exceed 1")
+    try:
+        return RoundParams(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
+    except InstanceError as exc:  # an argument of this function, not a file's field
+        name = (exc.path or "").removeprefix("params.")
+        raise OptionError(f"{name} {exc.message}" if name else exc.message) from None
+
+
+def _states(g: int, server_of: np.ndarray, gpus_per_node: int, busy_fraction: float, failed_fraction: float,
+            gen: np.random.Generator) -> np.ndarray:
+    """GPU states: ``failed_fraction`` failed at random, ``busy_fraction`` busy in server chunks."""
     state = np.zeros(g, dtype=np.int8)
     n_failed = int(round(failed_fraction * g))
     if n_failed:
         state[gen.choice(g, size=n_failed, replace=False)] = GpuState.FAILED
     _mark_busy(state, server_of, gpus_per_node, int(round(busy_fraction * g)), gen)
-
-    working = int((state != GpuState.FAILED).sum())
-    queue = sample_jobs(jobs, gen, max_demand=max(working, 1), locality_penalty=locality_penalty)
-    if running_fraction > 0 and queue:
-        free = state == GpuState.FREE
-        run = gen.random(len(queue)) < running_fraction
-        placed: list[Job] = []
-        for j, r in zip(queue, run.tolist(), strict=True):
-            pos = _place_packed(free, server_of, j.demand) if r else None
-            if pos is not None:
-                free[pos] = False
-                j = Job(j.id, j.demand, j.perfclass, j.position, j.locality, tuple(int(p) for p in pos), j.model)
-            placed.append(j)
-        queue = placed
-
-    rmap = None
-    if racks:
-        rmap = {s: f"r{s * racks // nodes}" for s in range(nodes)}
-    cluster = Cluster.from_arrays(np.arange(g), server_of, factors, state, rmap)
-    params = RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
-    label = name or f"synthetic-{nodes}x{gpus_per_node}-j{jobs}-s{seed if isinstance(seed, int) else 'rng'}"
-    return RoundInstance(cluster=cluster, jobs=tuple(queue), params=params, name=label)
+    return state
 
 
-def _check_int(label: str, v: object, minimum: int) -> None:
+def _start_some(queue: list[Job], free: np.ndarray, server_of: np.ndarray, fraction: float,
+                gen: np.random.Generator) -> list[Job]:
+    """Each job, with probability ``fraction``, already running packed on free GPUs (best fit)."""
+    run = gen.random(len(queue)) < fraction
+    placed: list[Job] = []
+    for j, r in zip(queue, run.tolist(), strict=True):
+        pos = _place_packed(free, server_of, j.demand) if r else None
+        if pos is not None:
+            free[pos] = False
+            j = replace(j, placement=tuple(int(p) for p in pos))
+        placed.append(j)
+    return placed
+
+
+def _validate_int(label: str, v: object, minimum: int) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
         raise OptionError(f"{label} must be an integer >= {minimum}, got {v!r}")

@@ -85,7 +85,7 @@ class Method:
     options: frozenset[str] = GREEDY_OPTIONS
     exact: bool = False
 
-    def check_options(self, options: SolveOptions) -> None:
+    def validate_options(self, options: SolveOptions) -> None:
         """Raise :class:`OptionError` for options given that do not belong to this method."""
         bad = options.given() - set(self.options)
         if bad:

@@ -111,7 +111,7 @@ def _first_position(items: Iterable[Any]) -> tuple[dict[Any, int], np.ndarray]:
     return pos, np.asarray(codes, dtype=np.int64)
 
 
-def _check_gpu_ids(ids: np.ndarray) -> None:
+def _validate_gpu_ids(ids: np.ndarray) -> None:
     if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
         raise InstanceError("GPU ids must be integers", path="gpus[].id")
     if ids.size == 0:
@@ -121,7 +121,7 @@ def _check_gpu_ids(ids: np.ndarray) -> None:
         raise InstanceError(f"duplicate GPU id {int(uniq[np.argmax(counts > 1)])}", path="gpus[].id")
 
 
-def _check_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
+def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
     if not factors:
         raise InstanceError("no application class has factors", path="factors")
     for cname, arr in factors.items():
@@ -136,7 +136,7 @@ def _check_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
                                 path=f"factors.{cname}")
 
 
-def _check_topology(server_of: np.ndarray, n_servers: int, rack_of_server: np.ndarray, n_racks: int) -> None:
+def _validate_topology(server_of: np.ndarray, n_servers: int, rack_of_server: np.ndarray, n_racks: int) -> None:
     if server_of.size and (server_of.min() < 0 or server_of.max() >= n_servers):
         raise InstanceError("server positions out of range", path="gpus[].server")
     if rack_of_server.shape != (n_servers,):
@@ -184,9 +184,9 @@ class Cluster:
 
     def __post_init__(self) -> None:
         ids = np.asarray(self.gpu_ids)
-        _check_gpu_ids(ids)
+        _validate_gpu_ids(ids)
         fac = {c: np.asarray(v, dtype=np.float64) for c, v in self.factors.items()}
-        _check_factors(fac, ids)
+        _validate_factors(fac, ids)
         st = np.asarray(self.state)
         if st.shape != ids.shape or (st.size and not np.isin(st, (0, 1, 2)).all()):
             raise InstanceError("GPU states must be 0 (free), 1 (busy) or 2 (failed)", path="gpus[].state")
@@ -194,7 +194,7 @@ class Cluster:
         if server_of.shape != ids.shape:
             raise InstanceError("one server per GPU expected", path="gpus[].server")
         rack_of = _as_1d(self.rack_of_server, np.int64, "servers")
-        _check_topology(server_of, len(self.server_ids), rack_of, len(self.rack_ids))
+        _validate_topology(server_of, len(self.server_ids), rack_of, len(self.rack_ids))
         for a in fac.values():
             a.setflags(write=False)
         set_ = object.__setattr__

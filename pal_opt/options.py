@@ -35,7 +35,7 @@ __all__ = [
     "BackendName",
     "DEFAULT_ILP_TIME_LIMIT",
     "SolveOptions",
-    "check_choice",
+    "validate_choice",
 ]
 
 #: Time limit (s) of an exact round solve when none is given and a limit is needed (the
@@ -79,12 +79,12 @@ class BackendName(enum.StrEnum):
     CBC = "cbc"
 
 
-def check_choice(value: Any, choices: Iterable[str], what: str) -> str:
+def validate_choice(value: Any, choices: Iterable[str], what: str) -> str:
     """``value`` as a plain string if it is one of ``choices``, else :class:`OptionError`.
 
-    >>> check_choice("none", [b.value for b in Binning], "binning mode")
+    >>> validate_choice("none", [b.value for b in Binning], "binning mode")
     'none'
-    >>> check_choice("k", ["a", "b"], "binning mode")
+    >>> validate_choice("k", ["a", "b"], "binning mode")
     Traceback (most recent call last):
     ...
     pal_opt.errors.OptionError: unknown binning mode 'k'; choose one of a, b
@@ -153,9 +153,9 @@ class SolveOptions:
 
     def __post_init__(self) -> None:
         if self.binning is not None:
-            object.__setattr__(self, "binning", check_choice(self.binning, list(Binning), "binning mode"))
+            object.__setattr__(self, "binning", validate_choice(self.binning, list(Binning), "binning mode"))
         if self.admission is not None:
-            object.__setattr__(self, "admission", check_choice(
+            object.__setattr__(self, "admission", validate_choice(
                 self.admission, list(Admission), "admission (or pass jobs=)"))
         object.__setattr__(self, "time_limit", _positive_number("time_limit", self.time_limit))
         object.__setattr__(self, "gap", _positive_number("gap", self.gap, allow_zero=True))

@@ -67,7 +67,7 @@ class RoundPolicy:
     ) -> None:
         self._method = get_method(method)
         self._options = SolveOptions.from_kwargs(binning=binning, **options)
-        self._method.check_options(self._options)
+        self._method.validate_options(self._options)
         self.method = method
         self.binning = binning
         self.options = dict(options)

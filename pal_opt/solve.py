@@ -59,6 +59,6 @@ def solve(
         options = SolveOptions.from_kwargs(binning=binning, seed=seed, **kwargs)
     elif binning is not None or seed is not None or kwargs:
         raise TypeError("give either options= or keyword options, not both")
-    m.check_options(options)
+    m.validate_options(options)
     return m.run(instance, options)
 

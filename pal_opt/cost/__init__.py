@@ -21,13 +21,13 @@ from .evaluate import (
     job_slowdown_pos,
     relative_gap,
 )
-from .registry import COST_TERMS, check_cost_params, cost_terms, register_cost_term, unregister_cost_term
+from .registry import COST_TERMS, cost_terms, register_cost_term, unregister_cost_term, validate_cost_params
 
 __all__ = [
     "CostTerm",
     "COST_TERMS",
     "CostSummary",
-    "check_cost_params",
+    "validate_cost_params",
     "cost_terms",
     "evaluate",
     "geomean_slowdown",

@@ -19,7 +19,7 @@ method reaches the term through the same three questions:
     job; a term whose ``moved`` is zero for every job adds nothing.
 
 Parameters of a term live in ``instance.params.costs[term.name]`` (a mapping of numbers), which
-the term reads and checks itself (:meth:`CostTerm.check_params`).
+the term reads and checks itself (:meth:`CostTerm.validate_params`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class CostTerm(ABC):  # noqa: B024 - every hook has a neutral default; subclasse
     params: ClassVar[Mapping[str, float]] = {}
 
     # ------------------------------------------------------------------ parameters
-    def check_params(self, given: Mapping[str, Any]) -> None:
+    def validate_params(self, given: Mapping[str, Any]) -> None:
         """Raise :class:`~pal_opt.errors.OptionError` for an unknown or bad parameter."""
         for key, v in given.items():
             if key not in self.params:

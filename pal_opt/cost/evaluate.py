@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Cluster, Job, JobId, RoundInstance
-from .registry import check_cost_params, cost_terms
+from .registry import cost_terms, validate_cost_params
 
 __all__ = [
     "job_slowdown",
@@ -103,7 +103,7 @@ def evaluate(
     A running job placed on other GPUs than it holds pays each term's ``moved`` charge (a
     running job left out is priced by the admission rule, not here).  Validity is not checked here; see :mod:`pal_opt.check`.
     """
-    check_cost_params(instance)
+    validate_cost_params(instance)
     terms = cost_terms()
     cl = instance.cluster
     jobs = instance.job_by_id

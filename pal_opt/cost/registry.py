@@ -16,7 +16,7 @@ from .locality import Locality
 from .restart import Restart
 from .variability import Variability
 
-__all__ = ["COST_TERMS", "register_cost_term", "unregister_cost_term", "cost_terms", "check_cost_params"]
+__all__ = ["COST_TERMS", "register_cost_term", "unregister_cost_term", "cost_terms", "validate_cost_params"]
 
 #: The built-in terms, in the order they are summed.
 _BUILTIN: tuple[CostTerm, ...] = (
@@ -55,11 +55,11 @@ def cost_terms() -> tuple[CostTerm, ...]:
     return tuple(COST_TERMS.values())
 
 
-def check_cost_params(instance: RoundInstance) -> None:
+def validate_cost_params(instance: RoundInstance) -> None:
     """Check ``instance.params.costs`` against the registered terms' parameters."""
     costs: Mapping[str, Mapping[str, float]] = instance.params.costs
     for name, given in costs.items():
         term = COST_TERMS.get(name)
         if term is None:
             raise OptionError(f"unknown cost term {name!r} in params.costs; known: {', '.join(COST_TERMS)}")
-        term.check_params(given)
+        term.validate_params(given)

@@ -86,7 +86,7 @@ def _parse_variability(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _check_out_dir(path: str | None, flag: str) -> None:
+def _validate_out_dir(path: str | None, flag: str) -> None:
     if path is None:
         return
     parent = Path(path).parent
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
 
     for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
-        _check_out_dir(val, flag)
+        _validate_out_dir(val, flag)
     spec = parse_cluster(args.cluster)
     variability = _parse_variability(args.variability)
     from ..methods import get_method

@@ -1,0 +1,89 @@
+"""The checker: for each kind of violation it reports, a placement that commits it, and the
+exact report.  A placement that commits none is valid."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pal_opt.check import Kind, check, violations
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+
+
+@pytest.fixture
+def inst() -> RoundInstance:
+    """Two servers of two GPUs (0-3) and a failed one (4, on a third server); jobs a, b need 2."""
+    state = [0, 0, 0, 0, GpuState.FAILED]
+    cl = Cluster.from_arrays([0, 1, 2, 3, 4], [0, 0, 1, 1, 2], {"classA": [1.0, 1.2, 1.0, 1.0, 1.0]}, state)
+    jobs = (Job("a", 2, "classA", 0), Job("b", 2, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+@pytest.fixture
+def running() -> RoundInstance:
+    """As ``inst``, with job r running on GPUs 0 and 1 and job w waiting."""
+    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0, 1.2, 1.0, 1.0]})
+    jobs = (Job("r", 2, "classA", 0, placement=(0, 1)), Job("w", 2, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+CASES: dict[Kind, tuple[str, dict, list[str]]] = {
+    Kind.FORM: ("inst", {"placements": [0, 1]}, ["placements: must be an object"]),
+    Kind.UNKNOWN_JOB: ("inst", {"placements": {"zz": [0, 1]}}, ["job 'zz': not in the queue"]),
+    Kind.ADMISSION_RULE: (
+        "inst", {"placements": {"a": [0, 1]}, "admission": "fifo"},
+        ["admission 'fifo' is not one of pal-order, queue-order, sticky, prefix, backfill, given"],
+    ),
+    Kind.GANG_SIZE: ("inst", {"placements": {"a": [0]}}, ["job 'a': needs 2 distinct GPUs, got [0]"]),
+    Kind.UNKNOWN_GPU: ("inst", {"placements": {"a": [0, 9]}}, ["job 'a': GPU 9 does not exist"]),
+    Kind.GPU_NOT_FREE: ("inst", {"placements": {"a": [0, 4]}}, ["job 'a': GPU 4 is failed"]),
+    Kind.GPU_SHARED: (
+        "inst", {"placements": {"a": [0, 1], "b": [1, 2]}}, ["GPU 1: used by jobs 'a' and 'b'"],
+    ),
+    Kind.ORDER: (
+        "inst", {"placements": {"b": [2, 3]}, "admission": "queue-order"},
+        ["queue-order: jobs ['b'] are placed after job 'a', which was not"],
+    ),
+    Kind.LEFT_OUT: (
+        "inst", {"placements": {"a": [0, 1]}, "admission": "queue-order"},
+        ["queue-order: job 'b' needs 2 GPUs and 2 are still free, but it was not placed"],
+    ),
+    Kind.STICKY: (
+        "running", {"placements": {"r": [2, 3], "w": [0, 1]}, "admission": "sticky"},
+        ["sticky: running job 'r' was moved without being terminated"],
+    ),
+    Kind.ADMISSION: (
+        "inst", {"placements": {"a": [0, 1]}, "admission": "prefix"},
+        ["prefix: admitted set differs (missing ['b'], extra [])"],
+    ),
+    Kind.OBJECTIVE: (
+        "inst", {"placements": {"a": [2, 3]}, "admission": "given", "objective": 1.0},
+        ["objective 1.0 differs from the recomputed round cost 0.0"],
+    ),
+}
+
+
+def test_every_kind_has_a_case() -> None:
+    assert set(CASES) == set(Kind)
+
+
+@pytest.mark.parametrize("kind", list(Kind), ids=str)
+def test_each_violation_is_reported_exactly(kind: Kind, request: pytest.FixtureRequest) -> None:
+    fixture, doc, expected = CASES[kind]
+    instance = request.getfixturevalue(fixture)
+    assert check(instance, doc) == expected
+    assert [v.kind for v in violations(instance, doc)] == [kind] * len(expected)
+
+
+def test_sticky_terminated_but_placed(running: RoundInstance) -> None:
+    doc = {"placements": {"r": [0, 1]}, "admission": "sticky", "jobs_to_terminate": ["r"]}
+    assert check(running, doc) == [
+        "sticky: job 'r' is terminated but placed",
+        "sticky: job 'w' needs 2 GPUs and 2 are still free, but it was not placed",
+    ]
+
+
+def test_a_valid_placement_has_no_violation(inst: RoundInstance) -> None:
+    doc = {"placements": {"a": [2, 3], "b": [0, 1]}, "admission": "prefix", "objective": 2 * math.log(1.2)}
+    assert check(inst, doc) == []
