@@ -126,6 +126,7 @@ def _ilp_partitioned(instance: RoundInstance, options: SolveOptions) -> Placemen
     kw = _exact_kwargs(options)
     k = options.parts or default_parts(instance)
     res = solve_partitioned(instance, k, **kw)
+    res.method = str(MethodName.ILP_PARTITIONED)
     res.info.setdefault("binning", kw["binning"] or instance.params.binning)
     return res
 

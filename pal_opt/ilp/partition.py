@@ -58,7 +58,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -66,7 +66,7 @@ import numpy as np
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
 from ..errors import BackendError, OptionError, SolveInterrupted
-from ..model import Cluster, GpuState, JobId, RoundInstance, RoundParams
+from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
@@ -280,9 +280,12 @@ def part_instance(
     sub = Cluster.from_arrays(
         cl.gpu_ids[pos], srv, {c: np.asarray(factors[c])[pos] for c in cl.classes}, cl.state[pos], rmap
     )
-    p = instance.params
-    params = RoundParams(locality_penalty=p.locality_penalty, binning="none", restart_cost=p.restart_cost)
-    return RoundInstance(sub, tuple(instance.jobs[i] for i in jobs), params, name)
+    inside = set(sub.gpu_ids.tolist())
+    part_jobs = tuple(
+        j if j.placement is None or inside.issuperset(j.placement) else replace(j, placement=None)
+        for j in (instance.jobs[i] for i in jobs)
+    )  # a running job holding GPUs of another part cannot keep them here
+    return RoundInstance(sub, part_jobs, replace(instance.params, binning="none"), name)
 
 
 # ------------------------------------------------------------------------ tasks
