@@ -28,13 +28,16 @@ __all__ = [
 ]
 
 
-def _number(text: str) -> float:
+def _number(text: str, low: float | None = None, *, strict: bool = False, integer: bool = False) -> float:
+    """``text`` as a finite number (an integer if ``integer``), at least (above, if ``strict``) ``low``."""
     try:
-        v = float(text)
+        v: float = int(text) if integer else float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
     if not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    if low is not None and (v < low or (strict and v == low)):
+        raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low:g}, got {text!r}")
     return v
 
 
@@ -45,37 +48,22 @@ def finite(text: str) -> float:
 
 def positive_float(text: str) -> float:
     """A finite number > 0."""
-    v = _number(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
-    return v
+    return _number(text, 0, strict=True)
 
 
 def nonneg_float(text: str) -> float:
     """A finite number >= 0."""
-    v = _number(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
+    return _number(text, 0)
 
 
 def nonneg_int(text: str) -> int:
     """An integer >= 0."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
+    return int(_number(text, 0, integer=True))
 
 
 def pos_int(text: str) -> int:
     """An integer >= 1."""
-    v = nonneg_int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
+    return int(_number(text, 1, integer=True))
 
 
 def job_ids(text: str) -> list[int | str]:

@@ -31,6 +31,7 @@ from .errors import OptionError
 from .model import RoundInstance
 from .options import MethodName, SolveOptions
 from .policies import POLICIES, PolicyFn
+from .registry import Registry
 from .result import PlacementResult, Status, priced_result
 
 __all__ = [
@@ -166,7 +167,7 @@ _GREEDY_SUMMARIES: Mapping[str, str] = {
 }
 
 #: name -> :class:`Method`, in the order ``--help`` lists them.
-METHODS: dict[str, Method] = {
+METHODS: Registry[Method] = Registry("method", {
     **{str(n): greedy_method(str(n), POLICIES[n], s) for n, s in _GREEDY_SUMMARIES.items()},
     MethodName.ILP: Method(str(MethodName.ILP), _ilp, "the round's exact integer program, with a proven gap",
                            EXACT_OPTIONS, exact=True),
@@ -174,7 +175,7 @@ METHODS: dict[str, Method] = {
         str(MethodName.ILP_PARTITIONED), _ilp_partitioned,
         "the round split into parts of the same make-up, solved in parallel, with a whole-round bound",
         EXACT_OPTIONS | {"parts"}, exact=True),
-}
+}.items())
 
 
 def register_method(method: Method, *, replace: bool = False) -> Method:
@@ -184,35 +185,30 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
     Raises
     ------
     OptionError
-        If a method of that name exists and ``replace`` is False.
+        If a method of that name exists and ``replace`` is False, or it declares an option
+        :class:`~pal_opt.options.SolveOptions` does not have.
     """
     if not isinstance(method, Method):
         raise OptionError(f"expected a Method, got {method!r}")
-    if method.name in METHODS and not replace:
-        raise OptionError(f"a method named {method.name!r} is registered already")
     unknown = set(method.options) - set(SolveOptions.names())
     if unknown:
         raise OptionError(f"method {method.name!r} declares unknown options {sorted(unknown)}")
-    METHODS[method.name] = method
-    return method
+    return METHODS.register(method.name, method, replace=replace)
 
 
 def unregister_method(name: str) -> None:
     """Remove a method (a no-op for an unknown name)."""
-    METHODS.pop(name, None)
+    METHODS.unregister(name)
 
 
 def get_method(name: Any) -> Method:
     """The method registered as ``name``."""
-    try:
-        return METHODS[name]
-    except (KeyError, TypeError):
-        raise OptionError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}") from None
+    return METHODS.get_item(name)
 
 
 def method_names() -> tuple[str, ...]:
     """Registered method names, in registry order (the default, ``pal``, first)."""
-    return tuple(METHODS)
+    return METHODS.names()
 
 
 def greedy_names() -> tuple[str, ...]:

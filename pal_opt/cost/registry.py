@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from ..errors import OptionError
 from ..model import RoundInstance
+from ..registry import Registry
 from .base import CostTerm
 from .locality import Locality
 from .restart import Restart
@@ -26,7 +27,7 @@ _BUILTIN: tuple[CostTerm, ...] = (
 )
 
 #: name -> term, in summation order.
-COST_TERMS: dict[str, CostTerm] = {t.name: t for t in _BUILTIN}
+COST_TERMS: Registry[CostTerm] = Registry("cost term", ((t.name, t) for t in _BUILTIN))
 
 
 def register_cost_term(term: CostTerm, *, replace: bool = False) -> CostTerm:
@@ -39,15 +40,12 @@ def register_cost_term(term: CostTerm, *, replace: bool = False) -> CostTerm:
     """
     if not isinstance(term, CostTerm):
         raise OptionError(f"a cost term must be a CostTerm instance, got {term!r}")
-    if term.name in COST_TERMS and not replace:
-        raise OptionError(f"a cost term named {term.name!r} is registered already")
-    COST_TERMS[term.name] = term
-    return term
+    return COST_TERMS.register(term.name, term, replace=replace)
 
 
 def unregister_cost_term(name: str) -> None:
     """Remove a term (a no-op for an unknown name)."""
-    COST_TERMS.pop(name, None)
+    COST_TERMS.unregister(name)
 
 
 def cost_terms() -> tuple[CostTerm, ...]:
@@ -59,7 +57,6 @@ def validate_cost_params(instance: RoundInstance) -> None:
     """Check ``instance.params.costs`` against the registered terms' parameters."""
     costs: Mapping[str, Mapping[str, float]] = instance.params.costs
     for name, given in costs.items():
-        term = COST_TERMS.get(name)
-        if term is None:
+        if name not in COST_TERMS:
             raise OptionError(f"unknown cost term {name!r} in params.costs; known: {', '.join(COST_TERMS)}")
-        term.validate_params(given)
+        COST_TERMS[name].validate_params(given)

@@ -1,0 +1,63 @@
+"""Extending pal-opt through its public API: a method registered from outside the package is a
+method like any other — in ``pal-opt solve --help``, accepted by ``solve`` and ``RoundPolicy``,
+and held to the method conformance suite — with no edit anywhere else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+import pytest
+from method_conformance import MethodConformance
+
+import pal_opt
+from pal_opt.cli import build_parser
+from pal_opt.model import RoundInstance
+from pal_opt.policies.base import GreedyPlacement, in_pal_order, place_in_order
+
+
+def _widest_first(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: object = None) -> GreedyPlacement:
+    """A throwaway greedy policy: each job on the first free GPUs, in GPU order."""
+
+    def sequence(inst: RoundInstance, f: Mapping[str, np.ndarray], order: list[int]) -> dict:
+        return place_in_order(inst, f, order, lambda state, i: (
+            np.flatnonzero(state.free)[: inst.jobs[i].demand]
+            if state.num_free >= inst.jobs[i].demand else None))
+
+    return in_pal_order(instance, factors, sequence)
+
+
+THROWAWAY = "first-free"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered() -> Iterator[None]:
+    pal_opt.register_method(pal_opt.greedy_method(THROWAWAY, _widest_first, "first free GPUs (a test's method)"))
+    yield
+    from pal_opt.methods import unregister_method
+
+    unregister_method(THROWAWAY)
+
+
+def test_the_method_is_in_solve_help(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["solve", "--help"])
+    out = capsys.readouterr().out
+    assert THROWAWAY in out and "first free GPUs (a test's method)" in out
+
+
+def test_the_method_is_accepted_everywhere() -> None:
+    inst = pal_opt.generate_instance(4, 4, 6, seed=2)
+    assert pal_opt.solve(inst, THROWAWAY).method == THROWAWAY
+    assert pal_opt.RoundPolicy(THROWAWAY).place(inst).method == THROWAWAY
+    assert THROWAWAY in pal_opt.method_names()
+
+
+def test_registering_a_taken_name_is_an_error() -> None:
+    with pytest.raises(pal_opt.OptionError, match="registered already"):
+        pal_opt.register_method(pal_opt.greedy_method("pal", _widest_first, "again"))
+
+
+class TestThrowawayConforms(MethodConformance):
+    method = THROWAWAY
