@@ -400,30 +400,28 @@ def _main(argv: Sequence[str] | None, signals: _Signals) -> int:
         except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout is not a file
             pass
         return 1
-    except (InstanceError, OptionError, BackendUnavailableError) as exc:
-        if signals.interrupted:
-            _error(f"{PROG}: interrupted")
-            return 130
-        _error(f"{PROG}: error: {exc}")
-        return 2
-    except PalOptError as exc:
-        if signals.interrupted:
-            _error(f"{PROG}: interrupted")
-            return 130
-        _error(f"{PROG}: error: {type(exc).__name__}: {exc}")
-        return 1
-    except OSError as exc:
-        if signals.interrupted:
-            _error(f"{PROG}: interrupted")
-            return 130
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        _error(f"{PROG}: error: {where}{exc.strerror or exc}")
-        return 2
-    except Exception:
+    except Exception as exc:
         if signals.interrupted:  # an interrupt that a library turned into an error of its own
             _error(f"{PROG}: interrupted")
             return 130
-        raise
+        return _report_error(exc)
+
+
+def _report_error(exc: Exception) -> int:
+    """One line on stderr for an error, and the exit status: 2 for bad input or options and for
+    files that cannot be read or written, 1 for other pal-opt errors; anything else is a bug and
+    propagates."""
+    if isinstance(exc, (InstanceError, OptionError, BackendUnavailableError)):
+        _error(f"{PROG}: error: {exc}")
+        return 2
+    if isinstance(exc, PalOptError):
+        _error(f"{PROG}: error: {type(exc).__name__}: {exc}")
+        return 1
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        _error(f"{PROG}: error: {where}{exc.strerror or exc}")
+        return 2
+    raise exc
 
 
 def run(argv: Sequence[str] | None = None) -> NoReturn:
