@@ -39,7 +39,10 @@ from .result import PlacementResult
 
 __all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
 
-ADMISSION_RULES: tuple[str, ...] = ("pal-order", "queue-order", "sticky", "prefix", "backfill", "given")
+ADMISSION_RULES: tuple[str, ...] = (
+    "pal-order", "queue-order", "sticky", "pal-order-backfill", "queue-order-backfill", "sticky-backfill",
+    "prefix", "backfill", "given",
+)
 
 
 class Kind(enum.StrEnum):
@@ -198,6 +201,8 @@ def _rule_violations(
     jobs = instance.job_by_id
     placed = set(placements)
     free_left = instance.free_gpus - sum(jobs[j].demand for j in placed)
+    if admission.endswith("-backfill"):
+        return _backfill_rule(instance, placements, admission, terminate, free_left)
     if admission == "pal-order":
         return _segment_rule(instance, pal_order(instance), placed, free_left, "pal-order")
     if admission == "queue-order":
@@ -214,24 +219,50 @@ def _rule_violations(
     return []
 
 
+def _backfill_rule(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], admission: str, terminate: list[JobId],
+    free_left: int,
+) -> list[Violation]:
+    """A greedy walk that skips what does not fit leaves out only jobs needing more GPUs than
+    are free at the end (GPUs only get fewer after a job is skipped); sticky running jobs keep
+    their GPUs or are terminated."""
+    sticky = admission == "sticky-backfill"
+    out = _running_kept(instance, placements, terminate) if sticky else []
+    term = set(terminate)
+    for j in instance.jobs:
+        waiting = not sticky or j.placement is None or j.id in term
+        if waiting and j.id not in placements and j.demand <= free_left:
+            out.append(Violation(Kind.LEFT_OUT, f"{admission}: job {j.id!r} needs {j.demand} GPUs and "
+                                 f"{free_left} are still free, but it was not placed"))
+    return out
+
+
 def _sticky_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: int
 ) -> list[Violation]:
     jobs = instance.job_by_id
-    placed = set(placements)
+    term = set(terminate)
+    waiting = [i for i, j in enumerate(instance.jobs) if j.placement is None or j.id in term]
+    new_placed = {jid for jid in placements if jobs[jid].placement is None or jid in term}
+    return _running_kept(instance, placements, terminate) + _segment_rule(
+        instance, waiting, new_placed, free_left, "sticky")
+
+
+def _running_kept(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId]
+) -> list[Violation]:
+    """Every running job keeps exactly its GPUs, or is terminated and not placed."""
     term = set(terminate)
     out: list[Violation] = []
     for j in instance.jobs:
         if j.placement is None:
             continue
         if j.id in term:
-            if j.id in placed:
+            if j.id in placements:
                 out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed"))
         elif sorted(placements.get(j.id, [])) != sorted(j.placement):
             out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was moved without being terminated"))
-    waiting = [i for i, j in enumerate(instance.jobs) if j.placement is None or j.id in term]
-    new_placed = {jid for jid in placed if jobs[jid].placement is None or jid in term}
-    return out + _segment_rule(instance, waiting, new_placed, free_left, "sticky")
+    return out
 
 
 def _objective_violations(

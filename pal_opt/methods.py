@@ -52,8 +52,9 @@ __all__ = [
 #: ``run(instance, options) -> PlacementResult``.
 MethodRun = Callable[[RoundInstance, SolveOptions], PlacementResult]
 
-#: Options of every greedy policy.
-GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed"})
+#: Options of every greedy policy (``admission="backfill"`` skips what does not fit, in the
+#: policy's own order, instead of stopping there; ``"prefix"``, the default, stops).
+GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed", "admission"})
 #: Options of the whole-round integer program.
 EXACT_OPTIONS: frozenset[str] = frozenset(
     {"binning", "backend", "admission", "jobs", "time_limit", "gap", "threads", "warm_start", "deterministic",
@@ -93,15 +94,18 @@ class Method:
             raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to method {self.name!r}")
 
 
-def greedy_method(name: str, place: PolicyFn, summary: str) -> Method:
-    """A :class:`Method` running the greedy policy ``place(instance, factors, *, seed=None)`` on
-    the round's binned factors, timed and priced like every other method."""
+def greedy_method(name: str, place: PolicyFn, summary: str, *, backfill: bool = True) -> Method:
+    """A :class:`Method` running the greedy policy ``place(instance, factors, *, seed=None,
+    backfill=False)`` on the round's binned factors, timed and priced like every other method.
+    A policy without the ``backfill`` keyword is registered with ``backfill=False`` (it then
+    takes no ``admission`` option)."""
 
     def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
         mode = options.binning or instance.params.binning
         factors = binned_factors(instance.cluster, mode)
+        kw = {"backfill": True} if options.admission == "backfill" else {}
         t0 = time.perf_counter()
-        out = place(instance, factors, seed=options.seed)
+        out = place(instance, factors, seed=options.seed, **kw)
         seconds = time.perf_counter() - t0
         return priced_result(
             instance, out.placements, factors, method=name, status=Status.FEASIBLE, admission=out.admission,
@@ -109,7 +113,7 @@ def greedy_method(name: str, place: PolicyFn, summary: str) -> Method:
             seed=options.seed if isinstance(options.seed, int) else None, info={"binning": mode},
         )
 
-    return Method(name, run, summary, GREEDY_OPTIONS)
+    return Method(name, run, summary, GREEDY_OPTIONS if backfill else GREEDY_OPTIONS - {"admission"})
 
 
 def _ilp(instance: RoundInstance, options: SolveOptions) -> PlacementResult:

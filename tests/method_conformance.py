@@ -70,6 +70,14 @@ class MethodConformance:
         a, b = _solve(self.method, round_), _solve(self.method, round_)
         assert a.placements == b.placements
 
+    def test_backfill_is_valid(self, round_: RoundInstance) -> None:
+        if "admission" not in get_method(self.method).options:
+            pytest.skip("the method takes no admission option")
+        opts = {"time_limit": 30.0} if get_method(self.method).exact else {}
+        res = solve(round_, self.method, admission="backfill", **opts)
+        assert check(round_, res) == []
+        assert res.admission.endswith("backfill")
+
     def test_empty_queue(self) -> None:
         inst = generate_instance(2, 4, 0, seed=1)
         res = _solve(self.method, inst)

@@ -16,15 +16,17 @@ from pal_opt.model import RoundInstance
 from pal_opt.policies.base import GreedyPlacement, in_pal_order, place_in_order
 
 
-def _widest_first(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: object = None) -> GreedyPlacement:
+def _widest_first(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: object = None, backfill: bool = False
+) -> GreedyPlacement:
     """A throwaway greedy policy: each job on the first free GPUs, in GPU order."""
 
-    def sequence(inst: RoundInstance, f: Mapping[str, np.ndarray], order: list[int]) -> dict:
+    def sequence(inst: RoundInstance, f: Mapping[str, np.ndarray], order: list[int], backfill: bool = False) -> dict:
         return place_in_order(inst, f, order, lambda state, i: (
             np.flatnonzero(state.free)[: inst.jobs[i].demand]
-            if state.num_free >= inst.jobs[i].demand else None))
+            if state.num_free >= inst.jobs[i].demand else None), backfill=backfill)
 
-    return in_pal_order(instance, factors, sequence)
+    return in_pal_order(instance, factors, sequence, backfill=backfill)
 
 
 THROWAWAY = "first-free"

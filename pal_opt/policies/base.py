@@ -40,6 +40,7 @@ __all__ = [
     "Select",
     "place_in_order",
     "in_pal_order",
+    "admission_label",
     "running_positions",
     "jobs_to_terminate",
     "to_ids",
@@ -355,9 +356,13 @@ def place_in_order(
     order: Sequence[int],
     select: Select,
     free_mask: np.ndarray | None = None,
+    *,
+    backfill: bool = False,
+    classes: bool = True,
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order``, each on the GPUs ``select``
-    picks from the free GPUs left; stop at the first job it cannot place.
+    picks from the free GPUs left; stop at the first job it cannot place, or with ``backfill``
+    skip it and go on.
 
     Parameters
     ----------
@@ -371,6 +376,10 @@ def place_in_order(
         The policy's choice for one job, given the free GPUs (:class:`FreeGpus`).
     free_mask
         GPUs available to these jobs; defaults to the GPUs in state FREE.
+    backfill
+        Skip a job that cannot be placed instead of stopping there.
+    classes
+        Keep per-class counts of free GPUs by factor level (policies that read factors).
 
     Returns
     -------
@@ -378,12 +387,14 @@ def place_in_order(
         ``{job id: GPU ids}`` in placement order.
     """
     jobs = instance.jobs
-    classes = {jobs[i].perfclass: factors[jobs[i].perfclass] for i in order}
-    state = FreeGpus(instance.cluster, initial_free(instance, free_mask), classes)
+    per_class = {jobs[i].perfclass: factors[jobs[i].perfclass] for i in order} if classes else None
+    state = FreeGpus(instance.cluster, initial_free(instance, free_mask), per_class)
     out: dict[JobId, tuple[int, ...]] = {}
     for i in order:
         pos = select(state, i)
         if pos is None:
+            if backfill:
+                continue
             break
         state.take(pos)
         out[jobs[i].id] = to_ids(instance.cluster, pos)
@@ -393,11 +404,23 @@ def place_in_order(
 def in_pal_order(
     instance: RoundInstance,
     factors: Mapping[str, np.ndarray],
-    place_sequence: Callable[[RoundInstance, Mapping[str, np.ndarray], Sequence[int]], dict[JobId, tuple[int, ...]]],
+    place_sequence: Callable[..., dict[JobId, tuple[int, ...]]],
+    *,
+    backfill: bool = False,
 ) -> GreedyPlacement:
-    """A whole round placed by ``place_sequence`` in PAL's queue order (running jobs freed)."""
-    placements = place_sequence(instance, factors, pal_order(instance))
-    return GreedyPlacement(placements, jobs_to_terminate(instance, placements), "pal-order")
+    """A whole round placed by ``place_sequence(instance, factors, order, backfill=...)`` in PAL's
+    queue order (running jobs freed)."""
+    placements = place_sequence(instance, factors, pal_order(instance), backfill=backfill)
+    return GreedyPlacement(placements, jobs_to_terminate(instance, placements), admission_label("pal-order", backfill))
+
+
+def admission_label(rule: str, backfill: bool) -> str:
+    """The admission a greedy result declares: ``rule``, or ``rule + "-backfill"``.
+
+    >>> admission_label("pal-order", True)
+    'pal-order-backfill'
+    """
+    return f"{rule}-backfill" if backfill else rule
 
 
 def to_ids(cluster: Cluster, pos: Iterable[int] | np.ndarray) -> tuple[int, ...]:

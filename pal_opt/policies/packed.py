@@ -37,13 +37,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..model import JobId, RoundInstance
+from ..model import RoundInstance
 from ..seeds import SeedLike
 from .base import (
     FreeGpus,
     GreedyPlacement,
+    admission_label,
     initial_free,
     jobs_to_terminate,
+    place_in_order,
     running_positions,
     to_ids,
 )
@@ -71,8 +73,11 @@ def packed_select(state: FreeGpus, demand: int) -> np.ndarray | None:
     return np.concatenate(parts)
 
 
-def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
-    """Non-sticky packed placement (``factors`` and ``seed`` are unused).
+def place(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+) -> GreedyPlacement:
+    """Non-sticky packed placement in queue order (``factors`` and ``seed`` are unused); with
+    ``backfill`` a job that does not fit is skipped instead of ending the round.
 
     Examples
     --------
@@ -82,24 +87,19 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(RoundInstance(c, jobs), c.factors).placements
     {'a': (4, 5, 6), 'b': (0, 1), 'c': (2, 3)}
     """
-    cl = instance.cluster
-    state = FreeGpus(cl, initial_free(instance))
-    out: dict[JobId, tuple[int, ...]] = {}
-    for job in instance.jobs:
-        pos = packed_select(state, job.demand)
-        if pos is None:
-            break
-        state.take(pos)
-        out[job.id] = to_ids(cl, pos)
-    return GreedyPlacement(out, jobs_to_terminate(instance, out), "queue-order")
+    jobs = instance.jobs
+    out = place_in_order(instance, factors, range(len(jobs)), lambda state, i: packed_select(state, jobs[i].demand),
+                         backfill=backfill, classes=False)
+    return GreedyPlacement(out, jobs_to_terminate(instance, out), admission_label("queue-order", backfill))
 
 
 def place_sticky(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
 ) -> GreedyPlacement:
     """Sticky packed placement with preemption from the back of the queue.
 
-    ``factors`` and ``seed`` are unused.
+    ``factors`` and ``seed`` are unused.  With ``backfill`` a waiting job that does not fit, even
+    after preempting every running job behind it, is skipped instead of ending the round.
 
     Examples
     --------
@@ -134,10 +134,12 @@ def place_sticky(
                 if pos is not None:
                     break
         if pos is None:
+            if backfill:
+                continue
             break
         state.take(pos)
         placed[i] = pos
     # report in queue order: jobs that kept their GPUs and jobs placed this round
     keep = {**held, **placed}
     out = {jobs[i].id: to_ids(cl, keep[i]) for i in sorted(keep)}
-    return GreedyPlacement(out, jobs_to_terminate(instance, out), "sticky")
+    return GreedyPlacement(out, jobs_to_terminate(instance, out), admission_label("sticky", backfill))

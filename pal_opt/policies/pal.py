@@ -141,12 +141,14 @@ def place_sequence(
     factors: Mapping[str, np.ndarray],
     order: Sequence[int],
     free_mask: np.ndarray | None = None,
+    *,
+    backfill: bool = False,
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order`` with PAL, stopping at the first
-    job that cannot be placed (:func:`~pal_opt.policies.base.place_in_order`).  The integer
+    job that cannot be placed (skipping it with ``backfill``) (:func:`~pal_opt.policies.base.place_in_order`).  The integer
     programs use this on their admitted set as warm start and fallback; ``free_mask`` defaults
     to the GPUs in state FREE."""
-    return place_in_order(instance, factors, order, _Selector(instance), free_mask)
+    return place_in_order(instance, factors, order, _Selector(instance), free_mask, backfill=backfill)
 
 
 class _Selector:
@@ -192,7 +194,9 @@ class _Selector:
         return None
 
 
-def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
+def place(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+) -> GreedyPlacement:
     """The PAL policy on one round (``seed`` is unused).
 
     Examples
@@ -203,4 +207,4 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(RoundInstance(c, (Job("a", 3, "classA", locality=pal_locality(1.7)),)), c.factors).placements
     {'a': (0, 1, 2)}
     """
-    return in_pal_order(instance, factors, place_sequence)
+    return in_pal_order(instance, factors, place_sequence, backfill=backfill)

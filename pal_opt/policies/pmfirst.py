@@ -160,19 +160,23 @@ def place_sequence(
     free_mask: np.ndarray | None = None,
     *,
     grouping: str = POLICY_GROUPING,
+    backfill: bool = False,
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order`` with PM-First, stopping at the
-    first job that cannot be placed (:func:`~pal_opt.policies.base.place_in_order`);
+    first job that cannot be placed (skipping it with ``backfill``; see
+    :func:`~pal_opt.policies.base.place_in_order`);
     ``grouping`` is PM-First's group definition (see the module docstring)."""
     jobs = instance.jobs
 
     def select(state: FreeGpus, i: int) -> np.ndarray | None:
         return pmfirst_select(state, jobs[i].perfclass, jobs[i].demand, None, grouping)
 
-    return place_in_order(instance, factors, order, select, free_mask)
+    return place_in_order(instance, factors, order, select, free_mask, backfill=backfill)
 
 
-def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
+def place(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+) -> GreedyPlacement:
     """The PM-First policy on one round (``seed`` is unused).
 
     Examples
@@ -182,4 +186,4 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     >>> place(RoundInstance(c, (Job("a", 2, "classA"),)), c.factors).placements
     {'a': (2, 3)}
     """
-    return in_pal_order(instance, factors, place_sequence)
+    return in_pal_order(instance, factors, place_sequence, backfill=backfill)

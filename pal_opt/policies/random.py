@@ -12,15 +12,18 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..model import JobId, RoundInstance
+from ..model import RoundInstance
 from ..seeds import SeedLike, make_rng
-from .base import GreedyPlacement, initial_free, jobs_to_terminate, to_ids
+from .base import FreeGpus, GreedyPlacement, admission_label, jobs_to_terminate, place_in_order
 
 __all__ = ["place"]
 
 
-def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None) -> GreedyPlacement:
-    """Random placement of one round (``factors`` is unused).
+def place(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+) -> GreedyPlacement:
+    """Random placement of one round in queue order (``factors`` is unused); with ``backfill`` a
+    job that does not fit is skipped instead of ending the round.
 
     Parameters
     ----------
@@ -30,6 +33,8 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
         Unused; part of the policy signature.
     seed
         An int, a numpy Generator or None (= seed 0).
+    backfill
+        Skip what does not fit instead of stopping.
 
     Examples
     --------
@@ -40,14 +45,12 @@ def place(instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: S
     True
     """
     rng = make_rng(seed)
-    cl = instance.cluster
-    free = initial_free(instance)
-    out: dict[JobId, tuple[int, ...]] = {}
-    for job in instance.jobs:
-        avail = np.flatnonzero(free)
-        if job.demand <= 0 or job.demand > avail.size:
-            break
-        pos = avail[rng.choice(avail.size, size=job.demand, replace=False)]
-        free[pos] = False
-        out[job.id] = to_ids(cl, pos)
-    return GreedyPlacement(out, jobs_to_terminate(instance, out), "queue-order")
+    jobs = instance.jobs
+
+    def select(state: FreeGpus, i: int) -> np.ndarray | None:
+        avail = np.flatnonzero(state.free)
+        d = jobs[i].demand
+        return avail[rng.choice(avail.size, size=d, replace=False)] if d <= avail.size else None
+
+    out = place_in_order(instance, factors, range(len(jobs)), select, backfill=backfill, classes=False)
+    return GreedyPlacement(out, jobs_to_terminate(instance, out), admission_label("queue-order", backfill))
