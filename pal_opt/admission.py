@@ -19,11 +19,33 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import OptionError
-from .model import PAL_CLASSES, RoundInstance
+from .model import PAL_CLASSES, GpuState, JobId, RoundInstance
 
-__all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit"]
+__all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "unplaceable"]
 
 ADMISSION_MODES: tuple[str, ...] = ("prefix", "backfill")
+
+
+def unplaceable(instance: RoundInstance) -> dict[JobId, str]:
+    """Jobs no placement of this round can ever serve, with the reason (queue order).
+
+    Such a job is a fact of the queue, not bad input: the PAL artifact keeps it.  Prefix
+    admission and PAL's order stop at it; backfill skips it.
+
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.uniform(2, 2, {"classA": [1.0] * 4}, state=[0, 0, 0, 2])
+    >>> unplaceable(RoundInstance(c, (Job("big", 10000, "classA"), Job("b", 4, "classA", 1))))
+    {'big': 'needs 10000 GPUs; the cluster has 4', 'b': 'needs 4 GPUs; 3 are in service (1 failed)'}
+    """
+    total = instance.cluster.num_gpus
+    failed = int((instance.cluster.state == GpuState.FAILED).sum())
+    out: dict[JobId, str] = {}
+    for j in instance.jobs:
+        if j.demand > total:
+            out[j.id] = f"needs {j.demand} GPUs; the cluster has {total}"
+        elif j.demand > total - failed:
+            out[j.id] = f"needs {j.demand} GPUs; {total - failed} are in service ({failed} failed)"
+    return out
 
 
 def class_rank(perfclass: str) -> int:

@@ -286,6 +286,8 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
         lines.append(("bound", f"{result.bound:.6f}{gap}"))
     if result.jobs_to_terminate:
         lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
+    for jid, why in result.unplaceable.items():
+        lines.append(("unplaceable", f"job {jid}: {why}"))
     lines.append(("time", f"{result.solve_seconds:.3f} s solve, {result.build_seconds:.3f} s build"))
     if args.out:
         assert text is not None

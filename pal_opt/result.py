@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .admission import unplaceable
 from .cost import evaluate
 from .model import JobId, RoundInstance
 
@@ -88,6 +89,9 @@ class PlacementResult:
         Running jobs that lose or change their GPUs this round.
     spanning
         Jobs whose GPUs lie on more than one server.
+    unplaceable
+        ``{job id: reason}`` for queued jobs no placement of this round can serve (e.g. a job
+        needing more GPUs than the cluster has); they are left unplaced, not rejected.
     message
         Free-text detail: infeasibility reason, fallback cause.
     info
@@ -109,6 +113,7 @@ class PlacementResult:
     backend_version: str | None = None
     jobs_to_terminate: tuple[JobId, ...] = ()
     spanning: int = 0
+    unplaceable: dict[JobId, str] = field(default_factory=dict)
     message: str = ""
     seed: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -123,6 +128,7 @@ class PlacementResult:
         d["status"] = self.status.value
         d["placements"] = {str(k): [int(g) for g in v] for k, v in self.placements.items()}
         d["jobs_to_terminate"] = list(self.jobs_to_terminate)
+        d["unplaceable"] = [{"job": k, "reason": v} for k, v in self.unplaceable.items()]
         d["jobs_placed"] = self.jobs_placed
         for k in ("objective", "bound", "gap", "geomean_slowdown"):
             d[k] = finite_or_none(d[k])
@@ -158,6 +164,7 @@ def priced_result(
     the running jobs that lose or change their GPUs; ``fields`` sets the other attributes."""
     summary = evaluate(instance, placements, factors)
     term = jobs_to_terminate(instance, placements) if jobs_to_terminate_ is None else tuple(jobs_to_terminate_)
+    fields.setdefault("unplaceable", unplaceable(instance))
     info = dict(fields.pop("info", {}) or {})
     info.setdefault("cost_terms", dict(summary.by_term))
     return PlacementResult(
