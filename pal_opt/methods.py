@@ -24,15 +24,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from .binning import binned_factors
 from .errors import OptionError
-from .model import RoundInstance
 from .options import MethodName, SolveOptions
-from .policies import POLICIES, PolicyFn
 from .registry import Registry
-from .result import PlacementResult, Status, priced_result
+
+if TYPE_CHECKING:  # the registry itself imports nothing heavy: ``pal-opt --help`` reads it
+    from .model import RoundInstance
+    from .policies import PolicyFn
+    from .result import PlacementResult
 
 __all__ = [
     "Method",
@@ -50,7 +53,7 @@ __all__ = [
 ]
 
 #: ``run(instance, options) -> PlacementResult``.
-MethodRun = Callable[[RoundInstance, SolveOptions], PlacementResult]
+MethodRun = Callable[["RoundInstance", SolveOptions], "PlacementResult"]
 
 #: Options of every greedy policy (``admission="backfill"`` skips what does not fit, in the
 #: policy's own order, instead of stopping there; ``"prefix"``, the default, stops).
@@ -94,18 +97,30 @@ class Method:
             raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to method {self.name!r}")
 
 
-def greedy_method(name: str, place: PolicyFn, summary: str, *, backfill: bool = True) -> Method:
+@cache
+def _resolve(path: str) -> PolicyFn:
+    """``"package.module:function"`` -> the function (imported on first use)."""
+    module, _, attr = path.partition(":")
+    return getattr(import_module(module), attr)  # type: ignore[no-any-return]
+
+
+def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: bool = True) -> Method:
     """A :class:`Method` running the greedy policy ``place(instance, factors, *, seed=None,
     backfill=False)`` on the round's binned factors, timed and priced like every other method.
-    A policy without the ``backfill`` keyword is registered with ``backfill=False`` (it then
-    takes no ``admission`` option)."""
+    ``place`` may be given as ``"module:function"``, imported on first use.  A policy without the
+    ``backfill`` keyword is registered with ``backfill=False`` (it then takes no ``admission``
+    option)."""
 
     def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+        from .binning import binned_factors
+        from .result import Status, priced_result
+
+        policy = _resolve(place) if isinstance(place, str) else place
         mode = options.binning or instance.params.binning
         factors = binned_factors(instance.cluster, mode)
         kw = {"backfill": True} if options.admission == "backfill" else {}
         t0 = time.perf_counter()
-        out = place(instance, factors, seed=options.seed, **kw)
+        out = policy(instance, factors, seed=options.seed, **kw)
         seconds = time.perf_counter() - t0
         return priced_result(
             instance, out.placements, factors, method=name, status=Status.FEASIBLE, admission=out.admission,
@@ -162,17 +177,18 @@ def _exact_kwargs(options: SolveOptions) -> dict[str, Any]:
     return kw
 
 
-_GREEDY_SUMMARIES: Mapping[str, str] = {
-    MethodName.PAL: "PAL: variability x locality walk, as the authors' artifact (greedy)",
-    MethodName.PMFIRST: "PM-First: fastest GPUs first (greedy)",
-    MethodName.PACKED: "consolidated placement, running jobs freed (greedy)",
-    MethodName.PACKED_STICKY: "consolidated placement, running jobs kept (greedy)",
-    MethodName.RANDOM: "uniform random GPUs, seeded (greedy)",
+_GREEDY: Mapping[str, tuple[str, str]] = {
+    MethodName.PAL: ("pal_opt.policies.pal:place", "PAL: variability x locality walk, as the authors' artifact (greedy)"),
+    MethodName.PMFIRST: ("pal_opt.policies.pmfirst:place", "PM-First: fastest GPUs first (greedy)"),
+    MethodName.PACKED: ("pal_opt.policies.packed:place", "consolidated placement, running jobs freed (greedy)"),
+    MethodName.PACKED_STICKY: ("pal_opt.policies.packed:place_sticky",
+                               "consolidated placement, running jobs kept (greedy)"),
+    MethodName.RANDOM: ("pal_opt.policies.random:place", "uniform random GPUs, seeded (greedy)"),
 }
 
 #: name -> :class:`Method`, in the order ``--help`` lists them.
 METHODS: Registry[Method] = Registry("method", {
-    **{str(n): greedy_method(str(n), POLICIES[n], s) for n, s in _GREEDY_SUMMARIES.items()},
+    **{str(n): greedy_method(str(n), fn, s) for n, (fn, s) in _GREEDY.items()},
     MethodName.ILP: Method(str(MethodName.ILP), _ilp, "the round's exact integer program, with a proven gap",
                            EXACT_OPTIONS, exact=True),
     MethodName.ILP_PARTITIONED: Method(
