@@ -179,15 +179,7 @@ class StepTable:
 
     def frame(self) -> pd.DataFrame:
         """The rows as a DataFrame (columns ``num_nodes, num_replicas, local_bsz, step_time, sync_time``)."""
-        return pd.DataFrame(
-            {
-                "num_nodes": self.num_nodes,
-                "num_replicas": self.num_replicas,
-                "local_bsz": self.local_bsz,
-                "step_time": self.step_time,
-                "sync_time": self.sync_time,
-            }
-        )
+        return pd.DataFrame({name: getattr(self, name) for name in SCALABILITY_COLUMNS})
 
 
 _DIGITS = re.compile(r"[1-9]+")

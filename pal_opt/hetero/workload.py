@@ -268,15 +268,7 @@ class PhillyTrace:
 
     def frame(self) -> pd.DataFrame:
         """The trace as a DataFrame with the file's columns."""
-        return pd.DataFrame(
-            {
-                "timestamp": self.timestamp,
-                "duration": self.duration,
-                "num_gpus": self.num_gpus,
-                "gpu_time": self.gpu_time,
-                "cluster": self.cluster,
-            }
-        )
+        return pd.DataFrame({name: getattr(self, name) for name in PHILLY_COLUMNS})
 
 
 def read_philly(path: str | os.PathLike[str]) -> PhillyTrace:
