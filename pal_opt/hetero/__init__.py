@@ -16,6 +16,9 @@ Configurations (:mod:`pal_opt.hetero.configs`)
     :func:`enumerate_configs` (the 19 of the paper's cluster), :func:`max_replicas`,
     :func:`valid_configs`, :func:`scheduler_goodput_fn`, :func:`raw_goodput_row`,
     :func:`normalise_row`, :func:`reallocation_factor`, :func:`fairness_costs`.
+Learned step-time model (:mod:`pal_opt.hetero.perfmodel`)
+    :class:`PerfParams` (a step model), :func:`fit_perf_params`, :class:`ProfileObservations`
+    (one job's observations on one type, refitted on every new shape).
 Workloads (:mod:`pal_opt.hetero.workload`)
     :func:`read_workload` (newTrace), :func:`check_workload`, :func:`read_philly`.
 
@@ -67,6 +70,7 @@ from .goodput import (
     progress_rate,
     training_target,
 )
+from .perfmodel import PerfParams, ProfileObservations, fit_perf_params
 from .profiles import (
     APP_SETTINGS,
     Application,
@@ -138,6 +142,10 @@ __all__ = [
     "scheduler_goodput_fn",
     "throughput_ratio",
     "valid_configs",
+    # learned step-time model
+    "PerfParams",
+    "ProfileObservations",
+    "fit_perf_params",
     # workloads
     "PhillyTrace",
     "Workload",
