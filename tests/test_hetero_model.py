@@ -111,18 +111,18 @@ def test_spot_check_placement_interpolation(apps: dict[str, Application]) -> Non
 
 def test_spot_check_unprofiled_shape_uses_scalability_rows(apps: dict[str, Application]) -> None:
     # (1,1,1,1,1,1) on aws has no placement row (at most 4 nodes are profiled), so the 3-D
-    # interpolation answers; (6 nodes, 6 GPUs, local_bsz 32) is a row of scalability-aws.csv:
-    # "6,6,32,0.14090566635131835,0.09941204528808593", a vertex of the triangulation.
-    prof = apps["cifar10"].profile("aws")
+    # interpolation answers; (6 nodes, 6 GPUs, local_bsz 4) is a row of bert/scalability-aws.csv:
+    # "6,6,4,1.4923269003629684,1.0928203125", a vertex of the triangulation.
+    prof = apps["bert"].profile("aws")
     assert not prof.is_profiled((1,) * 6)
-    step, sync = prof.step_time((1,) * 6, 32)
-    assert step == pytest.approx(0.14090566635131835, rel=1e-9)
-    assert sync == pytest.approx(0.09941204528808593, rel=1e-9)
+    step, sync = prof.step_time((1,) * 6, 4)
+    assert step == pytest.approx(1.4923269003629684, rel=1e-9)
+    assert sync == pytest.approx(1.0928203125, rel=1e-9)
     # The same query vectorised, and the sentinel the artifact returns outside a placement's range.
-    steps, _ = prof.step_time((1,) * 6, np.array([32, 32]))
+    steps, _ = prof.step_time((1,) * 6, np.array([4, 4]))
     assert steps.shape == (2,)
-    assert prof.step_time((4,), 16, artifact_sentinel=True) == (-1.0, -1.0)
-    assert math.isnan(prof.step_time((4,), 16)[0])
+    assert prof.step_time((4,), 2, artifact_sentinel=True) == (-1.0, -1.0)
+    assert math.isnan(prof.step_time((4,), 2)[0])
 
 
 def test_spot_check_gradient_statistics_and_gain(apps: dict[str, Application]) -> None:
