@@ -233,6 +233,9 @@ def test_batch_choice_rules(apps: dict[str, Application]) -> None:
     assert c == BatchChoice(256, 0) and c.global_batch(8) == 2048
     with pytest.raises(OptionError, match="requested batch"):
         choose_batch(a, "aws", (4,), JobKind.RIGID)
+    # 17 nodes exceed every profiled shape: no batch limit b_hi, a clear error (the artifact gets NaN).
+    with pytest.raises(OptionError, match="no profiled batch limit"):
+        choose_batch(a, "aws", (1,) * 17)
     # With a model the adaptive job picks a larger batch than B0 later in training.
     model = ProfileStepModel(a.profile("dgx-ext"))
     late = choose_batch(a, "dgx-ext", (8,), step_model=model, grad=grad_stats(a.validation, 4096, 60))

@@ -348,6 +348,15 @@ def optimize_goodput(
 
 
 # -- the job's own batch choice (A.5) -------------------------------------------------------------
+def _batch_limit(app: Application, profile: TypeProfile, placement: tuple[int, ...]) -> int:
+    b_hi = profile.placement_limit(placement)
+    if b_hi is None:
+        raise OptionError(
+            f"{app.name} on {profile.gpu_type}: no profiled batch limit for placement {placement}"
+        )
+    return b_hi
+
+
 def initial_batch(
     app: Application, profile: TypeProfile, placement: Sequence[int], batch_size: int | None = None
 ) -> BatchChoice:
@@ -358,9 +367,7 @@ def initial_batch(
     """
     p = canonical_placement(placement)
     n = sum(p)
-    b_hi = profile.placement_limit(p)
-    if b_hi is None:
-        raise OptionError(f"{app.name} on {profile.gpu_type}: no profiled batch limit for placement {p}")
+    b_hi = _batch_limit(app, profile, p)
     big = batch_size if batch_size is not None else max(app.init_batch_size, profile.min_local_bsz * n)
     local = math.ceil(big / n - EPS)
     accum = math.ceil(local / b_hi - EPS) - 1
@@ -408,8 +415,7 @@ def choose_batch(
     elif step_model is None or grad is None:
         choice = initial_batch(app, profile, p)
     else:
-        b_hi = profile.placement_limit(p)
-        assert b_hi is not None  # initial_batch raised otherwise for the same placement
+        b_hi = _batch_limit(app, profile, p)
         _, atomic, accum = optimize_goodput(
             step_model,
             grad,
