@@ -22,7 +22,7 @@ B = n · b · (A + 1) and takes ``step_time + A · accum_time`` where ``accum_ti
 sync_time``.  Step times come from a *step model*: a callable ``(num_nodes, num_replicas,
 atomic_bsz) -> (accum_time, step_time)`` over arrays; :class:`ProfileStepModel` gives the
 measured ("true") times of :mod:`pal_opt.hetero.profiles`, and the Sia scheduler's learned model
-(A.7) plugs in the same way.
+(A.7, :class:`pal_opt.hetero.perfmodel.PerfParams`) plugs in the same way.
 """
 
 from __future__ import annotations

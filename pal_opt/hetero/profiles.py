@@ -27,7 +27,12 @@ For a placement p (GPUs per node, zeros dropped) and a per-GPU ("atomic") batch 
 3. Otherwise: piecewise-linear interpolation on a Delaunay triangulation of the points
    (num_nodes, num_replicas, local_bsz), built from the placement rows averaged over equal points
    followed by the scalability rows, queried at (min(nodes, 16), GPUs, b).  Outside the convex
-   hull the value is NaN (the artifact stops there).
+   hull the value is NaN (the artifact stops there).  Where the points span no volume
+   (``gpt_pmp`` on ``rtx``: every shape has 8 GPUs per node) this path is NaN everywhere and a
+   warning is logged.
+
+``gpt_pmp`` (pipeline model parallelism) loads like the others, but its pipeline semantics are
+not modelled here (SIA_MODEL.md leaves that application out).
 
 Both interpolations use scipy's own ``interp1d`` and ``LinearNDInterpolator`` on the same points
 in the same order as the artifact, so values agree to the last bit with the same scipy.
