@@ -1,0 +1,194 @@
+"""Validated CSV tables for the heterogeneous-GPU model (profiles, workloads, the Philly trace).
+
+A file is read with the guards of :func:`pal_opt.io.safe.read_text` (size limit, empty, binary,
+not UTF-8) and parsed by pandas with every cell kept as text; each column is then converted on
+request, so that a bad cell is reported with its file, row and column::
+
+    profiles/bert/placements-aws.csv: row 7, column step_time: must be a positive number, got 'x'
+
+Rows are numbered as lines of a file without blank lines: the header is row 1, the first data
+row is row 2.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InstanceError
+from ..io.safe import DEFAULT_MAX_BYTES, read_text
+
+__all__ = ["Table", "read_table"]
+
+#: Largest integer accepted in an integer column (exactly representable as a float64).
+MAX_EXACT_INT = 2**53
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A CSV table whose cells are still text, with converters that name the bad cell.
+
+    Attributes
+    ----------
+    source
+        The file name used in messages.
+    frame
+        The cells as a pandas DataFrame of ``str`` (stripped), columns named by the header.
+
+    Examples
+    --------
+    >>> t = Table.from_frame(pd.DataFrame({"a": ["1", "2"], "b": ["x", "0.5"]}), "demo.csv")
+    >>> t.ints("a").tolist()
+    [1, 2]
+    >>> t.floats("b")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: demo.csv: row 2, column b: must be a finite number, got 'x'
+    """
+
+    source: str
+    frame: pd.DataFrame
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, source: str = "<memory>") -> Table:
+        """A table over an in-memory DataFrame (cells become their ``str``; NaN becomes empty)."""
+        if not isinstance(frame, pd.DataFrame):
+            raise InstanceError(f"expected a pandas DataFrame, got {type(frame).__name__}", source=source)
+        cells = frame.astype(object).where(frame.notna(), "")
+        text = pd.DataFrame(
+            {str(c).strip(): [str(v).strip() for v in cells[c]] for c in cells.columns}, dtype=object
+        )
+        return cls(source, text)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Column names in file order."""
+        return tuple(str(c) for c in self.frame.columns)
+
+    def require(self, *names: str) -> None:
+        """Raise :class:`InstanceError` on ``header`` if any of ``names`` is not a column."""
+        missing = [n for n in names if n not in self.frame.columns]
+        if missing:
+            raise InstanceError(
+                f"missing column(s) {', '.join(missing)}; columns are: {', '.join(self.columns) or '(none)'}",
+                source=self.source,
+                path="header",
+            )
+
+    def error(self, index: int, column: str, message: str) -> InstanceError:
+        """An :class:`InstanceError` for the cell of data row ``index`` (0-based) in ``column``."""
+        return InstanceError(message, source=self.source, path=f"row {index + 2}, column {column}")
+
+    def strings(self, column: str, *, allow_empty: bool = False) -> np.ndarray:
+        """The column as an object array of ``str``; empty cells are errors unless allowed."""
+        self.require(column)
+        values = np.asarray(self.frame[column].to_numpy(dtype=object), dtype=object)
+        if not allow_empty:
+            empty = np.flatnonzero(values == "")
+            if empty.size:
+                raise self.error(int(empty[0]), column, "must not be empty")
+        return values
+
+    def floats(self, column: str, *, positive: bool = False, minimum: float | None = None) -> np.ndarray:
+        """The column as finite float64 values (``positive``: > 0; ``minimum``: ≥ that)."""
+        text = self.strings(column, allow_empty=True)
+        values = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(values)
+        what = "a finite number"
+        if positive:
+            bad |= values <= 0
+            what = "a positive number"
+        elif minimum is not None:
+            bad |= values < minimum
+            what = f"a finite number ≥ {minimum:g}"
+        self._raise_first(bad, column, text, what)
+        return values
+
+    def ints(self, column: str, *, minimum: int | None = 1) -> np.ndarray:
+        """The column as int64 values (``"4.0"`` reads as 4), each ≥ ``minimum`` unless None."""
+        text = self.strings(column, allow_empty=True)
+        values = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > MAX_EXACT_INT)
+        what = "an integer"
+        if minimum is not None:
+            bad |= values < minimum
+            what = "a positive integer" if minimum == 1 else f"an integer ≥ {minimum}"
+        self._raise_first(bad, column, text, what)
+        return values.astype(np.int64)
+
+    def _raise_first(self, bad: np.ndarray, column: str, text: np.ndarray, what: str) -> None:
+        hits = np.flatnonzero(bad)
+        if hits.size:
+            i = int(hits[0])
+            cell = str(text[i])
+            shown = repr(cell if len(cell) <= 40 else cell[:37] + "...") if cell else "an empty cell"
+            raise self.error(i, column, f"must be {what}, got {shown}")
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    required: Sequence[str] = (),
+    what: str = "CSV file",
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Table:
+    """Read a comma-separated file with a header line into a :class:`Table`.
+
+    Parameters
+    ----------
+    path
+        The file.
+    required
+        Columns that must be present (other columns are kept, order is free).
+    what
+        Noun used in messages (``"profile file"``, ``"workload file"``...).
+    max_bytes
+        Size limit (see :func:`pal_opt.io.safe.read_text`).
+
+    Raises
+    ------
+    InstanceError
+        Unreadable, too large, empty, binary or not UTF-8; malformed CSV (a row with more fields
+        than the header); a repeated or empty column name; no data rows; a missing column.
+    """
+    source = os.fspath(path)
+    try:
+        text = read_text(path, max_bytes=max_bytes, what=what)
+    except OSError as exc:
+        raise InstanceError(f"cannot read {what}: {exc.strerror or exc}", source=source) from None
+    try:
+        raw = pd.read_csv(
+            io.StringIO(text), header=None, dtype=str, keep_default_na=False, na_filter=False, engine="c"
+        )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        message = " ".join(str(exc).split())
+        raise InstanceError(f"malformed CSV: {message}", source=source) from None
+    header = [str(h).strip() for h in raw.iloc[0].tolist()]
+    seen: set[str] = set()
+    for name in header:
+        if not name:
+            raise InstanceError("a column has an empty name", source=source, path="header")
+        if name in seen:
+            raise InstanceError(f"column {name!r} appears twice", source=source, path="header")
+        seen.add(name)
+    body = pd.DataFrame(
+        {
+            name: raw.iloc[1:, i].fillna("").astype(str).str.strip().to_numpy(dtype=object)
+            for i, name in enumerate(header)
+        },
+        dtype=object,
+    )
+    if body.empty:
+        raise InstanceError(f"{what} has a header but no rows", source=source)
+    table = Table(source, body)
+    table.require(*required)
+    return table

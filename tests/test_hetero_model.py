@@ -1,0 +1,415 @@
+"""The heterogeneous-GPU performance model (pal_opt.hetero): profiles, goodput, workloads.
+
+Tests on the Sia artifact's files skip when ``../shared`` is absent; the bad-input tests build
+their own small files and always run.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.hetero.goodput import (
+    BatchChoice,
+    JobKind,
+    ProfileStepModel,
+    choose_batch,
+    efficiency,
+    epoch_of,
+    epoch_progress,
+    gain,
+    grad_stats,
+    initial_batch,
+    optimize_goodput,
+    progress_rate,
+    training_target,
+)
+from pal_opt.hetero.profiles import (
+    APP_SETTINGS,
+    Application,
+    canonical_placement,
+    load_application,
+    load_applications,
+)
+from pal_opt.hetero.workload import check_workload, read_philly, read_workload, workload_from_frame
+
+#: Every (application, GPU type) the artifact profiles.
+APP_TYPES = [
+    (app, t)
+    for app in ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
+    for t in ("aws", "dgx-ext", "rtx")
+] + [("gpt_pmp", "dgx-ext"), ("gpt_pmp", "rtx")]
+DATA_PARALLEL = sorted({a for a, _ in APP_TYPES} - {"gpt_pmp"})
+GPUS_PER_NODE = {"aws": 4, "dgx-ext": 8, "rtx": 8}
+
+
+@pytest.fixture(scope="module")
+def sia_dir(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "sia-artifact"
+    if not d.is_dir():
+        pytest.skip(f"Sia artifact data not available at {d}")
+    return d
+
+
+@pytest.fixture(scope="module")
+def apps(sia_dir: Path) -> dict[str, Application]:
+    return dict(load_applications(sia_dir / "profiles"))
+
+
+# -- loading -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("app", "gpu_type"), APP_TYPES)
+def test_every_profile_loads(apps: dict[str, Application], app: str, gpu_type: str) -> None:
+    a = apps[app]
+    prof = a.profile(gpu_type)
+    assert len(prof.placements) > 0 and len(prof.scalability) > 0
+    assert 1 <= prof.min_local_bsz <= prof.max_local_bsz
+    assert a.init_batch_size < a.max_batch_size
+    assert a.max_epochs == APP_SETTINGS[app].max_epochs == a.validation.epochs
+    # every placement id is canonical and its digits add up to its GPU count
+    assert prof.placements.placement is not None
+    for pid, n in zip(prof.placements.placement[:50], prof.placements.num_replicas[:50], strict=True):
+        assert "".join(map(str, canonical_placement(int(d) for d in pid))) == pid
+        assert sum(map(int, pid)) == n
+
+
+def test_applications_and_types(apps: dict[str, Application]) -> None:
+    assert sorted(apps) == sorted({a for a, _ in APP_TYPES})
+    assert apps["cifar10"].gpu_types == ("aws", "dgx-ext", "rtx")
+    assert apps["gpt_pmp"].gpu_types == ("dgx-ext", "rtx")
+    assert apps["deepspeech2"].profile("rtx").max_local_bsz == 57  # the artifact's override
+    assert apps["deepspeech2"].profile("aws").max_local_bsz == 80
+    with pytest.raises(OptionError, match="no profile for GPU type 'aws'"):
+        apps["gpt_pmp"].profile("aws")
+
+
+# -- hand-checked values ---------------------------------------------------------------------------
+def test_spot_check_placement_interpolation(apps: dict[str, Application]) -> None:
+    # bert/placements-aws.csv rows "1,4,0.45532354712486267,0.013738612174987792" and
+    # "1,6,0.5693899691104889,0.013729131996631623": local_bsz 5 is halfway,
+    # step = (0.45532354712486267 + 0.5693899691104889) / 2 = 0.5123567581176758,
+    # sync = (0.013738612174987792 + 0.013729131996631623) / 2 = 0.013733872085809708.
+    step, sync = apps["bert"].profile("aws").step_time((1,), 5)
+    assert step == pytest.approx(0.5123567581176758, rel=1e-12)
+    assert sync == pytest.approx(0.013733872085809708, rel=1e-12)
+    # cifar10/placements-rtx.csv, placement 2: local_bsz 64 -> 0.0699358582496643 and
+    # 91 -> 0.07109667360782623; at 80 (16/27 of the way):
+    # 0.0699358582496643 + (80 - 64) / (91 - 64) * (0.07109667360782623 - 0.0699358582496643)
+    #   = 0.0699358582496643 + 0.5925925925925926 * 0.0011608153581619263 = 0.07062374883227879.
+    step, _ = apps["cifar10"].profile("rtx").step_time((2,), 80)
+    assert step == pytest.approx(0.07062374883227879, rel=1e-12)
+    # A row itself is reproduced exactly; rotations and empty nodes do not matter.
+    assert apps["cifar10"].profile("rtx").step_time((0, 2), 64)[0] == pytest.approx(
+        0.0699358582496643, rel=1e-15
+    )
+
+
+def test_spot_check_unprofiled_shape_uses_scalability_rows(apps: dict[str, Application]) -> None:
+    # (1,1,1,1,1,1) on aws has no placement row (at most 4 nodes are profiled), so the 3-D
+    # interpolation answers; (6 nodes, 6 GPUs, local_bsz 4) is a row of bert/scalability-aws.csv:
+    # "6,6,4,1.4923269003629684,1.0928203125", a vertex of the triangulation.
+    prof = apps["bert"].profile("aws")
+    assert not prof.is_profiled((1,) * 6)
+    step, sync = prof.step_time((1,) * 6, 4)
+    assert step == pytest.approx(1.4923269003629684, rel=1e-9)
+    assert sync == pytest.approx(1.0928203125, rel=1e-9)
+    # The same query vectorised, and the sentinel the artifact returns outside a placement's range.
+    steps, _ = prof.step_time((1,) * 6, np.array([4, 4]))
+    assert steps.shape == (2,)
+    assert prof.step_time((4,), 2, artifact_sentinel=True) == (-1.0, -1.0)
+    assert math.isnan(prof.step_time((4,), 2)[0])
+
+
+def test_spot_check_gradient_statistics_and_gain(apps: dict[str, Application]) -> None:
+    cur = apps["cifar10"].validation
+    # validation-2048.csv row 1: grad_sqr 10.73321269096998, grad_var 5.4859538034431825;
+    # validation-4096.csv row 1: grad_sqr 14.297054109491588, grad_var 11.815138409160218.
+    # B = 3072 is halfway: sqr = 12.515133400230784, var = 8.6505461063017.
+    sqr, var = grad_stats(cur, 3072, 0)
+    assert sqr == pytest.approx(12.515133400230784, rel=1e-12)
+    assert var == pytest.approx(8.6505461063017, rel=1e-12)
+    assert grad_stats(cur, 2048, 0) == (10.73321269096998, 5.4859538034431825)
+    # gain at B = 2048 = 16 × B0 (B0 = 128), epoch 0:
+    # (5.4859538034431825 + 10.73321269096998) / (5.4859538034431825 / 16 + 10.73321269096998)
+    #   = 16.219166494413162 / 11.076084803685179 = 1.4643411261185726
+    assert gain(2048, 128, 10.73321269096998, 5.4859538034431825) == pytest.approx(
+        1.4643411261185726, rel=1e-12
+    )
+    # P(1) = the smallest first-row progress over the six curves (validation-256.csv: 390.71438596642224).
+    assert epoch_progress(cur, 1) == 390.71438596642224
+    assert epoch_progress(cur, 0) == 0.0
+    assert epoch_of(cur, 0.0) == 0 and epoch_of(cur, 391.0) == 1
+
+
+def test_spot_check_progress_rate(apps: dict[str, Application]) -> None:
+    # cifar10 on one 4-GPU aws node at atomic batch 32, no accumulation: B = 128 = B0, so gain = 1;
+    # placements-aws.csv row "4,32,0.05821514129638672,0.01432212142944336" gives the step time, and
+    # the calibration is 1/1.8: rate = 1 / 1.8 / 0.05821514129638672 = 9.543145360192... B0-steps/s.
+    rate = progress_rate(apps["cifar10"], "aws", (4,), BatchChoice(32, 0), 0)
+    assert rate == pytest.approx(1 / 1.8 / 0.05821514129638672, rel=1e-12)
+    # One accumulation step adds one compute part (step - sync) and doubles the batch.
+    step, sync = 0.05821514129638672, 0.01432212142944336
+    s_sqr, s_var = grad_stats(apps["cifar10"].validation, 256, 3)
+    expect = gain(256, 128, s_sqr, s_var) / 1.8 / (step + (step - sync))
+    assert progress_rate(apps["cifar10"], "aws", (4,), BatchChoice(32, 1), 3) == pytest.approx(
+        expect, rel=1e-12
+    )
+
+
+# -- sanity properties -----------------------------------------------------------------------------
+@pytest.mark.parametrize(("app", "gpu_type"), [(a, t) for a, t in APP_TYPES if a != "gpt_pmp"])
+def test_throughput_grows_with_gpus_on_one_node(
+    apps: dict[str, Application], app: str, gpu_type: str
+) -> None:
+    prof = apps[app].profile(gpu_type)
+    b = prof.min_local_bsz
+    shapes = [(k,) for k in (1, 2, 4, 8) if k <= GPUS_PER_NODE[gpu_type]]
+    xput = [sum(s) * b / prof.step_time(s, b)[0] for s in shapes]
+    assert all(np.diff(xput) > 0), xput
+
+
+@pytest.mark.parametrize("app", DATA_PARALLEL)
+def test_efficiency_in_unit_interval_and_gain_bounded(apps: dict[str, Application], app: str) -> None:
+    a = apps[app]
+    batches = np.geomspace(a.init_batch_size, a.max_batch_size, 25)
+    for e in range(a.max_epochs):
+        sqr, var = grad_stats(a.validation, batches, e)
+        eff = efficiency(batches, a.init_batch_size, sqr, var)
+        assert np.all((eff > 0) & (eff <= 1 + 1e-12))
+        g = gain(batches, a.init_batch_size, sqr, var)
+        assert np.all((g >= 1 - 1e-12) & (g <= batches / a.init_batch_size * (1 + 1e-12)))
+
+
+@pytest.mark.parametrize("app", DATA_PARALLEL)
+def test_gain_rises_and_efficiency_falls_with_batch_at_fixed_statistics(
+    apps: dict[str, Application], app: str
+) -> None:
+    # The scheduler's model scores every batch with the job's current (μ², σ²) (SIA_MODEL.md A.7):
+    # then gain is non-decreasing and efficiency non-increasing in B.
+    a = apps[app]
+    batches = np.geomspace(a.init_batch_size, a.max_batch_size, 40)
+    for e in (0, a.max_epochs - 1):
+        sqr, var = grad_stats(a.validation, a.init_batch_size, e)
+        assert np.all(np.diff(gain(batches, a.init_batch_size, sqr, var)) >= 0)
+        assert np.all(np.diff(efficiency(batches, a.init_batch_size, sqr, var)) <= 0)
+
+
+@pytest.mark.parametrize(("app", "gpu_type"), [(a, t) for a, t in APP_TYPES if a != "gpt_pmp"])
+def test_tuned_batch_never_worse_than_the_requested_batch(
+    apps: dict[str, Application], app: str, gpu_type: str
+) -> None:
+    # The tuned candidates end at the requested batch, so the best of them is at least its goodput.
+    a = apps[app]
+    prof = a.profile(gpu_type)
+    model = ProfileStepModel(prof)
+    stats = grad_stats(a.validation, a.max_batch_size, 0)
+    nodes, gpus = np.array([1, 1, 1]), np.array([1, 2, 4])
+    rng = (prof.min_local_bsz, prof.max_local_bsz)
+    tuned, atomic, accum = optimize_goodput(
+        model, stats, a.init_batch_size, nodes, gpus, a.max_batch_size, rng
+    )
+    fixed, _, _ = optimize_goodput(
+        model, stats, a.init_batch_size, nodes, gpus, a.max_batch_size, rng, tune_batch=False
+    )
+    assert np.all(tuned >= fixed) and np.all(tuned > 0)
+    assert np.all((atomic >= rng[0]) & (atomic <= rng[1]) & (accum >= 0))
+    assert np.all(gpus * atomic * (accum + 1) >= a.init_batch_size)
+
+
+def test_batch_choice_rules(apps: dict[str, Application]) -> None:
+    a = apps["cifar10"]
+    # No model yet: B = max(B0, b_min·n) = max(128, 32·4) = 128 -> 32 per GPU, no accumulation.
+    assert choose_batch(a, "aws", (4,)) == BatchChoice(32, 0)
+    # One GPU at a batch above B0 always accumulates at least once: B = 2048 on one T4
+    # (b_hi = 1024): local 2048, A = ceil(2048/1024) - 1 = 1, b = 1024.
+    assert initial_batch(a, a.profile("aws"), (1,), 2048) == BatchChoice(1024, 1)
+    # Strong-scaling keeps the requested batch: 2048 over 8 GPUs (2 nodes) = 256 per GPU.
+    c = choose_batch(a, "aws", (4, 4), JobKind.STRONG_SCALING, requested_batch=2048)
+    assert c == BatchChoice(256, 0) and c.global_batch(8) == 2048
+    with pytest.raises(OptionError, match="requested batch"):
+        choose_batch(a, "aws", (4,), JobKind.RIGID)
+    # 17 nodes exceed every profiled shape: no batch limit b_hi, a clear error (the artifact gets NaN).
+    with pytest.raises(OptionError, match="no profiled batch limit"):
+        choose_batch(a, "aws", (1,) * 17)
+    # With a model the adaptive job picks a larger batch than B0 later in training.
+    model = ProfileStepModel(a.profile("dgx-ext"))
+    late = choose_batch(a, "dgx-ext", (8,), step_model=model, grad=grad_stats(a.validation, 4096, 60))
+    assert late.global_batch(8) > a.init_batch_size
+
+
+def test_training_targets(apps: dict[str, Application]) -> None:
+    for name, a in apps.items():
+        t = training_target(a)
+        assert t.epochs == APP_SETTINGS[name].max_epochs
+        assert t.progress == pytest.approx(a.validation.progress[:, -1].min())
+
+
+# -- workloads -----------------------------------------------------------------------------------
+NEWTRACE = {
+    1: (487.661836, 172603.693348),
+    2: (775.661874, 172233.693335),
+    3: (320.661812, 172732.693361),
+    4: (697.66186, 172605.693351),
+    5: (328.661816, 172753.693363),
+    6: (32.661786, 172482.693343),
+    7: (163.661794, 171693.693315),
+}
+
+
+@pytest.mark.parametrize("n", sorted(NEWTRACE))
+def test_newtrace_workloads(sia_dir: Path, apps: dict[str, Application], n: int) -> None:
+    w = read_workload(sia_dir / "workloads" / f"newtrace-{n}.csv", applications=apps)
+    check_workload(w, apps)
+    assert len(w) == 960
+    first, last = NEWTRACE[n]
+    assert w[0].submit_time == first and w[-1].submit_time == last
+    assert w.applications() == ("bert", "cifar10", "deepspeech2", "imagenet", "yolov3")
+    assert all(j.kind is JobKind.ADAPTIVE for j in w)
+    assert {j.num_replicas for j in w} <= {4, 6, 8, 10, 12, 14, 16}
+    assert w[0].row == 2 and w[-1].row == 961
+
+
+def test_newtrace_7_application_mix(sia_dir: Path) -> None:
+    # The counts the authors' reference run reports (reference/sia/newtrace-7-sia.json).
+    w = read_workload(sia_dir / "workloads" / "newtrace-7.csv")
+    counts = w.frame().application.value_counts().to_dict()
+    assert counts == {"cifar10": 508, "deepspeech2": 203, "bert": 198, "yolov3": 40, "imagenet": 11}
+
+
+def test_philly_trace(sia_dir: Path) -> None:
+    p = read_philly(sia_dir / "philly.csv")
+    assert len(p) == 82_247
+    assert str(p.timestamp[0]) == "2017-10-09T07:01:55" and p.duration[0] == 66.0
+    assert str(p.timestamp[-1]) == "2017-11-08T07:33:10" and p.cluster[-1] == "6c71a0"
+    assert p.num_gpus.max() == 128 and p.num_gpus.min() == 1
+    assert p.submit_seconds().min() == 0.0
+
+
+# -- bad input -----------------------------------------------------------------------------------
+def _write_app(root: Path, *, placements: str | None = None, validation: str | None = None) -> Path:
+    d = root / "toy"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "placements-t4.csv").write_text(
+        placements
+        or "placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,2.0,0.0\n2,4,1.5,0.5\n2,8,2.5,0.5\n"
+    )
+    (d / "scalability-t4.csv").write_text(
+        "num_nodes,num_replicas,local_bsz,step_time,sync_time\n2,2,4,3.0,2.0\n2,2,8,4.0,2.0\n"
+    )
+    body = validation or "progress,iteration,metric,grad_sqr,grad_var\n10,10,0.5,1.0,2.0\n20,20,0.6,0.5,2.0\n"
+    (d / "validation-8.csv").write_text(body)
+    (d / "validation-16.csv").write_text(body)
+    return root
+
+
+def test_toy_application_loads(tmp_path: Path) -> None:
+    a = load_application(_write_app(tmp_path), "toy")
+    assert a.gpu_types == ("t4",) and a.init_batch_size == 8 and a.max_batch_size == 16
+    assert a.max_epochs == 2  # not in APP_SETTINGS: the number of validation rows
+    assert a.profile("t4").step_time((2,), 6) == (2.0, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("placements", "where"),
+    [
+        (
+            "placement,local_bsz,step_time\n1,4,1.0\n",
+            "placements-t4.csv: header: missing column(s) sync_time",
+        ),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,abc,0.0\n", "row 3, column step_time"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,-8,2.0,0.0\n", "row 3, column local_bsz"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n21,8,2.0,0.0\n", "row 3, column placement"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,4,2.0,0.0\n", "row 3, column local_bsz"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,nan,0.0\n", "row 3, column step_time"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,2.0,0.0,9\n", "malformed CSV"),
+    ],
+)
+def test_bad_profile_names_file_and_field(tmp_path: Path, placements: str, where: str) -> None:
+    with pytest.raises(InstanceError) as err:
+        load_application(_write_app(tmp_path, placements=placements), "toy")
+    assert "placements-t4.csv" in str(err.value) and where in str(err.value)
+
+
+def test_bad_validation_names_file_and_field(tmp_path: Path) -> None:
+    bad = "progress,iteration,metric,grad_sqr,grad_var\n10,10,0.5,1.0,-2.0\n"
+    with pytest.raises(
+        InstanceError, match=r"validation-(8|16)\.csv: row 2, column grad_var: must be a finite number ≥ 0"
+    ):
+        load_application(_write_app(tmp_path, validation=bad), "toy")
+    with pytest.raises(InstanceError, match="no profiles for application 'nope'"):
+        load_application(tmp_path, "nope")
+
+
+WORKLOAD_OK = (
+    "name,time,application,num_replicas,batch_size\ncifar10-0,1.5,cifar10,4,2048\nbert-1,9.0,bert,8,384\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (
+            "name,time,application,num_replicas\ncifar10-0,1.5,cifar10,4\n",
+            "header: missing column(s) batch_size",
+        ),
+        (
+            WORKLOAD_OK.replace(",8,384", ",0,384"),
+            "row 3, column num_replicas: must be a positive integer, got '0'",
+        ),
+        (WORKLOAD_OK.replace(",1.5,", ",-1,"), "row 2, column time"),
+        (WORKLOAD_OK.replace("bert-1", "cifar10-0"), "row 3, column name: duplicate job name 'cifar10-0'"),
+        (WORKLOAD_OK.replace(",384", ",3.5"), "row 3, column batch_size"),
+        (WORKLOAD_OK.replace(",bert,", ",,"), "row 3, column application: must not be empty"),
+        ("name,time\n", "has a header but no rows"),
+        ("", "is empty"),
+    ],
+)
+def test_bad_workload_names_file_and_field(tmp_path: Path, text: str, where: str) -> None:
+    path = tmp_path / "w.csv"
+    path.write_text(text)
+    with pytest.raises(InstanceError) as err:
+        read_workload(path)
+    assert str(err.value).startswith(str(path)) and where in str(err.value)
+
+
+def test_workload_categories_and_known_applications(tmp_path: Path) -> None:
+    df = pd.read_csv(io.StringIO(WORKLOAD_OK))
+    df["category"] = ["scale-gpus", ""]
+    w = workload_from_frame(df)
+    assert [j.kind for j in w] == [JobKind.STRONG_SCALING, JobKind.ADAPTIVE]
+    df["category"] = ["scale-gpus", "elastic"]
+    with pytest.raises(InstanceError, match="row 3, column category: unknown job category 'elastic'"):
+        workload_from_frame(df, source="mem.csv")
+    with pytest.raises(InstanceError, match="row 3, column application: unknown application 'bert'"):
+        workload_from_frame(df.drop(columns="category"), applications={"cifar10"})
+
+
+def test_workload_batch_outside_validated_range(tmp_path: Path) -> None:
+    a = load_application(_write_app(tmp_path), "toy")
+    w = workload_from_frame(
+        pd.DataFrame(
+            {"name": ["j"], "time": [0], "application": ["toy"], "num_replicas": [1], "batch_size": [64]}
+        ),
+        source="w.csv",
+    )
+    with pytest.raises(
+        InstanceError,
+        match=r"w.csv: row 2, column batch_size: batch size 64 outside toy's validated range 8..16",
+    ):
+        check_workload(w, {"toy": a})
+
+
+def test_bad_philly_names_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "philly.csv"
+    head = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+    path.write_text(head + "2017-10-09 07:01:55,66.0,1,66.0,11cb48\n2017-13-09 07:01:55,10,1,10,x\n")
+    with pytest.raises(InstanceError, match="philly.csv: row 3, column timestamp"):
+        read_philly(path)
+    path.write_text(head + "2017-10-09 07:01:55,66.0,2,66.0,11cb48\n")
+    with pytest.raises(InstanceError, match="row 2, column gpu_time: must be duration × num_gpus = 132"):
+        read_philly(path)
