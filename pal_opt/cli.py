@@ -36,7 +36,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .cliargs import add_method_arguments, finite, job_ids, methods_epilog, nonneg_int, pos_int, solve_options
+from .cliargs import (
+    add_method_arguments,
+    cost_param,
+    finite,
+    job_ids,
+    methods_epilog,
+    nonneg_int,
+    pos_int,
+    solve_options,
+    with_costs,
+)
 from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
 
 __all__ = ["main", "build_parser"]
@@ -120,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
         help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
     )
+    s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
+                   help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
     s.add_argument("--out", metavar="PLACEMENT.json", help="write the result as JSON")
     s.set_defaults(func=_cmd_solve)
 
@@ -237,7 +249,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .solve import solve
 
     options = solve_options(args)
-    inst = load_instance(args.instance)
+    inst = with_costs(load_instance(args.instance), args.cost)
     try:
         result = solve(inst, method=args.method, options=options)
     except SolveInterrupted as exc:

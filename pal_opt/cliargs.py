@@ -23,6 +23,8 @@ __all__ = [
     "job_ids",
     "key_value",
     "methods_epilog",
+    "cost_param",
+    "with_costs",
     "add_method_arguments",
     "solve_options",
 ]
@@ -90,6 +92,29 @@ def key_value(text: str) -> tuple[str, Any]:
     except ValueError:
         value = raw
     return key.strip(), value
+
+
+def cost_param(text: str) -> tuple[str, str, float]:
+    """``TERM.PARAM=VALUE`` (a cost term's parameter, :mod:`pal_opt.cost`) -> (term, param, value)."""
+    key, value = key_value(text)
+    term, dot, param = key.partition(".")
+    if not dot or not term or not param:
+        raise argparse.ArgumentTypeError(f"expected TERM.PARAM=VALUE, got {text!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{key}: expected a finite number, got {value!r}")
+    return term, param, float(value)
+
+
+def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any:
+    """``instance`` with the ``--cost`` settings laid over its ``params.costs``."""
+    if not costs:
+        return instance
+    from dataclasses import replace
+
+    merged = {k: dict(v) for k, v in instance.params.costs.items()}
+    for term, param, value in costs:
+        merged.setdefault(term, {})[param] = value
+    return replace(instance, params=replace(instance.params, costs=merged))
 
 
 def methods_epilog() -> str:
