@@ -41,9 +41,11 @@ import numpy as np
 
 from ..cost import job_slowdown_pos
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
-from ..model import Cluster, Job, JobId, RoundInstance, RoundParams
+from ..model import Cluster, Job, RoundInstance, RoundParams
 from ..result import Status
 from .queue import QueueEntry, get_queue_policy
+from .records import JobRecord, RoundRecord, SimulationResult
+from .summary import summarize
 from .variability import DRAWS, artifact_draw_factors, draw_cluster_factors
 
 __all__ = [
@@ -243,93 +245,6 @@ class SimConfig:
         return d
 
 
-# ---------------------------------------------------------------------------- records
-@dataclass
-class JobRecord:
-    """What happened to one job."""
-
-    job_id: JobId
-    model: str
-    perfclass: str
-    demand: int
-    submit_time: float
-    iterations: float
-    ideal_seconds: float
-    first_start: float | None = None
-    finish_time: float | None = None
-    run_seconds: float = 0.0
-    attained: float = 0.0
-    preemptions: int = 0
-    moves: int = 0
-    restarts: int = 0
-    rounds_run: int = 0
-    rounds_spanning: int = 0
-    slowdown_seconds: float = 0.0  # Σ slowdown × seconds run, for the time-weighted mean
-
-    @property
-    def jct(self) -> float | None:
-        return None if self.finish_time is None else self.finish_time - self.submit_time
-
-    @property
-    def queueing_delay(self) -> float | None:
-        return None if self.first_start is None else self.first_start - self.submit_time
-
-    @property
-    def mean_slowdown(self) -> float | None:
-        return self.slowdown_seconds / self.run_seconds if self.run_seconds > 0 else None
-
-    def to_row(self) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "model": self.model,
-            "perfclass": self.perfclass,
-            "num_gpus": self.demand,
-            "submit_time": self.submit_time,
-            "iterations": self.iterations,
-            "ideal_seconds": self.ideal_seconds,
-            "first_start": self.first_start,
-            "finish_time": self.finish_time,
-            "jct": self.jct,
-            "queueing_delay": self.queueing_delay,
-            "run_seconds": self.run_seconds,
-            "mean_slowdown": self.mean_slowdown,
-            "preemptions": self.preemptions,
-            "moves": self.moves,
-            "restarts": self.restarts,
-            "rounds_run": self.rounds_run,
-            "rounds_spanning": self.rounds_spanning,
-        }
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """One round: when, how full, how long the method took."""
-
-    time: float
-    active: int
-    running: int
-    gpus_placed: int
-    busy_gpu_seconds: float
-    spanning: int
-    preempted: int
-    moved: int
-    status: str
-    solve_seconds: float
-
-
-@dataclass
-class SimulationResult:
-    """Everything a simulation produced; :mod:`.metrics` turns it into figures."""
-
-    config: dict[str, Any]
-    num_gpus: int
-    jobs: list[JobRecord]
-    rounds: list[RoundRecord]
-    fallbacks: int
-    wall_seconds: float
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
 # ---------------------------------------------------------------------------- engine
 def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> None:
     if not trace:
@@ -401,10 +316,9 @@ def simulate(
     Returns
     -------
     SimulationResult
-        With ``summary`` filled by :func:`pal_opt.simulate.metrics.summarize`.
+        With ``summary`` filled by :func:`pal_opt.simulate.summary.summarize`.
     """
     from ..solve import solve
-    from .metrics import summarize
 
     cfg = config or SimConfig()
     cfg.validate()
