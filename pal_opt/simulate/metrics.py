@@ -11,7 +11,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -190,32 +190,32 @@ def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
-def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """JCT CDF, one line per entry of ``{label: SimulationResult or its dict}``, to ``path``."""
+def _save_figure(
+    path: str | os.PathLike[str],
+    figsize: tuple[float, float],
+    results: Mapping[str, Any],
+    *panels: Callable[[Any, Mapping[str, Any]], None],
+) -> None:
+    """Draw ``panels`` side by side, one axes each, and save the figure to ``path``."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    _draw_cdf(ax, results)
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
+    for ax, draw in zip(axes[0], panels, strict=True):
+        draw(ax, results)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """JCT CDF, one line per entry of ``{label: SimulationResult or its dict}``, to ``path``."""
+    _save_figure(path, (6, 4), results, _draw_cdf)
 
 
 def plot_utilization(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Per-round GPU utilisation over time, one line per entry of ``results``, to ``path``."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    _draw_util(ax, results)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(path, (8, 4), results, _draw_util)
 
 
 def plot_result(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Both panels side by side (JCT CDF, utilisation over time) in one figure."""
-    plt = _pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
-    _draw_cdf(a1, results)
-    _draw_util(a2, results)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(path, (12, 4), results, _draw_cdf, _draw_util)
