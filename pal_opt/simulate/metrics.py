@@ -9,13 +9,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
+from ..result import finite_or_none
 from .records import SimulationResult
 from .summary import summarize
 
@@ -122,13 +122,12 @@ def _json_default(o: Any) -> Any:
 
 
 def _finite(o: Any) -> Any:
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
+    """``o`` with every non-finite float in its dicts and lists replaced by None."""
     if isinstance(o, dict):
         return {k: _finite(v) for k, v in o.items()}
     if isinstance(o, list):
         return [_finite(v) for v in o]
-    return o
+    return finite_or_none(o)
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
