@@ -6,17 +6,15 @@
 >>> res.summary["avg_jct"]  # doctest: +SKIP
 
 See :mod:`.engine` for the round semantics, :mod:`.queue` for the queue policies,
-:mod:`.variability` for how GPUs draw their factors and :mod:`.metrics` for the figures.
+:mod:`.variability` for how GPUs draw their factors, :mod:`.records` for what a run records,
+:mod:`.summary` for the headline figures and :mod:`.metrics` for tables, files and plots.
 """
 
 from __future__ import annotations
 
 from .engine import (
     ClusterSpec,
-    JobRecord,
-    RoundRecord,
     SimConfig,
-    SimulationResult,
     build_cluster,
     parse_cluster,
     restart_cost_units,
@@ -30,11 +28,12 @@ from .metrics import (
     plot_result,
     plot_utilization,
     result_to_dict,
-    summarize,
     write_json_atomic,
     write_text_atomic,
 )
 from .queue import QUEUE_POLICIES, QueueEntry, order_queue
+from .records import JobRecord, RoundRecord, SimulationResult
+from .summary import summarize
 from .variability import class_files, draw_cluster_factors, shared_longhorn_dir, synthetic_draw
 
 __all__ = [

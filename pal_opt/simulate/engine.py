@@ -41,9 +41,11 @@ import numpy as np
 
 from ..cost import job_slowdown_pos
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
-from ..model import Cluster, Job, JobId, RoundInstance, RoundParams
-from ..result import Status
+from ..model import Cluster, Job, RoundInstance, RoundParams
+from ..result import PlacementResult, Status
 from .queue import QueueEntry, get_queue_policy
+from .records import JobRecord, RoundRecord, SimulationResult
+from .summary import summarize
 from .variability import DRAWS, artifact_draw_factors, draw_cluster_factors
 
 __all__ = [
@@ -243,93 +245,6 @@ class SimConfig:
         return d
 
 
-# ---------------------------------------------------------------------------- records
-@dataclass
-class JobRecord:
-    """What happened to one job."""
-
-    job_id: JobId
-    model: str
-    perfclass: str
-    demand: int
-    submit_time: float
-    iterations: float
-    ideal_seconds: float
-    first_start: float | None = None
-    finish_time: float | None = None
-    run_seconds: float = 0.0
-    attained: float = 0.0
-    preemptions: int = 0
-    moves: int = 0
-    restarts: int = 0
-    rounds_run: int = 0
-    rounds_spanning: int = 0
-    slowdown_seconds: float = 0.0  # Σ slowdown × seconds run, for the time-weighted mean
-
-    @property
-    def jct(self) -> float | None:
-        return None if self.finish_time is None else self.finish_time - self.submit_time
-
-    @property
-    def queueing_delay(self) -> float | None:
-        return None if self.first_start is None else self.first_start - self.submit_time
-
-    @property
-    def mean_slowdown(self) -> float | None:
-        return self.slowdown_seconds / self.run_seconds if self.run_seconds > 0 else None
-
-    def to_row(self) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "model": self.model,
-            "perfclass": self.perfclass,
-            "num_gpus": self.demand,
-            "submit_time": self.submit_time,
-            "iterations": self.iterations,
-            "ideal_seconds": self.ideal_seconds,
-            "first_start": self.first_start,
-            "finish_time": self.finish_time,
-            "jct": self.jct,
-            "queueing_delay": self.queueing_delay,
-            "run_seconds": self.run_seconds,
-            "mean_slowdown": self.mean_slowdown,
-            "preemptions": self.preemptions,
-            "moves": self.moves,
-            "restarts": self.restarts,
-            "rounds_run": self.rounds_run,
-            "rounds_spanning": self.rounds_spanning,
-        }
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """One round: when, how full, how long the method took."""
-
-    time: float
-    active: int
-    running: int
-    gpus_placed: int
-    busy_gpu_seconds: float
-    spanning: int
-    preempted: int
-    moved: int
-    status: str
-    solve_seconds: float
-
-
-@dataclass
-class SimulationResult:
-    """Everything a simulation produced; :mod:`.metrics` turns it into figures."""
-
-    config: dict[str, Any]
-    num_gpus: int
-    jobs: list[JobRecord]
-    rounds: list[RoundRecord]
-    fallbacks: int
-    wall_seconds: float
-    summary: dict[str, Any] = field(default_factory=dict)
-
-
 # ---------------------------------------------------------------------------- engine
 def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> None:
     if not trace:
@@ -369,6 +284,297 @@ def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> 
             )
 
 
+@dataclass(frozen=True)
+class _Round:
+    """One round as offered to the method: its number, start time and instance."""
+
+    k: int
+    t: float
+    instance: RoundInstance
+    job_of: dict[int, Job]  # trace index -> the job offered, for every active job
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """The method's answer to a round, checked: GPUs per trace index, status, seconds."""
+
+    gpus: dict[int, tuple[int, ...]]
+    status: str
+    solve_seconds: float
+
+
+@dataclass
+class _Tally:
+    """What the active jobs did during one round."""
+
+    busy: float = 0.0
+    spanning: int = 0
+    preempted: int = 0
+    moved: int = 0
+    done: list[int] = field(default_factory=list)
+
+
+class _Simulation:
+    """The state of one run: per-job progress and placement, the active set, the clock.
+
+    Jobs are referred to by their index in the trace.  Each method is one step of a round;
+    :func:`simulate` calls them in order.
+    """
+
+    def __init__(self, trace: Sequence[Any], cluster: Cluster, cfg: SimConfig, source: str | None) -> None:
+        n = len(trace)
+        if np.any(cluster.state != 0):
+            cluster = cluster.with_state(np.zeros(cluster.num_gpus, dtype=np.int8))
+        self.trace = trace
+        self.cluster = cluster
+        self.cfg = cfg
+        self.round_length = float(cfg.round_length)
+        self.locality = cfg.locality
+        self.params = RoundParams(
+            locality_penalty=float(cfg.locality_penalty),
+            binning=cfg.binning,
+            restart_cost=restart_cost_units(cfg.restart_cost, self.round_length),
+        )
+        self.solve_options = cfg.solve_options()
+        self.queue_key = get_queue_policy(cfg.queue)
+        self.records = [
+            JobRecord(
+                job_id=tj.id,
+                model=tj.model,
+                perfclass=tj.perfclass,
+                demand=int(tj.demand),
+                submit_time=float(tj.submit_time),
+                iterations=float(tj.iterations),
+                ideal_seconds=float(tj.iterations) * float(tj.iter_time),
+            )
+            for tj in trace
+        ]
+        self.iter_time = [float(tj.iter_time) for tj in trace]
+        self.remaining = [float(tj.iterations) for tj in trace]
+        self.placement: list[tuple[int, ...] | None] = [None] * n
+        self.was_preempted = [False] * n
+        self.by_id = {tj.id: i for i, tj in enumerate(trace)}
+        if len(self.by_id) != n:
+            raise InstanceError("duplicate job ids in the trace", source=source)
+        self.arrivals = sorted(range(n), key=lambda i: (self.records[i].submit_time, i))
+        self.active: list[int] = []
+        self.rounds: list[RoundRecord] = []
+        self.fallbacks = 0
+        self.finished = 0
+        self.next_arrival = 0
+        self.t = 0.0
+        self.k = 0
+        self.idle_rounds = 0
+
+    @property
+    def done(self) -> bool:
+        return self.finished >= len(self.records)
+
+    # ------------------------------------------------------------------ arrivals
+    def admit_arrivals(self) -> None:
+        """Jobs submitted by the round's start join the active set."""
+        n = len(self.arrivals)
+        while self.next_arrival < n:
+            i = self.arrivals[self.next_arrival]
+            if self.records[i].submit_time > self.t + _EPS:
+                break
+            self.active.append(i)
+            self.next_arrival += 1
+
+    def skip_idle(self) -> None:
+        """No job is active: jump to the first round boundary at or after the next arrival."""
+        nxt = self.records[self.arrivals[self.next_arrival]].submit_time
+        r = self.round_length
+        self.t = max(self.t + r, math.ceil((nxt - _EPS) / r) * r)
+        self.k += 1
+
+    # ------------------------------------------------------------------ admission
+    def queue_round(self) -> _Round:
+        """The round instance: the active jobs in queue order, running ones with their GPUs."""
+        recs = self.records
+        entries = [
+            QueueEntry(i, recs[i].submit_time, recs[i].attained, self.remaining[i] * self.iter_time[i])
+            for i in self.active
+        ]
+        order = [e.index for e in sorted(entries, key=self.queue_key)]
+        jobs = tuple(
+            Job(
+                id=self.trace[i].id,
+                demand=recs[i].demand,
+                perfclass=recs[i].perfclass,
+                position=pos,
+                locality=self.locality,
+                placement=self.placement[i],
+                model=recs[i].model,
+            )
+            for pos, i in enumerate(order)
+        )
+        inst = RoundInstance(self.cluster, jobs, self.params, name=f"round {self.k} t={self.t:g}")
+        return _Round(self.k, self.t, inst, dict(zip(order, jobs, strict=True)))
+
+    # ------------------------------------------------------------------ placement
+    def place(self, rnd: _Round, validate: bool) -> _Placed:
+        """Solve the round with the configured method and check what it returned."""
+        from ..solve import solve
+
+        cfg = self.cfg
+        what = f"{rnd.instance.name}: method {cfg.policy!r}"
+        s0 = time.perf_counter()
+        seed = _derive(cfg.seed, 2, rnd.k) if cfg.policy == "random" else None
+        res = solve(rnd.instance, method=cfg.policy, seed=seed, **self.solve_options)
+        solve_s = time.perf_counter() - s0
+        if res.status == Status.FALLBACK:
+            self.fallbacks += 1
+        if res.status == Status.INFEASIBLE:
+            raise InfeasibleRoundError(f"{what} found no placement: {res.message}")
+        if validate:
+            from ..check import check
+
+            problems = check(rnd.instance, res)
+            if problems:
+                raise BackendError(f"{what}: {'; '.join(problems[:3])}")
+        status = str(res.status.value if hasattr(res.status, "value") else res.status)
+        return _Placed(self._gpus_by_index(rnd, res), status, solve_s)
+
+    def _gpus_by_index(self, rnd: _Round, res: PlacementResult) -> dict[int, tuple[int, ...]]:
+        """``res.placements`` by trace index; every job active, whole and on GPUs of its own."""
+        what = f"{rnd.instance.name}: method {self.cfg.policy!r}"
+        used = np.zeros(self.cluster.num_gpus, dtype=np.int64)
+        new_pl: dict[int, tuple[int, ...]] = {}
+        for jid, gids in res.placements.items():
+            i = self.by_id.get(jid)
+            if i is None or i not in rnd.job_of:
+                raise BackendError(f"{what} placed unknown job {jid!r}")
+            gids = tuple(int(g) for g in gids)
+            need = self.records[i].demand
+            if len(gids) != need:
+                raise BackendError(f"{what} gave job {jid!r} {len(gids)} GPUs, it needs {need}")
+            used[self.cluster.positions(gids)] += 1
+            new_pl[i] = gids
+        if (used > 1).any():
+            raise BackendError(f"{what} put two jobs on one GPU")
+        return new_pl
+
+    # ------------------------------------------------------------------ progress
+    def run_round(self, rnd: _Round, placed: _Placed) -> _Tally:
+        """Every active job waits, is preempted, or runs on its new GPUs for the round."""
+        tally = _Tally()
+        for i in self.active:
+            new = placed.gpus.get(i)
+            if new is None:
+                self._hold(i, tally)
+            else:
+                self._run(i, new, rnd, tally)
+        return tally
+
+    def _hold(self, i: int, tally: _Tally) -> None:
+        """Job ``i`` has no GPUs this round: a preemption if it had some."""
+        if self.placement[i] is not None:
+            self.records[i].preemptions += 1
+            tally.preempted += 1
+            self.was_preempted[i] = True
+        self.placement[i] = None
+
+    def _restart_loss(self, i: int, new: tuple[int, ...], tally: _Tally) -> float:
+        """Seconds job ``i`` loses on ``new``: the restart cost if moved or resumed, else 0."""
+        old = self.placement[i]
+        rec = self.records[i]
+        if old is not None and set(old) != set(new):
+            rec.moves += 1
+            tally.moved += 1
+            rec.restarts += 1
+            return self.cfg.restart_cost
+        if old is None and self.was_preempted[i]:
+            rec.restarts += 1
+            return self.cfg.restart_cost
+        return 0.0
+
+    def _run(self, i: int, new: tuple[int, ...], rnd: _Round, tally: _Tally) -> None:
+        """Job ``i`` runs on ``new`` until the round ends or it finishes."""
+        rec = self.records[i]
+        lost = min(self._restart_loss(i, new, tally), self.round_length)
+        self.was_preempted[i] = False
+        self.placement[i] = new
+        if rec.first_start is None:
+            rec.first_start = rnd.t
+        pos = self.cluster.positions(new)
+        slow = job_slowdown_pos(self.cluster, self.cluster.factors[rec.perfclass], rnd.job_of[i], pos)
+        if self.cluster.span_level_pos(pos) > 0:
+            rec.rounds_spanning += 1
+            tally.spanning += 1
+        rec.rounds_run += 1
+        held = self._advance(i, slow, lost, rnd.t, tally)
+        run = held - lost
+        rec.run_seconds += run
+        rec.slowdown_seconds += slow * run
+        rec.attained += rec.demand * held
+        tally.busy += rec.demand * held
+
+    def _advance(self, i: int, slow: float, lost: float, t: float, tally: _Tally) -> float:
+        """Advance job ``i``'s iterations; the seconds it holds its GPUs (it may finish)."""
+        tpi = self.iter_time[i] * slow
+        need = self.remaining[i] * tpi
+        avail = self.round_length - lost
+        if need <= avail * (1.0 + 1e-12) + _EPS:
+            held = lost + need
+            self.records[i].finish_time = t + held
+            self.remaining[i] = 0.0
+            tally.done.append(i)
+            return held
+        self.remaining[i] -= avail / tpi
+        return self.round_length
+
+    # ------------------------------------------------------------------ completion
+    def complete(self, tally: _Tally) -> None:
+        """Jobs that finished leave the active set; their GPUs are free from the next round."""
+        for i in tally.done:
+            self.placement[i] = None
+        if tally.done:
+            gone = set(tally.done)
+            self.active = [i for i in self.active if i not in gone]
+            self.finished += len(tally.done)
+
+    # ------------------------------------------------------------------ metrics
+    def record_round(self, rnd: _Round, placed: _Placed, tally: _Tally) -> None:
+        """Log the round; a method that places nothing for 3 rounds in a row is an error."""
+        self.rounds.append(
+            RoundRecord(
+                time=rnd.t,
+                active=len(rnd.job_of),
+                running=len(placed.gpus),
+                gpus_placed=int(sum(self.records[i].demand for i in placed.gpus)),
+                busy_gpu_seconds=tally.busy,
+                spanning=tally.spanning,
+                preempted=tally.preempted,
+                moved=tally.moved,
+                status=placed.status,
+                solve_seconds=placed.solve_seconds,
+            )
+        )
+        self.idle_rounds = self.idle_rounds + 1 if not placed.gpus else 0
+        if self.idle_rounds >= 3:
+            what = f"{rnd.instance.name}: method {self.cfg.policy!r}"
+            raise InfeasibleRoundError(f"{what} placed no job for 3 rounds while {len(self.active)} wait")
+
+    def next_round(self) -> None:
+        self.t += self.round_length
+        self.k += 1
+
+    def result(self, wall_seconds: float) -> SimulationResult:
+        """The run's records with their :func:`~pal_opt.simulate.summary.summarize` figures."""
+        cluster = self.cluster
+        result = SimulationResult(
+            config={**self.cfg.to_dict(), "num_gpus": cluster.num_gpus, "num_servers": cluster.num_servers},
+            num_gpus=cluster.num_gpus,
+            jobs=self.records,
+            rounds=self.rounds,
+            fallbacks=self.fallbacks,
+            wall_seconds=wall_seconds,
+        )
+        result.summary = summarize(result)
+        return result
+
+
 def simulate(
     trace: Sequence[Any],
     cluster: Cluster,
@@ -401,207 +607,24 @@ def simulate(
     Returns
     -------
     SimulationResult
-        With ``summary`` filled by :func:`pal_opt.simulate.metrics.summarize`.
+        With ``summary`` filled by :func:`pal_opt.simulate.summary.summarize`.
     """
-    from ..solve import solve
-    from .metrics import summarize
-
     cfg = config or SimConfig()
     cfg.validate()
     _check_trace(trace, cluster, source)
     wall0 = time.perf_counter()
-
-    n = len(trace)
-    if np.any(cluster.state != 0):
-        cluster = cluster.with_state(np.zeros(cluster.num_gpus, dtype=np.int8))
-    R = float(cfg.round_length)
-    loc = cfg.locality
-    params = RoundParams(
-        locality_penalty=float(cfg.locality_penalty),
-        binning=cfg.binning,
-        restart_cost=restart_cost_units(cfg.restart_cost, R),
-    )
-    opts = cfg.solve_options()
-    qkey = get_queue_policy(cfg.queue)
-
-    records = [
-        JobRecord(
-            job_id=tj.id,
-            model=tj.model,
-            perfclass=tj.perfclass,
-            demand=int(tj.demand),
-            submit_time=float(tj.submit_time),
-            iterations=float(tj.iterations),
-            ideal_seconds=float(tj.iterations) * float(tj.iter_time),
-        )
-        for tj in trace
-    ]
-    iter_time = [float(tj.iter_time) for tj in trace]
-    remaining = [float(tj.iterations) for tj in trace]
-    placement: list[tuple[int, ...] | None] = [None] * n
-    preempted_flag = [False] * n
-    by_id = {tj.id: i for i, tj in enumerate(trace)}
-    if len(by_id) != n:
-        raise InstanceError("duplicate job ids in the trace", source=source)
-    arrivals = sorted(range(n), key=lambda i: (records[i].submit_time, i))
-    fac = cluster.factors
-
-    active: list[int] = []
-    rounds: list[RoundRecord] = []
-    fallbacks = 0
-    finished = 0
-    ptr = 0
-    t = 0.0
-    k = 0
-    idle_rounds = 0
-    while finished < n:
-        while ptr < n and records[arrivals[ptr]].submit_time <= t + _EPS:
-            active.append(arrivals[ptr])
-            ptr += 1
-        if not active:
-            nxt = records[arrivals[ptr]].submit_time
-            t = max(t + R, math.ceil((nxt - _EPS) / R) * R)
-            k += 1
+    sim = _Simulation(trace, cluster, cfg, source)
+    while not sim.done:
+        sim.admit_arrivals()
+        if not sim.active:
+            sim.skip_idle()
             continue
-
-        entries = [
-            QueueEntry(i, records[i].submit_time, records[i].attained, remaining[i] * iter_time[i])
-            for i in active
-        ]
-        order = [e.index for e in sorted(entries, key=qkey)]
-        jobs = tuple(
-            Job(
-                id=trace[i].id,
-                demand=records[i].demand,
-                perfclass=records[i].perfclass,
-                position=pos,
-                locality=loc,
-                placement=placement[i],
-                model=records[i].model,
-            )
-            for pos, i in enumerate(order)
-        )
-        job_of = dict(zip(order, jobs, strict=True))
-        active_set = set(active)
-        inst = RoundInstance(cluster, jobs, params, name=f"round {k} t={t:g}")
-        s0 = time.perf_counter()
-        seed = _derive(cfg.seed, 2, k) if cfg.policy == "random" else None
-        res = solve(inst, method=cfg.policy, seed=seed, **opts)
-        solve_s = time.perf_counter() - s0
-        if res.status == Status.FALLBACK:
-            fallbacks += 1
-        if res.status == Status.INFEASIBLE:
-            raise InfeasibleRoundError(f"{inst.name}: method {cfg.policy!r} found no placement: {res.message}")
-        if validate:
-            from ..check import check
-
-            problems = check(inst, res)
-            if problems:
-                raise BackendError(f"{inst.name}: method {cfg.policy!r}: {'; '.join(problems[:3])}")
-        used = np.zeros(cluster.num_gpus, dtype=np.int64)
-        new_pl: dict[int, tuple[int, ...]] = {}
-        for jid, gids in res.placements.items():
-            i = by_id.get(jid)
-            if i is None or i not in active_set:
-                raise BackendError(f"{inst.name}: method {cfg.policy!r} placed unknown job {jid!r}")
-            gids = tuple(int(g) for g in gids)
-            if len(gids) != records[i].demand:
-                raise BackendError(
-                    f"{inst.name}: method {cfg.policy!r} gave job {jid!r} {len(gids)} GPUs, it needs {records[i].demand}"
-                )
-            used[cluster.positions(gids)] += 1
-            new_pl[i] = gids
-        if (used > 1).any():
-            raise BackendError(f"{inst.name}: method {cfg.policy!r} put two jobs on one GPU")
-
-        busy = 0.0
-        n_span = n_pre = n_mov = 0
-        done_now: list[int] = []
-        for i in active:
-            old = placement[i]
-            new = new_pl.get(i)
-            rec = records[i]
-            if new is None:
-                if old is not None:
-                    rec.preemptions += 1
-                    n_pre += 1
-                    preempted_flag[i] = True
-                placement[i] = None
-                continue
-            lost = 0.0
-            if old is not None and set(old) != set(new):
-                rec.moves += 1
-                n_mov += 1
-                rec.restarts += 1
-                lost = cfg.restart_cost
-            elif old is None and preempted_flag[i]:
-                rec.restarts += 1
-                lost = cfg.restart_cost
-            preempted_flag[i] = False
-            placement[i] = new
-            if rec.first_start is None:
-                rec.first_start = t
-            pos = cluster.positions(new)
-            slow = job_slowdown_pos(cluster, fac[rec.perfclass], job_of[i], pos)
-            if cluster.span_level_pos(pos) > 0:
-                rec.rounds_spanning += 1
-                n_span += 1
-            rec.rounds_run += 1
-            tpi = iter_time[i] * slow
-            lost = min(lost, R)
-            need = remaining[i] * tpi
-            avail = R - lost
-            if need <= avail * (1.0 + 1e-12) + _EPS:
-                held = lost + need
-                rec.finish_time = t + held
-                remaining[i] = 0.0
-                done_now.append(i)
-            else:
-                held = R
-                remaining[i] -= avail / tpi
-            run = held - lost
-            rec.run_seconds += run
-            rec.slowdown_seconds += slow * run
-            rec.attained += rec.demand * held
-            busy += rec.demand * held
-        for i in done_now:
-            placement[i] = None
-        if done_now:
-            gone = set(done_now)
-            active = [i for i in active if i not in gone]
-            finished += len(done_now)
-        rounds.append(
-            RoundRecord(
-                time=t,
-                active=len(entries),
-                running=len(new_pl),
-                gpus_placed=int(sum(records[i].demand for i in new_pl)),
-                busy_gpu_seconds=busy,
-                spanning=n_span,
-                preempted=n_pre,
-                moved=n_mov,
-                status=str(res.status.value if hasattr(res.status, "value") else res.status),
-                solve_seconds=solve_s,
-            )
-        )
-        idle_rounds = idle_rounds + 1 if not new_pl else 0
-        if idle_rounds >= 3:
-            raise InfeasibleRoundError(
-                f"{inst.name}: method {cfg.policy!r} placed no job for 3 rounds while {len(active)} wait"
-            )
+        rnd = sim.queue_round()
+        placed = sim.place(rnd, validate)
+        tally = sim.run_round(rnd, placed)
+        sim.complete(tally)
+        sim.record_round(rnd, placed, tally)
         if progress is not None:
-            progress(finished, n, t + R)
-        t += R
-        k += 1
-
-    result = SimulationResult(
-        config={**cfg.to_dict(), "num_gpus": cluster.num_gpus, "num_servers": cluster.num_servers},
-        num_gpus=cluster.num_gpus,
-        jobs=records,
-        rounds=rounds,
-        fallbacks=fallbacks,
-        wall_seconds=time.perf_counter() - wall0,
-    )
-    result.summary = summarize(result)
-    return result
-
+            progress(sim.finished, len(trace), sim.t + sim.round_length)
+        sim.next_round()
+    return sim.result(time.perf_counter() - wall0)

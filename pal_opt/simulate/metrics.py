@@ -1,16 +1,7 @@
-"""Metrics, tables, files and plots of a simulation.
+"""Tables, files and plots of a simulation.
 
-Definitions (times in seconds):
-
-* **JCT** of a job = completion time − submit time; ``avg_jct`` is the mean over jobs and
-  ``p99_jct`` the 99th percentile (numpy's linear interpolation).
-* **Queueing delay** = first start − submit time.
-* **Makespan** = last completion − first submit.
-* **Slowdown**: a job's ``mean_slowdown`` is its slowdown averaged over the seconds it ran;
-  ``gpu_weighted_slowdown`` averages over all GPU-seconds run.
-* **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
-  start of each round it is placed in until the round ends or the job completes (time lost to
-  a restart counts as busy).
+The headline figures (:func:`summarize`) and their definitions are in :mod:`.summary`; this
+module re-exports :func:`summarize`.
 """
 
 from __future__ import annotations
@@ -18,15 +9,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .engine import SimulationResult
+from ..result import finite_or_none
+from .records import SimulationResult
+from .summary import summarize
 
 __all__ = [
     "JOB_COLUMNS",
@@ -62,56 +53,6 @@ JOB_COLUMNS: tuple[str, ...] = (
     "rounds_run",
     "rounds_spanning",
 )
-
-
-def _pct(values: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(values, q)) if values.size else None
-
-
-def summarize(result: SimulationResult) -> dict[str, Any]:
-    """The headline figures of ``result`` (see the module docstring for definitions)."""
-    jobs = result.jobs
-    jct = np.array([j.jct for j in jobs if j.jct is not None], dtype=np.float64)
-    qd = np.array([j.queueing_delay for j in jobs if j.queueing_delay is not None], dtype=np.float64)
-    finishes = [j.finish_time for j in jobs if j.finish_time is not None]
-    first_submit = min(j.submit_time for j in jobs)
-    end = max(finishes) if finishes else first_submit
-    makespan = end - first_submit
-    busy = float(sum(r.busy_gpu_seconds for r in result.rounds))
-    util = busy / (result.num_gpus * makespan) if makespan > 0 else 0.0
-    solve = np.array([r.solve_seconds for r in result.rounds], dtype=np.float64)
-    slow = np.array([j.mean_slowdown for j in jobs if j.mean_slowdown is not None], dtype=np.float64)
-    gpu_run = sum(j.demand * j.run_seconds for j in jobs)
-    gpu_slow = sum(j.demand * j.slowdown_seconds for j in jobs)
-    run_rounds = sum(j.rounds_run for j in jobs)
-    span_rounds = sum(j.rounds_spanning for j in jobs)
-    return {
-        "jobs": len(jobs),
-        "jobs_finished": int(jct.size),
-        "avg_jct": float(jct.mean()) if jct.size else None,
-        "median_jct": _pct(jct, 50),
-        "p99_jct": _pct(jct, 99),
-        "max_jct": float(jct.max()) if jct.size else None,
-        "makespan": makespan,
-        "end_time": end,
-        "utilization": util,
-        "busy_gpu_seconds": busy,
-        "avg_queueing_delay": float(qd.mean()) if qd.size else None,
-        "median_queueing_delay": _pct(qd, 50),
-        "p99_queueing_delay": _pct(qd, 99),
-        "mean_job_slowdown": float(slow.mean()) if slow.size else None,
-        "gpu_weighted_slowdown": gpu_slow / gpu_run if gpu_run > 0 else None,
-        "spanning_round_fraction": span_rounds / run_rounds if run_rounds else 0.0,
-        "preemptions": int(sum(j.preemptions for j in jobs)),
-        "moves": int(sum(j.moves for j in jobs)),
-        "restarts": int(sum(j.restarts for j in jobs)),
-        "rounds": len(result.rounds),
-        "fallbacks": int(result.fallbacks),
-        "solve_seconds_total": float(solve.sum()),
-        "solve_seconds_mean": float(solve.mean()) if solve.size else 0.0,
-        "solve_seconds_max": float(solve.max()) if solve.size else 0.0,
-        "wall_seconds": float(result.wall_seconds),
-    }
 
 
 def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -181,13 +122,12 @@ def _json_default(o: Any) -> Any:
 
 
 def _finite(o: Any) -> Any:
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
+    """``o`` with every non-finite float in its dicts and lists replaced by None."""
     if isinstance(o, dict):
         return {k: _finite(v) for k, v in o.items()}
     if isinstance(o, list):
         return [_finite(v) for v in o]
-    return o
+    return finite_or_none(o)
 
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
@@ -249,32 +189,32 @@ def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
-def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """JCT CDF, one line per entry of ``{label: SimulationResult or its dict}``, to ``path``."""
+def _save_figure(
+    path: str | os.PathLike[str],
+    figsize: tuple[float, float],
+    results: Mapping[str, Any],
+    *panels: Callable[[Any, Mapping[str, Any]], None],
+) -> None:
+    """Draw ``panels`` side by side, one axes each, and save the figure to ``path``."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    _draw_cdf(ax, results)
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
+    for ax, draw in zip(axes[0], panels, strict=True):
+        draw(ax, results)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """JCT CDF, one line per entry of ``{label: SimulationResult or its dict}``, to ``path``."""
+    _save_figure(path, (6, 4), results, _draw_cdf)
 
 
 def plot_utilization(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Per-round GPU utilisation over time, one line per entry of ``results``, to ``path``."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    _draw_util(ax, results)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(path, (8, 4), results, _draw_util)
 
 
 def plot_result(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     """Both panels side by side (JCT CDF, utilisation over time) in one figure."""
-    plt = _pyplot()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4))
-    _draw_cdf(a1, results)
-    _draw_util(a2, results)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save_figure(path, (12, 4), results, _draw_cdf, _draw_util)
