@@ -132,7 +132,10 @@ def _backend_choices() -> list[str]:
     return [n for n in PREFERENCE if n in BACKENDS] + [n for n in BACKENDS if n not in PREFERENCE]
 
 
-def add_method_arguments(p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None) -> None:
+def add_method_arguments(
+    p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None, binning: bool = True,
+    time_limit_default: float | None = None,
+) -> None:
     """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...)."""
     from .methods import method_names
     from .options import Admission, Binning
@@ -141,15 +144,19 @@ def add_method_arguments(p: argparse.ArgumentParser, *, flag: str = "--method", 
                    help="placement method, one of: " + ", ".join(method_names()) + " (default pal)")
     if seed_help is not None:
         p.add_argument("--seed", type=int, default=None, help=seed_help)
-    p.add_argument("--binning", choices=[b.value for b in Binning], default=None,
-                   help="override the round's binning mode")
+    if binning:
+        p.add_argument("--binning", choices=[b.value for b in Binning], default=None,
+                       help="override the round's binning mode")
     backends = _backend_choices()
     ex = p.add_argument_group("integer program options (exact methods only)")
     ex.add_argument("--backend", choices=backends, default=None,
                     help=f"solver, one of: {', '.join(backends)} (default: the first installed)")
     ex.add_argument("--admission", choices=[a.value for a in Admission], default=None,
-                    help="queue rule (default prefix)")
-    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help="time limit in seconds")
+                    help="queue rule: prefix (default) stops at the first job that does not fit, backfill "
+                         "skips it (greedy methods too)")
+    limit = "" if time_limit_default is None else f" (default {time_limit_default:g})"
+    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
+                    help=f"time limit in seconds{limit}")
     ex.add_argument("--gap", type=nonneg_float, default=None, metavar="G",
                     help="relative gap target on the geometric-mean slowdown")
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads")
@@ -159,15 +166,18 @@ def add_method_arguments(p: argparse.ArgumentParser, *, flag: str = "--method", 
                     help="ilp-partitioned: number of parts (default: one per ~1,024 GPUs)")
 
 
-def solve_options(args: argparse.Namespace, method_flag: str = "method", **extra: Any) -> Any:
+def solve_options(
+    args: argparse.Namespace, method_flag: str = "method", names: tuple[str, ...] | None = None, **extra: Any
+) -> Any:
     """The :class:`~pal_opt.options.SolveOptions` that the parsed flags ask for, checked against
-    the chosen method (an option of another method is an :class:`OptionError` naming the flag)."""
+    the chosen method (an option of another method is an :class:`OptionError` naming the flag).
+    ``names`` limits the flags read (default: all of them)."""
     from .methods import get_method
     from .options import SolveOptions
 
     method = get_method(getattr(args, method_flag))
     given: dict[str, Any] = dict(extra)
-    for name in ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts"):
+    for name in names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts"):
         v = getattr(args, name, None)
         if v is not None:
             given[name] = v

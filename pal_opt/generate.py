@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtr
 
-from .errors import InstanceError, OptionError
+from .errors import OptionError
 from .model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from .seeds import SeedLike, make_rng
 
@@ -305,11 +305,7 @@ def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_pena
             raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
     if busy + failed > 1.0:
         raise OptionError("busy_fraction + failed_fraction must not exceed 1")
-    try:
-        return RoundParams(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
-    except InstanceError as exc:  # an argument of this function, not a file's field
-        name = (exc.path or "").removeprefix("params.")
-        raise OptionError(f"{name} {exc.message}" if name else exc.message) from None
+    return RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
 
 
 def _states(g: int, server_of: np.ndarray, gpus_per_node: int, busy_fraction: float, failed_fraction: float,

@@ -532,6 +532,24 @@ class RoundParams:
     restart_cost: float = 0.0
     costs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
+    @classmethod
+    def from_arguments(cls, **kwargs: Any) -> RoundParams:
+        """Parameters from a function's or a command's arguments: a bad value is an
+        :class:`~pal_opt.errors.OptionError` naming the argument, not a file's field.
+
+        >>> RoundParams.from_arguments(locality_penalty=0.5)
+        Traceback (most recent call last):
+        ...
+        pal_opt.errors.OptionError: locality_penalty must be a finite number >= 1, got 0.5
+        """
+        from .errors import OptionError
+
+        try:
+            return cls(**kwargs)
+        except InstanceError as exc:
+            name = (exc.path or "").removeprefix("params.")
+            raise OptionError(f"{name} {exc.message}" if name else exc.message) from None
+
     def __post_init__(self) -> None:
         from .options import Binning
 

@@ -44,7 +44,9 @@ class RoundPolicy:
         Seed of the random stream (``method="random"``).
     track_running
         Carry the last placement into the next round (see module docstring).
-    **options
+    options
+        A :class:`~pal_opt.options.SolveOptions`; or give its fields as keyword arguments.
+    **kwargs
         Method options, as for :func:`pal_opt.solve` (checked here, once).
 
     Examples
@@ -63,14 +65,15 @@ class RoundPolicy:
         binning: str | None = None,
         seed: SeedLike = None,
         track_running: bool = True,
-        **options: Any,
+        options: SolveOptions | None = None,
+        **kwargs: Any,
     ) -> None:
         self._method = get_method(method)
-        self._options = SolveOptions.from_kwargs(binning=binning, **options)
+        self._options = options if options is not None else SolveOptions.from_kwargs(binning=binning, **kwargs)
         self._method.validate_options(self._options)
         self.method = method
         self.binning = binning
-        self.options = dict(options)
+        self.options = dict(kwargs)
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
         self.last: PlacementResult | None = None
@@ -98,10 +101,14 @@ class RoundPolicy:
         return replace(instance, jobs=tuple(jobs)) if changed else instance
 
     # ---------------------------------------------------------------- the round
-    def place(self, instance: RoundInstance) -> PlacementResult:
-        """Place one round; remember it for the next."""
+    def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
+        """Place one round; remember it for the next.  ``seed`` overrides the policy's random
+        stream for this round (a simulator that derives one seed per round passes it)."""
         instance = self._carry_running(instance)
-        opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
+        if seed is not None:
+            opts = replace(self._options, seed=seed)
+        else:
+            opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
         result = self._method.run(instance, opts)
         self.last = result
         self.rounds += 1

@@ -146,9 +146,9 @@ def test_bad_input_errors() -> None:
         simulate([], cluster, SimConfig())
     with pytest.raises(OptionError, match="unknown policy"):
         simulate([_job(0, 1, 0.0, 10)], cluster, SimConfig(policy="best"))
-    with pytest.raises(OptionError, match="apply only to policy 'ilp'"):
-        simulate([_job(0, 1, 0.0, 10)], cluster, SimConfig(policy="pal", admission="prefix"))
-    with pytest.raises(OptionError, match="locality-penalty"):
+    with pytest.raises(OptionError, match="do not apply to method 'pal'"):
+        simulate([_job(0, 1, 0.0, 10)], cluster, SimConfig(policy="pal", backend="highs"))
+    with pytest.raises(OptionError, match="locality_penalty"):
         SimConfig(locality_penalty=0.5).validate()
     with pytest.raises(OptionError, match="unknown variability draw"):
         build_cluster(parse_cluster("1x1"), draw="python")
@@ -246,7 +246,7 @@ def test_cli_writes_outputs(tmp_path: Path) -> None:
     ("args", "fragment"),
     [
         (["--cluster", "4"], "--cluster"),
-        (["--policy", "pal", "--time-limit", "3"], "apply only to --policy ilp"),
+        (["--policy", "pal", "--time-limit", "3"], "--time-limit do not apply to method 'pal'"),
         (["--variability", "classA"], "CLASS=FILE"),
         (["--variability", "classA=/no/such.csv"], "no such file"),
         (["--cluster", "1x2"], "needs"),

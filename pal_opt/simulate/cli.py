@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import nonneg_float, positive_float
+from ..cliargs import add_method_arguments, nonneg_float, positive_float, solve_options
 from ..errors import InstanceError, OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT
 
@@ -26,7 +26,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     returns the exit status.
     """
     from ..binning import BINNING_MODES
-    from ..methods import method_names
     from .queue import QUEUE_POLICIES
     from .variability import DRAWS
 
@@ -41,8 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("trace", help="trace CSV file")
     p.add_argument("--cluster", default="16x4", help="SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4)")
-    p.add_argument("--policy", default="pal", choices=method_names(), metavar="METHOD",
-                   help="placement method, one of: " + ", ".join(method_names()) + " (default pal)")
+    add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT)
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
     p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
@@ -60,11 +58,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
     p.add_argument("--default-class", default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
-    p.add_argument("--admission", choices=("prefix", "backfill"), default=None, help="ilp only")
-    p.add_argument("--backend", default=None, help="ilp only: highs, cpsat or cbc")
-    p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
-                   help=f"ilp only: seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g})")
-    p.add_argument("--threads", type=int, default=None, help="ilp only: solver threads")
     p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
     p.add_argument("--out", required=True, metavar="RESULT.json", help="result file (written atomically)")
     p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv", help="per-job table")
@@ -97,6 +90,7 @@ def _validate_out_dir(path: str | None, flag: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``; returns the exit status (0)."""
     from ..io.traces import read_trace
+    from ..methods import get_method
     from .engine import SimConfig, build_cluster, parse_cluster, simulate
     from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
 
@@ -104,16 +98,9 @@ def run(args: argparse.Namespace) -> int:
         _validate_out_dir(val, flag)
     spec = parse_cluster(args.cluster)
     variability = _parse_variability(args.variability)
-    from ..methods import get_method
-
-    is_ilp = get_method(args.policy).exact
-    if not is_ilp:
-        given = [f for f, v in (("--admission", args.admission), ("--backend", args.backend),
-                                ("--time-limit", args.time_limit), ("--threads", args.threads)) if v is not None]
-        if given:
-            raise OptionError(f"{', '.join(given)} apply only to --policy ilp")
-    if args.threads is not None and args.threads < 1:
-        raise OptionError(f"--threads must be ≥ 1, got {args.threads}")
+    opts = solve_options(args, "policy", names=("backend", "admission", "time_limit", "gap", "threads", "parts"))
+    exact = get_method(args.policy).exact
+    rest = {k: getattr(opts, k) for k in opts.given() - {"admission", "backend", "time_limit"}}
     config = SimConfig(
         policy=args.policy,
         queue=args.queue,
@@ -123,10 +110,10 @@ def run(args: argparse.Namespace) -> int:
         binning=args.binning,
         restart_cost=args.restart_cost,
         seed=args.seed,
-        admission=args.admission if is_ilp else None,
-        backend=args.backend if is_ilp else None,
-        time_limit=(args.time_limit or DEFAULT_ILP_TIME_LIMIT) if is_ilp else None,
-        ilp_options={"threads": args.threads} if is_ilp and args.threads is not None else {},
+        admission=opts.admission,
+        backend=opts.backend,
+        time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
+        ilp_options=rest,
     )
     config.validate()
     trace = read_trace(args.trace, default_class=args.default_class)

@@ -42,7 +42,9 @@ import numpy as np
 from ..cost import job_slowdown_pos
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
 from ..model import Cluster, Job, RoundInstance, RoundParams
+from ..options import SolveOptions
 from ..result import PlacementResult, Status
+from ..scheduler import RoundPolicy
 from .queue import QueueEntry, get_queue_policy
 from .records import JobRecord, RoundRecord, SimulationResult
 from .summary import summarize
@@ -197,47 +199,43 @@ class SimConfig:
     ilp_options: Mapping[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
-        from ..binning import BINNING_MODES
-        from ..solve import METHODS
-
-        if self.policy not in METHODS:
-            raise OptionError(f"unknown policy {self.policy!r}; choose one of {', '.join(METHODS)}")
+        """Check the configuration: the method and its options (:mod:`pal_opt.methods`), the
+        round parameters (:class:`~pal_opt.model.RoundParams`) and what only the simulator has."""
         get_queue_policy(self.queue)
-        for name in ("round_length", "locality_penalty"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise OptionError(f"{name.replace('_', '-')} must be a finite number > 0, got {v!r}")
-        if self.locality_penalty < 1:
-            raise OptionError(f"locality-penalty must be ≥ 1, got {self.locality_penalty!r}")
+        if not (isinstance(self.round_length, (int, float)) and math.isfinite(self.round_length)
+                and self.round_length > 0):
+            raise OptionError(f"round-length must be a finite number > 0, got {self.round_length!r}")
         if self.rack_penalty is not None and not (math.isfinite(self.rack_penalty) and self.rack_penalty >= 1):
             raise OptionError(f"rack-penalty must be ≥ 1, got {self.rack_penalty!r}")
         if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
             raise OptionError(f"restart-cost must be a finite number ≥ 0, got {self.restart_cost!r}")
-        if self.binning not in BINNING_MODES:
-            raise OptionError(f"unknown binning mode {self.binning!r}; choose one of {', '.join(BINNING_MODES)}")
-        if self.policy != "ilp":
-            given = [n for n in ("admission", "backend", "time_limit") if getattr(self, n) is not None]
-            if given or self.ilp_options:
-                names = [*given, *self.ilp_options]
-                raise OptionError(f"option(s) {', '.join(names)} apply only to policy 'ilp'")
-        if self.time_limit is not None and not (math.isfinite(self.time_limit) and self.time_limit > 0):
-            raise OptionError(f"time-limit must be a finite number > 0, got {self.time_limit!r}")
+        self.round_params()
+        self.options()
+
+    def round_params(self) -> RoundParams:
+        """The parameters of every round (the restart cost in round-cost units)."""
+        return RoundParams.from_arguments(
+            locality_penalty=self.locality_penalty, binning=self.binning,
+            restart_cost=restart_cost_units(self.restart_cost, self.round_length),
+        )
+
+    def options(self) -> SolveOptions:
+        """The method's options, checked against the method (:mod:`pal_opt.methods`)."""
+        from ..methods import METHODS
+
+        method = METHODS.get(self.policy)
+        if method is None:
+            raise OptionError(f"unknown policy {self.policy!r}; choose one of {', '.join(METHODS)}")
+        given = {n: getattr(self, n) for n in ("admission", "backend", "time_limit") if getattr(self, n) is not None}
+        opts = SolveOptions.from_kwargs(**given, **dict(self.ilp_options))
+        method.validate_options(opts)
+        return opts
 
     @property
     def locality(self) -> tuple[float, float, float]:
         lam = float(self.locality_penalty)
         rack = lam if self.rack_penalty is None else float(self.rack_penalty)
         return (1.0, rack, lam)
-
-    def solve_options(self) -> dict[str, Any]:
-        if self.policy != "ilp":
-            return {}
-        opts: dict[str, Any] = dict(self.ilp_options)
-        for name in ("admission", "backend", "time_limit"):
-            v = getattr(self, name)
-            if v is not None:
-                opts[name] = v
-        return opts
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -330,12 +328,8 @@ class _Simulation:
         self.cfg = cfg
         self.round_length = float(cfg.round_length)
         self.locality = cfg.locality
-        self.params = RoundParams(
-            locality_penalty=float(cfg.locality_penalty),
-            binning=cfg.binning,
-            restart_cost=restart_cost_units(cfg.restart_cost, self.round_length),
-        )
-        self.solve_options = cfg.solve_options()
+        self.params = cfg.round_params()
+        self.policy = RoundPolicy(cfg.policy, track_running=False, options=cfg.options())
         self.queue_key = get_queue_policy(cfg.queue)
         self.records = [
             JobRecord(
@@ -415,13 +409,11 @@ class _Simulation:
     # ------------------------------------------------------------------ placement
     def place(self, rnd: _Round, validate: bool) -> _Placed:
         """Solve the round with the configured method and check what it returned."""
-        from ..solve import solve
-
         cfg = self.cfg
         what = f"{rnd.instance.name}: method {cfg.policy!r}"
         s0 = time.perf_counter()
         seed = _derive(cfg.seed, 2, rnd.k) if cfg.policy == "random" else None
-        res = solve(rnd.instance, method=cfg.policy, seed=seed, **self.solve_options)
+        res = self.policy.place(rnd.instance, seed=seed)
         solve_s = time.perf_counter() - s0
         if res.status == Status.FALLBACK:
             self.fallbacks += 1
