@@ -966,6 +966,6 @@ def test_fuzz_cli_subprocess(case, tmp_path):
 def test_csv_lines_split_like_stringio(text):
     """read_csv's line splitter (which avoids StringIO's 4-bytes-per-character copy) cuts the
     text exactly where ``io.StringIO(text, newline="")`` does, so CSV parsing is unchanged."""
-    from pal_opt.io.safe import _lines
+    from pal_opt.io.csvfile import _lines
 
     assert list(_lines(text)) == list(io.StringIO(text, newline=""))

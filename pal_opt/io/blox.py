@@ -42,8 +42,9 @@ import numpy as np
 from ..binning import BINNING_MODES
 from ..errors import InstanceError, OptionError
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from .csvfile import CsvTable, read_csv
 from .jobs import parse_jobs
-from .safe import DEFAULT_MAX_BYTES, CsvTable, read_csv
+from .textfile import DEFAULT_MAX_BYTES
 
 __all__ = [
     "GpuTable",

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId
-from .safe import read_csv
+from .csvfile import read_csv
 
 __all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name"]
 
