@@ -164,41 +164,57 @@ class _Walk:
             return None
         if isinstance(schema, Mapping) and _splittable(schema):
             return self.split(col, schema)
-        return self.each(col, schema, _freeze)
+        bad = self.each(col, schema, _freeze)
+        return bad[1] if bad else None
 
-    def each(self, col: _Column, schema: Any, key: Callable[[Any], Any]) -> Problem | None:
-        """Validate each distinct value (by ``key``) once with jsonschema; the first failure."""
+    def each(self, col: _Column, schema: Any, key: Callable[[Any], Any]) -> tuple[int, Problem] | None:
+        """Validate each distinct value (by ``key``) once; the first failure and its index.
+
+        A value of a type ``schema`` does not admit, or a string under a scalar ``schema``, is
+        decided here: jsonschema would quote the whole value in a message pal-opt does not use,
+        and a hostile file's 20-megabyte string costs 80 MB more each time it is quoted.
+        """
         sid = id(schema)
         validator = self.validator.evolve(schema=schema)
         for i, v in enumerate(col.values):
             k = (sid, key(v))
             if k in self.memo:
                 continue
-            errors = list(validator.iter_errors(v))
-            if not errors:
+            word = _decided(v, schema)
+            if word is None:
+                errors = list(validator.iter_errors(v))
+            if word == "" or (word is None and not errors):
                 self.memo.add(k)
                 continue
             path, order = col.where(i)
-            return min((_from_error(e, v, path, order) for e in errors), key=lambda p: p.order)
+            if word:
+                return i, Problem(path, word, v, schema, order=order)
+            return i, min((_from_error(e, v, path, order) for e in errors), key=_first)
         return None
 
     def split(self, col: _Column, schema: Schema) -> Problem | None:
-        """Key and length keywords per distinct shape, then properties and items as columns."""
-        found = [self.each(col, self.shape(schema), _shape_key)]
+        """Key and length keywords per distinct shape, then properties and items as columns.
+
+        Items after the first with a wrong shape are not looked into: nothing there comes first.
+        """
+        bad = self.each(col, self.shape(schema), _shape_key)
+        found = [bad[1] if bad else None]
+        if bad is not None:
+            col = _Column(col.values[: bad[0]], col.where)
         props: Mapping[str, Any] = schema.get("properties", {})
         extra = schema.get("additionalProperties", True)
         if props or isinstance(extra, Mapping):
             found += self.properties(col, props, extra if isinstance(extra, Mapping) else None)
-        arrays = [(i, v) for i, v in enumerate(col.values) if type(v) is list]
+        arrays = [(i, v) for i, v in enumerate(col.values) if isinstance(v, list)]
         if "items" in schema and arrays:
             found.append(self.check(_items_column(col, arrays), schema["items"]))
         if schema.get("uniqueItems") is True:
             found += [_first_duplicate(v, i, col, schema) for i, v in arrays]
-        return min((p for p in found if p is not None), key=lambda p: p.order, default=None)
+        return min((p for p in found if p is not None), key=_first, default=None)
 
     def properties(self, col: _Column, props: Mapping[str, Any], extra: Any) -> list[Problem | None]:
         """Each property's values (over the column's objects) as a column of its own."""
-        objs = [o for o in col.values if type(o) is dict]
+        objs = [o for o in col.values if isinstance(o, dict)]
         keys = list(props) if extra is None else list(dict.fromkeys(itertools.chain.from_iterable(objs)))
         found = []
         for k in keys:
@@ -246,6 +262,33 @@ def _fast_accepts(values: Sequence[Any], schema: Schema) -> bool:
     return True
 
 
+def _first(p: Problem) -> tuple[Order, bool]:
+    """Sort key: document order; at one place, a wrong type before what else is wrong there."""
+    return p.order, p.keyword != "type"
+
+
+def _decided(v: Any, schema: Any) -> str | None:
+    """The failing keyword (``""``: none) where it is certain without jsonschema, else None."""
+    if not isinstance(schema, Mapping) or "type" not in schema and type(v) is not str:
+        return None
+    allowed = schema.get("type")
+    if allowed is not None:
+        names = {allowed} if isinstance(allowed, str) else set(allowed)
+        kinds = _JSON_TYPES.get(type(v))
+        if kinds is None:  # a subclass of str, list or dict: jsonschema decides
+            return None
+        if not (kinds & names or (type(v) is float and "integer" in names and v.is_integer())):
+            return "type"
+    if type(v) is not str or not schema.keys() <= _SCALAR_KEYS:
+        return None
+    for word in ("enum", "const"):  # JSON equality is Python's for a string
+        if word in schema and v not in (schema["enum"] if word == "enum" else [schema["const"]]):
+            return word
+    if len(v) < schema.get("minLength", 0):
+        return "minLength"
+    return "maxLength" if len(v) > schema.get("maxLength", len(v)) else ""
+
+
 def _in_bounds(lo: float, hi: float, schema: Schema) -> bool:
     return (
         ("minimum" not in schema or lo >= schema["minimum"])
@@ -266,25 +309,25 @@ def _splittable(schema: Schema) -> bool:
 
 
 def _shape_key(v: Any) -> Any:
-    if type(v) is dict:
+    if isinstance(v, dict):
         return (dict, tuple(v))
-    if type(v) is list:
+    if isinstance(v, list):
         return (list, len(v))
     return _freeze(v)
 
 
 def _freeze(v: Any) -> Any:
     """A hashable stand-in for a JSON value (types kept apart: 1, 1.0 and true differ)."""
-    if type(v) is list:
+    if isinstance(v, list):
         return (list, tuple(map(_freeze, v)))
-    if type(v) is dict:
+    if isinstance(v, dict):
         return (dict, tuple((k, _freeze(x)) for k, x in v.items()))
     return (type(v), v)
 
 
 def _property_where(col: _Column, key: str, j: int) -> tuple[Path, Order]:
     """Where the ``j``-th value of property ``key`` sits: in the ``j``-th object of ``col`` that has it."""
-    i, obj = [(i, o) for i, o in enumerate(col.values) if type(o) is dict and key in o][j]
+    i, obj = [(i, o) for i, o in enumerate(col.values) if isinstance(o, dict) and key in o][j]
     path, order = col.where(i)
     return (*path, key), (*order, list(obj).index(key))
 
@@ -328,9 +371,9 @@ def _unique_key(v: Any) -> Any:
     """Equal for values JSON Schema calls equal: 1 and 1.0 are, 1 and true are not."""
     if type(v) in (int, float):
         return (int, v)  # hash(1) == hash(1.0) and 1 == 1.0
-    if type(v) is list:
+    if isinstance(v, list):
         return (list, tuple(map(_unique_key, v)))
-    if type(v) is dict:
+    if isinstance(v, dict):
         return (dict, frozenset((k, _unique_key(x)) for k, x in v.items()))
     return (type(v), v)
 
