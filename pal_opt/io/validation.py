@@ -17,6 +17,10 @@ column, every job's ``demand``, every item of every job's ``placement`` — is c
 * arrays: the length keywords once per distinct length, the items of all arrays of a column as
   one column, ``uniqueItems`` with a hash set (naming the repeated entry).
 
+With this, ``load_instance`` (parse included, median of 5, CPU time on a shared 2-core machine)
+takes 20–24 ms on large-256x8 against 20–31 ms with the hand-written checker it replaced, and
+1.06 s on 65,536 GPUs (19,200 jobs) against 1.13–1.37 s.
+
 Any subschema using other keywords is validated whole, by ``jsonschema``, once per distinct
 value.  The verdict is ``jsonschema``'s; of the errors, the first in document order is reported
 as a :class:`Problem`.  Values JSON cannot hold (``NaN``, tuples, numpy scalars...) are found
