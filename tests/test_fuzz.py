@@ -966,6 +966,50 @@ def test_fuzz_cli_subprocess(case, tmp_path):
 def test_csv_lines_split_like_stringio(text):
     """read_csv's line splitter (which avoids StringIO's 4-bytes-per-character copy) cuts the
     text exactly where ``io.StringIO(text, newline="")`` does, so CSV parsing is unchanged."""
-    from pal_opt.io.safe import _lines
+    from pal_opt.io.csvfile import _lines
 
     assert list(_lines(text)) == list(io.StringIO(text, newline=""))
+
+
+# =========================================================================== the schema checker's shortcuts
+_ITEM_SCHEMAS = [
+    {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    {"type": "integer", "minimum": 1},
+    {"type": ["integer", "string"], "minimum": -(2**63 - 1), "maximum": 2**63 - 1, "minLength": 1},
+    {"enum": ["free", "busy", "failed"]},
+    {"type": "number", "exclusiveMinimum": 0},
+    {"type": "number", "minimum": 1, "maximum": 2.5},
+    {"type": "string", "minLength": 1, "maxLength": 3},
+    {"type": ["array", "null"], "uniqueItems": True, "items": {"type": "integer", "minimum": 0}},
+    {"type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "number", "exclusiveMinimum": 0}},
+    {"type": "object", "required": ["a"], "additionalProperties": False,
+     "properties": {"a": {"type": "integer"}, "b": {"type": "array", "items": {"const": "x"}}}},
+]
+_JSON_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 4), st.sampled_from([2**63 - 1, 2**63, -(2**63), 10**30]),
+    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([0.0, 1.0, 2.0, 2.5, -0.0, 1e19]),
+    st.sampled_from(["", "a", "free", "busy", "xyzw", "x"]),
+)
+_JSON_ITEMS = st.recursive(
+    _JSON_SCALARS,
+    lambda c: st.one_of(st.lists(c, max_size=4), st.dictionaries(st.sampled_from(["a", "b", "c"]), c, max_size=3)),
+    max_leaves=6,
+)
+
+
+@FAST
+@given(st.sampled_from(range(len(_ITEM_SCHEMAS))), st.lists(_JSON_ITEMS, max_size=12))
+def test_schema_checker_agrees_with_jsonschema(k, values):
+    """SchemaChecker's column shortcuts (fast scalar tests, per-value and per-shape memo, flattened
+    items, hashed uniqueItems) reach jsonschema's verdict, and name the first bad item."""
+    import jsonschema
+
+    from pal_opt.io.validation import SchemaChecker
+
+    item = _ITEM_SCHEMAS[k]
+    ref = jsonschema.Draft202012Validator(item)
+    bad = [i for i, v in enumerate(values) if not ref.is_valid(v)]
+    problem = SchemaChecker({"type": "array", "items": item}).first_problem(values)
+    assert (problem is None) == (not bad), (problem, bad)
+    if bad:
+        assert problem.path[0] == bad[0], (problem, bad)

@@ -24,9 +24,10 @@ from pal_opt.io import (
     sample_factors,
     save_instance,
 )
+from pal_opt.io.atomic import atomic_write_json, atomic_write_text
 from pal_opt.io.blox import blox_gpu_rows, read_gpu_table
 from pal_opt.io.instance import dumps_instance, load_placement_file
-from pal_opt.io.safe import atomic_write_text, parse_json
+from pal_opt.io.jsonfile import parse_json
 from pal_opt.model import MODEL_CLASS, GpuState, RoundInstance
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,6 +124,44 @@ def test_schema_is_valid_and_agrees_with_the_loader(tiny_instance):
         instance_from_dict(bad)
 
 
+def test_schema_agrees_with_the_code():
+    from pal_opt.binning import BINNING_MODES
+    from pal_opt.io.schema import FORMAT, STATE_NAMES, VERSION, instance_schema
+
+    props = instance_schema()["properties"]
+    assert props["format"]["const"] == FORMAT and props["version"]["const"] == VERSION
+    assert props["params"]["properties"]["binning"]["enum"] == list(BINNING_MODES)
+    assert props["cluster"]["properties"]["gpus"]["properties"]["state"]["items"]["enum"] == list(STATE_NAMES)
+
+
+def test_registered_params_are_validated(tiny_instance):
+    from pal_opt.errors import OptionError
+    from pal_opt.io.schema import instance_schema, register_param_schema, unregister_param_schema
+
+    d = instance_to_dict(tiny_instance)
+    d["params"]["energy_weight"] = 0.5
+    with pytest.raises(InstanceError, match=r"^x\.json: params\.energy_weight: unknown field"):
+        instance_from_dict(d, "x.json")
+    register_param_schema("energy_weight", {"type": "number", "minimum": 0})
+    try:
+        register_param_schema("energy_weight", {"type": "number", "minimum": 0})  # same again: fine
+        assert "energy_weight" in instance_schema()["properties"]["params"]["properties"]
+        assert instance_from_dict(d).params == tiny_instance.params  # RoundParams keeps the built-ins
+        d["params"]["energy_weight"] = -1
+        with pytest.raises(InstanceError, match=r"params\.energy_weight: must be at least 0, got -1$"):
+            instance_from_dict(d, "x.json")
+        with pytest.raises(OptionError, match="another schema"):
+            register_param_schema("energy_weight", {"type": "integer"})
+        with pytest.raises(OptionError, match="cannot register"):
+            register_param_schema("binning", {"type": "string"})
+        with pytest.raises(OptionError, match="not a valid JSON Schema"):
+            register_param_schema("bad", {"type": "no-such-type"})
+    finally:
+        unregister_param_schema("energy_weight")
+    with pytest.raises(InstanceError, match="unknown field"):
+        instance_from_dict(d)
+
+
 def test_committed_instances_load_and_match_the_schema():
     files = sorted((REPO / "instances").glob("*.json"))
     assert files, "instances/ holds the committed rounds"
@@ -167,6 +206,13 @@ def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
     atomic_write_text(p, "two")
     assert p.read_text() == "two"
     assert [x.name for x in tmp_path.iterdir()] == ["out.txt"]
+    q = tmp_path / "out.json"
+    atomic_write_json(q, {"a": [1, 2.5]})
+    assert json.loads(q.read_text()) == {"a": [1, 2.5]}
+    with pytest.raises(ValueError):
+        atomic_write_json(q, {"a": float("nan")})
+    assert json.loads(q.read_text()) == {"a": [1, 2.5]}  # untouched
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["out.json", "out.txt"]
 
 
 # --------------------------------------------------------------------------- CSV helpers

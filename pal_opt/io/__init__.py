@@ -1,12 +1,17 @@
 """Reading and writing pal-opt's files.
 
-* :mod:`~pal_opt.io.instance` — the instance JSON format (:func:`load_instance`,
-  :func:`save_instance`) and its schema ``instance.schema.json``;
+* :mod:`~pal_opt.io.instance` — the instance JSON format (:func:`load_instance`), validated
+  against its JSON Schema (:mod:`~pal_opt.io.schema`, ``instance.schema.json``) by
+  :mod:`~pal_opt.io.validation`; written by :mod:`~pal_opt.io.instance_write`
+  (:func:`save_instance`);
+* :mod:`~pal_opt.io.placements` — placement files (:func:`load_placement_file`);
 * :mod:`~pal_opt.io.blox` — Blox ``gpu_df`` + job queue CSV importer (:func:`load_blox`), and the
   same from pandas DataFrames (:func:`instance_from_frames`);
 * :mod:`~pal_opt.io.jobs` — job queue CSVs (:func:`load_jobs`);
 * :mod:`~pal_opt.io.measurements` — PAL's per-run variability measurements;
-* :mod:`~pal_opt.io.safe` — guarded reading and atomic writing.
+* :mod:`~pal_opt.io.traces` — Sia-Philly workload traces;
+* :mod:`~pal_opt.io.textfile`, :mod:`~pal_opt.io.jsonfile`, :mod:`~pal_opt.io.csvfile` —
+  guarded reading (size, encoding, syntax, limits); :mod:`~pal_opt.io.atomic` — atomic writing.
 
 Every reader turns bad input into :class:`~pal_opt.errors.InstanceError` naming the file, the
 field path (or line and column) and what is wrong.
@@ -14,26 +19,24 @@ field path (or line and column) and what is wrong.
 
 from __future__ import annotations
 
-from importlib.resources import files
-from pathlib import Path
-
+from .atomic import atomic_write_json, atomic_write_text
 from .blox import instance_from_frames, load_blox, read_gpu_table
-from .instance import (
-    instance_from_dict,
-    instance_to_dict,
-    load_instance,
-    load_placement_file,
-    save_instance,
-)
+from .instance import instance_from_dict, load_instance
+from .instance_write import instance_to_dict, save_instance
 from .jobs import load_jobs
+from .jsonfile import load_json
 from .measurements import load_measurements, longhorn_paths, sample_factors
-from .safe import atomic_write_text, load_json, read_text
+from .placements import load_placement_file
+from .schema import SCHEMA_PATH, instance_schema, register_param_schema
+from .textfile import read_text
 
 __all__ = [
     "SCHEMA_PATH",
+    "atomic_write_json",
     "atomic_write_text",
     "instance_from_dict",
     "instance_from_frames",
+    "instance_schema",
     "instance_to_dict",
     "load_blox",
     "load_instance",
@@ -44,9 +47,7 @@ __all__ = [
     "longhorn_paths",
     "read_gpu_table",
     "read_text",
+    "register_param_schema",
     "sample_factors",
     "save_instance",
 ]
-
-#: The instance format's JSON Schema (draft 2020-12), shipped with the package.
-SCHEMA_PATH: Path = Path(str(files(__package__).joinpath("instance.schema.json")))

@@ -42,8 +42,9 @@ import numpy as np
 from ..binning import BINNING_MODES
 from ..errors import InstanceError, OptionError
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
-from .jobs import parse_jobs
-from .safe import DEFAULT_MAX_BYTES, CsvTable, read_csv
+from .csvfile import CsvTable, read_csv
+from .jobs import JobTable, parse_jobs
+from .textfile import DEFAULT_MAX_BYTES
 
 __all__ = [
     "GpuTable",
@@ -51,6 +52,7 @@ __all__ = [
     "parse_gpu_table",
     "load_blox",
     "blox_round",
+    "round_params",
     "instance_from_frames",
     "blox_gpu_rows",
 ]
@@ -74,7 +76,7 @@ class GpuTable:
     lines
         Per GPU, its line in the file.
     table
-        The underlying :class:`~pal_opt.io.safe.CsvTable` (for error messages).
+        The underlying :class:`~pal_opt.io.csvfile.CsvTable` (for error messages).
     """
 
     def __init__(
@@ -202,14 +204,10 @@ def load_blox(
     -------
     RoundInstance
     """
-    return blox_round(
-        read_csv(gpus_path, max_bytes=max_bytes, what="GPU table"),
-        read_csv(jobs_path, max_bytes=max_bytes, what="job CSV"),
-        locality_penalty=locality_penalty,
-        binning=binning,
-        restart_cost=restart_cost,
-        name=name or Path(gpus_path).stem,
-    )
+    params = round_params(locality_penalty, binning, restart_cost)
+    gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table")
+    job_table = read_csv(jobs_path, max_bytes=max_bytes, what="job CSV")
+    return blox_round(gpu_table, job_table, params, name or Path(gpus_path).stem)
 
 
 def instance_from_frames(
@@ -239,40 +237,38 @@ def instance_from_frames(
     >>> inst.free_gpus, inst.jobs[0].perfclass
     (3, 'classA')
     """
-    return blox_round(
-        CsvTable.from_frame(gpu_df, "gpu_df"),
-        CsvTable.from_frame(jobs_df, "jobs"),
-        locality_penalty=locality_penalty,
-        binning=binning,
-        restart_cost=restart_cost,
-        name=name,
-    )
+    params = round_params(locality_penalty, binning, restart_cost)
+    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), params, name)
 
 
-def blox_round(
-    gpu_table: CsvTable,
-    job_table: CsvTable,
-    *,
-    locality_penalty: float = 1.7,
-    binning: str = "pal-artifact",
-    restart_cost: float = 0.0,
-    name: str = "",
-) -> RoundInstance:
-    """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`)."""
+def round_params(locality_penalty: float, binning: str, restart_cost: float) -> RoundParams:
+    """The round's parameters from importer options (:class:`~pal_opt.errors.OptionError` if bad)."""
     if not (locality_penalty >= 1.0 and np.isfinite(locality_penalty)):
         raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
     if binning not in BINNING_MODES:
         raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
     if not (restart_cost >= 0.0 and np.isfinite(restart_cost)):
         raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
+    return RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
+
+
+def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, name: str = "") -> RoundInstance:
+    """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`).
+
+    ``params`` come from :func:`round_params`; jobs without their own λ get
+    ``params.locality_penalty``.
+    """
     gt = parse_gpu_table(gpu_table)
-    jt = parse_jobs(
-        job_table,
-        classes=tuple(gt.factors),
-        locality_penalty=locality_penalty,
-        max_gpus=len(gt.gpu_ids),
-    )
-    queued = {str(j.id): k for k, j in enumerate(jt.jobs)}
+    jt = parse_jobs(job_table, classes=tuple(gt.factors), locality_penalty=params.locality_penalty,
+                    max_gpus=len(gt.gpu_ids))
+    state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)})
+    jobs = _with_placements(jt, held, gt.source)
+    cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source)
+    return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
+
+
+def _gpu_states(gt: GpuTable, queued: dict[str, int]) -> tuple[np.ndarray, dict[int, list[int]]]:
+    """Each GPU's state, and the GPUs held by each queued job (by queue index)."""
     n = len(gt.gpu_ids)
     state = np.zeros(n, dtype=np.int8)
     held: dict[int, list[int]] = {}
@@ -297,30 +293,26 @@ def blox_round(
                 gt.lines[i], gt.table.column("FAILED"), f"GPU {gt.gpu_ids[i]} is failed but held by queued job {gt.holders[i][0]!r}"
             )
         held.setdefault(mine[0], []).append(gt.gpu_ids[i])
+    return state, held
 
+
+def _with_placements(jt: JobTable, held: dict[int, list[int]], source: str) -> list[Job]:
+    """The queue, running jobs with their GPUs, cross-checked against ``is_running``."""
     jobs: list[Job] = []
     for k, job in enumerate(jt.jobs):
         gpus = held.get(k)
         flag = jt.running[k]
         if gpus is None:
             if flag:
-                raise jt.error(k, f"job {job.id!r} is marked running but holds no GPU in {gt.source}", "is_running")
+                raise jt.error(k, f"job {job.id!r} is marked running but holds no GPU in {source}", "is_running")
             jobs.append(job)
             continue
         if flag is False:
-            raise jt.error(
-                k, f"job {job.id!r} is marked not running but {gt.source} lists it on GPUs {gpus}", "is_running"
-            )
+            raise jt.error(k, f"job {job.id!r} is marked not running but {source} lists it on GPUs {gpus}", "is_running")
         if len(gpus) != job.demand:
-            raise jt.error(
-                k,
-                f"job {job.id!r} needs {job.demand} GPUs but holds {len(gpus)} in {gt.source} (GPUs {gpus})",
-            )
+            raise jt.error(k, f"job {job.id!r} needs {job.demand} GPUs but holds {len(gpus)} in {source} (GPUs {gpus})")
         jobs.append(replace(job, placement=tuple(gpus)))
-
-    cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source)
-    params = RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
-    return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
+    return jobs
 
 
 def blox_gpu_rows(instance: RoundInstance) -> list[Mapping[str, Any]]:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, Job, pal_locality
-from .safe import DEFAULT_MAX_BYTES, CsvTable, read_csv
+from .csvfile import CsvTable, read_csv
+from .textfile import DEFAULT_MAX_BYTES
 
 __all__ = ["JobTable", "load_jobs", "parse_jobs"]
 

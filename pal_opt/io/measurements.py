@@ -28,7 +28,8 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..seeds import SeedLike, make_rng
-from .safe import DEFAULT_MAX_BYTES, read_csv
+from .csvfile import read_csv
+from .textfile import DEFAULT_MAX_BYTES
 
 __all__ = [
     "AGGREGATES",

@@ -2,7 +2,8 @@
 
 A trace is a CSV file with the header ``job_id,num_gpus,submit_time,duration,model``
 (extra columns are ignored, column order is free; the file is read through
-:func:`pal_opt.io.safe.read_csv`, so size, encoding and field-count guards apply):
+:func:`pal_opt.io.csvfile.read_csv`, so size, encoding and field-count guards apply, and its cells
+through :class:`~pal_opt.io.csvfile.CsvTable`'s parsers, like every importer's):
 
 ``job_id``
     Unique id; kept as an int when every id is an integer, else as a string.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId
-from .safe import read_csv
+from .csvfile import CsvTable, read_csv
 
 __all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name"]
 
@@ -81,25 +82,14 @@ class TraceJob:
         return self.iterations * self.iter_time
 
 
-def _parse_int(text: str, where: str, source: str) -> int:
-    try:
-        val = float(text)
-    except ValueError:
-        raise InstanceError(f"must be a positive integer, got {text!r}", source=source, path=where) from None
-    if not math.isfinite(val) or val != int(val) or val < 1:
-        raise InstanceError(f"must be a positive integer, got {text!r}", source=source, path=where)
-    return int(val)
+@dataclass(frozen=True)
+class _Models:
+    """Model name -> class and seconds per iteration, with the caller's overrides and defaults."""
 
-
-def _parse_float(text: str, where: str, source: str, *, positive: bool) -> float:
-    what = "a finite number > 0" if positive else "a finite number ≥ 0"
-    try:
-        val = float(text)
-    except ValueError:
-        raise InstanceError(f"must be {what}, got {text!r}", source=source, path=where) from None
-    if not math.isfinite(val) or val < 0 or (positive and val == 0):
-        raise InstanceError(f"must be {what}, got {text!r}", source=source, path=where)
-    return val
+    classes: Mapping[str, str]
+    iter_time: Mapping[str, float]
+    default_class: str | None
+    default_iter_time: float
 
 
 def read_trace(
@@ -138,72 +128,67 @@ def read_trace(
         unknown model without ``default_class``, or an empty trace.
     """
     source = str(path)
-    classes = dict(MODEL_CLASS)
-    classes.update(model_class or {})
-    times = dict(MODEL_ITER_TIME)
-    times.update(iter_time or {})
     if not (math.isfinite(default_iter_time) and default_iter_time > 0):
         raise InstanceError(f"default iteration time must be > 0, got {default_iter_time!r}", source=source)
+    models = _Models({**MODEL_CLASS, **(model_class or {})}, {**MODEL_ITER_TIME, **(iter_time or {})},
+                     default_class, default_iter_time)
+    table = _read_table(path)
+    col = {c: table.header.index(c) for c in TRACE_COLUMNS}
+    jobs: list[TraceJob] = []
+    seen: dict[JobId, int] = {}
+    for (line, f), jid in zip(table.rows, _job_ids(table, col["job_id"]), strict=True):
+        if not f[col["job_id"]]:
+            raise table.error(line, col["job_id"], "job id is empty")
+        if jid in seen:
+            raise table.error(line, col["job_id"], f"duplicate job id {f[col['job_id']]!r} (first on row {seen[jid]})")
+        seen[jid] = line
+        jobs.append(_trace_job(table, line, f, jid, col, models))
+    return jobs
+
+
+def _read_table(path: str | os.PathLike[str]) -> CsvTable:
+    """The trace as a table with every column of :data:`TRACE_COLUMNS`; rows are ``row N``."""
     try:
-        table = read_csv(path, what="trace file")
+        table = read_csv(path, what="trace file", row_label="row")
     except OSError as exc:
-        raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=source) from None
+        raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=str(path)) from None
     missing = [c for c in TRACE_COLUMNS if c not in table.header]
     if missing:
         raise InstanceError(
             f"missing column(s) {', '.join(missing)}; expected header {','.join(TRACE_COLUMNS)}",
-            source=source,
+            source=str(path),
             path="row 1",
         )
-    col = {c: table.header.index(c) for c in TRACE_COLUMNS}
-    rows = [(line, {c: fields[i] for c, i in col.items()}) for line, fields in table.rows]
+    return table
 
-    all_int = True
-    for _, r in rows:
-        try:
-            int(r["job_id"])
-        except ValueError:
-            all_int = False
-            break
-    jobs: list[TraceJob] = []
-    seen: dict[JobId, int] = {}
-    for line, r in rows:
-        where = f"row {line}, column "
-        raw_id = r["job_id"]
-        if not raw_id:
-            raise InstanceError("job id is empty", source=source, path=where + "job_id")
-        jid: JobId = int(raw_id) if all_int else raw_id
-        if jid in seen:
-            raise InstanceError(
-                f"duplicate job id {raw_id!r} (first on row {seen[jid]})", source=source, path=where + "job_id"
-            )
-        seen[jid] = line
-        demand = _parse_int(r["num_gpus"], where + "num_gpus", source)
-        submit = _parse_float(r["submit_time"], where + "submit_time", source, positive=False)
-        iters = _parse_float(r["duration"], where + "duration", source, positive=True)
-        model = r["model"]
-        if not model:
-            raise InstanceError("model is empty", source=source, path=where + "model")
-        cls = classes.get(model, default_class)
-        if cls is None:
-            raise InstanceError(
-                f"unknown model {model!r} (known: {', '.join(sorted(classes))}); give its class",
-                source=source,
-                path=where + "model",
-            )
-        jobs.append(
-            TraceJob(
-                id=jid,
-                demand=demand,
-                submit_time=submit,
-                iterations=iters,
-                model=model,
-                perfclass=cls,
-                iter_time=float(times.get(model, default_iter_time)),
-                row=line,
-            )
-        )
-    return jobs
+
+def _job_ids(table: CsvTable, c: int) -> list[JobId]:
+    """The ids as ints when every id is an integer, else as the strings written."""
+    raw = [f[c] for _, f in table.rows]
+    try:
+        return [int(x) for x in raw]
+    except ValueError:
+        return list(raw)
+
+
+def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, int], models: _Models) -> TraceJob:
+    model = f[col["model"]]
+    if not model:
+        raise t.error(line, col["model"], "model is empty")
+    cls = models.classes.get(model, models.default_class)
+    if cls is None:
+        raise t.error(line, col["model"], f"unknown model {model!r} (known: {', '.join(sorted(models.classes))}); give its class")
+    c_dem, c_sub, c_dur = col["num_gpus"], col["submit_time"], col["duration"]
+    return TraceJob(
+        id=jid,
+        demand=t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer"),
+        submit_time=t.number(line, c_sub, f[c_sub], minimum=0.0),
+        iterations=t.number(line, c_dur, f[c_dur], positive=True),
+        model=model,
+        perfclass=cls,
+        iter_time=float(models.iter_time.get(model, models.default_iter_time)),
+        row=line,
+    )
 
 
 def trace_name(path: str | os.PathLike[str]) -> str:

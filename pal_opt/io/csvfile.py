@@ -1,0 +1,233 @@
+"""Guarded CSV reading: :func:`read_csv` and :class:`CsvTable`'s cell parsers.
+
+On top of :func:`~pal_opt.io.textfile.read_text`'s guards (size, encoding, binary), a CSV file
+is rejected for more cells than a limit (4 million, counted on the text before parsing), ragged
+rows, bad quoting, or a header with no rows.  The cell parsers of :class:`CsvTable` turn a bad
+cell into an :class:`~pal_opt.errors.InstanceError` naming the file, line and column.  The same
+table can wrap a pandas DataFrame (:meth:`CsvTable.from_frame`), so files and frames follow one
+set of rules.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import InstanceError
+from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
+
+__all__ = ["CsvTable", "read_csv"]
+
+
+class CsvTable:
+    """A CSV file read by :func:`read_csv`: header, rows, and error helpers naming file, line, column.
+
+    Attributes
+    ----------
+    source
+        The file name used in messages.
+    header
+        Column names as written (stripped).
+    rows
+        ``(line number, fields)`` per non-blank data row; line numbers count the header as line 1.
+    """
+
+    def __init__(
+        self, source: str, header: list[str], rows: list[tuple[int, list[str]]], row_label: str = "line"
+    ):
+        self.source = source
+        self.header = header
+        self.rows = rows
+        self.row_label = row_label
+        self._index = {h: i for i, h in enumerate(header)}
+        self._lower = {h.lower(): i for i, h in reversed(list(enumerate(header)))}
+
+    def find(self, *names: str) -> int | None:
+        """Index of the first of ``names`` present (exact match, then case-insensitive), or None."""
+        for n in names:
+            if n in self._index:
+                return self._index[n]
+        for n in names:
+            if n.lower() in self._lower:
+                return self._lower[n.lower()]
+        return None
+
+    def column(self, *names: str) -> int:
+        """Like :meth:`find`, but a missing column is an :class:`InstanceError` on ``header``."""
+        i = self.find(*names)
+        if i is None:
+            alts = " or ".join(repr(n) for n in names)
+            raise InstanceError(
+                f"missing column {alts}; columns are: {', '.join(self.header)}", source=self.source, path="header"
+            )
+        return i
+
+    @classmethod
+    def from_frame(cls, df: Any, source: str) -> CsvTable:
+        """A table over an in-memory pandas DataFrame, parsed by the same cell rules as a file.
+
+        Cells become their ``str`` (floats print round-trip exact); None and NaN become empty.
+        Errors name ``row N`` (0-based, the frame's position) instead of a line.
+        """
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):
+            raise InstanceError(f"expected a pandas DataFrame, got {type(df).__name__}", source=source)
+        header = [_cell_text(c).strip() for c in df.columns]
+        cells = df.astype(object).where(df.notna(), "").to_numpy().tolist()
+        rows = [(i, [c if isinstance(c, str) else _cell_text(c) for c in r]) for i, r in enumerate(cells)]
+        return cls(source, header, rows, row_label="row")
+
+    def error(self, line: int, col: int | None, message: str) -> InstanceError:
+        where = f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
+        return InstanceError(message, source=self.source, path=where)
+
+    # cell parsers: each raises an InstanceError naming file, line and column
+    def integer(self, line: int, col: int, text: str, *, minimum: int | None = None, what: str = "an integer") -> int:
+        """An integer cell; ``"4.0"`` (as pandas writes integers beside blanks) reads as 4."""
+        v = _cell_int(text)
+        if v is None:
+            raise self.error(line, col, f"must be {what}, got {_q(text)}")
+        if abs(v) > 2**63 - 1:
+            raise self.error(line, col, f"must be {what} that fits in 64 bits, got {_q(text)}")
+        if minimum is not None and v < minimum:
+            raise self.error(line, col, f"must be {what}, got {_q(text)}")
+        return v
+
+    def number(
+        self, line: int, col: int, text: str, *, positive: bool = False, minimum: float | None = None
+    ) -> float:
+        """A finite float cell (``nan``, ``inf`` and overflowing literals are errors), optionally
+        positive or at least ``minimum``."""
+        try:
+            v = float(text) if len(text) <= 64 else float("nan")
+        except ValueError:
+            raise self.error(line, col, f"must be a number, got {_q(text)}") from None
+        if not math.isfinite(v):
+            raise self.error(line, col, f"must be a finite number, got {_q(text)}")
+        if positive and v <= 0:
+            raise self.error(line, col, f"must be a positive number, got {_q(text)}")
+        if minimum is not None and v < minimum:
+            raise self.error(line, col, f"must be at least {minimum:g}, got {_q(text)}")
+        return v
+
+    def boolean(self, line: int, col: int, text: str, *, blank: bool | None = False) -> bool:
+        """True/False, 1/0, yes/no (any case); a blank cell reads as ``blank`` (error if None)."""
+        t = text.strip().lower()
+        if not t and blank is not None:
+            return blank
+        if t in _TRUE:
+            return True
+        if t in _FALSE:
+            return False
+        raise self.error(line, col, f"must be true or false, got {_q(text)}")
+
+    def ident(self, line: int, col: int, text: str) -> int | str:
+        """An id: an integer if the cell is one (``"3"``, ``"3.0"``), else the non-empty text."""
+        if not text:
+            raise self.error(line, col, "must not be empty")
+        v = _cell_int(text)
+        if v is not None and abs(v) <= 2**63 - 1:
+            return v
+        return text
+
+
+def _cell_text(x: Any) -> str:
+    """``str(x)`` for a DataFrame cell or column name, never raising: an integer too long to
+    print, or an object whose ``__str__`` fails, becomes a placeholder the cell parsers reject."""
+    if isinstance(x, int) and not isinstance(x, bool) and x.bit_length() > 4 * MAX_INT_DIGITS:
+        return f"<integer with about {x.bit_length() * 0.30103:.0f} digits>"
+    try:
+        return str(x)
+    except Exception:  # noqa: BLE001 - a foreign object's __str__ may raise anything
+        return f"<unprintable {type(x).__name__}>"
+
+
+_TRUE = frozenset({"true", "1", "yes", "y", "t", "1.0"})
+_FALSE = frozenset({"false", "0", "no", "n", "f", "0.0"})
+
+
+def _q(text: str) -> str:
+    return repr(text if len(text) <= 40 else text[:37] + "...") if text else "an empty cell"
+
+
+def _cell_int(text: str) -> int | None:
+    t = text.strip()
+    if not t or len(t) > MAX_INT_DIGITS + 3:
+        return None
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    try:
+        f = float(t)
+    except ValueError:
+        return None
+    if math.isfinite(f) and f.is_integer() and abs(f) <= 2**53:
+        return int(f)
+    return None
+
+
+# a line and its ending, as iterating ``io.StringIO(text, newline="")`` gives them
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+\Z")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their endings (``\\n``, ``\\r\\n`` or ``\\r``), one at a time.
+
+    Unlike ``io.StringIO(text)``, which copies the text at four bytes per character, this
+    holds one line at a time.
+
+    >>> list(_lines("a,b\\r\\n1,2\\r3,4\\n\\n5,6"))
+    ['a,b\\r\\n', '1,2\\r', '3,4\\n', '\\n', '5,6']
+    """
+    for m in _LINE.finditer(text):
+        yield m.group()
+
+
+def read_csv(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_cells: int = DEFAULT_MAX_CELLS,
+    what: str = "CSV file",
+    row_label: str = "line",
+) -> CsvTable:
+    """Read a comma-separated file with a header line, with the guards of :func:`read_text`.
+
+    Rows with a different number of fields than the header are errors (naming the line);
+    blank lines are skipped; a file with a header and no rows, or more than ``max_cells`` cells
+    (commas and line breaks counted on the text, before parsing), is an error.  ``row_label``
+    names a file line in the table's cell errors (``line 7, column num_gpus``).
+    """
+    src = os.fspath(path)
+    text = read_text(path, max_bytes=max_bytes, what=what)
+    n_cells = text.count(",") + text.count("\n") + text.count("\r")
+    if n_cells > max_cells:
+        raise InstanceError(
+            f"{what} has about {n_cells:,} cells (commas and line-break characters counted), "
+            f"more than the limit of {max_cells:,}",
+            source=src,
+        )
+    reader = csv.reader(_lines(text), strict=True)
+    try:
+        header = [h.strip() for h in next(reader)]
+        rows: list[tuple[int, list[str]]] = []
+        for fields in reader:
+            if not fields or all(not f.strip() for f in fields):
+                continue
+            line = reader.line_num
+            if len(fields) != len(header):
+                raise InstanceError(
+                    f"has {len(fields)} fields but the header has {len(header)}", source=src, path=f"line {line}"
+                )
+            rows.append((line, [f.strip() for f in fields]))
+    except csv.Error as exc:
+        raise InstanceError(f"malformed CSV: {exc}", source=src, path=f"line {reader.line_num}") from None
+    if not rows:
+        raise InstanceError(f"{what} has a header but no rows", source=src)
+    return CsvTable(src, header, rows, row_label)

@@ -1,0 +1,122 @@
+"""The instance file, written: :func:`instance_to_dict`, :func:`dumps_instance`, :func:`save_instance`.
+
+The inverse of :mod:`pal_opt.io.instance` (format in its docstring): columns of GPU attributes
+on one line each, one job per line, floats in Python's shortest round-trip form, so
+``load_instance(save_instance(x))`` reproduces every factor bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..model import RoundInstance, pal_locality
+from .atomic import atomic_write_text
+from .schema import FORMAT, STATE_NAMES, VERSION
+
+__all__ = ["instance_to_dict", "dumps_instance", "save_instance"]
+
+
+def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The instance as a JSON-ready document (inverse of :func:`instance_from_dict`)."""
+    cl = instance.cluster
+    prm = instance.params
+    servers = list(cl.server_ids)
+    cluster: dict[str, Any] = {}
+    if cl.racked:
+        cluster["servers"] = {
+            "id": [_plain(s) for s in servers],
+            "rack": [_plain(cl.rack_ids[r]) for r in cl.rack_of_server.tolist()],
+        }
+    cluster["gpus"] = {
+        "id": cl.gpu_ids.tolist(),
+        "server": [_plain(servers[s]) for s in cl.server_of.tolist()],
+        "state": [STATE_NAMES[s] for s in cl.state.tolist()],
+    }
+    cluster["factors"] = {c: np.asarray(v, dtype=np.float64).tolist() for c, v in cl.factors.items()}
+    default_loc = pal_locality(prm.locality_penalty)
+    jobs = []
+    for j in instance.jobs:
+        jd: dict[str, Any] = {"id": _plain(j.id), "demand": int(j.demand), "class": j.perfclass}
+        if j.model is not None:
+            jd["model"] = j.model
+        if tuple(j.locality) != default_loc:
+            jd["locality"] = [float(x) for x in j.locality]
+        if j.placement is not None:
+            jd["placement"] = [int(g) for g in j.placement]
+        jobs.append(jd)
+    doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+    if instance.name:
+        doc["name"] = instance.name
+    doc["params"] = {
+        "locality_penalty": float(prm.locality_penalty),
+        "binning": prm.binning,
+        "restart_cost": float(prm.restart_cost),
+    }
+    doc["cluster"] = cluster
+    doc["jobs"] = jobs
+    if meta:
+        doc["meta"] = dict(meta)
+    return doc
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    return x
+
+
+def _is_flat(v: Any) -> bool:
+    if isinstance(v, list):
+        return all(not isinstance(x, (list, dict)) for x in v)
+    if isinstance(v, dict):
+        return all(not isinstance(x, (list, dict)) or (isinstance(x, list) and len(x) <= 8 and _is_flat(x))
+                   for x in v.values())
+    return True
+
+
+def _dump(v: Any, indent: int, out: list[str]) -> None:
+    """Pretty JSON: containers of scalars (and small objects such as a job) on one line."""
+    if _is_flat(v):
+        out.append(json.dumps(v, allow_nan=False, separators=(", ", ": ")))
+        return
+    pad = "  " * (indent + 1)
+    if isinstance(v, dict):
+        out.append("{\n")
+        for k, (key, x) in enumerate(v.items()):
+            out.append(f"{pad}{json.dumps(key)}: ")
+            _dump(x, indent + 1, out)
+            out.append(",\n" if k < len(v) - 1 else "\n")
+        out.append("  " * indent + "}")
+    else:
+        out.append("[\n")
+        for k, x in enumerate(v):
+            out.append(pad)
+            _dump(x, indent + 1, out)
+            out.append(",\n" if k < len(v) - 1 else "\n")
+        out.append("  " * indent + "]")
+
+
+def dumps_instance(instance: RoundInstance, meta: Mapping[str, Any] | None = None) -> str:
+    """The instance file's text: readable, one job per line, GPU columns on one line each."""
+    out: list[str] = []
+    _dump(instance_to_dict(instance, meta), 0, out)
+    out.append("\n")
+    return "".join(out)
+
+
+def save_instance(
+    instance: RoundInstance, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None
+) -> None:
+    """Write ``instance`` to ``path`` atomically (see :func:`~pal_opt.io.atomic.atomic_write_text`).
+
+    Floats are written with Python's shortest round-trip repr, so
+    ``load_instance(save_instance(x))`` reproduces every factor bit for bit.
+    """
+    atomic_write_text(path, dumps_instance(instance, meta))

@@ -1,0 +1,56 @@
+"""Placement files: what ``pal-opt solve --out`` writes, read back for ``pal-opt check``."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from .jsonfile import load_json
+from .messages import INT64_MAX, Special, problem_error
+from .textfile import DEFAULT_MAX_BYTES
+from .validation import SchemaChecker
+
+__all__ = ["PLACEMENT_SCHEMA", "load_placement_file"]
+
+#: The shape :func:`load_placement_file` checks (the rest of a result file is free-form).
+PLACEMENT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pal-opt placement file (PlacementResult.to_dict())",
+    "type": "object",
+    "required": ["placements"],
+    "properties": {
+        "placements": {
+            "description": "{job id: [GPU ids]}",
+            "type": "object",
+            "additionalProperties": {
+                "type": "array",
+                "items": {"title": "GPU id", "type": "integer", "minimum": -INT64_MAX, "maximum": INT64_MAX},
+            },
+        }
+    },
+}
+
+_MESSAGES: Special = {("placements", "type"): "must be an object {{job id: [GPU ids]}}, got {got}"}
+
+
+@functools.cache
+def _checker() -> SchemaChecker:
+    return SchemaChecker(PLACEMENT_SCHEMA)
+
+
+def load_placement_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """Read a placement file written by ``pal-opt solve --out`` (``PlacementResult.to_dict()``).
+
+    A bare ``{job id: [GPU ids]}`` object is accepted too and wrapped as
+    ``{"placements": ...}``.  Only the shape is checked here (:data:`PLACEMENT_SCHEMA`: an object
+    of arrays of integers, and JSON values only elsewhere); whether the placement is valid for an
+    instance is :func:`pal_opt.check.check`'s job.
+    """
+    d = load_json(path, max_bytes=max_bytes, what="placement file")
+    if isinstance(d, dict) and "placements" not in d:
+        d = {"placements": d}
+    problem = _checker().first_problem(d)
+    if problem is not None:
+        raise problem_error(problem, os.fspath(path), _MESSAGES)
+    return d

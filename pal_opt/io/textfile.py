@@ -1,0 +1,91 @@
+"""Guarded reading of input text files, and the limits every reader shares.
+
+Every file pal-opt reads passes through :func:`read_text`, which turns each way a file can be
+unusable into an :class:`~pal_opt.errors.InstanceError` naming the file: larger than a size
+limit (64 MiB by default), empty, binary (NUL bytes) or not UTF-8.  The JSON and CSV readers
+(:mod:`~pal_opt.io.jsonfile`, :mod:`~pal_opt.io.csvfile`) add their own limits on top; all of
+them are defined here and listed, with their measured cost, in ``docs/limits.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import InstanceError
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_VALUES",
+    "DEFAULT_MAX_CELLS",
+    "MAX_INT_DIGITS",
+    "read_text",
+]
+
+#: Largest input file read, in bytes (64 MiB: fifty times a 16,384-GPU instance; reading costs up
+#: to five times the file size, the bytes plus the text at up to four bytes per character).
+DEFAULT_MAX_BYTES: int = 64 * 1024 * 1024
+#: Deepest nesting of JSON arrays and objects accepted.
+DEFAULT_MAX_DEPTH: int = 64
+#: Integers with more digits than this are rejected (an int64 has at most 19).
+MAX_INT_DIGITS: int = 40
+#: Most values a JSON document may hold, counted on the text as commas (values are
+#: comma-separated; nesting is bounded separately).  A 16,384-GPU instance with four classes
+#: has about 120,000; the limit admits about 250,000 GPUs.
+DEFAULT_MAX_VALUES: int = 2_000_000
+#: Most cells a CSV file may have, counted on the text as commas plus line breaks (a cell is
+#: about 100 bytes once read, so this bounds a table at a few hundred megabytes; a trace of
+#: 800,000 jobs fits).
+DEFAULT_MAX_CELLS: int = 4_000_000
+
+
+def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> str:
+    """Read a UTF-8 text file with guards.
+
+    Parameters
+    ----------
+    path
+        The file.
+    max_bytes
+        Size limit; larger files are rejected before they are read.
+    what
+        Noun used in messages (``"instance file"``, ``"CSV file"``...).
+
+    Returns
+    -------
+    str
+        The text, with a UTF-8 byte-order mark removed.
+
+    Raises
+    ------
+    InstanceError
+        Too large, empty, binary or not UTF-8.
+    OSError
+        Missing or unreadable (the CLI reports it in one line too).
+    """
+    src = os.fspath(path)
+    p = Path(path)
+    if p.is_dir():
+        raise InstanceError(f"is a directory, expected a {what}", source=src)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise InstanceError(
+            f"{what} is {size:,} bytes, larger than the limit of {max_bytes:,} bytes", source=src
+        )
+    with open(p, "rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:  # grew while we looked, or a special file
+        raise InstanceError(f"{what} is larger than the limit of {max_bytes:,} bytes", source=src)
+    if not data.strip():
+        raise InstanceError(f"{what} is empty", source=src)
+    if b"\x00" in data:
+        i = data.index(b"\x00")
+        raise InstanceError(f"{what} is binary, not text (NUL byte at offset {i})", source=src)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InstanceError(f"{what} is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=src) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
