@@ -200,6 +200,7 @@ def _params(p: dict[str, Any]) -> RoundParams:
         locality_penalty=float(p.get("locality_penalty", d.locality_penalty)),
         binning=p.get("binning", d.binning),
         restart_cost=float(p.get("restart_cost", d.restart_cost)),
+        costs=p.get("costs", {}),
     )
 
 

@@ -57,6 +57,8 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
         "binning": prm.binning,
         "restart_cost": float(prm.restart_cost),
     }
+    if prm.costs:
+        doc["params"]["costs"] = {t: {k: float(v) for k, v in ps.items()} for t, ps in prm.costs.items()}
     doc["cluster"] = cluster
     doc["jobs"] = jobs
     if meta:
