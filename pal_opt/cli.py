@@ -30,6 +30,7 @@ either as it was or replaced by a complete placement.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
@@ -381,9 +382,24 @@ def _robust_stdout() -> None:
                 pass
 
 
+class _WarningLine(logging.Handler):
+    """The package's warnings (``logging``), one line each on stderr: ``pal-opt: warning: ...``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _error(f"{PROG}: warning: {record.getMessage()}")
+
+
+def _log_warnings() -> None:
+    logger = logging.getLogger("pal_opt")
+    if not any(isinstance(h, _WarningLine) for h in logger.handlers):
+        handler = _WarningLine(logging.WARNING)
+        logger.addHandler(handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pal-opt`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
     _robust_stdout()
+    _log_warnings()
     with _Signals() as signals:
         try:
             return _main(argv, signals)

@@ -254,16 +254,13 @@ def _jobs(jobs_in: list[dict[str, Any]], cluster: Cluster, params: RoundParams, 
     default_loc = pal_locality(params.locality_penalty)
     ids_seen: dict[str, int] = {}
     held: dict[int, int] = {}
-    n_gpus = cluster.num_gpus
     out: list[Job] = []
     for i, j in enumerate(jobs_in):
         p = f"jobs[{i}]"
         jid = int(j["id"]) if type(j["id"]) is float else j["id"]
         if ids_seen.setdefault(str(jid), i) != i:
             raise _error(source, f"{p}.id", f"duplicate job id {describe(jid)} (same as jobs[{ids_seen[str(jid)]}].id)")
-        demand = int(j["demand"])
-        if demand > n_gpus:
-            raise _error(source, f"{p}.demand", f"needs {demand} GPUs but the cluster has {n_gpus}")
+        demand = int(j["demand"])  # more than the cluster has is allowed: such a job is unplaceable
         loc = j.get("locality")
         if loc is not None and not loc[0] <= loc[1] <= loc[2]:
             raise _error(source, f"{p}.locality", f"penalties must not decrease from server to rack to cluster, got {loc}")

@@ -19,6 +19,8 @@ traces load as they are):
 
 from __future__ import annotations
 
+import logging
+
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -27,6 +29,8 @@ from ..errors import InstanceError
 from ..model import MODEL_CLASS, Job, pal_locality
 from .csvfile import CsvTable, read_csv
 from .textfile import DEFAULT_MAX_BYTES
+
+log = logging.getLogger(__name__)
 
 __all__ = ["JobTable", "load_jobs", "parse_jobs"]
 
@@ -79,7 +83,8 @@ def load_jobs(
     locality_penalty
         λ for jobs without their own ``locality_penalty``.
     max_gpus
-        The cluster's GPU count; a job needing more is an error.  None: no check.
+        The cluster's GPU count; a job needing more is kept (it is unplaceable) and logged as a
+        warning.  None: no check.
     max_bytes
         Size limit of the file.
 
@@ -120,8 +125,9 @@ def parse_jobs(
             raise t.error(line, c_id, f"duplicate job id {f[c_id]!r} (also on line {seen[key]})")
         seen[key] = line
         demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
-        if max_gpus is not None and demand > max_gpus:
-            raise t.error(line, c_dem, f"job {jid!r} needs {demand} GPUs but the cluster has {max_gpus}")
+        if max_gpus is not None and demand > max_gpus:  # kept: a fact of the queue, reported as unplaceable
+            log.warning("%s: line %d: job %r needs %d GPUs but the cluster has %d; kept in the queue, it cannot "
+                        "be placed", t.source, line, jid, demand, max_gpus)
         model = f[c_mod] if c_mod is not None and f[c_mod] else None
         perfclass = f[c_cls] if c_cls is not None and f[c_cls] else None
         if perfclass is None:

@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
             f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
             f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {args.out}"
         )
+        for jid, why in result.unplaceable.items():
+            print(f"unplaceable: job {jid}: {why}")
     return 0
 
 

@@ -268,12 +268,6 @@ def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> 
                 source=source,
                 path=where + "submit_time",
             )
-        if tj.demand > g:
-            raise InstanceError(
-                f"job {tj.id!r} needs {tj.demand} GPUs but the cluster has {g}",
-                source=source,
-                path=where + "num_gpus",
-            )
         if tj.perfclass not in cluster.factors:
             raise InstanceError(
                 f"job {tj.id!r}: class {tj.perfclass!r} has no GPU factors (known: {', '.join(cluster.factors)})",
@@ -351,6 +345,10 @@ class _Simulation:
         if len(self.by_id) != n:
             raise InstanceError("duplicate job ids in the trace", source=source)
         self.arrivals = sorted(range(n), key=lambda i: (self.records[i].submit_time, i))
+        g = cluster.num_gpus
+        #: jobs no round can serve, by trace index: reported, never queued
+        self.unplaceable = {i: f"needs {r.demand} GPUs; the cluster has {g}"
+                            for i, r in enumerate(self.records) if r.demand > g}
         self.active: list[int] = []
         self.rounds: list[RoundRecord] = []
         self.fallbacks = 0
@@ -362,7 +360,7 @@ class _Simulation:
 
     @property
     def done(self) -> bool:
-        return self.finished >= len(self.records)
+        return self.finished + len(self.unplaceable) >= len(self.records)
 
     # ------------------------------------------------------------------ arrivals
     def admit_arrivals(self) -> None:
@@ -372,7 +370,8 @@ class _Simulation:
             i = self.arrivals[self.next_arrival]
             if self.records[i].submit_time > self.t + _EPS:
                 break
-            self.active.append(i)
+            if i not in self.unplaceable:
+                self.active.append(i)
             self.next_arrival += 1
 
     def skip_idle(self) -> None:
@@ -562,6 +561,7 @@ class _Simulation:
             rounds=self.rounds,
             fallbacks=self.fallbacks,
             wall_seconds=wall_seconds,
+            unplaceable={self.trace[i].id: why for i, why in self.unplaceable.items()},
         )
         result.summary = summarize(result)
         return result

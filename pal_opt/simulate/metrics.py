@@ -79,6 +79,7 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
     return {
         **summary,
         "queueing_delay": summary["avg_queueing_delay"],
+        "unplaceable": [{"job": k, "reason": v} for k, v in result.unplaceable.items()],
         "config": config,
         "num_gpus": result.num_gpus,
         "job_results": [j.to_row() for j in result.jobs],

@@ -98,3 +98,5 @@ class SimulationResult:
     fallbacks: int
     wall_seconds: float
     summary: dict[str, Any] = field(default_factory=dict)
+    #: jobs no round could serve (e.g. needing more GPUs than the cluster has), with the reason
+    unplaceable: dict[Any, str] = field(default_factory=dict)
