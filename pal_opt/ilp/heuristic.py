@@ -32,7 +32,8 @@ import numpy as np
 from ..admission import class_rank
 from ..cost import job_slowdown_pos
 from ..model import GpuState, JobId, Level, RoundInstance
-from .formulation import Formulation, _keep_positions
+from .formulation import Formulation
+from .running import keep_positions
 
 __all__ = ["packing_greedy", "pal_greedy", "start_placements"]
 
@@ -90,7 +91,7 @@ def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId,
         rc = float(inst.params.restart_cost)
         for i in form.admitted:
             job = inst.jobs[i]
-            pos = _keep_positions(inst, i)
+            pos = keep_positions(inst, i)
             if pos is None or job.placement is None or not free[pos].all():
                 continue
             # keep when moving could save at most the restart cost per GPU: the job's current
