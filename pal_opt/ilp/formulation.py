@@ -643,7 +643,8 @@ def _add_capacity_rows(b: ProgramBuilder, cl: Cluster, lv: _Levels, pools: _Pool
     rows = np.concatenate([f_node[xf] * nt + f_g[xf], kcell])
     cols = np.concatenate([f_idx[xf], kc])
     cells = np.flatnonzero(lv.cnt.ravel() > 0)
-    _add_cell_rows(b, "cap_s{}_g{}", nt, cells, lv.cnt.ravel(), rows, cols)
+    names = [f"cap_s{c // nt}_g{c % nt}" for c in cells.tolist()]
+    _add_cell_rows(b, names, cells, lv.cnt.ravel(), rows, cols)
     # rack level: only (r, g) holding rack-pool flows; the rest is implied by the server rows
     if cl.racked:
         yf = f_kind == KIND_Y
@@ -652,21 +653,21 @@ def _add_capacity_rows(b: ProgramBuilder, cl: Cluster, lv: _Levels, pools: _Pool
         rows = np.concatenate([ros[f_node[xf]] * nt + f_g[xf], f_node[yf] * nt + f_g[yf], k_rack_cell])
         cols = np.concatenate([f_idx[xf], f_idx[yf], kc])
         cells = np.unique(f_node[yf] * nt + f_g[yf])
-        _add_cell_rows(b, "cap_r{}_g{}", nt, cells, lv.cntr.ravel(), rows, cols)
+        names = [f"cap_r{c // nt}_g{c % nt}" for c in cells.tolist()]
+        _add_cell_rows(b, names, cells, lv.cntr.ravel(), rows, cols)
     # cluster level: only GPU types holding cluster-pool flows
     gs = np.unique(f_g[f_kind == KIND_Z])
     rows = np.concatenate([f_g, kcell % nt if kcell.size else kcell])
-    _add_cell_rows(b, "cap_g{1}", nt, gs, lv.tot, rows, np.concatenate([f_idx, kc]))
+    _add_cell_rows(b, [f"cap_g{g}" for g in gs.tolist()], gs, lv.tot, rows, np.concatenate([f_idx, kc]))
 
 
-def _add_cell_rows(b: ProgramBuilder, name: str, nt: int, cells: np.ndarray, cap: np.ndarray, rows: np.ndarray,
+def _add_cell_rows(b: ProgramBuilder, names: list[str], cells: np.ndarray, cap: np.ndarray, rows: np.ndarray,
                    cols: np.ndarray) -> None:
-    """``Σ cols ≤ cap[cell]`` for each of ``cells`` (node · nt + type); ``rows`` gives each
+    """``Σ cols ≤ cap[cell]`` for each of ``cells`` (indices into ``cap``); ``rows`` gives each
     entry's cell, entries outside ``cells`` are dropped."""
     row_of = np.full(cap.size, -1, dtype=np.int64)
     row_of[cells] = np.arange(cells.size)
     sel = row_of[rows] >= 0
-    names = [name.format(c // nt, c % nt) for c in cells.tolist()]
     b.add_le_rows(names, cap[cells], row_of[rows[sel]], cols[sel], np.ones(int(sel.sum())))
 
 
