@@ -396,7 +396,7 @@ def build_formulation(
     _add_keep_conflict_rows(b, cl, keeps)
     if cuts:
         _add_packing_cuts(b, lv, slots)
-    cols = ColumnMeta(*(b.meta(k) for k in ("kind", "type", "level", "span", "job")))
+    cols = ColumnMeta(**{k: b.meta(k) for k in ("kind", "type", "level", "span", "job")})
     c, offset = round_objective(instance, data.factors, data.admitted, types, lv.profiles, cols)
     program, meta = b.finish(c, offset, {"pool": (slots.idx, pools.slot_pool)})
     return _assemble(instance, data, lv, types, pools, program, meta)
