@@ -42,7 +42,7 @@ from pal_opt.binning import binned_factors  # noqa: E402
 from pal_opt.errors import SolveInterrupted  # noqa: E402
 from pal_opt.ilp import build_formulation  # noqa: E402
 from pal_opt.ilp.backends import BACKENDS, SolveOptions  # noqa: E402
-from pal_opt.ilp.backends import cpsat as cpsat_mod  # noqa: E402
+from pal_opt.ilp.backends.cpsat import CpSatBackend  # noqa: E402
 from pal_opt.ilp.backends.highs import HighsBackend  # noqa: E402
 from pal_opt.ilp.solve import resolve_admission  # noqa: E402
 from pal_opt.io import load_instance  # noqa: E402
@@ -55,19 +55,15 @@ INSTANCES = ROOT / "instances"
 class PlainHighs(HighsBackend):
     """HiGHS called directly: no helper thread, no interrupt callbacks (the comparator)."""
 
-    @staticmethod
-    def _run(h: Any) -> tuple[Any, bool]:
-        return h.run(), False
+    def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
+        return self._run(model), False
 
 
-def _plain_cpsat_solve(form, options, start=None):  # type: ignore[no-untyped-def]
+class PlainCpSat(CpSatBackend):
     """CP-SAT called directly in this thread (the comparator)."""
-    saved = cpsat_mod.run_interruptibly
-    cpsat_mod.run_interruptibly = lambda work, stop: (work(), False)  # type: ignore[assignment]
-    try:
-        return cpsat_mod.CpSatBackend().solve(form, options, start)
-    finally:
-        cpsat_mod.run_interruptibly = saved
+
+    def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
+        return self._run(model), False
 
 
 def _form(inst):  # type: ignore[no-untyped-def]
@@ -82,7 +78,7 @@ def part_a(rounds: int) -> list[str]:
     opts = SolveOptions()
     variants = {
         "highs": (lambda f: HighsBackend().solve(f, opts), lambda f: PlainHighs().solve(f, opts)),
-        "cpsat": (lambda f: BACKENDS["cpsat"]().solve(f, opts), lambda f: _plain_cpsat_solve(f, opts)),
+        "cpsat": (lambda f: BACKENDS["cpsat"]().solve(f, opts), lambda f: PlainCpSat().solve(f, opts)),
     }
     lines = ["## A. Overhead of being interruptible (solve to proven optimality)", "",
              "| Backend | Rounds | Median, as shipped | Median, plain | Ratio | Same objective |",
@@ -157,7 +153,7 @@ def part_c(limits: list[float]) -> list[str]:
              "|---|---|---|---|---|"]
     for limit in limits:
         sol = cbc().solve(form, SolveOptions(time_limit=limit))
-        prob, _ = cbc()._model(form, None)
+        prob = cbc()._translate(form, None).prob
         with tempfile.TemporaryDirectory() as d:
             cmd = pulp.PULP_CBC_CMD(msg=False, gapRel=0, gapAbs=1e-9, timeLimit=limit, options=["preprocess on"],
                                     logPath=os.path.join(d, "log"))

@@ -1,7 +1,12 @@
-"""Process helpers for the interrupt tests (Linux /proc)."""
+"""Process and interrupt helpers for the interrupt tests (Linux /proc)."""
 
 from __future__ import annotations
 
+import _thread
+import os
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 
@@ -17,3 +22,45 @@ def children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 out.append(int(d.name))
     return out
+
+
+def own_children() -> list[int]:
+    """Direct children of this process."""
+    return children(os.getpid())
+
+
+def cbc_dirs() -> set[str]:
+    """Names of the CBC backend's temporary directories that exist now."""
+    return {p.name for p in Path(tempfile.gettempdir()).glob("pal_opt_cbc_*")}
+
+
+def solver_threads() -> list[threading.Thread]:
+    """Helper threads still running a solver call."""
+    return [t for t in threading.enumerate() if t.name == "pal-opt-solver" and t.is_alive()]
+
+
+def interrupt_when_solving(monkeypatch, backend: str, after: float, times: int = 1) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Patch the backend so that ``after`` seconds into its ``solve`` the main thread gets a
+    KeyboardInterrupt (``times`` of them, 0.3 s apart), what a SIGINT does.  Returns a dict that
+    receives the time of the first one."""
+    from pal_opt.ilp.backends import BACKENDS
+
+    cls = BACKENDS[backend]
+    orig = cls.solve
+    sent: dict[str, float] = {}
+
+    def fire() -> None:
+        for k in range(times):
+            if k == 0:
+                sent["at"] = time.monotonic()
+            _thread.interrupt_main()
+            time.sleep(0.3)
+
+    def solve_with_timer(self, *a, **k):  # type: ignore[no-untyped-def]
+        timer = threading.Timer(after, fire)
+        timer.daemon = True
+        timer.start()
+        return orig(self, *a, **k)
+
+    monkeypatch.setattr(cls, "solve", solve_with_timer)
+    return sent

@@ -2,22 +2,22 @@
 
 ``KeyboardInterrupt`` is delivered to the main thread with ``_thread.interrupt_main()`` (what a
 SIGINT does) one second after a backend's ``solve`` is entered; the backends run unchanged.  The
-subprocess tests in ``test_faults.py`` cover the same through the CLI with real signals.
+subprocess tests in ``test_faults.py`` cover the same through the CLI with real signals.  The
+check that every registered backend hands back its incumbent on Ctrl-C is part of the backend
+conformance suite (``conformance.py``); the helpers are in ``procs.py``.
 """
 
 from __future__ import annotations
 
 import _thread
-import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from procs import children
+from procs import cbc_dirs, interrupt_when_solving, own_children
 
 import pal_opt
 from pal_opt.check import check
@@ -37,72 +37,9 @@ def racked():
     return load_instance(RACKED)
 
 
-def _children() -> list[int]:
-    return children(os.getpid())
-
-
-def _cbc_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("pal_opt_cbc_*")}
-
-
-def _interrupt_when_solving(monkeypatch, backend: str, after: float, times: int = 1) -> dict[str, float]:
-    """Patch the backend so that ``after`` seconds into its ``solve`` the main thread gets a
-    KeyboardInterrupt (``times`` of them, 0.3 s apart).  Returns a dict that receives the time
-    of the first one."""
-    cls = BACKENDS[backend]
-    orig = cls.solve
-    sent: dict[str, float] = {}
-
-    def fire() -> None:
-        for k in range(times):
-            if k == 0:
-                sent["at"] = time.monotonic()
-            _thread.interrupt_main()
-            time.sleep(0.3)
-
-    def solve_with_timer(self, *a, **k):  # type: ignore[no-untyped-def]
-        timer = threading.Timer(after, fire)
-        timer.daemon = True
-        timer.start()
-        return orig(self, *a, **k)
-
-    monkeypatch.setattr(cls, "solve", solve_with_timer)
-    return sent
-
-
-@pytest.mark.parametrize("backend", tuple(BACKENDS))
-def test_ctrl_c_in_the_solver_hands_back_the_best_placement(monkeypatch, racked, backend):
-    """The solver stops within seconds; ``SolveInterrupted.result`` is a valid placement of the
-    admitted jobs, never worse than the start placement, flagged as interrupted; no solver
-    thread, process or temporary file is left behind."""
-    dirs_before = _cbc_dirs()
-    sent = _interrupt_when_solving(monkeypatch, backend, after=1.0)
-    with pytest.raises(SolveInterrupted) as caught:
-        solve(racked, "ilp", backend=backend, time_limit=60)
-    waited = time.monotonic() - sent["at"]
-    assert waited < 10, f"{backend} took {waited:.1f} s to stop"
-    res = caught.value.result
-    assert res is not None and res.placements
-    assert res.info["interrupted"] is True
-    assert res.status in (Status.FEASIBLE, Status.FALLBACK), res.status
-    assert res.message.startswith("interrupted") or "interrupted" in res.message
-    assert check(racked, res) == []
-    starts = [v for k, v in res.info.items() if k.startswith("start_") and k.endswith("_objective")]
-    assert res.objective <= min(starts) + 1e-9
-    if res.bound is not None:
-        assert res.bound <= res.objective + 1e-9
-    # nothing left running or lying around
-    deadline = time.monotonic() + 2
-    while any(t.name == "pal-opt-solver" for t in threading.enumerate()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(t.name == "pal-opt-solver" for t in threading.enumerate())
-    assert _children() == []
-    assert _cbc_dirs() <= dirs_before
-
-
 def test_solve_interrupted_is_a_keyboard_interrupt(monkeypatch, racked):
     """Code that handles Ctrl-C as ``KeyboardInterrupt`` keeps working unchanged."""
-    _interrupt_when_solving(monkeypatch, "cpsat", after=0.5)
+    interrupt_when_solving(monkeypatch, "cpsat", after=0.5)
     with pytest.raises(KeyboardInterrupt):
         solve(racked, "ilp", backend="cpsat", time_limit=60)
 
@@ -113,7 +50,7 @@ def test_the_solver_is_usable_after_an_interrupt(monkeypatch, racked):
     small = pal_opt.generate_instance(nodes=8, gpus_per_node=4, jobs=20, seed=3)
     before = solve(small, "ilp", backend="highs")
     with monkeypatch.context() as m:
-        _interrupt_when_solving(m, "highs", after=1.0)
+        interrupt_when_solving(m, "highs", after=1.0)
         with pytest.raises(SolveInterrupted):
             solve(racked, "ilp", backend="highs", time_limit=60)
     after = solve(small, "ilp", backend="highs")
@@ -125,22 +62,22 @@ def test_ctrl_c_while_the_backend_translates_returns_the_start_placement(monkeyp
     """CBC spends its first second on large-256x8 building the PuLP model and writing the MPS
     file; a Ctrl-C there hands back the start placement, and no CBC process or file is left."""
     large = load_instance(ROOT / "instances" / "large-256x8.json")
-    dirs_before = _cbc_dirs()
-    _interrupt_when_solving(monkeypatch, "cbc", after=0.2)
+    dirs_before = cbc_dirs()
+    interrupt_when_solving(monkeypatch, "cbc", after=0.2)
     with pytest.raises(SolveInterrupted) as caught:
         solve(large, "ilp", backend="cbc", time_limit=60)
     res = caught.value.result
     assert res.status == Status.FALLBACK and res.info["interrupted"] is True
     assert "translate_seconds" not in res.info  # the solver never ran
     assert check(large, res) == []
-    assert _children() == [] and _cbc_dirs() <= dirs_before
+    assert own_children() == [] and cbc_dirs() <= dirs_before
 
 
 def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
     """HiGHS presolving large-256x8 does not look at the stop request for a few seconds; a
     second Ctrl-C gives up waiting: a plain KeyboardInterrupt, no result."""
     large = load_instance(ROOT / "instances" / "large-256x8.json")
-    _interrupt_when_solving(monkeypatch, "highs", after=0.5, times=2)
+    interrupt_when_solving(monkeypatch, "highs", after=0.5, times=2)
     with pytest.raises(KeyboardInterrupt) as caught:
         solve(large, "ilp", backend="highs", time_limit=8)
     assert not isinstance(caught.value, SolveInterrupted)
@@ -256,23 +193,20 @@ def test_solves_from_worker_threads_run_in_that_thread(monkeypatch):
     """A scheduler solving rounds in worker threads: the solver runs in the worker itself (Ctrl-C
     never reaches a worker thread, so no helper thread is needed), and concurrent solves on
     different backends give the undisturbed answers."""
-    import pal_opt.ilp.backends.cpsat as cpsat_mod
-    import pal_opt.ilp.backends.highs as highs_mod
+    import pal_opt.ilp.backends.base as base_mod
 
     small = pal_opt.generate_instance(nodes=8, gpus_per_node=4, jobs=20, seed=5)
     expected = {b: solve(small, "ilp", backend=b).placements for b in BACKENDS}
-    ran_in: list[tuple[str, str]] = []
+    ran_in: list[str] = []
 
-    def spying(mod_name: str):  # type: ignore[no-untyped-def]
-        def spy(work, stop):  # type: ignore[no-untyped-def]
-            def recorded():  # type: ignore[no-untyped-def]
-                ran_in.append((mod_name, threading.current_thread().name))
-                return work()
-            return run_interruptibly(recorded, stop)
-        return spy
+    def spy(work, stop):  # type: ignore[no-untyped-def]
+        def recorded():  # type: ignore[no-untyped-def]
+            ran_in.append(threading.current_thread().name)
+            return work()
+        return run_interruptibly(recorded, stop)
 
-    monkeypatch.setattr(cpsat_mod, "run_interruptibly", spying("cpsat"))
-    monkeypatch.setattr(highs_mod, "run_interruptibly", spying("highs"))
+    # the in-process backends (HiGHS, CP-SAT) run their solver through ThreadedBackend._execute
+    monkeypatch.setattr(base_mod, "run_interruptibly", spy)
     seen: dict[str, object] = {}
 
     def worker(backend: str) -> None:
@@ -284,11 +218,11 @@ def test_solves_from_worker_threads_run_in_that_thread(monkeypatch):
     for t in threads:
         t.join(120)
     assert seen == expected
-    assert sorted(ran_in) == [("cpsat", "sched-cpsat"), ("highs", "sched-highs")]
+    assert sorted(ran_in) == ["sched-cpsat", "sched-highs"]
     # and from the main thread the helper thread is used
     ran_in.clear()
     solve(small, "ilp", backend="cpsat")
-    assert ran_in == [("cpsat", "pal-opt-solver")]
+    assert ran_in == ["pal-opt-solver"]
 
 
 def test_runner_repeats_the_stop_request_until_the_solver_takes_it():

@@ -1,8 +1,10 @@
 """The exact round program: one solver-neutral formulation, three backends.
 
 * :func:`build_formulation` builds the aggregated integer program of a round
-  (:mod:`pal_opt.ilp.formulation`; the mathematics is in ``formulations/round_ilp.md``);
-* a backend (:func:`get_backend`: ``"highs"``, ``"cpsat"``, ``"cbc"``) translates and solves it;
+  (:mod:`pal_opt.ilp.formulation`; the mathematics is in ``formulations/round_ilp.md``), a
+  :class:`Program` (:mod:`pal_opt.ilp.program`) with the round's metadata;
+* a backend (:func:`get_backend`: ``"highs"``, ``"cpsat"``, ``"cbc"``, or one added with
+  :func:`register_backend`) translates and solves any :class:`Program`;
 * :func:`solve_ilp` decodes the answer into GPU sets and prices it with :mod:`pal_opt.cost`;
 * :func:`solve_partitioned` splits a very large round POP-style into parts of the same make-up,
   solves them in parallel and reports the gap against a whole-round LP bound.
@@ -10,11 +12,12 @@
 
 from __future__ import annotations
 
-from .backends import available_backends, get_backend
+from .backends import available_backends, get_backend, register_backend
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .lpwriter import write_lp
 from .partition import solve_partitioned
+from .program import Program
 from .solve import solve_ilp
 
 __all__ = [
@@ -22,8 +25,10 @@ __all__ = [
     "solve_partitioned",
     "build_formulation",
     "Formulation",
+    "Program",
     "available_backends",
     "get_backend",
+    "register_backend",
     "decode",
     "encode",
     "write_lp",

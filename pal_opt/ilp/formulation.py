@@ -13,9 +13,10 @@ it never has a variable per (job, GPU).
 * **Slot variables** (integer) ``x[t,v,s]`` / ``y[t,v,r]`` / ``z[t,v]``: how many type-*t* jobs
   run inside server *s* / inside rack *r* / anywhere, on GPUs of level ≤ *v*.  Cost
   ``d_t · (ln value_c(t)[v] + ln locality_t[level])``.
-* **Keep variables** (binary, only when ``restart_cost > 0``): running job *j* keeps exactly its
-  current GPUs; cost ``d_j ln slowdown_j(current set) − restart_cost · d_j`` on top of the
-  constant ``restart_cost · Σ_{running admitted} d_j``.
+* **Keep variables** (binary, only when moving a running job is charged for:
+  :func:`~pal_opt.ilp.running.moving_is_charged`, today ``restart_cost > 0``): running job *j*
+  keeps exactly its current GPUs; cost ``d_j ln slowdown_j(current set) − restart_cost · d_j``
+  on top of the constant ``restart_cost · Σ_{running admitted} d_j``.
 * **Pools** ``(kind, p, v, node)``: the GPUs used by slot variables of profile *p* at level *v*
   on one node (server, rack or the cluster).  **Flow variables** ``f[pool, g] ≥ 0`` count the
   pool's GPUs of type *g*; they need no integrality (the flow part is a network matrix).
@@ -23,6 +24,15 @@ it never has a variable per (job, GPU).
   (``Σ_g f − Σ_t d_t · slot = 0``); laminar capacity rows per (server, g), (rack, g), (g)
   (only where they are not implied by the rows below them); pairwise keep conflicts; and
   Chvátal–Gomory packing cuts per (server, profile, level, k).
+
+:func:`build_formulation` runs named steps, each a short function: the round's data
+(:func:`_round_data`), levels, GPU types and free counts (:func:`_levels`), job types
+(:func:`_job_types`), slot variables (:func:`_add_slot_vars`), keep variables
+(:func:`_add_keep_vars`), pools and flows (:func:`_add_pools_and_flows`), type, balance,
+capacity and keep-conflict rows, packing cuts, and last the **objective**
+(:func:`round_objective`), the one place that prices columns: every column is created without
+a cost and :func:`round_objective` computes ``c`` and ``obj_offset`` from the columns'
+metadata (:class:`ColumnMeta`).
 
 Everything is numpy; the only Python loops run over job types, profiles and levels, never
 over GPUs or servers.  This module imports no solver.
@@ -32,17 +42,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..admission import admit
 from ..binning import binned_factors
 from ..cost import job_slowdown_pos
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
-from ..model import GpuState, Level, RoundInstance
+from ..model import Cluster, GpuState, Level, RoundInstance
+from .builder import ProgramBuilder
+from .program import Program, read_only
+from .running import keep_positions, moving_is_charged
 
 __all__ = [
     "KIND_X",
@@ -53,8 +65,10 @@ __all__ = [
     "KIND_NAMES",
     "JobType",
     "Profile",
+    "ColumnMeta",
     "Formulation",
     "build_formulation",
+    "round_objective",
 ]
 
 #: Variable kinds.  The slot kinds equal the :class:`~pal_opt.model.Level` they pay for.
@@ -108,21 +122,46 @@ class Profile:
         return int(next(iter(self.values.values())).size)
 
 
-@dataclass(frozen=True, eq=False)
-class Formulation:
-    """The round program in solver-neutral form, plus what decoding needs.
+@dataclass(frozen=True)
+class ColumnMeta:
+    """Per-column metadata of the round program: what :func:`round_objective` prices by.
+
+    Attributes
+    ----------
+    kind
+        ``KIND_*`` per column.
+    type
+        Job type (slot and keep columns), else ``-1``.
+    level
+        Factor level index (slot and flow columns), else ``-1``.
+    span
+        :class:`~pal_opt.model.Level` the column's jobs span: a slot column's kind, the span of
+        a keep column's current GPUs; ``-1`` for flows.
+    job
+        Job index into ``instance.jobs`` (keep columns), else ``-1``.
+    """
+
+    kind: np.ndarray
+    type: np.ndarray
+    level: np.ndarray
+    span: np.ndarray
+    job: np.ndarray
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class Formulation(Program):
+    """The round program: a :class:`~pal_opt.ilp.program.Program` plus what decoding needs.
 
     The program is ``min c·x + obj_offset`` subject to ``row_lo ≤ A x ≤ row_hi``,
     ``col_lo ≤ x ≤ col_hi`` and ``x_i`` integer where ``integrality[i]``.  Infinite bounds are
     ``±inf``.  Every coefficient of ``A`` and every finite bound is an integer; only ``c`` and
-    ``obj_offset`` are real.
+    ``obj_offset`` are real.  ``col_group`` is the job type of slot and keep columns and
+    ``group_limit`` the number of jobs of each type (their sum in every solution).
 
     Attributes
     ----------
-    c, obj_offset, A, row_lo, row_hi, col_lo, col_hi, integrality
-        The program.
-    var_names, row_names
-        Deterministic, LP-format-safe names.
+    c, obj_offset, A, row_lo, row_hi, col_lo, col_hi, integrality, var_names, row_names
+        The program (:class:`~pal_opt.ilp.program.Program`).
     instance, factors, admitted, total_demand
         The round, the per-class factors used, the admitted job indices (queue order) and
         Σ demand over them.
@@ -132,24 +171,14 @@ class Formulation:
         GPU type per GPU position (``-1`` for GPUs not free).
     type_levels
         Level index of each GPU type per profile, shape (num GPU types, num profiles).
-    var_kind, var_type, var_level, var_node, var_job, var_pool, var_gtype
-        Per variable: kind (``KIND_*``), job type, level, node (server or rack position,
-        ``-1`` for the cluster), job index (keep variables), pool and GPU type (flows);
-        ``-1`` where not applicable.
+    var_kind, var_type, var_level, var_span, var_node, var_job, var_pool, var_gtype
+        Per variable: kind (``KIND_*``), job type, level, span (:class:`ColumnMeta`), node
+        (server or rack position, ``-1`` for the cluster), job index (keep variables), pool and
+        GPU type (flows); ``-1`` where not applicable.
     pool_kind, pool_profile, pool_level, pool_node
         Per pool: slot kind, profile, level and node.
     """
 
-    c: np.ndarray
-    obj_offset: float
-    A: sp.csr_matrix
-    row_lo: np.ndarray
-    row_hi: np.ndarray
-    col_lo: np.ndarray
-    col_hi: np.ndarray
-    integrality: np.ndarray
-    var_names: tuple[str, ...]
-    row_names: tuple[str, ...]
     instance: RoundInstance
     factors: Mapping[str, np.ndarray]
     admitted: tuple[int, ...]
@@ -161,6 +190,7 @@ class Formulation:
     var_kind: np.ndarray
     var_type: np.ndarray
     var_level: np.ndarray
+    var_span: np.ndarray
     var_node: np.ndarray
     var_job: np.ndarray
     var_pool: np.ndarray
@@ -172,20 +202,8 @@ class Formulation:
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
-    def num_vars(self) -> int:
-        return int(self.c.size)
-
-    @property
-    def num_rows(self) -> int:
-        return int(self.row_lo.size)
-
-    @property
     def num_pools(self) -> int:
         return int(self.pool_kind.size)
-
-    def objective(self, values: np.ndarray) -> float:
-        """Program objective ``c·values + obj_offset``."""
-        return float(np.dot(self.c, values)) + self.obj_offset
 
     def summary(self) -> dict[str, Any]:
         """Model size figures (for ``PlacementResult.info``)."""
@@ -203,123 +221,98 @@ class Formulation:
             "levels": {c: int(p.values[c].size) for p in self.profiles for c in p.classes},
         }
 
-    def row_activity(self, values: np.ndarray) -> np.ndarray:
-        """``A @ values``."""
-        return np.asarray(self.A @ values).ravel()
-
-    def is_feasible(self, values: np.ndarray, tol: float = 1e-6) -> bool:
-        """Whether ``values`` satisfies every row, bound and integrality requirement."""
-        v = np.asarray(values, dtype=np.float64)
-        act = self.row_activity(v)
-        ok = bool(np.all(act >= self.row_lo - tol) and np.all(act <= self.row_hi + tol))
-        ok &= bool(np.all(v >= self.col_lo - tol) and np.all(v <= self.col_hi + tol))
-        vi = v[self.integrality]
-        return ok and bool(np.all(np.abs(vi - np.round(vi)) <= tol))
-
 
 # --------------------------------------------------------------------------- building
-class _Builder:
-    """Accumulates columns, rows and matrix entries in numpy chunks."""
+#: Per-column metadata the builder keeps (``Formulation.var_*``).
+_META = ("kind", "type", "level", "span", "node", "job", "pool", "gtype")
 
-    _COLS = ("cost", "lo", "hi", "integer", "kind", "type", "level", "node", "job", "pool", "gtype")
 
-    def __init__(self) -> None:
-        self.ncol = 0
-        self.nrow = 0
-        self.cols: dict[str, list[np.ndarray]] = {k: [] for k in self._COLS}
-        self.col_names: list[str] = []
-        self.row_lo: list[np.ndarray] = []
-        self.row_hi: list[np.ndarray] = []
-        self.row_names: list[str] = []
-        self.ent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._hi_cache: np.ndarray | None = None
+@dataclass(frozen=True)
+class _RoundData:
+    """The checked inputs of one build."""
 
-    def add_cols(self, names: list[str], *, cost: Any, lo: Any, hi: Any, integer: bool, kind: int,
-                 **meta: Any) -> np.ndarray:
-        n = len(names)
-        idx = np.arange(self.ncol, self.ncol + n, dtype=np.int64)
-        full = lambda v, dt: np.broadcast_to(np.asarray(v, dtype=dt), (n,)).copy()  # noqa: E731
-        self.cols["cost"].append(full(cost, np.float64))
-        self.cols["lo"].append(full(lo, np.float64))
-        self.cols["hi"].append(full(hi, np.float64))
-        self.cols["integer"].append(full(integer, bool))
-        self.cols["kind"].append(full(kind, np.int8))
-        for k in ("type", "level", "node", "job", "pool", "gtype"):
-            self.cols[k].append(full(meta.get(k, -1), np.int64))
-        self.col_names.extend(names)
-        self.ncol += n
-        self._hi_cache = None
-        return idx
+    factors: Mapping[str, np.ndarray]
+    admitted: tuple[int, ...]
+    total: int
+    free_pos: np.ndarray
+    locs: dict[int, tuple[float, float, float]]
 
-    def meta(self, key: str) -> np.ndarray:
-        """One metadata column (``kind``, ``type``, ...) of the columns added so far."""
-        parts = self.cols[key]
-        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
 
-    def col_hi(self) -> np.ndarray:
-        if self._hi_cache is None:
-            self._hi_cache = np.concatenate(self.cols["hi"]) if self.cols["hi"] else np.zeros(0)
-        return self._hi_cache
+@dataclass(frozen=True)
+class _Levels:
+    """Profiles, GPU types and free-GPU counts: per (server, type), (rack, type) and type, and per
+    profile by level (``lev_*``) and cumulated over levels ≤ v (``cum_*``)."""
 
-    def add_rows(self, names: list[str], lo: Any, hi: Any, r: np.ndarray, c: np.ndarray, v: np.ndarray) -> None:
-        """Add rows whose entries are given with row indices local to this batch."""
-        n = len(names)
-        self.row_lo.append(np.broadcast_to(np.asarray(lo, dtype=np.float64), (n,)).copy())
-        self.row_hi.append(np.broadcast_to(np.asarray(hi, dtype=np.float64), (n,)).copy())
-        self.row_names.extend(names)
-        self.ent.append((np.asarray(r, dtype=np.int64) + self.nrow, np.asarray(c, dtype=np.int64),
-                         np.asarray(v, dtype=np.float64)))
-        self.nrow += n
+    profiles: tuple[Profile, ...]
+    class_profile: dict[str, int]
+    type_levels: np.ndarray
+    gpu_type: np.ndarray
+    cnt: np.ndarray
+    cntr: np.ndarray
+    tot: np.ndarray
+    lev_s: list[np.ndarray]
+    cum_s: list[np.ndarray]
+    lev_r: list[np.ndarray]
+    cum_r: list[np.ndarray]
+    lev_c: list[np.ndarray]
+    cum_c: list[np.ndarray]
 
-    def add_le_rows(self, names: list[str], hi: np.ndarray, r: np.ndarray, c: np.ndarray, v: np.ndarray) -> None:
-        """Add ``Σ v x ≤ hi`` rows (non-negative entries on non-negative columns), dropping the
-        ones the column bounds already imply (``Σ v · col_hi ≤ hi``)."""
-        hi = np.asarray(hi, dtype=np.float64)
-        if hi.size == 0:
-            return
-        reach = np.bincount(r, weights=v * self.col_hi()[c], minlength=hi.size)
-        keep = reach > hi + 1e-9
-        if not keep.any():
-            return
-        new = np.full(hi.size, -1, dtype=np.int64)
-        new[keep] = np.arange(int(keep.sum()))
-        m = keep[r]
-        kept_names = [nm for nm, k in zip(names, keep.tolist(), strict=True) if k]
-        self.add_rows(kept_names, -np.inf, hi[keep], new[r[m]], c[m], v[m])
+    @property
+    def nlev(self) -> list[int]:
+        return [p.num_levels for p in self.profiles]
 
-    def finish(self, patch: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, Any]:
-        """The accumulated program; ``patch`` overwrites column metadata ``{key: (cols, values)}``."""
-        cat = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in self.cols.items()}
-        for k, (idx, val) in (patch or {}).items():
-            cat[k][idx] = val
-        if self.ent:
-            r = np.concatenate([e[0] for e in self.ent])
-            c = np.concatenate([e[1] for e in self.ent])
-            v = np.concatenate([e[2] for e in self.ent])
-        else:
-            r = c = np.zeros(0, dtype=np.int64)
-            v = np.zeros(0)
-        A = sp.csr_matrix((v, (r, c)), shape=(self.nrow, self.ncol))
-        A.sum_duplicates()
-        A.sort_indices()
-        out = dict(
-            c=cat["cost"].astype(np.float64),
-            A=A,
-            row_lo=np.concatenate(self.row_lo) if self.row_lo else np.zeros(0),
-            row_hi=np.concatenate(self.row_hi) if self.row_hi else np.zeros(0),
-            col_lo=cat["lo"].astype(np.float64),
-            col_hi=cat["hi"].astype(np.float64),
-            integrality=cat["integer"].astype(bool),
-            var_names=tuple(self.col_names),
-            row_names=tuple(self.row_names),
-            var_kind=cat["kind"].astype(np.int8),
-        )
-        for k in ("type", "level", "node", "job", "pool", "gtype"):
-            out[f"var_{k}"] = cat[k].astype(np.int64)
-        for arr in out.values():
-            if isinstance(arr, np.ndarray):
-                arr.setflags(write=False)
-        return out
+    @property
+    def ntypes(self) -> int:
+        return int(self.type_levels.shape[0])
+
+    @property
+    def server_free(self) -> np.ndarray:
+        return self.cnt.sum(axis=1)
+
+
+@dataclass(frozen=True)
+class _Slots:
+    """The slot columns (the first columns of the program) and their metadata."""
+
+    idx: np.ndarray
+    kind: np.ndarray
+    type: np.ndarray
+    level: np.ndarray
+    node: np.ndarray
+    profile: np.ndarray
+    demand: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Keeps:
+    """The keep columns: column index, job type and current GPU positions of each."""
+
+    idx: list[int] = field(default_factory=list)
+    type: list[int] = field(default_factory=list)
+    pos: list[np.ndarray] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Pools:
+    """Pools ``(kind, profile, level, node)``, the pool of each slot column and the flow columns."""
+
+    kind: np.ndarray
+    profile: np.ndarray
+    level: np.ndarray
+    node: np.ndarray
+    tag: list[str]
+    slot_pool: np.ndarray
+    f_idx: np.ndarray
+    f_pool: np.ndarray
+    f_g: np.ndarray
+
+    @property
+    def f_kind(self) -> np.ndarray:
+        return self.kind[self.f_pool]
+
+    @property
+    def f_node(self) -> np.ndarray:
+        return self.node[self.f_pool]
 
 
 def _check_locality(instance: RoundInstance, idx: int) -> tuple[float, float, float]:
@@ -339,21 +332,6 @@ def _check_locality(instance: RoundInstance, idx: int) -> tuple[float, float, fl
                 path=path,
             )
     return loc  # type: ignore[return-value]
-
-
-def _keep_positions(instance: RoundInstance, idx: int) -> np.ndarray | None:
-    """Positions of a running job's current GPUs if it could keep them, else None."""
-    job = instance.jobs[idx]
-    if job.placement is None or len(job.placement) != job.demand or len(set(job.placement)) != job.demand:
-        return None
-    cl = instance.cluster
-    try:
-        pos = cl.positions(job.placement)
-    except KeyError:
-        return None
-    if not np.all(cl.state[pos] == GpuState.FREE):
-        return None
-    return np.sort(pos)
 
 
 def build_formulation(
@@ -405,6 +383,35 @@ def build_formulation(
     (14, 10, 3)
     """
     cl = instance.cluster
+    data = _round_data(instance, admitted, factors, binning)
+    lv = _levels(instance, data)
+    types = _job_types(instance, data, lv.class_profile)
+    b = ProgramBuilder(_META)
+    slots = _add_slot_vars(b, cl, types, lv)
+    keeps = _add_keep_vars(b, instance, data.admitted, types)
+    pools = _add_pools_and_flows(b, cl, slots, lv)
+    _add_type_rows(b, types, slots, keeps)
+    _add_balance_rows(b, slots, pools)
+    _add_capacity_rows(b, cl, lv, pools, keeps)
+    _add_keep_conflict_rows(b, cl, keeps)
+    if cuts:
+        _add_packing_cuts(b, lv, slots)
+    cols = ColumnMeta(**{k: b.meta(k) for k in ("kind", "type", "level", "span", "job")})
+    c, offset = round_objective(instance, data.factors, data.admitted, types, lv.profiles, cols)
+    program, meta = b.finish(c, offset, {"pool": (slots.idx, pools.slot_pool)})
+    return _assemble(instance, data, lv, types, pools, program, meta)
+
+
+# ---- step: data
+def _round_data(
+    instance: RoundInstance,
+    admitted: Sequence[int] | None,
+    factors: Mapping[str, np.ndarray] | None,
+    binning: str | None,
+) -> _RoundData:
+    """The factors, the checked admitted set (it must fit the free GPUs) and the checked
+    restart cost and locality penalties."""
+    cl = instance.cluster
     if factors is None:
         factors = binned_factors(cl, binning or instance.params.binning)
     adm = tuple(sorted(int(i) for i in (admit(instance, "prefix") if admitted is None else admitted)))
@@ -422,23 +429,52 @@ def build_formulation(
             f"the admitted jobs need {total} GPUs but only {nfree} are free", tuple(j.id for j in jobs)
         )
     locs = {i: _check_locality(instance, i) for i in adm}
+    return _RoundData(factors, adm, total, free_pos, locs)
 
-    # ---- profiles: classes with identical level partitions of the free GPUs
-    present = {j.perfclass for j in jobs}
-    classes = [c for c in cl.classes if c in present]
+
+# ---- step: levels (profiles, GPU types, free counts)
+def _levels(instance: RoundInstance, data: _RoundData) -> _Levels:
+    """Profiles of the admitted classes, GPU types and the free-GPU counts every later step uses."""
+    cl = instance.cluster
+    profiles, class_profile, prof_inv = _profiles(instance, data)
+    type_levels, gpu_type = _gpu_types(cl, data.free_pos, prof_inv)
+    ntypes = int(type_levels.shape[0])
+    gt = gpu_type[data.free_pos]
+    cnt = np.zeros((cl.num_servers, ntypes), dtype=np.int64)
+    np.add.at(cnt, (cl.server_of[data.free_pos], gt), 1)
+    cntr = np.zeros((len(cl.rack_ids), ntypes), dtype=np.int64)
+    if cl.racked:
+        np.add.at(cntr, cl.rack_of_server, cnt)
+    tot = cnt.sum(axis=0)
+    per: dict[str, list[np.ndarray]] = {k: [] for k in ("lev_s", "cum_s", "lev_r", "cum_r", "lev_c", "cum_c")}
+    for p, prof in enumerate(profiles):
+        onehot = (type_levels[:, p][:, None] == np.arange(prof.num_levels)[None, :]).astype(np.int64)
+        for tag, counts in (("s", cnt), ("r", cntr), ("c", tot)):
+            lev = counts @ onehot
+            per[f"lev_{tag}"].append(lev)
+            per[f"cum_{tag}"].append(np.cumsum(lev, axis=-1))
+    return _Levels(profiles, class_profile, type_levels, gpu_type, cnt, cntr, tot, **per)
+
+
+def _profiles(
+    instance: RoundInstance, data: _RoundData
+) -> tuple[tuple[Profile, ...], dict[str, int], list[np.ndarray]]:
+    """Classes of the admitted jobs grouped by identical level partitions of the free GPUs:
+    the profiles, the profile of each class and each profile's level per free GPU."""
+    cl = instance.cluster
+    present = {instance.jobs[i].perfclass for i in data.admitted}
     prof_key: dict[bytes, int] = {}
     prof_classes: list[list[str]] = []
     prof_values: list[dict[str, np.ndarray]] = []
     prof_inv: list[np.ndarray] = []
     class_profile: dict[str, int] = {}
-    for cname in classes:
-        vals = np.asarray(factors[cname], dtype=np.float64)[free_pos]
+    for cname in (c for c in cl.classes if c in present):
+        vals = np.asarray(data.factors[cname], dtype=np.float64)[data.free_pos]
         lv, inv = np.unique(vals, return_inverse=True)
         inv = inv.reshape(-1).astype(np.int64)
-        pkey = inv.tobytes()
-        p = prof_key.get(pkey)
+        p = prof_key.get(inv.tobytes())
         if p is None:
-            p = prof_key[pkey] = len(prof_classes)
+            p = prof_key[inv.tobytes()] = len(prof_classes)
             prof_classes.append([])
             prof_values.append({})
             prof_inv.append(inv)
@@ -447,264 +483,215 @@ def build_formulation(
         prof_values[p][cname] = lv
         class_profile[cname] = p
     profiles = tuple(Profile(tuple(cs), dict(vs)) for cs, vs in zip(prof_classes, prof_values, strict=True))
-    nprof = len(profiles)
-    nlev = [p.num_levels for p in profiles]
+    return profiles, class_profile, prof_inv
 
-    # ---- GPU types and free counts per (server, type), (rack, type), type
-    if nprof:
+
+def _gpu_types(cl: Cluster, free_pos: np.ndarray, prof_inv: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The level tuple of each GPU type, shape (types, profiles), and the type of each GPU
+    (``-1`` off the free set)."""
+    nfree = int(free_pos.size)
+    if prof_inv:
         type_levels, gt = np.unique(np.column_stack(prof_inv), axis=0, return_inverse=True)
         gt = gt.reshape(-1).astype(np.int64)
     else:
         type_levels, gt = np.zeros((1 if nfree else 0, 0), dtype=np.int64), np.zeros(nfree, dtype=np.int64)
-    type_levels = type_levels.astype(np.int64)
-    ntypes = int(type_levels.shape[0])
     gpu_type = np.full(cl.num_gpus, -1, dtype=np.int64)
     gpu_type[free_pos] = gt
-    S = cl.num_servers
-    racked = cl.racked
-    R = len(cl.rack_ids)
-    rack_of_server = cl.rack_of_server
-    cnt = np.zeros((S, ntypes), dtype=np.int64)
-    np.add.at(cnt, (cl.server_of[free_pos], gt), 1)
-    cntr = np.zeros((R, ntypes), dtype=np.int64)
-    if racked:
-        np.add.at(cntr, rack_of_server, cnt)
-    tot = cnt.sum(axis=0)
-    server_free = cnt.sum(axis=1)
+    return type_levels.astype(np.int64), gpu_type
 
-    # per profile: counts per level and cumulative (level <= v) counts, per server / rack / cluster
-    lev_s, cum_s, lev_r, cum_r, lev_c, cum_c = [], [], [], [], [], []
-    for p in range(nprof):
-        onehot = (type_levels[:, p][:, None] == np.arange(nlev[p])[None, :]).astype(np.int64)
-        ls = cnt @ onehot
-        lev_s.append(ls)
-        cum_s.append(np.cumsum(ls, axis=1))
-        lr = cntr @ onehot
-        lev_r.append(lr)
-        cum_r.append(np.cumsum(lr, axis=1))
-        lc = tot @ onehot
-        lev_c.append(lc)
-        cum_c.append(np.cumsum(lc))
 
-    # ---- job types
+# ---- step: job types
+def _job_types(instance: RoundInstance, data: _RoundData, class_profile: Mapping[str, int]) -> tuple[JobType, ...]:
+    """Admitted jobs grouped by (class, demand, locality penalties), in order of first appearance."""
     tkey: dict[tuple[Any, ...], int] = {}
     tjobs: list[list[int]] = []
     tinfo: list[tuple[str, int, tuple[float, float, float]]] = []
-    for i in adm:
+    for i in data.admitted:
         j = instance.jobs[i]
-        key = (j.perfclass, int(j.demand), locs[i])
+        key = (j.perfclass, int(j.demand), data.locs[i])
         t = tkey.get(key)
         if t is None:
             t = tkey[key] = len(tjobs)
             tjobs.append([])
             tinfo.append(key)  # type: ignore[arg-type]
         tjobs[t].append(i)
-    types = tuple(
+    return tuple(
         JobType(c, d, loc, class_profile[c], tuple(js)) for (c, d, loc), js in zip(tinfo, tjobs, strict=True)
     )
 
-    b = _Builder()
-    # ---- slot variables x / y / z
+
+# ---- step: slot variables x / y / z
+def _add_slot_vars(b: ProgramBuilder, cl: Cluster, types: Sequence[JobType], lv: _Levels) -> _Slots:
+    """``x[t,v,s]``, ``y[t,v,r]`` and ``z[t,v]`` per job type, pruned as ``round_ilp.md`` §2 says."""
     for t, jt in enumerate(types):
-        p, d, n_t = jt.profile, jt.demand, jt.count
-        lnv = np.log(profiles[p].values[jt.perfclass])
-        lnl = np.log(np.asarray(jt.locality, dtype=np.float64))
+        p, d = jt.profile, jt.demand
         # x: within one server; level v present on the server and >= d GPUs of level <= v
-        m = (cum_s[p] >= d) & (lev_s[p] > 0)
-        v_i, s_i = np.nonzero(m.T)
-        ub = np.minimum(cum_s[p][s_i, v_i] // d, n_t)
-        names = [f"x_t{t}_v{v}_s{s}" for v, s in zip(v_i.tolist(), s_i.tolist(), strict=True)]
-        b.add_cols(names, cost=d * (lnv[v_i] + lnl[Level.SERVER]), lo=0, hi=ub, integer=True,
-                         kind=KIND_X, type=t, level=v_i, node=s_i)
+        _add_node_slots(b, t, jt, KIND_X, (lv.cum_s[p] >= d) & (lv.lev_s[p] > 0), lv.cum_s[p])
         if d < 2:
             continue
         # y: within one rack, across >= 2 servers holding compatible GPUs
-        if racked:
-            nserv = np.zeros((R, nlev[p]), dtype=np.int64)
-            np.add.at(nserv, rack_of_server, (cum_s[p] > 0).astype(np.int64))
-            m = (cum_r[p] >= d) & (lev_r[p] > 0) & (nserv >= 2)
-            v_i, r_i = np.nonzero(m.T)
-            ub = np.minimum(cum_r[p][r_i, v_i] // d, n_t)
-            names = [f"y_t{t}_v{v}_r{r}" for v, r in zip(v_i.tolist(), r_i.tolist(), strict=True)]
-            b.add_cols(names, cost=d * (lnv[v_i] + lnl[Level.RACK]), lo=0, hi=ub, integer=True,
-                             kind=KIND_Y, type=t, level=v_i, node=r_i)
-            spread = (cum_r[p] > 0).sum(axis=0)
+        if cl.racked:
+            nserv = np.zeros((len(cl.rack_ids), lv.cum_s[p].shape[1]), dtype=np.int64)
+            np.add.at(nserv, cl.rack_of_server, (lv.cum_s[p] > 0).astype(np.int64))
+            m = (lv.cum_r[p] >= d) & (lv.lev_r[p] > 0) & (nserv >= 2)
+            _add_node_slots(b, t, jt, KIND_Y, m, lv.cum_r[p])
+            spread = (lv.cum_r[p] > 0).sum(axis=0)
         else:
-            spread = (cum_s[p] > 0).sum(axis=0)
+            spread = (lv.cum_s[p] > 0).sum(axis=0)
         # z: across the cluster (servers of a flat cluster, racks of a racked one)
-        m = (cum_c[p] >= d) & (lev_c[p] > 0) & (spread >= 2)
-        v_i = np.flatnonzero(m)
-        ub = np.minimum(cum_c[p][v_i] // d, n_t)
-        names = [f"z_t{t}_v{v}" for v in v_i.tolist()]
-        b.add_cols(names, cost=d * (lnv[v_i] + lnl[Level.CLUSTER]), lo=0, hi=ub, integer=True,
-                         kind=KIND_Z, type=t, level=v_i, node=-1)
-
+        v_i = np.flatnonzero((lv.cum_c[p] >= d) & (lv.lev_c[p] > 0) & (spread >= 2))
+        b.add_cols([f"z_t{t}_v{v}" for v in v_i.tolist()], lo=0, hi=np.minimum(lv.cum_c[p][v_i] // d, jt.count),
+                   integer=True, kind=KIND_Z, type=t, level=v_i, span=Level.CLUSTER, node=-1)
     # the slot variables are the first columns; their metadata sits in the builder
-    s_idx = np.arange(b.ncol, dtype=np.int64)
-    s_kind, s_t, s_v, s_node = (b.meta(k) for k in ("kind", "type", "level", "node"))
-    s_p = np.asarray([jt.profile for jt in types], dtype=np.int64)[s_t]
-    s_d = np.asarray([jt.demand for jt in types], dtype=np.int64)[s_t]
+    s_t = b.meta("type")
+    return _Slots(
+        idx=np.arange(b.ncol, dtype=np.int64),
+        kind=b.meta("kind"),
+        type=s_t,
+        level=b.meta("level"),
+        node=b.meta("node"),
+        profile=np.asarray([jt.profile for jt in types], dtype=np.int64)[s_t],
+        demand=np.asarray([jt.demand for jt in types], dtype=np.int64)[s_t],
+    )
 
-    # ---- keep variables (restart_cost > 0 only)
-    offset = 0.0
-    keep_idx: list[int] = []
-    keep_t: list[int] = []
-    keep_pos: list[np.ndarray] = []
-    if rc > 0:
-        job_type = {i: t for t, jt in enumerate(types) for i in jt.jobs}
-        for i in adm:
-            job = instance.jobs[i]
-            if job.placement is None:
-                continue
-            offset += rc * job.demand
-            pos = _keep_positions(instance, i)
-            if pos is None:
-                continue
-            slow = job_slowdown_pos(cl, np.asarray(factors[job.perfclass]), job, pos)
-            cost = job.demand * math.log(slow) - rc * job.demand
-            idx = b.add_cols([f"k_j{i}"], cost=cost, lo=0, hi=1, integer=True, kind=KIND_KEEP,
-                             type=job_type[i], job=i)
-            keep_idx.append(int(idx[0]))
-            keep_t.append(job_type[i])
-            keep_pos.append(pos)
 
-    # ---- pools and flows
-    if s_idx.size:
-        pool_keys = np.column_stack([s_kind, s_p, s_v, s_node])
+def _add_node_slots(b: ProgramBuilder, t: int, jt: JobType, kind: int, mask: np.ndarray, cum: np.ndarray) -> None:
+    """Slot columns of type ``t`` and ``kind`` (x or y) for every (node, level) in ``mask``, bounded
+    by the jobs that fit the node's GPUs of level ≤ v."""
+    v_i, n_i = np.nonzero(mask.T)
+    ub = np.minimum(cum[n_i, v_i] // jt.demand, jt.count)
+    tag = f"{KIND_NAMES[kind]}_t{t}_v{{}}_{_POOL_TAG[kind]}{{}}"
+    names = [tag.format(v, n) for v, n in zip(v_i.tolist(), n_i.tolist(), strict=True)]
+    b.add_cols(names, lo=0, hi=ub, integer=True, kind=kind, type=t, level=v_i, span=kind, node=n_i)
+
+
+# ---- step: keep variables
+def _add_keep_vars(b: ProgramBuilder, instance: RoundInstance, admitted: Sequence[int], types: Sequence[JobType]) -> _Keeps:
+    """``k[j]`` for every admitted running job that could keep its GPUs, when moving is charged."""
+    keeps = _Keeps()
+    if not moving_is_charged(instance):
+        return keeps
+    job_type = {i: t for t, jt in enumerate(types) for i in jt.jobs}
+    for i in admitted:
+        pos = keep_positions(instance, i)
+        if pos is None:
+            continue
+        idx = b.add_cols([f"k_j{i}"], lo=0, hi=1, integer=True, kind=KIND_KEEP, type=job_type[i], job=i,
+                         span=int(instance.cluster.span_level_pos(pos)))
+        keeps.idx.append(int(idx[0]))
+        keeps.type.append(job_type[i])
+        keeps.pos.append(pos)
+    return keeps
+
+
+# ---- step: pools and flows
+def _add_pools_and_flows(b: ProgramBuilder, cl: Cluster, slots: _Slots, lv: _Levels) -> _Pools:
+    """One pool per (slot kind, profile, level, node) and one flow column per (pool, compatible
+    GPU type present under the pool's node)."""
+    if slots.idx.size:
+        pool_keys = np.column_stack([slots.kind, slots.profile, slots.level, slots.node])
         pools, slot_pool = np.unique(pool_keys, axis=0, return_inverse=True)
         slot_pool = slot_pool.reshape(-1)
     else:
         pools, slot_pool = np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
     pk, pp, pv, pn = (pools[:, k].astype(np.int64) for k in range(4))
-    npools = int(pk.size)
+    S, R = cl.num_servers, len(cl.rack_ids)
     # availability per pool node: rows [servers | racks | cluster] x GPU type
-    avail = np.vstack([cnt, cntr, tot[None, :]])
+    avail = np.vstack([lv.cnt, lv.cntr, lv.tot[None, :]])
     node_row = np.where(pk == KIND_X, pn, np.where(pk == KIND_Y, S + pn, S + R))
-    compat = type_levels.T[pp] <= pv[:, None] if nprof else np.zeros((npools, ntypes), dtype=bool)
-    fm = compat & (avail[node_row] > 0)
-    f_pool, f_g = np.nonzero(fm)
-    f_kind = pk[f_pool]
-    f_node = pn[f_pool]
+    if lv.profiles:
+        compat = lv.type_levels.T[pp] <= pv[:, None]
+    else:
+        compat = np.zeros((pk.size, lv.ntypes), dtype=bool)
+    f_pool, f_g = np.nonzero(compat & (avail[node_row] > 0))
     tag = [_POOL_TAG[k] + (str(n) if k != KIND_Z else "") for k, n in zip(pk.tolist(), pn.tolist(), strict=True)]
     f_names = [f"f_{tag[q]}_p{pp[q]}_v{pv[q]}_g{g}" for q, g in zip(f_pool.tolist(), f_g.tolist(), strict=True)]
-    f_idx = b.add_cols(f_names, cost=0.0, lo=0, hi=avail[node_row[f_pool], f_g], integer=False,
-                       kind=KIND_FLOW, pool=f_pool, gtype=f_g, level=pv[f_pool], node=f_node)
+    f_idx = b.add_cols(f_names, lo=0, hi=avail[node_row[f_pool], f_g], integer=False, kind=KIND_FLOW,
+                       pool=f_pool, gtype=f_g, level=pv[f_pool], node=pn[f_pool])
+    return _Pools(pk, pp, pv, pn, tag, slot_pool, f_idx, f_pool, f_g)
 
-    # ---- rows: one per job type
-    nt = len(types)
-    r_parts = [s_t, np.asarray(keep_t, dtype=np.int64)]
-    c_parts = [s_idx, np.asarray(keep_idx, dtype=np.int64)]
-    b.add_rows([f"n_t{t}" for t in range(nt)], [jt.count for jt in types], [jt.count for jt in types],
-               np.concatenate(r_parts), np.concatenate(c_parts), np.ones(sum(x.size for x in c_parts)))
 
-    # ---- rows: pool balance  Σ_g f[pool, g] − Σ_t d_t slot = 0
+# ---- step: type rows  Σ slots + Σ keeps = n_t
+def _add_type_rows(b: ProgramBuilder, types: Sequence[JobType], slots: _Slots, keeps: _Keeps) -> None:
+    counts = [jt.count for jt in types]
+    rows = np.concatenate([slots.type, np.asarray(keeps.type, dtype=np.int64)])
+    cols = np.concatenate([slots.idx, np.asarray(keeps.idx, dtype=np.int64)])
+    b.add_rows([f"n_t{t}" for t in range(len(types))], counts, counts, rows, cols, np.ones(cols.size))
+
+
+# ---- step: balance rows  Σ_g f[pool, g] − Σ_t d_t slot = 0
+def _add_balance_rows(b: ProgramBuilder, slots: _Slots, pools: _Pools) -> None:
     b.add_rows(
-        [f"bal_{tag[q]}_p{pp[q]}_v{pv[q]}" for q in range(npools)], 0.0, 0.0,
-        np.concatenate([f_pool, slot_pool]), np.concatenate([f_idx, s_idx]),
-        np.concatenate([np.ones(f_idx.size), -s_d.astype(np.float64)]),
+        [f"bal_{pools.tag[q]}_p{pools.profile[q]}_v{pools.level[q]}" for q in range(pools.kind.size)], 0.0, 0.0,
+        np.concatenate([pools.f_pool, pools.slot_pool]), np.concatenate([pools.f_idx, slots.idx]),
+        np.concatenate([np.ones(pools.f_idx.size), -slots.demand.astype(np.float64)]),
     )
 
-    # ---- rows: laminar capacity per (server, g), (rack, g), (g)
-    k_cols: list[np.ndarray] = []
-    k_cells: list[np.ndarray] = []
-    for kidx, pos in zip(keep_idx, keep_pos, strict=True):
-        k_cols.append(np.full(pos.size, kidx))
-        k_cells.append(cl.server_of[pos] * ntypes + gpu_type[pos])
-    kc = np.concatenate(k_cols).astype(np.int64) if k_cols else np.zeros(0, dtype=np.int64)
-    kcell = np.concatenate(k_cells).astype(np.int64) if k_cells else np.zeros(0, dtype=np.int64)
+
+# ---- step: capacity rows per (server, g), (rack, g), (g)
+def _add_capacity_rows(b: ProgramBuilder, cl: Cluster, lv: _Levels, pools: _Pools, keeps: _Keeps) -> None:
+    """Laminar capacity rows: every (server, type); (rack, type) and (type) only where a rack or
+    cluster pool draws on them (elsewhere they are implied by the rows below)."""
+    nt = lv.ntypes
+    kc = np.concatenate([np.full(pos.size, k) for k, pos in zip(keeps.idx, keeps.pos, strict=True)]
+                        ).astype(np.int64) if keeps.idx else np.zeros(0, dtype=np.int64)
+    kcell = np.concatenate([cl.server_of[pos] * nt + lv.gpu_type[pos] for pos in keeps.pos]
+                           ).astype(np.int64) if keeps.pos else np.zeros(0, dtype=np.int64)
+    f_kind, f_node, f_g, f_idx = pools.f_kind, pools.f_node, pools.f_g, pools.f_idx
     # server level: every cell (s, g)
     xf = f_kind == KIND_X
-    cell_of_f = f_node * ntypes + f_g
-    rows = np.concatenate([cell_of_f[xf], kcell])
+    rows = np.concatenate([f_node[xf] * nt + f_g[xf], kcell])
     cols = np.concatenate([f_idx[xf], kc])
-    cells = np.flatnonzero(cnt.ravel() > 0)
-    cell_row = np.full(S * ntypes, -1, dtype=np.int64)
-    cell_row[cells] = np.arange(cells.size)
-    sel = cell_row[rows] >= 0
-    b.add_le_rows([f"cap_s{c // ntypes}_g{c % ntypes}" for c in cells.tolist()], cnt.ravel()[cells],
-                  cell_row[rows[sel]], cols[sel], np.ones(int(sel.sum())))
+    cells = np.flatnonzero(lv.cnt.ravel() > 0)
+    names = [f"cap_s{c // nt}_g{c % nt}" for c in cells.tolist()]
+    _add_cell_rows(b, names, cells, lv.cnt.ravel(), rows, cols)
     # rack level: only (r, g) holding rack-pool flows; the rest is implied by the server rows
-    if racked:
+    if cl.racked:
         yf = f_kind == KIND_Y
-        rcells = np.unique(f_node[yf] * ntypes + f_g[yf])
-        rrow = np.full(R * ntypes, -1, dtype=np.int64)
-        rrow[rcells] = np.arange(rcells.size)
-        srv_rack_cell = rack_of_server[f_node[xf]] * ntypes + f_g[xf]
-        k_rack_cell = rack_of_server[kcell // ntypes] * ntypes + kcell % ntypes if kcell.size else kcell
-        rows = np.concatenate([srv_rack_cell, f_node[yf] * ntypes + f_g[yf], k_rack_cell])
+        ros = cl.rack_of_server
+        k_rack_cell = ros[kcell // nt] * nt + kcell % nt if kcell.size else kcell
+        rows = np.concatenate([ros[f_node[xf]] * nt + f_g[xf], f_node[yf] * nt + f_g[yf], k_rack_cell])
         cols = np.concatenate([f_idx[xf], f_idx[yf], kc])
-        sel = rrow[rows] >= 0
-        b.add_le_rows([f"cap_r{c // ntypes}_g{c % ntypes}" for c in rcells.tolist()], cntr.ravel()[rcells],
-                      rrow[rows[sel]], cols[sel], np.ones(int(sel.sum())))
+        cells = np.unique(f_node[yf] * nt + f_g[yf])
+        names = [f"cap_r{c // nt}_g{c % nt}" for c in cells.tolist()]
+        _add_cell_rows(b, names, cells, lv.cntr.ravel(), rows, cols)
     # cluster level: only GPU types holding cluster-pool flows
-    zf = f_kind == KIND_Z
-    gs = np.unique(f_g[zf])
-    grow = np.full(ntypes, -1, dtype=np.int64)
-    grow[gs] = np.arange(gs.size)
-    rows = np.concatenate([f_g, kcell % ntypes if kcell.size else kcell])
-    cols = np.concatenate([f_idx, kc])
-    sel = grow[rows] >= 0
-    b.add_le_rows([f"cap_g{g}" for g in gs.tolist()], tot[gs], grow[rows[sel]], cols[sel], np.ones(int(sel.sum())))
-
-    # ---- rows: two running jobs cannot both keep a shared GPU
-    if keep_pos:
-        allpos = np.concatenate(keep_pos)
-        uniq, counts = np.unique(allpos, return_counts=True)
-        shared = uniq[counts > 1]
-        if shared.size:
-            srow = {int(g): k for k, g in enumerate(shared.tolist())}
-            rr, cc = [], []
-            for kidx, pos in zip(keep_idx, keep_pos, strict=True):
-                for g in pos.tolist():
-                    if g in srow:
-                        rr.append(srow[g])
-                        cc.append(kidx)
-            b.add_le_rows([f"keep_gpu{int(cl.gpu_ids[g])}" for g in shared.tolist()], np.ones(shared.size),
-                          np.asarray(rr), np.asarray(cc), np.ones(len(rr)))
-
-    # ---- rows: Chvátal–Gomory packing cuts on servers
-    if cuts:
-        _add_server_cuts(b, nprof, nlev, lev_s, cum_s, server_free, s_kind, s_p, s_v, s_node, s_idx, s_d)
-
-    parts = b.finish({"pool": (s_idx, slot_pool)})
-    return Formulation(
-        obj_offset=offset,
-        instance=instance,
-        factors=factors,
-        admitted=adm,
-        total_demand=total,
-        types=types,
-        profiles=profiles,
-        gpu_type=_ro(gpu_type),
-        type_levels=_ro(type_levels),
-        pool_kind=_ro(pk),
-        pool_profile=_ro(pp),
-        pool_level=_ro(pv),
-        pool_node=_ro(pn),
-        **parts,
-    )
+    gs = np.unique(f_g[f_kind == KIND_Z])
+    rows = np.concatenate([f_g, kcell % nt if kcell.size else kcell])
+    _add_cell_rows(b, [f"cap_g{g}" for g in gs.tolist()], gs, lv.tot, rows, np.concatenate([f_idx, kc]))
 
 
-def _ro(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
+def _add_cell_rows(b: ProgramBuilder, names: list[str], cells: np.ndarray, cap: np.ndarray, rows: np.ndarray,
+                   cols: np.ndarray) -> None:
+    """``Σ cols ≤ cap[cell]`` for each of ``cells`` (indices into ``cap``); ``rows`` gives each
+    entry's cell, entries outside ``cells`` are dropped."""
+    row_of = np.full(cap.size, -1, dtype=np.int64)
+    row_of[cells] = np.arange(cells.size)
+    sel = row_of[rows] >= 0
+    b.add_le_rows(names, cap[cells], row_of[rows[sel]], cols[sel], np.ones(int(sel.sum())))
 
 
-def _add_server_cuts(
-    b: _Builder,
-    nprof: int,
-    nlev: list[int],
-    lev_s: list[np.ndarray],
-    cum_s: list[np.ndarray],
-    server_free: np.ndarray,
-    s_kind: np.ndarray,
-    s_p: np.ndarray,
-    s_v: np.ndarray,
-    s_node: np.ndarray,
-    s_idx: np.ndarray,
-    s_d: np.ndarray,
-) -> None:
+# ---- step: keep conflicts (two running jobs cannot both keep a shared GPU)
+def _add_keep_conflict_rows(b: ProgramBuilder, cl: Cluster, keeps: _Keeps) -> None:
+    if not keeps.pos:
+        return
+    uniq, counts = np.unique(np.concatenate(keeps.pos), return_counts=True)
+    shared = uniq[counts > 1]
+    if not shared.size:
+        return
+    srow = {int(g): k for k, g in enumerate(shared.tolist())}
+    rr, cc = [], []
+    for kidx, pos in zip(keeps.idx, keeps.pos, strict=True):
+        for g in pos.tolist():
+            if g in srow:
+                rr.append(srow[g])
+                cc.append(kidx)
+    b.add_le_rows([f"keep_gpu{int(cl.gpu_ids[g])}" for g in shared.tolist()], np.ones(shared.size),
+                  np.asarray(rr), np.asarray(cc), np.ones(len(rr)))
+
+
+# ---- step: Chvátal–Gomory packing cuts on servers
+def _add_packing_cuts(b: ProgramBuilder, lv: _Levels, slots: _Slots) -> None:
     """Chvátal–Gomory cuts ``Σ ⌊d_t/k⌋ x ≤ ⌊cap/k⌋`` on each server.
 
     The jobs counted by ``x[t, v', s]`` (profile p, v' ≤ v) use disjoint GPUs of server s with
@@ -713,45 +700,19 @@ def _add_server_cuts(
     cut is implied by the capacity rows) and when the column bounds do not imply them.  A second
     family uses all profiles together with the server's free GPU count.
     """
-    xs = s_kind == KIND_X
+    xs = slots.kind == KIND_X
     if not xs.any():
         return
-    x_p, x_v, x_s, x_idx, x_d = s_p[xs], s_v[xs], s_node[xs], s_idx[xs], s_d[xs]
-    S = server_free.size
-    for p in range(nprof):
-        mp = x_p == p
-        if not mp.any():
-            continue
-        L = nlev[p]
-        kmax = int(x_d[mp].max())
-        for k in range(2, kmax + 1):
-            w = x_d // k
-            use = mp & (w > 0)
-            if not use.any():
-                continue
-            cap = cum_s[p]
-            cand = (lev_s[p] > 0) & (cap >= k) & (cap % k != 0)
-            if not cand.any():
-                continue
-            cs, cv = np.nonzero(cand)
-            cid = np.full((S, L), -1, dtype=np.int64)
-            cid[cs, cv] = np.arange(cs.size)
-            rr, cc, vv = [], [], []
-            u_s, u_v, u_idx, u_w = x_s[use], x_v[use], x_idx[use], w[use]
-            for v in range(L):
-                m = u_v <= v
-                rid = cid[u_s[m], v]
-                ok = rid >= 0
-                rr.append(rid[ok])
-                cc.append(u_idx[m][ok])
-                vv.append(u_w[m][ok].astype(np.float64))
-            names = [f"cg_s{s}_p{p}_v{v}_k{k}" for s, v in zip(cs.tolist(), cv.tolist(), strict=True)]
-            b.add_le_rows(names, cap[cs, cv] // k, np.concatenate(rr), np.concatenate(cc), np.concatenate(vv))
-    if nprof < 2:
+    x = _Slots(slots.idx[xs], slots.kind[xs], slots.type[xs], slots.level[xs], slots.node[xs], slots.profile[xs],
+               slots.demand[xs])
+    for p in range(len(lv.profiles)):
+        _add_profile_cuts(b, lv, x, p)
+    if len(lv.profiles) < 2:
         return
-    kmax = int(x_d.max())
-    for k in range(2, kmax + 1):
-        w = x_d // k
+    server_free = lv.server_free
+    S = server_free.size
+    for k in range(2, int(x.demand.max()) + 1):
+        w = x.demand // k
         use = w > 0
         cand = (server_free >= k) & (server_free % k != 0)
         if not use.any() or not cand.any():
@@ -759,7 +720,126 @@ def _add_server_cuts(
         cs = np.flatnonzero(cand)
         sid = np.full(S, -1, dtype=np.int64)
         sid[cs] = np.arange(cs.size)
-        rid = sid[x_s[use]]
+        rid = sid[x.node[use]]
         ok = rid >= 0
-        b.add_le_rows([f"cg_s{s}_k{k}" for s in cs.tolist()], server_free[cs] // k, rid[ok], x_idx[use][ok],
+        b.add_le_rows([f"cg_s{s}_k{k}" for s in cs.tolist()], server_free[cs] // k, rid[ok], x.idx[use][ok],
                       w[use][ok].astype(np.float64))
+
+
+def _add_profile_cuts(b: ProgramBuilder, lv: _Levels, x: _Slots, p: int) -> None:
+    """The cuts of profile ``p``, per (server, level v, k), on its ``x`` columns of level ≤ v."""
+    mp = x.profile == p
+    if not mp.any():
+        return
+    cap = lv.cum_s[p]
+    S, L = cap.shape
+    for k in range(2, int(x.demand[mp].max()) + 1):
+        w = x.demand // k
+        use = mp & (w > 0)
+        if not use.any():
+            continue
+        cand = (lv.lev_s[p] > 0) & (cap >= k) & (cap % k != 0)
+        if not cand.any():
+            continue
+        cs, cv = np.nonzero(cand)
+        cid = np.full((S, L), -1, dtype=np.int64)
+        cid[cs, cv] = np.arange(cs.size)
+        rr, cc, vv = [], [], []
+        u_s, u_v, u_idx, u_w = x.node[use], x.level[use], x.idx[use], w[use]
+        for v in range(L):
+            m = u_v <= v
+            rid = cid[u_s[m], v]
+            ok = rid >= 0
+            rr.append(rid[ok])
+            cc.append(u_idx[m][ok])
+            vv.append(u_w[m][ok].astype(np.float64))
+        names = [f"cg_s{s}_p{p}_v{v}_k{k}" for s, v in zip(cs.tolist(), cv.tolist(), strict=True)]
+        b.add_le_rows(names, cap[cs, cv] // k, np.concatenate(rr), np.concatenate(cc), np.concatenate(vv))
+
+
+# ---- step: the objective
+def round_objective(
+    instance: RoundInstance,
+    factors: Mapping[str, np.ndarray],
+    admitted: Sequence[int],
+    types: Sequence[JobType],
+    profiles: Sequence[Profile],
+    cols: ColumnMeta,
+) -> tuple[np.ndarray, float]:
+    """The round program's objective: the cost of every column and the constant.
+
+    Parameters
+    ----------
+    instance, factors
+        The round and its per-class (binned) factors.
+    admitted
+        The admitted job indices (queue order).
+    types, profiles
+        The program's job types and profiles.
+    cols
+        Every column's metadata (:class:`ColumnMeta`).
+
+    Returns
+    -------
+    (c, obj_offset)
+        ``c`` (read-only, one cost per column; 0 for flows) and the constant.
+
+    Notes
+    -----
+    (a) A slot column of type *t*, level *v* and span *L* costs ``d_t (ln φ_c(t)^v + ln π_t^L)``:
+    the ``d ln(slowdown)`` of :mod:`pal_opt.cost` of each job it counts.  (b) A keep column costs
+    its job's ``d_j ln slowdown_j(current GPUs) − ρ d_j``.  (c) The constant is ``ρ Σ d_j`` over
+    the running admitted jobs (ρ the restart cost): every running job pays for moving unless it
+    keeps its GPUs.  (b) and (c) apply when :func:`~pal_opt.ilp.running.moving_is_charged`.
+    """
+    c = np.zeros(cols.kind.size, dtype=np.float64)
+    slot = cols.kind <= KIND_Z
+    # (a) slot columns: variability of the level and locality of the span
+    for t, jt in enumerate(types):
+        m = slot & (cols.type == t)
+        lnv = np.log(profiles[jt.profile].values[jt.perfclass])
+        lnl = np.log(np.asarray(jt.locality, dtype=np.float64))
+        c[m] = jt.demand * (lnv[cols.level[m]] + lnl[cols.span[m]])
+    offset = 0.0
+    if moving_is_charged(instance):
+        cl = instance.cluster
+        rc = float(instance.params.restart_cost)
+        # (b) keep columns: the job's slowdown where it runs now, less the restart it saves
+        for k in np.flatnonzero(cols.kind == KIND_KEEP).tolist():
+            job = instance.jobs[int(cols.job[k])]
+            pos = keep_positions(instance, int(cols.job[k]))
+            assert pos is not None  # keep columns exist only for jobs that can keep their GPUs
+            slow = job_slowdown_pos(cl, np.asarray(factors[job.perfclass]), job, pos)
+            c[k] = job.demand * math.log(slow) - rc * job.demand
+        # (c) the constant: every running admitted job pays the restart cost
+        for i in admitted:
+            job = instance.jobs[i]
+            if job.placement is not None:
+                offset += rc * job.demand
+    c.setflags(write=False)
+    return c, offset
+
+
+# ---- the result
+def _assemble(
+    instance: RoundInstance,
+    data: _RoundData,
+    lv: _Levels,
+    types: tuple[JobType, ...],
+    pools: _Pools,
+    program: Program,
+    meta: dict[str, np.ndarray],
+) -> Formulation:
+    """The :class:`Formulation`: the built ``program``, its column metadata and the round's."""
+    kind = meta["kind"].astype(np.int8)
+    arrays: dict[str, np.ndarray] = dict(
+        gpu_type=lv.gpu_type, type_levels=lv.type_levels, pool_kind=pools.kind, pool_profile=pools.profile,
+        pool_level=pools.level, pool_node=pools.node, var_kind=kind,
+        col_group=np.where(kind == KIND_FLOW, -1, meta["type"]),
+        group_limit=np.asarray([jt.count for jt in types], dtype=np.float64),
+        **{f"var_{k}": v for k, v in meta.items() if k != "kind"},
+    )
+    kw: dict[str, Any] = {f.name: getattr(program, f.name) for f in fields(Program) if f.name not in arrays}
+    kw.update({k: read_only(v) for k, v in arrays.items()})
+    return Formulation(**kw, instance=instance, factors=data.factors, admitted=data.admitted,
+                       total_demand=data.total, types=types, profiles=lv.profiles)

@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..admission import class_rank
 from ..cost import job_slowdown_pos
-from ..model import GpuState, JobId, Level, RoundInstance
-from .formulation import Formulation, _keep_positions
+from ..model import GpuState, Job, JobId, Level, RoundInstance
+from .formulation import Formulation
+from .running import keep_positions, moving_is_charged
 
 __all__ = ["packing_greedy", "pal_greedy", "start_placements"]
 
@@ -47,6 +49,48 @@ def pal_greedy(instance: RoundInstance, factors: Mapping[str, np.ndarray], admit
     return place_sequence(instance, factors, order)
 
 
+@dataclass
+class _FreeGpus:
+    """The free GPUs as the packing greedy takes them: per class the level of every GPU (its
+    profile's levels, ``-1`` off the free set), the log factor of each level and the free count per
+    (server, level); free GPUs per server."""
+
+    instance: RoundInstance
+    free: np.ndarray
+    level: dict[str, np.ndarray]
+    lnval: dict[str, np.ndarray]
+    cnt: dict[str, np.ndarray]
+    server_free: np.ndarray
+
+    @classmethod
+    def of(cls, form: Formulation) -> _FreeGpus:
+        cl = form.instance.cluster
+        free = (cl.state == GpuState.FREE).copy()
+        level: dict[str, np.ndarray] = {}
+        lnval: dict[str, np.ndarray] = {}
+        cnt: dict[str, np.ndarray] = {}
+        for p, prof in enumerate(form.profiles):
+            lv = np.full(cl.num_gpus, -1, dtype=np.int64)
+            on = form.gpu_type >= 0
+            lv[on] = form.type_levels[form.gpu_type[on], p]
+            for c in prof.classes:
+                level[c] = lv
+                lnval[c] = np.log(prof.values[c])
+                k = np.zeros((cl.num_servers, prof.values[c].size), dtype=np.int64)
+                np.add.at(k, (cl.server_of[free], lv[free]), 1)
+                cnt[c] = k
+        return cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers))
+
+    def take(self, pos: np.ndarray) -> tuple[int, ...]:
+        """Mark the GPUs at ``pos`` used; their ids."""
+        cl = self.instance.cluster
+        self.free[pos] = False
+        np.subtract.at(self.server_free, cl.server_of[pos], 1)
+        for c, k in self.cnt.items():
+            np.subtract.at(k, (cl.server_of[pos], self.level[c][pos]), 1)
+        return tuple(int(g) for g in cl.gpu_ids[pos])
+
+
 def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId, tuple[int, ...]] | None:
     """The packing-aware greedy placement of the admitted jobs (see the module docstring).
 
@@ -54,107 +98,97 @@ def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId,
     free GPUs, since the "anywhere" option always exists).
     """
     inst = form.instance
-    cl = inst.cluster
-    S = cl.num_servers
-    racked = cl.racked
-    R = len(cl.rack_ids)
-    free = cl.state == GpuState.FREE
-    free = free.copy()
-    server_of, rack_of = cl.server_of, cl.rack_of
-    # per class: level of each GPU (its profile's levels; -1 off the free set) and log values
-    level: dict[str, np.ndarray] = {}
-    lnval: dict[str, np.ndarray] = {}
-    cnt: dict[str, np.ndarray] = {}
-    ptype = form.type_levels
-    for p, prof in enumerate(form.profiles):
-        lv = np.full(cl.num_gpus, -1, dtype=np.int64)
-        on = form.gpu_type >= 0
-        lv[on] = ptype[form.gpu_type[on], p]
-        for c in prof.classes:
-            level[c] = lv
-            lnval[c] = np.log(prof.values[c])
-            k = np.zeros((S, prof.values[c].size), dtype=np.int64)
-            np.add.at(k, (server_of[free], lv[free]), 1)
-            cnt[c] = k
-    server_free = np.bincount(server_of[free], minlength=S)
-
-    def take(pos: np.ndarray) -> None:
-        free[pos] = False
-        np.subtract.at(server_free, server_of[pos], 1)
-        for c, k in cnt.items():
-            np.subtract.at(k, (server_of[pos], level[c][pos]), 1)
-
-    out: dict[JobId, tuple[int, ...]] = {}
-    todo = list(form.admitted)
-    if keep_running:
-        rc = float(inst.params.restart_cost)
-        for i in form.admitted:
-            job = inst.jobs[i]
-            pos = _keep_positions(inst, i)
-            if pos is None or job.placement is None or not free[pos].all():
-                continue
-            # keep when moving could save at most the restart cost per GPU: the job's current
-            # slowdown against the best factor of its class inside one server
-            now = math.log(job_slowdown_pos(cl, np.asarray(form.factors[job.perfclass]), job, pos))
-            floor = float(lnval[job.perfclass][0]) + math.log(job.locality[Level.SERVER])
-            if now - floor <= rc + 1e-12:
-                take(pos)
-                out[job.id] = tuple(int(g) for g in cl.gpu_ids[pos])
-                todo.remove(i)
-    per_server = int(cl.server_sizes.max())
+    gpus = _FreeGpus.of(form)
+    out = _keep_running_jobs(form, gpus) if keep_running else {}
+    todo = [i for i in form.admitted if inst.jobs[i].id not in out]
+    per_server = int(inst.cluster.server_sizes.max())
     small = sorted((i for i in todo if inst.jobs[i].demand <= per_server), key=lambda i: (-inst.jobs[i].demand, i))
     large = sorted((i for i in todo if inst.jobs[i].demand > per_server), key=lambda i: (-inst.jobs[i].demand, i))
     for i in small + large:
         job = inst.jobs[i]
-        c, d = job.perfclass, job.demand
-        k = cnt[c]
-        lnl = [math.log(x) for x in job.locality]
-        best: tuple[float, int, int, int] | None = None  # (cost, level kind, node, factor level)
-        cum = np.cumsum(k, axis=1)
-        ok = cum[:, -1] >= d
-        if ok.any():
-            lvl = np.where(ok, (cum < d).sum(axis=1), k.shape[1])
-            top = int(lvl.min())
-            cands = np.flatnonzero(lvl == top)
-            s = int(cands[np.argmin(server_free[cands])])
-            best = (float(lnval[c][top]) + lnl[Level.SERVER], int(Level.SERVER), s, top)
-        if racked and d >= 2:
-            kr = np.zeros((R, k.shape[1]), dtype=np.int64)
-            np.add.at(kr, cl.rack_of_server, k)
-            cr = np.cumsum(kr, axis=1)
-            ok = cr[:, -1] >= d
-            if ok.any():
-                lvl = np.where(ok, (cr < d).sum(axis=1), k.shape[1])
-                top = int(lvl.min())
-                cands = np.flatnonzero(lvl == top)
-                rfree = np.bincount(cl.rack_of_server, weights=server_free, minlength=R)
-                r = int(cands[np.argmin(rfree[cands])])
-                cost = float(lnval[c][top]) + lnl[Level.RACK]
-                if best is None or cost < best[0] - 1e-12:
-                    best = (cost, int(Level.RACK), r, top)
-        cc = np.cumsum(k.sum(axis=0))
-        if cc[-1] >= d:
-            top = int((cc < d).sum())
-            cost = float(lnval[c][top]) + lnl[Level.CLUSTER]
-            if best is None or cost < best[0] - 1e-12:
-                best = (cost, int(Level.CLUSTER), -1, top)
+        best = _cheapest_option(gpus, job)
         if best is None:
             return None
-        _, where, node, top = best
-        el = free & (level[c] >= 0) & (level[c] <= top)
-        if where == Level.SERVER:
-            el &= server_of == node
-        elif where == Level.RACK:
-            el &= rack_of == node
-        cand = np.flatnonzero(el)
-        srv = server_of[cand]
-        per = np.bincount(srv, minlength=S)
-        order = np.lexsort((cand, level[c][cand], -per[srv]))
-        pos = cand[order][:d]
-        take(pos)
-        out[job.id] = tuple(int(g) for g in cl.gpu_ids[pos])
+        out[job.id] = gpus.take(_gpus_for(gpus, job, best))
     rank = {inst.jobs[i].id: n for n, i in enumerate(form.admitted)}
     return dict(sorted(out.items(), key=lambda kv: rank[kv[0]]))
+
+
+def _keep_running_jobs(form: Formulation, gpus: _FreeGpus) -> dict[JobId, tuple[int, ...]]:
+    """Let every running job keep its GPUs when moving could save it at most the restart cost per
+    GPU: its current slowdown against the best factor of its class inside one server."""
+    inst = form.instance
+    cl = inst.cluster
+    rc = float(inst.params.restart_cost)
+    out: dict[JobId, tuple[int, ...]] = {}
+    for i in form.admitted:
+        job = inst.jobs[i]
+        pos = keep_positions(inst, i)
+        if pos is None or job.placement is None or not gpus.free[pos].all():
+            continue
+        now = math.log(job_slowdown_pos(cl, np.asarray(form.factors[job.perfclass]), job, pos))
+        floor = float(gpus.lnval[job.perfclass][0]) + math.log(job.locality[Level.SERVER])
+        if now - floor <= rc + 1e-12:
+            out[job.id] = gpus.take(pos)
+    return out
+
+
+def _least_level(counts: np.ndarray, d: int, free: np.ndarray) -> tuple[int, int] | None:
+    """Among nodes (rows of ``counts``: free GPUs per level) offering ``d`` GPUs, the least level
+    that reaches ``d`` and, at that level, the node with the fewest free GPUs (best fit):
+    ``(level, node)``, or None when no node offers ``d``."""
+    cum = np.cumsum(counts, axis=1)
+    ok = cum[:, -1] >= d
+    if not ok.any():
+        return None
+    lvl = np.where(ok, (cum < d).sum(axis=1), counts.shape[1])
+    top = int(lvl.min())
+    cands = np.flatnonzero(lvl == top)
+    return top, int(cands[np.argmin(free[cands])])
+
+
+def _cheapest_option(gpus: _FreeGpus, job: Job) -> tuple[float, int, int, int] | None:
+    """The cheapest of placing ``job`` in one server, one rack or anywhere, as
+    ``(log slowdown, Level, node, factor level)``; ties go to the lower topology level."""
+    cl = gpus.instance.cluster
+    c, d = job.perfclass, job.demand
+    k = gpus.cnt[c]
+    lnl = [math.log(x) for x in job.locality]
+    best: tuple[float, int, int, int] | None = None
+    options = [(Level.SERVER, k, gpus.server_free)]
+    if cl.racked and d >= 2:
+        kr = np.zeros((len(cl.rack_ids), k.shape[1]), dtype=np.int64)
+        np.add.at(kr, cl.rack_of_server, k)
+        options.append((Level.RACK, kr, np.bincount(cl.rack_of_server, weights=gpus.server_free,
+                                                    minlength=len(cl.rack_ids))))
+    options.append((Level.CLUSTER, k.sum(axis=0)[None, :], np.zeros(1)))
+    for where, counts, free in options:
+        found = _least_level(counts, d, free)
+        if found is None:
+            continue
+        top, node = found
+        cost = float(gpus.lnval[c][top]) + lnl[where]
+        if best is None or cost < best[0] - 1e-12:
+            best = (cost, int(where), node if where != Level.CLUSTER else -1, top)
+    return best
+
+
+def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int]) -> np.ndarray:
+    """The ``job.demand`` GPUs of the chosen option: eligible GPUs (free, of level ≤ the option's,
+    inside its node) on the servers with the most eligible GPUs first, lower levels first."""
+    cl = gpus.instance.cluster
+    _, where, node, top = best
+    lv = gpus.level[job.perfclass]
+    el = gpus.free & (lv >= 0) & (lv <= top)
+    if where == Level.SERVER:
+        el &= cl.server_of == node
+    elif where == Level.RACK:
+        el &= cl.rack_of == node
+    cand = np.flatnonzero(el)
+    srv = cl.server_of[cand]
+    per = np.bincount(srv, minlength=cl.num_servers)
+    order = np.lexsort((cand, lv[cand], -per[srv]))
+    return cand[order][: job.demand]
 
 
 def start_placements(form: Formulation) -> dict[str, dict[JobId, tuple[int, ...]]]:
@@ -172,7 +206,7 @@ def start_placements(form: Formulation) -> dict[str, dict[JobId, tuple[int, ...]
     pk = packing_greedy(form)
     if pk is not None and len(pk) == n:
         out["packing"] = pk
-    if inst.params.restart_cost > 0 and any(inst.jobs[i].placement is not None for i in form.admitted):
+    if moving_is_charged(inst) and any(inst.jobs[i].placement is not None for i in form.admitted):
         pk = packing_greedy(form, keep_running=True)
         if pk is not None and len(pk) == n:
             out["packing-keep"] = pk

@@ -1,4 +1,4 @@
-"""Our own CPLEX-LP text writer for a :class:`~pal_opt.ilp.formulation.Formulation`.
+"""Our own CPLEX-LP text writer for a :class:`~pal_opt.ilp.program.Program` (the round program, or any).
 
 Deterministic (same formulation → same bytes): variables and rows in formulation order,
 coefficients of a row in column order, numbers printed with :data:`DIGITS` significant digits
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .formulation import Formulation
+from .program import Program
 
 __all__ = ["DIGITS", "WIDTH", "format_number", "lp_text", "write_lp"]
 
@@ -64,15 +64,15 @@ def _wrap(head: str, tokens: list[str], tail: str = "") -> list[str]:
     return lines
 
 
-def lp_text(form: Formulation, comment: str | None = None) -> str:
-    """The formulation as CPLEX-LP text."""
+def lp_text(form: Program, comment: str | None = None, title: str = "pal-opt round integer program") -> str:
+    """The program as CPLEX-LP text, headed by ``title`` and ``comment``."""
     names = form.var_names
-    out: list[str] = [r"\ pal-opt round integer program (pal_opt.ilp.lpwriter)"]
+    out: list[str] = [rf"\ {title} (pal_opt.ilp.lpwriter)"]
     if comment:
         for line in comment.splitlines():
             out += [rf"\ {part}" for part in textwrap.wrap(line, WIDTH - 2) or [""]]
-    s = form.summary()
-    out.append(rf"\ {s['num_vars']} variables ({s['num_int_vars']} integer), {s['num_rows']} rows, {s['nnz']} nonzeros")
+    out.append(rf"\ {form.num_vars} variables ({int(form.integrality.sum())} integer), {form.num_rows} rows, "
+               f"{int(form.A.nnz)} nonzeros")
     out.append("Minimize")
     nz = np.flatnonzero(form.c)
     toks = _terms((float(form.c[i]), names[i]) for i in nz.tolist())
@@ -114,7 +114,8 @@ def lp_text(form: Formulation, comment: str | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_lp(form: Formulation, path: str | os.PathLike[str], comment: str | None = None) -> None:
+def write_lp(form: Program, path: str | os.PathLike[str], comment: str | None = None,
+             title: str = "pal-opt round integer program") -> None:
     """Write :func:`lp_text` to ``path`` (UTF-8, ``\\n`` line ends)."""
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(lp_text(form, comment))
+        fh.write(lp_text(form, comment, title))

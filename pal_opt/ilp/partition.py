@@ -63,15 +63,16 @@ from typing import Any
 
 import numpy as np
 
-from ..binning import BINNING_MODES, binned_factors
+from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
 from ..errors import BackendError, OptionError, SolveInterrupted
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
-from .backends import SolveOptions, get_backend
-from .solve import OPTIMALITY_TOL, resolve_admission, solve_ilp
+from .backends import SolveOptions
+from .running import moving_is_charged
+from .solve import OPTIMALITY_TOL, RoundSetup, prepare_round, run_info, solve_ilp
 
 __all__ = ["Partition", "partition_round", "part_instance", "solve_partitioned", "BOUND_MODES"]
 
@@ -169,7 +170,7 @@ def _deal_jobs(
     slack = np.bincount(part_of_server[cl.server_of[free]], minlength=k).astype(np.int64)
     out: list[list[int]] = [[] for _ in range(k)]
     todo = list(admitted)
-    if instance.params.restart_cost > 0:
+    if moving_is_charged(instance):
         rest = []
         for i in todo:
             job = instance.jobs[i]
@@ -341,10 +342,9 @@ def solve_partitioned(
 
     Parameters
     ----------
-    instance
-        The round.
-    k
-        Number of parts (reduced when there are fewer servers or the jobs cannot be dealt).
+    instance, k
+        The whole round, and the number of parts (reduced when there are fewer servers or the
+        jobs cannot be dealt).
     backend, threads, warm_start, deterministic
         Passed to :func:`pal_opt.ilp.solve_ilp` for every part.
     time_limit, gap
@@ -381,38 +381,94 @@ def solve_partitioned(
     """
     if bound not in BOUND_MODES:
         raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
-    mode = binning or instance.params.binning
-    if mode not in BINNING_MODES:
-        raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
-    cls = get_backend(backend)
     t0 = time.perf_counter()
-    admitted, label = resolve_admission(instance, admission, jobs)
-    factors = binned_factors(instance.cluster, mode)
-    demand = sum(instance.jobs[i].demand for i in admitted)
-    opts: dict[str, Any] = dict(backend=cls.name, time_limit=time_limit, gap=gap, threads=threads,
+    setup = prepare_round(instance, binning, backend, admission, jobs)
+    opts: dict[str, Any] = dict(backend=setup.backend.name, time_limit=time_limit, gap=gap, threads=threads,
                                 warm_start=warm_start, deterministic=deterministic)
-    if demand > instance.free_gpus or not admitted:
-        # nothing to split: the direct solve reports it (INFEASIBLE or an empty OPTIMAL round)
-        res = solve_ilp(instance, binning=mode, admission=None if jobs is not None else label,
-                        jobs=jobs, **opts)
-        res.info["partition"] = {"k": 1, "k_requested": k}
-        return res
-    part = partition_round(instance, admitted, k, factors=factors)
-    subs = [
-        part_instance(instance, factors, s, js, f"{instance.name or 'round'}-part{p}of{part.k}")
-        for p, (s, js) in enumerate(zip(part.servers, part.jobs, strict=True))
-    ]
+    if setup.demand > instance.free_gpus or not setup.admitted:
+        return _solve_whole(instance, setup, jobs, k, opts)
+    part = partition_round(instance, setup.admitted, k, factors=setup.factors)
+    subs = [part_instance(instance, setup.factors, s, js, f"{instance.name or 'round'}-part{p}of{part.k}")
+            for p, (s, js) in enumerate(zip(part.servers, part.jobs, strict=True))]
     build_seconds = time.perf_counter() - t0
-
-    # None: a pool for this call; an address or cluster: a client for this call (closed below);
-    # executors, clients and handles passed in stay open
+    # None: a pool for this call; an address or cluster: a client for this call (closed in
+    # _run_parts); executors, clients and handles passed in stay open
     handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus()) if executor is None else None)
+    outs, lp, run = _run_parts(handle, instance, setup, part, subs, opts, bound == "lp", bound_time_limit)
+    info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
+                    warm_start=warm_start)
+    return _merged_result(instance, setup, part, subs, outs, lp, info, run, build_seconds)
+
+
+def _solve_whole(
+    instance: RoundInstance, setup: RoundSetup, jobs: Sequence[JobId] | None, k: int, opts: dict[str, Any]
+) -> PlacementResult:
+    """Nothing to split: the direct solve reports it (INFEASIBLE, or an empty OPTIMAL round)."""
+    res = solve_ilp(instance, binning=setup.binning, admission=None if jobs is not None else setup.admission,
+                    jobs=jobs, **opts)
+    res.info["partition"] = {"k": 1, "k_requested": k}
+    return res
+
+
+def _merged_result(
+    instance: RoundInstance,
+    setup: RoundSetup,
+    part: Partition,
+    subs: list[RoundInstance],
+    outs: list[tuple[PlacementResult, PeakMemory | None]],
+    lp: tuple[float | None, float, PeakMemory | None] | None,
+    info: dict[str, Any],
+    run: dict[str, Any],
+    build_seconds: float,
+) -> PlacementResult:
+    """The round's result from its parts' (``run`` describes how they ran): the merged placement
+    priced on the whole round, the whole-round bound and the gap against it."""
+    placements, parts_info, bound_sum = _merge_parts(instance, setup, part, subs, outs)
+    summary = evaluate(instance, placements, setup.factors)
+    whole_bound = _whole_bound(part, outs, lp, info)
+    if whole_bound is not None:
+        whole_bound = min(whole_bound, summary.cost)
+    rgap = relative_gap(summary.cost, whole_bound, summary.gpus)
+    if part.k == 1:  # the single part is the whole round: same program, same verdict
+        status, msg = outs[0][0].status, outs[0][0].message
+    else:
+        status = Status.OPTIMAL if rgap is not None and rgap <= OPTIMALITY_TOL else Status.FEASIBLE
+        msg = "" if status == Status.OPTIMAL else (
+            f"{part.k} parts solved by {setup.backend.name}; gap against the whole round's LP relaxation")
+    wall = run.pop("parts_wall_seconds")
+    info["partition"] = {**run, "parts": parts_info, "parts_bound_sum": bound_sum, "parts_wall_seconds": wall}
+    info["parts_bound_sum"] = bound_sum
+    return PlacementResult(
+        placements=placements, method="ilp", status=status, objective=summary.cost,
+        geomean_slowdown=summary.geomean, gpus_used=summary.gpus, solve_seconds=wall, admission=setup.admission,
+        bound=whole_bound, gap=rgap, build_seconds=build_seconds, backend=setup.backend.name,
+        backend_version=setup.backend.version(), jobs_to_terminate=jobs_to_terminate(instance, placements),
+        spanning=summary.spanning, message=msg, info=info,
+    )
+
+
+def _run_parts(
+    handle: ExecutorHandle,
+    instance: RoundInstance,
+    setup: RoundSetup,
+    part: Partition,
+    subs: list[RoundInstance],
+    opts: dict[str, Any],
+    lp_bound: bool,
+    bound_time_limit: float | None,
+) -> tuple[list[tuple[PlacementResult, PeakMemory | None]], tuple[float | None, float, PeakMemory | None] | None,
+           dict[str, Any]]:
+    """Solve the parts, and (with ``lp_bound`` and more than one part) the whole round's LP
+    relaxation, on ``handle``, which is closed afterwards; also returns how they ran.  A part
+    interrupted by Ctrl-C is a placement of that part only, not of the round: the partitioned
+    solve keeps nothing."""
     measure = handle.kind != "serial"
     t1 = time.perf_counter()
     try:
         bfut = None
-        if part.k > 1 and bound == "lp":
-            bfut = handle.submit(_whole_lp_bound, instance, tuple(admitted), dict(factors), bound_time_limit, measure)
+        if part.k > 1 and lp_bound:
+            bfut = handle.submit(_whole_lp_bound, instance, tuple(setup.admitted), dict(setup.factors),
+                                 bound_time_limit, measure)
         futs = [
             handle.submit(_solve_part, sub, [instance.jobs[i].id for i in js], opts, measure)
             for sub, js in zip(subs, part.jobs, strict=True)
@@ -420,13 +476,23 @@ def solve_partitioned(
         outs = [f.result() for f in futs]
         lp = bfut.result() if bfut is not None else None
     except SolveInterrupted:
-        # a part's interrupted result is a placement of that part only, not of the round: the
-        # partitioned solve keeps nothing
         raise KeyboardInterrupt from None
     finally:
         handle.close()
-    wall = time.perf_counter() - t1
+    run = {"k": part.k, "k_requested": part.k_requested, "scheme": part.scheme, "job_dealing": part.job_dealing,
+           "executor": handle.kind, "workers": handle.workers, "parts_wall_seconds": time.perf_counter() - t1}
+    return outs, lp, run
 
+
+def _merge_parts(
+    instance: RoundInstance,
+    setup: RoundSetup,
+    part: Partition,
+    subs: list[RoundInstance],
+    outs: list[tuple[PlacementResult, PeakMemory | None]],
+) -> tuple[dict[JobId, tuple[int, ...]], list[dict[str, Any]], float | None]:
+    """The merged placement (queue order), a description of each part and the sum of the parts'
+    own bounds (None if one has none)."""
     placements: dict[JobId, tuple[int, ...]] = {}
     parts_info: list[dict[str, Any]] = []
     bound_sum: float | None = 0.0
@@ -453,66 +519,30 @@ def solve_partitioned(
             "peak_rss": None if mem is None else mem.peak_rss,
             "seconds": None if mem is None else mem.seconds,
         })
-    rank = {instance.jobs[i].id: n for n, i in enumerate(admitted)}
-    placements = dict(sorted(placements.items(), key=lambda kv: rank[kv[0]]))
-    summary = evaluate(instance, placements, factors)
-    info: dict[str, Any] = {"binning": mode, "time_limit": time_limit, "gap_target": gap, "threads": threads,
-                            "deterministic": deterministic, "warm_start": warm_start}
-    whole_bound: float | None
+    rank = {instance.jobs[i].id: n for n, i in enumerate(setup.admitted)}
+    return dict(sorted(placements.items(), key=lambda kv: rank[kv[0]])), parts_info, bound_sum
+
+
+def _whole_bound(
+    part: Partition,
+    outs: list[tuple[PlacementResult, PeakMemory | None]],
+    lp: tuple[float | None, float, PeakMemory | None] | None,
+    info: dict[str, Any],
+) -> float | None:
+    """The bound for the whole round (see the module docstring); says where it came from in ``info``."""
     if part.k == 1:
-        whole_bound = outs[0][0].bound
         info["bound_source"] = "the single part is the whole round: its solver bound"
         info["bound_seconds"] = 0.0
-    elif lp is not None:
-        whole_bound, bsec, bmem = lp
-        info["bound_source"] = "LP relaxation of the whole round (HiGHS dual simplex)" if whole_bound is not None \
-            else "none (HiGHS unavailable or the LP stopped early)"
-        info["bound_seconds"] = bsec
-        info["bound_peak_rss"] = None if bmem is None else bmem.peak_rss
-    else:
-        whole_bound = None
+        return outs[0][0].bound
+    if lp is None:
         info["bound_source"] = "none (bound='none')"
-    if whole_bound is not None:
-        whole_bound = min(whole_bound, summary.cost)
-    rgap = relative_gap(summary.cost, whole_bound, summary.gpus)
-    if part.k == 1:
-        status = outs[0][0].status  # the single part is the whole round: same program, same verdict
-    else:
-        status = Status.OPTIMAL if rgap is not None and rgap <= OPTIMALITY_TOL else Status.FEASIBLE
-    info["partition"] = {
-        "k": part.k,
-        "k_requested": int(k),
-        "scheme": part.scheme,
-        "job_dealing": part.job_dealing,
-        "executor": handle.kind,
-        "workers": handle.workers,
-        "parts": parts_info,
-        "parts_bound_sum": bound_sum,
-        "parts_wall_seconds": wall,
-    }
-    info["parts_bound_sum"] = bound_sum
-    msg = outs[0][0].message if part.k == 1 else "" if status == Status.OPTIMAL else (
-        f"{part.k} parts solved by {cls.name}; gap against "
-        + ("the whole round's LP relaxation" if part.k > 1 else "the solver bound"))
-    return PlacementResult(
-        placements=placements,
-        method="ilp",
-        status=status,
-        objective=summary.cost,
-        geomean_slowdown=summary.geomean,
-        gpus_used=summary.gpus,
-        solve_seconds=wall,
-        admission=label,
-        bound=whole_bound,
-        gap=rgap,
-        build_seconds=build_seconds,
-        backend=cls.name,
-        backend_version=cls.version(),
-        jobs_to_terminate=jobs_to_terminate(instance, placements),
-        spanning=summary.spanning,
-        message=msg,
-        info=info,
-    )
+        return None
+    whole_bound, bsec, bmem = lp
+    info["bound_source"] = "LP relaxation of the whole round (HiGHS dual simplex)" if whole_bound is not None \
+        else "none (HiGHS unavailable or the LP stopped early)"
+    info["bound_seconds"] = bsec
+    info["bound_peak_rss"] = None if bmem is None else bmem.peak_rss
+    return whole_bound
 
 
 def _cpus() -> int:

@@ -49,7 +49,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -57,16 +57,17 @@ import numpy as np
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
-from ..errors import OptionError, SolveInterrupted
+from ..errors import BackendError, OptionError, SolveInterrupted
 from ..model import GpuState, JobId, RoundInstance
 from ..policies.base import jobs_to_terminate
 from ..result import PlacementResult, Status
-from .backends import BackendAbandoned, BackendInterrupted, SolveOptions, SolverStatus, get_backend
+from .backends import SolveOptions, SolverStatus, get_backend
+from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
 from .decode import decode, encode
-from .formulation import build_formulation
+from .formulation import Formulation, build_formulation
 from .heuristic import start_placements
 
-__all__ = ["solve_ilp", "resolve_admission", "OPTIMALITY_TOL"]
+__all__ = ["solve_ilp", "resolve_admission", "prepare_round", "run_info", "RoundSetup", "OPTIMALITY_TOL"]
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,66 @@ def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, det
             raise OptionError(f"{label} must be True or False, got {v!r}")
 
 
+@dataclass(frozen=True)
+class RoundSetup:
+    """What :func:`solve_ilp` and :func:`~pal_opt.ilp.partition.solve_partitioned` settle before
+    any program is built (:func:`prepare_round`).
+
+    Attributes
+    ----------
+    binning
+        The binning mode.
+    backend
+        The backend class.
+    admitted, admission
+        Admitted job indices (queue order) and the admission label.
+    factors
+        The binned factors.
+    demand
+        Σ demand of the admitted jobs.
+    """
+
+    binning: str
+    backend: type[Backend]
+    admitted: list[int]
+    admission: str
+    factors: Mapping[str, np.ndarray]
+    demand: int
+
+
+def prepare_round(
+    instance: RoundInstance,
+    binning: str | None,
+    backend: str | None,
+    admission: str | None,
+    jobs: Sequence[JobId] | None,
+) -> RoundSetup:
+    """Check the binning mode, find the backend, admit the jobs and bin the factors.
+
+    Raises
+    ------
+    OptionError
+        For an unknown binning mode or backend, or bad admission options.
+    BackendUnavailableError
+        For a backend that is not installed.
+    """
+    mode = binning or instance.params.binning
+    if mode not in BINNING_MODES:
+        raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
+    cls = get_backend(backend)
+    admitted, label = resolve_admission(instance, admission, jobs)
+    factors = binned_factors(instance.cluster, mode)
+    demand = sum(instance.jobs[i].demand for i in admitted)
+    return RoundSetup(mode, cls, admitted, label, factors, demand)
+
+
+def run_info(setup: RoundSetup, **options: Any) -> dict[str, Any]:
+    """The options of a solve as reported in ``PlacementResult.info`` (binning first)."""
+    keys = {"time_limit": "time_limit", "gap": "gap_target", "threads": "threads", "deterministic": "deterministic",
+            "warm_start": "warm_start"}
+    return {"binning": setup.binning, **{keys[k]: v for k, v in options.items()}}
+
+
 def _result(
     instance: RoundInstance,
     placements: dict[JobId, tuple[int, ...]],
@@ -148,6 +209,36 @@ def _result(
         spanning=summary.spanning,
         **kw,
     )
+
+
+@dataclass
+class _Attempt:
+    """One solve of a built round program: the round, the program, the start placement and the
+    LP relaxation's bound as they become known."""
+
+    instance: RoundInstance
+    setup: RoundSetup
+    form: Formulation
+    common: dict[str, Any]
+    build_seconds: float
+    greedy: dict[JobId, tuple[int, ...]] | None = None
+    gcost: float = math.inf
+    source: str | None = None
+    lp_bound: float | None = None
+    lp_seconds: float = 0.0
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.common["info"]
+
+    @property
+    def name(self) -> str:
+        return self.setup.backend.name
+
+    def result(self, placements: Mapping[JobId, tuple[int, ...]], **kw: Any) -> PlacementResult:
+        """A priced result of ``placements`` with the build time and the common fields."""
+        return _result(self.instance, dict(placements), self.setup.factors, build_seconds=self.build_seconds,
+                       **kw, **self.common)
 
 
 def solve_ilp(
@@ -173,7 +264,8 @@ def solve_ilp(
         Variability binning mode; default ``instance.params.binning``.  The program uses the
         same binned factors as the greedy policies.
     backend
-        ``"highs"``, ``"cpsat"`` or ``"cbc"``; default: the first installed in that order.
+        ``"highs"``, ``"cpsat"`` or ``"cbc"`` (or another registered backend); default: the first
+        installed in that order.
     admission
         ``"prefix"`` (default) or ``"backfill"`` (see the module docstring).
     time_limit
@@ -207,17 +299,32 @@ def solve_ilp(
     ('optimal', (2, 3), 1.0)
     """
     _check_options(time_limit, gap, threads, warm_start, deterministic)
-    mode = binning or instance.params.binning
-    if mode not in BINNING_MODES:
-        raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
-    cls = get_backend(backend)
-    admitted, label = resolve_admission(instance, admission, jobs)
-    factors = binned_factors(instance.cluster, mode)
-    info: dict[str, Any] = {"binning": mode, "time_limit": time_limit, "gap_target": gap, "threads": threads,
-                            "deterministic": deterministic, "warm_start": warm_start}
-    common = dict(admission=label, backend=cls.name, backend_version=cls.version(), info=info)
-    demand = sum(instance.jobs[i].demand for i in admitted)
-    free = instance.free_gpus
+    setup = prepare_round(instance, binning, backend, admission, jobs)
+    cls = setup.backend
+    info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
+                    warm_start=warm_start)
+    common = dict(admission=setup.admission, backend=cls.name, backend_version=cls.version(), info=info)
+    trivial = _trivial_result(instance, setup, common)
+    if trivial is not None:
+        return trivial
+    att = _build(instance, setup, common)
+    start = _start_vector(att) if warm_start and cls.supports_warm_start else None
+    abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
+    opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic)
+    solver = cls()
+    if att.greedy is not None and cls.supports_relaxation and abs_gap > 0:
+        done = _lp_shortcut(att, solver, opts)
+        if done is not None:
+            return done
+        if time_limit is not None:
+            opts = replace(opts, time_limit=max(time_limit - att.lp_seconds, 1e-3))
+    return _run_solver(att, solver, opts, start)
+
+
+def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -> PlacementResult | None:
+    """The result when no program is needed: INFEASIBLE when the admitted jobs need more GPUs than
+    are free, OPTIMAL and empty when nothing is admitted; else None."""
+    admitted, demand, free = setup.admitted, setup.demand, instance.free_gpus
     if demand > free:
         st = instance.cluster.state
         names = ", ".join(str(instance.jobs[i].id) for i in admitted[:20])
@@ -226,145 +333,128 @@ def solve_ilp(
                f"({int((st == GpuState.BUSY).sum())} busy, {int((st == GpuState.FAILED).sum())} failed)")
         return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
                                geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=msg,
-                               **common)  # type: ignore[arg-type]
+                               **common)
     if not admitted:
-        return _result(instance, {}, factors, status=Status.OPTIMAL, solve_seconds=0.0, bound=0.0, gap=0.0,
-                       **common)  # type: ignore[arg-type]
+        return _result(instance, {}, setup.factors, status=Status.OPTIMAL, solve_seconds=0.0, bound=0.0, gap=0.0,
+                       **common)
+    return None
 
+
+def _build(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -> _Attempt:
+    """Build the program and price the start placements (PAL's greedy and the packing greedy);
+    the cheapest becomes the warm start and the fallback."""
     t0 = time.perf_counter()
-    form = build_formulation(instance, admitted, factors=factors)
-    build_seconds = time.perf_counter() - t0
-    info.update(form.summary())
+    form = build_formulation(instance, setup.admitted, factors=setup.factors)
+    att = _Attempt(instance, setup, form, common, time.perf_counter() - t0)
+    att.info.update(form.summary())
+    for name, placement in start_placements(att.form).items():
+        c = evaluate(att.instance, placement, att.setup.factors).cost
+        att.info[f"start_{name}_objective"] = c
+        if c < att.gcost - 1e-12:
+            att.greedy, att.gcost, att.source = placement, c, name
+    att.info["start_source"] = att.source
+    return att
 
-    # start placements: PAL's greedy and the packing greedy; the cheapest is the warm start and
-    # the fallback
-    starts = start_placements(form)
-    greedy: dict[JobId, tuple[int, ...]] | None = None
-    gcost = math.inf
-    source = None
-    for name, placement in starts.items():
-        c = evaluate(instance, placement, factors).cost
-        info[f"start_{name}_objective"] = c
-        if c < gcost - 1e-12:
-            greedy, gcost, source = placement, c, name
-    info["start_source"] = source
-    start = None
-    if warm_start and greedy is not None and cls.supports_warm_start:
-        try:
-            start = encode(form, greedy)
-        except ValueError as exc:  # pragma: no cover - start placements are valid
-            log.warning("warm start not encodable: %s", exc)
 
-    abs_gap = demand * math.log1p(gap) if gap else 0.0
-    opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic)
-    solver = cls()
-    lp_bound, lp_seconds = None, 0.0
+def _start_vector(att: _Attempt) -> np.ndarray | None:
+    """The start placement as a program vector (None without one)."""
+    if att.greedy is None:
+        return None
+    try:
+        return encode(att.form, att.greedy)
+    except ValueError as exc:  # pragma: no cover - start placements are valid
+        log.warning("warm start not encodable: %s", exc)
+        return None
 
-    def interrupted_with_start(stage: str, seconds: float) -> SolveInterrupted:
-        """A Ctrl-C before the solver had anything: the start placement, flagged."""
-        if greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
-            return SolveInterrupted(None)
-        info["interrupted"] = True
-        res = _result(instance, dict(greedy), factors, status=Status.FALLBACK, solve_seconds=seconds,
-                      build_seconds=build_seconds, bound=lp_bound,
-                      message=f"interrupted while {cls.name} {stage}; the start placement ({source}) is returned",
-                      **common)  # type: ignore[arg-type]
-        res.gap = relative_gap(res.objective, lp_bound, demand)
-        return SolveInterrupted(res)
 
-    if greedy is not None and cls.supports_relaxation and abs_gap > 0:
-        # with a gap target: the LP relaxation alone is cheap and tight, so stop here when the
-        # start placement is already close enough (proving optimality needs the MIP anyway)
-        t1 = time.perf_counter()
-        try:
-            lp_bound = solver.relaxation_bound(form, opts)
-        except BackendAbandoned:
-            raise KeyboardInterrupt from None
-        except KeyboardInterrupt:  # BackendInterrupted, or a Ctrl-C while the LP was translated
-            raise interrupted_with_start("solved the LP relaxation", time.perf_counter() - t1) from None
-        lp_seconds = time.perf_counter() - t1
-        info["relaxation_bound"] = lp_bound
-        info["relaxation_seconds"] = lp_seconds
-        if lp_bound is not None and gcost - lp_bound <= max(abs_gap, demand * math.log1p(OPTIMALITY_TOL)):
-            lp_only = min(lp_bound, gcost)
-            rgap = relative_gap(gcost, lp_only, demand)
-            proven = rgap is not None and rgap <= OPTIMALITY_TOL
-            info["solver_status"] = "start placement within the gap of the LP relaxation"
-            info["incumbent"] = f"start ({source})"
-            return _result(instance, dict(greedy), factors, status=Status.OPTIMAL if proven else Status.FEASIBLE,
-                           solve_seconds=lp_seconds, build_seconds=build_seconds, bound=lp_only, gap=rgap,
-                           message="" if proven else f"{cls.name}: start placement within the gap of the LP bound",
-                           **common)  # type: ignore[arg-type]
-        if time_limit is not None:
-            opts = replace(opts, time_limit=max(time_limit - lp_seconds, 1e-3))
+def _interrupted_with_start(att: _Attempt, stage: str, seconds: float) -> SolveInterrupted:
+    """A Ctrl-C before the solver had anything: the start placement, flagged."""
+    if att.greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
+        return SolveInterrupted(None)
+    att.info["interrupted"] = True
+    res = att.result(att.greedy, status=Status.FALLBACK, solve_seconds=seconds, bound=att.lp_bound,
+                     message=f"interrupted while {att.name} {stage}; the start placement ({att.source}) is returned")
+    res.gap = relative_gap(res.objective, att.lp_bound, att.setup.demand)
+    return SolveInterrupted(res)
+
+
+def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> PlacementResult | None:
+    """With a gap target: the LP relaxation alone is cheap and tight, so the start placement is the
+    answer when it is already close enough to its bound (proving optimality needs the MIP anyway).
+    Records the bound in ``att``; None when the MIP is still needed."""
+    assert att.greedy is not None
+    t1 = time.perf_counter()
+    try:
+        att.lp_bound = solver.relaxation_bound(att.form, opts)
+    except BackendAbandoned:
+        raise KeyboardInterrupt from None
+    except KeyboardInterrupt:  # BackendInterrupted, or a Ctrl-C while the LP was translated
+        raise _interrupted_with_start(att, "solved the LP relaxation", time.perf_counter() - t1) from None
+    att.lp_seconds = time.perf_counter() - t1
+    att.info["relaxation_bound"] = att.lp_bound
+    att.info["relaxation_seconds"] = att.lp_seconds
+    demand = att.setup.demand
+    if att.lp_bound is None or att.gcost - att.lp_bound > max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL)):
+        return None
+    lp_only = min(att.lp_bound, att.gcost)
+    rgap = relative_gap(att.gcost, lp_only, demand)
+    proven = rgap is not None and rgap <= OPTIMALITY_TOL
+    att.info["solver_status"] = "start placement within the gap of the LP relaxation"
+    att.info["incumbent"] = f"start ({att.source})"
+    return att.result(att.greedy, status=Status.OPTIMAL if proven else Status.FEASIBLE, solve_seconds=att.lp_seconds,
+                      bound=lp_only, gap=rgap,
+                      message="" if proven else f"{att.name}: start placement within the gap of the LP bound")
+
+
+def _run_solver(att: _Attempt, solver: Backend, opts: SolveOptions, start: np.ndarray | None) -> PlacementResult:
+    """The MIP solve and its result; on Ctrl-C, :class:`SolveInterrupted` with the best so far."""
     interrupted = False
     try:
-        sol = solver.solve(form, opts, start)
+        sol = solver.solve(att.form, opts, start)
     except BackendAbandoned:
         raise KeyboardInterrupt from None
     except KeyboardInterrupt as exc:  # BackendInterrupted, or a Ctrl-C while the model was translated
         solution = exc.solution if isinstance(exc, BackendInterrupted) else None
         if solution is None:
-            raise interrupted_with_start("solved", lp_seconds) from None
+            raise _interrupted_with_start(att, "solved", att.lp_seconds) from None
         sol, interrupted = solution, True
-        info["interrupted"] = True
-    res = _finish(instance, form, factors, sol, greedy, gcost, source, lp_bound, lp_seconds, build_seconds, demand,
-                  cls.name, common)
+        att.info["interrupted"] = True
+    res = _finish(att, sol)
     if interrupted:
         res.message = f"interrupted: {res.message}" if res.message else "interrupted"
         raise SolveInterrupted(res)
     return res
 
 
-def _finish(
-    instance: RoundInstance,
-    form: Any,
-    factors: Mapping[str, np.ndarray],
-    sol: Any,
-    greedy: dict[JobId, tuple[int, ...]] | None,
-    gcost: float,
-    source: str | None,
-    lp_bound: float | None,
-    lp_seconds: float,
-    build_seconds: float,
-    demand: int,
-    cls_name: str,
-    common: dict[str, Any],
-) -> PlacementResult:
+def _finish(att: _Attempt, sol: BackendSolution) -> PlacementResult:
     """The result of a finished (or interrupted) backend solve: decode, price, compare with the
     start placement, report the gap."""
-    info = common["info"]
+    info, demand, name = att.info, att.setup.demand, att.name
     info.update(sol.info)
     info["solver_status"] = sol.message
     info["translate_seconds"] = sol.translate_seconds
     info["program_objective"] = sol.objective
-    solve_seconds = lp_seconds + sol.seconds
+    solve_seconds = att.lp_seconds + sol.seconds
     bound = sol.bound
-    if lp_bound is not None:
-        bound = lp_bound if bound is None else max(bound, lp_bound)
-
+    if att.lp_bound is not None:
+        bound = att.lp_bound if bound is None else max(bound, att.lp_bound)
     if sol.values is None:
         if sol.status == SolverStatus.INFEASIBLE:
-            from ..errors import BackendError
-
-            raise BackendError(f"{cls_name} reported an always-feasible round program infeasible")
-        res = _result(instance, dict(greedy or {}), factors, status=Status.FALLBACK, solve_seconds=solve_seconds,
-                      build_seconds=build_seconds, bound=bound,
-                      message=f"{cls_name} found no solution ({sol.message}); the greedy placement "
-                              f"({source}) of the admitted jobs is returned", **common)  # type: ignore[arg-type]
-        res.gap = relative_gap(res.objective, bound, demand) if greedy else None
+            raise BackendError(f"{name} reported an always-feasible round program infeasible")
+        res = att.result(att.greedy or {}, status=Status.FALLBACK, solve_seconds=solve_seconds, bound=bound,
+                         message=f"{name} found no solution ({sol.message}); the greedy placement "
+                                 f"({att.source}) of the admitted jobs is returned")
+        res.gap = relative_gap(res.objective, bound, demand) if att.greedy else None
         return res
-
-    placements = decode(form, sol.values)
-    cost = evaluate(instance, placements, factors).cost
+    placements = decode(att.form, sol.values)
+    cost = evaluate(att.instance, placements, att.setup.factors).cost
     info["incumbent"] = "solver"
-    if greedy is not None and gcost < cost - 1e-12:
-        placements, cost = dict(greedy), gcost
-        info["incumbent"] = f"start ({source})"
+    if att.greedy is not None and att.gcost < cost - 1e-12:
+        placements, cost = dict(att.greedy), att.gcost
+        info["incumbent"] = f"start ({att.source})"
     if bound is not None:
         bound = min(bound, cost)
     rgap = relative_gap(cost, bound, demand)
     proven = sol.status == SolverStatus.OPTIMAL and rgap is not None and rgap <= OPTIMALITY_TOL
-    return _result(instance, placements, factors, status=Status.OPTIMAL if proven else Status.FEASIBLE,
-                   solve_seconds=solve_seconds, build_seconds=build_seconds, bound=bound, gap=rgap,
-                   message="" if proven else f"{cls_name}: {sol.message}", **common)  # type: ignore[arg-type]
+    return att.result(placements, status=Status.OPTIMAL if proven else Status.FEASIBLE, solve_seconds=solve_seconds,
+                      bound=bound, gap=rgap, message="" if proven else f"{name}: {sol.message}")

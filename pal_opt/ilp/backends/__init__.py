@@ -1,11 +1,15 @@
-"""Solver backends for the round program: a registry, not if/elif chains.
+"""Solver backends for integer programs: a registry, not if/elif chains.
 
-``available_backends()`` lists the installed ones in preference order (HiGHS, CP-SAT, CBC);
-``get_backend(name)`` returns the backend class or raises
-:class:`~pal_opt.errors.BackendUnavailableError` naming why and which backends are installed.
+``available_backends()`` lists the installed ones in preference order (HiGHS, CP-SAT, CBC, then
+any other registered backend in registration order); ``get_backend(name)`` returns the backend
+class or raises :class:`~pal_opt.errors.BackendUnavailableError` naming why and which backends
+are installed.  A new backend is a :class:`Backend` subclass (see :mod:`.base` for the hooks)
+added with :func:`register_backend`.
 """
 
 from __future__ import annotations
+
+import inspect
 
 from ...errors import BackendUnavailableError, OptionError
 from .base import (
@@ -15,6 +19,7 @@ from .base import (
     BackendSolution,
     SolveOptions,
     SolverStatus,
+    ThreadedBackend,
     run_interruptibly,
 )
 from .cbc import CbcBackend
@@ -23,6 +28,7 @@ from .highs import HighsBackend
 
 __all__ = [
     "Backend",
+    "ThreadedBackend",
     "BackendAbandoned",
     "BackendInterrupted",
     "BackendSolution",
@@ -32,18 +38,64 @@ __all__ = [
     "PREFERENCE",
     "available_backends",
     "get_backend",
+    "register_backend",
+    "unregister_backend",
     "run_interruptibly",
 ]
 
 #: name -> backend class.
-BACKENDS: dict[str, type[Backend]] = {
-    HighsBackend.name: HighsBackend,
-    CpSatBackend.name: CpSatBackend,
-    CbcBackend.name: CbcBackend,
-}
+BACKENDS: dict[str, type[Backend]] = {}
 
-#: Preference order for the default backend.
+#: Preference order for the default backend (registered backends not named here come after).
 PREFERENCE: tuple[str, ...] = ("highs", "cpsat", "cbc")
+
+
+def register_backend(cls: type[Backend], *, replace: bool = False) -> type[Backend]:
+    """Add a backend class to the registry under its ``name`` class attribute.
+
+    Returns the class, so this can decorate a class definition.
+
+    Raises
+    ------
+    OptionError
+        If ``cls`` is not a concrete :class:`Backend` subclass with a non-empty string ``name``,
+        or another class is registered under that name and ``replace`` is False.
+
+    Examples
+    --------
+    >>> from pal_opt.ilp.backends.highs import HighsBackend
+    >>> class Copy(HighsBackend):
+    ...     name = "highs-copy"
+    >>> register_backend(Copy) is Copy, "highs-copy" in BACKENDS
+    (True, True)
+    >>> unregister_backend("highs-copy") is Copy, "highs-copy" in BACKENDS
+    (True, False)
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise OptionError(f"a backend must be a subclass of Backend, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise OptionError(f"backend class {cls.__qualname__} has no name (a non-empty str class attribute)")
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise OptionError(f"backend class {cls.__qualname__} does not implement {missing}")
+    old = BACKENDS.get(name)
+    if old is not None and old is not cls and not replace:
+        raise OptionError(f"a backend named {name!r} is already registered ({old.__qualname__}); pass replace=True")
+    BACKENDS[name] = cls
+    return cls
+
+
+def unregister_backend(name: str) -> type[Backend]:
+    """Remove the backend registered as ``name`` and return its class (:class:`OptionError` if none)."""
+    if name not in BACKENDS:
+        raise OptionError(f"no backend named {name!r} is registered")
+    return BACKENDS.pop(name)
+
+
+def _ordered() -> list[str]:
+    """Registered names, in preference order."""
+    return [n for n in PREFERENCE if n in BACKENDS] + [n for n in BACKENDS if n not in PREFERENCE]
 
 
 def available_backends() -> list[str]:
@@ -52,7 +104,7 @@ def available_backends() -> list[str]:
     >>> set(available_backends()) <= {"highs", "cpsat", "cbc"}
     True
     """
-    return [n for n in PREFERENCE if BACKENDS[n].is_available()]
+    return [n for n in _ordered() if BACKENDS[n].is_available()]
 
 
 def get_backend(name: str | None = None) -> type[Backend]:
@@ -69,13 +121,13 @@ def get_backend(name: str | None = None) -> type[Backend]:
     if name is None:
         avail = available_backends()
         if not avail:
-            why = "; ".join(f"{n}: {BACKENDS[n].import_error()}" for n in PREFERENCE)
+            why = "; ".join(f"{n}: {BACKENDS[n].import_error()}" for n in _ordered())
             raise BackendUnavailableError(f"no ILP backend is installed ({why})")
         return BACKENDS[avail[0]]
     if not isinstance(name, str) or name not in BACKENDS:
         inst = available_backends()
         raise OptionError(
-            f"unknown backend {name!r}; choose one of {', '.join(PREFERENCE)} "
+            f"unknown backend {name!r}; choose one of {', '.join(_ordered())} "
             f"(installed: {', '.join(inst) if inst else 'none'})"
         )
     cls = BACKENDS[name]
@@ -86,3 +138,8 @@ def get_backend(name: str | None = None) -> type[Backend]:
             f"installed: {', '.join(inst) if inst else 'none'}"
         )
     return cls
+
+
+register_backend(HighsBackend)
+register_backend(CpSatBackend)
+register_backend(CbcBackend)

@@ -1,32 +1,58 @@
-"""What every solver backend shares: its options, its answer and the abstract base class.
+"""What every solver backend shares: its options, its answer, and the template every backend fills in.
 
-A backend only *translates* a :class:`~pal_opt.ilp.formulation.Formulation` into its solver's
-model, solves it and reads the answer back (build → solve → extract).  It never decodes GPU sets
-and never prices placements; :mod:`pal_opt.ilp.solve` does both through :mod:`pal_opt.cost`.
+A backend solves a :class:`~pal_opt.ilp.program.Program` (any mixed-integer linear program; it
+knows nothing of rounds, GPUs or jobs) and reads the answer back.  It never decodes GPU sets and
+never prices placements; :mod:`pal_opt.ilp.solve` does both through :mod:`pal_opt.cost`.
+
+:meth:`Backend.solve` is a template: the flow is the same for every solver and lives here,
+
+1. an empty program (no columns) is answered without a solver;
+2. :meth:`~Backend._translate` the program (and the start vector) into the solver's model;
+3. :meth:`~Backend._configure` it from :class:`SolveOptions` (time limit, gap, threads,
+   determinism, seed), then hand each of ``options.backend_params`` to
+   :meth:`~Backend._set_param` (a parameter the solver rejects is an
+   :class:`~pal_opt.errors.OptionError` naming it);
+4. :meth:`~Backend._execute` the solver so that Ctrl-C can stop it
+   (:class:`ThreadedBackend` runs an in-process solver in a helper thread with
+   :func:`run_interruptibly`);
+5. :meth:`~Backend._read` its status, values, message and figures, then
+   :meth:`~Backend._bound`; the objective is ``program.objective(values)``;
+6. :meth:`~Backend._release` what the run held (always), and on an interrupt raise
+   :class:`BackendInterrupted` with the solution read.
+
+A new backend is one module with a subclass that implements the hooks marked abstract, plus one
+line registering it (:func:`pal_opt.ilp.backends.register_backend`).
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 import math
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ..formulation import Formulation
+from ...errors import OptionError
+from ..program import Program
 
 __all__ = [
     "SolverStatus",
     "SolveOptions",
     "BackendSolution",
+    "Readout",
     "Backend",
+    "ThreadedBackend",
     "BackendInterrupted",
     "BackendAbandoned",
     "abandoned_solvers",
+    "empty_solution",
+    "finite_or_none",
     "run_interruptibly",
 ]
 
@@ -64,6 +90,12 @@ class SolveOptions:
         Same model + options → same answer (see each backend for how).
     seed
         Random seed handed to the solver.
+    backend_params
+        Solver parameters passed straight through, after pal-opt's own settings (so they win):
+        HiGHS options (``setOptionValue``), CP-SAT ``SatParameters`` fields by name (an enum
+        field also takes its value's name), CBC command-line options (``{"maxNodes": 100}`` is
+        ``-maxNodes 100``; a None value passes the option alone).  A parameter the solver
+        rejects raises :class:`~pal_opt.errors.OptionError` naming it.
     """
 
     time_limit: float | None = None
@@ -71,6 +103,13 @@ class SolveOptions:
     threads: int | None = None
     deterministic: bool = True
     seed: int = 0
+    backend_params: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        params = self.backend_params
+        if not isinstance(params, Mapping) or not all(isinstance(k, str) and k for k in params):
+            raise OptionError(f"backend_params must map parameter names to values, got {params!r}")
+        object.__setattr__(self, "backend_params", dict(params))
 
 
 @dataclass
@@ -90,7 +129,7 @@ class BackendSolution:
     seconds
         Time inside the solver call (translation excluded).
     translate_seconds
-        Time to translate the formulation into the solver's model.
+        Time to translate the program into the solver's model and configure it.
     message
         Solver status text.
     info
@@ -107,13 +146,25 @@ class BackendSolution:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Readout:
+    """What a backend reads back from its solver after a run (:meth:`Backend._read`)."""
+
+    status: SolverStatus
+    values: np.ndarray | None
+    message: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
 class Backend(ABC):
-    """A solver backend.
+    """A solver backend: the template :meth:`solve` and the hooks a solver fills in.
 
     Class attributes
     ----------------
     name
         Registry name (``"highs"``, ``"cpsat"``, ``"cbc"``).
+    requires
+        Modules the solver needs (the availability probe imports them).
     supports_warm_start
         Whether a start vector is handed to the solver.
     integer_coefficients
@@ -124,21 +175,27 @@ class Backend(ABC):
     """
 
     name: ClassVar[str]
+    requires: ClassVar[tuple[str, ...]] = ()
     supports_warm_start: ClassVar[bool] = False
     integer_coefficients: ClassVar[bool] = False
     supports_relaxation: ClassVar[bool] = False
     _available: ClassVar[bool | None] = None
     _import_error: ClassVar[str | None] = None
+    _version: ClassVar[str | None] = None
 
+    # ------------------------------------------------------------------ availability, version
     @classmethod
-    @abstractmethod
     def _probe(cls) -> None:
-        """Import the solver; raise ImportError (or anything) if it cannot be used."""
+        """Import the solver (every module in :attr:`requires`); raise ImportError (or anything) if
+        it cannot be used.  Override to check more (CBC: that its binary runs)."""
+        for module in cls.requires:
+            importlib.import_module(module)
 
     @classmethod
     def is_available(cls) -> bool:
-        """Whether the solver can be imported (cached; the error is kept for messages)."""
-        if cls._available is None:
+        """Whether the solver can be imported (probed once per class; the error is kept for
+        messages)."""
+        if cls.__dict__.get("_available") is None:
             try:
                 cls._probe()
             except Exception as exc:  # noqa: BLE001 - any import failure makes it unavailable
@@ -147,7 +204,7 @@ class Backend(ABC):
             else:
                 cls._available = True
                 cls._import_error = None
-        return cls._available
+        return bool(cls._available)
 
     @classmethod
     def import_error(cls) -> str | None:
@@ -156,17 +213,122 @@ class Backend(ABC):
         return cls._import_error
 
     @classmethod
-    @abstractmethod
     def version(cls) -> str:
-        """Solver version string."""
+        """Solver version string (asked once per class)."""
+        known = cls.__dict__.get("_version")
+        if known is None:
+            known = cls._version = cls._solver_version()
+        return known
 
+    @classmethod
     @abstractmethod
-    def solve(self, form: Formulation, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
-        """Solve ``form``; ``start`` is a feasible vector to warm-start from (or None)."""
+    def _solver_version(cls) -> str:
+        """Ask the solver for its version."""
 
-    def relaxation_bound(self, form: Formulation, options: SolveOptions) -> float | None:
+    # ------------------------------------------------------------------ the template
+    def solve(self, program: Program, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
+        """Solve ``program``; ``start`` is a feasible vector to warm-start from (or None).
+
+        Raises
+        ------
+        BackendInterrupted
+            On Ctrl-C, once the solver has stopped, with what it had.
+        OptionError
+            For a backend parameter the solver rejects, or a start vector of the wrong size.
+        BackendError
+            If the solver fails or rejects the model.
+        """
+        if start is not None and np.shape(start) != (program.num_vars,):
+            raise OptionError(f"the start vector has shape {np.shape(start)}, the program {program.num_vars} columns")
+        if program.num_vars == 0:
+            return empty_solution(program)
+        t0 = time.perf_counter()
+        model = self._translate(program, start if self.supports_warm_start else None)
+        try:
+            self._configure(model, program, options)
+            for key, value in options.backend_params.items():
+                try:
+                    self._set_param(model, key, value)
+                except Exception as exc:  # noqa: BLE001 - any rejection by the solver
+                    raise OptionError(f"{self.name} rejected backend parameter {key!r} = {value!r}: {exc}") from None
+            t1 = time.perf_counter()
+            raw, interrupted = self._execute(model, options)
+            t2 = time.perf_counter()
+            out = self._read(model, raw, program, options, t2 - t1)
+            objective = program.objective(out.values) if out.values is not None else None
+            bound = self._bound(model, raw, program, options, out.status, objective)
+        finally:
+            self._release(model)
+        solution = BackendSolution(status=out.status, values=out.values, objective=objective, bound=bound,
+                                   seconds=t2 - t1, translate_seconds=t1 - t0, message=out.message, info=out.info)
+        if interrupted:
+            raise BackendInterrupted(solution)
+        return solution
+
+    def relaxation_bound(self, program: Program, options: SolveOptions) -> float | None:
         """A valid lower bound from the LP relaxation, or None (default: not supported)."""
         return None
+
+    # ------------------------------------------------------------------ the hooks
+    @abstractmethod
+    def _translate(self, program: Program, start: np.ndarray | None) -> Any:
+        """The solver's model of ``program`` (with ``start`` as its warm start, if given)."""
+
+    @abstractmethod
+    def _configure(self, model: Any, program: Program, options: SolveOptions) -> None:
+        """Apply the time limit, gap, threads, determinism and seed of ``options`` to ``model``."""
+
+    @abstractmethod
+    def _set_param(self, model: Any, key: str, value: Any) -> None:
+        """Set one solver parameter by its solver name; raise (anything) if the solver rejects it."""
+
+    @abstractmethod
+    def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
+        """Run the solver so that Ctrl-C can stop it: ``(its raw result, whether an interrupt was
+        acted on)``; a second Ctrl-C raises :class:`BackendAbandoned`."""
+
+    @abstractmethod
+    def _read(self, model: Any, raw: Any, program: Program, options: SolveOptions, seconds: float) -> Readout:
+        """Status, solution values, message and figures after a run of ``seconds``."""
+
+    @abstractmethod
+    def _bound(
+        self, model: Any, raw: Any, program: Program, options: SolveOptions, status: SolverStatus,
+        objective: float | None,
+    ) -> float | None:
+        """A valid lower bound on the program optimum in program units (None if none)."""
+
+    def _release(self, model: Any) -> None:  # noqa: B027 - optional hook, nothing to free by default
+        """Free what the run held (files, processes); called however the solve ends."""
+
+
+class ThreadedBackend(Backend):
+    """A backend whose solver is a blocking in-process call that releases the GIL and can be asked
+    to stop from another thread: :meth:`_execute` runs :meth:`_run` in a helper thread with
+    :func:`run_interruptibly`, and a Ctrl-C calls :meth:`_stop`."""
+
+    def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
+        return run_interruptibly(lambda: self._run(model), lambda: self._stop(model))
+
+    @abstractmethod
+    def _run(self, model: Any) -> Any:
+        """The blocking solver call; its value is the raw result handed to :meth:`_read`."""
+
+    @abstractmethod
+    def _stop(self, model: Any) -> None:
+        """Ask the running solver to stop (thread-safe; may be called more than once)."""
+
+
+def empty_solution(program: Program) -> BackendSolution:
+    """The answer for a program without columns: optimal at ``obj_offset`` when every row admits an
+    activity of 0, else infeasible."""
+    ok = bool(np.all(program.row_lo <= 0) and np.all(program.row_hi >= 0))
+    value = program.obj_offset if ok else None
+    return BackendSolution(
+        status=SolverStatus.OPTIMAL if ok else SolverStatus.INFEASIBLE,
+        values=np.zeros(0) if ok else None, objective=value, bound=value, seconds=0.0,
+        message="empty program" if ok else "empty program with an unsatisfiable row",
+    )
 
 
 class BackendInterrupted(KeyboardInterrupt):

@@ -8,7 +8,11 @@ Options: ``preprocess on`` (see :data:`CBC_OPTIONS`); ``time_limit`` → ``-sec`
 ``timeMode elapsed`` (CBC counts CPU seconds by default); gap → ``gapAbs`` (``allow``; ``1e-9`` to
 prove optimality) with ``gapRel = 0``; ``threads`` → ``threads`` when above 1.  CBC's
 single-threaded search is deterministic.  Warm start: every variable's ``setInitialValue``, written
-by PuLP as a MIP start file (``-mips``).
+by PuLP as a MIP start file (``-mips``).  ``backend_params`` are CBC command-line options placed
+after pal-opt's own (``{"maxNodes": 100}`` → ``-maxNodes 100``).  CBC takes any option silently
+and only prints that it did not understand one, so each is first tried on a CBC that reads it and
+quits (a few milliseconds, remembered): "No match for", "illegal", "valid range" or "Possible
+options" in its answer is a rejection.
 
 The process is pal-opt's own: PuLP builds the model, writes the MPS and MIP-start files and reads
 CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_run_cbc`), so that
@@ -41,21 +45,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..formulation import Formulation
-from .base import (
-    POLL_SECONDS,
-    Backend,
-    BackendAbandoned,
-    BackendInterrupted,
-    BackendSolution,
-    SolveOptions,
-    SolverStatus,
-)
+from ...errors import BackendError
+from ..program import Program
+from .base import POLL_SECONDS, Backend, BackendAbandoned, Readout, SolveOptions, SolverStatus
 
 __all__ = ["CbcBackend"]
 
@@ -66,6 +63,8 @@ OPTIMALITY_ABS_GAP = 1e-9
 CBC_OPTIONS: tuple[str, ...] = ("preprocess on",)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
 _VERSION = re.compile(r"Version:\s*(\S+)")
+#: What CBC prints for an option it does not take.
+_REJECTED = re.compile(r"No match for|Multiple matches for|is illegal for|valid range is|Possible options for")
 
 
 #: The CBC process is stopped from outside when it runs past ``DEADLINE_FACTOR × time limit +
@@ -252,54 +251,72 @@ def _conservative(text: str) -> float:
     return x - step
 
 
+@dataclass
+class _CbcModel:
+    """The PuLP model, its variables, and once configured the CBC command line and its files."""
+
+    prob: Any
+    xs: list[Any]
+    has_start: bool
+    workdir: str | None = None
+    args: list[str] = field(default_factory=list)
+    gap: float = OPTIMALITY_ABS_GAP
+    cmd: Any = None
+    mps: tuple[Any, ...] = ()
+    sol: str = ""
+    log_path: str = ""
+    log: str = ""
+
+
 class CbcBackend(Backend):
     """CBC via PuLP."""
 
     name: ClassVar[str] = "cbc"
+    requires: ClassVar[tuple[str, ...]] = ("pulp",)
     supports_warm_start: ClassVar[bool] = True
-    integer_coefficients: ClassVar[bool] = False
-    _version: ClassVar[str | None] = None
+    #: ``{(key, value): rejection text or None}`` from the trial CBCs (see the module docstring).
+    _param_checks: ClassVar[dict[tuple[str, str | None], str | None]] = {}
 
     @classmethod
     def _probe(cls) -> None:
+        super()._probe()
         import pulp
 
         if not pulp.PULP_CBC_CMD(msg=False).available():
             raise ImportError("PuLP is installed but its CBC binary cannot be run")
 
     @classmethod
-    def version(cls) -> str:
+    def _solver_version(cls) -> str:
         import pulp
 
-        if cls._version is None:
-            cbc = "?"
-            try:
-                out = subprocess.run(
-                    [pulp.PULP_CBC_CMD(msg=False).path, "-quit"],
-                    capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
-                ).stdout
-                m = _VERSION.search(out)
-                if m:
-                    cbc = m.group(1)
-            except (OSError, subprocess.SubprocessError):
-                pass
-            cls._version = f"{cbc} (PuLP {pulp.__version__})"
-        return cls._version
+        cbc = "?"
+        try:
+            out = subprocess.run(
+                [pulp.PULP_CBC_CMD(msg=False).path, "-quit"],
+                capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+            ).stdout
+            m = _VERSION.search(out)
+            if m:
+                cbc = m.group(1)
+        except (OSError, subprocess.SubprocessError):
+            pass
+        return f"{cbc} (PuLP {pulp.__version__})"
 
-    def _model(self, form: Formulation, start: np.ndarray | None) -> tuple[Any, list[Any]]:
+    def _translate(self, program: Program, start: np.ndarray | None) -> _CbcModel:
         import pulp
 
         prob = pulp.LpProblem("pal_opt_round", pulp.LpMinimize)
-        lo = [None if math.isinf(v) else float(v) for v in form.col_lo.tolist()]
-        hi = [None if math.isinf(v) else float(v) for v in form.col_hi.tolist()]
-        cats = [pulp.LpInteger if f else pulp.LpContinuous for f in form.integrality.tolist()]
-        xs = [pulp.LpVariable(nm, lowBound=a, upBound=b, cat=ct) for nm, a, b, ct in zip(form.var_names, lo, hi, cats, strict=True)]
-        c = form.c.tolist()
-        prob.setObjective(pulp.LpAffineExpression([(xs[i], c[i]) for i in np.flatnonzero(form.c).tolist()]))
-        A = form.A
+        lo = [None if math.isinf(v) else float(v) for v in program.col_lo.tolist()]
+        hi = [None if math.isinf(v) else float(v) for v in program.col_hi.tolist()]
+        cats = [pulp.LpInteger if f else pulp.LpContinuous for f in program.integrality.tolist()]
+        xs = [pulp.LpVariable(nm, lowBound=a, upBound=b, cat=ct)
+              for nm, a, b, ct in zip(program.var_names, lo, hi, cats, strict=True)]
+        c = program.c.tolist()
+        prob.setObjective(pulp.LpAffineExpression([(xs[i], c[i]) for i in np.flatnonzero(program.c).tolist()]))
+        A = program.A
         ind, val, ptr = A.indices.tolist(), A.data.tolist(), A.indptr.tolist()
-        rlo, rhi = form.row_lo.tolist(), form.row_hi.tolist()
-        for i, name in enumerate(form.row_names):
+        rlo, rhi = program.row_lo.tolist(), program.row_hi.tolist()
+        for i, name in enumerate(program.row_names):
             expr = pulp.LpAffineExpression([(xs[j], a) for j, a in zip(ind[ptr[i] : ptr[i + 1]], val[ptr[i] : ptr[i + 1]], strict=True)])
             a, b = rlo[i], rhi[i]
             if a == b:
@@ -312,7 +329,108 @@ class CbcBackend(Backend):
         if start is not None:
             for x, v in zip(xs, np.asarray(start, dtype=np.float64).tolist(), strict=True):
                 x.setInitialValue(round(v) if x.cat == pulp.LpInteger else v)
-        return prob, xs
+        return _CbcModel(prob, xs, start is not None)
+
+    def _configure(self, model: _CbcModel, program: Program, options: SolveOptions) -> None:
+        """The CBC command line, with the MPS (and MIP start) file written to a private directory."""
+        import pulp
+
+        model.gap = float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP
+        kwargs: dict[str, Any] = dict(msg=False, gapRel=0, gapAbs=model.gap, warmStart=model.has_start,
+                                      options=list(CBC_OPTIONS))
+        if options.time_limit is not None:
+            kwargs["timeMode"] = "elapsed"
+        if options.threads is not None and options.threads > 1:
+            kwargs["threads"] = int(options.threads)
+        model.cmd = cmd = pulp.PULP_CBC_CMD(**kwargs)
+        model.workdir = workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
+        mps, mst, model.sol, model.log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
+        model.mps = vs, var_names, con_names, _ = model.prob.writeMPS(mps, rename=1)
+        model.args = [cmd.path, mps]
+        if model.has_start:
+            cmd.writesol(mst, model.prob, vs, var_names, con_names)
+            model.args += ["-mips", mst]
+        if options.time_limit is not None:
+            model.args += ["-sec", repr(float(options.time_limit))]
+        for opt in [*cmd.options, *cmd.getOptions()]:
+            model.args += ("-" + opt).split()
+
+    def _set_param(self, model: _CbcModel, key: str, value: Any) -> None:
+        option = [f"-{key}"] if value is None else [f"-{key}", str(value)]
+        check = (key, None if value is None else str(value))
+        if check not in self._param_checks:
+            try:
+                out = subprocess.run([model.cmd.path, *option, "-quit"], capture_output=True, text=True, timeout=30,
+                                     stdin=subprocess.DEVNULL).stdout
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise BackendError(f"CBC could not be asked about option {key!r}: {exc}") from exc
+            bad = [ln.strip() for ln in out.splitlines() if _REJECTED.search(ln)]
+            self._param_checks[check] = "; ".join(bad) or None
+        why = self._param_checks[check]
+        if why is not None:
+            raise ValueError(f"CBC says: {why}")
+        model.args += option
+
+    def _execute(self, model: _CbcModel, options: SolveOptions) -> tuple[_CbcRun, bool]:
+        args = [*model.args, "-solve", "-printingOptions", "all", "-solution", model.sol]
+        run = _run_cbc(args, model.log_path, options.time_limit)
+        return run, run.interrupted
+
+    def _read(self, model: _CbcModel, raw: _CbcRun, program: Program, options: SolveOptions, seconds: float) -> Readout:
+        import pulp
+
+        run = raw
+        with open(model.log_path, encoding="utf-8", errors="replace") as fh:
+            model.log = log = fh.read()
+        sol_status = pulp.LpSolutionNoSolutionFound
+        lp_status = pulp.LpStatusNotSolved
+        if run.returncode == 0 and os.path.exists(model.sol):
+            vs, var_names, con_names, _ = model.mps
+            lp_status, values_by_name, _, _, _, sol_status = model.cmd.readsol_MPS(model.sol, model.prob, vs, var_names, con_names)
+            model.prob.assignVarsVals(values_by_name)
+        elif not run.stopped_by_us:
+            tail = " ".join(log.split()[-40:])
+            raise BackendError(f"CBC exited with status {run.returncode} and no solution file: {tail}")
+        m = _VERSION.search(log)
+        if m and CbcBackend.__dict__.get("_version") is None:
+            CbcBackend._version = f"{m.group(1)} (PuLP {pulp.__version__})"
+        values = None
+        if sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+            values = np.asarray([x.varValue if x.varValue is not None else 0.0 for x in model.xs], dtype=np.float64)
+        if sol_status == pulp.LpSolutionOptimal:
+            status = SolverStatus.OPTIMAL
+        elif sol_status == pulp.LpSolutionIntegerFeasible:
+            status = SolverStatus.FEASIBLE
+        elif lp_status == pulp.LpStatusInfeasible and not self._out_of_time(run, options, seconds):
+            status = SolverStatus.INFEASIBLE
+        else:
+            status = SolverStatus.NO_SOLUTION
+        result_line = next((ln for ln in log.splitlines() if ln.startswith("Result - ")), "")
+        if "ctrl-c" in result_line.lower():  # CBC prints it once per SIGINT it received, run together
+            result_line = "Result - Stopped on ctrl-c"
+        message = run.describe(result_line[len("Result - "):] or pulp.LpStatus.get(lp_status, "unknown"))
+        return Readout(status, values, message, {"cbc_stopped_by": run.stopped_by} if run.stopped_by else {})
+
+    def _bound(self, model: _CbcModel, raw: _CbcRun, program: Program, options: SolveOptions, status: SolverStatus,
+               objective: float | None) -> float | None:
+        """``Lower bound:`` from CBC's log, lowered by one unit of its last printed digit; for a
+        proven optimum without one, the objective less the allowed gap."""
+        bound = None
+        lb = _LOWER.search(model.log)
+        if lb:
+            try:
+                bound = _conservative(lb.group(1)) + program.obj_offset
+            except ValueError:
+                bound = None
+        if status == SolverStatus.OPTIMAL and bound is None and objective is not None:
+            bound = objective - model.gap
+        if bound is not None and objective is not None:
+            bound = min(bound, objective)
+        return bound
+
+    def _release(self, model: _CbcModel) -> None:
+        if model.workdir is not None:
+            shutil.rmtree(model.workdir, ignore_errors=True)
 
     @staticmethod
     def _out_of_time(run: _CbcRun, options: SolveOptions, seconds: float) -> bool:
@@ -323,92 +441,3 @@ class CbcBackend(Backend):
         if run.stopped_by_us:
             return True
         return options.time_limit is not None and seconds >= 0.9 * options.time_limit
-
-    def solve(self, form: Formulation, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
-        import pulp
-
-        t0 = time.perf_counter()
-        prob, xs = self._model(form, start)
-        gap = float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP
-        kwargs: dict[str, Any] = dict(msg=False, gapRel=0, gapAbs=gap, warmStart=start is not None,
-                                      options=list(CBC_OPTIONS))
-        if options.time_limit is not None:
-            kwargs["timeMode"] = "elapsed"
-        if options.threads is not None and options.threads > 1:
-            kwargs["threads"] = int(options.threads)
-        cmd = pulp.PULP_CBC_CMD(**kwargs)
-        workdir: str | None = None
-        try:
-            workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
-            mps, mst, sol, log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
-            vs, var_names, con_names, _ = prob.writeMPS(mps, rename=1)
-            args = [cmd.path, mps]
-            if start is not None:
-                cmd.writesol(mst, prob, vs, var_names, con_names)
-                args += ["-mips", mst]
-            if options.time_limit is not None:
-                args += ["-sec", repr(float(options.time_limit))]
-            for opt in [*cmd.options, *cmd.getOptions()]:
-                args += ("-" + opt).split()
-            args += ["-solve", "-printingOptions", "all", "-solution", sol]
-            t1 = time.perf_counter()
-            run = _run_cbc(args, log_path, options.time_limit)
-            t2 = time.perf_counter()
-            with open(log_path, encoding="utf-8", errors="replace") as fh:
-                log = fh.read()
-            sol_status = pulp.LpSolutionNoSolutionFound
-            lp_status = pulp.LpStatusNotSolved
-            if run.returncode == 0 and os.path.exists(sol):
-                lp_status, values_by_name, _, _, _, sol_status = cmd.readsol_MPS(sol, prob, vs, var_names, con_names)
-                prob.assignVarsVals(values_by_name)
-            elif not run.stopped_by_us:
-                from ...errors import BackendError
-
-                tail = " ".join(log.split()[-40:])
-                raise BackendError(f"CBC exited with status {run.returncode} and no solution file: {tail}")
-        finally:
-            if workdir is not None:
-                shutil.rmtree(workdir, ignore_errors=True)
-        m = _VERSION.search(log)
-        if m and CbcBackend._version is None:
-            CbcBackend._version = f"{m.group(1)} (PuLP {pulp.__version__})"
-        values = None
-        objective = None
-        if sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-            values = np.asarray([x.varValue if x.varValue is not None else 0.0 for x in xs], dtype=np.float64)
-            objective = form.objective(values)
-        bound = None
-        lb = _LOWER.search(log)
-        if lb:
-            try:
-                bound = _conservative(lb.group(1)) + form.obj_offset
-            except ValueError:
-                bound = None
-        if sol_status == pulp.LpSolutionOptimal:
-            status = SolverStatus.OPTIMAL
-            if bound is None and objective is not None:
-                bound = objective - gap
-        elif sol_status == pulp.LpSolutionIntegerFeasible:
-            status = SolverStatus.FEASIBLE
-        elif lp_status == pulp.LpStatusInfeasible and not self._out_of_time(run, options, t2 - t1):
-            status = SolverStatus.INFEASIBLE
-        else:
-            status = SolverStatus.NO_SOLUTION
-        if bound is not None and objective is not None:
-            bound = min(bound, objective)
-        result_line = next((ln for ln in log.splitlines() if ln.startswith("Result - ")), "")
-        if "ctrl-c" in result_line.lower():  # CBC prints it once per SIGINT it received, run together
-            result_line = "Result - Stopped on ctrl-c"
-        solution = BackendSolution(
-            status=status,
-            values=values,
-            objective=objective,
-            bound=bound,
-            seconds=t2 - t1,
-            translate_seconds=t1 - t0,
-            message=run.describe(result_line[len("Result - "):] or pulp.LpStatus.get(lp_status, "unknown")),
-            info={"cbc_stopped_by": run.stopped_by} if run.stopped_by else {},
-        )
-        if run.interrupted:
-            raise BackendInterrupted(solution)
-        return solution

@@ -1,6 +1,6 @@
 """HiGHS (via highspy): the default backend.
 
-Translation: the formulation is passed whole as a ``HighsLp`` in column-wise (CSC) form, with
+Translation: the program is passed whole as a ``HighsLp`` in column-wise (CSC) form, with
 the objective offset in ``offset_``.  Options:
 
 * ``time_limit`` → ``time_limit``;
@@ -12,6 +12,8 @@ the objective offset in ``offset_``.  Options:
   seed is fixed (``random_seed``).
 * warm start: ``setSolution`` with the full start vector; HiGHS checks it and keeps it as the
   first incumbent.
+* ``backend_params``: ``setOptionValue(key, value)`` each, after the above; a status other
+  than ``kOk`` (an unknown option, a value of the wrong type or out of range) is a rejection.
 
 Ctrl-C: ``Highs.run()`` runs in a helper thread (:func:`~.base.run_interruptibly`) with
 highspy's user-interrupt callbacks on; a ``KeyboardInterrupt`` calls ``cancelSolve()``, which
@@ -27,21 +29,13 @@ process; the package pins highspy 1.12–1.14, which can.
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..formulation import Formulation
-from .base import (
-    Backend,
-    BackendInterrupted,
-    BackendSolution,
-    SolveOptions,
-    SolverStatus,
-    finite_or_none,
-    run_interruptibly,
-)
+from ..program import Program
+from .base import BackendInterrupted, Readout, SolveOptions, SolverStatus, ThreadedBackend, finite_or_none
 
 __all__ = ["HighsBackend"]
 
@@ -51,75 +45,65 @@ OPTIMALITY_ABS_GAP = 1e-9
 RELAXATION_SAFETY = 1e-9
 
 
-class HighsBackend(Backend):
+@dataclass
+class _HighsModel:
+    """A ``Highs`` object and what it is handed once configured: the ``HighsLp`` and the start."""
+
+    h: Any
+    lp: Any
+    start: np.ndarray | None
+
+
+class HighsBackend(ThreadedBackend):
     """HiGHS branch-and-cut (highspy)."""
 
     name: ClassVar[str] = "highs"
+    requires: ClassVar[tuple[str, ...]] = ("highspy",)
     supports_warm_start: ClassVar[bool] = True
-    integer_coefficients: ClassVar[bool] = False
     supports_relaxation: ClassVar[bool] = True
 
     @classmethod
-    def _probe(cls) -> None:
-        import highspy  # noqa: F401
-
-    @classmethod
-    def version(cls) -> str:
+    def _solver_version(cls) -> str:
         import highspy
 
         return str(highspy.Highs().version())
 
-    def relaxation_bound(self, form: Formulation, options: SolveOptions) -> float | None:
+    def relaxation_bound(self, program: Program, options: SolveOptions) -> float | None:
         """The LP relaxation's optimum (dual simplex, presolve off), lowered by
         :data:`RELAXATION_SAFETY` relative to guard against solver tolerances."""
         import highspy
 
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("presolve", "off")
-        h.setOptionValue("solver", "simplex")
+        model = self._translate(program, None)
+        model.h.setOptionValue("presolve", "off")
+        model.h.setOptionValue("solver", "simplex")
         if options.time_limit is not None:
-            h.setOptionValue("time_limit", float(options.time_limit))
-        lp = self._model(form)
-        lp.integrality_ = []
-        h.passModel(lp)
-        _, interrupted = self._run(h)
+            model.h.setOptionValue("time_limit", float(options.time_limit))
+        model.lp.integrality_ = []
+        model.h.passModel(model.lp)
+        _, interrupted = self._execute(model, options)
         if interrupted:
             raise BackendInterrupted(None)
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        if model.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
-        obj = float(h.getInfo().objective_function_value)
+        obj = float(model.h.getInfo().objective_function_value)
         return obj - RELAXATION_SAFETY * max(1.0, abs(obj))
 
-    @staticmethod
-    def _run(h: Any) -> tuple[Any, bool]:
-        """``h.run()`` in a helper thread, stoppable with Ctrl-C (see the module docstring)."""
+    def _translate(self, program: Program, start: np.ndarray | None) -> _HighsModel:
         import highspy
 
-        h.HandleUserInterrupt = True
-
-        def work() -> Any:
-            try:
-                return h.run()
-            finally:
-                highspy.Highs.resetGlobalScheduler(False)
-
-        return run_interruptibly(work, h.cancelSolve)
-
-    def _model(self, form: Formulation) -> Any:
-        import highspy
-
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
         lp = highspy.HighsLp()
-        n, m = form.num_vars, form.num_rows
+        n, m = program.num_vars, program.num_rows
         lp.num_col_ = n
         lp.num_row_ = m
-        lp.col_cost_ = np.asarray(form.c, dtype=np.float64)
-        lp.col_lower_ = np.asarray(form.col_lo, dtype=np.float64)
-        lp.col_upper_ = np.where(np.isinf(form.col_hi), highspy.kHighsInf, form.col_hi).astype(np.float64)
-        lp.row_lower_ = np.where(np.isinf(form.row_lo), -highspy.kHighsInf, form.row_lo).astype(np.float64)
-        lp.row_upper_ = np.where(np.isinf(form.row_hi), highspy.kHighsInf, form.row_hi).astype(np.float64)
-        lp.offset_ = float(form.obj_offset)
-        csc = form.A.tocsc()
+        lp.col_cost_ = np.asarray(program.c, dtype=np.float64)
+        lp.col_lower_ = np.asarray(program.col_lo, dtype=np.float64)
+        lp.col_upper_ = np.where(np.isinf(program.col_hi), highspy.kHighsInf, program.col_hi).astype(np.float64)
+        lp.row_lower_ = np.where(np.isinf(program.row_lo), -highspy.kHighsInf, program.row_lo).astype(np.float64)
+        lp.row_upper_ = np.where(np.isinf(program.row_hi), highspy.kHighsInf, program.row_hi).astype(np.float64)
+        lp.offset_ = float(program.obj_offset)
+        csc = program.A.tocsc()
         csc.sort_indices()
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.num_col_ = n
@@ -129,16 +113,14 @@ class HighsBackend(Backend):
         lp.a_matrix_.value_ = csc.data.astype(np.float64)
         lp.integrality_ = [
             highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
-            for flag in form.integrality.tolist()
+            for flag in program.integrality.tolist()
         ]
-        return lp
+        return _HighsModel(h, lp, start)
 
-    def solve(self, form: Formulation, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
+    def _configure(self, model: _HighsModel, program: Program, options: SolveOptions) -> None:
         import highspy
 
-        t0 = time.perf_counter()
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = model.h
         if options.threads is not None:
             h.setOptionValue("threads", int(options.threads))
         if options.time_limit is not None:
@@ -146,39 +128,55 @@ class HighsBackend(Backend):
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP)
         h.setOptionValue("random_seed", int(options.seed))
-        h.passModel(self._model(form))
-        if start is not None:
+        h.passModel(model.lp)
+        if model.start is not None:
             sol = highspy.HighsSolution()
-            sol.col_value = np.asarray(start, dtype=np.float64).tolist()
+            sol.col_value = np.asarray(model.start, dtype=np.float64).tolist()
             sol.value_valid = True
             h.setSolution(sol)
-        t1 = time.perf_counter()
-        _, interrupted = self._run(h)
-        t2 = time.perf_counter()
+
+    def _set_param(self, model: _HighsModel, key: str, value: Any) -> None:
+        import highspy
+
+        status = model.h.setOptionValue(key, value)
+        if status != highspy.HighsStatus.kOk:
+            raise ValueError(f"HiGHS answered {status.name} (unknown option, or a value of the wrong type or range)")
+
+    def _execute(self, model: _HighsModel, options: SolveOptions) -> tuple[Any, bool]:
+        model.h.HandleUserInterrupt = True  # highspy's callbacks on: cancelSolve() is acted on
+        return super()._execute(model, options)
+
+    def _run(self, model: _HighsModel) -> Any:
+        import highspy
+
+        try:
+            return model.h.run()
+        finally:
+            highspy.Highs.resetGlobalScheduler(False)
+
+    def _stop(self, model: _HighsModel) -> None:
+        model.h.cancelSolve()
+
+    def _read(self, model: _HighsModel, raw: Any, program: Program, options: SolveOptions, seconds: float) -> Readout:
+        import highspy
+
+        h = model.h
         ms = h.getModelStatus()
         info = h.getInfo()
         has_sol = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
         values = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_sol else None
-        bound = finite_or_none(info.mip_dual_bound)
         if ms == highspy.HighsModelStatus.kOptimal:
             status = SolverStatus.OPTIMAL
         elif ms == highspy.HighsModelStatus.kInfeasible:
             status = SolverStatus.INFEASIBLE
         else:
             status = SolverStatus.FEASIBLE if has_sol else SolverStatus.NO_SOLUTION
-        objective = form.objective(values) if values is not None else None
+        return Readout(status, values, h.modelStatusToString(ms),
+                       {"nodes": int(info.mip_node_count), "simplex_iterations": int(info.simplex_iteration_count)})
+
+    def _bound(self, model: _HighsModel, raw: Any, program: Program, options: SolveOptions, status: SolverStatus,
+               objective: float | None) -> float | None:
+        bound = finite_or_none(model.h.getInfo().mip_dual_bound)
         if status == SolverStatus.OPTIMAL and bound is None and objective is not None:
             bound = objective
-        solution = BackendSolution(
-            status=status,
-            values=values,
-            objective=objective,
-            bound=bound,
-            seconds=t2 - t1,
-            translate_seconds=t1 - t0,
-            message=h.modelStatusToString(ms),
-            info={"nodes": int(info.mip_node_count), "simplex_iterations": int(info.simplex_iteration_count)},
-        )
-        if interrupted:
-            raise BackendInterrupted(solution)
-        return solution
+        return bound
