@@ -10,7 +10,7 @@ method reaches the term through the same three questions:
     (:func:`pal_opt.cost.evaluate`).
 ``slots(perfclass, demand, locality, values, span)``
     the same, vectorised for the integer program: one cost per slot column of a job type, where
-    ``values`` are the factor levels of the columns and ``span`` the topology level they pay for.
+    ``values`` are the factor levels of the columns and ``span`` the topology levels they pay for.
     It must equal ``placed`` for any GPU set whose largest factor is the level's value and which
     spans that level.
 ``moved(instance, job)``
@@ -75,9 +75,10 @@ class CostTerm(ABC):  # noqa: B024 - every hook has a neutral default; subclasse
         return 0.0
 
     def slots(
-        self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray, span: int
+        self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray, span: np.ndarray
     ) -> np.ndarray | float:
-        """Charge per slot column (vectorised :meth:`placed`)."""
+        """Charge per slot column (vectorised :meth:`placed`): ``values`` are the columns' factor
+        levels and ``span`` the topology levels they pay for (arrays of one length)."""
         return 0.0
 
     def moved(self, instance: RoundInstance, job: Job) -> float:

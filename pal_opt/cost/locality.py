@@ -23,5 +23,5 @@ class Locality(CostTerm):
         return job.demand * math.log(job.locality[level])
 
     def slots(self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray,
-              span: int) -> float:
-        return demand * math.log(locality[span])
+              span: np.ndarray) -> np.ndarray:
+        return demand * np.log(np.asarray(locality, dtype=np.float64))[span]

@@ -23,5 +23,5 @@ class Variability(CostTerm):
         return job.demand * math.log(max_factor)
 
     def slots(self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray,
-              span: int) -> np.ndarray:
+              span: np.ndarray) -> np.ndarray:
         return demand * np.log(values)

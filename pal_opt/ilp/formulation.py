@@ -49,7 +49,7 @@ import numpy as np
 
 from ..admission import admit
 from ..binning import binned_factors
-from ..cost import job_slowdown_pos
+from ..cost import CostTerm, cost_terms
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
 from ..model import Cluster, GpuState, Level, RoundInstance
 from .builder import ProgramBuilder
@@ -786,38 +786,44 @@ def round_objective(
 
     Notes
     -----
-    (a) A slot column of type *t*, level *v* and span *L* costs ``d_t (ln φ_c(t)^v + ln π_t^L)``:
-    the ``d ln(slowdown)`` of :mod:`pal_opt.cost` of each job it counts.  (b) A keep column costs
-    its job's ``d_j ln slowdown_j(current GPUs) − ρ d_j``.  (c) The constant is ``ρ Σ d_j`` over
-    the running admitted jobs (ρ the restart cost): every running job pays for moving unless it
-    keeps its GPUs.  (b) and (c) apply when :func:`~pal_opt.ilp.running.moving_is_charged`.
+    Every registered cost term (:mod:`pal_opt.cost`) adds its block: (a) a slot column of type
+    *t*, level *v* and span *L* costs what each term charges each job it counts on GPUs of factor
+    level *v* spanning *L* (``CostTerm.slots``; variability and locality give the
+    ``d ln(slowdown)`` of :mod:`pal_opt.cost`); (b) a keep column costs what the terms charge its
+    job where it runs now (``CostTerm.placed``) less what they charge for moving it
+    (``CostTerm.moved``); (c) the constant is what every running admitted job pays for moving,
+    unless it keeps its GPUs.  (b) and (c) apply when
+    :func:`~pal_opt.ilp.running.moving_is_charged`.
     """
+    terms = cost_terms()
     c = np.zeros(cols.kind.size, dtype=np.float64)
     slot = cols.kind <= KIND_Z
-    # (a) slot columns: variability of the level and locality of the span
-    for t, jt in enumerate(types):
+    for t, jt in enumerate(types):  # (a) slot columns
         m = slot & (cols.type == t)
-        lnv = np.log(profiles[jt.profile].values[jt.perfclass])
-        lnl = np.log(np.asarray(jt.locality, dtype=np.float64))
-        c[m] = jt.demand * (lnv[cols.level[m]] + lnl[cols.span[m]])
+        values = profiles[jt.profile].values[jt.perfclass][cols.level[m]]
+        span = cols.span[m]
+        c[m] = sum((term.slots(jt.perfclass, jt.demand, jt.locality, values, span) for term in terms),
+                   np.zeros(values.size))
     offset = 0.0
     if moving_is_charged(instance):
-        cl = instance.cluster
-        rc = float(instance.params.restart_cost)
-        # (b) keep columns: the job's slowdown where it runs now, less the restart it saves
-        for k in np.flatnonzero(cols.kind == KIND_KEEP).tolist():
-            job = instance.jobs[int(cols.job[k])]
-            pos = keep_positions(instance, int(cols.job[k]))
-            assert pos is not None  # keep columns exist only for jobs that can keep their GPUs
-            slow = job_slowdown_pos(cl, np.asarray(factors[job.perfclass]), job, pos)
-            c[k] = job.demand * math.log(slow) - rc * job.demand
-        # (c) the constant: every running admitted job pays the restart cost
-        for i in admitted:
+        for k in np.flatnonzero(cols.kind == KIND_KEEP).tolist():  # (b) keep columns
+            c[k] = _keep_cost(instance, factors, int(cols.job[k]), terms)
+        for i in admitted:  # (c) every running admitted job pays for moving unless it keeps its GPUs
             job = instance.jobs[i]
             if job.placement is not None:
-                offset += rc * job.demand
+                offset += sum(term.moved(instance, job) for term in terms)
     c.setflags(write=False)
     return c, offset
+
+
+def _keep_cost(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int, terms: Sequence[CostTerm]) -> float:
+    """What the terms charge job ``i`` where it runs now, less what they charge for moving it."""
+    job = instance.jobs[i]
+    pos = keep_positions(instance, i)
+    assert pos is not None  # keep columns exist only for jobs that can keep their GPUs
+    level = int(instance.cluster.span_level_pos(pos))
+    top = float(np.asarray(factors[job.perfclass])[pos].max())
+    return sum(term.placed(instance, job, pos, level, top) - term.moved(instance, job) for term in terms)
 
 
 # ---- the result

@@ -68,8 +68,7 @@ from ..cost import evaluate, relative_gap
 from ..errors import BackendError, OptionError, SolveInterrupted
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
-from ..policies.base import jobs_to_terminate
-from ..result import PlacementResult, Status
+from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions
 from .running import moving_is_charged
 from .solve import OPTIMALITY_TOL, RoundSetup, prepare_round, run_info, solve_ilp
@@ -337,6 +336,7 @@ def solve_partitioned(
     threads: int | None = None,
     warm_start: bool = True,
     deterministic: bool = True,
+    backend_params: Mapping[str, Any] | None = None,
 ) -> PlacementResult:
     """Solve a round as ``k`` parts of the same make-up, in parallel, with a whole-round bound.
 
@@ -345,7 +345,7 @@ def solve_partitioned(
     instance, k
         The whole round, and the number of parts (reduced when there are fewer servers or the
         jobs cannot be dealt).
-    backend, threads, warm_start, deterministic
+    backend, threads, warm_start, deterministic, backend_params
         Passed to :func:`pal_opt.ilp.solve_ilp` for every part.
     time_limit, gap
         Per part: the solver's time limit and relative gap target (the combined gap against the
@@ -385,6 +385,8 @@ def solve_partitioned(
     setup = prepare_round(instance, binning, backend, admission, jobs)
     opts: dict[str, Any] = dict(backend=setup.backend.name, time_limit=time_limit, gap=gap, threads=threads,
                                 warm_start=warm_start, deterministic=deterministic)
+    if backend_params:
+        opts["backend_params"] = dict(backend_params)
     if setup.demand > instance.free_gpus or not setup.admitted:
         return _solve_whole(instance, setup, jobs, k, opts)
     part = partition_round(instance, setup.admitted, k, factors=setup.factors)
@@ -438,12 +440,10 @@ def _merged_result(
     wall = run.pop("parts_wall_seconds")
     info["partition"] = {**run, "parts": parts_info, "parts_bound_sum": bound_sum, "parts_wall_seconds": wall}
     info["parts_bound_sum"] = bound_sum
-    return PlacementResult(
-        placements=placements, method="ilp", status=status, objective=summary.cost,
-        geomean_slowdown=summary.geomean, gpus_used=summary.gpus, solve_seconds=wall, admission=setup.admission,
-        bound=whole_bound, gap=rgap, build_seconds=build_seconds, backend=setup.backend.name,
-        backend_version=setup.backend.version(), jobs_to_terminate=jobs_to_terminate(instance, placements),
-        spanning=summary.spanning, message=msg, info=info,
+    return priced_result(
+        instance, placements, setup.factors, method="ilp", status=status, solve_seconds=wall,
+        admission=setup.admission, bound=whole_bound, gap=rgap, build_seconds=build_seconds,
+        backend=setup.backend.name, backend_version=setup.backend.version(), message=msg, info=info,
     )
 
 

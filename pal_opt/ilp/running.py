@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..cost import cost_terms
 from ..model import GpuState, RoundInstance
 
 __all__ = ["moving_is_charged", "keep_positions"]
 
 
 def moving_is_charged(instance: RoundInstance) -> bool:
-    """Whether the round charges for moving a running job (today: a positive restart cost).
+    """Whether some registered cost term charges for moving one of the round's running jobs
+    (``CostTerm.moved``: the restart cost, the migration cost, ...).
 
     Only then does the program get keep variables (a running job keeping exactly its GPUs) and
-    the constant restart cost of the running admitted jobs.
+    the constant that the running admitted jobs pay for moving.
     """
-    return instance.params.restart_cost > 0
+    terms = cost_terms()
+    return any(t.moved(instance, j) > 0 for j in instance.jobs if j.placement is not None for t in terms)
 
 
 def keep_positions(instance: RoundInstance, idx: int) -> np.ndarray | None:

@@ -59,8 +59,7 @@ from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
 from ..errors import BackendError, OptionError, SolveInterrupted
 from ..model import GpuState, JobId, RoundInstance
-from ..policies.base import jobs_to_terminate
-from ..result import PlacementResult, Status
+from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
 from .decode import decode, encode
@@ -198,17 +197,12 @@ def _result(
     factors: Mapping[str, np.ndarray],
     **kw: Any,
 ) -> PlacementResult:
-    summary = evaluate(instance, placements, factors)
-    return PlacementResult(
-        placements=placements,
-        method="ilp",
-        objective=summary.cost,
-        geomean_slowdown=summary.geomean,
-        gpus_used=summary.gpus,
-        jobs_to_terminate=jobs_to_terminate(instance, placements),
-        spanning=summary.spanning,
-        **kw,
-    )
+    """The priced result of ``placements`` (:func:`pal_opt.result.priced_result`)."""
+    status = kw.pop("status")
+    admission = kw.pop("admission")
+    seconds = kw.pop("solve_seconds")
+    return priced_result(instance, placements, factors, method="ilp", status=status, admission=admission,
+                         solve_seconds=seconds, **kw)
 
 
 @dataclass
@@ -253,6 +247,7 @@ def solve_ilp(
     jobs: Sequence[JobId] | None = None,
     warm_start: bool = True,
     deterministic: bool = True,
+    backend_params: Mapping[str, Any] | None = None,
 ) -> PlacementResult:
     """Place one round with the exact integer program.
 
@@ -282,6 +277,9 @@ def solve_ilp(
         the packing greedy (:mod:`pal_opt.ilp.heuristic`).
     deterministic
         Same instance and options give the same placement (see the backends).
+    backend_params
+        Options passed straight to the solver by name (HiGHS options, CP-SAT parameters, CBC
+        flags); a name or value the solver rejects is an :class:`~pal_opt.errors.OptionError`.
 
     Returns
     -------
@@ -310,7 +308,8 @@ def solve_ilp(
     att = _build(instance, setup, common)
     start = _start_vector(att) if warm_start and cls.supports_warm_start else None
     abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
-    opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic)
+    opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic,
+                        backend_params=dict(backend_params or {}))
     solver = cls()
     if att.greedy is not None and cls.supports_relaxation and abs_gap > 0:
         done = _lp_shortcut(att, solver, opts)

@@ -20,7 +20,6 @@ traces load as they are):
 from __future__ import annotations
 
 import logging
-
 import os
 from collections.abc import Collection
 from dataclasses import dataclass

@@ -247,7 +247,6 @@ class SimConfig:
 def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> None:
     if not trace:
         raise InstanceError("the trace has no jobs", source=source)
-    g = cluster.num_gpus
     for tj in trace:
         where = f"row {tj.row}, column " if getattr(tj, "row", 0) else f"job {tj.id!r}: "
         if not (isinstance(tj.demand, (int, np.integer)) and tj.demand >= 1):
