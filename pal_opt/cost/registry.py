@@ -14,6 +14,7 @@ from ..model import RoundInstance
 from ..registry import Registry
 from .base import CostTerm
 from .locality import Locality
+from .migration import Migration
 from .restart import Restart
 from .variability import Variability
 
@@ -24,6 +25,7 @@ _BUILTIN: tuple[CostTerm, ...] = (
     Variability(),
     Locality(),
     Restart(),
+    Migration(),
 )
 
 #: name -> term, in summation order.

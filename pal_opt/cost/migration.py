@@ -1,0 +1,28 @@
+"""Migration: moving a running job to other GPUs costs its checkpoint transfer and warm-up.
+
+A running job that does not keep exactly its GPUs pays ``per_job + per_gpu · d_j`` (round-cost
+units), with both parameters from ``params.costs["migration"]`` (default 0: free moves).  Unlike
+the restart term, which models PAL's per-GPU restart loss, this term lets a scheduler price a
+move by job as well as by size; repair and preemption use it to keep unaffected jobs in place
+unless moving them lowers the round's cost by more than the move costs.
+
+Set it in an instance file (``"params": {"costs": {"migration": {"per_job": 0.5}}}``), on the
+command line (``pal-opt solve ... --cost migration.per_job=0.5``) or in code
+(``RoundParams(costs={"migration": {"per_gpu": 0.1}})``).
+"""
+
+from __future__ import annotations
+
+from ..model import Job, RoundInstance
+from .base import CostTerm
+
+__all__ = ["Migration"]
+
+
+class Migration(CostTerm):
+    name = "migration"
+    summary = "per_job + per_gpu x demand for each running job moved to other GPUs"
+    params = {"per_job": 0.0, "per_gpu": 0.0}
+
+    def moved(self, instance: RoundInstance, job: Job) -> float:
+        return self.param(instance, "per_job") + self.param(instance, "per_gpu") * job.demand

@@ -1,0 +1,150 @@
+"""The cost-term registry: each term prices the same placement the same way in the cost model,
+the greedy methods, the integer program and the checker; a term registered from outside the
+package is used by all of them."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ilp_rounds import rounds
+
+import pal_opt
+from pal_opt.binning import binned_factors
+from pal_opt.check import check
+from pal_opt.cost import COST_TERMS, CostTerm, evaluate, register_cost_term, unregister_cost_term
+from pal_opt.errors import OptionError
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+
+
+def _round(costs: dict | None = None, restart: float = 0.0) -> RoundInstance:
+    """Two servers of two GPUs; server 0 slow for classA.  Job r runs on the slow server."""
+    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.3, 1.3, 1.0, 1.0]})
+    jobs = (Job("r", 2, "classA", 0, placement=(0, 1)), Job("w", 1, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=restart, costs=costs or {}))
+
+
+def test_the_built_in_terms_in_summation_order() -> None:
+    assert list(COST_TERMS) == ["variability", "locality", "restart", "migration"]
+
+
+def test_migration_charges_a_moved_running_job() -> None:
+    inst = _round({"migration": {"per_job": 0.5, "per_gpu": 0.25}})
+    f = inst.cluster.factors
+    stay = evaluate(inst, {"r": (0, 1), "w": (2,)}, f)
+    move = evaluate(inst, {"r": (2, 3), "w": (0,)}, f)
+    assert stay.by_term["migration"] == 0.0 and stay.moved == ()
+    assert move.by_term["migration"] == pytest.approx(0.5 + 0.25 * 2) and move.moved == ("r",)
+    assert move.cost == pytest.approx(sum(move.by_term.values()))
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+@pytest.mark.parametrize(("per_job", "moves"), [(0.0, True), (0.2, True), (5.0, False)])
+def test_the_program_moves_a_job_only_when_it_pays(backend: str, per_job: float, moves: bool) -> None:
+    # moving r off the slow server saves 2 ln 1.3 = 0.525 (w then takes a slow GPU: +ln 1.3 = 0.262)
+    inst = _round({"migration": {"per_job": per_job}})
+    res = pal_opt.solve(inst, "ilp", backend=backend)
+    assert res.status.value == "optimal" and check(inst, res) == []
+    assert (res.placements["r"] != (0, 1)) is moves
+    assert res.info["cost_terms"]["migration"] == pytest.approx(per_job if moves else 0.0)
+
+
+def _brute(inst: RoundInstance) -> float:
+    """Least round cost over every placement of all jobs (tiny rounds), priced by evaluate."""
+    f = binned_factors(inst.cluster, inst.params.binning)
+    free = [int(g) for g, s in zip(inst.cluster.gpu_ids, inst.cluster.state, strict=True) if s == GpuState.FREE]
+    best = math.inf
+
+    def rec(k: int, avail: list[int], chosen: dict) -> None:
+        nonlocal best
+        if k == len(inst.jobs):
+            best = min(best, evaluate(inst, chosen, f).cost)
+            return
+        job = inst.jobs[k]
+        for combo in itertools.combinations(avail, job.demand):
+            rec(k + 1, [g for g in avail if g not in combo], {**chosen, job.id: combo})
+
+    rec(0, free, {})
+    return best
+
+
+@settings(max_examples=25, deadline=None)
+@given(rounds(max_gpus=7, max_jobs=3, max_demand=3), st.sampled_from([0.0, 0.1, 0.7]), st.sampled_from([0.0, 0.3]))
+def test_the_program_agrees_with_brute_force_under_migration(inst: RoundInstance, per_job: float,
+                                                               per_gpu: float) -> None:
+    inst = replace(inst, params=replace(inst.params, costs={"migration": {"per_job": per_job, "per_gpu": per_gpu}}))
+    demand = sum(j.demand for j in inst.jobs)
+    if demand > inst.free_gpus:
+        return
+    res = pal_opt.solve(inst, "ilp", backend="highs", jobs=[j.id for j in inst.jobs])
+    assert res.objective == pytest.approx(_brute(inst), abs=1e-7)
+    assert check(inst, res) == []
+
+
+def test_greedy_results_include_every_term() -> None:
+    inst = _round({"migration": {"per_gpu": 1.0}}, restart=0.5)
+    res = pal_opt.solve(inst, "pal")  # PAL frees running jobs: r moves to the fast server
+    assert res.info["cost_terms"]["migration"] == pytest.approx(2.0)
+    assert res.info["cost_terms"]["restart"] == pytest.approx(1.0)
+    assert check(inst, res) == []  # the checker recomputes the objective with every term
+
+
+def test_unknown_term_or_parameter_is_an_error() -> None:
+    with pytest.raises(OptionError, match="unknown cost term 'teleport'"):
+        pal_opt.solve(_round({"teleport": {"x": 1.0}}), "pal")
+    with pytest.raises(OptionError, match="has no parameter 'per_hour'"):
+        pal_opt.solve(_round({"migration": {"per_hour": 1.0}}), "pal")
+
+
+class _Crowding(CostTerm):
+    """A throwaway term: each job pays ``weight`` per GPU on server 0."""
+
+    name = "crowding"
+    params = {"weight": 0.0}
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return self.param(instance, "weight") * float(np.sum(instance.cluster.server_of[pos] == 0))
+
+
+@pytest.fixture
+def crowding() -> Iterator[None]:
+    register_cost_term(_Crowding())
+    yield
+    unregister_cost_term("crowding")
+
+
+def test_a_registered_term_prices_greedy_results(crowding: None) -> None:
+    inst = _round({"crowding": {"weight": 0.1}})
+    res = pal_opt.solve(inst, "pal")
+    on_zero = sum(1 for gpus in res.placements.values() for g in gpus if g in (0, 1))
+    assert res.info["cost_terms"]["crowding"] == pytest.approx(0.1 * on_zero)
+    assert check(inst, res) == []
+
+
+def test_cli_sets_a_terms_parameter(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pal_opt.cli import main
+    from pal_opt.io import save_instance
+
+    path = tmp_path / "r.json"
+    save_instance(_round(), path)
+    out = tmp_path / "p.json"
+    assert main(["solve", str(path), "--method", "ilp", "--cost", "migration.per_job=5", "--out", str(out)]) == 0
+    import json
+
+    assert json.loads(out.read_text())["placements"]["r"] == [0, 1]  # too dear to move
+    assert main(["solve", str(path), "--method", "ilp", "--cost", "migration.per_jb=5"]) == 2
+    assert "has no parameter 'per_jb'" in capsys.readouterr().err
+
+
+def test_instance_files_keep_term_parameters(tmp_path) -> None:
+    from pal_opt.io import load_instance, save_instance
+
+    inst = _round({"migration": {"per_job": 0.5}})
+    save_instance(inst, tmp_path / "r.json")
+    assert load_instance(tmp_path / "r.json").params.costs == {"migration": {"per_job": 0.5}}
