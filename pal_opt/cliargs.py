@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from typing import Any
 
 from .errors import OptionError
@@ -127,9 +128,15 @@ def methods_epilog() -> str:
 
 
 def _backend_choices() -> list[str]:
-    from .ilp.backends import BACKENDS, PREFERENCE
+    """The backend names: the registry's, in preference order, if it is loaded (a backend
+    registered at run time has loaded it); else the built-in ones, without importing a solver
+    or numpy (``--help`` stays fast)."""
+    from .options import BackendName
 
-    return [n for n in PREFERENCE if n in BACKENDS] + [n for n in BACKENDS if n not in PREFERENCE]
+    registry = sys.modules.get("pal_opt.ilp.backends")
+    if registry is None:
+        return [b.value for b in BackendName]
+    return list(registry.backend_names())
 
 
 def add_method_arguments(

@@ -12,29 +12,63 @@ See :mod:`.engine` for the round semantics, :mod:`.queue` for the queue policies
 
 from __future__ import annotations
 
-from .engine import (
-    ClusterSpec,
-    SimConfig,
-    build_cluster,
-    parse_cluster,
-    restart_cost_units,
-    simulate,
-)
-from .metrics import (
-    JOB_COLUMNS,
-    jobs_csv_text,
-    jobs_table,
-    plot_jct_cdf,
-    plot_result,
-    plot_utilization,
-    result_to_dict,
-    write_json_atomic,
-    write_text_atomic,
-)
-from .queue import QUEUE_POLICIES, QueueEntry, order_queue
-from .records import JobRecord, RoundRecord, SimulationResult
-from .summary import summarize
-from .variability import class_files, draw_cluster_factors, shared_longhorn_dir, synthetic_draw
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# loaded on first use (PEP 562): ``pal-opt --help`` imports this package for its sub-command
+_EXPORTS: dict[str, str] = {
+    "ClusterSpec": ".engine",
+    "SimConfig": ".engine",
+    "build_cluster": ".engine",
+    "parse_cluster": ".engine",
+    "restart_cost_units": ".engine",
+    "simulate": ".engine",
+    "JOB_COLUMNS": ".metrics",
+    "jobs_csv_text": ".metrics",
+    "jobs_table": ".metrics",
+    "plot_jct_cdf": ".metrics",
+    "plot_result": ".metrics",
+    "plot_utilization": ".metrics",
+    "result_to_dict": ".metrics",
+    "write_json_atomic": ".metrics",
+    "write_text_atomic": ".metrics",
+    "QUEUE_POLICIES": ".queue",
+    "QueueEntry": ".queue",
+    "order_queue": ".queue",
+    "JobRecord": ".records",
+    "RoundRecord": ".records",
+    "SimulationResult": ".records",
+    "summarize": ".summary",
+    "class_files": ".variability",
+    "draw_cluster_factors": ".variability",
+    "shared_longhorn_dir": ".variability",
+    "synthetic_draw": ".variability",
+}
+
+if TYPE_CHECKING:
+    from .engine import (
+        ClusterSpec,
+        SimConfig,
+        build_cluster,
+        parse_cluster,
+        restart_cost_units,
+        simulate,
+    )
+    from .metrics import (
+        JOB_COLUMNS,
+        jobs_csv_text,
+        jobs_table,
+        plot_jct_cdf,
+        plot_result,
+        plot_utilization,
+        result_to_dict,
+        write_json_atomic,
+        write_text_atomic,
+    )
+    from .queue import QUEUE_POLICIES, QueueEntry, order_queue
+    from .records import JobRecord, RoundRecord, SimulationResult
+    from .summary import summarize
+    from .variability import class_files, draw_cluster_factors, shared_longhorn_dir, synthetic_draw
 
 __all__ = [
     "ClusterSpec",
@@ -64,3 +98,16 @@ __all__ = [
     "shared_longhorn_dir",
     "synthetic_draw",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pal_opt.simulate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

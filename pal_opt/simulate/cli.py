@@ -25,9 +25,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     The handler is stored as both ``func`` and ``handler`` defaults: ``args.func(args)``
     returns the exit status.
     """
-    from ..binning import BINNING_MODES
+    from ..options import Binning
+    from .choices import DRAWS
     from .queue import QUEUE_POLICIES
-    from .variability import DRAWS
 
     p = subparsers.add_parser(
         "simulate",
@@ -48,7 +48,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="slowdown of a gang spanning servers within one rack (default: λ)")
     p.add_argument("--round", type=positive_float, default=360.0, metavar="S",
                    help="round length in seconds (default 360)")
-    p.add_argument("--binning", default="pal-artifact", choices=BINNING_MODES,
+    p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
     p.add_argument("--restart-cost", type=nonneg_float, default=0.0, metavar="S",
                    help="seconds lost when a job is moved or resumed after preemption (default 0)")

@@ -42,6 +42,7 @@ import numpy as np
 from ..io.measurements import PAL_CLASS_FILES, load_measurements, sample_factors
 from ..model import PAL_CLASSES
 from ..seeds import SeedLike, make_rng
+from .choices import DRAWS
 
 __all__ = [
     "shared_longhorn_dir",
@@ -53,7 +54,6 @@ __all__ = [
 ]
 
 #: Ways to draw the factors: ``numpy`` (seeded per run) or ``artifact`` (the artifact's draw).
-DRAWS: tuple[str, ...] = ("numpy", "artifact")
 
 
 def shared_longhorn_dir() -> Path | None:

@@ -37,6 +37,7 @@ __all__ = [
     "BACKENDS",
     "PREFERENCE",
     "available_backends",
+    "backend_names",
     "get_backend",
     "register_backend",
     "unregister_backend",
@@ -93,8 +94,12 @@ def unregister_backend(name: str) -> type[Backend]:
     return BACKENDS.pop(name)
 
 
-def _ordered() -> list[str]:
-    """Registered names, in preference order."""
+def backend_names() -> list[str]:
+    """Registered names, in preference order (installed or not).
+
+    >>> backend_names()[:3]
+    ['highs', 'cpsat', 'cbc']
+    """
     return [n for n in PREFERENCE if n in BACKENDS] + [n for n in BACKENDS if n not in PREFERENCE]
 
 
@@ -104,7 +109,7 @@ def available_backends() -> list[str]:
     >>> set(available_backends()) <= {"highs", "cpsat", "cbc"}
     True
     """
-    return [n for n in _ordered() if BACKENDS[n].is_available()]
+    return [n for n in backend_names() if BACKENDS[n].is_available()]
 
 
 def get_backend(name: str | None = None) -> type[Backend]:
@@ -121,13 +126,13 @@ def get_backend(name: str | None = None) -> type[Backend]:
     if name is None:
         avail = available_backends()
         if not avail:
-            why = "; ".join(f"{n}: {BACKENDS[n].import_error()}" for n in _ordered())
+            why = "; ".join(f"{n}: {BACKENDS[n].import_error()}" for n in backend_names())
             raise BackendUnavailableError(f"no ILP backend is installed ({why})")
         return BACKENDS[avail[0]]
     if not isinstance(name, str) or name not in BACKENDS:
         inst = available_backends()
         raise OptionError(
-            f"unknown backend {name!r}; choose one of {', '.join(_ordered())} "
+            f"unknown backend {name!r}; choose one of {', '.join(backend_names())} "
             f"(installed: {', '.join(inst) if inst else 'none'})"
         )
     cls = BACKENDS[name]
