@@ -11,7 +11,8 @@ Rounds
 Placing
     :func:`solve` (one round, any method), :class:`RoundPolicy` (round after round, with state),
     :class:`SolveOptions`; the method registry :data:`METHODS`, :func:`method_names`,
-    :func:`register_method`, :class:`Method`, :func:`greedy_method`; :func:`available_backends`;
+    :func:`register_method`, :class:`Method`, :func:`greedy_method`; :func:`available_backends`,
+    :func:`register_backend`;
     results :class:`PlacementResult`, :class:`Status`.
 Pricing and checking
     :func:`evaluate`, :func:`job_slowdown`, :func:`geomean_slowdown` (the one cost model),
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "SolveInterrupted": ".errors",
     "generate_instance": ".generate",
     "available_backends": ".ilp",
+    "register_backend": ".ilp",
     "instance_from_frames": ".io",
     "load_blox": ".io",
     "load_instance": ".io",
@@ -101,7 +103,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         SolveInterrupted,
     )
     from .generate import generate_instance
-    from .ilp import available_backends
+    from .ilp import available_backends, register_backend
     from .io import instance_from_frames, load_blox, load_instance, save_instance
     from .methods import Method, greedy_method, method_names, register_method
     from .model import Cluster, GpuState, Job, Level, RoundInstance, RoundParams, pal_locality
@@ -147,6 +149,7 @@ __all__ = [
     "make_instance",
     "greedy_method",
     "method_names",
+    "register_backend",
     "register_cost_term",
     "register_method",
     "pal_locality",

@@ -1,6 +1,7 @@
-"""Extending pal-opt through its public API: a method registered from outside the package is a
-method like any other — in ``pal-opt solve --help``, accepted by ``solve`` and ``RoundPolicy``,
-and held to the method conformance suite — with no edit anywhere else."""
+"""Extending pal-opt through its public API: a method or a solver backend registered from outside
+the package is one like any other — in ``pal-opt solve --help``, accepted by ``solve`` and
+``RoundPolicy``, and held to its conformance suite — with no edit anywhere else.  (The backend
+conformance suite runs on a throwaway backend in ``tests/test_backend_conformance.py``.)"""
 
 from __future__ import annotations
 
@@ -63,3 +64,23 @@ def test_registering_a_taken_name_is_an_error() -> None:
 
 class TestThrowawayConforms(MethodConformance):
     method = THROWAWAY
+
+
+def test_a_registered_backend_is_in_solve_help_and_solves(capsys: pytest.CaptureFixture[str]) -> None:
+    from pal_opt.ilp.backends import unregister_backend
+    from pal_opt.ilp.backends.highs import HighsBackend
+
+    class Spare(HighsBackend):
+        name = "spare-highs"
+
+    pal_opt.register_backend(Spare)
+    try:
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["solve", "--help"])
+        assert "spare-highs" in capsys.readouterr().out
+        inst = pal_opt.generate_instance(4, 4, 6, seed=2)
+        res = pal_opt.solve(inst, "ilp", backend="spare-highs")
+        assert res.backend == "spare-highs" and res.status.value == "optimal"
+    finally:
+        unregister_backend("spare-highs")
+
