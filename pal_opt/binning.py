@@ -30,7 +30,7 @@ import numpy as np
 from .model import Cluster
 from .options import Binning, validate_choice
 
-__all__ = ["BINNING_MODES", "bin_values", "binned_factors"]
+__all__ = ["BINNING_MODES", "bin_values", "binned_factors", "forget_binnings"]
 
 #: The binning modes' names (:class:`pal_opt.options.Binning`).
 BINNING_MODES: tuple[str, ...] = tuple(b.value for b in Binning)
@@ -121,6 +121,11 @@ def _bin_all(measurements: _Measurements, mode: str) -> Mapping[str, np.ndarray]
         arr.setflags(write=False)
         out[c] = arr
     return out
+
+
+def forget_binnings() -> None:
+    """Drop the binnings kept across clusters (for benchmarks that time a cold binning)."""
+    _bin_all.cache_clear()
 
 
 def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str, np.ndarray]:
