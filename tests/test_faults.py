@@ -362,12 +362,17 @@ def test_sigint_during_a_long_solve(backend, time_limit, max_wait, tmp_path):
     assert waited < max_wait, f"{waited:.1f} s to react to SIGINT"
 
 
-@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
+@pytest.mark.parametrize("delay", [0.1, 0.3, 0.6])
 def test_sigint_during_startup_has_no_traceback(tmp_path, delay):
     """Ctrl-C while pal-opt is still importing numpy, scipy, networkx...: one line, exit 130.
     ``import pal_opt.cli`` is cheap (the package's names load lazily), so the CLI's handler is in
-    place within a few tens of milliseconds of interpreter start."""
-    p = popen(_cli_cmd("solve", str(LARGE), "--out", str(tmp_path / "pl.json")), env=_env())
+    place before any of them is imported.  The delay counts from the moment ``pal_opt.cli`` is
+    imported (READY), not from the process start: how long the interpreter takes to get there
+    depends on the machine's load and on whether bytecode is cached (``PYTHONDONTWRITEBYTECODE``
+    compiles every module), and a SIGINT before it is Python's own, with its traceback."""
+    p = popen([sys.executable, "-c", _STARTED, "solve", str(LARGE), "--out", str(tmp_path / "pl.json")],
+              env=_env())
+    assert p.stdout is not None and p.stdout.readline() == "READY\n"
     time.sleep(delay)
     p.send_signal(signal.SIGINT)
     o, e = _communicate(p)
