@@ -348,6 +348,13 @@ class _Signals:
     :func:`main` still exit 130 rather than report that error.  The handler is only installed
     from the main thread and only over Python's default; it is restored on exit.  SIGTERM keeps
     its default (immediate exit), which a Python handler would delay while a solver runs in C.
+
+    Started with SIGINT ignored (``nohup``, ``trap '' INT``, a background job of a
+    non-interactive shell), pal-opt keeps ignoring it, the Unix convention: Python then leaves
+    ``SIG_IGN`` in place, no handler is installed over it, Ctrl-C changes nothing and the solve
+    runs to its end or time limit.  The solvers follow: CP-SAT's own handler is off, HiGHS only
+    sees the interrupts pal-opt passes on, and CBC, which installs a handler of its own, is then
+    started in a process group of its own (see :mod:`pal_opt.ilp.backends.cbc`).
     """
 
     def __init__(self) -> None:

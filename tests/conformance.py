@@ -366,6 +366,7 @@ class BackendConformance:
             self.cls().solve(form, SolveOptions(), np.zeros(form.num_vars + 1))
 
     # ------------------------------------------------------------------ interruption
+    @pytest.mark.usefixtures("ctrl_c", "private_tmpdir")
     def test_ctrl_c_in_the_solver_hands_back_the_best_placement(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """The solver stops within seconds; ``SolveInterrupted.result`` is a valid placement of the
         admitted jobs, never worse than the start placement, flagged as interrupted; no solver
@@ -408,6 +409,7 @@ class BackendConformance:
         assert relative(harmless.objective, plain.objective, form.total_demand) <= AGREE
 
     @pytest.mark.parametrize("kind", ["unknown", "bad_value"])
+    @pytest.mark.usefixtures("private_tmpdir")
     def test_rejected_backend_param_is_an_option_error(self, kind: str) -> None:
         params = {"pal_opt_no_such_parameter": 1} if kind == "unknown" else dict(self.params("bad_value"))
         key = next(iter(params))

@@ -6,10 +6,24 @@
 ``tiny_instance``
     A hand-built round: three servers of uneven sizes (4, 2 and 3 GPUs), GPU 2 busy and GPU 7
     failed, four jobs whose total demand (8) exceeds the 7 free GPUs.
+``ctrl_c``
+    Ctrl-C works in this process as in a fresh interactive ``python``, whatever ran before and
+    however the test run was started (for the tests that interrupt themselves).
+``private_tmpdir``
+    A fresh directory as the temporary directory of this process and of its children, for tests
+    that check that nothing was left behind there.
+
+Every test has a time limit (pytest-timeout, ``timeout`` in ``pyproject.toml``); a test marked
+``slow`` gets :data:`SLOW_TIMEOUT` seconds unless it sets its own ``@pytest.mark.timeout(...)``.
 """
 
 from __future__ import annotations
 
+import gc
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +31,15 @@ import pytest
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+#: Seconds a ``slow`` test without a ``timeout`` mark of its own may run.
+SLOW_TIMEOUT = 3600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give ``slow`` tests :data:`SLOW_TIMEOUT` unless they have a ``timeout`` mark."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +76,49 @@ def _tiny() -> RoundInstance:
 def tiny_instance() -> RoundInstance:
     """Three uneven servers, one busy and one failed GPU, four jobs (see module docstring)."""
     return _tiny()
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """For the test's duration, a SIGINT (``os.kill``, ``_thread.interrupt_main``) in this process
+    raises ``KeyboardInterrupt`` in the main thread, and nothing swallows it; both are restored.
+
+    * SIGINT gets :func:`signal.default_int_handler`.  Python installs it only when SIGINT was not
+      ignored at start; a run started with SIGINT ignored (``nohup``, ``trap '' INT``, a
+      background job of a non-interactive shell, as CI may start it) keeps ``SIG_IGN``, where a
+      SIGINT does nothing and ``_thread.interrupt_main()`` is a no-op.  (A handler, unlike
+      ``SIG_IGN``, is reset to the default by ``exec``, so children started meanwhile get the
+      default too; ``procs.popen`` sees to that for children on its own.)
+    * The interpreter's ``gc.callbacks`` are emptied.  A ``KeyboardInterrupt`` raised while a gc
+      callback runs is reported as "Exception ignored in ... gc_callback" and dropped by CPython;
+      Hypothesis installs one for the rest of the session on its first test
+      (``hypothesis.internal.conjecture.junkdrawer.gc_cumulative_time``), and it runs at every
+      collection, so in a test run after any Hypothesis test a Ctrl-C landing while the main
+      thread allocates (building a solver model) was lost.
+    """
+    if threading.current_thread() is not threading.main_thread():  # pragma: no cover
+        pytest.skip("signals can only be set up from the main thread")
+    saved_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    saved_callbacks = list(gc.callbacks)
+    gc.callbacks.clear()
+    try:
+        yield
+    finally:
+        gc.callbacks[:0] = [cb for cb in saved_callbacks if cb not in gc.callbacks]
+        if saved_handler is not None:  # None: set outside Python, cannot be put back
+            signal.signal(signal.SIGINT, saved_handler)
+
+
+@pytest.fixture
+def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty directory made this process's temporary directory (``tempfile.tempdir``)
+    and its children's (``TMPDIR``) for the test's duration.
+
+    Tests that check that a solve left no temporary file (CBC's ``pal_opt_cbc_*`` directories)
+    look there rather than in the system's, which other test runs on the machine share: their
+    directories come and go at any time.
+    """
+    path = tmp_path_factory.mktemp("tmpdir")
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    monkeypatch.setenv("TMPDIR", str(path))
+    return path

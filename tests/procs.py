@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import _thread
 import os
+import signal
+import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def children(pid: int) -> list[int]:
@@ -64,3 +68,32 @@ def interrupt_when_solving(monkeypatch, backend: str, after: float, times: int =
 
     monkeypatch.setattr(cls, "solve", solve_with_timer)
     return sent
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def popen(args: Sequence[str], *, sigint_ignored: bool = False, **kwargs: Any) -> subprocess.Popen[str]:
+    """``subprocess.Popen(args, text=True, stdout=PIPE, stderr=PIPE, **kwargs)`` for a child that a
+    test signals: it starts with SIGINT at its default action (Python then installs its
+    ``KeyboardInterrupt`` handler), or ignored with ``sigint_ignored=True``, whatever this process
+    inherited.
+
+    ``exec`` keeps an ignored signal ignored, so a test run started with SIGINT ignored (``nohup``,
+    ``trap '' INT``, a background job of a non-interactive shell) would otherwise hand that on
+    and the child would never see the test's SIGINT.  The disposition is set in the child
+    between ``fork`` and ``exec`` (``preexec_fn``: the only Python code run there).
+    """
+    opts: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kwargs}
+    return subprocess.Popen(args, preexec_fn=_sigint_ignored if sigint_ignored else _sigint_default, **opts)
+
+
+def sigint_ignored(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGINT (its ``SigIgn`` mask in ``/proc/<pid>/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    raise ValueError(f"no SigIgn line for process {pid}")  # pragma: no cover

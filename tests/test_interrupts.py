@@ -4,7 +4,10 @@
 SIGINT does) one second after a backend's ``solve`` is entered; the backends run unchanged.  The
 subprocess tests in ``test_faults.py`` cover the same through the CLI with real signals.  The
 check that every registered backend hands back its incumbent on Ctrl-C is part of the backend
-conformance suite (``conformance.py``); the helpers are in ``procs.py``.
+conformance suite (``conformance.py``); the helpers are in ``procs.py``.  Every test here runs
+under the ``ctrl_c`` fixture (``conftest.py``): Python's SIGINT handler in place even when the run
+inherited SIGINT ignored, and no gc callback (Hypothesis leaves one) to swallow the
+``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from procs import cbc_dirs, interrupt_when_solving, own_children
+from procs import cbc_dirs, interrupt_when_solving, own_children, popen, sigint_ignored
 
 import pal_opt
 from pal_opt.check import check
@@ -31,10 +34,37 @@ from pal_opt.solve import solve
 ROOT = Path(__file__).resolve().parents[1]
 RACKED = ROOT / "instances" / "racked-64x8.json"
 
+pytestmark = pytest.mark.usefixtures("ctrl_c")
+
 
 @pytest.fixture(scope="module")
 def racked():
     return load_instance(RACKED)
+
+
+def test_ctrl_c_reaches_the_test_whatever_ran_before():
+    """The ``ctrl_c`` fixture: Python's handler is in place, a gc callback like Hypothesis's (which
+    CPython lets swallow a ``KeyboardInterrupt``) is gone, and ``procs.popen`` starts a child with
+    SIGINT at its default (or ignored, on request) even from a process that ignores it."""
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert gc.callbacks == []
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        while time.monotonic() - t0 < 10:
+            [[] for _ in range(1000)]  # one collection after another
+    assert time.monotonic() - t0 < 5
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for ignored in (False, True):
+            p = popen(["sleep", "30"], sigint_ignored=ignored)
+            try:
+                assert sigint_ignored(p.pid) is ignored
+            finally:
+                p.kill()
+                p.communicate()
+    finally:
+        signal.signal(signal.SIGINT, saved)
 
 
 def test_solve_interrupted_is_a_keyboard_interrupt(monkeypatch, racked):
@@ -58,11 +88,10 @@ def test_the_solver_is_usable_after_an_interrupt(monkeypatch, racked):
     assert after.placements == before.placements
 
 
-def test_ctrl_c_while_the_backend_translates_returns_the_start_placement(monkeypatch):
+def test_ctrl_c_while_the_backend_translates_returns_the_start_placement(monkeypatch, private_tmpdir):
     """CBC spends its first second on large-256x8 building the PuLP model and writing the MPS
     file; a Ctrl-C there hands back the start placement, and no CBC process or file is left."""
     large = load_instance(ROOT / "instances" / "large-256x8.json")
-    dirs_before = cbc_dirs()
     interrupt_when_solving(monkeypatch, "cbc", after=0.2)
     with pytest.raises(SolveInterrupted) as caught:
         solve(large, "ilp", backend="cbc", time_limit=60)
@@ -70,7 +99,7 @@ def test_ctrl_c_while_the_backend_translates_returns_the_start_placement(monkeyp
     assert res.status == Status.FALLBACK and res.info["interrupted"] is True
     assert "translate_seconds" not in res.info  # the solver never ran
     assert check(large, res) == []
-    assert own_children() == [] and cbc_dirs() <= dirs_before
+    assert own_children() == [] and not cbc_dirs()
 
 
 def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
@@ -296,6 +325,7 @@ def test_cbc_works_with_a_thousand_open_files(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_cbc_stopped_at_its_deadline_is_never_called_infeasible():
     """CBC 2.10.3 stopped by its own time limit (or by pal-opt's SIGINT) in the middle of
     preprocessing can print "Pre-processing says infeasible" and write "Infeasible" (seen at 1.8

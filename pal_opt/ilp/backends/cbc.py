@@ -173,7 +173,10 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
     sends CBC SIGINT, after which CBC stops and writes its incumbent; if it has not exited
     :data:`KILL_GRACE` seconds later it is killed.  A second Ctrl-C kills it at once and raises
     :class:`~.base.BackendAbandoned`.  CBC runs in the caller's process group, so a terminal's
-    Ctrl-C reaches it too.
+    Ctrl-C reaches it too; but when this process ignores SIGINT (started under ``nohup`` or
+    ``trap '' INT``: see :mod:`pal_opt.cli`), CBC gets a process group of its own, since it
+    installs a SIGINT handler of its own once its search starts and would otherwise stop early
+    at a Ctrl-C that pal-opt ignores.
     """
     t0 = time.monotonic()
     deadline = math.inf if time_limit is None else t0 + DEADLINE_FACTOR * time_limit + DEADLINE_GRACE
@@ -200,9 +203,11 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
             while True:
                 try:
                     if proc is None:
+                        own_group = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
                         with _SigintDeferred():
                             proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT,
-                                                    stdin=subprocess.DEVNULL)
+                                                    stdin=subprocess.DEVNULL,
+                                                    process_group=0 if own_group else None)
                         wait = _ExitWaiter(proc)
                     assert wait is not None
                     if stopped_by is None:
