@@ -13,6 +13,8 @@ inherited SIGINT ignored, and no gc callback (Hypothesis leaves one) to swallow 
 from __future__ import annotations
 
 import _thread
+import gc
+import signal
 import subprocess
 import sys
 import threading
