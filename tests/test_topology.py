@@ -514,6 +514,7 @@ def _bad_inputs(tmp_path: Path) -> list[list[object]]:
         ["k8s", _write(tmp_path, "n2.json", json.dumps(no_label))],
         ["k8s", _write(tmp_path, "n3.json", '{"kind": "List", "items": [}')],
         ["k8s", NODES_JSON, "--levels", "kubernetes.io/hostname,x"],
+        ["k8s", NODES_JSON, "--jobs", _write(tmp_path, "big.csv", "job_id,num_gpus,model\n1,65,BERT\n")],  # no warning
         ["graphml", _write(tmp_path, "c.graphml", "<graphml><graph edgedefault='directed'><node id='a'/>")],
         ["graphml", CLUSTER_GRAPHML, "--measurements", tmp_path],
         ["graphml", CLUSTER_GRAPHML, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,perfclass\n1,2,classZ\n")],
@@ -522,7 +523,7 @@ def _bad_inputs(tmp_path: Path) -> list[list[object]]:
     ]
 
 
-@pytest.mark.parametrize("case", range(17))
+@pytest.mark.parametrize("case", range(18))
 def test_cli_import_bad_input_exits_2_with_one_line_and_no_output(case, tmp_path, capsys):
     argv = _bad_inputs(tmp_path)[case]
     out = tmp_path / "out.json"
@@ -534,7 +535,7 @@ def test_cli_import_bad_input_exits_2_with_one_line_and_no_output(case, tmp_path
 
 
 def test_cli_bad_input_cases_are_all_run(tmp_path):
-    assert len(_bad_inputs(tmp_path)) == 17
+    assert len(_bad_inputs(tmp_path)) == 18
 
 
 # --------------------------------------------------------------------------- CLI: export
@@ -637,3 +638,81 @@ def test_export_rejects_a_placement_that_does_not_fit(fmt, solved, tmp_path, cap
     rc, stdout, err = run(capsys, "export", fmt, inst_path, bad_path, "-o", out)
     assert rc == 2 and err.count("\n") == 1 and "is failed" in err and str(bad_path) in err
     assert not out.exists() and stdout == ""
+
+
+# --------------------------------------------------------------------------- fuzz: bad input never escapes as a traceback
+_KEYS = ["kind", "items", "metadata", "name", "labels", "spec", "status", "capacity", "allocatable", "nvidia.com/gpu",
+         "unschedulable", "taints", "key", "effect", "conditions", "type", BLOCK, SUBBLOCK]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10) | st.sampled_from(["8", "List", "Node", "Ready", "True", "x", ""]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_fuzz_kubernetes_nodes(doc):
+    try:
+        topo = parse_nodes(doc)
+    except InstanceError:
+        return
+    assert len(topo.gpu_ids) > 0
+
+
+_TOKENS = ["SwitchName=s0", "SwitchName=s1", "SwitchName=s[2-3]", "Nodes=n[1-2]", "Nodes=n2", "Switches=s[0-1]",
+           "Switches=s0", "Switches=s2", "BlockName=b", "BlockSizes=4", "LinkSpeed=1", "#", "\\\n", "\n", " ",
+           "n[", "]", "=", "nodes=n3"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=25))
+def test_fuzz_topology_conf(tokens):
+    text = "".join(t if t in ("\n", " ", "\\\n") else f" {t}" for t in tokens)
+    try:
+        h = parse_topology_conf(text)
+    except InstanceError:
+        return
+    to_cluster(pal_opt.topology.Topology.from_counts(h.hosts, h.levels, dict.fromkeys(h.hosts, 1)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_fuzz_graphml(data):
+    text = CLUSTER_GRAPHML.read_text()
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(text)))
+        j = data.draw(st.integers(i, min(len(text), i + 40)))
+        text = text[:i] + data.draw(st.sampled_from(["", "x", "<", ">", '"', "gpu", "server", "rack", "1", "-"])) + text[j:]
+    try:
+        to_cluster(parse_graphml(text))
+    except InstanceError:
+        pass
+
+
+def test_graphml_undeclared_keys_are_errors_and_untyped_keys_are_strings():
+    text = CLUSTER_GRAPHML.read_text()
+    with pytest.raises(InstanceError, match="no key d99"):
+        parse_graphml(text.replace('<data key="d3">', '<data key="d99">', 1), "c.graphml")
+    untyped = re.sub(r' attr.type="\w+"', "", text)  # GraphML's default type: string
+    _same_cluster(to_cluster(parse_graphml(untyped)), to_cluster(parse_graphml(text)))
+
+
+def test_cli_collapse_warning_only_for_good_input(tmp_path):
+    """As a user sees it (no pytest log capture): the warning on a good import, one error line on a bad one."""
+    import subprocess
+    import sys
+
+    def pal(*argv: object) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pal_opt.cli", *map(str, argv)], capture_output=True,
+                              text=True, timeout=120)
+
+    good = pal("import", "k8s", NODES_JSON, "-o", tmp_path / "k.json")
+    assert good.returncode == 0 and good.stderr.count("\n") == 1
+    assert f"level '{BLOCK}' above the rack level '{SUBBLOCK}' collapsed into the cluster level" in good.stderr
+    bad = pal("import", "k8s", NODES_JSON, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,model\n1,65,BERT\n"),
+              "-o", tmp_path / "b.json")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "needs 65 GPUs" in bad.stderr
+    assert not (tmp_path / "b.json").exists()
+    quiet = pal("import", "slurm", TOPOLOGY_CONF, "--gpus-per-node", 8, "-o", tmp_path / "s.json")
+    assert quiet.returncode == 0 and quiet.stderr == ""  # one spine: nothing lost, nothing said

@@ -10,13 +10,14 @@ A **directed** graph, edges from parent to child.  Every vertex has a ``kind``:
     A host; ``id`` is its id (string or integer; default: the GraphML node id).  Its parent is
     a group, the root or nothing; its children are GPUs.
 ``gpu``
-    ``id``: the GPU id (an integer, unique); ``state``: ``free`` (default), ``busy`` or
+    ``id``: the GPU id (an integer, unique; digits in a string key are read as one); ``state``: ``free`` (default), ``busy`` or
     ``failed``; ``factor_<class>``: the GPU's slowdown factor for that application class (a
     number > 0; every GPU the same classes, or no factors at all).  Exactly one server parent.
 any other kind (``rack``, ``pod``, ``block``, ...)
     A group of servers or of other groups; ``id`` as for servers, unique among groups.
 
-Every vertex has at most one parent and the graph has no cycle.  Other attributes (a ``job``
+A key without ``attr.type`` holds strings, as GraphML says (numbers in them are read for ``id``
+and the factors).  Every vertex has at most one parent and the graph has no cycle.  Other attributes (a ``job``
 written by :func:`graphml_text`, a drawing tool's graphics) are ignored.
 
 Levels, innermost first: the group directly above each server, then the group above that, and
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
@@ -55,7 +57,9 @@ _SPECIAL = ("cluster", "server", "gpu")
 
 def _read(text: str, source: str) -> nx.DiGraph:
     try:
-        g = nx.parse_graphml(text)
+        with warnings.catch_warnings():  # a key without attr.type is a string, as GraphML says: no warning
+            warnings.filterwarnings("ignore", "No key type", UserWarning)
+            g = nx.parse_graphml(text)
     except ET.ParseError as exc:  # its text names the line and column
         raise InstanceError(f"invalid XML: {exc}", source=source) from None
     except (nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
@@ -115,6 +119,11 @@ def _gpu_factors(n: Any, attrs: Mapping[str, Any], source: str) -> dict[str, flo
     for key, v in attrs.items():
         if not key.startswith(FACTOR_PREFIX):
             continue
+        if isinstance(v, str):  # an untyped key holds strings
+            try:
+                v = float(v)
+            except ValueError:
+                pass
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
         if not ok or len(key) == len(FACTOR_PREFIX):
             raise InstanceError(f"must be a finite number > 0 named factor_<class>, got {v!r}", source=source,

@@ -38,6 +38,7 @@ __all__ = [
     "uniform_factors",
     "measured_factors",
     "to_cluster",
+    "log_collapse",
     "topology_round",
 ]
 
@@ -174,19 +175,10 @@ def _distinct(level: TopologyLevel, hosts: Sequence[Any]) -> int:
     return len({level.group_of[h] for h in hosts})
 
 
-def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> Cluster:
-    """The three-level :class:`~pal_opt.model.Cluster` of ``topology`` (module docstring).
-
-    Parameters
-    ----------
-    topology
-        What a reader returned.
-    factors
-        ``{class: per-GPU factors}``; default: the topology's own, else 1.0 for PAL's classes.
-    """
+def log_collapse(topology: Topology) -> None:
+    """Log what :func:`to_cluster` collapses into the cluster level: a warning naming the levels
+    that have more than one group (the model loses them), an INFO note for single-group ones."""
     top = topology
-    if factors is None:
-        factors = top.factors if top.factors is not None else uniform_factors(len(top.gpu_ids))
     collapsed = top.levels[1:]
     lost = [lv.name for lv in collapsed if _distinct(lv, top.hosts) > 1]
     if lost:
@@ -196,9 +188,30 @@ def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> 
     elif collapsed:
         logger.info("%s: the single-group levels %s collapse into the cluster level", top.source,
                     ", ".join(lv.name for lv in collapsed))
+
+
+def _cluster(top: Topology, factors: Mapping[str, Any] | None) -> Cluster:
+    if factors is None:
+        factors = top.factors if top.factors is not None else uniform_factors(len(top.gpu_ids))
     racks = dict(top.levels[0].group_of) if top.levels else None
     servers = [top.hosts[i] for i in top.gpu_host.tolist()]
     return Cluster.from_arrays(top.gpu_ids, servers, factors, top.state, racks, source=top.source)
+
+
+def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> Cluster:
+    """The three-level :class:`~pal_opt.model.Cluster` of ``topology`` (module docstring), with
+    :func:`log_collapse`'s note.
+
+    Parameters
+    ----------
+    topology
+        What a reader returned.
+    factors
+        ``{class: per-GPU factors}``; default: the topology's own, else 1.0 for PAL's classes.
+    """
+    cluster = _cluster(topology, factors)
+    log_collapse(topology)
+    return cluster
 
 
 def topology_round(
@@ -219,7 +232,7 @@ def topology_round(
     from ..io import load_jobs
 
     params = RoundParams(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
-    cluster = to_cluster(topology, factors)
+    cluster = _cluster(topology, factors)
     queue: tuple[Any, ...] = ()
     if jobs is not None:
         table = load_jobs(jobs, classes=cluster.classes, locality_penalty=params.locality_penalty,
@@ -229,4 +242,5 @@ def topology_round(
                 raise table.error(k, f"job {table.jobs[k].id!r} is marked running, but a topology file "
                                   "does not say on which GPUs", "is_running")
         queue = table.jobs
+    log_collapse(topology)  # once the input is known to be good: a failed import prints one line
     return RoundInstance(cluster=cluster, jobs=queue, params=params, name=name)

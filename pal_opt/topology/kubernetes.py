@@ -113,11 +113,19 @@ def group_labels(levels: Sequence[str]) -> tuple[str, ...]:
 _KIND_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "true or false"}
 
 
+def _shown(v: Any) -> str:
+    """A short description of a bad value (a JSON container by its kind, anything else by repr)."""
+    if isinstance(v, (dict, list)):
+        return _KIND_NAMES[type(v)]
+    text = repr(v)  # a refused JSON number (NaN, overflow) reprs as its description
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _field(obj: Mapping[str, Any], key: str, kind: type, path: str, source: str) -> Any:
     """``obj[key]`` if present (None if not), checked to be of ``kind``."""
     v = obj.get(key)
     if v is not None and not isinstance(v, kind):
-        raise InstanceError(f"must be {_KIND_NAMES[kind]}, got {json.dumps(v)[:60]}", source=source,
+        raise InstanceError(f"must be {_KIND_NAMES[kind]}, got {_shown(v)}", source=source,
                             path=f"{path}.{key}")
     return v
 
@@ -129,7 +137,7 @@ def _count(v: Any, path: str, source: str) -> int | None:
         return v
     if isinstance(v, str) and _WHOLE.fullmatch(v):
         return int(v)
-    raise InstanceError(f"must be a whole number of GPUs such as \"8\", got {json.dumps(v)[:60]}",
+    raise InstanceError(f"must be a whole number of GPUs such as \"8\", got {_shown(v)}",
                         source=source, path=path)
 
 
@@ -149,7 +157,8 @@ def _why_out(spec: Mapping[str, Any], status: Mapping[str, Any], at: str, source
     for k, t in enumerate(_field(spec, "taints", list, f"{at}.spec", source) or ()):
         if not isinstance(t, dict):
             raise InstanceError("must be an object", source=source, path=f"{at}.spec.taints[{k}]")
-        if t.get("key") in OUT_OF_SERVICE_TAINTS and t.get("effect") in ("NoSchedule", "NoExecute"):
+        key = t.get("key")
+        if isinstance(key, str) and key in OUT_OF_SERVICE_TAINTS and t.get("effect") in ("NoSchedule", "NoExecute"):
             return f"taint {t['key']}:{t['effect']}"
     for k, c in enumerate(_field(status, "conditions", list, f"{at}.status", source) or ()):
         if not isinstance(c, dict):
