@@ -30,9 +30,6 @@ from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
 
-_DEFAULT_CLASSES = ("classA", "classB", "classC", "classD")
-
-
 def _names(text: str) -> tuple[str, ...]:
     """A comma-separated list of non-empty names."""
     items = tuple(x.strip() for x in text.split(","))
@@ -47,7 +44,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model); "
                    "default: an empty queue")
     p.add_argument("--classes", type=_names, metavar="A,B,...",
-                   help="application classes, each with factor 1.0 on every GPU (default classA,classB,classC,classD)")
+                   help="application classes (default classA,classB,classC,classD); their factors are 1.0 "
+                   "on every GPU unless --measurements")
     p.add_argument("--measurements", metavar="DIR",
                    help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR (as generate does)")
     p.add_argument("--seed", type=int, help="seed for --measurements (default 0)")
@@ -69,7 +67,7 @@ def add_import_parsers(isub: Any) -> None:
     s.add_argument("--gpus-per-node", type=pos_int, metavar="N",
                    help="GPUs of every node (with --slurm-conf: of nodes without Gres=gpu)")
     s.add_argument("--slurm-conf", metavar="FILE", help="slurm.conf whose NodeName lines give Gres=gpu:N")
-    s.add_argument("--down", metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs fail")
+    s.add_argument("--down", metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs are failed")
     _common(s)
     k = isub.add_parser("k8s", help="kubectl get nodes -o json, Kueue topology labels",
                         description="Build a round on the nodes of 'kubectl get nodes -o json'. The innermost "
@@ -123,6 +121,7 @@ def _read_topology(args: argparse.Namespace) -> Any:
 
 
 def _factors(args: argparse.Namespace, topology: Any) -> Any:
+    from ..model import PAL_CLASSES
     from .hierarchy import measured_factors, uniform_factors
 
     if args.seed is not None and not args.measurements:
@@ -132,7 +131,7 @@ def _factors(args: argparse.Namespace, topology: Any) -> Any:
             raise OptionError(f"{args.input} has its own factors; --classes and --measurements are for files "
                               "without")
         return None
-    classes = args.classes or _DEFAULT_CLASSES
+    classes = args.classes or PAL_CLASSES
     n = len(topology.gpu_ids)
     if args.measurements:
         return measured_factors(n, args.measurements, classes, 0 if args.seed is None else args.seed)

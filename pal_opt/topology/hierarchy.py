@@ -110,6 +110,8 @@ class Topology:
     source: str = "<memory>"
 
     def __post_init__(self) -> None:
+        for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values()):
+            a.setflags(write=False)
         check_levels(self.hosts, self.levels, self.source)
         if len(self.gpu_ids) == 0:
             raise InstanceError("no GPUs: no host has a GPU", source=self.source)

@@ -125,7 +125,7 @@ def _expand(value: str, number: int, key: str, source: str) -> list[str]:
         raise InstanceError(exc.message, source=source, path=f"line {number}, {key}") from None
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Group:
     """A switch or block as written: its line, and its nodes or child switches."""
 
