@@ -6,6 +6,10 @@ Commands
     A synthetic round (:func:`pal_opt.generate.generate_instance`).
 ``pal-opt import blox --gpus GPU_DF.csv --jobs JOBS.csv [...] -o INSTANCE.json``
     A round from Blox's GPU table and a job queue CSV (:func:`pal_opt.io.blox.load_blox`).
+``pal-opt import slurm|k8s|graphml FILE [...] -o INSTANCE.json``
+    A round on a Slurm ``topology.conf``, ``kubectl get nodes -o json`` or GraphML cluster.
+``pal-opt export slurm|k8s|graphml INSTANCE.json PLACEMENT.json -o OUT``
+    A placement as Slurm node lists or per-pod node assignments (:mod:`pal_opt.topology.cli`).
 ``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json]``
     Place one round (:func:`pal_opt.solve.solve`) and print a summary.
 ``pal-opt check INSTANCE.json PLACEMENT.json``
@@ -142,8 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("placement", metavar="PLACEMENT.json")
     c.set_defaults(func=_cmd_check)
 
+    _add_topology(isub, sub)
     _add_simulate(sub)
     return p
+
+
+def _add_topology(isub: Any, sub: Any) -> None:
+    """Register ``import slurm|k8s|graphml`` and ``export`` (:mod:`pal_opt.topology.cli`)."""
+    from .topology.cli import add_export_parser, add_import_parsers
+
+    add_import_parsers(isub)
+    add_export_parser(sub)
 
 
 def _add_simulate(sub: Any) -> None:

@@ -1,0 +1,195 @@
+"""``pal-opt import slurm|k8s|graphml`` and ``pal-opt export slurm|k8s|graphml``.
+
+Import (the instance is written atomically; bad input: one line, exit 2, nothing written)::
+
+    pal-opt import slurm topology.conf (--gpus-per-node N | --slurm-conf slurm.conf) [--down HOSTLIST] ...
+    pal-opt import k8s nodes.json [--levels LABEL,LABEL,...] [--gpu-resource nvidia.com/gpu] ...
+    pal-opt import graphml cluster.graphml ...
+      ... [--jobs JOBS.csv] [--classes A,B,...] [--measurements DIR [--seed S]]
+          [--locality-penalty L] [--binning MODE] [--restart-cost C] [--name NAME] -o INSTANCE.json
+
+Export a placement (``pal-opt solve --out``) of an instance::
+
+    pal-opt export slurm INSTANCE.json PLACEMENT.json -o placement.tsv
+    pal-opt export k8s INSTANCE.json PLACEMENT.json -o pods.json
+    pal-opt export graphml INSTANCE.json [PLACEMENT.json] -o cluster.graphml
+
+Only argument parsing and printing live here; :mod:`pal_opt.topology` does the work.  This
+module imports nothing heavy, so registering it costs ``pal-opt``'s start-up nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from ..cliargs import finite, pos_int
+from ..errors import OptionError
+
+__all__ = ["add_import_parsers", "add_export_parser"]
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of non-empty names."""
+    items = tuple(x.strip() for x in text.split(","))
+    if not text.strip() or any(not x for x in items):
+        raise argparse.ArgumentTypeError(f"expected NAME,NAME,..., got {text!r}")
+    return items
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    from ..options import Binning
+
+    p.add_argument("--jobs", metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model); "
+                   "default: an empty queue")
+    p.add_argument("--classes", type=_names, metavar="A,B,...",
+                   help="application classes (default classA,classB,classC,classD); their factors are 1.0 "
+                   "on every GPU unless --measurements")
+    p.add_argument("--measurements", metavar="DIR",
+                   help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR (as generate does)")
+    p.add_argument("--seed", type=int, help="seed for --measurements (default 0)")
+    p.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    p.add_argument("--binning", choices=[b.value for b in Binning], default="pal-artifact",
+                   help="binning mode stored in the round")
+    p.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    p.add_argument("--name", help="round name (default: the topology file's name)")
+    p.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
+    p.set_defaults(func=_cmd_import)
+
+
+def add_import_parsers(isub: Any) -> None:
+    """Register ``slurm``, ``k8s`` and ``graphml`` under ``pal-opt import``'s sub-parsers."""
+    s = isub.add_parser("slurm", help="Slurm topology.conf (+ GPUs per node)",
+                        description="Build a round on the cluster of a Slurm topology.conf. The leaf switch "
+                        "(or block) is the rack; switches above it collapse into the cluster level.")
+    s.add_argument("input", metavar="topology.conf")
+    s.add_argument("--gpus-per-node", type=pos_int, metavar="N",
+                   help="GPUs of every node (with --slurm-conf: of nodes without Gres=gpu)")
+    s.add_argument("--slurm-conf", metavar="FILE", help="slurm.conf whose NodeName lines give Gres=gpu:N")
+    s.add_argument("--down", metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs are failed")
+    _common(s)
+    k = isub.add_parser("k8s", help="kubectl get nodes -o json, Kueue topology labels",
+                        description="Build a round on the nodes of 'kubectl get nodes -o json'. The innermost "
+                        "--levels label above kubernetes.io/hostname is the rack; outer labels collapse into "
+                        "the cluster level. Cordoned or not-Ready nodes have failed GPUs.")
+    k.add_argument("input", metavar="NODES.json")
+    k.add_argument("--levels", type=_names, metavar="LABEL,...",
+                   help="topology label keys, outermost first, as in Kueue's Topology (default "
+                   "cloud.google.com/gce-topology-block,cloud.google.com/gce-topology-subblock,kubernetes.io/hostname)")
+    k.add_argument("--gpu-resource", default="nvidia.com/gpu", metavar="NAME",
+                   help="capacity resource that counts GPUs (default nvidia.com/gpu)")
+    _common(k)
+    g = isub.add_parser("graphml", help="GraphML cluster graph",
+                        description="Build a round on a GraphML cluster graph (kind, id, state, factor_<class> "
+                        "attributes). Its own factors are used when it has them.")
+    g.add_argument("input", metavar="CLUSTER.graphml")
+    _common(g)
+
+
+def add_export_parser(sub: Any) -> None:
+    """Register ``pal-opt export slurm|k8s|graphml`` under the top-level sub-parsers."""
+    exp = sub.add_parser("export", help="write a placement in a scheduler's form",
+                         description="Write a placement in a form a scheduler applies.")
+    esub = exp.add_subparsers(dest="format", metavar="FORMAT")
+    esub.required = True
+    forms = {
+        "slurm": ("Slurm node lists and sbatch options per job (tab-separated)", "placement.tsv"),
+        "k8s": ("per-pod node assignments (JSON, kind PodPlacements)", "pods.json"),
+        "graphml": ("the cluster as GraphML; with a placement, GPUs carry a job attribute", "cluster.graphml"),
+    }
+    for name, (text, out) in forms.items():
+        e = esub.add_parser(name, help=text, description=f"Write {text}.")
+        e.add_argument("instance", metavar="INSTANCE.json")
+        e.add_argument("placement", metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None)
+        e.add_argument("-o", "--output", required=True, metavar=out, help="file to write")
+        e.set_defaults(func=_cmd_export)
+
+
+def _read_topology(args: argparse.Namespace) -> Any:
+    if args.format == "slurm":
+        from .slurm import load_slurm
+
+        return load_slurm(args.input, gpus_per_node=args.gpus_per_node, slurm_conf=args.slurm_conf, down=args.down)
+    if args.format == "k8s":
+        from .kubernetes import DEFAULT_LEVELS, load_nodes
+
+        return load_nodes(args.input, levels=args.levels or DEFAULT_LEVELS, resource=args.gpu_resource)
+    from .graphml import load_graphml
+
+    return load_graphml(args.input)
+
+
+def _factors(args: argparse.Namespace, topology: Any) -> Any:
+    from ..model import PAL_CLASSES
+    from .hierarchy import measured_factors, uniform_factors
+
+    if args.seed is not None and not args.measurements:
+        raise OptionError("--seed draws factors from --measurements; give both or neither")
+    if topology.factors is not None:
+        if args.classes or args.measurements:
+            raise OptionError(f"{args.input} has its own factors; --classes and --measurements are for files "
+                              "without")
+        return None
+    classes = args.classes or PAL_CLASSES
+    n = len(topology.gpu_ids)
+    if args.measurements:
+        return measured_factors(n, args.measurements, classes, 0 if args.seed is None else args.seed)
+    return uniform_factors(n, classes)
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from .. import __version__
+    from ..io import save_instance
+    from .hierarchy import topology_round
+
+    topo = _read_topology(args)
+    inst = topology_round(
+        topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
+        binning=args.binning, restart_cost=args.restart_cost, name=args.name or Path(args.input).name,
+    )
+    names = list(topo.level_names)
+    meta = {
+        "generator": f"pal-opt {__version__} import {args.format}",
+        "imported_from": {"format": args.format, "topology": os.fspath(args.input), "jobs": args.jobs},
+        "topology_levels": names,
+        "rack_level": names[0] if names else None,
+        "collapsed_into_cluster": names[1:],
+    }
+    save_instance(inst, args.output, meta=meta)
+    cl = inst.cluster
+    collapsed = f"; {', '.join(names[1:])} collapsed into the cluster level" if len(names) > 1 else ""
+    racks = f" in {len(cl.rack_ids)} racks (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
+    failed = int((cl.state == 2).sum())
+    print(f"wrote {args.output}: {inst.name}: {cl.num_gpus} GPUs on {cl.num_servers} servers{racks}; "
+          f"{failed} GPUs failed; {len(inst.jobs)} jobs")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from ..io import atomic_write_text, load_instance, load_placement_file
+
+    inst = load_instance(args.instance)
+    doc = load_placement_file(args.placement) if args.placement else None
+    src = os.fspath(args.placement) if args.placement else None
+    if args.format == "slurm":
+        from .slurm import format_slurm_rows, slurm_rows
+
+        rows = slurm_rows(inst, doc or {}, source=src)
+        text, what = format_slurm_rows(rows), f"{len(rows)} jobs"
+    elif args.format == "k8s":
+        from .kubernetes import dumps_pod_placements, pod_placements
+
+        pods = pod_placements(inst, doc or {}, source=src)
+        jobs = {str(item["job"]) for item in pods["items"]}
+        text, what = dumps_pod_placements(pods), f"{len(jobs)} jobs in {len(pods['items'])} pods"
+    else:
+        from .graphml import graphml_text
+        from .placement import gpu_jobs
+
+        held = gpu_jobs(inst, doc, source=src) if doc is not None else {}
+        text = graphml_text(inst.cluster, held)
+        what = f"{inst.cluster.num_gpus} GPUs, {len(set(map(str, held.values())))} jobs placed"
+    atomic_write_text(args.output, text)
+    print(f"wrote {args.output}: {what}")
+    return 0

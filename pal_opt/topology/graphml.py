@@ -1,0 +1,265 @@
+"""GraphML: the cluster graph (:attr:`pal_opt.model.Cluster.graph`) as a file, through networkx.
+
+Shape
+-----
+A **directed** graph, edges from parent to child.  Every vertex has a ``kind``:
+
+``cluster``
+    The root (optional, at most one).
+``server``
+    A host; ``id`` is its id (string or integer; default: the GraphML node id).  Its parent is
+    a group, the root or nothing; its children are GPUs.
+``gpu``
+    ``id``: the GPU id (an integer, unique; digits in a string key are read as one); ``state``: ``free`` (default), ``busy`` or
+    ``failed``; ``factor_<class>``: the GPU's slowdown factor for that application class (a
+    number > 0; every GPU the same classes, or no factors at all).  Exactly one server parent.
+any other kind (``rack``, ``pod``, ``block``, ...)
+    A group of servers or of other groups; ``id`` as for servers, unique among groups.
+
+A key without ``attr.type`` holds strings, as GraphML says (numbers in them are read for ``id``
+and the factors).  Every vertex has at most one parent and the graph has no cycle.  Other attributes (a ``job``
+written by :func:`graphml_text`, a drawing tool's graphics) are ignored.
+
+Levels, innermost first: the group directly above each server, then the group above that, and
+so on; a level is named by its groups' kind (kinds joined with ``/`` if they differ).  In an
+uneven tree a server whose chain of groups ends early keeps its topmost group at the higher
+levels; either every server has a group or none does.  In pal-opt's model the innermost level
+is the rack and higher ones collapse into the cluster level (:func:`~pal_opt.topology.to_cluster`).
+
+:func:`graphml_text` writes a :class:`~pal_opt.model.Cluster` in this shape (vertices
+``cluster``, ``r0``..., ``s0``..., ``g0``... in the cluster's order, so reading it back gives
+the same cluster, factors bit for bit).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from ..errors import InstanceError
+from ..model import Cluster, GpuState, JobId
+from .hierarchy import Topology, TopologyLevel
+
+__all__ = ["FACTOR_PREFIX", "parse_graphml", "load_graphml", "cluster_digraph", "graphml_text"]
+
+#: Attribute name prefix of a GPU's factor for one class (``factor_classA``).
+FACTOR_PREFIX = "factor_"
+_STATES = {s.name.lower(): int(s) for s in GpuState}
+_SPECIAL = ("cluster", "server", "gpu")
+
+
+def _read(text: str, source: str) -> nx.DiGraph:
+    try:
+        with warnings.catch_warnings():  # a key without attr.type is a string, as GraphML says: no warning
+            warnings.filterwarnings("ignore", "No key type", UserWarning)
+            g = nx.parse_graphml(text)
+    except ET.ParseError as exc:  # its text names the line and column
+        raise InstanceError(f"invalid XML: {exc}", source=source) from None
+    except (nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise InstanceError(f"not a GraphML graph networkx can read: {exc}", source=source) from None
+    if not g.is_directed() or g.is_multigraph():
+        raise InstanceError("must be a simple directed graph (edgedefault=\"directed\", edges parent -> child)",
+                            source=source, path="graph")
+    return g
+
+
+def _structure(g: nx.DiGraph, source: str) -> tuple[dict[Any, str], dict[Any, Any]]:
+    """Each vertex's kind and parent; checks the tree shape (module docstring)."""
+    kind: dict[Any, str] = {}
+    for n, attrs in g.nodes(data=True):
+        k = attrs.get("kind")
+        if not isinstance(k, str) or not k:
+            raise InstanceError("needs a kind (cluster, server, gpu or a group kind such as rack)",
+                                source=source, path=f"node {n!r}.kind")
+        kind[n] = k
+    roots = [n for n, k in kind.items() if k == "cluster"]
+    if len(roots) > 1:
+        raise InstanceError(f"more than one cluster vertex: {roots[0]!r} and {roots[1]!r}", source=source)
+    parent: dict[Any, Any] = {}
+    for n in g.nodes:
+        ups = list(g.predecessors(n))
+        if len(ups) > 1:
+            raise InstanceError(f"has {len(ups)} parents ({ups[0]!r}, {ups[1]!r}); a vertex has at most one",
+                                source=source, path=f"node {n!r}")
+        if ups:
+            parent[n] = ups[0]
+    try:
+        cycle = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        cycle = []
+    if cycle:
+        raise InstanceError(f"the edges form a cycle: {' -> '.join(repr(u) for u, _ in cycle)}", source=source)
+    for n, k in kind.items():
+        up = kind.get(parent.get(n), "")
+        ok = {"cluster": up == "", "gpu": up == "server"}.get(k, up not in ("server", "gpu"))
+        if not ok:
+            where = f"under a {up} vertex ({parent[n]!r})" if up else "without a server parent"
+            raise InstanceError(f"a {k} vertex cannot be {where}", source=source, path=f"node {n!r}")
+    return kind, parent
+
+
+def _gpu_id(n: Any, attrs: Mapping[str, Any], source: str) -> int:
+    v = attrs.get("id", n)
+    if isinstance(v, str) and v.strip().isdigit():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise InstanceError(f"a GPU id must be a non-negative integer, got {v!r}", source=source, path=f"node {n!r}.id")
+    return v
+
+
+def _gpu_factors(n: Any, attrs: Mapping[str, Any], source: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, v in attrs.items():
+        if not key.startswith(FACTOR_PREFIX):
+            continue
+        if isinstance(v, str):  # an untyped key holds strings
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        if not ok or len(key) == len(FACTOR_PREFIX):
+            raise InstanceError(f"must be a finite number > 0 named factor_<class>, got {v!r}", source=source,
+                                path=f"node {n!r}.{key}")
+        out[key[len(FACTOR_PREFIX):]] = float(v)
+    return out
+
+
+def _gpus(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], source: str) -> dict[str, Any]:
+    """GPU columns in document order: ids, server vertices, states, factors."""
+    ids: list[int] = []
+    servers: list[Any] = []
+    states: list[int] = []
+    factors: dict[str, list[float]] = {}
+    seen: dict[int, Any] = {}
+    for n, attrs in g.nodes(data=True):
+        if kind[n] != "gpu":
+            continue
+        gid = _gpu_id(n, attrs, source)
+        if gid in seen:
+            raise InstanceError(f"GPU id {gid} is also vertex {seen[gid]!r}'s", source=source, path=f"node {n!r}.id")
+        seen[gid] = n
+        st = attrs.get("state", "free")
+        if not isinstance(st, str) or st.lower() not in _STATES:
+            raise InstanceError(f"must be free, busy or failed, got {st!r}", source=source, path=f"node {n!r}.state")
+        fac = _gpu_factors(n, attrs, source)
+        if ids and set(fac) != set(factors):
+            raise InstanceError(f"factor classes {sorted(fac)} differ from the first GPU's {sorted(factors)}",
+                                source=source, path=f"node {n!r}")
+        for c, v in fac.items():
+            factors.setdefault(c, []).append(v)
+        ids.append(gid)
+        servers.append(parent[n])
+        states.append(_STATES[st.lower()])
+    if not ids:
+        raise InstanceError("has no gpu vertex", source=source, path="graph")
+    return {"ids": ids, "servers": servers, "states": states, "factors": factors}
+
+
+def _ident(n: Any, attrs: Mapping[str, Any]) -> Any:
+    v = attrs.get("id", n)
+    return v if isinstance(v, (str, int)) and not isinstance(v, bool) else str(v)
+
+
+def _levels(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], servers: list[Any],
+            source: str) -> list[TopologyLevel]:
+    """The group levels above ``servers`` (vertices), innermost first, keyed by server vertex."""
+    group_id: dict[Any, Any] = {}
+    vertex_of: dict[Any, Any] = {}
+    for n, what in kind.items():
+        if what not in _SPECIAL:
+            ident = group_id[n] = _ident(n, g.nodes[n])
+            if vertex_of.setdefault(ident, n) != n:
+                raise InstanceError(f"group id {ident!r} is also vertex {vertex_of[ident]!r}'s", source=source,
+                                    path=f"node {n!r}.id")
+    chains: dict[Any, list[Any]] = {}
+    for s in servers:
+        chain, up = [], parent.get(s)
+        while up is not None and kind[up] != "cluster":
+            chain.append(up)
+            up = parent.get(up)
+        chains[s] = chain
+    depth = max(len(c) for c in chains.values())
+    if depth and not all(chains.values()):
+        bare = next(s for s, c in chains.items() if not c)
+        raise InstanceError("either every server hangs under a group or none does", source=source,
+                            path=f"node {bare!r}")
+    levels = []
+    for k in range(depth):
+        name = "/".join(sorted({kind[c[k]] for c in chains.values() if len(c) > k}))
+        levels.append(TopologyLevel(name, {s: group_id[c[min(k, len(c) - 1)]] for s, c in chains.items()}))
+    return levels
+
+
+def parse_graphml(text: str, source: str = "<memory>") -> Topology:
+    """The :class:`Topology` of a GraphML text in the shape of the module docstring."""
+    g = _read(text, source)
+    kind, parent = _structure(g, source)
+    cols = _gpus(g, kind, parent, source)
+    server_vertices = list(dict.fromkeys(cols["servers"]))
+    sid: dict[Any, Any] = {}
+    vertex_of: dict[Any, Any] = {}
+    for s in server_vertices:
+        ident = sid[s] = _ident(s, g.nodes[s])
+        if vertex_of.setdefault(ident, s) != s:
+            raise InstanceError(f"server id {ident!r} is also vertex {vertex_of[ident]!r}'s", source=source,
+                                path=f"node {s!r}.id")
+    levels = _levels(g, kind, parent, server_vertices, source)
+    hosts = tuple(sid[s] for s in server_vertices)
+    host_pos = {s: i for i, s in enumerate(server_vertices)}
+    tiers = tuple(TopologyLevel(lv.name, {sid[s]: grp for s, grp in lv.group_of.items()}) for lv in levels)
+    factors = {c: np.asarray(v, dtype=np.float64) for c, v in cols["factors"].items()} or None
+    return Topology(
+        hosts, tiers, np.asarray(cols["ids"], dtype=np.int64),
+        np.asarray([host_pos[s] for s in cols["servers"]], dtype=np.int64),
+        np.asarray(cols["states"], dtype=np.int8), factors, source,
+    )
+
+
+def load_graphml(path: str | os.PathLike[str]) -> Topology:
+    """Read a GraphML file (guarded reading, :func:`pal_opt.io.read_text`)."""
+    from ..io import read_text
+
+    src = os.fspath(path)
+    return parse_graphml(read_text(path, what="GraphML file"), src)
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -> nx.DiGraph:
+    """``cluster`` as a graph of the module docstring's shape (string vertices, scalar
+    attributes); ``jobs`` ({GPU id: job id}) adds a ``job`` attribute to those GPUs."""
+    gr = nx.DiGraph()
+    gr.add_node("cluster", kind="cluster")
+    for r, rid in enumerate(cluster.rack_ids):
+        gr.add_node(f"r{r}", kind="rack", id=_plain(rid))
+        gr.add_edge("cluster", f"r{r}")
+    for s, srv in enumerate(cluster.server_ids):
+        gr.add_node(f"s{s}", kind="server", id=_plain(srv))
+        gr.add_edge(f"r{cluster.rack_of_server[s]}" if cluster.racked else "cluster", f"s{s}")
+    classes = list(cluster.factors)
+    columns = [cluster.factors[c].tolist() for c in classes]
+    jobs = jobs or {}
+    for i, gid in enumerate(cluster.gpu_ids.tolist()):
+        attrs: dict[str, Any] = {"kind": "gpu", "id": gid, "state": GpuState(int(cluster.state[i])).name.lower()}
+        attrs.update({f"{FACTOR_PREFIX}{c}": col[i] for c, col in zip(classes, columns, strict=True)})
+        if gid in jobs:
+            attrs["job"] = str(jobs[gid])
+        gr.add_node(f"g{i}", **attrs)
+        gr.add_edge(f"s{cluster.server_of[i]}", f"g{i}")
+    return gr
+
+
+def graphml_text(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -> str:
+    """``cluster`` as GraphML text (:func:`cluster_digraph`, written by networkx)."""
+    body = "\n".join(nx.generate_graphml(cluster_digraph(cluster, jobs)))
+    return f"<?xml version='1.0' encoding='utf-8'?>\n{body}\n"

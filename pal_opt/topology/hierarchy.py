@@ -1,0 +1,248 @@
+"""A cluster's topology as read from a file, and its mapping onto pal-opt's three-level model.
+
+Every topology reader returns a :class:`Topology`: the hosts (the servers), the **full**
+hierarchy of groups above them as a list of :class:`TopologyLevel` ``(name, {host: group})``,
+innermost first, and the GPUs on the hosts.  Only :func:`to_cluster` maps that onto the
+three levels of :class:`~pal_opt.model.Cluster`:
+
+* a host is a **server**;
+* the innermost level (``levels[0]``) is the **rack** level;
+* every level above it collapses into the **cluster** level.  When a collapsed level has more
+  than one group (the file says more than the model can), a warning names it on the
+  ``pal_opt.topology`` logger; a collapsed level with a single group (one spine switch above
+  every leaf) loses nothing and is only noted at INFO level.
+
+A file with no level above the hosts gives a flat cluster.  A later N-level model can take the
+readers' :class:`Topology` unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import InstanceError, OptionError
+from ..model import PAL_CLASSES, Cluster, GpuState, RoundInstance, RoundParams
+from ..seeds import SeedLike
+
+__all__ = [
+    "TopologyLevel",
+    "Hierarchy",
+    "Topology",
+    "check_levels",
+    "uniform_factors",
+    "measured_factors",
+    "to_cluster",
+    "log_collapse",
+    "topology_round",
+]
+
+logger = logging.getLogger("pal_opt.topology")
+
+
+class TopologyLevel(NamedTuple):
+    """One level of groups above the hosts: its name and each host's group at that level."""
+
+    name: str
+    group_of: Mapping[Any, Any]
+
+
+class Hierarchy(NamedTuple):
+    """Hosts in file order and the levels of groups above them, innermost first."""
+
+    hosts: tuple[Any, ...]
+    levels: tuple[TopologyLevel, ...]
+
+
+def check_levels(hosts: Sequence[Any], levels: Sequence[TopologyLevel], source: str | None = None) -> None:
+    """Raise :class:`InstanceError` unless every level maps every host and the levels nest
+    (hosts that share a group at one level share a group at every level above it)."""
+    for k, lv in enumerate(levels):
+        missing = [h for h in hosts if h not in lv.group_of]
+        if missing:
+            raise InstanceError(f"host {missing[0]!r} has no group at level {lv.name!r}", source=source,
+                                path=f"levels[{k}]")
+        if k == 0:
+            continue
+        below = levels[k - 1].group_of
+        parent: dict[Any, Any] = {}
+        for h in hosts:
+            if parent.setdefault(below[h], lv.group_of[h]) != lv.group_of[h]:
+                raise InstanceError(
+                    f"group {below[h]!r} of level {levels[k - 1].name!r} lies in two groups of level {lv.name!r} "
+                    f"({parent[below[h]]!r} and {lv.group_of[h]!r})", source=source, path=f"levels[{k}]")
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Hosts, the groups above them, and their GPUs, as a topology file describes them.
+
+    Attributes
+    ----------
+    hosts
+        Host (server) ids in file order.
+    levels
+        The hierarchy above the hosts, innermost first; each maps every host to its group.
+    gpu_ids
+        GPU ids (unique integers).
+    gpu_host
+        Position in ``hosts`` of each GPU's host.
+    state
+        :class:`~pal_opt.model.GpuState` per GPU.
+    factors
+        ``{class: per-GPU factor}`` when the file carries variability (GraphML can); None
+        otherwise.
+    source
+        The file read.
+    """
+
+    hosts: tuple[Any, ...]
+    levels: tuple[TopologyLevel, ...]
+    gpu_ids: np.ndarray
+    gpu_host: np.ndarray
+    state: np.ndarray
+    factors: Mapping[str, np.ndarray] | None = None
+    source: str = "<memory>"
+
+    def __post_init__(self) -> None:
+        for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values()):
+            a.setflags(write=False)
+        check_levels(self.hosts, self.levels, self.source)
+        if len(self.gpu_ids) == 0:
+            raise InstanceError("no GPUs: no host has a GPU", source=self.source)
+
+    @classmethod
+    def from_counts(
+        cls,
+        hosts: Sequence[Any],
+        levels: Sequence[TopologyLevel],
+        gpus: Mapping[Any, int],
+        failed: Mapping[Any, int] | None = None,
+        *,
+        source: str = "<memory>",
+    ) -> Topology:
+        """Hosts with ``gpus[host]`` GPUs each, numbered 0, 1, ... in host order.
+
+        ``failed[host]`` of a host's GPUs (its highest local indices) are out of service.
+        Hosts without GPUs are left out (they cannot take a GPU job).
+        """
+        failed = failed or {}
+        kept = [h for h in hosts if gpus.get(h, 0) > 0]
+        if len(kept) < len(hosts):
+            logger.info("%s: %d of %d hosts have no GPUs and are left out", source, len(hosts) - len(kept), len(hosts))
+        counts = np.asarray([gpus[h] for h in kept], dtype=np.int64)
+        gpu_host = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
+        local = np.arange(gpu_host.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        n_failed = np.asarray([min(failed.get(h, 0), gpus[h]) for h in kept], dtype=np.int64)
+        out = local >= np.repeat(counts - n_failed, counts)
+        state = np.where(out, GpuState.FAILED, GpuState.FREE).astype(np.int8)
+        lv = tuple(TopologyLevel(x.name, {h: x.group_of[h] for h in kept}) for x in levels)
+        return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source)
+
+    @property
+    def level_names(self) -> tuple[str, ...]:
+        return tuple(lv.name for lv in self.levels)
+
+
+def uniform_factors(n_gpus: int, classes: Sequence[str] = PAL_CLASSES) -> dict[str, np.ndarray]:
+    """Factor 1.0 for every GPU and class (topology files carry no variability)."""
+    if not classes:
+        raise OptionError("at least one application class is needed")
+    return {c: np.ones(n_gpus) for c in classes}
+
+
+def measured_factors(
+    n_gpus: int, directory: str | os.PathLike[str], classes: Sequence[str] = PAL_CLASSES, seed: SeedLike = 0
+) -> dict[str, np.ndarray]:
+    """Factors drawn from PAL's ``*-longhorn-agg.csv`` measurements in ``directory``, as
+    ``pal-opt generate --measurements`` draws them (:func:`pal_opt.io.sample_factors`)."""
+    from ..io import longhorn_paths, sample_factors
+
+    paths = longhorn_paths(directory)
+    unknown = [c for c in classes if c not in paths]
+    if unknown:
+        raise OptionError(f"class {unknown[0]!r} has no PAL measurement file (measured classes: {', '.join(paths)})")
+    for c in classes:
+        if not paths[c].is_file():
+            raise InstanceError("measurement file not found", source=str(paths[c]))
+    return sample_factors({c: paths[c] for c in classes}, n_gpus, seed)
+
+
+def _distinct(level: TopologyLevel, hosts: Sequence[Any]) -> int:
+    return len({level.group_of[h] for h in hosts})
+
+
+def log_collapse(topology: Topology) -> None:
+    """Log what :func:`to_cluster` collapses into the cluster level: a warning naming the levels
+    that have more than one group (the model loses them), an INFO note for single-group ones."""
+    top = topology
+    collapsed = top.levels[1:]
+    lost = [lv.name for lv in collapsed if _distinct(lv, top.hosts) > 1]
+    if lost:
+        logger.warning("%s: %s %s above the rack level %r collapsed into the cluster level (pal-opt models "
+                       "server, rack and cluster)", top.source, "level" if len(lost) == 1 else "levels",
+                       ", ".join(map(repr, lost)), top.levels[0].name)
+    elif collapsed:
+        logger.info("%s: the single-group levels %s collapse into the cluster level", top.source,
+                    ", ".join(lv.name for lv in collapsed))
+
+
+def _cluster(top: Topology, factors: Mapping[str, Any] | None) -> Cluster:
+    if factors is None:
+        factors = top.factors if top.factors is not None else uniform_factors(len(top.gpu_ids))
+    racks = dict(top.levels[0].group_of) if top.levels else None
+    servers = [top.hosts[i] for i in top.gpu_host.tolist()]
+    return Cluster.from_arrays(top.gpu_ids, servers, factors, top.state, racks, source=top.source)
+
+
+def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> Cluster:
+    """The three-level :class:`~pal_opt.model.Cluster` of ``topology`` (module docstring), with
+    :func:`log_collapse`'s note.
+
+    Parameters
+    ----------
+    topology
+        What a reader returned.
+    factors
+        ``{class: per-GPU factors}``; default: the topology's own, else 1.0 for PAL's classes.
+    """
+    cluster = _cluster(topology, factors)
+    log_collapse(topology)
+    return cluster
+
+
+def topology_round(
+    topology: Topology,
+    jobs: str | os.PathLike[str] | None = None,
+    *,
+    factors: Mapping[str, Any] | None = None,
+    locality_penalty: float = 1.7,
+    binning: str = "pal-artifact",
+    restart_cost: float = 0.0,
+    name: str = "",
+) -> RoundInstance:
+    """A round on ``topology``'s cluster (:func:`to_cluster`) with the queue of a job CSV
+    (:func:`pal_opt.io.load_jobs`; none: an empty queue).
+
+    Topology files say nothing of who runs where, so a job marked ``is_running`` is an error.
+    """
+    from ..io import load_jobs
+
+    params = RoundParams(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
+    cluster = _cluster(topology, factors)
+    queue: tuple[Any, ...] = ()
+    if jobs is not None:
+        table = load_jobs(jobs, classes=cluster.classes, locality_penalty=params.locality_penalty,
+                          max_gpus=cluster.num_gpus)
+        for k, running in enumerate(table.running):
+            if running:
+                raise table.error(k, f"job {table.jobs[k].id!r} is marked running, but a topology file "
+                                  "does not say on which GPUs", "is_running")
+        queue = table.jobs
+    log_collapse(topology)  # once the input is known to be good: a failed import prints one line
+    return RoundInstance(cluster=cluster, jobs=queue, params=params, name=name)

@@ -1,0 +1,282 @@
+"""Kubernetes: node descriptions in, per-pod node assignments out.
+
+Nodes in
+--------
+The input is what ``kubectl get nodes -o json`` prints: a ``List`` (or ``NodeList``) whose
+``items`` are ``Node`` objects (a single ``Node`` object is read as a list of one).  Per node:
+
+``metadata.name``
+    The server id (what a pod is bound to).
+``metadata.labels``
+    The topology levels, as Kueue's topology-aware scheduling names them: a list of label keys
+    from the outermost level in (``levels``, default ``cloud.google.com/gce-topology-block``,
+    ``cloud.google.com/gce-topology-subblock``, ``kubernetes.io/hostname``).  A last
+    ``kubernetes.io/hostname`` stands for the node itself; every other label is a level of
+    groups, and a GPU node must carry each of them.  A group is named by its path of label
+    values from the outermost level, joined with ``/`` (``block-a/sub-1``), since a label value
+    need only be unique under its parent.
+``status.capacity["nvidia.com/gpu"]``
+    The node's GPUs (a whole number, written as a string as Kubernetes does).  Nodes without
+    GPUs are left out.  When ``status.allocatable`` offers fewer, the difference (GPUs the
+    device plugin found unhealthy) is marked failed, at the node's highest local indices.
+``spec.unschedulable``, ``spec.taints``, ``status.conditions``
+    A cordoned node (``unschedulable: true``), one with a node-lifecycle taint
+    (:data:`OUT_OF_SERVICE_TAINTS`) or whose ``Ready`` condition is not ``"True"`` is out of
+    service: all its GPUs are **failed**.  Other taints (such as ``nvidia.com/gpu:NoSchedule``
+    on GPU pools, which GPU pods tolerate) are ignored; a node with no ``conditions`` at all is
+    taken as ready.
+
+GPUs are numbered 0, 1, ... in node order.  In pal-opt's three-level model the innermost group
+label (the sub-block by default) is the rack; outer labels collapse into the cluster level
+(:func:`~pal_opt.topology.to_cluster`).
+
+Placements out
+--------------
+:func:`pod_placements` gives one pod per job and node, for a scheduler extension to bind::
+
+    {"apiVersion": "pal-opt/v1", "kind": "PodPlacements",
+     "items": [{"job": 0, "pod": 0, "node": "gke-a3-0", "gpus": [0, 1, 2, 3]},
+               {"job": 0, "pod": 1, "node": "gke-a3-1", "gpus": [0, 1, 2, 3]}]}
+
+``job`` is the job id as in the instance (integer or string); ``pod`` counts the job's pods
+from 0, in node order; ``gpus`` are the local indices of the job's GPUs on that node (device
+indices, ascending), so ``len(gpus)`` is the pod's ``nvidia.com/gpu`` request.  Items follow
+the queue order.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InstanceError, OptionError
+from ..model import RoundInstance
+from ..result import PlacementResult
+from .hierarchy import Topology, TopologyLevel
+from .placement import placement_by_host
+
+__all__ = [
+    "DEFAULT_LEVELS",
+    "HOSTNAME_LABEL",
+    "GPU_RESOURCE",
+    "OUT_OF_SERVICE_TAINTS",
+    "group_labels",
+    "parse_nodes",
+    "load_nodes",
+    "pod_placements",
+    "dumps_pod_placements",
+]
+
+#: The label that names the node itself (Kueue's lowest level).
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+#: Kueue's topology levels on GKE, outermost first.
+DEFAULT_LEVELS: tuple[str, ...] = (
+    "cloud.google.com/gce-topology-block",
+    "cloud.google.com/gce-topology-subblock",
+    HOSTNAME_LABEL,
+)
+#: The extended resource that counts a node's GPUs.
+GPU_RESOURCE = "nvidia.com/gpu"
+#: Taints that the node lifecycle controller sets on a node out of service.
+OUT_OF_SERVICE_TAINTS: frozenset[str] = frozenset({
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+    "node.kubernetes.io/out-of-service",
+})
+
+logger = logging.getLogger("pal_opt.topology")
+_WHOLE = re.compile(r"\d{1,9}")
+
+
+def group_labels(levels: Sequence[str]) -> tuple[str, ...]:
+    """The group levels of a Kueue label list (outermost first): the list without a last
+    ``kubernetes.io/hostname``; empty or repeated labels, or the hostname label elsewhere, are
+    an :class:`OptionError`."""
+    labels = [str(x).strip() for x in levels]
+    if any(not x for x in labels):
+        raise OptionError("--levels: empty label name")
+    if len(set(labels)) != len(labels):
+        raise OptionError(f"--levels: a label is listed twice: {','.join(labels)}")
+    if labels and labels[-1] == HOSTNAME_LABEL:
+        labels.pop()
+    if HOSTNAME_LABEL in labels:
+        raise OptionError(f"--levels: {HOSTNAME_LABEL} names the node and can only be the last level")
+    return tuple(labels)
+
+
+_KIND_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "true or false"}
+
+
+def _shown(v: Any) -> str:
+    """A short description of a bad value (a JSON container by its kind, anything else by repr)."""
+    if isinstance(v, (dict, list)):
+        return _KIND_NAMES[type(v)]
+    text = repr(v)  # a refused JSON number (NaN, overflow) reprs as its description
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _field(obj: Mapping[str, Any], key: str, kind: type, path: str, source: str) -> Any:
+    """``obj[key]`` if present (None if not), checked to be of ``kind``."""
+    v = obj.get(key)
+    if v is not None and not isinstance(v, kind):
+        raise InstanceError(f"must be {_KIND_NAMES[kind]}, got {_shown(v)}", source=source,
+                            path=f"{path}.{key}")
+    return v
+
+
+def _count(v: Any, path: str, source: str) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    if isinstance(v, str) and _WHOLE.fullmatch(v):
+        return int(v)
+    raise InstanceError(f"must be a whole number of GPUs such as \"8\", got {_shown(v)}",
+                        source=source, path=path)
+
+
+@dataclass(frozen=True)
+class _Node:
+    name: str
+    labels: Mapping[str, Any]
+    gpus: int
+    unhealthy: int
+    why_out: str
+
+
+def _why_out(spec: Mapping[str, Any], status: Mapping[str, Any], at: str, source: str) -> str:
+    """Why a node is out of service ('' if it is not)."""
+    if _field(spec, "unschedulable", bool, f"{at}.spec", source):
+        return "unschedulable (cordoned)"
+    for k, t in enumerate(_field(spec, "taints", list, f"{at}.spec", source) or ()):
+        if not isinstance(t, dict):
+            raise InstanceError("must be an object", source=source, path=f"{at}.spec.taints[{k}]")
+        key = t.get("key")
+        if isinstance(key, str) and key in OUT_OF_SERVICE_TAINTS and t.get("effect") in ("NoSchedule", "NoExecute"):
+            return f"taint {t['key']}:{t['effect']}"
+    for k, c in enumerate(_field(status, "conditions", list, f"{at}.status", source) or ()):
+        if not isinstance(c, dict):
+            raise InstanceError("must be an object", source=source, path=f"{at}.status.conditions[{k}]")
+        if c.get("type") == "Ready" and c.get("status") != "True":
+            return f"Ready is {c.get('status')!r}"
+    return ""
+
+
+def _node(item: Any, k: int, source: str, resource: str) -> _Node:
+    at = f"items[{k}]"
+    if not isinstance(item, dict):
+        raise InstanceError("must be a Node object", source=source, path=at)
+    if item.get("kind", "Node") != "Node":
+        raise InstanceError(f"must be a Node, got kind {item.get('kind')!r}", source=source, path=f"{at}.kind")
+    meta = _field(item, "metadata", dict, at, source) or {}
+    name = _field(meta, "name", str, f"{at}.metadata", source)
+    if not name:
+        raise InstanceError("must be a non-empty string", source=source, path=f"{at}.metadata.name")
+    labels = _field(meta, "labels", dict, f"{at}.metadata", source) or {}
+    spec = _field(item, "spec", dict, at, source) or {}
+    status = _field(item, "status", dict, at, source) or {}
+    cap = _field(status, "capacity", dict, f"{at}.status", source) or {}
+    alloc = _field(status, "allocatable", dict, f"{at}.status", source) or {}
+    gpus = _count(cap.get(resource), f'{at}.status.capacity["{resource}"]', source) or 0
+    usable = _count(alloc.get(resource), f'{at}.status.allocatable["{resource}"]', source)
+    if usable is not None and usable > gpus:
+        raise InstanceError(f"allocatable {resource} ({usable}) exceeds the capacity ({gpus})", source=source,
+                            path=f'{at}.status.allocatable["{resource}"]')
+    unhealthy = gpus - usable if usable is not None else 0
+    return _Node(name, labels, gpus, unhealthy, _why_out(spec, status, at, source))
+
+
+def _items(doc: Any, source: str) -> list[Any]:
+    if not isinstance(doc, dict):
+        raise InstanceError("must be a JSON object (kubectl get nodes -o json)", source=source, path="top level")
+    if doc.get("kind") == "Node":
+        return [doc]
+    if doc.get("kind") not in ("List", "NodeList"):
+        raise InstanceError(f"must be a List or NodeList of nodes, got kind {doc.get('kind')!r}", source=source,
+                            path="kind")
+    items = doc.get("items")
+    if not isinstance(items, list):
+        raise InstanceError("must be an array of Node objects", source=source, path="items")
+    return items
+
+
+def parse_nodes(
+    doc: Any,
+    *,
+    levels: Sequence[str] = DEFAULT_LEVELS,
+    resource: str = GPU_RESOURCE,
+    source: str = "<memory>",
+) -> Topology:
+    """The :class:`Topology` of a parsed ``kubectl get nodes -o json`` document (module docstring)."""
+    groups = group_labels(levels)
+    hosts: list[str] = []
+    gpus: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    paths: dict[str, list[str]] = {}
+    seen: dict[str, int] = {}
+    for k, item in enumerate(_items(doc, source)):
+        node = _node(item, k, source, resource)
+        if node.name in seen:
+            raise InstanceError(f"node {node.name!r} is listed twice (also items[{seen[node.name]}])",
+                                source=source, path=f"items[{k}].metadata.name")
+        seen[node.name] = k
+        if node.gpus == 0:
+            continue
+        values: list[str] = []
+        for lb in groups:
+            v = node.labels.get(lb)
+            if not isinstance(v, str) or not v:
+                raise InstanceError(f"GPU node {node.name!r} has no label {lb!r} (a --levels label)",
+                                    source=source, path=f"items[{k}].metadata.labels")
+            values.append(v)
+        hosts.append(node.name)
+        gpus[node.name] = node.gpus
+        paths[node.name] = ["/".join(values[: i + 1]) for i in range(len(values))]
+        failed[node.name] = node.gpus if node.why_out else node.unhealthy
+        if node.why_out:
+            logger.info("%s: node %s is out of service (%s): its %d GPUs are failed", source, node.name,
+                        node.why_out, node.gpus)
+    if not hosts:
+        raise InstanceError(f"no node has {resource} capacity", source=source, path="items")
+    tiers = tuple(
+        TopologyLevel(lb, {h: paths[h][i] for h in hosts}) for i, lb in reversed(list(enumerate(groups)))
+    )
+    return Topology.from_counts(hosts, tiers, gpus, failed, source=source)
+
+
+def load_nodes(
+    path: str | os.PathLike[str], *, levels: Sequence[str] = DEFAULT_LEVELS, resource: str = GPU_RESOURCE
+) -> Topology:
+    """Read a ``kubectl get nodes -o json`` file (guarded JSON reading, :func:`pal_opt.io.load_json`)."""
+    from ..io import load_json
+
+    src = os.fspath(path)
+    return parse_nodes(load_json(path, what="node list"), levels=levels, resource=resource, source=src)
+
+
+def pod_placements(
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+) -> dict[str, Any]:
+    """The placement as per-pod node assignments (module docstring), checked against the
+    instance first (:func:`~pal_opt.topology.placement.placement_by_host`)."""
+    items = [
+        {"job": job.job, "pod": i, "node": share.host, "gpus": list(share.gpus)}
+        for job in placement_by_host(instance, placement, source=source)
+        for i, share in enumerate(job.hosts)
+    ]
+    return {"apiVersion": "pal-opt/v1", "kind": "PodPlacements", "items": items}
+
+
+def dumps_pod_placements(doc: Mapping[str, Any]) -> str:
+    """A :func:`pod_placements` document as JSON text, one item per line."""
+    lines = [json.dumps(item) for item in doc["items"]]
+    items = "[\n    " + ",\n    ".join(lines) + "\n  ]" if lines else "[]"
+    head = {k: v for k, v in doc.items() if k != "items"}
+    fields = "".join(f"  {json.dumps(k)}: {json.dumps(v)},\n" for k, v in head.items())
+    return f'{{\n{fields}  "items": {items}\n}}\n'

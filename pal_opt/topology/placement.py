@@ -1,0 +1,115 @@
+"""A placement seen per host: which GPUs of which host each placed job gets.
+
+The exporters (:mod:`~pal_opt.topology.slurm`, :mod:`~pal_opt.topology.kubernetes`) start
+here.  A GPU's **local index** is its rank among its host's GPUs ordered by GPU id (0, 1, ...),
+which for an imported cluster is the device index on the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..check import Kind, violations
+from ..errors import InstanceError
+from ..model import Cluster, JobId, RoundInstance
+from ..result import PlacementResult
+
+__all__ = ["HostShare", "JobHosts", "local_indices", "placement_by_host", "gpu_jobs"]
+
+#: Violations that make a placement impossible to apply (its queue rule is ``pal-opt check``'s
+#: business, not the exporter's).
+_UNAPPLIABLE = {Kind.FORM, Kind.UNKNOWN_JOB, Kind.GANG_SIZE, Kind.UNKNOWN_GPU, Kind.GPU_NOT_FREE, Kind.GPU_SHARED}
+
+
+@dataclass(frozen=True)
+class HostShare:
+    """The GPUs a job gets on one host: the host id and their local indices, ascending."""
+
+    host: Any
+    gpus: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class JobHosts:
+    """A placed job and its hosts, in the cluster's host order."""
+
+    job: JobId
+    hosts: tuple[HostShare, ...]
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(len(s.gpus) for s in self.hosts)
+
+
+def local_indices(cluster: Cluster) -> np.ndarray:
+    """Each GPU's rank among its server's GPUs by id (the GPU's local index on its host)."""
+    order = np.lexsort((cluster.gpu_ids, cluster.server_of))
+    starts = np.cumsum(cluster.server_sizes) - cluster.server_sizes
+    local = np.empty(cluster.num_gpus, dtype=np.int64)
+    local[order] = np.arange(cluster.num_gpus) - starts[cluster.server_of[order]]
+    return local
+
+
+def _checked(
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], source: str | None
+) -> dict[str, list[int]]:
+    """``{job id as text: GPU ids}`` of a placement that can be applied to ``instance``."""
+    bad = [v for v in violations(instance, placement) if v.kind in _UNAPPLIABLE]
+    if bad:
+        more = f" (and {len(bad) - 1} more problems)" if len(bad) > 1 else ""
+        raise InstanceError(f"does not fit the instance: {bad[0].message}{more}", source=source, path="placements")
+    raw = placement.placements if isinstance(placement, PlacementResult) else placement.get("placements", {})
+    return {str(k): [int(g) for g in v] for k, v in raw.items()}
+
+
+def gpu_jobs(
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+) -> dict[int, JobId]:
+    """``{GPU id: job id}`` of a placement, checked as :func:`placement_by_host` checks it."""
+    by_text = _checked(instance, placement, source)
+    return {g: j.id for j in instance.jobs for g in by_text.get(str(j.id), ())}
+
+
+def placement_by_host(
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+) -> list[JobHosts]:
+    """The placed jobs of ``placement`` (queue order) with their hosts and local GPU indices.
+
+    Parameters
+    ----------
+    instance
+        The round the placement is for.
+    placement
+        A :class:`~pal_opt.result.PlacementResult` or the dict of a placement file
+        (``{"placements": {job id: [GPU ids]}, ...}``).
+    source
+        The placement file, for messages.
+
+    Raises
+    ------
+    InstanceError
+        The placement cannot be applied to ``instance``: an unknown job or GPU, a wrong gang
+        size, a busy or failed GPU, a GPU given twice (the first such problem is named).
+    """
+    by_text = _checked(instance, placement, source)
+    cl = instance.cluster
+    local = local_indices(cl)
+    out: list[JobHosts] = []
+    for job in instance.jobs:
+        gpus = by_text.get(str(job.id))
+        if gpus is None:
+            continue
+        pos = np.sort(cl.positions(gpus))
+        pos = pos[np.argsort(cl.server_of[pos], kind="stable")]
+        shares: list[HostShare] = []
+        for srv in dict.fromkeys(cl.server_of[pos].tolist()):
+            mine = pos[cl.server_of[pos] == srv]
+            host = cl.server_ids[srv]
+            host = host.item() if isinstance(host, np.generic) else host
+            shares.append(HostShare(host, tuple(sorted(local[mine].tolist()))))
+        out.append(JobHosts(job.id, tuple(shares)))
+    return out

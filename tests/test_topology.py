@@ -1,0 +1,718 @@
+"""Cluster topologies in (Slurm topology.conf, kubectl node lists, GraphML), placements out.
+
+Each format gives the expected servers, racks and levels; the locality penalties apply to the
+levels read (a gang within a leaf switch or sub-block pays the rack penalty, across them the
+cluster penalty); Slurm hostlists expand and compress as Slurm writes them; malformed files
+exit 2 with one line and no output; exports say what the placement says.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pal_opt
+from pal_opt.cli import main
+from pal_opt.cost import evaluate
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.io import load_instance, load_placement_file
+from pal_opt.model import Cluster, GpuState, Job, Level, RoundInstance
+from pal_opt.topology import (
+    compress_hostlist,
+    expand_hostlist,
+    graphml_text,
+    load_graphml,
+    load_nodes,
+    load_slurm,
+    parse_graphml,
+    parse_nodes,
+    parse_slurm_conf_gpus,
+    parse_topology_conf,
+    pod_placements,
+    slurm_rows,
+    to_cluster,
+)
+from pal_opt.topology.placement import local_indices
+
+DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
+TOPOLOGY_CONF = DATA / "topology.conf"
+SLURM_CONF = DATA / "slurm.conf"
+NODES_JSON = DATA / "nodes.json"
+CLUSTER_GRAPHML = DATA / "cluster.graphml"
+JOBS_CSV = DATA / "jobs.csv"
+BLOCK, SUBBLOCK, HOST = (f"cloud.google.com/gce-topology-{x}" for x in ("block", "subblock", "host"))
+
+
+def run(capsys, *argv: object) -> tuple[int, str, str]:
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def nodes_doc() -> dict:
+    return json.loads(NODES_JSON.read_text())
+
+
+def node(name: str, gpus: str | None = "8", labels: dict | None = None, **extra) -> dict:
+    """A minimal kubectl Node item (in block b, sub-block s unless ``labels`` says otherwise)."""
+    labels = {BLOCK: "b", SUBBLOCK: "s"} if labels is None else labels
+    item = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+            "spec": {}, "status": {"capacity": {} if gpus is None else {"nvidia.com/gpu": gpus}}}
+    for key, value in extra.items():
+        item[key].update(value)
+    return item
+
+
+# --------------------------------------------------------------------------- hostlists
+@pytest.mark.parametrize(("expr", "names"), [
+    ("node[01-04,07]", ["node01", "node02", "node03", "node04", "node07"]),
+    ("tux[1-3]", ["tux1", "tux2", "tux3"]),
+    ("tux[0-3,12,18-20]", ["tux0", "tux1", "tux2", "tux3", "tux12", "tux18", "tux19", "tux20"]),
+    ("n[8-10]", ["n8", "n9", "n10"]),
+    ("n[08-10]", ["n08", "n09", "n10"]),
+    ("login,gpu[1-2]", ["login", "gpu1", "gpu2"]),
+    ("r[1-2]-g[8-9]", ["r1-g8", "r1-g9", "r2-g8", "r2-g9"]),
+    ("a1,a1,a[1-2]", ["a1", "a2"]),
+    ("[1-2]", ["1", "2"]),
+])
+def test_expand_hostlist(expr, names):
+    assert expand_hostlist(expr) == names
+
+
+@pytest.mark.parametrize(("expr", "what"), [
+    ("node[1-", "unclosed"), ("node]1", "unmatched"), ("n[1[2]]", "nested"), ("n[3-1]", "backwards"),
+    ("n[a-b]", "bad range"), ("a,,b", "empty host name"), ("n[]", "bad range"), ("n[0-99999999]", "more than"),
+    ("a[0-999]b[0-9999]", "more than"), ("n[1234567890123456789]", "at most 18 digits"),
+])
+def test_expand_hostlist_rejects(expr, what):
+    with pytest.raises(InstanceError, match=what):
+        expand_hostlist(expr)
+
+
+@pytest.mark.parametrize(("names", "expr"), [
+    (["node07", "node01", "node02", "node03", "node04"], "node[01-04,07]"),
+    (["n9", "n10", "n11"], "n[9-11]"),
+    (["n09", "n10"], "n[09-10]"),
+    (["n9", "n010"], "n[9,010]"),
+    (["b", "a2", "a1", "c"], "a[1-2],b,c"),
+    (["gpu3"], "gpu3"),
+    (["x1", "x01"], "x[01,1]"),
+])
+def test_compress_hostlist(names, expr):
+    assert compress_hostlist(names) == expr
+    assert set(expand_hostlist(expr)) == set(names)
+
+
+@pytest.mark.parametrize("bad", ["a b", "a,b", "n[1]", ""])
+def test_compress_hostlist_rejects_unwritable_names(bad):
+    with pytest.raises(InstanceError, match="cannot be written"):
+        compress_hostlist([bad])
+
+
+HOSTNAMES = st.lists(st.from_regex(r"[a-z]{0,3}[-.]?[0-9]{0,4}", fullmatch=True).filter(bool), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(HOSTNAMES)
+def test_hostlist_compression_round_trips(names):
+    expr = compress_hostlist(names)
+    back = expand_hostlist(expr) if names else []
+    assert sorted(back) == sorted(set(names))  # each name once, nothing else
+    if names:
+        assert compress_hostlist(back) == expr  # canonical
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["node", "gpu-", "r1-n", ""]), st.sets(st.integers(0, 300), min_size=1, max_size=30),
+       st.integers(1, 4))
+def test_hostlist_ranges_round_trip(prefix, numbers, width):
+    names = [f"{prefix}{str(n).zfill(width)}" for n in numbers]
+    expr = compress_hostlist(names)
+    assert expr.count("[") <= 1
+    assert expand_hostlist(expr) == sorted(names, key=lambda s: int(s[len(prefix):]))
+
+
+# --------------------------------------------------------------------------- Slurm
+def test_slurm_example_levels():
+    h = parse_topology_conf(TOPOLOGY_CONF.read_text(), str(TOPOLOGY_CONF))
+    assert h.hosts == tuple(f"gpu{i:02d}" for i in range(1, 9))
+    assert [lv.name for lv in h.levels] == ["switch-1", "switch-2"]
+    assert {h_: lv for h_, lv in h.levels[0].group_of.items()} == {
+        **{f"gpu{i:02d}": "leaf01" for i in range(1, 5)}, **{f"gpu{i:02d}": "leaf02" for i in range(5, 9)}}
+    assert set(h.levels[1].group_of.values()) == {"spine01"}
+
+
+def test_slurm_example_cluster(caplog):
+    with caplog.at_level(logging.INFO, logger="pal_opt.topology"):
+        topo = load_slurm(TOPOLOGY_CONF, gpus_per_node=4)
+        cl = to_cluster(topo)
+    assert cl.num_gpus == 32 and cl.num_servers == 8
+    assert cl.rack_ids == ("leaf01", "leaf02")
+    assert cl.server_ids[cl.server_of[0]] == "gpu01" and cl.server_sizes.tolist() == [4] * 8
+    assert cl.classes == ("classA", "classB", "classC", "classD") and (cl.factors["classA"] == 1.0).all()
+    # one spine above every leaf: collapsing it loses nothing, so no warning
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("switch-2" in r.getMessage() for r in caplog.records)
+
+
+def test_slurm_uneven_tree_and_nested_switch_lists():
+    text = ("SwitchName=s0 Nodes=a[1-2]\nSwitchName=s1 Nodes=b1\nSwitchName=s2 Nodes=c1\n"
+            "SwitchName=agg0 Switches=s[0-1]\nSwitchName=top Switches=agg0,s2\n")
+    h = parse_topology_conf(text)
+    assert [lv.name for lv in h.levels] == ["switch-1", "switch-2", "switch-3"]
+    assert dict(h.levels[1].group_of) == {"a1": "agg0", "a2": "agg0", "b1": "agg0", "c1": "top"}
+    assert set(h.levels[2].group_of.values()) == {"top"}
+
+
+def test_slurm_block_topology():
+    h = parse_topology_conf("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4,8\n")
+    assert [lv.name for lv in h.levels] == ["block"]
+    assert h.levels[0].group_of["n5"] == "b2"
+
+
+def test_slurm_conf_gpu_counts():
+    counts = parse_slurm_conf_gpus(SLURM_CONF.read_text())
+    assert counts == {**{f"gpu{i:02d}": 8 for i in range(1, 8)}, "gpu08": 4}
+    assert parse_slurm_conf_gpus("NodeName=a Gres=gpu:2,gpu:tesla:2,nic:1\nNodeName=b Gres=gpu\n"
+                                 "NodeName=c CPUs=4\nNodeName=d Gres=mps:100") == {"a": 4, "b": 1, "d": 0}
+    with pytest.raises(InstanceError, match="line 2, NodeName: node 'a' is defined twice"):
+        parse_slurm_conf_gpus("NodeName=a Gres=gpu:1\nNodeName=a Gres=gpu:2")
+
+
+def test_slurm_gpu_counts_and_down_nodes():
+    topo = load_slurm(TOPOLOGY_CONF, slurm_conf=SLURM_CONF, down="gpu[02-03]")
+    cl = to_cluster(topo)
+    assert cl.server_sizes.tolist() == [8] * 7 + [4]
+    failed = {cl.server_ids[s] for s in cl.server_of[cl.state == GpuState.FAILED].tolist()}
+    assert failed == {"gpu02", "gpu03"} and int((cl.state == GpuState.FAILED).sum()) == 16
+    with pytest.raises(OptionError, match="gpus per node|--gpus-per-node"):
+        load_slurm(TOPOLOGY_CONF)
+    with pytest.raises(OptionError, match="'gpu99' is not in"):
+        load_slurm(TOPOLOGY_CONF, gpus_per_node=2, down="gpu99")
+
+
+SLURM_BAD = [
+    ("SwitchName=s0 Nodes=n1\nSwitchName=s1 Switches=s2\nSwitchName=s2 Switches=s1\n", "line [23]", "cycle"),
+    ("SwitchName=s0 Switches=s0\n", "line 1", "cycle"),
+    ("SwitchName=s0 Nodes=n1\nSwitchName=top Switches=s[0-1]\n", "line 2, Switches", "unknown switch 's1'"),
+    ("SwitchName=s0 Nodes=n[1-4]\nSwitchName=s1 Nodes=n[4-5]\n", "line 2, Nodes", "'n4' is also under leaf switch 's0'"),
+    ("SwitchName=s0 Nodes=n1\nSwitchName=a Switches=s0\nSwitchName=b Switches=s0\n", "line 3, Switches",
+     "'s0' is also under switch 'a'"),
+    ("SwitchName=s0 Nodes=n1 Switches=s1\nSwitchName=s1 Nodes=n2\n", "line 1", "both Nodes and Switches"),
+    ("SwitchName=s0 Nodes=n1\nSwitchName=s0 Nodes=n2\n", "line 2", "defined twice"),
+    ("# comment\n\nSwitchName=s0 Nodes=n1 Speed=1\n", "line 3", "unknown parameter 'Speed'"),
+    ("SwitchName=s0 Nodes=n[1-\n", "line 1, Nodes", "unclosed"),
+    ("SwitchName=s0 Nodes=n1 \\\n  Nodes=n2\n", "line 1", "given twice"),
+    ("Nodes=n1\n", "line 1", "SwitchName= or BlockName="),
+    ("SwitchName=s0 Switches=s1\nSwitchName=s1\n", "", "lists no node"),
+    ("SwitchName=s0 Nodes=n1\nBlockName=b0 Nodes=n2\n", "line 2", "mixes"),
+    ("SwitchName=s0 Nodes\n", "line 1", "KEY=VALUE"),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "what"), SLURM_BAD, ids=[w for _, _, w in SLURM_BAD])
+def test_slurm_topology_errors_name_file_and_line(text, where, what):
+    with pytest.raises(InstanceError, match=what) as exc:
+        parse_topology_conf(text, "t.conf")
+    assert str(exc.value).startswith("t.conf: ")
+    if where:
+        assert re.fullmatch(where, exc.value.path)
+    else:
+        assert exc.value.path is None
+
+
+# --------------------------------------------------------------------------- Kubernetes
+def test_kubernetes_example_levels_and_states(caplog):
+    topo = load_nodes(NODES_JSON)
+    assert topo.hosts == tuple(f"gke-a3-mega-pool-{k:02d}" for k in range(8))
+    assert [lv.name for lv in topo.levels] == [SUBBLOCK, BLOCK]
+    assert topo.levels[0].group_of["gke-a3-mega-pool-02"] == "a0f3c2e1/7b2c44"
+    assert topo.levels[1].group_of["gke-a3-mega-pool-05"] == "c47d9b20"
+    with caplog.at_level(logging.WARNING, logger="pal_opt.topology"):
+        cl = to_cluster(topo)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and BLOCK in warnings[0] and "collapsed into the cluster level" in warnings[0]
+    assert cl.num_gpus == 64 and len(cl.rack_ids) == 4
+    assert cl.server_sizes.tolist() == [8] * 8
+    failed = cl.state == GpuState.FAILED
+    assert failed.sum() == 8 and {cl.server_ids[s] for s in cl.server_of[failed].tolist()} == {"gke-a3-mega-pool-05"}
+
+
+def test_kubernetes_levels_option():
+    deeper = to_cluster(load_nodes(NODES_JSON, levels=[BLOCK, SUBBLOCK, HOST, "kubernetes.io/hostname"]))
+    assert len(deeper.rack_ids) == 8
+    blocks = to_cluster(load_nodes(NODES_JSON, levels=[BLOCK]))
+    assert blocks.rack_ids == ("a0f3c2e1", "c47d9b20")
+    flat = to_cluster(load_nodes(NODES_JSON, levels=["kubernetes.io/hostname"]))
+    assert not flat.racked
+    for bad in (["kubernetes.io/hostname", BLOCK], [BLOCK, BLOCK], [""]):
+        with pytest.raises(OptionError, match="--levels"):
+            load_nodes(NODES_JSON, levels=bad)
+
+
+def test_kubernetes_node_states():
+    ready_false = {"conditions": [{"type": "Ready", "status": "False"}]}
+    doc = {"kind": "List", "items": [
+        node("ok", spec={"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}),
+        node("cordoned", spec={"unschedulable": True}),
+        node("notready", status=ready_false),
+        node("unreachable", spec={"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]}),
+        node("sick", status={"allocatable": {"nvidia.com/gpu": "6"}}),
+        node("cpu-only", gpus=None),
+        node("zero", gpus="0"),
+    ]}
+    topo = parse_nodes(doc, levels=["kubernetes.io/hostname"])
+    assert topo.hosts == ("ok", "cordoned", "notready", "unreachable", "sick")
+    state = topo.state.reshape(5, 8)
+    assert (state[0] == GpuState.FREE).all()
+    assert (state[1:4] == GpuState.FAILED).all()
+    assert state[4].tolist() == [0] * 6 + [2, 2]  # two unhealthy GPUs, at the highest local indices
+
+
+KUBE_BAD = [
+    ({"kind": "Pod", "items": []}, "kind", "List or NodeList"),
+    ({"kind": "List", "items": {}}, "items", "array"),
+    ({"kind": "List", "items": [node("a", gpus="8Gi")]}, 'items[0].status.capacity["nvidia.com/gpu"]', "whole number"),
+    ({"kind": "List", "items": [node("a"), node("a")]}, "items[1].metadata.name", "listed twice"),
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b"})]}, "items[0].metadata.labels", SUBBLOCK),
+    ({"kind": "List", "items": [node("a", gpus=None)]}, "items", "no node has nvidia.com/gpu"),
+    ({"kind": "List", "items": [node("a", spec={"unschedulable": "yes"})]}, "items[0].spec.unschedulable", "true or false"),
+    ({"kind": "List", "items": [node("a", status={"allocatable": {"nvidia.com/gpu": "9"}})]},
+     'items[0].status.allocatable["nvidia.com/gpu"]', "exceeds"),
+    ({"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}, "items[0].metadata.name", "non-empty"),
+]
+
+
+@pytest.mark.parametrize(("doc", "path", "what"), KUBE_BAD, ids=[w for _, _, w in KUBE_BAD])
+def test_kubernetes_errors_name_the_field(doc, path, what):
+    with pytest.raises(InstanceError, match=re.escape(what)) as exc:
+        parse_nodes(doc, source="n.json")
+    assert exc.value.source == "n.json" and exc.value.path == path
+
+
+# --------------------------------------------------------------------------- GraphML
+def test_graphml_example():
+    topo = load_graphml(CLUSTER_GRAPHML)
+    cl = to_cluster(topo)
+    assert cl.server_ids == ("node1", "node2", "node3", "node4") and cl.rack_ids == ("rack-a", "rack-b")
+    assert [lv.name for lv in topo.levels] == ["rack"]
+    assert cl.classes == ("classA", "classB", "classC", "classD")
+    assert cl.factors["classA"][9] == 1.23
+    assert cl.state[6] == GpuState.FAILED and cl.state[13] == GpuState.BUSY
+
+
+def _same_cluster(a: Cluster, b: Cluster) -> None:
+    assert a.gpu_ids.tolist() == b.gpu_ids.tolist()
+    assert a.server_ids == b.server_ids and [type(x) for x in a.server_ids] == [type(x) for x in b.server_ids]
+    assert a.rack_ids == b.rack_ids and a.rack_of_server.tolist() == b.rack_of_server.tolist()
+    assert a.server_of.tolist() == b.server_of.tolist() and a.state.tolist() == b.state.tolist()
+    assert list(a.factors) == list(b.factors)
+    for c in a.factors:
+        assert a.factors[c].tobytes() == b.factors[c].tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_graphml_round_trips(data):
+    n_servers = data.draw(st.integers(1, 5))
+    sizes = data.draw(st.lists(st.integers(1, 4), min_size=n_servers, max_size=n_servers))
+    g = sum(sizes)
+    ids = data.draw(st.lists(st.integers(0, 10_000), min_size=g, max_size=g, unique=True))
+    names = data.draw(st.lists(st.one_of(st.integers(0, 99), st.text("abc-", min_size=1, max_size=4)),
+                               min_size=n_servers, max_size=n_servers, unique_by=str))
+    racks = data.draw(st.one_of(st.none(), st.lists(st.sampled_from(["r0", 7, "r-b"]), min_size=n_servers,
+                                                    max_size=n_servers)))
+    factor = st.floats(0.5, 3.0, allow_nan=False, allow_infinity=False)
+    server = [names[s] for s, k in enumerate(sizes) for _ in range(k)]
+    cl = Cluster.from_arrays(
+        ids, server, {"classA": data.draw(st.lists(factor, min_size=g, max_size=g)), "x y": [1.0] * g},
+        data.draw(st.lists(st.sampled_from([0, 1, 2]), min_size=g, max_size=g)),
+        None if racks is None else dict(zip(names, racks, strict=True)),
+    )
+    _same_cluster(to_cluster(parse_graphml(graphml_text(cl))), cl)
+
+
+def test_graphml_deeper_hierarchy_collapses_with_a_warning(caplog):
+    import networkx as nx
+
+    gr = nx.DiGraph()
+    for p in ("p0", "p1"):
+        gr.add_node(p, kind="pod")
+    for r, p in (("r0", "p0"), ("r1", "p0"), ("r2", "p1")):
+        gr.add_node(r, kind="rack")
+        gr.add_edge(p, r)
+    for s, r in enumerate(["r0", "r1", "r2"]):
+        gr.add_node(f"s{s}", kind="server", id=f"host{s}")
+        gr.add_edge(r, f"s{s}")
+        gr.add_node(f"g{s}", kind="gpu", id=s)
+        gr.add_edge(f"s{s}", f"g{s}")
+    topo = parse_graphml("\n".join(nx.generate_graphml(gr)))
+    assert [lv.name for lv in topo.levels] == ["rack", "pod"]
+    assert topo.factors is None
+    with caplog.at_level(logging.WARNING, logger="pal_opt.topology"):
+        cl = to_cluster(topo)
+    assert cl.rack_ids == ("r0", "r1", "r2")
+    assert "'pod'" in caplog.text
+
+
+def _graphml(edges: list[tuple[str, str]], nodes: dict[str, dict], directed: bool = True) -> str:
+    import networkx as nx
+
+    gr = nx.DiGraph() if directed else nx.Graph()
+    for n, attrs in nodes.items():
+        gr.add_node(n, **attrs)
+    gr.add_edges_from(edges)
+    return "\n".join(nx.generate_graphml(gr))
+
+
+_S, _G = {"kind": "server"}, {"kind": "gpu", "id": 0}
+GRAPHML_BAD = [
+    (_graphml([("s", "g")], {"s": _S, "g": _G}, directed=False), "directed"),
+    (_graphml([], {"g": _G}), "without a server parent"),
+    (_graphml([("s", "g"), ("t", "g")], {"s": _S, "t": _S, "g": _G}), "2 parents"),
+    (_graphml([("a", "b"), ("b", "a"), ("b", "s"), ("s", "g")],
+              {"a": {"kind": "rack"}, "b": {"kind": "rack"}, "s": _S, "g": _G}), "cycle"),
+    (_graphml([("s", "g")], {"s": _S, "g": {"kind": "gpu", "id": 0, "state": "dead"}}), "free, busy or failed"),
+    (_graphml([("s", "g")], {"s": {}, "g": _G}), "needs a kind"),
+    (_graphml([("s", "g")], {"s": _S, "g": {"kind": "gpu", "id": "x"}}), "non-negative integer"),
+    (_graphml([("s", "g"), ("s", "h")], {"s": _S, "g": {**_G, "factor_a": 1.0}, "h": {"kind": "gpu", "id": 1}}),
+     "differ"),
+    (_graphml([("s", "g")], {"s": _S, "g": {**_G, "factor_a": -1.0}}), "> 0"),
+    (_graphml([("s", "g"), ("s", "h")], {"s": _S, "g": _G, "h": _G}), "GPU id 0"),
+    (_graphml([("r", "s"), ("s", "g"), ("t", "h")], {"r": {"kind": "rack"}, "s": _S, "t": _S, "g": _G,
+                                                     "h": {"kind": "gpu", "id": 1}}), "every server"),
+    ("<graphml><graph>", "invalid XML"),
+    ("<graphml/>", "graph"),
+]
+
+
+@pytest.mark.parametrize(("text", "what"), GRAPHML_BAD, ids=[w for _, w in GRAPHML_BAD])
+def test_graphml_errors(text, what):
+    with pytest.raises(InstanceError, match=what) as exc:
+        parse_graphml(text, "c.graphml")
+    assert str(exc.value).startswith("c.graphml")
+
+
+# --------------------------------------------------------------------------- locality on the levels read
+def _round(cluster: Cluster, demands: list[int], loc: tuple[float, float, float]) -> RoundInstance:
+    jobs = tuple(Job(f"j{k}", d, "classA", position=k, locality=loc) for k, d in enumerate(demands))
+    return RoundInstance(cluster, jobs)
+
+
+def _spans(inst: RoundInstance, method: str) -> tuple[dict, dict]:
+    res = pal_opt.solve(inst, method, backend="highs") if method == "ilp" else pal_opt.solve(inst, method)
+    assert pal_opt.check(inst, res) == []
+    summary = evaluate(inst, res.placements, inst.cluster.factors)
+    return summary.level, summary.slowdown
+
+
+def test_locality_penalties_follow_slurm_leaf_switches():
+    cl = to_cluster(load_slurm(TOPOLOGY_CONF, gpus_per_node=4))
+    loc = (1.0, 1.2, 3.0)
+    level, slow = _spans(_round(cl, [8], loc), "ilp")
+    assert level == {"j0": Level.RACK} and slow["j0"] == pytest.approx(1.2)  # two nodes of one leaf switch
+    level, slow = _spans(_round(cl, [20], loc), "ilp")
+    assert level == {"j0": Level.CLUSTER} and slow["j0"] == pytest.approx(3.0)  # 16 GPUs per leaf switch
+    # the same gang on the same nodes without the switch level pays the cluster penalty
+    flat = Cluster.from_arrays(cl.gpu_ids, [cl.server_ids[s] for s in cl.server_of], cl.factors)
+    level, slow = _spans(_round(flat, [8], loc), "ilp")
+    assert level == {"j0": Level.CLUSTER} and slow["j0"] == pytest.approx(3.0)
+
+
+def test_locality_penalties_follow_kubernetes_subblocks():
+    cl = to_cluster(load_nodes(NODES_JSON))
+    loc = (1.0, 1.25, 2.5)
+    level, slow = _spans(_round(cl, [16, 24], loc), "ilp")
+    assert level == {"j0": Level.RACK, "j1": Level.CLUSTER}
+    assert slow == {"j0": pytest.approx(1.25), "j1": pytest.approx(2.5)}
+    level, _ = _spans(_round(cl, [16], loc), "pal")
+    assert level["j0"] in (Level.RACK, Level.CLUSTER)  # PAL's λ is per server; the cost is still per level
+
+
+def test_locality_penalties_follow_graphml_racks():
+    cl = to_cluster(load_graphml(CLUSTER_GRAPHML))
+    inst = _round(cl, [6], (1.0, 1.1, 4.0))
+    level, slow = _spans(inst, "ilp")
+    assert level == {"j0": Level.RACK}
+
+
+# --------------------------------------------------------------------------- CLI: import
+def test_cli_import_slurm_with_jobs(tmp_path, capsys):
+    out = tmp_path / "round.json"
+    rc, stdout, err = run(capsys, "import", "slurm", TOPOLOGY_CONF, "--slurm-conf", SLURM_CONF, "--jobs", JOBS_CSV,
+                          "--locality-penalty", 1.5, "-o", out)
+    assert rc == 0, err
+    assert "60 GPUs on 8 servers in 2 racks (rack level switch-1; switch-2 collapsed" in stdout
+    inst = load_instance(out)
+    assert [j.id for j in inst.jobs] == ["llm-a", "bert-b", "rn-c", "gan-d", "vgg-e", "pn-f"]
+    assert inst.jobs[0].locality == (1.0, 2.0, 2.0) and inst.jobs[2].locality == (1.0, 1.5, 1.5)
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["topology_levels"] == ["switch-1", "switch-2"] and meta["rack_level"] == "switch-1"
+    assert meta["collapsed_into_cluster"] == ["switch-2"]
+
+
+def test_cli_import_k8s_and_graphml(tmp_path, capsys):
+    out = tmp_path / "k.json"
+    rc, stdout, err = run(capsys, "import", "k8s", NODES_JSON, "--classes", "classA,classB", "-o", out)
+    assert rc == 0, err
+    assert "64 GPUs on 8 servers in 4 racks" in stdout and "8 GPUs failed" in stdout
+    assert load_instance(out).cluster.classes == ("classA", "classB")
+    rc, stdout, err = run(capsys, "import", "graphml", CLUSTER_GRAPHML, "--jobs", JOBS_CSV, "-o", out)
+    assert rc == 0, err
+    inst = load_instance(out)
+    assert inst.cluster.factors["classA"][9] == 1.23 and len(inst.jobs) == 6
+    assert "16 GPUs on 4 servers in 2 racks (rack level rack); 1 GPUs failed; 6 jobs" in stdout
+
+
+def test_cli_import_measurements_are_deterministic(shared_dir, tmp_path, capsys):
+    meas = shared_dir / "data" / "pal-artifact" / "variability" / "longhorn"
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"m{k}.json"
+        rc, _, err = run(capsys, "import", "slurm", TOPOLOGY_CONF, "--gpus-per-node", 4, "--measurements", meas,
+                         "--seed", 5, "-o", out)
+        assert rc == 0, err
+        outs.append(load_instance(out).cluster.factors)
+    assert all(np.array_equal(outs[0][c], outs[1][c]) for c in outs[0])
+    assert np.array_equal(outs[0]["classB"], outs[0]["classC"]) and not (outs[0]["classA"] == 1.0).all()
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _bad_inputs(tmp_path: Path) -> list[list[object]]:
+    bad_nodes = nodes_doc()
+    bad_nodes["items"][3]["status"]["capacity"]["nvidia.com/gpu"] = "eight"
+    no_label = nodes_doc()
+    del no_label["items"][2]["metadata"]["labels"][SUBBLOCK]
+    return [
+        ["slurm", _write(tmp_path, "cycle.conf", "SwitchName=a Switches=b\nSwitchName=b Switches=a\n"),
+         "--gpus-per-node", 4],
+        ["slurm", _write(tmp_path, "two.conf", "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n2\n"),
+         "--gpus-per-node", 4],
+        ["slurm", _write(tmp_path, "bin.conf", "SwitchName=a\x00"), "--gpus-per-node", 4],
+        ["slurm", TOPOLOGY_CONF],  # no GPU count
+        ["slurm", TOPOLOGY_CONF, "--gpus-per-node", 0],
+        ["slurm", TOPOLOGY_CONF, "--slurm-conf", _write(tmp_path, "s.conf", 'NodeName=gpu01 Features="a\n')],
+        ["slurm", TOPOLOGY_CONF, "--gpus-per-node", 4, "--down", "gpu[1-"],
+        ["slurm", TOPOLOGY_CONF, "--gpus-per-node", 4, "--seed", 3],
+        ["slurm", tmp_path / "missing.conf", "--gpus-per-node", 4],
+        ["k8s", _write(tmp_path, "n1.json", json.dumps(bad_nodes))],
+        ["k8s", _write(tmp_path, "n2.json", json.dumps(no_label))],
+        ["k8s", _write(tmp_path, "n3.json", '{"kind": "List", "items": [}')],
+        ["k8s", NODES_JSON, "--levels", "kubernetes.io/hostname,x"],
+        ["k8s", NODES_JSON, "--jobs", _write(tmp_path, "big.csv", "job_id,num_gpus,model\n1,65,BERT\n")],  # no warning
+        ["graphml", _write(tmp_path, "c.graphml", "<graphml><graph edgedefault='directed'><node id='a'/>")],
+        ["graphml", CLUSTER_GRAPHML, "--measurements", tmp_path],
+        ["graphml", CLUSTER_GRAPHML, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,perfclass\n1,2,classZ\n")],
+        ["graphml", CLUSTER_GRAPHML, "--jobs", _write(tmp_path, "r.csv", "job_id,num_gpus,model,is_running\n"
+                                                     "1,2,BERT,true\n")],
+    ]
+
+
+@pytest.mark.parametrize("case", range(18))
+def test_cli_import_bad_input_exits_2_with_one_line_and_no_output(case, tmp_path, capsys):
+    argv = _bad_inputs(tmp_path)[case]
+    out = tmp_path / "out.json"
+    rc, stdout, err = run(capsys, "import", *argv, "-o", out)
+    assert rc == 2, (argv, err)
+    assert err.count("\n") == 1 and re.match(r"pal-opt( import \w+)?: error: ", err) and "Traceback" not in err
+    assert not out.exists() and not list(tmp_path.glob(".out.json*"))
+    assert stdout == ""
+
+
+def test_cli_bad_input_cases_are_all_run(tmp_path):
+    assert len(_bad_inputs(tmp_path)) == 18
+
+
+# --------------------------------------------------------------------------- CLI: export
+@pytest.fixture
+def solved(tmp_path, capsys) -> tuple[Path, Path]:
+    inst, pl = tmp_path / "k.json", tmp_path / "p.json"
+    assert run(capsys, "import", "k8s", NODES_JSON, "--jobs", JOBS_CSV, "-o", inst)[0] == 0
+    assert run(capsys, "solve", inst, "--method", "ilp", "--backend", "highs", "--out", pl)[0] == 0
+    return inst, pl
+
+
+def _gpus_by_job(inst: RoundInstance, pl: Path) -> dict[str, set[int]]:
+    return {str(k): set(v) for k, v in load_placement_file(pl)["placements"].items()}
+
+
+def test_export_k8s_matches_the_placement(solved, tmp_path, capsys):
+    inst_path, pl = solved
+    out = tmp_path / "pods.json"
+    rc, stdout, err = run(capsys, "export", "k8s", inst_path, pl, "-o", out)
+    assert rc == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["apiVersion"] == "pal-opt/v1" and doc["kind"] == "PodPlacements"
+    inst = load_instance(inst_path)
+    cl = inst.cluster
+    gid = {(cl.server_ids[s], int(k)): int(g) for g, s, k in zip(cl.gpu_ids, cl.server_of, local_indices(cl),
+                                                                 strict=True)}
+    got: dict[str, set[int]] = {}
+    for item in doc["items"]:
+        assert set(item) == {"job", "pod", "node", "gpus"}
+        got.setdefault(str(item["job"]), set()).update(gid[(item["node"], k)] for k in item["gpus"])
+    assert got == _gpus_by_job(inst, pl)
+    pods = [(str(i["job"]), i["pod"]) for i in doc["items"]]
+    assert len(set(pods)) == len(pods)
+    assert [j for j, _ in pods] == sorted((j for j, _ in pods), key=[str(j.id) for j in inst.jobs].index)
+
+
+def test_export_slurm_matches_the_placement(tmp_path, capsys):
+    inst_path, pl = tmp_path / "s.json", tmp_path / "p.json"
+    assert run(capsys, "import", "slurm", TOPOLOGY_CONF, "--gpus-per-node", 4, "--jobs", JOBS_CSV, "-o", inst_path)[0] == 0
+    assert run(capsys, "solve", inst_path, "--method", "pal", "--out", pl)[0] == 0
+    out = tmp_path / "p.tsv"
+    rc, _, err = run(capsys, "export", "slurm", inst_path, pl, "-o", out)
+    assert rc == 0, err
+    inst = load_instance(inst_path)
+    cl = inst.cluster
+    placed = _gpus_by_job(inst, pl)
+    rows = list(csv.DictReader(out.open(), delimiter="\t"))
+    assert [r["job"] for r in rows] == [str(j.id) for j in inst.jobs if str(j.id) in placed]
+    for r in rows:
+        gpus = placed[r["job"]]
+        hosts = {cl.server_ids[cl.server_of[cl.position[g]]] for g in gpus}
+        assert set(expand_hostlist(r["nodelist"])) == hosts and int(r["nodes"]) == len(hosts)
+        assert int(r["gpus"]) == len(gpus)
+        per_node = {}
+        for part in r["sbatch"].split(" : "):
+            opts = dict(o.removeprefix("--").split("=", 1) for o in part.split())
+            for h in expand_hostlist(opts["nodelist"]):
+                per_node[h] = int(opts["gres"].removeprefix("gpu:"))
+            assert int(opts["nodes"]) == len(expand_hostlist(opts["nodelist"]))
+        assert per_node == {h: sum(1 for g in gpus if cl.server_ids[cl.server_of[cl.position[g]]] == h)
+                            for h in hosts}
+
+
+def test_export_slurm_rows_uneven_gang():
+    cl = Cluster.from_arrays(list(range(8)), ["n1"] * 4 + ["n2"] * 4, {"classA": [1.0] * 8})
+    inst = RoundInstance(cl, (Job(3, 5, "classA"),))
+    rows = slurm_rows(inst, {"placements": {"3": [0, 1, 2, 4, 5]}})
+    assert rows == [{"job": 3, "nodes": 2, "gpus": 5, "nodelist": "n[1-2]",
+                     "sbatch": "--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2"}]
+    assert pod_placements(inst, {"placements": {"3": [5, 4, 0, 1, 2]}})["items"] == [
+        {"job": 3, "pod": 0, "node": "n1", "gpus": [0, 1, 2]}, {"job": 3, "pod": 1, "node": "n2", "gpus": [0, 1]}]
+
+
+def test_export_graphml_marks_jobs(solved, tmp_path, capsys):
+    inst_path, pl = solved
+    out = tmp_path / "c.graphml"
+    rc, _, err = run(capsys, "export", "graphml", inst_path, pl, "-o", out)
+    assert rc == 0, err
+    import networkx as nx
+
+    gr = nx.read_graphml(out)
+    held = {}
+    for _, attrs in gr.nodes(data=True):
+        if "job" in attrs:
+            held.setdefault(attrs["job"], set()).add(attrs["id"])
+    inst = load_instance(inst_path)
+    assert held == _gpus_by_job(inst, pl)
+    _same_cluster(to_cluster(load_graphml(out)), inst.cluster)
+
+
+@pytest.mark.parametrize("fmt", ["slurm", "k8s", "graphml"])
+def test_export_rejects_a_placement_that_does_not_fit(fmt, solved, tmp_path, capsys):
+    inst_path, pl = solved
+    doc = json.loads(pl.read_text())
+    bad = copy.deepcopy(doc)
+    first = next(iter(bad["placements"]))
+    bad["placements"][first][0] = 40  # a GPU of the cordoned node
+    bad_path = _write(tmp_path, "bad.json", json.dumps(bad))
+    out = tmp_path / "out"
+    rc, stdout, err = run(capsys, "export", fmt, inst_path, bad_path, "-o", out)
+    assert rc == 2 and err.count("\n") == 1 and "is failed" in err and str(bad_path) in err
+    assert not out.exists() and stdout == ""
+
+
+# --------------------------------------------------------------------------- fuzz: bad input never escapes as a traceback
+_KEYS = ["kind", "items", "metadata", "name", "labels", "spec", "status", "capacity", "allocatable", "nvidia.com/gpu",
+         "unschedulable", "taints", "key", "effect", "conditions", "type", BLOCK, SUBBLOCK]
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 10) | st.sampled_from(["8", "List", "Node", "Ready", "True", "x", ""]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_fuzz_kubernetes_nodes(doc):
+    try:
+        topo = parse_nodes(doc)
+    except InstanceError:
+        return
+    assert len(topo.gpu_ids) > 0
+
+
+_TOKENS = ["SwitchName=s0", "SwitchName=s1", "SwitchName=s[2-3]", "Nodes=n[1-2]", "Nodes=n2", "Switches=s[0-1]",
+           "Switches=s0", "Switches=s2", "BlockName=b", "BlockSizes=4", "LinkSpeed=1", "#", "\\\n", "\n", " ",
+           "n[", "]", "=", "nodes=n3"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TOKENS), max_size=25))
+def test_fuzz_topology_conf(tokens):
+    text = "".join(t if t in ("\n", " ", "\\\n") else f" {t}" for t in tokens)
+    try:
+        h = parse_topology_conf(text)
+    except InstanceError:
+        return
+    to_cluster(pal_opt.topology.Topology.from_counts(h.hosts, h.levels, dict.fromkeys(h.hosts, 1)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_fuzz_graphml(data):
+    text = CLUSTER_GRAPHML.read_text()
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(text)))
+        j = data.draw(st.integers(i, min(len(text), i + 40)))
+        text = text[:i] + data.draw(st.sampled_from(["", "x", "<", ">", '"', "gpu", "server", "rack", "1", "-"])) + text[j:]
+    try:
+        to_cluster(parse_graphml(text))
+    except InstanceError:
+        pass
+
+
+def test_graphml_undeclared_keys_are_errors_and_untyped_keys_are_strings():
+    text = CLUSTER_GRAPHML.read_text()
+    with pytest.raises(InstanceError, match="no key d99"):
+        parse_graphml(text.replace('<data key="d3">', '<data key="d99">', 1), "c.graphml")
+    untyped = re.sub(r' attr.type="\w+"', "", text)  # GraphML's default type: string
+    _same_cluster(to_cluster(parse_graphml(untyped)), to_cluster(parse_graphml(text)))
+
+
+def test_cli_collapse_warning_only_for_good_input(tmp_path):
+    """As a user sees it (no pytest log capture): the warning on a good import, one error line on a bad one."""
+    import subprocess
+    import sys
+
+    def pal(*argv: object) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pal_opt.cli", *map(str, argv)], capture_output=True,
+                              text=True, timeout=120)
+
+    good = pal("import", "k8s", NODES_JSON, "-o", tmp_path / "k.json")
+    assert good.returncode == 0 and good.stderr.count("\n") == 1
+    assert f"level '{BLOCK}' above the rack level '{SUBBLOCK}' collapsed into the cluster level" in good.stderr
+    bad = pal("import", "k8s", NODES_JSON, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,model\n1,65,BERT\n"),
+              "-o", tmp_path / "b.json")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "needs 65 GPUs" in bad.stderr
+    assert not (tmp_path / "b.json").exists()
+    quiet = pal("import", "slurm", TOPOLOGY_CONF, "--gpus-per-node", 8, "-o", tmp_path / "s.json")
+    assert quiet.returncode == 0 and quiet.stderr == ""  # one spine: nothing lost, nothing said
