@@ -514,7 +514,7 @@ def _bad_inputs(tmp_path: Path) -> list[list[object]]:
         ["k8s", _write(tmp_path, "n2.json", json.dumps(no_label))],
         ["k8s", _write(tmp_path, "n3.json", '{"kind": "List", "items": [}')],
         ["k8s", NODES_JSON, "--levels", "kubernetes.io/hostname,x"],
-        ["k8s", NODES_JSON, "--jobs", _write(tmp_path, "big.csv", "job_id,num_gpus,model\n1,65,BERT\n")],  # no warning
+        ["k8s", NODES_JSON, "--jobs", _write(tmp_path, "zero.csv", "job_id,num_gpus,model\n1,0,BERT\n")],  # no warning
         ["graphml", _write(tmp_path, "c.graphml", "<graphml><graph edgedefault='directed'><node id='a'/>")],
         ["graphml", CLUSTER_GRAPHML, "--measurements", tmp_path],
         ["graphml", CLUSTER_GRAPHML, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,perfclass\n1,2,classZ\n")],
@@ -710,9 +710,9 @@ def test_cli_collapse_warning_only_for_good_input(tmp_path):
     good = pal("import", "k8s", NODES_JSON, "-o", tmp_path / "k.json")
     assert good.returncode == 0 and good.stderr.count("\n") == 1
     assert f"level '{BLOCK}' above the rack level '{SUBBLOCK}' collapsed into the cluster level" in good.stderr
-    bad = pal("import", "k8s", NODES_JSON, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,model\n1,65,BERT\n"),
+    bad = pal("import", "k8s", NODES_JSON, "--jobs", _write(tmp_path, "j.csv", "job_id,num_gpus,model\n1,0,BERT\n"),
               "-o", tmp_path / "b.json")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "needs 65 GPUs" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "must be a positive integer" in bad.stderr
     assert not (tmp_path / "b.json").exists()
     quiet = pal("import", "slurm", TOPOLOGY_CONF, "--gpus-per-node", 8, "-o", tmp_path / "s.json")
     assert quiet.returncode == 0 and quiet.stderr == ""  # one spine: nothing lost, nothing said

@@ -275,17 +275,15 @@ def solve_ilp(
     warm_start
         Start the solver from the cheaper of PAL's greedy placement of the admitted jobs and
         the packing greedy (:mod:`pal_opt.ilp.heuristic`).
-    deterministic
-        Same instance and options give the same placement (see the backends).
-    backend_params
-        Options passed straight to the solver by name (HiGHS options, CP-SAT parameters, CBC
-        flags); a name or value the solver rejects is an :class:`~pal_opt.errors.OptionError`.
+    deterministic, backend_params
+        Same instance and options give the same placement (see the backends); options passed to
+        the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
 
     Returns
     -------
     PlacementResult
-        ``objective`` is always the round cost recomputed by :func:`pal_opt.cost.evaluate`;
-        ``bound`` comes from the solver.
+        ``objective`` is the round cost recomputed by :func:`pal_opt.cost.evaluate`; ``bound``
+        comes from the solver.
 
     Examples
     --------
@@ -302,8 +300,7 @@ def solve_ilp(
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
                     warm_start=warm_start)
     common = dict(admission=setup.admission, backend=cls.name, backend_version=cls.version(), info=info)
-    trivial = _trivial_result(instance, setup, common)
-    if trivial is not None:
+    if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
     att = _build(instance, setup, common)
     start = _start_vector(att) if warm_start and cls.supports_warm_start else None
