@@ -54,7 +54,7 @@ from .cliargs import (
 )
 from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "status_line"]
 
 PROG = "pal-opt"
 
@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
     )
     g.add_argument("--name", help="round name")
-    g.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
+    g.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json",
+                   help="file to write")
     g.set_defaults(func=_cmd_generate)
 
     # import
@@ -123,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     b.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
     b.add_argument("--name", help="round name (default: the GPU table's file name)")
-    b.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
+    b.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json",
+                   help="file to write")
     b.set_defaults(func=_cmd_import_blox)
 
     # solve
@@ -137,7 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
                    help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
-    s.add_argument("--out", metavar="PLACEMENT.json", help="write the result as JSON")
+    s.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
+                   help="write the result as JSON (atomically); without it only the summary is printed")
     s.set_defaults(func=_cmd_solve)
 
     # check
@@ -301,7 +304,8 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
         ("round", f"{inst.name or args.instance}: {_describe(inst)}"),
         ("method", f"{result.method} (admission {result.admission}, binning {mode})"
          + (f", backend {result.backend} {result.backend_version or ''}".rstrip() if result.backend else "")),
-        ("status", result.status.value + (f" — {result.message}" if result.message else "")),
+        ("status", status_line(result)),
+        *((("note", result.message),) if result.message and result.status.value != "infeasible" else ()),
         ("placed", f"{result.jobs_placed} of {len(inst.jobs)} jobs on {result.gpus_used} of {free} free GPUs"),
         ("slowdown", f"{result.geomean_slowdown:.4f} geometric mean, GPU-weighted"),
         ("spanning", f"{result.spanning} jobs span servers"),
@@ -322,6 +326,31 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
+
+
+def status_line(result: Any) -> str:
+    """What happened, plainly: ``optimal``; ``feasible, gap 0.31%``; ``time limit: greedy answer,
+    bound 1.2% below``; ``feasible (greedy)``; ``infeasible: ...``.
+
+    >>> from pal_opt.result import PlacementResult, Status
+    >>> r = PlacementResult({}, "ilp", Status.FEASIBLE, 1.0, 1.0, 8, 0.1, "prefix", bound=0.9, gap=0.0031)
+    >>> status_line(r)
+    'feasible, gap 0.31%'
+    """
+    from .result import Status
+
+    status = result.status
+    gap = f"{100 * result.gap:.2f}%" if result.gap is not None else None
+    if status == Status.OPTIMAL:
+        return "optimal"
+    if status == Status.INFEASIBLE:
+        return f"infeasible: {result.message}" if result.message else "infeasible"
+    if status == Status.FALLBACK:
+        below = f", bound {gap} below" if gap is not None else ", no bound"
+        return f"time limit: greedy answer{below}"
+    if result.bound is None:
+        return "feasible (greedy: no bound)" if result.backend is None else "feasible, no bound"
+    return f"feasible, gap {gap}" if gap is not None else "feasible"
 
 
 def _cmd_check(args: argparse.Namespace) -> int:

@@ -59,7 +59,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--default-class", default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
     p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
-    p.add_argument("--out", required=True, metavar="RESULT.json", help="result file (written atomically)")
+    p.add_argument("-o", "--out", "--output", dest="out", required=True, metavar="RESULT.json",
+                   help="result file (written atomically)")
     p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv", help="per-job table")
     p.add_argument("--plot", default=None, metavar="PNG", help="JCT CDF and utilisation figure")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OptionError
 from ..result import finite_or_none
 from .records import SimulationResult
 from .summary import summarize
@@ -156,7 +157,10 @@ def _util_series(r: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pyplot() -> Any:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise OptionError("plots need matplotlib, which is not installed: pip install 'pal-opt[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

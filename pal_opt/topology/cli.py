@@ -54,7 +54,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="binning mode stored in the round")
     p.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
     p.add_argument("--name", help="round name (default: the topology file's name)")
-    p.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="file to write")
+    p.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json", help="file to write")
     p.set_defaults(func=_cmd_import)
 
 
@@ -102,7 +102,7 @@ def add_export_parser(sub: Any) -> None:
         e = esub.add_parser(name, help=text, description=f"Write {text}.")
         e.add_argument("instance", metavar="INSTANCE.json")
         e.add_argument("placement", metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None)
-        e.add_argument("-o", "--output", required=True, metavar=out, help="file to write")
+        e.add_argument("-o", "--out", "--output", dest="output", required=True, metavar=out, help="file to write")
         e.set_defaults(func=_cmd_export)
 
 
