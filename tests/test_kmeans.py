@@ -10,7 +10,7 @@ algorithm="lloyd", random_state=1)`` fitted on ``values.reshape(-1, 1)`` (``labe
   columns of ``32gpu-variability.csv``, the reference rounds' ``perfvar``, and the committed
   instances, for every k from 2 to 12;
 * random arrays (ties, duplicates, outliers, integers, over and under scikit-learn's 256-point
-  chunk), k from 2 to 12;
+  chunk), k from 2 to 12, and clusters with many outliers (k up to 37);
 * given starting centres that leave clusters empty (scikit-learn's relocation code paths).
 
 scikit-learn sums each cluster over OpenMP threads; with one thread the order is ours and the
@@ -249,6 +249,48 @@ def test_hypothesis_lists(values: list[float], k: int) -> None:
     v = np.array(values)
     with one_thread():
         assert mismatch(v, min(k, np.unique(v).size)) is None
+
+
+def test_many_outliers_large_k() -> None:
+    """Large clusters have many outliers, so k grows (36 and 37 on 8,192 GPUs, over 300 on 65,536):
+    the E-step then brackets each point between sorted centres instead of computing all k."""
+    from pal_opt.generate import generate_instance
+
+    factors = generate_instance(1024, 8, 2400, seed=0).cluster.factors
+    with one_thread():
+        for c, v in factors.items():
+            k = min(2 + int((v > v.mean() + 3.0 * v.std(ddof=1)).sum()), np.unique(v).size)
+            assert mismatch(v, k) is None, (c, k)
+
+
+@st.composite
+def points_and_centres(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    """Points and 9-64 centres where rounding decides: equal and adjacent floats, midpoints."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k, n = draw(st.integers(9, 64)), draw(st.integers(1, 200))
+    kind = draw(st.sampled_from(["normal", "integers", "ulps", "midpoints", "scales"]))
+    if kind == "normal":
+        c, x = rng.normal(1.0, 0.05, k), rng.normal(1.0, 0.05, n)
+    elif kind == "integers":
+        c, x = rng.integers(0, 6, k).astype(np.float64), rng.integers(-2, 16, n) / 2.0
+    elif kind == "ulps":
+        c, x = 1.0 + rng.integers(0, 4, k) * 2.0**-50, 1.0 + rng.integers(-2, 10, n) * 2.0**-51
+    elif kind == "midpoints":
+        c = np.round(rng.normal(1.0, 0.05, k), 3)
+        x = (c[rng.integers(0, k, n)] + c[rng.integers(0, k, n)]) / 2
+    else:
+        c, x = rng.exponential(1.0, k) * 10.0 ** rng.integers(-150, 140), rng.exponential(1.0, n) * 10.0 ** rng.integers(-150, 140)
+    return x, c
+
+
+@settings(max_examples=400, deadline=None)
+@given(points_and_centres())
+def test_sorted_assignment_is_the_dense_one(case: tuple[np.ndarray, np.ndarray]) -> None:
+    """``predict`` with many centres equals the argmin over all ``c² - 2 x c`` as scikit-learn
+    rounds them (first centre on ties)."""
+    x, c = case
+    dense = np.argmin(c * c + -2.0 * (x[:, None] * c[None, :]), axis=1)
+    assert predict(x, c).tolist() == dense.tolist()
 
 
 @settings(max_examples=300, deadline=None)
