@@ -32,14 +32,14 @@ same order so that the results agree to the bit:
   ``KMeans.predict`` does.
 
 Every step is vectorised over the points.  The E-step computes all ``n × k`` distances for up
-to 8 centres; with more (binning's k is 2 plus the number of outliers, which reaches 36 on 8,192
-GPUs and 312 on 65,536) it compares each point's two bracketing centres in sorted order and
-checks that no other centre can come within rounding of them (:func:`_assign_sorted`), which
-gives the same labels in O(n log k).  k-means++ stays O(n k) (its potentials are sums over all
-points, and are kept as scikit-learn's numpy products so they round alike): on 65,536 GPUs with
-k = 312 it is most of a second, about half of scikit-learn's time.  ``tests/test_kmeans.py``
-checks labels and centres against scikit-learn on the PAL measurements, the per-GPU draws, the
-instances, the reference rounds and random data.
+to 48 centres.  With more (binning's k is 2 plus the number of outliers: 11 on 2,048 GPUs, 36 on
+8,192, 86-89 on 16,384, over 300 on 65,536) it compares each point's two bracketing centres in
+sorted order and checks that no other centre can come within rounding of them
+(:func:`_assign_sorted`): the same labels in O(n log k).  k-means++ stays O(n k) (its
+potentials are sums over all points, kept as scikit-learn's numpy products so that they round
+alike) and is most of the time on large clusters.  ``tests/test_kmeans.py`` checks labels and
+centres against scikit-learn on the PAL measurements, the per-GPU draws, the instances, the
+reference rounds and random data; ``benchmarks/startup.py`` times both.
 
 :func:`silhouette_score` is the mean silhouette coefficient, ``(b - a) / max(a, b)`` per point
 (0 for a point alone in its cluster), computed exactly for 1-D data from sorted prefix sums.
@@ -119,8 +119,8 @@ def _kmeans_plusplus(x: np.ndarray, k: int, rs: np.random.RandomState) -> np.nda
 
 
 #: Up to this many centres the E-step computes every distance; above, it looks at the centres
-#: bracketing each point (:func:`_assign_sorted`).
-_DENSE_MAX_K = 8
+#: bracketing each point (:func:`_assign_sorted`), which is faster from about 40 centres on.
+_DENSE_MAX_K = 48
 #: Unit roundoff and smallest normal number of float64.
 _U = 2.0**-53
 _TINY = 2.0**-1022
