@@ -84,13 +84,19 @@ def _check_values(values: np.ndarray) -> np.ndarray:
     return x
 
 
-def _sq_distances(a: np.ndarray, x: np.ndarray, x_sq: np.ndarray) -> np.ndarray:
-    """scikit-learn's ``_euclidean_distances(a, x, Y_norm_squared=x_sq, squared=True)``."""
-    d = a @ x.T
+def _sq_distances(a: np.ndarray, x: np.ndarray, x_sq: np.ndarray, closest: np.ndarray | None = None) -> np.ndarray:
+    """scikit-learn's ``_euclidean_distances(a, x, Y_norm_squared=x_sq, squared=True)``, then
+    ``np.minimum(closest, ...)`` if ``closest`` is given, in place.
+
+    ``a * x.T`` is scikit-learn's ``a @ x.T``: with one feature each entry is one rounded product.
+    """
+    d = np.multiply(a, x.T)
     d *= -2
     d += np.einsum("ij,ij->i", a, a)[:, None]
-    d += x_sq.reshape(1, -1)
+    d += x_sq
     np.maximum(d, 0, out=d)
+    if closest is not None:
+        np.minimum(closest, d, out=d)
     return d
 
 
@@ -108,8 +114,7 @@ def _kmeans_plusplus(x: np.ndarray, k: int, rs: np.random.RandomState) -> np.nda
         rand_vals = rs.uniform(size=n_local_trials) * current_pot
         candidates = np.searchsorted(np.cumsum(closest), rand_vals)  # weights are 1: no product
         np.clip(candidates, None, closest.size - 1, out=candidates)
-        to_candidates = _sq_distances(x[candidates], x, x_sq)
-        np.minimum(closest, to_candidates, out=to_candidates)
+        to_candidates = _sq_distances(x[candidates], x, x_sq, closest)
         candidates_pot = to_candidates @ weight.reshape(-1, 1)
         best = int(np.argmin(candidates_pot))
         current_pot = candidates_pot[best]
