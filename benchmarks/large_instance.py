@@ -5,8 +5,7 @@ jobs (Sia-Philly job mix, Longhorn-like synthetic factors), seed 1; a second rou
 busy and 1 % failed GPUs, 30 % running jobs and 16 racks.  Each stage is timed ``--repeats``
 times (medians reported, with the minimum); stages that cache their result on the cluster
 (binning, the policies' indexes) get a fresh cluster for every repeat, so each repeat is a cold
-run.  The time to import scikit-learn (which binning needs once per process) is reported on its
-own.
+run.
 
 Stages
 ------
@@ -19,8 +18,8 @@ validate
 load
     :func:`pal_opt.io.load_instance` = parse + validate.
 binning
-    :func:`pal_opt.binning.binned_factors` in the round's mode (``pal-artifact``: PAL's k-means
-    with scikit-learn, per class).
+    :func:`pal_opt.binning.binned_factors` in the round's mode (``pal-artifact``: PAL's k-means,
+    :mod:`pal_opt.kmeans`, per class).
 pal / pmfirst / packed / packed-sticky / random
     the policy call alone (binned factors given), as ``pal_opt.solve.solve`` runs it.
 check
@@ -69,20 +68,11 @@ def _machine() -> str:
     except OSError:
         pass
     import numpy
-    import sklearn
 
     return (
         f"{cpu}\n{mem}\n{platform.platform()}\nPython {platform.python_version()}, numpy {numpy.__version__}, "
-        f"scikit-learn {sklearn.__version__}, load average {os.getloadavg()[0]:.2f} at the start"
+        f"load average {os.getloadavg()[0]:.2f} at the start"
     )
-
-
-def _fresh_import_seconds(module: str) -> float:
-    """Seconds to import ``module`` in a new interpreter (median of three)."""
-    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-            for _ in range(3)]
-    return statistics.median(runs)
 
 
 def _cli_seconds(path: Path, repeats: int) -> list[float]:
@@ -137,13 +127,12 @@ def _time_round(inst: Any, path: Path, repeats: int) -> tuple[dict[str, list[flo
 def run(repeats: int) -> dict[str, Any]:
     from pal_opt.generate import generate_instance
 
-    t_sk = _fresh_import_seconds("sklearn.cluster")
     rounds = {
         "flat, all free": dict(racks=0),
         "16 racks, 10% busy, 1% failed, 30% running": dict(
             racks=16, busy_fraction=0.10, failed_fraction=0.01, running_fraction=0.30),
     }
-    report: dict[str, Any] = {"sklearn_import": t_sk, "rounds": {}}
+    report: dict[str, Any] = {"rounds": {}}
     tmp = Path(tempfile.mkdtemp(prefix="pal_opt_large_"))
     for label, kw in rounds.items():
         t0 = time.perf_counter()
@@ -179,11 +168,9 @@ def to_markdown(report: dict[str, Any], repeats: int, machine: str) -> str:
         "`python benchmarks/large_instance.py` — 2,048 servers × 8 GPUs, 4,800 queued jobs "
         "(`generate_instance(2048, 8, 4800, seed=1)`, Sia-Philly job mix, Longhorn-like synthetic factors).  "
         f"Each stage run {repeats} times on a fresh cluster (nothing cached between repeats); median and minimum "
-        "in seconds.  Binning is PAL's k-means (`pal-artifact` mode, scikit-learn `KMeans`, one 1-D fit per class "
+        "in seconds.  Binning is PAL's k-means (`pal-artifact` mode, `pal_opt.kmeans`, one 1-D fit per class "
         "plus the outlier test).",
         "",
-        f"Importing scikit-learn's KMeans in a new process (needed once by binning): "
-        f"{report['sklearn_import']:.2f} s.  "
         f"Peak RSS of the benchmark process: {report['max_rss_mb']:.0f} MB.",
         "",
     ]
@@ -218,10 +205,10 @@ def to_markdown(report: dict[str, Any], repeats: int, machine: str) -> str:
         "## Notes",
         "",
         "- `load` = `parse` + `validate` (the instance format is columnar, so a 16k-GPU file is a few MB).",
-        "- Binning dominates a cold round: scikit-learn's `KMeans` per class.  It is computed once per cluster "
+        "- Binning (PAL's k-means per class) is computed once per cluster "
         "and cached on the `Cluster` object, so a scheduler that keeps its `Cluster` (or uses "
-        "`pal_opt.policy.RoundPolicy`) pays it once, not every round; a CLI call pays it every time, plus the "
-        "scikit-learn import; the `cli` row is that whole cost (interpreter start, imports, load, binning, "
+        "`pal_opt.policy.RoundPolicy`) pays it once, not every round; a CLI call pays it every time; "
+        "the `cli` row is that whole cost (interpreter start, imports, load, binning, "
         "PAL, summary, atomic write).",
         "- Policy times exclude binning (the factors are passed in), as in `benchmarks/greedy_speed.py`.",
         "",

@@ -6,9 +6,14 @@ Modes
     What the PAL authors' artifact computes.  Outliers are values above mean + 3σ (sample σ).
     K = 2 + number of outliers (the artifact's silhouette search returns in its first pass,
     so K1 is always 2).  1-D k-means (k-means++, Lloyd, ``random_state=1``) over every GPU's
-    value; a GPU's factor is its centre divided by the median of the centres.
+    value; a GPU's factor is its centre divided by the median of the centres.  The artifact
+    calls scikit-learn's ``KMeans``; :func:`pal_opt.kmeans.kmeans_1d` computes the same labels
+    and centres (to the last bit against scikit-learn on one OpenMP thread) without the two
+    seconds its import costs.
 ``silhouette``
-    As the paper intends: K1 in 2..10 maximises the silhouette score on the non-outliers.
+    As the paper intends: K1 in 2..10 maximises the silhouette score on the non-outliers
+    (:func:`pal_opt.kmeans.silhouette_score`, exact for 1-D data; scikit-learn's
+    ``silhouette_score`` agrees to rounding).
 ``none``
     The raw measurements.
 
@@ -21,12 +26,12 @@ measurements, :func:`functools.lru_cache`).
 from __future__ import annotations
 
 import hashlib
-import warnings
 from collections.abc import Mapping
 from functools import lru_cache
 
 import numpy as np
 
+from .kmeans import kmeans_1d, predict, silhouette_score
 from .model import Cluster
 from .options import Binning, validate_choice
 
@@ -35,6 +40,9 @@ __all__ = ["BINNING_MODES", "bin_values", "binned_factors", "forget_binnings"]
 #: The binning modes' names (:class:`pal_opt.options.Binning`).
 BINNING_MODES: tuple[str, ...] = tuple(b.value for b in Binning)
 
+#: The artifact's ``KMeans(random_state=1)``.
+_SEED = 1
+
 
 def _outliers(values: np.ndarray) -> np.ndarray:
     if values.size < 2:
@@ -42,26 +50,31 @@ def _outliers(values: np.ndarray) -> np.ndarray:
     return values > values.mean() + 3.0 * values.std(ddof=1)
 
 
-def _kmeans(values: np.ndarray, k: int):  # type: ignore[no-untyped-def]
-    from sklearn.cluster import KMeans
+def _n_distinct(values: np.ndarray) -> int:
+    # not np.unique: numpy 2 imports numpy.ma for it (tens of ms at the CLI's start)
+    s = np.sort(values)
+    return int(s.size > 0) + int(np.count_nonzero(s[1:] != s[:-1]))
 
-    km = KMeans(n_clusters=k, init="k-means++", algorithm="lloyd", random_state=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        km.fit(values.reshape(-1, 1))
-    return km
+
+def _median(values: np.ndarray) -> float:
+    """``np.median`` (the same float), without the numpy.ma import numpy 2 makes for it.
+
+    >>> v = np.array([3.0, 0.1, 0.7, 0.2])
+    >>> bool(_median(v) == np.median(v)), bool(_median(v[:3]) == np.median(v[:3]))
+    (True, True)
+    """
+    s = np.sort(values)
+    m = s.size // 2
+    return float(s[m]) if s.size % 2 else float((s[m - 1] + s[m]) / 2)
 
 
 def _silhouette_k1(values: np.ndarray) -> int:
-    from sklearn.metrics import silhouette_score
-
     best_k, best_s = 2, -np.inf
-    n_distinct = np.unique(values).size
+    n_distinct = _n_distinct(values)
     for k in range(2, 11):
         if k >= n_distinct:
             break
-        labels = _kmeans(values, k).labels_
-        s = silhouette_score(values.reshape(-1, 1), labels)
+        s = silhouette_score(values, kmeans_1d(values, k, seed=_SEED).labels)
         if s > best_s:
             best_k, best_s = k, s
     return best_k
@@ -83,14 +96,12 @@ def bin_values(values: np.ndarray, mode: str = "pal-artifact") -> np.ndarray:
         k1 = 2
     else:
         k1 = _silhouette_k1(values[~out]) if (~out).sum() > 2 else 2
-    n_distinct = np.unique(values).size
+    n_distinct = _n_distinct(values)
     k = min(k1 + int(out.sum()), n_distinct)
     if k <= 1:
         return np.ones_like(values)
-    km = _kmeans(values, k)
-    centres = km.cluster_centers_[:, 0]
-    labels = km.predict(values.reshape(-1, 1))
-    return centres[labels] / np.median(centres)
+    centres = kmeans_1d(values, k, seed=_SEED).centres
+    return centres[predict(values, centres)] / _median(centres)
 
 
 class _Measurements:

@@ -18,12 +18,14 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import networkx as nx
 import numpy as np
 
 from .errors import InstanceError
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
+    import networkx as nx
 
 __all__ = [
     "JobId",
@@ -390,6 +392,8 @@ class Cluster:
     @cached_property
     def graph(self) -> nx.DiGraph:
         """The cluster as a networkx graph (built on first use)."""
+        import networkx as nx
+
         gr = nx.DiGraph()
         root = ("cluster",)
         gr.add_node(root, kind="cluster")

@@ -159,6 +159,18 @@ def test_help_and_version(capsys):
     assert rc == 2 and err.count("\n") == 1
 
 
+def test_solving_an_instance_file_with_pal_stays_light():
+    """``pal-opt solve FILE --method pal`` is most of a small call's time in imports: it loads
+    neither scikit-learn (binning is pal_opt.kmeans), nor networkx, scipy or pandas, nor jsonschema
+    for a valid file, nor numpy.ma (np.unique and np.median load it).  benchmarks/startup.py times it."""
+    code = ("import sys; from pal_opt.cli import main; rc = main(sys.argv[1:]); "
+            "print(rc, sorted(m for m in ('sklearn', 'scipy', 'networkx', 'pandas', 'jsonschema', 'numpy.ma', "
+            "'importlib.metadata') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, "solve", str(PAPER), "--method", "pal"],
+                         capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.splitlines()[-1] == "0 []", out.stdout
+
+
 def test_keyboard_interrupt_exits_130_without_output(monkeypatch, tmp_path, capsys):
     import pal_opt.generate
 

@@ -4,7 +4,7 @@ separate processes.
 Two worker processes solve the same rounds with every greedy method and every ILP backend and
 print the placements as JSON; the test compares them.  The processes differ in everything that
 should not matter: ``PYTHONHASHSEED`` (string hashing, hence set and dict orders of string ids)
-and the OpenMP/BLAS thread count used by scikit-learn's k-means binning.  See
+and the OpenMP/BLAS thread count (numpy's BLAS products in the k-means binning).  See
 ``docs/determinism.md`` for how each part is made deterministic.
 """
 

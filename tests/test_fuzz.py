@@ -984,6 +984,17 @@ _ITEM_SCHEMAS = [
     {"type": "array", "minItems": 3, "maxItems": 3, "items": {"type": "number", "exclusiveMinimum": 0}},
     {"type": "object", "required": ["a"], "additionalProperties": False,
      "properties": {"a": {"type": "integer"}, "b": {"type": "array", "items": {"const": "x"}}}},
+    # the key-and-length shortcuts (objects and arrays accepted without jsonschema) and int enums
+    {"const": 1},
+    {"enum": [0, 2, 4]},
+    {"enum": [1, "a"]},
+    {"type": "object", "required": ["a"], "anyOf": [{"required": ["b"]}, {"required": ["c"]}],
+     "additionalProperties": False, "properties": {"a": True, "b": {"type": "integer"}, "c": True},
+     "propertyNames": {"type": "string", "minLength": 1}, "minProperties": 2, "maxProperties": 3},
+    {"type": ["object", "array"], "oneOf": [{"required": ["a"]}, {"required": ["b"]}], "minItems": 1,
+     "maxItems": 2, "items": {"type": ["integer", "object"]}},
+    {"allOf": [{"required": ["a"]}, {"minProperties": 2}], "properties": {"a": {"enum": [0, 1]}},
+     "additionalProperties": {"type": "string"}},
 ]
 _JSON_SCALARS = st.one_of(
     st.none(), st.booleans(), st.integers(-3, 4), st.sampled_from([2**63 - 1, 2**63, -(2**63), 10**30]),

@@ -81,7 +81,7 @@ def rounds(draw: Any, max_servers: int = 8, max_per_server: int = 8, max_jobs: i
             placement = tuple(int(gpu_ids[free_pos.pop()]) for _ in range(demand))
         jid: Any = k if draw(st.booleans()) else f"job-{k}"
         jobs.append(Job(jid, demand, cls, k, loc, placement))
-    # k-means binning costs ~50 ms per class (scikit-learn), so most rounds use raw factors
+    # k-means binning costs a few ms per class, so most rounds use raw factors
     mode = draw(st.sampled_from(["none"] * 6 + [m for m in BINNING_MODES if m != "none"]))
     params = RoundParams(locality_penalty=lam, binning=mode,
                          restart_cost=draw(st.sampled_from([0.0, 0.0, 0.01, 0.5])))

@@ -1,0 +1,351 @@
+"""pal_opt.kmeans against scikit-learn, which it replaces (scikit-learn is a test dependency).
+
+``kmeans_1d`` + ``predict`` must give the labels of ``KMeans(n_clusters=k, init="k-means++",
+algorithm="lloyd", random_state=1)`` fitted on ``values.reshape(-1, 1)`` (``labels_`` and
+``predict``) and its ``cluster_centers_`` to 1e-12 relative, on:
+
+* every PAL measurement file in ``../shared`` (per-run values and the per-GPU ``max`` and
+  ``median`` aggregates), the per-GPU draws the project makes from them (the simulator's numpy
+  draw, the artifact's replayed draw, ``sample_factors`` with each aggregate), the PerfVar
+  columns of ``32gpu-variability.csv``, the reference rounds' ``perfvar``, and the committed
+  instances, for every k from 2 to 12;
+* random arrays (ties, duplicates, outliers, integers, over and under scikit-learn's 256-point
+  chunk), k from 2 to 12, and clusters with many outliers (k up to 89);
+* given starting centres that leave clusters empty (scikit-learn's relocation code paths).
+
+scikit-learn sums each cluster over OpenMP threads; with one thread the order is ours and the
+results agree to the bit, which is what the comparisons below use.  With several threads its
+centres can move in the last bit (and labels of points exactly between two centres with them);
+on the real data the labels still agree, which ``test_real_data_default_threads`` checks.
+``bin_values`` is compared in both modes with the same function running on scikit-learn.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.cluster import KMeans
+from sklearn.metrics import silhouette_score as sk_silhouette_score
+from threadpoolctl import threadpool_limits
+
+from pal_opt import binning
+from pal_opt.errors import OptionError
+from pal_opt.io.instance import load_instance
+from pal_opt.io.measurements import AGGREGATES, longhorn_paths, sample_factors
+from pal_opt.kmeans import KMeansResult, kmeans_1d, predict, silhouette_score
+from pal_opt.simulate.variability import artifact_draw_factors, draw_cluster_factors
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+VARIABILITY = SHARED / "data" / "pal-artifact" / "variability"
+LONGHORN = VARIABILITY / "longhorn"
+REFERENCE = SHARED / "reference" / "pal"
+INSTANCES = sorted((ROOT / "instances").glob("*.json"))
+K_MAX = 12
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """scikit-learn's Lloyd loop on one OpenMP thread (sums in index order, as ours)."""
+    with threadpool_limits(limits=1, user_api="openmp"):
+        yield
+
+
+def sk_fit(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's (centres, labels_, predict labels), as the PAL artifact calls it."""
+    km = KMeans(n_clusters=k, init="k-means++", algorithm="lloyd", random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        km.fit(values.reshape(-1, 1))
+    return km.cluster_centers_[:, 0], km.labels_, km.predict(values.reshape(-1, 1))
+
+
+def mismatch(values: np.ndarray, k: int) -> str | None:
+    """Why ours differs from scikit-learn on (values, k), or None."""
+    centres, labels, predicted = sk_fit(values, k)
+    ours = kmeans_1d(values, k)
+    if not np.array_equal(ours.labels, labels):
+        return f"labels_ differ at {np.flatnonzero(ours.labels != labels)[:5]}"
+    if not np.array_equal(predict(values, ours.centres), predicted):
+        return "predict differs"
+    if not np.allclose(ours.centres, centres, rtol=1e-12, atol=0):
+        return f"centres {ours.centres} vs {centres}"
+    return None
+
+
+def ks(values: np.ndarray) -> range:
+    return range(2, min(K_MAX, np.unique(values).size) + 1)
+
+
+def _measurement_sets() -> Iterator[tuple[str, np.ndarray]]:
+    from pal_opt.io.measurements import load_measurements
+
+    for f in sorted(LONGHORN.glob("*.csv")):
+        for agg in AGGREGATES:
+            yield f"{f.stem}:{agg}", load_measurements(f, agg)
+    paths = longhorn_paths(LONGHORN)
+    for n, seed in ((64, 0), (512, 1), (2048, 2)):
+        for agg in AGGREGATES:
+            for c, v in sample_factors(paths, n, seed, aggregate=agg).items():
+                yield f"sample_factors({n}, {seed}, {agg}):{c}", v
+        for c, v in draw_cluster_factors(n, seed=seed)[0].items():
+            yield f"draw_cluster_factors({n}, {seed}):{c}", v
+    for n in (64, 512):
+        for c, v in artifact_draw_factors(n)[0].items():
+            yield f"artifact_draw_factors({n}):{c}", v
+    with open(VARIABILITY / "32gpu-variability.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for col in (c for c in rows[0] if c.startswith("PerfVar")):
+        yield f"32gpu:{col}", np.array([float(r[col]) for r in rows])
+    for p in sorted(REFERENCE.glob("*.json")):
+        for c, v in json.loads(p.read_text())["perfvar"].items():
+            yield f"{p.stem}:{c}", np.asarray(v, dtype=np.float64)
+
+
+def real_sets() -> list[tuple[str, np.ndarray]]:
+    """Every real data set: the shared measurements (when present) and the instances."""
+    out = list(_measurement_sets()) if SHARED.is_dir() else []
+    for p in INSTANCES:
+        out += [(f"{p.stem}:{c}", np.asarray(v)) for c, v in load_instance(p).cluster.factors.items()]
+    return out
+
+
+GROUPS = ("longhorn", "draw", "32gpu", "lh-", "instance")
+
+
+def group_of(name: str) -> str:
+    if name.startswith(("resnet", "bert", "pagerank")):
+        return "longhorn"
+    if name.startswith(("sample_factors", "draw_cluster", "artifact_draw")):
+        return "draw"
+    if name.startswith("32gpu"):
+        return "32gpu"
+    return "lh-" if name.startswith("lh-") else "instance"
+
+
+@pytest.fixture(scope="module")
+def sets() -> list[tuple[str, np.ndarray]]:
+    return real_sets()
+
+
+def test_shared_data_found(sets: list[tuple[str, np.ndarray]]) -> None:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not available at {SHARED}")
+    found = {group_of(n) for n, _ in sets}
+    assert found == set(GROUPS), found
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_real_data_every_k(group: str, sets: list[tuple[str, np.ndarray]]) -> None:
+    chosen = [(n, v) for n, v in sets if group_of(n) == group]
+    if not chosen:
+        pytest.skip(f"shared data not available at {SHARED}")
+    with one_thread():
+        bad = [(n, k, why) for n, v in chosen for k in ks(v) if (why := mismatch(v, k))]
+    assert not bad, bad[:5]
+
+
+def test_real_data_default_threads(sets: list[tuple[str, np.ndarray]]) -> None:
+    """The k that PAL's binning picks, against scikit-learn on its default thread count.
+
+    Up to 256 points scikit-learn uses one thread whatever the setting, so only larger sets
+    can differ.
+    """
+    bad = []
+    for name, v in sets:
+        outliers = int((v > v.mean() + 3.0 * v.std(ddof=1)).sum())
+        k = min(2 + outliers, np.unique(v).size)
+        if v.size > 256 and k >= 2 and (why := mismatch(v, k)):
+            bad.append((name, k, why))
+    assert not bad, bad[:5]
+
+
+class SklearnKMeans:
+    """``pal_opt.kmeans``'s functions on scikit-learn: the binning before it had its own k-means."""
+
+    def __init__(self) -> None:
+        self.last: KMeans | None = None
+
+    def kmeans_1d(self, values: np.ndarray, k: int, *, seed: int = 1) -> KMeansResult:
+        km = KMeans(n_clusters=k, init="k-means++", algorithm="lloyd", random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            km.fit(values.reshape(-1, 1))
+        self.last = km
+        return KMeansResult(km.cluster_centers_[:, 0], km.labels_, km.n_iter_)
+
+    def predict(self, values: np.ndarray, centres: np.ndarray) -> np.ndarray:
+        assert self.last is not None and np.array_equal(self.last.cluster_centers_[:, 0], centres)
+        return self.last.predict(values.reshape(-1, 1))
+
+    @staticmethod
+    def silhouette_score(values: np.ndarray, labels: np.ndarray) -> float:
+        return float(sk_silhouette_score(values.reshape(-1, 1), labels))
+
+
+@pytest.mark.parametrize("mode", ["pal-artifact", "silhouette"])
+def test_bin_values_as_with_sklearn(
+    mode: str, sets: list[tuple[str, np.ndarray]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both modes; scikit-learn's silhouette is quadratic, so that mode skips the 2,048-GPU sets."""
+    chosen = [(n, v) for n, v in sets if mode == "pal-artifact" or v.size <= 1500]
+    ours = [binning.bin_values(v, mode) for _, v in chosen]
+    sk = SklearnKMeans()
+    for name in ("kmeans_1d", "predict", "silhouette_score"):
+        monkeypatch.setattr(binning, name, getattr(sk, name))
+    with one_thread():
+        bad = [n for (n, v), b in zip(chosen, ours, strict=True)
+               if not np.allclose(b, binning.bin_values(v, mode), rtol=1e-12, atol=0)]
+    assert not bad, bad[:5]
+
+
+@st.composite
+def samples(draw: st.DrawFn) -> tuple[np.ndarray, int]:
+    """1-D data of several shapes (seeded numpy draws) and a k that fits it."""
+    n = draw(st.integers(2, 600))
+    kind = draw(st.sampled_from(["normal", "ties", "rounded", "outliers", "integers", "exponential"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if kind == "normal":
+        v = rng.normal(1.0, 0.05, n)
+    elif kind == "ties":
+        v = rng.choice(rng.normal(1.0, 0.1, int(rng.integers(2, 20))), n)
+    elif kind == "rounded":
+        v = np.round(rng.normal(1.0, 0.05, n), 2)
+    elif kind == "outliers":
+        v = rng.normal(1.0, 0.03, n)
+        v[rng.integers(0, n, int(rng.integers(1, 6)))] *= rng.uniform(1.5, 4.0)
+    elif kind == "integers":
+        v = rng.integers(0, 8, n).astype(np.float64)
+    else:
+        v = rng.exponential(1.0, n)
+    distinct = np.unique(v).size
+    k = draw(st.integers(2, K_MAX))
+    return v, max(1, min(k, distinct))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(samples())
+def test_random_arrays(case: tuple[np.ndarray, int]) -> None:
+    v, k = case
+    with one_thread():
+        assert mismatch(v, k) is None
+
+
+POOL = st.sampled_from([0.9, 0.95, 1.0, 1.0 + 2**-40, 1.05, 1.1, 2.5, 10.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(POOL | st.floats(0.0, 100.0, allow_subnormal=False), min_size=2, max_size=300), st.integers(2, K_MAX))
+def test_hypothesis_lists(values: list[float], k: int) -> None:
+    v = np.array(values)
+    with one_thread():
+        assert mismatch(v, min(k, np.unique(v).size)) is None
+
+
+def test_many_outliers_large_k() -> None:
+    """Large clusters have many outliers, so k grows (86-89 on 16,384 GPUs, over 300 on 65,536):
+    above 48 centres the E-step brackets each point between sorted centres instead of computing
+    all k distances."""
+    from pal_opt.generate import generate_instance
+
+    factors = generate_instance(2048, 8, 4800, seed=0).cluster.factors
+    with one_thread():
+        for c, v in factors.items():
+            k = min(2 + int((v > v.mean() + 3.0 * v.std(ddof=1)).sum()), np.unique(v).size)
+            assert mismatch(v, k) is None, (c, k)
+
+
+@st.composite
+def points_and_centres(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
+    """Points and 2-160 centres where rounding decides: equal and adjacent floats, midpoints."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    k, n = draw(st.integers(2, 160)), draw(st.integers(1, 200))
+    kind = draw(st.sampled_from(["normal", "integers", "ulps", "midpoints", "scales"]))
+    if kind == "normal":
+        c, x = rng.normal(1.0, 0.05, k), rng.normal(1.0, 0.05, n)
+    elif kind == "integers":
+        c, x = rng.integers(0, 6, k).astype(np.float64), rng.integers(-2, 16, n) / 2.0
+    elif kind == "ulps":
+        c, x = 1.0 + rng.integers(0, 4, k) * 2.0**-50, 1.0 + rng.integers(-2, 10, n) * 2.0**-51
+    elif kind == "midpoints":
+        c = np.round(rng.normal(1.0, 0.05, k), 3)
+        x = (c[rng.integers(0, k, n)] + c[rng.integers(0, k, n)]) / 2
+    else:
+        c, x = rng.exponential(1.0, k) * 10.0 ** rng.integers(-150, 140), rng.exponential(1.0, n) * 10.0 ** rng.integers(-150, 140)
+    return x, c
+
+
+@settings(max_examples=400, deadline=None)
+@given(points_and_centres())
+def test_sorted_assignment_is_the_dense_one(case: tuple[np.ndarray, np.ndarray]) -> None:
+    """``predict`` (all distances up to 48 centres, bracketing centres above) equals the argmin
+    over all ``c² - 2 x c`` as scikit-learn rounds them (first centre on ties)."""
+    x, c = case
+    dense = np.argmin(c * c + -2.0 * (x[:, None] * c[None, :]), axis=1)
+    assert predict(x, c).tolist() == dense.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=40),
+       st.lists(st.sampled_from([-5.0, 0.0, 0.5, 1.0, 3.0, 100.0, 1e6]), min_size=1, max_size=12))
+def test_given_centres_empty_clusters(data: list[int], init: list[float]) -> None:
+    """Bad starting centres leave clusters empty: relocation to the farthest points, the
+    no-op when every point sits on its centre, and an empty cluster's copy of the largest one."""
+    v, c = np.array(data, dtype=np.float64), np.array(init[: len(data)])
+    with one_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        km = KMeans(n_clusters=c.size, init=c.reshape(-1, 1), n_init=1, algorithm="lloyd").fit(v.reshape(-1, 1))
+    ours = kmeans_1d(v, c.size, init=c)
+    assert ours.labels.tolist() == km.labels_.tolist() and ours.n_iter == km.n_iter_
+    assert np.allclose(ours.centres, km.cluster_centers_[:, 0], rtol=1e-12, atol=0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(samples())
+def test_silhouette_matches_sklearn(case: tuple[np.ndarray, int]) -> None:
+    v, k = case
+    labels = kmeans_1d(v, k).labels
+    if not 2 <= np.unique(labels).size <= v.size - 1:
+        return
+    assert silhouette_score(v, labels) == pytest.approx(sk_silhouette_score(v.reshape(-1, 1), labels), abs=1e-9)
+
+
+def test_silhouette_small_cases() -> None:
+    v = np.array([0.0, 1.0, 10.0, 11.0])
+    # every a is 1; b is 10.5 for the outer points and 9.5 for the inner ones
+    expected = np.mean([(10.5 - 1) / 10.5, (9.5 - 1) / 9.5, (9.5 - 1) / 9.5, (10.5 - 1) / 10.5])
+    assert silhouette_score(v, np.array([0, 0, 1, 1])) == pytest.approx(expected, abs=1e-15)
+    # a point alone in its cluster scores 0; identical points are at distance exactly 0
+    assert silhouette_score(np.array([1.0, 1.0, 5.0]), np.array([3, 3, 7])) == pytest.approx(2 / 3, abs=1e-15)
+
+
+def test_one_cluster_and_bad_input() -> None:
+    r = kmeans_1d(np.array([3.0, 1.0, 2.0]), 1)
+    assert r.labels.tolist() == [0, 0, 0] and r.centres.tolist() == pytest.approx([2.0])
+    with pytest.raises(OptionError, match="k-means needs 1 <= k"):
+        kmeans_1d(np.array([1.0, 2.0]), 3)
+    with pytest.raises(OptionError, match="finite"):
+        kmeans_1d(np.array([1.0, np.nan, 2.0]), 2)
+    with pytest.raises(OptionError, match="1-D"):
+        kmeans_1d(np.ones((3, 2)), 2)
+    with pytest.raises(OptionError, match="max_iter"):
+        kmeans_1d(np.array([1.0, 2.0]), 2, max_iter=0)
+    with pytest.raises(OptionError, match="2 initial centres"):
+        kmeans_1d(np.array([1.0, 2.0]), 2, init=np.array([1.0]))
+    with pytest.raises(OptionError, match="2 to n - 1 clusters"):
+        silhouette_score(np.array([1.0, 2.0]), np.array([0, 0]))
+
+
+def test_large_input_is_fast_and_deterministic() -> None:
+    v = np.random.default_rng(5).normal(1.0, 0.05, 65_536)
+    a, b = kmeans_1d(v, 4), kmeans_1d(v.copy(), 4)
+    assert np.array_equal(a.centres, b.centres) and np.array_equal(a.labels, b.labels)
