@@ -6,8 +6,11 @@ Commands
     A synthetic round (:func:`pal_opt.generate.generate_instance`).
 ``pal-opt import blox --gpus GPU_DF.csv --jobs JOBS.csv [...] -o INSTANCE.json``
     A round from Blox's GPU table and a job queue CSV (:func:`pal_opt.io.blox.load_blox`).
-``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json]``
-    Place one round (:func:`pal_opt.solve.solve`) and print a summary.
+``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json] [--quiet]``
+    Place one round (:func:`pal_opt.solve.solve`) and print a summary.  On a terminal, a solve
+    that runs more than 2 s shows a live line on stderr (elapsed time, and for exact methods the
+    incumbent, bound and gap; :mod:`pal_opt.cliprogress`), erased before the summary; never in a
+    pipe, nor with ``--quiet``.
 ``pal-opt check INSTANCE.json PLACEMENT.json``
     Verify a placement (:func:`pal_opt.check.check`).
 ``pal-opt simulate ...``
@@ -134,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
                    help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
     s.add_argument("--out", metavar="PLACEMENT.json", help="write the result as JSON")
+    s.add_argument("--quiet", action="store_true",
+                   help="no progress line on stderr (shown on a terminal once a solve has run 2 s)")
     s.set_defaults(func=_cmd_solve)
 
     # check
@@ -244,6 +249,7 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
+    from .cliprogress import live_line
     from .errors import SolveInterrupted
     from .io import load_instance
     from .result import PlacementResult, Status
@@ -252,7 +258,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     options = solve_options(args)
     inst = with_costs(load_instance(args.instance), args.cost)
     try:
-        result = solve(inst, method=args.method, options=options)
+        with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
+            result = solve(inst, method=args.method, options=options)
     except SolveInterrupted as exc:
         # the solver was stopped cleanly and handed back the best placement it had: keep it
         if not isinstance(exc.result, PlacementResult) or not exc.result.placements:
