@@ -32,8 +32,8 @@ lines CBC has added to its log (:class:`_LogProgress`) and reports the incumbent
 solution of", "best solution") and bounds ("Continuous objective value", "best possible") they
 name.  CBC writes its log through C stdio, which holds a file's output back in 4 KiB blocks
 (nothing at all appears during a 10 s run), so CBC is then started under coreutils' ``stdbuf
--oL`` (line-buffered output; the same process, pid and signals); without ``stdbuf`` only the
-elapsed time is reported.
+-oL`` (line-buffered output; the same process, pid and signals); without a working ``stdbuf``
+(macOS has none) only the elapsed time is reported.
 
 PuLP reports no bound, so CBC's log is written to that directory and read: ``Lower bound:``
 when the search stopped early (printed with few digits, so one unit of its last printed digit
@@ -43,6 +43,7 @@ which costs tens of milliseconds.  Translation time includes writing the MPS fil
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -270,6 +271,21 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
     return _CbcRun(proc.returncode, interrupted, stopped_by)
 
 
+@functools.cache
+def _line_buffering() -> str | None:
+    """coreutils' ``stdbuf`` if it is installed and works (it needs its preload library), else
+    None; asked once per process."""
+    stdbuf = shutil.which("stdbuf")
+    if stdbuf is None:
+        return None
+    try:
+        ok = subprocess.run([stdbuf, "-oL", "true"], capture_output=True, timeout=10,
+                            stdin=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return stdbuf if ok else None
+
+
 class _LogProgress:
     """Reads the lines CBC added to its log since the last call and tells ``watch`` the
     incumbents and bounds they name (``offset`` added: CBC's objective lacks the program's
@@ -448,7 +464,7 @@ class CbcBackend(Backend):
 
     def _execute(self, model: _CbcModel, options: SolveOptions) -> tuple[_CbcRun, bool]:
         args = [*model.args, "-solve", "-printingOptions", "all", "-solution", model.sol]
-        stdbuf = shutil.which("stdbuf") if model.line_buffered else None
+        stdbuf = _line_buffering() if model.line_buffered else None
         if stdbuf is not None:
             args = [stdbuf, "-oL", *args]
         run = _run_cbc(args, model.log_path, options.time_limit)
