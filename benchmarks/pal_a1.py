@@ -349,12 +349,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    from tqdm import tqdm
+
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for k, group in enumerate(pool.map(run_group, tasks), 1):
+        # the bar is drawn only when stderr is a terminal (disable=None); the lines always
+        done = tqdm(pool.map(run_group, tasks), total=len(tasks), desc="pal_a1", unit="group", file=sys.stderr,
+                    disable=None)
+        for k, group in enumerate(done, 1):
             rows.extend(group)
             g = group[0]
-            print(f"[{k}/{len(tasks)}] {g['experiment']} {g['trace']} {g['draw']} λ={g['lambda']:g}: "
-                  + ", ".join(f"{r['policy']} {r['avg_jct_h']:.2f} h" for r in group), file=sys.stderr)
+            tqdm.write(f"[{k}/{len(tasks)}] {g['experiment']} {g['trace']} {g['draw']} λ={g['lambda']:g}: "
+                       + ", ".join(f"{r['policy']} {r['avg_jct_h']:.2f} h" for r in group), file=sys.stderr)
     elapsed = time.perf_counter() - t0
     # λ = 1.7 of the sweep is the main experiment's workload-6 run
     rows.extend({**r, "experiment": "lambda"} for r in list(rows)

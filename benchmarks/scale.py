@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
 
     n = (0 if args.skip_2048 else args.seeds_2048 * 5) + (
         0 if args.skip_8192 else args.seeds_8192 * (1 + len(args.ks.split(","))))
-    bar = tqdm(total=n, desc="scale", file=sys.stderr)
+    bar = tqdm(total=n, desc="scale", file=sys.stderr, disable=None)  # drawn only when stderr is a terminal
 
     def progress(label: str) -> None:
         bar.set_postfix_str(label)

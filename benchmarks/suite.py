@@ -386,7 +386,8 @@ def run_sweep(
     rows: list[dict[str, Any]] = []
     with make_executor(spec, workers=workers, max_tasks_per_child=1 if fresh_process else None) as ex:
         futs = [ex.submit(run_task, c, ms, settings, use_measurements) for c, ms in tasks]
-        with tqdm(total=len(futs), desc="suite", unit="task", disable=not progress, file=sys.stderr) as bar:
+        # disable=None: drawn only when stderr is a terminal
+        with tqdm(total=len(futs), desc="suite", unit="task", disable=None if progress else True, file=sys.stderr) as bar:
             for _, out in as_completed_indexed(futs):
                 rows.extend(out)
                 bar.update(1)

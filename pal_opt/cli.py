@@ -10,8 +10,11 @@ Commands
     A round on a Slurm ``topology.conf``, ``kubectl get nodes -o json`` or GraphML cluster.
 ``pal-opt export slurm|k8s|graphml INSTANCE.json PLACEMENT.json -o OUT``
     A placement as Slurm node lists or per-pod node assignments (:mod:`pal_opt.topology.cli`).
-``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json]``
-    Place one round (:func:`pal_opt.solve.solve`) and print a summary.
+``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json] [--quiet]``
+    Place one round (:func:`pal_opt.solve.solve`) and print a summary.  On a terminal, a solve
+    that runs more than 2 s shows a live line on stderr (elapsed time, and for exact methods the
+    incumbent, bound and gap; :mod:`pal_opt.cliprogress`), erased before the summary; never in a
+    pipe, nor with ``--quiet``.
 ``pal-opt check INSTANCE.json PLACEMENT.json``
     Verify a placement (:func:`pal_opt.check.check`).
 ``pal-opt simulate ...``
@@ -100,7 +103,46 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
-    # generate
+    _add_generate(sub, binning_modes)
+    isub = _add_import(sub, binning_modes)
+
+    # solve
+    s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.",
+                       epilog=methods_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("instance", metavar="INSTANCE.json")
+    add_method_arguments(s, seed_help="seed for the random policy (default 0)")
+    s.add_argument(
+        "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
+        help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
+    )
+    s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
+                   help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
+    s.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
+                   help="write the result as JSON (atomically); without it only the summary is printed")
+    s.add_argument("--quiet", action="store_true",
+                   help="no progress line on stderr (shown on a terminal once a solve has run 2 s)")
+    s.set_defaults(func=_cmd_solve)
+
+    # check
+    c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
+    c.add_argument("instance", metavar="INSTANCE.json")
+    c.add_argument("placement", metavar="PLACEMENT.json")
+    c.set_defaults(func=_cmd_check)
+
+    _add_topology(isub, sub)
+    _add_simulate(sub)
+    return p
+
+
+def _add_topology(isub: Any, sub: Any) -> None:
+    """Register ``import slurm|k8s|graphml`` and ``export`` (:mod:`pal_opt.topology.cli`)."""
+    from .topology.cli import add_export_parser, add_import_parsers
+
+    add_import_parsers(isub)
+    add_export_parser(sub)
+
+
+def _add_generate(sub: Any, binning_modes: list[str]) -> None:
     g = sub.add_parser("generate", help="write a synthetic round", description="Write a synthetic round.")
     g.add_argument("--nodes", type=pos_int, required=True, help="number of servers")
     g.add_argument("--gpus-per-node", type=pos_int, required=True, help="GPUs per server")
@@ -125,7 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="file to write")
     g.set_defaults(func=_cmd_generate)
 
-    # import
+
+
+def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     imp = sub.add_parser("import", help="convert another format to an instance file",
                          description="Convert another format to an instance file.")
     isub = imp.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
@@ -141,39 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json",
                    help="file to write")
     b.set_defaults(func=_cmd_import_blox)
-
-    # solve
-    s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.",
-                       epilog=methods_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("instance", metavar="INSTANCE.json")
-    add_method_arguments(s, seed_help="seed for the random policy (default 0)")
-    s.add_argument(
-        "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
-        help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
-    )
-    s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
-                   help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
-    s.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
-                   help="write the result as JSON (atomically); without it only the summary is printed")
-    s.set_defaults(func=_cmd_solve)
-
-    # check
-    c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
-    c.add_argument("instance", metavar="INSTANCE.json")
-    c.add_argument("placement", metavar="PLACEMENT.json")
-    c.set_defaults(func=_cmd_check)
-
-    _add_topology(isub, sub)
-    _add_simulate(sub)
-    return p
-
-
-def _add_topology(isub: Any, sub: Any) -> None:
-    """Register ``import slurm|k8s|graphml`` and ``export`` (:mod:`pal_opt.topology.cli`)."""
-    from .topology.cli import add_export_parser, add_import_parsers
-
-    add_import_parsers(isub)
-    add_export_parser(sub)
+    return isub
 
 
 def _add_simulate(sub: Any) -> None:
@@ -274,6 +286,7 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
+    from .cliprogress import live_line
     from .errors import SolveInterrupted
     from .io import load_instance
     from .result import PlacementResult, Status
@@ -282,7 +295,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     options = solve_options(args)
     inst = with_costs(load_instance(args.instance), args.cost)
     try:
-        result = solve(inst, method=args.method, options=options)
+        with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
+            result = solve(inst, method=args.method, options=options)
     except SolveInterrupted as exc:
         # the solver was stopped cleanly and handed back the best placement it had: keep it
         if not isinstance(exc.result, PlacementResult) or not exc.result.placements:

@@ -33,6 +33,12 @@ cleanly (see each backend) and is re-raised as :class:`~pal_opt.errors.SolveInte
 interrupt arrived), or the start placement when the solver had none (``FALLBACK``).  An interrupt before that (building the program, pricing the
 starts), or a second one while a stopped solver winds down, is a plain ``KeyboardInterrupt``.
 
+Progress
+--------
+Stages and the solver's incumbent and bound go to :mod:`pal_opt.progress` (nowhere unless a
+caller listens), with the start placement as the incumbent until the solver finds a better one
+and the gap in pal-opt's terms (:meth:`_Attempt.progress_fields`).
+
 Statuses
 --------
 OPTIMAL when the solver proved optimality and the relative geometric-mean gap between the
@@ -54,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
@@ -229,6 +236,25 @@ class _Attempt:
     def name(self) -> str:
         return self.setup.backend.name
 
+    def progress_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """A progress report (:mod:`pal_opt.progress`) as the caller sees it: the incumbent is
+        never worse than the start placement, the bound never below the LP relaxation's, and
+        the gap is pal-opt's (relative, on the geometric-mean slowdown)."""
+        out = {"backend": self.name, **fields}
+        incumbent, bound = fields.get("incumbent"), fields.get("bound")
+        if self.greedy is not None:
+            incumbent = self.gcost if incumbent is None else min(incumbent, self.gcost)
+        if self.lp_bound is not None:
+            bound = self.lp_bound if bound is None else max(bound, self.lp_bound)
+        if incumbent is not None:
+            out["incumbent"] = incumbent
+            if bound is not None:
+                bound = min(bound, incumbent)
+                out["gap"] = relative_gap(incumbent, bound, self.setup.demand)
+        if bound is not None:
+            out["bound"] = bound
+        return out
+
     def result(self, placements: Mapping[JobId, tuple[int, ...]], **kw: Any) -> PlacementResult:
         """A priced result of ``placements`` with the build time and the common fields."""
         return _result(self.instance, dict(placements), self.setup.factors, build_seconds=self.build_seconds,
@@ -303,17 +329,22 @@ def solve_ilp(
     if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
     att = _build(instance, setup, common)
-    start = _start_vector(att) if warm_start and cls.supports_warm_start else None
     abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
     opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic,
                         backend_params=dict(backend_params or {}))
-    solver = cls()
-    if att.greedy is not None and cls.supports_relaxation and abs_gap > 0:
+    with progress.adapted(att.progress_fields):
+        return _solve_built(att, cls(), opts, warm_start)
+
+
+def _solve_built(att: _Attempt, solver: Backend, opts: SolveOptions, warm_start: bool) -> PlacementResult:
+    """Solve the built program: the LP shortcut when it applies, else the MIP."""
+    start = _start_vector(att) if warm_start and solver.supports_warm_start else None
+    if att.greedy is not None and solver.supports_relaxation and opts.abs_gap > 0:
         done = _lp_shortcut(att, solver, opts)
         if done is not None:
             return done
-        if time_limit is not None:
-            opts = replace(opts, time_limit=max(time_limit - att.lp_seconds, 1e-3))
+        if opts.time_limit is not None:
+            opts = replace(opts, time_limit=max(opts.time_limit - att.lp_seconds, 1e-3))
     return _run_solver(att, solver, opts, start)
 
 
@@ -340,8 +371,10 @@ def _build(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -
     """Build the program and price the start placements (PAL's greedy and the packing greedy);
     the cheapest becomes the warm start and the fallback."""
     t0 = time.perf_counter()
+    progress.report(stage="building the program", backend=setup.backend.name)
     form = build_formulation(instance, setup.admitted, factors=setup.factors)
     att = _Attempt(instance, setup, form, common, time.perf_counter() - t0)
+    progress.report(stage="pricing the start placements", backend=setup.backend.name)
     att.info.update(form.summary())
     for name, placement in start_placements(att.form).items():
         c = evaluate(att.instance, placement, att.setup.factors).cost

@@ -63,7 +63,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="result file (written atomically)")
     p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv", help="per-job table")
     p.add_argument("--plot", default=None, metavar="PNG", help="JCT CDF and utilisation figure")
-    p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (jobs finished, rounds, ETA; shown on a terminal only) or summary line")
     p.set_defaults(func=run, handler=run)
     return p
 
@@ -88,8 +89,19 @@ def _validate_out_dir(path: str | None, flag: str) -> None:
         raise OptionError(f"{flag}: directory {str(parent)!r} does not exist")
 
 
+def _progress_bar(args: argparse.Namespace, jobs: int) -> tuple[Any, list[int]]:
+    """The progress bar (jobs finished of ``jobs``, rounds done, simulated time, ETA), drawn only
+    on a terminal and without ``--quiet``, and the list ``[rounds done, jobs finished]``."""
+    from ..cliprogress import status_bar
+
+    fmt = "{desc}: {n_fmt}/{total_fmt} jobs finished |{bar}| {elapsed}, ETA {remaining}{postfix}"
+    bar = status_bar(total=jobs, desc=f"simulate {args.policy}", bar_format=fmt, miniters=0, disable=args.quiet)
+    return bar, [0, 0]
+
+
 def run(args: argparse.Namespace) -> int:
-    """Handle ``pal-opt simulate``; returns the exit status (0)."""
+    """Handle ``pal-opt simulate``; returns the exit status (0, or 130 after a Ctrl-C: nothing is
+    written and one line says how far the run got)."""
     from ..io.traces import read_trace
     from ..methods import get_method
     from .engine import SimConfig, build_cluster, parse_cluster, simulate
@@ -120,23 +132,22 @@ def run(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace, default_class=args.default_class)
     cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw)
 
-    show = not args.quiet and sys.stderr.isatty()
-    bar = None
-    if show:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(trace), unit="job", file=sys.stderr, desc=f"simulate {args.policy}")
+    bar, counts = _progress_bar(args, len(trace))
 
     def progress(done: int, total: int, now: float) -> None:
-        if bar is not None:
-            bar.update(done - bar.n)
-            bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
+        counts[:] = [counts[0] + 1, done]
+        bar.set_postfix_str(f"{counts[0]} rounds, {now / 3600:.1f} h simulated", refresh=False)
+        bar.update(done - bar.n)  # redraws at most every 0.1 s, finished jobs or not
 
     try:
         result = simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
+    except KeyboardInterrupt:  # a Ctrl-C (an exact policy's solver stopped cleanly first)
+        bar.close()
+        print(f"pal-opt: interrupted after {counts[0]} rounds ({counts[1]} of {len(trace)} jobs finished); "
+              "nothing written", file=sys.stderr)
+        return 130
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
 
     extra = {
         "trace": os.fspath(args.trace),

@@ -14,7 +14,10 @@ never prices placements; :mod:`pal_opt.ilp.solve` does both through :mod:`pal_op
    :class:`~pal_opt.errors.OptionError` naming it);
 4. :meth:`~Backend._execute` the solver so that Ctrl-C can stop it
    (:class:`ThreadedBackend` runs an in-process solver in a helper thread with
-   :func:`run_interruptibly`);
+   :func:`run_interruptibly`); when someone listens to progress (:mod:`pal_opt.progress`),
+   :meth:`~Backend._observe` first wires the solver's callbacks (or log) to a
+   :class:`SolverWatch`, which the waiting loop reports every :data:`POLL_SECONDS`
+   (:func:`poll_progress`);
 5. :meth:`~Backend._read` its status, values, message and figures, then
    :meth:`~Backend._bound`; the objective is ``program.objective(values)``;
 6. :meth:`~Backend._release` what the run held (always), and on an interrupt raise
@@ -26,18 +29,22 @@ line registering it (:func:`pal_opt.ilp.backends.register_backend`).
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import importlib
+import logging
 import math
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from ... import progress
 from ...errors import OptionError
 from ..program import Program
 
@@ -50,6 +57,8 @@ __all__ = [
     "ThreadedBackend",
     "BackendInterrupted",
     "BackendAbandoned",
+    "SolverWatch",
+    "poll_progress",
     "abandoned_solvers",
     "empty_solution",
     "finite_or_none",
@@ -57,6 +66,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 #: Seconds between two checks of the solver thread (a finished solve is seen at once).
 POLL_SECONDS = 0.1
@@ -243,6 +254,7 @@ class Backend(ABC):
         if program.num_vars == 0:
             return empty_solution(program)
         t0 = time.perf_counter()
+        progress.report(stage=f"translating the program for {self.name}")
         model = self._translate(program, start if self.supports_warm_start else None)
         try:
             self._configure(model, program, options)
@@ -252,7 +264,8 @@ class Backend(ABC):
                 except Exception as exc:  # noqa: BLE001 - any rejection by the solver
                     raise OptionError(f"{self.name} rejected backend parameter {key!r} = {value!r}: {exc}") from None
             t1 = time.perf_counter()
-            raw, interrupted = self._execute(model, options)
+            with self._watched(model, program, "solving"):
+                raw, interrupted = self._execute(model, options)
             t2 = time.perf_counter()
             out = self._read(model, raw, program, options, t2 - t1)
             objective = program.objective(out.values) if out.values is not None else None
@@ -301,6 +314,28 @@ class Backend(ABC):
     def _release(self, model: Any) -> None:  # noqa: B027 - optional hook, nothing to free by default
         """Free what the run held (files, processes); called however the solve ends."""
 
+    def _observe(self, model: Any, program: Program, watch: SolverWatch) -> None:  # noqa: B027 - optional hook
+        """Have the solver tell ``watch`` its incumbent and bound (program units) as they improve:
+        subscribe its callbacks, or set ``watch.refresh`` to read them from its log.  Called
+        before :meth:`_execute`, only when someone listens to progress; by default the solver
+        says nothing and only the elapsed time is reported."""
+
+    @contextmanager
+    def _watched(self, model: Any, program: Program, stage: str) -> Iterator[None]:
+        """While the block runs, :func:`poll_progress` reports ``stage`` with a
+        :class:`SolverWatch` that :meth:`_observe` wired to the solver (a no-op when no one
+        listens to progress)."""
+        if not progress.active():
+            yield
+            return
+        watch = SolverWatch(self.name, stage)
+        self._observe(model, program, watch)
+        token = _watching.set(watch)
+        try:
+            yield
+        finally:
+            _watching.reset(token)
+
 
 class ThreadedBackend(Backend):
     """A backend whose solver is a blocking in-process call that releases the GIL and can be asked
@@ -317,6 +352,61 @@ class ThreadedBackend(Backend):
     @abstractmethod
     def _stop(self, model: Any) -> None:
         """Ask the running solver to stop (thread-safe; may be called more than once)."""
+
+
+class SolverWatch:
+    """What a running solver has found so far, for progress reports.
+
+    The solver's callbacks (in its own thread) or its log (read by :attr:`refresh`) call
+    :meth:`found`; the waiting loop calls :meth:`report` (through :func:`poll_progress`).  Values
+    are in program units (``c·x + obj_offset``); the incumbent only goes down, the bound only up.
+    """
+
+    def __init__(self, backend: str, stage: str = "solving"):
+        self.backend = backend
+        self.stage = stage
+        self.incumbent: float | None = None
+        self.bound: float | None = None
+        #: Called before each report (e.g. to read the solver's log); None: nothing to read.
+        self.refresh: Callable[[], None] | None = None
+        self.started = time.perf_counter()
+
+    def found(self, incumbent: float | None = None, bound: float | None = None) -> None:
+        """Record a solution's objective and/or a lower bound (non-finite values are ignored)."""
+        inc, low = finite_or_none(incumbent), finite_or_none(bound)
+        if inc is not None and (self.incumbent is None or inc < self.incumbent):
+            self.incumbent = inc
+        if low is not None and (self.bound is None or low > self.bound):
+            self.bound = low
+
+    def report(self, stopping: bool = False) -> None:
+        """Report the stage, the seconds since the watch began, and what was found."""
+        if self.refresh is not None:
+            self.refresh()
+        fields: dict[str, Any] = {"stage": self.stage, "backend": self.backend,
+                                  "seconds": time.perf_counter() - self.started, "stopping": stopping}
+        if self.incumbent is not None:
+            fields["incumbent"] = self.incumbent
+        if self.bound is not None:
+            fields["bound"] = self.bound
+        progress.report(**fields)
+
+
+_watching: contextvars.ContextVar[SolverWatch | None] = contextvars.ContextVar("pal_opt_solver_watch", default=None)
+
+
+def poll_progress(stopping: bool = False) -> None:
+    """Report the running solver's progress, from the loop that waits for it (every
+    :data:`POLL_SECONDS`, whether or not the solver said anything).  A no-op unless
+    :meth:`Backend.solve` watches the solver; never raises (a failing reporter is logged at
+    debug level), so that the loop always goes on to stop or collect its solver."""
+    watch = _watching.get()
+    if watch is None:
+        return
+    try:
+        watch.report(stopping)
+    except Exception:  # noqa: BLE001 - progress must never cost the solve
+        log.debug("progress report failed", exc_info=True)
 
 
 def empty_solution(program: Program) -> BackendSolution:
@@ -403,6 +493,7 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
                 done.wait(POLL_SECONDS)
                 if interrupted and not done.is_set():
                     stop()  # again: a request made before the solver could take it may be lost
+                poll_progress(interrupted)
             break
         except KeyboardInterrupt:
             if interrupted:

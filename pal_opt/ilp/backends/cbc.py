@@ -27,6 +27,14 @@ CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_r
   or SIGTERM, whose default action pal-opt keeps) leaves CBC running (until its time limit, or
   until it finishes when there is none) and the directory behind.
 
+Progress (:meth:`CbcBackend._observe`, only when someone listens): the waiting loop reads the
+lines CBC has added to its log (:class:`_LogProgress`) and reports the incumbents ("Integer
+solution of", "best solution") and bounds ("Continuous objective value", "best possible") they
+name.  CBC writes its log through C stdio, which holds a file's output back in 4 KiB blocks
+(nothing at all appears during a 10 s run), so CBC is then started under coreutils' ``stdbuf
+-oL`` (line-buffered output; the same process, pid and signals); without a working ``stdbuf``
+(macOS has none) only the elapsed time is reported.
+
 PuLP reports no bound, so CBC's log is written to that directory and read: ``Lower bound:``
 when the search stopped early (printed with few digits, so one unit of its last printed digit
 is subtracted), else the objective minus the allowed gap.  Each solve starts one CBC process,
@@ -35,6 +43,7 @@ which costs tens of milliseconds.  Translation time includes writing the MPS fil
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -52,7 +61,16 @@ import numpy as np
 
 from ...errors import BackendError
 from ..program import Program
-from .base import POLL_SECONDS, Backend, BackendAbandoned, Readout, SolveOptions, SolverStatus
+from .base import (
+    POLL_SECONDS,
+    Backend,
+    BackendAbandoned,
+    Readout,
+    SolveOptions,
+    SolverStatus,
+    SolverWatch,
+    poll_progress,
+)
 
 __all__ = ["CbcBackend"]
 
@@ -63,6 +81,20 @@ OPTIMALITY_ABS_GAP = 1e-9
 CBC_OPTIONS: tuple[str, ...] = ("preprocess on",)
 _LOWER = re.compile(r"^Lower bound:\s+(\S+)", re.M)
 _VERSION = re.compile(r"Version:\s*(\S+)")
+#: Log lines naming an incumbent and/or a bound (:class:`_LogProgress`), in CBC's objective units.
+_PROGRESS_LINES: tuple[tuple[re.Pattern[str], str | None, str | None], ...] = tuple(
+    (re.compile(pattern), incumbent, bound) for pattern, incumbent, bound in (
+        (r"Continuous objective value is (?P<b>\S+)", None, "b"),
+        (r"MIPStart provided solution with cost (?P<i>\S+)", "i", None),
+        (r"Integer solution of (?P<i>\S+) found", "i", None),
+        (r"At root node, .* to (?P<b>\S+) in \d+ passes", None, "b"),
+        (r"(?P<i>\S+) best solution, best possible (?P<b>\S+)", "i", "b"),
+        (r"best objective (?P<i>\S+) \(best possible (?P<b>[^)\s]+)", "i", "b"),
+        (r"Search completed - best objective (?P<i>\S+),", "i", None),
+    )
+)
+#: CBC's "no solution" objective (1e+50) and anything as large is not a figure.
+_NOT_A_FIGURE = 1e40
 #: What CBC prints for an option it does not take.
 _REJECTED = re.compile(r"No match for|Multiple matches for|is illegal for|valid range is|Possible options for")
 
@@ -218,6 +250,7 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                         next_event = math.inf
                     if wait(min(POLL_SECONDS, next_event - time.monotonic())):
                         break
+                    poll_progress(interrupted)
                     now = time.monotonic()
                     if stopped_by is None and now >= deadline:
                         signal_cbc("sigint")
@@ -241,6 +274,59 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                 wait.close()
     assert proc is not None and proc.returncode is not None
     return _CbcRun(proc.returncode, interrupted, stopped_by)
+
+
+@functools.cache
+def _line_buffering() -> str | None:
+    """coreutils' ``stdbuf`` if it is installed and works (it needs its preload library), else
+    None; asked once per process."""
+    stdbuf = shutil.which("stdbuf")
+    if stdbuf is None:
+        return None
+    try:
+        ok = subprocess.run([stdbuf, "-oL", "true"], capture_output=True, timeout=10,
+                            stdin=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return stdbuf if ok else None
+
+
+class _LogProgress:
+    """Reads the lines CBC added to its log since the last call and tells ``watch`` the
+    incumbents and bounds they name (``offset`` added: CBC's objective lacks the program's
+    constant).  Only whole lines are read; a file that cannot be read is skipped."""
+
+    def __init__(self, path: str, watch: SolverWatch, offset: float):
+        self.path = path
+        self.watch = watch
+        self.offset = offset
+        self.pos = 0
+
+    def __call__(self) -> None:
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.pos)
+                chunk = fh.read()
+        except OSError:
+            return
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        self.pos += end + 1
+        for line in chunk[:end].decode("utf-8", errors="replace").splitlines():
+            for pattern, inc, bound in _PROGRESS_LINES:
+                m = pattern.search(line)
+                if m:
+                    self.watch.found(self._figure(m, inc), self._figure(m, bound))
+
+    def _figure(self, match: re.Match[str], group: str | None) -> float | None:
+        if group is None:
+            return None
+        try:
+            x = float(match.group(group))
+        except ValueError:
+            return None
+        return x + self.offset if abs(x) < _NOT_A_FIGURE else None
 
 
 def _conservative(text: str) -> float:
@@ -271,6 +357,7 @@ class _CbcModel:
     sol: str = ""
     log_path: str = ""
     log: str = ""
+    line_buffered: bool = False  # start CBC under ``stdbuf -oL`` (progress is read from its log)
 
 
 class CbcBackend(Backend):
@@ -376,8 +463,15 @@ class CbcBackend(Backend):
             raise ValueError(f"CBC says: {why}")
         model.args += option
 
+    def _observe(self, model: _CbcModel, program: Program, watch: SolverWatch) -> None:
+        watch.refresh = _LogProgress(model.log_path, watch, program.obj_offset)
+        model.line_buffered = True
+
     def _execute(self, model: _CbcModel, options: SolveOptions) -> tuple[_CbcRun, bool]:
         args = [*model.args, "-solve", "-printingOptions", "all", "-solution", model.sol]
+        stdbuf = _line_buffering() if model.line_buffered else None
+        if stdbuf is not None:
+            args = [stdbuf, "-oL", *args]
         run = _run_cbc(args, model.log_path, options.time_limit)
         return run, run.interrupted
 

@@ -25,6 +25,10 @@ CP-SAT needs integers everywhere.
   ``backend_params``: ``SatParameters`` fields set by name after the above (an enum field also
   takes its value's name, e.g. ``{"search_branching": "FIXED_SEARCH"}``).
 * **Warm start.**  ``solution_hint`` with every variable's start value.
+* **Progress** (:meth:`CpSatBackend._observe`, only when someone listens): a solution callback
+  reports each improving solution's objective and CP-SAT's ``best_bound_callback`` each better
+  bound, both converted back to program units as above.  They only observe: the search is the
+  same with or without them.
 * **Ctrl-C.**  OR-Tools' own SIGINT handler is switched off (``catch_sigint_signal = False``:
   it logs through absl from inside the signal handler, which can deadlock a process
   interrupted inside ``malloc``).  ``solve()`` runs in a helper thread
@@ -43,7 +47,7 @@ import numpy as np
 
 from ...errors import BackendError
 from ..program import Program
-from .base import Readout, SolveOptions, SolverStatus, ThreadedBackend
+from .base import Readout, SolveOptions, SolverStatus, SolverWatch, ThreadedBackend
 
 __all__ = ["CpSatBackend", "OBJECTIVE_PRECISION", "scaled_objective"]
 
@@ -70,6 +74,7 @@ class _CpSatModel:
     solver: Any
     excess: float
     workers: int = 1
+    callback: Any = None  # a CpSolverSolutionCallback while progress is watched
 
 
 class CpSatBackend(ThreadedBackend):
@@ -145,8 +150,19 @@ class CpSatBackend(ThreadedBackend):
         if key == "num_workers":
             model.workers = int(value)
 
+    def _observe(self, model: _CpSatModel, program: Program, watch: SolverWatch) -> None:
+        from ortools.sat.python import cp_model
+
+        class Found(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                watch.found(self.objective_value * OBJECTIVE_PRECISION + program.obj_offset,
+                            _bound_units(self.best_objective_bound, model, program))
+
+        model.callback = Found()
+        model.solver.best_bound_callback = lambda b: watch.found(bound=_bound_units(b, model, program))
+
     def _run(self, model: _CpSatModel) -> Any:
-        return model.solver.solve(model.model)
+        return model.solver.solve(model.model, model.callback)
 
     def _stop(self, model: _CpSatModel) -> None:
         model.solver.stop_search()
@@ -170,7 +186,13 @@ class CpSatBackend(ThreadedBackend):
                objective: float | None) -> float | None:
         if status not in (SolverStatus.OPTIMAL, SolverStatus.FEASIBLE):
             return None
-        b = float(model.solver.best_objective_bound)
-        if not math.isfinite(b):
-            return None
-        return math.ceil(b - 1e-6) * OBJECTIVE_PRECISION - model.excess + program.obj_offset
+        return _bound_units(model.solver.best_objective_bound, model, program)
+
+
+def _bound_units(scaled: float, model: _CpSatModel, program: Program) -> float | None:
+    """CP-SAT's bound on the scaled objective as a valid bound in program units (None if it is
+    not finite)."""
+    b = float(scaled)
+    if not math.isfinite(b):
+        return None
+    return math.ceil(b - 1e-6) * OBJECTIVE_PRECISION - model.excess + program.obj_offset

@@ -20,6 +20,11 @@ highspy's user-interrupt callbacks on; a ``KeyboardInterrupt`` calls ``cancelSol
 HiGHS acts on at its next simplex, IPM or MIP check (presolve has none: on 2,048-GPU rounds up
 to about 3 s), and the backend raises :class:`~.base.BackendInterrupted` with the incumbent.
 
+Progress (:meth:`HighsBackend._observe`, only when someone listens): highspy's MIP callbacks
+report the incumbent (improving-solution callback) and the primal and dual bounds (the MIP
+interrupt callback, which HiGHS calls at every check; the user-interrupt handling subscribes to
+it too, and both run).  With ``output_flag`` off HiGHS calls no logging callback.
+
 The bound is ``mip_dual_bound``.  :meth:`HighsBackend.relaxation_bound` solves the LP
 relaxation alone (dual simplex without presolve: on 2,048-GPU rounds HiGHS's presolve takes
 seconds, the LP a few tenths of one), which lets :func:`pal_opt.ilp.solve_ilp` stop before the
@@ -35,7 +40,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..program import Program
-from .base import BackendInterrupted, Readout, SolveOptions, SolverStatus, ThreadedBackend, finite_or_none
+from .base import (
+    BackendInterrupted,
+    Readout,
+    SolveOptions,
+    SolverStatus,
+    SolverWatch,
+    ThreadedBackend,
+    finite_or_none,
+)
 
 __all__ = ["HighsBackend"]
 
@@ -80,7 +93,8 @@ class HighsBackend(ThreadedBackend):
             model.h.setOptionValue("time_limit", float(options.time_limit))
         model.lp.integrality_ = []
         model.h.passModel(model.lp)
-        _, interrupted = self._execute(model, options)
+        with self._watched(model, program, "solving the LP relaxation"):
+            _, interrupted = self._execute(model, options)
         if interrupted:
             raise BackendInterrupted(None)
         if model.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
@@ -141,6 +155,17 @@ class HighsBackend(ThreadedBackend):
         status = model.h.setOptionValue(key, value)
         if status != highspy.HighsStatus.kOk:
             raise ValueError(f"HiGHS answered {status.name} (unknown option, or a value of the wrong type or range)")
+
+    def _observe(self, model: _HighsModel, program: Program, watch: SolverWatch) -> None:
+        def bounds(event: Any) -> None:
+            out = event.data_out
+            watch.found(out.mip_primal_bound, out.mip_dual_bound)
+
+        def improved(event: Any) -> None:
+            watch.found(event.data_out.objective_function_value)
+
+        model.h.cbMipInterrupt.subscribe(bounds)
+        model.h.cbMipImprovingSolution.subscribe(improved)
 
     def _execute(self, model: _HighsModel, options: SolveOptions) -> tuple[Any, bool]:
         model.h.HandleUserInterrupt = True  # highspy's callbacks on: cancelSolve() is acted on
