@@ -1,0 +1,175 @@
+"""``pal-opt partition``: PipeDream's pipeline partitioner on a layer profile.
+
+``pal-opt partition PROFILE --machines M1[,M2...] --bandwidth B1[,B2...] [--straight] [--out OUT.json] [--plot FILE]``
+
+Levels are innermost first (``--machines 4,8``: 8 servers of 4 workers).  Bandwidths are in bytes
+per second.  The summary is printed; ``--out`` writes the full result as JSON (atomically), and
+``--plot`` draws each level's stages with their compute and communication times (needs
+matplotlib).  Bad input: one line on stderr, exit status 2, nothing written.
+
+:func:`add_parser` registers the sub-command on the ``pal-opt`` parser and :func:`run` runs it.
+The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import OptionError
+
+if TYPE_CHECKING:
+    from .partition import PartitionResult
+
+__all__ = ["add_parser", "run"]
+
+
+def _number_list(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
+        values = []
+        for part in text.split(","):
+            try:
+                v = kind(part.strip())
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not {what}: {part.strip()!r}") from None
+            if not (math.isfinite(v) and v > 0):
+                raise argparse.ArgumentTypeError(f"must be positive and finite, got {part.strip()!r}")
+            values.append(v)
+        return values
+
+    return parse
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``partition`` sub-command to ``subparsers`` (from ``add_subparsers``).
+
+    Sets ``func=run`` as the sub-parser's default, so the caller dispatches with
+    ``args.func(args)``.
+    """
+    p = subparsers.add_parser(
+        "partition", help="PipeDream's pipeline partitioner on a layer profile",
+        description="Partition a profiled model into pipeline stages on a machine hierarchy "
+                    "(PipeDream's optimiser): print the optimum time per sample and the stages.",
+    )
+    p.add_argument("profile", metavar="PROFILE", help="PipeDream layer profile (graph.txt)")
+    p.add_argument("--machines", required=True, type=_number_list(int, "an integer"), metavar="M1[,M2...]",
+                   help="workers per level, innermost first (e.g. 4,8: 8 servers of 4 GPUs)")
+    p.add_argument("--bandwidth", required=True, type=_number_list(float, "a number"), metavar="B1[,B2...]",
+                   help="bandwidth per level in bytes per second, innermost first")
+    p.add_argument("--straight", action="store_true", help="straight pipeline: no stage is replicated")
+    p.add_argument("--out", metavar="OUT.json", help="write the result as JSON")
+    p.add_argument("--plot", metavar="FILE", help="draw the stages' compute and communication times (matplotlib)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``pal-opt partition``; returns the exit status (0)."""
+    from .partition import partition
+    from .profile import load_profile
+
+    if len(args.machines) != len(args.bandwidth):
+        raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
+    if args.plot:
+        _check_plot_target(args.plot)
+    result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight)
+    if args.plot:
+        _atomic_write(args.plot, lambda path: _plot(result, path))
+    if args.out:
+        doc = {"profile": os.fspath(args.profile), **result.to_dict()}
+        _atomic_write(args.out, lambda path: _write_text(path, json.dumps(doc, indent=1) + "\n"))
+    for key, value in _summary(args, result):
+        print(f"{key:<8}  {value}")
+    return 0
+
+
+def _summary(args: argparse.Namespace, result: PartitionResult) -> list[tuple[str, str]]:
+    levels = " x ".join(map(str, result.machines))
+    rates = ", ".join(f"{b / 1e9:g} GB/s" for b in result.bandwidths)
+    stages = "  ".join(f"[{s.start}-{s.end})x{s.replicas}" for s in result.stages)
+    lines = [
+        ("profile", f"{args.profile}: {result.num_states} cut states"),
+        ("workers", f"{levels} (innermost first), {rates}" + (", straight" if result.straight else "")),
+        ("time", f"{result.time_per_sample:.9g} s per sample (one worker {result.single_stage_time:.6g} s, "
+                 f"data-parallel {result.data_parallel_time:.6g} s)"),
+        ("stages", f"{result.total_stages}: {stages}"),
+    ]
+    lines += [("wrote", path) for path in (args.out, args.plot) if path]
+    return lines
+
+
+# --------------------------------------------------------------------------- output
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _atomic_write(target: str, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it over ``target``.
+
+    On any failure the temporary file is removed and ``target`` is left as it was.
+    """
+    directory = os.path.dirname(os.path.abspath(target))
+    base = os.path.basename(target)
+    stem, ext = os.path.splitext(base)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".tmp{ext}", dir=directory)
+    os.close(fd)
+    try:
+        write(tmp)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _check_plot_target(path: str) -> None:
+    """Fail early (before any work) if matplotlib is missing or cannot write ``path``'s format."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError as exc:
+        raise OptionError(f"--plot needs matplotlib, which cannot be imported ({exc}); "
+                          "install it with 'pip install matplotlib'") from None
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise OptionError(f"--plot {path}: the file name must end in one of "
+                          f"{', '.join('.' + f for f in sorted(formats))}")
+
+
+def _plot(result: PartitionResult, path: str) -> None:
+    """Stacked bars per level: each stage's compute and communication time per sample."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, axes = plt.subplots(len(result.levels), 1, squeeze=False,
+                             figsize=(max(6.0, 0.5 * len(result.stages) + 3), 2.8 * len(result.levels)))
+    for index, (ax, level) in enumerate(zip(axes[:, 0], result.levels, strict=True)):
+        xs = range(len(level))
+        compute = [s.level_time / s.replicas for s in level]
+        comm = [s.communication_time for s in level]
+        ax.bar(xs, compute, label="compute")
+        ax.bar(xs, comm, bottom=compute, label="data-parallel communication")
+        ax.axhline(result.time_per_sample, color="k", linestyle="--", linewidth=1, label="time per sample")
+        ax.set_xticks(list(xs), [f"{s.start}-{s.end}\nx{s.replicas}" for s in level], fontsize=7)
+        ax.set_ylabel("seconds per sample")
+        ax.set_title(f"level {index + 1}: {result.machines[index]} workers, "
+                     f"{result.bandwidths[index] / 1e9:g} GB/s", fontsize=9)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, format=os.path.splitext(path)[1].lstrip(".").lower())
+    plt.close(fig)
