@@ -14,6 +14,7 @@ The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering cost
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -64,6 +65,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--straight", action="store_true", help="straight pipeline: no stage is replicated")
     p.add_argument("--out", metavar="OUT.json", help="write the result as JSON")
     p.add_argument("--plot", metavar="FILE", help="draw the stages' compute and communication times (matplotlib)")
+    p.add_argument("--engine", choices=("auto", "numpy", "python"), default="auto",
+                   help="how the dynamic program is computed; all give the same result (default auto: "
+                        "pure Python for small problems, which skips importing numpy)")
     p.set_defaults(func=run)
     return p
 
@@ -77,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
     if args.plot:
         _check_plot_target(args.plot)
-    result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight)
+    result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
+                       engine=args.engine)
     if args.plot:
         _atomic_write(args.plot, lambda path: _plot(result, path))
     if args.out:
@@ -114,25 +119,25 @@ def _write_text(path: str, text: str) -> None:
 def _atomic_write(target: str, write: Callable[[str], None]) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it over ``target``.
 
-    On any failure the temporary file is removed and ``target`` is left as it was.
+    On any failure (or an interrupt) the temporary file is removed and ``target`` is left as it
+    was.  (:func:`pal_opt.io.safe.atomic_write_text` does the same for text, but importing
+    :mod:`pal_opt.io` loads pandas, which would double this command's start-up time.)
     """
-    directory = os.path.dirname(os.path.abspath(target))
-    base = os.path.basename(target)
-    stem, ext = os.path.splitext(base)
-    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".tmp{ext}", dir=directory)
+    stem, ext = os.path.splitext(os.path.basename(target))
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".tmp{ext}", dir=os.path.dirname(os.path.abspath(target)))
     os.close(fd)
+    renamed = False
     try:
         write(tmp)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; give it a normal file's mode
         os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        renamed = True
+    finally:
+        if not renamed:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _check_plot_target(path: str) -> None:
@@ -164,7 +169,7 @@ def _plot(result: PartitionResult, path: str) -> None:
         comm = [s.communication_time for s in level]
         ax.bar(xs, compute, label="compute")
         ax.bar(xs, comm, bottom=compute, label="data-parallel communication")
-        ax.axhline(result.time_per_sample, color="k", linestyle="--", linewidth=1, label="time per sample")
+        ax.axhline(result.time_per_sample, color="k", linestyle="--", linewidth=1, label="time per sample (whole pipeline)")
         ax.set_xticks(list(xs), [f"{s.start}-{s.end}\nx{s.replicas}" for s in level], fontsize=7)
         ax.set_ylabel("seconds per sample")
         ax.set_title(f"level {index + 1}: {result.machines[index]} workers, "
