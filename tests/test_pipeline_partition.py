@@ -414,6 +414,18 @@ BAD_OPTIONS = {
 }
 
 
+@pytest.mark.parametrize("where, expected", [("dir", "is a directory"), ("missing/out.json", "no such directory")])
+def test_bad_output_path_exits_2_before_any_work(where: str, expected: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "dir").mkdir()
+    path = tmp_path / "graph.txt"
+    path.write_text(GOOD)
+    assert main(["partition", str(path), "--machines", "2", "--bandwidth", "1e9", "--out", str(tmp_path / where)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and str(tmp_path / where) in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "graph.txt"]
+
+
 @pytest.mark.parametrize("name", list(BAD_OPTIONS))
 def test_bad_options_exit_2_with_one_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     options, expected = BAD_OPTIONS[name]

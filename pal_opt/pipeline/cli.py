@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.machines) != len(args.bandwidth):
         raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
+    for path in (args.out, args.plot):
+        if path:
+            _check_output(path)
     if args.plot:
         _check_plot_target(args.plot)
     result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
@@ -121,11 +124,10 @@ def _atomic_write(target: str, write: Callable[[str], None]) -> None:
 
     On any failure (or an interrupt) the temporary file is removed and ``target`` is left as it
     was.  (:func:`pal_opt.io.safe.atomic_write_text` does the same for text, but importing
-    :mod:`pal_opt.io` loads pandas, which would double this command's start-up time.)
+    :mod:`pal_opt.io` loads pandas, which would double this command's start-up time; the
+    temporary file is made here rather than with :mod:`tempfile` for the same reason.)
     """
-    stem, ext = os.path.splitext(os.path.basename(target))
-    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", suffix=f".tmp{ext}", dir=os.path.dirname(os.path.abspath(target)))
-    os.close(fd)
+    tmp = _create_temporary(target)
     renamed = False
     try:
         write(tmp)
@@ -138,6 +140,31 @@ def _atomic_write(target: str, write: Callable[[str], None]) -> None:
         if not renamed:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _check_output(target: str) -> None:
+    """Fail before any work if ``target`` cannot be an output file."""
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, expected an output file name", target)
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, "cannot write: no such directory", target)
+
+
+def _create_temporary(target: str) -> str:
+    """Create an empty, new file beside ``target`` (``.NAME.PID-N.tmp.EXT``) and return its path."""
+    directory = os.path.dirname(os.path.abspath(target))
+    stem, ext = os.path.splitext(os.path.basename(target))
+    for attempt in range(1000):
+        tmp = os.path.join(directory, f".{stem}.{os.getpid()}-{attempt}.tmp{ext}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        except OSError as exc:  # name the file the user asked for, not the temporary one
+            raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", target) from None
+        return tmp
+    raise FileExistsError(f"cannot create a temporary file beside {target}")  # pragma: no cover
 
 
 def _check_plot_target(path: str) -> None:

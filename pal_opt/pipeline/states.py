@@ -13,7 +13,6 @@ construction linear-ish and free of heavy imports.
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from dataclasses import dataclass
 
@@ -21,8 +20,6 @@ from ..errors import InstanceError
 from .profile import Profile
 
 __all__ = ["StateGraph", "build_states", "MAX_STATES", "bits"]
-
-log = logging.getLogger(__name__)
 
 #: Most cut states accepted.  The partitioner's tables grow with the square of the count and its
 #: inner levels with the cube; PipeDream's published profiles have at most 240 (resnet50).
@@ -130,7 +127,9 @@ def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGrap
     members = [bits(d) for d in downsets]
     lost = len(prepared.layers) - len(bits(_union(downsets)))
     if lost:
-        log.warning("%s: %d layers are in no cut state (not reachable from the first source %s)",
+        import logging  # only here: importing it costs more than building most state graphs
+
+        logging.getLogger(__name__).warning("%s: %d layers are in no cut state (not reachable from the first source %s)",
                     profile.source, lost, prepared.layers[first].id)
     return StateGraph(
         profile=prepared,
