@@ -452,3 +452,13 @@ def test_partition_api_rejects_bad_levels() -> None:
             partition(states, machines, rates)
     with pytest.raises(OptionError, match="engine"):
         partition(states, [2], [1e9], engine="fortran")
+
+
+def test_example_script_pipelining_beats_data_parallel_at_low_bandwidth(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+
+    fast, slow, two_levels = runpy.run_path(str(ROOT / "examples" / "pipeline_partition.py"))["main"]()
+    assert fast.time_per_sample == fast.data_parallel_time and fast.total_stages == 1  # 25 GB/s: replicate all
+    assert slow.time_per_sample < slow.data_parallel_time and slow.total_stages > 1   # 1 GB/s: pipeline
+    assert two_levels.time_per_sample <= two_levels.data_parallel_time
+    assert "cut states" in capsys.readouterr().out
