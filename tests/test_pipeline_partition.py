@@ -462,3 +462,12 @@ def test_example_script_pipelining_beats_data_parallel_at_low_bandwidth(capsys: 
     assert slow.time_per_sample < slow.data_parallel_time and slow.total_stages > 1   # 1 GB/s: pipeline
     assert two_levels.time_per_sample <= two_levels.data_parallel_time
     assert "cut states" in capsys.readouterr().out
+
+
+def test_layers_unreachable_from_the_first_source_are_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # PipeDream starts from the first source only; a second component is never cut (nor counted).
+    text = profile_text([layer_line(x, 1.0) for x in "abcd"], [("a", "b"), ("c", "d")])
+    with caplog.at_level("WARNING", logger="pal_opt.pipeline.states"):
+        states = build_states(parse_profile(text, source="two.txt"))
+    assert [states.profile.layers[v].id for v in states.segment_layers(0, states.n)] == ["a", "b"]
+    assert "two.txt: 2 layers are in no cut state" in caplog.text

@@ -125,7 +125,11 @@ def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGrap
     par = [layer.parameter_bytes for layer in prepared.layers]
     act = [layer.activation_bytes for layer in prepared.layers]
     members = [bits(d) for d in downsets]
-    lost = len(prepared.layers) - len(bits(_union(downsets)))
+    covered = _union(downsets)
+    if downsets[-1] != covered:  # pragma: no cover - the step rule always ends in one state
+        raise InstanceError("the cut states do not end in one state that holds the whole model",
+                            source=profile.source)
+    lost = len(prepared.layers) - len(bits(covered))
     if lost:
         import logging  # only here: importing it costs more than building most state graphs
 
