@@ -149,7 +149,6 @@ class Profile:
         ``__getitem__`` are removed (unused outputs).  Each rule is applied once, to the graph
         as it stands, as PipeDream does.  Layer and edge order are kept.
         """
-        self.topological_order  # noqa: B018 - rejects a cyclic graph before anything else
         drop = {v for v, layer in enumerate(self.layers)
                 if not self.predecessors[v] and layer.description.startswith("Input")}
         out_degree = [sum(1 for w in s if w not in drop) for s in self.successors]
@@ -264,7 +263,7 @@ def parse_profile(text: str, *, source: str = "<memory>") -> Profile:
             raise InstanceError(f"edge from layer {u!r} to itself", source=source, path=f"line {number}")
         edges.append((index[u], index[v]))
     profile = Profile(tuple(layers), tuple(edges), source, tuple(n for n, _, _ in pending))
-    profile.topological_order  # noqa: B018 - rejects a cycle here, where the file is named
+    _ = profile.topological_order  # rejects a cycle here, where the file is named
     return profile
 
 
