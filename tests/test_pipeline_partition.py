@@ -471,3 +471,14 @@ def test_layers_unreachable_from_the_first_source_are_left_out_with_a_warning(ca
         states = build_states(parse_profile(text, source="two.txt"))
     assert [states.profile.layers[v].id for v in states.segment_layers(0, states.n)] == ["a", "b"]
     assert "two.txt: 2 layers are in no cut state" in caplog.text
+
+
+def test_tables_too_large_is_an_option_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pal_opt.pipeline.tables as tables
+
+    states = build_states(parse_profile(chain([1.0] * 10)))
+    assert tables.table_bytes(10, [4, 8], "numpy") < tables.table_bytes(10, [4, 8], "python")
+    assert tables.table_bytes(1000, [1024], "numpy") > tables.MAX_TABLE_BYTES  # about 8 GB: refused
+    monkeypatch.setattr(tables, "MAX_TABLE_BYTES", 1000)
+    with pytest.raises(OptionError, match="tables would take about"):
+        partition(states, [4, 8], [1e10, 1e9])

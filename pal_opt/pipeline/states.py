@@ -197,7 +197,7 @@ def _explore(profile: Profile, start: int, anc: list[int], desc: list[int], extr
                 if t is None:
                     if len(masks) >= max_states:
                         raise InstanceError(f"the layer graph has more than {max_states:,} cut states "
-                                            "(antichains); it is too wide for this partitioner",
+                                            "(antichains); the partitioner's tables would be too large",
                                             source=profile.source)
                     t = ids[nxt] = len(masks)
                     masks.append(nxt)

@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import OptionError
 from .cost import stage_time
 from .states import StateGraph
 
@@ -38,10 +39,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ENGINES",
     "PYTHON_WORK_LIMIT",
+    "MAX_TABLE_BYTES",
     "LevelTable",
     "ArrayTable",
     "ListTable",
     "estimated_work",
+    "table_bytes",
     "solve_levels",
 ]
 
@@ -53,6 +56,8 @@ ENGINES = ("auto", "numpy", "python")
 #: on 16, 3.5 million: 0.21 s), the numpy engine a few ns, and importing numpy about 0.12 s of CPU,
 #: so the two break even near 2-2.5 million.
 PYTHON_WORK_LIMIT: int = 2_500_000
+#: Largest memory the tables may take (:func:`table_bytes`).
+MAX_TABLE_BYTES: int = 4 * 2**30
 #: Elements of the largest temporary array of numpy's (min, max) product (float64: 32 MiB).
 BLOCK_ELEMENTS: int = 1 << 22
 
@@ -110,16 +115,38 @@ def estimated_work(n: int, machines: Sequence[int], straight: bool) -> int:
     return total
 
 
+def table_bytes(n: int, machines: Sequence[int], engine: str) -> int:
+    """Memory the tables of :func:`solve_levels` take at their largest (an estimate, in bytes):
+    per level ``best`` (``rows x n x M``) and the last-stage tables (``M - 1`` of ``n x n / 2``),
+    8 bytes per number with numpy, about 32 with Python lists."""
+    per_number = 8 if engine == "numpy" else 32
+    largest = 0
+    for index, m in enumerate(machines):
+        rows = 1 if index == len(machines) - 1 else n + 1
+        largest = max(largest, rows * n * m + (m - 1) * n * n // (1 if engine == "numpy" else 2))
+    return (largest + 2 * (n + 1) * n) * per_number
+
+
 def solve_levels(states: StateGraph, levels: Sequence[tuple[int, float]], *, straight: bool = False,
                  engine: str = "auto") -> list[LevelTable]:
     """Solve every level, innermost first; each level's ``T`` is the one below's optimum.
 
     ``engine`` is ``"numpy"``, ``"python"`` or ``"auto"`` (numpy when :func:`estimated_work`
     exceeds :data:`PYTHON_WORK_LIMIT`).
+
+    Raises
+    ------
+    OptionError
+        The tables would take more than :data:`MAX_TABLE_BYTES` (:func:`table_bytes`).
     """
     if engine == "auto":
         work = estimated_work(states.n, [m for m, _ in levels], straight)
         engine = "numpy" if work > PYTHON_WORK_LIMIT else "python"
+    size = table_bytes(states.n, [m for m, _ in levels], engine)
+    if size > MAX_TABLE_BYTES:
+        raise OptionError(f"the partitioner's tables would take about {size / 2**30:.1f} GiB for {states.n} cut "
+                          f"states on {' x '.join(str(m) for m, _ in levels)} workers "
+                          f"(limit {MAX_TABLE_BYTES / 2**30:.0f} GiB)")
     kind: type[ArrayTable] | type[ListTable]
     if engine == "numpy":
         kind = ArrayTable
