@@ -482,3 +482,20 @@ def test_tables_too_large_is_an_option_error(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(tables, "MAX_TABLE_BYTES", 1000)
     with pytest.raises(OptionError, match="tables would take about"):
         partition(states, [4, 8], [1e10, 1e9])
+
+
+def test_profiles_and_results_are_immutable_and_compare_by_value() -> None:
+    from pal_opt.pipeline.profile import Layer, Profile
+
+    a, b = Layer("a", "Linear", 1.0, 1.0, 4.0, 0.0), Layer("b", "Linear", 2.0, 0.0, 4.0, 8.0)
+    profile = Profile([a, b], [(0, 1)])
+    assert profile == Profile((a, b), ((0, 1),)) and hash(profile) == hash(Profile((a, b), ((0, 1),)))
+    assert profile.successors == ((1,), ()) and profile.topological_order == (0, 1)
+    with pytest.raises(AttributeError, match="immutable"):
+        profile.layers = ()  # type: ignore[misc]
+    with pytest.raises(InstanceError, match=r"<memory>: edges\[0\]: the layer graph has a cycle through edge a -> b"):
+        Profile([a, b], [(0, 1), (1, 0)])
+    result = partition(profile, [2], [1e10])
+    with pytest.raises(AttributeError):
+        result.time_per_sample = 0.0  # type: ignore[misc]
+    assert result == partition(profile, [2], [1e10])

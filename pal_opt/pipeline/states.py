@@ -14,7 +14,7 @@ construction linear-ish and free of heavy imports.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import InstanceError
 from .profile import Profile
@@ -40,9 +40,8 @@ def bits(mask: int) -> list[int]:
     return out
 
 
-@dataclass(frozen=True)
-class StateGraph:
-    """The cut states of a prepared profile, numbered in a topological order.
+class StateGraph(NamedTuple):
+    """The cut states of a prepared profile, numbered in a topological order (immutable).
 
     Attributes
     ----------
