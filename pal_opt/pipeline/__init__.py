@@ -15,11 +15,16 @@ Examples
 --------
 >>> from pal_opt.pipeline import parse_profile
 >>> from pal_opt.pipeline.partition import partition
->>> line = "node{0} -- Linear -- forward_compute_time={1}, backward_compute_time={1}, activation_size=4.0, parameter_size=0.0"
->>> text = "\\n".join([line.format(1, 3.0), line.format(2, 1.0), line.format(3, 2.0), "\\tnode1 -- node2", "\\tnode2 -- node3"])
+>>> line = ("node{0} -- Linear -- forward_compute_time={1}, backward_compute_time={1}, "
+...         "activation_size=4.0, parameter_size={2}")
+>>> layers = [line.format(1, 3.0, 1e9), line.format(2, 1.0, 0.0), line.format(3, 2.0, 0.0)]
+>>> text = "\\n".join(layers + ["\\tnode1 -- node2", "\\tnode2 -- node3"])
 >>> result = partition(parse_profile(text), machines=[2], bandwidths=[1e10])
 >>> round(result.time_per_sample, 9), [(s.layer_ids, s.replicas) for s in result.stages]
 (0.006, [(('node1',), 1), (('node2', 'node3'), 1)])
+
+Replicating the whole model on both workers would cost ``(12 ms + 4 x 1 GB / (2 x 10 GB/s)) / 2``
+= 106 ms per sample, for node1's 1 GB of weights; a two-stage pipeline costs 6 ms.
 """
 
 from __future__ import annotations

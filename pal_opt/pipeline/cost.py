@@ -55,7 +55,7 @@ def stage_time(compute: Any, parameters: Any, replicas: int, bandwidth: float, d
 
     Examples
     --------
-    >>> stage_time(0.010, 2e8, 2, 25e9)  # 10 ms of compute, 200 MB of weights, 2 replicas
+    >>> round(stage_time(0.010, 2e8, 2, 25e9), 12)  # 10 ms of compute, 200 MB of weights, 2 replicas
     0.013
     >>> stage_time(0.010, 2e8, 1, 25e9)  # one replica: no synchronisation
     0.01
