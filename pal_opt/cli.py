@@ -17,6 +17,8 @@ Commands
     pipe, nor with ``--quiet``.
 ``pal-opt check INSTANCE.json PLACEMENT.json``
     Verify a placement (:func:`pal_opt.check.check`).
+``pal-opt partition PROFILE --machines M1,M2 --bandwidth B1,B2 [--straight] [--out OUT.json]``
+    PipeDream's pipeline partitioner (:mod:`pal_opt.pipeline.cli`).
 ``pal-opt simulate ...``
     Present when :mod:`pal_opt.simulate.cli` provides ``add_parser(subparsers)``; that
     function registers its sub-parser and sets ``func`` (``args -> exit code``) as default.
@@ -131,6 +133,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_topology(isub, sub)
     _add_simulate(sub)
+    _add_partition(sub)
+    return p
+
+
+def _add_partition(sub: Any) -> None:
+    """Register ``pal-opt partition`` (PipeDream's partitioner, :mod:`pal_opt.pipeline.cli`)."""
+    from .pipeline.cli import add_parser as add_partition
+
+    add_partition(sub)
+
+
+def _partition_parser() -> argparse.ArgumentParser:
+    """A parser with only ``partition``: it skips the placement imports, which cost more than a
+    whole partitioning run."""
+    p = _Parser(prog=PROG)
+    _add_partition(p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
     return p
 
 
@@ -487,9 +505,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None, signals: _Signals) -> int:
     try:
-        parser = build_parser()
+        argv = list(argv) if argv is not None else sys.argv[1:]
+        parser = _partition_parser() if argv[:1] == ["partition"] else build_parser()
         try:
-            args = parser.parse_args(list(argv) if argv is not None else None)
+            args = parser.parse_args(argv)
         except _UsageError as exc:
             _error(str(exc))
             return 2

@@ -1,0 +1,207 @@
+"""``pal-opt partition``: PipeDream's pipeline partitioner on a layer profile.
+
+``pal-opt partition PROFILE --machines M1[,M2...] --bandwidth B1[,B2...] [--straight] [--out OUT.json] [--plot FILE]``
+
+Levels are innermost first (``--machines 4,8``: 8 servers of 4 workers).  Bandwidths are in bytes
+per second.  The summary is printed; ``--out`` writes the full result as JSON (atomically), and
+``--plot`` draws each level's stages with their compute and communication times (needs
+matplotlib).  Bad input: one line on stderr, exit status 2, nothing written.
+
+:func:`add_parser` registers the sub-command on the ``pal-opt`` parser and :func:`run` runs it.
+The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering costs nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import json
+import math
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import OptionError
+
+if TYPE_CHECKING:
+    from .partition import PartitionResult
+
+__all__ = ["add_parser", "run"]
+
+
+def _number_list(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
+        values = []
+        for part in text.split(","):
+            try:
+                v = kind(part.strip())
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"not {what}: {part.strip()!r}") from None
+            if not (math.isfinite(v) and v > 0):
+                raise argparse.ArgumentTypeError(f"must be positive and finite, got {part.strip()!r}")
+            values.append(v)
+        return values
+
+    return parse
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``partition`` sub-command to ``subparsers`` (from ``add_subparsers``).
+
+    Sets ``func=run`` as the sub-parser's default, so the caller dispatches with
+    ``args.func(args)``.
+    """
+    p = subparsers.add_parser(
+        "partition", help="PipeDream's pipeline partitioner on a layer profile",
+        description="Partition a profiled model into pipeline stages on a machine hierarchy "
+                    "(PipeDream's optimiser): print the optimum time per sample and the stages.",
+    )
+    p.add_argument("profile", metavar="PROFILE", help="PipeDream layer profile (graph.txt)")
+    p.add_argument("--machines", required=True, type=_number_list(int, "an integer"), metavar="M1[,M2...]",
+                   help="workers per level, innermost first (e.g. 4,8: 8 servers of 4 GPUs)")
+    p.add_argument("--bandwidth", required=True, type=_number_list(float, "a number"), metavar="B1[,B2...]",
+                   help="bandwidth per level in bytes per second, innermost first")
+    p.add_argument("--straight", action="store_true", help="straight pipeline: no stage is replicated")
+    p.add_argument("--out", metavar="OUT.json", help="write the result as JSON")
+    p.add_argument("--plot", metavar="FILE", help="draw the stages' compute and communication times (matplotlib)")
+    p.add_argument("--engine", choices=("auto", "numpy", "python"), default="auto",
+                   help="how the dynamic program is computed; all give the same result (default auto: "
+                        "pure Python for small problems, which skips importing numpy)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``pal-opt partition``; returns the exit status (0)."""
+    from .partition import partition
+    from .profile import load_profile
+
+    if len(args.machines) != len(args.bandwidth):
+        raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
+    for path in (args.out, args.plot):
+        if path:
+            _check_output(path)
+    if args.plot:
+        _check_plot_target(args.plot)
+    result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
+                       engine=args.engine)
+    if args.plot:
+        _atomic_write(args.plot, lambda path: _plot(result, path))
+    if args.out:
+        doc = {"profile": os.fspath(args.profile), **result.to_dict()}
+        _atomic_write(args.out, lambda path: _write_text(path, json.dumps(doc, indent=1) + "\n"))
+    for key, value in _summary(args, result):
+        print(f"{key:<8}  {value}")
+    return 0
+
+
+def _summary(args: argparse.Namespace, result: PartitionResult) -> list[tuple[str, str]]:
+    levels = " x ".join(map(str, result.machines))
+    rates = ", ".join(f"{b / 1e9:g} GB/s" for b in result.bandwidths)
+    stages = "  ".join(f"[{s.start}-{s.end})x{s.replicas}" for s in result.stages)
+    lines = [
+        ("profile", f"{args.profile}: {result.num_states} cut states"),
+        ("workers", f"{levels} (innermost first), {rates}" + (", straight" if result.straight else "")),
+        ("time", f"{result.time_per_sample:.9g} s per sample (one worker {result.single_stage_time:.6g} s, "
+                 f"data-parallel {result.data_parallel_time:.6g} s)"),
+        ("stages", f"{result.total_stages}: {stages}"),
+    ]
+    lines += [("wrote", path) for path in (args.out, args.plot) if path]
+    return lines
+
+
+# --------------------------------------------------------------------------- output
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _atomic_write(target: str, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it over ``target``.
+
+    On any failure (or an interrupt) the temporary file is removed and ``target`` is left as it
+    was.  (:func:`pal_opt.io.safe.atomic_write_text` does the same for text, but importing
+    :mod:`pal_opt.io` loads pandas, which would double this command's start-up time; the
+    temporary file is made here rather than with :mod:`tempfile` for the same reason.)
+    """
+    tmp = _create_temporary(target)
+    renamed = False
+    try:
+        write(tmp)
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; give it a normal file's mode
+        os.replace(tmp, target)
+        renamed = True
+    finally:
+        if not renamed:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _check_output(target: str) -> None:
+    """Fail before any work if ``target`` cannot be an output file."""
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, expected an output file name", target)
+    directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, "cannot write: no such directory", target)
+
+
+def _create_temporary(target: str) -> str:
+    """Create an empty, new file beside ``target`` (``.NAME.PID-N.tmp.EXT``) and return its path."""
+    directory = os.path.dirname(os.path.abspath(target))
+    stem, ext = os.path.splitext(os.path.basename(target))
+    for attempt in range(1000):
+        tmp = os.path.join(directory, f".{stem}.{os.getpid()}-{attempt}.tmp{ext}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        except OSError as exc:  # name the file the user asked for, not the temporary one
+            raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", target) from None
+        return tmp
+    raise FileExistsError(f"cannot create a temporary file beside {target}")  # pragma: no cover
+
+
+def _check_plot_target(path: str) -> None:
+    """Fail early (before any work) if matplotlib is missing or cannot write ``path``'s format."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError as exc:
+        raise OptionError(f"--plot needs matplotlib, which cannot be imported ({exc}); "
+                          "install it with 'pip install matplotlib'") from None
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise OptionError(f"--plot {path}: the file name must end in one of "
+                          f"{', '.join('.' + f for f in sorted(formats))}")
+
+
+def _plot(result: PartitionResult, path: str) -> None:
+    """Stacked bars per level: each stage's compute and communication time per sample."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    fig, axes = plt.subplots(len(result.levels), 1, squeeze=False,
+                             figsize=(max(6.0, 0.5 * len(result.stages) + 3), 2.8 * len(result.levels)))
+    for index, (ax, level) in enumerate(zip(axes[:, 0], result.levels, strict=True)):
+        xs = range(len(level))
+        compute = [s.level_time / s.replicas for s in level]
+        comm = [s.communication_time for s in level]
+        ax.bar(xs, compute, label="compute")
+        ax.bar(xs, comm, bottom=compute, label="data-parallel communication")
+        ax.axhline(result.time_per_sample, color="k", linestyle="--", linewidth=1, label="time per sample (whole pipeline)")
+        ax.set_xticks(list(xs), [f"{s.start}-{s.end}\nx{s.replicas}" for s in level], fontsize=7)
+        ax.set_ylabel("seconds per sample")
+        ax.set_title(f"level {index + 1}: {result.machines[index]} workers, "
+                     f"{result.bandwidths[index] / 1e9:g} GB/s", fontsize=9)
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, format=os.path.splitext(path)[1].lstrip(".").lower())
+    plt.close(fig)

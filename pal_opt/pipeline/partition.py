@@ -1,0 +1,321 @@
+"""PipeDream's hierarchical partitioner: the optimum pipeline of a profiled model on a machine tree.
+
+The model (PipeDream, SOSP'19; described in our words in ``PIPEDREAM_MODEL.md``): workers form
+levels, innermost first (``machines=[4, 8]`` is 8 servers of 4 GPUs), each level with its own
+bandwidth.  A pipeline cuts the model at cut states (:mod:`pal_opt.pipeline.states`) into stages,
+each stage replicated data-parallel over some of the level's workers; a worker of an outer level is
+a whole inner level, which pipelines its segment again.  The time per sample is the slowest
+stage's time; activation transfers are not counted (PipeDream counts them only with an activation
+compression ratio).
+
+The cost model is :func:`~pal_opt.pipeline.cost.stage_time`, shared by every method that prices a
+stage.  The search is a dynamic program over segments, solved level by level
+(:mod:`pal_opt.pipeline.tables`): the best time of a segment on ``m + 1`` workers either
+replicates the whole segment or splits off a last stage on ``w`` workers and recurses on the rest
+with ``m + 1 - w``.  This module reads the stages back from the tables and builds the result.
+
+Only real segments take part (a segment from cut ``p`` to state ``j`` with ``p`` an ancestor of
+``j``), so the answer does not depend on how the states are numbered.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ..errors import OptionError
+from .cost import allreduce_time, stage_time
+from .profile import Profile
+from .states import StateGraph, build_states
+from .tables import ENGINES, LevelTable, solve_levels
+
+__all__ = [
+    "LevelStage",
+    "PipelineStage",
+    "PartitionResult",
+    "stage_time",
+    "allreduce_time",
+    "partition",
+    "MAX_WORKERS_PER_LEVEL",
+]
+
+#: Most workers per level (the tables grow with its square).
+MAX_WORKERS_PER_LEVEL: int = 1024
+
+
+# --------------------------------------------------------------------------- results
+class LevelStage(NamedTuple):
+    """One stage at one level of the machine tree.
+
+    ``start`` and ``end`` are cuts: cut ``c`` lies after state ``c - 1`` (cut 0 is the input, cut
+    ``n`` the end of the model), as PipeDream prints them.  ``compute_time`` is the stage's layers'
+    forward plus backward seconds on one worker; ``level_time`` is its time on one worker of this
+    level (``compute_time`` at the innermost level, the inner pipeline's optimum above);
+    ``communication_time`` is the data-parallel synchronisation term and ``time`` the stage's time
+    per sample (:func:`stage_time`).
+    """
+
+    start: int
+    end: int
+    replicas: int
+    compute_time: float
+    level_time: float
+    communication_time: float
+    time: float
+
+
+class PipelineStage(NamedTuple):
+    """One stage of the whole pipeline (innermost level), with all its replicas.
+
+    ``layers`` is ``(first, last)``, positions in :attr:`PartitionResult.layer_order`, in which
+    every stage is a contiguous run; ``layer_ids`` names them.  ``replicas`` is the total worker
+    count, the product of ``replicas_per_level`` (innermost first).
+    """
+
+    start: int
+    end: int
+    layers: tuple[int, int]
+    layer_ids: tuple[str, ...]
+    replicas: int
+    replicas_per_level: tuple[int, ...]
+    compute_time: float
+
+
+class PartitionResult(NamedTuple):
+    """The optimum of PipeDream's partitioner (:func:`partition`).
+
+    An immutable record, like :class:`LevelStage` and :class:`PipelineStage` (named tuples rather
+    than frozen dataclasses, which would cost a fifth of a small ``pal-opt partition`` run to
+    import and build).
+
+    Attributes
+    ----------
+    time_per_sample
+        The slowest stage's time at the outermost level, seconds per sample: PipeDream's optimum.
+    stages
+        The whole pipeline, first stage first.
+    levels
+        Per level, innermost first, the stages of that level's split (each outer stage's segment is
+        split again by the level below).
+    machines, bandwidths, straight
+        The inputs.
+    num_states
+        Cut states of the profile.
+    single_stage_time
+        The whole model on one worker (seconds per sample).
+    data_parallel_time
+        The whole model replicated on every worker (PipeDream's data-parallel baseline).
+    layer_order
+        Layer ids in an order in which each stage is contiguous (a topological order).
+    """
+
+    time_per_sample: float
+    stages: tuple[PipelineStage, ...]
+    levels: tuple[tuple[LevelStage, ...], ...]
+    machines: tuple[int, ...]
+    bandwidths: tuple[float, ...]
+    straight: bool
+    num_states: int
+    single_stage_time: float
+    data_parallel_time: float
+    layer_order: tuple[str, ...]
+
+    @property
+    def total_stages(self) -> int:
+        """Stages of the whole pipeline."""
+        return len(self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``stages[i]["layers"]`` is ``[first, last]``)."""
+        return {
+            "time_per_sample": self.time_per_sample,
+            "total_stages": self.total_stages,
+            "machines": list(self.machines),
+            "bandwidths": list(self.bandwidths),
+            "straight": self.straight,
+            "num_states": self.num_states,
+            "single_stage_time": self.single_stage_time,
+            "data_parallel_time": self.data_parallel_time,
+            "stages": [
+                {"layers": list(s.layers), "replicas": s.replicas, "states": [s.start, s.end],
+                 "replicas_per_level": list(s.replicas_per_level), "compute_time": s.compute_time,
+                 "layer_ids": list(s.layer_ids)}
+                for s in self.stages
+            ],
+            "levels": [
+                {"machines": m, "bandwidth": b,
+                 "stages": [{"start": s.start, "end": s.end, "replicas": s.replicas,
+                             "compute_time": s.compute_time, "level_time": s.level_time,
+                             "communication_time": s.communication_time, "time": s.time}
+                            for s in level]}
+                for m, b, level in zip(self.machines, self.bandwidths, self.levels, strict=True)
+            ],
+            "layer_order": list(self.layer_order),
+        }
+
+
+# --------------------------------------------------------------------------- reading back
+def _split(table: LevelTable, r: int, j: int, m: int) -> list[tuple[int, int, int]]:
+    """The stages ``(start cut, last state, workers)`` of segment ``(r, j)`` on ``m + 1`` workers.
+
+    Ties go to the whole segment, then to the fewest workers on the last stage, then to the
+    earliest split.  Values are compared exactly: the table holds the same floats.
+    """
+    stages: list[tuple[int, int, int]] = []
+    while True:
+        value = table.best(r, j, m)
+        if value == table.whole(r, j, m):
+            stages.append((r, j, m + 1))
+            break
+        k, w = _last_stage(table, r, j, m, value)
+        stages.append((k + 1, j, w))
+        j, m = k, m - w
+    stages.reverse()
+    return stages
+
+
+def _last_stage(table: LevelTable, r: int, j: int, m: int, value: float) -> tuple[int, int]:
+    """The split ``(k, w)`` whose candidate equals ``value``: the rest ends at state ``k``, the
+    last stage runs on ``w`` workers."""
+    for w in table.widths(m):
+        candidates = table.candidates(r, j, m, w)
+        if value in candidates:
+            return candidates.index(value), w
+    raise RuntimeError(f"no split reproduces segment ({r}, {j}) on {m + 1} workers")  # pragma: no cover
+
+
+def _level_stage(table: LevelTable, states: StateGraph, seg: tuple[int, int, int], first: bool) -> LevelStage:
+    r, j, w = seg
+    divisor = table.divisor if first else 1.0
+    compute = states.cum_time[j] - (states.cum_time[r - 1] if r > 0 else 0.0)
+    comm = float(allreduce_time(table.params(r, j), w, table.bandwidth, divisor)) / w
+    t = float(stage_time(table.time(r, j), table.params(r, j), w, table.bandwidth, divisor))
+    return LevelStage(r, j + 1, w, compute, table.time(r, j), comm, t)
+
+
+# --------------------------------------------------------------------------- the partitioner
+def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths: Sequence[float], *,
+              straight: bool = False, engine: str = "auto") -> PartitionResult:
+    """PipeDream's optimum partition of ``profile`` on a machine hierarchy.
+
+    Parameters
+    ----------
+    profile
+        A profile (:func:`~pal_opt.pipeline.profile.load_profile`) or its cut states
+        (:func:`~pal_opt.pipeline.states.build_states`).
+    machines
+        Workers per level, innermost first (``[8]``: 8 GPUs; ``[4, 8]``: 8 servers of 4).
+    bandwidths
+        Bytes per second per level, innermost first.
+    straight
+        A straight pipeline: no stage is replicated (exactly one stage per worker).
+    engine
+        ``"auto"`` (default), ``"numpy"`` or ``"python"``: how the dynamic program is computed
+        (:func:`~pal_opt.pipeline.tables.solve_levels`).  All give the same floats.
+
+    Returns
+    -------
+    PartitionResult
+
+    Raises
+    ------
+    OptionError
+        Bad machines, bandwidths or engine, or a straight pipeline with more workers than the
+        model has cut points in a chain.
+    """
+    levels = _check_levels(machines, bandwidths)
+    if engine not in ENGINES:
+        raise OptionError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+    states = profile if isinstance(profile, StateGraph) else build_states(profile)
+    tables = solve_levels(states, levels, straight=straight, engine=engine)
+    value = tables[-1].best(0, states.n - 1, tables[-1].machines - 1)
+    if not math.isfinite(value):
+        raise OptionError(f"a straight pipeline on {math.prod(m for m, _ in levels)} workers needs at least as "
+                          f"many cut states in a chain; the profile has {states.n} states")
+    return _result(states, tables, levels, straight, value)
+
+
+def _check_levels(machines: Sequence[int], bandwidths: Sequence[float]) -> list[tuple[int, float]]:
+    machines, bandwidths = list(machines), list(bandwidths)
+    if not machines:
+        raise OptionError("machines: at least one level is needed")
+    if len(machines) != len(bandwidths):
+        raise OptionError(f"machines has {len(machines)} levels but bandwidths has {len(bandwidths)}")
+    levels = []
+    for i, (m, b) in enumerate(zip(machines, bandwidths, strict=True)):
+        try:
+            count = -1 if isinstance(m, bool) else operator.index(m)
+        except TypeError:
+            count = -1
+        if not 1 <= count <= MAX_WORKERS_PER_LEVEL:
+            raise OptionError(f"machines[{i}]: must be an integer from 1 to {MAX_WORKERS_PER_LEVEL}, got {m!r}")
+        try:
+            rate = math.nan if isinstance(b, (bool, str)) else float(b)
+        except (TypeError, ValueError):
+            rate = math.nan
+        if not (math.isfinite(rate) and rate > 0):
+            raise OptionError(f"bandwidths[{i}]: must be a positive finite number (bytes/s), got {b!r}")
+        levels.append((count, rate))
+    return levels
+
+
+def _result(states: StateGraph, tables: list[LevelTable], levels: list[tuple[int, float]], straight: bool,
+            value: float) -> PartitionResult:
+    n = states.n
+    segments: list[tuple[int, int, tuple[int, ...]]] = [(0, n - 1, ())]  # (start cut, last state, outer replicas)
+    per_level: list[tuple[LevelStage, ...]] = []
+    for index in range(len(tables) - 1, -1, -1):
+        table = tables[index]
+        found: list[tuple[int, int, tuple[int, ...]]] = []
+        shown: list[LevelStage] = []
+        for r, j, outer in segments:
+            for pos, seg in enumerate(_split(table, r, j, table.machines - 1)):
+                shown.append(_level_stage(table, states, seg, first=pos == 0))
+                found.append((seg[0], seg[1], (seg[2], *outer)))
+        per_level.append(tuple(shown))
+        segments = found
+    per_level.reverse()
+    stages = _pipeline_stages(states, segments)
+    return PartitionResult(
+        time_per_sample=value,
+        stages=stages,
+        levels=tuple(per_level),
+        machines=tuple(m for m, _ in levels),
+        bandwidths=tuple(b for _, b in levels),
+        straight=straight,
+        num_states=n,
+        single_stage_time=states.cum_time[-1],
+        data_parallel_time=_data_parallel(states, levels),
+        layer_order=tuple(name for stage in stages for name in stage.layer_ids),
+    )
+
+
+def _ordered(states: StateGraph, start: int, end: int) -> list[int]:
+    members = set(states.segment_layers(start, end))
+    return [v for v in states.profile.topological_order if v in members]
+
+
+def _pipeline_stages(states: StateGraph, segments: list[tuple[int, int, tuple[int, ...]]]) -> tuple[PipelineStage, ...]:
+    out: list[PipelineStage] = []
+    offset = 0
+    for r, j, reps in segments:
+        layers = _ordered(states, r, j + 1)
+        compute = states.cum_time[j] - (states.cum_time[r - 1] if r > 0 else 0.0)
+        out.append(PipelineStage(
+            start=r, end=j + 1, layers=(offset, offset + len(layers) - 1),
+            layer_ids=tuple(states.profile.layers[v].id for v in layers),
+            replicas=math.prod(reps), replicas_per_level=reps, compute_time=compute,
+        ))
+        offset += len(layers)
+    return tuple(out)
+
+
+def _data_parallel(states: StateGraph, levels: list[tuple[int, float]]) -> float:
+    """The whole model replicated on every worker, level by level (PipeDream's baseline)."""
+    total, divisor = states.cum_time[-1], 1.0
+    for m, b in levels:
+        total = float(stage_time(total, states.cum_parameter[-1], m, b, divisor))
+        divisor = float(m)
+    return total

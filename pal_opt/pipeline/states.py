@@ -1,0 +1,245 @@
+"""Cut states of a layer graph: PipeDream's antichain DAG, with prefix sums per state.
+
+A *state* is a place where the model can be cut: an antichain of the layer DAG (no member is an
+ancestor of another).  Everything up to and including a state's antichain -- its *down-set*
+``pred*(s)`` -- runs before the cut.  The states are those reached from the antichain holding
+the first source by PipeDream's step rule (:func:`build_states`), joined by an edge from each
+state to each state one step later.  A pipeline stage is the difference of two down-sets: the
+layers after state ``p`` up to state ``j``, where ``p`` is an ancestor of ``j`` in that DAG.
+
+Sets are Python ints used as bitsets (bit ``v`` = layer ``v``, or state ``s``), which keeps the
+construction linear-ish and free of heavy imports.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import NamedTuple
+
+from ..errors import InstanceError
+from .profile import Profile
+
+__all__ = ["StateGraph", "build_states", "MAX_STATES", "bits"]
+
+#: Most cut states accepted.  The partitioner's tables grow with the square of the count and its
+#: inner levels with the cube; PipeDream's published profiles have at most 240 (resnet50).
+MAX_STATES: int = 2000
+
+
+def bits(mask: int) -> list[int]:
+    """The positions of the set bits of ``mask``, lowest first.
+
+    >>> bits(0b10110)
+    [1, 2, 4]
+    """
+    out: list[int] = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+class StateGraph(NamedTuple):
+    """The cut states of a prepared profile, numbered in a topological order (immutable).
+
+    Attributes
+    ----------
+    profile
+        The prepared profile (:meth:`Profile.prepared`) whose layers the bitsets index.
+    antichains
+        Per state, the layers of its antichain (indices into ``profile.layers``, ascending).
+    downsets
+        Per state, the bitset of its down-set ``pred*(s)``.
+    ancestors
+        Per state, the bitset of the states that are its ancestors in the state DAG (strict).
+    cum_time, cum_parameter, cum_activation
+        Per state, the sum over its down-set of compute time (seconds), parameter bytes and
+        activation bytes.  The last state's sums are the whole model's.
+    """
+
+    profile: Profile
+    antichains: tuple[tuple[int, ...], ...]
+    downsets: tuple[int, ...]
+    ancestors: tuple[int, ...]
+    cum_time: tuple[float, ...]
+    cum_parameter: tuple[float, ...]
+    cum_activation: tuple[float, ...]
+
+    @property
+    def n(self) -> int:
+        """Number of states."""
+        return len(self.antichains)
+
+    def is_ancestor(self, p: int, j: int) -> bool:
+        """Whether state ``p`` is a (strict) ancestor of state ``j``."""
+        return bool(self.ancestors[j] >> p & 1)
+
+    def segment_layers(self, start: int, end: int) -> list[int]:
+        """Layers of the stage between cut ``start`` and cut ``end`` (``0 <= start < end <= n``).
+
+        Cut ``c`` lies just after state ``c - 1`` (cut 0 is the model's input), so the stage
+        holds the down-set of state ``end - 1`` minus that of state ``start - 1``.
+        """
+        before = self.downsets[start - 1] if start > 0 else 0
+        return bits(self.downsets[end - 1] & ~before)
+
+
+def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGraph:
+    """The cut states of ``profile`` after PipeDream's preprocessing.
+
+    The rule, from the antichain ``{first source}`` (the first layer in file order without
+    inputs): for each member ``u`` of the current antichain's *augmented* set and each successor
+    ``v`` of ``u`` outside the antichain, if no descendant of ``v`` is in the augmented set,
+    replace ``u`` by ``v`` and keep the maximal members.  The augmented set adds, per antichain
+    member ``a``, every ancestor of ``a`` with an edge to a layer that is neither ``a`` nor an
+    ancestor of ``a``.  States are found breadth first and numbered by a depth-first topological
+    sort of the state DAG (ties in discovery order), so the last state is the whole model when the
+    DAG has one sink.
+
+    Raises
+    ------
+    InstanceError
+        No layer is left after preprocessing, or more than ``max_states`` states.
+    """
+    prepared = profile.prepared()
+    if not prepared.layers:
+        raise InstanceError("no layers are left once Input sources and __getitem__ sinks are removed",
+                            source=profile.source)
+    layer_anc, layer_desc = _closures(prepared)
+    extra = _augmenting_ancestors(prepared, layer_anc)
+    first = next(v for v, p in enumerate(prepared.predecessors) if not p)
+    masks, children = _explore(prepared, 1 << first, layer_anc, layer_desc, extra, max_states)
+    order = _topological(children)
+    renumber = {old: new for new, old in enumerate(order)}
+    ancestors = [0] * len(order)
+    for old in order:  # parents come first, so their ancestor sets are complete
+        s = renumber[old]
+        for child in children[old]:
+            c = renumber[child]
+            ancestors[c] |= ancestors[s] | (1 << s)
+    antichains = tuple(tuple(bits(masks[old])) for old in order)
+    downsets = tuple(_downset(a, layer_anc) for a in antichains)
+    secs = [layer.compute_seconds for layer in prepared.layers]
+    par = [layer.parameter_bytes for layer in prepared.layers]
+    act = [layer.activation_bytes for layer in prepared.layers]
+    members = [bits(d) for d in downsets]
+    covered = _union(downsets)
+    if downsets[-1] != covered:  # pragma: no cover - the step rule always ends in one state
+        raise InstanceError("the cut states do not end in one state that holds the whole model",
+                            source=profile.source)
+    lost = len(prepared.layers) - len(bits(covered))
+    if lost:
+        import logging  # only here: importing it costs more than building most state graphs
+
+        logging.getLogger(__name__).warning("%s: %d layers are in no cut state (not reachable from the first source %s)",
+                    profile.source, lost, prepared.layers[first].id)
+    return StateGraph(
+        profile=prepared,
+        antichains=antichains,
+        downsets=downsets,
+        ancestors=tuple(ancestors),
+        cum_time=tuple(sum(secs[v] for v in m) for m in members),
+        cum_parameter=tuple(sum(par[v] for v in m) for m in members),
+        cum_activation=tuple(sum(act[v] for v in m) for m in members),
+    )
+
+
+def _closures(profile: Profile) -> tuple[list[int], list[int]]:
+    """Per layer, the bitsets of its strict ancestors and strict descendants."""
+    order = profile.topological_order
+    anc = [0] * len(profile.layers)
+    for v in order:
+        for u in profile.predecessors[v]:
+            anc[v] |= anc[u] | (1 << u)
+    desc = [0] * len(profile.layers)
+    for v in reversed(order):
+        for w in profile.successors[v]:
+            desc[v] |= desc[w] | (1 << w)
+    return anc, desc
+
+
+def _augmenting_ancestors(profile: Profile, anc: list[int]) -> list[int]:
+    """Per layer ``a``: its ancestors with an edge to a layer that is neither ``a`` nor an ancestor of ``a``."""
+    succ_mask = [0] * len(profile.layers)
+    for u, out in enumerate(profile.successors):
+        for v in out:
+            succ_mask[u] |= 1 << v
+    extra = []
+    for a, ancestors in enumerate(anc):
+        inside = ancestors | (1 << a)
+        extra.append(sum(1 << p for p in bits(ancestors) if succ_mask[p] & ~inside))
+    return extra
+
+
+def _explore(profile: Profile, start: int, anc: list[int], desc: list[int], extra: list[int],
+             max_states: int) -> tuple[list[int], list[list[int]]]:
+    """Breadth-first search of the antichain DAG: the antichains (bitsets) in discovery order
+    and, per antichain, its next antichains (discovery ids, first-found order, no repeats)."""
+    ids = {start: 0}
+    masks = [start]
+    children: list[list[int]] = [[]]
+    queue = deque([start])
+    while queue:
+        antichain = queue.popleft()
+        s = ids[antichain]
+        augmented = antichain
+        for a in bits(antichain):
+            augmented |= extra[a]
+        for u in bits(augmented):
+            for v in profile.successors[u]:
+                if antichain >> v & 1 or desc[v] & augmented:
+                    continue
+                candidate = (augmented & ~(1 << u)) | (1 << v)
+                nxt = sum(1 << x for x in bits(candidate) if not desc[x] & candidate)
+                t = ids.get(nxt)
+                if t is None:
+                    if len(masks) >= max_states:
+                        raise InstanceError(f"the layer graph has more than {max_states:,} cut states "
+                                            "(antichains); the partitioner's tables would be too large",
+                                            source=profile.source)
+                    t = ids[nxt] = len(masks)
+                    masks.append(nxt)
+                    children.append([])
+                    queue.append(nxt)
+                if t not in children[s]:
+                    children[s].append(t)
+    return masks, children
+
+
+def _topological(children: list[list[int]]) -> list[int]:
+    """Depth-first topological order: roots in id order, children in list order, each node
+    placed before everything it reaches (reverse post-order)."""
+    seen = [False] * len(children)
+    post: list[int] = []
+    for root in range(len(children)):
+        if seen[root]:
+            continue
+        seen[root] = True
+        stack = [(root, iter(children[root]))]
+        while stack:
+            node, it = stack[-1]
+            for child in it:
+                if not seen[child]:
+                    seen[child] = True
+                    stack.append((child, iter(children[child])))
+                    break
+            else:
+                stack.pop()
+                post.append(node)
+    post.reverse()
+    return post
+
+
+def _downset(antichain: tuple[int, ...], anc: list[int]) -> int:
+    mask = 0
+    for a in antichain:
+        mask |= anc[a] | (1 << a)
+    return mask
+
+
+def _union(masks: tuple[int, ...]) -> int:
+    out = 0
+    for m in masks:
+        out |= m
+    return out

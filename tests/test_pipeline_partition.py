@@ -1,0 +1,501 @@
+"""PipeDream's partitioner (:mod:`pal_opt.pipeline`).
+
+* The 28 reference cases computed by the authors' optimiser (``../shared/reference/pipedream``;
+  skipped when ``../shared`` is absent): same optimum to 1e-6, a consistent partition, and the
+  numpy and pure-Python engines bit-identical.
+* Hand-checked tiny profiles, and the cut states of a diamond worked out by hand.
+* A brute force over every partition (every chain of cut states and every split of the workers,
+  at every level) on random chains and small DAGs (hypothesis), against the dynamic program.
+* Bad input: one line on stderr, exit status 2, no output file.
+* ``examples/data/tinynet_graph.txt``, our own small profile in the same format.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pal_opt.cli import main
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.pipeline.cost import stage_time
+from pal_opt.pipeline.partition import PartitionResult, partition
+from pal_opt.pipeline.profile import load_profile, parse_profile
+from pal_opt.pipeline.states import StateGraph, build_states
+from pal_opt.pipeline.tables import estimated_work
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "data" / "tinynet_graph.txt"
+SHARED = ROOT.parent / "shared"
+CASES = sorted((SHARED / "reference" / "pipedream").glob("*.json"))
+
+_SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def layer_line(name: str, fwd: float, bwd: float = 0.0, params: float = 0.0, desc: str = "Linear",
+               act: str = "4.0") -> str:
+    return (f"{name} -- {desc} -- forward_compute_time={fwd}, backward_compute_time={bwd}, "
+            f"activation_size={act}, parameter_size={params}")
+
+
+def profile_text(layers: list[str], edges: list[tuple[str, str]]) -> str:
+    return "\n".join(layers + [f"\t{u} -- {v}" for u, v in edges]) + "\n"
+
+
+def chain(times_ms: list[float], params: list[float] | None = None) -> str:
+    params = params or [0.0] * len(times_ms)
+    names = [f"node{i + 1}" for i in range(len(times_ms))]
+    return profile_text([layer_line(n, t, 0.0, p) for n, t, p in zip(names, times_ms, params, strict=True)],
+                        list(itertools.pairwise(names)))
+
+
+# --------------------------------------------------------------------------- invariants
+def check_consistent(result: PartitionResult, states: StateGraph) -> None:
+    """The stages tile the model, use every worker, and the outermost level prices to the optimum."""
+    cuts = [(s.start, s.end) for s in result.stages]
+    assert cuts[0][0] == 0 and cuts[-1][1] == states.n
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))
+    assert sum(s.replicas for s in result.stages) == math.prod(result.machines)
+    assert all(s.replicas == math.prod(s.replicas_per_level) for s in result.stages)
+    assert max(s.time for s in result.levels[-1]) == result.time_per_sample
+    for index, (level, m) in enumerate(zip(result.levels, result.machines, strict=True)):
+        groups = len(result.levels[index + 1]) if index + 1 < len(result.levels) else 1
+        assert sum(s.replicas for s in level) == m * groups  # each outer stage's segment uses all m
+    positions = [i for s in result.stages for i in range(s.layers[0], s.layers[1] + 1)]
+    assert positions == list(range(len(result.layer_order)))
+    assert len(set(result.layer_order)) == len(result.layer_order) == len(states.profile.layers)
+    if result.straight:
+        assert all(s.replicas == 1 for s in result.stages) and result.total_stages == math.prod(result.machines)
+
+
+# --------------------------------------------------------------------------- the authors' cases
+@functools.cache
+def reference_states(profile: str) -> StateGraph:
+    return build_states(load_profile(SHARED / "data" / "pipedream-profiles" / profile))
+
+
+def _case(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        pytest.skip(f"shared data not available at {SHARED}")
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_reference_case_matches_the_authors_optimum(path: Path) -> None:
+    case = _case(path)
+    states = reference_states(case["profile"])
+    result = partition(states, case["machines_per_level"], case["bandwidths"], straight=case["straight_pipeline"])
+    assert math.isclose(result.time_per_sample, case["expected"]["time_per_sample"], rel_tol=1e-6)
+    assert math.isclose(result.single_stage_time, case["expected"]["single_stage_time"], rel_tol=1e-9)
+    check_consistent(result, states)
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_reference_case_engines_agree_exactly(path: Path) -> None:
+    case = _case(path)
+    states = reference_states(case["profile"])
+    if estimated_work(states.n, case["machines_per_level"], case["straight_pipeline"]) > 5_000_000:
+        pytest.skip("the pure-Python engine takes seconds here; covered by the smaller cases")
+    args = (states, case["machines_per_level"], case["bandwidths"])
+    a = partition(*args, straight=case["straight_pipeline"], engine="numpy")
+    b = partition(*args, straight=case["straight_pipeline"], engine="python")
+    assert a == b
+
+
+def test_reference_cases_are_all_there() -> None:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not available at {SHARED}")
+    assert len(CASES) == 28
+
+
+def test_reference_state_counts() -> None:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not available at {SHARED}")
+    counts = {m: reference_states(f"{m}/graph.txt").n for m in ("alexnet", "vgg16", "gnmt", "resnet50")}
+    assert counts == {"alexnet": 22, "vgg16": 40, "gnmt": 99, "resnet50": 240}  # the authors' "end" cuts
+
+
+# --------------------------------------------------------------------------- by hand
+def test_three_layer_chain_by_hand() -> None:
+    # 3, 1 and 2 ms; no parameters.  Two workers: replicate everything, (3 + 1 + 2) / 2 = 3 ms,
+    # ties with [3] | [1, 2] = max(3, 3); the whole segment wins the tie.
+    result = partition(parse_profile(chain([3.0, 1.0, 2.0])), [2], [1e9])
+    assert result.time_per_sample == pytest.approx(0.003)
+    assert [(s.layer_ids, s.replicas) for s in result.stages] == [(("node1", "node2", "node3"), 2)]
+    # Three workers, straight: one layer per stage, 3 ms.  Not straight: (6 / 3) = 2 ms.
+    assert partition(parse_profile(chain([3.0, 1.0, 2.0])), [3], [1e9], straight=True).time_per_sample == pytest.approx(0.003)
+    assert partition(parse_profile(chain([3.0, 1.0, 2.0])), [3], [1e9]).time_per_sample == pytest.approx(0.002)
+
+
+def test_parameters_make_replication_expensive() -> None:
+    # layer 2 holds 1 GB of weights at 1 GB/s: replicating it on 2 workers costs 4*1*1e9/(1e9*2) = 2 s of
+    # synchronisation, so the best on 3 workers keeps it alone: [10 ms layer 1 on 2 workers] | [layer 2 on 1].
+    text = chain([10.0, 4.0], params=[0.0, 1e9])
+    result = partition(parse_profile(text), [3], [1e9])
+    assert result.time_per_sample == pytest.approx(0.005)
+    assert [(s.layer_ids, s.replicas) for s in result.stages] == [(("node1",), 2), (("node2",), 1)]
+    assert result.levels[0][1].time == pytest.approx(0.004)
+    # the same two layers replicated together: (14 ms + 2 s) / 2 per sample
+    assert stage_time(0.014, 1e9, 2, 1e9) == pytest.approx((0.014 + 2.0) / 2)
+
+
+def test_two_levels_by_hand() -> None:
+    # 2 servers x 2 workers, no parameters: the 8 ms chain runs at 8 / 4 = 2 ms per sample.
+    result = partition(parse_profile(chain([4.0, 2.0, 2.0])), [2, 2], [1e10, 1e9])
+    assert result.time_per_sample == pytest.approx(0.002)
+    assert sum(s.replicas for s in result.stages) == 4
+    assert [len(level) for level in result.levels][-1] >= 1
+
+
+def test_diamond_states_by_hand() -> None:
+    # a -> b, a -> c, b -> d, c -> d: the cuts are {a}, {b}, {c}, {b, c}, {d}; the depth-first
+    # numbering visits {c} before {b} (reverse post-order from {a}, children in discovery order).
+    text = profile_text([layer_line(x, 1.0) for x in "abcd"], [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    states = build_states(parse_profile(text))
+    names = [tuple(states.profile.layers[v].id for v in a) for a in states.antichains]
+    assert names == [("a",), ("c",), ("b",), ("b", "c"), ("d",)]
+    assert states.cum_time == pytest.approx((0.001, 0.002, 0.002, 0.003, 0.004))
+    assert not states.is_ancestor(1, 2) and not states.is_ancestor(2, 1)
+    assert states.is_ancestor(1, 3) and states.is_ancestor(2, 3) and states.is_ancestor(0, 4)
+    assert [states.profile.layers[v].id for v in states.segment_layers(2, 5)] == ["b", "d"]  # after {c}
+
+
+def test_preprocessing_drops_inputs_and_unused_getitems() -> None:
+    text = profile_text(
+        [layer_line("in", 50.0, desc="Input"), layer_line("x", 1.0), layer_line("g0", 0.0, desc="__getitem__(0)"),
+         layer_line("g1", 0.0, desc="__getitem__(1)"), layer_line("y", 2.0)],
+        [("in", "x"), ("x", "g0"), ("x", "g1"), ("g0", "y")],
+    )
+    prepared = parse_profile(text).prepared()
+    assert [layer.id for layer in prepared.layers] == ["x", "g0", "y"]  # g1 is an unused sink; g0 feeds y
+    assert partition(parse_profile(text), [1], [1e9]).time_per_sample == pytest.approx(0.003)
+
+
+# --------------------------------------------------------------------------- brute force
+def brute_force(states: StateGraph, levels: list[tuple[int, float]], straight: bool) -> float:
+    """The best time per sample over every partition, enumerated (no dynamic program).
+
+    A segment ``(p, j)`` runs after state ``p`` (``-1``: the input) up to state ``j``, with ``p``
+    an ancestor of ``j``.  At each level a segment is cut into consecutive real segments; each gets
+    ``w >= 1`` workers (exactly 1 in a straight pipeline), the workers summing to the level's
+    count.  The first stage of a segment pays its synchronisation divided by the inner level's
+    worker count, the others not (PipeDream's recurrence).  A stage's time at level 1 is its
+    compute; above, the level below's best for that segment.
+    """
+    n = states.n
+
+    def real(p: int, j: int) -> bool:
+        return p == -1 or states.is_ancestor(p, j)
+
+    def compute(p: int, j: int) -> float:
+        return states.cum_time[j] - (states.cum_time[p] if p >= 0 else 0.0)
+
+    def params(p: int, j: int) -> float:
+        return states.cum_parameter[j] - (states.cum_parameter[p] if p >= 0 else 0.0)
+
+    def cut_chains(p: int, j: int) -> list[list[int]]:
+        """Every sequence p < c1 < ... < j of states, each real after the previous."""
+        out = [[j]] if real(p, j) else []
+        for c in range(p + 1, j):
+            if real(p, c):
+                out += [[c, *rest] for rest in cut_chains(c, j)]
+        return out
+
+    @functools.cache
+    def best(level: int, p: int, j: int) -> float:
+        m, b = levels[level]
+        divisor = float(levels[level - 1][0]) if level > 0 else 1.0
+        value = math.inf
+        for ends in cut_chains(p, j):
+            segments = list(zip([p, *ends[:-1]], ends, strict=True))
+            if straight and len(segments) != m:
+                continue
+            shares = [(1,) * m] if straight else compositions(m, len(segments))
+            for workers in shares:
+                stage_times = [
+                    stage_time(best(level - 1, s, e) if level else compute(s, e), params(s, e), w, b,
+                               divisor if i == 0 else 1.0)
+                    for i, ((s, e), w) in enumerate(zip(segments, workers, strict=True))
+                ]
+                value = min(value, max(stage_times))
+        return value
+
+    return best(len(levels) - 1, -1, n - 1)
+
+
+def compositions(total: int, parts: int) -> list[tuple[int, ...]]:
+    """Every way to write ``total`` as an ordered sum of ``parts`` positive integers."""
+    if parts > total:
+        return []
+    return [tuple(b - a for a, b in zip((0, *cuts), (*cuts, total), strict=True))
+            for cuts in itertools.combinations(range(1, total), parts - 1)]
+
+
+def test_compositions() -> None:
+    assert compositions(4, 2) == [(1, 3), (2, 2), (3, 1)]
+    assert compositions(2, 3) == []
+
+
+TIMES = st.sampled_from([0.0, 0.5, 1.0, 1.0, 2.0, 3.5, 7.0, 12.25])
+PARAMS = st.sampled_from([0.0, 0.0, 1e6, 5e7, 2e8, 1e9])
+RATES = st.sampled_from([1e9, 1.25e9, 1e10, 2.5e10])
+
+
+@st.composite
+def small_dags(draw: Any, max_layers: int = 6) -> str:
+    """A small layer DAG in graph.txt form: a chain, or random forward edges from a spine."""
+    n = draw(st.integers(1, max_layers))
+    names = [f"node{i + 1}" for i in range(n)]
+    layers = [layer_line(x, draw(TIMES), draw(TIMES), draw(PARAMS)) for x in names]
+    edges = [(names[i], names[i + 1]) for i in range(n - 1)]  # a spine keeps everything reachable
+    if draw(st.booleans()):
+        edges += [(names[i], names[j]) for i in range(n) for j in range(i + 2, n) if draw(st.booleans())]
+        if n >= 3 and draw(st.booleans()):  # a parallel branch off the spine: node1 -> node3 without node2
+            edges = [e for e in edges if e != (names[1], names[2])] + [(names[0], names[2])]
+            edges = list(dict.fromkeys(edges))
+    return profile_text(layers, edges)
+
+
+@st.composite
+def machine_trees(draw: Any) -> tuple[list[tuple[int, float]], bool]:
+    depth = draw(st.integers(1, 2))
+    machines = [draw(st.integers(1, 4 if depth == 1 else 3)) for _ in range(depth)]
+    return [(m, draw(RATES)) for m in machines], draw(st.booleans())
+
+
+@st.composite
+def wide_two_levels(draw: Any) -> tuple[list[tuple[int, float]], bool]:
+    """Two levels with several outer workers, so that a stage after the first one is replicated
+    at the outer level (where PipeDream does not divide its synchronisation by the inner count)."""
+    return [(draw(st.integers(2, 3)), draw(RATES)), (draw(st.integers(3, 4)), draw(RATES))], False
+
+
+@settings(max_examples=300, **_SET)  # type: ignore[arg-type]
+@given(small_dags(), machine_trees())
+def test_dynamic_program_matches_brute_force(text: str, tree: tuple[list[tuple[int, float]], bool]) -> None:
+    check_against_brute_force(text, tree)
+
+
+@settings(max_examples=150, **_SET)  # type: ignore[arg-type]
+@given(small_dags(max_layers=4), wide_two_levels())
+def test_dynamic_program_matches_brute_force_on_two_levels(text: str, tree: tuple[list[tuple[int, float]], bool]) -> None:
+    check_against_brute_force(text, tree)
+
+
+def check_against_brute_force(text: str, tree: tuple[list[tuple[int, float]], bool]) -> None:
+    levels, straight = tree
+    states = build_states(parse_profile(text))
+    expected = brute_force(states, levels, straight)
+    machines, rates = [m for m, _ in levels], [b for _, b in levels]
+    if not math.isfinite(expected):  # a straight pipeline longer than the model
+        with pytest.raises(OptionError, match="straight pipeline"):
+            partition(states, machines, rates, straight=True)
+        return
+    for engine in ("numpy", "python"):
+        result = partition(states, machines, rates, straight=straight, engine=engine)
+        assert result.time_per_sample == pytest.approx(expected, rel=1e-12, abs=0.0)
+        check_consistent(result, states)
+
+
+# --------------------------------------------------------------------------- the example profile
+def test_example_profile_reads_and_partitions() -> None:
+    profile = load_profile(EXAMPLE)
+    assert len(profile.layers) == 15
+    states = build_states(profile)
+    assert [layer.id for layer in states.profile.layers if layer.id in ("node1", "node14")] == []  # Input, unused getitem
+    assert states.n == 16
+    assert states.cum_time[-1] == pytest.approx(0.044228)
+    for machines, rates in (([4], [1e10]), ([2, 2], [2.5e10, 1.25e9]), ([4], [1e9])):
+        result = partition(states, machines, rates)
+        check_consistent(result, states)
+        if len(machines) == 1:
+            assert result.time_per_sample == pytest.approx(brute_force(states, list(zip(machines, rates, strict=True)), False))
+
+
+def test_cli_writes_json_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, png = tmp_path / "out.json", tmp_path / "stages.png"
+    args = ["partition", str(EXAMPLE), "--machines", "2,2", "--bandwidth", "2.5e10,1.25e9", "--out", str(out)]
+    pytest.importorskip("matplotlib")
+    assert main([*args, "--plot", str(png)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["time_per_sample"] == partition(load_profile(EXAMPLE), [2, 2], [2.5e10, 1.25e9]).time_per_sample
+    assert [s["replicas"] for s in doc["stages"]] and all(len(s["layers"]) == 2 for s in doc["stages"])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "wrote" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "stages.png"]  # no temporary left
+
+
+def test_cli_as_a_process_is_deterministic(tmp_path: Path) -> None:
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"{i}.json"
+        proc = subprocess.run([sys.executable, "-m", "pal_opt.cli", "partition", str(EXAMPLE), "--machines", "4",
+                               "--bandwidth", "1e9", "--out", str(out)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
+
+
+def test_partition_is_listed_in_the_full_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert "partition" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- bad input
+GOOD = chain([1.0, 2.0, 3.0])
+BAD_PROFILES = {
+    "empty": ("", "no layer lines"),
+    "garbage": ("hello world\n", "line 1: malformed layer line"),
+    "bad number": (GOOD.replace("forward_compute_time=2.0", "forward_compute_time=abc"), "line 2: forward_compute_time: not a number"),
+    "negative": (GOOD.replace("parameter_size=0.0", "parameter_size=-1", 1), "line 1: parameter_size: must be a finite number >= 0"),
+    "nan": (GOOD.replace("backward_compute_time=0.0", "backward_compute_time=nan", 1), "line 1: backward_compute_time: must be"),
+    "unknown field": (GOOD.replace("activation_size", "activation_bytes", 1), "line 1: unexpected field"),
+    "missing field": (GOOD.replace(", parameter_size=0.0", "", 1), "line 1: missing field parameter_size"),
+    "duplicate field": (GOOD.replace("parameter_size=0.0", "parameter_size=0.0, parameter_size=1.0", 1), "line 1: field parameter_size given twice"),
+    "unclosed list": (GOOD.replace("activation_size=4.0", "activation_size=[4.0; 5.0", 1), "line 1: activation_size: unclosed list"),
+    "duplicate layer": (GOOD.replace("node3 --", "node1 --", 1), "line 3: layer 'node1' declared twice"),
+    "undeclared edge end": (GOOD + "\tnode3 -- node9\n", "line 6: edge names layer 'node9'"),
+    "self loop": (GOOD + "\tnode2 -- node2\n", "line 6: edge from layer 'node2' to itself"),
+    "cycle": (GOOD + "\tnode3 -- node1\n", "the layer graph has a cycle"),
+    "bad edge": (GOOD + "\tnode1 -> node2\n", "line 6: malformed edge line"),
+    "only inputs": (layer_line("node1", 1.0, desc="Input") + "\n", "no layers are left"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_PROFILES))
+def test_bad_profile_exits_2_with_one_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text, expected = BAD_PROFILES[name]
+    path = tmp_path / "graph.txt"
+    path.write_text(text)
+    out = tmp_path / "out.json"
+    assert main(["partition", str(path), "--machines", "2", "--bandwidth", "1e9", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == ""
+    assert lines[0].startswith(f"pal-opt: error: {path}: ") and expected in lines[0], lines[0]
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
+
+
+def test_bad_profile_raises_instance_error_naming_the_line() -> None:
+    with pytest.raises(InstanceError) as info:
+        parse_profile(GOOD.replace("forward_compute_time=3.0", "forward_compute_time=inf"), source="g.txt")
+    assert info.value.source == "g.txt" and info.value.path == "line 3"
+
+
+@pytest.mark.parametrize("data, expected", [(b"\x00\x01", "binary"), (b"node1 -- \xff\xfe", "not valid UTF-8")])
+def test_unreadable_profiles(data: bytes, expected: str, tmp_path: Path) -> None:
+    path = tmp_path / "graph.txt"
+    path.write_bytes(data)
+    with pytest.raises(InstanceError, match=expected):
+        load_profile(path)
+
+
+BAD_OPTIONS = {
+    "zero machines": (["--machines", "0", "--bandwidth", "1e9"], "must be positive"),
+    "not an integer": (["--machines", "2.5", "--bandwidth", "1e9"], "not an integer"),
+    "negative bandwidth": (["--machines", "2", "--bandwidth", "-1"], "must be positive"),
+    "infinite bandwidth": (["--machines", "2", "--bandwidth", "inf"], "must be positive and finite"),
+    "nan bandwidth": (["--machines", "2", "--bandwidth", "nan"], "must be positive and finite"),
+    "level count": (["--machines", "2,2", "--bandwidth", "1e9"], "--machines gives 2 levels but --bandwidth gives 1"),
+    "too many workers": (["--machines", "5000", "--bandwidth", "1e9"], "machines[0]: must be an integer from 1 to"),
+    "straight too long": (["--machines", "4", "--bandwidth", "1e9", "--straight"], "straight pipeline on 4 workers"),
+    "plot format": (["--machines", "2", "--bandwidth", "1e9", "--plot", "x.nope"], "--plot x.nope: the file name must end in"),
+    "missing profile": (["--machines", "2", "--bandwidth", "1e9"], "No such file"),
+}
+
+
+@pytest.mark.parametrize("where, expected", [("dir", "is a directory"), ("missing/out.json", "no such directory")])
+def test_bad_output_path_exits_2_before_any_work(where: str, expected: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "dir").mkdir()
+    path = tmp_path / "graph.txt"
+    path.write_text(GOOD)
+    assert main(["partition", str(path), "--machines", "2", "--bandwidth", "1e9", "--out", str(tmp_path / where)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and str(tmp_path / where) in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "graph.txt"]
+
+
+@pytest.mark.parametrize("name", list(BAD_OPTIONS))
+def test_bad_options_exit_2_with_one_line(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    options, expected = BAD_OPTIONS[name]
+    if name == "plot format":
+        pytest.importorskip("matplotlib")
+    path = tmp_path / "graph.txt"
+    if name != "missing profile":
+        path.write_text(GOOD)
+    out = tmp_path / "out.json"
+    assert main(["partition", str(path), *options, "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "" and "Traceback" not in captured.err
+    assert lines[0].startswith("pal-opt") and expected in lines[0], lines[0]
+    assert not out.exists()
+
+
+def test_partition_api_rejects_bad_levels() -> None:
+    states = build_states(parse_profile(GOOD))
+    for machines, rates, match in (([], [], "at least one level"), ([2], [1e9, 1e9], "levels"),
+                                   ([True], [1e9], r"machines\[0\]"), ([2], ["fast"], r"bandwidths\[0\]"),
+                                   ([2], [0.0], r"bandwidths\[0\]")):
+        with pytest.raises(OptionError, match=match):
+            partition(states, machines, rates)
+    with pytest.raises(OptionError, match="engine"):
+        partition(states, [2], [1e9], engine="fortran")
+
+
+def test_example_script_pipelining_beats_data_parallel_at_low_bandwidth(capsys: pytest.CaptureFixture[str]) -> None:
+    import runpy
+
+    fast, slow, two_levels = runpy.run_path(str(ROOT / "examples" / "pipeline_partition.py"))["main"]()
+    assert fast.time_per_sample == fast.data_parallel_time and fast.total_stages == 1  # 25 GB/s: replicate all
+    assert slow.time_per_sample < slow.data_parallel_time and slow.total_stages > 1   # 1 GB/s: pipeline
+    assert two_levels.time_per_sample <= two_levels.data_parallel_time
+    assert "cut states" in capsys.readouterr().out
+
+
+def test_layers_unreachable_from_the_first_source_are_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    # PipeDream starts from the first source only; a second component is never cut (nor counted).
+    text = profile_text([layer_line(x, 1.0) for x in "abcd"], [("a", "b"), ("c", "d")])
+    with caplog.at_level("WARNING", logger="pal_opt.pipeline.states"):
+        states = build_states(parse_profile(text, source="two.txt"))
+    assert [states.profile.layers[v].id for v in states.segment_layers(0, states.n)] == ["a", "b"]
+    assert "two.txt: 2 layers are in no cut state" in caplog.text
+
+
+def test_tables_too_large_is_an_option_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pal_opt.pipeline.tables as tables
+
+    states = build_states(parse_profile(chain([1.0] * 10)))
+    assert tables.table_bytes(10, [4, 8], "numpy") < tables.table_bytes(10, [4, 8], "python")
+    assert tables.table_bytes(1000, [1024], "numpy") > tables.MAX_TABLE_BYTES  # about 8 GB: refused
+    monkeypatch.setattr(tables, "MAX_TABLE_BYTES", 1000)
+    with pytest.raises(OptionError, match="tables would take about"):
+        partition(states, [4, 8], [1e10, 1e9])
+
+
+def test_profiles_and_results_are_immutable_and_compare_by_value() -> None:
+    from pal_opt.pipeline.profile import Layer, Profile
+
+    a, b = Layer("a", "Linear", 1.0, 1.0, 4.0, 0.0), Layer("b", "Linear", 2.0, 0.0, 4.0, 8.0)
+    profile = Profile([a, b], [(0, 1)])
+    assert profile == Profile((a, b), ((0, 1),)) and hash(profile) == hash(Profile((a, b), ((0, 1),)))
+    assert profile.successors == ((1,), ()) and profile.topological_order == (0, 1)
+    with pytest.raises(AttributeError, match="immutable"):
+        profile.layers = ()  # type: ignore[misc]
+    with pytest.raises(InstanceError, match=r"<memory>: edges\[0\]: the layer graph has a cycle through edge a -> b"):
+        Profile([a, b], [(0, 1), (1, 0)])
+    result = partition(profile, [2], [1e10])
+    with pytest.raises(AttributeError):
+        result.time_per_sample = 0.0  # type: ignore[misc]
+    assert result == partition(profile, [2], [1e10])
