@@ -399,7 +399,7 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["generate", "--nodes", "0", "--gpus-per-node", "2", "--jobs", "1"], "argument --nodes: must be >= 1"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--locality-penalty", "nan"], "argument --locality-penalty: must be finite"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--racks", "5", "-o", "{out}"], "racks must not exceed nodes"),
-        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1"], "the following arguments are required: -o/--output"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1"], "the following arguments are required: -o/--out/--output"),
         (["solve", "{inst}", "--method", "best"], "argument --method: invalid choice: 'best'"),
         (["solve", "{inst}", "--method", "random", "--backend", "highs"], "backend"),
         (["solve", "{inst}", "--method", "packed", "--gap", "0.01"], "gap"),

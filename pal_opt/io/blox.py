@@ -264,7 +264,9 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, na
     state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)})
     jobs = _with_placements(jt, held, gt.source)
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source)
-    return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
+    instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
+    jt.warn()  # the round is good: now its warnings (bad input gives one line, no warning)
+    return instance
 
 
 def _gpu_states(gt: GpuTable, queued: dict[str, int]) -> tuple[np.ndarray, dict[int, list[int]]]:

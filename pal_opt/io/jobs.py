@@ -56,6 +56,14 @@ class JobTable:
     source: str
 
     row_label: str = "line"
+    #: warnings about jobs needing more GPUs than the cluster has (kept: they are unplaceable),
+    #: logged by :meth:`warn` once the round built from the table is known to be good
+    oversized: tuple[str, ...] = ()
+
+    def warn(self) -> None:
+        """Log the table's warnings (call once the round is built: bad input gives one line)."""
+        for message in self.oversized:
+            log.warning("%s", message)
 
     def error(self, index: int, message: str, column: str | None = None) -> InstanceError:
         where = f"{self.row_label} {self.lines[index]}" + (f", column {column}" if column else "")
@@ -117,6 +125,7 @@ def parse_jobs(
     lines: list[int] = []
     running: list[bool | None] = []
     seen: dict[str, int] = {}
+    oversized: list[str] = []
     for line, f in t.rows:
         jid = t.ident(line, c_id, f[c_id])
         key = str(jid)
@@ -125,8 +134,8 @@ def parse_jobs(
         seen[key] = line
         demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
         if max_gpus is not None and demand > max_gpus:  # kept: a fact of the queue, reported as unplaceable
-            log.warning("%s: line %d: job %r needs %d GPUs but the cluster has %d; kept in the queue, it cannot "
-                        "be placed", t.source, line, jid, demand, max_gpus)
+            oversized.append(f"{t.source}: line {line}: job {jid!r} needs {demand} GPUs but the cluster has "
+                             f"{max_gpus}; kept in the queue, it cannot be placed")
         model = f[c_mod] if c_mod is not None and f[c_mod] else None
         perfclass = f[c_cls] if c_cls is not None and f[c_cls] else None
         if perfclass is None:
@@ -157,4 +166,4 @@ def parse_jobs(
         )
         lines.append(line)
         running.append(run)
-    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label)
+    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label, tuple(oversized))

@@ -236,6 +236,7 @@ def topology_round(
     params = RoundParams(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
     cluster = _cluster(topology, factors)
     queue: tuple[Any, ...] = ()
+    table = None
     if jobs is not None:
         table = load_jobs(jobs, classes=cluster.classes, locality_penalty=params.locality_penalty,
                           max_gpus=cluster.num_gpus)
@@ -244,5 +245,8 @@ def topology_round(
                 raise table.error(k, f"job {table.jobs[k].id!r} is marked running, but a topology file "
                                   "does not say on which GPUs", "is_running")
         queue = table.jobs
+    instance = RoundInstance(cluster=cluster, jobs=queue, params=params, name=name)
     log_collapse(topology)  # once the input is known to be good: a failed import prints one line
-    return RoundInstance(cluster=cluster, jobs=queue, params=params, name=name)
+    if table is not None:
+        table.warn()
+    return instance
