@@ -19,16 +19,44 @@ field path (or line and column) and what is wrong.
 
 from __future__ import annotations
 
-from .atomic import atomic_write_json, atomic_write_text
-from .blox import instance_from_frames, load_blox, read_gpu_table
-from .instance import instance_from_dict, load_instance
-from .instance_write import instance_to_dict, save_instance
-from .jobs import load_jobs
-from .jsonfile import load_json
-from .measurements import load_measurements, longhorn_paths, sample_factors
-from .placements import load_placement_file
-from .schema import SCHEMA_PATH, instance_schema, register_param_schema
-from .textfile import read_text
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The names load on first use (PEP 562): reading an instance file needs neither pandas nor the
+# CSV importers, and a small ``pal-opt solve`` would otherwise spend a third of its time on them.
+_EXPORTS: dict[str, str] = {
+    "atomic_write_json": ".atomic",
+    "atomic_write_text": ".atomic",
+    "instance_from_frames": ".blox",
+    "load_blox": ".blox",
+    "read_gpu_table": ".blox",
+    "instance_from_dict": ".instance",
+    "load_instance": ".instance",
+    "instance_to_dict": ".instance_write",
+    "save_instance": ".instance_write",
+    "load_jobs": ".jobs",
+    "load_json": ".jsonfile",
+    "load_measurements": ".measurements",
+    "longhorn_paths": ".measurements",
+    "sample_factors": ".measurements",
+    "load_placement_file": ".placements",
+    "SCHEMA_PATH": ".schema",
+    "instance_schema": ".schema",
+    "register_param_schema": ".schema",
+    "read_text": ".textfile",
+}
+
+if TYPE_CHECKING:
+    from .atomic import atomic_write_json, atomic_write_text
+    from .blox import instance_from_frames, load_blox, read_gpu_table
+    from .instance import instance_from_dict, load_instance
+    from .instance_write import instance_to_dict, save_instance
+    from .jobs import load_jobs
+    from .jsonfile import load_json
+    from .measurements import load_measurements, longhorn_paths, sample_factors
+    from .placements import load_placement_file
+    from .schema import SCHEMA_PATH, instance_schema, register_param_schema
+    from .textfile import read_text
 
 __all__ = [
     "SCHEMA_PATH",
@@ -51,3 +79,16 @@ __all__ = [
     "sample_factors",
     "save_instance",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pal_opt.io' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
