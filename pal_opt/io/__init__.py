@@ -19,8 +19,9 @@ field path (or line and column) and what is wrong.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 
 # The names load on first use (PEP 562): reading an instance file needs neither pandas nor the
 # CSV importers, and a small ``pal-opt solve`` would otherwise spend a third of its time on them.
@@ -81,14 +82,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pal_opt.io' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -29,8 +29,9 @@ Replicating the whole model on both workers would cost ``(12 ms + 4 x 1 GB / (2 
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 
 _EXPORTS: dict[str, str] = {
     "Layer": ".profile",
@@ -72,14 +73,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pal_opt.pipeline' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)

@@ -12,8 +12,9 @@ See :mod:`.engine` for the round semantics, :mod:`.queue` for the queue policies
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 
 # loaded on first use (PEP 562): ``pal-opt --help`` imports this package for its sub-command
 _EXPORTS: dict[str, str] = {
@@ -100,14 +101,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pal_opt.simulate' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
