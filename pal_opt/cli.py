@@ -19,6 +19,8 @@ Commands
     Verify a placement (:func:`pal_opt.check.check`).
 ``pal-opt partition PROFILE --machines M1,M2 --bandwidth B1,B2 [--straight] [--out OUT.json]``
     PipeDream's pipeline partitioner (:mod:`pal_opt.pipeline.cli`).
+``pal-opt simulate-sia TRACE --cluster ... --profiles DIR --out OUT.json``
+    A newTrace workload on a heterogeneous cluster under the Sia policy (:mod:`pal_opt.hetero.cli`).
 ``pal-opt simulate ...``
     Present when :mod:`pal_opt.simulate.cli` provides ``add_parser(subparsers)``; that
     function registers its sub-parser and sets ``func`` (``args -> exit code``) as default.
@@ -133,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_topology(isub, sub)
     _add_simulate(sub)
+    _add_simulate_sia(sub)
     _add_partition(sub)
     return p
 
@@ -218,6 +221,13 @@ def _add_simulate(sub: Any) -> None:
     except ImportError as exc:
         _add_unavailable(sub, "simulate", exc)
         return
+    add_parser(sub)
+
+
+def _add_simulate_sia(sub: Any) -> None:
+    """Register ``pal-opt simulate-sia`` (:mod:`pal_opt.hetero.cli`)."""
+    from .hetero.cli import add_parser
+
     add_parser(sub)
 
 

@@ -21,6 +21,15 @@ Learned step-time model (:mod:`pal_opt.hetero.perfmodel`)
     (one job's observations on one type, refitted on every new shape).
 Workloads (:mod:`pal_opt.hetero.workload`)
     :func:`read_workload` (newTrace), :func:`check_workload`, :func:`read_philly`.
+Round program (:mod:`pal_opt.hetero.round`) and placer (:mod:`pal_opt.hetero.placer`)
+    :class:`RoundInput`, :func:`build_round_program` (sparse MILP), :func:`solve_round` (any
+    backend), :func:`solve_round_dp` (exact oracle); :func:`place_type`, :func:`placement_shape`.
+Policy and simulator (:mod:`pal_opt.hetero.policy`, :mod:`pal_opt.hetero.simjob`, :mod:`pal_opt.hetero.simulate`)
+    :class:`SiaPolicy` (rows, program, placer per round), :class:`SimJob` (progress, batch,
+    learned model, restarts), :func:`simulate_sia` -> :class:`SiaResult`; ``pal-opt simulate-sia``
+    (:mod:`pal_opt.hetero.cli`).
+
+Names are loaded on first use, so ``import pal_opt.hetero.cli`` does not load pandas or scipy.
 
 Examples
 --------
@@ -33,80 +42,127 @@ Examples
 
 from __future__ import annotations
 
-from .configs import (
-    FLOOR,
-    PAPER_CLUSTER,
-    Config,
-    ConfigSet,
-    GpuType,
-    apply_reallocation,
-    config_menu,
-    enumerate_configs,
-    fairness_costs,
-    max_replicas,
-    normalise_row,
-    raw_goodput_row,
-    reallocation_factor,
-    scheduler_goodput_fn,
-    throughput_ratio,
-    valid_configs,
-)
-from .goodput import (
-    BatchChoice,
-    JobKind,
-    ProfileStepModel,
-    StepModel,
-    TrainingTarget,
-    choose_batch,
-    clamp_batch,
-    efficiency,
-    epoch_of,
-    epoch_progress,
-    even_placement,
-    gain,
-    grad_stats,
-    initial_batch,
-    optimize_goodput,
-    progress_rate,
-    training_target,
-)
-from .perfmodel import PerfParams, ProfileObservations, fit_perf_params
-from .profiles import (
-    APP_SETTINGS,
-    Application,
-    AppSettings,
-    StepTable,
-    TypeProfile,
-    ValidationCurves,
-    application_names,
-    canonical_placement,
-    load_application,
-    load_applications,
-    placement_id,
-)
-from .workload import (
-    PhillyTrace,
-    Workload,
-    WorkloadJob,
-    check_workload,
-    read_philly,
-    read_workload,
-    workload_from_frame,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submodule stays light
+    from .configs import (
+        FLOOR,
+        PAPER_CLUSTER,
+        Config,
+        ConfigSet,
+        GpuType,
+        apply_reallocation,
+        config_menu,
+        enumerate_configs,
+        fairness_costs,
+        max_replicas,
+        normalise_row,
+        raw_goodput_row,
+        reallocation_factor,
+        scheduler_goodput_fn,
+        throughput_ratio,
+        valid_configs,
+    )
+    from .goodput import (
+        BatchChoice,
+        JobKind,
+        ProfileStepModel,
+        StepModel,
+        TrainingTarget,
+        choose_batch,
+        clamp_batch,
+        efficiency,
+        epoch_of,
+        epoch_progress,
+        even_placement,
+        gain,
+        grad_stats,
+        initial_batch,
+        optimize_goodput,
+        progress_rate,
+        training_target,
+    )
+    from .perfmodel import (
+        PerfParams,
+        ProfileObservations,
+        fit_perf_params,
+    )
+    from .placer import (
+        fit_shape,
+        place_type,
+        placement_shape,
+    )
+    from .policy import (
+        RowRequest,
+        SiaParams,
+        SiaPolicy,
+        goodput_rows,
+    )
+    from .profiles import (
+        APP_SETTINGS,
+        Application,
+        AppSettings,
+        StepTable,
+        TypeProfile,
+        ValidationCurves,
+        application_names,
+        canonical_placement,
+        load_application,
+        load_applications,
+        placement_id,
+    )
+    from .round import (
+        RoundDecision,
+        RoundInput,
+        RoundProgram,
+        build_round_program,
+        solve_round,
+        solve_round_dp,
+    )
+    from .simjob import (
+        SimJob,
+    )
+    from .simulate import (
+        JobRecord,
+        SiaResult,
+        SimConfig,
+        build_cluster,
+        parse_cluster,
+        simulate_sia,
+        summarise,
+    )
+    from .workload import (
+        PhillyTrace,
+        Workload,
+        WorkloadJob,
+        check_workload,
+        read_philly,
+        read_workload,
+        workload_from_frame,
+    )
+
+#: Submodules searched, in order, for a name on first use.
+_SUBMODULES = ("configs", "goodput", "perfmodel", "profiles", "workload", "round", "placer", "simjob", "policy", "simulate")
 
 __all__ = [
-    # profiles
-    "APP_SETTINGS",
-    "AppSettings",
-    "Application",
-    "StepTable",
-    "TypeProfile",
-    "ValidationCurves",
-    "application_names",
-    "canonical_placement",
-    "load_application",
-    "load_applications",
-    "placement_id",
+    # configs
+    "FLOOR",
+    "PAPER_CLUSTER",
+    "Config",
+    "ConfigSet",
+    "GpuType",
+    "apply_reallocation",
+    "config_menu",
+    "enumerate_configs",
+    "fairness_costs",
+    "max_replicas",
+    "normalise_row",
+    "raw_goodput_row",
+    "reallocation_factor",
+    "scheduler_goodput_fn",
+    "throughput_ratio",
+    "valid_configs",
     # goodput
     "BatchChoice",
     "JobKind",
@@ -125,28 +181,23 @@ __all__ = [
     "optimize_goodput",
     "progress_rate",
     "training_target",
-    # configurations
-    "FLOOR",
-    "PAPER_CLUSTER",
-    "Config",
-    "ConfigSet",
-    "GpuType",
-    "apply_reallocation",
-    "config_menu",
-    "enumerate_configs",
-    "fairness_costs",
-    "max_replicas",
-    "normalise_row",
-    "raw_goodput_row",
-    "reallocation_factor",
-    "scheduler_goodput_fn",
-    "throughput_ratio",
-    "valid_configs",
-    # learned step-time model
+    # perfmodel
     "PerfParams",
     "ProfileObservations",
     "fit_perf_params",
-    # workloads
+    # profiles
+    "APP_SETTINGS",
+    "Application",
+    "AppSettings",
+    "StepTable",
+    "TypeProfile",
+    "ValidationCurves",
+    "application_names",
+    "canonical_placement",
+    "load_application",
+    "load_applications",
+    "placement_id",
+    # workload
     "PhillyTrace",
     "Workload",
     "WorkloadJob",
@@ -154,4 +205,46 @@ __all__ = [
     "read_philly",
     "read_workload",
     "workload_from_frame",
+    # round
+    "RoundInput",
+    "RoundProgram",
+    "RoundDecision",
+    "build_round_program",
+    "solve_round",
+    "solve_round_dp",
+    # placer
+    "place_type",
+    "placement_shape",
+    "fit_shape",
+    # simjob
+    "SimJob",
+    # policy
+    "SiaParams",
+    "SiaPolicy",
+    "RowRequest",
+    "goodput_rows",
+    # simulate
+    "SimConfig",
+    "SiaResult",
+    "JobRecord",
+    "simulate_sia",
+    "summarise",
+    "parse_cluster",
+    "build_cluster",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the submodule that defines ``name`` on first use."""
+    if name in __all__:
+        for module in _SUBMODULES:
+            mod = importlib.import_module(f".{module}", __name__)
+            if name in getattr(mod, "__all__", ()):
+                value = getattr(mod, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

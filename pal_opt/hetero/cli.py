@@ -1,0 +1,182 @@
+"""``pal-opt simulate-sia``: a newTrace workload on a heterogeneous cluster under the Sia policy.
+
+Argument parsing and printing only; :func:`pal_opt.hetero.simulate.simulate_sia` does the work.
+``pal_opt/cli.py`` registers it with :func:`add_parser`; the handler raises
+:class:`~pal_opt.errors.PalOptError` on bad input (the top level prints one line and exits 2) and
+writes its output only after the simulation succeeded (atomically).
+
+Example::
+
+    pal-opt simulate-sia newtrace-7.csv --cluster aws:6x4,rtx:3x8,dgx-ext:2x8 \\
+        --profiles sia-artifact/profiles --policy sia --round 60 --out newtrace-7.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..cliargs import positive_float
+from ..errors import InstanceError, OptionError
+
+__all__ = ["add_parser", "run", "detect_trace_format", "TRACE_FORMATS"]
+
+#: ``--trace-format`` choices: ``sia`` is newTrace (name,time,application,num_replicas,batch_size),
+#: ``pal`` the Sia-Philly traces PAL replays (job_id,num_gpus,submit_time,duration,model).
+TRACE_FORMATS = ("auto", "pal", "sia")
+_SIA_COLUMNS = {"name", "time", "application", "num_replicas", "batch_size"}
+_PAL_COLUMNS = {"job_id", "num_gpus", "submit_time", "duration", "model"}
+DEFAULT_CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
+
+
+def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.ArgumentParser:
+    """Register the command on ``subparsers``; ``args.func(args)`` returns the exit status."""
+    from ..ilp.backends import available_backends
+
+    p = subparsers.add_parser(
+        name,
+        help="replay a newTrace workload on a heterogeneous cluster under the Sia policy",
+        description=(
+            "Replay a Sia newTrace workload (name,time,application,num_replicas,batch_size[,category]) on a "
+            "cluster of several GPU types with the Sia policy (SOSP'23) as the authors' simulator runs it: "
+            "60 s rounds, goodput-driven type/count/batch choice, restart delays, jobs done at their "
+            "training targets."
+        ),
+    )
+    p.add_argument("trace", help="workload CSV")
+    p.add_argument("--trace-format", choices=TRACE_FORMATS, default="auto",
+                   help="auto (from the header), sia (newTrace) or pal (Sia-Philly; not for --policy sia)")
+    p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME:NODESxGPUS,...",
+                   help=f"GPU types in order (default {DEFAULT_CLUSTER})")
+    p.add_argument("--profiles", required=True, metavar="DIR",
+                   help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
+    p.add_argument("--policy", choices=("sia",), default="sia", help="scheduling policy (default sia)")
+    p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
+    p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
+                   help="give every job this category (the artifact's categorize step); default: the file's")
+    p.add_argument("--backend", choices=available_backends(), default="highs",
+                   help="solver of the round program (default highs)")
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
+                   help="seconds per round program (default: until proven optimal)")
+    p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
+                   help="stop after this much simulated time even with unfinished jobs (default 720)")
+    p.add_argument("--out", required=True, metavar="OUT.json", help="result file (written atomically)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
+    p.set_defaults(func=run, handler=run)
+    return p
+
+
+def detect_trace_format(path: str) -> str:
+    """``sia`` or ``pal`` from the trace's header line.
+
+    Raises
+    ------
+    InstanceError
+        The file cannot be read or its header is neither format's.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            header = fh.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstanceError(f"cannot read trace: {getattr(exc, 'strerror', None) or exc}", source=path) from None
+    cols = {c.strip() for c in header.split(",")}
+    if _SIA_COLUMNS <= cols:
+        return "sia"
+    if _PAL_COLUMNS <= cols:
+        return "pal"
+    raise InstanceError(
+        f"cannot tell the trace format from the header (sia needs {', '.join(sorted(_SIA_COLUMNS))}; "
+        f"pal needs {', '.join(sorted(_PAL_COLUMNS))}); got {header.strip()[:200]!r}",
+        source=path,
+        path="header",
+    )
+
+
+def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
+    """(workload, applications, cluster) from the arguments, all checked."""
+    from .goodput import JobKind
+    from .profiles import application_names, load_applications
+    from .simulate import build_cluster, parse_cluster
+    from .workload import read_workload, workload_from_frame
+
+    spec = parse_cluster(args.cluster)
+    fmt = detect_trace_format(args.trace) if args.trace_format == "auto" else args.trace_format
+    if fmt != "sia":
+        raise OptionError(f"--policy {args.policy} needs a Sia newTrace workload; {args.trace} is a PAL trace")
+    known = application_names(args.profiles)
+    workload = read_workload(args.trace, applications=known)
+    if args.category is not None:
+        frame = workload.frame()
+        frame["category"] = JobKind.parse(args.category).value
+        workload = workload_from_frame(frame, source=workload.source, applications=known)
+    apps = load_applications(args.profiles, workload.applications())
+    return workload, apps, build_cluster(spec, apps, os.fspath(args.profiles))
+
+
+def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    doc: dict[str, Any] = {
+        "trace": os.fspath(args.trace),
+        "trace_format": "sia",
+        "policy": args.policy,
+        "cluster": {t.name: {"nodes": t.nodes, "gpus_per_node": t.gpus_per_node, "node_limit": t.node_limit}
+                    for t in cluster},
+        "round_seconds": args.round,
+        "policy_parameters": {**asdict(params), "note": "lambda_a is read but unused, as in the artifact"},
+        "category": args.category,
+    }
+    doc.update(result.summary())
+    doc["units"] = "seconds (jct, makespan, wall)"
+    doc["jobs"] = [
+        {"name": r.name, "application": r.application, "kind": r.kind, "submit_time": r.submit_time,
+         "start_time": r.start_time, "completion_time": r.completion_time, "jct": r.jct,
+         "restarts": r.restarts, "epochs": r.epochs}
+        for r in result.jobs
+    ]
+    return doc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle the command; returns the exit status (0)."""
+    from ..io import atomic_write_text
+    from .policy import SiaParams
+    from .simulate import SimConfig, simulate_sia
+
+    parent = Path(args.out).parent
+    if str(parent) and not parent.is_dir():
+        raise OptionError(f"--out: directory {str(parent)!r} does not exist")
+    workload, apps, cluster = _load(args)
+    params = SiaParams(backend=args.backend, time_limit=args.time_limit)
+    config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0)
+    bar = None
+    if not args.quiet and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(workload), unit="job", file=sys.stderr, desc=f"simulate {args.policy}")
+
+    def progress(rounds: int, done: int, total: int, now: float) -> None:
+        if bar is not None:
+            bar.update(done - bar.n)
+            bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
+
+    try:
+        result = simulate_sia(workload, apps, cluster, config, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    doc = _document(args, result, cluster, params)
+    atomic_write_text(args.out, json.dumps(doc, indent=1) + "\n")
+    if not args.quiet:
+        h = 3600.0
+        avg, p99, mk = (doc[k] / h if doc[k] is not None else float("nan") for k in ("avg_jct", "p99_jct", "makespan"))
+        print(
+            f"{args.policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg:.2f} h, p99 JCT {p99:.2f} h, "
+            f"makespan {mk:.2f} h, utilisation {doc['utilisation']:.3f}, restarts/job "
+            f"{doc['avg_restarts_per_job']:.2f}, {doc['wall_seconds']:.0f} s -> {args.out}"
+        )
+    return 0

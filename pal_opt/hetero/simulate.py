@@ -1,0 +1,357 @@
+"""The Sia simulator: a newTrace workload on a heterogeneous cluster under the Sia policy.
+
+The loop of the authors' simulator (SIA_MODEL.md E), with round length Δ (60 s):
+
+1. every job is advanced by Δ with the allocation decided at the end of the previous round
+   (restart delay first, then training; :meth:`pal_opt.hetero.simjob.SimJob.advance`); the
+   clock becomes t + Δ;
+2. the active jobs (submitted by t + Δ, not completed) get new allocations from the policy
+   (:class:`pal_opt.hetero.policy.SiaPolicy`), applied at once (restarts, suspensions);
+3. the GPUs held by unfinished jobs are recorded.
+
+Arrivals are noticed at round boundaries only; a job's JCT still counts from its submission
+time.  Completions happen mid-round (second resolution) and the freed GPUs idle until the round
+ends.  The run ends when every job has completed (or at ``max_time``).
+
+Metrics (the artifact's ``utils/print_run_stats.py``): JCT = completion − submission; average,
+median, p99 = the sorted JCTs at index ⌊0.99 n⌋; makespan = last completion − first submission;
+utilisation = mean over rounds of the GPUs held by unfinished jobs (restart delays included) /
+the cluster's GPUs; restarts per job; per-application averages.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InstanceError, OptionError
+from .configs import GpuType
+from .goodput import JobKind
+from .policy import SiaParams, SiaPolicy
+from .profiles import Application
+from .simjob import SimJob
+from .workload import Workload, check_workload
+
+__all__ = [
+    "SimConfig",
+    "JobRecord",
+    "SiaResult",
+    "simulate_sia",
+    "summarise",
+    "check_cluster",
+    "parse_cluster",
+    "build_cluster",
+]
+
+logger = logging.getLogger(__name__)
+
+#: progress(rounds done, jobs completed, jobs in the workload, simulated seconds)
+Progress = Callable[[int, int, int, float], None]
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Simulation settings.
+
+    Attributes
+    ----------
+    round_length
+        Δ in seconds (the artifact's ``--interval``, 60).
+    policy
+        The Sia policy's parameters.
+    max_time
+        Simulated seconds after which the run stops even if jobs are unfinished.
+    """
+
+    round_length: float = 60.0
+    policy: SiaParams = field(default_factory=SiaParams)
+    max_time: float = 30 * 24 * 3600.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.round_length) and self.round_length > 0):
+            raise OptionError(f"the round length must be a positive number of seconds, got {self.round_length}")
+        if not (math.isfinite(self.max_time) and self.max_time > 0):
+            raise OptionError(f"max_time must be a positive number of seconds, got {self.max_time}")
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job's outcome."""
+
+    name: str
+    application: str
+    kind: str
+    submit_time: float
+    start_time: float | None
+    completion_time: float | None
+    restarts: int
+    epochs: int
+
+    @property
+    def jct(self) -> float | None:
+        return None if self.completion_time is None else self.completion_time - self.submit_time
+
+
+@dataclass(frozen=True)
+class SiaResult:
+    """A simulation's outcome: per-job records, per-round GPU use and the policy's solve totals."""
+
+    jobs: tuple[JobRecord, ...]
+    gpus_in_use: np.ndarray  # (rounds, types)
+    cluster: tuple[GpuType, ...]
+    round_length: float
+    solve_seconds: float
+    max_solve_seconds: float
+    rounds_not_optimal: int
+    wall_seconds: float
+
+    def summary(self) -> dict[str, Any]:
+        """The metrics of the module docstring (seconds), see :func:`summarise`."""
+        return summarise(self)
+
+
+def _percentile_index(values: np.ndarray, q: float) -> float:
+    """The artifact's percentile: the sorted values at index ⌊q·n⌋ (clamped)."""
+    s = np.sort(values)
+    return float(s[min(int(q * s.size), s.size - 1)])
+
+
+def summarise(result: SiaResult) -> dict[str, Any]:
+    """avg/p50/p99/max JCT, makespan, utilisation, restarts and per-application figures."""
+    jcts = np.array([r.jct for r in result.jobs if r.jct is not None], dtype=np.float64)
+    done = [r for r in result.jobs if r.jct is not None]
+    total_gpus = sum(t.total_gpus for t in result.cluster)
+    use = result.gpus_in_use
+    out: dict[str, Any] = {"n_jobs": len(result.jobs), "n_completed": len(done)}
+    if jcts.size:
+        out.update(
+            avg_jct=float(jcts.mean()),
+            p50_jct=float(np.median(jcts)),
+            p99_jct=_percentile_index(jcts, 0.99),
+            max_jct=float(jcts.max()),
+            makespan=max(r.completion_time or 0.0 for r in done) - min(r.submit_time for r in result.jobs),
+        )
+    else:
+        out.update(avg_jct=None, p50_jct=None, p99_jct=None, max_jct=None, makespan=None)
+    per_round = use.sum(axis=1) if use.size else np.zeros(0)
+    out["rounds"] = int(use.shape[0])
+    out["avg_gpus_in_use"] = float(per_round.mean()) if per_round.size else 0.0
+    out["utilisation"] = out["avg_gpus_in_use"] / total_gpus if total_gpus else 0.0
+    out["avg_gpus_in_use_by_type"] = {
+        t.name: float(use[:, i].mean()) if use.size else 0.0 for i, t in enumerate(result.cluster)
+    }
+    out["avg_restarts_per_job"] = float(np.mean([r.restarts for r in result.jobs])) if result.jobs else 0.0
+    apps = sorted({r.application for r in result.jobs})
+    out["n_jobs_by_app"] = {a: sum(r.application == a for r in result.jobs) for a in apps}
+    out["avg_jct_by_app"] = {
+        a: float(np.mean([r.jct for r in done if r.application == a])) if any(r.application == a for r in done) else None
+        for a in apps
+    }
+    out["solve_seconds"] = result.solve_seconds
+    out["max_solve_seconds"] = result.max_solve_seconds
+    out["rounds_not_optimal"] = result.rounds_not_optimal
+    out["wall_seconds"] = result.wall_seconds
+    return out
+
+
+def check_cluster(cluster: Sequence[GpuType], apps: Mapping[str, Application], source: str = "profiles") -> None:
+    """Every application must be profiled on every GPU type of the cluster.
+
+    Raises
+    ------
+    InstanceError
+        Naming the first (application, type) without a profile.
+    """
+    if not cluster:
+        raise OptionError("the cluster has no GPU types")
+    for name, app in apps.items():
+        for t in cluster:
+            if t.name not in app.types:
+                raise InstanceError(
+                    f"no profile for GPU type {t.name!r} (placements-{t.name}.csv); "
+                    f"{name} is profiled on: {', '.join(app.types) or '(none)'}",
+                    source=f"{source}/{name}",
+                )
+
+
+def parse_cluster(text: str) -> list[tuple[str, int, int]]:
+    """``NAME:NODESxGPUS[,NAME:NODESxGPUS...]`` as (name, nodes, GPUs per node), in order.
+
+    >>> parse_cluster("aws:6x4,rtx:3x8")
+    [('aws', 6, 4), ('rtx', 3, 8)]
+
+    Raises
+    ------
+    OptionError
+        A malformed item, a non-positive count, or a repeated name.
+    """
+    out: list[tuple[str, int, int]] = []
+    for item in text.split(","):
+        name, sep, size = item.strip().partition(":")
+        nodes, x, gpus = size.lower().partition("x")
+        if not (sep and x and name and nodes.isdigit() and gpus.isdigit()):
+            raise OptionError(f"--cluster: expected NAME:NODESxGPUS[,...] (e.g. aws:6x4), got {item.strip()!r}")
+        if int(nodes) < 1 or int(gpus) < 1:
+            raise OptionError(f"--cluster: {name} needs at least one node and one GPU per node, got {size}")
+        if name in [o[0] for o in out]:
+            raise OptionError(f"--cluster: GPU type {name!r} is given twice")
+        out.append((name, int(nodes), int(gpus)))
+    return out
+
+
+def build_cluster(
+    spec: Sequence[tuple[str, int, int]], apps: Mapping[str, Application], source: str = "profiles"
+) -> tuple[GpuType, ...]:
+    """GPU types from (name, nodes, GPUs per node), checked against the profiles.
+
+    A type's profiled node limit (most nodes a configuration may span) is the largest node count
+    in its profiles (placements and scalability rows), the smallest such over the applications:
+    16 for ``aws``, 2 for ``dgx-ext``, 3 for ``rtx`` on the artifact's data, its constants.
+
+    Raises
+    ------
+    InstanceError
+        A type some application has no profile for (:func:`check_cluster`).
+    """
+    types = [GpuType(name, nodes, gpus) for name, nodes, gpus in spec]
+    check_cluster(types, apps, source)
+    out = []
+    for t in types:
+        limits = [
+            int(max(p.placements.num_nodes.max(), p.scalability.num_nodes.max(initial=1)))
+            for p in (a.profile(t.name) for a in apps.values())
+        ]
+        out.append(GpuType(t.name, t.nodes, t.gpus_per_node, min(limits) if limits else None))
+    return tuple(out)
+
+
+def _make_jobs(workload: Workload, apps: Mapping[str, Application], names: Sequence[str]) -> list[SimJob]:
+    jobs = []
+    for i, spec in enumerate(workload):
+        if spec.kind is JobKind.GUARANTEED:
+            raise InstanceError(
+                "the Sia simulator has no model of guaranteed jobs (fixed type and count)",
+                source=workload.source,
+                path=f"row {spec.row}, column category",
+            )
+        jobs.append(SimJob(i, spec, apps[spec.application], names))
+    return jobs
+
+
+def _apply(policy: SiaPolicy, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float) -> None:
+    """Apply the round's allocations to the active jobs (SIA_MODEL.md D)."""
+    for job in jobs:
+        new = allocations[job.index]
+        if new == job.allocation:
+            continue
+        job.reallocate(new[0], policy.shape_of(new), now)
+        job.allocation = new
+
+
+def simulate_sia(
+    workload: Workload,
+    apps: Mapping[str, Application],
+    cluster: Sequence[GpuType],
+    config: SimConfig | None = None,
+    *,
+    progress: Progress | None = None,
+) -> SiaResult:
+    """Run the Sia simulator (module docstring) and return the per-job outcome.
+
+    Parameters
+    ----------
+    workload
+        The jobs (:func:`pal_opt.hetero.workload.read_workload`).
+    apps
+        Application profiles (at least those the workload names).
+    cluster
+        GPU types in cluster order (the order breaks ties: which type projects goodput first,
+        and the column order of the round program).
+    config
+        :class:`SimConfig`.
+    progress
+        Called after every round.
+
+    Raises
+    ------
+    InstanceError
+        An application or a type without profiles, a batch outside the validated range, or a
+        guaranteed job.
+    """
+    cfg = config or SimConfig()
+    check_workload(workload, apps)
+    check_cluster(cluster, {a: apps[a] for a in workload.applications()})
+    import scipy.interpolate
+    import scipy.optimize  # noqa: F401 - load scipy's BLAS before limiting its threads
+    from threadpoolctl import threadpool_limits
+
+    # The model fits are tiny L-BFGS-B runs: multi-threaded BLAS only spins (15x slower on 2 cores).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run(workload, apps, cluster, cfg, progress)
+
+
+def _run(
+    workload: Workload,
+    apps: Mapping[str, Application],
+    cluster: Sequence[GpuType],
+    cfg: SimConfig,
+    progress: Progress | None,
+) -> SiaResult:
+    t0 = time.perf_counter()
+    policy = SiaPolicy(cluster, cfg.policy)
+    jobs = _make_jobs(workload, apps, [t.name for t in cluster])
+    pending = sorted(jobs, key=lambda j: (j.submit_time, j.index))
+    live: list[SimJob] = []
+    use: list[list[int]] = []
+    now = 0.0
+    completed = 0
+    while completed < len(jobs) and now < cfg.max_time:
+        for job in live:
+            job.advance(cfg.round_length, now)
+        now += cfg.round_length
+        while pending and pending[0].submit_time <= now:
+            live.append(pending.pop(0))
+        live.sort(key=lambda j: j.index)
+        live = [j for j in live if not j.done]
+        completed = len(jobs) - len(live) - len(pending)
+        if live:
+            _apply(policy, live, policy.optimize(live, now), now)
+        held = [0] * len(cluster)
+        for job in live:
+            if job.type_index is not None:
+                held[job.type_index] += job.gpus
+        use.append(held)
+        if progress is not None:
+            progress(len(use), completed, len(jobs), now)
+    if completed < len(jobs):
+        logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now, len(jobs) - completed, len(jobs))
+    return _result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0)
+
+
+def _result(
+    jobs: Sequence[SimJob], use: list[list[int]], policy: SiaPolicy, cluster: Sequence[GpuType], cfg: SimConfig, wall: float
+) -> SiaResult:
+    records = tuple(
+        JobRecord(
+            name=j.name, application=j.app.name, kind=j.kind.value, submit_time=j.submit_time,
+            start_time=j.start_time, completion_time=j.completion_time, restarts=j.num_restarts or 0,
+            epochs=j.epoch,
+        )
+        for j in jobs
+    )
+    return SiaResult(
+        jobs=records,
+        gpus_in_use=np.array(use, dtype=np.int64).reshape(len(use), len(cluster)),
+        cluster=tuple(cluster),
+        round_length=cfg.round_length,
+        solve_seconds=policy.stats.solve_seconds,
+        max_solve_seconds=policy.stats.max_solve_seconds,
+        rounds_not_optimal=policy.stats.not_optimal,
+        wall_seconds=wall,
+    )

@@ -1,0 +1,262 @@
+"""The Sia round program (pal_opt.hetero.round) and placer (pal_opt.hetero.placer).
+
+The program is checked against brute force and a dynamic program on tiny rounds, on every
+installed backend; the placer against hand-worked cases of the artifact's rules and properties.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pal_opt.errors import OptionError
+from pal_opt.hetero.configs import PAPER_CLUSTER, GpuType, enumerate_configs
+from pal_opt.hetero.placer import fit_shape, place_type, placement_shape
+from pal_opt.hetero.round import (
+    OBJECTIVE_SCALE,
+    RoundInput,
+    build_round_program,
+    round_objective,
+    solve_round,
+    solve_round_dp,
+)
+from pal_opt.ilp.backends import available_backends
+
+BACKENDS = available_backends()
+SMALL = (GpuType("t4", 2, 4), GpuType("a100", 1, 8))
+
+
+def _costs(rng: np.random.Generator, jobs: int, k: int, floor_share: float = 0.3) -> np.ndarray:
+    """Two-decimal costs in float32 as the policy makes them: valid entries in (0, 1.2], floor 100."""
+    a = np.round(rng.uniform(0.15, 1.2, (jobs, k)), 2)
+    a[rng.random((jobs, k)) < floor_share] = 100.0
+    return a.astype(np.float32)
+
+
+def _feasible_pins(rng: np.random.Generator, inp_costs: np.ndarray, cs, share: float = 0.3) -> np.ndarray:
+    """Pins that fit together (a random subset of jobs, greedily)."""
+    left = np.array([t.total_gpus for t in cs.types])
+    pins = np.full(inp_costs.shape[0], -1)
+    for j in range(inp_costs.shape[0]):
+        if rng.random() < share:
+            k = int(rng.integers(len(cs)))
+            t = cs.type_index[k]
+            if cs.num_gpus[k] <= left[t]:
+                left[t] -= cs.num_gpus[k]
+                pins[j] = k
+    return pins
+
+
+def _brute_force(inp: RoundInput) -> float:
+    """Smallest objective over every assignment (tiny rounds only)."""
+    cs = inp.configs
+    caps = np.array([t.total_gpus for t in cs.types])
+    pa, pr = inp.pins()
+    choices_a = [[p] if p >= 0 else [-1, *range(len(cs))] for p in pa]
+    choices_r = [[p] if p >= 0 else [-1, *range(len(cs.types))] for p in pr]
+    best = np.inf
+    for a in itertools.product(*choices_a):
+        used = np.zeros(len(caps), dtype=int)
+        for k in a:
+            if k >= 0:
+                used[cs.type_index[k]] += cs.num_gpus[k]
+        for r in itertools.product(*choices_r):
+            u = used.copy()
+            for i, c in enumerate(r):
+                if c >= 0:
+                    u[c] += inp.rigid_gpus[i]
+            if np.all(u <= caps):
+                best = min(best, round_objective(inp, a, r))
+    return best
+
+
+def test_program_shape_and_integer_coefficients() -> None:
+    cs = enumerate_configs(PAPER_CLUSTER)
+    costs = np.full((2, len(cs)), 100.0, dtype=np.float32)
+    costs[0, [0, 2, 8]] = [1.0, np.float32(0.71), 0.5]
+    costs[1, [0, 1]] = [1.1, 0.99]
+    prog = build_round_program(RoundInput(cs, costs))
+    assert np.all(prog.c == np.rint(prog.c))  # CP-SAT is exact on it
+    assert prog.obj_offset == 2 * 110
+    # job 0: aws 1 GPU (-10), aws 4 GPUs (-39), dgx 1 GPU (-60); job 1: only aws 2 GPUs (-11)
+    assert sorted(zip(prog.col_job.tolist(), prog.c.tolist(), strict=True)) == [(0, -60.0), (0, -39.0), (0, -10.0), (1, -11.0)]
+    assert prog.A.shape == (2 + 3, 4)
+    full = build_round_program(RoundInput(cs, costs), prune=False)
+    assert full.num_vars == 2 * len(cs)
+
+
+def test_dominated_columns_are_left_out() -> None:
+    cs = enumerate_configs(PAPER_CLUSTER)
+    costs = np.full((1, len(cs)), 100.0, dtype=np.float32)
+    costs[0, :4] = [0.8, 0.8, 0.5, 0.6]  # aws 2 GPUs ties 1 GPU, aws 8 GPUs loses to 4: both dominated
+    prog = build_round_program(RoundInput(cs, costs))
+    assert sorted(prog.col_choice.tolist()) == [0, 2]
+
+
+def test_pinned_job_keeps_its_configuration_even_when_costly() -> None:
+    cs = enumerate_configs(PAPER_CLUSTER)
+    costs = np.full((2, len(cs)), 100.0, dtype=np.float32)
+    costs[:, 0] = 0.5
+    inp = RoundInput(cs, costs, pinned_adaptive=np.array([3, -1]))  # aws 8 GPUs, cost 100
+    prog = build_round_program(inp)
+    assert prog.num_vars == 2 and prog.col_lo.tolist().count(1.0) == 1
+    d = solve_round(inp)
+    assert d.adaptive.tolist() == [3, 0]
+    assert d.objective == pytest.approx(100 + 0.5)
+    assert solve_round_dp(inp).objective == pytest.approx(d.objective)
+
+
+def test_nothing_allocated_when_no_entry_beats_lambda_n() -> None:
+    cs = enumerate_configs(PAPER_CLUSTER)
+    costs = np.full((3, len(cs)), 1.1, dtype=np.float32)
+    d = solve_round(RoundInput(cs, costs))
+    assert d.adaptive.tolist() == [-1, -1, -1]
+    assert d.objective == pytest.approx(3.3)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_brute_force_dynamic_program_and_every_backend_agree(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    cs = enumerate_configs(SMALL)
+    jobs = int(rng.integers(1, 4))
+    costs = _costs(rng, jobs, len(cs))
+    rigid = int(rng.integers(0, 2))
+    rigid_costs = np.round(rng.uniform(0.2, 1.2, (rigid, 2)), 2).astype(np.float32)
+    inp = RoundInput(
+        cs, costs, rigid_costs=rigid_costs, rigid_gpus=rng.integers(1, 6, rigid),
+        pinned_adaptive=_feasible_pins(rng, costs, cs),
+    )
+    expect = _brute_force(inp)
+    assert solve_round_dp(inp).objective == pytest.approx(expect, abs=1e-9)
+    assert solve_round_dp(inp, prune=False).objective == pytest.approx(expect, abs=1e-9)
+    for backend in BACKENDS:
+        d = solve_round(inp, backend=backend)
+        assert d.objective == pytest.approx(expect, abs=1e-9), backend
+        assert round_objective(inp, d.adaptive, d.rigid) == pytest.approx(expect, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_paper_cluster_rounds_match_the_dynamic_program(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    cs = enumerate_configs(PAPER_CLUSTER)
+    costs = _costs(rng, 25, len(cs))
+    inp = RoundInput(cs, costs, pinned_adaptive=_feasible_pins(rng, costs, cs, 0.2))
+    expect = solve_round_dp(inp).objective
+    for backend in BACKENDS:
+        d = solve_round(inp, backend=backend)
+        assert d.objective == pytest.approx(expect, abs=1e-9), backend
+        used = np.zeros(3, dtype=int)
+        for k in d.adaptive[d.adaptive >= 0]:
+            used[cs.type_index[k]] += cs.num_gpus[k]
+        assert np.all(used <= [t.total_gpus for t in cs.types])
+
+
+def test_objective_scale_is_hundredths() -> None:
+    assert OBJECTIVE_SCALE == 100
+
+
+def test_bad_round_input_is_an_option_error() -> None:
+    cs = enumerate_configs(PAPER_CLUSTER)
+    with pytest.raises(OptionError, match="columns"):
+        RoundInput(cs, np.zeros((1, 3)))
+    with pytest.raises(OptionError, match="pinned_adaptive"):
+        RoundInput(cs, np.zeros((1, len(cs))), pinned_adaptive=np.array([99]))
+    with pytest.raises(OptionError, match="lambda_n"):
+        RoundInput(cs, np.zeros((1, len(cs))), lambda_n=float("nan"))
+    big = enumerate_configs((GpuType("a", 64, 8), GpuType("b", 64, 8), GpuType("c", 64, 8)))
+    with pytest.raises(OptionError, match="states"):
+        solve_round_dp(RoundInput(big, np.ones((1, len(big)))))
+
+
+def _scaled_round(jobs: int, seed: int = 0) -> RoundInput:
+    """A Sia-style round on 2,048 GPUs of three types: rows shaped like the policy's (1 GPU = 1,
+    goodput growing sub-linearly with GPUs up to a cap, some types unknown)."""
+    rng = np.random.default_rng(seed)
+    cluster = (GpuType("aws", 192, 4, 16), GpuType("dgx-ext", 64, 8, 2), GpuType("rtx", 96, 8, 3))
+    cs = enumerate_configs(cluster)
+    g = np.full((jobs, len(cs)), 1e-4)
+    speed = rng.uniform(0.5, 3.0, (jobs, 3))
+    alpha = rng.uniform(0.3, 0.95, jobs)
+    cap = rng.choice([1, 2, 4, 8, 16, 32, 64], jobs)
+    for t in range(3):
+        sel = cs.type_index == t
+        n = cs.num_gpus[sel]
+        g[:, sel] = np.where(n[None, :] <= cap[:, None], speed[:, [t]] * n[None, :] ** alpha[:, None], 1e-4)
+    g = g / np.where(g > 1e-4, g, np.inf).min(axis=1, keepdims=True)
+    g[g <= 1e-4] = 1e-4
+    a = np.minimum(np.round(np.power(g.astype(np.float32), np.float32(-0.5)), 2), 3000)
+    return RoundInput(cs, a)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_round_at_2048_gpus_solves_to_optimality(backend: str) -> None:
+    inp = _scaled_round(900)
+    t0 = time.perf_counter()
+    d = solve_round(inp, backend=backend)
+    took = time.perf_counter() - t0
+    assert d.status == "optimal"
+    ref = solve_round(inp, backend=BACKENDS[0])
+    assert d.objective == pytest.approx(ref.objective, abs=1e-6)
+    assert took < 30  # the ≤ 1 s figure is measured by benchmarks/sia_fidelity.py
+
+
+# -- placer -------------------------------------------------------------------------------------
+def test_placer_follows_the_artifacts_pointer() -> None:
+    # 3 nodes x 4: 8 GPUs take nodes 0, 1 whole (pointer -> 2); 2 GPUs from node 2 (pointer -> 0);
+    # 1 GPU: nodes 0 and 1 are full, node 2 has 2 free.
+    assert place_type(3, 4, [2, 8, 1]) == [[2, 2], [0, 0, 0, 0, 1, 1, 1, 1], [2]]
+    # ties keep the given order; the last job is split over the fragments
+    assert place_type(2, 4, [3, 3, 2]) == [[0, 0, 0], [1, 1, 1], [0, 1]]
+    # a whole-node job skips a partly used node
+    assert place_type(3, 4, [4, 4, 1, 1]) == [[0, 0, 0, 0], [1, 1, 1, 1], [2], [2]]
+    assert place_type(2, 8, [0, 16]) == [[], [0] * 8 + [1] * 8]
+
+
+def test_shapes_and_the_node_limit() -> None:
+    assert placement_shape([1, 1, 0, 0]) == (2, 2)
+    assert placement_shape([0, 1, 1, 1]) == (1, 3)
+    assert fit_shape((1, 1, 1), 2) == (2, 1)
+    assert fit_shape((8, 8), 2) == (8, 8)
+
+
+def test_placer_rejects_too_many_gpus() -> None:
+    with pytest.raises(OptionError, match="demanded"):
+        place_type(2, 4, [4, 4, 1])
+    with pytest.raises(OptionError, match="negative"):
+        place_type(2, 4, [-1])
+
+
+@st.composite
+def _type_and_demands(draw: st.DrawFn) -> tuple[int, int, list[int]]:
+    nodes = draw(st.integers(1, 6))
+    per = draw(st.sampled_from([1, 2, 4, 8]))
+    left = nodes * per
+    demands = []
+    for _ in range(draw(st.integers(0, 8))):
+        if left == 0:
+            break
+        d = draw(st.integers(0, left))
+        demands.append(d)
+        left -= d
+    return nodes, per, demands
+
+
+@settings(max_examples=200, deadline=None)
+@given(_type_and_demands())
+def test_placer_properties(case: tuple[int, int, list[int]]) -> None:
+    nodes, per, demands = case
+    out = place_type(nodes, per, demands)
+    assert [len(ids) for ids in out] == demands  # every job gets exactly its GPUs
+    used = np.bincount([i for ids in out for i in ids], minlength=nodes)
+    assert np.all(used <= per)  # no node over capacity
+    assert out == place_type(nodes, per, demands)  # deterministic
+    # whole-node jobs placed before any smaller job land on whole nodes
+    for ids in out:
+        if ids and len(ids) % per == 0 and len(ids) == max(demands):
+            assert all(c == per for c in np.bincount(ids)[np.unique(ids)])

@@ -1,0 +1,283 @@
+"""The Sia simulator (pal_opt.hetero.simjob, policy, simulate) and ``pal-opt simulate-sia``.
+
+The long fidelity runs (newtrace-7 against the authors' figures) are in
+``benchmarks/sia_fidelity.py``; here: a short newtrace-7 prefix, job-level semantics, metrics and
+the command line's bad-input handling.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pal_opt import cli
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.hetero.configs import PAPER_CLUSTER, GpuType
+from pal_opt.hetero.goodput import JobKind
+from pal_opt.hetero.policy import SiaParams, SiaPolicy
+from pal_opt.hetero.profiles import Application, load_applications
+from pal_opt.hetero.simjob import SimJob
+from pal_opt.hetero.simulate import (
+    JobRecord,
+    SiaResult,
+    SimConfig,
+    build_cluster,
+    parse_cluster,
+    simulate_sia,
+    summarise,
+)
+from pal_opt.hetero.workload import Workload, WorkloadJob, read_workload, workload_from_frame
+
+TYPES = [t.name for t in PAPER_CLUSTER]
+
+
+@pytest.fixture(scope="module")
+def sia_dir(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "sia-artifact"
+    if not (d / "profiles").is_dir():
+        pytest.skip(f"Sia artifact data not available at {d}")
+    return d
+
+
+@pytest.fixture(scope="module")
+def apps(sia_dir: Path) -> dict[str, Application]:
+    return dict(load_applications(sia_dir / "profiles", ["bert", "cifar10", "deepspeech2"]))
+
+
+@pytest.fixture(scope="module")
+def prefix(sia_dir: Path) -> Workload:
+    """The first 14 jobs of newtrace-7 (bert, cifar10 and deepspeech2)."""
+    wl = read_workload(sia_dir / "workloads" / "newtrace-7.csv")
+    return workload_from_frame(wl.frame().iloc[:14].copy(), source="newtrace-7[:14]")
+
+
+def _job(app: Application, name: str = "cifar10-0", kind: JobKind = JobKind.ADAPTIVE, batch: int = 2048) -> SimJob:
+    spec = WorkloadJob(name, 0.0, app.name, 4, batch, kind, 2)
+    return SimJob(0, spec, app, TYPES)
+
+
+# -- whole runs ---------------------------------------------------------------------------------
+def test_a_newtrace_prefix_finishes_every_job_deterministically(prefix: Workload, apps: dict[str, Application]) -> None:
+    first = simulate_sia(prefix, apps, PAPER_CLUSTER)
+    second = simulate_sia(prefix, apps, PAPER_CLUSTER)
+    assert first.jobs == second.jobs
+    assert np.array_equal(first.gpus_in_use, second.gpus_in_use)
+    s = first.summary()
+    assert s["n_completed"] == s["n_jobs"] == 14
+    assert all(r.jct is not None and r.jct > 0 for r in first.jobs)
+    assert all(r.epochs == apps[r.application].max_epochs for r in first.jobs)
+    # arrivals wait for a round boundary, and every start pays a restart delay
+    assert all(r.start_time is not None and r.start_time >= r.submit_time for r in first.jobs)
+    assert all(r.start_time % 60 == 0 for r in first.jobs if r.start_time is not None)
+    assert first.gpus_in_use.max(axis=0).tolist() <= [t.total_gpus for t in PAPER_CLUSTER]
+    assert s["rounds_not_optimal"] == 0
+
+
+def test_strong_scaling_jobs_keep_their_batch_and_stay_within_their_request(
+    prefix: Workload, apps: dict[str, Application]
+) -> None:
+    frame = prefix.frame().iloc[:6].copy()
+    frame["category"] = "scale-gpus"
+    wl = workload_from_frame(frame)
+    seen: list[tuple[int, int, int]] = []
+    original = SimJob.update_batch
+
+    def spy(self: SimJob) -> None:
+        original(self)
+        assert self.choice is not None
+        seen.append((sum(self.shape), self.spec.num_replicas, self.choice.global_batch(sum(self.shape))))
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(SimJob, "update_batch", spy)
+    try:
+        res = simulate_sia(wl, apps, PAPER_CLUSTER)
+    finally:
+        mp.undo()
+    assert res.summary()["n_completed"] == 6
+    assert all(gpus <= req for gpus, req, _ in seen)
+    assert {r.kind for r in res.jobs} == {"scale-gpus"}
+
+
+def test_unfinished_jobs_are_reported_at_max_time(prefix: Workload, apps: dict[str, Application]) -> None:
+    res = simulate_sia(prefix, apps, PAPER_CLUSTER, SimConfig(max_time=600))
+    s = res.summary()
+    assert s["n_jobs"] == 14 and s["n_completed"] < 14
+    assert s["rounds"] == 10
+
+
+# -- job semantics ------------------------------------------------------------------------------
+def test_restart_rules(apps: dict[str, Application]) -> None:
+    app = apps["cifar10"]
+    job = _job(app)
+    assert job.num_restarts is None
+    job.reallocate(2, (2,), now=60)  # first start: a migration from "none"
+    assert (job.num_restarts, job.rescale_time, job.start_time) == (0, app.settings.restart_delay, 60)
+    job.advance(60, now=60)
+    assert job.rescale_time == 0 and job.progress > 0 and job.params[2] is not None
+    job.reallocate(2, (2,), now=120)  # same shape on other nodes: nothing happens
+    assert job.num_restarts == 0 and job.rescale_time == 0
+    job.reallocate(2, (4,), now=120)  # a new shape on the same type: restart
+    assert job.num_restarts == 1 and job.rescale_time == app.settings.restart_delay
+    progress = job.progress
+    job.reallocate(None, (), now=180)  # suspended: no delay, progress kept
+    assert job.shape == () and job.type_index is None and job.num_restarts == 1 and job.progress == progress
+    job.advance(60, now=180)
+    assert job.progress == progress
+    job.reallocate(0, (1,), now=240)  # resumed on another type: a migration
+    assert job.num_restarts == 2 and job.type_index == 0
+
+
+def test_restart_delay_comes_first_and_epochs_end_on_whole_seconds(apps: dict[str, Application]) -> None:
+    app = apps["cifar10"]
+    job = _job(app)
+    job.reallocate(1, (8,), now=0)
+    delay = app.settings.restart_delay
+    job.advance(delay, now=0)  # the whole interval is the delay
+    assert job.progress == 0 and job.rescale_time == 0 and job.attained_service == delay * 8
+    now = float(delay)
+    while not job.done:
+        job.advance(60, now)
+        now += 60
+    assert job.epoch == app.max_epochs
+    assert job.completion_time is not None and float(job.completion_time).is_integer()
+    assert now - 60 < job.completion_time <= now
+
+
+def test_adaptive_jobs_tune_their_batch_once_they_have_a_model(apps: dict[str, Application]) -> None:
+    app = apps["cifar10"]
+    job = _job(app)
+    job.reallocate(2, (8,), now=0)
+    first = job.choice
+    assert first is not None and first.global_batch(8) == max(app.init_batch_size, app.profile("rtx").min_local_bsz * 8)
+    job.advance(600, now=0)
+    assert job.choice is not None and job.choice != first
+    fixed = _job(app, kind=JobKind.STRONG_SCALING, batch=1024)
+    fixed.reallocate(2, (8,), now=0)
+    fixed.advance(600, now=0)
+    assert fixed.choice is not None and fixed.choice.global_batch(8) == 1024
+
+
+# -- the policy ---------------------------------------------------------------------------------
+def test_a_new_job_starts_on_one_gpu_and_a_restarting_job_is_pinned(apps: dict[str, Application]) -> None:
+    policy = SiaPolicy(PAPER_CLUSTER, SiaParams())
+    job = _job(apps["cifar10"])
+    out = policy.optimize([job], now=60)
+    t, nodes = out[job.index]
+    assert t is not None and len(nodes) == 1
+    job.reallocate(t, policy.shape_of(out[job.index]), 60)
+    job.allocation = out[job.index]
+    assert job.rescale_time > 0
+    again = policy.optimize([job], now=120)  # still restarting: the same configuration
+    assert policy.shape_of(again[job.index]) == job.shape and again[job.index][0] == t
+
+
+def test_sia_params_are_checked() -> None:
+    with pytest.raises(OptionError, match="negative fairness power"):
+        SiaParams(p=0.5)
+    with pytest.raises(OptionError, match="lambda_n"):
+        SiaParams(lambda_n=0.9)
+    with pytest.raises(OptionError, match="round length"):
+        SimConfig(round_length=0)
+
+
+# -- metrics ------------------------------------------------------------------------------------
+def test_summary_uses_the_artifacts_percentile_and_makespan() -> None:
+    jobs = tuple(
+        JobRecord(f"j{i}", "a" if i % 2 else "b", "adaptive", 10.0 * i, 10.0 * i, 10.0 * i + 100 + i, 0, 1)
+        for i in range(10)
+    )
+    res = SiaResult(jobs, np.array([[2, 0], [1, 1]]), (GpuType("x", 1, 2), GpuType("y", 1, 2)), 60.0, 0.0, 0.0, 0, 0.0)
+    s = summarise(res)
+    jct = [100 + i for i in range(10)]
+    assert s["avg_jct"] == pytest.approx(np.mean(jct))
+    assert s["p99_jct"] == 109  # sorted[int(0.99 * 10)] = sorted[9]
+    assert s["makespan"] == (90 + 109) - 0
+    assert s["utilisation"] == pytest.approx(2 / 4)
+    assert s["avg_gpus_in_use_by_type"] == {"x": 1.5, "y": 0.5}
+    assert s["n_jobs_by_app"] == {"a": 5, "b": 5}
+
+
+# -- cluster and command line -------------------------------------------------------------------
+def test_cluster_parsing_and_node_limits_from_the_profiles(apps: dict[str, Application]) -> None:
+    spec = parse_cluster("aws:6x4,rtx:3x8,dgx-ext:2x8")
+    assert spec == [("aws", 6, 4), ("rtx", 3, 8), ("dgx-ext", 2, 8)]
+    cluster = build_cluster(spec, apps)
+    assert [(t.name, t.max_physical_nodes) for t in cluster] == [("aws", 16), ("rtx", 3), ("dgx-ext", 2)]
+    for bad in ("aws", "aws:6", "aws:0x4", "aws:6x4,aws:1x4", ":6x4"):
+        with pytest.raises(OptionError, match="--cluster"):
+            parse_cluster(bad)
+    with pytest.raises(InstanceError, match="no profile for GPU type 'v100'"):
+        build_cluster([("v100", 2, 4)], apps)
+
+
+def _trace(sia_dir: Path, tmp_path: Path, rows: int = 4) -> Path:
+    wl = read_workload(sia_dir / "workloads" / "newtrace-7.csv")
+    path = tmp_path / "trace.csv"
+    wl.frame().iloc[:rows].drop(columns="category").to_csv(path, index=False)
+    return path
+
+
+def test_cli_writes_the_result(sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.json"
+    rc = cli.main([
+        "simulate-sia", str(_trace(sia_dir, tmp_path)), "--trace-format", "auto", "--cluster",
+        "aws:6x4,rtx:3x8,dgx-ext:2x8", "--profiles", str(sia_dir / "profiles"), "--policy", "sia",
+        "--round", "60", "--out", str(out),
+    ])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    for key in ("avg_jct", "p50_jct", "p99_jct", "makespan", "n_jobs", "n_completed", "utilisation", "jobs"):
+        assert key in doc
+    assert doc["n_jobs"] == doc["n_completed"] == 4
+    assert doc["avg_jct"] > 0 and doc["makespan"] >= doc["p99_jct"]
+    assert "avg JCT" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cluster", "aws:6x4,h100:2x8"], "no profile for GPU type 'h100'"),
+        (["--cluster", "aws-6x4"], "--cluster: expected NAME:NODESxGPUS"),
+        (["--trace-format", "pal"], "needs a Sia newTrace workload"),
+        (["--round", "0"], "--round"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(
+    sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    out = tmp_path / "out.json"
+    rc = cli.main(["simulate-sia", str(_trace(sia_dir, tmp_path, 2)), "--profiles", str(sia_dir / "profiles"),
+                   "--out", str(out), "--quiet", *args])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert message in err and "\n" not in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_cli_missing_profile_for_a_type(sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profiles = tmp_path / "profiles"
+    shutil.copytree(sia_dir / "profiles" / "bert", profiles / "bert")
+    (profiles / "bert" / "placements-rtx.csv").unlink()
+    trace = tmp_path / "bert.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\nbert-0,10,bert,2,96\n")
+    out = tmp_path / "out.json"
+    rc = cli.main(["simulate-sia", str(trace), "--profiles", str(profiles), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "no profile for GPU type 'rtx'" in err and "bert" in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_cli_unknown_application_and_unreadable_trace(sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\nx-0,10,resnet,2,96\n")
+    out = tmp_path / "out.json"
+    assert cli.main(["simulate-sia", str(trace), "--profiles", str(sia_dir / "profiles"), "--out", str(out)]) == 2
+    assert "row 2, column application: unknown application 'resnet'" in capsys.readouterr().err
+    assert cli.main(["simulate-sia", str(tmp_path / "nope.csv"), "--profiles", str(sia_dir / "profiles"),
+                     "--out", str(out)]) == 2
+    assert "cannot read trace" in capsys.readouterr().err
+    assert not out.exists()
