@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pal_opt.errors import OptionError
+from pal_opt.hetero.bounds import core_program, lagrangian_bound, layout, relax, repair
 from pal_opt.hetero.configs import PAPER_CLUSTER, GpuType, enumerate_configs
 from pal_opt.hetero.placer import fit_shape, place_type, placement_shape
 from pal_opt.hetero.round import (
@@ -24,6 +25,7 @@ from pal_opt.hetero.round import (
     round_objective,
     solve_round,
     solve_round_dp,
+    synthetic_round,
 )
 from pal_opt.ilp.backends import available_backends
 
@@ -173,30 +175,11 @@ def test_bad_round_input_is_an_option_error() -> None:
         solve_round_dp(RoundInput(big, np.ones((1, len(big)))))
 
 
-def _scaled_round(jobs: int, seed: int = 0) -> RoundInput:
-    """A Sia-style round on 2,048 GPUs of three types: rows shaped like the policy's (1 GPU = 1,
-    goodput growing sub-linearly with GPUs up to a cap, some types unknown)."""
-    rng = np.random.default_rng(seed)
-    cluster = (GpuType("aws", 192, 4, 16), GpuType("dgx-ext", 64, 8, 2), GpuType("rtx", 96, 8, 3))
-    cs = enumerate_configs(cluster)
-    g = np.full((jobs, len(cs)), 1e-4)
-    speed = rng.uniform(0.5, 3.0, (jobs, 3))
-    alpha = rng.uniform(0.3, 0.95, jobs)
-    cap = rng.choice([1, 2, 4, 8, 16, 32, 64], jobs)
-    for t in range(3):
-        sel = cs.type_index == t
-        n = cs.num_gpus[sel]
-        g[:, sel] = np.where(n[None, :] <= cap[:, None], speed[:, [t]] * n[None, :] ** alpha[:, None], 1e-4)
-    g = g / np.where(g > 1e-4, g, np.inf).min(axis=1, keepdims=True)
-    g[g <= 1e-4] = 1e-4
-    a = np.minimum(np.round(np.power(g.astype(np.float32), np.float32(-0.5)), 2), 3000)
-    return RoundInput(cs, a)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_round_at_2048_gpus_solves_to_optimality(backend: str) -> None:
-    inp = _scaled_round(900)
+    cluster = (GpuType("aws", 192, 4, 16), GpuType("dgx-ext", 64, 8, 2), GpuType("rtx", 96, 8, 3))
+    inp = synthetic_round(cluster, 1200)
     t0 = time.perf_counter()
     d = solve_round(inp, backend=backend)
     took = time.perf_counter() - t0
@@ -260,3 +243,44 @@ def test_placer_properties(case: tuple[int, int, list[int]]) -> None:
     for ids in out:
         if ids and len(ids) % per == 0 and len(ids) == max(demands):
             assert all(c == per for c in np.bincount(ids)[np.unique(ids)])
+
+
+# -- large rounds: bounds, repairs, core -------------------------------------------------------
+@pytest.mark.parametrize("seed", range(12))
+def test_decomposed_solve_matches_the_dynamic_program(seed: int) -> None:
+    rng = np.random.default_rng(300 + seed)
+    cluster = (GpuType("a", 4, 4, 16), GpuType("b", 2, 8, 2), GpuType("c", 3, 8, 3))
+    base = synthetic_round(cluster, int(rng.integers(5, 50)), seed=seed)
+    cs = base.configs
+    inp = RoundInput(cs, base.adaptive_costs, pinned_adaptive=_feasible_pins(rng, base.adaptive_costs, cs, 0.2))
+    expect = solve_round_dp(inp).objective
+    got = solve_round(inp, decompose=True)
+    assert got.status == "optimal" and got.objective == pytest.approx(expect, abs=1e-9)
+    assert round_objective(inp, got.adaptive) == pytest.approx(expect, abs=1e-9)
+    prog = build_round_program(inp)
+    rel = relax(prog)
+    assert rel is not None and rel.bound <= 100 * expect + 1e-6
+    lay = layout(prog)
+    for t in range(3):  # every Lagrangian knapsack bound is a lower bound, at least the LP's
+        lb = lagrangian_bound(prog, lay, rel.prices, t)
+        assert rel.bound - 1e-6 <= lb <= 100 * expect + 1e-6
+    fixed = repair(prog, lay, np.zeros(prog.num_vars) + (prog.col_lo > 0.5))
+    assert np.all(prog.A @ fixed <= prog.row_hi + 1e-9)
+
+
+def test_core_program_keeps_every_better_solution() -> None:
+    cluster = (GpuType("a", 4, 4, 16), GpuType("b", 2, 8, 2), GpuType("c", 3, 8, 3))
+    inp = synthetic_round(cluster, 30, seed=7)
+    prog = build_round_program(inp)
+    rel = relax(prog)
+    assert rel is not None
+    opt = 100 * solve_round_dp(inp).objective
+    core, keep = core_program(prog, rel, opt)  # the optimum itself must stay reachable
+    d = solve_round(inp, decompose=False)
+    full_cols = np.flatnonzero([(j, k) in {(j2, k2) for j2, k2 in enumerate(d.adaptive) if k2 >= 0}
+                                for j, k in zip(prog.col_job.tolist(), prog.col_choice.tolist(), strict=True)])
+    assert keep[full_cols].all()
+    x = np.zeros(core.num_vars)
+    x[np.searchsorted(np.flatnonzero(keep), full_cols)] = 1
+    assert np.all(core.A @ x <= core.row_hi + 1e-9) and np.all(core.A @ x >= core.row_lo - 1e-9)
+    assert np.all(x >= core.col_lo)

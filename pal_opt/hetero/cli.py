@@ -35,7 +35,7 @@ DEFAULT_CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
 
 def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.ArgumentParser:
     """Register the command on ``subparsers``; ``args.func(args)`` returns the exit status."""
-    from ..ilp.backends import available_backends
+    from ..options import BackendName
 
     p = subparsers.add_parser(
         name,
@@ -58,8 +58,9 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
-    p.add_argument("--backend", choices=available_backends(), default="highs",
-                   help="solver of the round program (default highs)")
+    p.add_argument("--backend", default="highs", metavar="NAME",
+                   help=f"solver of the round program: {', '.join(b.value for b in BackendName)} or any "
+                        "registered backend (default highs)")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="seconds per round program (default: until proven optimal)")
     p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
@@ -150,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     parent = Path(args.out).parent
     if str(parent) and not parent.is_dir():
         raise OptionError(f"--out: directory {str(parent)!r} does not exist")
+    from ..ilp.backends import get_backend
+
+    get_backend(args.backend)  # an unknown or missing solver is reported before any work
     workload, apps, cluster = _load(args)
     params = SiaParams(backend=args.backend, time_limit=args.time_limit)
     config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0)

@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import BackendError, OptionError
-from .configs import ConfigSet
+from .configs import FLOOR, ConfigSet, GpuType, enumerate_configs, fairness_costs
 
 __all__ = [
     "OBJECTIVE_SCALE",
@@ -51,6 +51,7 @@ __all__ = [
     "solve_round",
     "solve_round_dp",
     "round_objective",
+    "synthetic_round",
 ]
 
 logger = logging.getLogger(__name__)
@@ -163,6 +164,20 @@ class RoundProgram:
     def num_vars(self) -> int:
         return int(self.c.size)
 
+    @property
+    def num_types(self) -> int:
+        """GPU types (the last rows are their GPU totals)."""
+        return int(self.row_hi.size) - self.num_adaptive - self.num_rigid
+
+    @property
+    def type_capacity(self) -> np.ndarray:
+        """GPUs of each type."""
+        return self.row_hi[self.row_hi.size - self.num_types :]
+
+    def integral_objective(self) -> bool:
+        """Whether every objective value is an integer (in program units)."""
+        return bool(np.all(self.c == np.rint(self.c)) and self.obj_offset == round(self.obj_offset))
+
     def to_program(self) -> Any:
         """The :class:`pal_opt.ilp.program.Program` every backend solves."""
         from ..ilp.program import Program
@@ -178,6 +193,18 @@ class RoundProgram:
             obj_offset=self.obj_offset,
             var_names=self.var_names,
             row_names=self.row_names,
+        )
+
+    def subset(self, keep: np.ndarray) -> RoundProgram:
+        """The program restricted to the columns in mask ``keep`` (rows unchanged)."""
+        idx = np.flatnonzero(keep)
+        return RoundProgram(
+            c=self.c[idx], obj_offset=self.obj_offset, A=self.A[:, idx].tocsr(), row_lo=self.row_lo,
+            row_hi=self.row_hi, col_lo=self.col_lo[idx], col_hi=self.col_hi[idx],
+            integrality=self.integrality[idx], var_names=tuple(self.var_names[i] for i in idx.tolist()),
+            row_names=self.row_names, col_job=self.col_job[idx], col_choice=self.col_choice[idx],
+            col_gpus=self.col_gpus[idx], col_type=self.col_type[idx], num_adaptive=self.num_adaptive,
+            num_rigid=self.num_rigid, scale=self.scale,
         )
 
     def decode(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -338,46 +365,100 @@ def round_objective(inp: RoundInput, adaptive: Sequence[int], rigid: Sequence[in
     return float(total) / scale
 
 
+#: Programs with more columns than this go through :mod:`pal_opt.hetero.bounds` first.
+DECOMPOSE_COLUMNS = 1500
+
+
 def solve_round(
     inp: RoundInput,
     *,
     backend: str | None = "highs",
     time_limit: float | None = None,
     prune: bool = True,
+    decompose: bool | None = None,
 ) -> RoundDecision:
-    """Solve one round with a :mod:`pal_opt.ilp.backends` backend (proven optimal unless the
-    time limit stops it first).
+    """Solve one round to proven optimality (unless the time limit stops the backend first).
+
+    With ``decompose`` (default: for programs of more than :data:`DECOMPOSE_COLUMNS` columns)
+    the LP relaxation, Lagrangian knapsack bounds and knapsack repairs of
+    :mod:`pal_opt.hetero.bounds` come first: when the repaired solution meets the best bound it
+    is returned (status ``optimal``, backend ``bounds``); otherwise the columns that cannot beat
+    it are dropped and ``backend`` (a :mod:`pal_opt.ilp.backends` backend) solves the rest from
+    it.  Without it the whole program goes to the backend.
 
     Raises
     ------
     BackendError
         The solver found no solution (the program always has one: nothing but the pinned jobs).
     """
+    from .bounds import core_program, relax, solve_large_round
+
     t0 = time.perf_counter()
     prog = build_round_program(inp, prune=prune)
-    try:
-        from ..ilp.program import Program  # noqa: F401  (TEMPORARY until the ilp refactor lands)
-    except ImportError:
-        values, status, name = _solve_scipy(prog, time_limit)
+    if decompose is None:
+        decompose = prog.num_vars > DECOMPOSE_COLUMNS
+    relaxation = relax(prog) if decompose else None
+    if relaxation is None:
+        values, status, name = _solve_backend(prog, backend, time_limit, None)
+        assert values is not None
+        return _decision(prog, values, status, name, t0)
+    found = solve_large_round(prog, relaxation)
+    if found.proven:
+        return _decision(prog, found.values, "optimal", "bounds", t0)
+    # any better solution costs at most z − 1 (integral objective): search only there
+    z = float(prog.c @ found.values) + prog.obj_offset
+    core, keep = core_program(prog, relaxation, z - (1.0 if prog.integral_objective() else 0.0))
+    values, status, name = _solve_backend(core, backend, time_limit, None)
+    best = found.values
+    if values is None:  # no solution below the incumbent: it is optimal
+        status = "optimal"
     else:
-        from ..ilp.backends import SolveOptions, get_backend
+        full = np.zeros(prog.num_vars)
+        full[keep] = values
+        if float(prog.c @ full) < float(prog.c @ best):
+            best = full
+    return _decision(prog, best, status, name, t0)
 
-        cls = get_backend(backend)
-        sol = cls().solve(prog.to_program(), SolveOptions(time_limit=time_limit, abs_gap=0.0, threads=1))
-        if sol.values is None:
-            raise BackendError(f"{cls.name} found no solution of the Sia round program ({sol.status}: {sol.message})")
-        values, status, name = sol.values, str(sol.status), cls.name
+
+def _decision(prog: RoundProgram, values: np.ndarray, status: str, name: str, t0: float) -> RoundDecision:
     adaptive, rigid = prog.decode(values)
     obj = float(prog.c @ np.rint(values) + prog.obj_offset) / prog.scale
     return RoundDecision(adaptive, rigid, obj, status, time.perf_counter() - t0, name)
 
 
-def _solve_scipy(prog: RoundProgram, time_limit: float | None) -> tuple[np.ndarray, str, str]:
+def _solve_backend(
+    prog: RoundProgram, backend: str | None, time_limit: float | None, start: np.ndarray | None
+) -> tuple[np.ndarray | None, str, str]:
+    """(values, status, backend name) from a :mod:`pal_opt.ilp.backends` backend; values None
+    when the program is infeasible (status ``infeasible``).
+
+    Raises
+    ------
+    BackendError
+        The solver stopped without a solution or a proof of infeasibility.
+    """
+    try:
+        from ..ilp.program import Program  # noqa: F401  (TEMPORARY until the ilp refactor lands)
+    except ImportError:
+        return _solve_scipy(prog, time_limit)
+    from ..ilp.backends import SolveOptions, get_backend
+
+    cls = get_backend(backend)
+    sol = cls().solve(prog.to_program(), SolveOptions(time_limit=time_limit, abs_gap=0.0, threads=1), start=start)
+    if sol.values is None:
+        if str(sol.status) == "infeasible":
+            return None, "infeasible", cls.name
+        raise BackendError(f"{cls.name} found no solution of the Sia round program ({sol.status}: {sol.message})")
+    return np.rint(sol.values), str(sol.status), cls.name
+
+
+def _solve_scipy(prog: RoundProgram, time_limit: float | None) -> tuple[np.ndarray | None, str, str]:
     """TEMPORARY: HiGHS through scipy until :mod:`pal_opt.ilp.program` exists."""
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     if prog.num_vars == 0:
-        return np.zeros(0), "optimal", "scipy-highs"
+        ok = bool(np.all(prog.row_lo <= 0))
+        return (np.zeros(0), "optimal", "scipy-highs") if ok else (None, "infeasible", "scipy-highs")
     res = milp(
         prog.c,
         constraints=LinearConstraint(prog.A, prog.row_lo, prog.row_hi),
@@ -385,9 +466,11 @@ def _solve_scipy(prog: RoundProgram, time_limit: float | None) -> tuple[np.ndarr
         bounds=Bounds(prog.col_lo, prog.col_hi),
         options={"time_limit": time_limit} if time_limit else {},
     )
+    if res.status == 2:
+        return None, "infeasible", "scipy-highs"
     if res.x is None:
         raise BackendError(f"HiGHS found no solution of the Sia round program: {res.message}")
-    return np.asarray(res.x), "optimal" if res.status == 0 else "feasible", "scipy-highs"
+    return np.rint(np.asarray(res.x)), "optimal" if res.status == 0 else "feasible", "scipy-highs"
 
 
 def _dp_options(prog: RoundProgram, job: int) -> list[tuple[float, int, int, int]]:
@@ -456,3 +539,27 @@ def solve_round_dp(inp: RoundInput, *, prune: bool = True) -> RoundDecision:
     adaptive, rigid = prog.decode(values)
     obj = (value + prog.obj_offset) / prog.scale
     return RoundDecision(adaptive, rigid, obj, "optimal", time.perf_counter() - t0, "dp")
+
+
+def synthetic_round(cluster: Sequence[GpuType], jobs: int, seed: int = 0) -> RoundInput:
+    """A random Sia-style round for tests and benchmarks: per job and type a goodput that grows
+    as ``speed · n^α`` up to a GPU cap (floor beyond), normalised to the job's least useful entry,
+    then the fairness power (p = −0.5), two-decimal rounding and clip, in float32.
+
+    >>> from pal_opt.hetero.configs import PAPER_CLUSTER
+    >>> inp = synthetic_round(PAPER_CLUSTER, 5)
+    >>> inp.adaptive_costs.shape, float(inp.adaptive_costs.min()) > 0
+    ((5, 19), True)
+    """
+    rng = np.random.default_rng(seed)
+    cs = enumerate_configs(cluster)
+    nt = len(cs.types)
+    speed = rng.uniform(0.5, 3.0, (jobs, nt))
+    alpha = rng.uniform(0.3, 0.95, jobs)
+    cap = rng.choice([1, 2, 4, 8, 16, 32, 64], jobs)
+    n = cs.num_gpus[None, :].astype(np.float64)
+    g = speed[:, cs.type_index] * n ** alpha[:, None]
+    g = np.where(n <= cap[:, None], g, FLOOR)
+    g = g / np.where(g > FLOOR, g, np.inf).min(axis=1, keepdims=True)
+    g[g <= FLOOR] = FLOOR
+    return RoundInput(cs, fairness_costs(g.astype(np.float32)))
