@@ -93,24 +93,39 @@ def relax(prog: RoundProgram) -> Relaxation | None:
     return Relaxation(np.asarray(res.x), float(res.fun) + prog.obj_offset, row_prices, reduced, prog.num_types)
 
 
+#: Most combinations of the split jobs' columns :func:`round_relaxation` tries.
+MAX_ROUNDING_COMBINATIONS = 4096
+
+
 def round_relaxation(prog: RoundProgram, x: np.ndarray) -> np.ndarray:
-    """A feasible 0/1 solution from an LP solution: jobs at 1 keep their column, the (few) jobs
-    split between columns get the best combination that fits the GPUs left (enumerated)."""
+    """A feasible 0/1 solution from an LP solution: jobs at 1 keep their column; the (few) jobs
+    split between columns get the cheapest combination of their columns (or none) that fits the
+    GPUs left, tried exhaustively up to :data:`MAX_ROUNDING_COMBINATIONS`, else job by job
+    (largest share first)."""
     values = (x >= 1 - 1e-6).astype(np.float64)
     left = prog.type_capacity.copy()
     np.subtract.at(left, prog.col_type[values > 0], prog.col_gpus[values > 0])
     taken = set(prog.col_job[values > 0].tolist())
-    split = sorted({int(j) for j in prog.col_job[(x > 1e-6) & (values == 0)].tolist()} - taken)
-    options = [[-1, *np.flatnonzero(prog.col_job == j).tolist()] for j in split[:4]]
-    best, pick = 0.0, ()
-    for combo in itertools.product(*options):
-        cols = [c for c in combo if c >= 0]
-        use = np.zeros_like(left)
-        np.add.at(use, prog.col_type[cols], prog.col_gpus[cols])
-        cost = float(prog.c[cols].sum())
-        if np.all(use <= left) and cost < best:
-            best, pick = cost, tuple(cols)
-    values[list(pick)] = 1.0
+    split = np.flatnonzero((x > 1e-6) & (values == 0))
+    jobs = list(dict.fromkeys(int(prog.col_job[c]) for c in split[np.argsort(-x[split], kind="stable")]))
+    options = [np.flatnonzero(prog.col_job == j) for j in jobs if j not in taken]
+    if math.prod(o.size + 1 for o in options) <= MAX_ROUNDING_COMBINATIONS:
+        best, pick = 0.0, tuple[int, ...]()
+        for combo in itertools.product(*[[-1, *o.tolist()] for o in options]):
+            chosen = [c for c in combo if c >= 0]
+            use = np.zeros_like(left)
+            np.add.at(use, prog.col_type[chosen], prog.col_gpus[chosen])
+            cost = float(prog.c[chosen].sum())
+            if cost < best and np.all(use <= left):
+                best, pick = cost, tuple(chosen)
+        values[list(pick)] = 1.0
+        return values
+    for cols in options:
+        fits = cols[prog.col_gpus[cols] <= left[prog.col_type[cols]]]
+        if fits.size and prog.c[fits].min() < 0:
+            k = int(fits[np.argmin(prog.c[fits])])
+            values[k] = 1.0
+            left[prog.col_type[k]] -= prog.col_gpus[k]
     return values
 
 
