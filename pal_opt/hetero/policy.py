@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -203,10 +203,18 @@ class SiaPolicy:
         GPU types in cluster order.
     params
         :class:`SiaParams`.
+    on_round
+        Called with every round's program input and decision (to record or inspect them).
     """
 
-    def __init__(self, cluster: Sequence[GpuType], params: SiaParams | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Sequence[GpuType],
+        params: SiaParams | None = None,
+        on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
+    ) -> None:
         self.params = params or SiaParams()
+        self.on_round = on_round
         self.configs = enumerate_configs(cluster)
         self.previous: dict[int, int] = {}  # job index -> configuration (adaptive) or type (rigid)
         self._rows: dict[int, tuple[RowRequest, np.ndarray]] = {}  # job index -> (request, row)
@@ -298,6 +306,8 @@ class SiaPolicy:
         )
         decision = solve_round(inp, backend=self.params.backend, time_limit=self.params.time_limit)
         self.stats.add(decision)
+        if self.on_round is not None:
+            self.on_round(inp, decision)
         return rigid, adaptive, decision
 
     def optimize(self, active: Sequence[SimJob], now: float) -> dict[int, Allocation]:

@@ -33,13 +33,16 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import BackendError, OptionError
 from .configs import FLOOR, ConfigSet, GpuType, enumerate_configs, fairness_costs
+
+if TYPE_CHECKING:
+    from ..ilp.program import Program
 
 __all__ = [
     "OBJECTIVE_SCALE",
@@ -178,7 +181,7 @@ class RoundProgram:
         """Whether every objective value is an integer (in program units)."""
         return bool(np.all(self.c == np.rint(self.c)) and self.obj_offset == round(self.obj_offset))
 
-    def to_program(self) -> Any:
+    def to_program(self) -> Program:
         """The :class:`pal_opt.ilp.program.Program` every backend solves."""
         from ..ilp.program import Program
 
@@ -365,8 +368,10 @@ def round_objective(inp: RoundInput, adaptive: Sequence[int], rigid: Sequence[in
     return float(total) / scale
 
 
-#: Programs with more columns than this go through :mod:`pal_opt.hetero.bounds` first.
-DECOMPOSE_COLUMNS = 1500
+#: Programs with more columns than this go through :mod:`pal_opt.hetero.bounds` first (all of
+#: them: even on the paper's cluster, three rounds in four are then proven without a MIP, and
+#: the rest go to the backend as a smaller core).
+DECOMPOSE_COLUMNS = 0
 
 
 def solve_round(
@@ -379,7 +384,7 @@ def solve_round(
 ) -> RoundDecision:
     """Solve one round to proven optimality (unless the time limit stops the backend first).
 
-    With ``decompose`` (default: for programs of more than :data:`DECOMPOSE_COLUMNS` columns)
+    With ``decompose`` (default: programs of more than :data:`DECOMPOSE_COLUMNS` columns)
     the LP relaxation, Lagrangian knapsack bounds and knapsack repairs of
     :mod:`pal_opt.hetero.bounds` come first: when the repaired solution meets the best bound it
     is returned (status ``optimal``, backend ``bounds``); otherwise the columns that cannot beat
@@ -437,10 +442,6 @@ def _solve_backend(
     BackendError
         The solver stopped without a solution or a proof of infeasibility.
     """
-    try:
-        from ..ilp.program import Program  # noqa: F401  (TEMPORARY until the ilp refactor lands)
-    except ImportError:
-        return _solve_scipy(prog, time_limit)
     from ..ilp.backends import SolveOptions, get_backend
 
     cls = get_backend(backend)
@@ -450,27 +451,6 @@ def _solve_backend(
             return None, "infeasible", cls.name
         raise BackendError(f"{cls.name} found no solution of the Sia round program ({sol.status}: {sol.message})")
     return np.rint(sol.values), str(sol.status), cls.name
-
-
-def _solve_scipy(prog: RoundProgram, time_limit: float | None) -> tuple[np.ndarray | None, str, str]:
-    """TEMPORARY: HiGHS through scipy until :mod:`pal_opt.ilp.program` exists."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    if prog.num_vars == 0:
-        ok = bool(np.all(prog.row_lo <= 0))
-        return (np.zeros(0), "optimal", "scipy-highs") if ok else (None, "infeasible", "scipy-highs")
-    res = milp(
-        prog.c,
-        constraints=LinearConstraint(prog.A, prog.row_lo, prog.row_hi),
-        integrality=prog.integrality.astype(int),
-        bounds=Bounds(prog.col_lo, prog.col_hi),
-        options={"time_limit": time_limit} if time_limit else {},
-    )
-    if res.status == 2:
-        return None, "infeasible", "scipy-highs"
-    if res.x is None:
-        raise BackendError(f"HiGHS found no solution of the Sia round program: {res.message}")
-    return np.rint(np.asarray(res.x)), "optimal" if res.status == 0 else "feasible", "scipy-highs"
 
 
 def _dp_options(prog: RoundProgram, job: int) -> list[tuple[float, int, int, int]]:

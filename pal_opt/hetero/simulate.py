@@ -35,6 +35,7 @@ from .configs import GpuType
 from .goodput import JobKind
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
+from .round import RoundDecision, RoundInput
 from .simjob import SimJob
 from .workload import Workload, check_workload
 
@@ -261,6 +262,7 @@ def simulate_sia(
     config: SimConfig | None = None,
     *,
     progress: Progress | None = None,
+    on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
 ) -> SiaResult:
     """Run the Sia simulator (module docstring) and return the per-job outcome.
 
@@ -277,6 +279,8 @@ def simulate_sia(
         :class:`SimConfig`.
     progress
         Called after every round.
+    on_round
+        Called with every round program's input and decision (:class:`SiaPolicy`).
 
     Raises
     ------
@@ -293,7 +297,7 @@ def simulate_sia(
 
     # The model fits are tiny L-BFGS-B runs: multi-threaded BLAS only spins (15x slower on 2 cores).
     with threadpool_limits(limits=1, user_api="blas"):
-        return _run(workload, apps, cluster, cfg, progress)
+        return _run(workload, apps, cluster, cfg, progress, on_round)
 
 
 def _run(
@@ -302,9 +306,10 @@ def _run(
     cluster: Sequence[GpuType],
     cfg: SimConfig,
     progress: Progress | None,
+    on_round: Callable[[RoundInput, RoundDecision], None] | None,
 ) -> SiaResult:
     t0 = time.perf_counter()
-    policy = SiaPolicy(cluster, cfg.policy)
+    policy = SiaPolicy(cluster, cfg.policy, on_round)
     jobs = _make_jobs(workload, apps, [t.name for t in cluster])
     pending = sorted(jobs, key=lambda j: (j.submit_time, j.index))
     live: list[SimJob] = []
