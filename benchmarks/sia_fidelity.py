@@ -239,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     trace = DATA / "workloads" / "newtrace-7.csv"
     result: dict[str, Any] = {"variants": {}}
-    for variant in args.variants.split(","):
+    for variant in [v for v in args.variants.split(",") if v]:
         ref = json.loads((REFERENCE / f"newtrace-7-sia{'' if variant == 'adaptive' else '-' + variant}.json").read_text())
         print(f"sia_fidelity: newtrace-7 {variant} ...", file=sys.stderr)
         ours = run_variant(variant, trace)

@@ -102,6 +102,32 @@ def test_strong_scaling_jobs_keep_their_batch_and_stay_within_their_request(
     assert {r.kind for r in res.jobs} == {"scale-gpus"}
 
 
+def test_rigid_jobs_always_run_their_requested_count(prefix: Workload, apps: dict[str, Application]) -> None:
+    frame = prefix.frame().iloc[:6].copy()
+    frame["category"] = "rigid"
+    wl = workload_from_frame(frame)
+    rounds: list[tuple[int, int, int]] = []
+    res = simulate_sia(
+        wl, apps, PAPER_CLUSTER, on_round=lambda inp, d: rounds.append((inp.num_adaptive, inp.num_rigid, d.rigid.size))
+    )
+    assert res.summary()["n_completed"] == 6
+    assert rounds and all(a == 0 and r == n for a, r, n in rounds)  # every active job is in the rigid block
+    shapes: list[tuple[int, int]] = []
+    original = SimJob.reallocate
+
+    def spy(self: SimJob, type_index: int | None, shape: tuple[int, ...], now: float) -> None:
+        shapes.append((sum(shape), self.spec.num_replicas))
+        original(self, type_index, shape, now)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(SimJob, "reallocate", spy)
+    try:
+        simulate_sia(wl, apps, PAPER_CLUSTER)
+    finally:
+        mp.undo()
+    assert all(gpus in (0, req) for gpus, req in shapes)
+
+
 def test_unfinished_jobs_are_reported_at_max_time(prefix: Workload, apps: dict[str, Application]) -> None:
     res = simulate_sia(prefix, apps, PAPER_CLUSTER, SimConfig(max_time=600))
     s = res.summary()
