@@ -26,12 +26,10 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .round import RoundProgram
+from .roundprogram import RoundProgram
 
 __all__ = [
     "Relaxation",
