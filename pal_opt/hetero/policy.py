@@ -186,6 +186,8 @@ def rigid_throughputs(app: Application, types: tuple[GpuType, ...], replicas: in
         g = t.gpus_per_node
         shape = (replicas,) if replicas <= g else (g,) * (replicas // g) + ((replicas % g,) if replicas % g else ())
         prof = app.profile(t.name)
+        if replicas > t.total_gpus or prof.placement_limit(shape) is None:
+            continue
         choice = initial_batch(app, prof, shape, batch)
         b = min(choice.atomic_bsz, int(app.max_batch_size / (replicas * (choice.accum_steps + 1))))
         step, sync = true_step_time(prof, shape, b)
