@@ -270,6 +270,8 @@ def test_cli_writes_the_result(sia_dir: Path, tmp_path: Path, capsys: pytest.Cap
         (["--cluster", "aws-6x4"], "--cluster: expected NAME:NODESxGPUS"),
         (["--trace-format", "pal"], "needs a Sia newTrace workload"),
         (["--round", "0"], "--round"),
+        (["--backend", "gurobi"], "unknown backend 'gurobi'"),
+        (["--category", "elastic"], "--category"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(
