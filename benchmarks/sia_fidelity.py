@@ -191,8 +191,9 @@ def _scale_markdown(scale: dict[str, Any]) -> list[str]:
              f"instances) side by side on the paper's cluster scaled {scale['scale']}× ({scale['gpus']:,} GPUs: "
              "aws 192×4, dgx-ext 64×8, rtx 96×8), pins included. `decomposed` is `solve_round`'s default "
              "(LP, Lagrangian knapsack bounds and repairs; the backend only on the core when the bound is not met); "
-             "`one MIP` hands the whole program to the backend. Wall seconds (CPU seconds); every run is proven "
-             "optimal unless marked.", "",
+             "`one MIP` hands the whole program to the backend. Wall seconds (CPU seconds of this process: CBC "
+             "runs as a child process, so its CPU time is not in them); every run is proven optimal unless "
+             "marked.", "",
              "| instance | jobs | columns | backend | decomposed (solved by) | one MIP |", "|---|---|---|---|---|---|"]
     for k, inst in enumerate(scale["instances"]):
         by = {(r["backend"], r["decompose"]): r for r in inst["runs"]}
