@@ -158,7 +158,7 @@ def _solve_backend(
 
     cls = get_backend(backend)
     options = SolveOptions(time_limit=time_limit, abs_gap=0.0, threads=1, backend_params=BACKEND_PARAMS.get(cls.name, {}))
-    sol = cls().solve(prog.to_program(), options, start=start)
+    sol = cls().solve(prog, options, start=start)
     if sol.values is None:
         if str(sol.status) == "infeasible":
             return None, "infeasible", cls.name

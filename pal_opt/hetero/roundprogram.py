@@ -24,17 +24,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import OptionError
+from ..ilp.program import Program
 from .configs import FLOOR, ConfigSet, GpuType, enumerate_configs, fairness_costs
-
-if TYPE_CHECKING:
-    from ..ilp.program import Program
 
 __all__ = [
     "OBJECTIVE_SCALE",
@@ -112,34 +109,25 @@ class RoundInput:
         return pa, pr
 
 
-@dataclass(frozen=True, eq=False)
-class RoundProgram:
-    """The round program as solver-neutral arrays (``min c·z + obj_offset``), with decoding data.
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RoundProgram(Program):
+    """The round program: a :class:`~pal_opt.ilp.program.Program` (``min c·z + obj_offset``, in
+    units of ``1 / scale``) that every backend solves, plus what decoding needs.
 
     Attributes
     ----------
-    c, obj_offset, A, row_lo, row_hi, col_lo, col_hi, integrality, var_names, row_names
-        The program in units of ``1 / scale``.
     col_job
         Job of each column: adaptive jobs 0..Na-1, then rigid jobs Na..Na+Nr-1.
     col_choice
         Configuration index (adaptive) or type index (rigid) of each column.
     col_gpus, col_type
         GPUs and GPU type of each column.
+    num_adaptive, num_rigid
+        Jobs of each block.
     scale
         Units per objective unit (:data:`OBJECTIVE_SCALE`).
     """
 
-    c: np.ndarray
-    obj_offset: float
-    A: sp.csr_matrix
-    row_lo: np.ndarray
-    row_hi: np.ndarray
-    col_lo: np.ndarray
-    col_hi: np.ndarray
-    integrality: np.ndarray
-    var_names: tuple[str, ...]
-    row_names: tuple[str, ...]
     col_job: np.ndarray
     col_choice: np.ndarray
     col_gpus: np.ndarray
@@ -147,10 +135,6 @@ class RoundProgram:
     num_adaptive: int
     num_rigid: int
     scale: int = OBJECTIVE_SCALE
-
-    @property
-    def num_vars(self) -> int:
-        return int(self.c.size)
 
     @property
     def num_types(self) -> int:
@@ -166,33 +150,14 @@ class RoundProgram:
         """Whether every objective value is an integer (in program units)."""
         return bool(np.all(self.c == np.rint(self.c)) and self.obj_offset == round(self.obj_offset))
 
-    def to_program(self) -> Program:
-        """The :class:`pal_opt.ilp.program.Program` every backend solves."""
-        from ..ilp.program import Program
-
-        return Program.from_arrays(
-            c=self.c,
-            A=self.A,
-            row_lo=self.row_lo,
-            row_hi=self.row_hi,
-            col_lo=self.col_lo,
-            col_hi=self.col_hi,
-            integrality=self.integrality,
-            obj_offset=self.obj_offset,
-            var_names=self.var_names,
-            row_names=self.row_names,
-        )
-
     def subset(self, keep: np.ndarray) -> RoundProgram:
         """The program restricted to the columns in mask ``keep`` (rows unchanged)."""
         idx = np.flatnonzero(keep)
-        return RoundProgram(
-            c=self.c[idx], obj_offset=self.obj_offset, A=self.A[:, idx].tocsr(), row_lo=self.row_lo,
-            row_hi=self.row_hi, col_lo=self.col_lo[idx], col_hi=self.col_hi[idx],
+        return replace(
+            self, c=self.c[idx], A=self.A[:, idx].tocsr(), col_lo=self.col_lo[idx], col_hi=self.col_hi[idx],
             integrality=self.integrality[idx], var_names=tuple(self.var_names[i] for i in idx.tolist()),
-            row_names=self.row_names, col_job=self.col_job[idx], col_choice=self.col_choice[idx],
-            col_gpus=self.col_gpus[idx], col_type=self.col_type[idx], num_adaptive=self.num_adaptive,
-            num_rigid=self.num_rigid, scale=self.scale,
+            col_job=self.col_job[idx], col_choice=self.col_choice[idx], col_gpus=self.col_gpus[idx],
+            col_type=self.col_type[idx],
         )
 
     def decode(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -283,6 +248,7 @@ def build_round_program(inp: RoundInput, *, scale: int = OBJECTIVE_SCALE, prune:
     rows = np.concatenate([cols["job"], num_jobs + cols["type"]])
     data = np.concatenate([np.ones(n), cols["gpus"].astype(np.float64)])
     A = sp.csr_matrix((data, (rows, np.tile(np.arange(n), 2))), shape=(num_jobs + nt, n))
+    A.sort_indices()
     col_lo = cols["pinned"].astype(np.float64)
     if np.any(cols["gpus"][cols["pinned"]] > cap[cols["type"][cols["pinned"]]]):
         raise OptionError("a pinned configuration needs more GPUs than its type has")
