@@ -42,8 +42,9 @@ Examples
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_attributes
 
 if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submodule stays light
     from .configs import (
@@ -142,8 +143,50 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         workload_from_frame,
     )
 
-#: Submodules searched, in order, for a name on first use.
-_SUBMODULES = ("configs", "goodput", "perfmodel", "profiles", "workload", "round", "placer", "simjob", "policy", "simulate")
+# Names load on first use (PEP 562, :mod:`pal_opt.lazy`): ``pal-opt --help`` and the parser of
+# ``simulate-sia`` import this package without pandas or scipy.
+_MODULES: dict[str, tuple[str, ...]] = {
+    ".configs": (
+        "FLOOR", "PAPER_CLUSTER", "Config", "ConfigSet", "GpuType", "apply_reallocation", "config_menu",
+        "enumerate_configs", "fairness_costs", "max_replicas", "normalise_row", "raw_goodput_row",
+        "reallocation_factor", "scheduler_goodput_fn", "throughput_ratio", "valid_configs",
+    ),
+    ".goodput": (
+        "BatchChoice", "JobKind", "ProfileStepModel", "StepModel", "TrainingTarget", "choose_batch",
+        "clamp_batch", "efficiency", "epoch_of", "epoch_progress", "even_placement", "gain",
+        "grad_stats", "initial_batch", "optimize_goodput", "progress_rate", "training_target",
+    ),
+    ".perfmodel": (
+        "PerfParams", "ProfileObservations", "fit_perf_params",
+    ),
+    ".placer": (
+        "fit_shape", "place_type", "placement_shape",
+    ),
+    ".policy": (
+        "RowRequest", "SiaParams", "SiaPolicy", "goodput_rows",
+    ),
+    ".profiles": (
+        "APP_SETTINGS", "Application", "AppSettings", "StepTable", "TypeProfile", "ValidationCurves",
+        "application_names", "canonical_placement", "load_application", "load_applications",
+        "placement_id",
+    ),
+    ".round": (
+        "RoundDecision", "RoundInput", "RoundProgram", "build_round_program", "solve_round",
+        "solve_round_dp",
+    ),
+    ".simjob": (
+        "SimJob",
+    ),
+    ".simulate": (
+        "JobRecord", "SiaResult", "SimConfig", "build_cluster", "parse_cluster", "simulate_sia",
+        "summarise",
+    ),
+    ".workload": (
+        "PhillyTrace", "Workload", "WorkloadJob", "check_workload", "read_philly", "read_workload",
+        "workload_from_frame",
+    ),
+}
+_EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
     # configs
@@ -234,17 +277,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load the submodule that defines ``name`` on first use."""
-    if name in __all__:
-        for module in _SUBMODULES:
-            mod = importlib.import_module(f".{module}", __name__)
-            if name in getattr(mod, "__all__", ()):
-                value = getattr(mod, name)
-                globals()[name] = value
-                return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
