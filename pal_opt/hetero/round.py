@@ -33,18 +33,18 @@ from .roundprogram import (
 )
 
 __all__ = [
-    "OBJECTIVE_SCALE",
+    "BACKEND_PARAMS",
+    "DECOMPOSE_COLUMNS",
     "LAMBDA_N",
     "MAX_DP_STATES",
-    "DECOMPOSE_COLUMNS",
-    "BACKEND_PARAMS",
+    "OBJECTIVE_SCALE",
+    "RoundDecision",
     "RoundInput",
     "RoundProgram",
-    "RoundDecision",
     "build_round_program",
+    "round_objective",
     "solve_round",
     "solve_round_dp",
-    "round_objective",
     "synthetic_round",
 ]
 
