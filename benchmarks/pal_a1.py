@@ -3,8 +3,11 @@
 Setup (as in the paper's main simulation): 16 servers × 4 GPUs, FIFO queue, 360 s rounds,
 λ = 1.7, GPU factors drawn from the Longhorn measurements (classA ← ResNet-50, classB/C ←
 BERT, classD ← PageRank), the six traces ``../shared/data/pal-artifact/traces/workload-{1..6}``.
-Policies: Packed-Sticky (the baseline), PM-First, PAL, and the integer program with prefix and
-backfill admission (per-round time limit, one thread).
+Policies: Packed-Sticky (the baseline), PM-First, PAL and the integer program, each with prefix
+admission (the queue is served in order and stops at the first job that does not fit, as in the
+artifact) and with backfill admission (jobs that do not fit are skipped); the integer program
+runs with a per-round time limit and one thread. The equal-admission table compares the integer
+program with PAL at the same admission rule: prefix against prefix, backfill against backfill.
 
 Variability draws:
 
@@ -18,13 +21,15 @@ Also a λ sweep (1.0 .. 3.0) on workload-6.
 Targets (from the paper): PAL improves average JCT over Packed-Sticky by 43 % geomean (min
 21 %, max 59 %), PM-First by 40 %; the ILP with backfill should be ≥ 10 % below PAL.
 
-Outputs in ``benchmarks/results/``: ``pal_a1.csv`` (one row per simulation), ``pal_a1.md``
-(tables), ``pal_a1.png`` (average JCT normalised to Packed-Sticky per trace and policy, like
-the paper's figure), ``pal_a1_lambda.png`` and ``pal_a1_w6_cdf.png``.
+Outputs: ``pal_a1.csv`` (one row per simulation), ``pal_a1.md`` (tables), ``pal_a1.png``
+(average JCT normalised to Packed-Sticky per trace and policy, like the paper's figure),
+``pal_a1_equal.png`` (ILP against PAL at equal admission), ``pal_a1_lambda.png`` and
+``pal_a1_w6_cdf.png``. They replace the committed ones in ``benchmarks/results/`` only with
+``--update`` (see ``benchmarks/_results.py``).
 
 Usage::
 
-    python benchmarks/pal_a1.py [--seeds 5] [--workers 2] [--time-limit 10] [--no-ilp] [--quick]
+    python benchmarks/pal_a1.py [--seeds 5] [--workers 2] [--time-limit 10] [--no-ilp] [--quick] [--update]
 """
 
 from __future__ import annotations
@@ -43,14 +48,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import add_output_arguments, output_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TRACES = SHARED / "data" / "pal-artifact" / "traces"
-RESULTS = ROOT / "benchmarks" / "results"
 
-GREEDY = ("packed-sticky", "pmfirst", "pal")
+GREEDY = ("packed-sticky", "pmfirst", "pal", "packed-sticky-backfill", "pmfirst-backfill", "pal-backfill")
 ILP = ("ilp-prefix", "ilp-backfill")
+#: (admission, PAL's column, the integer program's column) for the equal-admission table
+EQUAL = (("prefix", "pal", "ilp-prefix"), ("backfill", "pal-backfill", "ilp-backfill"))
 BASE = "packed-sticky"
 LAMBDAS = (1.0, 1.25, 1.5, 1.7, 2.0, 2.5, 3.0)
 PAPER = {"pal": (0.43, 0.21, 0.59), "pmfirst": (0.40, None, None)}
@@ -68,6 +75,8 @@ def _policy_config(policy: str, lam: float, time_limit: float) -> Any:
     if policy.startswith("ilp-"):
         return SimConfig(policy="ilp", locality_penalty=lam, admission=policy[4:], time_limit=time_limit,
                          ilp_options={"threads": 1})
+    if policy.endswith("-backfill"):
+        return SimConfig(policy=policy.removesuffix("-backfill"), locality_penalty=lam, admission="backfill")
     return SimConfig(policy=policy, locality_penalty=lam)
 
 
@@ -177,10 +186,10 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
             ptxt = "–" if paper is None else (
                 _pct(paper[0]) + (f" (min {_pct(paper[1])}, max {_pct(paper[2])})" if paper[1] is not None else ""))
             w(f"| {p} | {_pct(1 - _gm(per_pol[p]))} | {_pct(min(imp))} | {_pct(max(imp))} | {ptxt} |\n")
-        if "pal" in per_pol:
-            for p in ILP:
-                if per_pol.get(p):
-                    w(f"\n{p} vs PAL: geomean avg JCT {_pct(1 - _gm(per_pol[p]) / _gm(per_pol['pal']))} lower.")
+        for admission, pal, ilp in EQUAL:
+            if per_pol.get(pal) and per_pol.get(ilp):
+                w(f"\nAt {admission} admission, {ilp} vs {pal}: geomean avg JCT "
+                  f"{_pct(1 - _gm(per_pol[ilp]) / _gm(per_pol[pal]))} lower.")
         w("\n\n")
 
     table(["artifact"], "The artifact's cluster (its own variability draw)")
@@ -199,6 +208,8 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
                 cells.append(_fmt(_gm(vals)) if vals else "–")
             w(f"| {d} | {slow.get(d, '–')} | " + " | ".join(cells) + " |\n")
         w("\n")
+
+    _equal_admission(w, rows)
 
     # slowdown decomposition
     w("## Why: GPU-time-weighted slowdown (artifact draw)\n\n")
@@ -249,6 +260,90 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
           f"{max(r['solve_seconds_max'] for r in rs):.2f} | {sum(r['fallbacks'] for r in rs)} |\n")
     w(f"\nTotal wall time of the experiment: {meta['elapsed']:.0f} s with {meta['workers']} worker processes.\n")
     return out.getvalue()
+
+
+def _equal_ratios(rows: list[dict[str, Any]], draws: Sequence[str]) -> dict[str, dict[str, float]]:
+    """{admission: {trace: geomean over draws of ILP avg JCT / PAL avg JCT}} at λ = 1.7."""
+    jct = {(r["trace"], r["draw"], r["policy"]): r["avg_jct_h"] for r in rows
+           if r["experiment"] == "main" and r["lambda"] == 1.7}
+    traces = sorted({t for t, _, _ in jct})
+    out: dict[str, dict[str, float]] = {}
+    for admission, pal, ilp in EQUAL:
+        per = {}
+        for t in traces:
+            vals = [jct[(t, d, ilp)] / jct[(t, d, pal)] for d in draws if (t, d, ilp) in jct and (t, d, pal) in jct]
+            if vals:
+                per[t] = _gm(vals)
+        if per:
+            out[admission] = per
+    return out
+
+
+def _equal_admission(w: Any, rows: list[dict[str, Any]]) -> None:
+    """The like-with-like table: the integer program against PAL under the same admission rule."""
+    main = [r for r in rows if r["experiment"] == "main"]
+    draws = sorted({r["draw"] for r in main}, key=lambda d: (d != "artifact", d))
+    seeds = [d for d in draws if d != "artifact"]
+    groups = [("artifact draw", ["artifact"])] + ([(f"geomean over {len(seeds)} numpy draws", seeds)] if seeds else [])
+    jct = {(r["trace"], r["draw"], r["policy"]): r["avg_jct_h"] for r in main}
+    w("## Equal admission: the integer program against PAL under the same queue rule\n\n")
+    w("Prefix admission serves the queue in order and stops at the first job that does not fit (the "
+      "artifact's rule); backfill skips such jobs and goes on. Admission, not the placement method, decides "
+      "most of the difference between `pal` and `ilp-backfill` in the tables above; this table separates the "
+      "two. Cells are PAL's average JCT in hours and the integer program's relative to it "
+      "(negative = the integer program is better).\n\n")
+    for title, dset in groups:
+        ratios = _equal_ratios(rows, dset)
+        if not ratios:
+            continue
+        w(f"### {title.capitalize()}\n\n")
+        head = " | ".join(f"PAL {a} (h) | ILP {a} vs PAL {a}" for a in ratios)
+        w(f"| trace | {head} | backfill vs prefix, PAL |\n" + "|---" * (2 * len(ratios) + 2) + "|\n")
+        for t in sorted(next(iter(ratios.values()))):
+            cells = []
+            for admission, pal, _ in EQUAL:
+                if admission in ratios:
+                    base = [jct[(t, d, pal)] for d in dset if (t, d, pal) in jct]
+                    cells += [_fmt(_gm(base), 2), f"{100 * (ratios[admission][t] - 1):+.1f}%"]
+            pal_bf = [jct[(t, d, "pal-backfill")] / jct[(t, d, "pal")] for d in dset
+                      if (t, d, "pal-backfill") in jct and (t, d, "pal") in jct]
+            w(f"| {t} | " + " | ".join(cells) + f" | {f'{100 * (_gm(pal_bf) - 1):+.1f}%' if pal_bf else '–'} |\n")
+        gms = []
+        for admission in ratios:
+            gms += ["", f"**{100 * (_gm(list(ratios[admission].values())) - 1):+.1f}%**"]
+        w("| **geomean** | " + " | ".join(gms) + " | |\n\n")
+
+
+def plot_equal(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    main = [r for r in rows if r["experiment"] == "main"]
+    draws = sorted({r["draw"] for r in main}, key=lambda d: (d != "artifact", d))
+    seeds = [d for d in draws if d != "artifact"]
+    panels = [("artifact draw", ["artifact"])] + ([(f"geomean of {len(seeds)} numpy draws", seeds)] if seeds else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 3.6), squeeze=False)
+    for ax, (title, dset) in zip(axes[0], panels, strict=True):
+        ratios = _equal_ratios(rows, dset)
+        if not ratios:
+            continue
+        traces = sorted(next(iter(ratios.values())))
+        x = np.arange(len(traces) + 1)
+        width = 0.8 / len(ratios)
+        for k, (admission, per) in enumerate(ratios.items()):
+            vals = [100 * (per.get(t, np.nan) - 1) for t in traces] + [100 * (_gm(list(per.values())) - 1)]
+            ax.bar(x + (k - (len(ratios) - 1) / 2) * width, vals, width, label=f"{admission} vs {admission}")
+        ax.axhline(0.0, color="k", linewidth=0.6)
+        ax.set_xticks(x, [t.replace("workload-", "W") for t in traces] + ["geomean"])
+        ax.set_ylabel("ILP avg JCT vs PAL [%]")
+        ax.set_title(f"ILP vs PAL at equal admission ({title})")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
 
 
 def plot_main(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -> None:
@@ -327,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-ilp", action="store_true")
     ap.add_argument("--no-lambda", action="store_true")
     ap.add_argument("--quick", action="store_true", help="artifact draw only, no λ sweep")
-    ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
 
     traces = sorted(TRACES.glob("workload-*.csv"))
@@ -367,8 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pal_opt.simulate import plot_result, write_json_atomic, write_text_atomic
 
-    out = args.out_dir
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(args, "pal_a1")
     docs = {r["policy"]: r.pop("_doc") for r in rows if "_doc" in r}
     for r in rows:
         r.pop("_doc", None)
@@ -389,6 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_text_atomic(out / "pal_a1.md", write_markdown(rows, policies, meta))
     plot_main(rows, policies, out / "pal_a1.png")
     plot_lambda(rows, policies, out / "pal_a1_lambda.png")
+    plot_equal(rows, out / "pal_a1_equal.png")
     if docs:
         plot_result(docs, out / "pal_a1_w6_cdf.png")
         write_json_atomic(out / "pal_a1_w6_summary.json",

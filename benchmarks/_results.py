@@ -1,0 +1,43 @@
+"""Where a benchmark writes its results: the committed ``benchmarks/results/`` only with ``--update``.
+
+Every benchmark takes the same two flags:
+
+* ``--update`` replaces the committed files under ``benchmarks/results/``;
+* ``--out-dir DIR`` writes to DIR instead.
+
+With neither, results go to ``benchmarks/results/scratch/`` (ignored by git), so a quick or
+partial run never overwrites what a full run committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SCRATCH = RESULTS / "scratch"
+
+
+def add_output_arguments(ap: argparse.ArgumentParser) -> None:
+    """Add ``--update`` and ``--out-dir`` to a benchmark's parser."""
+    ap.add_argument("--update", action="store_true",
+                    help=f"replace the committed results in {RESULTS.parent.name}/{RESULTS.name}/")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help=f"write results to this directory (default: {RESULTS.name}/{SCRATCH.name}/ "
+                         "unless --update)")
+
+
+def output_dir(args: argparse.Namespace, name: str) -> Path:
+    """The directory this run writes to (created), announced on stderr when it is the scratch one."""
+    if args.out_dir is not None and args.update:
+        raise SystemExit(f"{name}: give --update or --out-dir, not both")
+    if args.out_dir is not None:
+        out = Path(args.out_dir)
+    elif args.update:
+        out = RESULTS
+    else:
+        out = SCRATCH
+        print(f"{name}: writing to {out} (pass --update to replace the committed results)", file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
