@@ -115,6 +115,18 @@ def test_the_docs_have_runnable_blocks() -> None:
     assert len({b.path for b in runnable}) >= 3, "the collector found (almost) no runnable blocks"
 
 
+def test_api_reference_lists_every_export() -> None:
+    """``docs/api/index.md`` links every name of ``pal_opt.__all__`` to its documentation (the
+    strict docs build in ``.ci/run`` checks that each link resolves)."""
+    import pal_opt
+
+    index = (REPO / "docs" / "api" / "index.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^\| \[`(\w+)`\]\[[\w.]+\]", index, flags=re.M))
+    exported = {name for name in pal_opt.__all__ if not name.startswith("__")}
+    assert exported - listed == set(), "add these to docs/api/index.md"
+    assert listed - exported == set(), "no longer exported: remove them from docs/api/index.md"
+
+
 # --- shell commands ---------------------------------------------------------------------------
 
 
