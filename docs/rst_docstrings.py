@@ -96,7 +96,7 @@ def rewrite_text(lines: list[str], i: int, out: list[str]) -> int:
             out.extend(fenced(lines[j:end], directive["lang"] if directive else "text", k))
             return end
     nxt = lines[i + 1] if i + 1 < len(lines) else ""
-    starts_item = i == 0 or not lines[i - 1].strip() or out[-1:] == [""]
+    starts_item = i == 0 or not lines[i - 1].strip() or is_dash_line(lines[i - 1]) or out[-1:] == [""]
     if (starts_item and nxt.strip() and indent_of(nxt) > k and not BULLET.match(stripped)
             and not is_dash_line(nxt)):
         end = block_end(lines, i + 1, k)
