@@ -28,8 +28,10 @@ class Registry(dict[str, T], Generic[T]):
     """
 
     def __init__(self, what: str, items: Iterable[tuple[str, T]] = ()):
-        super().__init__(items)
+        super().__init__()
         self.what = what
+        for name, item in items:
+            self.register(name, item)
 
     def register(self, name: str, item: T, *, replace: bool = False) -> T:
         """Add ``item`` as ``name``; an :class:`OptionError` if the name is taken and not ``replace``."""
@@ -37,7 +39,9 @@ class Registry(dict[str, T], Generic[T]):
             raise OptionError(f"a {self.what} needs a non-empty name, got {name!r}")
         if name in self and not replace:
             raise OptionError(f"a {self.what} named {name!r} is registered already")
-        self[name] = item
+        # a str enum member is stored as its plain value, so listings (argparse's choices, error
+        # messages) show 'ilp' rather than <MethodName.ILP: 'ilp'>
+        self[str(name)] = item
         return item
 
     def unregister(self, name: str) -> None:

@@ -84,3 +84,10 @@ def test_a_registered_backend_is_in_solve_help_and_solves(capsys: pytest.Capture
     finally:
         unregister_backend("spare-highs")
 
+
+
+def test_enum_named_methods_are_listed_as_plain_names() -> None:
+    from pal_opt.methods import method_names
+
+    assert all(type(n) is str for n in method_names())
+    assert "<" not in " ".join(method_names())
