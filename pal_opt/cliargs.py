@@ -26,6 +26,8 @@ __all__ = [
     "methods_epilog",
     "cost_param",
     "with_costs",
+    "add_restart_arguments",
+    "with_restart",
     "add_method_arguments",
     "solve_options",
 ]
@@ -116,6 +118,35 @@ def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any
     for term, param, value in costs:
         merged.setdefault(term, {})[param] = value
     return replace(instance, params=replace(instance.params, costs=merged))
+
+
+def add_restart_arguments(p: argparse.ArgumentParser, *, resumed: bool = False, from_instance: bool = False) -> None:
+    """``--restart-cost S`` and ``--round S``, in the one unit every command and the API use
+    (:mod:`pal_opt.cost.restart`): seconds of work a moved job loses on each of its GPUs, priced
+    by the round program as ``−ln(1 − S/R)`` per GPU for rounds of ``R`` seconds.
+
+    ``resumed``: the command also charges a job resumed after a preemption (the simulator).
+    ``from_instance``: the flags override the instance file's ``params`` (default: keep them).
+    """
+    from .options import DEFAULT_ROUND_LENGTH
+
+    when = "is moved or resumed after a preemption" if resumed else "is moved"
+    keep = "the instance's" if from_instance else None
+    p.add_argument("--restart-cost", type=nonneg_float, default=None if from_instance else 0.0, metavar="S",
+                   help=f"seconds of work a running job loses on each of its GPUs when it {when} (GPU-seconds "
+                        f"per GPU; default {keep or 0}); the round program charges -ln(1 - S/R) per GPU")
+    p.add_argument("--round", type=positive_float, default=None if from_instance else DEFAULT_ROUND_LENGTH,
+                   metavar="R", help=f"round length in seconds (default {keep or f'{DEFAULT_ROUND_LENGTH:g}'})")
+
+
+def with_restart(instance: Any, restart_cost: float | None, round_length: float | None) -> Any:
+    """``instance`` with ``--restart-cost`` and ``--round`` (where given) in its ``params``."""
+    given = {k: v for k, v in (("restart_cost", restart_cost), ("round_length", round_length)) if v is not None}
+    if not given:
+        return instance
+    from dataclasses import replace
+
+    return replace(instance, params=replace(instance.params, **given))
 
 
 def methods_epilog() -> str:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_method_arguments, nonneg_float, positive_float, solve_options
+from ..cliargs import add_method_arguments, add_restart_arguments, positive_float, solve_options
 from ..errors import InstanceError, OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT
 
@@ -46,12 +46,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
     p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
                    help="slowdown of a gang spanning servers within one rack (default: λ)")
-    p.add_argument("--round", type=positive_float, default=360.0, metavar="S",
-                   help="round length in seconds (default 360)")
+    add_restart_arguments(p, resumed=True)
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
-    p.add_argument("--restart-cost", type=nonneg_float, default=0.0, metavar="S",
-                   help="seconds lost when a job is moved or resumed after preemption (default 0)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE",
                    help="per-run measurement CSV (perf column) a class draws its factors from")
     p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
