@@ -3,11 +3,18 @@
 ``pal_opt/cli.py`` registers it with :func:`add_parser`; the handler raises
 :class:`~pal_opt.errors.PalOptError` on bad input (the top level prints one line and exits 2)
 and writes its outputs only after the simulation succeeded.
+
+The GPUs' variability comes from ``--variability`` (measurement files per class, or a directory
+of PAL's Longhorn files) or ``--synthetic-variability SEED`` (the synthetic model).  A class the
+trace uses that neither names takes the default source (the shared Longhorn files on a
+development machine, else the synthetic model): one ``pal-opt: warning:`` line names it, and the
+result file records the source (``config.variability_source``).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -18,6 +25,8 @@ from ..errors import InstanceError, OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT
 
 __all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
+
+log = logging.getLogger(__name__)
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``simulate`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``).
@@ -49,8 +58,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     add_restart_arguments(p, resumed=True)
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
-    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE",
-                   help="per-run measurement CSV (perf column) a class draws its factors from")
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
+                   help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
+                        "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D")
+    p.add_argument("--synthetic-variability", type=int, default=None, metavar="SEED",
+                   help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
+                        "(without either option: the shared Longhorn files if present, else the synthetic model, "
+                        "with a warning)")
     p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
     p.add_argument("--default-class", default=None, metavar="CLASS",
@@ -67,15 +81,40 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
+    """``{class: file}`` from ``--variability CLASS=FILE`` and ``--variability DIR`` items."""
+    from ..io.measurements import longhorn_paths
+
     out: dict[str, str] = {}
     for item in items:
         cls, sep, path = item.partition("=")
+        if not sep and Path(item).is_dir():
+            for c, f in longhorn_paths(item).items():
+                if not f.is_file():
+                    raise InstanceError("no such file", source=os.fspath(f), path=f"--variability {item}")
+                out[c] = os.fspath(f)
+            continue
         if not sep or not cls or not path:
-            raise OptionError(f"--variability expects CLASS=FILE, got {item!r}")
+            raise OptionError(f"--variability expects CLASS=FILE or a directory, got {item!r}")
         if not Path(path).is_file():
             raise InstanceError("no such file", source=path, path=f"--variability {cls}")
         out[cls] = path
     return out
+
+
+def _warn_default_source(defaulted: dict[str, str]) -> None:
+    """One warning line: which classes the trace uses took the default variability source."""
+    if not defaulted:
+        return
+    files = [c for c, o in defaulted.items() if o != "synthetic"]
+    synthetic = [c for c, o in defaulted.items() if o == "synthetic"]
+    parts = []
+    if files:
+        where = os.path.dirname(defaulted[files[0]])
+        parts.append(f"{', '.join(files)} from the PAL artifact's Longhorn measurements in {where}")
+    if synthetic:
+        parts.append(f"{', '.join(synthetic)} from the synthetic Longhorn-like model")
+    log.warning("simulate: variability not chosen (--variability CLASS=FILE|DIR or --synthetic-variability SEED); "
+                "using %s", "; ".join(parts))
 
 
 def _validate_out_dir(path: str | None, flag: str) -> None:
@@ -103,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from ..methods import get_method
     from .engine import SimConfig, build_cluster, parse_cluster, simulate
     from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
+    from .variability import variability_source
 
     for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
         _validate_out_dir(val, flag)
@@ -127,7 +167,10 @@ def run(args: argparse.Namespace) -> int:
     )
     config.validate()
     trace = read_trace(args.trace, default_class=args.default_class)
-    cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw)
+    cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw,
+                                     synthetic_seed=args.synthetic_variability)
+    source = variability_source(origins, variability, args.synthetic_variability, {tj.perfclass for tj in trace})
+    _warn_default_source(source["defaulted"])
 
     bar, counts = _progress_bar(args, len(trace))
 
@@ -151,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
         "cluster": str(spec),
         "variability": origins,
         "variability_draw": args.variability_draw,
+        "variability_source": source,
     }
     doc = result_to_dict(result, extra_config=extra)
     write_json_atomic(args.out, doc)

@@ -112,6 +112,8 @@ def build_cluster(
     variability: Mapping[str, str | os.PathLike[str]] | None = None,
     seed: int = 0,
     draw: str = "numpy",
+    *,
+    synthetic_seed: int | None = None,
 ) -> tuple[Cluster, dict[str, str]]:
     """A cluster of ``spec``'s shape whose GPUs draw raw per-class factors from measurements.
 
@@ -120,23 +122,30 @@ def build_cluster(
     spec
         Shape.
     variability
-        ``{class: measurement file}`` overriding the default files (the PAL artifact's
-        Longhorn files when present; see :mod:`.variability`).
+        ``{class: measurement file}`` overriding the default source (the PAL artifact's
+        Longhorn files when present, else the synthetic model; see :mod:`.variability`).
     seed
         Seeds the draw (``draw="numpy"``).
     draw
         ``"numpy"`` (seeded by ``seed``) or ``"artifact"`` (the PAL artifact's own draw,
         :func:`~pal_opt.simulate.variability.artifact_draw_factors`; ``seed`` is ignored).
+    synthetic_seed
+        Given: classes without a file in ``variability`` draw from the synthetic Longhorn-like
+        model seeded by it, whatever ``draw`` is and whether or not the shared files exist
+        (``pal-opt simulate --synthetic-variability SEED``).  With ``draw="numpy"`` and no
+        files, ``synthetic_seed=S`` gives the factors that the synthetic fallback gives
+        ``seed=S``.
 
     Returns
     -------
     cluster, origins
         The cluster (all GPUs free) and ``{class: file or "synthetic"}``.
     """
+    synth = None if synthetic_seed is None else _derive(synthetic_seed, 1)
     if draw == "numpy":
-        factors, origins = draw_cluster_factors(spec.num_gpus, variability, seed=_derive(seed, 1))
+        factors, origins = draw_cluster_factors(spec.num_gpus, variability, seed=_derive(seed, 1), synthetic_seed=synth)
     elif draw == "artifact":
-        factors, origins = artifact_draw_factors(spec.num_gpus, variability)
+        factors, origins = artifact_draw_factors(spec.num_gpus, variability, synthetic_seed=synth)
     else:
         raise OptionError(f"unknown variability draw {draw!r}; choose one of {', '.join(DRAWS)}")
     return Cluster.uniform(spec.servers, spec.gpus_per_server, factors, racks=spec.racks), origins
