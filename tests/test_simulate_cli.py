@@ -108,3 +108,62 @@ def test_variability_directory_without_the_files_is_bad_input(tmp_path: Path,
     _, err = _simulate(tmp_path, capsys, "--variability", str(tmp_path), code=2)
     assert "resnet-longhorn-agg.csv" in err and "no such file" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.json").exists()
+
+
+# ----------------------------------------------------------------------------- several policies
+def test_several_policies_in_one_run_and_one_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from matplotlib.figure import Figure
+
+    drawn: list[list[tuple[str, list[str]]]] = []
+    save = Figure.savefig
+
+    def spy(self: Figure, *a: Any, **kw: Any) -> Any:
+        drawn.append([(ax.get_title(), [ln.get_label() for ln in ax.get_lines()]) for ax in self.axes])
+        return save(self, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    png, jobs = tmp_path / "cmp.png", tmp_path / "jobs.csv"
+    doc, err = _simulate(tmp_path, capsys, "--policy", "pal,packed-sticky", "--synthetic-variability", "1",
+                         "--plot", str(png), "--jobs-csv", str(jobs))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # one figure, two panels (JCT CDF, utilisation over time), one line per policy in each
+    assert drawn == [[("JCT CDF", ["pal", "packed-sticky"]), ("Utilisation per round", ["pal", "packed-sticky"])]]
+    assert doc["policies"] == ["pal", "packed-sticky"] and list(doc["results"]) == doc["policies"]
+    for policy, res in doc["results"].items():
+        assert res["config"]["policy"] == policy and res["jobs_finished"] == 24
+        assert res["config"]["variability_source"]["synthetic_seed"] == 1
+    rows = jobs.read_text().splitlines()
+    assert rows[0].startswith("policy,job_id,") and len(rows) == 1 + 2 * 24
+    assert {r.split(",")[0] for r in rows[1:]} == {"pal", "packed-sticky"}
+    # each policy's result is what a run of that policy alone gives
+    alone, _ = _simulate(tmp_path, capsys, "--policy", "packed-sticky", "--synthetic-variability", "1",
+                         name="alone.json")
+    assert alone["job_results"] == doc["results"]["packed-sticky"]["job_results"]
+    assert "policies" not in alone  # one policy: the result itself, as before
+
+
+def test_several_policies_share_the_exact_methods_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc, _ = _simulate(tmp_path, capsys, "--policy", "pal,ilp", "--backend", "highs", "--time-limit", "5",
+                       "--synthetic-variability", "1", "--cluster", "2x4")
+    assert doc["results"]["ilp"]["config"]["backend"] == "highs"
+    assert doc["results"]["pal"]["config"]["backend"] is None
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,pmfirst", "--backend", "highs", name="bad.json", code=2)
+    assert err.strip() == "pal-opt: error: option(s) --backend do not apply to methods 'pal', 'pmfirst'"
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,best", name="bad.json", code=2)
+    assert "unknown method 'best'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,pmfirst", "--synthetic-variability", "1",
+                       "--plot", str(tmp_path / "p.png"), code=2)
+    assert err.strip() == ("pal-opt: error: plots need matplotlib, which is not installed: "
+                           "pip install 'pal-opt[plot]'")
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()
