@@ -167,3 +167,45 @@ def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, cap
     assert err.strip() == ("pal-opt: error: plots need matplotlib, which is not installed: "
                            "pip install 'pal-opt[plot]'")
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()
+
+
+# ----------------------------------------------------------------------------- flags shared by commands
+def test_simulate_rejects_an_unknown_backend_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, err = _simulate(tmp_path, capsys, "--policy", "ilp", "--backend", "nope", code=2)
+    assert len(err.strip().splitlines()) == 1 and "argument --backend: invalid choice: 'nope'" in err
+    assert "Traceback" not in err and not (tmp_path / "r.json").exists()
+
+
+def test_simulate_help_lists_the_default_backend_first(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    from pal_opt.ilp.backends import available_backends
+
+    assert main(["simulate", "--help"]) == 0
+    text = capsys.readouterr().out
+    listed = re.search(r"--backend \{([a-z,]+)\}", text)
+    assert listed is not None and "default: the first installed" in " ".join(text.split())
+    assert listed.group(1).split(",")[0] == available_backends()[0]
+
+
+def _subparsers(parser: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    import argparse
+
+    out = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += _subparsers(sub, (*path, name))
+    return out
+
+
+def test_o_and_out_mean_the_same_on_every_command() -> None:
+    from pal_opt.cli import build_parser
+
+    seen = []
+    for path, parser in _subparsers(build_parser()):
+        for action in parser._actions:
+            if {"-o", "--out", "--output"} & set(action.option_strings):
+                assert set(action.option_strings) == {"-o", "--out", "--output"}, (path, action.option_strings)
+                seen.append(" ".join(path))
+    assert {"solve", "generate", "simulate", "simulate-sia", "partition", "import blox", "export slurm"} <= set(seen)
