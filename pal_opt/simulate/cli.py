@@ -169,7 +169,8 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: Any) -> Any:
-    """Run one policy with its progress bar; None after a Ctrl-C (one line says how far it got)."""
+    """Run one policy with its progress bar; None after a Ctrl-C (one line says how far it got,
+    naming the policy when there are several)."""
     from .engine import simulate
 
     bar, counts = _progress_bar(config.policy, args.quiet, len(trace))
@@ -183,8 +184,9 @@ def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: An
         return simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
     except KeyboardInterrupt:  # a Ctrl-C (an exact policy's solver stopped cleanly first)
         bar.close()
-        print(f"pal-opt: interrupted after {counts[0]} rounds of {config.policy} ({counts[1]} of {len(trace)} "
-              "jobs finished); nothing written", file=sys.stderr)
+        which = f" of {config.policy}" if len(args.policy) > 1 else ""
+        print(f"pal-opt: interrupted after {counts[0]} rounds{which} ({counts[1]} of {len(trace)} jobs finished); "
+              "nothing written", file=sys.stderr)
         return None
     finally:
         bar.close()
