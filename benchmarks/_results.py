@@ -28,10 +28,16 @@ def add_output_arguments(ap: argparse.ArgumentParser) -> None:
                          "unless --update)")
 
 
-def output_dir(args: argparse.Namespace, name: str) -> Path:
-    """The directory this run writes to (created), announced on stderr when it is the scratch one."""
+def output_dir(args: argparse.Namespace, name: str, *, partial: str | None = None) -> Path:
+    """The directory this run writes to (created), announced on stderr when it is the scratch one.
+
+    ``partial`` names what makes this run a partial one (e.g. ``"--quick"``): such a run cannot
+    replace the committed results.
+    """
     if args.out_dir is not None and args.update:
         raise SystemExit(f"{name}: give --update or --out-dir, not both")
+    if partial and args.update:
+        raise SystemExit(f"{name}: a {partial} run does not replace the committed results; drop --update")
     if args.out_dir is not None:
         out = Path(args.out_dir)
     elif args.update:

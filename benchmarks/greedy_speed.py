@@ -11,7 +11,10 @@ job mix), or if that module is missing a seeded lognormal stand-in with the same
 
 Usage::
 
-    python benchmarks/greedy_speed.py [--repeats 30] [--seed 0] [--out benchmarks/results/greedy_speed.md]
+    python benchmarks/greedy_speed.py [--repeats 30] [--seed 0] [--update | --out-dir DIR]
+
+Writes ``greedy_speed.md``; it replaces the committed one in ``benchmarks/results/`` only with
+``--update`` (see ``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_output_arguments, output_dir
 
 from pal_opt.binning import binned_factors
 from pal_opt.io import load_instance
@@ -130,8 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[Path(__file__).resolve().parents[1] / "instances" / "large-256x8.json"],
         help="an instance file to time as well (default: the committed 2048-GPU round)",
     )
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "greedy_speed.md")
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    out = output_dir(args, "greedy_speed") / "greedy_speed.md"
 
     lines = [
         "# Greedy policy speed",
@@ -180,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     text = "\n".join(lines)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     print(text)
     return 0
 

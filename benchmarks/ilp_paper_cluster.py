@@ -14,7 +14,10 @@ geometric-mean slowdown (target for later: ≤ 5 s at 2,048 GPUs).
 
 Usage::
 
-    python benchmarks/ilp_paper_cluster.py [--rounds 20] [--no-scale] [--out benchmarks/results/ilp_paper_cluster.md]
+    python benchmarks/ilp_paper_cluster.py [--rounds 20] [--no-scale] [--update | --out-dir DIR]
+
+Writes ``ilp_paper_cluster.md``; it replaces the committed one in ``benchmarks/results/`` only
+with ``--update`` (see ``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from _results import add_output_arguments, output_dir
 
 from pal_opt.binning import binned_factors
 from pal_opt.generate import generate_instance
@@ -189,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--no-scale", action="store_true")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ilp_paper_cluster.md")
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    out = output_dir(args, "ilp_paper_cluster") / "ilp_paper_cluster.md"
     head = ["# Round integer program: benchmark", "", "Machine:", "", *machine(), ""]
     t0 = time.perf_counter()
     paper, _ = bench_paper(args.rounds)
@@ -198,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load}.", ""]
     text = "\n".join(head + paper + scale + tail)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     print(text)
     return 0
 

@@ -18,7 +18,10 @@ C. **CBC's time limit.**  On ``large-256x8`` with limits of 0.001, 0.5, 2 and 5 
 
 Usage::
 
-    python benchmarks/interrupts.py [--out benchmarks/results/interrupts.md] [--quick]
+    python benchmarks/interrupts.py [--quick] [--update | --out-dir DIR]
+
+Writes ``interrupts.md``; it replaces the committed one in ``benchmarks/results/`` only with
+``--update``, which a ``--quick`` run refuses (see ``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _results import add_output_arguments, output_dir  # noqa: E402
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -167,17 +171,17 @@ def part_c(limits: list[float]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "interrupts.md")
     ap.add_argument("--quick", action="store_true", help="fewer rounds, delays and limits (a smoke run)")
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    out = output_dir(args, "interrupts", partial="--quick" if args.quick else None) / "interrupts.md"
     rounds = 4 if args.quick else 20
     delays = [1.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
     limits = [0.001] if args.quick else [0.001, 0.5, 2.0, 5.0]
     head = ["# Interrupts and time limits", "", *machine(), ""]
     body = [*part_a(rounds), "", *part_b(delays), "", *part_c(limits), ""]
     text = "\n".join([*head, *body])
-    if not args.quick:
-        args.out.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     print(text)
     return 0
 

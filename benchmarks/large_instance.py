@@ -27,7 +27,10 @@ check
 
 Usage::
 
-    python benchmarks/large_instance.py [--repeats 5] [--out benchmarks/results/large_instance.md]
+    python benchmarks/large_instance.py [--repeats 5] [--update | --out-dir DIR]
+
+Writes ``large_instance.md``; it replaces the committed one in ``benchmarks/results/`` only with
+``--update`` (see ``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _results import add_output_arguments, output_dir
 
 POLICIES = ("pal", "pmfirst", "packed", "packed-sticky", "random")
 
@@ -225,13 +230,13 @@ def to_markdown(report: dict[str, Any], repeats: int, machine: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "large_instance.md"))
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    out = output_dir(args, "large_instance") / "large_instance.md"
     machine = _machine()
     report = run(args.repeats)
     text = to_markdown(report, args.repeats, machine)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    out.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
     return 0
 

@@ -16,12 +16,13 @@ per case fills a private bytecode cache (``PYTHONPYCACHEPREFIX`` in a temporary 
 ``PYTHONDONTWRITEBYTECODE`` unset), so no source file is compiled while timed and nothing is
 written into the source tree.
 
-Results go to ``benchmarks/results/pipedream_partition.{md,csv}`` only with ``--update``;
-otherwise to a temporary directory, which is printed.
+Writes ``pipedream_partition.{md,csv}``; they replace the committed ones in ``benchmarks/results/``
+only with ``--update``, which ``--cases`` refuses (else they go to ``benchmarks/results/scratch/``
+or ``--out-dir``; see ``benchmarks/_results.py``).
 
 Usage::
 
-    python benchmarks/pipedream_partition.py [--runs 5] [--update] [--shared ../shared] [--cases 'gnmt-*']
+    python benchmarks/pipedream_partition.py [--runs 5] [--update | --out-dir DIR] [--shared ../shared] [--cases 'gnmt-*']
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _results import add_output_arguments, output_dir
+
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 COLUMNS = ["case", "states", "engine", "ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
            "target_met", "time_per_sample", "authors_time_per_sample", "rel_error", "match", "stages",
            "authors_stages"]
@@ -190,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs per case (default 5; the median is reported)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data (default ../shared)")
     ap.add_argument("--cases", default="*", help="only the cases whose name matches this pattern")
-    ap.add_argument("--update", action="store_true", help="overwrite benchmarks/results/pipedream_partition.{md,csv}")
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    out_dir = output_dir(args, "pipedream_partition", partial="--cases" if args.cases != "*" else None)
     paths = sorted((args.shared / "reference" / "pipedream").glob("*.json"))
     if not paths:
         print(f"no reference cases under {args.shared}; nothing to measure", file=sys.stderr)
@@ -201,16 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         rows = measure(cases, args.shared, args.runs, Path(scratch))
     text = to_markdown(rows, args.runs, (start, load_average()), sys.argv[1:] if argv is None else argv)
-    out_dir = RESULTS if args.update else Path(tempfile.mkdtemp(prefix="pipedream_partition."))
-    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "pipedream_partition.md").write_text(text, encoding="utf-8")
     with open(out_dir / "pipedream_partition.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     print(text)
-    print(f"wrote {out_dir / 'pipedream_partition.md'} and {out_dir / 'pipedream_partition.csv'}"
-          + ("" if args.update else " (use --update to replace the committed results)"), file=sys.stderr)
+    print(f"wrote {out_dir / 'pipedream_partition.md'} and {out_dir / 'pipedream_partition.csv'}", file=sys.stderr)
     return 0 if all(r["match"] for r in rows) else 1
 
 

@@ -31,7 +31,10 @@ alive at once (parent + the LP-bound worker + the largest part), an upper bound 
 
 Usage::
 
-    python benchmarks/scale.py [--seeds-2048 5] [--seeds-8192 3] [--out benchmarks/results/scale.md]
+    python benchmarks/scale.py [--seeds-2048 5] [--seeds-8192 3] [--update | --out-dir DIR]
+
+Writes ``scale.md``; it replaces the committed one in ``benchmarks/results/`` only with
+``--update``, which ``--skip-2048`` or ``--skip-8192`` refuses (see ``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _results import add_output_arguments, output_dir  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 MiB = 2**20
@@ -292,8 +296,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ks", default="2,4,8")
     ap.add_argument("--skip-2048", action="store_true")
     ap.add_argument("--skip-8192", action="store_true")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.md")
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    skipped = " and ".join(f for f, on in (("--skip-2048", args.skip_2048), ("--skip-8192", args.skip_8192)) if on)
+    out = output_dir(args, "scale", partial=skipped or None) / "scale.md"
     from tqdm import tqdm
 
     n = (0 if args.skip_2048 else args.seeds_2048 * 5) + (
@@ -320,8 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load} (other work shared the "
             "two cores during the run).", ""]
     text = "\n".join(head + body + tail)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     print(text)
     return 0
 

@@ -9,10 +9,11 @@ types): 32 real newtrace-7 rounds (recorded from a simulation of the trace's fir
 side on a cluster 32 times the paper's, solved to optimality by every backend, with the
 decomposition of :mod:`pal_opt.hetero.bounds` and as one MIP.
 
-Writes ``benchmarks/results/sia_fidelity.{md,json}`` (only with ``--update`` when they exist;
-otherwise the report goes to stdout).  Usage::
+Writes ``sia_fidelity.{md,json}``; they replace the committed ones in ``benchmarks/results/`` only
+with ``--update``, which a partial run (``--variants`` other than both, ``--no-scale``) refuses
+(see ``benchmarks/_results.py``).  Usage::
 
-    PYTHONPATH=$PWD python benchmarks/sia_fidelity.py [--update] [--variants adaptive,scale-gpus]
+    PYTHONPATH=$PWD python benchmarks/sia_fidelity.py [--update | --out-dir DIR] [--variants adaptive,scale-gpus]
         [--no-scale] [--mip-time-limit 60]
 """
 
@@ -31,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _results import add_output_arguments, output_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "data" / "sia-artifact"
 REFERENCE = SHARED / "reference" / "sia"
-RESULTS = ROOT / "benchmarks" / "results"
 CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
+VARIANTS = ("adaptive", "scale-gpus")
 TOLERANCE = {"avg_jct": 0.15, "p99_jct": 0.25}
 HOUR = 3600.0
 
@@ -227,20 +229,22 @@ def write_markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--update", action="store_true", help="overwrite the committed results")
-    ap.add_argument("--variants", default="adaptive,scale-gpus")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--no-scale", action="store_true", help="skip the 2,048-GPU round timings")
     ap.add_argument("--instances", type=int, default=4, help="2,048-GPU instances (default 4)")
     ap.add_argument("--record-jobs", type=int, default=320, help="newtrace-7 jobs simulated to record rounds")
     ap.add_argument("--mip-time-limit", type=float, default=60.0, help="seconds for the one-MIP runs")
-    ap.add_argument("--out-dir", type=Path, default=RESULTS)
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
     if not DATA.is_dir() or not REFERENCE.is_dir():
         print(f"sia_fidelity: skipped: shared data not found at {SHARED}", file=sys.stderr)
         return 0
+    variants = [v for v in args.variants.split(",") if v]
+    partial = [flag for flag, on in (("--variants", set(variants) != set(VARIANTS)), ("--no-scale", args.no_scale)) if on]
+    out = output_dir(args, "sia_fidelity", partial=" ".join(partial) or None)
     trace = DATA / "workloads" / "newtrace-7.csv"
     result: dict[str, Any] = {"variants": {}}
-    for variant in [v for v in args.variants.split(",") if v]:
+    for variant in variants:
         ref = json.loads((REFERENCE / f"newtrace-7-sia{'' if variant == 'adaptive' else '-' + variant}.json").read_text())
         print(f"sia_fidelity: newtrace-7 {variant} ...", file=sys.stderr)
         ours = run_variant(variant, trace)
@@ -253,12 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                       "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
                       "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
     md = write_markdown(result)
-    md_path, json_path = args.out_dir / "sia_fidelity.md", args.out_dir / "sia_fidelity.json"
-    if (md_path.exists() or json_path.exists()) and not args.update:
-        print(md)
-        print(f"sia_fidelity: {md_path} exists; pass --update to overwrite it", file=sys.stderr)
-        return 0
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    md_path, json_path = out / "sia_fidelity.md", out / "sia_fidelity.json"
     json_path.write_text(json.dumps(result, indent=1) + "\n")
     md_path.write_text(md + "\n")
     print(f"sia_fidelity: wrote {md_path} and {json_path}", file=sys.stderr)

@@ -20,10 +20,11 @@ whether the binned factors agree.  Without scikit-learn the comparison is left o
 
 Usage::
 
-    python benchmarks/startup.py [--repeats 5] [--baseline DIR] [--update]
+    python benchmarks/startup.py [--repeats 5] [--baseline DIR] [--quick] [--update | --out-dir DIR]
 
-Writes ``benchmarks/results/startup.md`` when it does not exist or with ``--update``; otherwise
-prints the report and leaves the committed results alone.
+Writes ``startup.md`` and prints it; the file replaces the committed one in ``benchmarks/results/``
+only with ``--update`` (see ``benchmarks/_results.py``).  ``--quick`` times the whole processes
+only (no import breakdown, no binning): a smoke run, which refuses ``--update``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
-RESULTS = ROOT / "benchmarks" / "results" / "startup.md"
+
+from _results import add_output_arguments, output_dir  # noqa: E402
+
 INSTANCE = "instances/paper-16x4.json"
 COMMANDS = {
     "`pal-opt --help`": ["--help"],
@@ -226,19 +229,21 @@ def _cell(ts: list[float]) -> str:
     return f"{statistics.median(ts):.3f} ({min(ts):.3f})"
 
 
-def run(repeats: int, baseline: Path | None, label: str) -> dict[str, Any]:
-    report: dict[str, Any] = {"uptime_start": uptime(), "repeats": repeats, "label": label}
+def run(repeats: int, baseline: Path | None, label: str, quick: bool = False) -> dict[str, Any]:
+    report: dict[str, Any] = {"uptime_start": uptime(), "repeats": repeats, "label": label, "quick": quick}
     floors = {"`python -c pass`": ["-c", "pass"], "`python -c 'import numpy'`": ["-c", "import numpy"]}
     report["floors"] = {name: _floor(argv, repeats) for name, argv in floors.items()}
     report["after"] = {name: whole_process(ROOT, argv, repeats) for name, argv in COMMANDS.items()}
     if baseline is not None:
         report["before"] = {name: whole_process(baseline, argv, repeats) for name, argv in COMMANDS.items()}
-    report["imports"] = import_breakdown(COMMANDS["`pal-opt solve instances/paper-16x4.json --method pal`"])
-    report["binning"], report["ks"] = binning_rows(repeats)
-    try:
-        report["sklearn_import"] = fresh_import("sklearn.cluster", repeats)
-    except subprocess.CalledProcessError:
-        report["sklearn_import"] = None
+    report["imports"], report["binning"], report["ks"], report["sklearn_import"] = [], [], "", None
+    if not quick:
+        report["imports"] = import_breakdown(COMMANDS["`pal-opt solve instances/paper-16x4.json --method pal`"])
+        report["binning"], report["ks"] = binning_rows(repeats)
+        try:
+            report["sklearn_import"] = fresh_import("sklearn.cluster", repeats)
+        except subprocess.CalledProcessError:
+            report["sklearn_import"] = None
     report["uptime_end"] = uptime()
     return report
 
@@ -249,7 +254,7 @@ def to_markdown(r: dict[str, Any], machine_text: str) -> str:
     lines = [
         "# Start-up and k-means binning",
         "",
-        "`python benchmarks/startup.py --update" + (f" --baseline DIR` (DIR: {r['label']})" if before else "`")
+        f"`python benchmarks/startup.py {'--quick' if r.get('quick') else '--update'}" + (f" --baseline DIR` (DIR: {r['label']})" if before else "`")
         + f".  Wall seconds, median of {n} runs (minimum in brackets), each a new interpreter after one "
         "untimed run that writes Python's bytecode cache (as an installed package has it).",
         "",
@@ -268,17 +273,20 @@ def to_markdown(r: dict[str, Any], machine_text: str) -> str:
         lines.append(f"| {name} | {was}" + "".join(f"{_cell(ts)} | " for ts in r["after"][name]).rstrip())
     for name, wc in r["floors"].items():
         lines.append(f"| {name} (floor) | " + ("| | " if before else "") + "".join(f"{_cell(ts)} | " for ts in wc).rstrip())
-    lines += ["", "What the solve imports now (top-level modules by cumulative import time, one "
-              "`python -X importtime` run; the rest is interpreter start, loading the file, binning, PAL and "
-              "printing):", "", "| module | s |", "|---|---:|"]
-    lines += [f"| `{m}` | {t:.3f} |" for m, t in r["imports"]]
-    lines += ["", "## Binning in process", "",
-              f"`bin_values(v, 'pal-artifact')` for the four classes of the first 2,048 and all 65,536 GPUs of "
-              f"`generate_instance(8192, 8, 19200, seed=0)`; seconds, median of {n} (minimum); CPU time counts every thread (an OpenMP thread waiting for work spins).  k = 2 + outliers per "
-              f"class ({r['ks']}).  \"factors\": the binned factors against `pal_opt.kmeans`'s.", "",
-              "| GPUs | k-means | wall s | CPU s | factors |", "|---:|---|---:|---:|---|"]
-    lines += [f"| {b['gpus']:,} | {b['impl']} | {_cell(b['times'][0])} | {_cell(b['times'][1])} | {b['same']} |"
-              for b in r["binning"]]
+    if r["imports"]:
+        lines += ["", "What the solve imports now (top-level modules by cumulative import time, one "
+                  "`python -X importtime` run; the rest is interpreter start, loading the file, binning, PAL and "
+                  "printing):", "", "| module | s |", "|---|---:|"]
+        lines += [f"| `{m}` | {t:.3f} |" for m, t in r["imports"]]
+    if r["binning"]:
+        lines += ["", "## Binning in process", "",
+                  f"`bin_values(v, 'pal-artifact')` for the four classes of the first 2,048 and all 65,536 GPUs of "
+                  f"`generate_instance(8192, 8, 19200, seed=0)`; seconds, median of {n} (minimum); CPU time counts "
+                  "every thread (an OpenMP thread waiting for work spins).  k = 2 + outliers per "
+                  f"class ({r['ks']}).  \"factors\": the binned factors against `pal_opt.kmeans`'s.", "",
+                  "| GPUs | k-means | wall s | CPU s | factors |", "|---:|---|---:|---:|---|"]
+        lines += [f"| {b['gpus']:,} | {b['impl']} | {_cell(b['times'][0])} | {_cell(b['times'][1])} | {b['same']} |"
+                  for b in r["binning"]]
     if r["sklearn_import"]:
         lines += ["", f"Importing `sklearn.cluster` in a new interpreter (what binning cost every CLI call "
                   f"before): {_cell(r['sklearn_import'])} s."]
@@ -291,17 +299,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--baseline", type=Path, help="another source tree to time as 'before'")
     ap.add_argument("--baseline-label", help="what the baseline is (default: its directory name)")
-    ap.add_argument("--update", action="store_true", help=f"overwrite {RESULTS.relative_to(ROOT)}")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--quick", action="store_true", help="whole-process timings only (a smoke run)")
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
+    out = output_dir(args, "startup", partial="--quick" if args.quick else None) / "startup.md"
     label = args.baseline_label or (args.baseline.name if args.baseline else "")
-    text = to_markdown(run(args.repeats, args.baseline, label), machine())
-    if args.out.exists() and not args.update:
-        print(text)
-        print(f"\n(not written: {args.out} exists; pass --update to replace it)", file=sys.stderr)
-    else:
-        args.out.write_text(text)
-        print(f"wrote {args.out}")
+    text = to_markdown(run(args.repeats, args.baseline, label, quick=args.quick), machine())
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"startup: wrote {out}", file=sys.stderr)
     return 0
 
 

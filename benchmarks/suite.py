@@ -2,8 +2,8 @@
 
 One command runs it::
 
-    python benchmarks/suite.py                 # full profile -> benchmarks/results/suite.{csv,md} + PNGs
-    python benchmarks/suite.py --quick --out /tmp/s   # CI smoke profile (a minute or less)
+    python benchmarks/suite.py --update        # full profile -> benchmarks/results/suite.{csv,md} + PNGs
+    python benchmarks/suite.py --quick --out-dir /tmp/s   # CI smoke profile (a minute or less)
     python benchmarks/suite.py --scheduler tcp://host:8786   # the same sweep on a Dask cluster
 
 Families (registry :data:`FAMILIES`, filled by :func:`register`; fixed seeds) -- every round is
@@ -42,7 +42,10 @@ thread each and read ``rss_delta_mib``.  Each placement is also checked by
 Sweeps run on a local process pool (``--workers``, default 2) or on Dask (``--scheduler``);
 tasks are dealt largest first.  Outputs: ``suite.csv`` (one row per round and method),
 ``suite.md`` (machine, summary tables) and ``suite_time_vs_gpus.png``,
-``suite_heuristic_gap.png``, ``suite_gap_vs_load.png``.
+``suite_heuristic_gap.png``, ``suite_gap_vs_load.png``.  They replace the committed ones in
+``benchmarks/results/`` only with ``--update`` (else they go to ``benchmarks/results/scratch/``
+or ``--out-dir``), and a partial run (``--quick``, ``--families``, ``--max-tasks``) refuses
+``--update`` (see ``benchmarks/_results.py``).
 """
 
 from __future__ import annotations
@@ -619,7 +622,6 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="the CI smoke profile")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family names")
     ap.add_argument("--scheduler", default=None, help="Dask scheduler address (default: local process pool)")
     ap.add_argument("--workers", type=int, default=2, help="local pool size")
@@ -629,6 +631,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tasks", type=int, default=None, help="run only the first N tasks (smallest first)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--synthetic", action="store_true", help="ignore ../shared measurements")
+    from _results import add_output_arguments, output_dir  # here: Dask workers never import it
+
+    add_output_arguments(ap)
     args = ap.parse_args(argv)
     profile = "quick" if args.quick else "full"
     settings = PROFILES[profile]
@@ -636,6 +641,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in fams if f not in FAMILIES]
     if unknown:
         ap.error(f"unknown families {unknown}; registered: {', '.join(FAMILIES)}")
+    partial = [flag for flag, on in (("--quick", args.quick), ("--families", set(fams) != set(FAMILIES)),
+                                     ("--max-tasks", args.max_tasks is not None)) if on]
+    out = output_dir(args, "suite", partial=" ".join(partial) or None)
     tasks = plan(fams, profile, settings)
     if args.max_tasks is not None:
         tasks = sorted(tasks, key=lambda t: _cost(*t))[: args.max_tasks]
@@ -648,12 +656,11 @@ def main(argv: list[str] | None = None) -> int:
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     head = [*head, f"- Load average at the end: {load}; executor: "
             + (f"Dask at {args.scheduler}" if args.scheduler else f"local process pool, {args.workers} workers")]
-    args.out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(args.out / "suite.csv", index=False)
+    df.to_csv(out / "suite.csv", index=False)
     text = summarise(df, settings, profile, head, runtime, fresh)
-    (args.out / "suite.md").write_text(text, encoding="utf-8")
-    plot(df, args.out)
-    print(f"wrote {args.out / 'suite.csv'}, {args.out / 'suite.md'} and 3 plots ({len(df)} rows, {runtime:.0f} s)")
+    (out / "suite.md").write_text(text, encoding="utf-8")
+    plot(df, out)
+    print(f"wrote {out / 'suite.csv'}, {out / 'suite.md'} and 3 plots ({len(df)} rows, {runtime:.0f} s)")
     return 0
 
 

@@ -16,6 +16,7 @@ from .binning import BINNING_MODES
 from .errors import InstanceError, OptionError
 from .io.instance import jobs_from_list
 from .model import Cluster, Job, RoundInstance, RoundParams
+from .options import DEFAULT_ROUND_LENGTH
 
 __all__ = ["make_instance"]
 
@@ -40,6 +41,7 @@ def make_instance(
     locality_penalty: float = 1.7,
     binning: str = "pal-artifact",
     restart_cost: float = 0.0,
+    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str = "",
 ) -> RoundInstance:
     """A validated :class:`~pal_opt.model.RoundInstance`.
@@ -58,7 +60,9 @@ def make_instance(
     binning
         ``"pal-artifact"`` (default), ``"silhouette"`` or ``"none"``.
     restart_cost
-        Cost per GPU of moving a running job (round-cost units).
+        Seconds of work a moved running job loses on each of its GPUs (:mod:`pal_opt.cost.restart`).
+    round_length
+        Seconds per round, the time the restart cost is a share of (default 360).
     name
         Round name.
 
@@ -88,6 +92,7 @@ def make_instance(
         raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
     if not (restart_cost >= 0.0 and restart_cost < float("inf")):
         raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
-    params = RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
+    params = RoundParams.from_arguments(locality_penalty=float(locality_penalty), binning=binning,
+                                        restart_cost=float(restart_cost), round_length=round_length)
     docs = [_job_dict(j, i) for i, j in enumerate(jobs)]
     return RoundInstance(cluster, tuple(jobs_from_list(docs, cluster, params)), params, name)

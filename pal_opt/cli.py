@@ -50,6 +50,7 @@ from typing import Any, NoReturn
 
 from .cliargs import (
     add_method_arguments,
+    add_restart_arguments,
     cost_param,
     finite,
     job_ids,
@@ -58,6 +59,7 @@ from .cliargs import (
     pos_int,
     solve_options,
     with_costs,
+    with_restart,
 )
 from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
 
@@ -121,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
                    help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
+    add_restart_arguments(s, from_instance=True)
     s.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
                    help="write the result as JSON (atomically); without it only the summary is printed")
     s.add_argument("--quiet", action="store_true",
@@ -177,7 +180,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
         "--running-fraction", type=finite, default=0.0, metavar="F",
         help="probability that a queued job is already running (default 0)",
     )
-    g.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    add_restart_arguments(g)
     g.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     g.add_argument(
         "--measurements", metavar="DIR",
@@ -201,7 +204,7 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     b.add_argument("--jobs", required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
     b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
-    b.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    add_restart_arguments(b)
     b.add_argument("--name", help="round name (default: the GPU table's file name)")
     b.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json",
                    help="file to write")
@@ -281,6 +284,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         running_fraction=args.running_fraction,
         binning=args.binning,
         restart_cost=args.restart_cost,
+        round_length=args.round,
         measurements=meas,
         name=args.name,
     )
@@ -306,6 +310,7 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
         locality_penalty=args.locality_penalty,
         binning=args.binning,
         restart_cost=args.restart_cost,
+        round_length=args.round,
         name=args.name,
     )
     save_instance(inst, args.output, meta={"imported_from": {"gpus": args.gpus, "jobs": args.jobs}})
@@ -321,7 +326,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .solve import solve
 
     options = solve_options(args)
-    inst = with_costs(load_instance(args.instance), args.cost)
+    inst = with_restart(with_costs(load_instance(args.instance), args.cost), args.restart_cost, args.round)
     try:
         with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
             result = solve(inst, method=args.method, options=options)

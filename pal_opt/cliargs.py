@@ -26,8 +26,11 @@ __all__ = [
     "methods_epilog",
     "cost_param",
     "with_costs",
+    "add_restart_arguments",
+    "with_restart",
     "add_method_arguments",
     "solve_options",
+    "solve_options_each",
 ]
 
 
@@ -118,6 +121,35 @@ def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any
     return replace(instance, params=replace(instance.params, costs=merged))
 
 
+def add_restart_arguments(p: argparse.ArgumentParser, *, resumed: bool = False, from_instance: bool = False) -> None:
+    """``--restart-cost S`` and ``--round S``, in the one unit every command and the API use
+    (:mod:`pal_opt.cost.restart`): seconds of work a moved job loses on each of its GPUs, priced
+    by the round program as ``−ln(1 − S/R)`` per GPU for rounds of ``R`` seconds.
+
+    ``resumed``: the command also charges a job resumed after a preemption (the simulator).
+    ``from_instance``: the flags override the instance file's ``params`` (default: keep them).
+    """
+    from .options import DEFAULT_ROUND_LENGTH
+
+    when = "is moved or resumed after a preemption" if resumed else "is moved"
+    keep = "the instance's" if from_instance else None
+    p.add_argument("--restart-cost", type=nonneg_float, default=None if from_instance else 0.0, metavar="S",
+                   help=f"seconds of work a running job loses on each of its GPUs when it {when} (GPU-seconds "
+                        f"per GPU; default {keep or 0}); the round program charges -ln(1 - S/R) per GPU")
+    p.add_argument("--round", type=positive_float, default=None if from_instance else DEFAULT_ROUND_LENGTH,
+                   metavar="R", help=f"round length in seconds (default {keep or f'{DEFAULT_ROUND_LENGTH:g}'})")
+
+
+def with_restart(instance: Any, restart_cost: float | None, round_length: float | None) -> Any:
+    """``instance`` with ``--restart-cost`` and ``--round`` (where given) in its ``params``."""
+    given = {k: v for k, v in (("restart_cost", restart_cost), ("round_length", round_length)) if v is not None}
+    if not given:
+        return instance
+    from dataclasses import replace
+
+    return replace(instance, params=replace(instance.params, **given))
+
+
 def methods_epilog() -> str:
     """The registered methods, one line each, for ``--help``."""
     from .methods import METHODS
@@ -139,16 +171,40 @@ def _backend_choices() -> list[str]:
     return list(registry.backend_names())
 
 
+def _method_list(names: tuple[str, ...]) -> Any:
+    """An argparse type: comma-separated method names (each once, in the order given)."""
+
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",")]
+        if not text.strip() or any(not t for t in items):
+            raise argparse.ArgumentTypeError(f"expected METHOD[,METHOD...], got {text!r}")
+        for t in items:
+            if t not in names:
+                raise argparse.ArgumentTypeError(f"unknown method {t!r} (choose from {', '.join(names)})")
+        return list(dict.fromkeys(items))
+
+    return parse
+
+
 def add_method_arguments(
     p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None, binning: bool = True,
-    time_limit_default: float | None = None,
+    time_limit_default: float | None = None, multiple: bool = False,
 ) -> None:
-    """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...)."""
+    """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...).
+
+    ``multiple``: the flag takes comma-separated methods (a list; see :func:`solve_options_each`).
+    """
     from .methods import method_names
     from .options import Admission, Binning
 
-    p.add_argument(flag, choices=method_names(), default="pal", metavar="METHOD",
-                   help="placement method, one of: " + ", ".join(method_names()) + " (default pal)")
+    names = method_names()
+    if multiple:
+        p.add_argument(flag, type=_method_list(names), default="pal", metavar="METHOD[,METHOD...]",
+                       help="placement method, or several separated by commas (each runs in turn and the outputs "
+                            "compare them), of: " + ", ".join(names) + " (default pal)")
+    else:
+        p.add_argument(flag, choices=names, default="pal", metavar="METHOD",
+                       help="placement method, one of: " + ", ".join(names) + " (default pal)")
     if seed_help is not None:
         p.add_argument("--seed", type=int, default=None, help=seed_help)
     if binning:
@@ -194,6 +250,37 @@ def solve_options(
         given["jobs"] = args.jobs
     bad = sorted(set(given) - set(method.options) - set(extra))
     if bad:
-        flags = ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param") for b in bad)
-        raise OptionError(f"option(s) {flags} do not apply to method {method.name!r}")
+        raise OptionError(f"option(s) {_flags(bad)} do not apply to method {method.name!r}")
     return SolveOptions.from_kwargs(**given)
+
+
+def _flags(names: list[str]) -> str:
+    return ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param") for b in names)
+
+
+def solve_options_each(
+    args: argparse.Namespace, methods: list[str], method_flag: str = "method", names: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """:func:`solve_options` for each of several methods: a flag applies to the methods that take it
+    (``--backend`` to the exact ones); a flag that none of them takes is an :class:`OptionError`."""
+    from .methods import get_method
+
+    if len(methods) == 1:
+        one = argparse.Namespace(**{**vars(args), method_flag: methods[0]})
+        return {methods[0]: solve_options(one, method_flag, names)}
+    names = names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts")
+    given = {n for n in names if getattr(args, n, None) is not None}
+    if getattr(args, "backend_param", None):
+        given.add("backend_params")
+    taken = set().union(*(get_method(m).options for m in methods))
+    bad = sorted(given - taken)
+    if bad:
+        raise OptionError(f"option(s) {_flags(bad)} do not apply to methods {', '.join(map(repr, methods))}")
+    out = {}
+    for m in methods:
+        opts = get_method(m).options
+        ns = argparse.Namespace(**{**vars(args), method_flag: m})
+        if "backend_params" not in opts:
+            ns.backend_param = None
+        out[m] = solve_options(ns, method_flag, tuple(n for n in names if n in opts))
+    return out

@@ -39,6 +39,7 @@ from scipy.special import ndtr
 
 from .errors import OptionError
 from .model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
+from .options import DEFAULT_ROUND_LENGTH
 from .seeds import SeedLike, make_rng
 
 __all__ = [
@@ -226,6 +227,7 @@ def generate_instance(
     running_fraction: float = 0.0,
     binning: str = "pal-artifact",
     restart_cost: float = 0.0,
+    round_length: float = DEFAULT_ROUND_LENGTH,
     measurements: Mapping[str, str | os.PathLike[str]] | None = None,
     name: str | None = None,
 ) -> RoundInstance:
@@ -251,8 +253,9 @@ def generate_instance(
     running_fraction
         Each queued job is, with this probability, already running (packed on free GPUs,
         best fit) if it fits.
-    binning, restart_cost
-        Stored in the round's parameters.
+    binning, restart_cost, round_length
+        Stored in the round's parameters (:class:`~pal_opt.model.RoundParams`; the restart cost
+        in seconds lost per GPU of a moved job, the round length in seconds).
     measurements
         ``{class: measurement file}`` to draw factors from PAL's measurements instead of the
         synthetic model (see :func:`pal_opt.io.measurements.sample_factors`).
@@ -269,7 +272,7 @@ def generate_instance(
     >>> inst.cluster.num_gpus, len(inst.jobs), inst.cluster.num_servers
     (64, 40, 16)
     """
-    params = _params(nodes, gpus_per_node, jobs, racks, locality_penalty, binning, restart_cost,
+    params = _params(nodes, gpus_per_node, jobs, racks, locality_penalty, binning, (restart_cost, round_length),
                      busy=busy_fraction, failed=failed_fraction, running=running_fraction)
     gen = make_rng(seed)
     g = nodes * gpus_per_node
@@ -292,7 +295,7 @@ def generate_instance(
 
 
 def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_penalty: float, binning: str,
-            restart_cost: float, *, busy: float, failed: float, running: float) -> RoundParams:
+            restart: tuple[float, float], *, busy: float, failed: float, running: float) -> RoundParams:
     """The generator's arguments checked, and the round's parameters built (checked by the model)."""
     _validate_int("nodes", nodes, 1)
     _validate_int("gpus_per_node", gpus_per_node, 1)
@@ -305,7 +308,8 @@ def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_pena
             raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
     if busy + failed > 1.0:
         raise OptionError("busy_fraction + failed_fraction must not exceed 1")
-    return RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
+    return RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart[0],
+                                      round_length=restart[1])
 
 
 def _states(g: int, server_of: np.ndarray, gpus_per_node: int, busy_fraction: float, failed_fraction: float,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from .errors import InstanceError
+from .options import DEFAULT_ROUND_LENGTH
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
     import networkx as nx
@@ -517,8 +518,13 @@ class RoundParams:
     binning
         Variability binning mode: ``"pal-artifact"`` (default), ``"silhouette"`` or ``"none"``.
     restart_cost
-        Cost added (in round-cost units, per GPU of the job) when a running job is moved;
-        0 reproduces PAL's non-sticky rounds.
+        Seconds of work a running job loses on each of its GPUs when it is moved (GPU-seconds
+        per GPU moved; ≥ 0); 0 reproduces PAL's non-sticky rounds.  The round program charges
+        ``−ln(1 − restart_cost / round_length)`` per GPU of the job
+        (:func:`pal_opt.cost.restart.restart_cost_units`, the one conversion).
+    round_length
+        Seconds per round (> 0; default 360, PAL's round): the time the restart loss is a
+        share of.
     costs
         Parameters of further cost terms, ``{term name: {parameter: value}}``
         (:mod:`pal_opt.cost`); the terms check their own.
@@ -535,6 +541,7 @@ class RoundParams:
     binning: str = "pal-artifact"
     restart_cost: float = 0.0
     costs: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    round_length: float = DEFAULT_ROUND_LENGTH
 
     @classmethod
     def from_arguments(cls, **kwargs: Any) -> RoundParams:
@@ -560,6 +567,7 @@ class RoundParams:
         set_ = object.__setattr__
         set_(self, "locality_penalty", _finite_at_least(self.locality_penalty, 1.0, "params.locality_penalty"))
         set_(self, "restart_cost", _finite_at_least(self.restart_cost, 0.0, "params.restart_cost"))
+        set_(self, "round_length", _finite_at_least(self.round_length, 0.0, "params.round_length", strict=True))
         modes = [b.value for b in Binning]
         if not isinstance(self.binning, str) or self.binning not in modes:
             raise InstanceError(f"must be one of {', '.join(modes)}, got {self.binning!r}", path="params.binning")

@@ -34,6 +34,7 @@ __all__ = [
     "MethodName",
     "BackendName",
     "DEFAULT_ILP_TIME_LIMIT",
+    "DEFAULT_ROUND_LENGTH",
     "SolveOptions",
     "validate_choice",
 ]
@@ -42,6 +43,11 @@ __all__ = [
 #: simulator and the Blox adapter run rounds back to back).  ``pal-opt solve`` and
 #: :func:`pal_opt.solve` run without a limit unless given one.
 DEFAULT_ILP_TIME_LIMIT: float = 10.0
+
+#: Seconds per scheduling round when none is given: PAL's (and the Blox simulator's) 360 s.  The
+#: restart cost (seconds lost per GPU of a moved job) is priced as a share of it
+#: (:func:`pal_opt.cost.restart.restart_cost_units`).
+DEFAULT_ROUND_LENGTH: float = 360.0
 
 
 class Binning(enum.StrEnum):

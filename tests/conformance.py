@@ -30,6 +30,7 @@ from procs import cbc_dirs, interrupt_when_solving, own_children, solver_threads
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
 from pal_opt.cost import evaluate
+from pal_opt.cost.restart import restart_cost_seconds
 from pal_opt.errors import OptionError, SolveInterrupted
 from pal_opt.generate import generate_instance
 from pal_opt.ilp import Program, build_formulation, encode, solve_ilp
@@ -46,6 +47,7 @@ from pal_opt.ilp.heuristic import start_placements
 from pal_opt.ilp.solve import resolve_admission
 from pal_opt.io import load_instance
 from pal_opt.model import Cluster, Job, RoundInstance, RoundParams, pal_locality
+from pal_opt.options import DEFAULT_ROUND_LENGTH
 from pal_opt.result import Status
 from pal_opt.solve import solve
 
@@ -80,12 +82,18 @@ def tiny_round() -> RoundInstance:
     return _tiny()
 
 
+def restart(units: float) -> float:
+    """The restart cost (seconds per GPU) that a default-length round prices at ``units`` per GPU."""
+    return restart_cost_seconds(units, DEFAULT_ROUND_LENGTH)
+
+
 def running_round(rc: float) -> RoundInstance:
-    """Job 0 runs on GPUs 0 and 4 (two servers, one slow GPU); the fast pair 2, 3 is free."""
+    """Job 0 runs on GPUs 0 and 4 (two servers, one slow GPU); the fast pair 2, 3 is free.
+    Moving it costs ``rc`` per GPU (round-cost units)."""
     cl = Cluster.from_arrays(np.arange(8), [0, 0, 0, 0, 1, 1, 1, 1],
                              {"classA": [1.0, 1.0, 1.0, 1.0, 1.3, 1.3, 1.3, 1.3]})
     jobs = (Job(0, 2, "classA", 0, (1.0, 1.7, 1.7), placement=(0, 4)), Job(1, 2, "classA", 1))
-    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=rc))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=restart(rc)))
 
 
 def racked_running_round() -> RoundInstance:
@@ -95,7 +103,7 @@ def racked_running_round() -> RoundInstance:
                              rack_of_server={0: 0, 1: 0, 2: 1})
     jobs = (Job(0, 3, "classA", 0, pal_locality(1.5), placement=(1, 2, 5)), Job(1, 4, "classB", 1, pal_locality(1.5)),
             Job(2, 2, "classA", 2, pal_locality(1.5)), Job(3, 1, "classB", 3, pal_locality(1.5), placement=(8,)))
-    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=0.05))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=restart(0.05)))
 
 
 #: Small rounds on which every backend must reach the same optimum.
@@ -105,7 +113,7 @@ SMALL_ROUNDS: dict[str, Callable[[], RoundInstance]] = {
     "racked-running": racked_running_round,
     "gen-8x4": lambda: generate_instance(8, 4, 20, seed=2, busy_fraction=0.2),
     "gen-racked": lambda: generate_instance(8, 4, 24, racks=2, seed=3, busy_fraction=0.1, running_fraction=0.3,
-                                            restart_cost=0.3),
+                                            restart_cost=restart(0.3)),
     "paper-16x4": lambda: load_instance(ROOT / "instances" / "paper-16x4.json"),
 }
 

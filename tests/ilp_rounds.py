@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from pal_opt.cost import evaluate, job_slowdown_pos
+from pal_opt.cost.restart import restart_cost_seconds, restart_units
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
 
 LEVELS = (0.9, 1.0, 1.1, 1.25, 1.5)
@@ -58,7 +59,8 @@ def rounds(draw, max_gpus: int = 16, max_jobs: int = 6, max_demand: int = 5, res
                 placement = tuple(avail[start : start + d])
                 taken.update(placement)
         jobs.append(Job(j, d, draw(st.sampled_from(names)), j, loc, placement))
-    rc = draw(st.sampled_from((0.0, 0.0, 0.05, 0.4))) if restart else 0.0
+    rc = draw(st.sampled_from((0.0, 0.0, 0.05, 0.4))) if restart else 0.0  # round-cost units per GPU
+    rc = restart_cost_seconds(rc, RoundParams().round_length)
     cl = Cluster.from_arrays(np.arange(g), server, factors, state, racks)
     return RoundInstance(cl, tuple(jobs), RoundParams(binning="none", restart_cost=rc), name="hypothesis")
 
@@ -72,7 +74,7 @@ def brute_force(instance: RoundInstance, admitted: list[int], factors: Mapping[s
     """
     cl = instance.cluster
     free = [int(p) for p in np.flatnonzero(cl.state == GpuState.FREE)]
-    rc = instance.params.restart_cost
+    rc = restart_units(instance.params)
     memo: dict[tuple[int, tuple[int, ...]], float] = {}
 
     def price(j: int, combo: tuple[int, ...]) -> float:

@@ -17,7 +17,7 @@ RESULT_COLS = ["status", "objective", "bound", "gap", "jobs_placed", "gpus_used"
 
 
 def _run(out: Path, *extra: str) -> pd.DataFrame:
-    cmd = [sys.executable, str(SUITE), "--quick", "--out", str(out), "--no-progress", *extra]
+    cmd = [sys.executable, str(SUITE), "--quick", "--out-dir", str(out), "--no-progress", *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return pd.read_csv(out / "suite.csv")

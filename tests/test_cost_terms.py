@@ -19,15 +19,19 @@ import pal_opt
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
 from pal_opt.cost import COST_TERMS, CostTerm, evaluate, register_cost_term, unregister_cost_term
+from pal_opt.cost.restart import restart_cost_seconds
 from pal_opt.errors import OptionError
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from pal_opt.options import DEFAULT_ROUND_LENGTH
 
 
 def _round(costs: dict | None = None, restart: float = 0.0) -> RoundInstance:
-    """Two servers of two GPUs; server 0 slow for classA.  Job r runs on the slow server."""
+    """Two servers of two GPUs; server 0 slow for classA.  Job r runs on the slow server.
+    Moving it costs ``restart`` per GPU (round-cost units)."""
     cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.3, 1.3, 1.0, 1.0]})
     jobs = (Job("r", 2, "classA", 0, placement=(0, 1)), Job("w", 1, "classA", 1))
-    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=restart, costs=costs or {}))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=restart_cost_seconds(restart, DEFAULT_ROUND_LENGTH),
+                                               costs=costs or {}))
 
 
 def test_the_built_in_terms_in_summation_order() -> None:

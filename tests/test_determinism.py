@@ -38,12 +38,12 @@ _WORKER = textwrap.dedent(
         "mid-32x8": load_instance(root + "/instances/mid-32x8.json"),
         "racked-64x8": load_instance(root + "/instances/racked-64x8.json"),
         "gen-racked": generate_instance(12, 4, 30, racks=3, seed=11, busy_fraction=0.15, failed_fraction=0.05,
-                                        running_fraction=0.4, restart_cost=0.02),
+                                        running_fraction=0.4, restart_cost=7.2),
     }
     ilp_rounds = {
         "paper-16x4": load_instance(root + "/instances/paper-16x4.json"),
         "gen-small": generate_instance(6, 4, 12, racks=2, seed=5, busy_fraction=0.1, failed_fraction=0.05,
-                                       running_fraction=0.4, restart_cost=0.01),
+                                       running_fraction=0.4, restart_cost=3.6),
         "mid-32x8": load_instance(root + "/instances/mid-32x8.json"),
     }
 

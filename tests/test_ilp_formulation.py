@@ -12,6 +12,7 @@ from ilp_rounds import rounds
 
 from pal_opt.binning import binned_factors
 from pal_opt.cost import evaluate
+from pal_opt.cost.restart import restart_cost_seconds
 from pal_opt.errors import InfeasibleRoundError, InstanceError
 from pal_opt.ilp import build_formulation, decode, encode
 from pal_opt.ilp.formulation import KIND_FLOW, KIND_KEEP, KIND_X, KIND_Y, KIND_Z
@@ -22,7 +23,9 @@ from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
 def _flat(factors, state=None, jobs=(), rc=0.0, sizes=(2, 2)):
     server = np.repeat(np.arange(len(sizes)), sizes)
     cl = Cluster.from_arrays(np.arange(len(server)), server, factors, state)
-    return RoundInstance(cl, tuple(jobs), RoundParams(binning="none", restart_cost=rc))
+    # rc: round-cost units per GPU (a negative one passes through, for the validation test)
+    seconds = restart_cost_seconds(rc, RoundParams().round_length) if rc > 0 else rc
+    return RoundInstance(cl, tuple(jobs), RoundParams(binning="none", restart_cost=seconds))
 
 
 def test_formulation_is_integral_except_costs(tiny_instance):

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pal_opt.cost.restart import restart_cost_seconds
 from pal_opt.ilp import available_backends, build_formulation, solve_ilp
 from pal_opt.ilp.lpwriter import lp_text
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
@@ -61,7 +62,9 @@ def _restart_keep() -> RoundInstance:
         Job(5, 2, "classA", 0, (1.0, 1.7, 1.7), placement=(2, 3)),
         Job(6, 3, "classA", 1, (1.0, 1.7, 1.7)),
     )
-    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=0.1), name="restart_keep")
+    # 0.1 per GPU in round-cost units: 34.26 s of a 360 s round
+    params = RoundParams(binning="none", restart_cost=restart_cost_seconds(0.1, 360.0), round_length=360.0)
+    return RoundInstance(cl, jobs, params, name="restart_keep")
 
 
 CASES = {"flat_2x2": _flat_2x2, "racked_mixed": _racked_mixed, "restart_keep": _restart_keep}

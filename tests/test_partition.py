@@ -142,7 +142,7 @@ def test_part_instance_prices_like_the_whole():
 
 
 def test_restart_cost_running_jobs():
-    inst = _round(nodes=16, gpn=4, jobs=40, seed=4, running_fraction=0.4, restart_cost=0.05)
+    inst = _round(nodes=16, gpn=4, jobs=40, seed=4, running_fraction=0.4, restart_cost=18.0)
     assert any(j.placement is not None for j in inst.jobs)
     res = solve_partitioned(inst, 2, executor="serial")
     assert check(inst, res) == []

@@ -83,7 +83,7 @@ def rounds(draw: Any, max_servers: int = 8, max_per_server: int = 8, max_jobs: i
     # k-means binning costs a few ms per class, so most rounds use raw factors
     mode = draw(st.sampled_from(["none"] * 6 + [m for m in BINNING_MODES if m != "none"]))
     params = RoundParams(locality_penalty=lam, binning=mode,
-                         restart_cost=draw(st.sampled_from([0.0, 0.0, 0.01, 0.5])))
+                         restart_cost=draw(st.sampled_from([0.0, 0.0, 3.6, 144.0])))  # seconds of a 360 s round
     return RoundInstance(cluster, tuple(jobs), params, name="prop")
 
 

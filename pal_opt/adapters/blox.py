@@ -33,6 +33,7 @@ import pandas as pd
 from ..errors import InstanceError
 from ..io.blox import instance_from_frames
 from ..model import RoundInstance
+from ..options import DEFAULT_ROUND_LENGTH
 from ..result import PlacementResult
 from ..scheduler import RoundPolicy
 
@@ -97,7 +98,8 @@ class BloxPlacement:
     backend
         Solver for ``method="ilp"`` (default: the first installed).
     **options
-        Further options: ``binning``, ``seed``, ``restart_cost`` (round parameter), and the
+        Further options: ``binning``, ``seed``, ``restart_cost`` and ``round_length`` (round
+        parameters: seconds lost per GPU of a moved job, seconds per round), and the
         ILP options of :func:`pal_opt.solve` (``admission``, ``time_limit``, ``gap``, ...).
 
     Examples
@@ -117,6 +119,7 @@ class BloxPlacement:
         lam = getattr(args, "locality_penalty", None) if args is not None else None
         self.locality_penalty = float(lam) if lam is not None else 1.7
         self.restart_cost = float(options.pop("restart_cost", 0.0))
+        self.round_length = float(options.pop("round_length", DEFAULT_ROUND_LENGTH))
         binning = options.pop("binning", None)
         self.binning = binning or "pal-artifact"
         seed = options.pop("seed", None)
@@ -140,6 +143,7 @@ class BloxPlacement:
             locality_penalty=self.locality_penalty,
             binning=self.binning,
             restart_cost=self.restart_cost,
+            round_length=self.round_length,
         )
         orig = {str(jid): jid for jid in order}
         for j in inst.jobs:

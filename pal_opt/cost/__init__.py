@@ -5,7 +5,8 @@ the simulator price a placement here.
   penalty for the topology level *S* spans (:func:`job_slowdown_pos`).
 * **Round cost** = the sum of the registered cost terms (:mod:`pal_opt.cost.registry`):
   variability ``Σ_j d_j ln max factor``, locality ``Σ_j d_j ln penalty`` (together
-  ``Σ_j d_j ln slowdown_j``), restart ``restart_cost · d_j`` per running job moved, and any term
+  ``Σ_j d_j ln slowdown_j``), restart ``d_j · −ln(1 − S/R)`` per running job moved (``S`` the restart cost in seconds
+  per GPU, ``R`` the round length; :mod:`pal_opt.cost.restart`), and any term
   registered since.
 * **Geometric-mean slowdown** = exp(cost / Σ_j d_j), a GPU-weighted geometric mean.
 """

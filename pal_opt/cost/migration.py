@@ -1,7 +1,10 @@
 """Migration: moving a running job to other GPUs costs its checkpoint transfer and warm-up.
 
-A running job that does not keep exactly its GPUs pays ``per_job + per_gpu · d_j`` (round-cost
-units), with both parameters from ``params.costs["migration"]`` (default 0: free moves).  Unlike
+A running job that does not keep exactly its GPUs pays ``per_job + per_gpu · d_j`` in round-cost
+units (the program's own unit, ``Σ d · ln slowdown``; unlike the restart cost, which is given in
+seconds and converted, :mod:`pal_opt.cost.restart`: ``per_gpu = u`` prices a move as losing
+``restart_cost_seconds(u, R)`` seconds of an R-second round), with both parameters from
+``params.costs["migration"]`` (default 0: free moves).  Unlike
 the restart term, which models PAL's per-GPU restart loss, this term lets a scheduler price a
 move by job as well as by size; repair and preemption use it to keep unaffected jobs in place
 unless moving them lowers the round's cost by more than the move costs.

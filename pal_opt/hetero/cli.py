@@ -65,7 +65,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help="seconds per round program (default: until proven optimal)")
     p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
                    help="stop after this much simulated time even with unfinished jobs (default 720)")
-    p.add_argument("--out", required=True, metavar="OUT.json", help="result file (written atomically)")
+    p.add_argument("-o", "--out", "--output", dest="out", required=True, metavar="OUT.json",
+                   help="result file (written atomically)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     p.set_defaults(func=run, handler=run)
     return p

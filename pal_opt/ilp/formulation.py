@@ -14,9 +14,11 @@ it never has a variable per (job, GPU).
   run inside server *s* / inside rack *r* / anywhere, on GPUs of level ≤ *v*.  Cost
   ``d_t · (ln value_c(t)[v] + ln locality_t[level])``.
 * **Keep variables** (binary, only when moving a running job is charged for:
-  :func:`~pal_opt.ilp.running.moving_is_charged`, today ``restart_cost > 0``): running job *j*
-  keeps exactly its current GPUs; cost ``d_j ln slowdown_j(current set) − restart_cost · d_j``
-  on top of the constant ``restart_cost · Σ_{running admitted} d_j``.
+  :func:`~pal_opt.ilp.running.moving_is_charged`, e.g. ``restart_cost > 0``): running job *j*
+  keeps exactly its current GPUs; cost ``d_j ln slowdown_j(current set) − ρ · d_j`` on top of
+  the constant ``ρ · Σ_{running admitted} d_j``, where ``ρ`` is what moving costs per GPU
+  (the restart cost converted to round-cost units, :func:`pal_opt.cost.restart.restart_units`,
+  plus the migration term's ``per_gpu``; ``per_job`` alike per job).
 * **Pools** ``(kind, p, v, node)``: the GPUs used by slot variables of profile *p* at level *v*
   on one node (server, rack or the cluster).  **Flow variables** ``f[pool, g] ≥ 0`` count the
   pool's GPUs of type *g*; they need no integrality (the flow part is a network matrix).

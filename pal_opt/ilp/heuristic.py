@@ -18,8 +18,8 @@ reaches that level (best fit), across servers the servers with the most eligible
 Work per job is numpy over (servers × levels) count arrays.
 
 With a restart cost, variant ``"packing-keep"`` first lets every running job keep its GPUs when
-moving could save it at most the restart cost per GPU (its current slowdown against the best
-factor level of its class inside one server).  :func:`start_placements` returns every candidate; the solver gets the cheapest.
+moving could save it at most the restart cost per GPU in round-cost units (its current slowdown
+against the best factor level of its class inside one server).  :func:`start_placements` returns every candidate; the solver gets the cheapest.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 
 from ..admission import class_rank
 from ..cost import job_slowdown_pos
+from ..cost.restart import restart_units
 from ..model import GpuState, Job, JobId, Level, RoundInstance
 from .formulation import Formulation
 from .running import keep_positions, moving_is_charged
@@ -116,10 +117,11 @@ def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId,
 
 def _keep_running_jobs(form: Formulation, gpus: _FreeGpus) -> dict[JobId, tuple[int, ...]]:
     """Let every running job keep its GPUs when moving could save it at most the restart cost per
-    GPU: its current slowdown against the best factor of its class inside one server."""
+    GPU (round-cost units): its current slowdown against the best factor of its class inside one
+    server."""
     inst = form.instance
     cl = inst.cluster
-    rc = float(inst.params.restart_cost)
+    rc = restart_units(inst.params)
     out: dict[JobId, tuple[int, ...]] = {}
     for i in form.admitted:
         job = inst.jobs[i]

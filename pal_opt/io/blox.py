@@ -42,6 +42,7 @@ import numpy as np
 from ..binning import BINNING_MODES
 from ..errors import InstanceError, OptionError
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from ..options import DEFAULT_ROUND_LENGTH
 from .csvfile import CsvTable, read_csv
 from .jobs import JobTable, parse_jobs
 from .textfile import DEFAULT_MAX_BYTES
@@ -178,6 +179,7 @@ def load_blox(
     locality_penalty: float = 1.7,
     binning: str = "pal-artifact",
     restart_cost: float = 0.0,
+    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> RoundInstance:
@@ -193,8 +195,9 @@ def load_blox(
         PAL's λ (≥ 1) for jobs without their own.
     binning
         Binning mode stored in the round's parameters.
-    restart_cost
-        Cost of moving a running job, stored in the round's parameters.
+    restart_cost, round_length
+        Seconds of work a moved running job loses on each of its GPUs, and the round's length in
+        seconds (:mod:`pal_opt.cost.restart`), stored in the round's parameters.
     name
         Round name; defaults to the GPU table's file stem.
     max_bytes
@@ -204,7 +207,7 @@ def load_blox(
     -------
     RoundInstance
     """
-    params = round_params(locality_penalty, binning, restart_cost)
+    params = round_params(locality_penalty, binning, restart_cost, round_length)
     gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table")
     job_table = read_csv(jobs_path, max_bytes=max_bytes, what="job CSV")
     return blox_round(gpu_table, job_table, params, name or Path(gpus_path).stem)
@@ -217,6 +220,7 @@ def instance_from_frames(
     locality_penalty: float = 1.7,
     binning: str = "pal-artifact",
     restart_cost: float = 0.0,
+    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str = "",
 ) -> RoundInstance:
     """Build a round from pandas DataFrames: a Blox ``gpu_df`` and a job queue.
@@ -237,11 +241,12 @@ def instance_from_frames(
     >>> inst.free_gpus, inst.jobs[0].perfclass
     (3, 'classA')
     """
-    params = round_params(locality_penalty, binning, restart_cost)
+    params = round_params(locality_penalty, binning, restart_cost, round_length)
     return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), params, name)
 
 
-def round_params(locality_penalty: float, binning: str, restart_cost: float) -> RoundParams:
+def round_params(locality_penalty: float, binning: str, restart_cost: float,
+                 round_length: float = DEFAULT_ROUND_LENGTH) -> RoundParams:
     """The round's parameters from importer options (:class:`~pal_opt.errors.OptionError` if bad)."""
     if not (locality_penalty >= 1.0 and np.isfinite(locality_penalty)):
         raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
@@ -249,7 +254,8 @@ def round_params(locality_penalty: float, binning: str, restart_cost: float) -> 
         raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
     if not (restart_cost >= 0.0 and np.isfinite(restart_cost)):
         raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
-    return RoundParams(locality_penalty=float(locality_penalty), binning=binning, restart_cost=float(restart_cost))
+    return RoundParams.from_arguments(locality_penalty=float(locality_penalty), binning=binning,
+                                      restart_cost=float(restart_cost), round_length=round_length)
 
 
 def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, name: str = "") -> RoundInstance:

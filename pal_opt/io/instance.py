@@ -39,7 +39,9 @@ Fields
 ``params``
     Optional.  ``locality_penalty`` (PAL's λ, ≥ 1, default 1.7): the default per-job penalty
     ``(1, λ, λ)``; ``binning`` (``"pal-artifact"``, ``"silhouette"`` or ``"none"``);
-    ``restart_cost`` (≥ 0, default 0: PAL's non-sticky rounds).
+    ``restart_cost`` (≥ 0, default 0: PAL's non-sticky rounds): seconds of work a moved running
+    job loses on each of its GPUs, priced as a share of ``round_length`` (seconds, > 0, default
+    360; :mod:`pal_opt.cost.restart`).
 ``cluster.gpus``
     ``id``: unique non-negative integers.  ``server``: each GPU's server id (integer or
     string).  ``state``: optional, ``"free"``, ``"busy"`` (held by a job outside the queue) or
@@ -201,6 +203,7 @@ def _params(p: dict[str, Any]) -> RoundParams:
         binning=p.get("binning", d.binning),
         restart_cost=float(p.get("restart_cost", d.restart_cost)),
         costs=p.get("costs", {}),
+        round_length=float(p.get("round_length", d.round_length)),
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..model import RoundInstance, pal_locality
+from ..options import DEFAULT_ROUND_LENGTH
 from .atomic import atomic_write_text
 from .schema import FORMAT, STATE_NAMES, VERSION
 
@@ -57,6 +58,8 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
         "binning": prm.binning,
         "restart_cost": float(prm.restart_cost),
     }
+    if prm.restart_cost > 0 or prm.round_length != DEFAULT_ROUND_LENGTH:  # what the restart cost is a share of
+        doc["params"]["round_length"] = float(prm.round_length)
     if prm.costs:
         doc["params"]["costs"] = {t: {k: float(v) for k, v in ps.items()} for t, ps in prm.costs.items()}
     doc["cluster"] = cluster

@@ -51,7 +51,7 @@ STATE_NAMES: tuple[str, ...] = ("free", "busy", "failed")
 SCHEMA_PATH: Path = Path(str(files(__package__).joinpath("instance.schema.json")))
 
 #: Parameters every round has (:class:`~pal_opt.model.RoundParams`); they cannot be registered.
-BUILTIN_PARAMS: tuple[str, ...] = ("locality_penalty", "binning", "restart_cost")
+BUILTIN_PARAMS: tuple[str, ...] = ("locality_penalty", "binning", "restart_cost", "round_length")
 
 _registered: dict[str, dict[str, Any]] = {}
 

@@ -3,21 +3,30 @@
 ``pal_opt/cli.py`` registers it with :func:`add_parser`; the handler raises
 :class:`~pal_opt.errors.PalOptError` on bad input (the top level prints one line and exits 2)
 and writes its outputs only after the simulation succeeded.
+
+The GPUs' variability comes from ``--variability`` (measurement files per class, or a directory
+of PAL's Longhorn files) or ``--synthetic-variability SEED`` (the synthetic model).  A class the
+trace uses that neither names takes the default source (the shared Longhorn files on a
+development machine, else the synthetic model): one ``pal-opt: warning:`` line names it, and the
+result file records the source (``config.variability_source``).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_method_arguments, nonneg_float, positive_float, solve_options
+from ..cliargs import add_method_arguments, add_restart_arguments, positive_float, solve_options_each
 from ..errors import InstanceError, OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT
 
 __all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
+
+log = logging.getLogger(__name__)
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``simulate`` on ``subparsers`` (from ``ArgumentParser.add_subparsers``).
@@ -40,29 +49,35 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("trace", help="trace CSV file")
     p.add_argument("--cluster", default="16x4", help="SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4)")
-    add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT)
+    add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True)
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
     p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
     p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
                    help="slowdown of a gang spanning servers within one rack (default: λ)")
-    p.add_argument("--round", type=positive_float, default=360.0, metavar="S",
-                   help="round length in seconds (default 360)")
+    add_restart_arguments(p, resumed=True)
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
-    p.add_argument("--restart-cost", type=nonneg_float, default=0.0, metavar="S",
-                   help="seconds lost when a job is moved or resumed after preemption (default 0)")
-    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE",
-                   help="per-run measurement CSV (perf column) a class draws its factors from")
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
+                   help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
+                        "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D")
+    p.add_argument("--synthetic-variability", type=int, default=None, metavar="SEED",
+                   help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
+                        "(without either option: the shared Longhorn files if present, else the synthetic model, "
+                        "with a warning)")
     p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
     p.add_argument("--default-class", default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
     p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
     p.add_argument("-o", "--out", "--output", dest="out", required=True, metavar="RESULT.json",
-                   help="result file (written atomically)")
-    p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv", help="per-job table")
-    p.add_argument("--plot", default=None, metavar="PNG", help="JCT CDF and utilisation figure")
+                   help="result file (written atomically); several policies: {\"policies\": [...], "
+                        "\"results\": {policy: result}}")
+    p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv",
+                   help="per-job table (several policies: one after the other, a policy column first)")
+    p.add_argument("--plot", default=None, metavar="PNG",
+                   help="one figure: the JCT CDF and the utilisation over time, one line per policy "
+                        "(needs matplotlib: pip install 'pal-opt[plot]')")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (jobs finished, rounds, ETA; shown on a terminal only) or summary line")
     p.set_defaults(func=run, handler=run)
@@ -70,15 +85,40 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
+    """``{class: file}`` from ``--variability CLASS=FILE`` and ``--variability DIR`` items."""
+    from ..io.measurements import longhorn_paths
+
     out: dict[str, str] = {}
     for item in items:
         cls, sep, path = item.partition("=")
+        if not sep and Path(item).is_dir():
+            for c, f in longhorn_paths(item).items():
+                if not f.is_file():
+                    raise InstanceError("no such file", source=os.fspath(f), path=f"--variability {item}")
+                out[c] = os.fspath(f)
+            continue
         if not sep or not cls or not path:
-            raise OptionError(f"--variability expects CLASS=FILE, got {item!r}")
+            raise OptionError(f"--variability expects CLASS=FILE or a directory, got {item!r}")
         if not Path(path).is_file():
             raise InstanceError("no such file", source=path, path=f"--variability {cls}")
         out[cls] = path
     return out
+
+
+def _warn_default_source(defaulted: dict[str, str]) -> None:
+    """One warning line: which classes the trace uses took the default variability source."""
+    if not defaulted:
+        return
+    files = [c for c, o in defaulted.items() if o != "synthetic"]
+    synthetic = [c for c, o in defaulted.items() if o == "synthetic"]
+    parts = []
+    if files:
+        where = os.path.dirname(defaulted[files[0]])
+        parts.append(f"{', '.join(files)} from the PAL artifact's Longhorn measurements in {where}")
+    if synthetic:
+        parts.append(f"{', '.join(synthetic)} from the synthetic Longhorn-like model")
+    log.warning("simulate: variability not chosen (--variability CLASS=FILE|DIR or --synthetic-variability SEED); "
+                "using %s", "; ".join(parts))
 
 
 def _validate_out_dir(path: str | None, flag: str) -> None:
@@ -89,50 +129,51 @@ def _validate_out_dir(path: str | None, flag: str) -> None:
         raise OptionError(f"{flag}: directory {str(parent)!r} does not exist")
 
 
-def _progress_bar(args: argparse.Namespace, jobs: int) -> tuple[Any, list[int]]:
+def _progress_bar(policy: str, quiet: bool, jobs: int) -> tuple[Any, list[int]]:
     """The progress bar (jobs finished of ``jobs``, rounds done, simulated time, ETA), drawn only
     on a terminal and without ``--quiet``, and the list ``[rounds done, jobs finished]``."""
     from ..cliprogress import status_bar
 
     fmt = "{desc}: {n_fmt}/{total_fmt} jobs finished |{bar}| {elapsed}, ETA {remaining}{postfix}"
-    bar = status_bar(total=jobs, desc=f"simulate {args.policy}", bar_format=fmt, miniters=0, disable=args.quiet)
+    bar = status_bar(total=jobs, desc=f"simulate {policy}", bar_format=fmt, miniters=0, disable=quiet)
     return bar, [0, 0]
 
 
-def run(args: argparse.Namespace) -> int:
-    """Handle ``pal-opt simulate``; returns the exit status (0, or 130 after a Ctrl-C: nothing is
-    written and one line says how far the run got)."""
-    from ..io.traces import read_trace
+def _configs(args: argparse.Namespace) -> dict[str, Any]:
+    """One checked :class:`~pal_opt.simulate.engine.SimConfig` per ``--policy``; the integer
+    program's flags go to the exact policies (a flag no policy takes is an error)."""
     from ..methods import get_method
-    from .engine import SimConfig, build_cluster, parse_cluster, simulate
-    from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
+    from .engine import SimConfig
 
-    for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
-        _validate_out_dir(val, flag)
-    spec = parse_cluster(args.cluster)
-    variability = _parse_variability(args.variability)
-    opts = solve_options(args, "policy", names=("backend", "admission", "time_limit", "gap", "threads", "parts"))
-    exact = get_method(args.policy).exact
-    rest = {k: getattr(opts, k) for k in opts.given() - {"admission", "backend", "time_limit"}}
-    config = SimConfig(
-        policy=args.policy,
-        queue=args.queue,
-        round_length=args.round,
-        locality_penalty=args.locality_penalty,
-        rack_penalty=args.rack_penalty,
-        binning=args.binning,
-        restart_cost=args.restart_cost,
-        seed=args.seed,
-        admission=opts.admission,
-        backend=opts.backend,
-        time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
-        ilp_options=rest,
-    )
-    config.validate()
-    trace = read_trace(args.trace, default_class=args.default_class)
-    cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw)
+    names = ("backend", "admission", "time_limit", "gap", "threads", "parts")
+    configs = {}
+    for policy, opts in solve_options_each(args, args.policy, "policy", names).items():
+        exact = get_method(policy).exact
+        config = SimConfig(
+            policy=policy,
+            queue=args.queue,
+            round_length=args.round,
+            locality_penalty=args.locality_penalty,
+            rack_penalty=args.rack_penalty,
+            binning=args.binning,
+            restart_cost=args.restart_cost,
+            seed=args.seed,
+            admission=opts.admission,
+            backend=opts.backend,
+            time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
+            ilp_options={k: getattr(opts, k) for k in opts.given() - {"admission", "backend", "time_limit"}},
+        )
+        config.validate()
+        configs[policy] = config
+    return configs
 
-    bar, counts = _progress_bar(args, len(trace))
+
+def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: Any) -> Any:
+    """Run one policy with its progress bar; None after a Ctrl-C (one line says how far it got,
+    naming the policy when there are several)."""
+    from .engine import simulate
+
+    bar, counts = _progress_bar(config.policy, args.quiet, len(trace))
 
     def progress(done: int, total: int, now: float) -> None:
         counts[:] = [counts[0] + 1, done]
@@ -140,37 +181,81 @@ def run(args: argparse.Namespace) -> int:
         bar.update(done - bar.n)  # redraws at most every 0.1 s, finished jobs or not
 
     try:
-        result = simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
+        return simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
     except KeyboardInterrupt:  # a Ctrl-C (an exact policy's solver stopped cleanly first)
         bar.close()
-        print(f"pal-opt: interrupted after {counts[0]} rounds ({counts[1]} of {len(trace)} jobs finished); "
+        which = f" of {config.policy}" if len(args.policy) > 1 else ""
+        print(f"pal-opt: interrupted after {counts[0]} rounds{which} ({counts[1]} of {len(trace)} jobs finished); "
               "nothing written", file=sys.stderr)
-        return 130
+        return None
     finally:
         bar.close()
 
+
+def _write_outputs(args: argparse.Namespace, results: dict[str, Any], extra: dict[str, Any]) -> None:
+    """The result file (one policy: its result; several: ``{"policies", "results"}``), the per-job
+    table (several: a ``policy`` column first) and the figure (one line per policy)."""
+    from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
+
+    docs = {p: result_to_dict(r, extra_config=extra) for p, r in results.items()}
+    several = len(docs) > 1
+    write_json_atomic(args.out, {"policies": list(docs), "results": docs} if several else next(iter(docs.values())))
+    if args.jobs_csv:
+        write_text_atomic(args.jobs_csv, jobs_csv_text(results if several else next(iter(results.values()))))
+    if args.plot:
+        plot_result(docs, args.plot)
+
+
+def _print_summary(policy: str, result: Any, out: str) -> None:
+    s = result.summary
+    print(
+        f"{policy}: avg JCT {s['avg_jct'] / 3600:.2f} h, p99 JCT {s['p99_jct'] / 3600:.2f} h, "
+        f"makespan {s['makespan'] / 3600:.2f} h, utilisation {s['utilization']:.3f}, "
+        f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
+        f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
+    )
+    for jid, why in result.unplaceable.items():
+        print(f"unplaceable: job {jid}: {why}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
+    status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got)."""
+    from ..io.traces import read_trace
+    from .engine import build_cluster, parse_cluster
+    from .metrics import require_matplotlib
+    from .variability import variability_source
+
+    for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
+        _validate_out_dir(val, flag)
+    if args.plot:
+        require_matplotlib()  # before the simulation, not after it
+    spec = parse_cluster(args.cluster)
+    variability = _parse_variability(args.variability)
+    configs = _configs(args)
+    trace = read_trace(args.trace, default_class=args.default_class)
+    cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw,
+                                     synthetic_seed=args.synthetic_variability)
+    source = variability_source(origins, variability, args.synthetic_variability, {tj.perfclass for tj in trace})
+    _warn_default_source(source["defaulted"])
+
+    results = {}
+    for policy, config in configs.items():
+        result = _simulate_one(args, trace, cluster, config)
+        if result is None:
+            return 130
+        results[policy] = result
     extra = {
         "trace": os.fspath(args.trace),
         "cluster": str(spec),
         "variability": origins,
         "variability_draw": args.variability_draw,
+        "variability_source": source,
     }
-    doc = result_to_dict(result, extra_config=extra)
-    write_json_atomic(args.out, doc)
-    if args.jobs_csv:
-        write_text_atomic(args.jobs_csv, jobs_csv_text(result))
-    if args.plot:
-        plot_result({args.policy: doc}, args.plot)
+    _write_outputs(args, results, extra)
     if not args.quiet:
-        s = result.summary
-        print(
-            f"{args.policy}: avg JCT {s['avg_jct'] / 3600:.2f} h, p99 JCT {s['p99_jct'] / 3600:.2f} h, "
-            f"makespan {s['makespan'] / 3600:.2f} h, utilisation {s['utilization']:.3f}, "
-            f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
-            f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {args.out}"
-        )
-        for jid, why in result.unplaceable.items():
-            print(f"unplaceable: job {jid}: {why}")
+        for policy, result in results.items():
+            _print_summary(policy, result, args.out)
     return 0
 
 

@@ -21,10 +21,13 @@ exact fractional time; its GPUs are free from the next round.
 
 The PAL artifact's simulator charges nothing for preemption or migration (its launch path
 for simulated jobs is a no-op marked "TODO: Add time for checkpoint and restore"), so the
-default restart cost is 0.  For methods that price moves (the integer program), a restart
-cost of S seconds is passed as ``RoundParams.restart_cost = −ln(1 − S / round_length)`` per
-GPU: losing S of R seconds is the same progress as running the whole round
-R / (R − S) times slower, and the round cost is Σ d·ln(slowdown).
+default restart cost is 0.  The restart cost has the unit it has everywhere (seconds of work
+lost on each GPU of the job, :mod:`pal_opt.cost.restart`): every round's
+:class:`~pal_opt.model.RoundParams` carries ``restart_cost = S`` and ``round_length = R``, so a
+method that prices moves (the integer program) sees what ``pal-opt solve --restart-cost S
+--round R`` sees for the same round: ``−ln(1 − S/R)`` per GPU of a moved job (losing S of R
+seconds is the same progress as running the whole round R / (R − S) times slower, and the
+round cost is Σ d·ln(slowdown)).
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ from typing import Any
 import numpy as np
 
 from ..cost import job_slowdown_pos
+from ..cost.restart import restart_cost_units
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
 from ..model import Cluster, Job, RoundInstance, RoundParams
-from ..options import SolveOptions
+from ..options import DEFAULT_ROUND_LENGTH, SolveOptions
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
 from .queue import QueueEntry, get_queue_policy
@@ -108,6 +112,8 @@ def build_cluster(
     variability: Mapping[str, str | os.PathLike[str]] | None = None,
     seed: int = 0,
     draw: str = "numpy",
+    *,
+    synthetic_seed: int | None = None,
 ) -> tuple[Cluster, dict[str, str]]:
     """A cluster of ``spec``'s shape whose GPUs draw raw per-class factors from measurements.
 
@@ -116,23 +122,30 @@ def build_cluster(
     spec
         Shape.
     variability
-        ``{class: measurement file}`` overriding the default files (the PAL artifact's
-        Longhorn files when present; see :mod:`.variability`).
+        ``{class: measurement file}`` overriding the default source (the PAL artifact's
+        Longhorn files when present, else the synthetic model; see :mod:`.variability`).
     seed
         Seeds the draw (``draw="numpy"``).
     draw
         ``"numpy"`` (seeded by ``seed``) or ``"artifact"`` (the PAL artifact's own draw,
         :func:`~pal_opt.simulate.variability.artifact_draw_factors`; ``seed`` is ignored).
+    synthetic_seed
+        Given: classes without a file in ``variability`` draw from the synthetic Longhorn-like
+        model seeded by it, whatever ``draw`` is and whether or not the shared files exist
+        (``pal-opt simulate --synthetic-variability SEED``).  With ``draw="numpy"`` and no
+        files, ``synthetic_seed=S`` gives the factors that the synthetic fallback gives
+        ``seed=S``.
 
     Returns
     -------
     cluster, origins
         The cluster (all GPUs free) and ``{class: file or "synthetic"}``.
     """
+    synth = None if synthetic_seed is None else _derive(synthetic_seed, 1)
     if draw == "numpy":
-        factors, origins = draw_cluster_factors(spec.num_gpus, variability, seed=_derive(seed, 1))
+        factors, origins = draw_cluster_factors(spec.num_gpus, variability, seed=_derive(seed, 1), synthetic_seed=synth)
     elif draw == "artifact":
-        factors, origins = artifact_draw_factors(spec.num_gpus, variability)
+        factors, origins = artifact_draw_factors(spec.num_gpus, variability, synthetic_seed=synth)
     else:
         raise OptionError(f"unknown variability draw {draw!r}; choose one of {', '.join(DRAWS)}")
     return Cluster.uniform(spec.servers, spec.gpus_per_server, factors, racks=spec.racks), origins
@@ -141,18 +154,6 @@ def build_cluster(
 def _derive(seed: int, *keys: int) -> int:
     """A child seed for one purpose (variability draw, random policy round k, ...)."""
     return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, *keys]).generate_state(1)[0])
-
-
-def restart_cost_units(seconds: float, round_length: float) -> float:
-    """Restart cost in round-cost units per GPU: ``−ln(1 − S/R)`` (S capped just below R).
-
-    >>> round(restart_cost_units(36.0, 360.0), 6)
-    0.105361
-    """
-    if seconds <= 0:
-        return 0.0
-    frac = min(seconds / round_length, 1.0 - 1e-6)
-    return -math.log1p(-frac)
 
 
 # ---------------------------------------------------------------------------- config
@@ -176,7 +177,8 @@ class SimConfig:
     binning
         Variability binning mode the method uses (progress always uses raw factors).
     restart_cost
-        Seconds lost when a job is moved or resumed after a preemption.
+        Seconds of work a job loses on each of its GPUs when it is moved or resumed after a
+        preemption (the unit of :attr:`RoundParams.restart_cost <pal_opt.model.RoundParams>`).
     seed
         Seeds the random policy (and, via :func:`build_cluster`, the variability draw).
     admission, backend, time_limit
@@ -187,7 +189,7 @@ class SimConfig:
 
     policy: str = "pal"
     queue: str = "fifo"
-    round_length: float = 360.0
+    round_length: float = DEFAULT_ROUND_LENGTH
     locality_penalty: float = 1.7
     rack_penalty: float | None = None
     binning: str = "pal-artifact"
@@ -213,10 +215,11 @@ class SimConfig:
         self.options()
 
     def round_params(self) -> RoundParams:
-        """The parameters of every round (the restart cost in round-cost units)."""
+        """The parameters of every round: what ``pal-opt solve --restart-cost S --round R`` gives
+        a round (the round program converts S itself, :mod:`pal_opt.cost.restart`)."""
         return RoundParams.from_arguments(
             locality_penalty=self.locality_penalty, binning=self.binning,
-            restart_cost=restart_cost_units(self.restart_cost, self.round_length),
+            restart_cost=self.restart_cost, round_length=self.round_length,
         )
 
     def options(self) -> SolveOptions:

@@ -31,6 +31,7 @@ __all__ = [
     "plot_jct_cdf",
     "plot_utilization",
     "plot_result",
+    "require_matplotlib",
 ]
 
 #: Columns of the per-job table, in order.
@@ -95,14 +96,23 @@ def jobs_table(result: SimulationResult) -> Any:
     return pd.DataFrame([j.to_row() for j in result.jobs], columns=list(JOB_COLUMNS))
 
 
-def jobs_csv_text(result: SimulationResult) -> str:
-    """The per-job table as CSV text (empty cells for jobs that never ran or finished)."""
+def jobs_csv_text(result: SimulationResult | Mapping[str, SimulationResult]) -> str:
+    """The per-job table as CSV text (empty cells for jobs that never ran or finished).
+
+    Given ``{policy: result}``, the tables of every policy one after the other, with a
+    ``policy`` column first.
+    """
+    runs = result if isinstance(result, Mapping) else {None: result}
+    several = isinstance(result, Mapping)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(JOB_COLUMNS)
-    for j in result.jobs:
-        row = j.to_row()
-        w.writerow(["" if row[c] is None else (repr(row[c]) if isinstance(row[c], float) else row[c]) for c in JOB_COLUMNS])
+    w.writerow((("policy",) if several else ()) + JOB_COLUMNS)
+    for policy, res in runs.items():
+        for j in res.jobs:
+            row = j.to_row()
+            cells = ["" if row[c] is None else (repr(row[c]) if isinstance(row[c], float) else row[c])
+                     for c in JOB_COLUMNS]
+            w.writerow([policy, *cells] if several else cells)
     return buf.getvalue()
 
 
@@ -156,11 +166,18 @@ def _util_series(r: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return t, busy / (float(r["num_gpus"]) * length)
 
 
-def _pyplot() -> Any:
+def require_matplotlib() -> None:
+    """Raise :class:`~pal_opt.errors.OptionError` (one line: how to install it) unless
+    matplotlib, the optional ``[plot]`` extra, can be imported."""
     try:
-        import matplotlib
+        import matplotlib  # noqa: F401
     except ImportError:
         raise OptionError("plots need matplotlib, which is not installed: pip install 'pal-opt[plot]'") from None
+
+
+def _pyplot() -> Any:
+    require_matplotlib()
+    import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

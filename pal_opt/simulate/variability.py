@@ -26,16 +26,23 @@ draw exactly (Python's Mersenne Twister seeded with 42, one ``random.choice`` pe
 class, GPUs in id order, classes in ``profiles.json`` order).  It is a replay of the
 artifact's data, not a random choice of ours, so it does not go through ``make_rng``.
 
-Without the shared Longhorn files (a user machine without ``../shared``) a class without a file
-falls back to :func:`pal_opt.generate.synthetic_factors` (:func:`synthetic_draw`).
+Where the factors come from is the caller's choice: measurement files per class (``overrides``;
+``pal-opt simulate --variability CLASS=FILE`` or ``--variability DIR``), or the synthetic
+Longhorn-like model of :func:`pal_opt.generate.synthetic_factors` (:func:`synthetic_draw`) with a
+seed of its own (``synthetic_seed``; ``--synthetic-variability SEED``), which also keeps the
+shared files out.  A class neither names takes the shared Longhorn files when they are present
+(a development machine with ``../shared``) and the synthetic model otherwise;
+:func:`variability_source` says which, and ``pal-opt simulate`` warns when a class the trace uses
+was left to that default.
 """
 
 from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +57,7 @@ __all__ = [
     "synthetic_draw",
     "draw_cluster_factors",
     "artifact_draw_factors",
+    "variability_source",
     "DRAWS",
 ]
 
@@ -73,13 +81,16 @@ def shared_longhorn_dir() -> Path | None:
 def class_files(
     overrides: Mapping[str, str | os.PathLike[str]] | None = None,
     classes: tuple[str, ...] = PAL_CLASSES,
+    *,
+    shared: bool = True,
 ) -> dict[str, str | None]:
-    """``{class: measurement file or None}``: ``overrides`` first, then the shared Longhorn files.
+    """``{class: measurement file or None}``: ``overrides`` first, then (unless ``shared`` is
+    False) the shared Longhorn files.
 
     Classes in ``overrides`` but not in ``classes`` are added after them.
     """
     over = {c: os.fspath(p) for c, p in (overrides or {}).items()}
-    lh = shared_longhorn_dir()
+    lh = shared_longhorn_dir() if shared else None
     out: dict[str, str | None] = {}
     for c in (*classes, *(c for c in over if c not in classes)):
         if c in over:
@@ -109,6 +120,8 @@ def draw_cluster_factors(
     overrides: Mapping[str, str | os.PathLike[str]] | None = None,
     seed: SeedLike = None,
     classes: tuple[str, ...] = PAL_CLASSES,
+    *,
+    synthetic_seed: SeedLike = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Draw every GPU's raw factor per class.
 
@@ -122,6 +135,10 @@ def draw_cluster_factors(
         Seed for the draw.
     classes
         Classes to draw.
+    synthetic_seed
+        Given: every class without an override draws from the synthetic model with this seed
+        (the shared files are not used).  None: such classes take the shared files if present,
+        else the synthetic model drawn from ``seed``'s stream.
 
     Returns
     -------
@@ -134,11 +151,12 @@ def draw_cluster_factors(
     >>> sorted(f), f["classA"].shape
     (['classA', 'classB', 'classC', 'classD'], (8,))
     """
-    files = class_files(overrides, classes)
+    files = class_files(overrides, classes, shared=synthetic_seed is None)
     rng = make_rng(seed)
     with_file = {c: p for c, p in files.items() if p is not None}
     drawn = sample_factors(with_file, num_gpus, rng) if with_file else {}
-    drawn.update(synthetic_draw(tuple(c for c, p in files.items() if p is None), num_gpus, rng))
+    synthetic = tuple(c for c, p in files.items() if p is None)
+    drawn.update(synthetic_draw(synthetic, num_gpus, rng if synthetic_seed is None else synthetic_seed))
     factors = {c: drawn[c] for c in files}
     origins = {c: (p if p is not None else "synthetic") for c, p in files.items()}
     return factors, origins
@@ -149,20 +167,23 @@ def artifact_draw_factors(
     overrides: Mapping[str, str | os.PathLike[str]] | None = None,
     seed: int = 42,
     classes: tuple[str, ...] = PAL_CLASSES,
+    *,
+    synthetic_seed: SeedLike = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """The PAL artifact simulator's own draw, replayed exactly.
 
     ``blox/cluster_state.py`` seeds Python's ``random`` with 42, then for GPU 0, 1, ... and,
     per GPU, for each class in ``profiles.json`` order calls ``random.choice`` on the file's
     median-normalised per-run values.  Every class draws separately (classB and classC differ).
-    Classes without a file use :func:`synthetic_draw` (seeded by ``seed``).
+    Classes without a file use :func:`synthetic_draw`, seeded by ``synthetic_seed`` (which also
+    keeps the shared files out, as in :func:`draw_cluster_factors`) or else by ``seed``.
 
     Returns
     -------
     factors, origins
         As :func:`draw_cluster_factors`.
     """
-    files = class_files(overrides, classes)
+    files = class_files(overrides, classes, shared=synthetic_seed is None)
     cache: dict[str, np.ndarray] = {}
     values: dict[str, np.ndarray] = {}
     for c, p in files.items():
@@ -176,9 +197,58 @@ def artifact_draw_factors(
         for c in values:
             idx[c][g] = gen.choice(range(values[c].size))  # the index random.choice(seq) draws
     factors = {c: values[c][idx[c]] for c in values}
-    factors.update(synthetic_draw(tuple(c for c, p in files.items() if p is None), num_gpus, seed))
+    synthetic = tuple(c for c, p in files.items() if p is None)
+    factors.update(synthetic_draw(synthetic, num_gpus, seed if synthetic_seed is None else synthetic_seed))
     origins = {c: (p if p is not None else "synthetic") for c, p in files.items()}
     return {c: factors[c] for c in files}, origins
+
+
+def variability_source(
+    origins: Mapping[str, str],
+    given: Collection[str],
+    synthetic_seed: int | None,
+    used: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Where the factors of the classes in ``used`` (default: all of ``origins``) came from, and
+    whether an option chose it: the ``variability_source`` of a simulation's result file.
+
+    Parameters
+    ----------
+    origins
+        ``{class: file or "synthetic"}`` as :func:`draw_cluster_factors` returns it.
+    given
+        Classes whose file an option named (``--variability``).
+    synthetic_seed
+        The seed of ``--synthetic-variability``, or None.
+    used
+        The classes that matter (the trace's).
+
+    Returns
+    -------
+    dict
+        ``kind``: ``"measurements"``, ``"synthetic"`` or ``"measurements+synthetic"``;
+        ``chosen_by``: ``"options"``, or ``"default"`` when some class in ``used`` took the
+        default source; ``defaulted``: ``{class: file or "synthetic"}`` for those classes;
+        ``synthetic_seed``.
+
+    Examples
+    --------
+    >>> variability_source({"classA": "synthetic", "classB": "synthetic"}, (), 7)["chosen_by"]
+    'options'
+    >>> variability_source({"classA": "a.csv", "classB": "synthetic"}, ("classA",), None, ["classA"])["kind"]
+    'measurements'
+    """
+    classes = [c for c in origins if used is None or c in used]
+    synthetic = {origins[c] == "synthetic" for c in classes}
+    kind = {frozenset({False}): "measurements", frozenset({True}): "synthetic"}.get(
+        frozenset(synthetic), "measurements+synthetic")
+    defaulted = {} if synthetic_seed is not None else {c: origins[c] for c in classes if c not in given}
+    return {
+        "kind": kind,
+        "chosen_by": "default" if defaulted else "options",
+        "defaulted": defaulted,
+        "synthetic_seed": synthetic_seed,
+    }
 
 
 def describe_file(path: str | os.PathLike[str]) -> dict[str, float]:

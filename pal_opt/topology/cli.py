@@ -6,7 +6,7 @@ Import (the instance is written atomically; bad input: one line, exit 2, nothing
     pal-opt import k8s nodes.json [--levels LABEL,LABEL,...] [--gpu-resource nvidia.com/gpu] ...
     pal-opt import graphml cluster.graphml ...
       ... [--jobs JOBS.csv] [--classes A,B,...] [--measurements DIR [--seed S]]
-          [--locality-penalty L] [--binning MODE] [--restart-cost C] [--name NAME] -o INSTANCE.json
+          [--locality-penalty L] [--binning MODE] [--restart-cost S] [--round R] [--name NAME] -o INSTANCE.json
 
 Export a placement (``pal-opt solve --out``) of an instance::
 
@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import finite, pos_int
+from ..cliargs import add_restart_arguments, finite, pos_int
 from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
@@ -52,7 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     p.add_argument("--binning", choices=[b.value for b in Binning], default="pal-artifact",
                    help="binning mode stored in the round")
-    p.add_argument("--restart-cost", type=finite, default=0.0, help="cost per GPU of moving a running job (default 0)")
+    add_restart_arguments(p)
     p.add_argument("--name", help="round name (default: the topology file's name)")
     p.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json", help="file to write")
     p.set_defaults(func=_cmd_import)
@@ -146,7 +146,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
     topo = _read_topology(args)
     inst = topology_round(
         topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
-        binning=args.binning, restart_cost=args.restart_cost, name=args.name or Path(args.input).name,
+        binning=args.binning, restart_cost=args.restart_cost, round_length=args.round,
+        name=args.name or Path(args.input).name,
     )
     names = list(topo.level_names)
     meta = {

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..model import PAL_CLASSES, Cluster, GpuState, RoundInstance, RoundParams
+from ..options import DEFAULT_ROUND_LENGTH
 from ..seeds import SeedLike
 
 __all__ = [
@@ -224,6 +225,7 @@ def topology_round(
     locality_penalty: float = 1.7,
     binning: str = "pal-artifact",
     restart_cost: float = 0.0,
+    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str = "",
 ) -> RoundInstance:
     """A round on ``topology``'s cluster (:func:`to_cluster`) with the queue of a job CSV
@@ -233,7 +235,8 @@ def topology_round(
     """
     from ..io import load_jobs
 
-    params = RoundParams(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost)
+    params = RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost,
+                                        round_length=round_length)
     cluster = _cluster(topology, factors)
     queue: tuple[Any, ...] = ()
     table = None

@@ -1,0 +1,211 @@
+"""``pal-opt simulate``: where the variability comes from, and several policies in one run.
+
+The trace is the committed ``examples/data/trace.csv`` (24 jobs, Sia-Philly models).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pal_opt.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "examples" / "data" / "trace.csv"
+WARNING = "pal-opt: warning: simulate: variability not chosen"
+
+
+def _simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, name: str = "r.json",
+              code: int = 0) -> tuple[dict[str, Any], str]:
+    out = tmp_path / name
+    capsys.readouterr()
+    assert main(["simulate", str(TRACE), "--cluster", "4x4", "-o", str(out), "--quiet", *args]) == code
+    err = capsys.readouterr().err
+    return (json.loads(out.read_text()) if code == 0 else {}), err
+
+
+def _warnings(err: str) -> list[str]:
+    return [ln for ln in err.splitlines() if ln.startswith("pal-opt: warning:")]
+
+
+# ----------------------------------------------------------------------------- variability source
+def test_measurement_files_chosen_by_option(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            shared_dir: Path) -> None:
+    longhorn = shared_dir / "data" / "pal-artifact" / "variability" / "longhorn"
+    doc, err = _simulate(tmp_path, capsys, "--variability", str(longhorn))
+    assert _warnings(err) == []
+    src = doc["config"]["variability_source"]
+    assert src == {"kind": "measurements", "chosen_by": "options", "defaulted": {}, "synthetic_seed": None}
+    assert doc["config"]["variability"]["classA"].endswith("resnet-longhorn-agg.csv")
+    # CLASS=FILE for every class the trace uses is as explicit
+    files = [f"{c}={longhorn / f}" for c, f in (("classA", "resnet-longhorn-agg.csv"), ("classB", "bert-longhorn-agg.csv"),
+                                                ("classC", "bert-longhorn-agg.csv"), ("classD", "pagerank-longhorn-agg.csv"))]
+    same, err = _simulate(tmp_path, capsys, "--variability", *files, name="same.json")
+    assert _warnings(err) == [] and same["avg_jct"] == doc["avg_jct"]
+
+
+def test_synthetic_variability_chosen_by_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc, err = _simulate(tmp_path, capsys, "--synthetic-variability", "7")
+    assert _warnings(err) == []
+    assert doc["config"]["variability_source"] == {"kind": "synthetic", "chosen_by": "options", "defaulted": {},
+                                                   "synthetic_seed": 7}
+    assert set(doc["config"]["variability"].values()) == {"synthetic"}  # the shared files are not used
+    again, _ = _simulate(tmp_path, capsys, "--synthetic-variability", "7", name="again.json")
+    other, _ = _simulate(tmp_path, capsys, "--synthetic-variability", "8", name="other.json")
+    assert again["job_results"] == doc["job_results"] and other["job_results"] != doc["job_results"]
+    # the artifact's draw takes the same synthetic factors for classes without a file
+    art, err = _simulate(tmp_path, capsys, "--synthetic-variability", "7", "--variability-draw", "artifact",
+                         name="art.json")
+    assert _warnings(err) == [] and art["job_results"] == doc["job_results"]
+
+
+def test_neither_option_warns_once_and_records_the_default(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAL_OPT_SHARED", str(tmp_path / "no-shared"))  # a user's machine
+    doc, err = _simulate(tmp_path, capsys)
+    warn = _warnings(err)
+    assert len(warn) == 1 and warn[0].startswith(WARNING)
+    assert "classA, classB, classC, classD from the synthetic Longhorn-like model" in warn[0]
+    assert err.strip() == warn[0]
+    src = doc["config"]["variability_source"]
+    assert src["kind"] == "synthetic" and src["chosen_by"] == "default" and src["synthetic_seed"] is None
+    assert src["defaulted"] == dict.fromkeys(("classA", "classB", "classC", "classD"), "synthetic")
+    # the default is the synthetic model seeded by --seed, as --synthetic-variability would give it
+    explicit, err = _simulate(tmp_path, capsys, "--synthetic-variability", "0", name="explicit.json")
+    assert _warnings(err) == [] and explicit["job_results"] == doc["job_results"]
+
+
+def test_neither_option_on_a_machine_with_the_shared_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           shared_dir: Path) -> None:
+    doc, err = _simulate(tmp_path, capsys)
+    warn = _warnings(err)
+    assert len(warn) == 1 and "from the PAL artifact's Longhorn measurements in" in warn[0]
+    assert doc["config"]["variability_source"]["kind"] == "measurements"
+    assert doc["config"]["variability_source"]["chosen_by"] == "default"
+
+
+def test_a_class_left_to_the_default_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PAL_OPT_SHARED", str(tmp_path / "no-shared"))
+    m = tmp_path / "m.csv"
+    m.write_text("uuid,perf\na,10\nb,11\nc,12\n", encoding="utf-8")
+    doc, err = _simulate(tmp_path, capsys, "--variability", f"classA={m}")
+    warn = _warnings(err)
+    assert len(warn) == 1 and "using classB, classC, classD from the synthetic" in warn[0]
+    src = doc["config"]["variability_source"]
+    assert src["kind"] == "measurements+synthetic" and set(src["defaulted"]) == {"classB", "classC", "classD"}
+    # the file and a seed: every class chosen
+    doc, err = _simulate(tmp_path, capsys, "--variability", f"classA={m}", "--synthetic-variability", "1",
+                         name="both.json")
+    assert _warnings(err) == [] and doc["config"]["variability_source"]["chosen_by"] == "options"
+
+
+def test_variability_directory_without_the_files_is_bad_input(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    _, err = _simulate(tmp_path, capsys, "--variability", str(tmp_path), code=2)
+    assert "resnet-longhorn-agg.csv" in err and "no such file" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.json").exists()
+
+
+# ----------------------------------------------------------------------------- several policies
+def test_several_policies_in_one_run_and_one_figure(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    from matplotlib.figure import Figure
+
+    drawn: list[list[tuple[str, list[str]]]] = []
+    save = Figure.savefig
+
+    def spy(self: Figure, *a: Any, **kw: Any) -> Any:
+        drawn.append([(ax.get_title(), [ln.get_label() for ln in ax.get_lines()]) for ax in self.axes])
+        return save(self, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    png, jobs = tmp_path / "cmp.png", tmp_path / "jobs.csv"
+    doc, err = _simulate(tmp_path, capsys, "--policy", "pal,packed-sticky", "--synthetic-variability", "1",
+                         "--plot", str(png), "--jobs-csv", str(jobs))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # one figure, two panels (JCT CDF, utilisation over time), one line per policy in each
+    assert drawn == [[("JCT CDF", ["pal", "packed-sticky"]), ("Utilisation per round", ["pal", "packed-sticky"])]]
+    assert doc["policies"] == ["pal", "packed-sticky"] and list(doc["results"]) == doc["policies"]
+    for policy, res in doc["results"].items():
+        assert res["config"]["policy"] == policy and res["jobs_finished"] == 24
+        assert res["config"]["variability_source"]["synthetic_seed"] == 1
+    rows = jobs.read_text().splitlines()
+    assert rows[0].startswith("policy,job_id,") and len(rows) == 1 + 2 * 24
+    assert {r.split(",")[0] for r in rows[1:]} == {"pal", "packed-sticky"}
+    # each policy's result is what a run of that policy alone gives
+    alone, _ = _simulate(tmp_path, capsys, "--policy", "packed-sticky", "--synthetic-variability", "1",
+                         name="alone.json")
+    assert alone["job_results"] == doc["results"]["packed-sticky"]["job_results"]
+    assert "policies" not in alone  # one policy: the result itself, as before
+
+
+def test_several_policies_share_the_exact_methods_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc, _ = _simulate(tmp_path, capsys, "--policy", "pal,ilp", "--backend", "highs", "--time-limit", "5",
+                       "--synthetic-variability", "1", "--cluster", "2x4")
+    assert doc["results"]["ilp"]["config"]["backend"] == "highs"
+    assert doc["results"]["pal"]["config"]["backend"] is None
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,pmfirst", "--backend", "highs", name="bad.json", code=2)
+    assert err.strip() == "pal-opt: error: option(s) --backend do not apply to methods 'pal', 'pmfirst'"
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,best", name="bad.json", code=2)
+    assert "unknown method 'best'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.json").exists()
+
+
+def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,pmfirst", "--synthetic-variability", "1",
+                       "--plot", str(tmp_path / "p.png"), code=2)
+    assert err.strip() == ("pal-opt: error: plots need matplotlib, which is not installed: "
+                           "pip install 'pal-opt[plot]'")
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()
+
+
+# ----------------------------------------------------------------------------- flags shared by commands
+def test_simulate_rejects_an_unknown_backend_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, err = _simulate(tmp_path, capsys, "--policy", "ilp", "--backend", "nope", code=2)
+    assert len(err.strip().splitlines()) == 1 and "argument --backend: invalid choice: 'nope'" in err
+    assert "Traceback" not in err and not (tmp_path / "r.json").exists()
+
+
+def test_simulate_help_lists_the_default_backend_first(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    from pal_opt.ilp.backends import available_backends
+
+    assert main(["simulate", "--help"]) == 0
+    text = capsys.readouterr().out
+    listed = re.search(r"--backend \{([a-z,]+)\}", text)
+    assert listed is not None and "default: the first installed" in " ".join(text.split())
+    assert listed.group(1).split(",")[0] == available_backends()[0]
+
+
+def _subparsers(parser: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    import argparse
+
+    out = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += _subparsers(sub, (*path, name))
+    return out
+
+
+def test_o_and_out_mean_the_same_on_every_command() -> None:
+    from pal_opt.cli import build_parser
+
+    seen = []
+    for path, parser in _subparsers(build_parser()):
+        for action in parser._actions:
+            if {"-o", "--out", "--output"} & set(action.option_strings):
+                assert set(action.option_strings) == {"-o", "--out", "--output"}, (path, action.option_strings)
+                seen.append(" ".join(path))
+    assert {"solve", "generate", "simulate", "simulate-sia", "partition", "import blox", "export slurm"} <= set(seen)
