@@ -403,7 +403,7 @@ def run_sweep(
 
 # ----------------------------------------------------------------------------- reporting
 def machine() -> list[str]:
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     from pal_opt.ilp import available_backends, get_backend
 
@@ -425,7 +425,13 @@ def machine() -> list[str]:
         pass
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     solvers = ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends())
-    libs = ", ".join(f"{p} {version(p)}" for p in ("numpy", "scipy", "pandas", "scikit-learn", "dask", "distributed"))
+    def _version(pkg: str) -> str:
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "not installed"
+
+    libs = ", ".join(f"{p} {_version(p)}" for p in ("numpy", "scipy", "pandas", "scikit-learn", "dask", "distributed"))
     return [
         f"- CPU: {cpu}, {os.cpu_count()} logical cores; memory {mem}",
         *(f"  - lscpu: {ln}" for ln in lscpu),
