@@ -457,7 +457,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     if len(traces) > 1:
         panels.append((f"geomean of {len(traces)} traces", traces))
     colors = {"pmfirst": "tab:orange", "pal": "tab:red"}
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.2), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.9), squeeze=False, sharey=True)
     for ax, (title, tset) in zip(axes[0], panels, strict=True):
         for p in ("pmfirst", "pal"):
             for dset, style, label in ((["artifact"], "-o", "artifact draw"),
@@ -476,9 +476,10 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
     axes[0][0].set_ylabel("avg JCT improvement over Packed-Sticky [%]")
-    axes[0][-1].legend(fontsize="x-small", loc="lower left")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize="small", loc="lower center", ncol=3, frameon=False)
     fig.suptitle("λ sweep, 16×4 GPUs, FIFO, 360 s rounds", fontsize="medium")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0.0, 0.14, 1.0, 1.0))
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
