@@ -18,18 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 RESULTS = BENCHMARKS / "results"
 SCRATCH = RESULTS / "scratch"
-SCRIPTS = (
-    "greedy_speed",
-    "ilp_paper_cluster",
-    "interrupts",
-    "large_instance",
-    "pal_a1",
-    "pipedream_partition",
-    "scale",
-    "sia_fidelity",
-    "startup",
-    "suite",
-)
+# every script in benchmarks/ (not the _helpers), so a new benchmark is checked without being listed
+SCRIPTS = tuple(sorted(p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_")))
 
 
 def _bench(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -43,8 +33,8 @@ def _committed() -> dict[str, tuple[str, int]]:
             for p in sorted(RESULTS.iterdir()) if p.is_file()}
 
 
-def test_every_benchmark_is_listed() -> None:
-    assert {p.stem for p in BENCHMARKS.glob("*.py") if not p.stem.startswith("_")} == set(SCRIPTS)
+def test_the_scripts_are_found() -> None:
+    assert {"pal_a1", "suite", "startup"} <= set(SCRIPTS)
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
