@@ -43,7 +43,7 @@ from .errors import OptionError, SolveInterrupted
 from .inforce import RepairRound, in_force_placement, repair_info, repair_round
 from .model import GpuState, JobId, RoundInstance
 from .options import SolveOptions
-from .result import PlacementResult, priced_result
+from .result import PlacementResult, Status, priced_result
 
 __all__ = ["REPAIR_OPTIONS", "repair", "repair_round_result", "reduced_round"]
 
@@ -273,6 +273,10 @@ def _after_migration(rr: RepairRound, kept: PlacementResult, full: PlacementResu
     placements = _settle(rr, full.placements, factors)
     res = _priced(rr, placements, factors, full, left_out, build_seconds=kept.build_seconds + full.build_seconds)
     res.solve_seconds += kept.solve_seconds
+    if res.status == Status.FALLBACK:  # the solver had nothing: its start, the answer that keeps them
+        res.status = Status.FEASIBLE
+        res.message = (f"{full.backend}: no placement found in time; the answer that keeps every unaffected job "
+                       "is returned")
     if full.bound is not None:
         res.bound = min(full.bound, res.objective)
         res.gap = relative_gap(res.objective, res.bound, res.gpus_used)
