@@ -251,13 +251,20 @@ def _priced(rr: RepairRound, placements: dict[JobId, tuple[int, ...]], factors: 
 # ---- step 3: letting unaffected jobs move at a price
 def _migration_repair(rr: RepairRound, kept: PlacementResult, admitted: list[int], left_out: dict[JobId, str],
                       factors: Mapping[str, np.ndarray], opts: SolveOptions) -> PlacementResult:
-    """Solve the whole round program from the answer that keeps the unaffected jobs."""
+    """Solve the whole round program from the answer that keeps the unaffected jobs.  Without a
+    gap target the target is half :data:`~pal_opt.ilp.solve.OPTIMALITY_TOL`, inside the gap under
+    which a solve is reported optimal anyway: a backend that solves LP relaxations (HiGHS) then computes the LP
+    bound first, so an answer stopped by the time limit has that bound at least."""
     from .ilp import solve_ilp
+    from .ilp.solve import OPTIMALITY_TOL
 
     jobs = rr.instance.jobs
     ids = [jobs[i].id for i in sorted([*rr.kept, *admitted])]
+    kw = _solver_kwargs(opts)
+    if kw["gap"] is None:  # proving optimality (to the tolerance of OPTIMAL) after the LP bound is known
+        kw["gap"] = OPTIMALITY_TOL / 2
     try:
-        full = solve_ilp(rr.instance, jobs=ids, start=kept.placements, **_solver_kwargs(opts))
+        full = solve_ilp(rr.instance, jobs=ids, start=kept.placements, **kw)
     except SolveInterrupted as exc:
         partial = exc.result
         lifted = kept if not isinstance(partial, PlacementResult) else _after_migration(
