@@ -86,6 +86,27 @@ def test_default_repair_keeps_unaffected_jobs_uses_no_failed_gpu_and_checks(back
     assert r.gap is not None and r.gap <= 1e-6 and r.bound <= r.objective + 1e-9
 
 
+@pytest.fixture(scope="module")
+def big():
+    """A 2,048-GPU round (256 × 8, 600 queued jobs) placed by PAL, and 8 failed GPUs, 4 on each of
+    two servers (benchmarks/repair.py times the same on rounds placed by the integer program)."""
+    inst = generate_instance(256, 8, 600, seed=7)
+    placed = solve(inst, "pal")
+    return inst, placed, _two_servers(inst, 7, k=4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_2048_gpu_round_is_repaired_optimally(backend, big):
+    inst, placed, failed = big
+    r = repair(inst, placed, failed, backend=backend)
+    assert r.status == Status.OPTIMAL and r.gap <= 1e-6
+    assert not {g for gs in r.placements.values() for g in gs} & set(failed)
+    unaffected = _unaffected(placed.placements, failed)
+    assert len(unaffected) < len(placed.placements)
+    assert all(r.placements[j] == tuple(g) for j, g in unaffected.items())
+    assert check(inst, json.loads(r.to_json())) == []
+
+
 def _brute_force(rr) -> float:
     """The least cost of the repair round over every placement that keeps the unaffected jobs
     and places every displaced job that the repair admits (all of them, in the cases used)."""
