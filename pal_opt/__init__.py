@@ -9,7 +9,8 @@ Rounds
     :func:`generate_instance` (synthetic); files :func:`load_instance`, :func:`save_instance`,
     :func:`load_blox`.
 Placing
-    :func:`solve` (one round, any method), :class:`RoundPolicy` (round after round, with state),
+    :func:`solve` (one round, any method), :func:`repair` (re-place the jobs that lost a GPU,
+    keeping the others), :class:`RoundPolicy` (round after round, with state),
     :class:`SolveOptions`; the method registry :data:`METHODS`, :func:`method_names`,
     :func:`register_method`, :class:`Method`, :func:`greedy_method`; :func:`available_backends`,
     :func:`register_backend`;
@@ -75,6 +76,7 @@ _EXPORTS: dict[str, str] = {
     "RoundParams": ".model",
     "pal_locality": ".model",
     "RoundPolicy": ".scheduler",
+    "repair": ".repair",
     "PlacementResult": ".result",
     "Status": ".result",
     "METHODS": ".solve",
@@ -108,6 +110,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .methods import Method, greedy_method, method_names, register_method
     from .model import Cluster, GpuState, Job, Level, RoundInstance, RoundParams, pal_locality
     from .options import SolveOptions
+    from .repair import repair
     from .result import PlacementResult, Status
     from .scheduler import RoundPolicy
     from .solve import METHODS, solve
@@ -153,6 +156,7 @@ __all__ = [
     "register_cost_term",
     "register_method",
     "pal_locality",
+    "repair",
     "save_instance",
     "solve",
 ]
@@ -185,8 +189,9 @@ def __dir__() -> list[str]:
 
 
 class _Package(types.ModuleType):
-    """``pal_opt`` itself.  Two public functions share their name with the submodule that
-    defines them (``solve`` in ``pal_opt/solve.py``, ``check`` in ``pal_opt/check.py``).  When a
+    """``pal_opt`` itself.  Three public functions share their name with the submodule that
+    defines them (``solve`` in ``pal_opt/solve.py``, ``check`` in ``pal_opt/check.py``,
+    ``repair`` in ``pal_opt/repair.py``).  When a
     submodule is first imported, the import system binds it as an attribute of the package,
     which would hide the function; here the function is bound instead (the submodule stays in
     ``sys.modules``, so ``from pal_opt.solve import solve`` works as before)."""

@@ -17,6 +17,11 @@ It does not trust a method's own report.  Given a round and a placement (a
   - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
     (:func:`pal_opt.admission.admit`);
   - ``given``: no queue rule;
+  - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
+    (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
+    force running): every job placed was in force; every job in force not listed in
+    ``jobs_to_terminate`` keeps exactly its GPUs; a job left out lost a GPU and needs more GPUs
+    than are still free;
 
 * the reported objective, when present, equals the cost recomputed by :mod:`pal_opt.cost`.
 """
@@ -34,6 +39,8 @@ import numpy as np
 from .admission import admit, pal_order
 from .binning import BINNING_MODES, binned_factors
 from .cost import evaluate
+from .errors import InstanceError
+from .inforce import round_of_result
 from .model import GpuState, JobId, RoundInstance
 from .result import PlacementResult
 
@@ -41,7 +48,7 @@ __all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
 
 ADMISSION_RULES: tuple[str, ...] = (
     "pal-order", "queue-order", "sticky", "pal-order-backfill", "queue-order-backfill", "sticky-backfill",
-    "prefix", "backfill", "given",
+    "prefix", "backfill", "given", "repair",
 )
 
 
@@ -148,6 +155,8 @@ def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     are used once); then the queue rule the result declares and its reported objective.
     """
     placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
+    if not problems and admission == "repair":
+        instance, problems = _repair_round(instance, result, placements)
     if not problems:
         problems = _gang_violations(instance, placements)
     if not problems:
@@ -209,6 +218,8 @@ def _rule_violations(
         return _segment_rule(instance, list(range(len(instance.jobs))), placed, free_left, "queue-order")
     if admission == "sticky":
         return _sticky_rule(instance, placements, terminate, free_left)
+    if admission == "repair":
+        return _repair_rule(instance, placements, terminate, free_left)
     if admission in ("prefix", "backfill"):
         want = {instance.jobs[i].id for i in admit(instance, admission)}
         if placed != want:
@@ -246,6 +257,45 @@ def _sticky_rule(
     new_placed = {jid for jid in placements if jobs[jid].placement is None or jid in term}
     return _running_kept(instance, placements, terminate) + _segment_rule(
         instance, waiting, new_placed, free_left, "sticky")
+
+
+def _repair_round(instance: RoundInstance, result: PlacementResult | Mapping[str, Any],
+                  placements: Mapping[JobId, list[int]]) -> tuple[RoundInstance, list[Violation]]:
+    """The repair round ``result`` declares, or the violations that it declares none usable or
+    places a job that was not in force."""
+    try:
+        rnd = round_of_result(instance, result)
+    except InstanceError as exc:
+        return instance, [Violation(Kind.FORM, str(exc))]
+    started = [jid for jid in placements if jid not in rnd.job_by_id]
+    return rnd, [Violation(Kind.ADMISSION, f"repair: job {jid!r} was not in the placement in force; a repair "
+                                           "starts no queued job") for jid in started]
+
+
+def _repair_rule(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: int
+) -> list[Violation]:
+    """A repair keeps every running job not terminated on exactly its GPUs and leaves out only
+    jobs that lost a GPU and do not fit the GPUs still free.  (The round holds only the jobs in
+    force, :func:`~pal_opt.inforce.round_of_result`, so every job in it is running.)"""
+    term = set(terminate)
+    cl = instance.cluster
+    out: list[Violation] = []
+    for j in instance.jobs:
+        now = placements.get(j.id)
+        if j.placement is None:
+            continue
+        if j.id not in term:
+            if now is None or sorted(now) != sorted(j.placement):
+                out.append(Violation(Kind.STICKY, f"repair: running job {j.id!r} was moved or left out without "
+                                                  "being listed in jobs_to_terminate"))
+        elif now is None:
+            if (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
+                out.append(Violation(Kind.LEFT_OUT, f"repair: job {j.id!r} lost no GPU but was left out"))
+            elif j.demand <= free_left:
+                out.append(Violation(Kind.LEFT_OUT, f"repair: job {j.id!r} needs {j.demand} GPUs and {free_left} "
+                                                    "are still free, but it was not placed"))
+    return out
 
 
 def _running_kept(

@@ -15,8 +15,12 @@ Commands
     that runs more than 2 s shows a live line on stderr (elapsed time, and for exact methods the
     incumbent, bound and gap; :mod:`pal_opt.cliprogress`), erased before the summary; never in a
     pipe, nor with ``--quiet``.
+``pal-opt repair INSTANCE.json PLACEMENT.json --failed GPU_ID[,GPU_ID...] [--allow-migration COST] [--out OUT.json]``
+    Re-place the jobs of the placement in force that lost a GPU, keeping the others where they
+    are (:func:`pal_opt.repair.repair`), and print the same summary as ``solve``.
 ``pal-opt check INSTANCE.json PLACEMENT.json``
-    Verify a placement (:func:`pal_opt.check.check`).
+    Verify a placement (:func:`pal_opt.check.check`); a repair's output is checked on the repair
+    round it declares.
 ``pal-opt partition PROFILE --machines M1,M2 --bandwidth B1,B2 [--straight] [--out OUT.json]``
     PipeDream's pipeline partitioner (:mod:`pal_opt.pipeline.cli`).
 ``pal-opt simulate-sia TRACE --cluster ... --profiles DIR --out OUT.json``
@@ -49,14 +53,19 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .cliargs import (
+    add_exact_arguments,
     add_method_arguments,
+    add_output_arguments,
     add_restart_arguments,
     cost_param,
+    exact_options,
     finite,
+    gpu_ids,
     job_ids,
     methods_epilog,
     nonneg_int,
     pos_int,
+    positive_float,
     solve_options,
     with_costs,
     with_restart,
@@ -124,11 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
                    help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
     add_restart_arguments(s, from_instance=True)
-    s.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
-                   help="write the result as JSON (atomically); without it only the summary is printed")
-    s.add_argument("--quiet", action="store_true",
-                   help="no progress line on stderr (shown on a terminal once a solve has run 2 s)")
+    add_output_arguments(s)
     s.set_defaults(func=_cmd_solve)
+
+    _add_repair(sub, binning_modes)
 
     # check
     c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
@@ -191,6 +199,42 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
                    help="file to write")
     g.set_defaults(func=_cmd_generate)
 
+
+
+_REPAIR_EPILOG = """\
+A job of PLACEMENT.json is displaced when one of its GPUs failed (or was already failed in the
+round); the others are unaffected.  The displaced jobs are re-placed, in queue order while they
+fit the GPUs left, at least cost; a displaced job that does not fit is left out and listed as
+unplaceable with the reason.  Queued jobs that PLACEMENT.json did not place are not started: a
+repair only mends the placement in force (the next round's solve starts new jobs).
+
+By default every unaffected job keeps exactly its GPUs, and the answer is proven optimal among
+the placements that keep them (status, bound and gap as solve reports them).  With
+--allow-migration COST an unaffected job may move too, at COST per GPU moved (round-cost units,
+like the round's restart cost, which still applies); it moves only where the round's cost falls
+by more than that, so the total cost is never above the answer that keeps every job.
+
+The output (--out) is a placement file of every job kept or re-placed, with
+"info.repair" naming the failed GPUs and the placement in force it repaired; check it
+with: pal-opt check INSTANCE.json OUT.json
+"""
+
+
+def _add_repair(sub: Any, binning_modes: list[str]) -> None:
+    r = sub.add_parser("repair", help="re-place the jobs that lost a GPU, keeping the rest in place",
+                       description="Re-place the jobs of a placement in force that lost a GPU to failure or "
+                                   "draining, keeping every other job where it is.",
+                       epilog=_REPAIR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("instance", metavar="INSTANCE.json", help="the round")
+    r.add_argument("placement", metavar="PLACEMENT.json", help="the placement in force (what solve --out wrote)")
+    r.add_argument("--failed", type=gpu_ids, required=True, metavar="GPU_ID[,GPU_ID...]",
+                   help="GPUs that failed or are drained (the round's GPU ids, comma-separated)")
+    r.add_argument("--allow-migration", type=positive_float, default=None, metavar="COST",
+                   help="let unaffected jobs move, at COST per GPU moved (default: they keep their GPUs)")
+    r.add_argument("--binning", choices=binning_modes, default=None, help="override the round's binning mode")
+    add_exact_arguments(r, admission=False, parts=False)
+    add_output_arguments(r, what="the repaired placement")
+    r.set_defaults(func=_cmd_repair)
 
 
 def _add_import(sub: Any, binning_modes: list[str]) -> Any:
@@ -322,7 +366,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .cliprogress import live_line
     from .errors import SolveInterrupted
     from .io import load_instance
-    from .result import PlacementResult, Status
+    from .result import Status
     from .solve import solve
 
     options = solve_options(args)
@@ -331,19 +375,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
             result = solve(inst, method=args.method, options=options)
     except SolveInterrupted as exc:
-        # the solver was stopped cleanly and handed back the best placement it had: keep it
-        if not isinstance(exc.result, PlacementResult) or not exc.result.placements:
-            raise
-        try:
-            _report(args, inst, exc.result)
-        except OSError as err:  # e.g. --out in a directory that does not exist
-            where = f"{err.filename}: " if getattr(err, "filename", None) else ""
-            _error(f"{PROG}: interrupted; the best placement found so far could not be written: "
-                   f"{where}{err.strerror or err}")
-            return 130
-        where = f" (written to {args.out})" if args.out else ""
-        _error(f"{PROG}: interrupted: kept the best placement found so far{where}")
-        return 130
+        return _interrupted(args, inst, exc, _report)
     if result.status == Status.INFEASIBLE:
         ids = [str(j) for j in args.jobs or ()]
         shown = ", ".join(ids if len(ids) <= 8 else [*ids[:6], "..."])
@@ -354,20 +386,49 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupted(args: argparse.Namespace, inst: Any, exc: Any, report: Any) -> int:
+    """A Ctrl-C that stopped the solver, which handed back the best placement it had: keep it
+    (``report(args, inst, result)`` prints it and writes ``--out``), exit 130."""
+    from .result import PlacementResult
+
+    if not isinstance(exc.result, PlacementResult) or not exc.result.placements:
+        raise exc
+    try:
+        report(args, inst, exc.result)
+    except OSError as err:  # e.g. --out in a directory that does not exist
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        _error(f"{PROG}: interrupted; the best placement found so far could not be written: "
+               f"{where}{err.strerror or err}")
+        return 130
+    where = f" (written to {args.out})" if args.out else ""
+    _error(f"{PROG}: interrupted: kept the best placement found so far{where}")
+    return 130
+
+
+def _backend_text(result: Any) -> str:
+    return f", backend {result.backend} {result.backend_version or ''}".rstrip() if result.backend else ""
+
+
 def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     """Write ``result`` to ``--out`` (atomically) and print the summary."""
-    from .io import atomic_write_text
-
     mode = result.info["binning"]  # solve() records the binning it used
-    text = result.to_json() + "\n" if args.out else None
-    free = inst.free_gpus
     lines = [
         ("round", f"{inst.name or args.instance}: {_describe(inst)}"),
-        ("method", f"{result.method} (admission {result.admission}, binning {mode})"
-         + (f", backend {result.backend} {result.backend_version or ''}".rstrip() if result.backend else "")),
+        ("method", f"{result.method} (admission {result.admission}, binning {mode}){_backend_text(result)}"),
         ("status", status_line(result)),
         *((("note", result.message),) if result.message and result.status.value != "infeasible" else ()),
-        ("placed", f"{result.jobs_placed} of {len(inst.jobs)} jobs on {result.gpus_used} of {free} free GPUs"),
+        ("placed", f"{result.jobs_placed} of {len(inst.jobs)} jobs on {result.gpus_used} of {inst.free_gpus} "
+                   "free GPUs"),
+        *_cost_lines(result),
+    ]
+    if result.jobs_to_terminate:
+        lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
+    _finish_report(args, result, lines)
+
+
+def _cost_lines(result: Any) -> list[tuple[str, str]]:
+    """The summary's slowdown, spanning, objective and bound lines."""
+    lines = [
         ("slowdown", f"{result.geomean_slowdown:.4f} geometric mean, GPU-weighted"),
         ("spanning", f"{result.spanning} jobs span servers"),
         ("objective", f"{result.objective:.6f}  (sum of demand x ln slowdown)"),
@@ -375,8 +436,15 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     if result.bound is not None:
         gap = f", gap {100 * result.gap:.3f}%" if result.gap is not None else ""
         lines.append(("bound", f"{result.bound:.6f}{gap}"))
-    if result.jobs_to_terminate:
-        lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
+    return lines
+
+
+def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str, str]]) -> None:
+    """Add the unplaceable jobs and the times to ``lines``, write ``result`` to ``--out``
+    (atomically) and print the lines, aligned."""
+    from .io import atomic_write_text
+
+    text = result.to_json() + "\n" if args.out else None
     for jid, why in result.unplaceable.items():
         lines.append(("unplaceable", f"job {jid}: {why}"))
     lines.append(("time", f"{result.solve_seconds:.3f} s solve, {result.build_seconds:.3f} s build"))
@@ -387,6 +455,50 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
+
+
+def _cmd_repair(args: argparse.Namespace) -> int:
+    from .cliprogress import live_line
+    from .errors import SolveInterrupted
+    from .inforce import in_force_placement
+    from .io import load_instance, load_placement_file
+    from .repair import repair
+
+    options = exact_options(args)
+    inst = load_instance(args.instance)
+    in_force = in_force_placement(inst, load_placement_file(args.placement), source=args.placement)
+    try:
+        with live_line("repairing", "repair", enabled=not args.quiet):
+            result = repair(inst, in_force, args.failed, allow_migration=args.allow_migration, options=options)
+    except SolveInterrupted as exc:
+        return _interrupted(args, inst, exc, _report_repair)
+    _report_repair(args, inst, result)
+    return 0
+
+
+def _report_repair(args: argparse.Namespace, inst: Any, result: Any) -> None:
+    """Write a repair's ``result`` to ``--out`` (atomically) and print its summary."""
+    rep = result.info["repair"]
+    failed = rep["failed"]
+    servers = {inst.cluster.server_of[p] for p in inst.cluster.positions(failed).tolist()}
+    shown = ", ".join(str(g) for g in failed[:8]) + (", ..." if len(failed) > 8 else "")
+    price = rep["migration_per_gpu"]
+    how = "unaffected jobs kept in place" if price is None else f"unaffected jobs may move at {price:g} per GPU"
+    displaced, replaced = rep["displaced"], rep["replaced"]
+    lines = [
+        ("round", f"{inst.name or args.instance}: {_describe(inst)}"),
+        ("failed", f"{len(failed)} GPUs on {len(servers)} servers: {shown}"),
+        ("method", f"repair, {how} (binning {result.info['binning']}){_backend_text(result)}"),
+        ("status", status_line(result)),
+        *((("note", result.message),) if result.message else ()),
+        ("kept", f"{rep['kept']} unaffected jobs on their GPUs"),
+        ("displaced", f"{len(displaced)} jobs lost a GPU: {len(replaced)} re-placed, "
+                      f"{len(displaced) - len(replaced)} left out"),
+        *((("migrated", f"{len(rep['migrated'])} unaffected jobs moved"),) if price is not None else ()),
+        ("placed", f"{result.jobs_placed} jobs on {result.gpus_used} GPUs"),
+        *_cost_lines(result),
+    ]
+    _finish_report(args, result, lines)
 
 
 def status_line(result: Any) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "nonneg_int",
     "pos_int",
     "job_ids",
+    "gpu_ids",
     "key_value",
     "methods_epilog",
     "cost_param",
@@ -29,8 +30,11 @@ __all__ = [
     "add_restart_arguments",
     "with_restart",
     "add_method_arguments",
+    "add_exact_arguments",
+    "add_output_arguments",
     "solve_options",
     "solve_options_each",
+    "exact_options",
 ]
 
 
@@ -83,6 +87,22 @@ def job_ids(text: str) -> list[int | str]:
             ids.append(int(t))
         except ValueError:
             ids.append(t)
+    return ids
+
+
+def gpu_ids(text: str) -> list[int]:
+    """Comma-separated GPU ids (integers).
+
+    >>> gpu_ids("3, 17,4")
+    [3, 17, 4]
+    """
+    ids: list[int] = []
+    for part in text.split(","):
+        t = part.strip()
+        try:
+            ids.append(int(t))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"GPU ids must be integers, got {t!r} in {text!r}") from None
     return ids
 
 
@@ -195,7 +215,7 @@ def add_method_arguments(
     ``multiple``: the flag takes comma-separated methods (a list; see :func:`solve_options_each`).
     """
     from .methods import method_names
-    from .options import Admission, Binning
+    from .options import Binning
 
     names = method_names()
     if multiple:
@@ -210,13 +230,25 @@ def add_method_arguments(
     if binning:
         p.add_argument("--binning", choices=[b.value for b in Binning], default=None,
                        help="override the round's binning mode")
+    add_exact_arguments(p, time_limit_default=time_limit_default)
+
+
+def add_exact_arguments(
+    p: argparse.ArgumentParser, *, admission: bool = True, parts: bool = True, time_limit_default: float | None = None,
+) -> None:
+    """The options of the exact methods, in their own group: ``--backend``, ``--time-limit``,
+    ``--gap``, ``--threads``, ``--backend-param`` and, unless turned off, ``--admission`` and
+    ``--parts``."""
+    from .options import Admission
+
     backends = _backend_choices()
-    ex = p.add_argument_group("integer program options (exact methods only)")
+    ex = p.add_argument_group("integer program options (exact methods only)" if admission else "solver options")
     ex.add_argument("--backend", choices=backends, default=None,
                     help=f"solver, one of: {', '.join(backends)} (default: the first installed)")
-    ex.add_argument("--admission", choices=[a.value for a in Admission], default=None,
-                    help="queue rule: prefix (default) stops at the first job that does not fit, backfill "
-                         "skips it (greedy methods too)")
+    if admission:
+        ex.add_argument("--admission", choices=[a.value for a in Admission], default=None,
+                        help="queue rule: prefix (default) stops at the first job that does not fit, backfill "
+                             "skips it (greedy methods too)")
     limit = "" if time_limit_default is None else f" (default {time_limit_default:g})"
     ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                     help=f"time limit in seconds{limit}")
@@ -225,8 +257,17 @@ def add_method_arguments(
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads")
     ex.add_argument("--backend-param", type=key_value, action="append", default=None, metavar="KEY=VALUE",
                     help="pass an option straight to the solver (repeatable), e.g. presolve=off")
-    ex.add_argument("--parts", type=pos_int, default=None, metavar="K",
-                    help="ilp-partitioned: number of parts (default: one per ~1,024 GPUs)")
+    if parts:
+        ex.add_argument("--parts", type=pos_int, default=None, metavar="K",
+                        help="ilp-partitioned: number of parts (default: one per ~1,024 GPUs)")
+
+
+def add_output_arguments(p: argparse.ArgumentParser, *, what: str = "the result") -> None:
+    """``-o/--out`` (write the result as JSON, atomically) and ``--quiet`` (no progress line)."""
+    p.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
+                   help=f"write {what} as JSON (atomically); without it only the summary is printed")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line on stderr (shown on a terminal once a solve has run 2 s)")
 
 
 def solve_options(
@@ -239,7 +280,16 @@ def solve_options(
     from .options import SolveOptions
 
     method = get_method(getattr(args, method_flag))
-    given: dict[str, Any] = dict(extra)
+    given = {**extra, **_given_options(args, names)}
+    bad = sorted(set(given) - set(method.options) - set(extra))
+    if bad:
+        raise OptionError(f"option(s) {_flags(bad)} do not apply to method {method.name!r}")
+    return SolveOptions.from_kwargs(**given)
+
+
+def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> dict[str, Any]:
+    """The :class:`~pal_opt.options.SolveOptions` fields the parsed flags set."""
+    given: dict[str, Any] = {}
     for name in names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts"):
         v = getattr(args, name, None)
         if v is not None:
@@ -248,10 +298,7 @@ def solve_options(
         given["backend_params"] = dict(args.backend_param)
     if getattr(args, "jobs", None) is not None:
         given["jobs"] = args.jobs
-    bad = sorted(set(given) - set(method.options) - set(extra))
-    if bad:
-        raise OptionError(f"option(s) {_flags(bad)} do not apply to method {method.name!r}")
-    return SolveOptions.from_kwargs(**given)
+    return given
 
 
 def _flags(names: list[str]) -> str:
@@ -284,3 +331,11 @@ def solve_options_each(
             ns.backend_param = None
         out[m] = solve_options(ns, method_flag, tuple(n for n in names if n in opts))
     return out
+
+
+def exact_options(args: argparse.Namespace) -> Any:
+    """The :class:`~pal_opt.options.SolveOptions` of a command without a method flag (``pal-opt
+    repair``): the flags of :func:`add_exact_arguments` and ``--binning``."""
+    from .options import SolveOptions
+
+    return SolveOptions.from_kwargs(**_given_options(args, ("binning", "backend", "time_limit", "gap", "threads")))

@@ -33,7 +33,7 @@ CASES: dict[Kind, tuple[str, dict, list[str]]] = {
     Kind.UNKNOWN_JOB: ("inst", {"placements": {"zz": [0, 1]}}, ["job 'zz': not in the queue"]),
     Kind.ADMISSION_RULE: (
         "inst", {"placements": {"a": [0, 1]}, "admission": "fifo"},
-        ["admission 'fifo' is not one of pal-order, queue-order, sticky, pal-order-backfill, queue-order-backfill, sticky-backfill, prefix, backfill, given"],
+        ["admission 'fifo' is not one of pal-order, queue-order, sticky, pal-order-backfill, queue-order-backfill, sticky-backfill, prefix, backfill, given, repair"],
     ),
     Kind.GANG_SIZE: ("inst", {"placements": {"a": [0]}}, ["job 'a': needs 2 distinct GPUs, got [0]"]),
     Kind.UNKNOWN_GPU: ("inst", {"placements": {"a": [0, 9]}}, ["job 'a': GPU 9 does not exist"]),

@@ -19,7 +19,9 @@ import pytest
 from pal_opt.cost.restart import restart_cost_seconds
 from pal_opt.ilp import available_backends, build_formulation, solve_ilp
 from pal_opt.ilp.lpwriter import lp_text
+from pal_opt.inforce import RepairRound, repair_round
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from pal_opt.repair import reduced_round
 
 GOLDEN = Path(__file__).resolve().parents[1] / "formulations" / "golden"
 
@@ -67,7 +69,32 @@ def _restart_keep() -> RoundInstance:
     return RoundInstance(cl, jobs, params, name="restart_keep")
 
 
-CASES = {"flat_2x2": _flat_2x2, "racked_mixed": _racked_mixed, "restart_keep": _restart_keep}
+def _repair(price: float | None) -> RepairRound:
+    """Two servers of four GPUs; "s" (1 GPU), "f" (2 GPUs) and "g" (1 GPU) unaffected, "d" (2 GPUs) on
+    server 1 loses GPU 5."""
+    cl = Cluster.from_arrays(np.arange(8), [0, 0, 0, 0, 1, 1, 1, 1],
+                             {"classA": [1.0, 1.1, 1.0, 1.2, 1.0, 1.0, 1.3, 1.0]})
+    lam = (1.0, 1.7, 1.7)
+    jobs = (Job("s", 1, "classA", 0, lam), Job("d", 2, "classA", 1, lam), Job("f", 2, "classA", 2, lam),
+            Job("g", 1, "classA", 3, lam))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"), name="repair")
+    return repair_round(inst, {"s": [0], "d": [4, 5], "f": [1, 2], "g": [6]}, [5], migration_per_gpu=price)
+
+
+def _repair_keep() -> RoundInstance:
+    """The reduced program of a repair (formulations/repair.md): the displaced 2-GPU job alone on
+    the GPUs that are neither failed nor held by unaffected jobs."""
+    return reduced_round(_repair(None))
+
+
+def _repair_migrate() -> RoundInstance:
+    """The whole-round program of a repair with --allow-migration 0.1: keep variables for the
+    unaffected jobs, the displaced job's move as a constant."""
+    return _repair(0.1).instance
+
+
+CASES = {"flat_2x2": _flat_2x2, "racked_mixed": _racked_mixed, "restart_keep": _restart_keep,
+         "repair_keep": _repair_keep, "repair_migrate": _repair_migrate}
 
 
 def golden_text(name: str) -> str:

@@ -18,8 +18,9 @@ Prefix and backfill are therefore always feasible.
 Start placements
 ----------------
 PAL's greedy placement of the admitted jobs (its class-sorted order) and pal-opt's packing
-greedy (:mod:`pal_opt.ilp.heuristic`) are priced with :mod:`pal_opt.cost`; the cheaper one is
-the warm start (``info["start_source"]``) and the fallback.  With a gap target and a backend
+greedy (:mod:`pal_opt.ilp.heuristic`), and the caller's ``start`` when given (a repair's
+answer that keeps the unaffected jobs, :mod:`pal_opt.repair`), are priced with
+:mod:`pal_opt.cost`; the cheapest is the warm start (``info["start_source"]``) and the fallback.  With a gap target and a backend
 that solves LP relaxations (HiGHS), the LP bound is computed first and the MIP is skipped when
 the start placement is already within the target (``info["solver_status"]`` says so).
 
@@ -274,6 +275,7 @@ def solve_ilp(
     warm_start: bool = True,
     deterministic: bool = True,
     backend_params: Mapping[str, Any] | None = None,
+    start: Mapping[JobId, Sequence[int]] | None = None,
 ) -> PlacementResult:
     """Place one round with the exact integer program.
 
@@ -304,6 +306,11 @@ def solve_ilp(
     deterministic, backend_params
         Same instance and options give the same placement (see the backends); options passed to
         the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
+    start
+        A placement of exactly the admitted jobs to start from (``{job id: GPU ids}``), priced
+        with the greedy start placements (source ``"given"``): the cheapest is the warm start
+        and the fallback, so the result never costs more than ``start``.  One that is not a
+        valid placement of the admitted jobs is an :class:`~pal_opt.errors.OptionError`.
 
     Returns
     -------
@@ -328,7 +335,7 @@ def solve_ilp(
     common = dict(admission=setup.admission, backend=cls.name, backend_version=cls.version(), info=info)
     if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
-    att = _build(instance, setup, common)
+    att = _build(instance, setup, common, start)
     abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
     opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic,
                         backend_params=dict(backend_params or {}))
@@ -367,22 +374,36 @@ def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str
     return None
 
 
-def _build(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -> _Attempt:
-    """Build the program and price the start placements (PAL's greedy and the packing greedy);
-    the cheapest becomes the warm start and the fallback."""
+def _build(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any],
+           start: Mapping[JobId, Sequence[int]] | None = None) -> _Attempt:
+    """Build the program and price the start placements (PAL's greedy, the packing greedy and
+    ``start`` when given); the cheapest becomes the warm start and the fallback."""
     t0 = time.perf_counter()
     progress.report(stage="building the program", backend=setup.backend.name)
     form = build_formulation(instance, setup.admitted, factors=setup.factors)
     att = _Attempt(instance, setup, form, common, time.perf_counter() - t0)
     progress.report(stage="pricing the start placements", backend=setup.backend.name)
     att.info.update(form.summary())
-    for name, placement in start_placements(att.form).items():
+    starts = start_placements(att.form)
+    if start is not None:
+        starts["given"] = _given_start(form, start)
+    for name, placement in starts.items():
         c = evaluate(att.instance, placement, att.setup.factors).cost
         att.info[f"start_{name}_objective"] = c
         if c < att.gcost - 1e-12:
             att.greedy, att.gcost, att.source = placement, c, name
     att.info["start_source"] = att.source
     return att
+
+
+def _given_start(form: Formulation, start: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:
+    """``start`` as a placement, checked to be one of exactly the admitted jobs."""
+    placement = {jid: tuple(int(g) for g in gids) for jid, gids in start.items()}
+    try:
+        encode(form, placement)
+    except ValueError as exc:
+        raise OptionError(f"start is not a placement of the admitted jobs: {exc}") from None
+    return placement
 
 
 def _start_vector(att: _Attempt) -> np.ndarray | None:

@@ -123,12 +123,12 @@ def get_backend(name: str | None = None) -> type[Backend]:
         If the backend (or, for None, every backend) cannot be imported; the message gives the
         import error and lists the installed backends.
     """
-    if name is None:
-        avail = available_backends()
-        if not avail:
+    if name is None:  # probe in preference order, stopping at the first installed (a probe imports a solver)
+        first = next((BACKENDS[n] for n in backend_names() if BACKENDS[n].is_available()), None)
+        if first is None:
             why = "; ".join(f"{n}: {BACKENDS[n].import_error()}" for n in backend_names())
             raise BackendUnavailableError(f"no ILP backend is installed ({why})")
-        return BACKENDS[avail[0]]
+        return first
     if not isinstance(name, str) or name not in BACKENDS:
         inst = available_backends()
         raise OptionError(

@@ -1,0 +1,326 @@
+"""Failure repair: re-place the jobs that lost a GPU, keeping every other job where it is.
+
+:func:`repair` takes a round, the placement in force and the GPUs that failed or are drained,
+builds the repair round (:mod:`pal_opt.inforce`: failed GPUs out of service, the placed jobs
+running on their GPUs in force, queued jobs left out: a repair starts no new job) and
+
+1. admits the **displaced** jobs (those holding a GPU out of service) in queue order, each that
+   still fits the GPUs left free once the unaffected jobs keep theirs; a displaced job that does
+   not fit is left out with its reason (``PlacementResult.unplaceable``);
+2. solves the **reduced round program** (:func:`pal_opt.ilp.solve_ilp`): the unaffected jobs'
+   GPUs are taken out of the cluster (marked busy) and their costs are a constant, and the
+   admitted displaced jobs are placed on the GPUs left, at least cost.  Its bound plus that
+   constant is a bound on the round's cost over every placement that keeps the unaffected jobs,
+   so an optimal reduced solve is a repair proven optimal among them (status, bound and gap as
+   ``solve`` reports them, on the whole round);
+3. with ``allow_migration=COST``, solves the **whole round program** once more, the unaffected
+   jobs now free to move at the migration price ``COST`` per GPU (the migration cost term,
+   :mod:`pal_opt.cost.migration`, round-cost units; on top of the round's restart cost, if any),
+   starting from the answer of step 2.  The solver returns its start when it finds nothing
+   cheaper, so the total cost is never above the answer that keeps the unaffected jobs; a move
+   it makes lowers the round's cost by more than what moving costs.  Then every moved job whose
+   GPUs in force are still unused goes back to them if its move saved no more than it cost.
+
+Both answers are priced on the same repair round (with the migration price, when given), and
+the checker (:mod:`pal_opt.check`, admission rule ``"repair"``) verifies them.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .admission import unplaceable
+from .binning import binned_factors
+from .cost import evaluate, relative_gap
+from .errors import OptionError, SolveInterrupted
+from .inforce import RepairRound, in_force_placement, repair_info, repair_round
+from .model import GpuState, JobId, RoundInstance
+from .options import SolveOptions
+from .result import PlacementResult, Status, priced_result
+
+__all__ = ["REPAIR_OPTIONS", "repair", "repair_round_result", "reduced_round"]
+
+log = logging.getLogger(__name__)
+
+#: The :class:`~pal_opt.options.SolveOptions` a repair accepts (those of the exact methods that
+#: do not choose the jobs).
+REPAIR_OPTIONS: frozenset[str] = frozenset(
+    {"binning", "backend", "time_limit", "gap", "threads", "warm_start", "deterministic", "backend_params"})
+
+
+def repair(
+    instance: RoundInstance,
+    placement: Any,
+    failed: Iterable[int],
+    *,
+    allow_migration: float | None = None,
+    options: SolveOptions | None = None,
+    **kwargs: Any,
+) -> PlacementResult:
+    """Repair the placement in force after GPUs failed (module docstring).
+
+    Parameters
+    ----------
+    instance
+        The round the placement was made for.
+    placement
+        The placement in force: ``{job id: [GPU ids]}``, a placement file's dict or a
+        :class:`~pal_opt.result.PlacementResult` (:func:`pal_opt.inforce.in_force_placement`).
+    failed
+        GPU ids (the round's) that failed or are drained.
+    allow_migration
+        None (default): every unaffected job keeps its GPUs.  A positive number: unaffected jobs
+        may move, each at this price per GPU (round-cost units, as ``params.restart_cost``).
+    options
+        A :class:`~pal_opt.options.SolveOptions` with any of :data:`REPAIR_OPTIONS`, or give
+        them as keyword arguments (``backend``, ``time_limit`` (s, for the whole repair),
+        ``gap`` (relative gap target on the geometric-mean slowdown), ``threads``, ...).
+
+    Returns
+    -------
+    PlacementResult
+        Method ``"repair"``, admission ``"repair"``: the placements of every job kept or
+        re-placed, priced on the repair round; ``jobs_to_terminate`` lists the jobs moved or
+        left out, ``unplaceable`` the displaced jobs left out with the reason, and
+        ``info["repair"]`` the failed GPUs, the migration price and the placement in force
+        (:func:`pal_opt.inforce.repair_info`), the jobs displaced, re-placed and migrated, and
+        how many kept their GPUs.
+
+    Raises
+    ------
+    InstanceError
+        A placement that does not match the round.
+    OptionError
+        An unknown failed GPU, a bad migration price or an option a repair does not take.
+    SolveInterrupted
+        On Ctrl-C while a solver runs, with the best complete repair found so far.
+
+    Examples
+    --------
+    >>> from pal_opt.generate import generate_instance
+    >>> from pal_opt.solve import solve
+    >>> inst = generate_instance(8, 4, 12, seed=2)
+    >>> placed = solve(inst, "pal")
+    >>> r = repair(inst, placed, [0, 1], backend="highs")
+    >>> r.status.value, any(g in (0, 1) for gs in r.placements.values() for g in gs)
+    ('optimal', False)
+    """
+    opts = _repair_options(options, kwargs)
+    rr = repair_round(instance, in_force_placement(instance, placement), failed,
+                      migration_per_gpu=allow_migration)
+    return repair_round_result(rr, opts)
+
+
+def _repair_options(options: SolveOptions | None, kwargs: Mapping[str, Any]) -> SolveOptions:
+    if options is None:
+        options = SolveOptions.from_kwargs(**kwargs)
+    elif kwargs:
+        raise TypeError("give either options= or keyword options, not both")
+    bad = options.given() - REPAIR_OPTIONS
+    if bad:
+        raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to a repair")
+    return options
+
+
+def repair_round_result(rr: RepairRound, options: SolveOptions | None = None) -> PlacementResult:
+    """The repair of a built :class:`~pal_opt.inforce.RepairRound` (see :func:`repair`)."""
+    opts = options or SolveOptions()
+    t0 = time.perf_counter()
+    mode = opts.binning or rr.instance.params.binning
+    factors = binned_factors(rr.instance.cluster, mode)
+    admitted, left_out = _admit_displaced(rr)
+    kept = _keep_repair(rr, admitted, left_out, factors, opts)
+    if rr.migration_per_gpu is None:
+        return kept
+    limit = None if opts.time_limit is None else max(opts.time_limit - (time.perf_counter() - t0), 1e-3)
+    return _migration_repair(rr, kept, admitted, left_out, factors, replace(opts, time_limit=limit))
+
+
+# ---- step 1: which displaced jobs fit
+def _admit_displaced(rr: RepairRound) -> tuple[list[int], dict[JobId, str]]:
+    """The displaced jobs to re-place (indices, queue order) and the reason for each left out:
+    the queue walked in order, a job admitted when it fits the GPUs still free."""
+    inst = rr.instance
+    jobs = inst.jobs
+    in_service = int((inst.cluster.state == GpuState.FREE).sum())
+    held = sum(jobs[i].demand for i in rr.kept)
+    never = unplaceable(inst)
+    free = in_service - held
+    admitted: list[int] = []
+    reasons: dict[JobId, str] = {}
+    for i in rr.displaced:
+        job = jobs[i]
+        if job.id in never:
+            reasons[job.id] = never[job.id]
+        elif job.demand <= free:
+            admitted.append(i)
+            free -= job.demand
+        else:
+            reasons[job.id] = (f"needs {job.demand} GPUs; {free} are left free ({in_service} in service, {held} "
+                               f"kept by unaffected jobs, {in_service - held - free} given to displaced jobs "
+                               "before it in the queue)")
+    return admitted, reasons
+
+
+# ---- step 2: the repair that keeps every unaffected job
+def reduced_round(rr: RepairRound) -> RoundInstance:
+    """The round of the reduced program: the displaced jobs alone (running on their GPUs in
+    force, which they must leave), on the repair round's cluster less the unaffected jobs' GPUs
+    (marked busy)."""
+    inst = rr.instance
+    cl = inst.cluster
+    state = cl.state.copy()
+    held = [g for i in rr.kept for g in inst.jobs[i].placement or ()]
+    if held:
+        state[cl.positions(held)] = GpuState.BUSY
+    jobs = tuple(inst.jobs[i] for i in rr.displaced)
+    return RoundInstance(cl.with_state(state), jobs, inst.params, inst.name)
+
+
+def _keep_repair(rr: RepairRound, admitted: list[int], left_out: dict[JobId, str],
+                 factors: Mapping[str, np.ndarray], opts: SolveOptions) -> PlacementResult:
+    """Solve the reduced round program and lift its answer to the whole round."""
+    from .ilp import solve_ilp
+
+    ids = [rr.instance.jobs[i].id for i in admitted]
+    t0 = time.perf_counter()
+    reduced = reduced_round(rr)
+    prep = time.perf_counter() - t0
+    try:
+        sub = solve_ilp(reduced, jobs=ids, **_solver_kwargs(opts))
+    except SolveInterrupted as exc:
+        partial = exc.result
+        raise SolveInterrupted(None if not isinstance(partial, PlacementResult)
+                               else _lift(rr, partial, left_out, factors, prep)) from None
+    return _lift(rr, sub, left_out, factors, prep)
+
+
+def _solver_kwargs(opts: SolveOptions) -> dict[str, Any]:
+    kw = {k: getattr(opts, k) for k in ("binning", "backend", "time_limit", "gap", "threads", "warm_start",
+                                        "deterministic")}
+    kw["backend_params"] = dict(opts.backend_params)
+    return kw
+
+
+def _lift(rr: RepairRound, sub: PlacementResult, left_out: dict[JobId, str], factors: Mapping[str, np.ndarray],
+          prep_seconds: float) -> PlacementResult:
+    """The reduced program's answer as a repair of the whole round: the unaffected jobs added on
+    their GPUs, the cost repriced, and the bound raised by the unaffected jobs' cost (a constant)."""
+    kept = rr.in_force(rr.kept)
+    placements = _queue_ordered(rr, {**kept, **sub.placements})
+    res = _priced(rr, placements, factors, sub, left_out, build_seconds=sub.build_seconds + prep_seconds)
+    if sub.bound is not None and math.isfinite(sub.objective):
+        res.bound = sub.bound + (res.objective - sub.objective)
+        res.gap = relative_gap(res.objective, res.bound, res.gpus_used)
+    res.info["repair"]["mode"] = "keep"
+    return res
+
+
+def _queue_ordered(rr: RepairRound, placements: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple[int, ...]]:
+    return {j.id: placements[j.id] for j in rr.instance.jobs if j.id in placements}
+
+
+def _priced(rr: RepairRound, placements: dict[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
+            solved: PlacementResult, left_out: dict[JobId, str], **fields: Any) -> PlacementResult:
+    """The repair result of ``placements`` on the repair round, with what ``solved`` (the solve
+    behind it) reports; ``info["repair"]`` declares the inputs and counts."""
+    info = {k: v for k, v in solved.info.items() if k != "repair"}
+    res = priced_result(rr.instance, placements, factors, method="repair", status=solved.status,
+                        admission="repair", solve_seconds=solved.solve_seconds, backend=solved.backend,
+                        backend_version=solved.backend_version, unplaceable=dict(left_out),
+                        message=solved.message, info=info, **fields)
+    jobs = rr.instance.jobs
+    moved = set(res.jobs_to_terminate)
+    res.info["repair"] = {
+        **repair_info(rr),
+        "kept": sum(1 for i in rr.kept if jobs[i].id not in moved),
+        "displaced": [jobs[i].id for i in rr.displaced],
+        "replaced": [jobs[i].id for i in rr.displaced if jobs[i].id in placements],
+        "migrated": [jobs[i].id for i in rr.kept if jobs[i].id in moved],
+    }
+    return res
+
+
+# ---- step 3: letting unaffected jobs move at a price
+def _migration_repair(rr: RepairRound, kept: PlacementResult, admitted: list[int], left_out: dict[JobId, str],
+                      factors: Mapping[str, np.ndarray], opts: SolveOptions) -> PlacementResult:
+    """Solve the whole round program from the answer that keeps the unaffected jobs.  Without a
+    gap target the target is half :data:`~pal_opt.ilp.solve.OPTIMALITY_TOL`, inside the gap under
+    which a solve is reported optimal anyway: a backend that solves LP relaxations (HiGHS) then computes the LP
+    bound first, so an answer stopped by the time limit has that bound at least."""
+    from .ilp import solve_ilp
+    from .ilp.solve import OPTIMALITY_TOL
+
+    jobs = rr.instance.jobs
+    ids = [jobs[i].id for i in sorted([*rr.kept, *admitted])]
+    kw = _solver_kwargs(opts)
+    if kw["gap"] is None:  # proving optimality (to the tolerance of OPTIMAL) after the LP bound is known
+        kw["gap"] = OPTIMALITY_TOL / 2
+    try:
+        full = solve_ilp(rr.instance, jobs=ids, start=kept.placements, **kw)
+    except SolveInterrupted as exc:
+        partial = exc.result
+        lifted = kept if not isinstance(partial, PlacementResult) else _after_migration(
+            rr, kept, partial, left_out, factors)
+        raise SolveInterrupted(lifted) from None
+    return _after_migration(rr, kept, full, left_out, factors)
+
+
+def _after_migration(rr: RepairRound, kept: PlacementResult, full: PlacementResult, left_out: dict[JobId, str],
+                     factors: Mapping[str, np.ndarray]) -> PlacementResult:
+    """The whole-round answer, settled (:func:`_settle`), priced, with the bound of the whole
+    round program and the keeping answer's figures in ``info["repair"]``."""
+    placements = _settle(rr, full.placements, factors)
+    res = _priced(rr, placements, factors, full, left_out, build_seconds=kept.build_seconds + full.build_seconds)
+    res.solve_seconds += kept.solve_seconds
+    if res.status == Status.FALLBACK:  # the solver had nothing: its start, the answer that keeps them
+        res.status = Status.FEASIBLE
+        res.message = (f"{full.backend}: no placement found in time; the answer that keeps every unaffected job "
+                       "is returned")
+    if full.bound is not None:
+        res.bound = min(full.bound, res.objective)
+        res.gap = relative_gap(res.objective, res.bound, res.gpus_used)
+    res.info["repair"].update(mode="migrate", keep_objective=kept.objective, keep_bound=kept.bound,
+                              keep_status=kept.status.value)
+    return res
+
+
+def _settle(rr: RepairRound, placements: Mapping[JobId, tuple[int, ...]],
+            factors: Mapping[str, np.ndarray]) -> dict[JobId, tuple[int, ...]]:
+    """Send back to its GPUs in force every moved unaffected job whose GPUs are unused and whose
+    move saved no more than it cost (repeated until none is left); never raises the cost.  A job
+    on its GPUs gets them in the order it had them."""
+    out = dict(placements)
+    jobs = rr.instance.jobs
+    for i in rr.kept:  # a job on its GPUs keeps them in the order it had them
+        home = tuple(jobs[i].placement or ())
+        if set(out.get(jobs[i].id, ())) == set(home):
+            out[jobs[i].id] = home
+    owner = {g: jid for jid, gs in out.items() for g in gs}
+    changed = True
+    while changed:
+        changed = False
+        for i in rr.kept:
+            job = jobs[i]
+            home = tuple(job.placement or ())
+            now = out.get(job.id)
+            if now is None or set(now) == set(home) or any(owner.get(g, job.id) != job.id for g in home):
+                continue
+            back = evaluate(rr.instance, {job.id: home}, factors).cost
+            there = evaluate(rr.instance, {job.id: now}, factors).cost
+            if back <= there + 1e-12:
+                for g in now:
+                    owner.pop(g, None)
+                owner.update(dict.fromkeys(home, job.id))
+                out[job.id] = home
+                changed = True
+                log.debug("repair: job %r moved back to its GPUs (its move saved %.3g)", job.id, back - there)
+    return _queue_ordered(rr, out)
+
