@@ -248,6 +248,8 @@ def solve_options(
         given["backend_params"] = dict(args.backend_param)
     if getattr(args, "jobs", None) is not None:
         given["jobs"] = args.jobs
+    if getattr(args, "ignore_types", False):
+        given["respect_types"] = False
     bad = sorted(set(given) - set(method.options) - set(extra))
     if bad:
         raise OptionError(f"option(s) {_flags(bad)} do not apply to method {method.name!r}")
@@ -255,7 +257,8 @@ def solve_options(
 
 
 def _flags(names: list[str]) -> str:
-    return ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param") for b in names)
+    return ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param")
+                     .replace("respect-types", "ignore-types") for b in names)
 
 
 def solve_options_each(
