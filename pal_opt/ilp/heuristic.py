@@ -52,43 +52,51 @@ def pal_greedy(instance: RoundInstance, factors: Mapping[str, np.ndarray], admit
 
 @dataclass
 class _FreeGpus:
-    """The free GPUs as the packing greedy takes them: per class the level of every GPU (its
-    profile's levels, ``-1`` off the free set), the log factor of each level and the free count per
-    (server, level); free GPUs per server."""
+    """The free GPUs as the packing greedy takes them: per profile (a class's levels on one lane
+    of GPU types) the level of every GPU (``-1`` off the free set and off the lane) and the free
+    count per (server, level); per (profile, class) the log factor of each level; free GPUs per
+    server; each job's profiles (its lanes)."""
 
     instance: RoundInstance
     free: np.ndarray
-    level: dict[str, np.ndarray]
-    lnval: dict[str, np.ndarray]
-    cnt: dict[str, np.ndarray]
+    level: dict[int, np.ndarray]
+    lnval: dict[tuple[int, str], np.ndarray]
+    cnt: dict[int, np.ndarray]
     server_free: np.ndarray
+    lanes: dict[int, tuple[int, ...]]
 
     @classmethod
     def of(cls, form: Formulation) -> _FreeGpus:
         cl = form.instance.cluster
         free = (cl.state == GpuState.FREE).copy()
-        level: dict[str, np.ndarray] = {}
-        lnval: dict[str, np.ndarray] = {}
-        cnt: dict[str, np.ndarray] = {}
+        level: dict[int, np.ndarray] = {}
+        lnval: dict[tuple[int, str], np.ndarray] = {}
+        cnt: dict[int, np.ndarray] = {}
         for p, prof in enumerate(form.profiles):
             lv = np.full(cl.num_gpus, -1, dtype=np.int64)
             on = form.gpu_type >= 0
             lv[on] = form.type_levels[form.gpu_type[on], p]
+            lv[lv >= prof.num_levels] = -1  # off the profile's lane
+            level[p] = lv
             for c in prof.classes:
-                level[c] = lv
-                lnval[c] = np.log(prof.values[c])
-                k = np.zeros((cl.num_servers, prof.values[c].size), dtype=np.int64)
-                np.add.at(k, (cl.server_of[free], lv[free]), 1)
-                cnt[c] = k
-        return cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers))
+                lnval[(p, c)] = np.log(prof.values[c])
+            k = np.zeros((cl.num_servers, prof.num_levels), dtype=np.int64)
+            use = free & (lv >= 0)
+            np.add.at(k, (cl.server_of[use], lv[use]), 1)
+            cnt[p] = k
+        lanes = {j: jt.profiles for jt in form.types for j in jt.jobs}
+        return cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers),
+                   lanes)
 
     def take(self, pos: np.ndarray) -> tuple[int, ...]:
         """Mark the GPUs at ``pos`` used; their ids."""
         cl = self.instance.cluster
         self.free[pos] = False
         np.subtract.at(self.server_free, cl.server_of[pos], 1)
-        for c, k in self.cnt.items():
-            np.subtract.at(k, (cl.server_of[pos], self.level[c][pos]), 1)
+        for p, k in self.cnt.items():
+            lv = self.level[p][pos]
+            on = lv >= 0
+            np.subtract.at(k, (cl.server_of[pos[on]], lv[on]), 1)
         return tuple(int(g) for g in cl.gpu_ids[pos])
 
 
@@ -107,7 +115,7 @@ def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId,
     large = sorted((i for i in todo if inst.jobs[i].demand > per_server), key=lambda i: (-inst.jobs[i].demand, i))
     for i in small + large:
         job = inst.jobs[i]
-        best = _cheapest_option(gpus, job)
+        best = _cheapest_option(gpus, job, gpus.lanes[i])
         if best is None:
             return None
         out[job.id] = gpus.take(_gpus_for(gpus, job, best))
@@ -129,7 +137,8 @@ def _keep_running_jobs(form: Formulation, gpus: _FreeGpus) -> dict[JobId, tuple[
         if pos is None or job.placement is None or not gpus.free[pos].all():
             continue
         now = math.log(job_slowdown_pos(cl, np.asarray(form.factors[job.perfclass]), job, pos))
-        floor = float(gpus.lnval[job.perfclass][0]) + math.log(job.locality[Level.SERVER])
+        floor = min(float(gpus.lnval[(p, job.perfclass)][0]) for p in gpus.lanes[i]) + math.log(
+            job.locality[Level.SERVER])
         if now - floor <= rc + 1e-12:
             out[job.id] = gpus.take(pos)
     return out
@@ -149,14 +158,25 @@ def _least_level(counts: np.ndarray, d: int, free: np.ndarray) -> tuple[int, int
     return top, int(cands[np.argmin(free[cands])])
 
 
-def _cheapest_option(gpus: _FreeGpus, job: Job) -> tuple[float, int, int, int] | None:
-    """The cheapest of placing ``job`` in one server, one rack or anywhere, as
-    ``(log slowdown, Level, node, factor level)``; ties go to the lower topology level."""
+def _cheapest_option(gpus: _FreeGpus, job: Job, lanes: tuple[int, ...]) -> tuple[float, int, int, int, int] | None:
+    """The cheapest of placing ``job`` in one server, one rack or anywhere, on one of its lanes
+    (profiles), as ``(log slowdown, Level, node, factor level, profile)``; ties go to the lower
+    topology level, then to the first lane."""
+    best: tuple[float, int, int, int, int] | None = None
+    for p in lanes:
+        opt = _cheapest_on_lane(gpus, job, p)
+        if opt is not None and (best is None or opt[0] < best[0] - 1e-12):
+            best = opt
+    return best
+
+
+def _cheapest_on_lane(gpus: _FreeGpus, job: Job, p: int) -> tuple[float, int, int, int, int] | None:
+    """:func:`_cheapest_option` on the lane of profile ``p``."""
     cl = gpus.instance.cluster
     c, d = job.perfclass, job.demand
-    k = gpus.cnt[c]
+    k = gpus.cnt[p]
     lnl = [math.log(x) for x in job.locality]
-    best: tuple[float, int, int, int] | None = None
+    best: tuple[float, int, int, int, int] | None = None
     options = [(Level.SERVER, k, gpus.server_free)]
     if cl.racked and d >= 2:
         kr = np.zeros((len(cl.rack_ids), k.shape[1]), dtype=np.int64)
@@ -169,18 +189,18 @@ def _cheapest_option(gpus: _FreeGpus, job: Job) -> tuple[float, int, int, int] |
         if found is None:
             continue
         top, node = found
-        cost = float(gpus.lnval[c][top]) + lnl[where]
+        cost = float(gpus.lnval[(p, c)][top]) + lnl[where]
         if best is None or cost < best[0] - 1e-12:
-            best = (cost, int(where), node if where != Level.CLUSTER else -1, top)
+            best = (cost, int(where), node if where != Level.CLUSTER else -1, top, p)
     return best
 
 
-def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int]) -> np.ndarray:
+def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int, int]) -> np.ndarray:
     """The ``job.demand`` GPUs of the chosen option: eligible GPUs (free, of level ≤ the option's,
     inside its node) on the servers with the most eligible GPUs first, lower levels first."""
     cl = gpus.instance.cluster
-    _, where, node, top = best
-    lv = gpus.level[job.perfclass]
+    _, where, node, top, p = best
+    lv = gpus.level[p]
     el = gpus.free & (lv >= 0) & (lv <= top)
     if where == Level.SERVER:
         el &= cl.server_of == node
