@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import OptionError
-from .gputypes import claim_types, free_per_type, has_types, type_groups, type_problem
+from .gputypes import claim_all, claim_types, free_per_type, has_types, type_groups, type_problem
 from .model import PAL_CLASSES, GpuState, JobId, RoundInstance
 
 __all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "unplaceable"]
@@ -106,8 +106,8 @@ def _admit_typed(instance: RoundInstance, mode: str) -> list[int]:
     """:func:`admit` counted per GPU type (module docstring).
 
     A job is admitted if it can claim its GPUs from what the admitted jobs left; failing that, if
-    the admitted jobs and it can all claim theirs afresh, the most constrained first (fewest type
-    groups, then largest demand; :func:`_claim_all`).
+    the admitted jobs and it can all claim theirs afresh, the most constrained first
+    (:func:`pal_opt.gputypes.claim_all`).
     """
     cl = instance.cluster
     start = free_per_type(cl, cl.free_mask)
@@ -118,22 +118,11 @@ def _admit_typed(instance: RoundInstance, mode: str) -> list[int]:
         if claim_types(groups[i], j.demand, free):
             out.append(i)
             continue
-        again = _claim_all(instance, groups, [*out, i], start) if groups[i] else None
+        tried = [*out, i]
+        again = claim_all({k: groups[k] for k in tried}, {k: instance.jobs[k].demand for k in tried}, start)
         if again is not None:
             out.append(i)
-            free = again
+            free = start - np.sum(list(again.values()), axis=0)
         elif mode == "prefix":
             break
     return out
-
-
-def _claim_all(instance: RoundInstance, groups: list[tuple[tuple[int, ...], ...]], jobs: list[int],
-               start: np.ndarray) -> np.ndarray | None:
-    """The free GPUs per type left once every job of ``jobs`` has claimed its GPUs from ``start``,
-    most constrained first; None if one cannot."""
-    free = start.copy()
-    order = sorted(jobs, key=lambda i: (len(groups[i]), sum(len(g) for g in groups[i]), -instance.jobs[i].demand, i))
-    for i in order:
-        if not claim_types(groups[i], instance.jobs[i].demand, free):
-            return None
-    return free

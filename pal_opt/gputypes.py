@@ -18,7 +18,7 @@ Everything here is cheap: per job a few type counts, never a loop over GPUs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -35,6 +35,8 @@ __all__ = [
     "free_per_type",
     "fits_types",
     "claim_types",
+    "claim_all",
+    "TypeBudget",
 ]
 
 
@@ -174,19 +176,115 @@ def claim_types(groups: Sequence[Sequence[int]], demand: int, free: np.ndarray) 
     >>> claim_types([(0, 1)], 6, free), free.tolist()
     (True, [1, 2])
     """
-    best: tuple[int, ...] | None = None
+    took = _claim(groups, demand, free.tolist())
+    if took is None:
+        return False
+    free -= np.asarray(took, dtype=free.dtype)
+    return True
+
+
+def _claim(groups: Sequence[Sequence[int]], demand: int, free: list[int]) -> list[int] | None:
+    """:func:`claim_types` on a list of Python ints (changed in place), returning the GPUs taken
+    per type (None, and ``free`` unchanged, if no group fits)."""
+    best: Sequence[int] | None = None
     most = 0
     for g in groups:
-        avail = int(free[list(g)].sum())
+        avail = sum(free[k] for k in g)
         if avail >= demand and (best is None or avail < most):
-            best, most = tuple(g), avail
+            best, most = g, avail
     if best is None:
-        return False
+        return None
+    took = [0] * len(free)
     left = demand
-    for k in sorted(best, key=lambda k: (-int(free[k]), k)):
-        m = min(left, int(free[k]))
+    for k in sorted(best, key=lambda k: (-free[k], k)):
+        m = min(left, free[k])
+        took[k] = m
         free[k] -= m
         left -= m
         if not left:
             break
-    return True
+    return took
+
+
+def claim_all(groups: Mapping[int, Sequence[Sequence[int]]], demands: Mapping[int, int],
+              free: np.ndarray) -> dict[int, np.ndarray] | None:
+    """GPUs per type claimed by each job of ``groups`` (job -> its type groups) from ``free``
+    (not changed), the most constrained first (fewest groups, fewest types, largest demand); None
+    if one cannot claim its demand.
+
+    >>> claim_all({0: [(0,), (1,)], 1: [(1,)]}, {0: 4, 1: 6}, np.array([4, 8]))
+    {1: array([0, 6]), 0: array([4, 0])}
+    """
+    left = [int(x) for x in free]
+    order = sorted(groups, key=lambda i: (len(groups[i]), sum(len(g) for g in groups[i]), -demands[i], i))
+    out: dict[int, list[int]] = {}
+    for i in order:
+        took = _claim(groups[i], demands[i], left)
+        if took is None:
+            return None
+        out[i] = took
+    return {i: np.asarray(t, dtype=np.int64) for i, t in out.items()}
+
+
+class TypeBudget:
+    """Whether jobs still to place can all get GPUs of their types once some are taken.
+
+    Greedy placers that pick each job's GPU type by cost ask :meth:`allows` before taking GPUs,
+    so that a later job (a guaranteed one, say) keeps room on its type.  A *witness* -- the GPUs
+    per type each waiting job would claim (:func:`claim_all`) -- is kept; a take that leaves the
+    witness room is allowed at once, any other is allowed if the waiting jobs can claim their GPUs
+    afresh from what is left.
+
+    Parameters
+    ----------
+    groups
+        Each waiting job's type groups (:func:`type_groups`).
+    demands
+        Each waiting job's demand.
+    free
+        Free GPUs per type.
+    """
+
+    def __init__(self, groups: Mapping[int, Sequence[Sequence[int]]], demands: Mapping[int, int],
+                 free: np.ndarray) -> None:
+        self.groups = dict(groups)
+        self.demands = dict(demands)
+        self.free = np.array(free, dtype=np.int64)
+        self.witness = claim_all(self.groups, self.demands, self.free) or {}
+        self.need = np.sum(list(self.witness.values()), axis=0) if self.witness else np.zeros_like(self.free)
+        self._pending: tuple[int, np.ndarray, dict[int, np.ndarray]] | None = None
+
+    @property
+    def feasible(self) -> bool:
+        """Whether the waiting jobs could all be placed when the budget was made."""
+        return len(self.witness) == len(self.groups)
+
+    def allows(self, job: int, took: np.ndarray) -> bool:
+        """Whether ``job`` (waiting) may take ``took`` GPUs per type."""
+        left = self.free - took
+        if (left < 0).any():
+            return False
+        mine = self.witness.get(job)
+        need = self.need - mine if mine is not None else self.need
+        if (left >= need).all():
+            return True
+        rest = {i: g for i, g in self.groups.items() if i != job}
+        again = claim_all(rest, self.demands, left)
+        if again is None:
+            return False
+        self._pending = (job, took.copy(), again)
+        return True
+
+    def take(self, job: int, took: np.ndarray) -> None:
+        """``job`` has taken ``took`` GPUs per type (after :meth:`allows` said yes)."""
+        pending = self._pending
+        self._pending = None
+        self.free = self.free - took
+        self.groups.pop(job, None)
+        if pending is not None and pending[0] == job and np.array_equal(pending[1], took):
+            self.witness = pending[2]
+            self.need = np.sum(list(self.witness.values()), axis=0) if self.witness else np.zeros_like(self.free)
+            return
+        mine = self.witness.pop(job, None)
+        if mine is not None:
+            self.need = self.need - mine
