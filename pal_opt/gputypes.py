@@ -135,8 +135,8 @@ def type_problem(cluster: Cluster, job: Job) -> tuple[str, str] | None:
     field = "gpu_type" if job.gpu_type is not None else "allowed_types"
     if names is not None and not any(t in cluster.type_index for t in names):
         have = _names(cluster, range(len(cluster.type_names))) or "none"
-        what = f"GPU type {names[0]!r} is" if len(names) == 1 else f"none of the GPU types {list(names)} is"
-        return field, f"{what} not in the cluster (types: {have})"
+        what = f"GPU type {names[0]!r} is not" if len(names) == 1 else f"none of the GPU types {list(names)} is"
+        return field, f"{what} in the cluster (types: {have})"
     use = usable_types(cluster, job)
     if not use:
         index = cluster.type_index
