@@ -356,3 +356,13 @@ def test_generated_typed_rounds_are_deterministic() -> None:
     b = generate_typed_instance([("aws", 2, 4), ("rtx", 1, 8)], 10, seed=3, guaranteed_fraction=0.4)
     assert instance_to_dict(a) == instance_to_dict(b)
     assert all(j.demand <= 8 for j in a.jobs)
+
+
+def test_partitioned_solves_a_typed_round_whole(round_: RoundInstance) -> None:
+    from pal_opt.ilp.partition import part_instance
+
+    res = solve(round_, method="ilp-partitioned", parts=2)
+    assert check(round_, res) == [] and res.info["partition"]["k"] == 1
+    sub = part_instance(round_, binned_factors(round_.cluster, "none"), np.array([0, 4]), [0, 1], "p")
+    assert sub.cluster.type_names == ("aws", "dgx")
+    assert sub.cluster.throughput["classA"] == {"aws": 1.0, "dgx": 1.0}
