@@ -165,6 +165,7 @@ def test_type_problems_are_unplaceable_reasons_in_a_round() -> None:
     for method in ("pal", "packed", "ilp"):
         res = solve(inst, method=method, admission="backfill")
         assert set(res.placements) == {"ok"} and check(inst, res) == []
+        assert res.unplaceable["big"] == "needs 9 GPUs of type 'dgx', which has 8"
 
 
 def test_a_named_type_on_an_untyped_cluster_is_unplaceable() -> None:
