@@ -29,6 +29,7 @@ SCRIPTS = (
     "sia_fidelity",
     "startup",
     "suite",
+    "types_scale",
 )
 
 
