@@ -395,7 +395,6 @@ def solve_partitioned(
     if backend_params:
         opts["backend_params"] = dict(backend_params)
     if setup.demand > instance.free_gpus or not setup.admitted or has_types(instance):
-        # with GPU types the parts are not yet dealt type by type: the round is solved whole
         return _solve_whole(instance, setup, jobs, k, opts)
     part = partition_round(instance, setup.admitted, k, factors=setup.factors)
     subs = [part_instance(instance, setup.factors, s, js, f"{instance.name or 'round'}-part{p}of{part.k}")
