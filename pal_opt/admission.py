@@ -12,6 +12,12 @@
     Lexicographic in queue order: walk the queue and admit each job that still fits the free
     GPUs left.  Because any set whose total demand fits the free GPUs can be placed, this greedy
     walk is exactly the lexicographic maximum, so a later job never displaces an earlier one.
+
+With GPU types (:func:`pal_opt.gputypes.has_types`) "fits" is counted per type: each admitted
+job claims its demand from the free GPUs of one of its type groups
+(:func:`pal_opt.gputypes.claim_types`, best fit), so the admitted set always has a placement
+(any gang may span a type's GPUs) and the round program stays feasible.  The claim is greedy:
+with jobs of several usable types it may leave out a job that a cleverer split would fit.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import OptionError
+from .gputypes import claim_all, claim_types, free_per_type, has_types, type_groups, type_problem
 from .model import PAL_CLASSES, GpuState, JobId, RoundInstance
 
 __all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "unplaceable"]
@@ -37,14 +44,20 @@ def unplaceable(instance: RoundInstance) -> dict[JobId, str]:
     >>> unplaceable(RoundInstance(c, (Job("big", 10000, "classA"), Job("b", 4, "classA", 1))))
     {'big': 'needs 10000 GPUs; the cluster has 4', 'b': 'needs 4 GPUs; 3 are in service (1 failed)'}
     """
-    total = instance.cluster.num_gpus
-    failed = int((instance.cluster.state == GpuState.FAILED).sum())
+    cl = instance.cluster
+    total = cl.num_gpus
+    failed = int((cl.state == GpuState.FAILED).sum())
+    typed = has_types(instance)
     out: dict[JobId, str] = {}
     for j in instance.jobs:
         if j.demand > total:
             out[j.id] = f"needs {j.demand} GPUs; the cluster has {total}"
         elif j.demand > total - failed:
             out[j.id] = f"needs {j.demand} GPUs; {total - failed} are in service ({failed} failed)"
+        elif typed:
+            problem = type_problem(cl, j)
+            if problem is not None:
+                out[j.id] = problem[1]
     return out
 
 
@@ -71,6 +84,8 @@ def pal_order(instance: RoundInstance, capacity: int | None = None) -> list[int]
 
 def admit(instance: RoundInstance, mode: str = "prefix") -> list[int]:
     """Indices (queue order) of the jobs an integer program must place this round."""
+    if mode in ADMISSION_MODES and has_types(instance):
+        return _admit_typed(instance, mode)
     free = instance.free_gpus
     demands = [j.demand for j in instance.jobs]
     if mode == "prefix":
@@ -85,3 +100,29 @@ def admit(instance: RoundInstance, mode: str = "prefix") -> list[int]:
                 left -= d
         return out
     raise OptionError(f"unknown admission mode {mode!r}; choose one of {', '.join(ADMISSION_MODES)}")
+
+
+def _admit_typed(instance: RoundInstance, mode: str) -> list[int]:
+    """:func:`admit` counted per GPU type (module docstring).
+
+    A job is admitted if it can claim its GPUs from what the admitted jobs left; failing that, if
+    the admitted jobs and it can all claim theirs afresh, the most constrained first
+    (:func:`pal_opt.gputypes.claim_all`).
+    """
+    cl = instance.cluster
+    start = free_per_type(cl, cl.free_mask)
+    groups = [type_groups(cl, j) for j in instance.jobs]
+    free = start.copy()
+    out: list[int] = []
+    for i, j in enumerate(instance.jobs):
+        if claim_types(groups[i], j.demand, free):
+            out.append(i)
+            continue
+        tried = [*out, i]
+        again = claim_all({k: groups[k] for k in tried}, {k: instance.jobs[k].demand for k in tried}, start)
+        if again is not None:
+            out.append(i)
+            free = start - np.sum(list(again.values()), axis=0)
+        elif mode == "prefix":
+            break
+    return out

@@ -140,8 +140,32 @@ def forget_binnings() -> None:
 
 
 def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str, np.ndarray]:
-    """Per-class binned factors of ``cluster`` (computed once per measurements and mode)."""
+    """Per-class binned factors of ``cluster`` (computed once per measurements and mode).
+
+    On a cluster with a throughput table (:attr:`~pal_opt.model.Cluster.throughput`) a class's
+    binned factor on each GPU is divided by the class's relative throughput on the GPU's type,
+    so that a gang's slowdown (its slowest GPU's factor) is its speed on that type and set.
+
+    >>> c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.0, 1.2, 1.2]},
+    ...                         gpu_types="aabb", throughput={"classA": {"a": 1.0, "b": 2.0}})
+    >>> binned_factors(c, "none")["classA"].tolist()
+    [1.0, 1.0, 0.6, 0.6]
+    """
     validate_choice(mode, BINNING_MODES, "binning mode")
     if mode == "none":
-        return cluster.memo(("binned", mode), lambda: dict(cluster.factors))
-    return cluster.memo(("binned", mode), lambda: _bin_all(_Measurements(cluster.factors), mode))
+        return cluster.memo(("binned", mode), lambda: _per_type(cluster, dict(cluster.factors)))
+    return cluster.memo(("binned", mode), lambda: _per_type(cluster, _bin_all(_Measurements(cluster.factors), mode)))
+
+
+def _per_type(cluster: Cluster, factors: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:
+    """``factors`` divided by each class's throughput on each GPU's type (unchanged without a table)."""
+    if not cluster.throughput:
+        return factors
+    out = dict(factors)
+    for c, v in factors.items():
+        speed = cluster.speed(c)
+        if speed is not None:
+            arr = np.asarray(v, dtype=np.float64) / speed
+            arr.setflags(write=False)
+            out[c] = arr
+    return out

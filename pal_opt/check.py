@@ -3,9 +3,12 @@
 It does not trust a method's own report.  Given a round and a placement (a
 :class:`~pal_opt.result.PlacementResult` or the dict of a PLACEMENT.json file) it checks:
 
-* every placed job is in the queue and gets exactly its demand, with no GPU listed twice;
+* every placed job is in the queue and gets exactly its demand (or, for a job that allows
+  several counts, one of them), with no GPU listed twice;
 * every GPU exists and no GPU is used by two jobs;
 * no busy or failed GPU is used;
+* with GPU types (:mod:`pal_opt.gputypes`): every job is on GPUs of its usable types (a
+  guaranteed job on its type), and on one type unless it allows mixing;
 * the placed set obeys the queue rule the result declares (``admission``):
 
   - ``pal-order`` / ``queue-order``: the placed jobs are an initial segment of the PAL order
@@ -22,6 +25,9 @@ It does not trust a method's own report.  Given a round and a placement (a
     force running): every job placed was in force; every job in force not listed in
     ``jobs_to_terminate`` keeps exactly its GPUs; a job left out lost a GPU and needs more GPUs
     than are still free;
+
+  with GPU types, "needs more GPUs than are still free" means: more than are still free in
+  each of its type groups;
 
 * the reported objective, when present, equals the cost recomputed by :mod:`pal_opt.cost`.
 """
@@ -40,8 +46,9 @@ from .admission import admit, pal_order
 from .binning import BINNING_MODES, binned_factors
 from .cost import evaluate
 from .errors import InstanceError
+from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import round_of_result
-from .model import GpuState, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance
 from .result import PlacementResult
 
 __all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
@@ -67,6 +74,9 @@ class Kind(enum.StrEnum):
     STICKY = "sticky"  #: a running job moved without being terminated, or terminated and placed
     ADMISSION = "admission"  #: the placed set is not the admitted set
     OBJECTIVE = "objective"  #: the reported objective is not the recomputed cost
+    COUNT = "count"  #: a job that allows several GPU counts gets another one
+    GPU_TYPE = "gpu-type"  #: a GPU of a type the job may not use (a guaranteed job off its type)
+    MIXED_TYPES = "mixed-types"  #: GPUs of several types for a job that does not mix types
 
 
 @dataclass(frozen=True)
@@ -124,8 +134,41 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     return placements, admission, term, objective, binning, problems
 
 
+@dataclass(frozen=True)
+class _FreeLeft:
+    """The free GPUs a placement leaves: in all, and per GPU type when types matter."""
+
+    total: int
+    per_type: np.ndarray | None
+
+    @classmethod
+    def of(cls, instance: RoundInstance, placements: Mapping[JobId, list[int]]) -> _FreeLeft:
+        cl = instance.cluster
+        total = instance.free_gpus - sum(len(g) for g in placements.values())
+        if not has_types(instance):
+            return cls(total, None)
+        free = cl.free_mask.copy()
+        for gpus in placements.values():
+            free[cl.positions(gpus)] = False
+        return cls(total, free_per_type(cl, free))
+
+    def fits(self, instance: RoundInstance, job: Job) -> bool:
+        if self.per_type is None:
+            return job.demand <= self.total
+        return fits_types(type_groups(instance.cluster, job), job.demand, self.per_type)
+
+    def left_out(self, instance: RoundInstance, job: Job, label: str) -> Violation:
+        if self.per_type is None:
+            free = f"{self.total} are still free"
+        else:
+            most = max((int(self.per_type[list(g)].sum()) for g in type_groups(instance.cluster, job)), default=0)
+            free = f"{most} of its GPU types are still free"
+        return Violation(Kind.LEFT_OUT, f"{label}: job {job.id!r} needs {job.demand} GPUs and {free}, "
+                         "but it was not placed")
+
+
 def _segment_rule(
-    instance: RoundInstance, order: list[int], placed: set[JobId], free_left: int, label: str
+    instance: RoundInstance, order: list[int], placed: set[JobId], free_left: _FreeLeft, label: str
 ) -> list[Violation]:
     ids = [instance.jobs[i].id for i in order]
     k = 0
@@ -139,11 +182,8 @@ def _segment_rule(
         ))
     elif k < len(ids):
         nxt = instance.jobs[order[k]]
-        if nxt.demand <= free_left:
-            problems.append(Violation(
-                Kind.LEFT_OUT, f"{label}: job {nxt.id!r} needs {nxt.demand} GPUs and {free_left} are still free, "
-                "but it was not placed"
-            ))
+        if free_left.fits(instance, nxt):
+            problems.append(free_left.left_out(instance, nxt, label))
     return problems
 
 
@@ -186,10 +226,15 @@ def _gang_violations(instance: RoundInstance, placements: Mapping[JobId, list[in
     jobs = instance.job_by_id
     owner: dict[int, JobId] = {}
     out: list[Violation] = []
+    typed = has_types(instance)
     for jid, gpus in placements.items():
         job = jobs[jid]
-        if len(set(gpus)) != len(gpus) or len(gpus) != job.demand:
+        if len(set(gpus)) != len(gpus) or (len(gpus) != job.demand and len(job.counts) == 1):
             out.append(Violation(Kind.GANG_SIZE, f"job {jid!r}: needs {job.demand} distinct GPUs, got {gpus}"))
+        elif len(gpus) not in job.counts:
+            out.append(Violation(Kind.COUNT, f"job {jid!r}: may run on {list(job.counts)} GPUs, got {len(gpus)}"))
+        if typed and all(g in cl.position for g in gpus):
+            out += _type_violations(instance, job, gpus)
         for g in gpus:
             pos = cl.position.get(g)
             if pos is None:
@@ -204,12 +249,32 @@ def _gang_violations(instance: RoundInstance, placements: Mapping[JobId, list[in
     return out
 
 
+def _type_violations(instance: RoundInstance, job: Job, gpus: list[int]) -> list[Violation]:
+    """A gang off its job's usable GPU types, or on several types when the job does not mix."""
+    cl = instance.cluster
+    if not gpus:
+        return []
+    kinds = cl.type_of[cl.positions(gpus)]
+    use = usable_types(cl, job)
+    name = cl.type_names
+    out: list[Violation] = []
+    bad = [g for g, k in zip(gpus, kinds.tolist(), strict=True) if k not in use]
+    if bad:
+        may = ", ".join(repr(name[k]) for k in use) or "none"
+        what = f"guaranteed GPU type {job.gpu_type!r}" if job.kind == "guaranteed" else f"usable GPU types: {may}"
+        out.append(Violation(Kind.GPU_TYPE, f"job {job.id!r}: GPUs {bad} are not of its type ({what})"))
+    distinct = sorted(set(kinds.tolist()))
+    if len(distinct) > 1 and not job.mix_types:
+        names = ", ".join(repr(name[k]) for k in distinct)
+        out.append(Violation(Kind.MIXED_TYPES, f"job {job.id!r}: GPUs of types {names}, but it does not mix types"))
+    return out
+
+
 def _rule_violations(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], admission: str, terminate: list[JobId]
 ) -> list[Violation]:
-    jobs = instance.job_by_id
     placed = set(placements)
-    free_left = instance.free_gpus - sum(jobs[j].demand for j in placed)
+    free_left = _FreeLeft.of(instance, placements)
     if admission.endswith("-backfill"):
         return _backfill_rule(instance, placements, admission, terminate, free_left)
     if admission == "pal-order":
@@ -232,7 +297,7 @@ def _rule_violations(
 
 def _backfill_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], admission: str, terminate: list[JobId],
-    free_left: int,
+    free_left: _FreeLeft,
 ) -> list[Violation]:
     """A greedy walk that skips what does not fit leaves out only jobs needing more GPUs than
     are free at the end (GPUs only get fewer after a job is skipped); sticky running jobs keep
@@ -242,14 +307,13 @@ def _backfill_rule(
     term = set(terminate)
     for j in instance.jobs:
         waiting = not sticky or j.placement is None or j.id in term
-        if waiting and j.id not in placements and j.demand <= free_left:
-            out.append(Violation(Kind.LEFT_OUT, f"{admission}: job {j.id!r} needs {j.demand} GPUs and "
-                                 f"{free_left} are still free, but it was not placed"))
+        if waiting and j.id not in placements and free_left.fits(instance, j):
+            out.append(free_left.left_out(instance, j, admission))
     return out
 
 
 def _sticky_rule(
-    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: int
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
     jobs = instance.job_by_id
     term = set(terminate)
@@ -273,7 +337,7 @@ def _repair_round(instance: RoundInstance, result: PlacementResult | Mapping[str
 
 
 def _repair_rule(
-    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: int
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
     """A repair keeps every running job not terminated on exactly its GPUs and leaves out only
     jobs that lost a GPU and do not fit the GPUs still free.  (The round holds only the jobs in
@@ -292,9 +356,8 @@ def _repair_rule(
         elif now is None:
             if (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
                 out.append(Violation(Kind.LEFT_OUT, f"repair: job {j.id!r} lost no GPU but was left out"))
-            elif j.demand <= free_left:
-                out.append(Violation(Kind.LEFT_OUT, f"repair: job {j.id!r} needs {j.demand} GPUs and {free_left} "
-                                                    "are still free, but it was not placed"))
+            elif free_left.fits(instance, j):
+                out.append(free_left.left_out(instance, j, "repair"))
     return out
 
 

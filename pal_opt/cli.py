@@ -130,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
         help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
     )
+    s.add_argument("--ignore-types", action="store_true",
+                   help="greedy methods: place as if every GPU were of one type (the comparator that ignores types)")
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
                    help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
     add_restart_arguments(s, from_instance=True)
@@ -176,8 +178,15 @@ def _add_topology(isub: Any, sub: Any) -> None:
 
 def _add_generate(sub: Any, binning_modes: list[str]) -> None:
     g = sub.add_parser("generate", help="write a synthetic round", description="Write a synthetic round.")
-    g.add_argument("--nodes", type=pos_int, required=True, help="number of servers")
-    g.add_argument("--gpus-per-node", type=pos_int, required=True, help="GPUs per server")
+    g.add_argument("--nodes", type=pos_int, help="number of servers (or --cluster)")
+    g.add_argument("--gpus-per-node", type=pos_int, help="GPUs per server (with --nodes)")
+    g.add_argument("--cluster", metavar="TYPE:NODESxGPUS,...",
+                   help="a cluster of several GPU types instead of --nodes/--gpus-per-node, e.g. aws:6x4,rtx:3x8")
+    g.add_argument("--guaranteed-fraction", type=finite, default=0.0, metavar="F",
+                   help="with --cluster: probability that a job is guaranteed on one GPU type (default 0)")
+    g.add_argument("--profiles", metavar="DIR",
+                   help="with --cluster: each class's relative throughput per GPU type from the Sia profiles in DIR "
+                        "(classA..D as imagenet, bert, cifar10, ncf); default 1.0 everywhere")
     g.add_argument("--jobs", type=nonneg_int, required=True, help="queue length")
     g.add_argument("--racks", type=nonneg_int, default=0, help="racks (0: flat cluster; default 0)")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -294,20 +303,23 @@ def _describe(inst: Any) -> str:
     st = cl.state
     free, busy, failed = (int((st == k).sum()) for k in (0, 1, 2))
     racks = f", {len(cl.rack_ids)} racks" if cl.racked else ""
+    kinds = ""
+    if cl.typed:
+        kinds = " (" + ", ".join(f"{t}: {n}" for t, n in zip(cl.type_names, cl.type_counts.tolist(), strict=True)) + ")"
     demand = [j.demand for j in inst.jobs]
     running = sum(1 for j in inst.jobs if j.placement is not None)
     jobs = f"{len(demand)} jobs"
     if demand:
         jobs += f" (demand {min(demand)}-{max(demand)}, total {sum(demand)}; {running} running)"
     return (
-        f"{cl.num_gpus} GPUs on {cl.num_servers} servers{racks} "
+        f"{cl.num_gpus} GPUs{kinds} on {cl.num_servers} servers{racks} "
         f"({free} free, {busy} busy, {failed} failed), {jobs}"
     )
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     from . import __version__
-    from .generate import generate_instance
+    from .generate import generate_instance, generate_typed_instance
     from .io import longhorn_paths, save_instance
 
     meas = None
@@ -316,25 +328,26 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         for path in meas.values():
             if not path.is_file():
                 raise InstanceError("measurement file not found", source=str(path))
-    inst = generate_instance(
-        args.nodes,
-        args.gpus_per_node,
-        args.jobs,
-        racks=args.racks,
-        seed=args.seed,
-        locality_penalty=args.locality_penalty,
-        busy_fraction=args.busy_fraction,
-        failed_fraction=args.failed_fraction,
-        running_fraction=args.running_fraction,
-        binning=args.binning,
-        restart_cost=args.restart_cost,
-        round_length=args.round,
-        measurements=meas,
-        name=args.name,
-    )
+    common = dict(racks=args.racks, seed=args.seed, locality_penalty=args.locality_penalty,
+                  busy_fraction=args.busy_fraction, failed_fraction=args.failed_fraction,
+                  running_fraction=args.running_fraction, binning=args.binning, restart_cost=args.restart_cost,
+                  round_length=args.round, measurements=meas, name=args.name)
+    layout: tuple[str, ...] = ("nodes", "gpus_per_node")
+    if args.cluster is not None:
+        if args.nodes is not None or args.gpus_per_node is not None:
+            raise OptionError("give --cluster or --nodes/--gpus-per-node, not both")
+        inst = generate_typed_instance(args.cluster, args.jobs, guaranteed_fraction=args.guaranteed_fraction,
+                                       throughput=_profile_throughput(args), **common)  # type: ignore[arg-type]
+        layout = ("cluster", "guaranteed_fraction")
+    elif args.nodes is None or args.gpus_per_node is None:
+        raise OptionError("give --nodes and --gpus-per-node, or --cluster")
+    elif args.guaranteed_fraction or args.profiles:
+        raise OptionError("--guaranteed-fraction and --profiles need a cluster of several GPU types (--cluster)")
+    else:
+        inst = generate_instance(args.nodes, args.gpus_per_node, args.jobs, **common)  # type: ignore[arg-type]
     settings = {
         k: getattr(args, k)
-        for k in ("nodes", "gpus_per_node", "jobs", "racks", "seed", "locality_penalty", "busy_fraction",
+        for k in (*layout, "jobs", "racks", "seed", "locality_penalty", "busy_fraction",
                   "failed_fraction", "running_fraction")
     }
     if args.measurements:
@@ -343,6 +356,18 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     save_instance(inst, args.output, meta=meta)
     print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
     return 0
+
+
+def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]] | None:
+    """``generate --profiles``: the throughput table of PAL's classes on the ``--cluster`` types."""
+    if not args.profiles:
+        return None
+    from .generate import SIA_APP_OF_CLASS
+    from .gputypes import parse_cluster_spec
+    from .hetero import load_applications, throughput_table
+
+    apps = load_applications(args.profiles, sorted(set(SIA_APP_OF_CLASS.values())))
+    return throughput_table(apps, [t for t, _, _ in parse_cluster_spec(args.cluster)], SIA_APP_OF_CLASS)
 
 
 def _cmd_import_blox(args: argparse.Namespace) -> int:

@@ -298,11 +298,14 @@ def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> d
         given["backend_params"] = dict(args.backend_param)
     if getattr(args, "jobs", None) is not None:
         given["jobs"] = args.jobs
+    if getattr(args, "ignore_types", False):
+        given["respect_types"] = False
     return given
 
 
 def _flags(names: list[str]) -> str:
-    return ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param") for b in names)
+    return ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param")
+                     .replace("respect-types", "ignore-types") for b in names)
 
 
 def solve_options_each(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -49,9 +49,11 @@ __all__ = [
     "OUTLIER_RATE",
     "OUTLIER_SEVERITY",
     "SIA_PHILLY_MIX",
+    "SIA_APP_OF_CLASS",
     "synthetic_factors",
     "sample_jobs",
     "generate_instance",
+    "generate_typed_instance",
 ]
 
 
@@ -87,6 +89,13 @@ CLASS_CORRELATION: float = 0.7
 OUTLIER_RATE: float = 0.005
 #: Range of an outlier's severity u: factor ≥ 1 + u · outlier weight.
 OUTLIER_SEVERITY: tuple[float, float] = (0.2, 0.5)
+
+#: The Sia application whose 1-GPU throughput per type stands for a PAL class on a typed
+#: cluster (``pal-opt generate --cluster ... --profiles DIR``): ResNet-50 on ImageNet for the
+#: ResNet-like classA, BERT for classB, CIFAR-10 (a ResNet-18) for the VGG-like classC and NCF,
+#: the memory-bound recommender, for the PageRank-like classD.  A pairing by model family, not
+#: a measurement.
+SIA_APP_OF_CLASS: dict[str, str] = {"classA": "imagenet", "classB": "bert", "classC": "cifar10", "classD": "ncf"}
 
 #: Empirical (GPU count, model) -> number of jobs over the PAL artifact's six Sia-Philly
 #: traces (workload-1..6, 160 jobs each).
@@ -275,8 +284,21 @@ def generate_instance(
     params = _params(nodes, gpus_per_node, jobs, racks, locality_penalty, binning, (restart_cost, round_length),
                      busy=busy_fraction, failed=failed_fraction, running=running_fraction)
     gen = make_rng(seed)
-    g = nodes * gpus_per_node
-    server_of = np.arange(g) // gpus_per_node
+    server_of = np.arange(nodes * gpus_per_node) // gpus_per_node
+    factors, state, queue = _draw(server_of, gpus_per_node, jobs, gen, locality_penalty, measurements,
+                                  (busy_fraction, failed_fraction, running_fraction))
+    rmap = {s: f"r{s * racks // nodes}" for s in range(nodes)} if racks else None
+    cluster = Cluster.from_arrays(np.arange(server_of.size), server_of, factors, state, rmap)
+    label = name or f"synthetic-{nodes}x{gpus_per_node}-j{jobs}-s{seed if isinstance(seed, int) else 'rng'}"
+    return RoundInstance(cluster=cluster, jobs=tuple(queue), params=params, name=label)
+
+
+def _draw(server_of: np.ndarray, gpus_per_node: int, jobs: int, gen: np.random.Generator, locality_penalty: float,
+          measurements: Mapping[str, str | os.PathLike[str]] | None, fractions: tuple[float, float, float],
+          ) -> tuple[dict[str, np.ndarray], np.ndarray, list[Job]]:
+    """Factors, states and the queue of a synthetic round on servers ``server_of`` (by GPU)."""
+    busy_fraction, failed_fraction, running_fraction = fractions
+    g = int(server_of.size)
     if measurements is not None:
         from .io.measurements import sample_factors
 
@@ -288,10 +310,98 @@ def generate_instance(
     queue = sample_jobs(jobs, gen, max_demand=max(working, 1), locality_penalty=locality_penalty)
     if running_fraction > 0 and queue:
         queue = _start_some(queue, state == GpuState.FREE, server_of, running_fraction, gen)
+    return factors, state, queue
+
+
+def generate_typed_instance(
+    cluster: str | Sequence[tuple[str, int, int]],
+    jobs: int,
+    racks: int = 0,
+    seed: SeedLike = 0,
+    locality_penalty: float = 1.7,
+    busy_fraction: float = 0.0,
+    *,
+    failed_fraction: float = 0.0,
+    running_fraction: float = 0.0,
+    guaranteed_fraction: float = 0.0,
+    throughput: Mapping[str, Mapping[str, float]] | None = None,
+    binning: str = "pal-artifact",
+    restart_cost: float = 0.0,
+    round_length: float = DEFAULT_ROUND_LENGTH,
+    measurements: Mapping[str, str | os.PathLike[str]] | None = None,
+    name: str | None = None,
+) -> RoundInstance:
+    """A synthetic round on a cluster of several GPU types (as :func:`generate_instance` draws it).
+
+    Parameters
+    ----------
+    cluster
+        ``"aws:6x4,rtx:3x8"`` or its parsed form (:func:`pal_opt.gputypes.parse_cluster_spec`):
+        per type, servers × GPUs per server; servers are numbered type by type, GPUs in order.
+    jobs, racks, seed, locality_penalty, busy_fraction, failed_fraction, running_fraction
+        As for :func:`generate_instance` (jobs are drawn no larger than the largest type).
+    guaranteed_fraction
+        Each job is, with this probability, *guaranteed* on one type (drawn in proportion to
+        the types' GPUs among those that hold it); the others are *rigid* (any one type).
+    throughput
+        ``{class: {type: relative throughput}}`` stored in the cluster (default none: 1.0).
+    binning, restart_cost, round_length, measurements, name
+        As for :func:`generate_instance`.
+
+    Examples
+    --------
+    >>> inst = generate_typed_instance("aws:2x4,rtx:1x8", 6, seed=0, guaranteed_fraction=0.5)
+    >>> inst.cluster.type_names, inst.cluster.type_counts.tolist(), inst.cluster.num_servers
+    (('aws', 'rtx'), [8, 8], 3)
+    >>> sorted({j.kind for j in inst.jobs})
+    ['guaranteed', 'rigid']
+    """
+    from .gputypes import parse_cluster_spec
+
+    spec = parse_cluster_spec(cluster) if isinstance(cluster, str) else [(str(t), int(n), int(k)) for t, n, k in cluster]
+    nodes = sum(n for _, n, _ in spec)
+    gpn = max(k for _, _, k in spec)
+    params = _params(nodes, gpn, jobs, racks, locality_penalty, binning, (restart_cost, round_length),
+                     busy=busy_fraction, failed=failed_fraction, running=running_fraction)
+    if not 0.0 <= guaranteed_fraction <= 1.0:
+        raise OptionError(f"guaranteed_fraction must be between 0 and 1, got {guaranteed_fraction!r}")
+    gen = make_rng(seed)
+    sizes = np.repeat([k for _, n, k in spec], [n for _, n, _ in spec])
+    server_of = np.repeat(np.arange(nodes), sizes)
+    types = [t for t, n, k in spec for _ in range(n * k)]
+    per_type = {t: n * k for t, n, k in spec}
+    factors, state, queue = _draw(server_of, gpn, 0, gen, locality_penalty, measurements,
+                                  (busy_fraction, failed_fraction, running_fraction))
+    queue = _typed_jobs(jobs, gen, per_type, guaranteed_fraction, locality_penalty)
+    if running_fraction > 0 and queue:
+        queue = _start_some(queue, state == GpuState.FREE, server_of, running_fraction, gen, types)
     rmap = {s: f"r{s * racks // nodes}" for s in range(nodes)} if racks else None
-    cluster = Cluster.from_arrays(np.arange(g), server_of, factors, state, rmap)
-    label = name or f"synthetic-{nodes}x{gpus_per_node}-j{jobs}-s{seed if isinstance(seed, int) else 'rng'}"
-    return RoundInstance(cluster=cluster, jobs=tuple(queue), params=params, name=label)
+    cl = Cluster.from_arrays(np.arange(server_of.size), server_of, factors, state, rmap, gpu_types=types,
+                             throughput=throughput)
+    label = name or "synthetic-{}-j{}-s{}".format(
+        ",".join(f"{t}:{n}x{k}" for t, n, k in spec), jobs, seed if isinstance(seed, int) else "rng")
+    return RoundInstance(cluster=cl, jobs=tuple(queue), params=params, name=label)
+
+
+def _typed_jobs(n_jobs: int, gen: np.random.Generator, per_type: Mapping[str, int], guaranteed: float,
+                locality_penalty: float) -> list[Job]:
+    """The queue of a typed round: no job larger than the largest type; a share guaranteed."""
+    queue = sample_jobs(n_jobs, gen, max_demand=max(per_type.values()), locality_penalty=locality_penalty)
+    if guaranteed <= 0 or not queue:
+        return queue
+    pick = gen.random(len(queue)) < guaranteed
+    draws = gen.random(len(queue))
+    names = list(per_type)
+    out = []
+    for j, g, u in zip(queue, pick.tolist(), draws.tolist(), strict=True):
+        if g:
+            fit = [t for t in names if per_type[t] >= j.demand]
+            w = np.cumsum([per_type[t] for t in fit], dtype=np.float64)
+            t = fit[int(np.searchsorted(w / w[-1], u, side="right"))] if fit else None
+            if t is not None:
+                j = replace(j, kind="guaranteed", gpu_type=t)
+        out.append(j)
+    return out
 
 
 def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_penalty: float, binning: str,
@@ -324,12 +434,19 @@ def _states(g: int, server_of: np.ndarray, gpus_per_node: int, busy_fraction: fl
 
 
 def _start_some(queue: list[Job], free: np.ndarray, server_of: np.ndarray, fraction: float,
-                gen: np.random.Generator) -> list[Job]:
-    """Each job, with probability ``fraction``, already running packed on free GPUs (best fit)."""
+                gen: np.random.Generator, types: Sequence[str] | None = None) -> list[Job]:
+    """Each job, with probability ``fraction``, already running packed on free GPUs (best fit);
+    with GPU types, on the GPUs of its type if it is guaranteed, else of the type with most room."""
     run = gen.random(len(queue)) < fraction
     placed: list[Job] = []
+    kinds = np.asarray(types) if types is not None else None
     for j, r in zip(queue, run.tolist(), strict=True):
-        pos = _place_packed(free, server_of, j.demand) if r else None
+        room = free
+        if r and kinds is not None:
+            names = [j.gpu_type] if j.gpu_type is not None else list(dict.fromkeys(types or ()))
+            best = max(names, key=lambda t: int((free & (kinds == t)).sum()))
+            room = free & (kinds == best)
+        pos = _place_packed(room, server_of, j.demand) if r else None
         if pos is not None:
             free[pos] = False
             j = replace(j, placement=tuple(int(p) for p in pos))

@@ -56,8 +56,9 @@ __all__ = [
 MethodRun = Callable[["RoundInstance", SolveOptions], "PlacementResult"]
 
 #: Options of every greedy policy (``admission="backfill"`` skips what does not fit, in the
-#: policy's own order, instead of stopping there; ``"prefix"``, the default, stops).
-GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed", "admission"})
+#: policy's own order, instead of stopping there; ``"prefix"``, the default, stops;
+#: ``respect_types=False`` ignores GPU types).
+GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed", "admission", "respect_types"})
 #: Options of the whole-round integer program.
 EXACT_OPTIONS: frozenset[str] = frozenset(
     {"binning", "backend", "admission", "jobs", "time_limit", "gap", "threads", "warm_start", "deterministic",
@@ -109,7 +110,7 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
     backfill=False)`` on the round's binned factors, timed and priced like every other method.
     ``place`` may be given as ``"module:function"``, imported on first use.  A policy without the
     ``backfill`` keyword is registered with ``backfill=False`` (it then takes no ``admission``
-    option)."""
+    option).  ``respect_types=False`` reaches the policy as that keyword (only when given)."""
 
     def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
         from .binning import binned_factors
@@ -119,6 +120,8 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
         mode = options.binning or instance.params.binning
         factors = binned_factors(instance.cluster, mode)
         kw = {"backfill": True} if options.admission == "backfill" else {}
+        if not options.respect_types:
+            kw["respect_types"] = False
         t0 = time.perf_counter()
         out = policy(instance, factors, seed=options.seed, **kw)
         seconds = time.perf_counter() - t0

@@ -4,7 +4,8 @@ A :class:`Cluster` keeps two views of the same facts:
 
 * a **networkx graph** (``cluster.graph``): a root vertex ``("cluster",)``, optional rack
   vertices ``("rack", r)``, server vertices ``("server", s)`` and GPU vertices ``("gpu", g)``,
-  with edges from parent to child.  GPU vertices carry ``factors`` (per class) and ``state``;
+  with edges from parent to child.  GPU vertices carry ``factors`` (per class) and ``state``,
+  and on a typed cluster ``type`` (the GPU type's name);
 * **flat numpy arrays** indexed by GPU position ``0..G-1``, which every policy, the cost model
   and the integer programs use.  Work that grows with the cluster is vectorised over them.
 
@@ -41,6 +42,8 @@ __all__ = [
     "RoundParams",
     "RoundInstance",
     "pal_locality",
+    "JOB_KINDS",
+    "FIXED_COUNT_KINDS",
 ]
 
 JobId = int | str
@@ -88,6 +91,12 @@ class Level(enum.IntEnum):
 
 
 LEVEL_NAMES: tuple[str, ...] = ("server", "rack", "cluster")
+
+#: Job kinds, as in Sia: *rigid* (count fixed, type free), *strong-scaling* (count and type
+#: free, batch fixed), *guaranteed* (count and type fixed), *adaptive* (the batch is chosen too).
+JOB_KINDS: tuple[str, ...] = ("rigid", "strong-scaling", "guaranteed", "adaptive")
+#: The kinds whose GPU count is their demand.
+FIXED_COUNT_KINDS: tuple[str, ...] = ("rigid", "guaranteed")
 
 
 def pal_locality(lam: float) -> tuple[float, float, float]:
@@ -139,6 +148,57 @@ def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> Non
                                 path=f"factors.{cname}")
 
 
+def _validate_types(names: Any, type_of: np.ndarray, n: int) -> None:
+    """GPU type names (distinct, non-empty strings) and each GPU's type position (every type used)."""
+    if not isinstance(names, tuple) or not all(isinstance(t, str) and t for t in names):
+        raise InstanceError(f"GPU type names must be non-empty strings, got {names!r}", path="gpus[].type")
+    if len(set(names)) != len(names):
+        raise InstanceError(f"GPU type names must be distinct, got {list(names)!r}", path="gpus[].type")
+    if type_of.shape != (n,):
+        raise InstanceError(f"expected one GPU type per GPU, got shape {type_of.shape}", path="gpus[].type")
+    if not names:
+        return
+    if n and (type_of.min() < 0 or type_of.max() >= len(names)):
+        raise InstanceError("GPU type positions out of range", path="gpus[].type")
+    unused = np.flatnonzero(np.bincount(type_of, minlength=len(names)) == 0)
+    if unused.size:
+        raise InstanceError(f"GPU type {names[int(unused[0])]!r} has no GPUs", path="gpus[].type")
+
+
+def _validate_throughput(table: Any, names: tuple[str, ...], classes: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """``{class: {type: relative throughput}}``: known classes and types, finite positive values."""
+    if not isinstance(table, Mapping):
+        raise InstanceError(f"must map classes to {{type: throughput}}, got {table!r}", path="throughput")
+    out: dict[str, dict[str, float]] = {}
+    for cname, row in table.items():
+        if cname not in classes:
+            raise InstanceError(f"class {cname!r} has no GPU factors (known: {', '.join(classes)})",
+                                path=f"throughput.{cname}")
+        if not isinstance(row, Mapping):
+            raise InstanceError(f"must map GPU types to throughputs, got {row!r}", path=f"throughput.{cname}")
+        for t, v in row.items():
+            if t not in names:
+                known = ", ".join(names) if names else "none: the cluster has no GPU types"
+                raise InstanceError(f"unknown GPU type {t!r} (known: {known})", path=f"throughput.{cname}.{t}")
+            _finite_at_least(v, 0.0, f"throughput.{cname}.{t}", strict=True)
+        out[str(cname)] = {str(t): float(v) for t, v in row.items()}
+    return out
+
+
+def _type_columns(gpu_types: Sequence[str] | None, n: int) -> tuple[tuple[str, ...], np.ndarray]:
+    """Per-GPU type names as (type names in order of first appearance, each GPU's position)."""
+    if gpu_types is None:
+        return (), np.zeros(n, dtype=np.int64)
+    names = list(gpu_types)
+    if len(names) != n:
+        raise InstanceError(f"one GPU type per GPU expected, got {len(names)} for {n} GPUs", path="gpus[].type")
+    bad = next((t for t in names if not isinstance(t, str) or not t), None)
+    if bad is not None:
+        raise InstanceError(f"GPU type names must be non-empty strings, got {bad!r}", path="gpus[].type")
+    pos, codes = _first_position(names)
+    return tuple(pos), codes
+
+
 def _validate_topology(server_of: np.ndarray, n_servers: int, rack_of_server: np.ndarray, n_racks: int) -> None:
     if server_of.size and (server_of.min() < 0 or server_of.max() >= n_servers):
         raise InstanceError("server positions out of range", path="gpus[].server")
@@ -173,6 +233,17 @@ class Cluster:
         Measured slowdown factor per application class (1.0 = the median GPU, higher is slower).
     state : ndarray of int8, shape (G,)
         :class:`GpuState` per GPU.
+    type_names : tuple of str
+        The GPU types (``"aws"``, ``"rtx"``...), in order of first appearance; empty for an
+        untyped cluster (one anonymous type, the default).
+    type_of : ndarray of int64, shape (G,)
+        Position of each GPU's type in ``type_names`` (all 0 on an untyped cluster).
+    throughput : mapping str -> mapping str -> float
+        Relative throughput of an application class on a GPU type, ``{class: {type: value}}``
+        (higher is faster).  A class without a row runs at 1.0 on every type; a row without a
+        type means the class has no profile there and cannot use it.  A job's speed on a GPU
+        set is its throughput on the set's type divided by the slowest factor among its GPUs:
+        the binned factors are divided by it (:func:`pal_opt.binning.binned_factors`).
     """
 
     gpu_ids: np.ndarray
@@ -182,6 +253,9 @@ class Cluster:
     rack_ids: tuple[Any, ...]
     factors: Mapping[str, np.ndarray]
     state: np.ndarray
+    type_names: tuple[str, ...] = ()
+    type_of: np.ndarray = None  # type: ignore[assignment]  # None: untyped; made an array in __post_init__
+    throughput: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -206,6 +280,14 @@ class Cluster:
         set_(self, "rack_of_server", rack_of)
         set_(self, "factors", fac)
         set_(self, "state", _as_1d(st, np.int8, "gpus[].state"))
+        names = tuple(self.type_names) if isinstance(self.type_names, (tuple, list)) else self.type_names
+        type_of = np.zeros(ids.size, dtype=np.int64) if self.type_of is None else np.asarray(self.type_of)
+        if type_of.size and not np.issubdtype(type_of.dtype, np.integer):
+            raise InstanceError("GPU type positions must be integers", path="gpus[].type")
+        _validate_types(names, type_of, ids.size)
+        set_(self, "type_names", names)
+        set_(self, "type_of", _as_1d(type_of, np.int64, "gpus[].type"))
+        set_(self, "throughput", _validate_throughput(self.throughput, names, fac))
 
     def memo(self, key: Any, compute: Callable[[], T], valid: Callable[[T], bool] | None = None) -> T:
         """``compute()``, computed once per cluster and ``key``, for derived data such as binned
@@ -227,6 +309,8 @@ class Cluster:
         rack_of_server: Mapping[Any, Any] | None = None,
         *,
         source: str | None = None,
+        gpu_types: Sequence[str] | None = None,
+        throughput: Mapping[str, Mapping[str, float]] | None = None,
     ) -> Cluster:
         """Build a cluster from per-GPU columns.
 
@@ -244,12 +328,19 @@ class Cluster:
             ``{server id: rack id}`` for a racked cluster; ``None`` for a flat one.
         source
             File name used in error messages.
+        gpu_types
+            Each GPU's type name; ``None`` for an untyped cluster (one type).
+        throughput
+            ``{class: {type: relative throughput}}`` (see the class docstring); default none.
 
         Examples
         --------
         >>> c = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0, 1.1, 0.9, 1.0]})
         >>> c.num_gpus, c.num_servers, c.span_level([0, 1]).name, c.span_level([1, 2]).name
         (4, 2, 'SERVER', 'CLUSTER')
+        >>> t = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types=["a", "a", "b", "b"])
+        >>> t.type_names, t.type_of.tolist(), t.type_counts.tolist()
+        (('a', 'b'), [0, 0, 1, 1], [2, 2])
         """
         try:
             ids = np.asarray(gpu_ids)
@@ -267,7 +358,9 @@ class Cluster:
                 rack_ids = tuple(rack_pos)
             fac = {c: np.asarray(v, dtype=np.float64) for c, v in factors.items()}
             st = np.zeros(ids.size, dtype=np.int8) if state is None else np.asarray(state)
-            return cls(ids, server_of, tuple(server_pos), rack_of, rack_ids, fac, st)
+            names, type_of = _type_columns(gpu_types, ids.size)
+            return cls(ids, server_of, tuple(server_pos), rack_of, rack_ids, fac, st, names, type_of,
+                       dict(throughput or {}))
         except InstanceError as exc:
             raise exc.with_source(source) if source else exc from None
         except (TypeError, ValueError, OverflowError) as exc:
@@ -298,15 +391,19 @@ class Cluster:
     def from_graph(cls, graph: nx.DiGraph, *, source: str | None = None) -> Cluster:
         """Build a cluster from a graph of the shape described in the module docstring.
 
-        GPU vertices are ``("gpu", id)`` with attributes ``factors`` (dict) and optional
-        ``state`` (:class:`GpuState`, int or name); each has exactly one server parent; servers
-        have zero or one rack parent (all or none).
+        GPU vertices are ``("gpu", id)`` with attributes ``factors`` (dict), optional
+        ``state`` (:class:`GpuState`, int or name) and optional ``type`` (the GPU type's name;
+        on every GPU or on none); each has exactly one server parent; servers have zero or one
+        rack parent (all or none).
         """
         gpus = sorted((n for n in graph.nodes if isinstance(n, tuple) and n and n[0] == "gpu"), key=lambda n: n[1])
         if not gpus:
             raise InstanceError("graph has no ('gpu', id) vertices", source=source, path="graph")
         gpu_ids, server, facs, states = [], [], {}, []  # type: ignore[var-annotated]
         racks: dict[Any, Any] = {}
+        types = [graph.nodes[n].get("type") for n in gpus]
+        if any(t is not None for t in types) and any(t is None for t in types):
+            raise InstanceError("either every GPU has a type or none does", source=source, path="graph")
         any_rack = False
         for i, n in enumerate(gpus):
             parents = [p for p in graph.predecessors(n) if p[0] == "server"]
@@ -326,7 +423,8 @@ class Cluster:
                 racks[srv[1]] = rparents[0][1]
         if any_rack and len(racks) != len(set(server)):
             raise InstanceError("either every server hangs under a rack or none does", source=source, path="graph")
-        return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source)
+        return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source,
+                               gpu_types=types if types[0] is not None else None)
 
     # ----------------------------------------------------------------- derived views
     @property
@@ -344,6 +442,40 @@ class Cluster:
     @property
     def classes(self) -> tuple[str, ...]:
         return tuple(self.factors)
+
+    @property
+    def typed(self) -> bool:
+        """True if the GPUs carry type names (else the cluster has one anonymous type)."""
+        return bool(self.type_names)
+
+    @property
+    def num_types(self) -> int:
+        """Number of GPU types (1 on an untyped cluster)."""
+        return max(1, len(self.type_names))
+
+    @cached_property
+    def type_counts(self) -> np.ndarray:
+        """GPUs per type (all states), indexed like ``type_names``."""
+        return np.bincount(self.type_of, minlength=self.num_types)
+
+    @cached_property
+    def type_index(self) -> dict[str, int]:
+        """GPU type name -> position in ``type_names``."""
+        return {t: k for k, t in enumerate(self.type_names)}
+
+    def gpu_type_names(self) -> list[str] | None:
+        """Each GPU's type name, or None on an untyped cluster."""
+        return [self.type_names[k] for k in self.type_of.tolist()] if self.typed else None
+
+    def speed(self, perfclass: str) -> np.ndarray | None:
+        """Per GPU, the relative throughput of ``perfclass`` on the GPU's type (1.0 where the
+        class has no row; 1.0 also on a type its row leaves out, which it cannot use); None when
+        the class has no row at all."""
+        row = self.throughput.get(perfclass)
+        if row is None:
+            return None
+        per_type = np.asarray([row.get(t, 1.0) for t in self.type_names], dtype=np.float64)
+        return per_type[self.type_of]
 
     @cached_property
     def rack_of(self) -> np.ndarray:
@@ -407,6 +539,7 @@ class Cluster:
             gr.add_edge(parent, ("server", s))
         classes = list(self.factors)
         fac = np.column_stack([self.factors[c] for c in classes])
+        types = self.gpu_type_names()
         for i, gid in enumerate(self.gpu_ids.tolist()):
             node = ("gpu", gid)
             gr.add_node(
@@ -415,6 +548,8 @@ class Cluster:
                 factors=dict(zip(classes, fac[i].tolist(), strict=True)),
                 state=GpuState(int(self.state[i])),
             )
+            if types is not None:
+                gr.nodes[node]["type"] = types[i]
             gr.add_edge(("server", self.server_ids[self.server_of[i]]), node)
         return gr
 
@@ -451,6 +586,17 @@ class Job:
         GPU ids the job holds now if it is running, else ``None``.
     model
         Model name from the trace, if known.
+    kind
+        One of :data:`JOB_KINDS` (Sia's kinds; default ``"rigid"``: count fixed, type free).
+    gpu_type
+        The one GPU type the job may use; required for a *guaranteed* job.
+    allowed_types
+        The GPU types the job may use (``None``: any); not with ``gpu_type``.
+    allowed_counts
+        GPU counts the job may run on, ascending; ``demand`` is one of them (``None``: just
+        ``demand``).  Only *strong-scaling* and *adaptive* jobs may give several.
+    mix_types
+        Whether one gang may hold GPUs of several types (default False: one type per job).
 
     Examples
     --------
@@ -460,6 +606,12 @@ class Job:
     Traceback (most recent call last):
     ...
     pal_opt.errors.InstanceError: jobs[0].demand: must be a positive integer, got 0
+    >>> Job(7, 2, "classA", kind="guaranteed")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: jobs[0].gpu_type: a guaranteed job needs its GPU type
+    >>> Job(7, 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4)).counts
+    (1, 2, 4)
     """
 
     id: JobId
@@ -469,6 +621,11 @@ class Job:
     locality: tuple[float, float, float] = (1.0, 1.7, 1.7)
     placement: tuple[int, ...] | None = None
     model: str | None = None
+    kind: str = "rigid"
+    gpu_type: str | None = None
+    allowed_types: tuple[str, ...] | None = None
+    allowed_counts: tuple[int, ...] | None = None
+    mix_types: bool = False
 
     def __post_init__(self) -> None:
         at = f"jobs[{self.position}]" if _is_int(self.position) else "jobs[?]"
@@ -492,18 +649,73 @@ class Job:
         set_(self, "demand", int(self.demand))
         set_(self, "position", int(self.position))
         set_(self, "locality", loc)
+        _check_type_fields(self, at)
         if self.placement is not None:
             pl = tuple(self.placement)
             if not all(_is_int(g) for g in pl):
                 raise InstanceError(f"GPU ids must be integers, got {list(pl)!r}", path=f"{at}.placement")
-            if len(pl) != self.demand or len(set(pl)) != len(pl):
-                raise InstanceError(f"a running job must hold exactly demand={self.demand} distinct GPUs, "
+            if len(set(pl)) != len(pl) or len(pl) not in self.counts:
+                want = f"demand={self.demand}" if len(self.counts) == 1 else f"one of {list(self.counts)}"
+                raise InstanceError(f"a running job must hold exactly {want} distinct GPUs, "
                                     f"got {list(pl)!r}", path=f"{at}.placement")
             set_(self, "placement", tuple(int(g) for g in pl))
 
     @property
     def running(self) -> bool:
         return self.placement is not None
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """The GPU counts the job may run on (``(demand,)`` unless it allows others)."""
+        return self.allowed_counts or (self.demand,)
+
+    @property
+    def type_choice(self) -> tuple[str, ...] | None:
+        """The GPU types the job may use, or None for any."""
+        return (self.gpu_type,) if self.gpu_type is not None else self.allowed_types
+
+    @property
+    def constrains_types(self) -> bool:
+        """True if the job names GPU types it is restricted to."""
+        return self.type_choice is not None
+
+
+def _check_type_fields(job: Job, at: str) -> None:
+    """Check and normalise a job's kind, GPU types, counts and mixing (errors name the field)."""
+    set_ = object.__setattr__
+    if not isinstance(job.kind, str) or job.kind not in JOB_KINDS:
+        raise InstanceError(f"must be one of {', '.join(JOB_KINDS)}, got {job.kind!r}", path=f"{at}.kind")
+    set_(job, "kind", str(job.kind))
+    if job.gpu_type is not None and (not isinstance(job.gpu_type, str) or not job.gpu_type):
+        raise InstanceError(f"must be a non-empty string, got {job.gpu_type!r}", path=f"{at}.gpu_type")
+    if job.kind == "guaranteed" and job.gpu_type is None:
+        raise InstanceError("a guaranteed job needs its GPU type", path=f"{at}.gpu_type")
+    if job.allowed_types is not None:
+        types = tuple(job.allowed_types) if isinstance(job.allowed_types, (tuple, list)) else ()
+        if not types or not all(isinstance(t, str) and t for t in types) or len(set(types)) != len(types):
+            raise InstanceError(f"must be a non-empty list of distinct GPU type names, got {job.allowed_types!r}",
+                                path=f"{at}.allowed_types")
+        if job.gpu_type is not None:
+            raise InstanceError("give gpu_type (one type) or allowed_types, not both", path=f"{at}.allowed_types")
+        set_(job, "allowed_types", types)
+    if not isinstance(job.mix_types, (bool, np.bool_)):
+        raise InstanceError(f"must be true or false, got {job.mix_types!r}", path=f"{at}.mix_types")
+    set_(job, "mix_types", bool(job.mix_types))
+    if job.mix_types and job.gpu_type is not None:
+        raise InstanceError("a job on one GPU type (gpu_type) cannot mix types", path=f"{at}.mix_types")
+    if job.allowed_counts is None:
+        return
+    counts = tuple(job.allowed_counts) if isinstance(job.allowed_counts, (tuple, list)) else ()
+    if not counts or not all(_is_int(c) and c >= 1 for c in counts) or len(set(counts)) != len(counts):
+        raise InstanceError(f"must be a non-empty list of distinct positive integers, got {job.allowed_counts!r}",
+                            path=f"{at}.allowed_counts")
+    counts = tuple(sorted(int(c) for c in counts))
+    if job.demand not in counts:
+        raise InstanceError(f"must include the demand ({job.demand}), got {list(counts)}", path=f"{at}.allowed_counts")
+    if job.kind in FIXED_COUNT_KINDS and counts != (job.demand,):
+        raise InstanceError(f"a {job.kind} job runs on exactly demand={job.demand} GPUs, got {list(counts)}",
+                            path=f"{at}.allowed_counts")
+    set_(job, "allowed_counts", counts)
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,9 @@ class SolveOptions:
         Passed straight to the solver by name (HiGHS options, CP-SAT parameters, CBC flags).
     parts
         Number of parts of a partitioned solve (None: chosen from the round's size).
+    respect_types
+        Greedy methods: offer each job only GPUs of its usable GPU types (default); False
+        places as if the cluster had one type (the "ignoring types" comparator).
     """
 
     binning: str | None = None
@@ -156,6 +159,7 @@ class SolveOptions:
     deterministic: bool = True
     backend_params: Mapping[str, Any] = field(default_factory=dict)
     parts: int | None = None
+    respect_types: bool = True
 
     def __post_init__(self) -> None:
         if self.binning is not None:
@@ -171,7 +175,7 @@ class SolveOptions:
                 raise OptionError(f"{name} must be a positive integer, got {v!r}")
             if v is not None:
                 object.__setattr__(self, name, int(v))
-        for name in ("warm_start", "deterministic"):
+        for name in ("warm_start", "deterministic", "respect_types"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.backend_params, Mapping) or not all(
@@ -192,7 +196,7 @@ class SolveOptions:
         >>> SolveOptions.from_kwargs(time_limt=3)
         Traceback (most recent call last):
         ...
-        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, gap, threads, warm_start, deterministic, backend_params, parts
+        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, gap, threads, warm_start, deterministic, backend_params, parts, respect_types
         """
         unknown = set(kwargs) - set(cls.names())
         if unknown:

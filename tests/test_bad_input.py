@@ -186,6 +186,58 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
 ]
 
 
+
+def typed(fn: Callable[[dict[str, Any]], Any] | None = None) -> str:
+    """BASE on a typed cluster (GPUs 0-2 of type a, 3-6 of type b, throughput for classA), mutated."""
+    def both(d: dict[str, Any]) -> None:
+        d["cluster"]["gpus"]["type"] = ["a", "a", "a", "b", "b", "b", "b"]
+        d["cluster"]["throughput"] = {"classA": {"a": 1.0, "b": 2.0}}
+        if fn is not None:
+            fn(d)
+
+    return mutate(both)
+
+
+# GPU types: unknown types, a throughput missing for a type, a type a job can never get
+JSON_CASES += [
+    ("gpu-type-length", typed(setter("cluster.gpus.type", ["a"])), "cluster.gpus.type: must have 7 entries"),
+    ("gpu-type-empty", typed(setter("cluster.gpus.type[2]", "")), "cluster.gpus.type[2]: must be a non-empty string"),
+    ("job-unknown-type", typed(setter("jobs[0].gpu_type", "v100")),
+     "jobs[0].gpu_type: unknown GPU type 'v100' (cluster types: a, b)"),
+    ("job-unknown-allowed-type", typed(setter("jobs[1].allowed_types", ["b", "v100"])),
+     "jobs[1].allowed_types[1]: unknown GPU type 'v100' (cluster types: a, b)"),
+    ("job-type-untyped-cluster", mutate(setter("jobs[0].gpu_type", "a")),
+     "jobs[0].gpu_type: unknown GPU type 'a' (cluster types: none: cluster.gpus.type is not given)"),
+    ("guaranteed-without-type", typed(setter("jobs[0].kind", "guaranteed")),
+     "jobs[0].gpu_type: a guaranteed job needs its GPU type"),
+    ("guaranteed-type-too-small", typed(lambda d: d["jobs"][0].update(kind="guaranteed", gpu_type="a", demand=4)),
+     "jobs[0].gpu_type: needs 4 GPUs of type 'a', which has 3"),
+    ("type-and-allowed-types", typed(lambda d: d["jobs"][0].update(gpu_type="a", allowed_types=["b"])),
+     "jobs[0].allowed_types: give gpu_type (one type) or allowed_types, not both"),
+    ("kind-unknown", typed(setter("jobs[0].kind", "elastic")), "jobs[0].kind: must be one of 'rigid', 'strong-scaling'"),
+    ("counts-of-rigid-job", typed(setter("jobs[0].allowed_counts", [1, 2])),
+     "jobs[0].allowed_counts: a rigid job runs on exactly demand=2 GPUs, got [1, 2]"),
+    ("counts-without-demand", typed(lambda d: d["jobs"][0].update(kind="strong-scaling", allowed_counts=[1, 4])),
+     "jobs[0].allowed_counts: must include the demand (2), got [1, 4]"),
+    ("throughput-missing-type", typed(lambda d: d["cluster"]["throughput"]["classA"].pop("b")),
+     "cluster.throughput.classA: no throughput on GPU type 'b' (a row gives every type: a, b)"),
+    ("throughput-unknown-type", typed(lambda d: d["cluster"]["throughput"]["classA"].update(v100=3.0)),
+     "cluster.throughput.classA.v100: unknown GPU type 'v100' (cluster types: a, b)"),
+    ("throughput-unknown-class", typed(lambda d: d["cluster"]["throughput"].update(classZ={"a": 1.0, "b": 1.0})),
+     "cluster.throughput.classZ: class 'classZ' has no GPU factors"),
+    ("throughput-untyped-cluster", mutate(setter("cluster.throughput", {"classA": {"a": 1.0}})),
+     "cluster.throughput.classA: the cluster has no GPU types (cluster.gpus.type)"),
+    ("throughput-zero", typed(setter("cluster.throughput.classA.b", 0)), "cluster.throughput.classA.b: must be"),
+]
+
+
+def test_typed_base_is_valid(tmp_path):
+    p = tmp_path / "typed.json"
+    p.write_text(typed())
+    inst = load_instance(p)
+    assert inst.cluster.type_names == ("a", "b") and inst.cluster.throughput["classA"]["b"] == 2.0
+
+
 def _expect_one_line_error(rc: int, out: str, err: str, *must: str) -> None:
     assert rc == 2, err
     assert out == ""

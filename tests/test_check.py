@@ -28,6 +28,16 @@ def running() -> RoundInstance:
     return RoundInstance(cl, jobs, RoundParams(binning="none"))
 
 
+@pytest.fixture
+def typed() -> RoundInstance:
+    """GPUs 0-3 of type a (server 0) and 4-7 of type b (server 1); g is guaranteed 2 GPUs of a,
+    m needs 2 GPUs of one type, s scales to 2 or 4 GPUs."""
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="a"), Job("m", 2, "classA", 1),
+            Job("s", 4, "classA", 2, kind="strong-scaling", allowed_counts=(2, 4)))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
 CASES: dict[Kind, tuple[str, dict, list[str]]] = {
     Kind.FORM: ("inst", {"placements": [0, 1]}, ["placements: must be an object"]),
     Kind.UNKNOWN_JOB: ("inst", {"placements": {"zz": [0, 1]}}, ["job 'zz': not in the queue"]),
@@ -61,6 +71,13 @@ CASES: dict[Kind, tuple[str, dict, list[str]]] = {
         "inst", {"placements": {"a": [2, 3]}, "admission": "given", "objective": 1.0},
         ["objective 1.0 differs from the recomputed round cost 0.0"],
     ),
+    Kind.COUNT: ("typed", {"placements": {"s": [0, 1, 2]}}, ["job 's': may run on [2, 4] GPUs, got 3"]),
+    Kind.GPU_TYPE: (
+        "typed", {"placements": {"g": [4, 5]}}, ["job 'g': GPUs [4, 5] are not of its type (guaranteed GPU type 'a')"],
+    ),
+    Kind.MIXED_TYPES: (
+        "typed", {"placements": {"m": [3, 4]}}, ["job 'm': GPUs of types 'a', 'b', but it does not mix types"],
+    ),
 }
 
 
@@ -87,3 +104,36 @@ def test_sticky_terminated_but_placed(running: RoundInstance) -> None:
 def test_a_valid_placement_has_no_violation(inst: RoundInstance) -> None:
     doc = {"placements": {"a": [2, 3], "b": [0, 1]}, "admission": "prefix", "objective": 2 * math.log(1.2)}
     assert check(inst, doc) == []
+
+
+def test_a_valid_typed_placement_has_no_violation(typed: RoundInstance) -> None:
+    doc = {"placements": {"g": [0, 1], "m": [4, 5], "s": [2, 3]}, "admission": "prefix"}
+    assert check(typed, doc) == []
+
+
+def test_left_out_counts_free_gpus_per_type(typed: RoundInstance) -> None:
+    # g takes two GPUs of a and s the other two; m could still have two of b
+    doc = {"placements": {"g": [0, 1], "s": [2, 3]}, "admission": "pal-order-backfill"}
+    assert check(typed, doc) == [
+        "pal-order-backfill: job 'm' needs 2 GPUs and 4 of its GPU types are still free, but it was not placed"]
+    # a guaranteed job whose type is full may be left out though other GPUs are free
+    full = {"placements": {"m": [0, 1], "s": [2, 3]}, "admission": "queue-order-backfill"}
+    assert check(typed, full) == []
+
+
+def test_allowed_types_and_mixing(typed: RoundInstance) -> None:
+    cl = typed.cluster
+    jobs = (Job("b", 2, "classA", 0, allowed_types=("b",)), Job("x", 4, "classA", 1, mix_types=True))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    assert check(inst, {"placements": {"b": [4, 5], "x": [0, 1, 2, 6]}}) == []
+    assert check(inst, {"placements": {"b": [3, 4]}}) == [
+        "job 'b': GPUs [3] are not of its type (usable GPU types: 'b')",
+        "job 'b': GPUs of types 'a', 'b', but it does not mix types"]
+
+
+def test_a_class_without_throughput_on_a_type_may_not_use_it() -> None:
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb",
+                             throughput={"classA": {"a": 1.0}})
+    inst = RoundInstance(cl, (Job("j", 2, "classA"),), RoundParams(binning="none"))
+    assert check(inst, {"placements": {"j": [2, 3]}}) == ["job 'j': GPUs [2, 3] are not of its type (usable GPU types: 'a')"]
+    assert check(inst, {"placements": {"j": [0, 1]}, "admission": "prefix"}) == []

@@ -65,7 +65,7 @@ class CostSummary:
     cost
         Round cost: the sum of every registered term over the placed jobs and the moved ones.
     gpus
-        GPUs placed, Σ d_j over placed jobs.
+        GPUs placed (Σ d_j over placed jobs, for jobs of one count).
     geomean
         exp(cost / gpus).
     slowdown
@@ -119,7 +119,7 @@ def evaluate(
         top = float(factors[job.perfclass][pos].max())
         slow[jid] = top * float(job.locality[level])
         lev[jid] = level
-        gpus += job.demand
+        gpus += int(pos.size)
         for t in terms:
             by_term[t.name] += t.placed(instance, job, pos, level, top)
         if job.placement is not None and set(job.placement) != set(int(g) for g in gids):

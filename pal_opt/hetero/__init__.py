@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         reallocation_factor,
         scheduler_goodput_fn,
         throughput_ratio,
+        throughput_table,
         valid_configs,
     )
     from .goodput import (
@@ -149,7 +150,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ".configs": (
         "FLOOR", "PAPER_CLUSTER", "Config", "ConfigSet", "GpuType", "apply_reallocation", "config_menu",
         "enumerate_configs", "fairness_costs", "max_replicas", "normalise_row", "raw_goodput_row",
-        "reallocation_factor", "scheduler_goodput_fn", "throughput_ratio", "valid_configs",
+        "reallocation_factor", "scheduler_goodput_fn", "throughput_ratio", "throughput_table", "valid_configs",
     ),
     ".goodput": (
         "BatchChoice", "JobKind", "ProfileStepModel", "StepModel", "TrainingTarget", "choose_batch",
@@ -205,6 +206,7 @@ __all__ = [
     "reallocation_factor",
     "scheduler_goodput_fn",
     "throughput_ratio",
+    "throughput_table",
     "valid_configs",
     # goodput
     "BatchChoice",

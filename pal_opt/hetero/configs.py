@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import InstanceError, OptionError
 from .goodput import JobKind, StepModel, optimize_goodput
 from .profiles import Application
 
@@ -50,6 +50,7 @@ __all__ = [
     "valid_configs",
     "scheduler_goodput_fn",
     "throughput_ratio",
+    "throughput_table",
     "raw_goodput_row",
     "normalise_row",
     "reallocation_factor",
@@ -291,6 +292,35 @@ def throughput_ratio(app: Application, to_type: str, from_type: str) -> float:
     if x_to is None or x_from is None:
         raise OptionError(f"{app.name}: no 1-GPU profile on {to_type if x_to is None else from_type}")
     return x_to / x_from
+
+
+def throughput_table(
+    apps: Mapping[str, Application], types: Sequence[str], classes: Mapping[str, str] | None = None
+) -> dict[str, dict[str, float]]:
+    """The core model's relative throughput table (:attr:`pal_opt.model.Cluster.throughput`):
+    ``{class: {type: X(type) / X(types[0])}}``, X being an application's 1-GPU throughput.
+
+    ``classes`` maps each class to its application (default: every application, as its own
+    class).
+
+    Raises
+    ------
+    InstanceError
+        An application without a (1-GPU) profile on one of ``types``, naming the file it lacks.
+    """
+    pairs = classes if classes is not None else {a: a for a in apps}
+    out: dict[str, dict[str, float]] = {}
+    for cname, app_name in pairs.items():
+        if app_name not in apps:
+            raise OptionError(f"class {cname!r}: unknown application {app_name!r} (known: {', '.join(apps)})")
+        app = apps[app_name]
+        for t in types:
+            if t not in app.types or app.profile(t).single_gpu_throughput() is None:
+                raise InstanceError(f"no 1-GPU profile for GPU type {t!r} (placements-{t}.csv); "
+                                    f"{app_name} is profiled on: {', '.join(app.types) or '(none)'}",
+                                    source=f"profiles/{app_name}")
+        out[cname] = {t: throughput_ratio(app, t, types[0]) for t in types}
+    return out
 
 
 def raw_goodput_row(

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError, OptionError
+from ..gputypes import parse_cluster_spec
 from .configs import GpuType
 from .goodput import JobKind
 from .policy import SiaParams, SiaPolicy
@@ -181,29 +182,9 @@ def check_cluster(cluster: Sequence[GpuType], apps: Mapping[str, Application], s
                 )
 
 
-def parse_cluster(text: str) -> list[tuple[str, int, int]]:
-    """``NAME:NODESxGPUS[,NAME:NODESxGPUS...]`` as (name, nodes, GPUs per node), in order.
-
-    >>> parse_cluster("aws:6x4,rtx:3x8")
-    [('aws', 6, 4), ('rtx', 3, 8)]
-
-    Raises
-    ------
-    OptionError
-        A malformed item, a non-positive count, or a repeated name.
-    """
-    out: list[tuple[str, int, int]] = []
-    for item in text.split(","):
-        name, sep, size = item.strip().partition(":")
-        nodes, x, gpus = size.lower().partition("x")
-        if not (sep and x and name and nodes.isdigit() and gpus.isdigit()):
-            raise OptionError(f"--cluster: expected NAME:NODESxGPUS[,...] (e.g. aws:6x4), got {item.strip()!r}")
-        if int(nodes) < 1 or int(gpus) < 1:
-            raise OptionError(f"--cluster: {name} needs at least one node and one GPU per node, got {size}")
-        if name in [o[0] for o in out]:
-            raise OptionError(f"--cluster: GPU type {name!r} is given twice")
-        out.append((name, int(nodes), int(gpus)))
-    return out
+#: ``NAME:NODESxGPUS[,...]`` -> [(type name, servers, GPUs per server)]; the core's parser
+#: (:func:`pal_opt.gputypes.parse_cluster_spec`), which ``pal-opt generate --cluster`` reads too.
+parse_cluster = parse_cluster_spec
 
 
 def build_cluster(

@@ -276,13 +276,16 @@ def _split_pool(form: Formulation, q: int, pos: np.ndarray, jobs: Sequence[int])
 
 
 # --------------------------------------------------------------------------- encoding
-def _lookups(form: Formulation) -> tuple[dict[tuple[int, int, int, int], int], dict[tuple[int, int], int], dict[int, int]]:
+def _lookups(
+    form: Formulation,
+) -> tuple[dict[tuple[int, int, int, int, int], int], dict[tuple[int, int], int], dict[int, int]]:
     hit = form._cache.get("lookups")
     if hit is None:
         kind = form.var_kind
         slots = np.flatnonzero(kind <= KIND_Z)
+        prof = form.var_profile if form.var_profile is not None else np.full(kind.size, -1)
         slot = {
-            (int(form.var_type[v]), int(kind[v]), int(form.var_level[v]), int(form.var_node[v])): int(v)
+            (int(form.var_type[v]), int(prof[v]), int(kind[v]), int(form.var_level[v]), int(form.var_node[v])): int(v)
             for v in slots.tolist()
         }
         fl = np.flatnonzero(kind == KIND_FLOW)
@@ -330,7 +333,9 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
             continue
         t = type_of[j]
         jt = form.types[t]
-        lv = int(form.type_levels[form.gpu_type[pos], jt.profile].max())
+        p, lv = _lane_of(form, jt.profiles, pos)
+        if p < 0:
+            raise ValueError(f"job {jid!r}: its GPUs are not all of one of its GPU type groups")
         level = cl.span_level_pos(pos)
         if level == Level.SERVER:
             node = int(cl.server_of[pos[0]])
@@ -338,7 +343,7 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
             node = int(cl.rack_of_server[cl.server_of[pos[0]]])
         else:
             node = -1
-        v = slot.get((t, int(level), lv, node))
+        v = slot.get((t, p, int(level), lv, node))
         if v is None:
             raise ValueError(f"job {jid!r}: no slot variable for level {lv} at {Level(level).name.lower()} {node}")
         x[v] += 1.0
@@ -346,3 +351,13 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
         for g in form.gpu_type[pos].tolist():
             x[flow[(q, g)]] += 1.0
     return x
+
+
+def _lane_of(form: Formulation, profiles: tuple[int, ...], pos: np.ndarray) -> tuple[int, int]:
+    """The first lane (by its profile) whose GPUs hold ``pos``, and the level of ``pos`` there;
+    ``(-1, -1)`` if none does."""
+    for p in profiles:
+        lv = int(form.type_levels[form.gpu_type[pos], p].max())
+        if lv < form.profiles[p].num_levels:
+            return p, lv
+    return -1, -1

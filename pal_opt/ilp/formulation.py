@@ -4,12 +4,15 @@ The program (see ``formulations/round_ilp.md`` for the mathematics) places every
 on exactly ``demand`` free GPUs at least cost under :mod:`pal_opt.cost`.  It is *aggregated*:
 it never has a variable per (job, GPU).
 
-* **Job types** *t*: admitted jobs with equal (class, demand, locality penalties); ``n_t`` jobs.
-* **Profiles** *p*: classes whose factor levels partition the free GPUs identically (same level
-  index on every free GPU); they share flow variables.  Level *v* of a profile is the *v*-th
-  smallest distinct binned factor over the free GPUs.
-* **GPU types** *g*: the tuple of level indices over the profiles; only counts of free GPUs per
-  (server, GPU type) matter.
+* **Job types** *t*: admitted jobs with equal (class, demand, locality penalties, lanes);
+  ``n_t`` jobs.
+* **Lanes** (GPU types, :mod:`pal_opt.ilp.typelanes`): the type groups a job may be drawn from;
+  a round without GPU types has one lane, every GPU.  A job type has slot columns per lane.
+* **Profiles** *p*: (class, lane) pairs whose factor levels partition the free GPUs identically
+  (same level index on every free GPU); they share flow variables.  Level *v* of a profile is
+  the *v*-th smallest distinct binned factor over the lane's free GPUs (other GPUs: no level).
+* **GPU classes** *g* (``gpu_type`` in the code; not the hardware types): the tuple of level
+  indices over the profiles; only counts of free GPUs per (server, GPU class) matter.
 * **Slot variables** (integer) ``x[t,v,s]`` / ``y[t,v,r]`` / ``z[t,v]``: how many type-*t* jobs
   run inside server *s* / inside rack *r* / anywhere, on GPUs of level ≤ *v*.  Cost
   ``d_t · (ln value_c(t)[v] + ln locality_t[level])``.
@@ -57,6 +60,7 @@ from ..model import Cluster, GpuState, Level, RoundInstance
 from .builder import ProgramBuilder
 from .program import Program, read_only
 from .running import keep_positions, moving_is_charged
+from .typelanes import Lane, lane_levels, lane_order, round_lanes
 
 __all__ = [
     "KIND_X",
@@ -88,9 +92,12 @@ class JobType:
     perfclass, demand, locality
         What the jobs share.
     profile
-        Index of the class's :class:`Profile`.
+        Index of the class's :class:`Profile` (of its first lane).
     jobs
         Indices into ``instance.jobs`` (queue order).
+    lanes
+        With GPU types and several lanes: the :class:`Profile` of each lane (``profile`` first);
+        empty otherwise.
     """
 
     perfclass: str
@@ -98,10 +105,16 @@ class JobType:
     locality: tuple[float, float, float]
     profile: int
     jobs: tuple[int, ...]
+    lanes: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
         return len(self.jobs)
+
+    @property
+    def profiles(self) -> tuple[int, ...]:
+        """The profile of each of the type's lanes."""
+        return self.lanes or (self.profile,)
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,9 @@ class ColumnMeta:
         a keep column's current GPUs; ``-1`` for flows.
     job
         Job index into ``instance.jobs`` (keep columns), else ``-1``.
+    profile
+        :class:`Profile` of slot columns (their lane's), else ``-1``; None: each job type's
+        ``profile``.
     """
 
     kind: np.ndarray
@@ -148,6 +164,7 @@ class ColumnMeta:
     level: np.ndarray
     span: np.ndarray
     job: np.ndarray
+    profile: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -173,10 +190,10 @@ class Formulation(Program):
         GPU type per GPU position (``-1`` for GPUs not free).
     type_levels
         Level index of each GPU type per profile, shape (num GPU types, num profiles).
-    var_kind, var_type, var_level, var_span, var_node, var_job, var_pool, var_gtype
+    var_kind, var_type, var_level, var_span, var_node, var_job, var_pool, var_gtype, var_profile
         Per variable: kind (``KIND_*``), job type, level, span (:class:`ColumnMeta`), node
         (server or rack position, ``-1`` for the cluster), job index (keep variables), pool and
-        GPU type (flows); ``-1`` where not applicable.
+        GPU type (flows), profile (slots); ``-1`` where not applicable.
     pool_kind, pool_profile, pool_level, pool_node
         Per pool: slot kind, profile, level and node.
     """
@@ -201,6 +218,7 @@ class Formulation(Program):
     pool_profile: np.ndarray
     pool_level: np.ndarray
     pool_node: np.ndarray
+    var_profile: np.ndarray | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -226,7 +244,7 @@ class Formulation(Program):
 
 # --------------------------------------------------------------------------- building
 #: Per-column metadata the builder keeps (``Formulation.var_*``).
-_META = ("kind", "type", "level", "span", "node", "job", "pool", "gtype")
+_META = ("kind", "type", "level", "span", "node", "job", "pool", "gtype", "profile")
 
 
 @dataclass(frozen=True)
@@ -238,6 +256,7 @@ class _RoundData:
     total: int
     free_pos: np.ndarray
     locs: dict[int, tuple[float, float, float]]
+    lanes: dict[int, tuple[Lane, ...]]
 
 
 @dataclass(frozen=True)
@@ -246,7 +265,7 @@ class _Levels:
     profile by level (``lev_*``) and cumulated over levels ≤ v (``cum_*``)."""
 
     profiles: tuple[Profile, ...]
-    class_profile: dict[str, int]
+    class_profile: dict[tuple[str, Lane], int]
     type_levels: np.ndarray
     gpu_type: np.ndarray
     cnt: np.ndarray
@@ -398,7 +417,7 @@ def build_formulation(
     _add_keep_conflict_rows(b, cl, keeps)
     if cuts:
         _add_packing_cuts(b, lv, slots)
-    cols = ColumnMeta(**{k: b.meta(k) for k in ("kind", "type", "level", "span", "job")})
+    cols = ColumnMeta(**{k: b.meta(k) for k in ("kind", "type", "level", "span", "job", "profile")})
     c, offset = round_objective(instance, data.factors, data.admitted, types, lv.profiles, cols)
     program, meta = b.finish(c, offset, {"pool": (slots.idx, pools.slot_pool)})
     return _assemble(instance, data, lv, types, pools, program, meta)
@@ -431,7 +450,7 @@ def _round_data(
             f"the admitted jobs need {total} GPUs but only {nfree} are free", tuple(j.id for j in jobs)
         )
     locs = {i: _check_locality(instance, i) for i in adm}
-    return _RoundData(factors, adm, total, free_pos, locs)
+    return _RoundData(factors, adm, total, free_pos, locs, round_lanes(instance, adm, free_pos))
 
 
 # ---- step: levels (profiles, GPU types, free counts)
@@ -460,30 +479,32 @@ def _levels(instance: RoundInstance, data: _RoundData) -> _Levels:
 
 def _profiles(
     instance: RoundInstance, data: _RoundData
-) -> tuple[tuple[Profile, ...], dict[str, int], list[np.ndarray]]:
-    """Classes of the admitted jobs grouped by identical level partitions of the free GPUs:
-    the profiles, the profile of each class and each profile's level per free GPU."""
+) -> tuple[tuple[Profile, ...], dict[tuple[str, Lane], int], list[np.ndarray]]:
+    """(Class, lane) pairs of the admitted jobs grouped by identical level partitions of the free
+    GPUs: the profiles, the profile of each pair and each profile's level per free GPU."""
     cl = instance.cluster
-    present = {instance.jobs[i].perfclass for i in data.admitted}
+    present: dict[str, set[Lane]] = {}
+    for i in data.admitted:
+        present.setdefault(instance.jobs[i].perfclass, set()).update(data.lanes[i])
     prof_key: dict[bytes, int] = {}
     prof_classes: list[list[str]] = []
     prof_values: list[dict[str, np.ndarray]] = []
     prof_inv: list[np.ndarray] = []
-    class_profile: dict[str, int] = {}
-    for cname in (c for c in cl.classes if c in present):
+    class_profile: dict[tuple[str, Lane], int] = {}
+    for cname, lane in ((c, g) for c in cl.classes if c in present for g in sorted(present[c], key=lane_order)):
         vals = np.asarray(data.factors[cname], dtype=np.float64)[data.free_pos]
-        lv, inv = np.unique(vals, return_inverse=True)
-        inv = inv.reshape(-1).astype(np.int64)
+        lv, inv = lane_levels(instance, vals, lane, data.free_pos)
         p = prof_key.get(inv.tobytes())
         if p is None:
             p = prof_key[inv.tobytes()] = len(prof_classes)
             prof_classes.append([])
             prof_values.append({})
             prof_inv.append(inv)
-        prof_classes[p].append(cname)
+        if cname not in prof_values[p]:
+            prof_classes[p].append(cname)
         lv.setflags(write=False)
         prof_values[p][cname] = lv
-        class_profile[cname] = p
+        class_profile[(cname, lane)] = p
     profiles = tuple(Profile(tuple(cs), dict(vs)) for cs, vs in zip(prof_classes, prof_values, strict=True))
     return profiles, class_profile, prof_inv
 
@@ -503,14 +524,18 @@ def _gpu_types(cl: Cluster, free_pos: np.ndarray, prof_inv: list[np.ndarray]) ->
 
 
 # ---- step: job types
-def _job_types(instance: RoundInstance, data: _RoundData, class_profile: Mapping[str, int]) -> tuple[JobType, ...]:
-    """Admitted jobs grouped by (class, demand, locality penalties), in order of first appearance."""
+def _job_types(
+    instance: RoundInstance, data: _RoundData, class_profile: Mapping[tuple[str, Lane], int]
+) -> tuple[JobType, ...]:
+    """Admitted jobs grouped by (class, demand, locality penalties, lanes' profiles), in order of
+    first appearance."""
     tkey: dict[tuple[Any, ...], int] = {}
     tjobs: list[list[int]] = []
-    tinfo: list[tuple[str, int, tuple[float, float, float]]] = []
+    tinfo: list[tuple[str, int, tuple[float, float, float], tuple[int, ...]]] = []
     for i in data.admitted:
         j = instance.jobs[i]
-        key = (j.perfclass, int(j.demand), data.locs[i])
+        lanes = tuple(dict.fromkeys(class_profile[(j.perfclass, g)] for g in data.lanes[i]))
+        key = (j.perfclass, int(j.demand), data.locs[i], lanes)
         t = tkey.get(key)
         if t is None:
             t = tkey[key] = len(tjobs)
@@ -518,32 +543,18 @@ def _job_types(instance: RoundInstance, data: _RoundData, class_profile: Mapping
             tinfo.append(key)  # type: ignore[arg-type]
         tjobs[t].append(i)
     return tuple(
-        JobType(c, d, loc, class_profile[c], tuple(js)) for (c, d, loc), js in zip(tinfo, tjobs, strict=True)
+        JobType(c, d, loc, lanes[0], tuple(js), lanes if len(lanes) > 1 else ())
+        for (c, d, loc, lanes), js in zip(tinfo, tjobs, strict=True)
     )
 
 
 # ---- step: slot variables x / y / z
 def _add_slot_vars(b: ProgramBuilder, cl: Cluster, types: Sequence[JobType], lv: _Levels) -> _Slots:
-    """``x[t,v,s]``, ``y[t,v,r]`` and ``z[t,v]`` per job type, pruned as ``round_ilp.md`` §2 says."""
+    """``x[t,v,s]``, ``y[t,v,r]`` and ``z[t,v]`` per job type and lane, pruned as ``round_ilp.md``
+    §2 says (a type of several lanes tags its columns ``t{t}h{lane}``)."""
     for t, jt in enumerate(types):
-        p, d = jt.profile, jt.demand
-        # x: within one server; level v present on the server and >= d GPUs of level <= v
-        _add_node_slots(b, t, jt, KIND_X, (lv.cum_s[p] >= d) & (lv.lev_s[p] > 0), lv.cum_s[p])
-        if d < 2:
-            continue
-        # y: within one rack, across >= 2 servers holding compatible GPUs
-        if cl.racked:
-            nserv = np.zeros((len(cl.rack_ids), lv.cum_s[p].shape[1]), dtype=np.int64)
-            np.add.at(nserv, cl.rack_of_server, (lv.cum_s[p] > 0).astype(np.int64))
-            m = (lv.cum_r[p] >= d) & (lv.lev_r[p] > 0) & (nserv >= 2)
-            _add_node_slots(b, t, jt, KIND_Y, m, lv.cum_r[p])
-            spread = (lv.cum_r[p] > 0).sum(axis=0)
-        else:
-            spread = (lv.cum_s[p] > 0).sum(axis=0)
-        # z: across the cluster (servers of a flat cluster, racks of a racked one)
-        v_i = np.flatnonzero((lv.cum_c[p] >= d) & (lv.lev_c[p] > 0) & (spread >= 2))
-        b.add_cols([f"z_t{t}_v{v}" for v in v_i.tolist()], lo=0, hi=np.minimum(lv.cum_c[p][v_i] // d, jt.count),
-                   integer=True, kind=KIND_Z, type=t, level=v_i, span=Level.CLUSTER, node=-1)
+        for h, p in enumerate(jt.profiles):
+            _add_lane_slots(b, cl, t if len(jt.profiles) == 1 else f"{t}h{h}", t, jt, p, lv)
     # the slot variables are the first columns; their metadata sits in the builder
     s_t = b.meta("type")
     return _Slots(
@@ -552,19 +563,42 @@ def _add_slot_vars(b: ProgramBuilder, cl: Cluster, types: Sequence[JobType], lv:
         type=s_t,
         level=b.meta("level"),
         node=b.meta("node"),
-        profile=np.asarray([jt.profile for jt in types], dtype=np.int64)[s_t],
+        profile=b.meta("profile"),
         demand=np.asarray([jt.demand for jt in types], dtype=np.int64)[s_t],
     )
 
 
-def _add_node_slots(b: ProgramBuilder, t: int, jt: JobType, kind: int, mask: np.ndarray, cum: np.ndarray) -> None:
-    """Slot columns of type ``t`` and ``kind`` (x or y) for every (node, level) in ``mask``, bounded
-    by the jobs that fit the node's GPUs of level ≤ v."""
+def _add_lane_slots(b: ProgramBuilder, cl: Cluster, tag: int | str, t: int, jt: JobType, p: int, lv: _Levels) -> None:
+    """The slot columns of job type ``t`` on the lane of profile ``p``."""
+    d = jt.demand
+    # x: within one server; level v present on the server and >= d GPUs of level <= v
+    _add_node_slots(b, tag, t, jt, p, KIND_X, (lv.cum_s[p] >= d) & (lv.lev_s[p] > 0), lv.cum_s[p])
+    if d < 2:
+        return
+    # y: within one rack, across >= 2 servers holding compatible GPUs
+    if cl.racked:
+        nserv = np.zeros((len(cl.rack_ids), lv.cum_s[p].shape[1]), dtype=np.int64)
+        np.add.at(nserv, cl.rack_of_server, (lv.cum_s[p] > 0).astype(np.int64))
+        m = (lv.cum_r[p] >= d) & (lv.lev_r[p] > 0) & (nserv >= 2)
+        _add_node_slots(b, tag, t, jt, p, KIND_Y, m, lv.cum_r[p])
+        spread = (lv.cum_r[p] > 0).sum(axis=0)
+    else:
+        spread = (lv.cum_s[p] > 0).sum(axis=0)
+    # z: across the cluster (servers of a flat cluster, racks of a racked one)
+    v_i = np.flatnonzero((lv.cum_c[p] >= d) & (lv.lev_c[p] > 0) & (spread >= 2))
+    b.add_cols([f"z_t{tag}_v{v}" for v in v_i.tolist()], lo=0, hi=np.minimum(lv.cum_c[p][v_i] // d, jt.count),
+               integer=True, kind=KIND_Z, type=t, level=v_i, span=Level.CLUSTER, node=-1, profile=p)
+
+
+def _add_node_slots(b: ProgramBuilder, tag: int | str, t: int, jt: JobType, p: int, kind: int, mask: np.ndarray,
+                    cum: np.ndarray) -> None:
+    """Slot columns of type ``t`` (named ``tag``), profile ``p`` and ``kind`` (x or y) for every
+    (node, level) in ``mask``, bounded by the jobs that fit the node's GPUs of level ≤ v."""
     v_i, n_i = np.nonzero(mask.T)
     ub = np.minimum(cum[n_i, v_i] // jt.demand, jt.count)
-    tag = f"{KIND_NAMES[kind]}_t{t}_v{{}}_{_POOL_TAG[kind]}{{}}"
-    names = [tag.format(v, n) for v, n in zip(v_i.tolist(), n_i.tolist(), strict=True)]
-    b.add_cols(names, lo=0, hi=ub, integer=True, kind=kind, type=t, level=v_i, span=kind, node=n_i)
+    fmt = f"{KIND_NAMES[kind]}_t{tag}_v{{}}_{_POOL_TAG[kind]}{{}}"
+    names = [fmt.format(v, n) for v, n in zip(v_i.tolist(), n_i.tolist(), strict=True)]
+    b.add_cols(names, lo=0, hi=ub, integer=True, kind=kind, type=t, level=v_i, span=kind, node=n_i, profile=p)
 
 
 # ---- step: keep variables
@@ -800,12 +834,15 @@ def round_objective(
     terms = cost_terms()
     c = np.zeros(cols.kind.size, dtype=np.float64)
     slot = cols.kind <= KIND_Z
-    for t, jt in enumerate(types):  # (a) slot columns
-        m = slot & (cols.type == t)
-        values = profiles[jt.profile].values[jt.perfclass][cols.level[m]]
-        span = cols.span[m]
-        c[m] = sum((term.slots(jt.perfclass, jt.demand, jt.locality, values, span) for term in terms),
-                   np.zeros(values.size))
+    for t, jt in enumerate(types):  # (a) slot columns, lane by lane
+        for p in jt.profiles:
+            m = slot & (cols.type == t)
+            if len(jt.profiles) > 1 and cols.profile is not None:
+                m &= cols.profile == p
+            values = profiles[p].values[jt.perfclass][cols.level[m]]
+            span = cols.span[m]
+            c[m] = sum((term.slots(jt.perfclass, jt.demand, jt.locality, values, span) for term in terms),
+                       np.zeros(values.size))
     offset = 0.0
     if moving_is_charged(instance):
         for k in np.flatnonzero(cols.kind == KIND_KEEP).tolist():  # (b) keep columns

@@ -20,6 +20,15 @@ Work per job is numpy over (servers × levels) count arrays.
 With a restart cost, variant ``"packing-keep"`` first lets every running job keep its GPUs when
 moving could save it at most the restart cost per GPU in round-cost units (its current slowdown
 against the best factor level of its class inside one server).  :func:`start_placements` returns every candidate; the solver gets the cheapest.
+
+With GPU types a job takes the cheapest option over its lanes (type groups) that leaves every
+later job room on its types (:class:`~pal_opt.gputypes.TypeBudget`).  Size order alone lets
+large gangs take the fast type whatever their class gains there, so variant
+``"packing-regret"`` first gives every job one lane, by counts of GPUs per type only, in order
+of *regret* -- the jobs that lose the most per GPU on their second-best lane (the type their
+class runs fastest on, against the next) first, jobs of one lane before all, largest first on
+ties -- each taking its cheapest lane the budget allows; then places the jobs as above, in size
+order, each on its lane (jobs that mix types last, on what their types have left).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import numpy as np
 from ..admission import class_rank
 from ..cost import job_slowdown_pos
 from ..cost.restart import restart_units
+from ..gputypes import TypeBudget, free_per_type, has_types, type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance
 from .formulation import Formulation
 from .running import keep_positions, moving_is_charged
@@ -52,51 +62,61 @@ def pal_greedy(instance: RoundInstance, factors: Mapping[str, np.ndarray], admit
 
 @dataclass
 class _FreeGpus:
-    """The free GPUs as the packing greedy takes them: per class the level of every GPU (its
-    profile's levels, ``-1`` off the free set), the log factor of each level and the free count per
-    (server, level); free GPUs per server."""
+    """The free GPUs as the packing greedy takes them: per profile (a class's levels on one lane
+    of GPU types) the level of every GPU (``-1`` off the free set and off the lane) and the free
+    count per (server, level); per (profile, class) the log factor of each level; free GPUs per
+    server; each job's profiles (its lanes)."""
 
     instance: RoundInstance
     free: np.ndarray
-    level: dict[str, np.ndarray]
-    lnval: dict[str, np.ndarray]
-    cnt: dict[str, np.ndarray]
+    level: dict[int, np.ndarray]
+    lnval: dict[tuple[int, str], np.ndarray]
+    cnt: dict[int, np.ndarray]
     server_free: np.ndarray
+    lanes: dict[int, tuple[int, ...]]
 
     @classmethod
     def of(cls, form: Formulation) -> _FreeGpus:
         cl = form.instance.cluster
         free = (cl.state == GpuState.FREE).copy()
-        level: dict[str, np.ndarray] = {}
-        lnval: dict[str, np.ndarray] = {}
-        cnt: dict[str, np.ndarray] = {}
+        level: dict[int, np.ndarray] = {}
+        lnval: dict[tuple[int, str], np.ndarray] = {}
+        cnt: dict[int, np.ndarray] = {}
         for p, prof in enumerate(form.profiles):
             lv = np.full(cl.num_gpus, -1, dtype=np.int64)
             on = form.gpu_type >= 0
             lv[on] = form.type_levels[form.gpu_type[on], p]
+            lv[lv >= prof.num_levels] = -1  # off the profile's lane
+            level[p] = lv
             for c in prof.classes:
-                level[c] = lv
-                lnval[c] = np.log(prof.values[c])
-                k = np.zeros((cl.num_servers, prof.values[c].size), dtype=np.int64)
-                np.add.at(k, (cl.server_of[free], lv[free]), 1)
-                cnt[c] = k
-        return cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers))
+                lnval[(p, c)] = np.log(prof.values[c])
+            k = np.zeros((cl.num_servers, prof.num_levels), dtype=np.int64)
+            use = free & (lv >= 0)
+            np.add.at(k, (cl.server_of[use], lv[use]), 1)
+            cnt[p] = k
+        lanes = {j: jt.profiles for jt in form.types for j in jt.jobs}
+        return cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers),
+                   lanes)
 
     def take(self, pos: np.ndarray) -> tuple[int, ...]:
         """Mark the GPUs at ``pos`` used; their ids."""
         cl = self.instance.cluster
         self.free[pos] = False
         np.subtract.at(self.server_free, cl.server_of[pos], 1)
-        for c, k in self.cnt.items():
-            np.subtract.at(k, (cl.server_of[pos], self.level[c][pos]), 1)
+        for p, k in self.cnt.items():
+            lv = self.level[p][pos]
+            on = lv >= 0
+            np.subtract.at(k, (cl.server_of[pos[on]], lv[on]), 1)
         return tuple(int(g) for g in cl.gpu_ids[pos])
 
 
-def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId, tuple[int, ...]] | None:
-    """The packing-aware greedy placement of the admitted jobs (see the module docstring).
+def packing_greedy(form: Formulation, keep_running: bool = False, *, regret: bool = False,
+                   ) -> dict[JobId, tuple[int, ...]] | None:
+    """The packing-aware greedy placement of the admitted jobs (see the module docstring);
+    ``regret`` orders them by regret over their GPU-type lanes instead of size.
 
-    Returns None if some job finds no GPUs (it cannot happen when the admitted demand fits the
-    free GPUs, since the "anywhere" option always exists).
+    Returns None if some job finds no GPUs (it cannot happen without GPU types when the
+    admitted demand fits the free GPUs, since the "anywhere" option always exists).
     """
     inst = form.instance
     gpus = _FreeGpus.of(form)
@@ -105,14 +125,96 @@ def packing_greedy(form: Formulation, keep_running: bool = False) -> dict[JobId,
     per_server = int(inst.cluster.server_sizes.max())
     small = sorted((i for i in todo if inst.jobs[i].demand <= per_server), key=lambda i: (-inst.jobs[i].demand, i))
     large = sorted((i for i in todo if inst.jobs[i].demand > per_server), key=lambda i: (-inst.jobs[i].demand, i))
-    for i in small + large:
-        job = inst.jobs[i]
-        best = _cheapest_option(gpus, job)
-        if best is None:
+    budget = _type_budget(inst, todo, gpus.free)
+    order = small + large
+    if regret and budget is not None:
+        if not _assign_lanes(gpus, todo, budget):
             return None
-        out[job.id] = gpus.take(_gpus_for(gpus, job, best))
+        budget = None
+        order = [i for i in order if not inst.jobs[i].mix_types] + [i for i in order if inst.jobs[i].mix_types]
+    for i in order:
+        job = inst.jobs[i]
+        if budget is None:
+            best = _cheapest_option(gpus, job, gpus.lanes[i])
+            pos = None if best is None else _gpus_for(gpus, job, best)
+        else:
+            pos = _cheapest_within_budget(gpus, job, i, budget)
+        if pos is None:
+            return None
+        out[job.id] = gpus.take(pos)
     rank = {inst.jobs[i].id: n for n, i in enumerate(form.admitted)}
     return dict(sorted(out.items(), key=lambda kv: rank[kv[0]]))
+
+
+def _assign_lanes(gpus: _FreeGpus, todo: Sequence[int], budget: TypeBudget) -> bool:
+    """Give each job of ``todo`` one lane (``gpus.lanes``) by GPU counts per type, in regret order
+    (:func:`_regret_order`), each its cheapest lane the budget allows; False if one finds none."""
+    inst = gpus.instance
+    cl = inst.cluster
+    group = {p: np.unique(cl.type_of[lv >= 0]) for p, lv in gpus.level.items()}
+    for i in _regret_order(gpus, todo):
+        job = inst.jobs[i]
+        for p in sorted(gpus.lanes[i], key=lambda p: _lane_price(gpus, p, job.perfclass)):
+            took = np.zeros(cl.num_types, dtype=np.int64)
+            left = job.demand
+            for k in sorted(group[p].tolist(), key=lambda k: (-int(budget.free[k]), k)):
+                took[k] = min(left, int(budget.free[k]))
+                left -= int(took[k])
+            if left == 0 and budget.allows(i, took):
+                budget.take(i, took)
+                gpus.lanes[i] = (p,)
+                break
+        else:
+            return False
+    return True
+
+
+def _lane_price(gpus: _FreeGpus, p: int, perfclass: str) -> float:
+    """A lane's price for a class: the class's mean log factor over the lane's free GPUs."""
+    n = gpus.cnt[p].sum(axis=0)
+    return float(n @ gpus.lnval[(p, perfclass)] / max(int(n.sum()), 1))
+
+
+def _regret_order(gpus: _FreeGpus, todo: Sequence[int]) -> list[int]:
+    """``todo`` by regret (module docstring), with lane prices of :func:`_lane_price`."""
+    inst = gpus.instance
+    price: dict[tuple[int, str], float] = {}
+
+    def lane_price(p: int, c: str) -> float:
+        if (p, c) not in price:
+            price[(p, c)] = _lane_price(gpus, p, c)
+        return price[(p, c)]
+
+    def key(i: int) -> tuple[float, int, int]:
+        job = inst.jobs[i]
+        prices = sorted(lane_price(p, job.perfclass) for p in gpus.lanes[i])
+        return (-(prices[1] - prices[0]) if len(prices) > 1 else -math.inf, -job.demand, i)
+
+    return sorted(todo, key=key)
+
+
+def _type_budget(inst: RoundInstance, todo: Sequence[int], free: np.ndarray) -> TypeBudget | None:
+    """With GPU types, the budget that keeps room for every job still to place (None without)."""
+    if not has_types(inst):
+        return None
+    cl = inst.cluster
+    return TypeBudget({i: type_groups(cl, inst.jobs[i]) for i in todo}, {i: inst.jobs[i].demand for i in todo},
+                      free_per_type(cl, free))
+
+
+def _cheapest_within_budget(gpus: _FreeGpus, job: Job, i: int, budget: TypeBudget) -> np.ndarray | None:
+    """The GPUs of the cheapest option over the job's lanes (:func:`_cheapest_on_lane`) that leaves
+    every later job room on its GPU types (:class:`~pal_opt.gputypes.TypeBudget`); it is taken
+    from the budget.  None if no lane's option does."""
+    cl = gpus.instance.cluster
+    options = [opt for p in gpus.lanes[i] if (opt := _cheapest_on_lane(gpus, job, p)) is not None]
+    for opt in sorted(options, key=lambda o: o[0]):
+        pos = _gpus_for(gpus, job, opt)
+        took = np.bincount(cl.type_of[pos], minlength=cl.num_types)
+        if budget.allows(i, took):
+            budget.take(i, took)
+            return pos
+    return None
 
 
 def _keep_running_jobs(form: Formulation, gpus: _FreeGpus) -> dict[JobId, tuple[int, ...]]:
@@ -129,7 +231,8 @@ def _keep_running_jobs(form: Formulation, gpus: _FreeGpus) -> dict[JobId, tuple[
         if pos is None or job.placement is None or not gpus.free[pos].all():
             continue
         now = math.log(job_slowdown_pos(cl, np.asarray(form.factors[job.perfclass]), job, pos))
-        floor = float(gpus.lnval[job.perfclass][0]) + math.log(job.locality[Level.SERVER])
+        floor = min(float(gpus.lnval[(p, job.perfclass)][0]) for p in gpus.lanes[i]) + math.log(
+            job.locality[Level.SERVER])
         if now - floor <= rc + 1e-12:
             out[job.id] = gpus.take(pos)
     return out
@@ -149,14 +252,25 @@ def _least_level(counts: np.ndarray, d: int, free: np.ndarray) -> tuple[int, int
     return top, int(cands[np.argmin(free[cands])])
 
 
-def _cheapest_option(gpus: _FreeGpus, job: Job) -> tuple[float, int, int, int] | None:
-    """The cheapest of placing ``job`` in one server, one rack or anywhere, as
-    ``(log slowdown, Level, node, factor level)``; ties go to the lower topology level."""
+def _cheapest_option(gpus: _FreeGpus, job: Job, lanes: tuple[int, ...]) -> tuple[float, int, int, int, int] | None:
+    """The cheapest of placing ``job`` in one server, one rack or anywhere, on one of its lanes
+    (profiles), as ``(log slowdown, Level, node, factor level, profile)``; ties go to the lower
+    topology level, then to the first lane."""
+    best: tuple[float, int, int, int, int] | None = None
+    for p in lanes:
+        opt = _cheapest_on_lane(gpus, job, p)
+        if opt is not None and (best is None or opt[0] < best[0] - 1e-12):
+            best = opt
+    return best
+
+
+def _cheapest_on_lane(gpus: _FreeGpus, job: Job, p: int) -> tuple[float, int, int, int, int] | None:
+    """:func:`_cheapest_option` on the lane of profile ``p``."""
     cl = gpus.instance.cluster
     c, d = job.perfclass, job.demand
-    k = gpus.cnt[c]
+    k = gpus.cnt[p]
     lnl = [math.log(x) for x in job.locality]
-    best: tuple[float, int, int, int] | None = None
+    best: tuple[float, int, int, int, int] | None = None
     options = [(Level.SERVER, k, gpus.server_free)]
     if cl.racked and d >= 2:
         kr = np.zeros((len(cl.rack_ids), k.shape[1]), dtype=np.int64)
@@ -169,18 +283,18 @@ def _cheapest_option(gpus: _FreeGpus, job: Job) -> tuple[float, int, int, int] |
         if found is None:
             continue
         top, node = found
-        cost = float(gpus.lnval[c][top]) + lnl[where]
+        cost = float(gpus.lnval[(p, c)][top]) + lnl[where]
         if best is None or cost < best[0] - 1e-12:
-            best = (cost, int(where), node if where != Level.CLUSTER else -1, top)
+            best = (cost, int(where), node if where != Level.CLUSTER else -1, top, p)
     return best
 
 
-def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int]) -> np.ndarray:
+def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int, int]) -> np.ndarray:
     """The ``job.demand`` GPUs of the chosen option: eligible GPUs (free, of level ≤ the option's,
     inside its node) on the servers with the most eligible GPUs first, lower levels first."""
     cl = gpus.instance.cluster
-    _, where, node, top = best
-    lv = gpus.level[job.perfclass]
+    _, where, node, top, p = best
+    lv = gpus.level[p]
     el = gpus.free & (lv >= 0) & (lv <= top)
     if where == Level.SERVER:
         el &= cl.server_of == node
@@ -196,8 +310,9 @@ def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int]) -> n
 def start_placements(form: Formulation) -> dict[str, dict[JobId, tuple[int, ...]]]:
     """Every complete start placement of the admitted jobs: ``{source: placement}``.
 
-    Sources: ``"pal"`` (PAL's greedy), ``"packing"`` and, with a restart cost and running jobs,
-    ``"packing-keep"``.  Incomplete placements are left out.
+    Sources: ``"pal"`` (PAL's greedy), ``"packing"``, with GPU types and jobs of several lanes
+    ``"packing-regret"`` and, with a restart cost and running jobs, ``"packing-keep"``.
+    Incomplete placements are left out.
     """
     inst = form.instance
     n = len(form.admitted)
@@ -208,6 +323,10 @@ def start_placements(form: Formulation) -> dict[str, dict[JobId, tuple[int, ...]
     pk = packing_greedy(form)
     if pk is not None and len(pk) == n:
         out["packing"] = pk
+    if has_types(inst) and any(len(jt.profiles) > 1 for jt in form.types):
+        pk = packing_greedy(form, regret=True)
+        if pk is not None and len(pk) == n:
+            out["packing-regret"] = pk
     if moving_is_charged(inst) and any(inst.jobs[i].placement is not None for i in form.admitted):
         pk = packing_greedy(form, keep_running=True)
         if pk is not None and len(pk) == n:

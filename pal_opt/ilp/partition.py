@@ -66,6 +66,7 @@ import numpy as np
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
 from ..errors import BackendError, OptionError, SolveInterrupted
+from ..gputypes import has_types
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..result import PlacementResult, Status, priced_result
@@ -269,6 +270,8 @@ def part_instance(
     round's binned ``factors`` as the part's factors and binning ``"none"``.
 
     Server and rack ids are kept, so a GPU set spans the same level in the part and in the round.
+    GPU types are kept, with each throughput row as 1.0 on the types it names (the factors are
+    already divided by the throughput; a class keeps the types it may use).
     """
     cl = instance.cluster
     pos = np.flatnonzero(np.isin(cl.server_of, servers))
@@ -277,8 +280,12 @@ def part_instance(
     rmap = None
     if cl.racked:
         rmap = {sid[s]: cl.rack_ids[int(cl.rack_of_server[s])] for s in np.unique(cl.server_of[pos]).tolist()}
+    types = [cl.type_names[k] for k in cl.type_of[pos].tolist()] if cl.typed else None
+    present = set(types or ())
+    rows = {c: {t: 1.0 for t in row if t in present} for c, row in cl.throughput.items()}
     sub = Cluster.from_arrays(
-        cl.gpu_ids[pos], srv, {c: np.asarray(factors[c])[pos] for c in cl.classes}, cl.state[pos], rmap
+        cl.gpu_ids[pos], srv, {c: np.asarray(factors[c])[pos] for c in cl.classes}, cl.state[pos], rmap,
+        gpu_types=types, throughput=rows,
     )
     inside = set(sub.gpu_ids.tolist())
     part_jobs = tuple(
@@ -387,7 +394,7 @@ def solve_partitioned(
                                 warm_start=warm_start, deterministic=deterministic)
     if backend_params:
         opts["backend_params"] = dict(backend_params)
-    if setup.demand > instance.free_gpus or not setup.admitted:
+    if setup.demand > instance.free_gpus or not setup.admitted or has_types(instance):
         return _solve_whole(instance, setup, jobs, k, opts)
     part = partition_round(instance, setup.admitted, k, factors=setup.factors)
     subs = [part_instance(instance, setup.factors, s, js, f"{instance.name or 'round'}-part{p}of{part.k}")
@@ -405,7 +412,8 @@ def solve_partitioned(
 def _solve_whole(
     instance: RoundInstance, setup: RoundSetup, jobs: Sequence[JobId] | None, k: int, opts: dict[str, Any]
 ) -> PlacementResult:
-    """Nothing to split: the direct solve reports it (INFEASIBLE, or an empty OPTIMAL round)."""
+    """Nothing to split (the direct solve reports it: INFEASIBLE, or an empty OPTIMAL round), or a
+    round with GPU types, solved whole."""
     res = solve_ilp(instance, binning=setup.binning, admission=None if jobs is not None else setup.admission,
                     jobs=jobs, **opts)
     res.info["partition"] = {"k": 1, "k_requested": k}

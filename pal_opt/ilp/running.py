@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cost import cost_terms
+from ..gputypes import has_types, type_groups
 from ..model import GpuState, RoundInstance
 
 __all__ = ["moving_is_charged", "keep_positions"]
@@ -30,7 +31,8 @@ def keep_positions(instance: RoundInstance, idx: int) -> np.ndarray | None:
     """Sorted positions of the GPUs job ``instance.jobs[idx]`` runs on, if it could keep them.
 
     A running job can keep its GPUs when its placement names ``demand`` distinct GPUs of the
-    cluster that are all free this round (the GPUs of running queued jobs are free).
+    cluster that are all free this round (the GPUs of running queued jobs are free) and, with GPU
+    types, all in one of its type groups (:func:`pal_opt.gputypes.type_groups`).
 
     Returns
     -------
@@ -56,4 +58,8 @@ def keep_positions(instance: RoundInstance, idx: int) -> np.ndarray | None:
         return None
     if not np.all(cl.state[pos] == GpuState.FREE):
         return None
+    if has_types(instance):
+        kinds = set(cl.type_of[pos].tolist())
+        if not any(kinds <= set(g) for g in type_groups(cl, job)):
+            return None
     return np.sort(pos)

@@ -16,6 +16,10 @@ GPU table columns
     The server's rack; all GPUs of a server must name the same rack.  Makes the cluster racked.
 ``FAILED`` (optional)
     true/false; a failed GPU is out of service this round.
+``GPU_TYPE`` (optional)
+    The GPU's type (``aws``, ``V100``...), on every row.  Blox's own ``gpu_df`` has no such
+    column (its nodes register a GPU count only), so a table from Blox gives an untyped cluster;
+    with the column, the cluster is typed (:attr:`pal_opt.model.Cluster.type_names`).
 
 Other columns (the unnamed index, ``GPU_UUID``, ``Local_GPU_ID``, ``IP_addr``...) are ignored.
 
@@ -67,8 +71,9 @@ class GpuTable:
 
     Attributes
     ----------
-    gpu_ids, server, rack_of_server, factors, failed
-        Cluster columns (``rack_of_server`` is None for a flat table).
+    gpu_ids, server, rack_of_server, factors, failed, gpu_types
+        Cluster columns (``rack_of_server`` is None for a flat table, ``gpu_types`` without a
+        ``GPU_TYPE`` column).
     holders
         Per GPU, the job ids in ``JOB_IDS`` (empty tuple if none) — only meaningful where
         ``in_use`` is true.
@@ -91,6 +96,7 @@ class GpuTable:
         holders: list[tuple[Any, ...]],
         failed: list[bool],
         lines: list[int],
+        gpu_types: list[str] | None = None,
     ):
         self.table = table
         self.gpu_ids = gpu_ids
@@ -101,6 +107,7 @@ class GpuTable:
         self.holders = holders
         self.failed = failed
         self.lines = lines
+        self.gpu_types = gpu_types
 
     @property
     def source(self) -> str:
@@ -120,6 +127,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     c_jobs = t.find("JOB_IDS")
     c_rack = t.find("Rack_ID")
     c_fail = t.find("FAILED")
+    c_type = t.find("GPU_TYPE")
     fcols = [(h[len(_PERFVAR):], i) for i, h in enumerate(t.header) if h.startswith(_PERFVAR)]
     if not fcols:
         raise InstanceError(
@@ -138,6 +146,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     racks: dict[Any, tuple[Any, int]] = {}
     seen: dict[int, int] = {}
     fvals: dict[str, list[float]] = {c: [] for c, _ in fcols}
+    types: list[str] | None = [] if c_type is not None else None
     for line, f in t.rows:
         gid = t.integer(line, c_gpu, f[c_gpu], minimum=0, what="a non-negative integer")
         if gid in seen:
@@ -162,6 +171,10 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
         for cname, i in fcols:
             fvals[cname].append(t.number(line, i, f[i], positive=True))
         failed.append(t.boolean(line, c_fail, f[c_fail]) if c_fail is not None else False)
+        if types is not None and c_type is not None:
+            if not f[c_type].strip():
+                raise t.error(line, c_type, "empty GPU type (the GPU_TYPE column names every GPU's type)")
+            types.append(f[c_type].strip())
         gpu_ids.append(gid)
         server.append(node)
         in_use.append(use)
@@ -169,7 +182,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
         lines.append(line)
     factors = {c: np.asarray(v, dtype=np.float64) for c, v in fvals.items()}
     rmap = {s: r for s, (r, _) in racks.items()} if c_rack is not None else None
-    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines)
+    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types)
 
 
 def load_blox(
@@ -269,7 +282,8 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, na
                     max_gpus=len(gt.gpu_ids))
     state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)})
     jobs = _with_placements(jt, held, gt.source)
-    cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source)
+    cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,
+                                  gpu_types=gt.gpu_types)
     instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
     jt.warn()  # the round is good: now its warnings (bad input gives one line, no warning)
     return instance
@@ -348,5 +362,7 @@ def blox_gpu_rows(instance: RoundInstance) -> list[Mapping[str, Any]]:
         for c, v in cl.factors.items():
             row[f"{_PERFVAR}{c}"] = float(v[i])
         row["FAILED"] = st == GpuState.FAILED
+        if cl.typed:
+            row["GPU_TYPE"] = cl.type_names[int(cl.type_of[i])]
         rows.append(row)
     return rows

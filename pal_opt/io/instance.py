@@ -46,8 +46,16 @@ Fields
     ``id``: unique non-negative integers.  ``server``: each GPU's server id (integer or
     string).  ``state``: optional, ``"free"``, ``"busy"`` (held by a job outside the queue) or
     ``"failed"``; all free if omitted.  GPUs held by a *queued* running job are ``"free"``.
+``cluster.gpus.type``
+    Optional: each GPU's type name (``"aws"``, ``"rtx"``...); without it the cluster has one
+    type.
 ``cluster.factors``
     ``{class: [factor per GPU]}``: measured slowdown, 1.0 = the median GPU, finite and > 0.
+``cluster.throughput``
+    Optional, typed clusters only: ``{class: {type: relative throughput}}`` (> 0, higher is
+    faster), a value for every type of the cluster in each row given; a class without a row
+    runs at 1.0 everywhere.  A class's factors are divided by its throughput on each GPU's type
+    (:func:`pal_opt.binning.binned_factors`).
 ``cluster.servers``
     Optional.  ``id``: the servers (every GPU's ``server`` must be one of them and every
     server must hold a GPU); ``rack``: optional, each server's rack id — present for a racked
@@ -59,7 +67,14 @@ Fields
     :data:`pal_opt.model.MODEL_CLASS` when ``class`` is absent), ``locality`` (optional
     ``[server, rack, cluster]`` penalties, finite, > 0 and non-decreasing; default
     ``(1, λ, λ)``), ``placement`` (optional: the GPU ids a running job holds now — exactly
-    ``demand`` distinct free GPUs, not shared with another running job).
+    ``demand`` distinct free GPUs, not shared with another running job); GPU types, as in Sia:
+    ``kind`` (``"rigid"``, the default: count fixed, type free; ``"strong-scaling"``;
+    ``"guaranteed"``: count and type fixed; ``"adaptive"``), ``gpu_type`` (the one type it may
+    use; required for a guaranteed job) or ``allowed_types`` (the types it may use; default
+    any), ``allowed_counts`` (strong-scaling and adaptive jobs: the GPU counts it may run on,
+    including ``demand``) and ``mix_types`` (one gang on several types; default false).  A type
+    the cluster does not have, a class without a throughput on the job's type, or a type with
+    fewer GPUs than the job's demand is an error (:func:`pal_opt.gputypes.type_problem`).
 ``meta``
     Optional free-form object, kept for the reader, ignored by pal-opt.
 
@@ -76,6 +91,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError
+from ..gputypes import type_problem
 from ..model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
@@ -228,10 +244,32 @@ def _cluster(c: dict[str, Any], source: str) -> Cluster:
         for name, v in c["factors"].items()
     }
     racks = _racks(c["servers"], servers, source) if "servers" in c else None
+    types = _column(g["type"], n, "cluster.gpus.type", source) if "type" in g else None
+    throughput = c.get("throughput", {})
+    _check_throughput(throughput, types, factors, source)
     try:
-        return Cluster.from_arrays(ids, servers, factors, state, racks, source=source)
+        return Cluster.from_arrays(ids, servers, factors, state, racks, source=source, gpu_types=types,
+                                   throughput=throughput)
     except InstanceError as exc:
         raise (exc if exc.source else exc.with_source(source)) from None
+
+
+def _check_throughput(table: dict[str, Any], types: list[str] | None, factors: dict[str, Any], source: str) -> None:
+    """Every row names a class with factors and gives every GPU type of the cluster, no other."""
+    have = list(dict.fromkeys(types or ()))
+    for cname, row in table.items():
+        at = f"cluster.throughput.{cname}"
+        if cname not in factors:
+            raise _error(source, at, f"class {cname!r} has no GPU factors (cluster.factors has: {', '.join(factors)})")
+        if not have:
+            raise _error(source, at, "the cluster has no GPU types (cluster.gpus.type)")
+        for t in row:
+            if t not in have:
+                raise _error(source, f"{at}.{t}", f"unknown GPU type {t!r} (cluster types: {', '.join(have)})")
+        missing = [t for t in have if t not in row]
+        if missing:
+            raise _error(source, at, f"no throughput on GPU type {missing[0]!r} (a row gives every type: "
+                                     f"{', '.join(have)})")
 
 
 def _racks(s: dict[str, Any], gpu_servers: list[Any], source: str) -> dict[Any, Any] | None:
@@ -267,13 +305,46 @@ def _jobs(jobs_in: list[dict[str, Any]], cluster: Cluster, params: RoundParams, 
         loc = j.get("locality")
         if loc is not None and not loc[0] <= loc[1] <= loc[2]:
             raise _error(source, f"{p}.locality", f"penalties must not decrease from server to rack to cluster, got {loc}")
-        job = Job(id=jid, demand=demand, perfclass=_perfclass(j, p, cluster, source), position=i,
-                  locality=default_loc if loc is None else (float(loc[0]), float(loc[1]), float(loc[2])),
-                  placement=_placement(j, p, demand, cluster, held, source), model=j.get("model"))
+        job = _job(j, i, jid, demand, default_loc if loc is None else (float(loc[0]), float(loc[1]), float(loc[2])),
+                   cluster, held, source)
         for g in job.placement or ():
             held[g] = i
         out.append(job)
     return out
+
+
+def _job(j: dict[str, Any], i: int, jid: Any, demand: int, loc: tuple[float, float, float], cluster: Cluster,
+         held: dict[int, int], source: str) -> Job:
+    """One job, checked against the cluster's GPU types (:func:`_check_job_types`)."""
+    p = f"jobs[{i}]"
+    counts = j.get("allowed_counts")
+    try:
+        job = Job(id=jid, demand=demand, perfclass=_perfclass(j, p, cluster, source), position=i, locality=loc,
+                  placement=_placement(j, p, _ints(counts) if counts else [demand], cluster, held, source), model=j.get("model"),
+                  kind=j.get("kind", "rigid"), gpu_type=j.get("gpu_type"),
+                  allowed_types=tuple(j["allowed_types"]) if "allowed_types" in j else None,
+                  allowed_counts=tuple(_ints(counts)) if counts is not None else None,
+                  mix_types=bool(j.get("mix_types", False)))
+    except InstanceError as exc:
+        raise (exc if exc.source else exc.with_source(source)) from None
+    _check_job_types(job, cluster, source)
+    return job
+
+
+def _check_job_types(job: Job, cluster: Cluster, source: str) -> None:
+    """A job's GPU types must exist and have its class's throughput, and a type the job names
+    must hold its demand.  (A job free to take any type but larger than every type is kept, as a
+    job larger than the cluster is: the round finds it unplaceable.)"""
+    p = f"jobs[{job.position}]"
+    have = ", ".join(cluster.type_names) or "none: cluster.gpus.type is not given"
+    if job.gpu_type is not None and job.gpu_type not in cluster.type_index:
+        raise _error(source, f"{p}.gpu_type", f"unknown GPU type {job.gpu_type!r} (cluster types: {have})")
+    for k, t in enumerate(job.allowed_types or ()):
+        if t not in cluster.type_index:
+            raise _error(source, f"{p}.allowed_types[{k}]", f"unknown GPU type {t!r} (cluster types: {have})")
+    problem = type_problem(cluster, job)
+    if problem is not None and problem[0] != "demand":
+        raise _error(source, f"{p}.{problem[0]}", problem[1])
 
 
 def _perfclass(j: dict[str, Any], p: str, cluster: Cluster, source: str) -> str:
@@ -302,14 +373,16 @@ def _have(cluster: Cluster) -> str:
 
 
 def _placement(
-    j: dict[str, Any], p: str, demand: int, cluster: Cluster, held: dict[int, int], source: str
+    j: dict[str, Any], p: str, counts: list[int], cluster: Cluster, held: dict[int, int], source: str
 ) -> tuple[int, ...] | None:
-    """A running job's GPUs: exactly ``demand`` known, free GPUs no earlier job holds."""
+    """A running job's GPUs: exactly ``demand`` (or one of its counts) known, free GPUs no earlier
+    job holds."""
     if j.get("placement") is None:
         return None
     gpus = tuple(_ints(j["placement"]))
-    if len(gpus) != demand:
-        raise _error(source, f"{p}.placement", f"a running job must hold exactly demand={demand} GPUs, got {len(gpus)}")
+    if len(gpus) not in counts:
+        want = f"demand={counts[0]}" if len(counts) == 1 else f"one of allowed_counts={counts}"
+        raise _error(source, f"{p}.placement", f"a running job must hold exactly {want} GPUs, got {len(gpus)}")
     for k, g in enumerate(gpus):
         pos = cluster.position.get(g)
         if pos is None:

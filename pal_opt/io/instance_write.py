@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import RoundInstance, pal_locality
+from ..model import Job, RoundInstance, pal_locality
 from ..options import DEFAULT_ROUND_LENGTH
 from .atomic import atomic_write_text
 from .schema import FORMAT, STATE_NAMES, VERSION
@@ -38,7 +38,11 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
         "server": [_plain(servers[s]) for s in cl.server_of.tolist()],
         "state": [STATE_NAMES[s] for s in cl.state.tolist()],
     }
+    if cl.typed:
+        cluster["gpus"]["type"] = cl.gpu_type_names()
     cluster["factors"] = {c: np.asarray(v, dtype=np.float64).tolist() for c, v in cl.factors.items()}
+    if cl.throughput:
+        cluster["throughput"] = {c: dict(row) for c, row in cl.throughput.items()}
     default_loc = pal_locality(prm.locality_penalty)
     jobs = []
     for j in instance.jobs:
@@ -49,6 +53,7 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
             jd["locality"] = [float(x) for x in j.locality]
         if j.placement is not None:
             jd["placement"] = [int(g) for g in j.placement]
+        jd.update(_type_fields(j))
         jobs.append(jd)
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if instance.name:
@@ -67,6 +72,22 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
     if meta:
         doc["meta"] = dict(meta)
     return doc
+
+
+def _type_fields(j: Job) -> dict[str, Any]:
+    """A job's GPU-type fields that differ from the defaults."""
+    out: dict[str, Any] = {}
+    if j.kind != "rigid":
+        out["kind"] = j.kind
+    if j.gpu_type is not None:
+        out["gpu_type"] = j.gpu_type
+    if j.allowed_types is not None:
+        out["allowed_types"] = list(j.allowed_types)
+    if j.allowed_counts is not None:
+        out["allowed_counts"] = list(j.allowed_counts)
+    if j.mix_types:
+        out["mix_types"] = True
+    return out
 
 
 def _plain(x: Any) -> Any:

@@ -19,13 +19,16 @@ cluster, next to the binned factors they are built from.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..admission import pal_order
+from ..cost import job_slowdown_pos
 from ..errors import InstanceError
+from ..gputypes import group_mask, has_types, type_groups
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..result import jobs_to_terminate
 
@@ -38,6 +41,7 @@ __all__ = [
     "class_index",
     "initial_free",
     "Select",
+    "typed_select",
     "place_in_order",
     "in_pal_order",
     "admission_label",
@@ -264,6 +268,29 @@ class FreeGpus:
         self._tick += 1
         self._stamp[self.server_of[pos]] = self._tick
 
+    def hide(self, keep: np.ndarray) -> np.ndarray:
+        """Take every free GPU outside the mask ``keep`` out of play (as :meth:`take`, in bulk);
+        returns their positions for :meth:`unhide`."""
+        pos = np.flatnonzero(self.free & ~keep)
+        if pos.size:
+            self._bulk(pos, -1)
+        return pos
+
+    def unhide(self, pos: np.ndarray) -> None:
+        """Put back the GPUs :meth:`hide` took out of play."""
+        if pos.size:
+            self._bulk(pos, 1)
+
+    def _bulk(self, pos: np.ndarray, sign: int) -> None:
+        """Free (``sign=1``) or use (``-1``) many GPUs at once: vectorised count updates and one
+        copy of the free mask into ``free_list``."""
+        self._tick += 1
+        self.free[pos] = sign > 0
+        self.free_list[:] = self.free.tobytes()
+        np.add.at(self.counts, self._codes[pos].ravel(), sign)
+        self._stamp[self.server_of[pos]] = self._tick
+        self.num_free += sign * int(pos.size)
+
     def server_gpus_at(self, s: int, ci: ClassIndex, level: int, *, at_most: bool = False) -> list[int]:
         """Free positions of server ``s`` at factor ``level`` (or ≤ it), in position order."""
         free = self.free_list
@@ -350,6 +377,47 @@ def running_positions(instance: RoundInstance, index: int) -> np.ndarray:
 Select = Callable[["FreeGpus", int], "np.ndarray | None"]
 
 
+def typed_select(instance: RoundInstance, factors: Mapping[str, np.ndarray], select: Select) -> Select:
+    """``select`` restricted to GPU types: a job is offered, one type group at a time
+    (:func:`pal_opt.gputypes.type_groups`), only the free GPUs of that group; of the gangs the
+    policy picks, the job gets the one of least slowdown under ``factors`` (the group listed first
+    on ties).  A job with no usable type gets nothing.  Without types, ``select`` itself."""
+    if not has_types(instance):
+        return select
+    cl = instance.cluster
+    everything = tuple(range(cl.num_types))
+    groups: dict[int, tuple[tuple[int, ...], ...]] = {}
+    masks: dict[tuple[int, ...], np.ndarray] = {}
+
+    def choose(state: FreeGpus, i: int) -> np.ndarray | None:
+        job = instance.jobs[i]
+        gs = groups.get(i)
+        if gs is None:
+            gs = groups[i] = type_groups(cl, job)
+        best: np.ndarray | None = None
+        best_slow = math.inf
+        for g in gs:
+            if g == everything:
+                pos = select(state, i)
+            else:
+                mask = masks.get(g)
+                if mask is None:
+                    mask = masks[g] = group_mask(cl, g)
+                hidden = state.hide(mask)
+                try:
+                    pos = select(state, i)
+                finally:
+                    state.unhide(hidden)
+            if pos is None:
+                continue
+            slow = job_slowdown_pos(cl, factors[job.perfclass], job, pos) if len(gs) > 1 else 0.0
+            if best is None or slow < best_slow - 1e-12:
+                best, best_slow = pos, slow
+        return best
+
+    return choose
+
+
 def place_in_order(
     instance: RoundInstance,
     factors: Mapping[str, np.ndarray],
@@ -359,6 +427,7 @@ def place_in_order(
     *,
     backfill: bool = False,
     classes: bool = True,
+    respect_types: bool = True,
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order``, each on the GPUs ``select``
     picks from the free GPUs left; stop at the first job it cannot place, or with ``backfill``
@@ -380,6 +449,9 @@ def place_in_order(
         Skip a job that cannot be placed instead of stopping there.
     classes
         Keep per-class counts of free GPUs by factor level (policies that read factors).
+    respect_types
+        Offer each job only GPUs of its usable types, one type group at a time
+        (:func:`typed_select`); False places as if the cluster had one type (a comparator).
 
     Returns
     -------
@@ -389,6 +461,8 @@ def place_in_order(
     jobs = instance.jobs
     per_class = {jobs[i].perfclass: factors[jobs[i].perfclass] for i in order} if classes else None
     state = FreeGpus(instance.cluster, initial_free(instance, free_mask), per_class)
+    if respect_types:
+        select = typed_select(instance, factors, select)
     out: dict[JobId, tuple[int, ...]] = {}
     for i in order:
         pos = select(state, i)
@@ -407,10 +481,12 @@ def in_pal_order(
     place_sequence: Callable[..., dict[JobId, tuple[int, ...]]],
     *,
     backfill: bool = False,
+    respect_types: bool = True,
 ) -> GreedyPlacement:
     """A whole round placed by ``place_sequence(instance, factors, order, backfill=...)`` in PAL's
-    queue order (running jobs freed)."""
-    placements = place_sequence(instance, factors, pal_order(instance), backfill=backfill)
+    queue order (running jobs freed); ``respect_types=False`` is passed on as that keyword."""
+    kw = {} if respect_types else {"respect_types": False}
+    placements = place_sequence(instance, factors, pal_order(instance), backfill=backfill, **kw)
     return GreedyPlacement(placements, jobs_to_terminate(instance, placements), admission_label("pal-order", backfill))
 
 

@@ -42,15 +42,17 @@ from ..seeds import SeedLike
 from .base import (
     FreeGpus,
     GreedyPlacement,
+    Select,
     admission_label,
     initial_free,
     jobs_to_terminate,
     place_in_order,
     running_positions,
     to_ids,
+    typed_select,
 )
 
-__all__ = ["packed_select", "place", "place_sticky"]
+__all__ = ["packed_select", "packed_job_select", "place", "place_sticky"]
 
 
 def packed_select(state: FreeGpus, demand: int) -> np.ndarray | None:
@@ -73,11 +75,24 @@ def packed_select(state: FreeGpus, demand: int) -> np.ndarray | None:
     return np.concatenate(parts)
 
 
+def packed_job_select(instance: RoundInstance, factors: Mapping[str, np.ndarray], respect_types: bool = True) -> Select:
+    """The consolidated choice for job ``i`` of ``instance``, within its GPU types unless
+    ``respect_types`` is False (:func:`~pal_opt.policies.base.typed_select`)."""
+    jobs = instance.jobs
+
+    def select(state: FreeGpus, i: int) -> np.ndarray | None:
+        return packed_select(state, jobs[i].demand)
+
+    return typed_select(instance, factors, select) if respect_types else select
+
+
 def place(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
+    respect_types: bool = True,
 ) -> GreedyPlacement:
-    """Non-sticky packed placement in queue order (``factors`` and ``seed`` are unused); with
-    ``backfill`` a job that does not fit is skipped instead of ending the round.
+    """Non-sticky packed placement in queue order (``seed`` is unused; ``factors`` only choose
+    among a job's GPU types); with ``backfill`` a job that does not fit is skipped instead of
+    ending the round; ``respect_types=False`` ignores GPU types.
 
     Examples
     --------
@@ -89,17 +104,19 @@ def place(
     """
     jobs = instance.jobs
     out = place_in_order(instance, factors, range(len(jobs)), lambda state, i: packed_select(state, jobs[i].demand),
-                         backfill=backfill, classes=False)
+                         backfill=backfill, classes=False, respect_types=respect_types)
     return GreedyPlacement(out, jobs_to_terminate(instance, out), admission_label("queue-order", backfill))
 
 
 def place_sticky(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
+    respect_types: bool = True,
 ) -> GreedyPlacement:
     """Sticky packed placement with preemption from the back of the queue.
 
-    ``factors`` and ``seed`` are unused.  With ``backfill`` a waiting job that does not fit, even
-    after preempting every running job behind it, is skipped instead of ending the round.
+    ``seed`` is unused; ``factors`` only choose among a job's GPU types.  With ``backfill`` a
+    waiting job that does not fit, even after preempting every running job behind it, is
+    skipped instead of ending the round; ``respect_types=False`` ignores GPU types.
 
     Examples
     --------
@@ -119,18 +136,19 @@ def place_sticky(
             held[i] = running_positions(instance, i)
             free[held[i]] = False
     state = FreeGpus(cl, free)
+    select = packed_job_select(instance, factors, respect_types)
     placed: dict[int, np.ndarray] = {}
-    for i, job in enumerate(jobs):
+    for i in range(len(jobs)):
         if i in held:
             continue
-        pos = packed_select(state, job.demand)
+        pos = select(state, i)
         if pos is None:
             for k in range(len(jobs) - 1, i, -1):
                 victim = held.pop(k, None)
                 if victim is None:
                     continue
                 state.release(victim)
-                pos = packed_select(state, job.demand)
+                pos = select(state, i)
                 if pos is not None:
                     break
         if pos is None:

@@ -143,12 +143,15 @@ def place_sequence(
     free_mask: np.ndarray | None = None,
     *,
     backfill: bool = False,
+    respect_types: bool = True,
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order`` with PAL, stopping at the first
     job that cannot be placed (skipping it with ``backfill``) (:func:`~pal_opt.policies.base.place_in_order`).  The integer
     programs use this on their admitted set as warm start and fallback; ``free_mask`` defaults
-    to the GPUs in state FREE."""
-    return place_in_order(instance, factors, order, _Selector(instance), free_mask, backfill=backfill)
+    to the GPUs in state FREE.  With GPU types each job walks its cells on the GPUs of each of its
+    type groups (:func:`~pal_opt.policies.base.typed_select`) unless ``respect_types`` is False."""
+    return place_in_order(instance, factors, order, _Selector(instance), free_mask, backfill=backfill,
+                          respect_types=respect_types)
 
 
 class _Selector:
@@ -195,9 +198,10 @@ class _Selector:
 
 
 def place(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
+    respect_types: bool = True,
 ) -> GreedyPlacement:
-    """The PAL policy on one round (``seed`` is unused).
+    """The PAL policy on one round (``seed`` is unused; ``respect_types=False`` ignores GPU types).
 
     Examples
     --------
@@ -207,4 +211,4 @@ def place(
     >>> place(RoundInstance(c, (Job("a", 3, "classA", locality=pal_locality(1.7)),)), c.factors).placements
     {'a': (0, 1, 2)}
     """
-    return in_pal_order(instance, factors, place_sequence, backfill=backfill)
+    return in_pal_order(instance, factors, place_sequence, backfill=backfill, respect_types=respect_types)

@@ -161,6 +161,7 @@ def place_sequence(
     *,
     grouping: str = POLICY_GROUPING,
     backfill: bool = False,
+    respect_types: bool = True,
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order`` with PM-First, stopping at the
     first job that cannot be placed (skipping it with ``backfill``; see
@@ -171,13 +172,14 @@ def place_sequence(
     def select(state: FreeGpus, i: int) -> np.ndarray | None:
         return pmfirst_select(state, jobs[i].perfclass, jobs[i].demand, None, grouping)
 
-    return place_in_order(instance, factors, order, select, free_mask, backfill=backfill)
+    return place_in_order(instance, factors, order, select, free_mask, backfill=backfill, respect_types=respect_types)
 
 
 def place(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
+    respect_types: bool = True,
 ) -> GreedyPlacement:
-    """The PM-First policy on one round (``seed`` is unused).
+    """The PM-First policy on one round (``seed`` is unused; ``respect_types=False`` ignores GPU types).
 
     Examples
     --------
@@ -186,4 +188,4 @@ def place(
     >>> place(RoundInstance(c, (Job("a", 2, "classA"),)), c.factors).placements
     {'a': (2, 3)}
     """
-    return in_pal_order(instance, factors, place_sequence, backfill=backfill)
+    return in_pal_order(instance, factors, place_sequence, backfill=backfill, respect_types=respect_types)

@@ -20,7 +20,8 @@ __all__ = ["place"]
 
 
 def place(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
+    respect_types: bool = True,
 ) -> GreedyPlacement:
     """Random placement of one round in queue order (``factors`` is unused); with ``backfill`` a
     job that does not fit is skipped instead of ending the round.
@@ -35,6 +36,8 @@ def place(
         An int, a numpy Generator or None (= seed 0).
     backfill
         Skip what does not fit instead of stopping.
+    respect_types
+        Draw each job's GPUs from one of its usable GPU types (False: ignore types).
 
     Examples
     --------
@@ -52,5 +55,6 @@ def place(
         d = jobs[i].demand
         return avail[rng.choice(avail.size, size=d, replace=False)] if d <= avail.size else None
 
-    out = place_in_order(instance, factors, range(len(jobs)), select, backfill=backfill, classes=False)
+    out = place_in_order(instance, factors, range(len(jobs)), select, backfill=backfill, classes=False,
+                         respect_types=respect_types)
     return GreedyPlacement(out, jobs_to_terminate(instance, out), admission_label("queue-order", backfill))

@@ -100,6 +100,9 @@ class Topology:
         otherwise.
     source
         The file read.
+    gpu_types
+        Each GPU's type name when the file gives one (Kubernetes' ``nvidia.com/gpu.product``
+        label); None otherwise.
     """
 
     hosts: tuple[Any, ...]
@@ -109,6 +112,7 @@ class Topology:
     state: np.ndarray
     factors: Mapping[str, np.ndarray] | None = None
     source: str = "<memory>"
+    gpu_types: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values()):
@@ -126,10 +130,12 @@ class Topology:
         failed: Mapping[Any, int] | None = None,
         *,
         source: str = "<memory>",
+        types: Mapping[Any, str] | None = None,
     ) -> Topology:
         """Hosts with ``gpus[host]`` GPUs each, numbered 0, 1, ... in host order.
 
         ``failed[host]`` of a host's GPUs (its highest local indices) are out of service.
+        ``types[host]`` is the GPU type of a host's GPUs (all hosts, or None).
         Hosts without GPUs are left out (they cannot take a GPU job).
         """
         failed = failed or {}
@@ -143,7 +149,8 @@ class Topology:
         out = local >= np.repeat(counts - n_failed, counts)
         state = np.where(out, GpuState.FAILED, GpuState.FREE).astype(np.int8)
         lv = tuple(TopologyLevel(x.name, {h: x.group_of[h] for h in kept}) for x in levels)
-        return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source)
+        per_gpu = tuple(str(types[kept[h]]) for h in gpu_host.tolist()) if types is not None else None
+        return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source, per_gpu)
 
     @property
     def level_names(self) -> tuple[str, ...]:
@@ -198,7 +205,8 @@ def _cluster(top: Topology, factors: Mapping[str, Any] | None) -> Cluster:
         factors = top.factors if top.factors is not None else uniform_factors(len(top.gpu_ids))
     racks = dict(top.levels[0].group_of) if top.levels else None
     servers = [top.hosts[i] for i in top.gpu_host.tolist()]
-    return Cluster.from_arrays(top.gpu_ids, servers, factors, top.state, racks, source=top.source)
+    return Cluster.from_arrays(top.gpu_ids, servers, factors, top.state, racks, source=top.source,
+                               gpu_types=top.gpu_types)
 
 
 def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> Cluster:

@@ -15,6 +15,11 @@ The input is what ``kubectl get nodes -o json`` prints: a ``List`` (or ``NodeLis
     groups, and a GPU node must carry each of them.  A group is named by its path of label
     values from the outermost level, joined with ``/`` (``block-a/sub-1``), since a label value
     need only be unique under its parent.
+``metadata.labels["nvidia.com/gpu.product"]``
+    The GPU model (``NVIDIA-A100-SXM4-80GB``), as NVIDIA's GPU Feature Discovery labels a node:
+    the GPU type of its GPUs.  When every GPU node carries it the cluster is typed
+    (:attr:`pal_opt.model.Cluster.type_names`); when none does, untyped; a GPU node without it
+    among nodes with it is an error.
 ``status.capacity["nvidia.com/gpu"]``
     The node's GPUs (a whole number, written as a string as Kubernetes does).  Nodes without
     GPUs are left out.  When ``status.allocatable`` offers fewer, the difference (GPUs the
@@ -64,6 +69,7 @@ __all__ = [
     "DEFAULT_LEVELS",
     "HOSTNAME_LABEL",
     "GPU_RESOURCE",
+    "GPU_PRODUCT_LABEL",
     "OUT_OF_SERVICE_TAINTS",
     "group_labels",
     "parse_nodes",
@@ -82,6 +88,8 @@ DEFAULT_LEVELS: tuple[str, ...] = (
 )
 #: The extended resource that counts a node's GPUs.
 GPU_RESOURCE = "nvidia.com/gpu"
+#: The node label that names its GPU model (NVIDIA GPU Feature Discovery): the GPU type.
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 #: Taints that the node lifecycle controller sets on a node out of service.
 OUT_OF_SERVICE_TAINTS: frozenset[str] = frozenset({
     "node.kubernetes.io/unschedulable",
@@ -219,6 +227,7 @@ def parse_nodes(
     gpus: dict[str, int] = {}
     failed: dict[str, int] = {}
     paths: dict[str, list[str]] = {}
+    products: dict[str, tuple[Any, int]] = {}
     seen: dict[str, int] = {}
     for k, item in enumerate(_items(doc, source)):
         node = _node(item, k, source, resource)
@@ -236,6 +245,7 @@ def parse_nodes(
                                     source=source, path=f"items[{k}].metadata.labels")
             values.append(v)
         hosts.append(node.name)
+        products[node.name] = (node.labels.get(GPU_PRODUCT_LABEL), k)
         gpus[node.name] = node.gpus
         paths[node.name] = ["/".join(values[: i + 1]) for i in range(len(values))]
         failed[node.name] = node.gpus if node.why_out else node.unhealthy
@@ -247,7 +257,21 @@ def parse_nodes(
     tiers = tuple(
         TopologyLevel(lb, {h: paths[h][i] for h in hosts}) for i, lb in reversed(list(enumerate(groups)))
     )
-    return Topology.from_counts(hosts, tiers, gpus, failed, source=source)
+    return Topology.from_counts(hosts, tiers, gpus, failed, source=source, types=_gpu_products(products, source))
+
+
+def _gpu_products(products: Mapping[str, tuple[Any, int]], source: str) -> dict[str, str] | None:
+    """Each GPU node's ``nvidia.com/gpu.product`` label: all (a typed cluster), or none (None)."""
+    given = {h: v for h, (v, _) in products.items() if v is not None}
+    if not given:
+        return None
+    for h, (v, k) in products.items():
+        if not isinstance(v, str) or not v:
+            what = "has no label" if v is None else f"has an empty or non-text label {_shown(v)} for"
+            raise InstanceError(f"GPU node {h!r} {what} {GPU_PRODUCT_LABEL!r}, which other GPU nodes have "
+                                "(the GPU type: every GPU node or none)", source=source,
+                                path=f"items[{k}].metadata.labels")
+    return {h: str(v) for h, (v, _) in products.items()}
 
 
 def load_nodes(

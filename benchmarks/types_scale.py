@@ -1,0 +1,111 @@
+"""Scale check of the round program with GPU types: 2,048 GPUs of three types, HiGHS, 5 s.
+
+Rounds: :func:`pal_opt.generate.generate_typed_instance` on ``aws:64x8,rtx:96x8,dgx-ext:96x8``
+(512 + 768 + 768 GPUs, flat), 600 queued jobs of the Sia-Philly mix, 20 % of them guaranteed on
+one type, λ = 1.7, factors drawn from the Longhorn measurements (synthetic when ``../shared``
+is absent) and, when the Sia profiles are in ``../shared``, each class's relative throughput
+per type from them (:data:`pal_opt.generate.SIA_APP_OF_CLASS`); without them every type runs
+at 1.0 and types only constrain.  Seeds 0-2.
+
+Each round is solved by ``solve_ilp(backend="highs", gap=0.005, time_limit=5)``, prefix
+admission; *time* is the whole call (admission, formulation, start placements, LP bound, MIP,
+decoding, pricing), generation and binning outside it.
+
+Usage::
+
+    python benchmarks/types_scale.py [--seeds 3] [--update | --out-dir DIR]
+
+Writes ``types_scale.md`` (the committed one in ``benchmarks/results/`` only with ``--update``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import add_output_arguments, output_dir  # noqa: E402
+from suite import machine, measurements  # noqa: E402
+
+CLUSTER = "aws:64x8,rtx:96x8,dgx-ext:96x8"
+PROFILES = Path(__file__).resolve().parents[2] / "shared" / "data" / "sia-artifact" / "profiles"
+
+
+def throughput() -> dict[str, dict[str, float]] | None:
+    """PAL's classes' relative throughput per type from the Sia profiles (None if absent)."""
+    if not PROFILES.is_dir():
+        return None
+    from pal_opt.generate import SIA_APP_OF_CLASS
+    from pal_opt.gputypes import parse_cluster_spec
+    from pal_opt.hetero import load_applications, throughput_table
+
+    apps = load_applications(PROFILES, sorted(set(SIA_APP_OF_CLASS.values())))
+    return throughput_table(apps, [t for t, _, _ in parse_cluster_spec(CLUSTER)], SIA_APP_OF_CLASS)
+
+
+def run(seed: int, table: dict[str, dict[str, float]] | None) -> dict[str, Any]:
+    """One round: generated, binned, then solved with HiGHS for at most 5 s."""
+    from pal_opt.binning import binned_factors
+    from pal_opt.check import check
+    from pal_opt.generate import generate_typed_instance
+    from pal_opt.ilp import solve_ilp
+
+    inst = generate_typed_instance(CLUSTER, 600, seed=seed, guaranteed_fraction=0.2, measurements=measurements(),
+                                   throughput=table)
+    binned_factors(inst.cluster, inst.params.binning)
+    t0 = time.perf_counter()
+    res = solve_ilp(inst, backend="highs", gap=0.005, time_limit=5.0)
+    seconds = time.perf_counter() - t0
+    info = res.info
+    starts = {k[len("start_"):-len("_objective")]: v for k, v in info.items()
+              if k.startswith("start_") and k.endswith("_objective")}
+    return {"seed": seed, "time": seconds, "status": str(res.status), "gap": res.gap, "jobs": res.jobs_placed,
+            "guaranteed": sum(1 for j in inst.jobs if j.kind == "guaranteed"), "vars": info.get("num_vars"),
+            "rows": info.get("num_rows"), "lanes": info.get("num_profiles"), "source": info.get("start_source"),
+            "starts": starts, "bound": res.bound, "objective": res.objective, "valid": not check(inst, res)}
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.3f} %"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    add_output_arguments(ap)
+    args = ap.parse_args(argv)
+    out = output_dir(args, "types_scale") / "types_scale.md"
+    table = throughput()
+    rows = [run(seed, table) for seed in range(args.seeds)]
+    src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
+    tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
+    lines = ["# Round program with GPU types at 2,048 GPUs", "", "Machine:", "", *machine(), "",
+             f"Cluster `{CLUSTER}`; 600 queued jobs, 20 % guaranteed; factors: {src}; throughput: {tput}; "
+             "HiGHS, gap target 0.5 %, 5 s limit.", "",
+             "| seed | time s | status | gap at 5 s | admitted jobs | guaranteed in queue | variables | rows | "
+             "profiles | start | start objectives | objective | bound | valid |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|"]
+    for r in rows:
+        starts = ", ".join(f"{k} {v:.1f}" for k, v in r["starts"].items())
+        lines.append(f"| {r['seed']} | {r['time']:.2f} | {r['status']} | {_pct(r['gap'])} | {r['jobs']} | "
+                     f"{r['guaranteed']} | {r['vars']} | {r['rows']} | {r['lanes']} | {r['source']} | {starts} | "
+                     f"{r['objective']:.1f} | {r['bound']:.1f} | {'yes' if r['valid'] else 'NO'} |")
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines += ["", "*start*: the start placement the solver was given (the cheapest): `packing` places jobs by size, "
+              "each on its cheapest type that leaves room for the rest; `packing-regret` first gives every job a "
+              "type by regret (`pal_opt.ilp.heuristic`); `pal` is PAL's greedy with types (left out when it "
+              "cannot place every admitted job).", "",
+              f"Load average at the end: {load} (other work shared the two cores).", ""]
+    text = "\n".join(lines)
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

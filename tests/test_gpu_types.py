@@ -1,0 +1,369 @@
+"""GPU types in the core: the model, files and importers, admission, the greedy policies, the
+round program and the unplaceable reasons.  (The checker's type violations are in
+``test_check.py``; bad instance files in ``test_bad_input.py``.)"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from pal_opt import solve
+from pal_opt.admission import admit, unplaceable
+from pal_opt.binning import binned_factors
+from pal_opt.check import Kind, check, violations
+from pal_opt.cost import evaluate
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.gputypes import (
+    TypeBudget,
+    claim_all,
+    has_types,
+    parse_cluster_spec,
+    type_groups,
+    type_problem,
+    usable_types,
+)
+from pal_opt.ilp import solve_ilp
+from pal_opt.ilp.decode import encode
+from pal_opt.ilp.formulation import build_formulation
+from pal_opt.ilp.heuristic import start_placements
+from pal_opt.io import load_instance
+from pal_opt.io.instance import instance_from_dict, instance_to_dict
+from pal_opt.methods import greedy_names
+from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+
+TYPES = ["aws"] * 8 + ["rtx"] * 16 + ["dgx"] * 8
+SERVERS = [i // 4 for i in range(8)] + [2 + i // 8 for i in range(16)] + [4] * 8
+
+
+def cluster(throughput: dict | None = None, seed: int = 0) -> Cluster:
+    """aws: 2 servers of 4; rtx: 2 servers of 8; dgx: 1 server of 8 (32 GPUs)."""
+    rng = np.random.default_rng(seed)
+    f = {"classA": np.round(rng.uniform(0.9, 1.3, 32), 2), "classB": np.round(rng.uniform(0.95, 1.1, 32), 2)}
+    return Cluster.from_arrays(range(32), SERVERS, f, gpu_types=TYPES, throughput=throughput)
+
+
+THROUGHPUT = {"classA": {"aws": 1.0, "rtx": 1.8, "dgx": 4.8}, "classB": {"aws": 1.0, "rtx": 2.0, "dgx": 10.0}}
+
+
+def queue() -> tuple[Job, ...]:
+    return (
+        Job("g", 4, "classA", 0, kind="guaranteed", gpu_type="aws"),
+        Job("r", 8, "classB", 1),
+        Job("a", 6, "classB", 2, allowed_types=("rtx", "dgx")),
+        Job("m", 10, "classA", 3, mix_types=True),
+        Job("s", 4, "classA", 4, kind="strong-scaling", allowed_counts=(2, 4)),
+        Job("x", 3, "classB", 5),
+    )
+
+
+@pytest.fixture
+def round_() -> RoundInstance:
+    return RoundInstance(cluster(THROUGHPUT), queue(), RoundParams(binning="none"))
+
+
+# --------------------------------------------------------------------------- model
+def test_untyped_cluster_is_one_type() -> None:
+    c = Cluster.uniform(2, 2, {"classA": [1.0] * 4})
+    assert c.type_names == () and not c.typed and c.num_types == 1 and c.type_of.tolist() == [0] * 4
+    assert "type" not in c.graph.nodes[("gpu", 0)] and c.speed("classA") is None
+
+
+def test_typed_cluster_graph_round_trip() -> None:
+    c = cluster(THROUGHPUT)
+    assert c.type_names == ("aws", "rtx", "dgx") and c.type_counts.tolist() == [8, 16, 8]
+    assert all(c.graph.nodes[("gpu", g)]["type"] == TYPES[g] for g in range(32))
+    back = Cluster.from_graph(c.graph)
+    assert back.type_names == c.type_names and np.array_equal(back.type_of, c.type_of)
+    assert c.with_state(np.zeros(32, dtype=np.int8)).type_names == c.type_names
+    assert c.speed("classB").tolist() == [1.0] * 8 + [2.0] * 16 + [10.0] * 8
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"gpu_types": ["a"] * 3}, "gpus[].type: one GPU type per GPU expected, got 3 for 4 GPUs"),
+    ({"gpu_types": ["a", "", "a", "a"]}, "gpus[].type: GPU type names must be non-empty strings, got ''"),
+    ({"gpu_types": "aabb", "throughput": {"classA": {"c": 1.0}}}, "throughput.classA.c: unknown GPU type 'c'"),
+    ({"gpu_types": "aabb", "throughput": {"classZ": {"a": 1.0}}}, "throughput.classZ: class 'classZ' has no GPU"),
+    ({"gpu_types": "aabb", "throughput": {"classA": {"a": 0.0}}}, "throughput.classA.a: must be a finite number > 0"),
+    ({"throughput": {"classA": {"a": 1.0}}}, "throughput.classA.a: unknown GPU type 'a' (known: none"),
+])
+def test_cluster_type_errors_name_the_field(kwargs: dict, message: str) -> None:
+    with pytest.raises(InstanceError) as exc:
+        Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, **kwargs)
+    assert message in str(exc.value)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"kind": "elastic"}, "jobs[0].kind: must be one of rigid, strong-scaling, guaranteed, adaptive"),
+    ({"kind": "guaranteed"}, "jobs[0].gpu_type: a guaranteed job needs its GPU type"),
+    ({"gpu_type": ""}, "jobs[0].gpu_type: must be a non-empty string"),
+    ({"gpu_type": "a", "allowed_types": ("b",)}, "jobs[0].allowed_types: give gpu_type (one type) or allowed_types"),
+    ({"allowed_types": ("a", "a")}, "jobs[0].allowed_types: must be a non-empty list of distinct GPU type names"),
+    ({"allowed_types": ()}, "jobs[0].allowed_types: must be a non-empty list"),
+    ({"gpu_type": "a", "mix_types": True}, "jobs[0].mix_types: a job on one GPU type (gpu_type) cannot mix types"),
+    ({"mix_types": "yes"}, "jobs[0].mix_types: must be true or false"),
+    ({"allowed_counts": (2, 4)}, "jobs[0].allowed_counts: a rigid job runs on exactly demand=4 GPUs, got [2, 4]"),
+    ({"kind": "adaptive", "allowed_counts": (2, 8)}, "jobs[0].allowed_counts: must include the demand (4)"),
+    ({"kind": "adaptive", "allowed_counts": (0, 4)}, "jobs[0].allowed_counts: must be a non-empty list of distinct"),
+    ({"kind": "adaptive", "allowed_counts": (4, 2), "placement": (0, 1, 2)},
+     "jobs[0].placement: a running job must hold exactly one of [2, 4] distinct GPUs"),
+])
+def test_job_type_errors_name_the_field(kwargs: dict, message: str) -> None:
+    with pytest.raises(InstanceError) as exc:
+        Job(1, 4, "classA", **kwargs)
+    assert message in str(exc.value)
+
+
+def test_job_kinds_and_counts() -> None:
+    j = Job(1, 4, "classA", kind="adaptive", allowed_counts=(4, 1, 2), placement=(0, 1))
+    assert j.counts == (1, 2, 4) and j.type_choice is None and not j.constrains_types
+    g = Job(2, 2, "classA", kind="guaranteed", gpu_type="rtx")
+    assert g.type_choice == ("rtx",) and g.constrains_types and g.counts == (2,)
+
+
+# --------------------------------------------------------------------------- types of a job
+def test_usable_types_and_groups() -> None:
+    c = cluster({"classA": {"aws": 1.0, "rtx": 2.0}})  # classA has no profile on dgx
+    assert usable_types(c, Job(1, 2, "classA")) == (0, 1)
+    assert usable_types(c, Job(1, 2, "classB")) == (0, 1, 2)
+    assert type_groups(c, Job(1, 2, "classB")) == ((0,), (1,), (2,))
+    assert type_groups(c, Job(1, 2, "classB", mix_types=True)) == ((0, 1, 2),)
+    assert type_groups(c, Job(1, 2, "classB", allowed_types=("dgx", "aws"))) == ((0,), (2,))
+    assert type_groups(c, Job(1, 2, "classA", gpu_type="dgx")) == ()
+
+
+@pytest.mark.parametrize("job,reason", [
+    (Job(1, 2, "classA", gpu_type="v100"), ("gpu_type", "GPU type 'v100' is not in the cluster (types: 'aws', 'rtx', 'dgx')")),
+    (Job(1, 2, "classA", allowed_types=("v100", "h100")),
+     ("allowed_types", "none of the GPU types ['v100', 'h100'] is in the cluster (types: 'aws', 'rtx', 'dgx')")),
+    (Job(1, 2, "classA", gpu_type="dgx"), ("class", "class 'classA' has no throughput on GPU type(s) 'dgx'")),
+    (Job(1, 9, "classB", kind="guaranteed", gpu_type="dgx"), ("gpu_type", "needs 9 GPUs of type 'dgx', which has 8")),
+    (Job(1, 17, "classB"), ("demand", "needs 17 GPUs of one type; the largest, 'rtx', has 16")),
+    (Job(1, 25, "classA", mix_types=True), ("demand", "needs 25 GPUs of types 'aws', 'rtx', which have 24")),
+    (Job(1, 24, "classA", mix_types=True), None),
+])
+def test_type_problems(job: Job, reason: tuple[str, str] | None) -> None:
+    assert type_problem(cluster({"classA": {"aws": 1.0, "rtx": 2.0}}), job) == reason
+
+
+def test_type_problems_are_unplaceable_reasons_in_a_round() -> None:
+    c = cluster({"classA": {"aws": 1.0, "rtx": 2.0}})
+    jobs = (Job("v", 2, "classA", 0, gpu_type="v100"), Job("d", 2, "classA", 1, gpu_type="dgx"),
+            Job("big", 9, "classB", 2, kind="guaranteed", gpu_type="dgx"), Job("ok", 2, "classB", 3),
+            Job("huge", 40, "classB", 4))
+    inst = RoundInstance(c, jobs)
+    assert unplaceable(inst) == {
+        "v": "GPU type 'v100' is not in the cluster (types: 'aws', 'rtx', 'dgx')",
+        "d": "class 'classA' has no throughput on GPU type(s) 'dgx'",
+        "big": "needs 9 GPUs of type 'dgx', which has 8",
+        "huge": "needs 40 GPUs; the cluster has 32",
+    }
+    assert admit(inst, "backfill") == [3]
+    assert admit(inst, "prefix") == []
+    for method in ("pal", "packed", "ilp"):
+        res = solve(inst, method=method, admission="backfill")
+        assert set(res.placements) == {"ok"} and check(inst, res) == []
+        assert res.unplaceable["big"] == "needs 9 GPUs of type 'dgx', which has 8"
+
+
+def test_a_named_type_on_an_untyped_cluster_is_unplaceable() -> None:
+    c = Cluster.uniform(2, 4, {"classA": [1.0] * 8})
+    inst = RoundInstance(c, (Job("a", 2, "classA", 0, gpu_type="aws"), Job("b", 2, "classA", 1)))
+    assert has_types(inst) and unplaceable(inst) == {"a": "GPU type 'aws' is not in the cluster (types: none)"}
+    assert admit(inst, "backfill") == [1]
+
+
+def test_parse_cluster_spec_is_shared_with_hetero() -> None:
+    from pal_opt.hetero.simulate import parse_cluster
+
+    assert parse_cluster is parse_cluster_spec
+    assert parse_cluster_spec("aws:6x4, rtx:3x8") == [("aws", 6, 4), ("rtx", 3, 8)]
+    for bad in ("aws:6", "aws:0x4", "aws:1x1,aws:2x2", ":1x1"):
+        with pytest.raises(OptionError):
+            parse_cluster_spec(bad)
+
+
+def test_claims_keep_room_for_constrained_jobs() -> None:
+    # a rigid job of 4 would take type 0 by best fit; claimed most constrained first it takes 1
+    got = claim_all({0: [(0,), (1,)], 1: [(0,)]}, {0: 4, 1: 4}, np.array([4, 8]))
+    assert got is not None and got[1].tolist() == [4, 0] and got[0].tolist() == [0, 4]
+    budget = TypeBudget({0: [(0,), (1,)], 1: [(0,)]}, {0: 4, 1: 4}, np.array([4, 8]))
+    assert budget.feasible
+    assert not budget.allows(0, np.array([4, 0]))  # job 1 could no longer get type 0
+    assert budget.allows(0, np.array([0, 4]))
+
+
+# --------------------------------------------------------------------------- factors
+def test_factors_are_divided_by_throughput() -> None:
+    c = cluster(THROUGHPUT)
+    f = binned_factors(c, "none")
+    assert np.allclose(f["classB"], c.factors["classB"] / c.speed("classB"))
+    untyped = Cluster.from_arrays(range(32), SERVERS, c.factors)
+    assert binned_factors(untyped, "none")["classB"] is untyped.factors["classB"]
+
+
+# --------------------------------------------------------------------------- placements
+@pytest.mark.parametrize("method", [*greedy_names(), "ilp"])
+@pytest.mark.parametrize("admission", ["prefix", "backfill"])
+def test_every_method_respects_types(method: str, admission: str, round_: RoundInstance) -> None:
+    res = solve(round_, method=method, admission=admission, **({"seed": 1} if method == "random" else {}))
+    assert check(round_, res) == []
+    assert res.placements
+    t = round_.cluster.type_names
+    for jid, gpus in res.placements.items():
+        job = round_.job_by_id[jid]
+        kinds = {t[round_.cluster.type_of[g]] for g in gpus}
+        assert len(gpus) == job.demand
+        if job.gpu_type is not None:
+            assert kinds == {job.gpu_type}
+        if not job.mix_types:
+            assert len(kinds) == 1
+
+
+def test_ignoring_types_is_a_comparator(round_: RoundInstance) -> None:
+    kept = solve(round_, method="pal", admission="backfill")
+    ignored = solve(round_, method="pal", admission="backfill", respect_types=False)
+    assert check(round_, kept) == []
+    assert {v.kind for v in violations(round_, ignored)} & {Kind.GPU_TYPE, Kind.MIXED_TYPES}
+    with pytest.raises(OptionError, match="respect_types"):
+        solve(round_, method="ilp", respect_types=False)
+
+
+def test_the_program_prefers_the_fast_type_and_is_exact(round_: RoundInstance) -> None:
+    res = solve_ilp(round_, admission="backfill")
+    assert res.status == "optimal" and check(round_, res) == []
+    # classB runs 10x faster on dgx: the 8-GPU rigid classB job goes there
+    assert {round_.cluster.type_names[round_.cluster.type_of[g]] for g in res.placements["r"]} == {"dgx"}
+    # never worse than any start placement
+    form = build_formulation(round_, admit(round_, "backfill"))
+    f = binned_factors(round_.cluster, "none")
+    for placement in start_placements(form).values():
+        assert evaluate(round_, placement, f).cost >= res.objective - 1e-9
+        assert math.isclose(form.objective(encode(form, placement)), evaluate(round_, placement, f).cost,
+                            rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_the_program_agrees_with_brute_force_on_a_tiny_typed_round() -> None:
+    c = Cluster.from_arrays(range(6), [0, 0, 1, 1, 2, 2], {"classA": [1.0, 1.2, 1.1, 1.0, 1.3, 1.0]},
+                            gpu_types="aabbcc", throughput={"classA": {"a": 1.0, "b": 1.5, "c": 3.0}})
+    jobs = (Job(1, 2, "classA", 0), Job(2, 2, "classA", 1, allowed_types=("a", "c")),
+            Job(3, 2, "classA", 2, kind="guaranteed", gpu_type="c"))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none"))
+    res = solve_ilp(inst)
+    f = binned_factors(c, "none")
+    from itertools import permutations
+
+    best = math.inf
+    for perm in permutations(range(6)):
+        p = {1: perm[0:2], 2: perm[2:4], 3: perm[4:6]}
+        if not check(inst, {"placements": {k: list(v) for k, v in p.items()}, "admission": "given"}):
+            best = min(best, evaluate(inst, p, f).cost)
+    assert math.isclose(res.objective, best, rel_tol=1e-9) and check(inst, res) == []
+
+
+def test_a_running_job_off_its_types_cannot_stay() -> None:
+    c = cluster()
+    jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="dgx", placement=(0, 1)),)
+    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=60))
+    res = solve_ilp(inst)
+    assert check(inst, res) == [] and set(res.placements["g"]) <= set(range(24, 32))
+
+
+# --------------------------------------------------------------------------- files and importers
+def test_instance_files_carry_types(round_: RoundInstance, tmp_path) -> None:
+    d = instance_to_dict(round_)
+    assert d["cluster"]["gpus"]["type"] == TYPES and d["cluster"]["throughput"] == THROUGHPUT
+    assert d["jobs"][0] == {"id": "g", "demand": 4, "class": "classA", "kind": "guaranteed", "gpu_type": "aws"}
+    assert d["jobs"][4]["allowed_counts"] == [2, 4] and d["jobs"][3]["mix_types"] is True
+    back = instance_from_dict(json.loads(json.dumps(d)))
+    assert instance_to_dict(back) == d and back.jobs == round_.jobs
+
+
+def test_untyped_files_are_unchanged() -> None:
+    c = Cluster.uniform(2, 2, {"classA": [1.0] * 4})
+    d = instance_to_dict(RoundInstance(c, (Job(1, 2, "classA"),)))
+    assert "type" not in d["cluster"]["gpus"] and "throughput" not in d["cluster"]
+    assert d["jobs"] == [{"id": 1, "demand": 2, "class": "classA"}]
+
+
+def test_blox_gpu_type_column(tmp_path) -> None:
+    from pal_opt.io import load_blox
+    from pal_opt.io.blox import blox_gpu_rows
+
+    gpus = tmp_path / "gpus.csv"
+    gpus.write_text("GPU_ID,Node_ID,IN_USE,JOB_IDS,PerfVar_classA,GPU_TYPE\n"
+                    "0,0,false,,1.0,v100\n1,0,false,,1.1,v100\n2,1,false,,1.0,a100\n3,1,false,,0.9,a100\n")
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,num_gpus,perfclass\n7,2,classA\n")
+    inst = load_blox(gpus, jobs)
+    assert inst.cluster.type_names == ("v100", "a100")
+    assert [r["GPU_TYPE"] for r in blox_gpu_rows(inst)] == ["v100", "v100", "a100", "a100"]
+    gpus.write_text("GPU_ID,Node_ID,IN_USE,JOB_IDS,PerfVar_classA,GPU_TYPE\n0,0,false,,1.0,\n")
+    with pytest.raises(InstanceError, match="GPU_TYPE.*empty GPU type"):
+        load_blox(gpus, jobs)
+
+
+def _node(name: str, gpus: int, product: str | None) -> dict:
+    labels = {"kubernetes.io/hostname": name}
+    if product is not None:
+        labels["nvidia.com/gpu.product"] = product
+    return {"kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"capacity": {"nvidia.com/gpu": str(gpus)}}}
+
+
+def test_kubernetes_gpu_product_labels() -> None:
+    from pal_opt.topology import to_cluster
+    from pal_opt.topology.kubernetes import parse_nodes
+
+    doc = {"kind": "List", "items": [_node("n0", 4, "NVIDIA-A100"), _node("cpu", 0, None), _node("n1", 2, "Tesla-T4")]}
+    c = to_cluster(parse_nodes(doc, levels=["kubernetes.io/hostname"]))
+    assert c.type_names == ("NVIDIA-A100", "Tesla-T4") and c.type_counts.tolist() == [4, 2]
+    plain = {"kind": "List", "items": [_node("n0", 4, None), _node("n1", 2, None)]}
+    assert not to_cluster(parse_nodes(plain, levels=["kubernetes.io/hostname"])).typed
+    partial = {"kind": "List", "items": [_node("n0", 4, "NVIDIA-A100"), _node("n1", 2, None)]}
+    with pytest.raises(InstanceError, match=r"items\[1\].metadata.labels: GPU node 'n1' has no label"):
+        parse_nodes(partial, levels=["kubernetes.io/hostname"], source="nodes.json")
+
+
+def test_generate_typed_cli_solve_and_check(tmp_path, capsys) -> None:
+    from pal_opt.cli import main
+
+    out = tmp_path / "t.json"
+    assert main(["generate", "--cluster", "aws:2x4,rtx:2x8", "--jobs", "12", "--guaranteed-fraction", "0.5",
+                 "--running-fraction", "0.3", "-o", str(out)]) == 0
+    inst = load_instance(out)
+    assert inst.cluster.type_names == ("aws", "rtx") and any(j.kind == "guaranteed" for j in inst.jobs)
+    for j in inst.jobs:  # running jobs run on their types
+        if j.placement is not None and j.gpu_type is not None:
+            assert {inst.cluster.type_names[inst.cluster.type_of[g]] for g in j.placement} == {j.gpu_type}
+    for method in ("pal", "ilp"):
+        p = tmp_path / f"{method}.json"
+        assert main(["solve", str(out), "--method", method, "-o", str(p), "--quiet"]) == 0
+        assert main(["check", str(out), str(p)]) == 0
+    assert main(["solve", str(out), "--method", "pal", "--ignore-types", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["generate", "--cluster", "aws:2x4", "--nodes", "2", "--jobs", "1", "-o", str(out)]) == 2
+    assert "give --cluster or --nodes/--gpus-per-node, not both" in capsys.readouterr().err
+    assert main(["solve", str(out), "--method", "ilp", "--ignore-types"]) == 2
+    assert "--ignore-types do not apply to method 'ilp'" in capsys.readouterr().err
+
+
+def test_generated_typed_rounds_are_deterministic() -> None:
+    from pal_opt.generate import generate_typed_instance
+
+    a = generate_typed_instance("aws:2x4,rtx:1x8", 10, seed=3, guaranteed_fraction=0.4)
+    b = generate_typed_instance([("aws", 2, 4), ("rtx", 1, 8)], 10, seed=3, guaranteed_fraction=0.4)
+    assert instance_to_dict(a) == instance_to_dict(b)
+    assert all(j.demand <= 8 for j in a.jobs)
+
+
+def test_partitioned_solves_a_typed_round_whole(round_: RoundInstance) -> None:
+    from pal_opt.ilp.partition import part_instance
+
+    res = solve(round_, method="ilp-partitioned", parts=2)
+    assert check(round_, res) == [] and res.info["partition"]["k"] == 1
+    sub = part_instance(round_, binned_factors(round_.cluster, "none"), np.array([0, 4]), [0, 1], "p")
+    assert sub.cluster.type_names == ("aws", "dgx")
+    assert sub.cluster.throughput["classA"] == {"aws": 1.0, "dgx": 1.0}
