@@ -124,6 +124,14 @@ class ClassIndex:
         ``by_level[level_ptr[l]:level_ptr[l + 1]]`` are the GPUs of level ``l``.
     level_list
         ``level_of`` as a Python list.
+    cell_of
+        Per GPU position: its cell, the (level, server) pair it belongs to.  Cells are numbered
+        in (level, server) order and only pairs that hold a GPU exist (at most one per GPU, where
+        levels × servers can be millions).
+    cell_server
+        Per cell: its server.
+    cell_bounds
+        The cells of level ``l`` are ``cell_bounds[l]`` to ``cell_bounds[l + 1]`` (Python ints).
     level_pad
         ``level_of`` with one more entry, ``num_levels`` (for :attr:`ServerIndex.grid`'s padding).
     """
@@ -134,6 +142,9 @@ class ClassIndex:
     first_seen: tuple[int, ...]
     by_level: np.ndarray
     level_ptr: np.ndarray
+    cell_of: np.ndarray
+    cell_server: np.ndarray
+    cell_bounds: list[int]
     level_list: list[int] = field(default_factory=list, repr=False)
     level_pad: np.ndarray = field(init=False, repr=False)
 
@@ -184,7 +195,17 @@ def _class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
     ptr = np.zeros(levels.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(inv, minlength=levels.size), out=ptr[1:])
     first_seen = tuple(int(x) for x in np.argsort(first, kind="stable"))
-    return ClassIndex(factors, levels, inv, first_seen, by_level, ptr)
+    s = max(cluster.num_servers, 1)
+    key = inv * s + cluster.server_of
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    new = np.ones(k.size, dtype=bool)
+    new[1:] = k[1:] != k[:-1]
+    cell_of = np.empty(k.size, dtype=np.int64)
+    cell_of[order] = np.cumsum(new) - 1
+    cells = k[new]
+    bounds = np.searchsorted(cells // s, np.arange(levels.size + 1)).tolist()
+    return ClassIndex(factors, levels, inv, first_seen, by_level, ptr, cell_of, cells % s, bounds)
 
 
 # --------------------------------------------------------------------------- mutable state
@@ -206,8 +227,8 @@ class FreeGpus:
         Free mask by GPU position.
     server_free : ndarray of int64, shape (S,)
         Free GPUs per server.
-    cnt : dict class -> ndarray of int64, shape (L, S)
-        Free GPUs per (level, server) of that class.
+    cell_free : dict class -> ndarray of int64
+        Free GPUs per cell (:attr:`ClassIndex.cell_of`) of that class; see :meth:`level_cells`.
     tot : dict class -> ndarray of int64, shape (L,)
         Free GPUs per level of that class.
     index : dict class -> ClassIndex
@@ -243,12 +264,12 @@ class FreeGpus:
         self.server_free = self.counts[:s]
         #: Number of free GPUs.
         self.num_free = int(self.free.sum())
-        self.cnt: dict[str, np.ndarray] = {}
+        self.cell_free: dict[str, np.ndarray] = {}
         self.tot: dict[str, np.ndarray] = {}
         for c, off in zip(self.index, offsets, strict=True):
-            lv = self.index[c].num_levels
-            self.cnt[c] = self.counts[off : off + lv * s].reshape(lv, s)
-            self.tot[c] = self.counts[off + lv * s : off + lv * s + lv]
+            lv, nc = self.index[c].num_levels, self.index[c].cell_server.size
+            self.cell_free[c] = self.counts[off : off + nc]
+            self.tot[c] = self.counts[off + nc : off + nc + lv]
         #: Servers whose free GPUs changed, in the order they changed (with repeats); each
         #: class's ranked levels are up to date with the first ``_ranked[c][1]`` of them.
         self._changed: list[int] = []
@@ -281,6 +302,13 @@ class FreeGpus:
         np.add.at(self.counts, self._codes[pos].ravel(), 1)
         self.num_free += len(plist)
         self._changed.extend([self._server_list[p] for p in plist])
+
+    def level_cells(self, perfclass: str, level: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The servers holding GPUs of ``perfclass`` at ``level`` (ascending), their free GPUs
+        there (a view of :attr:`cell_free`), and the number of the first of these cells."""
+        ci = self.index[perfclass]
+        a, b = ci.cell_bounds[level], ci.cell_bounds[level + 1]
+        return ci.cell_server[a:b], self.cell_free[perfclass][a:b], a
 
     def server_gpus_at(self, s: int, ci: ClassIndex, level: int, *, at_most: bool = False) -> list[int]:
         """Free positions of server ``s`` at factor ``level`` (or ≤ it), in position order."""
@@ -328,7 +356,8 @@ class FreeGpus:
 def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarray, list[int], int]:
     """Per GPU, the slots of the flat count array it contributes to (cached on the cluster).
 
-    Column 0 is the GPU's server; then, per class, its (level, server) cell and its level total.
+    Column 0 is the GPU's server; then, per class, its cell (:attr:`ClassIndex.cell_of`) and its
+    level total.
     Returns the code matrix, each class's offset into the flat array and the array's size.
     """
     key = ("policy-codes", tuple((c, id(ci)) for c, ci in index.items()))
@@ -345,11 +374,11 @@ def _build_codes(
     offsets = []
     off = s
     for ci in index.values():
-        lv = ci.num_levels
+        nc = ci.cell_server.size
         offsets.append(off)
-        cols.append(off + ci.level_of * s + cluster.server_of)
-        cols.append(off + lv * s + ci.level_of)
-        off += lv * s + lv
+        cols.append(off + ci.cell_of)
+        cols.append(off + nc + ci.level_of)
+        off += nc + ci.num_levels
     codes = np.ascontiguousarray(np.column_stack(cols).astype(np.int64))
     codes.setflags(write=False)
     return codes, offsets, off, tuple(index.values())
