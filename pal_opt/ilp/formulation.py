@@ -447,10 +447,20 @@ def _levels(instance: RoundInstance, data: _RoundData) -> _Levels:
         np.add.at(cntr, cl.rack_of_server, cnt)
     tot = cnt.sum(axis=0)
     per: dict[str, list[np.ndarray]] = {k: [] for k in ("lev_s", "cum_s", "lev_r", "cum_r", "lev_c", "cum_c")}
+    srv = cl.server_of[data.free_pos]
+    nodes = {"s": (srv, cl.num_servers), "r": (cl.rack_of_server[srv] if cl.racked else None, len(cl.rack_ids)),
+             "c": (np.zeros(srv.size, dtype=np.int64), None)}
     for p, prof in enumerate(profiles):
-        onehot = (type_levels[:, p][:, None] == np.arange(prof.num_levels)[None, :]).astype(np.int64)
-        for tag, counts in (("s", cnt), ("r", cntr), ("c", tot)):
-            lev = counts @ onehot
+        # free GPUs per (node, level of profile p): counted over the GPUs (the same as the type
+        # counts times a one-hot type -> level matrix, without its types × levels size)
+        nl = prof.num_levels
+        level = type_levels[gt, p]
+        for tag, (node, n) in nodes.items():
+            if node is None:  # not racked: no rack counts
+                lev = np.zeros((n, nl), dtype=np.int64)
+            else:
+                lev = np.bincount(node * nl + level, minlength=(n or 1) * nl).astype(np.int64).reshape(-1, nl)
+                lev = lev[0] if n is None else lev
             per[f"lev_{tag}"].append(lev)
             per[f"cum_{tag}"].append(np.cumsum(lev, axis=-1))
     return _Levels(profiles, class_profile, type_levels, gpu_type, cnt, cntr, tot, **per)
