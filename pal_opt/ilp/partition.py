@@ -65,6 +65,7 @@ import numpy as np
 
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
+from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
@@ -77,6 +78,8 @@ __all__ = ["Partition", "partition_round", "part_instance", "solve_partitioned",
 
 #: Bound options of :func:`solve_partitioned`.
 BOUND_MODES: tuple[str, ...] = ("lp", "none")
+#: Seconds a deadline keeps for merging the parts and pricing the round.
+MERGE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -337,6 +340,7 @@ def solve_partitioned(
     warm_start: bool = True,
     deterministic: bool = True,
     backend_params: Mapping[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> PlacementResult:
     """Solve a round as ``k`` parts of the same make-up, in parallel, with a whole-round bound.
 
@@ -363,6 +367,11 @@ def solve_partitioned(
         ``"lp"`` (the whole round's LP relaxation, valid: module docstring) or ``"none"``.
     bound_time_limit
         Time limit of the LP relaxation (None: none).
+    deadline
+        A ``time.monotonic()`` value (:mod:`pal_opt.deadline`): each part's and the LP bound's
+        time limit is cut to the time left then, less :data:`MERGE_SECONDS` for merging
+        (``pal-opt solve --method ilp-partitioned --time-limit T`` sets it).  Approximate: the
+        pool's start and the parts' transfer are not budgeted.
 
     Returns
     -------
@@ -383,6 +392,10 @@ def solve_partitioned(
         raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
     t0 = time.perf_counter()
     setup = prepare_round(instance, binning, backend, admission, jobs)
+    if deadline is not None:
+        left = max(Deadline(deadline).left() - MERGE_SECONDS, 0.05)
+        time_limit = left if time_limit is None else min(time_limit, left)
+        bound_time_limit = left if bound_time_limit is None else min(bound_time_limit, left)
     opts: dict[str, Any] = dict(backend=setup.backend.name, time_limit=time_limit, gap=gap, threads=threads,
                                 warm_start=warm_start, deterministic=deterministic)
     if backend_params:
