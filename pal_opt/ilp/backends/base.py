@@ -410,10 +410,10 @@ class ThreadedBackend(Backend):
     running at the deadline is abandoned (:class:`BackendOverran`)."""
 
     def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
-        stop_at = give_up_at = None
-        if options.deadline is not None:
-            give_up_at = options.deadline
-            stop_at = min(time.monotonic() + (options.time_limit or 0.0) + 0.5 * self.stop_seconds, give_up_at)
+        if options.deadline is None:
+            return run_interruptibly(lambda: self._run(model), lambda: self._stop(model))
+        give_up_at = options.deadline
+        stop_at = min(time.monotonic() + (options.time_limit or 0.0) + 0.5 * self.stop_seconds, give_up_at)
         return run_interruptibly(lambda: self._run(model), lambda: self._stop(model), stop_at=stop_at,
                                  give_up_at=give_up_at, name=self.name)
 
