@@ -72,30 +72,34 @@ def _instances(sizes: list[int], where: Path) -> dict[int, Path]:
     return out
 
 
-def _run(cmd: list[str], env: dict[str, str], timeout: float, nice: bool) -> dict[str, Any]:
-    """One process: wall seconds (spawn to exit), exit code, peak RSS (bytes), stdout, stderr.
+def _run(cmd: list[str], env: dict[str, str], timeout: float, nice: bool, cwd: Path) -> dict[str, Any]:
+    """One process: wall seconds (spawn to exit), exit code, peak RSS (bytes), CPU seconds (user
+    + system), stdout, stderr.  It runs in ``cwd`` (not this checkout: ``python -m`` puts the
+    working directory first on ``sys.path``, ahead of ``PYTHONPATH``).
 
-    The peak comes from GNU ``time`` (``%M``) when installed: the kernel's high-water mark survives
-    ``exec``, so a process forked from this (large) one would report this one's memory.
+    Peak and CPU come from GNU ``time`` (``%M``, ``%U``, ``%S``) when installed: the kernel's
+    high-water mark survives ``exec``, so a process forked from this (large) one would report this
+    one's memory.
     """
     gnu_time = Path("/usr/bin/time")
     with tempfile.TemporaryDirectory() as tmp:
         rss_file = Path(tmp) / "rss"
         full = ["nice", "-n", "10", *cmd] if nice else cmd
         if gnu_time.exists():
-            full = [str(gnu_time), "-f", "%M", "-o", str(rss_file), *full]
+            full = [str(gnu_time), "-f", "%M %U %S", "-o", str(rss_file), *full]
         t0 = time.monotonic()
         try:
-            proc = subprocess.run(full, capture_output=True, env=env, timeout=timeout)
+            proc = subprocess.run(full, capture_output=True, env=env, timeout=timeout, cwd=cwd)
             code, out, err = proc.returncode, proc.stdout, proc.stderr
         except subprocess.TimeoutExpired as exc:
             code, out, err = -9, exc.stdout or b"", exc.stderr or b""
         wall = time.monotonic() - t0
         try:
-            peak = int(rss_file.read_text().split()[-1]) * 1024
-        except (OSError, ValueError, IndexError):
-            peak = 0
-    return {"wall": wall, "code": code, "peak_rss": peak, "stdout": out.decode(errors="replace"),
+            kib, user, system = rss_file.read_text().split()[-3:]
+            peak, cpu = int(kib) * 1024, float(user) + float(system)
+        except (OSError, ValueError):
+            peak, cpu = 0, None
+    return {"wall": wall, "code": code, "peak_rss": peak, "cpu": cpu, "stdout": out.decode(errors="replace"),
             "stderr": err.decode(errors="replace"), "timed_out": code == -9}
 
 
@@ -123,7 +127,7 @@ def ilp_runs(paths: dict[int, Path], backends: list[str], limits: list[float], s
                 out = work / f"ilp-{g}-{b}-{t:g}.json"
                 out.unlink(missing_ok=True)
                 r = _run([*_cli(source), "solve", str(path), "--method", "ilp", "--backend", b, "--time-limit",
-                          f"{t:g}", "-o", str(out), "--quiet"], _env(source), t + 300, nice)
+                          f"{t:g}", "-o", str(out), "--quiet"], _env(source), t + 300, nice, work)
                 doc = json.loads(out.read_text()) if out.exists() else None
                 if doc is not None:
                     inst = inst or load_instance(path)
@@ -133,6 +137,7 @@ def ilp_runs(paths: dict[int, Path], backends: list[str], limits: list[float], s
                 info = (doc or {}).get("info", {})
                 rows.append({
                     "gpus": g, "backend": b, "limit": t, "wall": r["wall"], "over": r["wall"] - t, "code": r["code"],
+                    "cpu": r["cpu"],
                     "peak_rss": r["peak_rss"], "valid": valid, "status": (doc or {}).get("status"),
                     "stage": info.get("time_limit_reached"), "gap": (doc or {}).get("gap"),
                     "bound": (doc or {}).get("bound"), "objective": (doc or {}).get("objective"),
@@ -185,10 +190,12 @@ def greedy_whole(paths: dict[int, Path], source: Path, work: Path, nice: bool, r
         for _ in range(repeats):
             out = work / f"pal-{g}.json"
             runs.append(_run([*_cli(source), "solve", str(path), "--method", "pal", "-o", str(out), "--quiet"],
-                             _env(source), 600, nice))
+                             _env(source), 600, nice, work))
         ok = all(r["code"] == 0 for r in runs)
+        cpus = [r["cpu"] for r in runs if r["cpu"] is not None]
         rows.append({"gpus": g, "wall": statistics.median(r["wall"] for r in runs),
-                     "walls": [r["wall"] for r in runs], "peak_rss": max(r["peak_rss"] for r in runs), "ok": ok})
+                     "walls": [r["wall"] for r in runs], "cpu": statistics.median(cpus) if cpus else None,
+                     "peak_rss": max(r["peak_rss"] for r in runs), "ok": ok})
         progress(f"{g} greedy whole process: {rows[-1]['wall']:.2f} s")
     return rows
 
@@ -215,13 +222,14 @@ def report(rows: list[dict[str, Any]], gin: list[dict[str, Any]], gwhole: list[d
            base: dict[str, Any] | None, head: list[str]) -> list[str]:
     lines = [*head, "## 1. `pal-opt solve --method ilp --time-limit T` (whole process)", "",
              f"Target: wall ≤ T + {SLACK:g} s at every size; always a valid placement and the best bound known.", "",
-             "| GPUs | backend | T s | wall s | wall − T s | status | stopped at | gap | program vars | "
+             "| GPUs | backend | T s | wall s | wall − T s | CPU s | status | stopped at | gap | program vars | "
              "answer | valid | peak RSS MiB |",
-             "|---:|---|---:|---:|---:|---|---|---:|---:|---|---|---:|"]
+             "|---:|---|---:|---:|---:|---:|---|---|---:|---:|---|---|---:|"]
     for r in rows:
         answer = r["incumbent"] or (f"start ({r['source']})" if r["source"] else "–")
         lines.append(
-            f"| {r['gpus']:,} | {r['backend']} | {r['limit']:g} | {r['wall']:.2f} | {r['over']:+.2f} | {r['status']} | "
+            f"| {r['gpus']:,} | {r['backend']} | {r['limit']:g} | {r['wall']:.2f} | {r['over']:+.2f} | {_f(r['cpu'])} | "
+            f"{r['status']} | "
             f"{r['stage'] or '–'} | {_pct(r['gap'])} | {r['vars'] or '–'} | {answer} | "
             f"{'yes' if r['valid'] else 'NO'} | {r['peak_rss'] / MiB:.0f} |")
     worst = max(rows, key=lambda r: r["over"]) if rows else None
@@ -236,24 +244,25 @@ def report(rows: list[dict[str, Any]], gin: list[dict[str, Any]], gwhole: list[d
     lines += ["## 2. Greedy PAL", "",
               f"Targets at 65,536 GPUs: ≤ {GREEDY_IN_PROCESS:g} s in process, ≤ {GREEDY_WHOLE:g} s whole process.", "",
               "| GPUs | jobs | placed | policy s (median of 3) | policy cold s | binning s | `solve(..., \"pal\")` s | "
-              "whole process s (median of 3) | whole-process peak RSS MiB | levels (classA/B/C/D) |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              "whole process s (median of 3) | its CPU s | whole-process peak RSS MiB | levels (classA/B/C/D) |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     whole = {r["gpus"]: r for r in gwhole}
     for r in gin:
         w = whole.get(r["gpus"], {})
         lv = "/".join(str(v) for v in r["levels"].values())
         lines.append(f"| {r['gpus']:,} | {r['jobs']:,} | {r['placed']:,} | {r['policy']:.3f} | {r['policy_cold']:.3f} | "
-                     f"{r['binning']:.3f} | {r['solve']:.3f} | {_f(w.get('wall'))} | "
+                     f"{r['binning']:.3f} | {r['solve']:.3f} | {_f(w.get('wall'))} | {_f(w.get('cpu'))} | "
                      f"{_f(w.get('peak_rss', 0) / MiB, '.0f')} | {lv} |")
     lines.append("")
     if base is not None:
         lines += [f"## 3. Baseline: commit {base['commit']} (before issue 15's changes)", "",
-                  "| GPUs | greedy whole process s | ILP HiGHS `--time-limit 5` wall s | its status |",
-                  "|---:|---:|---:|---|"]
+                  "| GPUs | greedy whole process s | its CPU s | ILP HiGHS `--time-limit 5` wall s | its CPU s | its status |",
+                  "|---:|---:|---:|---:|---:|---|"]
         ilp = {r["gpus"]: r for r in base["ilp"]}
         for r in base["greedy"]:
             i = ilp.get(r["gpus"])
-            lines.append(f"| {r['gpus']:,} | {r['wall']:.2f} | {_f(i['wall']) if i else '–'} | "
+            lines.append(f"| {r['gpus']:,} | {r['wall']:.2f} | {_f(r['cpu'])} | {_f(i['wall']) if i else '–'} | "
+                         f"{_f(i['cpu']) if i else '–'} | "
                          f"{(i['status'] or ('killed' if i['code'] else '–')) if i else 'not run'} |")
         lines.append("")
     return lines
@@ -317,8 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     head = ["# Time limit and greedy PAL at scale", "", "Machine:", "", *machine(), "",
             f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} jobs per GPU, λ = 1.7, seed 0; factors: "
             + ("Longhorn measurements (../shared)." if measurements() else "synthetic Longhorn-like (../shared absent)."),
-            "Processes" + (" ran under `nice -n 10`" if args.nice else " ran at normal priority")
-            + "; the machine was shared with other work (load averages at the start above and at the end below).", ""]
+            "Processes" + (" ran under `nice -n 10`" if args.nice else " ran at the benchmark's priority")
+            + "; the machine was shared with other work (load averages at the start above and at the end below), "
+            "so wall times include waiting for a core: *CPU s* (user + system, GNU `time`) is the work done.", ""]
     t_start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pal_opt_time_limit_") as tmp:
         work = Path(tmp)
