@@ -41,7 +41,7 @@ over GPUs or servers.  This module imports no solver.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -394,10 +394,7 @@ def build_formulation(
     cl = instance.cluster
     data = _round_data(instance, admitted, factors, binning)
     kinds = _gpu_kinds(instance, data)
-    step = (lambda: None) if deadline is None else (lambda: deadline.check("building the program"))
-    if deadline is not None:
-        deadline.check("building the program",
-                       need=estimated_build_seconds(cl.num_servers, cl.num_gpus, int(kinds[3].shape[0])))
+    step = _steps_before(deadline, cl, kinds)
     lv = _levels(instance, data, kinds)
     types = _job_types(instance, data, lv.class_profile)
     b = ProgramBuilder(_META)
@@ -467,6 +464,16 @@ def estimated_build_seconds(num_servers: int, num_gpus: int, num_types: int) -> 
     0.3
     """
     return BUILD_BASE_SECONDS + BUILD_SECONDS_PER_UNIT * (num_servers + num_gpus) * num_types
+
+
+def _steps_before(deadline: Deadline | None, cl: Cluster, kinds: _Kinds) -> Callable[[], None]:
+    """With a deadline: check that the build's estimate fits, and return the check made between
+    steps (:class:`~pal_opt.errors.TimeLimitReached` once the deadline has passed)."""
+    if deadline is None:
+        return lambda: None
+    deadline.check("building the program",
+                   need=estimated_build_seconds(cl.num_servers, cl.num_gpus, int(kinds[3].shape[0])))
+    return lambda: deadline.check("building the program")
 
 
 # ---- step: GPU kinds (profiles and GPU types)

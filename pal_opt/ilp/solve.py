@@ -339,11 +339,9 @@ def solve_ilp(
         installed in that order.
     admission
         ``"prefix"`` (default) or ``"backfill"`` (see the module docstring).
-    time_limit
-        Seconds for the whole call, counted from it (None: until proven optimal); see the module
-        docstring, "Time limit".
-    deadline
-        A ``time.monotonic()`` value by which to return (with ``time_limit``, the earlier).
+    time_limit, deadline
+        Seconds for the whole call, counted from it (None: until proven optimal), and a
+        ``time.monotonic()`` value by which to return; the earlier applies (module docstring).
     gap
         Target relative gap of the geometric-mean slowdown; the solver stops at the absolute
         gap ``D · ln(1 + gap)`` with ``D`` the admitted GPU demand.  None: prove optimality.
@@ -374,9 +372,7 @@ def solve_ilp(
     ('optimal', (2, 3), 1.0)
     """
     _check_options(time_limit, gap, threads, warm_start, deterministic)
-    if deadline is not None and not (isinstance(deadline, (int, float)) and math.isfinite(deadline)):
-        raise OptionError(f"deadline must be a time.monotonic() value, got {deadline!r}")
-    clock = Deadline.after(time_limit).earliest(Deadline(math.inf if deadline is None else float(deadline)))
+    clock = _clock(time_limit, deadline)
     setup = prepare_round(instance, binning, backend, admission, jobs, probe=not clock.limited)
     cls = setup.backend
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
@@ -386,12 +382,7 @@ def solve_ilp(
         return trivial
     att = _Attempt(instance, setup, None, common, 0.0, clock)
     try:
-        if clock.limited:
-            _greedy_first(att)
-            clock.check("building the program", need=att.reserve + program_build_estimate(instance, setup))
-            get_backend(cls.name)  # the solver is imported only now, once it will be used
-        common["backend_version"] = cls.version()
-        _build(att)
+        _start(att)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
     abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
@@ -399,6 +390,26 @@ def solve_ilp(
                         deterministic=deterministic, backend_params=dict(backend_params or {}))
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
+
+
+def _clock(time_limit: float | None, deadline: float | None) -> Deadline:
+    """The solve's deadline: ``time_limit`` from now or ``deadline``, whichever comes first."""
+    if deadline is not None and not (isinstance(deadline, (int, float)) and math.isfinite(deadline)):
+        raise OptionError(f"deadline must be a time.monotonic() value, got {deadline!r}")
+    return Deadline.after(time_limit).earliest(Deadline(math.inf if deadline is None else float(deadline)))
+
+
+def _start(att: _Attempt) -> None:
+    """Everything before the solver runs: under a deadline the greedy answer first and the build
+    only if its estimate fits (the solver imported only then); the build and the start placements.
+    Raises :class:`~pal_opt.errors.TimeLimitReached` when the deadline comes first."""
+    cls = att.setup.backend
+    if att.clock.limited:
+        _greedy_first(att)
+        att.clock.check("building the program", need=att.reserve + program_build_estimate(att.instance, att.setup))
+        get_backend(cls.name)  # the solver is imported only now, once it will be used
+    att.common["backend_version"] = cls.version()
+    _build(att)
 
 
 def _solve_built(att: _Attempt, solver: Backend, opts: SolveOptions, warm_start: bool) -> PlacementResult:
