@@ -249,9 +249,10 @@ def add_exact_arguments(
         ex.add_argument("--admission", choices=[a.value for a in Admission], default=None,
                         help="queue rule: prefix (default) stops at the first job that does not fit, backfill "
                              "skips it (greedy methods too)")
-    limit = "" if time_limit_default is None else f" (default {time_limit_default:g})"
-    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
-                    help=f"time limit in seconds{limit}")
+    limit = ("wall-clock seconds for the whole command, counted from its start: the best answer by "
+             "then, at worst the greedy one" if time_limit_default is None else
+             f"wall-clock seconds per round (default {time_limit_default:g})")
+    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help=limit)
     ex.add_argument("--gap", type=nonneg_float, default=None, metavar="G",
                     help="relative gap target on the geometric-mean slowdown")
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads")

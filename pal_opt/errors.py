@@ -14,6 +14,7 @@ __all__ = [
     "BackendUnavailableError",
     "BackendError",
     "InfeasibleRoundError",
+    "TimeLimitReached",
     "SolveInterrupted",
 ]
 
@@ -91,6 +92,36 @@ class InfeasibleRoundError(PalOptError):
     def __init__(self, message: str, jobs: tuple[object, ...] = ()):
         self.jobs = jobs
         super().__init__(message)
+
+
+class TimeLimitReached(PalOptError):
+    """A stage of a solve that cannot finish before the solve's deadline (:mod:`pal_opt.deadline`).
+
+    Raised inside a solve and handled there: the solve returns the best answer it already has
+    (the greedy placement of the admitted jobs, with the best bound known).  It reaches callers
+    only from lower-level functions given a deadline (e.g.
+    :func:`pal_opt.ilp.formulation.build_formulation`).
+
+    Attributes
+    ----------
+    stage
+        What could not be done, e.g. ``"building the program"``.
+    need, left
+        Seconds the stage needed (an estimate; 0 when the deadline had simply passed) and seconds
+        that were left.
+    """
+
+    def __init__(self, stage: str, *, need: float = 0.0, left: float = 0.0):
+        self.stage, self.need, self.left = stage, need, left
+        why = f"about {need:.2g} s needed, {max(left, 0.0):.2g} s left" if need > 0 else "the deadline passed"
+        super().__init__(f"time limit reached before {stage} ({why})")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_time_limit_reached, (self.stage, self.need, self.left))
+
+
+def _time_limit_reached(stage: str, need: float, left: float) -> TimeLimitReached:
+    return TimeLimitReached(stage, need=need, left=left)
 
 
 class SolveInterrupted(KeyboardInterrupt):

@@ -47,6 +47,7 @@ reference rounds and random data; ``benchmarks/startup.py`` times both.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,8 +101,9 @@ def _sq_distances(a: np.ndarray, x: np.ndarray, x_sq: np.ndarray, closest: np.nd
     return d
 
 
-def _kmeans_plusplus(x: np.ndarray, k: int, rs: np.random.RandomState) -> np.ndarray:
-    """k-means++ seeds, ``(k, 1)``, for centred ``x`` of shape ``(n, 1)`` (``_kmeans_plusplus``)."""
+def _kmeans_plusplus_direct(x: np.ndarray, k: int, rs: np.random.RandomState) -> np.ndarray:
+    """k-means++ seeds, ``(k, 1)``, for centred ``x`` of shape ``(n, 1)`` (``_kmeans_plusplus``),
+    computed on every point as scikit-learn does."""
     n = x.shape[0]
     weight = np.ones(n, dtype=np.float64)
     x_sq = np.einsum("ij,ij->i", x, x)
@@ -123,12 +125,179 @@ def _kmeans_plusplus(x: np.ndarray, k: int, rs: np.random.RandomState) -> np.nda
     return centres
 
 
-#: Up to this many centres the E-step computes every distance; above, it looks at the centres
-#: bracketing each point (:func:`_assign_sorted`), which is faster from about 40 centres on.
-_DENSE_MAX_K = 48
+@dataclass(frozen=True)
+class _Distinct:
+    """The distinct values of ``n`` points (equal as floats *and* in their bits, so -0.0 and 0.0
+    stay apart): point ``i`` is ``values[inverse[i]]``; ``counts`` (float64) per value."""
+
+    values: np.ndarray
+    inverse: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> _Distinct:
+        bits = np.ascontiguousarray(x).view(np.int64)
+        order = np.argsort(bits, kind="stable")
+        b = bits[order]
+        new = np.empty(b.size, dtype=bool)
+        new[:1] = True
+        np.not_equal(b[1:], b[:-1], out=new[1:])
+        inverse = np.empty(b.size, dtype=np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        starts = np.flatnonzero(new)
+        counts = np.diff(np.append(starts, b.size)).astype(np.float64)
+        return cls(x[order[starts]], inverse, counts)
+
+
 #: Unit roundoff and smallest normal number of float64.
 _U = 2.0**-53
 _TINY = 2.0**-1022
+#: Factor on the rounding-error bounds of k-means++ on distinct values (above 1: room for the
+#: bounds' second-order terms).  Tests raise it to force every recomputation on all points.
+_ROOM = 1.01
+
+
+class _RunningSums:
+    """Where draws fall among the running sums of the points' distances (``np.cumsum`` in point
+    order, then ``np.searchsorted``), without summing every point at every step.
+
+    The points are cut into blocks of consecutive points; a block's sum is its count of each
+    distinct value times that value's distance.  A draw is located in its block, and within it
+    by the running sum of that block's points.  These sums are not ``np.cumsum``'s: any
+    sum of up to ``n`` non-negative floats is within ``γ(n)`` of the exact one, so both lie within
+    ``margin`` of each other.  A draw that falls within ``margin`` of a running sum it must be
+    compared with is not decided here (None): the caller sums every point as scikit-learn does.
+    """
+
+    def __init__(self, distinct: _Distinct, draws: int):
+        n, m = distinct.inverse.size, distinct.values.size
+        self.n = n
+        self.size = max(64, int(math.sqrt(n * m / max(draws, 1) / 4)))
+        self.blocks = -(-n // self.size)
+        block = np.arange(n, dtype=np.int64) // self.size
+        self.counts = np.bincount(block * m + distinct.inverse, minlength=self.blocks * m).reshape(
+            self.blocks, m).astype(np.float64)
+        # each block's points as distinct-value indices; the last block padded with value m,
+        # whose distance is 0
+        padded = np.full(self.blocks * self.size, m, dtype=np.int64)
+        padded[:n] = distinct.inverse
+        self.points = padded.reshape(self.blocks, self.size)
+        self.tol = _ROOM * (2 * n + m + 4) * _U
+        self.slack = _ROOM * 4.0 * (n + m) * _TINY
+
+    def locate(self, closest: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+        """``np.searchsorted(np.cumsum(closest[inverse]), r)`` for every draw ``r`` known to lie
+        in ``[lo, hi]``, or None if that is not certain."""
+        prefix = np.cumsum(self.counts @ closest)
+        margin = self.tol * float(prefix[-1]) + self.slack
+        where = np.searchsorted(prefix, lo)
+        if where.max() >= self.blocks:
+            return None
+        before = np.where(where > 0, prefix[where - 1], 0.0)
+        run = np.cumsum(np.append(closest, 0.0)[self.points[where]], axis=1)
+        run += before[:, None]
+        i = np.count_nonzero(run < lo[:, None], axis=1)  # searchsorted in each (sorted) row
+        ids = where * self.size + i
+        if i.max() >= self.size or ids.max() >= self.n:
+            return None
+        rows = np.arange(lo.size)
+        below = np.where(i > 0, run[rows, i - 1], np.where(where > 0, before, -np.inf))
+        if not ((below < lo - margin).all() and (run[rows, i] >= hi + margin).all()):
+            return None
+        return ids
+
+
+class _PlusPlus:
+    """k-means++ on the distinct values, with scikit-learn's answer (``_kmeans_plusplus_direct``).
+
+    Everything per point is a function of the point's value, so it is computed once per distinct
+    value.  Two quantities are not: the potentials (BLAS sums over all points, whose rounding
+    depends on the BLAS kernel) and the running sums that locate the draws (``np.cumsum`` in
+    point order).  The running sums are computed as scikit-learn does, on the points.  The
+    potentials are computed over the distinct values (``counts @ values``): any order of summing
+    ``n`` non-negative floats is within ``γ(n-1)`` of the exact sum, so scikit-learn's potential
+    lies in an interval around ours.  Whenever a decision could depend on where in that interval
+    it lies -- two candidates of different values whose intervals meet, or a draw ``u × potential``
+    whose position among the running sums differs at the two ends -- the step is recomputed on all
+    points, as scikit-learn computes it.  Each decision is therefore scikit-learn's; the
+    recomputations are rare (intervals are about ``1e-11`` of the potential wide at 65,536 points).
+    """
+
+    def __init__(self, x: np.ndarray, distinct: _Distinct, rs: np.random.RandomState):
+        self.x, self.d, self.rs = x, distinct, rs
+        self.v = distinct.values[:, None]
+        self.v_sq = distinct.values * distinct.values
+        self.x_sq = np.einsum("ij,ij->i", x, x)
+        self.weight = np.ones(x.shape[0], dtype=np.float64)
+        # relative bound of |BLAS sum - our sum|: γ(n-1) + γ(m), with room to spare
+        self.tol = _ROOM * (x.shape[0] + distinct.values.size) * _U
+        self.slack = _ROOM * (x.shape[0] + distinct.values.size) * _TINY  # underflow
+
+    def run(self, k: int) -> np.ndarray:
+        x, inv, rs = self.x, self.d.inverse, self.rs
+        n = x.shape[0]
+        n_local_trials = 2 + int(np.log(k))
+        sums_at = _RunningSums(self.d, n_local_trials)
+        centres = np.empty((k, 1), dtype=np.float64)
+        first = rs.choice(n, p=self.weight / self.weight.sum())
+        centres[0] = x[first]
+        closest = _sq_distances(centres[0, np.newaxis], self.v, self.v_sq)[0]
+        ours = float(closest @ self.d.counts)
+        pot: tuple[float, float] | np.ndarray = (ours - self.tol * ours - self.slack, ours + self.tol * ours + self.slack)
+        pending: tuple[np.ndarray, np.ndarray | None] = (closest, None)
+        for c in range(1, k):
+            draws = rs.uniform(size=n_local_trials)
+            lo, hi = (draws * pot[0], draws * pot[1]) if isinstance(pot, tuple) else (draws * pot,) * 2
+            ids = sums_at.locate(closest, lo, hi)
+            if ids is None:
+                running = np.cumsum(closest[inv])
+                ids = np.searchsorted(running, lo)
+                if isinstance(pot, tuple) and not np.array_equal(ids, np.searchsorted(running, hi)):
+                    pot = self.exact_potential(*pending)
+                    ids = np.searchsorted(running, draws * pot)
+            ids = np.minimum(ids, n - 1)
+            cand = inv[ids]
+            to_candidates = _sq_distances(self.v[cand], self.v, self.v_sq, closest)
+            sums = to_candidates @ self.d.counts
+            err = self.tol * sums + self.slack
+            best = int(np.argmin(sums))
+            rivals = (cand != cand[best]) & (sums - err <= sums[best] + err[best])
+            if rivals.any():  # too close to call on our sums: scikit-learn's own on all points
+                pots = self.potentials(closest, cand)
+                best = int(np.argmin(pots))
+                pot = pots[best]
+            else:
+                pot = (float(sums[best] - err[best]), float(sums[best] + err[best]))
+                pending = (closest, cand)
+            centres[c] = self.v[cand[best]]
+            closest = to_candidates[best]
+        return centres
+
+    def potentials(self, closest: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """scikit-learn's ``candidates_pot`` on all points: shape ``(t, 1)``."""
+        full = _sq_distances(self.v[cand], self.x, self.x_sq, closest[self.d.inverse])
+        return full @ self.weight.reshape(-1, 1)
+
+    def exact_potential(self, closest: np.ndarray, cand: np.ndarray | None) -> np.ndarray:
+        """scikit-learn's ``current_pot`` after the step that started from ``closest`` and tried
+        ``cand`` (None: the first centre, whose distances ``closest`` are)."""
+        if cand is None:
+            return closest[self.d.inverse][None, :] @ self.weight
+        pots = self.potentials(closest, cand)
+        return pots[int(np.argmin(pots))]
+
+
+def _kmeans_plusplus(x: np.ndarray, k: int, rs: np.random.RandomState, distinct: _Distinct) -> np.ndarray:
+    """k-means++ seeds, ``(k, 1)``, for centred ``x`` of shape ``(n, 1)`` (``_kmeans_plusplus``):
+    on the distinct values when they are at most half the points, else directly."""
+    if 2 * distinct.values.size > x.shape[0]:
+        return _kmeans_plusplus_direct(x, k, rs)
+    return _PlusPlus(x, distinct, rs).run(k)
+
+
+#: Up to this many centres the E-step computes every distance; above, it looks at the centres
+#: bracketing each point (:func:`_assign_sorted`), which is faster from about 40 centres on.
+_DENSE_MAX_K = 48
 
 
 def _distances(x: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -215,15 +384,24 @@ def _m_step(x: np.ndarray, labels: np.ndarray, centres_old: np.ndarray) -> tuple
     return sums, shift
 
 
-def _lloyd(x: np.ndarray, centres: np.ndarray, max_iter: int, tol: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """``_kmeans_single_lloyd`` on centred ``x``: (labels, centres, iterations)."""
+def _lloyd(
+    x: np.ndarray, centres: np.ndarray, max_iter: int, tol: float, distinct: _Distinct
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``_kmeans_single_lloyd`` on centred ``x``: (labels, centres, iterations).  The E-step
+    labels the distinct values when they are at most half the points (a point's label depends
+    only on its value)."""
+    few = 2 * distinct.values.size <= x.shape[0]
+
+    def assign(c: np.ndarray) -> np.ndarray:
+        return _assign(distinct.values, c)[distinct.inverse] if few else _assign(x, c)
+
     labels_old = np.full(x.shape[0], -1, dtype=np.int32)
     labels = labels_old
     strict = False
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
-        labels = _assign(x, centres)
+        labels = assign(centres)
         centres, shift = _m_step(x, labels, centres)
         if np.array_equal(labels, labels_old):
             strict = True
@@ -232,7 +410,7 @@ def _lloyd(x: np.ndarray, centres: np.ndarray, max_iter: int, tol: float) -> tup
             break
         labels_old = labels
     if not strict:
-        labels = _assign(x, centres)
+        labels = assign(centres)
     return labels, centres, n_iter
 
 
@@ -282,13 +460,14 @@ def kmeans_1d(
     tol_abs = float(np.mean(np.var(x2, axis=0)) * tol) if tol != 0 else 0.0
     mean = x2.mean(axis=0)
     x2 -= mean
+    distinct = _Distinct.of(x2[:, 0])
     if init is None:
-        start = _kmeans_plusplus(x2, k, np.random.RandomState(seed))[:, 0]
+        start = _kmeans_plusplus(x2, k, np.random.RandomState(seed), distinct)[:, 0]
     else:
         start = _check_values(init) - mean
         if start.shape != (k,):
             raise OptionError(f"k-means needs {k} initial centres, got shape {start.shape}")
-    labels, centres, n_iter = _lloyd(x2[:, 0], start, max_iter, tol_abs)
+    labels, centres, n_iter = _lloyd(x2[:, 0], start, max_iter, tol_abs, distinct)
     centres2 = centres.reshape(-1, 1)
     centres2 += mean
     return KMeansResult(centres=centres2[:, 0], labels=labels, n_iter=n_iter)

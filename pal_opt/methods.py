@@ -61,8 +61,8 @@ MethodRun = Callable[["RoundInstance", SolveOptions], "PlacementResult"]
 GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed", "admission", "respect_types"})
 #: Options of the whole-round integer program.
 EXACT_OPTIONS: frozenset[str] = frozenset(
-    {"binning", "backend", "admission", "jobs", "time_limit", "gap", "threads", "warm_start", "deterministic",
-     "backend_params"}
+    {"binning", "backend", "admission", "jobs", "time_limit", "deadline", "gap", "threads", "warm_start",
+     "deterministic", "backend_params"}
 )
 
 
@@ -171,7 +171,7 @@ def default_parts(instance: RoundInstance) -> int:
 def _exact_kwargs(options: SolveOptions) -> dict[str, Any]:
     kw: dict[str, Any] = {
         name: getattr(options, name)
-        for name in ("binning", "backend", "admission", "time_limit", "gap", "threads", "warm_start",
+        for name in ("binning", "backend", "admission", "time_limit", "deadline", "gap", "threads", "warm_start",
                      "deterministic")
     }
     kw["jobs"] = list(options.jobs) if options.jobs is not None else None

@@ -129,7 +129,13 @@ class SolveOptions:
     jobs
         Place exactly these job ids instead of following an admission rule.
     time_limit
-        Wall-clock seconds, or None for no limit.
+        Wall-clock seconds for the whole solve (binning, building, solving, decoding, pricing),
+        counted from the call; None for no limit.  When the time runs out the solve returns its
+        best answer so far, at worst the greedy placement of the admitted jobs.
+    deadline
+        A ``time.monotonic()`` value by which the solve must return (:mod:`pal_opt.deadline`),
+        or None; with ``time_limit`` too, the earlier of the two applies.  ``pal-opt solve
+        --time-limit T`` sets it to T seconds after the process started.
     gap
         Relative gap target on the geometric-mean slowdown, or None for proven optimality.
     threads
@@ -153,6 +159,7 @@ class SolveOptions:
     admission: str | None = None
     jobs: tuple[Any, ...] | None = None
     time_limit: float | None = None
+    deadline: float | None = None
     gap: float | None = None
     threads: int | None = None
     warm_start: bool = True
@@ -168,6 +175,11 @@ class SolveOptions:
             object.__setattr__(self, "admission", validate_choice(
                 self.admission, list(Admission), "admission (or pass jobs=)"))
         object.__setattr__(self, "time_limit", _positive_number("time_limit", self.time_limit))
+        if self.deadline is not None and (isinstance(self.deadline, bool) or not isinstance(self.deadline, (int, float))
+                                          or not math.isfinite(self.deadline)):
+            raise OptionError(f"deadline must be a time.monotonic() value, got {self.deadline!r}")
+        if self.deadline is not None:
+            object.__setattr__(self, "deadline", float(self.deadline))
         object.__setattr__(self, "gap", _positive_number("gap", self.gap, allow_zero=True))
         for name in ("threads", "parts"):
             v = getattr(self, name)
@@ -196,7 +208,7 @@ class SolveOptions:
         >>> SolveOptions.from_kwargs(time_limt=3)
         Traceback (most recent call last):
         ...
-        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, gap, threads, warm_start, deterministic, backend_params, parts, respect_types
+        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, respect_types
         """
         unknown = set(kwargs) - set(cls.names())
         if unknown:

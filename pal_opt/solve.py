@@ -44,7 +44,8 @@ def solve(
     options
         A :class:`~pal_opt.options.SolveOptions`; or give its fields as keyword arguments:
         ``backend`` (``"highs"``, ``"cpsat"``, ``"cbc"``; default: the first installed),
-        ``admission`` (``"prefix"`` or ``"backfill"``), ``time_limit`` (s), ``gap`` (relative gap
+        ``admission`` (``"prefix"`` or ``"backfill"``), ``time_limit`` (s, for the whole call), ``deadline``
+        (a ``time.monotonic()`` value), ``gap`` (relative gap
         target on the geometric-mean slowdown), ``threads``, ``jobs`` (explicit job ids to place
         instead of an admission rule), ``warm_start``, ``deterministic``, ``backend_params``
         (passed to the solver), ``parts`` (``"ilp-partitioned"``).  Options that do not belong to

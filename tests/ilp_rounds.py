@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -118,3 +120,17 @@ def count_assignments(instance: RoundInstance, admitted: list[int]) -> int:
         total *= math.comb(n, d)
         n -= d
     return total
+
+
+def pin_solver_time_limit(monkeypatch: Any, seconds: float) -> None:
+    """Give the solver stage of ``solve_ilp`` exactly ``seconds`` and no deadline.
+
+    ``time_limit`` bounds the whole call (issue 15): a limit of a millisecond ends the solve
+    before the program is built.  Tests of what happens when the *solver* has (almost) no time
+    pin its limit here and call ``solve_ilp`` without a time limit.
+    """
+    from dataclasses import replace
+
+    solve_module = importlib.import_module("pal_opt.ilp.solve")
+    monkeypatch.setattr(solve_module._Attempt, "stage_options",
+                        lambda self, opts, *, then_decode: replace(opts, time_limit=seconds, deadline=None))

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ilp_rounds import pin_solver_time_limit
 from procs import children, popen
 
 from pal_opt.binning import binned_factors
@@ -62,17 +63,19 @@ def _cli_cmd(*args: str) -> list[str]:
 _NO_START: dict[str, object] = {}
 
 
-def _no_start_result(backend: str, large: RoundInstance):  # type: ignore[no-untyped-def]
-    """The 1 ms, no-warm-start solve of the large round (once per backend per session)."""
+def _no_start_result(backend: str, large: RoundInstance, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The no-warm-start solve of the large round with 1 ms for the solver (once per backend per
+    session; ``time_limit`` itself bounds the whole call, see ``pin_solver_time_limit``)."""
     if backend not in _NO_START:
-        _NO_START[backend] = solve(large, "ilp", backend=backend, time_limit=1e-3, warm_start=False)
+        pin_solver_time_limit(monkeypatch, 1e-3)
+        _NO_START[backend] = solve(large, "ilp", backend=backend, warm_start=False)
     return _NO_START[backend]
 
 
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
-def test_time_limit_without_incumbent_falls_back_to_the_greedy_placement(backend, large):
+def test_time_limit_without_incumbent_falls_back_to_the_greedy_placement(backend, large, monkeypatch):
     """A 1 ms limit and no warm start: the solver has nothing, pal-opt returns the start placement."""
-    r = _no_start_result(backend, large)
+    r = _no_start_result(backend, large, monkeypatch)
     assert r.status == Status.FALLBACK, (r.status, r.message)
     assert "found no solution" in r.message and "greedy placement" in r.message
     assert r.to_dict()["status"] == "fallback"
@@ -89,17 +92,19 @@ def test_time_limit_without_incumbent_falls_back_to_the_greedy_placement(backend
 
 
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
-def test_time_limit_is_honoured(backend, large):
+def test_time_limit_is_honoured(backend, large, monkeypatch):
     """A 1 ms limit: the solver call returns within 1 s (translation and formulation excluded;
     HiGHS and CP-SAT take about 0.1 s; CBC, which does not check its limit during its root LP,
-    is stopped from outside at 0.25 s and killed at 0.75 s)."""
-    r = _no_start_result(backend, large)
+    is stopped from outside at 0.25 s and killed at 0.75 s).  (The whole call's limit:
+    tests/test_time_limit.py.)"""
+    r = _no_start_result(backend, large, monkeypatch)
     assert r.solve_seconds < 1.0, f"{r.solve_seconds:.1f} s inside {backend} for a 1 ms limit"
 
 
 @pytest.mark.parametrize("backend", BACKEND_NAMES)
-def test_time_limit_with_warm_start_is_never_worse_than_the_start(backend, large):
-    r = solve(large, "ilp", backend=backend, time_limit=1e-3)
+def test_time_limit_with_warm_start_is_never_worse_than_the_start(backend, large, monkeypatch):
+    pin_solver_time_limit(monkeypatch, 1e-3)
+    r = solve(large, "ilp", backend=backend)
     assert r.status in (Status.FEASIBLE, Status.FALLBACK), (r.status, r.message)
     best_start = min(v for k, v in r.info.items() if k.startswith("start_") and k.endswith("_objective"))
     assert r.objective <= best_start + 1e-9

@@ -28,6 +28,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -39,6 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from pal_opt import binning
 from pal_opt.errors import OptionError
+from pal_opt.generate import generate_instance
 from pal_opt.io.instance import load_instance
 from pal_opt.io.measurements import AGGREGATES, longhorn_paths, sample_factors
 from pal_opt.kmeans import KMeansResult, kmeans_1d, predict, silhouette_score
@@ -349,3 +351,53 @@ def test_large_input_is_fast_and_deterministic() -> None:
     v = np.random.default_rng(5).normal(1.0, 0.05, 65_536)
     a, b = kmeans_1d(v, 4), kmeans_1d(v.copy(), 4)
     assert np.array_equal(a.centres, b.centres) and np.array_equal(a.labels, b.labels)
+
+
+def _plusplus_cases() -> list[tuple[str, np.ndarray, int]]:
+    """Data with few distinct values (k-means++ then works on them: ``kmeans._PlusPlus``)."""
+    rng = np.random.default_rng(11)
+    out = [
+        ("rounded", np.round(rng.normal(1.0, 0.05, 3000), 3), 9),
+        ("ties", rng.choice(rng.normal(1.0, 0.1, 30), 2000), 12),
+        ("integers", rng.integers(0, 8, 1500).astype(np.float64), 8),
+        ("ulps", 1.0 + rng.integers(0, 5, 1000) * 2.0**-40, 5),
+        ("symmetric", np.repeat([-1.0, 0.0, 1.0], 400), 3),  # candidates of equal potential
+        ("signed zeros", np.repeat([-0.0, 0.0, 2.0, 3.0], 100), 4),
+    ]
+    v = generate_instance(512, 8, 10, seed=4).cluster.factors["classA"]
+    out.append(("generated 4,096", v, min(2 + int((v > v.mean() + 3 * v.std(ddof=1)).sum()), 60)))
+    return out
+
+
+@pytest.mark.parametrize("room", [None, 1e12])
+def test_plusplus_on_distinct_values_is_sklearns(room: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """k-means++ on distinct values, its potentials and running sums checked against rounding
+    bounds, gives scikit-learn's seeds; with the bounds made absurdly wide every step takes the
+    recomputation on all points (both kinds, counted), with the same result."""
+    from pal_opt import kmeans
+
+    calls = {"potentials": 0, "running sums": 0}
+    if room is not None:
+        monkeypatch.setattr(kmeans, "_ROOM", room)
+        orig_pot, orig_loc = kmeans._PlusPlus.exact_potential, kmeans._RunningSums.locate
+
+        def exact_potential(self: Any, *a: Any) -> Any:
+            calls["potentials"] += 1
+            return orig_pot(self, *a)
+
+        def locate(self: Any, *a: Any) -> Any:
+            got = orig_loc(self, *a)
+            calls["running sums"] += got is None
+            return got
+
+        monkeypatch.setattr(kmeans._PlusPlus, "exact_potential", exact_potential)
+        monkeypatch.setattr(kmeans._RunningSums, "locate", locate)
+    with one_thread():
+        for name, v, k in _plusplus_cases():
+            x = (v - v.mean()).reshape(-1, 1)
+            direct = kmeans._kmeans_plusplus_direct(x, k, np.random.RandomState(1))
+            ours = kmeans._kmeans_plusplus(x, k, np.random.RandomState(1), kmeans._Distinct.of(x[:, 0]))
+            assert ours.view(np.int64).tolist() == direct.view(np.int64).tolist(), name
+            assert mismatch(v, k) is None, name
+    if room is not None:
+        assert calls["potentials"] > 0 and calls["running sums"] > 0, calls

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import Cluster, Job, JobId, RoundInstance
+from ..model import Cluster, Job, JobId, Level, RoundInstance
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -105,18 +106,14 @@ def evaluate(
     """
     validate_cost_params(instance)
     terms = cost_terms()
-    cl = instance.cluster
     jobs = instance.job_by_id
     by_term = dict.fromkeys((t.name for t in terms), 0.0)
     gpus = 0
     slow: dict[JobId, float] = {}
     lev: dict[JobId, int] = {}
     moved: list[JobId] = []
-    for jid, gids in placements.items():
+    for jid, gids, pos, level, top in _placed(instance, placements, factors):
         job = jobs[jid]
-        pos = cl.positions(gids)
-        level = int(cl.span_level_pos(pos))
-        top = float(factors[job.perfclass][pos].max())
         slow[jid] = top * float(job.locality[level])
         lev[jid] = level
         gpus += int(pos.size)
@@ -128,3 +125,38 @@ def evaluate(
                 by_term[t.name] += t.moved(instance, job)
     cost = math.fsum(by_term.values())
     return CostSummary(cost, gpus, geomean_slowdown(cost, gpus), slow, lev, tuple(moved), by_term)
+
+
+def _placed(
+    instance: RoundInstance,
+    placements: Mapping[JobId, tuple[int, ...] | list[int]],
+    factors: Mapping[str, np.ndarray],
+) -> Iterator[tuple[JobId, tuple[int, ...] | list[int], np.ndarray, int, float]]:
+    """Per placed job, in order: its id, GPU ids, positions, the level they span and the slowest
+    GPU's factor -- computed for all jobs at once (a round of 65,536 GPUs places 10,000 jobs)."""
+    cl = instance.cluster
+    jobs = instance.job_by_id
+    items = list(placements.items())
+    sizes = np.fromiter((len(g) for _, g in items), dtype=np.int64, count=len(items))
+    if not items or not sizes.all():  # an empty GPU set (invalid, but priceable): one by one
+        for jid, gids in items:
+            pos = cl.positions(gids)
+            yield jid, gids, pos, int(cl.span_level_pos(pos)), float(factors[jobs[jid].perfclass][pos].max())
+        return
+    pos = cl.positions(itertools.chain.from_iterable(g for _, g in items))
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    srv = cl.server_of[pos]
+    same = np.minimum.reduceat(srv, starts) == np.maximum.reduceat(srv, starts)
+    level = np.where(same, int(Level.SERVER), int(Level.CLUSTER))
+    if cl.racked:
+        rk = cl.rack_of_server[srv]
+        level[~same & (np.minimum.reduceat(rk, starts) == np.maximum.reduceat(rk, starts))] = int(Level.RACK)
+    value = np.empty(pos.size, dtype=np.float64)
+    klass = np.repeat(np.asarray([jobs[jid].perfclass for jid, _ in items], dtype=object), sizes)
+    for c in dict.fromkeys(jobs[jid].perfclass for jid, _ in items):
+        on = klass == c
+        value[on] = np.asarray(factors[c], dtype=np.float64)[pos[on]]
+    top = np.maximum.reduceat(value, starts)
+    bounds = np.append(starts, pos.size).tolist()
+    for k, ((jid, gids), lv, t) in enumerate(zip(items, level.tolist(), top.tolist(), strict=True)):
+        yield jid, gids, pos[bounds[k] : bounds[k + 1]], lv, t

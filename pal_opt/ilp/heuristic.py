@@ -307,17 +307,20 @@ def _gpus_for(gpus: _FreeGpus, job: Job, best: tuple[float, int, int, int, int])
     return cand[order][: job.demand]
 
 
-def start_placements(form: Formulation) -> dict[str, dict[JobId, tuple[int, ...]]]:
+def start_placements(
+    form: Formulation, *, pal: dict[JobId, tuple[int, ...]] | None = None
+) -> dict[str, dict[JobId, tuple[int, ...]]]:
     """Every complete start placement of the admitted jobs: ``{source: placement}``.
 
-    Sources: ``"pal"`` (PAL's greedy), ``"packing"``, with GPU types and jobs of several lanes
-    ``"packing-regret"`` and, with a restart cost and running jobs, ``"packing-keep"``.
-    Incomplete placements are left out.
+    Sources: ``"pal"`` (PAL's greedy; ``pal`` if given, computed already), ``"packing"``, with GPU
+    types and jobs of several lanes ``"packing-regret"`` and, with a restart cost and running jobs,
+    ``"packing-keep"``.  Incomplete placements are left out.
     """
     inst = form.instance
     n = len(form.admitted)
     out: dict[str, dict[JobId, tuple[int, ...]]] = {}
-    pal = pal_greedy(inst, form.factors, form.admitted)
+    if pal is None:
+        pal = pal_greedy(inst, form.factors, form.admitted)
     if pal is not None and len(pal) == n:
         out["pal"] = pal
     pk = packing_greedy(form)

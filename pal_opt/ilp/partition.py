@@ -55,6 +55,7 @@ and its excess over the whole-round bound estimates what partitioning costs.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -65,7 +66,8 @@ import numpy as np
 
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
-from ..errors import BackendError, OptionError, SolveInterrupted
+from ..deadline import Deadline
+from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import has_types
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
@@ -78,6 +80,8 @@ __all__ = ["Partition", "partition_round", "part_instance", "solve_partitioned",
 
 #: Bound options of :func:`solve_partitioned`.
 BOUND_MODES: tuple[str, ...] = ("lp", "none")
+#: Seconds a deadline keeps for merging the parts and pricing the round.
+MERGE_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -304,10 +308,12 @@ def _solve_part(sub: RoundInstance, job_ids: list[JobId], opts: dict[str, Any], 
 
 
 def _whole_lp_bound(
-    instance: RoundInstance, admitted: tuple[int, ...], factors: Mapping[str, np.ndarray], time_limit: float | None,
-    measure: bool,
+    instance: RoundInstance, admitted: tuple[int, ...], factors: Mapping[str, np.ndarray],
+    limits: tuple[float | None, float | None], measure: bool,
 ) -> tuple[float | None, float, PeakMemory | None]:
-    """The whole round's LP relaxation bound (runs on a worker)."""
+    """The whole round's LP relaxation bound (runs on a worker): ``limits`` are its time limit
+    and deadline (None: none); no bound when the deadline comes first."""
+    time_limit, deadline = limits
 
     def run() -> tuple[float | None, float]:
         from .backends.highs import HighsBackend
@@ -316,8 +322,12 @@ def _whole_lp_bound(
         t0 = time.perf_counter()
         if not HighsBackend.is_available():
             return None, 0.0
-        form = build_formulation(instance, admitted, factors=factors)
-        b = HighsBackend().relaxation_bound(form, SolveOptions(time_limit=time_limit))
+        clock = Deadline(math.inf if deadline is None else deadline)
+        try:
+            form = build_formulation(instance, admitted, factors=factors, deadline=clock if clock.limited else None)
+            b = HighsBackend().relaxation_bound(form, SolveOptions(time_limit=time_limit, deadline=deadline))
+        except TimeLimitReached:
+            b = None
         return b, time.perf_counter() - t0
 
     if measure:
@@ -344,6 +354,7 @@ def solve_partitioned(
     warm_start: bool = True,
     deterministic: bool = True,
     backend_params: Mapping[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> PlacementResult:
     """Solve a round as ``k`` parts of the same make-up, in parallel, with a whole-round bound.
 
@@ -355,21 +366,19 @@ def solve_partitioned(
     backend, threads, warm_start, deterministic, backend_params
         Passed to :func:`pal_opt.ilp.solve_ilp` for every part.
     time_limit, gap
-        Per part: the solver's time limit and relative gap target (the combined gap against the
-        whole-round bound adds what partitioning costs; see the module docstring).
+        Per part: the time limit of its solve and the relative gap target (the combined gap
+        against the whole-round bound adds what partitioning costs; see the module docstring).
     executor
         Where the parts run: ``None`` (a local process pool of ``min(k + 1, CPUs)`` workers,
         created for this call), ``"serial"``, a Dask scheduler address / ``Client`` / cluster, or
         a :class:`concurrent.futures.Executor` (see :func:`pal_opt.parallel.make_executor`).
-    admission, jobs
-        Admission of the whole round: ``"prefix"`` (default), ``"backfill"``, or explicit ids.
-    binning
-        Binning mode of the whole round (default ``instance.params.binning``); the parts use
-        the whole round's binned factors.
-    bound
-        ``"lp"`` (the whole round's LP relaxation, valid: module docstring) or ``"none"``.
-    bound_time_limit
-        Time limit of the LP relaxation (None: none).
+    admission, jobs, binning
+        Admission of the whole round (``"prefix"`` by default, ``"backfill"``, or explicit ids)
+        and its binning mode (default ``instance.params.binning``; the parts use its factors).
+    bound, bound_time_limit
+        ``"lp"`` (the whole round's LP relaxation, valid: module docstring) or ``"none"``; its limit.
+    deadline
+        A ``time.monotonic()`` value for the parts and the bound (:func:`_run_parts`).
 
     Returns
     -------
@@ -390,10 +399,10 @@ def solve_partitioned(
         raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
     t0 = time.perf_counter()
     setup = prepare_round(instance, binning, backend, admission, jobs)
+    time_limit, bound_time_limit = _within(deadline, time_limit), _within(deadline, bound_time_limit)
     opts: dict[str, Any] = dict(backend=setup.backend.name, time_limit=time_limit, gap=gap, threads=threads,
-                                warm_start=warm_start, deterministic=deterministic)
-    if backend_params:
-        opts["backend_params"] = dict(backend_params)
+                                warm_start=warm_start, deterministic=deterministic,
+                                **({"backend_params": dict(backend_params)} if backend_params else {}))
     if setup.demand > instance.free_gpus or not setup.admitted or has_types(instance):
         return _solve_whole(instance, setup, jobs, k, opts)
     part = partition_round(instance, setup.admitted, k, factors=setup.factors)
@@ -403,10 +412,18 @@ def solve_partitioned(
     # None: a pool for this call; an address or cluster: a client for this call (closed in
     # _run_parts); executors, clients and handles passed in stay open
     handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus()) if executor is None else None)
-    outs, lp, run = _run_parts(handle, instance, setup, part, subs, opts, bound == "lp", bound_time_limit)
+    outs, lp, run = _run_parts(handle, instance, setup, part, subs, opts, bound == "lp", bound_time_limit, deadline)
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
                     warm_start=warm_start)
     return _merged_result(instance, setup, part, subs, outs, lp, info, run, build_seconds)
+
+
+def _within(deadline: float | None, limit: float | None) -> float | None:
+    """``limit`` cut to the time ``deadline`` leaves, less :data:`MERGE_SECONDS` (at least 0.05 s)."""
+    if deadline is None:
+        return limit
+    left = max(Deadline(deadline).left() - MERGE_SECONDS, 0.05)
+    return left if limit is None else min(limit, left)
 
 
 def _solve_whole(
@@ -464,19 +481,30 @@ def _run_parts(
     opts: dict[str, Any],
     lp_bound: bool,
     bound_time_limit: float | None,
+    deadline: float | None = None,
 ) -> tuple[list[tuple[PlacementResult, PeakMemory | None]], tuple[float | None, float, PeakMemory | None] | None,
            dict[str, Any]]:
     """Solve the parts, and (with ``lp_bound`` and more than one part) the whole round's LP
     relaxation, on ``handle``, which is closed afterwards; also returns how they ran.  A part
     interrupted by Ctrl-C is a placement of that part only, not of the round: the partitioned
-    solve keeps nothing."""
+    solve keeps nothing.
+
+    With a ``deadline`` and a local executor (serial or a process pool, which share this
+    machine's monotonic clock), every part and the LP bound get the deadline less
+    :data:`MERGE_SECONDS` as their own, so the pool's start counts (on Dask only their time
+    limits were cut, when handed out).  Shutting a pool down (its workers exit) comes after:
+    about 1-2 s more on two busy cores."""
     measure = handle.kind != "serial"
+    bound_deadline = None
+    if deadline is not None and handle.kind in ("serial", "process"):
+        opts = {**opts, "deadline": deadline - MERGE_SECONDS}
+        bound_deadline = opts["deadline"]
     t1 = time.perf_counter()
     try:
         bfut = None
         if part.k > 1 and lp_bound:
             bfut = handle.submit(_whole_lp_bound, instance, tuple(setup.admitted), dict(setup.factors),
-                                 bound_time_limit, measure)
+                                 (bound_time_limit, bound_deadline), measure)
         futs = [
             handle.submit(_solve_part, sub, [instance.jobs[i].id for i in js], opts, measure)
             for sub, js in zip(subs, part.jobs, strict=True)

@@ -24,6 +24,22 @@ answer that keeps the unaffected jobs, :mod:`pal_opt.repair`), are priced with
 that solves LP relaxations (HiGHS), the LP bound is computed first and the MIP is skipped when
 the start placement is already within the target (``info["solver_status"]`` says so).
 
+Time limit
+----------
+``time_limit`` (and ``deadline``, a ``time.monotonic()`` value) bound the whole call, not only
+the solver (:mod:`pal_opt.deadline`).  With one, PAL's greedy placement of the admitted jobs is
+computed and priced first, so an answer always exists.  The program is not built when its
+estimated build time (:func:`~pal_opt.ilp.formulation.estimated_build_seconds`) exceeds the time
+left, and the build gives up between steps once the deadline has passed.  The LP bound (HiGHS)
+is computed first, whether or not a gap is asked for, so that a bound survives a MIP stopped
+early.  Every solver stage gets what is left less a reserve for what must follow: decoding
+(estimated from the build time) and pricing and writing the answer (measured on the greedy
+one); a solver that cannot be translated and started in what is left is skipped, and one that
+overruns is stopped, then abandoned.  A solution found too late to decode is not decoded.
+Whenever time runs out the answer is the best placement known (usually the start placement,
+``FALLBACK``) with the best bound known, and ``message`` and ``info["time_limit_reached"]`` say
+which stage did not fit.
+
 Ctrl-C
 ------
 A ``KeyboardInterrupt`` while a backend translates or solves the program stops the solver
@@ -65,21 +81,30 @@ from .. import progress
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import evaluate, relative_gap
-from ..errors import BackendError, OptionError, SolveInterrupted
+from ..deadline import Deadline
+from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
 from .decode import decode, encode
-from .formulation import Formulation, build_formulation
-from .heuristic import start_placements
+from .formulation import Formulation, build_formulation, estimated_build_seconds
+from .heuristic import pal_greedy, start_placements
 
-__all__ = ["solve_ilp", "resolve_admission", "prepare_round", "run_info", "RoundSetup", "OPTIMALITY_TOL"]
+__all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
+           "OPTIMALITY_TOL"]
 
 log = logging.getLogger(__name__)
 
 #: Relative geometric-mean gap under which a proven solve is reported OPTIMAL.
 OPTIMALITY_TOL = 1e-6
+#: Under a deadline: decoding a solution takes at most this many times the build (measured
+#: 0.55–0.65 on generated rounds), encoding the warm start at most this many.
+DECODE_PER_BUILD = 0.8
+ENCODE_PER_BUILD = 0.5
+#: Seconds kept, plus twice the time pricing the greedy placement took, for pricing the answer
+#: and writing it (the command's output file) after the solve.
+FINISH_SECONDS = 0.05
 
 
 def resolve_admission(
@@ -172,8 +197,11 @@ def prepare_round(
     backend: str | None,
     admission: str | None,
     jobs: Sequence[JobId] | None,
+    *,
+    probe: bool = True,
 ) -> RoundSetup:
-    """Check the binning mode, find the backend, admit the jobs and bin the factors.
+    """Check the binning mode, find the backend (imported only with ``probe``, see
+    :func:`~pal_opt.ilp.backends.get_backend`), admit the jobs and bin the factors.
 
     Raises
     ------
@@ -185,7 +213,7 @@ def prepare_round(
     mode = binning or instance.params.binning
     if mode not in BINNING_MODES:
         raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
-    cls = get_backend(backend)
+    cls = get_backend(backend, probe=probe)
     admitted, label = resolve_admission(instance, admission, jobs)
     factors = binned_factors(instance.cluster, mode)
     demand = sum(instance.jobs[i].demand for i in admitted)
@@ -220,14 +248,19 @@ class _Attempt:
 
     instance: RoundInstance
     setup: RoundSetup
-    form: Formulation
+    form: Formulation | None
     common: dict[str, Any]
     build_seconds: float
+    clock: Deadline = Deadline()
+    #: Seconds kept after every stage for pricing and writing the answer (under a deadline).
+    reserve: float = 0.0
     greedy: dict[JobId, tuple[int, ...]] | None = None
     gcost: float = math.inf
     source: str | None = None
     lp_bound: float | None = None
     lp_seconds: float = 0.0
+    #: The caller's start placement (``solve_ilp(start=...)``), priced with the greedy ones.
+    given_start: Mapping[JobId, Sequence[int]] | None = None
 
     @property
     def info(self) -> dict[str, Any]:
@@ -236,6 +269,24 @@ class _Attempt:
     @property
     def name(self) -> str:
         return self.setup.backend.name
+
+    @property
+    def program(self) -> Formulation:
+        assert self.form is not None, "the program is not built"
+        return self.form
+
+    @property
+    def decode_estimate(self) -> float:
+        """Seconds decoding a solution may take (under a deadline)."""
+        return DECODE_PER_BUILD * self.build_seconds + 0.02
+
+    def stage_options(self, opts: SolveOptions, *, then_decode: bool) -> SolveOptions:
+        """The backend options of a solver stage: without a deadline ``opts``; with one, its
+        deadline less the reserve (and the decoding estimate when a solution must be decoded)."""
+        if not self.clock.limited:
+            return opts
+        after = self.reserve + (self.decode_estimate if then_decode else 0.0)
+        return replace(opts, time_limit=None, deadline=self.clock.sooner(after).at)
 
     def progress_fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """A progress report (:mod:`pal_opt.progress`) as the caller sees it: the incumbent is
@@ -276,6 +327,7 @@ def solve_ilp(
     deterministic: bool = True,
     backend_params: Mapping[str, Any] | None = None,
     start: Mapping[JobId, Sequence[int]] | None = None,
+    deadline: float | None = None,
 ) -> PlacementResult:
     """Place one round with the exact integer program.
 
@@ -283,23 +335,18 @@ def solve_ilp(
     ----------
     instance
         The round.
-    binning
-        Variability binning mode; default ``instance.params.binning``.  The program uses the
-        same binned factors as the greedy policies.
-    backend
-        ``"highs"``, ``"cpsat"`` or ``"cbc"`` (or another registered backend); default: the first
-        installed in that order.
-    admission
+    binning, backend, admission
+        Binning mode (default ``instance.params.binning``, as the greedy policies); ``"highs"``,
+        ``"cpsat"``, ``"cbc"`` or another registered backend (default: the first installed);
         ``"prefix"`` (default) or ``"backfill"`` (see the module docstring).
-    time_limit
-        Seconds for the solver (None: until proven optimal).
+    time_limit, deadline
+        Seconds for the whole call, counted from it (None: until proven optimal), and a
+        ``time.monotonic()`` value by which to return; the earlier applies (module docstring).
     gap
         Target relative gap of the geometric-mean slowdown; the solver stops at the absolute
         gap ``D · ln(1 + gap)`` with ``D`` the admitted GPU demand.  None: prove optimality.
-    threads
-        Solver threads (None: the backend's default).
-    jobs
-        Explicit job ids to place instead of an admission rule.
+    threads, jobs
+        Solver threads (None: the backend's default); job ids to place instead of admitting.
     warm_start
         Start the solver from the cheaper of PAL's greedy placement of the admitted jobs and
         the packing greedy (:mod:`pal_opt.ilp.heuristic`).
@@ -307,10 +354,9 @@ def solve_ilp(
         Same instance and options give the same placement (see the backends); options passed to
         the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
     start
-        A placement of exactly the admitted jobs to start from (``{job id: GPU ids}``), priced
-        with the greedy start placements (source ``"given"``): the cheapest is the warm start
-        and the fallback, so the result never costs more than ``start``.  One that is not a
-        valid placement of the admitted jobs is an :class:`~pal_opt.errors.OptionError`.
+        A placement of exactly the admitted jobs (``{job id: GPU ids}``; else an
+        :class:`~pal_opt.errors.OptionError`), priced with the greedy starts (source ``"given"``):
+        the cheapest is the warm start and fallback, so the result never costs more.
 
     Returns
     -------
@@ -328,31 +374,102 @@ def solve_ilp(
     ('optimal', (2, 3), 1.0)
     """
     _check_options(time_limit, gap, threads, warm_start, deterministic)
-    setup = prepare_round(instance, binning, backend, admission, jobs)
+    clock = _clock(time_limit, deadline)
+    setup = prepare_round(instance, binning, backend, admission, jobs, probe=not clock.limited)
     cls = setup.backend
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
                     warm_start=warm_start)
-    common = dict(admission=setup.admission, backend=cls.name, backend_version=cls.version(), info=info)
+    common = dict(admission=setup.admission, backend=cls.name, backend_version=None, info=info)
     if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
-    att = _build(instance, setup, common, start)
+    att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start)
+    try:
+        _start(att)
+    except TimeLimitReached as exc:
+        return _out_of_time(att, exc)
     abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
-    opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic,
-                        backend_params=dict(backend_params or {}))
+    opts = SolveOptions(time_limit=None if clock.limited else time_limit, abs_gap=abs_gap, threads=threads,
+                        deterministic=deterministic, backend_params=dict(backend_params or {}))
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
 
 
+def _clock(time_limit: float | None, deadline: float | None) -> Deadline:
+    """The solve's deadline: ``time_limit`` from now or ``deadline``, whichever comes first."""
+    if deadline is not None and not (isinstance(deadline, (int, float)) and math.isfinite(deadline)):
+        raise OptionError(f"deadline must be a time.monotonic() value, got {deadline!r}")
+    return Deadline.after(time_limit).earliest(Deadline(math.inf if deadline is None else float(deadline)))
+
+
+def _start(att: _Attempt) -> None:
+    """Everything before the solver runs: under a deadline the greedy answer first and the build
+    only if its estimate fits (the solver imported only then); the build and the start placements.
+    Raises :class:`~pal_opt.errors.TimeLimitReached` when the deadline comes first."""
+    cls = att.setup.backend
+    if att.clock.limited:
+        _greedy_first(att)
+        att.clock.check("building the program", need=att.reserve + program_build_estimate(att.instance, att.setup))
+        get_backend(cls.name)  # the solver is imported only now, once it will be used
+    att.common["backend_version"] = cls.version()
+    _build(att)
+
+
 def _solve_built(att: _Attempt, solver: Backend, opts: SolveOptions, warm_start: bool) -> PlacementResult:
-    """Solve the built program: the LP shortcut when it applies, else the MIP."""
-    start = _start_vector(att) if warm_start and solver.supports_warm_start else None
-    if att.greedy is not None and solver.supports_relaxation and opts.abs_gap > 0:
-        done = _lp_shortcut(att, solver, opts)
-        if done is not None:
-            return done
-        if opts.time_limit is not None:
-            opts = replace(opts, time_limit=max(opts.time_limit - att.lp_seconds, 1e-3))
-    return _run_solver(att, solver, opts, start)
+    """Solve the built program: the LP shortcut when it applies, else the MIP.  Under a deadline
+    the LP bound comes first whether or not a gap is asked for, and a stage that does not fit
+    ends the solve with the best answer so far."""
+    clock = att.clock
+    start = None
+    if warm_start and solver.supports_warm_start:
+        if not clock.limited or clock.left() - att.reserve > ENCODE_PER_BUILD * att.build_seconds:
+            start = _start_vector(att)
+    try:
+        if att.greedy is not None and solver.supports_relaxation and (opts.abs_gap > 0 or clock.limited):
+            done = _lp_shortcut(att, solver, att.stage_options(opts, then_decode=False))
+            if done is not None:
+                return done
+        return _run_solver(att, solver, att.stage_options(opts, then_decode=True), start)
+    except TimeLimitReached as exc:
+        return _out_of_time(att, exc)
+
+
+def program_build_estimate(instance: RoundInstance, setup: RoundSetup) -> float:
+    """:func:`~pal_opt.ilp.formulation.estimated_build_seconds` for the round's admitted jobs."""
+    free = instance.cluster.state == GpuState.FREE
+    present = {instance.jobs[i].perfclass for i in setup.admitted}
+    if not present or not free.any():
+        return 0.0
+    # GPU types: distinct tuples of the admitted classes' factors over the free GPUs
+    cols = np.column_stack([np.asarray(setup.factors[c], dtype=np.float64)[free] for c in sorted(present)])
+    types = int(np.unique(cols, axis=0).shape[0])
+    return estimated_build_seconds(instance.cluster.num_servers, instance.cluster.num_gpus, types)
+
+
+def _greedy_first(att: _Attempt) -> None:
+    """Under a deadline, before anything else: PAL's greedy placement of the admitted jobs, priced
+    (the answer if time runs out); the time pricing took sets the reserve kept for the end."""
+    t0 = time.perf_counter()
+    placement = pal_greedy(att.instance, att.setup.factors, att.setup.admitted)
+    t1 = time.perf_counter()
+    if placement is None or len(placement) != len(att.setup.admitted):  # pragma: no cover - PAL places them
+        return
+    att.greedy, att.gcost, att.source = placement, evaluate(att.instance, placement, att.setup.factors).cost, "pal"
+    att.reserve = FINISH_SECONDS + 2 * (time.perf_counter() - t1)
+    att.info["start_pal_objective"] = att.gcost
+    att.info["start_source"] = att.source
+    att.info["greedy_seconds"] = t1 - t0
+
+
+def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
+    """The answer when the deadline comes before a stage could run: the start placement (the
+    greedy one if the program was not built) with the best bound known."""
+    att.info["time_limit_reached"] = exc.stage
+    if att.greedy is None:  # pragma: no cover - the greedy placement is computed first
+        raise exc
+    res = att.result(att.greedy, status=Status.FALLBACK, solve_seconds=att.lp_seconds, bound=att.lp_bound,
+                     message=f"{exc}; the greedy placement ({att.source}) of the admitted jobs is returned")
+    res.gap = relative_gap(res.objective, att.lp_bound, att.setup.demand)
+    return res
 
 
 def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -> PlacementResult | None:
@@ -374,26 +491,35 @@ def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str
     return None
 
 
-def _build(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any],
-           start: Mapping[JobId, Sequence[int]] | None = None) -> _Attempt:
+def _build(att: _Attempt) -> None:
     """Build the program and price the start placements (PAL's greedy, the packing greedy and
-    ``start`` when given); the cheapest becomes the warm start and the fallback."""
+    the caller's ``start`` when given); the cheapest becomes the warm start and the fallback.  Under a deadline PAL's is known
+    already, and the others are skipped when the time left is under the build's time."""
+    setup, clock = att.setup, att.clock
     t0 = time.perf_counter()
     progress.report(stage="building the program", backend=setup.backend.name)
-    form = build_formulation(instance, setup.admitted, factors=setup.factors)
-    att = _Attempt(instance, setup, form, common, time.perf_counter() - t0)
-    progress.report(stage="pricing the start placements", backend=setup.backend.name)
-    att.info.update(form.summary())
-    starts = start_placements(att.form)
-    if start is not None:
-        starts["given"] = _given_start(form, start)
-    for name, placement in starts.items():
-        c = evaluate(att.instance, placement, att.setup.factors).cost
-        att.info[f"start_{name}_objective"] = c
-        if c < att.gcost - 1e-12:
-            att.greedy, att.gcost, att.source = placement, c, name
+    att.form = build_formulation(att.instance, setup.admitted, factors=setup.factors,
+                                 deadline=clock.sooner(att.reserve) if clock.limited else None)
+    att.build_seconds = time.perf_counter() - t0
+    att.info.update(att.form.summary())
+    if att.given_start is not None:  # priced even when time runs short: the answer never costs more
+        _price_start(att, "given", _given_start(att.form, att.given_start))
     att.info["start_source"] = att.source
-    return att
+    if clock.limited and clock.left() - att.reserve < att.build_seconds:
+        att.info["time_limit_reached"] = "computing the packing start placements"
+        return
+    progress.report(stage="pricing the start placements", backend=setup.backend.name)
+    for name, placement in start_placements(att.form, pal=att.greedy if att.source == "pal" else None).items():
+        _price_start(att, name, placement)
+    att.info["start_source"] = att.source
+
+
+def _price_start(att: _Attempt, name: str, placement: dict[JobId, tuple[int, ...]]) -> None:
+    """Price a start placement; the cheapest so far becomes the warm start and the fallback."""
+    c = evaluate(att.instance, placement, att.setup.factors).cost
+    att.info[f"start_{name}_objective"] = c
+    if c < att.gcost - 1e-12:
+        att.greedy, att.gcost, att.source = placement, c, name
 
 
 def _given_start(form: Formulation, start: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:
@@ -411,7 +537,7 @@ def _start_vector(att: _Attempt) -> np.ndarray | None:
     if att.greedy is None:
         return None
     try:
-        return encode(att.form, att.greedy)
+        return encode(att.program, att.greedy)
     except ValueError as exc:  # pragma: no cover - start placements are valid
         log.warning("warm start not encodable: %s", exc)
         return None
@@ -435,7 +561,7 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     assert att.greedy is not None
     t1 = time.perf_counter()
     try:
-        att.lp_bound = solver.relaxation_bound(att.form, opts)
+        att.lp_bound = solver.relaxation_bound(att.program, opts)
     except BackendAbandoned:
         raise KeyboardInterrupt from None
     except KeyboardInterrupt:  # BackendInterrupted, or a Ctrl-C while the LP was translated
@@ -460,7 +586,7 @@ def _run_solver(att: _Attempt, solver: Backend, opts: SolveOptions, start: np.nd
     """The MIP solve and its result; on Ctrl-C, :class:`SolveInterrupted` with the best so far."""
     interrupted = False
     try:
-        sol = solver.solve(att.form, opts, start)
+        sol = solver.solve(att.program, opts, start)
     except BackendAbandoned:
         raise KeyboardInterrupt from None
     except KeyboardInterrupt as exc:  # BackendInterrupted, or a Ctrl-C while the model was translated
@@ -474,6 +600,26 @@ def _run_solver(att: _Attempt, solver: Backend, opts: SolveOptions, start: np.nd
         res.message = f"interrupted: {res.message}" if res.message else "interrupted"
         raise SolveInterrupted(res)
     return res
+
+
+def _too_late_to_decode(att: _Attempt, sol: BackendSolution) -> PlacementResult | None:
+    """Under a deadline with too little time left to decode the solver's solution: the start
+    placement with the solver's bound, FEASIBLE when the start is at least as good as that
+    solution (in the program's units), else FALLBACK and a message saying what was lost; None
+    when there is time to decode."""
+    clock, demand = att.clock, att.setup.demand
+    if not clock.limited or att.greedy is None or clock.left() - att.reserve >= att.decode_estimate:
+        return None
+    bound = sol.bound if att.lp_bound is None else max(sol.bound or att.lp_bound, att.lp_bound)
+    bound = None if bound is None else min(bound, att.gcost)
+    better = sol.objective is not None and sol.objective < att.gcost - 1e-9
+    att.info["incumbent"] = f"start ({att.source})"
+    att.info["time_limit_reached"] = "decoding the solver's solution"
+    message = (f"time limit: no time left to decode {att.name}'s solution (program objective {sol.objective:.6f}); "
+               f"the start placement ({att.source}) is returned" if better else f"{att.name}: {sol.message}")
+    return att.result(att.greedy, status=Status.FALLBACK if better else Status.FEASIBLE,
+                      solve_seconds=att.lp_seconds + sol.seconds, bound=bound,
+                      gap=relative_gap(att.gcost, bound, demand), message=message)
 
 
 def _finish(att: _Attempt, sol: BackendSolution) -> PlacementResult:
@@ -496,7 +642,10 @@ def _finish(att: _Attempt, sol: BackendSolution) -> PlacementResult:
                                  f"({att.source}) of the admitted jobs is returned")
         res.gap = relative_gap(res.objective, bound, demand) if att.greedy else None
         return res
-    placements = decode(att.form, sol.values)
+    late = _too_late_to_decode(att, sol)
+    if late is not None:
+        return late
+    placements = decode(att.program, sol.values)
     cost = evaluate(att.instance, placements, att.setup.factors).cost
     info["incumbent"] = "solver"
     if att.greedy is not None and att.gcost < cost - 1e-12:

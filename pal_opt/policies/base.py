@@ -10,8 +10,10 @@ over GPUs.  They share:
   GPU's level and the GPUs sorted by (level, position);
 * :class:`FreeGpus` -- the mutable state of one placement pass: a free mask plus free-GPU counts
   per server, per (class, level, server) and per (class, level), all kept in one flat integer
-  array and updated with a single ``np.subtract.at`` when a job takes its GPUs; cumulative
-  (level ≤ l) counts per class are refreshed lazily, only on the servers changed since.
+  array and updated with a single ``np.subtract.at`` when a job takes its GPUs; per class, each
+  server's free GPU levels in increasing order (a ``(P, S)`` array for servers of at most ``P``
+  GPUs) are refreshed lazily, only on the servers changed since.  Nothing a policy reads per
+  job has a (levels × servers) size: binned clusters of 65,536 GPUs have hundreds of levels.
 
 The static indexes depend only on the cluster and the factor arrays, so they are cached on the
 cluster, next to the binned factors they are built from.
@@ -85,11 +87,15 @@ class ServerIndex:
         ``pos[ptr[s]:ptr[s + 1]]`` are the GPUs of server ``s``, in position order.
     size
         GPUs per server (all states).
+    grid
+        Shape ``(P, S)`` for ``P`` the largest server: column ``s`` holds server ``s``'s positions
+        in position order, padded with the number of GPUs (one past the last position).
     """
 
     pos: np.ndarray
     ptr: np.ndarray
     size: np.ndarray
+    grid: np.ndarray
     bounds: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -122,6 +128,16 @@ class ClassIndex:
         ``by_level[level_ptr[l]:level_ptr[l + 1]]`` are the GPUs of level ``l``.
     level_list
         ``level_of`` as a Python list.
+    cell_of
+        Per GPU position: its cell, the (level, server) pair it belongs to.  Cells are numbered
+        in (level, server) order and only pairs that hold a GPU exist (at most one per GPU, where
+        levels × servers can be millions).
+    cell_server
+        Per cell: its server.
+    cell_bounds
+        The cells of level ``l`` are ``cell_bounds[l]`` to ``cell_bounds[l + 1]`` (Python ints).
+    level_pad
+        ``level_of`` with one more entry, ``num_levels`` (for :attr:`ServerIndex.grid`'s padding).
     """
 
     factors: np.ndarray
@@ -130,11 +146,16 @@ class ClassIndex:
     first_seen: tuple[int, ...]
     by_level: np.ndarray
     level_ptr: np.ndarray
+    cell_of: np.ndarray
+    cell_server: np.ndarray
+    cell_bounds: list[int]
     level_list: list[int] = field(default_factory=list, repr=False)
+    level_pad: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.level_list:
             self.level_list.extend(self.level_of.tolist())  # for per-server loops of a few GPUs
+        object.__setattr__(self, "level_pad", np.append(self.level_of, self.levels.size))
 
     @property
     def num_levels(self) -> int:
@@ -148,7 +169,10 @@ def server_index(cluster: Cluster) -> ServerIndex:
         size = np.bincount(cluster.server_of, minlength=cluster.num_servers)
         ptr = np.zeros(cluster.num_servers + 1, dtype=np.int64)
         np.cumsum(size, out=ptr[1:])
-        return ServerIndex(order, ptr, size)
+        grid = np.full((int(size.max(initial=0)), cluster.num_servers), cluster.num_gpus, dtype=np.int64)
+        srv = cluster.server_of[order]
+        grid[np.arange(order.size) - ptr[srv], srv] = order
+        return ServerIndex(order, ptr, size, grid)
 
     return cluster.memo("policy-servers", build)
 
@@ -175,7 +199,17 @@ def _class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
     ptr = np.zeros(levels.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(inv, minlength=levels.size), out=ptr[1:])
     first_seen = tuple(int(x) for x in np.argsort(first, kind="stable"))
-    return ClassIndex(factors, levels, inv, first_seen, by_level, ptr)
+    s = max(cluster.num_servers, 1)
+    key = inv * s + cluster.server_of
+    order = np.argsort(key, kind="stable")
+    k = key[order]
+    new = np.ones(k.size, dtype=bool)
+    new[1:] = k[1:] != k[:-1]
+    cell_of = np.empty(k.size, dtype=np.int64)
+    cell_of[order] = np.cumsum(new) - 1
+    cells = k[new]
+    bounds = np.searchsorted(cells // s, np.arange(levels.size + 1)).tolist()
+    return ClassIndex(factors, levels, inv, first_seen, by_level, ptr, cell_of, cells % s, bounds)
 
 
 # --------------------------------------------------------------------------- mutable state
@@ -197,8 +231,8 @@ class FreeGpus:
         Free mask by GPU position.
     server_free : ndarray of int64, shape (S,)
         Free GPUs per server.
-    cnt : dict class -> ndarray of int64, shape (L, S)
-        Free GPUs per (level, server) of that class.
+    cell_free : dict class -> ndarray of int64
+        Free GPUs per cell (:attr:`ClassIndex.cell_of`) of that class; see :meth:`level_cells`.
     tot : dict class -> ndarray of int64, shape (L,)
         Free GPUs per level of that class.
     index : dict class -> ClassIndex
@@ -218,55 +252,67 @@ class FreeGpus:
         self.servers = server_index(cluster)
         self.server_of = cluster.server_of
         self.blocks = cluster.memo("policy-blocks", lambda: bool(np.all(np.diff(cluster.server_of) >= 0)))
-        self.free = np.array(free, dtype=bool, copy=True)
+        g = cluster.num_gpus
+        # the free mask with one more GPU, never free: the padding of ServerIndex.grid
+        self.free_pad = np.zeros(g + 1, dtype=bool)
+        self.free_pad[:g] = free
+        self.free = self.free_pad[:g]
         #: The free mask as a bytearray, for loops over the few GPUs of one server.
         self.free_list = bytearray(self.free.tobytes())
         self._server_list: list[int] = cluster.memo("policy-server-list", cluster.server_of.tolist)
         class_factors = dict(class_factors or {})
         self.index: dict[str, ClassIndex] = {c: class_index(cluster, f) for c, f in class_factors.items()}
         self._codes, offsets, size = _codes(cluster, self.index)
-        self.counts = np.bincount(self._codes[self.free].ravel(), minlength=size).astype(np.int64)
+        self.counts = np.bincount(self._codes[self.free].ravel(), minlength=size)
         s = cluster.num_servers
         self.server_free = self.counts[:s]
         #: Number of free GPUs.
         self.num_free = int(self.free.sum())
-        self.cnt: dict[str, np.ndarray] = {}
+        self.cell_free: dict[str, np.ndarray] = {}
         self.tot: dict[str, np.ndarray] = {}
         for c, off in zip(self.index, offsets, strict=True):
-            lv = self.index[c].num_levels
-            self.cnt[c] = self.counts[off : off + lv * s].reshape(lv, s)
-            self.tot[c] = self.counts[off + lv * s : off + lv * s + lv]
-        # servers changed since a class's cumulative counts were last brought up to date
-        self._tick = 0
-        self._stamp = np.zeros(s, dtype=np.int64)
-        self._cum: dict[str, tuple[np.ndarray, int]] = {}
+            lv, nc = self.index[c].num_levels, self.index[c].cell_server.size
+            self.cell_free[c] = self.counts[off : off + nc]
+            self.tot[c] = self.counts[off + nc : off + nc + lv]
+        #: Servers whose free GPUs changed, in the order they changed (with repeats); each
+        #: class's ranked levels are up to date with the first ``_ranked[c][1]`` of them.
+        self._changed: list[int] = []
+        self._ranked: dict[str, tuple[np.ndarray, int]] = {}
 
     def take(self, pos: np.ndarray) -> None:
         """Mark the GPUs at ``pos`` (distinct, currently free) as used."""
-        self._tick += 1
-        if len(pos) == 1:  # one GPU's slots are distinct: plain fancy indexing is exact
-            p = int(pos[0])
+        plist = pos.tolist()
+        srv = self._server_list
+        free = self.free_list
+        for p in plist:
+            free[p] = 0
+        if len(plist) == 1:  # one GPU's slots are distinct: plain fancy indexing is exact
+            p = plist[0]
             self.free[p] = False
-            self.free_list[p] = 0
             self.counts[self._codes[p]] -= 1
-            self._stamp[self._server_list[p]] = self._tick
+            self._changed.append(srv[p])
         else:
             self.free[pos] = False
-            for p in pos.tolist():
-                self.free_list[p] = 0
             np.subtract.at(self.counts, self._codes[pos].ravel(), 1)
-            self._stamp[self.server_of[pos]] = self._tick
-        self.num_free -= len(pos)
+            self._changed.extend([srv[p] for p in plist])
+        self.num_free -= len(plist)
 
     def release(self, pos: np.ndarray) -> None:
         """Mark the GPUs at ``pos`` (distinct, currently used) as free again."""
+        plist = pos.tolist()
         self.free[pos] = True
-        for p in pos.tolist():
+        for p in plist:
             self.free_list[p] = 1
         np.add.at(self.counts, self._codes[pos].ravel(), 1)
-        self.num_free += len(pos)
-        self._tick += 1
-        self._stamp[self.server_of[pos]] = self._tick
+        self.num_free += len(plist)
+        self._changed.extend([self._server_list[p] for p in plist])
+
+    def level_cells(self, perfclass: str, level: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The servers holding GPUs of ``perfclass`` at ``level`` (ascending), their free GPUs
+        there (a view of :attr:`cell_free`), and the number of the first of these cells."""
+        ci = self.index[perfclass]
+        a, b = ci.cell_bounds[level], ci.cell_bounds[level + 1]
+        return ci.cell_server[a:b], self.cell_free[perfclass][a:b], a
 
     def hide(self, keep: np.ndarray) -> np.ndarray:
         """Take every free GPU outside the mask ``keep`` out of play (as :meth:`take`, in bulk);
@@ -284,11 +330,10 @@ class FreeGpus:
     def _bulk(self, pos: np.ndarray, sign: int) -> None:
         """Free (``sign=1``) or use (``-1``) many GPUs at once: vectorised count updates and one
         copy of the free mask into ``free_list``."""
-        self._tick += 1
         self.free[pos] = sign > 0
         self.free_list[:] = self.free.tobytes()
         np.add.at(self.counts, self._codes[pos].ravel(), sign)
-        self._stamp[self.server_of[pos]] = self._tick
+        self._changed.extend(np.unique(self.server_of[pos]).tolist())
         self.num_free += sign * int(pos.size)
 
     def server_gpus_at(self, s: int, ci: ClassIndex, level: int, *, at_most: bool = False) -> list[int]:
@@ -300,22 +345,33 @@ class FreeGpus:
             return [p for p in gpus if free[p] and lev[p] <= level]
         return [p for p in gpus if free[p] and lev[p] == level]
 
-    def cum(self, perfclass: str) -> np.ndarray:
-        """Free GPUs per (level, server) of ``perfclass`` with level ≤ the row's level, shape (L, S).
+    def ranked(self, perfclass: str) -> np.ndarray:
+        """Each server's free GPU levels of ``perfclass`` in increasing order, shape ``(P, S)``:
+        row ``j`` is the ``(j + 1)``-th smallest (the class's number of levels when the server
+        has fewer free GPUs).  So ``ranked[d - 1, s]`` is the least level ``v`` such that
+        server ``s`` has ``d`` free GPUs of level ≤ ``v``.
 
         Kept between calls and brought up to date only on the servers changed since.
         The result is read-only for callers.
         """
-        hit = self._cum.get(perfclass)
+        hit = self._ranked.get(perfclass)
+        now = len(self._changed)
         if hit is None:
-            m = np.cumsum(self.cnt[perfclass], axis=0)
+            m = self._rank(perfclass, self.servers.grid)
         else:
             m, seen = hit
-            if seen != self._tick:
-                dirty = np.flatnonzero(self._stamp > seen)
-                m[:, dirty] = np.cumsum(self.cnt[perfclass][:, dirty], axis=0)
-        self._cum[perfclass] = (m, self._tick)
+            if seen == now:
+                return m
+            dirty = list(set(self._changed[seen:]))
+            m[:, dirty] = self._rank(perfclass, self.servers.grid[:, dirty])
+        self._ranked[perfclass] = (m, now)
         return m
+
+    def _rank(self, perfclass: str, grid: np.ndarray) -> np.ndarray:
+        ci = self.index[perfclass]
+        lv = np.where(self.free_pad[grid], ci.level_pad[grid], ci.num_levels)
+        lv.sort(axis=0)
+        return lv
 
     def free_on_server(self, s: int) -> np.ndarray:
         """Free positions of server ``s``, in position order."""
@@ -326,7 +382,8 @@ class FreeGpus:
 def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarray, list[int], int]:
     """Per GPU, the slots of the flat count array it contributes to (cached on the cluster).
 
-    Column 0 is the GPU's server; then, per class, its (level, server) cell and its level total.
+    Column 0 is the GPU's server; then, per class, its cell (:attr:`ClassIndex.cell_of`) and its
+    level total.
     Returns the code matrix, each class's offset into the flat array and the array's size.
     """
     key = ("policy-codes", tuple((c, id(ci)) for c, ci in index.items()))
@@ -343,11 +400,11 @@ def _build_codes(
     offsets = []
     off = s
     for ci in index.values():
-        lv = ci.num_levels
+        nc = ci.cell_server.size
         offsets.append(off)
-        cols.append(off + ci.level_of * s + cluster.server_of)
-        cols.append(off + lv * s + ci.level_of)
-        off += lv * s + lv
+        cols.append(off + ci.cell_of)
+        cols.append(off + nc + ci.level_of)
+        off += nc + ci.num_levels
     codes = np.ascontiguousarray(np.column_stack(cols).astype(np.int64))
     codes.setflags(write=False)
     return codes, offsets, off, tuple(index.values())

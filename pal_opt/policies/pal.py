@@ -31,16 +31,18 @@ cluster level is the penalty it may pay.
 Placement stops at the first job that cannot be placed; since the cell (slowest level, across)
 admits every free GPU, that is the first job needing more GPUs than are free.
 
-Speed: all per-job work is numpy over (levels × servers) count arrays kept by
-:class:`~pal_opt.policies.base.FreeGpus` and over the free GPUs of one level, never a Python loop
-over GPUs or GPU combinations.  "Some server has *d* free GPUs of factor ≤ *v*" and "*d* free GPUs
-of factor ≤ *v* in all" are both monotone in *v*, so the first feasible cell of the walk is found
-by two binary searches instead of trying the cells one by one.
+Speed: no per-job work has a (levels × servers) size -- binned clusters of 65,536 GPUs have
+hundreds of levels.  "Some server has *d* free GPUs of factor ≤ *v*" holds from the level
+``min_s ranked[d - 1, s]`` on, where ``ranked`` (:meth:`~pal_opt.policies.base.FreeGpus.ranked`)
+holds each server's free GPU levels in increasing order; "*d* free GPUs of factor ≤ *v* in all"
+holds from the level where the running count of free GPUs per level reaches *d*.  Both tests are
+monotone in *v*, so the first feasible cell of the walk is the earlier of the first feasible
+within cell (the least rank of a within cell at or above the first level) and the first feasible
+across cell, read from suffix minima of the cells' ranks per level.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -78,62 +80,66 @@ def traversal_order(ci: ClassIndex, within_penalty: float, across_penalty: float
 
 @dataclass(frozen=True)
 class _Walk:
-    """A traversal order with each level's rank of its within and across cell."""
+    """A traversal order, and per level the first cell of the walk at that level or above."""
 
     cells: tuple[tuple[int, bool], ...]
-    within_rank: list[int]
-    across_rank: list[int]
-    #: True if within cells, and across cells, come in increasing level order (always, unless
-    #: two prices round to the same float): then the first feasible cell is found by bisection.
-    monotone: bool
+    #: ``first_within[l]``: least rank of a within cell of level ≥ l (len(cells) if none); the
+    #: last entry (level = number of levels) is len(cells).
+    first_within: list[int]
+    first_across: list[int]
 
     @classmethod
     def build(cls, cells: tuple[tuple[int, bool], ...], levels: int) -> _Walk:
-        rw, ra = [0] * levels, [0] * levels
+        none = len(cells)
+        rw, ra = [none] * (levels + 1), [none] * (levels + 1)
         for r, (lev, within) in enumerate(cells):
             (rw if within else ra)[lev] = r
-        mono = all(a < b for a, b in zip(rw[:-1], rw[1:], strict=True)) and all(
-            a < b for a, b in zip(ra[:-1], ra[1:], strict=True)
-        )
-        return cls(cells, rw, ra, mono)
+        for lev in range(levels - 1, -1, -1):
+            rw[lev] = min(rw[lev], rw[lev + 1])
+            ra[lev] = min(ra[lev], ra[lev + 1])
+        return cls(cells, rw, ra)
+
+    def first(self, within_from: int, across_from: int) -> tuple[int, bool] | None:
+        """The first cell of the walk that is a within cell of level ≥ ``within_from`` or an
+        across cell of level ≥ ``across_from`` (each may be the number of levels: none)."""
+        r = min(self.first_within[within_from], self.first_across[across_from])
+        return self.cells[r] if r < len(self.cells) else None
 
 
-def within_select(
-    state: FreeGpus,
-    perfclass: str,
-    demand: int,
-    top_level: int,
-    cum: np.ndarray | None = None,
-    most: list[int] | None = None,
-) -> np.ndarray | None:
+def within_select(state: FreeGpus, perfclass: str, demand: int, top_level: int) -> np.ndarray | None:
     """PAL's within-server choice at level ≤ ``top_level`` (see the module docstring).
 
-    ``cum`` may pass ``state.cum(perfclass)`` and ``most`` its column maxima per level, if the
-    caller has them.  Returns ``demand`` GPU positions on one server, or None if no server has
-    enough eligible free GPUs.
+    Returns ``demand`` GPU positions on one server, or None if no server has enough eligible
+    free GPUs.
     """
-    if cum is None:
-        cum = state.cum(perfclass)
-    eligible = cum[top_level]
-    valid = np.flatnonzero(eligible >= demand)
-    if valid.size == 0:
+    ranked = state.ranked(perfclass)
+    if not 0 < demand <= ranked.shape[0]:
         return None
-    if top_level == 0 or (most is not None and most[top_level - 1] < demand):
-        # no server reaches d GPUs below top_level: every valid server's best max is top_level
-        least, cand = top_level, valid
-    else:
-        # d-th smallest eligible level per server = first level where the running count reaches d
-        best = (cum[: top_level + 1, valid] < demand).sum(axis=0)
-        least = int(best.min())
-        cand = valid[best == least]
-    e = eligible[cand]
-    top = cand[e == e.max()]  # most eligible GPUs first (pandas value_counts order) ...
-    ci = state.index[perfclass]
-    s = int(top[0])  # ... ties in order of first appearance: server order if servers are blocks
-    if top.size > 1 and not state.blocks:
-        first = [state.server_gpus_at(t, ci, top_level, at_most=True)[0] for t in top.tolist()]
-        s = int(top[int(np.argmin(first))])
-    return np.asarray(state.server_gpus_at(s, ci, least, at_most=True)[:demand], dtype=np.int64)
+    best = ranked[demand - 1]
+    least = int(best.min())
+    return _within(state, perfclass, demand, top_level, ranked, best, least) if least <= top_level else None
+
+
+def _within(
+    state: FreeGpus, c: str, d: int, top_level: int, ranked: np.ndarray, best: np.ndarray, least: int
+) -> np.ndarray:
+    """:func:`within_select` given ``best = ranked[d - 1]`` (per server, the least max level of
+    ``d`` of its free GPUs) and its minimum ``least`` ≤ ``top_level``."""
+    cand = (best == least).nonzero()[0]
+    ci = state.index[c]
+    s = int(cand[0])
+    if cand.size > 1:
+        # most eligible GPUs first (pandas value_counts order): a server has at least k + 1
+        # free GPUs of level ≤ top_level when ranked[k] ≤ top_level; try k from the largest
+        for k in range(ranked.shape[0] - 1, d - 2, -1):
+            top = cand[ranked[k, cand] <= top_level]
+            if top.size:
+                break
+        s = int(top[0])  # ... ties in order of first appearance: server order if servers are blocks
+        if top.size > 1 and not state.blocks:
+            first = [state.server_gpus_at(t, ci, top_level, at_most=True)[0] for t in top.tolist()]
+            s = int(top[int(np.argmin(first))])
+    return np.array(state.server_gpus_at(s, ci, least, at_most=True)[:d], dtype=np.int64)
 
 
 def place_sequence(
@@ -178,23 +184,18 @@ class _Selector:
         if d == 1 or d > self.per_node:
             return pmfirst_select(state, c, d, None, PAL_GROUPING)
         walk = self.walk(state, c, float(job.locality[Level.SERVER]), float(job.locality[Level.CLUSTER]))
-        cum = state.cum(c)
-        most = cum.max(axis=1).tolist()  # most eligible free GPUs on one server, per level
-        avail = np.cumsum(state.tot[c]).tolist()  # eligible free GPUs in all, per level
-        if walk.monotone:
-            # both tests are monotone in the level: the first feasible within cell and the
-            # first feasible across cell are bisections; the walk takes the earlier one
-            lw, la = bisect_left(most, d), bisect_left(avail, d)
-            n = len(most)
-            if lw < n and (la == n or walk.within_rank[lw] < walk.across_rank[la]):
-                return within_select(state, c, d, lw, cum, most)
-            return pmfirst_select(state, c, d, la, PAL_GROUPING) if la < n else None
-        for lev, within in walk.cells:
-            if within and most[lev] >= d:
-                return within_select(state, c, d, lev, cum, most)
-            if not within and avail[lev] >= d:
-                return pmfirst_select(state, c, d, lev, PAL_GROUPING)
-        return None
+        # first level with a server of d free GPUs at or below it; first level with d in all
+        ranked = state.ranked(c)
+        best = ranked[d - 1]
+        lw = int(best.min())
+        la = int(state.tot[c].cumsum().searchsorted(d))
+        cell = walk.first(lw, la)
+        if cell is None:
+            return None
+        lev, within = cell
+        if within:
+            return _within(state, c, d, lev, ranked, best, lw)
+        return pmfirst_select(state, c, d, lev, PAL_GROUPING)
 
 
 def place(

@@ -29,9 +29,8 @@ in queue order, and placement stops at the first job that cannot be placed.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from itertools import accumulate
+from functools import lru_cache
 
 import numpy as np
 
@@ -78,79 +77,112 @@ def pmfirst_select(
         ``demand`` GPU positions in PM-First order, or None if too few candidates are free.
     """
     ci = state.index[perfclass]
-    cnt = state.cnt[perfclass]
+    tot = state.tot[perfclass]
     top = ci.num_levels - 1 if top_level is None else int(top_level)
-    tot = state.tot[perfclass][: top + 1].tolist()
-    if demand <= 0 or sum(tot) < demand:
+    running = tot[: top + 1].cumsum()
+    if demand <= 0 or running.size == 0 or running[-1] < demand:
         return None
-    if grouping == "server":
-        group = np.abs(cnt[: top + 1].sum(axis=0) - demand)
+    if grouping == "server":  # per server: |free GPUs of level ≤ top - demand|
+        group = np.abs(np.count_nonzero(state.ranked(perfclass) <= top, axis=0) - demand)
     elif grouping == "factor-server":
         group = None
     else:
         raise ValueError(f"unknown PM-First grouping {grouping!r}")
     # levels below the boundary level are taken whole, the boundary level in part
-    running = list(accumulate(tot))
-    boundary = bisect_left(running, demand)
-    cum = running[boundary - 1] if boundary else 0
-    rest = demand - cum
-    score = np.abs(cnt[boundary] - demand) if group is None else group
+    boundary = int(running.searchsorted(demand))
+    cum = int(running[boundary - 1]) if boundary else 0
+    servers, row, first_cell = state.level_cells(perfclass, boundary)
+    # each server's score at the boundary level; _NEVER for servers with no free GPU there
+    score = _score_of_count(state.servers.grid.shape[0], demand)[row] if group is None else (
+        np.where(row > 0, group[servers], _NEVER))
     if state.blocks:
-        last = _level_by_server(state, ci, boundary, cnt[boundary], score, rest)
+        last = _level_by_server(state, ci, boundary, servers, row, score, demand - cum)
     else:
-        last = _level_by_gpu(state, ci, boundary, score, rest)
+        last = _level_by_gpu(state, ci, boundary, score, first_cell, demand - cum)
     if cum == 0:
         return last
-    # all free GPUs of levels < boundary (fewer than d), by (level, score, position)
+    # all free GPUs of levels < boundary (fewer than d, so on fewer than d levels), by
+    # (level, score, position)
+    below_levels = tot[:boundary].nonzero()[0].tolist()
+    cells = state.cell_free[perfclass]
     if state.blocks:
-        # (level, server) groups with free GPUs, in (level, score, server) order
-        levs, srvs = np.nonzero(cnt[:boundary])
-        sc = np.abs(cnt[levs, srvs] - demand) if group is None else group[srvs]
-        order = np.lexsort((srvs, sc, levs)).tolist()
-        lv, sv = levs.tolist(), srvs.tolist()
+        # (level, server) cells with free GPUs, in (level, score, server) order
+        levs, srvs, free = [], [], []
+        for v in below_levels:
+            srv_v, free_v, _ = state.level_cells(perfclass, v)
+            nz = free_v.nonzero()[0]
+            levs.append(np.full(nz.size, v))
+            srvs.append(srv_v[nz])
+            free.append(free_v[nz])
+        lv, sv = np.concatenate(levs), np.concatenate(srvs)
+        sc = np.abs(np.concatenate(free) - demand) if group is None else group[sv]
         below: list[int] = []
-        for k in order:
-            below.extend(state.server_gpus_at(sv[k], ci, lv[k]))
+        lvl, svl = lv.tolist(), sv.tolist()
+        for k in np.lexsort((sv, sc, lv)).tolist():
+            below.extend(state.server_gpus_at(svl[k], ci, lvl[k]))
         return np.concatenate((np.asarray(below, dtype=np.int64), last))
-    cand = ci.by_level[: ci.level_ptr[boundary]]
+    ptr = ci.level_ptr
+    cand = np.concatenate([ci.by_level[ptr[v] : ptr[v + 1]] for v in below_levels])
     cand = cand[state.free[cand]]
     lev = ci.level_of[cand]
-    srv = state.server_of[cand]
-    sc = np.abs(cnt[lev, srv] - demand) if group is None else group[srv]
+    sc = np.abs(cells[ci.cell_of[cand]] - demand) if group is None else group[state.server_of[cand]]
     order = np.argsort(lev * (int(sc.max()) + 1) + sc, kind="stable")
     return np.concatenate((cand[order], last))
 
 
-def _level_by_gpu(state: FreeGpus, ci: ClassIndex, lev: int, score: np.ndarray, take: int) -> np.ndarray:
-    """The first ``take`` free GPUs of level ``lev`` by (server score, position)."""
+@lru_cache(maxsize=1024)
+def _score_of_count(most: int, demand: int) -> np.ndarray:
+    """``|n - demand|`` for ``n`` = 0..most free GPUs of a group, and _NEVER for ``n = 0``."""
+    out = np.abs(np.arange(most + 1, dtype=np.int64) - demand)
+    out[0] = _NEVER
+    out.setflags(write=False)
+    return out
+
+
+def _level_by_gpu(
+    state: FreeGpus, ci: ClassIndex, lev: int, score: np.ndarray, first_cell: int, take: int
+) -> np.ndarray:
+    """The first ``take`` free GPUs of level ``lev`` by (server score, position); ``score`` is
+    per cell of the level, the first being cell ``first_cell``."""
     cand = ci.by_level[ci.level_ptr[lev] : ci.level_ptr[lev + 1]]
     cand = cand[state.free[cand]]
-    order = np.argsort(score[state.server_of[cand]], kind="stable")
+    order = np.argsort(score[ci.cell_of[cand] - first_cell], kind="stable")
     return cand[order[:take]]
 
 
 def _level_by_server(
-    state: FreeGpus, ci: ClassIndex, lev: int, row: np.ndarray, score: np.ndarray, take: int
+    state: FreeGpus, ci: ClassIndex, lev: int, servers: np.ndarray, row: np.ndarray, score: np.ndarray, take: int
 ) -> np.ndarray:
     """As :func:`_level_by_gpu` when servers are position blocks: order servers, not GPUs.
 
-    With servers as consecutive position blocks in server order, (score, position) order is
-    (score, server, position) order, so whole servers are taken in (score, server) order.
+    ``servers`` are the servers with GPUs at ``lev`` (ascending), ``row`` their free GPUs there
+    and ``score`` their scores (_NEVER where ``row`` is 0).  With servers as consecutive position
+    blocks in server order, (score, position) order is (score, server, position) order, so whole
+    servers are taken in (score, server) order: the servers of the least score first, in server
+    order, then those of the next score, until ``take`` GPUs are reached (scores are few distinct
+    small integers, so nothing is sorted).
     """
-    first = int(np.argmin(np.where(row > 0, score, _NEVER)))
+    first = int(score.argmin())
     if row[first] >= take:  # the best server alone suffices (the usual case)
-        srv = [first]
-    else:
-        has = np.flatnonzero(row)
-        order = has[np.argsort(score[has], kind="stable")]
-        k = int(np.searchsorted(np.cumsum(row[order]), take)) + 1
-        if k > 8:
-            return _level_by_gpu(state, ci, lev, score, take)
-        srv = order[:k].tolist()
-    out: list[int] = []
-    for s in srv:
-        out.extend(state.server_gpus_at(s, ci, lev))
-    return np.asarray(out[:take], dtype=np.int64)
+        return np.array(state.server_gpus_at(int(servers[first]), ci, lev)[:take], dtype=np.int64)
+    masked = score.copy()
+    chosen = []
+    need = take
+    while True:
+        picks = (masked == masked[first]).nonzero()[0]
+        run = row[picks].cumsum()
+        if run[-1] >= need:
+            chosen.append(picks[: int(run.searchsorted(need)) + 1])
+            break
+        chosen.append(picks)
+        need -= int(run[-1])
+        masked[picks] = _NEVER
+        first = int(masked.argmin())
+        if masked[first] == _NEVER:  # pragma: no cover - the caller checked the level's count
+            raise AssertionError("PM-First: fewer free GPUs at the level than counted")
+    grid = state.servers.grid[:, servers[np.concatenate(chosen)]].T  # a row per server, positions in order
+    grid = grid[state.free_pad[grid] & (ci.level_pad[grid] == lev)]
+    return grid[:take]
 
 
 def place_sequence(

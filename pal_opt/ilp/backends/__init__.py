@@ -112,8 +112,12 @@ def available_backends() -> list[str]:
     return [n for n in backend_names() if BACKENDS[n].is_available()]
 
 
-def get_backend(name: str | None = None) -> type[Backend]:
-    """The backend class called ``name`` (None: the first available in preference order).
+def get_backend(name: str | None = None, *, probe: bool = True) -> type[Backend]:
+    """The backend class called ``name`` (None: the first available in preference order, probed
+    in that order until one imports).
+
+    With ``probe=False`` a named backend is only looked for (:meth:`Backend.is_installed`, which
+    imports nothing), so that a caller short of time imports the solver only when it uses it.
 
     Raises
     ------
@@ -136,6 +140,8 @@ def get_backend(name: str | None = None) -> type[Backend]:
             f"(installed: {', '.join(inst) if inst else 'none'})"
         )
     cls = BACKENDS[name]
+    if not probe and cls.is_installed():
+        return cls
     if not cls.is_available():
         inst = available_backends()
         raise BackendUnavailableError(

@@ -8,6 +8,11 @@ never prices placements; :mod:`pal_opt.ilp.solve` does both through :mod:`pal_op
 
 1. an empty program (no columns) is answered without a solver;
 2. :meth:`~Backend._translate` the program (and the start vector) into the solver's model;
+   With a deadline (``SolveOptions.deadline``), translation is not started when
+   :meth:`~Backend.translate_estimate` says it cannot end in time, and the solver's time limit
+   becomes what is left after translating, less the time it may take to stop
+   (:meth:`~Backend.solver_time_limit`); either way short of time raises
+   :class:`~pal_opt.errors.TimeLimitReached`;
 3. :meth:`~Backend._configure` it from :class:`SolveOptions` (time limit, gap, threads,
    determinism, seed), then hand each of ``options.backend_params`` to
    :meth:`~Backend._set_param` (a parameter the solver rejects is an
@@ -17,7 +22,9 @@ never prices placements; :mod:`pal_opt.ilp.solve` does both through :mod:`pal_op
    :func:`run_interruptibly`); when someone listens to progress (:mod:`pal_opt.progress`),
    :meth:`~Backend._observe` first wires the solver's callbacks (or log) to a
    :class:`SolverWatch`, which the waiting loop reports every :data:`POLL_SECONDS`
-   (:func:`poll_progress`);
+   (:func:`poll_progress`); an in-process solver that runs past its time limit is asked to stop,
+   and one still running at the deadline is abandoned (:class:`BackendOverran`: the answer is
+   "no solution");
 5. :meth:`~Backend._read` its status, values, message and figures, then
    :meth:`~Backend._bound`; the objective is ``program.objective(values)``;
 6. :meth:`~Backend._release` what the run held (always), and on an interrupt raise
@@ -32,6 +39,7 @@ from __future__ import annotations
 import contextvars
 import enum
 import importlib
+import importlib.util
 import logging
 import math
 import threading
@@ -39,13 +47,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from ... import progress
-from ...errors import OptionError
+from ...deadline import Deadline
+from ...errors import OptionError, TimeLimitReached
 from ..program import Program
 
 __all__ = [
@@ -57,6 +66,7 @@ __all__ = [
     "ThreadedBackend",
     "BackendInterrupted",
     "BackendAbandoned",
+    "BackendOverran",
     "SolverWatch",
     "poll_progress",
     "abandoned_solvers",
@@ -73,6 +83,8 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 0.1
 #: Name of the helper threads that run solver calls (see :func:`run_interruptibly`).
 SOLVER_THREAD_NAME = "pal-opt-solver"
+#: A solver is not started with less time than this (seconds) before its deadline.
+MIN_SOLVER_SECONDS = 0.05
 
 
 class SolverStatus(enum.StrEnum):
@@ -91,7 +103,10 @@ class SolveOptions:
     Attributes
     ----------
     time_limit
-        Wall-clock seconds, or None for no limit.
+        Wall-clock seconds for the solver, or None for no limit.
+    deadline
+        A ``time.monotonic()`` value by which :meth:`Backend.solve` must have returned
+        (translation included), or None; the time limit is shortened to fit.
     abs_gap
         Absolute gap in objective units at which the solver may stop; 0 asks for proven
         optimality (each backend then uses a tiny tolerance of its own).
@@ -110,6 +125,7 @@ class SolveOptions:
     """
 
     time_limit: float | None = None
+    deadline: float | None = None
     abs_gap: float = 0.0
     threads: int | None = None
     deterministic: bool = True
@@ -183,6 +199,11 @@ class Backend(ABC):
         scaled by a documented precision and rounded).
     supports_relaxation
         Whether :meth:`relaxation_bound` solves the LP relaxation (else it returns None).
+    translate_seconds_per_entry
+        Seconds that translating takes per matrix entry and column (an estimate with room to
+        spare, measured on two busy cores): :meth:`translate_estimate`.
+    stop_seconds
+        Seconds the solver may take to return after its time limit or a stop request.
     """
 
     name: ClassVar[str]
@@ -190,6 +211,8 @@ class Backend(ABC):
     supports_warm_start: ClassVar[bool] = False
     integer_coefficients: ClassVar[bool] = False
     supports_relaxation: ClassVar[bool] = False
+    translate_seconds_per_entry: ClassVar[float] = 3e-5
+    stop_seconds: ClassVar[float] = 0.3
     _available: ClassVar[bool | None] = None
     _import_error: ClassVar[str | None] = None
     _version: ClassVar[str | None] = None
@@ -218,6 +241,15 @@ class Backend(ABC):
         return bool(cls._available)
 
     @classmethod
+    def is_installed(cls) -> bool:
+        """Whether the top-level packages of :attr:`requires` can be found, without importing
+        anything (OR-Tools takes about half a second to import); :meth:`is_available` says
+        whether the solver actually works."""
+        if cls.__dict__.get("_available") is not None:
+            return bool(cls._available)
+        return all(importlib.util.find_spec(m.split(".")[0]) is not None for m in cls.requires)
+
+    @classmethod
     def import_error(cls) -> str | None:
         """Why the backend is unavailable (None if it is available)."""
         cls.is_available()
@@ -236,6 +268,30 @@ class Backend(ABC):
     def _solver_version(cls) -> str:
         """Ask the solver for its version."""
 
+    # ------------------------------------------------------------------ deadlines
+    def translate_estimate(self, program: Program) -> float:
+        """Seconds translating ``program`` may take (:attr:`translate_seconds_per_entry`)."""
+        return 0.02 + self.translate_seconds_per_entry * (program.A.nnz + program.num_vars)
+
+    def solver_time_limit(self, seconds_left: float) -> float:
+        """The time limit to give the solver when ``seconds_left`` remain before the deadline
+        (default: less :attr:`stop_seconds`)."""
+        return seconds_left - self.stop_seconds
+
+    def _fit_to_deadline(self, options: SolveOptions, stage: str) -> SolveOptions:
+        """``options`` with the time limit shortened to what the deadline leaves (unchanged
+        without one); :class:`~pal_opt.errors.TimeLimitReached` if that is less than
+        :data:`MIN_SOLVER_SECONDS`."""
+        if options.deadline is None:
+            return options
+        left = Deadline(options.deadline).left()
+        limit = self.solver_time_limit(left)
+        if limit < MIN_SOLVER_SECONDS:
+            raise TimeLimitReached(stage, need=left - limit + MIN_SOLVER_SECONDS, left=left)
+        if options.time_limit is not None:
+            limit = min(limit, options.time_limit)
+        return replace(options, time_limit=limit)
+
     # ------------------------------------------------------------------ the template
     def solve(self, program: Program, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
         """Solve ``program``; ``start`` is a feasible vector to warm-start from (or None).
@@ -253,10 +309,15 @@ class Backend(ABC):
             raise OptionError(f"the start vector has shape {np.shape(start)}, the program {program.num_vars} columns")
         if program.num_vars == 0:
             return empty_solution(program)
+        stage = f"running {self.name}"
+        if options.deadline is not None:
+            Deadline(options.deadline).check(f"translating the program for {self.name}",
+                                             need=self.translate_estimate(program))
         t0 = time.perf_counter()
         progress.report(stage=f"translating the program for {self.name}")
         model = self._translate(program, start if self.supports_warm_start else None)
         try:
+            options = self._fit_to_deadline(options, stage)
             self._configure(model, program, options)
             for key, value in options.backend_params.items():
                 try:
@@ -264,8 +325,12 @@ class Backend(ABC):
                 except Exception as exc:  # noqa: BLE001 - any rejection by the solver
                     raise OptionError(f"{self.name} rejected backend parameter {key!r} = {value!r}: {exc}") from None
             t1 = time.perf_counter()
-            with self._watched(model, program, "solving"):
-                raw, interrupted = self._execute(model, options)
+            try:
+                with self._watched(model, program, "solving"):
+                    raw, interrupted = self._execute(model, options)
+            except BackendOverran as exc:
+                return BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, time.perf_counter() - t1,
+                                       translate_seconds=t1 - t0, message=str(exc))
             t2 = time.perf_counter()
             out = self._read(model, raw, program, options, t2 - t1)
             objective = program.objective(out.values) if out.values is not None else None
@@ -340,10 +405,17 @@ class Backend(ABC):
 class ThreadedBackend(Backend):
     """A backend whose solver is a blocking in-process call that releases the GIL and can be asked
     to stop from another thread: :meth:`_execute` runs :meth:`_run` in a helper thread with
-    :func:`run_interruptibly`, and a Ctrl-C calls :meth:`_stop`."""
+    :func:`run_interruptibly`, and a Ctrl-C calls :meth:`_stop`.  With a deadline, a solver still
+    running :attr:`~Backend.stop_seconds` after its time limit is asked to stop too, and one still
+    running at the deadline is abandoned (:class:`BackendOverran`)."""
 
     def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
-        return run_interruptibly(lambda: self._run(model), lambda: self._stop(model))
+        if options.deadline is None:
+            return run_interruptibly(lambda: self._run(model), lambda: self._stop(model))
+        give_up_at = options.deadline
+        stop_at = min(time.monotonic() + (options.time_limit or 0.0) + 0.5 * self.stop_seconds, give_up_at)
+        return run_interruptibly(lambda: self._run(model), lambda: self._stop(model), stop_at=stop_at,
+                                 give_up_at=give_up_at, name=self.name)
 
     @abstractmethod
     def _run(self, model: Any) -> Any:
@@ -438,12 +510,22 @@ class BackendInterrupted(KeyboardInterrupt):
         return (type(self), (self.solution,))
 
 
+class BackendOverran(Exception):  # noqa: N818 - an event, like KeyboardInterrupt, not an error
+    """A solver that had not returned by its deadline, though asked to stop: abandoned in its
+    helper thread, where it may run on until it looks at the stop request (HiGHS does not while
+    it presolves).  :meth:`Backend.solve` answers "no solution"; the ``pal-opt`` command ends
+    with ``os._exit`` while such a solver still runs (see :func:`abandoned_solvers`)."""
+
+
 class BackendAbandoned(KeyboardInterrupt):
     """A second Ctrl-C while a backend waited for its stopped solver: the caller gives up at once
     and keeps nothing (:func:`pal_opt.ilp.solve_ilp` re-raises a plain ``KeyboardInterrupt``)."""
 
 
-def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[T, bool]:
+def run_interruptibly(
+    work: Callable[[], T], stop: Callable[[], None], *, stop_at: float | None = None, give_up_at: float | None = None,
+    name: str = "the solver",
+) -> tuple[T, bool]:
     """Run ``work()`` (a blocking solver call that releases the GIL) so that Ctrl-C can stop it.
 
     ``work`` runs in a helper thread while the calling thread waits on it; Python delivers
@@ -458,6 +540,10 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
       interpreter exit.  A C++ solver still running when the interpreter exits can abort the
       process (``terminate called``); :func:`abandoned_solvers` tells whether one is, and the
       ``pal-opt`` command then ends with ``os._exit``.
+
+    Deadlines (``time.monotonic()`` values): from ``stop_at`` on, ``stop()`` is called as for a
+    Ctrl-C (but the call returns normally); at ``give_up_at`` the wait ends with
+    :class:`BackendOverran` and the helper thread is left to finish on its own.
 
     Returns ``(work's value, whether an interrupt was acted on)``; an exception raised by
     ``work`` is re-raised in the caller.  Called from any thread but the main one (a scheduler
@@ -482,6 +568,8 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
     thread = threading.Thread(target=target, name=SOLVER_THREAD_NAME, daemon=True)
     interrupted = False
     started = False
+    stop_at = math.inf if stop_at is None else stop_at
+    give_up_at = math.inf if give_up_at is None else give_up_at
     while True:
         # every step, thread start included, is inside the try: a Ctrl-C that lands anywhere
         # here is acted on (stop requested), never lost with the solver left running
@@ -490,8 +578,12 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> tuple[
                 started = True
                 thread.start()
             while not done.is_set():
-                done.wait(POLL_SECONDS)
-                if interrupted and not done.is_set():
+                now = time.monotonic()
+                if now >= give_up_at:
+                    raise BackendOverran(f"{name} had not stopped by the deadline (abandoned, it may run on)")
+                done.wait(max(min(POLL_SECONDS, stop_at - now, give_up_at - now), 0.001))
+                late = time.monotonic() >= stop_at
+                if (interrupted or late) and not done.is_set():
                     stop()  # again: a request made before the solver could take it may be lost
                 poll_progress(interrupted)
             break

@@ -421,10 +421,35 @@ class CbcBackend(Backend):
         if start is not None:
             for x, v in zip(xs, np.asarray(start, dtype=np.float64).tolist(), strict=True):
                 x.setInitialValue(round(v) if x.cat == pulp.LpInteger else v)
-        return _CbcModel(prob, xs, start is not None)
+        model = _CbcModel(prob, xs, start is not None)
+        try:
+            self._write_files(model)
+        except BaseException:
+            self._release(model)
+            raise
+        return model
+
+    @staticmethod
+    def _write_files(model: _CbcModel) -> None:
+        """The MPS (and MIP start) file, written to a private directory (part of translating, so
+        that a deadline's time limit is fitted once they are written)."""
+        import pulp
+
+        model.workdir = workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
+        mps, mst, model.sol, model.log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
+        model.mps = vs, var_names, con_names, _ = model.prob.writeMPS(mps, rename=1)
+        model.args = [mps]
+        if model.has_start:
+            pulp.PULP_CBC_CMD(msg=False).writesol(mst, model.prob, vs, var_names, con_names)
+            model.args += ["-mips", mst]
+
+    def solver_time_limit(self, seconds_left: float) -> float:
+        """CBC is stopped from outside at :data:`DEADLINE_FACTOR` × limit + :data:`DEADLINE_GRACE`
+        and killed :data:`KILL_GRACE` later: the limit that ends all that in ``seconds_left``."""
+        return (seconds_left - DEADLINE_GRACE - KILL_GRACE - 0.1) / DEADLINE_FACTOR
 
     def _configure(self, model: _CbcModel, program: Program, options: SolveOptions) -> None:
-        """The CBC command line, with the MPS (and MIP start) file written to a private directory."""
+        """The CBC command line (the files are written by :meth:`_translate`)."""
         import pulp
 
         model.gap = float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP
@@ -435,13 +460,7 @@ class CbcBackend(Backend):
         if options.threads is not None and options.threads > 1:
             kwargs["threads"] = int(options.threads)
         model.cmd = cmd = pulp.PULP_CBC_CMD(**kwargs)
-        model.workdir = workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
-        mps, mst, model.sol, model.log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
-        model.mps = vs, var_names, con_names, _ = model.prob.writeMPS(mps, rename=1)
-        model.args = [cmd.path, mps]
-        if model.has_start:
-            cmd.writesol(mst, model.prob, vs, var_names, con_names)
-            model.args += ["-mips", mst]
+        model.args = [cmd.path, *model.args]
         if options.time_limit is not None:
             model.args += ["-sec", repr(float(options.time_limit))]
         for opt in [*cmd.options, *cmd.getOptions()]:

@@ -39,9 +39,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...deadline import Deadline
 from ..program import Program
 from .base import (
     BackendInterrupted,
+    BackendOverran,
     Readout,
     SolveOptions,
     SolverStatus,
@@ -74,6 +76,7 @@ class HighsBackend(ThreadedBackend):
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     supports_warm_start: ClassVar[bool] = True
     supports_relaxation: ClassVar[bool] = True
+    translate_seconds_per_entry: ClassVar[float] = 1e-6
 
     @classmethod
     def _solver_version(cls) -> str:
@@ -83,18 +86,27 @@ class HighsBackend(ThreadedBackend):
 
     def relaxation_bound(self, program: Program, options: SolveOptions) -> float | None:
         """The LP relaxation's optimum (dual simplex, presolve off), lowered by
-        :data:`RELAXATION_SAFETY` relative to guard against solver tolerances."""
+        :data:`RELAXATION_SAFETY` relative to guard against solver tolerances.  None if HiGHS
+        did not solve it (in time); with a deadline, :class:`~pal_opt.errors.TimeLimitReached`
+        when there is no time to translate and start it."""
         import highspy
 
+        if options.deadline is not None:
+            Deadline(options.deadline).check("translating the LP relaxation for highs",
+                                             need=self.translate_estimate(program))
         model = self._translate(program, None)
+        options = self._fit_to_deadline(options, "solving the LP relaxation")
         model.h.setOptionValue("presolve", "off")
         model.h.setOptionValue("solver", "simplex")
         if options.time_limit is not None:
             model.h.setOptionValue("time_limit", float(options.time_limit))
         model.lp.integrality_ = []
         model.h.passModel(model.lp)
-        with self._watched(model, program, "solving the LP relaxation"):
-            _, interrupted = self._execute(model, options)
+        try:
+            with self._watched(model, program, "solving the LP relaxation"):
+                _, interrupted = self._execute(model, options)
+        except BackendOverran:
+            return None
         if interrupted:
             raise BackendInterrupted(None)
         if model.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
