@@ -57,7 +57,9 @@ Fields
     :data:`pal_opt.model.MODEL_CLASS` when ``class`` is absent), ``locality`` (optional
     ``[server, rack, cluster]`` penalties, finite, > 0 and non-decreasing; default
     ``(1, λ, λ)``), ``placement`` (optional: the GPU ids a running job holds now — exactly
-    ``demand`` distinct free GPUs, not shared with another running job).
+    ``demand`` distinct free GPUs, not shared with another running job), ``pipeline``
+    (optional: ``{"stage_times": [...], "replicas": [...]}``, a pipeline-parallel job's stages,
+    :class:`pal_opt.model.Pipeline`; the replicas add up to ``demand``).
 ``meta``
     Optional free-form object, kept for the reader, ignored by pal-opt.
 
@@ -74,7 +76,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError
-from ..model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
+from ..model import MODEL_CLASS, Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams, pal_locality
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
 from .messages import Special, problem_error
@@ -264,13 +266,28 @@ def _jobs(jobs_in: list[dict[str, Any]], cluster: Cluster, params: RoundParams, 
         loc = j.get("locality")
         if loc is not None and not loc[0] <= loc[1] <= loc[2]:
             raise _error(source, f"{p}.locality", f"penalties must not decrease from server to rack to cluster, got {loc}")
+        pipeline = _pipeline(j, p, source)
+        if pipeline is not None and pipeline.gpus != demand:
+            raise _error(source, f"{p}.pipeline.replicas",
+                         f"must add up to demand={demand}, got {list(pipeline.replicas)} (sum {pipeline.gpus})")
         job = Job(id=jid, demand=demand, perfclass=_perfclass(j, p, cluster, source), position=i,
                   locality=default_loc if loc is None else (float(loc[0]), float(loc[1]), float(loc[2])),
-                  placement=_placement(j, p, demand, cluster, held, source), model=j.get("model"))
+                  placement=_placement(j, p, demand, cluster, held, source), model=j.get("model"),
+                  pipeline=pipeline)
         for g in job.placement or ():
             held[g] = i
         out.append(job)
     return out
+
+
+def _pipeline(j: dict[str, Any], p: str, source: str) -> Pipeline | None:
+    """The job's pipeline stages, if it has any (the schema checked their shape)."""
+    if "pipeline" not in j:
+        return None
+    try:
+        return Pipeline(tuple(j["pipeline"]["stage_times"]), tuple(j["pipeline"]["replicas"]))
+    except InstanceError as exc:
+        raise _error(source, f"{p}.{exc.path}", exc.message) from None
 
 
 def _perfclass(j: dict[str, Any], p: str, cluster: Cluster, source: str) -> str:

@@ -48,6 +48,8 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
             jd["locality"] = [float(x) for x in j.locality]
         if j.placement is not None:
             jd["placement"] = [int(g) for g in j.placement]
+        if j.pipeline is not None:
+            jd["pipeline"] = {"stage_times": list(j.pipeline.stage_times), "replicas": list(j.pipeline.replicas)}
         jobs.append(jd)
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if instance.name:
