@@ -72,6 +72,7 @@ from .backends.base import Backend, BackendAbandoned, BackendInterrupted, Backen
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .heuristic import start_placements
+from .stageround import has_pipelines, solve_stage_round
 
 __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "run_info", "RoundSetup", "OPTIMALITY_TOL"]
 
@@ -328,10 +329,13 @@ def solve_ilp(
     common = dict(admission=setup.admission, backend=cls.name, backend_version=cls.version(), info=info)
     if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
-    att = _build(instance, setup, common)
     abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
     opts = SolveOptions(time_limit=time_limit, abs_gap=abs_gap, threads=threads, deterministic=deterministic,
                         backend_params=dict(backend_params or {}))
+    if has_pipelines(instance, setup.admitted):  # stages to place: the stage program
+        return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
+                                 admission=setup.admission, info=info)
+    att = _build(instance, setup, common)
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
 
