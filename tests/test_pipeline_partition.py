@@ -379,3 +379,16 @@ def test_profiles_and_results_are_immutable_and_compare_by_value() -> None:
     with pytest.raises(AttributeError):
         result.time_per_sample = 0.0  # type: ignore[misc]
     assert result == partition(profile, [2], [1e10])
+
+
+def test_a_flat_partition_is_a_jobs_pipeline() -> None:
+    from pal_opt.model import Job, Pipeline
+
+    flat = partition(load_profile(EXAMPLE), [4], [1e9])
+    pipe = flat.job_pipeline()
+    assert pipe == Pipeline(**flat.to_dict()["pipeline"])
+    assert pipe.replicas == tuple(s.replicas for s in flat.stages) and pipe.gpus == 4
+    assert max(pipe.stage_times) == flat.time_per_sample
+    assert Job("j", 4, "classA", pipeline=pipe).pipeline == pipe  # ready for an instance
+    two = partition(load_profile(EXAMPLE), [2, 2], [2.5e10, 1.25e9])
+    assert two.job_pipeline() is None and "pipeline" not in two.to_dict()

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import cost_terms, relative_gap
-from ..errors import BackendError, OptionError
+from ..errors import BackendError, InstanceError, OptionError
 from ..model import GpuState, Job, JobId, Level, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
@@ -205,10 +205,17 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
     OptionError
         A cost term charges for moving a running job (the program has no keep variables: its
         rounds are non-sticky, as PAL's).
+    InstanceError
+        A job of two or more GPUs whose locality penalties decrease with the level.
     """
     if moving_is_charged(instance):
         raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost "
                           "for running jobs is not supported by the stage program")
+    for i in admitted:
+        loc, job = instance.jobs[i].locality, instance.jobs[i]
+        if job.demand >= 2 and not (loc[0] <= loc[1] <= loc[2] if instance.cluster.racked else loc[0] <= loc[2]):
+            raise InstanceError("the stage program needs locality penalties that do not decrease with the level "
+                                f"(server <= rack <= cluster), got {job.locality!r}", path=f"jobs[{i}].locality")
     gpus = _gpu_types(instance, factors, admitted)
     b = ProgramBuilder(_META)
     paces: list[float] = []

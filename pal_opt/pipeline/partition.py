@@ -133,8 +133,27 @@ class PartitionResult(NamedTuple):
         """Stages of the whole pipeline."""
         return len(self.stages)
 
+    def job_pipeline(self) -> Any:
+        """The stages as a job's :class:`pal_opt.model.Pipeline` (each stage's time per sample
+        with its replicas, and its replica count), for a one-level partition; None for several
+        levels (an outer stage is a whole inner pipeline).
+
+        >>> from pal_opt.pipeline import parse_profile
+        >>> line = ("node{0} -- L -- forward_compute_time={1}, backward_compute_time=0, activation_size=1, "
+        ...         "parameter_size={2}")
+        >>> text = "\\n".join([line.format(1, 4.0, 1e9), line.format(2, 1.0, 0), "\\tnode1 -- node2"])
+        >>> partition(parse_profile(text), [3], [1e9]).job_pipeline()  # node1's 1 GB is not replicated
+        Pipeline(stage_times=(0.004, 0.0005), replicas=(1, 2))
+        """
+        if len(self.levels) != 1:
+            return None
+        from ..model import Pipeline
+
+        return Pipeline(tuple(s.time for s in self.levels[0]), tuple(s.replicas for s in self.levels[0]))
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``stages[i]["layers"]`` is ``[first, last]``)."""
+        """A JSON-ready dict (``stages[i]["layers"]`` is ``[first, last]``); for a one-level
+        partition ``pipeline`` is the instance file's ``jobs[].pipeline`` of a job running it."""
         return {
             "time_per_sample": self.time_per_sample,
             "total_stages": self.total_stages,
@@ -160,6 +179,8 @@ class PartitionResult(NamedTuple):
             ],
             "layer_order": list(self.layer_order),
             "method": self.method,
+            **({"pipeline": {"stage_times": [s.time for s in self.levels[0]],
+                             "replicas": [s.replicas for s in self.levels[0]]}} if len(self.levels) == 1 else {}),
         }
 
 
