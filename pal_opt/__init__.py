@@ -71,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "Cluster": ".model",
     "GpuState": ".model",
     "Job": ".model",
+    "Pipeline": ".model",
     "Level": ".model",
     "RoundInstance": ".model",
     "RoundParams": ".model",
@@ -108,7 +109,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .ilp import available_backends, register_backend
     from .io import instance_from_frames, load_blox, load_instance, save_instance
     from .methods import Method, greedy_method, method_names, register_method
-    from .model import Cluster, GpuState, Job, Level, RoundInstance, RoundParams, pal_locality
+    from .model import Cluster, GpuState, Job, Level, Pipeline, RoundInstance, RoundParams, pal_locality
     from .options import SolveOptions
     from .repair import repair
     from .result import PlacementResult, Status
@@ -125,6 +126,7 @@ __all__ = [
     "InfeasibleRoundError",
     "InstanceError",
     "Job",
+    "Pipeline",
     "Level",
     "METHODS",
     "Method",

@@ -6,6 +6,9 @@ It does not trust a method's own report.  Given a round and a placement (a
 * every placed job is in the queue and gets exactly its demand (or, for a job that allows
   several counts, one of them), with no GPU listed twice;
 * every GPU exists and no GPU is used by two jobs;
+* the stages of a job, when the result gives them (``stages``, :attr:`PlacementResult.stages`):
+  as many as its pipeline has (one for a gang), each with its replica count of GPUs, every GPU
+  of the job in exactly one stage; the cost is then priced with the GPUs in stage order;
 * no busy or failed GPU is used;
 * with GPU types (:mod:`pal_opt.gputypes`): every job is on GPUs of its usable types (a
   guaranteed job on its type), and on one type unless it allows mixing;
@@ -77,6 +80,9 @@ class Kind(enum.StrEnum):
     COUNT = "count"  #: a job that allows several GPU counts gets another one
     GPU_TYPE = "gpu-type"  #: a GPU of a type the job may not use (a guaranteed job off its type)
     MIXED_TYPES = "mixed-types"  #: GPUs of several types for a job that does not mix types
+    STAGE_COUNT = "stage-count"  #: a job's stages are not as many as its pipeline's (one for a gang)
+    STAGE_REPLICAS = "stage-replicas"  #: a stage does not get its replica count of GPUs
+    STAGE_GPUS = "stage-gpus"  #: a GPU in two stages, or stages that do not hold exactly the job's GPUs
 
 
 @dataclass(frozen=True)
@@ -195,11 +201,14 @@ def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     are used once); then the queue rule the result declares and its reported objective.
     """
     placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
+    stages, form = _read_stages(result, placements, instance)
+    problems += form
     if not problems and admission == "repair":
         instance, problems = _repair_round(instance, result, placements)
     if not problems:
-        problems = _gang_violations(instance, placements)
+        problems = _gang_violations(instance, placements) + _stage_violations(instance, placements, stages)
     if not problems:
+        placements = {**placements, **{j: [g for stage in stages[j] for g in stage] for j in stages}}
         problems = _rule_violations(instance, placements, admission, terminate)
         problems += _objective_violations(instance, placements, objective, binning)
     return problems
@@ -267,6 +276,52 @@ def _type_violations(instance: RoundInstance, job: Job, gpus: list[int]) -> list
     if len(distinct) > 1 and not job.mix_types:
         names = ", ".join(repr(name[k]) for k in distinct)
         out.append(Violation(Kind.MIXED_TYPES, f"job {job.id!r}: GPUs of types {names}, but it does not mix types"))
+    return out
+
+
+def _read_stages(result: PlacementResult | Mapping[str, Any], placements: Mapping[JobId, list[int]],
+                 instance: RoundInstance) -> tuple[dict[JobId, list[list[int]]], list[Violation]]:
+    """The stages the result gives, keyed like ``placements``; FORM violations for bad shapes."""
+    raw = result.stages if isinstance(result, PlacementResult) else result.get("stages", {}) or {}
+    if not isinstance(raw, Mapping):
+        return {}, [Violation(Kind.FORM, "stages: must be an object {job id: [[GPU ids], ...]}")]
+    by_str = {str(j): j for j in placements}
+    out: dict[JobId, list[list[int]]] = {}
+    problems: list[Violation] = []
+    for key, value in raw.items():
+        jid = key if key in placements else by_str.get(str(key))
+        if jid is None:
+            problems.append(Violation(Kind.FORM, f"stages of job {key!r}: the job is not placed"))
+        elif not isinstance(value, (list, tuple)) or not all(
+            isinstance(st, (list, tuple)) and all(isinstance(g, (int, np.integer)) and not isinstance(g, bool)
+                                                  for g in st) for st in value):
+            problems.append(Violation(Kind.FORM, f"stages of job {key!r}: must be a list of GPU id lists"))
+        else:
+            out[jid] = [[int(g) for g in st] for st in value]
+    return out, problems
+
+
+def _stage_violations(instance: RoundInstance, placements: Mapping[JobId, list[int]],
+                      stages: Mapping[JobId, list[list[int]]]) -> list[Violation]:
+    """Each job's stages against its pipeline (a gang is one stage of ``demand`` replicas)."""
+    out: list[Violation] = []
+    for jid, given in stages.items():
+        job = instance.job_by_id[jid]
+        want = job.pipeline.replicas if job.pipeline is not None else (job.demand,)
+        if len(given) != len(want):
+            what = f"its pipeline has {len(want)} stages" if job.pipeline is not None else "a gang is one stage"
+            out.append(Violation(Kind.STAGE_COUNT, f"job {jid!r}: {what}, got {len(given)}"))
+            continue
+        out += [Violation(Kind.STAGE_REPLICAS, f"job {jid!r}: stage {k} needs {r} GPU{'s' * (r != 1)} "
+                          f"(its replicas), got {st}")
+                for k, (st, r) in enumerate(zip(given, want, strict=True)) if len(st) != r]
+        flat = [g for st in given for g in st]
+        twice = sorted({g for g in flat if flat.count(g) > 1})
+        if twice:
+            out.append(Violation(Kind.STAGE_GPUS, f"job {jid!r}: GPUs {twice} are in more than one stage"))
+        elif set(flat) != set(placements[jid]):
+            out.append(Violation(Kind.STAGE_GPUS, f"job {jid!r}: its stages hold GPUs {sorted(flat)}, "
+                                 f"it is placed on {sorted(placements[jid])}"))
     return out
 
 

@@ -15,6 +15,7 @@ GPU ids, server ids, rack ids and job ids are the input's own; positions are int
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,7 @@ __all__ = [
     "MODEL_ITER_TIME",
     "Cluster",
     "Job",
+    "Pipeline",
     "RoundParams",
     "RoundInstance",
     "pal_locality",
@@ -567,6 +569,74 @@ def _finite_at_least(v: Any, low: float, path: str, *, strict: bool = False) -> 
 
 
 @dataclass(frozen=True)
+class Pipeline:
+    """The stages of a pipeline-parallel job, each replicated data-parallel on some of its GPUs.
+
+    A job with a pipeline lists its GPUs stage by stage: the first ``replicas[0]`` run stage 0,
+    the next ``replicas[1]`` stage 1, and so on.  It runs at the pace of its slowest stage: stage
+    ``k`` takes ``stage_times[k]`` times the largest factor among its own GPUs
+    (:meth:`effective_factor`), where a gang runs at its slowest GPU overall.
+
+    Attributes
+    ----------
+    stage_times
+        Per stage, its time per sample with all its replicas on GPUs of factor 1 (any unit common
+        to the stages: only their ratios matter), e.g. ``pal-opt partition``'s stage times.
+    replicas
+        Per stage, how many GPUs run it; they add up to the job's demand.
+
+    Examples
+    --------
+    >>> p = Pipeline((0.010, 0.006), (2, 1))
+    >>> p.slices()
+    [(0, 2), (2, 3)]
+    >>> p.effective_factor([1.0, 1.5])  # stage 1 has slack: 0.006 x 1.5 < 0.010
+    1.0
+    >>> Pipeline((1.0,), (0,))
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: pipeline.replicas[0]: must be a positive integer, got 0
+    """
+
+    stage_times: tuple[float, ...]
+    replicas: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        times = tuple(self.stage_times) if isinstance(self.stage_times, (tuple, list)) else ()
+        reps = tuple(self.replicas) if isinstance(self.replicas, (tuple, list)) else ()
+        if not times:
+            raise InstanceError(f"must be a non-empty list of stage times, got {self.stage_times!r}",
+                                path="pipeline.stage_times")
+        if len(reps) != len(times):
+            raise InstanceError(f"must give one count per stage ({len(times)}), got {list(reps) or self.replicas!r}",
+                                path="pipeline.replicas")
+        times = tuple(_finite_at_least(t, 0.0, f"pipeline.stage_times[{k}]") for k, t in enumerate(times))
+        if max(times) <= 0:
+            raise InstanceError("at least one stage must take time, got all zeros", path="pipeline.stage_times")
+        for k, r in enumerate(reps):
+            if not _is_int(r) or r < 1:
+                raise InstanceError(f"must be a positive integer, got {r!r}", path=f"pipeline.replicas[{k}]")
+        object.__setattr__(self, "stage_times", times)
+        object.__setattr__(self, "replicas", tuple(int(r) for r in reps))
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the pipeline needs: the sum of its replicas."""
+        return sum(self.replicas)
+
+    def slices(self) -> list[tuple[int, int]]:
+        """Per stage, ``(start, stop)`` of its GPUs in the job's GPU list."""
+        stops = list(itertools.accumulate(self.replicas))
+        return list(zip([0, *stops[:-1]], stops, strict=True))
+
+    def effective_factor(self, stage_factors: Sequence[float]) -> float:
+        """The job's slowdown factor when stage ``k``'s slowest GPU has factor ``stage_factors[k]``:
+        ``max_k(stage_times[k] * stage_factors[k]) / max_k(stage_times[k])``.  At most the
+        largest factor, and equal to it when the slowest GPU runs a slowest stage."""
+        return max(t * f for t, f in zip(self.stage_times, stage_factors, strict=True)) / max(self.stage_times)
+
+
+@dataclass(frozen=True)
 class Job:
     """A gang-scheduled training job in the queue.
 
@@ -597,6 +667,8 @@ class Job:
         ``demand``).  Only *strong-scaling* and *adaptive* jobs may give several.
     mix_types
         Whether one gang may hold GPUs of several types (default False: one type per job).
+    pipeline
+        The job's pipeline stages (:class:`Pipeline`), or ``None`` for a gang.
 
     Examples
     --------
@@ -626,6 +698,7 @@ class Job:
     allowed_types: tuple[str, ...] | None = None
     allowed_counts: tuple[int, ...] | None = None
     mix_types: bool = False
+    pipeline: Pipeline | None = None
 
     def __post_init__(self) -> None:
         if self._canonical():
@@ -661,6 +734,12 @@ class Job:
                 raise InstanceError(f"a running job must hold exactly {want} distinct GPUs, "
                                     f"got {list(pl)!r}", path=f"{at}.placement")
             set_(self, "placement", tuple(int(g) for g in pl))
+        if self.pipeline is not None:
+            if not isinstance(self.pipeline, Pipeline):
+                raise InstanceError(f"must be a Pipeline, got {self.pipeline!r}", path=f"{at}.pipeline")
+            if self.pipeline.gpus != self.demand:
+                raise InstanceError(f"must add up to demand={self.demand}, got {list(self.pipeline.replicas)} "
+                                    f"(sum {self.pipeline.gpus})", path=f"{at}.pipeline.replicas")
 
     def _canonical(self) -> bool:
         """Valid and already in the types the checks below would convert to (the common case,
@@ -673,7 +752,7 @@ class Job:
             and type(loc) is tuple and len(loc) == 3
             and all(type(x) is float and 0.0 < x < math.inf for x in loc)
             and self.kind == "rigid" and self.gpu_type is None and self.allowed_types is None
-            and self.allowed_counts is None and self.mix_types is False
+            and self.allowed_counts is None and self.mix_types is False and self.pipeline is None
         )
 
     @property

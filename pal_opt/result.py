@@ -17,7 +17,7 @@ from .admission import unplaceable
 from .cost import evaluate
 from .model import JobId, RoundInstance
 
-__all__ = ["Status", "PlacementResult", "priced_result", "jobs_to_terminate", "finite_or_none"]
+__all__ = ["Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
 
 
 def finite_or_none(v: Any) -> Any:
@@ -97,6 +97,10 @@ class PlacementResult:
         Free-text detail: infeasibility reason, fallback cause.
     info
         Extra, method-specific figures (e.g. model size).
+    stages
+        ``{job id: ((GPU id, ...), ...)}``: for each placed pipeline job
+        (:class:`~pal_opt.model.Pipeline`), its GPUs stage by stage, the same GPUs in the same
+        order as in ``placements``.
     """
 
     placements: dict[JobId, tuple[int, ...]]
@@ -118,6 +122,7 @@ class PlacementResult:
     message: str = ""
     seed: int | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    stages: dict[JobId, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     @property
     def jobs_placed(self) -> int:
@@ -132,6 +137,9 @@ class PlacementResult:
         d["jobs_to_terminate"] = list(self.jobs_to_terminate)
         d["unplaceable"] = [{"job": k, "reason": v} for k, v in self.unplaceable.items()]
         d["jobs_placed"] = self.jobs_placed
+        d.pop("stages")
+        if self.stages:  # only rounds with pipeline jobs carry the key
+            d["stages"] = {str(k): [[int(g) for g in stage] for stage in v] for k, v in self.stages.items()}
         for k in ("objective", "bound", "gap", "geomean_slowdown"):
             d[k] = finite_or_none(d[k])
         return d
@@ -168,6 +176,20 @@ class PlacementResult:
         return pd.DataFrame(rows, columns=["job_id", "gpus", "num_gpus"])
 
 
+def pipeline_stages(
+    instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]
+) -> dict[JobId, tuple[tuple[int, ...], ...]]:
+    """The stages of every placed pipeline job, read from its GPU list in order
+    (:meth:`pal_opt.model.Pipeline.slices`)."""
+    jobs = instance.job_by_id
+    out: dict[JobId, tuple[tuple[int, ...], ...]] = {}
+    for jid, gpus in placements.items():
+        pipe = jobs[jid].pipeline
+        if pipe is not None:
+            out[jid] = tuple(tuple(int(g) for g in gpus[a:b]) for a, b in pipe.slices())
+    return out
+
+
 def priced_result(
     instance: RoundInstance,
     placements: Mapping[JobId, tuple[int, ...]],
@@ -188,6 +210,7 @@ def priced_result(
     fields.setdefault("unplaceable", unplaceable(instance))
     info = dict(fields.pop("info", {}) or {})
     info.setdefault("cost_terms", dict(summary.by_term))
+    fields.setdefault("stages", pipeline_stages(instance, placements))
     return PlacementResult(
         placements=dict(placements),
         method=method,

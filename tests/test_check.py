@@ -8,7 +8,8 @@ import math
 import pytest
 
 from pal_opt.check import Kind, check, violations
-from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
+from pal_opt.result import PlacementResult, Status
 
 
 @pytest.fixture
@@ -35,6 +36,15 @@ def typed() -> RoundInstance:
     cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
     jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="a"), Job("m", 2, "classA", 1),
             Job("s", 4, "classA", 2, kind="strong-scaling", allowed_counts=(2, 4)))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+@pytest.fixture
+def piped() -> RoundInstance:
+    """One server of four GPUs (0-3; GPU 2 is 1.5x slow); job p is a pipeline of two stages (2 and
+    1 time units) on 2 + 1 GPUs, job g a 1-GPU gang."""
+    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 0, 0], {"classA": [1.0, 1.0, 1.5, 1.0]})
+    jobs = (Job("p", 3, "classA", 0, pipeline=Pipeline((2.0, 1.0), (2, 1))), Job("g", 1, "classA", 1))
     return RoundInstance(cl, jobs, RoundParams(binning="none"))
 
 
@@ -77,6 +87,19 @@ CASES: dict[Kind, tuple[str, dict, list[str]]] = {
     ),
     Kind.MIXED_TYPES: (
         "typed", {"placements": {"m": [3, 4]}}, ["job 'm': GPUs of types 'a', 'b', but it does not mix types"],
+    ),
+    Kind.STAGE_COUNT: (
+        "piped", {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[0, 1, 2]]}},
+        ["job 'p': its pipeline has 2 stages, got 1"],
+    ),
+    Kind.STAGE_REPLICAS: (
+        "piped", {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[0], [1, 2]]}},
+        ["job 'p': stage 0 needs 2 GPUs (its replicas), got [0]",
+         "job 'p': stage 1 needs 1 GPU (its replicas), got [1, 2]"],
+    ),
+    Kind.STAGE_GPUS: (
+        "piped", {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[0, 1], [1]]}},
+        ["job 'p': GPUs [1] are in more than one stage"],
     ),
 }
 
@@ -137,3 +160,53 @@ def test_a_class_without_throughput_on_a_type_may_not_use_it() -> None:
     inst = RoundInstance(cl, (Job("j", 2, "classA"),), RoundParams(binning="none"))
     assert check(inst, {"placements": {"j": [2, 3]}}) == ["job 'j': GPUs [2, 3] are not of its type (usable GPU types: 'a')"]
     assert check(inst, {"placements": {"j": [0, 1]}, "admission": "prefix"}) == []
+# --------------------------------------------------------------------------- pipeline stages
+def test_stages_must_hold_exactly_the_jobs_gpus(piped: RoundInstance) -> None:
+    doc = {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[0, 1], [3]]}}
+    assert check(piped, doc) == ["job 'p': its stages hold GPUs [0, 1, 3], it is placed on [0, 1, 2]"]
+    assert [v.kind for v in violations(piped, doc)] == [Kind.STAGE_GPUS]
+
+
+def test_a_gang_is_one_stage(piped: RoundInstance) -> None:
+    assert check(piped, {"placements": {"g": [3]}, "stages": {"g": [[3]]}}) == []
+    doc = {"placements": {"p": [0, 1, 2], "g": [3]}, "stages": {"g": [[3], []]}}
+    assert check(piped, doc) == ["job 'g': a gang is one stage, got 2"]
+    assert [v.kind for v in violations(piped, doc)] == [Kind.STAGE_COUNT]
+
+
+@pytest.mark.parametrize("stages, expected", [
+    ({"g": [[3]]}, "stages of job 'g': the job is not placed"),
+    ({"p": [0, 1, 2]}, "stages of job 'p': must be a list of GPU id lists"),
+    ([[0, 1], [2]], "stages: must be an object {job id: [[GPU ids], ...]}"),
+])
+def test_malformed_stages(piped: RoundInstance, stages: object, expected: str) -> None:
+    doc = {"placements": {"p": [0, 1, 2]}, "stages": stages}
+    assert check(piped, doc) == [expected]
+    assert [v.kind for v in violations(piped, doc)] == [Kind.FORM]
+
+
+def test_a_pipeline_is_priced_in_stage_order(piped: RoundInstance) -> None:
+    # the slow GPU 2 on the 1-unit stage: the pipeline keeps its pace (factor 1, cost 0);
+    # on the 2-unit stage it runs at 1.5 (cost 3 ln 1.5)
+    fast = {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[0, 1], [2]]}, "objective": 0.0}
+    slow = {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[1, 2], [0]]}, "objective": 0.0}
+    assert check(piped, fast) == []
+    assert check(piped, {**fast, "stages": {}}) == []  # without stages: the GPU order
+    assert check(piped, slow) == [f"objective 0.0 differs from the recomputed round cost {3 * math.log(1.5)!r}"]
+    assert check(piped, {**slow, "objective": 3 * math.log(1.5)}) == []
+
+
+def test_a_result_carries_its_stages(piped: RoundInstance) -> None:
+    from pal_opt.result import priced_result
+
+    factors = {"classA": piped.cluster.factors["classA"]}
+    res = priced_result(piped, {"p": (3, 0, 2), "g": (1,)}, factors, method="given", status=Status.FEASIBLE,
+                        admission="given", solve_seconds=0.0)
+    assert res.stages == {"p": ((3, 0), (2,))}
+    assert res.to_dict()["stages"] == {"p": [[3, 0], [2]]}
+    assert check(piped, res) == [] and check(piped, res.to_dict()) == []
+    broken = PlacementResult(**{**res.__dict__, "stages": {"p": ((3, 0, 2),)}})
+    assert check(piped, broken) == ["job 'p': its pipeline has 2 stages, got 1"]
+    gangs = priced_result(piped, {"g": (1,)}, factors, method="given", status=Status.FEASIBLE, admission="given",
+                          solve_seconds=0.0)
+    assert "stages" not in gangs.to_dict()  # rounds without pipelines write what they always wrote

@@ -28,7 +28,7 @@ from pal_opt.io.atomic import atomic_write_json, atomic_write_text
 from pal_opt.io.blox import blox_gpu_rows, read_gpu_table
 from pal_opt.io.instance import dumps_instance, load_placement_file
 from pal_opt.io.jsonfile import parse_json
-from pal_opt.model import MODEL_CLASS, GpuState, RoundInstance
+from pal_opt.model import MODEL_CLASS, GpuState, Pipeline, RoundInstance
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -81,6 +81,17 @@ def test_round_trip_racks_states_running_and_odd_ids(tmp_path):
     assert back.params.restart_cost == 0.25
     # saving again gives the same text
     assert dumps_instance(back, meta={"note": "hello", "n": [1, 2]}) == p.read_text()
+
+
+def test_round_trip_pipeline_job(tiny_instance, tmp_path):
+    jobs = list(tiny_instance.jobs)
+    jobs[0] = replace(jobs[0], pipeline=Pipeline((0.125, 0.1), (1, jobs[0].demand - 1)))
+    inst = RoundInstance(tiny_instance.cluster, tuple(jobs), tiny_instance.params, "piped")
+    p = tmp_path / "p.json"
+    save_instance(inst, p)
+    back = load_instance(p)
+    assert back.jobs[0].pipeline == Pipeline((0.125, 0.1), (1, jobs[0].demand - 1))
+    assert back.jobs == inst.jobs and "pipeline" not in json.loads(p.read_text())["jobs"][1]
 
 
 def test_dict_round_trip_without_files(tiny_instance):

@@ -2,7 +2,9 @@
 the simulator price a placement here.
 
 * **Slowdown** of job *j* on GPU set *S* = max over *S* of *j*'s class factor × *j*'s locality
-  penalty for the topology level *S* spans (:func:`job_slowdown_pos`).
+  penalty for the topology level *S* spans (:func:`job_slowdown_pos`).  A pipeline job
+  (:class:`~pal_opt.model.Pipeline`) runs at its slowest stage's pace instead of its slowest
+  GPU's (:func:`pace_factor`).
 * **Round cost** = the sum of the registered cost terms (:mod:`pal_opt.cost.registry`):
   variability ``Σ_j d_j ln max factor``, locality ``Σ_j d_j ln penalty`` (together
   ``Σ_j d_j ln slowdown_j``), restart ``d_j · −ln(1 − S/R)`` per running job moved (``S`` the restart cost in seconds
@@ -20,6 +22,7 @@ from .evaluate import (
     geomean_slowdown,
     job_slowdown,
     job_slowdown_pos,
+    pace_factor,
     relative_gap,
 )
 from .registry import COST_TERMS, cost_terms, register_cost_term, unregister_cost_term, validate_cost_params
@@ -33,6 +36,7 @@ __all__ = [
     "evaluate",
     "geomean_slowdown",
     "job_slowdown",
+    "pace_factor",
     "job_slowdown_pos",
     "register_cost_term",
     "relative_gap",

@@ -5,7 +5,8 @@ method reaches the term through the same three questions:
 
 ``placed(instance, job, pos, level, max_factor)``
     what the term charges for ``job`` running on the GPUs at positions ``pos`` (spanning
-    ``level``; ``max_factor`` is the largest of the job's class factors on them).  The greedy
+    ``level``; ``max_factor`` is the largest of the job's class factors on them, or for a
+    pipeline job the factor its slowest stage runs at, :func:`~pal_opt.cost.evaluate.pace_factor`).  The greedy
     policies, the checker, the simulator and the benchmarks price placements through it
     (:func:`pal_opt.cost.evaluate`).
 ``slots(perfclass, demand, locality, values, span)``

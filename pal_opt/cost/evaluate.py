@@ -13,6 +13,7 @@ from ..model import Cluster, Job, JobId, Level, RoundInstance
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
+    "pace_factor",
     "job_slowdown",
     "job_slowdown_pos",
     "CostSummary",
@@ -22,11 +23,21 @@ __all__ = [
 ]
 
 
+def pace_factor(job: Job, values: np.ndarray) -> float:
+    """The factor ``job`` runs at on GPUs whose factors are ``values`` (in the job's GPU order):
+    the largest for a gang; for a pipeline job (:class:`~pal_opt.model.Pipeline`), whose GPUs are
+    listed stage by stage, its slowest stage's (:meth:`~pal_opt.model.Pipeline.effective_factor`)."""
+    if job.pipeline is None:
+        return float(values.max())
+    return job.pipeline.effective_factor([float(values[a:b].max()) for a, b in job.pipeline.slices()])
+
+
 def job_slowdown_pos(cluster: Cluster, factors: np.ndarray, job: Job, pos: np.ndarray) -> float:
     """Slowdown of ``job`` on the GPUs at positions ``pos``, given its class's factor array:
-    the slowest GPU's factor times the job's locality penalty for the level the GPUs span."""
+    the slowest GPU's factor (a pipeline's: :func:`pace_factor`) times the job's locality penalty
+    for the level the GPUs span."""
     level = cluster.span_level_pos(pos)
-    return float(factors[pos].max()) * float(job.locality[level])
+    return pace_factor(job, factors[pos]) * float(job.locality[level])
 
 
 def job_slowdown(
@@ -114,6 +125,8 @@ def evaluate(
     moved: list[JobId] = []
     for jid, gids, pos, level, top in _placed(instance, placements, factors):
         job = jobs[jid]
+        if job.pipeline is not None:  # its slowest stage sets its pace
+            top = pace_factor(job, factors[job.perfclass][pos])
         slow[jid] = top * float(job.locality[level])
         lev[jid] = level
         gpus += int(pos.size)

@@ -6,6 +6,8 @@
 * a backend (:func:`get_backend`: ``"highs"``, ``"cpsat"``, ``"cbc"``, or one added with
   :func:`register_backend`) translates and solves any :class:`Program`;
 * :func:`solve_ilp` decodes the answer into GPU sets and prices it with :mod:`pal_opt.cost`;
+  a round with pipeline jobs goes to the stage program (:mod:`pal_opt.ilp.stageround`,
+  ``formulations/pipeline_round.md``), which places every stage;
 * :func:`solve_partitioned` splits a very large round POP-style into parts of the same make-up,
   solves them in parallel and reports the gap against a whole-round LP bound.
 """

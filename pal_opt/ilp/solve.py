@@ -90,6 +90,7 @@ from .backends.base import Backend, BackendAbandoned, BackendInterrupted, Backen
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
+from .stageround import has_pipelines, solve_stage_round
 
 __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
            "OPTIMALITY_TOL"]
@@ -343,13 +344,11 @@ def solve_ilp(
         Seconds for the whole call, counted from it (None: until proven optimal), and a
         ``time.monotonic()`` value by which to return; the earlier applies (module docstring).
     gap
-        Target relative gap of the geometric-mean slowdown; the solver stops at the absolute
-        gap ``D · ln(1 + gap)`` with ``D`` the admitted GPU demand.  None: prove optimality.
+        Relative gap target on the geometric-mean slowdown (None: prove optimality).
     threads, jobs
         Solver threads (None: the backend's default); job ids to place instead of admitting.
     warm_start
-        Start the solver from the cheaper of PAL's greedy placement of the admitted jobs and
-        the packing greedy (:mod:`pal_opt.ilp.heuristic`).
+        Start the solver from the cheapest start placement (:mod:`pal_opt.ilp.heuristic`).
     deterministic, backend_params
         Same instance and options give the same placement (see the backends); options passed to
         the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
@@ -361,8 +360,7 @@ def solve_ilp(
     Returns
     -------
     PlacementResult
-        ``objective`` is the round cost recomputed by :func:`pal_opt.cost.evaluate`; ``bound``
-        comes from the solver.
+        ``objective``: the round cost by :func:`pal_opt.cost.evaluate`; ``bound``: the solver's.
 
     Examples
     --------
@@ -382,14 +380,18 @@ def solve_ilp(
     common = dict(admission=setup.admission, backend=cls.name, backend_version=None, info=info)
     if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
+    opts = SolveOptions(time_limit=time_limit, abs_gap=setup.demand * math.log1p(gap) if gap else 0.0,
+                        threads=threads, deterministic=deterministic, backend_params=dict(backend_params or {}))
+    if has_pipelines(instance, setup.admitted):  # stages to place: the stage program
+        return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
+                                 admission=setup.admission, info=info)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start)
     try:
         _start(att)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
-    abs_gap = setup.demand * math.log1p(gap) if gap else 0.0
-    opts = SolveOptions(time_limit=None if clock.limited else time_limit, abs_gap=abs_gap, threads=threads,
-                        deterministic=deterministic, backend_params=dict(backend_params or {}))
+    if clock.limited:  # the stages' own deadlines bound the solver (_Attempt.stage_options)
+        opts = replace(opts, time_limit=None)
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
 

@@ -75,6 +75,8 @@ Fields
     including ``demand``) and ``mix_types`` (one gang on several types; default false).  A type
     the cluster does not have, a class without a throughput on the job's type, or a type with
     fewer GPUs than the job's demand is an error (:func:`pal_opt.gputypes.type_problem`).
+    ``pipeline`` (optional: ``{"stage_times": [...], "replicas": [...]}``, a pipeline-parallel
+    job's stages, :class:`pal_opt.model.Pipeline`; the replicas add up to ``demand``).
 ``meta``
     Optional free-form object, kept for the reader, ignored by pal-opt.
 
@@ -92,7 +94,7 @@ import numpy as np
 
 from ..errors import InstanceError
 from ..gputypes import type_problem
-from ..model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
+from ..model import MODEL_CLASS, Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams, pal_locality
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
 from .messages import Special, problem_error
@@ -305,8 +307,12 @@ def _jobs(jobs_in: list[dict[str, Any]], cluster: Cluster, params: RoundParams, 
         loc = j.get("locality")
         if loc is not None and not loc[0] <= loc[1] <= loc[2]:
             raise _error(source, f"{p}.locality", f"penalties must not decrease from server to rack to cluster, got {loc}")
+        pipeline = _pipeline(j, p, source)
+        if pipeline is not None and pipeline.gpus != demand:
+            raise _error(source, f"{p}.pipeline.replicas",
+                         f"must add up to demand={demand}, got {list(pipeline.replicas)} (sum {pipeline.gpus})")
         job = _job(j, i, jid, demand, default_loc if loc is None else (float(loc[0]), float(loc[1]), float(loc[2])),
-                   cluster, held, source)
+                   cluster, held, source, pipeline)
         for g in job.placement or ():
             held[g] = i
         out.append(job)
@@ -314,7 +320,7 @@ def _jobs(jobs_in: list[dict[str, Any]], cluster: Cluster, params: RoundParams, 
 
 
 def _job(j: dict[str, Any], i: int, jid: Any, demand: int, loc: tuple[float, float, float], cluster: Cluster,
-         held: dict[int, int], source: str) -> Job:
+         held: dict[int, int], source: str, pipeline: Pipeline | None = None) -> Job:
     """One job, checked against the cluster's GPU types (:func:`_check_job_types`)."""
     p = f"jobs[{i}]"
     counts = j.get("allowed_counts")
@@ -324,7 +330,7 @@ def _job(j: dict[str, Any], i: int, jid: Any, demand: int, loc: tuple[float, flo
                   kind=j.get("kind", "rigid"), gpu_type=j.get("gpu_type"),
                   allowed_types=tuple(j["allowed_types"]) if "allowed_types" in j else None,
                   allowed_counts=tuple(_ints(counts)) if counts is not None else None,
-                  mix_types=bool(j.get("mix_types", False)))
+                  mix_types=bool(j.get("mix_types", False)), pipeline=pipeline)
     except InstanceError as exc:
         raise (exc if exc.source else exc.with_source(source)) from None
     _check_job_types(job, cluster, source)
@@ -345,6 +351,16 @@ def _check_job_types(job: Job, cluster: Cluster, source: str) -> None:
     problem = type_problem(cluster, job)
     if problem is not None and problem[0] != "demand":
         raise _error(source, f"{p}.{problem[0]}", problem[1])
+
+
+def _pipeline(j: dict[str, Any], p: str, source: str) -> Pipeline | None:
+    """The job's pipeline stages, if it has any (the schema checked their shape)."""
+    if "pipeline" not in j:
+        return None
+    try:
+        return Pipeline(tuple(j["pipeline"]["stage_times"]), tuple(j["pipeline"]["replicas"]))
+    except InstanceError as exc:
+        raise _error(source, f"{p}.{exc.path}", exc.message) from None
 
 
 def _perfclass(j: dict[str, Any], p: str, cluster: Cluster, source: str) -> str:

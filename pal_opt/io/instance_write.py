@@ -54,6 +54,8 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
         if j.placement is not None:
             jd["placement"] = [int(g) for g in j.placement]
         jd.update(_type_fields(j))
+        if j.pipeline is not None:
+            jd["pipeline"] = {"stage_times": list(j.pipeline.stage_times), "replicas": list(j.pipeline.replicas)}
         jobs.append(jd)
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if instance.name:

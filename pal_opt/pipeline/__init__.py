@@ -4,6 +4,8 @@
 * :mod:`~pal_opt.pipeline.states` -- the cut states (antichain DAG) with prefix sums: :func:`build_states`;
 * :mod:`~pal_opt.pipeline.partition` -- the cost model (:func:`stage_time`) and the hierarchical
   dynamic program (:func:`partition`, returning a :class:`PartitionResult`);
+* :mod:`~pal_opt.pipeline.ip` -- the same optimum from integer programs on any solver backend
+  (``partition(..., method="ip")``; ``formulations/pipeline_partition.md``);
 * :mod:`~pal_opt.pipeline.cli` -- the ``pal-opt partition`` sub-command.
 
 The names below load on first use, so importing this package (as the CLI does to register its

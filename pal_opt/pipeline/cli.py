@@ -1,6 +1,7 @@
 """``pal-opt partition``: PipeDream's pipeline partitioner on a layer profile.
 
-``pal-opt partition PROFILE --machines M1[,M2...] --bandwidth B1[,B2...] [--straight] [--out OUT.json] [--plot FILE]``
+``pal-opt partition PROFILE --machines M1[,M2...] --bandwidth B1[,B2...] [--straight] [--out OUT.json] [--plot FILE]
+[--method dp|ip [--backend NAME] [--time-limit SECONDS]]``
 
 Levels are innermost first (``--machines 4,8``: 8 servers of 4 workers).  Bandwidths are in bytes
 per second.  The summary is printed; ``--out`` writes the full result as JSON (atomically), and
@@ -46,6 +47,13 @@ def _number_list(kind: Callable[[str], Any], what: str) -> Callable[[str], list[
     return parse
 
 
+def _positive_number(text: str) -> float:
+    value: float = _number_list(float, "a number")(text)[0] if "," not in text else math.nan
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError(f"expected one number, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the ``partition`` sub-command to ``subparsers`` (from ``add_subparsers``).
 
@@ -68,6 +76,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("auto", "numpy", "python"), default="auto",
                    help="how the dynamic program is computed; all give the same result (default auto: "
                         "pure Python for small problems, which skips importing numpy)")
+    p.add_argument("--method", choices=("dp", "ip"), default="dp",
+                   help="dp: the dynamic program (default); ip: the same optimum from integer programs "
+                        "(formulations/pipeline_partition.md), one per segment at inner levels, much slower")
+    p.add_argument("--backend", metavar="NAME", default=None,
+                   help="with --method ip: the solver backend (highs, cpsat, cbc; default: the first installed)")
+    p.add_argument("--time-limit", type=_positive_number, metavar="SECONDS", default=None,
+                   help="with --method ip: seconds per integer program; one not proven optimal in time is an error")
     p.set_defaults(func=run)
     return p
 
@@ -84,8 +99,14 @@ def run(args: argparse.Namespace) -> int:
             _check_output(path)
     if args.plot:
         _check_plot_target(args.plot)
+    if args.method != "ip" and (args.backend is not None or args.time_limit is not None):
+        raise OptionError("--backend and --time-limit apply to --method ip only")
+    if args.backend is not None:
+        from ..ilp.backends import get_backend
+
+        get_backend(args.backend)  # an unknown or missing backend fails before any work
     result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
-                       engine=args.engine)
+                       engine=args.engine, method=args.method, backend=args.backend, time_limit=args.time_limit)
     if args.plot:
         _atomic_write(args.plot, lambda path: _plot(result, path))
     if args.out:
@@ -106,6 +127,8 @@ def _summary(args: argparse.Namespace, result: PartitionResult) -> list[tuple[st
         ("time", f"{result.time_per_sample:.9g} s per sample (one worker {result.single_stage_time:.6g} s, "
                  f"data-parallel {result.data_parallel_time:.6g} s)"),
         ("stages", f"{result.total_stages}: {stages}"),
+        ("method", "dynamic program" if result.method == "dp" else
+                   f"integer programs ({args.backend or 'default backend'})"),
     ]
     lines += [("wrote", path) for path in (args.out, args.plot) if path]
     return lines

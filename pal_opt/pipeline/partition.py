@@ -29,7 +29,7 @@ from ..errors import OptionError
 from .cost import allreduce_time, stage_time
 from .profile import Profile
 from .states import StateGraph, build_states
-from .tables import ENGINES, LevelTable, solve_levels
+from .tables import ENGINES, SolvedLevel, solve_levels
 
 __all__ = [
     "LevelStage",
@@ -39,10 +39,13 @@ __all__ = [
     "allreduce_time",
     "partition",
     "MAX_WORKERS_PER_LEVEL",
+    "METHODS",
 ]
 
 #: Most workers per level (the tables grow with its square).
 MAX_WORKERS_PER_LEVEL: int = 1024
+#: The partitioning methods: the dynamic program and the integer program (:mod:`pal_opt.pipeline.ip`).
+METHODS: tuple[str, ...] = ("dp", "ip")
 
 
 # --------------------------------------------------------------------------- results
@@ -109,6 +112,8 @@ class PartitionResult(NamedTuple):
         The whole model replicated on every worker (PipeDream's data-parallel baseline).
     layer_order
         Layer ids in an order in which each stage is contiguous (a topological order).
+    method
+        ``"dp"`` (the dynamic program) or ``"ip"`` (the integer programs).
     """
 
     time_per_sample: float
@@ -121,14 +126,34 @@ class PartitionResult(NamedTuple):
     single_stage_time: float
     data_parallel_time: float
     layer_order: tuple[str, ...]
+    method: str = "dp"
 
     @property
     def total_stages(self) -> int:
         """Stages of the whole pipeline."""
         return len(self.stages)
 
+    def job_pipeline(self) -> Any:
+        """The stages as a job's :class:`pal_opt.model.Pipeline` (each stage's time per sample
+        with its replicas, and its replica count), for a one-level partition; None for several
+        levels (an outer stage is a whole inner pipeline).
+
+        >>> from pal_opt.pipeline import parse_profile
+        >>> line = ("node{0} -- L -- forward_compute_time={1}, backward_compute_time=0, activation_size=1, "
+        ...         "parameter_size={2}")
+        >>> text = "\\n".join([line.format(1, 4.0, 1e9), line.format(2, 1.0, 0), "\\tnode1 -- node2"])
+        >>> partition(parse_profile(text), [3], [1e9]).job_pipeline()  # node1's 1 GB is not replicated
+        Pipeline(stage_times=(0.004, 0.0005), replicas=(1, 2))
+        """
+        if len(self.levels) != 1:
+            return None
+        from ..model import Pipeline
+
+        return Pipeline(tuple(s.time for s in self.levels[0]), tuple(s.replicas for s in self.levels[0]))
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (``stages[i]["layers"]`` is ``[first, last]``)."""
+        """A JSON-ready dict (``stages[i]["layers"]`` is ``[first, last]``); for a one-level
+        partition ``pipeline`` is the instance file's ``jobs[].pipeline`` of a job running it."""
         return {
             "time_per_sample": self.time_per_sample,
             "total_stages": self.total_stages,
@@ -153,40 +178,14 @@ class PartitionResult(NamedTuple):
                 for m, b, level in zip(self.machines, self.bandwidths, self.levels, strict=True)
             ],
             "layer_order": list(self.layer_order),
+            "method": self.method,
+            **({"pipeline": {"stage_times": [s.time for s in self.levels[0]],
+                             "replicas": [s.replicas for s in self.levels[0]]}} if len(self.levels) == 1 else {}),
         }
 
 
 # --------------------------------------------------------------------------- reading back
-def _split(table: LevelTable, r: int, j: int, m: int) -> list[tuple[int, int, int]]:
-    """The stages ``(start cut, last state, workers)`` of segment ``(r, j)`` on ``m + 1`` workers.
-
-    Ties go to the whole segment, then to the fewest workers on the last stage, then to the
-    earliest split.  Values are compared exactly: the table holds the same floats.
-    """
-    stages: list[tuple[int, int, int]] = []
-    while True:
-        value = table.best(r, j, m)
-        if value == table.whole(r, j, m):
-            stages.append((r, j, m + 1))
-            break
-        k, w = _last_stage(table, r, j, m, value)
-        stages.append((k + 1, j, w))
-        j, m = k, m - w
-    stages.reverse()
-    return stages
-
-
-def _last_stage(table: LevelTable, r: int, j: int, m: int, value: float) -> tuple[int, int]:
-    """The split ``(k, w)`` whose candidate equals ``value``: the rest ends at state ``k``, the
-    last stage runs on ``w`` workers."""
-    for w in table.widths(m):
-        candidates = table.candidates(r, j, m, w)
-        if value in candidates:
-            return candidates.index(value), w
-    raise RuntimeError(f"no split reproduces segment ({r}, {j}) on {m + 1} workers")  # pragma: no cover
-
-
-def _level_stage(table: LevelTable, states: StateGraph, seg: tuple[int, int, int], first: bool) -> LevelStage:
+def _level_stage(table: SolvedLevel, states: StateGraph, seg: tuple[int, int, int], first: bool) -> LevelStage:
     r, j, w = seg
     divisor = table.divisor if first else 1.0
     compute = states.cum_time[j] - (states.cum_time[r - 1] if r > 0 else 0.0)
@@ -197,7 +196,8 @@ def _level_stage(table: LevelTable, states: StateGraph, seg: tuple[int, int, int
 
 # --------------------------------------------------------------------------- the partitioner
 def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths: Sequence[float], *,
-              straight: bool = False, engine: str = "auto") -> PartitionResult:
+              straight: bool = False, engine: str = "auto", method: str = "dp", backend: str | None = None,
+              time_limit: float | None = None) -> PartitionResult:
     """PipeDream's optimum partition of ``profile`` on a machine hierarchy.
 
     Parameters
@@ -214,6 +214,16 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
     engine
         ``"auto"`` (default), ``"numpy"`` or ``"python"``: how the dynamic program is computed
         (:func:`~pal_opt.pipeline.tables.solve_levels`).  All give the same floats.
+    method
+        ``"dp"`` (default): the dynamic program; ``"ip"``: the integer programs of
+        :mod:`pal_opt.pipeline.ip` (one per segment at inner levels), the same optimum by another
+        method.
+    backend
+        With ``method="ip"``: the solver backend (:func:`pal_opt.ilp.backends.get_backend`; None:
+        the first installed, HiGHS).
+    time_limit
+        With ``method="ip"``: seconds per program; a program not proven optimal in time is an
+        error.
 
     Returns
     -------
@@ -222,13 +232,22 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
     Raises
     ------
     OptionError
-        Bad machines, bandwidths or engine, or a straight pipeline with more workers than the
-        model has cut points in a chain.
+        Bad machines, bandwidths, engine or method, or a straight pipeline with more workers
+        than the model has cut points in a chain.
+    BackendError
+        With ``method="ip"``: a program was not solved to proven optimality.
     """
     levels = _check_levels(machines, bandwidths)
     if engine not in ENGINES:
         raise OptionError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+    if method not in METHODS:
+        raise OptionError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     states = profile if isinstance(profile, StateGraph) else build_states(profile)
+    if method == "ip":
+        from .ip import solve_levels_ip
+
+        solved = solve_levels_ip(states, levels, straight=straight, backend=backend, time_limit=time_limit)
+        return _result(states, solved, levels, straight, float(solved[-1].optimum[0, states.n - 1]))._replace(method="ip")
     tables = solve_levels(states, levels, straight=straight, engine=engine)
     value = tables[-1].best(0, states.n - 1, tables[-1].machines - 1)
     if not math.isfinite(value):
@@ -261,7 +280,7 @@ def _check_levels(machines: Sequence[int], bandwidths: Sequence[float]) -> list[
     return levels
 
 
-def _result(states: StateGraph, tables: list[LevelTable], levels: list[tuple[int, float]], straight: bool,
+def _result(states: StateGraph, tables: Sequence[SolvedLevel], levels: list[tuple[int, float]], straight: bool,
             value: float) -> PartitionResult:
     n = states.n
     segments: list[tuple[int, int, tuple[int, ...]]] = [(0, n - 1, ())]  # (start cut, last state, outer replicas)
@@ -271,7 +290,7 @@ def _result(states: StateGraph, tables: list[LevelTable], levels: list[tuple[int
         found: list[tuple[int, int, tuple[int, ...]]] = []
         shown: list[LevelStage] = []
         for r, j, outer in segments:
-            for pos, seg in enumerate(_split(table, r, j, table.machines - 1)):
+            for pos, seg in enumerate(table.split(r, j)):
                 shown.append(_level_stage(table, states, seg, first=pos == 0))
                 found.append((seg[0], seg[1], (seg[2], *outer)))
         per_level.append(tuple(shown))

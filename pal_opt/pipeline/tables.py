@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import OptionError
 from .cost import stage_time
@@ -40,6 +40,7 @@ __all__ = [
     "ENGINES",
     "PYTHON_WORK_LIMIT",
     "MAX_TABLE_BYTES",
+    "SolvedLevel",
     "LevelTable",
     "ArrayTable",
     "ListTable",
@@ -60,6 +61,27 @@ PYTHON_WORK_LIMIT: int = 2_500_000
 MAX_TABLE_BYTES: int = 4 * 2**30
 #: Elements of the largest temporary array of numpy's (min, max) product (float64: 32 MiB).
 BLOCK_ELEMENTS: int = 1 << 22
+
+
+class SolvedLevel(Protocol):
+    """What reading a partition back needs from one solved level, by any method: the dynamic
+    program's :class:`LevelTable` or the integer program's level
+    (:class:`pal_opt.pipeline.ip.ProgramLevel`)."""
+
+    machines: int
+    bandwidth: float
+    divisor: float
+    straight: bool
+
+    def time(self, r: int, j: int) -> float:
+        """``T[r][j]``: the segment's time on one worker of this level."""
+
+    def params(self, r: int, j: int) -> float:
+        """``P[r][j]``: the segment's parameter bytes."""
+
+    def split(self, r: int, j: int) -> list[tuple[int, int, int]]:
+        """The stages ``(start cut, last state, workers)`` of an optimum of segment ``(r, j)`` on
+        all of the level's workers, first stage first."""
 
 
 class LevelTable(ABC):
@@ -103,6 +125,35 @@ class LevelTable(ABC):
     def widths(self, m: int) -> range:
         """Worker counts a last stage may have when the segment has ``m + 1`` workers."""
         return range(1, min(m, 1 if self.straight else m) + 1)
+
+    def split(self, r: int, j: int) -> list[tuple[int, int, int]]:
+        """The stages ``(start cut, last state, workers)`` of segment ``(r, j)`` on all
+        ``machines`` workers, read back from the table.
+
+        Ties go to the whole segment, then to the fewest workers on the last stage, then to the
+        earliest split.  Values are compared exactly: the table holds the same floats.
+        """
+        m = self.machines - 1
+        stages: list[tuple[int, int, int]] = []
+        while True:
+            value = self.best(r, j, m)
+            if value == self.whole(r, j, m):
+                stages.append((r, j, m + 1))
+                break
+            k, w = self._last_stage(r, j, m, value)
+            stages.append((k + 1, j, w))
+            j, m = k, m - w
+        stages.reverse()
+        return stages
+
+    def _last_stage(self, r: int, j: int, m: int, value: float) -> tuple[int, int]:
+        """The split ``(k, w)`` whose candidate equals ``value``: the rest ends at state ``k``, the
+        last stage runs on ``w`` workers."""
+        for w in self.widths(m):
+            candidates = self.candidates(r, j, m, w)
+            if value in candidates:
+                return candidates.index(value), w
+        raise RuntimeError(f"no split reproduces segment ({r}, {j}) on {m + 1} workers")  # pragma: no cover
 
 
 def estimated_work(n: int, machines: Sequence[int], straight: bool) -> int:

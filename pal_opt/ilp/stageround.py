@@ -1,0 +1,472 @@
+"""The round program for rounds with pipeline jobs: it places every stage, not only the gang.
+
+A pipeline job (:class:`~pal_opt.model.Pipeline`) runs at the pace of its slowest stage: stage
+``k`` takes ``τ_k`` times the largest factor among its own GPUs (:func:`pal_opt.cost.pace_factor`).
+A slow GPU costs nothing on a stage with slack, so *which* GPUs run *which* stage matters, and the
+round program (:mod:`pal_opt.ilp.formulation`), which prices a job by its slowest GPU, cannot see
+it.  This program does: every admitted job is a pipeline (a gang is one stage of ``demand``
+replicas) and it chooses, per job, a *mode* -- its pace ``π`` and where it runs (one server, one
+rack, anywhere) -- and how many GPUs of each GPU type each stage gets on each server.
+``formulations/pipeline_round.md`` gives the mathematics; in short, per admitted job ``j``:
+
+* ``m[j, μ]`` (binary): the job runs in mode ``μ = (π, span, node)``; exactly one.  Its cost is
+  what every registered cost term charges a job of slowdown factor ``π`` spanning ``span``
+  (``CostTerm.slots``: ``d ln π + d ln locality[span]`` for the built-in terms).
+* ``c[j, k, g]`` (integer): GPUs of type ``g`` on stage group ``k`` (stages of equal relative time
+  share a group); ``Σ_g c = r_k``, and only where ``τ_k · value_j(g) ≤ π`` for the chosen mode.
+* ``b[j, s, g]`` (integer): GPUs of type ``g`` on server ``s``; ``Σ_s b = Σ_k c`` per type, only
+  on servers the chosen mode covers, and ``Σ_j b[j, s, g] ≤`` the free GPUs of type ``g`` on ``s``.
+
+The candidate paces are the products ``τ_k · value_j(g)``, so the least feasible pace of any
+placement is a candidate and the optimum prices every job at its true pace: the program's
+optimum is the least round cost over placements and stage maps.  A round of gangs gives the round
+program's optimum (the tests compare them).
+
+:func:`solve_stage_round` solves it on any backend and returns a priced
+:class:`~pal_opt.result.PlacementResult` whose GPU lists (and ``stages``) are in stage order;
+:func:`pal_opt.ilp.solve_ilp` calls it when an admitted job has a pipeline.
+:func:`best_stage_order` is the best stage map of a fixed GPU set (sort), for comparisons.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cost import cost_terms, relative_gap
+from ..errors import BackendError, InstanceError, OptionError
+from ..model import GpuState, Job, JobId, Level, RoundInstance
+from ..result import PlacementResult, Status, priced_result
+from .backends import SolveOptions, SolverStatus, get_backend
+from .builder import ProgramBuilder
+from .program import Program
+from .running import moving_is_charged
+
+__all__ = [
+    "StageRound",
+    "stage_groups",
+    "build_stage_round",
+    "solve_stage_round",
+    "best_stage_order",
+    "decode_stage_round",
+    "encode_stage_round",
+    "has_pipelines",
+    "start_placement",
+]
+
+#: Column kinds of the program.
+KIND_MODE, KIND_STAGE, KIND_SERVER = 0, 1, 2
+_META = ("kind", "job", "group", "gtype", "node", "span")
+
+
+def has_pipelines(instance: RoundInstance, admitted: Sequence[int]) -> bool:
+    """Whether one of the admitted jobs has pipeline stages."""
+    return any(instance.jobs[i].pipeline is not None for i in admitted)
+
+
+def stage_groups(job: Job) -> list[tuple[float, tuple[int, ...], int]]:
+    """The job's stages grouped by time: ``(time, stage indices, replicas)`` per distinct stage
+    time, slowest first.  A gang is one group ``(1.0, (0,), demand)``."""
+    if job.pipeline is None:
+        return [(1.0, (0,), job.demand)]
+    times, reps = job.pipeline.stage_times, job.pipeline.replicas
+    out = []
+    for t in sorted(set(times), reverse=True):
+        members = tuple(k for k, x in enumerate(times) if x == t)
+        out.append((t, members, sum(reps[k] for k in members)))
+    return out
+
+
+def _paces(job: Job, values: np.ndarray) -> np.ndarray:
+    """``paces[k, g]``: the factor the job runs at if stage group ``k``'s slowest GPU has factor
+    ``values[g]`` (the same float operations as :func:`pal_opt.cost.pace_factor`)."""
+    groups = stage_groups(job)
+    top = groups[0][0]
+    return np.array([[t * v / top for v in values.tolist()] for t, _, _ in groups])
+
+
+def best_stage_order(job: Job, gpu_ids: Sequence[int], factors: np.ndarray, position: Mapping[int, int]) -> tuple[int, ...]:
+    """``gpu_ids`` in the stage order that makes ``job`` fastest: the slowest stages get the
+    fastest GPUs (for nested thresholds this is optimal).  ``factors`` are the job's class factors
+    by GPU position; ties keep the given order.  A gang's list is returned as it is."""
+    pipe = job.pipeline
+    if pipe is None:
+        return tuple(gpu_ids)
+    by_speed = sorted(gpu_ids, key=lambda g: factors[position[g]])  # stable: ties keep the order
+    order = sorted(range(len(pipe.stage_times)), key=lambda k: -pipe.stage_times[k])
+    given: dict[int, list[int]] = {}
+    at = 0
+    for k in order:
+        given[k] = by_speed[at:at + pipe.replicas[k]]
+        at += pipe.replicas[k]
+    return tuple(g for k in range(len(pipe.stage_times)) for g in given[k])
+
+
+# --------------------------------------------------------------------------- the program
+@dataclass(frozen=True, eq=False)
+class StageRound:
+    """The program of one round with pipeline jobs, and what decoding it needs.
+
+    Attributes
+    ----------
+    program
+        The :class:`~pal_opt.ilp.program.Program`.
+    instance, factors, admitted
+        The round, the (binned) per-class factors, the admitted job indices (queue order).
+    gpu_type
+        GPU type per GPU position (``-1`` for GPUs not free): GPUs of one type have equal
+        factors in every class of the admitted jobs.
+    kind, job, group, gtype, node, span
+        Per column: ``KIND_MODE`` / ``KIND_STAGE`` / ``KIND_SERVER``, the job's index in
+        ``admitted``, the stage group, the GPU type, the server (mode columns: the server or rack
+        position, ``-1`` anywhere) and the mode's span (:class:`~pal_opt.model.Level`).
+    pace
+        Per column: the mode's pace (``nan`` for other columns).
+    """
+
+    program: Program
+    instance: RoundInstance
+    factors: Mapping[str, np.ndarray]
+    admitted: tuple[int, ...]
+    gpu_type: np.ndarray
+    kind: np.ndarray
+    job: np.ndarray
+    group: np.ndarray
+    gtype: np.ndarray
+    node: np.ndarray
+    span: np.ndarray
+    pace: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Gpus:
+    """Free GPUs by type: ``type_values[class]`` per type, ``cnt[s, g]`` per server."""
+
+    gpu_type: np.ndarray
+    type_values: dict[str, np.ndarray]
+    cnt: np.ndarray
+
+
+def _gpu_types(instance: RoundInstance, factors: Mapping[str, np.ndarray], admitted: Sequence[int]) -> _Gpus:
+    cl = instance.cluster
+    free = np.flatnonzero(cl.state == GpuState.FREE)
+    classes = sorted({instance.jobs[i].perfclass for i in admitted})
+    if not classes:  # nothing to place
+        return _Gpus(np.full(cl.num_gpus, -1, dtype=np.int64), {}, np.zeros((cl.num_servers, 0), dtype=np.int64))
+    cols = np.column_stack([np.asarray(factors[c], dtype=np.float64)[free] for c in classes])
+    rows, inverse = np.unique(cols, axis=0, return_inverse=True)
+    gpu_type = np.full(cl.num_gpus, -1, dtype=np.int64)
+    gpu_type[free] = inverse.reshape(-1)
+    cnt = np.zeros((cl.num_servers, rows.shape[0]), dtype=np.int64)
+    np.add.at(cnt, (cl.server_of[free], inverse.reshape(-1)), 1)
+    return _Gpus(gpu_type, {c: rows[:, i] for i, c in enumerate(classes)}, cnt)
+
+
+def _nodes(instance: RoundInstance, demand: int) -> list[tuple[int, int, np.ndarray]]:
+    """Where a job of ``demand`` GPUs may run: ``(span, node, servers)`` for every server, every
+    rack of at least two servers (racked clusters) and the whole cluster (``demand >= 2``)."""
+    cl = instance.cluster
+    out = [(int(Level.SERVER), s, np.array([s])) for s in range(cl.num_servers)]
+    if demand >= 2 and cl.num_servers >= 2:
+        if cl.racked:
+            for r in range(len(cl.rack_ids)):
+                members = np.flatnonzero(cl.rack_of_server == r)
+                if members.size >= 2:
+                    out.append((int(Level.RACK), r, members))
+        out.append((int(Level.CLUSTER), -1, np.arange(cl.num_servers)))
+    return out
+
+
+def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: list[tuple[int, int, np.ndarray]]) -> list[tuple[float, int, int, np.ndarray]]:
+    """Feasible modes ``(pace, span, node, servers)`` of one job in isolation: at pace ``π`` the
+    slowest ``i + 1`` groups together need no more GPUs than the node has at or under their
+    thresholds (the thresholds are nested, so this is exact for the job alone)."""
+    groups = stage_groups(job)
+    need = np.cumsum([r for _, _, r in groups])
+    out = []
+    for pace in np.unique(paces).tolist():
+        allowed = paces <= pace  # (groups, types); each row contains the row above it
+        for span, node, servers in nodes:
+            have = (allowed * counts[servers].sum(axis=0)[None, :]).sum(axis=1)
+            if np.all(have >= need):
+                out.append((pace, span, node, servers))
+    return out
+
+
+def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray]) -> StageRound:
+    """The program for the ``admitted`` jobs (indices into ``instance.jobs``) under ``factors``.
+
+    Raises
+    ------
+    OptionError
+        A cost term charges for moving a running job (the program has no keep variables: its
+        rounds are non-sticky, as PAL's).
+    InstanceError
+        A job of two or more GPUs whose locality penalties decrease with the level.
+    """
+    if moving_is_charged(instance):
+        raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost "
+                          "for running jobs is not supported by the stage program")
+    for i in admitted:
+        loc, job = instance.jobs[i].locality, instance.jobs[i]
+        if job.demand >= 2 and not (loc[0] <= loc[1] <= loc[2] if instance.cluster.racked else loc[0] <= loc[2]):
+            raise InstanceError("the stage program needs locality penalties that do not decrease with the level "
+                                f"(server <= rack <= cluster), got {job.locality!r}", path=f"jobs[{i}].locality")
+    gpus = _gpu_types(instance, factors, admitted)
+    b = ProgramBuilder(_META)
+    paces: list[float] = []
+    costs: list[np.ndarray] = []
+    rows = _Rows()
+    for a, i in enumerate(admitted):
+        job = instance.jobs[i]
+        values = gpus.type_values[job.perfclass]
+        table = _paces(job, values)
+        modes = _modes(job, table, gpus.cnt, _nodes(instance, job.demand))
+        if not modes:
+            raise OptionError(f"job {job.id!r} cannot be placed on the free GPUs")
+        _add_job(b, rows, a, job, table, modes, gpus)
+        paces += [m[0] for m in modes]
+        costs.append(_mode_costs(job, modes))
+    rows.capacity(b, gpus.cnt)
+    c = np.zeros(b.ncol)
+    kind = b.meta("kind")
+    c[kind == KIND_MODE] = np.concatenate(costs) if costs else []
+    program, meta = b.finish(c)
+    pace = np.full(b.ncol, np.nan)
+    pace[kind == KIND_MODE] = paces
+    return StageRound(program, instance, factors, tuple(admitted), gpus.gpu_type, pace=pace, **meta)
+
+
+def _mode_costs(job: Job, modes: list[tuple[float, int, int, np.ndarray]]) -> np.ndarray:
+    values = np.array([m[0] for m in modes])
+    span = np.array([m[1] for m in modes], dtype=np.int64)
+    total = np.zeros(values.size)
+    for term in cost_terms():
+        total = total + term.slots(job.perfclass, job.demand, job.locality, values, span)
+    return total
+
+
+class _Rows:
+    """The per-(server, type) capacity entries, collected over the jobs."""
+
+    def __init__(self) -> None:
+        self.cols: list[np.ndarray] = []
+        self.cells: list[np.ndarray] = []
+
+    def capacity(self, b: ProgramBuilder, cnt: np.ndarray) -> None:
+        if not self.cols:
+            return
+        cols, cells = np.concatenate(self.cols), np.concatenate(self.cells)
+        used, local = np.unique(cells, return_inverse=True)
+        s, g = np.divmod(used, cnt.shape[1])
+        b.add_le_rows([f"cap_s{x}_g{y}" for x, y in zip(s.tolist(), g.tolist(), strict=True)],
+                      cnt[s, g].astype(float), local.reshape(-1), cols, np.ones(cols.size))
+
+
+def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray,
+             modes: list[tuple[float, int, int, np.ndarray]], gpus: _Gpus) -> None:
+    """One job's columns and rows (module docstring)."""
+    groups = stage_groups(job)
+    ngroups, ntypes = table.shape
+    names = [f"m_j{a}_{('s', 'r', 'c')[span]}{node}_p{k}" for k, (_, span, node, _) in enumerate(modes)]
+    m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a,
+                   node=[x[2] for x in modes], span=[x[1] for x in modes])
+    b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size, dtype=np.int64), m, np.ones(m.size))
+    # stage columns c[k, g] and their count and threshold rows
+    usable = np.flatnonzero(gpus.cnt.sum(axis=0) > 0)
+    kk = np.repeat(np.arange(ngroups), usable.size)
+    gg = np.tile(usable, ngroups)
+    reps = np.array([r for _, _, r in groups])
+    c = b.add_cols([f"c_j{a}_k{k}_g{g}" for k, g in zip(kk.tolist(), gg.tolist(), strict=True)], lo=0,
+                   hi=reps[kk], integer=True, kind=KIND_STAGE, job=a, group=kk, gtype=gg)
+    b.add_rows([f"stage_j{a}_k{k}" for k in range(ngroups)], reps, reps, kk, c, np.ones(c.size))
+    mode_pace = np.array([x[0] for x in modes])
+    allow = table[kk, gg][:, None] <= mode_pace[None, :]  # (stage columns, modes)
+    r_idx, m_idx = np.nonzero(allow)
+    n = c.size
+    b.add_rows([f"pace_j{a}_k{k}_g{g}" for k, g in zip(kk.tolist(), gg.tolist(), strict=True)], -np.inf, 0,
+               np.concatenate((np.arange(n), r_idx)), np.concatenate((c, m[m_idx])),
+               np.concatenate((np.ones(n), -reps[kk][r_idx].astype(float))))
+    _add_servers(b, rows, a, job, m, modes, c, gg, usable, gpus)
+
+
+def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray,
+                 modes: list[tuple[float, int, int, np.ndarray]], c: np.ndarray, gg: np.ndarray,
+                 usable: np.ndarray, gpus: _Gpus) -> None:
+    """Server columns ``b[s, g]``: the link rows to the stage columns, the locality rows to the
+    modes, and the capacity entries."""
+    servers = np.unique(np.concatenate([x[3] for x in modes]))
+    ss, sg = np.nonzero(gpus.cnt[servers][:, usable] > 0)
+    ss, sg = servers[ss], usable[sg]
+    bcols = b.add_cols([f"b_j{a}_s{s}_g{g}" for s, g in zip(ss.tolist(), sg.tolist(), strict=True)], lo=0,
+                       hi=np.minimum(gpus.cnt[ss, sg], job.demand), integer=True, kind=KIND_SERVER, job=a,
+                       gtype=sg, node=ss)
+    # link: Σ_s b[s, g] − Σ_k c[k, g] = 0 per type
+    tpos = {g: i for i, g in enumerate(usable.tolist())}
+    b.add_rows([f"link_j{a}_g{g}" for g in usable.tolist()], 0, 0,
+               np.concatenate(([tpos[g] for g in sg.tolist()], [tpos[g] for g in gg.tolist()])),
+               np.concatenate((bcols, c)), np.concatenate((np.ones(bcols.size), -np.ones(c.size))))
+    # locality: Σ_g b[s, g] ≤ d · Σ_{modes covering s} m
+    spos = {s: i for i, s in enumerate(servers.tolist())}
+    cover_r, cover_c = [], []
+    for k, (_, _, _, members) in enumerate(modes):
+        for s in members.tolist():
+            cover_r.append(spos[s])
+            cover_c.append(m[k])
+    b.add_rows([f"where_j{a}_s{s}" for s in servers.tolist()], -np.inf, 0,
+               np.concatenate(([spos[s] for s in ss.tolist()], cover_r)),
+               np.concatenate((bcols, np.asarray(cover_c, dtype=np.int64))),
+               np.concatenate((np.ones(bcols.size), -float(job.demand) * np.ones(len(cover_c)))))
+    rows.cols.append(bcols)
+    rows.cells.append(ss * gpus.cnt.shape[1] + sg)
+
+
+# --------------------------------------------------------------------------- decoding
+def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[int, ...]]:
+    """Placements from a solution: each job's GPUs in stage order (lowest positions first among
+    equals, jobs in queue order).
+
+    Raises
+    ------
+    BackendError
+        The solution does not give every job its GPUs.
+    """
+    inst = sr.instance
+    x = np.rint(np.asarray(values)).astype(np.int64)
+    pool: dict[tuple[int, int], list[int]] = {}
+    for p in np.flatnonzero(sr.gpu_type >= 0).tolist():
+        pool.setdefault((int(inst.cluster.server_of[p]), int(sr.gpu_type[p])), []).append(p)
+    ids = inst.cluster.gpu_ids
+    out: dict[JobId, tuple[int, ...]] = {}
+    for a, i in enumerate(sr.admitted):
+        job = inst.jobs[i]
+        mine = (sr.job == a) & (x > 0)
+        by_type: dict[int, list[int]] = {}
+        for col in np.flatnonzero(mine & (sr.kind == KIND_SERVER)).tolist():
+            key = (int(sr.node[col]), int(sr.gtype[col]))
+            take, pool[key] = pool[key][: x[col]], pool[key][x[col]:]
+            by_type.setdefault(int(sr.gtype[col]), []).extend(take)
+        per_group: dict[int, list[int]] = {}
+        for col in np.flatnonzero(mine & (sr.kind == KIND_STAGE)).tolist():
+            g, n = int(sr.gtype[col]), int(x[col])
+            per_group.setdefault(int(sr.group[col]), []).extend(by_type[g][:n])
+            by_type[g] = by_type[g][n:]
+        gpus = _in_stage_order(job, per_group)
+        if len(gpus) != job.demand or len(set(gpus)) != job.demand:
+            raise BackendError(f"the stage program's answer does not give job {job.id!r} its {job.demand} GPUs")
+        out[job.id] = tuple(int(ids[p]) for p in gpus)
+    return out
+
+
+def _in_stage_order(job: Job, per_group: Mapping[int, list[int]]) -> list[int]:
+    """GPU positions stage by stage: each group's GPUs dealt to its stages in stage order."""
+    stages: dict[int, list[int]] = {}
+    for k, (_, members, _) in enumerate(stage_groups(job)):
+        got = sorted(per_group.get(k, []))
+        for s in members:
+            r = job.pipeline.replicas[s] if job.pipeline is not None else job.demand
+            stages[s], got = got[:r], got[r:]
+    return [p for s in sorted(stages) for p in stages[s]]
+
+
+def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]) -> np.ndarray | None:
+    """A placement (GPU lists in stage order) as a vector of the program, for a warm start; None
+    when a job's pace or span has no column (it then cannot be a start)."""
+    cl, x = sr.instance.cluster, np.zeros(sr.program.num_vars)
+    col_of = {(int(sr.kind[c]), int(sr.job[c]), int(sr.group[c]), int(sr.gtype[c]), int(sr.node[c])): c
+              for c in np.flatnonzero(sr.kind != KIND_MODE).tolist()}
+    modes = {(int(sr.job[c]), float(sr.pace[c]), int(sr.span[c]), int(sr.node[c])): c
+             for c in np.flatnonzero(sr.kind == KIND_MODE).tolist()}
+    for a, i in enumerate(sr.admitted):
+        job = sr.instance.jobs[i]
+        pos = cl.positions(placements[job.id])
+        bounds = job.pipeline.slices() if job.pipeline is not None else [(0, job.demand)]
+        group_of = {s: k for k, (_, members, _) in enumerate(stage_groups(job)) for s in members}
+        values = np.asarray(sr.factors[job.perfclass])
+        top = stage_groups(job)[0][0]
+        times = job.pipeline.stage_times if job.pipeline is not None else (1.0,)
+        pace = max(times[s] * float(values[pos[lo:hi]].max()) / top for s, (lo, hi) in enumerate(bounds))
+        span = int(cl.span_level_pos(pos))
+        servers = {int(cl.server_of[p]) for p in pos.tolist()}
+        node = next(iter(servers)) if span == Level.SERVER else (
+            int(cl.rack_of_server[next(iter(servers))]) if span == Level.RACK else -1)
+        key = (a, pace, span, node)
+        if key not in modes or np.any(sr.gpu_type[pos] < 0):
+            return None
+        x[modes[key]] = 1
+        for s, (lo, hi) in enumerate(bounds):
+            for p in pos[lo:hi].tolist():
+                g = int(sr.gpu_type[p])
+                x[col_of[(KIND_STAGE, a, group_of[s], g, -1)]] += 1
+                x[col_of[(KIND_SERVER, a, -1, g, int(cl.server_of[p]))]] += 1
+    return x
+
+
+# --------------------------------------------------------------------------- solving
+def start_placement(instance: RoundInstance, admitted: Sequence[int],
+                    factors: Mapping[str, np.ndarray]) -> dict[JobId, tuple[int, ...]] | None:
+    """PAL's placement of the admitted jobs with every pipeline's stages mapped best
+    (:func:`best_stage_order`): the warm start and the fallback (None if PAL places not all)."""
+    from .heuristic import pal_greedy
+
+    placed = pal_greedy(instance, factors, admitted)
+    if placed is None or len(placed) != len(admitted):
+        return None
+    pos = instance.cluster.position
+    return {j: best_stage_order(instance.job_by_id[j], g, np.asarray(factors[instance.job_by_id[j].perfclass]), pos)
+            for j, g in placed.items()}
+
+
+def solve_stage_round(
+    instance: RoundInstance,
+    admitted: Sequence[int],
+    factors: Mapping[str, np.ndarray],
+    *,
+    backend: str | None = None,
+    options: SolveOptions | None = None,
+    admission: str = "given",
+    info: Mapping[str, Any] | None = None,
+) -> PlacementResult:
+    """Place the ``admitted`` jobs of ``instance`` with the stage program (module docstring).
+
+    The solver starts from :func:`start_placement` where it takes a start.  Returns a result
+    priced by :func:`pal_opt.result.priced_result` (method ``"ilp"``): OPTIMAL when the solver
+    proved its optimum, FEASIBLE with the gap otherwise, FALLBACK (the start placement) when it
+    stopped without a solution.  Never worse than the start placement.
+
+    Raises
+    ------
+    BackendError
+        The solver stopped without any solution and there is no start placement.
+    """
+    t0 = time.perf_counter()
+    sr = build_stage_round(instance, admitted, factors)
+    start = start_placement(instance, admitted, factors)
+    built = time.perf_counter() - t0
+    cls = get_backend(backend)
+    vector = encode_stage_round(sr, start) if start is not None and cls.supports_warm_start else None
+    sol = cls().solve(sr.program, options or SolveOptions(), start=vector)
+    details = {**(info or {}), "program": "stage", "num_vars": sr.program.num_vars, "num_rows": sr.program.num_rows,
+               "nnz": int(sr.program.A.nnz), "solver_status": str(sol.status), "warm_start": vector is not None}
+    common: dict[str, Any] = dict(method="ilp", admission=admission, solve_seconds=sol.seconds, build_seconds=built,
+                                  bound=sol.bound, backend=cls.name, backend_version=cls.version(), info=details)
+    if sol.values is None:
+        if start is None:
+            raise BackendError(f"{cls.name} found no solution of the stage program ({sol.status}: {sol.message})")
+        return priced_result(instance, start, factors, status=Status.FALLBACK, message=f"{cls.name}: {sol.status}; "
+                             "the start placement (PAL's, stages mapped best) is returned", **common)
+    status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
+    res = priced_result(instance, decode_stage_round(sr, sol.values), factors, status=status, **common)
+    if start is not None:
+        fallback = priced_result(instance, start, factors, status=Status.FEASIBLE, **common)
+        if fallback.objective < res.objective - 1e-9:  # a solver that ignored the start and stopped early
+            res = fallback
+    demand = sum(instance.jobs[i].demand for i in admitted)
+    res.gap = relative_gap(res.objective, sol.bound, demand)
+    if res.status == Status.OPTIMAL and (res.gap is None or res.gap > 1e-6):
+        res.status = Status.FEASIBLE  # pragma: no cover - the program prices every job at its pace
+    return res

@@ -1,0 +1,181 @@
+"""Rounds with pipeline jobs: the stage program (:mod:`pal_opt.ilp.stageround`).
+
+* Random small rounds with pipeline jobs (hypothesis): the program's optimum equals a brute force
+  over every assignment of GPU sets *and* stage maps, priced by :mod:`pal_opt.cost`; the result
+  passes the checker with its stages.
+* Rounds of gangs only: the same optimum as the round program (:func:`pal_opt.ilp.solve_ilp`).
+* ``solve_ilp`` sends rounds with pipelines to it, on every backend; ``best_stage_order`` is the
+  best stage map of a fixed set; a restart cost is refused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ilp_rounds import rounds
+
+from pal_opt.admission import admit
+from pal_opt.binning import binned_factors
+from pal_opt.check import check
+from pal_opt.cost import evaluate, job_slowdown_pos
+from pal_opt.errors import OptionError
+from pal_opt.ilp import available_backends, solve_ilp
+from pal_opt.ilp.stageround import best_stage_order, build_stage_round, encode_stage_round, solve_stage_round
+from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
+from pal_opt.result import Status
+
+_SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+STAGE_TIMES = st.sampled_from([0.5, 1.0, 1.0, 2.0, 3.0])
+
+
+@st.composite
+def pipeline_rounds(draw: Any) -> RoundInstance:
+    """A small round (``ilp_rounds.rounds`` without running jobs) in which some jobs of two or
+    more GPUs become pipelines of two or three stages."""
+    inst = draw(rounds(max_gpus=8, max_jobs=3, max_demand=4, restart=False))
+    jobs = []
+    for job in inst.jobs:
+        if job.demand >= 2 and draw(st.booleans()):
+            n = draw(st.integers(2, min(3, job.demand)))
+            cuts = sorted(draw(st.sets(st.integers(1, job.demand - 1), min_size=n - 1, max_size=n - 1)))
+            reps = tuple(b - a for a, b in zip([0, *cuts], [*cuts, job.demand], strict=True))
+            job = Job(job.id, job.demand, job.perfclass, job.position, job.locality,
+                      pipeline=Pipeline(tuple(draw(STAGE_TIMES) for _ in reps), reps))
+        jobs.append(job)
+    return RoundInstance(inst.cluster, tuple(jobs), inst.params, name="pipelines")
+
+
+def brute_force(instance: RoundInstance, admitted: list[int], factors: Mapping[str, np.ndarray]) -> float:
+    """Least round cost over every assignment of disjoint GPU lists, in every order (every stage
+    map) for a pipeline job, each job priced by :func:`pal_opt.cost.job_slowdown_pos`."""
+    cl = instance.cluster
+    free = [int(p) for p in np.flatnonzero(cl.state == GpuState.FREE)]
+    best = [math.inf]
+
+    def options(j: int, avail: tuple[int, ...]) -> Any:
+        job = instance.jobs[j]
+        for combo in itertools.combinations(avail, job.demand):
+            yield from (itertools.permutations(combo) if job.pipeline is not None else [combo])
+
+    def rec(k: int, avail: tuple[int, ...], acc: float) -> None:
+        if k == len(admitted):
+            best[0] = min(best[0], acc)
+            return
+        j = admitted[k]
+        job = instance.jobs[j]
+        for gpus in options(j, avail):
+            s = job_slowdown_pos(cl, np.asarray(factors[job.perfclass]), job, np.asarray(gpus))
+            rec(k + 1, tuple(p for p in avail if p not in gpus), acc + job.demand * math.log(s))
+
+    rec(0, tuple(free), 0.0)
+    return best[0]
+
+
+@settings(max_examples=60, **_SET)  # type: ignore[arg-type]
+@given(pipeline_rounds())
+def test_the_stage_program_finds_the_least_cost_over_sets_and_stage_maps(inst: RoundInstance) -> None:
+    admitted = admit(inst, "prefix")
+    factors = binned_factors(inst.cluster, "none")
+    res = solve_stage_round(inst, admitted, factors, admission="prefix")
+    assert res.status == Status.OPTIMAL
+    assert res.objective == pytest.approx(brute_force(inst, admitted, factors), abs=1e-9)
+    assert check(inst, res) == []
+    assert set(res.stages) == {inst.jobs[i].id for i in admitted if inst.jobs[i].pipeline is not None}
+    sr = build_stage_round(inst, admitted, factors)  # the answer, encoded back, prices the same
+    x = encode_stage_round(sr, res.placements)
+    assert x is not None and sr.program.is_feasible(x)
+    assert sr.program.objective(x) == pytest.approx(res.objective, abs=1e-9)
+
+
+@settings(max_examples=40, **_SET)  # type: ignore[arg-type]
+@given(rounds(max_gpus=12, max_jobs=5, restart=False))
+def test_gang_rounds_give_the_round_programs_optimum(inst: RoundInstance) -> None:
+    admitted = admit(inst, "prefix")
+    if not admitted:
+        return
+    ref = solve_ilp(inst)
+    res = solve_stage_round(inst, admitted, binned_factors(inst.cluster, "none"), admission="prefix")
+    assert res.objective == pytest.approx(ref.objective, abs=1e-9)
+    assert res.stages == {} and check(inst, res) == []
+
+
+def _round() -> RoundInstance:
+    """Two servers of four GPUs; server 0 has two slow GPUs (1.5).  Job p (4 GPUs) is a pipeline
+    whose second stage has slack (times 2 and 1, on 3 + 1 GPUs); job g a 4-GPU gang."""
+    f = [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5]
+    cl = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": f})
+    jobs = (Job("p", 4, "classA", 0, pipeline=Pipeline((2.0, 1.0), (3, 1))), Job("g", 4, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_solve_ilp_places_stages(backend: str) -> None:
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    inst = _round()
+    res = solve_ilp(inst, backend=backend)
+    # each job inside one server: the pipeline puts its server's slow GPU on its slack stage
+    # (pace 1), the gang pays 1.5 for the other (spanning servers would cost 1.7)
+    assert res.status == Status.OPTIMAL and res.info["program"] == "stage"
+    assert check(inst, res) == []
+    stages = res.stages["p"]
+    assert len(stages) == 2 and len(stages[0]) == 3 and len(stages[1]) == 1
+    assert res.objective == pytest.approx(4 * math.log(1.5))  # the gang pays for a slow GPU; p does not
+
+
+def test_best_stage_order_of_a_fixed_set() -> None:
+    inst = _round()
+    job = inst.job_by_id["p"]
+    f = inst.cluster.factors["classA"]
+    pos = {g: g for g in range(8)}
+    order = best_stage_order(job, (1, 0, 2, 3), f, pos)
+    assert order == (0, 2, 3, 1)  # the slow GPU 1 goes to the 1-unit stage
+    assert best_stage_order(inst.job_by_id["g"], (3, 1), f, pos) == (3, 1)
+    best = min(job_slowdown_pos(inst.cluster, f, job, np.asarray(p)) for p in itertools.permutations((1, 0, 2, 3)))
+    assert job_slowdown_pos(inst.cluster, f, job, np.asarray(order)) == best == 1.0
+
+
+def test_pipelines_beat_a_gang_placement_of_the_same_round() -> None:
+    inst = _round()
+    factors = binned_factors(inst.cluster, "none")
+    piped = solve_ilp(inst)
+    flat = evaluate(inst, {"p": (0, 1, 2, 3), "g": (4, 5, 6, 7)}, factors).cost  # GPU order: 1.5 on stage 0
+    assert piped.objective < flat
+
+
+def test_a_restart_cost_is_refused() -> None:
+    inst = _round()
+    jobs = (inst.jobs[0], Job("g", 4, "classA", 1, placement=(4, 5, 6, 7)))
+    costly = RoundInstance(inst.cluster, jobs, RoundParams(binning="none", restart_cost=0.5))
+    with pytest.raises(OptionError, match="non-sticky"):
+        build_stage_round(costly, [0, 1], binned_factors(costly.cluster, "none"))
+
+
+def test_the_start_placement_encodes_to_a_feasible_vector() -> None:
+    from pal_opt.ilp.stageround import start_placement
+
+    inst = _round()
+    factors = binned_factors(inst.cluster, "none")
+    sr = build_stage_round(inst, [0, 1], factors)
+    start = start_placement(inst, [0, 1], factors)
+    assert start is not None
+    x = encode_stage_round(sr, start)
+    assert x is not None and sr.program.is_feasible(x)
+    assert sr.program.objective(x) == pytest.approx(evaluate(inst, start, factors).cost)
+
+
+def test_decreasing_locality_penalties_are_refused() -> None:
+    from pal_opt.errors import InstanceError
+
+    inst = _round()
+    odd = RoundInstance(inst.cluster, (Job("p", 4, "classA", 0, (1.0, 1.2, 0.9), pipeline=Pipeline((2.0, 1.0), (3, 1))),),
+                        RoundParams(binning="none"))
+    with pytest.raises(InstanceError, match="do not decrease"):
+        build_stage_round(odd, [0], binned_factors(odd.cluster, "none"))
