@@ -8,15 +8,13 @@ round is held to the same rules as a file (errors name ``jobs[i].<field>``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 import networkx as nx
 
-from .binning import BINNING_MODES
-from .errors import InstanceError, OptionError
+from .errors import InstanceError
 from .io.instance import jobs_from_list
-from .model import Cluster, Job, RoundInstance, RoundParams
-from .options import DEFAULT_ROUND_LENGTH
+from .model import Cluster, Job, RoundArguments, RoundInstance, RoundParams
 
 __all__ = ["make_instance"]
 
@@ -38,11 +36,8 @@ def make_instance(
     cluster: Cluster | nx.DiGraph,
     jobs: Iterable[Job | Mapping[str, Any]],
     *,
-    locality_penalty: float = 1.7,
-    binning: str = "pal-artifact",
-    restart_cost: float = 0.0,
-    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str = "",
+    **params: Unpack[RoundArguments],
 ) -> RoundInstance:
     """A validated :class:`~pal_opt.model.RoundInstance`.
 
@@ -55,16 +50,13 @@ def make_instance(
         Queue order.  :class:`~pal_opt.model.Job` objects, or mappings with the instance file's
         job keys: ``id``, ``demand``, ``class`` and/or ``model``, optional ``locality``
         (``[server, rack, cluster]``) and ``placement`` (GPU ids, if running).
-    locality_penalty
-        PAL's λ, the default penalty for crossing servers.
-    binning
-        ``"pal-artifact"`` (default), ``"silhouette"`` or ``"none"``.
-    restart_cost
-        Seconds of work a moved running job loses on each of its GPUs (:mod:`pal_opt.cost.restart`).
-    round_length
-        Seconds per round, the time the restart cost is a share of (default 360).
     name
         Round name.
+    **params
+        The round's parameters (:class:`~pal_opt.model.RoundArguments`): ``locality_penalty``
+        (PAL's λ, default 1.7), ``binning`` (default ``"pal-artifact"``), ``restart_cost``
+        (seconds of work a moved running job loses per GPU, default 0), ``round_length``
+        (seconds, default 360).
 
     Examples
     --------
@@ -86,13 +78,6 @@ def make_instance(
         raise InstanceError(
             f"must be a Cluster or a networkx DiGraph, got {type(cluster).__name__}", source="<memory>", path="cluster"
         )
-    if binning not in BINNING_MODES:
-        raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
-    if not (locality_penalty >= 1.0 and locality_penalty < float("inf")):
-        raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
-    if not (restart_cost >= 0.0 and restart_cost < float("inf")):
-        raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
-    params = RoundParams.from_arguments(locality_penalty=float(locality_penalty), binning=binning,
-                                        restart_cost=float(restart_cost), round_length=round_length)
+    rp = RoundParams.from_arguments(**params)
     docs = [_job_dict(j, i) for i, j in enumerate(jobs)]
-    return RoundInstance(cluster, tuple(jobs_from_list(docs, cluster, params)), params, name)
+    return RoundInstance(cluster, tuple(jobs_from_list(docs, cluster, rp)), rp, name)

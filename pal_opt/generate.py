@@ -33,6 +33,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from scipy.special import ndtr
@@ -44,6 +45,7 @@ from .seeds import SeedLike, make_rng
 
 __all__ = [
     "ClassVariability",
+    "DrawOptions",
     "SYNTHETIC_VARIABILITY",
     "CLASS_CORRELATION",
     "OUTLIER_RATE",
@@ -313,6 +315,24 @@ def _draw(server_of: np.ndarray, gpus_per_node: int, jobs: int, gen: np.random.G
     return factors, state, queue
 
 
+class DrawOptions(TypedDict, total=False):
+    """The keywords :func:`generate_typed_instance` shares with :func:`generate_instance` (same
+    meaning and defaults)."""
+
+    failed_fraction: float
+    running_fraction: float
+    binning: str
+    restart_cost: float
+    round_length: float
+    measurements: Mapping[str, str | os.PathLike[str]] | None
+    name: str | None
+
+
+_DRAW_DEFAULTS: dict[str, Any] = {"failed_fraction": 0.0, "running_fraction": 0.0, "binning": "pal-artifact",
+                                  "restart_cost": 0.0, "round_length": DEFAULT_ROUND_LENGTH, "measurements": None,
+                                  "name": None}
+
+
 def generate_typed_instance(
     cluster: str | Sequence[tuple[str, int, int]],
     jobs: int,
@@ -321,15 +341,9 @@ def generate_typed_instance(
     locality_penalty: float = 1.7,
     busy_fraction: float = 0.0,
     *,
-    failed_fraction: float = 0.0,
-    running_fraction: float = 0.0,
     guaranteed_fraction: float = 0.0,
     throughput: Mapping[str, Mapping[str, float]] | None = None,
-    binning: str = "pal-artifact",
-    restart_cost: float = 0.0,
-    round_length: float = DEFAULT_ROUND_LENGTH,
-    measurements: Mapping[str, str | os.PathLike[str]] | None = None,
-    name: str | None = None,
+    **options: Unpack[DrawOptions],
 ) -> RoundInstance:
     """A synthetic round on a cluster of several GPU types (as :func:`generate_instance` draws it).
 
@@ -338,15 +352,17 @@ def generate_typed_instance(
     cluster
         ``"aws:6x4,rtx:3x8"`` or its parsed form (:func:`pal_opt.gputypes.parse_cluster_spec`):
         per type, servers × GPUs per server; servers are numbered type by type, GPUs in order.
-    jobs, racks, seed, locality_penalty, busy_fraction, failed_fraction, running_fraction
+    jobs, racks, seed, locality_penalty, busy_fraction
         As for :func:`generate_instance` (jobs are drawn no larger than the largest type).
     guaranteed_fraction
         Each job is, with this probability, *guaranteed* on one type (drawn in proportion to
         the types' GPUs among those that hold it); the others are *rigid* (any one type).
     throughput
         ``{class: {type: relative throughput}}`` stored in the cluster (default none: 1.0).
-    binning, restart_cost, round_length, measurements, name
-        As for :func:`generate_instance`.
+    **options
+        :class:`DrawOptions`: ``failed_fraction``, ``running_fraction``, ``binning``,
+        ``restart_cost``, ``round_length``, ``measurements`` and ``name``, as for
+        :func:`generate_instance` (and with its defaults).
 
     Examples
     --------
@@ -361,7 +377,9 @@ def generate_typed_instance(
     spec = parse_cluster_spec(cluster) if isinstance(cluster, str) else [(str(t), int(n), int(k)) for t, n, k in cluster]
     nodes = sum(n for _, n, _ in spec)
     gpn = max(k for _, _, k in spec)
-    params = _params(nodes, gpn, jobs, racks, locality_penalty, binning, (restart_cost, round_length),
+    o = {**_DRAW_DEFAULTS, **options}
+    failed_fraction, running_fraction = o["failed_fraction"], o["running_fraction"]
+    params = _params(nodes, gpn, jobs, racks, locality_penalty, o["binning"], (o["restart_cost"], o["round_length"]),
                      busy=busy_fraction, failed=failed_fraction, running=running_fraction)
     if not 0.0 <= guaranteed_fraction <= 1.0:
         raise OptionError(f"guaranteed_fraction must be between 0 and 1, got {guaranteed_fraction!r}")
@@ -370,7 +388,7 @@ def generate_typed_instance(
     server_of = np.repeat(np.arange(nodes), sizes)
     types = [t for t, n, k in spec for _ in range(n * k)]
     per_type = {t: n * k for t, n, k in spec}
-    factors, state, queue = _draw(server_of, gpn, 0, gen, locality_penalty, measurements,
+    factors, state, queue = _draw(server_of, gpn, 0, gen, locality_penalty, o["measurements"],
                                   (busy_fraction, failed_fraction, running_fraction))
     queue = _typed_jobs(jobs, gen, per_type, guaranteed_fraction, locality_penalty)
     if running_fraction > 0 and queue:
@@ -378,7 +396,7 @@ def generate_typed_instance(
     rmap = {s: f"r{s * racks // nodes}" for s in range(nodes)} if racks else None
     cl = Cluster.from_arrays(np.arange(server_of.size), server_of, factors, state, rmap, gpu_types=types,
                              throughput=throughput)
-    label = name or "synthetic-{}-j{}-s{}".format(
+    label = o["name"] or "synthetic-{}-j{}-s{}".format(
         ",".join(f"{t}:{n}x{k}" for t, n, k in spec), jobs, seed if isinstance(seed, int) else "rng")
     return RoundInstance(cluster=cl, jobs=tuple(queue), params=params, name=label)
 

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import numpy as np
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 
 
 __all__ = [
     "JobId",
+    "RoundArguments",
     "GpuState",
     "Level",
     "LEVEL_NAMES",
@@ -811,6 +812,18 @@ def _check_type_fields(job: Job, at: str) -> None:
         raise InstanceError(f"a {job.kind} job runs on exactly demand={job.demand} GPUs, got {list(counts)}",
                             path=f"{at}.allowed_counts")
     set_(job, "allowed_counts", counts)
+
+
+class RoundArguments(TypedDict, total=False):
+    """The round parameters that a function building a round takes as keywords (each as in
+    :class:`RoundParams`; a bad one is an :class:`~pal_opt.errors.OptionError` naming it):
+    ``locality_penalty`` (PAL's λ, ≥ 1), ``binning``, ``restart_cost`` (seconds of work a moved
+    running job loses per GPU) and ``round_length`` (seconds)."""
+
+    locality_penalty: float
+    binning: str
+    restart_cost: float
+    round_length: float
 
 
 @dataclass(frozen=True)

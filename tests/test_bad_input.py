@@ -461,7 +461,7 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["solve", "{inst}", "--method", "best"], "argument --method: invalid choice: 'best'"),
         (["solve", "{inst}", "--method", "random", "--backend", "highs"], "backend"),
         (["solve", "{inst}", "--method", "packed", "--gap", "0.01"], "gap"),
-        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "--locality-penalty", "0.5", "-o", "{out}"], "locality penalty must be a finite number >= 1"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "--locality-penalty", "0.5", "-o", "{out}"], "locality_penalty must be a finite number >= 1"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
 )

@@ -39,14 +39,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from ..binning import BINNING_MODES
-from ..errors import InstanceError, OptionError
-from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
-from ..options import DEFAULT_ROUND_LENGTH
+from ..errors import InstanceError
+from ..model import Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
 from .csvfile import CsvTable, read_csv
 from .jobs import JobTable, parse_jobs
 from .textfile import DEFAULT_MAX_BYTES
@@ -57,7 +55,6 @@ __all__ = [
     "parse_gpu_table",
     "load_blox",
     "blox_round",
-    "round_params",
     "instance_from_frames",
     "blox_gpu_rows",
 ]
@@ -189,12 +186,9 @@ def load_blox(
     gpus_path: str | os.PathLike[str],
     jobs_path: str | os.PathLike[str],
     *,
-    locality_penalty: float = 1.7,
-    binning: str = "pal-artifact",
-    restart_cost: float = 0.0,
-    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    **params: Unpack[RoundArguments],
 ) -> RoundInstance:
     """Build a round from a Blox GPU table and a job queue CSV.
 
@@ -204,37 +198,30 @@ def load_blox(
         Blox ``gpu_df`` CSV (see the module docstring).
     jobs_path
         Job queue CSV (see :mod:`pal_opt.io.jobs`).
-    locality_penalty
-        PAL's λ (≥ 1) for jobs without their own.
-    binning
-        Binning mode stored in the round's parameters.
-    restart_cost, round_length
-        Seconds of work a moved running job loses on each of its GPUs, and the round's length in
-        seconds (:mod:`pal_opt.cost.restart`), stored in the round's parameters.
     name
         Round name; defaults to the GPU table's file stem.
     max_bytes
         Size limit per file.
+    **params
+        The round's parameters (:class:`~pal_opt.model.RoundArguments`: ``locality_penalty``,
+        PAL's λ for jobs without their own, ``binning``, ``restart_cost``, ``round_length``).
 
     Returns
     -------
     RoundInstance
     """
-    params = round_params(locality_penalty, binning, restart_cost, round_length)
+    rp = RoundParams.from_arguments(**params)
     gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table")
     job_table = read_csv(jobs_path, max_bytes=max_bytes, what="job CSV")
-    return blox_round(gpu_table, job_table, params, name or Path(gpus_path).stem)
+    return blox_round(gpu_table, job_table, rp, name or Path(gpus_path).stem)
 
 
 def instance_from_frames(
     gpu_df: Any,
     jobs_df: Any,
     *,
-    locality_penalty: float = 1.7,
-    binning: str = "pal-artifact",
-    restart_cost: float = 0.0,
-    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str = "",
+    **params: Unpack[RoundArguments],
 ) -> RoundInstance:
     """Build a round from pandas DataFrames: a Blox ``gpu_df`` and a job queue.
 
@@ -254,27 +241,14 @@ def instance_from_frames(
     >>> inst.free_gpus, inst.jobs[0].perfclass
     (3, 'classA')
     """
-    params = round_params(locality_penalty, binning, restart_cost, round_length)
-    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), params, name)
-
-
-def round_params(locality_penalty: float, binning: str, restart_cost: float,
-                 round_length: float = DEFAULT_ROUND_LENGTH) -> RoundParams:
-    """The round's parameters from importer options (:class:`~pal_opt.errors.OptionError` if bad)."""
-    if not (locality_penalty >= 1.0 and np.isfinite(locality_penalty)):
-        raise OptionError(f"locality penalty must be a finite number >= 1, got {locality_penalty!r}")
-    if binning not in BINNING_MODES:
-        raise OptionError(f"unknown binning mode {binning!r}; choose one of {', '.join(BINNING_MODES)}")
-    if not (restart_cost >= 0.0 and np.isfinite(restart_cost)):
-        raise OptionError(f"restart cost must be a finite number >= 0, got {restart_cost!r}")
-    return RoundParams.from_arguments(locality_penalty=float(locality_penalty), binning=binning,
-                                      restart_cost=float(restart_cost), round_length=round_length)
+    rp = RoundParams.from_arguments(**params)
+    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), rp, name)
 
 
 def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, name: str = "") -> RoundInstance:
     """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`).
 
-    ``params`` come from :func:`round_params`; jobs without their own λ get
+    ``params`` come from :meth:`RoundParams.from_arguments <pal_opt.model.RoundParams.from_arguments>`; jobs without their own λ get
     ``params.locality_penalty``.
     """
     gt = parse_gpu_table(gpu_table)

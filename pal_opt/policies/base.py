@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 import numpy as np
 
@@ -473,6 +474,15 @@ def typed_select(instance: RoundInstance, factors: Mapping[str, np.ndarray], sel
         return best
 
     return choose
+
+
+class OrderRules(TypedDict, total=False):
+    """The rules of :func:`place_in_order` that the policies' ``place_sequence`` pass through:
+    ``backfill`` (skip a job that does not fit instead of stopping; default False) and
+    ``respect_types`` (place each job on its usable GPU types; default True)."""
+
+    backfill: bool
+    respect_types: bool
 
 
 def place_in_order(

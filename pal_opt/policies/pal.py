@@ -45,12 +45,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Unpack
 
 import numpy as np
 
 from ..model import JobId, Level, RoundInstance
 from ..seeds import SeedLike
-from .base import ClassIndex, FreeGpus, GreedyPlacement, in_pal_order, place_in_order
+from .base import ClassIndex, FreeGpus, GreedyPlacement, OrderRules, in_pal_order, place_in_order
 from .pmfirst import pmfirst_select
 
 __all__ = ["traversal_order", "within_select", "place_sequence", "place"]
@@ -147,17 +148,14 @@ def place_sequence(
     factors: Mapping[str, np.ndarray],
     order: Sequence[int],
     free_mask: np.ndarray | None = None,
-    *,
-    backfill: bool = False,
-    respect_types: bool = True,
+    **rules: Unpack[OrderRules],
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order`` with PAL, stopping at the first
     job that cannot be placed (skipping it with ``backfill``) (:func:`~pal_opt.policies.base.place_in_order`).  The integer
     programs use this on their admitted set as warm start and fallback; ``free_mask`` defaults
     to the GPUs in state FREE.  With GPU types each job walks its cells on the GPUs of each of its
     type groups (:func:`~pal_opt.policies.base.typed_select`) unless ``respect_types`` is False."""
-    return place_in_order(instance, factors, order, _Selector(instance), free_mask, backfill=backfill,
-                          respect_types=respect_types)
+    return place_in_order(instance, factors, order, _Selector(instance), free_mask, **rules)
 
 
 class _Selector:
@@ -199,8 +197,8 @@ class _Selector:
 
 
 def place(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
-    respect_types: bool = True,
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None,
+    **rules: Unpack[OrderRules],
 ) -> GreedyPlacement:
     """The PAL policy on one round (``seed`` is unused; ``respect_types=False`` ignores GPU types).
 
@@ -212,4 +210,4 @@ def place(
     >>> place(RoundInstance(c, (Job("a", 3, "classA", locality=pal_locality(1.7)),)), c.factors).placements
     {'a': (0, 1, 2)}
     """
-    return in_pal_order(instance, factors, place_sequence, backfill=backfill, respect_types=respect_types)
+    return in_pal_order(instance, factors, place_sequence, **rules)

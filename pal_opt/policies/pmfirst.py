@@ -31,12 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Unpack
 
 import numpy as np
 
 from ..model import JobId, RoundInstance
 from ..seeds import SeedLike
-from .base import ClassIndex, FreeGpus, GreedyPlacement, in_pal_order, place_in_order
+from .base import ClassIndex, FreeGpus, GreedyPlacement, OrderRules, in_pal_order, place_in_order
 
 __all__ = ["GROUPINGS", "pmfirst_select", "place_sequence", "place"]
 
@@ -192,8 +193,7 @@ def place_sequence(
     free_mask: np.ndarray | None = None,
     *,
     grouping: str = POLICY_GROUPING,
-    backfill: bool = False,
-    respect_types: bool = True,
+    **rules: Unpack[OrderRules],
 ) -> dict[JobId, tuple[int, ...]]:
     """Place jobs (indices into ``instance.jobs``) in ``order`` with PM-First, stopping at the
     first job that cannot be placed (skipping it with ``backfill``; see
@@ -204,12 +204,12 @@ def place_sequence(
     def select(state: FreeGpus, i: int) -> np.ndarray | None:
         return pmfirst_select(state, jobs[i].perfclass, jobs[i].demand, None, grouping)
 
-    return place_in_order(instance, factors, order, select, free_mask, backfill=backfill, respect_types=respect_types)
+    return place_in_order(instance, factors, order, select, free_mask, **rules)
 
 
 def place(
-    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, backfill: bool = False,
-    respect_types: bool = True,
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None,
+    **rules: Unpack[OrderRules],
 ) -> GreedyPlacement:
     """The PM-First policy on one round (``seed`` is unused; ``respect_types=False`` ignores GPU types).
 
@@ -220,4 +220,4 @@ def place(
     >>> place(RoundInstance(c, (Job("a", 2, "classA"),)), c.factors).placements
     {'a': (2, 3)}
     """
-    return in_pal_order(instance, factors, place_sequence, backfill=backfill, respect_types=respect_types)
+    return in_pal_order(instance, factors, place_sequence, **rules)

@@ -22,13 +22,12 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Unpack
 
 import numpy as np
 
 from ..errors import InstanceError, OptionError
-from ..model import PAL_CLASSES, Cluster, GpuState, RoundInstance, RoundParams
-from ..options import DEFAULT_ROUND_LENGTH
+from ..model import PAL_CLASSES, Cluster, GpuState, RoundArguments, RoundInstance, RoundParams
 from ..seeds import SeedLike
 
 __all__ = [
@@ -230,11 +229,8 @@ def topology_round(
     jobs: str | os.PathLike[str] | None = None,
     *,
     factors: Mapping[str, Any] | None = None,
-    locality_penalty: float = 1.7,
-    binning: str = "pal-artifact",
-    restart_cost: float = 0.0,
-    round_length: float = DEFAULT_ROUND_LENGTH,
     name: str = "",
+    **params: Unpack[RoundArguments],
 ) -> RoundInstance:
     """A round on ``topology``'s cluster (:func:`to_cluster`) with the queue of a job CSV
     (:func:`pal_opt.io.load_jobs`; none: an empty queue).
@@ -243,20 +239,19 @@ def topology_round(
     """
     from ..io import load_jobs
 
-    params = RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart_cost,
-                                        round_length=round_length)
+    rp = RoundParams.from_arguments(**params)
     cluster = _cluster(topology, factors)
     queue: tuple[Any, ...] = ()
     table = None
     if jobs is not None:
-        table = load_jobs(jobs, classes=cluster.classes, locality_penalty=params.locality_penalty,
+        table = load_jobs(jobs, classes=cluster.classes, locality_penalty=rp.locality_penalty,
                           max_gpus=cluster.num_gpus)
         for k, running in enumerate(table.running):
             if running:
                 raise table.error(k, f"job {table.jobs[k].id!r} is marked running, but a topology file "
                                   "does not say on which GPUs", "is_running")
         queue = table.jobs
-    instance = RoundInstance(cluster=cluster, jobs=queue, params=params, name=name)
+    instance = RoundInstance(cluster=cluster, jobs=queue, params=rp, name=name)
     log_collapse(topology)  # once the input is known to be good: a failed import prints one line
     if table is not None:
         table.warn()
