@@ -236,6 +236,8 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
             if not dset:
                 continue
             w(f"## λ sweep on workload-6 ({group}): average JCT / Packed-Sticky's\n\n")
+            w("Why these ratios hardly move with λ (97% of workload-6's GPU-time is in jobs wider than a "
+              "server, which pay λ under every policy), and the six-trace sweep: `pal_lambda.md`.\n\n")
             w("| λ | " + " | ".join(lam_pols) + " | Packed-Sticky avg JCT (h) |\n")
             w("|---" * (len(lam_pols) + 2) + "|\n")
             for lam in lams:
