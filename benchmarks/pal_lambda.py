@@ -48,6 +48,8 @@ from _results import add_output_arguments, output_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+# the package finds the measurements here whether it runs from this tree or an installed copy
+os.environ.setdefault("PAL_OPT_SHARED", str(SHARED))
 TRACES = SHARED / "data" / "pal-artifact" / "traces"
 
 POLICIES = ("packed-sticky", "pmfirst", "pal")

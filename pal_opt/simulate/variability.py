@@ -67,14 +67,17 @@ __all__ = [
 def shared_longhorn_dir() -> Path | None:
     """``../shared/data/pal-artifact/variability/longhorn`` beside the repository, if present.
 
-    The environment variable ``PAL_OPT_SHARED`` (path of the ``shared`` directory) replaces
-    the default location.
+    The ``shared`` directory is looked for beside the source tree the package runs from (an
+    editable install) and beside the working directory (``../shared`` from a checkout, where an
+    installed copy of the package runs); the environment variable ``PAL_OPT_SHARED`` (its path)
+    replaces both.
     """
     env = os.environ.get("PAL_OPT_SHARED")
-    root = Path(env) if env else Path(__file__).resolve().parents[3] / "shared"
-    d = root / "data" / "pal-artifact" / "variability" / "longhorn"
-    if all((d / f).is_file() for f in set(PAL_CLASS_FILES.values())):
-        return d
+    roots = [Path(env)] if env else [Path(__file__).resolve().parents[3] / "shared", Path.cwd().parent / "shared"]
+    for root in roots:
+        d = root / "data" / "pal-artifact" / "variability" / "longhorn"
+        if all((d / f).is_file() for f in set(PAL_CLASS_FILES.values())):
+            return d
     return None
 
 
