@@ -332,3 +332,23 @@ def test_an_oversized_job_is_reported_and_the_rest_finish(policy: str) -> None:
     assert res.summary["jobs_finished"] == 2 and res.summary["jobs"] == 3
     doc = result_to_dict(res)
     assert doc["unplaceable"] == [{"job": 1, "reason": "needs 3 GPUs; the cluster has 2"}]
+
+
+# ----------------------------------------------------------------------------- observing rounds
+def test_on_round_sees_every_round_and_the_answer_that_ran() -> None:
+    """``on_round`` is called once per round that ran, before it runs, with the round instance
+    and the method's result; the simulation is the same with and without it."""
+    cluster = Cluster.uniform(2, 4, {"classA": [1.0, 1.1, 1.0, 1.3, 1.0, 1.0, 1.2, 1.0]})
+    trace = [_job(0, 4, 0.0, 700.0), _job(1, 2, 0.0, 200.0), _job(2, 8, 400.0, 300.0), _job(3, 1, 1200.0, 50.0)]
+    seen: list[tuple[float, dict]] = []
+
+    def observe(inst, res) -> None:
+        assert {j.id for j in inst.jobs} >= set(res.placements)
+        seen.append((float(inst.name.rsplit("t=", 1)[-1]), {k: tuple(v) for k, v in res.placements.items()}))
+
+    cfg = SimConfig(policy="pal", round_length=360.0)
+    observed = simulate(trace, cluster, cfg, on_round=observe)
+    plain = simulate(trace, cluster, cfg)
+    assert [r.time for r in observed.rounds] == [t for t, _ in seen]
+    assert [sum(len(g) for g in pl.values()) for _, pl in seen] == [r.gpus_placed for r in observed.rounds]
+    assert _strip_timing(result_to_dict(observed)) == _strip_timing(result_to_dict(plain))

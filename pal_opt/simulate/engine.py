@@ -359,6 +359,7 @@ class _Simulation:
         self.t = 0.0
         self.k = 0
         self.idle_rounds = 0
+        self.on_round: Callable[[RoundInstance, PlacementResult], None] | None = None
 
     @property
     def done(self) -> bool:
@@ -416,6 +417,8 @@ class _Simulation:
         seed = _derive(cfg.seed, 2, rnd.k) if cfg.policy == "random" else None
         res = self.policy.place(rnd.instance, seed=seed)
         solve_s = time.perf_counter() - s0
+        if self.on_round is not None:
+            self.on_round(rnd.instance, res)
         if res.status == Status.FALLBACK:
             self.fallbacks += 1
         if res.status == Status.INFEASIBLE:
@@ -577,6 +580,7 @@ def simulate(
     progress: Callable[[int, int, float], None] | None = None,
     source: str | None = None,
     validate: bool = False,
+    on_round: Callable[[RoundInstance, PlacementResult], None] | None = None,
 ) -> SimulationResult:
     """Run ``trace`` on ``cluster`` round by round.
 
@@ -597,6 +601,10 @@ def simulate(
     validate
         Run the independent checker (:func:`pal_opt.check.check`) on every round's result and
         raise :class:`~pal_opt.errors.BackendError` on a violation (slower; for tests).
+    on_round
+        Called with each round's instance and the method's result, before the round runs (to
+        study the rounds a policy met, e.g. re-solve them with another method; it must not
+        change them).
 
     Returns
     -------
@@ -608,6 +616,7 @@ def simulate(
     _check_trace(trace, cluster, source)
     wall0 = time.perf_counter()
     sim = _Simulation(trace, cluster, cfg, source)
+    sim.on_round = on_round
     while not sim.done:
         sim.admit_arrivals()
         if not sim.active:
