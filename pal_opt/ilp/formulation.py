@@ -54,7 +54,7 @@ import numpy as np
 
 from ..admission import admit
 from ..binning import binned_factors
-from ..cost import CostTerm, cost_terms
+from ..cost import CostTerm, cost_terms, left_out_charge
 from ..deadline import Deadline
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
 from ..model import Cluster, GpuState, Level, RoundInstance
@@ -920,6 +920,7 @@ def round_objective(
             job = instance.jobs[i]
             if job.placement is not None:
                 offset += sum(term.moved(instance, job) for term in terms)
+    offset += left_out_charge(instance, {instance.jobs[i].id for i in admitted})  # (d) running jobs left out
     c.setflags(write=False)
     return c, offset
 
