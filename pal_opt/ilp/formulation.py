@@ -376,11 +376,8 @@ def build_formulation(
     instance: RoundInstance,
     admitted: Sequence[int] | None = None,
     *,
-    factors: Mapping[str, np.ndarray] | None = None,
-    binning: str | None = None,
-    cuts: bool = True,
-    deadline: Deadline | None = None,
-    optional: Sequence[int] = (),
+    factors: Mapping[str, np.ndarray] | None = None, binning: str | None = None, cuts: bool = True,
+    deadline: Deadline | None = None, optional: Sequence[int] = (),
 ) -> Formulation:
     """Build the round program for the ``admitted`` jobs.
 
@@ -403,9 +400,7 @@ def build_formulation(
         before starting, when :func:`estimated_build_seconds` exceeds the time left, and between
         steps, once it has passed.
     optional
-        Running jobs among ``admitted`` that may be left out: each gets a drop variable ``u[j]``
-        that counts in its type row, priced by the terms' ``preempted`` charges
-        (``formulations/preemption.md``).  The other admitted jobs must fit the free GPUs.
+        Running jobs among ``admitted`` that may be left out (drop variables, ``formulations/preemption.md``).
 
     Returns
     -------
@@ -414,7 +409,7 @@ def build_formulation(
     Raises
     ------
     InfeasibleRoundError
-        If the admitted jobs need more GPUs than are free.
+        If the admitted jobs (but the optional ones) need more GPUs than are free.
     InstanceError
         For locality penalties the program cannot price (non-positive, non-finite, or
         decreasing with the level for a multi-GPU job) or a negative restart cost.
@@ -441,7 +436,7 @@ def build_formulation(
     b = ProgramBuilder(_META)
     slots = _add_slot_vars(b, cl, types, lv)
     keeps = _add_keep_vars(b, instance, data.admitted, types)
-    drops = _add_drop_vars(b, data.optional, types)
+    drops = _add_drop_vars(b, data.optional, types, keeps)
     step()
     pools = _add_pools_and_flows(b, cl, slots, lv)
     step()
@@ -449,7 +444,6 @@ def build_formulation(
     _add_balance_rows(b, slots, pools)
     _add_capacity_rows(b, cl, lv, pools, keeps)
     _add_keep_conflict_rows(b, cl, keeps)
-    _add_keep_drop_rows(b, keeps, drops)
     if cuts:
         _add_packing_cuts(b, lv, slots)
     step()
@@ -716,8 +710,9 @@ def _add_keep_vars(b: ProgramBuilder, instance: RoundInstance, admitted: Sequenc
 
 
 # ---- step: drop variables
-def _add_drop_vars(b: ProgramBuilder, optional: Sequence[int], types: Sequence[JobType]) -> _Drops:
-    """``u[j]`` for every optional running job: 1 when it is left out (preempted)."""
+def _add_drop_vars(b: ProgramBuilder, optional: Sequence[int], types: Sequence[JobType], keeps: _Keeps) -> _Drops:
+    """``u[j]`` for every optional running job: 1 when it is left out (preempted); and the rows
+    ``k[j] + u[j] ≤ 1`` (:func:`_add_keep_drop_rows`)."""
     drops = _Drops()
     job_type = {i: t for t, jt in enumerate(types) for i in jt.jobs}
     for i in optional:
@@ -725,6 +720,7 @@ def _add_drop_vars(b: ProgramBuilder, optional: Sequence[int], types: Sequence[J
         drops.idx.append(int(idx[0]))
         drops.type.append(job_type[i])
         drops.job.append(i)
+    _add_keep_drop_rows(b, keeps, drops)
     return drops
 
 
