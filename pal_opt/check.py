@@ -23,6 +23,10 @@ It does not trust a method's own report.  Given a round and a placement (a
   - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
     (:func:`pal_opt.admission.admit`);
   - ``given``: no queue rule;
+  - ``preempt`` (the preemptive methods, :mod:`pal_opt.priority`): every running job that is
+    not placed on exactly its GPUs is listed in ``jobs_to_terminate``; a running job left out
+    (preempted) has a lower priority than some waiting job placed this round; and no waiting
+    job left out fits the GPUs still free;
   - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
     force running): every job placed was in force; every job in force not listed in
@@ -58,7 +62,7 @@ __all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
 
 ADMISSION_RULES: tuple[str, ...] = (
     "pal-order", "queue-order", "sticky", "pal-order-backfill", "queue-order-backfill", "sticky-backfill",
-    "prefix", "backfill", "given", "repair",
+    "prefix", "backfill", "given", "repair", "preempt",
 )
 
 
@@ -83,6 +87,8 @@ class Kind(enum.StrEnum):
     STAGE_COUNT = "stage-count"  #: a job's stages are not as many as its pipeline's (one for a gang)
     STAGE_REPLICAS = "stage-replicas"  #: a stage does not get its replica count of GPUs
     STAGE_GPUS = "stage-gpus"  #: a GPU in two stages, or stages that do not hold exactly the job's GPUs
+    UNREPORTED = "unreported"  #: a running job preempted or moved but not in jobs_to_terminate
+    PRIORITY = "priority"  #: a running job preempted with no waiting job of a higher priority started
 
 
 @dataclass(frozen=True)
@@ -340,6 +346,8 @@ def _rule_violations(
         return _sticky_rule(instance, placements, terminate, free_left)
     if admission == "repair":
         return _repair_rule(instance, placements, terminate, free_left)
+    if admission == "preempt":
+        return _preempt_rule(instance, placements, terminate, free_left)
     if admission in ("prefix", "backfill"):
         want = {instance.jobs[i].id for i in admit(instance, admission)}
         if placed != want:
@@ -348,6 +356,31 @@ def _rule_violations(
             return [Violation(Kind.ADMISSION,
                               f"{admission}: admitted set differs (missing {missing}, extra {extra})")]
     return []
+
+
+def _preempt_rule(
+    instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
+) -> list[Violation]:
+    """Preemption by priority: moved and preempted jobs are reported; a preempted job made room
+    for a job of a higher priority; what is left out does not fit."""
+    term = set(terminate)
+    started = [j.priority for j in instance.jobs if j.placement is None and j.id in placements]
+    top = max(started, default=None)
+    out: list[Violation] = []
+    for j in instance.jobs:
+        now = placements.get(j.id)
+        if j.placement is None:
+            if now is None and free_left.fits(instance, j):
+                out.append(free_left.left_out(instance, j, "preempt"))
+            continue
+        if (now is None or sorted(now) != sorted(j.placement)) and j.id not in term:
+            what = "preempted" if now is None else "moved"
+            out.append(Violation(Kind.UNREPORTED, f"preempt: running job {j.id!r} is {what} but not in "
+                                                  "jobs_to_terminate"))
+        if now is None and (top is None or top <= j.priority):
+            out.append(Violation(Kind.PRIORITY, f"preempt: running job {j.id!r} (priority {j.priority}) is "
+                                                "preempted, but no waiting job of a higher priority was started"))
+    return out
 
 
 def _backfill_rule(

@@ -154,6 +154,19 @@ def _ilp_partitioned(instance: RoundInstance, options: SolveOptions) -> Placemen
     return res
 
 
+def _ilp_preempt(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+    from .ilp.preempt import solve_preempt
+
+    kw = {name: getattr(options, name) for name in ("binning", "backend", "time_limit", "gap", "threads",
+                                                     "warm_start", "deterministic")}
+    return solve_preempt(instance, backend_params=dict(options.backend_params), **kw)
+
+
+#: Options of the preemptive round program (it chooses the jobs itself: no admission, no job set).
+PREEMPT_OPTIONS: frozenset[str] = frozenset(
+    {"binning", "backend", "time_limit", "gap", "threads", "warm_start", "deterministic", "backend_params"})
+
+
 #: GPUs per part that :func:`default_parts` aims at.
 GPUS_PER_PART = 1024
 
@@ -198,6 +211,14 @@ METHODS: Registry[Method] = Registry("method", {
         str(MethodName.ILP_PARTITIONED), _ilp_partitioned,
         "the round split into parts of the same make-up, solved in parallel, with a whole-round bound",
         EXACT_OPTIONS | {"parts"}, exact=True),
+    MethodName.PREEMPT_GREEDY: greedy_method(
+        str(MethodName.PREEMPT_GREEDY), "pal_opt.policies.preempt:place",
+        "priorities: evict the lowest priority, most recently started first; PAL's placement (greedy)",
+        backfill=False),
+    MethodName.ILP_PREEMPT: Method(
+        str(MethodName.ILP_PREEMPT), _ilp_preempt,
+        "priorities: the round program chooses the jobs to preempt and the placement together",
+        PREEMPT_OPTIONS, exact=True),
 }.items())
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "MODEL_ITER_TIME",
     "Cluster",
     "Job",
+    "MAX_PRIORITY",
     "Pipeline",
     "RoundParams",
     "RoundInstance",
@@ -637,6 +638,11 @@ class Pipeline:
         return max(t * f for t, f in zip(self.stage_times, stage_factors, strict=True)) / max(self.stage_times)
 
 
+#: The largest job priority (Kueue's priorities are of this order; the preemption cost weighs a
+#: job by ``1 + priority``).
+MAX_PRIORITY = 1_000_000
+
+
 @dataclass(frozen=True)
 class Job:
     """A gang-scheduled training job in the queue.
@@ -670,6 +676,13 @@ class Job:
         Whether one gang may hold GPUs of several types (default False: one type per job).
     pipeline
         The job's pipeline stages (:class:`Pipeline`), or ``None`` for a gang.
+    priority
+        Integer priority, 0 to :data:`MAX_PRIORITY` (default 0; higher is more important).  With
+        the preemptive methods (admission ``"preempt"``) a running job may be preempted for
+        waiting jobs of a higher priority, never for one of its own or a lower one.
+    started
+        When the running job last (re)started, in seconds on any clock (``None``: unknown); the
+        greedy preemption comparator evicts the most recently started first.
 
     Examples
     --------
@@ -685,6 +698,10 @@ class Job:
     pal_opt.errors.InstanceError: jobs[0].gpu_type: a guaranteed job needs its GPU type
     >>> Job(7, 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4)).counts
     (1, 2, 4)
+    >>> Job(7, 2, "classA", priority=-1)
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: jobs[0].priority: must be an integer in 0..1000000, got -1
     """
 
     id: JobId
@@ -700,6 +717,8 @@ class Job:
     allowed_counts: tuple[int, ...] | None = None
     mix_types: bool = False
     pipeline: Pipeline | None = None
+    priority: int = 0
+    started: float | None = None
 
     def __post_init__(self) -> None:
         if self._canonical():
@@ -726,6 +745,7 @@ class Job:
         set_(self, "position", int(self.position))
         set_(self, "locality", loc)
         _check_type_fields(self, at)
+        _check_priority_fields(self, at)
         if self.placement is not None:
             pl = tuple(self.placement)
             if not all(_is_int(g) for g in pl):
@@ -754,6 +774,7 @@ class Job:
             and all(type(x) is float and 0.0 < x < math.inf for x in loc)
             and self.kind == "rigid" and self.gpu_type is None and self.allowed_types is None
             and self.allowed_counts is None and self.mix_types is False and self.pipeline is None
+            and self.priority == 0 and type(self.priority) is int and self.started is None
         )
 
     @property
@@ -774,6 +795,15 @@ class Job:
     def constrains_types(self) -> bool:
         """True if the job names GPU types it is restricted to."""
         return self.type_choice is not None
+
+
+def _check_priority_fields(job: Job, at: str) -> None:
+    """Check and normalise a job's priority and start time (errors name the field)."""
+    if not _is_int(job.priority) or not 0 <= job.priority <= MAX_PRIORITY:
+        raise InstanceError(f"must be an integer in 0..{MAX_PRIORITY}, got {job.priority!r}", path=f"{at}.priority")
+    object.__setattr__(job, "priority", int(job.priority))
+    if job.started is not None:
+        object.__setattr__(job, "started", _finite_at_least(job.started, 0.0, f"{at}.started"))
 
 
 def _check_type_fields(job: Job, at: str) -> None:

@@ -75,6 +75,8 @@ class MethodName(enum.StrEnum):
     RANDOM = "random"
     ILP = "ilp"
     ILP_PARTITIONED = "ilp-partitioned"
+    PREEMPT_GREEDY = "preempt-greedy"
+    ILP_PREEMPT = "ilp-preempt"
 
 
 class BackendName(enum.StrEnum):

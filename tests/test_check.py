@@ -53,7 +53,7 @@ CASES: dict[Kind, tuple[str, dict, list[str]]] = {
     Kind.UNKNOWN_JOB: ("inst", {"placements": {"zz": [0, 1]}}, ["job 'zz': not in the queue"]),
     Kind.ADMISSION_RULE: (
         "inst", {"placements": {"a": [0, 1]}, "admission": "fifo"},
-        ["admission 'fifo' is not one of pal-order, queue-order, sticky, pal-order-backfill, queue-order-backfill, sticky-backfill, prefix, backfill, given, repair"],
+        ["admission 'fifo' is not one of pal-order, queue-order, sticky, pal-order-backfill, queue-order-backfill, sticky-backfill, prefix, backfill, given, repair, preempt"],
     ),
     Kind.GANG_SIZE: ("inst", {"placements": {"a": [0]}}, ["job 'a': needs 2 distinct GPUs, got [0]"]),
     Kind.UNKNOWN_GPU: ("inst", {"placements": {"a": [0, 9]}}, ["job 'a': GPU 9 does not exist"]),
@@ -100,6 +100,14 @@ CASES: dict[Kind, tuple[str, dict, list[str]]] = {
     Kind.STAGE_GPUS: (
         "piped", {"placements": {"p": [0, 1, 2]}, "stages": {"p": [[0, 1], [1]]}},
         ["job 'p': GPUs [1] are in more than one stage"],
+    ),
+    Kind.UNREPORTED: (
+        "running", {"placements": {"r": [2, 3], "w": [0, 1]}, "admission": "preempt"},
+        ["preempt: running job 'r' is moved but not in jobs_to_terminate"],
+    ),
+    Kind.PRIORITY: (
+        "running", {"placements": {"w": [0, 1]}, "admission": "preempt", "jobs_to_terminate": ["r"]},
+        ["preempt: running job 'r' (priority 0) is preempted, but no waiting job of a higher priority was started"],
     ),
 }
 

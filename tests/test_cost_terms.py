@@ -35,7 +35,7 @@ def _round(costs: dict | None = None, restart: float = 0.0) -> RoundInstance:
 
 
 def test_the_built_in_terms_in_summation_order() -> None:
-    assert list(COST_TERMS) == ["variability", "locality", "restart", "migration"]
+    assert list(COST_TERMS) == ["variability", "locality", "restart", "migration", "preemption"]
 
 
 def test_migration_charges_a_moved_running_job() -> None:

@@ -8,9 +8,11 @@ the simulator price a placement here.
 * **Round cost** = the sum of the registered cost terms (:mod:`pal_opt.cost.registry`):
   variability ``Σ_j d_j ln max factor``, locality ``Σ_j d_j ln penalty`` (together
   ``Σ_j d_j ln slowdown_j``), restart ``d_j · −ln(1 − S/R)`` per running job moved (``S`` the restart cost in seconds
-  per GPU, ``R`` the round length; :mod:`pal_opt.cost.restart`), and any term
-  registered since.
-* **Geometric-mean slowdown** = exp(cost / Σ_j d_j), a GPU-weighted geometric mean.
+  per GPU, ``R`` the round length; :mod:`pal_opt.cost.restart`), migration per running job
+  moved (:mod:`pal_opt.cost.migration`), preemption ``(1 + priority) × GPU-hours of the round``
+  per running job left unplaced (:mod:`pal_opt.cost.preemption`), and any term registered since.
+* **Geometric-mean slowdown** = exp(cost of the placed jobs / Σ_j d_j), a GPU-weighted
+  geometric mean (preemption charges left out).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .evaluate import (
     geomean_slowdown,
     job_slowdown,
     job_slowdown_pos,
+    left_out_charge,
     pace_factor,
     relative_gap,
 )
@@ -38,6 +41,7 @@ __all__ = [
     "job_slowdown",
     "pace_factor",
     "job_slowdown_pos",
+    "left_out_charge",
     "register_cost_term",
     "relative_gap",
     "unregister_cost_term",

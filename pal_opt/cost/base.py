@@ -15,9 +15,13 @@ method reaches the term through the same three questions:
     It must equal ``placed`` for any GPU set whose largest factor is the level's value and which
     spans that level.
 ``moved(instance, job)``
-    what the term charges when a *running* job does not keep exactly its current GPUs (it is
-    moved or not placed).  The integer program then adds a binary "keep" variable per running
-    job; a term whose ``moved`` is zero for every job adds nothing.
+    what the term charges when a *running* job is placed on other GPUs than it holds.  The
+    integer program then adds a binary "keep" variable per running job; a term whose ``moved``
+    is zero for every job adds nothing.
+``preempted(instance, job)``
+    what the term charges when a *running* job is not placed at all (it is preempted).  A
+    constant for the jobs the admission rule leaves out; the preemptive round program
+    (:mod:`pal_opt.ilp.preempt`) chooses the jobs that pay it.
 
 Parameters of a term live in ``instance.params.costs[term.name]`` (a mapping of numbers), which
 the term reads and checks itself (:meth:`CostTerm.validate_params`).
@@ -83,7 +87,11 @@ class CostTerm(ABC):  # noqa: B024 - every hook has a neutral default; subclasse
         return 0.0
 
     def moved(self, instance: RoundInstance, job: Job) -> float:
-        """Charge when the running ``job`` loses or changes its GPUs."""
+        """Charge when the running ``job`` is placed on other GPUs."""
+        return 0.0
+
+    def preempted(self, instance: RoundInstance, job: Job) -> float:
+        """Charge when the running ``job`` is left unplaced (preempted)."""
         return 0.0
 
     def __repr__(self) -> str:

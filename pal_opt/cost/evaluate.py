@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +18,8 @@ __all__ = [
     "job_slowdown_pos",
     "CostSummary",
     "evaluate",
+    "left_out_charge",
+    "left_out_charges",
     "geomean_slowdown",
     "relative_gap",
 ]
@@ -112,8 +114,10 @@ def evaluate(
     """Price ``placements`` ({job id: GPU ids}) under ``factors`` ({class: per-GPU array}) with
     every registered cost term (:mod:`pal_opt.cost.registry`).
 
-    A running job placed on other GPUs than it holds pays each term's ``moved`` charge (a
-    running job left out is priced by the admission rule, not here).  Validity is not checked here; see :mod:`pal_opt.check`.
+    A running job placed on other GPUs than it holds pays each term's ``moved`` charge, and a
+    running job left out pays each term's ``preempted`` charge (:func:`left_out_charge`); the
+    geometric mean (``CostSummary.geomean``) is of the placed jobs' costs, without the
+    preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.
     """
     validate_cost_params(instance)
     terms = cost_terms()
@@ -136,8 +140,32 @@ def evaluate(
             moved.append(jid)
             for t in terms:
                 by_term[t.name] += t.moved(instance, job)
+    out = left_out_charges(instance, placements)
+    for name, v in out.items():
+        by_term[name] += v
     cost = math.fsum(by_term.values())
-    return CostSummary(cost, gpus, geomean_slowdown(cost, gpus), slow, lev, tuple(moved), by_term)
+    placed_cost = cost - math.fsum(out.values())
+    return CostSummary(cost, gpus, geomean_slowdown(placed_cost, gpus), slow, lev, tuple(moved), by_term)
+
+
+def left_out_charges(instance: RoundInstance, placed: Collection[JobId]) -> dict[str, float]:
+    """What each registered term charges for the running jobs of ``instance`` not in ``placed``
+    (``CostTerm.preempted``), by term name (terms that charge nothing are left out)."""
+    out: dict[str, float] = {}
+    for j in instance.jobs:
+        if j.placement is None or j.id in placed:
+            continue
+        for t in cost_terms():
+            v = t.preempted(instance, j)
+            if v:
+                out[t.name] = out.get(t.name, 0.0) + v
+    return out
+
+
+def left_out_charge(instance: RoundInstance, placed: Collection[JobId]) -> float:
+    """The total of :func:`left_out_charges`: what leaving out the running jobs not in
+    ``placed`` costs."""
+    return math.fsum(left_out_charges(instance, placed).values())
 
 
 def _placed(

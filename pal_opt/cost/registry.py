@@ -15,6 +15,7 @@ from ..registry import Registry
 from .base import CostTerm
 from .locality import Locality
 from .migration import Migration
+from .preemption import Preemption
 from .restart import Restart
 from .variability import Variability
 
@@ -26,6 +27,7 @@ _BUILTIN: tuple[CostTerm, ...] = (
     Locality(),
     Restart(),
     Migration(),
+    Preemption(),
 )
 
 #: name -> term, in summation order.

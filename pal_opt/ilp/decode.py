@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from ..errors import BackendError
 from ..model import JobId, Level
-from .formulation import KIND_FLOW, KIND_KEEP, KIND_X, KIND_Y, KIND_Z, Formulation
+from .formulation import KIND_DROP, KIND_FLOW, KIND_KEEP, KIND_X, KIND_Y, KIND_Z, Formulation
 
 __all__ = ["decode", "encode", "INTEGRALITY_TOL"]
 
@@ -94,6 +94,11 @@ def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]
         kept.add(j)
         out[inst.jobs[j].id] = tuple(sorted(int(g) for g in cl.gpu_ids[pos]))
 
+    # (optional running jobs whose drop variable is 1 are left out: preempted)
+    dropped = {int(form.var_job[k]) for k in np.flatnonzero((kind == KIND_DROP) & (vals > 0)).tolist()}
+    if dropped & kept:
+        raise BackendError("a job both keeps its GPUs and is left out")
+
     # 2. the other jobs fill their type's slots in queue order
     slots = np.flatnonzero((kind <= KIND_Z) & (vals > 0))
     pool_jobs: dict[int, list[int]] = {}
@@ -101,7 +106,7 @@ def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]
     for v in slots.tolist():
         by_type.setdefault(int(form.var_type[v]), []).extend([v] * int(vals[v]))
     for t, jt in enumerate(form.types):
-        waiting = [j for j in jt.jobs if j not in kept]
+        waiting = [j for j in jt.jobs if j not in kept and j not in dropped]
         filled = by_type.get(t, [])
         if len(filled) != len(waiting):
             raise BackendError(f"job type {t} has {len(waiting)} jobs to place but {len(filled)} slots")
@@ -314,8 +319,12 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
     type_of = {j: t for t, jt in enumerate(form.types) for j in jt.jobs}
     x = np.zeros(form.num_vars, dtype=np.float64)
     want = {inst.jobs[j].id: j for j in form.admitted}
-    if set(placements) != set(want):
+    left_out = set(want) - set(placements)
+    if set(placements) - set(want) or any(want[jid] not in form.optional for jid in left_out):
         raise ValueError("the placement does not cover exactly the admitted jobs")
+    drop = {int(form.var_job[v]): int(v) for v in np.flatnonzero(form.var_kind == KIND_DROP).tolist()}
+    for jid in left_out:
+        x[drop[want[jid]]] = 1.0
     used = np.zeros(cl.num_gpus, dtype=bool)
     for jid, gids in placements.items():
         j = want[jid]

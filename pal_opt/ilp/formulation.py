@@ -54,7 +54,7 @@ import numpy as np
 
 from ..admission import admit
 from ..binning import binned_factors
-from ..cost import CostTerm, cost_terms
+from ..cost import CostTerm, cost_terms, left_out_charge
 from ..deadline import Deadline
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
 from ..model import Cluster, GpuState, Level, RoundInstance
@@ -69,6 +69,7 @@ __all__ = [
     "KIND_Z",
     "KIND_KEEP",
     "KIND_FLOW",
+    "KIND_DROP",
     "KIND_NAMES",
     "JobType",
     "Profile",
@@ -80,8 +81,8 @@ __all__ = [
 ]
 
 #: Variable kinds.  The slot kinds equal the :class:`~pal_opt.model.Level` they pay for.
-KIND_X, KIND_Y, KIND_Z, KIND_KEEP, KIND_FLOW = 0, 1, 2, 3, 4
-KIND_NAMES: tuple[str, ...] = ("x", "y", "z", "keep", "flow")
+KIND_X, KIND_Y, KIND_Z, KIND_KEEP, KIND_FLOW, KIND_DROP = 0, 1, 2, 3, 4, 5
+KIND_NAMES: tuple[str, ...] = ("x", "y", "z", "keep", "flow", "drop")
 _POOL_TAG = ("s", "r", "c")
 
 
@@ -186,6 +187,9 @@ class Formulation(Program):
     instance, factors, admitted, total_demand
         The round, the per-class factors used, the admitted job indices (queue order) and
         Σ demand over them.
+    optional
+        The admitted running jobs that may be left out (preempted; a drop variable each,
+        :mod:`pal_opt.ilp.preempt`), queue order; empty for the ordinary round program.
     types, profiles
         :class:`JobType` and :class:`Profile` lists.
     gpu_type
@@ -194,7 +198,7 @@ class Formulation(Program):
         Level index of each GPU type per profile, shape (num GPU types, num profiles).
     var_kind, var_type, var_level, var_span, var_node, var_job, var_pool, var_gtype, var_profile
         Per variable: kind (``KIND_*``), job type, level, span (:class:`ColumnMeta`), node
-        (server or rack position, ``-1`` for the cluster), job index (keep variables), pool and
+        (server or rack position, ``-1`` for the cluster), job index (keep and drop variables), pool and
         GPU type (flows), profile (slots); ``-1`` where not applicable.
     pool_kind, pool_profile, pool_level, pool_node
         Per pool: slot kind, profile, level and node.
@@ -221,6 +225,7 @@ class Formulation(Program):
     pool_level: np.ndarray
     pool_node: np.ndarray
     var_profile: np.ndarray | None = None
+    optional: tuple[int, ...] = ()
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -259,6 +264,7 @@ class _RoundData:
     free_pos: np.ndarray
     locs: dict[int, tuple[float, float, float]]
     lanes: dict[int, tuple[Lane, ...]]
+    optional: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -316,6 +322,15 @@ class _Keeps:
 
 
 @dataclass(frozen=True)
+class _Drops:
+    """The drop columns: column index, job type and job index of each."""
+
+    idx: list[int] = field(default_factory=list)
+    type: list[int] = field(default_factory=list)
+    job: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class _Pools:
     """Pools ``(kind, profile, level, node)``, the pool of each slot column and the flow columns."""
 
@@ -361,10 +376,8 @@ def build_formulation(
     instance: RoundInstance,
     admitted: Sequence[int] | None = None,
     *,
-    factors: Mapping[str, np.ndarray] | None = None,
-    binning: str | None = None,
-    cuts: bool = True,
-    deadline: Deadline | None = None,
+    factors: Mapping[str, np.ndarray] | None = None, binning: str | None = None, cuts: bool = True,
+    deadline: Deadline | None = None, optional: Sequence[int] = (),
 ) -> Formulation:
     """Build the round program for the ``admitted`` jobs.
 
@@ -386,6 +399,8 @@ def build_formulation(
         Give up (:class:`~pal_opt.errors.TimeLimitReached`) when the build cannot end before it:
         before starting, when :func:`estimated_build_seconds` exceeds the time left, and between
         steps, once it has passed.
+    optional
+        Running jobs among ``admitted`` that may be left out (drop variables, ``formulations/preemption.md``).
 
     Returns
     -------
@@ -394,7 +409,7 @@ def build_formulation(
     Raises
     ------
     InfeasibleRoundError
-        If the admitted jobs need more GPUs than are free.
+        If the admitted jobs (but the optional ones) need more GPUs than are free.
     InstanceError
         For locality penalties the program cannot price (non-positive, non-finite, or
         decreasing with the level for a multi-GPU job) or a negative restart cost.
@@ -413,7 +428,7 @@ def build_formulation(
     (14, 10, 3)
     """
     cl = instance.cluster
-    data = _round_data(instance, admitted, factors, binning)
+    data = _round_data(instance, admitted, factors, binning, optional)
     kinds = _gpu_kinds(instance, data)
     step = _steps_before(deadline, cl, kinds)
     lv = _levels(instance, data, kinds)
@@ -421,10 +436,11 @@ def build_formulation(
     b = ProgramBuilder(_META)
     slots = _add_slot_vars(b, cl, types, lv)
     keeps = _add_keep_vars(b, instance, data.admitted, types)
+    drops = _add_drop_vars(b, data.optional, types, keeps)
     step()
     pools = _add_pools_and_flows(b, cl, slots, lv)
     step()
-    _add_type_rows(b, types, slots, keeps)
+    _add_type_rows(b, types, slots, keeps, drops)
     _add_balance_rows(b, slots, pools)
     _add_capacity_rows(b, cl, lv, pools, keeps)
     _add_keep_conflict_rows(b, cl, keeps)
@@ -443,9 +459,10 @@ def _round_data(
     admitted: Sequence[int] | None,
     factors: Mapping[str, np.ndarray] | None,
     binning: str | None,
+    optional: Sequence[int] = (),
 ) -> _RoundData:
-    """The factors, the checked admitted set (it must fit the free GPUs) and the checked
-    restart cost and locality penalties."""
+    """The factors, the checked admitted set (all but the optional jobs must fit the free GPUs)
+    and the checked restart cost and locality penalties."""
     cl = instance.cluster
     if factors is None:
         factors = binned_factors(cl, binning or instance.params.binning)
@@ -455,16 +472,19 @@ def _round_data(
     rc = float(instance.params.restart_cost)
     if not (math.isfinite(rc) and rc >= 0):
         raise InstanceError(f"restart cost must be a finite number >= 0, got {rc!r}", path="params.restart_cost")
+    opt = tuple(sorted(int(i) for i in optional))
+    if not set(opt) <= set(adm) or len(set(opt)) != len(opt) or any(instance.jobs[i].placement is None for i in opt):
+        raise OptionError(f"optional must list distinct admitted running jobs, got {opt}")
     jobs = [instance.jobs[i] for i in adm]
     total = int(sum(j.demand for j in jobs))
     free_pos = np.flatnonzero(cl.state == GpuState.FREE)
     nfree = int(free_pos.size)
-    if total > nfree:
+    if total - sum(instance.jobs[i].demand for i in opt) > nfree:
         raise InfeasibleRoundError(
             f"the admitted jobs need {total} GPUs but only {nfree} are free", tuple(j.id for j in jobs)
         )
     locs = {i: _check_locality(instance, i) for i in adm}
-    return _RoundData(factors, adm, total, free_pos, locs, round_lanes(instance, adm, free_pos))
+    return _RoundData(factors, adm, total, free_pos, locs, round_lanes(instance, adm, free_pos), opt)
 
 
 #: The build's time model (:func:`estimated_build_seconds`): seconds, and seconds per unit of
@@ -689,6 +709,21 @@ def _add_keep_vars(b: ProgramBuilder, instance: RoundInstance, admitted: Sequenc
     return keeps
 
 
+# ---- step: drop variables
+def _add_drop_vars(b: ProgramBuilder, optional: Sequence[int], types: Sequence[JobType], keeps: _Keeps) -> _Drops:
+    """``u[j]`` for every optional running job: 1 when it is left out (preempted); and the rows
+    ``k[j] + u[j] ≤ 1`` (:func:`_add_keep_drop_rows`)."""
+    drops = _Drops()
+    job_type = {i: t for t, jt in enumerate(types) for i in jt.jobs}
+    for i in optional:
+        idx = b.add_cols([f"u_j{i}"], lo=0, hi=1, integer=True, kind=KIND_DROP, type=job_type[i], job=i)
+        drops.idx.append(int(idx[0]))
+        drops.type.append(job_type[i])
+        drops.job.append(i)
+    _add_keep_drop_rows(b, keeps, drops)
+    return drops
+
+
 # ---- step: pools and flows
 def _add_pools_and_flows(b: ProgramBuilder, cl: Cluster, slots: _Slots, lv: _Levels) -> _Pools:
     """One pool per (slot kind, profile, level, node) and one flow column per (pool, compatible
@@ -716,11 +751,11 @@ def _add_pools_and_flows(b: ProgramBuilder, cl: Cluster, slots: _Slots, lv: _Lev
     return _Pools(pk, pp, pv, pn, tag, slot_pool, f_idx, f_pool, f_g)
 
 
-# ---- step: type rows  Σ slots + Σ keeps = n_t
-def _add_type_rows(b: ProgramBuilder, types: Sequence[JobType], slots: _Slots, keeps: _Keeps) -> None:
+# ---- step: type rows  Σ slots + Σ keeps + Σ drops = n_t
+def _add_type_rows(b: ProgramBuilder, types: Sequence[JobType], slots: _Slots, keeps: _Keeps, drops: _Drops) -> None:
     counts = [jt.count for jt in types]
-    rows = np.concatenate([slots.type, np.asarray(keeps.type, dtype=np.int64)])
-    cols = np.concatenate([slots.idx, np.asarray(keeps.idx, dtype=np.int64)])
+    rows = np.concatenate([slots.type, np.asarray(keeps.type, dtype=np.int64), np.asarray(drops.type, dtype=np.int64)])
+    cols = np.concatenate([slots.idx, np.asarray(keeps.idx, dtype=np.int64), np.asarray(drops.idx, dtype=np.int64)])
     b.add_rows([f"n_t{t}" for t in range(len(types))], counts, counts, rows, cols, np.ones(cols.size))
 
 
@@ -793,6 +828,19 @@ def _add_keep_conflict_rows(b: ProgramBuilder, cl: Cluster, keeps: _Keeps) -> No
                 cc.append(kidx)
     b.add_le_rows([f"keep_gpu{int(cl.gpu_ids[g])}" for g in shared.tolist()], np.ones(shared.size),
                   np.asarray(rr), np.asarray(cc), np.ones(len(rr)))
+
+
+# ---- step: a dropped job does not keep its GPUs  k[j] + u[j] ≤ 1
+def _add_keep_drop_rows(b: ProgramBuilder, keeps: _Keeps, drops: _Drops) -> None:
+    job_of = b.meta("job")
+    keep_col = {int(job_of[k]): k for k in keeps.idx}
+    pairs = [(keep_col[j], u, j) for u, j in zip(drops.idx, drops.job, strict=True) if j in keep_col]
+    if not pairs:
+        return
+    n = len(pairs)
+    rows = np.repeat(np.arange(n), 2)
+    cols = np.asarray([c for k, u, _ in pairs for c in (k, u)], dtype=np.int64)
+    b.add_le_rows([f"drop_keep_j{j}" for _, _, j in pairs], np.ones(n), rows, cols, np.ones(2 * n))
 
 
 # ---- step: Chvátal–Gomory packing cuts on servers
@@ -920,6 +968,11 @@ def round_objective(
             job = instance.jobs[i]
             if job.placement is not None:
                 offset += sum(term.moved(instance, job) for term in terms)
+    offset += left_out_charge(instance, {instance.jobs[i].id for i in admitted})  # (d) running jobs left out
+    for k in np.flatnonzero(cols.kind == KIND_DROP).tolist():  # (e) drop columns: preempted, not moved
+        job = instance.jobs[int(cols.job[k])]
+        moving = sum(term.moved(instance, job) for term in terms) if moving_is_charged(instance) else 0.0
+        c[k] = sum(term.preempted(instance, job) for term in terms) - moving
     c.setflags(write=False)
     return c, offset
 
@@ -956,4 +1009,4 @@ def _assemble(
     kw: dict[str, Any] = {f.name: getattr(program, f.name) for f in fields(Program) if f.name not in arrays}
     kw.update({k: read_only(v) for k, v in arrays.items()})
     return Formulation(**kw, instance=instance, factors=data.factors, admitted=data.admitted,
-                       total_demand=data.total, types=types, profiles=lv.profiles)
+                       total_demand=data.total, types=types, profiles=lv.profiles, optional=data.optional)

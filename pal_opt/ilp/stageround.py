@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import cost_terms, relative_gap
+from ..cost import cost_terms, left_out_charge, relative_gap
 from ..errors import BackendError, InstanceError, OptionError
 from ..model import GpuState, Job, JobId, Level, RoundInstance
 from ..result import PlacementResult, Status, priced_result
@@ -466,7 +466,9 @@ def solve_stage_round(
         if fallback.objective < res.objective - 1e-9:  # a solver that ignored the start and stopped early
             res = fallback
     demand = sum(instance.jobs[i].demand for i in admitted)
-    res.gap = relative_gap(res.objective, sol.bound, demand)
+    bound = None if sol.bound is None else sol.bound + left_out_charge(instance, {instance.jobs[i].id for i in admitted})
+    res.bound = bound
+    res.gap = relative_gap(res.objective, bound, demand)
     if res.status == Status.OPTIMAL and (res.gap is None or res.gap > 1e-6):
         res.status = Status.FEASIBLE  # pragma: no cover - the program prices every job at its pace
     return res

@@ -77,6 +77,10 @@ Fields
     fewer GPUs than the job's demand is an error (:func:`pal_opt.gputypes.type_problem`).
     ``pipeline`` (optional: ``{"stage_times": [...], "replicas": [...]}``, a pipeline-parallel
     job's stages, :class:`pal_opt.model.Pipeline`; the replicas add up to ``demand``).
+    ``priority`` (optional integer 0..1,000,000, default 0; higher is more important: the
+    preemptive methods preempt running jobs only for waiting jobs of a higher priority) and
+    ``started`` (optional: when a running job last started, seconds ≥ 0; the greedy preemption
+    comparator evicts the most recently started first).
 ``meta``
     Optional free-form object, kept for the reader, ignored by pal-opt.
 
@@ -330,7 +334,8 @@ def _job(j: dict[str, Any], i: int, jid: Any, demand: int, loc: tuple[float, flo
                   kind=j.get("kind", "rigid"), gpu_type=j.get("gpu_type"),
                   allowed_types=tuple(j["allowed_types"]) if "allowed_types" in j else None,
                   allowed_counts=tuple(_ints(counts)) if counts is not None else None,
-                  mix_types=bool(j.get("mix_types", False)), pipeline=pipeline)
+                  mix_types=bool(j.get("mix_types", False)), pipeline=pipeline,
+                  priority=int(j.get("priority", 0)), started=j.get("started"))
     except InstanceError as exc:
         raise (exc if exc.source else exc.with_source(source)) from None
     _check_job_types(job, cluster, source)

@@ -89,6 +89,10 @@ def _type_fields(j: Job) -> dict[str, Any]:
         out["allowed_counts"] = list(j.allowed_counts)
     if j.mix_types:
         out["mix_types"] = True
+    if j.priority:
+        out["priority"] = int(j.priority)
+    if j.started is not None:
+        out["started"] = float(j.started)
     return out
 
 

@@ -15,23 +15,29 @@ traces load as they are):
     The job's own λ (≥ 1); the job's penalties become ``(1, λ, λ)``.  Blank: the round's λ.
 ``is_running`` (optional)
     true/false.  Cross-checked against the GPU table by :mod:`pal_opt.io.blox`.
+``priority`` (optional; also ``job_priority``)
+    Integer 0..1,000,000 (:attr:`pal_opt.model.Job.priority`); blank: 0.
+``started`` (optional; also ``start_time``)
+    When a running job last started, seconds ≥ 0 (:attr:`pal_opt.model.Job.started`); blank:
+    unknown.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from ..errors import InstanceError
-from ..model import MODEL_CLASS, Job, pal_locality
+from ..model import MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
 from .csvfile import CsvTable, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["JobTable", "load_jobs", "parse_jobs"]
+__all__ = ["JobTable", "load_jobs", "parse_jobs", "parse_priority"]
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,8 @@ def parse_jobs(
         t.column("perfclass", "model")  # raises, naming both
     c_lam = t.find("locality_penalty")
     c_run = t.find("is_running")
+    c_pri = t.find("priority", "job_priority")
+    c_start = t.find("started", "start_time")
     default_loc = pal_locality(locality_penalty)
 
     jobs: list[Job] = []
@@ -162,8 +170,29 @@ def parse_jobs(
             loc = pal_locality(lam)
         run = t.boolean(line, c_run, f[c_run]) if c_run is not None else None
         jobs.append(
-            Job(id=jid, demand=demand, perfclass=perfclass, position=len(jobs), locality=loc, model=model)
+            Job(id=jid, demand=demand, perfclass=perfclass, position=len(jobs), locality=loc, model=model,
+                **_priority_cells(t, line, f, c_pri, c_start))
         )
         lines.append(line)
         running.append(run)
     return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label, tuple(oversized))
+
+
+def _priority_cells(t: CsvTable, line: int, f: Sequence[str], c_pri: int | None, c_start: int | None) -> dict[str, Any]:
+    """The ``priority`` and ``started`` keywords of a row's job (absent or blank cells: defaults)."""
+    out: dict[str, Any] = {}
+    if c_pri is not None and f[c_pri]:
+        out["priority"] = parse_priority(t, line, c_pri, f[c_pri])
+    if c_start is not None and f[c_start]:
+        out["started"] = t.number(line, c_start, f[c_start], minimum=0.0)
+    return out
+
+
+def parse_priority(t: CsvTable, line: int, col: int, text: str) -> int:
+    """A ``priority`` cell: an integer in 0..:data:`~pal_opt.model.MAX_PRIORITY` (errors name
+    the file, line and column)."""
+    what = f"an integer in 0..{MAX_PRIORITY}"
+    p = t.integer(line, col, text, minimum=0, what=what)
+    if p > MAX_PRIORITY:
+        raise t.error(line, col, f"must be {what}, got {text!r}")
+    return p

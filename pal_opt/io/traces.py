@@ -16,6 +16,9 @@ through :class:`~pal_opt.io.csvfile.CsvTable`'s parsers, like every importer's):
 ``model``
     Model name; it selects the application class (:data:`pal_opt.model.MODEL_CLASS`) and the
     seconds per iteration on a median GPU (:data:`pal_opt.model.MODEL_ITER_TIME`).
+``priority`` (optional)
+    The job's integer priority, 0..1,000,000 (default 0 when the column is absent or the cell
+    blank; higher is more important, :attr:`pal_opt.model.Job.priority`).
 
 Errors are :class:`~pal_opt.errors.InstanceError` naming the file and ``row N, column X``,
 where *N* is the line number in the file (the header is row 1).
@@ -32,6 +35,7 @@ from pathlib import Path
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId
 from .csvfile import CsvTable, read_csv
+from .jobs import parse_priority
 
 __all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name"]
 
@@ -63,6 +67,8 @@ class TraceJob:
         Application class.
     iter_time
         Seconds per iteration on a median GPU within one server.
+    priority
+        Integer priority (0 unless the trace has a ``priority`` column).
     row
         Line of the trace file the job came from (header = 1).
     """
@@ -75,6 +81,7 @@ class TraceJob:
     perfclass: str
     iter_time: float
     row: int = 0
+    priority: int = 0
 
     @property
     def ideal_seconds(self) -> float:
@@ -133,7 +140,7 @@ def read_trace(
     models = _Models({**MODEL_CLASS, **(model_class or {})}, {**MODEL_ITER_TIME, **(iter_time or {})},
                      default_class, default_iter_time)
     table = _read_table(path)
-    col = {c: table.header.index(c) for c in TRACE_COLUMNS}
+    col = {c: table.header.index(c) for c in (*TRACE_COLUMNS, "priority") if c in table.header}
     jobs: list[TraceJob] = []
     seen: dict[JobId, int] = {}
     for (line, f), jid in zip(table.rows, _job_ids(table, col["job_id"]), strict=True):
@@ -188,7 +195,13 @@ def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, 
         perfclass=cls,
         iter_time=float(models.iter_time.get(model, models.default_iter_time)),
         row=line,
+        priority=_priority(t, line, f, col.get("priority")),
     )
+
+
+def _priority(t: CsvTable, line: int, f: list[str], c: int | None) -> int:
+    """The row's ``priority`` cell (0 when the column is absent or the cell blank)."""
+    return parse_priority(t, line, c, f[c]) if c is not None and f[c] else 0
 
 
 def trace_name(path: str | os.PathLike[str]) -> str:

@@ -336,6 +336,7 @@ class _Simulation:
                 submit_time=float(tj.submit_time),
                 iterations=float(tj.iterations),
                 ideal_seconds=float(tj.iterations) * float(tj.iter_time),
+                priority=int(getattr(tj, "priority", 0)),
             )
             for tj in trace
         ]
@@ -343,6 +344,8 @@ class _Simulation:
         self.remaining = [float(tj.iterations) for tj in trace]
         self.placement: list[tuple[int, ...] | None] = [None] * n
         self.was_preempted = [False] * n
+        #: when each running job last (re)started (the greedy preemption comparator's order)
+        self.started: list[float | None] = [None] * n
         self.by_id = {tj.id: i for i, tj in enumerate(trace)}
         if len(self.by_id) != n:
             raise InstanceError("duplicate job ids in the trace", source=source)
@@ -402,6 +405,8 @@ class _Simulation:
                 locality=self.locality,
                 placement=self.placement[i],
                 model=recs[i].model,
+                priority=recs[i].priority,
+                started=self.started[i] if self.placement[i] is not None else None,
             )
             for pos, i in enumerate(order)
         )
@@ -466,7 +471,9 @@ class _Simulation:
     def _hold(self, i: int, tally: _Tally) -> None:
         """Job ``i`` has no GPUs this round: a preemption if it had some."""
         if self.placement[i] is not None:
-            self.records[i].preemptions += 1
+            rec = self.records[i]
+            rec.preemptions += 1
+            rec.preempted_gpu_hours += rec.demand * self.round_length / 3600.0
             tally.preempted += 1
             self.was_preempted[i] = True
         self.placement[i] = None
@@ -489,6 +496,8 @@ class _Simulation:
         """Job ``i`` runs on ``new`` until the round ends or it finishes."""
         rec = self.records[i]
         lost = min(self._restart_loss(i, new, tally), self.round_length)
+        if self.placement[i] is None or set(self.placement[i] or ()) != set(new):
+            self.started[i] = rnd.t
         self.was_preempted[i] = False
         self.placement[i] = new
         if rec.first_start is None:

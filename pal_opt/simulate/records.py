@@ -35,6 +35,8 @@ class JobRecord:
     rounds_run: int = 0
     rounds_spanning: int = 0
     slowdown_seconds: float = 0.0  # Σ slowdown × seconds run, for the time-weighted mean
+    priority: int = 0
+    preempted_gpu_hours: float = 0.0  # Σ over preemptions of GPUs × the round's hours
 
     @property
     def jct(self) -> float | None:
@@ -68,6 +70,8 @@ class JobRecord:
             "restarts": self.restarts,
             "rounds_run": self.rounds_run,
             "rounds_spanning": self.rounds_spanning,
+            "priority": self.priority,
+            "preempted_gpu_hours": self.preempted_gpu_hours,
         }
 
 

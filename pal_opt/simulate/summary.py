@@ -11,21 +11,46 @@ Definitions (times in seconds):
 * **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
   start of each round it is placed in until the round ends or the job completes (time lost to
   a restart counts as busy).
+* **Preempted GPU-hours**: each time a running job is left without GPUs, its GPUs × the round
+  length in hours; ``preempted_gpu_hours_weighted`` weighs each by ``1 + priority``
+  (:mod:`pal_opt.cost.preemption`).  ``by_priority`` gives JCT and preemptions per priority.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .records import SimulationResult
+from .records import JobRecord, SimulationResult
 
 __all__ = ["summarize"]
 
 
 def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
+
+
+def _preemption_figures(jobs: Sequence[JobRecord]) -> dict[str, Any]:
+    """Preempted GPU-hours (each preemption: the job's GPUs × the round's hours), unweighted and
+    weighted by ``1 + priority`` (:mod:`pal_opt.cost.preemption`), and per priority class the
+    jobs, finished jobs, average and p99 JCT and preemptions."""
+    by: dict[int, list[JobRecord]] = {}
+    for j in jobs:
+        by.setdefault(j.priority, []).append(j)
+    classes: dict[str, Any] = {}
+    for p in sorted(by):
+        jct = np.array([j.jct for j in by[p] if j.jct is not None], dtype=np.float64)
+        classes[str(p)] = {"jobs": len(by[p]), "jobs_finished": int(jct.size),
+                           "avg_jct": float(jct.mean()) if jct.size else None, "p99_jct": _pct(jct, 99),
+                           "preemptions": int(sum(j.preemptions for j in by[p])),
+                           "preempted_gpu_hours": float(sum(j.preempted_gpu_hours for j in by[p]))}
+    return {
+        "preempted_gpu_hours": float(sum(j.preempted_gpu_hours for j in jobs)),
+        "preempted_gpu_hours_weighted": float(sum((1 + j.priority) * j.preempted_gpu_hours for j in jobs)),
+        "by_priority": classes,
+    }
 
 
 def summarize(result: SimulationResult) -> dict[str, Any]:
@@ -65,6 +90,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "preemptions": int(sum(j.preemptions for j in jobs)),
         "moves": int(sum(j.moves for j in jobs)),
         "restarts": int(sum(j.restarts for j in jobs)),
+        **_preemption_figures(jobs),
         "rounds": len(result.rounds),
         "fallbacks": int(result.fallbacks),
         "solve_seconds_total": float(solve.sum()),

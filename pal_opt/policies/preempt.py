@@ -1,0 +1,108 @@
+"""The greedy preemption comparator (``preempt-greedy``): evict by priority, then by start time.
+
+Kueue's and Volcano's rule, with PAL's placement:
+
+1. every running job keeps its GPUs (a job whose GPUs are no longer all free waits instead);
+2. waiting jobs are taken highest priority first, then in queue order
+   (:func:`pal_opt.priority.admission_order`).  A job that fits the free GPUs is admitted.  One
+   that does not is admitted if it fits once every running job of a *lower* priority still
+   running is evicted: the candidates are evicted in :func:`pal_opt.priority.victim_order`
+   (lowest priority first, then the most recently started) until it fits, and then, as Kueue's
+   minimal preemption does, each victim but the last is given back its GPUs, in reverse order,
+   if the job still fits without them.  A job that does not fit even so is skipped;
+3. the admitted jobs are placed with PAL's rules (:func:`pal_opt.policies.pal.place_sequence`)
+   in admission order on the GPUs the kept jobs do not hold.
+
+The result's queue rule is ``"preempt"`` (:mod:`pal_opt.check`); the evicted jobs are in
+``jobs_to_terminate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..model import GpuState, JobId, RoundInstance
+from ..priority import admission_order, check_preemptible, victim_order
+from ..seeds import SeedLike
+from .base import GreedyPlacement, jobs_to_terminate, running_positions, to_ids
+from .pal import place_sequence
+
+__all__ = ["place", "evict_for"]
+
+
+def evict_for(instance: RoundInstance, demand: int, free: int, candidates: list[int]) -> list[int] | None:
+    """The running jobs (from ``candidates``, already in eviction order) to evict so that
+    ``demand`` GPUs fit ``free`` free ones: evicted in order until it fits, then each but the
+    last given back, in reverse order, when the job still fits without it.  None if evicting all
+    of them is not enough.
+
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.uniform(3, 3, {"classA": [1.0] * 9})
+    >>> jobs = tuple(Job(k, d, "classA") for k, d in enumerate((4, 3, 2)))
+    >>> evict_for(RoundInstance(c, jobs), 4, 0, [2, 1, 0])   # 2 then 1: 5 GPUs; 2 is not given back
+    [2, 1]
+    """
+    jobs = instance.jobs
+    if demand > free + sum(jobs[i].demand for i in candidates):
+        return None
+    victims: list[int] = []
+    for i in candidates:
+        if free >= demand:
+            break
+        victims.append(i)
+        free += jobs[i].demand
+    for i in reversed(victims[:-1]):
+        if free - jobs[i].demand >= demand:
+            victims.remove(i)
+            free -= jobs[i].demand
+    return victims
+
+
+def place(
+    instance: RoundInstance, factors: Mapping[str, np.ndarray], *, seed: SeedLike = None, respect_types: bool = True,
+) -> GreedyPlacement:
+    """The greedy preemption comparator on one round (module docstring; ``seed`` and
+    ``respect_types`` are unused: rounds with GPU types are not supported yet).
+
+    Examples
+    --------
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    >>> jobs = (Job("old", 2, "classA", placement=(0, 1), started=0.0),
+    ...         Job("new", 2, "classA", placement=(2, 3), started=360.0), Job("hi", 2, "classA", priority=1))
+    >>> g = place(RoundInstance(c, jobs), c.factors)
+    >>> g.placements, g.jobs_to_terminate
+    ({'old': (0, 1), 'hi': (2, 3)}, ('new',))
+    """
+    check_preemptible(instance)
+    cl = instance.cluster
+    jobs = instance.jobs
+    kept: dict[int, np.ndarray] = {}
+    for i, job in enumerate(jobs):
+        if job.placement is not None:
+            pos = running_positions(instance, i)
+            if (cl.state[pos] == GpuState.FREE).all():
+                kept[i] = pos
+    free = instance.free_gpus - sum(p.size for p in kept.values())
+    homeless = [i for i, j in enumerate(jobs) if j.placement is not None and i not in kept]
+    order = sorted([*homeless, *admission_order(instance)],  # a running job first among its priority
+                   key=lambda i: (-jobs[i].priority, jobs[i].placement is None, i))
+    admitted: list[int] = []
+    for i in order:
+        lower = victim_order(instance, [k for k in kept if jobs[k].priority < jobs[i].priority])
+        victims = evict_for(instance, jobs[i].demand, free, lower)
+        if victims is None:
+            continue
+        for k in victims:
+            free += kept.pop(k).size
+        free -= jobs[i].demand
+        admitted.append(i)
+    mask = cl.state == GpuState.FREE
+    for pos in kept.values():
+        mask[pos] = False
+    new = place_sequence(instance, factors, admitted, free_mask=mask, backfill=True)
+    out: dict[JobId, tuple[int, ...]] = {jobs[i].id: to_ids(cl, kept[i]) for i in sorted(kept)}
+    out.update(new)
+    return GreedyPlacement(out, jobs_to_terminate(instance, out), "preempt")

@@ -1,0 +1,260 @@
+"""Priorities and preemption: the priority field, the plan, the greedy comparator, the joint
+round program, the checker's preempt rule and the simulator on a priority trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import pal_opt
+from pal_opt.check import Kind, violations
+from pal_opt.cost.preemption import preempted_gpu_hours
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.ilp.decode import encode
+from pal_opt.ilp.formulation import build_formulation
+from pal_opt.io import load_instance, save_instance
+from pal_opt.io.jobs import load_jobs
+from pal_opt.io.traces import read_trace
+from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.policies.preempt import evict_for
+from pal_opt.priority import admission_order, preempt_plan, victim_order
+from pal_opt.simulate.engine import SimConfig, simulate
+
+FLAT = {"classA": [1.0] * 9}
+
+
+# ---------------------------------------------------------------- the field
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1", 1_000_001])
+def test_priority_must_be_an_integer_in_range(bad: object) -> None:
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.priority: must be an integer in 0\.\.1000000"):
+        Job(1, 1, "classA", priority=bad)  # type: ignore[arg-type]
+
+
+def test_started_must_be_finite_and_non_negative() -> None:
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.started"):
+        Job(1, 1, "classA", started=-1.0)
+    assert Job(1, 1, "classA", priority=3, started=7).started == 7.0
+
+
+def _tiny_round() -> RoundInstance:
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    return RoundInstance(c, (Job("a", 2, "classA", placement=(0, 1), priority=2, started=12.0),
+                             Job("b", 1, "classA")))
+
+
+def test_instance_files_keep_priority_and_started(tmp_path: Path) -> None:
+    path = tmp_path / "round.json"
+    save_instance(_tiny_round(), path)
+    doc = json.loads(path.read_text())
+    assert doc["jobs"][0]["priority"] == 2 and doc["jobs"][0]["started"] == 12.0
+    assert "priority" not in doc["jobs"][1]
+    back = load_instance(path)
+    assert (back.jobs[0].priority, back.jobs[0].started, back.jobs[1].priority) == (2, 12.0, 0)
+
+
+def test_the_schema_rejects_a_bad_priority(tmp_path: Path) -> None:
+    path = tmp_path / "round.json"
+    save_instance(_tiny_round(), path)
+    doc = json.loads(path.read_text())
+    doc["jobs"][1]["priority"] = -3
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InstanceError) as exc:
+        load_instance(path)
+    assert "jobs[1].priority" in str(exc.value)
+
+
+def test_job_csv_priority_column(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,num_gpus,model,priority\n1,2,resnet50,3\n2,1,resnet50,\n")
+    jobs = load_jobs(path).jobs
+    assert [j.priority for j in jobs] == [3, 0]
+    path.write_text("job_id,num_gpus,model,priority\n1,2,resnet50,high\n")
+    with pytest.raises(InstanceError, match=r"line 2, column priority: must be an integer in 0\.\.1000000"):
+        load_jobs(path)
+
+
+def test_trace_priority_column(tmp_path: Path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("job_id,num_gpus,submit_time,duration,model,priority\n1,2,0,10,resnet50,1\n2,1,5,10,vgg19,\n")
+    assert [j.priority for j in read_trace(path)] == [1, 0]
+    path.write_text("job_id,num_gpus,submit_time,duration,model,priority\n1,2,0,10,resnet50,-2\n")
+    with pytest.raises(InstanceError, match=r"row 2, column priority"):
+        read_trace(path)
+
+
+# ---------------------------------------------------------------- the plan and the greedy order
+def _contended() -> RoundInstance:
+    """9 GPUs on 3 servers, all held by priority-0 jobs: A (4, oldest), C (3), D (2, newest);
+    H (priority 1) needs 4.  The greedy evicts D then C (5 GPUs; D is not given back: 3 < 4);
+    evicting A alone frees exactly 4."""
+    c = Cluster.uniform(3, 3, FLAT)
+    jobs = (Job("A", 4, "classA", placement=(0, 1, 2, 3), started=0.0),
+            Job("C", 3, "classA", placement=(3 + 1, 5, 6), started=100.0),
+            Job("D", 2, "classA", placement=(7, 8), started=200.0),
+            Job("H", 4, "classA", priority=1))
+    return RoundInstance(c, jobs, RoundParams(restart_cost=30.0))
+
+
+def test_admission_order_and_victim_order() -> None:
+    inst = _contended()
+    assert admission_order(inst) == [3]
+    assert victim_order(inst, [0, 1, 2]) == [2, 1, 0]  # most recently started first
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    mixed = RoundInstance(c, (Job("p1", 1, "classA", placement=(0,), priority=1, started=50.0),
+                              Job("p0", 1, "classA", placement=(1,), started=0.0),
+                              Job("anon", 1, "classA", placement=(2,))))
+    assert [mixed.jobs[i].id for i in victim_order(mixed, [0, 1, 2])] == ["p0", "anon", "p1"]
+
+
+def test_evict_for_gives_back_what_is_not_needed() -> None:
+    inst = _contended()
+    assert evict_for(inst, 4, 0, [2, 1, 0]) == [2, 1]
+    assert evict_for(inst, 2, 0, [1, 2]) == [1]
+    assert evict_for(inst, 3, 1, [2, 1]) == [2]
+    assert evict_for(inst, 10, 0, [2, 1, 0]) is None
+
+
+def test_plan_never_preempts_for_an_equal_priority() -> None:
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(c, (Job("run", 4, "classA", placement=(0, 1, 2, 3), priority=1),
+                             Job("same", 2, "classA", priority=1), Job("low", 1, "classA")))
+    plan = preempt_plan(inst)
+    assert plan.waiting == () and plan.kept == (0,) and plan.optional == ()
+    for method in ("preempt-greedy", "ilp-preempt"):
+        res = pal_opt.solve(inst, method)
+        assert res.placements == {"run": (0, 1, 2, 3)} and res.jobs_to_terminate == ()
+
+
+def test_greedy_evicts_lowest_priority_then_most_recent() -> None:
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    jobs = (Job("mid", 1, "classA", placement=(0,), priority=1, started=300.0),
+            Job("old", 1, "classA", placement=(1,), started=0.0),
+            Job("new", 1, "classA", placement=(2,), started=200.0),
+            Job("newest-mid", 1, "classA", placement=(3,), priority=1, started=400.0),
+            Job("top", 2, "classA", priority=2))
+    res = pal_opt.solve(RoundInstance(c, jobs), "preempt-greedy")
+    assert res.jobs_to_terminate == ("old", "new")
+    assert set(res.placements) == {"mid", "newest-mid", "top"}
+
+
+# ---------------------------------------------------------------- the joint program
+def test_the_program_preempts_fewer_gpu_hours_than_the_greedy() -> None:
+    inst = _contended()
+    greedy = pal_opt.solve(inst, "preempt-greedy")
+    best = pal_opt.solve(inst, "ilp-preempt", backend="highs")
+    assert set(greedy.jobs_to_terminate) >= {"C", "D"} and "C" not in greedy.placements
+    assert "A" not in best.placements and {"C", "D", "H"} <= set(best.placements)
+
+    def weighted(res: pal_opt.PlacementResult) -> float:
+        return sum(preempted_gpu_hours(j, 360.0)[1] for j in inst.jobs
+                   if j.placement is not None and j.id not in res.placements)
+
+    assert weighted(best) == pytest.approx(0.4) and weighted(greedy) == pytest.approx(0.5)
+    assert best.objective < greedy.objective
+    assert best.status == pal_opt.Status.OPTIMAL
+    assert pal_opt.check(inst, greedy) == [] and pal_opt.check(inst, best) == []
+
+
+def test_priority_dominates_keeping_a_lower_job() -> None:
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(c, (Job("low", 4, "classA", placement=(0, 1, 2, 3)), Job("hi", 1, "classA", priority=1)))
+    for method in ("preempt-greedy", "ilp-preempt"):
+        res = pal_opt.solve(inst, method)
+        assert "hi" in res.placements and res.jobs_to_terminate == ("low",)
+
+
+def test_weights_prefer_the_lower_priority_victim() -> None:
+    """Two victims of equal size, priority 0 and 1; a priority-2 job needs one of them."""
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(c, (Job("p1", 2, "classA", placement=(0, 1), priority=1),
+                             Job("p0", 2, "classA", placement=(2, 3)), Job("top", 2, "classA", priority=2)))
+    plan = preempt_plan(inst)
+    assert plan.optional == (1,) and plan.kept == (0,)
+    res = pal_opt.solve(inst, "ilp-preempt")
+    assert res.jobs_to_terminate == ("p0",)
+
+
+def test_encode_covers_left_out_optional_jobs() -> None:
+    inst = _contended()
+    plan = preempt_plan(inst)
+    form = build_formulation(inst, plan.admitted, optional=plan.optional)
+    placement = {"C": (4, 5, 6), "D": (7, 8), "H": (0, 1, 2, 3)}
+    x = encode(form, placement)
+    cost = pal_opt.cost.evaluate(inst, placement, form.factors).cost
+    assert form.objective(x) == pytest.approx(cost)
+    with pytest.raises(ValueError):
+        encode(form, {"C": (4, 5, 6), "D": (7, 8)})  # H is not optional
+
+
+@pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
+def test_preemptive_methods_reject_gpu_types(method: str) -> None:
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb")
+    inst = RoundInstance(cl, (Job("j", 2, "classA"),))
+    with pytest.raises(OptionError, match="do not support GPU types yet"):
+        pal_opt.solve(inst, method)
+
+
+# ---------------------------------------------------------------- the checker
+def test_checker_reports_an_unreported_preemption() -> None:
+    inst = _contended()
+    doc = {"placements": {"C": [4, 5, 6], "D": [7, 8], "H": [0, 1, 2, 3]}, "admission": "preempt",
+           "jobs_to_terminate": []}
+    found = violations(inst, doc)
+    assert [v.kind for v in found] == [Kind.UNREPORTED]
+    assert str(found[0]) == "preempt: running job 'A' is preempted but not in jobs_to_terminate"
+
+
+def test_checker_reports_a_preemption_without_higher_priority_work() -> None:
+    inst = _contended()
+    doc = {"placements": {"C": [4, 5, 6], "D": [7, 8]}, "admission": "preempt", "jobs_to_terminate": ["A"]}
+    found = violations(inst, doc)
+    assert Kind.PRIORITY in [v.kind for v in found]
+    assert ("preempt: running job 'A' (priority 0) is preempted, but no waiting job of a higher priority "
+            "was started") in [str(v) for v in found]
+
+
+def test_checker_reports_a_waiting_job_left_out_that_fits() -> None:
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(c, (Job("w", 2, "classA"),))
+    found = violations(inst, {"placements": {}, "admission": "preempt"})
+    assert [v.kind for v in found] == [Kind.LEFT_OUT]
+
+
+def test_checker_reports_shared_gpus_under_preempt() -> None:
+    inst = _contended()
+    doc = {"placements": {"C": [4, 5, 6], "D": [6, 8], "H": [0, 1, 2, 3]}, "admission": "preempt",
+           "jobs_to_terminate": ["A", "D"]}
+    assert Kind.GANG_SIZE not in [v.kind for v in violations(inst, doc)]
+    assert Kind.GPU_SHARED in [v.kind for v in violations(inst, doc)]
+
+
+# ---------------------------------------------------------------- the simulator
+def _priority_trace(tmp_path: Path) -> Path:
+    lines = ["job_id,num_gpus,submit_time,duration,model,priority"]
+    lines += [f"{k},4,{k * 10},30000,resnet50,0" for k in range(4)]  # fill 16 GPUs
+    lines += [f"{10 + k},4,{400 + k},500,resnet50,1" for k in range(2)]  # urgent arrivals
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
+def test_simulator_preempts_for_high_priority_jobs(tmp_path: Path, method: str) -> None:
+    path = _priority_trace(tmp_path)
+    jobs = read_trace(path)
+    cl = Cluster.uniform(4, 4, {"classA": [1.0] * 16})
+    res = simulate(jobs, cl, SimConfig(policy=method, restart_cost=30.0), validate=True)
+    s = res.summary
+    assert s["jobs_finished"] == 6
+    assert s["preemptions"] == 2 and s["preempted_gpu_hours"] == pytest.approx(2 * 4 * 0.1)
+    assert s["preempted_gpu_hours_weighted"] == pytest.approx(s["preempted_gpu_hours"])
+    high = s["by_priority"]["1"]
+    assert high["jobs"] == 2 and high["avg_jct"] < s["by_priority"]["0"]["avg_jct"]
+    # a high-priority job starts in the first round after it arrives
+    rec = {r.job_id: r for r in res.jobs}
+    assert rec[10].first_start == 720.0 and rec[10].preemptions == 0
+    # FIFO without priorities would have made them wait
+    plain = simulate(jobs, cl, SimConfig(policy="pal"))
+    assert plain.summary["by_priority"]["1"]["avg_jct"] > high["avg_jct"]
