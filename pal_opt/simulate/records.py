@@ -35,6 +35,7 @@ class JobRecord:
     rounds_run: int = 0
     rounds_spanning: int = 0
     slowdown_seconds: float = 0.0  # Σ slowdown × seconds run, for the time-weighted mean
+    stages: int = 1  # pipeline stages (1: a gang)
 
     @property
     def jct(self) -> float | None:
@@ -68,6 +69,7 @@ class JobRecord:
             "restarts": self.restarts,
             "rounds_run": self.rounds_run,
             "rounds_spanning": self.rounds_spanning,
+            "stages": self.stages,
         }
 
 

@@ -8,6 +8,9 @@ Definitions (times in seconds):
 * **Makespan** = last completion − first submit.
 * **Slowdown**: a job's ``mean_slowdown`` is its slowdown averaged over the seconds it ran;
   ``gpu_weighted_slowdown`` averages over all GPU-seconds run.
+* **Pipeline jobs** (a trace with a ``pipeline`` column): ``pipeline_jobs``,
+  ``pipeline_avg_jct`` and ``gang_avg_jct``, the mean JCT of the jobs with more than one stage
+  and of the others; present only when some job has stages.
 * **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
   start of each round it is placed in until the round ends or the job completes (time lost to
   a restart counts as busy).
@@ -26,6 +29,20 @@ __all__ = ["summarize"]
 
 def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
+
+
+def _pipeline_figures(result: SimulationResult) -> dict[str, Any]:
+    """Mean JCT of the pipeline jobs and of the gangs; nothing when no job has stages."""
+    done = [j for j in result.jobs if j.jct is not None]
+    pipe = [j.jct for j in done if j.stages > 1]
+    if not any(j.stages > 1 for j in result.jobs):
+        return {}
+    gang = [j.jct for j in done if j.stages == 1]
+    return {
+        "pipeline_jobs": sum(j.stages > 1 for j in result.jobs),
+        "pipeline_avg_jct": float(np.mean(pipe)) if pipe else None,
+        "gang_avg_jct": float(np.mean(gang)) if gang else None,
+    }
 
 
 def summarize(result: SimulationResult) -> dict[str, Any]:
@@ -71,4 +88,5 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "solve_seconds_mean": float(solve.mean()) if solve.size else 0.0,
         "solve_seconds_max": float(solve.max()) if solve.size else 0.0,
         "wall_seconds": float(result.wall_seconds),
+        **_pipeline_figures(result),
     }
