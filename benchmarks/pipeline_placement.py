@@ -266,8 +266,8 @@ def reading(rows: list[dict[str, Any]], kinds: list[tuple[str, str, Pipeline]], 
             "* The program minimises the whole round's cost on PAL's *binned* factors; the speeds are "
             "measured on the raw ones, and a single model's pipelines can come out slightly slower "
             "(negative entries) when the program gives a better GPU to another job.",
-            "", "Simulation (job completion times) with pipeline jobs is not part of this benchmark: the "
-            "trace simulator does not carry pipelines yet.", ""]
+            "", "Job completion times with pipeline jobs in simulation: `pipeline_sim.md` "
+            "(`benchmarks/pipeline_sim.py`).", ""]
     return out
 
 

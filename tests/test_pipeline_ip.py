@@ -239,3 +239,34 @@ if __name__ == "__main__":
         _update()
     else:
         print(__doc__)
+
+
+# --------------------------------------------------------------------------- threshold programs
+@pytest.mark.parametrize("name", ["vgg16-8", "alexnet-8", "vgg16-8-straight"])
+def test_a_threshold_program_is_feasible_exactly_from_the_optimum_up(name: str) -> None:
+    """P(τ) keeps every stage a pipeline of time <= τ can use: feasible at the dynamic program's
+    optimum (and above), infeasible at the candidate time just below it; solve_segment finds it."""
+    _installed("highs")
+    from pal_opt.pipeline.ip import _candidate_stages, _program, _within_bound, solve_segment
+
+    case = _case(name)
+    states = build_states(load_profile(SHARED / "data" / "pipedream-profiles" / case["profile"]))
+    (m,), (b,), straight = case["machines_per_level"], case["bandwidths"], case["straight_pipeline"]
+    T, P = ArrayTable.segment_tables(states)
+    j = states.n - 1
+    best = partition(states, [m], [b], straight=straight).time_per_sample
+    start, end, workers, times = _candidate_stages(states, T, P, 0, j, m, b, 1.0, straight)
+    levels = np.unique(times)
+    k = int(np.flatnonzero(levels == best)[0])
+
+    def feasible(tau: float) -> bool:
+        keep = _within_bound(start, end, workers, times, T, 0, j, m, tau)
+        problem = _program(start[keep], end[keep], workers[keep], times[keep], 0, j, m, decide=True)
+        answer = solve_stage_program(problem, "highs")
+        assert answer is None or answer[0] <= tau
+        return answer is not None
+
+    assert feasible(float(levels[k])) and feasible(float(levels[min(k + 5, levels.size - 1)]))
+    assert not feasible(float(levels[k - 1]))
+    solved = solve_segment(states, T, P, 0, j, m, b, straight=straight, backend="highs")
+    assert solved is not None and solved[0] == best

@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Collection, Sequence
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InstanceError
 from ..model import MAX_PRIORITY, MODEL_CLASS, Job, pal_locality

@@ -20,6 +20,19 @@ through :class:`~pal_opt.io.csvfile.CsvTable`'s parsers, like every importer's):
     The job's integer priority, 0..1,000,000 (default 0 when the column is absent or the cell
     blank; higher is more important, :attr:`pal_opt.model.Job.priority`).
 
+and, optionally:
+
+``pipeline``
+    Empty for a gang (data-parallel job); else the job is pipeline-parallel
+    (:class:`pal_opt.model.Pipeline`) and the cell lists its stages in order, separated by ``;``,
+    each ``TIMExREPLICAS`` (or ``TIME`` alone for one replica): the stage's time per sample on
+    median GPUs (any unit common to the stages; only their ratios matter) and the GPUs that run
+    it, e.g. ``0.0102x3;0.0098x1`` (:func:`pipeline_cell` writes one from a partition's
+    ``job_pipeline()``).  The replicas add up to ``num_gpus``.  Such a job runs at the pace of
+    its slowest stage (:func:`pal_opt.cost.pace_factor`); ``duration`` and the model's
+    iteration time mean what they mean for a gang (``iterations × iter_time`` seconds on median
+    GPUs within one server).
+
 Errors are :class:`~pal_opt.errors.InstanceError` naming the file and ``row N, column X``,
 where *N* is the line number in the file (the header is row 1).
 """
@@ -28,16 +41,18 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InstanceError
-from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId
+from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId, Pipeline
 from .csvfile import CsvTable, read_csv
 from .jobs import parse_priority
 
-__all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name"]
+__all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name", "pipeline_cell",
+           "parse_pipeline_cell"]
 
 #: Columns every trace must have.
 TRACE_COLUMNS: tuple[str, ...] = ("job_id", "num_gpus", "submit_time", "duration", "model")
@@ -71,6 +86,8 @@ class TraceJob:
         Integer priority (0 unless the trace has a ``priority`` column).
     row
         Line of the trace file the job came from (header = 1).
+    pipeline
+        The job's pipeline stages, or ``None`` for a gang (the optional ``pipeline`` column).
     """
 
     id: JobId
@@ -82,6 +99,7 @@ class TraceJob:
     iter_time: float
     row: int = 0
     priority: int = 0
+    pipeline: Pipeline | None = None
 
     @property
     def ideal_seconds(self) -> float:
@@ -140,7 +158,7 @@ def read_trace(
     models = _Models({**MODEL_CLASS, **(model_class or {})}, {**MODEL_ITER_TIME, **(iter_time or {})},
                      default_class, default_iter_time)
     table = _read_table(path)
-    col = {c: table.header.index(c) for c in (*TRACE_COLUMNS, "priority") if c in table.header}
+    col = {c: table.header.index(c) for c in (*TRACE_COLUMNS, "priority", "pipeline") if c in table.header}
     jobs: list[TraceJob] = []
     seen: dict[JobId, int] = {}
     for (line, f), jid in zip(table.rows, _job_ids(table, col["job_id"]), strict=True):
@@ -186,9 +204,10 @@ def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, 
     if cls is None:
         raise t.error(line, col["model"], f"unknown model {model!r} (known: {', '.join(sorted(models.classes))}); give its class")
     c_dem, c_sub, c_dur = col["num_gpus"], col["submit_time"], col["duration"]
+    demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
     return TraceJob(
         id=jid,
-        demand=t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer"),
+        demand=demand,
         submit_time=t.number(line, c_sub, f[c_sub], minimum=0.0),
         iterations=t.number(line, c_dur, f[c_dur], positive=True),
         model=model,
@@ -196,12 +215,61 @@ def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, 
         iter_time=float(models.iter_time.get(model, models.default_iter_time)),
         row=line,
         priority=_priority(t, line, f, col.get("priority")),
+        pipeline=_pipeline(t, line, f, col.get("pipeline"), demand),
     )
 
 
 def _priority(t: CsvTable, line: int, f: list[str], c: int | None) -> int:
     """The row's ``priority`` cell (0 when the column is absent or the cell blank)."""
     return parse_priority(t, line, c, f[c]) if c is not None and f[c] else 0
+
+
+def _pipeline(t: CsvTable, line: int, f: list[str], c: int | None, demand: int) -> Pipeline | None:
+    """The row's pipeline (``None``: no ``pipeline`` column, or an empty cell)."""
+    if c is None or not f[c].strip():
+        return None
+    try:
+        pipe = parse_pipeline_cell(f[c])
+    except (InstanceError, ValueError) as exc:
+        raise t.error(line, c, f"{exc}; expected stages like 0.0102x3;0.0098x1 (TIMExREPLICAS)") from None
+    if pipe.gpus != demand:
+        raise t.error(line, c, f"the stages' replicas add up to {pipe.gpus}, num_gpus is {demand}")
+    return pipe
+
+
+def parse_pipeline_cell(text: str) -> Pipeline:
+    """A ``pipeline`` cell as a :class:`~pal_opt.model.Pipeline`.
+
+    >>> parse_pipeline_cell("0.5x3; 0.25")
+    Pipeline(stage_times=(0.5, 0.25), replicas=(3, 1))
+
+    Raises
+    ------
+    InstanceError, ValueError
+        A stage that is not ``TIME`` or ``TIMExREPLICAS``, or one the pipeline refuses.
+    """
+    times, reps = [], []
+    for k, stage in enumerate(text.split(";")):
+        m = _STAGE.fullmatch(stage)
+        if m is None:
+            raise ValueError(f"stage {k} is {stage.strip()!r}")
+        times.append(float(m.group(1)))
+        reps.append(int(m.group(2) or 1))
+    if not all(math.isfinite(x) for x in times):
+        raise ValueError("stage times must be finite")
+    return Pipeline(tuple(times), tuple(reps))
+
+
+_STAGE = re.compile(r"\s*([0-9.eE+-]+)\s*(?:[xX*]\s*(\d+)\s*)?")
+
+
+def pipeline_cell(pipeline: Pipeline) -> str:
+    """The ``pipeline`` cell of a job with these stages (:func:`parse_pipeline_cell` reads it back).
+
+    >>> pipeline_cell(Pipeline((0.5, 0.25), (3, 1)))
+    '0.5x3;0.25x1'
+    """
+    return ";".join(f"{t!r}x{r}" for t, r in zip(pipeline.stage_times, pipeline.replicas, strict=True))
 
 
 def trace_name(path: str | os.PathLike[str]) -> str:

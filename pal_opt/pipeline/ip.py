@@ -44,6 +44,7 @@ __all__ = [
     "ProgramLevel",
     "build_stage_program",
     "solve_stage_program",
+    "solve_segment",
     "solve_levels_ip",
     "real_segments",
 ]
@@ -134,6 +135,25 @@ def _candidate_stages(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int, 
     return start[keep], end[keep], workers[keep], times[keep]
 
 
+def _within_bound(start: np.ndarray, end: np.ndarray, workers: np.ndarray, times: np.ndarray, work: np.ndarray,
+                  r: int, j: int, machines: int, bound: float) -> np.ndarray:
+    """Which candidate stages a pipeline of time per sample at most ``bound`` can use.
+
+    ``work[c, l]`` is a lower bound on the segment's one-worker time that adds up along a
+    pipeline (the layers' compute time over the inner levels' worker count).  A stage of time at
+    most ``bound`` on ``w`` workers has ``work <= w * bound`` (its time is at least its one-worker
+    time over ``w``), so the stages before it need at least ``ceil(work before / bound)`` workers
+    and those after it ``ceil(work after / bound)``: a stage is kept when its time is at most
+    ``bound`` and those, with its own ``w``, fit in ``machines``.
+    """
+    before = np.where(start > r, work[r, np.maximum(start - 1, 0)], 0.0)
+    after = np.where(end < j, work[np.minimum(end + 1, work.shape[0] - 1), j], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound leaves no room for positive work
+        need = (np.where(before > 0, np.ceil(before / bound - 1e-9), 0.0) + workers
+                + np.where(after > 0, np.ceil(after / bound - 1e-9), 0.0))
+    return np.asarray((times <= bound) & (need <= machines))
+
+
 #: Solver parameters for these programs, per backend.  Measured on alexnet and vgg16 (8 workers,
 #: 2,024 and 6,560 stage columns): HiGHS spends 20 s and more probing the binaries in presolve
 #: and then solves the rest at the root, and without presolve takes about 1 and 4 s; CP-SAT
@@ -146,7 +166,8 @@ BACKEND_PARAMS: dict[str, dict[str, object]] = {
 
 
 def build_stage_program(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int, j: int, machines: int,
-                        bandwidth: float, *, divisor: float = 1.0, straight: bool = False) -> StageProgram:
+                        bandwidth: float, *, divisor: float = 1.0, straight: bool = False,
+                        bound: float | None = None, work: np.ndarray | None = None) -> StageProgram:
     """The integer program of segment ``(r, j)`` on ``machines`` workers of one level.
 
     Parameters
@@ -160,6 +181,11 @@ def build_stage_program(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int
         The segment: from cut ``r`` (after state ``r - 1``; 0 is the input) to state ``j``.
     machines, bandwidth, divisor, straight
         The level (see :func:`~pal_opt.pipeline.cost.stage_time`).
+    bound, work
+        Given: only the stages a pipeline of time per sample at most ``bound`` can use
+        (:func:`_within_bound`; ``work`` is the additive lower bound of ``T``, ``T`` itself by
+        default).  The program is then feasible exactly when the optimum is at most ``bound``, and
+        its optimum is the optimum.
 
     Returns
     -------
@@ -170,6 +196,16 @@ def build_stage_program(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int
         ``bottleneck_c{c}``.
     """
     start, end, workers, times = _candidate_stages(states, T, P, r, j, machines, bandwidth, divisor, straight)
+    if bound is not None:
+        keep = _within_bound(start, end, workers, times, T if work is None else work, r, j, machines, bound)
+        start, end, workers, times = start[keep], end[keep], workers[keep], times[keep]
+    return _program(start, end, workers, times, r, j, machines)
+
+
+def _program(start: np.ndarray, end: np.ndarray, workers: np.ndarray, times: np.ndarray, r: int, j: int,
+             machines: int, *, decide: bool = False) -> StageProgram:
+    """The program over the given candidate stages (see :func:`build_stage_program`); with
+    ``decide``, the objective is 0: any pipeline on these stages is an answer."""
     levels, inverse = np.unique(times, return_inverse=True)
     rank = inverse.reshape(-1) + 1.0
     cols, nvar = start.size, start.size + 1
@@ -190,7 +226,7 @@ def build_stage_program(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int
     balance = np.zeros(nodes)
     balance[row_of[r]], balance[row_of[j + 1]] = -1.0, 1.0
     program = Program.from_arrays(
-        c=np.concatenate((np.zeros(cols), [1.0])),
+        c=np.concatenate((np.zeros(cols), [0.0 if decide else 1.0])),
         A=sp.vstack((flow, used, bottleneck)).tocsr(),
         row_lo=np.concatenate((balance, [machines], np.full(len(tails), -np.inf))),
         row_hi=np.concatenate((balance, [machines], np.zeros(len(tails)))),
@@ -227,6 +263,61 @@ def solve_stage_program(problem: StageProgram, backend: str | None = None, *,
         raise BackendError(f"{cls.name} did not prove an optimum of the partition program of segment "
                            f"({problem.first_cut}, {problem.last_state}) ({sol.status}: {sol.message})")
     return problem.decode(np.rint(sol.values))
+
+
+#: Growth of the bound between two threshold programs (:func:`solve_segment`).
+BOUND_GROWTH = 1.25
+
+
+def solve_segment(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int, j: int, machines: int,
+                  bandwidth: float, *, divisor: float = 1.0, straight: bool = False, work: np.ndarray | None = None,
+                  backend: str | None = None, time_limit: float | None = None,
+                  ) -> tuple[float, list[tuple[int, int, int]], int] | None:
+    """The optimum of segment ``(r, j)`` by threshold programs: ``(time per sample, stages,
+    programs solved)``, or None when the segment has no pipeline on its workers.
+
+    A threshold program (:func:`_within_bound`, objective 0) on the candidate stages of time at
+    most ``τ`` has a solution exactly when the optimum is at most ``τ``.  The search over the
+    distinct candidate times ``τ_1 < … < τ_K``: from the lower bound ``work[r, j] / machines``
+    (every worker busy with the segment's additive work), bounds growing by
+    :data:`BOUND_GROWTH` until one is feasible, then bisection between the last infeasible and
+    the first feasible.  When ``τ_k`` is feasible and ``τ_{k-1}`` is not (or ``k = 1``), the
+    solution at ``τ_k`` is a pipeline whose largest stage time is ``τ_k``, the optimum
+    (``formulations/pipeline_partition.md``).
+    """
+    start, end, workers, times = _candidate_stages(states, T, P, r, j, machines, bandwidth, divisor, straight)
+    if times.size == 0:
+        return None
+    W = T if work is None else work
+    levels = np.unique(times)
+    probes = 0
+
+    def probe(k: int) -> tuple[float, list[tuple[int, int, int]]] | None:
+        nonlocal probes
+        probes += 1
+        keep = _within_bound(start, end, workers, times, W, r, j, machines, float(levels[k]))
+        problem = _program(start[keep], end[keep], workers[keep], times[keep], r, j, machines, decide=True)
+        return solve_stage_program(problem, backend, time_limit=time_limit)
+
+    def rank(t: float) -> int:
+        return int(np.searchsorted(levels, t))
+
+    low, high, best, bound = -1, levels.size - 1, None, float(W[r, j]) / machines
+    while best is None:  # bracket the optimum: grow the bound until a program is feasible
+        at = max(low + 1, min(rank(bound * (1 - 1e-12)), high))
+        best = probe(at)
+        if best is None:
+            if at == high:
+                return None
+            low, bound = at, float(levels[at]) * BOUND_GROWTH
+    high, descend = rank(best[0]), True
+    while high - low > 1:  # low: infeasible (or none); high: the best pipeline found's rank
+        found = probe(high - 1 if descend else (low + high) // 2)
+        if found is None:
+            low, descend = (high - 1 if descend else (low + high) // 2), False
+        else:
+            best, high, descend = found, rank(found[0]), not descend
+    return best[0], best[1], probes
 
 
 @dataclass(eq=False)
@@ -288,19 +379,20 @@ def solve_levels_ip(states: StateGraph, levels: Sequence[tuple[int, float]], *, 
     one program, for the whole model.  ``time_limit`` applies to each program.
     """
     T, P = ArrayTable.segment_tables(states)
+    raw, inner = T, 1
     divisor = 1.0
     out: list[ProgramLevel] = []
     for index, (m, b) in enumerate(levels):
         final = index == len(levels) - 1
         level = ProgramLevel(T, P, m, b, divisor, straight, np.full(T.shape, np.inf))
         for r, j in ([(0, states.n - 1)] if final else real_segments(states)):
-            solved = solve_stage_program(build_stage_program(states, T, P, r, j, m, b, divisor=divisor,
-                                                             straight=straight), backend, time_limit=time_limit)
-            level.programs += 1
+            solved = solve_segment(states, T, P, r, j, m, b, divisor=divisor, straight=straight, work=raw / inner,
+                                   backend=backend, time_limit=time_limit)
             if solved is not None:
-                level.optimum[r, j], level.stages[(r, j)] = solved
+                level.optimum[r, j], level.stages[(r, j)], used = solved
+                level.programs += used
         out.append(level)
-        T, divisor = level.optimum, float(m)
+        T, divisor, inner = level.optimum, float(m), inner * m
     if (0, states.n - 1) not in out[-1].stages:
         raise OptionError(f"a straight pipeline on {math.prod(m for m, _ in levels)} workers needs at least as "
                           f"many cut states in a chain; the profile has {states.n} states")

@@ -12,10 +12,15 @@ round:
    is in the queue;
 4. :func:`pal_opt.solve.solve` places it with the chosen method.
 
+A pipeline job (the trace's optional ``pipeline``, :class:`~pal_opt.model.Pipeline`) is offered
+with its stages; its GPU list, as the method returns it, runs the stages in order (a method that
+does not know stages, such as PAL, places it as a flat gang and its list order maps the stages).
+
 During the round each placed job advances ``(round_length − lost) / (iter_time × slowdown)``
 iterations, where ``slowdown`` is :func:`pal_opt.cost.job_slowdown_pos` on the raw, unbinned
 factors (max factor of the job's class over its GPUs × the job's locality penalty for the
-level its GPUs span) and ``lost`` is the restart cost when the job was moved, or resumed after
+level its GPUs span; for a pipeline job the slowest *stage*'s factor, :func:`pal_opt.cost.pace_factor`,
+stage time × the slowest factor among that stage's GPUs) and ``lost`` is the restart cost when the job was moved, or resumed after
 a preemption (first starts cost nothing).  A job that finishes mid-round completes at the
 exact fractional time; its GPUs are free from the next round.
 
@@ -270,6 +275,13 @@ def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> 
                 source=source,
                 path=where + "submit_time",
             )
+        pipe = getattr(tj, "pipeline", None)
+        if pipe is not None and getattr(pipe, "gpus", None) != tj.demand:
+            raise InstanceError(
+                f"job {tj.id!r}: its pipeline's replicas must add up to num_gpus={tj.demand}",
+                source=source,
+                path=where + "pipeline",
+            )
         if tj.perfclass not in cluster.factors:
             raise InstanceError(
                 f"job {tj.id!r}: class {tj.perfclass!r} has no GPU factors (known: {', '.join(cluster.factors)})",
@@ -337,9 +349,12 @@ class _Simulation:
                 iterations=float(tj.iterations),
                 ideal_seconds=float(tj.iterations) * float(tj.iter_time),
                 priority=int(getattr(tj, "priority", 0)),
+                stages=len(tj.pipeline.replicas) if getattr(tj, "pipeline", None) is not None else 1,
             )
             for tj in trace
         ]
+        #: per job, its pipeline stages (None: a gang); the round's job carries them
+        self.pipelines = [getattr(tj, "pipeline", None) for tj in trace]
         self.iter_time = [float(tj.iter_time) for tj in trace]
         self.remaining = [float(tj.iterations) for tj in trace]
         self.placement: list[tuple[int, ...] | None] = [None] * n
@@ -407,6 +422,7 @@ class _Simulation:
                 model=recs[i].model,
                 priority=recs[i].priority,
                 started=self.started[i] if self.placement[i] is not None else None,
+                pipeline=self.pipelines[i],
             )
             for pos, i in enumerate(order)
         )

@@ -54,6 +54,7 @@ JOB_COLUMNS: tuple[str, ...] = (
     "restarts",
     "rounds_run",
     "rounds_spanning",
+    "stages",
 )
 
 

@@ -37,6 +37,7 @@ class JobRecord:
     slowdown_seconds: float = 0.0  # Σ slowdown × seconds run, for the time-weighted mean
     priority: int = 0
     preempted_gpu_hours: float = 0.0  # Σ over preemptions of GPUs × the round's hours
+    stages: int = 1  # pipeline stages (1: a gang)
 
     @property
     def jct(self) -> float | None:
@@ -72,6 +73,7 @@ class JobRecord:
             "rounds_spanning": self.rounds_spanning,
             "priority": self.priority,
             "preempted_gpu_hours": self.preempted_gpu_hours,
+            "stages": self.stages,
         }
 
 

@@ -8,6 +8,9 @@ Definitions (times in seconds):
 * **Makespan** = last completion − first submit.
 * **Slowdown**: a job's ``mean_slowdown`` is its slowdown averaged over the seconds it ran;
   ``gpu_weighted_slowdown`` averages over all GPU-seconds run.
+* **Pipeline jobs** (a trace with a ``pipeline`` column): ``pipeline_jobs``,
+  ``pipeline_avg_jct`` and ``gang_avg_jct``, the mean JCT of the jobs with more than one stage
+  and of the others; present only when some job has stages.
 * **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
   start of each round it is placed in until the round ends or the job completes (time lost to
   a restart counts as busy).
@@ -50,6 +53,20 @@ def _preemption_figures(jobs: Sequence[JobRecord]) -> dict[str, Any]:
         "preempted_gpu_hours": float(sum(j.preempted_gpu_hours for j in jobs)),
         "preempted_gpu_hours_weighted": float(sum((1 + j.priority) * j.preempted_gpu_hours for j in jobs)),
         "by_priority": classes,
+    }
+
+
+def _pipeline_figures(result: SimulationResult) -> dict[str, Any]:
+    """Mean JCT of the pipeline jobs and of the gangs; nothing when no job has stages."""
+    if not any(j.stages > 1 for j in result.jobs):
+        return {}
+    done = [(j.stages, j.jct) for j in result.jobs if j.jct is not None]
+    pipe = [jct for stages, jct in done if stages > 1]
+    gang = [jct for stages, jct in done if stages == 1]
+    return {
+        "pipeline_jobs": sum(j.stages > 1 for j in result.jobs),
+        "pipeline_avg_jct": float(np.mean(pipe)) if pipe else None,
+        "gang_avg_jct": float(np.mean(gang)) if gang else None,
     }
 
 
@@ -97,4 +114,5 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "solve_seconds_mean": float(solve.mean()) if solve.size else 0.0,
         "solve_seconds_max": float(solve.max()) if solve.size else 0.0,
         "wall_seconds": float(result.wall_seconds),
+        **_pipeline_figures(result),
     }
