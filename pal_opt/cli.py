@@ -463,7 +463,7 @@ def _cost_lines(result: Any) -> list[tuple[str, str]]:
     lines = [
         ("slowdown", f"{result.geomean_slowdown:.4f} geometric mean, GPU-weighted"),
         ("spanning", f"{result.spanning} jobs span servers"),
-        ("objective", f"{result.objective:.6f}  (sum of demand x ln slowdown)"),
+        ("objective", f"{result.objective:.6f}  (round cost: sum of demand x ln slowdown, plus restart, migration and preemption charges)"),
     ]
     if result.bound is not None:
         gap = f", gap {100 * result.gap:.3f}%" if result.gap is not None else ""
