@@ -42,8 +42,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _results import add_output_arguments, output_dir  # noqa: E402
 
+from pal_opt.cost.preemption import preempted_gpu_hours  # noqa: E402
 from pal_opt.io.traces import read_trace  # noqa: E402
 from pal_opt.simulate.engine import SimConfig, build_cluster, parse_cluster, simulate  # noqa: E402
+from pal_opt.solve import solve  # noqa: E402
 
 TRACES = ROOT.parent / "shared" / "data" / "pal-artifact" / "traces"
 VARIABILITY = ROOT.parent / "shared" / "data" / "pal-artifact" / "variability" / "longhorn"
@@ -71,7 +73,9 @@ def derive_trace(src: Path, dst: Path, *, copies: int, share: float, seed: int) 
         w.writerows(out)
 
 
-def run_case(cluster: str, trace: str, copies: int, args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+def run_case(cluster: str, trace: str, copies: int, args: argparse.Namespace,
+             work: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Both methods over the whole trace, then the joint program on the greedy's preempting rounds."""
     path = work / f"{trace}-x{copies}-prio.csv"
     derive_trace(TRACES / f"{trace}.csv", path, copies=copies, share=args.share, seed=args.seed)
     jobs = read_trace(path)
@@ -80,12 +84,14 @@ def run_case(cluster: str, trace: str, copies: int, args: argparse.Namespace, wo
                                  (("classA", "resnet-longhorn-agg.csv"), ("classB", "bert-longhorn-agg.csv"),
                                   ("classC", "pagerank-longhorn-agg.csv"))}, seed=args.seed)
     rows = []
+    met: list[tuple[Any, Any]] = []
     for method in METHODS:
         cfg = SimConfig(policy=method, restart_cost=args.restart_cost, seed=args.seed,
                         time_limit=args.time_limit if method == "ilp-preempt" else None,
                         backend="highs" if method == "ilp-preempt" else None)
         t0 = time.perf_counter()
-        res = simulate(jobs, cl, cfg, source=str(path), validate=args.validate)
+        keep = _PreemptingRounds(met) if method == "preempt-greedy" else None
+        res = simulate(jobs, cl, cfg, source=str(path), validate=args.validate, on_round=keep)
         wall = time.perf_counter() - t0
         s = res.summary
         row = {"cluster": cluster, "trace": trace, "copies": copies, "jobs": len(jobs), "method": method,
@@ -97,8 +103,47 @@ def run_case(cluster: str, trace: str, copies: int, args: argparse.Namespace, wo
             row[f"p99_jct_p{p}"] = fig["p99_jct"]
             row[f"jobs_p{p}"] = fig["jobs"]
         rows.append(row)
+        if keep is not None:
+            row["rounds_preempting"] = keep.count
         print(f"{cluster} {trace} x{copies} {method}: weighted {row['preempted_gpu_hours_weighted']:.1f} GPU-h, "
               f"high avg JCT {row.get('avg_jct_p1', float('nan')):.0f} s, {wall:.0f} s", file=sys.stderr)
+    same = same_rounds(met[:args.same_rounds], args.time_limit)
+    for r in same:
+        r.update(cluster=cluster, trace=trace, copies=copies)
+    return rows, same
+
+
+class _PreemptingRounds:
+    """Keeps the rounds in which the greedy comparator preempted a running job, with its answer."""
+
+    def __init__(self, into: list[tuple[Any, Any]]) -> None:
+        self.into = into
+        self.count = 0
+
+    def __call__(self, inst: Any, res: Any) -> None:
+        if _preempted(inst, res)[0] > 0:
+            self.count += 1
+            self.into.append((inst, res))
+
+
+def _preempted(inst: Any, res: Any) -> tuple[float, float]:
+    """(weighted, unweighted) GPU-hours of the round lost by the running jobs ``res`` leaves out."""
+    out = [preempted_gpu_hours(j, inst.params.round_length) for j in inst.jobs
+           if j.placement is not None and j.id not in res.placements]
+    return sum(w for _, w in out), sum(u for u, _ in out)
+
+
+def same_rounds(met: list[tuple[Any, Any]], time_limit: float) -> list[dict[str, Any]]:
+    """The joint program on the very rounds where the greedy preempted: both answers priced alike."""
+    rows = []
+    for inst, greedy in met:
+        joint = solve(inst, "ilp-preempt", backend="highs", time_limit=time_limit)
+        (gw, gu), (jw, ju) = _preempted(inst, greedy), _preempted(inst, joint)
+        rows.append({"round": inst.name, "greedy_weighted": gw, "joint_weighted": jw, "greedy_gpu_hours": gu,
+                     "joint_gpu_hours": ju, "greedy_objective": greedy.objective, "joint_objective": joint.objective,
+                     "joint_status": joint.status.value,
+                     "high_placed_greedy": sum(1 for j in inst.jobs if j.priority > 0 and j.id in greedy.placements),
+                     "high_placed_joint": sum(1 for j in inst.jobs if j.priority > 0 and j.id in joint.placements)})
     return rows
 
 
@@ -143,6 +188,61 @@ def to_markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: f
     return "\n".join([*head, *body, *ratios, *tail])
 
 
+def same_markdown(same: list[dict[str, Any]]) -> str:
+    """The same-round table: per case, the greedy's preempting rounds re-solved by the joint program."""
+    lines = ["", "## On the same rounds", "",
+             "The rounds in which preempt-greedy preempted a running job (up to the first "
+             "`--same-rounds` per case), each re-solved by ilp-preempt: the preempted GPU-hours of the round "
+             "that each answer costs, and the round's whole cost (preemption, restart, variability and "
+             "locality; the program starts from the greedy's victims, so it is never above).", "",
+             "| cluster | trace | rounds | weighted GPU-h greedy | weighted GPU-h joint | rounds joint < greedy | "
+             "rounds joint > greedy | objective joint ≤ greedy | high-priority jobs placed greedy / joint |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    cases = list(dict.fromkeys((r["cluster"], r["trace"], r["copies"]) for r in same))
+    for c in cases:
+        rs = [r for r in same if (r["cluster"], r["trace"], r["copies"]) == c]
+        gw, jw = sum(r["greedy_weighted"] for r in rs), sum(r["joint_weighted"] for r in rs)
+        less = sum(r["joint_weighted"] < r["greedy_weighted"] - 1e-9 for r in rs)
+        more = sum(r["joint_weighted"] > r["greedy_weighted"] + 1e-9 for r in rs)
+        le = sum(r["joint_objective"] <= r["greedy_objective"] + 1e-6 for r in rs)
+        hg, hj = sum(r["high_placed_greedy"] for r in rs), sum(r["high_placed_joint"] for r in rs)
+        lines.append(f"| {c[0]} | {c[1]} ×{c[2]} | {len(rs)} | {gw:.1f} | {jw:.1f} | {less} | {more} | "
+                     f"{le}/{len(rs)} | {hg} / {hj} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], same: list[dict[str, Any]], path: Path) -> None:
+    """Weighted preempted GPU-hours per case and method (whole runs), and the same-round totals."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("preemption: matplotlib missing (pip install 'pal-opt[plot]'): no plot", file=sys.stderr)
+        return
+    cases = list(dict.fromkeys((r["cluster"], r["trace"], r["copies"]) for r in rows))
+    labels = [f"{c[0]}\n{c[1]} ×{c[2]}" for c in cases]
+    x = np.arange(len(cases))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for k, method in enumerate(METHODS):
+        whole = [next(r["preempted_gpu_hours_weighted"] for r in rows
+                      if (r["cluster"], r["trace"], r["copies"]) == c and r["method"] == method) for c in cases]
+        key = "greedy_weighted" if method == "preempt-greedy" else "joint_weighted"
+        rounds = [sum(r[key] for r in same if (r["cluster"], r["trace"], r["copies"]) == c) for c in cases]
+        axes[0].bar(x + (k - 0.5) * 0.38, whole, 0.38, label=method)
+        axes[1].bar(x + (k - 0.5) * 0.38, rounds, 0.38, label=method)
+    axes[0].set_title("whole runs (trajectories differ)")
+    axes[1].set_title("the greedy's preempting rounds, re-solved")
+    for ax in axes:
+        ax.set_xticks(x, labels)
+        ax.set_ylabel("preempted GPU-hours, weighted by 1 + priority")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _f(v: float | None) -> str:
     return "—" if v is None else f"{v:.0f}"
 
@@ -160,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--restart-cost", type=float, default=30.0, help="seconds lost per GPU moved or resumed")
     ap.add_argument("--quick", action="store_true", help="the 16x4 workload-1 case only")
+    ap.add_argument("--same-rounds", type=int, default=40,
+                    help="re-solve up to this many of the greedy's preempting rounds per case (default 40)")
     ap.add_argument("--validate", action="store_true", help="check every round's answer (slower)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
@@ -170,16 +272,20 @@ def main(argv: list[str] | None = None) -> int:
     cases = CASES[:1] if args.quick else CASES
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    same: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="pal_opt_preempt_bench_") as tmp:
         for cluster, trace, copies in cases:
-            rows += run_case(cluster, trace, copies, args, Path(tmp))
+            r, s = run_case(cluster, trace, copies, args, Path(tmp))
+            rows += r
+            same += s
     seconds = time.perf_counter() - t0
     keys = list(dict.fromkeys(k for r in rows for k in r))
     with (out / "preemption.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    (out / "preemption.md").write_text(to_markdown(rows, args, seconds), encoding="utf-8")
+    (out / "preemption.md").write_text(to_markdown(rows, args, seconds) + same_markdown(same), encoding="utf-8")
+    plot(rows, same, out / "preemption.png")
     print(f"wrote {out / 'preemption.md'}")
     return 0
 
