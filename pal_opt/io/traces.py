@@ -16,6 +16,8 @@ through :class:`~pal_opt.io.csvfile.CsvTable`'s parsers, like every importer's):
 ``model``
     Model name; it selects the application class (:data:`pal_opt.model.MODEL_CLASS`) and the
     seconds per iteration on a median GPU (:data:`pal_opt.model.MODEL_ITER_TIME`).
+``priority`` (optional)
+    An integer priority class (blank or absent: 0); the simulator reports JCT per class.
 
 Errors are :class:`~pal_opt.errors.InstanceError` naming the file and ``row N, column X``,
 where *N* is the line number in the file (the header is row 1).
@@ -65,6 +67,8 @@ class TraceJob:
         Seconds per iteration on a median GPU within one server.
     row
         Line of the trace file the job came from (header = 1).
+    priority
+        The optional ``priority`` column (0 when absent or blank).
     """
 
     id: JobId
@@ -75,6 +79,7 @@ class TraceJob:
     perfclass: str
     iter_time: float
     row: int = 0
+    priority: int = 0
 
     @property
     def ideal_seconds(self) -> float:
@@ -188,7 +193,14 @@ def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, 
         perfclass=cls,
         iter_time=float(models.iter_time.get(model, models.default_iter_time)),
         row=line,
+        priority=_priority(t, line, f),
     )
+
+
+def _priority(t: CsvTable, line: int, f: list[str]) -> int:
+    """The optional ``priority`` cell: an integer, 0 when blank or the column is absent."""
+    c = t.find("priority")
+    return 0 if c is None or not f[c].strip() else t.integer(line, c, f[c].strip())
 
 
 def trace_name(path: str | os.PathLike[str]) -> str:

@@ -7,9 +7,12 @@ of those imports the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import JobId
+
+if TYPE_CHECKING:
+    from .failures import FailureStats
 
 __all__ = ["JobRecord", "RoundRecord", "SimulationResult"]
 
@@ -35,6 +38,9 @@ class JobRecord:
     rounds_run: int = 0
     rounds_spanning: int = 0
     slowdown_seconds: float = 0.0  # Σ slowdown × seconds run, for the time-weighted mean
+    priority: int = 0  # the trace's optional priority column (0 when absent)
+    failures: int = 0  # times a failure took one of its GPUs while it ran
+    lost_gpu_seconds: float = 0.0  # GPUs × seconds of work lost to failures
 
     @property
     def jct(self) -> float | None:
@@ -68,6 +74,9 @@ class JobRecord:
             "restarts": self.restarts,
             "rounds_run": self.rounds_run,
             "rounds_spanning": self.rounds_spanning,
+            "priority": self.priority,
+            "failures": self.failures,
+            "lost_gpu_seconds": self.lost_gpu_seconds,
         }
 
 
@@ -100,3 +109,5 @@ class SimulationResult:
     summary: dict[str, Any] = field(default_factory=dict)
     #: jobs no round could serve (e.g. needing more GPUs than the cluster has), with the reason
     unplaceable: dict[Any, str] = field(default_factory=dict)
+    #: what failures did (None: the run had no failures)
+    failures: FailureStats | None = None

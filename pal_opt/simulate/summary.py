@@ -11,6 +11,13 @@ Definitions (times in seconds):
 * **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
   start of each round it is placed in until the round ends or the job completes (time lost to
   a restart counts as busy).
+* **JCT by priority** (``jct_by_priority``): per value of the trace's optional ``priority``
+  column (0 when absent), keyed by its text: jobs, jobs finished, mean, median and p99 JCT.
+* **Failures** (``failures``, only when the run injects them, :mod:`.failures`): failures (GPU and
+  server), jobs hit, **lost GPU-hours** (Σ over jobs hit of GPUs × seconds of work since the
+  last checkpoint / 3600), GPU-hours out of service, repairs run inside rounds and the jobs
+  they re-placed, restarts per job (every restart: moves, resumptions and restarts after a
+  failure) and failure restarts per job (times a failure hit the job), mean and max.
 """
 
 from __future__ import annotations
@@ -26,6 +33,18 @@ __all__ = ["summarize"]
 
 def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
+
+
+def jct_by_priority(result: SimulationResult) -> dict[str, dict[str, Any]]:
+    """Per priority class (ascending): jobs, jobs finished, mean, median and p99 JCT (s)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in sorted({j.priority for j in result.jobs}):
+        jobs = [j for j in result.jobs if j.priority == p]
+        jct = np.array([j.jct for j in jobs if j.jct is not None], dtype=np.float64)
+        out[str(p)] = {"jobs": len(jobs), "jobs_finished": int(jct.size),
+                       "avg_jct": float(jct.mean()) if jct.size else None,
+                       "median_jct": _pct(jct, 50), "p99_jct": _pct(jct, 99)}
+    return out
 
 
 def summarize(result: SimulationResult) -> dict[str, Any]:
@@ -45,7 +64,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
     gpu_slow = sum(j.demand * j.slowdown_seconds for j in jobs)
     run_rounds = sum(j.rounds_run for j in jobs)
     span_rounds = sum(j.rounds_spanning for j in jobs)
-    return {
+    figures = {
         "jobs": len(jobs),
         "jobs_finished": int(jct.size),
         "avg_jct": float(jct.mean()) if jct.size else None,
@@ -71,4 +90,8 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "solve_seconds_mean": float(solve.mean()) if solve.size else 0.0,
         "solve_seconds_max": float(solve.max()) if solve.size else 0.0,
         "wall_seconds": float(result.wall_seconds),
+        "jct_by_priority": jct_by_priority(result),
     }
+    if result.failures is not None:
+        figures["failures"] = result.failures.summary([j.restarts for j in jobs], [j.failures for j in jobs])
+    return figures
