@@ -28,6 +28,16 @@ method that prices moves (the integer program) sees what ``pal-opt solve --resta
 --round R`` sees for the same round: ``−ln(1 − S/R)`` per GPU of a moved job (losing S of R
 seconds is the same progress as running the whole round R / (R − S) times slower, and the
 round cost is Σ d·ln(slowdown)).
+
+With ``SimConfig(failures=FailureConfig(...))`` (:mod:`.failures`; off by default) GPUs and
+servers fail and come back.  Before a round is placed, the failures up to its start take their
+GPUs out of service (the round's cluster marks them FAILED for every method) and the jobs on them
+lose their work since their last checkpoint.  A failure inside a round splits it: every running
+job works up to that instant, the jobs hit lose their work since the checkpoint, and
+:func:`pal_opt.repair.repair` re-places them on the GPUs left (the other running jobs keep
+theirs, the GPUs of jobs finished earlier in the round stay held); a re-placed job restarts from
+its checkpoint at that instant (paying the restart cost), one the repair leaves out waits for the
+next round.  Without failures a round is one piece and the arithmetic is the same as before.
 """
 
 from __future__ import annotations
@@ -758,7 +768,7 @@ def simulate(
         ``submit_time``, ``iterations``, ``model``, ``perfclass``, ``iter_time``).
     cluster
         The cluster; its ``factors`` are the raw per-GPU factors (1.0 = median GPU).  GPU
-        states are ignored (every GPU is in service).
+        states are ignored (every GPU is in service unless ``config.failures`` takes it out).
     config
         Simulation parameters (defaults: PAL, FIFO, 360 s rounds, λ = 1.7).
     progress
