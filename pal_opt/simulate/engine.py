@@ -446,7 +446,8 @@ class _Simulation:
         events = self.failures.pop_until(self.t, inclusive=True)
         down = self._record_events(events)
         for i in self.active:
-            if self.placement[i] is not None and down.intersection(self.placement[i]):
+            held = self.placement[i]
+            if held is not None and down.intersection(held):
                 self._hit(i, self.t)
 
     def _record_events(self, events: list[FailureEvent]) -> set[int]:
