@@ -9,12 +9,18 @@ of PAL's Longhorn files) or ``--synthetic-variability SEED`` (the synthetic mode
 trace uses that neither names takes the default source (the shared Longhorn files on a
 development machine, else the synthetic model): one ``pal-opt: warning:`` line names it, and the
 result file records the source (``config.variability_source``).
+
+Failures are off unless ``--failures`` is given (:mod:`pal_opt.simulate.failures`: rates from
+Llama 3's interruptions by default, ``--gpu-mtbf``/``--server-mtbf`` hours, ``--failure-scale K``
+dividing both, ``--repair-time S``, ``--checkpoint-interval S``, ``--failure-seed N``); a
+failure flag without ``--failures`` is an error.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -78,10 +84,68 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, metavar="PNG",
                    help="one figure: the JCT CDF and the utilisation over time, one line per policy "
                         "(needs matplotlib: pip install 'pal-opt[plot]')")
+    _add_failure_arguments(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (jobs finished, rounds, ETA; shown on a terminal only) or summary line")
     p.set_defaults(func=run, handler=run)
     return p
+
+
+#: The failure flags: (flag, FailureConfig field).
+_FAILURE_FLAGS = (("--gpu-mtbf", "gpu_mtbf_hours"), ("--server-mtbf", "server_mtbf_hours"),
+                  ("--repair-time", "repair_time"), ("--checkpoint-interval", "checkpoint_interval"),
+                  ("--failure-scale", "scale"), ("--failure-seed", "seed"))
+
+
+def _positive_or_inf(text: str) -> float:
+    """A number > 0, or ``inf``."""
+    if text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return positive_float(text)
+
+
+def _add_failure_arguments(p: argparse.ArgumentParser) -> None:
+    from .failures import (
+        DEFAULT_CHECKPOINT_INTERVAL,
+        DEFAULT_GPU_MTBF_HOURS,
+        DEFAULT_REPAIR_SECONDS,
+        DEFAULT_SERVER_MTBF_HOURS,
+    )
+
+    g = p.add_argument_group("failures", "GPU and server failures from a seeded process (off unless --failures)")
+    g.add_argument("--failures", action=argparse.BooleanOptionalAction, default=False,
+                   help="inject failures (default: off; a run without them is unchanged)")
+    g.add_argument("--gpu-mtbf", type=_positive_or_inf, default=None, metavar="HOURS",
+                   help=f"mean hours between failures of one GPU (default {DEFAULT_GPU_MTBF_HOURS:,.0f}, from "
+                        "Llama 3's GPU-caused interruptions; inf: never)")
+    g.add_argument("--server-mtbf", type=_positive_or_inf, default=None, metavar="HOURS",
+                   help=f"mean hours between failures of one server (default {DEFAULT_SERVER_MTBF_HOURS:,.0f}, from "
+                        "Llama 3's other interruptions; inf: never)")
+    g.add_argument("--failure-scale", type=positive_float, default=None, metavar="K",
+                   help="divide both MTBFs by K (failures K times as often; default 1)")
+    g.add_argument("--repair-time", type=positive_float, default=None, metavar="S",
+                   help=f"seconds a failed GPU or server is out of service (default {DEFAULT_REPAIR_SECONDS:g})")
+    g.add_argument("--checkpoint-interval", type=_positive_or_inf, default=None, metavar="S",
+                   help=f"seconds of work between a job's checkpoints; a failure loses the work since the last "
+                        f"(default {DEFAULT_CHECKPOINT_INTERVAL:g}; inf: only planned stops checkpoint)")
+    g.add_argument("--failure-seed", type=int, default=None, metavar="N",
+                   help="seed of the failure process (default: --seed)")
+
+
+def _failure_config(args: argparse.Namespace) -> Any:
+    """The :class:`~pal_opt.simulate.failures.FailureConfig` of ``--failures``, or None."""
+    from .failures import FailureConfig
+
+    given = {field: getattr(args, flag[2:].replace("-", "_")) for flag, field in _FAILURE_FLAGS}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not args.failures:
+        if given:
+            flag = next(f for f, field in _FAILURE_FLAGS if field in given)
+            raise OptionError(f"{flag} needs --failures (failures are off by default)")
+        return None
+    config = FailureConfig(**given)
+    config.validate()
+    return config
 
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
@@ -146,6 +210,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
     from .engine import SimConfig
 
     names = ("backend", "admission", "time_limit", "gap", "threads", "parts")
+    failures = _failure_config(args)
     configs = {}
     for policy, opts in solve_options_each(args, args.policy, "policy", names).items():
         exact = get_method(policy).exact
@@ -162,6 +227,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
             backend=opts.backend,
             time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
             ilp_options={k: getattr(opts, k) for k in opts.given() - {"admission", "backend", "time_limit"}},
+            failures=failures,
         )
         config.validate()
         configs[policy] = config
@@ -214,6 +280,18 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
+    f = s.get("failures")
+    if f is not None:
+        print(f"{policy}: failures {f['failures']} ({f['gpu_failures']} GPU, {f['server_failures']} server), "
+              f"jobs hit {f['jobs_hit']}, lost {f['lost_gpu_hours']:.2f} GPU-hours, "
+              f"restarts per job {f['restarts_per_job_mean']:.2f} mean / {f['restarts_per_job_max']} max "
+              f"({f['failure_restarts_per_job_mean']:.2f} / {f['failure_restarts_per_job_max']} after failures), "
+              f"repairs {f['repairs']}")
+    classes = s.get("by_priority", {})
+    if len(classes) > 1 or f is not None:
+        parts = [f"{p}: {c['avg_jct'] / 3600:.2f} h ({c['jobs_finished']}/{c['jobs']})" if c["avg_jct"] is not None
+                 else f"{p}: - (0/{c['jobs']})" for p, c in classes.items()]
+        print(f"{policy}: avg JCT by priority {', '.join(parts)}")
     for jid, why in result.unplaceable.items():
         print(f"unplaceable: job {jid}: {why}")
 

@@ -33,6 +33,16 @@ method that prices moves (the integer program) sees what ``pal-opt solve --resta
 --round R`` sees for the same round: ``−ln(1 − S/R)`` per GPU of a moved job (losing S of R
 seconds is the same progress as running the whole round R / (R − S) times slower, and the
 round cost is Σ d·ln(slowdown)).
+
+With ``SimConfig(failures=FailureConfig(...))`` (:mod:`.failures`; off by default) GPUs and
+servers fail and come back.  Before a round is placed, the failures up to its start take their
+GPUs out of service (the round's cluster marks them FAILED for every method) and the jobs on them
+lose their work since their last checkpoint.  A failure inside a round splits it: every running
+job works up to that instant, the jobs hit lose their work since the checkpoint, and
+:func:`pal_opt.repair.repair` re-places them on the GPUs left (the other running jobs keep
+theirs, the GPUs of jobs finished earlier in the round stay held); a re-placed job restarts from
+its checkpoint at that instant (paying the restart cost), one the repair leaves out waits for the
+next round.  Without failures a round is one piece and the arithmetic is the same as before.
 """
 
 from __future__ import annotations
@@ -50,10 +60,11 @@ import numpy as np
 from ..cost import job_slowdown_pos
 from ..cost.restart import restart_cost_units
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
-from ..model import Cluster, Job, RoundInstance, RoundParams
+from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
 from ..options import DEFAULT_ROUND_LENGTH, SolveOptions
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
+from .failures import Checkpoints, FailureConfig, FailureEvent, FailureProcess, FailureStats, repair_in_round
 from .queue import QueueEntry, get_queue_policy
 from .records import JobRecord, RoundRecord, SimulationResult
 from .summary import summarize
@@ -190,6 +201,9 @@ class SimConfig:
         Integer-program options (``policy="ilp"`` only).
     ilp_options
         Further integer-program options passed through (e.g. ``threads``, ``gap``).
+    failures
+        A :class:`~pal_opt.simulate.failures.FailureConfig` to inject GPU and server failures
+        (seeded by ``seed``), or None (default): no failures.
     """
 
     policy: str = "pal"
@@ -204,6 +218,7 @@ class SimConfig:
     backend: str | None = None
     time_limit: float | None = None
     ilp_options: Mapping[str, Any] = field(default_factory=dict)
+    failures: FailureConfig | None = None
 
     def validate(self) -> None:
         """Check the configuration: the method and its options (:mod:`pal_opt.methods`), the
@@ -216,6 +231,10 @@ class SimConfig:
             raise OptionError(f"rack-penalty must be ≥ 1, got {self.rack_penalty!r}")
         if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
             raise OptionError(f"restart-cost must be a finite number ≥ 0, got {self.restart_cost!r}")
+        if self.failures is not None:
+            if not isinstance(self.failures, FailureConfig):
+                raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
+            self.failures.validate()
         self.round_params()
         self.options()
 
@@ -248,7 +267,19 @@ class SimConfig:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["ilp_options"] = dict(self.ilp_options)
+        if self.failures is None:  # a run without failures records what it always recorded
+            del d["failures"]
         return d
+
+    def repair_options(self) -> SolveOptions:
+        """The options of the repairs inside a round (failures): the backend and limits given to
+        the integer program, else the defaults (:data:`~pal_opt.repair.REPAIR_OPTIONS`)."""
+        from ..options import DEFAULT_ILP_TIME_LIMIT
+        from ..repair import REPAIR_OPTIONS
+
+        given = {k: v for k, v in self.ilp_options.items() if k in REPAIR_OPTIONS}
+        return SolveOptions.from_kwargs(backend=self.backend, time_limit=self.time_limit or DEFAULT_ILP_TIME_LIMIT,
+                                        **given)
 
 
 # ---------------------------------------------------------------------------- engine
@@ -307,6 +338,21 @@ class _Placed:
     gpus: dict[int, tuple[int, ...]]
     status: str
     solve_seconds: float
+
+
+@dataclass
+class _Stint:
+    """A job's run on one GPU set inside a round: from ``start`` to ``at`` (seconds after the
+    round's start), restoring for ``restore`` more seconds, ``restored`` seconds spent restoring."""
+
+    gpus: tuple[int, ...]
+    slow: float
+    tpi: float
+    start: float
+    restore: float
+    at: float = 0.0
+    restored: float = 0.0
+    done: bool = False
 
 
 @dataclass
@@ -378,6 +424,13 @@ class _Simulation:
         self.k = 0
         self.idle_rounds = 0
         self.on_round: Callable[[RoundInstance, PlacementResult], None] | None = None
+        fc = cfg.failures
+        #: the failure process, the checkpoints and what failures did (all None without failures)
+        self.failures = None if fc is None else FailureProcess(
+            cluster, fc, _derive(cfg.seed if fc.seed is None else fc.seed, 3))
+        self.ckpt = None if fc is None else Checkpoints(fc.checkpoint_interval, self.remaining)
+        self.fstats = None if fc is None else FailureStats(asdict(fc))
+        self.repair_options = None if fc is None else cfg.repair_options()
 
     @property
     def done(self) -> bool:
@@ -401,6 +454,45 @@ class _Simulation:
         r = self.round_length
         self.t = max(self.t + r, math.ceil((nxt - _EPS) / r) * r)
         self.k += 1
+
+    # ------------------------------------------------------------------ failures
+    def fail_at_boundary(self) -> None:
+        """Failures up to the round's start: the running jobs they hit lose their work since the
+        last checkpoint and their GPUs (no-op without failures)."""
+        if self.failures is None:
+            return
+        events = self.failures.pop_until(self.t, inclusive=True)
+        down = self._record_events(events)
+        for i in self.active:
+            held = self.placement[i]
+            if held is not None and down.intersection(held):
+                self._hit(i, self.t)
+
+    def _record_events(self, events: list[FailureEvent]) -> set[int]:
+        assert self.fstats is not None
+        self.fstats.events.extend(events)
+        return {g for e in events for g in e.gpus}
+
+    def _hit(self, i: int, t: float) -> None:
+        """Job ``i`` lost a GPU at ``t``: back to its checkpoint, off its GPUs, to be restarted."""
+        assert self.ckpt is not None and self.fstats is not None
+        lost, remaining = self.ckpt.lose(i)
+        rec = self.records[i]
+        self.remaining[i] = remaining
+        rec.failures += 1
+        rec.lost_gpu_seconds += rec.demand * lost
+        self.fstats.hits.append((t, rec.job_id, rec.demand, lost))
+        self.placement[i] = None
+        self.was_preempted[i] = True
+
+    def _round_cluster(self) -> Cluster:
+        """The cluster of the round starting now: the GPUs out of service marked failed."""
+        if self.failures is None:
+            return self.cluster
+        out = self.failures.out_of_service(self.t)
+        if not out.any():
+            return self.cluster
+        return self.cluster.with_state(np.where(out, GpuState.FAILED, GpuState.FREE).astype(np.int8))
 
     # ------------------------------------------------------------------ admission
     def queue_round(self) -> _Round:
@@ -426,7 +518,7 @@ class _Simulation:
             )
             for pos, i in enumerate(order)
         )
-        inst = RoundInstance(self.cluster, jobs, self.params, name=f"round {self.k} t={self.t:g}")
+        inst = RoundInstance(self._round_cluster(), jobs, self.params, name=f"round {self.k} t={self.t:g}")
         return _Round(self.k, self.t, inst, dict(zip(order, jobs, strict=True)))
 
     # ------------------------------------------------------------------ placement
@@ -473,25 +565,41 @@ class _Simulation:
         return new_pl
 
     # ------------------------------------------------------------------ progress
-    def run_round(self, rnd: _Round, placed: _Placed) -> _Tally:
-        """Every active job waits, is preempted, or runs on its new GPUs for the round."""
+    def run_round(self, rnd: _Round, placed: _Placed, validate: bool = False) -> _Tally:
+        """Every active job waits, is preempted, or runs on its new GPUs for the round; failures
+        inside the round stop the jobs they hit and the repair code re-places them."""
         tally = _Tally()
+        stints: dict[int, _Stint] = {}
         for i in self.active:
             new = placed.gpus.get(i)
             if new is None:
                 self._hold(i, tally)
             else:
-                self._run(i, new, rnd, tally)
+                stints[i] = self._start(i, new, rnd, tally)
+        if self.failures is not None:
+            # one at a time: the repair asks which GPUs are out at the failure's own time
+            while events := self.failures.pop_until(rnd.t + self.round_length, most=1):
+                ev = events[0]
+                off = ev.time - rnd.t
+                self._advance_to(stints, off, rnd, tally)
+                self._fail_in_round(stints, ev, off, rnd, tally, validate)
+        self._advance_to(stints, self.round_length, rnd, tally)
+        for i, st in stints.items():
+            if not st.done:
+                self._close(i, st, rnd, tally)
         return tally
 
     def _hold(self, i: int, tally: _Tally) -> None:
-        """Job ``i`` has no GPUs this round: a preemption if it had some."""
+        """Job ``i`` has no GPUs this round: a preemption if it had some (a planned stop: it
+        saves a checkpoint)."""
         if self.placement[i] is not None:
             rec = self.records[i]
             rec.preemptions += 1
             rec.preempted_gpu_hours += rec.demand * self.round_length / 3600.0
             tally.preempted += 1
             self.was_preempted[i] = True
+            if self.ckpt is not None:
+                self.ckpt.save(i, self.remaining[i])
         self.placement[i] = None
 
     def _restart_loss(self, i: int, new: tuple[int, ...], tally: _Tally) -> float:
@@ -502,14 +610,16 @@ class _Simulation:
             rec.moves += 1
             tally.moved += 1
             rec.restarts += 1
+            if self.ckpt is not None:
+                self.ckpt.save(i, self.remaining[i])
             return self.cfg.restart_cost
         if old is None and self.was_preempted[i]:
             rec.restarts += 1
             return self.cfg.restart_cost
         return 0.0
 
-    def _run(self, i: int, new: tuple[int, ...], rnd: _Round, tally: _Tally) -> None:
-        """Job ``i`` runs on ``new`` until the round ends or it finishes."""
+    def _start(self, i: int, new: tuple[int, ...], rnd: _Round, tally: _Tally) -> _Stint:
+        """Job ``i`` starts the round on ``new``."""
         rec = self.records[i]
         lost = min(self._restart_loss(i, new, tally), self.round_length)
         if self.placement[i] is None or set(self.placement[i] or ()) != set(new):
@@ -524,26 +634,97 @@ class _Simulation:
             rec.rounds_spanning += 1
             tally.spanning += 1
         rec.rounds_run += 1
-        held = self._advance(i, slow, lost, rnd.t, tally)
-        run = held - lost
+        return _Stint(new, slow, self.iter_time[i] * slow, 0.0, lost)
+
+    def _advance_to(self, stints: dict[int, _Stint], end: float, rnd: _Round, tally: _Tally) -> None:
+        """Every running job works until ``end`` seconds into the round, or finishes before."""
+        for i, st in stints.items():
+            if st.done:
+                continue
+            span = end - st.at
+            restore = min(st.restore, span)
+            avail = span - restore
+            st.restore -= restore
+            st.restored += restore
+            need = self.remaining[i] * st.tpi
+            if need <= avail * (1.0 + 1e-12) + _EPS:
+                st.at = st.at + restore + need
+                self.records[i].finish_time = rnd.t + st.at
+                self.remaining[i] = 0.0
+                tally.done.append(i)
+                self._close(i, st, rnd, tally)
+            else:
+                self.remaining[i] -= avail / st.tpi
+                st.at = end
+                if self.ckpt is not None:
+                    self.ckpt.worked(i, avail, self.remaining[i], st.tpi)
+
+    def _close(self, i: int, st: _Stint, rnd: _Round, tally: _Tally) -> None:
+        """Job ``i``'s stint ends (round end, finish or failure): the seconds it held its GPUs."""
+        rec = self.records[i]
+        held = st.at - st.start
+        run = held - st.restored
         rec.run_seconds += run
-        rec.slowdown_seconds += slow * run
+        rec.slowdown_seconds += st.slow * run
         rec.attained += rec.demand * held
         tally.busy += rec.demand * held
+        st.done = True
+        if self.fstats is not None:
+            self.fstats.ran(st.gpus, rnd.t + st.start, rnd.t + st.at)
 
-    def _advance(self, i: int, slow: float, lost: float, t: float, tally: _Tally) -> float:
-        """Advance job ``i``'s iterations; the seconds it holds its GPUs (it may finish)."""
-        tpi = self.iter_time[i] * slow
-        need = self.remaining[i] * tpi
-        avail = self.round_length - lost
-        if need <= avail * (1.0 + 1e-12) + _EPS:
-            held = lost + need
-            self.records[i].finish_time = t + held
-            self.remaining[i] = 0.0
-            tally.done.append(i)
-            return held
-        self.remaining[i] -= avail / tpi
-        return self.round_length
+    def _fail_in_round(self, stints: dict[int, _Stint], ev: FailureEvent, off: float, rnd: _Round,
+                       tally: _Tally, validate: bool) -> None:
+        """A failure ``off`` seconds into the round: the jobs it hits stop and lose their work
+        since their checkpoint; :func:`~pal_opt.simulate.failures.repair_in_round` re-places them
+        on the GPUs left (the other running jobs keep theirs), the rest wait for the next round."""
+        down = self._record_events([ev])
+        hit = [i for i, st in stints.items() if not st.done and down.intersection(st.gpus)]
+        if not hit:
+            return
+        order = {j.id: k for k, j in enumerate(rnd.instance.jobs)}
+        running = [i for i, st in stints.items() if not st.done]
+        in_force = {self.records[i].job_id: stints[i].gpus for i in sorted(running, key=lambda i: order[self.records[i].job_id])}
+        for i in hit:
+            self._close(i, stints[i], rnd, tally)
+            self._hit(i, rnd.t + off)
+        self._replace(stints, hit, in_force, off, rnd, tally, validate)
+
+    def _replace(self, stints: dict[int, _Stint], hit: list[int], in_force: dict[Any, tuple[int, ...]], off: float,
+                 rnd: _Round, tally: _Tally, validate: bool) -> None:
+        """Repair the round in progress after a failure and restart the jobs it re-placed."""
+        assert self.failures is not None and self.fstats is not None and self.repair_options is not None
+        what = f"{rnd.instance.name}: repair after a failure at t={rnd.t + off:g}"
+        out = self.cluster.gpu_ids[self.failures.out_of_service(rnd.t + off)]
+        busy = [g for i in tally.done for g in stints[i].gpus]
+        s0 = time.perf_counter()
+        inst, res = repair_in_round(rnd.instance, in_force, [int(g) for g in out], busy, self.repair_options)
+        self.fstats.repairs += 1
+        self.fstats.repair_seconds += time.perf_counter() - s0
+        if validate:
+            from ..check import check
+
+            problems = check(inst, res)
+            if problems:
+                raise BackendError(f"{what}: {'; '.join(problems[:3])}")
+        for jid, gpus in in_force.items():
+            i = self.by_id[jid]
+            new = res.placements.get(jid)
+            if i not in hit:
+                if new is None or set(new) != set(gpus):
+                    raise BackendError(f"{what} moved job {jid!r}, which the failure did not hit")
+            elif new is not None:
+                self.fstats.replaced += 1
+                stints[i] = self._restart(i, tuple(int(g) for g in new), off, rnd)
+
+    def _restart(self, i: int, new: tuple[int, ...], off: float, rnd: _Round) -> _Stint:
+        """Job ``i``, hit by a failure, restarts from its checkpoint on ``new`` mid-round."""
+        self.records[i].restarts += 1
+        self.placement[i] = new
+        self.was_preempted[i] = False
+        pos = self.cluster.positions(new)
+        slow = job_slowdown_pos(self.cluster, self.cluster.factors[self.records[i].perfclass], rnd.job_of[i], pos)
+        lost = min(self.cfg.restart_cost, self.round_length - off)
+        return _Stint(new, slow, self.iter_time[i] * slow, off, lost, at=off)
 
     # ------------------------------------------------------------------ completion
     def complete(self, tally: _Tally) -> None:
@@ -572,7 +753,8 @@ class _Simulation:
                 solve_seconds=placed.solve_seconds,
             )
         )
-        self.idle_rounds = self.idle_rounds + 1 if not placed.gpus else 0
+        out_of_service = bool((rnd.instance.cluster.state == GpuState.FAILED).any())
+        self.idle_rounds = self.idle_rounds + 1 if not placed.gpus and not out_of_service else 0
         if self.idle_rounds >= 3:
             what = f"{rnd.instance.name}: method {self.cfg.policy!r}"
             raise InfeasibleRoundError(f"{what} placed no job for 3 rounds while {len(self.active)} wait")
@@ -592,6 +774,7 @@ class _Simulation:
             fallbacks=self.fallbacks,
             wall_seconds=wall_seconds,
             unplaceable={self.trace[i].id: why for i, why in self.unplaceable.items()},
+            failures=self.fstats,
         )
         result.summary = summarize(result)
         return result
@@ -616,7 +799,7 @@ def simulate(
         ``submit_time``, ``iterations``, ``model``, ``perfclass``, ``iter_time``).
     cluster
         The cluster; its ``factors`` are the raw per-GPU factors (1.0 = median GPU).  GPU
-        states are ignored (every GPU is in service).
+        states are ignored (every GPU is in service unless ``config.failures`` takes it out).
     config
         Simulation parameters (defaults: PAL, FIFO, 360 s rounds, λ = 1.7).
     progress
@@ -647,9 +830,10 @@ def simulate(
         if not sim.active:
             sim.skip_idle()
             continue
+        sim.fail_at_boundary()
         rnd = sim.queue_round()
         placed = sim.place(rnd, validate)
-        tally = sim.run_round(rnd, placed)
+        tally = sim.run_round(rnd, placed, validate)
         sim.complete(tally)
         sim.record_round(rnd, placed, tally)
         if progress is not None:

@@ -54,7 +54,11 @@ JOB_COLUMNS: tuple[str, ...] = (
     "restarts",
     "rounds_run",
     "rounds_spanning",
+    "priority",
+    "preempted_gpu_hours",
     "stages",
+    "failures",
+    "lost_gpu_seconds",
 )
 
 
@@ -79,7 +83,7 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
     }
     config = dict(result.config)
     config.update(extra_config or {})
-    return {
+    doc = {
         **summary,
         "queueing_delay": summary["avg_queueing_delay"],
         "unplaceable": [{"job": k, "reason": v} for k, v in result.unplaceable.items()],
@@ -88,6 +92,9 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
         "job_results": [j.to_row() for j in result.jobs],
         "round_log": cols,
     }
+    if result.failures is not None:
+        doc["failure_log"] = result.failures.log()
+    return doc
 
 
 def jobs_table(result: SimulationResult) -> Any:

@@ -7,9 +7,12 @@ of those imports the other.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import JobId
+
+if TYPE_CHECKING:
+    from .failures import FailureStats
 
 __all__ = ["JobRecord", "RoundRecord", "SimulationResult"]
 
@@ -38,6 +41,8 @@ class JobRecord:
     priority: int = 0
     preempted_gpu_hours: float = 0.0  # Σ over preemptions of GPUs × the round's hours
     stages: int = 1  # pipeline stages (1: a gang)
+    failures: int = 0  # times a failure took one of its GPUs while it ran
+    lost_gpu_seconds: float = 0.0  # GPUs × seconds of work lost to failures
 
     @property
     def jct(self) -> float | None:
@@ -74,6 +79,8 @@ class JobRecord:
             "priority": self.priority,
             "preempted_gpu_hours": self.preempted_gpu_hours,
             "stages": self.stages,
+            "failures": self.failures,
+            "lost_gpu_seconds": self.lost_gpu_seconds,
         }
 
 
@@ -106,3 +113,5 @@ class SimulationResult:
     summary: dict[str, Any] = field(default_factory=dict)
     #: jobs no round could serve (e.g. needing more GPUs than the cluster has), with the reason
     unplaceable: dict[Any, str] = field(default_factory=dict)
+    #: what failures did (None: the run had no failures)
+    failures: FailureStats | None = None

@@ -17,6 +17,11 @@ Definitions (times in seconds):
 * **Preempted GPU-hours**: each time a running job is left without GPUs, its GPUs × the round
   length in hours; ``preempted_gpu_hours_weighted`` weighs each by ``1 + priority``
   (:mod:`pal_opt.cost.preemption`).  ``by_priority`` gives JCT and preemptions per priority.
+* **Failures** (``failures``, only when the run injects them, :mod:`.failures`): failures (GPU and
+  server), jobs hit, **lost GPU-hours** (Σ over jobs hit of GPUs × seconds of work since the
+  last checkpoint / 3600), GPU-hours out of service, repairs run inside rounds and the jobs
+  they re-placed, restarts per job (every restart: moves, resumptions and restarts after a
+  failure) and failure restarts per job (times a failure hit the job), mean and max.
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
     gpu_slow = sum(j.demand * j.slowdown_seconds for j in jobs)
     run_rounds = sum(j.rounds_run for j in jobs)
     span_rounds = sum(j.rounds_spanning for j in jobs)
-    return {
+    figures = {
         "jobs": len(jobs),
         "jobs_finished": int(jct.size),
         "avg_jct": float(jct.mean()) if jct.size else None,
@@ -116,3 +121,6 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "wall_seconds": float(result.wall_seconds),
         **_pipeline_figures(result),
     }
+    if result.failures is not None:
+        figures["failures"] = result.failures.summary([j.restarts for j in jobs], [j.failures for j in jobs])
+    return figures
