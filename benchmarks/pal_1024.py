@@ -293,9 +293,7 @@ def gap_accounting(by: dict[str, dict[str, Any]], rounds: list[dict[str, Any]], 
             f"{gpus:,} GPUs: PAL can leave the slow GPUs idle.  On the {len(rs)} sampled rounds the program's bound is "
             f"{_pct(heur, 2)} below PAL's geometric-mean slowdown at the median, {zero} rounds within 0.1 % "
             f"(p90 {_pct(_q([r['heur_gap'] for r in rs], 0.9), 2)}); priced with the raw factors the jobs run at, "
-            f"the program's placement is {_pct(raw, 2)} faster at the median.  {_pct(loc, 0)} of ln(slowdown) of "
-            f"PAL's placements is the locality penalty λ = 1.7, which a gang larger than one 8-GPU server pays "
-            f"whoever places it; only the rest is the placement's to choose.")
+            f"the program's placement is {_pct(raw, 2)} faster at the median.  " + _locality_sentence(loc))
         lines.append(
             f"**{admission}: the run.** The GPU-weighted slowdown is {p['gpu_weighted_slowdown']:.4f} under PAL and "
             f"{q['gpu_weighted_slowdown']:.4f} under the program ({_pct(slow, 2)}); the per-job mean slowdown, "
@@ -308,6 +306,19 @@ def gap_accounting(by: dict[str, dict[str, Any]], rounds: list[dict[str, Any]], 
             f"(average queueing {p['avg_queueing_h']:.2f} h under PAL, {q['avg_queueing_h']:.2f} h under the "
             f"program) and the two runs' different trajectories, which one trace and one draw cannot separate.")
     return lines
+
+
+def _locality_sentence(share: float | None) -> str:
+    """What share of ln(slowdown) of PAL's placements the locality penalty is (a share above 100 %:
+    the slowest GPUs of PAL's gangs are faster than the median GPU, factors below 1)."""
+    if share is None:
+        return ""
+    head = (f"The locality penalty is {_pct(share, 0)} of ln(slowdown) of PAL's placements at the median "
+            "round: every gang larger than one 8-GPU server pays λ = 1.7 whoever places it")
+    if share >= 1:
+        return head + ("; the GPUs themselves add nothing, PAL's gangs run on GPUs at least as fast as the "
+                       "median one (factors below 1), so the program has little left to win per round.")
+    return head + f"; only the other {_pct(1 - share, 0)}, the slowest GPU's factor, is the placement's to choose."
 
 
 def plot(rows: list[dict[str, Any]], rounds: list[dict[str, Any]], path: Path) -> None:
@@ -400,6 +411,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         wr = csv.DictWriter(f, fieldnames=ROUND_COLUMNS, extrasaction="ignore")
         wr.writeheader()
         wr.writerows(rounds)
+    with open(out / "pal_1024_jobs.csv", "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["policy", "jct_h"])
+        wr.writerows((r["policy"], f"{x / 3600:.6f}") for r in rows for x in r["_jct"])
     (out / "pal_1024.md").write_text(write_markdown(rows, rounds, meta))
     plot(rows, rounds, out / "pal_1024.png")
     print(f"pal_1024: wrote {out}/pal_1024.md ({meta['seconds']:.0f} s)", file=sys.stderr)
