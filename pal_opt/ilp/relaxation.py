@@ -91,7 +91,9 @@ class Relaxation:
             level = int(np.searchsorted(vals, np.asarray(factors[job.perfclass], dtype=np.float64)[pos].max()))
             span = int(cl.span_level_pos(pos))
             node = {0: int(cl.server_of[pos[0]]), 1: int(cl.rack_of[pos[0]]), 2: 0}[span]
-            out[where[(tid[(job.perfclass, job.demand, tuple(float(x) for x in job.locality))], span, node, level)]] += 1
+            loc = job.locality
+            t = tid[(job.perfclass, job.demand, (float(loc[0]), float(loc[1]), float(loc[2])))]
+            out[where[(t, span, node, level)]] += 1
         return out
 
     def summary(self) -> dict[str, object]:
@@ -194,7 +196,8 @@ def build_relaxation(instance: RoundInstance, admitted: Sequence[int], factors: 
     types: dict[tuple[str, int, tuple[float, float, float]], int] = {}
     for i in admitted:
         j = instance.jobs[i]
-        key = (j.perfclass, j.demand, tuple(float(x) for x in j.locality))
+        loc = j.locality
+        key = (j.perfclass, j.demand, (float(loc[0]), float(loc[1]), float(loc[2])))
         types[key] = types.get(key, 0) + 1
     profiles = _profiles(factors, [k[0] for k in types], free)
     parts = _partitions(cl, cl.server_of[free])

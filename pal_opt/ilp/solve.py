@@ -355,9 +355,8 @@ def solve_ilp(
         Same instance and options give the same placement (see the backends); options passed to
         the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
     start
-        A placement of exactly the admitted jobs (``{job id: GPU ids}``; else an
-        :class:`~pal_opt.errors.OptionError`), priced with the greedy starts (source ``"given"``):
-        the cheapest is the warm start and fallback, so the result never costs more.
+        A placement of exactly the admitted jobs (``{job id: GPU ids}``; else an OptionError),
+        priced with the greedy starts (source ``"given"``): the cheapest is the warm start.
 
     Returns
     -------
@@ -388,16 +387,13 @@ def solve_ilp(
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
                                  admission=setup.admission, info=info)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start)
-    if start is None and is_large_round(instance, setup.admitted):
-        done = _flow_free(att, opts)
-        if done is not None:
-            return done
+    if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
+        return done
     try:
         _start(att)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
-    if clock.limited:  # the stages' own deadlines bound the solver (_Attempt.stage_options)
-        opts = replace(opts, time_limit=None)
+    opts = replace(opts, time_limit=None) if clock.limited else opts  # the stages' deadlines bound it
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
 
@@ -472,11 +468,14 @@ def _greedy_first(att: _Attempt) -> None:
 
 
 def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
-    """A large round (:mod:`pal_opt.ilp.scale`): PAL's greedy and the packing greedy placements,
+    """A large round (:mod:`pal_opt.ilp.scale`; None for others and with a given start): PAL's
+    greedy and the packing greedy placements,
     the flow-free relaxation's bound; the cheaper placement with that bound when the gap target
     is met or a time limit leaves no room to build the program, else None (the program's path
     follows, keeping the bound and the start placement)."""
     setup, clock = att.setup, att.clock
+    if att.given_start is not None or not is_large_round(att.instance, setup.admitted):
+        return None
     try:
         _greedy_first(att)
         t0 = time.perf_counter()
