@@ -90,6 +90,8 @@ from .backends.base import Backend, BackendAbandoned, BackendInterrupted, Backen
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
+from .packing import fast_packing
+from .scale import flow_free_bound, is_large_round
 from .stageround import has_pipelines, solve_stage_round
 
 __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
@@ -353,9 +355,8 @@ def solve_ilp(
         Same instance and options give the same placement (see the backends); options passed to
         the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
     start
-        A placement of exactly the admitted jobs (``{job id: GPU ids}``; else an
-        :class:`~pal_opt.errors.OptionError`), priced with the greedy starts (source ``"given"``):
-        the cheapest is the warm start and fallback, so the result never costs more.
+        A placement of exactly the admitted jobs (``{job id: GPU ids}``; else an OptionError),
+        priced with the greedy starts (source ``"given"``): the cheapest is the warm start.
 
     Returns
     -------
@@ -386,12 +387,13 @@ def solve_ilp(
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
                                  admission=setup.admission, info=info)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start)
+    if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
+        return done
     try:
         _start(att)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
-    if clock.limited:  # the stages' own deadlines bound the solver (_Attempt.stage_options)
-        opts = replace(opts, time_limit=None)
+    opts = replace(opts, time_limit=None) if clock.limited else opts  # the stages' deadlines bound it
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
 
@@ -449,7 +451,10 @@ def program_build_estimate(instance: RoundInstance, setup: RoundSetup) -> float:
 
 def _greedy_first(att: _Attempt) -> None:
     """Under a deadline, before anything else: PAL's greedy placement of the admitted jobs, priced
-    (the answer if time runs out); the time pricing took sets the reserve kept for the end."""
+    (the answer if time runs out); the time pricing took sets the reserve kept for the end.
+    Nothing to do when a start placement is known already."""
+    if att.greedy is not None:
+        return
     t0 = time.perf_counter()
     placement = pal_greedy(att.instance, att.setup.factors, att.setup.admitted)
     t1 = time.perf_counter()
@@ -460,6 +465,48 @@ def _greedy_first(att: _Attempt) -> None:
     att.info["start_pal_objective"] = att.gcost
     att.info["start_source"] = att.source
     att.info["greedy_seconds"] = t1 - t0
+
+
+def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
+    """A large round (:mod:`pal_opt.ilp.scale`; None for others and with a given start): PAL's
+    greedy and the packing greedy placements,
+    the flow-free relaxation's bound; the cheaper placement with that bound when the gap target
+    is met or a time limit leaves no room to build the program, else None (the program's path
+    follows, keeping the bound and the start placement)."""
+    setup, clock = att.setup, att.clock
+    if att.given_start is not None or not is_large_round(att.instance, setup.admitted):
+        return None
+    try:
+        _greedy_first(att)
+        t0 = time.perf_counter()
+        _price_start(att, "packing", fast_packing(att.instance, setup.admitted, setup.factors) or {})
+        att.info["start_source"] = att.source
+        att.info["packing_seconds"] = time.perf_counter() - t0
+        bound, info = flow_free_bound(att.instance, setup.admitted, setup.factors, setup.backend,
+                                      att.stage_options(opts, then_decode=False))
+    except TimeLimitReached as exc:
+        return _out_of_time(att, exc)
+    att.info.update(info)
+    if bound is None:
+        return None
+    att.lp_bound, att.lp_seconds = bound, float(info["relaxation_seconds"])
+    att.build_seconds = float(info["relaxation_build_seconds"])
+    demand = setup.demand
+    within = att.gcost - bound <= max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL))
+    no_room = clock.limited and clock.left() - att.reserve < program_build_estimate(att.instance, setup)
+    if not within and not no_room:
+        return None
+    if not within:
+        att.info["time_limit_reached"] = "building the program"
+    best = min(bound, att.gcost)
+    rgap = relative_gap(att.gcost, best, demand)
+    proven = rgap is not None and rgap <= OPTIMALITY_TOL
+    att.info["solver_status"] = ("start placement within the gap of the flow-free relaxation" if within
+                                 else "no time to build the program; the flow-free relaxation's bound")
+    att.info["incumbent"] = f"start ({att.source})"
+    return att.result(att.greedy or {}, status=Status.OPTIMAL if proven else Status.FEASIBLE,
+                      solve_seconds=att.lp_seconds, bound=best, gap=rgap,
+                      message="" if proven else f"{att.info['relaxation']}: {att.info['solver_status']}")
 
 
 def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
@@ -562,8 +609,11 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     Records the bound in ``att``; None when the MIP is still needed."""
     assert att.greedy is not None
     t1 = time.perf_counter()
+    known = att.lp_bound  # the flow-free relaxation's, on a large round
     try:
         att.lp_bound = solver.relaxation_bound(att.program, opts)
+        if known is not None:
+            att.lp_bound = known if att.lp_bound is None else max(att.lp_bound, known)
     except BackendAbandoned:
         raise KeyboardInterrupt from None
     except KeyboardInterrupt:  # BackendInterrupted, or a Ctrl-C while the LP was translated

@@ -1,0 +1,109 @@
+"""Large rounds (issue 15): the flow-free relaxation is a valid bound, the packing greedy without
+the program makes the same placement, and rounds above the threshold take that path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pal_opt import check, solve
+from pal_opt.cost import evaluate
+from pal_opt.generate import generate_instance
+from pal_opt.ilp.backends import SolveOptions, get_backend
+from pal_opt.ilp.formulation import build_formulation
+from pal_opt.ilp.heuristic import packing_greedy
+from pal_opt.ilp.packing import fast_packing
+from pal_opt.ilp.program import Program
+from pal_opt.ilp.relaxation import build_relaxation
+from pal_opt.ilp.scale import LARGE_ROUND_GPUS, is_large_round
+from pal_opt.ilp.solve import prepare_round
+
+pytest.importorskip("highspy")
+
+# (nodes, GPUs per node, jobs, racks, busy fraction, seed)
+SMALL = [(8, 4, 20, 0, 0.0, 0), (16, 4, 40, 0, 0.0, 1), (12, 8, 40, 0, 0.2, 2), (16, 4, 40, 4, 0.0, 3),
+         (16, 8, 45, 4, 0.1, 4), (24, 4, 30, 0, 0.3, 5)]
+
+
+def _round(nodes, per, jobs, racks, busy, seed):  # type: ignore[no-untyped-def]
+    return generate_instance(nodes, per, jobs, racks=racks, busy_fraction=busy, seed=seed)
+
+
+def _lp(program: Program) -> float:
+    bound = get_backend("highs")().relaxation_bound(program, SolveOptions())
+    assert bound is not None
+    return bound
+
+
+@pytest.mark.parametrize("couple", [True, False])
+@pytest.mark.parametrize("case", SMALL)
+def test_flow_free_bound_is_at_most_the_proven_optimum(case, couple):  # type: ignore[no-untyped-def]
+    inst = _round(*case)
+    setup = prepare_round(inst, None, "highs", None, None)
+    best = solve(inst, "ilp", backend="highs")
+    assert best.status.value == "optimal"
+    relax = build_relaxation(inst, setup.admitted, setup.factors, couple=couple)
+    assert relax is not None
+    bound = _lp(relax.program)
+    assert bound <= best.objective + 1e-6 * max(1.0, abs(best.objective))
+    # the optimal placement, fixed in the slot columns, is feasible and costs what it costs
+    v = relax.slot_values(inst, best.placements, setup.factors)
+    cols = relax.slots[:, 0]
+    lo, hi = relax.program.col_lo.copy(), relax.program.col_hi.copy()
+    lo[cols], hi[cols] = v[cols], v[cols]
+    p = relax.program
+    fixed = Program.from_arrays(c=p.c, A=p.A, row_lo=p.row_lo, row_hi=p.row_hi, col_lo=lo, col_hi=hi,
+                                integrality=p.integrality, obj_offset=p.obj_offset)
+    assert _lp(fixed) == pytest.approx(best.objective, abs=1e-6)
+
+
+def test_coupling_tightens_the_bound() -> None:
+    inst = _round(64, 8, 150, 0, 0.0, 7)
+    setup = prepare_round(inst, None, "highs", None, None)
+    loose = _lp(build_relaxation(inst, setup.admitted, setup.factors, couple=False).program)  # type: ignore[union-attr]
+    tight = _lp(build_relaxation(inst, setup.admitted, setup.factors, couple=True).program)  # type: ignore[union-attr]
+    assert loose <= tight + 1e-9
+    form = build_formulation(inst, setup.admitted, factors=setup.factors)
+    exact_lp = _lp(form)
+    # a relaxation of the program: at most the program's own LP bound, and close to it
+    assert tight <= exact_lp + 1e-6
+    assert np.expm1((exact_lp - tight) / setup.demand) < 0.005
+
+
+@pytest.mark.parametrize("case", [c for c in SMALL if c[3] == 0] + [(256, 8, 600, 0, 0.1, 8)])
+def test_fast_packing_places_as_the_packing_greedy(case):  # type: ignore[no-untyped-def]
+    inst = _round(*case)
+    setup = prepare_round(inst, None, "highs", None, None)
+    form = build_formulation(inst, setup.admitted, factors=setup.factors)
+    assert fast_packing(inst, setup.admitted, setup.factors) == packing_greedy(form)
+
+
+def test_large_rounds_take_the_flow_free_path() -> None:
+    inst = generate_instance(1024, 8, 2376, seed=0)
+    assert inst.free_gpus > LARGE_ROUND_GPUS
+    setup = prepare_round(inst, None, "highs", None, None)
+    assert is_large_round(inst, setup.admitted)
+    res = solve(inst, "ilp", backend="highs", gap=0.01)
+    assert res.info["relaxation"] == "flow-free (highs)"
+    assert check(inst, res) == []
+    assert res.bound is not None and res.bound <= res.objective
+    assert res.gap is not None and res.gap <= 0.01
+    assert res.objective == pytest.approx(evaluate(inst, res.placements, setup.factors).cost)
+
+
+def test_small_rounds_keep_the_program_path() -> None:
+    inst = generate_instance(256, 8, 600, seed=0)
+    setup = prepare_round(inst, None, "highs", None, None)
+    assert not is_large_round(inst, setup.admitted)
+    assert is_large_round(inst, setup.admitted, threshold=1024)
+    res = solve(inst, "ilp", backend="highs", gap=0.01)
+    assert "relaxation" not in res.info
+
+
+def test_relaxation_does_not_apply_with_charged_moves() -> None:
+    inst = generate_instance(16, 4, 30, seed=3, running_fraction=0.5, restart_cost=30.0)
+    setup = prepare_round(inst, None, "highs", None, None)
+    if not any(inst.jobs[i].placement is not None for i in setup.admitted):  # pragma: no cover
+        pytest.skip("no running admitted job")
+    assert build_relaxation(inst, setup.admitted, setup.factors) is None
+    assert not is_large_round(inst, setup.admitted, threshold=0)
