@@ -231,3 +231,13 @@ def test_subprocess_exit_codes(tmp_path, capsys):
     assert "Traceback" not in r.stderr and not out.exists()
     r = _pal_opt("solve", tmp_path / "missing.json", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing.json" in r.stderr
+
+
+def test_help_imports_no_numpy():
+    """``pal-opt --help`` and ``pal-opt simulate --help`` build every parser without numpy (the
+    failure defaults the help prints live in :mod:`pal_opt.simulate.choices`)."""
+    for args in (["--help"], ["simulate", "--help"]):
+        code = ("import sys\nfrom pal_opt.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+                "print('numpy' in sys.modules)")
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, check=True)
+        assert out.stdout.splitlines()[-1] == "False", args

@@ -105,7 +105,7 @@ def _positive_or_inf(text: str) -> float:
 
 
 def _add_failure_arguments(p: argparse.ArgumentParser) -> None:
-    from .failures import (
+    from .choices import (
         DEFAULT_CHECKPOINT_INTERVAL,
         DEFAULT_GPU_MTBF_HOURS,
         DEFAULT_REPAIR_SECONDS,
