@@ -13,8 +13,8 @@ import pytest
 from pal_opt import cli
 from pal_opt.check import violations
 from pal_opt.errors import OptionError
-from pal_opt.hetero.configs import GpuType, enumerate_configs
 from pal_opt.hetero.cli import detect_trace_format
+from pal_opt.hetero.configs import GpuType, enumerate_configs
 from pal_opt.hetero.goodput import JobKind
 from pal_opt.hetero.gpus import Layout, Variability, draw_variability, parse_variability
 from pal_opt.hetero.ilptypes import IlpTypesPolicy

@@ -71,10 +71,6 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         throughput_table,
         valid_configs,
     )
-    from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability
-    from .ilptypes import IlpTypesPolicy
-    from .levelprogram import LevelProgram, LevelRound, build_level_program
-    from .typeblind import TypeBlindPolicy, effective_type, gang_state
     from .goodput import (
         BatchChoice,
         JobKind,
@@ -94,6 +90,9 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         progress_rate,
         training_target,
     )
+    from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability
+    from .ilptypes import IlpTypesPolicy
+    from .levelprogram import LevelProgram, LevelRound, build_level_program
     from .perfmodel import (
         PerfParams,
         ProfileObservations,
@@ -145,6 +144,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         simulate_sia,
         summarise,
     )
+    from .typeblind import TypeBlindPolicy, effective_type, gang_state
     from .workload import (
         PhillyTrace,
         Workload,

@@ -26,11 +26,11 @@ import numpy as np
 
 from ..model import Job, RoundInstance, RoundParams
 from .configs import GpuType
+from .goodput import JobKind
 from .gpus import Layout, Variability
 from .levelprogram import LevelRound, build_level_program
 from .policy import SiaParams, SiaPolicy
 from .round import RoundDecision, RoundInput, solve_program
-from .goodput import JobKind
 from .simjob import SimJob
 from .typeblind import NOMINAL, core_cluster
 
@@ -48,6 +48,11 @@ class IlpTypesPolicy(SiaPolicy):
         Sia's parameters (power, λ_n, backend, time limit).
     variability
         Per-GPU factors (the binned ones are used).
+    move_cost
+        None: a job whose type and count are unchanged keeps its GPUs.  A number S of seconds:
+        whenever some job must be placed, stage 2 re-places every allocated job but the
+        restarting ones, the others' current GPUs given as their running placement and a move
+        priced as losing S seconds of the round (the core program's restart term).
     """
 
     def __init__(
@@ -56,8 +61,11 @@ class IlpTypesPolicy(SiaPolicy):
         params: SiaParams | None = None,
         variability: Variability | None = None,
         on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
+        *,
+        move_cost: float | None = None,
     ) -> None:
         super().__init__(cluster, params, on_round)
+        self.move_cost = move_cost
         self.layout = Layout(tuple(self.types))
         self.variability = variability or Variability()
         self.classes = sorted({self.variability.key(a) or NOMINAL for a in self.variability.raw} | {NOMINAL})
@@ -143,8 +151,17 @@ class IlpTypesPolicy(SiaPolicy):
                 keep[j.index] = held
             else:
                 move.append((j, t, n))
+        if move and self.move_cost is not None:
+            restarting = {j.index for j in active if j.rescale_time > 0}
+            move += [(j, t, n) for j, t, n in wanted if j.index in keep and j.index not in restarting]
+            keep = {i: g for i, g in keep.items() if i in restarting}
         self.holding = {**keep, **self._stage2(keep, move)}
         return {j.index: self.holding.get(j.index, ()) for j in active}
+
+    def _running(self, job: SimJob, t: int, n: int) -> tuple[int, ...] | None:
+        """The GPUs a job re-placed at its current type and count holds (its running placement)."""
+        held = self.holding.get(job.index, ())
+        return held if self.move_cost is not None and held and int(self.layout.type_of[held[0]]) == t and len(held) == n else None
 
     def _stage2(self, keep: dict[int, tuple[int, ...]], move: Sequence[tuple[SimJob, int, int]]) -> dict[int, tuple[int, ...]]:
         """GPUs of the jobs to (re)place, by the core round program on the GPUs nobody keeps."""
@@ -158,8 +175,10 @@ class IlpTypesPolicy(SiaPolicy):
         factors = {c: self._factors(c) for c in self.classes if c != NOMINAL}
         cluster = core_cluster(self.layout, factors, busy, typed=True)
         jobs = tuple(Job(j.index, n, self.classes[self._class_index(j)], position=i, kind="guaranteed",
-                         gpu_type=self.types[t].name) for i, (j, t, n) in enumerate(move))
-        inst = RoundInstance(cluster, jobs, RoundParams(binning="none"))
+                         gpu_type=self.types[t].name, placement=self._running(j, t, n))
+                     for i, (j, t, n) in enumerate(move))
+        params = RoundParams(binning="none", restart_cost=self.move_cost or 0.0, round_length=60.0)
+        inst = RoundInstance(cluster, jobs, params)
         result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=10.0)
         out = {int(k): tuple(sorted(int(g) for g in v)) for k, v in result.placements.items()}
         for j, t, n in move:  # what the program could not place (it should not happen): first free GPUs

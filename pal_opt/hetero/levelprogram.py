@@ -135,9 +135,9 @@ def build_level_program(r: LevelRound) -> LevelProgram:
     for i in range(nr):
         for c in range(nt):
             z = float(_scaled(np.asarray([r.rigid_costs[i, c]]), r.lambda_n)[0])
-            pinned = int(r.pinned_rigid[i]) == c
-            if pinned or (int(r.pinned_rigid[i]) < 0 and z < 0 and r.rigid_gpus[i] <= cs.types[c].total_gpus):
-                cols.append((na + i, c, -1, z, pinned))
+            held = int(r.pinned_rigid[i]) == c
+            if held or (int(r.pinned_rigid[i]) < 0 and z < 0 and r.rigid_gpus[i] <= cs.types[c].total_gpus):
+                cols.append((na + i, c, -1, z, held))
     job = np.array([x[0] for x in cols], dtype=np.int64)
     choice = np.array([x[1] for x in cols], dtype=np.int64)
     level = np.array([x[2] for x in cols], dtype=np.int64)

@@ -83,6 +83,9 @@ class SimConfig:
         ignoring types (:class:`~pal_opt.hetero.typeblind.TypeBlindPolicy`).
     variability
         Per-GPU factors (:func:`pal_opt.hetero.gpus.draw_variability`); default nominal.
+    ilp_move_cost
+        ``ilp``'s stage 2: None keeps the GPUs of jobs whose type and count are unchanged; S
+        seconds re-places them with a move priced as S seconds lost (``IlpTypesPolicy``).
     """
 
     round_length: float = 60.0
@@ -90,6 +93,7 @@ class SimConfig:
     max_time: float = 30 * 24 * 3600.0
     method: str = "sia"
     variability: Variability = field(default_factory=Variability)
+    ilp_move_cost: float | None = None
 
     def __post_init__(self) -> None:
         if self.method not in HETERO_METHODS:
@@ -252,7 +256,7 @@ def make_policy(
     if cfg.method == "sia":
         return SiaPolicy(cluster, cfg.policy, on_round)
     if cfg.method == "ilp":
-        return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round)
+        return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost)
     return TypeBlindPolicy(Layout(tuple(cluster)), cfg.method, cfg.variability)
 
 

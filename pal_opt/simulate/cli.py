@@ -235,9 +235,9 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
     status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got)."""
+    from ..hetero.cli import resolve_trace_format, run_folded
     from ..io.traces import read_trace
     from .engine import build_cluster, parse_cluster
-    from ..hetero.cli import resolve_trace_format, run_folded
     from .metrics import require_matplotlib
     from .variability import variability_source
 
