@@ -2,14 +2,17 @@
 
 Stage 1 (:mod:`pal_opt.hetero.levelprogram`)
     Sia's goodput rows (:class:`pal_opt.hetero.policy.SiaPolicy`: learned models, projection,
-    normalisation, re-allocation factor) and Sia's objective, over columns (job, type, count,
-    nodes, variability level): type, count and the quality of the GPUs are chosen together.
+    normalisation, re-allocation factor) and Sia's objective.  With ``levels=True`` the columns
+    are (job, type, count, nodes, variability level): type, count and the quality of the GPUs
+    chosen together; by default (``levels=False``) one level per type, i.e. Sia's program.
 Stage 2 (pal-opt's round program, :func:`pal_opt.solve.solve` with ``ilp``)
-    A job whose type and count are unchanged keeps its GPUs (so does a job still restarting);
-    the others are placed by the core round program on the remaining GPUs of a typed cluster,
-    each as a *guaranteed* job of its chosen type and count, with the binned factors the
-    scheduler sees (binning ``none``: they are binned already) and the default locality
-    penalties: it minimises Σ demand · ln(slowdown), slowest factor × locality.
+    Whenever some job must be (re)placed, every allocated job but those still restarting is
+    placed by the core round program on a typed cluster, each as a *guaranteed* job of its
+    chosen type and count, its current GPUs as its running placement and a move priced as
+    ``move_cost`` seconds lost (default 5), with the binned factors the scheduler sees (binning
+    ``none``: they are binned already) and the default locality penalties: it minimises
+    Σ demand · ln(slowdown), slowest factor × locality, plus the moves.  With
+    ``move_cost=None`` a job whose type and count are unchanged keeps its GPUs instead.
 
 Both stages see the same binned factors as every other policy (:mod:`pal_opt.hetero.gpus`).
 The program is two-level, not one joint GPU-level program: stage 1's level rows are exact for
@@ -49,10 +52,15 @@ class IlpTypesPolicy(SiaPolicy):
     variability
         Per-GPU factors (the binned ones are used).
     move_cost
-        None: a job whose type and count are unchanged keeps its GPUs.  A number S of seconds:
+        None: a job whose type and count are unchanged keeps its GPUs.  A number S of seconds
+        (default 5):
         whenever some job must be placed, stage 2 re-places every allocated job but the
         restarting ones, the others' current GPUs given as their running placement and a move
         priced as losing S seconds of the round (the core program's restart term).
+    levels
+        True: stage 1 is the level program.  False (default): stage 1 is Sia's program unchanged
+        (one level per type, factor 1) and only stage 2 sees the variability; measured better
+        (``formulations/sia_ilp_types.md`` §5).
     """
 
     def __init__(
@@ -62,10 +70,12 @@ class IlpTypesPolicy(SiaPolicy):
         variability: Variability | None = None,
         on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
         *,
-        move_cost: float | None = None,
+        move_cost: float | None = 5.0,
+        levels: bool = False,
     ) -> None:
         super().__init__(cluster, params, on_round)
         self.move_cost = move_cost
+        self.use_levels = levels
         self.layout = Layout(tuple(self.types))
         self.variability = variability or Variability()
         self.classes = sorted({self.variability.key(a) or NOMINAL for a in self.variability.raw} | {NOMINAL})
@@ -84,6 +94,10 @@ class IlpTypesPolicy(SiaPolicy):
         counts: list[list[np.ndarray]] = []
         for t in range(len(self.types)):
             on = self.layout.type_of == t
+            if not self.use_levels:
+                levels.append([np.ones(1) for _ in self.classes])
+                counts.append([np.array([int(on.sum())]) for _ in self.classes])
+                continue
             pairs = [np.unique(self._factors(c)[on], return_counts=True) for c in self.classes]
             levels.append([v for v, _ in pairs])
             counts.append([n for _, n in pairs])
@@ -91,6 +105,8 @@ class IlpTypesPolicy(SiaPolicy):
 
     def _level(self, job: SimJob, gpus: Sequence[int]) -> int:
         """Level of the slowest binned factor of the job's class among ``gpus``."""
+        if not self.use_levels:
+            return 0
         c = self._class_index(job)
         t = int(self.layout.type_of[gpus[0]])
         worst = float(self._factors(self.classes[c])[list(gpus)].max())

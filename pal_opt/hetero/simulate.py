@@ -85,7 +85,11 @@ class SimConfig:
         Per-GPU factors (:func:`pal_opt.hetero.gpus.draw_variability`); default nominal.
     ilp_move_cost
         ``ilp``'s stage 2: None keeps the GPUs of jobs whose type and count are unchanged; S
-        seconds re-places them with a move priced as S seconds lost (``IlpTypesPolicy``).
+        seconds (default 5) re-places them with a move priced as S seconds lost
+        (``IlpTypesPolicy``).
+    ilp_levels
+        ``ilp``'s stage 1 with variability levels (True) or Sia's program unchanged (False, the
+        default: measured better on newtrace-7's first 250 jobs, ``formulations/sia_ilp_types.md``).
     """
 
     round_length: float = 60.0
@@ -93,7 +97,8 @@ class SimConfig:
     max_time: float = 30 * 24 * 3600.0
     method: str = "sia"
     variability: Variability = field(default_factory=Variability)
-    ilp_move_cost: float | None = None
+    ilp_move_cost: float | None = 5.0
+    ilp_levels: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in HETERO_METHODS:
@@ -256,7 +261,8 @@ def make_policy(
     if cfg.method == "sia":
         return SiaPolicy(cluster, cfg.policy, on_round)
     if cfg.method == "ilp":
-        return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost)
+        return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
+                              levels=cfg.ilp_levels)
     return TypeBlindPolicy(Layout(tuple(cluster)), cfg.method, cfg.variability)
 
 
