@@ -169,7 +169,7 @@ class IlpTypesPolicy(SiaPolicy):
                 move.append((j, t, n))
         if move and self.move_cost is not None:
             restarting = {j.index for j in active if j.rescale_time > 0}
-            move += [(j, t, n) for j, t, n in wanted if j.index in keep and j.index not in restarting]
+            move += [(j, t, n) for j, t, n in wanted if t is not None and j.index in keep and j.index not in restarting]
             keep = {i: g for i, g in keep.items() if i in restarting}
         self.holding = {**keep, **self._stage2(keep, move)}
         return {j.index: self.holding.get(j.index, ()) for j in active}
