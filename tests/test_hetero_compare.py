@@ -100,6 +100,8 @@ def test_simulate_on_a_sia_trace_equals_simulate_sia(sia_dir: Path, tmp_path: Pa
         ("pal", ["--profiles", "P"], "--profiles does not apply to a pal trace"),
         ("pal", ["--policy", "sia"], "--policy sia does not apply to a pal trace"),
         ("odd", [], "cannot tell the trace format from the header"),
+        ("sia", ["--trace-format", "pal"], "missing column(s) job_id"),
+        ("pal", ["--trace-format", "sia", "--profiles", "P"], "missing column(s) name"),
     ],
 )
 def test_simulate_bad_combinations_are_one_line_and_exit_2(
