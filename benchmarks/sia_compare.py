@@ -15,6 +15,7 @@ Usage::
 
     PYTHONPATH=$PWD nice -n 10 python benchmarks/sia_compare.py [--update | --out-dir DIR]
         [--traces 1,2,...,7] [--policies sia,ilp,pal,packed] [--variability none,longhorn] [--workers 2]
+        [--no-run]
 """
 
 from __future__ import annotations
@@ -173,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("--variability", default=",".join(VARIABILITY))
     ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")
+    ap.add_argument("--no-run", action="store_true",
+                    help="run nothing: rewrite the tables and the plot from the runs kept in the output directory")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if not DATA.is_dir() or not LONGHORN.is_dir():
@@ -181,21 +184,34 @@ def main(argv: list[str] | None = None) -> int:
     traces = [int(t) for t in args.traces.split(",") if t]
     out = output_dir(args, "sia_compare")
     cache = out / "sia_compare_runs.json"
+    fail_path = out / "sia_compare_failed.json"
     runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
     todo = [(t, p, v) for t in traces for v in args.variability.split(",") for p in args.policies.split(",")
-            if f"{t}/{p}/{v}" not in runs]
+            if f"{t}/{p}/{v}" not in runs and not args.no_run]
+    failed: dict[str, str] = json.loads(fail_path.read_text()) if fail_path.is_file() else {}
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
         futures = {pool.submit(run_one, *task): task for task in todo}
         for f in as_completed(futures):
-            r = f.result()
+            try:
+                r = f.result()
+            except Exception as exc:  # one failed simulation must not lose the others
+                t, p, v = futures[f]
+                print(f"sia_compare: {t}/{p}/{v}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                failed[f"{t}/{p}/{v}"] = f"{type(exc).__name__}: {exc}"
+                continue
             runs[_key(r)] = r
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)
+    if failed:
+        fail_path.write_text(json.dumps(failed, indent=1) + "\n")
     meta = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
             "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
             "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
     done = sorted({r["trace"] for r in runs.values()})
-    (out / "sia_compare.md").write_text(write_markdown(runs, done, meta) + "\n")
+    md = write_markdown(runs, done, meta)
+    if failed:
+        md += "\n\nFailed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failed.items())) + "\n"
+    (out / "sia_compare.md").write_text(md + "\n")
     write_csv(runs, out / "sia_compare.csv")
     plot(runs, done, out / "sia_compare.png")
     print(f"sia_compare: wrote {out}/sia_compare.{{md,csv,png}}", file=sys.stderr)
