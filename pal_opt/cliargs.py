@@ -208,16 +208,17 @@ def _method_list(names: tuple[str, ...]) -> Any:
 
 def add_method_arguments(
     p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None, binning: bool = True,
-    time_limit_default: float | None = None, multiple: bool = False,
+    time_limit_default: float | None = None, multiple: bool = False, extra: tuple[str, ...] = (),
 ) -> None:
     """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...).
 
     ``multiple``: the flag takes comma-separated methods (a list; see :func:`solve_options_each`).
+    ``extra``: names accepted besides the registered methods (``simulate``'s ``sia``).
     """
     from .methods import method_names
     from .options import Binning
 
-    names = method_names()
+    names = (*method_names(), *(e for e in extra if e not in method_names()))
     if multiple:
         p.add_argument(flag, type=_method_list(names), default="pal", metavar="METHOD[,METHOD...]",
                        help="placement method, or several separated by commas (each runs in turn and the outputs "

@@ -115,9 +115,9 @@ def test_rigid_jobs_always_run_their_requested_count(prefix: Workload, apps: dic
     shapes: list[tuple[int, int]] = []
     original = SimJob.reallocate
 
-    def spy(self: SimJob, type_index: int | None, shape: tuple[int, ...], now: float) -> None:
+    def spy(self: SimJob, type_index: int | None, shape: tuple[int, ...], now: float, slowdown: float = 1.0) -> None:
         shapes.append((sum(shape), self.spec.num_replicas))
-        original(self, type_index, shape, now)
+        original(self, type_index, shape, now, slowdown)
 
     mp = pytest.MonkeyPatch()
     mp.setattr(SimJob, "reallocate", spy)

@@ -27,7 +27,12 @@ Round program (:mod:`pal_opt.hetero.round`) and placer (:mod:`pal_opt.hetero.pla
 Policy and simulator (:mod:`pal_opt.hetero.policy`, :mod:`pal_opt.hetero.simjob`, :mod:`pal_opt.hetero.simulate`)
     :class:`SiaPolicy` (rows, program, placer per round), :class:`SimJob` (progress, batch,
     learned model, restarts), :func:`simulate_sia` -> :class:`SiaResult`; ``pal-opt simulate-sia``
-    (:mod:`pal_opt.hetero.cli`).
+    (:mod:`pal_opt.hetero.cli`; ``pal-opt simulate --trace-format sia``).
+GPUs, variability and comparators (:mod:`pal_opt.hetero.gpus`, :mod:`pal_opt.hetero.levelprogram`, :mod:`pal_opt.hetero.ilptypes`, :mod:`pal_opt.hetero.typeblind`)
+    :class:`Layout` (GPU positions), :class:`Variability`, :func:`draw_variability`,
+    :func:`parse_variability`; :class:`IlpTypesPolicy` (pal-opt's ``ilp`` with types: the level
+    program :func:`build_level_program`, then the core round program); :class:`TypeBlindPolicy`
+    (PAL and Packed ignoring types); :data:`HETERO_METHODS`.
 
 Names are loaded on first use, so ``import pal_opt.hetero.cli`` does not load pandas or scipy.
 
@@ -85,6 +90,9 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         progress_rate,
         training_target,
     )
+    from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability
+    from .ilptypes import IlpTypesPolicy
+    from .levelprogram import LevelProgram, LevelRound, build_level_program
     from .perfmodel import (
         PerfParams,
         ProfileObservations,
@@ -126,14 +134,17 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         SimJob,
     )
     from .simulate import (
+        HETERO_METHODS,
         JobRecord,
         SiaResult,
         SimConfig,
         build_cluster,
+        make_policy,
         parse_cluster,
         simulate_sia,
         summarise,
     )
+    from .typeblind import TypeBlindPolicy, effective_type, gang_state
     from .workload import (
         PhillyTrace,
         Workload,
@@ -180,8 +191,12 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     ".simulate": (
         "JobRecord", "SiaResult", "SimConfig", "build_cluster", "parse_cluster", "simulate_sia",
-        "summarise",
+        "summarise", "HETERO_METHODS", "make_policy",
     ),
+    ".gpus": ("APP_CLASS", "Layout", "Variability", "draw_variability", "parse_variability"),
+    ".ilptypes": ("IlpTypesPolicy",),
+    ".levelprogram": ("LevelProgram", "LevelRound", "build_level_program"),
+    ".typeblind": ("TypeBlindPolicy", "effective_type", "gang_state"),
     ".workload": (
         "PhillyTrace", "Workload", "WorkloadJob", "check_workload", "read_philly", "read_workload",
         "workload_from_frame",
@@ -276,6 +291,21 @@ __all__ = [
     "summarise",
     "parse_cluster",
     "build_cluster",
+    "HETERO_METHODS",
+    "make_policy",
+    # gpus, comparators
+    "APP_CLASS",
+    "Layout",
+    "Variability",
+    "draw_variability",
+    "parse_variability",
+    "IlpTypesPolicy",
+    "LevelProgram",
+    "LevelRound",
+    "build_level_program",
+    "TypeBlindPolicy",
+    "effective_type",
+    "gang_state",
 ]
 
 

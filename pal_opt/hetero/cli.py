@@ -23,7 +23,7 @@ from typing import Any
 from ..cliargs import positive_float
 from ..errors import InstanceError, OptionError
 
-__all__ = ["add_parser", "run", "detect_trace_format", "TRACE_FORMATS"]
+__all__ = ["add_parser", "run", "run_folded", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
 
 #: ``--trace-format`` choices: ``sia`` is newTrace (name,time,application,num_replicas,batch_size),
 #: ``pal`` the Sia-Philly traces PAL replays (job_id,num_gpus,submit_time,duration,model).
@@ -54,7 +54,12 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
     p.add_argument("--profiles", required=True, metavar="DIR",
                    help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
-    p.add_argument("--policy", choices=("sia",), default="sia", help="scheduling policy (default sia)")
+    p.add_argument("--policy", choices=("sia", "ilp", "pal", "packed"), default="sia",
+                   help="sia, ilp (pal-opt's program with types), pal or packed (type-blind); default sia")
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="TYPE:CLASS=FILE",
+                   help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV "
+                        "(default: every GPU nominal)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the variability draw (default 0)")
     p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
@@ -108,7 +113,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     spec = parse_cluster(args.cluster)
     fmt = detect_trace_format(args.trace) if args.trace_format == "auto" else args.trace_format
     if fmt != "sia":
-        raise OptionError(f"--policy {args.policy} needs a Sia newTrace workload; {args.trace} is a PAL trace")
+        raise OptionError(f"--policy {args.policy} on a cluster of GPU types needs a Sia newTrace workload; "
+                          f"{args.trace} is a PAL trace")
     known = application_names(args.profiles)
     workload = read_workload(args.trace, applications=known)
     if args.category is not None:
@@ -119,7 +125,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     return workload, apps, build_cluster(spec, apps, os.fspath(args.profiles))
 
 
-def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any) -> dict[str, Any]:
+def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, variability: Any) -> dict[str, Any]:
     from dataclasses import asdict
 
     doc: dict[str, Any] = {
@@ -131,6 +137,8 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any) 
         "round_seconds": args.round,
         "policy_parameters": {**asdict(params), "note": "lambda_a is read but unused, as in the artifact"},
         "category": args.category,
+        "variability": dict(variability.files),
+        "seed": args.seed,
     }
     doc.update(result.summary())
     doc["units"] = "seconds (jct, makespan, wall)"
@@ -156,8 +164,12 @@ def run(args: argparse.Namespace) -> int:
 
     get_backend(args.backend)  # an unknown or missing solver is reported before any work
     workload, apps, cluster = _load(args)
+    from .gpus import Layout, draw_variability, parse_variability
+
+    variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster), seed=args.seed)
     params = SiaParams(backend=args.backend, time_limit=args.time_limit)
-    config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0)
+    config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
+                       method=args.policy, variability=variability)
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
@@ -174,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    doc = _document(args, result, cluster, params)
+    doc = _document(args, result, cluster, params, variability)
     atomic_write_text(args.out, json.dumps(doc, indent=1) + "\n")
     if not args.quiet:
         h = 3600.0
@@ -185,3 +197,46 @@ def run(args: argparse.Namespace) -> int:
             f"{doc['avg_restarts_per_job']:.2f}, {doc['wall_seconds']:.0f} s -> {args.out}"
         )
     return 0
+
+
+#: ``pal-opt simulate`` flags that only a PAL trace takes, with their defaults.
+_PAL_ONLY = {
+    "queue": "fifo", "locality_penalty": 1.7, "rack_penalty": None, "restart_cost": 0.0, "binning": "pal-artifact",
+    "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "jobs_csv": None,
+    "plot": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
+}
+_SIA_ONLY = {"profiles": None, "category": None, "max_hours": None}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def resolve_trace_format(args: argparse.Namespace) -> str:
+    """``pal`` or ``sia`` for ``pal-opt simulate`` (``--trace-format``, or from the header); a
+    flag of the other format is an :class:`~pal_opt.errors.OptionError`."""
+    fmt = detect_trace_format(args.trace) if args.trace_format == "auto" else args.trace_format
+    wrong = _PAL_ONLY if fmt == "sia" else _SIA_ONLY
+    bad = [n for n, default in wrong.items() if getattr(args, n, default) not in (default, [])]
+    if fmt == "pal" and "sia" in args.policy:
+        bad.append("policy sia")
+    if bad:
+        verb = "does" if len(bad) == 1 else "do"
+        raise OptionError(f"{', '.join(_flag(n) for n in bad)} {verb} not apply to a {fmt} trace ({args.trace})")
+    return fmt
+
+
+def run_folded(args: argparse.Namespace) -> int:
+    """``pal-opt simulate`` on a Sia trace: the arguments mapped onto :func:`run`'s."""
+    from .simulate import HETERO_METHODS
+
+    if len(args.policy) != 1 or args.policy[0] not in HETERO_METHODS:
+        raise OptionError(f"--policy on a sia trace takes one of {', '.join(HETERO_METHODS)}, got {','.join(args.policy)}")
+    if args.profiles is None:
+        raise OptionError("--profiles DIR is required for a sia trace")
+    ns = argparse.Namespace(**vars(args))
+    ns.policy = args.policy[0]
+    ns.cluster = args.cluster or DEFAULT_CLUSTER
+    ns.round = args.round or 60.0
+    ns.max_hours = args.max_hours or 720.0
+    return run(ns)

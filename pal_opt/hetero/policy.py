@@ -39,6 +39,7 @@ from .configs import (
     valid_configs,
 )
 from .goodput import JobKind, initial_batch, optimize_goodput
+from .gpus import Layout
 from .perfmodel import PerfParams
 from .placer import fit_shape, place_type, placement_shape
 from .profiles import Application
@@ -218,6 +219,7 @@ class SiaPolicy:
         self.params = params or SiaParams()
         self.on_round = on_round
         self.configs = enumerate_configs(cluster)
+        self.layout = Layout(tuple(self.configs.types))
         self.previous: dict[int, int] = {}  # job index -> configuration (adaptive) or type (rigid)
         self._rows: dict[int, tuple[RowRequest, np.ndarray]] = {}  # job index -> (request, row)
         self.stats = RoundStats()
@@ -329,6 +331,17 @@ class SiaPolicy:
             ids = place_type(gt.nodes, gt.gpus_per_node, [n for _, n in mine])
             for (j, _), nodes in zip(mine, ids, strict=True):
                 out[j.index] = (t, tuple(nodes))
+        return out
+
+    def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
+        """GPU positions (:class:`pal_opt.hetero.gpus.Layout`) of every active job for the next
+        round: :meth:`optimize`'s node ids, each GPU the lowest free slot of its node."""
+        alloc = self.optimize(active, now)
+        out: dict[int, tuple[int, ...]] = {i: () for i in alloc}
+        for t in range(len(self.types)):
+            mine = [i for i, (tt, _) in alloc.items() if tt == t]
+            for i, gpus in zip(mine, self.layout.gpus_of_nodes(t, [alloc[i][1] for i in mine]), strict=True):
+                out[i] = gpus
         return out
 
     def shape_of(self, allocation: Allocation) -> tuple[int, ...]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BackendError, OptionError
+from ..ilp.program import Program
 from .bounds import core_program, relax, solve_large_round
 from .roundprogram import (
     LAMBDA_N,
@@ -45,6 +46,7 @@ __all__ = [
     "round_objective",
     "solve_round",
     "solve_round_dp",
+    "solve_program",
     "synthetic_round",
 ]
 
@@ -143,8 +145,20 @@ def _decision(prog: RoundProgram, values: np.ndarray, status: str, name: str, t0
     return RoundDecision(adaptive, rigid, obj, status, time.perf_counter() - t0, name)
 
 
+def solve_program(prog: Program, backend: str | None, time_limit: float | None) -> tuple[np.ndarray | None, str, str]:
+    """Solve any configuration program (Sia's, or :mod:`pal_opt.hetero.levelprogram`'s) with a
+    backend: (values rounded to integers or None if infeasible, status, backend name).
+
+    Raises
+    ------
+    BackendError
+        The solver stopped without a solution or a proof of infeasibility.
+    """
+    return _solve_backend(prog, backend, time_limit, None)
+
+
 def _solve_backend(
-    prog: RoundProgram, backend: str | None, time_limit: float | None, start: np.ndarray | None
+    prog: Program, backend: str | None, time_limit: float | None, start: np.ndarray | None
 ) -> tuple[np.ndarray | None, str, str]:
     """(values, status, backend name) from a :mod:`pal_opt.ilp.backends` backend; values None
     when the program is infeasible (status ``infeasible``).

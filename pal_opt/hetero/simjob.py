@@ -21,6 +21,8 @@ Semantics of the authors' simulator (SIA_MODEL.md A.4-A.7 and D):
   restart delay; the restart count becomes 0 on the first start and grows by one afterwards.
   No GPUs: the job is suspended (no delay, progress kept).  The same type with a different
   per-node shape restarts it (delay, +1 restart); the same shape on other nodes costs nothing.
+* **Variability.**  The rate is divided by the slowest per-GPU factor of the job's class among
+  its GPUs (1.0 on a nominal cluster; :mod:`pal_opt.hetero.gpus`), updated at every change of GPUs.
 
 Everything that does not change while a job runs is memoised (:func:`functools.lru_cache`):
 true step times per (profile, shape, batch), fits per set of observations, batch choices per
@@ -115,7 +117,7 @@ class SimJob:
         self.epoch = 0
         self.type_index: int | None = None
         self.shape: tuple[int, ...] = ()
-        self.allocation: tuple[int | None, tuple[int, ...]] | None = None
+        self.allocation: tuple[int, ...] | None = None  # GPU positions (pal_opt.hetero.gpus.Layout)
         self.choice: BatchChoice | None = None
         self.rescale_time = 0.0
         self.num_restarts: int | None = None
@@ -125,6 +127,7 @@ class SimJob:
         self.observations: list[dict[tuple[int, int, int], tuple[float, float]]] = [{} for _ in self.type_names]
         self.params: list[PerfParams | None] = [None] * len(self.type_names)
         self.grad: tuple[float, float] | None = None
+        self.slowdown = 1.0  # slowest raw variability factor among the job's GPUs (pal_opt.hetero.gpus)
 
     # -- read-only views -----------------------------------------------------------------------
     @property
@@ -187,7 +190,7 @@ class SimJob:
             )
         self.observe(t, (len(self.shape), n, b), (step, sync), grad)
         total = step + accum * (step - sync)
-        return self.app.settings.calibration * gain(batch, self.app.init_batch_size, *grad) / total
+        return self.app.settings.calibration * gain(batch, self.app.init_batch_size, *grad) / (total * self.slowdown)
 
     def advance(self, seconds: float, now: float) -> None:
         """Run ``seconds`` from cluster time ``now`` with the current allocation (A.4-A.6)."""
@@ -232,9 +235,11 @@ class SimJob:
         self.shape = ()
         self.choice = None
 
-    def reallocate(self, type_index: int | None, shape: tuple[int, ...], now: float) -> None:
+    def reallocate(self, type_index: int | None, shape: tuple[int, ...], now: float, slowdown: float = 1.0) -> None:
         """Apply a new (type, shape) the policy decided (a changed node-id list; see the module
-        docstring for what costs a restart)."""
+        docstring for what costs a restart); ``slowdown`` is the slowest variability factor of
+        the job's class among its new GPUs (it divides the progress rate)."""
+        self.slowdown = slowdown if shape else 1.0
         if type_index != self.type_index:
             self.type_index = type_index
             if shape:

@@ -34,13 +34,18 @@ from ..errors import InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
 from .configs import GpuType
 from .goodput import JobKind
+from .gpus import Layout, Variability
+from .ilptypes import IlpTypesPolicy
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
 from .simjob import SimJob
+from .typeblind import TypeBlindPolicy, gang_state
 from .workload import Workload, check_workload
 
 __all__ = [
+    "HETERO_METHODS",
+    "make_policy",
     "SimConfig",
     "JobRecord",
     "SiaResult",
@@ -52,6 +57,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: The policies of the simulator of GPU types.
+HETERO_METHODS = ("sia", "ilp", "pal", "packed")
 
 #: progress(rounds done, jobs completed, jobs in the workload, simulated seconds)
 Progress = Callable[[int, int, int, float], None]
@@ -66,16 +74,35 @@ class SimConfig:
     round_length
         Δ in seconds (the artifact's ``--interval``, 60).
     policy
-        The Sia policy's parameters.
+        The Sia policy's parameters (``sia`` and ``ilp``: power, λ_n, backend, time limit).
     max_time
         Simulated seconds after which the run stops even if jobs are unfinished.
+    method
+        One of :data:`HETERO_METHODS`: ``sia`` (:class:`~pal_opt.hetero.policy.SiaPolicy`),
+        ``ilp`` (:class:`~pal_opt.hetero.ilptypes.IlpTypesPolicy`), ``pal`` or ``packed``
+        ignoring types (:class:`~pal_opt.hetero.typeblind.TypeBlindPolicy`).
+    variability
+        Per-GPU factors (:func:`pal_opt.hetero.gpus.draw_variability`); default nominal.
+    ilp_move_cost
+        ``ilp``'s stage 2: None keeps the GPUs of jobs whose type and count are unchanged; S
+        seconds (default 5) re-places them with a move priced as S seconds lost
+        (``IlpTypesPolicy``).
+    ilp_levels
+        ``ilp``'s stage 1 with variability levels (True) or Sia's program unchanged (False, the
+        default: measured better on newtrace-7's first 250 jobs, ``formulations/sia_ilp_types.md``).
     """
 
     round_length: float = 60.0
     policy: SiaParams = field(default_factory=SiaParams)
     max_time: float = 30 * 24 * 3600.0
+    method: str = "sia"
+    variability: Variability = field(default_factory=Variability)
+    ilp_move_cost: float | None = 5.0
+    ilp_levels: bool = False
 
     def __post_init__(self) -> None:
+        if self.method not in HETERO_METHODS:
+            raise OptionError(f"unknown policy {self.method!r} for a cluster of GPU types (choose from {', '.join(HETERO_METHODS)})")
         if not (math.isfinite(self.round_length) and self.round_length > 0):
             raise OptionError(f"the round length must be a positive number of seconds, got {self.round_length}")
         if not (math.isfinite(self.max_time) and self.max_time > 0):
@@ -226,13 +253,28 @@ def _make_jobs(workload: Workload, apps: Mapping[str, Application], names: Seque
     return jobs
 
 
-def _apply(policy: SiaPolicy, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float) -> None:
-    """Apply the round's allocations to the active jobs (SIA_MODEL.md D)."""
+def make_policy(
+    cluster: Sequence[GpuType], cfg: SimConfig, on_round: Callable[[RoundInput, RoundDecision], None] | None = None
+) -> Any:
+    """The policy object of ``cfg.method``: ``allocate(active jobs, now)`` -> {job index: GPU
+    positions} and ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`)."""
+    if cfg.method == "sia":
+        return SiaPolicy(cluster, cfg.policy, on_round)
+    if cfg.method == "ilp":
+        return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
+                              levels=cfg.ilp_levels)
+    return TypeBlindPolicy(Layout(tuple(cluster)), cfg.method, cfg.variability)
+
+
+def _apply(layout: Layout, variability: Variability, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float) -> None:
+    """Apply the round's allocations (GPU positions) to the active jobs (SIA_MODEL.md D): the
+    type and shape decide restarts, the GPUs the variability slowdown."""
     for job in jobs:
         new = allocations[job.index]
         if new == job.allocation:
             continue
-        job.reallocate(new[0], policy.shape_of(new), now)
+        t, shape = gang_state(layout, job.app, new)
+        job.reallocate(t, shape, now, variability.slowdown(job.app.name, new))
         job.allocation = new
 
 
@@ -290,7 +332,8 @@ def _run(
     on_round: Callable[[RoundInput, RoundDecision], None] | None,
 ) -> SiaResult:
     t0 = time.perf_counter()
-    policy = SiaPolicy(cluster, cfg.policy, on_round)
+    policy = make_policy(cluster, cfg, on_round)
+    layout = Layout(tuple(cluster))
     jobs = _make_jobs(workload, apps, [t.name for t in cluster])
     pending = sorted(jobs, key=lambda j: (j.submit_time, j.index))
     live: list[SimJob] = []
@@ -307,7 +350,7 @@ def _run(
         live = [j for j in live if not j.done]
         completed = len(jobs) - len(live) - len(pending)
         if live:
-            _apply(policy, live, policy.optimize(live, now), now)
+            _apply(layout, cfg.variability, live, policy.allocate(live, now), now)
         held = [0] * len(cluster)
         for job in live:
             if job.type_index is not None:
@@ -321,7 +364,7 @@ def _run(
 
 
 def _result(
-    jobs: Sequence[SimJob], use: list[list[int]], policy: SiaPolicy, cluster: Sequence[GpuType], cfg: SimConfig, wall: float
+    jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float
 ) -> SiaResult:
     records = tuple(
         JobRecord(

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..cliargs import add_method_arguments, add_restart_arguments, positive_float, solve_options_each
 from ..errors import InstanceError, OptionError
-from ..options import DEFAULT_ILP_TIME_LIMIT
+from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
 
 __all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
 
@@ -54,14 +54,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     p.add_argument("trace", help="trace CSV file")
-    p.add_argument("--cluster", default="16x4", help="SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4)")
-    add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True)
+    p.add_argument("--trace-format", choices=("auto", "pal", "sia"), default="auto",
+                   help="auto (from the CSV header), pal (job_id,num_gpus,submit_time,duration,model) or sia "
+                        "(newTrace: name,time,application,num_replicas,batch_size; a cluster of GPU types)")
+    p.add_argument("--cluster", default=None,
+                   help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4); sia: TYPE:SERVERSxGPUS,... "
+                        "(default aws:6x4,rtx:3x8,dgx-ext:2x8)")
+    add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True,
+                         extra=("sia",))
+    sia = p.add_argument_group("sia traces (clusters of GPU types)")
+    sia.add_argument("--profiles", default=None, metavar="DIR",
+                     help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
+    sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
+                     help="give every job this category (default: the file's)")
+    sia.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
+                     help="stop after this much simulated time (default 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
     p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
     p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
                    help="slowdown of a gang spanning servers within one rack (default: λ)")
     add_restart_arguments(p, resumed=True)
+    p.set_defaults(round=None)  # pal: 360 s, sia: 60 s
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
@@ -217,7 +231,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
         config = SimConfig(
             policy=policy,
             queue=args.queue,
-            round_length=args.round,
+            round_length=args.round or DEFAULT_ROUND_LENGTH,
             locality_penalty=args.locality_penalty,
             rack_penalty=args.rack_penalty,
             binning=args.binning,
@@ -299,16 +313,19 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
     status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got)."""
+    from ..hetero.cli import resolve_trace_format, run_folded
     from ..io.traces import read_trace
     from .engine import build_cluster, parse_cluster
     from .metrics import require_matplotlib
     from .variability import variability_source
 
+    if resolve_trace_format(args) == "sia":
+        return run_folded(args)
     for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
         _validate_out_dir(val, flag)
     if args.plot:
         require_matplotlib()  # before the simulation, not after it
-    spec = parse_cluster(args.cluster)
+    spec = parse_cluster(args.cluster or "16x4")
     variability = _parse_variability(args.variability)
     configs = _configs(args)
     trace = read_trace(args.trace, default_class=args.default_class)

@@ -1,0 +1,222 @@
+"""Sia, pal-opt's ``ilp`` with types, PAL and Packed (type-blind) on the newTrace workloads.
+
+Every policy runs on the same simulator of GPU types (``pal-opt simulate --trace-format sia``,
+in process: :func:`pal_opt.hetero.simulate.simulate_sia`) on the paper's cluster
+(``aws:6x4,rtx:3x8,dgx-ext:2x8``, 60 s rounds), without variability (every GPU of a type
+nominal) and with per-GPU variability: every type draws classA from PAL's Longhorn ResNet runs
+and classB from its BERT runs (seed 0), binned as PAL bins them; ``sia`` ignores the factors (the
+published policy), ``ilp`` and ``pal`` see the binned ones, ``packed`` ignores them.
+
+Writes ``sia_compare.{md,csv,png}`` beside the paper's Table 3 (newTrace: Sia 0.7 h, Pollux 1.5 h,
+Gavel 11.3 h average JCT); each finished run is also kept in ``sia_compare_runs.json`` in the output
+directory so that an interrupted grid resumes.  Results replace the committed ones only with
+``--update`` (``benchmarks/_results.py``).  At most two worker processes, each single-threaded.
+Usage::
+
+    PYTHONPATH=$PWD nice -n 10 python benchmarks/sia_compare.py [--update | --out-dir DIR]
+        [--traces 1,2,...,7] [--policies sia,ilp,pal,packed] [--variability none,longhorn] [--workers 2]
+        [--no-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from _results import add_output_arguments, output_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DATA = SHARED / "data" / "sia-artifact"
+LONGHORN = SHARED / "data" / "pal-artifact" / "variability" / "longhorn"
+CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
+POLICIES = ("sia", "ilp", "pal", "packed")
+VARIABILITY = ("none", "longhorn")
+#: The paper's Table 3, newTrace, average JCT in hours (a mean over ten traces).
+PAPER = {"Sia": 0.7, "Pollux": 1.5, "Gavel": 11.3}
+HOUR = 3600.0
+
+
+def _files(cluster: Any, variability: str) -> dict[tuple[str, str], str]:
+    if variability == "none":
+        return {}
+    return {(t.name, c): str(LONGHORN / f) for t in cluster
+            for c, f in (("classA", "resnet-longhorn-agg.csv"), ("classB", "bert-longhorn-agg.csv"))}
+
+
+def run_one(trace: int, policy: str, variability: str) -> dict[str, Any]:
+    """One simulation in this process (a worker): its summary without per-job rows."""
+    sys.path.insert(0, str(ROOT))
+    from threadpoolctl import threadpool_limits
+
+    from pal_opt.hetero.gpus import Layout, draw_variability
+    from pal_opt.hetero.profiles import load_applications
+    from pal_opt.hetero.simulate import SimConfig, build_cluster, parse_cluster, simulate_sia
+    from pal_opt.hetero.workload import read_workload
+
+    workload = read_workload(DATA / "workloads" / f"newtrace-{trace}.csv")
+    apps = load_applications(DATA / "profiles", workload.applications())
+    cluster = build_cluster(parse_cluster(CLUSTER), apps)
+    var = draw_variability(Layout(cluster), _files(cluster, variability), seed=0)
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1):
+        result = simulate_sia(workload, apps, cluster, SimConfig(method=policy, variability=var))
+    summary = result.summary()
+    keep = ("n_jobs", "n_completed", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilisation",
+            "avg_restarts_per_job", "solve_seconds")
+    return {"trace": trace, "policy": policy, "variability": variability, **{k: summary[k] for k in keep},
+            "wall_seconds": time.perf_counter() - t0}
+
+
+def _key(r: dict[str, Any]) -> str:
+    return f"{r['trace']}/{r['policy']}/{r['variability']}"
+
+
+def _h(v: float | None) -> str:
+    return "-" if v is None else f"{v / HOUR:.2f}"
+
+
+def _table(runs: dict[str, dict[str, Any]], traces: list[int], variability: str) -> list[str]:
+    lines = [f"### Average JCT (h), {'no variability' if variability == 'none' else 'Longhorn variability'}", "",
+             "| trace | sia | ilp | PAL | Packed | ilp / sia |", "| --- | --- | --- | --- | --- | --- |"]
+    for t in traces:
+        row = [runs.get(f"{t}/{p}/{variability}") for p in POLICIES]
+        ratio = f"{row[1]['avg_jct'] / row[0]['avg_jct']:.3f}" if row[0] and row[1] else "-"
+        lines.append(f"| newtrace-{t} | " + " | ".join(_h(r["avg_jct"]) if r else "not run" for r in row) + f" | {ratio} |")
+    return lines
+
+
+def _targets(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
+    """The issue's two targets on the traces run: ilp never worse than sia without variability,
+    and at least 10 % lower average JCT with variability."""
+    import math
+
+    lines = ["### The issue's targets (ilp against sia, average JCT)", ""]
+    for v, want in (("none", "never worse (ratio <= 1)"), ("longhorn", ">= 10 % lower (ratio <= 0.9)")):
+        ratios = {t: runs[f"{t}/ilp/{v}"]["avg_jct"] / runs[f"{t}/sia/{v}"]["avg_jct"] for t in traces
+                  if f"{t}/ilp/{v}" in runs and f"{t}/sia/{v}" in runs}
+        if not ratios:
+            lines.append(f"- {v}: no trace with both runs.")
+            continue
+        limit = 1.0 if v == "none" else 0.9
+        met = [t for t, r in ratios.items() if r <= limit]
+        gm = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+        lines.append(f"- {'no variability' if v == 'none' else 'Longhorn variability'}, target {want}: "
+                     f"met on {len(met)} of {len(ratios)} traces run (ratios "
+                     + ", ".join(f"newtrace-{t} {r:.3f}" for t, r in ratios.items()) + f"; geometric mean {gm:.3f}).")
+    for t in traces:
+        a, b = runs.get(f"{t}/sia/none"), runs.get(f"{t}/sia/longhorn")
+        if a and b:
+            lines.append(f"- What variability costs sia on newtrace-{t}: {a['avg_jct'] / HOUR:.2f} h -> "
+                         f"{b['avg_jct'] / HOUR:.2f} h ({b['avg_jct'] / a['avg_jct'] - 1:+.1%}).")
+    return lines
+
+
+def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dict[str, Any]) -> str:
+    out = ["# Sia, ilp with types, PAL and Packed on newTrace (heterogeneous 64-GPU cluster)", "",
+           f"Generated by `benchmarks/sia_compare.py` on {meta['date']} ({meta['python']}, {meta['machine']}, "
+           f"{meta['cpus']} CPUs shared with other work, load average {meta['load']}).", "",
+           "Paper's Table 3, newTrace (mean of ten traces, the authors' testbed simulator): "
+           + ", ".join(f"{k} {v} h" for k, v in PAPER.items()) + " average JCT.", ""]
+    for v in VARIABILITY:
+        out += _table(runs, traces, v) + [""]
+    out += _targets(runs, traces) + [""]
+    out += ["### Every run", "", "| trace | variability | policy | done | avg JCT (h) | p50 (h) | p99 (h) | makespan (h) | "
+            "restarts/job | utilisation | wall (s) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in sorted(runs.values(), key=lambda r: (r["trace"], r["variability"], POLICIES.index(r["policy"]))):
+        out.append(f"| newtrace-{r['trace']} | {r['variability']} | {r['policy']} | {r['n_completed']}/{r['n_jobs']} | "
+                   f"{_h(r['avg_jct'])} | {_h(r['p50_jct'])} | {_h(r['p99_jct'])} | {_h(r['makespan'])} | "
+                   f"{r['avg_restarts_per_job']:.2f} | {r['utilisation']:.3f} | {r['wall_seconds']:.0f} |")
+    missing = [f"newtrace-{t}/{p}/{v}" for t in range(1, 8) for v in VARIABILITY for p in POLICIES
+               if f"{t}/{p}/{v}" not in runs]
+    out += ["", "Not run: " + (", ".join(missing) if missing else "nothing") + "."]
+    return "\n".join(out)
+
+
+def write_csv(runs: dict[str, dict[str, Any]], path: Path) -> None:
+    import pandas as pd
+
+    pd.DataFrame(sorted(runs.values(), key=_key)).to_csv(path, index=False)
+
+
+def plot(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for ax, v in zip(axes, VARIABILITY, strict=True):
+        width = 0.2
+        for i, p in enumerate(POLICIES):
+            ys = [runs[f"{t}/{p}/{v}"]["avg_jct"] / HOUR if f"{t}/{p}/{v}" in runs else 0.0 for t in traces]
+            ax.bar([k + (i - 1.5) * width for k in range(len(traces))], ys, width, label=p)
+        ax.axhline(PAPER["Sia"], color="k", ls="--", lw=0.8, label="paper: Sia 0.7 h")
+        ax.set_xticks(range(len(traces)), [f"nt-{t}" for t in traces])
+        ax.set_yscale("log")
+        ax.set_title("no variability" if v == "none" else "Longhorn variability")
+    axes[0].set_ylabel("average JCT (h)")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--traces", default="1,2,3,4,5,6,7")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--variability", default=",".join(VARIABILITY))
+    ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")
+    ap.add_argument("--no-run", action="store_true",
+                    help="run nothing: rewrite the tables and the plot from the runs kept in the output directory")
+    add_output_arguments(ap)
+    args = ap.parse_args(argv)
+    if not DATA.is_dir() or not LONGHORN.is_dir():
+        print(f"sia_compare: skipped: shared data not found at {SHARED}", file=sys.stderr)
+        return 0
+    traces = [int(t) for t in args.traces.split(",") if t]
+    out = output_dir(args, "sia_compare")
+    cache = out / "sia_compare_runs.json"
+    fail_path = out / "sia_compare_failed.json"
+    runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
+    todo = [(t, p, v) for t in traces for v in args.variability.split(",") for p in args.policies.split(",")
+            if f"{t}/{p}/{v}" not in runs and not args.no_run]
+    failed: dict[str, str] = json.loads(fail_path.read_text()) if fail_path.is_file() else {}
+    with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
+        futures = {pool.submit(run_one, *task): task for task in todo}
+        for f in as_completed(futures):
+            try:
+                r = f.result()
+            except Exception as exc:  # one failed simulation must not lose the others
+                t, p, v = futures[f]
+                print(f"sia_compare: {t}/{p}/{v}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                failed[f"{t}/{p}/{v}"] = f"{type(exc).__name__}: {exc}"
+                continue
+            runs[_key(r)] = r
+            cache.write_text(json.dumps(runs, indent=1) + "\n")
+            print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)
+    if failed:
+        fail_path.write_text(json.dumps(failed, indent=1) + "\n")
+    meta = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
+            "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
+    done = sorted({r["trace"] for r in runs.values()})
+    md = write_markdown(runs, done, meta)
+    if failed:
+        md += "\n\nFailed: " + "; ".join(f"{k}: {v}" for k, v in sorted(failed.items())) + "\n"
+    (out / "sia_compare.md").write_text(md + "\n")
+    write_csv(runs, out / "sia_compare.csv")
+    plot(runs, done, out / "sia_compare.png")
+    print(f"sia_compare: wrote {out}/sia_compare.{{md,csv,png}}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

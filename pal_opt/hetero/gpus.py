@@ -1,0 +1,206 @@
+"""GPU-level view of a heterogeneous cluster: GPU positions, per-GPU variability, a job's speed.
+
+The Sia simulator works with GPU types, nodes and per-node counts; the comparators (type-blind
+PAL and Packed, pal-opt's ``ilp`` with types) choose individual GPUs.  This module gives every
+GPU a position (types in cluster order, then nodes, then slots) and, optionally, a slowdown
+factor per application class drawn from PAL-format measurement files per (type, class).
+
+Variability (``--variability TYPE:CLASS=FILE``)
+    Every GPU of ``TYPE`` draws one raw factor per class from the file's median-normalised
+    per-run ``perf`` values, as PAL's simulator draws (:func:`pal_opt.io.measurements.sample_factors`,
+    seeded; classes naming one file share the draw).  A (type, class) without a file is
+    nominal (1.0).  The factors the schedulers see are binned per type and class as PAL bins
+    them (:func:`pal_opt.binning.bin_values`); the simulator uses the raw factors.
+Speed
+    A job's progress rate on a GPU set is its rate on that type and shape divided by the
+    slowest raw factor of its class among its GPUs (:meth:`Variability.slowdown`).
+Applications and classes
+    :data:`APP_CLASS` maps Sia's applications onto PAL's classes: the convolutional networks
+    (cifar10, imagenet, yolov3) onto classA (ResNet-like), bert and deepspeech2 onto classB
+    (BERT-like).  A CLASS may also be an application name, which then has factors of its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InstanceError, OptionError
+from .configs import GpuType
+
+__all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "draw_variability"]
+
+#: Sia application -> PAL class whose measurements it draws (module docstring).
+APP_CLASS: dict[str, str] = {
+    "cifar10": "classA", "imagenet": "classA", "yolov3": "classA", "bert": "classB", "deepspeech2": "classB",
+    "ncf": "classB", "gpt_pmp": "classB",
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """GPU positions of a cluster of types: type-major, then node, then slot.
+
+    Attributes
+    ----------
+    types
+        The GPU types in cluster order.
+    type_of, node_of, slot_of
+        Per GPU position: type index, node index within its type, slot on its node.
+    first
+        Position of each type's first GPU.
+    """
+
+    types: tuple[GpuType, ...]
+    type_of: np.ndarray = field(init=False)
+    node_of: np.ndarray = field(init=False)
+    slot_of: np.ndarray = field(init=False)
+    first: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        t = [i for i, gt in enumerate(self.types) for _ in range(gt.total_gpus)]
+        n = [k for gt in self.types for k in range(gt.nodes) for _ in range(gt.gpus_per_node)]
+        s = [g for gt in self.types for _ in range(gt.nodes) for g in range(gt.gpus_per_node)]
+        starts = np.cumsum([0] + [gt.total_gpus for gt in self.types])[:-1]
+        object.__setattr__(self, "type_of", np.array(t, dtype=np.int64))
+        object.__setattr__(self, "node_of", np.array(n, dtype=np.int64))
+        object.__setattr__(self, "slot_of", np.array(s, dtype=np.int64))
+        object.__setattr__(self, "first", tuple(int(x) for x in starts))
+
+    @property
+    def num_gpus(self) -> int:
+        return int(self.type_of.size)
+
+    def server_of(self) -> np.ndarray:
+        """A cluster-wide server index per GPU (nodes of all types numbered in order)."""
+        offsets = np.cumsum([0] + [gt.nodes for gt in self.types])[:-1]
+        return np.asarray(offsets)[self.type_of] + self.node_of
+
+    def position(self, type_index: int, node: int, slot: int) -> int:
+        return self.first[type_index] + node * self.types[type_index].gpus_per_node + slot
+
+    def gpus_of_nodes(self, type_index: int, node_lists: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+        """GPU positions for node-id lists of one type, placed in order, each GPU the lowest free
+        slot of its node (the order of the node ids, and so the shape, is kept)."""
+        used = [0] * self.types[type_index].nodes
+        out = []
+        for nodes in node_lists:
+            gpus = []
+            for node in nodes:
+                gpus.append(self.position(type_index, node, used[node]))
+                used[node] += 1
+            out.append(tuple(gpus))
+        return out
+
+    def shape(self, gpus: Sequence[int]) -> tuple[int, ...]:
+        """GPUs per node as runs of consecutive GPUs on one (type, node)."""
+        keys = [(int(self.type_of[g]), int(self.node_of[g])) for g in gpus]
+        shape: list[int] = []
+        for i, k in enumerate(keys):
+            if i and k == keys[i - 1]:
+                shape[-1] += 1
+            else:
+                shape.append(1)
+        return tuple(shape)
+
+
+@dataclass(frozen=True)
+class Variability:
+    """Per-GPU factors per class: raw (what the simulator runs at) and binned (what schedulers see).
+
+    Attributes
+    ----------
+    raw, binned
+        ``{class: (G,) float array}``; a class without an entry is nominal everywhere.
+    files
+        ``{"TYPE:CLASS": file}`` the factors were drawn from.
+    """
+
+    raw: Mapping[str, np.ndarray] = field(default_factory=dict)
+    binned: Mapping[str, np.ndarray] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def class_of(app: str) -> str:
+        return APP_CLASS.get(app, "classB")
+
+    def key(self, app: str) -> str | None:
+        """The class whose factors ``app`` uses (its own name first), or None (nominal)."""
+        if app in self.raw:
+            return app
+        c = self.class_of(app)
+        return c if c in self.raw else None
+
+    def slowdown(self, app: str, gpus: Sequence[int]) -> float:
+        """The slowest raw factor of ``app``'s class among ``gpus`` (1.0 without factors)."""
+        k = self.key(app)
+        if k is None or not len(gpus):
+            return 1.0
+        return float(self.raw[k][np.asarray(gpus, dtype=np.int64)].max())
+
+    def levels(self, app: str, num_gpus: int) -> np.ndarray:
+        """Binned factor per GPU for ``app`` (ones without factors)."""
+        k = self.key(app)
+        return np.ones(num_gpus) if k is None else np.asarray(self.binned[k], dtype=np.float64)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.raw)
+
+
+def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tuple[str, str], str]:
+    """``{(type, class): file}`` from ``TYPE:CLASS=FILE`` items.
+
+    Raises
+    ------
+    OptionError
+        A malformed item, an unknown type or a repeated (type, class).
+    InstanceError
+        A file that does not exist.
+    """
+    names = [t.name for t in types]
+    out: dict[tuple[str, str], str] = {}
+    for item in items:
+        head, sep, path = item.partition("=")
+        tname, colon, cls = head.partition(":")
+        if not sep or not colon or not tname or not cls or not path:
+            raise OptionError(f"--variability expects TYPE:CLASS=FILE for a cluster of GPU types, got {item!r}")
+        if tname not in names:
+            raise OptionError(f"--variability {item}: unknown GPU type {tname!r} (the cluster has {', '.join(names)})")
+        if (tname, cls) in out:
+            raise OptionError(f"--variability: {tname}:{cls} given twice")
+        if not Path(path).is_file():
+            raise InstanceError("no such file", source=path, path=f"--variability {tname}:{cls}")
+        out[(tname, cls)] = os.fspath(path)
+    return out
+
+
+def draw_variability(layout: Layout, files: Mapping[tuple[str, str], str], seed: int = 0, binning: str = "pal-artifact") -> Variability:
+    """Draw every GPU's raw factor per class (types in cluster order, classes sorted; one seeded
+    stream), nominal where a (type, class) has no file; bin per type and class."""
+    from ..binning import bin_values
+    from ..io.measurements import sample_factors
+    from ..seeds import make_rng
+
+    if not files:
+        return Variability()
+    classes = sorted({c for _, c in files})
+    rng = make_rng(seed)
+    raw = {c: np.ones(layout.num_gpus) for c in classes}
+    binned = {c: np.ones(layout.num_gpus) for c in classes}
+    for t, gt in enumerate(layout.types):
+        mine = {c: files[(gt.name, c)] for c in classes if (gt.name, c) in files}
+        if not mine:
+            continue
+        drawn = sample_factors(mine, gt.total_gpus, rng)
+        sl = slice(layout.first[t], layout.first[t] + gt.total_gpus)
+        for c, v in drawn.items():
+            raw[c][sl] = v
+            binned[c][sl] = bin_values(v, binning)
+    for arr in (*raw.values(), *binned.values()):
+        arr.setflags(write=False)
+    return Variability(raw, binned, {f"{t}:{c}": f for (t, c), f in files.items()})

@@ -1,0 +1,206 @@
+"""pal-opt's ``ilp`` with GPU types in the Sia simulator: a two-level round (stage 1, stage 2).
+
+Stage 1 (:mod:`pal_opt.hetero.levelprogram`)
+    Sia's goodput rows (:class:`pal_opt.hetero.policy.SiaPolicy`: learned models, projection,
+    normalisation, re-allocation factor) and Sia's objective.  With ``levels=True`` the columns
+    are (job, type, count, nodes, variability level): type, count and the quality of the GPUs
+    chosen together; by default (``levels=False``) one level per type, i.e. Sia's program.
+Stage 2 (pal-opt's round program, :func:`pal_opt.solve.solve` with ``ilp``)
+    Whenever some job must be (re)placed, every allocated job but those still restarting is
+    placed by the core round program on a typed cluster, each as a *guaranteed* job of its
+    chosen type and count, its current GPUs as its running placement and a move priced as
+    ``move_cost`` seconds lost (default 5), with the binned factors the scheduler sees (binning
+    ``none``: they are binned already) and the default locality penalties: it minimises
+    Σ demand · ln(slowdown), slowest factor × locality, plus the moves.  With
+    ``move_cost=None`` a job whose type and count are unchanged keeps its GPUs instead.
+
+Both stages see the same binned factors as every other policy (:mod:`pal_opt.hetero.gpus`).
+The program is two-level, not one joint GPU-level program: stage 1's level rows are exact for
+one class at a time, and stage 2 may land a job on a worse level than stage 1 counted on when
+classes compete for the same GPUs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..model import Job, RoundInstance, RoundParams
+from .configs import GpuType
+from .goodput import JobKind
+from .gpus import Layout, Variability
+from .levelprogram import LevelRound, build_level_program
+from .policy import SiaParams, SiaPolicy
+from .round import RoundDecision, RoundInput, solve_program
+from .simjob import SimJob
+from .typeblind import NOMINAL, core_cluster
+
+__all__ = ["IlpTypesPolicy"]
+
+
+class IlpTypesPolicy(SiaPolicy):
+    """The two-level ``ilp`` policy (module docstring).
+
+    Parameters
+    ----------
+    cluster
+        GPU types in cluster order.
+    params
+        Sia's parameters (power, λ_n, backend, time limit).
+    variability
+        Per-GPU factors (the binned ones are used).
+    move_cost
+        None: a job whose type and count are unchanged keeps its GPUs.  A number S of seconds
+        (default 5):
+        whenever some job must be placed, stage 2 re-places every allocated job but the
+        restarting ones, the others' current GPUs given as their running placement and a move
+        priced as losing S seconds of the round (the core program's restart term).
+    levels
+        True: stage 1 is the level program.  False (default): stage 1 is Sia's program unchanged
+        (one level per type, factor 1) and only stage 2 sees the variability; measured better
+        (``formulations/sia_ilp_types.md`` §5).
+    """
+
+    def __init__(
+        self,
+        cluster: Sequence[GpuType],
+        params: SiaParams | None = None,
+        variability: Variability | None = None,
+        on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
+        *,
+        move_cost: float | None = 5.0,
+        levels: bool = False,
+    ) -> None:
+        super().__init__(cluster, params, on_round)
+        self.move_cost = move_cost
+        self.use_levels = levels
+        self.layout = Layout(tuple(self.types))
+        self.variability = variability or Variability()
+        self.classes = sorted({self.variability.key(a) or NOMINAL for a in self.variability.raw} | {NOMINAL})
+        self.levels, self.counts = self._level_tables()
+        self.holding: dict[int, tuple[int, ...]] = {}
+        self.level_of: dict[int, int] = {}
+
+    def _class_index(self, job: SimJob) -> int:
+        return self.classes.index(self.variability.key(job.app.name) or NOMINAL)
+
+    def _factors(self, cls: str) -> np.ndarray:
+        return np.ones(self.layout.num_gpus) if cls == NOMINAL else np.asarray(self.variability.binned[cls])
+
+    def _level_tables(self) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+        levels: list[list[np.ndarray]] = []
+        counts: list[list[np.ndarray]] = []
+        for t in range(len(self.types)):
+            on = self.layout.type_of == t
+            if not self.use_levels:
+                levels.append([np.ones(1) for _ in self.classes])
+                counts.append([np.array([int(on.sum())]) for _ in self.classes])
+                continue
+            pairs = [np.unique(self._factors(c)[on], return_counts=True) for c in self.classes]
+            levels.append([v for v, _ in pairs])
+            counts.append([n for _, n in pairs])
+        return levels, counts
+
+    def _level(self, job: SimJob, gpus: Sequence[int]) -> int:
+        """Level of the slowest binned factor of the job's class among ``gpus``."""
+        if not self.use_levels:
+            return 0
+        c = self._class_index(job)
+        t = int(self.layout.type_of[gpus[0]])
+        worst = float(self._factors(self.classes[c])[list(gpus)].max())
+        return int(np.searchsorted(self.levels[t][c], worst))
+
+    def _goodput(self, jobs: Sequence[SimJob], now: float) -> np.ndarray:
+        g = self.goodput_matrix(jobs).astype(np.float64)
+        for i, j in enumerate(jobs):
+            prev = self.previous.get(j.index)
+            if prev is not None:
+                keep = g[i, prev]
+                g[i] *= self._factor(j, now)
+                g[i, prev] = keep
+        return g
+
+    def _stage1(self, rigid: Sequence[SimJob], adaptive: Sequence[SimJob], now: float) -> tuple[np.ndarray, np.ndarray]:
+        pins = self._pins(adaptive)
+        pinned = np.array([(k, self._level(j, self.holding[j.index])) if k >= 0 and j.index in self.holding else (-1, -1)
+                           for j, k in zip(adaptive, pins.tolist(), strict=True)], dtype=np.int64).reshape(-1, 2)
+        r = LevelRound(
+            self.configs, self._goodput(adaptive, now), np.array([self._class_index(j) for j in adaptive], dtype=np.int64),
+            self.levels, self.counts, pinned, self.rigid_costs(rigid, now),
+            np.array([j.spec.num_replicas for j in rigid], dtype=np.int64), self._pins(rigid),
+            p=self.params.p, lambda_n=self.params.lambda_n,
+        )
+        t0 = time.perf_counter()
+        prog = build_level_program(r)
+        values, status, name = solve_program(prog, self.params.backend, self.params.time_limit)
+        conf, _, rtype = prog.decode(values if values is not None else np.zeros(prog.num_vars))
+        self.stats.add(RoundDecision(conf, rtype, prog.objective(values) / 100 if values is not None else 0.0,
+                                     status, time.perf_counter() - t0, name))
+        return conf, rtype
+
+    def _wanted(self, active: Sequence[SimJob], now: float) -> list[tuple[SimJob, int | None, int]]:
+        """(job, type or None, GPUs) per active job from stage 1; updates ``previous``."""
+        rigid = [j for j in active if j.kind is JobKind.RIGID]
+        adaptive = [j for j in active if j.kind is not JobKind.RIGID]
+        conf, rtype = self._stage1(rigid, adaptive, now)
+        cs = self.configs
+        self.previous = {j.index: int(c) for j, c in zip(rigid, rtype.tolist(), strict=True) if c >= 0}
+        self.previous.update({j.index: int(k) for j, k in zip(adaptive, conf.tolist(), strict=True) if k >= 0})
+        out: list[tuple[SimJob, int | None, int]] = [(j, None if c < 0 else int(c), j.spec.num_replicas)
+                                                     for j, c in zip(rigid, rtype.tolist(), strict=True)]
+        out += [(j, None if k < 0 else int(cs.type_index[k]), 0 if k < 0 else int(cs.num_gpus[k]))
+                for j, k in zip(adaptive, conf.tolist(), strict=True)]
+        return out
+
+    def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
+        """GPU positions of every active job for the next round (stage 1, then stage 2)."""
+        wanted = self._wanted(active, now)
+        keep: dict[int, tuple[int, ...]] = {}
+        move: list[tuple[SimJob, int, int]] = []
+        for j, t, n in wanted:
+            held = self.holding.get(j.index, ())
+            if t is None:
+                continue
+            if held and int(self.layout.type_of[held[0]]) == t and len(held) == n:
+                keep[j.index] = held
+            else:
+                move.append((j, t, n))
+        if move and self.move_cost is not None:
+            restarting = {j.index for j in active if j.rescale_time > 0}
+            move += [(j, t, n) for j, t, n in wanted if t is not None and j.index in keep and j.index not in restarting]
+            keep = {i: g for i, g in keep.items() if i in restarting}
+        self.holding = {**keep, **self._stage2(keep, move)}
+        return {j.index: self.holding.get(j.index, ()) for j in active}
+
+    def _running(self, job: SimJob, t: int, n: int) -> tuple[int, ...] | None:
+        """The GPUs a job re-placed at its current type and count holds (its running placement)."""
+        held = self.holding.get(job.index, ())
+        return held if self.move_cost is not None and held and int(self.layout.type_of[held[0]]) == t and len(held) == n else None
+
+    def _stage2(self, keep: dict[int, tuple[int, ...]], move: Sequence[tuple[SimJob, int, int]]) -> dict[int, tuple[int, ...]]:
+        """GPUs of the jobs to (re)place, by the core round program on the GPUs nobody keeps."""
+        from ..solve import solve
+
+        if not move:
+            return {}
+        busy = np.zeros(self.layout.num_gpus, dtype=bool)
+        for g in keep.values():
+            busy[list(g)] = True
+        factors = {c: self._factors(c) for c in self.classes if c != NOMINAL}
+        cluster = core_cluster(self.layout, factors, busy, typed=True)
+        jobs = tuple(Job(j.index, n, self.classes[self._class_index(j)], position=i, kind="guaranteed",
+                         gpu_type=self.types[t].name, placement=self._running(j, t, n))
+                     for i, (j, t, n) in enumerate(move))
+        params = RoundParams(binning="none", restart_cost=self.move_cost or 0.0, round_length=60.0)
+        inst = RoundInstance(cluster, jobs, params)
+        result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=10.0)
+        out = {int(k): tuple(sorted(int(g) for g in v)) for k, v in result.placements.items()}
+        for j, t, n in move:  # what the program could not place (it should not happen): first free GPUs
+            if j.index not in out:
+                taken = set().union(*out.values()) if out else set()
+                free = [g for g in np.flatnonzero((self.layout.type_of == t) & ~busy).tolist() if g not in taken]
+                if len(free) >= n:
+                    out[j.index] = tuple(free[:n])
+        return out

@@ -1,0 +1,240 @@
+"""``pal-opt simulate`` on Sia traces, variability per GPU, and the comparators of ``sia``:
+pal-opt's ``ilp`` with types (level program + core round program) and type-blind PAL / Packed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pal_opt import cli
+from pal_opt.check import violations
+from pal_opt.errors import OptionError
+from pal_opt.hetero.cli import detect_trace_format
+from pal_opt.hetero.configs import GpuType, enumerate_configs
+from pal_opt.hetero.goodput import JobKind
+from pal_opt.hetero.gpus import Layout, Variability, draw_variability, parse_variability
+from pal_opt.hetero.ilptypes import IlpTypesPolicy
+from pal_opt.hetero.levelprogram import LevelRound, build_level_program
+from pal_opt.hetero.profiles import Application, load_applications
+from pal_opt.hetero.round import solve_program
+from pal_opt.hetero.simjob import SimJob
+from pal_opt.hetero.simulate import SimConfig, build_cluster, parse_cluster, simulate_sia
+from pal_opt.hetero.typeblind import TypeBlindPolicy, gang_state
+from pal_opt.hetero.workload import Workload, WorkloadJob, read_workload, workload_from_frame
+from pal_opt.model import Cluster, Job, RoundInstance
+
+PAPER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
+
+
+@pytest.fixture(scope="module")
+def sia_dir(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "sia-artifact"
+    if not (d / "profiles").is_dir():
+        pytest.skip(f"Sia artifact data not available at {d}")
+    return d
+
+
+@pytest.fixture(scope="module")
+def longhorn(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "pal-artifact" / "variability" / "longhorn"
+    if not d.is_dir():
+        pytest.skip(f"PAL Longhorn measurements not available at {d}")
+    return d
+
+
+@pytest.fixture(scope="module")
+def apps(sia_dir: Path) -> dict[str, Application]:
+    return dict(load_applications(sia_dir / "profiles", ["bert", "cifar10", "deepspeech2"]))
+
+
+@pytest.fixture(scope="module")
+def prefix(sia_dir: Path) -> Workload:
+    wl = read_workload(sia_dir / "workloads" / "newtrace-7.csv")
+    return workload_from_frame(wl.frame().iloc[:14].copy(), source="newtrace-7[:14]")
+
+
+def _trace(sia_dir: Path, tmp_path: Path, rows: int = 4) -> Path:
+    wl = read_workload(sia_dir / "workloads" / "newtrace-7.csv")
+    path = tmp_path / "trace.csv"
+    wl.frame().iloc[:rows].drop(columns="category").to_csv(path, index=False)
+    return path
+
+
+# -- the command line ----------------------------------------------------------------------------
+def test_trace_format_from_the_header(tmp_path: Path) -> None:
+    sia = tmp_path / "a.csv"
+    sia.write_text("name,time,application,num_replicas,batch_size\nx,0,bert,2,96\n")
+    pal = tmp_path / "b.csv"
+    pal.write_text("job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n")
+    assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
+
+
+def test_simulate_on_a_sia_trace_equals_simulate_sia(sia_dir: Path, tmp_path: Path) -> None:
+    trace = _trace(sia_dir, tmp_path)
+    docs = []
+    for command in ("simulate", "simulate-sia"):
+        out = tmp_path / f"{command}.json"
+        rc = cli.main([command, str(trace), "--cluster", PAPER, "--profiles", str(sia_dir / "profiles"),
+                       "--policy", "sia", "--round", "60", "--out", str(out), "--quiet"])
+        assert rc == 0
+        docs.append(json.loads(out.read_text()))
+    for key in ("avg_jct", "p50_jct", "p99_jct", "makespan", "n_jobs", "n_completed"):
+        assert docs[0][key] == docs[1][key]
+    assert docs[0]["n_completed"] == 4 and docs[0]["trace_format"] == "sia"
+
+
+@pytest.mark.parametrize(
+    ("which", "args", "message"),
+    [
+        ("sia", ["--queue", "las"], "--queue does not apply to a sia trace"),
+        ("sia", ["--plot", "x.png"], "--plot does not apply to a sia trace"),
+        ("sia", [], "--profiles DIR is required for a sia trace"),
+        ("sia", ["--profiles", "P", "--policy", "sia,ilp"], "--policy on a sia trace takes one of"),
+        ("sia", ["--profiles", "P", "--policy", "pmfirst"], "--policy on a sia trace takes one of"),
+        ("sia", ["--profiles", "P", "--variability", "aws=x.csv"], "expects TYPE:CLASS=FILE"),
+        ("sia", ["--profiles", "P", "--variability", "h100:classA=V"], "unknown GPU type 'h100'"),
+        ("pal", ["--profiles", "P"], "--profiles does not apply to a pal trace"),
+        ("pal", ["--policy", "sia"], "--policy sia does not apply to a pal trace"),
+        ("odd", [], "cannot tell the trace format from the header"),
+        ("sia", ["--trace-format", "pal"], "missing column(s) job_id"),
+        ("pal", ["--trace-format", "sia", "--profiles", "P"], "missing column(s) name"),
+    ],
+)
+def test_simulate_bad_combinations_are_one_line_and_exit_2(
+    sia_dir: Path, longhorn: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str, args: list[str],
+    message: str,
+) -> None:
+    traces = {"sia": _trace(sia_dir, tmp_path, 2), "pal": tmp_path / "pal.csv", "odd": tmp_path / "odd.csv"}
+    traces["pal"].write_text("job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n")
+    traces["odd"].write_text("a,b,c\n1,2,3\n")
+    subst = {"P": str(sia_dir / "profiles"), "V": str(longhorn / "resnet-longhorn-agg.csv")}
+    out = tmp_path / "out.json"
+    rc = cli.main(["simulate", str(traces[which]), "--out", str(out), "--quiet", *[subst.get(a, a) for a in args]])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert message in err and "\n" not in err and "Traceback" not in err
+    assert not out.exists()
+
+
+# -- variability ----------------------------------------------------------------------------------
+def test_variability_draw_is_per_type_seeded_and_nominal_without_files(longhorn: Path) -> None:
+    types = (GpuType("aws", 2, 4), GpuType("rtx", 1, 8))
+    layout = Layout(types)
+    files = parse_variability([f"aws:classA={longhorn / 'resnet-longhorn-agg.csv'}"], types)
+    a, b = draw_variability(layout, files, seed=3), draw_variability(layout, files, seed=3)
+    assert np.array_equal(a.raw["classA"], b.raw["classA"])
+    assert np.all(a.raw["classA"][8:] == 1.0) and np.ptp(a.raw["classA"][:8]) > 0  # rtx nominal
+    assert len(np.unique(a.binned["classA"][:8])) <= 4  # PAL's binning: K = 2 + outliers
+    assert a.slowdown("cifar10", [0, 1, 2]) == a.raw["classA"][:3].max()
+    assert a.slowdown("bert", [0, 1]) == 1.0  # classB has no file
+    nominal = draw_variability(layout, {}, seed=3)
+    assert not nominal.active and nominal.slowdown("cifar10", [0, 1]) == 1.0
+    with pytest.raises(OptionError, match="given twice"):
+        parse_variability([f"aws:classA={longhorn / 'resnet-longhorn-agg.csv'}"] * 2, types)
+
+
+# -- the level program: a round that can be checked by hand ---------------------------------------
+def _level_round(levels: list[float], counts: list[int]) -> LevelRound:
+    cs = enumerate_configs([GpuType("a", 2, 4)])  # (1,1), (1,2), (1,4), (2,8)
+    g = np.array([[1.0, 1.9, 3.6, 6.0]] * 2)
+    return LevelRound(cs, g, np.zeros(2, dtype=np.int64), [[np.array(levels)]], [[np.array(counts)]],
+                      np.full((2, 2), -1), np.zeros((0, 1)), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def test_level_program_gives_the_fast_gpus_to_one_job_and_prices_the_other_slow() -> None:
+    # nominal: both jobs get 4 GPUs (2 x 3.6^-0.5 = 2 x 0.53, better than 6^-0.5 = 0.41 for one)
+    prog = build_level_program(_level_round([1.0], [8]))
+    values, status, _ = solve_program(prog, "highs", None)
+    conf, level, _ = prog.decode(values)
+    assert status == "optimal" and conf.tolist() == [2, 2] and level.tolist() == [0, 0]
+    assert prog.objective(values) == pytest.approx(53 + 53)  # Σ A + λ_n · (jobs left out), hundredths
+    # 4 GPUs at 1.0 and 4 at 1.5: only one job can be on the fast level; the other's 4 GPUs are
+    # worth 3.6 / 1.5 = 2.4 -> 0.65 (two fast GPUs, 1.9 -> 0.73, or two slow, 1.27 -> 0.89, are worse)
+    prog = build_level_program(_level_round([1.0, 1.5], [4, 4]))
+    values, status, _ = solve_program(prog, "highs", None)
+    conf, level, _ = prog.decode(values)
+    assert conf.tolist() == [2, 2] and sorted(level.tolist()) == [0, 1]
+    assert prog.objective(values) == pytest.approx(53 + 65)
+
+
+def _new_job(index: int, app: Application) -> SimJob:
+    spec = WorkloadJob(f"{app.name}-{index}", 0.0, app.name, 4, 2048 if app.name == "cifar10" else 96, JobKind.ADAPTIVE,
+                       index + 2)
+    return SimJob(index, spec, app, ["aws"])
+
+
+def test_ilp_puts_a_job_on_the_fast_gpu_that_sia_does_not_see(apps: dict[str, Application]) -> None:
+    cluster = build_cluster([("aws", 2, 4)], apps)
+    factors = np.full(8, 1.3)
+    factors[6] = 1.0  # one fast GPU, on node 1
+    var = Variability({"classA": factors}, {"classA": factors})
+    job = _new_job(0, apps["cifar10"])  # a new job: its one-GPU configuration is the one worth taking
+    from pal_opt.hetero.policy import SiaPolicy
+
+    sia = SiaPolicy(cluster).allocate([job], 60.0)
+    ilp = IlpTypesPolicy(cluster, variability=var).allocate([_new_job(0, apps["cifar10"])], 60.0)
+    assert sia == {0: (0,)}  # Sia's placer: node 0, first slot
+    assert ilp == {0: (6,)}
+    assert var.slowdown("cifar10", ilp[0]) == 1.0 < var.slowdown("cifar10", sia[0])
+    nominal = IlpTypesPolicy(cluster).allocate([_new_job(0, apps["cifar10"])], 60.0)
+    assert len(nominal[0]) == 1
+
+
+# -- the comparators' placements through the checker ---------------------------------------------
+def test_a_gang_across_types_runs_as_its_slowest_type(apps: dict[str, Application]) -> None:
+    layout = Layout((GpuType("aws", 3, 4, 16), GpuType("dgx-ext", 1, 8, 2)))
+    t, shape = gang_state(layout, apps["cifar10"], [8, 9, 10, 11, 12, 13, 14, 15, 16, 17])
+    assert t == 0 and shape == (4, 4, 2)  # 4 T4 + 6 A100 -> as T4s, the A100 node split by 4
+
+
+def _record(monkeypatch: pytest.MonkeyPatch, cls: type, seen: list[Any]) -> None:
+    original = cls.allocate
+
+    def spy(self: Any, active: Any, now: float) -> Any:
+        out = original(self, active, now)
+        seen.append(({j.index: j for j in active}, dict(out), self))
+        return out
+
+    monkeypatch.setattr(cls, "allocate", spy)
+
+
+@pytest.mark.parametrize("method", ["pal", "packed", "ilp"])
+def test_comparator_rounds_are_valid_for_the_checker(
+    prefix: Workload, apps: dict[str, Application], longhorn: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    cluster = build_cluster(parse_cluster(PAPER), apps)
+    layout = Layout(cluster)
+    files = {(t.name, c): str(longhorn / f) for t in cluster for c, f in (("classA", "resnet-longhorn-agg.csv"),
+                                                                        ("classB", "bert-longhorn-agg.csv"))}
+    var = draw_variability(layout, files, seed=0)
+    seen: list[Any] = []
+    _record(monkeypatch, IlpTypesPolicy if method == "ilp" else TypeBlindPolicy, seen)
+    result = simulate_sia(prefix, apps, cluster, SimConfig(method=method, variability=var, max_time=6 * 3600.0))
+    assert result.summary()["n_completed"] > 0 and seen
+    names = [cluster[t].name for t in layout.type_of.tolist()]
+    core = Cluster.from_arrays(range(layout.num_gpus), layout.server_of(), {"classA": np.ones(layout.num_gpus)},
+                               gpu_types=names if method == "ilp" else None)
+    menu = {(c.gpu_type, c.num_gpus) for c in enumerate_configs(cluster).configs}
+    for jobs, alloc, _ in seen:
+        placed = {i: g for i, g in alloc.items() if g}
+        if method == "ilp":
+            typed = {i: names[g[0]] for i, g in placed.items()}
+            assert all((typed[i], len(g)) in menu for i, g in placed.items())
+            queue = [Job(i, len(g), "classA", position=k, kind="guaranteed", gpu_type=typed[i])
+                     for k, (i, g) in enumerate(placed.items())]
+        else:
+            assert all(len(g) == jobs[i].spec.num_replicas for i, g in placed.items())
+            queue = [Job(i, len(g), "classA", position=k) for k, (i, g) in enumerate(placed.items())]
+        inst = RoundInstance(core, tuple(queue))
+        assert violations(inst, {"placements": {i: list(g) for i, g in placed.items()}}) == []
+
+
+def test_ilp_without_variability_runs_a_prefix_deterministically(prefix: Workload, apps: dict[str, Application]) -> None:
+    cluster = build_cluster(parse_cluster(PAPER), apps)
+    a = simulate_sia(prefix, apps, cluster, SimConfig(method="ilp")).summary()
+    b = simulate_sia(prefix, apps, cluster, SimConfig(method="ilp")).summary()
+    assert a["n_completed"] == 14 and a["avg_jct"] == b["avg_jct"] and a["p99_jct"] == b["p99_jct"]
