@@ -211,7 +211,7 @@ def to_markdown(r: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         "# Failure repair at 2,048 GPUs",
         "",
-        f"`nice -n 10 python benchmarks/repair.py --update` (seeds {', '.join(map(str, args.seeds))}; "
+        f"`python benchmarks/repair.py {' '.join(sys.argv[1:])}` (seeds {', '.join(map(str, args.seeds))}; "
         f"{n} runs each).  `generate_instance(256, 8, 600, seed)`: 256 servers × 8 GPUs, 600 queued Sia-Philly "
         "jobs; the placement in force is `solve(..., \"ilp\", backend=\"highs\", gap=0.005)` (prefix admission: "
         "it places the longest queue prefix that fits, about 300 jobs on nearly every GPU); then 8 GPUs fail, 4 "
@@ -219,9 +219,9 @@ def to_markdown(r: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         "Each command runs in a new interpreter after one untimed run that writes Python's bytecode cache (as an "
         f"installed package has it).  Wall and CPU (user + system) seconds of the whole process, median of {n} "
-        "(minimum in brackets).  The machine is shared (2 cores, other jobs running, the benchmark under "
-        "`nice -n 10`), so wall time is inflated by waiting for a core; CPU time is what the process itself "
-        "needs, and what its wall time is on an idle core.",
+        "(minimum in brackets).  The load averages below tell how busy the 2 cores were: on a busy machine "
+        "the wall time includes waiting for a core; on an idle one the CPU time can exceed it (numpy and the "
+        "solvers start threads).",
         "",
         f"Load average (1/5/15 min) at the start: {_load(r['load_start'])}; at the end: {_load(r['load_end'])}.",
         "",
