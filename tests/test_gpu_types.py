@@ -31,7 +31,7 @@ from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.heuristic import start_placements
 from pal_opt.io import load_instance
 from pal_opt.io.instance import instance_from_dict, instance_to_dict
-from pal_opt.methods import greedy_names
+from pal_opt.methods import METHODS, greedy_names
 from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
 
 TYPES = ["aws"] * 8 + ["rtx"] * 16 + ["dgx"] * 8
@@ -205,7 +205,9 @@ def test_factors_are_divided_by_throughput() -> None:
 
 
 # --------------------------------------------------------------------------- placements
-@pytest.mark.parametrize("method", [*greedy_names(), "ilp"])
+# every greedy method with a queue rule (the preemptive ones choose their jobs themselves and
+# refuse GPU types: tests/test_preemption.py)
+@pytest.mark.parametrize("method", [*(m for m in greedy_names() if "admission" in METHODS[m].options), "ilp"])
 @pytest.mark.parametrize("admission", ["prefix", "backfill"])
 def test_every_method_respects_types(method: str, admission: str, round_: RoundInstance) -> None:
     res = solve(round_, method=method, admission=admission, **({"seed": 1} if method == "random" else {}))
