@@ -291,3 +291,32 @@ def test_core_program_keeps_every_better_solution() -> None:
     x[np.searchsorted(np.flatnonzero(keep), full_cols)] = 1
     assert np.all(core.A @ x <= core.row_hi + 1e-9) and np.all(core.A @ x >= core.row_lo - 1e-9)
     assert np.all(x >= core.col_lo)
+
+
+def test_a_backend_that_fails_is_followed_by_the_next(caplog: pytest.LogCaptureFixture) -> None:
+    """A backend that stops with neither a solution nor a proof of infeasibility (HiGHS 1.14's
+    "Solve error" on some rounds with variability) hands the round to the next installed backend."""
+    from pal_opt.ilp.backends import register_backend, unregister_backend
+    from pal_opt.ilp.backends.base import BackendSolution, SolverStatus
+    from pal_opt.ilp.backends.highs import HighsBackend
+
+    class Broken(HighsBackend):
+        name = "broken-highs"
+
+        def solve(self, program, options, start=None):  # type: ignore[no-untyped-def]
+            return BackendSolution(status=SolverStatus.NO_SOLUTION, values=None, objective=None, bound=None,
+                                   seconds=0.0, message="Solve error")
+
+    rng = np.random.default_rng(7)
+    cs = enumerate_configs(SMALL)
+    costs = _costs(rng, 3, len(cs))
+    inp = RoundInput(cs, costs)
+    register_backend(Broken)
+    try:
+        with caplog.at_level("WARNING", logger="pal_opt.hetero.round"):
+            d = solve_round(inp, backend="broken-highs", decompose=False)
+        assert d.backend != "broken-highs"
+        assert d.objective == pytest.approx(solve_round_dp(inp).objective, abs=1e-9)
+        assert "broken-highs found no solution (no-solution: Solve error)" in caplog.text
+    finally:
+        unregister_backend("broken-highs")

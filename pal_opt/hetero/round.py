@@ -14,6 +14,7 @@ types' GPU counts is small.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from .roundprogram import (
     round_objective,
     synthetic_round,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "BACKEND_PARAMS",
@@ -163,21 +166,31 @@ def _solve_backend(
     """(values, status, backend name) from a :mod:`pal_opt.ilp.backends` backend; values None
     when the program is infeasible (status ``infeasible``).
 
+    A backend that stops with neither a solution nor a proof of infeasibility (HiGHS 1.14 reports
+    "Solve error" on a few of these programs with per-GPU variability) is followed by the other
+    installed backends in preference order, with a warning; the first answer counts.
+
     Raises
     ------
     BackendError
-        The solver stopped without a solution or a proof of infeasibility.
+        No installed backend found a solution or a proof of infeasibility.
     """
-    from ..ilp.backends import SolveOptions, get_backend
+    from ..ilp.backends import SolveOptions, available_backends, get_backend
 
-    cls = get_backend(backend)
-    options = SolveOptions(time_limit=time_limit, abs_gap=0.0, threads=1, backend_params=BACKEND_PARAMS.get(cls.name, {}))
-    sol = cls().solve(prog, options, start=start)
-    if sol.values is None:
-        if str(sol.status) == "infeasible":
+    first = get_backend(backend)
+    tried: list[str] = []
+    for cls in (first, *(get_backend(n) for n in available_backends() if n != first.name)):
+        options = SolveOptions(time_limit=time_limit, abs_gap=0.0, threads=1,
+                               backend_params=BACKEND_PARAMS.get(cls.name, {}))
+        sol = cls().solve(prog, options, start=start)
+        if sol.values is None and str(sol.status) == "infeasible":
             return None, "infeasible", cls.name
-        raise BackendError(f"{cls.name} found no solution of the Sia round program ({sol.status}: {sol.message})")
-    return np.rint(sol.values), str(sol.status), cls.name
+        if sol.values is not None:
+            if tried:
+                log.warning("Sia round program: %s; solved by %s instead", "; ".join(tried), cls.name)
+            return np.rint(sol.values), str(sol.status), cls.name
+        tried.append(f"{cls.name} found no solution ({sol.status}: {sol.message})")
+    raise BackendError(f"no backend solved the Sia round program: {'; '.join(tried)}")
 
 
 def _dp_options(prog: RoundProgram, job: int) -> list[tuple[float, int, int, int]]:
