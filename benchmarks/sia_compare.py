@@ -200,10 +200,14 @@ def main(argv: list[str] | None = None) -> int:
                 failed[f"{t}/{p}/{v}"] = f"{type(exc).__name__}: {exc}"
                 continue
             runs[_key(r)] = r
+            failed.pop(_key(r), None)  # an earlier failure of this run is history now
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)
+    failed = {k: v for k, v in failed.items() if k not in runs}
     if failed:
         fail_path.write_text(json.dumps(failed, indent=1) + "\n")
+    elif fail_path.is_file():
+        fail_path.unlink()
     meta = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
             "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
             "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
