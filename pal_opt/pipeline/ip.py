@@ -348,7 +348,7 @@ class SegmentTimes:
 #: whose segment is still only bounded), so that fewer inner segments are solved.
 PREFER_KNOWN = True
 #: Rounds of one threshold program after which every bounded stage it keeps is solved at once.
-BATCH_AFTER = 2
+BATCH_AFTER = 10
 
 
 @dataclass(eq=False)
