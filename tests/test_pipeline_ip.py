@@ -270,3 +270,65 @@ def test_a_threshold_program_is_feasible_exactly_from_the_optimum_up(name: str) 
     assert not feasible(float(levels[k - 1]))
     solved = solve_segment(states, T, P, 0, j, m, b, straight=straight, backend="highs")
     assert solved is not None and solved[0] == best
+
+
+# --------------------------------------------------------------------------- lazy inner levels
+LAZY_TREES = st.tuples(st.lists(st.tuples(st.integers(2, 4), st.sampled_from([1e9, 1.25e9, 1e10])), min_size=2,
+                                max_size=3), st.booleans())
+
+
+def _lazy_levels(states: Any, levels: list[tuple[int, float]], straight: bool) -> list[Any]:
+    from pal_opt.pipeline.ip import solve_levels_ip
+
+    try:
+        return solve_levels_ip(states, levels, straight=straight, backend="highs")
+    except OptionError:
+        return []
+
+
+@settings(max_examples=30, **_SET)  # type: ignore[arg-type]
+@given(small_dags(max_layers=6), LAZY_TREES)
+def test_lazy_inner_levels_are_exact(text: str, tree: tuple[list[tuple[int, float]], bool]) -> None:
+    """Two and three levels: the outer program sees lower bounds of the inner optima until it
+    chooses a segment; the optimum equals the dynamic program's, every segment solved on demand
+    has an exact time at least its bound, and each level's table agrees with the dynamic
+    program's on the segments it solved."""
+    _installed("highs")
+    from pal_opt.pipeline.ip import SegmentTimes
+    from pal_opt.pipeline.tables import solve_levels
+
+    levels, straight = tree
+    states = build_states(parse_profile(text))
+    solved = _lazy_levels(states, levels, straight)
+    if not solved:
+        with pytest.raises(OptionError, match="straight pipeline"):
+            partition(states, [m for m, _ in levels], [b for _, b in levels], straight=True)
+        return
+    _check(text, tree, "highs")
+    tables = solve_levels(states, levels, straight=straight, engine="numpy")
+    raw, _ = ArrayTable.segment_tables(states)
+    for index, (level, table) in enumerate(zip(solved, tables, strict=True)):
+        assert level.stages, "every level solves at least the segment the level above chose"
+        if index:  # an outer level: its known times are the inner optima, the rest lower bounds
+            assert isinstance(level.times, SegmentTimes)
+            exact = tables[index - 1].next_times()
+            known = level.times.known & np.isfinite(raw)
+            assert np.array_equal(level.T[known], exact[known])
+            assert np.all(level.T[~known] <= exact[~known])
+        for r, j in level.stages:
+            assert level.optimum[r, j] == table.best(r, j, level.machines - 1)
+
+
+@pytest.mark.parametrize("name", ["alexnet-4x4", "vgg16-4x4"])
+def test_lazy_reference_case_solves_few_inner_segments(name: str) -> None:
+    """The two-level reference cases that once solved one search per real segment: the same
+    optimum as the authors', with a fraction of the inner segments solved."""
+    _installed("highs")
+    from pal_opt.pipeline.ip import solve_levels_ip
+
+    case = _case(name)
+    states = build_states(load_profile(SHARED / "data" / "pipedream-profiles" / case["profile"]))
+    levels = list(zip(case["machines_per_level"], case["bandwidths"], strict=True))
+    solved = solve_levels_ip(states, levels, backend="highs")
+    assert math.isclose(float(solved[-1].optimum[0, states.n - 1]), case["expected"]["time_per_sample"], rel_tol=1e-6)
+    assert 0 < len(solved[0].stages) < len(real_segments(states)) / 2

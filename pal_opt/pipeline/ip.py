@@ -19,15 +19,17 @@ Every coefficient is an integer, so HiGHS, CP-SAT and CBC solve the same program
 rounding anything, and the optimum's rank names the optimum time exactly: the time per sample is
 the largest stage time of the chosen path, the same float the dynamic program finds.
 
-Several levels are solved as the dynamic program solves them: the inner level once per real
-segment (its optimum is the outer level's one-worker time of that segment), then the next level
-on those times, up to one program for the whole model at the outermost level.
+Several levels: the outermost level searches the whole model once, its segment times (the inner
+level's optima) first replaced by lower bounds (the compute over the inner worker count) and made
+exact only for the segments its programs choose (:class:`SegmentTimes`, :meth:`_Threshold.probe`);
+each of those is a search at the inner level, lazy over the level below in the same way.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,6 +49,7 @@ __all__ = [
     "solve_segment",
     "solve_levels_ip",
     "real_segments",
+    "SegmentTimes",
 ]
 
 
@@ -126,13 +129,22 @@ def _candidate_stages(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int, 
     start = np.repeat(np.asarray(starts, dtype=np.int64), widths.size)
     end = np.repeat(np.asarray(ends, dtype=np.int64), widths.size)
     workers = np.tile(widths, len(starts))
-    divisors = np.where(start == r, divisor, 1.0)
-    times = np.empty(start.size)
-    for w in widths.tolist():  # stage_time with one replica count at a time: the dynamic program's floats
-        at = workers == w
-        times[at] = stage_time(T[start[at], end[at]], P[start[at], end[at]], w, bandwidth, divisors[at])
+    times = _stage_times(T, P, start, end, workers, r, bandwidth, divisor)
     keep = np.isfinite(times)
     return start[keep], end[keep], workers[keep], times[keep]
+
+
+def _stage_times(T: np.ndarray, P: np.ndarray, start: np.ndarray, end: np.ndarray, workers: np.ndarray, r: int,
+                 bandwidth: float, divisor: float) -> np.ndarray:
+    """The time per sample of each stage ``(start, end, workers)`` of segment ``(r, ·)``:
+    :func:`~pal_opt.pipeline.cost.stage_time` with one replica count at a time (the dynamic
+    program's floats), the first stage's synchronisation divided by ``divisor``."""
+    divisors = np.where(start == r, divisor, 1.0)
+    times = np.empty(start.size)
+    for w in np.unique(workers).tolist():
+        at = workers == w
+        times[at] = stage_time(T[start[at], end[at]], P[start[at], end[at]], w, bandwidth, divisors[at])
+    return times
 
 
 def _within_bound(start: np.ndarray, end: np.ndarray, workers: np.ndarray, times: np.ndarray, work: np.ndarray,
@@ -203,9 +215,10 @@ def build_stage_program(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int
 
 
 def _program(start: np.ndarray, end: np.ndarray, workers: np.ndarray, times: np.ndarray, r: int, j: int,
-             machines: int, *, decide: bool = False) -> StageProgram:
+             machines: int, *, decide: bool = False, cost: np.ndarray | None = None) -> StageProgram:
     """The program over the given candidate stages (see :func:`build_stage_program`); with
-    ``decide``, the objective is 0: any pipeline on these stages is an answer."""
+    ``decide``, the objective is 0 (any pipeline on these stages is an answer) or, given
+    ``cost``, the sum of the chosen stages' costs."""
     levels, inverse = np.unique(times, return_inverse=True)
     rank = inverse.reshape(-1) + 1.0
     cols, nvar = start.size, start.size + 1
@@ -226,7 +239,7 @@ def _program(start: np.ndarray, end: np.ndarray, workers: np.ndarray, times: np.
     balance = np.zeros(nodes)
     balance[row_of[r]], balance[row_of[j + 1]] = -1.0, 1.0
     program = Program.from_arrays(
-        c=np.concatenate((np.zeros(cols), [0.0 if decide else 1.0])),
+        c=np.concatenate((np.zeros(cols) if cost is None else cost.astype(float), [0.0 if decide else 1.0])),
         A=sp.vstack((flow, used, bottleneck)).tocsr(),
         row_lo=np.concatenate((balance, [machines], np.full(len(tails), -np.inf))),
         row_hi=np.concatenate((balance, [machines], np.zeros(len(tails)))),
@@ -267,57 +280,193 @@ def solve_stage_program(problem: StageProgram, backend: str | None = None, *,
 
 #: Growth of the bound between two threshold programs (:func:`solve_segment`).
 BOUND_GROWTH = 1.25
+#: Slack of the lower bounds of :meth:`SegmentTimes.bounded`, relative to the segment and to the
+#: whole model: the inner optimum of a segment is at least its compute over the inner worker
+#: count in exact arithmetic, and its float differs by rounding (prefix differences) only.
+BOUND_SLACK = 1e-12
 
 
-def solve_segment(states: StateGraph, T: np.ndarray, P: np.ndarray, r: int, j: int, machines: int,
+@dataclass(eq=False)
+class SegmentTimes:
+    """One level's ``T`` (each segment's time on one worker of the level), exact or, until a
+    program needs it, a lower bound.
+
+    Attributes
+    ----------
+    value
+        ``(n + 1) x n``: the exact time where ``known``, a lower bound elsewhere (``inf``: not a
+        real segment, or no pipeline).
+    known
+        Which entries are exact.
+    solve
+        Computes one entry exactly (the inner level's optimum of the segment; ``inf`` when it has
+        no pipeline); None when every entry is known.
+    solved
+        Entries computed by ``solve``.
+    """
+
+    value: np.ndarray
+    known: np.ndarray
+    solve: Callable[[int, int], float] | None = None
+    solved: int = 0
+
+    @classmethod
+    def exact(cls, T: np.ndarray) -> SegmentTimes:
+        """Every entry known: the innermost level's compute times."""
+        return cls(np.array(T, dtype=float), np.ones(np.shape(T), dtype=bool))
+
+    @classmethod
+    def bounded(cls, work: np.ndarray, solve: Callable[[int, int], float]) -> SegmentTimes:
+        """Every real segment unknown, bounded below by its compute over the inner worker count
+        (``work``, less :data:`BOUND_SLACK`): the inner optimum's largest stage time is at least
+        the average over the inner workers of the compute the stages share."""
+        total = float(np.max(work[0], initial=0.0))
+        with np.errstate(invalid="ignore"):
+            bound = np.maximum(work * (1 - BOUND_SLACK) - BOUND_SLACK * total, 0.0)
+        return cls(np.where(np.isfinite(work), bound, np.inf), ~np.isfinite(work), solve)
+
+    def resolve(self, pairs: Sequence[tuple[int, int]]) -> None:
+        """Compute the entries ``(s, e)`` not known yet.
+
+        Raises
+        ------
+        RuntimeError
+            An exact time below its lower bound (the bound would have been wrong).
+        """
+        for s, e in pairs:
+            if self.known[s, e]:
+                continue
+            assert self.solve is not None
+            exact = self.solve(s, e)
+            if exact < self.value[s, e]:  # pragma: no cover - the bound is proven
+                raise RuntimeError(f"segment ({s}, {e}): the inner optimum {exact!r} is below its bound")
+            self.value[s, e], self.known[s, e] = exact, True
+            self.solved += 1
+
+
+#: Prefer stages of known time in a threshold program (objective: the number of chosen stages
+#: whose segment is still only bounded), so that fewer inner segments are solved.
+PREFER_KNOWN = True
+#: Rounds of one threshold program after which every bounded stage it keeps is solved at once.
+BATCH_AFTER = 10
+
+
+@dataclass(eq=False)
+class _Threshold:
+    """The threshold programs of one segment over times that are partly lower bounds
+    (:func:`solve_segment`): the candidate stages and their current times."""
+
+    states: StateGraph
+    times: SegmentTimes
+    P: np.ndarray
+    r: int
+    j: int
+    machines: int
+    bandwidth: float
+    divisor: float
+    work: np.ndarray
+    backend: str | None
+    time_limit: float | None
+    start: np.ndarray = field(init=False)
+    end: np.ndarray = field(init=False)
+    workers: np.ndarray = field(init=False)
+    t: np.ndarray = field(init=False)
+    probes: int = 0
+
+    def setup(self, straight: bool) -> int:
+        """Collect the candidate stages; returns their count."""
+        self.start, self.end, self.workers, self.t = _candidate_stages(
+            self.states, self.times.value, self.P, self.r, self.j, self.machines, self.bandwidth, self.divisor,
+            straight)
+        return int(self.t.size)
+
+    def levels(self, above: float, below: float) -> np.ndarray:
+        """The distinct current stage times in ``(above, below)``, ascending."""
+        t = self.t[(self.t > above) & (self.t < below)]
+        return np.unique(t)
+
+    def probe(self, bound: float) -> tuple[float, list[tuple[int, int, int]]] | None:
+        """A pipeline of time per sample at most ``bound`` (every stage exact), or None: none exists.
+
+        Each round solves the threshold program on the current times; a pipeline that uses a
+        bounded segment has those segments solved exactly, their stages repriced, and the
+        program solved again (the repriced stages may now exceed ``bound``).
+        """
+        for round_ in itertools.count():
+            self.probes += 1
+            keep = _within_bound(self.start, self.end, self.workers, self.t, self.work, self.r, self.j,
+                                 self.machines, bound) & np.isfinite(self.t)  # inf: no inner pipeline
+            unknown = ~self.times.known[self.start[keep], self.end[keep]]
+            if round_ >= BATCH_AFTER and unknown.any():  # resolve every bounded stage that is still kept
+                self._learn(sorted(set(zip(self.start[keep][unknown].tolist(), self.end[keep][unknown].tolist(),
+                                           strict=True))))
+                continue
+            problem = _program(self.start[keep], self.end[keep], self.workers[keep], self.t[keep], self.r, self.j,
+                               self.machines, decide=True,
+                               cost=unknown.astype(float) if PREFER_KNOWN and unknown.any() else None)
+            found = solve_stage_program(problem, self.backend, time_limit=self.time_limit)
+            if found is None:
+                return None
+            pending = [(s, e) for s, e, _ in found[1] if not self.times.known[s, e]]
+            if not pending:
+                return found
+            self._learn(pending)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _learn(self, pending: list[tuple[int, int]]) -> None:
+        """Solve the segments ``pending`` exactly and reprice their stages."""
+        self.times.resolve(pending)
+        key = self.end.max() + 1
+        again = np.isin(self.start * key + self.end, [s * key + e for s, e in pending])
+        self.t[again] = _stage_times(self.times.value, self.P, self.start[again], self.end[again],
+                                     self.workers[again], self.r, self.bandwidth, self.divisor)
+
+
+def solve_segment(states: StateGraph, T: np.ndarray | SegmentTimes, P: np.ndarray, r: int, j: int, machines: int,
                   bandwidth: float, *, divisor: float = 1.0, straight: bool = False, work: np.ndarray | None = None,
                   backend: str | None = None, time_limit: float | None = None,
                   ) -> tuple[float, list[tuple[int, int, int]], int] | None:
     """The optimum of segment ``(r, j)`` by threshold programs: ``(time per sample, stages,
     programs solved)``, or None when the segment has no pipeline on its workers.
 
-    A threshold program (:func:`_within_bound`, objective 0) on the candidate stages of time at
-    most ``τ`` has a solution exactly when the optimum is at most ``τ``.  The search over the
-    distinct candidate times ``τ_1 < … < τ_K``: from the lower bound ``work[r, j] / machines``
-    (every worker busy with the segment's additive work), bounds growing by
-    :data:`BOUND_GROWTH` until one is feasible, then bisection between the last infeasible and
-    the first feasible.  When ``τ_k`` is feasible and ``τ_{k-1}`` is not (or ``k = 1``), the
-    solution at ``τ_k`` is a pipeline whose largest stage time is ``τ_k``, the optimum
-    (``formulations/pipeline_partition.md``).
+    ``T`` is the level's segment times, or a :class:`SegmentTimes` whose unknown entries are
+    lower bounds, computed when a threshold program's pipeline uses them (:meth:`_Threshold.probe`).
+    A threshold program on the stages of (current) time at most ``τ`` is infeasible only when
+    the optimum exceeds ``τ``, and its pipelines, once exact, are pipelines of time at most ``τ``.
+    The search: from the lower bound ``work[r, j] / machines``, bounds growing by
+    :data:`BOUND_GROWTH` (to the next current stage time) until a pipeline is found (the last
+    resort: no bound at all), then the largest current stage time below the best pipeline's
+    time, alternating with bisection, between the last infeasible bound ``lo`` and the best
+    pipeline's time ``hi``.  With no current stage time in ``(lo, hi)`` the best pipeline is the
+    optimum: an optimum pipeline below ``hi`` had, when ``lo`` was found infeasible, a stage
+    above ``lo``, and times only grow (``formulations/pipeline_partition.md``).
     """
-    start, end, workers, times = _candidate_stages(states, T, P, r, j, machines, bandwidth, divisor, straight)
-    if times.size == 0:
+    times = T if isinstance(T, SegmentTimes) else SegmentTimes.exact(T)
+    W = times.value if work is None else work
+    search = _Threshold(states, times, P, r, j, machines, bandwidth, divisor, W, backend, time_limit)
+    if search.setup(straight) == 0:
         return None
-    W = T if work is None else work
-    levels = np.unique(times)
-    probes = 0
-
-    def probe(k: int) -> tuple[float, list[tuple[int, int, int]]] | None:
-        nonlocal probes
-        probes += 1
-        keep = _within_bound(start, end, workers, times, W, r, j, machines, float(levels[k]))
-        problem = _program(start[keep], end[keep], workers[keep], times[keep], r, j, machines, decide=True)
-        return solve_stage_program(problem, backend, time_limit=time_limit)
-
-    def rank(t: float) -> int:
-        return int(np.searchsorted(levels, t))
-
-    low, high, best, bound = -1, levels.size - 1, None, float(W[r, j]) / machines
+    lo, best, bound = -math.inf, None, float(W[r, j]) / machines
     while best is None:  # bracket the optimum: grow the bound until a program is feasible
-        at = max(low + 1, min(rank(bound * (1 - 1e-12)), high))
-        best = probe(at)
+        above = search.levels(lo, math.inf)
+        above = above[above >= bound * (1 - 1e-12)]
+        tau = float(above[0]) if above.size else math.inf
+        best = search.probe(tau)
         if best is None:
-            if at == high:
+            if tau == math.inf:
                 return None
-            low, bound = at, float(levels[at]) * BOUND_GROWTH
-    high, descend = rank(best[0]), True
-    while high - low > 1:  # low: infeasible (or none); high: the best pipeline found's rank
-        found = probe(high - 1 if descend else (low + high) // 2)
+            lo, bound = tau, tau * BOUND_GROWTH
+    descend = True
+    while True:  # lo: infeasible (or none); best: the best pipeline found
+        inside = search.levels(lo, best[0])
+        if inside.size == 0:
+            return best[0], best[1], search.probes
+        tau = float(inside[-1] if descend else inside[(inside.size - 1) // 2])
+        found = search.probe(tau)
         if found is None:
-            low, descend = (high - 1 if descend else (low + high) // 2), False
+            lo, descend = tau, False
         else:
-            best, high, descend = found, rank(found[0]), not descend
-    return best[0], best[1], probes
+            best, descend = found, not descend
 
 
 @dataclass(eq=False)
@@ -328,16 +477,20 @@ class ProgramLevel:
     Attributes
     ----------
     T, P
-        The level's segment times and parameter bytes (``(n + 1) x n``).
+        The level's segment times and parameter bytes (``(n + 1) x n``); above the innermost
+        level, ``T`` is exact only for the segments the inner level solved (``times.known``), a
+        lower bound elsewhere.
     machines, bandwidth, divisor, straight
         The level.
     optimum
-        ``(n + 1) x n``: the optimum time per sample of each solved segment (``inf`` elsewhere):
-        the next level's ``T``.
+        ``(n + 1) x n``: the optimum time per sample of each solved segment (``inf`` elsewhere,
+        and where the segment has no pipeline): the next level's exact ``T``.
     stages
         The optimum's stages per solved segment ``(r, j)``.
     programs
         Programs solved at this level.
+    times
+        ``T`` with what is known of it (:class:`SegmentTimes`).
     """
 
     T: np.ndarray
@@ -349,6 +502,7 @@ class ProgramLevel:
     optimum: np.ndarray
     stages: dict[tuple[int, int], list[tuple[int, int, int]]] = field(default_factory=dict)
     programs: int = 0
+    times: SegmentTimes | None = None
 
     def time(self, r: int, j: int) -> float:
         return float(self.T[r, j])
@@ -372,29 +526,42 @@ def real_segments(states: StateGraph) -> list[tuple[int, int]]:
 
 def solve_levels_ip(states: StateGraph, levels: Sequence[tuple[int, float]], *, straight: bool = False,
                     backend: str | None = None, time_limit: float | None = None) -> list[ProgramLevel]:
-    """Solve every level by integer programs, innermost first (the counterpart of
-    :func:`~pal_opt.pipeline.tables.solve_levels`).
-
-    Inner levels solve one program per real segment (:func:`real_segments`); the outermost level
-    one program, for the whole model.  ``time_limit`` applies to each program.
+    """Solve every level by integer programs (the counterpart of
+    :func:`~pal_opt.pipeline.tables.solve_levels`): one threshold search at the outermost level,
+    for the whole model, whose segment times are the inner level's optima, computed only for
+    the segments its programs choose (:class:`SegmentTimes`, :func:`solve_segment`); each of
+    those is a threshold search at the inner level, on that level's times, likewise.
+    ``time_limit`` applies to each program.
     """
     T, P = ArrayTable.segment_tables(states)
-    raw, inner = T, 1
-    divisor = 1.0
+    raw, inner, divisor = T, 1, 1.0
+    times = SegmentTimes.exact(T)
     out: list[ProgramLevel] = []
-    for index, (m, b) in enumerate(levels):
-        final = index == len(levels) - 1
-        level = ProgramLevel(T, P, m, b, divisor, straight, np.full(T.shape, np.inf))
-        for r, j in ([(0, states.n - 1)] if final else real_segments(states)):
-            solved = solve_segment(states, T, P, r, j, m, b, divisor=divisor, straight=straight, work=raw / inner,
-                                   backend=backend, time_limit=time_limit)
-            if solved is not None:
-                level.optimum[r, j], level.stages[(r, j)], used = solved
-                level.programs += used
+    for m, b in levels:
+        level = ProgramLevel(times.value, P, m, b, divisor, straight, np.full(T.shape, np.inf), times=times)
         out.append(level)
-        T, divisor, inner = level.optimum, float(m), inner * m
+        work = raw / inner
+        times = SegmentTimes.bounded(raw / (inner * m), _on_demand(states, level, times, work, backend, time_limit))
+        inner, divisor = inner * m, float(m)
+    times.resolve([(0, states.n - 1)])
     if (0, states.n - 1) not in out[-1].stages:
         raise OptionError(f"a straight pipeline on {math.prod(m for m, _ in levels)} workers needs at least as "
                           f"many cut states in a chain; the profile has {states.n} states")
     return out
 
+
+def _on_demand(states: StateGraph, level: ProgramLevel, times: SegmentTimes, work: np.ndarray, backend: str | None,
+               time_limit: float | None) -> Callable[[int, int], float]:
+    """The optimum of one segment at ``level`` (recorded there), for the next level's times."""
+
+    def solve(r: int, j: int) -> float:
+        solved = solve_segment(states, times, level.P, r, j, level.machines, level.bandwidth,
+                               divisor=level.divisor, straight=level.straight, work=work, backend=backend,
+                               time_limit=time_limit)
+        if solved is None:
+            return math.inf
+        level.optimum[r, j], level.stages[(r, j)], used = solved
+        level.programs += used
+        return float(level.optimum[r, j])
+
+    return solve
