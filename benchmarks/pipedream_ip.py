@@ -110,8 +110,9 @@ def report(rows: list[dict[str, Any]], timeout: float) -> str:
     lines = ["# Two methods, one optimum: the partition integer program against the dynamic program", "",
              "`benchmarks/pipedream_ip.py`: every PipeDream reference case through the whole `pal-opt partition "
              f"--method ip` process (HiGHS, threshold programs), once, limited to {timeout:g} s wall; the dynamic "
-             "program (`--method dp`) the same way.  `segments`: threshold searches the case needs (one per real "
-             "segment at each inner level, one at the outermost).", "",
+             "program (`--method dp`) the same way.  `segments`: the real segments of the case's inner levels plus "
+             "the outermost one, the searches an eager method would run; the lazy method solves an inner segment "
+             "only when the outer pipeline uses it.", "",
              f"- Solved in time: {len(solved)} of {len(rows)} cases; the integer program's time per sample equals "
              f"the dynamic program's (1e-6 relative) on {sum(r['agree_dp'] for r in solved)} of them and the "
              f"authors' on {sum(r['match_authors'] for r in solved)}.",
