@@ -31,7 +31,7 @@ from .errors import OptionError
 from .gputypes import has_types
 from .model import RoundInstance
 
-__all__ = ["PreemptPlan", "admission_order", "victim_order", "preempt_plan", "check_preemptible"]
+__all__ = ["PreemptPlan", "admission_order", "victim_order", "evict_for", "preempt_plan", "check_preemptible"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,34 @@ def victim_order(instance: RoundInstance, candidates: Iterable[int]) -> list[int
         return jobs[i].priority, -(started if started is not None else -math.inf), -i
 
     return sorted(candidates, key=key)
+
+
+def evict_for(instance: RoundInstance, demand: int, free: int, candidates: list[int]) -> list[int] | None:
+    """The running jobs (from ``candidates``, already in eviction order) to evict so that
+    ``demand`` GPUs fit ``free`` free ones: evicted in order until it fits, then each but the
+    last given back, in reverse order, when the job still fits without it.  None if evicting all
+    of them is not enough.
+
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.uniform(3, 3, {"classA": [1.0] * 9})
+    >>> jobs = tuple(Job(k, d, "classA") for k, d in enumerate((4, 3, 2)))
+    >>> evict_for(RoundInstance(c, jobs), 4, 0, [2, 1, 0])   # 2 then 1: 5 GPUs; 2 is not given back
+    [2, 1]
+    """
+    jobs = instance.jobs
+    if demand > free + sum(jobs[i].demand for i in candidates):
+        return None
+    victims: list[int] = []
+    for i in candidates:
+        if free >= demand:
+            break
+        victims.append(i)
+        free += jobs[i].demand
+    for i in reversed(victims[:-1]):
+        if free - jobs[i].demand >= demand:
+            victims.remove(i)
+            free -= jobs[i].demand
+    return victims
 
 
 def preempt_plan(instance: RoundInstance) -> PreemptPlan:

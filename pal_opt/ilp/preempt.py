@@ -30,7 +30,7 @@ import numpy as np
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
 from ..model import GpuState, JobId, RoundInstance
-from ..priority import PreemptPlan, admission_order, preempt_plan, victim_order
+from ..priority import PreemptPlan, admission_order, evict_for, preempt_plan, victim_order
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
@@ -46,17 +46,11 @@ def greedy_start(instance: RoundInstance, factors: Mapping[str, np.ndarray], pla
     until the rest fit (then, as Kueue does, each victim but the last given back when the rest
     still fit), running jobs kept on their GPUs where they can, the others placed by PAL."""
     jobs = instance.jobs
-    need = sum(jobs[i].demand for i in (*plan.waiting, *plan.kept, *plan.optional)) - instance.free_gpus
-    victims: list[int] = []
-    for i in victim_order(instance, plan.optional):
-        if need <= 0:
-            break
-        victims.append(i)
-        need -= jobs[i].demand
-    for i in reversed(victims[:-1]):
-        if need + jobs[i].demand <= 0:
-            victims.remove(i)
-            need += jobs[i].demand
+    order = victim_order(instance, plan.optional)
+    demand = sum(jobs[i].demand for i in (*plan.waiting, *plan.kept, *plan.optional))
+    victims = evict_for(instance, demand, instance.free_gpus, order)
+    if victims is None:  # not enough even so: every candidate goes
+        victims = order
     running = [i for i in (*plan.kept, *plan.optional) if i not in victims]
     mask = instance.cluster.state == GpuState.FREE
     out: dict[JobId, tuple[int, ...]] = {}
@@ -111,8 +105,9 @@ def solve_preempt(
     plan = preempt_plan(instance)
     start = greedy_start(instance, factors, plan)
     cls = get_backend(backend)
+    start_cost = evaluate(instance, start, factors).cost
     info: dict[str, Any] = {"binning": mode, "optional": [instance.jobs[i].id for i in plan.optional],
-                            "start_objective": evaluate(instance, start, factors).cost}
+                            "start_objective": start_cost}
     if not plan.admitted:
         return _finish(instance, {}, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
     form = build_formulation(instance, plan.admitted, factors=factors, optional=plan.optional)
@@ -132,7 +127,7 @@ def solve_preempt(
     status = Status.FALLBACK
     if sol.values is not None:
         found = decode(form, sol.values)
-        if evaluate(instance, found, factors).cost <= evaluate(instance, start, factors).cost + 1e-9:
+        if evaluate(instance, found, factors).cost <= start_cost + 1e-9:
             placements = found
         status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, built, cls)

@@ -24,40 +24,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..model import GpuState, JobId, RoundInstance
-from ..priority import admission_order, check_preemptible, victim_order
+from ..priority import admission_order, check_preemptible, evict_for, victim_order
 from ..seeds import SeedLike
 from .base import GreedyPlacement, jobs_to_terminate, running_positions, to_ids
 from .pal import place_sequence
 
 __all__ = ["place", "evict_for"]
-
-
-def evict_for(instance: RoundInstance, demand: int, free: int, candidates: list[int]) -> list[int] | None:
-    """The running jobs (from ``candidates``, already in eviction order) to evict so that
-    ``demand`` GPUs fit ``free`` free ones: evicted in order until it fits, then each but the
-    last given back, in reverse order, when the job still fits without it.  None if evicting all
-    of them is not enough.
-
-    >>> from pal_opt.model import Cluster, Job, RoundInstance
-    >>> c = Cluster.uniform(3, 3, {"classA": [1.0] * 9})
-    >>> jobs = tuple(Job(k, d, "classA") for k, d in enumerate((4, 3, 2)))
-    >>> evict_for(RoundInstance(c, jobs), 4, 0, [2, 1, 0])   # 2 then 1: 5 GPUs; 2 is not given back
-    [2, 1]
-    """
-    jobs = instance.jobs
-    if demand > free + sum(jobs[i].demand for i in candidates):
-        return None
-    victims: list[int] = []
-    for i in candidates:
-        if free >= demand:
-            break
-        victims.append(i)
-        free += jobs[i].demand
-    for i in reversed(victims[:-1]):
-        if free - jobs[i].demand >= demand:
-            victims.remove(i)
-            free -= jobs[i].demand
-    return victims
 
 
 def place(

@@ -628,13 +628,18 @@ class _Simulation:
         self.placement[i] = new
         if rec.first_start is None:
             rec.first_start = rnd.t
-        pos = self.cluster.positions(new)
-        slow = job_slowdown_pos(self.cluster, self.cluster.factors[rec.perfclass], rnd.job_of[i], pos)
-        if self.cluster.span_level_pos(pos) > 0:
+        if self.cluster.span_level_pos(self.cluster.positions(new)) > 0:
             rec.rounds_spanning += 1
             tally.spanning += 1
         rec.rounds_run += 1
-        return _Stint(new, slow, self.iter_time[i] * slow, 0.0, lost)
+        return self._stint(i, new, rnd, 0.0, lost)
+
+    def _stint(self, i: int, new: tuple[int, ...], rnd: _Round, start: float, lost: float) -> _Stint:
+        """Job ``i`` on ``new`` from ``start`` seconds into the round, ``lost`` seconds restoring
+        first, at the slowdown of its raw factors there."""
+        pos = self.cluster.positions(new)
+        slow = job_slowdown_pos(self.cluster, self.cluster.factors[self.records[i].perfclass], rnd.job_of[i], pos)
+        return _Stint(new, slow, self.iter_time[i] * slow, start, lost, at=start)
 
     def _advance_to(self, stints: dict[int, _Stint], end: float, rnd: _Round, tally: _Tally) -> None:
         """Every running job works until ``end`` seconds into the round, or finishes before."""
@@ -721,10 +726,7 @@ class _Simulation:
         self.records[i].restarts += 1
         self.placement[i] = new
         self.was_preempted[i] = False
-        pos = self.cluster.positions(new)
-        slow = job_slowdown_pos(self.cluster, self.cluster.factors[self.records[i].perfclass], rnd.job_of[i], pos)
-        lost = min(self.cfg.restart_cost, self.round_length - off)
-        return _Stint(new, slow, self.iter_time[i] * slow, off, lost, at=off)
+        return self._stint(i, new, rnd, off, min(self.cfg.restart_cost, self.round_length - off))
 
     # ------------------------------------------------------------------ completion
     def complete(self, tally: _Tally) -> None:
