@@ -157,9 +157,7 @@ def _failure_config(args: argparse.Namespace) -> Any:
             flag = next(f for f, field in _FAILURE_FLAGS if field in given)
             raise OptionError(f"{flag} needs --failures (failures are off by default)")
         return None
-    config = FailureConfig(**given)
-    config.validate()
-    return config
+    return FailureConfig(**given)  # checked with the rest by SimConfig.validate
 
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
