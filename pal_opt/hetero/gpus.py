@@ -49,8 +49,8 @@ class Layout:
     ----------
     types
         The GPU types in cluster order.
-    type_of, node_of, slot_of
-        Per GPU position: type index, node index within its type, slot on its node.
+    type_of, node_of
+        Per GPU position: type index, node index within its type.
     first
         Position of each type's first GPU.
     """
@@ -58,17 +58,14 @@ class Layout:
     types: tuple[GpuType, ...]
     type_of: np.ndarray = field(init=False)
     node_of: np.ndarray = field(init=False)
-    slot_of: np.ndarray = field(init=False)
     first: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         t = [i for i, gt in enumerate(self.types) for _ in range(gt.total_gpus)]
         n = [k for gt in self.types for k in range(gt.nodes) for _ in range(gt.gpus_per_node)]
-        s = [g for gt in self.types for _ in range(gt.nodes) for g in range(gt.gpus_per_node)]
         starts = np.cumsum([0] + [gt.total_gpus for gt in self.types])[:-1]
         object.__setattr__(self, "type_of", np.array(t, dtype=np.int64))
         object.__setattr__(self, "node_of", np.array(n, dtype=np.int64))
-        object.__setattr__(self, "slot_of", np.array(s, dtype=np.int64))
         object.__setattr__(self, "first", tuple(int(x) for x in starts))
 
     @property
