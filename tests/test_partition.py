@@ -171,3 +171,25 @@ def test_explicit_jobs_and_other_backends():
     assert check(inst, res) == []
     cbc = solve_partitioned(inst, 2, jobs=ids, executor="serial", backend="cbc")
     assert cbc.objective == pytest.approx(res.objective, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("racks", [0, 3])
+@pytest.mark.parametrize("seed", range(3))
+def test_large_round_bound_is_the_flow_free_relaxation(monkeypatch, racks, seed):
+    """Above the large-round threshold (lowered here so the exact optimum can be proven) the
+    whole-round bound is the flow-free relaxation's LP: valid (at most the exact optimum) and at
+    most the program's LP bound, which the same round reports below the threshold."""
+    import pal_opt.ilp.partition as partition
+
+    inst = _round(nodes=12, gpn=4, jobs=30, racks=racks, seed=seed)
+    exact = solve_ilp(inst)
+    assert exact.status == Status.OPTIMAL
+    program_lp = solve_partitioned(inst, 2, executor="serial")
+    assert program_lp.info["bound_source"].startswith("LP relaxation of the whole round")
+    monkeypatch.setattr(partition, "LARGE_ROUND_GPUS", 0)
+    flow_free = solve_partitioned(inst, 2, executor="serial")
+    assert flow_free.info["bound_source"].startswith("the flow-free relaxation")
+    assert flow_free.bound <= exact.objective + TOL
+    assert flow_free.bound <= program_lp.bound + TOL
+    assert flow_free.placements == program_lp.placements
+    assert check(inst, flow_free) == []
