@@ -64,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "generate_instance": ".generate",
     "available_backends": ".ilp",
     "register_backend": ".ilp",
+    "WarmStart": ".ilp",
     "instance_from_frames": ".io",
     "load_blox": ".io",
     "load_instance": ".io",
@@ -106,7 +107,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         SolveInterrupted,
     )
     from .generate import generate_instance
-    from .ilp import available_backends, register_backend
+    from .ilp import WarmStart, available_backends, register_backend
     from .io import instance_from_frames, load_blox, load_instance, save_instance
     from .methods import Method, greedy_method, method_names, register_method
     from .model import Cluster, GpuState, Job, Level, Pipeline, RoundInstance, RoundParams, pal_locality
@@ -119,6 +120,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     __version__: str
 
 __all__ = [
+    "WarmStart",
     "BackendError",
     "BackendUnavailableError",
     "Cluster",

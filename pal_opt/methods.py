@@ -138,7 +138,7 @@ def _ilp(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
     from .ilp import solve_ilp
 
     kw = _exact_kwargs(options)
-    res = solve_ilp(instance, **kw)
+    res = solve_ilp(instance, warm=options.warm, **kw)
     res.info.setdefault("binning", kw["binning"] or instance.params.binning)
     return res
 
@@ -206,7 +206,7 @@ _GREEDY: Mapping[str, tuple[str, str]] = {
 METHODS: Registry[Method] = Registry("method", {
     **{str(n): greedy_method(str(n), fn, s) for n, (fn, s) in _GREEDY.items()},
     MethodName.ILP: Method(str(MethodName.ILP), _ilp, "the round's exact integer program, with a proven gap",
-                           EXACT_OPTIONS, exact=True),
+                           EXACT_OPTIONS | {"warm"}, exact=True),
     MethodName.ILP_PARTITIONED: Method(
         str(MethodName.ILP_PARTITIONED), _ilp_partitioned,
         "the round split into parts of the same make-up, solved in parallel, with a whole-round bound",

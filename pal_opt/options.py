@@ -153,6 +153,9 @@ class SolveOptions:
     respect_types
         Greedy methods: offer each job only GPUs of its usable GPU types (default); False
         places as if the cluster had one type (the "ignoring types" comparator).
+    warm
+        ``"ilp"``: a :class:`pal_opt.WarmStart` carried from round to round (the last round's
+        LP basis and placement, :mod:`pal_opt.ilp.warm`), or None.
     """
 
     binning: str | None = None
@@ -169,6 +172,7 @@ class SolveOptions:
     backend_params: Mapping[str, Any] = field(default_factory=dict)
     parts: int | None = None
     respect_types: bool = True
+    warm: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.binning is not None:
@@ -210,7 +214,7 @@ class SolveOptions:
         >>> SolveOptions.from_kwargs(time_limt=3)
         Traceback (most recent call last):
         ...
-        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, respect_types
+        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, respect_types, warm
         """
         unknown = set(kwargs) - set(cls.names())
         if unknown:

@@ -9,7 +9,9 @@
   a round with pipeline jobs goes to the stage program (:mod:`pal_opt.ilp.stageround`,
   ``formulations/pipeline_round.md``), which places every stage;
 * :func:`solve_partitioned` splits a very large round POP-style into parts of the same make-up,
-  solves them in parallel and reports the gap against a whole-round LP bound.
+  solves them in parallel and reports the gap against a whole-round LP bound;
+* :class:`WarmStart` carries one round's LP basis and placement to the next
+  (:mod:`pal_opt.ilp.warm`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from .lpwriter import write_lp
 from .partition import solve_partitioned
 from .program import Program
 from .solve import solve_ilp
+from .warm import WarmStart
 
 __all__ = [
     "solve_ilp",
+    "WarmStart",
     "solve_partitioned",
     "build_formulation",
     "Formulation",

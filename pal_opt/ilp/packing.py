@@ -103,17 +103,25 @@ class _State:
 
 
 def fast_packing(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-                 ) -> dict[JobId, tuple[int, ...]] | None:
+                 kept: Mapping[JobId, tuple[int, ...]] | None = None) -> dict[JobId, tuple[int, ...]] | None:
     """:func:`pal_opt.ilp.heuristic.packing_greedy`'s placement of ``admitted`` (queue order) on
     a flat cluster without GPU types (:func:`fast_packing_applies`), without building the round
-    program; None if some job finds no GPUs."""
+    program; None if some job finds no GPUs.
+
+    ``kept``: placements of some admitted jobs that stay as they are (free GPUs, none shared,
+    checked by the caller, e.g. :mod:`pal_opt.ilp.warm`); only the other jobs are placed, by
+    the same greedy, on the GPUs these leave free."""
     jobs = instance.jobs
+    kept = kept or {}
     st = _State.of(instance, factors, [jobs[i].perfclass for i in admitted])
+    out: dict[JobId, tuple[int, ...]] = dict(kept)
+    if kept:
+        st.take(instance.cluster.positions([g for gids in kept.values() for g in gids]))
+    todo = [i for i in admitted if jobs[i].id not in out]
     width = st.slots.shape[1]
-    small = sorted((i for i in admitted if jobs[i].demand <= width), key=lambda i: (-jobs[i].demand, i))
-    large = sorted((i for i in admitted if jobs[i].demand > width), key=lambda i: (-jobs[i].demand, i))
+    small = sorted((i for i in todo if jobs[i].demand <= width), key=lambda i: (-jobs[i].demand, i))
+    large = sorted((i for i in todo if jobs[i].demand > width), key=lambda i: (-jobs[i].demand, i))
     ids = instance.cluster.gpu_ids
-    out: dict[JobId, tuple[int, ...]] = {}
     for i in small + large:
         job = jobs[i]
         pos = _place(st, job.perfclass, job.demand, job.locality)

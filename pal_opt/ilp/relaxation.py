@@ -184,16 +184,22 @@ def _profiles(factors: Mapping[str, np.ndarray], classes: Sequence[str], free: n
 
 
 def build_relaxation(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-                     *, couple: bool = True) -> Relaxation | None:
+                     *, couple: bool = True, also: Sequence[tuple[str, int, tuple[float, float, float]]] = (),
+                     ) -> Relaxation | None:
     """The flow-free relaxation of the round program on ``admitted`` (module docstring); None
     when it does not apply (:func:`applies`) or nothing is admitted.  ``couple``: with several
     profiles, couple them on every rack and on the cluster by GPU class (tighter, and a harder
-    LP: 1.2 s at 8,192 GPUs, a minute at 32,768); else by each node's free GPU count only."""
+    LP: 1.2 s at 8,192 GPUs, a minute at 32,768); else by each node's free GPU count only.
+    ``also``: job types ``(class, demand, penalties)`` to give rows and columns even when no
+    admitted job has them (their row is ``Σ slots = 0``, so the optimum is the same); a warm
+    re-solve (:mod:`pal_opt.ilp.warm`) passes the last round's types so that the program keeps
+    its structure when a type comes and goes."""
     if not admitted or not applies(instance, admitted):
         return None
     cl = instance.cluster
     free = cl.state == GpuState.FREE
-    types: dict[tuple[str, int, tuple[float, float, float]], int] = {}
+    types: dict[tuple[str, int, tuple[float, float, float]], int] = {
+        t: 0 for t in also if t[0] in factors and 0 < t[1] <= int(free.sum())}
     for i in admitted:
         j = instance.jobs[i]
         loc = j.locality

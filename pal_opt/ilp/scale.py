@@ -30,6 +30,7 @@ from .backends import SolveOptions, get_backend
 from .backends.base import Backend
 from .packing import fast_packing_applies
 from .relaxation import applies, build_relaxation
+from .warm import WarmStart
 
 __all__ = ["LARGE_ROUND_GPUS", "COUPLED_MAX_GPUS", "is_large_round", "flow_free_bound"]
 
@@ -59,9 +60,13 @@ def _relaxation_solver(backend: type[Backend]) -> Backend | None:
 
 
 def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-                    backend: type[Backend], options: SolveOptions) -> tuple[float | None, dict[str, Any]]:
+                    backend: type[Backend], options: SolveOptions, warm: WarmStart | None = None,
+                    ) -> tuple[float | None, dict[str, Any]]:
     """The flow-free relaxation's LP optimum, a valid lower bound on the round's cost (None when
     no installed backend solves LPs or the LP did not finish in time), and what to report.
+    With ``warm`` (:mod:`pal_opt.ilp.warm`) the relaxation keeps the last round's job types and
+    the LP starts from the last one's optimal basis when its structure is the same; the types
+    are recorded in ``warm``.
 
     Raises
     ------
@@ -72,11 +77,15 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     if solver is None:
         return None, {"relaxation": "flow-free: no backend that solves LP relaxations"}
     t0 = time.perf_counter()
-    relax = build_relaxation(instance, admitted, factors, couple=instance.free_gpus <= COUPLED_MAX_GPUS)
+    relax = build_relaxation(instance, admitted, factors, couple=instance.free_gpus <= COUPLED_MAX_GPUS,
+                             also=warm.types if warm is not None else ())
     if relax is None:  # pragma: no cover - is_large_round checked that it applies
         return None, {}
     t1 = time.perf_counter()
-    bound = solver.relaxation_bound(relax.program, options)
+    bound = solver.relaxation_bound(relax.program, options, warm.lp if warm is not None else None)
     info: dict[str, Any] = {"relaxation": f"flow-free ({solver.name})", **relax.summary(),
                             "relaxation_build_seconds": t1 - t0, "relaxation_seconds": time.perf_counter() - t1}
+    if warm is not None:
+        warm.types = relax.types
+        info["relaxation_start"] = warm.lp.last
     return bound, info

@@ -93,6 +93,7 @@ from .heuristic import pal_greedy, start_placements
 from .packing import fast_packing
 from .scale import flow_free_bound, is_large_round
 from .stageround import has_pipelines, solve_stage_round
+from .warm import WarmStart, warm_info
 
 __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
            "OPTIMALITY_TOL"]
@@ -264,6 +265,8 @@ class _Attempt:
     lp_seconds: float = 0.0
     #: The caller's start placement (``solve_ilp(start=...)``), priced with the greedy ones.
     given_start: Mapping[JobId, Sequence[int]] | None = None
+    #: The state carried between rounds (``solve_ilp(warm=...)``, :mod:`pal_opt.ilp.warm`).
+    warm: WarmStart | None = None
 
     @property
     def info(self) -> dict[str, Any]:
@@ -331,6 +334,7 @@ def solve_ilp(
     backend_params: Mapping[str, Any] | None = None,
     start: Mapping[JobId, Sequence[int]] | None = None,
     deadline: float | None = None,
+    warm: WarmStart | None = None,
 ) -> PlacementResult:
     """Place one round with the exact integer program.
 
@@ -357,6 +361,10 @@ def solve_ilp(
     start
         A placement of exactly the admitted jobs (``{job id: GPU ids}``; else an OptionError),
         priced with the greedy starts (source ``"given"``): the cheapest is the warm start.
+    warm
+        A :class:`~pal_opt.ilp.warm.WarmStart` carried from round to round: on large rounds the
+        last round's LP basis and placement are reused (:mod:`pal_opt.ilp.warm`); recorded
+        after the solve; ``info["warm"]`` says what was reused.
 
     Returns
     -------
@@ -373,11 +381,28 @@ def solve_ilp(
     ('optimal', (2, 3), 1.0)
     """
     _check_options(time_limit, gap, threads, warm_start, deterministic)
+    if warm is not None and not isinstance(warm, WarmStart):
+        raise OptionError(f"warm must be a pal_opt.WarmStart, got {type(warm).__name__}")
     clock = _clock(time_limit, deadline)
     setup = prepare_round(instance, binning, backend, admission, jobs, probe=not clock.limited)
-    cls = setup.backend
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
                     warm_start=warm_start)
+    if warm is not None:
+        why = warm.match(instance, setup.binning, setup.backend.name)
+        info["warm"] = f"cold: {why}" if why else "warm: nothing reused (not a large round, pal_opt.ilp.scale)"
+    res = _solve_set_up(instance, setup, info, clock, time_limit, gap, threads, warm_start, deterministic,
+                        backend_params, start, warm)
+    if warm is not None:
+        warm.record(res)
+    return res
+
+
+def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, Any], clock: Deadline,
+                  time_limit: float | None, gap: float | None, threads: int | None, warm_start: bool, deterministic: bool,
+                  backend_params: Mapping[str, Any] | None, start: Mapping[JobId, Sequence[int]] | None,
+                  warm: WarmStart | None) -> PlacementResult:
+    """:func:`solve_ilp` once the options are checked and the jobs admitted."""
+    cls = setup.backend
     common = dict(admission=setup.admission, backend=cls.name, backend_version=None, info=info)
     if (trivial := _trivial_result(instance, setup, common)) is not None:
         return trivial
@@ -386,7 +411,7 @@ def solve_ilp(
     if has_pipelines(instance, setup.admitted):  # stages to place: the stage program
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
                                  admission=setup.admission, info=info)
-    att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start)
+    att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
         return done
     try:
@@ -480,13 +505,16 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
         _greedy_first(att)
         t0 = time.perf_counter()
         _price_start(att, "packing", fast_packing(att.instance, setup.admitted, setup.factors) or {})
-        att.info["start_source"] = att.source
         att.info["packing_seconds"] = time.perf_counter() - t0
+        kept = _warm_start_placement(att)
+        att.info["start_source"] = att.source
         bound, info = flow_free_bound(att.instance, setup.admitted, setup.factors, setup.backend,
-                                      att.stage_options(opts, then_decode=False))
+                                      att.stage_options(opts, then_decode=False), att.warm)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
     att.info.update(info)
+    if kept is not None and att.warm is not None:
+        att.info["warm"] = warm_info(kept, len(setup.admitted), att.warm.lp.last)
     if bound is None:
         return None
     att.lp_bound, att.lp_seconds = bound, float(info["relaxation_seconds"])
@@ -507,6 +535,22 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
     return att.result(att.greedy or {}, status=Status.OPTIMAL if proven else Status.FEASIBLE,
                       solve_seconds=att.lp_seconds, bound=best, gap=rgap,
                       message="" if proven else f"{att.info['relaxation']}: {att.info['solver_status']}")
+
+
+def _warm_start_placement(att: _Attempt) -> dict[JobId, tuple[int, ...]] | None:
+    """With a matching warm state (:mod:`pal_opt.ilp.warm`): the last placements still valid,
+    the other admitted jobs placed around them by the packing greedy, priced as the start
+    ``"warm"``; the kept placements (None without a usable warm state)."""
+    warm = att.warm
+    if warm is None or warm.rounds == 0 or str(att.info.get("warm", "")).startswith("cold"):
+        return None
+    t0 = time.perf_counter()
+    setup = att.setup
+    kept = warm.kept(att.instance, setup.admitted)
+    if kept:
+        _price_start(att, "warm", fast_packing(att.instance, setup.admitted, setup.factors, kept=kept) or {})
+    att.info["warm_start_seconds"] = time.perf_counter() - t0
+    return kept
 
 
 def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:

@@ -62,6 +62,7 @@ __all__ = [
     "SolveOptions",
     "BackendSolution",
     "Readout",
+    "RelaxationState",
     "Backend",
     "ThreadedBackend",
     "BackendInterrupted",
@@ -171,6 +172,47 @@ class BackendSolution:
     translate_seconds: float = 0.0
     message: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RelaxationState:
+    """An LP relaxation kept solved between calls of :meth:`Backend.relaxation_bound`, so that
+    the next LP of the same structure (same columns, costs and matrix; only bounds differ)
+    starts from the last optimal basis (:mod:`pal_opt.ilp.warm`).  Backends that cannot restart
+    ignore it.
+
+    Attributes
+    ----------
+    model
+        The backend's live solved model (None: nothing kept).
+    c, A
+        The kept program's costs and matrix (CSR), to tell whether the next one matches.
+    last
+        How the last LP started (``"hot: ..."`` or ``"cold: <why>"``), for ``info``.
+    """
+
+    model: Any = None
+    c: np.ndarray | None = None
+    A: Any = None
+    last: str = "cold: no LP solved yet"
+
+    def mismatch(self, program: Program) -> str | None:
+        """Why ``program`` cannot start from the kept model (None: it can)."""
+        if self.model is None or self.c is None:
+            return "no LP kept"
+        A = program.A
+        same = (self.c.shape == program.c.shape and self.A.shape == A.shape and np.array_equal(self.c, program.c)
+                and np.array_equal(self.A.indptr, A.indptr) and np.array_equal(self.A.indices, A.indices)
+                and np.array_equal(self.A.data, A.data))
+        return None if same else "the relaxation's columns or matrix changed"
+
+    def keep(self, model: Any, program: Program) -> None:
+        """Keep ``model``, solved, as the start of the next LP."""
+        self.model, self.c, self.A = model, np.array(program.c, copy=True), program.A.copy()
+
+    def clear(self) -> None:
+        """Forget the kept model."""
+        self.model, self.c, self.A = None, None, None
 
 
 @dataclass(frozen=True)
@@ -343,8 +385,11 @@ class Backend(ABC):
             raise BackendInterrupted(solution)
         return solution
 
-    def relaxation_bound(self, program: Program, options: SolveOptions) -> float | None:
-        """A valid lower bound from the LP relaxation, or None (default: not supported)."""
+    def relaxation_bound(self, program: Program, options: SolveOptions,
+                         state: RelaxationState | None = None) -> float | None:
+        """A valid lower bound from the LP relaxation, or None (default: not supported).
+        ``state``: a :class:`RelaxationState` to restart from and to keep the solved LP in
+        (backends that cannot restart ignore it)."""
         return None
 
     # ------------------------------------------------------------------ the hooks

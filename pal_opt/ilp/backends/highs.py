@@ -34,6 +34,7 @@ process; the package pins highspy 1.12–1.14, which can.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -45,6 +46,7 @@ from .base import (
     BackendInterrupted,
     BackendOverran,
     Readout,
+    RelaxationState,
     SolveOptions,
     SolverStatus,
     SolverWatch,
@@ -84,24 +86,37 @@ class HighsBackend(ThreadedBackend):
 
         return str(highspy.Highs().version())
 
-    def relaxation_bound(self, program: Program, options: SolveOptions) -> float | None:
+    def relaxation_bound(self, program: Program, options: SolveOptions,
+                         state: RelaxationState | None = None) -> float | None:
         """The LP relaxation's optimum (dual simplex, presolve off), lowered by
         :data:`RELAXATION_SAFETY` relative to guard against solver tolerances.  None if HiGHS
         did not solve it (in time); with a deadline, :class:`~pal_opt.errors.TimeLimitReached`
-        when there is no time to translate and start it."""
+        when there is no time to translate and start it.
+
+        With ``state`` (:class:`~.base.RelaxationState`): when it holds a solved model of the
+        same structure (columns, costs, matrix), only the bounds and the objective offset are
+        changed on that live model and HiGHS's dual simplex goes on from its optimal basis (a
+        hot start: the optimum is the new LP's, reached in a few hundred iterations); else the
+        LP is translated afresh.  The solved model is kept in ``state`` for the next call."""
         import highspy
 
-        if options.deadline is not None:
+        why = None if state is None else state.mismatch(program)
+        if options.deadline is not None and (state is None or why is not None):
             Deadline(options.deadline).check("translating the LP relaxation for highs",
                                              need=self.translate_estimate(program))
-        model = self._translate(program, None)
+        if state is not None and why is None:
+            model = _HighsModel(state.model, None, None)
+            _change_bounds(model.h, program)
+        else:
+            model = self._translate(program, None)
+            model.h.setOptionValue("presolve", "off")
+            model.h.setOptionValue("solver", "simplex")
+            model.lp.integrality_ = []
+            model.h.passModel(model.lp)
+        if state is not None:
+            state.clear()  # kept again below only once solved
         options = self._fit_to_deadline(options, "solving the LP relaxation")
-        model.h.setOptionValue("presolve", "off")
-        model.h.setOptionValue("solver", "simplex")
-        if options.time_limit is not None:
-            model.h.setOptionValue("time_limit", float(options.time_limit))
-        model.lp.integrality_ = []
-        model.h.passModel(model.lp)
+        model.h.setOptionValue("time_limit", float(options.time_limit) if options.time_limit is not None else math.inf)
         try:
             with self._watched(model, program, "solving the LP relaxation"):
                 _, interrupted = self._execute(model, options)
@@ -111,6 +126,11 @@ class HighsBackend(ThreadedBackend):
             raise BackendInterrupted(None)
         if model.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
+        if state is not None:
+            iters = int(model.h.getInfo().simplex_iteration_count)
+            state.last = (f"hot: {iters} dual simplex iterations from the last optimal basis" if why is None
+                          else f"cold ({why}): {iters} simplex iterations")
+            state.keep(model.h, program)
         obj = float(model.h.getInfo().objective_function_value)
         return obj - RELAXATION_SAFETY * max(1.0, abs(obj))
 
@@ -217,3 +237,18 @@ class HighsBackend(ThreadedBackend):
         if status == SolverStatus.OPTIMAL and bound is None and objective is not None:
             bound = objective
         return bound
+
+
+def _change_bounds(h: Any, program: Program) -> None:
+    """Set every column's and row's bounds and the objective offset of the live model ``h`` to
+    ``program``'s (same structure); HiGHS keeps its basis for the next run."""
+    import highspy
+
+    inf = highspy.kHighsInf
+    n, m = program.num_vars, program.num_rows
+    col_hi = np.where(np.isinf(program.col_hi), inf, program.col_hi).astype(np.float64)
+    h.changeColsBounds(n, np.arange(n, dtype=np.int32), np.asarray(program.col_lo, dtype=np.float64), col_hi)
+    row_lo = np.where(np.isinf(program.row_lo), -inf, program.row_lo).astype(np.float64)
+    row_hi = np.where(np.isinf(program.row_hi), inf, program.row_hi).astype(np.float64)
+    h.changeRowsBounds(m, np.arange(m, dtype=np.int32), row_lo, row_hi)
+    h.changeObjectiveOffset(float(program.obj_offset))

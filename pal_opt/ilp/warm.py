@@ -1,0 +1,151 @@
+"""Warm re-solving: what one round's ``ilp`` solve leaves for the next, in the same process.
+
+A scheduler that places its queue every minute solves rounds that differ little: a few jobs
+finished, a few arrived, the cluster is the same.  Pass one :class:`WarmStart` to every call
+(``pal_opt.solve(instance, "ilp", warm=ws)`` or ``solve_ilp(..., warm=ws)``); each call reads
+what the last one left and records its own round.  What is reused, on large rounds
+(:mod:`pal_opt.ilp.scale`, where nearly all of a cold solve is the flow-free relaxation's LP):
+
+* **the LP**: HiGHS's solved relaxation stays alive in :attr:`WarmStart.lp`.  The next round's
+  relaxation is built as usual, with the job types of the last round kept (a type no admitted
+  job has gets the row ``Σ slots = 0``, which changes nothing), so that when the free GPUs are
+  the same only row and column bounds differ; HiGHS then goes on from the last optimal basis
+  (dual simplex).  The bound is the new round's LP optimum, as a cold solve computes it, reached
+  in a few hundred iterations instead of several thousand;
+* **the last placement**: the placements of jobs admitted again, kept when still valid (the job
+  needs as many GPUs, its GPUs exist and are all free, none shared), the other admitted jobs
+  placed on the rest by the packing greedy (:func:`~pal_opt.ilp.packing.fast_packing` with
+  ``kept``).  It is one more start placement (``info["start_warm_objective"]``), priced with
+  the cold ones (PAL's greedy and the packing greedy), which are still computed: the answer
+  is never costlier than the cold solve's.
+
+Everything else is the cold solve's: the same admission, the same gap test against the new
+round's bound, the same result.  Binned factors need no carrying: they are memoised per
+measurements already (:mod:`pal_opt.binning`).
+
+The warm state belongs to one cluster: a round of another cluster (other GPU ids, servers,
+racks, types or measurements), another binning mode or backend is solved cold and the state
+starts again from it; ``info["warm"]`` says what was reused or why nothing was.  A
+:class:`WarmStart` is not thread-safe and holds a live solver model (it cannot be pickled).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..model import Cluster, GpuState, JobId, RoundInstance
+from ..result import PlacementResult, Status
+from .backends.base import RelaxationState
+
+__all__ = ["WarmStart"]
+
+
+def cluster_key(cluster: Cluster, binning: str, backend: str) -> str:
+    """A digest of what a warm state is valid for: the cluster's GPUs, servers, racks, types and
+    measurements (not which GPUs are free), the binning mode and the backend."""
+    def compute() -> str:
+        h = hashlib.blake2b(digest_size=16)
+        for arr in (cluster.gpu_ids, cluster.server_of, cluster.rack_of_server, cluster.type_of):
+            a = np.ascontiguousarray(arr)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+        for c in sorted(cluster.factors):
+            h.update(c.encode())
+            h.update(np.ascontiguousarray(cluster.factors[c], dtype=np.float64).tobytes())
+        h.update(repr((cluster.racked, cluster.type_names, sorted((cluster.throughput or {}).items()))).encode())
+        return h.hexdigest()
+
+    return f"{cluster.memo(('warm-key',), compute)}/{binning}/{backend}"
+
+
+class WarmStart:
+    """The state one round's ``ilp`` solve leaves for the next (module docstring).
+
+    Create one per scheduler and pass it to every round's solve; it changes in place.
+
+    Attributes
+    ----------
+    key
+        The cluster, binning mode and backend it belongs to (:func:`cluster_key`), or None.
+    placements
+        The last round's answer (``{job id: GPU ids}``).
+    types
+        The job types the last round's relaxation had rows for.
+    lp
+        HiGHS's solved relaxation (:class:`~pal_opt.ilp.backends.base.RelaxationState`).
+    rounds
+        Rounds recorded since it was created or last started again.
+
+    Examples
+    --------
+    >>> from pal_opt import WarmStart, solve
+    >>> from pal_opt.generate import generate_instance
+    >>> ws = WarmStart()
+    >>> r1 = solve(generate_instance(8, 4, 12, seed=1), "ilp", backend="highs", warm=ws)
+    >>> ws.rounds, r1.info["warm"]
+    (1, 'cold: first round')
+    """
+
+    def __init__(self) -> None:
+        self.key: str | None = None
+        self.placements: dict[JobId, tuple[int, ...]] = {}
+        self.types: tuple[tuple[str, int, tuple[float, float, float]], ...] = ()
+        self.lp = RelaxationState()
+        self.rounds = 0
+
+    def __repr__(self) -> str:
+        return f"WarmStart(rounds={self.rounds}, placements={len(self.placements)}, lp={self.lp.model is not None})"
+
+    def reset(self) -> None:
+        """Forget everything (the next round is solved cold)."""
+        self.__init__()  # type: ignore[misc]
+
+    def match(self, instance: RoundInstance, binning: str, backend: str) -> str | None:
+        """Why the state cannot serve this round (and is reset), or None when it can."""
+        key = cluster_key(instance.cluster, binning, backend)
+        if self.key is None:
+            why = "first round"
+        elif key.split("/")[0] != self.key.split("/")[0]:
+            why = "another cluster (GPUs, servers, racks, types or measurements differ)"
+        elif key != self.key:
+            why = "another binning mode or backend"
+        else:
+            return None
+        self.reset()
+        self.key = key
+        return why
+
+    def kept(self, instance: RoundInstance, admitted: Sequence[int]) -> dict[JobId, tuple[int, ...]]:
+        """The last placements of the admitted jobs that are still valid on this round: the job
+        needs as many GPUs, its GPUs exist and are all free, and no GPU is kept twice."""
+        cl = instance.cluster
+        position = cl.position
+        free = cl.state == GpuState.FREE
+        taken = np.zeros(cl.num_gpus, dtype=bool)
+        out: dict[JobId, tuple[int, ...]] = {}
+        for i in admitted:
+            job = instance.jobs[i]
+            gids = self.placements.get(job.id)
+            if gids is None or len(gids) != job.demand:
+                continue
+            pos = [position.get(int(g), -1) for g in gids]
+            if -1 in pos or len(set(pos)) != len(pos) or not all(free[p] and not taken[p] for p in pos):
+                continue
+            taken[pos] = True
+            out[job.id] = tuple(int(g) for g in gids)
+        return out
+
+    def record(self, result: PlacementResult) -> None:
+        """Keep ``result``'s placement for the next round (the relaxation's job types and LP are
+        kept as they are solved, :func:`pal_opt.ilp.scale.flow_free_bound`)."""
+        self.rounds += 1
+        self.placements = {} if result.status == Status.INFEASIBLE else dict(result.placements)
+
+
+def warm_info(kept: Mapping[JobId, Any], admitted: int, lp: str) -> str:
+    """``info["warm"]`` on a large round: what the warm state gave it."""
+    return f"warm: {len(kept)} of {admitted} admitted jobs kept their last GPUs; LP {lp}"

@@ -1,0 +1,166 @@
+"""Warm re-solving (pal_opt.ilp.warm): a round solved from the last one's LP basis and placement
+gives an answer no costlier than a cold solve, a bound that is the new round's (≤ the proven
+optimum), falls back to cold on another cluster, and is deterministic."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from pal_opt import WarmStart, check, solve
+from pal_opt.errors import OptionError
+from pal_opt.generate import generate_instance, sample_jobs
+from pal_opt.ilp import scale
+from pal_opt.ilp.relaxation import build_relaxation
+from pal_opt.ilp.solve import prepare_round
+from pal_opt.model import RoundInstance
+
+pytest.importorskip("highspy")
+
+
+def _next(inst: RoundInstance, k: int, share: float = 0.1) -> RoundInstance:
+    """``share`` of the jobs finish, as many arrive (ids never reused)."""
+    rng = np.random.default_rng(k)
+    jobs = list(inst.jobs)
+    n = max(1, round(share * len(jobs)))
+    gone = set(rng.choice(len(jobs), n, replace=False).tolist())
+    new = sample_jobs(n, rng, max_demand=inst.cluster.num_gpus // 4)
+    queue = [j for i, j in enumerate(jobs) if i not in gone] + [replace(j, id=k * 1000 + j.id) for j in new]
+    return RoundInstance(inst.cluster, tuple(replace(j, position=i) for i, j in enumerate(queue)), inst.params)
+
+
+def _sequence(nodes: int, per: int, jobs: int, rounds: int, seed: int = 0) -> list[RoundInstance]:
+    out = [generate_instance(nodes, per, jobs, seed=seed)]
+    for k in range(1, rounds):
+        out.append(_next(out[-1], 100 * seed + k))
+    return out
+
+
+@pytest.fixture
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small rounds take the large-round path (flow-free bound), so that it can be checked
+    against proven optima."""
+    monkeypatch.setattr(scale, "LARGE_ROUND_GPUS", 16)
+    monkeypatch.setattr(scale.is_large_round, "__defaults__", (16,))
+
+
+def test_warm_sequence_is_no_worse_than_cold_and_its_bound_is_valid(small_threshold: None) -> None:
+    ws = WarmStart()
+    hot = 0
+    for k, inst in enumerate(_sequence(24, 4, 60, 5)):
+        cold = solve(inst, "ilp", backend="highs", gap=0.02)
+        warm = solve(inst, "ilp", backend="highs", gap=0.02, warm=ws)
+        exact = solve(inst, "ilp", backend="highs")
+        assert exact.status.value == "optimal"
+        assert check(inst, warm) == []
+        assert warm.info["relaxation"] == "flow-free (highs)"
+        assert warm.objective <= cold.objective + 1e-9
+        # the bound is the new round's LP optimum: the cold one, and at most the proven optimum
+        assert warm.bound == pytest.approx(cold.bound, rel=1e-7, abs=1e-7)
+        assert warm.bound <= exact.objective + 1e-6 * max(1.0, abs(exact.objective))
+        assert warm.gap is not None and warm.gap <= 0.02
+        if k == 0:
+            assert warm.info["warm"] == "cold: first round"
+        else:
+            assert warm.info["warm"].startswith("warm: ")
+            hot += warm.info["relaxation_start"].startswith("hot")
+    assert hot >= 3  # the LP restarted from the last basis in most rounds
+    assert ws.rounds == 5
+
+
+def test_relaxation_with_absent_types_has_the_same_optimum() -> None:
+    from pal_opt.ilp.backends import SolveOptions, get_backend
+
+    inst = generate_instance(16, 4, 40, seed=3)
+    setup = prepare_round(inst, None, "highs", None, None)
+    plain = build_relaxation(inst, setup.admitted, setup.factors)
+    assert plain is not None
+    extra = ("classA", 3, (1.0, 1.7, 1.7))
+    assert extra not in plain.types
+    wide = build_relaxation(inst, setup.admitted, setup.factors, also=[extra])
+    assert wide is not None and extra in wide.types and wide.program.num_vars > plain.program.num_vars
+    solver = get_backend("highs")()
+    a, b = solver.relaxation_bound(plain.program, SolveOptions()), solver.relaxation_bound(wide.program, SolveOptions())
+    assert a == pytest.approx(b, rel=1e-9)
+
+
+def test_hot_lp_equals_a_fresh_lp() -> None:
+    from pal_opt.ilp.backends import SolveOptions, get_backend
+    from pal_opt.ilp.backends.base import RelaxationState
+
+    first, second = _sequence(16, 8, 50, 2, seed=4)
+    state = RelaxationState()
+    solver = get_backend("highs")()
+    bounds = []
+    types: tuple = ()
+    for inst in (first, second):
+        setup = prepare_round(inst, None, "highs", None, None)
+        relax = build_relaxation(inst, setup.admitted, setup.factors, also=types)
+        assert relax is not None
+        types = relax.types
+        hot = solver.relaxation_bound(relax.program, SolveOptions(), state)
+        fresh = solver.relaxation_bound(relax.program, SolveOptions())
+        assert hot == pytest.approx(fresh, rel=1e-9, abs=1e-9)
+        bounds.append(state.last)
+    assert bounds[0].startswith("cold") and bounds[1].startswith("hot")
+
+
+def test_another_cluster_falls_back_to_cold(small_threshold: None) -> None:
+    ws = WarmStart()
+    a = generate_instance(16, 4, 40, seed=1)
+    solve(a, "ilp", backend="highs", gap=0.02, warm=ws)
+    b = generate_instance(16, 4, 40, seed=2)  # other measurements
+    res = solve(b, "ilp", backend="highs", gap=0.02, warm=ws)
+    assert res.info["warm"].startswith("cold: another cluster")
+    assert res.info["relaxation_start"].startswith("cold")
+    assert check(b, res) == []
+    res2 = solve(b, "ilp", backend="highs", gap=0.02, binning="none", warm=ws)
+    assert res2.info["warm"] == "cold: another binning mode or backend"
+    assert ws.rounds == 1
+
+
+def test_invalid_kept_placements_are_dropped() -> None:
+    inst = generate_instance(8, 4, 12, seed=1)
+    setup = prepare_round(inst, None, "highs", None, None)
+    ws = WarmStart()
+    i, j = setup.admitted[0], setup.admitted[1]
+    a, b = inst.jobs[i], inst.jobs[j]
+    gpus = inst.cluster.gpu_ids.tolist()
+    ws.placements = {a.id: tuple(gpus[:a.demand]), b.id: tuple(gpus[:b.demand]), "gone": (gpus[-1],)}
+    kept = ws.kept(inst, setup.admitted)
+    assert kept == {a.id: tuple(gpus[:a.demand])}  # b shares a GPU with a; "gone" is not queued
+    ws.placements = {a.id: tuple(gpus[:a.demand - 1]) + (10**9,)}
+    assert ws.kept(inst, setup.admitted) == {}  # an unknown GPU
+
+
+def test_warm_is_deterministic(small_threshold: None) -> None:
+    seq = _sequence(24, 4, 60, 3, seed=5)
+
+    def run() -> list[tuple]:
+        ws = WarmStart()
+        out = []
+        for inst in seq:
+            r = solve(inst, "ilp", backend="highs", gap=0.02, warm=ws)
+            out.append((r.placements, r.objective, r.bound, r.info["warm"]))
+        return out
+
+    assert run() == run()
+
+
+def test_warm_must_be_a_warm_start() -> None:
+    inst = generate_instance(4, 4, 5, seed=0)
+    with pytest.raises(OptionError, match="warm must be a pal_opt.WarmStart"):
+        solve(inst, "ilp", backend="highs", warm={})
+    with pytest.raises(OptionError):
+        solve(inst, "pal", warm=WarmStart())  # not an option of the greedy methods
+
+
+def test_program_path_records_and_says_nothing_was_reused() -> None:
+    ws = WarmStart()
+    seq = _sequence(8, 4, 16, 2, seed=6)
+    solve(seq[0], "ilp", backend="highs", warm=ws)
+    res = solve(seq[1], "ilp", backend="highs", warm=ws)
+    assert res.info["warm"].startswith("warm: nothing reused")
+    assert res.status.value == "optimal" and check(seq[1], res) == []
