@@ -19,11 +19,12 @@ on flat clusters without GPU types, from the round and its binned factors alone:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import TimeLimitReached
 from ..gputypes import has_types
 from ..model import GpuState, JobId, Level, RoundInstance
 
@@ -102,11 +103,14 @@ class _State:
             self.srt[p][touched] = np.sort(self.lv[p][touched], axis=1)
 
 
-def fast_packing(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-                 ) -> dict[JobId, tuple[int, ...]] | None:
+def fast_packing(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray], *,
+                 give_up: Callable[[], bool] | None = None) -> dict[JobId, tuple[int, ...]] | None:
     """:func:`pal_opt.ilp.heuristic.packing_greedy`'s placement of ``admitted`` (queue order) on
     a flat cluster without GPU types (:func:`fast_packing_applies`), without building the round
-    program; None if some job finds no GPUs."""
+    program; None if some job finds no GPUs.
+
+    ``give_up`` (e.g. a deadline's ``passed``) is asked before each job; when it answers True
+    the placement is abandoned with :class:`~pal_opt.errors.TimeLimitReached`."""
     jobs = instance.jobs
     st = _State.of(instance, factors, [jobs[i].perfclass for i in admitted])
     width = st.slots.shape[1]
@@ -115,6 +119,8 @@ def fast_packing(instance: RoundInstance, admitted: Sequence[int], factors: Mapp
     ids = instance.cluster.gpu_ids
     out: dict[JobId, tuple[int, ...]] = {}
     for i in small + large:
+        if give_up is not None and give_up():
+            raise TimeLimitReached("computing the packing start placement")
         job = jobs[i]
         pos = _place(st, job.perfclass, job.demand, job.locality)
         if pos is None:
