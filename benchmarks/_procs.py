@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's pal_opt in the benchmark too (generation, checking)
+    sys.path.insert(1, str(ROOT))
 #: Queued jobs per GPU of the generated rounds (as the PAL artifact's workloads at this scale).
 JOBS_PER_GPU = 0.29
 MiB = 2**20
@@ -43,11 +45,10 @@ def instance_file(gpus: int, seed: int, where: Path) -> Path:
 
 
 def env() -> dict[str, str]:
-    """The measured processes' environment: this checkout's package first, warnings off."""
-    import pal_opt
-
+    """The measured processes' environment: this checkout's package first (not an installed or
+    editable one elsewhere), warnings off."""
     out = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    out["PYTHONPATH"] = str(Path(pal_opt.__path__[0]).parent)
+    out["PYTHONPATH"] = str(ROOT)
     out["PYTHONWARNINGS"] = "ignore"
     return out
 

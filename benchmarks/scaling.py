@@ -9,7 +9,9 @@ Whole processes, timed from outside (``benchmarks/_procs.py``):
 * ``pal-opt solve INSTANCE --method ilp --backend B --gap G --time-limit T`` for every installed
   backend, with the issue's targets per size (:data:`TARGETS`: 0.5 % in 10 s up to 8,192 GPUs,
   1 % in 30 s at 32,768, 2 % in 120 s at 65,536);
-* ``pal-opt solve INSTANCE --method pal`` (greedy PAL, the comparator).
+* ``pal-opt solve INSTANCE --method pal`` (greedy PAL, the comparator);
+
+and greedy PAL inside one process (seed 0): the policy call, the binning, ``solve(inst, "pal")``.
 
 Reported per size and method: the median over the seeds of the wall time, the CPU seconds and the
 proven gap (the worst too), the statuses, and that every written placement passes
@@ -66,6 +68,40 @@ def runs(sizes: list[int], seeds: int, backends: list[str], work: Path, progress
     return rows
 
 
+def greedy_in_process(sizes: list[int], work: Path, progress: Any) -> list[dict[str, Any]]:
+    """Greedy PAL inside one process, seed 0: the policy call on binned factors (median of 3
+    after a cold call), the binning (k-means, once per cluster) and ``solve(instance, "pal")`` on
+    a freshly loaded round (binning included)."""
+    from pal_opt import solve
+    from pal_opt.binning import binned_factors, forget_binnings
+    from pal_opt.io import load_instance
+    from pal_opt.policies import get_policy
+
+    rows = []
+    for g in sizes:
+        path = instance_file(g, 0, work)
+        forget_binnings()
+        inst = load_instance(path)
+        t0 = time.perf_counter()
+        solve(inst, "pal")
+        solve_s = time.perf_counter() - t0
+        forget_binnings()
+        inst = load_instance(path)
+        t0 = time.perf_counter()
+        factors = binned_factors(inst.cluster)
+        bin_s = time.perf_counter() - t0
+        place = get_policy("pal")
+        times = []
+        for _ in range(4):
+            t0 = time.perf_counter()
+            place(inst, factors)
+            times.append(time.perf_counter() - t0)
+        rows.append({"gpus": g, "solve": solve_s, "binning": bin_s, "policy_cold": times[0],
+                     "policy": statistics.median(times[1:])})
+        progress(f"{g} greedy in process: {rows[-1]['policy']:.3f} s")
+    return rows
+
+
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per size and method: medians over the seeds (and the worst gap, wall and validity)."""
     out = []
@@ -95,7 +131,8 @@ def _pct(x: Any) -> str:
     return "–" if x is None else f"{100 * x:.3f} %"
 
 
-def report(rows: list[dict[str, Any]], summ: list[dict[str, Any]], head: list[str]) -> list[str]:
+def report(rows: list[dict[str, Any]], summ: list[dict[str, Any]], gin: list[dict[str, Any]],
+           head: list[str]) -> list[str]:
     greedy = {s["gpus"]: s for s in summ if s["method"] == GREEDY}
     lines = [*head, "## Medians over the seeds", "",
              "| GPUs | method | gap target | T s | median wall s | range s | × greedy wall | median CPU s | "
@@ -108,6 +145,11 @@ def report(rows: list[dict[str, Any]], summ: list[dict[str, Any]], head: list[st
             f"{s['wall_min']:.2f}–{s['wall_max']:.2f} | {_f(ratio)} | {_f(s['cpu'])} | {_pct(s['gap'])} | "
             f"{_pct(s['gap_max'])} | {s['bounded']} of {s['seeds']} | {', '.join(s['statuses'])} | "
             f"{'yes' if s['valid'] else 'NO'} | {s['peak_mib']:.0f} |")
+    lines += ["", "## Greedy PAL in process (seed 0)", "",
+              "| GPUs | policy call s (median of 3) | cold call s | binning s | `solve(inst, \"pal\")` s |",
+              "|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['gpus']:,} | {r['policy']:.3f} | {r['policy_cold']:.3f} | {r['binning']:.3f} | {r['solve']:.3f} |"
+              for r in gin]
     lines += ["", "## Every run", "",
               "| GPUs | seed | method | load | wall s | CPU s | status | proven gap | stopped at | path | answer | valid |",
               "|---:|---:|---|---:|---:|---:|---|---:|---|---|---|---|"]
@@ -183,13 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pal_opt_scaling_") as tmp:
         rows = runs(sizes, args.seeds, backends, Path(tmp), progress)
+        gin = greedy_in_process(sizes, Path(tmp), progress)
     summ = summary(rows)
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    lines = report(rows, summ, head)
+    lines = report(rows, summ, gin, head)
     lines += ["", f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
               "Command: `python benchmarks/scaling.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`", ""]
     (out_dir / "scaling.md").write_text("\n".join(lines), encoding="utf-8")
-    (out_dir / "scaling.json").write_text(json.dumps({"runs": rows, "summary": summ}, indent=1), encoding="utf-8")
+    (out_dir / "scaling.json").write_text(json.dumps({"runs": rows, "summary": summ, "greedy_in_process": gin}, indent=1), encoding="utf-8")
     plot(summ, out_dir / "scaling.png")
     print("\n".join(lines))
     return 0 if all(r["valid"] for r in rows) else 1
