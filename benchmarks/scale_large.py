@@ -31,9 +31,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _procs import cli, run  # noqa: E402
 from _results import add_output_arguments, output_dir  # noqa: E402
 from suite import machine, measurements  # noqa: E402
-from time_limit import _cli, _env, _run  # noqa: E402
 
 JOBS_PER_GPU = 0.29
 MiB = 2**20
@@ -62,9 +62,9 @@ def run_one(gpus: int, seed: int, work: Path, nice: bool) -> dict[str, Any]:
     path = _instance(gpus, seed, work)
     out = work / f"out-{gpus}-{seed}.json"
     load = os.getloadavg()[0]
-    cmd = [*_cli(ROOT), "solve", str(path), "--method", "ilp", "--backend", "highs", "--gap", str(gap),
+    cmd = [*cli(), "solve", str(path), "--method", "ilp", "--backend", "highs", "--gap", str(gap),
            "--time-limit", str(limit), "-o", str(out)]
-    r = _run(cmd, _env(ROOT), limit * 3 + 30, nice, work)
+    r = run(["nice", "-n", "10", *cmd] if nice else cmd, limit * 3 + 30, work)
     row: dict[str, Any] = {"gpus": gpus, "seed": seed, "gap_target": gap, "limit": limit, "load": load,
                            "wall": r["wall"], "cpu": r["cpu"], "peak_mib": r["peak_rss"] / MiB, "code": r["code"]}
     if r["code"] == 0 and out.exists():
@@ -90,7 +90,7 @@ def _pct(x: Any) -> str:
 
 def report(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["# Proven gaps at 8,192–65,536 GPUs (whole processes)", "", "Machine:", "",
-             *[f"- {m}" for m in machine()], "",
+             *machine(), "",
              "Rounds: generated, 8 GPUs per server, 0.29 queued jobs per GPU, λ = 1.7, Longhorn measurements; "
              "`pal-opt solve --method ilp --backend highs --gap G --time-limit T` (prefix admission).  Path: "
              "PAL's greedy and the packing greedy, the flow-free relaxation's LP bound "

@@ -19,11 +19,12 @@ on flat clusters without GPU types, from the round and its binned factors alone:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import TimeLimitReached
 from ..gputypes import has_types
 from ..model import GpuState, JobId, Level, RoundInstance
 
@@ -103,14 +104,18 @@ class _State:
 
 
 def fast_packing(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-                 kept: Mapping[JobId, tuple[int, ...]] | None = None) -> dict[JobId, tuple[int, ...]] | None:
+                 kept: Mapping[JobId, tuple[int, ...]] | None = None, *,
+                 give_up: Callable[[], bool] | None = None) -> dict[JobId, tuple[int, ...]] | None:
     """:func:`pal_opt.ilp.heuristic.packing_greedy`'s placement of ``admitted`` (queue order) on
     a flat cluster without GPU types (:func:`fast_packing_applies`), without building the round
     program; None if some job finds no GPUs.
 
     ``kept``: placements of some admitted jobs that stay as they are (free GPUs, none shared,
     checked by the caller, e.g. :mod:`pal_opt.ilp.warm`); only the other jobs are placed, by
-    the same greedy, on the GPUs these leave free."""
+    the same greedy, on the GPUs these leave free.
+
+    ``give_up`` (e.g. a deadline's ``passed``) is asked before each job; when it answers True
+    the placement is abandoned with :class:`~pal_opt.errors.TimeLimitReached`."""
     jobs = instance.jobs
     kept = kept or {}
     st = _State.of(instance, factors, [jobs[i].perfclass for i in admitted])
@@ -123,6 +128,8 @@ def fast_packing(instance: RoundInstance, admitted: Sequence[int], factors: Mapp
     large = sorted((i for i in todo if jobs[i].demand > width), key=lambda i: (-jobs[i].demand, i))
     ids = instance.cluster.gpu_ids
     for i in small + large:
+        if give_up is not None and give_up():
+            raise TimeLimitReached("computing the packing start placement")
         job = jobs[i]
         pos = _place(st, job.perfclass, job.demand, job.locality)
         if pos is None:

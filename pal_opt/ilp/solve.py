@@ -91,7 +91,7 @@ from .decode import decode, encode
 from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
 from .packing import fast_packing
-from .scale import flow_free_bound, is_large_round
+from .scale import BackgroundPacking, flow_free_bound, is_large_round
 from .stageround import has_pipelines, solve_stage_round
 from .warm import WarmStart, warm_info
 
@@ -258,6 +258,8 @@ class _Attempt:
     clock: Deadline = Deadline()
     #: Seconds kept after every stage for pricing and writing the answer (under a deadline).
     reserve: float = 0.0
+    #: Seconds pricing a placement took (PAL's, under a deadline).
+    price_seconds: float = 0.0
     greedy: dict[JobId, tuple[int, ...]] | None = None
     gcost: float = math.inf
     source: str | None = None
@@ -486,7 +488,8 @@ def _greedy_first(att: _Attempt) -> None:
     if placement is None or len(placement) != len(att.setup.admitted):  # pragma: no cover - PAL places them
         return
     att.greedy, att.gcost, att.source = placement, evaluate(att.instance, placement, att.setup.factors).cost, "pal"
-    att.reserve = FINISH_SECONDS + 2 * (time.perf_counter() - t1)
+    att.price_seconds = time.perf_counter() - t1
+    att.reserve = FINISH_SECONDS + 2 * att.price_seconds
     att.info["start_pal_objective"] = att.gcost
     att.info["start_source"] = att.source
     att.info["greedy_seconds"] = t1 - t0
@@ -501,14 +504,9 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
     setup, clock = att.setup, att.clock
     if att.given_start is not None or not is_large_round(att.instance, setup.admitted):
         return None
+    _greedy_first(att)
     try:
-        _greedy_first(att)
-        t0 = time.perf_counter()
-        _price_start(att, "packing", fast_packing(att.instance, setup.admitted, setup.factors) or {})
-        att.info["packing_seconds"] = time.perf_counter() - t0
-        att.info["start_source"] = att.source
-        bound, info = flow_free_bound(att.instance, setup.admitted, setup.factors, setup.backend,
-                                      att.stage_options(opts, then_decode=False), att.warm)
+        bound, info = _bound_beside_packing(att, opts)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
     att.info.update(info)
@@ -521,6 +519,8 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
     if att.warm is not None and att.warm.rounds and not str(att.info.get("warm", "")).startswith("cold"):
         att.info["warm"] = warm_info(kept, len(setup.admitted), att.warm.lp.last)
     if bound is None:
+        if clock.limited and "relaxation_seconds" in info:  # the LP did not finish in time
+            att.info.setdefault("time_limit_reached", "solving the flow-free relaxation's LP")
         return None
     att.lp_bound, att.lp_seconds = bound, float(info["relaxation_seconds"])
     att.build_seconds = float(info["relaxation_build_seconds"])
@@ -555,6 +555,38 @@ def _warm_start_placement(att: _Attempt) -> dict[JobId, tuple[int, ...]] | None:
         _price_start(att, "warm", fast_packing(att.instance, setup.admitted, setup.factors, kept=kept) or {})
     att.info["warm_start_seconds"] = time.perf_counter() - t0
     return kept
+
+
+def _bound_beside_packing(att: _Attempt, opts: SolveOptions) -> tuple[float | None, dict[str, Any]]:
+    """The flow-free relaxation's bound (:func:`~pal_opt.ilp.scale.flow_free_bound`) in this
+    thread while the packing greedy runs in another (:class:`~pal_opt.ilp.scale.BackgroundPacking`,
+    given up in time to be priced); the packing placement priced once both have ended, also when
+    the deadline stopped the relaxation (:class:`~pal_opt.errors.TimeLimitReached`, re-raised)."""
+    setup = att.setup
+    packing = BackgroundPacking(att.instance, setup.admitted, setup.factors,
+                                att.clock.sooner(att.reserve + att.price_seconds))
+    try:
+        found = flow_free_bound(att.instance, setup.admitted, setup.factors, setup.backend,
+                                att.stage_options(opts, then_decode=False), att.warm)
+    except TimeLimitReached:
+        _take_packing(att, packing)
+        raise
+    except BaseException:  # a Ctrl-C or an error: the packing is not waited for
+        packing.cancel()
+        raise
+    _take_packing(att, packing)
+    return found
+
+
+def _take_packing(att: _Attempt, packing: BackgroundPacking) -> None:
+    """Wait for the packing greedy (it ends by its deadline) and price its placement, if any."""
+    placement, stopped = packing.wait()
+    att.info["packing_seconds"] = packing.seconds
+    if stopped is not None:
+        att.info.setdefault("time_limit_reached", stopped)
+    if placement is not None:
+        _price_start(att, "packing", placement)
+    att.info["start_source"] = att.source
 
 
 def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
