@@ -32,7 +32,8 @@ GPUs, variability and comparators (:mod:`pal_opt.hetero.gpus`, :mod:`pal_opt.het
     :class:`Layout` (GPU positions), :class:`Variability`, :func:`draw_variability`,
     :func:`parse_variability`; :class:`IlpTypesPolicy` (pal-opt's ``ilp`` with types: the level
     program :func:`build_level_program`, then the core round program); :class:`TypeBlindPolicy`
-    (PAL and Packed ignoring types); :data:`HETERO_METHODS`.
+    (PAL and Packed ignoring types); :class:`GavelPolicy` (Gavel-like max-min fair type shares,
+    :func:`gavel_allocation`); :data:`HETERO_POLICIES` (the policies by name), :data:`HETERO_METHODS`.
 
 Names are loaded on first use, so ``import pal_opt.hetero.cli`` does not load pandas or scipy.
 
@@ -144,6 +145,8 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         simulate_sia,
         summarise,
     )
+    from .gavel import GavelAllocation, GavelPolicy, gavel_allocation
+    from .methods import HETERO_POLICIES, HeteroPolicy, hetero_policy_names
     from .typeblind import TypeBlindPolicy, effective_type, gang_state
     from .workload import (
         PhillyTrace,
@@ -197,6 +200,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ".ilptypes": ("IlpTypesPolicy",),
     ".levelprogram": ("LevelProgram", "LevelRound", "build_level_program"),
     ".typeblind": ("TypeBlindPolicy", "effective_type", "gang_state"),
+    ".gavel": ("GavelPolicy", "GavelAllocation", "gavel_allocation"),
+    ".methods": ("HETERO_POLICIES", "HeteroPolicy", "hetero_policy_names"),
     ".workload": (
         "PhillyTrace", "Workload", "WorkloadJob", "check_workload", "read_philly", "read_workload",
         "workload_from_frame",
@@ -306,6 +311,12 @@ __all__ = [
     "TypeBlindPolicy",
     "effective_type",
     "gang_state",
+    "GavelPolicy",
+    "GavelAllocation",
+    "gavel_allocation",
+    "HETERO_POLICIES",
+    "HeteroPolicy",
+    "hetero_policy_names",
 ]
 
 

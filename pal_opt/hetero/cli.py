@@ -22,8 +22,9 @@ from typing import Any
 
 from ..cliargs import positive_float
 from ..errors import InstanceError, OptionError
+from .methods import hetero_policy_names
 
-__all__ = ["add_parser", "run", "run_folded", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
+__all__ = ["add_parser", "run", "run_folded", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
 
 #: ``--trace-format`` choices: ``sia`` is newTrace (name,time,application,num_replicas,batch_size),
 #: ``pal`` the Sia-Philly traces PAL replays (job_id,num_gpus,submit_time,duration,model).
@@ -36,6 +37,7 @@ DEFAULT_CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
 def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.ArgumentParser:
     """Register the command on ``subparsers``; ``args.func(args)`` returns the exit status."""
     from ..options import BackendName
+    from .methods import HETERO_POLICIES
 
     p = subparsers.add_parser(
         name,
@@ -54,8 +56,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
     p.add_argument("--profiles", required=True, metavar="DIR",
                    help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
-    p.add_argument("--policy", choices=("sia", "ilp", "pal", "packed"), default="sia",
-                   help="sia, ilp (pal-opt's program with types), pal or packed (type-blind); default sia")
+    p.add_argument("--policy", choices=hetero_policy_names(), default="sia",
+                   help="; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="TYPE:CLASS=FILE",
                    help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV "
                         "(default: every GPU nominal)")
@@ -218,20 +220,27 @@ def resolve_trace_format(args: argparse.Namespace) -> str:
     fmt = detect_trace_format(args.trace) if args.trace_format == "auto" else args.trace_format
     wrong = _PAL_ONLY if fmt == "sia" else _SIA_ONLY
     bad = [n for n, default in wrong.items() if getattr(args, n, default) not in (default, [])]
-    if fmt == "pal" and "sia" in args.policy:
-        bad.append("policy sia")
+    if fmt == "pal":
+        bad += [f"policy {p}" for p in args.policy if p in hetero_only_policies()]
     if bad:
         verb = "does" if len(bad) == 1 else "do"
         raise OptionError(f"{', '.join(_flag(n) for n in bad)} {verb} not apply to a {fmt} trace ({args.trace})")
     return fmt
 
 
+def hetero_only_policies() -> tuple[str, ...]:
+    """Policies only the simulator of GPU types has (``pal-opt simulate --policy`` accepts them
+    besides the registered methods, for Sia traces only)."""
+    from ..methods import method_names
+
+    return tuple(n for n in hetero_policy_names() if n not in method_names())
+
+
 def run_folded(args: argparse.Namespace) -> int:
     """``pal-opt simulate`` on a Sia trace: the arguments mapped onto :func:`run`'s."""
-    from .simulate import HETERO_METHODS
-
-    if len(args.policy) != 1 or args.policy[0] not in HETERO_METHODS:
-        raise OptionError(f"--policy on a sia trace takes one of {', '.join(HETERO_METHODS)}, got {','.join(args.policy)}")
+    names = hetero_policy_names()
+    if len(args.policy) != 1 or args.policy[0] not in names:
+        raise OptionError(f"--policy on a sia trace takes one of {', '.join(names)}, got {','.join(args.policy)}")
     if args.profiles is None:
         raise OptionError("--profiles DIR is required for a sia trace")
     ns = argparse.Namespace(**vars(args))

@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
 from .ilptypes import IlpTypesPolicy
+from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
@@ -46,6 +47,9 @@ from .workload import Workload, check_workload
 __all__ = [
     "HETERO_METHODS",
     "make_policy",
+    "sia_policy",
+    "ilp_policy",
+    "typeblind_policy",
     "SimConfig",
     "JobRecord",
     "SiaResult",
@@ -58,8 +62,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The policies of the simulator of GPU types.
-HETERO_METHODS = ("sia", "ilp", "pal", "packed")
+#: The policies of the simulator of GPU types when this module was loaded
+#: (:data:`pal_opt.hetero.methods.HETERO_POLICIES` is the registry).
+HETERO_METHODS = hetero_policy_names()
+
+#: on_round(program input, decision) of the policies that solve Sia's round program
+OnRound = Callable[[RoundInput, RoundDecision], None]
 
 #: progress(rounds done, jobs completed, jobs in the workload, simulated seconds)
 Progress = Callable[[int, int, int, float], None]
@@ -78,9 +86,11 @@ class SimConfig:
     max_time
         Simulated seconds after which the run stops even if jobs are unfinished.
     method
-        One of :data:`HETERO_METHODS`: ``sia`` (:class:`~pal_opt.hetero.policy.SiaPolicy`),
-        ``ilp`` (:class:`~pal_opt.hetero.ilptypes.IlpTypesPolicy`), ``pal`` or ``packed``
-        ignoring types (:class:`~pal_opt.hetero.typeblind.TypeBlindPolicy`).
+        A name of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`: ``sia``
+        (:class:`~pal_opt.hetero.policy.SiaPolicy`), ``ilp``
+        (:class:`~pal_opt.hetero.ilptypes.IlpTypesPolicy`), ``pal`` or ``packed`` ignoring types
+        (:class:`~pal_opt.hetero.typeblind.TypeBlindPolicy`), ``gavel``
+        (:class:`~pal_opt.hetero.gavel.GavelPolicy`, every job run as rigid).
     variability
         Per-GPU factors (:func:`pal_opt.hetero.gpus.draw_variability`); default nominal.
     ilp_move_cost
@@ -90,6 +100,8 @@ class SimConfig:
     ilp_levels
         ``ilp``'s stage 1 with variability levels (True) or Sia's program unchanged (False, the
         default: measured better on newtrace-7's first 250 jobs, ``formulations/sia_ilp_types.md``).
+    gavel_round
+        ``gavel``'s own round in seconds (Gavel's default 360): it re-decides only this often.
     """
 
     round_length: float = 60.0
@@ -99,12 +111,16 @@ class SimConfig:
     variability: Variability = field(default_factory=Variability)
     ilp_move_cost: float | None = 5.0
     ilp_levels: bool = False
+    gavel_round: float = 360.0
 
     def __post_init__(self) -> None:
-        if self.method not in HETERO_METHODS:
-            raise OptionError(f"unknown policy {self.method!r} for a cluster of GPU types (choose from {', '.join(HETERO_METHODS)})")
+        if self.method not in HETERO_POLICIES:
+            raise OptionError(f"unknown policy {self.method!r} for a cluster of GPU types "
+                              f"(choose from {', '.join(hetero_policy_names())})")
         if not (math.isfinite(self.round_length) and self.round_length > 0):
             raise OptionError(f"the round length must be a positive number of seconds, got {self.round_length}")
+        if not (math.isfinite(self.gavel_round) and self.gavel_round > 0):
+            raise OptionError(f"gavel_round must be a positive number of seconds, got {self.gavel_round}")
         if not (math.isfinite(self.max_time) and self.max_time > 0):
             raise OptionError(f"max_time must be a positive number of seconds, got {self.max_time}")
 
@@ -240,7 +256,8 @@ def build_cluster(
     return tuple(out)
 
 
-def _make_jobs(workload: Workload, apps: Mapping[str, Application], names: Sequence[str]) -> list[SimJob]:
+def _make_jobs(workload: Workload, apps: Mapping[str, Application], names: Sequence[str], rigid: bool = False) -> list[SimJob]:
+    """The simulator's jobs; ``rigid``: every job runs as a rigid one (its row's count and batch)."""
     jobs = []
     for i, spec in enumerate(workload):
         if spec.kind is JobKind.GUARANTEED:
@@ -249,21 +266,32 @@ def _make_jobs(workload: Workload, apps: Mapping[str, Application], names: Seque
                 source=workload.source,
                 path=f"row {spec.row}, column category",
             )
+        if rigid and spec.kind is not JobKind.RIGID:
+            spec = replace(spec, kind=JobKind.RIGID)
         jobs.append(SimJob(i, spec, apps[spec.application], names))
     return jobs
 
 
-def make_policy(
-    cluster: Sequence[GpuType], cfg: SimConfig, on_round: Callable[[RoundInput, RoundDecision], None] | None = None
-) -> Any:
-    """The policy object of ``cfg.method``: ``allocate(active jobs, now)`` -> {job index: GPU
-    positions} and ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`)."""
-    if cfg.method == "sia":
-        return SiaPolicy(cluster, cfg.policy, on_round)
-    if cfg.method == "ilp":
-        return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
-                              levels=cfg.ilp_levels)
+def sia_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> SiaPolicy:
+    """The ``sia`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
+    return SiaPolicy(cluster, cfg.policy, on_round)
+
+
+def ilp_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> IlpTypesPolicy:
+    """The ``ilp`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
+    return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
+                          levels=cfg.ilp_levels)
+
+
+def typeblind_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> TypeBlindPolicy:
+    """The ``pal`` and ``packed`` entries of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
     return TypeBlindPolicy(Layout(tuple(cluster)), cfg.method, cfg.variability)
+
+
+def make_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> Any:
+    """The policy object of ``cfg.method`` (its registry entry's factory): ``allocate(active jobs,
+    now)`` -> {job index: GPU positions} and ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`)."""
+    return HETERO_POLICIES.get_item(cfg.method).builder()(cluster, cfg, on_round)
 
 
 def _apply(layout: Layout, variability: Variability, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float) -> None:
@@ -334,7 +362,7 @@ def _run(
     t0 = time.perf_counter()
     policy = make_policy(cluster, cfg, on_round)
     layout = Layout(tuple(cluster))
-    jobs = _make_jobs(workload, apps, [t.name for t in cluster])
+    jobs = _make_jobs(workload, apps, [t.name for t in cluster], HETERO_POLICIES.get_item(cfg.method).rigid)
     pending = sorted(jobs, key=lambda j: (j.submit_time, j.index))
     live: list[SimJob] = []
     use: list[list[int]] = []

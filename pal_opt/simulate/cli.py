@@ -40,6 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     The handler is stored as both ``func`` and ``handler`` defaults: ``args.func(args)``
     returns the exit status.
     """
+    from ..hetero.methods import hetero_policy_names
     from ..options import Binning
     from .choices import DRAWS
     from .queue import QUEUE_POLICIES
@@ -61,7 +62,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4); sia: TYPE:SERVERSxGPUS,... "
                         "(default aws:6x4,rtx:3x8,dgx-ext:2x8)")
     add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True,
-                         extra=("sia",))
+                         extra=hetero_policy_names())
     sia = p.add_argument_group("sia traces (clusters of GPU types)")
     sia.add_argument("--profiles", default=None, metavar="DIR",
                      help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")

@@ -1,0 +1,264 @@
+"""A Gavel-like policy (OSDI'20) in the Sia simulator: type shares by throughput, no placement.
+
+Gavel's heterogeneity-aware max-min fairness (``formulations/gavel.md``), on the simulator's jobs:
+
+Jobs are rigid
+    Every job keeps its workload row's GPU count ``s_j`` and batch (the simulator runs it as a
+    rigid job: no adaptive batch, no change of count).  Its throughput ``T[j, k]`` on type ``k``
+    is the measured samples/s at that count and batch (:func:`pal_opt.hetero.policy.rigid_throughputs`),
+    0 where the type cannot hold the gang or the profile has no value.
+Allocation (:func:`gavel_allocation`, a linear program solved by HiGHS)
+    A time fraction ``X[j, k]`` per job and type: Σ_k X[j, k] <= 1 and Σ_j s_j X[j, k] <= N_k.
+    It maximises the least normalised effective throughput over the jobs,
+    ``s_j · Σ_k T[j, k] X[j, k] / T_eq[j]`` with ``T_eq[j] = Σ_k T[j, k] N_k / N`` (the job's
+    throughput under an equal time share of every GPU of the cluster; the share's size is the
+    same for every job and only scales the optimum), then, at that least value, the sum of the
+    normalised throughputs (the second step is ours: it picks one of the max-min optima so
+    that the jobs that are not the bottleneck are not left at the minimum).  It is recomputed
+    whenever the set of active jobs changes.
+Rounds (:meth:`GavelPolicy.allocate`, Gavel's mechanism)
+    Gavel's own round (360 s by default, six of the simulator's 60 s rounds): between two
+    decisions every job keeps its GPUs.  Per type, ``fraction[j, k]`` = rounds job j ran on k / rounds all jobs ran on k since the
+    allocation was last recomputed; priority = X / fraction (X · 1e9 when the fraction is 0, 0
+    where X is 0).  Each type's jobs sorted by (priority, deficit, X) descending, the types in
+    cluster order one after the other; a job is scheduled on the first entry whose type still
+    has ``s_j`` free GPUs, at most once.  At every recomputation each job's deficit on each type
+    grows by the time it should have received under the old allocation minus what it received.
+Placement (none)
+    On its type, a job scheduled again keeps its GPUs if they are still free; the others take
+    the first free GPUs in position order (nodes filled in order), largest gangs first.  The
+    per-GPU variability factors are never looked at (the simulator still applies them).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendError, InstanceError, OptionError
+from .configs import GpuType
+from .gpus import Layout
+from .policy import RoundStats, rigid_throughputs
+from .simjob import SimJob
+
+__all__ = ["GavelAllocation", "gavel_allocation", "GavelPolicy", "gavel_policy", "UNSEEN_PRIORITY", "GAVEL_ROUND"]
+
+#: Priority scale of a job that has not run on a type since the last recomputation (Gavel's).
+UNSEEN_PRIORITY = 1e9
+#: Gavel's default round, seconds.
+GAVEL_ROUND = 360.0
+#: Time fractions below this are treated as 0 (solver round-off).
+EPS = 1e-7
+
+
+@dataclass(frozen=True)
+class GavelAllocation:
+    """The allocation LP's answer: ``x`` (jobs × types time fractions), the max-min value
+    ``level`` and each job's normalised effective throughput ``normalised``."""
+
+    x: np.ndarray
+    level: float
+    normalised: np.ndarray
+
+
+def _check_inputs(throughput: np.ndarray, scale: np.ndarray, workers: np.ndarray) -> None:
+    if throughput.ndim != 2 or throughput.shape != (scale.size, workers.size):
+        raise ValueError(f"throughput must be jobs x types {(scale.size, workers.size)}, got {throughput.shape}")
+    if not np.all(np.isfinite(throughput)) or np.any(throughput < 0):
+        raise ValueError("throughputs must be finite and >= 0")
+    if np.any(scale < 1) or np.any(workers < 0):
+        raise ValueError("scale factors must be >= 1 and worker counts >= 0")
+    if np.any((throughput > 0).sum(axis=1) == 0):
+        raise ValueError(f"job(s) {np.flatnonzero((throughput > 0).sum(axis=1) == 0).tolist()} run on no type")
+
+
+def gavel_allocation(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, workers: Sequence[int] | np.ndarray) -> GavelAllocation:
+    """Gavel's max-min fair time fractions (module docstring), two linear programs on HiGHS.
+
+    Parameters
+    ----------
+    throughput
+        ``T[j, k]`` >= 0 (0: job j cannot run on type k); every job positive somewhere.
+    scale
+        ``s_j``: GPUs each job uses.
+    workers
+        ``N_k``: GPUs of each type.
+
+    Examples
+    --------
+    Two one-GPU jobs, two one-GPU types; each job is 3x faster on a different type:
+
+    >>> a = gavel_allocation(np.array([[3.0, 1.0], [1.0, 3.0]]), [1, 1], [1, 1])
+    >>> a.x.round(6).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    from scipy import sparse
+    from scipy.optimize import linprog
+
+    t = np.asarray(throughput, dtype=np.float64)
+    s = np.asarray(scale, dtype=np.float64)
+    n = np.asarray(workers, dtype=np.float64)
+    _check_inputs(t, s, n)
+    m, k = t.shape
+    if m == 0:
+        return GavelAllocation(np.zeros((0, k)), 0.0, np.zeros(0))
+    equal = t @ (n / n.sum())
+    coef = t * (s / equal)[:, None]  # normalised effective throughput per unit of X
+    nv = m * k
+    # variables: X (row-major), then the level z; rows: z - coef_j.X_j <= 0, Σ_k X_jk <= 1, Σ_j s_j X_jk <= N_k
+    jj, cc = np.divmod(np.arange(nv), k)
+    rows = sparse.csr_matrix(
+        (np.concatenate([-coef.ravel(), np.ones(m), np.ones(nv), s[jj]]),
+         (np.concatenate([jj, np.arange(m), m + jj, 2 * m + cc]),
+          np.concatenate([np.arange(nv), np.full(m, nv), np.arange(nv), np.arange(nv)]))),
+        shape=(2 * m + k, nv + 1),
+    )
+    rhs = np.concatenate([np.zeros(m), np.ones(m), n])
+    bounds = [(0.0, 0.0 if t[j, c] <= 0 else 1.0) for j in range(m) for c in range(k)] + [(0.0, None)]
+    first = linprog(np.r_[np.zeros(nv), -1.0], A_ub=rows, b_ub=rhs, bounds=bounds, method="highs")
+    if first.status != 0:
+        raise BackendError(f"gavel: the max-min allocation LP failed: {first.message}")
+    level = float(first.x[nv])
+    bounds[-1] = (level * (1 - 1e-9), None)
+    second = linprog(np.r_[-coef.ravel(), 0.0], A_ub=rows, b_ub=rhs, bounds=bounds, method="highs")
+    x = (second.x if second.status == 0 else first.x)[:nv].reshape(m, k)
+    x = np.where(x < EPS, 0.0, np.minimum(x, 1.0))
+    return GavelAllocation(x, level, (coef * x).sum(axis=1))
+
+
+class GavelPolicy:
+    """Gavel's max-min fairness and round mechanism on GPU positions (module docstring).
+
+    Parameters
+    ----------
+    cluster
+        GPU types in cluster order.
+    round_seconds
+        Gavel's round (its default, 360 s): the schedule is re-decided only when this much time
+        has passed since the last decision; in between the jobs keep their GPUs (a job arriving
+        waits, GPUs a job frees idle until the next decision).  Rounds as short as the
+        simulator's 60 s time-share a contended gang every round and restart it every time
+        (restart delays of up to 250 s: two 16-GPU bert jobs alone then never finish).
+    """
+
+    def __init__(self, cluster: Sequence[GpuType], round_seconds: float = GAVEL_ROUND) -> None:
+        if not (math.isfinite(round_seconds) and round_seconds > 0):
+            raise OptionError(f"gavel: the round must be a positive number of seconds, got {round_seconds}")
+        self.round_seconds = round_seconds
+        self.next_decision = -math.inf
+        self.types = tuple(cluster)
+        self.layout = Layout(self.types)
+        self.workers = np.array([t.total_gpus for t in self.types], dtype=np.int64)
+        self.stats = RoundStats()
+        self.jobs: tuple[int, ...] = ()  # job indices of the current allocation, in order
+        self.x = np.zeros((0, len(self.types)))
+        self.received: dict[int, np.ndarray] = {}  # job -> rounds run per type since the reset
+        self.deficit: dict[int, np.ndarray] = {}  # job -> rounds owed per type (cumulative)
+        self.rounds_since_reset = 0
+        self.holding: dict[int, tuple[int, ...]] = {}
+
+    def throughputs(self, jobs: Sequence[SimJob]) -> np.ndarray:
+        """``T[j, k]``: samples/s of each job at its requested count and batch per type (0: cannot run).
+
+        Raises
+        ------
+        InstanceError
+            A job that no type can run (naming it).
+        """
+        rows = []
+        for j in jobs:
+            row = np.nan_to_num(rigid_throughputs(j.app, self.types, j.spec.num_replicas, j.spec.batch_size), nan=0.0)
+            if not np.any(row > 0):
+                raise InstanceError(
+                    f"gavel: job {j.name} ({j.app.name}, {j.spec.num_replicas} GPUs, batch {j.spec.batch_size}) "
+                    "has no measured throughput on any GPU type of the cluster"
+                )
+            rows.append(row)
+        return np.array(rows).reshape(len(jobs), len(self.types))
+
+    def _recompute(self, active: Sequence[SimJob]) -> None:
+        """A new allocation for a changed job set; deficits settled and time counters reset."""
+        for i, j in enumerate(self.jobs):
+            owed = self.x[i] * self.rounds_since_reset - self.received.get(j, 0.0)
+            self.deficit[j] = self.deficit.get(j, np.zeros(len(self.types))) + owed
+        t0 = time.perf_counter()
+        alloc = gavel_allocation(self.throughputs(active), [j.spec.num_replicas for j in active], self.workers)
+        seconds = time.perf_counter() - t0
+        self.stats.rounds += 1
+        self.stats.solve_seconds += seconds
+        self.stats.max_solve_seconds = max(self.stats.max_solve_seconds, seconds)
+        self.jobs = tuple(j.index for j in active)
+        self.x = alloc.x
+        live = set(self.jobs)
+        self.deficit = {j: d for j, d in self.deficit.items() if j in live}
+        self.received = {j: np.zeros(len(self.types)) for j in self.jobs}
+        self.rounds_since_reset = 0
+
+    def priorities(self) -> np.ndarray:
+        """Priority per (job, type) of the current allocation (module docstring)."""
+        got = np.array([self.received[j] for j in self.jobs]).reshape(self.x.shape)
+        total = got.sum(axis=0)
+        frac = np.divide(got, total, out=np.zeros_like(got), where=total > 0)
+        pri = np.divide(self.x, frac, out=self.x * UNSEEN_PRIORITY, where=frac > 0)
+        return np.where(self.x > 0, pri, 0.0)
+
+    def schedule(self, active: Sequence[SimJob]) -> dict[int, int]:
+        """Gavel's greedy round: job index -> type index for the jobs that run this round."""
+        pri = self.priorities()
+        deficit = np.array([self.deficit.get(j, np.zeros(len(self.types))) for j in self.jobs]).reshape(self.x.shape)
+        size = {j.index: j.spec.num_replicas for j in active}
+        left = self.workers.copy()
+        chosen: dict[int, int] = {}
+        for k in range(len(self.types)):
+            order = sorted(range(len(self.jobs)), key=lambda i: (-pri[i, k], -deficit[i, k], -self.x[i, k], self.jobs[i]))
+            for i in order:
+                j = self.jobs[i]
+                if pri[i, k] <= 0 or j in chosen or size[j] > left[k]:
+                    continue
+                left[k] -= size[j]
+                chosen[j] = k
+        return chosen
+
+    def place(self, chosen: dict[int, int], size: dict[int, int]) -> dict[int, tuple[int, ...]]:
+        """GPU positions for the scheduled jobs: kept where still free, else the first free ones."""
+        taken = np.zeros(self.layout.num_gpus, dtype=bool)
+        out: dict[int, tuple[int, ...]] = {}
+        order = sorted(chosen, key=lambda j: (-size[j], j))
+        for j in order:
+            old = self.holding.get(j, ())
+            if old and all(int(self.layout.type_of[g]) == chosen[j] for g in old) and not taken[list(old)].any():
+                out[j] = old
+                taken[list(old)] = True
+        for j in order:
+            if j in out:
+                continue
+            free = np.flatnonzero((self.layout.type_of == chosen[j]) & ~taken)[: size[j]]
+            out[j] = tuple(int(g) for g in free)
+            taken[free] = True
+        return out
+
+    def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
+        """GPU positions of every active job for the next round (empty: not running); a new
+        decision once :attr:`round_seconds` have passed since the last one."""
+        if now < self.next_decision:
+            return {j.index: self.holding.get(j.index, ()) for j in active}
+        self.next_decision = now + self.round_seconds - 1e-6
+        if tuple(j.index for j in active) != self.jobs:
+            self._recompute(active)
+        chosen = self.schedule(active)
+        self.holding = self.place(chosen, {j.index: j.spec.num_replicas for j in active})
+        for j, k in chosen.items():
+            self.received[j][k] += 1
+        self.rounds_since_reset += 1
+        return {j.index: self.holding.get(j.index, ()) for j in active}
+
+
+def gavel_policy(cluster: Sequence[GpuType], config: Any = None, on_round: object = None) -> GavelPolicy:
+    """The ``gavel`` entry of :data:`pal_opt.hetero.methods.HETERO_POLICIES`: its round from the
+    config's ``gavel_round`` (no solver choice: HiGHS through scipy; variability unseen)."""
+    return GavelPolicy(cluster, GAVEL_ROUND if config is None else config.gavel_round)
