@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         throughput_table,
         valid_configs,
     )
+    from .gavel import GavelAllocation, GavelPolicy, gavel_allocation
     from .goodput import (
         BatchChoice,
         JobKind,
@@ -94,6 +95,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
     from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability
     from .ilptypes import IlpTypesPolicy
     from .levelprogram import LevelProgram, LevelRound, build_level_program
+    from .methods import HETERO_POLICIES, HeteroPolicy, hetero_policy_names
     from .perfmodel import (
         PerfParams,
         ProfileObservations,
@@ -145,8 +147,6 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         simulate_sia,
         summarise,
     )
-    from .gavel import GavelAllocation, GavelPolicy, gavel_allocation
-    from .methods import HETERO_POLICIES, HeteroPolicy, hetero_policy_names
     from .typeblind import TypeBlindPolicy, effective_type, gang_state
     from .workload import (
         PhillyTrace,
