@@ -60,6 +60,7 @@ def test_bound_is_at_most_the_exact_optimum_and_agrees(case: tuple[int, int, int
         assert bound is not None, name
         assert bound <= best.objective + 1e-9, (name, bound, best.objective)
         assert bound == pytest.approx(reference, rel=AGREE, abs=AGREE), name
+        assert _bound(name, program) == bound, name  # deterministic: the LP shortcut's decision too
 
 
 @pytest.mark.parametrize("couple", [True, False])
