@@ -9,7 +9,7 @@ import pytest
 from pal_opt import check, solve
 from pal_opt.cost import evaluate
 from pal_opt.generate import generate_instance
-from pal_opt.ilp.backends import SolveOptions, get_backend
+from pal_opt.ilp.backends import BACKENDS, SolveOptions, get_backend
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.heuristic import packing_greedy
 from pal_opt.ilp.packing import fast_packing
@@ -78,17 +78,33 @@ def test_fast_packing_places_as_the_packing_greedy(case):  # type: ignore[no-unt
     assert fast_packing(inst, setup.admitted, setup.factors) == packing_greedy(form)
 
 
-def test_large_rounds_take_the_flow_free_path() -> None:
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_large_rounds_take_the_flow_free_path(backend: str) -> None:
+    """Each backend bounds the flow-free relaxation with its own LP solver (HiGHS, GLOP, CLP)."""
+    if not BACKENDS[backend].is_available():
+        pytest.skip(f"{backend} not installed")
     inst = generate_instance(1024, 8, 2376, seed=0)
     assert inst.free_gpus > LARGE_ROUND_GPUS
     setup = prepare_round(inst, None, "highs", None, None)
     assert is_large_round(inst, setup.admitted)
-    res = solve(inst, "ilp", backend="highs", gap=0.01)
-    assert res.info["relaxation"] == "flow-free (highs)"
+    res = solve(inst, "ilp", backend=backend, gap=0.01)
+    assert res.info["relaxation"] == f"flow-free ({backend})"
     assert check(inst, res) == []
     assert res.bound is not None and res.bound <= res.objective
     assert res.gap is not None and res.gap <= 0.01
     assert res.objective == pytest.approx(evaluate(inst, res.placements, setup.factors).cost)
+
+
+def test_cpsat_hands_large_flow_free_lps_to_highs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GLOP is slow on the largest flow-free LPs: above CP-SAT's ``relaxation_max_entries`` HiGHS
+    solves them, and the bound is HiGHS's."""
+    if not BACKENDS["cpsat"].is_available():
+        pytest.skip("cpsat not installed")
+    monkeypatch.setattr(BACKENDS["cpsat"], "relaxation_max_entries", 1000)
+    inst = generate_instance(1024, 8, 2376, seed=0)
+    res = solve(inst, "ilp", backend="cpsat", gap=0.01)
+    assert res.info["relaxation"] == "flow-free (highs)"
+    assert res.gap is not None and res.gap <= 0.01 and check(inst, res) == []
 
 
 def test_small_rounds_keep_the_program_path() -> None:

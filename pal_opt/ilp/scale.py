@@ -10,7 +10,12 @@ is within about half a percent of both.  :func:`pal_opt.ilp.solve.solve_ilp` the
    helper thread (:class:`BackgroundPacking`) while
 2. the calling thread solves the flow-free relaxation's LP (:func:`flow_free_bound`) for a
    valid bound (the LP solver releases the GIL, so on two cores the two overlap: at 65,536 GPUs
-   the packing takes about 2 s and the LP about 2.5 s);
+   the packing takes about 2 s and the LP about 2.5 s), with the
+   chosen backend's own LP solver (HiGHS's simplex, CLP inside the CBC binary, or GLOP for
+   CP-SAT) unless it is slow at that size, then with HiGHS when installed: GLOP takes 1.5-2.5 s
+   at 8,192 GPUs (HiGHS 0.8 s, CLP 1.0 s) but 95 s at 65,536 (HiGHS 4.7 s, CLP 7.8 s), so CP-SAT
+   hands LPs above :attr:`~pal_opt.ilp.backends.cpsat.CpSatBackend.relaxation_max_entries` to
+   HiGHS (``info["relaxation"]`` names the solver);
 3. returns the cheaper start placement with that bound when the gap target is met, or when a
    time limit leaves no room to build the program; otherwise it goes on with the program,
    keeping the bound.
@@ -63,15 +68,21 @@ def is_large_round(instance: RoundInstance, admitted: Sequence[int], threshold: 
             and applies(instance, admitted))
 
 
-def _relaxation_solver(backend: type[Backend]) -> Backend | None:
-    """The chosen backend when it solves relaxations, else HiGHS when installed, else None."""
-    if backend.supports_relaxation:
+def _relaxation_solver(backend: type[Backend], entries: int) -> Backend | None:
+    """Who solves a flow-free LP of ``entries`` matrix entries and columns: the chosen backend's
+    own LP solver when it solves relaxations of that size quickly
+    (:attr:`~pal_opt.ilp.backends.base.Backend.relaxation_max_entries`), else HiGHS when
+    installed, else the chosen backend's (slow, but a bound), else None."""
+    own = backend.supports_relaxation
+    if own and (backend.relaxation_max_entries is None or entries <= backend.relaxation_max_entries):
         return backend()
     try:
         cls = get_backend("highs")
-    except (BackendUnavailableError, OptionError):  # HiGHS not installed: no flow-free bound
-        return None
-    return cls() if cls.supports_relaxation else None
+    except (BackendUnavailableError, OptionError):  # HiGHS not installed
+        cls = None
+    if cls is not None and cls.supports_relaxation:
+        return cls()
+    return backend() if own else None
 
 
 def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
@@ -88,8 +99,7 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     TimeLimitReached
         When the deadline in ``options`` leaves no time to start the LP.
     """
-    solver = _relaxation_solver(backend)
-    if solver is None:
+    if not backend.supports_relaxation and _relaxation_solver(backend, 0) is None:
         return None, {"relaxation": "flow-free: no backend that solves LP relaxations"}
     if options.deadline is not None:
         Deadline(options.deadline).check("building the flow-free relaxation",
@@ -100,6 +110,8 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     if relax is None:  # pragma: no cover - is_large_round checked that it applies
         return None, {}
     t1 = time.perf_counter()
+    solver = _relaxation_solver(backend, relax.program.A.nnz + relax.program.num_vars)
+    assert solver is not None  # checked above
     bound = solver.relaxation_bound(relax.program, options, warm.lp if warm is not None else None)
     info: dict[str, Any] = {"relaxation": f"flow-free ({solver.name})", **relax.summary(),
                             "relaxation_build_seconds": t1 - t0, "relaxation_seconds": time.perf_counter() - t1}

@@ -20,9 +20,11 @@ Start placements
 PAL's greedy placement of the admitted jobs (its class-sorted order) and pal-opt's packing
 greedy (:mod:`pal_opt.ilp.heuristic`), and the caller's ``start`` when given (a repair's
 answer that keeps the unaffected jobs, :mod:`pal_opt.repair`), are priced with
-:mod:`pal_opt.cost`; the cheapest is the warm start (``info["start_source"]``) and the fallback.  With a gap target and a backend
-that solves LP relaxations (HiGHS), the LP bound is computed first and the MIP is skipped when
-the start placement is already within the target (``info["solver_status"]`` says so).
+:mod:`pal_opt.cost`; the cheapest is the warm start (``info["start_source"]``) and the
+fallback.  With a gap target and a backend that solves LP relaxations (all three: HiGHS's
+simplex, GLOP for CP-SAT, CLP in the CBC binary for CBC), the LP bound is computed first and the
+MIP is skipped when the start placement is already within the target (``info["solver_status"]``
+says so).
 
 Time limit
 ----------
@@ -30,7 +32,7 @@ Time limit
 the solver (:mod:`pal_opt.deadline`).  With one, PAL's greedy placement of the admitted jobs is
 computed and priced first, so an answer always exists.  The program is not built when its
 estimated build time (:func:`~pal_opt.ilp.formulation.estimated_build_seconds`) exceeds the time
-left, and the build gives up between steps once the deadline has passed.  The LP bound (HiGHS)
+left, and the build gives up between steps once the deadline has passed.  The LP bound
 is computed first, whether or not a gap is asked for, so that a bound survives a MIP stopped
 early.  Every solver stage gets what is left less a reserve for what must follow: decoding
 (estimated from the build time) and pricing and writing the answer (measured on the greedy

@@ -241,6 +241,10 @@ class Backend(ABC):
         scaled by a documented precision and rounded).
     supports_relaxation
         Whether :meth:`relaxation_bound` solves the LP relaxation (else it returns None).
+    relaxation_max_entries
+        Matrix entries plus columns up to which the backend's LP solver is quick on the
+        flow-free relaxations of large rounds (None: any size); above it
+        :mod:`pal_opt.ilp.scale` asks HiGHS when installed.
     translate_seconds_per_entry
         Seconds that translating takes per matrix entry and column (an estimate with room to
         spare, measured on two busy cores): :meth:`translate_estimate`.
@@ -253,6 +257,7 @@ class Backend(ABC):
     supports_warm_start: ClassVar[bool] = False
     integer_coefficients: ClassVar[bool] = False
     supports_relaxation: ClassVar[bool] = False
+    relaxation_max_entries: ClassVar[int | None] = None
     translate_seconds_per_entry: ClassVar[float] = 3e-5
     stop_seconds: ClassVar[float] = 0.3
     _available: ClassVar[bool | None] = None
@@ -431,15 +436,17 @@ class Backend(ABC):
         says nothing and only the elapsed time is reported."""
 
     @contextmanager
-    def _watched(self, model: Any, program: Program, stage: str) -> Iterator[None]:
+    def _watched(self, model: Any, program: Program, stage: str, observe: bool = True) -> Iterator[None]:
         """While the block runs, :func:`poll_progress` reports ``stage`` with a
         :class:`SolverWatch` that :meth:`_observe` wired to the solver (a no-op when no one
-        listens to progress)."""
+        listens to progress); with ``observe`` False (a solver call :meth:`_observe` does not
+        know, such as an LP relaxation's) only the elapsed time is reported."""
         if not progress.active():
             yield
             return
         watch = SolverWatch(self.name, stage)
-        self._observe(model, program, watch)
+        if observe:
+            self._observe(model, program, watch)
         token = _watching.set(watch)
         try:
             yield
@@ -455,12 +462,17 @@ class ThreadedBackend(Backend):
     running at the deadline is abandoned (:class:`BackendOverran`)."""
 
     def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
+        return self._interruptible(lambda: self._run(model), lambda: self._stop(model), options)
+
+    def _interruptible(self, work: Callable[[], T], stop: Callable[[], None], options: SolveOptions) -> tuple[T, bool]:
+        """:func:`run_interruptibly` with the deadline of ``options``: ``stop()`` once the time
+        limit (plus half of :attr:`~Backend.stop_seconds`) has passed, abandoned at the deadline.
+        Also for solver calls other than :meth:`_run` (an LP relaxation's)."""
         if options.deadline is None:
-            return run_interruptibly(lambda: self._run(model), lambda: self._stop(model))
+            return run_interruptibly(work, stop)
         give_up_at = options.deadline
         stop_at = min(time.monotonic() + (options.time_limit or 0.0) + 0.5 * self.stop_seconds, give_up_at)
-        return run_interruptibly(lambda: self._run(model), lambda: self._stop(model), stop_at=stop_at,
-                                 give_up_at=give_up_at, name=self.name)
+        return run_interruptibly(work, stop, stop_at=stop_at, give_up_at=give_up_at, name=self.name)
 
     @abstractmethod
     def _run(self, model: Any) -> Any:

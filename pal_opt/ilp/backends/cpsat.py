@@ -35,6 +35,19 @@ CP-SAT needs integers everywhere.
   (:func:`~.base.run_interruptibly`); a ``KeyboardInterrupt`` calls ``stop_search()``, CP-SAT
   returns its incumbent within a fraction of a second, and the backend raises
   :class:`~.base.BackendInterrupted` with it.
+* **LP relaxation** (:meth:`CpSatBackend.relaxation_bound`, which lets
+  :func:`pal_opt.ilp.solve_ilp` stop before the search when the start placement is already
+  within the requested gap).  CP-SAT itself has no LP-only mode, so the bound comes from
+  OR-Tools' own LP solver, GLOP (primal simplex, its presolve off: see :data:`GLOP_PARAMETERS`),
+  on the program in real coefficients (no objective scaling).  The model is handed over whole
+  (``model_builder_helper.ModelBuilderHelper.fill_model_from_sparse_data``: a few milliseconds
+  on 2,048-GPU rounds, where the LP takes about half a second).  Its optimum is lowered by
+  :data:`RELAXATION_SAFETY` relative (GLOP's feasibility tolerances); None when GLOP did not
+  prove it optimal in time.  ``solve()`` runs in a helper thread like the search;
+  ``interrupt_solve()`` stops it on Ctrl-C or at the deadline.  GLOP is slow on the flow-free
+  relaxations of very large rounds (95 s at 65,536 GPUs, where HiGHS takes 5 s), so
+  :mod:`pal_opt.ilp.scale` hands those above :attr:`CpSatBackend.relaxation_max_entries` to
+  HiGHS when it is installed.
 """
 
 from __future__ import annotations
@@ -45,15 +58,34 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...deadline import Deadline
 from ...errors import BackendError
 from ..program import Program
-from .base import Readout, SolveOptions, SolverStatus, SolverWatch, ThreadedBackend
+from .base import (
+    BackendInterrupted,
+    BackendOverran,
+    Readout,
+    RelaxationState,
+    SolveOptions,
+    SolverStatus,
+    SolverWatch,
+    ThreadedBackend,
+)
 
-__all__ = ["CpSatBackend", "OBJECTIVE_PRECISION", "scaled_objective"]
+__all__ = ["CpSatBackend", "OBJECTIVE_PRECISION", "RELAXATION_SAFETY", "GLOP_PARAMETERS", "scaled_objective"]
 
 #: Cost units per unit of CP-SAT's integer objective.
 OBJECTIVE_PRECISION = 1e-7
 _BIG = 2**62
+#: Relative amount GLOP's LP optimum is lowered by before it is used as a bound (its primal and
+#: dual feasibility tolerances are of the order of 1e-7; on 2,048-GPU rounds GLOP's and CLP's
+#: optima agree to the last printed digit and lie 1e-9 relative above HiGHS's).
+RELAXATION_SAFETY = 1e-7
+#: GLOP parameters for the LP relaxation: on 2,048-GPU round programs the primal simplex without
+#: presolve takes 0.40 s, with presolve 0.57 s, the dual simplex 0.7-0.9 s (PDLP: 3.5 s).
+GLOP_PARAMETERS = "use_preprocessing: false"
+#: Seconds per matrix entry and column to hand the program to GLOP (measured: 2 ms for 110,000).
+LP_TRANSLATE_SECONDS_PER_ENTRY = 2e-7
 
 
 def scaled_objective(program: Program, precision: float = OBJECTIVE_PRECISION) -> tuple[np.ndarray, float]:
@@ -85,12 +117,58 @@ class CpSatBackend(ThreadedBackend):
     supports_warm_start: ClassVar[bool] = True
     requires: ClassVar[tuple[str, ...]] = ("ortools.sat.python.cp_model",)
     translate_seconds_per_entry: ClassVar[float] = 7e-6
+    supports_relaxation: ClassVar[bool] = True
+    #: GLOP solves the flow-free relaxation of an 8,192-GPU round (160,000 entries and columns
+    #: with Longhorn factors, 230,000 with synthetic ones) in 1.5-2.5 s (HiGHS 0.8 s) and 6.7 s
+    #: (HiGHS 5.1 s), of a 16,384-GPU one (360,000) in 31 s (HiGHS 13 s), of a 65,536-GPU one
+    #: (1.1 million) in 95 s (HiGHS 4.7 s).
+    relaxation_max_entries: ClassVar[int | None] = 250_000
 
     @classmethod
     def _solver_version(cls) -> str:
         from importlib.metadata import version
 
         return version("ortools")
+
+    def relaxation_bound(self, program: Program, options: SolveOptions,
+                         state: RelaxationState | None = None) -> float | None:
+        """The LP relaxation's optimum by GLOP (module docstring), lowered by
+        :data:`RELAXATION_SAFETY` relative.  None if GLOP did not prove it optimal (in time);
+        with a deadline, :class:`~pal_opt.errors.TimeLimitReached` when there is no time to
+        translate and start it; :class:`~.base.BackendInterrupted` (without a solution) on Ctrl-C.
+        ``state`` only records that the LP started cold (GLOP's model is not kept between rounds)."""
+        from ortools.linear_solver.python import model_builder_helper as mbh
+
+        if state is not None:
+            state.last = "cold: GLOP's model is not kept between rounds"
+        if options.deadline is not None:
+            need = 0.02 + LP_TRANSLATE_SECONDS_PER_ENTRY * (program.A.nnz + program.num_vars)
+            Deadline(options.deadline).check("translating the LP relaxation for GLOP", need=need)
+        lp: Any = mbh.ModelBuilderHelper()  # OR-Tools' stubs type the arrays wrongly
+        lp.fill_model_from_sparse_data(
+            np.asarray(program.col_lo, dtype=np.float64), np.asarray(program.col_hi, dtype=np.float64),
+            np.asarray(program.c, dtype=np.float64), np.asarray(program.row_lo, dtype=np.float64),
+            np.asarray(program.row_hi, dtype=np.float64), program.A.tocsr().astype(np.float64))
+        glop: Any = mbh.ModelSolverHelper("glop")
+        glop.set_solver_specific_parameters(GLOP_PARAMETERS)
+        options = self._fit_to_deadline(options, "solving the LP relaxation")
+        if options.time_limit is not None:
+            glop.set_time_limit_in_seconds(float(options.time_limit))
+
+        def stop() -> None:
+            glop.interrupt_solve()
+
+        try:
+            with self._watched(None, program, "solving the LP relaxation (GLOP)", observe=False):
+                _, interrupted = self._interruptible(lambda: glop.solve(lp), stop, options)
+        except BackendOverran:
+            return None
+        if interrupted:
+            raise BackendInterrupted(None)
+        if glop.status() != mbh.SolveStatus.OPTIMAL:
+            return None
+        obj = float(glop.objective_value()) + float(program.obj_offset)
+        return obj - RELAXATION_SAFETY * max(1.0, abs(obj))
 
     def _translate(self, program: Program, start: np.ndarray | None) -> _CpSatModel:
         from ortools.sat.python import cp_model
