@@ -92,6 +92,8 @@ from .backends.base import Backend, BackendAbandoned, BackendInterrupted, Backen
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
+from .improve import applies as exchanges_apply
+from .improve import exchange_bottlenecks
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round
 from .stageround import has_pipelines, solve_stage_round
@@ -461,6 +463,8 @@ def _solve_built(att: _Attempt, solver: Backend, opts: SolveOptions, warm_start:
             done = _lp_shortcut(att, solver, att.stage_options(opts, then_decode=False))
             if done is not None:
                 return done
+            if start is not None and att.source == "exchange":  # the MIP starts from the better one
+                start = _start_vector(att)
         return _run_solver(att, solver, att.stage_options(opts, then_decode=True), start)
     except TimeLimitReached as exc:
         return _out_of_time(att, exc)
@@ -514,6 +518,8 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
     att.info.update(info)
     demand = setup.demand
     tol = max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL))
+    if bound is not None and att.gcost - bound > tol:
+        _exchange(att)
     within = bound is not None and att.gcost - bound <= tol
     # the last round's placement is a start only when the cold ones are not within the gap
     # (about 0.1 s at 8,192 GPUs, a third of a warm round; it rarely wins, benchmarks/warm_resolve.py)
@@ -653,6 +659,24 @@ def _price_start(att: _Attempt, name: str, placement: dict[JobId, tuple[int, ...
         att.greedy, att.gcost, att.source = placement, c, name
 
 
+def _exchange(att: _Attempt) -> None:
+    """The start placement improved by bottleneck exchanges (:mod:`pal_opt.ilp.improve`) when
+    they apply, priced as the start ``"exchange"``; under a deadline they stop in time for what
+    must follow (``att.reserve``)."""
+    setup = att.setup
+    if att.greedy is None or len(att.greedy) != len(setup.admitted) or not exchanges_apply(att.instance, setup.admitted):
+        return
+    clock = att.clock.sooner(att.reserve)
+    t0 = time.perf_counter()
+    placement, moves = exchange_bottlenecks(att.instance, att.greedy, setup.factors,
+                                            give_up=clock.passed if clock.limited else None)
+    att.info["exchange_seconds"] = time.perf_counter() - t0
+    att.info["exchange_moves"] = moves
+    if moves:
+        _price_start(att, "exchange", placement)
+        att.info["start_source"] = att.source
+
+
 def _given_start(form: Formulation, start: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:
     """``start`` as a placement, checked to be one of exactly the admitted jobs."""
     placement = {jid: tuple(int(g) for g in gids) for jid, gids in start.items()}
@@ -704,7 +728,10 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     att.info["relaxation_bound"] = att.lp_bound
     att.info["relaxation_seconds"] = att.lp_seconds
     demand = att.setup.demand
-    if att.lp_bound is None or att.gcost - att.lp_bound > max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL)):
+    tol = max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL))
+    if att.lp_bound is not None and att.gcost - att.lp_bound > tol:
+        _exchange(att)
+    if att.lp_bound is None or att.gcost - att.lp_bound > tol:
         return None
     lp_only = min(att.lp_bound, att.gcost)
     rgap = relative_gap(att.gcost, lp_only, demand)

@@ -1,0 +1,119 @@
+"""Bottleneck exchanges (pal_opt.ilp.improve): valid, never costlier, used by solve_ilp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pal_opt.check import check
+from pal_opt.cost import evaluate
+from pal_opt.generate import generate_instance, generate_typed_instance
+from pal_opt.ilp import solve_ilp
+from pal_opt.ilp.heuristic import pal_greedy
+from pal_opt.ilp.improve import applies, exchange_bottlenecks
+from pal_opt.ilp.packing import fast_packing
+from pal_opt.ilp.solve import prepare_round
+from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.result import Status
+
+TOL = 1e-9
+
+
+def _start(inst, how):
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    if how == "packing" and not inst.cluster.racked:
+        return s, fast_packing(inst, s.admitted, s.factors)
+    return s, pal_greedy(inst, s.factors, s.admitted)
+
+
+@settings(max_examples=25, deadline=None)
+@given(nodes=st.integers(2, 12), gpn=st.sampled_from([2, 4, 8]), racks=st.sampled_from([0, 2, 3]),
+       seed=st.integers(0, 10_000), how=st.sampled_from(["packing", "pal"]))
+def test_exchanges_keep_a_valid_placement_and_never_cost_more(nodes, gpn, racks, seed, how):
+    inst = generate_instance(nodes, gpn, 3 * nodes, racks=min(racks, nodes), seed=seed, busy_fraction=0.2)
+    s, start = _start(inst, how)
+    if start is None:
+        return
+    before = evaluate(inst, start, s.factors)
+    after_placement, moves = exchange_bottlenecks(inst, start, s.factors)
+    after = evaluate(inst, after_placement, s.factors)
+    assert set(after_placement) == set(start)
+    assert all(len(after_placement[j]) == len(start[j]) for j in start)
+    used = [g for gids in after_placement.values() for g in gids]
+    assert len(used) == len(set(used))
+    free = set(inst.cluster.gpu_ids[inst.cluster.free_mask].tolist())
+    assert set(used) <= free
+    assert after.cost <= before.cost + TOL
+    assert (moves == 0) == (abs(after.cost - before.cost) <= TOL)
+    # no job spans a higher topology level than before
+    assert all(after.level[j] <= before.level[j] for j in start)
+    assert exchange_bottlenecks(inst, start, s.factors) == (after_placement, moves)  # deterministic
+
+
+def _two_server_round():
+    """Server 0: GPUs 0-3, server 1: GPUs 4-7; one class.  Job a (2 GPUs) sits on server 0 with a
+    slow GPU (1.5); job b (4 GPUs, spanning) already has a slower one (1.6) and holds the fast
+    GPU 2 on server 0."""
+    factors = np.array([1.0, 1.5, 1.0, 1.1, 1.6, 1.0, 1.0, 1.2])
+    cluster = Cluster.from_arrays(np.arange(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": factors})
+    jobs = (Job(id="a", demand=2, perfclass="classA", position=0),
+            Job(id="b", demand=4, perfclass="classA", position=1))
+    return RoundInstance(cluster, jobs, RoundParams(binning="none"), "two-servers")
+
+
+def test_a_job_hands_its_bottleneck_to_a_slower_gang():
+    """b (the costliest) first trades its 1.6 GPU (4) for the free 1.1 GPU (3), then its new
+    bottleneck (3) for a's 1.0 GPU (0): a receives a GPU no slower than its own 1.5 on its own
+    server, so a's pace is unchanged and b runs at 1.0."""
+    inst = _two_server_round()
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    start = {"a": (0, 1), "b": (2, 4, 5, 6)}
+    before = evaluate(inst, start, s.factors)
+    out, moves = exchange_bottlenecks(inst, start, s.factors)
+    assert (out, moves) == ({"a": (1, 3), "b": (0, 2, 5, 6)}, 2)
+    after = evaluate(inst, out, s.factors)
+    assert after.slowdown["a"] == before.slowdown["a"]
+    assert after.slowdown["b"] < before.slowdown["b"]
+    assert after.cost < before.cost
+
+
+def test_no_move_when_the_receiver_would_span_more():
+    """b's bottleneck (GPU 7, 1.2) is slower than a's GPUs 0 and 2, but a sits on server 0 and
+    would span servers with GPU 7; every other GPU is slower for b."""
+    inst = _two_server_round()
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    start = {"a": (0, 2), "b": (3, 5, 6, 7)}
+    assert exchange_bottlenecks(inst, start, s.factors) == (start, 0)
+
+
+def test_give_up_stops_at_once():
+    inst = _two_server_round()
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    start = {"a": (0, 1), "b": (2, 4, 5, 6)}
+    assert exchange_bottlenecks(inst, start, s.factors, give_up=lambda: True) == (start, 0)
+
+
+def test_not_for_typed_rounds():
+    inst = generate_typed_instance("aws:2x4,rtx:2x4", 6, seed=0)
+    assert not applies(inst, list(range(len(inst.jobs))))
+    flat = generate_instance(4, 4, 6, seed=0)
+    assert applies(flat, [0, 1, 2])
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_solve_ilp_takes_the_exchanged_start_when_it_is_cheaper(backend):
+    """Seed 8 (16 × 4 GPUs): neither greedy start is within 0.1 % of the LP bound; the exchanged
+    PAL start reaches the bound, so every backend proves the target without its search."""
+    inst = generate_instance(16, 4, 20, seed=8)
+    exact = solve_ilp(inst, backend="highs")
+    assert exact.status == Status.OPTIMAL
+    res = solve_ilp(inst, backend=backend, gap=0.001)
+    assert check(inst, res) == []
+    assert res.info["start_source"] == "exchange" and res.info["exchange_moves"] >= 1
+    cheapest_greedy = min(res.info["start_pal_objective"], res.info["start_packing_objective"])
+    assert res.info["start_exchange_objective"] <= cheapest_greedy - 0.05
+    assert res.objective == pytest.approx(res.info["start_exchange_objective"])
+    assert res.objective >= exact.objective - 1e-6
+    assert res.gap is not None and res.gap <= 0.001
