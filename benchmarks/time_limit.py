@@ -11,11 +11,13 @@ temporary directory as instance files.
    ≤ 0.5 s), the status, the stage the time limit stopped (``info["time_limit_reached"]``), the
    bound and gap known, the peak resident memory of the process (GNU ``time``), and that the
    written placement passes :func:`pal_opt.check.check`.
-2. **Greedy PAL.**  In process: the policy call alone (``place(instance, factors)`` on binned
-   factors; median of 3 after one cold call), the binning (k-means, once per cluster), and
-   ``solve(instance, "pal")`` on a freshly loaded round (binning included).  Whole process:
-   ``pal-opt solve INSTANCE --method pal -o OUT`` (median of 3), with its peak memory.
-   Targets at 65,536 GPUs: ≤ 1 s in process, ≤ 3 s whole process.
+2. **Greedy PAL.**  In process: ``load_instance``, the binning (k-means, once per cluster), the
+   policy call alone (``place(instance, factors)`` on binned factors, after one cold call) and
+   ``solve(instance, "pal")`` on a freshly loaded round (binning and pricing included).  Whole
+   process: ``pal-opt solve INSTANCE --method pal -o OUT``, with its CPU seconds and peak
+   memory.  Each a median of ``--repeats`` (5).  Targets at 65,536 GPUs: ≤ 1 s in process, ≤ 3 s
+   whole process.  ``--greedy-only`` runs this part alone (at 2,048-65,536 GPUs unless
+   ``--sizes``) and writes ``time_limit_greedy.md``/``.json``, leaving part 1's results alone.
 3. **Baseline** (``--baseline-commit C``): the same whole-process greedy runs, and HiGHS with
    ``--time-limit 5`` up to 8,192 GPUs, on the code of commit C (``git archive`` into a temporary
    directory).
@@ -26,7 +28,7 @@ package's bytecode is compiled first (``compileall``), as an installed package h
 Usage::
 
     python benchmarks/time_limit.py [--update | --out-dir DIR] [--sizes 512,2048,...]
-        [--limits 3,5,10] [--baseline-commit 73b6cc1] [--nice]
+        [--limits 3,5,10] [--repeats 5] [--baseline-commit 73b6cc1] [--nice] [--greedy-only]
 """
 
 from __future__ import annotations
@@ -148,38 +150,54 @@ def ilp_runs(paths: dict[int, Path], backends: list[str], limits: list[float], s
     return rows
 
 
-def greedy_in_process(paths: dict[int, Path], progress: Any) -> list[dict[str, Any]]:
+def _median_time(f: Any, repeats: int, before: Any = None) -> float:
+    """Median wall seconds of ``f()`` over ``repeats`` calls (``before()`` runs untimed first)."""
+    times = []
+    for _ in range(repeats):
+        if before is not None:
+            before()
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def greedy_in_process(paths: dict[int, Path], progress: Any, repeats: int = 5) -> list[dict[str, Any]]:
+    """Per size: ``load_instance``, the binning, the policy call (cold, then the median of warm
+    calls) and ``solve(instance, "pal")`` on a freshly loaded round with no binning cached (binning
+    and pricing included), each the median of ``repeats``."""
+    rows = []
+    for g, path in paths.items():
+        rows.append({"gpus": g, **_greedy_in_process_one(path, repeats)})
+        progress(f"{g} greedy in process: policy {rows[-1]['policy']:.3f} s, solve {rows[-1]['solve']:.3f} s")
+    return rows
+
+
+def _greedy_in_process_one(path: Path, repeats: int) -> dict[str, Any]:
     from pal_opt import solve
     from pal_opt.binning import binned_factors, forget_binnings
     from pal_opt.io import load_instance
     from pal_opt.policies import get_policy
 
-    rows = []
-    for g, path in paths.items():
+    fresh: list[Any] = []
+
+    def reload() -> None:
         forget_binnings()
-        inst = load_instance(path)
-        t0 = time.perf_counter()
-        res = solve(inst, "pal")
-        solve_s = time.perf_counter() - t0
-        forget_binnings()
-        inst = load_instance(path)
-        t0 = time.perf_counter()
-        f = binned_factors(inst.cluster)
-        bin_s = time.perf_counter() - t0
-        place = get_policy("pal")
-        t0 = time.perf_counter()
-        place(inst, f)
-        cold = time.perf_counter() - t0
-        warm = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            place(inst, f)
-            warm.append(time.perf_counter() - t0)
-        rows.append({"gpus": g, "jobs": len(inst.jobs), "placed": res.jobs_placed, "solve": solve_s, "binning": bin_s,
-                     "policy_cold": cold, "policy": statistics.median(warm),
-                     "levels": {c: int(len(set(v.tolist()))) for c, v in f.items()}})
-        progress(f"{g} greedy in process: {statistics.median(warm):.2f} s")
-    return rows
+        fresh[:] = [load_instance(path)]
+
+    load_s = _median_time(lambda: load_instance(path), repeats)
+    solve_s = _median_time(lambda: fresh.append(solve(fresh[0], "pal")), repeats, reload)
+    placed = fresh[-1].jobs_placed
+    bin_s = _median_time(lambda: binned_factors(fresh[0].cluster), repeats, reload)
+    inst = fresh[0]
+    f = binned_factors(inst.cluster)
+    place = get_policy("pal")
+    t0 = time.perf_counter()
+    place(inst, f)
+    cold = time.perf_counter() - t0
+    policy_s = _median_time(lambda: place(inst, f), repeats)
+    return {"jobs": len(inst.jobs), "placed": placed, "load": load_s, "solve": solve_s, "binning": bin_s,
+            "policy_cold": cold, "policy": policy_s, "levels": {c: int(len(set(v.tolist()))) for c, v in f.items()}}
 
 
 def greedy_whole(paths: dict[int, Path], source: Path, work: Path, nice: bool, repeats: int,
@@ -219,7 +237,24 @@ def _pct(x: Any) -> str:
 
 
 def report(rows: list[dict[str, Any]], gin: list[dict[str, Any]], gwhole: list[dict[str, Any]],
-           base: dict[str, Any] | None, head: list[str]) -> list[str]:
+           base: dict[str, Any] | None, head: list[str], repeats: int = 5) -> list[str]:
+    lines = ilp_report(rows, head) if rows else list(head)
+    lines += greedy_report(gin, gwhole, repeats, "## 2. Greedy PAL" if rows else "## Greedy PAL")
+    if base is not None:
+        lines += [f"## 3. Baseline: commit {base['commit']} (before issue 15's changes)", "",
+                  "| GPUs | greedy whole process s | its CPU s | ILP HiGHS `--time-limit 5` wall s | its CPU s | its status |",
+                  "|---:|---:|---:|---:|---:|---|"]
+        ilp = {r["gpus"]: r for r in base["ilp"]}
+        for r in base["greedy"]:
+            i = ilp.get(r["gpus"])
+            lines.append(f"| {r['gpus']:,} | {r['wall']:.2f} | {_f(r['cpu'])} | {_f(i['wall']) if i else '–'} | "
+                         f"{_f(i['cpu']) if i else '–'} | "
+                         f"{(i['status'] or ('killed' if i['code'] else '–')) if i else 'not run'} |")
+        lines.append("")
+    return lines
+
+
+def ilp_report(rows: list[dict[str, Any]], head: list[str]) -> list[str]:
     lines = [*head, "## 1. `pal-opt solve --method ilp --time-limit T` (whole process)", "",
              f"Target: wall ≤ T + {SLACK:g} s at every size; always a valid placement and the best bound known.", "",
              "| GPUs | backend | T s | wall s | wall − T s | CPU s | status | stopped at | gap | program vars | "
@@ -241,30 +276,26 @@ def report(rows: list[dict[str, Any]], gin: list[dict[str, Any]], gwhole: list[d
     if t3:
         lines += ["32,768 GPUs, `--time-limit 3` (target ≤ 3.5 s): "
                   + ", ".join(f"{r['backend']} {r['wall']:.2f} s" for r in t3) + ".", ""]
-    lines += ["## 2. Greedy PAL", "",
+    return lines
+
+
+def greedy_report(gin: list[dict[str, Any]], gwhole: list[dict[str, Any]], repeats: int, title: str) -> list[str]:
+    lines = [title, "",
               f"Targets at 65,536 GPUs: ≤ {GREEDY_IN_PROCESS:g} s in process, ≤ {GREEDY_WHOLE:g} s whole process.", "",
-              "| GPUs | jobs | placed | policy s (median of 3) | policy cold s | binning s | `solve(..., \"pal\")` s | "
-              "whole process s (median of 3) | its CPU s | whole-process peak RSS MiB | levels (classA/B/C/D) |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+              f"Medians of {repeats}.  *policy*: `place(instance, factors)` on binned factors (after one cold call); "
+              "*solve*: `solve(instance, \"pal\")` on a freshly loaded round, binning and pricing included; "
+              "*whole process*: `pal-opt solve INSTANCE --method pal -o OUT`, spawn to exit.", "",
+              "| GPUs | jobs | placed | load s | binning s | policy s | policy cold s | `solve(..., \"pal\")` s | "
+              "whole process s | its CPU s | whole-process peak RSS MiB | levels (classA/B/C/D) |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     whole = {r["gpus"]: r for r in gwhole}
     for r in gin:
         w = whole.get(r["gpus"], {})
         lv = "/".join(str(v) for v in r["levels"].values())
-        lines.append(f"| {r['gpus']:,} | {r['jobs']:,} | {r['placed']:,} | {r['policy']:.3f} | {r['policy_cold']:.3f} | "
-                     f"{r['binning']:.3f} | {r['solve']:.3f} | {_f(w.get('wall'))} | {_f(w.get('cpu'))} | "
+        lines.append(f"| {r['gpus']:,} | {r['jobs']:,} | {r['placed']:,} | {r['load']:.3f} | {r['binning']:.3f} | "
+                     f"{r['policy']:.3f} | {r['policy_cold']:.3f} | {r['solve']:.3f} | {_f(w.get('wall'))} | {_f(w.get('cpu'))} | "
                      f"{_f(w.get('peak_rss', 0) / MiB, '.0f')} | {lv} |")
     lines.append("")
-    if base is not None:
-        lines += [f"## 3. Baseline: commit {base['commit']} (before issue 15's changes)", "",
-                  "| GPUs | greedy whole process s | its CPU s | ILP HiGHS `--time-limit 5` wall s | its CPU s | its status |",
-                  "|---:|---:|---:|---:|---:|---|"]
-        ilp = {r["gpus"]: r for r in base["ilp"]}
-        for r in base["greedy"]:
-            i = ilp.get(r["gpus"])
-            lines.append(f"| {r['gpus']:,} | {r['wall']:.2f} | {_f(r['cpu'])} | {_f(i['wall']) if i else '–'} | "
-                         f"{_f(i['cpu']) if i else '–'} | "
-                         f"{(i['status'] or ('killed' if i['code'] else '–')) if i else 'not run'} |")
-        lines.append("")
     return lines
 
 
@@ -302,28 +333,34 @@ def plot(rows: list[dict[str, Any]], gwhole: list[dict[str, Any]], path: Path) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="512,2048,8192,32768,65536")
+    ap.add_argument("--sizes", default=None, help="GPU counts (default 512,2048,8192,32768,65536; with "
+                    "--greedy-only 2048,8192,32768,65536)")
     ap.add_argument("--limits", default="3,5,10")
     ap.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5, help="greedy runs per size, in process and whole process")
+    ap.add_argument("--greedy-only", action="store_true",
+                    help="only part 2, greedy PAL; writes time_limit_greedy.md/.json (the ILP results stay)")
     ap.add_argument("--baseline-commit", default=None)
     ap.add_argument("--nice", action="store_true", help="run the measured processes under nice -n 10")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     out_dir = output_dir(args, "time_limit")
+    name = "time_limit_greedy" if args.greedy_only else "time_limit"
     import pal_opt
     from pal_opt.ilp import available_backends
 
     compileall.compile_dir(str(Path(pal_opt.__path__[0])), quiet=1)
     source = Path(pal_opt.__path__[0]).parent
-    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes = [int(x) for x in (args.sizes or ("2048,8192,32768,65536" if args.greedy_only
+                                             else "512,2048,8192,32768,65536")).split(",")]
     limits = [float(x) for x in args.limits.split(",")]
     backends = args.backends.split(",") if args.backends else list(available_backends())
 
     def progress(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-    head = ["# Time limit and greedy PAL at scale", "", "Machine:", "", *machine(), "",
+    head = ["# Greedy PAL at scale" if args.greedy_only else "# Time limit and greedy PAL at scale", "",
+            "Machine:", "", *machine(), "",
             f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} jobs per GPU, λ = 1.7, seed 0; factors: "
             + ("Longhorn measurements (../shared)." if measurements() else "synthetic Longhorn-like (../shared absent)."),
             "Processes" + (" ran under `nice -n 10`" if args.nice else " ran at the benchmark's priority")
@@ -334,25 +371,26 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         paths = _instances(sizes, work)
         progress("instances written")
-        gin = greedy_in_process(paths, progress)
+        gin = greedy_in_process(paths, progress, args.repeats)
         gwhole = greedy_whole(paths, source, work, args.nice, args.repeats, progress)
-        rows = ilp_runs(paths, backends, limits, source, work, args.nice, progress)
+        rows = [] if args.greedy_only else ilp_runs(paths, backends, limits, source, work, args.nice, progress)
         base = None
-        if args.baseline_commit:
+        if args.baseline_commit and not args.greedy_only:
             tree = _baseline_tree(args.baseline_commit, work)
             bg = greedy_whole(paths, tree, work, args.nice, 1, progress)
             bi = ilp_runs({g: p for g, p in paths.items() if g <= 8192}, ["highs"], [5.0], tree, work, args.nice,
                           progress)
             base = {"commit": args.baseline_commit, "greedy": bg, "ilp": bi}
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    lines = report(rows, gin, gwhole, base, head)
+    lines = report(rows, gin, gwhole, base, head, args.repeats)
     lines += [f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
               "Command: `python benchmarks/time_limit.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`", ""]
-    (out_dir / "time_limit.md").write_text("\n".join(lines), encoding="utf-8")
-    (out_dir / "time_limit.json").write_text(json.dumps({"ilp": rows, "greedy_in_process": gin,
+    (out_dir / f"{name}.md").write_text("\n".join(lines), encoding="utf-8")
+    (out_dir / f"{name}.json").write_text(json.dumps({"ilp": rows, "greedy_in_process": gin,
                                                           "greedy_whole": gwhole, "baseline": base}, indent=1),
                                              encoding="utf-8")
-    plot(rows, gwhole, out_dir / "time_limit.png")
+    if rows:
+        plot(rows, gwhole, out_dir / "time_limit.png")
     print("\n".join(lines))
     return 0
 
