@@ -18,6 +18,7 @@ temporary directory as instance files.
    memory.  Each a median of ``--repeats`` (5).  Targets at 65,536 GPUs: ≤ 1 s in process, ≤ 3 s
    whole process.  ``--greedy-only`` runs this part alone (at 2,048-65,536 GPUs unless
    ``--sizes``) and writes ``time_limit_greedy.md``/``.json``, leaving part 1's results alone.
+   With ``--baseline-commit`` it times the baseline's whole greedy processes as often.
 3. **Baseline** (``--baseline-commit C``): the same whole-process greedy runs, and HiGHS with
    ``--time-limit 5`` up to 8,192 GPUs, on the code of commit C (``git archive`` into a temporary
    directory).
@@ -245,7 +246,7 @@ def report(rows: list[dict[str, Any]], gin: list[dict[str, Any]], gwhole: list[d
     lines = ilp_report(rows, head) if rows else list(head)
     lines += greedy_report(gin, gwhole, repeats, "## 2. Greedy PAL" if rows else "## Greedy PAL")
     if base is not None:
-        lines += [f"## 3. Baseline: commit {base['commit']} (before issue 15's changes)", "",
+        lines += [f"## {'3. ' if rows else ''}Baseline: commit {base['commit']}", "",
                   "| GPUs | greedy whole process s | its CPU s | ILP HiGHS `--time-limit 5` wall s | its CPU s | its status |",
                   "|---:|---:|---:|---:|---:|---|"]
         ilp = {r["gpus"]: r for r in base["ilp"]}
@@ -381,11 +382,11 @@ def main(argv: list[str] | None = None) -> int:
         gwhole = greedy_whole(paths, source, work, args.nice, args.repeats, progress)
         rows = [] if args.greedy_only else ilp_runs(paths, backends, limits, source, work, args.nice, progress)
         base = None
-        if args.baseline_commit and not args.greedy_only:
+        if args.baseline_commit:
             tree = _baseline_tree(args.baseline_commit, work)
-            bg = greedy_whole(paths, tree, work, args.nice, 1, progress)
-            bi = ilp_runs({g: p for g, p in paths.items() if g <= 8192}, ["highs"], [5.0], tree, work, args.nice,
-                          progress)
+            bg = greedy_whole(paths, tree, work, args.nice, args.repeats if args.greedy_only else 1, progress)
+            bi = [] if args.greedy_only else ilp_runs({g: p for g, p in paths.items() if g <= 8192}, ["highs"], [5.0],
+                                                      tree, work, args.nice, progress)
             base = {"commit": args.baseline_commit, "greedy": bg, "ilp": bi}
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = report(rows, gin, gwhole, base, head, args.repeats)
