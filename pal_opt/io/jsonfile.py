@@ -41,15 +41,19 @@ _HUGE_INT = 10**MAX_INT_DIGITS
 #: of more digits than that, or an exponent of three digits or more.  Without either, every
 #: number is below 10**(MAX_INT_DIGITS + 99) in magnitude, so the text is parsed without a Python
 #: callback per number (the 65,536-GPU instance has 430,000 numbers).  Found by substring search
-#: after mapping every digit to 0 (a regular expression takes ten times as long).
+#: after mapping every digit to 0 (a regular expression takes ten times as long).  In JSON an
+#: exponent always follows a digit, so the exponent patterns start with one: text in strings such
+#: as a round named ``scale-8192x8`` (``e-8192``) does not send the whole file to the slow path.
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789E-", b"0000000000e+")
-_RISKY = (b"0" * (MAX_INT_DIGITS + 1), b"e000", b"e+000")
+_RISKY = (b"0" * (MAX_INT_DIGITS + 1), b"0e000", b"0e+000")
 
 
 def _may_hold_bad_numbers(text: str) -> bool:
     """Whether ``text`` may hold a number :func:`_parse_float` or :func:`_parse_int` would refuse.
 
     >>> _may_hold_bad_numbers('[1.5e300, 2]'), _may_hold_bad_numbers('[1.5e30, 2, "e12"]')
+    (True, False)
+    >>> _may_hold_bad_numbers('[1E-0400]'), _may_hold_bad_numbers('{"name": "scale-8192x8", "f": [1.0]}')
     (True, False)
     """
     mapped = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
