@@ -57,9 +57,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _procs import cli, run  # noqa: E402
 from _results import add_output_arguments, output_dir  # noqa: E402
 from suite import machine, measurements  # noqa: E402
-from time_limit import _cli, _env, _run  # noqa: E402
 
 MiB = 2**20
 #: 2,048-GPU target: the gap, the solver's time limit, the wall-time allowance, the memory cap.
@@ -139,9 +139,9 @@ def whole_run(path: Path, backend: str, work: Path) -> dict[str, Any]:
     out = work / f"out-{path.stem}-{backend}.json"
     out.unlink(missing_ok=True)
     load = os.getloadavg()[0]
-    cmd = [*_cli(ROOT), "solve", str(path), "--method", "ilp", "--backend", backend, "--gap", str(GAP_2048),
+    cmd = [*cli(), "solve", str(path), "--method", "ilp", "--backend", backend, "--gap", str(GAP_2048),
            "--time-limit", f"{LIMIT_2048:g}", "-o", str(out)]
-    r = _run(cmd, _env(ROOT), LIMIT_2048 * 6 + 30, False, work)
+    r = run(cmd, LIMIT_2048 * 6 + 30, work)
     doc = json.loads(out.read_text()) if r["code"] == 0 and out.exists() else {}
     info = doc.get("info", {})
     return {"wall": r["wall"], "cpu": r["cpu"], "peak_rss": r["peak_rss"], "load": load, "code": r["code"],
