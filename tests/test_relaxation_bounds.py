@@ -155,10 +155,11 @@ def test_a_past_deadline_raises(backend: str, big_lp: Program) -> None:
 
 @pytest.mark.parametrize("backend", [b for b in LP_BACKENDS if b != "highs"])
 def test_a_short_deadline_gives_no_bound_in_time(backend: str, big_lp: Program, private_tmpdir) -> None:  # type: ignore[no-untyped-def]
+    before = set(own_children())  # workers another test's pool may still be winding down
     deadline = time.monotonic() + 3.0
     assert _bound(backend, big_lp, deadline=deadline) is None
     assert time.monotonic() <= deadline + 0.3
-    assert own_children() == [] and not cbc_dirs()
+    assert set(own_children()) <= before and not cbc_dirs()
 
 
 @pytest.mark.usefixtures("ctrl_c")
@@ -170,12 +171,13 @@ def test_ctrl_c_stops_the_lp(backend: str, big_lp: Program, private_tmpdir) -> N
         sent["at"] = time.monotonic()
         _thread.interrupt_main()
 
+    before = set(own_children())  # workers another test's pool may still be winding down
     threading.Timer(1.5, fire).start()  # CBC: after the MPS file, inside CLP
     with pytest.raises(BackendInterrupted) as caught:
         _bound(backend, big_lp)
     assert caught.value.solution is None
     assert time.monotonic() - sent["at"] < 1.5
-    assert own_children() == [] and not cbc_dirs()
+    assert set(own_children()) <= before and not cbc_dirs()
 
 
 @pytest.mark.parametrize("backend", [b for b in LP_BACKENDS if b != "highs"])
