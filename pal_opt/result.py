@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .admission import unplaceable
-from .cost import evaluate
+from .cost import CostSummary, evaluate
 from .model import JobId, RoundInstance
 
 __all__ = ["Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
@@ -200,12 +200,16 @@ def priced_result(
     admission: str,
     solve_seconds: float,
     jobs_to_terminate_: Sequence[JobId] | None = None,
+    summary: CostSummary | None = None,
     **fields: Any,
 ) -> PlacementResult:
     """The :class:`PlacementResult` of ``placements``, priced by :func:`pal_opt.cost.evaluate`
     under ``factors``; every method builds its result here.  ``jobs_to_terminate_`` defaults to
-    the running jobs that lose or change their GPUs; ``fields`` sets the other attributes."""
-    summary = evaluate(instance, placements, factors)
+    the running jobs that lose or change their GPUs; ``summary``: that price when the caller has
+    just computed it (the same :func:`~pal_opt.cost.evaluate` of the same placement);
+    ``fields`` sets the other attributes."""
+    if summary is None:
+        summary = evaluate(instance, placements, factors)
     term = jobs_to_terminate(instance, placements) if jobs_to_terminate_ is None else tuple(jobs_to_terminate_)
     fields.setdefault("unplaceable", unplaceable(instance))
     info = dict(fields.pop("info", {}) or {})

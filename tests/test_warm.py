@@ -164,3 +164,33 @@ def test_program_path_records_and_says_nothing_was_reused() -> None:
     res = solve(seq[1], "ilp", backend="highs", warm=ws)
     assert res.info["warm"].startswith("warm: nothing reused")
     assert res.status.value == "optimal" and check(seq[1], res) == []
+
+
+def test_the_kept_relaxation_is_the_one_a_fresh_build_gives(small_threshold: None) -> None:
+    """On the same free GPUs the relaxation is not built again: the kept one with this round's
+    counts is exactly what build_relaxation gives with the kept job types (costs, matrix,
+    bounds, constant); another free set builds it anew."""
+    ws = WarmStart()
+    rounds = _sequence(24, 4, 60, 4, seed=3)
+    for k, inst in enumerate(rounds):
+        res = solve(inst, "ilp", backend="highs", gap=0.02, warm=ws)
+        assert res.info["relaxation_reused"] is (k > 0)
+        setup = prepare_round(inst, None, "highs", None, None)
+        kept = ws.relaxation(inst, setup.admitted, couple=True)
+        assert kept is not None
+        fresh = build_relaxation(inst, setup.admitted, setup.factors, couple=True, also=ws.types)
+        assert fresh is not None and fresh.types == kept.types
+        a, b = kept.program, fresh.program
+        assert np.array_equal(a.c, b.c) and (a.A != b.A).nnz == 0
+        for name in ("row_lo", "row_hi", "col_lo", "col_hi"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        assert a.obj_offset == b.obj_offset
+        assert np.array_equal(kept.slots, fresh.slots)
+    # a GPU failing changes the free set: built anew (and the LP is solved cold)
+    last = rounds[-1]
+    state = last.cluster.state.copy()
+    state[int(np.flatnonzero(state == 0)[0])] = 2
+    broken = RoundInstance(last.cluster.with_state(state), last.jobs, last.params)
+    res = solve(broken, "ilp", backend="highs", gap=0.02, warm=ws)
+    assert res.info["relaxation_reused"] is False
+    assert check(broken, res) == []

@@ -14,8 +14,11 @@ taken at no cost.  :func:`exchange_bottlenecks` repeats the move
 so *A* gets strictly faster, every *B* is no slower and no job spans a higher topology level.
 The move is kept only when the round's cost (every registered term, :mod:`pal_opt.cost`) drops.
 Among candidate GPUs the one fastest for *A* is taken, free GPUs before held ones on ties, then
-the lowest position, so the search is deterministic.  It stops when a full pass over the jobs
-finds no move, after :data:`MAX_PASSES` passes, or when ``give_up`` answers True.
+the lowest position, so the search is deterministic.  Jobs are tried costliest first, and a job
+an exchange changed is tried again; the search stops when every job has been tried since it
+last changed (each move lowers the cost, so it ends) or when ``give_up`` answers True.  A full
+search takes 0.1 s at 2,048 GPUs and 1.1 s at 8,192 (a job spanning the cluster looks at every
+GPU); under a deadline it stops in time.
 
 On the 2,048-GPU scale rounds (``benchmarks/scale.py``) it takes the packing start of seed 3 from
 0.532 % to within 0.5 % of the LP bound, which every backend can then prove without its search.
@@ -27,6 +30,7 @@ without GPU types or pipeline jobs and without running admitted jobs whose move 
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -36,10 +40,8 @@ from ..gputypes import has_types
 from ..model import GpuState, Job, JobId, RoundInstance
 from .running import moving_is_charged
 
-__all__ = ["applies", "exchange_bottlenecks", "MAX_PASSES"]
+__all__ = ["applies", "exchange_bottlenecks"]
 
-#: Passes over the jobs at most (each pass tries every job once).
-MAX_PASSES = 20
 #: A move must lower the round's cost by more than this.
 _EPS = 1e-9
 
@@ -76,6 +78,9 @@ class _Search:
             self.pos.append(p)
         self.server = cl.server_of
         self.rack = cl.rack_of_server[cl.server_of] if cl.racked else np.zeros_like(cl.server_of)
+        self.by_server = _groups(self.server)
+        self.by_rack = _groups(self.rack)
+        self.everywhere = np.arange(self.server.size)
         self.level = np.array([int(cl.span_level_pos(p)) for p in self.pos], dtype=np.int64)
         self.slowest = np.array([self.F[self.cls[k], p].max() for k, p in enumerate(self.pos)])
         self.cost = np.array([self._price(k, self.pos[k]) for k in range(len(self.ids))])
@@ -87,12 +92,13 @@ class _Search:
         return sum(t.placed(self.instance, job, pos, level, top) for t in self.terms)
 
     def _where(self, k: int, g: int) -> np.ndarray:
-        """GPUs lying where job ``k`` already spans, as seen from its GPU ``g``."""
+        """Positions of the GPUs lying where job ``k`` already spans, as seen from its GPU ``g``
+        (a server's or a rack's, so that most jobs look at a few GPUs, not the cluster)."""
         if self.level[k] == 0:
-            return self.server == self.server[g]
+            return self.by_server[int(self.server[g])]
         if self.level[k] == 1:
-            return self.rack == self.rack[g]
-        return np.ones(self.server.size, dtype=bool)
+            return self.by_rack[int(self.rack[g])]
+        return self.everywhere
 
     def _partner(self, a: int, g: int, taken: np.ndarray, strict: bool) -> int | None:
         """The GPU given to job ``a`` for its bottleneck GPU ``g`` (None: none qualifies).
@@ -100,8 +106,9 @@ class _Search:
         rises least (by ``d_B · ln``) is taken, and the move is judged on the round's cost."""
         fa = self.F[self.cls[a]]
         own = self.owner
-        cand = self._where(a, g) & (fa < fa[g]) & (own >= -1) & (own != a) & ~taken
-        idx = np.flatnonzero(cand)
+        near = self._where(a, g)
+        o = own[near]
+        idx = near[(fa[near] < fa[g]) & (o >= -1) & (o != a) & ~taken[near]]
         if idx.size == 0:
             return None
         holders = own[idx]
@@ -126,8 +133,8 @@ class _Search:
         best = np.lexsort((idx, held, fa[idx], rise))[0]
         return int(idx[best])
 
-    def try_job(self, a: int, strict: bool) -> bool:
-        """One exchange for job ``a``; True when it was made."""
+    def try_job(self, a: int, strict: bool) -> list[int]:
+        """One exchange for job ``a``: the jobs it changed (none when it was not made)."""
         fa = self.F[self.cls[a]]
         pa = self.pos[a]
         worst = pa[fa[pa] == self.slowest[a]]
@@ -136,13 +143,13 @@ class _Search:
         for g in worst.tolist():
             h = self._partner(a, g, taken, strict)
             if h is None:
-                return False
+                return []
             taken[h] = True
             swaps.append((g, h))
         return self._apply(a, swaps)
 
-    def _apply(self, a: int, swaps: list[tuple[int, int]]) -> bool:
-        """Make the exchanges when they lower the round's cost."""
+    def _apply(self, a: int, swaps: list[tuple[int, int]]) -> list[int]:
+        """Make the exchanges when they lower the round's cost: the jobs changed (none if not)."""
         new = {a: self.pos[a].copy()}
         for g, h in swaps:
             b = int(self.owner[h])
@@ -152,7 +159,7 @@ class _Search:
                 pb[pb == h] = g
         priced = {k: self._price(k, p) for k, p in new.items()}
         if sum(priced.values()) >= sum(self.cost[k] for k in new) - _EPS:
-            return False
+            return []
         for g, h in swaps:
             self.owner[g], self.owner[h] = self.owner[h], a
         for k, p in new.items():
@@ -160,11 +167,17 @@ class _Search:
             self.cost[k] = priced[k]
             self.slowest[k] = self.F[self.cls[k], p].max()
             self.level[k] = int(self.instance.cluster.span_level_pos(p))
-        return True
+        return list(new)
 
     def placement(self) -> dict[JobId, tuple[int, ...]]:
         gid = self.instance.cluster.gpu_ids
         return {jid: tuple(int(x) for x in gid[np.sort(p)]) for jid, p in zip(self.ids, self.pos, strict=True)}
+
+
+def _groups(key: np.ndarray) -> list[np.ndarray]:
+    """Positions grouped by ``key`` (server or rack index), each group ascending."""
+    order = np.argsort(key, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(key, minlength=int(key.max()) + 1 if key.size else 0))[:-1])
 
 
 def exchange_bottlenecks(
@@ -183,13 +196,18 @@ def exchange_bottlenecks(
     s = _Search(instance, placement, factors)
     moves = 0
     for strict in (True, False):
-        for _ in range(MAX_PASSES):
-            made = 0
-            for a in np.argsort(-s.cost, kind="stable").tolist():
-                if give_up is not None and give_up():
-                    return s.placement(), moves + made
-                made += s.try_job(a, strict)
-            moves += made
-            if not made:
-                break
+        # every job once, costliest first; a job an exchange changed is tried again
+        queue = deque(np.argsort(-s.cost, kind="stable").tolist())
+        waiting = set(queue)
+        while queue:
+            if give_up is not None and give_up():
+                return s.placement(), moves
+            a = queue.popleft()
+            waiting.discard(a)
+            changed = s.try_job(a, strict)
+            moves += bool(changed)
+            for k in changed:
+                if k not in waiting:
+                    queue.append(k)
+                    waiting.add(k)
     return s.placement(), moves

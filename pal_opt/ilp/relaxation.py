@@ -33,14 +33,14 @@ to rounds without GPU types and where moving a running admitted job is not charg
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..cost import cost_terms, left_out_charge
 from ..gputypes import has_types
 from ..model import Cluster, GpuState, JobId, Level, RoundInstance
-from .program import Program
+from .program import Program, read_only
 from .running import moving_is_charged
 
 __all__ = ["Relaxation", "applies", "build_relaxation"]
@@ -69,6 +69,32 @@ class Relaxation:
     levels: tuple[int, ...]
     types: tuple[tuple[str, int, tuple[float, float, float]], ...]
     slots: np.ndarray
+    slot_caps: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def with_counts(self, instance: RoundInstance, admitted: Sequence[int]) -> Relaxation | None:
+        """This relaxation for another admitted set on the same free GPUs and factors: only the
+        type rows (``Σ slots = n_t``), the slot columns' bounds ``min(n_t, GPUs of the cell's
+        level and below // d_t)`` and the objective constant depend on the counts, so the rest is
+        kept.  The program is the one :func:`build_relaxation` builds with ``also=self.types``
+        (a test compares them); None when an admitted job's type has no row here."""
+        row = {t: k for k, t in enumerate(self.types)}
+        counts = np.zeros(len(self.types))
+        for i in admitted:
+            j = instance.jobs[i]
+            loc = j.locality
+            k = row.get((j.perfclass, j.demand, (float(loc[0]), float(loc[1]), float(loc[2]))))
+            if k is None:
+                return None
+            counts[k] += 1
+        prog = self.program
+        lo, hi = np.array(prog.row_lo, dtype=np.float64), np.array(prog.row_hi, dtype=np.float64)
+        lo[: counts.size] = hi[: counts.size] = counts
+        col_hi = np.array(prog.col_hi, dtype=np.float64)
+        col_hi[self.slots[:, 0]] = np.minimum(counts[self.slots[:, 1]], self.slot_caps)
+        offset = left_out_charge(instance, {instance.jobs[i].id for i in admitted})
+        program = replace(prog, row_lo=read_only(lo), row_hi=read_only(hi), col_hi=read_only(col_hi),
+                          obj_offset=float(offset))  # matrix, costs and names shared, not copied
+        return replace(self, program=program)
 
     def slot_values(self, instance: RoundInstance, placement: Mapping[JobId, Sequence[int]],
                     factors: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -153,6 +179,7 @@ class _Columns:
         self.cols: list[np.ndarray] = []
         self.vals: list[np.ndarray] = []
         self.slots: list[np.ndarray] = []
+        self.caps: list[np.ndarray] = []
         self.n = 0
 
     def add(self, cost: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -316,7 +343,9 @@ def _add_type_slots(cols: _Columns, cl: Cluster, chains: dict[Level, _Chain],
         span = np.full(k.size, int(where), dtype=np.int64)
         cost = sum((np.broadcast_to(np.asarray(t.slots(perfclass, d, locality, vals, span), dtype=np.float64),
                                     (k.size,)) for t in terms), np.zeros(k.size))
-        col = cols.add(cost, np.minimum(n, ch.cum[k] // d))
+        cap = ch.cum[k] // d
+        col = cols.add(cost, np.minimum(n, cap))
+        cols.caps.append(cap)
         cols.slots.append(np.column_stack([col, np.full(k.size, type_row), np.full(k.size, int(where)), ch.node[k], lv]))
         cols.entries(np.full(k.size, type_row), col, 1.0)
         cols.entries(ch.row + k, col, float(d))
@@ -348,4 +377,5 @@ def _assemble(instance: RoundInstance, admitted: Sequence[int], cols: _Columns, 
                                   col_lo=np.zeros(cols.n), col_hi=np.concatenate(cols.hi),
                                   integrality=np.zeros(cols.n, dtype=bool), obj_offset=offset)
     slots = np.concatenate(cols.slots) if cols.slots else np.zeros((0, 5), dtype=np.int64)
-    return Relaxation(program, profiles, levels, types, slots)
+    caps = np.concatenate(cols.caps).astype(np.float64) if cols.caps else np.zeros(0)
+    return Relaxation(program, profiles, levels, types, slots, caps)

@@ -105,10 +105,16 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
         Deadline(options.deadline).check("building the flow-free relaxation",
                                          need=RELAXATION_SECONDS_PER_GPU * instance.free_gpus)
     t0 = time.perf_counter()
-    relax = build_relaxation(instance, admitted, factors, couple=instance.free_gpus <= COUPLED_MAX_GPUS,
-                             also=warm.types if warm is not None else ())
+    couple = instance.free_gpus <= COUPLED_MAX_GPUS
+    relax = warm.relaxation(instance, admitted, couple) if warm is not None else None
+    reused = relax is not None
+    if relax is None:
+        relax = build_relaxation(instance, admitted, factors, couple=couple,
+                                 also=warm.types if warm is not None else ())
     if relax is None:  # pragma: no cover - is_large_round checked that it applies
         return None, {}
+    if warm is not None and not reused:
+        warm.keep_relaxation(instance, relax, couple)
     t1 = time.perf_counter()
     solver = _relaxation_solver(backend, relax.program.A.nnz + relax.program.num_vars)
     assert solver is not None  # checked above
@@ -118,6 +124,7 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     if warm is not None:
         warm.types = relax.types
         info["relaxation_start"] = warm.lp.last
+        info["relaxation_reused"] = reused
     return bound, info
 
 

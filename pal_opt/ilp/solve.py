@@ -82,7 +82,7 @@ import numpy as np
 from .. import progress
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
-from ..cost import evaluate, relative_gap
+from ..cost import CostSummary, evaluate, relative_gap
 from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..model import GpuState, JobId, RoundInstance
@@ -266,6 +266,8 @@ class _Attempt:
     price_seconds: float = 0.0
     greedy: dict[JobId, tuple[int, ...]] | None = None
     gcost: float = math.inf
+    #: The start placement's price (so that a result of it is not priced twice).
+    gsummary: CostSummary | None = None
     source: str | None = None
     lp_bound: float | None = None
     lp_seconds: float = 0.0
@@ -321,6 +323,8 @@ class _Attempt:
 
     def result(self, placements: Mapping[JobId, tuple[int, ...]], **kw: Any) -> PlacementResult:
         """A priced result of ``placements`` with the build time and the common fields."""
+        if placements is self.greedy and self.gsummary is not None:
+            kw["summary"] = self.gsummary
         return _result(self.instance, dict(placements), self.setup.factors, build_seconds=self.build_seconds,
                        **kw, **self.common)
 
@@ -493,7 +497,8 @@ def _greedy_first(att: _Attempt) -> None:
     t1 = time.perf_counter()
     if placement is None or len(placement) != len(att.setup.admitted):  # pragma: no cover - PAL places them
         return
-    att.greedy, att.gcost, att.source = placement, evaluate(att.instance, placement, att.setup.factors).cost, "pal"
+    att.gsummary = evaluate(att.instance, placement, att.setup.factors)
+    att.greedy, att.gcost, att.source = placement, att.gsummary.cost, "pal"
     att.price_seconds = time.perf_counter() - t1
     att.reserve = FINISH_SECONDS + 2 * att.price_seconds
     att.info["start_pal_objective"] = att.gcost
@@ -653,10 +658,11 @@ def _build(att: _Attempt) -> None:
 
 def _price_start(att: _Attempt, name: str, placement: dict[JobId, tuple[int, ...]]) -> None:
     """Price a start placement; the cheapest so far becomes the warm start and the fallback."""
-    c = evaluate(att.instance, placement, att.setup.factors).cost
+    summary = evaluate(att.instance, placement, att.setup.factors)
+    c = summary.cost
     att.info[f"start_{name}_objective"] = c
     if c < att.gcost - 1e-12:
-        att.greedy, att.gcost, att.source = placement, c, name
+        att.greedy, att.gcost, att.source, att.gsummary = placement, c, name, summary
 
 
 def _exchange(att: _Attempt) -> None:

@@ -12,6 +12,11 @@ what the last one left and records its own round.  What is reused, on large roun
   the same only row and column bounds differ; HiGHS then goes on from the last optimal basis
   (dual simplex).  The bound is the new round's LP optimum, as a cold solve computes it, reached
   in a few hundred iterations instead of several thousand;
+* **the relaxation itself**: on the same free GPUs only the type rows' counts, the slot
+  columns' bounds and the constant change, so the last round's relaxation is kept and given
+  the new counts (:meth:`~pal_opt.ilp.relaxation.Relaxation.with_counts`, the program a fresh
+  build gives, a test checks) instead of being built again (0.03-0.05 s at 8,192 GPUs, a
+  quarter of a warm round); ``info["relaxation_reused"]`` says whether it was;
 * **the last placement**: the placements of jobs admitted again, kept when still valid (the job
   needs as many GPUs, its GPUs exist and are all free, none shared), the other admitted jobs
   placed on the rest by the packing greedy (:func:`~pal_opt.ilp.packing.fast_packing` with
@@ -42,6 +47,7 @@ import numpy as np
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status
 from .backends.base import RelaxationState
+from .relaxation import Relaxation
 
 __all__ = ["WarmStart"]
 
@@ -98,6 +104,7 @@ class WarmStart:
         self.types: tuple[tuple[str, int, tuple[float, float, float]], ...] = ()
         self.lp = RelaxationState()
         self.rounds = 0
+        self._relaxation: tuple[str, Relaxation] | None = None
 
     def __repr__(self) -> str:
         return f"WarmStart(rounds={self.rounds}, placements={len(self.placements)}, lp={self.lp.model is not None})"
@@ -120,6 +127,23 @@ class WarmStart:
         self.reset()
         self.key = key
         return why
+
+    @staticmethod
+    def _free_key(instance: RoundInstance, couple: bool) -> str:
+        free = np.ascontiguousarray(instance.cluster.state == GpuState.FREE)
+        return hashlib.blake2b(free.tobytes() + bytes([couple]), digest_size=16).hexdigest()
+
+    def relaxation(self, instance: RoundInstance, admitted: Sequence[int], couple: bool) -> Relaxation | None:
+        """The last round's flow-free relaxation with this round's counts
+        (:meth:`~pal_opt.ilp.relaxation.Relaxation.with_counts`) when the free GPUs are the same
+        and every admitted job's type has a row in it; None otherwise (build it anew)."""
+        if self._relaxation is None or self._relaxation[0] != self._free_key(instance, couple):
+            return None
+        return self._relaxation[1].with_counts(instance, admitted)
+
+    def keep_relaxation(self, instance: RoundInstance, relax: Relaxation, couple: bool) -> None:
+        """Keep a freshly built relaxation for the next rounds."""
+        self._relaxation = (self._free_key(instance, couple), relax)
 
     def kept(self, instance: RoundInstance, admitted: Sequence[int]) -> dict[JobId, tuple[int, ...]]:
         """The last placements of the admitted jobs that are still valid on this round: the job
