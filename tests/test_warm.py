@@ -56,7 +56,10 @@ def test_warm_sequence_is_no_worse_than_cold_and_its_bound_is_valid(small_thresh
         assert exact.status.value == "optimal"
         assert check(inst, warm) == []
         assert warm.info["relaxation"] == "flow-free (highs)"
-        assert warm.objective <= cold.objective + 1e-9
+        if warm.info["pal_deferred"]:  # PAL's greedy only if the packing is not within the gap
+            assert warm.gap is not None and warm.gap <= 0.02
+        else:
+            assert warm.objective <= cold.objective + 1e-9
         # the bound is the new round's LP optimum: the cold one, and at most the proven optimum
         assert warm.bound == pytest.approx(cold.bound, rel=1e-7, abs=1e-7)
         assert warm.bound <= exact.objective + 1e-6 * max(1.0, abs(exact.objective))
@@ -194,3 +197,24 @@ def test_the_kept_relaxation_is_the_one_a_fresh_build_gives(small_threshold: Non
     res = solve(broken, "ilp", backend="highs", gap=0.02, warm=ws)
     assert res.info["relaxation_reused"] is False
     assert check(broken, res) == []
+
+
+def test_pal_is_deferred_only_after_a_round_it_did_not_win(small_threshold: None) -> None:
+    """PAL's greedy comes after the packing when the last answer was not PAL's: it is then
+    computed only if the packing is not within the gap, and a round where it is not deferred
+    equals the cold answer."""
+    ws = WarmStart()
+    seen = []
+    for inst in _sequence(24, 4, 60, 6, seed=5):
+        last = ws.last_start
+        cold = solve(inst, "ilp", backend="highs", gap=0.02)
+        warm = solve(inst, "ilp", backend="highs", gap=0.02, warm=ws)
+        assert check(inst, warm) == []
+        deferred = warm.info["pal_deferred"]
+        assert deferred == (ws.rounds > 1 and last not in (None, "pal"))
+        if deferred and "start_pal_objective" not in warm.info:
+            assert warm.gap is not None and warm.gap <= 0.02  # the packing settled it
+        if not deferred:
+            assert warm.objective <= cold.objective + 1e-9
+        seen.append(deferred)
+    assert any(seen)

@@ -515,14 +515,20 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
     setup, clock = att.setup, att.clock
     if att.given_start is not None or not is_large_round(att.instance, setup.admitted):
         return None
-    _greedy_first(att)
+    deferred = _pal_deferred(att)
+    if not deferred:
+        _greedy_first(att)
     try:
         bound, info = _bound_beside_packing(att, opts)
     except TimeLimitReached as exc:
+        if deferred:
+            _pal_start(att)
         return _out_of_time(att, exc)
     att.info.update(info)
     demand = setup.demand
     tol = max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL))
+    if deferred and (bound is None or att.gcost - bound > tol):
+        _pal_start(att)  # the packing alone does not settle the round: PAL's placement, as cold
     if bound is not None and att.gcost - bound > tol:
         _exchange(att)
     within = bound is not None and att.gcost - bound <= tol
@@ -552,6 +558,34 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
     return att.result(att.greedy or {}, status=Status.OPTIMAL if proven else Status.FEASIBLE,
                       solve_seconds=att.lp_seconds, bound=best, gap=rgap,
                       message="" if proven else f"{att.info['relaxation']}: {att.info['solver_status']}")
+
+
+#: A warm round defers PAL's greedy only when at least this many seconds are left (or no limit).
+DEFER_PAL_MIN_LEFT = 2.0
+
+
+def _pal_deferred(att: _Attempt) -> bool:
+    """Whether this warm round computes PAL's greedy placement only after the packing greedy,
+    and only if the packing is not within the gap (:mod:`pal_opt.ilp.warm`): when the last
+    round's answer was not PAL's placement and the time left allows it."""
+    warm = att.warm
+    deferred = (warm is not None and warm.rounds > 0 and warm.last_start not in (None, "pal")
+                and not str(att.info.get("warm", "")).startswith("cold")
+                and (not att.clock.limited or att.clock.left() > DEFER_PAL_MIN_LEFT))
+    if deferred:
+        att.reserve = FINISH_SECONDS + 0.25  # pricing and writing, unmeasured without PAL's pricing
+    att.info["pal_deferred"] = deferred
+    return deferred
+
+
+def _pal_start(att: _Attempt) -> None:
+    """PAL's greedy placement of the admitted jobs priced as the start ``"pal"`` (after another)."""
+    t0 = time.perf_counter()
+    placement = pal_greedy(att.instance, att.setup.factors, att.setup.admitted)
+    att.info["greedy_seconds"] = time.perf_counter() - t0
+    if placement is not None and len(placement) == len(att.setup.admitted):
+        _price_start(att, "pal", placement)
+        att.info["start_source"] = att.source
 
 
 def _warm_start_placement(att: _Attempt) -> dict[JobId, tuple[int, ...]] | None:

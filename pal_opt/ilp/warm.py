@@ -17,14 +17,18 @@ what the last one left and records its own round.  What is reused, on large roun
   the new counts (:meth:`~pal_opt.ilp.relaxation.Relaxation.with_counts`, the program a fresh
   build gives, a test checks) instead of being built again (0.03-0.05 s at 8,192 GPUs, a
   quarter of a warm round); ``info["relaxation_reused"]`` says whether it was;
+* **which start won**: when the last round's answer was not PAL's greedy placement, PAL's
+  greedy is computed only if the packing greedy is not within the gap of the bound (and with at
+  least 2 s left under a time limit).  The answer then meets the same gap target but may cost
+  more than the cold one, by less than the gap, in a round where PAL's placement would have
+  been cheaper; ``info["pal_deferred"]`` says when it was deferred;
 * **the last placement**: the placements of jobs admitted again, kept when still valid (the job
   needs as many GPUs, its GPUs exist and are all free, none shared), the other admitted jobs
   placed on the rest by the packing greedy (:func:`~pal_opt.ilp.packing.fast_packing` with
   ``kept``).  The cold starts (PAL's greedy and the packing greedy) are still computed first;
   only when neither is within the gap of the bound is the last placement priced as one more
   start (``info["start_warm_objective"]``; it costs about a third of a warm round at 8,192
-  GPUs and is rarely the cheapest).  Either way the answer is never costlier than the cold
-  solve's.
+  GPUs and is rarely the cheapest).
 
 Everything else is the cold solve's: the same admission, the same gap test against the new
 round's bound, the same result.  Binned factors need no carrying: they are memoised per
@@ -87,6 +91,8 @@ class WarmStart:
         HiGHS's solved relaxation (:class:`~pal_opt.ilp.backends.base.RelaxationState`).
     rounds
         Rounds recorded since it was created or last started again.
+    last_start
+        The start placement the last round's answer came from (``info["start_source"]``).
 
     Examples
     --------
@@ -105,6 +111,7 @@ class WarmStart:
         self.lp = RelaxationState()
         self.rounds = 0
         self._relaxation: tuple[str, Relaxation] | None = None
+        self.last_start: str | None = None
 
     def __repr__(self) -> str:
         return f"WarmStart(rounds={self.rounds}, placements={len(self.placements)}, lp={self.lp.model is not None})"
@@ -170,6 +177,7 @@ class WarmStart:
         kept as they are solved, :func:`pal_opt.ilp.scale.flow_free_bound`)."""
         self.rounds += 1
         self.placements = {} if result.status == Status.INFEASIBLE else dict(result.placements)
+        self.last_start = result.info.get("start_source")
 
 
 def warm_info(kept: Mapping[JobId, Any] | None, admitted: int, lp: str) -> str:
