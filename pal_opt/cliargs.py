@@ -262,6 +262,9 @@ def add_exact_arguments(
     if parts:
         ex.add_argument("--parts", type=pos_int, default=None, metavar="K",
                         help="ilp-partitioned: number of parts (default: one per ~1,024 GPUs)")
+        ex.add_argument("--scheduler", dest="executor", default=None, metavar="ADDRESS",
+                        help="ilp-partitioned: solve the parts on this Dask scheduler (tcp://host:8786) "
+                             "instead of a local process pool; needs pal-opt[dask]")
 
 
 def add_output_arguments(p: argparse.ArgumentParser, *, what: str = "the result") -> None:
@@ -292,7 +295,7 @@ def solve_options(
 def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> dict[str, Any]:
     """The :class:`~pal_opt.options.SolveOptions` fields the parsed flags set."""
     given: dict[str, Any] = {}
-    for name in names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts"):
+    for name in names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts", "executor"):
         v = getattr(args, name, None)
         if v is not None:
             given[name] = v
@@ -307,7 +310,7 @@ def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> d
 
 def _flags(names: list[str]) -> str:
     return ", ".join("--" + b.replace("_", "-").replace("backend-params", "backend-param")
-                     .replace("respect-types", "ignore-types") for b in names)
+                     .replace("respect-types", "ignore-types").replace("executor", "scheduler") for b in names)
 
 
 def solve_options_each(
@@ -320,7 +323,7 @@ def solve_options_each(
     if len(methods) == 1:
         one = argparse.Namespace(**{**vars(args), method_flag: methods[0]})
         return {methods[0]: solve_options(one, method_flag, names)}
-    names = names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts")
+    names = names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts", "executor")
     given = {n for n in names if getattr(args, n, None) is not None}
     if getattr(args, "backend_param", None):
         given.add("backend_params")

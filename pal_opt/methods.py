@@ -148,7 +148,7 @@ def _ilp_partitioned(instance: RoundInstance, options: SolveOptions) -> Placemen
 
     kw = _exact_kwargs(options)
     k = options.parts or default_parts(instance)
-    res = solve_partitioned(instance, k, **kw)
+    res = solve_partitioned(instance, k, executor=options.executor, **kw)
     res.method = str(MethodName.ILP_PARTITIONED)
     res.info.setdefault("binning", kw["binning"] or instance.params.binning)
     return res
@@ -210,7 +210,7 @@ METHODS: Registry[Method] = Registry("method", {
     MethodName.ILP_PARTITIONED: Method(
         str(MethodName.ILP_PARTITIONED), _ilp_partitioned,
         "the round split into parts of the same make-up, solved in parallel, with a whole-round bound",
-        EXACT_OPTIONS | {"parts"}, exact=True),
+        EXACT_OPTIONS | {"parts", "executor"}, exact=True),
     MethodName.PREEMPT_GREEDY: greedy_method(
         str(MethodName.PREEMPT_GREEDY), "pal_opt.policies.preempt:place",
         "priorities: evict the lowest priority, most recently started first; PAL's placement (greedy)",

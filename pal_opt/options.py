@@ -150,6 +150,9 @@ class SolveOptions:
         Passed straight to the solver by name (HiGHS options, CP-SAT parameters, CBC flags).
     parts
         Number of parts of a partitioned solve (None: chosen from the round's size).
+    executor
+        Where the parts of a partitioned solve run: None (a local process pool), ``"serial"``,
+        or a Dask scheduler address such as ``"tcp://host:8786"`` (:mod:`pal_opt.parallel`).
     respect_types
         Greedy methods: offer each job only GPUs of its usable GPU types (default); False
         places as if the cluster had one type (the "ignoring types" comparator).
@@ -171,6 +174,7 @@ class SolveOptions:
     deterministic: bool = True
     backend_params: Mapping[str, Any] = field(default_factory=dict)
     parts: int | None = None
+    executor: str | None = None
     respect_types: bool = True
     warm: Any = field(default=None, compare=False)
 
@@ -200,6 +204,9 @@ class SolveOptions:
             isinstance(k, str) for k in self.backend_params
         ):
             raise OptionError(f"backend_params must map option names to values, got {self.backend_params!r}")
+        if self.executor is not None and (not isinstance(self.executor, str) or not self.executor.strip()):
+            raise OptionError(f"executor must be 'serial' or a Dask scheduler address such as "
+                              f"'tcp://host:8786', got {self.executor!r}")
         if self.backend is not None and not isinstance(self.backend, str):
             raise OptionError(f"backend must be a backend name, got {self.backend!r}")
         if self.jobs is not None:
@@ -214,7 +221,7 @@ class SolveOptions:
         >>> SolveOptions.from_kwargs(time_limt=3)
         Traceback (most recent call last):
         ...
-        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, respect_types, warm
+        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, executor, respect_types, warm
         """
         unknown = set(kwargs) - set(cls.names())
         if unknown:

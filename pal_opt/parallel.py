@@ -127,6 +127,10 @@ def _mp_context() -> Any:
     return mp.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+#: Seconds to wait for a Dask scheduler to answer before giving up.
+CONNECT_SECONDS = 10.0
+
+
 def _dask_client(spec: Any) -> tuple[Any, bool]:
     """A ``distributed.Client`` for ``spec`` and whether we opened it."""
     try:
@@ -138,12 +142,14 @@ def _dask_client(spec: Any) -> tuple[Any, bool]:
         ) from None
     if isinstance(spec, Client):
         return spec, False
-    if isinstance(spec, str):
-        return Client(spec), True
-    address = getattr(spec, "scheduler_address", None)
-    if isinstance(address, str):
-        return Client(address), True
-    raise OptionError(f"cannot make a Dask client from {type(spec).__name__}")
+    address = spec if isinstance(spec, str) else getattr(spec, "scheduler_address", None)
+    if not isinstance(address, str):
+        raise OptionError(f"cannot make a Dask client from {type(spec).__name__}")
+    try:
+        return Client(address, timeout=CONNECT_SECONDS), True
+    except (OSError, ValueError) as exc:  # unreachable (a TimeoutError is an OSError), or a bad address
+        raise OptionError(f"cannot reach the Dask scheduler at {address!r} within {CONNECT_SECONDS:g} s: "
+                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
 def make_executor(

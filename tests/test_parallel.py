@@ -96,3 +96,45 @@ def test_missing_dask_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
     with pytest.raises(BackendUnavailableError, match=r"pal-opt\[dask\]"):
         make_executor("tcp://127.0.0.1:1")
+
+
+def test_solve_and_the_cli_send_partitioned_parts_to_a_dask_scheduler(round_, serial_result, tmp_path):
+    """``solve(..., "ilp-partitioned", executor=ADDRESS)`` and ``pal-opt solve --scheduler ADDRESS``
+    run the parts on that Dask scheduler, with the serial answer."""
+    import json
+    import subprocess
+
+    from pal_opt import solve
+    from pal_opt.io import save_instance
+
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                  dashboard_address=None) as cluster:
+        address = cluster.scheduler_address
+        res = solve(round_, "ilp-partitioned", parts=3, executor=address)
+        assert res.info["partition"]["executor"] == "dask"
+        path, out = tmp_path / "round.json", tmp_path / "out.json"
+        save_instance(round_, path)
+        proc = subprocess.run([sys.executable, "-m", "pal_opt.cli", "solve", str(path), "--method", "ilp-partitioned",
+                               "--parts", "3", "--scheduler", address, "-o", str(out)],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["info"]["partition"]["executor"] == "dask"
+    assert check(round_, doc) == []
+    assert res.placements == serial_result.placements
+    assert {k: tuple(v) for k, v in doc["placements"].items()} == {str(k): v for k, v in serial_result.placements.items()}
+
+
+def test_an_unreachable_scheduler_is_one_clear_error(monkeypatch, round_):
+    pytest.importorskip("distributed")
+    import pal_opt.parallel as parallel
+    from pal_opt import solve
+
+    monkeypatch.setattr(parallel, "CONNECT_SECONDS", 0.5)
+    with pytest.raises(OptionError, match=r"cannot reach the Dask scheduler at 'tcp://127.0.0.1:1' within 0.5 s"):
+        solve(round_, "ilp-partitioned", parts=3, executor="tcp://127.0.0.1:1")
+    with pytest.raises(OptionError, match="executor must be"):
+        solve(round_, "ilp-partitioned", executor=3)
+    with pytest.raises(OptionError, match="do not apply|does not apply|not an option"):
+        solve(round_, "ilp", executor="serial")
