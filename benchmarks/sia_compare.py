@@ -184,8 +184,9 @@ def plot(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> None
         ax.set_yscale("log")
         ax.set_title("no variability" if v == "none" else "Longhorn variability")
     axes[0].set_ylabel("average JCT (h)")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))  # below, clear of the bars
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=120)
 
 
