@@ -81,15 +81,16 @@ class _Search:
         self.by_server = _groups(self.server)
         self.by_rack = _groups(self.rack)
         self.everywhere = np.arange(self.server.size)
-        self.level = np.array([int(cl.span_level_pos(p)) for p in self.pos], dtype=np.int64)
-        self.slowest = np.array([self.F[self.cls[k], p].max() for k, p in enumerate(self.pos)])
-        self.cost = np.array([self._price(k, self.pos[k]) for k in range(len(self.ids))])
+        self.demand = np.array([j.demand for j in self.jobs], dtype=np.float64)
+        self.cost, self.slowest, self.level = (np.array(col) for col in zip(
+            *(self._price(k, p) for k, p in enumerate(self.pos)), strict=True))
 
-    def _price(self, k: int, pos: np.ndarray) -> float:
-        job = self.jobs[k]
+    def _price(self, k: int, pos: np.ndarray) -> tuple[float, float, int]:
+        """Job ``k``'s cost on the GPUs at ``pos`` (every registered term), its slowest factor
+        there and the topology level they span."""
         level = int(self.instance.cluster.span_level_pos(pos))
         top = float(self.F[self.cls[k], pos].max())
-        return sum(t.placed(self.instance, job, pos, level, top) for t in self.terms)
+        return sum(t.placed(self.instance, self.jobs[k], pos, level, top) for t in self.terms), top, level
 
     def _where(self, k: int, g: int) -> np.ndarray:
         """Positions of the GPUs lying where job ``k`` already spans, as seen from its GPU ``g``
@@ -125,8 +126,7 @@ class _Search:
                 ok[held] = (fbg <= self.slowest[b]) & same
             else:
                 ok[held] = same
-                demand = np.array([self.jobs[k].demand for k in b.tolist()], dtype=np.float64)
-                rise[held] = demand * np.log(np.maximum(fbg / self.slowest[b], 1.0))
+                rise[held] = self.demand[b] * np.log(np.maximum(fbg / self.slowest[b], 1.0))
         idx, held, rise = idx[ok], held[ok], rise[ok]
         if idx.size == 0:
             return None
@@ -158,15 +158,13 @@ class _Search:
                 pb = new.setdefault(b, self.pos[b].copy())
                 pb[pb == h] = g
         priced = {k: self._price(k, p) for k, p in new.items()}
-        if sum(priced.values()) >= sum(self.cost[k] for k in new) - _EPS:
+        if sum(c for c, _, _ in priced.values()) >= sum(self.cost[k] for k in new) - _EPS:
             return []
         for g, h in swaps:
             self.owner[g], self.owner[h] = self.owner[h], a
         for k, p in new.items():
             self.pos[k] = p
-            self.cost[k] = priced[k]
-            self.slowest[k] = self.F[self.cls[k], p].max()
-            self.level[k] = int(self.instance.cluster.span_level_pos(p))
+            self.cost[k], self.slowest[k], self.level[k] = priced[k]
         return list(new)
 
     def placement(self) -> dict[JobId, tuple[int, ...]]:

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..cost import cost_terms, left_out_charge
 from ..gputypes import has_types
-from ..model import Cluster, GpuState, JobId, Level, RoundInstance
+from ..model import Cluster, GpuState, Job, JobId, Level, RoundInstance
 from .program import Program, read_only
 from .running import moving_is_charged
 
@@ -80,9 +80,7 @@ class Relaxation:
         row = {t: k for k, t in enumerate(self.types)}
         counts = np.zeros(len(self.types))
         for i in admitted:
-            j = instance.jobs[i]
-            loc = j.locality
-            k = row.get((j.perfclass, j.demand, (float(loc[0]), float(loc[1]), float(loc[2]))))
+            k = row.get(_job_type(instance.jobs[i]))
             if k is None:
                 return None
             counts[k] += 1
@@ -210,6 +208,12 @@ def _profiles(factors: Mapping[str, np.ndarray], classes: Sequence[str], free: n
     return [(tuple(cs), lv, vals) for cs, lv, vals in groups.values()]
 
 
+def _job_type(job: Job) -> tuple[str, int, tuple[float, float, float]]:
+    """A job's type in the relaxation: its class, demand and locality penalties."""
+    loc = job.locality
+    return job.perfclass, job.demand, (float(loc[0]), float(loc[1]), float(loc[2]))
+
+
 def build_relaxation(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
                      *, couple: bool = True, also: Sequence[tuple[str, int, tuple[float, float, float]]] = (),
                      ) -> Relaxation | None:
@@ -228,9 +232,7 @@ def build_relaxation(instance: RoundInstance, admitted: Sequence[int], factors: 
     types: dict[tuple[str, int, tuple[float, float, float]], int] = {
         t: 0 for t in also if t[0] in factors and 0 < t[1] <= int(free.sum())}
     for i in admitted:
-        j = instance.jobs[i]
-        loc = j.locality
-        key = (j.perfclass, j.demand, (float(loc[0]), float(loc[1]), float(loc[2])))
+        key = _job_type(instance.jobs[i])
         types[key] = types.get(key, 0) + 1
     profiles = _profiles(factors, [k[0] for k in types], free)
     parts = _partitions(cl, cl.server_of[free])

@@ -492,18 +492,8 @@ def _greedy_first(att: _Attempt) -> None:
     Nothing to do when a start placement is known already."""
     if att.greedy is not None:
         return
-    t0 = time.perf_counter()
-    placement = pal_greedy(att.instance, att.setup.factors, att.setup.admitted)
-    t1 = time.perf_counter()
-    if placement is None or len(placement) != len(att.setup.admitted):  # pragma: no cover - PAL places them
-        return
-    att.gsummary = evaluate(att.instance, placement, att.setup.factors)
-    att.greedy, att.gcost, att.source = placement, att.gsummary.cost, "pal"
-    att.price_seconds = time.perf_counter() - t1
+    att.price_seconds = _pal_start(att)
     att.reserve = FINISH_SECONDS + 2 * att.price_seconds
-    att.info["start_pal_objective"] = att.gcost
-    att.info["start_source"] = att.source
-    att.info["greedy_seconds"] = t1 - t0
 
 
 def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
@@ -578,14 +568,15 @@ def _pal_deferred(att: _Attempt) -> bool:
     return deferred
 
 
-def _pal_start(att: _Attempt) -> None:
-    """PAL's greedy placement of the admitted jobs priced as the start ``"pal"`` (after another)."""
+def _pal_start(att: _Attempt) -> float:
+    """PAL's greedy placement of the admitted jobs priced as the start ``"pal"``; the seconds its
+    pricing took."""
     t0 = time.perf_counter()
     placement = pal_greedy(att.instance, att.setup.factors, att.setup.admitted)
-    att.info["greedy_seconds"] = time.perf_counter() - t0
-    if placement is not None and len(placement) == len(att.setup.admitted):
-        _price_start(att, "pal", placement)
-        att.info["start_source"] = att.source
+    t1 = time.perf_counter()
+    att.info["greedy_seconds"] = t1 - t0
+    _price_start(att, "pal", placement)
+    return time.perf_counter() - t1
 
 
 def _warm_start_placement(att: _Attempt) -> dict[JobId, tuple[int, ...]] | None:
@@ -599,7 +590,7 @@ def _warm_start_placement(att: _Attempt) -> dict[JobId, tuple[int, ...]] | None:
     setup = att.setup
     kept = warm.kept(att.instance, setup.admitted)
     if kept:
-        _price_start(att, "warm", fast_packing(att.instance, setup.admitted, setup.factors, kept=kept) or {})
+        _price_start(att, "warm", fast_packing(att.instance, setup.admitted, setup.factors, kept=kept))
     att.info["warm_start_seconds"] = time.perf_counter() - t0
     return kept
 
@@ -631,9 +622,7 @@ def _take_packing(att: _Attempt, packing: BackgroundPacking) -> None:
     att.info["packing_seconds"] = packing.seconds
     if stopped is not None:
         att.info.setdefault("time_limit_reached", stopped)
-    if placement is not None:
-        _price_start(att, "packing", placement)
-    att.info["start_source"] = att.source
+    _price_start(att, "packing", placement)
 
 
 def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
@@ -680,23 +669,25 @@ def _build(att: _Attempt) -> None:
     att.info.update(att.form.summary())
     if att.given_start is not None:  # priced even when time runs short: the answer never costs more
         _price_start(att, "given", _given_start(att.form, att.given_start))
-    att.info["start_source"] = att.source
     if clock.limited and clock.left() - att.reserve < att.build_seconds:
         att.info["time_limit_reached"] = "computing the packing start placements"
         return
     progress.report(stage="pricing the start placements", backend=setup.backend.name)
     for name, placement in start_placements(att.form, pal=att.greedy if att.source == "pal" else None).items():
         _price_start(att, name, placement)
+
+
+def _price_start(att: _Attempt, name: str, placement: Mapping[JobId, tuple[int, ...]] | None) -> None:
+    """Price a start placement; the cheapest so far becomes the warm start and the fallback
+    (``info["start_source"]``).  A greedy that did not place every admitted job (None, or fewer
+    jobs) is no start: priced, it could look cheaper than a placement of them all."""
+    if placement is not None and len(placement) == len(att.setup.admitted):
+        summary = evaluate(att.instance, placement, att.setup.factors)
+        c = summary.cost
+        att.info[f"start_{name}_objective"] = c
+        if c < att.gcost - 1e-12:
+            att.greedy, att.gcost, att.source, att.gsummary = dict(placement), c, name, summary
     att.info["start_source"] = att.source
-
-
-def _price_start(att: _Attempt, name: str, placement: dict[JobId, tuple[int, ...]]) -> None:
-    """Price a start placement; the cheapest so far becomes the warm start and the fallback."""
-    summary = evaluate(att.instance, placement, att.setup.factors)
-    c = summary.cost
-    att.info[f"start_{name}_objective"] = c
-    if c < att.gcost - 1e-12:
-        att.greedy, att.gcost, att.source, att.gsummary = placement, c, name, summary
 
 
 def _exchange(att: _Attempt) -> None:
@@ -714,7 +705,6 @@ def _exchange(att: _Attempt) -> None:
     att.info["exchange_moves"] = moves
     if moves:
         _price_start(att, "exchange", placement)
-        att.info["start_source"] = att.source
 
 
 def _given_start(form: Formulation, start: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:
