@@ -6,13 +6,23 @@ Stage 1 (:mod:`pal_opt.hetero.levelprogram`)
     are (job, type, count, nodes, variability level): type, count and the quality of the GPUs
     chosen together; by default (``levels=False``) one level per type, i.e. Sia's program.
 Stage 2 (pal-opt's round program, :func:`pal_opt.solve.solve` with ``ilp``)
-    Whenever some job must be (re)placed, every allocated job but those still restarting is
-    placed by the core round program on a typed cluster, each as a *guaranteed* job of its
-    chosen type and count, its current GPUs as its running placement and a move priced as
-    ``move_cost`` seconds lost (default 5), with the binned factors the scheduler sees (binning
-    ``none``: they are binned already) and the default locality penalties: it minimises
-    Σ demand · ln(slowdown), slowest factor × locality, plus the moves.  With
-    ``move_cost=None`` a job whose type and count are unchanged keeps its GPUs instead.
+    By default (``anchor=True``, with ``levels=False``) stage 1 *and Sia's placer* run exactly as
+    the ``sia`` policy runs them; then every allocated job goes into the core round program on
+    the typed cluster as a *guaranteed* job of its chosen type and count, **Sia's GPUs as its
+    running placement** and a move priced at :data:`ANCHOR_COST` seconds (a tie-break), a job of
+    at most one node's GPUs forbidden to span servers (:data:`ONE_NODE`), with the binned factors
+    the scheduler sees: it minimises Σ demand · ln(slowdown), slowest factor × locality.  A job
+    therefore leaves Sia's GPUs only for a strictly better placement, and a job whose per-node
+    GPU counts would change (a restart in this simulator) is pinned to Sia's GPUs and the
+    program solved again; a moved job's GPUs are ordered so that its per-node shape tuple is
+    Sia's.  Without variability a placement of Sia's placer that splits no job over more nodes
+    than it needs is already optimal (with Sia's configurations, powers of two up to a node and
+    then whole nodes, the placer never splits one), so ``ilp`` allocates exactly as ``sia``
+    does; with variability stage 2 never prices worse than Sia's placer.
+    ``anchor=False`` (the earlier design): whenever some job must be (re)placed, every allocated
+    job but those still restarting is re-placed, its current GPUs its running placement and a
+    move priced as ``move_cost`` seconds lost (default 5); with ``move_cost=None`` a job whose
+    type and count are unchanged keeps its GPUs instead.
 
 Both stages see the same binned factors as every other policy (:mod:`pal_opt.hetero.gpus`).
 The program is two-level, not one joint GPU-level program: stage 1's level rows are exact for
@@ -23,11 +33,12 @@ classes compete for the same GPUs.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..model import Job, RoundInstance, RoundParams
+from ..model import Job, RoundInstance, RoundParams, pal_locality
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -37,7 +48,17 @@ from .round import RoundDecision, RoundInput, solve_program
 from .simjob import SimJob
 from .typeblind import NOMINAL, core_cluster
 
-__all__ = ["IlpTypesPolicy"]
+__all__ = ["ANCHOR_COST", "IlpTypesPolicy"]
+
+#: Seconds of a 60 s round a move away from Sia's GPUs costs in the anchored stage 2: a tie-break
+#: (0.001 per GPU in the program's units), far below any difference of binned factors or locality.
+ANCHOR_COST = 0.06
+#: Locality penalties (server, rack, cluster) of a job of at most one node's GPUs in the anchored
+#: stage 2: spanning servers would change its shape (a restart in this simulator), so it costs
+#: more than any binned factor could gain.
+ONE_NODE = (1.0, 100.0, 100.0)
+#: The core program's default locality penalties (PAL's λ = 1.7), for every other job.
+SPREAD = pal_locality(1.7)
 
 
 class IlpTypesPolicy(SiaPolicy):
@@ -61,6 +82,10 @@ class IlpTypesPolicy(SiaPolicy):
         True: stage 1 is the level program.  False (default): stage 1 is Sia's program unchanged
         (one level per type, factor 1) and only stage 2 sees the variability; measured better
         (``formulations/sia_ilp_types.md`` §5).
+    anchor
+        True (default; only with ``levels=False``): stage 2 starts from Sia's own placement and
+        leaves it only for a strictly better one with the same GPUs per node.  False: the
+        ``move_cost`` design (module docstring).
     """
 
     def __init__(
@@ -72,10 +97,13 @@ class IlpTypesPolicy(SiaPolicy):
         *,
         move_cost: float | None = 5.0,
         levels: bool = False,
+        anchor: bool = True,
     ) -> None:
         super().__init__(cluster, params, on_round)
         self.move_cost = move_cost
         self.use_levels = levels
+        self.anchor = anchor and not levels
+        self._server = self.layout.server_of()
         self.layout = Layout(tuple(self.types))
         self.variability = variability or Variability()
         self.classes = sorted({self.variability.key(a) or NOMINAL for a in self.variability.raw} | {NOMINAL})
@@ -156,6 +184,8 @@ class IlpTypesPolicy(SiaPolicy):
 
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (stage 1, then stage 2)."""
+        if self.anchor:
+            return self._allocate_anchored(active, now)
         wanted = self._wanted(active, now)
         keep: dict[int, tuple[int, ...]] = {}
         move: list[tuple[SimJob, int, int]] = []
@@ -174,13 +204,60 @@ class IlpTypesPolicy(SiaPolicy):
         self.holding = {**keep, **self._stage2(keep, move)}
         return {j.index: self.holding.get(j.index, ()) for j in active}
 
+    def _allocate_anchored(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
+        """Stage 1 and Sia's placer exactly as ``sia`` runs them, then stage 2 from Sia's GPUs
+        (module docstring): a job leaves Sia's GPUs only for a strictly better placement with
+        the same GPUs per node, so it keeps its per-node shape and a move never restarts it."""
+        sia = SiaPolicy.allocate(self, active, now)
+        byid = {j.index: j for j in active}
+        anchor = {i: g for i, g in sia.items() if g}
+        pinned: dict[int, tuple[int, ...]] = {}
+        while True:  # each pass pins at least one more job to Sia's GPUs, which stay feasible
+            move = [(byid[i], int(self.layout.type_of[g[0]]), len(g)) for i, g in anchor.items() if i not in pinned]
+            placed = self._stage2(pinned, move, anchor=anchor, move_cost=ANCHOR_COST)
+            reshaped = {i: anchor[i] for i, g in placed.items() if self._node_counts(g) != self._node_counts(anchor[i])}
+            if not reshaped:
+                break
+            pinned.update(reshaped)
+        placed.update(pinned)
+        self.holding = {i: self._in_shape_order(g, anchor[i]) for i, g in placed.items()}
+        return {j.index: self.holding.get(j.index, ()) for j in active}
+
+    def _node_counts(self, gpus: Sequence[int]) -> tuple[int, ...]:
+        """The GPUs per (type, node) of a GPU set, sorted: its shape up to order."""
+        return tuple(sorted(Counter(int(self._server[g]) for g in gpus).values()))
+
+    def _in_shape_order(self, gpus: Sequence[int], anchor: tuple[int, ...]) -> tuple[int, ...]:
+        """``gpus`` ordered so that their per-node shape tuple is ``anchor``'s (same node counts):
+        ``anchor`` itself when the set is the same, else nodes taken in ``anchor``'s shape order."""
+        if set(gpus) == set(anchor):
+            return anchor
+        server = self._server
+        nodes: dict[int, list[int]] = {}
+        for g in sorted(gpus):
+            nodes.setdefault(int(server[g]), []).append(g)
+        out: list[int] = []
+        for count in self.layout.shape(anchor):
+            node = next(n for n, gs in nodes.items() if len(gs) == count)
+            out += nodes.pop(node)
+        return tuple(out)
+
     def _running(self, job: SimJob, t: int, n: int) -> tuple[int, ...] | None:
         """The GPUs a job re-placed at its current type and count holds (its running placement)."""
         held = self.holding.get(job.index, ())
         return held if self.move_cost is not None and held and int(self.layout.type_of[held[0]]) == t and len(held) == n else None
 
-    def _stage2(self, keep: dict[int, tuple[int, ...]], move: Sequence[tuple[SimJob, int, int]]) -> dict[int, tuple[int, ...]]:
-        """GPUs of the jobs to (re)place, by the core round program on the GPUs nobody keeps."""
+    def _stage2(
+        self,
+        keep: dict[int, tuple[int, ...]],
+        move: Sequence[tuple[SimJob, int, int]],
+        *,
+        anchor: dict[int, tuple[int, ...]] | None = None,
+        move_cost: float | None = None,
+    ) -> dict[int, tuple[int, ...]]:
+        """GPUs of the jobs to (re)place, by the core round program on the GPUs nobody keeps;
+        each job's running placement is its ``anchor`` GPUs if given, else :meth:`_running`, and
+        a move costs ``move_cost`` seconds (default: the policy's)."""
         from ..solve import solve
 
         if not move:
@@ -191,9 +268,12 @@ class IlpTypesPolicy(SiaPolicy):
         factors = {c: self._factors(c) for c in self.classes if c != NOMINAL}
         cluster = core_cluster(self.layout, factors, busy, typed=True)
         jobs = tuple(Job(j.index, n, self.classes[self._class_index(j)], position=i, kind="guaranteed",
-                         gpu_type=self.types[t].name, placement=self._running(j, t, n))
+                         gpu_type=self.types[t].name,
+                         placement=anchor[j.index] if anchor is not None else self._running(j, t, n),
+                         locality=ONE_NODE if anchor is not None and n <= self.types[t].gpus_per_node else SPREAD)
                      for i, (j, t, n) in enumerate(move))
-        params = RoundParams(binning="none", restart_cost=self.move_cost or 0.0, round_length=60.0)
+        cost = self.move_cost if move_cost is None else move_cost
+        params = RoundParams(binning="none", restart_cost=cost or 0.0, round_length=60.0)
         inst = RoundInstance(cluster, jobs, params)
         result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=10.0)
         out = {int(k): tuple(sorted(int(g) for g in v)) for k, v in result.placements.items()}

@@ -111,6 +111,7 @@ class SimConfig:
     variability: Variability = field(default_factory=Variability)
     ilp_move_cost: float | None = 5.0
     ilp_levels: bool = False
+    ilp_anchor: bool = True
     gavel_round: float = 360.0
 
     def __post_init__(self) -> None:
@@ -280,7 +281,7 @@ def sia_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | N
 def ilp_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> IlpTypesPolicy:
     """The ``ilp`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
     return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
-                          levels=cfg.ilp_levels)
+                          levels=cfg.ilp_levels, anchor=cfg.ilp_anchor)
 
 
 def typeblind_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> TypeBlindPolicy:
