@@ -100,6 +100,9 @@ class SimConfig:
     ilp_levels
         ``ilp``'s stage 1 with variability levels (True) or Sia's program unchanged (False, the
         default: measured better on newtrace-7's first 250 jobs, ``formulations/sia_ilp_types.md``).
+    ilp_anchor
+        ``ilp``'s stage 2 from Sia's own placement (True, the default; ``IlpTypesPolicy``) or from
+        the jobs' current GPUs with ``ilp_move_cost`` (False).
     gavel_round
         ``gavel``'s own round in seconds (Gavel's default 360): it re-decides only this often.
     """
