@@ -111,9 +111,11 @@ class _FreeGpus:
 
 
 def packing_greedy(form: Formulation, keep_running: bool = False, *, regret: bool = False,
-                   ) -> dict[JobId, tuple[int, ...]] | None:
+                   lanes: Mapping[int, int] | None = None) -> dict[JobId, tuple[int, ...]] | None:
     """The packing-aware greedy placement of the admitted jobs (see the module docstring);
-    ``regret`` orders them by regret over their GPU-type lanes instead of size.
+    ``regret`` first gives each job one GPU-type lane by regret; ``lanes`` gives them instead
+    (``{job index: profile}``, one of the job's lanes, for every job with several lanes;
+    :mod:`pal_opt.ilp.lanelp`): then each job is placed on its lane without a type budget.
 
     Returns None if some job finds no GPUs (it cannot happen without GPU types when the
     admitted demand fits the free GPUs, since the "anywhere" option always exists).
@@ -127,8 +129,10 @@ def packing_greedy(form: Formulation, keep_running: bool = False, *, regret: boo
     large = sorted((i for i in todo if inst.jobs[i].demand > per_server), key=lambda i: (-inst.jobs[i].demand, i))
     budget = _type_budget(inst, todo, gpus.free)
     order = small + large
-    if regret and budget is not None:
-        if not _assign_lanes(gpus, todo, budget):
+    if budget is not None and (regret or lanes is not None):
+        if lanes is not None:
+            gpus.lanes.update({i: (lanes[i],) for i in todo if lanes.get(i, -1) in gpus.lanes[i]})
+        elif not _assign_lanes(gpus, todo, budget):
             return None
         budget = None
         order = [i for i in order if not inst.jobs[i].mix_types] + [i for i in order if inst.jobs[i].mix_types]
