@@ -95,6 +95,7 @@ from .heuristic import pal_greedy, start_placements
 from .improve import applies as exchanges_apply
 from .improve import exchange_bottlenecks
 from .lanelp import applies as lanelp_applies
+from .lanelp import estimated_seconds as lanelp_seconds
 from .lanelp import lp_lane_start
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round
@@ -716,11 +717,14 @@ def _exchange(att: _Attempt, start: Mapping[JobId, tuple[int, ...]] | None = Non
 def _lp_lanes(att: _Attempt, solver: Backend) -> dict[JobId, tuple[int, ...]] | None:
     """With GPU types, the packing start on the LP relaxation's lanes (:mod:`pal_opt.ilp.lanelp`),
     priced as the start ``"packing-lp"``; skipped when the round has no job of several lanes or,
-    under a deadline, when three times the LP's time does not fit before the reserve.  The LP's
-    solution is the backend's when it read one (``solver.relaxation_values``)."""
+    under a deadline, when its estimate (:func:`~pal_opt.ilp.lanelp.estimated_seconds`) does not
+    fit before the reserve.  The LP's solution is the backend's when it read one
+    (``solver.relaxation_values``), else SciPy's (slower: CP-SAT, CBC)."""
     if att.form is None or not lanelp_applies(att.form):
         return None
-    if att.clock.limited and att.clock.left() - att.reserve < 3 * att.lp_seconds:
+    need = lanelp_seconds(att.form, solver.relaxation_values is not None)
+    if att.clock.limited and att.clock.left() - att.reserve < need:
+        att.info["lp_lanes"] = f"skipped: {need:.2f} s estimated, no time"
         return None
     t0 = time.perf_counter()
     placement = lp_lane_start(att.form, solver.relaxation_values)
