@@ -92,10 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = output_dir(args, "types_scale") / "types_scale.md"
     table = throughput()
+    host = machine()  # before the runs: its load average is the one at the start
     rows = [run(seed, table, b) for b in args.backends.split(",") for seed in range(args.seeds)]
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
     tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
-    lines = ["# Round program with GPU types at 2,048 GPUs", "", "Machine:", "", *machine(), "",
+    lines = ["# Round program with GPU types at 2,048 GPUs", "", "Machine:", "", *host, "",
              f"Cluster `{CLUSTER}`; 600 queued jobs, 20 % guaranteed; factors: {src}; throughput: {tput}; "
              "gap target 0.5 %, 5 s limit.", "",
              "| seed | backend | time s | status | gap at 5 s | admitted jobs | guaranteed in queue | variables | rows | "
