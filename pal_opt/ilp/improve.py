@@ -24,7 +24,7 @@ search takes 0.1 s at 2,048 GPUs and 1.1 s at 8,192 (a job spanning the cluster 
 GPU); under a deadline it stops in time.
 
 On the 2,048-GPU scale rounds (``benchmarks/scale.py``) it takes the packing start of seed 3 from
-0.532 % to within 0.5 % of the LP bound, which every backend can then prove without its search.
+0.532 % to 0.421 % of the LP bound, which every backend can then prove without its search.
 
 It applies where a job's cost depends only on its GPUs' factors and the level they span: rounds
 without pipeline jobs and without running admitted jobs whose move is charged (:func:`applies`).
