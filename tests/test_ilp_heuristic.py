@@ -43,3 +43,23 @@ def test_packing_greedy_keeps_servers_whole_for_small_gangs():
     starts = start_placements(form)
     assert evaluate(inst, starts["packing"], fac).cost < evaluate(inst, starts["pal"], fac).cost
     assert packing_greedy(form) == starts["packing"]  # deterministic
+
+
+def test_with_gpu_types_a_tie_goes_to_the_server_the_others_value_least():
+    """Servers 0 and 1 (type a) are equally good for class D, whose factors are flat; server 0 is
+    fast for class A and server 1 slow.  The packing greedy places the 4-GPU class-D job first
+    (queue order on equal demand); of the two tied servers it takes the one worth less to the
+    other profiles (server 1), so the class-A job gets the fast server."""
+    import numpy as np
+
+    from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+
+    fa = [1.0] * 4 + [2.0] * 4 + [1.0] * 4
+    cl = Cluster.from_arrays(np.arange(12), [0] * 4 + [1] * 4 + [2] * 4,
+                             {"classA": fa, "classD": [1.0] * 12}, gpu_types="aaaaaaaabbbb",
+                             throughput={"classA": {"a": 1.0}, "classD": {"a": 1.0}})
+    jobs = (Job(id="d", demand=4, perfclass="classD"), Job(id="a", demand=4, perfclass="classA", position=1))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"), "worth")
+    form = build_formulation(inst, [0, 1], factors=binned_factors(cl, "none"))
+    placement = packing_greedy(form)
+    assert placement == {"d": (4, 5, 6, 7), "a": (0, 1, 2, 3)}

@@ -95,11 +95,52 @@ def test_give_up_stops_at_once():
     assert exchange_bottlenecks(inst, start, s.factors, give_up=lambda: True) == (start, 0)
 
 
-def test_not_for_typed_rounds():
-    inst = generate_typed_instance("aws:2x4,rtx:2x4", 6, seed=0)
-    assert not applies(inst, list(range(len(inst.jobs))))
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), spec=st.sampled_from(["aws:3x4,rtx:3x4", "aws:2x8,rtx:2x8,dgx-ext:2x8",
+                                                          "aws:4x2,rtx:2x4"]),
+       busy=st.sampled_from([0.0, 0.2]))
+def test_typed_exchanges_keep_every_job_on_its_gpu_types(seed, spec, busy):
+    """With GPU types only GPUs of one hardware type change hands: every job keeps its count of
+    GPUs per type, the placement stays valid (check.py) and costs no more."""
+    inst = generate_typed_instance(spec, 12, seed=seed, busy_fraction=busy, guaranteed_fraction=0.3)
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    assert applies(inst, s.admitted)
+    start = pal_greedy(inst, s.factors, s.admitted)
+    if start is None or len(start) != len(s.admitted):
+        return
+    out, moves = exchange_bottlenecks(inst, start, s.factors)
+    cl = inst.cluster
+    for jid, gids in start.items():
+        assert np.array_equal(np.bincount(cl.type_of[cl.positions(gids)], minlength=cl.num_types),
+                              np.bincount(cl.type_of[cl.positions(out[jid])], minlength=cl.num_types))
+    assert check(inst, {"placements": {str(j): list(g) for j, g in out.items()}, "admission": "given"}) == []
+    assert evaluate(inst, out, s.factors).cost <= evaluate(inst, start, s.factors).cost + TOL
+
+
+def test_a_one_gpu_job_may_take_a_gpu_on_another_server():
+    """Server 0 (GPUs 0-3) and server 1 (GPUs 4-7), all of type a but GPU 7.  Gang b spans both
+    servers with its bottleneck GPU 4 (1.6); one-GPU job a holds GPU 0 (1.0) of server 0; the free
+    GPUs 5 and 6 are slower still, GPU 7 is fast but of type b.  The one exchange: a takes GPU 4
+    on the other server (a one-GPU job spans a server wherever it is; its cost rises by
+    ln 1.6, b's falls by 4 ln 1.6); b never receives GPU 7."""
+    factors = np.array([1.0, 1.0, 1.0, 1.0, 1.6, 1.7, 1.7, 0.5])
+    cluster = Cluster.from_arrays(np.arange(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": factors},
+                                  gpu_types="aaaaaaab")
+    jobs = (Job(id="a", demand=1, perfclass="classA", position=0),
+            Job(id="b", demand=4, perfclass="classA", position=1))
+    inst = RoundInstance(cluster, jobs, RoundParams(binning="none"), "one-gpu-holder")
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    start = {"a": (0,), "b": (1, 2, 3, 4)}
+    out, moves = exchange_bottlenecks(inst, start, s.factors)
+    assert (out, moves) == ({"a": (4,), "b": (0, 1, 2, 3)}, 1)
+    assert evaluate(inst, out, s.factors).cost < evaluate(inst, start, s.factors).cost
+
+
+def test_not_for_pipeline_rounds_or_charged_moves():
     flat = generate_instance(4, 4, 6, seed=0)
     assert applies(flat, [0, 1, 2])
+    typed = generate_typed_instance("aws:2x4,rtx:2x4", 6, seed=0)
+    assert applies(typed, list(range(len(typed.jobs))))
 
 
 @pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])

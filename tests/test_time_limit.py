@@ -155,7 +155,7 @@ def test_no_time_to_decode_keeps_the_start_placement(monkeypatch: pytest.MonkeyP
     real = ilp_solve._Attempt.stage_options
     monkeypatch.setattr(ilp_solve._Attempt, "stage_options",
                         lambda self, opts, then_decode: real(self, opts, then_decode=False))
-    inst = _round(8, seed=3)
+    inst = _round(8, seed=2)  # a round whose exchanged start is not already optimal, so the MIP runs
     res = solve(inst, "ilp", backend=BACKENDS[0], time_limit=20.0)
     _valid(inst, res)
     assert res.info["time_limit_reached"] == "decoding the solver's solution"

@@ -57,6 +57,7 @@ from ..binning import binned_factors
 from ..cost import CostTerm, cost_terms, left_out_charge
 from ..deadline import Deadline
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
+from ..gputypes import has_types
 from ..model import Cluster, GpuState, Level, RoundInstance
 from .builder import ProgramBuilder
 from .program import Program, read_only
@@ -393,8 +394,8 @@ def build_formulation(
     binning
         Binning mode when ``factors`` is not given (default ``instance.params.binning``).
     cuts
-        Add the Chvátal–Gomory server packing cuts (valid inequalities that tighten the LP
-        relaxation; they never cut off an integer solution).
+        Add the Chvátal–Gomory server packing cuts and, on rounds with GPU types, the fill cuts
+        (valid inequalities that tighten the LP relaxation; they never cut off a placement).
     deadline
         Give up (:class:`~pal_opt.errors.TimeLimitReached`) when the build cannot end before it:
         before starting, when :func:`estimated_build_seconds` exceeds the time left, and between
@@ -445,7 +446,7 @@ def build_formulation(
     _add_capacity_rows(b, cl, lv, pools, keeps)
     _add_keep_conflict_rows(b, cl, keeps)
     if cuts:
-        _add_packing_cuts(b, lv, slots)
+        _add_cuts(b, instance, lv, slots, pools)
     step()
     cols = ColumnMeta(**{k: b.meta(k) for k in ("kind", "type", "level", "span", "job", "profile")})
     c, offset = round_objective(instance, data.factors, data.admitted, types, lv.profiles, cols)
@@ -843,6 +844,14 @@ def _add_keep_drop_rows(b: ProgramBuilder, keeps: _Keeps, drops: _Drops) -> None
     b.add_le_rows([f"drop_keep_j{j}" for _, _, j in pairs], np.ones(n), rows, cols, np.ones(2 * n))
 
 
+# ---- step: cuts
+def _add_cuts(b: ProgramBuilder, instance: RoundInstance, lv: _Levels, slots: _Slots, pools: _Pools) -> None:
+    """The Chvátal–Gomory packing cuts and, on rounds with GPU types, the fill cuts."""
+    _add_packing_cuts(b, lv, slots)
+    if has_types(instance):
+        _add_fill_cuts(b, lv, slots, pools)
+
+
 # ---- step: Chvátal–Gomory packing cuts on servers
 def _add_packing_cuts(b: ProgramBuilder, lv: _Levels, slots: _Slots) -> None:
     """Chvátal–Gomory cuts ``Σ ⌊d_t/k⌋ x ≤ ⌊cap/k⌋`` on each server.
@@ -908,6 +917,62 @@ def _add_profile_cuts(b: ProgramBuilder, lv: _Levels, x: _Slots, p: int) -> None
             vv.append(u_w[m][ok].astype(np.float64))
         names = [f"cg_s{s}_p{p}_v{v}_k{k}" for s, v in zip(cs.tolist(), cv.tolist(), strict=True)]
         b.add_le_rows(names, cap[cs, cv] // k, np.concatenate(rr), np.concatenate(cc), np.concatenate(vv))
+
+
+# ---- step: fill cuts on server pools (rounds with GPU types)
+def _add_fill_cuts(b: ProgramBuilder, lv: _Levels, slots: _Slots, pools: _Pools) -> None:
+    """Fill cuts ``Σ_{γ∈Γ} f[q,γ] ≥ Σ_{t in q} max(0, a_Γ − A_q + d_t) · x[t]`` on every server
+    pool ``q`` (``formulations/round_ilp.md`` §10): a job of the pool lies on ``d_t`` of the pool's
+    ``A_q`` eligible GPUs of its server, so at least ``d_t − (A_q − a_Γ)`` of them are in any
+    set ``Γ`` of them.  The sets: for every profile ``p'`` and level ``w``, the pool's GPUs of
+    level ≤ ``w`` in ``p'`` (the GPUs another pool, or a faster slot, would want), when they are
+    a proper subset and some job of the pool cannot avoid them.  Rows ``fill_s{s}_p{p}_v{v}_{m}``."""
+    xf = np.flatnonzero(pools.f_kind == KIND_X)
+    xs = np.flatnonzero(slots.kind == KIND_X)
+    if xf.size == 0 or xs.size == 0:
+        return
+    xf = xf[np.lexsort((pools.f_g[xf], pools.f_pool[xf]))]
+    fp, fg = pools.f_pool[xf], pools.f_g[xf]
+    fa = lv.cnt[pools.node[fp], fg]
+    xs = xs[np.argsort(pools.slot_pool[xs], kind="stable")]
+    sp = pools.slot_pool[xs]
+    first = np.flatnonzero(np.r_[True, fp[1:] != fp[:-1]])
+    last = np.r_[first[1:], fp.size]
+    names: list[str] = []
+    ents: list[tuple[np.ndarray, np.ndarray]] = []
+    for lo, hi in zip(first.tolist(), last.tolist(), strict=True):
+        q = int(fp[lo])
+        sl = xs[np.searchsorted(sp, q):np.searchsorted(sp, q, side="right")]
+        if hi - lo < 2 or sl.size == 0:
+            continue
+        for inside, a_in in _fill_sets(lv.type_levels[fg[lo:hi]], fa[lo:hi], int(slots.demand[sl].max())):
+            coef = np.maximum(0, a_in - int(fa[lo:hi].sum()) + slots.demand[sl])
+            on = coef > 0
+            names.append(f"fill_{pools.tag[q]}_p{pools.profile[q]}_v{pools.level[q]}_{len(names)}")
+            ents.append((np.r_[pools.f_idx[xf[lo:hi][inside]], slots.idx[sl[on]]],
+                         np.r_[-np.ones(int(inside.sum())), coef[on].astype(np.float64)]))
+    if names:
+        r = np.concatenate([np.full(c.size, k) for k, (c, _) in enumerate(ents)])
+        b.add_rows(names, -np.inf, 0.0, r, np.concatenate([c for c, _ in ents]), np.concatenate([v for _, v in ents]))
+
+
+def _fill_sets(levels: np.ndarray, a: np.ndarray, dmax: int) -> list[tuple[np.ndarray, int]]:
+    """The sets of a fill cut on one pool (:func:`_add_fill_cuts`): ``levels`` (the pool's GPU
+    types × profiles), ``a`` the pool's GPUs of each type on its server, ``dmax`` its largest
+    demand; each set as a mask over the types and its GPU count, without repeats."""
+    total = int(a.sum())
+    out: list[tuple[np.ndarray, int]] = []
+    seen: set[bytes] = set()
+    for p2 in range(levels.shape[1]):
+        col = levels[:, p2]
+        for w in np.unique(col)[:-1].tolist():
+            inside = col <= w
+            a_in = int(a[inside].sum())
+            key = inside.tobytes()
+            if a_in - total + dmax > 0 and key not in seen:
+                seen.add(key)
+                out.append((inside, a_in))
+    return out
 
 
 # ---- step: the objective

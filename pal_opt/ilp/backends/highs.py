@@ -100,6 +100,7 @@ class HighsBackend(ThreadedBackend):
         LP is translated afresh.  The solved model is kept in ``state`` for the next call."""
         import highspy
 
+        self.relaxation_values = None
         why = None if state is None else state.mismatch(program)
         if options.deadline is not None and (state is None or why is not None):
             Deadline(options.deadline).check("translating the LP relaxation for highs",
@@ -131,6 +132,7 @@ class HighsBackend(ThreadedBackend):
             state.last = (f"hot: {iters} dual simplex iterations from the last optimal basis" if why is None
                           else f"cold ({why}): {iters} simplex iterations")
             state.keep(model.h, program)
+        self.relaxation_values = np.asarray(model.h.getSolution().col_value, dtype=np.float64)
         obj = float(model.h.getInfo().objective_function_value)
         return obj - RELAXATION_SAFETY * max(1.0, abs(obj))
 
