@@ -127,7 +127,8 @@ FINISH_SECONDS = 0.05
 #: no bound within 5 s; HiGHS's LP solution also gives the LP-lane start
 #: (:mod:`pal_opt.ilp.lanelp`) without a second LP solve, the same start for every backend.  On
 #: untyped 2,048-GPU rounds (``benchmarks/scale.py``, about 120,000) the three take 0.15, 0.48 and
-#: 0.35 s and each backend keeps its own.
+#: 0.35 s and each backend keeps its own; on an untyped 4,096-GPU round (``scale.py``'s
+#: ``make_round(512, 1188, 0)``, 437,000) 0.44, 4.1 and 2.1 s (load about 1).
 PROGRAM_LP_OWN_MAX_ENTRIES = 150_000
 
 
