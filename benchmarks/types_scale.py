@@ -68,7 +68,7 @@ def run(seed: int, table: dict[str, dict[str, float]] | None, backend: str = "hi
     return {"seed": seed, "backend": backend, "time": seconds, "status": str(res.status), "gap": res.gap, "jobs": res.jobs_placed,
             "guaranteed": sum(1 for j in inst.jobs if j.kind == "guaranteed"), "vars": info.get("num_vars"),
             "rows": info.get("num_rows"), "lanes": info.get("num_profiles"), "source": info.get("start_source"),
-            "starts": starts, "bound": res.bound, "objective": res.objective, "valid": not check(inst, res)}
+            "starts": starts, "lp": info.get("program_relaxation"), "bound": res.bound, "objective": res.objective, "valid": not check(inst, res)}
 
 
 def _pct(x: float | None) -> str:
@@ -100,13 +100,13 @@ def main(argv: list[str] | None = None) -> int:
              f"Cluster `{CLUSTER}`; 600 queued jobs, 20 % guaranteed; factors: {src}; throughput: {tput}; "
              "gap target 0.5 %, 5 s limit.", "",
              "| seed | backend | time s | status | gap at 5 s | admitted jobs | guaranteed in queue | variables | rows | "
-             "profiles | start | start objectives | objective | bound | valid | meets |",
-             "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|"]
+             "profiles | start | start objectives | objective | bound | LP by | valid | meets |",
+             "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|---|"]
     for r in rows:
         starts = ", ".join(f"{k} {v:.1f}" for k, v in r["starts"].items())
         lines.append(f"| {r['seed']} | {r['backend']} | {r['time']:.2f} | {r['status']} | {_pct(r['gap'])} | {r['jobs']} | "
                      f"{r['guaranteed']} | {r['vars']} | {r['rows']} | {r['lanes']} | {r['source']} | {starts} | "
-                     f"{r['objective']:.1f} | {_num(r['bound'])} | {'yes' if r['valid'] else 'NO'} | "
+                     f"{r['objective']:.1f} | {_num(r['bound'])} | {r['lp'] or '–'} | {'yes' if r['valid'] else 'NO'} | "
                      f"{'yes' if _meets(r) else 'no'} |")
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines += ["", "*start*: the start placement the solver was given (the cheapest): `packing` places jobs by size, "
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
               "cannot place every admitted job); when the cheapest is not within the gap of the LP bound, "
               "`packing-lp` packs the jobs on the lanes the LP relaxation chose (`pal_opt.ilp.lanelp`), and "
               "`exchange` / `exchange-lp` are the cheapest start and the `packing-lp` one after bottleneck "
-              "exchanges (`pal_opt.ilp.improve`).  *meets*: gap ≤ 0.5 % within 5 s, valid placement.", "",
+              "exchanges (`pal_opt.ilp.improve`).  *LP by*: the LP solver of the round program's relaxation "
+              "(HiGHS under every backend on rounds with GPU types, `pal_opt.ilp.solve.PROGRAM_LP_OWN_MAX_ENTRIES`).  *meets*: gap ≤ 0.5 % within 5 s, valid placement.", "",
               f"Load average at the end: {load} (other work shared the two cores).", ""]
     text = "\n".join(lines)
     out.write_text(text, encoding="utf-8")

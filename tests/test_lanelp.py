@@ -99,7 +99,7 @@ def test_not_without_types():
 @pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
 def test_solve_ilp_prices_the_lp_lane_start_when_the_greedy_start_is_not_within_the_gap(backend):
     """A tight gap on a typed round: the greedy starts are not within it, so every backend prices
-    the LP-lane start (HiGHS from its own LP solution, the others from SciPy's) and the answer is
+    the LP-lane start (from HiGHS's LP solution, whatever the backend) and the answer is
     valid and no worse than any start."""
     inst, _ = _form("aws:2x8,rtx:2x8,dgx-ext:2x8", 4, jobs=20)
     res = solve_ilp(inst, backend=backend, gap=1e-6, time_limit=20)
@@ -108,3 +108,38 @@ def test_solve_ilp_prices_the_lp_lane_start_when_the_greedy_start_is_not_within_
     starts = [v for k, v in res.info.items() if k.startswith("start_") and k.endswith("_objective")]
     assert "start_packing-lp_objective" in res.info
     assert res.objective <= min(starts) + 1e-6
+
+
+def test_typed_rounds_take_the_lp_bound_from_highs_under_every_backend():
+    """With GPU types the round program's LP relaxation is HiGHS's whatever the backend
+    (``PROGRAM_LP_OWN_MAX_ENTRIES``): CP-SAT and CBC report HiGHS's bound, named in
+    ``info["program_relaxation"]``, and it is at most the exact optimum."""
+    inst, _ = _form("aws:2x8,rtx:2x8,dgx-ext:2x8", 4, jobs=20)
+    exact = solve_ilp(inst, backend="highs")
+    assert exact.status == Status.OPTIMAL
+    got = {b: solve_ilp(inst, backend=b, gap=0.5, time_limit=20).info for b in ("highs", "cpsat", "cbc")}
+    for b, info in got.items():
+        assert info["program_relaxation"] == "highs", b
+        assert info["relaxation_bound"] == got["highs"]["relaxation_bound"], b
+        assert info["relaxation_bound"] <= exact.objective + 1e-9
+    # GLOP's own bound differs in the last digits: the one reported is not GLOP's
+    s = prepare_round(inst, None, "cpsat", "prefix", None)
+    form = build_formulation(inst, s.admitted, factors=s.factors)
+    glop = get_backend("cpsat")().relaxation_bound(form, SolveOptions())
+    assert glop is not None and glop != got["cpsat"]["relaxation_bound"]
+    assert glop == pytest.approx(got["cpsat"]["relaxation_bound"], rel=1e-6)
+
+
+def test_untyped_small_rounds_keep_the_backends_own_lp_solver():
+    inst = generate_instance(4, 4, 6, seed=0)
+    for b in ("highs", "cpsat", "cbc"):
+        assert solve_ilp(inst, backend=b, gap=0.5).info["program_relaxation"] == b
+
+
+def test_every_backend_gets_the_same_lp_lane_start():
+    """HiGHS's LP solution gives the LP-lane start for every backend, so its price is the same."""
+    inst, _ = _form("aws:2x8,rtx:2x8,dgx-ext:2x8", 4, jobs=20)
+    prices = {b: solve_ilp(inst, backend=b, gap=1e-6, time_limit=20).info.get("start_packing-lp_objective")
+              for b in ("highs", "cpsat", "cbc")}
+    assert prices["highs"] is not None
+    assert prices["cpsat"] == prices["highs"] and prices["cbc"] == prices["highs"]

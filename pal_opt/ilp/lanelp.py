@@ -7,8 +7,10 @@ Sia's throughputs the regret start of one round (``benchmarks/types_scale.py``, 
 above the LP bound, while packing the same jobs on the lanes the LP relaxation chose is 0.5 %
 better.  :func:`lp_lane_start` therefore
 
-1. takes an optimal solution of the round program's LP relaxation (the backend's, when it reads
-   one: HiGHS; else solved with SciPy's HiGHS) and reads, for every job type, how many of its
+1. takes an optimal solution of the round program's LP relaxation (HiGHS's, read with the bound:
+   :func:`pal_opt.ilp.solve.solve_ilp` has HiGHS solve typed rounds' LPs under every backend, so
+   every backend gets the same start; else, without HiGHS installed, solved with SciPy's HiGHS)
+   and reads, for every job type, how many of its
    jobs the LP puts on each lane (:func:`lane_mass`);
 2. rounds those counts (:func:`round_lane_counts`): integer counts per (job type, lane) that
    sum to the type's jobs and fit the free GPUs of every set of GPU types (Hall's condition: the

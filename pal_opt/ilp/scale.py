@@ -48,6 +48,7 @@ from .relaxation import applies, build_relaxation
 from .warm import WarmStart
 
 __all__ = ["LARGE_ROUND_GPUS", "COUPLED_MAX_GPUS", "RELAXATION_SECONDS_PER_GPU", "is_large_round", "flow_free_bound",
+           "relaxation_solver",
            "BackgroundPacking"]
 
 #: Free GPUs above which a round takes the flow-free path first.
@@ -68,13 +69,16 @@ def is_large_round(instance: RoundInstance, admitted: Sequence[int], threshold: 
             and applies(instance, admitted))
 
 
-def _relaxation_solver(backend: type[Backend], entries: int) -> Backend | None:
-    """Who solves a flow-free LP of ``entries`` matrix entries and columns: the chosen backend's
-    own LP solver when it solves relaxations of that size quickly
-    (:attr:`~pal_opt.ilp.backends.base.Backend.relaxation_max_entries`), else HiGHS when
-    installed, else the chosen backend's (slow, but a bound), else None."""
+def relaxation_solver(backend: type[Backend], entries: int, *, prefer_highs: bool = False) -> Backend | None:
+    """Who solves an LP relaxation of ``entries`` matrix entries and columns: the chosen
+    backend's own LP solver when it solves relaxations of that size quickly
+    (:attr:`~pal_opt.ilp.backends.base.Backend.relaxation_max_entries`) and ``prefer_highs`` is
+    not set, else HiGHS when installed, else the chosen backend's (slow, but a bound), else None.
+    :func:`pal_opt.ilp.solve.solve_ilp` sets ``prefer_highs`` for round programs whose LP GLOP and
+    CLP solve slowly (:data:`pal_opt.ilp.solve.PROGRAM_LP_OWN_MAX_ENTRIES`)."""
     own = backend.supports_relaxation
-    if own and (backend.relaxation_max_entries is None or entries <= backend.relaxation_max_entries):
+    fast = backend.relaxation_max_entries is None or entries <= backend.relaxation_max_entries
+    if own and fast and not prefer_highs:
         return backend()
     try:
         cls = get_backend("highs")
@@ -99,7 +103,7 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     TimeLimitReached
         When the deadline in ``options`` leaves no time to start the LP.
     """
-    if not backend.supports_relaxation and _relaxation_solver(backend, 0) is None:
+    if not backend.supports_relaxation and relaxation_solver(backend, 0) is None:
         return None, {"relaxation": "flow-free: no backend that solves LP relaxations"}
     if options.deadline is not None:
         Deadline(options.deadline).check("building the flow-free relaxation",
@@ -116,7 +120,7 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     if warm is not None and not reused:
         warm.keep_relaxation(instance, relax, couple)
     t1 = time.perf_counter()
-    solver = _relaxation_solver(backend, relax.program.A.nnz + relax.program.num_vars)
+    solver = relaxation_solver(backend, relax.program.A.nnz + relax.program.num_vars)
     assert solver is not None  # checked above
     bound = solver.relaxation_bound(relax.program, options, warm.lp if warm is not None else None)
     info: dict[str, Any] = {"relaxation": f"flow-free ({solver.name})", **relax.summary(),

@@ -24,7 +24,9 @@ answer that keeps the unaffected jobs, :mod:`pal_opt.repair`), are priced with
 fallback.  With a gap target and a backend that solves LP relaxations (all three: HiGHS's
 simplex, GLOP for CP-SAT, CLP in the CBC binary for CBC), the LP bound is computed first and the
 MIP is skipped when the start placement is already within the target (``info["solver_status"]``
-says so).
+says so).  Rounds with GPU types and programs above :data:`PROGRAM_LP_OWN_MAX_ENTRIES` have
+their LP solved by HiGHS whatever the backend (GLOP and CLP are 3-5 times slower on them), and
+its solution gives the LP-lane start; ``info["program_relaxation"]`` names the LP solver.
 
 Time limit
 ----------
@@ -85,6 +87,7 @@ from ..binning import BINNING_MODES, binned_factors
 from ..cost import CostSummary, evaluate, relative_gap
 from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
+from ..gputypes import has_types
 from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
@@ -98,12 +101,12 @@ from .lanelp import applies as lanelp_applies
 from .lanelp import estimated_seconds as lanelp_seconds
 from .lanelp import lp_lane_start
 from .packing import fast_packing
-from .scale import BackgroundPacking, flow_free_bound, is_large_round
+from .scale import BackgroundPacking, flow_free_bound, is_large_round, relaxation_solver
 from .stageround import has_pipelines, solve_stage_round
 from .warm import WarmStart, warm_info
 
 __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
-           "OPTIMALITY_TOL"]
+           "OPTIMALITY_TOL", "PROGRAM_LP_OWN_MAX_ENTRIES"]
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +119,17 @@ ENCODE_PER_BUILD = 0.5
 #: Seconds kept, plus twice the time pricing the greedy placement took, for pricing the answer
 #: and writing it (the command's output file) after the solve.
 FINISH_SECONDS = 0.05
+#: The round program's LP relaxation is solved by HiGHS (when installed), whatever the backend,
+#: when the round has GPU types or the program has more matrix entries and columns than this;
+#: else by the backend's own LP solver (GLOP for CP-SAT, CLP for CBC).  Measured at load 0 on
+#: ``benchmarks/types_scale.py`` (2,048 GPUs of three types, fill cuts: 229,000-248,000 entries
+#: and columns): HiGHS 0.4-0.6 s, GLOP 1.5-1.9 s, CLP 2.2-2.8 s, which at a load of 1-5 left CLP
+#: no bound within 5 s; HiGHS's LP solution also gives the LP-lane start
+#: (:mod:`pal_opt.ilp.lanelp`) without a second LP solve, the same start for every backend.  On
+#: untyped 2,048-GPU rounds (``benchmarks/scale.py``, about 120,000) the three take 0.15, 0.48 and
+#: 0.35 s and each backend keeps its own; on an untyped 4,096-GPU round (``scale.py``'s
+#: ``make_round(512, 1188, 0)``, 437,000) 0.44, 4.1 and 2.1 s (load about 1).
+PROGRAM_LP_OWN_MAX_ENTRIES = 150_000
 
 
 def resolve_admission(
@@ -718,8 +732,9 @@ def _lp_lanes(att: _Attempt, solver: Backend) -> dict[JobId, tuple[int, ...]] | 
     """With GPU types, the packing start on the LP relaxation's lanes (:mod:`pal_opt.ilp.lanelp`),
     priced as the start ``"packing-lp"``; skipped when the round has no job of several lanes or,
     under a deadline, when its estimate (:func:`~pal_opt.ilp.lanelp.estimated_seconds`) does not
-    fit before the reserve.  The LP's solution is the backend's when it read one
-    (``solver.relaxation_values``), else SciPy's (slower: CP-SAT, CBC)."""
+    fit before the reserve.  The LP's solution is the one ``solver`` read with the bound
+    (``solver.relaxation_values``: HiGHS's, which solves typed rounds' LPs for every backend,
+    :func:`_program_lp_solver`), else SciPy's (HiGHS not installed)."""
     if att.form is None or not lanelp_applies(att.form):
         return None
     need = lanelp_seconds(att.form, solver.relaxation_values is not None)
@@ -765,6 +780,21 @@ def _interrupted_with_start(att: _Attempt, stage: str, seconds: float) -> SolveI
     return SolveInterrupted(res)
 
 
+def _program_lp_solver(att: _Attempt, solver: Backend) -> Backend:
+    """Who solves the round program's LP relaxation: HiGHS on rounds with GPU types or above
+    :data:`PROGRAM_LP_OWN_MAX_ENTRIES` (:func:`~pal_opt.ilp.scale.relaxation_solver`), else
+    ``solver``; its name is recorded in ``info["program_relaxation"]`` (``info["relaxation"]``
+    names the flow-free relaxation's solver on large rounds, :mod:`pal_opt.ilp.scale`)."""
+    program = att.program
+    entries = program.A.nnz + program.num_vars
+    prefer = has_types(att.instance) or entries > PROGRAM_LP_OWN_MAX_ENTRIES
+    lp = relaxation_solver(type(solver), entries, prefer_highs=prefer) if prefer else None
+    if lp is None or lp.name == solver.name:
+        lp = solver
+    att.info["program_relaxation"] = lp.name
+    return lp
+
+
 def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> PlacementResult | None:
     """With a gap target: the LP relaxation alone is cheap and tight, so the start placement is the
     answer when it is already close enough to its bound (proving optimality needs the MIP anyway).
@@ -772,6 +802,7 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     assert att.greedy is not None
     t1 = time.perf_counter()
     known = att.lp_bound  # the flow-free relaxation's, on a large round
+    solver = _program_lp_solver(att, solver)
     try:
         att.lp_bound = solver.relaxation_bound(att.program, opts)
         if known is not None:

@@ -49,7 +49,9 @@ and solved with ``-dualsimplex`` (0.5 s there; the primal simplex 0.8 s), then `
 writes the status and the objective, which is read back lowered by one unit of its last printed
 digit and by :data:`RELAXATION_SAFETY` relative.  The process is run like the search's
 (:func:`_run_cbc`: wall-clock deadline, SIGINT then kill, Ctrl-C, private temporary directory);
-None unless CLP says "Optimal".
+None unless CLP says "Optimal".  On round programs with GPU types :func:`pal_opt.ilp.solve.solve_ilp`
+has HiGHS solve the LP instead (CLP took 2.2-2.8 s there, HiGHS 0.4-0.6 s;
+:data:`pal_opt.ilp.solve.PROGRAM_LP_OWN_MAX_ENTRIES`).
 """
 
 from __future__ import annotations

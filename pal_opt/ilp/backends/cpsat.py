@@ -47,7 +47,8 @@ CP-SAT needs integers everywhere.
   ``interrupt_solve()`` stops it on Ctrl-C or at the deadline.  GLOP is slow on the flow-free
   relaxations of very large rounds (95 s at 65,536 GPUs, where HiGHS takes 5 s), so
   :mod:`pal_opt.ilp.scale` hands those above :attr:`CpSatBackend.relaxation_max_entries` to
-  HiGHS when it is installed.
+  HiGHS when it is installed, and :func:`pal_opt.ilp.solve.solve_ilp` does the same with round
+  programs with GPU types (:data:`pal_opt.ilp.solve.PROGRAM_LP_OWN_MAX_ENTRIES`).
 """
 
 from __future__ import annotations
