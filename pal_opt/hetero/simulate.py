@@ -100,6 +100,9 @@ class SimConfig:
     ilp_levels
         ``ilp``'s stage 1 with variability levels (True) or Sia's program unchanged (False, the
         default: measured better on newtrace-7's first 250 jobs, ``formulations/sia_ilp_types.md``).
+    ilp_joint
+        ``ilp`` as one joint program of configuration, variability level and GPUs
+        (:mod:`pal_opt.hetero.jointprogram`; ``ilp_move_cost`` and ``ilp_levels`` then unused).
     gavel_round
         ``gavel``'s own round in seconds (Gavel's default 360): it re-decides only this often.
     """
@@ -111,6 +114,7 @@ class SimConfig:
     variability: Variability = field(default_factory=Variability)
     ilp_move_cost: float | None = 5.0
     ilp_levels: bool = False
+    ilp_joint: bool = False
     gavel_round: float = 360.0
 
     def __post_init__(self) -> None:
@@ -280,7 +284,7 @@ def sia_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | N
 def ilp_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> IlpTypesPolicy:
     """The ``ilp`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
     return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
-                          levels=cfg.ilp_levels)
+                          levels=cfg.ilp_levels, joint=cfg.ilp_joint)
 
 
 def typeblind_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> TypeBlindPolicy:
