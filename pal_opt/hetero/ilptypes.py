@@ -32,7 +32,7 @@ from ..model import Job, RoundInstance, RoundParams
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
-from .jointprogram import JointRound, assign_gpus, build_joint_program, make_cells, order_gpus
+from .jointprogram import JointRound, assign_gpus, build_joint_program, make_cells, order_gpus, solve_joint
 from .levelprogram import LevelRound, build_level_program
 from .policy import SiaParams, SiaPolicy
 from .round import RoundDecision, RoundInput, solve_program
@@ -250,7 +250,7 @@ class IlpTypesPolicy(SiaPolicy):
         t0 = time.perf_counter()
         jr, keep = self._joint_round(rigid, adaptive, now)
         prog = build_joint_program(jr)
-        values, status, name = solve_program(prog, self.params.backend, self.params.time_limit)
+        values, status, name = solve_joint(prog, self.params.backend, self.params.time_limit)
         if values is None:
             raise BackendError("the joint round program is infeasible (it never should be: nothing but the pinned jobs is a solution)")
         conf, _, rtype, counts = prog.decode(values)

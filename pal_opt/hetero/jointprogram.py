@@ -25,6 +25,7 @@ program's shapes are the configurations'.  ``formulations/sia_ilp_types.md`` §6
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,9 +34,10 @@ import scipy.sparse as sp
 
 from ..ilp.program import Program
 from .levelprogram import LevelRound, adaptive_columns, rigid_columns
+from .round import solve_program
 from .roundprogram import OBJECTIVE_SCALE
 
-__all__ = ["Cells", "JointRound", "JointProgram", "make_cells", "build_joint_program", "assign_gpus", "order_gpus"]
+__all__ = ["Cells", "JointRound", "JointProgram", "make_cells", "build_joint_program", "solve_joint", "assign_gpus", "order_gpus"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +125,20 @@ class JointProgram(Program):
             counts.setdefault(int(self.w_job[i]), {})[int(self.w_cell[i])] = int(v[nx + i])
         return conf, level, rigid, counts
 
+    def main(self) -> JointProgram:
+        """The program without the tie-break, in hundredths (its optimum: Sia's objective)."""
+        nx = self.col_job.size
+        c = np.concatenate([self.col_cost, np.zeros(self.num_vars - nx)])
+        lam = round(OBJECTIVE_SCALE * self.lambda_n)
+        return dataclasses.replace(self, c=c, obj_offset=float(lam * (self.num_adaptive + self.num_rigid)), scale=1.0)
+
+    def with_choice(self, values: np.ndarray) -> JointProgram:
+        """The program with every x fixed to ``values``' (only the GPUs left to choose)."""
+        nx = self.col_job.size
+        x = np.rint(np.asarray(values)[:nx])
+        return dataclasses.replace(self, col_lo=np.concatenate([x, self.col_lo[nx:]]),
+                                   col_hi=np.concatenate([x, self.col_hi[nx:]]))
+
     def round_objective(self, values: np.ndarray) -> float:
         """Sia's objective of the chosen columns (units of ``A``; the tie-break left out)."""
         x = np.rint(np.asarray(values)[: self.col_job.size])
@@ -166,7 +182,21 @@ def _column_table(jr: JointRound) -> tuple[list[tuple[int, int, int, float, bool
         else:
             n = int(r.rigid_gpus[j - r.num_jobs])
             info[i] = (k, n, -(-n // cs.types[k].gpus_per_node), np.inf)
-    return cols, info
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, col in enumerate(cols):
+        groups.setdefault((col[0], int(info[i, 0])), []).append(i)
+    keep = sorted(i for g in groups.values() for i in g if not _dominated(cols, info, i, g))
+    return [cols[i] for i in keep], info[keep]
+
+
+def _dominated(cols: list[tuple[int, int, int, float, bool]], info: np.ndarray, i: int, group: list[int]) -> bool:
+    """Whether another column of the same job and type (``group``) has no more GPUs, a level no
+    stricter and a cost no higher: any placement of column i holds one of it (a subset of its
+    GPUs), so leaving i out keeps the optimum."""
+    if cols[i][4]:
+        return False
+    z, n, f = cols[i][3], info[i, 1], info[i, 3]
+    return any(o != i and info[o, 1] <= n and info[o, 3] >= f and cols[o][3] <= z for o in group)
 
 
 def _placement_vars(jr: JointRound, cols: list[tuple[int, int, int, float, bool]], info: np.ndarray
@@ -227,6 +257,19 @@ def build_joint_program(jr: JointRound) -> JointProgram:
         col_cost=cost, w_job=np.array([j for j, _ in wv], dtype=np.int64), w_cell=np.array([e for _, e in wv], dtype=np.int64),
         num_adaptive=r.num_jobs, num_rigid=len(r.rigid_gpus), scale=scale, lambda_n=r.lambda_n,
     )
+
+
+def solve_joint(prog: JointProgram, backend: str | None, time_limit: float | None) -> tuple[np.ndarray | None, str, str]:
+    """Solve lexicographically with a backend (:func:`pal_opt.hetero.round.solve_program`): Sia's
+    objective first (:meth:`JointProgram.main`), then, the configurations and levels fixed, the
+    tie-break (:meth:`JointProgram.with_choice`).  (values or None, the first solve's status,
+    backend.)  The tie-break is thus least for the chosen configurations, not over every
+    optimal choice; proving it over all of them took several times longer."""
+    values, status, name = solve_program(prog.main(), backend, time_limit)
+    if values is None:
+        return None, status, name
+    placed, _, _ = solve_program(prog.with_choice(values), backend, time_limit)
+    return (values if placed is None else placed), status, name
 
 
 def _link_rows(rows: _Rows, jr: JointRound, cols: list[tuple[int, int, int, float, bool]], info: np.ndarray,

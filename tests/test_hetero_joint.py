@@ -1,0 +1,196 @@
+"""The joint ``ilp`` round with GPU types (:mod:`pal_opt.hetero.jointprogram`): configuration,
+variability level and GPUs in one program; exact against brute force and Sia's program."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pal_opt.hetero.configs import ConfigSet, GpuType, enumerate_configs, fairness_costs
+from pal_opt.hetero.gpus import Layout
+from pal_opt.hetero.jointprogram import (
+    JointRound,
+    assign_gpus,
+    build_joint_program,
+    make_cells,
+    order_gpus,
+    solve_joint,
+)
+from pal_opt.hetero.levelprogram import LevelRound, build_level_program
+from pal_opt.hetero.round import RoundInput, solve_program, solve_round_dp
+from pal_opt.ilp.backends import available_backends
+
+LAMBDA_N = 1.1
+
+
+def _round(cs: ConfigSet, goodput: np.ndarray, job_class: list[int], factors: np.ndarray, *,
+           pinned: dict[int, tuple[int, tuple[int, ...]]] | None = None) -> tuple[JointRound, LevelRound]:
+    """A joint round on ``cs``'s cluster: ``factors`` (classes, GPUs) binned factors, ``pinned``
+    job -> (configuration, GPUs it keeps)."""
+    layout = Layout(cs.types)
+    pinned = pinned or {}
+    nt, na = len(cs.types), len(job_class)
+    levels = [[np.unique(factors[a][layout.type_of == c]) for a in range(factors.shape[0])] for c in range(nt)]
+    counts = [[np.unique(factors[a][layout.type_of == c], return_counts=True)[1] for a in range(factors.shape[0])]
+              for c in range(nt)]
+    pins = np.full((na, 2), -1, dtype=np.int64)
+    free = np.ones(layout.num_gpus, dtype=bool)
+    for j, (k, gpus) in pinned.items():
+        c = int(cs.type_index[k])
+        pins[j] = (k, int(np.searchsorted(levels[c][job_class[j]], factors[job_class[j]][list(gpus)].max())))
+        free[list(gpus)] = False
+    r = LevelRound(cs, goodput, np.array(job_class, dtype=np.int64), levels, counts, pins, np.zeros((0, nt)),
+                   np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), lambda_n=LAMBDA_N)
+    cells = make_cells(layout.type_of, layout.server_of(), factors, free)
+    return JointRound(r, cells, np.zeros((na, len(cells)), dtype=np.int64)), r
+
+
+def _gpu_options(cs: ConfigSet) -> list[tuple[int, tuple[int, ...]]]:
+    """Every (configuration, GPU set) a job may get: n GPUs of one node, or m whole nodes."""
+    layout = Layout(cs.types)
+    server = layout.server_of()
+    out = []
+    for k, cf in enumerate(cs.configs):
+        nodes = sorted({int(s) for s in server[layout.type_of == cf.type_index]})
+        for chosen in itertools.combinations(nodes, cf.num_nodes):
+            gpus = np.flatnonzero(np.isin(server, chosen)).tolist()
+            per = cf.num_gpus // cf.num_nodes
+            on = [[g for g in gpus if server[g] == s] for s in chosen]
+            for parts in itertools.product(*(itertools.combinations(o, per) for o in on)):
+                out.append((k, tuple(g for p in parts for g in p)))
+    return out
+
+
+def _brute_force(cs: ConfigSet, goodput: np.ndarray, job_class: list[int], factors: np.ndarray) -> float:
+    """Sia's objective minimised over every GPU-level allocation (the cost of a GPU set: its
+    configuration's goodput over the slowest binned factor of the job's class)."""
+    opts = _gpu_options(cs)
+    per_job = []
+    for j, a in enumerate(job_class):
+        costs = [LAMBDA_N]
+        for k, gpus in opts:
+            f = factors[a][list(gpus)].max()
+            costs.append(float(fairness_costs(np.array([goodput[j, k] / f], dtype=np.float32), -0.5)[0]))
+        per_job.append(costs)
+    best = np.inf
+    for pick in itertools.product(*(range(len(opts) + 1) for _ in job_class)):
+        used = [g for i in pick if i for g in opts[i - 1][1]]
+        if len(used) == len(set(used)):
+            best = min(best, sum(per_job[j][i] for j, i in enumerate(pick)))
+    return round(best, 2)
+
+
+def _rows(rng: np.random.Generator, cs: ConfigSet, jobs: int) -> np.ndarray:
+    """Normalised goodput rows growing with the GPU count (sub-linearly), per type a speed."""
+    speed = rng.uniform(0.5, 2.0, size=(jobs, len(cs.types)))
+    alpha = rng.uniform(0.3, 0.95, size=(jobs, 1))
+    return speed[:, cs.type_index] * cs.num_gpus[None, :] ** alpha
+
+
+def _solve(jr: JointRound, backend: str = "highs") -> tuple[float, tuple, dict[int, list[int]]]:
+    prog = build_joint_program(jr)
+    values, status, _ = solve_joint(prog, backend, None)
+    assert values is not None and status == "optimal" and prog.is_feasible(values)
+    decoded = prog.decode(values)
+    return prog.round_objective(values), decoded, assign_gpus(jr.cells, decoded[3], {})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_joint_optimum_equals_brute_force_over_gpu_sets(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    cs = enumerate_configs([GpuType("a", 2, 4)])
+    factors = rng.choice([1.0, 1.2, 1.5], size=(2, 8))
+    job_class = [0, 1, int(rng.integers(2))]
+    g = _rows(rng, cs, 3)
+    jr, _ = _round(cs, g, job_class, factors)
+    obj, _, gpus = _solve(jr)
+    assert obj == pytest.approx(_brute_force(cs, g, job_class, factors))
+    # the decoded GPUs are what the objective priced: each job's configuration on ≤ its nodes
+    flat = [x for v in gpus.values() for x in v]
+    assert len(flat) == len(set(flat))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_without_variability_on_an_empty_cluster_the_joint_optimum_is_sias(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    cs = enumerate_configs([GpuType("a", 3, 4, 16), GpuType("b", 2, 8, 2)])
+    g = _rows(rng, cs, 6)
+    jr, _ = _round(cs, g, [0] * 6, np.ones((1, 28)))
+    obj, (conf, _, _, _), gpus = _solve(jr)
+    sia = solve_round_dp(RoundInput(cs, fairness_costs(g.astype(np.float32), -0.5), lambda_n=LAMBDA_N))
+    assert obj == pytest.approx(sia.objective)  # powers of two always pack on free nodes
+    server = Layout(cs.types).server_of()
+    for j, k in enumerate(conf.tolist()):
+        if k >= 0:
+            assert len(gpus[j]) == cs.num_gpus[k] and len({int(server[x]) for x in gpus[j]}) == cs.num_nodes[k]
+
+
+def test_sias_aggregate_choice_would_fragment_and_the_joint_one_does_not() -> None:
+    # one type of 2 nodes x 4; two restarting jobs keep 2 GPUs on each node; a new job is worth
+    # 4 GPUs, which the aggregate program gives it (4 GPUs of the type are free) though they
+    # lie on two nodes; the joint program gives it 2 GPUs on one node instead
+    cs = enumerate_configs([GpuType("a", 2, 4)])  # (1,1), (1,2), (1,4), (2,8)
+    g = np.array([[1.0, 1.9, 3.6, 6.0]] * 3)
+    jr, level = _round(cs, g, [0, 0, 0], np.ones((1, 8)), pinned={0: (1, (0, 1)), 1: (1, (4, 5))})
+    prog = build_level_program(level)
+    values, _, _ = solve_program(prog, "highs", None)
+    assert prog.decode(values)[0].tolist() == [1, 1, 2]
+    obj, (conf, _, _, _), gpus = _solve(jr)
+    assert conf.tolist() == [1, 1, 1] and sorted(gpus) == [2] and len(gpus[2]) == 2
+    assert gpus[2] in ([2, 3], [6, 7])
+    assert obj == pytest.approx(0.73 * 3) and obj > prog.objective(values) / 100
+
+
+def test_the_fast_gpus_go_to_the_sensitive_job_even_when_classes_compete() -> None:
+    # node 0 is fast for both classes; class 0 loses 1.5x on node 1, class 1 only 1.1x.  The
+    # level program (Hall's rows per class) promises node 0 to both jobs; the joint program gives
+    # it to the sensitive job and prices the other on node 1
+    cs = enumerate_configs([GpuType("a", 2, 4)])
+    factors = np.array([[1.0] * 4 + [1.5] * 4, [1.0] * 4 + [1.1] * 4])
+    g = np.array([[1.0, 1.9, 3.6, 6.0]] * 2)
+    jr, level = _round(cs, g, [0, 1], factors)
+    lp = build_level_program(level)
+    lv, _, _ = solve_program(lp, "highs", None)
+    assert lp.decode(lv)[1].tolist() == [0, 0]  # both on the fast level: not realisable
+    obj, (conf, lev, _, _), gpus = _solve(jr)
+    assert conf.tolist() == [2, 2] and lev.tolist() == [0, 1]
+    assert gpus[0] == [0, 1, 2, 3] and gpus[1] == [4, 5, 6, 7]
+    assert obj == pytest.approx(_brute_force(cs, g, [0, 1], factors)) and obj > lp.objective(lv) / 100
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_every_backend_solves_a_joint_round_to_the_same_optimum(backend: str) -> None:
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    rng = np.random.default_rng(7)
+    cs = enumerate_configs([GpuType("a", 3, 4, 16), GpuType("b", 1, 8)])
+    factors = rng.choice([1.0, 1.1, 1.4], size=(2, 20))
+    g = _rows(rng, cs, 5)
+    jr, _ = _round(cs, g, [0, 1, 0, 1, 0], factors, pinned={4: (1, (0, 1))})
+    obj, (conf, _, _, _), _ = _solve(jr, backend)
+    reference, _, _ = _solve(jr, "highs")
+    assert obj == pytest.approx(reference) and conf[4] == 1
+
+
+def test_the_tie_break_keeps_a_job_on_the_gpus_it_holds() -> None:
+    cs = enumerate_configs([GpuType("a", 2, 4)])
+    jr, _ = _round(cs, np.array([[1.0, 1.9, 3.6, 3.6]]), [0], np.ones((1, 8)))  # 4 GPUs, on either node
+    for held in ((1, 2), (5, 7)):
+        node = held[0] // 4
+        h = np.zeros((1, len(jr.cells)), dtype=np.int64)
+        h[0, node] = 2
+        jr2 = JointRound(jr.level, jr.cells, h)
+        prog = build_joint_program(jr2)
+        values, _, _ = solve_joint(prog, "highs", None)
+        gpus = assign_gpus(jr2.cells, prog.decode(values)[3], {0: held})
+        assert set(held) <= set(gpus[0]) and all(x // 4 == node for x in gpus[0])
+
+
+def test_order_gpus_keeps_the_previous_shape_when_the_counts_are_a_permutation() -> None:
+    server = np.repeat(np.arange(3), 8)
+    gpus = [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15]
+    assert order_gpus(gpus, server, (4, 8)) == (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15)
+    assert order_gpus(gpus, server, (8, 4)) == (8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3)
+    assert order_gpus(gpus, server, ()) == (8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3)
