@@ -107,6 +107,9 @@ def test_joint_optimum_equals_brute_force_over_gpu_sets(seed: int) -> None:
     jr, _ = _round(cs, g, job_class, factors)
     obj, _, gpus = _solve(jr)
     assert obj == pytest.approx(_brute_force(cs, g, job_class, factors))
+    agg = build_joint_program(jr).aggregate  # a relaxation: never above the optimum
+    values, _, _ = solve_program(agg, "highs", None)
+    assert agg.objective(values) / 100 <= obj + 1e-9
     # the decoded GPUs are what the objective priced: each job's configuration on ≤ its nodes
     flat = [x for v in gpus.values() for x in v]
     assert len(flat) == len(set(flat))

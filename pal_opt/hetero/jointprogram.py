@@ -105,6 +105,7 @@ class JointProgram(Program):
     num_rigid: int
     scale: float
     lambda_n: float
+    aggregate: Program
 
     def decode(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, dict[int, int]]]:
         """(configuration per adaptive job, level per adaptive job, type per rigid job, GPUs per
@@ -125,12 +126,18 @@ class JointProgram(Program):
             counts.setdefault(int(self.w_job[i]), {})[int(self.w_cell[i])] = int(v[nx + i])
         return conf, level, rigid, counts
 
-    def main(self) -> JointProgram:
-        """The program without the tie-break, in hundredths (its optimum: Sia's objective)."""
+    def main(self, lower: float = -np.inf) -> JointProgram:
+        """The program without the tie-break, in hundredths (its optimum: Sia's objective), with
+        the valid row "objective ≥ ``lower``" (a bound known from a relaxation)."""
         nx = self.col_job.size
         c = np.concatenate([self.col_cost, np.zeros(self.num_vars - nx)])
-        lam = round(OBJECTIVE_SCALE * self.lambda_n)
-        return dataclasses.replace(self, c=c, obj_offset=float(lam * (self.num_adaptive + self.num_rigid)), scale=1.0)
+        offset = float(round(OBJECTIVE_SCALE * self.lambda_n) * (self.num_adaptive + self.num_rigid))
+        if not np.isfinite(lower):
+            return dataclasses.replace(self, c=c, obj_offset=offset, scale=1.0)
+        A = sp.vstack([self.A, sp.csr_matrix(c)], format="csr")
+        return dataclasses.replace(self, c=c, obj_offset=offset, scale=1.0, A=A,
+                                   row_lo=np.append(self.row_lo, lower - offset), row_hi=np.append(self.row_hi, np.inf),
+                                   row_names=(*self.row_names, "bound"))
 
     def with_choice(self, values: np.ndarray) -> JointProgram:
         """The program with every x fixed to ``values``' (only the GPUs left to choose)."""
@@ -231,8 +238,7 @@ def build_joint_program(jr: JointRound) -> JointProgram:
     scale = float(int(size.sum()) + 1)
     rows = _Rows([], [], [], [], [], [])
     jobs = r.num_jobs + len(r.rigid_gpus)
-    for j in range(jobs):
-        rows.add([(i, 1.0) for i, col in enumerate(cols) if col[0] == j], -np.inf, 1.0, f"one_{j}")
+    _one_rows(rows, jobs, cols)
     _link_rows(rows, jr, cols, info, widx, uidx)
     for e in range(len(cells)):
         rows.add([(widx[(j, e2)], 1.0) for j, e2 in wv if e2 == e], -np.inf, float(size[e]), f"cap_{e}")
@@ -256,16 +262,68 @@ def build_joint_program(jr: JointRound) -> JointProgram:
         col_choice=np.array([c[1] for c in cols], dtype=np.int64), col_level=np.array([c[2] for c in cols], dtype=np.int64),
         col_cost=cost, w_job=np.array([j for j, _ in wv], dtype=np.int64), w_cell=np.array([e for _, e in wv], dtype=np.int64),
         num_adaptive=r.num_jobs, num_rigid=len(r.rigid_gpus), scale=scale, lambda_n=r.lambda_n,
+        aggregate=_aggregate(jr, cols, info),
     )
 
 
+def _one_rows(rows: _Rows, jobs: int, cols: list[tuple[int, int, int, float, bool]]) -> None:
+    """Σ_{k,v} x[j,k,v] ≤ 1 per job."""
+    per: list[list[tuple[int, float]]] = [[] for _ in range(jobs)]
+    for i, col in enumerate(cols):
+        per[col[0]].append((i, 1.0))
+    for j in range(jobs):
+        rows.add(per[j], -np.inf, 1.0, f"one_{j}")
+
+
+def _aggregate(jr: JointRound, cols: list[tuple[int, int, int, float, bool]], info: np.ndarray) -> Program:
+    """The relaxation over the x columns only: one choice per job, and per type c, class a and
+    level v the GPUs that jobs of class a priced at level ≤ v take on c at most the free GPUs of
+    c with φ_a ≤ f_v (v = the last: all free GPUs of c; all classes together).  Pinned columns
+    are fixed and take no free GPUs."""
+    r, cells = jr.level, jr.cells
+    size = cells.size
+    rows = _Rows([], [], [], [], [], [])
+    _one_rows(rows, r.num_jobs + len(r.rigid_gpus), cols)
+    free = [i for i, col in enumerate(cols) if not col[4]]
+    cls = [int(r.job_class[cols[i][0]]) if cols[i][0] < r.num_jobs else -1 for i in range(len(cols))]
+    for c in range(len(r.configs.types)):
+        on = cells.type_of == c
+        rows.add([(i, info[i, 1]) for i in free if info[i, 0] == c], -np.inf, float(size[on].sum()), f"gpus_{c}")
+        for a, fs in enumerate(r.levels[c]):
+            for f in np.asarray(fs)[:-1].tolist():
+                mine = [(i, info[i, 1]) for i in free if info[i, 0] == c and cls[i] == a and info[i, 3] <= f]
+                if mine:
+                    rows.add(mine, -np.inf, float(size[on & (cells.factor[:, a] <= f)].sum()), f"level_{c}_{a}_{f:g}")
+    nx = len(cols)
+    A = sp.csr_matrix((rows.v, (rows.r, rows.c)), shape=(len(rows.lo), nx))
+    A.sort_indices()
+    jobs = r.num_jobs + len(r.rigid_gpus)
+    return Program(c=np.array([col[3] for col in cols], dtype=np.float64),
+                   obj_offset=float(round(OBJECTIVE_SCALE * r.lambda_n) * jobs), A=A,
+                   row_lo=np.array(rows.lo), row_hi=np.array(rows.hi),
+                   col_lo=np.array([float(col[4]) for col in cols]), col_hi=np.ones(nx),
+                   integrality=np.ones(nx, dtype=bool), var_names=tuple(f"x_{j}_{k}_{v}" for j, k, v, _, _ in cols),
+                   row_names=tuple(rows.names))
+
+
 def solve_joint(prog: JointProgram, backend: str | None, time_limit: float | None) -> tuple[np.ndarray | None, str, str]:
-    """Solve lexicographically with a backend (:func:`pal_opt.hetero.round.solve_program`): Sia's
-    objective first (:meth:`JointProgram.main`), then, the configurations and levels fixed, the
-    tie-break (:meth:`JointProgram.with_choice`).  (values or None, the first solve's status,
-    backend.)  The tie-break is thus least for the chosen configurations, not over every
-    optimal choice; proving it over all of them took several times longer."""
-    values, status, name = solve_program(prog.main(), backend, time_limit)
+    """Solve with a backend (:func:`pal_opt.hetero.round.solve_program`), Sia's objective first,
+    then the tie-break with the configurations and levels fixed (:meth:`JointProgram.with_choice`):
+
+    1. the aggregate relaxation (:attr:`JointProgram.aggregate`: no GPUs, only type totals and
+       per-class level rows); if its optimum can be placed, it is the joint optimum;
+    2. otherwise the joint program without the tie-break (:meth:`JointProgram.main`), its
+       objective bounded below by the relaxation's optimum.
+
+    (values or None, status of the solve that chose the configurations, backend.)  The tie-break
+    is least for the chosen configurations, not over every optimal choice."""
+    agg, status, name = solve_program(prog.aggregate, backend, time_limit)
+    if agg is None:
+        return None, status, name
+    placed, _, _ = solve_program(prog.with_choice(agg), backend, time_limit)
+    if placed is not None:  # the relaxation's optimum is placeable: it is the joint optimum
+        return placed, status, name
+    values, status, name = solve_program(prog.main(prog.aggregate.objective(agg)), backend, time_limit)
     if values is None:
         return None, status, name
     placed, _, _ = solve_program(prog.with_choice(values), backend, time_limit)
