@@ -126,18 +126,12 @@ class JointProgram(Program):
             counts.setdefault(int(self.w_job[i]), {})[int(self.w_cell[i])] = int(v[nx + i])
         return conf, level, rigid, counts
 
-    def main(self, lower: float = -np.inf) -> JointProgram:
-        """The program without the tie-break, in hundredths (its optimum: Sia's objective), with
-        the valid row "objective ≥ ``lower``" (a bound known from a relaxation)."""
+    def main(self) -> JointProgram:
+        """The program without the tie-break, in hundredths (its optimum: Sia's objective)."""
         nx = self.col_job.size
         c = np.concatenate([self.col_cost, np.zeros(self.num_vars - nx)])
         offset = float(round(OBJECTIVE_SCALE * self.lambda_n) * (self.num_adaptive + self.num_rigid))
-        if not np.isfinite(lower):
-            return dataclasses.replace(self, c=c, obj_offset=offset, scale=1.0)
-        A = sp.vstack([self.A, sp.csr_matrix(c)], format="csr")
-        return dataclasses.replace(self, c=c, obj_offset=offset, scale=1.0, A=A,
-                                   row_lo=np.append(self.row_lo, lower - offset), row_hi=np.append(self.row_hi, np.inf),
-                                   row_names=(*self.row_names, "bound"))
+        return dataclasses.replace(self, c=c, obj_offset=offset, scale=1.0)
 
     def with_choice(self, values: np.ndarray) -> JointProgram:
         """The program with every x fixed to ``values``' (only the GPUs left to choose)."""
@@ -312,8 +306,9 @@ def solve_joint(prog: JointProgram, backend: str | None, time_limit: float | Non
 
     1. the aggregate relaxation (:attr:`JointProgram.aggregate`: no GPUs, only type totals and
        per-class level rows); if its optimum can be placed, it is the joint optimum;
-    2. otherwise the joint program without the tie-break (:meth:`JointProgram.main`), its
-       objective bounded below by the relaxation's optimum.
+    2. otherwise the joint program without the tie-break (:meth:`JointProgram.main`).  (A row
+       bounding its objective below by the relaxation's optimum made HiGHS slower, up to 120 s
+       on one round of newtrace-7's prefix, and is not used.)
 
     (values or None, status of the solve that chose the configurations, backend.)  The tie-break
     is least for the chosen configurations, not over every optimal choice."""
@@ -323,7 +318,7 @@ def solve_joint(prog: JointProgram, backend: str | None, time_limit: float | Non
     placed, _, _ = solve_program(prog.with_choice(agg), backend, time_limit)
     if placed is not None:  # the relaxation's optimum is placeable: it is the joint optimum
         return placed, status, name
-    values, status, name = solve_program(prog.main(prog.aggregate.objective(agg)), backend, time_limit)
+    values, status, name = solve_program(prog.main(), backend, time_limit)
     if values is None:
         return None, status, name
     placed, _, _ = solve_program(prog.with_choice(values), backend, time_limit)
