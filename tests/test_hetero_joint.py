@@ -197,3 +197,19 @@ def test_order_gpus_keeps_the_previous_shape_when_the_counts_are_a_permutation()
     assert order_gpus(gpus, server, (4, 8)) == (0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15)
     assert order_gpus(gpus, server, (8, 4)) == (8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3)
     assert order_gpus(gpus, server, ()) == (8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3)
+
+
+def test_a_rigid_job_gets_its_count_on_the_fewest_nodes_beside_an_adaptive_one() -> None:
+    # 2 nodes x 4: a rigid job of 6 GPUs (cost 0.2) and an adaptive job worth 1 or 2 GPUs; the
+    # rigid job takes one node whole and 2 GPUs of the other, the adaptive one the other 2
+    cs = enumerate_configs([GpuType("a", 2, 4)])
+    jr, _ = _round(cs, np.array([[1.0, 1.9, 1.9, 1.9]]), [0], np.ones((1, 8)))
+    lv = jr.level
+    r = LevelRound(cs, lv.goodput, lv.job_class, lv.levels, lv.counts, lv.pinned, np.array([[0.2]]),
+                   np.array([6]), np.array([-1]), lambda_n=LAMBDA_N)
+    jr = JointRound(r, jr.cells, np.zeros((2, len(jr.cells)), dtype=np.int64))
+    obj, (conf, _, rigid, _), gpus = _solve(jr)
+    assert rigid.tolist() == [0] and conf.tolist() == [1] and obj == pytest.approx(0.2 + 0.73)
+    server = Layout(cs.types).server_of()
+    assert len(gpus[1]) == 6 and len({int(server[x]) for x in gpus[1]}) == 2
+    assert len(gpus[0]) == 2 and len({int(server[x]) for x in gpus[0]}) == 1 and not set(gpus[0]) & set(gpus[1])
