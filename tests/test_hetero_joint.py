@@ -1,9 +1,16 @@
 """The joint ``ilp`` round with GPU types (:mod:`pal_opt.hetero.jointprogram`): configuration,
-variability level and GPUs in one program; exact against brute force and Sia's program."""
+variability level and GPUs in one program; exact against brute force and Sia's program.
+
+The golden LP export ``formulations/golden/sia_joint_2x4.lp`` is refreshed with::
+
+    /work/venv/bin/python tests/test_hetero_joint.py --update
+"""
 
 from __future__ import annotations
 
 import itertools
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,8 +28,10 @@ from pal_opt.hetero.jointprogram import (
 from pal_opt.hetero.levelprogram import LevelRound, build_level_program
 from pal_opt.hetero.round import RoundInput, solve_program, solve_round_dp
 from pal_opt.ilp.backends import available_backends
+from pal_opt.ilp.lpwriter import lp_text
 
 LAMBDA_N = 1.1
+GOLDEN = Path(__file__).resolve().parents[1] / "formulations" / "golden" / "sia_joint_2x4.lp"
 
 
 def _round(cs: ConfigSet, goodput: np.ndarray, job_class: list[int], factors: np.ndarray, *,
@@ -213,3 +222,50 @@ def test_a_rigid_job_gets_its_count_on_the_fewest_nodes_beside_an_adaptive_one()
     server = Layout(cs.types).server_of()
     assert len(gpus[1]) == 6 and len({int(server[x]) for x in gpus[1]}) == 2
     assert len(gpus[0]) == 2 and len({int(server[x]) for x in gpus[0]}) == 1 and not set(gpus[0]) & set(gpus[1])
+
+
+def _golden_round() -> JointRound:
+    """One type of 2 nodes x 4; node 0 fast for both classes, node 1 1.5x slower for class 0 and
+    1.1x for class 1; a job of each class (goodput 1, 1.9, 3.6, 6 on 1, 2, 4, 8 GPUs), job 1
+    holding GPUs 4 and 5."""
+    cs = enumerate_configs([GpuType("a", 2, 4)])
+    factors = np.array([[1.0] * 4 + [1.5] * 4, [1.0] * 4 + [1.1] * 4])
+    jr, _ = _round(cs, np.array([[1.0, 1.9, 3.6, 6.0]] * 2), [0, 1], factors)
+    held = np.zeros_like(jr.held)
+    held[1, list(jr.cells.node_of).index(1)] = 2
+    return JointRound(jr.level, jr.cells, held)
+
+
+def golden_text() -> str:
+    doc = " ".join((_golden_round.__doc__ or "").split())
+    return lp_text(build_joint_program(_golden_round()), comment=f"golden joint round: {doc}",
+                   title="pal-opt joint ilp round with GPU types")
+
+
+def test_golden_joint_lp_export_is_unchanged() -> None:
+    assert GOLDEN.is_file(), f"missing {GOLDEN}; run: python tests/test_hetero_joint.py --update"
+    assert golden_text() == GOLDEN.read_text(encoding="utf-8"), (
+        "the joint program's LP export changed; if intended run python tests/test_hetero_joint.py --update")
+
+
+def test_golden_joint_lp_reads_back_into_highs_with_the_same_optimum() -> None:
+    if "highs" not in available_backends():
+        pytest.skip("highspy not installed")
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    assert h.readModel(str(GOLDEN)) == highspy.HighsStatus.kOk
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    prog = build_joint_program(_golden_round())
+    values, _, _ = solve_program(prog, "highs", None)
+    assert h.getInfo().objective_function_value == pytest.approx(prog.objective(values), abs=1e-9)
+    assert prog.round_objective(values) == pytest.approx(1.08)  # 0.53 + round((3.6 / 1.1)^-0.5, 2)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        GOLDEN.write_text(golden_text(), encoding="utf-8", newline="\n")
+        print(f"wrote {GOLDEN}")
