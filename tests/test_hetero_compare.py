@@ -202,7 +202,7 @@ def _record(monkeypatch: pytest.MonkeyPatch, cls: type, seen: list[Any]) -> None
     monkeypatch.setattr(cls, "allocate", spy)
 
 
-@pytest.mark.parametrize("method", ["pal", "packed", "ilp"])
+@pytest.mark.parametrize("method", ["pal", "packed", "ilp", "ilp-joint"])
 def test_comparator_rounds_are_valid_for_the_checker(
     prefix: Workload, apps: dict[str, Application], longhorn: Path, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
@@ -212,8 +212,11 @@ def test_comparator_rounds_are_valid_for_the_checker(
                                                                         ("classB", "bert-longhorn-agg.csv"))}
     var = draw_variability(layout, files, seed=0)
     seen: list[Any] = []
+    joint = method == "ilp-joint"
+    method = "ilp" if joint else method
     _record(monkeypatch, IlpTypesPolicy if method == "ilp" else TypeBlindPolicy, seen)
-    result = simulate_sia(prefix, apps, cluster, SimConfig(method=method, variability=var, max_time=6 * 3600.0))
+    result = simulate_sia(prefix, apps, cluster, SimConfig(method=method, variability=var, max_time=6 * 3600.0,
+                                                           ilp_joint=joint))
     assert result.summary()["n_completed"] > 0 and seen
     names = [cluster[t].name for t in layout.type_of.tolist()]
     core = Cluster.from_arrays(range(layout.num_gpus), layout.server_of(), {"classA": np.ones(layout.num_gpus)},
@@ -231,6 +234,12 @@ def test_comparator_rounds_are_valid_for_the_checker(
             queue = [Job(i, len(g), "classA", position=k) for k, (i, g) in enumerate(placed.items())]
         inst = RoundInstance(core, tuple(queue))
         assert violations(inst, {"placements": {i: list(g) for i, g in placed.items()}}) == []
+        if joint:  # never fragmented: n ≤ g GPUs on one node, or whole nodes
+            server = layout.server_of()
+            for g in placed.values():
+                per = np.unique(server[list(g)], return_counts=True)[1]
+                size = cluster[layout.type_of[g[0]]].gpus_per_node
+                assert len(per) == 1 or all(c == size for c in per)
 
 
 def test_ilp_without_variability_runs_a_prefix_deterministically(prefix: Workload, apps: dict[str, Application]) -> None:

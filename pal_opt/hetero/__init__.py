@@ -28,10 +28,11 @@ Policy and simulator (:mod:`pal_opt.hetero.policy`, :mod:`pal_opt.hetero.simjob`
     :class:`SiaPolicy` (rows, program, placer per round), :class:`SimJob` (progress, batch,
     learned model, restarts), :func:`simulate_sia` -> :class:`SiaResult`; ``pal-opt simulate-sia``
     (:mod:`pal_opt.hetero.cli`; ``pal-opt simulate --trace-format sia``).
-GPUs, variability and comparators (:mod:`pal_opt.hetero.gpus`, :mod:`pal_opt.hetero.levelprogram`, :mod:`pal_opt.hetero.ilptypes`, :mod:`pal_opt.hetero.typeblind`)
+GPUs, variability and comparators (:mod:`pal_opt.hetero.gpus`, :mod:`pal_opt.hetero.levelprogram`, :mod:`pal_opt.hetero.jointprogram`, :mod:`pal_opt.hetero.ilptypes`, :mod:`pal_opt.hetero.typeblind`)
     :class:`Layout` (GPU positions), :class:`Variability`, :func:`draw_variability`,
     :func:`parse_variability`; :class:`IlpTypesPolicy` (pal-opt's ``ilp`` with types: the level
-    program :func:`build_level_program`, then the core round program); :class:`TypeBlindPolicy`
+    program :func:`build_level_program`, then the core round program; or, ``joint=True``, one
+    program of configuration, level and GPUs, :func:`build_joint_program`); :class:`TypeBlindPolicy`
     (PAL and Packed ignoring types); :class:`GavelPolicy` (Gavel-like max-min fair type shares,
     :func:`gavel_allocation`); :data:`HETERO_POLICIES` (the policies by name), :data:`HETERO_METHODS`.
 
@@ -94,6 +95,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
     )
     from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability
     from .ilptypes import IlpTypesPolicy
+    from .jointprogram import JointProgram, JointRound, build_joint_program, solve_joint
     from .levelprogram import LevelProgram, LevelRound, build_level_program
     from .methods import HETERO_POLICIES, HeteroPolicy, hetero_policy_names
     from .perfmodel import (
@@ -198,6 +200,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ),
     ".gpus": ("APP_CLASS", "Layout", "Variability", "draw_variability", "parse_variability"),
     ".ilptypes": ("IlpTypesPolicy",),
+    ".jointprogram": ("JointProgram", "JointRound", "build_joint_program", "solve_joint"),
     ".levelprogram": ("LevelProgram", "LevelRound", "build_level_program"),
     ".typeblind": ("TypeBlindPolicy", "effective_type", "gang_state"),
     ".gavel": ("GavelPolicy", "GavelAllocation", "gavel_allocation"),
@@ -308,6 +311,10 @@ __all__ = [
     "LevelProgram",
     "LevelRound",
     "build_level_program",
+    "JointProgram",
+    "JointRound",
+    "build_joint_program",
+    "solve_joint",
     "TypeBlindPolicy",
     "effective_type",
     "gang_state",

@@ -38,10 +38,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..errors import BackendError
 from ..model import Job, RoundInstance, RoundParams, pal_locality
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
+from .jointprogram import JointRound, assign_gpus, build_joint_program, make_cells, order_gpus, solve_joint
 from .levelprogram import LevelRound, build_level_program
 from .policy import SiaParams, SiaPolicy
 from .round import RoundDecision, RoundInput, solve_program
@@ -98,13 +100,15 @@ class IlpTypesPolicy(SiaPolicy):
         move_cost: float | None = 5.0,
         levels: bool = False,
         anchor: bool = True,
+        joint: bool = False,
     ) -> None:
         super().__init__(cluster, params, on_round)
         self.move_cost = move_cost
-        self.use_levels = levels
-        self.anchor = anchor and not levels
-        self._server = self.layout.server_of()
+        self.joint = joint
+        self.use_levels = levels or joint
+        self.anchor = anchor and not levels and not joint
         self.layout = Layout(tuple(self.types))
+        self._server = self.layout.server_of()
         self.variability = variability or Variability()
         self.classes = sorted({self.variability.key(a) or NOMINAL for a in self.variability.raw} | {NOMINAL})
         self.levels, self.counts = self._level_tables()
@@ -183,7 +187,10 @@ class IlpTypesPolicy(SiaPolicy):
         return out
 
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
-        """GPU positions of every active job for the next round (stage 1, then stage 2)."""
+        """GPU positions of every active job for the next round (stage 1, then stage 2 anchored
+        at Sia's placement or from the current GPUs; or the joint program)."""
+        if self.joint:
+            return self._allocate_joint(active, now)
         if self.anchor:
             return self._allocate_anchored(active, now)
         wanted = self._wanted(active, now)
@@ -284,3 +291,77 @@ class IlpTypesPolicy(SiaPolicy):
                 if len(free) >= n:
                     out[j.index] = tuple(free[:n])
         return out
+
+    def _joint_round(self, rigid: Sequence[SimJob], adaptive: Sequence[SimJob], now: float
+                     ) -> tuple[JointRound, dict[int, tuple[int, ...]]]:
+        """The joint program's data and the GPUs kept by the jobs still restarting (pinned)."""
+        jobs = [*adaptive, *rigid]
+        pins = np.concatenate([self._pins(adaptive), self._pins(rigid)])
+        keep = {j.index: self.holding[j.index] for j, k in zip(jobs, pins.tolist(), strict=True)
+                if k >= 0 and j.index in self.holding}
+        pinned = np.array([(k, self._level(j, keep[j.index])) if j.index in keep else (-1, -1)
+                           for j, k in zip(adaptive, pins.tolist(), strict=False)], dtype=np.int64).reshape(-1, 2)
+        r = LevelRound(
+            self.configs, self._goodput(adaptive, now), np.array([self._class_index(j) for j in adaptive], dtype=np.int64),
+            self.levels, self.counts, pinned, self.rigid_costs(rigid, now),
+            np.array([j.spec.num_replicas for j in rigid], dtype=np.int64),
+            np.array([k if j.index in keep else -1 for j, k in zip(rigid, pins[len(adaptive):].tolist(), strict=True)],
+                     dtype=np.int64),
+            p=self.params.p, lambda_n=self.params.lambda_n,
+        )
+        free = np.ones(self.layout.num_gpus, dtype=bool)
+        for g in keep.values():
+            free[list(g)] = False
+        factors = np.vstack([self._factors(c) for c in self.classes])
+        cells = make_cells(self.layout.type_of, self.layout.server_of(), factors, free)
+        cell_of = {g: e for e, gs in enumerate(cells.gpus) for g in gs}
+        held = np.zeros((len(jobs), len(cells)), dtype=np.int64)
+        for i, j in enumerate(jobs):
+            for x in self.holding.get(j.index, ()) if j.index not in keep else ():
+                if x in cell_of:
+                    held[i, cell_of[x]] += 1
+        return JointRound(r, cells, held), keep
+
+    def _allocate_joint(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
+        """GPU positions of every active job from one joint program (configuration, level, GPUs)."""
+        rigid = [j for j in active if j.kind is JobKind.RIGID]
+        adaptive = [j for j in active if j.kind is not JobKind.RIGID]
+        jobs = [*adaptive, *rigid]
+        t0 = time.perf_counter()
+        jr, keep = self._joint_round(rigid, adaptive, now)
+        prog = build_joint_program(jr)
+        values, status, name = solve_joint(prog, self.params.backend, self.params.time_limit)
+        if values is None:
+            raise BackendError("the joint round program is infeasible (it never should be: nothing but the pinned jobs is a solution)")
+        conf, _, rtype, counts = prog.decode(values)
+        self.stats.add(RoundDecision(conf, rtype, prog.round_objective(values), status, time.perf_counter() - t0, name))
+        self.previous = {j.index: int(c) for j, c in zip(rigid, rtype.tolist(), strict=True) if c >= 0}
+        self.previous.update({j.index: int(k) for j, k in zip(adaptive, conf.tolist(), strict=True) if k >= 0})
+        server = self.layout.server_of()
+        gpus = assign_gpus(jr.cells, counts, {i: self.holding.get(jobs[i].index, ()) for i in counts})
+        out = dict(keep)
+        for i, g in gpus.items():
+            held = self.holding.get(jobs[i].index, ())
+            out[jobs[i].index] = order_gpus(g, server, self.layout.shape(held) if held else ())
+        self._check_joint(jobs, conf, rtype, out)
+        self.holding = {i: g for i, g in out.items() if g}
+        return {j.index: self.holding.get(j.index, ()) for j in active}
+
+    def _check_joint(self, jobs: Sequence[SimJob], conf: np.ndarray, rtype: np.ndarray, out: dict[int, tuple[int, ...]]) -> None:
+        """Every job gets exactly its configuration's type and count on at most its node count, and
+        no GPU twice (an internal error otherwise)."""
+        cs, na = self.configs, len(conf)
+        server = self.layout.server_of()
+        for i, j in enumerate(jobs):
+            k = int(conf[i]) if i < na else int(rtype[i - na])
+            if k < 0:
+                continue
+            t, n = (int(cs.type_index[k]), int(cs.num_gpus[k])) if i < na else (k, j.spec.num_replicas)
+            m = int(cs.num_nodes[k]) if i < na else -(-n // self.types[t].gpus_per_node)
+            g = out.get(j.index, ())
+            if len(g) != n or any(int(self.layout.type_of[x]) != t for x in g) or len({int(server[x]) for x in g}) > m:
+                raise BackendError(f"the joint round gave job {j.index} GPUs {g}, not {n} GPUs of "
+                                   f"{self.types[t].name} on ≤ {m} nodes")
+        flat = [x for g in out.values() for x in g]
+        if len(flat) != len(set(flat)):
+            raise BackendError("the joint round gave a GPU to two jobs")

@@ -31,7 +31,7 @@ from ..ilp.program import Program
 from .configs import ConfigSet, fairness_costs
 from .roundprogram import LAMBDA_N, OBJECTIVE_SCALE
 
-__all__ = ["LevelRound", "LevelProgram", "build_level_program"]
+__all__ = ["LevelRound", "LevelProgram", "adaptive_columns", "build_level_program", "rigid_columns", "scaled_costs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,11 +100,12 @@ class LevelProgram(Program):
         return conf, level, rigid
 
 
-def _scaled(a: np.ndarray, lambda_n: float) -> np.ndarray:
+def scaled_costs(a: np.ndarray, lambda_n: float) -> np.ndarray:
+    """Costs in hundredths minus the no-allocation penalty (negative: worth allocating)."""
     return np.rint(np.asarray(a, dtype=np.float64) * OBJECTIVE_SCALE) - round(OBJECTIVE_SCALE * lambda_n)
 
 
-def _adaptive_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
+def adaptive_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
     """(job, configuration, level, scaled cost, pinned) of every useful column: negative cost
     (or pinned), and not matched by a column of the same job, type and level with fewer GPUs."""
     cs = r.configs
@@ -116,7 +117,7 @@ def _adaptive_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
             ks = np.flatnonzero(cs.of_type(c))
             ks = ks[np.argsort(cs.num_gpus[ks], kind="stable")]
             for v, f in enumerate(np.asarray(r.levels[c][a]).tolist()):
-                cost = _scaled(fairness_costs((r.goodput[j, ks] / f).astype(np.float32), r.p), r.lambda_n)
+                cost = scaled_costs(fairness_costs((r.goodput[j, ks] / f).astype(np.float32), r.p), r.lambda_n)
                 best = np.inf
                 for k, z in zip(ks.tolist(), cost.tolist(), strict=True):
                     pinned = (k, v) == (pk, pv)
@@ -126,18 +127,25 @@ def _adaptive_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
     return out
 
 
+def rigid_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
+    """(job, type, -1, scaled cost, pinned) of every useful rigid column (jobs numbered after
+    the adaptive ones): negative cost and the type large enough, or pinned."""
+    out = []
+    for i in range(len(r.rigid_gpus)):
+        for c, t in enumerate(r.configs.types):
+            z = float(scaled_costs(np.asarray([r.rigid_costs[i, c]]), r.lambda_n)[0])
+            held = int(r.pinned_rigid[i]) == c
+            if held or (int(r.pinned_rigid[i]) < 0 and z < 0 and r.rigid_gpus[i] <= t.total_gpus):
+                out.append((r.num_jobs + i, c, -1, z, held))
+    return out
+
+
 def build_level_program(r: LevelRound) -> LevelProgram:
     """The sparse MILP of the module docstring."""
     cs = r.configs
     nt = len(cs.types)
     na, nr = r.num_jobs, len(r.rigid_gpus)
-    cols = _adaptive_columns(r)
-    for i in range(nr):
-        for c in range(nt):
-            z = float(_scaled(np.asarray([r.rigid_costs[i, c]]), r.lambda_n)[0])
-            held = int(r.pinned_rigid[i]) == c
-            if held or (int(r.pinned_rigid[i]) < 0 and z < 0 and r.rigid_gpus[i] <= cs.types[c].total_gpus):
-                cols.append((na + i, c, -1, z, held))
+    cols = adaptive_columns(r) + rigid_columns(r)
     job = np.array([x[0] for x in cols], dtype=np.int64)
     choice = np.array([x[1] for x in cols], dtype=np.int64)
     level = np.array([x[2] for x in cols], dtype=np.int64)

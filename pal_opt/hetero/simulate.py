@@ -103,6 +103,10 @@ class SimConfig:
     ilp_anchor
         ``ilp``'s stage 2 from Sia's own placement (True, the default; ``IlpTypesPolicy``) or from
         the jobs' current GPUs with ``ilp_move_cost`` (False).
+    ilp_joint
+        ``ilp`` as one joint program of configuration, variability level and GPUs
+        (:mod:`pal_opt.hetero.jointprogram`; ``ilp_move_cost``, ``ilp_levels`` and ``ilp_anchor``
+        then unused).
     gavel_round
         ``gavel``'s own round in seconds (Gavel's default 360): it re-decides only this often.
     """
@@ -115,6 +119,7 @@ class SimConfig:
     ilp_move_cost: float | None = 5.0
     ilp_levels: bool = False
     ilp_anchor: bool = True
+    ilp_joint: bool = False
     gavel_round: float = 360.0
 
     def __post_init__(self) -> None:
@@ -284,7 +289,7 @@ def sia_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | N
 def ilp_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> IlpTypesPolicy:
     """The ``ilp`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
     return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
-                          levels=cfg.ilp_levels, anchor=cfg.ilp_anchor)
+                          levels=cfg.ilp_levels, anchor=cfg.ilp_anchor, joint=cfg.ilp_joint)
 
 
 def typeblind_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> TypeBlindPolicy:
