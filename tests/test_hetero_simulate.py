@@ -272,6 +272,8 @@ def test_cli_writes_the_result(sia_dir: Path, tmp_path: Path, capsys: pytest.Cap
         (["--round", "0"], "--round"),
         (["--backend", "gurobi"], "unknown backend 'gurobi'"),
         (["--category", "elastic"], "--category"),
+        (["--ilp-mode", "joint"], "--ilp-mode applies to --policy ilp only, not --policy sia"),
+        (["--policy", "ilp", "--ilp-mode", "fast"], "--ilp-mode"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(
@@ -308,4 +310,50 @@ def test_cli_unknown_application_and_unreadable_trace(sia_dir: Path, tmp_path: P
     assert cli.main(["simulate-sia", str(tmp_path / "nope.csv"), "--profiles", str(sia_dir / "profiles"),
                      "--out", str(out)]) == 2
     assert "cannot read trace" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "flags"),
+    [
+        (None, (True, False, False)),
+        ("anchored", (True, False, False)),
+        ("replaced", (False, False, False)),
+        ("levels", (False, True, False)),
+        ("joint", (False, True, True)),
+    ],
+)
+def test_cli_ilp_mode_reaches_the_policy(
+    sia_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str | None, flags: tuple[bool, bool, bool]
+) -> None:
+    """``--ilp-mode`` on both commands builds ``ilp`` with the matching design, and the run finishes."""
+    from pal_opt.hetero.ilptypes import IlpTypesPolicy
+
+    seen: list[tuple[bool, bool, bool]] = []
+    init = IlpTypesPolicy.__init__
+
+    def spy(self: IlpTypesPolicy, *a: object, **kw: object) -> None:
+        init(self, *a, **kw)  # type: ignore[arg-type]
+        seen.append((self.anchor, self.use_levels, self.joint))
+
+    monkeypatch.setattr(IlpTypesPolicy, "__init__", spy)
+    extra = [] if mode is None else ["--ilp-mode", mode]
+    trace = str(_trace(sia_dir, tmp_path))
+    for command in ("simulate-sia", "simulate"):
+        out = tmp_path / f"{command}.json"
+        rc = cli.main([command, trace, "--trace-format", "sia", "--profiles", str(sia_dir / "profiles"),
+                       "--policy", "ilp", "--out", str(out), "--quiet", *extra])
+        assert rc == 0
+        doc = json.loads(out.read_text())
+        assert doc["n_completed"] == doc["n_jobs"] == 4
+        assert doc["ilp_mode"] == (mode or "anchored")
+    assert seen == [flags, flags]
+
+
+def test_cli_ilp_mode_on_a_pal_trace_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = Path(__file__).resolve().parents[1] / "examples" / "data" / "trace.csv"
+    out = tmp_path / "out.json"
+    rc = cli.main(["simulate", str(trace), "--cluster", "4x4", "--ilp-mode", "joint", "-o", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "--ilp-mode applies to sia traces" in err and "\n" not in err
     assert not out.exists()

@@ -24,7 +24,7 @@ from ..cliargs import positive_float
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
-__all__ = ["add_parser", "run", "run_folded", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
+__all__ = ["add_parser", "run", "run_folded", "ILP_MODES", "ilp_mode_config", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
 
 #: ``--trace-format`` choices: ``sia`` is newTrace (name,time,application,num_replicas,batch_size),
 #: ``pal`` the Sia-Philly traces PAL replays (job_id,num_gpus,submit_time,duration,model).
@@ -32,6 +32,34 @@ TRACE_FORMATS = ("auto", "pal", "sia")
 _SIA_COLUMNS = {"name", "time", "application", "num_replicas", "batch_size"}
 _PAL_COLUMNS = {"job_id", "num_gpus", "submit_time", "duration", "model"}
 DEFAULT_CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
+
+#: ``--ilp-mode`` choices of ``--policy ilp`` (``formulations/sia_ilp_types.md``): ``anchored``
+#: (the default) runs Sia's program and placer, then re-places jobs from Sia's GPUs (§3.1);
+#: ``replaced`` re-places them from their current GPUs with a priced move (§3.2); ``levels`` gives
+#: stage 1 a variability level per job (§2); ``joint`` is one program of configuration, level and
+#: GPUs (§6; slower with variability).
+ILP_MODES = ("anchored", "replaced", "levels", "joint")
+ILP_MODE_HELP = ("with --policy ilp: anchored (default: Sia's choice and placement, then GPUs re-chosen only "
+                 "where strictly better), replaced (re-placed from the jobs' current GPUs), levels (stage 1 "
+                 "with variability levels) or joint (one program of type, count, level and GPUs; slow "
+                 "with variability)")
+
+
+def ilp_mode_config(mode: str | None, policy: str) -> dict[str, bool]:
+    """:class:`~pal_opt.hetero.simulate.SimConfig` fields of an ``--ilp-mode`` choice.
+
+    Raises
+    ------
+    OptionError
+        A mode given with a policy other than ``ilp``, or an unknown mode.
+    """
+    if mode is None:
+        return {}
+    if policy != "ilp":
+        raise OptionError(f"--ilp-mode applies to --policy ilp only, not --policy {policy}")
+    if mode not in ILP_MODES:
+        raise OptionError(f"--ilp-mode: unknown mode {mode!r}; choose one of {', '.join(ILP_MODES)}")
+    return {"ilp_anchor": mode == "anchored", "ilp_levels": mode == "levels", "ilp_joint": mode == "joint"}
 
 
 def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.ArgumentParser:
@@ -61,6 +89,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="TYPE:CLASS=FILE",
                    help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV "
                         "(default: every GPU nominal)")
+    p.add_argument("--ilp-mode", choices=ILP_MODES, default=None,
+                   help=ILP_MODE_HELP)
     p.add_argument("--seed", type=int, default=0, help="seed of the variability draw (default 0)")
     p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
@@ -134,6 +164,7 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
         "trace": os.fspath(args.trace),
         "trace_format": "sia",
         "policy": args.policy,
+        "ilp_mode": (getattr(args, "ilp_mode", None) or ILP_MODES[0]) if args.policy == "ilp" else None,
         "cluster": {t.name: {"nodes": t.nodes, "gpus_per_node": t.gpus_per_node, "node_limit": t.node_limit}
                     for t in cluster},
         "round_seconds": args.round,
@@ -171,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
     variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster), seed=args.seed)
     params = SiaParams(backend=args.backend, time_limit=args.time_limit)
     config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
-                       method=args.policy, variability=variability)
+                       method=args.policy, variability=variability,
+                       **ilp_mode_config(getattr(args, "ilp_mode", None), args.policy))
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm

@@ -40,6 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     The handler is stored as both ``func`` and ``handler`` defaults: ``args.func(args)``
     returns the exit status.
     """
+    from ..hetero.cli import ILP_MODE_HELP, ILP_MODES
     from ..hetero.methods import hetero_policy_names
     from ..options import Binning
     from .choices import DRAWS
@@ -68,6 +69,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                      help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
     sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                      help="give every job this category (default: the file's)")
+    sia.add_argument("--ilp-mode", choices=ILP_MODES, default=None, help=ILP_MODE_HELP)
     sia.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
                      help="stop after this much simulated time (default 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
@@ -320,6 +322,8 @@ def run(args: argparse.Namespace) -> int:
 
     if resolve_trace_format(args) == "sia":
         return run_folded(args)
+    if getattr(args, "ilp_mode", None) is not None:
+        raise OptionError("--ilp-mode applies to sia traces (clusters of GPU types) only")
     for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
         _validate_out_dir(val, flag)
     if args.plot:
