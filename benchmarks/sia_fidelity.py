@@ -7,14 +7,16 @@ restarts and the per-application averages with ``../shared/reference/sia/newtrac
 (tolerances: average JCT ±15 %, p99 ±25 %).  Then times Sia-style rounds at 2,048 GPUs (three
 types): 32 real newtrace-7 rounds (recorded from a simulation of the trace's first jobs) side by
 side on a cluster 32 times the paper's, solved to optimality by every backend, with the
-decomposition of :mod:`pal_opt.hetero.bounds` and as one MIP.
+decomposition of :mod:`pal_opt.hetero.bounds` and as one MIP.  Both workloads are also run on
+CP-SAT and CBC (``--tie-backends``): every round is proven optimal on each, but they return
+different optima where a round ties, and the table shows how far the whole-trace figures move.
 
 Writes ``sia_fidelity.{md,json}``; they replace the committed ones in ``benchmarks/results/`` only
 with ``--update``, which a partial run (``--variants`` other than both, ``--no-scale``) refuses
 (see ``benchmarks/_results.py``).  Usage::
 
     PYTHONPATH=$PWD python benchmarks/sia_fidelity.py [--update | --out-dir DIR] [--variants adaptive,scale-gpus]
-        [--no-scale] [--mip-time-limit 60]
+        [--no-scale] [--mip-time-limit 60] [--tie-backends cpsat,cbc]
 """
 
 from __future__ import annotations
@@ -44,8 +46,9 @@ TOLERANCE = {"avg_jct": 0.15, "p99_jct": 0.25}
 HOUR = 3600.0
 
 
-def run_variant(variant: str, trace: Path) -> dict[str, Any]:
-    """``pal-opt simulate-sia`` in a subprocess: its result document, wall and CPU seconds."""
+def run_variant(variant: str, trace: Path, backend: str | None = None) -> dict[str, Any]:
+    """``pal-opt simulate-sia`` in a subprocess (the default backend unless ``backend``): its result
+    document, wall and CPU seconds."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         cmd = [sys.executable, "-m", "pal_opt.cli", "simulate-sia", str(trace), "--trace-format", "sia",
@@ -53,6 +56,8 @@ def run_variant(variant: str, trace: Path) -> dict[str, Any]:
                "--out", str(out), "--quiet"]
         if variant != "adaptive":
             cmd += ["--category", variant]
+        if backend is not None:
+            cmd += ["--backend", backend]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -210,6 +215,29 @@ def _scale_markdown(scale: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ties_markdown(result: dict[str, Any]) -> list[str]:
+    """Every variant on every backend: how far whole-trace figures move with the optimum a solver
+    picks among a round's ties."""
+    lines = ["## The same traces on every backend", "",
+             "Sia's round program often has several optimal allocations; each backend returns one of "
+             "them, the trajectories part, and the whole-trace figures move with them although every "
+             "round is proven optimal.  Solver versions: " + result["meta"].get("solvers", "?") + ".", "",
+             "| file | backend | avg JCT (h) | vs authors | p50 (h) | p99 (h) | vs authors | makespan (h) | "
+             "restarts/job | within tolerance |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, v in result["variants"].items():
+        runs = {"highs (default)": v["ours"], **v.get("backends", {})}
+        for backend, doc in runs.items():
+            cmp = compare(doc, v["reference_figures"])
+            f = cmp["figures"]
+            ok = "yes" if all(cmp["within_tolerance"].values()) else "no"
+            lines.append(f"| {name} | {backend} | {f['avg_jct']['ours']:.3f} | {f['avg_jct']['rel']:+.1%} | "
+                         f"{f['p50_jct']['ours']:.3f} | {f['p99_jct']['ours']:.2f} | {f['p99_jct']['rel']:+.1%} | "
+                         f"{f['makespan']['ours']:.1f} | {doc['avg_restarts_per_job']:.2f} | {ok} |")
+    lines.append("")
+    return lines
+
+
 def write_markdown(result: dict[str, Any]) -> str:
     meta = result["meta"]
     lines = ["# Sia fidelity: newtrace-7 against the authors' simulator", "",
@@ -222,6 +250,8 @@ def write_markdown(result: dict[str, Any]) -> str:
              "the figures below are the whole-trace ones the issue checks.", ""]
     for name, v in result["variants"].items():
         lines += _variant_markdown(name, v["ours"], v["comparison"], v["reference"])
+    if any(v.get("backends") for v in result["variants"].values()):
+        lines += _ties_markdown(result)
     if result.get("scale"):
         lines += _scale_markdown(result["scale"])
     return "\n".join(lines)
@@ -234,13 +264,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instances", type=int, default=4, help="2,048-GPU instances (default 4)")
     ap.add_argument("--record-jobs", type=int, default=320, help="newtrace-7 jobs simulated to record rounds")
     ap.add_argument("--mip-time-limit", type=float, default=60.0, help="seconds for the one-MIP runs")
+    ap.add_argument("--tie-backends", default="cpsat,cbc",
+                    help="backends the traces are also run on, to show what the choice among tied optima "
+                         "moves (default cpsat,cbc; empty for none)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if not DATA.is_dir() or not REFERENCE.is_dir():
         print(f"sia_fidelity: skipped: shared data not found at {SHARED}", file=sys.stderr)
         return 0
     variants = [v for v in args.variants.split(",") if v]
-    partial = [flag for flag, on in (("--variants", set(variants) != set(VARIANTS)), ("--no-scale", args.no_scale)) if on]
+    partial = [flag for flag, on in (("--variants", set(variants) != set(VARIANTS)), ("--no-scale", args.no_scale),
+                                     ("--tie-backends", args.tie_backends != "cpsat,cbc")) if on]
     out = output_dir(args, "sia_fidelity", partial=" ".join(partial) or None)
     trace = DATA / "workloads" / "newtrace-7.csv"
     result: dict[str, Any] = {"variants": {}}
@@ -248,12 +282,25 @@ def main(argv: list[str] | None = None) -> int:
         ref = json.loads((REFERENCE / f"newtrace-7-sia{'' if variant == 'adaptive' else '-' + variant}.json").read_text())
         print(f"sia_fidelity: newtrace-7 {variant} ...", file=sys.stderr)
         ours = run_variant(variant, trace)
+        others = {}
+        for backend in (b for b in args.tie_backends.split(",") if b):
+            print(f"sia_fidelity: newtrace-7 {variant} on {backend} ...", file=sys.stderr)
+            others[backend] = run_variant(variant, trace, backend)
+        figures = {k: ref[k] for k in ref if k.endswith("_hours") or k in (
+            "utilisation", "avg_gpus_in_use", "avg_restarts_per_job", "avg_jct_hours_by_app", "n_jobs_by_app",
+            "avg_gpus_in_use_by_type")}
         result["variants"][variant] = {"ours": ours, "reference": {k: ref[k] for k in ("wall_seconds", "command")},
+                                       "reference_figures": figures, "backends": others,
                                        "comparison": compare(ours, ref)}
     if not args.no_scale:
         sys.path.insert(0, str(ROOT))
         result["scale"] = scale_experiment(args)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from pal_opt.ilp.backends import available_backends, get_backend
+
     result["meta"] = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
+                      "solvers": ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends()),
                       "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
                       "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
     md = write_markdown(result)
