@@ -313,7 +313,7 @@ class IlpTypesPolicy(SiaPolicy):
         for g in keep.values():
             free[list(g)] = False
         factors = np.vstack([self._factors(c) for c in self.classes])
-        cells = make_cells(self.layout.type_of, self.layout.server_of(), factors, free)
+        cells = make_cells(self.layout.type_of, self._server, factors, free)
         cell_of = {g: e for e, gs in enumerate(cells.gpus) for g in gs}
         held = np.zeros((len(jobs), len(cells)), dtype=np.int64)
         for i, j in enumerate(jobs):
@@ -337,12 +337,11 @@ class IlpTypesPolicy(SiaPolicy):
         self.stats.add(RoundDecision(conf, rtype, prog.round_objective(values), status, time.perf_counter() - t0, name))
         self.previous = {j.index: int(c) for j, c in zip(rigid, rtype.tolist(), strict=True) if c >= 0}
         self.previous.update({j.index: int(k) for j, k in zip(adaptive, conf.tolist(), strict=True) if k >= 0})
-        server = self.layout.server_of()
         gpus = assign_gpus(jr.cells, counts, {i: self.holding.get(jobs[i].index, ()) for i in counts})
         out = dict(keep)
         for i, g in gpus.items():
             held = self.holding.get(jobs[i].index, ())
-            out[jobs[i].index] = order_gpus(g, server, self.layout.shape(held) if held else ())
+            out[jobs[i].index] = order_gpus(g, self._server, self.layout.shape(held) if held else ())
         self._check_joint(jobs, conf, rtype, out)
         self.holding = {i: g for i, g in out.items() if g}
         return {j.index: self.holding.get(j.index, ()) for j in active}
@@ -350,8 +349,7 @@ class IlpTypesPolicy(SiaPolicy):
     def _check_joint(self, jobs: Sequence[SimJob], conf: np.ndarray, rtype: np.ndarray, out: dict[int, tuple[int, ...]]) -> None:
         """Every job gets exactly its configuration's type and count on at most its node count, and
         no GPU twice (an internal error otherwise)."""
-        cs, na = self.configs, len(conf)
-        server = self.layout.server_of()
+        cs, na, server = self.configs, len(conf), self._server
         for i, j in enumerate(jobs):
             k = int(conf[i]) if i < na else int(rtype[i - na])
             if k < 0:
