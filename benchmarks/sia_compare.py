@@ -9,7 +9,9 @@ published policy), ``ilp`` and ``pal`` see the binned ones, ``packed`` and ``gav
 (``gavel``: max-min fair type shares by throughput, rigid jobs, its own 360 s rounds,
 :mod:`pal_opt.hetero.gavel`).
 
-Writes ``sia_compare.{md,csv,png}`` beside the paper's Table 3 (newTrace: Sia 0.7 h, Pollux 1.5 h,
+Writes ``sia_compare.{md,csv,png}`` (and ``sia_compare_slowdown.png``: with variability, the mean
+slowdown each run ran at against its placement floor, :func:`pal_opt.hetero.gpus.placement_floor`)
+beside the paper's Table 3 (newTrace: Sia 0.7 h, Pollux 1.5 h,
 Gavel 11.3 h average JCT); each finished run is also kept in ``sia_compare_runs.json`` in the output
 directory so that an interrupted grid resumes.  Results replace the committed ones only with
 ``--update`` (``benchmarks/_results.py``).  At most two worker processes, each single-threaded.
@@ -72,7 +74,7 @@ def run_one(trace: int, policy: str, variability: str) -> dict[str, Any]:
         result = simulate_sia(workload, apps, cluster, SimConfig(method=policy, variability=var))
     summary = result.summary()
     keep = ("n_jobs", "n_completed", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilisation",
-            "avg_restarts_per_job", "solve_seconds")
+            "avg_restarts_per_job", "solve_seconds", "variability_slowdown")
     return {"trace": trace, "policy": policy, "variability": variability, **{k: summary[k] for k in keep},
             "wall_seconds": time.perf_counter() - t0}
 
@@ -121,6 +123,30 @@ def _targets(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
     return lines
 
 
+def _slowdowns(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
+    """Where the variability goes: the slowdown the jobs ran at, its placement floor, and the
+    slowdown a 10 % cut would take (sia's JCT scales with its mean slowdown: 1.0 gives its JCT
+    without variability)."""
+    lines = ["### Where the variability goes (Longhorn)", "",
+             "Mean over job-rounds (a job holding GPUs for a round counts once: what its JCT feels) of the slowest "
+             "raw factor of each job's GPUs (what it ran at), and of its "
+             "*placement floor*: the best slowest factor any GPUs with the same per-node counts could have on the "
+             "empty cluster (`pal_opt.hetero.gpus.placement_floor`; it ignores the other jobs, so it bounds every "
+             "placement of those configurations from below).  *Needed*: the mean slowdown at which `ilp` would be 10 % below "
+             "`sia`, if JCT scales with it from sia's no-variability run (0.9 × sia with / sia without).", "",
+             "| trace | sia: ran at | sia: floor | ilp: ran at | ilp: floor | needed for 10 % |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for t in traces:
+        a, b, n = runs.get(f"{t}/sia/longhorn"), runs.get(f"{t}/ilp/longhorn"), runs.get(f"{t}/sia/none")
+        if not (a and b and a.get("variability_slowdown") and b.get("variability_slowdown")):
+            continue
+        need = f"{0.9 * a['avg_jct'] / n['avg_jct']:.3f}" if n else "-"
+        sa, sb = a["variability_slowdown"], b["variability_slowdown"]
+        lines.append(f"| newtrace-{t} | {sa['mean']:.3f} | {sa['placement_floor']:.3f} | "
+                     f"{sb['mean']:.3f} | {sb['placement_floor']:.3f} | {need} |")
+    return lines
+
+
 def _gavel(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
     """The Gavel-like policy against sia on the traces run, beside the paper's Gavel/Sia ratio."""
     lines = ["### Gavel-like against sia (average JCT)", "",
@@ -153,6 +179,7 @@ def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dic
     for v in VARIABILITY:
         out += _table(runs, traces, v) + [""]
     out += _targets(runs, traces) + [""]
+    out += _slowdowns(runs, traces) + ["", "![slowdowns](sia_compare_slowdown.png)", ""]
     out += _gavel(runs, traces) + [""]
     out += ["### Every run", "", "| trace | variability | policy | done | avg JCT (h) | p50 (h) | p99 (h) | makespan (h) | "
             "restarts/job | utilisation | wall (s) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -169,7 +196,7 @@ def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dic
 def write_csv(runs: dict[str, dict[str, Any]], path: Path) -> None:
     import pandas as pd
 
-    pd.DataFrame(sorted(runs.values(), key=_key)).to_csv(path, index=False)
+    pd.json_normalize(sorted(runs.values(), key=_key)).to_csv(path, index=False)
 
 
 def plot(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> None:
@@ -193,6 +220,41 @@ def plot(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> None
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))  # below, clear of the bars
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=120)
+
+
+def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> bool:
+    """The Longhorn runs' mean slowdown and placement floor per trace, beside the slowdown a 10 %
+    cut would take (:func:`_slowdowns`).  False (no file) when no trace has both runs."""
+    rows = [(t, runs[f"{t}/sia/longhorn"], runs[f"{t}/ilp/longhorn"], runs.get(f"{t}/sia/none")) for t in traces
+            if runs.get(f"{t}/sia/longhorn", {}).get("variability_slowdown")
+            and runs.get(f"{t}/ilp/longhorn", {}).get("variability_slowdown")]
+    if not rows:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = list(range(len(rows)))
+    for pol, k, off, color in (("sia", 1, -0.12, "tab:blue"), ("ilp", 2, 0.12, "tab:orange")):
+        ran = [r[k]["variability_slowdown"]["mean"] for r in rows]
+        fl = [r[k]["variability_slowdown"]["placement_floor"] for r in rows]
+        ax.vlines([i + off for i in x], fl, ran, color=color, lw=2)
+        ax.plot([i + off for i in x], ran, "o", color=color, label=f"{pol}: ran at")
+        ax.plot([i + off for i in x], fl, "_", ms=14, mew=2, color=color, label=f"{pol}: placement floor")
+    need = [(i, 0.9 * r[1]["avg_jct"] / r[3]["avg_jct"]) for i, r in zip(x, rows, strict=True) if r[3]]
+    ax.plot([i for i, _ in need], [v for _, v in need], "x", color="tab:red", ms=9, mew=2,
+            label="needed for ilp 10 % below sia")
+    ax.axhline(1.0, color="k", lw=0.6, ls=":")
+    ax.set_xticks(x, [f"nt-{r[0]}" for r in rows])
+    ax.set_ylabel("mean slowest factor over job-rounds")
+    ax.set_title("Longhorn variability: what the jobs ran at, what placement could reach")
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "sia_compare.md").write_text(md + "\n")
     write_csv(runs, out / "sia_compare.csv")
     plot(runs, done, out / "sia_compare.png")
+    plot_slowdowns(runs, done, out / "sia_compare_slowdown.png")
     print(f"sia_compare: wrote {out}/sia_compare.{{md,csv,png}}", file=sys.stderr)
     return 0
 

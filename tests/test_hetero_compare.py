@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pal_opt import cli
 from pal_opt.check import violations
@@ -16,7 +18,7 @@ from pal_opt.errors import OptionError
 from pal_opt.hetero.cli import detect_trace_format
 from pal_opt.hetero.configs import GpuType, enumerate_configs
 from pal_opt.hetero.goodput import JobKind
-from pal_opt.hetero.gpus import Layout, Variability, draw_variability, parse_variability
+from pal_opt.hetero.gpus import Layout, Variability, draw_variability, parse_variability, placement_floor
 from pal_opt.hetero.ilptypes import IlpTypesPolicy
 from pal_opt.hetero.levelprogram import LevelRound, build_level_program
 from pal_opt.hetero.profiles import Application, load_applications
@@ -86,6 +88,20 @@ def test_simulate_on_a_sia_trace_equals_simulate_sia(sia_dir: Path, tmp_path: Pa
         assert docs[0][key] == docs[1][key]
     assert docs[0]["n_completed"] == 4 and docs[0]["trace_format"] == "sia"
 
+
+
+def test_simulate_with_variability_keeps_the_files_and_reports_the_slowdown(
+    sia_dir: Path, longhorn: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace(sia_dir, tmp_path)
+    out = tmp_path / "var.json"
+    f = str(longhorn / "resnet-longhorn-agg.csv")
+    rc = cli.main(["simulate", str(trace), "--cluster", PAPER, "--profiles", str(sia_dir / "profiles"), "--policy", "ilp",
+                   "--variability", f"aws:classA={f}", "--variability", f"dgx-ext:classA={f}", "--out", str(out)])
+    doc = json.loads(out.read_text())
+    assert rc == 0 and doc["variability"] == {"aws:classA": f, "dgx-ext:classA": f}
+    v = doc["variability_slowdown"]
+    assert v["placement_floor"] <= v["mean"] and f"slowdown {v['mean']:.3f}" in capsys.readouterr().out
 
 @pytest.mark.parametrize(
     ("which", "args", "message"),
@@ -304,3 +320,59 @@ def test_anchored_stage2_never_prices_worse_than_sias_placer(
     assert len(pairs) > 10
     assert all(ours <= theirs + 1e-9 for theirs, ours in pairs)
     assert any(ours < theirs - 1e-6 for theirs, ours in pairs)
+
+
+# -- the placement floor: what placement could win back ------------------------------------------
+def test_placement_floor_by_hand() -> None:
+    layout = Layout((GpuType("a", 3, 4), GpuType("b", 1, 2)))
+    f = np.array([1.0, 1.0, 1.0, 2.0,  # node 0: three fast, one slow
+                  0.9, 1.1, 1.1, 1.1,  # node 1: one faster than nominal
+                  1.2, 1.2, 1.2, 1.2,  # node 2: all slow
+                  1.5, 0.8])  # type b
+    var = Variability({"classA": f}, {"classA": f})
+    floor = placement_floor(layout, var)
+    assert floor("cifar10", [11]) == 0.9  # one GPU anywhere on type a: node 1's fastest
+    assert floor("cifar10", [8, 9, 10]) == 1.0  # three on one node: node 0's three fast ones
+    assert floor("cifar10", [0, 1, 2, 3]) == 1.1  # a whole node: node 1 (1.1) beats 2 (1.2) and 0 (2.0)
+    assert floor("cifar10", [0, 1, 2, 4, 5]) == 1.1  # 3 + 2: node 0 takes 3, node 1 takes 2 (1.1)
+    assert floor("cifar10", [0, 4, 8]) == 1.2  # three nodes, one each: every node, so node 2's 1.2
+    assert floor("cifar10", [0, 13]) == 0.9  # one GPU of each type: max(a's best 0.9, b's best 0.8)
+    assert floor("cifar10", [12, 13]) == 1.5 and floor("cifar10", [12]) == 0.8
+    assert floor("bert", [0, 1, 2, 3]) == 1.0 and floor("cifar10", []) == 1.0  # classB nominal; no GPUs
+
+
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+@settings(max_examples=150, deadline=None)
+def test_placement_floor_is_the_brute_force_minimum(nodes: int, per_node: int, data: st.DataObject) -> None:
+    import itertools
+
+    f = np.array(data.draw(st.lists(st.sampled_from([0.9, 1.0, 1.05, 1.1, 1.3, 2.0]),
+                                    min_size=nodes * per_node, max_size=nodes * per_node)))
+    k = data.draw(st.integers(1, nodes))
+    counts = data.draw(st.lists(st.integers(1, per_node), min_size=k, max_size=k))
+    layout = Layout((GpuType("a", nodes, per_node),))
+    gpus = [n * per_node + s for n, c in enumerate(counts) for s in range(c)]  # counts[i] GPUs on node i
+    rows = f.reshape(nodes, per_node)
+    brute = min(max(np.sort(rows[n])[c - 1] for n, c in zip(ns, counts, strict=True))
+                for ns in itertools.permutations(range(nodes), k))
+    assert placement_floor(layout, Variability({"classA": f}, {"classA": f}))("imagenet", gpus) == brute
+
+
+def test_a_run_with_variability_reports_its_slowdown_above_the_floor(
+    prefix: Workload, apps: dict[str, Application], longhorn: Path
+) -> None:
+    cluster = build_cluster(parse_cluster(PAPER), apps)
+    layout = Layout(cluster)
+    var = draw_variability(layout, {(t.name, "classA"): str(longhorn / "resnet-longhorn-agg.csv") for t in cluster}, seed=0)
+    floor = placement_floor(layout, var)
+    seen: list[tuple[float, float]] = []
+    for method in ("sia", "ilp"):
+        result = simulate_sia(prefix, apps, cluster, SimConfig(method=method, variability=var))
+        v = result.summary()["variability_slowdown"]
+        assert v is not None and 0.9 < v["placement_floor"] <= v["mean"] + 1e-12
+        assert 0 < result.job_rounds <= result.gpus_in_use.sum()  # a job holding GPUs holds at least one
+        seen.append((v["mean"], v["placement_floor"]))
+    assert seen[1][0] <= seen[0][0]  # ilp sees the factors; sia does not
+    assert floor("cifar10", list(range(64))) == var.raw["classA"].max()  # the whole cluster: its slowest GPU
+    nominal = simulate_sia(prefix, apps, cluster, SimConfig(method="sia")).summary()
+    assert nominal["variability_slowdown"] is None

@@ -30,7 +30,8 @@ Policy and simulator (:mod:`pal_opt.hetero.policy`, :mod:`pal_opt.hetero.simjob`
     (:mod:`pal_opt.hetero.cli`; ``pal-opt simulate --trace-format sia``).
 GPUs, variability and comparators (:mod:`pal_opt.hetero.gpus`, :mod:`pal_opt.hetero.levelprogram`, :mod:`pal_opt.hetero.jointprogram`, :mod:`pal_opt.hetero.ilptypes`, :mod:`pal_opt.hetero.typeblind`)
     :class:`Layout` (GPU positions), :class:`Variability`, :func:`draw_variability`,
-    :func:`parse_variability`; :class:`IlpTypesPolicy` (pal-opt's ``ilp`` with types: the level
+    :func:`parse_variability`, :func:`placement_floor` (the best slowest factor a gang's per-node
+    counts allow); :class:`IlpTypesPolicy` (pal-opt's ``ilp`` with types: the level
     program :func:`build_level_program`, then the core round program; or, ``joint=True``, one
     program of configuration, level and GPUs, :func:`build_joint_program`); :class:`TypeBlindPolicy`
     (PAL and Packed ignoring types); :class:`GavelPolicy` (Gavel-like max-min fair type shares,
@@ -93,7 +94,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         progress_rate,
         training_target,
     )
-    from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability
+    from .gpus import APP_CLASS, Layout, Variability, draw_variability, parse_variability, placement_floor
     from .ilptypes import IlpTypesPolicy
     from .jointprogram import JointProgram, JointRound, build_joint_program, solve_joint
     from .levelprogram import LevelProgram, LevelRound, build_level_program
@@ -198,7 +199,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "JobRecord", "SiaResult", "SimConfig", "build_cluster", "parse_cluster", "simulate_sia",
         "summarise", "HETERO_METHODS", "make_policy",
     ),
-    ".gpus": ("APP_CLASS", "Layout", "Variability", "draw_variability", "parse_variability"),
+    ".gpus": ("APP_CLASS", "Layout", "Variability", "draw_variability", "parse_variability", "placement_floor"),
     ".ilptypes": ("IlpTypesPolicy",),
     ".jointprogram": ("JointProgram", "JointRound", "build_joint_program", "solve_joint"),
     ".levelprogram": ("LevelProgram", "LevelRound", "build_level_program"),
@@ -307,6 +308,7 @@ __all__ = [
     "Variability",
     "draw_variability",
     "parse_variability",
+    "placement_floor",
     "IlpTypesPolicy",
     "LevelProgram",
     "LevelRound",

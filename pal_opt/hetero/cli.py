@@ -228,7 +228,10 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{args.policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg:.2f} h, p99 JCT {p99:.2f} h, "
             f"makespan {mk:.2f} h, utilisation {doc['utilisation']:.3f}, restarts/job "
-            f"{doc['avg_restarts_per_job']:.2f}, {doc['wall_seconds']:.0f} s -> {args.out}"
+            f"{doc['avg_restarts_per_job']:.2f}"
+            + (f", slowdown {v['mean']:.3f} (placement floor {v['placement_floor']:.3f})"
+               if (v := doc.get("variability_slowdown")) else "")
+            + f", {doc['wall_seconds']:.0f} s -> {args.out}"
         )
     return 0
 

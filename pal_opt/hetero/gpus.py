@@ -14,6 +14,12 @@ Variability (``--variability TYPE:CLASS=FILE``)
 Speed
     A job's progress rate on a GPU set is its rate on that type and shape divided by the
     slowest raw factor of its class among its GPUs (:meth:`Variability.slowdown`).
+What placement can win
+    :func:`placement_floor` gives, for a gang's per-node GPU counts on each type, the smallest
+    slowest-factor any GPUs of that shape could have on the empty cluster.  The simulator
+    reports the mean over job-rounds of both the slowdown the jobs ran at and this floor
+    (``variability_slowdown`` in :func:`pal_opt.hetero.simulate.summarise`): how much of what variability
+    cost a run a placer choosing among GPUs, with the same configurations, could have won back.
 Applications and classes
     :data:`APP_CLASS` maps Sia's applications onto PAL's classes: the convolutional networks
     (cifar10, imagenet, yolov3) onto classA (ResNet-like), bert and deepspeech2 onto classB
@@ -22,8 +28,10 @@ Applications and classes
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +40,7 @@ import numpy as np
 from ..errors import InstanceError, OptionError
 from .configs import GpuType
 
-__all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "draw_variability"]
+__all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "draw_variability", "placement_floor"]
 
 #: Sia application -> PAL class whose measurements it draws (module docstring).
 APP_CLASS: dict[str, str] = {
@@ -201,3 +209,48 @@ def draw_variability(layout: Layout, files: Mapping[tuple[str, str], str], seed:
     for arr in (*raw.values(), *binned.values()):
         arr.setflags(write=False)
     return Variability(raw, binned, {f"{t}:{c}": f for (t, c), f in files.items()})
+
+
+def _best_max(rows: np.ndarray, counts: tuple[int, ...]) -> float:
+    """The smallest v such that every count (descending) gets a node of its own with at least
+    that many GPUs of factor <= v (``rows``: one node's factors a row).  Giving the largest count
+    the node with the most such GPUs, and so on down, is feasible whenever any matching is, so
+    a threshold is feasible iff the descending counts fit under the descending capacities."""
+    need = np.array(sorted(counts, reverse=True))
+    if need.size > rows.shape[0] or need.max(initial=0) > rows.shape[1]:
+        raise ValueError(f"per-node counts {counts} do not fit {rows.shape[0]} nodes of {rows.shape[1]} GPUs")
+    values = np.unique(rows)
+    lo, hi = 0, values.size - 1  # the largest factor is always feasible
+    while lo < hi:
+        mid = (lo + hi) // 2
+        caps = np.sort((rows <= values[mid]).sum(axis=1))[::-1][: need.size]
+        if np.all(need <= caps):
+            hi = mid
+        else:
+            lo = mid + 1
+    return float(values[lo])
+
+
+def placement_floor(layout: Layout, variability: Variability) -> Callable[[str, Sequence[int]], float]:
+    """``floor(app, gpus)``: the smallest slowest raw factor of ``app``'s class over all GPU sets
+    with the per-node counts of ``gpus`` on each type (on the empty cluster; 1.0 without
+    factors).  No placement with those counts runs faster; the floor ignores the other jobs."""
+
+    @functools.cache
+    def best(key: str, type_index: int, counts: tuple[int, ...]) -> float:
+        gt = layout.types[type_index]
+        lo = layout.first[type_index]
+        rows = np.asarray(variability.raw[key][lo : lo + gt.total_gpus]).reshape(gt.nodes, gt.gpus_per_node)
+        return _best_max(rows, counts)
+
+    def floor(app: str, gpus: Sequence[int]) -> float:
+        key = variability.key(app)
+        if key is None or not len(gpus):
+            return 1.0
+        per_node = Counter((int(layout.type_of[g]), int(layout.node_of[g])) for g in gpus)
+        by_type: dict[int, list[int]] = {}
+        for (t, _), n in per_node.items():
+            by_type.setdefault(t, []).append(n)
+        return max(best(key, t, tuple(sorted(c, reverse=True))) for t, c in by_type.items())
+
+    return floor

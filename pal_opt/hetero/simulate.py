@@ -16,7 +16,10 @@ ends.  The run ends when every job has completed (or at ``max_time``).
 Metrics (the artifact's ``utils/print_run_stats.py``): JCT = completion − submission; average,
 median, p99 = the sorted JCTs at index ⌊0.99 n⌋; makespan = last completion − first submission;
 utilisation = mean over rounds of the GPUs held by unfinished jobs (restart delays included) /
-the cluster's GPUs; restarts per job; per-application averages.
+the cluster's GPUs; restarts per job; per-application averages.  With variability, also the
+mean over job-rounds (a job holding GPUs for a round counts once, whatever its GPUs: what its
+JCT feels) of the slowdown the jobs ran at and of its placement floor
+(:func:`pal_opt.hetero.gpus.placement_floor`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from ..errors import InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
 from .configs import GpuType
 from .goodput import JobKind
-from .gpus import Layout, Variability
+from .gpus import Layout, Variability, placement_floor
 from .ilptypes import IlpTypesPolicy
 from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
@@ -164,6 +167,11 @@ class SiaResult:
     max_solve_seconds: float
     rounds_not_optimal: int
     wall_seconds: float
+    #: With variability: Σ over rounds and jobs holding GPUs of the job's slowdown, of its
+    #: placement floor, and the job-rounds counted (all 0 without variability).
+    slowdown_sum: float = 0.0
+    floor_sum: float = 0.0
+    job_rounds: int = 0
 
     def summary(self) -> dict[str, Any]:
         """The metrics of the module docstring (seconds), see :func:`summarise`."""
@@ -207,6 +215,10 @@ def summarise(result: SiaResult) -> dict[str, Any]:
         a: float(np.mean([r.jct for r in done if r.application == a])) if any(r.application == a for r in done) else None
         for a in apps
     }
+    out["variability_slowdown"] = (
+        {"mean": result.slowdown_sum / result.job_rounds, "placement_floor": result.floor_sum / result.job_rounds}
+        if result.job_rounds else None
+    )
     out["solve_seconds"] = result.solve_seconds
     out["max_solve_seconds"] = result.max_solve_seconds
     out["rounds_not_optimal"] = result.rounds_not_optimal
@@ -377,6 +389,8 @@ def _run(
     use: list[list[int]] = []
     now = 0.0
     completed = 0
+    floor = placement_floor(layout, cfg.variability) if cfg.variability.active else None
+    slow = [0.0, 0.0, 0.0]  # Σ slowdown, Σ floor, job-rounds (SiaResult)
     while completed < len(jobs) and now < cfg.max_time:
         for job in live:
             job.advance(cfg.round_length, now)
@@ -392,16 +406,21 @@ def _run(
         for job in live:
             if job.type_index is not None:
                 held[job.type_index] += job.gpus
+                if floor is not None:
+                    slow[0] += job.slowdown
+                    slow[1] += floor(job.app.name, job.allocation or ())
+                    slow[2] += 1
         use.append(held)
         if progress is not None:
             progress(len(use), completed, len(jobs), now)
     if completed < len(jobs):
         logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now, len(jobs) - completed, len(jobs))
-    return _result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0)
+    return _result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow)
 
 
 def _result(
-    jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float
+    jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float,
+    slow: Sequence[float],
 ) -> SiaResult:
     records = tuple(
         JobRecord(
@@ -420,4 +439,7 @@ def _result(
         max_solve_seconds=policy.stats.max_solve_seconds,
         rounds_not_optimal=policy.stats.not_optimal,
         wall_seconds=wall,
+        slowdown_sum=slow[0],
+        floor_sum=slow[1],
+        job_rounds=int(slow[2]),
     )
