@@ -68,7 +68,8 @@ def interrupt_when_solving(monkeypatch, backend: str, after: float, times: int =
 
     monkeypatch.setattr(cls, "solve", solve_with_timer)
     return sent
-def _sigint_default() -> None:
+def sigint_default() -> None:
+    """Child pre-exec: SIGINT at its default action (see :func:`popen`)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -88,7 +89,7 @@ def popen(args: Sequence[str], *, sigint_ignored: bool = False, **kwargs: Any) -
     between ``fork`` and ``exec`` (``preexec_fn``: the only Python code run there).
     """
     opts: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **kwargs}
-    return subprocess.Popen(args, preexec_fn=_sigint_ignored if sigint_ignored else _sigint_default, **opts)
+    return subprocess.Popen(args, preexec_fn=_sigint_ignored if sigint_ignored else sigint_default, **opts)
 
 
 def sigint_ignored(pid: int) -> bool:

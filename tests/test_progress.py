@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from procs import sigint_default
 
 from pal_opt import progress
 from pal_opt.cliprogress import LiveLine, live_line, status_bar, terminal_shape
@@ -174,7 +175,9 @@ def _run(args: list[str], *, terminal: bool, interrupt_on: str | None = None,
         return r.returncode, r.stdout, r.stderr
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=_env())
+    # SIGINT at its default in the child even when this run inherited it ignored (procs.popen)
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=_env(),
+                         preexec_fn=sigint_default)
     os.close(slave)
     err = b""
     deadline = time.monotonic() + timeout
