@@ -37,3 +37,14 @@ def test_heuristic_vs_optimal_gaps_are_non_negative() -> None:
     mod = runpy.run_path(str(EXAMPLES / "heuristic_vs_optimal.py"))
     rows = mod["main"](rounds=2)
     assert rows and all(r["gap"] >= -1e-9 for r in rows)
+
+
+def test_gpu_types_ilp_runs_no_slower_than_sia_and_never_below_the_floor() -> None:
+    mod = runpy.run_path(str(EXAMPLES / "gpu_types.py"))
+    if not mod["PROFILES"].is_dir() or not mod["LONGHORN"].is_dir():
+        pytest.skip(f"Sia profiles or Longhorn measurements not available under {mod['SHARED']}")
+    out = mod["main"]()
+    assert out is not None and out["sia"]["n_completed"] == out["ilp"]["n_completed"] == 6
+    sia, ilp = out["sia"]["variability_slowdown"], out["ilp"]["variability_slowdown"]
+    assert ilp["mean"] <= sia["mean"]  # ilp sees the factors, sia does not
+    assert sia["placement_floor"] <= sia["mean"] and ilp["placement_floor"] <= ilp["mean"]
