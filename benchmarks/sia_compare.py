@@ -235,7 +235,7 @@ def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(8, 4.6))
     x = list(range(len(rows)))
     for pol, k, off, color in (("sia", 1, -0.12, "tab:blue"), ("ilp", 2, 0.12, "tab:orange")):
         ran = [r[k]["variability_slowdown"]["mean"] for r in rows]
@@ -250,8 +250,9 @@ def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Pat
     ax.set_xticks(x, [f"nt-{r[0]}" for r in rows])
     ax.set_ylabel("mean slowest factor over job-rounds")
     ax.set_title("Longhorn variability: what the jobs ran at, what placement could reach")
-    ax.legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3)  # below, clear of the points
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
