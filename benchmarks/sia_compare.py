@@ -49,10 +49,11 @@ HOUR = 3600.0
 
 
 def _files(cluster: Any, variability: str) -> dict[tuple[str, str], str]:
+    from pal_opt.io.measurements import PAL_CLASS_FILES
+
     if variability == "none":
         return {}
-    return {(t.name, c): str(LONGHORN / f) for t in cluster
-            for c, f in (("classA", "resnet-longhorn-agg.csv"), ("classB", "bert-longhorn-agg.csv"))}
+    return {(t.name, c): str(LONGHORN / PAL_CLASS_FILES[c]) for t in cluster for c in ("classA", "classB")}
 
 
 def run_one(trace: int, policy: str, variability: str) -> dict[str, Any]:
@@ -123,6 +124,13 @@ def _targets(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
     return lines
 
 
+def _needed(runs: dict[str, dict[str, Any]], t: int) -> float | None:
+    """The mean slowdown at which ``ilp`` would be 10 % below ``sia`` on newtrace-``t``, if JCT
+    scales with it from sia's no-variability run (None without that run)."""
+    a, n = runs.get(f"{t}/sia/longhorn"), runs.get(f"{t}/sia/none")
+    return 0.9 * a["avg_jct"] / n["avg_jct"] if a and n else None
+
+
 def _slowdowns(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
     """Where the variability goes: the slowdown the jobs ran at, its placement floor, and the
     slowdown a 10 % cut would take (sia's JCT scales with its mean slowdown: 1.0 gives its JCT
@@ -137,13 +145,12 @@ def _slowdowns(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
              "| trace | sia: ran at | sia: floor | ilp: ran at | ilp: floor | needed for 10 % |",
              "| --- | --- | --- | --- | --- | --- |"]
     for t in traces:
-        a, b, n = runs.get(f"{t}/sia/longhorn"), runs.get(f"{t}/ilp/longhorn"), runs.get(f"{t}/sia/none")
+        a, b, need = runs.get(f"{t}/sia/longhorn"), runs.get(f"{t}/ilp/longhorn"), _needed(runs, t)
         if not (a and b and a.get("variability_slowdown") and b.get("variability_slowdown")):
             continue
-        need = f"{0.9 * a['avg_jct'] / n['avg_jct']:.3f}" if n else "-"
         sa, sb = a["variability_slowdown"], b["variability_slowdown"]
         lines.append(f"| newtrace-{t} | {sa['mean']:.3f} | {sa['placement_floor']:.3f} | "
-                     f"{sb['mean']:.3f} | {sb['placement_floor']:.3f} | {need} |")
+                     f"{sb['mean']:.3f} | {sb['placement_floor']:.3f} | {'-' if need is None else f'{need:.3f}'} |")
     return lines
 
 
@@ -225,7 +232,7 @@ def plot(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> None
 def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> bool:
     """The Longhorn runs' mean slowdown and placement floor per trace, beside the slowdown a 10 %
     cut would take (:func:`_slowdowns`).  False (no file) when no trace has both runs."""
-    rows = [(t, runs[f"{t}/sia/longhorn"], runs[f"{t}/ilp/longhorn"], runs.get(f"{t}/sia/none")) for t in traces
+    rows = [(t, runs[f"{t}/sia/longhorn"], runs[f"{t}/ilp/longhorn"], _needed(runs, t)) for t in traces
             if runs.get(f"{t}/sia/longhorn", {}).get("variability_slowdown")
             and runs.get(f"{t}/ilp/longhorn", {}).get("variability_slowdown")]
     if not rows:
@@ -243,7 +250,7 @@ def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Pat
         ax.vlines([i + off for i in x], fl, ran, color=color, lw=2)
         ax.plot([i + off for i in x], ran, "o", color=color, label=f"{pol}: ran at")
         ax.plot([i + off for i in x], fl, "_", ms=14, mew=2, color=color, label=f"{pol}: placement floor")
-    need = [(i, 0.9 * r[1]["avg_jct"] / r[3]["avg_jct"]) for i, r in zip(x, rows, strict=True) if r[3]]
+    need = [(i, r[3]) for i, r in zip(x, rows, strict=True) if r[3] is not None]
     ax.plot([i for i, _ in need], [v for _, v in need], "x", color="tab:red", ms=9, mew=2,
             label="needed for ilp 10 % below sia")
     ax.axhline(1.0, color="k", lw=0.6, ls=":")

@@ -26,6 +26,7 @@ from pal_opt.hetero import (
     read_workload,
     simulate_sia,
 )
+from pal_opt.io.measurements import PAL_CLASS_FILES
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("PAL_OPT_SHARED", HERE.parents[1] / "shared"))
@@ -41,8 +42,7 @@ def main(workload_csv: Path = HERE / "data" / "newtrace-mini.csv") -> dict[str, 
     workload = read_workload(workload_csv)
     apps = load_applications(PROFILES, workload.applications())
     cluster = build_cluster(parse_cluster(CLUSTER), apps)
-    files = {(t.name, c): str(LONGHORN / f) for t in cluster
-             for c, f in (("classA", "resnet-longhorn-agg.csv"), ("classB", "bert-longhorn-agg.csv"))}
+    files = {(t.name, c): str(LONGHORN / PAL_CLASS_FILES[c]) for t in cluster for c in ("classA", "classB")}
     variability = draw_variability(Layout(cluster), files, seed=0)
     out = {}
     print(f"{workload_csv.name}: {len(workload)} jobs on {CLUSTER}, Longhorn variability (seed 0)")

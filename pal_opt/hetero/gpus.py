@@ -243,14 +243,16 @@ def placement_floor(layout: Layout, variability: Variability) -> Callable[[str, 
         rows = np.asarray(variability.raw[key][lo : lo + gt.total_gpus]).reshape(gt.nodes, gt.gpus_per_node)
         return _best_max(rows, counts)
 
-    def floor(app: str, gpus: Sequence[int]) -> float:
-        key = variability.key(app)
-        if key is None or not len(gpus):
-            return 1.0
+    @functools.cache  # the simulator asks for every held allocation every round; most repeat
+    def of_key(key: str, gpus: tuple[int, ...]) -> float:
         per_node = Counter((int(layout.type_of[g]), int(layout.node_of[g])) for g in gpus)
         by_type: dict[int, list[int]] = {}
         for (t, _), n in per_node.items():
             by_type.setdefault(t, []).append(n)
         return max(best(key, t, tuple(sorted(c, reverse=True))) for t, c in by_type.items())
+
+    def floor(app: str, gpus: Sequence[int]) -> float:
+        key = variability.key(app)
+        return 1.0 if key is None or not len(gpus) else of_key(key, tuple(gpus))
 
     return floor
