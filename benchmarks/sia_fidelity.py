@@ -44,6 +44,8 @@ CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
 VARIANTS = ("adaptive", "scale-gpus")
 TOLERANCE = {"avg_jct": 0.15, "p99_jct": 0.25}
 HOUR = 3600.0
+#: Backends the traces also run on by default (``--tie-backends``); any other choice is a partial run.
+TIE_BACKENDS = "cpsat,cbc"
 
 
 def run_variant(variant: str, trace: Path, backend: str | None = None) -> dict[str, Any]:
@@ -264,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instances", type=int, default=4, help="2,048-GPU instances (default 4)")
     ap.add_argument("--record-jobs", type=int, default=320, help="newtrace-7 jobs simulated to record rounds")
     ap.add_argument("--mip-time-limit", type=float, default=60.0, help="seconds for the one-MIP runs")
-    ap.add_argument("--tie-backends", default="cpsat,cbc",
+    ap.add_argument("--tie-backends", default=TIE_BACKENDS,
                     help="backends the traces are also run on, to show what the choice among tied optima "
                          "moves (default cpsat,cbc; empty for none)")
     add_output_arguments(ap)
@@ -274,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     variants = [v for v in args.variants.split(",") if v]
     partial = [flag for flag, on in (("--variants", set(variants) != set(VARIANTS)), ("--no-scale", args.no_scale),
-                                     ("--tie-backends", args.tie_backends != "cpsat,cbc")) if on]
+                                     ("--tie-backends", args.tie_backends != TIE_BACKENDS)) if on]
     out = output_dir(args, "sia_fidelity", partial=" ".join(partial) or None)
     trace = DATA / "workloads" / "newtrace-7.csv"
     result: dict[str, Any] = {"variants": {}}
@@ -292,11 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         result["variants"][variant] = {"ours": ours, "reference": {k: ref[k] for k in ("wall_seconds", "command")},
                                        "reference_figures": figures, "backends": others,
                                        "comparison": compare(ours, ref)}
+    sys.path.insert(0, str(ROOT))
     if not args.no_scale:
-        sys.path.insert(0, str(ROOT))
         result["scale"] = scale_experiment(args)
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from pal_opt.ilp.backends import available_backends, get_backend
 
     result["meta"] = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
