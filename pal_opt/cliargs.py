@@ -141,18 +141,21 @@ def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any
     return replace(instance, params=replace(instance.params, costs=merged))
 
 
-def add_restart_arguments(p: argparse.ArgumentParser, *, resumed: bool = False, from_instance: bool = False) -> None:
+def add_restart_arguments(
+    p: argparse.ArgumentParser, *, resumed: bool = False, from_instance: bool = False, round_default: str | None = None,
+) -> None:
     """``--restart-cost S`` and ``--round S``, in the one unit every command and the API use
     (:mod:`pal_opt.cost.restart`): seconds of work a moved job loses on each of its GPUs, priced
     by the round program as ``−ln(1 − S/R)`` per GPU for rounds of ``R`` seconds.
 
     ``resumed``: the command also charges a job resumed after a preemption (the simulator).
     ``from_instance``: the flags override the instance file's ``params`` (default: keep them).
+    ``round_default``: what the help says ``--round`` defaults to, where the command decides it.
     """
     from .options import DEFAULT_ROUND_LENGTH
 
     when = "is moved or resumed after a preemption" if resumed else "is moved"
-    keep = "the instance's" if from_instance else None
+    keep = "the instance's" if from_instance else round_default
     p.add_argument("--restart-cost", type=nonneg_float, default=None if from_instance else 0.0, metavar="S",
                    help=f"seconds of work a running job loses on each of its GPUs when it {when} (GPU-seconds "
                         f"per GPU; default {keep or 0}); the round program charges -ln(1 - S/R) per GPU")
@@ -209,8 +212,12 @@ def _method_list(names: tuple[str, ...]) -> Any:
 def add_method_arguments(
     p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None, binning: bool = True,
     time_limit_default: float | None = None, multiple: bool = False, extra: tuple[str, ...] = (),
+    time_limit_help: str | None = None,
 ) -> None:
     """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...).
+
+    ``time_limit_help``: the help of ``--time-limit``, where the default depends on more than
+    ``time_limit_default``.
 
     ``multiple``: the flag takes comma-separated methods (a list; see :func:`solve_options_each`).
     ``extra``: names accepted besides the registered methods (``simulate``'s ``sia``).
@@ -231,15 +238,16 @@ def add_method_arguments(
     if binning:
         p.add_argument("--binning", choices=[b.value for b in Binning], default=None,
                        help="override the round's binning mode")
-    add_exact_arguments(p, time_limit_default=time_limit_default)
+    add_exact_arguments(p, time_limit_default=time_limit_default, time_limit_help=time_limit_help)
 
 
 def add_exact_arguments(
     p: argparse.ArgumentParser, *, admission: bool = True, parts: bool = True, time_limit_default: float | None = None,
+    time_limit_help: str | None = None,
 ) -> None:
     """The options of the exact methods, in their own group: ``--backend``, ``--time-limit``,
     ``--gap``, ``--threads``, ``--backend-param`` and, unless turned off, ``--admission`` and
-    ``--parts``."""
+    ``--parts``.  ``time_limit_help`` replaces the help of ``--time-limit``."""
     from .options import Admission
 
     backends = _backend_choices()
@@ -253,7 +261,7 @@ def add_exact_arguments(
     limit = ("wall-clock seconds for the whole command, counted from its start: the best answer by "
              "then, at worst the greedy one" if time_limit_default is None else
              f"wall-clock seconds per round (default {time_limit_default:g})")
-    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help=limit)
+    ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help=time_limit_help or limit)
     ex.add_argument("--gap", type=nonneg_float, default=None, metavar="G",
                     help="relative gap target on the geometric-mean slowdown")
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads")

@@ -63,7 +63,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4); sia: TYPE:SERVERSxGPUS,... "
                         "(default aws:6x4,rtx:3x8,dgx-ext:2x8)")
     add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True,
-                         extra=hetero_policy_names())
+                         extra=hetero_policy_names(),
+                         time_limit_help=f"wall-clock seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g}; "
+                                         "sia traces: per round program, default until proven optimal)")
     sia = p.add_argument_group("sia traces (clusters of GPU types)")
     sia.add_argument("--profiles", default=None, metavar="DIR",
                      help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
@@ -77,13 +79,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
     p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
                    help="slowdown of a gang spanning servers within one rack (default: λ)")
-    add_restart_arguments(p, resumed=True)
+    add_restart_arguments(p, resumed=True, round_default="360; sia traces: 60")
     p.set_defaults(round=None)  # pal: 360 s, sia: 60 s
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
                    help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
-                        "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D")
+                        "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D; sia traces: "
+                        "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (default: every GPU nominal)")
     p.add_argument("--synthetic-variability", type=int, default=None, metavar="SEED",
                    help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
                         "(without either option: the shared Longhorn files if present, else the synthetic model, "
