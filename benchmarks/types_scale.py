@@ -5,16 +5,16 @@ Rounds: :func:`pal_opt.generate.generate_typed_instance` on ``aws:64x8,rtx:96x8,
 one type, λ = 1.7, factors drawn from the Longhorn measurements (synthetic when ``../shared``
 is absent) and, when the Sia profiles are in ``../shared``, each class's relative throughput
 per type from them (:data:`pal_opt.generate.SIA_APP_OF_CLASS`); without them every type runs
-at 1.0 and types only constrain.  Seeds 0-2.
+at 1.0 and types only constrain.  Seeds 0-4 by default.
 
 Each round is solved by ``solve_ilp(backend=B, gap=0.005, time_limit=5)`` for each backend
-``B`` of ``--backends`` (default HiGHS only), prefix admission; *time* is the whole call
+``B`` of ``--backends`` (default all three), prefix admission; *time* is the whole call
 (admission, formulation, start placements, LP bound, MIP, decoding, pricing), generation and
 binning outside it.
 
 Usage::
 
-    python benchmarks/types_scale.py [--seeds 3] [--backends highs,cpsat,cbc] [--update | --out-dir DIR]
+    python benchmarks/types_scale.py [--seeds 5] [--backends highs,cpsat,cbc] [--update | --out-dir DIR]
 
 Writes ``types_scale.md`` (the committed one in ``benchmarks/results/`` only with ``--update``).
 """
@@ -86,8 +86,8 @@ def _meets(r: dict[str, Any]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--backends", default="highs", help="comma-separated backends (highs, cpsat, cbc)")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    ap.add_argument("--backends", default="highs,cpsat,cbc", help="comma-separated backends (default highs,cpsat,cbc)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     out = output_dir(args, "types_scale") / "types_scale.md"
@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
     tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
     lines = ["# Round program with GPU types at 2,048 GPUs", "", "Machine:", "", *host, "",
+             f"Command: `python benchmarks/types_scale.py --seeds {args.seeds} --backends {args.backends}`.", "",
              f"Cluster `{CLUSTER}`; 600 queued jobs, 20 % guaranteed; factors: {src}; throughput: {tput}; "
              "gap target 0.5 %, 5 s limit.", "",
              "| seed | backend | time s | status | gap at 5 s | admitted jobs | guaranteed in queue | variables | rows | "

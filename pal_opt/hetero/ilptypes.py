@@ -25,9 +25,10 @@ Stage 2 (pal-opt's round program, :func:`pal_opt.solve.solve` with ``ilp``)
     type and count are unchanged keeps its GPUs instead.
 
 Both stages see the same binned factors as every other policy (:mod:`pal_opt.hetero.gpus`).
-The program is two-level, not one joint GPU-level program: stage 1's level rows are exact for
-one class at a time, and stage 2 may land a job on a worse level than stage 1 counted on when
-classes compete for the same GPUs.
+By default the program is two-level: stage 1's level rows are exact for one class at a time,
+and stage 2 may land a job on a worse level than stage 1 counted on when classes compete for
+the same GPUs.  ``joint=True`` instead solves one GPU-level program of configuration, level
+and GPUs (:mod:`pal_opt.hetero.jointprogram`), exact for every level but slower.
 """
 
 from __future__ import annotations
