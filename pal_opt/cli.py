@@ -64,6 +64,7 @@ from .cliargs import (
     job_ids,
     methods_epilog,
     nonneg_int,
+    output_file,
     pos_int,
     positive_float,
     solve_options,
@@ -204,7 +205,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
         help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
     )
     g.add_argument("--name", help="round name")
-    g.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json",
+    g.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     g.set_defaults(func=_cmd_generate)
 
@@ -259,7 +260,7 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     add_restart_arguments(b)
     b.add_argument("--name", help="round name (default: the GPU table's file name)")
-    b.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json",
+    b.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     b.set_defaults(func=_cmd_import_blox)
     return isub

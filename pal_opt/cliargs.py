@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "pos_int",
     "job_ids",
     "gpu_ids",
+    "output_file",
     "key_value",
     "methods_epilog",
     "cost_param",
@@ -74,6 +76,20 @@ def nonneg_int(text: str) -> int:
 def pos_int(text: str) -> int:
     """An integer >= 1."""
     return int(_number(text, 1, integer=True))
+
+
+def output_file(text: str) -> str:
+    """A file to write: not empty and not an existing directory (checked before any work is done;
+    whether the directory it goes in exists is each command's check).
+
+    >>> output_file("out.json")
+    'out.json'
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty file name")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
+    return text
 
 
 def job_ids(text: str) -> list[int | str]:
@@ -277,7 +293,7 @@ def add_exact_arguments(
 
 def add_output_arguments(p: argparse.ArgumentParser, *, what: str = "the result") -> None:
     """``-o/--out`` (write the result as JSON, atomically) and ``--quiet`` (no progress line)."""
-    p.add_argument("-o", "--out", "--output", dest="out", metavar="PLACEMENT.json",
+    p.add_argument("-o", "--out", "--output", dest="out", type=output_file, metavar="PLACEMENT.json",
                    help=f"write {what} as JSON (atomically); without it only the summary is printed")
     p.add_argument("--quiet", action="store_true",
                    help="no progress line on stderr (shown on a terminal once a solve has run 2 s)")

@@ -40,7 +40,7 @@ from scipy.special import ndtr
 
 from .errors import OptionError
 from .model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
-from .options import DEFAULT_ROUND_LENGTH
+from .options import DEFAULT_ROUND_LENGTH, check_cluster_size
 from .seeds import SeedLike, make_rng
 
 __all__ = [
@@ -431,6 +431,7 @@ def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_pena
     _validate_int("racks", racks, 0)
     if racks > nodes:
         raise OptionError(f"racks must not exceed nodes ({nodes}), got {racks}")
+    check_cluster_size(nodes * gpus_per_node, "nodes x gpus_per_node")
     for label, v in (("busy_fraction", busy), ("failed_fraction", failed), ("running_fraction", running)):
         if not (0.0 <= v <= 1.0):
             raise OptionError(f"{label} must be between 0 and 1, got {v!r}")

@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import OptionError
 from .model import Cluster, Job, RoundInstance
+from .options import check_cluster_size
 
 __all__ = [
     "parse_cluster_spec",
@@ -62,6 +63,7 @@ def parse_cluster_spec(text: str) -> list[tuple[str, int, int]]:
         if name in [o[0] for o in out]:
             raise OptionError(f"--cluster: GPU type {name!r} is given twice")
         out.append((name, int(nodes), int(gpus)))
+    check_cluster_size(sum(n * g for _, n, g in out), f"--cluster {text.strip()}")
     return out
 
 

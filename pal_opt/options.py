@@ -35,6 +35,8 @@ __all__ = [
     "BackendName",
     "DEFAULT_ILP_TIME_LIMIT",
     "DEFAULT_ROUND_LENGTH",
+    "MAX_CLUSTER_GPUS",
+    "check_cluster_size",
     "SolveOptions",
     "validate_choice",
 ]
@@ -48,6 +50,20 @@ DEFAULT_ILP_TIME_LIMIT: float = 10.0
 #: restart cost (seconds lost per GPU of a moved job) is priced as a share of it
 #: (:func:`pal_opt.cost.restart.restart_cost_units`).
 DEFAULT_ROUND_LENGTH: float = 360.0
+
+#: The largest cluster a command builds from a size on its command line (``--cluster``,
+#: ``--nodes`` × ``--gpus-per-node``): 16× the 65,536 GPUs the benchmarks measure.  A typo of a
+#: few digits more would otherwise try to allocate terabytes before saying anything.
+MAX_CLUSTER_GPUS: int = 1 << 20
+
+
+def check_cluster_size(gpus: int, what: str) -> None:
+    """Raise :class:`OptionError` if a cluster of ``gpus`` GPUs exceeds :data:`MAX_CLUSTER_GPUS`.
+
+    >>> check_cluster_size(2048, "--cluster")
+    """
+    if gpus > MAX_CLUSTER_GPUS:
+        raise OptionError(f"{what}: {gpus:,} GPUs; pal-opt builds clusters of at most {MAX_CLUSTER_GPUS:,}")
 
 
 class Binning(enum.StrEnum):

@@ -285,6 +285,8 @@ def test_bad_instance_in_check_too(tmp_path, capsys):
         ('{"placements": {"0": 3}}', "placements.0: must be an array"),
         ('{"placements": {"0": [1, 2.5]}}', "placements.0[1]: must be a GPU id (integer), got 2.5"),
         ('{"placements": {"0": [1]}, "objective": NaN}', "objective: must be a finite number, got NaN"),
+        ('{"method": "pal", "status": "feasible"}',
+         "placements: missing, and the file is not a bare {job id: [GPU ids]} object either (method: must be an array"),
     ],
 )
 def test_bad_placement_file(content, expected, tmp_path, capsys):
@@ -463,6 +465,24 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["solve", "{inst}", "--method", "packed", "--gap", "0.01"], "gap"),
         (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "--locality-penalty", "0.5", "-o", "{out}"], "locality_penalty must be a finite number >= 1"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        # a cluster size with a few digits too many fails at once instead of allocating terabytes
+        (["generate", "--nodes", "99999999999999", "--gpus-per-node", "4", "--jobs", "1", "-o", "{out}"],
+         "399,999,999,999,996 GPUs; pal-opt builds clusters of at most 1,048,576"),
+        (["generate", "--cluster", "aws:99999999999999x4", "--jobs", "1", "-o", "{out}"],
+         "--cluster aws:99999999999999x4: 399,999,999,999,996 GPUs"),
+        (["simulate", "{trace}", "--cluster", "99999999x99999", "-o", "{out}"], "9,999,899,900,001 GPUs"),
+        (["simulate", "{trace}", "--trace-format", "sia", "--profiles", "{tmp}", "--cluster", "aws:99999999999999x4",
+          "-o", "{out}"], "399,999,999,999,996 GPUs"),
+        # an output that cannot be a file is refused before any work
+        (["solve", "{inst}", "-o", ""], "argument -o/--out/--output: empty file name"),
+        (["solve", "{inst}", "-o", "{tmp}"], "is a directory; give a file name"),
+        (["simulate", "{trace}", "-o", "{tmp}"], "is a directory; give a file name"),
+        (["simulate", "{trace}", "-o", "{out}", "--plot", ""], "argument --plot: empty file name"),
+        (["partition", "{trace}", "--machines", "4", "--bandwidth", "1e9", "-o", "{tmp}"], "is a directory"),
+        # an empty --cluster is not the default cluster
+        (["simulate", "{trace}", "--cluster", "", "-o", "{out}"], "--cluster must look like 16x4"),
+        (["simulate", "{trace}", "--trace-format", "sia", "--profiles", "{tmp}", "--cluster", "", "-o", "{out}"],
+         "--cluster: expected NAME:NODESxGPUS"),
     ],
 )
 def test_bad_options(argv, expected, tmp_path, capsys):
@@ -470,13 +490,15 @@ def test_bad_options(argv, expected, tmp_path, capsys):
     inst.write_text(json.dumps(BASE))
     (tmp_path / "gpus.csv").write_text(GPU_OK)
     (tmp_path / "jobs.csv").write_text(JOBS_OK)
-    subs = {"inst": inst, "gpus": tmp_path / "gpus.csv", "jobs": tmp_path / "jobs.csv", "out": tmp_path / "o.json"}
+    (tmp_path / "trace.csv").write_text("job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n")
+    subs = {"inst": inst, "gpus": tmp_path / "gpus.csv", "jobs": tmp_path / "jobs.csv", "out": tmp_path / "o.json",
+            "trace": tmp_path / "trace.csv", "tmp": tmp_path}
     rc = main([a.format(**subs) for a in argv])
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("pal-opt") and "Traceback" not in err
     assert expected in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpus.csv", "inst.json", "jobs.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpus.csv", "inst.json", "jobs.csv", "trace.csv"]
 
 
 # --------------------------------------------------------------------------- as a process
@@ -512,6 +534,7 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
     out, err = capsys.readouterr()
     _expect_one_line_error(rc, out, err, f"pal-opt: error: {target}: cannot write")
     rc = main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "-o", str(tmp_path)])
-    out, err = capsys.readouterr()
-    _expect_one_line_error(rc, out, err, f"{tmp_path}: is a directory")
+    out, err = capsys.readouterr()  # refused by the option's type, before anything is generated
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("pal-opt generate: error: argument -o/--out/--output: ") and f"'{tmp_path}' is a directory" in err
     assert list(tmp_path.iterdir()) == []

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pal_opt import cli
 from pal_opt.check import violations
-from pal_opt.errors import OptionError
+from pal_opt.errors import InstanceError, OptionError
 from pal_opt.hetero.cli import detect_trace_format
 from pal_opt.hetero.configs import GpuType, enumerate_configs
 from pal_opt.hetero.goodput import JobKind
@@ -72,6 +72,9 @@ def test_trace_format_from_the_header(tmp_path: Path) -> None:
     sia.write_text("name,time,application,num_replicas,batch_size\nx,0,bert,2,96\n")
     pal = tmp_path / "b.csv"
     pal.write_text("job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n")
+    assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
+    for path in (sia, pal):  # a byte-order mark (Excel's "CSV UTF-8") does not hide the header
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
 
 
@@ -151,6 +154,20 @@ def test_variability_draw_is_per_type_seeded_and_nominal_without_files(longhorn:
     assert not nominal.active and nominal.slowdown("cifar10", [0, 1]) == 1.0
     with pytest.raises(OptionError, match="given twice"):
         parse_variability([f"aws:classA={longhorn / 'resnet-longhorn-agg.csv'}"] * 2, types)
+
+
+@pytest.mark.parametrize("cls", ["classa", "classZ", "resnet50"])
+def test_variability_of_a_class_no_application_draws_from_is_an_error(cls: str, tmp_path: Path) -> None:
+    # a typo would otherwise leave every GPU nominal without a word
+    f = tmp_path / "m.csv"
+    f.write_text("perf\n1.0\n")
+    with pytest.raises(OptionError, match=f"unknown class '{cls}'.*classA"):
+        parse_variability([f"aws:{cls}={f}"], (GpuType("aws", 1, 4),))
+
+
+def test_variability_item_naming_a_directory_says_so(tmp_path: Path) -> None:
+    with pytest.raises(InstanceError, match="a directory, not a measurement CSV file"):
+        parse_variability([f"aws:classA={tmp_path}"], (GpuType("aws", 1, 4),))
 
 
 # -- the level program: a round that can be checked by hand ---------------------------------------

@@ -413,3 +413,15 @@ def test_bad_philly_names_file_and_field(tmp_path: Path) -> None:
     path.write_text(head + "2017-10-09 07:01:55,66.0,2,66.0,11cb48\n")
     with pytest.raises(InstanceError, match="row 2, column gpu_time: must be duration × num_gpus = 132"):
         read_philly(path)
+
+
+def test_an_application_the_simulator_does_not_model_is_named_with_its_row(tmp_path: Path) -> None:
+    # gpt_pmp's profiles are of pipeline model parallelism: refused by row, before its profiles
+    # (which lack aws and do not interpolate on rtx) could fail in a less telling way
+    w = workload_from_frame(
+        pd.DataFrame({"name": ["a", "g"], "time": [0, 5], "application": ["toy", "gpt_pmp"], "num_replicas": [1, 8],
+                      "batch_size": [8, 48]}),
+        source="w.csv",
+    )
+    with pytest.raises(InstanceError, match=r"w.csv: row 3, column application: application 'gpt_pmp' is not simulated"):
+        check_workload(w, {})

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import positive_float
+from ..cliargs import output_file, positive_float
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
@@ -79,7 +79,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     )
     p.add_argument("trace", help="workload CSV")
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default="auto",
-                   help="auto (from the header), sia (newTrace) or pal (Sia-Philly; not for --policy sia)")
+                   help="auto (from the header) or sia (newTrace); pal (Sia-Philly) traces are replayed by "
+                        "'pal-opt simulate', on a cluster of one GPU type")
     p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME:NODESxGPUS,...",
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
     p.add_argument("--profiles", required=True, metavar="DIR",
@@ -102,7 +103,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help="seconds per round program (default: until proven optimal)")
     p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
                    help="stop after this much simulated time even with unfinished jobs (default 720)")
-    p.add_argument("-o", "--out", "--output", dest="out", required=True, metavar="OUT.json",
+    p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="OUT.json",
                    help="result file (written atomically)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     p.set_defaults(func=run, handler=run)
@@ -118,7 +119,7 @@ def detect_trace_format(path: str) -> str:
         The file cannot be read or its header is neither format's.
     """
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             header = fh.readline()
     except (OSError, UnicodeDecodeError) as exc:
         raise InstanceError(f"cannot read trace: {getattr(exc, 'strerror', None) or exc}", source=path) from None
@@ -140,15 +141,17 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     from .goodput import JobKind
     from .profiles import application_names, load_applications
     from .simulate import build_cluster, parse_cluster
-    from .workload import read_workload, workload_from_frame
+    from .workload import check_modelled, read_workload, workload_from_frame
 
     spec = parse_cluster(args.cluster)
     fmt = detect_trace_format(args.trace) if args.trace_format == "auto" else args.trace_format
     if fmt != "sia":
-        raise OptionError(f"--policy {args.policy} on a cluster of GPU types needs a Sia newTrace workload; "
-                          f"{args.trace} is a PAL trace")
+        how = "--trace-format pal" if args.trace_format == "pal" else f"{args.trace} has a PAL (Sia-Philly) header"
+        raise OptionError(f"simulate-sia replays Sia newTrace workloads (name,time,application,num_replicas,"
+                          f"batch_size); {how}: replay a PAL trace with 'pal-opt simulate'")
     known = application_names(args.profiles)
     workload = read_workload(args.trace, applications=known)
+    check_modelled(workload)  # before its profiles are loaded: they may lack types or fail to interpolate
     if args.category is not None:
         frame = workload.frame()
         frame["category"] = JobKind.parse(args.category).value
@@ -280,7 +283,7 @@ def run_folded(args: argparse.Namespace) -> int:
         raise OptionError("--profiles DIR is required for a sia trace")
     ns = argparse.Namespace(**vars(args))
     ns.policy = args.policy[0]
-    ns.cluster = args.cluster or DEFAULT_CLUSTER
+    ns.cluster = DEFAULT_CLUSTER if args.cluster is None else args.cluster
     ns.round = args.round or 60.0
     ns.max_hours = args.max_hours or 720.0
     return run(ns)

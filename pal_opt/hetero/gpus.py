@@ -163,11 +163,13 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
     Raises
     ------
     OptionError
-        A malformed item, an unknown type or a repeated (type, class).
+        A malformed item, an unknown type, a class no application draws from (neither a class of
+        :data:`APP_CLASS` nor an application) or a repeated (type, class).
     InstanceError
         A file that does not exist.
     """
     names = [t.name for t in types]
+    classes = sorted(set(APP_CLASS.values())) + sorted(APP_CLASS)
     out: dict[tuple[str, str], str] = {}
     for item in items:
         head, sep, path = item.partition("=")
@@ -176,10 +178,14 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
             raise OptionError(f"--variability expects TYPE:CLASS=FILE for a cluster of GPU types, got {item!r}")
         if tname not in names:
             raise OptionError(f"--variability {item}: unknown GPU type {tname!r} (the cluster has {', '.join(names)})")
+        if cls not in classes:
+            raise OptionError(f"--variability {item}: unknown class {cls!r}; no application draws from it "
+                              f"(classes: {', '.join(classes)})")
         if (tname, cls) in out:
             raise OptionError(f"--variability: {tname}:{cls} given twice")
         if not Path(path).is_file():
-            raise InstanceError("no such file", source=path, path=f"--variability {tname}:{cls}")
+            what = "a directory, not a measurement CSV file" if Path(path).is_dir() else "no such file"
+            raise InstanceError(what, source=path, path=f"--variability {tname}:{cls}")
         out[(tname, cls)] = os.fspath(path)
     return out
 

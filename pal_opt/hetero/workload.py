@@ -41,6 +41,8 @@ __all__ = [
     "read_workload",
     "workload_from_frame",
     "check_workload",
+    "check_modelled",
+    "UNMODELLED",
     "read_philly",
 ]
 
@@ -204,6 +206,22 @@ def workload_from_frame(
     return _workload(Table.from_frame(frame, source), applications)
 
 
+#: Applications the profiles hold but the simulator of GPU types does not model, with why.
+UNMODELLED: dict[str, str] = {
+    "gpt_pmp": "its profiles are of pipeline model parallelism (stages per replica), which the goodput model of "
+               "this simulator does not describe (SIA_MODEL.md leaves the application out)",
+}
+
+
+def check_modelled(workload: Workload) -> None:
+    """Raise :class:`InstanceError` (row and column) for the first job of an :data:`UNMODELLED`
+    application."""
+    for job in workload:
+        if job.application in UNMODELLED:
+            raise InstanceError(f"application {job.application!r} is not simulated: {UNMODELLED[job.application]}",
+                                source=workload.source, path=f"row {job.row}, column application")
+
+
 def check_workload(workload: Workload, applications: Mapping[str, Application]) -> None:
     """Check a workload against the profiles: every application known and every requested batch
     inside its validated range [B0, Bmax] (the gradient statistics are defined only there).
@@ -213,6 +231,7 @@ def check_workload(workload: Workload, applications: Mapping[str, Application]) 
     InstanceError
         Naming the workload file, the job's row and the column.
     """
+    check_modelled(workload)
     for job in workload:
         where = f"row {job.row}, column "
         app = applications.get(job.application)

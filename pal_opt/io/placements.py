@@ -6,6 +6,7 @@ import functools
 import os
 from typing import Any
 
+from ..errors import InstanceError
 from .jsonfile import load_json
 from .messages import INT64_MAX, Special, problem_error
 from .textfile import DEFAULT_MAX_BYTES
@@ -48,9 +49,15 @@ def load_placement_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAUL
     instance is :func:`pal_opt.check.check`'s job.
     """
     d = load_json(path, max_bytes=max_bytes, what="placement file")
-    if isinstance(d, dict) and "placements" not in d:
+    bare = isinstance(d, dict) and "placements" not in d
+    if bare:
         d = {"placements": d}
     problem = _checker().first_problem(d)
     if problem is not None:
-        raise problem_error(problem, os.fspath(path), _MESSAGES)
+        err = problem_error(problem, os.fspath(path), _MESSAGES)
+        if bare:  # neither a result file nor a bare placement: say both, not only the second
+            inner = (err.path or "").removeprefix("placements.")
+            raise InstanceError(f"missing, and the file is not a bare {{job id: [GPU ids]}} object either "
+                                f"({inner}: {err.message})", source=os.fspath(path), path="placements")
+        raise err
     return d

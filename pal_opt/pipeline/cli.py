@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..cliargs import output_file
 from ..errors import OptionError
 
 if TYPE_CHECKING:
@@ -71,8 +72,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--bandwidth", required=True, type=_number_list(float, "a number"), metavar="B1[,B2...]",
                    help="bandwidth per level in bytes per second, innermost first")
     p.add_argument("--straight", action="store_true", help="straight pipeline: no stage is replicated")
-    p.add_argument("-o", "--out", "--output", dest="out", metavar="OUT.json", help="write the result as JSON")
-    p.add_argument("--plot", metavar="FILE", help="draw the stages' compute and communication times (matplotlib)")
+    p.add_argument("-o", "--out", "--output", dest="out", type=output_file, metavar="OUT.json", help="write the result as JSON")
+    p.add_argument("--plot", type=output_file, metavar="FILE", help="draw the stages' compute and communication times (matplotlib)")
     p.add_argument("--engine", choices=("auto", "numpy", "python"), default="auto",
                    help="how the dynamic program is computed; all give the same result (default auto: "
                         "pure Python for small problems, which skips importing numpy)")

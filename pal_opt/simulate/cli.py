@@ -26,7 +26,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_method_arguments, add_restart_arguments, positive_float, solve_options_each
+from ..cliargs import (
+    add_method_arguments,
+    add_restart_arguments,
+    output_file,
+    positive_float,
+    solve_options_each,
+)
 from ..errors import InstanceError, OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
 
@@ -96,12 +102,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--default-class", default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
     p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
-    p.add_argument("-o", "--out", "--output", dest="out", required=True, metavar="RESULT.json",
+    p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
                    help="result file (written atomically); several policies: {\"policies\": [...], "
                         "\"results\": {policy: result}}")
-    p.add_argument("--jobs-csv", default=None, metavar="JOBS.csv",
+    p.add_argument("--jobs-csv", default=None, type=output_file, metavar="JOBS.csv",
                    help="per-job table (several policies: one after the other, a policy column first)")
-    p.add_argument("--plot", default=None, metavar="PNG",
+    p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
                    help="one figure: the JCT CDF and the utilisation over time, one line per policy "
                         "(needs matplotlib: pip install 'pal-opt[plot]')")
     _add_failure_arguments(p)
@@ -331,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
         _validate_out_dir(val, flag)
     if args.plot:
         require_matplotlib()  # before the simulation, not after it
-    spec = parse_cluster(args.cluster or "16x4")
+    spec = parse_cluster("16x4" if args.cluster is None else args.cluster)
     variability = _parse_variability(args.variability)
     configs = _configs(args)
     trace = read_trace(args.trace, default_class=args.default_class)

@@ -61,7 +61,7 @@ from ..cost import job_slowdown_pos
 from ..cost.restart import restart_cost_units
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
-from ..options import DEFAULT_ROUND_LENGTH, SolveOptions
+from ..options import DEFAULT_ROUND_LENGTH, SolveOptions, check_cluster_size
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
 from .failures import Checkpoints, FailureConfig, FailureEvent, FailureProcess, FailureStats, repair_in_round
@@ -120,6 +120,7 @@ def parse_cluster(text: str) -> ClusterSpec:
         spec = ClusterSpec(int(a) * int(b), int(c), racks=int(a))
     if spec.servers < 1 or spec.gpus_per_server < 1 or (c is not None and spec.racks < 1):
         raise OptionError(f"--cluster sizes must be positive, got {text!r}")
+    check_cluster_size(spec.servers * spec.gpus_per_server, f"--cluster {text.strip()}")
     return spec
 
 

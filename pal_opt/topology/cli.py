@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_restart_arguments, finite, pos_int
+from ..cliargs import add_restart_arguments, finite, output_file, pos_int
 from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
@@ -54,7 +54,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="binning mode stored in the round")
     add_restart_arguments(p)
     p.add_argument("--name", help="round name (default: the topology file's name)")
-    p.add_argument("-o", "--out", "--output", dest="output", required=True, metavar="INSTANCE.json", help="file to write")
+    p.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json", help="file to write")
     p.set_defaults(func=_cmd_import)
 
 
@@ -102,7 +102,7 @@ def add_export_parser(sub: Any) -> None:
         e = esub.add_parser(name, help=text, description=f"Write {text}.")
         e.add_argument("instance", metavar="INSTANCE.json")
         e.add_argument("placement", metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None)
-        e.add_argument("-o", "--out", "--output", dest="output", required=True, metavar=out, help="file to write")
+        e.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar=out, help="file to write")
         e.set_defaults(func=_cmd_export)
 
 
