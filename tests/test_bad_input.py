@@ -217,6 +217,12 @@ JSON_CASES += [
     ("guaranteed-without-type", typed(setter("jobs[0].kind", "guaranteed")),
      "jobs[0].gpu_type: a guaranteed job needs its GPU type"),
     # (a type with fewer GPUs than the job needs is not bad input: tests/test_typed_unplaceable.py)
+    ("placement-off-type", typed(lambda d: d["jobs"][2].update(kind="guaranteed", gpu_type="a")),
+     "jobs[2].placement[0]: GPU 3 is of type 'b', which the job may not use (its GPU type: 'a')"),
+    ("placement-off-allowed-types", typed(lambda d: d["jobs"][2].update(allowed_types=["a"], placement=[0, 4])),
+     "jobs[2].placement[1]: GPU 4 is of type 'b', which the job may not use (its GPU type: 'a')"),
+    ("placement-mixes-types", typed(setter("jobs[2].placement", [1, 3])),
+     "jobs[2].placement: GPUs of types 'a', 'b', but the job does not mix types (mix_types)"),
     ("type-and-allowed-types", typed(lambda d: d["jobs"][0].update(gpu_type="a", allowed_types=["b"])),
      "jobs[0].allowed_types: give gpu_type (one type) or allowed_types, not both"),
     ("kind-unknown", typed(setter("jobs[0].kind", "elastic")), "jobs[0].kind: must be one of 'rigid', 'strong-scaling'"),

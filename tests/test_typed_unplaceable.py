@@ -5,7 +5,8 @@ a :class:`~pal_opt.model.RoundInstance` -- a job whose named types have fewer GP
 demand, or fewer in service than its demand, is kept and reported as unplaceable with its
 reason, as a job larger than the cluster is (``tests/test_oversized.py``): prefix admission and
 PAL's order stop at it, backfill skips it, every method, ``check`` accepts a placement that
-leaves it out.  Unknown type names stay bad input (``tests/test_bad_input.py``).
+leaves it out.  Unknown type names stay bad input (``tests/test_bad_input.py``), and so does a
+running job's placement on GPUs it may not use (as one on a failed GPU).
 """
 
 from __future__ import annotations
@@ -219,3 +220,18 @@ def test_service_problem_wording() -> None:
     healthy = RoundInstance(c.with_state([0] * 12), (Job(1, 4, "classA", gpu_type="a"),))
     assert unplaceable(healthy) == {}
 
+
+# --------------------------------------------------------------------------- 3. running jobs on their types
+def test_running_jobs_on_their_types_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """(A running job on GPUs it may not use is bad input: ``tests/test_bad_input.py``.)"""
+    d = doc(demand=2)
+    d["jobs"][2].update(placement=[1, 4], mix_types=True)
+    d["jobs"][3]["placement"] = [5]
+    src = write(tmp_path, d)
+    inst = load_instance(src)
+    assert inst.jobs[2].placement == (1, 4) and inst.jobs[3].placement == (5,)
+    got = run_solve(tmp_path, src, "--method", "packed-sticky", "--admission", "backfill")
+    assert got["placements"]["3"] == [5] and check(inst, got) == []
+    d["jobs"][3]["placement"] = [0]
+    with pytest.raises(InstanceError, match=r"^<memory>: jobs\[3\].placement\[0\]: GPU 0 is of type 'a', which"):
+        make_instance(inst.cluster, d["jobs"])
