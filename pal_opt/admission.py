@@ -25,7 +25,15 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import OptionError
-from .gputypes import claim_all, claim_types, free_per_type, has_types, type_groups, type_problem
+from .gputypes import (
+    claim_all,
+    claim_types,
+    free_per_type,
+    has_types,
+    service_problem,
+    type_groups,
+    type_problem,
+)
 from .model import PAL_CLASSES, GpuState, JobId, RoundInstance
 
 __all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "unplaceable"]
@@ -33,11 +41,14 @@ __all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "unplaceable"]
 ADMISSION_MODES: tuple[str, ...] = ("prefix", "backfill")
 
 
-def unplaceable(instance: RoundInstance) -> dict[JobId, str]:
+def unplaceable(instance: RoundInstance, *, types: bool = True) -> dict[JobId, str]:
     """Jobs no placement of this round can ever serve, with the reason (queue order).
 
     Such a job is a fact of the queue, not bad input: the PAL artifact keeps it.  Prefix
-    admission and PAL's order stop at it; backfill skips it.
+    admission and PAL's order stop at it; backfill skips it.  With GPU types a job is also
+    unplaceable when its types hold fewer GPUs than its demand (:func:`pal_opt.gputypes.type_problem`)
+    or fewer in service (:func:`pal_opt.gputypes.service_problem`); ``types=False`` (a placement
+    that ignores types) leaves those out.
 
     >>> from pal_opt.model import Cluster, Job, RoundInstance
     >>> c = Cluster.uniform(2, 2, {"classA": [1.0] * 4}, state=[0, 0, 0, 2])
@@ -54,10 +65,11 @@ def unplaceable(instance: RoundInstance) -> dict[JobId, str]:
             out[j.id] = f"needs {j.demand} GPUs; the cluster has {total}"
         elif j.demand > total - failed:
             out[j.id] = f"needs {j.demand} GPUs; {total - failed} are in service ({failed} failed)"
-        elif typed:
+        elif typed and types:
             problem = type_problem(cl, j)
-            if problem is not None:
-                out[j.id] = problem[1]
+            why = problem[1] if problem is not None else service_problem(cl, j)
+            if why is not None:
+                out[j.id] = why
     return out
 
 

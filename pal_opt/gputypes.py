@@ -8,10 +8,11 @@ the types it accepts (``gpu_type``, ``allowed_types``) and whether one gang may 
 **type groups** are the GPU sets one gang may be drawn from: each usable type alone, or all of
 them together when the job mixes types.
 
-A job whose usable types cannot hold its demand is *unplaceable* (:func:`type_problem`): the
-round keeps it and leaves it out, as for a job larger than the cluster
-(:func:`pal_opt.admission.unplaceable`); an instance file naming such a job is an error
-(:mod:`pal_opt.io.instance`).
+A job whose usable types cannot hold its demand (:func:`type_problem`), or whose types have too
+few GPUs in service this round (:func:`service_problem`), is *unplaceable*: the round keeps it
+and leaves it out with the reason, as for a job larger than the cluster
+(:func:`pal_opt.admission.unplaceable`).  Only a type name the cluster does not have is an
+error in an instance file (:mod:`pal_opt.io.instance`).
 
 Everything here is cheap: per job a few type counts, never a loop over GPUs.
 """
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .errors import OptionError
-from .model import Cluster, Job, RoundInstance
+from .model import Cluster, GpuState, Job, RoundInstance
 from .options import check_cluster_size
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "type_groups",
     "group_mask",
     "type_problem",
+    "service_problem",
     "free_per_type",
     "fits_types",
     "claim_types",
@@ -155,6 +157,36 @@ def type_problem(cluster: Cluster, job: Job) -> tuple[str, str] | None:
     if job.mix_types:
         return "demand", f"needs {job.demand} GPUs of types {_names(cluster, use)}, which have {size[best]}"
     return "demand", f"needs {job.demand} GPUs of one type; the largest, {_names(cluster, best)}, has {size[best]}"
+
+
+def service_problem(cluster: Cluster, job: Job) -> str | None:
+    """Why ``job`` cannot run this round because too few GPUs of its types are in service (not
+    failed), or None; None too when its types could never hold it (:func:`type_problem`).
+
+    >>> from pal_opt.model import Cluster, Job
+    >>> c = Cluster.from_arrays(range(6), [0, 0, 0, 0, 1, 1], {"classA": [1.0] * 6}, [2, 0, 0, 0, 0, 0],
+    ...                         gpu_types="aaaabb")
+    >>> service_problem(c, Job(1, 4, "classA", gpu_type="a")), service_problem(c, Job(2, 3, "classA"))
+    ("needs 4 GPUs of type 'a'; 3 are in service (1 failed)", None)
+    """
+    groups = type_groups(cluster, job)
+    failed = cluster.state == GpuState.FAILED
+    counts = cluster.type_counts
+    if not failed.any() or not any(int(counts[list(g)].sum()) >= job.demand for g in groups):
+        return None
+    up = np.bincount(cluster.type_of[~failed], minlength=cluster.num_types)
+    size = {g: int(up[list(g)].sum()) for g in groups}
+    best = max(size, key=lambda g: size[g])
+    if job.demand <= size[best]:
+        return None
+    if len(groups) == 1:
+        lost = int(counts[list(best)].sum()) - size[best]
+        what = "type" if len(best) == 1 else "types"
+        return f"needs {job.demand} GPUs of {what} {_names(cluster, best)}; {size[best]} are in service ({lost} failed)"
+    use = sorted(k for g in groups for k in g)
+    lost = int(counts[use].sum() - up[use].sum())
+    return (f"needs {job.demand} GPUs of one type; the most in service, {_names(cluster, best)}, has {size[best]} "
+            f"({lost} GPUs of types {_names(cluster, use)} failed)")
 
 
 def free_per_type(cluster: Cluster, free: np.ndarray) -> np.ndarray:

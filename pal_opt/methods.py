@@ -110,9 +110,11 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
     backfill=False)`` on the round's binned factors, timed and priced like every other method.
     ``place`` may be given as ``"module:function"``, imported on first use.  A policy without the
     ``backfill`` keyword is registered with ``backfill=False`` (it then takes no ``admission``
-    option).  ``respect_types=False`` reaches the policy as that keyword (only when given)."""
+    option).  ``respect_types=False`` reaches the policy as that keyword (only when given), and the
+    result's unplaceable jobs are then those of an untyped round (:func:`pal_opt.admission.unplaceable`)."""
 
     def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+        from .admission import unplaceable
         from .binning import binned_factors
         from .result import Status, priced_result
 
@@ -129,6 +131,7 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
             instance, out.placements, factors, method=name, status=Status.FEASIBLE, admission=out.admission,
             solve_seconds=seconds, jobs_to_terminate_=out.jobs_to_terminate,
             seed=options.seed if isinstance(options.seed, int) else None, info={"binning": mode},
+            unplaceable=unplaceable(instance, types=options.respect_types),
         )
 
     return Method(name, run, summary, GREEDY_OPTIONS if backfill else GREEDY_OPTIONS - {"admission"})

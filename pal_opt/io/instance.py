@@ -62,19 +62,22 @@ Fields
     cluster, absent for a flat one.
 ``jobs``
     The queue, in order.  ``id`` (integer or string, unique also when compared as text),
-    ``demand`` (positive integer, at most the cluster's GPU count), ``class`` (a key of
+    ``demand`` (positive integer; a job needing more GPUs than the cluster has is kept and
+    reported unplaceable by the round), ``class`` (a key of
     ``cluster.factors``) and/or ``model`` (a class is looked up in
     :data:`pal_opt.model.MODEL_CLASS` when ``class`` is absent), ``locality`` (optional
     ``[server, rack, cluster]`` penalties, finite, > 0 and non-decreasing; default
     ``(1, λ, λ)``), ``placement`` (optional: the GPU ids a running job holds now — exactly
-    ``demand`` distinct free GPUs, not shared with another running job); GPU types, as in Sia:
+    ``demand`` distinct free GPUs, not shared with another running job, of the job's usable GPU
+    types and of one type unless it mixes types); GPU types, as in Sia:
     ``kind`` (``"rigid"``, the default: count fixed, type free; ``"strong-scaling"``;
     ``"guaranteed"``: count and type fixed; ``"adaptive"``), ``gpu_type`` (the one type it may
     use; required for a guaranteed job) or ``allowed_types`` (the types it may use; default
     any), ``allowed_counts`` (strong-scaling and adaptive jobs: the GPU counts it may run on,
     including ``demand``) and ``mix_types`` (one gang on several types; default false).  A type
-    the cluster does not have, a class without a throughput on the job's type, or a type with
-    fewer GPUs than the job's demand is an error (:func:`pal_opt.gputypes.type_problem`).
+    the cluster does not have is an error; a job whose types have fewer GPUs than its demand
+    (or fewer in service) is kept and reported unplaceable by the round, as a job larger than
+    the cluster is (:func:`pal_opt.admission.unplaceable`).
     ``pipeline`` (optional: ``{"stage_times": [...], "replicas": [...]}``, a pipeline-parallel
     job's stages, :class:`pal_opt.model.Pipeline`; the replicas add up to ``demand``).
     ``priority`` (optional integer 0..1,000,000, default 0; higher is more important: the
@@ -97,7 +100,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError
-from ..gputypes import type_problem
+from ..gputypes import usable_types
 from ..model import MODEL_CLASS, Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams, pal_locality
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
@@ -339,13 +342,14 @@ def _job(j: dict[str, Any], i: int, jid: Any, demand: int, loc: tuple[float, flo
     except InstanceError as exc:
         raise (exc if exc.source else exc.with_source(source)) from None
     _check_job_types(job, cluster, source)
+    _check_placement_types(job, cluster, source)
     return job
 
 
 def _check_job_types(job: Job, cluster: Cluster, source: str) -> None:
-    """A job's GPU types must exist and have its class's throughput, and a type the job names
-    must hold its demand.  (A job free to take any type but larger than every type is kept, as a
-    job larger than the cluster is: the round finds it unplaceable.)"""
+    """Every GPU type a job names must be one of the cluster's.  (A job whose types cannot hold
+    its demand, or its class's throughput, is kept, as a job larger than the cluster is: the
+    round finds it unplaceable, :func:`pal_opt.gputypes.type_problem`.)"""
     p = f"jobs[{job.position}]"
     have = ", ".join(cluster.type_names) or "none: cluster.gpus.type is not given"
     if job.gpu_type is not None and job.gpu_type not in cluster.type_index:
@@ -353,9 +357,27 @@ def _check_job_types(job: Job, cluster: Cluster, source: str) -> None:
     for k, t in enumerate(job.allowed_types or ()):
         if t not in cluster.type_index:
             raise _error(source, f"{p}.allowed_types[{k}]", f"unknown GPU type {t!r} (cluster types: {have})")
-    problem = type_problem(cluster, job)
-    if problem is not None and problem[0] != "demand":
-        raise _error(source, f"{p}.{problem[0]}", problem[1])
+
+
+def _check_placement_types(job: Job, cluster: Cluster, source: str) -> None:
+    """A running job holds GPUs of its usable types only (:func:`pal_opt.gputypes.usable_types`),
+    of one type unless it mixes types: a job cannot be running anywhere else, as it cannot be on a
+    failed GPU."""
+    if not job.placement or not cluster.typed:  # (a type named on an untyped cluster is unknown)
+        return
+    p = f"jobs[{job.position}]"
+    kinds = cluster.type_of[cluster.positions(job.placement)].tolist()
+    use = usable_types(cluster, job)
+    names = cluster.type_names
+    for k, (g, t) in enumerate(zip(job.placement, kinds, strict=True)):
+        if t not in use:
+            may = ", ".join(repr(names[u]) for u in use) or "none"
+            what = f"its GPU type: {may}" if len(use) == 1 else f"its GPU types: {may}"
+            raise _error(source, f"{p}.placement[{k}]",
+                         f"GPU {g} is of type {names[t]!r}, which the job may not use ({what})")
+    if len(set(kinds)) > 1 and not job.mix_types:
+        held = ", ".join(repr(names[t]) for t in sorted(set(kinds)))
+        raise _error(source, f"{p}.placement", f"GPUs of types {held}, but the job does not mix types (mix_types)")
 
 
 def _pipeline(j: dict[str, Any], p: str, source: str) -> Pipeline | None:
