@@ -14,19 +14,15 @@ import networkx as nx
 
 from .errors import InstanceError
 from .io.instance import jobs_from_list
+from .io.instance_write import job_to_dict
 from .model import Cluster, Job, RoundArguments, RoundInstance, RoundParams
 
 __all__ = ["make_instance"]
 
 
 def _job_dict(j: Job | Mapping[str, Any], i: int) -> Mapping[str, Any]:
-    if isinstance(j, Job):
-        d: dict[str, Any] = {"id": j.id, "demand": j.demand, "class": j.perfclass, "locality": list(j.locality)}
-        if j.model is not None:
-            d["model"] = j.model
-        if j.placement is not None:
-            d["placement"] = list(j.placement)
-        return d
+    if isinstance(j, Job):  # every field, as a file would give it (GPU types, pipeline, priority too)
+        return job_to_dict(j)
     if isinstance(j, Mapping):
         return j
     raise InstanceError(f"must be a Job or a mapping, got {type(j).__name__}", source="<memory>", path=f"jobs[{i}]")

@@ -367,3 +367,23 @@ def test_longhorn_measurements(shared_dir):
     f = sample_factors(paths, 64, 0)
     assert np.array_equal(f["classB"], f["classC"])
     assert f["classD"].std() < f["classA"].std()
+
+
+def test_make_instance_keeps_every_field_of_job_objects() -> None:
+    # Job objects once lost kind, GPU types, counts, mixing, pipeline, priority and start time
+    from pal_opt import make_instance
+    from pal_opt.model import Cluster, Job
+
+    cluster = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    jobs = [
+        Job("g", 2, "classA", kind="guaranteed", gpu_type="b", priority=5, placement=(4, 5), started=12.5),
+        Job("r", 2, "classA", kind="strong-scaling", allowed_types=("a",), allowed_counts=(1, 2),
+            locality=(1.0, 2.0, 3.0)),
+        Job("m", 3, "classA", mix_types=True, model="resnet50"),
+        Job("p", 3, "classA", pipeline=Pipeline((0.01, 0.006), (2, 1))),
+    ]
+    inst = make_instance(cluster, jobs)
+    fields = ("id", "demand", "perfclass", "model", "locality", "placement", "kind", "gpu_type", "allowed_types",
+              "allowed_counts", "mix_types", "pipeline", "priority", "started")
+    for given, built in zip(jobs, inst.jobs, strict=True):
+        assert {f: getattr(built, f) for f in fields} == {f: getattr(given, f) for f in fields}

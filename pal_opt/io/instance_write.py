@@ -19,7 +19,7 @@ from ..options import DEFAULT_ROUND_LENGTH
 from .atomic import atomic_write_text
 from .schema import FORMAT, STATE_NAMES, VERSION
 
-__all__ = ["instance_to_dict", "dumps_instance", "save_instance"]
+__all__ = ["instance_to_dict", "job_to_dict", "dumps_instance", "save_instance"]
 
 
 def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -44,19 +44,7 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
     if cl.throughput:
         cluster["throughput"] = {c: dict(row) for c, row in cl.throughput.items()}
     default_loc = pal_locality(prm.locality_penalty)
-    jobs = []
-    for j in instance.jobs:
-        jd: dict[str, Any] = {"id": _plain(j.id), "demand": int(j.demand), "class": j.perfclass}
-        if j.model is not None:
-            jd["model"] = j.model
-        if tuple(j.locality) != default_loc:
-            jd["locality"] = [float(x) for x in j.locality]
-        if j.placement is not None:
-            jd["placement"] = [int(g) for g in j.placement]
-        jd.update(_type_fields(j))
-        if j.pipeline is not None:
-            jd["pipeline"] = {"stage_times": list(j.pipeline.stage_times), "replicas": list(j.pipeline.replicas)}
-        jobs.append(jd)
+    jobs = [job_to_dict(j, default_loc) for j in instance.jobs]
     doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
     if instance.name:
         doc["name"] = instance.name
@@ -74,6 +62,29 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
     if meta:
         doc["meta"] = dict(meta)
     return doc
+
+
+def job_to_dict(j: Job, default_locality: tuple[float, float, float] | None = None) -> dict[str, Any]:
+    """A job as the instance file's ``jobs`` entry: every field that differs from its default, so
+    that reading it back (:func:`pal_opt.io.instance.jobs_from_list`) gives the same job.
+
+    ``default_locality``: the round's locality penalties, left out when the job's are these
+    (None: always written).
+
+    >>> job_to_dict(Job(7, 2, "classA", kind="guaranteed", gpu_type="a100", priority=3))
+    {'id': 7, 'demand': 2, 'class': 'classA', 'locality': [1.0, 1.7, 1.7], 'kind': 'guaranteed', 'gpu_type': 'a100', 'priority': 3}
+    """
+    jd: dict[str, Any] = {"id": _plain(j.id), "demand": int(j.demand), "class": j.perfclass}
+    if j.model is not None:
+        jd["model"] = j.model
+    if tuple(j.locality) != default_locality:
+        jd["locality"] = [float(x) for x in j.locality]
+    if j.placement is not None:
+        jd["placement"] = [int(g) for g in j.placement]
+    jd.update(_type_fields(j))
+    if j.pipeline is not None:
+        jd["pipeline"] = {"stage_times": list(j.pipeline.stage_times), "replicas": list(j.pipeline.replicas)}
+    return jd
 
 
 def _type_fields(j: Job) -> dict[str, Any]:
