@@ -87,6 +87,15 @@ class TypeBlindPolicy:
         self.variability = variability or Variability()
         self.holding: dict[int, tuple[int, ...]] = {}
         self.stats = RoundStats()
+        #: jobs found unplaceable where the method placed them: {job index: reason}
+        self.unplaceable: dict[int, str] = {}
+
+    def unplaceable_reason(self, job: SimJob) -> str | None:
+        """Why no GPUs of the cluster can ever run the job at its requested count, or None."""
+        total = self.layout.num_gpus
+        if job.spec.num_replicas > total:
+            return f"needs {job.spec.num_replicas} GPUs; the cluster has {total}"
+        return None
 
     def _job(self, job: SimJob, position: int) -> Job:
         key = self.variability.key(job.app.name)
@@ -104,7 +113,6 @@ class TypeBlindPolicy:
         for g in self.holding.values():
             busy[list(g)] = True
         waiting = sorted((j for j in active if j.index not in self.holding), key=lambda j: (j.submit_time, j.index))
-        waiting = [j for j in waiting if j.spec.num_replicas <= self.layout.num_gpus]
         if waiting and not busy.all():
             t0 = time.perf_counter()
             cluster = core_cluster(self.layout, self.variability.raw, busy, typed=False)
