@@ -11,11 +11,11 @@ that type and shape; a gang that spans types runs at its slowest type
 speed), with a shape of that type (:func:`gang_type_shape`): each node's GPUs split into the
 type's node size, fitted to its node limit.
 
-A type can hold at most ``node limit × GPUs per node`` GPUs in such a shape, so a gang runs only
-if its slowest type holds it: the profiles have no step times for more GPUs of a type than it
-has (a gang of 25 GPUs over the RTX and A100 nodes of the paper's cluster would run as 25 RTX
-GPUs, on three 8-GPU nodes).  Hence the unplaceable jobs of these policies
-(:mod:`pal_opt.hetero.simulate`):
+A shape of a type has at most ``node limit × GPUs per node`` GPUs (the node limit is the type's
+own, as for Sia's placer; more would put more GPUs on a node than the type's servers have), so a
+gang runs only if its slowest type holds it: a gang of 25 GPUs over the RTX and A100 nodes of
+the paper's cluster would run as 25 RTX GPUs on three 8-GPU nodes, which no model gives a speed
+for.  Hence the unplaceable jobs of these policies (:mod:`pal_opt.hetero.simulate`):
 
 * before the first round (:meth:`TypeBlindPolicy.unplaceable_reason`), a job needing more GPUs
   than the cluster has, or than any one type holds (it must span types, and its slowest type
@@ -110,7 +110,7 @@ def _no_shape(layout: Layout, gpus: Sequence[int], t: int) -> str:
     gt = layout.types[t]
     touched = sorted({int(layout.type_of[g]) for g in gpus})
     if len(touched) == 1:
-        return f"its {len(gpus)} GPUs exceed what {gt.name} holds on its node limit, {_capacity(gt)}"
+        return f"its {len(gpus)} GPUs on {gt.name} exceed the {_capacity(gt)} its node limit allows"
     return (f"its {len(gpus)} GPUs span {_listed([layout.types[i].name for i in touched])}, and a gang spanning "
             f"types runs as its slowest type, {gt.name}, which holds at most {_capacity(gt)}")
 
