@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -222,6 +223,45 @@ def test_a_gang_across_types_runs_as_its_slowest_type(apps: dict[str, Applicatio
     layout = Layout((GpuType("aws", 3, 4, 16), GpuType("dgx-ext", 1, 8, 2)))
     t, shape = gang_state(layout, apps["cifar10"], [8, 9, 10, 11, 12, 13, 14, 15, 16, 17])
     assert t == 0 and shape == (4, 4, 2)  # 4 T4 + 6 A100 -> as T4s, the A100 node split by 4
+
+
+def test_a_gang_spanning_types_needs_a_shape_on_its_slowest_type(apps: dict[str, Application]) -> None:
+    layout = Layout((GpuType("rtx", 3, 8, 3), GpuType("dgx-ext", 1, 8, 2)))
+    # 24 GPUs on two RTX nodes and the A100 node run as three RTX nodes
+    assert gang_state(layout, apps["bert"], list(range(8, 32))) == (0, (8, 8, 8))
+    # 25 GPUs do not fit three 8-GPU RTX nodes: no shape, rather than 9 GPUs on a node
+    with pytest.raises(OptionError, match="slowest type, rtx, which holds at most 24"):
+        gang_state(layout, apps["bert"], list(range(25)))
+
+
+def _bert(n: int) -> Workload:
+    return workload_from_frame(pd.DataFrame({"name": ["bert-1"], "time": [0.0], "application": ["bert"],
+                                             "num_replicas": [n], "batch_size": [384]}))
+
+
+@pytest.mark.parametrize("method", ["pal", "packed"])
+@pytest.mark.parametrize("n", [16, 20, 24, 25, 32])
+def test_type_blind_gangs_larger_than_any_type_are_unplaceable(apps: dict[str, Application], method: str, n: int) -> None:
+    cluster = build_cluster(parse_cluster(PAPER), apps)
+    res = simulate_sia(_bert(n), apps, cluster, SimConfig(method=method, max_time=3600.0))
+    if n <= 24:  # one type holds it (aws 6x4 and rtx 3x8 hold 24)
+        assert not res.unplaceable and res.summary()["n_completed"] == 1
+    else:
+        assert res.unplaceable == {"bert-1": f"needs {n} GPUs; no GPU type holds more than 24 and a gang "
+                                              "spanning types runs as its slowest type"}
+        assert res.summary()["n_completed"] == 0 and res.summary()["rounds"] == 0
+
+
+@pytest.mark.parametrize("method", ["pal", "packed"])
+def test_a_type_blind_gang_its_slowest_type_cannot_hold_is_unplaceable(apps: dict[str, Application], method: str) -> None:
+    # a takes six A100s; b's six GPUs are then the four T4s and two A100s: it would run as six T4s
+    cluster = build_cluster([("aws", 1, 4), ("dgx-ext", 1, 8)], apps)
+    wl = workload_from_frame(pd.DataFrame({"name": ["a", "b"], "time": [0.0, 0.0], "application": ["cifar10"] * 2,
+                                           "num_replicas": [6, 6], "batch_size": [2048, 2048]}))
+    res = simulate_sia(wl, apps, cluster, SimConfig(method=method, max_time=3600.0))
+    assert res.unplaceable == {"b": f"{method} placed it where it cannot run: its 6 GPUs span aws and dgx-ext, and a "
+                                    "gang spanning types runs as its slowest type, aws, which holds at most 4"}
+    assert res.summary()["n_completed"] == 1 and res.jobs[0].completion_time is not None
 
 
 def _record(monkeypatch: pytest.MonkeyPatch, cls: type, seen: list[Any]) -> None:

@@ -151,6 +151,25 @@ def test_gavel_on_the_command_line(sia_dir: Path, tmp_path: Path, capsys: pytest
     assert rc == 2 and "--policy gavel does not apply to a pal trace" in err and "\n" not in err
 
 
+def test_gavel_reports_a_job_no_type_can_hold_as_unplaceable(
+    sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the audit's w.csv: bert asks for 8 GPUs of one node of four; gavel used to stop with exit 2
+    trace = tmp_path / "w.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\n"
+                     "cifar10-0,0,cifar10,4,2048\nbert-1,120,bert,8,384\n")
+    out = tmp_path / "out.json"
+    rc = cli.main(["simulate-sia", str(trace), "--profiles", str(sia_dir / "profiles"), "--cluster", "aws:1x4",
+                   "--category", "rigid", "--policy", "gavel", "--max-hours", "1", "-o", str(out)])
+    captured = capsys.readouterr()
+    reason = "a rigid job needs 8 GPUs of one type; the largest type, aws, has 4"
+    assert rc == 0 and "error" not in captured.err
+    doc = json.loads(out.read_text())
+    assert doc["unplaceable"] == [{"job": "bert-1", "reason": reason}]
+    assert (doc["n_jobs"], doc["n_completed"]) == (2, 1)
+    assert f"unplaceable: job bert-1: {reason}" in captured.out.splitlines()
+
+
 def test_the_registry_lists_gavel_and_refuses_unknown_names() -> None:
     assert "gavel" in HETERO_POLICIES and HETERO_POLICIES["gavel"].rigid
     with pytest.raises(OptionError, match="unknown policy 'gavle'.*gavel"):

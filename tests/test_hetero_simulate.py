@@ -8,6 +8,7 @@ the command line's bad-input handling.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -133,6 +134,79 @@ def test_unfinished_jobs_are_reported_at_max_time(prefix: Workload, apps: dict[s
     s = res.summary()
     assert s["n_jobs"] == 14 and s["n_completed"] < 14
     assert s["rounds"] == 10
+
+
+# -- jobs that can never run --------------------------------------------------------------------
+def _rows(*rows: tuple[str, float, str, int, int], category: str = "") -> Workload:
+    """A workload of (name, time, application, num_replicas, batch_size) rows, one category."""
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=["name", "time", "application", "num_replicas", "batch_size"])
+    frame["category"] = category
+    return workload_from_frame(frame, source="hand-made")
+
+
+#: cifar10 fits one 4-GPU aws node; bert asks for 8 GPUs (the audit's w.csv)
+TOO_BIG = (("cifar10-0", 0.0, "cifar10", 4, 2048), ("bert-1", 120.0, "bert", 8, 384))
+#: what each policy says of the 8-GPU rigid bert job on one node of four aws GPUs
+TOO_BIG_REASON = {
+    "sia": "a rigid job needs 8 GPUs of one type; the largest type, aws, has 4",
+    "ilp": "a rigid job needs 8 GPUs of one type; the largest type, aws, has 4",
+    "gavel": "a rigid job needs 8 GPUs of one type; the largest type, aws, has 4",
+    "pal": "needs 8 GPUs; the cluster has 4",
+    "packed": "needs 8 GPUs; the cluster has 4",
+}
+
+
+@pytest.mark.parametrize("method", sorted(TOO_BIG_REASON))
+def test_a_job_no_configuration_of_its_kind_can_hold_is_unplaceable(apps: dict[str, Application], method: str) -> None:
+    cluster = build_cluster([("aws", 1, 4)], apps)
+    res = simulate_sia(_rows(*TOO_BIG, category="rigid"), apps, cluster, SimConfig(method=method, max_time=3 * 3600.0))
+    assert res.unplaceable == {"bert-1": TOO_BIG_REASON[method]}
+    s = res.summary()
+    assert (s["n_jobs"], s["n_completed"]) == (2, 1)
+    done = res.jobs[0].completion_time
+    assert done is not None and res.jobs[1].start_time is None and res.jobs[1].completion_time is None
+    # the run ends with the last job that can run, not at max_time
+    assert s["rounds"] == math.ceil(done / 60.0) and s["makespan"] == pytest.approx(done)
+
+
+@pytest.mark.parametrize(("category", "reason"), [("rigid", "a rigid job needs 100 GPUs of one type"),
+                                                  ("scale-gpus", None), ("adaptive", None)])
+def test_whether_a_job_fits_depends_on_its_kind(apps: dict[str, Application], category: str, reason: str | None) -> None:
+    # 100 GPUs on a 4-GPU cluster: a rigid job never runs; the others may use fewer GPUs
+    cluster = build_cluster([("aws", 1, 4)], apps)
+    res = simulate_sia(_rows(("bert-1", 0.0, "bert", 100, 384), category=category), apps, cluster,
+                       SimConfig(max_time=3 * 3600.0))
+    why = res.unplaceable.get("bert-1")
+    assert why is None if reason is None else why is not None and why.startswith(reason)
+    assert res.summary()["n_completed"] == (reason is None)
+
+
+def test_no_valid_configuration_is_a_reason() -> None:
+    import types
+
+    from pal_opt.hetero.policy import configuration_problem
+
+    # the largest batch is below the smallest per-GPU batch: the GPU cap is 0 on every type
+    app = types.SimpleNamespace(name="x", max_batch_size=16, profile=lambda t: types.SimpleNamespace(min_local_bsz=32))
+    why = configuration_problem(app, JobKind.ADAPTIVE, 4, 16, SiaPolicy(PAPER_CLUSTER).configs)  # type: ignore[arg-type]
+    assert why == "no configuration is valid for a job of kind adaptive: its GPU cap is 0 on every type"
+
+
+def test_cli_reports_unplaceable_jobs(sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "w.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\n"
+                     + "".join(f"{n},{t:g},{a},{r},{b}\n" for n, t, a, r, b in TOO_BIG))
+    out = tmp_path / "out.json"
+    rc = cli.main(["simulate-sia", str(trace), "--profiles", str(sia_dir / "profiles"), "--cluster", "aws:1x4",
+                   "--category", "rigid", "--policy", "sia", "--max-hours", "3", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0 and "stopped at" not in captured.err
+    doc = json.loads(out.read_text())
+    assert doc["unplaceable"] == [{"job": "bert-1", "reason": TOO_BIG_REASON["sia"]}]
+    assert (doc["n_jobs"], doc["n_completed"]) == (2, 1)
+    assert f"unplaceable: job bert-1: {TOO_BIG_REASON['sia']}" in captured.out.splitlines()
 
 
 # -- job semantics ------------------------------------------------------------------------------

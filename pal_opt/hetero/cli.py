@@ -177,6 +177,7 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
         "seed": args.seed,
     }
     doc.update(result.summary())
+    doc["unplaceable"] = [{"job": name, "reason": why} for name, why in result.unplaceable.items()]
     doc["units"] = "seconds (jct, makespan, wall)"
     doc["jobs"] = [
         {"name": r.name, "application": r.application, "kind": r.kind, "submit_time": r.submit_time,
@@ -236,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
                if (v := doc.get("variability_slowdown")) else "")
             + f", {doc['wall_seconds']:.0f} s -> {args.out}"
         )
+        for name, why in result.unplaceable.items():
+            print(f"unplaceable: job {name}: {why}")
     return 0
 
 

@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import BackendError, InstanceError, OptionError
 from .configs import GpuType
 from .gpus import Layout
-from .policy import RoundStats, rigid_throughputs
+from .policy import RoundStats, rigid_problem, rigid_throughputs
 from .simjob import SimJob
 
 __all__ = ["GavelAllocation", "gavel_allocation", "GavelPolicy", "gavel_policy", "UNSEEN_PRIORITY", "GAVEL_ROUND"]
@@ -161,6 +161,14 @@ class GavelPolicy:
         self.deficit: dict[int, np.ndarray] = {}  # job -> rounds owed per type (cumulative)
         self.rounds_since_reset = 0
         self.holding: dict[int, tuple[int, ...]] = {}
+        #: jobs found unplaceable while allocating (never: :meth:`unplaceable_reason` decides up front)
+        self.unplaceable: dict[int, str] = {}
+
+    def unplaceable_reason(self, job: SimJob) -> str | None:
+        """Why no type can run the job at its requested count and batch
+        (:func:`~pal_opt.hetero.policy.rigid_problem`: the row of :meth:`throughputs` would be
+        all 0), or None."""
+        return rigid_problem(job.app, self.types, job.spec.num_replicas, job.spec.batch_size)
 
     def throughputs(self, jobs: Sequence[SimJob]) -> np.ndarray:
         """``T[j, k]``: samples/s of each job at its requested count and batch per type (0: cannot run).
@@ -168,7 +176,8 @@ class GavelPolicy:
         Raises
         ------
         InstanceError
-            A job that no type can run (naming it).
+            A job that no type can run (naming it; the simulator leaves such jobs out, see
+            :meth:`unplaceable_reason`).
         """
         rows = []
         for j in jobs:

@@ -44,9 +44,18 @@ from .perfmodel import PerfParams
 from .placer import fit_shape, place_type, placement_shape
 from .profiles import Application
 from .round import LAMBDA_N, RoundDecision, RoundInput, solve_round
-from .simjob import SimJob, true_step_time
+from .simjob import SimJob, shape_runs, true_step_time
 
-__all__ = ["SiaParams", "SiaPolicy", "RoundStats", "RowRequest", "goodput_rows", "rigid_throughputs"]
+__all__ = [
+    "SiaParams",
+    "SiaPolicy",
+    "RoundStats",
+    "RowRequest",
+    "goodput_rows",
+    "rigid_throughputs",
+    "rigid_problem",
+    "configuration_problem",
+]
 
 #: An allocation: (type index or None, node ids, one per GPU).
 Allocation = tuple[int | None, tuple[int, ...]]
@@ -197,6 +206,41 @@ def rigid_throughputs(app: Application, types: tuple[GpuType, ...], replicas: in
     return out
 
 
+def rigid_problem(app: Application, types: Sequence[GpuType], replicas: int, batch: int) -> str | None:
+    """Why a rigid job (its requested count and batch on one type) can run on no type of the
+    cluster, or None if :func:`rigid_throughputs` has a value on some type."""
+    if np.isfinite(rigid_throughputs(app, tuple(types), replicas, batch)).any():
+        return None
+    largest = max(types, key=lambda t: t.total_gpus)  # the first of equals
+    if replicas > largest.total_gpus:
+        return f"a rigid job needs {replicas} GPUs of one type; the largest type, {largest.name}, has {largest.total_gpus}"
+    return (f"a rigid job of {replicas} GPUs at batch {batch}: {app.name} has no measured step time for it on any "
+            "type that has that many GPUs")
+
+
+def configuration_problem(
+    app: Application, kind: JobKind, replicas: int, batch: int, cs: ConfigSet, *, share: bool = True
+) -> str | None:
+    """Why an adaptive or strong-scaling job can never run on the cluster, or None.
+
+    It may use the configurations up to its GPU cap on a job that has run nowhere yet
+    (:func:`~pal_opt.hetero.configs.max_replicas`: 1 GPU for an adaptive job, whose cap then
+    grows with what it has run; the requested count for a strong-scaling one).  It can run if one
+    of them has a measured step time at the batch the job would choose there
+    (:func:`~pal_opt.hetero.simjob.shape_runs`).
+    """
+    caps = max_replicas(app, kind, replicas, {}, [t.name for t in cs.types], share=share)
+    valid = np.flatnonzero(valid_configs(cs, caps)).tolist()
+    if not valid:
+        return f"no configuration is valid for a job of kind {kind.value}: its GPU cap is 0 on every type"
+    for k in valid:
+        c = cs.configs[k]
+        if shape_runs(app, c.gpu_type, c.placement(), kind, batch):
+            return None
+    return (f"no configuration a job of kind {kind.value} may use (up to {max(caps.values())} GPUs of one type) "
+            f"has a measured step time for {app.name} at its batch")
+
+
 class SiaPolicy:
     """The Sia policy over a cluster (module docstring); keeps last round's configurations.
 
@@ -223,10 +267,21 @@ class SiaPolicy:
         self.previous: dict[int, int] = {}  # job index -> configuration (adaptive) or type (rigid)
         self._rows: dict[int, tuple[RowRequest, np.ndarray]] = {}  # job index -> (request, row)
         self.stats = RoundStats()
+        #: jobs found unplaceable while allocating (never: :meth:`unplaceable_reason` decides up front)
+        self.unplaceable: dict[int, str] = {}
 
     @property
     def types(self) -> tuple[GpuType, ...]:
         return self.configs.types
+
+    def unplaceable_reason(self, job: SimJob) -> str | None:
+        """Why no configuration the job's kind allows can ever hold it on this cluster
+        (:func:`rigid_problem`, :func:`configuration_problem`), or None."""
+        if job.kind is JobKind.RIGID:
+            return rigid_problem(job.app, self.types, job.spec.num_replicas, job.spec.batch_size)
+        p = self.params
+        return configuration_problem(job.app, job.kind, job.spec.num_replicas, job.spec.batch_size, self.configs,
+                                     share=p.share_max_replicas or p.project_throughputs)
 
     def _factor(self, job: SimJob, now: float) -> float:
         age = now - job.submit_time

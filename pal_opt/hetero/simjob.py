@@ -43,7 +43,7 @@ from .perfmodel import PerfParams, fit_perf_params
 from .profiles import Application, TypeProfile
 from .workload import WorkloadJob
 
-__all__ = ["SimJob", "true_step_time", "fit_observations", "job_batch"]
+__all__ = ["SimJob", "true_step_time", "fit_observations", "job_batch", "shape_runs"]
 
 #: ((nodes, GPUs, atomic batch), (step time, sync time)) pairs, sorted by key.
 Observations = tuple[tuple[tuple[int, int, int], tuple[float, float]], ...]
@@ -79,6 +79,25 @@ def job_batch(
     return choose_batch(
         app, gpu_type, shape, kind, requested_batch=requested_batch, step_model=params, grad=grad
     )
+
+
+def shape_runs(
+    app: Application,
+    gpu_type: str,
+    shape: tuple[int, ...],
+    kind: JobKind,
+    requested_batch: int,
+    params: PerfParams | None = None,
+    grad: tuple[float, float] | None = None,
+) -> bool:
+    """Whether a job can train on a per-node shape of a type: the profile has a batch limit for
+    the shape and a step time at the batch the job would choose there (:func:`job_batch`)."""
+    profile = app.profile(gpu_type)
+    if not shape or profile.placement_limit(shape) is None:
+        return False
+    choice = job_batch(app, gpu_type, shape, kind, requested_batch, params, grad)
+    step, _ = true_step_time(profile, shape, choice.atomic_bsz)
+    return math.isfinite(step) and step > 0
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -13,6 +13,15 @@ Arrivals are noticed at round boundaries only; a job's JCT still counts from its
 time.  Completions happen mid-round (second resolution) and the freed GPUs idle until the round
 ends.  The run ends when every job has completed (or at ``max_time``).
 
+A job that can never run is *unplaceable*, not bad input: before the first round the policy says
+which jobs no configuration it may give them can ever hold on the cluster
+(``unplaceable_reason``: for ``sia`` and ``ilp`` by the job's kind, for ``gavel`` as a rigid job,
+for ``pal`` and ``packed`` by its GPU count), and a type-blind policy may find one unplaceable
+where it places it (``unplaceable``, :mod:`pal_opt.hetero.typeblind`).  Such a job is left out
+of the simulation with its reason (:attr:`SiaResult.unplaceable`); it counts in ``n_jobs``, never
+in ``n_completed``, and the run ends when every other job is done, as in
+:mod:`pal_opt.simulate`.
+
 Metrics (the artifact's ``utils/print_run_stats.py``): JCT = completion − submission; average,
 median, p99 = the sorted JCTs at index ⌊0.99 n⌋; makespan = last completion − first submission;
 utilisation = mean over rounds of the GPUs held by unfinished jobs (restart delays included) /
@@ -172,6 +181,8 @@ class SiaResult:
     slowdown_sum: float = 0.0
     floor_sum: float = 0.0
     job_rounds: int = 0
+    #: {job name: why it can never run}: jobs left out of the simulation (module docstring)
+    unplaceable: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The metrics of the module docstring (seconds), see :func:`summarise`."""
@@ -311,7 +322,9 @@ def typeblind_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRou
 
 def make_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> Any:
     """The policy object of ``cfg.method`` (its registry entry's factory): ``allocate(active jobs,
-    now)`` -> {job index: GPU positions} and ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`)."""
+    now)`` -> {job index: GPU positions}, ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`),
+    ``unplaceable_reason(job)`` -> why the job can never run on the cluster (None: it may), and
+    ``unplaceable`` ({job index: reason}: jobs it found unplaceable while allocating, given no GPUs)."""
     return HETERO_POLICIES.get_item(cfg.method).builder()(cluster, cfg, on_round)
 
 
@@ -384,14 +397,15 @@ def _run(
     policy = make_policy(cluster, cfg, on_round)
     layout = Layout(tuple(cluster))
     jobs = _make_jobs(workload, apps, [t.name for t in cluster], HETERO_POLICIES.get_item(cfg.method).rigid)
-    pending = sorted(jobs, key=lambda j: (j.submit_time, j.index))
+    unplaceable = {j.index: why for j in jobs if (why := policy.unplaceable_reason(j)) is not None}
+    pending = sorted((j for j in jobs if j.index not in unplaceable), key=lambda j: (j.submit_time, j.index))
     live: list[SimJob] = []
     use: list[list[int]] = []
     now = 0.0
     completed = 0
     floor = placement_floor(layout, cfg.variability) if cfg.variability.active else None
     slow = [0.0, 0.0, 0.0]  # Σ slowdown, Σ floor, job-rounds (SiaResult)
-    while completed < len(jobs) and now < cfg.max_time:
+    while completed + len(unplaceable) < len(jobs) and now < cfg.max_time:
         for job in live:
             job.advance(cfg.round_length, now)
         now += cfg.round_length
@@ -399,9 +413,11 @@ def _run(
             live.append(pending.pop(0))
         live.sort(key=lambda j: j.index)
         live = [j for j in live if not j.done]
-        completed = len(jobs) - len(live) - len(pending)
+        completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
             _apply(layout, cfg.variability, live, policy.allocate(live, now), now)
+            unplaceable.update({j.index: policy.unplaceable[j.index] for j in live if j.index in policy.unplaceable})
+            live = [j for j in live if j.index not in unplaceable]
         held = [0] * len(cluster)
         for job in live:
             if job.type_index is not None:
@@ -413,14 +429,15 @@ def _run(
         use.append(held)
         if progress is not None:
             progress(len(use), completed, len(jobs), now)
-    if completed < len(jobs):
-        logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now, len(jobs) - completed, len(jobs))
-    return _result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow)
+    if completed + len(unplaceable) < len(jobs):
+        logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now,
+                       len(jobs) - completed - len(unplaceable), len(jobs))
+    return _result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable)
 
 
 def _result(
     jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float,
-    slow: Sequence[float],
+    slow: Sequence[float], unplaceable: Mapping[int, str],
 ) -> SiaResult:
     records = tuple(
         JobRecord(
@@ -442,4 +459,5 @@ def _result(
         slowdown_sum=slow[0],
         floor_sum=slow[1],
         job_rounds=int(slow[2]),
+        unplaceable={jobs[i].name: why for i, why in sorted(unplaceable.items())},
     )
