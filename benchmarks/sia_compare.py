@@ -56,11 +56,15 @@ def _files(cluster: Any, variability: str) -> dict[tuple[str, str], str]:
     return {(t.name, c): str(LONGHORN / PAL_CLASS_FILES[c]) for t in cluster for c in ("classA", "classB")}
 
 
-def run_one(trace: int, policy: str, variability: str) -> dict[str, Any]:
-    """One simulation in this process (a worker): its summary without per-job rows."""
+def run_one(trace: int, policy: str, variability: str, seed: int = 0, ilp_mode: str | None = None) -> dict[str, Any]:
+    """One simulation in this process (a worker): its summary without per-job rows.
+
+    ``seed`` draws the per-GPU factors; ``ilp_mode`` is ``--ilp-mode`` (``ilp`` only).
+    """
     sys.path.insert(0, str(ROOT))
     from threadpoolctl import threadpool_limits
 
+    from pal_opt.hetero.cli import ilp_mode_config
     from pal_opt.hetero.gpus import Layout, draw_variability
     from pal_opt.hetero.profiles import load_applications
     from pal_opt.hetero.simulate import SimConfig, build_cluster, parse_cluster, simulate_sia
@@ -69,10 +73,11 @@ def run_one(trace: int, policy: str, variability: str) -> dict[str, Any]:
     workload = read_workload(DATA / "workloads" / f"newtrace-{trace}.csv")
     apps = load_applications(DATA / "profiles", workload.applications())
     cluster = build_cluster(parse_cluster(CLUSTER), apps)
-    var = draw_variability(Layout(cluster), _files(cluster, variability), seed=0)
+    var = draw_variability(Layout(cluster), _files(cluster, variability), seed=seed)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        result = simulate_sia(workload, apps, cluster, SimConfig(method=policy, variability=var))
+        cfg = SimConfig(method=policy, variability=var, **ilp_mode_config(ilp_mode, policy))
+        result = simulate_sia(workload, apps, cluster, cfg)
     summary = result.summary()
     keep = ("n_jobs", "n_completed", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilisation",
             "avg_restarts_per_job", "solve_seconds", "variability_slowdown")
