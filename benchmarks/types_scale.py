@@ -14,7 +14,7 @@ binning outside it.
 
 Usage::
 
-    python benchmarks/types_scale.py [--seeds 5] [--backends highs,cpsat,cbc] [--update | --out-dir DIR]
+    python benchmarks/types_scale.py [--seeds 5] [--backends highs,cpsat,cbc] [--repeats 3] [--update | --out-dir DIR]
 
 Writes ``types_scale.md`` (the committed one in ``benchmarks/results/`` only with ``--update``).
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -47,6 +48,14 @@ def throughput() -> dict[str, dict[str, float]] | None:
 
     apps = load_applications(PROFILES, sorted(set(SIA_APP_OF_CLASS.values())))
     return throughput_table(apps, [t for t, _, _ in parse_cluster_spec(CLUSTER)], SIA_APP_OF_CLASS)
+
+
+def run_repeated(seed: int, table: dict[str, dict[str, float]] | None, backend: str, repeats: int) -> dict[str, Any]:
+    """:func:`run` ``repeats`` times: the last run's figures (every run gives the same placement),
+    its *time* the median over the runs and *times* all of them."""
+    runs = [run(seed, table, backend) for _ in range(max(1, repeats))]
+    times = sorted(r["time"] for r in runs)
+    return {**runs[-1], "time": float(statistics.median(times)), "times": times}
 
 
 def run(seed: int, table: dict[str, dict[str, float]] | None, backend: str = "highs") -> dict[str, Any]:
@@ -81,31 +90,34 @@ def _num(x: float | None) -> str:
 
 def _meets(r: dict[str, Any]) -> bool:
     """The target: a proven gap of at most 0.5 % within 5 s, a valid placement."""
-    return r["gap"] is not None and r["gap"] <= 0.005 and r["time"] <= 5.0 and r["valid"]
+    return r["gap"] is not None and r["gap"] <= 0.005 and max(r.get("times", [r["time"]])) <= 5.0 and r["valid"]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     ap.add_argument("--backends", default="highs,cpsat,cbc", help="comma-separated backends (default highs,cpsat,cbc)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per seed and backend; time = their median (default 3)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     out = output_dir(args, "types_scale") / "types_scale.md"
     table = throughput()
     host = machine()  # before the runs: its load average is the one at the start
-    rows = [run(seed, table, b) for b in args.backends.split(",") for seed in range(args.seeds)]
+    rows = [run_repeated(seed, table, b, args.repeats) for b in args.backends.split(",") for seed in range(args.seeds)]
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
     tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
     lines = ["# Round program with GPU types at 2,048 GPUs", "", "Machine:", "", *host, "",
-             f"Command: `python benchmarks/types_scale.py --seeds {args.seeds} --backends {args.backends}`.", "",
+             f"Command: `python benchmarks/types_scale.py --seeds {args.seeds} --backends {args.backends} "
+             f"--repeats {args.repeats}`.  *time s*: the median of the {args.repeats} runs (every run gives the same "
+             "placement; the other columns are the same in each), the slowest in brackets; *meets* takes the slowest.", "",
              f"Cluster `{CLUSTER}`; 600 queued jobs, 20 % guaranteed; factors: {src}; throughput: {tput}; "
              "gap target 0.5 %, 5 s limit.", "",
-             "| seed | backend | time s | status | gap at 5 s | admitted jobs | guaranteed in queue | variables | rows | "
+             "| seed | backend | time s (slowest) | status | gap at 5 s | admitted jobs | guaranteed in queue | variables | rows | "
              "profiles | start | start objectives | objective | bound | LP by | valid | meets |",
              "|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---|---|---|"]
     for r in rows:
         starts = ", ".join(f"{k} {v:.1f}" for k, v in r["starts"].items())
-        lines.append(f"| {r['seed']} | {r['backend']} | {r['time']:.2f} | {r['status']} | {_pct(r['gap'])} | {r['jobs']} | "
+        lines.append(f"| {r['seed']} | {r['backend']} | {r['time']:.2f} ({max(r['times']):.2f}) | {r['status']} | {_pct(r['gap'])} | {r['jobs']} | "
                      f"{r['guaranteed']} | {r['vars']} | {r['rows']} | {r['lanes']} | {r['source']} | {starts} | "
                      f"{r['objective']:.1f} | {_num(r['bound'])} | {r['lp'] or '–'} | {'yes' if r['valid'] else 'NO'} | "
                      f"{'yes' if _meets(r) else 'no'} |")
