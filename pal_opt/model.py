@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 
 
 __all__ = [
     "JobId",
+    "require_instance",
     "RoundArguments",
     "GpuState",
     "Level",
@@ -982,3 +983,17 @@ class RoundInstance:
     def free_gpus(self) -> int:
         """GPUs free this round (running queued jobs' GPUs count as free)."""
         return self._free_count
+
+
+def require_instance(instance: Any) -> None:
+    """Raise :class:`TypeError` unless ``instance`` is a :class:`RoundInstance` (a clear message
+    where a ``None`` or a dict would fail deep inside a method).
+
+    >>> require_instance(None)
+    Traceback (most recent call last):
+    ...
+    TypeError: expected a RoundInstance (pal_opt.make_instance or pal_opt.load_instance), got NoneType
+    """
+    if not isinstance(instance, RoundInstance):
+        raise TypeError(f"expected a RoundInstance (pal_opt.make_instance or pal_opt.load_instance), "
+                        f"got {type(instance).__name__}")

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from .methods import get_method
-from .model import GpuState, Job, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance, require_instance
 from .options import SolveOptions
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
@@ -69,10 +69,18 @@ class RoundPolicy:
         **kwargs: Any,
     ) -> None:
         self._method = get_method(method)
-        self._options = options if options is not None else SolveOptions.from_kwargs(binning=binning, **kwargs)
+        if options is None:
+            options = SolveOptions.from_kwargs(binning=binning, **kwargs)
+        elif binning is not None or kwargs:  # as pal_opt.solve: one way or the other, never half of each
+            raise TypeError("give either options= or keyword options, not both")
+        elif seed is not None and options.seed is not None:
+            raise TypeError("give the seed as seed= or in options=, not both")
+        else:
+            seed = options.seed if seed is None else seed
+        self._options = options
         self._method.validate_options(self._options)
         self.method = method
-        self.binning = binning
+        self.binning = options.binning
         self.options = dict(kwargs)
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
@@ -104,6 +112,7 @@ class RoundPolicy:
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
         """Place one round; remember it for the next.  ``seed`` overrides the policy's random
         stream for this round (a simulator that derives one seed per round passes it)."""
+        require_instance(instance)
         instance = self._carry_running(instance)
         if seed is not None:
             opts = replace(self._options, seed=seed)

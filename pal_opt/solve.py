@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .methods import METHODS, get_method
-from .model import RoundInstance
+from .model import RoundInstance, require_instance
 from .options import SolveOptions
 from .result import PlacementResult
 from .seeds import SeedLike
@@ -55,6 +55,7 @@ def solve(
     -------
     PlacementResult
     """
+    require_instance(instance)
     m = get_method(method)
     if options is None:
         options = SolveOptions.from_kwargs(binning=binning, seed=seed, **kwargs)

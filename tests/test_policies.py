@@ -428,3 +428,29 @@ def test_pal_and_pmfirst_match_their_definitions(inst: RoundInstance) -> None:
         slow_pm[job.id] = tuple(int(inst.cluster.gpu_ids[p]) for p in pick)
         free -= set(pick)
     assert list(pmfirst.place_sequence(inst, f, order).items()) == list(slow_pm.items())
+
+
+def test_round_policy_takes_options_or_keywords_not_half_of_each() -> None:
+    # keywords beside options= were dropped without a word; the seed in options= was replaced
+    from pal_opt import RoundPolicy, SolveOptions
+    from pal_opt.generate import generate_instance
+
+    with pytest.raises(TypeError, match="not both"):
+        RoundPolicy("pal", options=SolveOptions(), admission="backfill")
+    with pytest.raises(TypeError, match="not both"):
+        RoundPolicy("pal", options=SolveOptions(), binning="none")
+    with pytest.raises(TypeError, match="seed"):
+        RoundPolicy("random", seed=1, options=SolveOptions(seed=2))
+    inst = generate_instance(4, 4, 10, seed=3)
+    a = [RoundPolicy("random", options=SolveOptions(seed=5)).place(inst).placements for _ in range(2)]
+    b = RoundPolicy("random", seed=5).place(inst).placements
+    assert a[0] == a[1] == b
+    assert RoundPolicy("pal", options=SolveOptions(admission="backfill")).place(inst).admission == "pal-order-backfill"
+
+
+def test_a_missing_instance_is_a_clear_type_error() -> None:
+    from pal_opt import RoundPolicy, solve
+
+    for call in (lambda: solve(None, "pal"), lambda: RoundPolicy("pal").place(None), lambda: solve({"jobs": []})):
+        with pytest.raises(TypeError, match="expected a RoundInstance"):
+            call()
