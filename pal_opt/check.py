@@ -1,7 +1,10 @@
 """The independent validity checker.
 
 It does not trust a method's own report.  Given a round and a placement (a
-:class:`~pal_opt.result.PlacementResult` or the dict of a PLACEMENT.json file) it checks:
+:class:`~pal_opt.result.PlacementResult`, the dict of a PLACEMENT.json file, or a bare
+``{job id: [GPU ids]}`` mapping such as ``result.placements``, read as
+``{"placements": mapping}`` with admission ``"given"``, as :mod:`pal_opt.io.placements` reads a
+bare placement file) it checks:
 
 * every placed job is in the queue and gets exactly its demand (or, for a job that allows
   several counts, one of them), with no GPU listed twice;
@@ -41,6 +44,7 @@ It does not trust a method's own report.  Given a round and a placement (a
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Mapping
@@ -100,6 +104,33 @@ class Violation:
 
     def __str__(self) -> str:
         return self.message
+
+
+#: The keys of a result dict (``PlacementResult.to_dict()``) that are not placements: a mapping
+#: without ``"placements"`` holding one of them (and no job of that id) is ambiguous.
+_RESULT_KEYS: frozenset[str] = frozenset(
+    {f.name for f in dataclasses.fields(PlacementResult)} | {"spanning", "jobs_placed", "stages"})
+
+
+def _as_result(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]
+               ) -> PlacementResult | Mapping[str, Any]:
+    """``result`` itself, or a bare ``{job id: [GPU ids]}`` mapping (no ``"placements"`` key)
+    wrapped as ``{"placements": result}``.
+
+    Raises
+    ------
+    InstanceError
+        A mapping without ``"placements"`` whose keys include a result field (``admission``,
+        ``objective``, ...) that is not a job id: a result dict missing its placements.
+    """
+    if isinstance(result, PlacementResult) or not isinstance(result, Mapping) or "placements" in result:
+        return result
+    ids = {str(j.id) for j in instance.jobs}
+    fields = sorted(str(k) for k in result if str(k) in _RESULT_KEYS and str(k) not in ids)
+    if fields:
+        raise InstanceError(f"missing: a result dict needs its placements (it has {', '.join(fields)}); "
+                            "a bare {job id: [GPU ids]} mapping has only job ids", path="placements")
+    return {"placements": result}
 
 
 def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> tuple[
@@ -206,6 +237,7 @@ def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     form of the result (known jobs, GPU lists); each gang (demand, GPUs that exist, are free and
     are used once); then the queue rule the result declares and its reported objective.
     """
+    result = _as_result(instance, result)
     placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
     stages, form = _read_stages(result, placements, instance)
     problems += form
@@ -223,6 +255,15 @@ def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, A
 def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) -> list[str]:
     """Return the list of violations of ``result`` on ``instance`` (empty if valid), as text.
 
+    ``result`` is a :class:`~pal_opt.result.PlacementResult`, a result dict with
+    ``"placements"``, or a bare ``{job id: [GPU ids]}`` mapping (``result.placements``), checked
+    with admission ``"given"``.
+
+    Raises
+    ------
+    InstanceError
+        A mapping without ``"placements"`` that holds result fields (``admission``, ...).
+
     Examples
     --------
     >>> from pal_opt.model import Cluster, Job, RoundInstance
@@ -231,6 +272,8 @@ def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) 
     >>> check(inst, {"placements": {"1": [0, 1]}, "admission": "prefix"})
     []
     >>> check(inst, {"placements": {"1": [0, 0]}, "admission": "given"})
+    ['job 1: needs 2 distinct GPUs, got [0, 0]']
+    >>> check(inst, {1: [0, 0]})
     ['job 1: needs 2 distinct GPUs, got [0, 0]']
     """
     return [v.message for v in violations(instance, result)]

@@ -5,8 +5,11 @@ builds the repair round (:mod:`pal_opt.inforce`: failed GPUs out of service, the
 running on their GPUs in force, queued jobs left out: a repair starts no new job) and
 
 1. admits the **displaced** jobs (those holding a GPU out of service) in queue order, each that
-   still fits the GPUs left free once the unaffected jobs keep theirs; a displaced job that does
-   not fit is left out with its reason (``PlacementResult.unplaceable``);
+   still fits the GPUs left free once the unaffected jobs keep theirs (with GPU types: GPUs of
+   its types, all admitted jobs claiming theirs together); a job that allows several GPU counts
+   (``allowed_counts``) is re-placed at its demand if that fits, else at the largest allowed
+   count below it that fits (:func:`repair_counts`: a repair never grows a job).  A displaced
+   job that fits at none is left out with its reason (``PlacementResult.unplaceable``);
 2. solves the **reduced round program** (:func:`pal_opt.ilp.solve_ilp`): the unaffected jobs'
    GPUs are taken out of the cluster (marked busy) and their costs are a constant, and the
    admitted displaced jobs are placed on the GPUs left, at least cost.  Its bound plus that
@@ -40,12 +43,13 @@ from .admission import unplaceable
 from .binning import binned_factors
 from .cost import evaluate, relative_gap
 from .errors import OptionError, SolveInterrupted
+from .gputypes import claim_all, free_per_type, has_types, type_groups
 from .inforce import RepairRound, in_force_placement, repair_info, repair_round
-from .model import GpuState, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance
 from .options import SolveOptions
 from .result import PlacementResult, Status, priced_result
 
-__all__ = ["REPAIR_OPTIONS", "repair", "repair_round_result", "reduced_round"]
+__all__ = ["REPAIR_OPTIONS", "repair", "repair_round_result", "reduced_round", "repair_counts", "sized_round"]
 
 log = logging.getLogger(__name__)
 
@@ -135,38 +139,112 @@ def repair_round_result(rr: RepairRound, options: SolveOptions | None = None) ->
     t0 = time.perf_counter()
     mode = opts.binning or rr.instance.params.binning
     factors = binned_factors(rr.instance.cluster, mode)
-    admitted, left_out = _admit_displaced(rr)
-    kept = _keep_repair(rr, admitted, left_out, factors, opts)
+    counts, left_out = _admit_displaced(rr)
+    sized = sized_round(rr, counts)
+    admitted = list(counts)
+    kept = _keep_repair(rr, sized, admitted, left_out, factors, opts)
     if rr.migration_per_gpu is None:
         return kept
     limit = None if opts.time_limit is None else max(opts.time_limit - (time.perf_counter() - t0), 1e-3)
-    return _migration_repair(rr, kept, admitted, left_out, factors, replace(opts, time_limit=limit))
+    return _migration_repair(rr, sized, kept, admitted, left_out, factors, replace(opts, time_limit=limit))
 
 
-# ---- step 1: which displaced jobs fit
-def _admit_displaced(rr: RepairRound) -> tuple[list[int], dict[JobId, str]]:
-    """The displaced jobs to re-place (indices, queue order) and the reason for each left out:
-    the queue walked in order, a job admitted when it fits the GPUs still free."""
-    inst = rr.instance
-    jobs = inst.jobs
-    in_service = int((inst.cluster.state == GpuState.FREE).sum())
-    held = sum(jobs[i].demand for i in rr.kept)
-    never = unplaceable(inst)
-    free = in_service - held
-    admitted: list[int] = []
+# ---- step 1: which displaced jobs fit, and on how many GPUs
+def repair_counts(job: Job) -> tuple[int, ...]:
+    """The GPU counts a displaced job is tried at, in order: its demand, then its allowed counts
+    below it, largest first (a repair never grows a job; a pipeline keeps its demand).
+
+    >>> repair_counts(Job(1, 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4, 8)))
+    (4, 2, 1)
+    """
+    if job.pipeline is not None:
+        return (job.demand,)
+    return (job.demand, *sorted((c for c in job.counts if c < job.demand), reverse=True))
+
+
+class _Room:
+    """The GPUs left free for displaced jobs: a count, or with GPU types the free GPUs per type
+    and the type groups and counts of the jobs admitted so far (admitted only if all of them can
+    claim their GPUs together, :func:`pal_opt.gputypes.claim_all`)."""
+
+    def __init__(self, rr: RepairRound) -> None:
+        inst = rr.instance
+        cl = inst.cluster
+        free = cl.state == GpuState.FREE
+        self.in_service = int(free.sum())
+        held = [g for i in rr.kept for g in inst.jobs[i].placement or ()]
+        self.held = len(held)
+        if held:
+            free[cl.positions(held)] = False
+        self.cluster = cl
+        self.typed = has_types(inst)
+        self.free = free_per_type(cl, free) if self.typed else np.zeros(0, dtype=np.int64)
+        self.left = self.in_service - self.held
+        self.groups: dict[int, tuple[tuple[int, ...], ...]] = {}
+        self.counts: dict[int, int] = {}
+
+    def admit(self, i: int, job: Job, count: int) -> bool:
+        """Take ``count`` GPUs for job ``i`` if they fit with the jobs admitted before."""
+        if count > self.left:
+            return False
+        if self.typed:
+            groups = {**self.groups, i: type_groups(self.cluster, job)}
+            counts = {**self.counts, i: count}
+            if claim_all(groups, counts, self.free) is None:
+                return False
+            self.groups, self.counts = groups, counts
+        self.left -= count
+        return True
+
+    def reason(self, job: Job) -> str:
+        """Why ``job`` fits at none of its counts."""
+        given = self.in_service - self.held - self.left
+        counts = repair_counts(job)
+        need = f"{counts[0]} GPUs" + (f" (or {', '.join(map(str, counts[1:]))})" if len(counts) > 1 else "")
+        tail = (f"({self.in_service} in service, {self.held} kept by unaffected jobs, {given} given to displaced "
+                "jobs before it in the queue)")
+        if not self.typed:
+            return f"needs {need}; {self.left} are left free {tail}"
+        claimed = claim_all(self.groups, self.counts, self.free) or {}
+        left = self.free - sum(claimed.values(), np.zeros_like(self.free))
+        groups = type_groups(self.cluster, job)
+        names = self.cluster.type_names
+        most = max((int(left[list(g)].sum()) for g in groups), default=0)
+        if len(groups) == 1:
+            what = "types " if len(groups[0]) > 1 else "type "
+            return f"needs {need} of {what}{', '.join(repr(names[k]) for k in groups[0])}; {most} are left free {tail}"
+        kinds = " or ".join(repr(names[g[0]]) for g in groups)
+        return f"needs {need} of type {kinds}; at most {most} of one type are left free {tail}"
+
+
+def _admit_displaced(rr: RepairRound) -> tuple[dict[int, int], dict[JobId, str]]:
+    """The displaced jobs to re-place (index -> GPU count, queue order) and the reason for each
+    left out: the queue walked in order, a job admitted at the first of its
+    :func:`repair_counts` that fits the GPUs still free (of its types, with GPU types)."""
+    jobs = rr.instance.jobs
+    never = unplaceable(rr.instance)
+    room = _Room(rr)
+    admitted: dict[int, int] = {}
     reasons: dict[JobId, str] = {}
     for i in rr.displaced:
         job = jobs[i]
-        if job.id in never:
-            reasons[job.id] = never[job.id]
-        elif job.demand <= free:
-            admitted.append(i)
-            free -= job.demand
+        count = next((c for c in repair_counts(job) if room.admit(i, job, c)), None)
+        if count is not None:
+            admitted[i] = count
         else:
-            reasons[job.id] = (f"needs {job.demand} GPUs; {free} are left free ({in_service} in service, {held} "
-                               f"kept by unaffected jobs, {in_service - held - free} given to displaced jobs "
-                               "before it in the queue)")
+            reasons[job.id] = never.get(job.id) or room.reason(job)
     return admitted, reasons
+
+
+def sized_round(rr: RepairRound, admitted: Mapping[int, int]) -> RepairRound:
+    """``rr`` with each admitted displaced job's demand set to the count it is re-placed at
+    (the round the solves see; results are priced on ``rr`` itself)."""
+    if all(rr.instance.jobs[i].demand == c for i, c in admitted.items()):
+        return rr
+    inst = rr.instance
+    jobs = tuple(replace(j, demand=admitted[i]) if admitted.get(i, j.demand) != j.demand else j
+                 for i, j in enumerate(inst.jobs))
+    return replace(rr, instance=RoundInstance(inst.cluster, jobs, inst.params, inst.name))
 
 
 # ---- step 2: the repair that keeps every unaffected job
@@ -184,14 +262,15 @@ def reduced_round(rr: RepairRound) -> RoundInstance:
     return RoundInstance(cl.with_state(state), jobs, inst.params, inst.name)
 
 
-def _keep_repair(rr: RepairRound, admitted: list[int], left_out: dict[JobId, str],
+def _keep_repair(rr: RepairRound, sized: RepairRound, admitted: list[int], left_out: dict[JobId, str],
                  factors: Mapping[str, np.ndarray], opts: SolveOptions) -> PlacementResult:
-    """Solve the reduced round program and lift its answer to the whole round."""
+    """Solve the reduced round program of ``sized`` (:func:`sized_round`) and lift its answer to
+    the whole round ``rr``."""
     from .ilp import solve_ilp
 
     ids = [rr.instance.jobs[i].id for i in admitted]
     t0 = time.perf_counter()
-    reduced = reduced_round(rr)
+    reduced = reduced_round(sized)
     prep = time.perf_counter() - t0
     try:
         sub = solve_ilp(reduced, jobs=ids, **_solver_kwargs(opts))
@@ -249,9 +328,11 @@ def _priced(rr: RepairRound, placements: dict[JobId, tuple[int, ...]], factors: 
 
 
 # ---- step 3: letting unaffected jobs move at a price
-def _migration_repair(rr: RepairRound, kept: PlacementResult, admitted: list[int], left_out: dict[JobId, str],
-                      factors: Mapping[str, np.ndarray], opts: SolveOptions) -> PlacementResult:
-    """Solve the whole round program from the answer that keeps the unaffected jobs.  Without a
+def _migration_repair(rr: RepairRound, sized: RepairRound, kept: PlacementResult, admitted: list[int],
+                      left_out: dict[JobId, str], factors: Mapping[str, np.ndarray],
+                      opts: SolveOptions) -> PlacementResult:
+    """Solve the whole round program (of ``sized``, :func:`sized_round`) from the answer that
+    keeps the unaffected jobs.  Without a
     gap target the target is half :data:`~pal_opt.ilp.solve.OPTIMALITY_TOL`, inside the gap under
     which a solve is reported optimal anyway: a backend that solves LP relaxations (HiGHS) then computes the LP
     bound first, so an answer stopped by the time limit has that bound at least."""
@@ -264,7 +345,7 @@ def _migration_repair(rr: RepairRound, kept: PlacementResult, admitted: list[int
     if kw["gap"] is None:  # proving optimality (to the tolerance of OPTIMAL) after the LP bound is known
         kw["gap"] = OPTIMALITY_TOL / 2
     try:
-        full = solve_ilp(rr.instance, jobs=ids, start=kept.placements, **kw)
+        full = solve_ilp(sized.instance, jobs=ids, start=kept.placements, **kw)
     except SolveInterrupted as exc:
         partial = exc.result
         lifted = kept if not isinstance(partial, PlacementResult) else _after_migration(

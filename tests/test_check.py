@@ -218,3 +218,22 @@ def test_a_result_carries_its_stages(piped: RoundInstance) -> None:
     gangs = priced_result(piped, {"g": (1,)}, factors, method="given", status=Status.FEASIBLE, admission="given",
                           solve_seconds=0.0)
     assert "stages" not in gangs.to_dict()  # rounds without pipelines write what they always wrote
+
+
+def test_a_bare_placement_mapping_is_checked(inst: RoundInstance) -> None:
+    # result.placements ({job id: GPU ids}) is what repair() takes too; it is checked, not read as "no placements"
+    assert check(inst, {"a": [0, 0], "nope": [99]}) == ["job 'nope': not in the queue"]
+    assert check(inst, {"a": [0, 0]}) == ["job 'a': needs 2 distinct GPUs, got [0, 0]"]
+    assert check(inst, {"a": [0, 1], "b": (2, 3)}) == []
+    assert check(inst, {}) == []
+    from pal_opt.solve import solve
+
+    res = solve(inst, "pal")
+    assert check(inst, res.placements) == [] and check(inst, res) == [] and check(inst, res.to_dict()) == []
+
+
+def test_a_result_dict_without_placements_is_ambiguous(inst: RoundInstance) -> None:
+    from pal_opt.errors import InstanceError
+
+    with pytest.raises(InstanceError, match=r"^placements: missing"):
+        check(inst, {"admission": "prefix", "objective": 0.0})

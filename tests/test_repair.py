@@ -551,3 +551,78 @@ def test_cli_repair_rejects_a_placement_that_does_not_match_the_round(kind, expe
     rc, text, err = run(capsys, "repair", ip, bad, "--failed", failed[0], "-o", out)
     assert rc == 2 and text == "" and not out.exists()
     assert len(err.strip().splitlines()) == 1 and expected in err and str(bad) in err, err
+
+
+def _typed_pair() -> RoundInstance:
+    """Types a (GPUs 0-3, server 0) and b (4-7, server 1); x (4 GPUs) and r (3 GPUs), one type each."""
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    jobs = (Job("x", 4, "classA", 0), Job("r", 3, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("migration", [None, 0.1])
+def test_a_displaced_job_that_fits_no_type_is_left_out_on_a_typed_cluster(backend, migration):
+    inst = _typed_pair()
+    placement = {"x": [0, 1, 2, 3], "r": [4, 5, 6]}
+    r = repair(inst, placement, [0], backend=backend, allow_migration=migration)
+    assert r.unplaceable == {"x": "needs 4 GPUs of type 'a' or 'b'; at most 3 of one type are left free "
+                                   "(7 in service, 3 kept by unaffected jobs, 0 given to displaced jobs "
+                                   "before it in the queue)"}
+    assert r.placements == {"r": (4, 5, 6)} and r.jobs_to_terminate == ("x",)
+    assert check(inst, r) == []
+    # with room on type b (r not running), x moves there whole
+    r = repair(inst, {"x": [0, 1, 2, 3]}, [0], backend=backend, allow_migration=migration)
+    assert not r.unplaceable and sorted(r.placements["x"]) == [4, 5, 6, 7] and check(inst, r) == []
+
+
+def test_typed_displaced_jobs_are_admitted_only_if_they_fit_together():
+    # GPUs 0 and 2 (type a) fail: p and q are displaced, 2 GPUs of each type are left free
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    jobs = (Job("p", 2, "classA", 0), Job("q", 2, "classA", 1, allowed_types=("a",)), Job("k", 2, "classA", 2))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    placement = {"p": [0, 1], "q": [2, 3], "k": [6, 7]}
+    r = repair(inst, placement, [0, 2], backend=BACKENDS[0])  # q takes a's two, p goes to b
+    assert not r.unplaceable and sorted(r.placements["q"]) == [1, 3] and sorted(r.placements["p"]) == [4, 5]
+    assert check(inst, r) == []
+    # when both may use a only, one of them is left out with a reason (not an exception)
+    inst = RoundInstance(cl, (jobs[0].__class__("p", 2, "classA", 0, allowed_types=("a",)), *jobs[1:]),
+                         RoundParams(binning="none"))
+    r = repair(inst, placement, [0, 2], backend=BACKENDS[0])
+    assert set(r.placements) == {"p", "k"} and set(r.unplaceable) == {"q"} and check(inst, r) == []
+
+
+def test_solve_ilp_reports_a_given_set_that_fits_no_type_as_infeasible():
+    inst = RoundInstance(_typed_pair().cluster, (Job("x", 5, "classA"),), RoundParams(binning="none"))
+    r = solve(inst, "ilp", jobs=["x"], backend=BACKENDS[0])
+    assert r.status == Status.INFEASIBLE and r.placements == {}
+    assert r.message == "job x needs 5 GPUs of its GPU types but fewer are free"
+
+
+def _scaling_round() -> RoundInstance:
+    cl = _flat([1.0] * 8)
+    jobs = (Job("s", 4, "classA", 0, kind="strong-scaling", allowed_counts=(2, 4)), Job("r", 3, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+@pytest.mark.parametrize("migration", [None, 0.1])
+def test_a_displaced_job_may_shrink_to_an_allowed_count(migration):
+    inst = _scaling_round()
+    r = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1], backend=BACKENDS[0], allow_migration=migration)
+    assert not r.unplaceable and r.placements["r"] == (4, 5, 6) and len(r.placements["s"]) == 2
+    assert not {0, 1} & set(r.placements["s"]) and r.jobs_to_terminate == ("s",)
+    assert check(inst, r) == [] and check(inst, r.to_dict()) == []
+    rr = repair_round(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1], migration_per_gpu=migration)
+    assert r.gpus_used == 5 and r.objective == pytest.approx(
+        evaluate(rr.instance, r.placements, binned_factors(inst.cluster, "none")).cost)
+
+
+def test_a_displaced_job_keeps_its_demand_when_that_fits():
+    inst = _scaling_round()
+    r = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0], backend=BACKENDS[0])
+    assert not r.unplaceable and len(r.placements["s"]) == 4 and check(inst, r) == []
+    # nothing fits even its smallest count: left out, and the reason names the counts
+    r = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1, 2, 7], backend=BACKENDS[0])
+    assert r.unplaceable == {"s": "needs 4 GPUs (or 2); 1 are left free (4 in service, 3 kept by unaffected jobs, "
+                                  "0 given to displaced jobs before it in the queue)"}
+    assert check(inst, r) == []

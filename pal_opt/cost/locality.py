@@ -17,10 +17,10 @@ __all__ = ["Locality"]
 
 class Locality(CostTerm):
     name = "locality"
-    summary = "demand x ln(the job's penalty for the topology level its GPUs span)"
+    summary = "GPUs x ln(the job's penalty for the topology level its GPUs span)"
 
     def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
-        return job.demand * math.log(job.locality[level])
+        return int(pos.size) * math.log(job.locality[level])  # its GPUs: the demand, or an allowed count
 
     def slots(self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray,
               span: np.ndarray) -> np.ndarray:

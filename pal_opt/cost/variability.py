@@ -17,10 +17,10 @@ __all__ = ["Variability"]
 
 class Variability(CostTerm):
     name = "variability"
-    summary = "demand x ln(slowest GPU's factor for the job's class)"
+    summary = "GPUs x ln(slowest GPU's factor for the job's class)"
 
     def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
-        return job.demand * math.log(max_factor)
+        return int(pos.size) * math.log(max_factor)  # its GPUs: the demand, or an allowed count
 
     def slots(self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray,
               span: np.ndarray) -> np.ndarray:

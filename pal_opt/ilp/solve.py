@@ -87,7 +87,7 @@ from ..binning import BINNING_MODES, binned_factors
 from ..cost import CostSummary, evaluate, relative_gap
 from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
-from ..gputypes import has_types
+from ..gputypes import fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
@@ -657,8 +657,13 @@ def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
 
 def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -> PlacementResult | None:
     """The result when no program is needed: INFEASIBLE when the admitted jobs need more GPUs than
-    are free, OPTIMAL and empty when nothing is admitted; else None."""
+    are free, or (with GPU types) one needs more than the free GPUs of its types hold; OPTIMAL
+    and empty when nothing is admitted; else None."""
     admitted, demand, free = setup.admitted, setup.demand, instance.free_gpus
+    short = _short_of_types(instance, admitted) if demand <= free else None
+    if short is not None:
+        return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
+                               geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=short, **common)
     if demand > free:
         st = instance.cluster.state
         names = ", ".join(str(instance.jobs[i].id) for i in admitted[:20])
@@ -671,6 +676,20 @@ def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str
     if not admitted:
         return _result(instance, {}, setup.factors, status=Status.OPTIMAL, solve_seconds=0.0, bound=0.0, gap=0.0,
                        **common)
+    return None
+
+
+def _short_of_types(instance: RoundInstance, admitted: Sequence[int]) -> str | None:
+    """Why an admitted job cannot be placed on the free GPUs of its types, or None (also
+    without GPU types)."""
+    if not has_types(instance):
+        return None
+    cl = instance.cluster
+    free = free_per_type(cl, cl.state == GpuState.FREE)
+    for i in admitted:
+        job = instance.jobs[i]
+        if not fits_types(type_groups(cl, job), job.demand, free):
+            return f"job {job.id} needs {job.demand} GPUs of its GPU types but fewer are free"
     return None
 
 
