@@ -190,7 +190,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
                         "(classA..D as imagenet, bert, cifar10, ncf); default 1.0 everywhere")
     g.add_argument("--jobs", type=nonneg_int, required=True, help="queue length")
     g.add_argument("--racks", type=nonneg_int, default=0, help="racks (0: flat cluster; default 0)")
-    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
     g.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     g.add_argument("--busy-fraction", type=finite, default=0.0, metavar="F", help="share of GPUs busy (default 0)")
     g.add_argument("--failed-fraction", type=finite, default=0.0, metavar="F", help="share of GPUs failed (default 0)")

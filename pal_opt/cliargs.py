@@ -25,6 +25,7 @@ __all__ = [
     "job_ids",
     "gpu_ids",
     "output_file",
+    "check_plot_target",
     "key_value",
     "methods_epilog",
     "cost_param",
@@ -90,6 +91,22 @@ def output_file(text: str) -> str:
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
     return text
+
+
+def check_plot_target(path: str, flag: str = "--plot") -> None:
+    """Raise :class:`OptionError` before any work if matplotlib (the optional ``[plot]`` extra)
+    is missing or cannot write ``path``'s format (from its suffix)."""
+    try:
+        import matplotlib  # noqa: F401  (first: a cached backend module must not hide its absence)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError as exc:
+        raise OptionError(f"{flag} needs matplotlib, which cannot be imported ({exc}); "
+                          "install it with pip install 'pal-opt[plot]'") from None
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    if ext not in formats:
+        raise OptionError(f"{flag} {path}: the file name must end in one of "
+                          f"{', '.join('.' + f for f in sorted(formats))}")
 
 
 def job_ids(text: str) -> list[int | str]:
@@ -250,7 +267,7 @@ def add_method_arguments(
         p.add_argument(flag, choices=names, default="pal", metavar="METHOD",
                        help="placement method, one of: " + ", ".join(names) + " (default pal)")
     if seed_help is not None:
-        p.add_argument("--seed", type=int, default=None, help=seed_help)
+        p.add_argument("--seed", type=nonneg_int, default=None, help=seed_help)
     if binning:
         p.add_argument("--binning", choices=[b.value for b in Binning], default=None,
                        help="override the round's binning mode")

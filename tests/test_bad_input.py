@@ -484,6 +484,9 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["simulate", "{trace}", "-o", "{tmp}"], "is a directory; give a file name"),
         (["simulate", "{trace}", "-o", "{out}", "--plot", ""], "argument --plot: empty file name"),
         (["partition", "{trace}", "--machines", "4", "--bandwidth", "1e9", "-o", "{tmp}"], "is a directory"),
+        # a negative seed was a ValueError traceback from numpy
+        (["solve", "{inst}", "--method", "random", "--seed", "-1"], "argument --seed: must be >= 0, got '-1'"),
+        (["simulate", "{trace}", "--seed", "-5", "-o", "{out}"], "argument --seed: must be >= 0"),
         # an empty --cluster is not the default cluster
         (["simulate", "{trace}", "--cluster", "", "-o", "{out}"], "--cluster must look like 16x4"),
         (["simulate", "{trace}", "--trace-format", "sia", "--profiles", "{tmp}", "--cluster", "", "-o", "{out}"],

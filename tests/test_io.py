@@ -387,3 +387,20 @@ def test_make_instance_keeps_every_field_of_job_objects() -> None:
               "allowed_counts", "mix_types", "pipeline", "priority", "started")
     for given, built in zip(jobs, inst.jobs, strict=True):
         assert {f: getattr(built, f) for f in fields} == {f: getattr(given, f) for f in fields}
+
+
+def test_atomic_write_follows_a_symlink_and_refuses_a_fifo(tmp_path):
+    import os
+
+    real = tmp_path / "real.json"
+    real.write_text("old\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    atomic_write_text(link, "new\n")
+    assert link.is_symlink() and real.read_text() == "new\n"  # the link kept, its target written
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        atomic_write_text(fifo, "x\n")
+    assert fifo.exists() and not fifo.is_file()  # still a FIFO
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json", "real.json"]

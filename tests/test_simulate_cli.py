@@ -164,9 +164,17 @@ def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, cap
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     _, err = _simulate(tmp_path, capsys, "--policy", "pal,pmfirst", "--synthetic-variability", "1",
                        "--plot", str(tmp_path / "p.png"), code=2)
-    assert err.strip() == ("pal-opt: error: plots need matplotlib, which is not installed: "
-                           "pip install 'pal-opt[plot]'")
+    assert err.startswith("pal-opt: error: --plot needs matplotlib") and err.count("\n") == 1
+    assert "pip install 'pal-opt[plot]'" in err
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()
+
+
+def test_plot_format_is_checked_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a .txt plot used to fail with a traceback after the whole simulation, the result written
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal", "--synthetic-variability", "1",
+                       "--plot", str(tmp_path / "p.txt"), code=2)
+    assert "the file name must end in one of" in err and err.count("\n") == 1
+    assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.txt").exists()
 
 
 # ----------------------------------------------------------------------------- flags shared by commands

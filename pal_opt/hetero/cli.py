@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import output_file, positive_float
+from ..cliargs import nonneg_int, output_file, positive_float
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
@@ -92,7 +92,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                         "(default: every GPU nominal)")
     p.add_argument("--ilp-mode", choices=ILP_MODES, default=None,
                    help=ILP_MODE_HELP)
-    p.add_argument("--seed", type=int, default=0, help="seed of the variability draw (default 0)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw (default 0)")
     p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")

@@ -28,13 +28,18 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     Raises
     ------
     OSError
-        The directory is missing or not writable, or ``path`` is a directory; the error names
-        ``path``, not the temporary file.
+        The directory is missing or not writable, or ``path`` is a directory, a device, a FIFO
+        or a socket; the error names ``path``, not the temporary file.  A symbolic link is
+        followed: the file it points to is replaced, the link kept.
     """
     target = Path(path)
+    if target.is_symlink():  # write the file the link points to; replacing would cut the link
+        target = Path(os.path.realpath(target))
     directory = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    if target.exists() and not target.is_file():  # a device or a FIFO: renaming over it would remove it
+        raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); give a file name", os.fspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     except OSError as exc:  # name the file the user asked for, not the temporary one

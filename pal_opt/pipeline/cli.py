@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..cliargs import output_file
+from ..cliargs import check_plot_target, output_file
 from ..errors import OptionError
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         if path:
             _check_output(path)
     if args.plot:
-        _check_plot_target(args.plot)
+        check_plot_target(args.plot)
     if args.method != "ip" and (args.backend is not None or args.time_limit is not None):
         raise OptionError("--backend and --time-limit apply to --method ip only")
     if args.backend is not None:
@@ -189,20 +189,6 @@ def _create_temporary(target: str) -> str:
             raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", target) from None
         return tmp
     raise FileExistsError(f"cannot create a temporary file beside {target}")  # pragma: no cover
-
-
-def _check_plot_target(path: str) -> None:
-    """Fail early (before any work) if matplotlib is missing or cannot write ``path``'s format."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-    except ImportError as exc:
-        raise OptionError(f"--plot needs matplotlib, which cannot be imported ({exc}); "
-                          "install it with 'pip install matplotlib'") from None
-    formats = FigureCanvasAgg.get_supported_filetypes()
-    ext = os.path.splitext(path)[1].lstrip(".").lower()
-    if ext not in formats:
-        raise OptionError(f"--plot {path}: the file name must end in one of "
-                          f"{', '.join('.' + f for f in sorted(formats))}")
 
 
 def _plot(result: PartitionResult, path: str) -> None:

@@ -29,6 +29,8 @@ from typing import Any
 from ..cliargs import (
     add_method_arguments,
     add_restart_arguments,
+    check_plot_target,
+    nonneg_int,
     output_file,
     positive_float,
     solve_options_each,
@@ -93,7 +95,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
                         "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D; sia traces: "
                         "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (default: every GPU nominal)")
-    p.add_argument("--synthetic-variability", type=int, default=None, metavar="SEED",
+    p.add_argument("--synthetic-variability", type=nonneg_int, default=None, metavar="SEED",
                    help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
                         "(without either option: the shared Longhorn files if present, else the synthetic model, "
                         "with a warning)")
@@ -101,7 +103,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
     p.add_argument("--default-class", default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
-    p.add_argument("--seed", type=int, default=0, help="seed of the variability draw and random policy")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
                    help="result file (written atomically); several policies: {\"policies\": [...], "
                         "\"results\": {policy: result}}")
@@ -154,7 +156,7 @@ def _add_failure_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--checkpoint-interval", type=_positive_or_inf, default=None, metavar="S",
                    help=f"seconds of work between a job's checkpoints; a failure loses the work since the last "
                         f"(default {DEFAULT_CHECKPOINT_INTERVAL:g}; inf: only planned stops checkpoint)")
-    g.add_argument("--failure-seed", type=int, default=None, metavar="N",
+    g.add_argument("--failure-seed", type=nonneg_int, default=None, metavar="N",
                    help="seed of the failure process (default: --seed)")
 
 
@@ -326,7 +328,6 @@ def run(args: argparse.Namespace) -> int:
     from ..hetero.cli import resolve_trace_format, run_folded
     from ..io.traces import read_trace
     from .engine import build_cluster, parse_cluster
-    from .metrics import require_matplotlib
     from .variability import variability_source
 
     if resolve_trace_format(args) == "sia":
@@ -336,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
     for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
         _validate_out_dir(val, flag)
     if args.plot:
-        require_matplotlib()  # before the simulation, not after it
+        check_plot_target(args.plot)  # before the simulation, not after it
     spec = parse_cluster("16x4" if args.cluster is None else args.cluster)
     variability = _parse_variability(args.variability)
     configs = _configs(args)

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_restart_arguments, finite, output_file, pos_int
+from ..cliargs import add_restart_arguments, finite, nonneg_int, output_file, pos_int
 from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
@@ -48,7 +48,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    "on every GPU unless --measurements")
     p.add_argument("--measurements", metavar="DIR",
                    help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR (as generate does)")
-    p.add_argument("--seed", type=int, help="seed for --measurements (default 0)")
+    p.add_argument("--seed", type=nonneg_int, help="seed for --measurements (default 0)")
     p.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     p.add_argument("--binning", choices=[b.value for b in Binning], default="pal-artifact",
                    help="binning mode stored in the round")

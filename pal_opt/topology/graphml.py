@@ -107,10 +107,11 @@ def _structure(g: nx.DiGraph, source: str) -> tuple[dict[Any, str], dict[Any, An
 
 def _gpu_id(n: Any, attrs: Mapping[str, Any], source: str) -> int:
     v = attrs.get("id", n)
-    if isinstance(v, str) and v.strip().isdigit():
+    if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():  # not '²', which isdigit() too
         v = int(v)
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise InstanceError(f"a GPU id must be a non-negative integer, got {v!r}", source=source, path=f"node {n!r}.id")
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**63:
+        raise InstanceError(f"a GPU id must be an integer in 0..2^63-1, got {v!r}", source=source,
+                            path=f"node {n!r}.id")
     return v
 
 

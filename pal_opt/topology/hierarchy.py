@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..model import PAL_CLASSES, Cluster, GpuState, RoundArguments, RoundInstance, RoundParams
+from ..options import check_cluster_size
 from ..seeds import SeedLike
 
 __all__ = [
@@ -141,6 +142,7 @@ class Topology:
         kept = [h for h in hosts if gpus.get(h, 0) > 0]
         if len(kept) < len(hosts):
             logger.info("%s: %d of %d hosts have no GPUs and are left out", source, len(hosts) - len(kept), len(hosts))
+        check_cluster_size(sum(int(gpus[h]) for h in kept), source)  # before arrays of that size
         counts = np.asarray([gpus[h] for h in kept], dtype=np.int64)
         gpu_host = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
         local = np.arange(gpu_host.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
