@@ -134,6 +134,8 @@ def _validate_gpu_ids(ids: np.ndarray) -> None:
         raise InstanceError("GPU ids must be integers", path="gpus[].id")
     if ids.size == 0:
         raise InstanceError("the cluster has no GPUs", path="gpus")
+    if ids.min() < 0:  # as the instance file's ids: non-negative
+        raise InstanceError(f"GPU ids must be non-negative, got {int(ids.min())}", path="gpus[].id")
     uniq, counts = np.unique(ids, return_counts=True)
     if uniq.size != ids.size:
         raise InstanceError(f"duplicate GPU id {int(uniq[np.argmax(counts > 1)])}", path="gpus[].id")

@@ -504,3 +504,10 @@ def test_a_server_under_two_racks_in_a_graph_is_an_error() -> None:
     g.add_edge(("rack", "r1"), ("server", 0))
     with pytest.raises(InstanceError, match=r"graph\.\('server', 0\): server must hang under at most one rack"):
         Cluster.from_graph(g)
+
+
+def test_negative_gpu_ids_are_rejected_by_the_model_as_by_the_file() -> None:
+    from pal_opt.model import Cluster
+
+    with pytest.raises(InstanceError, match=r"gpus\[\]\.id: GPU ids must be non-negative, got -1"):
+        Cluster.from_arrays([0, -1], [0, 0], {"classA": [1.0, 1.0]})

@@ -189,9 +189,10 @@ def model_rounds(draw: Any) -> RoundInstance | None:
             placement = tuple(draw(st.lists(st.integers(0, g), min_size=demand, max_size=demand)))
         loc = tuple(draw(st.lists(st.floats(0.5, 3.0), min_size=3, max_size=3)))
         jobs.append((draw(_IDS), demand, loc, placement, draw(st.one_of(st.none(), st.floats(0, 1e6)))))
+    first = draw(st.sampled_from([0, 0, 0, -1]))  # a negative GPU id is rejected
     try:
-        c = Cluster.from_arrays(range(g), server, {"classA": [1.0 + 0.1 * i for i in range(g)]}, state, racks,
-                                gpu_types=gpu_types, throughput=throughput)
+        c = Cluster.from_arrays(range(first, first + g), server, {"classA": [1.0 + 0.1 * i for i in range(g)]},
+                                state, racks, gpu_types=gpu_types, throughput=throughput)
         return RoundInstance(c, tuple(Job(jid, d, "classA", k, loc, pl, started=s)
                                       for k, (jid, d, loc, pl, s) in enumerate(jobs)),
                              RoundParams(locality_penalty=draw(st.floats(1.0, 3.0))))
