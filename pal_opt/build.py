@@ -45,7 +45,10 @@ def make_instance(
     jobs
         Queue order.  :class:`~pal_opt.model.Job` objects, or mappings with the instance file's
         job keys: ``id``, ``demand``, ``class`` and/or ``model``, optional ``locality``
-        (``[server, rack, cluster]``) and ``placement`` (GPU ids, if running).
+        (``[server, rack, cluster]``) and ``placement`` (GPU ids, if running).  Tuples, numpy
+        arrays and numpy scalars are taken as JSON's lists and numbers
+        (:func:`pal_opt.io.instance.plain_json`), so ``{"placement": result.placements[j]}``
+        works; a value a file may not hold is an error all the same.
     name
         Round name.
     **params

@@ -5,7 +5,9 @@ A :class:`Cluster` keeps two views of the same facts:
 * a **networkx graph** (``cluster.graph``): a root vertex ``("cluster",)``, optional rack
   vertices ``("rack", r)``, server vertices ``("server", s)`` and GPU vertices ``("gpu", g)``,
   with edges from parent to child.  GPU vertices carry ``factors`` (per class) and ``state``,
-  and on a typed cluster ``type`` (the GPU type's name);
+  and on a typed cluster ``type`` (the GPU type's name); the graph's own attributes
+  (``graph.graph``) hold ``throughput``, the classes' relative throughputs per GPU type
+  (:attr:`Cluster.throughput`), when the cluster has any;
 * **flat numpy arrays** indexed by GPU position ``0..G-1``, which every policy, the cost model
   and the integer programs use.  Work that grows with the cluster is vectorised over them.
 
@@ -133,9 +135,32 @@ def _validate_gpu_ids(ids: np.ndarray) -> None:
         raise InstanceError("GPU ids must be integers", path="gpus[].id")
     if ids.size == 0:
         raise InstanceError("the cluster has no GPUs", path="gpus")
+    if ids.min() < 0:  # as the instance file's ids: non-negative
+        raise InstanceError(f"GPU ids must be non-negative, got {int(ids.min())}", path="gpus[].id")
     uniq, counts = np.unique(ids, return_counts=True)
     if uniq.size != ids.size:
         raise InstanceError(f"duplicate GPU id {int(uniq[np.argmax(counts > 1)])}", path="gpus[].id")
+
+
+#: The largest id magnitude an instance file holds (JSON Schema ``ident``: a 64-bit integer).
+_MAX_ID = 2**63 - 1
+
+
+def _plain_id(x: Any, path: str) -> int | str:
+    """A server or rack id as the instance file holds it: an integer of 64 bits or a non-empty
+    string (numpy's integers and strings made Python's); anything else is an error at ``path``."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and -_MAX_ID <= x <= _MAX_ID:
+        return int(x)
+    if isinstance(x, str) and x:
+        return str(x)
+    raise InstanceError(f"must be an integer or a non-empty string (an integer of 64 bits), got {x!r}", path=path)
+
+
+def _plain_ids(ids: Sequence[Any], path: str) -> list[int | str]:
+    """:func:`_plain_id` of each of ``ids``; errors name ``path`` with the index."""
+    if all(type(x) is str and x or type(x) is int and -_MAX_ID <= x <= _MAX_ID for x in ids):
+        return list(ids)
+    return [_plain_id(x, path.format(k)) for k, x in enumerate(ids)]
 
 
 def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
@@ -276,10 +301,12 @@ class Cluster:
         if server_of.shape != ids.shape:
             raise InstanceError("one server per GPU expected", path="gpus[].server")
         rack_of = _as_1d(self.rack_of_server, np.int64, "servers")
+        set_ = object.__setattr__
+        set_(self, "server_ids", tuple(_plain_ids(tuple(self.server_ids), "server_ids[{}]")))
+        set_(self, "rack_ids", tuple(_plain_ids(tuple(self.rack_ids), "rack_ids[{}]")))
         _validate_topology(server_of, len(self.server_ids), rack_of, len(self.rack_ids))
         for a in fac.values():
             a.setflags(write=False)
-        set_ = object.__setattr__
         set_(self, "gpu_ids", _as_1d(ids, np.int64, "gpus[].id"))
         set_(self, "server_of", server_of)
         set_(self, "rack_of_server", rack_of)
@@ -324,13 +351,15 @@ class Cluster:
         gpu_ids
             GPU ids (integers, unique).
         server
-            Each GPU's server id (any hashable); servers keep the order of first appearance.
+            Each GPU's server id: an integer of 64 bits or a non-empty string, as in the instance
+            file (numpy's become Python's); servers keep the order of first appearance.
         factors
             ``{class: per-GPU factors}``; finite and positive.
         state
             Per-GPU :class:`GpuState` values; all free when omitted.
         rack_of_server
-            ``{server id: rack id}`` for a racked cluster; ``None`` for a flat one.
+            ``{server id: rack id}`` for a racked cluster (rack ids as server ids); ``None`` for
+            a flat one.
         source
             File name used in error messages.
         gpu_types
@@ -349,7 +378,7 @@ class Cluster:
         """
         try:
             ids = np.asarray(gpu_ids)
-            servers = list(server)
+            servers = _plain_ids(server.tolist() if isinstance(server, np.ndarray) else list(server), "gpus[{}].server")
             if len(servers) != ids.size:
                 raise InstanceError("one server per GPU expected", path="gpus[].server")
             server_pos, server_of = _first_position(servers)
@@ -359,7 +388,7 @@ class Cluster:
                 missing = [s for s in server_pos if s not in rack_of_server]
                 if missing:
                     raise InstanceError(f"server {missing[0]!r} has no rack", path="racks")
-                rack_pos, rack_of = _first_position(rack_of_server[s] for s in server_pos)
+                rack_pos, rack_of = _first_position(_plain_id(rack_of_server[s], f"racks.{s}") for s in server_pos)
                 rack_ids = tuple(rack_pos)
             fac = {c: np.asarray(v, dtype=np.float64) for c, v in factors.items()}
             st = np.zeros(ids.size, dtype=np.int8) if state is None else np.asarray(state)
@@ -399,7 +428,8 @@ class Cluster:
         GPU vertices are ``("gpu", id)`` with attributes ``factors`` (dict), optional
         ``state`` (:class:`GpuState`, int or name) and optional ``type`` (the GPU type's name;
         on every GPU or on none); each has exactly one server parent; servers have zero or one
-        rack parent (all or none).
+        rack parent (all or none).  The GPU types' throughputs, ``{class: {type: value}}``, are
+        the graph attribute ``graph.graph["throughput"]`` (optional; see the class docstring).
         """
         gpus = sorted((n for n in graph.nodes if isinstance(n, tuple) and n and n[0] == "gpu"), key=lambda n: n[1])
         if not gpus:
@@ -423,13 +453,16 @@ class Cluster:
             st = attrs.get("state", GpuState.FREE)
             states.append(int(GpuState[st.upper()]) if isinstance(st, str) else int(st))
             rparents = [p for p in graph.predecessors(srv) if p[0] == "rack"]
+            if len(rparents) > 1:
+                raise InstanceError("server must hang under at most one rack", source=source, path=f"graph.{srv}")
             if rparents:
                 any_rack = True
                 racks[srv[1]] = rparents[0][1]
         if any_rack and len(racks) != len(set(server)):
             raise InstanceError("either every server hangs under a rack or none does", source=source, path="graph")
         return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source,
-                               gpu_types=types if types[0] is not None else None)
+                               gpu_types=types if types[0] is not None else None,
+                               throughput=graph.graph.get("throughput"))
 
     # ----------------------------------------------------------------- derived views
     @property
@@ -533,6 +566,8 @@ class Cluster:
         import networkx as nx
 
         gr = nx.DiGraph()
+        if self.throughput:
+            gr.graph["throughput"] = {c: dict(row) for c, row in self.throughput.items()}
         root = ("cluster",)
         gr.add_node(root, kind="cluster")
         for r in self.rack_ids:
@@ -651,7 +686,7 @@ class Job:
     Attributes
     ----------
     id
-        The input's job id (int or str).
+        The input's job id: an integer of 64 bits or a non-empty string, as in the instance file.
     demand
         GPUs needed, all or none.
     perfclass
@@ -659,7 +694,8 @@ class Job:
     position
         0-based position in the queue.
     locality
-        Slowdown multiplier per topology level ``(server, rack, cluster)``: finite, positive.
+        Slowdown multiplier per topology level ``(server, rack, cluster)``: finite, positive and
+        non-decreasing (spanning more of the cluster is never faster), as in the instance file.
     placement
         GPU ids the job holds now if it is running, else ``None``.
     model
@@ -725,8 +761,7 @@ class Job:
         if self._canonical():
             return
         at = f"jobs[{self.position}]" if _is_int(self.position) else "jobs[?]"
-        if not (isinstance(self.id, str) or _is_int(self.id)):
-            raise InstanceError(f"job id must be an int or a string, got {self.id!r}", path=f"{at}.id")
+        jid = _plain_id(self.id, f"{at}.id")  # what a file holds: 1 and "1" are one id (RoundInstance)
         if not _is_int(self.position) or self.position < 0:
             raise InstanceError(f"must be an integer >= 0, got {self.position!r}", path=f"{at}.position")
         if not _is_int(self.demand) or self.demand < 1:
@@ -740,8 +775,11 @@ class Job:
             raise InstanceError(f"must be [server, rack, cluster] penalties, got {self.locality!r}",
                                 path=f"{at}.locality")
         loc = tuple(_finite_at_least(x, 0.0, f"{at}.locality[{k}]", strict=True) for k, x in enumerate(loc))
+        if not loc[0] <= loc[1] <= loc[2]:  # spanning more of the cluster is never faster
+            raise InstanceError(f"penalties must not decrease from server to rack to cluster, got {list(loc)}",
+                                path=f"{at}.locality")
         set_ = object.__setattr__
-        set_(self, "id", int(self.id) if _is_int(self.id) else self.id)
+        set_(self, "id", jid)
         set_(self, "demand", int(self.demand))
         set_(self, "position", int(self.position))
         set_(self, "locality", loc)
@@ -769,10 +807,11 @@ class Job:
         loc = self.locality
         return (
             type(self.demand) is int and self.demand >= 1 and type(self.position) is int and self.position >= 0
-            and type(self.id) in (int, str) and type(self.perfclass) is str and self.perfclass != ""
+            and (type(self.id) is str and self.id != "" or type(self.id) is int and -_MAX_ID <= self.id <= _MAX_ID)
+            and type(self.perfclass) is str and self.perfclass != ""
             and (self.model is None or type(self.model) is str) and self.placement is None
             and type(loc) is tuple and len(loc) == 3
-            and all(type(x) is float and 0.0 < x < math.inf for x in loc)
+            and all(type(x) is float and 0.0 < x < math.inf for x in loc) and loc[0] <= loc[1] <= loc[2]
             and self.kind == "rigid" and self.gpu_type is None and self.allowed_types is None
             and self.allowed_counts is None and self.mix_types is False and self.pipeline is None
             and self.priority == 0 and type(self.priority) is int and self.started is None
@@ -935,9 +974,11 @@ class RoundParams:
 class RoundInstance:
     """One scheduling round: a cluster, a queue of jobs (in queue order) and parameters.
 
-    The jobs are checked against the cluster here, once: ids are unique, every class has
-    factors, and a running job's GPUs exist and are held by no other job.  (They may have failed
-    or been taken since: such a job must move.)
+    The jobs are checked against the cluster here, once: ids are unique, also when compared as
+    text (``1`` and ``"1"`` would be one key of a file's or a result's JSON object), every class
+    has factors, and a running job's GPUs exist and are held by no other job.  (They may have
+    failed or been taken since, state ``FAILED`` or ``BUSY``: such a job must move.  The instance
+    file accepts the same.)
     """
 
     cluster: Cluster
@@ -947,15 +988,16 @@ class RoundInstance:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
-        seen: set[Any] = set()
+        seen: dict[str, int] = {}
         held: dict[int, int] = {}
         position = self.cluster.position
         for i, j in enumerate(self.jobs):
             if not isinstance(j, Job):
                 raise InstanceError(f"expected a Job, got {type(j).__name__}", path=f"jobs[{i}]")
-            if j.id in seen:
-                raise InstanceError(f"duplicate job id {j.id!r}", path=f"jobs[{i}].id")
-            seen.add(j.id)
+            first = seen.setdefault(str(j.id), i)
+            if first != i:
+                same = "" if self.jobs[first].id == j.id else " as text"
+                raise InstanceError(f"duplicate job id {j.id!r} (same as jobs[{first}].id{same})", path=f"jobs[{i}].id")
             if j.perfclass not in self.cluster.factors:
                 raise InstanceError(
                     f"class {j.perfclass!r} has no GPU factors (known: {', '.join(self.cluster.factors)})",

@@ -404,3 +404,126 @@ def test_atomic_write_follows_a_symlink_and_refuses_a_fifo(tmp_path):
         atomic_write_text(fifo, "x\n")
     assert fifo.exists() and not fifo.is_file()  # still a FIFO
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json", "real.json"]
+
+# --------------------------------------------------------------------------- in memory and in files: one set of rules
+def _small_cluster(**kw):
+    from pal_opt.model import Cluster
+
+    return Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.1, 0.9, 1.0]}, **kw)
+
+
+def test_make_instance_takes_tuples_and_numpy_scalars_in_job_dicts() -> None:
+    # a round loop passes the API's own tuples and numpy values back in
+    from pal_opt import make_instance
+    from pal_opt.model import Job
+
+    c = _small_cluster()
+    given = [{"id": np.int64(3), "demand": np.int64(2), "class": "classA", "placement": (np.int64(0), 1),
+              "locality": (np.float64(1.0), 1.5, np.float32(2.0)), "started": np.float64(4.5),
+              "priority": np.int32(2)},
+             {"id": "b", "demand": 1, "class": "classA", "placement": np.array([2])}]
+    inst = make_instance(c, given)
+    want = make_instance(c, [Job(3, 2, "classA", locality=(1.0, 1.5, 2.0), placement=(0, 1), started=4.5, priority=2),
+                             Job("b", 1, "classA", position=1, placement=(2,))])
+    assert inst.jobs == want.jobs
+    assert type(inst.jobs[0].id) is int and all(type(g) is int for g in inst.jobs[0].placement)
+
+
+@pytest.mark.parametrize(("job", "message"), [
+    ({"demand": np.float64(2.5)}, "jobs[0].demand: must be a positive integer, got 2.5"),
+    ({"placement": (0, "1")}, "jobs[0].placement[1]: must be a GPU id (non-negative integer), got '1'"),
+    ({"placement": (0, 0)}, "jobs[0].placement[1]: GPU 0 listed twice"),
+    ({"started": np.float64(-1.0)}, "jobs[0].started: must be at least 0, got -1.0"),
+    ({"id": np.bool_(True)}, "jobs[0].id: must be an integer or a non-empty string, got true"),
+])
+def test_make_instance_still_rejects_bad_numpy_and_tuple_values(job, message) -> None:
+    from pal_opt import make_instance
+
+    with pytest.raises(InstanceError) as exc:
+        make_instance(_small_cluster(), [{"id": 1, "demand": 2, "class": "classA", **job}])
+    assert message in str(exc.value)
+
+
+@pytest.mark.parametrize("state", [GpuState.FAILED, GpuState.BUSY])
+def test_a_running_job_on_a_gpu_out_of_service_round_trips(state, tmp_path) -> None:
+    # the model allows it (the job must move); the file and make_instance must too
+    from pal_opt import make_instance
+    from pal_opt.model import Job
+
+    c = _small_cluster(state=[state, 0, 0, 0])
+    inst = RoundInstance(c, (Job(1, 2, "classA", placement=(0, 1)),))
+    save_instance(inst, tmp_path / "i.json")
+    assert load_instance(tmp_path / "i.json").jobs == inst.jobs
+    assert make_instance(c, [{"id": 1, "demand": 2, "class": "classA", "placement": [0, 1]}]).jobs == inst.jobs
+
+
+def test_job_ids_equal_as_text_are_rejected_by_the_model() -> None:
+    # 1 and "1" would merge in a file's and a result's JSON object keys
+    from pal_opt.model import Job
+
+    with pytest.raises(InstanceError, match=r"jobs\[1\]\.id: duplicate job id '1' \(same as jobs\[0\]\.id as text\)"):
+        RoundInstance(_small_cluster(), (Job(1, 1, "classA"), Job("1", 1, "classA", position=1)))
+
+
+def test_decreasing_locality_is_rejected_by_job_as_by_the_file() -> None:
+    from pal_opt.model import Job
+
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.locality: penalties must not decrease"):
+        Job(1, 2, "classA", locality=(1, 2, 1.5))
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.locality: penalties must not decrease"):
+        Job(1, 2, "classA", locality=(1.2, 1.0, 1.5))
+    assert Job(1, 2, "classA", locality=(0.5, 0.5, 1)).locality == (0.5, 0.5, 1.0)
+
+
+@pytest.mark.parametrize("bad", [0.5, 1.0, "", None, True, (0, 1), 2**63])
+def test_server_and_rack_ids_are_what_a_file_can_hold(bad) -> None:
+    from pal_opt.model import Cluster
+
+    with pytest.raises(InstanceError, match=r"gpus\[2\]\.server: must be an integer or a non-empty string"):
+        Cluster.from_arrays(range(4), [0, 0, bad, bad], {"classA": [1.0] * 4})
+    with pytest.raises(InstanceError, match=r"racks\.s1: must be an integer or a non-empty string"):
+        Cluster.from_arrays(range(4), ["s0", "s0", "s1", "s1"], {"classA": [1.0] * 4},
+                            rack_of_server={"s0": "r", "s1": bad})
+
+
+def test_numpy_server_and_rack_ids_become_plain(tmp_path) -> None:
+    from pal_opt.model import Cluster
+
+    c = Cluster.from_arrays(range(4), np.array([5, 5, 7, 7]), {"classA": [1.0] * 4},
+                            rack_of_server={np.int64(5): np.int64(0), np.int64(7): np.str_("r1")})
+    assert c.server_ids == (5, 7) and c.rack_ids == (0, "r1")
+    assert all(type(s) is int for s in c.server_ids) and type(c.rack_ids[1]) is str
+    save_instance(RoundInstance(c, ()), tmp_path / "i.json")
+    back = load_instance(tmp_path / "i.json").cluster
+    assert back.server_ids == c.server_ids and back.rack_ids == c.rack_ids
+
+
+def test_the_graph_keeps_gpu_type_throughputs() -> None:
+    from pal_opt import make_instance, solve
+    from pal_opt.model import Cluster
+
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb",
+                            throughput={"classA": {"a": 1, "b": 2}})
+    assert Cluster.from_graph(c.graph).throughput == c.throughput == {"classA": {"a": 1.0, "b": 2.0}}
+    jobs = [{"id": 1, "demand": 2, "class": "classA"}]
+    assert solve(make_instance(c.graph, jobs), "ilp").placements == solve(make_instance(c, jobs), "ilp").placements
+    g = c.graph.copy()
+    g.graph["throughput"] = {"classA": {"a": 1, "c": 2}}
+    with pytest.raises(InstanceError, match=r"throughput\.classA\.c: unknown GPU type 'c'"):
+        Cluster.from_graph(g)
+
+
+def test_a_server_under_two_racks_in_a_graph_is_an_error() -> None:
+    from pal_opt.model import Cluster
+
+    g = _small_cluster(rack_of_server={0: "r0", 1: "r1"}).graph.copy()
+    g.add_edge(("rack", "r1"), ("server", 0))
+    with pytest.raises(InstanceError, match=r"graph\.\('server', 0\): server must hang under at most one rack"):
+        Cluster.from_graph(g)
+
+
+def test_negative_gpu_ids_are_rejected_by_the_model_as_by_the_file() -> None:
+    from pal_opt.model import Cluster
+
+    with pytest.raises(InstanceError, match=r"gpus\[\]\.id: GPU ids must be non-negative, got -1"):
+        Cluster.from_arrays([0, -1], [0, 0], {"classA": [1.0, 1.0]})

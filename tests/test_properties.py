@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Hashable
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pal_opt.binning import BINNING_MODES
 from pal_opt.check import check
-from pal_opt.io import instance_from_dict, instance_to_dict
+from pal_opt.errors import InstanceError
+from pal_opt.io import instance_from_dict, instance_to_dict, load_instance, save_instance
 from pal_opt.methods import greedy_names
 from pal_opt.model import PAL_CLASSES, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from pal_opt.result import Status
@@ -156,3 +159,59 @@ def test_ilp_other_backends_agree_with_highs(inst, backend):
     assert check(inst, b) == []
     assume(a.status == b.status == Status.OPTIMAL)
     assert b.objective == pytest.approx(a.objective, rel=1e-6, abs=1e-6)
+
+
+# --------------------------------------------------------------------------- what the model accepts, a file holds
+_IDS = st.one_of(st.integers(-3, 3), st.sampled_from(["1", "", "a", 0.5, 1.0, None, True, (0, 1)]),
+                 st.integers(-3, 3).map(np.int64), st.just(2**63))
+
+
+@st.composite
+def model_rounds(draw: Any) -> RoundInstance | None:
+    """A round built through the model's constructors from loosely drawn values (ids of many
+    kinds, GPUs in every state under running jobs, any positive locality); None if the model
+    rejects it."""
+    g = draw(st.integers(1, 6))
+    server = draw(st.lists(_IDS, min_size=g, max_size=g))
+    racks = None
+    if draw(st.booleans()):
+        racks = {s: draw(_IDS) for s in server if isinstance(s, Hashable)}
+    gpu_types = draw(st.one_of(st.none(), st.lists(st.sampled_from(["a", "b"]), min_size=g, max_size=g)))
+    throughput = {}
+    if gpu_types is not None and draw(st.booleans()):
+        throughput = {"classA": {t: draw(st.floats(0.25, 4.0)) for t in set(gpu_types)}}
+    state = draw(st.lists(st.sampled_from(list(GpuState)), min_size=g, max_size=g))
+    jobs = []
+    for _ in range(draw(st.integers(0, 4))):
+        demand = draw(st.integers(1, 3))
+        placement = None
+        if draw(st.booleans()):
+            placement = tuple(draw(st.lists(st.integers(0, g), min_size=demand, max_size=demand)))
+        loc = tuple(draw(st.lists(st.floats(0.5, 3.0), min_size=3, max_size=3)))
+        jobs.append((draw(_IDS), demand, loc, placement, draw(st.one_of(st.none(), st.floats(0, 1e6)))))
+    first = draw(st.sampled_from([0, 0, 0, -1]))  # a negative GPU id is rejected
+    try:
+        c = Cluster.from_arrays(range(first, first + g), server, {"classA": [1.0 + 0.1 * i for i in range(g)]},
+                                state, racks, gpu_types=gpu_types, throughput=throughput)
+        return RoundInstance(c, tuple(Job(jid, d, "classA", k, loc, pl, started=s)
+                                      for k, (jid, d, loc, pl, s) in enumerate(jobs)),
+                             RoundParams(locality_penalty=draw(st.floats(1.0, 3.0))))
+    except InstanceError:
+        return None
+
+
+@settings(max_examples=300, **_SET)
+@given(model_rounds())
+def test_what_the_model_accepts_survives_save_and_load(tmp_path_factory, inst):
+    assume(inst is not None)
+    path = tmp_path_factory.mktemp("rt") / "i.json"
+    save_instance(inst, path)
+    back = load_instance(path)
+    a, b = inst.cluster, back.cluster
+    for f in ("gpu_ids", "server_of", "rack_of_server", "state", "type_of"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    for f in ("server_ids", "rack_ids", "type_names"):
+        assert [(type(x), x) for x in getattr(a, f)] == [(type(x), x) for x in getattr(b, f)], f
+    assert {k: v.tolist() for k, v in a.factors.items()} == {k: v.tolist() for k, v in b.factors.items()}
+    assert a.throughput == b.throughput
+    assert back.jobs == inst.jobs and back.params == inst.params and back.name == inst.name

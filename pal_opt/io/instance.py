@@ -45,7 +45,8 @@ Fields
 ``cluster.gpus``
     ``id``: unique non-negative integers.  ``server``: each GPU's server id (integer or
     string).  ``state``: optional, ``"free"``, ``"busy"`` (held by a job outside the queue) or
-    ``"failed"``; all free if omitted.  GPUs held by a *queued* running job are ``"free"``.
+    ``"failed"``; all free if omitted.  GPUs held by a *queued* running job are ``"free"`` (unless
+    they have failed or been taken since: the job must move).
 ``cluster.gpus.type``
     Optional: each GPU's type name (``"aws"``, ``"rtx"``...); without it the cluster has one
     type.
@@ -68,8 +69,9 @@ Fields
     :data:`pal_opt.model.MODEL_CLASS` when ``class`` is absent), ``locality`` (optional
     ``[server, rack, cluster]`` penalties, finite, > 0 and non-decreasing; default
     ``(1, λ, λ)``), ``placement`` (optional: the GPU ids a running job holds now — exactly
-    ``demand`` distinct free GPUs, not shared with another running job, of the job's usable GPU
-    types and of one type unless it mixes types); GPU types, as in Sia:
+    ``demand`` distinct GPUs, not shared with another running job, of the job's usable GPU
+    types and of one type unless it mixes types; a GPU of the placement that is ``"failed"`` or
+    ``"busy"`` has failed or been taken since, and the job must move); GPU types, as in Sia:
     ``kind`` (``"rigid"``, the default: count fixed, type free; ``"strong-scaling"``;
     ``"guaranteed"``: count and type fixed; ``"adaptive"``), ``gpu_type`` (the one type it may
     use; required for a guaranteed job) or ``allowed_types`` (the types it may use; default
@@ -95,13 +97,14 @@ Unknown keys are errors (a typo should not silently change a round); code may re
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ..errors import InstanceError
 from ..gputypes import usable_types
-from ..model import MODEL_CLASS, Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams, pal_locality
+from ..model import MODEL_CLASS, Cluster, Job, Pipeline, RoundInstance, RoundParams, pal_locality
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
 from .messages import Special, problem_error
@@ -122,6 +125,7 @@ __all__ = [
     "load_placement_file",
     "describe",
     "jobs_from_list",
+    "plain_json",
 ]
 
 #: Wording of the schema problems that say more in the format's own terms.
@@ -200,13 +204,33 @@ def _first_problem(d: Any) -> Problem | None:
 def jobs_from_list(jobs: Any, cluster: Cluster, params: RoundParams, source: str = "<memory>") -> list[Job]:
     """Validate a list of job objects in the file format's ``jobs`` shape against ``cluster``.
 
-    Used by :func:`pal_opt.build.make_instance`; errors name ``jobs[i].<field>``.
+    Used by :func:`pal_opt.build.make_instance`; errors name ``jobs[i].<field>``.  In-memory
+    values are made plain JSON first (:func:`plain_json`): tuples and numpy arrays as lists,
+    numpy scalars as Python numbers, as a round loop passes back the API's own values.
     """
+    jobs = plain_json(jobs)
     checker = instance_checker()
     problem = checker.first_problem(jobs, checker.schema["properties"]["jobs"], ("jobs",))
     if problem is not None:
         raise problem_error(problem, source, _MESSAGES)
     return _jobs(jobs, cluster, params, source)
+
+
+def plain_json(v: Any) -> Any:
+    """``v`` with the in-memory forms of JSON values made plain: tuples and numpy arrays as
+    lists, mappings as dicts, numpy scalars as Python's ``bool``, ``int``, ``float`` and ``str``.
+    Anything else is kept as it is, for the schema to reject.
+
+    >>> plain_json({"placement": (np.int64(0), 1), "started": np.float64(2.5), "x": np.array([[1]])})
+    {'placement': [0, 1], 'started': 2.5, 'x': [[1]]}
+    """
+    if isinstance(v, (list, tuple)):
+        return [plain_json(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: plain_json(x) for k, x in v.items()}
+    if isinstance(v, (np.ndarray, np.generic)):
+        return v.tolist()  # numpy's own conversion, to nested lists or a Python scalar
+    return v
 
 
 # --------------------------------------------------------------------------- what the schema cannot say
@@ -418,8 +442,9 @@ def _have(cluster: Cluster) -> str:
 def _placement(
     j: dict[str, Any], p: str, counts: list[int], cluster: Cluster, held: dict[int, int], source: str
 ) -> tuple[int, ...] | None:
-    """A running job's GPUs: exactly ``demand`` (or one of its counts) known, free GPUs no earlier
-    job holds."""
+    """A running job's GPUs: exactly ``demand`` (or one of its counts) known GPUs no earlier job
+    holds.  A GPU that has failed or been taken (``busy``) since is allowed: the job must move
+    (:class:`~pal_opt.model.RoundInstance`)."""
     if j.get("placement") is None:
         return None
     gpus = tuple(_ints(j["placement"]))
@@ -430,12 +455,6 @@ def _placement(
         pos = cluster.position.get(g)
         if pos is None:
             raise _error(source, f"{p}.placement[{k}]", f"unknown GPU {g}")
-        if cluster.state[pos] != GpuState.FREE:
-            raise _error(
-                source,
-                f"{p}.placement[{k}]",
-                f"GPU {g} is {STATE_NAMES[cluster.state[pos]]}; GPUs held by a queued job must be 'free'",
-            )
         if g in held:
             raise _error(source, f"{p}.placement[{k}]", f"GPU {g} is also held by jobs[{held[g]}]")
     return gpus
