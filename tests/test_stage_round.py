@@ -174,8 +174,5 @@ def test_the_start_placement_encodes_to_a_feasible_vector() -> None:
 def test_decreasing_locality_penalties_are_refused() -> None:
     from pal_opt.errors import InstanceError
 
-    inst = _round()
-    odd = RoundInstance(inst.cluster, (Job("p", 4, "classA", 0, (1.0, 1.2, 0.9), pipeline=Pipeline((2.0, 1.0), (3, 1))),),
-                        RoundParams(binning="none"))
-    with pytest.raises(InstanceError, match="do not decrease"):
-        build_stage_round(odd, [0], binned_factors(odd.cluster, "none"))
+    with pytest.raises(InstanceError, match="must not decrease"):  # refused where the job is built
+        Job("p", 4, "classA", 0, (1.0, 1.2, 0.9), pipeline=Pipeline((2.0, 1.0), (3, 1)))
