@@ -24,10 +24,11 @@ from hypothesis import strategies as st
 from pal_opt.binning import binned_factors
 from pal_opt.check import Kind, check, violations
 from pal_opt.cli import main
-from pal_opt.cost import evaluate
+from pal_opt.cost import evaluate, relative_gap
 from pal_opt.errors import InstanceError, OptionError, SolveInterrupted
 from pal_opt.generate import generate_instance
 from pal_opt.ilp import available_backends, solve_ilp
+from pal_opt.ilp.solve import OPTIMALITY_TOL
 from pal_opt.inforce import in_force_placement, repair_round
 from pal_opt.io import save_instance
 from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
@@ -626,3 +627,47 @@ def test_a_displaced_job_keeps_its_demand_when_that_fits():
     assert r.unplaceable == {"s": "needs 4 GPUs (or 2); 1 are left free (4 in service, 3 kept by unaffected jobs, "
                                   "0 given to displaced jobs before it in the queue)"}
     assert check(inst, r) == []
+
+
+# --------------------------------------------------------------------------- bound and gap
+def _bound_cases() -> list[tuple[RoundInstance, dict, list[int]]]:
+    cl = _flat([1.0, 1.1, 1.2, 1.0, 1.3, 1.0, 0.9, 1.0])
+    jobs = (Job("a", 4, "classA", 0), Job("b", 3, "classA", 1), Job("c", 1, "classA", 2))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    placement = {"a": [0, 1, 2, 3], "b": [4, 5, 6], "c": [7]}
+    typed = Cluster.from_arrays(range(8), [g // 4 for g in range(8)], {"classA": [1.0] * 8},
+                                gpu_types=["A100"] * 4 + ["V100"] * 4)
+    tjobs = (Job("a", 3, "classA", 0, gpu_type="A100"), Job("b", 2, "classA", 1))
+    tinst = RoundInstance(typed, tjobs, RoundParams(binning="none"))
+    return [
+        (inst, placement, [3]),  # "a" displaced and left out, the others kept
+        (inst, placement, list(range(8))),  # every GPU failed: every job left out
+        (tinst, {"a": [0, 1, 2], "b": [4, 5]}, [1, 3]),  # "a" fits no A100 left
+    ]
+
+
+@pytest.mark.parametrize("case", range(3))
+@pytest.mark.parametrize("migration", [None, 0.5])
+def test_bound_and_gap_agree_with_the_status_when_a_displaced_job_is_left_out(case, migration):
+    inst, placement, failed = _bound_cases()[case]
+    r = repair(inst, placement, failed, allow_migration=migration, backend=BACKENDS[0])
+    assert r.unplaceable and r.status == Status.OPTIMAL
+    assert r.bound is not None and r.bound <= r.objective + 1e-9
+    assert r.gap is not None and r.gap <= OPTIMALITY_TOL  # optimal: within the tolerance of OPTIMAL
+    assert r.gap == pytest.approx(relative_gap(r.objective, r.bound, r.gpus_used), abs=1e-12)
+    if migration is None:  # nothing left to solve once the left-out job is set aside: bound = objective
+        assert r.bound == pytest.approx(r.objective, abs=1e-9) and r.gap == 0.0
+
+
+def test_cli_repair_prints_a_bound_equal_to_the_objective_when_a_job_is_left_out(tmp_path, capsys):
+    inst, placement, failed = _bound_cases()[0]
+    ip, pp, out = tmp_path / "round.json", tmp_path / "placement.json", tmp_path / "out.json"
+    save_instance(inst, ip)
+    pp.write_text(json.dumps({"placements": placement}))
+    for f in (failed, list(range(8))):
+        rc, text, err = run(capsys, "repair", ip, pp, "--failed", ",".join(map(str, f)), "--out", out)
+        assert rc == 0, err
+        doc = json.loads(out.read_text())
+        assert doc["status"] == "optimal" and doc["objective"] > 0
+        assert doc["bound"] == pytest.approx(doc["objective"]) and doc["gap"] == pytest.approx(0.0, abs=1e-9)
+        assert "gap 0.000%" in text

@@ -24,7 +24,7 @@ import pal_opt
 from pal_opt.cli import main
 from pal_opt.cost import evaluate
 from pal_opt.errors import InstanceError, OptionError
-from pal_opt.io import load_instance, load_placement_file
+from pal_opt.io import load_instance, load_placement_file, save_instance
 from pal_opt.model import Cluster, GpuState, Job, Level, RoundInstance
 from pal_opt.topology import (
     compress_hostlist,
@@ -319,6 +319,8 @@ def _same_cluster(a: Cluster, b: Cluster) -> None:
     assert list(a.factors) == list(b.factors)
     for c in a.factors:
         assert a.factors[c].tobytes() == b.factors[c].tobytes()
+    assert a.gpu_type_names() == b.gpu_type_names() and a.type_names == b.type_names
+    assert a.throughput == b.throughput
 
 
 @settings(max_examples=40, deadline=None)
@@ -340,6 +342,34 @@ def test_graphml_round_trips(data):
         None if racks is None else dict(zip(names, racks, strict=True)),
     )
     _same_cluster(to_cluster(parse_graphml(graphml_text(cl))), cl)
+
+
+def _typed_cluster() -> Cluster:
+    return Cluster.from_arrays(
+        list(range(8)), ["s0"] * 4 + ["s1"] * 2 + ["s2"] * 2,
+        {"classA": [1.0, 0.9, 1.1, 1.3, 1.0, 1.0, 0.7, 2.0], "classB": [1.0] * 8},
+        [0, 0, 0, 0, 2, 0, 0, 1], {"s0": "r0", "s1": "r1", "s2": "r1"},
+        gpu_types=["A100"] * 4 + ["V100"] * 4, throughput={"classA": {"A100": 2.5, "V100": 1.0}},
+    )
+
+
+def test_graphml_round_trips_gpu_types_and_throughput():
+    cl = _typed_cluster()
+    back = to_cluster(parse_graphml(graphml_text(cl)))
+    assert back.gpu_type_names() == ["A100"] * 4 + ["V100"] * 4
+    assert back.throughput == {"classA": {"A100": 2.5, "V100": 1.0}}
+    _same_cluster(back, cl)
+
+
+def test_cli_export_import_graphml_keeps_a_typed_cluster(tmp_path, capsys):
+    inst = RoundInstance(_typed_cluster(), (Job(1, 2, "classA"), Job(2, 2, "classB")))
+    inst_path, pl, out, back = tmp_path / "i.json", tmp_path / "p.json", tmp_path / "c.graphml", tmp_path / "b.json"
+    save_instance(inst, inst_path)
+    pl.write_text(json.dumps({"placements": {"1": [0, 1], "2": [5, 6]}}))
+    assert run(capsys, "export", "graphml", inst_path, pl, "-o", out)[0] == 0
+    rc, _, err = run(capsys, "import", "graphml", out, "-o", back)
+    assert rc == 0, err
+    _same_cluster(load_instance(back).cluster, load_instance(inst_path).cluster)
 
 
 def test_graphml_deeper_hierarchy_collapses_with_a_warning(caplog):
@@ -393,6 +423,12 @@ GRAPHML_BAD = [
     (_graphml([("s", "g"), ("s", "h")], {"s": _S, "g": _G, "h": _G}), "GPU id 0"),
     (_graphml([("r", "s"), ("s", "g"), ("t", "h")], {"r": {"kind": "rack"}, "s": _S, "t": _S, "g": _G,
                                                      "h": {"kind": "gpu", "id": 1}}), "every server"),
+    (_graphml([("s", "g"), ("s", "h")], {"s": _S, "g": {**_G, "type": "A100"}, "h": {"kind": "gpu", "id": 1}}),
+     "every GPU or none"),
+    (_graphml([("s", "g"), ("s", "h")], {"s": _S, "g": {**_G, "type": "A", "factor_a": 1.0, "throughput_a": 2.0},
+                                         "h": {"kind": "gpu", "id": 1, "type": "A", "factor_a": 1.0,
+                                               "throughput_a": 3.0}}), "differs from 2.0"),
+    (_graphml([("s", "g")], {"s": _S, "g": {**_G, "factor_a": 1.0, "throughput_a": 2.0}}), "needs GPU types"),
     ("<graphml><graph>", "invalid XML"),
     ("<graphml/>", "graph"),
 ]

@@ -658,7 +658,8 @@ def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
 def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str, Any]) -> PlacementResult | None:
     """The result when no program is needed: INFEASIBLE when the admitted jobs need more GPUs than
     are free, or (with GPU types) one needs more than the free GPUs of its types hold; OPTIMAL
-    and empty when nothing is admitted; else None."""
+    and empty when nothing is admitted (bound = objective: the charges for running jobs left
+    out, the same for every answer); else None."""
     admitted, demand, free = setup.admitted, setup.demand, instance.free_gpus
     short = _short_of_types(instance, admitted) if demand <= free else None
     if short is not None:
@@ -673,9 +674,10 @@ def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str
         return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
                                geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=msg,
                                **common)
-    if not admitted:
-        return _result(instance, {}, setup.factors, status=Status.OPTIMAL, solve_seconds=0.0, bound=0.0, gap=0.0,
-                       **common)
+    if not admitted:  # the empty placement is the only one: its cost (charges for running jobs) is the bound
+        res = _result(instance, {}, setup.factors, status=Status.OPTIMAL, solve_seconds=0.0, **common)
+        res.bound, res.gap = res.objective, 0.0
+        return res
     return None
 
 

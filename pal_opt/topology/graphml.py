@@ -12,7 +12,11 @@ A **directed** graph, edges from parent to child.  Every vertex has a ``kind``:
 ``gpu``
     ``id``: the GPU id (an integer, unique; digits in a string key are read as one); ``state``: ``free`` (default), ``busy`` or
     ``failed``; ``factor_<class>``: the GPU's slowdown factor for that application class (a
-    number > 0; every GPU the same classes, or no factors at all).  Exactly one server parent.
+    number > 0; every GPU the same classes, or no factors at all); ``type``: the GPU type's name
+    (a non-empty string; on every GPU or on none: a typed or an untyped cluster);
+    ``throughput_<class>``: the relative throughput of that class on the GPU's type (a number
+    > 0, the same on every GPU of a type, and on every GPU of a type or on none; typed clusters
+    only; :attr:`pal_opt.model.Cluster.throughput`).  Exactly one server parent.
 any other kind (``rack``, ``pod``, ``block``, ...)
     A group of servers or of other groups; ``id`` as for servers, unique among groups.
 
@@ -28,7 +32,9 @@ is the rack and higher ones collapse into the cluster level (:func:`~pal_opt.top
 
 :func:`graphml_text` writes a :class:`~pal_opt.model.Cluster` in this shape (vertices
 ``cluster``, ``r0``..., ``s0``..., ``g0``... in the cluster's order, so reading it back gives
-the same cluster, factors bit for bit).
+the same cluster: servers, racks, states, GPU types, throughput table, factors bit for bit.
+Only the cluster is carried, not jobs or round parameters, and rack ids and server ids come back
+as written (an integer id as an integer, any other as a string).
 """
 
 from __future__ import annotations
@@ -47,10 +53,12 @@ from ..errors import InstanceError
 from ..model import Cluster, GpuState, JobId
 from .hierarchy import Topology, TopologyLevel
 
-__all__ = ["FACTOR_PREFIX", "parse_graphml", "load_graphml", "cluster_digraph", "graphml_text"]
+__all__ = ["FACTOR_PREFIX", "THROUGHPUT_PREFIX", "parse_graphml", "load_graphml", "cluster_digraph", "graphml_text"]
 
 #: Attribute name prefix of a GPU's factor for one class (``factor_classA``).
 FACTOR_PREFIX = "factor_"
+#: Attribute name prefix of a GPU's relative throughput for one class (``throughput_classA``).
+THROUGHPUT_PREFIX = "throughput_"
 _STATES = {s.name.lower(): int(s) for s in GpuState}
 _SPECIAL = ("cluster", "server", "gpu")
 
@@ -115,10 +123,11 @@ def _gpu_id(n: Any, attrs: Mapping[str, Any], source: str) -> int:
     return v
 
 
-def _gpu_factors(n: Any, attrs: Mapping[str, Any], source: str) -> dict[str, float]:
+def _gpu_factors(n: Any, attrs: Mapping[str, Any], source: str, prefix: str = FACTOR_PREFIX) -> dict[str, float]:
+    """The GPU's ``<prefix><class>`` numbers (factors, or throughputs) by class."""
     out: dict[str, float] = {}
     for key, v in attrs.items():
-        if not key.startswith(FACTOR_PREFIX):
+        if not key.startswith(prefix):
             continue
         if isinstance(v, str):  # an untyped key holds strings
             try:
@@ -126,11 +135,55 @@ def _gpu_factors(n: Any, attrs: Mapping[str, Any], source: str) -> dict[str, flo
             except ValueError:
                 pass
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-        if not ok or len(key) == len(FACTOR_PREFIX):
-            raise InstanceError(f"must be a finite number > 0 named factor_<class>, got {v!r}", source=source,
+        if not ok or len(key) == len(prefix):
+            raise InstanceError(f"must be a finite number > 0 named {prefix}<class>, got {v!r}", source=source,
                                 path=f"node {n!r}.{key}")
-        out[key[len(FACTOR_PREFIX):]] = float(v)
+        out[key[len(prefix):]] = float(v)
     return out
+
+
+def _gpu_type(n: Any, attrs: Mapping[str, Any], source: str) -> str | None:
+    t = attrs.get("type")
+    if t is not None and (not isinstance(t, str) or not t.strip()):
+        raise InstanceError(f"a GPU type must be a non-empty string, got {t!r}", source=source,
+                            path=f"node {n!r}.type")
+    return t
+
+
+def _types(g: nx.DiGraph, gpus: list[Any], source: str) -> tuple[str, ...] | None:
+    """Each GPU's ``type``: on every GPU vertex (a typed cluster) or on none (None)."""
+    types = [_gpu_type(n, g.nodes[n], source) for n in gpus]
+    if all(t is None for t in types):
+        return None
+    if any(t is None for t in types):
+        bare = next(n for n, t in zip(gpus, types, strict=True) if t is None)
+        raise InstanceError("has no type, which other GPUs have (the GPU type: every GPU or none)",
+                            source=source, path=f"node {bare!r}")
+    return tuple(str(t) for t in types)
+
+
+def _throughput(g: nx.DiGraph, gpus: list[Any], types: tuple[str, ...] | None,
+                source: str) -> dict[str, dict[str, float]] | None:
+    """``{class: {type: throughput}}`` from the GPUs' ``throughput_<class>`` (module docstring)."""
+    table: dict[str, dict[str, float]] = {}
+    classes_of: dict[str, set[str]] = {}  # per type, the classes its first GPU gives
+    for i, n in enumerate(gpus):
+        row = _gpu_factors(n, g.nodes[n], source, THROUGHPUT_PREFIX)
+        if types is None:
+            if row:
+                raise InstanceError("a throughput needs GPU types (a type on every GPU)", source=source,
+                                    path=f"node {n!r}")
+            continue
+        t = types[i]
+        if classes_of.setdefault(t, set(row)) != set(row):
+            raise InstanceError(f"throughput classes {sorted(row)} differ from {sorted(classes_of[t])} on another "
+                                f"GPU of type {t!r}", source=source, path=f"node {n!r}")
+        for c, v in row.items():
+            old = table.setdefault(c, {}).setdefault(t, v)
+            if old != v:
+                raise InstanceError(f"throughput {v!r} of GPU type {t!r} differs from {old!r} on another GPU of "
+                                    "that type", source=source, path=f"node {n!r}.{THROUGHPUT_PREFIX}{c}")
+    return table or None
 
 
 def _gpus(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], source: str) -> dict[str, Any]:
@@ -161,7 +214,10 @@ def _gpus(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], sou
         states.append(_STATES[st.lower()])
     if not ids:
         raise InstanceError("has no gpu vertex", source=source, path="graph")
-    return {"ids": ids, "servers": servers, "states": states, "factors": factors}
+    gpus = [n for n in g.nodes if kind[n] == "gpu"]
+    types = _types(g, gpus, source)
+    return {"ids": ids, "servers": servers, "states": states, "factors": factors, "types": types,
+            "throughput": _throughput(g, gpus, types, source)}
 
 
 def _ident(n: Any, attrs: Mapping[str, Any]) -> Any:
@@ -220,7 +276,7 @@ def parse_graphml(text: str, source: str = "<memory>") -> Topology:
     return Topology(
         hosts, tiers, np.asarray(cols["ids"], dtype=np.int64),
         np.asarray([host_pos[s] for s in cols["servers"]], dtype=np.int64),
-        np.asarray(cols["states"], dtype=np.int8), factors, source,
+        np.asarray(cols["states"], dtype=np.int8), factors, source, cols["types"], cols["throughput"],
     )
 
 
@@ -249,10 +305,15 @@ def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -
         gr.add_edge(f"r{cluster.rack_of_server[s]}" if cluster.racked else "cluster", f"s{s}")
     classes = list(cluster.factors)
     columns = [cluster.factors[c].tolist() for c in classes]
+    types = cluster.gpu_type_names()
     jobs = jobs or {}
     for i, gid in enumerate(cluster.gpu_ids.tolist()):
         attrs: dict[str, Any] = {"kind": "gpu", "id": gid, "state": GpuState(int(cluster.state[i])).name.lower()}
         attrs.update({f"{FACTOR_PREFIX}{c}": col[i] for c, col in zip(classes, columns, strict=True)})
+        if types is not None:
+            attrs["type"] = types[i]
+            attrs.update({f"{THROUGHPUT_PREFIX}{c}": float(row[types[i]])
+                          for c, row in cluster.throughput.items() if types[i] in row})
         if gid in jobs:
             attrs["job"] = str(jobs[gid])
         gr.add_node(f"g{i}", **attrs)

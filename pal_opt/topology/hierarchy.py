@@ -102,7 +102,10 @@ class Topology:
         The file read.
     gpu_types
         Each GPU's type name when the file gives one (Kubernetes' ``nvidia.com/gpu.product``
-        label); None otherwise.
+        label, GraphML's ``type``); None otherwise.
+    throughput
+        ``{class: {GPU type: relative throughput}}`` when the file gives one (GraphML can);
+        None otherwise.
     """
 
     hosts: tuple[Any, ...]
@@ -113,6 +116,7 @@ class Topology:
     factors: Mapping[str, np.ndarray] | None = None
     source: str = "<memory>"
     gpu_types: tuple[str, ...] | None = None
+    throughput: Mapping[str, Mapping[str, float]] | None = None
 
     def __post_init__(self) -> None:
         for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values()):
@@ -207,7 +211,7 @@ def _cluster(top: Topology, factors: Mapping[str, Any] | None) -> Cluster:
     racks = dict(top.levels[0].group_of) if top.levels else None
     servers = [top.hosts[i] for i in top.gpu_host.tolist()]
     return Cluster.from_arrays(top.gpu_ids, servers, factors, top.state, racks, source=top.source,
-                               gpu_types=top.gpu_types)
+                               gpu_types=top.gpu_types, throughput=top.throughput)
 
 
 def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> Cluster:
