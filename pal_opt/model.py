@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 
 
 __all__ = [
     "JobId",
+    "FACTOR_RANGE",
     "require_instance",
     "RoundArguments",
     "GpuState",
@@ -163,6 +164,12 @@ def _plain_ids(ids: Sequence[Any], path: str) -> list[int | str]:
     return [_plain_id(x, path.format(k)) for k, x in enumerate(ids)]
 
 
+#: The range a per-GPU slowdown factor may take: measured GPUs differ by tens of percent (outliers
+#: 1.5x); a factor a million times off is a unit error, and beyond about 1e15 the binning's
+#: arithmetic overflows.
+FACTOR_RANGE: tuple[float, float] = (1e-6, 1e6)
+
+
 def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
     if not factors:
         raise InstanceError("no application class has factors", path="factors")
@@ -176,6 +183,11 @@ def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> Non
             i = int(np.argmax(bad))
             raise InstanceError(f"factor of GPU {int(ids[i])} must be finite and positive, got {arr[i]!r}",
                                 path=f"factors.{cname}")
+        bad = (arr < FACTOR_RANGE[0]) | (arr > FACTOR_RANGE[1])
+        if bad.any():  # far outside, the binning's arithmetic overflows (NaN or negative levels)
+            i = int(np.argmax(bad))
+            raise InstanceError(f"factor of GPU {int(ids[i])} must be in {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g} "
+                                f"(a slowdown relative to a typical GPU), got {float(arr[i])!r}", path=f"factors.{cname}")
 
 
 def _validate_types(names: Any, type_of: np.ndarray, n: int) -> None:

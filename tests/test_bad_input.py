@@ -149,6 +149,9 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
     ("factor-infinity", patched("1.05", "Infinity"), "cluster.factors.classA[3]: must be a finite positive number, got Infinity"),
     ("factor-neg-infinity", patched("1.05", "-Infinity"), "cluster.factors.classA[3]: must be a finite positive number, got -Infinity"),
     ("factor-overflow", patched("1.05", "1e999"), "cluster.factors.classA[3]: must be a finite positive number, got 1e999"),
+    # far outside, the binning's arithmetic overflowed: NaN objectives, negative levels, hangs
+    ("factor-huge", mutate(setter("cluster.factors.classA[3]", 1e20)), "must be in 1e-06..1e+06 (a slowdown relative to a typical GPU), got 1e+20"),
+    ("factor-tiny", mutate(setter("cluster.factors.classA[3]", 1e-300)), "must be in 1e-06..1e+06"),
     ("factor-zero", mutate(setter("cluster.factors.classA[3]", 0)), "cluster.factors.classA[3]: must be a finite positive number, got 0"),
     ("factor-negative", mutate(setter("cluster.factors.classB[6]", -1.0)), "cluster.factors.classB[6]: must be a finite positive number, got -1.0"),
     ("factor-string", mutate(setter("cluster.factors.classB[0]", "1.0")), "cluster.factors.classB[0]: must be a finite positive number, got '1.0'"),
