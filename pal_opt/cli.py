@@ -71,6 +71,7 @@ from .cliargs import (
     with_costs,
     with_restart,
 )
+from .cliprogress import INTERRUPT_REQUESTED
 from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
 
 __all__ = ["main", "build_parser", "status_line"]
@@ -611,10 +612,13 @@ class _Signals:
 
     def _on_int(self, signum: int, frame: object) -> None:
         self.interrupted = True
+        INTERRUPT_REQUESTED.set()  # for loops that check at their safe points, should this raise be swallowed
         raise KeyboardInterrupt
 
     def __enter__(self) -> _Signals:
         import threading
+
+        INTERRUPT_REQUESTED.clear()
 
         if threading.current_thread() is threading.main_thread():
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:

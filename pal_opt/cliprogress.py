@@ -25,7 +25,20 @@ from typing import Any, TextIO
 
 from . import progress
 
-__all__ = ["LiveLine", "live_line", "status_bar", "is_terminal", "terminal_shape", "SHOW_AFTER", "REFRESH"]
+__all__ = ["LiveLine", "live_line", "status_bar", "is_terminal", "terminal_shape", "SHOW_AFTER", "REFRESH",
+           "INTERRUPT_REQUESTED", "raise_if_interrupted"]
+
+#: Set by the command line's SIGINT handler (in :mod:`pal_opt.cli`), the Ctrl-C
+#: flag, besides raising ``KeyboardInterrupt``.  A long loop checks it at safe points
+#: (:func:`raise_if_interrupted`), so a Ctrl-C that a library swallowed while it ran in C (a
+#: solver's own callback, a worker thread) still stops the command at the next round.
+INTERRUPT_REQUESTED = threading.Event()
+
+
+def raise_if_interrupted() -> None:
+    """Raise ``KeyboardInterrupt`` if a Ctrl-C arrived (:data:`INTERRUPT_REQUESTED`)."""
+    if INTERRUPT_REQUESTED.is_set():
+        raise KeyboardInterrupt
 
 #: Seconds of work before the line appears.
 SHOW_AFTER = 2.0

@@ -298,3 +298,23 @@ def test_ctrl_c_stops_a_simulation_and_writes_nothing(tmp_path: Path) -> None:
     assert re.search(r"\npal-opt: interrupted after \d+ rounds \(\d+ of 400 jobs finished\); nothing written\n$", err), \
         err[-500:]
     assert not out_file.exists() and not (tmp_path / "jobs.csv").exists() and out == ""
+
+
+def test_a_ctrl_c_a_library_swallowed_still_stops_the_simulation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # the flag the SIGINT handler sets is checked at every round's end: here it is set as if a
+    # handler had run and its KeyboardInterrupt had been caught inside a solver
+    from pal_opt import cliprogress
+    from pal_opt.cli import main
+
+    monkeypatch.setattr(cliprogress.INTERRUPT_REQUESTED, "clear", lambda: None)
+    cliprogress.INTERRUPT_REQUESTED.set()
+    try:
+        out = tmp_path / "r.json"
+        rc = main(["simulate", str(_trace(tmp_path / "t.csv", 20)), "--cluster", "4x4", "--synthetic-variability", "1",
+                   "--quiet", "-o", str(out)])
+    finally:
+        type(cliprogress.INTERRUPT_REQUESTED).clear(cliprogress.INTERRUPT_REQUESTED)  # the real clear
+    err = capsys.readouterr().err
+    assert rc == 130 and "pal-opt: interrupted after 0 rounds (0 of 20 jobs finished); nothing written" in err
+    assert not out.exists()

@@ -263,11 +263,13 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
 def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: Any) -> Any:
     """Run one policy with its progress bar; None after a Ctrl-C (one line says how far it got,
     naming the policy when there are several)."""
+    from ..cliprogress import raise_if_interrupted
     from .engine import simulate
 
     bar, counts = _progress_bar(config.policy, args.quiet, len(trace))
 
     def progress(done: int, total: int, now: float) -> None:
+        raise_if_interrupted()  # a Ctrl-C a solver swallowed still stops the run here, at a round's end
         counts[:] = [counts[0] + 1, done]
         bar.set_postfix_str(f"{counts[0]} rounds, {now / 3600:.1f} h simulated", refresh=False)
         bar.update(done - bar.n)  # redraws at most every 0.1 s, finished jobs or not
