@@ -385,8 +385,8 @@ def _check_job_types(job: Job, cluster: Cluster, source: str) -> None:
 
 def _check_placement_types(job: Job, cluster: Cluster, source: str) -> None:
     """A running job holds GPUs of its usable types only (:func:`pal_opt.gputypes.usable_types`),
-    of one type unless it mixes types: a job cannot be running anywhere else, as it cannot be on a
-    failed GPU."""
+    of one type unless it mixes types: a job cannot be running anywhere else (a GPU that failed
+    under it is another matter: the job must move)."""
     if not job.placement or not cluster.typed:  # (a type named on an untyped cluster is unknown)
         return
     p = f"jobs[{job.position}]"
