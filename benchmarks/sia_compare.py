@@ -85,6 +85,13 @@ def run_one(trace: int, policy: str, variability: str, seed: int = 0, ilp_mode: 
             "wall_seconds": time.perf_counter() - t0}
 
 
+def run_meta() -> dict[str, Any]:
+    """Date, Python, machine, CPUs and load average, for a results file's header."""
+    return {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
+            "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
+
+
 def _key(r: dict[str, Any]) -> str:
     return f"{r['trace']}/{r['policy']}/{r['variability']}"
 
@@ -310,9 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         fail_path.write_text(json.dumps(failed, indent=1) + "\n")
     elif fail_path.is_file():
         fail_path.unlink()
-    meta = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
-            "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
-            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
+    meta = run_meta()
     done = sorted({r["trace"] for r in runs.values()})
     md = write_markdown(runs, done, meta)
     if failed:

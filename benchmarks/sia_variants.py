@@ -27,16 +27,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
-import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from _results import add_output_arguments, output_dir
-from sia_compare import DATA, HOUR, LONGHORN, SHARED, run_one
+from sia_compare import DATA, HOUR, LONGHORN, SHARED, run_meta, run_one
 
 #: (policy, --ilp-mode) of every design compared on draw 0; ``sia`` and ``anchored`` also run on
 #: the other draws.
@@ -222,10 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_variants: [{n}/{len(todo)}] {key}: avg JCT {r['avg_jct'] / HOUR:.4f} h "
                   f"({r['wall_seconds']:.0f} s)", file=sys.stderr)
-    meta = {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
-            "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
-            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
-    (out / "sia_variants.md").write_text(write_markdown(runs, traces, seeds, meta) + "\n")
+    (out / "sia_variants.md").write_text(write_markdown(runs, traces, seeds, run_meta()) + "\n")
     plot(runs, traces, seeds, out / "sia_variants.png")
     print(f"sia_variants: wrote {out}/sia_variants.{{md,png}}", file=sys.stderr)
     return 1 if failed else 0
