@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from .errors import InstanceError, OptionError
-from .model import GpuState, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance
 
 __all__ = [
     "RepairRound",
     "in_force_placement",
     "failed_gpus",
     "repair_round",
+    "repair_counts",
     "repair_info",
     "round_of_result",
 ]
@@ -103,9 +104,11 @@ def in_force_placement(
     Raises
     ------
     InstanceError
-        One line naming the job: a job not in the round, a gang of the wrong size or with a GPU
-        twice, an unknown GPU, a GPU held by a job outside the queue (busy), a GPU used by two
-        jobs.  A GPU already failed in the round is accepted: its job is displaced.
+        One line naming the job: a job not in the round, a gang of a size that is not among the
+        job's GPU counts (its demand, or one of its ``allowed_counts``: a repair may have shrunk
+        it) or with a GPU twice, an unknown GPU, a GPU held by a job outside the queue (busy), a
+        GPU used by two jobs.  A GPU already failed in the round is accepted: its job is
+        displaced.
 
     Examples
     --------
@@ -136,15 +139,17 @@ def in_force_placement(
 
 
 def _gang(instance: RoundInstance, jid: JobId, gpus: Any) -> tuple[int, ...]:
-    """Job ``jid``'s GPU ids in force: integers, as many as its demand, each once."""
+    """Job ``jid``'s GPU ids in force: integers, as many as its demand or another of its allowed
+    counts (a repair may have shrunk it, :func:`repair_counts`), each once."""
     ok = isinstance(gpus, (list, tuple)) and all(
         isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gpus)
     if not ok:
         raise InstanceError("must be a list of integer GPU ids", path=f"placements.{jid}")
     gids = tuple(int(g) for g in gpus)
-    demand = instance.job_by_id[jid].demand
-    if len(gids) != demand or len(set(gids)) != len(gids):
-        raise InstanceError(f"job {jid!r} needs {demand} distinct GPUs, got {list(gids)}", path=f"placements.{jid}")
+    counts = instance.job_by_id[jid].counts
+    if len(gids) not in counts or len(set(gids)) != len(gids):
+        want = str(counts[0]) if len(counts) == 1 else f"one of {list(counts)}"
+        raise InstanceError(f"job {jid!r} needs {want} distinct GPUs, got {list(gids)}", path=f"placements.{jid}")
     return gids
 
 
@@ -263,6 +268,23 @@ def repair_round(
     kept = tuple(i for i, h in enumerate(hit) if not h)
     displaced = tuple(i for i, h in enumerate(hit) if h)
     return RepairRound(rnd, ids, kept, displaced, price)
+
+
+def repair_counts(job: Job) -> tuple[int, ...]:
+    """The GPU counts a displaced job is tried at, in order: its demand (or, for a running job
+    that an earlier repair shrank, the count it runs on), then its allowed counts below it,
+    largest first.  A repair never grows a job; a pipeline keeps its demand.  The checker's
+    repair rule (:mod:`pal_opt.check`) asks the same question.
+
+    >>> repair_counts(Job(1, 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4, 8)))
+    (4, 2, 1)
+    >>> repair_counts(Job(1, 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4), placement=(5, 6)))
+    (2, 1)
+    """
+    if job.pipeline is not None:
+        return (job.demand,)
+    top = min(job.demand, len(job.placement)) if job.placement is not None else job.demand
+    return (top, *sorted((c for c in job.counts if c < top), reverse=True))
 
 
 def repair_info(rr: RepairRound) -> dict[str, Any]:

@@ -7,8 +7,9 @@ running on their GPUs in force, queued jobs left out: a repair starts no new job
 1. admits the **displaced** jobs (those holding a GPU out of service) in queue order, each that
    still fits the GPUs left free once the unaffected jobs keep theirs (with GPU types: GPUs of
    its types, all admitted jobs claiming theirs together); a job that allows several GPU counts
-   (``allowed_counts``) is re-placed at its demand if that fits, else at the largest allowed
-   count below it that fits (:func:`repair_counts`: a repair never grows a job).  A displaced
+   (``allowed_counts``) is re-placed at its demand (or at the count it runs on, when an earlier
+   repair shrank it) if that fits, else at the largest allowed count below it that fits
+   (:func:`~pal_opt.inforce.repair_counts`: a repair never grows a job).  A displaced
    job that fits at none is left out with its reason (``PlacementResult.unplaceable``);
 2. solves the **reduced round program** (:func:`pal_opt.ilp.solve_ilp`): the unaffected jobs'
    GPUs are taken out of the cluster (marked busy) and their costs are a constant, and the
@@ -44,7 +45,7 @@ from .binning import binned_factors
 from .cost import evaluate, relative_gap
 from .errors import OptionError, SolveInterrupted
 from .gputypes import claim_all, free_per_type, has_types, type_groups
-from .inforce import RepairRound, in_force_placement, repair_info, repair_round
+from .inforce import RepairRound, in_force_placement, repair_counts, repair_info, repair_round
 from .model import GpuState, Job, JobId, RoundInstance
 from .options import SolveOptions
 from .result import PlacementResult, Status, priced_result
@@ -150,18 +151,6 @@ def repair_round_result(rr: RepairRound, options: SolveOptions | None = None) ->
 
 
 # ---- step 1: which displaced jobs fit, and on how many GPUs
-def repair_counts(job: Job) -> tuple[int, ...]:
-    """The GPU counts a displaced job is tried at, in order: its demand, then its allowed counts
-    below it, largest first (a repair never grows a job; a pipeline keeps its demand).
-
-    >>> repair_counts(Job(1, 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4, 8)))
-    (4, 2, 1)
-    """
-    if job.pipeline is not None:
-        return (job.demand,)
-    return (job.demand, *sorted((c for c in job.counts if c < job.demand), reverse=True))
-
-
 class _Room:
     """The GPUs left free for displaced jobs: a count, or with GPU types the free GPUs per type
     and the type groups and counts of the jobs admitted so far (admitted only if all of them can
@@ -237,12 +226,14 @@ def _admit_displaced(rr: RepairRound) -> tuple[dict[int, int], dict[JobId, str]]
 
 
 def sized_round(rr: RepairRound, admitted: Mapping[int, int]) -> RepairRound:
-    """``rr`` with each admitted displaced job's demand set to the count it is re-placed at
-    (the round the solves see; results are priced on ``rr`` itself)."""
-    if all(rr.instance.jobs[i].demand == c for i, c in admitted.items()):
-        return rr
+    """``rr`` with each admitted displaced job's demand set to the count it is re-placed at, and
+    each unaffected job's to the count it runs on (below its demand after an earlier repair shrank
+    it): the round the solves see, in which no job grows; results are priced on ``rr`` itself."""
     inst = rr.instance
-    jobs = tuple(replace(j, demand=admitted[i]) if admitted.get(i, j.demand) != j.demand else j
+    sizes = {**{i: len(inst.jobs[i].placement or ()) for i in rr.kept}, **admitted}
+    if all(inst.jobs[i].demand == c for i, c in sizes.items()):
+        return rr
+    jobs = tuple(replace(j, demand=sizes[i]) if sizes.get(i, j.demand) != j.demand else j
                  for i, j in enumerate(inst.jobs))
     return replace(rr, instance=RoundInstance(inst.cluster, jobs, inst.params, inst.name))
 

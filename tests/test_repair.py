@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,7 @@ from pal_opt.ilp.solve import OPTIMALITY_TOL
 from pal_opt.inforce import in_force_placement, repair_round
 from pal_opt.io import save_instance
 from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
-from pal_opt.repair import reduced_round, repair
+from pal_opt.repair import reduced_round, repair, repair_counts
 from pal_opt.result import Status
 from pal_opt.solve import solve
 
@@ -627,6 +628,40 @@ def test_a_displaced_job_keeps_its_demand_when_that_fits():
     assert r.unplaceable == {"s": "needs 4 GPUs (or 2); 1 are left free (4 in service, 3 kept by unaffected jobs, "
                                   "0 given to displaced jobs before it in the queue)"}
     assert check(inst, r) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("migration", [None, 0.1])
+@pytest.mark.parametrize("types", [None, "aaaabbbb"])
+def test_a_repaired_result_with_a_shrunk_job_can_be_repaired_again(backend, migration, types):
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types=types)
+    inst = RoundInstance(cl, _scaling_round().jobs, RoundParams(binning="none"))
+    first = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1], backend=backend, allow_migration=migration)
+    assert first.placements == {"s": (2, 3), "r": (4, 5, 6)}
+    # r loses a GPU: s, running on 2 of its allowed counts, is kept (or moved) on 2 GPUs
+    for given in (first, first.to_dict()):
+        again = repair(inst, given, [0, 1, 4], backend=backend, allow_migration=migration)
+        assert again.placements == {"s": (2, 3), "r": (5, 6, 7)} and not again.unplaceable
+        assert check(inst, again) == [] and check(inst, again.to_dict()) == []
+    # s loses a GPU: re-placed at the count it ran on, not grown back to its demand (4 would fit)
+    again = repair(inst, first, [2], backend=backend, allow_migration=migration)
+    assert len(again.placements["s"]) == 2 and 2 not in again.placements["s"] and check(inst, again) == []
+
+
+def test_a_placement_in_force_must_hold_one_of_the_jobs_counts():
+    inst = _scaling_round()
+    assert in_force_placement(inst, {"s": [0, 1]}) == {"s": (0, 1)}
+    with pytest.raises(InstanceError, match=r"placements.s: job 's' needs one of \[2, 4\] distinct GPUs, got \[0, 1, 2\]"):
+        in_force_placement(inst, {"s": [0, 1, 2]})
+    with pytest.raises(InstanceError, match=r"placements.r: job 'r' needs 3 distinct GPUs, got \[4, 5\]"):
+        in_force_placement(inst, {"r": [4, 5]})
+
+
+def test_repair_counts_never_grow_a_job():
+    job = Job("s", 4, "classA", kind="strong-scaling", allowed_counts=(1, 2, 4))
+    assert repair_counts(job) == (4, 2, 1)
+    assert repair_counts(replace(job, placement=(0, 1))) == (2, 1)
+    assert repair_counts(Job("r", 3, "classA", placement=(0, 1, 2))) == (3,)
 
 
 # --------------------------------------------------------------------------- bound and gap
