@@ -34,7 +34,8 @@ bare placement file) it checks:
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
     force running): every job placed was in force; every job in force not listed in
     ``jobs_to_terminate`` keeps exactly its GPUs; a job left out lost a GPU and needs more GPUs
-    than are still free;
+    than are still free, even at the smallest count a repair may give it (an allowed count up to
+    the one it ran on, :func:`pal_opt.inforce.repair_counts`);
 
   with GPU types, "needs more GPUs than are still free" means: more than are still free in
   each of its type groups;
@@ -58,7 +59,7 @@ from .binning import BINNING_MODES, binned_factors
 from .cost import evaluate
 from .errors import InstanceError
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
-from .inforce import round_of_result
+from .inforce import repair_counts, round_of_result
 from .model import GpuState, Job, JobId, RoundInstance
 from .result import PlacementResult
 
@@ -195,19 +196,22 @@ class _FreeLeft:
             free[cl.positions(gpus)] = False
         return cls(total, free_per_type(cl, free))
 
-    def fits(self, instance: RoundInstance, job: Job) -> bool:
+    def fits(self, instance: RoundInstance, job: Job, count: int | None = None) -> bool:
+        """Whether ``job`` fits the free GPUs on ``count`` GPUs (default: its demand)."""
+        need = job.demand if count is None else count
         if self.per_type is None:
-            return job.demand <= self.total
-        return fits_types(type_groups(instance.cluster, job), job.demand, self.per_type)
+            return need <= self.total
+        return fits_types(type_groups(instance.cluster, job), need, self.per_type)
 
-    def left_out(self, instance: RoundInstance, job: Job, label: str) -> Violation:
+    def left_out(self, instance: RoundInstance, job: Job, label: str, count: int | None = None) -> Violation:
         if self.per_type is None:
             free = f"{self.total} are still free"
         else:
             most = max((int(self.per_type[list(g)].sum()) for g in type_groups(instance.cluster, job)), default=0)
             free = f"{most} of its GPU types are still free"
-        return Violation(Kind.LEFT_OUT, f"{label}: job {job.id!r} needs {job.demand} GPUs and {free}, "
-                         "but it was not placed")
+        need = f"{job.demand} GPUs" if count is None or count == job.demand else \
+            f"{count} GPUs (one of its allowed counts)"
+        return Violation(Kind.LEFT_OUT, f"{label}: job {job.id!r} needs {need} and {free}, but it was not placed")
 
 
 def _segment_rule(
@@ -471,7 +475,8 @@ def _repair_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
     """A repair keeps every running job not terminated on exactly its GPUs and leaves out only
-    jobs that lost a GPU and do not fit the GPUs still free.  (The round holds only the jobs in
+    jobs that lost a GPU and do not fit the GPUs still free, at any count the repair may give
+    them (:func:`~pal_opt.inforce.repair_counts`: an allowed count up to the one it ran on).  (The round holds only the jobs in
     force, :func:`~pal_opt.inforce.round_of_result`, so every job in it is running.)"""
     term = set(terminate)
     cl = instance.cluster
@@ -487,8 +492,8 @@ def _repair_rule(
         elif now is None:
             if (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
                 out.append(Violation(Kind.LEFT_OUT, f"repair: job {j.id!r} lost no GPU but was left out"))
-            elif free_left.fits(instance, j):
-                out.append(free_left.left_out(instance, j, "repair"))
+            elif free_left.fits(instance, j, smallest := min(repair_counts(j))):
+                out.append(free_left.left_out(instance, j, "repair", smallest))
     return out
 
 

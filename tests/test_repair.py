@@ -664,6 +664,20 @@ def test_repair_counts_never_grow_a_job():
     assert repair_counts(Job("r", 3, "classA", placement=(0, 1, 2))) == (3,)
 
 
+def test_checker_reports_a_displaced_job_left_out_that_fits_at_a_smaller_allowed_count():
+    inst = _scaling_round()
+    r = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1], backend=BACKENDS[0])
+    doc = json.loads(r.to_json())
+    del doc["placements"]["s"]
+    doc.pop("objective")
+    assert check(inst, doc) == ["repair: job 's' needs 2 GPUs (one of its allowed counts) and 3 are still free, "
+                                "but it was not placed"]
+    assert [v.kind for v in violations(inst, doc)] == [Kind.LEFT_OUT]
+    # with only 1 GPU left free, leaving s out is right
+    r = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1, 2, 7], backend=BACKENDS[0])
+    assert "s" in r.unplaceable and check(inst, r) == []
+
+
 # --------------------------------------------------------------------------- bound and gap
 def _bound_cases() -> list[tuple[RoundInstance, dict, list[int]]]:
     cl = _flat([1.0, 1.1, 1.2, 1.0, 1.3, 1.0, 0.9, 1.0])
