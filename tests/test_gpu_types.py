@@ -25,7 +25,7 @@ from pal_opt.gputypes import (
     type_problem,
     usable_types,
 )
-from pal_opt.ilp import solve_ilp
+from pal_opt.ilp import available_backends, solve_ilp
 from pal_opt.ilp.decode import encode
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.heuristic import start_placements
@@ -369,3 +369,35 @@ def test_partitioned_solves_a_typed_round_whole(round_: RoundInstance) -> None:
     sub = part_instance(round_, binned_factors(round_.cluster, "none"), np.array([0, 4]), [0, 1], "p")
     assert sub.cluster.type_names == ("aws", "dgx")
     assert sub.cluster.throughput["classA"] == {"aws": 1.0, "dgx": 1.0}
+
+
+def _aws_rtx(*jobs: Job, types: bool = True) -> RoundInstance:
+    """``aws:2x4,rtx:1x8`` (GPUs 0-7 aws, 8-15 rtx), or the same servers untyped."""
+    cl = Cluster.from_arrays(range(16), [0] * 4 + [1] * 4 + [2] * 8, {"classA": [1.0] * 16},
+                             gpu_types=["aws"] * 8 + ["rtx"] * 8 if types else None)
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("method", ["ilp", "ilp-partitioned"])
+@pytest.mark.parametrize("jobs, prefix", [
+    # 16 GPUs on 16, but no type holds the third job once two 6-GPU jobs are placed
+    ((Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2)), {"a", "b"}),
+    # two 6-GPU jobs guaranteed on aws (8 GPUs): even the LP relaxation is infeasible
+    ((Job("a", 6, "classA", 0, kind="guaranteed", gpu_type="aws"),
+      Job("b", 6, "classA", 1, kind="guaranteed", gpu_type="aws"), Job("c", 2, "classA", 2)), {"a"}),
+], ids=["integer", "lp"])
+def test_given_typed_jobs_that_fit_alone_but_not_together_are_infeasible(backend, method, jobs, prefix) -> None:
+    inst = _aws_rtx(*jobs)
+    need = sum(j.demand for j in jobs)
+    res = solve(inst, method, jobs=["a", "b", "c"], backend=backend)
+    assert res.status.value == "infeasible" and res.placements == {} and res.unplaceable == {}
+    assert res.message == (f"jobs a, b, c need {need} GPUs but cannot all get GPUs of their types at once "
+                           "(free per type: aws 8, rtx 8); each fits alone")
+    # as on the same servers untyped when the given jobs need more GPUs than are free
+    more = _aws_rtx(*jobs, Job("d", 8, "classA", 3), types=False)
+    res = solve(more, method, jobs=["a", "b", "c", "d"], backend=backend)
+    assert res.status.value == "infeasible" and res.placements == {} and "but only 16 are free" in res.message
+    # admitted by the queue rule instead, the jobs that fit together are placed, and no job is unplaceable
+    res = solve(inst, method, backend=backend)
+    assert set(res.placements) == prefix and res.unplaceable == {} and check(inst, res) == []

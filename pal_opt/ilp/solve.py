@@ -11,7 +11,9 @@ Admission
     a job can be added exactly when its demand fits the GPUs left, which is the greedy walk of
     :func:`pal_opt.admission.admit`.  The program then minimises cost over that fixed set.
 ``jobs=[ids]``
-    An explicit set (admission ``"given"``); INFEASIBLE when it needs more GPUs than are free.
+    An explicit set (admission ``"given"``); INFEASIBLE when it needs more GPUs than are free
+    or, with GPU types, when its jobs cannot all get GPUs of their types at once (each may fit
+    alone: the solver decides, :func:`_infeasible`).
 
 Prefix and backfill are therefore always feasible.
 
@@ -87,7 +89,7 @@ from ..binning import BINNING_MODES, binned_factors
 from ..cost import CostSummary, evaluate, relative_gap
 from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
-from ..gputypes import fits_types, free_per_type, has_types, type_groups
+from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
@@ -695,6 +697,39 @@ def _short_of_types(instance: RoundInstance, admitted: Sequence[int]) -> str | N
     return None
 
 
+def _short_of_types_together(instance: RoundInstance, admitted: Sequence[int]) -> str | None:
+    """Why the admitted jobs may not all get GPUs of their types at once, when no claim of GPUs
+    per type for all of them is found (:func:`pal_opt.gputypes.claim_all`), else None (also
+    without GPU types).  The claim is greedy: only a solver proves that none exists."""
+    if not has_types(instance):
+        return None
+    cl = instance.cluster
+    free = free_per_type(cl, cl.state == GpuState.FREE)
+    groups = {i: type_groups(cl, instance.jobs[i]) for i in admitted}
+    if claim_all(groups, {i: instance.jobs[i].demand for i in admitted}, free) is not None:
+        return None
+    names = ", ".join(str(instance.jobs[i].id) for i in admitted[:20])
+    more = f" and {len(admitted) - 20} more" if len(admitted) > 20 else ""
+    per_type = ", ".join(f"{t} {int(n)}" for t, n in zip(cl.type_names, free.tolist(), strict=True))
+    demand = sum(instance.jobs[i].demand for i in admitted)
+    return (f"jobs {names}{more} need {demand} GPUs but cannot all get GPUs of their types at once "
+            f"(free per type: {per_type}); each fits alone")
+
+
+def _infeasible(att: _Attempt, solve_seconds: float) -> PlacementResult:
+    """The result when the solver proves the round program infeasible.  Admission only admits
+    jobs that can all get GPUs (of their types) at once, so this happens only for jobs given by
+    id (``jobs=``) on a cluster with GPU types, each fitting alone but not all together: status
+    INFEASIBLE and the reason, as when given jobs need more GPUs than are free
+    (:func:`_trivial_result`).  Any other infeasible program is a solver's error."""
+    why = _short_of_types_together(att.instance, att.setup.admitted)
+    if why is None:
+        raise BackendError(f"{att.name} reported an always-feasible round program infeasible")
+    return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
+                           geomean_slowdown=math.inf, gpus_used=0, solve_seconds=solve_seconds,
+                           build_seconds=att.build_seconds, message=why, **att.common)
+
+
 def _build(att: _Attempt) -> None:
     """Build the program and price the start placements (PAL's greedy, the packing greedy and
     the caller's ``start`` when given); the cheapest becomes the warm start and the fallback.  Under a deadline PAL's is known
@@ -909,7 +944,7 @@ def _finish(att: _Attempt, sol: BackendSolution) -> PlacementResult:
         bound = att.lp_bound if bound is None else max(bound, att.lp_bound)
     if sol.values is None:
         if sol.status == SolverStatus.INFEASIBLE:
-            raise BackendError(f"{name} reported an always-feasible round program infeasible")
+            return _infeasible(att, solve_seconds)
         res = att.result(att.greedy or {}, status=Status.FALLBACK, solve_seconds=solve_seconds, bound=bound,
                          message=f"{name} found no solution ({sol.message}); the greedy placement "
                                  f"({att.source}) of the admitted jobs is returned")
