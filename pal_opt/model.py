@@ -988,9 +988,19 @@ class RoundInstance:
 
     The jobs are checked against the cluster here, once: ids are unique, also when compared as
     text (``1`` and ``"1"`` would be one key of a file's or a result's JSON object), every class
-    has factors, and a running job's GPUs exist and are held by no other job.  (They may have
+    has factors, every GPU type a job names (``gpu_type``, ``allowed_types``) is one of the
+    cluster's, and a running job's GPUs exist and are held by no other job.  (They may have
     failed or been taken since, state ``FAILED`` or ``BUSY``: such a job must move.  The instance
-    file accepts the same.)
+    file accepts the same.)  A job whose named types exist but can never hold its demand is not
+    an error: the round reports it unplaceable (:func:`pal_opt.gputypes.type_problem`).
+
+    Examples
+    --------
+    >>> c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb")
+    >>> RoundInstance(c, (Job(1, 2, "classA", allowed_types=("a", "v100")),))
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: jobs[0].allowed_types[1]: unknown GPU type 'v100' (cluster types: a, b)
     """
 
     cluster: Cluster
@@ -1015,6 +1025,8 @@ class RoundInstance:
                     f"class {j.perfclass!r} has no GPU factors (known: {', '.join(self.cluster.factors)})",
                     path=f"jobs[{i}].perfclass",
                 )
+            if j.type_choice is not None:
+                _check_type_names(self.cluster, j, f"jobs[{i}]")
             for g in j.placement or ():
                 if g not in position:
                     raise InstanceError(f"unknown GPU {g}", path=f"jobs[{i}].placement")
@@ -1037,6 +1049,16 @@ class RoundInstance:
     def free_gpus(self) -> int:
         """GPUs free this round (running queued jobs' GPUs count as free)."""
         return self._free_count
+
+
+def _check_type_names(cluster: Cluster, job: Job, at: str) -> None:
+    """Every GPU type ``job`` names is one of ``cluster``'s (the instance file's message)."""
+    have = ", ".join(cluster.type_names) or "none: the cluster has no GPU types"
+    if job.gpu_type is not None and job.gpu_type not in cluster.type_index:
+        raise InstanceError(f"unknown GPU type {job.gpu_type!r} (cluster types: {have})", path=f"{at}.gpu_type")
+    for k, t in enumerate(job.allowed_types or ()):
+        if t not in cluster.type_index:
+            raise InstanceError(f"unknown GPU type {t!r} (cluster types: {have})", path=f"{at}.allowed_types[{k}]")
 
 
 def require_instance(instance: Any) -> None:

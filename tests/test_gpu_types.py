@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -150,17 +151,17 @@ def test_type_problems(job: Job, reason: tuple[str, str] | None) -> None:
 
 def test_type_problems_are_unplaceable_reasons_in_a_round() -> None:
     c = cluster({"classA": {"aws": 1.0, "rtx": 2.0}})
-    jobs = (Job("v", 2, "classA", 0, gpu_type="v100"), Job("d", 2, "classA", 1, gpu_type="dgx"),
-            Job("big", 9, "classB", 2, kind="guaranteed", gpu_type="dgx"), Job("ok", 2, "classB", 3),
-            Job("huge", 40, "classB", 4))
+    # (an unknown type name is bad input: test_the_model_rejects_an_unknown_gpu_type_as_the_instance_file_does)
+    jobs = (Job("d", 2, "classA", 0, gpu_type="dgx"),
+            Job("big", 9, "classB", 1, kind="guaranteed", gpu_type="dgx"), Job("ok", 2, "classB", 2),
+            Job("huge", 40, "classB", 3))
     inst = RoundInstance(c, jobs)
     assert unplaceable(inst) == {
-        "v": "GPU type 'v100' is not in the cluster (types: 'aws', 'rtx', 'dgx')",
         "d": "class 'classA' has no throughput on GPU type(s) 'dgx'",
         "big": "needs 9 GPUs of type 'dgx', which has 8",
         "huge": "needs 40 GPUs; the cluster has 32",
     }
-    assert admit(inst, "backfill") == [3]
+    assert admit(inst, "backfill") == [2]
     assert admit(inst, "prefix") == []
     for method in ("pal", "packed", "ilp"):
         res = solve(inst, method=method, admission="backfill")
@@ -168,10 +169,38 @@ def test_type_problems_are_unplaceable_reasons_in_a_round() -> None:
         assert res.unplaceable["big"] == "needs 9 GPUs of type 'dgx', which has 8"
 
 
-def test_a_named_type_on_an_untyped_cluster_is_unplaceable() -> None:
-    c = Cluster.uniform(2, 4, {"classA": [1.0] * 8})
-    inst = RoundInstance(c, (Job("a", 2, "classA", 0, gpu_type="aws"), Job("b", 2, "classA", 1)))
-    assert has_types(inst) and unplaceable(inst) == {"a": "GPU type 'aws' is not in the cluster (types: none)"}
+@pytest.mark.parametrize("types, job, message", [
+    (None, Job("a", 2, "classA", 0, gpu_type="aws"),
+     "jobs[0].gpu_type: unknown GPU type 'aws' (cluster types: none: the cluster has no GPU types)"),
+    ("aaaabbbb", Job("a", 2, "classA", 0, kind="guaranteed", gpu_type="v100"),
+     "jobs[0].gpu_type: unknown GPU type 'v100' (cluster types: a, b)"),
+    ("aaaabbbb", Job("a", 2, "classA", 0, allowed_types=("b", "v100")),
+     "jobs[0].allowed_types[1]: unknown GPU type 'v100' (cluster types: a, b)"),
+    ("aaaabbbb", Job("a", 2, "classA", 0, gpu_type="v100", placement=(0, 1)),
+     "jobs[0].gpu_type: unknown GPU type 'v100' (cluster types: a, b)"),
+])
+def test_the_model_rejects_an_unknown_gpu_type_as_the_instance_file_does(types, job, message, tmp_path) -> None:
+    c = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types=types)
+    with pytest.raises(InstanceError) as err:
+        RoundInstance(c, (Job("b", 2, "classA", 0), replace(job, position=1)))
+    model = err.value
+    assert str(model) == message.replace("jobs[0]", "jobs[1]")
+    # the same round as a file: the loader's message for the same field
+    good = RoundInstance(c, (Job("b", 2, "classA", 0),))
+    doc = instance_to_dict(good)
+    doc["jobs"].append({"id": "a", "demand": 2, "class": "classA", **{
+        k: list(v) if isinstance(v, tuple) else v for k, v in
+        (("kind", job.kind), ("gpu_type", job.gpu_type), ("allowed_types", job.allowed_types),
+         ("placement", job.placement)) if v is not None}})
+    with pytest.raises(InstanceError) as err:
+        instance_from_dict(doc)
+    assert err.value.path == model.path and err.value.message.split(" (")[0] == model.message.split(" (")[0]
+
+
+def test_a_known_type_too_small_for_the_job_is_unplaceable_not_an_error() -> None:
+    c = Cluster.from_arrays(range(8), [0] * 6 + [1] * 2, {"classA": [1.0] * 8}, gpu_types="aaaaaabb")
+    inst = RoundInstance(c, (Job("a", 4, "classA", 0, gpu_type="b", kind="guaranteed"), Job("b", 2, "classA", 1)))
+    assert has_types(inst) and unplaceable(inst) == {"a": "needs 4 GPUs of type 'b', which has 2"}
     assert admit(inst, "backfill") == [1]
 
 
@@ -395,7 +424,7 @@ def test_given_typed_jobs_that_fit_alone_but_not_together_are_infeasible(backend
     assert res.message == (f"jobs a, b, c need {need} GPUs but cannot all get GPUs of their types at once "
                            "(free per type: aws 8, rtx 8); each fits alone")
     # as on the same servers untyped when the given jobs need more GPUs than are free
-    more = _aws_rtx(*jobs, Job("d", 8, "classA", 3), types=False)
+    more = _aws_rtx(*(replace(j, kind="rigid", gpu_type=None) for j in jobs), Job("d", 8, "classA", 3), types=False)
     res = solve(more, method, jobs=["a", "b", "c", "d"], backend=backend)
     assert res.status.value == "infeasible" and res.placements == {} and "but only 16 are free" in res.message
     # admitted by the queue rule instead, the jobs that fit together are placed, and no job is unplaceable
