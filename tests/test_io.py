@@ -283,6 +283,42 @@ def test_blox_racks_failed_and_running_column(tmp_path):
     assert inst.job_by_id[5].locality == (1.0, 2.0, 2.0)
 
 
+def _failed_gpu1(tmp_path, holder: object, running: str | None) -> RoundInstance:
+    """GPUs 0-3 on two servers, GPU 1 failed and in use by ``holder``; jobs 7 (2 GPUs, on GPU 0
+    and GPU 1 when ``holder`` is 7) and 8 (1 GPU), with an ``is_running`` column when given."""
+    rows = [[g, g // 2, g == 1, g == 1 or (g == 0 and holder == 7), holder if g == 1 or (g == 0 and holder == 7)
+             else "", 1.0] for g in range(4)]
+    gp = write_csv(tmp_path / "g.csv", ["GPU_ID", "Node_ID", "FAILED", "IN_USE", "JOB_IDS", "PerfVar_classA"], rows)
+    jobs = [[7, 2, "classA"], [8, 1, "classA"]]
+    head = ["job_id", "num_gpus", "perfclass"]
+    if running is not None:
+        head.append("is_running")
+        jobs = [[*j, running if j[0] == holder else "false"] for j in jobs]
+    return load_blox(gp, write_csv(tmp_path / "j.csv", head, jobs))
+
+
+@pytest.mark.parametrize("running", [None, "true"])
+def test_blox_a_running_job_on_a_failed_gpu_must_move_as_in_an_instance_file(tmp_path, running):
+    inst = _failed_gpu1(tmp_path, 7, running)
+    assert inst.cluster.state.tolist() == [0, GpuState.FAILED, 0, 0]
+    assert inst.job_by_id[7].placement == (0, 1) and inst.job_by_id[8].placement is None
+    doc = instance_to_dict(inst)
+    assert doc["jobs"][0]["placement"] == [0, 1]
+    assert_same(instance_from_dict(doc), inst)
+    # and the round exported to Blox rows reads back the same
+    rows = blox_gpu_rows(inst)
+    gp = write_csv(tmp_path / "g2.csv", list(rows[0]), [list(r.values()) for r in rows])
+    jp = write_csv(tmp_path / "j2.csv", ["job_id", "num_gpus", "perfclass"], [[7, 2, "classA"], [8, 1, "classA"]])
+    assert_same(load_blox(gp, jp), inst)
+
+
+def test_blox_a_waiting_job_named_on_a_failed_gpu_leaves_it_out_of_service(tmp_path):
+    inst = _failed_gpu1(tmp_path, 8, "false")
+    assert inst.cluster.state.tolist() == [0, GpuState.FAILED, 0, 0]
+    assert inst.job_by_id[8].placement is None and inst.job_by_id[7].placement is None
+    assert inst.free_gpus == 3
+
+
 def test_blox_export_round_trip(tmp_path):
     inst = generate_instance(5, 4, 10, racks=2, seed=3, busy_fraction=0.2, failed_fraction=0.1, running_fraction=0.7)
     rows = blox_gpu_rows(inst)

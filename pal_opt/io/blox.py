@@ -29,7 +29,11 @@ How the round is read
   ``placement`` lists those GPUs and the GPUs are ``free`` for this round (the policy may move
   the job).  The job must hold exactly its demand.
 * A GPU in use by anything else (a job not in the queue, or no job id) is ``busy``.
-* A GPU with ``FAILED`` true is ``failed`` (and may not be held by a queued job).
+* A GPU with ``FAILED`` true is ``failed``.  If it is in use by a job in the queue, that job
+  is running on a GPU that failed under it: it keeps the GPU as its placement and must move,
+  as in an instance file (:class:`~pal_opt.model.RoundInstance`), unless the job CSV marks it
+  not running (``is_running`` false), in which case the job is waiting and the failed GPU is
+  simply out of service.
 """
 
 from __future__ import annotations
@@ -254,7 +258,7 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, na
     gt = parse_gpu_table(gpu_table)
     jt = parse_jobs(job_table, classes=tuple(gt.factors), locality_penalty=params.locality_penalty,
                     max_gpus=len(gt.gpu_ids))
-    state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)})
+    state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)}, jt.running)
     jobs = _with_placements(jt, held, gt.source)
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,
                                   gpu_types=gt.gpu_types)
@@ -263,8 +267,11 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, na
     return instance
 
 
-def _gpu_states(gt: GpuTable, queued: dict[str, int]) -> tuple[np.ndarray, dict[int, list[int]]]:
-    """Each GPU's state, and the GPUs held by each queued job (by queue index)."""
+def _gpu_states(gt: GpuTable, queued: dict[str, int],
+                running: tuple[bool | None, ...]) -> tuple[np.ndarray, dict[int, list[int]]]:
+    """Each GPU's state, and the GPUs held by each queued job (by queue index).  A failed GPU
+    held by a queued job is the job's (it must move), unless ``running`` (the job CSV's
+    ``is_running``) says the job is not running: then nothing holds it."""
     n = len(gt.gpu_ids)
     state = np.zeros(n, dtype=np.int8)
     held: dict[int, list[int]] = {}
@@ -284,10 +291,8 @@ def _gpu_states(gt: GpuTable, queued: dict[str, int]) -> tuple[np.ndarray, dict[
                 gt.table.column("JOB_IDS"),
                 f"GPU {gt.gpu_ids[i]} is shared by jobs {list(gt.holders[i])}; a queued job's GPUs must be its own",
             )
-        if gt.failed[i]:
-            raise gt.table.error(
-                gt.lines[i], gt.table.column("FAILED"), f"GPU {gt.gpu_ids[i]} is failed but held by queued job {gt.holders[i][0]!r}"
-            )
+        if gt.failed[i] and running[mine[0]] is False:
+            continue
         held.setdefault(mine[0], []).append(gt.gpu_ids[i])
     return state, held
 
