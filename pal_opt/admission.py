@@ -87,11 +87,18 @@ def pal_order(instance: RoundInstance, capacity: int | None = None) -> list[int]
     ``capacity`` defaults to the cluster's total GPU count.
     """
     cap = instance.cluster.num_gpus if capacity is None else capacity
-    demands = np.fromiter((j.demand for j in instance.jobs), dtype=np.int64, count=len(instance.jobs))
-    cum = np.cumsum(demands)
+    cum = _clipped_cumsum(instance, cap)
     cut = int(np.searchsorted(cum, cap, side="right"))
     head = sorted(range(cut), key=lambda i: class_rank(instance.jobs[i].perfclass))
     return head + list(range(cut, len(instance.jobs)))
+
+
+def _clipped_cumsum(instance: RoundInstance, cap: int) -> np.ndarray:
+    """The running total of the queue's demands, each cut to ``cap + 1``: past ``cap`` exactly
+    where the true total is, and never overflowing int64 (a demand may be up to 2**63 - 1)."""
+    cut = cap + 1
+    demands = np.fromiter((min(j.demand, cut) for j in instance.jobs), dtype=np.int64, count=len(instance.jobs))
+    return np.cumsum(demands)
 
 
 def admit(instance: RoundInstance, mode: str = "prefix") -> list[int]:
@@ -101,8 +108,7 @@ def admit(instance: RoundInstance, mode: str = "prefix") -> list[int]:
     free = instance.free_gpus
     demands = [j.demand for j in instance.jobs]
     if mode == "prefix":
-        cum = np.cumsum(np.asarray(demands, dtype=np.int64))
-        return list(range(int(np.searchsorted(cum, free, side="right"))))
+        return list(range(int(np.searchsorted(_clipped_cumsum(instance, free), free, side="right"))))
     if mode == "backfill":
         out = []
         left = free

@@ -145,6 +145,8 @@ def _validate_gpu_ids(ids: np.ndarray) -> None:
 
 #: The largest id magnitude an instance file holds (JSON Schema ``ident``: a 64-bit integer).
 _MAX_ID = 2**63 - 1
+#: The largest demand or allowed count an instance file holds (JSON Schema: a 64-bit integer).
+_MAX_COUNT = 2**63 - 1
 
 
 def _plain_id(x: Any, path: str) -> int | str:
@@ -700,7 +702,8 @@ class Job:
     id
         The input's job id: an integer of 64 bits or a non-empty string, as in the instance file.
     demand
-        GPUs needed, all or none.
+        GPUs needed, all or none: a positive integer of 64 bits, as in the instance file (a job
+        needing more GPUs than the cluster has is unplaceable, not an error).
     perfclass
         Application class; selects the GPU factors that apply.
     position
@@ -778,6 +781,9 @@ class Job:
             raise InstanceError(f"must be an integer >= 0, got {self.position!r}", path=f"{at}.position")
         if not _is_int(self.demand) or self.demand < 1:
             raise InstanceError(f"must be a positive integer, got {self.demand!r}", path=f"{at}.demand")
+        if self.demand > _MAX_COUNT:
+            raise InstanceError(f"must be a positive integer that fits in 64 bits, got {self.demand!r}",
+                                path=f"{at}.demand")
         if not isinstance(self.perfclass, str) or not self.perfclass:
             raise InstanceError(f"must be a non-empty string, got {self.perfclass!r}", path=f"{at}.class")
         if self.model is not None and not isinstance(self.model, str):
@@ -818,7 +824,8 @@ class Job:
         checked quickly: a 65,536-GPU round has 19,000 jobs)."""
         loc = self.locality
         return (
-            type(self.demand) is int and self.demand >= 1 and type(self.position) is int and self.position >= 0
+            type(self.demand) is int and 1 <= self.demand <= _MAX_COUNT and type(self.position) is int
+            and self.position >= 0
             and (type(self.id) is str and self.id != "" or type(self.id) is int and -_MAX_ID <= self.id <= _MAX_ID)
             and type(self.perfclass) is str and self.perfclass != ""
             and (self.model is None or type(self.model) is str) and self.placement is None
@@ -884,7 +891,7 @@ def _check_type_fields(job: Job, at: str) -> None:
     if job.allowed_counts is None:
         return
     counts = tuple(job.allowed_counts) if isinstance(job.allowed_counts, (tuple, list)) else ()
-    if not counts or not all(_is_int(c) and c >= 1 for c in counts) or len(set(counts)) != len(counts):
+    if not counts or not all(_is_int(c) and 1 <= c <= _MAX_COUNT for c in counts) or len(set(counts)) != len(counts):
         raise InstanceError(f"must be a non-empty list of distinct positive integers, got {job.allowed_counts!r}",
                             path=f"{at}.allowed_counts")
     counts = tuple(sorted(int(c) for c in counts))

@@ -9,9 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from pal_opt import solve
+from pal_opt.admission import admit, pal_order
 from pal_opt.check import check
 from pal_opt.cli import main
+from pal_opt.errors import InstanceError
 from pal_opt.io import load_instance
+from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 REASON = "needs 10000 GPUs; the cluster has 16"
@@ -50,3 +54,32 @@ def test_solve_reports_the_oversized_job(imported: Path, tmp_path: Path, capsys:
     assert doc["unplaceable"] == [{"job": 3, "reason": REASON}]
     assert f"job 3: {REASON}" in stdout
     assert check(load_instance(imported), doc) == []
+
+
+def _huge_round(*demands: int) -> RoundInstance:
+    """8 GPUs; jobs h0, h1, ... with ``demands`` (up to 2**63 - 1), then ``ok`` (2 GPUs)."""
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8})
+    jobs = tuple(Job(f"h{k}", d, "classA", k) for k, d in enumerate(demands))
+    return RoundInstance(cl, (*jobs, Job("ok", 2, "classA", len(jobs))), RoundParams(binning="none"))
+
+
+@pytest.mark.parametrize("method", ["ilp", "ilp-partitioned", "pal", "packed"])
+@pytest.mark.parametrize("demands", [(9_200_000_000_000_000_000,), (2**62, 2**62, 2**62), (2**63 - 1, 2**63 - 1)],
+                         ids=["9.2e18", "three-2^62", "two-int64-max"])
+def test_demands_near_int64_are_unplaceable_and_do_not_overflow(method: str, demands: tuple[int, ...]) -> None:
+    inst = _huge_round(*demands)
+    reasons = {f"h{k}": f"needs {d} GPUs; the cluster has 8" for k, d in enumerate(demands)}
+    for admission, placed in (("prefix", set()), ("backfill", {"ok"})):
+        opts = {"executor": "serial"} if method == "ilp-partitioned" else {}
+        res = solve(inst, method, admission=admission, **opts)
+        assert res.unplaceable == reasons and set(res.placements) == placed and check(inst, res) == []
+    assert admit(inst, "prefix") == [] and admit(inst, "backfill") == [len(demands)]
+    assert pal_order(inst) == list(range(len(demands) + 1))
+
+
+def test_a_demand_beyond_64_bits_is_bad_input_as_in_the_instance_file() -> None:
+    with pytest.raises(InstanceError, match=r"^jobs\[0\]\.demand: must be a positive integer that fits in 64 bits"):
+        Job("h", 2**63, "classA")
+    with pytest.raises(InstanceError, match=r"^jobs\[0\]\.allowed_counts: must be a non-empty list"):
+        Job("h", 2, "classA", kind="strong-scaling", allowed_counts=(2, 2**64))
+    assert Job("h", 2**63 - 1, "classA").demand == 2**63 - 1
