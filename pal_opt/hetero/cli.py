@@ -248,7 +248,7 @@ _PAL_ONLY = {
     "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "jobs_csv": None,
     "plot": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
 }
-_SIA_ONLY = {"profiles": None, "category": None, "max_hours": None}
+_SIA_ONLY = {"profiles": None, "category": None}
 
 
 def _flag(name: str) -> str:

@@ -80,8 +80,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                      help="give every job this category (default: the file's)")
     sia.add_argument("--ilp-mode", choices=ILP_MODES, default=None, help=ILP_MODE_HELP)
-    sia.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
-                     help="stop after this much simulated time (default 720)")
+    p.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
+                   help="stop after this much simulated time even with jobs unfinished (no round starts after it; "
+                        "default: pal traces run until every job is done, sia traces stop at 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
     p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
@@ -254,6 +255,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
             time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
             ilp_options={k: getattr(opts, k) for k in opts.given() - {"admission", "backend", "time_limit"}},
             failures=failures,
+            max_time=None if args.max_hours is None else args.max_hours * 3600.0,
         )
         config.validate()
         configs[policy] = config
@@ -300,12 +302,17 @@ def _write_outputs(args: argparse.Namespace, results: dict[str, Any], extra: dic
         plot_result(docs, args.plot)
 
 
+def _hours(seconds: float | None) -> str:
+    """``seconds`` in hours (``-`` for a figure no job gave, e.g. no job finished)."""
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"
+
+
 def _print_summary(policy: str, result: Any, out: str) -> None:
     s = result.summary
     print(
-        f"{policy}: avg JCT {s['avg_jct'] / 3600:.2f} h, p99 JCT {s['p99_jct'] / 3600:.2f} h, "
-        f"makespan {s['makespan'] / 3600:.2f} h, utilisation {s['utilization']:.3f}, "
-        f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
+        f"{policy}: {s['jobs_finished']}/{s['jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
+        f"p99 JCT {_hours(s['p99_jct'])} h, makespan {_hours(s['makespan'])} h, utilisation {s['utilization']:.3f}, "
+        f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
     f = s.get("failures")
