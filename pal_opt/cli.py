@@ -33,7 +33,9 @@ Exit codes
 ----------
 0 success; 1 ``check`` found violations, a solver failed, or the round is infeasible (``solve
 --jobs``: one line on stderr, no output file); 2 bad input or options (one line
-``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written);
+``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written;
+an output that is one of the command's input files, or another of its outputs, is bad input too,
+refused before any work: ``repair ... -o PLACEMENT.json`` included);
 130 interrupted (SIGINT).  A Ctrl-C while an exact solver runs stops the solver cleanly and
 keeps the best placement found so far (the solver's incumbent, or the start placement; marked
 ``"interrupted": true`` in its ``info``): it is printed and written to ``--out``, and pal-opt
@@ -67,6 +69,7 @@ from .cliargs import (
     output_file,
     pos_int,
     positive_float,
+    refuse_overwriting_inputs,
     solve_options,
     with_costs,
     with_restart,
@@ -227,7 +230,8 @@ by more than that, so the total cost is never above the answer that keeps every 
 
 The output (--out) is a placement file of every job kept or re-placed, with
 "info.repair" naming the failed GPUs and the placement in force it repaired; check it
-with: pal-opt check INSTANCE.json OUT.json
+with: pal-opt check INSTANCE.json OUT.json.  It must be another file than
+PLACEMENT.json (pal-opt never writes over an input): write it beside and move it.
 """
 
 
@@ -324,6 +328,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate_instance, generate_typed_instance
     from .io import longhorn_paths, save_instance
 
+    refuse_overwriting_inputs({"--out": args.output}, _directory_inputs(args))
     meas = None
     if args.measurements:
         meas = longhorn_paths(args.measurements)
@@ -360,6 +365,20 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _directory_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The files ``generate`` reads from ``--measurements DIR`` and ``--profiles DIR``."""
+    from pathlib import Path
+
+    from .io import longhorn_paths
+
+    files: list[tuple[str, Any]] = []
+    if args.measurements:
+        files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
+    if args.profiles and os.path.isdir(args.profiles):
+        files += [(f"--profiles {args.profiles}", p) for p in sorted(Path(args.profiles).glob("*/*.csv"))]
+    return files
+
+
 def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]] | None:
     """``generate --profiles``: the throughput table of PAL's classes on the ``--cluster`` types."""
     if not args.profiles:
@@ -375,6 +394,7 @@ def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]]
 def _cmd_import_blox(args: argparse.Namespace) -> int:
     from .io import load_blox, save_instance
 
+    refuse_overwriting_inputs({"--out": args.output}, [("--gpus", args.gpus), ("--jobs", args.jobs)])
     inst = load_blox(
         args.gpus,
         args.jobs,
@@ -396,6 +416,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import Status
     from .solve import solve
 
+    refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance)])
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
         from dataclasses import replace
@@ -498,6 +519,8 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     from .io import load_instance, load_placement_file
     from .repair import repair
 
+    # the placement in force is an input too: a repair is written beside it, never over it
+    refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
     options = exact_options(args)
     inst = load_instance(args.instance)
     in_force = in_force_placement(inst, load_placement_file(args.placement), source=args.placement)

@@ -548,3 +548,60 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("pal-opt generate: error: argument -o/--out/--output: ") and f"'{tmp_path}' is a directory" in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- an output over an input
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+
+
+@pytest.mark.parametrize(
+    "argv,names",
+    [
+        (["solve", "{inst}", "--method", "packed", "-o", "{inst}"], "--out {inst}: this is the input INSTANCE.json"),
+        (["solve", "{inst}", "-o", "{tmp}/./sub/../inst.json"], "this is the input INSTANCE.json"),
+        (["solve", "{inst}", "-o", "{tmp}/link.json"], "this is the input INSTANCE.json"),  # a symbolic link to it
+        # repair: the placement in force is an input too, refused like any other (write elsewhere, then move)
+        (["repair", "{inst}", "{pl}", "--failed", "0", "-o", "{pl}"], "this is the input PLACEMENT.json"),
+        (["repair", "{inst}", "{pl}", "--failed", "0", "-o", "{inst}"], "this is the input INSTANCE.json"),
+        (["export", "slurm", "{inst}", "{pl}", "-o", "{pl}"], "this is the input PLACEMENT.json"),
+        (["export", "graphml", "{inst}", "-o", "{inst}"], "this is the input INSTANCE.json"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "-o", "{jobs}"], "this is the input --jobs"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "-o", "{gpus}"], "this is the input --gpus"),
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "-o", "{topo}"], "this is the input the topology file"),
+        (["import", "slurm", "{topo}", "--slurm-conf", "{sconf}", "-o", "{sconf}"], "this is the input --slurm-conf"),
+        (["import", "k8s", "{nodes}", "--jobs", "{jobs}", "-o", "{jobs}"], "this is the input --jobs"),
+        (["import", "graphml", "{graph}", "-o", "{graph}"], "this is the input the topology file"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", "{tmp}",
+          "-o", "{tmp}/bert-longhorn-agg.csv"], "this is the input --measurements"),
+        (["simulate", "{trace}", "-o", "{trace}"], "this is the input TRACE"),
+        (["simulate", "{trace}", "-o", "{out}", "--jobs-csv", "{trace}"], "--jobs-csv {trace}: this is the input TRACE"),
+        (["simulate", "{trace}", "--variability", "classA={meas}", "-o", "{meas}"], "this is the input --variability classA"),
+        (["simulate", "{trace}", "--variability", "{tmp}", "-o", "{tmp}/resnet-longhorn-agg.csv"],
+         "this is the input --variability"),
+        (["simulate", "{trace}", "-o", "{out}", "--jobs-csv", "{out}"], "--jobs-csv {out}: the same file as --out"),
+        (["simulate-sia", "{trace}", "--profiles", "{tmp}", "-o", "{trace}"], "this is the input TRACE"),
+        (["partition", "{graph}", "--machines", "4", "--bandwidth", "1e9", "-o", "{graph}"], "this is the input PROFILE"),
+    ],
+)
+def test_an_output_over_an_input_is_refused(argv, names, tmp_path, capsys):
+    """Every command refuses, before any work, an output that is one of its inputs (it was
+    overwritten: ``solve INST -o INST`` replaced the round by its placement)."""
+    files = {"inst": "inst.json", "pl": "pl.json", "gpus": "gpus.csv", "jobs": "jobs.csv", "topo": "topology.conf",
+             "sconf": "slurm.conf", "nodes": "nodes.json", "graph": "cluster.graphml", "trace": "trace.csv",
+             "meas": "resnet-longhorn-agg.csv"}
+    (tmp_path / "inst.json").write_text(json.dumps(BASE))
+    (tmp_path / "pl.json").write_text('{"placements": {"0": [0, 1]}}')
+    (tmp_path / "gpus.csv").write_text(GPU_OK)
+    for name in ("jobs.csv", "topology.conf", "slurm.conf", "nodes.json", "cluster.graphml", "trace.csv"):
+        (tmp_path / name).write_bytes((EXAMPLES / name).read_bytes())
+    for name in ("resnet", "bert", "pagerank"):
+        (tmp_path / f"{name}-longhorn-agg.csv").write_text("uuid,perf\na,1\nb,1.2\n")
+    (tmp_path / "link.json").symlink_to(tmp_path / "inst.json")
+    (tmp_path / "sub").mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    subs = {k: tmp_path / v for k, v in files.items()} | {"tmp": tmp_path, "out": tmp_path / "o.json"}
+    rc = main([a.format(**subs) for a in argv])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, "pal-opt: error: ", names.format(**subs), "which it would overwrite"
+                           if "the same file" not in names else "give each output its own file")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

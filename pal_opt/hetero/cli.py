@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import nonneg_int, output_file, positive_float
+from ..cliargs import nonneg_int, output_file, positive_float, refuse_overwriting_inputs
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
-__all__ = ["add_parser", "run", "run_folded", "ILP_MODES", "ilp_mode_config", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
+__all__ = ["add_parser", "run", "run_folded", "simulation_inputs", "ILP_MODES", "ilp_mode_config", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
 
 #: ``--trace-format`` choices: ``sia`` is newTrace (name,time,application,num_replicas,batch_size),
 #: ``pal`` the Sia-Philly traces PAL replays (job_id,num_gpus,submit_time,duration,model).
@@ -136,6 +136,24 @@ def detect_trace_format(path: str) -> str:
     )
 
 
+def simulation_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The files a simulation reads: the trace, each ``--variability`` file (``[TYPE:]CLASS=FILE``,
+    or PAL's Longhorn files in a ``DIR``) and the CSVs of ``--profiles DIR``."""
+    from ..io.measurements import longhorn_paths
+
+    files: list[tuple[str, Any]] = [("TRACE", args.trace)]
+    for item in getattr(args, "variability", None) or ():
+        head, sep, path = item.partition("=")
+        if sep:
+            files.append((f"--variability {head}", path))
+        elif os.path.isdir(item):
+            files += [(f"--variability {item}", p) for p in longhorn_paths(item).values()]
+    profiles = getattr(args, "profiles", None)
+    if profiles and os.path.isdir(profiles):
+        files += [(f"--profiles {profiles}", p) for p in sorted(Path(profiles).glob("*/*.csv"))]
+    return files
+
+
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     """(workload, applications, cluster) from the arguments, all checked."""
     from .goodput import JobKind
@@ -194,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
     from .policy import SiaParams
     from .simulate import SimConfig, simulate_sia
 
+    refuse_overwriting_inputs({"--out": args.out}, simulation_inputs(args))
     parent = Path(args.out).parent
     if str(parent) and not parent.is_dir():
         raise OptionError(f"--out: directory {str(parent)!r} does not exist")

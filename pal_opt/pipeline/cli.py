@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..cliargs import check_plot_target, output_file
+from ..cliargs import check_plot_target, output_file, refuse_overwriting_inputs
 from ..errors import OptionError
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.machines) != len(args.bandwidth):
         raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
+    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot}, [("PROFILE", args.profile)])
     for path in (args.out, args.plot):
         if path:
             _check_output(path)

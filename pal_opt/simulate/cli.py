@@ -33,6 +33,7 @@ from ..cliargs import (
     nonneg_int,
     output_file,
     positive_float,
+    refuse_overwriting_inputs,
     solve_options_each,
 )
 from ..errors import InstanceError, OptionError
@@ -334,11 +335,13 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
     status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got)."""
-    from ..hetero.cli import resolve_trace_format, run_folded
+    from ..hetero.cli import resolve_trace_format, run_folded, simulation_inputs
     from ..io.traces import read_trace
     from .engine import build_cluster, parse_cluster
     from .variability import variability_source
 
+    refuse_overwriting_inputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
+                              simulation_inputs(args))
     if resolve_trace_format(args) == "sia":
         return run_folded(args)
     if getattr(args, "ilp_mode", None) is not None:

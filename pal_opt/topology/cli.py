@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_restart_arguments, finite, nonneg_int, output_file, pos_int
+from ..cliargs import add_restart_arguments, finite, nonneg_int, output_file, pos_int, refuse_overwriting_inputs
 from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
@@ -138,11 +138,23 @@ def _factors(args: argparse.Namespace, topology: Any) -> Any:
     return uniform_factors(n, classes)
 
 
+def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The files ``import`` reads: the topology, ``--jobs``, ``--slurm-conf``, ``--measurements``'s."""
+    from ..io.measurements import longhorn_paths
+
+    files: list[tuple[str, Any]] = [("the topology file", args.input), ("--jobs", args.jobs),
+                                    ("--slurm-conf", getattr(args, "slurm_conf", None))]
+    if args.measurements:
+        files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
+    return files
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..io import save_instance
     from .hierarchy import topology_round
 
+    refuse_overwriting_inputs({"--out": args.output}, _import_inputs(args))
     topo = _read_topology(args)
     inst = topology_round(
         topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
@@ -170,6 +182,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, load_instance, load_placement_file
 
+    refuse_overwriting_inputs({"--out": args.output}, [("INSTANCE.json", args.instance),
+                                                       ("PLACEMENT.json", args.placement)])
     inst = load_instance(args.instance)
     doc = load_placement_file(args.placement) if args.placement else None
     src = os.fspath(args.placement) if args.placement else None
