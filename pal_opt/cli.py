@@ -360,7 +360,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if args.measurements:
         settings["variability"] = "measurements"
     meta = {"generator": f"pal-opt {__version__} generate", "settings": settings}
-    save_instance(inst, args.output, meta=meta)
+    what = "--cluster" if args.cluster is not None else "--nodes x --gpus-per-node"
+    save_instance(inst, args.output, meta=meta, readable_from=f"{what} and --jobs")
     print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
     return 0
 
@@ -404,7 +405,8 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
         round_length=args.round,
         name=args.name,
     )
-    save_instance(inst, args.output, meta={"imported_from": {"gpus": args.gpus, "jobs": args.jobs}})
+    save_instance(inst, args.output, meta={"imported_from": {"gpus": args.gpus, "jobs": args.jobs}},
+                  readable_from=args.gpus)
     print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
     return 0
 

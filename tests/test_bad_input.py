@@ -478,6 +478,9 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["generate", "--cluster", "aws:99999999999999x4", "--jobs", "1", "-o", "{out}"],
          "--cluster aws:99999999999999x4: 399,999,999,999,996 GPUs"),
         (["simulate", "{trace}", "--cluster", "99999999x99999", "-o", "{out}"], "9,999,899,900,001 GPUs"),
+        # within the cluster size limit, but a file solve would refuse (more than 2,000,000 JSON values)
+        (["generate", "--nodes", "40000", "--gpus-per-node", "8", "--jobs", "1", "-o", "{out}"],
+         "--nodes x --gpus-per-node and --jobs: the instance it makes (320,000 GPUs on 40,000 servers, 1 jobs"),
         (["simulate", "{trace}", "--trace-format", "sia", "--profiles", "{tmp}", "--cluster", "aws:99999999999999x4",
           "-o", "{out}"], "399,999,999,999,996 GPUs"),
         # an output that cannot be a file is refused before any work

@@ -576,6 +576,24 @@ def test_cli_bad_input_cases_are_all_run(tmp_path):
     assert len(_bad_inputs(tmp_path)) == 18
 
 
+def test_cli_import_refuses_an_instance_that_solve_would_refuse(tmp_path, capsys):
+    """320,000 GPUs are within the cluster size limit (2^20) but their instance file holds more
+    JSON values than load_instance reads (2,000,000): import wrote it (exit 0) and solve then
+    refused it.  Now import refuses it, naming the topology file, and writes nothing."""
+    from pal_opt.io.jsonfile import parse_json
+
+    conf = _write(tmp_path, "big.conf", "SwitchName=s Nodes=n[1-40000]\n")
+    out = tmp_path / "out.json"
+    rc, stdout, err = run(capsys, "import", "slurm", conf, "--gpus-per-node", 8, "-o", out)
+    assert (rc, stdout) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith(f"pal-opt: error: {conf}: the instance it makes (320,000 GPUs on 40,000 servers, 0 jobs")
+    assert "commas, more than the limit of 2,000,000 JSON values, so pal-opt solve would refuse the file" in err
+    assert not out.exists() and not list(tmp_path.glob(".out.json*"))
+    # the limit is the reader's own: a file just like it is refused by what solve reads with
+    with pytest.raises(InstanceError, match="more than the limit of 2,000,000 JSON values"):
+        parse_json("[" + "1," * 2_000_000 + "1]")
+
+
 # --------------------------------------------------------------------------- CLI: export
 @pytest.fixture
 def solved(tmp_path, capsys) -> tuple[Path, Path]:

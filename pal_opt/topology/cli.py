@@ -169,7 +169,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         "rack_level": names[0] if names else None,
         "collapsed_into_cluster": names[1:],
     }
-    save_instance(inst, args.output, meta=meta)
+    save_instance(inst, args.output, meta=meta, readable_from=os.fspath(args.input))
     cl = inst.cluster
     collapsed = f"; {', '.join(names[1:])} collapsed into the cluster level" if len(names) > 1 else ""
     racks = f" in {len(cl.rack_ids)} racks (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
