@@ -20,7 +20,7 @@ import pytest
 
 from pal_opt.cli import main
 from pal_opt.errors import InstanceError
-from pal_opt.io import load_instance, load_measurements
+from pal_opt.io import load_instance, load_measurements, load_placement_file
 from pal_opt.io.safe import read_text
 
 # --------------------------------------------------------------------------- a valid base
@@ -304,6 +304,29 @@ def test_bad_placement_file(content, expected, tmp_path, capsys):
     rc = main(["check", str(inst), str(pl)])
     out, err = capsys.readouterr()
     _expect_one_line_error(rc, out, err, f"{pl}: ", expected)
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_gpu_ids_follow_the_instance_files_rule(bare, tmp_path, capsys):
+    """A GPU id written 4.0 is the id 4, as in an instance file (it passed the file's schema and
+    then check() called it a violation, exit 1); "4" and 4.5 are bad input naming the field."""
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(BASE))
+    pl = tmp_path / "p.json"
+
+    def write(ids: list[Any]) -> None:
+        placements = {"0": ids, "1": [6]}
+        pl.write_text(json.dumps(placements if bare else {"placements": placements, "stages": {"0": [ids]}}))
+
+    write([1.0, 4.0])
+    assert main(["check", str(inst), str(pl)]) == 0
+    assert "valid (2 jobs placed" in capsys.readouterr().out
+    assert load_placement_file(pl)["placements"]["0"] == [1, 4]
+    for bad, shown in (["4", "'4'"], [4.5, "4.5"]):
+        write([1, bad])
+        rc = main(["check", str(inst), str(pl)])
+        out, err = capsys.readouterr()
+        _expect_one_line_error(rc, out, err, f"{pl}: ", "0[1]: must be a GPU id (integer), got " + shown)
 
 
 def test_missing_file_and_directory(tmp_path, capsys):
