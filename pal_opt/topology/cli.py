@@ -25,7 +25,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_restart_arguments, finite, nonneg_int, output_file, pos_int, refuse_overwriting_inputs
+from ..cliargs import (
+    add_restart_arguments,
+    finite,
+    nonneg_int,
+    output_file,
+    pos_int,
+    refuse_overwriting_inputs,
+)
 from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
