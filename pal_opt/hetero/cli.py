@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
@@ -123,7 +124,7 @@ def detect_trace_format(path: str) -> str:
             header = fh.readline()
     except (OSError, UnicodeDecodeError) as exc:
         raise InstanceError(f"cannot read trace: {getattr(exc, 'strerror', None) or exc}", source=path) from None
-    cols = {c.strip() for c in header.split(",")}
+    cols = {c.strip().lower() for c in next(csv.reader([header]), [])}  # names are case-insensitive
     if _SIA_COLUMNS <= cols:
         return "sia"
     if _PAL_COLUMNS <= cols:
