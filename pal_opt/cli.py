@@ -63,8 +63,10 @@ from .cliargs import (
     exact_options,
     finite,
     gpu_ids,
+    input_file,
     job_ids,
     methods_epilog,
+    nonempty,
     nonneg_int,
     output_file,
     pos_int,
@@ -129,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     # solve
     s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.",
                        epilog=methods_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("instance", metavar="INSTANCE.json")
+    s.add_argument("instance", type=input_file, metavar="INSTANCE.json")
     add_method_arguments(s, seed_help="seed for the random policy (default 0)")
     s.add_argument(
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
@@ -147,8 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     # check
     c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
-    c.add_argument("instance", metavar="INSTANCE.json")
-    c.add_argument("placement", metavar="PLACEMENT.json")
+    c.add_argument("instance", type=input_file, metavar="INSTANCE.json")
+    c.add_argument("placement", type=input_file, metavar="PLACEMENT.json")
     c.set_defaults(func=_cmd_check)
 
     _add_topology(isub, sub)
@@ -189,7 +191,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
                    help="a cluster of several GPU types instead of --nodes/--gpus-per-node, e.g. aws:6x4,rtx:3x8")
     g.add_argument("--guaranteed-fraction", type=finite, default=0.0, metavar="F",
                    help="with --cluster: probability that a job is guaranteed on one GPU type (default 0)")
-    g.add_argument("--profiles", metavar="DIR",
+    g.add_argument("--profiles", type=input_file, metavar="DIR",
                    help="with --cluster: each class's relative throughput per GPU type from the Sia profiles in DIR "
                         "(classA..D as imagenet, bert, cifar10, ncf); default 1.0 everywhere")
     g.add_argument("--jobs", type=nonneg_int, required=True, help="queue length")
@@ -205,10 +207,10 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
     add_restart_arguments(g)
     g.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     g.add_argument(
-        "--measurements", metavar="DIR",
+        "--measurements", type=input_file, metavar="DIR",
         help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
     )
-    g.add_argument("--name", help="round name")
+    g.add_argument("--name", type=nonempty, help="round name")
     g.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     g.set_defaults(func=_cmd_generate)
@@ -240,8 +242,8 @@ def _add_repair(sub: Any, binning_modes: list[str]) -> None:
                        description="Re-place the jobs of a placement in force that lost a GPU to failure or "
                                    "draining, keeping every other job where it is.",
                        epilog=_REPAIR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("instance", metavar="INSTANCE.json", help="the round")
-    r.add_argument("placement", metavar="PLACEMENT.json", help="the placement in force (what solve --out wrote)")
+    r.add_argument("instance", type=input_file, metavar="INSTANCE.json", help="the round")
+    r.add_argument("placement", type=input_file, metavar="PLACEMENT.json", help="the placement in force (what solve --out wrote)")
     r.add_argument("--failed", type=gpu_ids, required=True, metavar="GPU_ID[,GPU_ID...]",
                    help="GPUs that failed or are drained (the round's GPU ids, comma-separated)")
     r.add_argument("--allow-migration", type=positive_float, default=None, metavar="COST",
@@ -259,12 +261,12 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     isub.required = True
     b = isub.add_parser("blox", help="Blox gpu_df CSV + job queue CSV",
                         description="Build a round from Blox's GPU table and a job queue CSV.")
-    b.add_argument("--gpus", required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
-    b.add_argument("--jobs", required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
+    b.add_argument("--gpus", type=input_file, required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
+    b.add_argument("--jobs", type=input_file, required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
     b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     add_restart_arguments(b)
-    b.add_argument("--name", help="round name (default: the GPU table's file name)")
+    b.add_argument("--name", type=nonempty, help="round name (default: the GPU table's file name)")
     b.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     b.set_defaults(func=_cmd_import_blox)

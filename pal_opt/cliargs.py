@@ -25,6 +25,8 @@ __all__ = [
     "pos_int",
     "job_ids",
     "gpu_ids",
+    "input_file",
+    "nonempty",
     "output_file",
     "refuse_overwriting_inputs",
     "check_plot_target",
@@ -79,6 +81,29 @@ def nonneg_int(text: str) -> int:
 def pos_int(text: str) -> int:
     """An integer >= 1."""
     return int(_number(text, 1, integer=True))
+
+
+def input_file(text: str) -> str:
+    """A file (or directory) to read: not an empty name (``''`` would be read as the current
+    directory, and the error could not name the file).
+
+    >>> input_file("round.json")
+    'round.json'
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty file name")
+    return text
+
+
+def nonempty(text: str) -> str:
+    """A value that is not empty or blank (a name, a host list, a resource).
+
+    >>> nonempty("nvidia.com/gpu")
+    'nvidia.com/gpu'
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must not be empty, got {text!r}")
+    return text
 
 
 def output_file(text: str) -> str:

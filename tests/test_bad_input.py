@@ -631,3 +631,30 @@ def test_an_output_over_an_input_is_refused(argv, names, tmp_path, capsys):
     _expect_one_line_error(rc, out, err, "pal-opt: error: ", names.format(**subs), "which it would overwrite"
                            if "the same file" not in names else "give each output its own file")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "--down", ""], "argument --down: must not be empty, got ''"),
+        (["import", "k8s", "{nodes}", "--gpu-resource", ""], "argument --gpu-resource: must not be empty, got ''"),
+        (["import", "k8s", "{nodes}", "--gpu-resource", " "], "argument --gpu-resource: must not be empty, got ' '"),
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "--measurements", ""], "argument --measurements: empty file name"),
+        (["import", "graphml", "{graph}", "--jobs", ""], "argument --jobs: empty file name"),
+        (["import", "graphml", "{graph}", "--name", ""], "argument --name: must not be empty"),
+        (["import", "blox", "--gpus", "", "--jobs", "{graph}"], "argument --gpus: empty file name"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", ""],
+         "argument --measurements: empty file name"),
+        (["solve", ""], "argument INSTANCE.json: empty file name"),
+        (["simulate", ""], "argument trace: empty file name"),
+    ],
+)
+def test_empty_values_are_bad_input(argv, expected, tmp_path, capsys):
+    """An empty --down was no node down and an empty --measurements no measurements, silently; an
+    empty --gpu-resource said 'no node has capacity' and an empty file name 'is a directory'."""
+    subs = {"topo": EXAMPLES / "topology.conf", "nodes": EXAMPLES / "nodes.json", "graph": EXAMPLES / "cluster.graphml"}
+    out = tmp_path / "o.json"
+    rc = main([a.format(**subs) for a in argv] + ["-o", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 2 and stdout == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert expected in err and not out.exists()

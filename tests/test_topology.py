@@ -248,6 +248,14 @@ def test_kubernetes_example_levels_and_states(caplog):
     assert failed.sum() == 8 and {cl.server_ids[s] for s in cl.server_of[failed].tolist()} == {"gke-a3-mega-pool-05"}
 
 
+def test_empty_down_and_resource_are_errors():
+    """In the API as on the command line: an empty host list or resource name is not 'none'."""
+    with pytest.raises(OptionError, match="--down: empty host list"):
+        load_slurm(TOPOLOGY_CONF, gpus_per_node=8, down=" ")
+    with pytest.raises(OptionError, match="--gpu-resource: must be a resource name"):
+        load_nodes(NODES_JSON, resource="")
+
+
 def test_kubernetes_levels_option():
     deeper = to_cluster(load_nodes(NODES_JSON, levels=[BLOCK, SUBBLOCK, HOST, "kubernetes.io/hostname"]))
     assert len(deeper.rack_ids) == 8

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import nonneg_int, output_file, positive_float, refuse_overwriting_inputs
+from ..cliargs import input_file, nonempty, nonneg_int, output_file, positive_float, refuse_overwriting_inputs
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
@@ -78,13 +78,13 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
             "training targets."
         ),
     )
-    p.add_argument("trace", help="workload CSV")
+    p.add_argument("trace", type=input_file, help="workload CSV")
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default="auto",
                    help="auto (from the header) or sia (newTrace); pal (Sia-Philly) traces are replayed by "
                         "'pal-opt simulate', on a cluster of one GPU type")
     p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME:NODESxGPUS,...",
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
-    p.add_argument("--profiles", required=True, metavar="DIR",
+    p.add_argument("--profiles", type=input_file, required=True, metavar="DIR",
                    help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
     p.add_argument("--policy", choices=hetero_policy_names(), default="sia",
                    help="; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
@@ -97,7 +97,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
-    p.add_argument("--backend", default="highs", metavar="NAME",
+    p.add_argument("--backend", type=nonempty, default="highs", metavar="NAME",
                    help=f"solver of the round program: {', '.join(b.value for b in BackendName)} or any "
                         "registered backend (default highs)")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",

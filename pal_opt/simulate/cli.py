@@ -30,6 +30,8 @@ from ..cliargs import (
     add_method_arguments,
     add_restart_arguments,
     check_plot_target,
+    input_file,
+    nonempty,
     nonneg_int,
     output_file,
     positive_float,
@@ -64,7 +66,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "measurement files, placing every round with the chosen policy."
         ),
     )
-    p.add_argument("trace", help="trace CSV file")
+    p.add_argument("trace", type=input_file, help="trace CSV file")
     p.add_argument("--trace-format", choices=("auto", "pal", "sia"), default="auto",
                    help="auto (from the CSV header), pal (job_id,num_gpus,submit_time,duration,model) or sia "
                         "(newTrace: name,time,application,num_replicas,batch_size; a cluster of GPU types)")
@@ -76,7 +78,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                          time_limit_help=f"wall-clock seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g}; "
                                          "sia traces: per round program, default until proven optimal)")
     sia = p.add_argument_group("sia traces (clusters of GPU types)")
-    sia.add_argument("--profiles", default=None, metavar="DIR",
+    sia.add_argument("--profiles", type=input_file, default=None, metavar="DIR",
                      help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
     sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                      help="give every job this category (default: the file's)")
@@ -103,7 +105,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "with a warning)")
     p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
-    p.add_argument("--default-class", default=None, metavar="CLASS",
+    p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",

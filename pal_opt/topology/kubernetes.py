@@ -222,6 +222,8 @@ def parse_nodes(
     source: str = "<memory>",
 ) -> Topology:
     """The :class:`Topology` of a parsed ``kubectl get nodes -o json`` document (module docstring)."""
+    if not isinstance(resource, str) or not resource.strip():
+        raise OptionError(f"--gpu-resource: must be a resource name such as {GPU_RESOURCE}, got {resource!r}")
     groups = group_labels(levels)
     hosts: list[str] = []
     gpus: dict[str, int] = {}
