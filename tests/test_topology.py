@@ -293,6 +293,13 @@ KUBE_BAD = [
     ({"kind": "List", "items": [node("a", gpus="8Gi")]}, 'items[0].status.capacity["nvidia.com/gpu"]', "whole number"),
     ({"kind": "List", "items": [node("a"), node("a")]}, "items[1].metadata.name", "listed twice"),
     ({"kind": "List", "items": [node("a", labels={BLOCK: "b"})]}, "items[0].metadata.labels", SUBBLOCK),
+    # a label value that is not a string was reported as a missing label
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b", SUBBLOCK: 3})]}, f'items[0].metadata.labels["{SUBBLOCK}"]',
+     "must be a string (Kubernetes label values are strings), got 3"),
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b", SUBBLOCK: "s", "other": None})]},
+     'items[0].metadata.labels["other"]', "must be a string (Kubernetes label values are strings), got None"),
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b", SUBBLOCK: ""})]}, f'items[0].metadata.labels["{SUBBLOCK}"]',
+     "is empty; GPU node 'a' needs a value for this --levels label"),
     ({"kind": "List", "items": [node("a", gpus=None)]}, "items", "no node has nvidia.com/gpu"),
     ({"kind": "List", "items": [node("a", spec={"unschedulable": "yes"})]}, "items[0].spec.unschedulable", "true or false"),
     ({"kind": "List", "items": [node("a", status={"allocatable": {"nvidia.com/gpu": "9"}})]},
