@@ -454,6 +454,10 @@ MEAS_CASES = [
     ("bert", "uuid,perf\na,1\nb,inf\n", "line 3, column perf: must be a finite number, got 'inf'"),
     ("pagerank", "uuid,speed\na,1\n", "header: missing column 'perf'"),
     ("pagerank", "", "measurement file is empty"),
+    # a factor out of FACTOR_RANGE was reported as "factors.classB: factor of GPU 3 ...", naming no file
+    ("bert", "uuid,perf\na,1\nb,1\nc,1e7\n",
+     "line 4, column perf: perf 1e+07 is 1e+07 times the file's median 1; a factor must be in 1e-06..1e+06"),
+    ("resnet", "uuid,perf\na,1e-4\nb,1e3\nc,1e3\n", "line 2, column perf: perf 0.0001 is 1e-07 times"),
 ]
 
 
@@ -471,6 +475,15 @@ def test_bad_measurements_via_generate(which, content, expected, tmp_path, capsy
     out, err = capsys.readouterr()
     _expect_one_line_error(rc, out, err, f"{bad}: ", expected)
     assert not out_path.exists()
+
+
+def test_measurement_factor_range_names_the_gpus_first_row(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text("uuid,perf\na,1\nb,1\nc,5\nb,1e7\n")
+    with pytest.raises(InstanceError, match=r"m.csv: line 3, column perf: the GPU's max perf 1e\+07 is 2e\+06 times"):
+        load_measurements(p, "max")
+    p.write_text("uuid,perf\na,1\nb,1\nc,5\nb,1\nb,1e7\n")  # b's median run is 1: in range
+    assert load_measurements(p, "median").tolist() == [1.0, 1.0, 5.0]
 
 
 def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
