@@ -33,7 +33,9 @@ Exit codes
 ----------
 0 success; 1 ``check`` found violations, a solver failed, or the round is infeasible (``solve
 --jobs``: one line on stderr, no output file); 2 bad input or options (one line
-``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written);
+``pal-opt: error: <file>: <field>: <what>`` on stderr, no traceback, no output file written;
+an output that is one of the command's input files, or another of its outputs, is bad input too,
+refused before any work: ``repair ... -o PLACEMENT.json`` included);
 130 interrupted (SIGINT).  A Ctrl-C while an exact solver runs stops the solver cleanly and
 keeps the best placement found so far (the solver's incumbent, or the start placement; marked
 ``"interrupted": true`` in its ``info``): it is printed and written to ``--out``, and pal-opt
@@ -61,12 +63,15 @@ from .cliargs import (
     exact_options,
     finite,
     gpu_ids,
+    input_file,
     job_ids,
     methods_epilog,
+    nonempty,
     nonneg_int,
     output_file,
     pos_int,
     positive_float,
+    refuse_overwriting_inputs,
     solve_options,
     with_costs,
     with_restart,
@@ -126,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     # solve
     s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.",
                        epilog=methods_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("instance", metavar="INSTANCE.json")
+    s.add_argument("instance", type=input_file, metavar="INSTANCE.json")
     add_method_arguments(s, seed_help="seed for the random policy (default 0)")
     s.add_argument(
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
@@ -144,8 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     # check
     c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
-    c.add_argument("instance", metavar="INSTANCE.json")
-    c.add_argument("placement", metavar="PLACEMENT.json")
+    c.add_argument("instance", type=input_file, metavar="INSTANCE.json")
+    c.add_argument("placement", type=input_file, metavar="PLACEMENT.json")
     c.set_defaults(func=_cmd_check)
 
     _add_topology(isub, sub)
@@ -186,7 +191,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
                    help="a cluster of several GPU types instead of --nodes/--gpus-per-node, e.g. aws:6x4,rtx:3x8")
     g.add_argument("--guaranteed-fraction", type=finite, default=0.0, metavar="F",
                    help="with --cluster: probability that a job is guaranteed on one GPU type (default 0)")
-    g.add_argument("--profiles", metavar="DIR",
+    g.add_argument("--profiles", type=input_file, metavar="DIR",
                    help="with --cluster: each class's relative throughput per GPU type from the Sia profiles in DIR "
                         "(classA..D as imagenet, bert, cifar10, ncf); default 1.0 everywhere")
     g.add_argument("--jobs", type=nonneg_int, required=True, help="queue length")
@@ -202,10 +207,10 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
     add_restart_arguments(g)
     g.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     g.add_argument(
-        "--measurements", metavar="DIR",
+        "--measurements", type=input_file, metavar="DIR",
         help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
     )
-    g.add_argument("--name", help="round name")
+    g.add_argument("--name", type=nonempty, help="round name")
     g.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     g.set_defaults(func=_cmd_generate)
@@ -227,7 +232,8 @@ by more than that, so the total cost is never above the answer that keeps every 
 
 The output (--out) is a placement file of every job kept or re-placed, with
 "info.repair" naming the failed GPUs and the placement in force it repaired; check it
-with: pal-opt check INSTANCE.json OUT.json
+with: pal-opt check INSTANCE.json OUT.json.  It must be another file than
+PLACEMENT.json (pal-opt never writes over an input): write it beside and move it.
 """
 
 
@@ -236,8 +242,8 @@ def _add_repair(sub: Any, binning_modes: list[str]) -> None:
                        description="Re-place the jobs of a placement in force that lost a GPU to failure or "
                                    "draining, keeping every other job where it is.",
                        epilog=_REPAIR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("instance", metavar="INSTANCE.json", help="the round")
-    r.add_argument("placement", metavar="PLACEMENT.json", help="the placement in force (what solve --out wrote)")
+    r.add_argument("instance", type=input_file, metavar="INSTANCE.json", help="the round")
+    r.add_argument("placement", type=input_file, metavar="PLACEMENT.json", help="the placement in force (what solve --out wrote)")
     r.add_argument("--failed", type=gpu_ids, required=True, metavar="GPU_ID[,GPU_ID...]",
                    help="GPUs that failed or are drained (the round's GPU ids, comma-separated)")
     r.add_argument("--allow-migration", type=positive_float, default=None, metavar="COST",
@@ -255,12 +261,12 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     isub.required = True
     b = isub.add_parser("blox", help="Blox gpu_df CSV + job queue CSV",
                         description="Build a round from Blox's GPU table and a job queue CSV.")
-    b.add_argument("--gpus", required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
-    b.add_argument("--jobs", required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
+    b.add_argument("--gpus", type=input_file, required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
+    b.add_argument("--jobs", type=input_file, required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
     b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
     add_restart_arguments(b)
-    b.add_argument("--name", help="round name (default: the GPU table's file name)")
+    b.add_argument("--name", type=nonempty, help="round name (default: the GPU table's file name)")
     b.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     b.set_defaults(func=_cmd_import_blox)
@@ -324,6 +330,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate_instance, generate_typed_instance
     from .io import longhorn_paths, save_instance
 
+    refuse_overwriting_inputs({"--out": args.output}, _directory_inputs(args))
     meas = None
     if args.measurements:
         meas = longhorn_paths(args.measurements)
@@ -355,9 +362,24 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if args.measurements:
         settings["variability"] = "measurements"
     meta = {"generator": f"pal-opt {__version__} generate", "settings": settings}
-    save_instance(inst, args.output, meta=meta)
+    what = "--cluster" if args.cluster is not None else "--nodes x --gpus-per-node"
+    save_instance(inst, args.output, meta=meta, readable_from=f"{what} and --jobs")
     print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
     return 0
+
+
+def _directory_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The files ``generate`` reads from ``--measurements DIR`` and ``--profiles DIR``."""
+    from pathlib import Path
+
+    from .io import longhorn_paths
+
+    files: list[tuple[str, Any]] = []
+    if args.measurements:
+        files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
+    if args.profiles and os.path.isdir(args.profiles):
+        files += [(f"--profiles {args.profiles}", p) for p in sorted(Path(args.profiles).glob("*/*.csv"))]
+    return files
 
 
 def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]] | None:
@@ -375,6 +397,7 @@ def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]]
 def _cmd_import_blox(args: argparse.Namespace) -> int:
     from .io import load_blox, save_instance
 
+    refuse_overwriting_inputs({"--out": args.output}, [("--gpus", args.gpus), ("--jobs", args.jobs)])
     inst = load_blox(
         args.gpus,
         args.jobs,
@@ -384,7 +407,8 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
         round_length=args.round,
         name=args.name,
     )
-    save_instance(inst, args.output, meta={"imported_from": {"gpus": args.gpus, "jobs": args.jobs}})
+    save_instance(inst, args.output, meta={"imported_from": {"gpus": args.gpus, "jobs": args.jobs}},
+                  readable_from=args.gpus)
     print(f"wrote {args.output}: {inst.name}: {_describe(inst)}")
     return 0
 
@@ -396,6 +420,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import Status
     from .solve import solve
 
+    refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance)])
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
         from dataclasses import replace
@@ -498,6 +523,8 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     from .io import load_instance, load_placement_file
     from .repair import repair
 
+    # the placement in force is an input too: a repair is written beside it, never over it
+    refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
     options = exact_options(args)
     inst = load_instance(args.instance)
     in_force = in_force_placement(inst, load_placement_file(args.placement), source=args.placement)

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import OptionError
@@ -24,7 +25,10 @@ __all__ = [
     "pos_int",
     "job_ids",
     "gpu_ids",
+    "input_file",
+    "nonempty",
     "output_file",
+    "refuse_overwriting_inputs",
     "check_plot_target",
     "key_value",
     "methods_epilog",
@@ -79,6 +83,29 @@ def pos_int(text: str) -> int:
     return int(_number(text, 1, integer=True))
 
 
+def input_file(text: str) -> str:
+    """A file (or directory) to read: not an empty name (``''`` would be read as the current
+    directory, and the error could not name the file).
+
+    >>> input_file("round.json")
+    'round.json'
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty file name")
+    return text
+
+
+def nonempty(text: str) -> str:
+    """A value that is not empty or blank (a name, a host list, a resource).
+
+    >>> nonempty("nvidia.com/gpu")
+    'nvidia.com/gpu'
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must not be empty, got {text!r}")
+    return text
+
+
 def output_file(text: str) -> str:
     """A file to write: not empty and not an existing directory (checked before any work is done;
     whether the directory it goes in exists is each command's check).
@@ -91,6 +118,47 @@ def output_file(text: str) -> str:
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
     return text
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same inode when both exist (hard and symbolic
+    links included), else the same resolved path."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))
+
+
+def refuse_overwriting_inputs(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+) -> None:
+    """Raise :class:`OptionError` (one line, before any work) if an output would overwrite one of
+    the command's input files or another of its outputs.
+
+    ``outputs``: ``{flag: path or None}`` (None: not asked for); ``inputs``: ``(what, path)``
+    pairs, e.g. ``("INSTANCE.json", args.instance)`` (None: not given).  Paths are compared as
+    files (:func:`os.path.samefile`), so ``./a.json``, an absolute path or a link to the input
+    all count as the input.
+
+    >>> refuse_overwriting_inputs({"--out": "round.json"}, [("INSTANCE.json", "./round.json")])
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: --out round.json: this is the input INSTANCE.json (./round.json), which it would overwrite; write to another file
+    """
+    given = [(what, path) for what, path in inputs if path is not None]
+    written: list[tuple[str, str | os.PathLike[str]]] = []
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        for what, path in given:
+            if _same_file(out, path):
+                raise OptionError(f"{flag} {os.fspath(out)}: this is the input {what} ({os.fspath(path)}), which it "
+                                  "would overwrite; write to another file")
+        for other, path in written:
+            if _same_file(out, path):
+                raise OptionError(f"{flag} {os.fspath(out)}: the same file as {other}; give each output its own file")
+        written.append((flag, out))
 
 
 def check_plot_target(path: str, flag: str = "--plot") -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from pal_opt.cli import main
 from pal_opt.errors import InstanceError
-from pal_opt.io import load_instance, load_measurements
+from pal_opt.io import load_instance, load_measurements, load_placement_file
 from pal_opt.io.safe import read_text
 
 # --------------------------------------------------------------------------- a valid base
@@ -306,6 +306,29 @@ def test_bad_placement_file(content, expected, tmp_path, capsys):
     _expect_one_line_error(rc, out, err, f"{pl}: ", expected)
 
 
+@pytest.mark.parametrize("bare", [False, True])
+def test_gpu_ids_follow_the_instance_files_rule(bare, tmp_path, capsys):
+    """A GPU id written 4.0 is the id 4, as in an instance file (it passed the file's schema and
+    then check() called it a violation, exit 1); "4" and 4.5 are bad input naming the field."""
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(BASE))
+    pl = tmp_path / "p.json"
+
+    def write(ids: list[Any]) -> None:
+        placements = {"0": ids, "1": [6]}
+        pl.write_text(json.dumps(placements if bare else {"placements": placements, "stages": {"0": [ids]}}))
+
+    write([1.0, 4.0])
+    assert main(["check", str(inst), str(pl)]) == 0
+    assert "valid (2 jobs placed" in capsys.readouterr().out
+    assert load_placement_file(pl)["placements"]["0"] == [1, 4]
+    for bad, shown in (["4", "'4'"], [4.5, "4.5"]):
+        write([1, bad])
+        rc = main(["check", str(inst), str(pl)])
+        out, err = capsys.readouterr()
+        _expect_one_line_error(rc, out, err, f"{pl}: ", "0[1]: must be a GPU id (integer), got " + shown)
+
+
 def test_missing_file_and_directory(tmp_path, capsys):
     rc = main(["solve", str(tmp_path / "nope.json")])
     out, err = capsys.readouterr()
@@ -431,6 +454,10 @@ MEAS_CASES = [
     ("bert", "uuid,perf\na,1\nb,inf\n", "line 3, column perf: must be a finite number, got 'inf'"),
     ("pagerank", "uuid,speed\na,1\n", "header: missing column 'perf'"),
     ("pagerank", "", "measurement file is empty"),
+    # a factor out of FACTOR_RANGE was reported as "factors.classB: factor of GPU 3 ...", naming no file
+    ("bert", "uuid,perf\na,1\nb,1\nc,1e7\n",
+     "line 4, column perf: perf 1e+07 is 1e+07 times the file's median 1; a factor must be in 1e-06..1e+06"),
+    ("resnet", "uuid,perf\na,1e-4\nb,1e3\nc,1e3\n", "line 2, column perf: perf 0.0001 is 1e-07 times"),
 ]
 
 
@@ -448,6 +475,15 @@ def test_bad_measurements_via_generate(which, content, expected, tmp_path, capsy
     out, err = capsys.readouterr()
     _expect_one_line_error(rc, out, err, f"{bad}: ", expected)
     assert not out_path.exists()
+
+
+def test_measurement_factor_range_names_the_gpus_first_row(tmp_path):
+    p = tmp_path / "m.csv"
+    p.write_text("uuid,perf\na,1\nb,1\nc,5\nb,1e7\n")
+    with pytest.raises(InstanceError, match=r"m.csv: line 3, column perf: the GPU's max perf 1e\+07 is 2e\+06 times"):
+        load_measurements(p, "max")
+    p.write_text("uuid,perf\na,1\nb,1\nc,5\nb,1\nb,1e7\n")  # b's median run is 1: in range
+    assert load_measurements(p, "median").tolist() == [1.0, 1.0, 5.0]
 
 
 def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
@@ -478,6 +514,9 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["generate", "--cluster", "aws:99999999999999x4", "--jobs", "1", "-o", "{out}"],
          "--cluster aws:99999999999999x4: 399,999,999,999,996 GPUs"),
         (["simulate", "{trace}", "--cluster", "99999999x99999", "-o", "{out}"], "9,999,899,900,001 GPUs"),
+        # within the cluster size limit, but a file solve would refuse (more than 2,000,000 JSON values)
+        (["generate", "--nodes", "40000", "--gpus-per-node", "8", "--jobs", "1", "-o", "{out}"],
+         "--nodes x --gpus-per-node and --jobs: the instance it makes (320,000 GPUs on 40,000 servers, 1 jobs"),
         (["simulate", "{trace}", "--trace-format", "sia", "--profiles", "{tmp}", "--cluster", "aws:99999999999999x4",
           "-o", "{out}"], "399,999,999,999,996 GPUs"),
         # an output that cannot be a file is refused before any work
@@ -548,3 +587,87 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("pal-opt generate: error: argument -o/--out/--output: ") and f"'{tmp_path}' is a directory" in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- an output over an input
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+
+
+@pytest.mark.parametrize(
+    "argv,names",
+    [
+        (["solve", "{inst}", "--method", "packed", "-o", "{inst}"], "--out {inst}: this is the input INSTANCE.json"),
+        (["solve", "{inst}", "-o", "{tmp}/./sub/../inst.json"], "this is the input INSTANCE.json"),
+        (["solve", "{inst}", "-o", "{tmp}/link.json"], "this is the input INSTANCE.json"),  # a symbolic link to it
+        # repair: the placement in force is an input too, refused like any other (write elsewhere, then move)
+        (["repair", "{inst}", "{pl}", "--failed", "0", "-o", "{pl}"], "this is the input PLACEMENT.json"),
+        (["repair", "{inst}", "{pl}", "--failed", "0", "-o", "{inst}"], "this is the input INSTANCE.json"),
+        (["export", "slurm", "{inst}", "{pl}", "-o", "{pl}"], "this is the input PLACEMENT.json"),
+        (["export", "graphml", "{inst}", "-o", "{inst}"], "this is the input INSTANCE.json"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "-o", "{jobs}"], "this is the input --jobs"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "-o", "{gpus}"], "this is the input --gpus"),
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "-o", "{topo}"], "this is the input the topology file"),
+        (["import", "slurm", "{topo}", "--slurm-conf", "{sconf}", "-o", "{sconf}"], "this is the input --slurm-conf"),
+        (["import", "k8s", "{nodes}", "--jobs", "{jobs}", "-o", "{jobs}"], "this is the input --jobs"),
+        (["import", "graphml", "{graph}", "-o", "{graph}"], "this is the input the topology file"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", "{tmp}",
+          "-o", "{tmp}/bert-longhorn-agg.csv"], "this is the input --measurements"),
+        (["simulate", "{trace}", "-o", "{trace}"], "this is the input TRACE"),
+        (["simulate", "{trace}", "-o", "{out}", "--jobs-csv", "{trace}"], "--jobs-csv {trace}: this is the input TRACE"),
+        (["simulate", "{trace}", "--variability", "classA={meas}", "-o", "{meas}"], "this is the input --variability classA"),
+        (["simulate", "{trace}", "--variability", "{tmp}", "-o", "{tmp}/resnet-longhorn-agg.csv"],
+         "this is the input --variability"),
+        (["simulate", "{trace}", "-o", "{out}", "--jobs-csv", "{out}"], "--jobs-csv {out}: the same file as --out"),
+        (["simulate-sia", "{trace}", "--profiles", "{tmp}", "-o", "{trace}"], "this is the input TRACE"),
+        (["partition", "{graph}", "--machines", "4", "--bandwidth", "1e9", "-o", "{graph}"], "this is the input PROFILE"),
+    ],
+)
+def test_an_output_over_an_input_is_refused(argv, names, tmp_path, capsys):
+    """Every command refuses, before any work, an output that is one of its inputs (it was
+    overwritten: ``solve INST -o INST`` replaced the round by its placement)."""
+    files = {"inst": "inst.json", "pl": "pl.json", "gpus": "gpus.csv", "jobs": "jobs.csv", "topo": "topology.conf",
+             "sconf": "slurm.conf", "nodes": "nodes.json", "graph": "cluster.graphml", "trace": "trace.csv",
+             "meas": "resnet-longhorn-agg.csv"}
+    (tmp_path / "inst.json").write_text(json.dumps(BASE))
+    (tmp_path / "pl.json").write_text('{"placements": {"0": [0, 1]}}')
+    (tmp_path / "gpus.csv").write_text(GPU_OK)
+    for name in ("jobs.csv", "topology.conf", "slurm.conf", "nodes.json", "cluster.graphml", "trace.csv"):
+        (tmp_path / name).write_bytes((EXAMPLES / name).read_bytes())
+    for name in ("resnet", "bert", "pagerank"):
+        (tmp_path / f"{name}-longhorn-agg.csv").write_text("uuid,perf\na,1\nb,1.2\n")
+    (tmp_path / "link.json").symlink_to(tmp_path / "inst.json")
+    (tmp_path / "sub").mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    subs = {k: tmp_path / v for k, v in files.items()} | {"tmp": tmp_path, "out": tmp_path / "o.json"}
+    rc = main([a.format(**subs) for a in argv])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, "pal-opt: error: ", names.format(**subs), "which it would overwrite"
+                           if "the same file" not in names else "give each output its own file")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "--down", ""], "argument --down: must not be empty, got ''"),
+        (["import", "k8s", "{nodes}", "--gpu-resource", ""], "argument --gpu-resource: must not be empty, got ''"),
+        (["import", "k8s", "{nodes}", "--gpu-resource", " "], "argument --gpu-resource: must not be empty, got ' '"),
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "--measurements", ""], "argument --measurements: empty file name"),
+        (["import", "graphml", "{graph}", "--jobs", ""], "argument --jobs: empty file name"),
+        (["import", "graphml", "{graph}", "--name", ""], "argument --name: must not be empty"),
+        (["import", "blox", "--gpus", "", "--jobs", "{graph}"], "argument --gpus: empty file name"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", ""],
+         "argument --measurements: empty file name"),
+        (["solve", ""], "argument INSTANCE.json: empty file name"),
+        (["simulate", ""], "argument trace: empty file name"),
+    ],
+)
+def test_empty_values_are_bad_input(argv, expected, tmp_path, capsys):
+    """An empty --down was no node down and an empty --measurements no measurements, silently; an
+    empty --gpu-resource said 'no node has capacity' and an empty file name 'is a directory'."""
+    subs = {"topo": EXAMPLES / "topology.conf", "nodes": EXAMPLES / "nodes.json", "graph": EXAMPLES / "cluster.graphml"}
+    out = tmp_path / "o.json"
+    rc = main([a.format(**subs) for a in argv] + ["-o", str(out)])
+    stdout, err = capsys.readouterr()
+    assert rc == 2 and stdout == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert expected in err and not out.exists()

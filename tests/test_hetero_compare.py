@@ -77,6 +77,10 @@ def test_trace_format_from_the_header(tmp_path: Path) -> None:
     for path in (sia, pal):  # a byte-order mark (Excel's "CSV UTF-8") does not hide the header
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
+    # column names are case-insensitive (a header in title case was "cannot tell the trace format")
+    sia.write_text("Name,Time,Application,Num_Replicas,Batch_Size\nx,0,bert,2,96\n")
+    pal.write_text('"Job_ID",NUM_GPUS,Submit_Time,Duration,Model\n1,2,0,100,BERT\n')
+    assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
 
 
 def test_simulate_on_a_sia_trace_equals_simulate_sia(sia_dir: Path, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -375,6 +376,28 @@ def test_bad_workload_names_file_and_field(tmp_path: Path, text: str, where: str
     with pytest.raises(InstanceError) as err:
         read_workload(path)
     assert str(err.value).startswith(str(path)) and where in str(err.value)
+
+
+def test_workload_column_names_are_case_insensitive(tmp_path: Path) -> None:
+    """``Name,Time,Application,...`` is newTrace's header (it was "missing column(s) name, ...")."""
+    path = tmp_path / "w.csv"
+    header, rest = WORKLOAD_OK.split("\n", 1)
+    path.write_text(header.title().replace(",", " , ") + ",Category\n" + rest.replace("\n", ",rigid\n"))
+    w = read_workload(path)
+    assert [(j.name, j.submit_time, j.num_replicas, j.kind) for j in w] == [
+        (j.name, j.submit_time, j.num_replicas, JobKind.RIGID) for j in read_workload_text(tmp_path, WORKLOAD_OK)]
+    path.write_text("Name,time,NAME,application,num_replicas,batch_size\nx,0,y,bert,2,96\n")
+    with pytest.raises(InstanceError, match="header: column 'Name' appears twice \\('Name' and 'NAME'; column names "
+                                            "are case-insensitive\\)"):
+        read_workload(path)
+    frame = pd.read_csv(io.StringIO(WORKLOAD_OK)).rename(columns=str.upper)
+    assert len(workload_from_frame(frame)) == 2
+
+
+def read_workload_text(tmp_path: Path, text: str) -> Any:
+    path = tmp_path / "plain.csv"
+    path.write_text(text)
+    return read_workload(path)
 
 
 def test_workload_categories_and_known_applications(tmp_path: Path) -> None:

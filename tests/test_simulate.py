@@ -135,6 +135,27 @@ def test_idle_gap_is_skipped_and_arrivals_wait_for_a_round_boundary() -> None:
     assert res.summary["rounds"] == 2
 
 
+def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
+    """One GPU, 360 s rounds, FIFO.  J0 (100 s) runs round 0; J1 (1000 s) runs round 360; with
+    max_time 720 no round starts at 720: J1 is left with 640 s to go, and the summary says so."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    trace = [_job(0, 1, 0.0, 100), _job(1, 1, 0.0, 1000)]
+    full = simulate(trace, cluster, SimConfig(policy="pal"))
+    assert full.jobs[1].finish_time == pytest.approx(1360.0) and full.summary["stopped_at"] is None
+    res = simulate(trace, cluster, SimConfig(policy="pal", max_time=720.0), validate=True)
+    j0, j1 = res.jobs
+    assert j0.finish_time == pytest.approx(100.0) and j1.finish_time is None and j1.attained == pytest.approx(360.0)
+    s = res.summary
+    assert (s["jobs"], s["jobs_finished"], s["rounds"], s["stopped_at"]) == (2, 1, 2, 720.0)
+    assert s["avg_jct"] == pytest.approx(100.0) and s["utilization"] == pytest.approx((100 + 360) / 720)
+    assert res.config["max_time"] == 720.0 and "max_time" not in full.config
+    # a cap after the last finish changes nothing
+    same = simulate(trace, cluster, SimConfig(policy="pal", max_time=1e6))
+    assert same.jobs[1].finish_time == full.jobs[1].finish_time and same.summary["stopped_at"] is None
+    with pytest.raises(OptionError, match="max-time"):
+        simulate(trace, cluster, SimConfig(policy="pal", max_time=0.0))
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_errors() -> None:
     cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
@@ -282,6 +303,26 @@ def test_registered_in_pal_opt_cli(tmp_path: Path, capsys: pytest.CaptureFixture
     assert doc["unplaceable"] and all("the cluster has 1" in u["reason"] for u in doc["unplaceable"])
     assert doc["jobs_finished"] + len(doc["unplaceable"]) == 24
     assert "unplaceable: job" in capsys.readouterr().out
+
+
+def test_cli_max_hours_on_a_pal_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--max-hours applies to PAL traces too (it was refused as a Sia-only flag): the run stops,
+    exit 0, and both the file and the printed line say how many jobs finished."""
+    cli = pytest.importorskip("pal_opt.cli")
+    trace = _small_trace(tmp_path)
+    out = tmp_path / "r.json"
+    capsys.readouterr()
+    assert cli.main(["simulate", str(trace), "--cluster", "4x4", "--synthetic-variability", "1",
+                     "--max-hours", "1", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["jobs"] == 24 and doc["jobs_finished"] < 24 and doc["config"]["max_time"] == 3600.0
+    assert doc["stopped_at"] == 3600.0 and max(doc["round_log"]["time"]) < 3600.0
+    assert f"{doc['jobs_finished']}/24 jobs finished" in capsys.readouterr().out
+    # so short that no job finishes: the summary line still prints, with no JCT
+    assert cli.main(["simulate", str(trace), "--cluster", "4x4", "--synthetic-variability", "1",
+                     "--max-hours", "0.01", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["jobs_finished"] == 0
+    assert "0/24 jobs finished, avg JCT - h" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- shared trace

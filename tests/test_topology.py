@@ -248,6 +248,14 @@ def test_kubernetes_example_levels_and_states(caplog):
     assert failed.sum() == 8 and {cl.server_ids[s] for s in cl.server_of[failed].tolist()} == {"gke-a3-mega-pool-05"}
 
 
+def test_empty_down_and_resource_are_errors():
+    """In the API as on the command line: an empty host list or resource name is not 'none'."""
+    with pytest.raises(OptionError, match="--down: empty host list"):
+        load_slurm(TOPOLOGY_CONF, gpus_per_node=8, down=" ")
+    with pytest.raises(OptionError, match="--gpu-resource: must be a resource name"):
+        load_nodes(NODES_JSON, resource="")
+
+
 def test_kubernetes_levels_option():
     deeper = to_cluster(load_nodes(NODES_JSON, levels=[BLOCK, SUBBLOCK, HOST, "kubernetes.io/hostname"]))
     assert len(deeper.rack_ids) == 8
@@ -285,6 +293,13 @@ KUBE_BAD = [
     ({"kind": "List", "items": [node("a", gpus="8Gi")]}, 'items[0].status.capacity["nvidia.com/gpu"]', "whole number"),
     ({"kind": "List", "items": [node("a"), node("a")]}, "items[1].metadata.name", "listed twice"),
     ({"kind": "List", "items": [node("a", labels={BLOCK: "b"})]}, "items[0].metadata.labels", SUBBLOCK),
+    # a label value that is not a string was reported as a missing label
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b", SUBBLOCK: 3})]}, f'items[0].metadata.labels["{SUBBLOCK}"]',
+     "must be a string (Kubernetes label values are strings), got 3"),
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b", SUBBLOCK: "s", "other": None})]},
+     'items[0].metadata.labels["other"]', "must be a string (Kubernetes label values are strings), got None"),
+    ({"kind": "List", "items": [node("a", labels={BLOCK: "b", SUBBLOCK: ""})]}, f'items[0].metadata.labels["{SUBBLOCK}"]',
+     "is empty; GPU node 'a' needs a value for this --levels label"),
     ({"kind": "List", "items": [node("a", gpus=None)]}, "items", "no node has nvidia.com/gpu"),
     ({"kind": "List", "items": [node("a", spec={"unschedulable": "yes"})]}, "items[0].spec.unschedulable", "true or false"),
     ({"kind": "List", "items": [node("a", status={"allocatable": {"nvidia.com/gpu": "9"}})]},
@@ -574,6 +589,24 @@ def test_cli_import_bad_input_exits_2_with_one_line_and_no_output(case, tmp_path
 
 def test_cli_bad_input_cases_are_all_run(tmp_path):
     assert len(_bad_inputs(tmp_path)) == 18
+
+
+def test_cli_import_refuses_an_instance_that_solve_would_refuse(tmp_path, capsys):
+    """320,000 GPUs are within the cluster size limit (2^20) but their instance file holds more
+    JSON values than load_instance reads (2,000,000): import wrote it (exit 0) and solve then
+    refused it.  Now import refuses it, naming the topology file, and writes nothing."""
+    from pal_opt.io.jsonfile import parse_json
+
+    conf = _write(tmp_path, "big.conf", "SwitchName=s Nodes=n[1-40000]\n")
+    out = tmp_path / "out.json"
+    rc, stdout, err = run(capsys, "import", "slurm", conf, "--gpus-per-node", 8, "-o", out)
+    assert (rc, stdout) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith(f"pal-opt: error: {conf}: the instance it makes (320,000 GPUs on 40,000 servers, 0 jobs")
+    assert "commas, more than the limit of 2,000,000 JSON values, so pal-opt solve would refuse the file" in err
+    assert not out.exists() and not list(tmp_path.glob(".out.json*"))
+    # the limit is the reader's own: a file just like it is refused by what solve reads with
+    with pytest.raises(InstanceError, match="more than the limit of 2,000,000 JSON values"):
+        parse_json("[" + "1," * 2_000_000 + "1]")
 
 
 # --------------------------------------------------------------------------- CLI: export

@@ -42,6 +42,20 @@ def test_column_order_free_extra_columns_ignored_string_ids(tmp_path: Path) -> N
     assert jobs[1].demand == 4 and jobs[1].submit_time == 3.5
 
 
+def test_column_names_are_case_insensitive(tmp_path: Path) -> None:
+    """``Job_ID,Num_GPUs,...`` is the trace's header (it was "missing column(s) job_id, ..."); bad
+    cells are named by the column as written; one name twice, in any case, is an error."""
+    p = _write(tmp_path, "Job_ID,NUM_GPUS,Submit_Time,Duration,Model,Priority\n0,1,98,1481.0,vgg19,2\n1,2,9,5,BERT,\n")
+    jobs = read_trace(p)
+    assert [(j.id, j.demand, j.submit_time, j.model, j.priority) for j in jobs] == [(0, 1, 98.0, "vgg19", 2),
+                                                                                   (1, 2, 9.0, "BERT", 0)]
+    with pytest.raises(InstanceError, match="row 2, column NUM_GPUS: must be a positive integer"):
+        read_trace(_write(tmp_path, "Job_ID,NUM_GPUS,Submit_Time,Duration,Model\n0,0,98,1481.0,vgg19\n", "z.csv"))
+    with pytest.raises(InstanceError, match="row 1: column 'job_id' appears twice \\('Job_ID' and 'job_id'; column "
+                                            "names are case-insensitive\\)"):
+        read_trace(_write(tmp_path, f"Job_ID,{HEADER}\n7,0,1,98,1481.0,vgg19\n", "twice.csv"))
+
+
 @pytest.mark.parametrize(
     ("row", "column", "fragment"),
     [

@@ -14,17 +14,18 @@ Example::
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import nonneg_int, output_file, positive_float
+from ..cliargs import input_file, nonempty, nonneg_int, output_file, positive_float, refuse_overwriting_inputs
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
-__all__ = ["add_parser", "run", "run_folded", "ILP_MODES", "ilp_mode_config", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
+__all__ = ["add_parser", "run", "run_folded", "simulation_inputs", "ILP_MODES", "ilp_mode_config", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
 
 #: ``--trace-format`` choices: ``sia`` is newTrace (name,time,application,num_replicas,batch_size),
 #: ``pal`` the Sia-Philly traces PAL replays (job_id,num_gpus,submit_time,duration,model).
@@ -77,13 +78,13 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
             "training targets."
         ),
     )
-    p.add_argument("trace", help="workload CSV")
+    p.add_argument("trace", type=input_file, help="workload CSV")
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default="auto",
                    help="auto (from the header) or sia (newTrace); pal (Sia-Philly) traces are replayed by "
                         "'pal-opt simulate', on a cluster of one GPU type")
     p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME:NODESxGPUS,...",
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
-    p.add_argument("--profiles", required=True, metavar="DIR",
+    p.add_argument("--profiles", type=input_file, required=True, metavar="DIR",
                    help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
     p.add_argument("--policy", choices=hetero_policy_names(), default="sia",
                    help="; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
@@ -96,7 +97,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
-    p.add_argument("--backend", default="highs", metavar="NAME",
+    p.add_argument("--backend", type=nonempty, default="highs", metavar="NAME",
                    help=f"solver of the round program: {', '.join(b.value for b in BackendName)} or any "
                         "registered backend (default highs)")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
@@ -123,7 +124,7 @@ def detect_trace_format(path: str) -> str:
             header = fh.readline()
     except (OSError, UnicodeDecodeError) as exc:
         raise InstanceError(f"cannot read trace: {getattr(exc, 'strerror', None) or exc}", source=path) from None
-    cols = {c.strip() for c in header.split(",")}
+    cols = {c.strip().lower() for c in next(csv.reader([header]), [])}  # names are case-insensitive
     if _SIA_COLUMNS <= cols:
         return "sia"
     if _PAL_COLUMNS <= cols:
@@ -134,6 +135,24 @@ def detect_trace_format(path: str) -> str:
         source=path,
         path="header",
     )
+
+
+def simulation_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The files a simulation reads: the trace, each ``--variability`` file (``[TYPE:]CLASS=FILE``,
+    or PAL's Longhorn files in a ``DIR``) and the CSVs of ``--profiles DIR``."""
+    from ..io.measurements import longhorn_paths
+
+    files: list[tuple[str, Any]] = [("TRACE", args.trace)]
+    for item in getattr(args, "variability", None) or ():
+        head, sep, path = item.partition("=")
+        if sep:
+            files.append((f"--variability {head}", path))
+        elif os.path.isdir(item):
+            files += [(f"--variability {item}", p) for p in longhorn_paths(item).values()]
+    profiles = getattr(args, "profiles", None)
+    if profiles and os.path.isdir(profiles):
+        files += [(f"--profiles {profiles}", p) for p in sorted(Path(profiles).glob("*/*.csv"))]
+    return files
 
 
 def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
@@ -194,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     from .policy import SiaParams
     from .simulate import SimConfig, simulate_sia
 
+    refuse_overwriting_inputs({"--out": args.out}, simulation_inputs(args))
     parent = Path(args.out).parent
     if str(parent) and not parent.is_dir():
         raise OptionError(f"--out: directory {str(parent)!r} does not exist")
@@ -248,7 +268,7 @@ _PAL_ONLY = {
     "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "jobs_csv": None,
     "plot": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
 }
-_SIA_ONLY = {"profiles": None, "category": None, "max_hours": None}
+_SIA_ONLY = {"profiles": None, "category": None}
 
 
 def _flag(name: str) -> str:

@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import InstanceError
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
 
-__all__ = ["Table", "read_table"]
+__all__ = ["Table", "read_table", "column_names"]
 
 #: Largest integer accepted in an integer column (exactly representable as a float64).
 MAX_EXACT_INT = 2**53
@@ -60,8 +60,10 @@ class Table:
         if not isinstance(frame, pd.DataFrame):
             raise InstanceError(f"expected a pandas DataFrame, got {type(frame).__name__}", source=source)
         cells = frame.astype(object).where(frame.notna(), "")
+        names = column_names(pd.Index([str(c) for c in cells.columns]), source)
         text = pd.DataFrame(
-            {str(c).strip(): [str(v).strip() for v in cells[c]] for c in cells.columns}, dtype=object
+            {name: [str(v).strip() for v in cells[c]] for name, c in zip(names, cells.columns, strict=True)},
+            dtype=object,
         )
         return cls(source, text)
 
@@ -134,6 +136,31 @@ class Table:
             raise self.error(i, column, f"must be {what}, got {shown}")
 
 
+def column_names(written: pd.Index, source: str) -> list[str]:
+    """The column names of a header as :class:`Table` keeps them: stripped and lower-case (column
+    names are case-insensitive: ``Name,Time,Application`` is ``name,time,application``).
+
+    >>> column_names(pd.Index([" Name", "TIME", "batch_size"]), "w.csv")
+    ['name', 'time', 'batch_size']
+
+    Raises
+    ------
+    InstanceError
+        An empty name, or two columns with one name (whatever their case).
+    """
+    stripped = written.str.strip()
+    names = stripped.str.lower()
+    if (names == "").any():
+        raise InstanceError("a column has an empty name", source=source, path="header")
+    twice = names.duplicated(keep=False)
+    if twice.any():
+        same = [str(x) for x in stripped[twice & (names == names[twice][0])]]
+        how = f"appears twice ({' and '.join(map(repr, same))}; column names are case-insensitive)" \
+            if len(set(same)) > 1 else "appears twice"
+        raise InstanceError(f"column {same[0]!r} {how}", source=source, path="header")
+    return [str(x) for x in names]
+
+
 def read_table(
     path: str | os.PathLike[str],
     *,
@@ -172,14 +199,7 @@ def read_table(
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         message = " ".join(str(exc).split())
         raise InstanceError(f"malformed CSV: {message}", source=source) from None
-    header = [str(h).strip() for h in raw.iloc[0].tolist()]
-    seen: set[str] = set()
-    for name in header:
-        if not name:
-            raise InstanceError("a column has an empty name", source=source, path="header")
-        if name in seen:
-            raise InstanceError(f"column {name!r} appears twice", source=source, path="header")
-        seen.add(name)
+    header = column_names(pd.Index(raw.iloc[0].astype(str)), source)
     body = pd.DataFrame(
         {
             name: raw.iloc[1:, i].fillna("").astype(str).str.strip().to_numpy(dtype=object)

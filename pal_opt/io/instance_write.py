@@ -14,12 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InstanceError
 from ..model import Job, RoundInstance, pal_locality
 from ..options import DEFAULT_ROUND_LENGTH
 from .atomic import atomic_write_text
+from .jsonfile import check_value_count
 from .schema import FORMAT, STATE_NAMES, VERSION
+from .textfile import DEFAULT_MAX_BYTES
 
-__all__ = ["instance_to_dict", "job_to_dict", "dumps_instance", "save_instance"]
+__all__ = ["instance_to_dict", "job_to_dict", "dumps_instance", "save_instance", "check_readable"]
 
 
 def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -154,12 +157,39 @@ def dumps_instance(instance: RoundInstance, meta: Mapping[str, Any] | None = Non
     return "".join(out)
 
 
+def check_readable(text: str, instance: RoundInstance, *, source: str) -> None:
+    """Raise :class:`InstanceError` (naming ``source``) if :func:`~pal_opt.io.load_instance` with
+    its default limits, which ``pal-opt solve`` uses, would refuse the instance file ``text`` of
+    ``instance``: more JSON values or bytes than ``docs/limits.md`` allows."""
+    cl = instance.cluster
+    what = (f"the instance it makes ({cl.num_gpus:,} GPUs on {cl.num_servers:,} servers, {len(instance.jobs):,} jobs, "
+            f"{len(cl.factors)} classes)")
+    refused = "so pal-opt solve would refuse the file (docs/limits.md); nothing written"
+    try:
+        check_value_count(text, source=source)
+    except InstanceError as exc:
+        raise InstanceError(f"{what} {exc.message}, {refused}", source=source) from None
+    size = len(text.encode("utf-8"))
+    if size > DEFAULT_MAX_BYTES:
+        raise InstanceError(f"{what} is {size:,} bytes, larger than the limit of {DEFAULT_MAX_BYTES:,} bytes, {refused}",
+                            source=source)
+
+
 def save_instance(
-    instance: RoundInstance, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None
+    instance: RoundInstance, path: str | os.PathLike[str], meta: Mapping[str, Any] | None = None,
+    *, readable_from: str | None = None,
 ) -> None:
     """Write ``instance`` to ``path`` atomically (see :func:`~pal_opt.io.atomic.atomic_write_text`).
 
     Floats are written with Python's shortest round-trip repr, so
     ``load_instance(save_instance(x))`` reproduces every factor bit for bit.
+
+    ``readable_from``: first check that :func:`~pal_opt.io.load_instance` with its default limits
+    could read the file back (:func:`check_readable`), and name this input (the file or options
+    the instance came from) in the error; nothing is written if not.  The CLI's ``generate`` and
+    ``import`` commands do, so they never write a round that ``solve`` refuses.
     """
-    atomic_write_text(path, dumps_instance(instance, meta))
+    text = dumps_instance(instance, meta)
+    if readable_from is not None:
+        check_readable(text, instance, source=readable_from)
+    atomic_write_text(path, text)

@@ -27,6 +27,7 @@ __all__ = [
     "parse_json",
     "load_json",
     "check_depth",
+    "check_value_count",
     "describe",
     "field_path",
     "first_non_json",
@@ -124,6 +125,16 @@ def check_depth(obj: Any, max_depth: int = DEFAULT_MAX_DEPTH, *, source: str | N
             stack.extend((v, depth + 1) for v in values if isinstance(v, (dict, list)))
 
 
+def check_value_count(text: str, *, source: str = "<memory>", max_values: int = DEFAULT_MAX_VALUES) -> None:
+    """Raise :class:`InstanceError` if the JSON ``text`` holds ``max_values`` values or more,
+    counted on the text as commas (the check :func:`parse_json` makes before parsing)."""
+    n_commas = text.count(",")
+    if n_commas >= max_values:
+        raise InstanceError(
+            f"has {n_commas:,} commas, more than the limit of {max_values:,} JSON values", source=source
+        )
+
+
 def parse_json(
     text: str,
     *,
@@ -142,11 +153,7 @@ def parse_json(
     ...
     pal_opt.errors.InstanceError: x.json: a.b: duplicate key 'b' (JSON readers disagree on which value wins)
     """
-    n_commas = text.count(",")
-    if n_commas >= max_values:
-        raise InstanceError(
-            f"has {n_commas:,} commas, more than the limit of {max_values:,} JSON values", source=source
-        )
+    check_value_count(text, source=source, max_values=max_values)
     duplicates: list[tuple[dict[str, Any], str]] = []
 
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InstanceError, OptionError
+from ..model import FACTOR_RANGE
 from ..seeds import SeedLike, make_rng
 from .csvfile import read_csv
 from .textfile import DEFAULT_MAX_BYTES
@@ -68,6 +69,12 @@ def load_measurements(
     ndarray of float64
         The values, in file order (``run``) or in order of first appearance of each uuid; the
         median is 1.0.
+
+    Raises
+    ------
+    InstanceError
+        A bad cell, or a value that divided by the median falls outside
+        :data:`~pal_opt.model.FACTOR_RANGE` (no GPU factor may), naming the file, line and column.
     """
     if aggregate not in AGGREGATES:
         raise OptionError(f"unknown aggregate {aggregate!r}; choose one of {', '.join(AGGREGATES)}")
@@ -77,22 +84,34 @@ def load_measurements(
     perf = np.fromiter(
         (t.number(line, c_perf, f[c_perf], positive=True) for line, f in t.rows), dtype=np.float64, count=len(t.rows)
     )
+    lines = [line for line, _ in t.rows]  # the line of each value (a GPU's: its first run)
     if aggregate == "run":
         values = perf
     else:
         assert c_uuid is not None
         groups: dict[str, list[float]] = {}
+        first: dict[str, int] = {}
         for (line, f), v in zip(t.rows, perf.tolist(), strict=True):
             u = f[c_uuid]
             if not u:
                 raise t.error(line, c_uuid, "must not be empty")
             groups.setdefault(u, []).append(v)
+            first.setdefault(u, line)
         agg = max if aggregate == "max" else (lambda xs: float(np.median(xs)))
         values = np.asarray([agg(v) for v in groups.values()], dtype=np.float64)
+        lines = list(first.values())
     med = float(np.median(values))
     if not med > 0:  # pragma: no cover - perf is positive
         raise InstanceError("median perf is not positive", source=t.source, path="column perf")
-    return values / med
+    factors = values / med
+    bad = (factors < FACTOR_RANGE[0]) | (factors > FACTOR_RANGE[1])
+    if bad.any():  # such a factor is refused by every cluster (Cluster's check): say where it comes from
+        i = int(np.argmax(bad))
+        what = "perf" if aggregate == "run" else f"the GPU's {aggregate} perf"
+        raise t.error(lines[i], c_perf, f"{what} {values[i]:g} is {factors[i]:g} times the file's median {med:g}; "
+                                        f"a factor must be in {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g} (a slowdown "
+                                        "relative to a typical GPU)")
+    return factors
 
 
 def longhorn_paths(directory: str | os.PathLike[str]) -> dict[str, Path]:

@@ -47,6 +47,10 @@ def load_placement_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAUL
     ``{"placements": ...}``.  Only the shape is checked here (:data:`PLACEMENT_SCHEMA`: an object
     of arrays of integers, and JSON values only elsewhere); whether the placement is valid for an
     instance is :func:`pal_opt.check.check`'s job.
+
+    GPU ids follow the instance file's rule (JSON Schema's integers): ``6`` and ``6.0`` are the
+    GPU id 6, read as the integer (in ``placements`` and in ``stages``); ``"6"`` and ``6.5`` are
+    bad input naming their field (``placements.2[0]: must be a GPU id (integer), got '6'``).
     """
     d = load_json(path, max_bytes=max_bytes, what="placement file")
     bare = isinstance(d, dict) and "placements" not in d
@@ -60,4 +64,15 @@ def load_placement_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAUL
             raise InstanceError(f"missing, and the file is not a bare {{job id: [GPU ids]}} object either "
                                 f"({inner}: {err.message})", source=os.fspath(path), path="placements")
         raise err
+    d["placements"] = {k: _integers(v) for k, v in d["placements"].items()}
+    stages = d.get("stages")
+    if isinstance(stages, dict):  # its shape is check()'s to report
+        d["stages"] = {k: [_integers(st) for st in v] if isinstance(v, list) else v for k, v in stages.items()}
     return d
+
+
+def _integers(ids: Any) -> Any:
+    """A list of GPU ids with each integral float (``6.0``) as the integer; anything else as is."""
+    if not isinstance(ids, list):
+        return ids
+    return [int(g) if type(g) is float and g.is_integer() else g for g in ids]

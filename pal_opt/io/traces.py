@@ -1,7 +1,8 @@
 """Reader for the Sia-Philly workload traces the PAL paper simulates.
 
 A trace is a CSV file with the header ``job_id,num_gpus,submit_time,duration,model``
-(extra columns are ignored, column order is free; the file is read through
+(extra columns are ignored, column order is free, names are case-insensitive: ``Job_ID`` is
+``job_id``; the file is read through
 :func:`pal_opt.io.csvfile.read_csv`, so size, encoding and field-count guards apply, and its cells
 through :class:`~pal_opt.io.csvfile.CsvTable`'s parsers, like every importer's):
 
@@ -158,7 +159,8 @@ def read_trace(
     models = _Models({**MODEL_CLASS, **(model_class or {})}, {**MODEL_ITER_TIME, **(iter_time or {})},
                      default_class, default_iter_time)
     table = _read_table(path)
-    col = {c: table.header.index(c) for c in (*TRACE_COLUMNS, "priority", "pipeline") if c in table.header}
+    found = {c: table.find(c) for c in (*TRACE_COLUMNS, "priority", "pipeline")}
+    col = {c: i for c, i in found.items() if i is not None}
     jobs: list[TraceJob] = []
     seen: dict[JobId, int] = {}
     for (line, f), jid in zip(table.rows, _job_ids(table, col["job_id"]), strict=True):
@@ -177,7 +179,12 @@ def _read_table(path: str | os.PathLike[str]) -> CsvTable:
         table = read_csv(path, what="trace file", row_label="row")
     except OSError as exc:
         raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=str(path)) from None
-    missing = [c for c in TRACE_COLUMNS if c not in table.header]
+    for c in (*TRACE_COLUMNS, "priority", "pipeline"):  # names are case-insensitive: one column each
+        same = [h for h in table.header if h.lower() == c]
+        if len(same) > 1:
+            how = f" ({' and '.join(map(repr, same))}; column names are case-insensitive)" if len(set(same)) > 1 else ""
+            raise InstanceError(f"column {c!r} appears twice{how}", source=str(path), path="row 1")
+    missing = [c for c in TRACE_COLUMNS if table.find(c) is None]
     if missing:
         raise InstanceError(
             f"missing column(s) {', '.join(missing)}; expected header {','.join(TRACE_COLUMNS)}",

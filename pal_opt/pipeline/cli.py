@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..cliargs import check_plot_target, output_file
+from ..cliargs import check_plot_target, input_file, output_file, refuse_overwriting_inputs
 from ..errors import OptionError
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Partition a profiled model into pipeline stages on a machine hierarchy "
                     "(PipeDream's optimiser): print the optimum time per sample and the stages.",
     )
-    p.add_argument("profile", metavar="PROFILE", help="PipeDream layer profile (graph.txt)")
+    p.add_argument("profile", type=input_file, metavar="PROFILE", help="PipeDream layer profile (graph.txt)")
     p.add_argument("--machines", required=True, type=_number_list(int, "an integer"), metavar="M1[,M2...]",
                    help="workers per level, innermost first (e.g. 4,8: 8 servers of 4 GPUs)")
     p.add_argument("--bandwidth", required=True, type=_number_list(float, "a number"), metavar="B1[,B2...]",
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.machines) != len(args.bandwidth):
         raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
+    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot}, [("PROFILE", args.profile)])
     for path in (args.out, args.plot):
         if path:
             _check_output(path)

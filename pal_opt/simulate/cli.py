@@ -30,9 +30,12 @@ from ..cliargs import (
     add_method_arguments,
     add_restart_arguments,
     check_plot_target,
+    input_file,
+    nonempty,
     nonneg_int,
     output_file,
     positive_float,
+    refuse_overwriting_inputs,
     solve_options_each,
 )
 from ..errors import InstanceError, OptionError
@@ -63,7 +66,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "measurement files, placing every round with the chosen policy."
         ),
     )
-    p.add_argument("trace", help="trace CSV file")
+    p.add_argument("trace", type=input_file, help="trace CSV file")
     p.add_argument("--trace-format", choices=("auto", "pal", "sia"), default="auto",
                    help="auto (from the CSV header), pal (job_id,num_gpus,submit_time,duration,model) or sia "
                         "(newTrace: name,time,application,num_replicas,batch_size; a cluster of GPU types)")
@@ -75,13 +78,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                          time_limit_help=f"wall-clock seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g}; "
                                          "sia traces: per round program, default until proven optimal)")
     sia = p.add_argument_group("sia traces (clusters of GPU types)")
-    sia.add_argument("--profiles", default=None, metavar="DIR",
+    sia.add_argument("--profiles", type=input_file, default=None, metavar="DIR",
                      help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
     sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                      help="give every job this category (default: the file's)")
     sia.add_argument("--ilp-mode", choices=ILP_MODES, default=None, help=ILP_MODE_HELP)
-    sia.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
-                     help="stop after this much simulated time (default 720)")
+    p.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
+                   help="stop after this much simulated time even with jobs unfinished (no round starts after it; "
+                        "default: pal traces run until every job is done, sia traces stop at 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
     p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
                    help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
@@ -101,7 +105,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "with a warning)")
     p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
-    p.add_argument("--default-class", default=None, metavar="CLASS",
+    p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
@@ -254,6 +258,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
             time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
             ilp_options={k: getattr(opts, k) for k in opts.given() - {"admission", "backend", "time_limit"}},
             failures=failures,
+            max_time=None if args.max_hours is None else args.max_hours * 3600.0,
         )
         config.validate()
         configs[policy] = config
@@ -300,12 +305,17 @@ def _write_outputs(args: argparse.Namespace, results: dict[str, Any], extra: dic
         plot_result(docs, args.plot)
 
 
+def _hours(seconds: float | None) -> str:
+    """``seconds`` in hours (``-`` for a figure no job gave, e.g. no job finished)."""
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"
+
+
 def _print_summary(policy: str, result: Any, out: str) -> None:
     s = result.summary
     print(
-        f"{policy}: avg JCT {s['avg_jct'] / 3600:.2f} h, p99 JCT {s['p99_jct'] / 3600:.2f} h, "
-        f"makespan {s['makespan'] / 3600:.2f} h, utilisation {s['utilization']:.3f}, "
-        f"avg queueing {s['avg_queueing_delay'] / 3600:.2f} h, rounds {s['rounds']}, "
+        f"{policy}: {s['jobs_finished']}/{s['jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
+        f"p99 JCT {_hours(s['p99_jct'])} h, makespan {_hours(s['makespan'])} h, utilisation {s['utilization']:.3f}, "
+        f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
     f = s.get("failures")
@@ -327,11 +337,13 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
     status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got)."""
-    from ..hetero.cli import resolve_trace_format, run_folded
+    from ..hetero.cli import resolve_trace_format, run_folded, simulation_inputs
     from ..io.traces import read_trace
     from .engine import build_cluster, parse_cluster
     from .variability import variability_source
 
+    refuse_overwriting_inputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
+                              simulation_inputs(args))
     if resolve_trace_format(args) == "sia":
         return run_folded(args)
     if getattr(args, "ilp_mode", None) is not None:

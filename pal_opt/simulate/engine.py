@@ -43,6 +43,10 @@ job works up to that instant, the jobs hit lose their work since the checkpoint,
 theirs, the GPUs of jobs finished earlier in the round stay held); a re-placed job restarts from
 its checkpoint at that instant (paying the restart cost), one the repair leaves out waits for the
 next round.  Without failures a round is one piece and the arithmetic is the same as before.
+
+The run ends when every job has finished (or is unplaceable), or with ``SimConfig(max_time=S)``
+at the first round boundary at or after ``S`` simulated seconds (``pal-opt simulate --max-hours``):
+the jobs still unfinished then are in the result with no finish time.
 """
 
 from __future__ import annotations
@@ -205,6 +209,10 @@ class SimConfig:
     failures
         A :class:`~pal_opt.simulate.failures.FailureConfig` to inject GPU and server failures
         (seeded by ``seed``), or None (default): no failures.
+    max_time
+        Simulated seconds after which no round starts (the round under way then runs to its
+        end), even with jobs unfinished: they keep ``finish_time`` None and the summary's
+        ``jobs_finished`` is below ``jobs``.  None (default): run until every job is done.
     """
 
     policy: str = "pal"
@@ -220,6 +228,7 @@ class SimConfig:
     time_limit: float | None = None
     ilp_options: Mapping[str, Any] = field(default_factory=dict)
     failures: FailureConfig | None = None
+    max_time: float | None = None
 
     def validate(self) -> None:
         """Check the configuration: the method and its options (:mod:`pal_opt.methods`), the
@@ -232,6 +241,9 @@ class SimConfig:
             raise OptionError(f"rack-penalty must be ≥ 1, got {self.rack_penalty!r}")
         if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
             raise OptionError(f"restart-cost must be a finite number ≥ 0, got {self.restart_cost!r}")
+        if self.max_time is not None and not (isinstance(self.max_time, (int, float)) and math.isfinite(self.max_time)
+                                              and self.max_time > 0):
+            raise OptionError(f"max-time must be a finite number of seconds > 0, got {self.max_time!r}")
         if self.failures is not None:
             if not isinstance(self.failures, FailureConfig):
                 raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
@@ -270,6 +282,8 @@ class SimConfig:
         d["ilp_options"] = dict(self.ilp_options)
         if self.failures is None:  # a run without failures records what it always recorded
             del d["failures"]
+        if self.max_time is None:  # nor does a run without a time cap
+            del d["max_time"]
         return d
 
     def repair_options(self) -> SolveOptions:
@@ -435,7 +449,9 @@ class _Simulation:
 
     @property
     def done(self) -> bool:
-        return self.finished + len(self.unplaceable) >= len(self.records)
+        """Every job finished or unplaceable, or the clock reached ``max_time``."""
+        cap = self.cfg.max_time
+        return self.finished + len(self.unplaceable) >= len(self.records) or (cap is not None and self.t >= cap - _EPS)
 
     # ------------------------------------------------------------------ arrivals
     def admit_arrivals(self) -> None:
@@ -778,6 +794,7 @@ class _Simulation:
             wall_seconds=wall_seconds,
             unplaceable={self.trace[i].id: why for i, why in self.unplaceable.items()},
             failures=self.fstats,
+            stopped_at=self.t if self.finished + len(self.unplaceable) < len(self.records) else None,
         )
         result.summary = summarize(result)
         return result

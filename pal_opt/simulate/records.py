@@ -115,3 +115,5 @@ class SimulationResult:
     unplaceable: dict[Any, str] = field(default_factory=dict)
     #: what failures did (None: the run had no failures)
     failures: FailureStats | None = None
+    #: when a run stopped by ``max_time`` ended with jobs unfinished (its last round's end), else None
+    stopped_at: float | None = None

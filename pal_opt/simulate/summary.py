@@ -14,6 +14,10 @@ Definitions (times in seconds):
 * **Utilisation** = busy GPU-seconds / (GPUs × makespan), where a job's GPUs are busy from the
   start of each round it is placed in until the round ends or the job completes (time lost to
   a restart counts as busy).
+* **Stopped early** (``SimConfig(max_time=...)``, ``pal-opt simulate --max-hours``): the run
+  stopped at ``stopped_at`` (its last round's end) with ``jobs_finished`` < ``jobs``; the JCT
+  figures and the makespan cover the finished jobs, utilisation the time from the first submit
+  to ``stopped_at``.  ``stopped_at`` is None for a run that finished every job it could.
 * **Preempted GPU-hours**: each time a running job is left without GPUs, its GPUs × the round
   length in hours; ``preempted_gpu_hours_weighted`` weighs each by ``1 + priority``
   (:mod:`pal_opt.cost.preemption`).  ``by_priority`` gives JCT and preemptions per priority.
@@ -85,7 +89,8 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
     end = max(finishes) if finishes else first_submit
     makespan = end - first_submit
     busy = float(sum(r.busy_gpu_seconds for r in result.rounds))
-    util = busy / (result.num_gpus * makespan) if makespan > 0 else 0.0
+    span = makespan if result.stopped_at is None else result.stopped_at - first_submit
+    util = busy / (result.num_gpus * span) if span > 0 else 0.0
     solve = np.array([r.solve_seconds for r in result.rounds], dtype=np.float64)
     slow = np.array([j.mean_slowdown for j in jobs if j.mean_slowdown is not None], dtype=np.float64)
     gpu_run = sum(j.demand * j.run_seconds for j in jobs)
@@ -101,6 +106,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "max_jct": float(jct.max()) if jct.size else None,
         "makespan": makespan,
         "end_time": end,
+        "stopped_at": result.stopped_at,
         "utilization": util,
         "busy_gpu_seconds": busy,
         "avg_queueing_delay": float(qd.mean()) if qd.size else None,

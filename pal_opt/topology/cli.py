@@ -25,7 +25,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import add_restart_arguments, finite, nonneg_int, output_file, pos_int
+from ..cliargs import (
+    add_restart_arguments,
+    finite,
+    input_file,
+    nonempty,
+    nonneg_int,
+    output_file,
+    pos_int,
+    refuse_overwriting_inputs,
+)
 from ..errors import OptionError
 
 __all__ = ["add_import_parsers", "add_export_parser"]
@@ -41,19 +50,19 @@ def _names(text: str) -> tuple[str, ...]:
 def _common(p: argparse.ArgumentParser) -> None:
     from ..options import Binning
 
-    p.add_argument("--jobs", metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model); "
+    p.add_argument("--jobs", type=input_file, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model); "
                    "default: an empty queue")
     p.add_argument("--classes", type=_names, metavar="A,B,...",
                    help="application classes (default classA,classB,classC,classD); their factors are 1.0 "
                    "on every GPU unless --measurements")
-    p.add_argument("--measurements", metavar="DIR",
+    p.add_argument("--measurements", type=input_file, metavar="DIR",
                    help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR (as generate does)")
     p.add_argument("--seed", type=nonneg_int, help="seed for --measurements (default 0)")
     p.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     p.add_argument("--binning", choices=[b.value for b in Binning], default="pal-artifact",
                    help="binning mode stored in the round")
     add_restart_arguments(p)
-    p.add_argument("--name", help="round name (default: the topology file's name)")
+    p.add_argument("--name", type=nonempty, help="round name (default: the topology file's name)")
     p.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json", help="file to write")
     p.set_defaults(func=_cmd_import)
 
@@ -63,27 +72,27 @@ def add_import_parsers(isub: Any) -> None:
     s = isub.add_parser("slurm", help="Slurm topology.conf (+ GPUs per node)",
                         description="Build a round on the cluster of a Slurm topology.conf. The leaf switch "
                         "(or block) is the rack; switches above it collapse into the cluster level.")
-    s.add_argument("input", metavar="topology.conf")
+    s.add_argument("input", type=input_file, metavar="topology.conf")
     s.add_argument("--gpus-per-node", type=pos_int, metavar="N",
                    help="GPUs of every node (with --slurm-conf: of nodes without Gres=gpu)")
-    s.add_argument("--slurm-conf", metavar="FILE", help="slurm.conf whose NodeName lines give Gres=gpu:N")
-    s.add_argument("--down", metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs are failed")
+    s.add_argument("--slurm-conf", type=input_file, metavar="FILE", help="slurm.conf whose NodeName lines give Gres=gpu:N")
+    s.add_argument("--down", type=nonempty, metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs are failed")
     _common(s)
     k = isub.add_parser("k8s", help="kubectl get nodes -o json, Kueue topology labels",
                         description="Build a round on the nodes of 'kubectl get nodes -o json'. The innermost "
                         "--levels label above kubernetes.io/hostname is the rack; outer labels collapse into "
                         "the cluster level. Cordoned or not-Ready nodes have failed GPUs.")
-    k.add_argument("input", metavar="NODES.json")
+    k.add_argument("input", type=input_file, metavar="NODES.json")
     k.add_argument("--levels", type=_names, metavar="LABEL,...",
                    help="topology label keys, outermost first, as in Kueue's Topology (default "
                    "cloud.google.com/gce-topology-block,cloud.google.com/gce-topology-subblock,kubernetes.io/hostname)")
-    k.add_argument("--gpu-resource", default="nvidia.com/gpu", metavar="NAME",
+    k.add_argument("--gpu-resource", type=nonempty, default="nvidia.com/gpu", metavar="NAME",
                    help="capacity resource that counts GPUs (default nvidia.com/gpu)")
     _common(k)
     g = isub.add_parser("graphml", help="GraphML cluster graph",
                         description="Build a round on a GraphML cluster graph (kind, id, state, factor_<class> "
                         "attributes). Its own factors are used when it has them.")
-    g.add_argument("input", metavar="CLUSTER.graphml")
+    g.add_argument("input", type=input_file, metavar="CLUSTER.graphml")
     _common(g)
 
 
@@ -100,8 +109,8 @@ def add_export_parser(sub: Any) -> None:
     }
     for name, (text, out) in forms.items():
         e = esub.add_parser(name, help=text, description=f"Write {text}.")
-        e.add_argument("instance", metavar="INSTANCE.json")
-        e.add_argument("placement", metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None)
+        e.add_argument("instance", type=input_file, metavar="INSTANCE.json")
+        e.add_argument("placement", type=input_file, metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None)
         e.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar=out, help="file to write")
         e.set_defaults(func=_cmd_export)
 
@@ -138,11 +147,23 @@ def _factors(args: argparse.Namespace, topology: Any) -> Any:
     return uniform_factors(n, classes)
 
 
+def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The files ``import`` reads: the topology, ``--jobs``, ``--slurm-conf``, ``--measurements``'s."""
+    from ..io.measurements import longhorn_paths
+
+    files: list[tuple[str, Any]] = [("the topology file", args.input), ("--jobs", args.jobs),
+                                    ("--slurm-conf", getattr(args, "slurm_conf", None))]
+    if args.measurements:
+        files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
+    return files
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..io import save_instance
     from .hierarchy import topology_round
 
+    refuse_overwriting_inputs({"--out": args.output}, _import_inputs(args))
     topo = _read_topology(args)
     inst = topology_round(
         topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
@@ -157,7 +178,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         "rack_level": names[0] if names else None,
         "collapsed_into_cluster": names[1:],
     }
-    save_instance(inst, args.output, meta=meta)
+    save_instance(inst, args.output, meta=meta, readable_from=os.fspath(args.input))
     cl = inst.cluster
     collapsed = f"; {', '.join(names[1:])} collapsed into the cluster level" if len(names) > 1 else ""
     racks = f" in {len(cl.rack_ids)} racks (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
@@ -170,6 +191,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, load_instance, load_placement_file
 
+    refuse_overwriting_inputs({"--out": args.output}, [("INSTANCE.json", args.instance),
+                                                       ("PLACEMENT.json", args.placement)])
     inst = load_instance(args.instance)
     doc = load_placement_file(args.placement) if args.placement else None
     src = os.fspath(args.placement) if args.placement else None

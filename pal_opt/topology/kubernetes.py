@@ -187,6 +187,10 @@ def _node(item: Any, k: int, source: str, resource: str) -> _Node:
     if not name:
         raise InstanceError("must be a non-empty string", source=source, path=f"{at}.metadata.name")
     labels = _field(meta, "labels", dict, f"{at}.metadata", source) or {}
+    for key, value in labels.items():  # Kubernetes label values are strings, always
+        if not isinstance(value, str):
+            raise InstanceError(f"must be a string (Kubernetes label values are strings), got {_shown(value)}",
+                                source=source, path=f'{at}.metadata.labels["{key}"]')
     spec = _field(item, "spec", dict, at, source) or {}
     status = _field(item, "status", dict, at, source) or {}
     cap = _field(status, "capacity", dict, f"{at}.status", source) or {}
@@ -222,6 +226,8 @@ def parse_nodes(
     source: str = "<memory>",
 ) -> Topology:
     """The :class:`Topology` of a parsed ``kubectl get nodes -o json`` document (module docstring)."""
+    if not isinstance(resource, str) or not resource.strip():
+        raise OptionError(f"--gpu-resource: must be a resource name such as {GPU_RESOURCE}, got {resource!r}")
     groups = group_labels(levels)
     hosts: list[str] = []
     gpus: dict[str, int] = {}
@@ -240,9 +246,10 @@ def parse_nodes(
         values: list[str] = []
         for lb in groups:
             v = node.labels.get(lb)
-            if not isinstance(v, str) or not v:
-                raise InstanceError(f"GPU node {node.name!r} has no label {lb!r} (a --levels label)",
-                                    source=source, path=f"items[{k}].metadata.labels")
+            if not v:
+                raise InstanceError(f"GPU node {node.name!r} has no label {lb!r} (a --levels label)" if v is None else
+                                    f"is empty; GPU node {node.name!r} needs a value for this --levels label",
+                                    source=source, path=f"items[{k}].metadata.labels" + ("" if v is None else f'["{lb}"]'))
             values.append(v)
         hosts.append(node.name)
         products[node.name] = (node.labels.get(GPU_PRODUCT_LABEL), k)

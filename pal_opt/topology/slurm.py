@@ -319,6 +319,8 @@ def load_slurm(
         raise InstanceError("no node of the topology has a GPU (give --gpus-per-node, or Gres=gpu:N lines "
                             "in the slurm.conf)", source=src)
     failed: dict[str, int] = {}
+    if down is not None and not down.strip():
+        raise OptionError(f"--down: empty host list, got {down!r}")
     if down:
         try:
             names = expand_hostlist(down)
