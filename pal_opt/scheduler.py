@@ -11,8 +11,8 @@ through it too.
   :class:`~pal_opt.model.Cluster`;
 * **the last placement**: with ``track_running=True`` (the default), a queued job that the
   round's instance does not mark as running but that this policy placed last round, on GPUs
-  that are still free, is treated as running there — so sticky methods keep it and restart
-  costs apply;
+  that are still free and that it may still use (its demand and GPU types may have changed), is
+  treated as running there — so sticky methods keep it and restart costs apply;
 * **the random stream**: ``method="random"`` draws from one seeded generator across rounds,
   so a whole run is reproducible from one seed.
 """
@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from .methods import get_method
-from .model import GpuState, Job, JobId, RoundInstance, require_instance
+from .model import GpuState, Job, JobId, RoundInstance, placement_type_error, require_instance
 from .options import SolveOptions
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
@@ -100,8 +100,10 @@ class RoundPolicy:
             gpus = prev.get(j.id)
             if j.placement is None and gpus is not None and len(gpus) == j.demand:
                 pos = [cl.position.get(int(g)) for g in gpus]
-                if all(p is not None and cl.state[p] == GpuState.FREE for p in pos) and not taken & set(gpus):
-                    jobs.append(replace(j, placement=tuple(int(g) for g in gpus)))
+                kept = replace(j, placement=tuple(int(g) for g in gpus))
+                if (all(p is not None and cl.state[p] == GpuState.FREE for p in pos) and not taken & set(gpus)
+                        and placement_type_error(cl, kept) is None):  # (its types may have changed)
+                    jobs.append(kept)
                     taken |= set(gpus)
                     changed = True
                     continue

@@ -294,12 +294,46 @@ def test_the_program_agrees_with_brute_force_on_a_tiny_typed_round() -> None:
     assert math.isclose(res.objective, best, rel_tol=1e-9) and check(inst, res) == []
 
 
-def test_a_running_job_off_its_types_cannot_stay() -> None:
+@pytest.mark.parametrize("job, message", [
+    (Job("g", 2, "classA", kind="guaranteed", gpu_type="dgx", placement=(24, 0)),
+     "jobs[1].placement[1]: GPU 0 is of type 'aws', which the job may not use (its GPU type: 'dgx')"),
+    (Job("t", 2, "classA", allowed_types=("aws", "rtx"), placement=(24, 25)),
+     "jobs[1].placement[0]: GPU 24 is of type 'dgx', which the job may not use (its GPU types: 'aws', 'rtx')"),
+    (Job("m", 2, "classA", placement=(7, 8)),
+     "jobs[1].placement: GPUs of types 'aws', 'rtx', but the job does not mix types (mix_types)"),
+])
+def test_the_model_rejects_a_running_job_off_its_types_as_the_instance_file_does(job, message) -> None:
     c = cluster()
-    jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="dgx", placement=(0, 1)),)
-    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=60))
+    first = Job("b", 2, "classB", 0, placement=(30, 31))
+    with pytest.raises(InstanceError) as err:
+        RoundInstance(c, (first, replace(job, position=1)))
+    assert str(err.value) == message
+    # the same round as a file: the same field, the same message
+    doc = instance_to_dict(RoundInstance(c, (first,)))
+    doc["jobs"].append({k: list(v) if isinstance(v, tuple) else v for k, v in (
+        ("id", job.id), ("demand", job.demand), ("class", job.perfclass), ("kind", job.kind),
+        ("gpu_type", job.gpu_type), ("allowed_types", job.allowed_types), ("placement", job.placement)) if v is not None})
+    with pytest.raises(InstanceError) as err:
+        instance_from_dict(doc)
+    assert f"{err.value.path}: {err.value.message}" == message
+
+
+def test_the_model_rejects_a_running_job_on_a_type_its_class_has_no_throughput_on() -> None:
+    c = cluster({"classA": {"aws": 1.0, "rtx": 1.5}})  # (a file's row names every type)
+    with pytest.raises(InstanceError) as err:
+        RoundInstance(c, (Job("d", 2, "classA", placement=(24, 25)),))
+    assert str(err.value) == ("jobs[0].placement[0]: GPU 24 is of type 'dgx', which the job may not use "
+                              "(its GPU types: 'aws', 'rtx')")
+
+
+def test_a_running_job_on_a_failed_gpu_of_its_type_must_move() -> None:
+    c = cluster()
+    state = c.state.copy()
+    state[24] = 2  # failed
+    jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="dgx", placement=(24, 25)),)
+    inst = RoundInstance(c.with_state(state), jobs, RoundParams(binning="none", restart_cost=60))
     res = solve_ilp(inst)
-    assert check(inst, res) == [] and set(res.placements["g"]) <= set(range(24, 32))
+    assert check(inst, res) == [] and set(res.placements["g"]) <= set(range(25, 32))
 
 
 # --------------------------------------------------------------------------- files and importers
@@ -430,3 +464,4 @@ def test_given_typed_jobs_that_fit_alone_but_not_together_are_infeasible(backend
     # admitted by the queue rule instead, the jobs that fit together are placed, and no job is unplaceable
     res = solve(inst, method, backend=backend)
     assert set(res.placements) == prefix and res.unplaceable == {} and check(inst, res) == []
+

@@ -454,3 +454,18 @@ def test_a_missing_instance_is_a_clear_type_error() -> None:
     for call in (lambda: solve(None, "pal"), lambda: RoundPolicy("pal").place(None), lambda: solve({"jobs": []})):
         with pytest.raises(TypeError, match="expected a RoundInstance"):
             call()
+
+
+@pytest.mark.parametrize("method", ["pal", "packed-sticky", "ilp"])
+def test_round_policy_does_not_carry_a_job_onto_gpu_types_it_may_no_longer_use(method: str) -> None:
+    from pal_opt import RoundPolicy
+
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    policy = RoundPolicy(method)
+    first = policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0, allowed_types=("a",)),)))
+    assert set(first.placements["x"]) <= {0, 1, 2, 3}
+    # the scheduler now lets x run on type b only: kept on type a, the round would be refused
+    later = RoundInstance(cl, (Job("x", 2, "classA", 0, allowed_types=("b",)),))
+    res = policy.place(later)
+    assert set(res.placements["x"]) <= {4, 5, 6, 7} and check(later, res) == []
+
