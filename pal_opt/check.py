@@ -32,7 +32,8 @@ bare placement file) it checks:
     job left out fits the GPUs still free;
   - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
-    force running): every job placed was in force; every job in force not listed in
+    force running): every job placed was in force, on no more GPUs than it ran on there (a
+    repair never grows a job); every job in force not listed in
     ``jobs_to_terminate`` keeps exactly its GPUs; a job left out lost a GPU and needs more GPUs
     than are still free, even at the smallest count a repair may give it (an allowed count up to
     the one it ran on, :func:`pal_opt.inforce.repair_counts`);
@@ -86,7 +87,7 @@ class Kind(enum.StrEnum):
     STICKY = "sticky"  #: a running job moved without being terminated, or terminated and placed
     ADMISSION = "admission"  #: the placed set is not the admitted set
     OBJECTIVE = "objective"  #: the reported objective is not the recomputed cost
-    COUNT = "count"  #: a job that allows several GPU counts gets another one
+    COUNT = "count"  #: a job that allows several GPU counts gets another one, or a repair grows a job
     GPU_TYPE = "gpu-type"  #: a GPU of a type the job may not use (a guaranteed job off its type)
     MIXED_TYPES = "mixed-types"  #: GPUs of several types for a job that does not mix types
     STAGE_COUNT = "stage-count"  #: a job's stages are not as many as its pipeline's (one for a gang)
@@ -474,10 +475,11 @@ def _repair_round(instance: RoundInstance, result: PlacementResult | Mapping[str
 def _repair_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
-    """A repair keeps every running job not terminated on exactly its GPUs and leaves out only
-    jobs that lost a GPU and do not fit the GPUs still free, at any count the repair may give
-    them (:func:`~pal_opt.inforce.repair_counts`: an allowed count up to the one it ran on).  (The round holds only the jobs in
-    force, :func:`~pal_opt.inforce.round_of_result`, so every job in it is running.)"""
+    """A repair keeps every running job not terminated on exactly its GPUs, places no job on
+    more GPUs than it ran on, and leaves out only jobs that lost a GPU and do not fit the GPUs
+    still free, at any count the repair may give them (:func:`~pal_opt.inforce.repair_counts`: an
+    allowed count up to the one it ran on).  (The round holds only the jobs in force,
+    :func:`~pal_opt.inforce.round_of_result`, so every job in it is running.)"""
     term = set(terminate)
     cl = instance.cluster
     out: list[Violation] = []
@@ -485,6 +487,9 @@ def _repair_rule(
         now = placements.get(j.id)
         if j.placement is None:
             continue
+        if now is not None and len(now) > len(j.placement):
+            out.append(Violation(Kind.COUNT, f"repair: job {j.id!r} ran on {len(j.placement)} GPUs and is placed "
+                                             f"on {len(now)}; a repair never grows a job"))
         if j.id not in term:
             if now is None or sorted(now) != sorted(j.placement):
                 out.append(Violation(Kind.STICKY, f"repair: running job {j.id!r} was moved or left out without "
