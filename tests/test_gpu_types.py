@@ -465,3 +465,37 @@ def test_given_typed_jobs_that_fit_alone_but_not_together_are_infeasible(backend
     res = solve(inst, method, backend=backend)
     assert set(res.placements) == prefix and res.unplaceable == {} and check(inst, res) == []
 
+
+@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("method", ["ilp", "ilp-partitioned"])
+def test_given_typed_jobs_that_may_not_fit_together_out_of_time_place_none_and_say_why(backend, method) -> None:
+    inst = _aws_rtx(Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
+    why = ("none of the given jobs is placed: jobs a, b, c need 16 GPUs and may not all get GPUs of their types "
+           "at once (free per type: aws 8, rtx 8; no greedy claim was found, infeasibility is not proven); "
+           "each fits alone")
+    # the time limit ends the solve before the program is built: no start placement holds them all
+    res = solve(inst, method, jobs=["a", "b", "c"], backend=backend, time_limit=1e-3)
+    assert res.status.value == "fallback" and res.placements == {} and res.unplaceable == {}
+    assert res.message.startswith("time limit reached before") and res.message.endswith(why)
+    assert res.bound is None and check(inst, res) == []
+    # the same servers untyped: a start placement of all three exists and is the answer
+    flat = _aws_rtx(*inst.jobs, types=False)
+    res = solve(flat, method, jobs=["a", "b", "c"], backend=backend, time_limit=1e-3)
+    assert res.status.value == "fallback" and set(res.placements) == {"a", "b", "c"} and check(flat, res) == []
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_given_typed_jobs_the_solver_finds_no_solution_for_place_none_and_say_why(backend, monkeypatch) -> None:
+    from pal_opt.ilp.backends import BACKENDS
+    from pal_opt.ilp.backends.base import BackendSolution, SolverStatus
+
+    def stopped(self, program, options, start=None):  # type: ignore[no-untyped-def]
+        return BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.1, 0.0, "time limit", {})
+
+    monkeypatch.setattr(BACKENDS[backend], "solve", stopped)
+    inst = _aws_rtx(Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
+    res = solve(inst, "ilp", jobs=["a", "b", "c"], backend=backend)
+    assert res.status.value == "fallback" and res.placements == {} and check(inst, res) == []
+    assert res.message == (f"{backend} found no solution (time limit); none of the given jobs is placed: jobs a, "
+                           "b, c need 16 GPUs and may not all get GPUs of their types at once (free per type: aws 8, "
+                           "rtx 8; no greedy claim was found, infeasibility is not proven); each fits alone")
