@@ -20,9 +20,10 @@ bare placement file) it checks:
   - ``pal-order`` / ``queue-order``: the placed jobs are an initial segment of the PAL order
     (:func:`pal_opt.admission.pal_order`) or of the queue, and the first job left out needs more
     GPUs than are still free;
-  - ``sticky``: every running job keeps exactly its GPUs or is terminated; the new jobs placed
-    are an initial segment of the waiting jobs in queue order, and the first left out needs more
-    GPUs than are still free;
+  - ``sticky``: every running job keeps exactly its GPUs or is terminated (and then not
+    placed, unless one of its GPUs failed or was taken: such a job must move, and is placed like
+    a waiting job); the new jobs placed are an initial segment of the waiting jobs in queue
+    order, and the first left out needs more GPUs than are still free;
   - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
     (:func:`pal_opt.admission.admit`);
   - ``given``: no queue rule;
@@ -505,14 +506,16 @@ def _repair_rule(
 def _running_kept(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId]
 ) -> list[Violation]:
-    """Every running job keeps exactly its GPUs, or is terminated and not placed."""
+    """Every running job keeps exactly its GPUs, or is terminated and not placed; a job on a
+    GPU that failed or was taken (it must move) may be placed again once terminated."""
     term = set(terminate)
+    cl = instance.cluster
     out: list[Violation] = []
     for j in instance.jobs:
         if j.placement is None:
             continue
         if j.id in term:
-            if j.id in placements:
+            if j.id in placements and (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
                 out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed"))
         elif sorted(placements.get(j.id, [])) != sorted(j.placement):
             out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was moved without being terminated"))

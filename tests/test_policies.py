@@ -330,6 +330,21 @@ def test_packed_sticky_preempts_from_the_back() -> None:
     assert check(inst, solve(inst, "packed-sticky")) == []
 
 
+@pytest.mark.parametrize("state", [GpuState.FAILED, GpuState.BUSY])
+def test_packed_sticky_moves_a_running_job_off_a_gpu_out_of_service(state: GpuState) -> None:
+    states = [F] * 8
+    states[0] = state
+    alone = _round([1.0] * 8, [0] * 4 + [1] * 4, states, (Job("r", 2, "classA", 0, placement=(0, 1)),))
+    res = solve(alone, "packed-sticky")
+    assert res.jobs_to_terminate == ("r",) and 0 not in res.placements["r"] and check(alone, res) == []
+    # behind a waiting job that needs its GPUs: preempted, the GPU out of service goes to nobody
+    jobs = (Job("w", 6, "classA", 0), Job("r", 2, "classA", 1, placement=(0, 1)))
+    inst = _round([1.0] * 8, [0] * 4 + [1] * 4, states, jobs)
+    for admission in (None, "backfill"):
+        res = solve(inst, "packed-sticky", admission=admission)
+        assert set(res.placements) == {"w"} and 0 not in res.placements["w"] and check(inst, res) == []
+
+
 def test_packed_nonsticky_frees_running_jobs() -> None:
     jobs = (Job("a", 4, "classA", 0), Job("r", 2, "classA", 1, placement=(0, 1)))
     inst = _round([1.0] * 8, [0] * 4 + [1] * 4, None, jobs)
