@@ -484,3 +484,21 @@ def test_round_policy_does_not_carry_a_job_onto_gpu_types_it_may_no_longer_use(m
     res = policy.place(later)
     assert set(res.placements["x"]) <= {4, 5, 6, 7} and check(later, res) == []
 
+
+@pytest.mark.parametrize("method", ["pal", "packed", "ilp"])
+def test_round_policy_hands_back_the_round_it_placed_with_the_jobs_it_carried(method: str) -> None:
+    from pal_opt import RoundPolicy
+
+    cl = Cluster.uniform(2, 4, {"classA": [1.0, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0, 1.0]})
+    policy = RoundPolicy(method)
+    first = RoundInstance(cl, (Job("x", 2, "classA", 0),), RoundParams(restart_cost=30))
+    policy.place(first)
+    assert policy.last_instance is first
+    # x, placed last round and not marked running now, is carried: it runs there, and moving it costs
+    later = RoundInstance(cl, (Job("y", 4, "classA", 0), Job("x", 2, "classA", 1)), RoundParams(restart_cost=30))
+    res = policy.place(later)
+    assert res.info["carried"] == ["x"] and res.jobs_to_terminate == ("x",)
+    assert policy.last_instance is not None and policy.last_instance.job_by_id["x"].running
+    assert check(policy.last_instance, res) == []
+    policy.reset()
+    assert policy.last is None and policy.last_instance is None
