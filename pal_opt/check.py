@@ -30,7 +30,8 @@ bare placement file) it checks:
   - ``preempt`` (the preemptive methods, :mod:`pal_opt.priority`): every running job that is
     not placed on exactly its GPUs is listed in ``jobs_to_terminate``; a running job left out
     (preempted) has a lower priority than some waiting job placed this round; and no waiting
-    job left out fits the GPUs still free;
+    job left out fits the GPUs still free (a running job on a GPU that failed or was taken
+    counts as waiting: it must move);
   - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
     force running): every job placed was in force, on no more GPUs than it ran on there (a
@@ -411,21 +412,27 @@ def _preempt_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
     """Preemption by priority: moved and preempted jobs are reported; a preempted job made room
-    for a job of a higher priority; what is left out does not fit."""
+    for a job of a higher priority; what is left out does not fit.  A running job on a GPU that
+    failed or was taken (it must move) counts as waiting: placed, it is started anew; left out,
+    it was not preempted."""
     term = set(terminate)
-    started = [j.priority for j in instance.jobs if j.placement is None and j.id in placements]
+    cl = instance.cluster
+    homeless = {j.id for j in instance.jobs
+                if j.placement is not None and not (cl.state[cl.positions(j.placement)] == GpuState.FREE).all()}
+    started = [j.priority for j in instance.jobs
+               if (j.placement is None or j.id in homeless) and j.id in placements]
     top = max(started, default=None)
     out: list[Violation] = []
     for j in instance.jobs:
         now = placements.get(j.id)
-        if j.placement is None:
-            if now is None and free_left.fits(instance, j):
-                out.append(free_left.left_out(instance, j, "preempt"))
-            continue
-        if (now is None or sorted(now) != sorted(j.placement)) and j.id not in term:
+        if j.placement is not None and (now is None or sorted(now) != sorted(j.placement)) and j.id not in term:
             what = "preempted" if now is None else "moved"
             out.append(Violation(Kind.UNREPORTED, f"preempt: running job {j.id!r} is {what} but not in "
                                                   "jobs_to_terminate"))
+        if j.placement is None or j.id in homeless:
+            if now is None and free_left.fits(instance, j):
+                out.append(free_left.left_out(instance, j, "preempt"))
+            continue
         if now is None and (top is None or top <= j.priority):
             out.append(Violation(Kind.PRIORITY, f"preempt: running job {j.id!r} (priority {j.priority}) is "
                                                 "preempted, but no waiting job of a higher priority was started"))
