@@ -20,19 +20,22 @@ bare placement file) it checks:
   - ``pal-order`` / ``queue-order``: the placed jobs are an initial segment of the PAL order
     (:func:`pal_opt.admission.pal_order`) or of the queue, and the first job left out needs more
     GPUs than are still free;
-  - ``sticky``: every running job keeps exactly its GPUs or is terminated; the new jobs placed
-    are an initial segment of the waiting jobs in queue order, and the first left out needs more
-    GPUs than are still free;
+  - ``sticky``: every running job keeps exactly its GPUs or is terminated (and then not
+    placed, unless one of its GPUs failed or was taken: such a job must move, and is placed like
+    a waiting job); the new jobs placed are an initial segment of the waiting jobs in queue
+    order, and the first left out needs more GPUs than are still free;
   - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
     (:func:`pal_opt.admission.admit`);
   - ``given``: no queue rule;
   - ``preempt`` (the preemptive methods, :mod:`pal_opt.priority`): every running job that is
     not placed on exactly its GPUs is listed in ``jobs_to_terminate``; a running job left out
     (preempted) has a lower priority than some waiting job placed this round; and no waiting
-    job left out fits the GPUs still free;
+    job left out fits the GPUs still free (a running job on a GPU that failed or was taken
+    counts as waiting: it must move);
   - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
-    force running): every job placed was in force; every job in force not listed in
+    force running): every job placed was in force, on no more GPUs than it ran on there (a
+    repair never grows a job); every job in force not listed in
     ``jobs_to_terminate`` keeps exactly its GPUs; a job left out lost a GPU and needs more GPUs
     than are still free, even at the smallest count a repair may give it (an allowed count up to
     the one it ran on, :func:`pal_opt.inforce.repair_counts`);
@@ -86,7 +89,7 @@ class Kind(enum.StrEnum):
     STICKY = "sticky"  #: a running job moved without being terminated, or terminated and placed
     ADMISSION = "admission"  #: the placed set is not the admitted set
     OBJECTIVE = "objective"  #: the reported objective is not the recomputed cost
-    COUNT = "count"  #: a job that allows several GPU counts gets another one
+    COUNT = "count"  #: a job that allows several GPU counts gets another one, or a repair grows a job
     GPU_TYPE = "gpu-type"  #: a GPU of a type the job may not use (a guaranteed job off its type)
     MIXED_TYPES = "mixed-types"  #: GPUs of several types for a job that does not mix types
     STAGE_COUNT = "stage-count"  #: a job's stages are not as many as its pipeline's (one for a gang)
@@ -409,21 +412,27 @@ def _preempt_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
     """Preemption by priority: moved and preempted jobs are reported; a preempted job made room
-    for a job of a higher priority; what is left out does not fit."""
+    for a job of a higher priority; what is left out does not fit.  A running job on a GPU that
+    failed or was taken (it must move) counts as waiting: placed, it is started anew; left out,
+    it was not preempted."""
     term = set(terminate)
-    started = [j.priority for j in instance.jobs if j.placement is None and j.id in placements]
+    cl = instance.cluster
+    homeless = {j.id for j in instance.jobs
+                if j.placement is not None and not (cl.state[cl.positions(j.placement)] == GpuState.FREE).all()}
+    started = [j.priority for j in instance.jobs
+               if (j.placement is None or j.id in homeless) and j.id in placements]
     top = max(started, default=None)
     out: list[Violation] = []
     for j in instance.jobs:
         now = placements.get(j.id)
-        if j.placement is None:
-            if now is None and free_left.fits(instance, j):
-                out.append(free_left.left_out(instance, j, "preempt"))
-            continue
-        if (now is None or sorted(now) != sorted(j.placement)) and j.id not in term:
+        if j.placement is not None and (now is None or sorted(now) != sorted(j.placement)) and j.id not in term:
             what = "preempted" if now is None else "moved"
             out.append(Violation(Kind.UNREPORTED, f"preempt: running job {j.id!r} is {what} but not in "
                                                   "jobs_to_terminate"))
+        if j.placement is None or j.id in homeless:
+            if now is None and free_left.fits(instance, j):
+                out.append(free_left.left_out(instance, j, "preempt"))
+            continue
         if now is None and (top is None or top <= j.priority):
             out.append(Violation(Kind.PRIORITY, f"preempt: running job {j.id!r} (priority {j.priority}) is "
                                                 "preempted, but no waiting job of a higher priority was started"))
@@ -474,10 +483,11 @@ def _repair_round(instance: RoundInstance, result: PlacementResult | Mapping[str
 def _repair_rule(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId], free_left: _FreeLeft
 ) -> list[Violation]:
-    """A repair keeps every running job not terminated on exactly its GPUs and leaves out only
-    jobs that lost a GPU and do not fit the GPUs still free, at any count the repair may give
-    them (:func:`~pal_opt.inforce.repair_counts`: an allowed count up to the one it ran on).  (The round holds only the jobs in
-    force, :func:`~pal_opt.inforce.round_of_result`, so every job in it is running.)"""
+    """A repair keeps every running job not terminated on exactly its GPUs, places no job on
+    more GPUs than it ran on, and leaves out only jobs that lost a GPU and do not fit the GPUs
+    still free, at any count the repair may give them (:func:`~pal_opt.inforce.repair_counts`: an
+    allowed count up to the one it ran on).  (The round holds only the jobs in force,
+    :func:`~pal_opt.inforce.round_of_result`, so every job in it is running.)"""
     term = set(terminate)
     cl = instance.cluster
     out: list[Violation] = []
@@ -485,6 +495,9 @@ def _repair_rule(
         now = placements.get(j.id)
         if j.placement is None:
             continue
+        if now is not None and len(now) > len(j.placement):
+            out.append(Violation(Kind.COUNT, f"repair: job {j.id!r} ran on {len(j.placement)} GPUs and is placed "
+                                             f"on {len(now)}; a repair never grows a job"))
         if j.id not in term:
             if now is None or sorted(now) != sorted(j.placement):
                 out.append(Violation(Kind.STICKY, f"repair: running job {j.id!r} was moved or left out without "
@@ -500,14 +513,16 @@ def _repair_rule(
 def _running_kept(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId]
 ) -> list[Violation]:
-    """Every running job keeps exactly its GPUs, or is terminated and not placed."""
+    """Every running job keeps exactly its GPUs, or is terminated and not placed; a job on a
+    GPU that failed or was taken (it must move) may be placed again once terminated."""
     term = set(terminate)
+    cl = instance.cluster
     out: list[Violation] = []
     for j in instance.jobs:
         if j.placement is None:
             continue
         if j.id in term:
-            if j.id in placements:
+            if j.id in placements and (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
                 out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed"))
         elif sorted(placements.get(j.id, [])) != sorted(j.placement):
             out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was moved without being terminated"))

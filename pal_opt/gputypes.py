@@ -4,15 +4,18 @@ A cluster may carry a type per GPU (:attr:`pal_opt.model.Cluster.type_names`); a
 the types it accepts (``gpu_type``, ``allowed_types``) and whether one gang may mix types
 (``mix_types``, default False).  What a job may use is its **usable types**: the types it names
 (any, if it names none) that the cluster has and that its class has a throughput for
-(:attr:`pal_opt.model.Cluster.throughput`; a class without a row runs on every type).  Its
+(:attr:`pal_opt.model.Cluster.throughput`; a class without a row runs on every type):
+:func:`usable_types`, defined in :mod:`pal_opt.model`, which checks running jobs with it.  Its
 **type groups** are the GPU sets one gang may be drawn from: each usable type alone, or all of
 them together when the job mixes types.
 
 A job whose usable types cannot hold its demand (:func:`type_problem`), or whose types have too
 few GPUs in service this round (:func:`service_problem`), is *unplaceable*: the round keeps it
 and leaves it out with the reason, as for a job larger than the cluster
-(:func:`pal_opt.admission.unplaceable`).  Only a type name the cluster does not have is an
-error in an instance file (:mod:`pal_opt.io.instance`).
+(:func:`pal_opt.admission.unplaceable`).  Only a type name the cluster does not have, or a
+running job on GPUs off its usable types, is an error, in a
+:class:`~pal_opt.model.RoundInstance` and an instance file alike
+(:func:`pal_opt.model.check_job_types`).
 
 Everything here is cheap: per job a few type counts, never a loop over GPUs.
 """
@@ -24,7 +27,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .errors import OptionError
-from .model import Cluster, GpuState, Job, RoundInstance
+from .model import Cluster, GpuState, Job, RoundInstance, usable_types
 from .options import check_cluster_size
 
 __all__ = [
@@ -75,27 +78,6 @@ def has_types(instance: RoundInstance) -> bool:
     Untyped rounds take exactly the code paths they took before types existed.
     """
     return instance.cluster.typed or any(j.constrains_types for j in instance.jobs)
-
-
-def usable_types(cluster: Cluster, job: Job) -> tuple[int, ...]:
-    """Positions (in ``cluster.type_names`` order) of the types ``job`` may use.
-
-    >>> from pal_opt.model import Cluster, Job
-    >>> c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb",
-    ...                         throughput={"classA": {"a": 1.0}})
-    >>> usable_types(c, Job(1, 2, "classA")), usable_types(c, Job(2, 2, "classA", gpu_type="b"))
-    ((0,), ())
-    """
-    names = job.type_choice
-    if names is None:
-        codes = list(range(cluster.num_types))
-    else:
-        index = cluster.type_index
-        codes = sorted(index[t] for t in names if t in index)
-    row = cluster.throughput.get(job.perfclass)
-    if row is not None:
-        codes = [k for k in codes if cluster.type_names[k] in row]
-    return tuple(codes)
 
 
 def type_groups(cluster: Cluster, job: Job) -> tuple[tuple[int, ...], ...]:

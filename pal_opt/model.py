@@ -36,6 +36,9 @@ __all__ = [
     "JobId",
     "FACTOR_RANGE",
     "require_instance",
+    "usable_types",
+    "check_job_types",
+    "placement_type_error",
     "RoundArguments",
     "GpuState",
     "Level",
@@ -996,10 +999,12 @@ class RoundInstance:
     The jobs are checked against the cluster here, once: ids are unique, also when compared as
     text (``1`` and ``"1"`` would be one key of a file's or a result's JSON object), every class
     has factors, every GPU type a job names (``gpu_type``, ``allowed_types``) is one of the
-    cluster's, and a running job's GPUs exist and are held by no other job.  (They may have
-    failed or been taken since, state ``FAILED`` or ``BUSY``: such a job must move.  The instance
-    file accepts the same.)  A job whose named types exist but can never hold its demand is not
-    an error: the round reports it unplaceable (:func:`pal_opt.gputypes.type_problem`).
+    cluster's, and a running job's GPUs exist, are held by no other job and are of its usable
+    types, one type unless it mixes types (:func:`check_job_types`, the instance file's check).
+    (They may have failed or been taken since, state ``FAILED`` or ``BUSY``: such a job must
+    move.  The instance file accepts the same.)  A job whose named types exist but can never hold
+    its demand is not an error: the round reports it unplaceable
+    (:func:`pal_opt.gputypes.type_problem`).
 
     Examples
     --------
@@ -1032,13 +1037,13 @@ class RoundInstance:
                     f"class {j.perfclass!r} has no GPU factors (known: {', '.join(self.cluster.factors)})",
                     path=f"jobs[{i}].perfclass",
                 )
-            if j.type_choice is not None:
-                _check_type_names(self.cluster, j, f"jobs[{i}]")
             for g in j.placement or ():
                 if g not in position:
                     raise InstanceError(f"unknown GPU {g}", path=f"jobs[{i}].placement")
                 if held.setdefault(g, i) != i:
                     raise InstanceError(f"GPU {g} is also held by jobs[{held[g]}]", path=f"jobs[{i}].placement")
+            if j.type_choice is not None or j.placement is not None and self.cluster.typed:
+                check_job_types(self.cluster, j, f"jobs[{i}]")
 
     @property
     def job_by_id(self) -> dict[JobId, Job]:
@@ -1058,14 +1063,80 @@ class RoundInstance:
         return self._free_count
 
 
-def _check_type_names(cluster: Cluster, job: Job, at: str) -> None:
-    """Every GPU type ``job`` names is one of ``cluster``'s (the instance file's message)."""
-    have = ", ".join(cluster.type_names) or "none: the cluster has no GPU types"
+def usable_types(cluster: Cluster, job: Job) -> tuple[int, ...]:
+    """Positions (in ``cluster.type_names`` order) of the types ``job`` may use: the types it
+    names (any, if it names none) that the cluster has and that its class has a throughput for
+    (a class without a throughput row runs on every type).  (Re-exported by
+    :mod:`pal_opt.gputypes`.)
+
+    >>> c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb",
+    ...                         throughput={"classA": {"a": 1.0}})
+    >>> usable_types(c, Job(1, 2, "classA")), usable_types(c, Job(2, 2, "classA", gpu_type="b"))
+    ((0,), ())
+    """
+    names = job.type_choice
+    if names is None:
+        codes = list(range(cluster.num_types))
+    else:
+        index = cluster.type_index
+        codes = sorted(index[t] for t in names if t in index)
+    row = cluster.throughput.get(job.perfclass)
+    if row is not None:
+        codes = [k for k in codes if cluster.type_names[k] in row]
+    return tuple(codes)
+
+
+def check_job_types(cluster: Cluster, job: Job, at: str, *,
+                    no_types: str = "the cluster has no GPU types") -> None:
+    """Check ``job`` against ``cluster``'s GPU types, the one check behind
+    :class:`RoundInstance` and the instance file (:mod:`pal_opt.io.instance`).
+
+    Every GPU type the job names (``gpu_type``, ``allowed_types``) must be one of the cluster's,
+    and a running job must hold GPUs of its usable types only (:func:`usable_types`), of one type
+    unless it mixes types: it cannot be running anywhere else.  (A GPU that failed or was taken
+    under it is another matter: the job must move.)  A job whose types exist but cannot hold it
+    is no error (:func:`pal_opt.gputypes.type_problem`).  ``job.placement``'s GPUs must be
+    GPUs of the cluster.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``{at}.gpu_type``, ``{at}.allowed_types[k]``, ``{at}.placement[k]`` or
+        ``{at}.placement``; ``no_types`` says why an untyped cluster has none.
+    """
+    have = ", ".join(cluster.type_names) or f"none: {no_types}"
     if job.gpu_type is not None and job.gpu_type not in cluster.type_index:
         raise InstanceError(f"unknown GPU type {job.gpu_type!r} (cluster types: {have})", path=f"{at}.gpu_type")
     for k, t in enumerate(job.allowed_types or ()):
         if t not in cluster.type_index:
             raise InstanceError(f"unknown GPU type {t!r} (cluster types: {have})", path=f"{at}.allowed_types[{k}]")
+    error = placement_type_error(cluster, job, at)
+    if error is not None:
+        raise error
+
+
+def placement_type_error(cluster: Cluster, job: Job, at: str = "job") -> InstanceError | None:
+    """The error :func:`check_job_types` raises for ``job.placement`` (GPUs of ``cluster``),
+    or None when the job is not running, the cluster is untyped, or it holds GPUs of its usable
+    types (:func:`usable_types`), of one type unless it mixes types.  (What a scheduler asks
+    before it keeps a job where it ran: :class:`pal_opt.RoundPolicy`.)"""
+    if not job.placement or not cluster.typed:  # (a type named on an untyped cluster is unknown)
+        return None
+    type_of, position = cluster.memo("type-list", cluster.type_of.tolist), cluster.position
+    kinds = [type_of[position[g]] for g in job.placement]
+    use = usable_types(cluster, job)
+    names = cluster.type_names
+    for k, (g, t) in enumerate(zip(job.placement, kinds, strict=True)):
+        if t not in use:
+            may = ", ".join(repr(names[u]) for u in use) or "none"
+            what = f"its GPU type: {may}" if len(use) == 1 else f"its GPU types: {may}"
+            return InstanceError(f"GPU {g} is of type {names[t]!r}, which the job may not use ({what})",
+                                 path=f"{at}.placement[{k}]")
+    if len(set(kinds)) > 1 and not job.mix_types:
+        held = ", ".join(repr(names[t]) for t in sorted(set(kinds)))
+        return InstanceError(f"GPUs of types {held}, but the job does not mix types (mix_types)",
+                             path=f"{at}.placement")
+    return None
 
 
 def require_instance(instance: Any) -> None:

@@ -10,7 +10,10 @@ and ``preempt-greedy``, :mod:`pal_opt.policies.preempt`) works by priority
 * waiting jobs are taken in :func:`admission_order` (priority, highest first, then queue
   order); one is admitted when its demand fits the GPUs still free plus those held by running
   jobs of a lower priority not yet claimed (the GPUs a job frees go to the jobs admitted after
-  it); a job that does not fit is skipped, as in backfill.
+  it); a job that does not fit is skipped, as in backfill;
+* a running job one of whose GPUs failed or was taken (:func:`homeless`) must move: it is
+  admitted as a waiting job of its priority is (before the waiting ones), so it too takes only
+  lower priorities' GPUs; left out, it was not preempted.
 
 :func:`preempt_plan` walks the waiting jobs counting GPUs only, claiming the lowest priorities'
 GPUs first; the running jobs of every priority whose GPUs were claimed become *optional* (the
@@ -29,9 +32,9 @@ from dataclasses import dataclass
 
 from .errors import OptionError
 from .gputypes import has_types
-from .model import RoundInstance
+from .model import GpuState, RoundInstance
 
-__all__ = ["PreemptPlan", "admission_order", "victim_order", "evict_for", "preempt_plan", "check_preemptible"]
+__all__ = ["PreemptPlan", "homeless", "admission_order", "victim_order", "evict_for", "preempt_plan", "check_preemptible"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,8 @@ class PreemptPlan:
     Attributes
     ----------
     waiting
-        The admitted waiting jobs (indices into ``instance.jobs``), in admission order.
+        The admitted waiting jobs (indices into ``instance.jobs``), in admission order, with the
+        running jobs that must move (:func:`homeless`) among them.
     kept
         Running jobs that stay placed (on their GPUs or moved).
     optional
@@ -67,8 +71,19 @@ def check_preemptible(instance: RoundInstance) -> None:
         raise OptionError("the preemptive methods do not support pipeline jobs yet")
 
 
-def admission_order(instance: RoundInstance) -> list[int]:
-    """The waiting jobs (no placement), highest priority first, then in queue order.
+def homeless(instance: RoundInstance) -> list[int]:
+    """The running jobs one of whose GPUs failed or was taken since (state ``FAILED`` or
+    ``BUSY``), in queue order: they must move, and are admitted as waiting jobs are."""
+    state = instance.cluster.state
+    cl = instance.cluster
+    return [i for i, j in enumerate(instance.jobs)
+            if j.placement is not None and not (state[cl.positions(j.placement)] == GpuState.FREE).all()]
+
+
+def admission_order(instance: RoundInstance, *, moving: bool = False) -> list[int]:
+    """The waiting jobs (no placement), highest priority first, then in queue order; with
+    ``moving``, the running jobs that must move too (:func:`homeless`), each first among its
+    priority.
 
     >>> from pal_opt.model import Cluster, Job, RoundInstance
     >>> c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
@@ -76,7 +91,10 @@ def admission_order(instance: RoundInstance) -> list[int]:
     [1, 0]
     """
     jobs = instance.jobs
-    return sorted((i for i, j in enumerate(jobs) if j.placement is None), key=lambda i: (-jobs[i].priority, i))
+    todo = [i for i, j in enumerate(jobs) if j.placement is None]
+    if moving:
+        todo += homeless(instance)
+    return sorted(todo, key=lambda i: (-jobs[i].priority, jobs[i].placement is None, i))
 
 
 def victim_order(instance: RoundInstance, candidates: Iterable[int]) -> list[int]:
@@ -134,16 +152,15 @@ def preempt_plan(instance: RoundInstance) -> PreemptPlan:
     """
     check_preemptible(instance)
     jobs = instance.jobs
-    running = [i for i, j in enumerate(jobs) if j.placement is not None]
+    moving = set(homeless(instance))  # they must move: admitted as waiting jobs are
+    running = [i for i, j in enumerate(jobs) if j.placement is not None and i not in moving]
     held: dict[int, int] = {}
     for i in running:
         held[jobs[i].priority] = held.get(jobs[i].priority, 0) + jobs[i].demand
-    free = instance.free_gpus - sum(held.values())
+    free = instance.free_gpus - sum(held.values())  # >= 0: their GPUs are free and distinct
     claimed: set[int] = set()
-    if free < 0:  # running jobs lost GPUs (failed): the lowest priorities make room first
-        free = _claim(held, claimed, -free, max(held) + 1)
     waiting: list[int] = []
-    for i in admission_order(instance):
+    for i in admission_order(instance, moving=True):
         d, p = jobs[i].demand, jobs[i].priority
         if d > free + sum(v for q, v in held.items() if q < p):
             continue

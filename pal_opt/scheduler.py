@@ -11,8 +11,12 @@ through it too.
   :class:`~pal_opt.model.Cluster`;
 * **the last placement**: with ``track_running=True`` (the default), a queued job that the
   round's instance does not mark as running but that this policy placed last round, on GPUs
-  that are still free, is treated as running there — so sticky methods keep it and restart
-  costs apply;
+  that are still free and that it may still use (its demand and GPU types may have changed), is
+  treated as running there — so sticky methods keep it and restart costs apply.  The result is
+  priced on that round, :attr:`RoundPolicy.last_instance` (check it there:
+  ``check(policy.last_instance, result)``), and ``result.info["carried"]`` lists the jobs so
+  treated.  Job ids name the same job from round to round: a scheduler that gives a finished
+  job's id to a new job calls :meth:`RoundPolicy.reset` first (or passes ``track_running=False``);
 * **the random stream**: ``method="random"`` draws from one seeded generator across rounds,
   so a whole run is reproducible from one seed.
 """
@@ -23,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from .methods import get_method
-from .model import GpuState, Job, JobId, RoundInstance, require_instance
+from .model import GpuState, Job, JobId, RoundInstance, placement_type_error, require_instance
 from .options import SolveOptions
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
@@ -48,6 +52,12 @@ class RoundPolicy:
         A :class:`~pal_opt.options.SolveOptions`; or give its fields as keyword arguments.
     **kwargs
         Method options, as for :func:`pal_opt.solve` (checked here, once).
+
+    Attributes
+    ----------
+    last, last_instance
+        The last round's result and the round it was computed on: the caller's, with the jobs
+        carried from the round before marked running (module docstring); None before the first.
 
     Examples
     --------
@@ -85,6 +95,7 @@ class RoundPolicy:
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
         self.last: PlacementResult | None = None
+        self.last_instance: RoundInstance | None = None
         self.rounds = 0
 
     # ---------------------------------------------------------------- state helpers
@@ -100,8 +111,10 @@ class RoundPolicy:
             gpus = prev.get(j.id)
             if j.placement is None and gpus is not None and len(gpus) == j.demand:
                 pos = [cl.position.get(int(g)) for g in gpus]
-                if all(p is not None and cl.state[p] == GpuState.FREE for p in pos) and not taken & set(gpus):
-                    jobs.append(replace(j, placement=tuple(int(g) for g in gpus)))
+                kept = replace(j, placement=tuple(int(g) for g in gpus))
+                if (all(p is not None and cl.state[p] == GpuState.FREE for p in pos) and not taken & set(gpus)
+                        and placement_type_error(cl, kept) is None):  # (its types may have changed)
+                    jobs.append(kept)
                     taken |= set(gpus)
                     changed = True
                     continue
@@ -113,19 +126,23 @@ class RoundPolicy:
         """Place one round; remember it for the next.  ``seed`` overrides the policy's random
         stream for this round (a simulator that derives one seed per round passes it)."""
         require_instance(instance)
-        instance = self._carry_running(instance)
         if seed is not None:
             opts = replace(self._options, seed=seed)
         else:
             opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
+        given = instance
+        instance = self._carry_running(instance)
         result = self._method.run(instance, opts)
-        self.last = result
+        if instance is not given:
+            result.info["carried"] = [j.id for j, k in zip(instance.jobs, given.jobs, strict=True)
+                                      if j.placement is not None and k.placement is None]
+        self.last, self.last_instance = result, instance
         self.rounds += 1
         return result
 
     def reset(self) -> None:
         """Forget the last placement (the binning cache and random stream are kept)."""
-        self.last = None
+        self.last = self.last_instance = None
 
     @property
     def last_placements(self) -> dict[JobId, tuple[int, ...]]:

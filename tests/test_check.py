@@ -132,6 +132,16 @@ def test_sticky_terminated_but_placed(running: RoundInstance) -> None:
     ]
 
 
+def test_sticky_a_running_job_on_a_failed_gpu_may_be_placed_again(running: RoundInstance) -> None:
+    state = running.cluster.state.copy()
+    state[0] = GpuState.FAILED  # r must move
+    moved = RoundInstance(running.cluster.with_state(state), running.jobs, running.params)
+    doc = {"placements": {"r": [2, 3]}, "admission": "sticky", "jobs_to_terminate": ["r"]}
+    assert check(moved, doc) == []
+    assert check(moved, {**doc, "jobs_to_terminate": []}) == [
+        "sticky: running job 'r' was moved without being terminated"]
+
+
 def test_a_valid_placement_has_no_violation(inst: RoundInstance) -> None:
     doc = {"placements": {"a": [2, 3], "b": [0, 1]}, "admission": "prefix", "objective": 2 * math.log(1.2)}
     assert check(inst, doc) == []

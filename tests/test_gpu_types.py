@@ -294,12 +294,46 @@ def test_the_program_agrees_with_brute_force_on_a_tiny_typed_round() -> None:
     assert math.isclose(res.objective, best, rel_tol=1e-9) and check(inst, res) == []
 
 
-def test_a_running_job_off_its_types_cannot_stay() -> None:
+@pytest.mark.parametrize("job, message", [
+    (Job("g", 2, "classA", kind="guaranteed", gpu_type="dgx", placement=(24, 0)),
+     "jobs[1].placement[1]: GPU 0 is of type 'aws', which the job may not use (its GPU type: 'dgx')"),
+    (Job("t", 2, "classA", allowed_types=("aws", "rtx"), placement=(24, 25)),
+     "jobs[1].placement[0]: GPU 24 is of type 'dgx', which the job may not use (its GPU types: 'aws', 'rtx')"),
+    (Job("m", 2, "classA", placement=(7, 8)),
+     "jobs[1].placement: GPUs of types 'aws', 'rtx', but the job does not mix types (mix_types)"),
+])
+def test_the_model_rejects_a_running_job_off_its_types_as_the_instance_file_does(job, message) -> None:
     c = cluster()
-    jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="dgx", placement=(0, 1)),)
-    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=60))
+    first = Job("b", 2, "classB", 0, placement=(30, 31))
+    with pytest.raises(InstanceError) as err:
+        RoundInstance(c, (first, replace(job, position=1)))
+    assert str(err.value) == message
+    # the same round as a file: the same field, the same message
+    doc = instance_to_dict(RoundInstance(c, (first,)))
+    doc["jobs"].append({k: list(v) if isinstance(v, tuple) else v for k, v in (
+        ("id", job.id), ("demand", job.demand), ("class", job.perfclass), ("kind", job.kind),
+        ("gpu_type", job.gpu_type), ("allowed_types", job.allowed_types), ("placement", job.placement)) if v is not None})
+    with pytest.raises(InstanceError) as err:
+        instance_from_dict(doc)
+    assert f"{err.value.path}: {err.value.message}" == message
+
+
+def test_the_model_rejects_a_running_job_on_a_type_its_class_has_no_throughput_on() -> None:
+    c = cluster({"classA": {"aws": 1.0, "rtx": 1.5}})  # (a file's row names every type)
+    with pytest.raises(InstanceError) as err:
+        RoundInstance(c, (Job("d", 2, "classA", placement=(24, 25)),))
+    assert str(err.value) == ("jobs[0].placement[0]: GPU 24 is of type 'dgx', which the job may not use "
+                              "(its GPU types: 'aws', 'rtx')")
+
+
+def test_a_running_job_on_a_failed_gpu_of_its_type_must_move() -> None:
+    c = cluster()
+    state = c.state.copy()
+    state[24] = 2  # failed
+    jobs = (Job("g", 2, "classA", 0, kind="guaranteed", gpu_type="dgx", placement=(24, 25)),)
+    inst = RoundInstance(c.with_state(state), jobs, RoundParams(binning="none", restart_cost=60))
     res = solve_ilp(inst)
-    assert check(inst, res) == [] and set(res.placements["g"]) <= set(range(24, 32))
+    assert check(inst, res) == [] and set(res.placements["g"]) <= set(range(25, 32))
 
 
 # --------------------------------------------------------------------------- files and importers
@@ -430,3 +464,38 @@ def test_given_typed_jobs_that_fit_alone_but_not_together_are_infeasible(backend
     # admitted by the queue rule instead, the jobs that fit together are placed, and no job is unplaceable
     res = solve(inst, method, backend=backend)
     assert set(res.placements) == prefix and res.unplaceable == {} and check(inst, res) == []
+
+
+@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("method", ["ilp", "ilp-partitioned"])
+def test_given_typed_jobs_that_may_not_fit_together_out_of_time_place_none_and_say_why(backend, method) -> None:
+    inst = _aws_rtx(Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
+    why = ("none of the given jobs is placed: jobs a, b, c need 16 GPUs and may not all get GPUs of their types "
+           "at once (free per type: aws 8, rtx 8; no greedy claim was found, infeasibility is not proven); "
+           "each fits alone")
+    # the time limit ends the solve before the program is built: no start placement holds them all
+    res = solve(inst, method, jobs=["a", "b", "c"], backend=backend, time_limit=1e-3)
+    assert res.status.value == "fallback" and res.placements == {} and res.unplaceable == {}
+    assert res.message.startswith("time limit reached before") and res.message.endswith(why)
+    assert res.bound is None and check(inst, res) == []
+    # the same servers untyped: a start placement of all three exists and is the answer
+    flat = _aws_rtx(*inst.jobs, types=False)
+    res = solve(flat, method, jobs=["a", "b", "c"], backend=backend, time_limit=1e-3)
+    assert res.status.value == "fallback" and set(res.placements) == {"a", "b", "c"} and check(flat, res) == []
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_given_typed_jobs_the_solver_finds_no_solution_for_place_none_and_say_why(backend, monkeypatch) -> None:
+    from pal_opt.ilp.backends import BACKENDS
+    from pal_opt.ilp.backends.base import BackendSolution, SolverStatus
+
+    def stopped(self, program, options, start=None):  # type: ignore[no-untyped-def]
+        return BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.1, 0.0, "time limit", {})
+
+    monkeypatch.setattr(BACKENDS[backend], "solve", stopped)
+    inst = _aws_rtx(Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
+    res = solve(inst, "ilp", jobs=["a", "b", "c"], backend=backend)
+    assert res.status.value == "fallback" and res.placements == {} and check(inst, res) == []
+    assert res.message == (f"{backend} found no solution (time limit); none of the given jobs is placed: jobs a, "
+                           "b, c need 16 GPUs and may not all get GPUs of their types at once (free per type: aws 8, "
+                           "rtx 8; no greedy claim was found, infeasibility is not proven); each fits alone")

@@ -330,6 +330,21 @@ def test_packed_sticky_preempts_from_the_back() -> None:
     assert check(inst, solve(inst, "packed-sticky")) == []
 
 
+@pytest.mark.parametrize("state", [GpuState.FAILED, GpuState.BUSY])
+def test_packed_sticky_moves_a_running_job_off_a_gpu_out_of_service(state: GpuState) -> None:
+    states = [F] * 8
+    states[0] = state
+    alone = _round([1.0] * 8, [0] * 4 + [1] * 4, states, (Job("r", 2, "classA", 0, placement=(0, 1)),))
+    res = solve(alone, "packed-sticky")
+    assert res.jobs_to_terminate == ("r",) and 0 not in res.placements["r"] and check(alone, res) == []
+    # behind a waiting job that needs its GPUs: preempted, the GPU out of service goes to nobody
+    jobs = (Job("w", 6, "classA", 0), Job("r", 2, "classA", 1, placement=(0, 1)))
+    inst = _round([1.0] * 8, [0] * 4 + [1] * 4, states, jobs)
+    for admission in (None, "backfill"):
+        res = solve(inst, "packed-sticky", admission=admission)
+        assert set(res.placements) == {"w"} and 0 not in res.placements["w"] and check(inst, res) == []
+
+
 def test_packed_nonsticky_frees_running_jobs() -> None:
     jobs = (Job("a", 4, "classA", 0), Job("r", 2, "classA", 1, placement=(0, 1)))
     inst = _round([1.0] * 8, [0] * 4 + [1] * 4, None, jobs)
@@ -454,3 +469,36 @@ def test_a_missing_instance_is_a_clear_type_error() -> None:
     for call in (lambda: solve(None, "pal"), lambda: RoundPolicy("pal").place(None), lambda: solve({"jobs": []})):
         with pytest.raises(TypeError, match="expected a RoundInstance"):
             call()
+
+
+@pytest.mark.parametrize("method", ["pal", "packed-sticky", "ilp"])
+def test_round_policy_does_not_carry_a_job_onto_gpu_types_it_may_no_longer_use(method: str) -> None:
+    from pal_opt import RoundPolicy
+
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    policy = RoundPolicy(method)
+    first = policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0, allowed_types=("a",)),)))
+    assert set(first.placements["x"]) <= {0, 1, 2, 3}
+    # the scheduler now lets x run on type b only: kept on type a, the round would be refused
+    later = RoundInstance(cl, (Job("x", 2, "classA", 0, allowed_types=("b",)),))
+    res = policy.place(later)
+    assert set(res.placements["x"]) <= {4, 5, 6, 7} and check(later, res) == []
+
+
+@pytest.mark.parametrize("method", ["pal", "packed", "ilp"])
+def test_round_policy_hands_back_the_round_it_placed_with_the_jobs_it_carried(method: str) -> None:
+    from pal_opt import RoundPolicy
+
+    cl = Cluster.uniform(2, 4, {"classA": [1.0, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0, 1.0]})
+    policy = RoundPolicy(method)
+    first = RoundInstance(cl, (Job("x", 2, "classA", 0),), RoundParams(restart_cost=30))
+    policy.place(first)
+    assert policy.last_instance is first
+    # x, placed last round and not marked running now, is carried: it runs there, and moving it costs
+    later = RoundInstance(cl, (Job("y", 4, "classA", 0), Job("x", 2, "classA", 1)), RoundParams(restart_cost=30))
+    res = policy.place(later)
+    assert res.info["carried"] == ["x"] and res.jobs_to_terminate == ("x",)
+    assert policy.last_instance is not None and policy.last_instance.job_by_id["x"].running
+    assert check(policy.last_instance, res) == []
+    policy.reset()
+    assert policy.last is None and policy.last_instance is None

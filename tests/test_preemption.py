@@ -230,6 +230,51 @@ def test_checker_reports_shared_gpus_under_preempt() -> None:
     assert Kind.GPU_SHARED in [v.kind for v in violations(inst, doc)]
 
 
+def _one_gpu_failed(b_priority: int) -> RoundInstance:
+    """1 server of 4 GPUs, GPU 0 failed under a (priority 1, 3 GPUs: it must move); b runs on 3."""
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    state = c.state.copy()
+    state[0] = 2  # failed
+    jobs = (Job("a", 3, "classA", placement=(0, 1, 2), priority=1),
+            Job("b", 1, "classA", placement=(3,), priority=b_priority))
+    return RoundInstance(c.with_state(state), jobs)
+
+
+@pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
+def test_a_job_that_must_move_takes_only_lower_priorities_gpus(method: str) -> None:
+    same = _one_gpu_failed(1)  # b, of a's priority, stays; a is left out (it was not preempted)
+    res = pal_opt.solve(same, method)
+    assert set(res.placements) == {"b"} and "a" in res.jobs_to_terminate and pal_opt.check(same, res) == []
+    lower = _one_gpu_failed(0)  # b, of a lower priority, makes room for a
+    res = pal_opt.solve(lower, method)
+    assert set(res.placements) == {"a"} and set(res.jobs_to_terminate) == {"a", "b"}
+    assert pal_opt.check(lower, res) == []
+
+
+@pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
+def test_preemption_with_every_gpu_failed_places_nothing(method: str) -> None:
+    c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(c.with_state([2] * 4), (Job("w", 2, "classA", priority=1),
+                                                 Job("r", 2, "classA", placement=(0, 1))))
+    res = pal_opt.solve(inst, method)
+    assert res.placements == {} and res.jobs_to_terminate == ("r",) and pal_opt.check(inst, res) == []
+    assert res.unplaceable["r"] == "needs 2 GPUs; 0 are in service (4 failed)"
+
+
+def test_checker_a_job_that_must_move_is_started_anew_or_left_out() -> None:
+    same = _one_gpu_failed(1)
+    moved = {"placements": {"a": [1, 2, 3]}, "admission": "preempt", "jobs_to_terminate": ["a", "b"]}
+    assert pal_opt.check(same, moved) == [
+        "preempt: running job 'b' (priority 1) is preempted, but no waiting job of a higher priority was started"]
+    assert pal_opt.check(_one_gpu_failed(0), moved) == []
+    left = {"placements": {"b": [3]}, "admission": "preempt", "jobs_to_terminate": ["a"]}
+    assert pal_opt.check(same, left) == []
+    fits = {"placements": {}, "admission": "preempt", "jobs_to_terminate": ["a", "b"]}
+    assert pal_opt.check(_one_gpu_failed(0), fits) == [
+        "preempt: job 'a' needs 3 GPUs and 3 are still free, but it was not placed",
+        "preempt: running job 'b' (priority 0) is preempted, but no waiting job of a higher priority was started"]
+
+
 # ---------------------------------------------------------------- the simulator
 def _priority_trace(tmp_path: Path) -> Path:
     lines = ["job_id,num_gpus,submit_time,duration,model,priority"]

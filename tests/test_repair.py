@@ -639,8 +639,8 @@ def test_a_repaired_result_with_a_shrunk_job_can_be_repaired_again(backend, migr
     first = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1], backend=backend, allow_migration=migration)
     assert first.placements == {"s": (2, 3), "r": (4, 5, 6)}
     # r loses a GPU: s, running on 2 of its allowed counts, is kept (or moved) on 2 GPUs
-    for given in (first, first.to_dict()):
-        again = repair(inst, given, [0, 1, 4], backend=backend, allow_migration=migration)
+    for in_force in (first, first.to_dict()):
+        again = repair(inst, in_force, [0, 1, 4], backend=backend, allow_migration=migration)
         assert again.placements == {"s": (2, 3), "r": (5, 6, 7)} and not again.unplaceable
         assert check(inst, again) == [] and check(inst, again.to_dict()) == []
     # s loses a GPU: re-placed at the count it ran on, not grown back to its demand (4 would fit)
@@ -676,6 +676,18 @@ def test_checker_reports_a_displaced_job_left_out_that_fits_at_a_smaller_allowed
     # with only 1 GPU left free, leaving s out is right
     r = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1, 2, 7], backend=BACKENDS[0])
     assert "s" in r.unplaceable and check(inst, r) == []
+
+
+def test_checker_reports_a_repair_that_grows_a_job():
+    inst = _scaling_round()
+    first = repair(inst, {"s": [0, 1, 2, 3], "r": [4, 5, 6]}, [0, 1], backend=BACKENDS[0])
+    again = repair(inst, first, [2], backend=BACKENDS[0])  # s, shrunk to 2, loses GPU 2
+    assert again.placements["r"] == (4, 5, 6) and len(again.placements["s"]) == 2 and check(inst, again) == []
+    doc = json.loads(again.to_json())
+    doc["placements"]["s"] = [0, 1, 3, 7]  # 4 fit (one of its allowed counts), but it ran on 2
+    doc.pop("objective")
+    assert check(inst, doc) == ["repair: job 's' ran on 2 GPUs and is placed on 4; a repair never grows a job"]
+    assert [v.kind for v in violations(inst, doc)] == [Kind.COUNT]
 
 
 # --------------------------------------------------------------------------- bound and gap

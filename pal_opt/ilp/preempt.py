@@ -108,7 +108,7 @@ def solve_preempt(
     start_cost = evaluate(instance, start, factors).cost
     info: dict[str, Any] = {"binning": mode, "optional": [instance.jobs[i].id for i in plan.optional],
                             "start_objective": start_cost}
-    if not plan.admitted:
+    if not plan.admitted or instance.free_gpus == 0:  # (no GPU in service: nothing can be placed)
         return _finish(instance, {}, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
     form = build_formulation(instance, plan.admitted, factors=factors, optional=plan.optional)
     built = time.perf_counter() - t0
@@ -154,14 +154,15 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
 
 def _backfill(instance: RoundInstance, factors: Mapping[str, np.ndarray],
               placements: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple[int, ...]]:
-    """The waiting jobs not placed that fit the GPUs left, in admission order, placed by PAL."""
+    """The waiting jobs (and running jobs that must move) not placed that fit the GPUs left, in
+    admission order, placed by PAL."""
     cl = instance.cluster
     mask = cl.state == GpuState.FREE
     for gids in placements.values():
         mask[cl.positions(gids)] = False
     left = int(mask.sum())
     todo: list[int] = []
-    for i in admission_order(instance):
+    for i in admission_order(instance, moving=True):
         job = instance.jobs[i]
         if job.id not in placements and job.demand <= left:
             todo.append(i)

@@ -67,7 +67,8 @@ Statuses
 OPTIMAL when the solver proved optimality and the relative geometric-mean gap between the
 repriced objective and the bound is at most :data:`OPTIMALITY_TOL`; FEASIBLE with the gap
 otherwise; INFEASIBLE for an explicit set that does not fit; FALLBACK when the solver stopped
-without a solution, with the start placement.  When the solver's incumbent costs more than the
+without a solution, with the start placement (for an explicit set on GPU types of which no start
+placement holds every job, nothing placed and the message naming the jobs, :func:`_no_start`).  When the solver's incumbent costs more than the
 start placement (CP-SAT may ignore a hint), the start placement is returned (FEASIBLE,
 ``info["incumbent"]`` names it), so the result is never worse than PAL on the admitted set.
 """
@@ -559,6 +560,8 @@ def _flow_free(att: _Attempt, opts: SolveOptions) -> PlacementResult | None:
         return None
     if not within:
         att.info["time_limit_reached"] = "building the program"
+    if att.greedy is None:
+        return _no_start(att, "time limit: no time to build the program", att.lp_seconds)
     best = min(bound, att.gcost)
     rgap = relative_gap(att.gcost, best, demand)
     proven = rgap is not None and rgap <= OPTIMALITY_TOL
@@ -649,8 +652,8 @@ def _out_of_time(att: _Attempt, exc: TimeLimitReached) -> PlacementResult:
     """The answer when the deadline comes before a stage could run: the start placement (the
     greedy one if the program was not built) with the best bound known."""
     att.info["time_limit_reached"] = exc.stage
-    if att.greedy is None:  # pragma: no cover - the greedy placement is computed first
-        raise exc
+    if att.greedy is None:  # only given jobs may have no start placement of them all
+        return _no_start(att, str(exc), att.lp_seconds)
     res = att.result(att.greedy, status=Status.FALLBACK, solve_seconds=att.lp_seconds, bound=att.lp_bound,
                      message=f"{exc}; the greedy placement ({att.source}) of the admitted jobs is returned")
     res.gap = relative_gap(res.objective, att.lp_bound, att.setup.demand)
@@ -669,9 +672,7 @@ def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str
                                geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=short, **common)
     if demand > free:
         st = instance.cluster.state
-        names = ", ".join(str(instance.jobs[i].id) for i in admitted[:20])
-        more = f" and {len(admitted) - 20} more" if len(admitted) > 20 else ""
-        msg = (f"jobs {names}{more} need {demand} GPUs but only {free} are free "
+        msg = (f"{_given_jobs(instance, admitted)} but only {free} are free "
                f"({int((st == GpuState.BUSY).sum())} busy, {int((st == GpuState.FAILED).sum())} failed)")
         return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
                                geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=msg,
@@ -697,10 +698,11 @@ def _short_of_types(instance: RoundInstance, admitted: Sequence[int]) -> str | N
     return None
 
 
-def _short_of_types_together(instance: RoundInstance, admitted: Sequence[int]) -> str | None:
+def _short_of_types_together(instance: RoundInstance, admitted: Sequence[int], *, proven: bool = True) -> str | None:
     """Why the admitted jobs may not all get GPUs of their types at once, when no claim of GPUs
     per type for all of them is found (:func:`pal_opt.gputypes.claim_all`), else None (also
-    without GPU types).  The claim is greedy: only a solver proves that none exists."""
+    without GPU types).  The claim is greedy: only a solver proves that none exists (``proven``
+    says whether one did)."""
     if not has_types(instance):
         return None
     cl = instance.cluster
@@ -708,12 +710,19 @@ def _short_of_types_together(instance: RoundInstance, admitted: Sequence[int]) -
     groups = {i: type_groups(cl, instance.jobs[i]) for i in admitted}
     if claim_all(groups, {i: instance.jobs[i].demand for i in admitted}, free) is not None:
         return None
+    per_type = ", ".join(f"{t} {int(n)}" for t, n in zip(cl.type_names, free.tolist(), strict=True))
+    if not proven:
+        return (f"{_given_jobs(instance, admitted)} and may not all get GPUs of their types at once (free per "
+                f"type: {per_type}; no greedy claim was found, infeasibility is not proven); each fits alone")
+    return (f"{_given_jobs(instance, admitted)} but cannot all get GPUs of their types at once "
+            f"(free per type: {per_type}); each fits alone")
+
+
+def _given_jobs(instance: RoundInstance, admitted: Sequence[int]) -> str:
+    """``jobs a, b, c need 16 GPUs`` (the first 20 ids named)."""
     names = ", ".join(str(instance.jobs[i].id) for i in admitted[:20])
     more = f" and {len(admitted) - 20} more" if len(admitted) > 20 else ""
-    per_type = ", ".join(f"{t} {int(n)}" for t, n in zip(cl.type_names, free.tolist(), strict=True))
-    demand = sum(instance.jobs[i].demand for i in admitted)
-    return (f"jobs {names}{more} need {demand} GPUs but cannot all get GPUs of their types at once "
-            f"(free per type: {per_type}); each fits alone")
+    return f"jobs {names}{more} need {sum(instance.jobs[i].demand for i in admitted)} GPUs"
 
 
 def _infeasible(att: _Attempt, solve_seconds: float) -> PlacementResult:
@@ -728,6 +737,21 @@ def _infeasible(att: _Attempt, solve_seconds: float) -> PlacementResult:
     return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
                            geomean_slowdown=math.inf, gpus_used=0, solve_seconds=solve_seconds,
                            build_seconds=att.build_seconds, message=why, **att.common)
+
+
+def _no_start(att: _Attempt, cause: str, solve_seconds: float) -> PlacementResult:
+    """The result when the solve ends (``cause``: the time limit, the solver's status) with no
+    placement of every admitted job: no start placement holds them all, which happens only for
+    jobs given by id (``jobs=``) on a cluster with GPU types, that may not fit together
+    (:func:`_short_of_types_together`, unproven).  Nothing is placed, status FALLBACK, and the
+    message names the given jobs and why, as an INFEASIBLE result would, without claiming a proof
+    (and no bound: the program's is not one on the empty placement's cost)."""
+    instance, admitted = att.instance, att.setup.admitted
+    why = _short_of_types_together(instance, admitted, proven=False) or (
+        f"{_given_jobs(instance, admitted)}; no start placement of them all was found in time")
+    att.info["incumbent"] = None
+    return att.result({}, status=Status.FALLBACK, solve_seconds=solve_seconds,
+                      message=f"{cause}; none of the given jobs is placed: {why}")
 
 
 def _build(att: _Attempt) -> None:
@@ -827,7 +851,7 @@ def _start_vector(att: _Attempt) -> np.ndarray | None:
 
 def _interrupted_with_start(att: _Attempt, stage: str, seconds: float) -> SolveInterrupted:
     """A Ctrl-C before the solver had anything: the start placement, flagged."""
-    if att.greedy is None:  # pragma: no cover - start placements always exist for admitted jobs
+    if att.greedy is None:  # given jobs on GPU types that may not fit together have none
         return SolveInterrupted(None)
     att.info["interrupted"] = True
     res = att.result(att.greedy, status=Status.FALLBACK, solve_seconds=seconds, bound=att.lp_bound,
@@ -945,10 +969,12 @@ def _finish(att: _Attempt, sol: BackendSolution) -> PlacementResult:
     if sol.values is None:
         if sol.status == SolverStatus.INFEASIBLE:
             return _infeasible(att, solve_seconds)
+        if att.greedy is None:
+            return _no_start(att, f"{name} found no solution ({sol.message})", solve_seconds)
         res = att.result(att.greedy or {}, status=Status.FALLBACK, solve_seconds=solve_seconds, bound=bound,
                          message=f"{name} found no solution ({sol.message}); the greedy placement "
                                  f"({att.source}) of the admitted jobs is returned")
-        res.gap = relative_gap(res.objective, bound, demand) if att.greedy else None
+        res.gap = relative_gap(res.objective, bound, demand)
         return res
     late = _too_late_to_decode(att, sol)
     if late is not None:

@@ -103,8 +103,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError
-from ..gputypes import usable_types
-from ..model import MODEL_CLASS, Cluster, Job, Pipeline, RoundInstance, RoundParams, pal_locality
+from ..model import (
+    MODEL_CLASS,
+    Cluster,
+    Job,
+    Pipeline,
+    RoundInstance,
+    RoundParams,
+    check_job_types,
+    pal_locality,
+)
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
 from .messages import Special, problem_error
@@ -366,42 +374,19 @@ def _job(j: dict[str, Any], i: int, jid: Any, demand: int, loc: tuple[float, flo
     except InstanceError as exc:
         raise (exc if exc.source else exc.with_source(source)) from None
     _check_job_types(job, cluster, source)
-    _check_placement_types(job, cluster, source)
     return job
 
 
 def _check_job_types(job: Job, cluster: Cluster, source: str) -> None:
-    """Every GPU type a job names must be one of the cluster's.  (A job whose types cannot hold
-    its demand, or its class's throughput, is kept, as a job larger than the cluster is: the
-    round finds it unplaceable, :func:`pal_opt.gputypes.type_problem`.)"""
-    p = f"jobs[{job.position}]"
-    have = ", ".join(cluster.type_names) or "none: cluster.gpus.type is not given"
-    if job.gpu_type is not None and job.gpu_type not in cluster.type_index:
-        raise _error(source, f"{p}.gpu_type", f"unknown GPU type {job.gpu_type!r} (cluster types: {have})")
-    for k, t in enumerate(job.allowed_types or ()):
-        if t not in cluster.type_index:
-            raise _error(source, f"{p}.allowed_types[{k}]", f"unknown GPU type {t!r} (cluster types: {have})")
-
-
-def _check_placement_types(job: Job, cluster: Cluster, source: str) -> None:
-    """A running job holds GPUs of its usable types only (:func:`pal_opt.gputypes.usable_types`),
-    of one type unless it mixes types: a job cannot be running anywhere else (a GPU that failed
-    under it is another matter: the job must move)."""
-    if not job.placement or not cluster.typed:  # (a type named on an untyped cluster is unknown)
-        return
-    p = f"jobs[{job.position}]"
-    kinds = cluster.type_of[cluster.positions(job.placement)].tolist()
-    use = usable_types(cluster, job)
-    names = cluster.type_names
-    for k, (g, t) in enumerate(zip(job.placement, kinds, strict=True)):
-        if t not in use:
-            may = ", ".join(repr(names[u]) for u in use) or "none"
-            what = f"its GPU type: {may}" if len(use) == 1 else f"its GPU types: {may}"
-            raise _error(source, f"{p}.placement[{k}]",
-                         f"GPU {g} is of type {names[t]!r}, which the job may not use ({what})")
-    if len(set(kinds)) > 1 and not job.mix_types:
-        held = ", ".join(repr(names[t]) for t in sorted(set(kinds)))
-        raise _error(source, f"{p}.placement", f"GPUs of types {held}, but the job does not mix types (mix_types)")
+    """The job against the cluster's GPU types (:func:`pal_opt.model.check_job_types`, the check
+    :class:`~pal_opt.model.RoundInstance` makes): every type it names is one of the cluster's, and
+    a running job holds GPUs of its usable types only.  (A job whose types cannot hold its demand,
+    or its class's throughput, is kept, as a job larger than the cluster is: the round finds it
+    unplaceable, :func:`pal_opt.gputypes.type_problem`.)"""
+    try:
+        check_job_types(cluster, job, f"jobs[{job.position}]", no_types="cluster.gpus.type is not given")
+    except InstanceError as exc:
+        raise exc.with_source(source) from None
 
 
 def _pipeline(j: dict[str, Any], p: str, source: str) -> Pipeline | None:

@@ -18,7 +18,8 @@ Two queue rules:
     Running jobs are freed; jobs are placed in queue order, stopping at the first that does not
     fit.
 ``packed-sticky`` (admission ``"sticky"``)
-    Running jobs keep their GPUs.  Waiting jobs are placed in queue order; when one does not
+    Running jobs keep their GPUs (a running job on a GPU that failed or was taken since must
+    move: it is terminated and waits in its queue place like a new job).  Waiting jobs are placed in queue order; when one does not
     fit, running jobs are preempted from the back of the queue (lowest priority first), one at
     a time, until it fits; placement stops at the first job that still does not fit.  A job
     preempted this way waits like any other when its turn comes (as in the artifact), but it
@@ -37,7 +38,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..model import RoundInstance
+from ..model import GpuState, RoundInstance
 from ..seeds import SeedLike
 from .base import (
     FreeGpus,
@@ -114,6 +115,8 @@ def place_sticky(
 ) -> GreedyPlacement:
     """Sticky packed placement with preemption from the back of the queue.
 
+    A running job keeps its GPUs unless one of them has failed or been taken (state ``FAILED`` or
+    ``BUSY``): such a job must move, and waits in its queue place like a new job.
     ``seed`` is unused; ``factors`` only choose among a job's GPU types.  With ``backfill`` a
     waiting job that does not fit, even after preempting every running job behind it, is
     skipped instead of ending the round; ``respect_types=False`` ignores GPU types.
@@ -133,8 +136,10 @@ def place_sticky(
     held: dict[int, np.ndarray] = {}
     for i, job in enumerate(jobs):
         if job.placement is not None:
-            held[i] = running_positions(instance, i)
-            free[held[i]] = False
+            now = running_positions(instance, i)
+            if (cl.state[now] == GpuState.FREE).all():  # else a GPU failed or was taken: it must move
+                held[i] = now
+                free[now] = False
     state = FreeGpus(cl, free)
     select = packed_job_select(instance, factors, respect_types)
     placed: dict[int, np.ndarray] = {}

@@ -51,16 +51,10 @@ def place(
     check_preemptible(instance)
     cl = instance.cluster
     jobs = instance.jobs
-    kept: dict[int, np.ndarray] = {}
-    for i, job in enumerate(jobs):
-        if job.placement is not None:
-            pos = running_positions(instance, i)
-            if (cl.state[pos] == GpuState.FREE).all():
-                kept[i] = pos
+    order = admission_order(instance, moving=True)  # a running job that must move: first among its priority
+    moving = set(order)
+    kept = {i: running_positions(instance, i) for i, j in enumerate(jobs) if j.placement is not None and i not in moving}
     free = instance.free_gpus - sum(p.size for p in kept.values())
-    homeless = [i for i, j in enumerate(jobs) if j.placement is not None and i not in kept]
-    order = sorted([*homeless, *admission_order(instance)],  # a running job first among its priority
-                   key=lambda i: (-jobs[i].priority, jobs[i].placement is None, i))
     admitted: list[int] = []
     for i in order:
         lower = victim_order(instance, [k for k in kept if jobs[k].priority < jobs[i].priority])
