@@ -581,6 +581,8 @@ def status_line(result: Any) -> str:
         return f"infeasible: {result.message}" if result.message else "infeasible"
     if status == Status.FALLBACK:
         below = f", bound {gap} below" if gap is not None else ", no bound"
+        if not result.placements and result.message:  # no greedy answer held the given jobs
+            return "time limit: nothing placed (see the note)"
         return f"time limit: greedy answer{below}"
     if result.bound is None:
         return "feasible (greedy: no bound)" if result.backend is None else "feasible, no bound"
@@ -745,6 +747,16 @@ def _report_error(exc: Exception) -> int:
 _EXIT_AT_ONCE: list[bool] = []
 
 
+def _ignore_sigint() -> None:
+    """The command's work is done and its output written: a Ctrl-C from now on changes nothing.
+    Without this, one during the interpreter's teardown (after Python restored ``SIG_DFL``) killed
+    the finished process by the signal, exit -2, as if it had been interrupted."""
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run(argv: Sequence[str] | None = None) -> NoReturn:
     """The ``pal-opt`` entry point: :func:`main`, then exit with its code.
 
@@ -754,7 +766,12 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     ``solve --time-limit``, whose limit bounds the whole command: the interpreter's teardown
     takes 0.2-0.6 s once a solver library is loaded.  Output files are complete and closed by then.
     """
-    code = main(argv)
+    try:
+        code = main(argv)
+    except KeyboardInterrupt:  # a Ctrl-C just after main() put Python's handler back
+        _error(f"{PROG}: interrupted")
+        code = 130
+    _ignore_sigint()
     base = sys.modules.get("pal_opt.ilp.backends.base")  # not imported: no solver ever ran
     if _EXIT_AT_ONCE or (base is not None and base.abandoned_solvers()):
         for stream in (sys.stdout, sys.stderr):

@@ -499,3 +499,19 @@ def test_given_typed_jobs_the_solver_finds_no_solution_for_place_none_and_say_wh
     assert res.message == (f"{backend} found no solution (time limit); none of the given jobs is placed: jobs a, "
                            "b, c need 16 GPUs and may not all get GPUs of their types at once (free per type: aws 8, "
                            "rtx 8; no greedy claim was found, infeasibility is not proven); each fits alone")
+
+
+def test_the_cli_status_of_an_empty_fallback_says_nothing_was_placed(monkeypatch) -> None:
+    """The status line names no greedy answer where there was none (the note says why)."""
+    from pal_opt.cli import status_line
+    from pal_opt.ilp.backends import BACKENDS
+    from pal_opt.ilp.backends.base import BackendSolution, SolverStatus
+
+    def stopped(self, program, options, start=None):  # type: ignore[no-untyped-def]
+        return BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.1, 0.0, "time limit", {})
+
+    backend = available_backends()[0]
+    monkeypatch.setattr(BACKENDS[backend], "solve", stopped)
+    inst = _aws_rtx(Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
+    assert status_line(solve(inst, "ilp", jobs=["a", "b", "c"], backend=backend)) == "time limit: nothing placed (see the note)"
+    assert status_line(solve(inst, "ilp", backend=backend)) == "time limit: greedy answer, no bound"  # a + b held
