@@ -28,9 +28,19 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def _multiprocessing_helper(pid: int) -> bool:
+    """multiprocessing's forkserver and resource tracker: started by the first process pool in
+    this process (``pal_opt.parallel``), they live as long as it does, by design."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"multiprocessing.forkserver" in cmdline or b"multiprocessing.resource_tracker" in cmdline
+
+
 def own_children() -> list[int]:
-    """Direct children of this process."""
-    return children(os.getpid())
+    """Direct children of this process, other than multiprocessing's long-lived helpers."""
+    return [pid for pid in children(os.getpid()) if not _multiprocessing_helper(pid)]
 
 
 def cbc_dirs() -> set[str]:
