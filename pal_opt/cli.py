@@ -187,7 +187,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
     g = sub.add_parser("generate", help="write a synthetic round", description="Write a synthetic round.")
     g.add_argument("--nodes", type=pos_int, help="number of servers (or --cluster)")
     g.add_argument("--gpus-per-node", type=pos_int, help="GPUs per server (with --nodes)")
-    g.add_argument("--cluster", metavar="TYPE:NODESxGPUS,...",
+    g.add_argument("--cluster", metavar="TYPE:SERVERSxGPUS,...",
                    help="a cluster of several GPU types instead of --nodes/--gpus-per-node, e.g. aws:6x4,rtx:3x8")
     g.add_argument("--guaranteed-fraction", type=finite, default=0.0, metavar="F",
                    help="with --cluster: probability that a job is guaranteed on one GPU type (default 0)")
@@ -205,12 +205,12 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
         help="probability that a queued job is already running (default 0)",
     )
     add_restart_arguments(g)
-    g.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
+    g.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round (default pal-artifact)")
     g.add_argument(
         "--measurements", type=input_file, metavar="DIR",
         help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR instead of the synthetic model",
     )
-    g.add_argument("--name", type=nonempty, help="round name")
+    g.add_argument("--name", type=nonempty, help="round name (default: synthetic-NODESxGPUS-jJOBS-sSEED)")
     g.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",
                    help="file to write")
     g.set_defaults(func=_cmd_generate)
@@ -264,7 +264,7 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     b.add_argument("--gpus", type=input_file, required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
     b.add_argument("--jobs", type=input_file, required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
     b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
-    b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round")
+    b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round (default pal-artifact)")
     add_restart_arguments(b)
     b.add_argument("--name", type=nonempty, help="round name (default: the GPU table's file name)")
     b.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json",

@@ -360,12 +360,13 @@ def add_exact_arguments(
                         help="queue rule: prefix (default) stops at the first job that does not fit, backfill "
                              "skips it (greedy methods too)")
     limit = ("wall-clock seconds for the whole command, counted from its start: the best answer by "
-             "then, at worst the greedy one" if time_limit_default is None else
+             "then, at worst the greedy one (default: none, until proven optimal or --gap)"
+             if time_limit_default is None else
              f"wall-clock seconds per round (default {time_limit_default:g})")
     ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help=time_limit_help or limit)
     ex.add_argument("--gap", type=nonneg_float, default=None, metavar="G",
-                    help="relative gap target on the geometric-mean slowdown")
-    ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads")
+                    help="relative gap target on the geometric-mean slowdown (default 0: proven optimal)")
+    ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads (default: each solver's own default)")
     ex.add_argument("--backend-param", type=key_value, action="append", default=None, metavar="KEY=VALUE",
                     help="pass an option straight to the solver (repeatable), e.g. presolve=off")
     if parts:

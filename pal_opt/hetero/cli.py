@@ -81,8 +81,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("trace", type=input_file, help="workload CSV")
     p.add_argument("--trace-format", choices=TRACE_FORMATS, default="auto",
                    help="auto (from the header) or sia (newTrace); pal (Sia-Philly) traces are replayed by "
-                        "'pal-opt simulate', on a cluster of one GPU type")
-    p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="NAME:NODESxGPUS,...",
+                        "'pal-opt simulate', on a cluster of one GPU type (default auto)")
+    p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="TYPE:SERVERSxGPUS,...",
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
     p.add_argument("--profiles", type=input_file, required=True, metavar="DIR",
                    help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
@@ -94,12 +94,12 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--ilp-mode", choices=ILP_MODES, default=None,
                    help=ILP_MODE_HELP)
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw (default 0)")
-    p.add_argument("--round", type=positive_float, default=60.0, metavar="S", help="round length in seconds (default 60)")
+    p.add_argument("--round", type=positive_float, default=60.0, metavar="R", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
-    p.add_argument("--backend", type=nonempty, default="highs", metavar="NAME",
+    p.add_argument("--backend", type=nonempty, default=None, metavar="NAME",
                    help=f"solver of the round program: {', '.join(b.value for b in BackendName)} or any "
-                        "registered backend (default highs)")
+                        "registered backend (default: the first installed, as for pal-opt simulate)")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="seconds per round program (default: until proven optimal)")
     p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
@@ -219,12 +219,13 @@ def run(args: argparse.Namespace) -> int:
         raise OptionError(f"--out: directory {str(parent)!r} does not exist")
     from ..ilp.backends import get_backend
 
-    get_backend(args.backend)  # an unknown or missing solver is reported before any work
+    # an unknown or missing solver is reported before any work; the result names the one used
+    backend = get_backend(args.backend).name
     workload, apps, cluster = _load(args)
     from .gpus import Layout, draw_variability, parse_variability
 
     variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster), seed=args.seed)
-    params = SiaParams(backend=args.backend, time_limit=args.time_limit)
+    params = SiaParams(backend=backend, time_limit=args.time_limit)
     config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
                        method=args.policy, variability=variability,
                        **ilp_mode_config(getattr(args, "ilp_mode", None), args.policy))

@@ -83,7 +83,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--backend", metavar="NAME", default=None,
                    help="with --method ip: the solver backend (highs, cpsat, cbc; default: the first installed)")
     p.add_argument("--time-limit", type=_positive_number, metavar="SECONDS", default=None,
-                   help="with --method ip: seconds per integer program; one not proven optimal in time is an error")
+                   help="with --method ip: seconds per integer program; one not proven optimal in time is an error "
+                        "(default: none)")
     p.set_defaults(func=run)
     return p
 

@@ -69,7 +69,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("trace", type=input_file, help="trace CSV file")
     p.add_argument("--trace-format", choices=("auto", "pal", "sia"), default="auto",
                    help="auto (from the CSV header), pal (job_id,num_gpus,submit_time,duration,model) or sia "
-                        "(newTrace: name,time,application,num_replicas,batch_size; a cluster of GPU types)")
+                        "(newTrace: name,time,application,num_replicas,batch_size; a cluster of GPU types); default auto")
     p.add_argument("--cluster", default=None,
                    help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4); sia: TYPE:SERVERSxGPUS,... "
                         "(default aws:6x4,rtx:3x8,dgx-ext:2x8)")
@@ -104,10 +104,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "(without either option: the shared Longhorn files if present, else the synthetic model, "
                         "with a warning)")
     p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
-                   help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw")
+                   help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw (default numpy)")
     p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
-                   help="class of models the trace names but pal-opt does not know")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy")
+                   help="class of models the trace names but pal-opt does not know (default: none; such a model is an error)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy (default 0)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
                    help="result file (written atomically); several policies: {\"policies\": [...], "
                         "\"results\": {policy: result}}")
