@@ -105,7 +105,7 @@ def _pct(x: Any) -> str:
 
 def report(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["# Warm re-solve: 5 % of the jobs changed since the last round", "", "Machine:", "",
-             *[f"- {m}" for m in machine()], "",
+             *machine(), "",
              f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} queued jobs per GPU, λ = 1.7, Longhorn "
              f"measurements; each next round: {CHANGE:.0%} of the jobs finish, as many arrive.  Both solves: "
              f"`pal_opt.solve(round, \"ilp\", backend=\"highs\", gap={GAP})` in one process, cold then warm "
