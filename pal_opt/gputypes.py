@@ -47,7 +47,7 @@ __all__ = [
 
 
 def parse_cluster_spec(text: str) -> list[tuple[str, int, int]]:
-    """``NAME:NODESxGPUS[,NAME:NODESxGPUS...]`` as (type name, servers, GPUs per server), in order.
+    """``TYPE:SERVERSxGPUS[,TYPE:SERVERSxGPUS...]`` as (type name, servers, GPUs per server), in order.
 
     >>> parse_cluster_spec("aws:6x4,rtx:3x8")
     [('aws', 6, 4), ('rtx', 3, 8)]
@@ -62,7 +62,7 @@ def parse_cluster_spec(text: str) -> list[tuple[str, int, int]]:
         name, sep, size = item.strip().partition(":")
         nodes, x, gpus = size.lower().partition("x")
         if not (sep and x and name and nodes.isdigit() and gpus.isdigit()):
-            raise OptionError(f"--cluster: expected NAME:NODESxGPUS[,...] (e.g. aws:6x4), got {item.strip()!r}")
+            raise OptionError(f"--cluster: expected TYPE:SERVERSxGPUS[,...] (e.g. aws:6x4), got {item.strip()!r}")
         if int(nodes) < 1 or int(gpus) < 1:
             raise OptionError(f"--cluster: {name} needs at least one node and one GPU per node, got {size}")
         if name in [o[0] for o in out]:

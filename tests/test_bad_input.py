@@ -531,7 +531,7 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         # an empty --cluster is not the default cluster
         (["simulate", "{trace}", "--cluster", "", "-o", "{out}"], "--cluster must look like 16x4"),
         (["simulate", "{trace}", "--trace-format", "sia", "--profiles", "{tmp}", "--cluster", "", "-o", "{out}"],
-         "--cluster: expected NAME:NODESxGPUS"),
+         "--cluster: expected TYPE:SERVERSxGPUS"),
     ],
 )
 def test_bad_options(argv, expected, tmp_path, capsys):

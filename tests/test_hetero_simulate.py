@@ -341,7 +341,7 @@ def test_cli_writes_the_result(sia_dir: Path, tmp_path: Path, capsys: pytest.Cap
     ("args", "message"),
     [
         (["--cluster", "aws:6x4,h100:2x8"], "no profile for GPU type 'h100'"),
-        (["--cluster", "aws-6x4"], "--cluster: expected NAME:NODESxGPUS"),
+        (["--cluster", "aws-6x4"], "--cluster: expected TYPE:SERVERSxGPUS"),
         (["--trace-format", "pal"], "simulate-sia replays Sia newTrace workloads"),
         (["--round", "0"], "--round"),
         (["--backend", "gurobi"], "unknown backend 'gurobi'"),

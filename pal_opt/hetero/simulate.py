@@ -257,7 +257,7 @@ def check_cluster(cluster: Sequence[GpuType], apps: Mapping[str, Application], s
                 )
 
 
-#: ``NAME:NODESxGPUS[,...]`` -> [(type name, servers, GPUs per server)]; the core's parser
+#: ``TYPE:SERVERSxGPUS[,...]`` -> [(type name, servers, GPUs per server)]; the core's parser
 #: (:func:`pal_opt.gputypes.parse_cluster_spec`), which ``pal-opt generate --cluster`` reads too.
 parse_cluster = parse_cluster_spec
 
