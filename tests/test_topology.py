@@ -284,6 +284,22 @@ def test_kubernetes_example_levels_and_states(caplog):
     assert failed.sum() == 8 and {cl.server_ids[s] for s in cl.server_of[failed].tolist()} == {"gke-a3-mega-pool-05"}
 
 
+def test_kubernetes_node_list_of_a_large_cluster_is_read(tmp_path):
+    # kubectl prints 15-25 kB a node (status.images lists up to 50 images): a 4,000-node list is
+    # past the 64 MiB and 2,000,000 values other inputs may have, and was refused
+    from pal_opt.io.textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUES
+
+    many = [0] * DEFAULT_MAX_VALUES  # stands for the values of thousands of nodes (small ints: cheap)
+    doc = {"kind": "List", "items": [node("n1", status={"volumesInUse": many}), node("n2")]}
+    path = tmp_path / "nodes.json"
+    with path.open("w") as fh:
+        fh.write(json.dumps(doc, separators=(",", ":"))[:-1])
+        fh.write(" " * (DEFAULT_MAX_BYTES - fh.tell() + 1) + "}")
+    assert path.stat().st_size > DEFAULT_MAX_BYTES
+    topo = load_nodes(path)
+    assert topo.hosts == ("n1", "n2") and len(topo.gpu_ids) == 16
+
+
 def test_empty_down_and_resource_are_errors():
     """In the API as on the command line: an empty host list or resource name is not 'none'."""
     with pytest.raises(OptionError, match="--down: empty host list"):
