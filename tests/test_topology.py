@@ -174,6 +174,41 @@ def test_slurm_uneven_tree_and_nested_switch_lists():
     assert set(h.levels[2].group_of.values()) == {"top"}
 
 
+def test_slurm_fat_tree_lists_a_leaf_under_every_spine():
+    # slurmibtopology writes a two-level fat tree so: each spine lists every leaf; Slurm accepts it
+    text = ("SwitchName=ibsw1 Nodes=gpu[01-02]\nSwitchName=ibsw2 Nodes=gpu[03-04]\nSwitchName=ibsw3 Nodes=gpu05\n"
+            "SwitchName=ibsw4 Switches=ibsw[1-2]\nSwitchName=ibsw5 Switches=ibsw[1-2]\n"
+            "SwitchName=ibsw6 Switches=ibsw3\nSwitchName=core Switches=ibsw[4-6]\n")
+    h = parse_topology_conf(text)
+    assert [lv.name for lv in h.levels] == ["switch-1", "switch-2", "switch-3"]
+    assert dict(h.levels[0].group_of) == {"gpu01": "ibsw1", "gpu02": "ibsw1", "gpu03": "ibsw2", "gpu04": "ibsw2",
+                                          "gpu05": "ibsw3"}
+    # the spines above ibsw1 and ibsw2 join their nodes: one group at that level
+    assert dict(h.levels[1].group_of) == {**{f"gpu0{i}": "ibsw[4-5]" for i in range(1, 5)}, "gpu05": "ibsw6"}
+    assert set(h.levels[2].group_of.values()) == {"core"} and h.notes == ()
+
+
+def test_slurm_node_under_two_leaf_switches_is_a_warning(tmp_path, caplog):
+    # Slurm warns "Multiple leaf switches contain nodes" and goes on; so does the import, at use
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s0 Nodes=n[1-4]\nSwitchName=s1 Nodes=n[4-5]\nSwitchName=s2 Nodes=n6\n"
+                    "SwitchName=top Switches=s[0-2]\n")
+    with caplog.at_level(logging.WARNING, logger="pal_opt.topology"):
+        topo = load_slurm(conf, gpus_per_node=2)
+        assert not caplog.records  # said when the topology is used, so a failed import prints one line
+        cl = to_cluster(topo)
+    assert cl.rack_ids == ("s[0-1]", "s2")
+    assert [cl.rack_ids[cl.rack_of_server[s]] for s in range(6)] == ["s[0-1]"] * 5 + ["s2"]
+    assert any("more than one leaf switch: n4" in r.getMessage() for r in caplog.records)
+
+
+def test_slurm_reads_key_value_as_slurm_does():
+    # white space around '=' and double-quoted values, as Slurm's configuration parser allows
+    h = parse_topology_conf('SwitchName = s0 Nodes = "n[1-2]"\nswitchname=top SWITCHES="s0"\n')
+    assert h.hosts == ("n1", "n2") and dict(h.levels[1].group_of) == {"n1": "top", "n2": "top"}
+    assert parse_slurm_conf_gpus('NodeName = n[1-2] Feature="a100, ib" Gres = gpu:4\n') == {"n1": 4, "n2": 4}
+
+
 def test_slurm_block_topology():
     h = parse_topology_conf("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4,8\n")
     assert [lv.name for lv in h.levels] == ["block"]
@@ -205,9 +240,10 @@ SLURM_BAD = [
     ("SwitchName=s0 Nodes=n1\nSwitchName=s1 Switches=s2\nSwitchName=s2 Switches=s1\n", "line [23]", "cycle"),
     ("SwitchName=s0 Switches=s0\n", "line 1", "cycle"),
     ("SwitchName=s0 Nodes=n1\nSwitchName=top Switches=s[0-1]\n", "line 2, Switches", "unknown switch 's1'"),
-    ("SwitchName=s0 Nodes=n[1-4]\nSwitchName=s1 Nodes=n[4-5]\n", "line 2, Nodes", "'n4' is also under leaf switch 's0'"),
-    ("SwitchName=s0 Nodes=n1\nSwitchName=a Switches=s0\nSwitchName=b Switches=s0\n", "line 3, Switches",
-     "'s0' is also under switch 'a'"),
+    ("BlockName=b0 Nodes=n[1-4]\nBlockName=b1 Nodes=n[4-5]\n", "line 2, Nodes", "'n4' is also in block 'b0'"),
+    ("---\n- topology: topo1\n  tree:\n", "line 1", "topology.yaml, which pal-opt does not read"),
+    ("SwitchName=s0 Nodes=\n", "line 1", "Nodes has no value"),
+    ('SwitchName=s0 Nodes="n1\n', "line 1", "bad quoting in the value of Nodes"),
     ("SwitchName=s0 Nodes=n1 Switches=s1\nSwitchName=s1 Nodes=n2\n", "line 1", "both Nodes and Switches"),
     ("SwitchName=s0 Nodes=n1\nSwitchName=s0 Nodes=n2\n", "line 2", "defined twice"),
     ("# comment\n\nSwitchName=s0 Nodes=n1 Speed=1\n", "line 3", "unknown parameter 'Speed'"),
@@ -246,6 +282,22 @@ def test_kubernetes_example_levels_and_states(caplog):
     assert cl.server_sizes.tolist() == [8] * 8
     failed = cl.state == GpuState.FAILED
     assert failed.sum() == 8 and {cl.server_ids[s] for s in cl.server_of[failed].tolist()} == {"gke-a3-mega-pool-05"}
+
+
+def test_kubernetes_node_list_of_a_large_cluster_is_read(tmp_path):
+    # kubectl prints 15-25 kB a node (status.images lists up to 50 images): a 4,000-node list is
+    # past the 64 MiB and 2,000,000 values other inputs may have, and was refused
+    from pal_opt.io.textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_VALUES
+
+    many = [0] * DEFAULT_MAX_VALUES  # stands for the values of thousands of nodes (small ints: cheap)
+    doc = {"kind": "List", "items": [node("n1", status={"volumesInUse": many}), node("n2")]}
+    path = tmp_path / "nodes.json"
+    with path.open("w") as fh:
+        fh.write(json.dumps(doc, separators=(",", ":"))[:-1])
+        fh.write(" " * (DEFAULT_MAX_BYTES - fh.tell() + 1) + "}")
+    assert path.stat().st_size > DEFAULT_MAX_BYTES
+    topo = load_nodes(path)
+    assert topo.hosts == ("n1", "n2") and len(topo.gpu_ids) == 16
 
 
 def test_empty_down_and_resource_are_errors():
@@ -554,7 +606,7 @@ def _bad_inputs(tmp_path: Path) -> list[list[object]]:
     return [
         ["slurm", _write(tmp_path, "cycle.conf", "SwitchName=a Switches=b\nSwitchName=b Switches=a\n"),
          "--gpus-per-node", 4],
-        ["slurm", _write(tmp_path, "two.conf", "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n2\n"),
+        ["slurm", _write(tmp_path, "two.conf", "BlockName=a Nodes=n[1-2]\nBlockName=b Nodes=n2\n"),
          "--gpus-per-node", 4],
         ["slurm", _write(tmp_path, "bin.conf", "SwitchName=a\x00"), "--gpus-per-node", 4],
         ["slurm", TOPOLOGY_CONF],  # no GPU count

@@ -54,10 +54,12 @@ class TopologyLevel(NamedTuple):
 
 
 class Hierarchy(NamedTuple):
-    """Hosts in file order and the levels of groups above them, innermost first."""
+    """Hosts in file order, the levels of groups above them, innermost first, and warnings about
+    the file (logged when the topology is used, :func:`log_collapse`)."""
 
     hosts: tuple[Any, ...]
     levels: tuple[TopologyLevel, ...]
+    notes: tuple[str, ...] = ()
 
 
 def check_levels(hosts: Sequence[Any], levels: Sequence[TopologyLevel], source: str | None = None) -> None:
@@ -106,6 +108,9 @@ class Topology:
     throughput
         ``{class: {GPU type: relative throughput}}`` when the file gives one (GraphML can);
         None otherwise.
+    notes
+        Warnings about the file that do not stop the import (a Slurm node under two leaf
+        switches), logged by :func:`log_collapse` once the input is known to be good.
     """
 
     hosts: tuple[Any, ...]
@@ -117,6 +122,7 @@ class Topology:
     source: str = "<memory>"
     gpu_types: tuple[str, ...] | None = None
     throughput: Mapping[str, Mapping[str, float]] | None = None
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values()):
@@ -135,11 +141,13 @@ class Topology:
         *,
         source: str = "<memory>",
         types: Mapping[Any, str] | None = None,
+        notes: tuple[str, ...] = (),
     ) -> Topology:
         """Hosts with ``gpus[host]`` GPUs each, numbered 0, 1, ... in host order.
 
         ``failed[host]`` of a host's GPUs (its highest local indices) are out of service.
-        ``types[host]`` is the GPU type of a host's GPUs (all hosts, or None).
+        ``types[host]`` is the GPU type of a host's GPUs (all hosts, or None).  ``notes``: the
+        reader's warnings (:attr:`notes`).
         Hosts without GPUs are left out (they cannot take a GPU job).
         """
         failed = failed or {}
@@ -155,7 +163,8 @@ class Topology:
         state = np.where(out, GpuState.FAILED, GpuState.FREE).astype(np.int8)
         lv = tuple(TopologyLevel(x.name, {h: x.group_of[h] for h in kept}) for x in levels)
         per_gpu = tuple(str(types[kept[h]]) for h in gpu_host.tolist()) if types is not None else None
-        return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source, per_gpu)
+        return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source, per_gpu,
+                   notes=notes)
 
     @property
     def level_names(self) -> tuple[str, ...]:
@@ -191,9 +200,12 @@ def _distinct(level: TopologyLevel, hosts: Sequence[Any]) -> int:
 
 
 def log_collapse(topology: Topology) -> None:
-    """Log what :func:`to_cluster` collapses into the cluster level: a warning naming the levels
-    that have more than one group (the model loses them), an INFO note for single-group ones."""
+    """Log the reader's :attr:`Topology.notes` as warnings, and what :func:`to_cluster` collapses
+    into the cluster level: a warning naming the levels that have more than one group (the model
+    loses them), an INFO note for single-group ones."""
     top = topology
+    for note in top.notes:
+        logger.warning("%s: %s", top.source, note)
     collapsed = top.levels[1:]
     lost = [lv.name for lv in collapsed if _distinct(lv, top.hosts) > 1]
     if lost:

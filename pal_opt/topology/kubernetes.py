@@ -3,7 +3,8 @@
 Nodes in
 --------
 The input is what ``kubectl get nodes -o json`` prints: a ``List`` (or ``NodeList``) whose
-``items`` are ``Node`` objects (a single ``Node`` object is read as a list of one).  Per node:
+``items`` are ``Node`` objects (a single ``Node`` object is read as a list of one), up to
+:data:`NODE_LIST_MAX_BYTES` (a large cluster's list is far past other inputs' 64 MiB).  Per node:
 
 ``metadata.name``
     The server id (what a pod is bound to).
@@ -71,6 +72,8 @@ __all__ = [
     "GPU_RESOURCE",
     "GPU_PRODUCT_LABEL",
     "OUT_OF_SERVICE_TAINTS",
+    "NODE_LIST_MAX_BYTES",
+    "NODE_LIST_MAX_VALUES",
     "group_labels",
     "parse_nodes",
     "load_nodes",
@@ -97,6 +100,13 @@ OUT_OF_SERVICE_TAINTS: frozenset[str] = frozenset({
     "node.kubernetes.io/unreachable",
     "node.kubernetes.io/out-of-service",
 })
+
+#: Largest node list read, in bytes.  ``kubectl get nodes -o json`` prints 15-25 kB a node
+#: (``status.images`` alone lists up to 50 images), so the 64 MiB of other inputs held about
+#: 3,000 nodes; this admits about 25,000.  Parsing takes about three times the file in memory.
+NODE_LIST_MAX_BYTES: int = 512 * 1024 * 1024
+#: Most JSON values a node list may hold (about 200 a node; other inputs: 2,000,000).
+NODE_LIST_MAX_VALUES: int = 8_000_000
 
 logger = logging.getLogger("pal_opt.topology")
 _WHOLE = re.compile(r"\d{1,9}")
@@ -229,6 +239,8 @@ def parse_nodes(
     if not isinstance(resource, str) or not resource.strip():
         raise OptionError(f"--gpu-resource: must be a resource name such as {GPU_RESOURCE}, got {resource!r}")
     groups = group_labels(levels)
+    hint = ("; the default levels are GKE's: name your cluster's with --levels, e.g. "
+            f"topology.kubernetes.io/zone,{HOSTNAME_LABEL}") if tuple(levels) == DEFAULT_LEVELS else ""
     hosts: list[str] = []
     gpus: dict[str, int] = {}
     failed: dict[str, int] = {}
@@ -247,7 +259,7 @@ def parse_nodes(
         for lb in groups:
             v = node.labels.get(lb)
             if not v:
-                raise InstanceError(f"GPU node {node.name!r} has no label {lb!r} (a --levels label)" if v is None else
+                raise InstanceError(f"GPU node {node.name!r} has no label {lb!r} (a --levels label{hint})" if v is None else
                                     f"is empty; GPU node {node.name!r} needs a value for this --levels label",
                                     source=source, path=f"items[{k}].metadata.labels" + ("" if v is None else f'["{lb}"]'))
             values.append(v)
@@ -284,11 +296,13 @@ def _gpu_products(products: Mapping[str, tuple[Any, int]], source: str) -> dict[
 def load_nodes(
     path: str | os.PathLike[str], *, levels: Sequence[str] = DEFAULT_LEVELS, resource: str = GPU_RESOURCE
 ) -> Topology:
-    """Read a ``kubectl get nodes -o json`` file (guarded JSON reading, :func:`pal_opt.io.load_json`)."""
+    """Read a ``kubectl get nodes -o json`` file (guarded JSON reading, :func:`pal_opt.io.load_json`,
+    up to :data:`NODE_LIST_MAX_BYTES` and :data:`NODE_LIST_MAX_VALUES`)."""
     from ..io import load_json
 
     src = os.fspath(path)
-    return parse_nodes(load_json(path, what="node list"), levels=levels, resource=resource, source=src)
+    doc = load_json(path, what="node list", max_bytes=NODE_LIST_MAX_BYTES, max_values=NODE_LIST_MAX_VALUES)
+    return parse_nodes(doc, levels=levels, resource=resource, source=src)
 
 
 def pod_placements(

@@ -9,18 +9,27 @@ The two forms of Slurm's ``topology.conf(5)`` are read:
 * **topology/block**: ``BlockName=NAME Nodes=HOSTLIST`` lines and an optional
   ``BlockSizes=`` line (ignored).
 
-Parameter names are case-insensitive, ``#`` starts a comment, a line ending in ``\\``
-continues on the next, and node and switch lists are hostlist expressions
-(:mod:`~pal_opt.topology.hostlist`).  Rejected, with the file and line: unknown keys, a key
-twice on one line, a switch defined twice, a switch with both ``Nodes`` and ``Switches``, a
-child switch that is never defined, a switch under two parents, a cycle of switches, a node
-under two leaf switches (or in two blocks), and a file that lists no node.
+Lines are read as Slurm's configuration parser reads them: parameter names are
+case-insensitive, white space may surround ``=``, a value may be in double quotes, ``#``
+starts a comment, a line ending in ``\\`` continues on the next, and node and switch lists are
+hostlist expressions (:mod:`~pal_opt.topology.hostlist`).  Rejected, with the file and line:
+unknown keys, a key twice on one line, a switch defined twice, a switch with both ``Nodes``
+and ``Switches``, a child switch that is never defined, a cycle of switches (a switch among its
+own descendants), a node in two blocks, a file that lists no node, and Slurm's newer
+``topology.yaml`` (named as such).
+
+As in Slurm, a switch may be listed under several parents (a fat tree: every spine lists every
+leaf), and a node under several leaf switches (Slurm warns; so does the import, naming the
+nodes).
 
 Levels (:class:`~pal_opt.topology.hierarchy.TopologyLevel`, innermost first): ``switch-1`` is
 each node's leaf switch, ``switch-2`` the switch above that, and so on; in an uneven tree a
-node whose chain of switches ends early keeps its topmost switch at the higher levels.  A block
-topology has the one level ``block``.  In pal-opt's model the leaf switch (or block) is the
-rack; every switch above it collapses into the cluster level (:func:`~pal_opt.topology.to_cluster`).
+node whose chain of switches ends early keeps its topmost switch at the higher levels.  Nodes
+that share a switch at a level, directly or through other nodes, form one group there, named
+by its switches as a hostlist (two spines above the same leaves: ``spine[1-2]``; leaf switches
+sharing a node: ``leaf[1-2]``); in a plain tree a group is its one switch.  A block topology has
+the one level ``block``.  In pal-opt's model the leaf switch (or block) is the rack; every switch
+above it collapses into the cluster level (:func:`~pal_opt.topology.to_cluster`).
 
 GPUs per node
 -------------
@@ -47,10 +56,10 @@ heterogeneous-job component per GPU count, separated by ``:``.
 from __future__ import annotations
 
 import csv
+import graphlib
 import io
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +80,9 @@ __all__ = [
     "slurm_placement_text",
 ]
 
+_KEY_VALUE = re.compile(r'\s*([^\s="]+)\s*=\s*(?:"([^"]*)"|([^\s"]+))(?=\s|$)\s*')
+_YAML_START = re.compile(r"---|-?\s*(topology|cluster_default|tree|block|flat)\s*:", re.IGNORECASE)
+_NODENAME = re.compile(r"\s*nodename\s*=", re.IGNORECASE)
 _TOPO_KEYS = {"switchname", "switches", "nodes", "linkspeed", "blockname", "blocksizes"}
 _GRES_COUNT = re.compile(r"(\d{1,12})([kKmMgG]?)")
 _MULTIPLIER = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -99,13 +111,33 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def _tokens(line: str, number: int, source: str) -> list[tuple[str, str]]:
+    """``(key, value)`` pairs of a line as Slurm's configuration parser reads them: ``KEY=VALUE``,
+    white space allowed around ``=``, a value in double quotes may hold white space."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(line):
+        m = _KEY_VALUE.match(line, pos)
+        if m is None:
+            token = line[pos:].split()[0]
+            key, eq, rest = line[pos:].strip().partition("=")
+            value = rest.split(None, 1)[0] if rest.strip() else ""
+            if not eq or not key or any(c.isspace() or c == '"' for c in key.strip()):
+                what = f"expected KEY=VALUE, got {token!r}"
+            elif '"' in value:
+                what = f"bad quoting in the value of {key.strip()}: {rest.strip()!r}"
+            else:
+                what = f"{key.strip()} has no value"
+            raise InstanceError(what, source=source, path=f"line {number}")
+        out.append((m.group(1), m.group(2) if m.group(2) is not None else m.group(3)))
+        pos = m.end()
+    return out
+
+
 def _pairs(line: str, number: int, source: str) -> dict[str, str]:
     """``{lower-case key: value}`` of a topology.conf line; unknown or repeated keys are errors."""
     out: dict[str, str] = {}
-    for token in line.split():
-        key, eq, value = token.partition("=")
-        if not eq or not key:
-            raise InstanceError(f"expected KEY=VALUE, got {token!r}", source=source, path=f"line {number}")
+    for key, value in _tokens(line, number, source):
         low = key.lower()
         if low not in _TOPO_KEYS:
             raise InstanceError(f"unknown parameter {key!r} (topology.conf knows SwitchName, Switches, Nodes, "
@@ -139,7 +171,11 @@ def _read_groups(text: str, source: str) -> tuple[dict[str, _Group], str]:
     """The switches (or blocks) of a topology.conf, and which of the two forms it uses."""
     groups: dict[str, _Group] = {}
     form = ""
-    for number, line in _logical_lines(text):
+    lines = _logical_lines(text)
+    if lines and _YAML_START.match(lines[0][1]):
+        raise InstanceError("looks like Slurm's topology.yaml, which pal-opt does not read: give the topology.conf "
+                            "form (SwitchName= or BlockName= lines)", source=source, path=f"line {lines[0][0]}")
+    for number, line in lines:
         kv = _pairs(line, number, source)
         at = f"line {number}"
         kind = "tree" if "switchname" in kv else "block" if "blockname" in kv else ""
@@ -166,43 +202,85 @@ def _read_groups(text: str, source: str) -> tuple[dict[str, _Group], str]:
     return groups, form
 
 
-def _parents(switches: Mapping[str, _Group], source: str) -> dict[str, str]:
-    """Each child switch's parent; unknown children, two parents and cycles are errors."""
-    parent: dict[str, str] = {}
+def _parents(switches: Mapping[str, _Group], source: str) -> dict[str, list[str]]:
+    """Each child switch's parents, in file order (a fat tree lists a leaf under every spine);
+    an unknown child and a cycle are errors."""
+    parents: dict[str, list[str]] = {}
     for sw in switches.values():
         for child in sw.children:
-            at = f"line {sw.line}, Switches"
             if child not in switches:
-                raise InstanceError(f"unknown switch {child!r} (no SwitchName={child} line)", source=source, path=at)
-            if child in parent:
-                first = switches[parent[child]]
-                raise InstanceError(f"switch {child!r} is also under switch {first.name!r} (line {first.line}); "
-                                    "a switch has one parent", source=source, path=at)
-            parent[child] = sw.name
-    for name in switches:
-        chain = [name]
-        while chain[-1] in parent:
-            nxt = parent[chain[-1]]
-            if nxt in chain:
-                loop = chain[chain.index(nxt):] + [nxt]
-                raise InstanceError(f"switches form a cycle: {' -> '.join(reversed(loop))} (each lists the next "
-                                    "in Switches=)", source=source,
-                                    path=f"line {switches[nxt].line}")
-            chain.append(nxt)
-    return parent
+                raise InstanceError(f"unknown switch {child!r} (no SwitchName={child} line)", source=source,
+                                    path=f"line {sw.line}, Switches")
+            parents.setdefault(child, []).append(sw.name)
+    graph = {name: sw.children for name, sw in switches.items()}
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        loop = exc.args[1]  # [a, b, ..., a], each a child of the next
+        raise InstanceError(f"switches form a cycle: {' -> '.join(reversed(loop))} (each lists the next "
+                            "in Switches=)", source=source, path=f"line {switches[loop[-2]].line}") from None
+    return parents
 
 
-def _leaf_of(groups: Mapping[str, _Group], source: str, what: str) -> dict[str, str]:
-    leaf: dict[str, str] = {}
+def _leaf_of(groups: Mapping[str, _Group], source: str, what: str) -> dict[str, list[str]]:
+    """Each node's groups (leaf switches or blocks), in file order; a node in two blocks is an error."""
+    leaf: dict[str, list[str]] = {}
     for g in groups.values():
         for node in g.nodes:
-            if leaf.setdefault(node, g.name) != g.name:
-                first = groups[leaf[node]]
-                raise InstanceError(f"node {node!r} is also under {what} {first.name!r} (line {first.line}); "
-                                    f"a node has one {what}", source=source, path=f"line {g.line}, Nodes")
+            seen = leaf.setdefault(node, [])
+            if seen and what == "block":
+                first = groups[seen[0]]
+                raise InstanceError(f"node {node!r} is also in block {first.name!r} (line {first.line}); "
+                                    "a node has one block", source=source, path=f"line {g.line}, Nodes")
+            seen.append(g.name)
     if not leaf:
         raise InstanceError("lists no node (no line has Nodes=)", source=source)
     return leaf
+
+
+def _group_name(switches: list[str]) -> str:
+    """A level's group: its one switch, or several switches as a hostlist (``spine[1-2]``)."""
+    if len(switches) == 1:
+        return switches[0]
+    try:
+        return compress_hostlist(switches)
+    except InstanceError:  # a switch name no hostlist can say
+        return "+".join(sorted(switches))
+
+
+def _tree_level(reach: Mapping[str, list[str]]) -> dict[str, str]:
+    """``{node: group}`` of one level from each node's switches at that level: nodes that share a
+    switch, directly or through other nodes, are in one group."""
+    up: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while up.setdefault(x, x) != x:
+            up[x] = up[up[x]]
+            x = up[x]
+        return x
+
+    for sws in reach.values():
+        for sw in sws[1:]:
+            up[find(sw)] = find(sws[0])
+    members: dict[str, list[str]] = {}
+    for sws in reach.values():
+        for sw in sws:
+            members.setdefault(find(sw), []).append(sw)
+    names = {root: _group_name(list(dict.fromkeys(sws))) for root, sws in members.items()}
+    return {node: names[find(sws[0])] for node, sws in reach.items()}
+
+
+def _tree_levels(leaf: Mapping[str, list[str]], parents: Mapping[str, list[str]]) -> tuple[TopologyLevel, ...]:
+    """The levels ``switch-1``, ``switch-2``, ... (module docstring): a node's switches at level
+    k+1 are the parents of its switches at level k (a switch without a parent stays)."""
+    reach = {node: list(sws) for node, sws in leaf.items()}
+    levels = [TopologyLevel("switch-1", _tree_level(reach))]
+    while True:
+        nxt = {n: list(dict.fromkeys(p for sw in sws for p in parents.get(sw, [sw]))) for n, sws in reach.items()}
+        if nxt == reach:
+            return tuple(levels)
+        reach = nxt
+        levels.append(TopologyLevel(f"switch-{len(levels) + 1}", _tree_level(reach)))
 
 
 def parse_topology_conf(text: str, source: str = "<memory>") -> Hierarchy:
@@ -218,21 +296,14 @@ def parse_topology_conf(text: str, source: str = "<memory>") -> Hierarchy:
     """
     groups, form = _read_groups(text, source)
     if form == "block":
-        leaf = _leaf_of(groups, source, "block")
-        return Hierarchy(tuple(leaf), (TopologyLevel("block", leaf),))
-    parent = _parents(groups, source)
+        blocks = {node: gs[0] for node, gs in _leaf_of(groups, source, "block").items()}
+        return Hierarchy(tuple(blocks), (TopologyLevel("block", blocks),))
+    parents = _parents(groups, source)
     leaf = _leaf_of(groups, source, "leaf switch")
-    chains: dict[str, list[str]] = {}
-    for node, sw in leaf.items():
-        chain = [sw]
-        while chain[-1] in parent:
-            chain.append(parent[chain[-1]])
-        chains[node] = chain
-    depth = max(len(c) for c in chains.values())
-    levels = tuple(
-        TopologyLevel(f"switch-{k + 1}", {n: c[min(k, len(c) - 1)] for n, c in chains.items()}) for k in range(depth)
-    )
-    return Hierarchy(tuple(leaf), levels)
+    multi = [node for node, sws in leaf.items() if len(sws) > 1]
+    notes = (f"nodes under more than one leaf switch: {compress_hostlist(multi)} (Slurm warns of these too); "
+             "leaf switches that share a node are taken as one rack",) if multi else ()
+    return Hierarchy(tuple(leaf), _tree_levels(leaf, parents), notes)
 
 
 def _gres_gpus(spec: str, number: int, source: str) -> int:
@@ -262,13 +333,9 @@ def parse_slurm_conf_gpus(text: str, source: str = "<memory>") -> dict[str, int]
     out: dict[str, int] = {}
     line_of: dict[str, int] = {}
     for number, line in _logical_lines(text):
-        try:
-            tokens = shlex.split(line)
-        except ValueError as exc:
-            raise InstanceError(f"cannot split the line: {exc}", source=source, path=f"line {number}") from None
-        kv = {k.lower(): v for k, eq, v in (t.partition("=") for t in tokens) if eq}
-        if "nodename" not in kv or not tokens[0].lower().startswith("nodename="):
+        if _NODENAME.match(line) is None:
             continue
+        kv = {k.lower(): v for k, v in _tokens(line, number, source)}
         count = _gres_gpus(kv["gres"], number, source) if "gres" in kv else default
         if kv["nodename"].lower() == "default":
             default = count
@@ -330,7 +397,7 @@ def load_slurm(
         if unknown:
             raise OptionError(f"--down: node {unknown[0]!r} is not in {src}")
         failed = {n: gpus[n] for n in names}
-    return Topology.from_counts(hier.hosts, hier.levels, gpus, failed, source=src)
+    return Topology.from_counts(hier.hosts, hier.levels, gpus, failed, source=src, notes=hier.notes)
 
 
 def _sbatch(job: JobHosts) -> str:
