@@ -12,11 +12,8 @@ import pytest
 
 from pal_opt.cli import build_parser
 
-#: Options whose help does not yet give their default, in modules this test does not own (the
-#: topology importers' ``--binning``); remove an entry once its help says it.
-KNOWN_WITHOUT_DEFAULT = {
-    "import slurm --binning", "import k8s --binning", "import graphml --binning",
-}
+#: Options whose help does not yet give their default (none today); remove an entry once its help says it.
+KNOWN_WITHOUT_DEFAULT: set[str] = set()
 
 
 def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[

@@ -60,7 +60,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=nonneg_int, help="seed for --measurements (default 0)")
     p.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     p.add_argument("--binning", choices=[b.value for b in Binning], default="pal-artifact",
-                   help="binning mode stored in the round")
+                   help="binning mode stored in the round (default pal-artifact)")
     add_restart_arguments(p)
     p.add_argument("--name", type=nonempty, help="round name (default: the topology file's name)")
     p.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar="INSTANCE.json", help="file to write")
