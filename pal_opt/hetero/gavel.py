@@ -41,12 +41,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendError, InstanceError, OptionError
+from ..ilp.program import Program
 from .configs import GpuType
 from .gpus import Layout
 from .policy import RoundStats, rigid_problem, rigid_throughputs
 from .simjob import SimJob
 
-__all__ = ["GavelAllocation", "gavel_allocation", "GavelPolicy", "gavel_policy", "UNSEEN_PRIORITY", "GAVEL_ROUND"]
+__all__ = ["GavelAllocation", "gavel_allocation", "gavel_program", "GavelPolicy", "gavel_policy", "UNSEEN_PRIORITY", "GAVEL_ROUND"]
 
 #: Priority scale of a job that has not run on a type since the last recomputation (Gavel's).
 UNSEEN_PRIORITY = 1e9
@@ -77,8 +78,68 @@ def _check_inputs(throughput: np.ndarray, scale: np.ndarray, workers: np.ndarray
         raise ValueError(f"job(s) {np.flatnonzero((throughput > 0).sum(axis=1) == 0).tolist()} run on no type")
 
 
+def gavel_program(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, workers: Sequence[int] | np.ndarray,
+                  level: float | None = None) -> Program:
+    """One of the allocation's two linear programs (``formulations/gavel.md``) as a
+    :class:`~pal_opt.ilp.program.Program` in minimisation form.
+
+    Columns ``x_{j}_{k}`` (``X[j, k]`` in [0, 1], fixed to 0 where ``T[j, k] = 0``, row-major)
+    and ``z`` (the level); rows ``level_{j}`` (``z − s_j Σ_k T[j,k] X[j,k] / T_eq[j] ≤ 0``),
+    ``one_{j}`` (``Σ_k X[j,k] ≤ 1``) and ``gpus_{k}`` (``Σ_j s_j X[j,k] ≤ N_k``).  With ``level``
+    None it is program 1 (minimise ``−z``); with the level ``z*`` of program 1, program 2
+    (``z ≥ z*(1 − 10⁻⁹)``, minimise ``−Σ_j s_j Σ_k T[j,k] X[j,k] / T_eq[j]``).
+    :func:`gavel_allocation` solves both; public so that they can be exported
+    (:func:`pal_opt.ilp.lpwriter.lp_text`; ``formulations/golden/gavel_level.lp`` and
+    ``gavel_spread.lp``).  Arguments as :func:`gavel_allocation`'s (at least one job).
+    """
+    from scipy import sparse
+
+    t = np.asarray(throughput, dtype=np.float64)
+    s = np.asarray(scale, dtype=np.float64)
+    n = np.asarray(workers, dtype=np.float64)
+    _check_inputs(t, s, n)
+    m, k = t.shape
+    if m == 0:
+        raise ValueError("gavel_program needs at least one job")
+    coef = _normalised(t, s, n)
+    nv = m * k
+    jj, cc = np.divmod(np.arange(nv), k)
+    rows = sparse.csr_matrix(
+        (np.concatenate([-coef.ravel(), np.ones(m), np.ones(nv), s[jj]]),
+         (np.concatenate([jj, np.arange(m), m + jj, 2 * m + cc]),
+          np.concatenate([np.arange(nv), np.full(m, nv), np.arange(nv), np.arange(nv)]))),
+        shape=(2 * m + k, nv + 1),
+    )
+    col_hi = np.r_[np.where(t.ravel() <= 0, 0.0, 1.0), np.inf]
+    col_lo = np.zeros(nv + 1)
+    if level is not None:
+        col_lo[nv] = level * (1 - 1e-9)
+    return Program.from_arrays(
+        c=np.r_[np.zeros(nv), -1.0] if level is None else np.r_[-coef.ravel(), 0.0],
+        A=rows, row_lo=np.full(2 * m + k, -np.inf), row_hi=np.concatenate([np.zeros(m), np.ones(m), n]),
+        col_lo=col_lo, col_hi=col_hi, integrality=np.zeros(nv + 1, dtype=bool),
+        var_names=[f"x_{j}_{c}" for j, c in zip(jj.tolist(), cc.tolist(), strict=True)] + ["z"],
+        row_names=[f"level_{j}" for j in range(m)] + [f"one_{j}" for j in range(m)] + [f"gpus_{c}" for c in range(k)],
+    )
+
+
+def _normalised(t: np.ndarray, s: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``s_j T[j, k] / T_eq[j]``: normalised effective throughput per unit of ``X[j, k]``."""
+    equal = t @ (n / n.sum())
+    return t * (s / equal)[:, None]
+
+
+def _linprog(prog: Program) -> Any:
+    """SciPy's HiGHS on a :func:`gavel_program`."""
+    from scipy.optimize import linprog
+
+    bounds = [(lo, None if math.isinf(hi) else hi) for lo, hi in zip(prog.col_lo.tolist(), prog.col_hi.tolist(), strict=True)]
+    return linprog(prog.c, A_ub=prog.A, b_ub=prog.row_hi, bounds=bounds, method="highs")
+
+
 def gavel_allocation(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, workers: Sequence[int] | np.ndarray) -> GavelAllocation:
-    """Gavel's max-min fair time fractions (module docstring), two linear programs on HiGHS.
+    """Gavel's max-min fair time fractions (module docstring), two linear programs on HiGHS
+    (:func:`gavel_program`).
 
     Parameters
     ----------
@@ -97,9 +158,6 @@ def gavel_allocation(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, 
     >>> a.x.round(6).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-    from scipy import sparse
-    from scipy.optimize import linprog
-
     t = np.asarray(throughput, dtype=np.float64)
     s = np.asarray(scale, dtype=np.float64)
     n = np.asarray(workers, dtype=np.float64)
@@ -107,28 +165,15 @@ def gavel_allocation(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, 
     m, k = t.shape
     if m == 0:
         return GavelAllocation(np.zeros((0, k)), 0.0, np.zeros(0))
-    equal = t @ (n / n.sum())
-    coef = t * (s / equal)[:, None]  # normalised effective throughput per unit of X
     nv = m * k
-    # variables: X (row-major), then the level z; rows: z - coef_j.X_j <= 0, Σ_k X_jk <= 1, Σ_j s_j X_jk <= N_k
-    jj, cc = np.divmod(np.arange(nv), k)
-    rows = sparse.csr_matrix(
-        (np.concatenate([-coef.ravel(), np.ones(m), np.ones(nv), s[jj]]),
-         (np.concatenate([jj, np.arange(m), m + jj, 2 * m + cc]),
-          np.concatenate([np.arange(nv), np.full(m, nv), np.arange(nv), np.arange(nv)]))),
-        shape=(2 * m + k, nv + 1),
-    )
-    rhs = np.concatenate([np.zeros(m), np.ones(m), n])
-    bounds = [(0.0, 0.0 if t[j, c] <= 0 else 1.0) for j in range(m) for c in range(k)] + [(0.0, None)]
-    first = linprog(np.r_[np.zeros(nv), -1.0], A_ub=rows, b_ub=rhs, bounds=bounds, method="highs")
+    first = _linprog(gavel_program(t, s, n))
     if first.status != 0:
         raise BackendError(f"gavel: the max-min allocation LP failed: {first.message}")
     level = float(first.x[nv])
-    bounds[-1] = (level * (1 - 1e-9), None)
-    second = linprog(np.r_[-coef.ravel(), 0.0], A_ub=rows, b_ub=rhs, bounds=bounds, method="highs")
+    second = _linprog(gavel_program(t, s, n, level))
     x = (second.x if second.status == 0 else first.x)[:nv].reshape(m, k)
     x = np.where(x < EPS, 0.0, np.minimum(x, 1.0))
-    return GavelAllocation(x, level, (coef * x).sum(axis=1))
+    return GavelAllocation(x, level, (_normalised(t, s, n) * x).sum(axis=1))
 
 
 class GavelPolicy:

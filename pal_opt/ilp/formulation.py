@@ -576,7 +576,7 @@ def _profiles(
     present: dict[str, set[Lane]] = {}
     for i in data.admitted:
         present.setdefault(instance.jobs[i].perfclass, set()).update(data.lanes[i])
-    prof_key: dict[bytes, int] = {}
+    prof_key: dict[tuple[int, bytes], int] = {}
     prof_classes: list[list[str]] = []
     prof_values: list[dict[str, np.ndarray]] = []
     prof_inv: list[np.ndarray] = []
@@ -584,9 +584,13 @@ def _profiles(
     for cname, lane in ((c, g) for c in cl.classes if c in present for g in sorted(present[c], key=lane_order)):
         vals = np.asarray(data.factors[cname], dtype=np.float64)[data.free_pos]
         lv, inv = lane_levels(instance, vals, lane, data.free_pos)
-        p = prof_key.get(inv.tobytes())
+        # keyed by the level count too: a lane's GPUs off its types have level len(lv), so a
+        # one-type lane ([aws: 1, rtx: 0], one level) and a mixed lane of the same class
+        # ([aws: 1, rtx: 0], two levels) have equal level arrays but are not the same profile
+        key = (int(lv.size), inv.tobytes())
+        p = prof_key.get(key)
         if p is None:
-            p = prof_key[inv.tobytes()] = len(prof_classes)
+            p = prof_key[key] = len(prof_classes)
             prof_classes.append([])
             prof_values.append({})
             prof_inv.append(inv)

@@ -35,10 +35,10 @@ from ..result import PlacementResult, Status, priced_result
 from .backends import SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
 from .decode import decode, encode
-from .formulation import build_formulation
+from .formulation import Formulation, build_formulation
 from .running import keep_positions
 
-__all__ = ["solve_preempt", "greedy_start"]
+__all__ = ["solve_preempt", "greedy_start", "preempt_program"]
 
 
 def greedy_start(instance: RoundInstance, factors: Mapping[str, np.ndarray], plan: PreemptPlan) -> dict[JobId, tuple[int, ...]]:
@@ -65,6 +65,22 @@ def greedy_start(instance: RoundInstance, factors: Mapping[str, np.ndarray], pla
     rest = pal_greedy_on(instance, factors, [*homeless, *plan.waiting], mask)
     out.update(rest)
     return {j.id: out[j.id] for j in jobs if j.id in out}
+
+
+def preempt_program(instance: RoundInstance, factors: Mapping[str, np.ndarray] | None = None,
+                    plan: PreemptPlan | None = None) -> Formulation:
+    """The program :func:`solve_preempt` solves (``formulations/preemption.md`` §2): the round
+    program over the plan's admitted jobs with a drop variable per optional running job.
+
+    ``factors`` default to the round's binned factors (``instance.params.binning``), ``plan`` to
+    :func:`~pal_opt.priority.preempt_plan`.  Public so that the program can be exported
+    (:func:`pal_opt.ilp.lpwriter.lp_text`; the golden file ``formulations/golden/preempt_contended.lp``).
+    """
+    if factors is None:
+        factors = binned_factors(instance.cluster, instance.params.binning)
+    if plan is None:
+        plan = preempt_plan(instance)
+    return build_formulation(instance, plan.admitted, factors=factors, optional=plan.optional)
 
 
 def pal_greedy_on(instance: RoundInstance, factors: Mapping[str, np.ndarray], order: Sequence[int],
@@ -110,7 +126,7 @@ def solve_preempt(
                             "start_objective": start_cost}
     if not plan.admitted or instance.free_gpus == 0:  # (no GPU in service: nothing can be placed)
         return _finish(instance, {}, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
-    form = build_formulation(instance, plan.admitted, factors=factors, optional=plan.optional)
+    form = preempt_program(instance, factors, plan)
     built = time.perf_counter() - t0
     vector = None
     if warm_start and cls.supports_warm_start:

@@ -272,7 +272,8 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
     """One job's columns and rows (module docstring)."""
     groups = stage_groups(job)
     ngroups, ntypes = table.shape
-    names = [f"m_j{a}_{('s', 'r', 'c')[span]}{node}_p{k}" for k, (_, span, node, _) in enumerate(modes)]
+    # (the whole cluster's node is -1: no number, "-" is not a CPLEX-LP name character)
+    names = [f"m_j{a}_{('s', 'r', 'c')[span]}{node if node >= 0 else ''}_p{k}" for k, (_, span, node, _) in enumerate(modes)]
     m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a,
                    node=[x[2] for x in modes], span=[x[1] for x in modes])
     b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size, dtype=np.int64), m, np.ones(m.size))
