@@ -2,7 +2,8 @@
 
 The benchmarks themselves take minutes to an hour and are not run here: each script's ``--help``
 must offer ``--update`` and ``--out-dir`` (``benchmarks/_results.py``), each script's ``main`` must
-pass its own arguments to ``produced_by`` or ``command_line`` (so its results header names the command), and one cheap path
+pass its own arguments to ``produced_by`` or ``command_line`` (so its results header names the command),
+every committed results page must name its command or say it was not recorded, and one cheap path
 (``startup.py --quick --repeats 1``) runs for real, leaving the committed results untouched.
 """
 
@@ -86,6 +87,15 @@ def test_every_writer_records_its_command(name: str) -> None:
                                  "command_line(__file__, argv)) in its results header")
     source = (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8")
     assert "Command: `python" not in source  # the hand-built lines the helper replaced
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_committed_page_names_its_command(name: str) -> None:
+    text = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
+    assert f"`python benchmarks/{name}.py" in text, f"results/{name}.md names no command"
+    if "Command not recorded" not in text:
+        # a command that writes the committed results takes --update (the ones from before it existed say so)
+        assert "--update" in text, f"results/{name}.md gives a command without --update"
 
 
 def test_update_and_out_dir_exclude_each_other(tmp_path: Path) -> None:
