@@ -7,12 +7,17 @@ Every benchmark takes the same two flags:
 
 With neither, results go to ``benchmarks/results/scratch/`` (ignored by git), so a quick or
 partial run never overwrites what a full run committed.
+
+Every results file names the command that wrote it (:func:`produced_by`), next to the machine's
+description, so that a reader can run it again.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -47,3 +52,18 @@ def output_dir(args: argparse.Namespace, name: str, *, partial: str | None = Non
         print(f"{name}: writing to {out} (pass --update to replace the committed results)", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def command_line(script: str, argv: Sequence[str] | None = None) -> str:
+    """The command that ran this benchmark, ``python benchmarks/<script>.py <args>``, quoted for a shell.
+
+    ``script`` is the benchmark's ``__file__``; ``argv`` what its ``main`` parsed (``None``: the
+    process's own arguments, ``sys.argv[1:]``).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(["python", f"{RESULTS.parent.name}/{Path(script).name}", *args])
+
+
+def produced_by(script: str, argv: Sequence[str] | None = None) -> str:
+    """``Produced by `python benchmarks/<script>.py <args>```: the line every results header carries."""
+    return f"Produced by `{command_line(script, argv)}`"

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _results import add_output_arguments, output_dir
+from _results import add_output_arguments, output_dir, produced_by
 
 from pal_opt.binning import binned_factors
 from pal_opt.io import load_instance
@@ -141,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Greedy policy speed",
         "",
+        f"{produced_by(__file__, argv)}.",
+        "",
         f"Time inside the policy call (``place(instance, factors)``); median and minimum of {args.repeats} "
         "calls after one cold call.  The cold call also builds the per-cluster indexes the policies "
         "cache on the cluster (as binning is cached).  Binning (k-means, once per cluster) is not included.",
@@ -180,8 +182,6 @@ def main(argv: list[str] | None = None) -> int:
         f"python {platform.python_version()} ({sys.implementation.name}), numpy {np.__version__}",
         f"load average at the end of the run: {load_average()}",
         "```",
-        "",
-        f"Command: `python benchmarks/greedy_speed.py --repeats {args.repeats} --seed {args.seed}`",
         "",
     ]
     text = "\n".join(lines)

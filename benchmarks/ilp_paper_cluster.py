@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import add_output_arguments, output_dir
+from _results import add_output_arguments, output_dir, produced_by
 
 from pal_opt.binning import binned_factors
 from pal_opt.generate import generate_instance
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     out = output_dir(args, "ilp_paper_cluster") / "ilp_paper_cluster.md"
-    head = ["# Round integer program: benchmark", "", "Machine:", "", *machine(), ""]
+    head = ["# Round integer program: benchmark", "", f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), ""]
     t0 = time.perf_counter()
     paper, _ = bench_paper(args.rounds)
     scale = [] if args.no_scale else bench_scale()

@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 4 if args.quick else 20
     delays = [1.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
     limits = [0.001] if args.quick else [0.001, 0.5, 2.0, 5.0]
-    head = ["# Interrupts and time limits", "", *machine(), ""]
+    head = ["# Interrupts and time limits", "", f"{produced_by(__file__, argv)}.", "", *machine(), ""]
     body = [*part_a(rounds), "", *part_b(delays), "", *part_c(limits), ""]
     text = "\n".join([*head, *body])
     out.write_text(text, encoding="utf-8")

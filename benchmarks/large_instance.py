@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir
+from _results import add_output_arguments, output_dir, produced_by
 
 POLICIES = ("pal", "pmfirst", "packed", "packed-sticky", "random")
 
@@ -166,11 +166,13 @@ def run(repeats: int) -> dict[str, Any]:
     return report
 
 
-def to_markdown(report: dict[str, Any], repeats: int, machine: str) -> str:
+def to_markdown(report: dict[str, Any], repeats: int, machine: str, command: str) -> str:
     lines = [
         "# A 16,384-GPU round end to end",
         "",
-        "`python benchmarks/large_instance.py` — 2,048 servers × 8 GPUs, 4,800 queued jobs "
+        f"{command}.",
+        "",
+        "2,048 servers × 8 GPUs, 4,800 queued jobs "
         "(`generate_instance(2048, 8, 4800, seed=1)`, Sia-Philly job mix, Longhorn-like synthetic factors).  "
         f"Each stage run {repeats} times on a fresh cluster (nothing cached between repeats); median and minimum "
         "in seconds.  Binning is PAL's k-means (`pal-artifact` mode, `pal_opt.kmeans`, one 1-D fit per class "
@@ -235,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "large_instance") / "large_instance.md"
     machine = _machine()
     report = run(args.repeats)
-    text = to_markdown(report, args.repeats, machine)
+    text = to_markdown(report, args.repeats, machine, produced_by(__file__, argv))
     out.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
     return 0

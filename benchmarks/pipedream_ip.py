@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "segments", "ip_seconds", "ip_status", "ip_time_per_sample", "dp_seconds", "dp_time_per_sample",
@@ -101,13 +101,14 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    (out / "pipedream_ip.md").write_text(report(rows, args.timeout), encoding="utf-8")
+    (out / "pipedream_ip.md").write_text(report(rows, args.timeout, produced_by(__file__, argv)), encoding="utf-8")
     return 0
 
 
-def report(rows: list[dict[str, Any]], timeout: float) -> str:
+def report(rows: list[dict[str, Any]], timeout: float, command: str) -> str:
     solved = [r for r in rows if r["ip_status"] == "solved"]
     lines = ["# Two methods, one optimum: the partition integer program against the dynamic program", "",
+             f"{command}.", "",
              "`benchmarks/pipedream_ip.py`: every PipeDream reference case through the whole `pal-opt partition "
              f"--method ip` process (HiGHS, threshold programs), once, limited to {timeout:g} s wall; the dynamic "
              "program (`--method dp`) the same way.  `segments`: the real segments of the case's inner levels plus "

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir
+from _results import add_output_arguments, output_dir, produced_by
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "states", "engine", "ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
@@ -144,10 +144,12 @@ def load_average() -> str:
         return "unknown"
 
 
-def to_markdown(rows: list[dict[str, Any]], runs: int, load: tuple[str, str], argv: list[str]) -> str:
+def to_markdown(rows: list[dict[str, Any]], runs: int, load: tuple[str, str], command: str) -> str:
     slow = [r for r in rows if r["target"] > 1]
     lines = [
         "# PipeDream partitioner: `pal-opt partition` against the authors' optimiser",
+        "",
+        f"{command}.",
         "",
         f"Each of the {len(rows)} reference cases run through the whole `pal-opt partition` process "
         f"{runs} times (cases taking turns); median and minimum wall seconds, median CPU (user + system) "
@@ -181,8 +183,6 @@ def to_markdown(rows: list[dict[str, Any]], runs: int, load: tuple[str, str], ar
         *machine(),
         f"- Load average (1 / 5 / 15 min) at the start: {load[0]}; at the end: {load[1]}",
         "",
-        "Command: `python benchmarks/pipedream_partition.py" + "".join(f" {a}" for a in argv) + "`",
-        "",
     ]
     return "\n".join(lines)
 
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     start = load_average()
     with tempfile.TemporaryDirectory() as scratch:
         rows = measure(cases, args.shared, args.runs, Path(scratch))
-    text = to_markdown(rows, args.runs, (start, load_average()), sys.argv[1:] if argv is None else argv)
+    text = to_markdown(rows, args.runs, (start, load_average()), produced_by(__file__, argv))
     (out_dir / "pipedream_partition.md").write_text(text, encoding="utf-8")
     with open(out_dir / "pipedream_partition.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 
 from pal_opt import solve  # noqa: E402
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -81,6 +81,8 @@ GANGS = (("resnet50", "classA"), ("BERT", "classB"), ("DCGAN", "classB"), ("vgg1
 GANG_SIZES = (1, 2, 4, 8)
 TIME_LIMIT = 120.0
 HEADER = """# Pipeline jobs in mixed rounds: the stage program against flat-gang PAL
+
+{command}.
 
 {rounds} rounds on each cluster (`benchmarks/pipeline_placement.py`; its docstring gives the setup).
 Each round fills the cluster: about half its GPUs in pipeline jobs (PipeDream partitions of vgg16
@@ -353,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         w.writerows(rows)
     plot(rows, out / "pipeline_placement.png")
-    text = "\n".join([HEADER.format(rounds=args.rounds), *reading(rows, pipelines(args.shared), levels),
+    text = "\n".join([HEADER.format(rounds=args.rounds, command=produced_by(__file__, argv)), *reading(rows, pipelines(args.shared), levels),
                       tables(rows, solves)])
     (out / "pipeline_placement.md").write_text(f"{text}\n\nMachine: {platform.processor() or platform.machine()}, "
                                                 f"Python {platform.python_version()}\n", encoding="utf-8")

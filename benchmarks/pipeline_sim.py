@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 
 from pal_opt.ilp import solve_ilp  # noqa: E402
 from pal_opt.io.measurements import longhorn_paths  # noqa: E402
@@ -288,10 +288,11 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def report(args: argparse.Namespace, rows: list[dict[str, Any]], runs: list[dict[str, Any]]) -> str:
+def report(args: argparse.Namespace, rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) -> str:
     table, ratios = jct_table(rows)
     head = [
         "# Pipeline jobs in simulation: the stage program against flat-gang PAL", "",
+        f"{command}.", "",
         f"`benchmarks/pipeline_sim.py` (its docstring gives the setup): Sia-Philly traces "
         f"{', '.join(f'workload-{t}' for t in args.traces)} (first {args.jobs} jobs, ideal run times capped at "
         f"{args.cap:g} h, half the 4- and 8-GPU jobs made pipeline jobs: PipeDream partitions of vgg16 and gnmt, "
@@ -331,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         w.writerows(rows)
     plot(rows, out / "pipeline_sim.png")
-    text = report(args, rows, runs)
+    text = report(args, rows, runs, produced_by(__file__, argv))
     machine = (f"Machine: {platform.processor() or platform.machine()}, 2 cores shared with other work, Python "
                f"{platform.python_version()}; whole run {time.perf_counter() - t0:.0f} s under nice -n 10.")
     (out / "pipeline_sim.md").write_text(f"{text}\n{machine}\n", encoding="utf-8")

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 
 from pal_opt.cost.preemption import preempted_gpu_hours  # noqa: E402
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -161,8 +161,8 @@ def machine() -> list[str]:
             f"- Python {platform.python_version()}, {platform.system()} {platform.release()}"]
 
 
-def to_markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: float) -> str:
-    head = ["# Preemption by priority: joint program vs greedy comparator", "",
+def to_markdown(rows: list[dict[str, Any]], args: argparse.Namespace, seconds: float, command: str) -> str:
+    head = ["# Preemption by priority: joint program vs greedy comparator", "", f"{command}.", "",
             f"Two-priority traces derived from the PAL artifact's workloads (seed {args.seed}: "
             f"{args.share:.0%} of the jobs at priority 1), FIFO within a priority, 360 s rounds, restart cost "
             f"{args.restart_cost:g} s per GPU, ilp-preempt with HiGHS and a {args.time_limit:g} s limit per round. "
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    (out / "preemption.md").write_text(to_markdown(rows, args, seconds) + same_markdown(same), encoding="utf-8")
+    (out / "preemption.md").write_text(to_markdown(rows, args, seconds, produced_by(__file__, argv)) + same_markdown(same), encoding="utf-8")
     plot(rows, same, out / "preemption.png")
     print(f"wrote {out / 'preemption.md'}")
     return 0

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
 from pal_opt.check import check  # noqa: E402
@@ -206,12 +206,12 @@ def _load(x: tuple[float, ...]) -> str:
     return " / ".join(f"{v:.2f}" for v in x)
 
 
-def to_markdown(r: dict[str, Any], args: argparse.Namespace) -> str:
+def to_markdown(r: dict[str, Any], args: argparse.Namespace, command: str) -> str:
     n = args.repeats
     lines = [
         "# Failure repair at 2,048 GPUs",
         "",
-        f"`python benchmarks/repair.py {' '.join(sys.argv[1:])}` (seeds {', '.join(map(str, args.seeds))}; "
+        f"{command} (seeds {', '.join(map(str, args.seeds))}; "
         f"{n} runs each).  `generate_instance(256, 8, 600, seed)`: 256 servers × 8 GPUs, 600 queued Sia-Philly "
         "jobs; the placement in force is `solve(..., \"ilp\", backend=\"highs\", gap=0.005)` (prefix admission: "
         "it places the longest queue prefix that fits, about 300 jobs on nearly every GPU); then 8 GPUs fail, 4 "
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pal_opt_repair_bench_") as tmp:
         report = run(args, Path(tmp))
     path = out / "repair.md"
-    path.write_text(to_markdown(report, args), encoding="utf-8")
+    path.write_text(to_markdown(report, args, produced_by(__file__, argv)), encoding="utf-8")
     print(f"wrote {path}")
     return 0
 

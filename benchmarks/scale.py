@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 MiB = 2**20
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         bar.set_postfix_str(label)
         bar.update(1)
 
-    head = ["# Scale targets", "", "Machine:", "", *machine(), ""]
+    head = ["# Scale targets", "", f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), ""]
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors (../shared absent)"
     head += [f"Factors: {src}; λ = 1.7; binning `pal-artifact`.", ""]
     t0 = time.perf_counter()

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -88,8 +88,8 @@ def _pct(x: Any) -> str:
     return "–" if x is None else f"{100 * x:.3f} %"
 
 
-def report(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["# Proven gaps at 8,192–65,536 GPUs (whole processes)", "", "Machine:", "",
+def report(rows: list[dict[str, Any]], command: str) -> list[str]:
+    lines = ["# Proven gaps at 8,192–65,536 GPUs (whole processes)", "", f"{command}.", "", "Machine:", "",
              *machine(), "",
              "Rounds: generated, 8 GPUs per server, 0.29 queued jobs per GPU, λ = 1.7, Longhorn measurements; "
              "`pal-opt solve --method ilp --backend highs --gap G --time-limit T` (prefix admission).  Path: "
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(args.seeds):
                 rows.append(run_one(g, seed, Path(tmp), args.nice))
                 print(json.dumps({k: v for k, v in rows[-1].items() if k != "stderr"}), flush=True)
-    (out / "scale_large.md").write_text("\n".join(report(rows)) + "\n")
+    (out / "scale_large.md").write_text("\n".join(report(rows, produced_by(__file__, argv))) + "\n")
     (out / "scale_large.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(f"wrote {out / 'scale_large.md'}")
     return 0

@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E402
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 SIZES = (512, 2048, 8192, 32768, 65536)
@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     def progress(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-    head = ["# Scaling from 512 to 65,536 GPUs (whole processes)", "", "Machine:", "", *machine(), "",
+    head = ["# Scaling from 512 to 65,536 GPUs (whole processes)", "", f"{produced_by(__file__, argv)}.", "",
+            "Machine:", "", *machine(), "",
             f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} jobs per GPU, λ = 1.7, seeds 0–{args.seeds - 1}; "
             "factors: " + ("Longhorn measurements (../shared)." if measurements() else "synthetic (../shared absent).")
             + f"  `--method ilp` with each backend and the gap target and time limit of the size; `--method pal` "
@@ -229,8 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     summ = summary(rows)
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = report(rows, summ, gin, head)
-    lines += ["", f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
-              "Command: `python benchmarks/scaling.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`", ""]
+    lines += ["", f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", ""]
     (out_dir / "scaling.md").write_text("\n".join(lines), encoding="utf-8")
     (out_dir / "scaling.json").write_text(json.dumps({"runs": rows, "summary": summ, "greedy_in_process": gin}, indent=1), encoding="utf-8")
     plot(summ, out_dir / "scaling.png")

@@ -49,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 
 INSTANCE = "instances/paper-16x4.json"
 COMMANDS = {
@@ -248,13 +248,13 @@ def run(repeats: int, baseline: Path | None, label: str, quick: bool = False) ->
     return report
 
 
-def to_markdown(r: dict[str, Any], machine_text: str) -> str:
+def to_markdown(r: dict[str, Any], machine_text: str, command: str) -> str:
     n = r["repeats"]
     before = "before" in r
     lines = [
         "# Start-up and k-means binning",
         "",
-        f"`python benchmarks/startup.py {'--quick' if r.get('quick') else '--update'}" + (f" --baseline DIR` (DIR: {r['label']})" if before else "`")
+        command + (f" (baseline: {r['label']})" if before else "")
         + f".  Wall seconds, median of {n} runs (minimum in brackets), each a new interpreter after one "
         "untimed run that writes Python's bytecode cache (as an installed package has it).",
         "",
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = output_dir(args, "startup", partial="--quick" if args.quick else None) / "startup.md"
     label = args.baseline_label or (args.baseline.name if args.baseline else "")
-    text = to_markdown(run(args.repeats, args.baseline, label, quick=args.quick), machine())
+    text = to_markdown(run(args.repeats, args.baseline, label, quick=args.quick), machine(), produced_by(__file__, argv))
     out.write_text(text, encoding="utf-8")
     print(text)
     print(f"startup: wrote {out}", file=sys.stderr)

@@ -461,8 +461,9 @@ def _q(xs: Iterable[Any], q: float) -> float | None:
     return v[i]
 
 
-def summarise(df: Any, settings: Settings, profile: str, head: list[str], runtime: float, fresh: bool = True) -> str:
-    lines = ["# Benchmark suite", "", f"Profile `{profile}`; {df['case_id'].nunique()} rounds, {len(df)} rows "
+def summarise(df: Any, settings: Settings, profile: str, head: list[str], runtime: float, fresh: bool = True,
+              command: str = "") -> str:
+    lines = ["# Benchmark suite", "", *([f"{command}.", ""] if command else []), f"Profile `{profile}`; {df['case_id'].nunique()} rounds, {len(df)} rows "
              f"(`suite.csv`); run time {runtime:.0f} s.", "", "Machine:", "", *head, ""]
     lines += [
         "Settings: program gap target "
@@ -637,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tasks", type=int, default=None, help="run only the first N tasks (smallest first)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--synthetic", action="store_true", help="ignore ../shared measurements")
-    from _results import add_output_arguments, output_dir  # here: Dask workers never import it
+    from _results import add_output_arguments, output_dir, produced_by  # here: Dask workers never import it
 
     add_output_arguments(ap)
     args = ap.parse_args(argv)
@@ -663,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
     head = [*head, f"- Load average at the end: {load}; executor: "
             + (f"Dask at {args.scheduler}" if args.scheduler else f"local process pool, {args.workers} workers")]
     df.to_csv(out / "suite.csv", index=False)
-    text = summarise(df, settings, profile, head, runtime, fresh)
+    text = summarise(df, settings, profile, head, runtime, fresh, produced_by(__file__, argv))
     (out / "suite.md").write_text(text, encoding="utf-8")
     plot(df, out)
     print(f"wrote {out / 'suite.csv'}, {out / 'suite.md'} and 3 plots ({len(df)} rows, {runtime:.0f} s)")

@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E402
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 SIZES = (64, 512, 2048, 8192, 32768, 65536)
@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     def progress(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
-    head = ["# `--time-limit` bounds the whole process", "", "Machine:", "", *machine(), "",
+    head = ["# `--time-limit` bounds the whole process", "", f"{produced_by(__file__, argv)}.", "",
+            "Machine:", "", *machine(), "",
             f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} jobs per GPU, λ = 1.7, seed {args.seed}; factors: "
             + ("Longhorn measurements (../shared)." if measurements() else "synthetic Longhorn-like (../shared absent).")
             + f"  Processes ran at niceness {niceness()}; the load average (1 min) before each run is in the "
@@ -165,8 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = ilp_runs(paths, backends, limits, work, progress)
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = report(rows, greedy, head)
-    lines += [f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
-              "Command: `python benchmarks/time_limit.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`", ""]
+    lines += [f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", ""]
     (out_dir / "time_limit.md").write_text("\n".join(lines), encoding="utf-8")
     (out_dir / "time_limit.json").write_text(json.dumps({"ilp": rows, "greedy": greedy}, indent=1), encoding="utf-8")
     plot(rows, greedy, out_dir / "time_limit.png")

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 CLUSTER = "aws:64x8,rtx:96x8,dgx-ext:96x8"
@@ -106,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [run_repeated(seed, table, b, args.repeats) for b in args.backends.split(",") for seed in range(args.seeds)]
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
     tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
-    lines = ["# Round program with GPU types at 2,048 GPUs", "", "Machine:", "", *host, "",
-             f"Command: `python benchmarks/types_scale.py --seeds {args.seeds} --backends {args.backends} "
-             f"--repeats {args.repeats}`.  *time s*: the median of the {args.repeats} runs (every run gives the same "
+    lines = ["# Round program with GPU types at 2,048 GPUs", "", f"{produced_by(__file__, argv)}.", "",
+             "Machine:", "", *host, "",
+             f"*time s*: the median of the {args.repeats} runs (every run gives the same "
              "placement; the other columns are the same in each), the slowest in brackets; *meets* takes the slowest.", "",
              f"Cluster `{CLUSTER}`; 600 queued jobs, 20 % guaranteed; factors: {src}; throughput: {tput}; "
              "gap target 0.5 %, 5 s limit.", "",

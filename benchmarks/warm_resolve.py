@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -103,8 +103,8 @@ def _pct(x: Any) -> str:
     return "–" if x is None else f"{100 * x:.3f} %"
 
 
-def report(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["# Warm re-solve: 5 % of the jobs changed since the last round", "", "Machine:", "",
+def report(rows: list[dict[str, Any]], command: str) -> list[str]:
+    lines = ["# Warm re-solve: 5 % of the jobs changed since the last round", "", f"{command}.", "", "Machine:", "",
              *machine(), "",
              f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} queued jobs per GPU, λ = 1.7, Longhorn "
              f"measurements; each next round: {CHANGE:.0%} of the jobs finish, as many arrive.  Both solves: "
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     partial = None if set(sizes) >= {8192, 2048} and args.seeds >= 3 and args.rounds >= 10 else "a partial"
     out = output_dir(args, "warm_resolve", partial=partial)
     rows = [row for g in sizes for seed in range(args.seeds) for row in run_sequence(g, seed, args.rounds)]
-    (out / "warm_resolve.md").write_text("\n".join(report(rows)) + "\n")
+    (out / "warm_resolve.md").write_text("\n".join(report(rows, produced_by(__file__, argv))) + "\n")
     (out / "warm_resolve.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(f"wrote {out / 'warm_resolve.md'}")
     return 0

@@ -1,13 +1,17 @@
-"""Every benchmark writes the committed ``benchmarks/results/`` only with ``--update``.
+"""Every benchmark writes the committed ``benchmarks/results/`` only with ``--update``, naming its command.
 
 The benchmarks themselves take minutes to an hour and are not run here: each script's ``--help``
-must offer ``--update`` and ``--out-dir`` (``benchmarks/_results.py``), and one cheap path
+must offer ``--update`` and ``--out-dir`` (``benchmarks/_results.py``), each script's ``main`` must
+pass its own arguments to ``produced_by`` or ``command_line`` (so its results header names the command),
+every committed results page must name its command or say it was not recorded, and one cheap path
 (``startup.py --quick --repeats 1``) runs for real, leaving the committed results untouched.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +49,55 @@ def test_help_offers_update_and_out_dir(name: str) -> None:
     assert "--out " not in proc.stdout and "--out=" not in proc.stdout  # the old flag is gone
 
 
+def _results_module():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import _results
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return _results
+
+
+def test_command_line_quotes_the_arguments() -> None:
+    r = _results_module()
+    script = str(BENCHMARKS / "suite.py")
+    line = r.command_line(script, ["--families", "size-flat,load", "--out-dir", "/tmp/a b"])
+    assert line == "python benchmarks/suite.py --families size-flat,load --out-dir '/tmp/a b'"
+    assert shlex.split(line)[2:] == ["--families", "size-flat,load", "--out-dir", "/tmp/a b"]
+    assert r.command_line(script, []) == "python benchmarks/suite.py"
+    assert r.produced_by(script, ["--update"]) == "Produced by `python benchmarks/suite.py --update`"
+
+
+def _helper_calls(name: str) -> list[ast.Call]:
+    """Calls of ``produced_by``/``command_line`` inside the script's ``main`` with (``__file__``, ``argv``)."""
+    tree = ast.parse((BENCHMARKS / f"{name}.py").read_text(encoding="utf-8"))
+    main = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"), None)
+    assert main is not None, f"{name}.py has no main()"
+    return [
+        node for node in ast.walk(main)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id in ("produced_by", "command_line")
+        and [a.id if isinstance(a, ast.Name) else None for a in node.args[:2]] == ["__file__", "argv"]
+    ]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_writer_records_its_command(name: str) -> None:
+    assert _helper_calls(name), (f"benchmarks/{name}.py: main() must put produced_by(__file__, argv) (or "
+                                 "command_line(__file__, argv)) in its results header")
+    source = (BENCHMARKS / f"{name}.py").read_text(encoding="utf-8")
+    assert "Command: `python" not in source  # the hand-built lines the helper replaced
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_committed_page_names_its_command(name: str) -> None:
+    text = (RESULTS / f"{name}.md").read_text(encoding="utf-8")
+    assert f"`python benchmarks/{name}.py" in text, f"results/{name}.md names no command"
+    if "Command not recorded" not in text:
+        # a command that writes the committed results takes --update (the ones from before it existed say so)
+        assert "--update" in text, f"results/{name}.md gives a command without --update"
+
+
 def test_update_and_out_dir_exclude_each_other(tmp_path: Path) -> None:
     proc = _bench("startup", "--update", "--out-dir", str(tmp_path), "--quick")
     assert proc.returncode != 0
@@ -74,5 +127,7 @@ def test_a_run_without_update_leaves_the_committed_results_alone(tmp_path: Path)
     proc = _bench("startup", "--quick", "--repeats", "1", "--out-dir", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (out / "startup.md").is_file()
-    assert "`pal-opt --help`" in (out / "startup.md").read_text(encoding="utf-8")
+    text = (out / "startup.md").read_text(encoding="utf-8")
+    assert "`pal-opt --help`" in text
+    assert f"Produced by `{shlex.join(['python', 'benchmarks/startup.py', '--quick', '--repeats', '1', '--out-dir', str(out)])}`" in text
     assert _committed() == before
