@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "BackendError": ".errors",
     "BackendUnavailableError": ".errors",
     "InfeasibleRoundError": ".errors",
+    "InfeasiblePartitionError": ".errors",
     "InstanceError": ".errors",
     "OptionError": ".errors",
     "PalOptError": ".errors",
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .errors import (
         BackendError,
         BackendUnavailableError,
+        InfeasiblePartitionError,
         InfeasibleRoundError,
         InstanceError,
         OptionError,
@@ -126,6 +128,7 @@ __all__ = [
     "Cluster",
     "GpuState",
     "InfeasibleRoundError",
+    "InfeasiblePartitionError",
     "InstanceError",
     "Job",
     "Pipeline",

@@ -14,6 +14,7 @@ __all__ = [
     "BackendUnavailableError",
     "BackendError",
     "InfeasibleRoundError",
+    "InfeasiblePartitionError",
     "TimeLimitReached",
     "SolveInterrupted",
 ]
@@ -92,6 +93,15 @@ class InfeasibleRoundError(PalOptError):
     def __init__(self, message: str, jobs: tuple[object, ...] = ()):
         self.jobs = jobs
         super().__init__(message)
+
+
+class InfeasiblePartitionError(PalOptError):
+    """A pipeline partition that cannot exist for a valid profile and machine tree (e.g. a
+    straight pipeline with more workers than the model has cut points in a chain).
+
+    Not bad input: the profile and the options are each valid, but no partition satisfies them.
+    ``pal-opt partition`` reports it as ``infeasible partition: ...`` with exit status 1.
+    """
 
 
 class TimeLimitReached(PalOptError):

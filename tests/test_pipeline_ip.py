@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pipeline_profiles import chain, check_consistent, machine_trees, small_dags, wide_two_levels
 
 from pal_opt.cli import main
-from pal_opt.errors import OptionError
+from pal_opt.errors import InfeasiblePartitionError, OptionError
 from pal_opt.ilp.backends import available_backends
 from pal_opt.ilp.lpwriter import lp_text
 from pal_opt.pipeline.ip import build_stage_program, real_segments, solve_stage_program
@@ -83,8 +83,8 @@ def _check(text: str, tree: tuple[list[tuple[int, float]], bool], backend: str) 
     machines, rates = [m for m, _ in levels], [b for _, b in levels]
     try:
         expected = partition(states, machines, rates, straight=straight).time_per_sample
-    except OptionError:  # a straight pipeline longer than the model: both methods say so
-        with pytest.raises(OptionError, match="straight pipeline"):
+    except InfeasiblePartitionError:  # a straight pipeline longer than the model: both methods say so
+        with pytest.raises(InfeasiblePartitionError, match="straight pipeline"):
             partition(states, machines, rates, straight=True, method="ip", backend=backend)
         return
     assert _agree(states, machines, rates, straight, backend) == pytest.approx(expected, rel=1e-6, abs=0.0)
@@ -193,7 +193,7 @@ def test_golden_lp_reads_back_into_highs() -> None:
 
 # --------------------------------------------------------------------------- errors and the CLI
 def test_straight_pipeline_longer_than_the_model() -> None:
-    with pytest.raises(OptionError, match="straight pipeline on 4 workers"):
+    with pytest.raises(InfeasiblePartitionError, match="straight pipeline on 4 workers"):
         partition(parse_profile(chain([1.0, 2.0, 3.0])), [4], [1e9], straight=True, method="ip")
 
 
@@ -282,7 +282,7 @@ def _lazy_levels(states: Any, levels: list[tuple[int, float]], straight: bool) -
 
     try:
         return solve_levels_ip(states, levels, straight=straight, backend="highs")
-    except OptionError:
+    except InfeasiblePartitionError:
         return []
 
 
@@ -301,7 +301,7 @@ def test_lazy_inner_levels_are_exact(text: str, tree: tuple[list[tuple[int, floa
     states = build_states(parse_profile(text))
     solved = _lazy_levels(states, levels, straight)
     if not solved:
-        with pytest.raises(OptionError, match="straight pipeline"):
+        with pytest.raises(InfeasiblePartitionError, match="straight pipeline"):
             partition(states, [m for m, _ in levels], [b for _, b in levels], straight=True)
         return
     _check(text, tree, "highs")

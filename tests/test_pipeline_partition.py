@@ -6,7 +6,8 @@
 * Hand-checked tiny profiles, and the cut states of a diamond worked out by hand.
 * A brute force over every partition (every chain of cut states and every split of the workers,
   at every level) on random chains and small DAGs (hypothesis), against the dynamic program.
-* Bad input: one line on stderr, exit status 2, no output file.
+* Bad input: one line on stderr, exit status 2, no output file; a straight pipeline longer than
+  the model is infeasible (exit status 1), not bad input.
 * ``examples/data/tinynet_graph.txt``, our own small profile in the same format.
 """
 
@@ -35,7 +36,7 @@ from pipeline_profiles import (
 )
 
 from pal_opt.cli import main
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InfeasiblePartitionError, InstanceError, OptionError
 from pal_opt.pipeline.cost import stage_time
 from pal_opt.pipeline.partition import partition
 from pal_opt.pipeline.profile import load_profile, parse_profile
@@ -178,9 +179,11 @@ def check_against_brute_force(text: str, tree: tuple[list[tuple[int, float]], bo
     expected = brute_force(states, levels, straight)
     machines, rates = [m for m, _ in levels], [b for _, b in levels]
     if not math.isfinite(expected):  # a straight pipeline longer than the model
-        with pytest.raises(OptionError, match="straight pipeline"):
+        assert states.max_stages() < math.prod(machines)
+        with pytest.raises(InfeasiblePartitionError, match="straight pipeline"):
             partition(states, machines, rates, straight=True)
         return
+    assert not straight or states.max_stages() >= math.prod(machines)
     for engine in ("numpy", "python"):
         result = partition(states, machines, rates, straight=straight, engine=engine)
         assert result.time_per_sample == pytest.approx(expected, rel=1e-12, abs=0.0)
@@ -249,6 +252,13 @@ BAD_PROFILES = {
     "cycle": (GOOD + "\tnode3 -- node1\n", "the layer graph has a cycle"),
     "bad edge": (GOOD + "\tnode1 -> node2\n", "line 6: malformed edge line"),
     "only inputs": (layer_line("node1", 1.0, desc="Input") + "\n", "no layers are left"),
+    "disconnected": (GOOD + layer_line("node4", 1.0) + "\n", "line 6: layer node4 is not connected to the first source node1"),
+    "time overflow": (GOOD.replace("forward_compute_time=1.0, backward_compute_time=0.0",
+                                   "forward_compute_time=1e308, backward_compute_time=1e308"),
+                      "line 1: forward_compute_time + backward_compute_time overflows"),
+    "list overflow": (GOOD.replace("activation_size=4.0", "activation_size=[1e308; 1e308]", 1),
+                      "line 1: activation_size: the list's sum overflows"),
+    "total overflow": (GOOD.replace("parameter_size=0.0", "parameter_size=1e308"), "parameter_size: the layers' total overflows"),
 }
 
 
@@ -288,7 +298,6 @@ BAD_OPTIONS = {
     "nan bandwidth": (["--machines", "2", "--bandwidth", "nan"], "must be positive and finite"),
     "level count": (["--machines", "2,2", "--bandwidth", "1e9"], "--machines gives 2 levels but --bandwidth gives 1"),
     "too many workers": (["--machines", "5000", "--bandwidth", "1e9"], "machines[0]: must be an integer from 1 to"),
-    "straight too long": (["--machines", "4", "--bandwidth", "1e9", "--straight"], "straight pipeline on 4 workers"),
     "plot format": (["--machines", "2", "--bandwidth", "1e9", "--plot", "x.nope"], "--plot x.nope: the file name must end in"),
     "missing profile": (["--machines", "2", "--bandwidth", "1e9"], "No such file"),
 }
@@ -344,13 +353,47 @@ def test_example_script_pipelining_beats_data_parallel_at_low_bandwidth(capsys: 
     assert "cut states" in capsys.readouterr().out
 
 
-def test_layers_unreachable_from_the_first_source_are_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    # PipeDream starts from the first source only; a second component is never cut (nor counted).
+def test_layers_unreachable_from_the_first_source_are_bad_input() -> None:
+    # PipeDream starts from the first source only: a second component would be left out of every
+    # stage and of the time per sample, so it is refused, naming its first layer.
     text = profile_text([layer_line(x, 1.0) for x in "abcd"], [("a", "b"), ("c", "d")])
-    with caplog.at_level("WARNING", logger="pal_opt.pipeline.states"):
-        states = build_states(parse_profile(text, source="two.txt"))
-    assert [states.profile.layers[v].id for v in states.segment_layers(0, states.n)] == ["a", "b"]
-    assert "two.txt: 2 layers are in no cut state" in caplog.text
+    with pytest.raises(InstanceError, match=r"two.txt: line 3: layer c is not connected to the first source a \(2 layers"):
+        build_states(parse_profile(text, source="two.txt"))
+
+
+def test_times_that_overflow_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, out = tmp_path / "graph.txt", tmp_path / "out.json"
+    path.write_text(chain([1.0, 2.0, 3.0], [1e9, 0.0, 0.0]))  # 1 GB over 1e-300 B/s: not a float
+    assert main(["partition", str(path), "--machines", "4", "--bandwidth", "1e-300", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "" and not out.exists()
+    assert lines[0].startswith(f"pal-opt: error: {path}: data_parallel_time overflows (not a finite number)"), lines[0]
+
+
+@pytest.mark.parametrize("method", ["dp", "ip"])
+def test_straight_pipeline_longer_than_the_model_is_infeasible_not_bad_input(
+        method: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if method == "ip":
+        pytest.importorskip("highspy")
+    # a diamond a -> b, c -> d: 5 cut states but at most 4 stages in a chain ({a}, {b,c}... see max_stages)
+    text = profile_text([layer_line(x, 1.0) for x in "abcd"], [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    states = build_states(parse_profile(text))
+    assert (states.n, states.max_stages()) == (5, 4)
+    assert partition(states, [4], [1e9], straight=True, method=method).total_stages == 4
+    with pytest.raises(InfeasiblePartitionError, match="needs 5 stages, but the model can be cut into at most 4"):
+        partition(states, [5], [1e9], straight=True, method=method)
+    path, out = tmp_path / "graph.txt", tmp_path / "out.json"
+    path.write_text(GOOD)
+    argv = ["partition", str(path), "--machines", "2,2", "--bandwidth", "1e10,1e9", "--straight", "--out", str(out)]
+    assert main([*argv, "--method", method]) == 1
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "" and "Traceback" not in captured.err
+    assert lines[0] == (f"pal-opt: error: infeasible partition: {path}: a straight pipeline on 4 workers needs 4 "
+                        "stages, but the model can be cut into at most 3 (its longest chain of cut states; 3 states "
+                        "in all): use at most 3 workers or replicate stages (no --straight)")
+    assert not out.exists()
 
 
 def test_tables_too_large_is_an_option_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,9 @@
 Levels are innermost first (``--machines 4,8``: 8 servers of 4 workers).  Bandwidths are in bytes
 per second.  The summary is printed; ``--out`` writes the full result as JSON (atomically), and
 ``--plot`` draws each level's stages with their compute and communication times (needs
-matplotlib).  Bad input: one line on stderr, exit status 2, nothing written.
+matplotlib).  Bad input: one line on stderr, exit status 2, nothing written.  A request no partition
+meets (``--straight`` on more workers than the model has stages in a chain): one line
+``infeasible partition: ...`` with the reason, exit status 1, nothing written.
 
 :func:`add_parser` registers the sub-command on the ``pal-opt`` parser and :func:`run` runs it.
 The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering costs nothing.
@@ -20,11 +22,12 @@ import errno
 import json
 import math
 import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cliargs import check_plot_target, input_file, output_file, refuse_overwriting_inputs
-from ..errors import OptionError
+from ..errors import InfeasiblePartitionError, OptionError
 
 if TYPE_CHECKING:
     from .partition import PartitionResult
@@ -90,7 +93,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``pal-opt partition``; returns the exit status (0)."""
+    """Run ``pal-opt partition``; returns the exit status (0, or 1 for an infeasible request)."""
     from .partition import partition
     from .profile import load_profile
 
@@ -108,8 +111,12 @@ def run(args: argparse.Namespace) -> int:
         from ..ilp.backends import get_backend
 
         get_backend(args.backend)  # an unknown or missing backend fails before any work
-    result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
-                       engine=args.engine, method=args.method, backend=args.backend, time_limit=args.time_limit)
+    try:
+        result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
+                           engine=args.engine, method=args.method, backend=args.backend, time_limit=args.time_limit)
+    except InfeasiblePartitionError as exc:  # valid input with no answer: not bad input (exit 1, not 2)
+        print(f"pal-opt: error: infeasible partition: {args.profile}: {exc}", file=sys.stderr)
+        return 1
     if args.plot:
         _atomic_write(args.plot, lambda path: _plot(result, path))
     if args.out:

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import BackendError, OptionError
+from ..errors import BackendError, InfeasiblePartitionError
 from ..ilp.program import Program
 from .cost import stage_time
-from .states import StateGraph
+from .states import StateGraph, straight_problem
 from .tables import ArrayTable
 
 __all__ = [
@@ -545,8 +545,8 @@ def solve_levels_ip(states: StateGraph, levels: Sequence[tuple[int, float]], *, 
         inner, divisor = inner * m, float(m)
     times.resolve([(0, states.n - 1)])
     if (0, states.n - 1) not in out[-1].stages:
-        raise OptionError(f"a straight pipeline on {math.prod(m for m, _ in levels)} workers needs at least as "
-                          f"many cut states in a chain; the profile has {states.n} states")
+        workers = math.prod(m for m, _ in levels)
+        raise InfeasiblePartitionError(straight_problem(states, workers) or f"no pipeline on {workers} workers")
     return out
 
 

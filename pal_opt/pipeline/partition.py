@@ -25,10 +25,10 @@ import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..errors import OptionError
+from ..errors import InfeasiblePartitionError, InstanceError, OptionError
 from .cost import allreduce_time, stage_time
 from .profile import Profile
-from .states import StateGraph, build_states
+from .states import StateGraph, build_states, straight_problem
 from .tables import ENGINES, SolvedLevel, solve_levels
 
 __all__ = [
@@ -232,8 +232,13 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
     Raises
     ------
     OptionError
-        Bad machines, bandwidths, engine or method, or a straight pipeline with more workers
-        than the model has cut points in a chain.
+        Bad machines, bandwidths, engine or method.
+    InstanceError
+        A bad profile (from :func:`~pal_opt.pipeline.states.build_states`), or times that overflow
+        (sizes too large for the bandwidths).
+    InfeasiblePartitionError
+        A straight pipeline with more workers than the model has cut states in a chain
+        (:meth:`~pal_opt.pipeline.states.StateGraph.max_stages`).
     BackendError
         With ``method="ip"``: a program was not solved to proven optimality.
     """
@@ -243,17 +248,31 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
     if method not in METHODS:
         raise OptionError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
     states = profile if isinstance(profile, StateGraph) else build_states(profile)
+    problem = straight_problem(states, math.prod(m for m, _ in levels)) if straight else None
+    if problem:
+        raise InfeasiblePartitionError(problem)
     if method == "ip":
         from .ip import solve_levels_ip
 
         solved = solve_levels_ip(states, levels, straight=straight, backend=backend, time_limit=time_limit)
-        return _result(states, solved, levels, straight, float(solved[-1].optimum[0, states.n - 1]))._replace(method="ip")
-    tables = solve_levels(states, levels, straight=straight, engine=engine)
-    value = tables[-1].best(0, states.n - 1, tables[-1].machines - 1)
-    if not math.isfinite(value):
-        raise OptionError(f"a straight pipeline on {math.prod(m for m, _ in levels)} workers needs at least as "
-                          f"many cut states in a chain; the profile has {states.n} states")
-    return _result(states, tables, levels, straight, value)
+        result = _result(states, solved, levels, straight, float(solved[-1].optimum[0, states.n - 1]))._replace(method="ip")
+    else:
+        tables = solve_levels(states, levels, straight=straight, engine=engine)
+        result = _result(states, tables, levels, straight, tables[-1].best(0, states.n - 1, tables[-1].machines - 1))
+    _check_finite(result, states)
+    return result
+
+
+def _check_finite(result: PartitionResult, states: StateGraph) -> None:
+    """Bad input when a reported time overflows (huge sizes over a tiny bandwidth): a float the
+    JSON output could not hold and no meaningful answer."""
+    figures = [("time_per_sample", result.time_per_sample), ("data_parallel_time", result.data_parallel_time)]
+    figures += [("a stage's time", s.time) for level in result.levels for s in level]
+    for name, value in figures:
+        if not math.isfinite(value):
+            raise InstanceError(f"{name} overflows (not a finite number): the profile's times and parameter sizes "
+                                f"are too large for the bandwidths {list(result.bandwidths)}",
+                                source=states.profile.source)
 
 
 def _check_levels(machines: Sequence[int], bandwidths: Sequence[float]) -> list[tuple[int, float]]:

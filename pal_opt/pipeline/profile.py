@@ -313,6 +313,9 @@ def _parse_layer(line: str, number: int, source: str) -> Layer:
     if not node_id or any(c.isspace() for c in node_id):
         raise InstanceError(f"malformed layer name {node_id!r}", source=source, path=where)
     values = _parse_metadata(metadata, source, where)
+    if not math.isfinite(values[0] + values[1]):
+        raise InstanceError("forward_compute_time + backward_compute_time overflows (not a finite number)",
+                            source=source, path=where)
     return Layer(node_id, description, *values, line=number)
 
 
@@ -340,7 +343,10 @@ def _parse_size(text: str, key: str, source: str, where: str) -> float:
         inner = text[1:-1].strip()
         if not inner:
             raise InstanceError(f"{key}: empty list", source=source, path=where)
-        return sum(_parse_number(t.strip(), key, source, where) for t in inner.split(";"))
+        total = sum(_parse_number(t.strip(), key, source, where) for t in inner.split(";"))
+        if not math.isfinite(total):
+            raise InstanceError(f"{key}: the list's sum overflows (not a finite number)", source=source, path=where)
+        return total
     return _parse_number(text, key, source, where)
 
 

@@ -13,13 +13,14 @@ construction linear-ish and free of heavy imports.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import NamedTuple
 
 from ..errors import InstanceError
 from .profile import Profile
 
-__all__ = ["StateGraph", "build_states", "MAX_STATES", "bits"]
+__all__ = ["StateGraph", "build_states", "straight_problem", "MAX_STATES", "bits"]
 
 #: Most cut states accepted.  The partitioner's tables grow with the square of the count and its
 #: inner levels with the cube; PipeDream's published profiles have at most 240 (resnet50).
@@ -75,6 +76,25 @@ class StateGraph(NamedTuple):
         """Whether state ``p`` is a (strict) ancestor of state ``j``."""
         return bool(self.ancestors[j] >> p & 1)
 
+    def max_stages(self) -> int:
+        """The most stages any pipeline of the model can have: the longest chain of states, each an
+        ancestor of the next, that ends at the last state (a straight pipeline needs one stage per
+        worker, so it needs at least that many workers' worth of states in a chain).
+
+        >>> from pal_opt.pipeline.profile import parse_profile
+        >>> line = "{} -- L -- forward_compute_time=1, backward_compute_time=0, activation_size=1, parameter_size=0"
+        >>> diamond = "\\n".join([*(line.format(x) for x in "abcd"), "\\ta -- b", "\\ta -- c", "\\tb -- d", "\\tc -- d"])
+        >>> states = build_states(parse_profile(diamond))
+        >>> states.n, states.max_stages()
+        (5, 4)
+        """
+        length = [1] * self.n
+        for j in range(self.n):  # states are numbered topologically: ancestors come first
+            before = bits(self.ancestors[j])
+            if before:
+                length[j] = 1 + max(length[p] for p in before)
+        return length[-1]
+
     def segment_layers(self, start: int, end: int) -> list[int]:
         """Layers of the stage between cut ``start`` and cut ``end`` (``0 <= start < end <= n``).
 
@@ -100,7 +120,9 @@ def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGrap
     Raises
     ------
     InstanceError
-        No layer is left after preprocessing, or more than ``max_states`` states.
+        No layer is left after preprocessing, a layer is in no cut state (a part of the graph
+        not connected to the first source), the model's total time or size overflows, or more
+        than ``max_states`` states.
     """
     prepared = profile.prepared()
     if not prepared.layers:
@@ -128,13 +150,9 @@ def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGrap
     if downsets[-1] != covered:  # pragma: no cover - the step rule always ends in one state
         raise InstanceError("the cut states do not end in one state that holds the whole model",
                             source=profile.source)
-    lost = len(prepared.layers) - len(bits(covered))
-    if lost:
-        import logging  # only here: importing it costs more than building most state graphs
-
-        logging.getLogger(__name__).warning("%s: %d layers are in no cut state (not reachable from the first source %s)",
-                    profile.source, lost, prepared.layers[first].id)
-    return StateGraph(
+    if covered != (1 << len(prepared.layers)) - 1:
+        _raise_disconnected(prepared, covered, first)
+    graph = StateGraph(
         profile=prepared,
         antichains=antichains,
         downsets=downsets,
@@ -143,6 +161,34 @@ def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGrap
         cum_parameter=tuple(sum(par[v] for v in m) for m in members),
         cum_activation=tuple(sum(act[v] for v in m) for m in members),
     )
+    for what, totals in (("forward_compute_time + backward_compute_time", graph.cum_time),
+                         ("parameter_size", graph.cum_parameter), ("activation_size", graph.cum_activation)):
+        if not math.isfinite(totals[-1]):
+            raise InstanceError(f"{what}: the layers' total overflows (not a finite number); the values are too large",
+                                source=profile.source)
+    return graph
+
+
+def _raise_disconnected(profile: Profile, covered: int, first: int) -> None:
+    """Reject layers that no cut state holds: a part of the graph not connected to the first source."""
+    lost = [v for v in range(len(profile.layers)) if not covered >> v & 1]
+    layer = profile.layers[lost[0]]
+    raise InstanceError(
+        f"layer {layer.id} is not connected to the first source {profile.layers[first].id} "
+        f"({len(lost)} layer{'s' * (len(lost) != 1)} in all): the partitioner cuts one connected model; "
+        "partition each part separately", source=profile.source, path=f"line {layer.line}" if layer.line else None)
+
+
+def straight_problem(states: StateGraph, workers: int) -> str | None:
+    """Why no straight pipeline of ``states`` runs on ``workers`` workers (one stage each), or None
+    when one does.  At several levels every inner segment can be cut from a long enough chain, so
+    the total worker count is what matters."""
+    most = states.max_stages()
+    if workers <= most:
+        return None
+    return (f"a straight pipeline on {workers} workers needs {workers} stages, but the model can be cut into at "
+            f"most {most} (its longest chain of cut states; {states.n} states in all): use at most {most} workers "
+            "or replicate stages (no --straight)")
 
 
 def _closures(profile: Profile) -> tuple[list[int], list[int]]:
