@@ -343,6 +343,19 @@ def test_partition_api_rejects_bad_levels() -> None:
         partition(states, [2], [1e9], engine="fortran")
 
 
+def test_partition_api_rejects_bad_ip_options_and_profiles() -> None:
+    states = build_states(parse_profile(GOOD))
+    for kwargs, match in ((dict(backend="highs"), "apply to method='ip' only"),
+                          (dict(time_limit=5.0), "apply to method='ip' only"),
+                          (dict(method="ip", time_limit=-1.0), "time_limit: must be a positive number"),
+                          (dict(method="ip", time_limit=math.nan), "time_limit: must be a positive number"),
+                          (dict(method="ip", time_limit="x"), "time_limit: must be a positive number")):
+        with pytest.raises(OptionError, match=match):
+            partition(states, [2], [1e9], **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="profile: expected a Profile .* got str"):
+        partition("graph.txt", [2], [1e9])  # type: ignore[arg-type]
+
+
 def test_example_script_pipelining_beats_data_parallel_at_low_bandwidth(capsys: pytest.CaptureFixture[str]) -> None:
     import runpy
 

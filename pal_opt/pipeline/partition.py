@@ -232,7 +232,9 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
     Raises
     ------
     OptionError
-        Bad machines, bandwidths, engine or method.
+        Bad machines, bandwidths, engine or method; ``backend`` or ``time_limit`` without
+        ``method="ip"``, a ``time_limit`` that is not a positive number, or ``profile`` not a
+        :class:`~pal_opt.pipeline.profile.Profile` or :class:`~pal_opt.pipeline.states.StateGraph`.
     InstanceError
         A bad profile (from :func:`~pal_opt.pipeline.states.build_states`), or times that overflow
         (sizes too large for the bandwidths).
@@ -247,6 +249,10 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
         raise OptionError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
     if method not in METHODS:
         raise OptionError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
+    _check_ip_options(method, backend, time_limit)
+    if not isinstance(profile, (Profile, StateGraph)):
+        raise OptionError(f"profile: expected a Profile (load_profile(path) reads a file) or a StateGraph, "
+                          f"got {type(profile).__name__}")
     states = profile if isinstance(profile, StateGraph) else build_states(profile)
     problem = straight_problem(states, math.prod(m for m, _ in levels)) if straight else None
     if problem:
@@ -261,6 +267,19 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
         result = _result(states, tables, levels, straight, tables[-1].best(0, states.n - 1, tables[-1].machines - 1))
     _check_finite(result, states)
     return result
+
+
+def _check_ip_options(method: str, backend: str | None, time_limit: float | None) -> None:
+    if method != "ip" and (backend is not None or time_limit is not None):
+        raise OptionError("backend and time_limit apply to method='ip' only")
+    if time_limit is None:
+        return
+    try:
+        seconds = math.nan if isinstance(time_limit, (bool, str)) else float(time_limit)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise OptionError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
 
 
 def _check_finite(result: PartitionResult, states: StateGraph) -> None:
