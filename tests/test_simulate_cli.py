@@ -157,6 +157,17 @@ def test_several_policies_share_the_exact_methods_flags(tmp_path: Path, capsys: 
     assert not (tmp_path / "bad.json").exists()
 
 
+def test_exact_flags_skip_a_greedy_policy_that_takes_none_of_them(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """preempt-greedy takes none of the integer program's flags (not even --admission): with
+    ilp-preempt beside it, --time-limit goes to ilp-preempt only (it was refused for
+    preempt-greedy, as if every flag applied to a policy that takes none)."""
+    doc, _ = _simulate(tmp_path, capsys, "--policy", "preempt-greedy,ilp-preempt", "--time-limit", "5",
+                       "--synthetic-variability", "1", "--cluster", "2x4", "--max-hours", "0.5")
+    assert doc["results"]["ilp-preempt"]["config"]["time_limit"] == 5.0
+    assert doc["results"]["preempt-greedy"]["config"]["time_limit"] is None
+
+
 def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
