@@ -156,6 +156,19 @@ def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
         simulate(trace, cluster, SimConfig(policy="pal", max_time=0.0))
 
 
+def test_max_time_inside_an_idle_gap_stops_at_the_cap() -> None:
+    """J0 (100 s) finishes in round 0, J1 arrives 10 hours later; with max_time one hour the run
+    stops at 3600 s, not at J1's arrival (the idle skip jumped past the cap: ``stopped_at``
+    was 36000 and the utilisation was taken over ten hours)."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    trace = [_job(0, 1, 0.0, 100), _job(1, 1, 36000.0, 10)]
+    res = simulate(trace, cluster, SimConfig(policy="pal", max_time=3600.0))
+    s = res.summary
+    assert (s["jobs_finished"], s["rounds"], s["stopped_at"]) == (1, 1, 3600.0)
+    assert s["utilization"] == pytest.approx(100 / 3600)
+    assert res.jobs[1].first_start is None and res.jobs[1].finish_time is None
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_errors() -> None:
     cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})

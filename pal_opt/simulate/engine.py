@@ -466,10 +466,14 @@ class _Simulation:
             self.next_arrival += 1
 
     def skip_idle(self) -> None:
-        """No job is active: jump to the first round boundary at or after the next arrival."""
+        """No job is active: jump to the first round boundary at or after the next arrival, or
+        at or after ``max_time`` when that comes first (the run stops there, not at the arrival)."""
         nxt = self.records[self.arrivals[self.next_arrival]].submit_time
         r = self.round_length
         self.t = max(self.t + r, math.ceil((nxt - _EPS) / r) * r)
+        cap = self.cfg.max_time
+        if cap is not None:
+            self.t = min(self.t, math.ceil((cap - _EPS) / r) * r)
         self.k += 1
 
     # ------------------------------------------------------------------ failures
