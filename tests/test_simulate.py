@@ -186,6 +186,34 @@ def test_bad_input_errors() -> None:
         build_cluster(parse_cluster("1x1"), draw="python")
 
 
+def test_a_run_that_would_not_end_is_refused_unless_capped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job of 10**15 iterations kept the simulator going for ever (about 5e11 rounds).  Without
+    max_time such a trace is bad input naming its row; with max_time it runs to the cap."""
+    from pal_opt.simulate.engine import MAX_ROUNDS
+
+    cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
+    huge = [_job(0, 1, 0.0, 1e15), _job(1, 1, 0.0, 10)]
+    with pytest.raises(InstanceError, match="job 0 runs 2.78e\\+12 rounds of 360 s"):
+        simulate(huge, cluster, SimConfig(policy="pal"))
+    res = simulate(huge, cluster, SimConfig(policy="pal", max_time=3600.0))
+    assert res.summary["jobs_finished"] == 1 and res.summary["stopped_at"] == 3600.0
+    # many jobs, each short enough, that would fill the cluster for too long
+    many = [_job(i, 2, 0.0, 360.0 * MAX_ROUNDS / 4) for i in range(8)]
+    with pytest.raises(InstanceError, match="the trace's work fills the cluster for 2e\\+06 rounds"):
+        simulate(many, cluster, SimConfig(policy="pal"))
+    # a job bigger than the cluster never runs: its length does not count
+    simulate([_job(0, 3, 0.0, 1e15), _job(1, 1, 0.0, 10)], cluster, SimConfig(policy="pal"))
+    # on the command line: one line naming the file, row and column, exit 2, nothing written
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE_HEADER + "0,1,0,1e15,resnet50\n1,1,0,10,resnet50\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    capsys.readouterr()
+    assert simulate_main([str(trace), "--cluster", "1x2", "--synthetic-variability", "0", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"pal-opt: error: {trace}: row 2, column duration: job 0 runs ") and "--max-hours" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
 # ----------------------------------------------------------------------------- variability
 def test_variability_draws() -> None:
     f1, o1 = draw_cluster_factors(64, seed=5)
