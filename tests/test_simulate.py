@@ -6,6 +6,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -167,6 +168,50 @@ def test_max_time_inside_an_idle_gap_stops_at_the_cap() -> None:
     assert (s["jobs_finished"], s["rounds"], s["stopped_at"]) == (1, 1, 3600.0)
     assert s["utilization"] == pytest.approx(100 / 3600)
     assert res.jobs[1].first_start is None and res.jobs[1].finish_time is None
+
+
+class _Axes:
+    """Records what a panel draws (the figure's data, not its pixels)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, tuple[list[float], list[float]]] = {}
+        self.texts: list[str] = []
+
+    def step(self, x: Any, y: Any, where: str, label: str, **kw: Any) -> None:
+        self.steps[label] = (list(map(float, x)), list(map(float, y)))
+
+    def text(self, x: float, y: float, s: str, **kw: Any) -> None:
+        self.texts.append(s)
+
+    def __getattr__(self, name: str) -> Any:  # set_xlabel, legend, ...: nothing to record
+        return lambda *a, **k: None
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:
+    from pal_opt.simulate import metrics
+
+    axes = [_Axes(), _Axes()]
+    fig = type("Fig", (), {"tight_layout": lambda self: None, "savefig": lambda self, buf, **k: buf.write(b"x")})()
+    plt = type("Plt", (), {"subplots": lambda self, *a, **k: (fig, [axes]), "close": lambda self, f: None})()
+    monkeypatch.setattr(metrics, "_pyplot", lambda: plt)
+    metrics.result_figure(results, "f.png")
+    return axes
+
+
+def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JCT CDF of a run stopped early ends at jobs_finished / jobs, not at 1; the utilisation
+    is 0 over an idle gap (no round: the step held the last round's value across it) and the last
+    round is drawn to its end; a run where no job finished draws no CDF line and says so."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    stopped = simulate([_job(0, 1, 0.0, 100), _job(1, 1, 0.0, 1000)], cluster, SimConfig(max_time=720.0))
+    gap = simulate([_job(0, 1, 0.0, 180), _job(1, 1, 3600.0, 360)], cluster, SimConfig())
+    cdf, util = _drawn(monkeypatch, {"stopped": stopped, "gap": gap})
+    assert cdf.steps["stopped"][1] == [0.5] and cdf.steps["gap"][1] == [0.5, 1.0]
+    assert util.steps["stopped"] == ([0.0, 0.1, 0.2], [100 / 360, 1.0, 1.0])
+    assert util.steps["gap"] == ([0.0, 0.1, 1.0, 1.1], [0.5, 0.0, 1.0, 1.0])
+    none = simulate([_job(0, 1, 0.0, 1000)], cluster, SimConfig(max_time=360.0))
+    cdf, _ = _drawn(monkeypatch, {"none": none})
+    assert cdf.steps == {} and cdf.texts == ["no job finished"]
 
 
 # ----------------------------------------------------------------------------- bad input

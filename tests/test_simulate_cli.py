@@ -180,6 +180,29 @@ def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, cap
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()
 
 
+def test_a_figure_that_fails_to_draw_leaves_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The figure is drawn before anything is written (the result file and the per-job table
+    were written first, then the figure failed: half the outputs), and written atomically."""
+    pytest.importorskip("matplotlib")
+    from pal_opt.simulate import metrics
+
+    def fail(ax: Any, results: Any) -> None:
+        raise OSError("cannot draw")
+
+    monkeypatch.setattr(metrics, "_draw_util", fail)
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal", "--synthetic-variability", "1", "--cluster", "2x4",
+                       "--max-hours", "0.5", "--jobs-csv", str(tmp_path / "j.csv"), "--plot", str(tmp_path / "p.png"),
+                       code=2)
+    assert err.strip() == "pal-opt: error: cannot draw"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    _simulate(tmp_path, capsys, "--policy", "pal", "--synthetic-variability", "1", "--cluster", "2x4",
+              "--max-hours", "0.5", "--plot", str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.png", "r.json"]  # no temporary file left
+
+
 def test_plot_format_is_checked_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # a .txt plot used to fail with a traceback after the whole simulation, the result written
     _, err = _simulate(tmp_path, capsys, "--policy", "pal", "--synthetic-variability", "1",
