@@ -405,7 +405,9 @@ def solve_options(
 def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> dict[str, Any]:
     """The :class:`~pal_opt.options.SolveOptions` fields the parsed flags set."""
     given: dict[str, Any] = {}
-    for name in names or ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts", "executor"):
+    if names is None:  # an empty tuple reads no flag (a method that takes none of those asked for)
+        names = ("seed", "binning", "backend", "admission", "time_limit", "gap", "threads", "parts", "executor")
+    for name in names:
         v = getattr(args, name, None)
         if v is not None:
             given[name] = v

@@ -142,3 +142,21 @@ def test_bad_blox_state_is_a_clear_error(active: dict, order: list, gpu_df: obje
     with pytest.raises(InstanceError) as err:
         policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), {"job_order": order})
     assert where in str(err.value)
+
+
+def test_no_gpu_registered_yet_places_nothing() -> None:
+    """Blox's scheduler loop calls place() from its first round, before any node has registered:
+    gpu_df has Blox's columns and no rows (not even PerfVar_ ones).  The artifact's PAL places
+    nothing then; the adapter raised "no PerfVar_<class> column" / "the cluster has no GPUs"."""
+    policy = BloxPlacement(None, method="pal")
+    active = {1: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}}
+    schedule = {"job_order": [(1, 0)]}
+    for empty in (pd.DataFrame(columns=["GPU_ID", "GPU_UUID", "Local_GPU_ID", "Node_ID", "IP_addr", "IN_USE",
+                                        "JOB_IDS"]), small_cluster().iloc[0:0]):
+        assert policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=empty), schedule) == ([], {})
+        assert policy.last_result is None
+        with pytest.raises(InstanceError, match="not in active_jobs"):  # the queue is still checked
+            policy.place(SimpleNamespace(active_jobs={}), SimpleNamespace(gpu_df=empty), schedule)
+    # the nodes register: the next round places the job
+    _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=small_cluster()), schedule)
+    assert list(launch) == [1] and len(launch[1]) == 2

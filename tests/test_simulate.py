@@ -6,6 +6,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -156,6 +157,63 @@ def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
         simulate(trace, cluster, SimConfig(policy="pal", max_time=0.0))
 
 
+def test_max_time_inside_an_idle_gap_stops_at_the_cap() -> None:
+    """J0 (100 s) finishes in round 0, J1 arrives 10 hours later; with max_time one hour the run
+    stops at 3600 s, not at J1's arrival (the idle skip jumped past the cap: ``stopped_at``
+    was 36000 and the utilisation was taken over ten hours)."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    trace = [_job(0, 1, 0.0, 100), _job(1, 1, 36000.0, 10)]
+    res = simulate(trace, cluster, SimConfig(policy="pal", max_time=3600.0))
+    s = res.summary
+    assert (s["jobs_finished"], s["rounds"], s["stopped_at"]) == (1, 1, 3600.0)
+    assert s["utilization"] == pytest.approx(100 / 3600)
+    assert res.jobs[1].first_start is None and res.jobs[1].finish_time is None
+
+
+class _Axes:
+    """Records what a panel draws (the figure's data, not its pixels)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, tuple[list[float], list[float]]] = {}
+        self.texts: list[str] = []
+
+    def step(self, x: Any, y: Any, where: str, label: str, **kw: Any) -> None:
+        self.steps[label] = (list(map(float, x)), list(map(float, y)))
+
+    def text(self, x: float, y: float, s: str, **kw: Any) -> None:
+        self.texts.append(s)
+
+    def __getattr__(self, name: str) -> Any:  # set_xlabel, legend, ...: nothing to record
+        return lambda *a, **k: None
+
+
+def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:
+    from pal_opt.simulate import metrics
+
+    axes = [_Axes(), _Axes()]
+    fig = type("Fig", (), {"tight_layout": lambda self: None, "savefig": lambda self, buf, **k: buf.write(b"x")})()
+    plt = type("Plt", (), {"subplots": lambda self, *a, **k: (fig, [axes]), "close": lambda self, f: None})()
+    monkeypatch.setattr(metrics, "_pyplot", lambda: plt)
+    metrics.result_figure(results, "f.png")
+    return axes
+
+
+def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JCT CDF of a run stopped early ends at jobs_finished / jobs, not at 1; the utilisation
+    is 0 over an idle gap (no round: the step held the last round's value across it) and the last
+    round is drawn to its end; a run where no job finished draws no CDF line and says so."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    stopped = simulate([_job(0, 1, 0.0, 100), _job(1, 1, 0.0, 1000)], cluster, SimConfig(max_time=720.0))
+    gap = simulate([_job(0, 1, 0.0, 180), _job(1, 1, 3600.0, 360)], cluster, SimConfig())
+    cdf, util = _drawn(monkeypatch, {"stopped": stopped, "gap": gap})
+    assert cdf.steps["stopped"][1] == [0.5] and cdf.steps["gap"][1] == [0.5, 1.0]
+    assert util.steps["stopped"] == ([0.0, 0.1, 0.2], [100 / 360, 1.0, 1.0])
+    assert util.steps["gap"] == ([0.0, 0.1, 1.0, 1.1], [0.5, 0.0, 1.0, 1.0])
+    none = simulate([_job(0, 1, 0.0, 1000)], cluster, SimConfig(max_time=360.0))
+    cdf, _ = _drawn(monkeypatch, {"none": none})
+    assert cdf.steps == {} and cdf.texts == ["no job finished"]
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_errors() -> None:
     cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
@@ -171,6 +229,34 @@ def test_bad_input_errors() -> None:
         SimConfig(locality_penalty=0.5).validate()
     with pytest.raises(OptionError, match="unknown variability draw"):
         build_cluster(parse_cluster("1x1"), draw="python")
+
+
+def test_a_run_that_would_not_end_is_refused_unless_capped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job of 10**15 iterations kept the simulator going for ever (about 5e11 rounds).  Without
+    max_time such a trace is bad input naming its row; with max_time it runs to the cap."""
+    from pal_opt.simulate.engine import MAX_ROUNDS
+
+    cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
+    huge = [_job(0, 1, 0.0, 1e15), _job(1, 1, 0.0, 10)]
+    with pytest.raises(InstanceError, match="job 0 runs 2.78e\\+12 rounds of 360 s"):
+        simulate(huge, cluster, SimConfig(policy="pal"))
+    res = simulate(huge, cluster, SimConfig(policy="pal", max_time=3600.0))
+    assert res.summary["jobs_finished"] == 1 and res.summary["stopped_at"] == 3600.0
+    # many jobs, each short enough, that would fill the cluster for too long
+    many = [_job(i, 2, 0.0, 360.0 * MAX_ROUNDS / 4) for i in range(8)]
+    with pytest.raises(InstanceError, match="the trace's work fills the cluster for 2e\\+06 rounds"):
+        simulate(many, cluster, SimConfig(policy="pal"))
+    # a job bigger than the cluster never runs: its length does not count
+    simulate([_job(0, 3, 0.0, 1e15), _job(1, 1, 0.0, 10)], cluster, SimConfig(policy="pal"))
+    # on the command line: one line naming the file, row and column, exit 2, nothing written
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE_HEADER + "0,1,0,1e15,resnet50\n1,1,0,10,resnet50\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    capsys.readouterr()
+    assert simulate_main([str(trace), "--cluster", "1x2", "--synthetic-variability", "0", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"pal-opt: error: {trace}: row 2, column duration: job 0 runs ") and "--max-hours" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
 
 
 # ----------------------------------------------------------------------------- variability

@@ -157,6 +157,17 @@ def test_several_policies_share_the_exact_methods_flags(tmp_path: Path, capsys: 
     assert not (tmp_path / "bad.json").exists()
 
 
+def test_exact_flags_skip_a_greedy_policy_that_takes_none_of_them(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """preempt-greedy takes none of the integer program's flags (not even --admission): with
+    ilp-preempt beside it, --time-limit goes to ilp-preempt only (it was refused for
+    preempt-greedy, as if every flag applied to a policy that takes none)."""
+    doc, _ = _simulate(tmp_path, capsys, "--policy", "preempt-greedy,ilp-preempt", "--time-limit", "5",
+                       "--synthetic-variability", "1", "--cluster", "2x4", "--max-hours", "0.5")
+    assert doc["results"]["ilp-preempt"]["config"]["time_limit"] == 5.0
+    assert doc["results"]["preempt-greedy"]["config"]["time_limit"] is None
+
+
 def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
@@ -167,6 +178,29 @@ def test_plot_without_matplotlib_is_one_line_before_any_work(tmp_path: Path, cap
     assert err.startswith("pal-opt: error: --plot needs matplotlib") and err.count("\n") == 1
     assert "pip install 'pal-opt[plot]'" in err
     assert not (tmp_path / "r.json").exists() and not (tmp_path / "p.png").exists()
+
+
+def test_a_figure_that_fails_to_draw_leaves_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The figure is drawn before anything is written (the result file and the per-job table
+    were written first, then the figure failed: half the outputs), and written atomically."""
+    pytest.importorskip("matplotlib")
+    from pal_opt.simulate import metrics
+
+    def fail(ax: Any, results: Any) -> None:
+        raise OSError("cannot draw")
+
+    monkeypatch.setattr(metrics, "_draw_util", fail)
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal", "--synthetic-variability", "1", "--cluster", "2x4",
+                       "--max-hours", "0.5", "--jobs-csv", str(tmp_path / "j.csv"), "--plot", str(tmp_path / "p.png"),
+                       code=2)
+    assert err.strip() == "pal-opt: error: cannot draw"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    _simulate(tmp_path, capsys, "--policy", "pal", "--synthetic-variability", "1", "--cluster", "2x4",
+              "--max-hours", "0.5", "--plot", str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.png", "r.json"]  # no temporary file left
 
 
 def test_plot_format_is_checked_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

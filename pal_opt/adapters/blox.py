@@ -9,7 +9,8 @@ What it reads
 -------------
 ``cluster_state.gpu_df``
     pandas DataFrame with ``GPU_ID``, ``Node_ID``, ``IN_USE``, ``JOB_IDS`` and one
-    ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``).
+    ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``).  An empty one (no
+    node registered yet) places nothing.
 ``job_state.active_jobs``
     ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``.
 ``new_job_schedule["job_order"]``
@@ -157,7 +158,20 @@ class BloxPlacement:
     def place(
         self, job_state: Any, cluster_state: Any, new_job_schedule: Mapping[str, Any], **kwargs: Any
     ) -> tuple[list[Any], dict[Any, list[int]]]:
-        """One Blox round: ``(jobs_to_terminate, {job_id: [GPU_ID, ...]})``."""
+        """One Blox round: ``(jobs_to_terminate, {job_id: [GPU_ID, ...]})``.
+
+        A ``gpu_df`` without rows (Blox's scheduler loop runs before any node has registered)
+        gives ``([], {})``: the queued jobs wait, as with the artifact's PAL; ``last_result`` is
+        then None.
+        """
+        gpu_df = getattr(cluster_state, "gpu_df", None)
+        if isinstance(gpu_df, pd.DataFrame) and gpu_df.empty:
+            active = getattr(job_state, "active_jobs", None)
+            if not isinstance(active, Mapping):
+                raise InstanceError("must be a dict of jobs", source="job_state", path="active_jobs")
+            _jobs_frame(active, _queue_ids(new_job_schedule))  # the queue is still checked
+            self.last_result = None
+            return [], {}
         inst = self.instance(job_state, cluster_state, new_job_schedule)
         result = self.policy.place(inst)
         self.last_result = result

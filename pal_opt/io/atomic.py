@@ -15,13 +15,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_text", "atomic_write_json"]
+__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8, ``\\n`` line endings) to ``path`` atomically.
+    """Write ``text`` (UTF-8, ``\\n`` line endings) to ``path`` atomically
+    (:func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
-    The text goes to a temporary file in the same directory, which is flushed, synced and
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically.
+
+    The data goes to a temporary file in the same directory, which is flushed, synced and
     renamed over ``path``; an existing file keeps its permissions.  On any failure (including
     ``KeyboardInterrupt``) the temporary file is removed and ``path`` is untouched.
 
@@ -45,8 +51,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     except OSError as exc:  # name the file the user asked for, not the temporary one
         raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", os.fspath(path)) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         try:

@@ -293,16 +293,20 @@ def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: An
 
 def _write_outputs(args: argparse.Namespace, results: dict[str, Any], extra: dict[str, Any]) -> None:
     """The result file (one policy: its result; several: ``{"policies", "results"}``), the per-job
-    table (several: a ``policy`` column first) and the figure (one line per policy)."""
-    from .metrics import jobs_csv_text, plot_result, result_to_dict, write_json_atomic, write_text_atomic
+    table (several: a ``policy`` column first) and the figure (one line per policy).  Everything
+    is made first, then written: a figure that fails to draw leaves no output behind."""
+    from ..io.atomic import atomic_write_bytes
+    from .metrics import jobs_csv_text, result_figure, result_to_dict, write_json_atomic, write_text_atomic
 
     docs = {p: result_to_dict(r, extra_config=extra) for p, r in results.items()}
     several = len(docs) > 1
+    figure = result_figure(docs, args.plot) if args.plot else None
+    table = jobs_csv_text(results if several else next(iter(results.values()))) if args.jobs_csv else None
     write_json_atomic(args.out, {"policies": list(docs), "results": docs} if several else next(iter(docs.values())))
-    if args.jobs_csv:
-        write_text_atomic(args.jobs_csv, jobs_csv_text(results if several else next(iter(results.values()))))
-    if args.plot:
-        plot_result(docs, args.plot)
+    if table is not None:
+        write_text_atomic(args.jobs_csv, table)
+    if figure is not None:
+        atomic_write_bytes(args.plot, figure)
 
 
 def _hours(seconds: float | None) -> str:

@@ -46,7 +46,9 @@ next round.  Without failures a round is one piece and the arithmetic is the sam
 
 The run ends when every job has finished (or is unplaceable), or with ``SimConfig(max_time=S)``
 at the first round boundary at or after ``S`` simulated seconds (``pal-opt simulate --max-hours``):
-the jobs still unfinished then are in the result with no finish time.
+the jobs still unfinished then are in the result with no finish time.  Without ``max_time``, a
+trace that would need more than :data:`MAX_ROUNDS` rounds on median GPUs is refused
+(:class:`~pal_opt.errors.InstanceError`).
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ __all__ = [
 ]
 
 _EPS = 1e-9
+
+#: Rounds a run without ``max_time`` may need at the least (on median GPUs) before it is refused:
+#: one job of 10**15 iterations would otherwise keep the simulator going for ever.
+MAX_ROUNDS = 1_000_000
 
 
 # ---------------------------------------------------------------------------- cluster
@@ -336,6 +342,29 @@ def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> 
             )
 
 
+def _check_run_length(trace: Sequence[Any], cluster: Cluster, cfg: SimConfig, source: str | None) -> None:
+    """Without ``max_time``, refuse a trace whose run needs more than :data:`MAX_ROUNDS` rounds on
+    median GPUs: its longest job alone, or all its GPU-seconds of work on the whole cluster (jobs
+    bigger than the cluster never run and do not count)."""
+    if cfg.max_time is not None:
+        return
+    r = float(cfg.round_length)
+    trace = [tj for tj in trace if tj.demand <= cluster.num_gpus]  # the others never run
+    if not trace:
+        return
+    hint = "it would not end in reasonable time: stop it earlier with --max-hours (SimConfig(max_time=...))"
+    longest = max(trace, key=lambda tj: tj.iterations * tj.iter_time)
+    rounds = longest.iterations * longest.iter_time / r
+    if rounds > MAX_ROUNDS:
+        where = f"row {longest.row}, column duration" if getattr(longest, "row", 0) else f"job {longest.id!r}: duration"
+        raise InstanceError(f"job {longest.id!r} runs {rounds:.3g} rounds of {r:g} s on median GPUs, more than "
+                            f"{MAX_ROUNDS:,}; {hint}", source=source, path=where)
+    work = math.fsum(tj.demand * tj.iterations * tj.iter_time for tj in trace) / (cluster.num_gpus * r)
+    if work > MAX_ROUNDS:
+        raise InstanceError(f"the trace's work fills the cluster for {work:.3g} rounds of {r:g} s on median GPUs, "
+                            f"more than {MAX_ROUNDS:,}; {hint}", source=source)
+
+
 @dataclass(frozen=True)
 class _Round:
     """One round as offered to the method: its number, start time and instance."""
@@ -466,10 +495,14 @@ class _Simulation:
             self.next_arrival += 1
 
     def skip_idle(self) -> None:
-        """No job is active: jump to the first round boundary at or after the next arrival."""
+        """No job is active: jump to the first round boundary at or after the next arrival, or
+        at or after ``max_time`` when that comes first (the run stops there, not at the arrival)."""
         nxt = self.records[self.arrivals[self.next_arrival]].submit_time
         r = self.round_length
         self.t = max(self.t + r, math.ceil((nxt - _EPS) / r) * r)
+        cap = self.cfg.max_time
+        if cap is not None:
+            self.t = min(self.t, math.ceil((cap - _EPS) / r) * r)
         self.k += 1
 
     # ------------------------------------------------------------------ failures
@@ -842,6 +875,7 @@ def simulate(
     cfg = config or SimConfig()
     cfg.validate()
     _check_trace(trace, cluster, source)
+    _check_run_length(trace, cluster, cfg, source)
     wall0 = time.perf_counter()
     sim = _Simulation(trace, cluster, cfg, source)
     sim.on_round = on_round

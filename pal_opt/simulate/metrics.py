@@ -31,6 +31,7 @@ __all__ = [
     "plot_jct_cdf",
     "plot_utilization",
     "plot_result",
+    "result_figure",
     "require_matplotlib",
 ]
 
@@ -166,12 +167,30 @@ def _jcts(r: Mapping[str, Any]) -> np.ndarray:
     return np.sort(np.array([j["jct"] for j in r["job_results"] if j["jct"] is not None], dtype=np.float64))
 
 
+def _cdf_total(r: Mapping[str, Any]) -> int:
+    """The jobs a JCT CDF counts: every job but the unplaceable ones, so that a run stopped early
+    (``--max-hours``) ends below 1 (at ``jobs_finished / jobs``) rather than at 1."""
+    return len(r["job_results"]) - len(r.get("unplaceable") or ())
+
+
 def _util_series(r: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Utilisation per round as a step series for ``where="post"``: 0 over the idle gaps the run
+    skipped (no round), and the last round drawn to its end."""
     log = r["round_log"]
-    t = np.asarray(log["time"], dtype=np.float64)
-    busy = np.asarray(log["busy_gpu_seconds"], dtype=np.float64)
     length = float(r["config"]["round_length"])
-    return t, busy / (float(r["num_gpus"]) * length)
+    u = np.asarray(log["busy_gpu_seconds"], dtype=np.float64) / (float(r["num_gpus"]) * length)
+    times: list[float] = []
+    values: list[float] = []
+    for k, start in enumerate(log["time"]):
+        if times and start > times[-1] + length * (1 + 1e-9):
+            times.append(times[-1] + length)
+            values.append(0.0)
+        times.append(float(start))
+        values.append(float(u[k]))
+    if times:
+        times.append(times[-1] + length)
+        values.append(values[-1])
+    return np.asarray(times, dtype=np.float64), np.asarray(values, dtype=np.float64)
 
 
 def require_matplotlib() -> None:
@@ -194,16 +213,22 @@ def _pyplot() -> Any:
 
 
 def _draw_cdf(ax: Any, results: Mapping[str, Any]) -> None:
+    drawn = 0
     for name, r in results.items():
-        jct = _jcts(_as_dict(r)) / 3600.0
+        doc = _as_dict(r)
+        jct = _jcts(doc) / 3600.0
         if jct.size:
-            y = np.arange(1, jct.size + 1) / jct.size
+            y = np.arange(1, jct.size + 1) / max(_cdf_total(doc), jct.size)
             ax.step(jct, y, where="post", label=name)
-    ax.set_xscale("log")
+            drawn += 1
     ax.set_xlabel("JCT (hours)")
     ax.set_ylabel("fraction of jobs")
     ax.set_title("JCT CDF")
     ax.grid(True, alpha=0.3)
+    if not drawn:  # a run stopped before any job finished (--max-hours): no line, and no legend warning
+        ax.text(0.5, 0.5, "no job finished", ha="center", va="center", transform=ax.transAxes)
+        return
+    ax.set_xscale("log")
     ax.legend(fontsize="small")
 
 
@@ -219,20 +244,42 @@ def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
+def _figure_bytes(
+    path: str | os.PathLike[str],
+    figsize: tuple[float, float],
+    results: Mapping[str, Any],
+    *panels: Callable[[Any, Mapping[str, Any]], None],
+) -> bytes:
+    """Draw ``panels`` side by side, one axes each: the figure in ``path``'s format (its suffix)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
+    try:
+        for ax, draw in zip(axes[0], panels, strict=True):
+            draw(ax, results)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=120, format=os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png")
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
 def _save_figure(
     path: str | os.PathLike[str],
     figsize: tuple[float, float],
     results: Mapping[str, Any],
     *panels: Callable[[Any, Mapping[str, Any]], None],
 ) -> None:
-    """Draw ``panels`` side by side, one axes each, and save the figure to ``path``."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
-    for ax, draw in zip(axes[0], panels, strict=True):
-        draw(ax, results)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    """Draw ``panels`` side by side and write the figure to ``path`` atomically."""
+    from ..io.atomic import atomic_write_bytes
+
+    atomic_write_bytes(path, _figure_bytes(path, figsize, results, *panels))
+
+
+def result_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> bytes:
+    """The figure :func:`plot_result` writes to ``path``, as bytes in ``path``'s format (drawn
+    before any output is written, so that a failure to draw leaves no output behind)."""
+    return _figure_bytes(path, (12, 4), results, _draw_cdf, _draw_util)
 
 
 def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
@@ -246,5 +293,7 @@ def plot_utilization(results: Mapping[str, Any], path: str | os.PathLike[str]) -
 
 
 def plot_result(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
-    """Both panels side by side (JCT CDF, utilisation over time) in one figure."""
-    _save_figure(path, (12, 4), results, _draw_cdf, _draw_util)
+    """Both panels side by side (JCT CDF, utilisation over time) in one figure, written atomically."""
+    from ..io.atomic import atomic_write_bytes
+
+    atomic_write_bytes(path, result_figure(results, path))
