@@ -160,3 +160,17 @@ def test_no_gpu_registered_yet_places_nothing() -> None:
     # the nodes register: the next round places the job
     _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=small_cluster()), schedule)
     assert list(launch) == [1] and len(launch[1]) == 2
+
+
+def test_an_oversized_job_is_warned_of_by_its_row(caplog: pytest.LogCaptureFixture) -> None:
+    """A queued job bigger than the cluster is kept (unplaceable) and warned of; the warning names
+    the frame's 0-based row, as the matching errors do (it said 'line 0')."""
+    policy = BloxPlacement(None, method="pal", admission="backfill")
+    active = {1: {"num_GPUs": 64, "perfclass": "classA", "is_running": False},
+              2: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}}
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=small_cluster()),
+                                 {"job_order": [(1, 0), (2, 0)]})
+    assert list(launch) == [2]
+    warned = [r.getMessage() for r in caplog.records if "needs 64 GPUs" in r.getMessage()]
+    assert warned and ": row 0: job " in warned[0] and "line 0" not in warned[0], warned

@@ -142,7 +142,7 @@ def parse_jobs(
         seen[key] = line
         demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
         if max_gpus is not None and demand > max_gpus:  # kept: a fact of the queue, reported as unplaceable
-            oversized.append(f"{t.source}: line {line}: job {jid!r} needs {demand} GPUs but the cluster has "
+            oversized.append(f"{t.source}: {t.row_label} {line}: job {jid!r} needs {demand} GPUs but the cluster has "
                              f"{max_gpus}; kept in the queue, it cannot be placed")
         model = f[c_mod] if c_mod is not None and f[c_mod] else None
         perfclass = f[c_cls] if c_cls is not None and f[c_cls] else None

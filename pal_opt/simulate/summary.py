@@ -16,7 +16,7 @@ Definitions (times in seconds):
   a restart counts as busy).
 * **Stopped early** (``SimConfig(max_time=...)``, ``pal-opt simulate --max-hours``): the run
   stopped at ``stopped_at`` (its last round's end) with ``jobs_finished`` < ``jobs``; the JCT
-  figures and the makespan cover the finished jobs, utilisation the time from the first submit
+  figures and the makespan cover the finished jobs (None when none finished), utilisation the time from the first submit
   to ``stopped_at``.  ``stopped_at`` is None for a run that finished every job it could.
 * **Preempted GPU-hours**: each time a running job is left without GPUs, its GPUs × the round
   length in hours; ``preempted_gpu_hours_weighted`` weighs each by ``1 + priority``
@@ -104,7 +104,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         "median_jct": _pct(jct, 50),
         "p99_jct": _pct(jct, 99),
         "max_jct": float(jct.max()) if jct.size else None,
-        "makespan": makespan,
+        "makespan": makespan if finishes else None,  # no job finished: no figure, as for the JCTs
         "end_time": end,
         "stopped_at": result.stopped_at,
         "utilization": util,
