@@ -8,11 +8,13 @@ the parser is built, so a method or backend registered at run time shows in ``--
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import math
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .errors import OptionError
@@ -29,6 +31,7 @@ __all__ = [
     "nonempty",
     "output_file",
     "refuse_overwriting_inputs",
+    "warnings_after_success",
     "check_plot_target",
     "key_value",
     "methods_epilog",
@@ -459,3 +462,26 @@ def exact_options(args: argparse.Namespace) -> Any:
     from .options import SolveOptions
 
     return SolveOptions.from_kwargs(**_given_options(args, ("binning", "backend", "time_limit", "gap", "threads")))
+
+
+@contextlib.contextmanager
+def warnings_after_success() -> Iterator[None]:
+    """Hold the package's warnings (``pal_opt`` loggers) while the block runs; log them when it
+    ends normally and drop them when it raises, so that a command that fails late (an instance
+    refused as it is written) prints its one error line and nothing else."""
+    logger = logging.getLogger("pal_opt")
+    held: list[logging.LogRecord] = []
+
+    class _Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record)
+
+    saved = logger.handlers[:]
+    hold = _Hold(logging.WARNING)
+    logger.handlers = [hold]
+    try:
+        yield
+    finally:
+        logger.handlers = saved
+    for record in held:
+        logger.handle(record)

@@ -839,3 +839,22 @@ def test_cli_collapse_warning_only_for_good_input(tmp_path):
     assert not (tmp_path / "b.json").exists()
     quiet = pal("import", "slurm", TOPOLOGY_CONF, "--gpus-per-node", 8, "-o", tmp_path / "s.json")
     assert quiet.returncode == 0 and quiet.stderr == ""  # one spine: nothing lost, nothing said
+
+
+def test_cli_import_refused_as_written_prints_no_warning_before_its_error(tmp_path, capsys):
+    """A topology whose levels above the rack collapse (a warning) and whose instance is too big to
+    write: the error is the only line (the warning came first, two lines for one failure)."""
+    conf = _write(tmp_path, "big3.conf", "SwitchName=l1 Nodes=n[1-10000]\nSwitchName=l2 Nodes=n[10001-20000]\n"
+                  "SwitchName=l3 Nodes=n[20001-30000]\nSwitchName=l4 Nodes=n[30001-40000]\n"
+                  "SwitchName=m1 Switches=l[1-2]\nSwitchName=m2 Switches=l[3-4]\nSwitchName=t Switches=m[1-2]\n")
+    out = tmp_path / "out.json"
+    rc, _, err = run(capsys, "import", "slurm", conf, "--gpus-per-node", 8, "-o", out)
+    assert rc == 2 and err.count("\n") == 1 and "warning" not in err, err
+    assert not out.exists()
+    # written, the same warning still shows (after the round is known to be good)
+    small = _write(tmp_path, "small3.conf", "SwitchName=l1 Nodes=n[1-2]\nSwitchName=l2 Nodes=n[3-4]\n"
+                   "SwitchName=l3 Nodes=n[5-6]\nSwitchName=l4 Nodes=n[7-8]\n"
+                   "SwitchName=m1 Switches=l[1-2]\nSwitchName=m2 Switches=l[3-4]\nSwitchName=t Switches=m[1-2]\n")
+    rc, stdout, err = run(capsys, "import", "slurm", small, "--gpus-per-node", 8, "-o", out)
+    assert rc == 0 and stdout.startswith(f"wrote {out}") and out.exists()
+    assert err.startswith("pal-opt: warning: ") and "collapsed into the cluster level" in err, err

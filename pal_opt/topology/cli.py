@@ -34,6 +34,7 @@ from ..cliargs import (
     output_file,
     pos_int,
     refuse_overwriting_inputs,
+    warnings_after_success,
 )
 from ..errors import OptionError
 
@@ -164,21 +165,22 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from .hierarchy import topology_round
 
     refuse_overwriting_inputs({"--out": args.output}, _import_inputs(args))
-    topo = _read_topology(args)
-    inst = topology_round(
-        topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
-        binning=args.binning, restart_cost=args.restart_cost, round_length=args.round,
-        name=args.name or Path(args.input).name,
-    )
-    names = list(topo.level_names)
-    meta = {
-        "generator": f"pal-opt {__version__} import {args.format}",
-        "imported_from": {"format": args.format, "topology": os.fspath(args.input), "jobs": args.jobs},
-        "topology_levels": names,
-        "rack_level": names[0] if names else None,
-        "collapsed_into_cluster": names[1:],
-    }
-    save_instance(inst, args.output, meta=meta, readable_from=os.fspath(args.input))
+    with warnings_after_success():  # a round refused as it is written: its one line, no warning before it
+        topo = _read_topology(args)
+        inst = topology_round(
+            topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
+            binning=args.binning, restart_cost=args.restart_cost, round_length=args.round,
+            name=args.name or Path(args.input).name,
+        )
+        names = list(topo.level_names)
+        meta = {
+            "generator": f"pal-opt {__version__} import {args.format}",
+            "imported_from": {"format": args.format, "topology": os.fspath(args.input), "jobs": args.jobs},
+            "topology_levels": names,
+            "rack_level": names[0] if names else None,
+            "collapsed_into_cluster": names[1:],
+        }
+        save_instance(inst, args.output, meta=meta, readable_from=os.fspath(args.input))
     cl = inst.cluster
     collapsed = f"; {', '.join(names[1:])} collapsed into the cluster level" if len(names) > 1 else ""
     racks = f" in {len(cl.rack_ids)} racks (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
