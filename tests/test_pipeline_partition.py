@@ -448,3 +448,16 @@ def test_a_flat_partition_is_a_jobs_pipeline() -> None:
     assert Job("j", 4, "classA", pipeline=pipe).pipeline == pipe  # ready for an instance
     two = partition(load_profile(EXAMPLE), [2, 2], [2.5e10, 1.25e9])
     assert two.job_pipeline() is None and "pipeline" not in two.to_dict()
+
+
+def test_a_profile_that_takes_no_time_gives_no_jobs_pipeline(tmp_path) -> None:
+    """Every compute time and size 0: the partition is still reported, but its `pipeline` (an
+    instance file's jobs[].pipeline, which needs a stage that takes time) is left out; it was
+    written with all-zero stage times, which load_instance refuses."""
+    text = "".join(f"node{k} -- L -- forward_compute_time=0, backward_compute_time=0, activation_size=0, "
+                   f"parameter_size=0\n" for k in (1, 2, 3)) + "\tnode1 -- node2\n\tnode2 -- node3\n"
+    from pal_opt.pipeline import parse_profile
+
+    result = partition(parse_profile(text), [2], [1e9])
+    assert result.time_per_sample == 0.0 and result.job_pipeline() is None
+    assert "pipeline" not in result.to_dict()

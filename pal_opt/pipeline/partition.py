@@ -136,7 +136,8 @@ class PartitionResult(NamedTuple):
     def job_pipeline(self) -> Any:
         """The stages as a job's :class:`pal_opt.model.Pipeline` (each stage's time per sample
         with its replicas, and its replica count), for a one-level partition; None for several
-        levels (an outer stage is a whole inner pipeline).
+        levels (an outer stage is a whole inner pipeline), and for a profile whose stages take no
+        time at all (a job's pipeline needs one stage that takes time).
 
         >>> from pal_opt.pipeline import parse_profile
         >>> line = ("node{0} -- L -- forward_compute_time={1}, backward_compute_time=0, activation_size=1, "
@@ -145,7 +146,7 @@ class PartitionResult(NamedTuple):
         >>> partition(parse_profile(text), [3], [1e9]).job_pipeline()  # node1's 1 GB is not replicated
         Pipeline(stage_times=(0.004, 0.0005), replicas=(1, 2))
         """
-        if len(self.levels) != 1:
+        if len(self.levels) != 1 or max(s.time for s in self.levels[0]) <= 0:
             return None
         from ..model import Pipeline
 
@@ -179,8 +180,8 @@ class PartitionResult(NamedTuple):
             ],
             "layer_order": list(self.layer_order),
             "method": self.method,
-            **({"pipeline": {"stage_times": [s.time for s in self.levels[0]],
-                             "replicas": [s.replicas for s in self.levels[0]]}} if len(self.levels) == 1 else {}),
+            **({"pipeline": {"stage_times": list(pipe.stage_times), "replicas": list(pipe.replicas)}}
+               if (pipe := self.job_pipeline()) is not None else {}),
         }
 
 
