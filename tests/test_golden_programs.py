@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
+from golden import GOLDEN, assert_unchanged
+from golden import main as golden_main
 
 from pal_opt.binning import binned_factors
 from pal_opt.cost import evaluate
@@ -38,8 +38,6 @@ from pal_opt.ilp.preempt import preempt_program, solve_preempt
 from pal_opt.ilp.program import Program
 from pal_opt.ilp.stageround import build_stage_round
 from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
-
-GOLDEN = Path(__file__).resolve().parents[1] / "formulations" / "golden"
 
 
 @dataclass(frozen=True)
@@ -169,12 +167,7 @@ def golden_text(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_lp_export_is_unchanged(name: str) -> None:
-    path = GOLDEN / f"{name}.lp"
-    assert path.is_file(), f"missing {path}; run: python tests/test_golden_programs.py --update"
-    assert golden_text(name) == path.read_text(encoding="utf-8"), (
-        f"{path.name} differs from the regenerated export; if the change is intended run "
-        "python tests/test_golden_programs.py --update and review the diff"
-    )
+    assert_unchanged(name, golden_text(name), "test_golden_programs.py")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -294,15 +287,5 @@ def test_gavel_allocation_reaches_the_golden_level() -> None:
     assert alloc.normalised == pytest.approx([GAVEL_LEVEL] * 3, abs=1e-7)
 
 
-def _update() -> None:
-    GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name in sorted(CASES):
-        (GOLDEN / f"{name}.lp").write_text(golden_text(name), encoding="utf-8", newline="\n")
-        print(f"wrote {GOLDEN / (name + '.lp')}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--update"]:
-        _update()
-    else:
-        print(__doc__)
+    golden_main(CASES, golden_text, __doc__)

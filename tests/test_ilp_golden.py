@@ -10,11 +10,10 @@ and review the diff.  HiGHS reads every golden file back and finds the optimum p
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from golden import GOLDEN, assert_unchanged
+from golden import main as golden_main
 
 from pal_opt.cost.restart import restart_cost_seconds
 from pal_opt.ilp import available_backends, build_formulation, solve_ilp
@@ -22,8 +21,6 @@ from pal_opt.ilp.lpwriter import lp_text
 from pal_opt.inforce import RepairRound, repair_round
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
 from pal_opt.repair import reduced_round
-
-GOLDEN = Path(__file__).resolve().parents[1] / "formulations" / "golden"
 
 
 def _flat_2x2() -> RoundInstance:
@@ -105,12 +102,7 @@ def golden_text(name: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_golden_lp_export_is_unchanged(name):
-    path = GOLDEN / f"{name}.lp"
-    assert path.is_file(), f"missing {path}; run: python tests/test_ilp_golden.py --update"
-    assert golden_text(name) == path.read_text(encoding="utf-8"), (
-        f"{path.name} differs from the regenerated export; if the change is intended run "
-        "python tests/test_ilp_golden.py --update and review the diff"
-    )
+    assert_unchanged(name, golden_text(name), "test_ilp_golden.py")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -129,15 +121,5 @@ def test_golden_lp_reads_back_into_highs_with_the_same_optimum(name, tmp_path):
     assert h.getInfo().objective_function_value == pytest.approx(r.objective, abs=1e-9)
 
 
-def _update() -> None:
-    GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name in sorted(CASES):
-        (GOLDEN / f"{name}.lp").write_text(golden_text(name), encoding="utf-8", newline="\n")
-        print(f"wrote {GOLDEN / (name + '.lp')}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--update"]:
-        _update()
-    else:
-        print(__doc__)
+    golden_main(CASES, golden_text, __doc__)

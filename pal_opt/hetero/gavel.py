@@ -67,6 +67,15 @@ class GavelAllocation:
     normalised: np.ndarray
 
 
+def _inputs(throughput: Any, scale: Any, workers: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``T``, ``s`` and ``N`` as float arrays, checked."""
+    t = np.asarray(throughput, dtype=np.float64)
+    s = np.asarray(scale, dtype=np.float64)
+    n = np.asarray(workers, dtype=np.float64)
+    _check_inputs(t, s, n)
+    return t, s, n
+
+
 def _check_inputs(throughput: np.ndarray, scale: np.ndarray, workers: np.ndarray) -> None:
     if throughput.ndim != 2 or throughput.shape != (scale.size, workers.size):
         raise ValueError(f"throughput must be jobs x types {(scale.size, workers.size)}, got {throughput.shape}")
@@ -94,10 +103,7 @@ def gavel_program(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, wor
     """
     from scipy import sparse
 
-    t = np.asarray(throughput, dtype=np.float64)
-    s = np.asarray(scale, dtype=np.float64)
-    n = np.asarray(workers, dtype=np.float64)
-    _check_inputs(t, s, n)
+    t, s, n = _inputs(throughput, scale, workers)
     m, k = t.shape
     if m == 0:
         raise ValueError("gavel_program needs at least one job")
@@ -158,10 +164,7 @@ def gavel_allocation(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, 
     >>> a.x.round(6).tolist()
     [[1.0, 0.0], [0.0, 1.0]]
     """
-    t = np.asarray(throughput, dtype=np.float64)
-    s = np.asarray(scale, dtype=np.float64)
-    n = np.asarray(workers, dtype=np.float64)
-    _check_inputs(t, s, n)
+    t, s, n = _inputs(throughput, scale, workers)
     m, k = t.shape
     if m == 0:
         return GavelAllocation(np.zeros((0, k)), 0.0, np.zeros(0))
