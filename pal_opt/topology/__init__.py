@@ -3,8 +3,9 @@
 Readers (each returns a :class:`Topology`: hosts, the full hierarchy of groups above them as
 ``(level name, {host: group})`` levels innermost first, and the GPUs):
 
-* :func:`load_slurm` — Slurm ``topology.conf`` (switch tree or blocks), GPUs per node from an
-  option or ``slurm.conf`` ``Gres=gpu:N`` (:mod:`~pal_opt.topology.slurm`);
+* :func:`load_slurm` — Slurm ``topology.conf`` (switch tree or blocks), GPUs per node and their
+  types from an option, ``slurm.conf`` ``Gres=gpu:[TYPE:]N`` or ``gres.conf`` ``Name=gpu`` lines
+  (:mod:`~pal_opt.topology.slurm`);
 * :func:`load_nodes` — ``kubectl get nodes -o json`` with Kueue topology labels
   (:mod:`~pal_opt.topology.kubernetes`);
 * :func:`load_graphml` — GraphML in the shape of :attr:`pal_opt.model.Cluster.graph`
@@ -37,7 +38,9 @@ _EXPORTS: dict[str, str] = {
     "compress_hostlist": ".hostlist",
     "expand_hostlist": ".hostlist",
     "load_slurm": ".slurm",
+    "parse_gres_conf": ".slurm",
     "parse_slurm_conf_gpus": ".slurm",
+    "parse_slurm_conf_gres": ".slurm",
     "parse_topology_conf": ".slurm",
     "slurm_placement_text": ".slurm",
     "slurm_rows": ".slurm",
@@ -66,7 +69,9 @@ if TYPE_CHECKING:
     from .placement import placement_by_host
     from .slurm import (
         load_slurm,
+        parse_gres_conf,
         parse_slurm_conf_gpus,
+        parse_slurm_conf_gres,
         parse_topology_conf,
         slurm_placement_text,
         slurm_rows,
@@ -84,8 +89,10 @@ __all__ = [
     "load_slurm",
     "measured_factors",
     "parse_graphml",
+    "parse_gres_conf",
     "parse_nodes",
     "parse_slurm_conf_gpus",
+    "parse_slurm_conf_gres",
     "parse_topology_conf",
     "placement_by_host",
     "pod_placements",

@@ -2,7 +2,7 @@
 
 Import (the instance is written atomically; bad input: one line, exit 2, nothing written)::
 
-    pal-opt import slurm topology.conf (--gpus-per-node N | --slurm-conf slurm.conf) [--down HOSTLIST] ...
+    pal-opt import slurm topology.conf (--gpus-per-node N | --slurm-conf slurm.conf | --gres-conf gres.conf) [--down HOSTLIST] ...
     pal-opt import k8s nodes.json [--levels LABEL,LABEL,...] [--gpu-resource nvidia.com/gpu] ...
     pal-opt import graphml cluster.graphml ...
       ... [--jobs JOBS.csv] [--classes A,B,...] [--measurements DIR [--seed S]]
@@ -70,13 +70,20 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def add_import_parsers(isub: Any) -> None:
     """Register ``slurm``, ``k8s`` and ``graphml`` under ``pal-opt import``'s sub-parsers."""
-    s = isub.add_parser("slurm", help="Slurm topology.conf (+ GPUs per node)",
+    s = isub.add_parser("slurm", help="Slurm topology.conf (+ GPUs per node and their types)",
                         description="Build a round on the cluster of a Slurm topology.conf. The leaf switch "
-                        "(or block) is the rack; switches above it collapse into the cluster level.")
+                        "(or block) is the rack; switches above it collapse into the cluster level. A node's "
+                        "GPUs come from --gres-conf, else --slurm-conf, else --gpus-per-node; when every GPU "
+                        "node names a GPU type (gpu:a100:8, Type=a100) the cluster is typed. The files may "
+                        "Include others.")
     s.add_argument("input", type=input_file, metavar="topology.conf")
     s.add_argument("--gpus-per-node", type=pos_int, metavar="N",
-                   help="GPUs of every node (with --slurm-conf: of nodes without Gres=gpu)")
-    s.add_argument("--slurm-conf", type=input_file, metavar="FILE", help="slurm.conf whose NodeName lines give Gres=gpu:N")
+                   help="GPUs of every node (with --slurm-conf or --gres-conf: of nodes neither file gives GPUs)")
+    s.add_argument("--slurm-conf", type=input_file, metavar="FILE",
+                   help="slurm.conf whose NodeName lines give Gres=gpu:N or gpu:TYPE:N")
+    s.add_argument("--gres-conf", type=input_file, metavar="FILE",
+                   help="gres.conf whose Name=gpu lines (Type=, File=, Count=) list each node's GPUs; "
+                   "they win over --slurm-conf's")
     s.add_argument("--down", type=nonempty, metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs are failed")
     _common(s)
     k = isub.add_parser("k8s", help="kubectl get nodes -o json, Kueue topology labels",
@@ -120,7 +127,8 @@ def _read_topology(args: argparse.Namespace) -> Any:
     if args.format == "slurm":
         from .slurm import load_slurm
 
-        return load_slurm(args.input, gpus_per_node=args.gpus_per_node, slurm_conf=args.slurm_conf, down=args.down)
+        return load_slurm(args.input, gpus_per_node=args.gpus_per_node, slurm_conf=args.slurm_conf,
+                          gres_conf=args.gres_conf, down=args.down)
     if args.format == "k8s":
         from .kubernetes import DEFAULT_LEVELS, load_nodes
 
@@ -149,11 +157,13 @@ def _factors(args: argparse.Namespace, topology: Any) -> Any:
 
 
 def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
-    """The files ``import`` reads: the topology, ``--jobs``, ``--slurm-conf``, ``--measurements``'s."""
+    """The files ``import`` reads: the topology, ``--jobs``, ``--slurm-conf``, ``--gres-conf``,
+    ``--measurements``'s."""
     from ..io.measurements import longhorn_paths
 
     files: list[tuple[str, Any]] = [("the topology file", args.input), ("--jobs", args.jobs),
-                                    ("--slurm-conf", getattr(args, "slurm_conf", None))]
+                                    ("--slurm-conf", getattr(args, "slurm_conf", None)),
+                                    ("--gres-conf", getattr(args, "gres_conf", None))]
     if args.measurements:
         files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
     return files
@@ -185,8 +195,10 @@ def _cmd_import(args: argparse.Namespace) -> int:
     collapsed = f"; {', '.join(names[1:])} collapsed into the cluster level" if len(names) > 1 else ""
     racks = f" in {len(cl.rack_ids)} racks (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
     failed = int((cl.state == 2).sum())
+    types = ("; GPU types " + ", ".join(f"{t} ({n})" for t, n in zip(cl.type_names, cl.type_counts.tolist(),
+                                                                      strict=True))) if cl.typed else ""
     print(f"wrote {args.output}: {inst.name}: {cl.num_gpus} GPUs on {cl.num_servers} servers{racks}; "
-          f"{failed} GPUs failed; {len(inst.jobs)} jobs")
+          f"{failed} GPUs failed; {len(inst.jobs)} jobs{types}")
     return 0
 
 

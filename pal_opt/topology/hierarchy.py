@@ -140,14 +140,15 @@ class Topology:
         failed: Mapping[Any, int] | None = None,
         *,
         source: str = "<memory>",
-        types: Mapping[Any, str] | None = None,
+        types: Mapping[Any, str | Sequence[str]] | None = None,
         notes: tuple[str, ...] = (),
     ) -> Topology:
         """Hosts with ``gpus[host]`` GPUs each, numbered 0, 1, ... in host order.
 
         ``failed[host]`` of a host's GPUs (its highest local indices) are out of service.
-        ``types[host]`` is the GPU type of a host's GPUs (all hosts, or None).  ``notes``: the
-        reader's warnings (:attr:`notes`).
+        ``types[host]`` is the GPU type of a host's GPUs, or a sequence of one type per GPU (a host
+        with GPUs of several types); all hosts, or None.  ``notes``: the reader's warnings
+        (:attr:`notes`).
         Hosts without GPUs are left out (they cannot take a GPU job).
         """
         failed = failed or {}
@@ -162,13 +163,28 @@ class Topology:
         out = local >= np.repeat(counts - n_failed, counts)
         state = np.where(out, GpuState.FAILED, GpuState.FREE).astype(np.int8)
         lv = tuple(TopologyLevel(x.name, {h: x.group_of[h] for h in kept}) for x in levels)
-        per_gpu = tuple(str(types[kept[h]]) for h in gpu_host.tolist()) if types is not None else None
+        per_gpu = _per_gpu_types(kept, gpus, types, source) if types is not None else None
         return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source, per_gpu,
                    notes=notes)
 
     @property
     def level_names(self) -> tuple[str, ...]:
         return tuple(lv.name for lv in self.levels)
+
+
+def _per_gpu_types(hosts: Sequence[Any], gpus: Mapping[Any, int], types: Mapping[Any, str | Sequence[str]],
+                   source: str) -> tuple[str, ...]:
+    """Each GPU's type, in host order: a host's one type repeated, or its sequence of types."""
+    out: list[str] = []
+    for h in hosts:
+        t = types[h]
+        if isinstance(t, str):
+            out.extend([t] * int(gpus[h]))
+        elif len(t) == gpus[h]:
+            out.extend(map(str, t))
+        else:
+            raise InstanceError(f"host {h!r} has {gpus[h]} GPUs but {len(t)} GPU types", source=source)
+    return tuple(out)
 
 
 def uniform_factors(n_gpus: int, classes: Sequence[str] = PAL_CLASSES) -> dict[str, np.ndarray]:

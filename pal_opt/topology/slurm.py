@@ -33,12 +33,23 @@ above it collapses into the cluster level (:func:`~pal_opt.topology.to_cluster`)
 
 GPUs per node
 -------------
-A topology says nothing of GPUs: give ``gpus_per_node``, or a ``slurm.conf`` whose
-``NodeName=... Gres=gpu:N`` lines (``gpu:TYPE:N`` and several GRES entries allowed; a
-``NodeName=DEFAULT`` line sets the default for the lines after it) give each node's GPU count;
-``gpus_per_node`` is then the count of nodes without a ``gpu`` GRES.  Nodes with no GPU are
-left out.  ``down`` (a hostlist, e.g. from ``sinfo -h -t down,drain -o %N``) marks nodes out of
-service: their GPUs are failed.
+A topology says nothing of GPUs: give ``gpus_per_node``, a ``slurm.conf`` whose ``NodeName=...
+Gres=gpu:N`` lines (``gpu:TYPE:N`` and several GRES entries allowed; a ``NodeName=DEFAULT`` line
+sets the default for the lines after it) give each node's GPUs, or a ``gres.conf`` whose
+``Name=gpu`` lines (``Type=``, ``File=/dev/nvidia[0-7]``, ``Count=``; a line without ``NodeName``
+for every node) list each node's devices (:mod:`~pal_opt.topology.gres`).  A node's GPUs come
+from its ``gres.conf`` lines (where Slurm enumerates the devices), else from its ``slurm.conf``
+``Gres``, else ``gpus_per_node``; a node whose two files disagree is named in a warning.  Nodes with
+no GPU are left out.  ``down`` (a hostlist, e.g. from ``sinfo -h -t down,drain -o %N``) marks nodes
+out of service: their GPUs are failed.
+
+GPU types: when every GPU node names its GPUs' type (``gpu:a100:8``, ``Type=a100``) the cluster is
+typed with those names (:attr:`pal_opt.model.Cluster.type_names`); when none does, untyped; GPU
+nodes of both kinds are an error naming one of each.  A node may hold GPUs of several types
+(``Gres=gpu:a100:4,gpu:v100:4``: its first four GPUs ``a100``, the next four ``v100``), as the
+model keeps a type per GPU.
+
+All three files may ``Include`` others (:mod:`~pal_opt.topology.slurmconf`).
 
 Placements out
 --------------
@@ -60,124 +71,71 @@ import graphlib
 import io
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InstanceError, OptionError
 from ..model import RoundInstance
 from ..result import PlacementResult
+from .gres import gres_conf_gpus, node_types, resolve_gpus, slurm_conf_gpus
 from .hierarchy import Hierarchy, Topology, TopologyLevel
 from .hostlist import compress_hostlist, expand_hostlist
 from .placement import JobHosts, placement_by_host
+from .slurmconf import ConfigLine, config_lines, expand_field, key_values, line_ref, read_config
 
 __all__ = [
     "parse_topology_conf",
     "parse_slurm_conf_gpus",
+    "parse_slurm_conf_gres",
+    "parse_gres_conf",
     "load_slurm",
     "slurm_rows",
     "format_slurm_rows",
     "slurm_placement_text",
 ]
 
-_KEY_VALUE = re.compile(r'\s*([^\s="]+)\s*=\s*(?:"([^"]*)"|([^\s"]+))(?=\s|$)\s*')
 _YAML_START = re.compile(r"---|-?\s*(topology|cluster_default|tree|block|flat)\s*:", re.IGNORECASE)
-_NODENAME = re.compile(r"\s*nodename\s*=", re.IGNORECASE)
 _TOPO_KEYS = {"switchname", "switches", "nodes", "linkspeed", "blockname", "blocksizes"}
-_GRES_COUNT = re.compile(r"(\d{1,12})([kKmMgG]?)")
-_MULTIPLIER = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """``(first line number, text)`` of each non-blank logical line: comments cut, lines ending
-    in a backslash joined with the next."""
-    out: list[tuple[int, str]] = []
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].rstrip()
-        if not pending:
-            start = number
-        if line.endswith("\\"):
-            pending.append(line[:-1])
-            continue
-        pending.append(line)
-        joined = " ".join(pending).strip()
-        pending = []
-        if joined:
-            out.append((start, joined))
-    if pending and " ".join(pending).strip():
-        out.append((start, " ".join(pending).strip()))
-    return out
-
-
-def _tokens(line: str, number: int, source: str) -> list[tuple[str, str]]:
-    """``(key, value)`` pairs of a line as Slurm's configuration parser reads them: ``KEY=VALUE``,
-    white space allowed around ``=``, a value in double quotes may hold white space."""
-    out: list[tuple[str, str]] = []
-    pos = 0
-    while pos < len(line):
-        m = _KEY_VALUE.match(line, pos)
-        if m is None:
-            token = line[pos:].split()[0]
-            key, eq, rest = line[pos:].strip().partition("=")
-            value = rest.split(None, 1)[0] if rest.strip() else ""
-            if not eq or not key or any(c.isspace() or c == '"' for c in key.strip()):
-                what = f"expected KEY=VALUE, got {token!r}"
-            elif '"' in value:
-                what = f"bad quoting in the value of {key.strip()}: {rest.strip()!r}"
-            else:
-                what = f"{key.strip()} has no value"
-            raise InstanceError(what, source=source, path=f"line {number}")
-        out.append((m.group(1), m.group(2) if m.group(2) is not None else m.group(3)))
-        pos = m.end()
-    return out
-
-
-def _pairs(line: str, number: int, source: str) -> dict[str, str]:
+def _pairs(line: ConfigLine) -> dict[str, str]:
     """``{lower-case key: value}`` of a topology.conf line; unknown or repeated keys are errors."""
     out: dict[str, str] = {}
-    for key, value in _tokens(line, number, source):
+    for key, value in key_values(line):
         low = key.lower()
         if low not in _TOPO_KEYS:
             raise InstanceError(f"unknown parameter {key!r} (topology.conf knows SwitchName, Switches, Nodes, "
-                                "LinkSpeed, BlockName, BlockSizes)", source=source, path=f"line {number}")
+                                "LinkSpeed, BlockName, BlockSizes)", source=line.source, path=line.at())
         if low in out:
-            raise InstanceError(f"{key} given twice", source=source, path=f"line {number}")
+            raise InstanceError(f"{key} given twice", source=line.source, path=line.at())
         if not value:
-            raise InstanceError(f"{key} has no value", source=source, path=f"line {number}")
+            raise InstanceError(f"{key} has no value", source=line.source, path=line.at())
         out[low] = value
     return out
 
 
-def _expand(value: str, number: int, key: str, source: str) -> list[str]:
-    try:
-        return expand_hostlist(value)
-    except InstanceError as exc:
-        raise InstanceError(exc.message, source=source, path=f"line {number}, {key}") from None
-
-
 @dataclass(frozen=True)
 class _Group:
-    """A switch or block as written: its line, and its nodes or child switches."""
+    """A switch or block as written: its file and line, and its nodes or child switches."""
 
     name: str
+    source: str
     line: int
     nodes: list[str]
     children: list[str]
 
 
-def _read_groups(text: str, source: str) -> tuple[dict[str, _Group], str]:
+def _read_groups(lines: list[ConfigLine]) -> tuple[dict[str, _Group], str]:
     """The switches (or blocks) of a topology.conf, and which of the two forms it uses."""
     groups: dict[str, _Group] = {}
     form = ""
-    lines = _logical_lines(text)
-    if lines and _YAML_START.match(lines[0][1]):
+    if lines and _YAML_START.match(lines[0].text):
         raise InstanceError("looks like Slurm's topology.yaml, which pal-opt does not read: give the topology.conf "
-                            "form (SwitchName= or BlockName= lines)", source=source, path=f"line {lines[0][0]}")
-    for number, line in lines:
-        kv = _pairs(line, number, source)
-        at = f"line {number}"
+                            "form (SwitchName= or BlockName= lines)", source=lines[0].source, path=lines[0].at())
+    for line in lines:
+        kv = _pairs(line)
+        source, at = line.source, line.at()
         kind = "tree" if "switchname" in kv else "block" if "blockname" in kv else ""
         if not kind:
             if set(kv) == {"blocksizes"}:
@@ -192,24 +150,26 @@ def _read_groups(text: str, source: str) -> tuple[dict[str, _Group], str]:
         if wrong:
             raise InstanceError(f"{sorted(wrong)[0]} does not belong on a {kind} line", source=source, path=at)
         if name in groups:
-            raise InstanceError(f"{name!r} is defined twice (first on line {groups[name].line})", source=source, path=at)
+            first = groups[name]
+            raise InstanceError(f"{name!r} is defined twice (first on {line_ref(first.line, first.source, source)})",
+                                source=source, path=at)
         if "nodes" in kv and "switches" in kv:
             raise InstanceError(f"switch {name!r} lists both Nodes and Switches (a switch's children are nodes "
                                 "or switches)", source=source, path=at)
-        nodes = _expand(kv["nodes"], number, "Nodes", source) if "nodes" in kv else []
-        children = _expand(kv["switches"], number, "Switches", source) if "switches" in kv else []
-        groups[name] = _Group(name, number, nodes, children)
+        nodes = expand_field(kv["nodes"], line, "Nodes") if "nodes" in kv else []
+        children = expand_field(kv["switches"], line, "Switches") if "switches" in kv else []
+        groups[name] = _Group(name, source, line.number, nodes, children)
     return groups, form
 
 
-def _parents(switches: Mapping[str, _Group], source: str) -> dict[str, list[str]]:
+def _parents(switches: Mapping[str, _Group]) -> dict[str, list[str]]:
     """Each child switch's parents, in file order (a fat tree lists a leaf under every spine);
     an unknown child and a cycle are errors."""
     parents: dict[str, list[str]] = {}
     for sw in switches.values():
         for child in sw.children:
             if child not in switches:
-                raise InstanceError(f"unknown switch {child!r} (no SwitchName={child} line)", source=source,
+                raise InstanceError(f"unknown switch {child!r} (no SwitchName={child} line)", source=sw.source,
                                     path=f"line {sw.line}, Switches")
             parents.setdefault(child, []).append(sw.name)
     graph = {name: sw.children for name, sw in switches.items()}
@@ -217,8 +177,9 @@ def _parents(switches: Mapping[str, _Group], source: str) -> dict[str, list[str]
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
         loop = exc.args[1]  # [a, b, ..., a], each a child of the next
+        at = switches[loop[-2]]
         raise InstanceError(f"switches form a cycle: {' -> '.join(reversed(loop))} (each lists the next "
-                            "in Switches=)", source=source, path=f"line {switches[loop[-2]].line}") from None
+                            "in Switches=)", source=at.source, path=f"line {at.line}") from None
     return parents
 
 
@@ -230,8 +191,9 @@ def _leaf_of(groups: Mapping[str, _Group], source: str, what: str) -> dict[str, 
             seen = leaf.setdefault(node, [])
             if seen and what == "block":
                 first = groups[seen[0]]
-                raise InstanceError(f"node {node!r} is also in block {first.name!r} (line {first.line}); "
-                                    "a node has one block", source=source, path=f"line {g.line}, Nodes")
+                raise InstanceError(f"node {node!r} is also in block {first.name!r} "
+                                    f"({line_ref(first.line, first.source, g.source)}); a node has one block",
+                                    source=g.source, path=f"line {g.line}, Nodes")
             seen.append(g.name)
     if not leaf:
         raise InstanceError("lists no node (no line has Nodes=)", source=source)
@@ -294,11 +256,15 @@ def parse_topology_conf(text: str, source: str = "<memory>") -> Hierarchy:
     (('n1', 'n2', 'n3'), [('switch-1', {'n1': 's0', 'n2': 's0', 'n3': 's1'}), \
 ('switch-2', {'n1': 'spine', 'n2': 'spine', 'n3': 'spine'})])
     """
-    groups, form = _read_groups(text, source)
+    return _hierarchy(config_lines(text, source, what="topology.conf"), source)
+
+
+def _hierarchy(lines: list[ConfigLine], source: str) -> Hierarchy:
+    groups, form = _read_groups(lines)
     if form == "block":
         blocks = {node: gs[0] for node, gs in _leaf_of(groups, source, "block").items()}
         return Hierarchy(tuple(blocks), (TopologyLevel("block", blocks),))
-    parents = _parents(groups, source)
+    parents = _parents(groups)
     leaf = _leaf_of(groups, source, "leaf switch")
     multi = [node for node, sws in leaf.items() if len(sws) > 1]
     notes = (f"nodes under more than one leaf switch: {compress_hostlist(multi)} (Slurm warns of these too); "
@@ -306,18 +272,16 @@ def parse_topology_conf(text: str, source: str = "<memory>") -> Hierarchy:
     return Hierarchy(tuple(leaf), _tree_levels(leaf, parents), notes)
 
 
-def _gres_gpus(spec: str, number: int, source: str) -> int:
-    """GPUs in a ``Gres=`` value: ``gpu:8``, ``gpu:a100:4,nic:1``, ``gpu:2(S:0-1)``, ``gpu``."""
-    total = 0
-    for entry in re.sub(r"\([^)]*\)", "", spec).split(","):
-        parts = entry.strip().split(":")
-        if parts[0].lower() != "gpu":
-            continue
-        m = _GRES_COUNT.fullmatch(parts[-1]) if len(parts) > 1 else None
-        if m is None and len(parts) > 2:
-            raise InstanceError(f"bad GPU count in Gres={spec!r}", source=source, path=f"line {number}, Gres")
-        total += int(m.group(1)) * _MULTIPLIER[m.group(2).lower()] if m else 1  # gpu, gpu:TYPE: one
-    return total
+def parse_slurm_conf_gres(text: str, source: str = "<memory>") -> dict[str, dict[str | None, int]]:
+    """``{node: {GPU type: GPUs}}`` from the ``NodeName=... Gres=gpu:...`` lines of a ``slurm.conf``
+    text (``None``: GPUs whose entry names no type; ``Include`` lines are read,
+    :mod:`~pal_opt.topology.slurmconf`).
+
+    >>> parse_slurm_conf_gres("NodeName=n1 Gres=gpu:a100:4,gpu:v100:2\\nNodeName=n2 Gres=gpu:8")
+    {'n1': {'a100': 4, 'v100': 2}, 'n2': {None: 8}}
+    """
+    gpus = slurm_conf_gpus(config_lines(text, source, what="slurm.conf"))
+    return {node: dict(g.counts) for node, g in gpus.items()}
 
 
 def parse_slurm_conf_gpus(text: str, source: str = "<memory>") -> dict[str, int]:
@@ -329,25 +293,40 @@ def parse_slurm_conf_gpus(text: str, source: str = "<memory>") -> dict[str, int]
     ...                       "NodeName=n3 Gres=gpu:a100:8,nic:1 # big")
     {'n1': 4, 'n2': 4, 'n3': 8}
     """
-    default: int | None = None
-    out: dict[str, int] = {}
-    line_of: dict[str, int] = {}
-    for number, line in _logical_lines(text):
-        if _NODENAME.match(line) is None:
-            continue
-        kv = {k.lower(): v for k, v in _tokens(line, number, source)}
-        count = _gres_gpus(kv["gres"], number, source) if "gres" in kv else default
-        if kv["nodename"].lower() == "default":
-            default = count
-            continue
-        for node in _expand(kv["nodename"], number, "NodeName", source):
-            if node in line_of:
-                raise InstanceError(f"node {node!r} is defined twice (first on line {line_of[node]})",
-                                    source=source, path=f"line {number}, NodeName")
-            line_of[node] = number
-            if count is not None:
-                out[node] = count
-    return out
+    return {node: sum(counts.values()) for node, counts in parse_slurm_conf_gres(text, source).items()}
+
+
+def parse_gres_conf(
+    text: str, source: str = "<memory>", nodes: Sequence[str] | None = None
+) -> dict[str, dict[str | None, int]]:
+    """``{node: {GPU type: GPUs}}`` from the ``Name=gpu`` lines of a ``gres.conf`` text
+    (:mod:`~pal_opt.topology.gres`): for ``nodes`` (default: the nodes its ``NodeName`` lines name);
+    a line without ``NodeName`` applies to every node.  Nodes without a GPU line are absent.
+
+    >>> parse_gres_conf("NodeName=n[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-7]\\n"
+    ...                 "NodeName=n2 Name=gpu Type=a100 Count=2\\nName=mps Count=100")
+    {'n1': {'a100': 8}, 'n2': {'a100': 10}}
+    """
+    conf = gres_conf_gpus(config_lines(text, source, what="gres.conf"))
+    if nodes is None:
+        nodes = list(dict.fromkeys(n for g in conf.gpu_lines for n in g.nodes or ()))
+    return {node: dict(g.counts) for node, g in conf.node_gpus(nodes).items()}
+
+
+def _failed(down: str | None, gpus: Mapping[str, int], src: str) -> dict[str, int]:
+    """``{node: GPUs}`` of the nodes of a ``--down`` hostlist (all their GPUs fail)."""
+    if down is not None and not down.strip():
+        raise OptionError(f"--down: empty host list, got {down!r}")
+    if not down:
+        return {}
+    try:
+        names = expand_hostlist(down)
+    except InstanceError as exc:
+        raise OptionError(f"--down: {exc.message}") from None
+    unknown = [n for n in names if n not in gpus]
+    if unknown:
+        raise OptionError(f"--down: node {unknown[0]!r} is not in {src}")
+    return {n: gpus[n] for n in names}
 
 
 def load_slurm(
@@ -355,49 +334,49 @@ def load_slurm(
     *,
     gpus_per_node: int | None = None,
     slurm_conf: str | os.PathLike[str] | None = None,
+    gres_conf: str | os.PathLike[str] | None = None,
     down: str | None = None,
 ) -> Topology:
-    """Read a ``topology.conf`` (and optionally a ``slurm.conf``) into a :class:`Topology`.
+    """Read a ``topology.conf`` (and optionally a ``slurm.conf`` and a ``gres.conf``) into a :class:`Topology`.
+
+    A node's GPUs come from its ``gres.conf`` lines (the devices its ``slurmd`` registers), else its
+    ``slurm.conf`` ``Gres``, else ``gpus_per_node``; a node whose two files disagree is named in a
+    warning (:attr:`Topology.notes`).  When every GPU node names its GPUs' type the topology is typed
+    (:attr:`Topology.gpu_types`); when none does, untyped; some of each is an error
+    (:func:`~pal_opt.topology.gres.node_types`).  All three files may hold ``Include`` lines
+    (:mod:`~pal_opt.topology.slurmconf`).
 
     Parameters
     ----------
     topology
         The ``topology.conf`` file.
     gpus_per_node
-        GPUs of every node (of nodes without a ``gpu`` GRES when ``slurm_conf`` is given).
+        GPUs of every node (of nodes neither file gives GPUs when ``slurm_conf`` or ``gres_conf`` is given).
     slurm_conf
-        A ``slurm.conf`` whose ``NodeName`` lines give GPU counts.
+        A ``slurm.conf`` whose ``NodeName`` lines give ``Gres=gpu:[TYPE:]N``.
+    gres_conf
+        A ``gres.conf`` whose ``Name=gpu`` lines give each node's devices and their ``Type``.
     down
         A hostlist of nodes out of service (their GPUs are failed).
     """
-    from ..io import read_text
-
-    if gpus_per_node is None and slurm_conf is None:
-        raise OptionError("Slurm needs the GPUs per node: give gpus_per_node (--gpus-per-node) or a slurm.conf")
+    if gpus_per_node is None and slurm_conf is None and gres_conf is None:
+        raise OptionError("Slurm needs the GPUs per node: give gpus_per_node (--gpus-per-node), a slurm.conf "
+                          "(--slurm-conf) or a gres.conf (--gres-conf)")
     if gpus_per_node is not None and (isinstance(gpus_per_node, bool) or gpus_per_node < 1):
         raise OptionError(f"gpus per node must be a positive integer, got {gpus_per_node!r}")
     src = os.fspath(topology)
-    hier = parse_topology_conf(read_text(topology, what="topology.conf"), src)
-    gres: dict[str, int] = {}
-    if slurm_conf is not None:
-        gres = parse_slurm_conf_gpus(read_text(slurm_conf, what="slurm.conf"), os.fspath(slurm_conf))
-    gpus = {h: gres.get(h, gpus_per_node or 0) for h in hier.hosts}
+    hier = _hierarchy(read_config(topology, what="topology.conf"), src)
+    conf = slurm_conf_gpus(read_config(slurm_conf, what="slurm.conf")) if slurm_conf is not None else None
+    gres = gres_conf_gpus(read_config(gres_conf, what="gres.conf")) if gres_conf is not None else None
+    per_node, notes = resolve_gpus(hier.hosts, gres, conf, gpus_per_node)
+    types = node_types(per_node)
+    gpus = {h: per_node[h].total if h in per_node else 0 for h in hier.hosts}
     if not any(gpus.values()):
-        raise InstanceError("no node of the topology has a GPU (give --gpus-per-node, or Gres=gpu:N lines "
-                            "in the slurm.conf)", source=src)
-    failed: dict[str, int] = {}
-    if down is not None and not down.strip():
-        raise OptionError(f"--down: empty host list, got {down!r}")
-    if down:
-        try:
-            names = expand_hostlist(down)
-        except InstanceError as exc:
-            raise OptionError(f"--down: {exc.message}") from None
-        unknown = [n for n in names if n not in gpus]
-        if unknown:
-            raise OptionError(f"--down: node {unknown[0]!r} is not in {src}")
-        failed = {n: gpus[n] for n in names}
-    return Topology.from_counts(hier.hosts, hier.levels, gpus, failed, source=src, notes=hier.notes)
+        raise InstanceError("no node of the topology has a GPU (give --gpus-per-node, Gres=gpu:N lines in the "
+                            "slurm.conf or Name=gpu lines in the gres.conf)", source=src)
+    failed = _failed(down, gpus, src)
+    return Topology.from_counts(hier.hosts, hier.levels, gpus, failed, source=src, types=types,
+                                notes=(*hier.notes, *notes))
 
 
 def _sbatch(job: JobHosts) -> str:
