@@ -317,8 +317,8 @@ def _hours(seconds: float | None) -> str:
 def _print_summary(policy: str, result: Any, out: str) -> None:
     s = result.summary
     print(
-        f"{policy}: {s['jobs_finished']}/{s['jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
-        f"p99 JCT {_hours(s['p99_jct'])} h, makespan {_hours(s['makespan'])} h, utilisation {s['utilization']:.3f}, "
+        f"{policy}: {s['n_completed']}/{s['n_jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
+        f"p99 JCT {_hours(s['p99_jct'])} h, makespan {_hours(s['makespan'])} h, utilisation {s['utilisation']:.3f}, "
         f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
@@ -331,8 +331,8 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
               f"repairs {f['repairs']}")
     classes = s.get("by_priority", {})
     if len(classes) > 1 or f is not None:
-        parts = [f"{p}: {c['avg_jct'] / 3600:.2f} h ({c['jobs_finished']}/{c['jobs']})" if c["avg_jct"] is not None
-                 else f"{p}: - (0/{c['jobs']})" for p, c in classes.items()]
+        parts = [f"{p}: {c['avg_jct'] / 3600:.2f} h ({c['n_completed']}/{c['n_jobs']})" if c["avg_jct"] is not None
+                 else f"{p}: - (0/{c['n_jobs']})" for p, c in classes.items()]
         print(f"{policy}: avg JCT by priority {', '.join(parts)}")
     for jid, why in result.unplaceable.items():
         print(f"unplaceable: job {jid}: {why}")

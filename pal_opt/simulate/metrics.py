@@ -169,7 +169,7 @@ def _jcts(r: Mapping[str, Any]) -> np.ndarray:
 
 def _cdf_total(r: Mapping[str, Any]) -> int:
     """The jobs a JCT CDF counts: every job but the unplaceable ones, so that a run stopped early
-    (``--max-hours``) ends below 1 (at ``jobs_finished / jobs``) rather than at 1."""
+    (``--max-hours``) ends below 1 (at ``n_completed / n_jobs``) rather than at 1."""
     return len(r["job_results"]) - len(r.get("unplaceable") or ())
 
 
