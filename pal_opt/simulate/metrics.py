@@ -27,6 +27,7 @@ __all__ = [
     "jobs_table",
     "write_json_atomic",
     "write_text_atomic",
+    "json_text",
     "jobs_csv_text",
     "plot_jct_cdf",
     "plot_utilization",
@@ -151,9 +152,15 @@ def _finite(o: Any) -> Any:
     return finite_or_none(o)
 
 
+def json_text(obj: Any, indent: int | None = 1) -> str:
+    """``obj`` as the text of a JSON file (numpy numbers as numbers, non-finite floats as null,
+    a final newline)."""
+    return json.dumps(_finite(obj), indent=indent, default=_json_default) + "\n"
+
+
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
     """Write ``obj`` as JSON (non-finite floats become null), atomically."""
-    write_text_atomic(path, json.dumps(_finite(obj), indent=indent, default=_json_default) + "\n")
+    write_text_atomic(path, json_text(obj, indent))
 
 
 # ---------------------------------------------------------------------------- plots
