@@ -210,7 +210,8 @@ c.run(sys.argv[3:])
 def _child(tmp_path: Path, func: str, name: str) -> Any:
     argv = [*SIMULATE, "--policy", "pal", "--out", str(tmp_path / "r.json"), "--jobs-csv", str(tmp_path / "j.csv"),
             "--plot", str(tmp_path / "p.png")]
-    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"}
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])  # this checkout's pal_opt
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "ignore", "PYTHONUNBUFFERED": "1"}
     p = popen([sys.executable, "-c", _CHILD, func, name, *argv], cwd=tmp_path, env=env, stdin=-1)
     assert p.stdout is not None and p.stdout.readline() == "STOPPED\n", p.communicate(timeout=120)
     return p
