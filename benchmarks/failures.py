@@ -55,11 +55,11 @@ def run(policy: str, seed: int | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     res = simulate(trace, cluster, cfg)
     s = res.summary
-    if s["jobs_finished"] + len(res.unplaceable) != len(trace):
-        raise SystemExit(f"failures: {policy} seed {seed} lost a job: {s['jobs_finished']} of {len(trace)} finished")
+    if s["n_completed"] + len(res.unplaceable) != len(trace):
+        raise SystemExit(f"failures: {policy} seed {seed} lost a job: {s['n_completed']} of {len(trace)} finished")
     f = s.get("failures") or {}
     return {"policy": policy, "seed": seed, "avg_jct_h": s["avg_jct"] / 3600, "makespan_h": s["makespan"] / 3600,
-            "wall_s": time.perf_counter() - t0, "jobs_finished": s["jobs_finished"],
+            "wall_s": time.perf_counter() - t0, "n_completed": s["n_completed"],
             "restarts_mean": statistics.fmean(j.restarts for j in res.jobs),
             "restarts_max": max(j.restarts for j in res.jobs), **{k: v for k, v in f.items() if k != "config"}}
 

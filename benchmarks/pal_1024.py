@@ -182,7 +182,7 @@ def run_policy(task: tuple[str, str, int, int, int, int, float, int]) -> tuple[d
         "median_jct_h": float(np.median(jct)) / 3600, "p99_jct_h": s["p99_jct"] / 3600,
         "makespan_h": s["makespan"] / 3600, "avg_queueing_h": s["avg_queueing_delay"] / 3600,
         "avg_run_h": float(run.mean()) / 3600, "run_share": float(run.sum() / jct.sum()),
-        "utilization": s["utilization"], "gpu_weighted_slowdown": s["gpu_weighted_slowdown"],
+        "utilization": s["utilisation"], "gpu_weighted_slowdown": s["gpu_weighted_slowdown"],
         # every job counts once, as in the average JCT (the GPU-weighted one favours the large gangs)
         "job_mean_slowdown": float(np.mean([j.mean_slowdown for j in jobs if j.mean_slowdown is not None])),
         "spanning_round_fraction": s["spanning_round_fraction"], "moves": s["moves"],

@@ -108,7 +108,7 @@ def run_group(task: tuple[str, str, str, float, tuple[str, ...], float]) -> list
             "avg_jct_h": s["avg_jct"] / 3600,
             "p99_jct_h": s["p99_jct"] / 3600,
             "makespan_h": s["makespan"] / 3600,
-            "utilization": s["utilization"],
+            "utilization": s["utilisation"],
             "avg_queueing_h": s["avg_queueing_delay"] / 3600,
             "gpu_weighted_slowdown": s["gpu_weighted_slowdown"],
             "spanning_round_fraction": s["spanning_round_fraction"],

@@ -101,7 +101,7 @@ def run_case(cluster: str, trace: str, copies: int, args: argparse.Namespace,
         for p, fig in s["by_priority"].items():
             row[f"avg_jct_p{p}"] = fig["avg_jct"]
             row[f"p99_jct_p{p}"] = fig["p99_jct"]
-            row[f"jobs_p{p}"] = fig["jobs"]
+            row[f"jobs_p{p}"] = fig["n_jobs"]
         rows.append(row)
         if keep is not None:
             row["rounds_preempting"] = keep.count

@@ -175,7 +175,7 @@ def _variant_markdown(name: str, doc: dict[str, Any], cmp: dict[str, Any], ref: 
              f"{doc['n_completed']}/{doc['n_jobs']} jobs completed in {doc['rounds']} rounds; "
              f"wall {doc['command_wall_seconds']:.0f} s (CPU {doc['command_cpu_seconds']:.0f} s) for the whole "
              f"command; the authors' simulator: {ref['wall_seconds']:.0f} s. Round programs: "
-             f"{doc['solve_seconds']:.0f} s in total, {doc['rounds_not_optimal']} not proven optimal.", "",
+             f"{doc['solve_seconds_total']:.0f} s in total, {doc['rounds_not_optimal']} not proven optimal.", "",
              "| figure | pal-opt | authors | difference | tolerance |", "|---|---|---|---|---|"]
     labels = {"avg_jct": "average JCT (h)", "p50_jct": "median JCT (h)", "p99_jct": "p99 JCT (h)",
               "max_jct": "max JCT (h)", "makespan": "makespan (h)", "utilisation": "utilisation",

@@ -96,7 +96,7 @@ def test_pinned_run_loses_no_job_and_reports_lost_gpu_hours() -> None:
                     failures=FailureConfig(scale=1000, repair_time=7200, checkpoint_interval=1800))
     res = simulate(trace, _cluster(), cfg, validate=True)
     s, f = res.summary, res.summary["failures"]
-    assert s["jobs"] == 24 and s["jobs_finished"] == 24 and not res.unplaceable
+    assert s["n_jobs"] == 24 and s["n_completed"] == 24 and not res.unplaceable
     assert all(j.finish_time is not None for j in res.jobs)
     assert (f["failures"], f["gpu_failures"], f["server_failures"]) == (5, 1, 4)
     assert (f["jobs_hit"], f["repairs"], f["replaced_by_repair"]) == (6, 5, 3)
@@ -118,7 +118,7 @@ def test_ilp_policy_with_failures_loses_no_job() -> None:
     cfg = SimConfig(policy="ilp", backend="highs", time_limit=10, seed=2,
                     failures=FailureConfig(scale=1000, repair_time=7200, checkpoint_interval=1800))
     res = simulate(trace, _cluster(), cfg, validate=True)
-    assert res.summary["jobs_finished"] == 24 and res.summary["failures"]["jobs_hit"] > 0
+    assert res.summary["n_completed"] == 24 and res.summary["failures"]["jobs_hit"] > 0
 
 
 # ----------------------------------------------------------------------------- by hand
@@ -194,7 +194,7 @@ def test_failure_properties(scenario: tuple[list[TraceJob], Cluster, SimConfig])
     res = simulate(trace, cluster, cfg, validate=True)
     f = res.failures
     assert f is not None and cfg.failures is not None
-    assert res.summary["jobs_finished"] == len(trace) and all(j.finish_time is not None for j in res.jobs)
+    assert res.summary["n_completed"] == len(trace) and all(j.finish_time is not None for j in res.jobs)
     outages: dict[int, list[tuple[float, float]]] = {}
     for e in f.events:
         for g in e.gpus:
@@ -237,7 +237,7 @@ def test_priority_column_and_jct_by_priority(tmp_path: Path) -> None:
     assert [t.priority for t in read_trace(TRACE)] == [0] * 24
     res = simulate(trace, Cluster.uniform(1, 1, {c: [1.0] for c in CLASSES}), SimConfig(policy="pal"))
     by = res.summary["by_priority"]
-    assert list(by) == ["0", "2"] and by["0"]["jobs"] == 1 and by["2"]["jobs"] == 2
+    assert list(by) == ["0", "2"] and by["0"]["n_jobs"] == 1 and by["2"]["n_jobs"] == 2
     assert by["2"]["avg_jct"] == pytest.approx(np.mean([j.jct for j in res.jobs if j.priority == 2]))
     p.write_text("job_id,num_gpus,submit_time,duration,model,priority\n0,1,0,100,resnet50,high\n")
     with pytest.raises(InstanceError, match=r"row 2, column priority"):
@@ -252,7 +252,7 @@ def test_cli_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
                           "--checkpoint-interval", "1800", "--jobs-csv", str(jobs)]) == 0
     doc = json.loads(out.read_text())
     f = doc["failures"]
-    assert doc["jobs_finished"] == 24 and f["failures"] > 0 and f["lost_gpu_hours"] > 0
+    assert doc["n_completed"] == 24 and f["failures"] > 0 and f["lost_gpu_hours"] > 0
     assert f["config"]["scale"] == 1000 and len(doc["failure_log"]) == f["failures"]
     header = jobs.read_text().splitlines()[0].split(",")
     assert header[-5:] == ["priority", "preempted_gpu_hours", "stages", "failures", "lost_gpu_seconds"]

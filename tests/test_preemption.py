@@ -292,11 +292,11 @@ def test_simulator_preempts_for_high_priority_jobs(tmp_path: Path, method: str) 
     cl = Cluster.uniform(4, 4, {"classA": [1.0] * 16})
     res = simulate(jobs, cl, SimConfig(policy=method, restart_cost=30.0), validate=True)
     s = res.summary
-    assert s["jobs_finished"] == 6
+    assert s["n_completed"] == 6
     assert s["preemptions"] == 2 and s["preempted_gpu_hours"] == pytest.approx(2 * 4 * 0.1)
     assert s["preempted_gpu_hours_weighted"] == pytest.approx(s["preempted_gpu_hours"])
     high = s["by_priority"]["1"]
-    assert high["jobs"] == 2 and high["avg_jct"] < s["by_priority"]["0"]["avg_jct"]
+    assert high["n_jobs"] == 2 and high["avg_jct"] < s["by_priority"]["0"]["avg_jct"]
     # a high-priority job starts in the first round after it arrives
     rec = {r.job_id: r for r in res.jobs}
     assert rec[10].first_start == 720.0 and rec[10].preemptions == 0

@@ -99,7 +99,7 @@ def test_two_jobs_one_server_by_hand(policy: str) -> None:
     assert s["makespan"] == pytest.approx(510.0)
     busy = 2 * 360 + 2 * 140 + 2 * 150
     assert s["busy_gpu_seconds"] == pytest.approx(busy)
-    assert s["utilization"] == pytest.approx(busy / (4 * 510.0))
+    assert s["utilisation"] == pytest.approx(busy / (4 * 510.0))
     assert s["avg_queueing_delay"] == pytest.approx(170.0)
     assert s["rounds"] == 2 and s["fallbacks"] == 0 and s["preemptions"] == 0
 
@@ -147,8 +147,8 @@ def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
     j0, j1 = res.jobs
     assert j0.finish_time == pytest.approx(100.0) and j1.finish_time is None and j1.attained == pytest.approx(360.0)
     s = res.summary
-    assert (s["jobs"], s["jobs_finished"], s["rounds"], s["stopped_at"]) == (2, 1, 2, 720.0)
-    assert s["avg_jct"] == pytest.approx(100.0) and s["utilization"] == pytest.approx((100 + 360) / 720)
+    assert (s["n_jobs"], s["n_completed"], s["rounds"], s["stopped_at"]) == (2, 1, 2, 720.0)
+    assert s["avg_jct"] == pytest.approx(100.0) and s["utilisation"] == pytest.approx((100 + 360) / 720)
     assert res.config["max_time"] == 720.0 and "max_time" not in full.config
     # a cap after the last finish changes nothing
     same = simulate(trace, cluster, SimConfig(policy="pal", max_time=1e6))
@@ -165,8 +165,8 @@ def test_max_time_inside_an_idle_gap_stops_at_the_cap() -> None:
     trace = [_job(0, 1, 0.0, 100), _job(1, 1, 36000.0, 10)]
     res = simulate(trace, cluster, SimConfig(policy="pal", max_time=3600.0))
     s = res.summary
-    assert (s["jobs_finished"], s["rounds"], s["stopped_at"]) == (1, 1, 3600.0)
-    assert s["utilization"] == pytest.approx(100 / 3600)
+    assert (s["n_completed"], s["rounds"], s["stopped_at"]) == (1, 1, 3600.0)
+    assert s["utilisation"] == pytest.approx(100 / 3600)
     assert res.jobs[1].first_start is None and res.jobs[1].finish_time is None
 
 
@@ -199,7 +199,7 @@ def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:
 
 
 def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The JCT CDF of a run stopped early ends at jobs_finished / jobs, not at 1; the utilisation
+    """The JCT CDF of a run stopped early ends at n_completed / n_jobs, not at 1; the utilisation
     is 0 over an idle gap (no round: the step held the last round's value across it) and the last
     round is drawn to its end; a run where no job finished draws no CDF line and says so."""
     cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
@@ -241,7 +241,7 @@ def test_a_run_that_would_not_end_is_refused_unless_capped(tmp_path: Path, capsy
     with pytest.raises(InstanceError, match="job 0 runs 2.78e\\+12 rounds of 360 s"):
         simulate(huge, cluster, SimConfig(policy="pal"))
     res = simulate(huge, cluster, SimConfig(policy="pal", max_time=3600.0))
-    assert res.summary["jobs_finished"] == 1 and res.summary["stopped_at"] == 3600.0
+    assert res.summary["n_completed"] == 1 and res.summary["stopped_at"] == 3600.0
     # many jobs, each short enough, that would fill the cluster for too long
     many = [_job(i, 2, 0.0, 360.0 * MAX_ROUNDS / 4) for i in range(8)]
     with pytest.raises(InstanceError, match="the trace's work fills the cluster for 2e\\+06 rounds"):
@@ -337,7 +337,7 @@ def test_cli_writes_outputs(tmp_path: Path) -> None:
                         "--out", str(out), "--jobs-csv", str(jobs), "--plot", str(png), "--quiet"])
     assert rc == 0
     doc = json.loads(out.read_text())
-    for key in ("avg_jct", "p99_jct", "makespan", "utilization", "queueing_delay", "fallbacks",
+    for key in ("avg_jct", "p99_jct", "makespan", "utilisation", "queueing_delay", "fallbacks",
                 "job_results", "config"):
         assert key in doc
     assert doc["config"]["policy"] == "pmfirst" and doc["config"]["cluster"] == "4x4"
@@ -381,13 +381,13 @@ def test_registered_in_pal_opt_cli(tmp_path: Path, capsys: pytest.CaptureFixture
     trace = _small_trace(tmp_path)
     out = tmp_path / "r.json"
     assert cli.main(["simulate", str(trace), "--cluster", "4x4", "--out", str(out), "--quiet"]) == 0
-    assert json.loads(out.read_text())["jobs_finished"] == 24
+    assert json.loads(out.read_text())["n_completed"] == 24
     # jobs larger than the cluster are kept, reported as unplaceable, and the others finish
     capsys.readouterr()
     assert cli.main(["simulate", str(trace), "--cluster", "1x1", "--out", str(tmp_path / "x.json")]) == 0
     doc = json.loads((tmp_path / "x.json").read_text())
     assert doc["unplaceable"] and all("the cluster has 1" in u["reason"] for u in doc["unplaceable"])
-    assert doc["jobs_finished"] + len(doc["unplaceable"]) == 24
+    assert doc["n_completed"] + len(doc["unplaceable"]) == 24
     assert "unplaceable: job" in capsys.readouterr().out
 
 
@@ -401,14 +401,14 @@ def test_cli_max_hours_on_a_pal_trace(tmp_path: Path, capsys: pytest.CaptureFixt
     assert cli.main(["simulate", str(trace), "--cluster", "4x4", "--synthetic-variability", "1",
                      "--max-hours", "1", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
-    assert doc["jobs"] == 24 and doc["jobs_finished"] < 24 and doc["config"]["max_time"] == 3600.0
+    assert doc["n_jobs"] == 24 and doc["n_completed"] < 24 and doc["config"]["max_time"] == 3600.0
     assert doc["stopped_at"] == 3600.0 and max(doc["round_log"]["time"]) < 3600.0
-    assert f"{doc['jobs_finished']}/24 jobs finished" in capsys.readouterr().out
+    assert f"{doc['n_completed']}/24 jobs finished" in capsys.readouterr().out
     # so short that no job finishes: the summary line still prints, with no JCT
     assert cli.main(["simulate", str(trace), "--cluster", "4x4", "--synthetic-variability", "1",
                      "--max-hours", "0.01", "--out", str(out)]) == 0
     stopped = json.loads(out.read_text())
-    assert stopped["jobs_finished"] == 0 and stopped["makespan"] is None  # no job gave one
+    assert stopped["n_completed"] == 0 and stopped["makespan"] is None  # no job gave one
     printed = capsys.readouterr().out
     assert "0/24 jobs finished, avg JCT - h" in printed and "makespan - h" in printed
 
@@ -430,8 +430,8 @@ def test_shared_trace_every_greedy_policy(truncated_trace: Path, policy: str) ->
     assert all(o.endswith(".csv") for o in origins.values())
     res = simulate(trace, cluster, SimConfig(policy=policy), validate=True)
     s = res.summary
-    assert s["jobs_finished"] == 30 and s["fallbacks"] == 0
-    assert 0 < s["utilization"] <= 1
+    assert s["n_completed"] == 30 and s["fallbacks"] == 0
+    assert 0 < s["utilisation"] <= 1
     ideal = {j.job_id: j.ideal_seconds for j in res.jobs}
     for j in res.jobs:
         # a job never beats its ideal run time by more than the fastest GPU allows
@@ -447,7 +447,7 @@ def test_shared_trace_ilp(truncated_trace: Path, admission: str) -> None:
     cluster, _ = build_cluster(parse_cluster("4x4"), draw="artifact")
     cfg = SimConfig(policy="ilp", admission=admission, time_limit=5.0)
     res = simulate(trace, cluster, cfg, validate=True)
-    assert res.summary["jobs_finished"] == 12
+    assert res.summary["n_completed"] == 12
     assert res.summary["fallbacks"] >= 0 and res.summary["solve_seconds_total"] > 0
     assert {r.status for r in res.rounds} <= {"optimal", "feasible", "fallback"}
 
@@ -458,7 +458,7 @@ def test_an_oversized_job_is_reported_and_the_rest_finish(policy: str) -> None:
     trace = [_job(0, 1, 0.0, 10), _job(1, 3, 5.0, 10), _job(2, 2, 10.0, 10)]
     res = simulate(trace, cluster, SimConfig(policy=policy, round_length=60.0))
     assert res.unplaceable == {1: "needs 3 GPUs; the cluster has 2"}
-    assert res.summary["jobs_finished"] == 2 and res.summary["jobs"] == 3
+    assert res.summary["n_completed"] == 2 and res.summary["n_jobs"] == 3
     doc = result_to_dict(res)
     assert doc["unplaceable"] == [{"job": 1, "reason": "needs 3 GPUs; the cluster has 2"}]
 

@@ -133,7 +133,7 @@ def test_several_policies_in_one_run_and_one_figure(tmp_path: Path, capsys: pyte
     assert drawn == [[("JCT CDF", ["pal", "packed-sticky"]), ("Utilisation per round", ["pal", "packed-sticky"])]]
     assert doc["policies"] == ["pal", "packed-sticky"] and list(doc["results"]) == doc["policies"]
     for policy, res in doc["results"].items():
-        assert res["config"]["policy"] == policy and res["jobs_finished"] == 24
+        assert res["config"]["policy"] == policy and res["n_completed"] == 24
         assert res["config"]["variability_source"]["synthetic_seed"] == 1
     rows = jobs.read_text().splitlines()
     assert rows[0].startswith("policy,job_id,") and len(rows) == 1 + 2 * 24

@@ -111,7 +111,7 @@ def test_mixed_trace_summary_and_tables() -> None:
     results = {p: simulate(trace, cluster, SimConfig(policy=p), validate=True) for p in ("pal", "ilp")}
     for res in results.values():
         s = res.summary
-        assert s["jobs_finished"] == 5 and s["pipeline_jobs"] == 3
+        assert s["n_completed"] == 5 and s["pipeline_jobs"] == 3
         pipes = [j.jct for j in res.jobs if j.stages > 1]
         gangs = [j.jct for j in res.jobs if j.stages == 1]
         assert s["pipeline_avg_jct"] == pytest.approx(sum(pipes) / 3)

@@ -22,10 +22,16 @@ of the simulation with its reason (:attr:`SiaResult.unplaceable`); it counts in 
 in ``n_completed``, and the run ends when every other job is done, as in
 :mod:`pal_opt.simulate`.
 
-Metrics (the artifact's ``utils/print_run_stats.py``): JCT = completion − submission; average,
-median, p99 = the sorted JCTs at index ⌊0.99 n⌋; makespan = last completion − first submission;
-utilisation = mean over rounds of the GPUs held by unfinished jobs (restart delays included) /
-the cluster's GPUs; restarts per job; per-application averages.  With variability, also the
+Metrics (the artifact's ``utils/print_run_stats.py``), in seconds: JCT = completion − submission;
+average (``avg_jct``), median (``p50_jct``), p99 (``p99_jct``) = the sorted JCTs at index
+⌊0.99 n⌋, ``max_jct``; ``makespan`` = last completion − first submission; ``utilisation`` = mean
+over rounds of the GPUs held by unfinished jobs (restart delays included) / the cluster's GPUs;
+``restarts`` (summed over the jobs) and ``avg_restarts_per_job``; per-application averages; the
+policy's decision time summed over the rounds (``solve_seconds_total``) and its longest round
+(``solve_seconds_max``).  The figures the PAL simulator gives too carry the same names
+(:mod:`pal_opt.simulate.fields`); ``solve_seconds`` and ``max_solve_seconds``, their former names,
+are deprecated aliases with the same values (:data:`~pal_opt.simulate.fields.SIA_ALIASES`), to
+be removed after this release.  With variability, also the
 mean over job-rounds (a job holding GPUs for a round counts once, whatever its GPUs: what its
 JCT feels) of the slowdown the jobs ran at and of its placement floor
 (:func:`pal_opt.hetero.gpus.placement_floor`).
@@ -44,6 +50,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
+from ..simulate.fields import SIA_ALIASES, with_aliases
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability, placement_floor
@@ -196,7 +203,9 @@ def _percentile_index(values: np.ndarray, q: float) -> float:
 
 
 def summarise(result: SiaResult) -> dict[str, Any]:
-    """avg/p50/p99/max JCT, makespan, utilisation, restarts and per-application figures."""
+    """avg/p50/p99/max JCT, makespan, utilisation, restarts and per-application figures (the
+    module docstring), under the shared names of :mod:`pal_opt.simulate.fields`, then the
+    deprecated aliases."""
     jcts = np.array([r.jct for r in result.jobs if r.jct is not None], dtype=np.float64)
     done = [r for r in result.jobs if r.jct is not None]
     total_gpus = sum(t.total_gpus for t in result.cluster)
@@ -219,6 +228,7 @@ def summarise(result: SiaResult) -> dict[str, Any]:
     out["avg_gpus_in_use_by_type"] = {
         t.name: float(use[:, i].mean()) if use.size else 0.0 for i, t in enumerate(result.cluster)
     }
+    out["restarts"] = int(sum(r.restarts for r in result.jobs))
     out["avg_restarts_per_job"] = float(np.mean([r.restarts for r in result.jobs])) if result.jobs else 0.0
     apps = sorted({r.application for r in result.jobs})
     out["n_jobs_by_app"] = {a: sum(r.application == a for r in result.jobs) for a in apps}
@@ -230,11 +240,11 @@ def summarise(result: SiaResult) -> dict[str, Any]:
         {"mean": result.slowdown_sum / result.job_rounds, "placement_floor": result.floor_sum / result.job_rounds}
         if result.job_rounds else None
     )
-    out["solve_seconds"] = result.solve_seconds
-    out["max_solve_seconds"] = result.max_solve_seconds
+    out["solve_seconds_total"] = result.solve_seconds
+    out["solve_seconds_max"] = result.max_solve_seconds
     out["rounds_not_optimal"] = result.rounds_not_optimal
     out["wall_seconds"] = result.wall_seconds
-    return out
+    return with_aliases(out, SIA_ALIASES)
 
 
 def check_cluster(cluster: Sequence[GpuType], apps: Mapping[str, Application], source: str = "profiles") -> None:

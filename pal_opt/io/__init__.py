@@ -11,7 +11,8 @@
 * :mod:`~pal_opt.io.measurements` — PAL's per-run variability measurements;
 * :mod:`~pal_opt.io.traces` — Sia-Philly workload traces;
 * :mod:`~pal_opt.io.textfile`, :mod:`~pal_opt.io.jsonfile`, :mod:`~pal_opt.io.csvfile` —
-  guarded reading (size, encoding, syntax, limits); :mod:`~pal_opt.io.atomic` — atomic writing.
+  guarded reading (size, encoding, syntax, limits); :mod:`~pal_opt.io.atomic` — atomic writing
+  (one file, or a command's outputs all or none).
 
 Every reader turns bad input into :class:`~pal_opt.errors.InstanceError` naming the file, the
 field path (or line and column) and what is wrong.
@@ -26,6 +27,7 @@ from ..lazy import lazy_attributes
 # The names load on first use (PEP 562): reading an instance file needs neither pandas nor the
 # CSV importers, and a small ``pal-opt solve`` would otherwise spend a third of its time on them.
 _EXPORTS: dict[str, str] = {
+    "atomic_write_files": ".atomic",
     "atomic_write_json": ".atomic",
     "atomic_write_text": ".atomic",
     "instance_from_frames": ".blox",
@@ -48,7 +50,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .atomic import atomic_write_json, atomic_write_text
+    from .atomic import atomic_write_files, atomic_write_json, atomic_write_text
     from .blox import instance_from_frames, load_blox, read_gpu_table
     from .instance import instance_from_dict, load_instance
     from .instance_write import instance_to_dict, save_instance
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCHEMA_PATH",
+    "atomic_write_files",
     "atomic_write_json",
     "atomic_write_text",
     "instance_from_dict",

@@ -1,21 +1,45 @@
-"""Atomic writing of output files: never a half-written file.
+"""Atomic writing of output files: never a half-written file, and a command's outputs all or none.
 
-Output goes to a temporary file in the target's directory, which is flushed, synced and then
+Output goes to a temporary file in the target's directory (``.NAME.PID-N.tmp.EXT``: the target's
+extension kept, for writers that read the format from it), which is flushed, synced and then
 renamed over the target with :func:`os.replace`.  A crash or an interrupt (including
 ``KeyboardInterrupt``) leaves either the old file or the new one, never half of one, and no
 temporary file behind.
+
+A command with several outputs writes them as one group (:func:`atomic_write_files`): every
+output is rendered to its temporary file first, and any failure or interrupt then removes all the
+temporary files and leaves every target as it was.  Only then are they renamed into place, one
+after the other, with SIGINT held off (:class:`pal_opt.sigint.SigintDeferred`: a Ctrl-C during
+the renames is raised once they are all done).  A rename that fails all the same (a sticky
+directory and a target owned by someone else, say) puts back the targets already replaced, from
+hard links to them made before the first rename, and removes the files that did not exist
+before.  All or nothing, then, as far as the operating system allows: a power cut or SIGKILL in
+the middle of the renames (a few system calls) can still leave part of the group written, and a
+``.NAME.PID-N.bak.EXT`` link to an old file beside it.
+
+No :mod:`tempfile` (its import costs more than a small ``pal-opt partition``) and no
+:mod:`pathlib`: the names come from the process id and a counter, each created exclusively
+(``O_EXCL``: an existing name, or a symbolic link planted there, is skipped).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
-import tempfile
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, cast
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json"]
+from ..sigint import SigintDeferred
+
+__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_write_files", "Content"]
+
+#: An output's content: its bytes, or a function that writes it to the file name it is given
+#: (a temporary file with the target's extension, e.g. ``fig.savefig``).
+Content = bytes | Callable[[str], None]
+
+_Path = TypeVar("_Path", bound="str | os.PathLike[str]")
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -38,35 +62,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         or a socket; the error names ``path``, not the temporary file.  A symbolic link is
         followed: the file it points to is replaced, the link kept.
     """
-    target = Path(path)
-    if target.is_symlink():  # write the file the link points to; replacing would cut the link
-        target = Path(os.path.realpath(target))
-    directory = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
-    if target.exists() and not target.is_file():  # a device or a FIFO: renaming over it would remove it
-        raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); give a file name", os.fspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:  # name the file the user asked for, not the temporary one
-        raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", os.fspath(path)) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            mode = os.stat(target).st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
-            os.chmod(tmp, mode)
-        except OSError:
-            pass
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_files({path: data})
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> None:
@@ -76,6 +72,131 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | N
     JSON, and pal-opt's own readers reject them.
     """
     atomic_write_text(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n")
+
+
+def atomic_write_files(outputs: Mapping[_Path, Content]) -> None:
+    """Write every ``{path: content}`` of ``outputs``, all or none (the module docstring).
+
+    Each output is written as :func:`atomic_write_bytes` writes one (same checks, same
+    permissions), to temporary files first; they replace their targets, in the order given, only
+    once every one is complete.  A ``KeyboardInterrupt`` before then leaves every target as it
+    was; one during the renames is raised after them, every target then replaced.
+
+    Raises
+    ------
+    OSError
+        As :func:`atomic_write_bytes`, for any of the paths (nothing written).
+    ValueError
+        Two paths name the same file.
+    """
+    names = [os.fspath(p) for p in cast("Iterable[str | os.PathLike[str]]", outputs)]
+    targets = [_target(name) for name in names]
+    if len({os.path.realpath(t) for t in targets}) < len(targets):
+        raise ValueError(f"the same file is given twice among the outputs: {', '.join(names)}")
+    temps: list[str] = []
+    try:
+        for name, target, content in zip(names, targets, outputs.values(), strict=True):
+            with SigintDeferred():  # a Ctrl-C between creating the file and recording it would leak it
+                temps.append(_create(target, name, ".tmp", _exclusive))
+            _render(temps[-1], target, content)
+    except BaseException:
+        _remove(temps)
+        raise
+    _replace_all(list(zip(temps, targets, names, strict=True)))
+
+
+def _target(name: str) -> str:
+    """The file ``name`` stands for (a symbolic link followed: replacing it would cut the link),
+    checked to be one that can be replaced."""
+    target = os.path.realpath(name) if os.path.islink(name) else name
+    if os.path.isdir(target):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", name)
+    if os.path.exists(target) and not os.path.isfile(target):  # a device or a FIFO: renaming over it would remove it
+        raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); give a file name", name)
+    return target
+
+
+def _exclusive(path: str) -> None:
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def _create(target: str, name: str, kind: str, make: Callable[[str], None]) -> str:
+    """A new file ``.STEM.PID-N<kind>EXT`` beside ``target``, made by ``make(path)`` (which
+    raises ``FileExistsError`` for a name taken); errors name ``name``, the file asked for."""
+    directory, base = os.path.split(target)
+    stem, ext = os.path.splitext(base)
+    for attempt in range(10_000):
+        path = os.path.join(directory, f".{stem}.{os.getpid()}-{attempt}{kind}{ext}")
+        try:
+            make(path)
+        except FileExistsError:
+            continue
+        except OSError as exc:  # name the file the user asked for, not the temporary one
+            raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", name) from None
+        return path
+    raise FileExistsError(errno.EEXIST, "cannot write: no free temporary name beside it", name)
+
+
+def _render(tmp: str, target: str, content: Content) -> None:
+    """Write ``content`` to ``tmp``, sync it and give it the target's permissions (an existing
+    target's, else a new file's under the umask)."""
+    if isinstance(content, bytes):
+        with open(tmp, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+    else:
+        content(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, os.stat(target).st_mode & 0o777 if os.path.exists(target) else 0o666 & ~_umask())
+
+
+def _replace_all(moves: list[tuple[str, str, str]]) -> None:
+    """Rename each ``(temporary, target, name)`` over its target, SIGINT held off; a failed rename
+    puts back the targets already replaced (from hard links made first) and removes the rest."""
+    with SigintDeferred():
+        existed = [os.path.exists(target) for _, target, _ in moves]
+        # the last rename needs no way back: nothing is renamed after it
+        backups = [_backup(target, name) if old else None
+                   for (_, target, name), old in zip(moves[:-1], existed, strict=False)]
+        done = 0
+        try:
+            for tmp, target, name in moves:
+                try:
+                    os.replace(tmp, target)
+                except OSError as exc:
+                    raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", name) from None
+                done += 1
+        except BaseException:
+            for (_, target, _), old, backup in reversed(list(zip(moves[:done], existed, backups, strict=False))):
+                with contextlib.suppress(OSError):
+                    if backup is not None:
+                        os.replace(backup, target)
+                    elif not old:
+                        os.unlink(target)
+            _remove(tmp for tmp, _, _ in moves[done:])
+            raise
+        finally:
+            _remove(b for b in backups if b is not None)
+
+
+def _backup(target: str, name: str) -> str | None:
+    """A hard link to ``target`` beside it, or None where the file system makes none."""
+    try:
+        return _create(target, name, ".bak", lambda path: os.link(target, path))
+    except OSError:
+        return None
+
+
+def _remove(paths: Iterable[str]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _umask() -> int:

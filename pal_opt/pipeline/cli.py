@@ -4,11 +4,13 @@
 [--method dp|ip [--backend NAME] [--time-limit SECONDS]]``
 
 Levels are innermost first (``--machines 4,8``: 8 servers of 4 workers).  Bandwidths are in bytes
-per second.  The summary is printed; ``--out`` writes the full result as JSON (atomically), and
-``--plot`` draws each level's stages with their compute and communication times (needs
-matplotlib).  Bad input: one line on stderr, exit status 2, nothing written.  A request no partition
-meets (``--straight`` on more workers than the model has stages in a chain): one line
-``infeasible partition: ...`` with the reason, exit status 1, nothing written.
+per second.  The summary is printed; ``--out`` writes the full result as JSON, and ``--plot``
+draws each level's stages with their compute and communication times (needs matplotlib); the
+two are written all or none (:func:`pal_opt.io.atomic.atomic_write_files`: a plot that fails to
+draw or a Ctrl-C leaves both files as they were).  Bad input: one line on stderr, exit status 2,
+nothing written.  A request no partition meets (``--straight`` on more workers than the model
+has stages in a chain): one line ``infeasible partition: ...`` with the reason, exit status 1,
+nothing written.
 
 :func:`add_parser` registers the sub-command on the ``pal-opt`` parser and :func:`run` runs it.
 The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering costs nothing.
@@ -17,7 +19,6 @@ The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering cost
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import json
 import math
@@ -30,6 +31,7 @@ from ..cliargs import check_plot_target, input_file, output_file, refuse_overwri
 from ..errors import InfeasiblePartitionError, OptionError
 
 if TYPE_CHECKING:
+    from ..io.atomic import Content
     from .partition import PartitionResult
 
 __all__ = ["add_parser", "run"]
@@ -117,11 +119,16 @@ def run(args: argparse.Namespace) -> int:
     except InfeasiblePartitionError as exc:  # valid input with no answer: not bad input (exit 1, not 2)
         print(f"pal-opt: error: infeasible partition: {args.profile}: {exc}", file=sys.stderr)
         return 1
-    if args.plot:
-        _atomic_write(args.plot, lambda path: _plot(result, path))
+    outputs: dict[str, Content] = {}
     if args.out:
         doc = {"profile": os.fspath(args.profile), **result.to_dict()}
-        _atomic_write(args.out, lambda path: _write_text(path, json.dumps(doc, indent=1) + "\n"))
+        outputs[args.out] = (json.dumps(doc, indent=1) + "\n").encode("utf-8")
+    if args.plot:
+        outputs[args.plot] = lambda path: _plot(result, path)
+    if outputs:
+        from ..io.atomic import atomic_write_files
+
+        atomic_write_files(outputs)  # both or neither: the plot drawn and both written before either is renamed
     for key, value in _summary(args, result):
         print(f"{key:<8}  {value}")
     return 0
@@ -145,36 +152,6 @@ def _summary(args: argparse.Namespace, result: PartitionResult) -> list[tuple[st
 
 
 # --------------------------------------------------------------------------- output
-def _write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _atomic_write(target: str, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``target``, then rename it over ``target``.
-
-    On any failure (or an interrupt) the temporary file is removed and ``target`` is left as it
-    was.  (:func:`pal_opt.io.atomic.atomic_write_text` does the same for text, but it imports
-    :mod:`tempfile`, a measurable share of this command's start-up on the smallest profiles;
-    this writes any file, the plot too, through a callback.)
-    """
-    tmp = _create_temporary(target)
-    renamed = False
-    try:
-        write(tmp)
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; give it a normal file's mode
-        os.replace(tmp, target)
-        renamed = True
-    finally:
-        if not renamed:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
 def _check_output(target: str) -> None:
     """Fail before any work if ``target`` cannot be an output file."""
     if os.path.isdir(target):
@@ -182,22 +159,6 @@ def _check_output(target: str) -> None:
     directory = os.path.dirname(os.path.abspath(target))
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, "cannot write: no such directory", target)
-
-
-def _create_temporary(target: str) -> str:
-    """Create an empty, new file beside ``target`` (``.NAME.PID-N.tmp.EXT``) and return its path."""
-    directory = os.path.dirname(os.path.abspath(target))
-    stem, ext = os.path.splitext(os.path.basename(target))
-    for attempt in range(1000):
-        tmp = os.path.join(directory, f".{stem}.{os.getpid()}-{attempt}.tmp{ext}")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        except FileExistsError:
-            continue
-        except OSError as exc:  # name the file the user asked for, not the temporary one
-            raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", target) from None
-        return tmp
-    raise FileExistsError(f"cannot create a temporary file beside {target}")  # pragma: no cover
 
 
 def _plot(result: PartitionResult, path: str) -> None:

@@ -109,7 +109,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="class of models the trace names but pal-opt does not know (default: none; such a model is an error)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy (default 0)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
-                   help="result file (written atomically); several policies: {\"policies\": [...], "
+                   help="result file (written atomically; with --jobs-csv and --plot, all or none); several policies: {\"policies\": [...], "
                         "\"results\": {policy: result}}")
     p.add_argument("--jobs-csv", default=None, type=output_file, metavar="JOBS.csv",
                    help="per-job table (several policies: one after the other, a policy column first)")
@@ -293,20 +293,23 @@ def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: An
 
 def _write_outputs(args: argparse.Namespace, results: dict[str, Any], extra: dict[str, Any]) -> None:
     """The result file (one policy: its result; several: ``{"policies", "results"}``), the per-job
-    table (several: a ``policy`` column first) and the figure (one line per policy).  Everything
-    is made first, then written: a figure that fails to draw leaves no output behind."""
-    from ..io.atomic import atomic_write_bytes
-    from .metrics import jobs_csv_text, result_figure, result_to_dict, write_json_atomic, write_text_atomic
+    table (several: a ``policy`` column first) and the figure (one line per policy), all or none
+    (:func:`~pal_opt.io.atomic.atomic_write_files`): everything is made and written to temporary
+    files first, then renamed into place together, so that a figure that fails to draw, a file
+    that cannot be written or a Ctrl-C leaves every earlier output as it was."""
+    from ..io.atomic import atomic_write_files
+    from .metrics import jobs_csv_text, json_text, result_figure, result_to_dict
 
     docs = {p: result_to_dict(r, extra_config=extra) for p, r in results.items()}
     several = len(docs) > 1
-    figure = result_figure(docs, args.plot) if args.plot else None
-    table = jobs_csv_text(results if several else next(iter(results.values()))) if args.jobs_csv else None
-    write_json_atomic(args.out, {"policies": list(docs), "results": docs} if several else next(iter(docs.values())))
-    if table is not None:
-        write_text_atomic(args.jobs_csv, table)
-    if figure is not None:
-        atomic_write_bytes(args.plot, figure)
+    outputs: dict[str, Any] = {
+        args.out: json_text({"policies": list(docs), "results": docs} if several else next(iter(docs.values()))).encode()
+    }
+    if args.jobs_csv:
+        outputs[args.jobs_csv] = jobs_csv_text(results if several else next(iter(results.values()))).encode()
+    if args.plot:
+        outputs[args.plot] = result_figure(docs, args.plot)
+    atomic_write_files(outputs)
 
 
 def _hours(seconds: float | None) -> str:
@@ -317,8 +320,8 @@ def _hours(seconds: float | None) -> str:
 def _print_summary(policy: str, result: Any, out: str) -> None:
     s = result.summary
     print(
-        f"{policy}: {s['jobs_finished']}/{s['jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
-        f"p99 JCT {_hours(s['p99_jct'])} h, makespan {_hours(s['makespan'])} h, utilisation {s['utilization']:.3f}, "
+        f"{policy}: {s['n_completed']}/{s['n_jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
+        f"p99 JCT {_hours(s['p99_jct'])} h, makespan {_hours(s['makespan'])} h, utilisation {s['utilisation']:.3f}, "
         f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
@@ -331,8 +334,8 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
               f"repairs {f['repairs']}")
     classes = s.get("by_priority", {})
     if len(classes) > 1 or f is not None:
-        parts = [f"{p}: {c['avg_jct'] / 3600:.2f} h ({c['jobs_finished']}/{c['jobs']})" if c["avg_jct"] is not None
-                 else f"{p}: - (0/{c['jobs']})" for p, c in classes.items()]
+        parts = [f"{p}: {c['avg_jct'] / 3600:.2f} h ({c['n_completed']}/{c['n_jobs']})" if c["avg_jct"] is not None
+                 else f"{p}: - (0/{c['n_jobs']})" for p, c in classes.items()]
         print(f"{policy}: avg JCT by priority {', '.join(parts)}")
     for jid, why in result.unplaceable.items():
         print(f"unplaceable: job {jid}: {why}")
@@ -340,7 +343,9 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
-    status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got)."""
+    status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got).
+    The outputs are written all or none (:func:`_write_outputs`); a Ctrl-C while they are being
+    renamed into place takes effect once they all are (exit 130, every output new)."""
     from ..hetero.cli import resolve_trace_format, run_folded, simulation_inputs
     from ..io.traces import read_trace
     from .engine import build_cluster, parse_cluster

@@ -218,7 +218,7 @@ class SimConfig:
     max_time
         Simulated seconds after which no round starts (the round under way then runs to its
         end), even with jobs unfinished: they keep ``finish_time`` None and the summary's
-        ``jobs_finished`` is below ``jobs``.  None (default): run until every job is done.
+        ``n_completed`` is below ``n_jobs``.  None (default): run until every job is done.
     """
 
     policy: str = "pal"

@@ -27,6 +27,7 @@ __all__ = [
     "jobs_table",
     "write_json_atomic",
     "write_text_atomic",
+    "json_text",
     "jobs_csv_text",
     "plot_jct_cdf",
     "plot_utilization",
@@ -151,9 +152,15 @@ def _finite(o: Any) -> Any:
     return finite_or_none(o)
 
 
+def json_text(obj: Any, indent: int | None = 1) -> str:
+    """``obj`` as the text of a JSON file (numpy numbers as numbers, non-finite floats as null,
+    a final newline)."""
+    return json.dumps(_finite(obj), indent=indent, default=_json_default) + "\n"
+
+
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
     """Write ``obj`` as JSON (non-finite floats become null), atomically."""
-    write_text_atomic(path, json.dumps(_finite(obj), indent=indent, default=_json_default) + "\n")
+    write_text_atomic(path, json_text(obj, indent))
 
 
 # ---------------------------------------------------------------------------- plots
@@ -169,7 +176,7 @@ def _jcts(r: Mapping[str, Any]) -> np.ndarray:
 
 def _cdf_total(r: Mapping[str, Any]) -> int:
     """The jobs a JCT CDF counts: every job but the unplaceable ones, so that a run stopped early
-    (``--max-hours``) ends below 1 (at ``jobs_finished / jobs``) rather than at 1."""
+    (``--max-hours``) ends below 1 (at ``n_completed / n_jobs``) rather than at 1."""
     return len(r["job_results"]) - len(r.get("unplaceable") or ())
 
 

@@ -65,7 +65,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -74,6 +73,7 @@ import numpy as np
 
 from ...deadline import Deadline
 from ...errors import BackendError
+from ...sigint import SigintDeferred
 from ..mpswriter import write_lp_mps
 from ..program import Program
 from .base import (
@@ -194,34 +194,6 @@ class _ExitWaiter:
             self.fd = None
 
 
-class _SigintDeferred:
-    """While CBC is being started, a Ctrl-C is held back and re-raised once the process object
-    exists (so that it can be stopped); ``Popen`` waits for the child's ``exec`` in Python code,
-    where a ``KeyboardInterrupt`` would leave an unreachable CBC running.  Only in the main
-    thread and only over a Python-level handler; otherwise a no-op."""
-
-    def __init__(self) -> None:
-        self.pending = False
-        self.saved: Any = None
-
-    def __enter__(self) -> _SigintDeferred:
-        if threading.current_thread() is threading.main_thread():
-            handler = signal.getsignal(signal.SIGINT)
-            if callable(handler):
-                self.saved = handler
-                signal.signal(signal.SIGINT, self._hold)
-        return self
-
-    def _hold(self, signum: int, frame: object) -> None:
-        self.pending = True
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            signal.signal(signal.SIGINT, self.saved)
-        if self.pending and exc[0] is None:
-            raise KeyboardInterrupt
-
-
 def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRun:
     """Run CBC, owning the process: it does not outlive this call.
 
@@ -260,7 +232,9 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                 try:
                     if proc is None:
                         own_group = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-                        with _SigintDeferred():
+                        # Popen waits for the child's exec in Python code, where a KeyboardInterrupt would
+                        # leave an unreachable CBC running: a Ctrl-C is re-raised once the process object exists
+                        with SigintDeferred():
                             proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT,
                                                     stdin=subprocess.DEVNULL,
                                                     process_group=0 if own_group else None)

@@ -1,0 +1,48 @@
+"""A Ctrl-C held off across a short step that must not be cut in two (:class:`SigintDeferred`).
+
+Used where a ``KeyboardInterrupt`` in the middle would leave a worse state than one just after:
+starting the CBC process (:mod:`pal_opt.ilp.backends.cbc`: a CBC nobody could stop) and renaming
+a command's outputs into place (:func:`pal_opt.io.atomic.atomic_write_files`: some outputs new,
+others old).  The held Ctrl-C is not lost: it is raised as ``KeyboardInterrupt`` when the step
+ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+__all__ = ["SigintDeferred"]
+
+
+class SigintDeferred:
+    """While the ``with`` block runs, a SIGINT is held back; it is raised as
+    ``KeyboardInterrupt`` once the block has ended without an exception of its own (after an
+    exception, that exception propagates and the held Ctrl-C is dropped).
+
+    Only in the main thread (where Python runs signal handlers) and only over a Python-level
+    handler: with SIGINT ignored (``nohup``) or at its default action, or in another thread,
+    it changes nothing.  ``pending`` says whether a SIGINT arrived.
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.saved: Any = None
+
+    def __enter__(self) -> SigintDeferred:
+        if threading.current_thread() is threading.main_thread():
+            handler = signal.getsignal(signal.SIGINT)
+            if callable(handler):
+                self.saved = handler
+                signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum: int, frame: object) -> None:
+        self.pending = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            signal.signal(signal.SIGINT, self.saved)
+        if self.pending and exc[0] is None:
+            raise KeyboardInterrupt

@@ -1,0 +1,112 @@
+"""One vocabulary for the results of pal-opt's two simulators.
+
+The PAL simulator (:func:`pal_opt.simulate.summary.summarize`, ``pal-opt simulate`` on a PAL
+trace) and the simulator of GPU types (:func:`pal_opt.hetero.simulate.summarise`, ``pal-opt
+simulate`` on a Sia newTrace) give the figures they share under the same names,
+:data:`SHARED_FIELDS`, in seconds where they are times:
+
+``n_jobs``
+    Jobs in the trace (unplaceable ones included).
+
+``n_completed``
+    Jobs that finished.
+
+``avg_jct``
+    Mean JCT (completion − submission) of the finished jobs.
+
+``p50_jct``
+    Median JCT.
+
+``p99_jct``
+    99th percentile of the JCTs.
+
+``max_jct``
+    Largest JCT.
+
+``makespan``
+    Last completion − first submission.
+
+``utilisation``
+    Busy GPUs / all GPUs over the run.
+
+``rounds``
+    Rounds run.
+
+``restarts``
+    Restarts, summed over the jobs.
+
+``avg_restarts_per_job``
+    ``restarts`` / ``n_jobs``.
+
+``solve_seconds_total``
+    Seconds the policy took to decide, summed over the rounds.
+
+``solve_seconds_max``
+    The longest round's decision.
+
+``wall_seconds``
+    The whole simulation's wall-clock seconds.
+
+Each simulator defines its figures exactly as before (its module docstring says how; e.g. the
+PAL simulator's ``p99_jct`` interpolates linearly, the Sia simulator's takes the sorted JCTs at
+index ⌊0.99 n⌋ as the authors' scripts do); only the names are shared.  A median is ``p50_``
+wherever it appears (``p50_queueing_delay``, a PAL figure).
+
+The names the results used before are kept for one release as deprecated aliases holding the
+same values (:data:`PAL_ALIASES`, :data:`SIA_ALIASES`, and :data:`CLASS_ALIASES` inside the PAL
+result's ``by_priority`` classes); they will be removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["SHARED_FIELDS", "PAL_ALIASES", "SIA_ALIASES", "CLASS_ALIASES", "with_aliases"]
+
+#: The figures both simulators' results carry, under these names.
+SHARED_FIELDS: tuple[str, ...] = (
+    "n_jobs",
+    "n_completed",
+    "avg_jct",
+    "p50_jct",
+    "p99_jct",
+    "max_jct",
+    "makespan",
+    "utilisation",
+    "rounds",
+    "restarts",
+    "avg_restarts_per_job",
+    "solve_seconds_total",
+    "solve_seconds_max",
+    "wall_seconds",
+)
+
+#: Deprecated names of the PAL simulator's result -> the shared name (same value).
+PAL_ALIASES: Mapping[str, str] = {
+    "jobs": "n_jobs",
+    "jobs_finished": "n_completed",
+    "median_jct": "p50_jct",
+    "median_queueing_delay": "p50_queueing_delay",
+    "utilization": "utilisation",
+}
+
+#: Deprecated names of the Sia simulator's result -> the shared name (same value).
+SIA_ALIASES: Mapping[str, str] = {
+    "solve_seconds": "solve_seconds_total",
+    "max_solve_seconds": "solve_seconds_max",
+}
+
+#: Deprecated names inside each class of the PAL result's ``by_priority`` -> the shared name.
+CLASS_ALIASES: Mapping[str, str] = {
+    "jobs": "n_jobs",
+    "jobs_finished": "n_completed",
+}
+
+
+def with_aliases(figures: dict[str, Any], aliases: Mapping[str, str]) -> dict[str, Any]:
+    """``figures`` with each deprecated name of ``aliases`` added after them, holding the value of
+    the name it stands for (the dict is changed in place and returned)."""
+    for old, new in aliases.items():
+        figures[old] = figures[new]
+    return figures
