@@ -41,7 +41,7 @@ from pal_opt.topology import (
     slurm_rows,
     to_cluster,
 )
-from pal_opt.topology.placement import local_indices
+from pal_opt.topology.placement import local_indices, placement_by_host
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 TOPOLOGY_CONF = DATA / "topology.conf"
@@ -730,6 +730,22 @@ def test_export_slurm_rows_uneven_gang():
                      "sbatch": "--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2"}]
     assert pod_placements(inst, {"placements": {"3": [5, 4, 0, 1, 2]}})["items"] == [
         {"job": 3, "pod": 0, "node": "n1", "gpus": [0, 1, 2]}, {"job": 3, "pod": 1, "node": "n2", "gpus": [0, 1]}]
+
+
+def test_export_slurm_names_the_gpu_types():
+    """On a typed cluster ``--gres`` carries each node's GPU type; a node where a mixing job holds
+    GPUs of two types lists both, and nodes group by the whole value."""
+    types = ["a100"] * 4 + ["a100"] * 2 + ["v100"] * 2 + ["v100"] * 4
+    cl = Cluster.from_arrays(list(range(12)), ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 4, {"classA": [1.0] * 12},
+                             gpu_types=types)
+    inst = RoundInstance(cl, (Job(1, 4, "classA", gpu_type="a100", kind="guaranteed"),
+                              Job(2, 6, "classA", mix_types=True)))
+    rows = slurm_rows(inst, {"placements": {"1": [0, 1, 2, 3], "2": [4, 5, 6, 7, 8, 9]}})
+    assert [r["sbatch"] for r in rows] == [
+        "--nodes=1 --nodelist=n1 --gres=gpu:a100:4",
+        "--nodes=1 --nodelist=n2 --gres=gpu:a100:2,gpu:v100:2 : --nodes=1 --nodelist=n3 --gres=gpu:v100:2"]
+    assert placement_by_host(inst, {"placements": {"2": [9, 4, 8, 5, 6, 7]}})[0].hosts[0].types == (
+        "a100", "a100", "v100", "v100")
 
 
 def test_export_graphml_marks_jobs(solved, tmp_path, capsys):

@@ -27,10 +27,12 @@ _UNAPPLIABLE = {Kind.FORM, Kind.UNKNOWN_JOB, Kind.GANG_SIZE, Kind.UNKNOWN_GPU, K
 
 @dataclass(frozen=True)
 class HostShare:
-    """The GPUs a job gets on one host: the host id and their local indices, ascending."""
+    """The GPUs a job gets on one host: the host id and their local indices, ascending, and on a
+    cluster with GPU types the type of each of those GPUs (else None)."""
 
     host: Any
     gpus: tuple[int, ...]
+    types: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,8 +110,10 @@ def placement_by_host(
         shares: list[HostShare] = []
         for srv in dict.fromkeys(cl.server_of[pos].tolist()):
             mine = pos[cl.server_of[pos] == srv]
+            mine = mine[np.argsort(local[mine], kind="stable")]
             host = cl.server_ids[srv]
             host = host.item() if isinstance(host, np.generic) else host
-            shares.append(HostShare(host, tuple(sorted(local[mine].tolist()))))
+            types = tuple(cl.type_names[t] for t in cl.type_of[mine].tolist()) if cl.type_names else None
+            shares.append(HostShare(host, tuple(local[mine].tolist()), types))
         out.append(JobHosts(job.id, tuple(shares)))
     return out

@@ -61,7 +61,9 @@ Placements out
 
 ``sbatch`` holds the options that request exactly that allocation: one component when every
 node gives the job the same number of GPUs (``--gres`` counts per node), else one Slurm
-heterogeneous-job component per GPU count, separated by ``:``.
+heterogeneous-job component per GPU count, separated by ``:``.  On a cluster with GPU types the
+counts carry the type (``--gres=gpu:a100:4``; a node where a job mixing types holds GPUs of two
+gets ``--gres=gpu:a100:2,gpu:v100:2``), and nodes group by that whole value.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ import graphlib
 import io
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,7 +84,7 @@ from ..result import PlacementResult
 from .gres import gres_conf_gpus, node_types, resolve_gpus, slurm_conf_gpus
 from .hierarchy import Hierarchy, Topology, TopologyLevel
 from .hostlist import compress_hostlist, expand_hostlist
-from .placement import JobHosts, placement_by_host
+from .placement import HostShare, JobHosts, placement_by_host
 from .slurmconf import ConfigLine, config_lines, expand_field, key_values, line_ref, read_config
 
 __all__ = [
@@ -379,13 +382,21 @@ def load_slurm(
                                 notes=(*hier.notes, *notes))
 
 
+def _gres(share: HostShare) -> str:
+    """The ``--gres`` value for one host's share: ``gpu:N``, or ``gpu:TYPE:N`` per type (in the
+    order the types first appear) on a cluster with GPU types."""
+    if share.types is None:
+        return f"gpu:{len(share.gpus)}"
+    return ",".join(f"gpu:{t}:{n}" for t, n in Counter(share.types).items())
+
+
 def _sbatch(job: JobHosts) -> str:
-    by_count: dict[int, list[str]] = {}
+    by_gres: dict[str, list[str]] = {}
     for share in job.hosts:
-        by_count.setdefault(len(share.gpus), []).append(str(share.host))
+        by_gres.setdefault(_gres(share), []).append(str(share.host))
     parts = [
-        f"--nodes={len(hosts)} --nodelist={compress_hostlist(hosts)} --gres=gpu:{count}"
-        for count, hosts in by_count.items()
+        f"--nodes={len(hosts)} --nodelist={compress_hostlist(hosts)} --gres={gres}"
+        for gres, hosts in by_gres.items()
     ]
     return " : ".join(parts)
 
