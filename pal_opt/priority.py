@@ -28,15 +28,18 @@ the cluster).  Rounds with pipeline jobs are not supported yet.
 job may take GPUs only within one of its type groups (:func:`pal_opt.gputypes.type_groups`: one
 of its usable types, or all of them together if it mixes types; a guaranteed job's one type):
 
-* a running job on another of its allowed counts than its demand is *pinned*: it stays on its
-  GPUs, neither resized (the round program places a job on its demand) nor preempted, and its
-  GPUs are not counted as free (the greedy comparator keeps it too);
+* a running job on another of its allowed counts than its demand is *pinned*: the round program
+  places a job on its demand, so it is not resized; its GPUs count in its priority's cells, after
+  those of the priority's other running jobs (they are claimed last), and if the walk claims one
+  of them the plan preempts it (:attr:`PreemptPlan.evicted`), else it stays on its GPUs outside
+  the program (:attr:`PreemptPlan.pinned`; the greedy comparator keeps or evicts it as any other);
 * each waiting job (and each running job that must move) claims its demand from one group: from
   the GPUs no running job holds first (types with the most such GPUs first), then from the cells
   of lower priorities, lowest priority first; of the groups that can hold it, it takes the one
   that preempts the lowest priority, then the fewest GPUs, then (best fit) leaves the fewest free
   GPUs, then the first; a job no group can hold is skipped (backfill);
-* the running jobs that hold a GPU of a claimed cell are optional; the others stay placed.
+* the running jobs (not pinned) that hold a GPU of a claimed cell are optional; the others stay
+  placed.
 
 This rule is **sound**: the claims are disjoint counts of GPUs per type, each inside one group of
 its job, so the kept jobs on their own GPUs and the admitted jobs on their claims are a placement
@@ -47,9 +50,9 @@ feasibility per type is a bin-packing problem, and the walk takes each job's gro
 never revisits an earlier claim, so it may skip a waiting job that another choice of groups would
 have fit, or mark optional a cell a cleverer split would not have needed; the round program then
 chooses among the optional jobs (preempting none it need not, since preemption is priced), and
-the leftover GPUs are backfilled.  Every optional job holds a GPU of a type that a waiting job of
-a higher priority admitted by the walk may use, which the checker verifies of every preempted
-job (:mod:`pal_opt.check`).  The greedy comparator evicts per type too (:func:`evict_for_types`).
+the leftover GPUs are backfilled.  Every optional job (and every pinned job the plan preempts)
+holds a GPU of a type that a waiting job of a higher priority admitted by the walk claimed, which
+the checker verifies of every preempted job (:mod:`pal_opt.check`).  The greedy comparator evicts per type too (:func:`evict_for_types`).
 """
 
 from __future__ import annotations
@@ -86,8 +89,12 @@ class PreemptPlan:
         With GPU types: the GPUs per type each admitted waiting job claimed in the walk, a
         witness that the plan has a placement (module docstring); empty without types.
     pinned
-        With GPU types: the running jobs on another of their allowed counts than their demand,
-        which stay on their GPUs outside the program (module docstring); empty without types.
+        With GPU types: the running jobs on another of their allowed counts than their demand
+        that stay on their GPUs, outside the program (module docstring); empty without types.
+    evicted
+        With GPU types: the running jobs on another of their allowed counts whose GPUs the walk
+        claimed: preempted by the plan itself (the program could only re-place them at their
+        demand); empty without types.
     """
 
     waiting: tuple[int, ...]
@@ -95,6 +102,7 @@ class PreemptPlan:
     optional: tuple[int, ...]
     claims: Mapping[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     pinned: tuple[int, ...] = field(default=(), repr=False)
+    evicted: tuple[int, ...] = field(default=(), repr=False)
 
     @property
     def admitted(self) -> tuple[int, ...]:
@@ -272,22 +280,21 @@ def evict_for_types(groups: Sequence[Sequence[int]], demand: int, free: np.ndarr
 
 
 def _typed_plan(instance: RoundInstance) -> PreemptPlan:
-    """:func:`preempt_plan` with GPU types (module docstring): claims per type and per
-    ``(priority, type)`` cell."""
+    """:func:`preempt_plan` with GPU types (module docstring): claims per type and per cell,
+    ``(priority, pinned, type)``; a priority's pinned jobs' GPUs are claimed after its others'."""
     cl = instance.cluster
     jobs = instance.jobs
     moving = set(homeless(instance))
-    pinned = tuple(resized(instance))
-    running = [i for i, j in enumerate(jobs) if j.placement is not None and i not in moving and i not in pinned]
+    pinned = set(resized(instance))
+    running = [i for i, j in enumerate(jobs) if j.placement is not None and i not in moving]
     free = free_per_type(cl, cl.state == GpuState.FREE).astype(np.int64)
-    free -= sum((held_types(instance, i) for i in pinned), np.zeros_like(free))
-    held: dict[int, np.ndarray] = {}
+    held: dict[tuple[int, int], np.ndarray] = {}
     for i in running:
-        h = held_types(instance, i)
-        held[jobs[i].priority] = held.get(jobs[i].priority, np.zeros_like(free)) + h
-        free -= h
+        cell = (jobs[i].priority, int(i in pinned))
+        held[cell] = held.get(cell, np.zeros_like(free)) + held_types(instance, i)
+    free -= sum(held.values(), np.zeros_like(free))
     claims: dict[int, np.ndarray] = {}
-    claimed: set[tuple[int, int]] = set()
+    claimed: set[tuple[int, int, int]] = set()
     waiting: list[int] = []
     for i in admission_order(instance, moving=True):
         took = _claim_below(type_groups(cl, jobs[i]), jobs[i].demand, jobs[i].priority, free, held)
@@ -298,28 +305,33 @@ def _typed_plan(instance: RoundInstance) -> PreemptPlan:
         free -= own
         for q, v in lower.items():
             held[q] = held[q] - v
-            claimed.update((q, int(k)) for k in np.flatnonzero(v))
+            claimed.update((*q, int(k)) for k in np.flatnonzero(v))
         claims[i] = own + sum(lower.values(), np.zeros_like(free))
-    optional = tuple(i for i in running if any((jobs[i].priority, int(k)) in claimed
-                                               for k in np.flatnonzero(held_types(instance, i))))
-    return PreemptPlan(tuple(waiting), tuple(i for i in running if i not in optional), optional, claims, pinned)
+    hit = [i for i in running if any((jobs[i].priority, int(i in pinned), int(k)) in claimed
+                                     for k in np.flatnonzero(held_types(instance, i)))]
+    return PreemptPlan(tuple(waiting), tuple(i for i in running if i not in hit and i not in pinned),
+                       tuple(i for i in hit if i not in pinned), claims,
+                       tuple(i for i in running if i in pinned and i not in hit),
+                       tuple(i for i in hit if i in pinned))
 
 
 def resized(instance: RoundInstance) -> list[int]:
     """The running jobs on another of their allowed counts than their demand, on GPUs all still
-    free, in queue order: with GPU types the preemptive methods pin them (module docstring)."""
+    free, in queue order: with GPU types the plan pins them (module docstring)."""
     moving = set(homeless(instance))
     return [i for i, j in enumerate(instance.jobs)
             if j.placement is not None and len(j.placement) != j.demand and i not in moving]
 
 
 def _claim_below(groups: Sequence[Sequence[int]], demand: int, priority: int, free: np.ndarray,
-                 held: Mapping[int, np.ndarray]) -> tuple[np.ndarray, dict[int, np.ndarray]] | None:
+                 held: Mapping[tuple[int, int], np.ndarray]
+                 ) -> tuple[np.ndarray, dict[tuple[int, int], np.ndarray]] | None:
     """The claim of a job of ``priority`` (module docstring): GPUs per type from ``free`` and from
-    the cells ``held`` of each lower priority, in the group that preempts least; None if no group
-    holds ``demand``.  Nothing is changed."""
-    lower = sorted(q for q in held if q < priority)
-    best: tuple[tuple[int, int, int, int], np.ndarray, dict[int, np.ndarray]] | None = None
+    the cells ``held`` (keyed ``(priority, pinned)``) of each lower priority, lowest first, a
+    priority's pinned jobs last; in the group that preempts least; None if no group holds
+    ``demand``.  Nothing is changed."""
+    lower = sorted(q for q in held if q[0] < priority)
+    best: tuple[tuple[int, int, int, int], np.ndarray, dict[tuple[int, int], np.ndarray]] | None = None
     for n, group in enumerate(groups):
         g = list(group)
         if int(free[g].sum()) + sum(int(held[q][g].sum()) for q in lower) < demand:
@@ -329,7 +341,7 @@ def _claim_below(groups: Sequence[Sequence[int]], demand: int, priority: int, fr
         for k in sorted(g, key=lambda k: (-int(free[k]), k)):
             own[k] = min(left, int(free[k]))
             left -= int(own[k])
-        taken: dict[int, np.ndarray] = {}
+        taken: dict[tuple[int, int], np.ndarray] = {}
         for q in lower:
             if not left:
                 break
@@ -339,7 +351,7 @@ def _claim_below(groups: Sequence[Sequence[int]], demand: int, priority: int, fr
                 left -= int(v[k])
             if v.any():
                 taken[q] = v
-        key = (max(taken, default=-1), demand - int(own.sum()), int(free[g].sum()), n)
+        key = (max((q[0] for q in taken), default=-1), demand - int(own.sum()), int(free[g].sum()), n)
         if best is None or key < best[0]:
             best = (key, own, taken)
     return None if best is None else (best[1], best[2])

@@ -19,8 +19,7 @@ from pal_opt.cli import main
 from pal_opt.errors import OptionError
 from pal_opt.gputypes import free_per_type, type_groups
 from pal_opt.ilp import available_backends
-from pal_opt.ilp.decode import encode
-from pal_opt.ilp.preempt import greedy_start, preempt_program
+from pal_opt.ilp.preempt import greedy_start
 from pal_opt.io import save_instance
 from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.priority import evict_for_types, held_types, preempt_plan
@@ -83,6 +82,38 @@ def test_the_plan_skips_a_job_that_does_not_mix_when_only_both_types_hold_it() -
     assert (plan.waiting, plan.optional) == ((1,), (0,)) and plan.claims[1].tolist() == [4, 2]
 
 
+def test_the_plan_prefers_free_gpus_then_the_lowest_priority() -> None:
+    """h (priority 2, 2 GPUs, any one type): aws is full, rtx has 2 free GPUs: no preemption.
+    With rtx full too, it preempts the lower priority (m on rtx, priority 0) rather than l
+    (priority 1), whichever type comes first."""
+    free_rtx = round_of((Job("l", 4, "classA", placement=(0, 1, 2, 3), priority=1),
+                         Job("m", 2, "classA", placement=(4, 5)), Job("h", 2, "classA", priority=2)))
+    plan = preempt_plan(free_rtx)
+    assert (plan.waiting, plan.optional) == ((2,), ()) and plan.claims[2].tolist() == [0, 2]
+    full = round_of((*free_rtx.jobs[:2], Job("m2", 2, "classA", placement=(6, 7), priority=1),
+                     Job("h", 2, "classA", priority=2)))
+    plan = preempt_plan(full)
+    assert (plan.waiting, plan.kept, plan.optional) == ((3,), (0, 2), (1,)) and plan.claims[3].tolist() == [0, 2]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_victim_not_needed_is_given_back(method: str) -> None:
+    """x (1 aws GPU, started last) is evicted first, but y (3 aws GPUs) alone makes room for h
+    (3 aws GPUs): x is given back, in the greedy and in the program's start.  (The program does
+    better: it moves y to the empty rtx GPUs.)"""
+    inst = round_of((Job("x", 1, "classA", placement=(0,), started=50.0),
+                     Job("y", 3, "classA", placement=(1, 2, 3), started=0.0),
+                     Job("h", 3, "classA", priority=1, kind="guaranteed", gpu_type="aws")))
+    plan = preempt_plan(inst)
+    assert plan.optional == (0, 1)
+    start = greedy_start(inst, pal_opt.binning.binned_factors(inst.cluster, "none"), plan)
+    assert start == {"x": (0,), "h": (1, 2, 3)}
+    res = pal_opt.solve(inst, method)
+    moved = {"y": (4, 5, 6)} if method == "ilp-preempt" else {}
+    assert res.placements == {"x": (0,), "h": (1, 2, 3), **moved} and res.jobs_to_terminate == ("y",)
+    assert check(inst, res) == []
+
+
 def test_evict_for_types_gives_back_victims_of_other_types() -> None:
     held = {0: np.array([0, 4]), 1: np.array([2, 0]), 2: np.array([1, 0])}
     assert evict_for_types([(0,)], 3, np.array([0, 0]), [0, 1, 2], held) == [1, 2]
@@ -138,19 +169,49 @@ def test_a_mixing_job_preempts_across_types_and_a_one_type_job_does_not(method: 
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_a_job_running_on_another_allowed_count_is_pinned(method: str) -> None:
-    """s (strong-scaling, demand 4, counts 2 or 4) runs on 2 rtx GPUs: it stays there, neither
-    resized nor preempted, and its GPUs are not free; h (priority 1) takes the other two rtx GPUs
-    rather than preempt it, and h2 (priority 1, 4 rtx GPUs) does not fit."""
-    inst = round_of((Job("s", 4, "classA", kind="strong-scaling", allowed_counts=(2, 4), placement=(4, 5)),
-                     Job("h", 2, "classA", priority=1, kind="guaranteed", gpu_type="rtx"),
-                     Job("h2", 4, "classA", priority=1, kind="guaranteed", gpu_type="rtx")))
+def test_a_job_running_on_another_allowed_count_is_pinned_or_preempted(method: str) -> None:
+    """s (strong-scaling, demand 4, counts 2 or 4) runs on 2 rtx GPUs: it is not resized; h
+    (priority 1, 2 rtx GPUs) takes the free ones and s stays; h4 (4 rtx GPUs) needs s's too, and
+    s is preempted for it (by the plan itself: the program only places a job on its demand)."""
+    s_job = Job("s", 4, "classA", kind="strong-scaling", allowed_counts=(2, 4), placement=(4, 5))
+    inst = round_of((s_job, Job("h", 2, "classA", priority=1, kind="guaranteed", gpu_type="rtx")))
     plan = preempt_plan(inst)
-    assert (plan.waiting, plan.kept, plan.optional, plan.pinned) == ((1,), (), (), (0,))
-    assert plan.claims[1].tolist() == [0, 2]
+    assert (plan.waiting, plan.kept, plan.optional, plan.pinned, plan.evicted) == ((1,), (), (), (0,), ())
     res = pal_opt.solve(inst, method)
-    assert res.placements == {"s": (4, 5), "h": (6, 7)} and res.jobs_to_terminate == ()
-    assert check(inst, res) == []
+    assert res.placements == {"s": (4, 5), "h": (6, 7)} and res.jobs_to_terminate == () and check(inst, res) == []
+    urgent = round_of((s_job, Job("h4", 4, "classA", priority=1, kind="guaranteed", gpu_type="rtx")))
+    plan = preempt_plan(urgent)
+    assert (plan.waiting, plan.pinned, plan.evicted) == ((1,), (), (0,)) and plan.claims[1].tolist() == [0, 4]
+    res = pal_opt.solve(urgent, method)
+    assert sorted(res.placements["h4"]) == [4, 5, 6, 7] and res.jobs_to_terminate == ("s",)
+    assert check(urgent, res) == []
+
+
+def claims_only_the_walk_finds() -> RoundInstance:
+    """l (priority 0) holds aws 0-3, g (priority 1, guaranteed rtx) rtx 4 and r (priority 0,
+    started last) rtx 6-7; rtx 5 is free.  m (priority 2, 2 GPUs, mixes) claims rtx 5 and one of
+    l's aws GPUs, t (priority 2, 3 GPUs of one type) three more of l's (priority 0 beats g's
+    priority 1 on rtx).  Claimed afresh, most constrained first, m would take 2 aws GPUs and
+    leave t no type with 3."""
+    f = {"classA": [1.0] * 8, "classB": [1.0] * 8}
+    return round_of((Job("l", 4, "classA", placement=(0, 1, 2, 3), started=0.0),
+                     Job("g", 1, "classA", placement=(4,), priority=1, kind="guaranteed", gpu_type="rtx", started=5.0),
+                     Job("r", 2, "classA", placement=(6, 7), started=10.0),
+                     Job("m", 2, "classB", priority=2, mix_types=True), Job("t", 3, "classB", priority=2)), aws_rtx(f))
+
+
+def test_the_start_keeps_the_walks_claims_when_claiming_afresh_fails() -> None:
+    inst = claims_only_the_walk_finds()
+    plan = preempt_plan(inst)
+    assert (plan.waiting, plan.kept, plan.optional) == ((3, 4), (1, 2), (0,))
+    assert plan.claims[3].tolist() == [1, 1] and plan.claims[4].tolist() == [3, 0]
+    start = greedy_start(inst, pal_opt.binning.binned_factors(inst.cluster, "none"), plan)
+    assert start == {"g": (4,), "r": (6, 7), "m": (0, 5), "t": (1, 2, 3)}  # PAL alone puts m on aws 0-1
+    program = pal_opt.solve(inst, "ilp-preempt", backend="highs")
+    assert program.info["warm_start"] and check(inst, program) == []
+    assert "l" not in program.placements and set(program.placements) == {"g", "r", "m", "t"}
+    greedy = pal_opt.solve(inst, "preempt-greedy")  # evicts r for m, then l for t
+    assert greedy.jobs_to_terminate == ("l", "r") and check(inst, greedy) == []
 
 
 def backfill_after_a_split() -> RoundInstance:
@@ -170,6 +231,38 @@ def test_what_the_placement_leaves_is_backfilled(method: str) -> None:
     res = pal_opt.solve(inst, method)
     assert sorted(res.placements["x"]) == [0, 4, 5] and set(res.placements["y"]) <= {1, 2, 3}
     assert check(inst, res) == []
+
+
+def three_types(with_w: bool) -> RoundInstance:
+    """a: GPUs 0-4 (server 0), b: 5-7, c: 8-10 (slow, 2.0, for classB).  x (priority 2, 4 GPUs,
+    may mix a and c) claims 4 a GPUs, y (priority 1, 4, mixes any) 3 b and 1 c (the types with
+    the most GPUs left first), so z (3 GPUs of one type) is skipped, as w (2 b GPUs, guaranteed)
+    is if given; but y is placed on a and b (c is slow for it), which leaves c to z."""
+    cl = Cluster.from_arrays(range(11), [0] * 5 + [1] * 3 + [2] * 3,
+                             {"classA": [1.0] * 11, "classB": [1.0] * 8 + [2.0] * 3}, gpu_types="aaaaabbbccc")
+    jobs = [Job("x", 4, "classA", priority=2, allowed_types=("a", "c"), mix_types=True),
+            Job("y", 4, "classB", priority=1, mix_types=True)]
+    if with_w:
+        jobs.append(Job("w", 2, "classA", kind="guaranteed", gpu_type="b"))
+    return round_of((*jobs, Job("z", 3, "classA")), cl, restart_cost=0.0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_job_the_walk_skipped_takes_the_type_the_placement_left(method: str) -> None:
+    inst = three_types(with_w=False)
+    assert preempt_plan(inst).waiting == (0, 1)
+    res = pal_opt.solve(inst, method)
+    assert res.placements["z"] == (8, 9, 10) and check(inst, res) == []
+
+
+def test_the_backfill_counts_the_gpus_left_per_type() -> None:
+    """w (b only) does not fit what the program leaves (c): counting GPUs alone it would be
+    taken first, and z, which fits, left out."""
+    inst = three_types(with_w=True)
+    res = pal_opt.solve(inst, "ilp-preempt", backend="highs")
+    assert res.info["backfilled"] == ["z"] and "w" not in res.placements and check(inst, res) == []
+    greedy = pal_opt.solve(inst, "preempt-greedy")  # the greedy's walk fits w (claiming afresh), not z
+    assert set(greedy.placements) == {"x", "y", "w"} and check(inst, greedy) == []
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -319,30 +412,29 @@ _SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCh
 @settings(max_examples=150, **_SET)
 @given(typed_rounds())
 def test_the_plans_claims_are_a_witness_and_its_program_is_feasible(inst: RoundInstance) -> None:
-    """Each claim lies in one type group of its job; the claims and the kept jobs' GPUs fit the
-    free GPUs per type; every optional job holds a type a higher admitted job may use and claimed;
-    the greedy start places the whole plan, so it encodes into the program."""
+    """Each claim lies in one type group of its job; the claims and the kept and pinned jobs'
+    GPUs fit the free GPUs per type; every optional or evicted job holds a type that a higher
+    admitted job claimed; the greedy start places the whole plan, so it encodes into the program."""
     plan = preempt_plan(inst)
     cl = inst.cluster
     free = free_per_type(cl, cl.state == GpuState.FREE)
     used = sum((plan.claims[i] for i in plan.claims), np.zeros_like(free))
-    used += sum((held_types(inst, i) for i in plan.kept if i not in plan.claims), np.zeros_like(free))
+    used += sum((held_types(inst, i) for i in (*plan.kept, *plan.pinned)), np.zeros_like(free))
     assert (used <= free).all()
     for i, claim in plan.claims.items():
         job = inst.jobs[i]
         assert claim.sum() == job.demand
         assert any(set(np.flatnonzero(claim).tolist()) <= set(g) for g in type_groups(cl, job))
-    for o in plan.optional:
+    for o in (*plan.optional, *plan.evicted):
         kinds = set(np.flatnonzero(held_types(inst, o)).tolist())
         assert any(inst.jobs[w].priority > inst.jobs[o].priority and kinds & set(np.flatnonzero(plan.claims[w]).tolist())
                    for w in plan.waiting)
     if not plan.admitted or inst.free_gpus == 0:
         return
-    factors = pal_opt.binning.binned_factors(cl, "none")
-    start = greedy_start(inst, factors, plan)
-    must = {inst.jobs[i].id for i in (*plan.waiting, *plan.kept)}
-    assert must <= set(start)
-    encode(preempt_program(inst, factors, plan), start)  # a placement of the plan
+    res = pal_opt.solve(inst, "ilp-preempt", backend="highs")
+    assert res.info["warm_start"] and res.info["solver_status"] == "optimal"  # the start encoded
+    must = {inst.jobs[i].id for i in (*plan.waiting, *plan.kept, *plan.pinned)}
+    assert must <= set(res.placements)
 
 
 @settings(max_examples=60, **_SET)

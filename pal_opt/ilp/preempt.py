@@ -25,7 +25,7 @@ with every optional job evicted, the plan's own claims) and places each job on t
 type groups that leaves the later jobs room (:func:`pal_opt.policies.preempt.place_claimed`), and
 the backfill takes one job at a time, each when one of its type groups still holds it.  A
 running job on another of its allowed counts than its demand is pinned where it runs: the program
-and its start see its GPUs as busy (:func:`_program_round`), and the result keeps it there.
+and its start see its GPUs as busy (:func:`_program_round`), and the result keeps it there, unless the plan claimed its GPUs and so preempted it.
 """
 
 from __future__ import annotations
@@ -207,7 +207,9 @@ def solve_preempt(
 def _program_round(instance: RoundInstance, plan: PreemptPlan) -> tuple[RoundInstance, dict[JobId, tuple[int, ...]]]:
     """The round the program and its start see, and the pinned jobs' placements
     (:attr:`~pal_opt.priority.PreemptPlan.pinned`, with GPU types): their GPUs taken (busy) and
-    the jobs waiting, outside the plan; the round itself when nothing is pinned."""
+    the jobs waiting, outside the plan; the round itself when nothing is pinned.  (The jobs the
+    plan evicted stay running and outside the plan: their GPUs are free, their preemption
+    priced.)"""
     if not plan.pinned:
         return instance, {}
     jobs = instance.jobs

@@ -23,9 +23,7 @@ admitted before claimed; it claims them from that group (:func:`pal_opt.gputypes
 best fit), or, failing that, the admitted jobs and it claim theirs afresh
 (:func:`pal_opt.gputypes.claim_all`).  Otherwise the lower priorities' running jobs are evicted
 per type (:func:`pal_opt.priority.evict_for_types`: in victim order until a group holds it, then
-given back in reverse when not needed, so a victim always holds a GPU of a type the job may use);
-a running job on another of its allowed counts than its demand is kept and never evicted, as
-the plan pins it (:func:`pal_opt.priority.preempt_plan`).
+given back in reverse when not needed, so a victim always holds a GPU of a type the job may use).
 The admitted jobs are then placed by :func:`place_claimed`: each job on the cheapest gang PAL
 picks on one of its groups that leaves every later job room for its claim
 (:class:`pal_opt.gputypes.TypeBudget`), or else on its claim itself; so every admitted job is
@@ -58,7 +56,6 @@ from ..priority import (
     evict_for,
     evict_for_types,
     held_types,
-    resized,
     victim_order,
 )
 from ..seeds import SeedLike
@@ -121,7 +118,6 @@ def _place_typed(instance: RoundInstance, factors: Mapping[str, np.ndarray], ord
     held = {i: held_types(instance, i) for i in kept}
     base = free_per_type(cl, cl.state == GpuState.FREE).astype(np.int64)
     base -= sum(held.values(), np.zeros_like(base))  # the GPUs no kept job holds
-    pinned = set(resized(instance))  # on another allowed count: kept, never evicted
     claims: dict[int, np.ndarray] = {}
     for i in order:
         groups, d = type_groups(cl, jobs[i]), jobs[i].demand
@@ -133,7 +129,7 @@ def _place_typed(instance: RoundInstance, factors: Mapping[str, np.ndarray], ord
             if again is not None:
                 claims = again
                 continue
-            lower = victim_order(instance, [k for k in kept if jobs[k].priority < jobs[i].priority and k not in pinned])
+            lower = victim_order(instance, [k for k in kept if jobs[k].priority < jobs[i].priority])
             victims = evict_for_types(groups, d, left, lower, held)
             if victims is None:
                 continue
