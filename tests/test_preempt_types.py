@@ -323,16 +323,28 @@ def test_cli_solves_and_checks_a_typed_preemptive_round(tmp_path: Path, capsys: 
     capsys.readouterr()
 
 
-def test_cli_bad_typed_preemptive_input_is_one_line(tmp_path: Path, capsys: Any) -> None:
+def _unknown_type(doc: dict[str, Any]) -> str:
+    doc["jobs"][3]["gpu_type"] = "h100"
+    return "jobs[3].gpu_type: unknown GPU type 'h100'"
+
+
+def _pipeline_job(doc: dict[str, Any]) -> str:
+    doc["jobs"][3]["pipeline"] = {"stage_times": [1.0, 1.0], "replicas": [1, 1]}
+    return "the preemptive methods do not support pipeline jobs yet"
+
+
+@pytest.mark.parametrize("breaks", [_unknown_type, _pipeline_job])
+def test_cli_bad_typed_preemptive_input_is_one_line(tmp_path: Path, capsys: Any, breaks: Any) -> None:
     path = tmp_path / "typed.json"
     save_instance(moved_or_preempted(), path)
     doc = json.loads(path.read_text())
-    doc["jobs"][3]["gpu_type"] = "h100"
+    says = breaks(doc)
     path.write_text(json.dumps(doc))
-    assert main(["solve", str(path), "--method", "ilp-preempt"]) == 2
+    assert main(["solve", str(path), "--method", "ilp-preempt", "-o", str(tmp_path / "out.json")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("pal-opt: error: ") and "jobs[3].gpu_type" in err and "h100" in err
+    assert err.startswith("pal-opt: error: ") and says in err
+    assert not (tmp_path / "out.json").exists()
 
 
 @pytest.mark.parametrize("method", METHODS)
