@@ -31,7 +31,8 @@ bare placement file) it checks:
     not placed on exactly its GPUs is listed in ``jobs_to_terminate``; a running job left out
     (preempted) has a lower priority than some waiting job placed this round; and no waiting
     job left out fits the GPUs still free (a running job on a GPU that failed or was taken
-    counts as waiting: it must move);
+    counts as waiting: it must move); with GPU types, a preempted job holds a GPU of a type that
+    a started waiting job of a higher priority may use;
   - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
     force running): every job placed was in force, on no more GPUs than it ran on there (a
@@ -414,14 +415,14 @@ def _preempt_rule(
     """Preemption by priority: moved and preempted jobs are reported; a preempted job made room
     for a job of a higher priority; what is left out does not fit.  A running job on a GPU that
     failed or was taken (it must move) counts as waiting: placed, it is started anew; left out,
-    it was not preempted."""
+    it was not preempted.  With GPU types "fits" is per type group, and a preempted job must hold
+    a GPU of a type that one of the higher-priority jobs started may use (:func:`_typed_priority`)."""
     term = set(terminate)
     cl = instance.cluster
     homeless = {j.id for j in instance.jobs
                 if j.placement is not None and not (cl.state[cl.positions(j.placement)] == GpuState.FREE).all()}
-    started = [j.priority for j in instance.jobs
-               if (j.placement is None or j.id in homeless) and j.id in placements]
-    top = max(started, default=None)
+    starts = [j for j in instance.jobs if (j.placement is None or j.id in homeless) and j.id in placements]
+    top = max((j.priority for j in starts), default=None)
     out: list[Violation] = []
     for j in instance.jobs:
         now = placements.get(j.id)
@@ -436,7 +437,22 @@ def _preempt_rule(
         if now is None and (top is None or top <= j.priority):
             out.append(Violation(Kind.PRIORITY, f"preempt: running job {j.id!r} (priority {j.priority}) is "
                                                 "preempted, but no waiting job of a higher priority was started"))
+        elif now is None and free_left.per_type is not None:
+            out += _typed_priority(instance, j, starts)
     return out
+
+
+def _typed_priority(instance: RoundInstance, job: Job, starts: list[Job]) -> list[Violation]:
+    """With GPU types, a preempted running job must hold a GPU of a type that some job of a higher
+    priority started this round may use (its GPUs can serve no other)."""
+    cl = instance.cluster
+    kinds = set(cl.type_of[cl.positions(job.placement or ())].tolist())
+    if any(h.priority > job.priority and kinds & set(usable_types(cl, h)) for h in starts):
+        return []
+    names = ("GPU type " if len(kinds) == 1 else "GPU types ") + ", ".join(repr(cl.type_names[k]) for k in sorted(kinds))
+    return [Violation(Kind.PRIORITY, f"preempt: running job {job.id!r} (priority {job.priority}, on "
+                                     f"{names}) is preempted, but no waiting job of a higher priority that may "
+                                     "use those types was started")]
 
 
 def _backfill_rule(

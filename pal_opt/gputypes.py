@@ -259,14 +259,23 @@ class TypeBudget:
         Each waiting job's demand.
     free
         Free GPUs per type.
+    witness
+        A claim already found (GPUs per type per waiting job, within one of its groups), used
+        instead of :func:`claim_all`'s when it covers every waiting job and fits ``free``
+        (the preemptive methods pass the claims of their admission walk, which
+        :func:`claim_all`'s greedy order may not find again).
     """
 
     def __init__(self, groups: Mapping[int, Sequence[Sequence[int]]], demands: Mapping[int, int],
-                 free: np.ndarray) -> None:
+                 free: np.ndarray, witness: Mapping[int, np.ndarray] | None = None) -> None:
         self.groups = dict(groups)
         self.demands = dict(demands)
         self.free = np.array(free, dtype=np.int64)
-        self.witness = claim_all(self.groups, self.demands, self.free) or {}
+        given = {i: np.asarray(witness[i], dtype=np.int64) for i in self.groups if witness and i in witness}
+        if len(given) == len(self.groups) and (self.free >= sum(given.values(), np.zeros_like(self.free))).all():
+            self.witness = given
+        else:
+            self.witness = claim_all(self.groups, self.demands, self.free) or {}
         self.need = np.sum(list(self.witness.values()), axis=0) if self.witness else np.zeros_like(self.free)
         self._pending: tuple[int, np.ndarray, dict[int, np.ndarray]] | None = None
 

@@ -1,6 +1,6 @@
 """Golden LP exports of the programs beyond the round program (``formulations/golden/*.lp``).
 
-One tiny, fixed instance per program: the preemption program, the stage program of a round with a
+One tiny, fixed instance per program: the preemption program (without and with GPU types), the stage program of a round with a
 pipeline job, the round program on a cluster of two GPU types, the Sia round program, the level
 program of ``ilp`` with types, and Gavel-like's two linear programs.  Each export is regenerated
 and compared byte for byte; HiGHS reads each file back and must find the optimum worked out by
@@ -86,6 +86,21 @@ def _typed() -> RoundInstance:
     return RoundInstance(cl, jobs, RoundParams(binning="none"))
 
 
+def _typed_contended() -> RoundInstance:
+    """aws:1x4,rtx:1x4 (server 0 aws GPUs 0-3, server 1 rtx 4-7), aws GPUs 2-3 slow (1.2) for
+    classA; priority-0 jobs m (classB, aws 0-1), l (classA, rtx 4-5) and l2 (classB, rtx 6-7,
+    started last); h (classB, priority 1) is guaranteed 2 rtx GPUs; a restart costs 30 s of a
+    360 s round."""
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0, 1.0, 1.2, 1.2] + [1.0] * 4,
+                                                           "classB": [1.0] * 8},
+                             gpu_types=["aws"] * 4 + ["rtx"] * 4)
+    jobs = (Job("m", 2, "classB", placement=(0, 1), started=0.0),
+            Job("l", 2, "classA", placement=(4, 5), started=10.0),
+            Job("l2", 2, "classB", placement=(6, 7), started=20.0),
+            Job("h", 2, "classB", priority=1, kind="guaranteed", gpu_type="rtx"))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=30.0))
+
+
 TWO_TYPES = (GpuType("fast", 1, 4), GpuType("slow", 1, 2))
 #: normalised goodput of three jobs on the configurations fast:1, 2, 4 and slow:1, 2
 GOODPUT = np.array([[1.0, 1.9, 3.6, 2.0, 3.8], [1.0, 1.8, 3.2, 1.2, 2.2], [1.0, 1.1, 1.3, 0.7, 0.8]])
@@ -136,6 +151,11 @@ CASES: dict[str, Case] = {
     # C moves inside one server for a restart (3 x -ln(1 - 30/360)) rather than keep its span
     "preempt_contended": Case(lambda: preempt_program(_contended()), "pal-opt preemption round program",
                               40.0 + 4 * math.log(1.7) - 3 * math.log(1 - 30 / 360), _case_doc(_contended)),
+    # h claims the rtx GPUs of priority 0: l and l2 are optional; rather than preempt one (20),
+    # l2 moves to aws 2-3 (2 x -ln(1 - 30/360)) and h takes rtx 6-7; moving l there costs 2 ln 1.2 more
+    "preempt_typed": Case(lambda: preempt_program(_typed_contended()),
+                          "pal-opt preemption round program with GPU types", -2 * math.log(1 - 30 / 360),
+                          _case_doc(_typed_contended)),
     # each job inside one server: p puts its server's slow GPU on its slack stage (pace 2, its
     # least), g pays 1.5 for the other (spanning servers would cost 1.7): 4 ln 1.5
     "stage_slack": Case(lambda: build_stage_round(_slack(), [0, 1], binned_factors(_slack().cluster, "none")).program,
@@ -196,6 +216,30 @@ def test_ilp_preempt_reaches_the_golden_optimum() -> None:
     assert res.objective == pytest.approx(CASES["preempt_contended"].optimum, abs=1e-9)
     assert "A" not in res.placements and {"C", "D", "H"} <= set(res.placements)
     assert len({g // 3 for g in res.placements["C"]}) == 1  # C moved into one server
+
+
+def test_ilp_preempt_reaches_the_typed_golden_optimum() -> None:
+    inst = _typed_contended()
+    res = solve_preempt(inst, backend="highs")
+    assert res.objective == pytest.approx(CASES["preempt_typed"].optimum, abs=1e-9)
+    assert res.placements == {"m": (0, 1), "l": (4, 5), "l2": (2, 3), "h": (6, 7)}
+
+
+def test_typed_preemption_optimum_by_brute_force() -> None:
+    """Every placement of the plan: m and h placed, l and l2 placed or preempted, each job on
+    GPUs of one type it may use (h on rtx), priced by ``pal_opt.cost.evaluate``."""
+    inst = _typed_contended()
+    factors = binned_factors(inst.cluster, "none")
+    aws, rtx = (0, 1, 2, 3), (4, 5, 6, 7)
+    pairs = [*itertools.combinations(aws, 2), *itertools.combinations(rtx, 2)]
+    options = {"m": pairs, "l": [None, *pairs], "l2": [None, *pairs], "h": list(itertools.combinations(rtx, 2))}
+    best = math.inf
+    for pick in itertools.product(*options.values()):
+        used = [g for gs in pick if gs is not None for g in gs]
+        if len(used) == len(set(used)):
+            p = {jid: gs for jid, gs in zip(options, pick, strict=True) if gs is not None}
+            best = min(best, evaluate(inst, p, factors).cost)
+    assert best == pytest.approx(CASES["preempt_typed"].optimum, abs=1e-9)
 
 
 def test_the_stage_program_reaches_the_golden_optimum() -> None:

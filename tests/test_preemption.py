@@ -11,7 +11,7 @@ import pytest
 import pal_opt
 from pal_opt.check import Kind, violations
 from pal_opt.cost.preemption import preempted_gpu_hours
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InstanceError
 from pal_opt.ilp.decode import encode
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.io import load_instance, save_instance
@@ -189,11 +189,13 @@ def test_encode_covers_left_out_optional_jobs() -> None:
 
 
 @pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
-def test_preemptive_methods_reject_gpu_types(method: str) -> None:
+def test_preemptive_methods_accept_gpu_types(method: str) -> None:
+    """Once refused ("do not support GPU types yet"); typed preemption is tested in
+    ``test_preempt_types.py``."""
     cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb")
     inst = RoundInstance(cl, (Job("j", 2, "classA"),))
-    with pytest.raises(OptionError, match="do not support GPU types yet"):
-        pal_opt.solve(inst, method)
+    res = pal_opt.solve(inst, method)
+    assert len(res.placements["j"]) == 2 and pal_opt.check(inst, res) == []
 
 
 # ---------------------------------------------------------------- the checker

@@ -16,6 +16,16 @@
    (``info["backfilled"]``; the bound is then not reported).
 
 The result's queue rule is ``"preempt"``; preempted and moved jobs are in ``jobs_to_terminate``.
+
+With GPU types the plan counts per type (:func:`pal_opt.priority.preempt_plan`: each admitted job
+claims GPUs within one of its type groups, a witness that the program is feasible), the program is
+the typed round program (lanes, :mod:`pal_opt.ilp.typelanes`) with the drop variables, the greedy
+start evicts until the rest can claim their GPUs per type (:func:`pal_opt.gputypes.claim_all`;
+with every optional job evicted, the plan's own claims) and places each job on the cheapest of its
+type groups that leaves the later jobs room (:func:`pal_opt.policies.preempt.place_claimed`), and
+the backfill takes one job at a time, each when one of its type groups still holds it.  A
+running job on another of its allowed counts than its demand is pinned where it runs: the program
+and its start see its GPUs as busy (:func:`_program_round`), and the result keeps it there, unless the plan claimed its GPUs and so preempted it.
 """
 
 from __future__ import annotations
@@ -23,14 +33,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
+from ..gputypes import claim_all, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
-from ..priority import PreemptPlan, admission_order, evict_for, preempt_plan, victim_order
+from ..priority import PreemptPlan, admission_order, evict_for, held_types, preempt_plan, victim_order
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
@@ -47,10 +59,13 @@ def greedy_start(instance: RoundInstance, factors: Mapping[str, np.ndarray], pla
     still fit), running jobs kept on their GPUs where they can, the others placed by PAL."""
     jobs = instance.jobs
     order = victim_order(instance, plan.optional)
-    demand = sum(jobs[i].demand for i in (*plan.waiting, *plan.kept, *plan.optional))
-    victims = evict_for(instance, demand, instance.free_gpus, order)
-    if victims is None:  # not enough even so: every candidate goes
-        victims = order
+    claims: dict[int, np.ndarray] | None = None
+    if has_types(instance):
+        victims, claims = _typed_victims(instance, plan, order)
+    else:
+        demand = sum(jobs[i].demand for i in (*plan.waiting, *plan.kept, *plan.optional))
+        found = evict_for(instance, demand, instance.free_gpus, order)
+        victims = order if found is None else found  # not enough even so: every candidate goes
     running = [i for i in (*plan.kept, *plan.optional) if i not in victims]
     mask = instance.cluster.state == GpuState.FREE
     out: dict[JobId, tuple[int, ...]] = {}
@@ -62,9 +77,47 @@ def greedy_start(instance: RoundInstance, factors: Mapping[str, np.ndarray], pla
         else:
             mask[pos] = False
             out[jobs[i].id] = tuple(jobs[i].placement or ())
-    rest = pal_greedy_on(instance, factors, [*homeless, *plan.waiting], mask)
+    if claims is None:
+        rest = pal_greedy_on(instance, factors, [*homeless, *plan.waiting], mask)
+    else:
+        from ..policies.preempt import place_claimed
+
+        rest = place_claimed(instance, factors, [*homeless, *plan.waiting], mask, claims)
     out.update(rest)
     return {j.id: out[j.id] for j in jobs if j.id in out}
+
+
+def _typed_victims(instance: RoundInstance, plan: PreemptPlan,
+                   order: Sequence[int]) -> tuple[list[int], dict[int, np.ndarray]]:
+    """The greedy start's victims with GPU types, and the GPUs per type the jobs it places claim:
+    the optional jobs (in ``order``) evicted until the jobs that must be placed (the running jobs
+    not evicted on their GPUs where they can keep them, the rest claiming GPUs per type,
+    :func:`~pal_opt.gputypes.claim_all`) fit, then each but the last given back, in reverse, if
+    they still do.  Should the greedy claim fail even with every optional job evicted, the plan's
+    own claims are the witness (they fit the GPUs the kept jobs leave)."""
+    cl = instance.cluster
+    jobs = instance.jobs
+    cap = free_per_type(cl, cl.state == GpuState.FREE).astype(np.int64)
+    running = [*plan.kept, *plan.optional]
+    stay = {i: held_types(instance, i) for i in running if keep_positions(instance, i) is not None}
+
+    def witness(victims: Sequence[int]) -> dict[int, np.ndarray] | None:
+        rest = cap - sum((stay[i] for i in stay if i not in victims), np.zeros_like(cap))
+        todo = [*plan.waiting, *(i for i in running if i not in victims and i not in stay)]
+        return claim_all({i: type_groups(cl, jobs[i]) for i in todo}, {i: jobs[i].demand for i in todo}, rest)
+
+    victims: list[int] = []
+    for i in order:
+        if witness(victims) is not None:
+            break
+        victims.append(i)
+    for i in reversed(victims[:-1]):
+        if witness([k for k in victims if k != i]) is not None:
+            victims.remove(i)
+    found = witness(victims)
+    if found is None:  # the greedy claim failed: evict every optional job, the plan's claims fit
+        return list(order), {i: np.asarray(v) for i, v in plan.claims.items()}
+    return victims, found
 
 
 def preempt_program(instance: RoundInstance, factors: Mapping[str, np.ndarray] | None = None,
@@ -119,14 +172,15 @@ def solve_preempt(
     mode = binning or instance.params.binning
     factors = binned_factors(instance.cluster, mode)
     plan = preempt_plan(instance)
-    start = greedy_start(instance, factors, plan)
+    work, pins = _program_round(instance, plan)
+    start = greedy_start(work, factors, plan)
     cls = get_backend(backend)
-    start_cost = evaluate(instance, start, factors).cost
+    start_cost = evaluate(instance, _merged(instance, start, pins), factors).cost
     info: dict[str, Any] = {"binning": mode, "optional": [instance.jobs[i].id for i in plan.optional],
                             "start_objective": start_cost}
-    if not plan.admitted or instance.free_gpus == 0:  # (no GPU in service: nothing can be placed)
-        return _finish(instance, {}, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
-    form = preempt_program(instance, factors, plan)
+    if not plan.admitted or work.free_gpus == 0:  # (no GPU in service: nothing can be placed)
+        return _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
+    form = preempt_program(work, factors, plan)
     built = time.perf_counter() - t0
     vector = None
     if warm_start and cls.supports_warm_start:
@@ -138,15 +192,42 @@ def solve_preempt(
     opts = BackendOptions(time_limit=time_limit, abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
                           deterministic=deterministic, backend_params=dict(backend_params or {}))
     sol = cls().solve(form, opts, start=vector)
-    info.update(solver_status=str(sol.status), num_vars=form.num_vars, num_rows=form.num_rows, warm_start=vector is not None)
-    placements = start
+    info.update(solver_status=str(sol.status), num_vars=form.num_vars, num_rows=form.num_rows, warm_start=vector is not None,
+                program_objective=sol.objective)
+    placements = _merged(instance, start, pins)
     status = Status.FALLBACK
     if sol.values is not None:
-        found = decode(form, sol.values)
+        found = _merged(instance, decode(form, sol.values), pins)
         if evaluate(instance, found, factors).cost <= start_cost + 1e-9:
             placements = found
         status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, built, cls)
+
+
+def _program_round(instance: RoundInstance, plan: PreemptPlan) -> tuple[RoundInstance, dict[JobId, tuple[int, ...]]]:
+    """The round the program and its start see, and the pinned jobs' placements
+    (:attr:`~pal_opt.priority.PreemptPlan.pinned`, with GPU types): their GPUs taken (busy) and
+    the jobs waiting, outside the plan; the round itself when nothing is pinned.  (The jobs the
+    plan evicted stay running and outside the plan: their GPUs are free, their preemption
+    priced.)"""
+    if not plan.pinned:
+        return instance, {}
+    jobs = instance.jobs
+    pins = {jobs[i].id: tuple(jobs[i].placement or ()) for i in plan.pinned}
+    state = instance.cluster.state.copy()
+    for i in plan.pinned:
+        state[instance.cluster.positions(pins[jobs[i].id])] = GpuState.BUSY
+    work = tuple(replace(j, placement=None, started=None) if j.id in pins else j for j in jobs)
+    return replace(instance, cluster=instance.cluster.with_state(state), jobs=work), pins
+
+
+def _merged(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+            pins: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple[int, ...]]:
+    """``placements`` and the pinned jobs' in queue order (``placements`` itself without pins)."""
+    if not pins:
+        return dict(placements)
+    both = {**placements, **pins}
+    return {j.id: both[j.id] for j in instance.jobs if j.id in both}
 
 
 def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
@@ -171,11 +252,17 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
 def _backfill(instance: RoundInstance, factors: Mapping[str, np.ndarray],
               placements: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple[int, ...]]:
     """The waiting jobs (and running jobs that must move) not placed that fit the GPUs left, in
-    admission order, placed by PAL."""
+    admission order, placed by PAL (with GPU types one at a time,
+    :func:`pal_opt.policies.preempt.backfill_types`)."""
     cl = instance.cluster
     mask = cl.state == GpuState.FREE
     for gids in placements.values():
         mask[cl.positions(gids)] = False
+    if has_types(instance):
+        from ..policies.preempt import backfill_types
+
+        rest = [i for i in admission_order(instance, moving=True) if instance.jobs[i].id not in placements]
+        return backfill_types(instance, factors, rest, mask)
     left = int(mask.sum())
     todo: list[int] = []
     for i in admission_order(instance, moving=True):
