@@ -52,8 +52,9 @@ from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
+from .roundstep import round_step
 from .simjob import SimJob
-from .typeblind import TypeBlindPolicy, gang_state
+from .typeblind import TypeBlindPolicy
 from .workload import Workload, check_workload
 
 __all__ = [
@@ -328,18 +329,6 @@ def make_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | 
     return HETERO_POLICIES.get_item(cfg.method).builder()(cluster, cfg, on_round)
 
 
-def _apply(layout: Layout, variability: Variability, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float) -> None:
-    """Apply the round's allocations (GPU positions) to the active jobs (SIA_MODEL.md D): the
-    type and shape decide restarts, the GPUs the variability slowdown."""
-    for job in jobs:
-        new = allocations[job.index]
-        if new == job.allocation:
-            continue
-        t, shape = gang_state(layout, job.app, new)
-        job.reallocate(t, shape, now, variability.slowdown(job.app.name, new))
-        job.allocation = new
-
-
 def simulate_sia(
     workload: Workload,
     apps: Mapping[str, Application],
@@ -415,8 +404,7 @@ def _run(
         live = [j for j in live if not j.done]
         completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
-            _apply(layout, cfg.variability, live, policy.allocate(live, now), now)
-            unplaceable.update({j.index: policy.unplaceable[j.index] for j in live if j.index in policy.unplaceable})
+            unplaceable.update(round_step(policy, layout, cfg.variability, live, now))
             live = [j for j in live if j.index not in unplaceable]
         held = [0] * len(cluster)
         for job in live:
