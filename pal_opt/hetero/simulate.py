@@ -164,6 +164,15 @@ class JobRecord:
     def jct(self) -> float | None:
         return None if self.completion_time is None else self.completion_time - self.submit_time
 
+    @classmethod
+    def of(cls, job: SimJob) -> JobRecord:
+        """The record of a simulator job as it stands."""
+        return cls(
+            name=job.name, application=job.app.name, kind=job.kind.value, submit_time=job.submit_time,
+            start_time=job.start_time, completion_time=job.completion_time, restarts=job.num_restarts or 0,
+            epochs=job.epoch,
+        )
+
 
 @dataclass(frozen=True)
 class SiaResult:
@@ -427,14 +436,7 @@ def _result(
     jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float,
     slow: Sequence[float], unplaceable: Mapping[int, str],
 ) -> SiaResult:
-    records = tuple(
-        JobRecord(
-            name=j.name, application=j.app.name, kind=j.kind.value, submit_time=j.submit_time,
-            start_time=j.start_time, completion_time=j.completion_time, restarts=j.num_restarts or 0,
-            epochs=j.epoch,
-        )
-        for j in jobs
-    )
+    records = tuple(JobRecord.of(j) for j in jobs)
     return SiaResult(
         jobs=records,
         gpus_in_use=np.array(use, dtype=np.int64).reshape(len(use), len(cluster)),
