@@ -11,7 +11,8 @@ Rounds
 Placing
     :func:`solve` (one round, any method), :func:`repair` (re-place the jobs that lost a GPU,
     keeping the others), :class:`RoundPolicy` (round after round, with state),
-    :class:`SolveOptions`; the method registry :data:`METHODS`, :func:`method_names`,
+    :class:`SolveOptions`; :class:`TypedScheduler` (Sia and the other policies of GPU types,
+    round by round on the caller's jobs); the method registry :data:`METHODS`, :func:`method_names`,
     :func:`register_method`, :class:`Method`, :func:`greedy_method`; :func:`available_backends`,
     :func:`register_backend`;
     results :class:`PlacementResult`, :class:`Status`.
@@ -79,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "RoundParams": ".model",
     "pal_locality": ".model",
     "RoundPolicy": ".scheduler",
+    "TypedScheduler": ".hetero",
     "repair": ".repair",
     "PlacementResult": ".result",
     "Status": ".result",
@@ -109,6 +111,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         SolveInterrupted,
     )
     from .generate import generate_instance
+    from .hetero import TypedScheduler
     from .ilp import WarmStart, available_backends, register_backend
     from .io import instance_from_frames, load_blox, load_instance, save_instance
     from .methods import Method, greedy_method, method_names, register_method
@@ -145,6 +148,7 @@ __all__ = [
     "RoundPolicy",
     "SolveInterrupted",
     "Status",
+    "TypedScheduler",
     "__version__",
     "available_backends",
     "binned_factors",

@@ -48,3 +48,11 @@ def test_gpu_types_ilp_runs_no_slower_than_sia_and_never_below_the_floor() -> No
     sia, ilp = out["sia"]["variability_slowdown"], out["ilp"]["variability_slowdown"]
     assert ilp["mean"] <= sia["mean"]  # ilp sees the factors, sia does not
     assert sia["placement_floor"] <= sia["mean"] and ilp["placement_floor"] <= ilp["mean"]
+
+
+def test_sia_round_loop_finishes_every_job() -> None:
+    mod = runpy.run_path(str(EXAMPLES / "sia_round_loop.py"))
+    if not mod["PROFILES"].is_dir():
+        pytest.skip(f"Sia profiles not available under {mod['SHARED']}")
+    jct = mod["main"]()
+    assert jct is not None and len(jct) == 6 and all(v > 0 for v in jct.values())

@@ -27,7 +27,12 @@ Round program (:mod:`pal_opt.hetero.round`) and placer (:mod:`pal_opt.hetero.pla
 Policy and simulator (:mod:`pal_opt.hetero.policy`, :mod:`pal_opt.hetero.simjob`, :mod:`pal_opt.hetero.simulate`)
     :class:`SiaPolicy` (rows, program, placer per round), :class:`SimJob` (progress, batch,
     learned model, restarts), :func:`simulate_sia` -> :class:`SiaResult`; ``pal-opt simulate-sia``
-    (:mod:`pal_opt.hetero.cli`; ``pal-opt simulate --trace-format sia``).
+    (:mod:`pal_opt.hetero.cli`; ``pal-opt simulate --trace-format sia``); the round step both
+    loops run, :func:`round_step` (:mod:`pal_opt.hetero.roundstep`).
+In the caller's round loop (:mod:`pal_opt.hetero.scheduler`)
+    :class:`TypedScheduler` (submit, report, finish; ``schedule(now)`` -> :class:`RoundPlan` of
+    :class:`JobAllocation`, with :class:`Change`; observations :class:`StepTime`): any policy of
+    :data:`HETERO_POLICIES` on the caller's jobs, as the simulator runs it.
 GPUs, variability and comparators (:mod:`pal_opt.hetero.gpus`, :mod:`pal_opt.hetero.levelprogram`, :mod:`pal_opt.hetero.jointprogram`, :mod:`pal_opt.hetero.ilptypes`, :mod:`pal_opt.hetero.typeblind`)
     :class:`Layout` (GPU positions), :class:`Variability`, :func:`draw_variability`,
     :func:`parse_variability`, :func:`placement_floor` (the best slowest factor a gang's per-node
@@ -136,6 +141,8 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         solve_round,
         solve_round_dp,
     )
+    from .roundstep import round_step
+    from .scheduler import Change, JobAllocation, RoundPlan, StepTime, TypedScheduler
     from .simjob import (
         SimJob,
     )
@@ -195,6 +202,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ".simjob": (
         "SimJob",
     ),
+    ".roundstep": ("round_step",),
+    ".scheduler": ("TypedScheduler", "RoundPlan", "JobAllocation", "StepTime", "Change"),
     ".simulate": (
         "JobRecord", "SiaResult", "SimConfig", "build_cluster", "parse_cluster", "simulate_sia",
         "summarise", "HETERO_METHODS", "make_policy",
@@ -302,6 +311,13 @@ __all__ = [
     "build_cluster",
     "HETERO_METHODS",
     "make_policy",
+    # the caller's round loop
+    "round_step",
+    "TypedScheduler",
+    "RoundPlan",
+    "JobAllocation",
+    "StepTime",
+    "Change",
     # gpus, comparators
     "APP_CLASS",
     "Layout",

@@ -43,7 +43,7 @@ from .perfmodel import PerfParams, fit_perf_params
 from .profiles import Application, TypeProfile
 from .workload import WorkloadJob
 
-__all__ = ["SimJob", "true_step_time", "fit_observations", "job_batch", "shape_runs"]
+__all__ = ["SimJob", "true_step_time", "fit_observations", "job_batch", "shape_runs", "epoch_grad_stats"]
 
 #: ((nodes, GPUs, atomic batch), (step time, sync time)) pairs, sorted by key.
 Observations = tuple[tuple[tuple[int, int, int], tuple[float, float]], ...]
@@ -101,7 +101,9 @@ def shape_runs(
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _grad_stats(app: Application, batch_size: int, epoch: int) -> tuple[float, float]:
+def epoch_grad_stats(app: Application, batch_size: int, epoch: int) -> tuple[float, float]:
+    """(grad_sqr, grad_var) of the validation curves at a global batch during an epoch (0-based;
+    A.3), memoised."""
     sqr, var = grad_stats(app.validation, batch_size, epoch)
     return float(sqr), float(var)
 
@@ -193,23 +195,44 @@ class SimJob:
             self.app, self.type_names[t], self.shape, self.kind, self.spec.batch_size, self.params[t], self.grad
         )
 
-    def _rate(self) -> float:
-        """Progress per second now (A.4); records the observation of this step."""
+    def measurement(
+        self, epoch: int | None = None
+    ) -> tuple[tuple[int, int, int], tuple[float, float], tuple[float, float]]:
+        """What the job measures training now, from the profiles: the shape key (nodes, GPUs,
+        atomic batch), the true (T_step, T_sync) of its shape at its atomic batch (A.2) and the
+        gradient statistics of the epoch in progress (``epoch``, default the job's) at its global
+        batch (A.3)."""
         assert self.type_index is not None and self.choice is not None
         t = self.type_index
         b, accum = self.choice.atomic_bsz, self.choice.accum_steps
         n = sum(self.shape)
-        batch = n * b * (accum + 1)
-        grad = _grad_stats(self.app, batch, self.epoch)
+        grad = epoch_grad_stats(self.app, n * b * (accum + 1), self.epoch if epoch is None else epoch)
         step, sync = true_step_time(self.app.profile(self.type_names[t]), self.shape, b)
         if not (math.isfinite(step) and step > 0):
             raise InstanceError(
                 f"{self.name}: {self.app.name} on {self.type_names[t]} has no step time for "
                 f"placement {self.shape} at atomic batch {b}"
             )
-        self.observe(t, (len(self.shape), n, b), (step, sync), grad)
-        total = step + accum * (step - sync)
+        return (len(self.shape), n, b), (step, sync), grad
+
+    def _rate(self) -> float:
+        """Progress per second now (A.4); records the observation of this step."""
+        key, (step, sync), grad = self.measurement()
+        assert self.type_index is not None and self.choice is not None
+        self.observe(self.type_index, key, (step, sync), grad)
+        batch = key[1] * key[2] * (self.choice.accum_steps + 1)
+        total = step + self.choice.accum_steps * (step - sync)
         return self.app.settings.calibration * gain(batch, self.app.init_batch_size, *grad) / (total * self.slowdown)
+
+    def hold(self, seconds: float) -> None:
+        """Account ``seconds`` of holding the current GPUs whose training is not simulated here
+        (its progress is reported from outside, :class:`pal_opt.hetero.scheduler.TypedScheduler`):
+        the restart delay counts down first and the GPU-seconds add to the attained service, as
+        in :meth:`advance`."""
+        if self.done or not self.shape:
+            return
+        self.rescale_time -= min(self.rescale_time, seconds)
+        self.attained_service += seconds * self.gpus
 
     def advance(self, seconds: float, now: float) -> None:
         """Run ``seconds`` from cluster time ``now`` with the current allocation (A.4-A.6)."""

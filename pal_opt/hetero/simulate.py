@@ -59,8 +59,9 @@ from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
+from .roundstep import round_step
 from .simjob import SimJob
-from .typeblind import TypeBlindPolicy, gang_state
+from .typeblind import TypeBlindPolicy
 from .workload import Workload, check_workload
 
 __all__ = [
@@ -169,6 +170,15 @@ class JobRecord:
     @property
     def jct(self) -> float | None:
         return None if self.completion_time is None else self.completion_time - self.submit_time
+
+    @classmethod
+    def of(cls, job: SimJob) -> JobRecord:
+        """The record of a simulator job as it stands."""
+        return cls(
+            name=job.name, application=job.app.name, kind=job.kind.value, submit_time=job.submit_time,
+            start_time=job.start_time, completion_time=job.completion_time, restarts=job.num_restarts or 0,
+            epochs=job.epoch,
+        )
 
 
 @dataclass(frozen=True)
@@ -338,18 +348,6 @@ def make_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | 
     return HETERO_POLICIES.get_item(cfg.method).builder()(cluster, cfg, on_round)
 
 
-def _apply(layout: Layout, variability: Variability, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float) -> None:
-    """Apply the round's allocations (GPU positions) to the active jobs (SIA_MODEL.md D): the
-    type and shape decide restarts, the GPUs the variability slowdown."""
-    for job in jobs:
-        new = allocations[job.index]
-        if new == job.allocation:
-            continue
-        t, shape = gang_state(layout, job.app, new)
-        job.reallocate(t, shape, now, variability.slowdown(job.app.name, new))
-        job.allocation = new
-
-
 def simulate_sia(
     workload: Workload,
     apps: Mapping[str, Application],
@@ -425,8 +423,7 @@ def _run(
         live = [j for j in live if not j.done]
         completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
-            _apply(layout, cfg.variability, live, policy.allocate(live, now), now)
-            unplaceable.update({j.index: policy.unplaceable[j.index] for j in live if j.index in policy.unplaceable})
+            unplaceable.update(round_step(policy, layout, cfg.variability, live, now))
             live = [j for j in live if j.index not in unplaceable]
         held = [0] * len(cluster)
         for job in live:
@@ -449,14 +446,7 @@ def _result(
     jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float,
     slow: Sequence[float], unplaceable: Mapping[int, str],
 ) -> SiaResult:
-    records = tuple(
-        JobRecord(
-            name=j.name, application=j.app.name, kind=j.kind.value, submit_time=j.submit_time,
-            start_time=j.start_time, completion_time=j.completion_time, restarts=j.num_restarts or 0,
-            epochs=j.epoch,
-        )
-        for j in jobs
-    )
+    records = tuple(JobRecord.of(j) for j in jobs)
     return SiaResult(
         jobs=records,
         gpus_in_use=np.array(use, dtype=np.int64).reshape(len(use), len(cluster)),

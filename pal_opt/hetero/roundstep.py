@@ -1,0 +1,48 @@
+"""One round of the simulator of GPU types: the policy decides, the jobs take their new GPUs.
+
+The one step both loops over rounds run: the simulator's (:func:`pal_opt.hetero.simulate.simulate_sia`,
+whose jobs train by the profiles between rounds) and a scheduler author's
+(:class:`pal_opt.hetero.scheduler.TypedScheduler`, whose jobs report what they measured).  Given
+the active jobs (submitted, not finished, not unplaceable; in workload order) at time ``now``:
+
+1. the policy allocates GPU positions for the next round (``policy.allocate(active, now)``, any
+   entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`);
+2. every job whose GPUs changed takes them (:meth:`~pal_opt.hetero.simjob.SimJob.reallocate`,
+   SIA_MODEL.md D: a new type or per-node shape restarts it, the same shape on other GPUs costs
+   nothing, no GPUs suspend it; the slowest variability factor of its class among its GPUs
+   divides its speed);
+3. the jobs the policy found unplaceable while allocating (given no GPUs) are returned with
+   their reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .gpus import Layout, Variability
+from .simjob import SimJob
+from .typeblind import gang_state
+
+__all__ = ["apply_allocations", "round_step"]
+
+
+def apply_allocations(
+    layout: Layout, variability: Variability, jobs: Sequence[SimJob], allocations: Mapping[int, Any], now: float
+) -> None:
+    """Apply a round's allocations (GPU positions per job index) to the jobs (module docstring):
+    the type and shape decide restarts, the GPUs the variability slowdown."""
+    for job in jobs:
+        new = allocations[job.index]
+        if new == job.allocation:
+            continue
+        t, shape = gang_state(layout, job.app, new)
+        job.reallocate(t, shape, now, variability.slowdown(job.app.name, new))
+        job.allocation = new
+
+
+def round_step(policy: Any, layout: Layout, variability: Variability, active: Sequence[SimJob], now: float) -> dict[int, str]:
+    """Steps 1-3 of the module docstring for the active jobs at ``now``; returns {job index: why
+    it can never run} for the active jobs the policy found unplaceable (they hold no GPUs)."""
+    apply_allocations(layout, variability, active, policy.allocate(active, now), now)
+    return {j.index: policy.unplaceable[j.index] for j in active if j.index in policy.unplaceable}

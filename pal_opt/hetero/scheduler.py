@@ -1,0 +1,643 @@
+"""Sia and the other policies of GPU types in a scheduler author's own round loop.
+
+:func:`~pal_opt.hetero.simulate.simulate_sia` runs the policies of
+:data:`~pal_opt.hetero.methods.HETERO_POLICIES` inside pal-opt's simulator, whose jobs train by
+the profiles.  :class:`TypedScheduler` gives the same policies to a loop that is not pal-opt's
+(real jobs, or another simulator such as Blox): the caller submits jobs, reports what they
+measured, finishes them, and asks for each round's allocations.  It keeps one simulator job
+(:class:`~pal_opt.hetero.simjob.SimJob`) per submitted job, fed from the reports instead of the
+profiles, and runs the simulator's own round step on them
+(:func:`~pal_opt.hetero.roundstep.round_step`): the same calls give the same allocations as
+:func:`~pal_opt.hetero.simulate.simulate_sia` when the reports are what its jobs measure
+(``tests/test_hetero_scheduler.py`` checks it, round by round and GPU by GPU).
+
+A job's life, in the caller's words:
+
+``submit(name, application, num_replicas, batch_size, submit_time, kind=...)``
+    A row of a newTrace workload (:mod:`pal_opt.hetero.workload`): ``kind`` is its
+    ``category`` (``adaptive``, ``scale-gpus``/``strong-scaling`` or ``rigid``; ``guaranteed``
+    has no model here).  Under ``gavel`` every job runs as rigid, as in the simulator.  A job
+    that no configuration its kind allows can ever hold is kept and reported *unplaceable*,
+    with the policy's reason.
+``schedule(now)``
+    Decides the allocations for the round starting at ``now`` (:class:`RoundPlan`): every job
+    submitted by ``now`` and neither finished nor removed, *allocated* (GPU type, GPU ids, their
+    servers, per-node shape, batch size, what changed), *waiting* or *unplaceable*.  GPU ids
+    are positions on the cluster (types in cluster order, then servers, then slots;
+    :class:`~pal_opt.hetero.gpus.Layout`), servers are numbered type by type.
+``report(name, epoch=..., progress=..., step_times=..., grad_sqr=..., grad_var=...)``
+    What the job measured while it ran, as Sia's and Pollux's agents report it: its epochs done
+    and progress, step times at its per-GPU batch (:class:`StepTime`; each new (nodes, GPUs,
+    batch) refits the job's throughput model on its current type) and its gradient statistics.
+    What the caller leaves out comes from the profiles, exactly as the simulator's jobs measure
+    it (:meth:`~pal_opt.hetero.simjob.SimJob.measurement`): ``step_times`` omitted (None) is one
+    observation at the job's current per-GPU batch, its (T_step, T_sync) the profile's
+    interpolated step time of the job's current per-node shape on its type (SIA_MODEL.md A.2);
+    ``grad_sqr``/``grad_var`` omitted are the validation curves' gradient statistics of the
+    epoch in progress (row ``epoch`` of ``validation-<B>.csv``, 0-based, after this report's
+    ``epoch``) interpolated at the job's current global batch (A.3).  Both are derived only
+    while the job holds GPUs; ``step_times=()`` reports no observation.  The job then
+    re-chooses its batch on its GPUs (A.5), as the simulator's jobs do after training.
+``finish(name, time)``, ``remove(name)``
+    The job completed at ``time`` (its record keeps it: :meth:`TypedScheduler.records`), or is
+    forgotten (cancelled; its name may be submitted again).
+
+Time is the caller's, in seconds: ``schedule`` times never decrease and a job is submitted no
+earlier than the last round.  Between two rounds, a job holding GPUs counts the time as held:
+its restart delay (the application's, A.1, charged at every start and restart) runs down, and
+Sia keeps a job still in it on its configuration.  No clock is read and nothing is random: the
+same calls give the same plans.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from ..errors import InstanceError, OptionError
+from .configs import GpuType
+from .goodput import JobKind
+from .gpus import Layout, Variability
+from .methods import HETERO_POLICIES
+from .policy import RoundStats, SiaParams
+from .profiles import Application, application_names, load_applications
+from .roundstep import round_step
+from .simjob import SimJob
+from .simulate import JobRecord, SimConfig, build_cluster, check_cluster, make_policy, parse_cluster
+from .workload import UNMODELLED, WorkloadJob
+
+__all__ = ["TypedScheduler", "RoundPlan", "JobAllocation", "StepTime", "Change", "POLICY_OPTIONS"]
+
+#: The :class:`~pal_opt.hetero.simulate.SimConfig` fields a :class:`TypedScheduler` takes as
+#: keyword options (the policies' own settings; the round length and the stop time are the caller's).
+POLICY_OPTIONS: tuple[str, ...] = ("ilp_move_cost", "ilp_levels", "ilp_anchor", "ilp_joint", "gavel_round")
+
+
+class Change(StrEnum):
+    """What a round did to a job's GPUs (SIA_MODEL.md D).
+
+    ``START``, ``RESUME``, ``MIGRATE`` and ``RESHAPE`` restart the job from its checkpoint (it
+    pays its application's restart delay); ``MOVE`` gives it other GPUs of the same type and
+    per-node shape, which the model charges nothing for.
+    """
+
+    #: first GPUs of a job that never ran
+    START = "start"
+    #: GPUs again after a round without any (the job was suspended)
+    RESUME = "resume"
+    #: another GPU type
+    MIGRATE = "migrate"
+    #: the same type, another per-node shape (GPU count or spread over servers)
+    RESHAPE = "reshape"
+    #: the same type and shape on other GPUs
+    MOVE = "move"
+    #: the same GPUs as last round
+    KEEP = "keep"
+    #: GPUs last round, none now
+    SUSPEND = "suspend"
+    #: no GPUs last round nor now
+    NONE = "none"
+
+    @property
+    def restarts(self) -> bool:
+        """Whether the job restarts from its checkpoint."""
+        return self in (Change.START, Change.RESUME, Change.MIGRATE, Change.RESHAPE)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """One step-time observation on the job's current GPUs.
+
+    Attributes
+    ----------
+    atomic_bsz
+        The per-GPU batch of one micro-step.
+    step_time
+        Seconds of one optimiser step (gradient synchronisation included).
+    sync_time
+        Seconds of it spent synchronising gradients (0 ≤ ``sync_time`` < ``step_time``).
+    """
+
+    atomic_bsz: int
+    step_time: float
+    sync_time: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.atomic_bsz, bool) or not isinstance(self.atomic_bsz, int) or self.atomic_bsz < 1:
+            raise OptionError(f"a step time's atomic_bsz must be a positive integer, got {self.atomic_bsz!r}")
+        if not (math.isfinite(self.step_time) and self.step_time > 0):
+            raise OptionError(f"a step time must be a positive number of seconds, got {self.step_time!r}")
+        if not (math.isfinite(self.sync_time) and 0 <= self.sync_time < self.step_time):
+            raise OptionError(f"a sync time must be >= 0 and below the step time {self.step_time}, got {self.sync_time!r}")
+
+
+@dataclass(frozen=True)
+class JobAllocation:
+    """One job's state for the round of a :class:`RoundPlan`.
+
+    Attributes
+    ----------
+    name
+        The job.
+    state
+        ``"allocated"`` (it holds GPUs this round, restoring its checkpoint or training),
+        ``"waiting"`` (no GPUs this round) or ``"unplaceable"`` (never any: ``reason`` says why).
+    gpu_type
+        The type of its GPUs (None without GPUs).
+    gpus
+        GPU ids (positions on the cluster, module docstring), in the order the placer took them:
+        node by node, each node's GPUs its lowest free slots.
+    servers
+        The server of each GPU (numbered type by type).
+    shape
+        GPUs per server, in the order taken (the shape its speed is measured for).
+    batch_size, atomic_bsz, accum_steps
+        The global batch it trains with, its per-GPU micro-batch and gradient-accumulation steps
+        (``batch_size = GPUs × atomic_bsz × (accum_steps + 1)``); None without GPUs.
+    change
+        What this round did to its GPUs (:class:`Change`).
+    restarts
+        Its restarts so far (the first start is not one).
+    reason
+        Why it can never run (``state == "unplaceable"``), else None.
+    """
+
+    name: str
+    state: str
+    gpu_type: str | None = None
+    gpus: tuple[int, ...] = ()
+    servers: tuple[int, ...] = ()
+    shape: tuple[int, ...] = ()
+    batch_size: int | None = None
+    atomic_bsz: int | None = None
+    accum_steps: int | None = None
+    change: Change = Change.NONE
+    restarts: int = 0
+    reason: str | None = None
+
+    @property
+    def restart(self) -> bool:
+        """Whether the job restarts from its checkpoint this round (:attr:`Change.restarts`)."""
+        return self.change.restarts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready values (tuples as lists, ``change`` as its string)."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out.update(gpus=list(self.gpus), servers=list(self.servers), shape=list(self.shape), change=self.change.value,
+                   restart=self.restart)
+        return out
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """The allocations of one round (:meth:`TypedScheduler.schedule`).
+
+    Attributes
+    ----------
+    now
+        The round's start (the caller's seconds).
+    jobs
+        Every job submitted by ``now`` and neither finished nor removed, in submission order.
+    """
+
+    now: float
+    jobs: tuple[JobAllocation, ...]
+
+    def __getitem__(self, name: str) -> JobAllocation:
+        for job in self.jobs:
+            if job.name == name:
+                return job
+        raise KeyError(name)
+
+    def _where(self, state: str) -> tuple[JobAllocation, ...]:
+        return tuple(j for j in self.jobs if j.state == state)
+
+    @property
+    def allocated(self) -> tuple[JobAllocation, ...]:
+        """The jobs holding GPUs this round."""
+        return self._where("allocated")
+
+    @property
+    def waiting(self) -> tuple[JobAllocation, ...]:
+        """The jobs without GPUs this round."""
+        return self._where("waiting")
+
+    @property
+    def unplaceable(self) -> tuple[JobAllocation, ...]:
+        """The jobs that can never run, with their reasons."""
+        return self._where("unplaceable")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"now": ..., "jobs": [JobAllocation.to_dict(), ...]}``."""
+        return {"now": self.now, "jobs": [j.to_dict() for j in self.jobs]}
+
+
+@dataclass
+class _Entry:
+    """A submitted job: the simulator's job, and why it can never run (None: it may)."""
+
+    job: SimJob
+    reason: str | None = None
+    before: tuple[Any, ...] = field(default=())
+
+
+def _usable_applications(
+    spec: Sequence[tuple[str, int, int]], profiles: str | os.PathLike[str], names: Sequence[str] | None
+) -> tuple[dict[str, Application], dict[str, str]]:
+    """The applications of a profiles folder (``names``, or every one the simulator models and
+    that is profiled on every type of the cluster) and {left-out application: why}."""
+    if names is not None:
+        apps = dict(load_applications(profiles, names))
+        check_cluster([GpuType(n, s, g) for n, s, g in spec], apps, os.fspath(profiles))
+        return apps, {}
+    skipped = {a: f"it is not simulated: {UNMODELLED[a]}" for a in application_names(profiles) if a in UNMODELLED}
+    apps = dict(load_applications(profiles, [a for a in application_names(profiles) if a not in skipped]))
+    for name, app in list(apps.items()):
+        missing = [t for t, _, _ in spec if t not in app.types]
+        if missing:
+            skipped[name] = f"it has no profile for GPU type {missing[0]!r} (placements-{missing[0]}.csv)"
+            del apps[name]
+    return apps, skipped
+
+
+def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """(name, servers, GPUs per server) of each type of a cluster given as the CLI's text,
+    :class:`GpuType` objects or such tuples."""
+    if isinstance(cluster, str):
+        return parse_cluster(cluster)
+    out: list[tuple[str, int, int]] = []
+    for t in cluster:
+        name, nodes, gpus = (t.name, t.nodes, t.gpus_per_node) if isinstance(t, GpuType) else t
+        if not isinstance(name, str) or not name or name in [o[0] for o in out]:
+            raise OptionError(f"GPU type names must be distinct non-empty strings, got {name!r}")
+        out.append((name, _count(nodes, f"GPU type {name!r}: servers"), _count(gpus, f"GPU type {name!r}: GPUs per server")))
+    if not out:
+        raise OptionError("the cluster has no GPU types")
+    return out
+
+
+def _applications(
+    spec: Sequence[tuple[str, int, int]], profiles: str | os.PathLike[str] | Mapping[str, Application],
+    names: Sequence[str] | None,
+) -> tuple[dict[str, Application], dict[str, str]]:
+    """The scheduler's applications and {left-out application: why} (:func:`_usable_applications`)."""
+    if not isinstance(profiles, Mapping):
+        return _usable_applications(spec, profiles, names)
+    unknown = [a for a in names or () if a not in profiles]
+    if unknown:
+        raise InstanceError(f"unknown application {unknown[0]!r} (given: {', '.join(sorted(profiles))})")
+    return {a: profiles[a] for a in (profiles if names is None else names)}, {}
+
+
+def _finite(value: Any, what: str, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < minimum:
+        raise OptionError(f"{what} must be a finite number >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _count(value: Any, what: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise OptionError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class TypedScheduler:
+    """A policy of GPU types driven by the caller's round loop (module docstring).
+
+    Parameters
+    ----------
+    cluster
+        GPU types in cluster order: ``"aws:6x4,rtx:3x8,dgx-ext:2x8"``, or
+        :class:`~pal_opt.hetero.configs.GpuType` objects or (name, servers, GPUs per server)
+        tuples; each type's node limit comes from the profiles
+        (:func:`~pal_opt.hetero.simulate.build_cluster`) unless a ``GpuType`` sets
+        ``max_physical_nodes``.
+    profiles
+        The Sia artifact's profiles folder, or loaded applications
+        (:func:`~pal_opt.hetero.profiles.load_applications`).
+    policy
+        A name of :data:`~pal_opt.hetero.methods.HETERO_POLICIES` (default ``"sia"``).
+    applications
+        The applications to use (default: with a folder, every one the simulator models and that
+        is profiled on every type of the cluster; with loaded ones, all).
+    params
+        Sia's parameters (:class:`~pal_opt.hetero.policy.SiaParams`; ``sia`` and ``ilp``).
+    backend
+        The round program's solver backend (overrides ``params.backend``).
+    variability
+        Per-GPU factors of the cluster (:func:`~pal_opt.hetero.gpus.draw_variability`); nominal
+        by default.
+    **options
+        The policies' settings of :class:`~pal_opt.hetero.simulate.SimConfig`
+        (:data:`POLICY_OPTIONS`: ``ilp_move_cost``, ``ilp_levels``, ``ilp_anchor``,
+        ``ilp_joint``, ``gavel_round``).
+
+    Raises
+    ------
+    OptionError
+        An unknown policy or option, a malformed cluster, variability of another cluster.
+    InstanceError
+        A profiles folder that does not exist, an application not profiled on a type.
+    """
+
+    def __init__(
+        self,
+        cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, int]],
+        profiles: str | os.PathLike[str] | Mapping[str, Application],
+        policy: str = "sia",
+        *,
+        applications: Sequence[str] | None = None,
+        params: SiaParams | None = None,
+        backend: str | None = None,
+        variability: Variability | None = None,
+        **options: Any,
+    ) -> None:
+        unknown = sorted(set(options) - set(POLICY_OPTIONS))
+        if unknown:
+            raise OptionError(f"unknown option {unknown[0]!r} for TypedScheduler (choose from {', '.join(POLICY_OPTIONS)})")
+        params = params or SiaParams()
+        if backend is not None:
+            params = replace(params, backend=backend)
+        self.config = SimConfig(method=policy, policy=params, variability=variability or Variability(), **options)
+        spec = _cluster_types(cluster)
+        self.applications, self._skipped = _applications(spec, profiles, applications)
+        built = build_cluster(spec, self.applications)
+        given = {t.name: t.max_physical_nodes for t in cluster if isinstance(t, GpuType)}
+        #: the GPU types, in cluster order, with their node limits
+        self.cluster: tuple[GpuType, ...] = tuple(
+            replace(t, max_physical_nodes=given[t.name]) if given.get(t.name) is not None else t for t in built
+        )
+        self.layout = Layout(self.cluster)
+        for key, raw in self.config.variability.raw.items():
+            if len(raw) != self.layout.num_gpus:
+                raise OptionError(f"variability of {key} has {len(raw)} GPUs; the cluster has {self.layout.num_gpus}")
+        self._server = self.layout.server_of()
+        self._policy = make_policy(self.cluster, self.config)
+        self._rigid = HETERO_POLICIES.get_item(policy).rigid
+        self._entries: dict[str, _Entry] = {}
+        self._next_index = 0
+        self._now: float | None = None
+        self._blas: Any = None
+
+    # -- read-only views -------------------------------------------------------------------------
+    @property
+    def policy(self) -> str:
+        """The policy's name."""
+        return self.config.method
+
+    @property
+    def stats(self) -> RoundStats:
+        """The policy's totals over the rounds it solved (solver seconds, rounds not optimal)."""
+        return self._policy.stats  # type: ignore[no-any-return]
+
+    @property
+    def now(self) -> float | None:
+        """The last round's time (None before the first)."""
+        return self._now
+
+    @property
+    def unplaceable(self) -> dict[str, str]:
+        """{job name: why it can never run} of the jobs known now."""
+        return {n: e.reason for n, e in self._entries.items() if e.reason is not None}
+
+    def records(self) -> tuple[JobRecord, ...]:
+        """Every job known now (finished ones too), in submission order, as the simulator
+        records them (:class:`~pal_opt.hetero.simulate.JobRecord`: start, completion, JCT,
+        restarts, epochs)."""
+        return tuple(JobRecord.of(e.job) for e in self._entries.values())
+
+    # -- the job's life ---------------------------------------------------------------------------
+    def _entry(self, name: str) -> _Entry:
+        entry = self._entries.get(name)
+        if entry is None:
+            raise OptionError(f"unknown job {name!r}: it was never submitted, or was removed")
+        return entry
+
+    def _application(self, name: str, application: str) -> Application:
+        app = self.applications.get(application)
+        if app is None:
+            why = self._skipped.get(application)
+            known = ", ".join(sorted(self.applications))
+            raise InstanceError(f"unknown application {application!r}" + (f": {why}" if why else f" (known: {known})"),
+                                path=f"job {name!r}")
+        if application in UNMODELLED:
+            raise InstanceError(f"application {application!r} is not simulated: {UNMODELLED[application]}",
+                                path=f"job {name!r}")
+        return app
+
+    def submit(
+        self,
+        name: str,
+        application: str,
+        num_replicas: int,
+        batch_size: int,
+        submit_time: float,
+        *,
+        kind: str | JobKind = JobKind.ADAPTIVE,
+    ) -> str | None:
+        """Add a job (a newTrace workload row; module docstring); returns why it can never run,
+        or None.
+
+        Raises
+        ------
+        OptionError
+            A duplicate name, a bad count or time, an unknown ``kind``, or a submission time
+            before the last round.
+        InstanceError
+            An unknown application, a batch outside its validated range, or a guaranteed job.
+        """
+        if not isinstance(name, str) or not name:
+            raise OptionError(f"a job name must be a non-empty string, got {name!r}")
+        if name in self._entries:
+            raise OptionError(f"duplicate job name {name!r}: it was submitted already (remove it first to reuse it)")
+        app = self._application(name, application)
+        replicas = _count(num_replicas, f"job {name!r}: num_replicas")
+        batch = _count(batch_size, f"job {name!r}: batch_size")
+        when = _finite(submit_time, f"job {name!r}: submit_time")
+        if self._now is not None and when < self._now:
+            raise OptionError(f"job {name!r}: submitted at {when:g} s, before the last round at {self._now:g} s "
+                              "(time cannot go backwards)")
+        job_kind = kind if isinstance(kind, JobKind) else JobKind.parse(kind)
+        if job_kind is JobKind.GUARANTEED:
+            raise InstanceError("the Sia simulator has no model of guaranteed jobs (fixed type and count)",
+                                path=f"job {name!r}")
+        if not app.init_batch_size <= batch <= app.max_batch_size:
+            raise InstanceError(f"batch size {batch} outside {application}'s validated range "
+                                f"{app.init_batch_size}..{app.max_batch_size}", path=f"job {name!r}")
+        if self._rigid:
+            job_kind = JobKind.RIGID
+        spec = WorkloadJob(name, when, application, replicas, batch, job_kind)
+        job = SimJob(self._next_index, spec, app, [t.name for t in self.cluster])
+        self._next_index += 1
+        entry = _Entry(job, self._policy.unplaceable_reason(job))
+        self._entries[name] = entry
+        return entry.reason
+
+    def report(
+        self,
+        name: str,
+        *,
+        epoch: int | None = None,
+        progress: float | None = None,
+        step_times: Sequence[StepTime] | None = None,
+        grad_sqr: float | None = None,
+        grad_var: float | None = None,
+    ) -> None:
+        """Record what a job measured (module docstring: what is derived when left out).
+
+        Parameters
+        ----------
+        epoch
+            Epochs completed (never fewer than reported before).
+        progress
+            Its progress (the simulator's unit: steps at the application's initial batch,
+            weighted by their statistical gain), recorded only.
+        step_times
+            Observations on its current GPUs (None: one from the profiles; ``()``: none).
+        grad_sqr, grad_var
+            Its gradient statistics, both or neither (neither: from the validation curves).
+
+        Raises
+        ------
+        OptionError
+            An unknown or finished job, fewer epochs than before, a bad value, step times of a
+            job without GPUs, or only one of the gradient statistics.
+        """
+        job = self._entry(name).job
+        if job.done:
+            raise OptionError(f"job {name!r} has finished; there is nothing more to report")
+        if epoch is not None and _count(epoch, f"job {name!r}: epoch", 0) < job.epoch:
+            raise OptionError(f"job {name!r}: epoch {epoch} is before the {job.epoch} reported already")
+        if (grad_sqr is None) != (grad_var is None):
+            raise OptionError(f"job {name!r}: report grad_sqr and grad_var together, or neither")
+        if step_times and not job.shape:
+            raise OptionError(f"job {name!r} holds no GPUs; step times are measured on the GPUs of its allocation")
+        if progress is not None:
+            job.progress = _finite(progress, f"job {name!r}: progress")
+        if epoch is not None:
+            job.epoch = epoch
+        grad = None if grad_sqr is None or grad_var is None else (
+            _finite(grad_sqr, f"job {name!r}: grad_sqr"), _finite(grad_var, f"job {name!r}: grad_var"))
+        with self._one_blas_thread():
+            self._observe(job, tuple(step_times) if step_times is not None else None, grad)
+
+    def _observe(self, job: SimJob, steps: tuple[StepTime, ...] | None, grad: tuple[float, float] | None) -> None:
+        """The observations of a report (module docstring), then the job's batch re-chosen."""
+        if job.type_index is None or not job.shape:
+            job.grad = job.grad if grad is None else grad
+            return
+        observed = [((len(job.shape), job.gpus, s.atomic_bsz), (s.step_time, s.sync_time)) for s in steps or ()]
+        if steps is None or (steps and grad is None):
+            # what the simulator's job measures here; past the validation curves, their last epoch
+            key, times, measured = job.measurement(min(job.epoch, job.app.validation.epochs - 1))
+            grad = measured if grad is None else grad
+            observed = [(key, times)] if steps is None else observed
+        for key, times in observed:
+            assert grad is not None
+            job.observe(job.type_index, key, times, grad)
+        job.grad = job.grad if grad is None else grad
+        job.update_batch()
+
+    def finish(self, name: str, time: float) -> None:
+        """The job completed at ``time`` (seconds, not before its submission nor its start); it
+        gets no GPUs from now on and its record keeps its completion time.
+
+        Raises
+        ------
+        OptionError
+            An unknown or already finished job, or a time before its submission or start.
+        """
+        job = self._entry(name).job
+        if job.done:
+            raise OptionError(f"job {name!r} has finished already, at {job.completion_time:g} s")
+        when = _finite(time, f"job {name!r}: finish time")
+        first = job.submit_time if job.start_time is None else job.start_time
+        if when < first:
+            raise OptionError(f"job {name!r}: finished at {when:g} s, before it "
+                              f"{'was submitted' if job.start_time is None else 'started'} at {first:g} s")
+        job.completion_time = when
+
+    def remove(self, name: str) -> None:
+        """Forget a job (cancelled, or unplaceable): no GPUs, no record; its name may be reused.
+
+        Raises
+        ------
+        OptionError
+            An unknown job.
+        """
+        self._entry(name)
+        del self._entries[name]
+
+    # -- rounds -------------------------------------------------------------------------------------
+    def schedule(self, now: float) -> RoundPlan:
+        """The allocations of the round starting at ``now`` (module docstring).
+
+        Raises
+        ------
+        OptionError
+            ``now`` before the last round's time.
+        """
+        now = _finite(now, "the round's time")
+        if self._now is not None and now < self._now:
+            raise OptionError(f"schedule({now:g}) after schedule({self._now:g}): time cannot go backwards")
+        elapsed = 0.0 if self._now is None else now - self._now
+        self._now = now
+        shown = [e for e in self._entries.values() if e.job.submit_time <= now and not e.job.done]
+        active = [e for e in shown if e.reason is None]
+        for e in active:
+            e.job.hold(elapsed)
+            e.before = (e.job.allocation or (), e.job.type_index, e.job.shape, e.job.num_restarts)
+        with self._one_blas_thread():
+            found = round_step(self._policy, self.layout, self.config.variability, [e.job for e in active], now)
+        for e in active:
+            if e.job.index in found:
+                e.reason = found[e.job.index]
+        return RoundPlan(now, tuple(self._allocation(e) for e in shown))
+
+    def _allocation(self, entry: _Entry) -> JobAllocation:
+        job = entry.job
+        if entry.reason is not None:
+            return JobAllocation(job.name, "unplaceable", restarts=job.num_restarts or 0, reason=entry.reason)
+        held, type_index, shape, restarts = entry.before
+        gpus = job.allocation or ()
+        change = _change(bool(held), bool(gpus), held == gpus, type_index != job.type_index, shape != job.shape,
+                         restarts != job.num_restarts, restarts is None)
+        if not gpus:
+            return JobAllocation(job.name, "waiting", change=change, restarts=job.num_restarts or 0)
+        assert job.type_index is not None and job.choice is not None
+        return JobAllocation(
+            job.name, "allocated", gpu_type=self.cluster[job.type_index].name, gpus=tuple(gpus),
+            servers=tuple(int(self._server[g]) for g in gpus), shape=job.shape,
+            batch_size=job.choice.global_batch(job.gpus), atomic_bsz=job.choice.atomic_bsz,
+            accum_steps=job.choice.accum_steps, change=change, restarts=job.num_restarts or 0,
+        )
+
+    def _one_blas_thread(self) -> Any:
+        """BLAS limited to one thread (the model fits are tiny L-BFGS-B runs; more threads only
+        spin), through one :class:`threadpoolctl.ThreadpoolController` kept for the scheduler."""
+        if self._blas is None:
+            import scipy.interpolate
+            import scipy.optimize  # noqa: F401 - load scipy's BLAS before limiting its threads
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+        return self._blas.limit(limits=1, user_api="blas")
+
+
+def _change(held: bool, holds: bool, same: bool, new_type: bool, new_shape: bool, restarted: bool, never_ran: bool) -> Change:
+    """What a round did to a job's GPUs, from before and after (:class:`Change`)."""
+    if same:
+        return Change.KEEP if holds else Change.NONE
+    if not holds:
+        return Change.SUSPEND if held else Change.NONE
+    if restarted:
+        if never_ran:
+            return Change.START
+        if not held:
+            return Change.RESUME
+        return Change.MIGRATE if new_type else Change.RESHAPE
+    return Change.MOVE
