@@ -50,6 +50,10 @@ def test_ctrl_c_reaches_the_test_whatever_ran_before():
     SIGINT at its default (or ignored, on request) even from a process that ignores it."""
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert gc.callbacks == []
+    # Garbage left by earlier tests may hold weak references with callbacks (a WeakKeyDictionary's
+    # key, say); were it collected inside the loop below, the interrupt could land in such a
+    # callback, which CPython runs with exceptions swallowed.  Collect it first.
+    gc.collect()
     threading.Timer(0.2, _thread.interrupt_main).start()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
