@@ -98,3 +98,17 @@ def test_both_result_files_carry_the_shared_names(tmp_path: Path, shared_dir: Pa
     _check_pal(pal)
     _check_sia(sia)
     assert (sia["n_jobs"], sia["n_completed"]) == (3, 3)
+
+
+def test_the_sia_result_gives_queueing_delays_over_the_jobs_that_started() -> None:
+    """First start − submission, as the PAL result gives it; p99 by the Sia result's index rule."""
+    waits = [0.0, 30.0, 60.0, 600.0]
+    jobs = [JobRecord(f"j{i}", "a", "adaptive", 100.0 * i, 100.0 * i + w, 100.0 * i + w + 50, 0, 1)
+            for i, w in enumerate(waits)]
+    jobs.append(JobRecord("never", "a", "adaptive", 5.0, None, None, 0, 0))
+    sia = summarise(SiaResult(tuple(jobs), np.array([[1]]), (GpuType("x", 1, 1),), 60.0, 0.0, 0.0, 0, 0.0))
+    assert sia["avg_queueing_delay"] == pytest.approx(np.mean(waits))
+    assert sia["p50_queueing_delay"] == pytest.approx(45.0)
+    assert sia["p99_queueing_delay"] == 600.0
+    empty = summarise(SiaResult((jobs[-1],), np.zeros((0, 1)), (GpuType("x", 1, 1),), 60.0, 0.0, 0.0, 0, 0.0))
+    assert (empty["avg_queueing_delay"], empty["p50_queueing_delay"], empty["p99_queueing_delay"]) == (None, None, None)

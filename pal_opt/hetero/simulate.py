@@ -26,6 +26,8 @@ Metrics (the artifact's ``utils/print_run_stats.py``), in seconds: JCT = complet
 average (``avg_jct``), median (``p50_jct``), p99 (``p99_jct``) = the sorted JCTs at index
 ⌊0.99 n⌋, ``max_jct``; ``makespan`` = last completion − first submission; ``utilisation`` = mean
 over rounds of the GPUs held by unfinished jobs (restart delays included) / the cluster's GPUs;
+``avg_``, ``p50_`` and ``p99_queueing_delay`` = first start − submission over the jobs that
+started (p99 by the same index rule; not a figure of the artifact's scripts);
 ``restarts`` (summed over the jobs) and ``avg_restarts_per_job``; per-application averages; the
 policy's decision time summed over the rounds (``solve_seconds_total``) and its longest round
 (``solve_seconds_max``).  The figures the PAL simulator gives too carry the same names
@@ -231,6 +233,10 @@ def summarise(result: SiaResult) -> dict[str, Any]:
         )
     else:
         out.update(avg_jct=None, p50_jct=None, p99_jct=None, max_jct=None, makespan=None)
+    waits = np.array([r.start_time - r.submit_time for r in result.jobs if r.start_time is not None], dtype=np.float64)
+    out["avg_queueing_delay"] = float(waits.mean()) if waits.size else None
+    out["p50_queueing_delay"] = float(np.median(waits)) if waits.size else None
+    out["p99_queueing_delay"] = _percentile_index(waits, 0.99) if waits.size else None
     per_round = use.sum(axis=1) if use.size else np.zeros(0)
     out["rounds"] = int(use.shape[0])
     out["avg_gpus_in_use"] = float(per_round.mean()) if per_round.size else 0.0

@@ -29,6 +29,9 @@ simulate`` on a Sia newTrace) give the figures they share under the same names,
 ``utilisation``
     Busy GPUs / all GPUs over the run.
 
+``avg_queueing_delay``, ``p50_queueing_delay``, ``p99_queueing_delay``
+    First start − submission, over the jobs that started (mean, median, 99th percentile).
+
 ``rounds``
     Rounds run.
 
@@ -49,8 +52,8 @@ simulate`` on a Sia newTrace) give the figures they share under the same names,
 
 Each simulator defines its figures exactly as before (its module docstring says how; e.g. the
 PAL simulator's ``p99_jct`` interpolates linearly, the Sia simulator's takes the sorted JCTs at
-index ⌊0.99 n⌋ as the authors' scripts do); only the names are shared.  A median is ``p50_``
-wherever it appears (``p50_queueing_delay``, a PAL figure).
+index ⌊0.99 n⌋ as the authors' scripts do, and so for ``p99_queueing_delay``); only the names are
+shared.  A median is ``p50_`` wherever it appears.
 
 The names the results used before are kept for one release as deprecated aliases holding the
 same values (:data:`PAL_ALIASES`, :data:`SIA_ALIASES`, and :data:`CLASS_ALIASES` inside the PAL
@@ -74,6 +77,9 @@ SHARED_FIELDS: tuple[str, ...] = (
     "max_jct",
     "makespan",
     "utilisation",
+    "avg_queueing_delay",
+    "p50_queueing_delay",
+    "p99_queueing_delay",
     "rounds",
     "restarts",
     "avg_restarts_per_job",
