@@ -113,6 +113,16 @@ def test_bad_gpu_gres_entry_names_the_line(tmp_path):
             parse_slurm_conf_gres(f"NodeName=n1 Gres=gpu:1\nNodeName=n2 Gres={bad}\n", "s.conf")
 
 
+
+def test_continuation_lines_join_with_nothing_in_between_as_slurm_joins_them():
+    # Slurm's _get_next_line drops the backslash and appends the next line as it is: a GRES list
+    # or a hostlist may be cut anywhere.  An escaped "#" is not a comment.
+    text = ("NodeName=n[1-\\\n2] Gres=gpu:a100:4,\\\ngpu:v100:2   \\  \r\n"
+            "  Feature=a\\#b # comment \\\nNodeName=n3 Gres=gpu:t4:1\n")
+    assert parse_slurm_conf_gres(text, "s.conf") == {"n1": {"a100": 4, "v100": 2}, "n2": {"a100": 4, "v100": 2},
+                                                       "n3": {"t4": 1}}
+    assert parse_topology_conf("SwitchName=s0 Nodes=n[1-\\\n2]").hosts == ("n1", "n2")
+
 # --------------------------------------------------------------------------- gres.conf
 GRES_TEXT = """\
 # comment line
