@@ -152,6 +152,18 @@ def test_gres_conf_example_matches_the_slurm_conf_example():
     assert load_slurm(TOPOLOGY_CONF, slurm_conf=SLURM_CONF, gres_conf=GRES_CONF).notes == ()
 
 
+
+def test_type_names_differing_in_case_only_are_not_a_disagreement(tmp_path):
+    # Slurm matches gres.conf's Type to slurm.conf's Gres type ignoring case (gres.c,
+    # _compare_conf_counts): no warning; the gres.conf's spelling is the one kept
+    topo = write(tmp_path, "t.conf", TWO_NODES)
+    slurm = write(tmp_path, "s.conf", "NodeName=n[1-2] Gres=gpu:a100:4\n")
+    gres = write(tmp_path, "g.conf", "NodeName=n[1-2] Name=gpu Type=A100 File=/dev/nvidia[0-3]\n")
+    t = load_slurm(topo, slurm_conf=slurm, gres_conf=gres)
+    assert t.notes == () and set(t.gpu_types) == {"A100"}
+    other = write(tmp_path, "o.conf", "NodeName=n[1-2] Name=gpu Type=A100 File=/dev/nvidia[0-2]\n")
+    assert len(load_slurm(topo, slurm_conf=slurm, gres_conf=other).notes) == 1
+
 def test_gres_conf_wins_over_slurm_conf_which_wins_over_gpus_per_node(tmp_path, caplog):
     topo = write(tmp_path, "t.conf", "SwitchName=s0 Nodes=n[1-3]\n")
     slurm = write(tmp_path, "s.conf", "NodeName=n[1-2] Gres=gpu:8\n")
