@@ -386,6 +386,47 @@ def test_bad_construction_is_a_clear_one_line_error(profiles: Path, apps: dict[s
     _one_line(err, "unknown application 'gpt_pmp': it is not simulated")
 
 
+def test_arguments_of_the_wrong_type_are_clear_one_line_errors(apps: dict[str, Application], cluster: Any) -> None:
+    """What a caller may get wrong in Python's types: each an OptionError naming the argument,
+    never a TypeError, AttributeError or ValueError from inside (and a bad backend at once, not
+    in the first round that needs the solver)."""
+    for args, kwargs, parts in [
+        ((None, apps), {}, ("the cluster must be a text",)),
+        ((["aws:1x4"], apps), {}, ("a GPU type of the cluster must be a GpuType", "'aws:1x4'")),
+        (([("aws", 1)], apps), {}, ("(name, servers, GPUs per server)", "('aws', 1)")),
+        ((CLUSTER, 5), {}, ("profiles must be a folder or a mapping",)),
+        ((CLUSTER, apps), {"applications": "cifar10"}, ("applications must be a sequence of application names",)),
+        ((CLUSTER, apps), {"params": {"p": -1.0}}, ("params must be a SiaParams",)),
+        ((CLUSTER, apps), {"backend": "gurobi"}, ("unknown backend 'gurobi'",)),
+    ]:
+        with pytest.raises(OptionError) as err:
+            TypedScheduler(*args, **kwargs)
+        _one_line(err, *parts)
+    sched = TypedScheduler(cluster, apps)
+    with pytest.raises(OptionError) as err:
+        sched.submit("a", "cifar10", 2, 2048, 0.0, kind=3)  # type: ignore[arg-type]
+    _one_line(err, "job 'a': kind must be a JobKind or its name, got 3")
+    sched.submit("a", "cifar10", 2, 2048, 0.0)
+    assert sched.schedule(0.0)["a"].state == "allocated"
+    for steps, parts in [([(64, 0.2, 0.01)], ("must hold StepTime", "(64, 0.2, 0.01)")),
+                         (5, ("must be a sequence of StepTime, got 5",)), ("ab", ("got 'ab'",))]:
+        with pytest.raises(OptionError) as err:
+            sched.report("a", step_times=steps)  # type: ignore[arg-type]
+        _one_line(err, *parts)
+
+
+def test_a_report_that_raises_records_nothing(apps: dict[str, Application], cluster: Any) -> None:
+    sched = TypedScheduler(cluster, apps)
+    sched.submit("a", "cifar10", 2, 2048, 0.0)
+    sched.schedule(0.0)
+    job = sched._entries["a"].job
+    before = (job.epoch, job.progress, job.grad)
+    for kwargs in [{"epoch": 3, "progress": 5.0, "grad_sqr": float("nan"), "grad_var": 1.0},
+                   {"epoch": 3, "progress": 5.0, "step_times": [StepTime(64, 0.2, 0.01), None]}]:
+        with pytest.raises(OptionError):
+            sched.report("a", **kwargs)
+        assert (job.epoch, job.progress, job.grad) == before
+
 def test_the_cluster_may_be_gpu_types_or_tuples_and_is_exported_at_the_top(apps: dict[str, Application], cluster: Any) -> None:
     by_text = TypedScheduler(CLUSTER, apps).cluster
     assert TypedScheduler(parse_cluster(CLUSTER), apps).cluster == by_text == tuple(cluster)

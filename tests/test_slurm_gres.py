@@ -113,6 +113,16 @@ def test_bad_gpu_gres_entry_names_the_line(tmp_path):
             parse_slurm_conf_gres(f"NodeName=n1 Gres=gpu:1\nNodeName=n2 Gres={bad}\n", "s.conf")
 
 
+
+def test_continuation_lines_join_with_nothing_in_between_as_slurm_joins_them():
+    # Slurm's _get_next_line drops the backslash and appends the next line as it is: a GRES list
+    # or a hostlist may be cut anywhere.  An escaped "#" is not a comment.
+    text = ("NodeName=n[1-\\\n2] Gres=gpu:a100:4,\\\ngpu:v100:2   \\  \r\n"
+            "  Feature=a\\#b # comment \\\nNodeName=n3 Gres=gpu:t4:1\n")
+    assert parse_slurm_conf_gres(text, "s.conf") == {"n1": {"a100": 4, "v100": 2}, "n2": {"a100": 4, "v100": 2},
+                                                       "n3": {"t4": 1}}
+    assert parse_topology_conf("SwitchName=s0 Nodes=n[1-\\\n2]").hosts == ("n1", "n2")
+
 # --------------------------------------------------------------------------- gres.conf
 GRES_TEXT = """\
 # comment line
@@ -141,6 +151,18 @@ def test_gres_conf_example_matches_the_slurm_conf_example():
     assert by_gres.gpu_types == by_slurm.gpu_types and len(by_gres.gpu_ids) == 60
     assert load_slurm(TOPOLOGY_CONF, slurm_conf=SLURM_CONF, gres_conf=GRES_CONF).notes == ()
 
+
+
+def test_type_names_differing_in_case_only_are_not_a_disagreement(tmp_path):
+    # Slurm matches gres.conf's Type to slurm.conf's Gres type ignoring case (gres.c,
+    # _compare_conf_counts): no warning; the gres.conf's spelling is the one kept
+    topo = write(tmp_path, "t.conf", TWO_NODES)
+    slurm = write(tmp_path, "s.conf", "NodeName=n[1-2] Gres=gpu:a100:4\n")
+    gres = write(tmp_path, "g.conf", "NodeName=n[1-2] Name=gpu Type=A100 File=/dev/nvidia[0-3]\n")
+    t = load_slurm(topo, slurm_conf=slurm, gres_conf=gres)
+    assert t.notes == () and set(t.gpu_types) == {"A100"}
+    other = write(tmp_path, "o.conf", "NodeName=n[1-2] Name=gpu Type=A100 File=/dev/nvidia[0-2]\n")
+    assert len(load_slurm(topo, slurm_conf=slurm, gres_conf=other).notes) == 1
 
 def test_gres_conf_wins_over_slurm_conf_which_wins_over_gpus_per_node(tmp_path, caplog):
     topo = write(tmp_path, "t.conf", "SwitchName=s0 Nodes=n[1-3]\n")

@@ -748,6 +748,21 @@ def test_export_slurm_names_the_gpu_types():
         "a100", "a100", "v100", "v100")
 
 
+
+@pytest.mark.parametrize("name", ["a 1", "a100:sxm", "v,2", "t4(x)"])
+def test_export_slurm_refuses_a_type_name_gres_cannot_carry(name, tmp_path, capsys):
+    """An instance file may name a type anything; ``--gres=gpu:a100:sxm:2`` would be another request
+    (and a blank would split the sbatch options): one error line, nothing written."""
+    cl = Cluster.from_arrays(list(range(4)), ["n1"] * 4, {"classA": [1.0] * 4}, gpu_types=[name] * 4)
+    inst = RoundInstance(cl, (Job("j", 2, "classA"),))
+    with pytest.raises(InstanceError, match=r"placements\.j: GPU type .* cannot be written in a Slurm --gres"):
+        slurm_rows(inst, {"placements": {"j": [0, 1]}})
+    inst_path, pl, out = tmp_path / "i.json", _write(tmp_path, "p.json", '{"placements": {"j": [0, 1]}}'), tmp_path / "o"
+    save_instance(inst, inst_path)
+    rc, stdout, err = run(capsys, "export", "slurm", inst_path, pl, "-o", out)
+    assert rc == 2 and err.count("\n") == 1 and "cannot be written in a Slurm --gres" in err and "Traceback" not in err
+    assert not out.exists() and stdout == ""
+
 def test_export_graphml_marks_jobs(solved, tmp_path, capsys):
     inst_path, pl = solved
     out = tmp_path / "c.graphml"

@@ -53,12 +53,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
 from ..errors import InstanceError, OptionError
+from ..ilp.backends import get_backend
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -269,9 +270,18 @@ def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, i
     :class:`GpuType` objects or such tuples."""
     if isinstance(cluster, str):
         return parse_cluster(cluster)
+    if not isinstance(cluster, Sequence):
+        raise OptionError("the cluster must be a text such as 'aws:6x4,rtx:3x8' or a sequence of GpuType objects or "
+                          f"(name, servers, GPUs per server) tuples, got {cluster!r}")
     out: list[tuple[str, int, int]] = []
     for t in cluster:
-        name, nodes, gpus = (t.name, t.nodes, t.gpus_per_node) if isinstance(t, GpuType) else t
+        if isinstance(t, GpuType):
+            name, nodes, gpus = t.name, t.nodes, t.gpus_per_node
+        elif isinstance(t, tuple | list) and len(t) == 3:
+            name, nodes, gpus = t
+        else:
+            raise OptionError(f"a GPU type of the cluster must be a GpuType or a (name, servers, GPUs per server) "
+                              f"tuple, got {t!r}")
         if not isinstance(name, str) or not name or name in [o[0] for o in out]:
             raise OptionError(f"GPU type names must be distinct non-empty strings, got {name!r}")
         out.append((name, _count(nodes, f"GPU type {name!r}: servers"), _count(gpus, f"GPU type {name!r}: GPUs per server")))
@@ -285,12 +295,28 @@ def _applications(
     names: Sequence[str] | None,
 ) -> tuple[dict[str, Application], dict[str, str]]:
     """The scheduler's applications and {left-out application: why} (:func:`_usable_applications`)."""
+    if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)):
+        raise OptionError(f"applications must be a sequence of application names, got {names!r}")
     if not isinstance(profiles, Mapping):
+        if not isinstance(profiles, str | os.PathLike):
+            raise OptionError(f"profiles must be a folder or a mapping of loaded applications, got {profiles!r}")
         return _usable_applications(spec, profiles, names)
     unknown = [a for a in names or () if a not in profiles]
     if unknown:
         raise InstanceError(f"unknown application {unknown[0]!r} (given: {', '.join(sorted(profiles))})")
     return {a: profiles[a] for a in (profiles if names is None else names)}, {}
+
+
+def _step_times(value: Any, name: str) -> tuple[StepTime, ...]:
+    """A report's step times, each a :class:`StepTime`."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise OptionError(f"job {name!r}: step_times must be a sequence of StepTime, got {value!r}")
+    steps = tuple(value)
+    bad = [s for s in steps if not isinstance(s, StepTime)]
+    if bad:
+        raise OptionError(f"job {name!r}: step_times must hold StepTime(atomic_bsz, step_time, sync_time) "
+                          f"objects, got {bad[0]!r}")
+    return steps
 
 
 def _finite(value: Any, what: str, minimum: float = 0.0) -> float:
@@ -339,7 +365,8 @@ class TypedScheduler:
     Raises
     ------
     OptionError
-        An unknown policy or option, a malformed cluster, variability of another cluster.
+        An unknown policy, option or backend, ``params`` not a ``SiaParams``, a malformed cluster,
+        profiles that are neither a folder nor a mapping, variability of another cluster.
     InstanceError
         A profiles folder that does not exist, an application not profiled on a type.
     """
@@ -359,9 +386,13 @@ class TypedScheduler:
         unknown = sorted(set(options) - set(POLICY_OPTIONS))
         if unknown:
             raise OptionError(f"unknown option {unknown[0]!r} for TypedScheduler (choose from {', '.join(POLICY_OPTIONS)})")
-        params = params or SiaParams()
+        params = SiaParams() if params is None else params
+        if not isinstance(params, SiaParams):
+            raise OptionError(f"params must be a SiaParams, got {params!r}")
         if backend is not None:
             params = replace(params, backend=backend)
+        if params.backend is not None:
+            get_backend(params.backend, probe=False)  # an unknown name now, not in a later round that needs it
         self.config = SimConfig(method=policy, policy=params, variability=variability or Variability(), **options)
         spec = _cluster_types(cluster)
         self.applications, self._skipped = _applications(spec, profiles, applications)
@@ -461,6 +492,8 @@ class TypedScheduler:
         if self._now is not None and when < self._now:
             raise OptionError(f"job {name!r}: submitted at {when:g} s, before the last round at {self._now:g} s "
                               "(time cannot go backwards)")
+        if not isinstance(kind, JobKind | str):
+            raise OptionError(f"job {name!r}: kind must be a JobKind or its name, got {kind!r}")
         job_kind = kind if isinstance(kind, JobKind) else JobKind.parse(kind)
         if job_kind is JobKind.GUARANTEED:
             raise InstanceError("the Sia simulator has no model of guaranteed jobs (fixed type and count)",
@@ -504,8 +537,9 @@ class TypedScheduler:
         Raises
         ------
         OptionError
-            An unknown or finished job, fewer epochs than before, a bad value, step times of a
-            job without GPUs, or only one of the gradient statistics.
+            An unknown or finished job, fewer epochs than before, a bad value (step times not
+            :class:`StepTime` objects), step times of a job without GPUs, or only one of the
+            gradient statistics.  A report that raises records nothing.
         """
         job = self._entry(name).job
         if job.done:
@@ -514,16 +548,19 @@ class TypedScheduler:
             raise OptionError(f"job {name!r}: epoch {epoch} is before the {job.epoch} reported already")
         if (grad_sqr is None) != (grad_var is None):
             raise OptionError(f"job {name!r}: report grad_sqr and grad_var together, or neither")
-        if step_times and not job.shape:
+        steps = None if step_times is None else _step_times(step_times, name)
+        if steps and not job.shape:
             raise OptionError(f"job {name!r} holds no GPUs; step times are measured on the GPUs of its allocation")
-        if progress is not None:
-            job.progress = _finite(progress, f"job {name!r}: progress")
-        if epoch is not None:
-            job.epoch = epoch
+        done = None if progress is None else _finite(progress, f"job {name!r}: progress")
         grad = None if grad_sqr is None or grad_var is None else (
             _finite(grad_sqr, f"job {name!r}: grad_sqr"), _finite(grad_var, f"job {name!r}: grad_var"))
+        # every value checked: the report is recorded whole or not at all
+        if done is not None:
+            job.progress = done
+        if epoch is not None:
+            job.epoch = epoch
         with self._one_blas_thread():
-            self._observe(job, tuple(step_times) if step_times is not None else None, grad)
+            self._observe(job, steps, grad)
 
     def _observe(self, job: SimJob, steps: tuple[StepTime, ...] | None, grad: tuple[float, float] | None) -> None:
         """The observations of a report (module docstring), then the job's batch re-chosen."""

@@ -253,7 +253,8 @@ def resolve_gpus(
     """Each host's GPUs, and warnings: a host's ``gres.conf`` lines first (the devices its ``slurmd``
     registers), else its ``slurm.conf`` ``Gres``, else ``gpus_per_node`` (untyped).
 
-    The warnings name the hosts whose ``gres.conf`` and ``slurm.conf`` GPUs differ, and the hosts
+    The warnings name the hosts whose ``gres.conf`` and ``slurm.conf`` GPUs differ (type names
+    compared ignoring case, as Slurm compares them), and the hosts
     under an ``AutoDetect`` line that none of the three gives a count (taken as without GPUs); when
     that leaves no host a GPU, it is an error naming the ``AutoDetect`` line.
     """
@@ -265,7 +266,7 @@ def resolve_gpus(
     for h in hosts:
         if h in from_gres:
             out[h] = from_gres[h]
-            if h in conf and conf[h].kept() != from_gres[h].kept():
+            if h in conf and _folded(conf[h]) != _folded(from_gres[h]):
                 differ.append(f"{h} ({_says(from_gres[h])} in {_file(from_gres[h])}, {_says(conf[h])} in "
                               f"{_file(conf[h])})")
         elif h in conf:
@@ -289,6 +290,16 @@ def resolve_gpus(
             raise InstanceError(what, source=line.source, path=line.at("AutoDetect"))
         notes.append(f"{line.source} line {line.number}: {what}; taken as nodes without GPUs")
     return out, notes
+
+
+def _folded(gpus: NodeGpus) -> dict[str | None, int]:
+    """A node's GPUs per type, type names in lower case: Slurm matches a ``gres.conf`` ``Type``
+    to a ``slurm.conf`` ``Gres`` type ignoring case (``A100`` is ``a100`` there)."""
+    out: dict[str | None, int] = {}
+    for t, n in gpus.kept().items():
+        key = None if t is None else t.lower()
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 def _nodes(items: Sequence[object]) -> str:

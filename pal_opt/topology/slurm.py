@@ -63,7 +63,8 @@ Placements out
 node gives the job the same number of GPUs (``--gres`` counts per node), else one Slurm
 heterogeneous-job component per GPU count, separated by ``:``.  On a cluster with GPU types the
 counts carry the type (``--gres=gpu:a100:4``; a node where a job mixing types holds GPUs of two
-gets ``--gres=gpu:a100:2,gpu:v100:2``), and nodes group by that whole value.
+gets ``--gres=gpu:a100:2,gpu:v100:2``), and nodes group by that whole value; a type name that
+cannot be written there (``:``, ``,``, ``(``, ``)`` or white space) is an error.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ __all__ = [
 ]
 
 _YAML_START = re.compile(r"---|-?\s*(topology|cluster_default|tree|block|flat)\s*:", re.IGNORECASE)
+#: A GPU type name ``--gres=gpu:TYPE:N`` can carry (Slurm splits the value at ``,`` and ``:``).
+_GRES_TYPE = re.compile(r"[^\s:,()]+")
 _TOPO_KEYS = {"switchname", "switches", "nodes", "linkspeed", "blockname", "blocksizes"}
 
 
@@ -414,6 +417,11 @@ def slurm_rows(
             nodelist = compress_hostlist(hosts)
         except InstanceError as exc:
             raise InstanceError(exc.message, source=source, path=f"placements.{job.job}") from None
+        bad = next((t for s in job.hosts for t in s.types or () if not _GRES_TYPE.fullmatch(t)), None)
+        if bad is not None:
+            raise InstanceError(f"GPU type {bad!r} cannot be written in a Slurm --gres value (a type name there "
+                                "holds no ':', ',', '(', ')' or white space)", source=source,
+                                path=f"placements.{job.job}")
         rows.append({"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
                      "sbatch": _sbatch(job)})
     return rows

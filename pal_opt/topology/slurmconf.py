@@ -2,7 +2,8 @@
 
 ``topology.conf``, ``slurm.conf`` and ``gres.conf`` share one syntax, read here once:
 
-* ``#`` starts a comment; a line ending in ``\\`` continues on the next;
+* ``#`` starts a comment (``\\#`` is a ``#``); a line ending in ``\\`` continues on the next,
+  joined to it with nothing in between (as Slurm joins them);
 * a line holds ``KEY=VALUE`` pairs, white space allowed around ``=``, a value in double quotes may
   hold white space; parameter names are case-insensitive (the callers compare them lower-cased);
 * a line ``Include FILE`` (the word in any case, then white space) reads ``FILE`` in its place.  A
@@ -77,30 +78,49 @@ def line_ref(number: int, source: str, here: str) -> str:
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
-    """``(first line number, text)`` of each non-blank logical line: comments cut, lines ending
-    in a backslash joined with the next.
+    """``(first line number, text)`` of each non-blank logical line, as Slurm's ``_get_next_line``
+    reads them: a ``#`` not escaped (``\\#``) starts a comment; a line ending in a backslash (white
+    space after it allowed) is joined with the next with nothing in between, so a value may be cut
+    anywhere (``Gres=gpu:a100:4,\\`` then ``gpu:v100:4``); then each ``\\X`` is read as ``X``.
 
-    >>> logical_lines("a=1 # one\\n\\nb=2 \\\\\\n  c=3\\n")
-    [(1, 'a=1'), (3, 'b=2    c=3')]
+    >>> logical_lines("a=1 # one\\n\\nb=2 \\\\\\n  c=3\\nNodeName=n[1-\\\\\\n2]\\n")
+    [(1, 'a=1'), (3, 'b=2   c=3'), (5, 'NodeName=n[1-2]')]
     """
     out: list[tuple[int, str]] = []
     pending: list[str] = []
     start = 0
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].rstrip()
+        line = _strip_comment(raw)
         if not pending:
             start = number
-        if line.endswith("\\"):
-            pending.append(line[:-1])
+        body = line.rstrip()
+        run = len(body) - len(body.rstrip("\\"))
+        if run % 2 == 1:
+            pending.append(body[:-1])
             continue
         pending.append(line)
-        joined = " ".join(pending).strip()
+        joined = _strip_escapes("".join(pending)).strip()
         pending = []
         if joined:
             out.append((start, joined))
-    if pending and " ".join(pending).strip():
-        out.append((start, " ".join(pending).strip()))
+    if pending and (joined := _strip_escapes("".join(pending)).strip()):
+        out.append((start, joined))
     return out
+
+
+def _strip_comment(line: str) -> str:
+    """``line`` cut at its first ``#`` not escaped (not after an odd number of backslashes)."""
+    backslashes = 0
+    for i, char in enumerate(line):
+        if char == "#" and backslashes % 2 == 0:
+            return line[:i]
+        backslashes = backslashes + 1 if char == "\\" else 0
+    return line
+
+
+def _strip_escapes(text: str) -> str:
+    """Each ``\\X`` read as ``X`` (``\\\\`` as one backslash), as Slurm's parser does."""
+    return re.sub(r"\\(.?)", r"\1", text, flags=re.DOTALL)
 
 
 @dataclass
