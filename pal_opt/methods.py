@@ -160,14 +160,14 @@ def _ilp_partitioned(instance: RoundInstance, options: SolveOptions) -> Placemen
 def _ilp_preempt(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
     from .ilp.preempt import solve_preempt
 
-    kw = {name: getattr(options, name) for name in ("binning", "backend", "time_limit", "gap", "threads",
+    kw = {name: getattr(options, name) for name in ("binning", "backend", "time_limit", "deadline", "gap", "threads",
                                                      "warm_start", "deterministic")}
     return solve_preempt(instance, backend_params=dict(options.backend_params), **kw)
 
 
 #: Options of the preemptive round program (it chooses the jobs itself: no admission, no job set).
 PREEMPT_OPTIONS: frozenset[str] = frozenset(
-    {"binning", "backend", "time_limit", "gap", "threads", "warm_start", "deterministic", "backend_params"})
+    {"binning", "backend", "time_limit", "deadline", "gap", "threads", "warm_start", "deterministic", "backend_params"})
 
 
 #: GPUs per part that :func:`default_parts` aims at.

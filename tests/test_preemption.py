@@ -305,3 +305,41 @@ def test_simulator_preempts_for_high_priority_jobs(tmp_path: Path, method: str) 
     # FIFO without priorities would have made them wait
     plain = simulate(jobs, cl, SimConfig(policy="pal"))
     assert plain.summary["by_priority"]["1"]["avg_jct"] > high["avg_jct"]
+
+
+# ---------------------------------------------------------------- time limits
+def _held_round(seed: int = 0) -> RoundInstance:
+    """A 64-GPU round, mostly held by priority-0 jobs, with priority-1 jobs waiting."""
+    base = pal_opt.generate_instance(nodes=8, gpus_per_node=8, jobs=40, seed=seed, running_fraction=0.8)
+    jobs = tuple(Job(j.id, j.demand, j.perfclass, placement=j.placement,
+                     priority=0 if j.placement is not None else 1) for j in base.jobs)
+    return RoundInstance(base.cluster, jobs, base.params)
+
+
+def test_a_deadline_already_passed_answers_with_the_greedy_start() -> None:
+    """``deadline`` (what ``pal-opt solve --time-limit`` sets) applies to ilp-preempt: with none
+    left the answer is the greedy start, valid, and says why."""
+    import time
+
+    inst = _held_round()
+    res = pal_opt.solve(inst, "ilp-preempt", deadline=time.monotonic() - 1.0)
+    assert res.status == pal_opt.Status.FALLBACK
+    assert res.info["note"].startswith("time limit: the greedy start")
+    assert pal_opt.check(inst, res) == []
+    full = pal_opt.solve(inst, "ilp-preempt", deadline=time.monotonic() + 600.0)
+    assert full.status == pal_opt.Status.OPTIMAL and "note" not in full.info
+    assert full.objective <= res.objective + 1e-9
+
+
+def test_cli_time_limit_applies_to_ilp_preempt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--time-limit`` with ``--method ilp-preempt`` used to be refused ("option(s) deadline do
+    not apply"): the command's deadline was not an option of the preemptive program."""
+    from pal_opt.cli import main
+
+    path, out = tmp_path / "round.json", tmp_path / "placed.json"
+    save_instance(_held_round(), path)
+    assert main(["solve", str(path), "--method", "ilp-preempt", "--time-limit", "30", "-o", str(out)]) == 0
+    printed, err = capsys.readouterr()
+    assert err == "" and "status     optimal" in printed
+    assert main(["check", str(path), str(out)]) == 0
+    capsys.readouterr()

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
+from ..deadline import Deadline
 from ..gputypes import claim_all, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
 from ..priority import PreemptPlan, admission_order, evict_for, held_types, preempt_plan, victim_order
@@ -155,8 +156,15 @@ def solve_preempt(
     warm_start: bool = True,
     deterministic: bool = True,
     backend_params: Mapping[str, Any] | None = None,
+    deadline: float | None = None,
 ) -> PlacementResult:
     """Place one round with preemption by priority (module docstring).
+
+    ``time_limit`` (and ``deadline``, a ``time.monotonic()`` value) bound the whole call, as for
+    ``ilp`` (:mod:`pal_opt.deadline`): the solver gets what is left after the plan, the greedy
+    start and the build, less an estimate of decoding, backfilling and pricing
+    (:func:`_solver_deadline`); when nothing is left the answer is the greedy start (status
+    ``fallback``, ``info["note"]`` says why).
 
     Examples
     --------
@@ -169,17 +177,25 @@ def solve_preempt(
     (['a', 'b', 'hi'], (), 'preempt')
     """
     t0 = time.perf_counter()
+    clock = Deadline.after(time_limit).earliest(Deadline(math.inf if deadline is None else float(deadline)))
     mode = binning or instance.params.binning
     factors = binned_factors(instance.cluster, mode)
     plan = preempt_plan(instance)
     work, pins = _program_round(instance, plan)
     start = greedy_start(work, factors, plan)
     cls = get_backend(backend)
+    t_price = time.perf_counter()
     start_cost = evaluate(instance, _merged(instance, start, pins), factors).cost
+    price = time.perf_counter() - t_price
     info: dict[str, Any] = {"binning": mode, "optional": [instance.jobs[i].id for i in plan.optional],
                             "start_objective": start_cost}
     if not plan.admitted or work.free_gpus == 0:  # (no GPU in service: nothing can be placed)
         return _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
+    if clock.passed():
+        info["note"] = "time limit: the greedy start (no time left to build the program)"
+        return _finish(instance, _merged(instance, start, pins), factors, info, Status.FALLBACK, None, 0.0,
+                       time.perf_counter() - t0, cls)
+    t_build = time.perf_counter()
     form = preempt_program(work, factors, plan)
     built = time.perf_counter() - t0
     vector = None
@@ -189,9 +205,13 @@ def solve_preempt(
         except ValueError:  # pragma: no cover - the start is a placement of the plan
             vector = None
     demand = sum(instance.jobs[i].demand for i in plan.admitted)
-    opts = BackendOptions(time_limit=time_limit, abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
+    opts = BackendOptions(time_limit=None if clock.limited else time_limit,
+                          deadline=_solver_deadline(clock, time.perf_counter() - t_build, price),
+                          abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
                           deterministic=deterministic, backend_params=dict(backend_params or {}))
     sol = cls().solve(form, opts, start=vector)
+    if sol.values is None and clock.limited and clock.passed():
+        info["note"] = "time limit: the greedy start (the solver found nothing in time)"
     info.update(solver_status=str(sol.status), num_vars=form.num_vars, num_rows=form.num_rows, warm_start=vector is not None,
                 program_objective=sol.objective)
     placements = _merged(instance, start, pins)
@@ -202,6 +222,23 @@ def solve_preempt(
             placements = found
         status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, built, cls)
+
+
+#: Under a deadline: decoding the program's answer takes at most this many times its build (as
+#: for ``ilp``, :data:`pal_opt.ilp.solve.DECODE_PER_BUILD`), and backfilling and pricing the
+#: answer at most this many times pricing the greedy start, plus :data:`FINISH_SECONDS`.
+DECODE_PER_BUILD = 0.8
+PRICE_TIMES = 3.0
+FINISH_SECONDS = 0.05
+
+
+def _solver_deadline(clock: Deadline, build_seconds: float, price_seconds: float) -> float | None:
+    """The solver's deadline (a ``time.monotonic()`` value; None without one): ``clock`` less
+    the estimated decoding, backfilling and pricing that follow the solve."""
+    if not clock.limited:
+        return None
+    after = DECODE_PER_BUILD * build_seconds + PRICE_TIMES * price_seconds + FINISH_SECONDS
+    return clock.sooner(after).at
 
 
 def _program_round(instance: RoundInstance, plan: PreemptPlan) -> tuple[RoundInstance, dict[JobId, tuple[int, ...]]]:
