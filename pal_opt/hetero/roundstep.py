@@ -17,6 +17,7 @@ the active jobs (submitted, not finished, not unplaceable; in workload order) at
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ from .gpus import Layout, Variability
 from .simjob import SimJob
 from .typeblind import gang_state
 
-__all__ = ["apply_allocations", "round_step"]
+__all__ = ["apply_allocations", "round_step", "one_blas_thread"]
 
 
 def apply_allocations(
@@ -46,3 +47,20 @@ def round_step(policy: Any, layout: Layout, variability: Variability, active: Se
     it can never run} for the active jobs the policy found unplaceable (they hold no GPUs)."""
     apply_allocations(layout, variability, active, policy.allocate(active, now), now)
     return {j.index: policy.unplaceable[j.index] for j in active if j.index in policy.unplaceable}
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    """One :class:`threadpoolctl.ThreadpoolController` for the process (finding the BLAS
+    libraries is what costs), made once scipy's BLAS is loaded."""
+    import scipy.interpolate
+    import scipy.optimize  # noqa: F401 - load scipy's BLAS before limiting its threads
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS runs one thread: the jobs' model fits are tiny L-BFGS-B runs, and
+    more threads only spin (15x slower on 2 cores)."""
+    return _blas_controller().limit(limits=1, user_api="blas")

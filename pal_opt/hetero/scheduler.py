@@ -66,7 +66,7 @@ from .gpus import Layout, Variability
 from .methods import HETERO_POLICIES
 from .policy import RoundStats, SiaParams
 from .profiles import Application, application_names, load_applications
-from .roundstep import round_step
+from .roundstep import one_blas_thread, round_step
 from .simjob import SimJob
 from .simulate import JobRecord, SimConfig, build_cluster, check_cluster, make_policy, parse_cluster
 from .workload import UNMODELLED, WorkloadJob
@@ -412,7 +412,6 @@ class TypedScheduler:
         self._entries: dict[str, _Entry] = {}
         self._next_index = 0
         self._now: float | None = None
-        self._blas: Any = None
 
     # -- read-only views -------------------------------------------------------------------------
     @property
@@ -559,7 +558,7 @@ class TypedScheduler:
             job.progress = done
         if epoch is not None:
             job.epoch = epoch
-        with self._one_blas_thread():
+        with one_blas_thread():
             self._observe(job, steps, grad)
 
     def _observe(self, job: SimJob, steps: tuple[StepTime, ...] | None, grad: tuple[float, float] | None) -> None:
@@ -628,7 +627,7 @@ class TypedScheduler:
         for e in active:
             e.job.hold(elapsed)
             e.before = (e.job.allocation or (), e.job.type_index, e.job.shape, e.job.num_restarts)
-        with self._one_blas_thread():
+        with one_blas_thread():
             found = round_step(self._policy, self.layout, self.config.variability, [e.job for e in active], now)
         for e in active:
             if e.job.index in found:
@@ -652,17 +651,6 @@ class TypedScheduler:
             batch_size=job.choice.global_batch(job.gpus), atomic_bsz=job.choice.atomic_bsz,
             accum_steps=job.choice.accum_steps, change=change, restarts=job.num_restarts or 0,
         )
-
-    def _one_blas_thread(self) -> Any:
-        """BLAS limited to one thread (the model fits are tiny L-BFGS-B runs; more threads only
-        spin), through one :class:`threadpoolctl.ThreadpoolController` kept for the scheduler."""
-        if self._blas is None:
-            import scipy.interpolate
-            import scipy.optimize  # noqa: F401 - load scipy's BLAS before limiting its threads
-            from threadpoolctl import ThreadpoolController
-
-            self._blas = ThreadpoolController()
-        return self._blas.limit(limits=1, user_api="blas")
 
 
 def _change(held: bool, holds: bool, same: bool, new_type: bool, new_shape: bool, restarted: bool, never_ran: bool) -> Change:

@@ -61,7 +61,7 @@ from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
-from .roundstep import round_step
+from .roundstep import one_blas_thread, round_step
 from .simjob import SimJob
 from .typeblind import TypeBlindPolicy
 from .workload import Workload, check_workload
@@ -390,12 +390,7 @@ def simulate_sia(
     cfg = config or SimConfig()
     check_workload(workload, apps)
     check_cluster(cluster, {a: apps[a] for a in workload.applications()})
-    import scipy.interpolate
-    import scipy.optimize  # noqa: F401 - load scipy's BLAS before limiting its threads
-    from threadpoolctl import threadpool_limits
-
-    # The model fits are tiny L-BFGS-B runs: multi-threaded BLAS only spins (15x slower on 2 cores).
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _run(workload, apps, cluster, cfg, progress, on_round)
 
 

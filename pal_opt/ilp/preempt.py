@@ -50,6 +50,7 @@ from .backends.base import SolveOptions as BackendOptions
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .running import keep_positions
+from .solve import DECODE_PER_BUILD, FINISH_SECONDS
 
 __all__ = ["solve_preempt", "greedy_start", "preempt_program"]
 
@@ -224,12 +225,10 @@ def solve_preempt(
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, built, cls)
 
 
-#: Under a deadline: decoding the program's answer takes at most this many times its build (as
-#: for ``ilp``, :data:`pal_opt.ilp.solve.DECODE_PER_BUILD`), and backfilling and pricing the
-#: answer at most this many times pricing the greedy start, plus :data:`FINISH_SECONDS`.
-DECODE_PER_BUILD = 0.8
+#: Under a deadline: backfilling and pricing the answer take at most this many times pricing the
+#: greedy start (decoding and the time kept for writing are ``ilp``'s,
+#: :data:`~pal_opt.ilp.solve.DECODE_PER_BUILD` and :data:`~pal_opt.ilp.solve.FINISH_SECONDS`).
 PRICE_TIMES = 3.0
-FINISH_SECONDS = 0.05
 
 
 def _solver_deadline(clock: Deadline, build_seconds: float, price_seconds: float) -> float | None:
