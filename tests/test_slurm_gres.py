@@ -246,6 +246,27 @@ def test_include_in_all_three_files(tmp_path, monkeypatch):
     assert types_by_node(t) == {"n1": ["a100"] * 4, "n2": ["a100"] * 4, "n3": ["h100"] * 8, "n4": ["h100"] * 2}
 
 
+@pytest.mark.parametrize("target", ["leaves.conf", "sub/leaf2.conf", "nodes.d/10-a.conf", "gres.d/n4.conf"])
+def test_import_refuses_to_overwrite_a_file_the_configuration_includes(tmp_path, capsys, target):
+    conf = tmp_path / "etc"
+    topo = write(conf, "topology.conf", "Include leaves.conf\nSwitchName=top Switches=leaf[1-2]\n")
+    write(conf, "leaves.conf", "SwitchName=leaf1 Nodes=n[1-2]\nInclude sub/leaf2.conf\n")
+    write(conf, "sub/leaf2.conf", "SwitchName=leaf2 Nodes=n[3-4]\n")
+    slurm = write(conf, "slurm.conf", "INCLUDE nodes.d/*.conf\n")
+    write(conf, "nodes.d/10-a.conf", "NodeName=n[1-3] Gres=gpu:a100:4\n")
+    gres = write(conf, "gres.conf", "Include gres.d/n4.conf\n")
+    write(conf, "gres.d/n4.conf", "NodeName=n4 Name=gpu Type=a100 File=/dev/nvidia[0-1]\n")
+    before = {p: p.read_bytes() for p in conf.rglob("*.conf")}
+    rc, out, err = run(capsys, "import", "slurm", topo, "--slurm-conf", slurm, "--gres-conf", gres,
+                       "--out", conf / target)
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "which it would overwrite" in err and target.split("/")[-1] in err
+    assert {p: p.read_bytes() for p in conf.rglob("*.conf")} == before
+    rc, out, _ = run(capsys, "import", "slurm", topo, "--slurm-conf", slurm, "--gres-conf", gres,
+                     "--out", tmp_path / "round.json")
+    assert rc == 0 and load_instance(tmp_path / "round.json").cluster.num_gpus == 14
+
+
 def test_errors_in_an_included_file_name_that_file(tmp_path):
     topo = write(tmp_path, "t.conf", "SwitchName=s0 Nodes=n1\nInclude more.conf\n")
     more = write(tmp_path, "more.conf", "\nSwitchName=s0 Nodes=n2\n")

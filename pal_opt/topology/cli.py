@@ -158,7 +158,7 @@ def _factors(args: argparse.Namespace, topology: Any) -> Any:
 
 def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """The files ``import`` reads: the topology, ``--jobs``, ``--slurm-conf``, ``--gres-conf``,
-    ``--measurements``'s."""
+    ``--measurements``'s, and the files the Slurm configuration files include."""
     from ..io.measurements import longhorn_paths
 
     files: list[tuple[str, Any]] = [("the topology file", args.input), ("--jobs", args.jobs),
@@ -166,6 +166,12 @@ def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
                                     ("--gres-conf", getattr(args, "gres_conf", None))]
     if args.measurements:
         files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
+    if args.format == "slurm":
+        from .slurmconf import included_files
+
+        for what, path in files[:1] + files[2:4]:
+            if path is not None and os.path.isfile(path):
+                files += [(f"file included by {what}", p) for p in included_files(path)]
     return files
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "logical_lines",
     "config_lines",
     "read_config",
+    "included_files",
     "key_values",
     "expand_field",
     "parse_count",
@@ -132,6 +133,7 @@ class _Reading:
     used: int = 0
     files: int = 0
     chain: list[str] = field(default_factory=list)
+    included: list[str] = field(default_factory=list)
 
 
 def _included_paths(name: str, line: ConfigLine) -> list[str]:
@@ -169,6 +171,7 @@ def _include(path: str, line: ConfigLine, reading: _Reading) -> list[ConfigLine]
         raise InstanceError(f"Include nested more than {MAX_INCLUDE_DEPTH} files deep", source=line.source,
                             path=line.at("Include"))
     reading.files += 1
+    reading.included.append(path)
     if reading.files > MAX_INCLUDED_FILES:
         raise InstanceError(f"more than {MAX_INCLUDED_FILES:,} included files", source=line.source,
                             path=line.at("Include"))
@@ -226,12 +229,31 @@ def _lines(text: str, source: str, what: str, max_bytes: int | None, size: int) 
 def read_config(path: str | os.PathLike[str], *, what: str = "configuration file",
                 max_bytes: int | None = None) -> list[ConfigLine]:
     """:func:`config_lines` of a file, read with :func:`~pal_opt.io.read_text`'s guards."""
+    return _read_file(path, what, max_bytes)[0]
+
+
+def included_files(path: str | os.PathLike[str], *, what: str = "configuration file",
+                   max_bytes: int | None = None) -> list[str]:
+    """The files that the ``Include`` lines of the configuration file ``path`` read, directly or
+    through other included files, in the order they are read (a file included twice, twice).
+
+    A command checks its outputs against these before any work, so that an output cannot
+    overwrite a file the configuration includes.  The reading is :func:`read_config`'s, with its
+    errors.
+    """
+    return _read_file(path, what, max_bytes)[1].included
+
+
+def _read_file(path: str | os.PathLike[str], what: str, max_bytes: int | None) -> tuple[list[ConfigLine], _Reading]:
     from ..io import read_text
     from ..io.textfile import DEFAULT_MAX_BYTES
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     text = read_text(path, max_bytes=limit, what=what)
-    return _lines(text, os.fspath(path), what, limit, os.path.getsize(path))
+    source = os.fspath(path)
+    reading = _Reading(what, limit, used=os.path.getsize(path))
+    real = os.path.realpath(source) if os.path.isfile(source) else source
+    return _expand(text, source, real, reading), reading
 
 
 def key_values(line: ConfigLine) -> list[tuple[str, str]]:
