@@ -15,8 +15,12 @@ through it too.
   treated as running there — so sticky methods keep it and restart costs apply.  The result is
   priced on that round, :attr:`RoundPolicy.last_instance` (check it there:
   ``check(policy.last_instance, result)``), and ``result.info["carried"]`` lists the jobs so
-  treated.  Job ids name the same job from round to round: a scheduler that gives a finished
-  job's id to a new job calls :meth:`RoundPolicy.reset` first (or passes ``track_running=False``);
+  treated.  Job ids name the same job from round to round.  A job under a carried id whose
+  class or model differ from last round's, or that is a pipeline where it was a gang or the
+  other way round, is taken for a new job that reuses the id:
+  it is not carried, and ``result.info["reused_ids"]`` lists it.  A scheduler that gives a
+  finished job's id to a new job of the same kind calls :meth:`RoundPolicy.forget` with the
+  finished ids (or :meth:`RoundPolicy.reset`, or passes ``track_running=False``);
 * **the random stream**: ``method="random"`` draws from one seeded generator across rounds,
   so a whole run is reproducible from one seed.
 """
@@ -97,6 +101,7 @@ class RoundPolicy:
         self.last: PlacementResult | None = None
         self.last_instance: RoundInstance | None = None
         self.rounds = 0
+        self._reused: list[JobId] = []
 
     # ---------------------------------------------------------------- state helpers
     def _carry_running(self, instance: RoundInstance) -> RoundInstance:
@@ -104,11 +109,16 @@ class RoundPolicy:
             return instance
         cl = instance.cluster
         prev = self.last.placements
+        before = {j.id: j for j in self.last_instance.jobs} if self.last_instance is not None else {}
         taken = {g for j in instance.jobs if j.placement for g in j.placement}
         jobs: list[Job] = []
         changed = False
+        self._reused = []
         for j in instance.jobs:
             gpus = prev.get(j.id)
+            if gpus is not None and j.id in before and not _same_job(before[j.id], j):
+                self._reused.append(j.id)
+                gpus = None
             if j.placement is None and gpus is not None and len(gpus) == j.demand:
                 pos = [cl.position.get(int(g)) for g in gpus]
                 kept = replace(j, placement=tuple(int(g) for g in gpus))
@@ -131,11 +141,14 @@ class RoundPolicy:
         else:
             opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
         given = instance
+        self._reused = []
         instance = self._carry_running(instance)
         result = self._method.run(instance, opts)
         if instance is not given:
             result.info["carried"] = [j.id for j, k in zip(instance.jobs, given.jobs, strict=True)
                                       if j.placement is not None and k.placement is None]
+        if self._reused:
+            result.info["reused_ids"] = list(self._reused)
         self.last, self.last_instance = result, instance
         self.rounds += 1
         return result
@@ -144,8 +157,34 @@ class RoundPolicy:
         """Forget the last placement (the binning cache and random stream are kept)."""
         self.last = self.last_instance = None
 
+    def forget(self, *job_ids: JobId) -> None:
+        """Forget where the jobs ``job_ids`` ran: they finished (or left), so a job that reuses
+        one of their ids next round is new, not carried.  Ids this policy did not place are
+        ignored.
+
+        >>> from pal_opt.generate import generate_instance
+        >>> policy = RoundPolicy("pal")
+        >>> result = policy.place(generate_instance(4, 4, 6, seed=1))
+        >>> done = next(iter(result.placements))
+        >>> policy.forget(done)
+        >>> done in policy.last_placements
+        False
+        """
+        if self.last is None:
+            return
+        gone = set(job_ids) & set(self.last.placements)
+        if gone:
+            self.last = replace(self.last, placements={k: v for k, v in self.last.placements.items() if k not in gone})
+
     @property
     def last_placements(self) -> dict[JobId, tuple[int, ...]]:
         """The last round's placements (empty before the first round)."""
         return dict(self.last.placements) if self.last else {}
 
+
+def _same_job(before: Job, now: Job) -> bool:
+    """Whether ``now`` can be the job ``before`` under the same id a round later: demand, GPU
+    types and stages may change between rounds; the class, the model and whether the job is a
+    pipeline may not."""
+    return (before.perfclass == now.perfclass and before.model == now.model
+            and (before.pipeline is None) == (now.pipeline is None))

@@ -502,3 +502,28 @@ def test_round_policy_hands_back_the_round_it_placed_with_the_jobs_it_carried(me
     assert check(policy.last_instance, res) == []
     policy.reset()
     assert policy.last is None and policy.last_instance is None
+
+
+@pytest.mark.parametrize("method", ["pal", "packed-sticky", "ilp"])
+def test_round_policy_does_not_carry_a_new_job_that_reuses_a_finished_jobs_id(method: str) -> None:
+    from pal_opt import RoundPolicy
+
+    cl = Cluster.uniform(2, 4, {"classA": [1.0] * 8, "classB": [1.0] * 8})
+    params = RoundParams(restart_cost=30)
+    policy = RoundPolicy(method)
+    policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0, model="resnet50"),), params))
+    # x finished; a job of another class or model now goes by "x": new, not carried, and named
+    for new in (Job("x", 2, "classB", 0, model="resnet50"), Job("x", 2, "classA", 0, model="bert")):
+        again = RoundPolicy(method)
+        again.place(RoundInstance(cl, (Job("x", 2, "classA", 0, model="resnet50"),), params))
+        res = again.place(RoundInstance(cl, (new,), params))
+        assert res.info.get("carried") is None and res.info["reused_ids"] == ["x"]
+        assert res.jobs_to_terminate == () and not again.last_instance.job_by_id["x"].running
+    # the same class and model cannot be told apart: the scheduler says x finished
+    policy.forget("x", "never-placed")
+    assert policy.last_placements == {}
+    res = policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0, model="resnet50"),), params))
+    assert "carried" not in res.info and "reused_ids" not in res.info
+    # without forget, the same job is carried as before
+    res = policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0, model="resnet50"),), params))
+    assert res.info["carried"] == ["x"]
