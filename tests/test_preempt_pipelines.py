@@ -11,7 +11,8 @@ have pipeline stages (``formulations/preemption.md`` §6).
   the pipeline run its heavy stage on them inside one server; the greedy evicts the most recent
   one instead.
 * The greedy maps a pipeline's stages best on the GPUs PAL gives it; running jobs keep their GPU
-  lists; the deadline (greedy fallback, whole-call time limit); the restart cost (refused by
+  lists (the program too, on the same GPUs, when no slower); the stage program's constant prices
+  the running jobs it leaves out; the deadline (greedy fallback, whole-call time limit); the restart cost (refused by
   the stage program, as for ``ilp``); the checker on wrong answers; the command line; the
   simulator.
 """
