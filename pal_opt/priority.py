@@ -21,7 +21,10 @@ round program chooses which of them to preempt, :mod:`pal_opt.ilp.preempt`); the
 placed.  The greedy comparator evicts whole jobs in :func:`victim_order` instead (lowest priority
 first, then the most recently started, as Kueue and Volcano do).  Counting in GPUs is exact
 without GPU types: any set of jobs whose demand fits the free GPUs can be placed (a gang may span
-the cluster).  Rounds with pipeline jobs are not supported yet.
+the cluster).  A pipeline job (:attr:`pal_opt.model.Job.pipeline`) counts as its demand, its GPUs
+in all: it is admitted, kept or made optional as a gang is; only its placement differs (its
+stages mapped best on its GPUs, or placed by the stage program).  Pipeline jobs on a round with
+GPU types are refused (:func:`check_preemptible`).
 
 **With GPU types** (:func:`pal_opt.gputypes.has_types`) the GPUs are counted per type and per
 ``(priority, type)`` *cell* (the GPUs of that type held by running jobs of that priority), and a
@@ -112,9 +115,11 @@ class PreemptPlan:
 
 def check_preemptible(instance: RoundInstance) -> None:
     """Raise :class:`~pal_opt.errors.OptionError` for a round the preemptive methods do not
-    handle yet (pipeline jobs)."""
-    if any(j.pipeline is not None for j in instance.jobs):
-        raise OptionError("the preemptive methods do not support pipeline jobs yet")
+    handle: pipeline jobs on a round with GPU types (the stage program, which places pipelines,
+    does not place by GPU type)."""
+    if has_types(instance) and any(j.pipeline is not None for j in instance.jobs):
+        raise OptionError("the preemptive methods do not support pipeline jobs with GPU types "
+                          "(the stage program does not place by GPU type)")
 
 
 def homeless(instance: RoundInstance) -> list[int]:

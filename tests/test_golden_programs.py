@@ -1,11 +1,12 @@
 """Golden LP exports of the programs beyond the round program (``formulations/golden/*.lp``).
 
-One tiny, fixed instance per program: the preemption program (without and with GPU types), the stage program of a round with a
-pipeline job, the round program on a cluster of two GPU types, the Sia round program, the level
+One tiny, fixed instance per program: the preemption program (without and with GPU types, and
+the stage program with drop variables of a round with a pipeline job), the stage program of a
+round with a pipeline job, the round program on a cluster of two GPU types, the Sia round program, the level
 program of ``ilp`` with types, and Gavel-like's two linear programs.  Each export is regenerated
 and compared byte for byte; HiGHS reads each file back and must find the optimum worked out by
-hand in the case's comment (for the typed round, the Sia round and the level program also by
-brute force over their decisions here); the method that solves the program must reach it too.
+hand in the case's comment (for the typed round, the preemption rounds with GPU types and
+with a pipeline, the Sia round and the level program also by brute force over their decisions here); the method that solves the program must reach it too.
 After an intended change to a formulation or the writer, refresh them with::
 
     /work/venv/bin/python tests/test_golden_programs.py --update
@@ -34,7 +35,7 @@ from pal_opt.hetero.round import solve_program, solve_round, solve_round_dp
 from pal_opt.hetero.roundprogram import LAMBDA_N, RoundInput, build_round_program, round_objective
 from pal_opt.ilp import available_backends, build_formulation, solve_ilp
 from pal_opt.ilp.lpwriter import lp_text
-from pal_opt.ilp.preempt import preempt_program, solve_preempt
+from pal_opt.ilp.preempt import preempt_program, preempt_stage_program, solve_preempt
 from pal_opt.ilp.program import Program
 from pal_opt.ilp.stageround import build_stage_round
 from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
@@ -69,6 +70,19 @@ def _slack() -> RoundInstance:
     f = [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5]
     cl = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": f})
     jobs = (Job("p", 4, "classA", 0, pipeline=Pipeline((2.0, 1.0), (3, 1))), Job("g", 4, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+def _pipeline_contended() -> RoundInstance:
+    """Two servers of four GPUs; for classA GPUs 0-1 are fast (1.0) and 2-7 slow (1.5), classB
+    runs at 1.0 everywhere.  Running: A (classA, priority 0, GPUs 0-1, started first), B (classB,
+    priority 0, GPUs 4-5, started last), K (classB, priority 1, GPUs 6-7); GPUs 2-3 are free.
+    Waiting: p (classA, priority 2), a pipeline of stage times 3 and 1 on 2 + 2 GPUs."""
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0, 1.0] + [1.5] * 6, "classB": [1.0] * 8})
+    jobs = (Job("A", 2, "classA", placement=(0, 1), started=0.0),
+            Job("B", 2, "classB", placement=(4, 5), started=10.0),
+            Job("K", 2, "classB", placement=(6, 7), started=0.0, priority=1),
+            Job("p", 4, "classA", priority=2, pipeline=Pipeline((3.0, 1.0), (2, 2))))
     return RoundInstance(cl, jobs, RoundParams(binning="none"))
 
 
@@ -156,6 +170,13 @@ CASES: dict[str, Case] = {
     "preempt_typed": Case(lambda: preempt_program(_typed_contended()),
                           "pal-opt preemption round program with GPU types", -2 * math.log(1 - 30 / 360),
                           _case_doc(_typed_contended)),
+    # p claims priority 0's GPUs: A and B are optional, K kept.  Drop A (2 GPUs x 10 units), not B:
+    # p runs inside server 0, its heavy stage on the fast GPUs 0-1 and its light one (3 x 1.0 >
+    # 1 x 1.5: slack) on 2-3, at pace 1 (0); B and K (classB) on server 1 (0).  Dropping B instead
+    # leaves A (classA) a slow pair or p a slow heavy stage (at least 2 ln 1.5 more)
+    "preempt_pipeline": Case(lambda: preempt_stage_program(_pipeline_contended()).program,
+                             "pal-opt preemption stage program of a round with a pipeline job", 20.0,
+                             _case_doc(_pipeline_contended)),
     # each job inside one server: p puts its server's slow GPU on its slack stage (pace 2, its
     # least), g pays 1.5 for the other (spanning servers would cost 1.7): 4 ln 1.5
     "stage_slack": Case(lambda: build_stage_round(_slack(), [0, 1], binned_factors(_slack().cluster, "none")).program,
@@ -240,6 +261,34 @@ def test_typed_preemption_optimum_by_brute_force() -> None:
             p = {jid: gs for jid, gs in zip(options, pick, strict=True) if gs is not None}
             best = min(best, evaluate(inst, p, factors).cost)
     assert best == pytest.approx(CASES["preempt_typed"].optimum, abs=1e-9)
+
+
+def test_ilp_preempt_reaches_the_pipeline_golden_optimum() -> None:
+    inst = _pipeline_contended()
+    res = solve_preempt(inst, backend="highs")
+    assert res.objective == pytest.approx(CASES["preempt_pipeline"].optimum, abs=1e-9)
+    assert res.jobs_to_terminate == ("A",) and res.stages["p"] == ((0, 1), (2, 3))
+
+
+def test_pipeline_preemption_optimum_by_brute_force() -> None:
+    """Every placement of the plan: K and p placed, A and B placed or preempted, on disjoint
+    GPUs, p in every stage map of its GPUs, priced by ``pal_opt.cost.evaluate``."""
+    inst = _pipeline_contended()
+    factors = binned_factors(inst.cluster, "none")
+
+    def options(jid: str, free: tuple[int, ...]) -> list[tuple[int, ...] | None]:
+        if jid == "p":  # every 4 GPUs, every 2 of them on the first stage
+            return [(*a, *(g for g in q if g not in a)) for q in itertools.combinations(free, 4)
+                    for a in itertools.combinations(q, 2)]
+        return [*([None] if jid in "AB" else []), *itertools.combinations(free, 2)]
+
+    def best(todo: tuple[str, ...], free: tuple[int, ...], chosen: dict[str, tuple[int, ...]]) -> float:
+        if not todo:
+            return evaluate(inst, chosen, factors).cost
+        return min(best(todo[1:], free if gs is None else tuple(g for g in free if g not in gs),
+                        chosen if gs is None else {**chosen, todo[0]: gs}) for gs in options(todo[0], free))
+
+    assert best(("p", "K", "A", "B"), tuple(range(8)), {}) == pytest.approx(CASES["preempt_pipeline"].optimum, abs=1e-9)
 
 
 def test_the_stage_program_reaches_the_golden_optimum() -> None:

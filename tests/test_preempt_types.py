@@ -267,8 +267,10 @@ def test_the_backfill_counts_the_gpus_left_per_type() -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_pipeline_jobs_are_still_refused_on_a_typed_round(method: str) -> None:
+    """Untyped rounds with pipeline jobs are placed (``tests/test_preempt_pipelines.py``); the
+    stage program does not place by GPU type, so typed ones are refused."""
     inst = round_of((Job("p", 2, "classA", pipeline=Pipeline((1.0, 1.0), (1, 1))),))
-    with pytest.raises(OptionError, match="the preemptive methods do not support pipeline jobs yet"):
+    with pytest.raises(OptionError, match=r"the preemptive methods do not support pipeline jobs with GPU types"):
         pal_opt.solve(inst, method)
 
 
@@ -330,7 +332,7 @@ def _unknown_type(doc: dict[str, Any]) -> str:
 
 def _pipeline_job(doc: dict[str, Any]) -> str:
     doc["jobs"][3]["pipeline"] = {"stage_times": [1.0, 1.0], "replicas": [1, 1]}
-    return "the preemptive methods do not support pipeline jobs yet"
+    return "the preemptive methods do not support pipeline jobs with GPU types"
 
 
 @pytest.mark.parametrize("breaks", [_unknown_type, _pipeline_job])

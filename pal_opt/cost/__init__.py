@@ -20,6 +20,7 @@ from __future__ import annotations
 from .base import CostTerm
 from .evaluate import (
     CostSummary,
+    best_stage_order,
     evaluate,
     geomean_slowdown,
     job_slowdown,
@@ -27,6 +28,7 @@ from .evaluate import (
     left_out_charge,
     pace_factor,
     relative_gap,
+    stages_mapped_best,
 )
 from .registry import COST_TERMS, cost_terms, register_cost_term, unregister_cost_term, validate_cost_params
 
@@ -40,6 +42,8 @@ __all__ = [
     "geomean_slowdown",
     "job_slowdown",
     "pace_factor",
+    "best_stage_order",
+    "stages_mapped_best",
     "job_slowdown_pos",
     "left_out_charge",
     "register_cost_term",

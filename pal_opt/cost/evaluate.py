@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +14,8 @@ from .registry import cost_terms, validate_cost_params
 
 __all__ = [
     "pace_factor",
+    "best_stage_order",
+    "stages_mapped_best",
     "job_slowdown",
     "job_slowdown_pos",
     "CostSummary",
@@ -32,6 +34,43 @@ def pace_factor(job: Job, values: np.ndarray) -> float:
     if job.pipeline is None:
         return float(values.max())
     return job.pipeline.effective_factor([float(values[a:b].max()) for a, b in job.pipeline.slices()])
+
+
+def best_stage_order(job: Job, gpu_ids: Sequence[int], factors: np.ndarray, position: Mapping[int, int]) -> tuple[int, ...]:
+    """``gpu_ids`` in the stage order that makes ``job`` fastest: the slowest stages get the
+    fastest GPUs (for nested thresholds this is optimal).  ``factors`` are the job's class factors
+    by GPU position; ties keep the given order.  A gang's list is returned as it is."""
+    pipe = job.pipeline
+    if pipe is None:
+        return tuple(gpu_ids)
+    by_speed = sorted(gpu_ids, key=lambda g: factors[position[g]])  # stable: ties keep the order
+    order = sorted(range(len(pipe.stage_times)), key=lambda k: -pipe.stage_times[k])
+    given: dict[int, list[int]] = {}
+    at = 0
+    for k in order:
+        given[k] = by_speed[at:at + pipe.replicas[k]]
+        at += pipe.replicas[k]
+    return tuple(g for k in range(len(pipe.stage_times)) for g in given[k])
+
+
+def stages_mapped_best(instance: RoundInstance, factors: Mapping[str, np.ndarray],
+                       placements: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:
+    """``placements`` ({job id: GPU ids}) with every pipeline job's GPUs in its best stage order
+    (:func:`best_stage_order`; the greedy placements and the integer programs' starts map a
+    pipeline's stages this way); gangs' lists as given.
+
+    >>> from pal_opt.model import Cluster, Job, Pipeline, RoundInstance
+    >>> c = Cluster.uniform(1, 3, {"classA": [1.5, 1.0, 1.0]})
+    >>> p = Job("p", 3, "classA", pipeline=Pipeline((1.0, 2.0), (1, 2)))
+    >>> stages_mapped_best(RoundInstance(c, (p,)), c.factors, {"p": (0, 1, 2)})  # GPU 0 on the slack stage
+    {'p': (0, 1, 2)}
+    >>> stages_mapped_best(RoundInstance(c, (p,)), c.factors, {"p": (1, 2, 0)})
+    {'p': (0, 1, 2)}
+    """
+    pos = instance.cluster.position
+    jobs = instance.job_by_id
+    return {jid: best_stage_order(jobs[jid], gids, np.asarray(factors[jobs[jid].perfclass]), pos)
+            for jid, gids in placements.items()}
 
 
 def job_slowdown_pos(cluster: Cluster, factors: np.ndarray, job: Job, pos: np.ndarray) -> float:

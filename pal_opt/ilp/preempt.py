@@ -17,6 +17,17 @@
 
 The result's queue rule is ``"preempt"``; preempted and moved jobs are in ``jobs_to_terminate``.
 
+When the plan admits a pipeline job (:attr:`pal_opt.model.Job.pipeline`; it counts as its
+demand in the plan, as a gang does) the program is the stage program
+(:mod:`pal_opt.ilp.stageround`, ``formulations/pipeline_round.md``) over the same jobs with the
+same drop variables (:func:`preempt_stage_program`, ``formulations/preemption.md`` §6): the
+victims, every job's GPUs and every pipeline's stage map are chosen together.  Its start is the
+same greedy start, each pipeline placed by PAL has its stages mapped best on its GPUs
+(:func:`pal_opt.cost.best_stage_order`), and so do the pipelines backfilled.  As for ``ilp``, the
+stage program places a round non-sticky: a restart or migration cost for running jobs is an
+:class:`~pal_opt.errors.OptionError` (``preempt-greedy`` takes it); pipeline jobs with GPU types
+are refused (:func:`pal_opt.priority.check_preemptible`).
+
 With GPU types the plan counts per type (:func:`pal_opt.priority.preempt_plan`: each admitted job
 claims GPUs within one of its type groups, a witness that the program is feasible), the program is
 the typed round program (lanes, :mod:`pal_opt.ilp.typelanes`) with the drop variables, the greedy
@@ -33,14 +44,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..binning import binned_factors
-from ..cost import evaluate, relative_gap
+from ..cost import evaluate, relative_gap, stages_mapped_best
 from ..deadline import Deadline
+from ..errors import OptionError
 from ..gputypes import claim_all, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
 from ..priority import PreemptPlan, admission_order, evict_for, held_types, preempt_plan, victim_order
@@ -49,10 +61,12 @@ from .backends import SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
-from .running import keep_positions
+from .program import Program
+from .running import keep_positions, moving_is_charged
 from .solve import DECODE_PER_BUILD, FINISH_SECONDS
+from .stageround import StageRound, build_stage_round, decode_stage_round, encode_stage_round, has_pipelines
 
-__all__ = ["solve_preempt", "greedy_start", "preempt_program"]
+__all__ = ["solve_preempt", "greedy_start", "preempt_program", "preempt_stage_program"]
 
 
 def greedy_start(instance: RoundInstance, factors: Mapping[str, np.ndarray], plan: PreemptPlan) -> dict[JobId, tuple[int, ...]]:
@@ -135,15 +149,39 @@ def preempt_program(instance: RoundInstance, factors: Mapping[str, np.ndarray] |
         factors = binned_factors(instance.cluster, instance.params.binning)
     if plan is None:
         plan = preempt_plan(instance)
+    if has_pipelines(instance, plan.admitted):
+        raise OptionError("the plan admits pipeline jobs: their program is preempt_stage_program's")
     return build_formulation(instance, plan.admitted, factors=factors, optional=plan.optional)
+
+
+def preempt_stage_program(instance: RoundInstance, factors: Mapping[str, np.ndarray] | None = None,
+                          plan: PreemptPlan | None = None) -> StageRound:
+    """The program :func:`solve_preempt` solves when the plan admits a pipeline job
+    (``formulations/preemption.md`` §6): the stage program
+    (:func:`~pal_opt.ilp.stageround.build_stage_round`) over the plan's admitted jobs with a drop
+    variable per optional running job.  Defaults as :func:`preempt_program`'s; public so that the
+    program can be exported (the golden file ``formulations/golden/preempt_pipeline.lp``).
+
+    Raises
+    ------
+    OptionError
+        A cost term charges for moving a running job (the stage program places rounds non-sticky).
+    """
+    if factors is None:
+        factors = binned_factors(instance.cluster, instance.params.binning)
+    if plan is None:
+        plan = preempt_plan(instance)
+    return build_stage_round(instance, plan.admitted, factors, optional=plan.optional)
 
 
 def pal_greedy_on(instance: RoundInstance, factors: Mapping[str, np.ndarray], order: Sequence[int],
                   free_mask: np.ndarray) -> dict[JobId, tuple[int, ...]]:
-    """PAL's placement of ``order`` on the GPUs of ``free_mask`` (skipping a job that does not fit)."""
+    """PAL's placement of ``order`` on the GPUs of ``free_mask`` (skipping a job that does not fit),
+    every pipeline's stages mapped best on its GPUs (:func:`pal_opt.cost.stages_mapped_best`)."""
     from ..policies.pal import place_sequence
 
-    return place_sequence(instance, factors, order, free_mask=free_mask, backfill=True)
+    return stages_mapped_best(instance, factors, place_sequence(instance, factors, order, free_mask=free_mask,
+                                                                backfill=True))
 
 
 def solve_preempt(
@@ -183,6 +221,10 @@ def solve_preempt(
     factors = binned_factors(instance.cluster, mode)
     plan = preempt_plan(instance)
     work, pins = _program_round(instance, plan)
+    staged = has_pipelines(work, plan.admitted)
+    if staged and moving_is_charged(work):
+        raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost for running "
+                          "jobs is not supported by the stage program (ilp-preempt); preempt-greedy keeps them")
     start = greedy_start(work, factors, plan)
     cls = get_backend(backend)
     t_price = time.perf_counter()
@@ -197,32 +239,68 @@ def solve_preempt(
         return _finish(instance, _merged(instance, start, pins), factors, info, Status.FALLBACK, None, 0.0,
                        time.perf_counter() - t0, cls)
     t_build = time.perf_counter()
-    form = preempt_program(work, factors, plan)
-    built = time.perf_counter() - t0
-    vector = None
-    if warm_start and cls.supports_warm_start:
-        try:
-            vector = encode(form, start)
-        except ValueError:  # pragma: no cover - the start is a placement of the plan
-            vector = None
+    built = _Built.of(work, factors, plan, staged)
+    build_seconds = time.perf_counter() - t0
+    vector = built.encode(start) if warm_start and cls.supports_warm_start else None
     demand = sum(instance.jobs[i].demand for i in plan.admitted)
     opts = BackendOptions(time_limit=None if clock.limited else time_limit,
                           deadline=_solver_deadline(clock, time.perf_counter() - t_build, price),
                           abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
                           deterministic=deterministic, backend_params=dict(backend_params or {}))
-    sol = cls().solve(form, opts, start=vector)
+    sol = cls().solve(built.program, opts, start=vector)
     if sol.values is None and clock.limited and clock.passed():
         info["note"] = "time limit: the greedy start (the solver found nothing in time)"
-    info.update(solver_status=str(sol.status), num_vars=form.num_vars, num_rows=form.num_rows, warm_start=vector is not None,
-                program_objective=sol.objective)
+    info.update(solver_status=str(sol.status), num_vars=built.program.num_vars, num_rows=built.program.num_rows,
+                warm_start=vector is not None, program_objective=sol.objective, **built.info)
     placements = _merged(instance, start, pins)
     status = Status.FALLBACK
     if sol.values is not None:
-        found = _merged(instance, decode(form, sol.values), pins)
+        found = _merged(instance, built.decode(sol.values), pins)
         if evaluate(instance, found, factors).cost <= start_cost + 1e-9:
             placements = found
         status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
-    return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, built, cls)
+    return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, build_seconds, cls)
+
+
+@dataclass(frozen=True)
+class _Built:
+    """The program :func:`solve_preempt` solves, and how a placement maps to and from it: the
+    round program with drop variables (:func:`preempt_program`), or, when the plan admits a
+    pipeline job, the stage program with drop variables (:func:`preempt_stage_program`)."""
+
+    program: Program
+    form: Formulation | None
+    stage: StageRound | None
+
+    @classmethod
+    def of(cls, work: RoundInstance, factors: Mapping[str, np.ndarray], plan: PreemptPlan, staged: bool) -> _Built:
+        if staged:
+            sr = preempt_stage_program(work, factors, plan)
+            return cls(sr.program, None, sr)
+        form = preempt_program(work, factors, plan)
+        return cls(form, form, None)
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """What the result's ``info`` says of the program (``"program": "stage"`` for the stage program)."""
+        return {"program": "stage"} if self.stage is not None else {}
+
+    def encode(self, placements: Mapping[JobId, tuple[int, ...]]) -> np.ndarray | None:
+        """``placements`` (the greedy start) as the program's vector; None if it is not one."""
+        if self.stage is not None:
+            return encode_stage_round(self.stage, placements)
+        assert self.form is not None
+        try:
+            return encode(self.form, placements)
+        except ValueError:  # pragma: no cover - the start is a placement of the plan
+            return None
+
+    def decode(self, values: np.ndarray) -> dict[JobId, tuple[int, ...]]:
+        """The placement of a solution (pipelines' GPU lists in stage order)."""
+        if self.stage is not None:
+            return decode_stage_round(self.stage, values)
+        assert self.form is not None
+        return decode(self.form, values)
 
 
 #: Under a deadline: backfilling and pricing the answer take at most this many times pricing the

@@ -25,7 +25,14 @@ program's optimum (the tests compare them).
 :func:`solve_stage_round` solves it on any backend and returns a priced
 :class:`~pal_opt.result.PlacementResult` whose GPU lists (and ``stages``) are in stage order;
 :func:`pal_opt.ilp.solve_ilp` calls it when an admitted job has a pipeline.
-:func:`best_stage_order` is the best stage map of a fixed GPU set (sort), for comparisons.
+:func:`best_stage_order` (from :mod:`pal_opt.cost`) is the best stage map of a fixed GPU set (sort), for
+comparisons and the greedy placements.
+
+``ilp-preempt`` (:mod:`pal_opt.ilp.preempt`) builds the same program with ``optional=`` running
+jobs: each gets a drop variable ``u[j]`` that stands for all its modes and stages (it is then
+left out, preempted) and is priced by the cost terms' ``preempted`` charge
+(``formulations/preemption.md`` §6).  Running jobs left out of the program altogether pay that
+charge in the objective's constant, so every solution is priced at its round cost.
 """
 
 from __future__ import annotations
@@ -37,7 +44,14 @@ from typing import Any
 
 import numpy as np
 
-from ..cost import cost_terms, left_out_charge, relative_gap
+from ..cost import (
+    best_stage_order,
+    cost_terms,
+    left_out_charge,
+    pace_factor,
+    relative_gap,
+    stages_mapped_best,
+)
 from ..errors import BackendError, InstanceError, OptionError
 from ..model import GpuState, Job, JobId, Level, RoundInstance
 from ..result import PlacementResult, Status, priced_result
@@ -58,8 +72,8 @@ __all__ = [
     "start_placement",
 ]
 
-#: Column kinds of the program.
-KIND_MODE, KIND_STAGE, KIND_SERVER = 0, 1, 2
+#: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable).
+KIND_MODE, KIND_STAGE, KIND_SERVER, KIND_DROP = 0, 1, 2, 3
 _META = ("kind", "job", "group", "gtype", "node", "span")
 
 
@@ -89,23 +103,6 @@ def _paces(job: Job, values: np.ndarray) -> np.ndarray:
     return np.array([[t * v / top for v in values.tolist()] for t, _, _ in groups])
 
 
-def best_stage_order(job: Job, gpu_ids: Sequence[int], factors: np.ndarray, position: Mapping[int, int]) -> tuple[int, ...]:
-    """``gpu_ids`` in the stage order that makes ``job`` fastest: the slowest stages get the
-    fastest GPUs (for nested thresholds this is optimal).  ``factors`` are the job's class factors
-    by GPU position; ties keep the given order.  A gang's list is returned as it is."""
-    pipe = job.pipeline
-    if pipe is None:
-        return tuple(gpu_ids)
-    by_speed = sorted(gpu_ids, key=lambda g: factors[position[g]])  # stable: ties keep the order
-    order = sorted(range(len(pipe.stage_times)), key=lambda k: -pipe.stage_times[k])
-    given: dict[int, list[int]] = {}
-    at = 0
-    for k in order:
-        given[k] = by_speed[at:at + pipe.replicas[k]]
-        at += pipe.replicas[k]
-    return tuple(g for k in range(len(pipe.stage_times)) for g in given[k])
-
-
 # --------------------------------------------------------------------------- the program
 @dataclass(frozen=True, eq=False)
 class StageRound:
@@ -126,6 +123,8 @@ class StageRound:
         position, ``-1`` anywhere) and the mode's span (:class:`~pal_opt.model.Level`).
     pace
         Per column: the mode's pace (``nan`` for other columns).
+    optional
+        The admitted running jobs that may be left out (a drop column each, ``KIND_DROP``).
     """
 
     program: Program
@@ -140,6 +139,7 @@ class StageRound:
     node: np.ndarray
     span: np.ndarray
     pace: np.ndarray
+    optional: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,25 +197,25 @@ def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: list[tuple[in
     return out
 
 
-def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray]) -> StageRound:
+def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray], *,
+                      optional: Sequence[int] = ()) -> StageRound:
     """The program for the ``admitted`` jobs (indices into ``instance.jobs``) under ``factors``.
+
+    ``optional``: admitted running jobs that may be left out (preempted, ``ilp-preempt``): each
+    gets a drop column ``u[j]`` in its ``mode`` row and, times ``r_k``, in its ``stage`` rows, of
+    cost the cost terms' ``preempted`` charge.  The running jobs not admitted pay that charge in
+    the objective's constant (:func:`pal_opt.cost.left_out_charge`).
 
     Raises
     ------
     OptionError
         A cost term charges for moving a running job (the program has no keep variables: its
-        rounds are non-sticky, as PAL's).
+        rounds are non-sticky, as PAL's); ``optional`` names a job that is not an admitted
+        running job.
     InstanceError
         A job of two or more GPUs whose locality penalties decrease with the level.
     """
-    if moving_is_charged(instance):
-        raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost "
-                          "for running jobs is not supported by the stage program")
-    for i in admitted:
-        loc, job = instance.jobs[i].locality, instance.jobs[i]
-        if job.demand >= 2 and not (loc[0] <= loc[1] <= loc[2] if instance.cluster.racked else loc[0] <= loc[2]):
-            raise InstanceError("the stage program needs locality penalties that do not decrease with the level "
-                                f"(server <= rack <= cluster), got {job.locality!r}", path=f"jobs[{i}].locality")
+    _check_round(instance, admitted, optional)
     gpus = _gpu_types(instance, factors, admitted)
     b = ProgramBuilder(_META)
     paces: list[float] = []
@@ -228,17 +228,40 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
         modes = _modes(job, table, gpus.cnt, _nodes(instance, job.demand))
         if not modes:
             raise OptionError(f"job {job.id!r} cannot be placed on the free GPUs")
-        _add_job(b, rows, a, job, table, modes, gpus)
+        _add_job(b, rows, a, job, table, modes, gpus, i in optional)
         paces += [m[0] for m in modes]
         costs.append(_mode_costs(job, modes))
     rows.capacity(b, gpus.cnt)
     c = np.zeros(b.ncol)
     kind = b.meta("kind")
     c[kind == KIND_MODE] = np.concatenate(costs) if costs else []
-    program, meta = b.finish(c)
+    drops = np.flatnonzero(kind == KIND_DROP)
+    c[drops] = [_drop_cost(instance, instance.jobs[admitted[a]]) for a in b.meta("job")[drops].tolist()]
+    program, meta = b.finish(c, left_out_charge(instance, {instance.jobs[i].id for i in admitted}))
     pace = np.full(b.ncol, np.nan)
     pace[kind == KIND_MODE] = paces
-    return StageRound(program, instance, factors, tuple(admitted), gpus.gpu_type, pace=pace, **meta)
+    return StageRound(program, instance, factors, tuple(admitted), gpus.gpu_type, pace=pace,
+                      optional=tuple(sorted(optional)), **meta)
+
+
+def _check_round(instance: RoundInstance, admitted: Sequence[int], optional: Sequence[int]) -> None:
+    """What :func:`build_stage_round` refuses (its Raises)."""
+    if moving_is_charged(instance):
+        raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost "
+                          "for running jobs is not supported by the stage program")
+    if any(i not in admitted or instance.jobs[i].placement is None for i in optional) or len(set(optional)) < len(optional):
+        raise OptionError(f"optional must list distinct admitted running jobs, got {tuple(optional)}")
+    for i in admitted:
+        loc, job = instance.jobs[i].locality, instance.jobs[i]
+        if job.demand >= 2 and not (loc[0] <= loc[1] <= loc[2] if instance.cluster.racked else loc[0] <= loc[2]):
+            raise InstanceError("the stage program needs locality penalties that do not decrease with the level "
+                                f"(server <= rack <= cluster), got {job.locality!r}", path=f"jobs[{i}].locality")
+
+
+def _drop_cost(instance: RoundInstance, job: Job) -> float:
+    """What leaving out running ``job`` costs: every term's ``preempted`` charge (no term charges
+    for moving it: the program refuses such rounds, so nothing is saved by not moving it)."""
+    return sum(term.preempted(instance, job) for term in cost_terms())
 
 
 def _mode_costs(job: Job, modes: list[tuple[float, int, int, np.ndarray]]) -> np.ndarray:
@@ -268,23 +291,27 @@ class _Rows:
 
 
 def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray,
-             modes: list[tuple[float, int, int, np.ndarray]], gpus: _Gpus) -> None:
-    """One job's columns and rows (module docstring)."""
+             modes: list[tuple[float, int, int, np.ndarray]], gpus: _Gpus, optional: bool = False) -> None:
+    """One job's columns and rows (module docstring); with ``optional``, its drop column too."""
     groups = stage_groups(job)
     ngroups, ntypes = table.shape
     # (the whole cluster's node is -1: no number, "-" is not a CPLEX-LP name character)
     names = [f"m_j{a}_{('s', 'r', 'c')[span]}{node if node >= 0 else ''}_p{k}" for k, (_, span, node, _) in enumerate(modes)]
     m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a,
                    node=[x[2] for x in modes], span=[x[1] for x in modes])
-    b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size, dtype=np.int64), m, np.ones(m.size))
-    # stage columns c[k, g] and their count and threshold rows
+    u = b.add_cols([f"u_j{a}"], lo=0, hi=1, integer=True, kind=KIND_DROP, job=a) if optional else m[:0]
+    b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size + u.size, dtype=np.int64), np.concatenate((m, u)),
+               np.ones(m.size + u.size))
+    # stage columns c[k, g] and their count and threshold rows (Σ_g c[k, g] + r_k u = r_k)
     usable = np.flatnonzero(gpus.cnt.sum(axis=0) > 0)
     kk = np.repeat(np.arange(ngroups), usable.size)
     gg = np.tile(usable, ngroups)
     reps = np.array([r for _, _, r in groups])
     c = b.add_cols([f"c_j{a}_k{k}_g{g}" for k, g in zip(kk.tolist(), gg.tolist(), strict=True)], lo=0,
                    hi=reps[kk], integer=True, kind=KIND_STAGE, job=a, group=kk, gtype=gg)
-    b.add_rows([f"stage_j{a}_k{k}" for k in range(ngroups)], reps, reps, kk, c, np.ones(c.size))
+    ku = np.arange(ngroups) if u.size else kk[:0]
+    b.add_rows([f"stage_j{a}_k{k}" for k in range(ngroups)], reps, reps, np.concatenate((kk, ku)),
+               np.concatenate((c, np.repeat(u, ku.size))), np.concatenate((np.ones(c.size), reps[ku])))
     mode_pace = np.array([x[0] for x in modes])
     allow = table[kk, gg][:, None] <= mode_pace[None, :]  # (stage columns, modes)
     r_idx, m_idx = np.nonzero(allow)
@@ -329,7 +356,9 @@ def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray
 # --------------------------------------------------------------------------- decoding
 def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[int, ...]]:
     """Placements from a solution: each job's GPUs in stage order (lowest positions first among
-    equals, jobs in queue order).
+    equals, jobs in queue order); an optional job whose drop column is 1 is left out.  A running
+    pipeline job given exactly the GPUs it runs on keeps its own stage order when that is no
+    slower (:func:`_running_order`): its stages do not change for nothing.
 
     Raises
     ------
@@ -342,9 +371,12 @@ def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[
     for p in np.flatnonzero(sr.gpu_type >= 0).tolist():
         pool.setdefault((int(inst.cluster.server_of[p]), int(sr.gpu_type[p])), []).append(p)
     ids = inst.cluster.gpu_ids
+    dropped = set(sr.job[(sr.kind == KIND_DROP) & (x > 0)].tolist())
     out: dict[JobId, tuple[int, ...]] = {}
     for a, i in enumerate(sr.admitted):
         job = inst.jobs[i]
+        if a in dropped:
+            continue
         mine = (sr.job == a) & (x > 0)
         by_type: dict[int, list[int]] = {}
         for col in np.flatnonzero(mine & (sr.kind == KIND_SERVER)).tolist():
@@ -359,8 +391,20 @@ def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[
         gpus = _in_stage_order(job, per_group)
         if len(gpus) != job.demand or len(set(gpus)) != job.demand:
             raise BackendError(f"the stage program's answer does not give job {job.id!r} its {job.demand} GPUs")
-        out[job.id] = tuple(int(ids[p]) for p in gpus)
+        out[job.id] = tuple(int(ids[p]) for p in _running_order(sr, job, gpus))
     return out
+
+
+def _running_order(sr: StageRound, job: Job, gpus: list[int]) -> list[int]:
+    """``gpus`` (positions in stage order), or the running job's own list when it holds exactly
+    these GPUs in an order whose pace is no slower (:func:`pal_opt.cost.pace_factor`)."""
+    if job.pipeline is None or job.placement is None:
+        return gpus
+    own = sr.instance.cluster.positions(job.placement)
+    if sorted(own.tolist()) != sorted(gpus):
+        return gpus
+    values = np.asarray(sr.factors[job.perfclass])
+    return own.tolist() if pace_factor(job, values[own]) <= pace_factor(job, values[gpus]) else gpus
 
 
 def _in_stage_order(job: Job, per_group: Mapping[int, list[int]]) -> list[int]:
@@ -376,7 +420,8 @@ def _in_stage_order(job: Job, per_group: Mapping[int, list[int]]) -> list[int]:
 
 def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]) -> np.ndarray | None:
     """A placement (GPU lists in stage order) as a vector of the program, for a warm start; None
-    when a job's pace or span has no column (it then cannot be a start)."""
+    when a job's pace or span has no column (it then cannot be a start), or when it leaves out an
+    admitted job that is not optional (a job it leaves out is dropped)."""
     cl, x = sr.instance.cluster, np.zeros(sr.program.num_vars)
     col_of = {(int(sr.kind[c]), int(sr.job[c]), int(sr.group[c]), int(sr.gtype[c]), int(sr.node[c])): c
               for c in np.flatnonzero(sr.kind != KIND_MODE).tolist()}
@@ -384,6 +429,11 @@ def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]
              for c in np.flatnonzero(sr.kind == KIND_MODE).tolist()}
     for a, i in enumerate(sr.admitted):
         job = sr.instance.jobs[i]
+        if job.id not in placements:
+            if (KIND_DROP, a, -1, -1, -1) not in col_of:
+                return None
+            x[col_of[(KIND_DROP, a, -1, -1, -1)]] = 1
+            continue
         pos = cl.positions(placements[job.id])
         bounds = job.pipeline.slices() if job.pipeline is not None else [(0, job.demand)]
         group_of = {s: k for k, (_, members, _) in enumerate(stage_groups(job)) for s in members}
@@ -417,9 +467,7 @@ def start_placement(instance: RoundInstance, admitted: Sequence[int],
     placed = pal_greedy(instance, factors, admitted)
     if placed is None or len(placed) != len(admitted):
         return None
-    pos = instance.cluster.position
-    return {j: best_stage_order(instance.job_by_id[j], g, np.asarray(factors[instance.job_by_id[j].perfclass]), pos)
-            for j, g in placed.items()}
+    return stages_mapped_best(instance, factors, placed)
 
 
 def solve_stage_round(
@@ -467,7 +515,7 @@ def solve_stage_round(
         if fallback.objective < res.objective - 1e-9:  # a solver that ignored the start and stopped early
             res = fallback
     demand = sum(instance.jobs[i].demand for i in admitted)
-    bound = None if sol.bound is None else sol.bound + left_out_charge(instance, {instance.jobs[i].id for i in admitted})
+    bound = sol.bound  # (the running jobs left out are in the program's constant)
     res.bound = bound
     res.gap = relative_gap(res.objective, bound, demand)
     if res.status == Status.OPTIMAL and (res.gap is None or res.gap > 1e-6):

@@ -16,6 +16,13 @@ Kueue's and Volcano's rule, with PAL's placement:
 The result's queue rule is ``"preempt"`` (:mod:`pal_opt.check`); the evicted jobs are in
 ``jobs_to_terminate``.
 
+A pipeline job (:attr:`pal_opt.model.Job.pipeline`) counts as its demand in the walk, as a gang
+does.  PAL chooses its GPUs as a gang's, and its stages are then mapped best on them
+(:func:`pal_opt.cost.best_stage_order`: the slowest stages on the fastest GPUs), so its GPU list
+(and the result's ``stages``) is in stage order, as ``ilp`` gives it.  A kept running job keeps
+its GPU list, stage order included.  Pipeline jobs with GPU types are refused
+(:func:`pal_opt.priority.check_preemptible`).
+
 With GPU types (:func:`pal_opt.gputypes.has_types`) "fits" is counted per type: a job fits when
 one of its type groups (:func:`pal_opt.gputypes.type_groups`: one usable type, or all of them if
 it mixes; a guaranteed job's type) holds its demand of the GPUs no kept job holds and no job
@@ -38,7 +45,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..cost import job_slowdown_pos
+from ..cost import job_slowdown_pos, stages_mapped_best
 from ..gputypes import (
     TypeBudget,
     claim_all,
@@ -103,7 +110,7 @@ def place(
     mask = cl.state == GpuState.FREE
     for pos in kept.values():
         mask[pos] = False
-    new = place_sequence(instance, factors, admitted, free_mask=mask, backfill=True)
+    new = stages_mapped_best(instance, factors, place_sequence(instance, factors, admitted, free_mask=mask, backfill=True))
     out: dict[JobId, tuple[int, ...]] = {jobs[i].id: to_ids(cl, kept[i]) for i in sorted(kept)}
     out.update(new)
     return GreedyPlacement(out, jobs_to_terminate(instance, out), "preempt")
