@@ -178,6 +178,13 @@ def check_plot_target(path: str, flag: str = "--plot") -> None:
     if ext not in formats:
         raise OptionError(f"{flag} {path}: the file name must end in one of "
                           f"{', '.join('.' + f for f in sorted(formats))}")
+    if ext == "pgf":  # drawn through a TeX process: a missing one failed only after the work
+        import shutil
+
+        tex = str(matplotlib.rcParams["pgf.texsystem"])
+        if shutil.which(tex) is None:
+            raise OptionError(f"{flag} {path}: a .pgf figure needs {tex} (matplotlib's pgf.texsystem), "
+                              "which is not on PATH; install it or choose another format, such as .pdf")
 
 
 def job_ids(text: str) -> list[int | str]:
