@@ -266,10 +266,12 @@ def add_restart_arguments(
     from .options import DEFAULT_ROUND_LENGTH
 
     when = "is moved or resumed after a preemption" if resumed else "is moved"
-    keep = "the instance's" if from_instance else round_default
+    instance = "the instance's"
     p.add_argument("--restart-cost", type=nonneg_float, default=None if from_instance else 0.0, metavar="S",
                    help=f"seconds of work a running job loses on each of its GPUs when it {when} (GPU-seconds "
-                        f"per GPU; default {keep or 0}); the round program charges -ln(1 - S/R) per GPU")
+                        f"per GPU; default {instance if from_instance else 0}); the round program charges "
+                        "-ln(1 - S/R) per GPU")
+    keep = instance if from_instance else round_default  # round_default is --round's alone
     p.add_argument("--round", type=positive_float, default=None if from_instance else DEFAULT_ROUND_LENGTH,
                    metavar="R", help=f"round length in seconds (default {keep or f'{DEFAULT_ROUND_LENGTH:g}'})")
 
