@@ -32,7 +32,7 @@ from pal_opt.ilp import available_backends, solve_ilp
 from pal_opt.ilp.solve import OPTIMALITY_TOL
 from pal_opt.inforce import in_force_placement, repair_round
 from pal_opt.io import save_instance
-from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.repair import reduced_round, repair, repair_counts
 from pal_opt.result import Status
 from pal_opt.solve import solve
@@ -227,6 +227,23 @@ def test_a_gpu_already_failed_in_the_round_displaces_its_job():
     r = repair(inst, {"a": [6, 7], "b": [0, 1]}, [1], backend=BACKENDS[0])
     assert set(r.jobs_to_terminate) == {"a", "b"} and not r.unplaceable
     assert not {1, 7} & {g for gs in r.placements.values() for g in gs}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_displaced_pipeline_job_is_repaired_in_a_round_with_a_restart_cost(backend):
+    """The stage program prices no move, and the reduced round once held the displaced jobs as
+    running: a restart cost made every repair of a pipeline job an OptionError (and stopped
+    ``simulate --failures --restart-cost S`` on a trace with pipelines).  What the move costs is
+    a constant, counted once, on the repair round."""
+    cl = Cluster.from_arrays(range(8), [g // 4 for g in range(8)], {"classA": [1.0] * 6 + [1.5, 1.0]})
+    pipe = Job("p", 3, "classA", 0, (1.0, 1.7, 1.7), pipeline=Pipeline((2.0, 1.0), (2, 1)))
+    inst = RoundInstance(cl, (pipe, Job("g", 2, "classA", 1, (1.0, 1.7, 1.7))),
+                         RoundParams(binning="none", restart_cost=36.0, round_length=360.0))
+    r = repair(inst, {"p": [0, 1, 2], "g": [4, 5]}, [1], backend=backend)
+    assert r.status == Status.OPTIMAL and r.placements["g"] == (4, 5) and not r.unplaceable
+    assert not {1, 4, 5} & set(r.placements["p"]) and check(inst, r) == []
+    assert r.objective == pytest.approx(3 * -math.log(1 - 36.0 / 360.0))  # the move alone: p on 0, 2, 3
+    assert r.bound == pytest.approx(r.objective)
 
 
 def test_queued_jobs_are_not_started():
