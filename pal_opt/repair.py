@@ -354,10 +354,13 @@ def _after_migration(rr: RepairRound, kept: PlacementResult, full: PlacementResu
     placements = _settle(rr, full.placements, factors)
     res = _priced(rr, placements, factors, full, left_out, build_seconds=kept.build_seconds + full.build_seconds)
     res.solve_seconds += kept.solve_seconds
-    if res.status == Status.FALLBACK:  # the solver had nothing: its start, the answer that keeps them
+    if res.status == Status.FALLBACK:  # the solver had nothing: its cheapest start, at worst the answer that keeps them
         res.status = Status.FEASIBLE
-        res.message = (f"{full.backend}: no placement found in time; the answer that keeps every unaffected job "
-                       "is returned")
+        moved = len(res.info["repair"]["migrated"])
+        res.message = (f"{full.backend}: no placement found in time; " + (
+            "the answer that keeps every unaffected job is returned" if not moved else
+            f"the cheapest start placement ({full.info.get('start_source', 'greedy')}) is returned, "
+            f"which moves {moved} unaffected job{'s' * (moved != 1)}"))
     if full.bound is not None:
         res.bound = min(full.bound, res.objective)
         res.gap = relative_gap(res.objective, res.bound, res.gpus_used)

@@ -352,6 +352,34 @@ def test_settling_sends_back_a_move_that_does_not_pay(monkeypatch):
     assert r.objective == pytest.approx(0.5, abs=1e-12)  # d's forced move only
 
 
+@pytest.mark.parametrize("moves", [True, False])
+def test_a_migration_repair_out_of_time_says_whether_its_answer_moves_jobs(monkeypatch, moves):
+    """When the whole-round solve found nothing in time, the cheapest start is returned, which may
+    move unaffected jobs; the message once always said the answer kept every one of them."""
+    import pal_opt.ilp
+
+    inst, placement = _squeezed()
+    real = pal_opt.ilp.solve_ilp
+
+    def out_of_time(instance, **kw):
+        res = real(instance, **kw)
+        if "start" in kw:  # the whole-round solve: what solve_ilp returns when time ran out
+            res.status, res.info["start_source"] = Status.FALLBACK, "packing-keep"
+            if not moves:
+                res.placements = dict(kw["start"])
+        return res
+
+    monkeypatch.setattr(pal_opt.ilp, "solve_ilp", out_of_time)
+    r = repair(inst, placement, [5], backend=BACKENDS[0], allow_migration=0.1)
+    moved = r.info["repair"]["migrated"]
+    assert r.status == Status.FEASIBLE and bool(moved) == moves and check(inst, r) == []
+    if moves:
+        assert r.message.endswith("the cheapest start placement (packing-keep) is returned, which moves 1 "
+                                  "unaffected job") and len(moved) == 1, r.message
+    else:
+        assert r.message.endswith("the answer that keeps every unaffected job is returned"), r.message
+
+
 # --------------------------------------------------------------------------- solve_ilp(start=)
 def test_solve_ilp_start_is_never_beaten_by_a_worse_answer_and_must_be_valid():
     inst = _round(1)
