@@ -178,6 +178,13 @@ def check_plot_target(path: str, flag: str = "--plot") -> None:
     if ext not in formats:
         raise OptionError(f"{flag} {path}: the file name must end in one of "
                           f"{', '.join('.' + f for f in sorted(formats))}")
+    if ext == "pgf":  # drawn through a TeX process: a missing one failed only after the work
+        import shutil
+
+        tex = str(matplotlib.rcParams["pgf.texsystem"])
+        if shutil.which(tex) is None:
+            raise OptionError(f"{flag} {path}: a .pgf figure needs {tex} (matplotlib's pgf.texsystem), "
+                              "which is not on PATH; install it or choose another format, such as .pdf")
 
 
 def job_ids(text: str) -> list[int | str]:
@@ -259,10 +266,12 @@ def add_restart_arguments(
     from .options import DEFAULT_ROUND_LENGTH
 
     when = "is moved or resumed after a preemption" if resumed else "is moved"
-    keep = "the instance's" if from_instance else round_default
+    instance = "the instance's"
     p.add_argument("--restart-cost", type=nonneg_float, default=None if from_instance else 0.0, metavar="S",
                    help=f"seconds of work a running job loses on each of its GPUs when it {when} (GPU-seconds "
-                        f"per GPU; default {keep or 0}); the round program charges -ln(1 - S/R) per GPU")
+                        f"per GPU; default {instance if from_instance else 0}); the round program charges "
+                        "-ln(1 - S/R) per GPU")
+    keep = instance if from_instance else round_default  # round_default is --round's alone
     p.add_argument("--round", type=positive_float, default=None if from_instance else DEFAULT_ROUND_LENGTH,
                    metavar="R", help=f"round length in seconds (default {keep or f'{DEFAULT_ROUND_LENGTH:g}'})")
 

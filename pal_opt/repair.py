@@ -240,16 +240,18 @@ def sized_round(rr: RepairRound, admitted: Mapping[int, int]) -> RepairRound:
 
 # ---- step 2: the repair that keeps every unaffected job
 def reduced_round(rr: RepairRound) -> RoundInstance:
-    """The round of the reduced program: the displaced jobs alone (running on their GPUs in
-    force, which they must leave), on the repair round's cluster less the unaffected jobs' GPUs
-    (marked busy)."""
+    """The round of the reduced program: the displaced jobs alone, on the repair round's cluster
+    less the unaffected jobs' GPUs (marked busy).  They are not running there: each must leave
+    its GPUs in force, so what moving costs it is a constant, which pricing the answer on the
+    repair round adds back (:func:`_lift`); a round with pipeline jobs, whose program prices no
+    move (``formulations/pipeline_round.md``), is then solved like any other."""
     inst = rr.instance
     cl = inst.cluster
     state = cl.state.copy()
     held = [g for i in rr.kept for g in inst.jobs[i].placement or ()]
     if held:
         state[cl.positions(held)] = GpuState.BUSY
-    jobs = tuple(inst.jobs[i] for i in rr.displaced)
+    jobs = tuple(replace(inst.jobs[i], placement=None) for i in rr.displaced)
     return RoundInstance(cl.with_state(state), jobs, inst.params, inst.name)
 
 
@@ -352,10 +354,13 @@ def _after_migration(rr: RepairRound, kept: PlacementResult, full: PlacementResu
     placements = _settle(rr, full.placements, factors)
     res = _priced(rr, placements, factors, full, left_out, build_seconds=kept.build_seconds + full.build_seconds)
     res.solve_seconds += kept.solve_seconds
-    if res.status == Status.FALLBACK:  # the solver had nothing: its start, the answer that keeps them
+    if res.status == Status.FALLBACK:  # the solver had nothing: its cheapest start, at worst the answer that keeps them
         res.status = Status.FEASIBLE
-        res.message = (f"{full.backend}: no placement found in time; the answer that keeps every unaffected job "
-                       "is returned")
+        moved = len(res.info["repair"]["migrated"])
+        res.message = (f"{full.backend}: no placement found in time; " + (
+            "the answer that keeps every unaffected job is returned" if not moved else
+            f"the cheapest start placement ({full.info.get('start_source', 'greedy')}) is returned, "
+            f"which moves {moved} unaffected job{'s' * (moved != 1)}"))
     if full.bound is not None:
         res.bound = min(full.bound, res.objective)
         res.gap = relative_gap(res.objective, res.bound, res.gpus_used)

@@ -70,3 +70,14 @@ def test_simulate_and_simulate_sia_agree_on_the_shared_options() -> None:
     assert "TYPE:SERVERSxGPUS" in (sim["--cluster"].help or "")
     assert parsers["generate"]._option_string_actions["--cluster"].metavar == "TYPE:SERVERSxGPUS,..."
     assert sia["--round"].metavar == sim["--round"].metavar
+
+
+def test_restart_cost_help_gives_its_own_default() -> None:
+    """``simulate --help`` once said ``--restart-cost`` defaults to '360; sia traces: 60' (the
+    round length's default); it is 0."""
+    for name, parser in commands(build_parser()):
+        action = parser._option_string_actions.get("--restart-cost")
+        if action is None:
+            continue
+        said = "default the instance's" if action.default is None else f"default {action.default:g})"
+        assert said in " ".join((action.help or "").split()), f"{name} --restart-cost: {action.help!r}"

@@ -332,6 +332,24 @@ def test_bad_options_exit_2_with_one_line(name: str, tmp_path: Path, capsys: pyt
     assert not out.exists()
 
 
+def test_pgf_plot_without_its_tex_system_exits_2_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A .pgf figure is drawn by a TeX process: without one, the run used to end in a traceback
+    (exit 1) after the work."""
+    matplotlib = pytest.importorskip("matplotlib")
+    monkeypatch.setitem(matplotlib.rcParams, "pgf.texsystem", "lualatex")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no TeX here
+    path, out = tmp_path / "graph.txt", tmp_path / "out.json"
+    path.write_text(GOOD)
+    args = ["partition", str(path), "--machines", "2", "--bandwidth", "1e9", "--out", str(out)]
+    assert main([*args, "--plot", str(tmp_path / "stages.pgf")]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and captured.out == ""
+    assert "--plot" in lines[0] and "stages.pgf" in lines[0] and "lualatex" in lines[0], lines[0]
+    assert list(tmp_path.iterdir()) == [path]
+
+
 def test_partition_api_rejects_bad_levels() -> None:
     states = build_states(parse_profile(GOOD))
     for machines, rates, match in (([], [], "at least one level"), ([2], [1e9, 1e9], "levels"),

@@ -32,7 +32,7 @@ from pal_opt.ilp import available_backends, solve_ilp
 from pal_opt.ilp.solve import OPTIMALITY_TOL
 from pal_opt.inforce import in_force_placement, repair_round
 from pal_opt.io import save_instance
-from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.repair import reduced_round, repair, repair_counts
 from pal_opt.result import Status
 from pal_opt.solve import solve
@@ -229,6 +229,23 @@ def test_a_gpu_already_failed_in_the_round_displaces_its_job():
     assert not {1, 7} & {g for gs in r.placements.values() for g in gs}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_displaced_pipeline_job_is_repaired_in_a_round_with_a_restart_cost(backend):
+    """The stage program prices no move, and the reduced round once held the displaced jobs as
+    running: a restart cost made every repair of a pipeline job an OptionError (and stopped
+    ``simulate --failures --restart-cost S`` on a trace with pipelines).  What the move costs is
+    a constant, counted once, on the repair round."""
+    cl = Cluster.from_arrays(range(8), [g // 4 for g in range(8)], {"classA": [1.0] * 6 + [1.5, 1.0]})
+    pipe = Job("p", 3, "classA", 0, (1.0, 1.7, 1.7), pipeline=Pipeline((2.0, 1.0), (2, 1)))
+    inst = RoundInstance(cl, (pipe, Job("g", 2, "classA", 1, (1.0, 1.7, 1.7))),
+                         RoundParams(binning="none", restart_cost=36.0, round_length=360.0))
+    r = repair(inst, {"p": [0, 1, 2], "g": [4, 5]}, [1], backend=backend)
+    assert r.status == Status.OPTIMAL and r.placements["g"] == (4, 5) and not r.unplaceable
+    assert not {1, 4, 5} & set(r.placements["p"]) and check(inst, r) == []
+    assert r.objective == pytest.approx(3 * -math.log(1 - 36.0 / 360.0))  # the move alone: p on 0, 2, 3
+    assert r.bound == pytest.approx(r.objective)
+
+
 def test_queued_jobs_are_not_started():
     inst = _round(5, jobs=30)
     placed = solve(inst, "pal")
@@ -333,6 +350,34 @@ def test_settling_sends_back_a_move_that_does_not_pay(monkeypatch):
     r = repair(inst, {"x": [0], "d": [4]}, [4], backend=BACKENDS[0], allow_migration=0.5)
     assert r.placements["x"] == (0,) and r.info["repair"]["migrated"] == []
     assert r.objective == pytest.approx(0.5, abs=1e-12)  # d's forced move only
+
+
+@pytest.mark.parametrize("moves", [True, False])
+def test_a_migration_repair_out_of_time_says_whether_its_answer_moves_jobs(monkeypatch, moves):
+    """When the whole-round solve found nothing in time, the cheapest start is returned, which may
+    move unaffected jobs; the message once always said the answer kept every one of them."""
+    import pal_opt.ilp
+
+    inst, placement = _squeezed()
+    real = pal_opt.ilp.solve_ilp
+
+    def out_of_time(instance, **kw):
+        res = real(instance, **kw)
+        if "start" in kw:  # the whole-round solve: what solve_ilp returns when time ran out
+            res.status, res.info["start_source"] = Status.FALLBACK, "packing-keep"
+            if not moves:
+                res.placements = dict(kw["start"])
+        return res
+
+    monkeypatch.setattr(pal_opt.ilp, "solve_ilp", out_of_time)
+    r = repair(inst, placement, [5], backend=BACKENDS[0], allow_migration=0.1)
+    moved = r.info["repair"]["migrated"]
+    assert r.status == Status.FEASIBLE and bool(moved) == moves and check(inst, r) == []
+    if moves:
+        assert r.message.endswith("the cheapest start placement (packing-keep) is returned, which moves 1 "
+                                  "unaffected job") and len(moved) == 1, r.message
+    else:
+        assert r.message.endswith("the answer that keeps every unaffected job is returned"), r.message
 
 
 # --------------------------------------------------------------------------- solve_ilp(start=)
