@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -176,3 +177,104 @@ def test_decreasing_locality_penalties_are_refused() -> None:
 
     with pytest.raises(InstanceError, match="must not decrease"):  # refused where the job is built
         Job("p", 4, "classA", 0, (1.0, 1.2, 0.9), pipeline=Pipeline((2.0, 1.0), (3, 1)))
+
+
+# ---------------------------------------------------------------- GPU types
+@st.composite
+def typed_pipeline_rounds(draw: Any) -> RoundInstance:
+    """A small round on two or three GPU types (servers of 2 or 4 GPUs, sometimes a throughput
+    table); jobs restricted to one type, guaranteed, mixing or free, some of them pipelines."""
+    names = ("a", "b", "c")[:draw(st.integers(2, 3))]
+    sizes = [(t, draw(st.sampled_from((2, 4)))) for t in names for _ in range(draw(st.integers(1, 2)))]
+    types = [t for t, n in sizes for _ in range(n)]
+    server = [s for s, (_, n) in enumerate(sizes) for _ in range(n)]
+    if len(types) > 10:  # (the brute force enumerates GPU permutations)
+        types, server = types[:10], server[:10]
+        names = tuple(t for t in names if t in types)
+    f = [draw(st.sampled_from((1.0, 1.2, 1.5))) for _ in types]
+    throughput = {"classA": {t: draw(st.sampled_from((1.0, 2.0))) for t in names}} if draw(st.booleans()) else None
+    cl = Cluster.from_arrays(range(len(types)), server, {"classA": f}, gpu_types=types, throughput=throughput)
+    jobs = []
+    for k in range(draw(st.integers(1, 3))):
+        d = draw(st.integers(1, 4))
+        kw: dict[str, Any] = {}
+        how = draw(st.integers(0, 3))
+        if how == 0:
+            kw.update(kind="guaranteed", gpu_type=draw(st.sampled_from(names)))
+        elif how == 1:
+            kw["allowed_types"] = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True)))
+        elif how == 2:
+            kw["mix_types"] = True
+        if d >= 2 and draw(st.booleans()):
+            cut = draw(st.integers(1, d - 1))
+            kw["pipeline"] = Pipeline((draw(STAGE_TIMES), draw(STAGE_TIMES)), (cut, d - cut))
+        jobs.append(Job(k, d, "classA", k, **kw))
+    return RoundInstance(cl, tuple(jobs), RoundParams(binning="none"), name="typed pipelines")
+
+
+def typed_brute_force(instance: RoundInstance, admitted: list[int], factors: Mapping[str, np.ndarray]) -> float:
+    """:func:`brute_force` over the GPU lists each job may take: all of one of its type groups."""
+    from pal_opt.gputypes import type_groups
+
+    cl = instance.cluster
+    best = [math.inf]
+
+    def rec(k: int, avail: tuple[int, ...], acc: float) -> None:
+        if k == len(admitted):
+            best[0] = min(best[0], acc)
+            return
+        job = instance.jobs[admitted[k]]
+        for group in type_groups(cl, job):
+            mine = tuple(p for p in avail if int(cl.type_of[p]) in group)
+            for combo in itertools.combinations(mine, job.demand):
+                for gpus in (itertools.permutations(combo) if job.pipeline is not None else [combo]):
+                    s = job_slowdown_pos(cl, np.asarray(factors[job.perfclass]), job, np.asarray(gpus))
+                    rec(k + 1, tuple(p for p in avail if p not in gpus), acc + job.demand * math.log(s))
+
+    rec(0, tuple(range(cl.num_gpus)), 0.0)
+    return best[0]
+
+
+@settings(max_examples=80, **_SET)  # type: ignore[arg-type]
+@given(typed_pipeline_rounds())
+def test_with_gpu_types_every_stage_runs_on_a_type_its_job_may_use(inst: RoundInstance) -> None:
+    admitted = admit(inst, "prefix")
+    if not admitted:
+        return
+    factors = binned_factors(inst.cluster, "none")
+    res = solve_stage_round(inst, admitted, factors, admission="prefix")
+    assert check(inst, res) == []  # usable types, one type per job unless it mixes
+    assert res.status == Status.OPTIMAL
+    assert res.objective == pytest.approx(typed_brute_force(inst, admitted, factors), abs=1e-9)
+    sr = build_stage_round(inst, admitted, factors)  # the answer, encoded back, prices the same
+    x = encode_stage_round(sr, res.placements)
+    assert x is not None and sr.program.is_feasible(x)
+    assert sr.program.objective(x) == pytest.approx(res.objective, abs=1e-9)
+
+
+@settings(max_examples=30, **_SET)  # type: ignore[arg-type]
+@given(typed_pipeline_rounds())
+def test_with_gpu_types_one_stage_pipelines_give_the_round_programs_optimum(inst: RoundInstance) -> None:
+    gangs = RoundInstance(inst.cluster, tuple(replace(j, pipeline=None) for j in inst.jobs), inst.params)
+    piped = RoundInstance(inst.cluster, tuple(replace(j, pipeline=Pipeline((1.0,), (j.demand,))) for j in inst.jobs),
+                          inst.params)
+    ref, res = solve_ilp(gangs), solve_ilp(piped)
+    assert res.info["program"] == "stage" and check(piped, res) == []
+    assert set(res.placements) == set(ref.placements)
+    assert res.objective == pytest.approx(ref.objective, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_a_pipeline_restricted_to_one_type_stays_on_it(backend: str) -> None:
+    """Found by the preemption work: the stage program grouped GPUs by factor only, so a pipeline
+    that may use type a took a GPU of type b with the same factor ('not of its type', and two
+    types for a job that does not mix)."""
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="bbbbaaaa")
+    for kw in ({"allowed_types": ("a",)}, {"kind": "guaranteed", "gpu_type": "a"}):
+        inst = RoundInstance(cl, (Job("p", 4, "classA", 0, pipeline=Pipeline((1.0, 1.0), (3, 1)), **kw),),
+                             RoundParams(binning="none"))
+        res = solve_ilp(inst, backend=backend)
+        assert res.info["program"] == "stage" and check(inst, res) == []
+        assert sorted(res.placements["p"]) == [4, 5, 6, 7]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -53,6 +53,7 @@ from ..cost import (
     stages_mapped_best,
 )
 from ..errors import BackendError, InstanceError, OptionError
+from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
@@ -144,11 +145,26 @@ class StageRound:
 
 @dataclass(frozen=True)
 class _Gpus:
-    """Free GPUs by type: ``type_values[class]`` per type, ``cnt[s, g]`` per server."""
+    """Free GPUs by cell (GPUs of one GPU type with equal factors): ``type_values[class]`` per
+    cell, ``cnt[s, g]`` per server, ``kind[g]`` the cell's GPU type (0 on an untyped cluster)."""
 
     gpu_type: np.ndarray
     type_values: dict[str, np.ndarray]
     cnt: np.ndarray
+    kind: np.ndarray
+
+
+class _Mode(NamedTuple):
+    """One way a job may run: its pace, span, node (server or rack position, -1 anywhere), the
+    servers it covers, the cells it may draw from (its usable GPU types: one, or several if it
+    mixes) and which of its type groups that is."""
+
+    pace: float
+    span: int
+    node: int
+    servers: np.ndarray
+    cells: np.ndarray
+    tgroup: int
 
 
 def _gpu_types(instance: RoundInstance, factors: Mapping[str, np.ndarray], admitted: Sequence[int]) -> _Gpus:
@@ -156,14 +172,27 @@ def _gpu_types(instance: RoundInstance, factors: Mapping[str, np.ndarray], admit
     free = np.flatnonzero(cl.state == GpuState.FREE)
     classes = sorted({instance.jobs[i].perfclass for i in admitted})
     if not classes:  # nothing to place
-        return _Gpus(np.full(cl.num_gpus, -1, dtype=np.int64), {}, np.zeros((cl.num_servers, 0), dtype=np.int64))
-    cols = np.column_stack([np.asarray(factors[c], dtype=np.float64)[free] for c in classes])
+        none = np.zeros(0, dtype=np.int64)
+        return _Gpus(np.full(cl.num_gpus, -1, dtype=np.int64), {}, np.zeros((cl.num_servers, 0), dtype=np.int64), none)
+    # the GPU type first (a cell never spans two types), then the factors (untyped: all type 0)
+    cols = np.column_stack([cl.type_of[free].astype(np.float64)]
+                           + [np.asarray(factors[c], dtype=np.float64)[free] for c in classes])
     rows, inverse = np.unique(cols, axis=0, return_inverse=True)
     gpu_type = np.full(cl.num_gpus, -1, dtype=np.int64)
     gpu_type[free] = inverse.reshape(-1)
     cnt = np.zeros((cl.num_servers, rows.shape[0]), dtype=np.int64)
     np.add.at(cnt, (cl.server_of[free], inverse.reshape(-1)), 1)
-    return _Gpus(gpu_type, {c: rows[:, i] for i, c in enumerate(classes)}, cnt)
+    return _Gpus(gpu_type, {c: rows[:, i + 1] for i, c in enumerate(classes)}, cnt, rows[:, 0].astype(np.int64))
+
+
+def _type_cells(instance: RoundInstance, job: Job, gpus: _Gpus) -> list[np.ndarray]:
+    """Per type group the job may be drawn from (:func:`pal_opt.gputypes.type_groups`: each usable
+    type alone, or all together if it mixes), the mask of the cells of those types; one group of
+    every cell on an untyped cluster."""
+    cl = instance.cluster
+    if not cl.typed:
+        return [np.ones(gpus.kind.size, dtype=bool)]
+    return [np.isin(gpus.kind, np.asarray(group, dtype=np.int64)) for group in type_groups(cl, job)]
 
 
 def _nodes(instance: RoundInstance, demand: int) -> list[tuple[int, int, np.ndarray]]:
@@ -181,19 +210,22 @@ def _nodes(instance: RoundInstance, demand: int) -> list[tuple[int, int, np.ndar
     return out
 
 
-def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: list[tuple[int, int, np.ndarray]]) -> list[tuple[float, int, int, np.ndarray]]:
-    """Feasible modes ``(pace, span, node, servers)`` of one job in isolation: at pace ``π`` the
-    slowest ``i + 1`` groups together need no more GPUs than the node has at or under their
-    thresholds (the thresholds are nested, so this is exact for the job alone)."""
+def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: list[tuple[int, int, np.ndarray]],
+           type_cells: Sequence[np.ndarray]) -> list[_Mode]:
+    """Feasible modes of one job in isolation, per type group (``type_cells``): at pace ``π`` the
+    slowest ``i + 1`` stage groups together need no more GPUs of the type group than the node has
+    at or under their thresholds (the thresholds are nested, so this is exact for the job alone)."""
     groups = stage_groups(job)
     need = np.cumsum([r for _, _, r in groups])
     out = []
-    for pace in np.unique(paces).tolist():
-        allowed = paces <= pace  # (groups, types); each row contains the row above it
-        for span, node, servers in nodes:
-            have = (allowed * counts[servers].sum(axis=0)[None, :]).sum(axis=1)
-            if np.all(have >= need):
-                out.append((pace, span, node, servers))
+    for t, cells in enumerate(type_cells):
+        mine = counts * cells[None, :]
+        for pace in np.unique(paces[:, cells]).tolist():
+            allowed = paces <= pace  # (stage groups, cells); each row contains the row above it
+            for span, node, servers in nodes:
+                have = (allowed * mine[servers].sum(axis=0)[None, :]).sum(axis=1)
+                if np.all(have >= need):
+                    out.append(_Mode(pace, span, node, servers, cells, t))
     return out
 
 
@@ -225,7 +257,7 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
         job = instance.jobs[i]
         values = gpus.type_values[job.perfclass]
         table = _paces(job, values)
-        modes = _modes(job, table, gpus.cnt, _nodes(instance, job.demand))
+        modes = _modes(job, table, gpus.cnt, _nodes(instance, job.demand), _type_cells(instance, job, gpus))
         if not modes:
             raise OptionError(f"job {job.id!r} cannot be placed on the free GPUs")
         _add_job(b, rows, a, job, table, modes, gpus, i in optional)
@@ -264,7 +296,7 @@ def _drop_cost(instance: RoundInstance, job: Job) -> float:
     return sum(term.preempted(instance, job) for term in cost_terms())
 
 
-def _mode_costs(job: Job, modes: list[tuple[float, int, int, np.ndarray]]) -> np.ndarray:
+def _mode_costs(job: Job, modes: list[_Mode]) -> np.ndarray:
     values = np.array([m[0] for m in modes])
     span = np.array([m[1] for m in modes], dtype=np.int64)
     total = np.zeros(values.size)
@@ -291,19 +323,20 @@ class _Rows:
 
 
 def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray,
-             modes: list[tuple[float, int, int, np.ndarray]], gpus: _Gpus, optional: bool = False) -> None:
+             modes: list[_Mode], gpus: _Gpus, optional: bool = False) -> None:
     """One job's columns and rows (module docstring); with ``optional``, its drop column too."""
     groups = stage_groups(job)
     ngroups, ntypes = table.shape
     # (the whole cluster's node is -1: no number, "-" is not a CPLEX-LP name character)
-    names = [f"m_j{a}_{('s', 'r', 'c')[span]}{node if node >= 0 else ''}_p{k}" for k, (_, span, node, _) in enumerate(modes)]
+    names = [f"m_j{a}_{('s', 'r', 'c')[x.span]}{x.node if x.node >= 0 else ''}_p{k}" for k, x in enumerate(modes)]
     m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a,
-                   node=[x[2] for x in modes], span=[x[1] for x in modes])
+                   node=[x.node for x in modes], span=[x.span for x in modes], group=[x.tgroup for x in modes])
     u = b.add_cols([f"u_j{a}"], lo=0, hi=1, integer=True, kind=KIND_DROP, job=a) if optional else m[:0]
     b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size + u.size, dtype=np.int64), np.concatenate((m, u)),
                np.ones(m.size + u.size))
     # stage columns c[k, g] and their count and threshold rows (Σ_g c[k, g] + r_k u = r_k)
-    usable = np.flatnonzero(gpus.cnt.sum(axis=0) > 0)
+    cells = np.column_stack([x.cells for x in modes])  # (cells, modes): where each mode may draw
+    usable = np.flatnonzero((gpus.cnt.sum(axis=0) > 0) & cells.any(axis=1))
     kk = np.repeat(np.arange(ngroups), usable.size)
     gg = np.tile(usable, ngroups)
     reps = np.array([r for _, _, r in groups])
@@ -312,8 +345,8 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
     ku = np.arange(ngroups) if u.size else kk[:0]
     b.add_rows([f"stage_j{a}_k{k}" for k in range(ngroups)], reps, reps, np.concatenate((kk, ku)),
                np.concatenate((c, np.repeat(u, ku.size))), np.concatenate((np.ones(c.size), reps[ku])))
-    mode_pace = np.array([x[0] for x in modes])
-    allow = table[kk, gg][:, None] <= mode_pace[None, :]  # (stage columns, modes)
+    mode_pace = np.array([x.pace for x in modes])
+    allow = (table[kk, gg][:, None] <= mode_pace[None, :]) & cells[gg]  # (stage columns, modes)
     r_idx, m_idx = np.nonzero(allow)
     n = c.size
     b.add_rows([f"pace_j{a}_k{k}_g{g}" for k, g in zip(kk.tolist(), gg.tolist(), strict=True)], -np.inf, 0,
@@ -323,11 +356,11 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
 
 
 def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray,
-                 modes: list[tuple[float, int, int, np.ndarray]], c: np.ndarray, gg: np.ndarray,
+                 modes: list[_Mode], c: np.ndarray, gg: np.ndarray,
                  usable: np.ndarray, gpus: _Gpus) -> None:
     """Server columns ``b[s, g]``: the link rows to the stage columns, the locality rows to the
     modes, and the capacity entries."""
-    servers = np.unique(np.concatenate([x[3] for x in modes]))
+    servers = np.unique(np.concatenate([x.servers for x in modes]))
     ss, sg = np.nonzero(gpus.cnt[servers][:, usable] > 0)
     ss, sg = servers[ss], usable[sg]
     bcols = b.add_cols([f"b_j{a}_s{s}_g{g}" for s, g in zip(ss.tolist(), sg.tolist(), strict=True)], lo=0,
@@ -341,8 +374,8 @@ def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray
     # locality: Σ_g b[s, g] ≤ d · Σ_{modes covering s} m
     spos = {s: i for i, s in enumerate(servers.tolist())}
     cover_r, cover_c = [], []
-    for k, (_, _, _, members) in enumerate(modes):
-        for s in members.tolist():
+    for k, x in enumerate(modes):
+        for s in x.servers.tolist():
             cover_r.append(spos[s])
             cover_c.append(m[k])
     b.add_rows([f"where_j{a}_s{s}" for s in servers.tolist()], -np.inf, 0,
@@ -425,7 +458,7 @@ def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]
     cl, x = sr.instance.cluster, np.zeros(sr.program.num_vars)
     col_of = {(int(sr.kind[c]), int(sr.job[c]), int(sr.group[c]), int(sr.gtype[c]), int(sr.node[c])): c
               for c in np.flatnonzero(sr.kind != KIND_MODE).tolist()}
-    modes = {(int(sr.job[c]), float(sr.pace[c]), int(sr.span[c]), int(sr.node[c])): c
+    modes = {(int(sr.job[c]), float(sr.pace[c]), int(sr.span[c]), int(sr.node[c]), int(sr.group[c])): c
              for c in np.flatnonzero(sr.kind == KIND_MODE).tolist()}
     for a, i in enumerate(sr.admitted):
         job = sr.instance.jobs[i]
@@ -445,7 +478,7 @@ def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]
         servers = {int(cl.server_of[p]) for p in pos.tolist()}
         node = next(iter(servers)) if span == Level.SERVER else (
             int(cl.rack_of_server[next(iter(servers))]) if span == Level.RACK else -1)
-        key = (a, pace, span, node)
+        key = (a, pace, span, node, _type_group(cl, job, pos))
         if key not in modes or np.any(sr.gpu_type[pos] < 0):
             return None
         x[modes[key]] = 1
@@ -455,6 +488,15 @@ def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]
                 x[col_of[(KIND_STAGE, a, group_of[s], g, -1)]] += 1
                 x[col_of[(KIND_SERVER, a, -1, g, int(cl.server_of[p]))]] += 1
     return x
+
+
+def _type_group(cl: Any, job: Job, pos: np.ndarray) -> int:
+    """Which of the job's type groups (:func:`_type_cells`) the GPUs at ``pos`` are drawn from
+    (-1: none, so the placement has no mode)."""
+    if not cl.typed:
+        return 0
+    used = set(cl.type_of[pos].tolist())
+    return next((t for t, group in enumerate(type_groups(cl, job)) if used <= set(group)), -1)
 
 
 # --------------------------------------------------------------------------- solving
