@@ -23,8 +23,7 @@ first, then the most recently started, as Kueue and Volcano do).  Counting in GP
 without GPU types: any set of jobs whose demand fits the free GPUs can be placed (a gang may span
 the cluster).  A pipeline job (:attr:`pal_opt.model.Job.pipeline`) counts as its demand, its GPUs
 in all: it is admitted, kept or made optional as a gang is; only its placement differs (its
-stages mapped best on its GPUs, or placed by the stage program).  Pipeline jobs on a round with
-GPU types are refused (:func:`check_preemptible`).
+stages mapped best on its GPUs, or placed by the stage program), with GPU types too.
 
 **With GPU types** (:func:`pal_opt.gputypes.has_types`) the GPUs are counted per type and per
 ``(priority, type)`` *cell* (the GPUs of that type held by running jobs of that priority), and a
@@ -66,12 +65,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import OptionError
 from .gputypes import fits_types, free_per_type, has_types, type_groups
 from .model import GpuState, RoundInstance
 
 __all__ = ["PreemptPlan", "homeless", "admission_order", "victim_order", "evict_for", "evict_for_types",
-           "held_types", "resized", "preempt_plan", "check_preemptible"]
+           "held_types", "resized", "preempt_plan"]
 
 
 @dataclass(frozen=True)
@@ -111,15 +109,6 @@ class PreemptPlan:
     def admitted(self) -> tuple[int, ...]:
         """Every job the program sees, in queue order."""
         return tuple(sorted((*self.waiting, *self.kept, *self.optional)))
-
-
-def check_preemptible(instance: RoundInstance) -> None:
-    """Raise :class:`~pal_opt.errors.OptionError` for a round the preemptive methods do not
-    handle: pipeline jobs on a round with GPU types (the stage program, which places pipelines,
-    does not place by GPU type)."""
-    if has_types(instance) and any(j.pipeline is not None for j in instance.jobs):
-        raise OptionError("the preemptive methods do not support pipeline jobs with GPU types "
-                          "(the stage program does not place by GPU type)")
 
 
 def homeless(instance: RoundInstance) -> list[int]:
@@ -201,7 +190,6 @@ def preempt_plan(instance: RoundInstance) -> PreemptPlan:
     >>> preempt_plan(RoundInstance(c, jobs))
     PreemptPlan(waiting=(2,), kept=(), optional=(0, 1))
     """
-    check_preemptible(instance)
     if has_types(instance):
         return _typed_plan(instance)
     jobs = instance.jobs

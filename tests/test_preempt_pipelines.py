@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_preempt_types import typed_rounds
 
 import pal_opt
 from pal_opt.binning import binned_factors
@@ -164,6 +166,49 @@ def test_the_greedy_start_is_a_feasible_warm_start_and_never_beats_the_program(i
     assert res.info["program"] == "stage" and res.info["warm_start"] and res.info["solver_status"] == "optimal"
     assert res.info["start_objective"] == pytest.approx(cost, abs=1e-9)
     assert res.info["program_objective"] <= cost + 1e-9
+
+
+@st.composite
+def typed_pipeline_rounds(draw: Any) -> RoundInstance:
+    """``test_preempt_types.typed_rounds`` (GPU types, priorities, running jobs, guaranteed,
+    restricted and mixing jobs) with some jobs of two or more GPUs made two-stage pipelines, and
+    no restart cost (the stage program refuses one)."""
+    inst = draw(typed_rounds())
+    jobs = []
+    for j in inst.jobs:
+        if j.demand >= 2 and j.allowed_counts is None and draw(st.booleans()):
+            cut = draw(st.integers(1, j.demand - 1))
+            j = replace(j, pipeline=Pipeline((draw(st.sampled_from(STAGE_TIMES)), 1.0), (cut, j.demand - cut)))
+        jobs.append(j)
+    return RoundInstance(inst.cluster, tuple(jobs), RoundParams(binning="none"), name="typed pipelines")
+
+
+@settings(max_examples=150, **_SET)
+@given(typed_pipeline_rounds())
+def test_with_gpu_types_every_answer_is_valid_and_the_backends_agree(inst: RoundInstance) -> None:
+    """GPU types and pipelines together (refused until the stage program placed by GPU type):
+    both methods valid and deterministic, every backend at the same program optimum, the greedy
+    start a feasible start that the optimum never loses to."""
+    for method in METHODS:
+        res = pal_opt.solve(inst, method)
+        assert check(inst, res) == [], method
+        assert pal_opt.solve(inst, method).placements == res.placements
+    found = {}
+    for backend in BACKENDS:
+        res = pal_opt.solve(inst, "ilp-preempt", backend=backend)
+        assert check(inst, res) == [], backend
+        if "program_objective" in res.info:
+            assert res.info["solver_status"] == "optimal", backend
+            found[backend] = res.info["program_objective"]
+    assert max(found.values(), default=0) - min(found.values(), default=0) == pytest.approx(0.0, abs=1e-6), found
+    plan, factors = _plan_of(inst)
+    if not any(inst.jobs[i].pipeline is not None for i in plan.admitted) or inst.free_gpus == 0:
+        return
+    sr = preempt_stage_program(inst, factors, plan)
+    x = encode_stage_round(sr, greedy_start(inst, factors, plan))
+    assert x is not None and sr.program.is_feasible(x)
+    res = solve_preempt(inst, backend="highs")
+    assert res.info["program"] == "stage" and res.info["program_objective"] <= sr.program.objective(x) + 1e-9
 
 
 def brute_force(inst: RoundInstance, plan: PreemptPlan, factors: dict[str, np.ndarray]) -> float:

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 import pal_opt
 from pal_opt.check import Kind, check, violations
 from pal_opt.cli import main
-from pal_opt.errors import OptionError
 from pal_opt.gputypes import free_per_type, type_groups
 from pal_opt.ilp import available_backends
 from pal_opt.ilp.preempt import greedy_start
@@ -266,12 +265,17 @@ def test_the_backfill_counts_the_gpus_left_per_type() -> None:
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_pipeline_jobs_are_still_refused_on_a_typed_round(method: str) -> None:
-    """Untyped rounds with pipeline jobs are placed (``tests/test_preempt_pipelines.py``); the
-    stage program does not place by GPU type, so typed ones are refused."""
-    inst = round_of((Job("p", 2, "classA", pipeline=Pipeline((1.0, 1.0), (1, 1))),))
-    with pytest.raises(OptionError, match=r"the preemptive methods do not support pipeline jobs with GPU types"):
-        pal_opt.solve(inst, method)
+def test_a_pipeline_job_on_a_typed_round_preempts_only_on_its_type(method: str) -> None:
+    """A pipeline job may use rtx only (until 2026-11-27 refused: the stage program did not place
+    by GPU type): it preempts the low-priority rtx job, not the aws one, and its stages run on rtx."""
+    low = (Job("a", 4, "classA", 0, placement=(0, 1, 2, 3), started=1.0),
+           Job("b", 4, "classA", 1, placement=(4, 5, 6, 7), started=0.0))
+    pipe = Job("p", 3, "classA", 2, priority=2, allowed_types=("rtx",), pipeline=Pipeline((2.0, 1.0), (2, 1)))
+    inst = round_of((*low, pipe), restart_cost=0.0)
+    res = pal_opt.solve(inst, method)
+    assert check(inst, res) == []
+    assert set(res.placements["p"]) <= {4, 5, 6, 7} and len(res.stages["p"]) == 2
+    assert res.jobs_to_terminate == ("b",) and res.placements["a"] == (0, 1, 2, 3)
 
 
 # ---------------------------------------------------------------- the checker
@@ -331,8 +335,8 @@ def _unknown_type(doc: dict[str, Any]) -> str:
 
 
 def _pipeline_job(doc: dict[str, Any]) -> str:
-    doc["jobs"][3]["pipeline"] = {"stage_times": [1.0, 1.0], "replicas": [1, 1]}
-    return "the preemptive methods do not support pipeline jobs with GPU types"
+    doc["jobs"][3]["pipeline"] = {"stage_times": [1.0, 1.0], "replicas": [1, 2]}
+    return "jobs[3].pipeline.replicas: must add up to demand=2, got [1, 2] (sum 3)"
 
 
 @pytest.mark.parametrize("breaks", [_unknown_type, _pipeline_job])

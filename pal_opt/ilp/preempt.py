@@ -25,8 +25,8 @@ victims, every job's GPUs and every pipeline's stage map are chosen together.  I
 same greedy start, each pipeline placed by PAL has its stages mapped best on its GPUs
 (:func:`pal_opt.cost.best_stage_order`), and so do the pipelines backfilled.  As for ``ilp``, the
 stage program places a round non-sticky: a restart or migration cost for running jobs is an
-:class:`~pal_opt.errors.OptionError` (``preempt-greedy`` takes it); pipeline jobs with GPU types
-are refused (:func:`pal_opt.priority.check_preemptible`).
+:class:`~pal_opt.errors.OptionError` (``preempt-greedy`` takes it).  With GPU types the stage
+program draws each job's GPUs from one of its type groups, as the round program does.
 
 With GPU types the plan counts per type (:func:`pal_opt.priority.preempt_plan`: each admitted job
 claims GPUs within one of its type groups, a witness that the program is feasible), the program is

@@ -20,8 +20,8 @@ A pipeline job (:attr:`pal_opt.model.Job.pipeline`) counts as its demand in the 
 does.  PAL chooses its GPUs as a gang's, and its stages are then mapped best on them
 (:func:`pal_opt.cost.best_stage_order`: the slowest stages on the fastest GPUs), so its GPU list
 (and the result's ``stages``) is in stage order, as ``ilp`` gives it.  A kept running job keeps
-its GPU list, stage order included.  Pipeline jobs with GPU types are refused
-(:func:`pal_opt.priority.check_preemptible`).
+its GPU list, stage order included.  With GPU types a pipeline's GPUs come from one of its type
+groups, as a gang's.
 
 With GPU types (:func:`pal_opt.gputypes.has_types`) "fits" is counted per type: a job fits when
 one of its type groups (:func:`pal_opt.gputypes.type_groups`: one usable type, or all of them if
@@ -59,7 +59,6 @@ from ..gputypes import (
 from ..model import GpuState, JobId, RoundInstance
 from ..priority import (
     admission_order,
-    check_preemptible,
     evict_for,
     evict_for_types,
     held_types,
@@ -88,7 +87,6 @@ def place(
     >>> g.placements, g.jobs_to_terminate
     ({'old': (0, 1), 'hi': (2, 3)}, ('new',))
     """
-    check_preemptible(instance)
     cl = instance.cluster
     jobs = instance.jobs
     order = admission_order(instance, moving=True)  # a running job that must move: first among its priority
