@@ -310,7 +310,7 @@ def _describe(inst: Any) -> str:
     cl = inst.cluster
     st = cl.state
     free, busy, failed = (int((st == k).sum()) for k in (0, 1, 2))
-    racks = f", {len(cl.rack_ids)} racks" if cl.racked else ""
+    racks = f", {len(cl.rack_ids)} rack{'s' * (len(cl.rack_ids) != 1)}" if cl.racked else ""
     kinds = ""
     if cl.typed:
         kinds = " (" + ", ".join(f"{t}: {n}" for t, n in zip(cl.type_names, cl.type_counts.tolist(), strict=True)) + ")"
@@ -320,7 +320,7 @@ def _describe(inst: Any) -> str:
     if demand:
         jobs += f" (demand {min(demand)}-{max(demand)}, total {sum(demand)}; {running} running)"
     return (
-        f"{cl.num_gpus} GPUs{kinds} on {cl.num_servers} servers{racks} "
+        f"{cl.num_gpus} GPUs{kinds} on {cl.num_servers} server{'s' * (cl.num_servers != 1)}{racks} "
         f"({free} free, {busy} busy, {failed} failed), {jobs}"
     )
 

@@ -135,6 +135,8 @@ def test_ilp_backend_and_options_pass_through() -> None:
         ({1: {"num_GPUs": 2, "model": "nosuchnet"}}, [(1, 0)], small_cluster(), "model"),
         ({1: {"num_GPUs": 2, "perfclass": "classA"}}, [(1, 0)], small_cluster().drop(columns=["Node_ID"]), "Node_ID"),
         ({1: {"num_GPUs": 2, "perfclass": "classA"}}, [(1, 0)], "not a frame", "gpu_df"),
+        ({1: {"num_GPUs": 2, "perfclass": "classA"}}, None, small_cluster(), "job_order: must be a list"),
+        ({1: {"num_GPUs": 2, "perfclass": "classA"}}, "1", small_cluster(), "job_order: must be a list"),
     ],
 )
 def test_bad_blox_state_is_a_clear_error(active: dict, order: list, gpu_df: object, where: str) -> None:
@@ -142,6 +144,14 @@ def test_bad_blox_state_is_a_clear_error(active: dict, order: list, gpu_df: obje
     with pytest.raises(InstanceError) as err:
         policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), {"job_order": order})
     assert where in str(err.value)
+
+
+def test_a_duplicate_gpu_id_in_gpu_df_names_both_rows_as_rows() -> None:
+    df = small_cluster()
+    df.loc[1, "GPU_ID"] = df.loc[0, "GPU_ID"]
+    with pytest.raises(InstanceError, match=r"gpu_df: row 1, column GPU_ID: duplicate GPU id 0 \(also on row 0\)$"):
+        BloxPlacement(None).place(SimpleNamespace(active_jobs={1: {"num_GPUs": 2, "perfclass": "classA"}}),
+                                  SimpleNamespace(gpu_df=df), {"job_order": [(1, 0)]})
 
 
 def test_no_gpu_registered_yet_places_nothing() -> None:

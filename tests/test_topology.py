@@ -576,7 +576,7 @@ def test_cli_import_k8s_and_graphml(tmp_path, capsys):
     assert rc == 0, err
     inst = load_instance(out)
     assert inst.cluster.factors["classA"][9] == 1.23 and len(inst.jobs) == 6
-    assert "16 GPUs on 4 servers in 2 racks (rack level rack); 1 GPUs failed; 6 jobs" in stdout
+    assert "16 GPUs on 4 servers in 2 racks (rack level rack); 1 GPU failed; 6 jobs" in stdout
 
 
 def test_cli_import_measurements_are_deterministic(shared_dir, tmp_path, capsys):

@@ -26,7 +26,7 @@ GPUs), for ``packed-sticky`` only the newly started ones.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -48,6 +48,9 @@ def _queue_ids(new_job_schedule: Mapping[str, Any]) -> list[Any]:
         order = new_job_schedule["job_order"]
     except (KeyError, TypeError):
         raise InstanceError("missing 'job_order'", source="new_job_schedule", path="job_order") from None
+    if isinstance(order, (str, bytes, Mapping)) or not isinstance(order, Iterable):
+        raise InstanceError(f"must be a list of job ids or (job id, ...) entries, got {type(order).__name__}",
+                            source="new_job_schedule", path="job_order")
     ids = []
     for i, item in enumerate(order):
         if isinstance(item, (tuple, list)):

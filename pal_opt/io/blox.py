@@ -151,7 +151,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     for line, f in t.rows:
         gid = t.integer(line, c_gpu, f[c_gpu], minimum=0, what="a non-negative integer")
         if gid in seen:
-            raise t.error(line, c_gpu, f"duplicate GPU id {gid} (also on line {seen[gid]})")
+            raise t.error(line, c_gpu, f"duplicate GPU id {gid} (also on {t.row_label} {seen[gid]})")
         seen[gid] = line
         node = t.ident(line, c_node, f[c_node])
         use = t.boolean(line, c_use, f[c_use])

@@ -138,7 +138,7 @@ def parse_jobs(
         jid = t.ident(line, c_id, f[c_id])
         key = str(jid)
         if key in seen:
-            raise t.error(line, c_id, f"duplicate job id {f[c_id]!r} (also on line {seen[key]})")
+            raise t.error(line, c_id, f"duplicate job id {f[c_id]!r} (also on {t.row_label} {seen[key]})")
         seen[key] = line
         demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
         if max_gpus is not None and demand > max_gpus:  # kept: a fact of the queue, reported as unplaceable

@@ -175,7 +175,7 @@ def _raise_disconnected(profile: Profile, covered: int, first: int) -> None:
     layer = profile.layers[lost[0]]
     raise InstanceError(
         f"layer {layer.id} is not connected to the first source {profile.layers[first].id} "
-        f"({len(lost)} layer{'s' * (len(lost) != 1)} in all): the partitioner cuts one connected model; "
+        f"({len(lost)} layer{'s' * (len(lost) != 1)} unconnected in all): the partitioner cuts one connected model; "
         "partition each part separately", source=profile.source, path=f"line {layer.line}" if layer.line else None)
 
 

@@ -199,12 +199,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
         save_instance(inst, args.output, meta=meta, readable_from=os.fspath(args.input))
     cl = inst.cluster
     collapsed = f"; {', '.join(names[1:])} collapsed into the cluster level" if len(names) > 1 else ""
-    racks = f" in {len(cl.rack_ids)} racks (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
+    racks = f" in {len(cl.rack_ids)} rack{'s' * (len(cl.rack_ids) != 1)} (rack level {names[0]}{collapsed})" if cl.racked else " (flat)"
     failed = int((cl.state == 2).sum())
     types = ("; GPU types " + ", ".join(f"{t} ({n})" for t, n in zip(cl.type_names, cl.type_counts.tolist(),
                                                                       strict=True))) if cl.typed else ""
-    print(f"wrote {args.output}: {inst.name}: {cl.num_gpus} GPUs on {cl.num_servers} servers{racks}; "
-          f"{failed} GPUs failed; {len(inst.jobs)} jobs{types}")
+    print(f"wrote {args.output}: {inst.name}: {cl.num_gpus} GPUs on {cl.num_servers} server{'s' * (cl.num_servers != 1)}{racks}; "
+          f"{failed} GPU{'s' * (failed != 1)} failed; {len(inst.jobs)} jobs{types}")
     return 0
 
 
