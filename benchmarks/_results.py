@@ -67,3 +67,26 @@ def command_line(script: str, argv: Sequence[str] | None = None) -> str:
 def produced_by(script: str, argv: Sequence[str] | None = None) -> str:
     """``Produced by `python benchmarks/<script>.py <args>```: the line every results header carries."""
     return f"Produced by `{command_line(script, argv)}`"
+
+
+#: The packages whose versions can move a result: the numerics (and so the ties among optimal
+#: answers) and the solvers.
+PACKAGES = ("numpy", "scipy", "pandas", "networkx", "highspy", "ortools", "pulp")
+
+
+def package_versions(names: Sequence[str] = PACKAGES) -> str:
+    """``numpy 2.4.6, scipy 1.17.1, ...``: the installed versions, for a results header.
+
+    Whole-trace simulations follow one of several optimal answers each round; another numpy or
+    solver release may break a tie differently and move the figures, so a page names its versions.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in names:
+        try:
+            out.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            out.append(f"{name} (not installed)")
+    return ", ".join(out)
+

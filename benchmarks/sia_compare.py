@@ -34,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, output_dir, package_versions, produced_by
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -86,10 +86,10 @@ def run_one(trace: int, policy: str, variability: str, seed: int = 0, ilp_mode: 
 
 
 def run_meta() -> dict[str, Any]:
-    """Date, Python, machine, CPUs and load average, for a results file's header."""
+    """Date, Python, machine, CPUs, load average and package versions, for a results file's header."""
     return {"date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
             "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
-            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
+            "load": ", ".join(f"{x:.1f}" for x in os.getloadavg()), "packages": package_versions()}
 
 
 def _key(r: dict[str, Any]) -> str:
@@ -187,7 +187,8 @@ def _gavel(runs: dict[str, dict[str, Any]], traces: list[int]) -> list[str]:
 def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dict[str, Any]) -> str:
     out = ["# Sia, ilp with types, PAL, Packed and Gavel-like on newTrace (heterogeneous 64-GPU cluster)", "",
            f"{meta['command']} on {meta['date']} ({meta['python']}, {meta['machine']}, "
-           f"{meta['cpus']} CPUs shared with other work, load average {meta['load']}).", "",
+           f"{meta['cpus']} CPUs shared with other work, load average {meta['load']}).  "
+           f"Packages: {meta.get('packages', 'not recorded')}.", "",
            "Paper's Table 3, newTrace (mean of ten traces, the authors' testbed simulator): "
            + ", ".join(f"{k} {v} h" for k, v in PAPER.items()) + " average JCT.", "",
            "`ilp`: Sia's program and Sia's placer as `sia` runs them, then pal-opt's round program re-places "

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import add_output_arguments, command_line, output_dir
+from _results import add_output_arguments, command_line, output_dir, package_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -249,7 +249,7 @@ def write_markdown(result: dict[str, Any]) -> str:
     lines = ["# Sia fidelity: newtrace-7 against the authors' simulator", "",
              f"Produced by `{meta['command']}` on {meta['date']} ({meta['python']}, {meta['machine']}, "
              f"{meta['cpus']} CPUs, load average {meta['load']}: a machine shared with other work, so wall "
-             "times are upper bounds).", "",
+             f"times are upper bounds).  Packages: {meta.get('packages', 'not recorded')}.", "",
              "Reference: `../shared/reference/sia/newtrace-7-sia*.json`, the artifact's `multi_simulator.py` "
              "(commit aaf7a0de) with p = −0.5, λn = 1.1, λa = 0.01, 60 s rounds, CBC. Both simulators are "
              "deterministic but take different optima where the round program ties, so single jobs differ; "
@@ -306,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     result["meta"] = {"date": time.strftime("%Y-%m-%d"), "command": command_line(__file__, argv),
                       "python": f"Python {platform.python_version()}",
                       "solvers": ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends()),
+                      "packages": package_versions(),
                       "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
                       "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
     md = write_markdown(result)

@@ -133,7 +133,7 @@ def _draw_table(rows: list[dict[str, Any]]) -> list[str]:
 
 def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], seeds: list[int], meta: dict[str, Any]) -> str:
     lines = ["# ilp's designs and the variability draw, whole newTrace runs", "",
-             f"{meta['command']} on {meta['date']} ({meta['python']}, {meta['machine']}, "
+             f"{meta['command']} on {meta['date']} ({meta['python']}, {meta['machine']}; {meta.get('packages', '')}; "
              f"{meta['cpus']} CPUs, load average {meta['load']}: a machine shared with other work, so wall "
              "times are upper bounds; two runs at a time, each single-threaded).", "",
              "Cluster `aws:6x4,rtx:3x8,dgx-ext:2x8`, 60 s rounds; every type draws classA from PAL's Longhorn "
