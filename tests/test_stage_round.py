@@ -259,7 +259,9 @@ def test_with_gpu_types_one_stage_pipelines_give_the_round_programs_optimum(inst
     piped = RoundInstance(inst.cluster, tuple(replace(j, pipeline=Pipeline((1.0,), (j.demand,))) for j in inst.jobs),
                           inst.params)
     ref, res = solve_ilp(gangs), solve_ilp(piped)
-    assert res.info["program"] == "stage" and check(piped, res) == []
+    assert check(piped, res) == []
+    if res.placements:  # (a round with no job that fits builds no program)
+        assert res.info["program"] == "stage"
     assert set(res.placements) == set(ref.placements)
     assert res.objective == pytest.approx(ref.objective, abs=1e-9)
 
