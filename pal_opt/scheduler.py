@@ -101,23 +101,24 @@ class RoundPolicy:
         self.last: PlacementResult | None = None
         self.last_instance: RoundInstance | None = None
         self.rounds = 0
-        self._reused: list[JobId] = []
 
     # ---------------------------------------------------------------- state helpers
-    def _carry_running(self, instance: RoundInstance) -> RoundInstance:
+    def _carry_running(self, instance: RoundInstance) -> tuple[RoundInstance, list[JobId]]:
+        """The round with last round's jobs carried (module docstring), and the ids taken for new
+        jobs that reuse a carried id."""
         if not self.track_running or self.last is None:
-            return instance
+            return instance, []
         cl = instance.cluster
         prev = self.last.placements
         before = {j.id: j for j in self.last_instance.jobs} if self.last_instance is not None else {}
         taken = {g for j in instance.jobs if j.placement for g in j.placement}
         jobs: list[Job] = []
         changed = False
-        self._reused = []
+        reused: list[JobId] = []
         for j in instance.jobs:
             gpus = prev.get(j.id)
             if gpus is not None and j.id in before and not _same_job(before[j.id], j):
-                self._reused.append(j.id)
+                reused.append(j.id)
                 gpus = None
             if j.placement is None and gpus is not None and len(gpus) == j.demand:
                 pos = [cl.position.get(int(g)) for g in gpus]
@@ -129,7 +130,7 @@ class RoundPolicy:
                     changed = True
                     continue
             jobs.append(j)
-        return replace(instance, jobs=tuple(jobs)) if changed else instance
+        return (replace(instance, jobs=tuple(jobs)) if changed else instance), reused
 
     # ---------------------------------------------------------------- the round
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
@@ -141,14 +142,13 @@ class RoundPolicy:
         else:
             opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
         given = instance
-        self._reused = []
-        instance = self._carry_running(instance)
+        instance, reused = self._carry_running(instance)
         result = self._method.run(instance, opts)
         if instance is not given:
             result.info["carried"] = [j.id for j, k in zip(instance.jobs, given.jobs, strict=True)
                                       if j.placement is not None and k.placement is None]
-        if self._reused:
-            result.info["reused_ids"] = list(self._reused)
+        if reused:
+            result.info["reused_ids"] = reused
         self.last, self.last_instance = result, instance
         self.rounds += 1
         return result

@@ -161,15 +161,16 @@ def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
     ``--measurements``'s, and the files the Slurm configuration files include."""
     from ..io.measurements import longhorn_paths
 
-    files: list[tuple[str, Any]] = [("the topology file", args.input), ("--jobs", args.jobs),
-                                    ("--slurm-conf", getattr(args, "slurm_conf", None)),
-                                    ("--gres-conf", getattr(args, "gres_conf", None))]
+    configs: list[tuple[str, Any]] = [("the topology file", args.input),
+                                      ("--slurm-conf", getattr(args, "slurm_conf", None)),
+                                      ("--gres-conf", getattr(args, "gres_conf", None))]
+    files = [*configs, ("--jobs", args.jobs)]
     if args.measurements:
         files += [(f"--measurements {args.measurements}", p) for p in longhorn_paths(args.measurements).values()]
     if args.format == "slurm":
         from .slurmconf import included_files
 
-        for what, path in files[:1] + files[2:4]:
+        for what, path in configs:
             if path is not None and os.path.isfile(path):
                 files += [(f"file included by {what}", p) for p in included_files(path)]
     return files

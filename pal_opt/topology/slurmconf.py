@@ -215,15 +215,16 @@ def config_lines(text: str, source: str = "<memory>", *, what: str = "configurat
     ``max_bytes`` (default :data:`~pal_opt.io.textfile.DEFAULT_MAX_BYTES`) bounds the text and
     every file it includes together.
     """
-    return _lines(text, source, what, max_bytes, len(text.encode("utf-8", "surrogatepass")))
+    return _lines(text, source, what, max_bytes, len(text.encode("utf-8", "surrogatepass")))[0]
 
 
-def _lines(text: str, source: str, what: str, max_bytes: int | None, size: int) -> list[ConfigLine]:
+def _lines(text: str, source: str, what: str, max_bytes: int | None, size: int) -> tuple[list[ConfigLine], _Reading]:
+    """The lines of ``text`` (``size`` bytes, counted against the limit) and the reading's state."""
     from ..io.textfile import DEFAULT_MAX_BYTES
 
     reading = _Reading(what, DEFAULT_MAX_BYTES if max_bytes is None else max_bytes, used=size)
     real = os.path.realpath(source) if os.path.isfile(source) else source
-    return _expand(text, source, real, reading)
+    return _expand(text, source, real, reading), reading
 
 
 def read_config(path: str | os.PathLike[str], *, what: str = "configuration file",
@@ -250,10 +251,7 @@ def _read_file(path: str | os.PathLike[str], what: str, max_bytes: int | None) -
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     text = read_text(path, max_bytes=limit, what=what)
-    source = os.fspath(path)
-    reading = _Reading(what, limit, used=os.path.getsize(path))
-    real = os.path.realpath(source) if os.path.isfile(source) else source
-    return _expand(text, source, real, reading), reading
+    return _lines(text, os.fspath(path), what, limit, os.path.getsize(path))
 
 
 def key_values(line: ConfigLine) -> list[tuple[str, str]]:
