@@ -243,8 +243,8 @@ def reduced_round(rr: RepairRound) -> RoundInstance:
     """The round of the reduced program: the displaced jobs alone, on the repair round's cluster
     less the unaffected jobs' GPUs (marked busy).  They are not running there: each must leave
     its GPUs in force, so what moving costs it is a constant, which pricing the answer on the
-    repair round adds back (:func:`_lift`); a round with pipeline jobs, whose program prices no
-    move (``formulations/pipeline_round.md``), is then solved like any other."""
+    repair round adds back (:func:`_lift`); a round with pipeline jobs is then solved like any
+    other (its stage program, ``formulations/pipeline_round.md``, has nothing to keep)."""
     inst = rr.instance
     cl = inst.cluster
     state = cl.state.copy()
