@@ -12,6 +12,8 @@
   its GPU list as it was, and a re-map is listed in ``jobs_to_terminate``.
 * ``ilp-preempt`` takes a restart cost with pipeline jobs: on tiny rounds its program's optimum is
   the least cost over victims, GPU sets and stage maps with the move charge (brute force).
+* With GPU types: running jobs on one of their type groups, the optimum against the brute force
+  over each job's type groups; ``solve_ilp(start=...)`` checked and used by the stage program.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_preempt_pipelines import brute_force as preempt_brute_force
 from test_preempt_pipelines import pipeline_rounds as preempt_rounds
+from test_stage_round import typed_pipeline_rounds
 
 from pal_opt.admission import admit
 from pal_opt.binning import binned_factors
@@ -278,3 +281,64 @@ def test_a_given_start_is_checked_and_priced_with_the_own_starts() -> None:
     for bad in ({"p": [0, 1, 2]}, {"p": [0, 1, 2, 9]}, {"p": [0, 0, 1, 2]}, {}):
         with pytest.raises(OptionError, match="start is not a placement of the admitted jobs"):
             solve_ilp(inst, start=bad)
+
+
+# ---------------------------------------------------------------- GPU types
+@st.composite
+def typed_keep_rounds(draw: Any) -> RoundInstance:
+    """``tests/test_stage_round.py``'s typed rounds (two or three GPU types; guaranteed,
+    restricted, mixing and free jobs, some pipelines) with some jobs running on GPUs of one of
+    their type groups (a pipeline's list in any order) and a restart cost."""
+    from pal_opt.gputypes import type_groups
+
+    inst = draw(typed_pipeline_rounds())
+    cl, taken, jobs = inst.cluster, set(), []
+    for job in inst.jobs:
+        groups = type_groups(cl, job)
+        if groups and draw(st.booleans()):
+            group = draw(st.sampled_from(groups))
+            pool = [p for p in range(cl.num_gpus) if p not in taken and int(cl.type_of[p]) in group]
+            if len(pool) >= job.demand:
+                held = tuple(draw(st.permutations(pool))[: job.demand])
+                taken.update(held)
+                job = Job(job.id, job.demand, job.perfclass, job.position, job.locality, held, kind=job.kind,
+                          gpu_type=job.gpu_type, allowed_types=job.allowed_types, mix_types=job.mix_types,
+                          pipeline=job.pipeline)
+        jobs.append(job)
+    params = RoundParams(binning="none", restart_cost=draw(st.sampled_from((5.0, 36.0, 120.0))))
+    return RoundInstance(cl, tuple(jobs), params, name="typed keep")
+
+
+def typed_brute_force(inst: RoundInstance, admitted: list[int], factors: Mapping[str, np.ndarray]) -> float:
+    """:func:`brute_force` over the GPU lists each job may take: all of one of its type groups."""
+    from pal_opt.gputypes import type_groups
+
+    cl = inst.cluster
+    best = [math.inf]
+
+    def rec(k: int, avail: tuple[int, ...], acc: float) -> None:
+        if k == len(admitted):
+            best[0] = min(best[0], acc)
+            return
+        job = inst.jobs[admitted[k]]
+        for group in type_groups(cl, job):
+            for gpus in _lists(job, tuple(p for p in avail if int(cl.type_of[p]) in group)):
+                s = job_slowdown_pos(cl, np.asarray(factors[job.perfclass]), job, np.asarray(gpus))
+                stays = job.placement is not None and _stage_sets(job, gpus) == _stage_sets(job, job.placement)
+                charge = _move_charge(inst, job) if job.placement is not None and not stays else 0.0
+                rec(k + 1, tuple(p for p in avail if p not in gpus), acc + job.demand * math.log(s) + charge)
+
+    rec(0, tuple(int(p) for p in np.flatnonzero(cl.state == GpuState.FREE)), 0.0)
+    return best[0] + left_out_charge(inst, {inst.jobs[i].id for i in admitted})
+
+
+@settings(max_examples=40, **_SET)  # type: ignore[arg-type]
+@given(typed_keep_rounds())
+def test_with_gpu_types_a_kept_job_stays_on_its_types_at_the_least_cost(inst: RoundInstance) -> None:
+    admitted = admit(inst, "prefix")
+    if not admitted:
+        return
+    factors = binned_factors(inst.cluster, "none")
+    res = solve_stage_round(inst, admitted, factors, admission="prefix", backend="highs")
+    assert check(inst, res) == [] and res.status == Status.OPTIMAL
+    assert res.objective == pytest.approx(typed_brute_force(inst, admitted, factors), abs=1e-9)
