@@ -20,16 +20,19 @@ bare placement file) it checks:
   - ``pal-order`` / ``queue-order``: the placed jobs are an initial segment of the PAL order
     (:func:`pal_opt.admission.pal_order`) or of the queue, and the first job left out needs more
     GPUs than are still free;
-  - ``sticky``: every running job keeps exactly its GPUs or is terminated (and then not
-    placed, unless one of its GPUs failed or was taken: such a job must move, and is placed like
-    a waiting job); the new jobs placed are an initial segment of the waiting jobs in queue
-    order, and the first left out needs more GPUs than are still free;
+  - ``sticky``: every running job keeps exactly its GPUs (a pipeline job: each stage on the
+    same GPUs as before, :func:`~pal_opt.model.keeps_placement`; re-mapped stages are a move)
+    or is terminated (and then not placed, unless one of its GPUs failed or was taken: such a
+    job must move, and is placed like a waiting job); the new jobs placed are an initial
+    segment of the waiting jobs in queue order, and the first left out needs more GPUs than are
+    still free;
   - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
     (:func:`pal_opt.admission.admit`);
   - ``given``: no queue rule;
   - ``preempt`` (the preemptive methods, :mod:`pal_opt.priority`): every running job that is
-    not placed on exactly its GPUs is listed in ``jobs_to_terminate``; a running job left out
-    (preempted) has a lower priority than some waiting job placed this round; and no waiting
+    not placed on exactly its GPUs (a pipeline: each stage on its GPUs) is listed in
+    ``jobs_to_terminate``; a running job left out (preempted) has a lower priority than some
+    waiting job placed this round; and no waiting
     job left out fits the GPUs still free (a running job on a GPU that failed or was taken
     counts as waiting: it must move); with GPU types, a preempted job holds a GPU of a type that
     a started waiting job of a higher priority may use;
@@ -37,7 +40,7 @@ bare placement file) it checks:
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
     force running): every job placed was in force, on no more GPUs than it ran on there (a
     repair never grows a job); every job in force not listed in
-    ``jobs_to_terminate`` keeps exactly its GPUs; a job left out lost a GPU and needs more GPUs
+    ``jobs_to_terminate`` keeps exactly its GPUs (a pipeline: its stage map); a job left out lost a GPU and needs more GPUs
     than are still free, even at the smallest count a repair may give it (an allowed count up to
     the one it ran on, :func:`pal_opt.inforce.repair_counts`);
 
@@ -64,7 +67,7 @@ from .cost import evaluate
 from .errors import InstanceError
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import repair_counts, round_of_result
-from .model import GpuState, Job, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
 from .result import PlacementResult
 
 __all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
@@ -426,8 +429,8 @@ def _preempt_rule(
     out: list[Violation] = []
     for j in instance.jobs:
         now = placements.get(j.id)
-        if j.placement is not None and (now is None or sorted(now) != sorted(j.placement)) and j.id not in term:
-            what = "preempted" if now is None else "moved"
+        if j.placement is not None and not keeps_placement(j, now) and j.id not in term:
+            what = "preempted" if now is None else "re-mapped" if _remapped(j, now) else "moved"
             out.append(Violation(Kind.UNREPORTED, f"preempt: running job {j.id!r} is {what} but not in "
                                                   "jobs_to_terminate"))
         if j.placement is None or j.id in homeless:
@@ -515,7 +518,10 @@ def _repair_rule(
             out.append(Violation(Kind.COUNT, f"repair: job {j.id!r} ran on {len(j.placement)} GPUs and is placed "
                                              f"on {len(now)}; a repair never grows a job"))
         if j.id not in term:
-            if now is None or sorted(now) != sorted(j.placement):
+            if _remapped(j, now):
+                out.append(Violation(Kind.STICKY, f"repair: running job {j.id!r} was re-mapped (its stages on "
+                                                  "other GPUs of its set) without being listed in jobs_to_terminate"))
+            elif not keeps_placement(j, now):
                 out.append(Violation(Kind.STICKY, f"repair: running job {j.id!r} was moved or left out without "
                                                   "being listed in jobs_to_terminate"))
         elif now is None:
@@ -540,9 +546,17 @@ def _running_kept(
         if j.id in term:
             if j.id in placements and (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
                 out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed"))
-        elif sorted(placements.get(j.id, [])) != sorted(j.placement):
-            out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was moved without being terminated"))
+        elif not keeps_placement(j, placements.get(j.id, [])):
+            how = "re-mapped (its stages on other GPUs of its set)" if _remapped(j, placements.get(j.id)) else "moved"
+            out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was {how} without being terminated"))
     return out
+
+
+def _remapped(job: Job, now: list[int] | None) -> bool:
+    """Whether running pipeline ``job`` is placed on its GPUs with its stages re-mapped: the same
+    set, not the same GPUs per stage (:func:`~pal_opt.model.keeps_placement`); a move all the same."""
+    return (now is not None and job.placement is not None and set(now) == set(job.placement)
+            and not keeps_placement(job, now))
 
 
 def _objective_violations(

@@ -50,6 +50,7 @@ __all__ = [
     "Job",
     "MAX_PRIORITY",
     "Pipeline",
+    "keeps_placement",
     "RoundParams",
     "RoundInstance",
     "pal_locality",
@@ -857,6 +858,38 @@ class Job:
     def constrains_types(self) -> bool:
         """True if the job names GPU types it is restricted to."""
         return self.type_choice is not None
+
+
+def keeps_placement(job: Job, gpus: Sequence[int] | None, held: Sequence[int] | None = None) -> bool:
+    """Whether ``job`` placed on ``gpus`` keeps what it runs on (``held``, default
+    ``job.placement``), so that it goes on running and need not restart.
+
+    A gang keeps its placement when it gets the same *set* of GPUs, in any order.  A pipeline
+    (:class:`Pipeline`), whose GPUs are read stage by stage (:meth:`Pipeline.slices`), keeps it
+    only when every stage gets the same set of GPUs as before: the replicas of one stage may be
+    listed in any order, but a GPU that changes stage (stages swapped on the same GPUs, say)
+    re-maps the job, which is a move.  Every decision "did this running job keep its GPUs?" --
+    the result's ``jobs_to_terminate``, the cost terms' ``moved`` charge, the checker's rules,
+    the simulator's restarts, the integer programs' keep variables -- is made here.
+
+    Returns False when the job holds nothing or ``gpus`` is None (not placed).
+
+    Examples
+    --------
+    >>> p = Job("p", 3, "classA", placement=(0, 1, 2), pipeline=Pipeline((2.0, 1.0), (2, 1)))
+    >>> keeps_placement(p, (1, 0, 2)), keeps_placement(p, (2, 1, 0))  # replicas swapped; stages re-mapped
+    (True, False)
+    >>> keeps_placement(Job("g", 3, "classA", placement=(0, 1, 2)), (2, 1, 0))
+    True
+    """
+    if held is None:
+        held = job.placement
+    if held is None or gpus is None:
+        return False
+    pipe = job.pipeline
+    if pipe is None or len(gpus) != pipe.gpus or len(held) != pipe.gpus:
+        return {int(g) for g in gpus} == {int(g) for g in held}
+    return all({int(g) for g in gpus[a:b]} == {int(g) for g in held[a:b]} for a, b in pipe.slices())
 
 
 def _check_priority_fields(job: Job, at: str) -> None:

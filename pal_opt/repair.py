@@ -46,7 +46,7 @@ from .cost import evaluate, relative_gap
 from .errors import OptionError, SolveInterrupted
 from .gputypes import claim_all, free_per_type, has_types, type_groups
 from .inforce import RepairRound, in_force_placement, repair_counts, repair_info, repair_round
-from .model import GpuState, Job, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
 from .options import SolveOptions
 from .result import PlacementResult, Status, priced_result
 
@@ -243,8 +243,8 @@ def reduced_round(rr: RepairRound) -> RoundInstance:
     """The round of the reduced program: the displaced jobs alone, on the repair round's cluster
     less the unaffected jobs' GPUs (marked busy).  They are not running there: each must leave
     its GPUs in force, so what moving costs it is a constant, which pricing the answer on the
-    repair round adds back (:func:`_lift`); a round with pipeline jobs, whose program prices no
-    move (``formulations/pipeline_round.md``), is then solved like any other."""
+    repair round adds back (:func:`_lift`); a round with pipeline jobs is then solved like any
+    other (its stage program, ``formulations/pipeline_round.md``, has nothing to keep)."""
     inst = rr.instance
     cl = inst.cluster
     state = cl.state.copy()
@@ -373,13 +373,13 @@ def _settle(rr: RepairRound, placements: Mapping[JobId, tuple[int, ...]],
             factors: Mapping[str, np.ndarray]) -> dict[JobId, tuple[int, ...]]:
     """Send back to its GPUs in force every moved unaffected job whose GPUs are unused and whose
     move saved no more than it cost (repeated until none is left); never raises the cost.  A job
-    on its GPUs gets them in the order it had them."""
+    on its GPUs (a pipeline: each stage on its GPUs, :func:`~pal_opt.model.keeps_placement`) gets
+    them in the order it had them; a pipeline re-mapped on its GPUs was moved, and may be sent back."""
     out = dict(placements)
     jobs = rr.instance.jobs
     for i in rr.kept:  # a job on its GPUs keeps them in the order it had them
-        home = tuple(jobs[i].placement or ())
-        if set(out.get(jobs[i].id, ())) == set(home):
-            out[jobs[i].id] = home
+        if keeps_placement(jobs[i], out.get(jobs[i].id)):
+            out[jobs[i].id] = tuple(jobs[i].placement or ())
     owner = {g: jid for jid, gs in out.items() for g in gs}
     changed = True
     while changed:
@@ -388,7 +388,7 @@ def _settle(rr: RepairRound, placements: Mapping[JobId, tuple[int, ...]],
             job = jobs[i]
             home = tuple(job.placement or ())
             now = out.get(job.id)
-            if now is None or set(now) == set(home) or any(owner.get(g, job.id) != job.id for g in home):
+            if now is None or keeps_placement(job, now) or any(owner.get(g, job.id) != job.id for g in home):
                 continue
             back = evaluate(rr.instance, {job.id: home}, factors).cost
             there = evaluate(rr.instance, {job.id: now}, factors).cost

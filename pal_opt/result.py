@@ -15,7 +15,7 @@ import numpy as np
 
 from .admission import unplaceable
 from .cost import CostSummary, evaluate
-from .model import JobId, RoundInstance
+from .model import JobId, RoundInstance, keeps_placement
 
 __all__ = ["Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
 
@@ -32,13 +32,14 @@ def finite_or_none(v: Any) -> Any:
 def jobs_to_terminate(
     instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]
 ) -> tuple[JobId, ...]:
-    """Running jobs (queue order) that are not placed or get a different GPU set."""
+    """Running jobs (queue order) that are not placed or do not keep their placement: a gang
+    given another GPU set, a pipeline given another set or another stage map of the same GPUs
+    (:func:`~pal_opt.model.keeps_placement`)."""
     out = []
     for j in instance.jobs:
         if j.placement is None:
             continue
-        new = placements.get(j.id)
-        if new is None or set(new) != set(j.placement):
+        if not keeps_placement(j, placements.get(j.id)):
             out.append(j.id)
     return tuple(out)
 
@@ -87,7 +88,8 @@ class PlacementResult:
         The queue rule the placed set follows: ``"pal-order"``, ``"queue-order"``, ``"sticky"``,
         ``"prefix"``, ``"backfill"`` or ``"given"``.
     jobs_to_terminate
-        Running jobs that lose or change their GPUs this round.
+        Running jobs that lose or change their GPUs this round (a pipeline also when its stages
+        are re-mapped on the same GPUs, :func:`~pal_opt.model.keeps_placement`).
     spanning
         Jobs whose GPUs lie on more than one server.
     unplaceable

@@ -2,11 +2,12 @@
 
 One tiny, fixed instance per program: the preemption program (without and with GPU types, and
 the stage program with drop variables of a round with a pipeline job), the stage program of a
-round with a pipeline job, the round program on a cluster of two GPU types, the Sia round program, the level
+round with a pipeline job (and of a round with a running pipeline and a restart cost: keep
+variables), the round program on a cluster of two GPU types, the Sia round program, the level
 program of ``ilp`` with types, and Gavel-like's two linear programs.  Each export is regenerated
 and compared byte for byte; HiGHS reads each file back and must find the optimum worked out by
 hand in the case's comment (for the typed round, the preemption rounds with GPU types and
-with a pipeline, the Sia round and the level program also by brute force over their decisions here); the method that solves the program must reach it too.
+with a pipeline, the running pipeline, the Sia round and the level program also by brute force over their decisions here); the method that solves the program must reach it too.
 After an intended change to a formulation or the writer, refresh them with::
 
     /work/venv/bin/python tests/test_golden_programs.py --update
@@ -71,6 +72,16 @@ def _slack() -> RoundInstance:
     cl = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": f})
     jobs = (Job("p", 4, "classA", 0, pipeline=Pipeline((2.0, 1.0), (3, 1))), Job("g", 4, "classA", 1))
     return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+def _running_pipeline() -> RoundInstance:
+    """Two servers of three GPUs; GPU 0 is 1.25x slow.  Running: p, a pipeline of stage times 2
+    and 1 on 2 + 1 GPUs, on GPUs 0, 1 | 2 (the slow GPU on its heavy stage: pace 1.25).
+    Waiting: g, a 3-GPU gang.  A restart costs 120 s of a 360 s round."""
+    cl = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classA": [1.25, 1.0, 1.0, 1.0, 1.0, 1.0]})
+    jobs = (Job("p", 3, "classA", 0, placement=(0, 1, 2), pipeline=Pipeline((2.0, 1.0), (2, 1))),
+            Job("g", 3, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=120.0))
 
 
 def _pipeline_contended() -> RoundInstance:
@@ -181,6 +192,13 @@ CASES: dict[str, Case] = {
     # least), g pays 1.5 for the other (spanning servers would cost 1.7): 4 ln 1.5
     "stage_slack": Case(lambda: build_stage_round(_slack(), [0, 1], binned_factors(_slack().cluster, "none")).program,
                         "pal-opt stage program of a round with pipeline jobs", 4 * math.log(1.5), _case_doc(_slack)),
+    # p kept on 0, 1 | 2 (its keep variable: 3 ln 1.25), g on server 1 (0).  Re-mapping p on its
+    # GPUs (the slow one on the light stage: 1 x 1.25 < 2, pace 1) or moving it to server 1 costs
+    # the restart, 3 x -ln(1 - 120/360) = 3 ln 1.5, more than it saves
+    "stage_keep": Case(lambda: build_stage_round(_running_pipeline(), [0, 1],
+                                                 binned_factors(_running_pipeline().cluster, "none")).program,
+                       "pal-opt stage program of a round with a running pipeline and a restart cost",
+                       3 * math.log(1.25), _case_doc(_running_pipeline)),
     # a on rtx GPUs 4-6 (3 ln 1/2), g on rtx GPU 7 (ln 1.5/2), b and m on aws (0)
     "typed_aws_rtx": Case(lambda: build_formulation(_typed()), "pal-opt round integer program with GPU types",
                           3 * math.log(0.5) + math.log(0.75), _case_doc(_typed)),
@@ -296,6 +314,25 @@ def test_the_stage_program_reaches_the_golden_optimum() -> None:
     assert res.info["program"] == "stage"
     assert res.objective == pytest.approx(CASES["stage_slack"].optimum, abs=1e-9)
     assert set(res.stages["p"][1]) <= {1, 7}  # the slow GPU runs the slack stage
+
+
+def test_the_running_pipeline_golden_optimum_by_brute_force_and_on_every_backend() -> None:
+    """Every placement of p (every stage map of every 3 GPUs) and g (3 of the rest), priced by
+    ``pal_opt.cost.evaluate``: the least is p kept.  ``solve_ilp`` reaches it on every backend,
+    with p on exactly its GPU list."""
+    inst = _running_pipeline()
+    factors = binned_factors(inst.cluster, "none")
+    best = math.inf
+    for p in itertools.permutations(range(6), 3):
+        for g in itertools.combinations([x for x in range(6) if x not in p], 3):
+            best = min(best, evaluate(inst, {"p": p, "g": g}, factors).cost)
+    assert best == pytest.approx(CASES["stage_keep"].optimum, abs=1e-9)
+    remap = evaluate(inst, {"p": (1, 2, 0), "g": (3, 4, 5)}, factors)
+    assert remap.cost == pytest.approx(3 * math.log(1.5)) and remap.moved == ("p",)
+    for backend in available_backends():
+        res = solve_ilp(inst, backend=backend)
+        assert res.info["program"] == "stage" and res.objective == pytest.approx(best, abs=1e-9), backend
+        assert res.placements["p"] == (0, 1, 2) and res.jobs_to_terminate == (), backend
 
 
 def _typed_ok(p: dict[str, tuple[int, ...]]) -> bool:

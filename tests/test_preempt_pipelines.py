@@ -12,9 +12,9 @@ have pipeline stages (``formulations/preemption.md`` §6).
   one instead.
 * The greedy maps a pipeline's stages best on the GPUs PAL gives it; running jobs keep their GPU
   lists (the program too, on the same GPUs, when no slower); the stage program's constant prices
-  the running jobs it leaves out; the deadline (greedy fallback, whole-call time limit); the restart cost (refused by
-  the stage program, as for ``ilp``); the checker on wrong answers; the command line; the
-  simulator.
+  the running jobs it leaves out; the deadline (greedy fallback, whole-call time limit); the restart cost (keep
+  variables in the stage program, as for ``ilp``; more in ``tests/test_stage_keep.py``); the
+  checker on wrong answers; the command line; the simulator.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def test_the_greedy_start_is_a_feasible_warm_start_and_never_beats_the_program(i
 def typed_pipeline_rounds(draw: Any) -> RoundInstance:
     """``test_preempt_types.typed_rounds`` (GPU types, priorities, running jobs, guaranteed,
     restricted and mixing jobs) with some jobs of two or more GPUs made two-stage pipelines, and
-    no restart cost (the stage program refuses one)."""
+    its restart cost (0 or 30 s; until the stage program had keep variables, none)."""
     inst = draw(typed_rounds())
     jobs = []
     for j in inst.jobs:
@@ -180,7 +180,7 @@ def typed_pipeline_rounds(draw: Any) -> RoundInstance:
             cut = draw(st.integers(1, j.demand - 1))
             j = replace(j, pipeline=Pipeline((draw(st.sampled_from(STAGE_TIMES)), 1.0), (cut, j.demand - cut)))
         jobs.append(j)
-    return RoundInstance(inst.cluster, tuple(jobs), RoundParams(binning="none"), name="typed pipelines")
+    return RoundInstance(inst.cluster, tuple(jobs), inst.params, name="typed pipelines")
 
 
 @settings(max_examples=150, **_SET)
@@ -369,14 +369,19 @@ def test_the_time_limit_bounds_the_whole_call() -> None:
 
 
 # ---------------------------------------------------------------- restart costs
-def test_a_restart_cost_is_refused_by_the_stage_program_but_the_greedy_keeps_running_jobs() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_restart_cost_keeps_the_running_jobs_the_program_need_not_move(backend: str) -> None:
+    """Refused by the stage program until 2026-11-27.  With a restart cost of 30 s the program's
+    answer is the one without: A preempted, B and K kept where they run (their keep variables),
+    p inside server 0 at pace 1; nothing moved, so the optimum is still 20."""
     inst = fast_gpus_held()
     costly = RoundInstance(inst.cluster, inst.jobs, RoundParams(binning="none", restart_cost=30.0))
-    with pytest.raises(OptionError, match="a restart or migration cost for running jobs is not supported by the "
-                                          "stage program"):
-        pal_opt.solve(costly, "ilp-preempt")
-    res = pal_opt.solve(costly, "preempt-greedy")
-    assert check(costly, res) == [] and res.placements["A"] == (0, 1)
+    res = pal_opt.solve(costly, "ilp-preempt", backend=backend)
+    assert check(costly, res) == [] and res.info["program"] == "stage"
+    assert res.objective == pytest.approx(OPTIMUM) and res.jobs_to_terminate == ("A",)
+    assert res.placements["B"] == (4, 5) and res.placements["K"] == (6, 7)
+    greedy = pal_opt.solve(costly, "preempt-greedy")
+    assert check(costly, greedy) == [] and greedy.placements["A"] == (0, 1)
 
 
 def test_a_gang_only_program_is_not_the_stage_programs_and_back() -> None:
@@ -429,16 +434,14 @@ def test_cli_solves_an_instance_file_with_pipeline_jobs(tmp_path: Path, capsys: 
     assert doc["jobs_to_terminate"] == (["A"] if method == "ilp-preempt" else ["B"])
 
 
-def test_cli_refuses_a_restart_cost_with_pipeline_jobs_in_one_line(tmp_path: Path, capsys: Any) -> None:
+def test_cli_solves_a_restart_cost_with_pipeline_jobs(tmp_path: Path, capsys: Any) -> None:
+    """Exit 2 ("not supported by the stage program") until the stage program had keep variables."""
     path, out = tmp_path / "round.json", tmp_path / "placed.json"
     inst = fast_gpus_held()
     save_instance(RoundInstance(inst.cluster, inst.jobs, RoundParams(binning="none", restart_cost=30.0)), path)
-    capsys.readouterr()
-    assert main(["solve", str(path), "--method", "ilp-preempt", "-o", str(out)]) == 2
-    got, err = capsys.readouterr()
-    assert got == "" and err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("pal-opt: error: ") and "not supported by the stage program" in err
-    assert not out.exists()
+    assert main(["solve", str(path), "--method", "ilp-preempt", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert check(load_instance(path), doc) == [] and doc["jobs_to_terminate"] == ["A"]
 
 
 @pytest.mark.parametrize("method", METHODS)

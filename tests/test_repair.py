@@ -246,6 +246,27 @@ def test_a_displaced_pipeline_job_is_repaired_in_a_round_with_a_restart_cost(bac
     assert r.bound == pytest.approx(r.objective)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pipelines_may_migrate_at_a_price(backend):
+    """``--allow-migration`` with pipeline jobs: the whole-round stage program now has keep
+    variables (it raised OptionError before 2026-11-27).  p runs on 4, 6 | 7 and q on 0, 2 | 3,
+    each with a slow GPU (1.5) on its heavy stage (3 ln 1.5 each); GPU 5 fails under g, which
+    no longer fits the one free GPU (preempted, 20).  At 0.01 per GPU both move to pace 1
+    (6 x 0.01); at 0.5 a move (1.5) costs more than it saves (3 ln 1.5): both are kept."""
+    cl = Cluster.from_arrays(range(8), [g // 4 for g in range(8)], {"classA": [1.5] + [1.0] * 5 + [1.5, 1.0]})
+    loc = (1.0, 1.7, 1.7)
+    jobs = (Job("p", 3, "classA", 0, loc, pipeline=Pipeline((2.0, 1.0), (2, 1))),
+            Job("q", 3, "classA", 1, loc, pipeline=Pipeline((2.0, 1.0), (2, 1))), Job("g", 2, "classA", 2, loc))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    in_force = {"p": [4, 6, 7], "q": [0, 2, 3], "g": [1, 5]}
+    cheap = repair(inst, in_force, [5], backend=backend, allow_migration=0.01)
+    dear = repair(inst, in_force, [5], backend=backend, allow_migration=0.5)
+    assert check(inst, cheap) == [] and check(inst, dear) == []
+    assert cheap.objective == pytest.approx(20.0 + 6 * 0.01) and set(cheap.jobs_to_terminate) == {"p", "q", "g"}
+    assert dear.objective == pytest.approx(20.0 + 6 * math.log(1.5)) and dear.jobs_to_terminate == ("g",)
+    assert dear.placements == {"p": (4, 6, 7), "q": (0, 2, 3)}
+
+
 def test_queued_jobs_are_not_started():
     inst = _round(5, jobs=30)
     placed = solve(inst, "pal")

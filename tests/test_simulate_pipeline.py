@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InstanceError
 from pal_opt.io.traces import TraceJob, parse_pipeline_cell, pipeline_cell, read_trace
 from pal_opt.model import Cluster, Pipeline
 from pal_opt.simulate import JOB_COLUMNS, SimConfig, jobs_csv_text, simulate
@@ -129,9 +129,12 @@ def test_no_pipeline_no_pipeline_figures() -> None:
     assert "pipeline_avg_jct" not in res.summary and res.jobs[0].stages == 1
 
 
-def test_the_stage_program_refuses_a_restart_cost() -> None:
-    with pytest.raises(OptionError, match="placed non-sticky"):
-        simulate([_job(0, 4, 1000, SLACK)], _slow_first(), SimConfig(policy="ilp", restart_cost=30.0))
+def test_the_stage_program_takes_a_restart_cost() -> None:
+    """Refused until 2026-11-27 ("placed non-sticky").  The stage program puts the slow GPU on the
+    slack stage in the first round and keeps the job there after (its keep variable): 1,000
+    iterations at pace 1, no restart."""
+    res = simulate([_job(0, 4, 1000, SLACK)], _slow_first(), SimConfig(policy="ilp", restart_cost=30.0), validate=True)
+    assert res.jobs[0].finish_time == pytest.approx(1000.0) and res.jobs[0].restarts == 0
 
 
 def test_the_cli_reports_pipeline_figures(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@
   passes the checker with its stages.
 * Rounds of gangs only: the same optimum as the round program (:func:`pal_opt.ilp.solve_ilp`).
 * ``solve_ilp`` sends rounds with pipelines to it, on every backend; ``best_stage_order`` is the
-  best stage map of a fixed set; a restart cost is refused.
+  best stage map of a fixed set; a restart cost gives running jobs keep variables (more in
+  ``tests/test_stage_keep.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from pal_opt.admission import admit
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
 from pal_opt.cost import evaluate, job_slowdown_pos
-from pal_opt.errors import OptionError
 from pal_opt.ilp import available_backends, solve_ilp
 from pal_opt.ilp.stageround import best_stage_order, build_stage_round, encode_stage_round, solve_stage_round
 from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
@@ -151,12 +151,18 @@ def test_pipelines_beat_a_gang_placement_of_the_same_round() -> None:
     assert piped.objective < flat
 
 
-def test_a_restart_cost_is_refused() -> None:
+def test_a_restart_cost_gives_the_running_jobs_keep_variables() -> None:
+    """Until 2026-11-27 the stage program refused a restart cost ("placed non-sticky").  Now the
+    running gang g gets a keep column (the waiting pipeline none) and stays on its GPUs."""
+    from pal_opt.ilp.stageround import KIND_KEEP
+
     inst = _round()
     jobs = (inst.jobs[0], Job("g", 4, "classA", 1, placement=(4, 5, 6, 7)))
     costly = RoundInstance(inst.cluster, jobs, RoundParams(binning="none", restart_cost=0.5))
-    with pytest.raises(OptionError, match="non-sticky"):
-        build_stage_round(costly, [0, 1], binned_factors(costly.cluster, "none"))
+    sr = build_stage_round(costly, [0, 1], binned_factors(costly.cluster, "none"))
+    assert sr.kept == (1,) and sr.job[sr.kind == KIND_KEEP].tolist() == [1]
+    res = solve_ilp(costly)
+    assert res.placements["g"] == (4, 5, 6, 7) and res.jobs_to_terminate == () and check(costly, res) == []
 
 
 def test_the_start_placement_encodes_to_a_feasible_vector() -> None:

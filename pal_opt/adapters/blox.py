@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..errors import InstanceError
 from ..io.blox import instance_from_frames
-from ..model import RoundInstance
+from ..model import RoundInstance, keeps_placement
 from ..options import DEFAULT_ROUND_LENGTH
 from ..result import PlacementResult
 from ..scheduler import RoundPolicy
@@ -183,8 +183,7 @@ class BloxPlacement:
         by_id = inst.job_by_id
         launch: dict[Any, list[int]] = {}
         for jid, gpus in result.placements.items():
-            cur = by_id[jid].placement
-            if self.method in _STICKY and cur is not None and set(cur) == set(gpus):
+            if self.method in _STICKY and keeps_placement(by_id[jid], gpus):
                 continue
             launch[orig[str(jid)]] = [int(g) for g in gpus]
         return [orig[str(j)] for j in result.jobs_to_terminate], launch

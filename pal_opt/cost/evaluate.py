@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model import Cluster, Job, JobId, Level, RoundInstance
+from ..model import Cluster, Job, JobId, Level, RoundInstance, keeps_placement
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -126,7 +126,7 @@ class CostSummary:
     level
         Per job: the topology level its set spans (0 server, 1 rack, 2 cluster).
     moved
-        Running jobs given a different GPU set.
+        Running jobs given a different GPU set, or (pipelines) a different stage map of it.
     by_term
         The cost split by term name.
     """
@@ -153,7 +153,8 @@ def evaluate(
     """Price ``placements`` ({job id: GPU ids}) under ``factors`` ({class: per-GPU array}) with
     every registered cost term (:mod:`pal_opt.cost.registry`).
 
-    A running job placed on other GPUs than it holds pays each term's ``moved`` charge, and a
+    A running job placed on other GPUs than it holds (a pipeline also on the same GPUs with its
+    stages re-mapped, :func:`~pal_opt.model.keeps_placement`) pays each term's ``moved`` charge, and a
     running job left out pays each term's ``preempted`` charge (:func:`left_out_charge`); the
     geometric mean (``CostSummary.geomean``) is of the placed jobs' costs, without the
     preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.
@@ -175,7 +176,7 @@ def evaluate(
         gpus += int(pos.size)
         for t in terms:
             by_term[t.name] += t.placed(instance, job, pos, level, top)
-        if job.placement is not None and set(job.placement) != set(int(g) for g in gids):
+        if job.placement is not None and not keeps_placement(job, gids):
             moved.append(jid)
             for t in terms:
                 by_term[t.name] += t.moved(instance, job)

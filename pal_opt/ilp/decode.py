@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import BackendError
-from ..model import JobId, Level
+from ..model import JobId, Level, keeps_placement
 from .formulation import KIND_DROP, KIND_FLOW, KIND_KEEP, KIND_X, KIND_Y, KIND_Z, Formulation
 
 __all__ = ["decode", "encode", "INTEGRALITY_TOL"]
@@ -339,7 +339,7 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
             raise ValueError(f"job {jid!r}: uses a GPU that is not free")
         used[pos] = True
         k = keep.get(j)
-        if k is not None and job.placement is not None and set(job.placement) == {int(g) for g in gids}:
+        if k is not None and keeps_placement(job, gids):
             x[k] = 1.0
             continue
         t = type_of[j]

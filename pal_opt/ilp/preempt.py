@@ -23,10 +23,12 @@ demand in the plan, as a gang does) the program is the stage program
 same drop variables (:func:`preempt_stage_program`, ``formulations/preemption.md`` §6): the
 victims, every job's GPUs and every pipeline's stage map are chosen together.  Its start is the
 same greedy start, each pipeline placed by PAL has its stages mapped best on its GPUs
-(:func:`pal_opt.cost.best_stage_order`), and so do the pipelines backfilled.  As for ``ilp``, the
-stage program places a round non-sticky: a restart or migration cost for running jobs is an
-:class:`~pal_opt.errors.OptionError` (``preempt-greedy`` takes it).  With GPU types the stage
-program draws each job's GPUs from one of its type groups, as the round program does.
+(:func:`pal_opt.cost.best_stage_order`), and so do the pipelines backfilled.  A restart or
+migration cost for running jobs gives the stage program keep variables, as for ``ilp``: a running
+job kept runs on exactly its GPUs in its stage map, any other placement of it pays the move
+(:mod:`pal_opt.ilp.stageround`; until 2026-11-27 such a round was an
+:class:`~pal_opt.errors.OptionError`).  With GPU types the stage program draws each job's GPUs
+from one of its type groups, as the round program does.
 
 With GPU types the plan counts per type (:func:`pal_opt.priority.preempt_plan`: each admitted job
 claims GPUs within one of its type groups, a witness that the program is feasible), the program is
@@ -62,7 +64,7 @@ from .backends.base import SolveOptions as BackendOptions
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .program import Program
-from .running import keep_positions, moving_is_charged
+from .running import keep_positions
 from .solve import DECODE_PER_BUILD, FINISH_SECONDS
 from .stageround import StageRound, build_stage_round, decode_stage_round, encode_stage_round, has_pipelines
 
@@ -160,12 +162,8 @@ def preempt_stage_program(instance: RoundInstance, factors: Mapping[str, np.ndar
     (``formulations/preemption.md`` §6): the stage program
     (:func:`~pal_opt.ilp.stageround.build_stage_round`) over the plan's admitted jobs with a drop
     variable per optional running job.  Defaults as :func:`preempt_program`'s; public so that the
-    program can be exported (the golden file ``formulations/golden/preempt_pipeline.lp``).
-
-    Raises
-    ------
-    OptionError
-        A cost term charges for moving a running job (the stage program places rounds non-sticky).
+    program can be exported (the golden file ``formulations/golden/preempt_pipeline.lp``).  With a
+    restart or migration cost it has the stage program's keep variables too.
     """
     if factors is None:
         factors = binned_factors(instance.cluster, instance.params.binning)
@@ -222,9 +220,6 @@ def solve_preempt(
     plan = preempt_plan(instance)
     work, pins = _program_round(instance, plan)
     staged = has_pipelines(work, plan.admitted)
-    if staged and moving_is_charged(work):
-        raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost for running "
-                          "jobs is not supported by the stage program (ilp-preempt); preempt-greedy keeps them")
     start = greedy_start(work, factors, plan)
     cls = get_backend(backend)
     t_price = time.perf_counter()

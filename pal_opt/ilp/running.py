@@ -1,6 +1,7 @@
 """Running jobs in the round program: whether moving one costs anything, and which may stay put.
 
-Both the program (:mod:`pal_opt.ilp.formulation`, its keep variables) and the start placements
+Both programs (:mod:`pal_opt.ilp.formulation` and the stage program
+:mod:`pal_opt.ilp.stageround`, their keep variables) and the start placements
 (:mod:`pal_opt.ilp.heuristic`, variant ``"packing-keep"``) and the partitioner
 (:mod:`pal_opt.ilp.partition`) ask the same two questions; they are answered here once.
 """

@@ -440,7 +440,7 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
                         threads=threads, deterministic=deterministic, backend_params=dict(backend_params or {}))
     if has_pipelines(instance, setup.admitted):  # stages to place: the stage program
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
-                                 admission=setup.admission, info=info)
+                                 admission=setup.admission, info=info, start=start)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
         return done

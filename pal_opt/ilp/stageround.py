@@ -33,6 +33,14 @@ jobs: each gets a drop variable ``u[j]`` that stands for all its modes and stage
 left out, preempted) and is priced by the cost terms' ``preempted`` charge
 (``formulations/preemption.md`` §6).  Running jobs left out of the program altogether pay that
 charge in the objective's constant, so every solution is priced at its round cost.
+
+When a cost term charges for moving a running job (the restart or migration cost,
+:func:`~pal_opt.ilp.running.moving_is_charged`), every admitted running job that can keep its GPUs
+(:func:`~pal_opt.ilp.running.keep_positions`) gets a keep variable ``k[j]`` in its ``mode`` row
+and, times ``r_k``, in its ``stage`` rows: at 1 the job runs on exactly its current GPUs in its
+current stage map (:func:`~pal_opt.model.keeps_placement`), takes them in the ``cap`` rows and is
+priced where it runs less the move charge; every admitted running job pays the move charge in the
+objective's constant, so any other way of placing it pays it (``formulations/pipeline_round.md`` §7).
 """
 
 from __future__ import annotations
@@ -44,9 +52,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..admission import class_rank
 from ..cost import (
     best_stage_order,
     cost_terms,
+    evaluate,
     left_out_charge,
     pace_factor,
     relative_gap,
@@ -54,12 +64,12 @@ from ..cost import (
 )
 from ..errors import BackendError, InstanceError, OptionError
 from ..gputypes import type_groups
-from ..model import GpuState, Job, JobId, Level, RoundInstance
+from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .builder import ProgramBuilder
 from .program import Program
-from .running import moving_is_charged
+from .running import keep_positions, moving_is_charged
 
 __all__ = [
     "StageRound",
@@ -73,8 +83,9 @@ __all__ = [
     "start_placement",
 ]
 
-#: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable).
-KIND_MODE, KIND_STAGE, KIND_SERVER, KIND_DROP = 0, 1, 2, 3
+#: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable;
+#: ``KIND_KEEP``: a running job's keep variable, when moving it is charged).
+KIND_MODE, KIND_STAGE, KIND_SERVER, KIND_DROP, KIND_KEEP = 0, 1, 2, 3, 4
 _META = ("kind", "job", "group", "gtype", "node", "span")
 
 
@@ -119,13 +130,17 @@ class StageRound:
         GPU type per GPU position (``-1`` for GPUs not free): GPUs of one type have equal
         factors in every class of the admitted jobs.
     kind, job, group, gtype, node, span
-        Per column: ``KIND_MODE`` / ``KIND_STAGE`` / ``KIND_SERVER``, the job's index in
+        Per column: ``KIND_MODE`` / ``KIND_STAGE`` / ``KIND_SERVER`` / ``KIND_DROP`` /
+        ``KIND_KEEP``, the job's index in
         ``admitted``, the stage group, the GPU type, the server (mode columns: the server or rack
         position, ``-1`` anywhere) and the mode's span (:class:`~pal_opt.model.Level`).
     pace
         Per column: the mode's pace (``nan`` for other columns).
     optional
         The admitted running jobs that may be left out (a drop column each, ``KIND_DROP``).
+    kept
+        The admitted running jobs that have a keep column (``KIND_KEEP``): moving is charged
+        and they can keep their GPUs.
     """
 
     program: Program
@@ -141,6 +156,7 @@ class StageRound:
     span: np.ndarray
     pace: np.ndarray
     optional: tuple[int, ...] = ()
+    kept: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,24 +251,27 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
 
     ``optional``: admitted running jobs that may be left out (preempted, ``ilp-preempt``): each
     gets a drop column ``u[j]`` in its ``mode`` row and, times ``r_k``, in its ``stage`` rows, of
-    cost the cost terms' ``preempted`` charge.  The running jobs not admitted pay that charge in
-    the objective's constant (:func:`pal_opt.cost.left_out_charge`).
+    cost the cost terms' ``preempted`` charge (less the move charge, when moving is charged).  The
+    running jobs not admitted pay that charge in the objective's constant
+    (:func:`pal_opt.cost.left_out_charge`).  When moving a running job is charged, each admitted
+    running job that can keep its GPUs gets a keep column ``k[j]`` the same way (module
+    docstring), and every admitted running job pays the move charge in the constant.
 
     Raises
     ------
     OptionError
-        A cost term charges for moving a running job (the program has no keep variables: its
-        rounds are non-sticky, as PAL's); ``optional`` names a job that is not an admitted
-        running job.
+        ``optional`` names a job that is not an admitted running job.
     InstanceError
         A job of two or more GPUs whose locality penalties decrease with the level.
     """
     _check_round(instance, admitted, optional)
     gpus = _gpu_types(instance, factors, admitted)
+    charged = moving_is_charged(instance)
     b = ProgramBuilder(_META)
     paces: list[float] = []
     costs: list[np.ndarray] = []
     rows = _Rows()
+    kept: list[int] = []
     for a, i in enumerate(admitted):
         job = instance.jobs[i]
         values = gpus.type_values[job.perfclass]
@@ -260,27 +279,62 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
         modes = _modes(job, table, gpus.cnt, _nodes(instance, job.demand), _type_cells(instance, job, gpus))
         if not modes:
             raise OptionError(f"job {job.id!r} cannot be placed on the free GPUs")
-        _add_job(b, rows, a, job, table, modes, gpus, i in optional)
+        home = _home(instance, i, gpus) if charged else None
+        _add_job(b, rows, a, job, table, modes, gpus, i in optional, home)
+        kept += [i] if home is not None else []
         paces += [m[0] for m in modes]
         costs.append(_mode_costs(job, modes))
     rows.capacity(b, gpus.cnt)
+    c, constant = _objective(b, instance, factors, admitted, costs, charged)
+    program, meta = b.finish(c, constant)
+    pace = np.full(b.ncol, np.nan)
+    pace[b.meta("kind") == KIND_MODE] = paces
+    return StageRound(program, instance, factors, tuple(admitted), gpus.gpu_type, pace=pace,
+                      optional=tuple(sorted(optional)), kept=tuple(kept), **meta)
+
+
+def _home(instance: RoundInstance, i: int, gpus: _Gpus) -> np.ndarray | None:
+    """The capacity cells (``server × cells + cell``) of the GPUs running job ``i`` holds, one
+    per GPU, when it can keep them (:func:`~pal_opt.ilp.running.keep_positions`); else None."""
+    pos = keep_positions(instance, i)
+    if pos is None:
+        return None
+    return instance.cluster.server_of[pos] * gpus.cnt.shape[1] + gpus.gpu_type[pos]
+
+
+def _objective(b: ProgramBuilder, instance: RoundInstance, factors: Mapping[str, np.ndarray],
+               admitted: Sequence[int], costs: list[np.ndarray], charged: bool) -> tuple[np.ndarray, float]:
+    """Every column's cost and the constant: modes priced by ``slots``; a drop column by the
+    ``preempted`` charge, a keep column where its job runs now (``placed``), each less the move
+    charge when moving is charged; the constant is what the running jobs not admitted pay for
+    being left out and, when moving is charged, what the admitted running jobs pay for moving."""
+    terms = cost_terms()
     c = np.zeros(b.ncol)
-    kind = b.meta("kind")
+    kind, job_of = b.meta("kind"), b.meta("job")
     c[kind == KIND_MODE] = np.concatenate(costs) if costs else []
     drops = np.flatnonzero(kind == KIND_DROP)
-    c[drops] = [_drop_cost(instance, instance.jobs[admitted[a]]) for a in b.meta("job")[drops].tolist()]
-    program, meta = b.finish(c, left_out_charge(instance, {instance.jobs[i].id for i in admitted}))
-    pace = np.full(b.ncol, np.nan)
-    pace[kind == KIND_MODE] = paces
-    return StageRound(program, instance, factors, tuple(admitted), gpus.gpu_type, pace=pace,
-                      optional=tuple(sorted(optional)), **meta)
+    c[drops] = [_drop_cost(instance, instance.jobs[admitted[a]], charged) for a in job_of[drops].tolist()]
+    keeps = np.flatnonzero(kind == KIND_KEEP)
+    c[keeps] = [_keep_cost(instance, factors, admitted[a]) for a in job_of[keeps].tolist()]
+    constant = left_out_charge(instance, {instance.jobs[i].id for i in admitted})
+    if charged:
+        constant += sum(t.moved(instance, instance.jobs[i]) for i in admitted if instance.jobs[i].placement is not None
+                        for t in terms)
+    return c, constant
+
+
+def _keep_cost(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int) -> float:
+    """What the terms charge running job ``i`` on its GPUs in its stage map
+    (:func:`pal_opt.cost.pace_factor`), less what they charge for moving it."""
+    job = instance.jobs[i]
+    pos = instance.cluster.positions(job.placement or ())
+    level = int(instance.cluster.span_level_pos(pos))
+    top = pace_factor(job, np.asarray(factors[job.perfclass])[pos])
+    return sum(t.placed(instance, job, pos, level, top) - t.moved(instance, job) for t in cost_terms())
 
 
 def _check_round(instance: RoundInstance, admitted: Sequence[int], optional: Sequence[int]) -> None:
     """What :func:`build_stage_round` refuses (its Raises)."""
-    if moving_is_charged(instance):
-        raise OptionError("rounds with pipeline jobs are placed non-sticky: a restart or migration cost "
-                          "for running jobs is not supported by the stage program")
     if any(i not in admitted or instance.jobs[i].placement is None for i in optional) or len(set(optional)) < len(optional):
         raise OptionError(f"optional must list distinct admitted running jobs, got {tuple(optional)}")
     for i in admitted:
@@ -290,10 +344,11 @@ def _check_round(instance: RoundInstance, admitted: Sequence[int], optional: Seq
                                 f"(server <= rack <= cluster), got {job.locality!r}", path=f"jobs[{i}].locality")
 
 
-def _drop_cost(instance: RoundInstance, job: Job) -> float:
-    """What leaving out running ``job`` costs: every term's ``preempted`` charge (no term charges
-    for moving it: the program refuses such rounds, so nothing is saved by not moving it)."""
-    return sum(term.preempted(instance, job) for term in cost_terms())
+def _drop_cost(instance: RoundInstance, job: Job, charged: bool) -> float:
+    """What leaving out running ``job`` costs: every term's ``preempted`` charge, less the move
+    charge when moving is ``charged`` (the constant holds it; a job left out does not pay it)."""
+    moving = sum(term.moved(instance, job) for term in cost_terms()) if charged else 0.0
+    return sum(term.preempted(instance, job) for term in cost_terms()) - moving
 
 
 def _mode_costs(job: Job, modes: list[_Mode]) -> np.ndarray:
@@ -306,25 +361,33 @@ def _mode_costs(job: Job, modes: list[_Mode]) -> np.ndarray:
 
 
 class _Rows:
-    """The per-(server, type) capacity entries, collected over the jobs."""
+    """The per-(server, type) capacity entries, collected over the jobs: server columns take one
+    GPU of their cell each, a keep column the GPUs of each cell its job holds."""
 
     def __init__(self) -> None:
         self.cols: list[np.ndarray] = []
         self.cells: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+
+    def add(self, cols: np.ndarray, cells: np.ndarray, vals: np.ndarray | None = None) -> None:
+        self.cols.append(cols)
+        self.cells.append(cells)
+        self.vals.append(np.ones(cols.size) if vals is None else vals)
 
     def capacity(self, b: ProgramBuilder, cnt: np.ndarray) -> None:
         if not self.cols:
             return
-        cols, cells = np.concatenate(self.cols), np.concatenate(self.cells)
+        cols, cells, vals = np.concatenate(self.cols), np.concatenate(self.cells), np.concatenate(self.vals)
         used, local = np.unique(cells, return_inverse=True)
         s, g = np.divmod(used, cnt.shape[1])
         b.add_le_rows([f"cap_s{x}_g{y}" for x, y in zip(s.tolist(), g.tolist(), strict=True)],
-                      cnt[s, g].astype(float), local.reshape(-1), cols, np.ones(cols.size))
+                      cnt[s, g].astype(float), local.reshape(-1), cols, vals)
 
 
 def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray,
-             modes: list[_Mode], gpus: _Gpus, optional: bool = False) -> None:
-    """One job's columns and rows (module docstring); with ``optional``, its drop column too."""
+             modes: list[_Mode], gpus: _Gpus, optional: bool = False, home: np.ndarray | None = None) -> None:
+    """One job's columns and rows (module docstring); with ``optional``, its drop column too;
+    with ``home`` (the capacity cells of the GPUs it runs on, :func:`_home`), its keep column."""
     groups = stage_groups(job)
     ngroups, ntypes = table.shape
     # (the whole cluster's node is -1: no number, "-" is not a CPLEX-LP name character)
@@ -332,9 +395,11 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
     m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a,
                    node=[x.node for x in modes], span=[x.span for x in modes], group=[x.tgroup for x in modes])
     u = b.add_cols([f"u_j{a}"], lo=0, hi=1, integer=True, kind=KIND_DROP, job=a) if optional else m[:0]
+    if home is not None:  # a drop column and a keep column stand for the job alike: one more "u"
+        u = np.concatenate((u, _add_keep(b, rows, a, home)))
     b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size + u.size, dtype=np.int64), np.concatenate((m, u)),
                np.ones(m.size + u.size))
-    # stage columns c[k, g] and their count and threshold rows (Σ_g c[k, g] + r_k u = r_k)
+    # stage columns c[k, g] and their count and threshold rows (Σ_g c[k, g] + r_k (u + k) = r_k)
     cells = np.column_stack([x.cells for x in modes])  # (cells, modes): where each mode may draw
     usable = np.flatnonzero((gpus.cnt.sum(axis=0) > 0) & cells.any(axis=1))
     kk = np.repeat(np.arange(ngroups), usable.size)
@@ -342,9 +407,9 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
     reps = np.array([r for _, _, r in groups])
     c = b.add_cols([f"c_j{a}_k{k}_g{g}" for k, g in zip(kk.tolist(), gg.tolist(), strict=True)], lo=0,
                    hi=reps[kk], integer=True, kind=KIND_STAGE, job=a, group=kk, gtype=gg)
-    ku = np.arange(ngroups) if u.size else kk[:0]
+    ku = np.tile(np.arange(ngroups), u.size)  # (each of u's columns in every stage row, times r_k)
     b.add_rows([f"stage_j{a}_k{k}" for k in range(ngroups)], reps, reps, np.concatenate((kk, ku)),
-               np.concatenate((c, np.repeat(u, ku.size))), np.concatenate((np.ones(c.size), reps[ku])))
+               np.concatenate((c, np.repeat(u, ngroups))), np.concatenate((np.ones(c.size), reps[ku])))
     mode_pace = np.array([x.pace for x in modes])
     allow = (table[kk, gg][:, None] <= mode_pace[None, :]) & cells[gg]  # (stage columns, modes)
     r_idx, m_idx = np.nonzero(allow)
@@ -353,6 +418,16 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
                np.concatenate((np.arange(n), r_idx)), np.concatenate((c, m[m_idx])),
                np.concatenate((np.ones(n), -reps[kk][r_idx].astype(float))))
     _add_servers(b, rows, a, job, m, modes, c, gg, usable, gpus)
+
+
+def _add_keep(b: ProgramBuilder, rows: _Rows, a: int, home: np.ndarray) -> np.ndarray:
+    """The keep column ``k[j]`` of a running job whose GPUs lie in the capacity cells ``home``:
+    it takes their count of each cell (its ``mode`` and ``stage`` entries are the caller's, as a
+    drop column's; which GPUs of a cell it holds is decoding's business)."""
+    used, count = np.unique(home, return_counts=True)
+    k = b.add_cols([f"k_j{a}"], lo=0, hi=1, integer=True, kind=KIND_KEEP, job=a)
+    rows.add(np.full(used.size, int(k[0])), used, count.astype(np.float64))
+    return k
 
 
 def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray,
@@ -382,16 +457,16 @@ def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray
                np.concatenate(([spos[s] for s in ss.tolist()], cover_r)),
                np.concatenate((bcols, np.asarray(cover_c, dtype=np.int64))),
                np.concatenate((np.ones(bcols.size), -float(job.demand) * np.ones(len(cover_c)))))
-    rows.cols.append(bcols)
-    rows.cells.append(ss * gpus.cnt.shape[1] + sg)
+    rows.add(bcols, ss * gpus.cnt.shape[1] + sg)
 
 
 # --------------------------------------------------------------------------- decoding
 def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[int, ...]]:
     """Placements from a solution: each job's GPUs in stage order (lowest positions first among
-    equals, jobs in queue order); an optional job whose drop column is 1 is left out.  A running
-    pipeline job given exactly the GPUs it runs on keeps its own stage order when that is no
-    slower (:func:`_running_order`): its stages do not change for nothing.
+    equals, jobs in queue order); an optional job whose drop column is 1 is left out; a job whose
+    keep column is 1 gets exactly the GPU list it runs on (its stage map), and the others are
+    dealt the rest.  A running pipeline job given exactly the GPUs it runs on keeps its own stage
+    order when that is no slower (:func:`_running_order`): its stages do not change for nothing.
 
     Raises
     ------
@@ -405,10 +480,16 @@ def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[
         pool.setdefault((int(inst.cluster.server_of[p]), int(sr.gpu_type[p])), []).append(p)
     ids = inst.cluster.gpu_ids
     dropped = set(sr.job[(sr.kind == KIND_DROP) & (x > 0)].tolist())
+    kept = set(sr.job[(sr.kind == KIND_KEEP) & (x > 0)].tolist())
+    for a in kept:  # their GPUs first, out of the cells' pools
+        for p in inst.cluster.positions(inst.jobs[sr.admitted[a]].placement or ()).tolist():
+            pool[(int(inst.cluster.server_of[p]), int(sr.gpu_type[p]))].remove(p)
     out: dict[JobId, tuple[int, ...]] = {}
     for a, i in enumerate(sr.admitted):
         job = inst.jobs[i]
-        if a in dropped:
+        if a in kept:
+            out[job.id] = tuple(job.placement or ())
+        if a in dropped or a in kept:
             continue
         mine = (sr.job == a) & (x > 0)
         by_type: dict[int, list[int]] = {}
@@ -454,7 +535,8 @@ def _in_stage_order(job: Job, per_group: Mapping[int, list[int]]) -> list[int]:
 def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]) -> np.ndarray | None:
     """A placement (GPU lists in stage order) as a vector of the program, for a warm start; None
     when a job's pace or span has no column (it then cannot be a start), or when it leaves out an
-    admitted job that is not optional (a job it leaves out is dropped)."""
+    admitted job that is not optional (a job it leaves out is dropped).  A running job with a
+    keep column that keeps its placement (:func:`~pal_opt.model.keeps_placement`) is kept."""
     cl, x = sr.instance.cluster, np.zeros(sr.program.num_vars)
     col_of = {(int(sr.kind[c]), int(sr.job[c]), int(sr.group[c]), int(sr.gtype[c]), int(sr.node[c])): c
               for c in np.flatnonzero(sr.kind != KIND_MODE).tolist()}
@@ -466,6 +548,9 @@ def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]
             if (KIND_DROP, a, -1, -1, -1) not in col_of:
                 return None
             x[col_of[(KIND_DROP, a, -1, -1, -1)]] = 1
+            continue
+        if (KIND_KEEP, a, -1, -1, -1) in col_of and keeps_placement(job, placements[job.id]):
+            x[col_of[(KIND_KEEP, a, -1, -1, -1)]] = 1
             continue
         pos = cl.positions(placements[job.id])
         bounds = job.pipeline.slices() if job.pipeline is not None else [(0, job.demand)]
@@ -503,13 +588,59 @@ def _type_group(cl: Any, job: Job, pos: np.ndarray) -> int:
 def start_placement(instance: RoundInstance, admitted: Sequence[int],
                     factors: Mapping[str, np.ndarray]) -> dict[JobId, tuple[int, ...]] | None:
     """PAL's placement of the admitted jobs with every pipeline's stages mapped best
-    (:func:`best_stage_order`): the warm start and the fallback (None if PAL places not all)."""
+    (:func:`best_stage_order`): the warm start and the fallback (None if PAL places not all).
+    When moving a running job is charged, also PAL's placement of the others around the running
+    jobs kept where they run (:func:`_keeping_start`), and the cheaper of the two (the keeping
+    one on a tie)."""
     from .heuristic import pal_greedy
 
     placed = pal_greedy(instance, factors, admitted)
-    if placed is None or len(placed) != len(admitted):
+    pal = None if placed is None or len(placed) != len(admitted) else stages_mapped_best(instance, factors, placed)
+    keeping = _keeping_start(instance, admitted, factors) if moving_is_charged(instance) else None
+    if keeping is None or pal is None:
+        return pal if keeping is None else keeping
+    return keeping if evaluate(instance, keeping, factors).cost <= evaluate(instance, pal, factors).cost else pal
+
+
+def _keeping_start(instance: RoundInstance, admitted: Sequence[int],
+                   factors: Mapping[str, np.ndarray]) -> dict[JobId, tuple[int, ...]] | None:
+    """Every admitted running job that can keep its GPUs on them, in its stage map; the other
+    admitted jobs placed by PAL (class-sorted) on the GPUs left, stages mapped best (None if PAL
+    places not all)."""
+    from ..policies.pal import place_sequence
+
+    jobs, cl = instance.jobs, instance.cluster
+    free = cl.state == GpuState.FREE
+    kept: dict[JobId, tuple[int, ...]] = {}
+    for i in admitted:
+        if keep_positions(instance, i) is not None:
+            free[cl.positions(jobs[i].placement or ())] = False
+            kept[jobs[i].id] = tuple(jobs[i].placement or ())
+    rest = sorted((i for i in admitted if jobs[i].id not in kept), key=lambda i: class_rank(jobs[i].perfclass))
+    placed = place_sequence(instance, factors, rest, free_mask=free) if rest else {}
+    if len(placed) != len(rest):
         return None
-    return stages_mapped_best(instance, factors, placed)
+    both = {**kept, **stages_mapped_best(instance, factors, placed)}
+    return {jobs[i].id: both[jobs[i].id] for i in admitted}
+
+
+def _cheaper_start(sr: StageRound, given: Mapping[JobId, Sequence[int]] | None,
+                   own: dict[JobId, tuple[int, ...]] | None) -> dict[JobId, tuple[int, ...]] | None:
+    """``given`` (checked: a placement of exactly the admitted jobs, on distinct GPUs, that the
+    program encodes) when it costs no more than ``own``, else ``own``."""
+    if given is None:
+        return own
+    placement = {jid: tuple(int(g) for g in gids) for jid, gids in given.items()}
+    used = [g for gids in placement.values() for g in gids]
+    jobs = {sr.instance.jobs[i].id: sr.instance.jobs[i] for i in sr.admitted}
+    ok = set(placement) == set(jobs) and len(set(used)) == len(used) and all(
+        len(gids) == jobs[jid].demand and all(g in sr.instance.cluster.position for g in gids)
+        for jid, gids in placement.items())
+    if not ok or encode_stage_round(sr, placement) is None:
+        raise OptionError("start is not a placement of the admitted jobs (with every pipeline's GPUs in stage order)")
+    if own is None or evaluate(sr.instance, placement, sr.factors).cost <= evaluate(sr.instance, own, sr.factors).cost:
+        return placement
+    return own
 
 
 def solve_stage_round(
@@ -521,10 +652,13 @@ def solve_stage_round(
     options: SolveOptions | None = None,
     admission: str = "given",
     info: Mapping[str, Any] | None = None,
+    start: Mapping[JobId, Sequence[int]] | None = None,
 ) -> PlacementResult:
     """Place the ``admitted`` jobs of ``instance`` with the stage program (module docstring).
 
-    The solver starts from :func:`start_placement` where it takes a start.  Returns a result
+    The solver starts from the cheaper of :func:`start_placement` and ``start`` (a placement of
+    exactly the admitted jobs, GPU lists in stage order: ``solve_ilp(start=...)``, e.g. a
+    repair's answer that keeps the unaffected jobs) where it takes a start.  Returns a result
     priced by :func:`pal_opt.result.priced_result` (method ``"ilp"``): OPTIMAL when the solver
     proved its optimum, FEASIBLE with the gap otherwise, FALLBACK (the start placement) when it
     stopped without a solution.  Never worse than the start placement.
@@ -533,10 +667,12 @@ def solve_stage_round(
     ------
     BackendError
         The solver stopped without any solution and there is no start placement.
+    OptionError
+        ``start`` is not a placement of the admitted jobs.
     """
     t0 = time.perf_counter()
     sr = build_stage_round(instance, admitted, factors)
-    start = start_placement(instance, admitted, factors)
+    start = _cheaper_start(sr, start, start_placement(instance, admitted, factors))
     built = time.perf_counter() - t0
     cls = get_backend(backend)
     vector = encode_stage_round(sr, start) if start is not None and cls.supports_warm_start else None

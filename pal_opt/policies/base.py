@@ -64,7 +64,8 @@ class GreedyPlacement:
         ``{job id: (GPU id, ...)}`` for every job that holds GPUs after the round, in the
         order the policy placed them (GPU ids in the order the policy picked them).
     jobs_to_terminate
-        Running jobs (queue order) that lose their GPUs or get a different set.
+        Running jobs (queue order) that lose their GPUs or get a different set (a pipeline also
+        a different stage map, :func:`~pal_opt.model.keeps_placement`).
     admission
         The queue rule the placed set follows: ``"pal-order"``, ``"queue-order"`` or
         ``"sticky"`` (see :mod:`pal_opt.check`).

@@ -66,7 +66,7 @@ import numpy as np
 from ..cost import job_slowdown_pos
 from ..cost.restart import restart_cost_units
 from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
-from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ROUND_LENGTH, SolveOptions, check_cluster_size
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
@@ -652,11 +652,13 @@ class _Simulation:
                 self.ckpt.save(i, self.remaining[i])
         self.placement[i] = None
 
-    def _restart_loss(self, i: int, new: tuple[int, ...], tally: _Tally) -> float:
-        """Seconds job ``i`` loses on ``new``: the restart cost if moved or resumed, else 0."""
+    def _restart_loss(self, i: int, job: Job, new: tuple[int, ...], tally: _Tally) -> float:
+        """Seconds job ``i`` (``job`` this round) loses on ``new``: the restart cost if moved
+        (a pipeline also when its stages are re-mapped on the same GPUs,
+        :func:`~pal_opt.model.keeps_placement`) or resumed, else 0."""
         old = self.placement[i]
         rec = self.records[i]
-        if old is not None and set(old) != set(new):
+        if old is not None and not keeps_placement(job, new, held=old):
             rec.moves += 1
             tally.moved += 1
             rec.restarts += 1
@@ -671,8 +673,9 @@ class _Simulation:
     def _start(self, i: int, new: tuple[int, ...], rnd: _Round, tally: _Tally) -> _Stint:
         """Job ``i`` starts the round on ``new``."""
         rec = self.records[i]
-        lost = min(self._restart_loss(i, new, tally), self.round_length)
-        if self.placement[i] is None or set(self.placement[i] or ()) != set(new):
+        job, old = rnd.job_of[i], self.placement[i]
+        lost = min(self._restart_loss(i, job, new, tally), self.round_length)
+        if old is None or not keeps_placement(job, new, held=old):
             self.started[i] = rnd.t
         self.was_preempted[i] = False
         self.placement[i] = new
@@ -765,7 +768,7 @@ class _Simulation:
             i = self.by_id[jid]
             new = res.placements.get(jid)
             if i not in hit:
-                if new is None or set(new) != set(gpus):
+                if not keeps_placement(rnd.job_of[i], new, held=gpus):
                     raise BackendError(f"{what} moved job {jid!r}, which the failure did not hit")
             elif new is not None:
                 self.fstats.replaced += 1
