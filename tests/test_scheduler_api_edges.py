@@ -1,0 +1,106 @@
+"""What a scheduler author gets wrong in the first hour, and the one-line error each gets.
+
+Found by an audit of the public API a round loop uses (``make_instance``, ``RoundInstance``,
+``solve``, ``RoundPolicy``, the Blox adapter, ``TypedScheduler``): every case here was a raw
+``KeyError``, ``TypeError``, ``ValueError`` or ``IndexError`` from inside, or was accepted
+without a word, before the audit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import pal_opt
+from pal_opt import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.errors import InstanceError, OptionError
+
+
+def _graph(factors: Any = None, state: Any = None, extra: Any = None) -> nx.DiGraph:
+    g = nx.DiGraph()
+    for s in range(2):
+        g.add_edge(("cluster",), ("server", s))
+        for k in range(2):
+            attrs: dict[str, Any] = {"factors": {"classA": 1.0 + 0.1 * k} if factors is None else factors}
+            if state is not None:
+                attrs["state"] = state
+            g.add_node(("gpu", 2 * s + k), **attrs)
+            g.add_edge(("server", s), ("gpu", 2 * s + k))
+    if extra is not None:
+        extra(g)
+    return g
+
+
+def _one_line(err: pytest.ExceptionInfo[BaseException], *parts: str) -> None:
+    text = str(err.value)
+    assert "\n" not in text
+    for part in parts:
+        assert part in text, (part, text)
+
+
+def _add_gpu(node: Any) -> Any:
+    def add(g: nx.DiGraph) -> None:
+        g.add_node(node, factors={"classA": 1.0})
+        g.add_edge(("server", 0), node)
+    return add
+
+
+JOBS = [{"id": "a", "demand": 2, "class": "classA"}]
+
+
+@pytest.mark.parametrize(("graph", "parts"), [
+    (_graph(state="broken"), ("graph.('gpu', 0).state", "free, busy or failed", "'broken'")),
+    (_graph(state=1.5), ("graph.('gpu', 0).state", "1.5")),
+    (_graph(factors=[1.0]), ("graph.('gpu', 0).factors", "must map class names")),
+    (_graph(factors={"classA": "1.0"}), ("factors.classA", "GPU 0 must be a number", "'1.0'")),
+    (_graph(factors={"classA": True}), ("factors.classA", "GPU 0 must be a number", "True")),
+    (_graph(extra=_add_gpu(("gpu", "x"))), ("graph.('gpu', 'x')", "integer id")),
+    (_graph(extra=_add_gpu(("gpu",))), ("graph.('gpu',)", "integer id")),
+    (_graph(extra=lambda g: g.nodes[("gpu", 1)].update(factors={"classB": 1.0})),
+     ("graph.('gpu', 1).factors", "no factor for class 'classA'")),
+], ids=["state-name", "state-float", "factors-list", "factor-text", "factor-bool", "gpu-id-text", "gpu-vertex-short",
+        "class-missing-on-a-gpu"])
+def test_a_malformed_cluster_graph_is_an_instance_error_naming_the_vertex(graph: nx.DiGraph, parts: tuple[str, ...]) -> None:
+    with pytest.raises(InstanceError) as err:
+        pal_opt.make_instance(graph, JOBS)
+    _one_line(err, *parts)
+
+
+def test_a_graph_may_still_give_states_by_name_value_or_enum_and_numpy_factors() -> None:
+    for state in ("busy", "BUSY", 1, np.int64(1), pal_opt.GpuState.BUSY):
+        assert pal_opt.make_instance(_graph(state=state), []).free_gpus == 0
+    inst = pal_opt.make_instance(_graph(factors={"classA": np.float32(1.25)}), JOBS)
+    assert inst.cluster.factors["classA"].tolist() == [1.25] * 4
+    # and an ordinary in-memory cluster keeps its arrays as they were
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": np.array([1, 2, 1, 1])})
+    assert c.factors["classA"].dtype == np.float64 and c.factors["classA"].tolist() == [1.0, 2.0, 1.0, 1.0]
+
+
+def test_a_round_of_the_wrong_parts_is_an_instance_error_naming_the_part() -> None:
+    cl = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    for kwargs, parts in [
+        ({"cluster": "cluster", "jobs": ()}, ("cluster: must be a Cluster, got str",)),
+        ({"cluster": cl, "jobs": None}, ("jobs: must be a sequence of Job objects", "NoneType")),
+        ({"cluster": cl, "jobs": (), "params": {"locality_penalty": 2.0}}, ("params: must be a RoundParams, got dict",)),
+        ({"cluster": cl, "jobs": (), "name": 5}, ("name: must be a string, got 5",)),
+    ]:
+        with pytest.raises(InstanceError) as err:
+            RoundInstance(**kwargs)
+        _one_line(err, *parts)
+    with pytest.raises(InstanceError) as err:
+        pal_opt.make_instance(cl, 5)  # type: ignore[arg-type]
+    _one_line(err, "jobs: must be a sequence of jobs", "got int")
+    with pytest.raises(OptionError) as err:
+        pal_opt.make_instance(cl, [], localty_penalty=1.5)  # type: ignore[call-arg]
+    _one_line(err, "unknown round parameter(s) localty_penalty", "locality_penalty")
+    assert pal_opt.make_instance(cl, [], costs={"migration": {"per_job": 0.5}}).params.costs == {
+        "migration": {"per_job": 0.5}}
+
+
+def test_job_objects_and_params_built_in_memory_still_make_rounds() -> None:
+    cl = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(cl, [Job("a", 2, "classA")], RoundParams(locality_penalty=2.0), "r")
+    assert isinstance(inst.jobs, tuple) and pal_opt.solve(inst, "pal").placements == {"a": (0, 1)}
