@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 
 import pal_opt
-from pal_opt import Cluster, Job, RoundInstance, RoundParams
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt import Cluster, Job, RoundInstance, RoundParams, RoundPolicy, SolveOptions
+from pal_opt.adapters.blox import BloxPlacement
+from pal_opt.errors import BackendUnavailableError, InstanceError, OptionError
+from pal_opt.ilp.backends import BACKENDS
+from pal_opt.seeds import make_rng
 
 
 def _graph(factors: Any = None, state: Any = None, extra: Any = None) -> nx.DiGraph:
@@ -104,3 +107,48 @@ def test_job_objects_and_params_built_in_memory_still_make_rounds() -> None:
     cl = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
     inst = RoundInstance(cl, [Job("a", 2, "classA")], RoundParams(locality_penalty=2.0), "r")
     assert isinstance(inst.jobs, tuple) and pal_opt.solve(inst, "pal").placements == {"a": (0, 1)}
+
+
+def test_a_bad_seed_is_an_option_error_before_anything_is_placed() -> None:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    for call in (lambda: pal_opt.solve(inst, "random", seed=-1), lambda: RoundPolicy("random", seed=-1),
+                 lambda: SolveOptions(seed=-3), lambda: SolveOptions(seed="7"), lambda: make_rng(-1)):
+        with pytest.raises(OptionError) as err:
+            call()
+        _one_line(err, "seed must be an integer >= 0")
+    gen = np.random.default_rng(4)
+    assert SolveOptions(seed=gen).seed is gen and SolveOptions(seed=np.int64(3)).seed == 3
+
+
+def test_round_policy_refuses_at_construction_what_solve_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("ilp", seed=3)  # pal_opt.solve(inst, "ilp", seed=3) refuses it too
+    _one_line(err, "seed do not apply to method 'ilp'")
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("ilp", backend="gurobi")
+    _one_line(err, "unknown backend 'gurobi'")
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("pal", track_running="no")  # type: ignore[arg-type]
+    _one_line(err, "track_running must be True or False")
+    cbc = BACKENDS["cbc"]
+    monkeypatch.setattr(cbc, "_available", False)
+    monkeypatch.setattr(cbc, "_import_error", "ImportError: no module named 'pulp'")
+    with pytest.raises(BackendUnavailableError) as err:
+        RoundPolicy("ilp", backend="cbc")
+    _one_line(err, "backend 'cbc' is not available", "pulp")
+    with pytest.raises(BackendUnavailableError):
+        BloxPlacement(None, method="ilp", backend="cbc")
+    assert RoundPolicy("random", seed=3).place(pal_opt.generate_instance(2, 4, 4, seed=0)).placements
+
+
+def test_forget_takes_ids_as_arguments_and_says_so_when_given_a_list() -> None:
+    policy = RoundPolicy("pal")
+    with pytest.raises(OptionError) as err:
+        policy.forget(["a"])  # type: ignore[arg-type]
+    _one_line(err, "forget takes job ids as arguments, forget(*ids): got ['a']")
+    first = policy.place(pal_opt.generate_instance(2, 4, 4, seed=0))
+    with pytest.raises(OptionError):
+        policy.forget({0, 1})  # type: ignore[arg-type]
+    assert policy.last_placements == first.placements
+    policy.forget(np.int64(0), "never-placed")
+    assert 0 not in policy.last_placements and len(policy.last_placements) == len(first.placements) - 1
