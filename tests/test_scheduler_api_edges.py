@@ -8,10 +8,12 @@ without a word, before the audit.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 import pytest
 
 import pal_opt
@@ -19,6 +21,7 @@ from pal_opt import Cluster, Job, RoundInstance, RoundParams, RoundPolicy, Solve
 from pal_opt.adapters.blox import BloxPlacement
 from pal_opt.errors import BackendUnavailableError, InstanceError, OptionError
 from pal_opt.ilp.backends import BACKENDS
+from pal_opt.options import DEFAULT_ILP_TIME_LIMIT
 from pal_opt.seeds import make_rng
 
 
@@ -152,3 +155,49 @@ def test_forget_takes_ids_as_arguments_and_says_so_when_given_a_list() -> None:
     assert policy.last_placements == first.placements
     policy.forget(np.int64(0), "never-placed")
     assert 0 not in policy.last_placements and len(policy.last_placements) == len(first.placements) - 1
+
+
+def _blox_round() -> tuple[SimpleNamespace, SimpleNamespace, dict[str, Any]]:
+    gpu_df = pd.DataFrame({"GPU_ID": range(4), "Node_ID": [0, 0, 1, 1], "IN_USE": [False] * 4,
+                           "JOB_IDS": [None] * 4, "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    jobs = SimpleNamespace(active_jobs={5: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}})
+    return jobs, SimpleNamespace(gpu_df=gpu_df), {"job_order": [(5, 0)]}
+
+
+def test_blox_adapter_numbers_are_checked_and_exact_methods_get_the_documented_time_limit() -> None:
+    for args, options, parts in [
+        (SimpleNamespace(locality_penalty="high"), {}, ("args.locality_penalty must be a number", "'high'")),
+        (None, {"restart_cost": "30s"}, ("restart_cost must be a number", "'30s'")),
+        (None, {"round_length": None}, ("round_length must be a number",)),
+    ]:
+        with pytest.raises(OptionError) as err:
+            BloxPlacement(args, **options)
+        _one_line(err, *parts)
+    # Blox runs rounds back to back: options.DEFAULT_ILP_TIME_LIMIT applies unless a limit is given
+    for options, limit in [({}, DEFAULT_ILP_TIME_LIMIT), ({"time_limit": 3}, 3.0), ({"time_limit": None}, None)]:
+        policy = BloxPlacement(None, method="ilp", backend="highs", **options)
+        assert policy.place(*_blox_round()) == ([], {5: [2, 3]})
+        assert policy.last_result is not None and policy.last_result.info["time_limit"] == limit
+    assert BloxPlacement(None, method="pal").place(*_blox_round()) == ([], {5: [2, 3]})
+
+
+@pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
+def test_blox_adapter_passes_job_priorities_to_the_preemptive_methods(method: str) -> None:
+    # Blox's job dicts carry job_priority; the adapter dropped it, so nothing was ever preempted
+    gpu_df = pd.DataFrame({"GPU_ID": range(4), "Node_ID": [0, 0, 1, 1], "IN_USE": [True] * 4,
+                           "JOB_IDS": [1, 1, 2, 2], "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    active = {1: {"num_GPUs": 2, "perfclass": "classA", "is_running": True, "job_priority": 0, "start_time": 10.0},
+              2: {"num_GPUs": 2, "perfclass": "classA", "is_running": True, "priority": 0, "started": 20.0},
+              3: {"num_GPUs": 2, "perfclass": "classA", "is_running": False, "job_priority": 1}}
+    order = {"job_order": [(3, 0), (1, 0), (2, 0)]}
+    policy = BloxPlacement(None, method=method)
+    terminate, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
+    assert len(terminate) == 1 and 3 in launch and terminate[0] not in launch
+    inst = policy.instance(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
+    assert [(j.id, j.priority, j.started) for j in inst.jobs] == [(3, 1, None), (1, 0, 10.0), (2, 0, 20.0)]
+    if method == "preempt-greedy":  # the most recently started of the lowest priority goes
+        assert terminate == [2]
+    active[3]["job_priority"] = -2
+    with pytest.raises(InstanceError) as err:
+        policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
+    _one_line(err, "column priority", "'-2'")
