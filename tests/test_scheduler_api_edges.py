@@ -8,6 +8,7 @@ without a word, before the audit.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -201,3 +202,53 @@ def test_blox_adapter_passes_job_priorities_to_the_preemptive_methods(method: st
     with pytest.raises(InstanceError) as err:
         policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
     _one_line(err, "column priority", "'-2'")
+
+
+@pytest.fixture(scope="module")
+def profiles(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "sia-artifact" / "profiles"
+    if not d.is_dir():
+        pytest.skip(f"Sia artifact profiles not available at {d}")
+    return d
+
+
+def test_typed_scheduler_takes_numpy_counts_as_a_data_frame_gives_them(profiles: Path) -> None:
+    from pal_opt.hetero import StepTime
+
+    frame = pd.DataFrame({"name": ["a"], "replicas": [2], "batch": [2048], "submit": [0.0]})
+    row = frame.iloc[0]
+    assert isinstance(row["replicas"], np.integer)
+    sched = pal_opt.TypedScheduler([("aws", np.int64(2), np.int64(4))], profiles)
+    assert sched.submit(row["name"], "cifar10", row["replicas"], row["batch"], row["submit"]) is None
+    assert sched.schedule(np.float64(0.0))["a"].state == "allocated"
+    sched.report("a", epoch=np.int64(1), step_times=[StepTime(np.int64(64), np.float32(0.25), 0.01)])
+    assert sched.records()[0].epochs == 1 and type(sched.records()[0].epochs) is int
+    for call, parts in [(lambda: StepTime(64, "0.2", 0.0), ("a step time must be a positive number", "'0.2'")),
+                        (lambda: StepTime(64.0, 0.2, 0.0), ("atomic_bsz must be an integer >= 1",)),  # type: ignore[arg-type]
+                        (lambda: sched.submit("b", "cifar10", np.bool_(True), 2048, 0.0), ("num_replicas",))]:
+        with pytest.raises(OptionError) as err:
+            call()
+        _one_line(err, *parts)
+
+
+def test_typed_scheduler_on_a_cluster_no_application_can_use_says_so_at_once(profiles: Path) -> None:
+    with pytest.raises(InstanceError) as err:
+        pal_opt.TypedScheduler("v100:2x4", profiles)
+    _one_line(err, "no application can run on this cluster", "no profile for GPU type 'v100'", "more left out")
+
+
+def test_sia_params_of_the_wrong_type_or_range_are_option_errors(profiles: Path) -> None:
+    from pal_opt.hetero.policy import SiaParams
+
+    for kwargs, parts in [({"time_limit": 0}, ("time_limit must be a positive number",)),
+                          ({"time_limit": -1.0}, ("time_limit must be a positive number",)),
+                          ({"time_limit": "5"}, ("time_limit must be a positive number", "'5'")),
+                          ({"p": "x"}, ("p must be a finite number",)),
+                          ({"lambda_a": None}, ("lambda_a must be a finite number",)),
+                          ({"project_throughputs": "no"}, ("project_throughputs must be True or False",)),
+                          ({"backend": 5}, ("backend must be a backend name",))]:
+        with pytest.raises(OptionError) as err:
+            SiaParams(**kwargs)
+        _one_line(err, *parts)
+    assert SiaParams(time_limit=5).time_limit == 5
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, params=SiaParams(time_limit=5.0)).policy == "sia"
