@@ -252,3 +252,19 @@ def test_sia_params_of_the_wrong_type_or_range_are_option_errors(profiles: Path)
         _one_line(err, *parts)
     assert SiaParams(time_limit=5).time_limit == 5
     assert pal_opt.TypedScheduler("aws:1x4", profiles, params=SiaParams(time_limit=5.0)).policy == "sia"
+
+
+def test_typed_scheduler_errors_name_the_cluster_argument_not_a_command_flag(
+        profiles: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for spec, parts in [("aws:0x4", ("the cluster: aws needs at least one node",)),
+                        ("aws:1x", ("the cluster: expected TYPE:SERVERSxGPUS",))]:
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler(spec, profiles)
+        _one_line(err, *parts)
+        assert "--cluster" not in str(err.value)
+    # a cluster given as tuples is held to the size limit the text form has
+    monkeypatch.setattr(pal_opt.options, "MAX_CLUSTER_GPUS", 16)
+    for spec in ("aws:3x8", [("aws", 3, 8)]):
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler(spec, profiles)  # type: ignore[arg-type]
+        _one_line(err, "the cluster", "24 GPUs; pal-opt builds clusters of at most 16")

@@ -63,6 +63,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..ilp.backends import get_backend
+from ..options import check_cluster_size
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -278,7 +279,7 @@ def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, i
     """(name, servers, GPUs per server) of each type of a cluster given as the CLI's text,
     :class:`GpuType` objects or such tuples."""
     if isinstance(cluster, str):
-        return parse_cluster(cluster)
+        return parse_cluster(cluster, "the cluster")
     if not isinstance(cluster, Sequence):
         raise OptionError("the cluster must be a text such as 'aws:6x4,rtx:3x8' or a sequence of GpuType objects or "
                           f"(name, servers, GPUs per server) tuples, got {cluster!r}")
@@ -296,6 +297,7 @@ def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, i
         out.append((name, _count(nodes, f"GPU type {name!r}: servers"), _count(gpus, f"GPU type {name!r}: GPUs per server")))
     if not out:
         raise OptionError("the cluster has no GPU types")
+    check_cluster_size(sum(n * g for _, n, g in out), "the cluster")  # as the text form is
     return out
 
 
