@@ -268,3 +268,18 @@ def test_typed_scheduler_errors_name_the_cluster_argument_not_a_command_flag(
         with pytest.raises(OptionError) as err:
             pal_opt.TypedScheduler(spec, profiles)  # type: ignore[arg-type]
         _one_line(err, "the cluster", "24 GPUs; pal-opt builds clusters of at most 16")
+
+
+def test_typed_scheduler_policy_settings_of_the_wrong_type_are_option_errors(profiles: Path) -> None:
+    # ilp_levels="x" or ilp_joint=1 switched a mode on without a word; gavel_round="x" was a raw TypeError
+    for policy, options, parts in [("gavel", {"gavel_round": "x"}, ("gavel_round must be a positive number", "'x'")),
+                                   ("ilp", {"ilp_levels": "x"}, ("ilp_levels must be True or False",)),
+                                   ("ilp", {"ilp_joint": 1}, ("ilp_joint must be True or False",)),
+                                   ("ilp", {"ilp_anchor": "yes"}, ("ilp_anchor must be True or False",)),
+                                   ("ilp", {"ilp_move_cost": float("nan")}, ("ilp_move_cost must be None or a number",)),
+                                   ("ilp", {"ilp_move_cost": -1}, ("ilp_move_cost must be None or a number",))]:
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler("aws:1x4", profiles, policy, **options)
+        _one_line(err, *parts)
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, "ilp", ilp_move_cost=None, ilp_levels=True).policy == "ilp"
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, "gavel", gavel_round=np.float64(120)).policy == "gavel"

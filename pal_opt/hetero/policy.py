@@ -95,7 +95,7 @@ class SiaParams:
     def __post_init__(self) -> None:
         for name in ("p", "lambda_n", "lambda_a"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float | np.number) or not math.isfinite(v):
+            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or not math.isfinite(v):
                 raise OptionError(f"{name} must be a finite number, got {v!r}")
         if self.p >= 0:
             raise OptionError(f"the Sia policy here needs a negative fairness power p, got {self.p}")
@@ -107,7 +107,7 @@ class SiaParams:
         if self.backend is not None and not isinstance(self.backend, str):
             raise OptionError(f"backend must be a backend name or None, got {self.backend!r}")
         t = self.time_limit
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float | np.number)
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float | np.integer | np.floating)
                               or not math.isfinite(t) or t <= 0):
             raise OptionError(f"time_limit must be a positive number of seconds or None, got {t!r}")
 
