@@ -283,3 +283,10 @@ def test_typed_scheduler_policy_settings_of_the_wrong_type_are_option_errors(pro
         _one_line(err, *parts)
     assert pal_opt.TypedScheduler("aws:1x4", profiles, "ilp", ilp_move_cost=None, ilp_levels=True).policy == "ilp"
     assert pal_opt.TypedScheduler("aws:1x4", profiles, "gavel", gavel_round=np.float64(120)).policy == "gavel"
+
+
+def test_typed_scheduler_variability_that_is_not_a_variability_is_an_option_error(profiles: Path) -> None:
+    for bad in ({"classA": [1.0] * 4}, {}, [1.0] * 4):
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler("aws:1x4", profiles, variability=bad)  # type: ignore[arg-type]
+        _one_line(err, "variability must be a pal_opt.hetero.gpus.Variability", type(bad).__name__)

@@ -410,6 +410,9 @@ class TypedScheduler:
             params = replace(params, backend=backend)
         if params.backend is not None:
             get_backend(params.backend, probe=False)  # an unknown name now, not in a later round that needs it
+        if variability is not None and not isinstance(variability, Variability):
+            raise OptionError("variability must be a pal_opt.hetero.gpus.Variability (draw_variability gives one), "
+                              f"got {type(variability).__name__}")
         self.config = SimConfig(method=policy, policy=params, variability=variability or Variability(), **options)
         spec = _cluster_types(cluster)
         self.applications, self._skipped = _applications(spec, profiles, applications)

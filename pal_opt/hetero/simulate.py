@@ -161,6 +161,8 @@ class SimConfig:
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.policy, SiaParams):
             raise OptionError(f"policy must be a SiaParams, got {self.policy!r}")
+        if not isinstance(self.variability, Variability):
+            raise OptionError(f"variability must be a Variability, got {type(self.variability).__name__}")
 
 
 def _is_number(value: Any) -> bool:
