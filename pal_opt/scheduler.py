@@ -151,8 +151,11 @@ class RoundPolicy:
     # ---------------------------------------------------------------- the round
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
         """Place one round; remember it for the next.  ``seed`` overrides the policy's random
-        stream for this round (a simulator that derives one seed per round passes it)."""
+        stream for this round (a simulator that derives one seed per round passes it); a method
+        that takes no seed refuses one, as at construction."""
         require_instance(instance)
+        if seed is not None and "seed" not in self._method.options:
+            raise OptionError(f"option(s) seed do not apply to method {self.method!r}")
         if seed is not None:
             opts = replace(self._options, seed=seed)
         else:

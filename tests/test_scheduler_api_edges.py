@@ -290,3 +290,15 @@ def test_typed_scheduler_variability_that_is_not_a_variability_is_an_option_erro
         with pytest.raises(OptionError) as err:
             pal_opt.TypedScheduler("aws:1x4", profiles, variability=bad)  # type: ignore[arg-type]
         _one_line(err, "variability must be a pal_opt.hetero.gpus.Variability", type(bad).__name__)
+
+
+def test_round_policy_place_refuses_a_seed_its_method_does_not_take_and_a_negative_one() -> None:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("ilp").place(inst, seed=5)  # was ignored without a word
+    _one_line(err, "seed do not apply to method 'ilp'")
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("random").place(inst, seed=-1)
+    _one_line(err, "seed must be an integer >= 0")
+    a, b = RoundPolicy("random").place(inst, seed=9), RoundPolicy("random", seed=1).place(inst, seed=9)
+    assert a.placements == b.placements and RoundPolicy("pal").place(inst, seed=9).placements
