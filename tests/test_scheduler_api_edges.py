@@ -302,3 +302,14 @@ def test_round_policy_place_refuses_a_seed_its_method_does_not_take_and_a_negati
     _one_line(err, "seed must be an integer >= 0")
     a, b = RoundPolicy("random").place(inst, seed=9), RoundPolicy("random", seed=1).place(inst, seed=9)
     assert a.placements == b.placements and RoundPolicy("pal").place(inst, seed=9).placements
+
+
+def test_repair_given_one_failed_gpu_id_instead_of_a_list_is_an_option_error() -> None:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    result = pal_opt.solve(inst)
+    gpu = next(iter(result.placements.values()))[0]
+    with pytest.raises(OptionError) as err:
+        pal_opt.repair(inst, result, gpu)  # type: ignore[arg-type]  # was a raw "'int' object is not iterable"
+    _one_line(err, "failed must be a sequence of GPU ids such as [3], got int")
+    fixed = pal_opt.repair(inst, result, [gpu])
+    assert gpu not in {g for gpus in fixed.placements.values() for g in gpus}
