@@ -78,5 +78,8 @@ def make_instance(
             f"must be a Cluster or a networkx DiGraph, got {type(cluster).__name__}", source="<memory>", path="cluster"
         )
     rp = RoundParams.from_arguments(**params)
+    if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Iterable):
+        raise InstanceError(f"must be a sequence of jobs (Job objects or mappings) in queue order, got "
+                            f"{type(jobs).__name__}", source="<memory>", path="jobs")
     docs = [_job_dict(j, i) for i, j in enumerate(jobs)]
     return RoundInstance(cluster, tuple(jobs_from_list(docs, cluster, rp)), rp, name)

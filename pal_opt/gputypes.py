@@ -46,8 +46,9 @@ __all__ = [
 ]
 
 
-def parse_cluster_spec(text: str) -> list[tuple[str, int, int]]:
+def parse_cluster_spec(text: str, what: str = "--cluster") -> list[tuple[str, int, int]]:
     """``TYPE:SERVERSxGPUS[,TYPE:SERVERSxGPUS...]`` as (type name, servers, GPUs per server), in order.
+    Errors start with ``what``: the option, or the argument of a function that took the text.
 
     >>> parse_cluster_spec("aws:6x4,rtx:3x8")
     [('aws', 6, 4), ('rtx', 3, 8)]
@@ -62,13 +63,13 @@ def parse_cluster_spec(text: str) -> list[tuple[str, int, int]]:
         name, sep, size = item.strip().partition(":")
         nodes, x, gpus = size.lower().partition("x")
         if not (sep and x and name and nodes.isdigit() and gpus.isdigit()):
-            raise OptionError(f"--cluster: expected TYPE:SERVERSxGPUS[,...] (e.g. aws:6x4), got {item.strip()!r}")
+            raise OptionError(f"{what}: expected TYPE:SERVERSxGPUS[,...] (e.g. aws:6x4), got {item.strip()!r}")
         if int(nodes) < 1 or int(gpus) < 1:
-            raise OptionError(f"--cluster: {name} needs at least one node and one GPU per node, got {size}")
+            raise OptionError(f"{what}: {name} needs at least one node and one GPU per node, got {size}")
         if name in [o[0] for o in out]:
-            raise OptionError(f"--cluster: GPU type {name!r} is given twice")
+            raise OptionError(f"{what}: GPU type {name!r} is given twice")
         out.append((name, int(nodes), int(gpus)))
-    check_cluster_size(sum(n * g for _, n, g in out), f"--cluster {text.strip()}")
+    check_cluster_size(sum(n * g for _, n, g in out), f"{what} {text.strip()}")
     return out
 
 

@@ -201,8 +201,8 @@ def failed_gpus(instance: RoundInstance, failed: Iterable[Any]) -> tuple[int, ..
     ...
     pal_opt.errors.OptionError: failed GPU 8 is not a GPU of the round
     """
-    if isinstance(failed, (str, bytes, Mapping)):
-        raise OptionError(f"failed must be a sequence of GPU ids, got {type(failed).__name__}")
+    if isinstance(failed, (str, bytes, Mapping)) or not isinstance(failed, Iterable):  # e.g. failed=3, not [3]
+        raise OptionError(f"failed must be a sequence of GPU ids such as [3], got {type(failed).__name__}")
     ids: set[int] = set()
     position = instance.cluster.position
     for g in failed:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
@@ -176,6 +177,20 @@ def _plain_ids(ids: Sequence[Any], path: str) -> list[int | str]:
 FACTOR_RANGE: tuple[float, float] = (1e-6, 1e6)
 
 
+def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
+    """One class's factors as float64: numbers only (a text such as ``"1.0"`` or a bool, which
+    numpy would convert without a word, is an error naming the GPU)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iuf":
+        return arr.astype(np.float64, copy=False)
+    flat = arr.ravel().tolist()
+    for i, x in enumerate(flat):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            where = f"GPU {int(ids[i])}" if arr.shape == ids.shape else f"entry {i}"
+            raise InstanceError(f"factor of {where} must be a number, got {x!r}", path=f"factors.{cname}")
+    return np.asarray(flat, dtype=np.float64).reshape(arr.shape)
+
+
 def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> None:
     if not factors:
         raise InstanceError("no application class has factors", path="factors")
@@ -310,7 +325,10 @@ class Cluster:
     def __post_init__(self) -> None:
         ids = np.asarray(self.gpu_ids)
         _validate_gpu_ids(ids)
-        fac = {c: np.asarray(v, dtype=np.float64) for c, v in self.factors.items()}
+        if not isinstance(self.factors, Mapping):
+            raise InstanceError(f"must map class names to per-GPU factors, got {type(self.factors).__name__}",
+                                path="factors")
+        fac = {c: _factor_column(c, v, ids) for c, v in self.factors.items()}
         _validate_factors(fac, ids)
         st = np.asarray(self.state)
         if st.shape != ids.shape or (st.size and not np.isin(st, (0, 1, 2)).all()):
@@ -408,7 +426,7 @@ class Cluster:
                     raise InstanceError(f"server {missing[0]!r} has no rack", path="racks")
                 rack_pos, rack_of = _first_position(_plain_id(rack_of_server[s], f"racks.{s}") for s in server_pos)
                 rack_ids = tuple(rack_pos)
-            fac = {c: np.asarray(v, dtype=np.float64) for c, v in factors.items()}
+            fac: Any = dict(factors) if isinstance(factors, Mapping) else factors  # numbers only: __post_init__
             st = np.zeros(ids.size, dtype=np.int8) if state is None else np.asarray(state)
             names, type_of = _type_columns(gpu_types, ids.size)
             return cls(ids, server_of, tuple(server_pos), rack_of, rack_ids, fac, st, names, type_of,
@@ -449,7 +467,7 @@ class Cluster:
         rack parent (all or none).  The GPU types' throughputs, ``{class: {type: value}}``, are
         the graph attribute ``graph.graph["throughput"]`` (optional; see the class docstring).
         """
-        gpus = sorted((n for n in graph.nodes if isinstance(n, tuple) and n and n[0] == "gpu"), key=lambda n: n[1])
+        gpus = sorted(_graph_gpus(graph, source), key=lambda n: int(n[1]))
         if not gpus:
             raise InstanceError("graph has no ('gpu', id) vertices", source=source, path="graph")
         gpu_ids, server, facs, states = [], [], {}, []  # type: ignore[var-annotated]
@@ -459,23 +477,26 @@ class Cluster:
             raise InstanceError("either every GPU has a type or none does", source=source, path="graph")
         any_rack = False
         for i, n in enumerate(gpus):
-            parents = [p for p in graph.predecessors(n) if p[0] == "server"]
+            parents = [p for p in graph.predecessors(n) if _is_vertex(p, "server")]
             if len(parents) != 1:
                 raise InstanceError("GPU must hang under exactly one server", source=source, path=f"graph.{n}")
             srv = parents[0]
             gpu_ids.append(n[1])
             server.append(srv[1])
             attrs = graph.nodes[n]
-            for c, v in dict(attrs.get("factors", {})).items():
-                facs.setdefault(c, [math.nan] * len(gpus))[i] = v
-            st = attrs.get("state", GpuState.FREE)
-            states.append(int(GpuState[st.upper()]) if isinstance(st, str) else int(st))
-            rparents = [p for p in graph.predecessors(srv) if p[0] == "rack"]
+            for c, v in _graph_factors(attrs.get("factors", {}), n, source).items():
+                facs.setdefault(c, [None] * len(gpus))[i] = v
+            states.append(_graph_state(attrs.get("state", GpuState.FREE), n, source))
+            rparents = [p for p in graph.predecessors(srv) if _is_vertex(p, "rack")]
             if len(rparents) > 1:
                 raise InstanceError("server must hang under at most one rack", source=source, path=f"graph.{srv}")
             if rparents:
                 any_rack = True
                 racks[srv[1]] = rparents[0][1]
+        for c, column in facs.items():
+            if None in column:
+                raise InstanceError(f"has no factor for class {c!r}, which other GPUs have (every GPU needs one "
+                                    "per class)", source=source, path=f"graph.{gpus[column.index(None)]}.factors")
         if any_rack and len(racks) != len(set(server)):
             raise InstanceError("either every server hangs under a rack or none does", source=source, path="graph")
         return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source,
@@ -610,6 +631,39 @@ class Cluster:
                 gr.nodes[node]["type"] = types[i]
             gr.add_edge(("server", self.server_ids[self.server_of[i]]), node)
         return gr
+
+
+def _is_vertex(node: Any, kind: str) -> bool:
+    """Whether ``node`` is a ``(kind, id)`` vertex of a cluster graph."""
+    return isinstance(node, tuple) and len(node) == 2 and node[0] == kind
+
+
+def _graph_gpus(graph: nx.DiGraph, source: str | None) -> list[tuple[str, int]]:
+    """The graph's ``("gpu", id)`` vertices; an id that is not an integer is an error naming it
+    (ids of several types cannot even be sorted)."""
+    gpus = [n for n in graph.nodes if isinstance(n, tuple) and n and n[0] == "gpu"]
+    for n in gpus:
+        if len(n) != 2 or not _is_int(n[1]):
+            raise InstanceError("a GPU vertex must be ('gpu', id) with an integer id", source=source, path=f"graph.{n}")
+    return gpus
+
+
+def _graph_factors(factors: Any, vertex: Any, source: str | None) -> Mapping[Any, Any]:
+    """A GPU vertex's ``factors`` attribute, ``{class: factor}``."""
+    if not isinstance(factors, Mapping):
+        raise InstanceError(f"must map class names to factors, got {factors!r}", source=source,
+                            path=f"graph.{vertex}.factors")
+    return factors
+
+
+def _graph_state(state: Any, vertex: Any, source: str | None) -> int:
+    """A GPU vertex's ``state`` attribute (a :class:`GpuState`, its value or its name) as an int."""
+    if isinstance(state, str) and state.upper() in GpuState.__members__:
+        return int(GpuState[state.upper()])
+    if _is_int(state) and int(state) in {int(s) for s in GpuState}:
+        return int(state)
+    raise InstanceError(f"must be free, busy or failed (a GpuState, 0, 1 or 2), got {state!r}", source=source,
+                        path=f"graph.{vertex}.state")
 
 
 def _is_int(v: Any) -> bool:
@@ -1000,6 +1054,10 @@ class RoundParams:
         """
         from .errors import OptionError
 
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(kwargs) - set(known))
+        if unknown:
+            raise OptionError(f"unknown round parameter(s) {', '.join(unknown)}; known: {', '.join(known)}")
         try:
             return cls(**kwargs)
         except InstanceError as exc:
@@ -1054,6 +1112,15 @@ class RoundInstance:
     name: str = ""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cluster, Cluster):
+            raise InstanceError(f"must be a Cluster, got {type(self.cluster).__name__}", path="cluster")
+        if not isinstance(self.params, RoundParams):
+            raise InstanceError(f"must be a RoundParams, got {type(self.params).__name__}", path="params")
+        if not isinstance(self.name, str):
+            raise InstanceError(f"must be a string, got {self.name!r}", path="name")
+        if isinstance(self.jobs, (str, bytes, Mapping)) or not isinstance(self.jobs, Iterable):
+            raise InstanceError(f"must be a sequence of Job objects in queue order, got {type(self.jobs).__name__}",
+                                path="jobs")
         object.__setattr__(self, "jobs", tuple(self.jobs))
         seen: dict[str, int] = {}
         held: dict[int, int] = {}

@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_ROUND_LENGTH",
     "MAX_CLUSTER_GPUS",
     "check_cluster_size",
+    "check_seed",
     "SolveOptions",
     "validate_choice",
 ]
@@ -117,6 +118,24 @@ def validate_choice(value: Any, choices: Iterable[str], what: str) -> str:
     if isinstance(value, str) and str(value) in names:
         return str(value)
     raise OptionError(f"unknown {what} {value!r}; choose one of {', '.join(names)}")
+
+
+def check_seed(seed: Any) -> None:
+    """Raise :class:`OptionError` unless ``seed`` is None, an integer >= 0 or a
+    ``numpy.random.Generator`` (what :func:`pal_opt.seeds.make_rng` takes).
+
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: seed must be an integer >= 0, a numpy.random.Generator or None, got -1
+    """
+    if seed is None:
+        return
+    import numpy as np
+
+    if isinstance(seed, np.random.Generator) or (_is_int(seed) and not isinstance(seed, bool) and seed >= 0):
+        return
+    raise OptionError(f"seed must be an integer >= 0, a numpy.random.Generator or None, got {seed!r}")
 
 
 def _positive_number(name: str, v: Any, *, allow_zero: bool = False) -> float | None:
@@ -200,6 +219,7 @@ class SolveOptions:
         if self.admission is not None:
             object.__setattr__(self, "admission", validate_choice(
                 self.admission, list(Admission), "admission (or pass jobs=)"))
+        check_seed(self.seed)
         object.__setattr__(self, "time_limit", _positive_number("time_limit", self.time_limit))
         if self.deadline is not None and (isinstance(self.deadline, bool) or not isinstance(self.deadline, (int, float))
                                           or not math.isfinite(self.deadline)):

@@ -30,9 +30,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
+from .errors import OptionError
 from .methods import get_method
 from .model import GpuState, Job, JobId, RoundInstance, placement_type_error, require_instance
-from .options import SolveOptions
+from .options import SolveOptions, check_seed
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
 
@@ -49,13 +52,17 @@ class RoundPolicy:
     binning
         Binning mode; defaults to each instance's own.
     seed
-        Seed of the random stream (``method="random"``).
+        Seed of the random stream (``method="random"``): an integer >= 0, a
+        ``numpy.random.Generator`` or None (0).  A method that takes no seed refuses one, as
+        :func:`pal_opt.solve` does.
     track_running
-        Carry the last placement into the next round (see module docstring).
+        Carry the last placement into the next round (see module docstring); True or False.
     options
         A :class:`~pal_opt.options.SolveOptions`; or give its fields as keyword arguments.
     **kwargs
-        Method options, as for :func:`pal_opt.solve` (checked here, once).
+        Method options, as for :func:`pal_opt.solve` (checked here, once: an option the method
+        does not take, or a backend that is unknown or not installed, is an error now, not in
+        the first round).
 
     Attributes
     ----------
@@ -83,6 +90,9 @@ class RoundPolicy:
         **kwargs: Any,
     ) -> None:
         self._method = get_method(method)
+        if not isinstance(track_running, bool):
+            raise OptionError(f"track_running must be True or False, got {track_running!r}")
+        check_seed(seed)
         if options is None:
             options = SolveOptions.from_kwargs(binning=binning, **kwargs)
         elif binning is not None or kwargs:  # as pal_opt.solve: one way or the other, never half of each
@@ -93,6 +103,12 @@ class RoundPolicy:
             seed = options.seed if seed is None else seed
         self._options = options
         self._method.validate_options(self._options)
+        if seed is not None and "seed" not in self._method.options:  # as pal_opt.solve, not ignored
+            raise OptionError(f"option(s) seed do not apply to method {method!r}")
+        if options.backend is not None:  # a name that is wrong or not installed: now, not in the first round
+            from .ilp.backends import get_backend
+
+            get_backend(options.backend, probe=False)
         self.method = method
         self.binning = options.binning
         self.options = dict(kwargs)
@@ -135,8 +151,11 @@ class RoundPolicy:
     # ---------------------------------------------------------------- the round
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
         """Place one round; remember it for the next.  ``seed`` overrides the policy's random
-        stream for this round (a simulator that derives one seed per round passes it)."""
+        stream for this round (a simulator that derives one seed per round passes it); a method
+        that takes no seed refuses one, as at construction."""
         require_instance(instance)
+        if seed is not None and "seed" not in self._method.options:
+            raise OptionError(f"option(s) seed do not apply to method {self.method!r}")
         if seed is not None:
             opts = replace(self._options, seed=seed)
         else:
@@ -160,7 +179,7 @@ class RoundPolicy:
     def forget(self, *job_ids: JobId) -> None:
         """Forget where the jobs ``job_ids`` ran: they finished (or left), so a job that reuses
         one of their ids next round is new, not carried.  Ids this policy did not place are
-        ignored.
+        ignored; the ids are given as arguments (``forget(*finished)``), not as one list.
 
         >>> from pal_opt.generate import generate_instance
         >>> policy = RoundPolicy("pal")
@@ -170,9 +189,12 @@ class RoundPolicy:
         >>> done in policy.last_placements
         False
         """
+        bad = [j for j in job_ids if isinstance(j, bool) or not isinstance(j, int | str | np.integer)]
+        if bad:  # forget(["a", "b"]) would fail later as an unhashable list, or forget nothing
+            raise OptionError(f"forget takes job ids as arguments, forget(*ids): got {bad[0]!r}")
         if self.last is None:
             return
-        gone = set(job_ids) & set(self.last.placements)
+        gone = {int(j) if isinstance(j, np.integer) else j for j in job_ids} & set(self.last.placements)
         if gone:
             self.last = replace(self.last, placements={k: v for k, v in self.last.placements.items() if k not in gone})
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import OptionError
+
 __all__ = ["SeedLike", "make_rng"]
 
 SeedLike = int | np.random.Generator | None
@@ -23,4 +25,6 @@ def make_rng(seed: SeedLike = None) -> np.random.Generator:
         seed = 0
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, a numpy Generator or None, got {type(seed).__name__}")
+    if seed < 0:  # numpy's own message ("expected non-negative integer") names no seed
+        raise OptionError(f"seed must be an integer >= 0, a numpy.random.Generator or None, got {seed!r}")
     return np.random.default_rng(int(seed))

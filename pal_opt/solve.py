@@ -40,7 +40,8 @@ def solve(
     binning
         Variability binning mode; defaults to ``instance.params.binning`` (``"pal-artifact"``).
     seed
-        Seed for ``"random"`` (int, numpy Generator or None = 0).
+        Seed of the greedy methods' random choices (``"random"``): an integer >= 0, a numpy
+        Generator or None (= 0); the integer programs take none.
     options
         A :class:`~pal_opt.options.SolveOptions`; or give its fields as keyword arguments:
         ``backend`` (``"highs"``, ``"cpsat"``, ``"cbc"``; default: the first installed),

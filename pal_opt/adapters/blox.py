@@ -12,7 +12,11 @@ What it reads
     ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``).  An empty one (no
     node registered yet) places nothing.
 ``job_state.active_jobs``
-    ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``.
+    ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``;
+    optional ``priority`` (or Blox's ``job_priority``; an integer, higher is more important)
+    and ``started`` (or ``start_time``; seconds), which the preemptive methods
+    (``preempt-greedy``, ``ilp-preempt``) read as the job CSV's columns of the same names
+    (:mod:`pal_opt.io.jobs`).
 ``new_job_schedule["job_order"]``
     The queue: a list of ``(job_id, ...)`` tuples (or bare job ids), highest priority first.
 
@@ -26,15 +30,17 @@ GPUs), for ``packed-sticky`` only the newly started ones.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
-from ..errors import InstanceError
+from ..errors import InstanceError, OptionError
 from ..io.blox import instance_from_frames
+from ..methods import get_method
 from ..model import RoundInstance, keeps_placement
-from ..options import DEFAULT_ROUND_LENGTH
+from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
 from ..result import PlacementResult
 from ..scheduler import RoundPolicy
 
@@ -66,6 +72,19 @@ def _queue_ids(new_job_schedule: Mapping[str, Any]) -> list[Any]:
     return ids
 
 
+#: Optional keys of a Blox job dict passed on to the round, as the job CSV reads them
+#: (:mod:`pal_opt.io.jobs`): a column of the round's jobs frame, then the keys it is read from.
+_OPTIONAL_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("priority", ("priority", "job_priority")),
+    ("started", ("started", "start_time")),
+)
+
+
+def _optional(job: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` that ``job`` has (None: none)."""
+    return next((job[k] for k in keys if job.get(k) is not None), None)
+
+
 def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) -> pd.DataFrame:
     rows = []
     for jid in order:
@@ -84,9 +103,20 @@ def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) 
                 "num_gpus": job["num_GPUs"],
                 "perfclass": job.get("perfclass") or "",
                 "model": job.get("model") or job.get("job_model") or "",
+                **{column: _optional(job, keys) for column, keys in _OPTIONAL_KEYS},
             }
         )
-    return pd.DataFrame(rows, columns=["job_id", "num_gpus", "perfclass", "model"])
+    columns = ["job_id", "num_gpus", "perfclass", "model"]
+    columns += [c for c, _ in _OPTIONAL_KEYS if any(r[c] is not None for r in rows)]  # (none given: as before)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _number(value: Any, what: str) -> float:
+    """A number the adapter was given (``args.locality_penalty``, ``restart_cost``, ...) as a
+    float; its range is checked where it is used (:class:`~pal_opt.model.RoundParams`)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise OptionError(f"{what} must be a number, got {value!r}")
+    return float(value)
 
 
 class BloxPlacement:
@@ -105,6 +135,9 @@ class BloxPlacement:
         Further options: ``binning``, ``seed``, ``restart_cost`` and ``round_length`` (round
         parameters: seconds lost per GPU of a moved job, seconds per round), and the
         ILP options of :func:`pal_opt.solve` (``admission``, ``time_limit``, ``gap``, ...).
+        Blox runs its rounds back to back, so an exact method is given
+        ``time_limit=``:data:`~pal_opt.options.DEFAULT_ILP_TIME_LIMIT` (10 s) per round unless
+        ``time_limit`` or ``deadline`` is given (``time_limit=None``: no limit).
 
     Examples
     --------
@@ -121,14 +154,16 @@ class BloxPlacement:
 
     def __init__(self, args: Any = None, method: str = "pal", backend: str | None = None, **options: Any) -> None:
         lam = getattr(args, "locality_penalty", None) if args is not None else None
-        self.locality_penalty = float(lam) if lam is not None else 1.7
-        self.restart_cost = float(options.pop("restart_cost", 0.0))
-        self.round_length = float(options.pop("round_length", DEFAULT_ROUND_LENGTH))
+        self.locality_penalty = _number(lam, "args.locality_penalty") if lam is not None else 1.7
+        self.restart_cost = _number(options.pop("restart_cost", 0.0), "restart_cost")
+        self.round_length = _number(options.pop("round_length", DEFAULT_ROUND_LENGTH), "round_length")
         binning = options.pop("binning", None)
         self.binning = binning or "pal-artifact"
         seed = options.pop("seed", None)
         if backend is not None:
             options["backend"] = backend
+        if "time_limit" in get_method(method).options and "time_limit" not in options and "deadline" not in options:
+            options["time_limit"] = DEFAULT_ILP_TIME_LIMIT  # Blox runs its rounds back to back
         self.method = method
         # Blox's gpu_df already says which jobs run where, so no carrying over is needed.
         self.policy = RoundPolicy(method, binning=binning, seed=seed, track_running=False, **options)

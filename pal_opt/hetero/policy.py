@@ -93,10 +93,23 @@ class SiaParams:
     time_limit: float | None = None
 
     def __post_init__(self) -> None:
-        if self.p >= 0 or not math.isfinite(self.p):
+        for name in ("p", "lambda_n", "lambda_a"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or not math.isfinite(v):
+                raise OptionError(f"{name} must be a finite number, got {v!r}")
+        if self.p >= 0:
             raise OptionError(f"the Sia policy here needs a negative fairness power p, got {self.p}")
-        if not (math.isfinite(self.lambda_n) and self.lambda_n > 1):
+        if not self.lambda_n > 1:
             raise OptionError(f"lambda_n must be finite and > 1 (a job must be worth allocating), got {self.lambda_n}")
+        for name in ("project_throughputs", "share_max_replicas"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.backend is not None and not isinstance(self.backend, str):
+            raise OptionError(f"backend must be a backend name or None, got {self.backend!r}")
+        t = self.time_limit
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float | np.integer | np.floating)
+                              or not math.isfinite(t) or t <= 0):
+            raise OptionError(f"time_limit must be a positive number of seconds or None, got {t!r}")
 
 
 @dataclass

@@ -52,14 +52,18 @@ same calls give the same plans.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 from ..errors import InstanceError, OptionError
 from ..ilp.backends import get_backend
+from ..options import check_cluster_size
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -128,12 +132,13 @@ class StepTime:
     sync_time: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.atomic_bsz, bool) or not isinstance(self.atomic_bsz, int) or self.atomic_bsz < 1:
-            raise OptionError(f"a step time's atomic_bsz must be a positive integer, got {self.atomic_bsz!r}")
-        if not (math.isfinite(self.step_time) and self.step_time > 0):
+        object.__setattr__(self, "atomic_bsz", _count(self.atomic_bsz, "a step time's atomic_bsz"))
+        if not (_is_real(self.step_time) and math.isfinite(self.step_time) and self.step_time > 0):
             raise OptionError(f"a step time must be a positive number of seconds, got {self.step_time!r}")
-        if not (math.isfinite(self.sync_time) and 0 <= self.sync_time < self.step_time):
+        if not (_is_real(self.sync_time) and math.isfinite(self.sync_time) and 0 <= self.sync_time < self.step_time):
             raise OptionError(f"a sync time must be >= 0 and below the step time {self.step_time}, got {self.sync_time!r}")
+        object.__setattr__(self, "step_time", float(self.step_time))
+        object.__setattr__(self, "sync_time", float(self.sync_time))
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,11 @@ def _usable_applications(
         if missing:
             skipped[name] = f"it has no profile for GPU type {missing[0]!r} (placements-{missing[0]}.csv)"
             del apps[name]
+    if not apps:  # every submit would fail: say so now, with why
+        reasons = sorted(skipped.items())
+        why = f"{reasons[0][0]}: {reasons[0][1]}" if reasons else "the folder holds none"
+        more = f"; {len(reasons) - 1} more left out" if len(reasons) > 1 else ""
+        raise InstanceError(f"no application can run on this cluster ({why}{more})", source=os.fspath(profiles))
     return apps, skipped
 
 
@@ -269,7 +279,7 @@ def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, i
     """(name, servers, GPUs per server) of each type of a cluster given as the CLI's text,
     :class:`GpuType` objects or such tuples."""
     if isinstance(cluster, str):
-        return parse_cluster(cluster)
+        return parse_cluster(cluster, "the cluster")
     if not isinstance(cluster, Sequence):
         raise OptionError("the cluster must be a text such as 'aws:6x4,rtx:3x8' or a sequence of GpuType objects or "
                           f"(name, servers, GPUs per server) tuples, got {cluster!r}")
@@ -287,6 +297,7 @@ def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, i
         out.append((name, _count(nodes, f"GPU type {name!r}: servers"), _count(gpus, f"GPU type {name!r}: GPUs per server")))
     if not out:
         raise OptionError("the cluster has no GPU types")
+    check_cluster_size(sum(n * g for _, n, g in out), "the cluster")  # as the text form is
     return out
 
 
@@ -319,16 +330,22 @@ def _step_times(value: Any, name: str) -> tuple[StepTime, ...]:
     return steps
 
 
+def _is_real(value: Any) -> bool:
+    """A real number, numpy's included, and not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
 def _finite(value: Any, what: str, minimum: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < minimum:
+    if not _is_real(value) or not math.isfinite(value) or value < minimum:
         raise OptionError(f"{what} must be a finite number >= {minimum:g}, got {value!r}")
     return float(value)
 
 
 def _count(value: Any, what: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    """``value`` as a Python int (numpy's integers too: counts often come from a data frame)."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_) or value < minimum:
         raise OptionError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return value
+    return int(value)
 
 
 class TypedScheduler:
@@ -393,6 +410,9 @@ class TypedScheduler:
             params = replace(params, backend=backend)
         if params.backend is not None:
             get_backend(params.backend, probe=False)  # an unknown name now, not in a later round that needs it
+        if variability is not None and not isinstance(variability, Variability):
+            raise OptionError("variability must be a pal_opt.hetero.gpus.Variability (draw_variability gives one), "
+                              f"got {type(variability).__name__}")
         self.config = SimConfig(method=policy, policy=params, variability=variability or Variability(), **options)
         spec = _cluster_types(cluster)
         self.applications, self._skipped = _applications(spec, profiles, applications)
@@ -543,7 +563,8 @@ class TypedScheduler:
         job = self._entry(name).job
         if job.done:
             raise OptionError(f"job {name!r} has finished; there is nothing more to report")
-        if epoch is not None and _count(epoch, f"job {name!r}: epoch", 0) < job.epoch:
+        epoch = None if epoch is None else _count(epoch, f"job {name!r}: epoch", 0)
+        if epoch is not None and epoch < job.epoch:
             raise OptionError(f"job {name!r}: epoch {epoch} is before the {job.epoch} reported already")
         if (grad_sqr is None) != (grad_var is None):
             raise OptionError(f"job {name!r}: report grad_sqr and grad_var together, or neither")

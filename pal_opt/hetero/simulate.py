@@ -148,12 +148,26 @@ class SimConfig:
         if self.method not in HETERO_POLICIES:
             raise OptionError(f"unknown policy {self.method!r} for a cluster of GPU types "
                               f"(choose from {', '.join(hetero_policy_names())})")
-        if not (math.isfinite(self.round_length) and self.round_length > 0):
-            raise OptionError(f"the round length must be a positive number of seconds, got {self.round_length}")
-        if not (math.isfinite(self.gavel_round) and self.gavel_round > 0):
-            raise OptionError(f"gavel_round must be a positive number of seconds, got {self.gavel_round}")
-        if not (math.isfinite(self.max_time) and self.max_time > 0):
-            raise OptionError(f"max_time must be a positive number of seconds, got {self.max_time}")
+        for name, what in (("round_length", "the round length"), ("gavel_round", "gavel_round"),
+                           ("max_time", "max_time")):
+            v = getattr(self, name)
+            if not (_is_number(v) and math.isfinite(v) and v > 0):
+                raise OptionError(f"{what} must be a positive number of seconds, got {v!r}")
+        m = self.ilp_move_cost
+        if m is not None and not (_is_number(m) and math.isfinite(m) and m >= 0):
+            raise OptionError(f"ilp_move_cost must be None or a number of seconds >= 0, got {m!r}")
+        for name in ("ilp_levels", "ilp_anchor", "ilp_joint"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if not isinstance(self.policy, SiaParams):
+            raise OptionError(f"policy must be a SiaParams, got {self.policy!r}")
+        if not isinstance(self.variability, Variability):
+            raise OptionError(f"variability must be a Variability, got {type(self.variability).__name__}")
+
+
+def _is_number(value: Any) -> bool:
+    """A real number (numpy's too), not a bool nor a text."""
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

@@ -231,7 +231,8 @@ def instance_from_frames(
 
     The frames follow the same columns and rules as the CSV files of :func:`load_blox`
     (``jobs_df``: ``job_id``, ``num_gpus``, ``perfclass`` and/or ``model``, optional
-    ``is_running`` / ``locality_penalty``), in queue order.  Errors name ``gpu_df`` or ``jobs``
+    ``is_running``, ``locality_penalty``, ``priority`` and ``started``; :mod:`pal_opt.io.jobs`), in
+    queue order.  Errors name ``gpu_df`` or ``jobs``
     and the 0-based row.
 
     Examples

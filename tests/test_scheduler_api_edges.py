@@ -1,0 +1,315 @@
+"""What a scheduler author gets wrong in the first hour, and the one-line error each gets.
+
+Found by an audit of the public API a round loop uses (``make_instance``, ``RoundInstance``,
+``solve``, ``RoundPolicy``, the Blox adapter, ``TypedScheduler``): every case here was a raw
+``KeyError``, ``TypeError``, ``ValueError`` or ``IndexError`` from inside, or was accepted
+without a word, before the audit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pandas as pd
+import pytest
+
+import pal_opt
+from pal_opt import Cluster, Job, RoundInstance, RoundParams, RoundPolicy, SolveOptions
+from pal_opt.adapters.blox import BloxPlacement
+from pal_opt.errors import BackendUnavailableError, InstanceError, OptionError
+from pal_opt.ilp.backends import BACKENDS
+from pal_opt.options import DEFAULT_ILP_TIME_LIMIT
+from pal_opt.seeds import make_rng
+
+
+def _graph(factors: Any = None, state: Any = None, extra: Any = None) -> nx.DiGraph:
+    g = nx.DiGraph()
+    for s in range(2):
+        g.add_edge(("cluster",), ("server", s))
+        for k in range(2):
+            attrs: dict[str, Any] = {"factors": {"classA": 1.0 + 0.1 * k} if factors is None else factors}
+            if state is not None:
+                attrs["state"] = state
+            g.add_node(("gpu", 2 * s + k), **attrs)
+            g.add_edge(("server", s), ("gpu", 2 * s + k))
+    if extra is not None:
+        extra(g)
+    return g
+
+
+def _one_line(err: pytest.ExceptionInfo[BaseException], *parts: str) -> None:
+    text = str(err.value)
+    assert "\n" not in text
+    for part in parts:
+        assert part in text, (part, text)
+
+
+def _add_gpu(node: Any) -> Any:
+    def add(g: nx.DiGraph) -> None:
+        g.add_node(node, factors={"classA": 1.0})
+        g.add_edge(("server", 0), node)
+    return add
+
+
+JOBS = [{"id": "a", "demand": 2, "class": "classA"}]
+
+
+@pytest.mark.parametrize(("graph", "parts"), [
+    (_graph(state="broken"), ("graph.('gpu', 0).state", "free, busy or failed", "'broken'")),
+    (_graph(state=1.5), ("graph.('gpu', 0).state", "1.5")),
+    (_graph(factors=[1.0]), ("graph.('gpu', 0).factors", "must map class names")),
+    (_graph(factors={"classA": "1.0"}), ("factors.classA", "GPU 0 must be a number", "'1.0'")),
+    (_graph(factors={"classA": True}), ("factors.classA", "GPU 0 must be a number", "True")),
+    (_graph(extra=_add_gpu(("gpu", "x"))), ("graph.('gpu', 'x')", "integer id")),
+    (_graph(extra=_add_gpu(("gpu",))), ("graph.('gpu',)", "integer id")),
+    (_graph(extra=lambda g: g.nodes[("gpu", 1)].update(factors={"classB": 1.0})),
+     ("graph.('gpu', 1).factors", "no factor for class 'classA'")),
+], ids=["state-name", "state-float", "factors-list", "factor-text", "factor-bool", "gpu-id-text", "gpu-vertex-short",
+        "class-missing-on-a-gpu"])
+def test_a_malformed_cluster_graph_is_an_instance_error_naming_the_vertex(graph: nx.DiGraph, parts: tuple[str, ...]) -> None:
+    with pytest.raises(InstanceError) as err:
+        pal_opt.make_instance(graph, JOBS)
+    _one_line(err, *parts)
+
+
+def test_a_graph_may_still_give_states_by_name_value_or_enum_and_numpy_factors() -> None:
+    for state in ("busy", "BUSY", 1, np.int64(1), pal_opt.GpuState.BUSY):
+        assert pal_opt.make_instance(_graph(state=state), []).free_gpus == 0
+    inst = pal_opt.make_instance(_graph(factors={"classA": np.float32(1.25)}), JOBS)
+    assert inst.cluster.factors["classA"].tolist() == [1.25] * 4
+    # and an ordinary in-memory cluster keeps its arrays as they were
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": np.array([1, 2, 1, 1])})
+    assert c.factors["classA"].dtype == np.float64 and c.factors["classA"].tolist() == [1.0, 2.0, 1.0, 1.0]
+
+
+def test_a_round_of_the_wrong_parts_is_an_instance_error_naming_the_part() -> None:
+    cl = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    for kwargs, parts in [
+        ({"cluster": "cluster", "jobs": ()}, ("cluster: must be a Cluster, got str",)),
+        ({"cluster": cl, "jobs": None}, ("jobs: must be a sequence of Job objects", "NoneType")),
+        ({"cluster": cl, "jobs": (), "params": {"locality_penalty": 2.0}}, ("params: must be a RoundParams, got dict",)),
+        ({"cluster": cl, "jobs": (), "name": 5}, ("name: must be a string, got 5",)),
+    ]:
+        with pytest.raises(InstanceError) as err:
+            RoundInstance(**kwargs)
+        _one_line(err, *parts)
+    with pytest.raises(InstanceError) as err:
+        pal_opt.make_instance(cl, 5)  # type: ignore[arg-type]
+    _one_line(err, "jobs: must be a sequence of jobs", "got int")
+    with pytest.raises(OptionError) as err:
+        pal_opt.make_instance(cl, [], localty_penalty=1.5)  # type: ignore[call-arg]
+    _one_line(err, "unknown round parameter(s) localty_penalty", "locality_penalty")
+    assert pal_opt.make_instance(cl, [], costs={"migration": {"per_job": 0.5}}).params.costs == {
+        "migration": {"per_job": 0.5}}
+
+
+def test_job_objects_and_params_built_in_memory_still_make_rounds() -> None:
+    cl = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(cl, [Job("a", 2, "classA")], RoundParams(locality_penalty=2.0), "r")
+    assert isinstance(inst.jobs, tuple) and pal_opt.solve(inst, "pal").placements == {"a": (0, 1)}
+
+
+def test_a_bad_seed_is_an_option_error_before_anything_is_placed() -> None:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    for call in (lambda: pal_opt.solve(inst, "random", seed=-1), lambda: RoundPolicy("random", seed=-1),
+                 lambda: SolveOptions(seed=-3), lambda: SolveOptions(seed="7"), lambda: make_rng(-1)):
+        with pytest.raises(OptionError) as err:
+            call()
+        _one_line(err, "seed must be an integer >= 0")
+    gen = np.random.default_rng(4)
+    assert SolveOptions(seed=gen).seed is gen and SolveOptions(seed=np.int64(3)).seed == 3
+
+
+def test_round_policy_refuses_at_construction_what_solve_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("ilp", seed=3)  # pal_opt.solve(inst, "ilp", seed=3) refuses it too
+    _one_line(err, "seed do not apply to method 'ilp'")
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("ilp", backend="gurobi")
+    _one_line(err, "unknown backend 'gurobi'")
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("pal", track_running="no")  # type: ignore[arg-type]
+    _one_line(err, "track_running must be True or False")
+    cbc = BACKENDS["cbc"]
+    monkeypatch.setattr(cbc, "_available", False)
+    monkeypatch.setattr(cbc, "_import_error", "ImportError: no module named 'pulp'")
+    with pytest.raises(BackendUnavailableError) as err:
+        RoundPolicy("ilp", backend="cbc")
+    _one_line(err, "backend 'cbc' is not available", "pulp")
+    with pytest.raises(BackendUnavailableError):
+        BloxPlacement(None, method="ilp", backend="cbc")
+    assert RoundPolicy("random", seed=3).place(pal_opt.generate_instance(2, 4, 4, seed=0)).placements
+
+
+def test_forget_takes_ids_as_arguments_and_says_so_when_given_a_list() -> None:
+    policy = RoundPolicy("pal")
+    with pytest.raises(OptionError) as err:
+        policy.forget(["a"])  # type: ignore[arg-type]
+    _one_line(err, "forget takes job ids as arguments, forget(*ids): got ['a']")
+    first = policy.place(pal_opt.generate_instance(2, 4, 4, seed=0))
+    with pytest.raises(OptionError):
+        policy.forget({0, 1})  # type: ignore[arg-type]
+    assert policy.last_placements == first.placements
+    policy.forget(np.int64(0), "never-placed")
+    assert 0 not in policy.last_placements and len(policy.last_placements) == len(first.placements) - 1
+
+
+def _blox_round() -> tuple[SimpleNamespace, SimpleNamespace, dict[str, Any]]:
+    gpu_df = pd.DataFrame({"GPU_ID": range(4), "Node_ID": [0, 0, 1, 1], "IN_USE": [False] * 4,
+                           "JOB_IDS": [None] * 4, "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    jobs = SimpleNamespace(active_jobs={5: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}})
+    return jobs, SimpleNamespace(gpu_df=gpu_df), {"job_order": [(5, 0)]}
+
+
+def test_blox_adapter_numbers_are_checked_and_exact_methods_get_the_documented_time_limit() -> None:
+    for args, options, parts in [
+        (SimpleNamespace(locality_penalty="high"), {}, ("args.locality_penalty must be a number", "'high'")),
+        (None, {"restart_cost": "30s"}, ("restart_cost must be a number", "'30s'")),
+        (None, {"round_length": None}, ("round_length must be a number",)),
+    ]:
+        with pytest.raises(OptionError) as err:
+            BloxPlacement(args, **options)
+        _one_line(err, *parts)
+    # Blox runs rounds back to back: options.DEFAULT_ILP_TIME_LIMIT applies unless a limit is given
+    for options, limit in [({}, DEFAULT_ILP_TIME_LIMIT), ({"time_limit": 3}, 3.0), ({"time_limit": None}, None)]:
+        policy = BloxPlacement(None, method="ilp", backend="highs", **options)
+        assert policy.place(*_blox_round()) == ([], {5: [2, 3]})
+        assert policy.last_result is not None and policy.last_result.info["time_limit"] == limit
+    assert BloxPlacement(None, method="pal").place(*_blox_round()) == ([], {5: [2, 3]})
+
+
+@pytest.mark.parametrize("method", ["preempt-greedy", "ilp-preempt"])
+def test_blox_adapter_passes_job_priorities_to_the_preemptive_methods(method: str) -> None:
+    # Blox's job dicts carry job_priority; the adapter dropped it, so nothing was ever preempted
+    gpu_df = pd.DataFrame({"GPU_ID": range(4), "Node_ID": [0, 0, 1, 1], "IN_USE": [True] * 4,
+                           "JOB_IDS": [1, 1, 2, 2], "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    active = {1: {"num_GPUs": 2, "perfclass": "classA", "is_running": True, "job_priority": 0, "start_time": 10.0},
+              2: {"num_GPUs": 2, "perfclass": "classA", "is_running": True, "priority": 0, "started": 20.0},
+              3: {"num_GPUs": 2, "perfclass": "classA", "is_running": False, "job_priority": 1}}
+    order = {"job_order": [(3, 0), (1, 0), (2, 0)]}
+    policy = BloxPlacement(None, method=method)
+    terminate, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
+    assert len(terminate) == 1 and 3 in launch and terminate[0] not in launch
+    inst = policy.instance(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
+    assert [(j.id, j.priority, j.started) for j in inst.jobs] == [(3, 1, None), (1, 0, 10.0), (2, 0, 20.0)]
+    if method == "preempt-greedy":  # the most recently started of the lowest priority goes
+        assert terminate == [2]
+    active[3]["job_priority"] = -2
+    with pytest.raises(InstanceError) as err:
+        policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
+    _one_line(err, "column priority", "'-2'")
+
+
+@pytest.fixture(scope="module")
+def profiles(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "sia-artifact" / "profiles"
+    if not d.is_dir():
+        pytest.skip(f"Sia artifact profiles not available at {d}")
+    return d
+
+
+def test_typed_scheduler_takes_numpy_counts_as_a_data_frame_gives_them(profiles: Path) -> None:
+    from pal_opt.hetero import StepTime
+
+    frame = pd.DataFrame({"name": ["a"], "replicas": [2], "batch": [2048], "submit": [0.0]})
+    row = frame.iloc[0]
+    assert isinstance(row["replicas"], np.integer)
+    sched = pal_opt.TypedScheduler([("aws", np.int64(2), np.int64(4))], profiles)
+    assert sched.submit(row["name"], "cifar10", row["replicas"], row["batch"], row["submit"]) is None
+    assert sched.schedule(np.float64(0.0))["a"].state == "allocated"
+    sched.report("a", epoch=np.int64(1), step_times=[StepTime(np.int64(64), np.float32(0.25), 0.01)])
+    assert sched.records()[0].epochs == 1 and type(sched.records()[0].epochs) is int
+    for call, parts in [(lambda: StepTime(64, "0.2", 0.0), ("a step time must be a positive number", "'0.2'")),
+                        (lambda: StepTime(64.0, 0.2, 0.0), ("atomic_bsz must be an integer >= 1",)),  # type: ignore[arg-type]
+                        (lambda: sched.submit("b", "cifar10", np.bool_(True), 2048, 0.0), ("num_replicas",))]:
+        with pytest.raises(OptionError) as err:
+            call()
+        _one_line(err, *parts)
+
+
+def test_typed_scheduler_on_a_cluster_no_application_can_use_says_so_at_once(profiles: Path) -> None:
+    with pytest.raises(InstanceError) as err:
+        pal_opt.TypedScheduler("v100:2x4", profiles)
+    _one_line(err, "no application can run on this cluster", "no profile for GPU type 'v100'", "more left out")
+
+
+def test_sia_params_of_the_wrong_type_or_range_are_option_errors(profiles: Path) -> None:
+    from pal_opt.hetero.policy import SiaParams
+
+    for kwargs, parts in [({"time_limit": 0}, ("time_limit must be a positive number",)),
+                          ({"time_limit": -1.0}, ("time_limit must be a positive number",)),
+                          ({"time_limit": "5"}, ("time_limit must be a positive number", "'5'")),
+                          ({"p": "x"}, ("p must be a finite number",)),
+                          ({"lambda_a": None}, ("lambda_a must be a finite number",)),
+                          ({"project_throughputs": "no"}, ("project_throughputs must be True or False",)),
+                          ({"backend": 5}, ("backend must be a backend name",))]:
+        with pytest.raises(OptionError) as err:
+            SiaParams(**kwargs)
+        _one_line(err, *parts)
+    assert SiaParams(time_limit=5).time_limit == 5
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, params=SiaParams(time_limit=5.0)).policy == "sia"
+
+
+def test_typed_scheduler_errors_name_the_cluster_argument_not_a_command_flag(
+        profiles: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for spec, parts in [("aws:0x4", ("the cluster: aws needs at least one node",)),
+                        ("aws:1x", ("the cluster: expected TYPE:SERVERSxGPUS",))]:
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler(spec, profiles)
+        _one_line(err, *parts)
+        assert "--cluster" not in str(err.value)
+    # a cluster given as tuples is held to the size limit the text form has
+    monkeypatch.setattr(pal_opt.options, "MAX_CLUSTER_GPUS", 16)
+    for spec in ("aws:3x8", [("aws", 3, 8)]):
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler(spec, profiles)  # type: ignore[arg-type]
+        _one_line(err, "the cluster", "24 GPUs; pal-opt builds clusters of at most 16")
+
+
+def test_typed_scheduler_policy_settings_of_the_wrong_type_are_option_errors(profiles: Path) -> None:
+    # ilp_levels="x" or ilp_joint=1 switched a mode on without a word; gavel_round="x" was a raw TypeError
+    for policy, options, parts in [("gavel", {"gavel_round": "x"}, ("gavel_round must be a positive number", "'x'")),
+                                   ("ilp", {"ilp_levels": "x"}, ("ilp_levels must be True or False",)),
+                                   ("ilp", {"ilp_joint": 1}, ("ilp_joint must be True or False",)),
+                                   ("ilp", {"ilp_anchor": "yes"}, ("ilp_anchor must be True or False",)),
+                                   ("ilp", {"ilp_move_cost": float("nan")}, ("ilp_move_cost must be None or a number",)),
+                                   ("ilp", {"ilp_move_cost": -1}, ("ilp_move_cost must be None or a number",))]:
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler("aws:1x4", profiles, policy, **options)
+        _one_line(err, *parts)
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, "ilp", ilp_move_cost=None, ilp_levels=True).policy == "ilp"
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, "gavel", gavel_round=np.float64(120)).policy == "gavel"
+
+
+def test_typed_scheduler_variability_that_is_not_a_variability_is_an_option_error(profiles: Path) -> None:
+    for bad in ({"classA": [1.0] * 4}, {}, [1.0] * 4):
+        with pytest.raises(OptionError) as err:
+            pal_opt.TypedScheduler("aws:1x4", profiles, variability=bad)  # type: ignore[arg-type]
+        _one_line(err, "variability must be a pal_opt.hetero.gpus.Variability", type(bad).__name__)
+
+
+def test_round_policy_place_refuses_a_seed_its_method_does_not_take_and_a_negative_one() -> None:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("ilp").place(inst, seed=5)  # was ignored without a word
+    _one_line(err, "seed do not apply to method 'ilp'")
+    with pytest.raises(OptionError) as err:
+        RoundPolicy("random").place(inst, seed=-1)
+    _one_line(err, "seed must be an integer >= 0")
+    a, b = RoundPolicy("random").place(inst, seed=9), RoundPolicy("random", seed=1).place(inst, seed=9)
+    assert a.placements == b.placements and RoundPolicy("pal").place(inst, seed=9).placements
+
+
+def test_repair_given_one_failed_gpu_id_instead_of_a_list_is_an_option_error() -> None:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    result = pal_opt.solve(inst)
+    gpu = next(iter(result.placements.values()))[0]
+    with pytest.raises(OptionError) as err:
+        pal_opt.repair(inst, result, gpu)  # type: ignore[arg-type]  # was a raw "'int' object is not iterable"
+    _one_line(err, "failed must be a sequence of GPU ids such as [3], got int")
+    fixed = pal_opt.repair(inst, result, [gpu])
+    assert gpu not in {g for gpus in fixed.placements.values() for g in gpus}
