@@ -129,8 +129,14 @@ def _as_result(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     ------
     InstanceError
         A mapping without ``"placements"`` whose keys include a result field (``admission``,
-        ``objective``, ...) that is not a job id: a result dict missing its placements.
+        ``objective``, ...) that is not a job id: a result dict missing its placements; or
+        an ``instance`` that is not a round, or a ``result`` that is none of these.
     """
+    if not isinstance(instance, RoundInstance):
+        raise InstanceError(f"check takes a RoundInstance, got {type(instance).__name__}", path="instance")
+    if not isinstance(result, (PlacementResult, Mapping)):
+        raise InstanceError("check takes a PlacementResult, a result dict or a {job id: [GPU ids]} mapping, "
+                            f"got {type(result).__name__}", path="result")
     if isinstance(result, PlacementResult) or not isinstance(result, Mapping) or "placements" in result:
         return result
     ids = {str(j.id) for j in instance.jobs}

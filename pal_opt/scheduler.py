@@ -66,6 +66,13 @@ class RoundPolicy:
 
     Attributes
     ----------
+    method, binning, track_running
+        As given (``binning`` None: the round's own).
+    options
+        The method options that differ from their defaults, ``{name: value}``, however they
+        were given (keywords or ``options=``); ``binning`` and the seed are apart.
+    rounds
+        Rounds placed so far.
     last, last_instance
         The last round's result and the round it was computed on: the caller's, with the jobs
         carried from the round before marked running (module docstring); None before the first.
@@ -111,7 +118,7 @@ class RoundPolicy:
             get_backend(options.backend, probe=False)
         self.method = method
         self.binning = options.binning
-        self.options = dict(kwargs)
+        self.options = {n: getattr(options, n) for n in sorted(options.given()) if n not in ("binning", "seed")}
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
         self.last: PlacementResult | None = None

@@ -313,3 +313,23 @@ def test_repair_given_one_failed_gpu_id_instead_of_a_list_is_an_option_error() -
     _one_line(err, "failed must be a sequence of GPU ids such as [3], got int")
     fixed = pal_opt.repair(inst, result, [gpu])
     assert gpu not in {g for gpus in fixed.placements.values() for g in gpus}
+
+
+def test_check_given_something_that_is_not_a_round_or_a_result_is_an_instance_error() -> None:
+    from pal_opt.check import check
+    from pal_opt.errors import InstanceError
+    from pal_opt.generate import generate_instance
+
+    inst = generate_instance(4, 4, 6, seed=1)
+    with pytest.raises(InstanceError, match="check takes a PlacementResult"):
+        check(inst, None)  # type: ignore[arg-type]
+    with pytest.raises(InstanceError, match="check takes a RoundInstance"):
+        check(None, {})  # type: ignore[arg-type]
+
+
+def test_round_policy_options_are_the_same_however_they_are_given() -> None:
+    import pal_opt
+
+    by_kwargs = pal_opt.RoundPolicy("ilp", backend="highs", time_limit=5)
+    by_options = pal_opt.RoundPolicy("ilp", options=pal_opt.SolveOptions(backend="highs", time_limit=5))
+    assert by_kwargs.options == by_options.options == {"backend": "highs", "time_limit": 5.0}
