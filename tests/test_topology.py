@@ -755,13 +755,35 @@ def test_export_slurm_refuses_a_type_name_gres_cannot_carry(name, tmp_path, caps
     (and a blank would split the sbatch options): one error line, nothing written."""
     cl = Cluster.from_arrays(list(range(4)), ["n1"] * 4, {"classA": [1.0] * 4}, gpu_types=[name] * 4)
     inst = RoundInstance(cl, (Job("j", 2, "classA"),))
-    with pytest.raises(InstanceError, match=r"placements\.j: GPU type .* cannot be written in a Slurm --gres"):
-        slurm_rows(inst, {"placements": {"j": [0, 1]}})
+    with pytest.raises(InstanceError, match=r"^i\.json: cluster\.gpus\.type\[0\]: GPU type .* cannot be written in a "
+                                            "Slurm --gres"):
+        slurm_rows(inst, {"placements": {"j": [0, 1]}}, source="p.json", instance_source="i.json")
     inst_path, pl, out = tmp_path / "i.json", _write(tmp_path, "p.json", '{"placements": {"j": [0, 1]}}'), tmp_path / "o"
     save_instance(inst, inst_path)
     rc, stdout, err = run(capsys, "export", "slurm", inst_path, pl, "-o", out)
-    assert rc == 2 and err.count("\n") == 1 and "cannot be written in a Slurm --gres" in err and "Traceback" not in err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{inst_path}: cluster.gpus.type[0]: GPU type {name!r} (of job j's GPUs) cannot be written in a Slurm --gres" in err
+    assert "p.json" not in err
     assert not out.exists() and stdout == ""
+
+
+@pytest.mark.parametrize("host", ["node a", "n[1]", "a,b"])
+def test_export_slurm_names_the_instance_field_of_a_host_name_no_hostlist_can_say(host, tmp_path, capsys):
+    """The host name comes from the instance's ``cluster.gpus.server`` (its first GPU there), not
+    from the placement file: the one error line names that file and field."""
+    cl = Cluster.from_arrays(list(range(6)), ["n1", "n1", host, host, "n3", "n3"], {"classA": [1.0] * 6})
+    inst = RoundInstance(cl, (Job("j", 2, "classA"), Job("k", 2, "classA")))
+    with pytest.raises(InstanceError, match=r"^i\.json: cluster\.gpus\.server\[2\]: host name .* cannot be written as "
+                                            r"a Slurm hostlist \(a host of job k\)$"):
+        slurm_rows(inst, {"placements": {"j": [0, 1], "k": [2, 3]}}, source="p.json", instance_source="i.json")
+    inst_path, out = tmp_path / "i.json", tmp_path / "o.tsv"
+    pl = _write(tmp_path, "p.json", '{"placements": {"j": [0, 1], "k": [2, 3]}}')
+    save_instance(inst, inst_path)
+    rc, stdout, err = run(capsys, "export", "slurm", inst_path, pl, "-o", out)
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err and stdout == ""
+    assert err == (f"pal-opt: error: {inst_path}: cluster.gpus.server[2]: host name {host!r} cannot be written as a "
+                   "Slurm hostlist (a host of job k)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.json", "p.json"]  # nothing written
 
 def test_export_graphml_marks_jobs(solved, tmp_path, capsys):
     inst_path, pl = solved

@@ -220,7 +220,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.format == "slurm":
         from .slurm import format_slurm_rows, slurm_rows
 
-        rows = slurm_rows(inst, doc or {}, source=src)
+        rows = slurm_rows(inst, doc or {}, source=src, instance_source=os.fspath(args.instance))
         text, what = format_slurm_rows(rows), f"{len(rows)} jobs"
     elif args.format == "k8s":
         from .kubernetes import dumps_pod_placements, pod_placements

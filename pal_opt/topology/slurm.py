@@ -79,6 +79,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import InstanceError, OptionError
 from ..model import RoundInstance
 from ..result import PlacementResult
@@ -405,26 +407,47 @@ def _sbatch(job: JobHosts) -> str:
 
 
 def slurm_rows(
-    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None,
+    instance_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per placed job (queue order): ``job``, ``nodes``, ``gpus``, ``nodelist``
     (a compressed hostlist) and ``sbatch`` (module docstring).  The placement is checked
-    against the instance first (:func:`~pal_opt.topology.placement.placement_by_host`)."""
+    against the instance first (:func:`~pal_opt.topology.placement.placement_by_host`).
+
+    ``source`` names the placement file and ``instance_source`` the instance file in messages: a
+    host name no hostlist can say, or a GPU type no ``--gres`` value can, comes from the instance
+    (``cluster.gpus.server[i]``, ``cluster.gpus.type[i]``: the first GPU that has it), not from
+    the placement.
+    """
     rows = []
+    cl = instance.cluster
     for job in placement_by_host(instance, placement, source=source):
         hosts = [str(s.host) for s in job.hosts]
         try:
             nodelist = compress_hostlist(hosts)
         except InstanceError as exc:
-            raise InstanceError(exc.message, source=source, path=f"placements.{job.job}") from None
+            bad_host = next(s.host for s in job.hosts if not _hostlist_name(s.host))
+            first = int(np.flatnonzero(cl.server_of == cl.server_ids.index(bad_host))[0])
+            raise InstanceError(f"{exc.message} (a host of job {job.job})", source=instance_source,
+                                path=f"cluster.gpus.server[{first}]") from None
         bad = next((t for s in job.hosts for t in s.types or () if not _GRES_TYPE.fullmatch(t)), None)
         if bad is not None:
-            raise InstanceError(f"GPU type {bad!r} cannot be written in a Slurm --gres value (a type name there "
-                                "holds no ':', ',', '(', ')' or white space)", source=source,
-                                path=f"placements.{job.job}")
+            first = int(np.flatnonzero(cl.type_of == cl.type_names.index(bad))[0])
+            raise InstanceError(f"GPU type {bad!r} (of job {job.job}'s GPUs) cannot be written in a Slurm --gres "
+                                "value (a type name there holds no ':', ',', '(', ')' or white space)",
+                                source=instance_source, path=f"cluster.gpus.type[{first}]")
         rows.append({"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
                      "sbatch": _sbatch(job)})
     return rows
+
+
+def _hostlist_name(host: Any) -> bool:
+    """Whether a hostlist can say ``host``."""
+    try:
+        compress_hostlist([host])
+    except InstanceError:
+        return False
+    return True
 
 
 def format_slurm_rows(rows: list[dict[str, Any]]) -> str:
@@ -438,7 +461,9 @@ def format_slurm_rows(rows: list[dict[str, Any]]) -> str:
 
 
 def slurm_placement_text(
-    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None,
+    instance_source: str | None = None,
 ) -> str:
-    """The placement as the tab-separated table of the module docstring."""
-    return format_slurm_rows(slurm_rows(instance, placement, source=source))
+    """The placement as the tab-separated table of the module docstring (``source``,
+    ``instance_source``: as in :func:`slurm_rows`)."""
+    return format_slurm_rows(slurm_rows(instance, placement, source=source, instance_source=instance_source))
