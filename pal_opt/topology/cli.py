@@ -230,10 +230,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
         text, what = dumps_pod_placements(pods), f"{len(jobs)} jobs in {len(pods['items'])} pods"
     else:
         from .graphml import graphml_text
-        from .placement import gpu_jobs
+        from .placement import gpu_jobs, gpu_stages
 
         held = gpu_jobs(inst, doc, source=src) if doc is not None else {}
-        text = graphml_text(inst.cluster, held)
+        piped = any(j.pipeline is not None for j in inst.jobs)
+        stages = gpu_stages(inst, doc, source=src) if doc is not None and piped else None
+        text = graphml_text(inst.cluster, held, stages)
         what = f"{inst.cluster.num_gpus} GPUs, {len(set(map(str, held.values())))} jobs placed"
     atomic_write_text(args.output, text)
     print(f"wrote {args.output}: {what}")

@@ -65,6 +65,17 @@ heterogeneous-job component per GPU count, separated by ``:``.  On a cluster wit
 counts carry the type (``--gres=gpu:a100:4``; a node where a job mixing types holds GPUs of two
 gets ``--gres=gpu:a100:2,gpu:v100:2``), and nodes group by that whole value; a type name that
 cannot be written there (``:``, ``,``, ``(``, ``)`` or white space) is an error.
+
+A pipeline job's row has one more column, ``stages``: its stages from the first, separated by
+`` | ``; each stage is the job's GPUs that run it, per host ``HOST:INDICES`` (local GPU indices as
+Slurm writes a GPU index list, ``0-2,5``), hosts separated by a space::
+
+    job  nodes  gpus  nodelist     sbatch                                      stages
+    p    2      5     node[01-02]  --nodes=1 --nodelist=node01 --gres=gpu:3 : ...  node01:0-1 | node01:2 node02:0-1
+
+(a host name holds no white space, so the text splits back at `` | `` and then at spaces, and a
+share at its last ``:``).  The column is there only when some row has it (the others leave it
+empty), so a placement without pipeline jobs is written as before, byte for byte.
 """
 
 from __future__ import annotations
@@ -411,8 +422,9 @@ def slurm_rows(
     instance_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per placed job (queue order): ``job``, ``nodes``, ``gpus``, ``nodelist``
-    (a compressed hostlist) and ``sbatch`` (module docstring).  The placement is checked
-    against the instance first (:func:`~pal_opt.topology.placement.placement_by_host`).
+    (a compressed hostlist) and ``sbatch``, and for a pipeline job ``stages`` (module docstring).
+    The placement is checked against the instance first
+    (:func:`~pal_opt.topology.placement.placement_by_host`).
 
     ``source`` names the placement file and ``instance_source`` the instance file in messages: a
     host name no hostlist can say, or a GPU type no ``--gres`` value can, comes from the instance
@@ -436,9 +448,25 @@ def slurm_rows(
             raise InstanceError(f"GPU type {bad!r} (of job {job.job}'s GPUs) cannot be written in a Slurm --gres "
                                 "value (a type name there holds no ':', ',', '(', ')' or white space)",
                                 source=instance_source, path=f"cluster.gpus.type[{first}]")
-        rows.append({"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
-                     "sbatch": _sbatch(job)})
+        row = {"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
+               "sbatch": _sbatch(job)}
+        stage_map = job.stage_map()
+        if stage_map is not None:
+            row["stages"] = " | ".join(" ".join(f"{h}:{_index_runs(g)}" for h, g in stage.items())
+                                       for stage in stage_map)
+        rows.append(row)
     return rows
+
+
+def _index_runs(indices: Sequence[int]) -> str:
+    """Ascending GPU indices as Slurm writes them (``IDX:0-2,5``): ``0-2,5``."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _hostlist_name(host: Any) -> bool:
@@ -451,10 +479,11 @@ def _hostlist_name(host: Any) -> bool:
 
 
 def format_slurm_rows(rows: list[dict[str, Any]]) -> str:
-    """Rows of :func:`slurm_rows` as tab-separated text with a header line."""
+    """Rows of :func:`slurm_rows` as tab-separated text with a header line (and a last column
+    ``stages`` when a row has one: a pipeline job's)."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, ["job", "nodes", "gpus", "nodelist", "sbatch"], delimiter="\t",
-                            lineterminator="\n")
+    columns = ["job", "nodes", "gpus", "nodelist", "sbatch"] + (["stages"] if any("stages" in r for r in rows) else [])
+    writer = csv.DictWriter(buf, columns, delimiter="\t", lineterminator="\n", restval="")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
