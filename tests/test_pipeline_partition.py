@@ -236,6 +236,22 @@ def test_bounded_search_gives_the_full_products_tables_on_reference_profiles(mod
     _same_tables(*_solved_both_ways(states, list(zip(machines, [25e9, 3.125e9], strict=False))))
 
 
+def test_a_search_that_would_not_fit_in_memory_keeps_the_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's arrays grow with the (row, split, state) triples; past SEARCH_MAX_BYTES a level
+    keeps the products (bounded memory), with the same answer, and table_bytes counts whichever
+    runs."""
+    states = build_states(load_profile(EXAMPLE))
+    n = states.n
+    inner, outer = tables.search_bytes(n + 1, n, 64), tables.search_bytes(1, n, 64)
+    assert tables.uses_search(n + 1, n, 64, False) and not tables.uses_search(n + 1, n, 64, True)
+    assert not tables.uses_search(n + 1, n, tables.PRODUCT_WORKER_LIMIT, False)
+    assert tables.table_bytes(n, [64, 64], "numpy") >= inner + tables.table_bytes(n, [64, 64], "numpy", straight=True)
+    searched = partition(states, [64, 64], [25e9, 3.125e9])
+    monkeypatch.setattr(tables, "SEARCH_MAX_BYTES", outer)  # the outer level still searches, the inner not
+    assert not tables.uses_search(n + 1, n, 64, False) and tables.uses_search(1, n, 64, False)
+    assert partition(states, [64, 64], [25e9, 3.125e9]) == searched
+
+
 def test_a_thousand_workers_per_level_take_no_time() -> None:
     """``--machines 1024,1024``: a (min, max) product per worker split took 12 s of CPU on the
     example profile (half a million products per level); the bounded search needs a fraction of a

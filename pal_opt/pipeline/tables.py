@@ -40,12 +40,16 @@ __all__ = [
     "ENGINES",
     "PYTHON_WORK_LIMIT",
     "MAX_TABLE_BYTES",
+    "PRODUCT_WORKER_LIMIT",
+    "SEARCH_MAX_BYTES",
     "SolvedLevel",
     "LevelTable",
     "ArrayTable",
     "ListTable",
     "estimated_work",
     "table_bytes",
+    "search_bytes",
+    "uses_search",
     "solve_levels",
 ]
 
@@ -68,6 +72,9 @@ BLOCK_ELEMENTS: int = 1 << 22
 #: of 16 (all rows), 2.3 s either way, of 24, 4.5 s against 8.8 s; gnmt's 99, of 12, 0.015 s
 #: against 0.21 s.
 PRODUCT_WORKER_LIMIT: int = 16
+#: The bounded search keeps arrays over every (row, split, state) triple (:func:`search_bytes`);
+#: a level whose search would take more than this keeps the products, whose memory is bounded.
+SEARCH_MAX_BYTES: int = 2 * 2**30
 
 
 class SolvedLevel(Protocol):
@@ -173,16 +180,36 @@ def estimated_work(n: int, machines: Sequence[int], straight: bool) -> int:
     return total
 
 
-def table_bytes(n: int, machines: Sequence[int], engine: str) -> int:
+def table_bytes(n: int, machines: Sequence[int], engine: str, straight: bool = False) -> int:
     """Memory the tables of :func:`solve_levels` take at their largest (an estimate, in bytes):
     per level ``best`` (``rows x n x M``) and the last-stage tables (``M - 1`` of ``n x n / 2``),
-    8 bytes per number with numpy, about 32 with Python lists."""
+    8 bytes per number with numpy, about 32 with Python lists; with numpy, a level solved by the
+    bounded search adds :func:`search_bytes`."""
     per_number = 8 if engine == "numpy" else 32
     largest = 0
     for index, m in enumerate(machines):
         rows = 1 if index == len(machines) - 1 else n + 1
-        largest = max(largest, rows * n * m + (m - 1) * n * n // (1 if engine == "numpy" else 2))
-    return (largest + 2 * (n + 1) * n) * per_number
+        size = (rows * n * m + (m - 1) * n * n // (1 if engine == "numpy" else 2)) * per_number
+        if engine == "numpy" and uses_search(rows, n, m, straight):
+            size += search_bytes(rows, n, m)
+        largest = max(largest, size)
+    return largest + 2 * (n + 1) * n * per_number
+
+
+def search_bytes(rows: int, n: int, machines: int) -> int:
+    """Memory the bounded search of a level takes besides its tables (an estimate, in bytes): the
+    running minima (``rows x n x M`` floats), the mask of real triples (a byte each of
+    ``rows x n x n``) and about 128 bytes per triple ``r <= k < j`` (its offsets and the
+    temporaries of one worker count)."""
+    triples = math.comb(n + 1, 3) - math.comb(max(n + 1 - rows, 0), 3)
+    return 8 * rows * n * machines + rows * n * n + 128 * triples
+
+
+def uses_search(rows: int, n: int, machines: int, straight: bool) -> bool:
+    """Whether the numpy engine solves a level by the bounded search (:data:`PRODUCT_WORKER_LIMIT`,
+    :data:`SEARCH_MAX_BYTES`) rather than by (min, max) products."""
+    return (not straight and machines > max(1, PRODUCT_WORKER_LIMIT)
+            and search_bytes(rows, n, machines) <= SEARCH_MAX_BYTES)
 
 
 def solve_levels(states: StateGraph, levels: Sequence[tuple[int, float]], *, straight: bool = False,
@@ -200,7 +227,7 @@ def solve_levels(states: StateGraph, levels: Sequence[tuple[int, float]], *, str
     if engine == "auto":
         work = estimated_work(states.n, [m for m, _ in levels], straight)
         engine = "numpy" if work > PYTHON_WORK_LIMIT else "python"
-    size = table_bytes(states.n, [m for m, _ in levels], engine)
+    size = table_bytes(states.n, [m for m, _ in levels], engine, straight)
     if size > MAX_TABLE_BYTES:
         raise OptionError(f"the partitioner's tables would take about {size / 2**30:.1f} GiB for {states.n} cut "
                           f"states on {' x '.join(str(m) for m, _ in levels)} workers "
@@ -420,7 +447,7 @@ class ArrayTable(LevelTable):
         best = np.full((rows, T.shape[1], machines), np.inf)
         best[:, :, 0] = T[:rows]
         last: list[np.ndarray | None] = [None] * machines
-        if not straight and machines > PRODUCT_WORKER_LIMIT:
+        if uses_search(rows, T.shape[1], machines, straight):
             stack = np.full((machines, *T[1:].shape), np.inf)
             for w in range(1, machines):
                 stack[w] = stage_time(T[1:], P[1:], w, bandwidth)
