@@ -15,7 +15,11 @@ workers run the last stage.  A straight pipeline allows only ``m = 0`` for the w
 Two engines give bit-identical tables (same floating-point operations in the same order):
 
 * :class:`ArrayTable` (numpy): the inner min over split points and start rows is a (min, max)
-  matrix product, computed one block of start rows at a time;
+  matrix product, computed one block of start rows at a time; a level that replicates stages on
+  more than :data:`PRODUCT_WORKER_LIMIT` workers is solved instead by a search that evaluates only
+  the split sizes whose lower bounds are below the best value found (the comment before
+  ``_Triples`` argues why it skips nothing smaller), work about linear in the workers rather than
+  quadratic, and the same floats;
 * :class:`ListTable` (pure Python): ``min(map(max, ...))`` over list slices.  For small problems it
   is faster overall, because it does not import numpy (which costs more than the whole solve).
 
@@ -486,8 +490,9 @@ def _minmax_into(out: np.ndarray, head: np.ndarray, tail: np.ndarray) -> None:
 # --------------------------------------------------------------------------- numpy, many workers
 # Why the replicated levels are not solved by a (min, max) product per worker split.  The product
 # above costs one pass over every (row, split point, state) triple for each pair (m, w): about
-# M^2 / 2 passes per level, over a million at 1,024 workers (alexnet's 22 cut states at 1024 x 1024:
-# 20 s; gnmt's 99 and resnet50's 240 hours).  Yet for one triple (r, k, j) and m + 1 workers,
+# M^2 / 2 passes per level, half a million at 1,024 workers (``pal-opt partition --machines
+# 1024,1024``: alexnet's 22 cut states 19-26 s, vgg16's 40 65-104 s, longer still for gnmt's 99 and
+# resnet50's 240).  Yet for one triple (r, k, j) and m + 1 workers,
 # cand(w) = max(head(m - w), tail(w)) with head(x) = best[r][k][x] and tail(w) = last[w][k][j]
 # is the max of a function that rises with w and one that falls: the head loses workers, the tail
 # gains them.  So only the few w near where they cross can give the minimum.  To stay exact without
@@ -504,9 +509,11 @@ def _minmax_into(out: np.ndarray, head: np.ndarray, tail: np.ndarray) -> None:
 # walks down while B(w) < U and up while A(w) < U, and stops in each direction at the first w that
 # fails (every w beyond fails too).  The minimum is the same float as the full product's: the
 # skipped candidates are no smaller, and max and min of floats are exact.  c moves by at most one
-# as m grows (A(w) at m + 1 is A(w - 1) at m), so it is kept per triple from one m to the next.
-# Tests: ``test_reference_case_engines_agree_exactly`` (the pure-Python engine is the full product)
-# and ``test_many_workers_windows_agree_with_the_full_product``.
+# as m grows (A(w) at m + 1 is A(w - 1) at m), so it is kept per triple from one m to the next;
+# exactness does not depend on c, only the number of steps does.  The value U starts as the whole
+# segment's and the two candidates beside c, and falls as the walks find better ones.
+# Tests (tests/test_pipeline_partition.py): ``test_bounded_search_gives_the_full_products_tables``
+# and ``..._on_reference_profiles`` compare every table entry with the products' bit for bit.
 
 
 class _Triples:
