@@ -18,12 +18,17 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pipeline_profiles import (
+    RATES,
     brute_force,
     chain,
     check_consistent,
@@ -37,6 +42,7 @@ from pipeline_profiles import (
 
 from pal_opt.cli import main
 from pal_opt.errors import InfeasiblePartitionError, InstanceError, OptionError
+from pal_opt.pipeline import tables
 from pal_opt.pipeline.cost import stage_time
 from pal_opt.pipeline.partition import partition
 from pal_opt.pipeline.profile import load_profile, parse_profile
@@ -188,6 +194,76 @@ def check_against_brute_force(text: str, tree: tuple[list[tuple[int, float]], bo
         result = partition(states, machines, rates, straight=straight, engine=engine)
         assert result.time_per_sample == pytest.approx(expected, rel=1e-12, abs=0.0)
         check_consistent(result, states)
+
+
+# --------------------------------------------------------------------------- many workers per level
+def _solved_both_ways(states: StateGraph, levels: list[tuple[int, float]]) -> tuple[list[Any], list[Any]]:
+    """The numpy tables by the bounded search (every level) and by the full (min, max) products."""
+    with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 0):
+        searched = tables.solve_levels(states, levels, engine="numpy")
+    with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 10**9):
+        products = tables.solve_levels(states, levels, engine="numpy")
+    return searched, products
+
+
+def _same_tables(searched: list[Any], products: list[Any]) -> None:
+    for a, b in zip(searched, products, strict=True):
+        assert np.array_equal(a._best, b._best)  # the same floats, not merely close ones
+        assert all(x is None and y is None or np.array_equal(x, y) for x, y in zip(a.last, b.last, strict=True))
+
+
+@settings(max_examples=200, **_SET)  # type: ignore[arg-type]
+@given(small_dags(max_layers=8), st.lists(st.tuples(st.integers(1, 40), RATES), min_size=1, max_size=2))
+def test_bounded_search_gives_the_full_products_tables(text: str, levels: list[tuple[int, float]]) -> None:
+    """The search over the last stage's workers near where head and tail cross (tables.py, "many
+    workers") skips only candidates no smaller than the minimum: every table entry is the same
+    float, zero times and parameter-heavy layers (a stage slower on two replicas than on one)
+    included, and so is the partition read back."""
+    states = build_states(parse_profile(text))
+    _same_tables(*_solved_both_ways(states, levels))
+    machines, rates = [m for m, _ in levels], [b for _, b in levels]
+    with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 0):
+        searched = partition(states, machines, rates, engine="numpy")
+    assert searched == partition(states, machines, rates, engine="python")
+
+
+@pytest.mark.parametrize("machines", [[40, 3], [3, 40], [96]], ids=["40x3", "3x40", "96"])
+@pytest.mark.parametrize("model", ["alexnet", "vgg16", "gnmt"])
+def test_bounded_search_gives_the_full_products_tables_on_reference_profiles(model: str, machines: list[int]) -> None:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared data not available at {SHARED}")
+    states = reference_states(f"{model}/graph.txt")
+    _same_tables(*_solved_both_ways(states, list(zip(machines, [25e9, 3.125e9], strict=False))))
+
+
+def test_a_search_that_would_not_fit_in_memory_keeps_the_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's arrays grow with the (row, split, state) triples; past SEARCH_MAX_BYTES a level
+    keeps the products (bounded memory), with the same answer, and table_bytes counts whichever
+    runs."""
+    states = build_states(load_profile(EXAMPLE))
+    n = states.n
+    inner, outer = tables.search_bytes(n + 1, n, 64), tables.search_bytes(1, n, 64)
+    assert tables.uses_search(n + 1, n, 64, False) and not tables.uses_search(n + 1, n, 64, True)
+    assert not tables.uses_search(n + 1, n, tables.PRODUCT_WORKER_LIMIT, False)
+    assert tables.table_bytes(n, [64, 64], "numpy") >= inner + tables.table_bytes(n, [64, 64], "numpy", straight=True)
+    searched = partition(states, [64, 64], [25e9, 3.125e9])
+    monkeypatch.setattr(tables, "SEARCH_MAX_BYTES", outer)  # the outer level still searches, the inner not
+    assert not tables.uses_search(n + 1, n, 64, False) and tables.uses_search(1, n, 64, False)
+    assert partition(states, [64, 64], [25e9, 3.125e9]) == searched
+
+
+def test_a_thousand_workers_per_level_take_no_time() -> None:
+    """``--machines 1024,1024``: a (min, max) product per worker split took 12 s of CPU on the
+    example profile (half a million products per level); the bounded search needs a fraction of a
+    second.  The answer is the one the products gave (their time per sample, to the bit, and their
+    stages)."""
+    profile = load_profile(EXAMPLE)
+    start = time.process_time()
+    result = partition(profile, [1024, 1024], [25e9, 3.125e9])
+    assert time.process_time() - start < 4.0
+    assert result.time_per_sample == 5.536016028790253e-08
+    assert [(s.start, s.end, s.replicas) for s in result.stages] == [(0, 13, 1004544), (13, 16, 44032)]
+    check_consistent(result, build_states(profile))
 
 
 # --------------------------------------------------------------------------- the example profile

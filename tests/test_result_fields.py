@@ -17,7 +17,14 @@ from pal_opt.hetero.workload import read_workload
 from pal_opt.io.traces import read_trace
 from pal_opt.model import Cluster
 from pal_opt.simulate import SimConfig, simulate
-from pal_opt.simulate.fields import CLASS_ALIASES, PAL_ALIASES, SHARED_FIELDS, SIA_ALIASES
+from pal_opt.simulate.fields import (
+    CLASS_ALIASES,
+    PAL_ALIASES,
+    PER_JOB_FIELD,
+    SHARED_FIELDS,
+    SIA_ALIASES,
+    SIA_FILE_ALIASES,
+)
 
 CLASSES = ("classA", "classB", "classC", "classD")
 
@@ -98,6 +105,32 @@ def test_both_result_files_carry_the_shared_names(tmp_path: Path, shared_dir: Pa
     _check_pal(pal)
     _check_sia(sia)
     assert (sia["n_jobs"], sia["n_completed"]) == (3, 3)
+
+
+def test_both_result_files_give_the_count_as_n_jobs_and_the_per_job_list_as_job_results(
+        tmp_path: Path, shared_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``jobs`` was the count in a PAL result file and the per-job list in a Sia one.  Both files
+    now have ``n_jobs`` (the count) and ``job_results`` (one record per job); each old ``jobs``
+    stays for this release as a deprecated alias with its old value."""
+    pal_out, sia_out = tmp_path / "pal.json", tmp_path / "sia.json"
+    assert cli.main(["simulate", str(_pal_trace(tmp_path)), "--cluster", "2x4", "--synthetic-variability", "1",
+                     "--out", str(pal_out), "--quiet"]) == 0
+    pal = json.loads(pal_out.read_text())
+    assert PER_JOB_FIELD == "job_results" and PAL_ALIASES["jobs"] == "n_jobs"
+    assert pal["n_jobs"] == pal["jobs"] == len(pal["job_results"]) == 4
+    sia_dir = shared_dir / "data" / "sia-artifact"
+    if not (sia_dir / "profiles").is_dir():
+        pytest.skip(f"Sia artifact data not available at {sia_dir}")
+    trace = tmp_path / "sia.csv"
+    read_workload(sia_dir / "workloads" / "newtrace-7.csv").frame().iloc[:3].drop(columns="category").to_csv(
+        trace, index=False)
+    assert cli.main(["simulate", str(trace), "--profiles", str(sia_dir / "profiles"), "--policy", "sia",
+                     "--out", str(sia_out), "--quiet"]) == 0
+    sia = json.loads(sia_out.read_text())
+    assert sia["n_jobs"] == len(sia["job_results"]) == 3
+    assert [r["name"] for r in sia["job_results"]] == list(read_workload(trace).frame()["name"])
+    _check_aliases(sia, SIA_FILE_ALIASES)  # "jobs": the same list
+    assert not set(SIA_FILE_ALIASES) & set(SHARED_FIELDS) and PER_JOB_FIELD not in SHARED_FIELDS
 
 
 def test_the_sia_result_gives_queueing_delays_over_the_jobs_that_started() -> None:

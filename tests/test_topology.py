@@ -25,7 +25,7 @@ from pal_opt.cli import main
 from pal_opt.cost import evaluate
 from pal_opt.errors import InstanceError, OptionError
 from pal_opt.io import load_instance, load_placement_file, save_instance
-from pal_opt.model import Cluster, GpuState, Job, Level, RoundInstance
+from pal_opt.model import Cluster, GpuState, Job, Level, Pipeline, RoundInstance
 from pal_opt.topology import (
     compress_hostlist,
     expand_hostlist,
@@ -755,13 +755,128 @@ def test_export_slurm_refuses_a_type_name_gres_cannot_carry(name, tmp_path, caps
     (and a blank would split the sbatch options): one error line, nothing written."""
     cl = Cluster.from_arrays(list(range(4)), ["n1"] * 4, {"classA": [1.0] * 4}, gpu_types=[name] * 4)
     inst = RoundInstance(cl, (Job("j", 2, "classA"),))
-    with pytest.raises(InstanceError, match=r"placements\.j: GPU type .* cannot be written in a Slurm --gres"):
-        slurm_rows(inst, {"placements": {"j": [0, 1]}})
+    with pytest.raises(InstanceError, match=r"^i\.json: cluster\.gpus\.type\[0\]: GPU type .* cannot be written in a "
+                                            "Slurm --gres"):
+        slurm_rows(inst, {"placements": {"j": [0, 1]}}, source="p.json", instance_source="i.json")
     inst_path, pl, out = tmp_path / "i.json", _write(tmp_path, "p.json", '{"placements": {"j": [0, 1]}}'), tmp_path / "o"
     save_instance(inst, inst_path)
     rc, stdout, err = run(capsys, "export", "slurm", inst_path, pl, "-o", out)
-    assert rc == 2 and err.count("\n") == 1 and "cannot be written in a Slurm --gres" in err and "Traceback" not in err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert f"{inst_path}: cluster.gpus.type[0]: GPU type {name!r} (of job j's GPUs) cannot be written in a Slurm --gres" in err
+    assert "p.json" not in err
     assert not out.exists() and stdout == ""
+
+
+@pytest.mark.parametrize("host", ["node a", "n[1]", "a,b"])
+def test_export_slurm_names_the_instance_field_of_a_host_name_no_hostlist_can_say(host, tmp_path, capsys):
+    """The host name comes from the instance's ``cluster.gpus.server`` (its first GPU there), not
+    from the placement file: the one error line names that file and field."""
+    cl = Cluster.from_arrays(list(range(6)), ["n1", "n1", host, host, "n3", "n3"], {"classA": [1.0] * 6})
+    inst = RoundInstance(cl, (Job("j", 2, "classA"), Job("k", 2, "classA")))
+    with pytest.raises(InstanceError, match=r"^i\.json: cluster\.gpus\.server\[2\]: host name .* cannot be written as "
+                                            r"a Slurm hostlist \(a host of job k\)$"):
+        slurm_rows(inst, {"placements": {"j": [0, 1], "k": [2, 3]}}, source="p.json", instance_source="i.json")
+    inst_path, out = tmp_path / "i.json", tmp_path / "o.tsv"
+    pl = _write(tmp_path, "p.json", '{"placements": {"j": [0, 1], "k": [2, 3]}}')
+    save_instance(inst, inst_path)
+    rc, stdout, err = run(capsys, "export", "slurm", inst_path, pl, "-o", out)
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err and stdout == ""
+    assert err == (f"pal-opt: error: {inst_path}: cluster.gpus.server[2]: host name {host!r} cannot be written as a "
+                   "Slurm hostlist (a host of job k)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.json", "p.json"]  # nothing written
+
+# --------------------------------------------------------------------------- exports: pipeline stage maps
+def _pipeline_round() -> RoundInstance:
+    """Three hosts; a pipeline job ``p`` (stages of 3 and 2 replicas) and a gang ``7``."""
+    cl = Cluster.from_arrays(list(range(10)), ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 2, {"classA": [1.0] * 10})
+    pipe = Pipeline((0.010, 0.006), (3, 2))
+    return RoundInstance(cl, (Job("p", 5, "classA", pipeline=pipe), Job(7, 2, "classA")))
+
+
+def _export(capsys, tmp_path: Path, fmt: str, inst: RoundInstance, placement: dict) -> tuple[int, str, str, Path]:
+    inst_path, out = tmp_path / "i.json", tmp_path / f"out.{fmt}"
+    save_instance(inst, inst_path)
+    pl = _write(tmp_path, "p.json", json.dumps(placement))
+    rc, stdout, err = run(capsys, "export", fmt, inst_path, pl, "-o", out)
+    return rc, stdout, err, out
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["stages-from-order", "stages-given"])
+def test_exports_carry_a_pipeline_jobs_stage_map(given, tmp_path, capsys):
+    """A pipeline job's stages (the placement's ``stages``, else its GPU list cut by the replica
+    counts) reach every export: Slurm's ``stages`` column, a ``stages`` list per pod, a ``stage``
+    per GPU in GraphML.  The gang beside it is written as before."""
+    inst = _pipeline_round()
+    placement: dict = {"placements": {"p": [0, 4, 5, 1, 2], "7": [8, 9]}}
+    if given:  # stage 0 on n1's GPU 1 and n2's 0-1; stage 1 on n1's 0 and 2
+        placement = {"placements": {"p": [0, 1, 2, 4, 5], "7": [8, 9]}, "stages": {"p": [[1, 4, 5], [0, 2]]}}
+    want = {0: 0, 4: 0, 5: 0, 1: 1, 2: 1} if not given else {1: 0, 4: 0, 5: 0, 0: 1, 2: 1}
+    rc, _, err, out = _export(capsys, tmp_path, "slurm", inst, placement)
+    assert rc == 0, err
+    rows = list(csv.DictReader(out.open(), delimiter="\t"))
+    assert list(rows[0]) == ["job", "nodes", "gpus", "nodelist", "sbatch", "stages"]
+    assert rows[0]["stages"] == ("n1:0 n2:0-1 | n1:1-2" if not given else "n1:1 n2:0-1 | n1:0,2")
+    assert rows[1]["stages"] == "" and rows[1]["sbatch"] == "--nodes=1 --nodelist=n3 --gres=gpu:2"
+    back = {(h, int(i)): k for k, stage in enumerate(rows[0]["stages"].split(" | "))
+            for share in stage.split(" ") for h, idx in [share.rsplit(":", 1)]
+            for part in idx.split(",") for i in _index_range(part)}
+    gid = {("n1", 0): 0, ("n1", 1): 1, ("n1", 2): 2, ("n2", 0): 4, ("n2", 1): 5}
+    assert {gid[key]: k for key, k in back.items()} == want
+    rc, _, err, out = _export(capsys, tmp_path, "k8s", inst, placement)
+    assert rc == 0, err
+    items = json.loads(out.read_text())["items"]
+    assert [(i["node"], i["gpus"], i.get("stages")) for i in items] == [
+        ("n1", [0, 1, 2], [want[0], want[1], want[2]]), ("n2", [0, 1], [0, 0]), ("n3", [0, 1], None)]
+    rc, _, err, out = _export(capsys, tmp_path, "graphml", inst, placement)
+    assert rc == 0, err
+    import networkx as nx
+
+    gr = nx.read_graphml(out)
+    assert {a["id"]: a["stage"] for _, a in gr.nodes(data=True) if "stage" in a} == want
+    assert {a["id"] for _, a in gr.nodes(data=True) if a.get("job") == "7"} == {8, 9}
+    _same_cluster(to_cluster(load_graphml(out)), inst.cluster)  # the attribute is ignored when read back
+
+
+def _index_range(part: str) -> range:
+    a, _, b = part.partition("-")
+    return range(int(a), int(b or a) + 1)
+
+
+def test_exports_of_gangs_only_are_unchanged(tmp_path, capsys):
+    """No pipeline job: the Slurm table has no ``stages`` column, no pod has ``stages`` and no GPU a
+    ``stage``, byte for byte what the exports wrote before."""
+    cl = Cluster.from_arrays(list(range(10)), ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 2, {"classA": [1.0] * 10})
+    inst = RoundInstance(cl, (Job("p", 5, "classA"), Job(7, 2, "classA")))
+    placement = {"placements": {"p": [0, 4, 5, 1, 2], "7": [8, 9]}, "stages": {"p": [[0, 4, 5, 1, 2]]}}
+    rc, _, err, out = _export(capsys, tmp_path, "slurm", inst, placement)
+    assert rc == 0, err
+    assert out.read_text() == (
+        "job\tnodes\tgpus\tnodelist\tsbatch\n"
+        "p\t2\t5\tn[1-2]\t--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2\n"
+        "7\t1\t2\tn3\t--nodes=1 --nodelist=n3 --gres=gpu:2\n")
+    rc, _, err, out = _export(capsys, tmp_path, "k8s", inst, placement)
+    assert rc == 0, err
+    assert out.read_text() == (
+        '{\n  "apiVersion": "pal-opt/v1",\n  "kind": "PodPlacements",\n  "items": [\n'
+        '    {"job": "p", "pod": 0, "node": "n1", "gpus": [0, 1, 2]},\n'
+        '    {"job": "p", "pod": 1, "node": "n2", "gpus": [0, 1]},\n'
+        '    {"job": 7, "pod": 0, "node": "n3", "gpus": [0, 1]}\n  ]\n}\n')
+    rc, _, err, out = _export(capsys, tmp_path, "graphml", inst, placement)
+    assert rc == 0, err
+    assert out.read_text() == graphml_text(cl, {0: "p", 1: "p", 2: "p", 4: "p", 5: "p", 8: 7, 9: 7})
+    assert 'attr.name="stage"' not in out.read_text()
+
+
+@pytest.mark.parametrize("fmt", ["slurm", "k8s", "graphml"])
+def test_exports_refuse_stages_that_do_not_fit_the_pipeline(fmt, tmp_path, capsys):
+    """Stages that ``pal-opt check`` rejects cannot be written: one line naming the placement file,
+    exit status 2, no output."""
+    placement = {"placements": {"p": [0, 1, 2, 4, 5]}, "stages": {"p": [[0, 4], [1, 2, 5]]}}
+    rc, stdout, err, out = _export(capsys, tmp_path, fmt, _pipeline_round(), placement)
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err and stdout == ""
+    assert f"{tmp_path / 'p.json'}: placements: does not fit the instance: job 'p': stage 0 needs 3 GPUs" in err
+    assert not out.exists()
+
 
 def test_export_graphml_marks_jobs(solved, tmp_path, capsys):
     inst_path, pl = solved

@@ -182,6 +182,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, variability: Any) -> dict[str, Any]:
     from dataclasses import asdict
 
+    from ..simulate.fields import PER_JOB_FIELD, SIA_FILE_ALIASES, with_aliases
+
     doc: dict[str, Any] = {
         "trace": os.fspath(args.trace),
         "trace_format": "sia",
@@ -198,13 +200,13 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
     doc.update(result.summary())
     doc["unplaceable"] = [{"job": name, "reason": why} for name, why in result.unplaceable.items()]
     doc["units"] = "seconds (jct, makespan, wall)"
-    doc["jobs"] = [
+    doc[PER_JOB_FIELD] = [
         {"name": r.name, "application": r.application, "kind": r.kind, "submit_time": r.submit_time,
          "start_time": r.start_time, "completion_time": r.completion_time, "jct": r.jct,
          "restarts": r.restarts, "epochs": r.epochs}
         for r in result.jobs
     ]
-    return doc
+    return with_aliases(doc, SIA_FILE_ALIASES)  # "jobs": the same list, deprecated
 
 
 def run(args: argparse.Namespace) -> int:

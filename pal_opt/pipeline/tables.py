@@ -15,7 +15,11 @@ workers run the last stage.  A straight pipeline allows only ``m = 0`` for the w
 Two engines give bit-identical tables (same floating-point operations in the same order):
 
 * :class:`ArrayTable` (numpy): the inner min over split points and start rows is a (min, max)
-  matrix product, computed one block of start rows at a time;
+  matrix product, computed one block of start rows at a time; a level that replicates stages on
+  more than :data:`PRODUCT_WORKER_LIMIT` workers is solved instead by a search that evaluates only
+  the split sizes whose lower bounds are below the best value found (the comment before
+  ``_Triples`` argues why it skips nothing smaller), work about linear in the workers rather than
+  quadratic, and the same floats;
 * :class:`ListTable` (pure Python): ``min(map(max, ...))`` over list slices.  For small problems it
   is faster overall, because it does not import numpy (which costs more than the whole solve).
 
@@ -40,12 +44,16 @@ __all__ = [
     "ENGINES",
     "PYTHON_WORK_LIMIT",
     "MAX_TABLE_BYTES",
+    "PRODUCT_WORKER_LIMIT",
+    "SEARCH_MAX_BYTES",
     "SolvedLevel",
     "LevelTable",
     "ArrayTable",
     "ListTable",
     "estimated_work",
     "table_bytes",
+    "search_bytes",
+    "uses_search",
     "solve_levels",
 ]
 
@@ -61,6 +69,16 @@ PYTHON_WORK_LIMIT: int = 2_500_000
 MAX_TABLE_BYTES: int = 4 * 2**30
 #: Elements of the largest temporary array of numpy's (min, max) product (float64: 32 MiB).
 BLOCK_ELEMENTS: int = 1 << 22
+#: Above this many workers, a level that replicates stages is solved by the bounded search of
+#: :func:`_solve_replicated` (work about linear in the workers) rather than by one (min, max)
+#: product per worker split (quadratic).  Both give the same floats.  The search costs about ten
+#: products per worker count, so it wins from about 16 workers on: resnet50's 240 states, one level
+#: of 16 (all rows), 2.3 s either way, of 24, 4.5 s against 8.8 s; gnmt's 99, of 12, 0.015 s
+#: against 0.21 s.
+PRODUCT_WORKER_LIMIT: int = 16
+#: The bounded search keeps arrays over every (row, split, state) triple (:func:`search_bytes`);
+#: a level whose search would take more than this keeps the products, whose memory is bounded.
+SEARCH_MAX_BYTES: int = 2 * 2**30
 
 
 class SolvedLevel(Protocol):
@@ -166,16 +184,36 @@ def estimated_work(n: int, machines: Sequence[int], straight: bool) -> int:
     return total
 
 
-def table_bytes(n: int, machines: Sequence[int], engine: str) -> int:
+def table_bytes(n: int, machines: Sequence[int], engine: str, straight: bool = False) -> int:
     """Memory the tables of :func:`solve_levels` take at their largest (an estimate, in bytes):
     per level ``best`` (``rows x n x M``) and the last-stage tables (``M - 1`` of ``n x n / 2``),
-    8 bytes per number with numpy, about 32 with Python lists."""
+    8 bytes per number with numpy, about 32 with Python lists; with numpy, a level solved by the
+    bounded search adds :func:`search_bytes`."""
     per_number = 8 if engine == "numpy" else 32
     largest = 0
     for index, m in enumerate(machines):
         rows = 1 if index == len(machines) - 1 else n + 1
-        largest = max(largest, rows * n * m + (m - 1) * n * n // (1 if engine == "numpy" else 2))
-    return (largest + 2 * (n + 1) * n) * per_number
+        size = (rows * n * m + (m - 1) * n * n // (1 if engine == "numpy" else 2)) * per_number
+        if engine == "numpy" and uses_search(rows, n, m, straight):
+            size += search_bytes(rows, n, m)
+        largest = max(largest, size)
+    return largest + 2 * (n + 1) * n * per_number
+
+
+def search_bytes(rows: int, n: int, machines: int) -> int:
+    """Memory the bounded search of a level takes besides its tables (an estimate, in bytes): the
+    running minima (``rows x n x M`` floats), the mask of real triples (a byte each of
+    ``rows x n x n``) and about 128 bytes per triple ``r <= k < j`` (its offsets and the
+    temporaries of one worker count)."""
+    triples = math.comb(n + 1, 3) - math.comb(max(n + 1 - rows, 0), 3)
+    return 8 * rows * n * machines + rows * n * n + 128 * triples
+
+
+def uses_search(rows: int, n: int, machines: int, straight: bool) -> bool:
+    """Whether the numpy engine solves a level by the bounded search (:data:`PRODUCT_WORKER_LIMIT`,
+    :data:`SEARCH_MAX_BYTES`) rather than by (min, max) products."""
+    return (not straight and machines > max(1, PRODUCT_WORKER_LIMIT)
+            and search_bytes(rows, n, machines) <= SEARCH_MAX_BYTES)
 
 
 def solve_levels(states: StateGraph, levels: Sequence[tuple[int, float]], *, straight: bool = False,
@@ -193,7 +231,7 @@ def solve_levels(states: StateGraph, levels: Sequence[tuple[int, float]], *, str
     if engine == "auto":
         work = estimated_work(states.n, [m for m, _ in levels], straight)
         engine = "numpy" if work > PYTHON_WORK_LIMIT else "python"
-    size = table_bytes(states.n, [m for m, _ in levels], engine)
+    size = table_bytes(states.n, [m for m, _ in levels], engine, straight)
     if size > MAX_TABLE_BYTES:
         raise OptionError(f"the partitioner's tables would take about {size / 2**30:.1f} GiB for {states.n} cut "
                           f"states on {' x '.join(str(m) for m, _ in levels)} workers "
@@ -413,6 +451,12 @@ class ArrayTable(LevelTable):
         best = np.full((rows, T.shape[1], machines), np.inf)
         best[:, :, 0] = T[:rows]
         last: list[np.ndarray | None] = [None] * machines
+        if uses_search(rows, T.shape[1], machines, straight):
+            stack = np.full((machines, *T[1:].shape), np.inf)
+            for w in range(1, machines):
+                stack[w] = stage_time(T[1:], P[1:], w, bandwidth)
+            _solve_replicated(T, P, best, stack, bandwidth, divisor)
+            return cls(T, P, best, [None, *stack[1:]], machines, bandwidth, divisor, straight)
         for w in range(1, min(machines - 1, 1 if straight else machines - 1) + 1):
             last[w] = stage_time(T[1:], P[1:], w, bandwidth)
         for m in range(1, machines):
@@ -441,3 +485,112 @@ def _minmax_into(out: np.ndarray, head: np.ndarray, tail: np.ndarray) -> None:
         block = np.maximum(head[r0:r1, r0:, None], tail[None, r0:, r0 + 1:])
         np.minimum(out[r0:r1, r0 + 1:], block.min(axis=1), out=out[r0:r1, r0 + 1:])
         r0 = r1
+
+
+# --------------------------------------------------------------------------- numpy, many workers
+# Why the replicated levels are not solved by a (min, max) product per worker split.  The product
+# above costs one pass over every (row, split point, state) triple for each pair (m, w): about
+# M^2 / 2 passes per level, half a million at 1,024 workers (``pal-opt partition --machines
+# 1024,1024``: alexnet's 22 cut states 19-26 s, vgg16's 40 65-104 s, longer still for gnmt's 99 and
+# resnet50's 240).  Yet for one triple (r, k, j) and m + 1 workers,
+# cand(w) = max(head(m - w), tail(w)) with head(x) = best[r][k][x] and tail(w) = last[w][k][j]
+# is the max of a function that rises with w and one that falls: the head loses workers, the tail
+# gains them.  So only the few w near where they cross can give the minimum.  To stay exact without
+# assuming either function monotone, the search uses monotone lower bounds:
+#
+# * A(w) = min(best[r][k][0 .. m - w])   (a running minimum over m, kept in ``floor``): A(w) <= head(m - w),
+#   and A does not fall as w grows;
+# * B(w) = min(last[1 .. w][k][j]):  B(w) <= tail(w), and B does not rise as w grows (the tail's
+#   time falls for w >= 2 in exact arithmetic, so B(w) is min(last[1], last[w]) when the computed
+#   floats fall too, which is checked once; otherwise B is a running minimum, stored).
+#
+# Every candidate with max(A(w), B(w)) >= U, for U a value the minimum already reached, can be
+# skipped: it is no smaller than U.  Starting from c, where A(c) >= B(c) first holds, the search
+# walks down while B(w) < U and up while A(w) < U, and stops in each direction at the first w that
+# fails (every w beyond fails too).  The minimum is the same float as the full product's: the
+# skipped candidates are no smaller, and max and min of floats are exact.  c moves by at most one
+# as m grows (A(w) at m + 1 is A(w - 1) at m), so it is kept per triple from one m to the next;
+# exactness does not depend on c, only the number of steps does.  The value U starts as the whole
+# segment's and the two candidates beside c, and falls as the walks find better ones.
+# Tests (tests/test_pipeline_partition.py): ``test_bounded_search_gives_the_full_products_tables``
+# and ``..._on_reference_profiles`` compare every table entry with the products' bit for bit.
+
+
+class _Triples:
+    """The real (row r, split k, state j) triples of a level, grouped by (r, j): flat offsets of
+    (r, k) in a ``(rows, n, M)`` array, of (k, j) in an ``(n, n)`` one, the group of each and the
+    first triple of each group."""
+
+    def __init__(self, T: np.ndarray, rows: int, machines: int):
+        import numpy as np
+
+        n = T.shape[1]
+        head = np.isfinite(T[:rows])  # [r, k]
+        tail = np.isfinite(T[1:])  # [k, j]: the last stage after state k up to j
+        r, j, k = np.nonzero(head[:, None, :] & tail.T[None, :, :])  # sorted by (r, j)
+        self.rk = (r * n + k) * machines
+        self.kj = k * n + j
+        self.group = r * n + j
+        first = np.flatnonzero(np.diff(self.group, prepend=-1))
+        self.starts, self.groups = first, self.group[first]
+        self.size = len(k)
+
+
+def _solve_replicated(T: np.ndarray, P: np.ndarray, best: np.ndarray, last: np.ndarray, bandwidth: float,
+                      divisor: float) -> None:
+    """Fill ``best[:, :, 1:]`` of a level that replicates stages, exactly as the (min, max) products
+    would (see the comment above); ``last[w]`` is the last-stage table on ``w`` workers."""
+    import numpy as np
+
+    rows, n, machines = best.shape
+    if machines < 2:
+        return
+    tri = _Triples(T, rows, machines)
+    nn = n * n
+    falls = bool(np.all(last[3:] <= last[2:-1]))
+    bound = last if falls else np.minimum.accumulate(last, axis=0)  # last[0] is inf
+    first, flat_bound, flat_last = last[1].ravel()[tri.kj], bound.ravel(), last.ravel()
+    floor = best.copy()
+    flat_best, flat_floor = best.ravel(), floor.ravel()
+    c = np.ones(tri.size, dtype=np.int64)
+
+    def tail_bound(w: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+        out: np.ndarray = np.minimum(first[at], flat_bound[w * nn + tri.kj[at]])
+        return out
+
+    def candidate(m: int, w: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+        out: np.ndarray = np.maximum(flat_best[tri.rk[at] + (m - w)], flat_last[w * nn + tri.kj[at]])
+        return out
+
+    for m in range(1, machines):
+        cur = stage_time(T[:rows], P[:rows], m + 1, bandwidth, divisor).ravel()
+        if tri.size:
+            c += flat_floor[tri.rk + (m - c)] < tail_bound(c, slice(None))
+            near = np.minimum(candidate(m, np.clip(c - 1, 1, m), slice(None)),
+                              candidate(m, np.minimum(c, m), slice(None)))
+            cur[tri.groups] = np.minimum(cur[tri.groups], np.minimum.reduceat(near, tri.starts))
+            _walk(cur, tri, c - 2, -1, m, tail_bound, candidate, flat_floor)
+            _walk(cur, tri, c + 1, 1, m, tail_bound, candidate, flat_floor)
+        best[:, :, m] = cur.reshape(rows, n)
+        np.minimum(floor[:, :, m - 1], best[:, :, m], out=floor[:, :, m])
+
+
+def _walk(cur: np.ndarray, tri: _Triples, w: np.ndarray, step: int, m: int, tail_bound: Any, candidate: Any,
+          flat_floor: np.ndarray) -> None:
+    """Lower ``cur`` by every candidate from ``w`` on in direction ``step`` (-1: fewer workers on the
+    last stage, bounded by B; +1: more, bounded by A) until its bound reaches ``cur``."""
+    import numpy as np
+
+    at = np.flatnonzero((w >= 1) & (w <= m))
+    w = w[at]
+    while at.size:
+        limit = cur[tri.group[at]]
+        lower = tail_bound(w, at) if step < 0 else flat_floor[tri.rk[at] + (m - w)]
+        keep = lower < limit
+        at, w = at[keep], w[keep]
+        if not at.size:
+            break
+        np.minimum.at(cur, tri.group[at], candidate(m, w, at))
+        w = w + step
+        inside = (w >= 1) & (w <= m)
+        at, w = at[inside], w[inside]

@@ -58,6 +58,14 @@ shared.  A median is ``p50_`` wherever it appears.
 The names the results used before are kept for one release as deprecated aliases holding the
 same values (:data:`PAL_ALIASES`, :data:`SIA_ALIASES`, and :data:`CLASS_ALIASES` inside the PAL
 result's ``by_priority`` classes); they will be removed.
+
+Both result files (``pal-opt simulate --out``) also give one record per job under
+:data:`PER_JOB_FIELD`, ``job_results``; each simulator keeps its own columns (the PAL
+simulator's those of ``--jobs-csv``).  ``jobs`` meant two things: in the PAL result the number
+of jobs (now ``n_jobs``), in the Sia result the per-job list.  Both are deprecated aliases for
+this release (:data:`PAL_ALIASES`; :data:`SIA_FILE_ALIASES`, written by the command beside
+``job_results``, the same list), so that afterwards neither file has ``jobs`` and both have
+``n_jobs`` and ``job_results``.
 """
 
 from __future__ import annotations
@@ -65,7 +73,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SHARED_FIELDS", "PAL_ALIASES", "SIA_ALIASES", "CLASS_ALIASES", "with_aliases"]
+__all__ = ["SHARED_FIELDS", "PER_JOB_FIELD", "PAL_ALIASES", "SIA_ALIASES", "SIA_FILE_ALIASES", "CLASS_ALIASES",
+           "with_aliases"]
 
 #: The figures both simulators' results carry, under these names.
 SHARED_FIELDS: tuple[str, ...] = (
@@ -101,6 +110,15 @@ PAL_ALIASES: Mapping[str, str] = {
 SIA_ALIASES: Mapping[str, str] = {
     "solve_seconds": "solve_seconds_total",
     "max_solve_seconds": "solve_seconds_max",
+}
+
+#: The per-job list of both result files (one record per job, in each simulator's own columns).
+PER_JOB_FIELD = "job_results"
+
+#: Deprecated names of the Sia simulator's result file (``pal-opt simulate`` on a newTrace) ->
+#: the name it shares with the PAL result file (same value): the per-job list, which was ``jobs``.
+SIA_FILE_ALIASES: Mapping[str, str] = {
+    "jobs": PER_JOB_FIELD,
 }
 
 #: Deprecated names inside each class of the PAL result's ``by_priority`` -> the shared name.

@@ -220,7 +220,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.format == "slurm":
         from .slurm import format_slurm_rows, slurm_rows
 
-        rows = slurm_rows(inst, doc or {}, source=src)
+        rows = slurm_rows(inst, doc or {}, source=src, instance_source=os.fspath(args.instance))
         text, what = format_slurm_rows(rows), f"{len(rows)} jobs"
     elif args.format == "k8s":
         from .kubernetes import dumps_pod_placements, pod_placements
@@ -230,10 +230,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
         text, what = dumps_pod_placements(pods), f"{len(jobs)} jobs in {len(pods['items'])} pods"
     else:
         from .graphml import graphml_text
-        from .placement import gpu_jobs
+        from .placement import gpu_jobs, gpu_stages
 
         held = gpu_jobs(inst, doc, source=src) if doc is not None else {}
-        text = graphml_text(inst.cluster, held)
+        piped = any(j.pipeline is not None for j in inst.jobs)
+        stages = gpu_stages(inst, doc, source=src) if doc is not None and piped else None
+        text = graphml_text(inst.cluster, held, stages)
         what = f"{inst.cluster.num_gpus} GPUs, {len(set(map(str, held.values())))} jobs placed"
     atomic_write_text(args.output, text)
     print(f"wrote {args.output}: {what}")

@@ -22,7 +22,7 @@ any other kind (``rack``, ``pod``, ``block``, ...)
 
 A key without ``attr.type`` holds strings, as GraphML says (numbers in them are read for ``id``
 and the factors).  Every vertex has at most one parent and the graph has no cycle.  Other attributes (a ``job``
-written by :func:`graphml_text`, a drawing tool's graphics) are ignored.
+and a pipeline job's ``stage`` written by :func:`graphml_text`, a drawing tool's graphics) are ignored.
 
 Levels, innermost first: the group directly above each server, then the group above that, and
 so on; a level is named by its groups' kind (kinds joined with ``/`` if they differ).  In an
@@ -292,9 +292,11 @@ def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -> nx.DiGraph:
+def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None,
+                    stages: Mapping[int, int] | None = None) -> nx.DiGraph:
     """``cluster`` as a graph of the module docstring's shape (string vertices, scalar
-    attributes); ``jobs`` ({GPU id: job id}) adds a ``job`` attribute to those GPUs."""
+    attributes); ``jobs`` ({GPU id: job id}) adds a ``job`` attribute to those GPUs, ``stages``
+    ({GPU id: stage}, a pipeline job's GPUs) a ``stage`` attribute (an integer from 0)."""
     gr = nx.DiGraph()
     gr.add_node("cluster", kind="cluster")
     for r, rid in enumerate(cluster.rack_ids):
@@ -306,7 +308,7 @@ def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -
     classes = list(cluster.factors)
     columns = [cluster.factors[c].tolist() for c in classes]
     types = cluster.gpu_type_names()
-    jobs = jobs or {}
+    jobs, stages = jobs or {}, stages or {}
     for i, gid in enumerate(cluster.gpu_ids.tolist()):
         attrs: dict[str, Any] = {"kind": "gpu", "id": gid, "state": GpuState(int(cluster.state[i])).name.lower()}
         attrs.update({f"{FACTOR_PREFIX}{c}": col[i] for c, col in zip(classes, columns, strict=True)})
@@ -316,12 +318,15 @@ def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -
                           for c, row in cluster.throughput.items() if types[i] in row})
         if gid in jobs:
             attrs["job"] = str(jobs[gid])
+        if gid in stages:
+            attrs["stage"] = int(stages[gid])
         gr.add_node(f"g{i}", **attrs)
         gr.add_edge(f"s{cluster.server_of[i]}", f"g{i}")
     return gr
 
 
-def graphml_text(cluster: Cluster, jobs: Mapping[int, JobId] | None = None) -> str:
+def graphml_text(cluster: Cluster, jobs: Mapping[int, JobId] | None = None,
+                 stages: Mapping[int, int] | None = None) -> str:
     """``cluster`` as GraphML text (:func:`cluster_digraph`, written by networkx)."""
-    body = "\n".join(nx.generate_graphml(cluster_digraph(cluster, jobs)))
+    body = "\n".join(nx.generate_graphml(cluster_digraph(cluster, jobs, stages)))
     return f"<?xml version='1.0' encoding='utf-8'?>\n{body}\n"

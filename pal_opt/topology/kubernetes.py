@@ -47,7 +47,9 @@ Placements out
 ``job`` is the job id as in the instance (integer or string); ``pod`` counts the job's pods
 from 0, in node order; ``gpus`` are the local indices of the job's GPUs on that node (device
 indices, ascending), so ``len(gpus)`` is the pod's ``nvidia.com/gpu`` request.  Items follow
-the queue order.
+the queue order.  A pipeline job's pods also have ``stages``: the stage (from 0) that each GPU
+of ``gpus`` runs, in the same order (``{..., "gpus": [0, 1, 2, 3], "stages": [0, 0, 1, 1]}``);
+other pods are as before, without the key.
 """
 
 from __future__ import annotations
@@ -311,7 +313,8 @@ def pod_placements(
     """The placement as per-pod node assignments (module docstring), checked against the
     instance first (:func:`~pal_opt.topology.placement.placement_by_host`)."""
     items = [
-        {"job": job.job, "pod": i, "node": share.host, "gpus": list(share.gpus)}
+        {"job": job.job, "pod": i, "node": share.host, "gpus": list(share.gpus),
+         **({} if share.stages is None else {"stages": list(share.stages)})}
         for job in placement_by_host(instance, placement, source=source)
         for i, share in enumerate(job.hosts)
     ]

@@ -1,8 +1,15 @@
 """A placement seen per host: which GPUs of which host each placed job gets.
 
-The exporters (:mod:`~pal_opt.topology.slurm`, :mod:`~pal_opt.topology.kubernetes`) start
-here.  A GPU's **local index** is its rank among its host's GPUs ordered by GPU id (0, 1, ...),
-which for an imported cluster is the device index on the node.
+The exporters (:mod:`~pal_opt.topology.slurm`, :mod:`~pal_opt.topology.kubernetes`,
+:mod:`~pal_opt.topology.graphml`) start here.  A GPU's **local index** is its rank among its
+host's GPUs ordered by GPU id (0, 1, ...), which for an imported cluster is the device index on
+the node.
+
+A pipeline job (:attr:`pal_opt.model.Job.pipeline`) also has a **stage** per GPU, counted from 0:
+the placement's ``stages`` where it gives them (a placement file of ``pal-opt solve``, a
+:class:`~pal_opt.result.PlacementResult`), else its GPU list cut by the pipeline's replica counts
+in order (:meth:`pal_opt.model.Pipeline.slices`), as :func:`pal_opt.check.violations` reads it.
+A placement whose stages do not fit the job's pipeline cannot be applied.
 """
 
 from __future__ import annotations
@@ -18,21 +25,24 @@ from ..errors import InstanceError
 from ..model import Cluster, JobId, RoundInstance
 from ..result import PlacementResult
 
-__all__ = ["HostShare", "JobHosts", "local_indices", "placement_by_host", "gpu_jobs"]
+__all__ = ["HostShare", "JobHosts", "local_indices", "placement_by_host", "gpu_jobs", "gpu_stages"]
 
 #: Violations that make a placement impossible to apply (its queue rule is ``pal-opt check``'s
-#: business, not the exporter's).
-_UNAPPLIABLE = {Kind.FORM, Kind.UNKNOWN_JOB, Kind.GANG_SIZE, Kind.UNKNOWN_GPU, Kind.GPU_NOT_FREE, Kind.GPU_SHARED}
+#: business, not the exporter's); stages that do not fit a pipeline cannot be written either.
+_UNAPPLIABLE = {Kind.FORM, Kind.UNKNOWN_JOB, Kind.GANG_SIZE, Kind.UNKNOWN_GPU, Kind.GPU_NOT_FREE, Kind.GPU_SHARED,
+                Kind.STAGE_COUNT, Kind.STAGE_REPLICAS, Kind.STAGE_GPUS}
 
 
 @dataclass(frozen=True)
 class HostShare:
-    """The GPUs a job gets on one host: the host id and their local indices, ascending, and on a
-    cluster with GPU types the type of each of those GPUs (else None)."""
+    """The GPUs a job gets on one host: the host id and their local indices, ascending, on a
+    cluster with GPU types the type of each of those GPUs (else None), and for a pipeline job the
+    stage each of them runs (else None)."""
 
     host: Any
     gpus: tuple[int, ...]
     types: tuple[str, ...] | None = None
+    stages: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,17 @@ class JobHosts:
     @property
     def num_gpus(self) -> int:
         return sum(len(s.gpus) for s in self.hosts)
+
+    def stage_map(self) -> list[dict[Any, list[int]]] | None:
+        """For a pipeline job, per stage ``{host: [local GPU indices]}`` (hosts in the job's
+        host order, indices ascending); None for a gang."""
+        if any(s.stages is None for s in self.hosts):
+            return None
+        out: list[dict[Any, list[int]]] = [{} for _ in range(1 + max(k for s in self.hosts for k in s.stages or ()))]
+        for share in self.hosts:
+            for gpu, k in zip(share.gpus, share.stages or (), strict=True):
+                out[k].setdefault(share.host, []).append(gpu)
+        return out
 
 
 def local_indices(cluster: Cluster) -> np.ndarray:
@@ -76,6 +97,32 @@ def gpu_jobs(
     return {g: j.id for j in instance.jobs for g in by_text.get(str(j.id), ())}
 
 
+def gpu_stages(
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+) -> dict[int, int]:
+    """``{GPU id: stage}`` of the placed pipeline jobs' GPUs (module docstring), checked as
+    :func:`placement_by_host` checks the placement."""
+    by_text = _checked(instance, placement, source)
+    return {g: k for numbers in _stage_numbers(instance, placement, by_text).values() for g, k in numbers.items()}
+
+
+def _stage_numbers(instance: RoundInstance, placement: PlacementResult | Mapping[str, Any],
+                   by_text: Mapping[str, list[int]]) -> dict[str, dict[int, int]]:
+    """``{job id as text: {GPU id: stage}}`` of the placed pipeline jobs of a checked placement."""
+    given = placement.stages if isinstance(placement, PlacementResult) else placement.get("stages") or {}
+    given = {str(k): v for k, v in given.items()}
+    out: dict[str, dict[int, int]] = {}
+    for job in instance.jobs:
+        key = str(job.id)
+        if job.pipeline is None or key not in by_text:
+            continue
+        stages = given.get(key)
+        if stages is None:
+            stages = [by_text[key][a:b] for a, b in job.pipeline.slices()]
+        out[key] = {int(g): k for k, stage in enumerate(stages) for g in stage}
+    return out
+
+
 def placement_by_host(
     instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
 ) -> list[JobHosts]:
@@ -95,9 +142,11 @@ def placement_by_host(
     ------
     InstanceError
         The placement cannot be applied to ``instance``: an unknown job or GPU, a wrong gang
-        size, a busy or failed GPU, a GPU given twice (the first such problem is named).
+        size, a busy or failed GPU, a GPU given twice, stages that do not fit a job's pipeline
+        (the first such problem is named).
     """
     by_text = _checked(instance, placement, source)
+    stage_of = _stage_numbers(instance, placement, by_text)
     cl = instance.cluster
     local = local_indices(cl)
     out: list[JobHosts] = []
@@ -105,6 +154,7 @@ def placement_by_host(
         gpus = by_text.get(str(job.id))
         if gpus is None:
             continue
+        numbers = stage_of.get(str(job.id))
         pos = np.sort(cl.positions(gpus))
         pos = pos[np.argsort(cl.server_of[pos], kind="stable")]
         shares: list[HostShare] = []
@@ -114,6 +164,7 @@ def placement_by_host(
             host = cl.server_ids[srv]
             host = host.item() if isinstance(host, np.generic) else host
             types = tuple(cl.type_names[t] for t in cl.type_of[mine].tolist()) if cl.type_names else None
-            shares.append(HostShare(host, tuple(local[mine].tolist()), types))
+            stages = None if numbers is None else tuple(numbers[g] for g in cl.gpu_ids[mine].tolist())
+            shares.append(HostShare(host, tuple(local[mine].tolist()), types, stages))
         out.append(JobHosts(job.id, tuple(shares)))
     return out

@@ -65,6 +65,17 @@ heterogeneous-job component per GPU count, separated by ``:``.  On a cluster wit
 counts carry the type (``--gres=gpu:a100:4``; a node where a job mixing types holds GPUs of two
 gets ``--gres=gpu:a100:2,gpu:v100:2``), and nodes group by that whole value; a type name that
 cannot be written there (``:``, ``,``, ``(``, ``)`` or white space) is an error.
+
+A pipeline job's row has one more column, ``stages``: its stages from the first, separated by
+`` | ``; each stage is the job's GPUs that run it, per host ``HOST:INDICES`` (local GPU indices as
+Slurm writes a GPU index list, ``0-2,5``), hosts separated by a space::
+
+    job  nodes  gpus  nodelist     sbatch                                      stages
+    p    2      5     node[01-02]  --nodes=1 --nodelist=node01 --gres=gpu:3 : ...  node01:0-1 | node01:2 node02:0-1
+
+(a host name holds no white space, so the text splits back at `` | `` and then at spaces, and a
+share at its last ``:``).  The column is there only when some row has it (the others leave it
+empty), so a placement without pipeline jobs is written as before, byte for byte.
 """
 
 from __future__ import annotations
@@ -78,6 +89,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..model import RoundInstance
@@ -405,40 +418,81 @@ def _sbatch(job: JobHosts) -> str:
 
 
 def slurm_rows(
-    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None,
+    instance_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per placed job (queue order): ``job``, ``nodes``, ``gpus``, ``nodelist``
-    (a compressed hostlist) and ``sbatch`` (module docstring).  The placement is checked
-    against the instance first (:func:`~pal_opt.topology.placement.placement_by_host`)."""
+    (a compressed hostlist) and ``sbatch``, and for a pipeline job ``stages`` (module docstring).
+    The placement is checked against the instance first
+    (:func:`~pal_opt.topology.placement.placement_by_host`).
+
+    ``source`` names the placement file and ``instance_source`` the instance file in messages: a
+    host name no hostlist can say, or a GPU type no ``--gres`` value can, comes from the instance
+    (``cluster.gpus.server[i]``, ``cluster.gpus.type[i]``: the first GPU that has it), not from
+    the placement.
+    """
     rows = []
+    cl = instance.cluster
     for job in placement_by_host(instance, placement, source=source):
         hosts = [str(s.host) for s in job.hosts]
         try:
             nodelist = compress_hostlist(hosts)
         except InstanceError as exc:
-            raise InstanceError(exc.message, source=source, path=f"placements.{job.job}") from None
+            bad_host = next(s.host for s in job.hosts if not _hostlist_name(s.host))
+            first = int(np.flatnonzero(cl.server_of == cl.server_ids.index(bad_host))[0])
+            raise InstanceError(f"{exc.message} (a host of job {job.job})", source=instance_source,
+                                path=f"cluster.gpus.server[{first}]") from None
         bad = next((t for s in job.hosts for t in s.types or () if not _GRES_TYPE.fullmatch(t)), None)
         if bad is not None:
-            raise InstanceError(f"GPU type {bad!r} cannot be written in a Slurm --gres value (a type name there "
-                                "holds no ':', ',', '(', ')' or white space)", source=source,
-                                path=f"placements.{job.job}")
-        rows.append({"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
-                     "sbatch": _sbatch(job)})
+            first = int(np.flatnonzero(cl.type_of == cl.type_names.index(bad))[0])
+            raise InstanceError(f"GPU type {bad!r} (of job {job.job}'s GPUs) cannot be written in a Slurm --gres "
+                                "value (a type name there holds no ':', ',', '(', ')' or white space)",
+                                source=instance_source, path=f"cluster.gpus.type[{first}]")
+        row = {"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
+               "sbatch": _sbatch(job)}
+        stage_map = job.stage_map()
+        if stage_map is not None:
+            row["stages"] = " | ".join(" ".join(f"{h}:{_index_runs(g)}" for h, g in stage.items())
+                                       for stage in stage_map)
+        rows.append(row)
     return rows
 
 
+def _index_runs(indices: Sequence[int]) -> str:
+    """Ascending GPU indices as Slurm writes them (``IDX:0-2,5``): ``0-2,5``."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _hostlist_name(host: Any) -> bool:
+    """Whether a hostlist can say ``host``."""
+    try:
+        compress_hostlist([host])
+    except InstanceError:
+        return False
+    return True
+
+
 def format_slurm_rows(rows: list[dict[str, Any]]) -> str:
-    """Rows of :func:`slurm_rows` as tab-separated text with a header line."""
+    """Rows of :func:`slurm_rows` as tab-separated text with a header line (and a last column
+    ``stages`` when a row has one: a pipeline job's)."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, ["job", "nodes", "gpus", "nodelist", "sbatch"], delimiter="\t",
-                            lineterminator="\n")
+    columns = ["job", "nodes", "gpus", "nodelist", "sbatch"] + (["stages"] if any("stages" in r for r in rows) else [])
+    writer = csv.DictWriter(buf, columns, delimiter="\t", lineterminator="\n", restval="")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
 
 
 def slurm_placement_text(
-    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None
+    instance: RoundInstance, placement: PlacementResult | Mapping[str, Any], *, source: str | None = None,
+    instance_source: str | None = None,
 ) -> str:
-    """The placement as the tab-separated table of the module docstring."""
-    return format_slurm_rows(slurm_rows(instance, placement, source=source))
+    """The placement as the tab-separated table of the module docstring (``source``,
+    ``instance_source``: as in :func:`slurm_rows`)."""
+    return format_slurm_rows(slurm_rows(instance, placement, source=source, instance_source=instance_source))
