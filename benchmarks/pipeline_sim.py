@@ -34,13 +34,18 @@ here through :func:`pal_opt.register_method`: the exact set choice without the s
 HiGHS, one thread, 10 s per round.  Reported: the average JCT of the pipeline jobs, of the gangs
 and of all jobs, per trace and draw, and the ratio ilp / pal.
 
+With ``--restart-cost S`` (seconds lost per GPU of a running job that is moved, stages re-mapped
+included, or resumed; default 0) every method runs under that charge: the programs price it
+(keep variables, ``formulations/pipeline_round.md`` §7) and PAL does not, and the outputs are
+named ``pipeline_sim_restart`` instead of ``pipeline_sim``, with the moves and restarts per job.
+
 Outputs: ``pipeline_sim.md`` (tables and reading), ``pipeline_sim.csv`` (one row per job, draw
 and method), ``pipeline_sim.png`` and the traces; they replace the committed ones in
 ``benchmarks/results/`` only with ``--update`` (see ``benchmarks/_results.py``).
 
 Usage::
 
-    nice -n 10 python benchmarks/pipeline_sim.py [--traces 1,2,3,4] [--draws 0] [--update]
+    nice -n 10 python benchmarks/pipeline_sim.py [--traces 1,2,3,4] [--draws 0] [--restart-cost 0] [--update]
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ def register_ilp_gang() -> None:
 
 # --------------------------------------------------------------------------- the runs
 def run(shared: Path, traces: list[int], draws: list[int], jobs: int, cap: float,
-        out: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        out: Path, restart_cost: float = 0.0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every (trace, draw, method): per-job rows and per-run figures."""
     longhorn = longhorn_paths(shared / "data" / "pal-artifact" / "variability" / "longhorn")
     rows: list[dict[str, Any]] = []
@@ -156,7 +161,7 @@ def run(shared: Path, traces: list[int], draws: list[int], jobs: int, cap: float
             for method in METHODS:
                 extra: dict[str, Any] = {"time_limit": TIME_LIMIT, "backend": "highs",
                                          "ilp_options": {"threads": 1}} if method != "pal" else {}
-                cfg = SimConfig(policy=method, admission="prefix", seed=draw, **extra)
+                cfg = SimConfig(policy=method, admission="prefix", seed=draw, restart_cost=restart_cost, **extra)
                 t0 = time.perf_counter()
                 res = simulate(jobs_in, cluster, cfg, source=str(path))
                 wall = time.perf_counter() - t0
@@ -168,7 +173,8 @@ def run(shared: Path, traces: list[int], draws: list[int], jobs: int, cap: float
                     rows.append({"trace": f"workload-{trace}", "draw": draw, "method": method, "job": rec.job_id,
                                  "kind": kind_of[rec.job_id], "gpus": rec.demand, "jct": rec.jct,
                                  "queueing": rec.queueing_delay, "run_seconds": rec.run_seconds,
-                                 "ideal_seconds": rec.ideal_seconds, "mean_slowdown": rec.mean_slowdown})
+                                 "ideal_seconds": rec.ideal_seconds, "mean_slowdown": rec.mean_slowdown,
+                                 "moves": rec.moves, "restarts": rec.restarts})
                 print(f"workload-{trace} draw {draw} {method}: avg JCT {s['avg_jct'] / 3600:.3f} h, pipelines "
                       f"{s['pipeline_avg_jct'] / 3600:.3f} h, {s['rounds']} rounds, {wall:.0f} s", file=sys.stderr)
     return rows, runs
@@ -220,8 +226,20 @@ def kind_table(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def restart_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Under a restart cost: the moves and restarts per job, pipelines and gangs, per method."""
+    out = []
+    for group, sel in (("pipeline jobs", lambda r: r["kind"] != "gang"), ("gangs", lambda r: r["kind"] == "gang")):
+        parts = []
+        for m in METHODS:
+            mine = [r for r in rows if r["method"] == m and sel(r)]
+            parts.append(f"{m} {_mean(mine, 'moves'):.2f} moves, {_mean(mine, 'restarts'):.2f} restarts")
+        out.append(f"* Per job, {group}: " + "; ".join(parts) + ".")
+    return out
+
+
 def reading(rows: list[dict[str, Any]], ratios: dict[tuple[str, str], list[float]],
-            runs: list[dict[str, Any]]) -> list[str]:
+            runs: list[dict[str, Any]], restart_cost: float = 0.0) -> list[str]:
     """What the tables say."""
     def share(method: str) -> float:
         sel = [r for r in rows if r["kind"] != "gang" and r["method"] == method]
@@ -238,24 +256,32 @@ def reading(rows: list[dict[str, Any]], ratios: dict[tuple[str, str], list[float
         f"flat-gang PAL (geometric mean of the ratios over {len(ratios[('pipeline', 'ilp')])} trace x draw runs; "
         f"lower in {better} of them).  Gangs {g[('gang', 'ilp')]:+.1%}, all jobs {g[('all', 'ilp')]:+.1%}.",
         f"* The round program with the stages hidden (`ilp-gang`: exact GPU sets, stage-blind) gives the "
-        f"pipeline jobs {g[('pipeline', 'ilp-gang')]:+.1%}: the set choice (mostly locality: a 4-GPU pipeline on "
-        "one server) is most of the gain; the stage map adds the rest.",
+        f"pipeline jobs {g[('pipeline', 'ilp-gang')]:+.1%}"
+        + (".  (Its GPU lists keep a running pipeline's set but not its stage order, so the simulator may "
+           "charge it a move it did not price.)" if restart_cost else
+           ": the set choice (mostly locality: a 4-GPU pipeline on one server) is most of the gain; the stage "
+           "map adds the rest."),
         "* The pipeline jobs' mean slowdown while running (pace x locality, raw factors): "
         + ", ".join(f"{m} {slow[m]:.3f}" for m in METHODS) + f".  Running is {share('pal'):.0%} (PAL) and "
         f"{share('ilp'):.0%} (stage program) of their JCT; the rest is waiting in the queue.",
-        "* Why the gain is small: (1) with prefix admission every method admits the same jobs each round, so "
-        "the queue -- most of a pipeline job's JCT here -- changes only through the other jobs' run times; (2) the 8-GPU "
-        "pipelines span two 4-GPU servers under every method and pay lambda = 1.7, which dwarfs the "
-        "variability; (3) PipeDream's partitions are balanced and gpt_pmp's stages equal, so a slow GPU is "
-        "rarely free on a stage with slack (`pipeline_placement.md`: +0.9% speed from variability alone on "
-        "Longhorn rounds); (4) Longhorn's slow GPUs are few (under 1% of the GPUs in PAL's outlier bins for "
-        "classes B and C).",
+        *(restart_lines(rows) if restart_cost else [WHY_SMALL]),
         f"* Cost: simulation wall time {', '.join(f'{m} {walls[m]:.0f} s' for m in METHODS)}; "
         f"{sum(r['fallbacks'] for r in runs if r['method'] == 'ilp')} stage-program rounds fell back to PAL at "
         f"the {TIME_LIMIT:.0f} s limit; slowest round "
         f"{max(r['solve_max'] for r in runs if r['method'] == 'ilp'):.1f} s.",
         "",
     ]
+
+
+#: Why the stage program gains little without a restart cost (read from the committed run).
+WHY_SMALL = (
+        "* Why the gain is small: (1) with prefix admission every method admits the same jobs each round, so "
+        "the queue -- most of a pipeline job's JCT here -- changes only through the other jobs' run times; (2) the 8-GPU "
+        "pipelines span two 4-GPU servers under every method and pay lambda = 1.7, which dwarfs the "
+        "variability; (3) PipeDream's partitions are balanced and gpt_pmp's stages equal, so a slow GPU is "
+        "rarely free on a stage with slack (`pipeline_placement.md`: +0.9% speed from variability alone on "
+        "Longhorn rounds); (4) Longhorn's slow GPUs are few (under 1% of the GPUs in PAL's outlier bins for "
+        "classes B and C).")
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -291,18 +317,22 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def report(args: argparse.Namespace, rows: list[dict[str, Any]], runs: list[dict[str, Any]], command: str) -> str:
     table, ratios = jct_table(rows)
     head = [
-        "# Pipeline jobs in simulation: the stage program against flat-gang PAL", "",
+        "# Pipeline jobs in simulation: the stage program against flat-gang PAL"
+        + (f", restart cost {args.restart_cost:g} s per GPU" if args.restart_cost else ""), "",
         f"{command}.", "",
         f"`benchmarks/pipeline_sim.py` (its docstring gives the setup): Sia-Philly traces "
         f"{', '.join(f'workload-{t}' for t in args.traces)} (first {args.jobs} jobs, ideal run times capped at "
         f"{args.cap:g} h, half the 4- and 8-GPU jobs made pipeline jobs: PipeDream partitions of vgg16 and gnmt, "
         f"Sia's gpt_pmp), on 16 x 4 GPUs with Longhorn variability (draws {', '.join(map(str, args.draws))}); "
-        "FIFO, 360 s rounds, lambda 1.7, prefix admission.  `pal`: flat-gang PAL; `ilp-gang`: the round program "
+        "FIFO, 360 s rounds, lambda 1.7, prefix admission"
+        + (f", restart cost {args.restart_cost:g} s per GPU moved or resumed (a re-map of a pipeline's stages "
+           "is a move; the programs price it, PAL does not)" if args.restart_cost else "")
+        + ".  `pal`: flat-gang PAL; `ilp-gang`: the round program "
         "with the stages hidden; `ilp`: the round program with stage placement (HiGHS, 1 thread, "
         f"{TIME_LIMIT:.0f} s per round).  JCT in hours; ratio = ilp / pal "
         "(below 1: the stage program is better).", "",
     ]
-    return "\n".join([*head, *reading(rows, ratios, runs), "## Average JCT (h)", "", *table, "",
+    return "\n".join([*head, *reading(rows, ratios, runs, args.restart_cost), "## Average JCT (h)", "", *table, "",
                       "## Per job kind (all runs)", "", *kind_table(rows), ""])
 
 
@@ -312,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draws", default="0", help="Longhorn variability draw seeds (default 0)")
     ap.add_argument("--jobs", type=int, default=160, help="first jobs of each trace (default 160: all)")
     ap.add_argument("--cap", type=float, default=3.0, help="cap on a job's ideal run time, hours (default 3)")
+    ap.add_argument("--restart-cost", type=float, default=0.0,
+                    help="seconds lost per GPU of a running job moved or resumed (default 0); outputs "
+                         "pipeline_sim_restart.*")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
@@ -324,18 +357,22 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.shared / "data" / "pal-artifact").is_dir():
         print(f"pipeline_sim: shared data not found at {args.shared}", file=sys.stderr)
         return 2
+    if not (math.isfinite(args.restart_cost) and args.restart_cost >= 0):
+        print("pipeline_sim: --restart-cost takes seconds >= 0", file=sys.stderr)
+        return 2
+    stem = "pipeline_sim_restart" if args.restart_cost else "pipeline_sim"
     out = output_dir(args, "pipeline_sim")
     t0 = time.perf_counter()
-    rows, runs = run(args.shared, args.traces, args.draws, args.jobs, args.cap, out)
-    with open(out / "pipeline_sim.csv", "w", newline="", encoding="utf-8") as fh:
+    rows, runs = run(args.shared, args.traces, args.draws, args.jobs, args.cap, out, args.restart_cost)
+    with open(out / f"{stem}.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    plot(rows, out / "pipeline_sim.png")
+    plot(rows, out / f"{stem}.png")
     text = report(args, rows, runs, produced_by(__file__, argv))
     machine = (f"Machine: {platform.processor() or platform.machine()}, 2 cores shared with other work, Python "
                f"{platform.python_version()}; whole run {time.perf_counter() - t0:.0f} s under nice -n 10.")
-    (out / "pipeline_sim.md").write_text(f"{text}\n{machine}\n", encoding="utf-8")
+    (out / f"{stem}.md").write_text(f"{text}\n{machine}\n", encoding="utf-8")
     print(text)
     return 0
 
