@@ -52,7 +52,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..admission import class_rank
 from ..cost import (
     best_stage_order,
     cost_terms,
@@ -607,7 +606,7 @@ def _keeping_start(instance: RoundInstance, admitted: Sequence[int],
     """Every admitted running job that can keep its GPUs on them, in its stage map; the other
     admitted jobs placed by PAL (class-sorted) on the GPUs left, stages mapped best (None if PAL
     places not all)."""
-    from ..policies.pal import place_sequence
+    from .heuristic import pal_greedy
 
     jobs, cl = instance.jobs, instance.cluster
     free = cl.state == GpuState.FREE
@@ -616,9 +615,9 @@ def _keeping_start(instance: RoundInstance, admitted: Sequence[int],
         if keep_positions(instance, i) is not None:
             free[cl.positions(jobs[i].placement or ())] = False
             kept[jobs[i].id] = tuple(jobs[i].placement or ())
-    rest = sorted((i for i in admitted if jobs[i].id not in kept), key=lambda i: class_rank(jobs[i].perfclass))
-    placed = place_sequence(instance, factors, rest, free_mask=free) if rest else {}
-    if len(placed) != len(rest):
+    rest = [i for i in admitted if jobs[i].id not in kept]
+    placed = pal_greedy(instance, factors, rest, free_mask=free) if rest else {}
+    if placed is None or len(placed) != len(rest):
         return None
     both = {**kept, **stages_mapped_best(instance, factors, placed)}
     return {jobs[i].id: both[jobs[i].id] for i in admitted}
