@@ -32,15 +32,15 @@ bare placement file) it checks:
   - ``preempt`` (the preemptive methods, :mod:`pal_opt.priority`): every running job that is
     not placed on exactly its GPUs (a pipeline: each stage on its GPUs) is listed in
     ``jobs_to_terminate``; a running job left out (preempted) has a lower priority than some
-    waiting job placed this round; and no waiting
-    job left out fits the GPUs still free (a running job on a GPU that failed or was taken
-    counts as waiting: it must move); with GPU types, a preempted job holds a GPU of a type that
-    a started waiting job of a higher priority may use;
+    waiting job placed this round; and no waiting job left out fits the GPUs still free (a
+    running job on a GPU that failed or was taken counts as waiting: it must move); with GPU
+    types, a preempted job holds a GPU of a type that a started waiting job of a higher priority
+    may use;
   - ``repair`` (:mod:`pal_opt.repair`): checked on the repair round the result declares
     (:func:`pal_opt.inforce.round_of_result`: its failed GPUs out of service, the placement in
     force running): every job placed was in force, on no more GPUs than it ran on there (a
-    repair never grows a job); every job in force not listed in
-    ``jobs_to_terminate`` keeps exactly its GPUs (a pipeline: its stage map); a job left out lost a GPU and needs more GPUs
+    repair never grows a job); every job in force not listed in ``jobs_to_terminate`` keeps
+    exactly its GPUs (a pipeline: its stage map); a job left out lost a GPU and needs more GPUs
     than are still free, even at the smallest count a repair may give it (an allowed count up to
     the one it ran on, :func:`pal_opt.inforce.repair_counts`);
 

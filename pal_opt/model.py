@@ -770,7 +770,9 @@ class Job:
         Slowdown multiplier per topology level ``(server, rack, cluster)``: finite, positive and
         non-decreasing (spanning more of the cluster is never faster), as in the instance file.
     placement
-        GPU ids the job holds now if it is running, else ``None``.
+        GPU ids the job holds now if it is running, else ``None``: ``demand`` of them, or one of
+        ``allowed_counts``; a pipeline job's exactly ``demand``, read stage by stage
+        (:meth:`Pipeline.slices`).
     model
         Model name from the trace, if known.
     kind
@@ -876,6 +878,9 @@ class Job:
             if self.pipeline.gpus != self.demand:
                 raise InstanceError(f"must add up to demand={self.demand}, got {list(self.pipeline.replicas)} "
                                     f"(sum {self.pipeline.gpus})", path=f"{at}.pipeline.replicas")
+            if self.placement is not None and len(self.placement) != self.demand:
+                raise InstanceError(f"a running pipeline job holds its stages' GPUs, exactly demand={self.demand}, "
+                                    f"got {list(self.placement)!r}", path=f"{at}.placement")
 
     def _canonical(self) -> bool:
         """Valid and already in the types the checks below would convert to (the common case,

@@ -171,6 +171,11 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
     ("placement-unknown-gpu", mutate(setter("jobs[2].placement", [3, 40])), "jobs[2].placement[1]: unknown GPU 40"),
     # (a running job on a busy or failed GPU is not an error: it must move, tests/test_io.py)
     ("placement-length", mutate(setter("jobs[2].placement", [3])), "jobs[2].placement: a running job must hold exactly demand=2 GPUs, got 1"),
+    # (a pipeline's GPUs are read stage by stage: an allowed count below its demand is no stage map)
+    ("placement-short-pipeline", mutate(lambda d: d["jobs"][2].update(
+        kind="strong-scaling", allowed_counts=[1, 2], placement=[3],
+        pipeline={"stage_times": [1.0, 1.0], "replicas": [1, 1]})),
+     "jobs[2].placement: a running pipeline job holds its stages' GPUs, exactly demand=2, got [3]"),
     ("placement-twice", mutate(setter("jobs[2].placement", [3, 3])), "jobs[2].placement[1]: GPU 3 listed twice"),
     ("placement-not-int", mutate(setter("jobs[2].placement", [3, "4"])), "jobs[2].placement[1]: must be a GPU id (non-negative integer), got '4'"),
     ("placement-shared", mutate(lambda d: d["jobs"].append({"id": 9, "demand": 1, "class": "classA", "placement": [4]})), "jobs[3].placement[0]: GPU 4 is also held by jobs[2]"),

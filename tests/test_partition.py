@@ -7,6 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from test_stage_keep import keep_rounds
 
 from pal_opt.admission import admit
 from pal_opt.binning import binned_factors
@@ -16,7 +18,7 @@ from pal_opt.errors import OptionError
 from pal_opt.generate import generate_instance
 from pal_opt.ilp import solve_ilp
 from pal_opt.ilp.partition import part_instance, partition_round, solve_partitioned
-from pal_opt.model import Cluster, Job, RoundInstance, RoundParams, pal_locality
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams, pal_locality
 from pal_opt.result import Status
 
 TOL = 1e-6
@@ -193,3 +195,51 @@ def test_large_round_bound_is_the_flow_free_relaxation(monkeypatch, racks, seed)
     assert flow_free.bound <= program_lp.bound + TOL
     assert flow_free.placements == program_lp.placements
     assert check(inst, flow_free) == []
+
+
+# ---------------------------------------------------------------- rounds with pipeline jobs
+def _pipelines_split_badly():
+    """Three servers (2, 3, 3 GPUs; GPU 1 failed); two pipelines of two stages, each best on a
+    slow-light / fast-heavy pair, and a one-GPU job.  Split in two parts, the pipelines cannot
+    both get their best pairs: the partitioned answer costs more than the whole round's optimum."""
+    cl = Cluster.from_arrays(range(8), [0, 0, 1, 1, 1, 2, 2, 2],
+                             {"classA": [1.25, 1.0, 1.25, 0.9, 1.0, 1.0, 1.0, 1.25],
+                              "classB": [1.0, 1.25, 0.9, 1.5, 1.0, 1.5, 1.0, 0.9]}, [0, 2, 0, 0, 0, 0, 0, 0])
+    jobs = (Job(0, 2, "classA", 0, (1.0, 1.7, 1.7), pipeline=Pipeline((0.5, 2.0), (1, 1))),
+            Job(1, 1, "classA", 1, (1.0, 1.3, 1.3)),
+            Job(2, 2, "classB", 2, (1.0, 1.2, 1.5), pipeline=Pipeline((1.0, 3.0), (1, 1))))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+def test_with_pipelines_the_bound_is_the_stage_programs_relaxation():
+    """The round program prices a pipeline at its slowest GPU, above its pace, so its LP
+    relaxation was no bound of a round of pipelines: here it lay above the partitioned answer,
+    which was then reported optimal (gap 0) at a cost above the whole round's optimum.  The
+    bound is now the LP relaxation of the whole round's stage program."""
+    from pal_opt.ilp.relaxation import applies
+
+    inst = _pipelines_split_badly()
+    assert not applies(inst, admit(inst))  # (nor the flow-free relaxation, on large rounds)
+    exact = solve_ilp(inst)
+    res = solve_partitioned(inst, 2, executor="serial")
+    assert res.info["partition"]["k"] == 2 and check(inst, res) == []
+    assert res.info["bound_source"] == "LP relaxation of the whole round's stage program (HiGHS dual simplex)"
+    assert res.objective > exact.objective + 0.1
+    assert res.status == Status.FEASIBLE and res.bound <= exact.objective + TOL
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(keep_rounds(max_gpus=8))
+def test_with_pipelines_and_moves_charged_the_bound_is_valid(inst):
+    """Small rounds of gangs and pipelines, some running, with a restart or migration cost
+    (``tests/test_stage_keep.py``): the partitioned answer is valid, its bound at most the whole
+    round's optimum, and it is reported optimal only at that optimum."""
+    exact = solve_ilp(inst, admission="prefix")
+    res = solve_partitioned(inst, 2, executor="serial", admission="prefix")
+    assert check(inst, res) == []
+    assert res.objective >= exact.objective - TOL
+    if res.bound is not None:
+        assert res.bound <= exact.objective + TOL
+    if res.status == Status.OPTIMAL:
+        assert res.objective == pytest.approx(exact.objective, abs=TOL)

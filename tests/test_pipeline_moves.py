@@ -56,6 +56,21 @@ def test_the_helper_compares_the_gpus_stage_by_stage() -> None:
     assert keeps_placement(p, REMAPPED, held=REMAPPED) and not keeps_placement(p, KEPT, held=REMAPPED)
 
 
+def test_a_running_pipeline_holds_exactly_its_demand() -> None:
+    """A pipeline that allows other counts (a strong-scaling job) running on fewer GPUs than its
+    stages have replicas has no stage map: ``keeps_placement`` could only compare sets, and
+    ``packed-sticky`` and ``preempt-greedy``, which keep it where it runs, crashed pricing it
+    (``ValueError: zero-size array``).  It is refused where the job is built."""
+    from pal_opt.errors import InstanceError
+
+    kw = dict(kind="strong-scaling", allowed_counts=(2, 3), pipeline=PIPE)
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.placement: a running pipeline job holds its stages' GPUs, "
+                                            r"exactly demand=3, got \[0, 1\]"):
+        Job("p", 3, "classA", placement=(0, 1), **kw)  # type: ignore[arg-type]
+    assert Job("p", 3, "classA", placement=(0, 1, 2), **kw).placement == (0, 1, 2)  # type: ignore[arg-type]
+    assert Job("g", 3, "classA", placement=(0, 1), kind="strong-scaling", allowed_counts=(2, 3)).placement == (0, 1)
+
+
 def test_jobs_to_terminate_lists_a_remapped_pipeline() -> None:
     inst = _round()
     assert jobs_to_terminate(inst, {"p": KEPT, "w": (3,)}) == ()

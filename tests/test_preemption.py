@@ -331,6 +331,22 @@ def test_a_deadline_already_passed_answers_with_the_greedy_start() -> None:
     assert full.objective <= res.objective + 1e-9
 
 
+def test_a_deadline_that_leaves_no_time_for_the_solver_answers_with_the_greedy_start(monkeypatch) -> None:
+    """Time enough to build the program but not to translate or run the solver (here: what is
+    kept for decoding and pricing made huge): ``TimeLimitReached`` escaped ``solve_preempt``;
+    the answer is the greedy start, as when no time is left to build."""
+    import time
+
+    import pal_opt.ilp.preempt as preempt
+
+    inst = _held_round()
+    monkeypatch.setattr(preempt, "FINISH_SECONDS", 1e6)
+    res = pal_opt.solve(inst, "ilp-preempt", deadline=time.monotonic() + 600.0)
+    assert res.status == pal_opt.Status.FALLBACK and res.info["solver_status"] == "no-solution"
+    assert res.info["note"].startswith("time limit: the greedy start (time limit reached before translating")
+    assert pal_opt.check(inst, res) == []
+
+
 def test_cli_time_limit_applies_to_ilp_preempt(tmp_path: Path) -> None:
     """``--time-limit`` with ``--method ilp-preempt`` used to be refused ("option(s) deadline do
     not apply"): the command's deadline was not an option of the preemptive program.  (A fresh

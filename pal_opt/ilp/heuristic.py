@@ -57,14 +57,16 @@ from .running import keep_positions, moving_is_charged
 __all__ = ["packing_greedy", "pal_greedy", "start_placements"]
 
 
-def pal_greedy(instance: RoundInstance, factors: Mapping[str, np.ndarray], admitted: Sequence[int]) -> dict[JobId, tuple[int, ...]] | None:
-    """PAL's placement of the admitted jobs in its class-sorted order (None if unavailable)."""
+def pal_greedy(instance: RoundInstance, factors: Mapping[str, np.ndarray], admitted: Sequence[int],
+               free_mask: np.ndarray | None = None) -> dict[JobId, tuple[int, ...]] | None:
+    """PAL's placement of the admitted jobs in its class-sorted order, on the GPUs of
+    ``free_mask`` (default: the free GPUs); None if unavailable."""
     try:
         from ..policies.pal import place_sequence
     except ImportError:  # pragma: no cover - the policies ship with the package
         return None
     order = sorted(admitted, key=lambda i: class_rank(instance.jobs[i].perfclass))
-    return place_sequence(instance, factors, order)
+    return place_sequence(instance, factors, order, free_mask=free_mask)
 
 
 @dataclass

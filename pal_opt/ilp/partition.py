@@ -36,7 +36,10 @@ placement of the whole round (that difference is the price of partitioning).  Th
 reported is instead the optimum of the **LP relaxation of the whole round's program**
 (:func:`pal_opt.ilp.build_formulation` on the whole round and the admitted set, solved by
 HiGHS's dual simplex, :meth:`HighsBackend.relaxation_bound
-<pal_opt.ilp.backends.highs.HighsBackend.relaxation_bound>`).  It is valid because
+<pal_opt.ilp.backends.highs.HighsBackend.relaxation_bound>`); when an admitted job has pipeline
+stages, of the whole round's **stage program** (:func:`pal_opt.ilp.stageround.build_stage_round`,
+the program each part solves then): the round program prices a pipeline at its slowest GPU, above
+its pace, so its relaxation is no bound of a round of pipelines.  It is valid because
 
 * every placement of the admitted jobs is a feasible integral solution of the round program
   with the same cost (``formulations/round_ilp.md`` §4, :func:`pal_opt.ilp.encode`), and the
@@ -77,6 +80,7 @@ from .relaxation import applies as relaxation_applies
 from .running import moving_is_charged
 from .scale import LARGE_ROUND_GPUS, flow_free_bound
 from .solve import OPTIMALITY_TOL, RoundSetup, prepare_round, run_info, solve_ilp
+from .stageround import build_stage_round, has_pipelines
 
 __all__ = ["Partition", "partition_round", "part_instance", "solve_partitioned", "BOUND_MODES"]
 
@@ -320,7 +324,9 @@ def _whole_lp_bound(
     applies (no GPU types, no charged moves; racked clusters included), its LP is solved: it is
     valid (``formulations/round_ilp.md`` §11) and, unlike the program's LP, takes seconds at
     8,192 GPUs (2.2 s on a racked 1,024 × 8 round against about a minute to build and solve the
-    program's LP).  Otherwise the LP relaxation of the round program."""
+    program's LP).  Otherwise the LP relaxation of the round program, or of the stage program
+    when an admitted job has pipeline stages (the round program prices a pipeline above its
+    pace: its relaxation is no bound then)."""
     time_limit, deadline = limits
 
     def run() -> tuple[float | None, float, str]:
@@ -332,16 +338,20 @@ def _whole_lp_bound(
             return None, 0.0, "none (HiGHS unavailable)"
         clock = Deadline(math.inf if deadline is None else deadline)
         opts = SolveOptions(time_limit=time_limit, deadline=deadline)
-        flow_free = instance.free_gpus > LARGE_ROUND_GPUS and relaxation_applies(instance, list(admitted))
+        staged = has_pipelines(instance, admitted)
+        flow_free = not staged and instance.free_gpus > LARGE_ROUND_GPUS and relaxation_applies(instance, list(admitted))
         try:
             if flow_free:
                 b, _ = flow_free_bound(instance, admitted, factors, HighsBackend, opts)
+            elif staged:
+                b = HighsBackend().relaxation_bound(build_stage_round(instance, admitted, factors).program, opts)
             else:
                 form = build_formulation(instance, admitted, factors=factors, deadline=clock if clock.limited else None)
                 b = HighsBackend().relaxation_bound(form, opts)
         except TimeLimitReached:
             b = None
         source = ("the flow-free relaxation of the whole round (HiGHS dual simplex)" if flow_free
+                  else "LP relaxation of the whole round's stage program (HiGHS dual simplex)" if staged
                   else "LP relaxation of the whole round (HiGHS dual simplex)")
         return b, time.perf_counter() - t0, source if b is not None else f"none ({source} stopped early)"
 

@@ -54,12 +54,12 @@ import numpy as np
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap, stages_mapped_best
 from ..deadline import Deadline
-from ..errors import OptionError
+from ..errors import OptionError, TimeLimitReached
 from ..gputypes import claim_all, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
 from ..priority import PreemptPlan, admission_order, evict_for, held_types, preempt_plan, victim_order
 from ..result import PlacementResult, Status, priced_result
-from .backends import SolverStatus, get_backend
+from .backends import BackendSolution, SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
@@ -242,9 +242,13 @@ def solve_preempt(
                           deadline=_solver_deadline(clock, time.perf_counter() - t_build, price),
                           abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
                           deterministic=deterministic, backend_params=dict(backend_params or {}))
-    sol = cls().solve(built.program, opts, start=vector)
+    try:
+        sol = cls().solve(built.program, opts, start=vector)
+    except TimeLimitReached as exc:  # no time left to translate or run the solver
+        sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
+        info["note"] = f"time limit: the greedy start ({exc})"
     if sol.values is None and clock.limited and clock.passed():
-        info["note"] = "time limit: the greedy start (the solver found nothing in time)"
+        info.setdefault("note", "time limit: the greedy start (the solver found nothing in time)")
     info.update(solver_status=str(sol.status), num_vars=built.program.num_vars, num_rows=built.program.num_rows,
                 warm_start=vector is not None, program_objective=sol.objective, **built.info)
     placements = _merged(instance, start, pins)

@@ -128,9 +128,11 @@ class Relaxation:
 
 
 def applies(instance: RoundInstance, admitted: Sequence[int]) -> bool:
-    """Whether :func:`build_relaxation` covers the round: no GPU types, and no admitted running
-    job whose move the cost terms charge for (the round program would have keep columns)."""
-    if has_types(instance):
+    """Whether :func:`build_relaxation` covers the round: no GPU types, no admitted job with
+    pipeline stages (it prices a job at its slowest GPU, as the round program does, above a
+    pipeline's pace: no bound of the stage program), and no admitted running job whose move the
+    cost terms charge for (the round program would have keep columns)."""
+    if has_types(instance) or any(instance.jobs[i].pipeline is not None for i in admitted):
         return False
     return not (moving_is_charged(instance) and any(instance.jobs[i].placement is not None for i in admitted))
 

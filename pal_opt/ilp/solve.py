@@ -438,8 +438,9 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
         return trivial
     opts = SolveOptions(time_limit=time_limit, abs_gap=setup.demand * math.log1p(gap) if gap else 0.0,
                         threads=threads, deterministic=deterministic, backend_params=dict(backend_params or {}))
-    if has_pipelines(instance, setup.admitted):  # stages to place: the stage program
-        return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=opts,
+    if has_pipelines(instance, setup.admitted):  # stages to place: the stage program (the solver's deadline)
+        staged = replace(opts, deadline=clock.at) if clock.limited else opts
+        return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                                  admission=setup.admission, info=info, start=start)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale

@@ -52,7 +52,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..admission import class_rank
 from ..cost import (
     best_stage_order,
     cost_terms,
@@ -62,11 +61,11 @@ from ..cost import (
     relative_gap,
     stages_mapped_best,
 )
-from ..errors import BackendError, InstanceError, OptionError
+from ..errors import BackendError, InstanceError, OptionError, TimeLimitReached
 from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
 from ..result import PlacementResult, Status, priced_result
-from .backends import SolveOptions, SolverStatus, get_backend
+from .backends import BackendSolution, SolveOptions, SolverStatus, get_backend
 from .builder import ProgramBuilder
 from .program import Program
 from .running import keep_positions, moving_is_charged
@@ -607,7 +606,7 @@ def _keeping_start(instance: RoundInstance, admitted: Sequence[int],
     """Every admitted running job that can keep its GPUs on them, in its stage map; the other
     admitted jobs placed by PAL (class-sorted) on the GPUs left, stages mapped best (None if PAL
     places not all)."""
-    from ..policies.pal import place_sequence
+    from .heuristic import pal_greedy
 
     jobs, cl = instance.jobs, instance.cluster
     free = cl.state == GpuState.FREE
@@ -616,9 +615,9 @@ def _keeping_start(instance: RoundInstance, admitted: Sequence[int],
         if keep_positions(instance, i) is not None:
             free[cl.positions(jobs[i].placement or ())] = False
             kept[jobs[i].id] = tuple(jobs[i].placement or ())
-    rest = sorted((i for i in admitted if jobs[i].id not in kept), key=lambda i: class_rank(jobs[i].perfclass))
-    placed = place_sequence(instance, factors, rest, free_mask=free) if rest else {}
-    if len(placed) != len(rest):
+    rest = [i for i in admitted if jobs[i].id not in kept]
+    placed = pal_greedy(instance, factors, rest, free_mask=free) if rest else {}
+    if placed is None or len(placed) != len(rest):
         return None
     both = {**kept, **stages_mapped_best(instance, factors, placed)}
     return {jobs[i].id: both[jobs[i].id] for i in admitted}
@@ -661,12 +660,14 @@ def solve_stage_round(
     repair's answer that keeps the unaffected jobs) where it takes a start.  Returns a result
     priced by :func:`pal_opt.result.priced_result` (method ``"ilp"``): OPTIMAL when the solver
     proved its optimum, FEASIBLE with the gap otherwise, FALLBACK (the start placement) when it
-    stopped without a solution.  Never worse than the start placement.
+    stopped without a solution, or when ``options.deadline`` left no time to run it
+    (``info["time_limit_reached"]`` then names the step).  Never worse than the start placement.
 
     Raises
     ------
     BackendError
-        The solver stopped without any solution and there is no start placement.
+        The solver stopped (or could not start) without any solution and there is no start
+        placement.
     OptionError
         ``start`` is not a placement of the admitted jobs.
     """
@@ -676,16 +677,23 @@ def solve_stage_round(
     built = time.perf_counter() - t0
     cls = get_backend(backend)
     vector = encode_stage_round(sr, start) if start is not None and cls.supports_warm_start else None
-    sol = cls().solve(sr.program, options or SolveOptions(), start=vector)
     details = {**(info or {}), "program": "stage", "num_vars": sr.program.num_vars, "num_rows": sr.program.num_rows,
-               "nnz": int(sr.program.A.nnz), "solver_status": str(sol.status), "warm_start": vector is not None}
+               "nnz": int(sr.program.A.nnz)}
+    try:
+        sol = cls().solve(sr.program, options or SolveOptions(), start=vector)
+    except TimeLimitReached as exc:  # the deadline came before the solver could run
+        details["time_limit_reached"] = exc.stage
+        sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
+    details.update(solver_status=str(sol.status), warm_start=vector is not None)
     common: dict[str, Any] = dict(method="ilp", admission=admission, solve_seconds=sol.seconds, build_seconds=built,
                                   bound=sol.bound, backend=cls.name, backend_version=cls.version(), info=details)
     if sol.values is None:
         if start is None:
             raise BackendError(f"{cls.name} found no solution of the stage program ({sol.status}: {sol.message})")
-        return priced_result(instance, start, factors, status=Status.FALLBACK, message=f"{cls.name}: {sol.status}; "
-                             "the start placement (PAL's, stages mapped best) is returned", **common)
+        why = sol.message if "time_limit_reached" in details else f"{cls.name}: {sol.status}"
+        return priced_result(instance, start, factors, status=Status.FALLBACK,
+                             message=f"{why}; the start placement (PAL's, or the start given) is returned",
+                             **common)
     status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
     res = priced_result(instance, decode_stage_round(sr, sol.values), factors, status=status, **common)
     if start is not None:
