@@ -66,11 +66,31 @@ def stages_mapped_best(instance: RoundInstance, factors: Mapping[str, np.ndarray
     {'p': (0, 1, 2)}
     >>> stages_mapped_best(RoundInstance(c, (p,)), c.factors, {"p": (1, 2, 0)})
     {'p': (0, 1, 2)}
+
+    A running pipeline placed again on its own GPUs keeps its stage map when no other runs
+    faster (here GPUs 1 and 2 are equally fast, so swapping them would change nothing but force
+    a restart):
+
+    >>> q = Job("q", 3, "classA", pipeline=Pipeline((2.0, 1.0), (1, 2)), placement=(2, 0, 1))
+    >>> stages_mapped_best(RoundInstance(c, (q,)), c.factors, {"q": (0, 1, 2)})
+    {'q': (2, 0, 1)}
     """
     pos = instance.cluster.position
     jobs = instance.job_by_id
-    return {jid: best_stage_order(jobs[jid], gids, np.asarray(factors[jobs[jid].perfclass]), pos)
+    return {jid: _mapped_best(jobs[jid], gids, np.asarray(factors[jobs[jid].perfclass]), pos)
             for jid, gids in placements.items()}
+
+
+def _mapped_best(job: Job, gids: Sequence[int], values: np.ndarray, pos: Mapping[int, int]) -> tuple[int, ...]:
+    """:func:`best_stage_order`, except that a running pipeline placed again on its own GPUs keeps
+    its stage map when that runs as fast: a re-map at equal pace would only cost a restart."""
+    best = best_stage_order(job, gids, values, pos)
+    held = job.placement
+    if job.pipeline is None or held is None or len(held) != len(gids) or set(held) != set(gids):
+        return best
+    def pace(order: Sequence[int]) -> float:
+        return pace_factor(job, values[[pos[g] for g in order]])
+    return tuple(held) if pace(held) <= pace(best) else best
 
 
 def job_slowdown_pos(cluster: Cluster, factors: np.ndarray, job: Job, pos: np.ndarray) -> float:
