@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, output_dir, package_versions, produced_by  # noqa: E402
 
 from pal_opt.ilp import solve_ilp  # noqa: E402
 from pal_opt.io.measurements import longhorn_paths  # noqa: E402
@@ -371,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     plot(rows, out / f"{stem}.png")
     text = report(args, rows, runs, produced_by(__file__, argv))
     machine = (f"Machine: {platform.processor() or platform.machine()}, 2 cores shared with other work, Python "
-               f"{platform.python_version()}; whole run {time.perf_counter() - t0:.0f} s under nice -n 10.")
+               f"{platform.python_version()}; packages: {package_versions()}; whole run {time.perf_counter() - t0:.0f} s "
+               "under nice -n 10.")
     (out / f"{stem}.md").write_text(f"{text}\n{machine}\n", encoding="utf-8")
     print(text)
     return 0
