@@ -283,6 +283,30 @@ def test_a_given_start_is_checked_and_priced_with_the_own_starts() -> None:
             solve_ilp(inst, start=bad)
 
 
+def test_a_start_of_the_wrong_form_is_an_option_error_naming_it() -> None:
+    """A start that is not ``{job id: [GPU ids]}`` was a raw ``TypeError`` or ``ValueError`` from
+    ``int()``, on the gang path and the stage path alike."""
+    from pal_opt.errors import OptionError
+    from pal_opt.generate import generate_instance
+
+    for inst in (slow_heavy_stage(300.0), generate_instance(2, 4, 3, seed=1)):
+        for bad, says in (([0, 1, 2, 3], "start must map job ids"), ({"p": 3}, r"start\['p'\] must be a list"),
+                          ({"p": "0123"}, r"start\['p'\] must be a list"),
+                          ({"p": [0, 1.5, 2, 3]}, "must list integer GPU ids"),
+                          ({"p": [0, True, 2, 3]}, "must list integer GPU ids")):
+            with pytest.raises(OptionError, match=says):
+                solve_ilp(inst, start=bad)  # type: ignore[arg-type]
+    assert solve_ilp(slow_heavy_stage(300.0), start={"p": np.array([1, 0, 2, 3])}).jobs_to_terminate == ()
+
+
+def test_warm_start_false_gives_the_stage_programs_solver_no_start() -> None:
+    """``warm_start=False`` was ignored by the stage program; the start is still its fallback."""
+    inst = slow_heavy_stage(300.0)
+    warm, cold = solve_ilp(inst), solve_ilp(inst, warm_start=False)
+    assert warm.info["warm_start"] is True and cold.info["warm_start"] is False
+    assert cold.objective == pytest.approx(warm.objective) and cold.status == Status.OPTIMAL
+
+
 def test_a_deadline_bounds_the_stage_program() -> None:
     """``solve_ilp(deadline=...)`` (a ``time.monotonic()`` value, as ``ilp-partitioned`` hands its
     parts and the command line passes) was not passed to the stage program, whose solver then ran

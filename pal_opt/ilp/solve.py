@@ -411,6 +411,7 @@ def solve_ilp(
     ('optimal', (2, 3), 1.0)
     """
     _check_options(time_limit, gap, threads, warm_start, deterministic)
+    start = _start_form(start)
     if warm is not None and not isinstance(warm, WarmStart):
         raise OptionError(f"warm must be a pal_opt.WarmStart, got {type(warm).__name__}")
     clock = _clock(time_limit, deadline)
@@ -441,7 +442,7 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
     if has_pipelines(instance, setup.admitted):  # stages to place: the stage program (the solver's deadline)
         staged = replace(opts, deadline=clock.at) if clock.limited else opts
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
-                                 admission=setup.admission, info=info, start=start)
+                                 admission=setup.admission, info=info, start=start, warm_start=warm_start)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
         return done
@@ -827,6 +828,24 @@ def _lp_lanes(att: _Attempt, solver: Backend) -> dict[JobId, tuple[int, ...]] | 
     att.info["lp_lanes_seconds"] = time.perf_counter() - t0
     _price_start(att, "packing-lp", placement)
     return placement
+
+
+def _start_form(start: Any) -> dict[JobId, tuple[int, ...]] | None:
+    """``start`` as ``{job id: (GPU id, ...)}``; an :class:`OptionError` if it is not of that form
+    (whether it is a placement of the round is checked where the program encodes it)."""
+    if start is None:
+        return None
+    if not isinstance(start, Mapping):
+        raise OptionError(f"start must map job ids to lists of GPU ids, got {type(start).__name__}")
+    out: dict[JobId, tuple[int, ...]] = {}
+    for jid, gids in start.items():
+        if isinstance(gids, (str, bytes)) or not isinstance(gids, Iterable):
+            raise OptionError(f"start[{jid!r}] must be a list of GPU ids, got {gids!r}")
+        gids = tuple(gids)
+        if not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gids):
+            raise OptionError(f"start[{jid!r}] must list integer GPU ids, got {list(gids)!r}")
+        out[jid] = tuple(int(g) for g in gids)
+    return out
 
 
 def _given_start(form: Formulation, start: Mapping[JobId, Sequence[int]]) -> dict[JobId, tuple[int, ...]]:

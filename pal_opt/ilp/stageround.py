@@ -652,6 +652,7 @@ def solve_stage_round(
     admission: str = "given",
     info: Mapping[str, Any] | None = None,
     start: Mapping[JobId, Sequence[int]] | None = None,
+    warm_start: bool = True,
 ) -> PlacementResult:
     """Place the ``admitted`` jobs of ``instance`` with the stage program (module docstring).
 
@@ -662,6 +663,7 @@ def solve_stage_round(
     proved its optimum, FEASIBLE with the gap otherwise, FALLBACK (the start placement) when it
     stopped without a solution, or when ``options.deadline`` left no time to run it
     (``info["time_limit_reached"]`` then names the step).  Never worse than the start placement.
+    ``warm_start=False``: the solver is not given the start (it stays the fallback).
 
     Raises
     ------
@@ -676,7 +678,7 @@ def solve_stage_round(
     start = _cheaper_start(sr, start, start_placement(instance, admitted, factors))
     built = time.perf_counter() - t0
     cls = get_backend(backend)
-    vector = encode_stage_round(sr, start) if start is not None and cls.supports_warm_start else None
+    vector = encode_stage_round(sr, start) if warm_start and start is not None and cls.supports_warm_start else None
     details = {**(info or {}), "program": "stage", "num_vars": sr.program.num_vars, "num_rows": sr.program.num_rows,
                "nnz": int(sr.program.A.nnz)}
     try:
