@@ -56,3 +56,14 @@ def test_sia_round_loop_finishes_every_job() -> None:
         pytest.skip(f"Sia profiles not available under {mod['SHARED']}")
     jct = mod["main"]()
     assert jct is not None and len(jct) == 6 and all(v > 0 for v in jct.values())
+
+
+def test_failures_and_priorities_repairs_in_place_preempts_by_priority_and_keeps_when_moving_is_dear() -> None:
+    mod = runpy.run_path(str(EXAMPLES / "failures_and_priorities.py"))
+    out = mod["main"]()
+    first, fixed, pre = out["first"], out["repaired"], out["preempted"]
+    assert out["broken"] in first.placements["pipe"] and out["broken"] not in fixed.placements["pipe"]
+    assert sorted(out["kept"]) == ["gang-2", "gang-8", "one"]  # repair moved only the job that lost a GPU
+    assert "urgent" in pre.placements and pre.jobs_to_terminate  # the priority-1 job runs, someone stops
+    assert not set(pre.jobs_to_terminate) & set(pre.placements)  # the stopped ones are preempted, not moved
+    assert out["moved"][120.0] == [] and out["moved"][0.0]  # a dear restart keeps everyone in place
