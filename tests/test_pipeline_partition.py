@@ -197,9 +197,12 @@ def check_against_brute_force(text: str, tree: tuple[list[tuple[int, float]], bo
 
 
 # --------------------------------------------------------------------------- many workers per level
-def _solved_both_ways(states: StateGraph, levels: list[tuple[int, float]]) -> tuple[list[Any], list[Any]]:
-    """The numpy tables by the bounded search (every level) and by the full (min, max) products."""
-    with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 0):
+def _solved_both_ways(states: StateGraph, levels: list[tuple[int, float]],
+                      block: int | None = None) -> tuple[list[Any], list[Any]]:
+    """The numpy tables by the bounded search (every level; ``block`` triples a block, see
+    ``tables._search``) and by the full (min, max) products."""
+    with (mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 0),
+          mock.patch.object(tables, "SEARCH_BLOCK_TRIPLES", block or tables.SEARCH_BLOCK_TRIPLES)):
         searched = tables.solve_levels(states, levels, engine="numpy")
     with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 10**9):
         products = tables.solve_levels(states, levels, engine="numpy")
@@ -213,14 +216,16 @@ def _same_tables(searched: list[Any], products: list[Any]) -> None:
 
 
 @settings(max_examples=200, **_SET)  # type: ignore[arg-type]
-@given(small_dags(max_layers=8), st.lists(st.tuples(st.integers(1, 40), RATES), min_size=1, max_size=2))
-def test_bounded_search_gives_the_full_products_tables(text: str, levels: list[tuple[int, float]]) -> None:
+@given(small_dags(max_layers=8), st.lists(st.tuples(st.integers(1, 40), RATES), min_size=1, max_size=2),
+       st.sampled_from([1, 4, 1 << 16]))
+def test_bounded_search_gives_the_full_products_tables(text: str, levels: list[tuple[int, float]], block: int) -> None:
     """The search over the last stage's workers near where head and tail cross (tables.py, "many
     workers") skips only candidates no smaller than the minimum: every table entry is the same
     float, zero times and parameter-heavy layers (a stage slower on two replicas than on one)
-    included, and so is the partition read back."""
+    included, whether the level is searched in one block of states or in many, and so is the
+    partition read back."""
     states = build_states(parse_profile(text))
-    _same_tables(*_solved_both_ways(states, levels))
+    _same_tables(*_solved_both_ways(states, levels, block))
     machines, rates = [m for m, _ in levels], [b for _, b in levels]
     with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 0):
         searched = partition(states, machines, rates, engine="numpy")
@@ -234,6 +239,67 @@ def test_bounded_search_gives_the_full_products_tables_on_reference_profiles(mod
         pytest.skip(f"shared data not available at {SHARED}")
     states = reference_states(f"{model}/graph.txt")
     _same_tables(*_solved_both_ways(states, list(zip(machines, [25e9, 3.125e9], strict=False))))
+
+
+@st.composite
+def level_tables(draw: Any) -> tuple[np.ndarray, np.ndarray, int, float, float, bool, int]:
+    """One level's inputs drawn directly, not from a profile: times from a few values (ties, zeros),
+    parameter sizes up to 1e13 bytes (a stage slower on more replicas, so heads and tails that rise
+    at any worker count), real segments from a random state DAG (``T[r][j]``, ``r >= 1``, finite
+    when state ``r - 1`` is an ancestor of ``j``), an inner level's divisor, all rows or row 0 only,
+    and the triples per block of states of the search."""
+    n = draw(st.integers(1, 7))
+    times = st.sampled_from([0.0, 1e-3, 0.5, 1.0, 1.0, 2.0, 3.0, 7.25])
+    sizes = st.sampled_from([0.0, 1e6, 1e9, 1e11, 1e13])
+    ancestor = np.zeros((n, n), dtype=bool)
+    for j in range(n):
+        for i in range(j):
+            if draw(st.booleans()):
+                ancestor[:, j] |= ancestor[:, i]
+                ancestor[i, j] = True
+    T = np.full((n + 1, n), np.inf)
+    P = np.zeros((n + 1, n))
+    for r in range(n + 1):
+        for j in range(n):
+            if r == 0 or ancestor[r - 1, j]:
+                T[r, j], P[r, j] = draw(times), draw(sizes)
+    return (T, P, draw(st.integers(2, 40)), draw(RATES), draw(st.sampled_from([1.0, 2.0, 3.0, 16.0])),
+            draw(st.booleans()), draw(st.sampled_from([1, 3, 1 << 16])))
+
+
+@settings(max_examples=300, **_SET)  # type: ignore[arg-type]
+@given(level_tables())
+def test_bounded_search_gives_the_full_products_tables_on_random_tables(
+        drawn: tuple[np.ndarray, np.ndarray, int, float, float, bool, int]) -> None:
+    """The search's two kinds of triples (tables.py, "many workers": regular ones read at the
+    crossing only; the others, whose head or last stage has risen, by the bounds and walks) give
+    the products' tables bit for bit on arbitrary tables, where heads and tails rise often and at
+    any worker count, in one block of states or many."""
+    T, P, machines, rate, divisor, all_rows, block = drawn
+    with (mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 0),
+          mock.patch.object(tables, "SEARCH_BLOCK_TRIPLES", block)):
+        searched = tables.ArrayTable.solve(T, P, machines, rate, divisor=divisor, all_rows=all_rows)
+    with mock.patch.object(tables, "PRODUCT_WORKER_LIMIT", 10**9):
+        products = tables.ArrayTable.solve(T, P, machines, rate, divisor=divisor, all_rows=all_rows)
+    _same_tables([searched], [products])
+
+
+def test_triples_leave_the_regular_search_and_the_tables_stay_the_products() -> None:
+    """On the example profile at 64 x 64 some triples' heads or last stages rise, so they leave the
+    regular triples for the bounded search (both kinds run), and every table entry is the
+    products'."""
+    states = build_states(load_profile(EXAMPLE))
+    left: list[int] = []
+    add = tables._Bounded.add
+
+    def spy(self: Any, tri: Any, c: np.ndarray, level: Any) -> None:
+        left.append(tri.size)
+        add(self, tri, c, level)
+
+    with mock.patch.object(tables._Bounded, "add", spy):
+        searched, products = _solved_both_ways(states, [(64, 25e9), (64, 3.125e9)])
+    assert sum(left) > 0
+    _same_tables(searched, products)
 
 
 def test_a_search_that_would_not_fit_in_memory_keeps_the_products(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,6 +79,9 @@ PRODUCT_WORKER_LIMIT: int = 16
 #: The bounded search keeps arrays over every (row, split, state) triple (:func:`search_bytes`);
 #: a level whose search would take more than this keeps the products, whose memory is bounded.
 SEARCH_MAX_BYTES: int = 2 * 2**30
+#: The bounded search solves a level a block of states at a time, about this many triples each
+#: (see ``_search``): few enough that a block's reads stay in the cache.
+SEARCH_BLOCK_TRIPLES: int = 1 << 16
 
 
 class SolvedLevel(Protocol):
@@ -448,15 +451,12 @@ class ArrayTable(LevelTable):
         import numpy as np
 
         rows = T.shape[0] if all_rows else 1
+        if uses_search(rows, T.shape[1], machines, straight):
+            searched, tails = _solve_replicated(T, P, rows, machines, bandwidth, divisor)
+            return cls(T, P, searched, tails, machines, bandwidth, divisor, straight)
         best = np.full((rows, T.shape[1], machines), np.inf)
         best[:, :, 0] = T[:rows]
         last: list[np.ndarray | None] = [None] * machines
-        if uses_search(rows, T.shape[1], machines, straight):
-            stack = np.full((machines, *T[1:].shape), np.inf)
-            for w in range(1, machines):
-                stack[w] = stage_time(T[1:], P[1:], w, bandwidth)
-            _solve_replicated(T, P, best, stack, bandwidth, divisor)
-            return cls(T, P, best, [None, *stack[1:]], machines, bandwidth, divisor, straight)
         for w in range(1, min(machines - 1, 1 if straight else machines - 1) + 1):
             last[w] = stage_time(T[1:], P[1:], w, bandwidth)
         for m in range(1, machines):
@@ -512,85 +512,272 @@ def _minmax_into(out: np.ndarray, head: np.ndarray, tail: np.ndarray) -> None:
 # as m grows (A(w) at m + 1 is A(w - 1) at m), so it is kept per triple from one m to the next;
 # exactness does not depend on c, only the number of steps does.  The value U starts as the whole
 # segment's and the two candidates beside c, and falls as the walks find better ones.
-# Tests (tests/test_pipeline_partition.py): ``test_bounded_search_gives_the_full_products_tables``
-# and ``..._on_reference_profiles`` compare every table entry with the products' bit for bit.
+#
+# Most triples need neither bounds nor walks.  Call a triple *regular* at m + 1 workers while its
+# head has not risen on x = 0 .. m - 1 and its tail has not risen on w = 1 .. m (each value <= the
+# one before, which a NaN fails).  Then A = head and B = tail where they are read, c is the first w
+# with head(m - w) >= tail(w) (m + 1 if none), and the minimum over w is exactly
+# min(head(m - c), tail(c - 1)), with head(-1) = tail(0) = inf: for w >= c the candidate is
+# head(m - w) >= head(m - c), reached at w = c; for w < c it is tail(w) >= tail(c - 1), reached at
+# w = c - 1.  Both are candidates of the products and min and max only select, so it is the same
+# float.  c moves up by one from m to m + 1 exactly when head(m + 1 - c) < tail(c) (for w < c the
+# head only fell; if it moves, head(m - c) >= tail(c) >= tail(c + 1) holds at the next w), so per
+# triple and worker count a regular triple costs three reads: head(m - c), tail(c), and the head at
+# the new c.  A triple stops being regular for good at its head's first rise (found as each plane
+# of ``best`` is filled) or its tail's (known from the start) and then joins the bounded search with
+# its c, the crossing of A and B, which were the head and tail until then.  resnet50 at 64 x 64
+# (bandwidths 25e9, 3.125e9): 714 of the inner level's 2.2 million triples leave; at the outer
+# level, where most last stages are slower on two workers than on one, 24,838 of 28,248.
+#
+# The order of the work changes no number.  Rows are independent and a state's segments need only
+# earlier states' heads, so a level is solved a block of states j at a time
+# (SEARCH_BLOCK_TRIPLES triples), every worker count of a block before the next; a triple's reads
+# move by at most one worker from one count to the next, and the tables keep the worker count
+# innermost (``best`` as ``[r, j, m + 1]`` in memory, m + 1 = 0 the head(-1) = inf; the tails as
+# ``[j, k, w]``), so a block's reads stay in the cache (resnet50 at 1,024 workers: a random read
+# each per triple and worker count was what cost the time).  A head of an earlier block is
+# complete, so the step after its first rise is known when the block starts.  The level's tables
+# are transposed views of these arrays, the same floats.
+# Tests (tests/test_pipeline_partition.py): ``test_bounded_search_gives_the_full_products_tables``,
+# ``..._on_reference_profiles`` and ``..._on_random_tables`` compare every table entry with the
+# products' bit for bit.
 
 
 class _Triples:
-    """The real (row r, split k, state j) triples of a level, grouped by (r, j): flat offsets of
-    (r, k) in a ``(rows, n, M)`` array, of (k, j) in an ``(n, n)`` one, the group of each and the
-    first triple of each group."""
+    """Real (row r, split k, state j) triples of a level, in runs of one group (r, j): per triple
+    ``r * n + k`` (its head), ``j * n + k`` (its last stage) and its group (``r * n + j``, or
+    within a block of states, ``r * states + j - j0``); the first triple of each run."""
 
-    def __init__(self, T: np.ndarray, rows: int, machines: int):
+    def __init__(self, hk: np.ndarray, jk: np.ndarray, group: np.ndarray):
+        import numpy as np
+
+        self.hk, self.jk, self.group = hk, jk, group
+        self.starts = np.flatnonzero(np.diff(group, prepend=-1))
+        self.groups = group[self.starts]
+        self.size = len(group)
+
+    @classmethod
+    def of_level(cls, T: np.ndarray, rows: int) -> _Triples:
         import numpy as np
 
         n = T.shape[1]
         head = np.isfinite(T[:rows])  # [r, k]
         tail = np.isfinite(T[1:])  # [k, j]: the last stage after state k up to j
-        r, j, k = np.nonzero(head[:, None, :] & tail.T[None, :, :])  # sorted by (r, j)
-        self.rk = (r * n + k) * machines
-        self.kj = k * n + j
-        self.group = r * n + j
-        first = np.flatnonzero(np.diff(self.group, prepend=-1))
-        self.starts, self.groups = first, self.group[first]
-        self.size = len(k)
+        j, r, k = np.nonzero(head[None, :, :] & tail.T[:, None, :])  # sorted by (j, r), then k
+        return cls(r * n + k, j * n + k, r * n + j)
+
+    def take(self, keep: np.ndarray) -> _Triples:
+        return _Triples(self.hk[keep], self.jk[keep], self.group[keep])
+
+    def lower(self, cur: np.ndarray, values: np.ndarray) -> None:
+        """``cur[g] = min(cur[g], min(values[t] for the triples t of group g))``."""
+        import numpy as np
+
+        if self.size:
+            cur[self.groups] = np.minimum(cur[self.groups], np.minimum.reduceat(values, self.starts))
 
 
-def _solve_replicated(T: np.ndarray, P: np.ndarray, best: np.ndarray, last: np.ndarray, bandwidth: float,
-                      divisor: float) -> None:
-    """Fill ``best[:, :, 1:]`` of a level that replicates stages, exactly as the (min, max) products
-    would (see the comment above); ``last[w]`` is the last-stage table on ``w`` workers."""
-    import numpy as np
+class _Level:
+    """The arrays the search reads, flat in memory order: ``best`` (a view ``(M + 1, rows, n)``:
+    plane ``m + 1`` for ``m + 1`` workers, plane 0 inf), its running minimum over the planes
+    (``floor``, A), the tails (a view ``(M, n, n)`` as ``[w, j, k]``), B (see the comment above)
+    and the first rise of each tail (``M`` if none).  ``at_head`` and ``at_tail`` turn a triple's
+    ``r * n + k`` and ``j * n + k`` into flat offsets in plane 0; ``plane`` and ``width`` step
+    them by one worker."""
 
-    rows, n, machines = best.shape
-    if machines < 2:
-        return
-    tri = _Triples(T, rows, machines)
-    nn = n * n
-    falls = bool(np.all(last[3:] <= last[2:-1]))
-    bound = last if falls else np.minimum.accumulate(last, axis=0)  # last[0] is inf
-    first, flat_bound, flat_last = last[1].ravel()[tri.kj], bound.ravel(), last.ravel()
-    floor = best.copy()
-    flat_best, flat_floor = best.ravel(), floor.ravel()
-    c = np.ones(tri.size, dtype=np.int64)
+    def __init__(self, best: np.ndarray, tails: np.ndarray):
+        import numpy as np
 
-    def tail_bound(w: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
-        out: np.ndarray = np.minimum(first[at], flat_bound[w * nn + tri.kj[at]])
+        self.n, self.view = best.shape[2], best
+        self.plane, self.rstride, self.kstride = (s // best.itemsize for s in best.strides)
+        self.width, self.jstride, self.ktail = (s // tails.itemsize for s in tails.strides)
+        self.floor = best.copy(order="K")
+        self.best, self.flat_floor = best.ravel(order="K"), self.floor.ravel(order="K")
+        self.tail = tails.ravel(order="K")
+        falls = bool(np.all(tails[3:] <= tails[2:-1]))
+        bound = tails if falls else np.minimum.accumulate(tails, axis=0, out=np.empty_like(tails))  # tails[0] is inf
+        self.bound = bound.ravel(order="K")
+        # flat views, not copies: the search writes ``best`` and reads it back through them
+        assert all(np.may_share_memory(flat, whole) for flat, whole in
+                   ((self.best, best), (self.flat_floor, self.floor), (self.tail, tails), (self.bound, bound)))
+        up = ~(tails[2:] <= tails[1:-1])  # [w - 2, j, k]: the tail rises at w
+        rise = np.where(up.any(axis=0), up.argmax(axis=0) + 2, len(tails)) if len(tails) > 2 else \
+            np.full(tails.shape[1:], len(tails))
+        rise[np.isnan(tails[1])] = 1
+        self.rise = rise.ravel()
+
+    def at_head(self, hk: np.ndarray) -> np.ndarray:
+        out: np.ndarray = hk // self.n * self.rstride + hk % self.n * self.kstride
         return out
 
-    def candidate(m: int, w: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
-        out: np.ndarray = np.maximum(flat_best[tri.rk[at] + (m - w)], flat_last[w * nn + tri.kj[at]])
+    def at_tail(self, jk: np.ndarray) -> np.ndarray:
+        out: np.ndarray = jk // self.n * self.jstride + jk % self.n * self.ktail
         return out
 
-    for m in range(1, machines):
-        cur = stage_time(T[:rows], P[:rows], m + 1, bandwidth, divisor).ravel()
-        if tri.size:
-            c += flat_floor[tri.rk + (m - c)] < tail_bound(c, slice(None))
-            near = np.minimum(candidate(m, np.clip(c - 1, 1, m), slice(None)),
-                              candidate(m, np.minimum(c, m), slice(None)))
-            cur[tri.groups] = np.minimum(cur[tri.groups], np.minimum.reduceat(near, tri.starts))
-            _walk(cur, tri, c - 2, -1, m, tail_bound, candidate, flat_floor)
-            _walk(cur, tri, c + 1, 1, m, tail_bound, candidate, flat_floor)
-        best[:, :, m] = cur.reshape(rows, n)
-        np.minimum(floor[:, :, m - 1], best[:, :, m], out=floor[:, :, m])
+
+class _Regular:
+    """The regular triples (see the comment above): per triple the flat offsets of head(m - c) in
+    ``best`` and of tail(c) in the tails at the start of step ``m``."""
+
+    def __init__(self, tri: _Triples, level: _Level):
+        self.tri = tri
+        self.at_head = level.plane + level.at_head(tri.hk)  # m = 1, c = 1: head(0)
+        self.at_tail = level.width + level.at_tail(tri.jk)  # tail(1)
+
+    def step(self, level: _Level, cur: np.ndarray) -> None:
+        """Lower ``cur`` by each regular triple's minimum over the last stage's workers."""
+        import numpy as np
+
+        up = np.take(level.best, self.at_head) < np.take(level.tail, self.at_tail)  # c moves up by one
+        self.at_tail += up * level.width
+        self.at_head -= up * level.plane
+        self.tri.lower(cur, np.minimum(np.take(level.best, self.at_head),
+                                       np.take(level.tail, self.at_tail - level.width)))
+        self.at_head += level.plane  # the next step has one worker more, on the head at the same c
+
+    def leave(self, out: np.ndarray, level: _Level) -> tuple[_Triples, np.ndarray]:
+        """Drop the triples ``out``; return them and their c."""
+        c = (self.at_tail[out] - level.at_tail(self.tri.jk[out])) // level.width
+        gone, stay = self.tri.take(out), ~out
+        self.tri, self.at_head, self.at_tail = self.tri.take(stay), self.at_head[stay], self.at_tail[stay]
+        return gone, c
 
 
-def _walk(cur: np.ndarray, tri: _Triples, w: np.ndarray, step: int, m: int, tail_bound: Any, candidate: Any,
-          flat_floor: np.ndarray) -> None:
-    """Lower ``cur`` by every candidate from ``w`` on in direction ``step`` (-1: fewer workers on the
-    last stage, bounded by B; +1: more, bounded by A) until its bound reaches ``cur``."""
+class _Bounded:
+    """The triples searched with the bounds A and B and walks (see the comment above), with c and
+    tail(1) per triple."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        empty = np.zeros(0, dtype=np.int64)
+        self.tri, self.c, self.first = _Triples(empty, empty, empty), empty, np.zeros(0)
+        self.head_at, self.tail_at = empty, empty
+
+    def add(self, tri: _Triples, c: np.ndarray, level: _Level) -> None:
+        import numpy as np
+
+        group = np.concatenate((self.tri.group, tri.group))
+        order = np.argsort(group, kind="stable")
+        self.tri = _Triples(np.concatenate((self.tri.hk, tri.hk))[order], np.concatenate((self.tri.jk, tri.jk))[order],
+                            group[order])
+        self.c = np.concatenate((self.c, c))[order]
+        self.head_at, self.tail_at = level.at_head(self.tri.hk), level.at_tail(self.tri.jk)
+        self.first = level.tail[level.width + self.tail_at]
+
+    def step(self, level: _Level, m: int, cur: np.ndarray) -> None:
+        """Lower ``cur`` by every candidate of these triples below their bounds."""
+        import numpy as np
+
+        tri, c, every = self.tri, self.c, slice(None)
+        if not tri.size:
+            return
+        c += level.flat_floor[(m + 1 - c) * level.plane + self.head_at] < self._tail_bound(level, c, every)
+        near = np.minimum(self._candidate(level, m, np.clip(c - 1, 1, m), every),
+                          self._candidate(level, m, np.minimum(c, m), every))
+        tri.lower(cur, near)
+        self._walk(level, cur, c - 2, -1, m)
+        self._walk(level, cur, c + 1, 1, m)
+
+    def _tail_bound(self, level: _Level, w: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+        import numpy as np
+
+        out: np.ndarray = np.minimum(self.first[at], level.bound[w * level.width + self.tail_at[at]])
+        return out
+
+    def _candidate(self, level: _Level, m: int, w: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+        import numpy as np
+
+        out: np.ndarray = np.maximum(level.best[(m + 1 - w) * level.plane + self.head_at[at]],
+                                     level.tail[w * level.width + self.tail_at[at]])
+        return out
+
+    def _walk(self, level: _Level, cur: np.ndarray, w: np.ndarray, step: int, m: int) -> None:
+        """Lower ``cur`` by every candidate from ``w`` on in direction ``step`` (-1: fewer workers on
+        the last stage, bounded by B; +1: more, bounded by A) until its bound reaches ``cur``."""
+        import numpy as np
+
+        group, head = self.tri.group, self.head_at
+        at = np.flatnonzero((w >= 1) & (w <= m))
+        w = w[at]
+        while at.size:
+            limit = cur[group[at]]
+            lower = self._tail_bound(level, w, at) if step < 0 else level.flat_floor[(m + 1 - w) * level.plane + head[at]]
+            keep = lower < limit
+            at, w = at[keep], w[keep]
+            if not at.size:
+                break
+            np.minimum.at(cur, group[at], self._candidate(level, m, w, at))
+            w = w + step
+            inside = (w >= 1) & (w <= m)
+            at, w = at[inside], w[inside]
+
+
+def _solve_replicated(T: np.ndarray, P: np.ndarray, rows: int, machines: int, bandwidth: float,
+                      divisor: float) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """A level that replicates stages, solved by the search (see the comment above): its
+    ``best`` (``(rows, n, M)``, a view of the search's planes) and last-stage tables (``last[w]``
+    indexed ``[k, j]``), the same floats as the (min, max) products'."""
     import numpy as np
 
-    at = np.flatnonzero((w >= 1) & (w <= m))
-    w = w[at]
-    while at.size:
-        limit = cur[tri.group[at]]
-        lower = tail_bound(w, at) if step < 0 else flat_floor[tri.rk[at] + (m - w)]
-        keep = lower < limit
-        at, w = at[keep], w[keep]
-        if not at.size:
-            break
-        np.minimum.at(cur, tri.group[at], candidate(m, w, at))
-        w = w + step
-        inside = (w >= 1) & (w <= m)
-        at, w = at[inside], w[inside]
+    n = T.shape[1]
+    best = np.full((rows, n, machines + 1), np.inf).transpose(2, 0, 1)  # [m + 1, r, j], workers innermost
+    tails = np.full((n, n, machines), np.inf).transpose(2, 0, 1)  # [w, j, k]
+    best[1] = T[:rows]
+    for w in range(1, machines):
+        tails[w] = stage_time(T[1:], P[1:], w, bandwidth).T
+    if machines > 1:
+        _search(T, P, best, tails, bandwidth, divisor)
+    return best[1:].transpose(1, 2, 0), [None, *(t.T for t in tails[1:])]
+
+
+def _search(T: np.ndarray, P: np.ndarray, best: np.ndarray, tails: np.ndarray, bandwidth: float,
+            divisor: float) -> None:
+    """Fill planes 2.. of ``best``, a block of states at a time (:data:`SEARCH_BLOCK_TRIPLES`
+    triples): every worker count of one block before the next, so that each triple's reads, which
+    move by at most one worker from one count to the next, stay in the cache."""
+    import numpy as np
+
+    planes, rows, n = best.shape
+    level = _Level(best, tails)
+    tri = _Triples.of_level(T, rows)
+    first_rise = np.where(np.isnan(best[1]), 0, planes - 1).ravel()  # of each head: a NaN at 0 counts
+    before = np.concatenate(([0], np.cumsum(np.bincount(tri.jk // n, minlength=n))))  # triples of states < j
+    j0 = 0
+    while j0 < n:
+        a = int(before[j0])
+        j1 = min(n, max(j0 + 1, int(np.searchsorted(before, a + SEARCH_BLOCK_TRIPLES, side="right")) - 1))
+        b = int(before[j1])
+        block = _Triples(tri.hk[a:b], tri.jk[a:b], tri.hk[a:b] // n * (j1 - j0) + tri.jk[a:b] // n - j0)
+        _search_block(T, P, level, block, first_rise, (j0, j1), bandwidth, divisor)
+        j0 = j1
+
+
+def _search_block(T: np.ndarray, P: np.ndarray, level: _Level, tri: _Triples, first_rise: np.ndarray,
+                  states: tuple[int, int], bandwidth: float, divisor: float) -> None:
+    """Fill planes 2.. of ``best`` for the states ``j0 <= j < j1`` (every earlier state done):
+    each worker count's whole segment lowered by the regular triples' minima, then by the bounded
+    search of the others.  A triple leaves the regular ones at the step after its head first rose
+    (``first_rise``, per head, updated here for the block's states) or at its tail's first rise."""
+    import numpy as np
+
+    j0, j1 = states
+    best, planes, rows, n = level.view, level.view.shape[0], level.view.shape[1], level.n
+    regular, bounded = _Regular(tri, level), _Bounded()
+    never = planes - 1
+    heads = first_rise.reshape(rows, n)[:, j0:j1]  # a view: the block's states as heads
+    leave = np.minimum(first_rise[tri.hk] + 1, level.rise[tri.jk])
+    events, check = set(np.unique(leave).tolist()), False
+    for m in range(1, planes - 1):
+        if check or m in events:
+            out = (level.rise[regular.tri.jk] <= m) | (first_rise[regular.tri.hk] < m)
+            if out.any():
+                bounded.add(*regular.leave(out, level), level)
+        cur = stage_time(T[:rows, j0:j1], P[:rows, j0:j1], m + 1, bandwidth, divisor).ravel()
+        regular.step(level, cur)
+        bounded.step(level, m, cur)
+        best[m + 1, :, j0:j1] = cur.reshape(rows, j1 - j0)
+        np.minimum(level.floor[m, :, j0:j1], best[m + 1, :, j0:j1], out=level.floor[m + 1, :, j0:j1])
+        rose = ~(best[m + 1, :, j0:j1] <= best[m, :, j0:j1]) & (heads == never)
+        check = bool(rose.any())
+        heads[rose] = m
