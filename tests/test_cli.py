@@ -159,6 +159,18 @@ def test_help_and_version(capsys):
     assert rc == 2 and err.count("\n") == 1
 
 
+def test_python_dash_m_pal_opt_is_the_command(tmp_path):
+    """``python -m pal_opt`` runs the ``pal-opt`` command (there was no ``__main__``)."""
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-m", "pal_opt", "--version"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.startswith("pal-opt ")
+    bad = subprocess.run([sys.executable, "-m", "pal_opt", "solve", str(tmp_path / "none.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
 def test_solving_an_instance_file_with_pal_stays_light():
     """``pal-opt solve FILE --method pal`` is most of a small call's time in imports: it loads
     neither scikit-learn (binning is pal_opt.kmeans), nor networkx, scipy or pandas, nor jsonschema

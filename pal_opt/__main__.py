@@ -1,0 +1,6 @@
+"""``python -m pal_opt``: the ``pal-opt`` command (:func:`pal_opt.cli.run`)."""
+
+from .cli import run
+
+if __name__ == "__main__":
+    run()
