@@ -7,7 +7,8 @@ the objective offset in ``offset_``.  Options:
 * gap: ``mip_rel_gap = 0`` and ``mip_abs_gap = abs_gap`` (or ``1e-9`` to prove optimality;
   HiGHS's default relative gap of 1e-4 would stop short of it);
 * ``threads`` → ``threads`` (HiGHS's task scheduler is released after every solve, as highspy
-  itself does, so each solve starts one with its own thread count);
+  itself does, so each solve starts one with its own thread count; with solves overlapping in
+  one process, by the last of them to end: :class:`_Runs`);
 * ``deterministic``: HiGHS's MIP search is deterministic for a given model and options; the
   seed is fixed (``random_seed``).
 * warm start: ``setSolution`` with the full start vector; HiGHS checks it and keeps it as the
@@ -35,6 +36,7 @@ process; the package pins highspy 1.12–1.14, which can.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -60,6 +62,26 @@ __all__ = ["HighsBackend"]
 OPTIMALITY_ABS_GAP = 1e-9
 #: Relative amount the LP relaxation's optimum is lowered by before it is used as a bound.
 RELAXATION_SAFETY = 1e-9
+
+
+class _Runs:
+    """The ``Highs.run()`` calls under way in this process.
+
+    HiGHS's task scheduler is one static object shared by every ``Highs`` instance of the
+    process, and ``resetGlobalScheduler`` tears it down: called while another thread's ``run()``
+    is under way, it frees what that solve is using (a use-after-free, a segmentation fault in
+    the other solve; ERGO-Code/HiGHS#3136 and #3141).  Two runs overlap when a scheduler solves
+    rounds in worker threads, and when a solver that overran its deadline was abandoned
+    (:class:`~.base.BackendOverran`) and still runs while the next round is solved.  So the
+    scheduler is reset only by the last run to end, under the lock that a starting run takes.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+
+
+_RUNS = _Runs()
 
 
 @dataclass
@@ -208,10 +230,15 @@ class HighsBackend(ThreadedBackend):
     def _run(self, model: _HighsModel) -> Any:
         import highspy
 
+        with _RUNS.lock:
+            _RUNS.active += 1
         try:
             return model.h.run()
         finally:
-            highspy.Highs.resetGlobalScheduler(False)
+            with _RUNS.lock:  # held through the reset: no run starts while the scheduler is torn down
+                _RUNS.active -= 1
+                if _RUNS.active == 0:
+                    highspy.Highs.resetGlobalScheduler(False)
 
     def _stop(self, model: _HighsModel) -> None:
         model.h.cancelSolve()
