@@ -58,12 +58,9 @@ _SET = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCh
 
 # ---------------------------------------------------------------- random rounds
 @st.composite
-def pipeline_rounds(draw: Any, max_gpus: int = 8, max_jobs: int = 5, max_demand: int = 4) -> RoundInstance:
-    """A small round with priorities: one to three servers (sometimes racked), two classes, busy
-    and failed GPUs; three to ``max_jobs`` jobs of one to ``max_demand`` GPUs, two in three of
-    two or more a pipeline of two or three stages; about half running (on free or failed GPUs, a
-    pipeline's list in any order, priority 0-1), the others waiting (priority 0-2, 2 more often);
-    no restart cost."""
+def small_clusters(draw: Any, max_gpus: int) -> Cluster:
+    """One to three servers of one to four GPUs (at most ``max_gpus`` in all; three servers are
+    sometimes racked), classes A and B with factors from ``LEVELS``, a few GPUs busy or failed."""
     sizes = [draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 3)))]
     while sum(sizes) > max_gpus:
         sizes[sizes.index(max(sizes))] -= 1
@@ -73,6 +70,17 @@ def pipeline_rounds(draw: Any, max_gpus: int = 8, max_jobs: int = 5, max_demand:
     factors = {c: [draw(st.sampled_from(LEVELS)) for _ in range(g)] for c in ("classA", "classB")}
     state = [draw(st.sampled_from((0,) * 8 + (1, 2))) for _ in range(g)]
     cl = Cluster.from_arrays(range(g), np.repeat(np.arange(len(sizes)), sizes), factors, state, racks)
+    return cl
+
+
+@st.composite
+def pipeline_rounds(draw: Any, max_gpus: int = 8, max_jobs: int = 5, max_demand: int = 4) -> RoundInstance:
+    """A small round with priorities: one to three servers (sometimes racked), two classes, busy
+    and failed GPUs; three to ``max_jobs`` jobs of one to ``max_demand`` GPUs, two in three of
+    two or more a pipeline of two or three stages; about half running (on free or failed GPUs, a
+    pipeline's list in any order, priority 0-1), the others waiting (priority 0-2, 2 more often);
+    no restart cost."""
+    cl = draw(small_clusters(max_gpus))
     taken: set[int] = set()
     jobs = [_draw_job(draw, k, cl, taken, max_demand) for k in range(draw(st.integers(3, max_jobs)))]
     return RoundInstance(cl, tuple(jobs), RoundParams(binning="none"), name="pipelines")

@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_preempt_pipelines import brute_force as preempt_brute_force
 from test_preempt_pipelines import pipeline_rounds as preempt_rounds
+from test_preempt_pipelines import small_clusters
 from test_stage_round import typed_pipeline_rounds
 
 from pal_opt.admission import admit
@@ -61,15 +62,7 @@ def keep_rounds(draw: Any, max_gpus: int = 7) -> RoundInstance:
     three stages; two in three running where they fit (mostly on free GPUs, sometimes on a failed
     one: it must move), a running pipeline's GPU list in any order (any stage map); a restart cost or a
     migration cost (or both) that is not zero."""
-    sizes = [draw(st.integers(1, 4)) for _ in range(draw(st.integers(1, 3)))]
-    while sum(sizes) > max_gpus:
-        sizes[sizes.index(max(sizes))] -= 1
-    sizes = [s for s in sizes if s > 0]
-    g = sum(sizes)
-    racks = {s: s // 2 for s in range(len(sizes))} if len(sizes) == 3 and draw(st.booleans()) else None
-    factors = {c: [draw(st.sampled_from(LEVELS)) for _ in range(g)] for c in ("classA", "classB")}
-    state = [draw(st.sampled_from((0,) * 8 + (1, 2))) for _ in range(g)]
-    cl = Cluster.from_arrays(range(g), np.repeat(np.arange(len(sizes)), sizes), factors, state, racks)
+    cl = draw(small_clusters(max_gpus))
     taken: set[int] = set()
     jobs = []
     for k in range(draw(st.integers(1, 3))):
@@ -80,7 +73,7 @@ def keep_rounds(draw: Any, max_gpus: int = 7) -> RoundInstance:
             cuts = sorted(draw(st.sets(st.integers(1, d - 1), min_size=n - 1, max_size=n - 1)))
             reps = tuple(b - a for a, b in zip([0, *cuts], [*cuts, d], strict=True))
             pipe = Pipeline(tuple(draw(STAGE_TIMES) for _ in reps), reps)
-        pool = [p for p in range(g) if p not in taken and cl.state[p] != GpuState.BUSY]
+        pool = [p for p in range(cl.num_gpus) if p not in taken and cl.state[p] != GpuState.BUSY]
         placement = None
         if draw(st.integers(0, 2)) and len(pool) >= d:  # two in three running, where they fit
             start = draw(st.integers(0, len(pool) - d))
