@@ -28,19 +28,40 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _multiprocessing_helper(pid: int) -> bool:
     """multiprocessing's forkserver and resource tracker: started by the first process pool in
     this process (``pal_opt.parallel``), they live as long as it does, by design."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
+    cmdline = _cmdline(pid)
     return b"multiprocessing.forkserver" in cmdline or b"multiprocessing.resource_tracker" in cmdline
 
 
-def own_children() -> list[int]:
-    """Direct children of this process, other than multiprocessing's long-lived helpers."""
-    return [pid for pid in children(os.getpid()) if not _multiprocessing_helper(pid)]
+def _highs_server(pid: int) -> bool:
+    """The fork server of HiGHS's child processes (``pal_opt.ilp.backends.highs_server``),
+    started by the first HiGHS MIP in this process and living as long as it does, by design."""
+    return b"pal_opt.ilp.backends.highs_server" in _cmdline(pid)
+
+
+def own_children(settle: float = 2.0) -> list[int]:
+    """Solver processes of this process still alive: its direct children other than the
+    long-lived helpers (multiprocessing's, HiGHS's fork server), and the HiGHS children of that
+    server.  A child that has just answered may take a moment to end: waited for up to
+    ``settle`` seconds."""
+    give_up = time.monotonic() + settle
+    while True:
+        direct = children(os.getpid())
+        found = [pid for pid in direct if not _multiprocessing_helper(pid) and not _highs_server(pid)]
+        for server in filter(_highs_server, direct):
+            found += children(server)
+        if not found or time.monotonic() >= give_up:
+            return found
+        time.sleep(0.05)
 
 
 def cbc_dirs() -> set[str]:

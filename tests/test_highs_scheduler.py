@@ -1,5 +1,6 @@
 """HiGHS's task scheduler is one static object per process: it is reset only when no other
-``Highs.run()`` is under way (:class:`pal_opt.ilp.backends.highs._Runs`).
+``Highs.run()`` is under way (:class:`pal_opt.ilp.backends.highs._Runs`).  MIPs run in a child process
+(:mod:`pal_opt.ilp.backends.highs_child`), LP relaxations and ``PAL_OPT_HIGHS_IN_PROCESS=1`` runs here.
 
 Resetting it under a running solve frees what that solve uses (a segmentation fault in the other
 thread).  Two runs overlap when a scheduler solves rounds in worker threads, or when a solver that
@@ -35,16 +36,15 @@ def test_the_scheduler_is_reset_only_by_the_last_run_to_end(monkeypatch: pytest.
     resets: list[int] = []
     monkeypatch.setattr(highspy.Highs, "resetGlobalScheduler",
                         staticmethod(lambda blocking: resets.append(highs_backend._RUNS.active)))
-    backend = highs_backend.HighsBackend()
     long_release, long_started = threading.Event(), threading.Event()
     short_release, short_started = threading.Event(), threading.Event()
-    long_model = highs_backend._HighsModel(_BlockingHighs(long_release, long_started), None, None)
-    short_model = highs_backend._HighsModel(_BlockingHighs(short_release, short_started), None, None)
+    long_solver = _BlockingHighs(long_release, long_started)
+    short_solver = _BlockingHighs(short_release, short_started)
     out: dict[str, str] = {}
-    long_run = threading.Thread(target=lambda: out.setdefault("long", backend._run(long_model)))
+    long_run = threading.Thread(target=lambda: out.setdefault("long", highs_backend._run_counted(long_solver)))
     long_run.start()
     assert long_started.wait(30)
-    short_run = threading.Thread(target=lambda: out.setdefault("short", backend._run(short_model)))
+    short_run = threading.Thread(target=lambda: out.setdefault("short", highs_backend._run_counted(short_solver)))
     short_run.start()
     assert short_started.wait(30)
     short_release.set()  # the short solve ends while the long one still runs: no reset under it
@@ -65,5 +65,5 @@ def test_a_run_that_raises_still_counts_itself_out(monkeypatch: pytest.MonkeyPat
             raise RuntimeError("solver failed")
 
     with pytest.raises(RuntimeError, match="solver failed"):
-        highs_backend.HighsBackend()._run(highs_backend._HighsModel(_Failing(), None, None))
+        highs_backend._run_counted(_Failing())
     assert resets == [1] and highs_backend._RUNS.active == 0

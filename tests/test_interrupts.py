@@ -89,6 +89,7 @@ def test_the_solver_is_usable_after_an_interrupt(monkeypatch, racked):
         interrupt_when_solving(m, "highs", after=0.5)  # (racked-64x8 is solved in under 2 s when idle)
         with pytest.raises(SolveInterrupted):
             solve(racked, "ilp", backend="highs", time_limit=60)
+    assert own_children() == []  # HiGHS's child process answered with its incumbent and ended
     after = solve(small, "ilp", backend="highs")
     assert after.status == Status.OPTIMAL
     assert after.placements == before.placements
@@ -136,6 +137,7 @@ def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
     while any(t.name == "pal-opt-solver" for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(t.name == "pal-opt-solver" for t in threading.enumerate())
+    assert own_children() == []  # the given-up HiGHS child process was killed
 
 
 def test_ctrl_c_in_the_lp_relaxation_returns_the_start_placement(monkeypatch, racked):

@@ -686,6 +686,7 @@ def solve_stage_round(
     except TimeLimitReached as exc:  # the deadline came before the solver could run
         details["time_limit_reached"] = exc.stage
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
+    details.update(sol.info)  # the solver's figures (nodes, iterations; HiGHS: crashes survived)
     details.update(solver_status=str(sol.status), warm_start=vector is not None)
     common: dict[str, Any] = dict(method="ilp", admission=admission, solve_seconds=sol.seconds, build_seconds=built,
                                   bound=sol.bound, backend=cls.name, backend_version=cls.version(), info=details)

@@ -1,14 +1,24 @@
 """HiGHS (via highspy): the default backend.
 
-Translation: the program is passed whole as a ``HighsLp`` in column-wise (CSC) form, with
-the objective offset in ``offset_``.  Options:
+Translation: the program becomes numpy arrays in column-wise (CSC) form with the objective offset
+(:meth:`HighsBackend._translate`), passed to HiGHS whole as a ``HighsLp``
+(:func:`~.highs_run.load_model`).
+
+Process: **each MIP runs in a child process** (:mod:`.highs_child`, forked by pal-opt's own server
+:mod:`.highs_server`), because highspy 1.13.1 and 1.14.0 crash (segmentation fault) on some
+round programs given a start; the crash then costs one try, and the MIP is solved again without
+the start (``docs/limits.md``, "Known problems").  About 6 ms per solve.  LP relaxations run
+in pal-opt's process; ``PAL_OPT_HIGHS_IN_PROCESS=1`` runs MIPs there too.
+
+Options (set on a ``Highs`` object as they are chosen, which checks them, and kept in order for
+the child):
 
 * ``time_limit`` → ``time_limit``;
 * gap: ``mip_rel_gap = 0`` and ``mip_abs_gap = abs_gap`` (or ``1e-9`` to prove optimality;
   HiGHS's default relative gap of 1e-4 would stop short of it);
-* ``threads`` → ``threads`` (HiGHS's task scheduler is released after every solve, as highspy
-  itself does, so each solve starts one with its own thread count; with solves overlapping in
-  one process, by the last of them to end: :class:`_Runs`);
+* ``threads`` → ``threads`` (in pal-opt's process, HiGHS's task scheduler is released after
+  every solve, as highspy itself does, so each solve starts one with its own thread count; with
+  solves overlapping in one process, by the last of them to end: :class:`_Runs`);
 * ``deterministic``: HiGHS's MIP search is deterministic for a given model and options; the
   seed is fixed (``random_seed``).
 * warm start: ``setSolution`` with the full start vector; HiGHS checks it and keeps it as the
@@ -16,28 +26,29 @@ the objective offset in ``offset_``.  Options:
 * ``backend_params``: ``setOptionValue(key, value)`` each, after the above; a status other
   than ``kOk`` (an unknown option, a value of the wrong type or out of range) is a rejection.
 
-Ctrl-C: ``Highs.run()`` runs in a helper thread (:func:`~.base.run_interruptibly`) with
-highspy's user-interrupt callbacks on; a ``KeyboardInterrupt`` calls ``cancelSolve()``, which
+Ctrl-C: ``Highs.run()`` (or the wait for the child) runs in a helper thread
+(:func:`~.base.run_interruptibly`) with highspy's user-interrupt callbacks on; a
+``KeyboardInterrupt`` calls ``cancelSolve()`` (in the child: a ``"cancel"`` message), which
 HiGHS acts on at its next simplex, IPM or MIP check (presolve has none: on 2,048-GPU rounds up
 to about 3 s), and the backend raises :class:`~.base.BackendInterrupted` with the incumbent.
 
 Progress (:meth:`HighsBackend._observe`, only when someone listens): highspy's MIP callbacks
-report the incumbent (improving-solution callback) and the primal and dual bounds (the MIP
-interrupt callback, which HiGHS calls at every check; the user-interrupt handling subscribes to
-it too, and both run).  With ``output_flag`` off HiGHS calls no logging callback.
+(in the child, forwarded to pal-opt at most every 0.1 s) report the incumbent
+(improving-solution callback) and the primal and dual bounds (the MIP interrupt callback, which
+HiGHS calls at every check; the user-interrupt handling subscribes to it too, and both run).  With ``output_flag`` off HiGHS calls no logging callback.
 
 The bound is ``mip_dual_bound``.  :meth:`HighsBackend.relaxation_bound` solves the LP
 relaxation alone (dual simplex without presolve: on 2,048-GPU rounds HiGHS's presolve takes
 seconds, the LP a few tenths of one), which lets :func:`pal_opt.ilp.solve_ilp` stop before the
-MIP when the start placement is already within the requested gap.  ortools 9.15 and highspy 1.15.x cannot be loaded in one
-process; the package pins highspy 1.12–1.14, which can.
+MIP when the start placement is already within the requested gap.  ortools 9.15 and highspy
+1.15.x cannot be loaded in one process; the package pins highspy 1.12–1.14, which can.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,6 +66,8 @@ from .base import (
     ThreadedBackend,
     finite_or_none,
 )
+from .highs_child import ChildRun, StartFailed, isolation_enabled, start_failed
+from .highs_run import Answer, answer_of, load_model
 
 __all__ = ["HighsBackend"]
 
@@ -86,21 +99,30 @@ _RUNS = _Runs()
 
 @dataclass
 class _HighsModel:
-    """A ``Highs`` object and what it is handed once configured: the ``HighsLp`` and the start."""
+    """A ``Highs`` object (options are set on it as they are chosen, which checks them), the
+    program as arrays (:func:`~.highs_run.load_model`) and its start, and the options in the
+    order they were set.  A MIP solved in a child process (:mod:`.highs_child`) also keeps that
+    run and the progress watch it reports to."""
 
     h: Any
-    lp: Any
+    arrays: dict[str, Any] | None
     start: np.ndarray | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    isolated: bool = False
+    watch: SolverWatch | None = None
+    child: ChildRun | None = None
 
 
 class HighsBackend(ThreadedBackend):
-    """HiGHS branch-and-cut (highspy)."""
+    """HiGHS branch-and-cut (highspy), each MIP in a child process (:mod:`.highs_child`)."""
 
     name: ClassVar[str] = "highs"
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     supports_warm_start: ClassVar[bool] = True
     supports_relaxation: ClassVar[bool] = True
     translate_seconds_per_entry: ClassVar[float] = 1e-6
+    #: For the tests of crash recovery only: the child crashes itself on this many tries (0: none).
+    crash_for_test: int = 0
 
     @classmethod
     def _solver_version(cls) -> str:
@@ -113,7 +135,7 @@ class HighsBackend(ThreadedBackend):
         """The LP relaxation's optimum (dual simplex, presolve off), lowered by
         :data:`RELAXATION_SAFETY` relative to guard against solver tolerances.  None if HiGHS
         did not solve it (in time); with a deadline, :class:`~pal_opt.errors.TimeLimitReached`
-        when there is no time to translate and start it.
+        when there is no time to translate and start it.  Solved in pal-opt's own process.
 
         With ``state`` (:class:`~.base.RelaxationState`): when it holds a solved model of the
         same structure (columns, costs, matrix), only the bounds and the objective offset are
@@ -134,8 +156,8 @@ class HighsBackend(ThreadedBackend):
             model = self._translate(program, None)
             model.h.setOptionValue("presolve", "off")
             model.h.setOptionValue("solver", "simplex")
-            model.lp.integrality_ = []
-            model.h.passModel(model.lp)
+            assert model.arrays is not None
+            load_model(model.h, model.arrays, None, integer=False)
         if state is not None:
             state.clear()  # kept again below only once solved
         options = self._fit_to_deadline(options, "solving the LP relaxation")
@@ -163,56 +185,52 @@ class HighsBackend(ThreadedBackend):
 
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        lp = highspy.HighsLp()
-        n, m = program.num_vars, program.num_rows
-        lp.num_col_ = n
-        lp.num_row_ = m
-        lp.col_cost_ = np.asarray(program.c, dtype=np.float64)
-        lp.col_lower_ = np.asarray(program.col_lo, dtype=np.float64)
-        lp.col_upper_ = np.where(np.isinf(program.col_hi), highspy.kHighsInf, program.col_hi).astype(np.float64)
-        lp.row_lower_ = np.where(np.isinf(program.row_lo), -highspy.kHighsInf, program.row_lo).astype(np.float64)
-        lp.row_upper_ = np.where(np.isinf(program.row_hi), highspy.kHighsInf, program.row_hi).astype(np.float64)
-        lp.offset_ = float(program.obj_offset)
+        inf = highspy.kHighsInf
         csc = program.A.tocsc()
         csc.sort_indices()
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.num_col_ = n
-        lp.a_matrix_.num_row_ = m
-        lp.a_matrix_.start_ = csc.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = csc.indices.astype(np.int32)
-        lp.a_matrix_.value_ = csc.data.astype(np.float64)
-        lp.integrality_ = [
-            highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous
-            for flag in program.integrality.tolist()
-        ]
-        return _HighsModel(h, lp, start)
+        arrays = {
+            "n": program.num_vars, "m": program.num_rows, "off": float(program.obj_offset),
+            "c": np.asarray(program.c, dtype=np.float64),
+            "lo": np.asarray(program.col_lo, dtype=np.float64),
+            "hi": np.where(np.isinf(program.col_hi), inf, program.col_hi).astype(np.float64),
+            "rlo": np.where(np.isinf(program.row_lo), -inf, program.row_lo).astype(np.float64),
+            "rhi": np.where(np.isinf(program.row_hi), inf, program.row_hi).astype(np.float64),
+            "indptr": csc.indptr.astype(np.int32), "indices": csc.indices.astype(np.int32),
+            "data": csc.data.astype(np.float64),
+            "integer": np.asarray(program.integrality, dtype=bool),
+        }
+        return _HighsModel(h, arrays, None if start is None else np.asarray(start, dtype=np.float64))
 
     def _configure(self, model: _HighsModel, program: Program, options: SolveOptions) -> None:
-        import highspy
-
-        h = model.h
         if options.threads is not None:
-            h.setOptionValue("threads", int(options.threads))
+            self._set(model, "threads", int(options.threads))
         if options.time_limit is not None:
-            h.setOptionValue("time_limit", float(options.time_limit))
-        h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP)
-        h.setOptionValue("random_seed", int(options.seed))
-        h.passModel(model.lp)
-        if model.start is not None:
-            sol = highspy.HighsSolution()
-            sol.col_value = np.asarray(model.start, dtype=np.float64).tolist()
-            sol.value_valid = True
-            h.setSolution(sol)
+            self._set(model, "time_limit", float(options.time_limit))
+        self._set(model, "mip_rel_gap", 0.0)
+        self._set(model, "mip_abs_gap", float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP)
+        self._set(model, "random_seed", int(options.seed))
+        model.isolated = isolation_enabled()
+        if not model.isolated:
+            assert model.arrays is not None
+            load_model(model.h, model.arrays, model.start, integer=True)
 
-    def _set_param(self, model: _HighsModel, key: str, value: Any) -> None:
+    def _set(self, model: _HighsModel, key: str, value: Any) -> None:
+        """Set an option on the ``Highs`` object (which checks it) and keep it for a child."""
         import highspy
 
         status = model.h.setOptionValue(key, value)
         if status != highspy.HighsStatus.kOk:
             raise ValueError(f"HiGHS answered {status.name} (unknown option, or a value of the wrong type or range)")
+        model.settings[key] = value
+
+    def _set_param(self, model: _HighsModel, key: str, value: Any) -> None:
+        self._set(model, key, value)
 
     def _observe(self, model: _HighsModel, program: Program, watch: SolverWatch) -> None:
+        if model.isolated:
+            model.watch = watch  # the child forwards its callbacks (highs_child._forward_progress)
+            return
+
         def bounds(event: Any) -> None:
             out = event.data_out
             watch.found(out.mip_primal_bound, out.mip_dual_bound)
@@ -224,48 +242,73 @@ class HighsBackend(ThreadedBackend):
         model.h.cbMipImprovingSolution.subscribe(improved)
 
     def _execute(self, model: _HighsModel, options: SolveOptions) -> tuple[Any, bool]:
-        model.h.HandleUserInterrupt = True  # highspy's callbacks on: cancelSolve() is acted on
+        if model.isolated:
+            assert model.arrays is not None
+            watch = model.watch
+            model.child = ChildRun(model.arrays, model.start, model.settings,
+                                   on_found=None if watch is None else watch.found,
+                                   crash_for_test=self.crash_for_test)
+        else:
+            model.h.HandleUserInterrupt = True  # highspy's callbacks on: cancelSolve() is acted on
         return super()._execute(model, options)
 
     def _run(self, model: _HighsModel) -> Any:
-        import highspy
+        if model.child is not None:
+            try:
+                return model.child.run()
+            except StartFailed as exc:
+                start_failed(exc.__cause__ or exc)
+                model.child = None
+                assert model.arrays is not None
+                load_model(model.h, model.arrays, model.start, integer=True)
+                model.h.HandleUserInterrupt = True
+        return self._run_here(model)
 
-        with _RUNS.lock:
-            _RUNS.active += 1
-        try:
-            return model.h.run()
-        finally:
-            with _RUNS.lock:  # held through the reset: no run starts while the scheduler is torn down
-                _RUNS.active -= 1
-                if _RUNS.active == 0:
-                    highspy.Highs.resetGlobalScheduler(False)
+    def _run_here(self, model: _HighsModel) -> Any:
+        """``Highs.run()`` in this process; the raw result is the run's :class:`Answer`."""
+        _run_counted(model.h)
+        return answer_of(model.h)
 
     def _stop(self, model: _HighsModel) -> None:
+        if model.child is not None:
+            model.child.cancel()
         model.h.cancelSolve()
 
-    def _read(self, model: _HighsModel, raw: Any, program: Program, options: SolveOptions, seconds: float) -> Readout:
-        import highspy
+    def _release(self, model: _HighsModel) -> None:
+        if model.child is not None:
+            model.child.close()
 
-        h = model.h
-        ms = h.getModelStatus()
-        info = h.getInfo()
-        has_sol = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
-        values = np.asarray(h.getSolution().col_value, dtype=np.float64) if has_sol else None
-        if ms == highspy.HighsModelStatus.kOptimal:
+    def _read(self, model: _HighsModel, raw: Any, program: Program, options: SolveOptions, seconds: float) -> Readout:
+        answer: Answer = raw
+        if answer.status == "kOptimal":
             status = SolverStatus.OPTIMAL
-        elif ms == highspy.HighsModelStatus.kInfeasible:
+        elif answer.status == "kInfeasible":
             status = SolverStatus.INFEASIBLE
         else:
-            status = SolverStatus.FEASIBLE if has_sol else SolverStatus.NO_SOLUTION
-        return Readout(status, values, h.modelStatusToString(ms),
-                       {"nodes": int(info.mip_node_count), "simplex_iterations": int(info.simplex_iteration_count)})
+            status = SolverStatus.FEASIBLE if answer.values is not None else SolverStatus.NO_SOLUTION
+        return Readout(status, answer.values, answer.message, dict(answer.info))
 
     def _bound(self, model: _HighsModel, raw: Any, program: Program, options: SolveOptions, status: SolverStatus,
                objective: float | None) -> float | None:
-        bound = finite_or_none(model.h.getInfo().mip_dual_bound)
+        bound = finite_or_none(raw.dual_bound)
         if status == SolverStatus.OPTIMAL and bound is None and objective is not None:
             bound = objective
         return bound
+
+
+def _run_counted(h: Any) -> Any:
+    """``h.run()``, counted in :data:`_RUNS`: the last run to end resets HiGHS's task scheduler."""
+    import highspy
+
+    with _RUNS.lock:
+        _RUNS.active += 1
+    try:
+        return h.run()
+    finally:
+        with _RUNS.lock:  # held through the reset: no run starts while the scheduler is torn down
+            _RUNS.active -= 1
+            if _RUNS.active == 0:
+                highspy.Highs.resetGlobalScheduler(False)
 
 
 def _change_bounds(h: Any, program: Program) -> None:

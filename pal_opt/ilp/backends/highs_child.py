@@ -1,0 +1,205 @@
+"""HiGHS's branch-and-cut in a child process, so that a crash inside HiGHS costs one solve, not pal-opt.
+
+Why: highspy 1.13.1 and 1.14.0 end the whole process with a segmentation fault (in
+``HEkk::moveLp``, after a presolve restart) on some round programs given a start solution
+(``docs/limits.md``, "Known problems"; the round is ``tests/data/highs_crash_round.npz``).  No
+Python code can catch that in the process where it happens.  A scheduler's round loop must not
+die of it, so :class:`~.highs.HighsBackend` runs each MIP in a child process:
+
+* the children are forked by pal-opt's own fork server (:mod:`.highs_server`), which has
+  imported highspy once: never ``fork`` from pal-opt itself, whose solver threads make forking
+  unsafe, and not ``multiprocessing``'s forkserver, which would import the caller's
+  ``__main__`` in every child.  A solve costs about 6 ms more than in-process (measured on the
+  2-core machine on a 4-column program; about 0.1 s more for the first in a process, to start
+  the server);
+* the program goes to the child as numpy arrays with the options pal-opt set (in order), and the
+  answer (status, values, figures, bound) comes back over a socket;
+* progress: the child forwards HiGHS's incumbent and bound callbacks, at most every
+  :data:`FORWARD_SECONDS`; Ctrl-C and time-limit stops are a ``"cancel"`` message, on which the
+  child calls ``cancelSolve()`` (the child ignores SIGINT itself: the parent decides);
+* **a crash** (the child ends without answering; the server tells its signal) is logged as a
+  warning and the MIP is solved again once, in a new child, with what remains of the time
+  limit: without the start solution if it had one (the trigger seen so far), else with the next
+  random seed.  A second crash is
+  answered "no solution" (:func:`pal_opt.ilp.solve_ilp` then falls back as on a time limit);
+  ``info["highs_crashes"]`` counts them and the message says what happened;
+* a child still running when the solve is given up (deadline, second Ctrl-C) is killed.
+
+``PAL_OPT_HIGHS_IN_PROCESS=1`` in the environment runs HiGHS in pal-opt's own process again (for
+profiling or debugging); so does a platform without ``fork`` (Windows), with a warning once.  LP
+relaxations are always solved in-process: they keep a live model for hot starts and have not
+crashed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from . import highs_server
+from .highs_run import Answer
+
+__all__ = ["ChildRun", "StartFailed", "start_failed", "isolation_enabled"]
+
+log = logging.getLogger(__name__)
+
+#: Environment variable that, set to ``1``, runs HiGHS in pal-opt's own process.
+IN_PROCESS_ENV = "PAL_OPT_HIGHS_IN_PROCESS"
+#: Below this many seconds left of the time limit, a crashed solve is not tried again.
+MIN_RETRY_SECONDS = 0.05
+
+_fallback_warned = False
+
+
+def isolation_enabled() -> bool:
+    """Whether MIPs are solved in a child process (unless ``PAL_OPT_HIGHS_IN_PROCESS=1``)."""
+    return os.environ.get(IN_PROCESS_ENV, "").strip() not in {"1", "true", "yes"}
+
+
+class StartFailed(Exception):  # noqa: N818 - an event: the caller solves in-process instead
+    """No child process could be started here (e.g. in a daemonic worker)."""
+
+
+class ChildRun:
+    """One MIP solved in child processes, with one more try after a crash (see the module).
+
+    ``on_found(incumbent, bound)`` receives forwarded progress (None: none asked for).  Thread
+    safety: :meth:`run` runs in the solver helper thread; :meth:`cancel` and :meth:`close` are
+    called from the thread that waits for it.
+    """
+
+    def __init__(self, arrays: dict[str, Any], start: np.ndarray | None, settings: dict[str, Any],
+                 on_found: Any = None, crash_for_test: int = 0):
+        self.arrays = arrays
+        self.start = start
+        self.settings = dict(settings)
+        self.on_found = on_found
+        self.crash_for_test = crash_for_test
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._pid: int | None = None
+        self._cancelled = False
+        self._closed = False
+
+    def run(self) -> Answer:
+        """Solve; after a crash, once more (without the start, else with the next seed)."""
+        t0 = time.monotonic()
+        first = self._attempt(self.start, self.settings, self.crash_for_test > 0)
+        if first.status != "crashed":
+            return first
+        why = first.message
+        with self._lock:
+            stop = self._cancelled or self._closed
+        limit = self.settings.get("time_limit")
+        left = None if limit is None or not math.isfinite(limit) else limit - (time.monotonic() - t0)
+        if stop or (left is not None and left < MIN_RETRY_SECONDS):
+            return Answer("crashed", f"HiGHS crashed ({why}); no time left to solve again", None, None,
+                          {"highs_crashes": 1})
+        settings = dict(self.settings)
+        if left is not None:
+            settings["time_limit"] = left
+        if self.start is not None:
+            change = "without the start solution"
+        else:
+            settings["random_seed"] = int(settings.get("random_seed", 0)) + 1
+            change = f"with random_seed {settings['random_seed']}"
+        log.warning("HiGHS crashed (%s); solving the program again in a new process, %s", why, change)
+        second = self._attempt(None, settings, self.crash_for_test > 1)
+        if second.status == "crashed":
+            second.message = f"HiGHS crashed twice ({why}; then {second.message})"
+            second.info["highs_crashes"] = 2
+            log.warning("%s: no solution from HiGHS for this program", second.message)
+            return second
+        second.message = f"{second.message} (after HiGHS crashed with the first try: {why}; solved again {change})"
+        second.info["highs_crashes"] = 1
+        return second
+
+    def _attempt(self, start: np.ndarray | None, settings: dict[str, Any], crash: bool) -> Answer:
+        with self._lock:
+            if self._closed:
+                return Answer("crashed", "given up before it started", None, None)
+            try:
+                conn = highs_server.new_child()
+            except Exception as exc:
+                raise StartFailed(exc) from exc
+            self._conn, self._pid = conn, None
+            cancelled = self._cancelled
+        try:
+            conn.send(("solve", self.arrays, start, settings, self.on_found is not None, crash))
+            if cancelled:
+                self._send_cancel()
+            return self._collect(conn)
+        except (OSError, EOFError) as exc:
+            return Answer("crashed", f"lost the HiGHS process ({type(exc).__name__}: {exc})", None, None)
+        finally:
+            with self._lock:
+                self._conn = self._pid = None
+            conn.close()
+
+    def _collect(self, conn: Any) -> Answer:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return Answer("crashed", "the HiGHS process ended without answering", None, None)
+            kind = message[0]
+            if kind == "done":
+                answer: Answer = message[1]
+                return answer
+            if kind == "exit":
+                return Answer("crashed", f"{highs_server.describe_exit(message[1])} in the HiGHS process", None, None)
+            if kind == "pid":
+                with self._lock:
+                    self._pid = message[1]
+                    closed = self._closed
+                if closed:
+                    self._kill()
+            elif self.on_found is not None:
+                self.on_found(message[1], message[2])
+
+    def _send_cancel(self) -> None:
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                return
+            try:
+                conn.send("cancel")
+            except (OSError, ValueError):
+                pass  # the child has ended (or the pipe is closed): nothing to stop
+
+    def cancel(self) -> None:
+        """Ask the running child to stop (it answers with its incumbent); no more tries after this."""
+        with self._lock:
+            self._cancelled = True
+        self._send_cancel()
+
+    def close(self) -> None:
+        """Kill a child still running (the solve was given up) and start no other."""
+        with self._lock:
+            self._closed = True
+        self._kill()
+
+    def _kill(self) -> None:
+        with self._lock:
+            pid = self._pid
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # already ended
+
+
+def start_failed(exc: BaseException) -> None:
+    """Log, once per process, that children cannot be started here and HiGHS runs in-process."""
+    global _fallback_warned
+    if not _fallback_warned:
+        _fallback_warned = True
+        log.warning("cannot start a process for HiGHS (%s: %s); solving in pal-opt's own process, where a crash "
+                    "inside HiGHS would end it", type(exc).__name__, exc)

@@ -1,0 +1,151 @@
+"""HiGHS solves each MIP in a child process, so that a crash inside HiGHS costs one solve, not
+pal-opt (:mod:`pal_opt.ilp.backends.highs_child`).
+
+``tests/data/highs_crash_round.npz`` is the round on which highspy 1.13.1 and 1.14.0 end their
+process with a segmentation fault when given pal-opt's start (``docs/limits.md``).  The other
+tests make the child crash on purpose (``HighsBackend.crash_for_test``: it sends itself SIGSEGV
+before solving) to check the recovery whatever HiGHS version is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+pytest.importorskip("highspy")
+
+from pal_opt.ilp.backends.base import SolveOptions, SolverStatus  # noqa: E402
+from pal_opt.ilp.backends.highs import HighsBackend  # noqa: E402
+from pal_opt.ilp.program import Program  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+CRASH_ROUND = REPO / "tests" / "data" / "highs_crash_round.npz"
+
+
+def _knapsack() -> tuple[Program, np.ndarray]:
+    """max 1·x0 + 2·x1 + 3·x2 + 4·x3 with at most two items: optimum −7 (x2, x3); start x0, x1."""
+    program = Program.from_arrays(c=[-1.0, -2.0, -3.0, -4.0], A=np.ones((1, 4)), row_lo=[-np.inf], row_hi=[2.0],
+                                  col_lo=np.zeros(4), col_hi=np.ones(4), integrality=[True] * 4)
+    return program, np.array([1.0, 1.0, 0.0, 0.0])
+
+
+@pytest.fixture
+def crashing(monkeypatch: pytest.MonkeyPatch):
+    def crash(times: int) -> None:
+        monkeypatch.setattr(HighsBackend, "crash_for_test", times)
+    monkeypatch.delenv("PAL_OPT_HIGHS_IN_PROCESS", raising=False)
+    return crash
+
+
+def test_a_crash_is_solved_again_without_the_start(crashing, caplog: pytest.LogCaptureFixture) -> None:
+    crashing(1)
+    program, start = _knapsack()
+    with caplog.at_level(logging.WARNING, logger="pal_opt.ilp.backends.highs_child"):
+        sol = HighsBackend().solve(program, SolveOptions(time_limit=30.0), start=start)
+    assert sol.status == SolverStatus.OPTIMAL and sol.objective == pytest.approx(-7.0)
+    assert sol.info["highs_crashes"] == 1
+    assert "SIGSEGV" in sol.message and "without the start solution" in sol.message
+    assert any("HiGHS crashed (SIGSEGV" in r.getMessage() for r in caplog.records)
+
+
+def test_without_a_start_the_second_try_takes_the_next_seed(crashing) -> None:
+    crashing(1)
+    program, _ = _knapsack()
+    sol = HighsBackend().solve(program, SolveOptions(seed=4))
+    assert sol.status == SolverStatus.OPTIMAL and sol.objective == pytest.approx(-7.0)
+    assert "with random_seed 5" in sol.message and sol.info["highs_crashes"] == 1
+
+
+def test_two_crashes_are_no_solution_not_the_end_of_pal_opt(crashing) -> None:
+    crashing(2)
+    program, start = _knapsack()
+    sol = HighsBackend().solve(program, SolveOptions(time_limit=30.0), start=start)
+    assert sol.status == SolverStatus.NO_SOLUTION and sol.values is None
+    assert sol.info["highs_crashes"] == 2 and "crashed twice" in sol.message
+
+
+def test_in_process_on_request(crashing, monkeypatch: pytest.MonkeyPatch) -> None:
+    crashing(2)  # a child would crash; in-process there is no child
+    monkeypatch.setenv("PAL_OPT_HIGHS_IN_PROCESS", "1")
+    program, start = _knapsack()
+    sol = HighsBackend().solve(program, SolveOptions(), start=start)
+    assert sol.status == SolverStatus.OPTIMAL and "highs_crashes" not in sol.info
+
+
+def test_solve_ilp_falls_back_to_the_greedy_start_when_highs_keeps_crashing(crashing) -> None:
+    from pal_opt.ilp import solve_ilp
+    from pal_opt.io import load_instance
+    from pal_opt.result import Status
+
+    crashing(2)
+    instance = load_instance(REPO / "instances" / "paper-16x4.json")
+    res = solve_ilp(instance, backend="highs", time_limit=30.0)
+    assert res.info.get("highs_crashes") == 2
+    assert res.status == Status.FALLBACK and "crashed twice" in res.message
+    assert res.placements  # the greedy start placement, priced
+
+
+def test_the_round_that_crashed_highspy_is_solved(tmp_path: Path) -> None:
+    """In a separate process: were HiGHS run in-process, its crash would end the test session."""
+    script = tmp_path / "solve_crash_round.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, numpy as np, scipy.sparse as sp
+        from pal_opt.ilp.program import Program
+        from pal_opt.ilp.backends.highs import HighsBackend
+        from pal_opt.ilp.backends.base import SolveOptions
+        d = np.load({str(CRASH_ROUND)!r})
+        A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=(int(d["m"]), int(d["n"])))
+        p = Program.from_arrays(c=d["c"], A=A, row_lo=d["rlo"], row_hi=d["rhi"], col_lo=d["lo"], col_hi=d["hi"],
+                                integrality=d["integ"], obj_offset=float(d["off"]))
+        sol = HighsBackend().solve(p, SolveOptions(time_limit=100.0), start=d["start"])
+        print(json.dumps({{"status": str(sol.status), "objective": sol.objective,
+                          "start": p.objective(d["start"]), "crashes": sol.info.get("highs_crashes", 0)}}))
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "PAL_OPT_HIGHS_IN_PROCESS"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["status"] in {"optimal", "feasible"}
+    assert got["objective"] <= got["start"] + 1e-9
+    assert got["crashes"] in {0, 1}  # 1 where this HiGHS crashes on it (highspy 1.13.1, 1.14.0)
+
+
+def test_a_script_without_a_main_guard_is_not_run_again(tmp_path: Path) -> None:
+    """multiprocessing's forkserver and spawn import the caller's ``__main__`` in each child;
+    pal-opt's own fork server does not."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        from pal_opt.ilp.program import Program
+        from pal_opt.ilp.backends.highs import HighsBackend
+        from pal_opt.ilp.backends.base import SolveOptions
+        print("script body ran", flush=True)
+        p = Program.from_arrays(c=[-1.0, -2.0], A=np.ones((1, 2)), row_lo=[-np.inf], row_hi=[1.0],
+                                col_lo=[0, 0], col_hi=[1, 1], integrality=[True, True])
+        print(HighsBackend().solve(p, SolveOptions()).objective, flush=True)
+    """))
+    env = {k: v for k, v in os.environ.items() if k != "PAL_OPT_HIGHS_IN_PROCESS"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("script body ran") == 1
+    assert out.stdout.strip().splitlines()[-1] == "-2.0"
+
+
+def test_the_crash_round_fixture_is_what_the_docs_describe() -> None:
+    d = np.load(CRASH_ROUND)
+    assert (int(d["n"]), int(d["m"])) == (8712, 3488)
+    A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=(int(d["m"]), int(d["n"])))
+    activity = A @ d["start"]
+    assert np.all(activity >= d["rlo"] - 1e-9) and np.all(activity <= d["rhi"] + 1e-9)
+    assert np.all(d["start"] >= d["lo"]) and np.all(d["start"] <= d["hi"])
+    assert np.allclose(d["start"][d["integ"]], np.round(d["start"][d["integ"]]))
