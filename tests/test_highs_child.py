@@ -149,3 +149,19 @@ def test_the_crash_round_fixture_is_what_the_docs_describe() -> None:
     assert np.all(activity >= d["rlo"] - 1e-9) and np.all(activity <= d["rhi"] + 1e-9)
     assert np.all(d["start"] >= d["lo"]) and np.all(d["start"] <= d["hi"])
     assert np.allclose(d["start"][d["integ"]], np.round(d["start"][d["integ"]]))
+
+
+def test_a_simulation_counts_the_crashes_it_survived(crashing) -> None:
+    from pal_opt.io.traces import TraceJob
+    from pal_opt.model import Cluster
+    from pal_opt.simulate import SimConfig, simulate
+
+    crashing(2)  # every MIP: two crashes, then the round falls back to its greedy start
+    rng = np.random.default_rng(0)
+    cluster = Cluster.uniform(4, 4, {"classA": rng.uniform(0.9, 1.5, 16).round(3).tolist()})
+    trace = [TraceJob(id=j, demand=d, submit_time=0.0, iterations=2000, model="m", perfclass="classA", iter_time=1.0)
+             for j, d in enumerate([3, 2, 5, 1, 2, 3])]
+    res = simulate(trace, cluster, SimConfig(policy="ilp", backend="highs", time_limit=10.0), validate=True)
+    s = res.summary
+    assert s["n_completed"] == 6 and s["fallbacks"] > 0
+    assert s["solver_crashes"] == 2 * s["fallbacks"]

@@ -325,6 +325,9 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
+    if s.get("solver_crashes"):
+        print(f"{policy}: HiGHS crashed {s['solver_crashes']} times; each round was solved again or fell back "
+              "(docs/limits.md, Known problems)")
     f = s.get("failures")
     if f is not None:
         print(f"{policy}: failures {f['failures']} ({f['gpu_failures']} GPU, {f['server_failures']} server), "

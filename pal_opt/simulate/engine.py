@@ -462,6 +462,7 @@ class _Simulation:
         self.active: list[int] = []
         self.rounds: list[RoundRecord] = []
         self.fallbacks = 0
+        self.solver_crashes = 0
         self.finished = 0
         self.next_arrival = 0
         self.t = 0.0
@@ -584,6 +585,7 @@ class _Simulation:
             self.on_round(rnd.instance, res)
         if res.status == Status.FALLBACK:
             self.fallbacks += 1
+        self.solver_crashes += int(res.info.get("highs_crashes", 0))  # survived: solved again or fell back
         if res.status == Status.INFEASIBLE:
             raise InfeasibleRoundError(f"{what} found no placement: {res.message}")
         if validate:
@@ -827,6 +829,7 @@ class _Simulation:
             jobs=self.records,
             rounds=self.rounds,
             fallbacks=self.fallbacks,
+            solver_crashes=self.solver_crashes,
             wall_seconds=wall_seconds,
             unplaceable={self.trace[i].id: why for i, why in self.unplaceable.items()},
             failures=self.fstats,

@@ -137,6 +137,7 @@ def summarize(result: SimulationResult) -> dict[str, Any]:
         **_preemption_figures(jobs),
         "rounds": len(result.rounds),
         "fallbacks": int(result.fallbacks),
+        "solver_crashes": int(result.solver_crashes),
         "solve_seconds_total": float(solve.sum()),
         "solve_seconds_mean": float(solve.mean()) if solve.size else 0.0,
         "solve_seconds_max": float(solve.max()) if solve.size else 0.0,
