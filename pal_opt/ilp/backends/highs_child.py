@@ -122,6 +122,7 @@ class ChildRun:
         return second
 
     def _attempt(self, start: np.ndarray | None, settings: dict[str, Any], crash: bool) -> Answer:
+        payload = ("solve", self.arrays, start, settings, self.on_found is not None, crash)
         with self._lock:
             if self._closed:
                 return Answer("crashed", "given up before it started", None, None)
@@ -129,15 +130,18 @@ class ChildRun:
                 conn = highs_server.new_child()
             except Exception as exc:
                 raise StartFailed(exc) from exc
+            try:
+                # under the lock: a "cancel" from another thread never interleaves with the program
+                conn.send(payload)
+            except OSError as exc:
+                conn.close()
+                return Answer("crashed", f"lost the HiGHS process ({type(exc).__name__}: {exc})", None, None)
             self._conn, self._pid = conn, None
             cancelled = self._cancelled
         try:
-            conn.send(("solve", self.arrays, start, settings, self.on_found is not None, crash))
             if cancelled:
                 self._send_cancel()
             return self._collect(conn)
-        except (OSError, EOFError) as exc:
-            return Answer("crashed", f"lost the HiGHS process ({type(exc).__name__}: {exc})", None, None)
         finally:
             with self._lock:
                 self._conn = self._pid = None
