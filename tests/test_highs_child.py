@@ -73,6 +73,14 @@ def test_two_crashes_are_no_solution_not_the_end_of_pal_opt(crashing) -> None:
     assert sol.info["highs_crashes"] == 2 and "crashed twice" in sol.message
 
 
+def test_a_crash_with_no_time_left_is_not_solved_again(crashing) -> None:
+    crashing(1)
+    program, start = _knapsack()
+    sol = HighsBackend().solve(program, SolveOptions(time_limit=0.01), start=start)
+    assert sol.status == SolverStatus.NO_SOLUTION and sol.info["highs_crashes"] == 1
+    assert "no time is left" in sol.message
+
+
 def test_in_process_on_request(crashing, monkeypatch: pytest.MonkeyPatch) -> None:
     crashing(2)  # a child would crash; in-process there is no child
     monkeypatch.setenv("PAL_OPT_HIGHS_IN_PROCESS", "1")

@@ -64,7 +64,8 @@ def isolation_enabled() -> bool:
 
 
 class StartFailed(Exception):  # noqa: N818 - an event: the caller solves in-process instead
-    """No child process could be started here (e.g. in a daemonic worker)."""
+    """No child process could be started here (no ``fork`` on this platform, or the server
+    could not be started)."""
 
 
 class ChildRun:
@@ -96,12 +97,15 @@ class ChildRun:
             return first
         why = first.message
         with self._lock:
-            stop = self._cancelled or self._closed
+            closed, cancelled = self._closed, self._cancelled
+        if closed:  # given up and killed by us: not a crash
+            return Answer("crashed", f"the HiGHS process was stopped ({why})", None, None)
         limit = self.settings.get("time_limit")
         left = None if limit is None or not math.isfinite(limit) else limit - (time.monotonic() - t0)
-        if stop or (left is not None and left < MIN_RETRY_SECONDS):
-            return Answer("crashed", f"HiGHS crashed ({why}); no time left to solve again", None, None,
-                          {"highs_crashes": 1})
+        if cancelled or (left is not None and left < MIN_RETRY_SECONDS):
+            reason = "the solve was interrupted" if cancelled else "no time is left"
+            log.warning("HiGHS crashed (%s); %s, so it is not solved again", why, reason)
+            return Answer("crashed", f"HiGHS crashed ({why}); {reason}", None, None, {"highs_crashes": 1})
         settings = dict(self.settings)
         if left is not None:
             settings["time_limit"] = left
