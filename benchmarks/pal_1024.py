@@ -21,7 +21,10 @@ that per-round gap to the JCT gap through the share of JCT spent running.
 
 Outputs: ``pal_1024.csv`` (one row per policy), ``pal_1024_rounds.csv`` (the sampled rounds),
 ``pal_1024.md`` and ``pal_1024.png`` (JCT CDF per policy; per-round gap of the sampled rounds).
-They replace the committed ones in ``benchmarks/results/`` only with ``--update``.
+They replace the committed ones in ``benchmarks/results/`` only with ``--update``.  The
+committed ``pal_1024_run.log`` is the standard error of the 2026-11-27 run, kept because it shows
+one HiGHS crash (SIGSEGV) that the run survived (``docs/limits.md``, Known problems); runs since
+then count crashes per policy in the ``solver_crashes`` column.
 
 Usage::
 
@@ -59,7 +62,7 @@ EQUAL = (("prefix", "pal", "ilp-prefix"), ("backfill", "pal-backfill", "ilp-back
 COLUMNS = (
     "policy", "jobs", "avg_jct_h", "median_jct_h", "p99_jct_h", "makespan_h", "avg_queueing_h",
     "avg_run_h", "run_share", "utilization", "gpu_weighted_slowdown", "job_mean_slowdown", "spanning_round_fraction",
-    "moves", "fallbacks", "rounds", "solve_seconds_median", "solve_seconds_max", "wall_seconds",
+    "moves", "fallbacks", "rounds", "solve_seconds_median", "solve_seconds_max", "wall_seconds", "solver_crashes",
 )
 ROUND_COLUMNS = (
     "admission", "round", "time_h", "queued_jobs", "admitted_jobs", "gpus_used", "pal_gm_binned",
@@ -189,6 +192,7 @@ def run_policy(task: tuple[str, str, int, int, int, int, float, int]) -> tuple[d
         "fallbacks": s["fallbacks"], "rounds": s["rounds"],
         "solve_seconds_median": float(np.median(solve_s)) if solve_s else 0.0,
         "solve_seconds_max": max(solve_s, default=0.0), "wall_seconds": s["wall_seconds"],
+        "solver_crashes": s.get("solver_crashes", 0),
         "_jct": jct.tolist(),
     }
     admission = "backfill" if policy.endswith("backfill") else "prefix"
@@ -245,6 +249,12 @@ def write_markdown(rows: list[dict[str, Any]], rounds: list[dict[str, Any]], met
           f"| {r['gpu_weighted_slowdown']:.4f} | {r['job_mean_slowdown']:.4f} | {100 * r['spanning_round_fraction']:.1f} % | {r['rounds']} "
           f"| {r['solve_seconds_median']:.3f} | {r['solve_seconds_max']:.2f} |\n")
     w("\n")
+    for p in POLICIES:
+        crashes = float(by[p].get("solver_crashes") or 0) if p in by else 0.0
+        crashes = int(crashes) if math.isfinite(crashes) else 0  # NaN: a run from before the column
+        if crashes:
+            w(f"* **{p}**: HiGHS crashed {crashes} time(s) during the run; each time the round was solved again "
+              "without its start (`docs/limits.md`, Known problems).\n")
     for admission, pal, ilp in EQUAL:
         if pal in by and ilp in by:
             gain = 1 - by[ilp]["avg_jct_h"] / by[pal]["avg_jct_h"]
