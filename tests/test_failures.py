@@ -174,13 +174,18 @@ def _scenario(draw: st.DrawFn) -> tuple[list[TraceJob], Cluster, SimConfig]:
     trace = [_job(i, draw(st.integers(1, servers * gpus)), draw(st.integers(0, 4)) * 500.0,
                   draw(st.integers(1, 30)) * 600.0, draw(st.integers(0, 2))) for i in range(n)]
     cluster = Cluster.uniform(servers, gpus, {"classA": [1.0] * (servers * gpus)})
+    checkpoint = draw(st.sampled_from([300.0, 1000.0, math.inf]))
+    # without checkpoints a job restarts from zero at every hit: frequent failures must not make
+    # finishing hopeless (a 5-hour job on 9 GPUs at 5-hour MTBFs would need e^12 attempts)
     cfg = SimConfig(
         policy=draw(st.sampled_from(["pal", "packed-sticky", "pmfirst"])), locality_penalty=1.0,
         restart_cost=draw(st.sampled_from([0.0, 45.0])), seed=draw(st.integers(0, 2**16)),
-        failures=FailureConfig(gpu_mtbf_hours=draw(st.sampled_from([5.0, 20.0, math.inf])),
-                               server_mtbf_hours=draw(st.sampled_from([5.0, 20.0])),
+        failures=FailureConfig(gpu_mtbf_hours=draw(st.sampled_from([5.0, 20.0, math.inf] if checkpoint < math.inf
+                                                                   else [math.inf])),
+                               server_mtbf_hours=draw(st.sampled_from([5.0, 20.0] if checkpoint < math.inf
+                                                                      else [20.0])),
                                repair_time=draw(st.sampled_from([600.0, 3600.0])),
-                               checkpoint_interval=draw(st.sampled_from([300.0, 1000.0, math.inf]))))
+                               checkpoint_interval=checkpoint))
     return trace, cluster, cfg
 
 

@@ -25,6 +25,7 @@ pytest.importorskip("highspy")
 
 from pal_opt.ilp.backends.base import SolveOptions, SolverStatus  # noqa: E402
 from pal_opt.ilp.backends.highs import HighsBackend  # noqa: E402
+from pal_opt.ilp.backends.highs_run import load_model as real_load  # noqa: E402
 from pal_opt.ilp.program import Program  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,3 +174,97 @@ def test_a_simulation_counts_the_crashes_it_survived(crashing) -> None:
     s = res.summary
     assert s["n_completed"] == 6 and s["fallbacks"] > 0
     assert s["solver_crashes"] == 2 * s["fallbacks"]
+
+
+@pytest.fixture
+def fresh_fallback(monkeypatch: pytest.MonkeyPatch):
+    """Undo the process-wide switch to in-process solves that a failed server start makes."""
+    from pal_opt.ilp.backends import highs_child
+
+    monkeypatch.setattr(highs_child, "_fallback_warned", False)
+    return highs_child
+
+
+def test_a_server_that_cannot_start_means_in_process_solves(crashing, fresh_fallback, monkeypatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    from pal_opt.ilp.backends import highs_server
+
+    crashing(2)  # a child would crash: an optimal answer proves the solve ran in-process
+    highs_server._SERVER.stop()
+
+    def cannot(self) -> None:  # type: ignore[no-untyped-def]
+        raise OSError("no server here")
+
+    monkeypatch.setattr(highs_server._Server, "start", cannot)
+    program, start = _knapsack()
+    with caplog.at_level(logging.WARNING, logger="pal_opt.ilp.backends.highs_child"):
+        first = HighsBackend().solve(program, SolveOptions(), start=start)
+        second = HighsBackend().solve(program, SolveOptions(), start=start)
+    assert first.status == second.status == SolverStatus.OPTIMAL and "highs_crashes" not in first.info
+    assert not fresh_fallback.isolation_enabled()
+    assert sum("cannot start a process for HiGHS" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_no_process_for_the_second_try_means_in_process_without_the_start(crashing, fresh_fallback,
+                                                                          monkeypatch) -> None:
+    from pal_opt.ilp.backends import highs_server
+
+    crashing(1)
+    real = highs_server.new_child
+    calls: list[int] = []
+
+    def once():  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError("no more processes")
+        return real()
+
+    monkeypatch.setattr(highs_server, "new_child", once)
+    seen: list[object] = []
+    monkeypatch.setattr("pal_opt.ilp.backends.highs.load_model",
+                        lambda h, arrays, start, integer: (seen.append(start), real_load(h, arrays, start, integer)))
+    program, start = _knapsack()
+    sol = HighsBackend().solve(program, SolveOptions(), start=start)
+    assert sol.status == SolverStatus.OPTIMAL and sol.info["highs_crashes"] == 1
+    assert seen == [None]  # the start that crashed HiGHS is not handed to it in pal-opt's process
+    assert "in pal-opt's process" in sol.message
+
+
+def test_a_child_that_does_not_read_cannot_hold_up_the_deadline() -> None:
+    """A child stopped with SIGSTOP neither reads nor answers: the stop request is sent once (not
+    a socket-filling stream of them), the solve is given up at its deadline, the child killed."""
+    import threading
+    import time
+
+    from procs import children, own_children
+
+    from pal_opt.ilp.backends import highs_server
+
+    d = np.load(CRASH_ROUND)
+    A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=(int(d["m"]), int(d["n"])))
+    program = Program.from_arrays(c=d["c"], A=A, row_lo=d["rlo"], row_hi=d["rhi"], col_lo=d["lo"], col_hi=d["hi"],
+                                  integrality=d["integ"], obj_offset=float(d["off"]))
+    highs_server.ensure_started()
+    server = highs_server._SERVER.proc
+    assert server is not None
+    stopped: list[int] = []
+
+    def stop_the_child() -> None:
+        for _ in range(100):
+            kids = children(server.pid)
+            if kids:
+                for pid in kids:
+                    os.kill(pid, 19)  # SIGSTOP
+                stopped.extend(kids)
+                return
+            time.sleep(0.02)
+
+    timer = threading.Timer(0.3, stop_the_child)
+    timer.start()
+    t0 = time.monotonic()
+    sol = HighsBackend().solve(program, SolveOptions(time_limit=1.0, deadline=time.monotonic() + 3.0))
+    took = time.monotonic() - t0
+    timer.join()
+    assert stopped, "the child was not seen"
+    assert sol.status == SolverStatus.NO_SOLUTION and took < 6.0
+    assert own_children() == []

@@ -687,7 +687,7 @@ def solve_stage_round(
         details["time_limit_reached"] = exc.stage
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
     details.update(sol.info)  # the solver's figures (nodes, iterations; HiGHS: crashes survived)
-    details.update(solver_status=str(sol.status), warm_start=vector is not None)
+    details.update(solver_status=str(sol.status), solver_message=sol.message, warm_start=vector is not None)
     common: dict[str, Any] = dict(method="ilp", admission=admission, solve_seconds=sol.seconds, build_seconds=built,
                                   bound=sol.bound, backend=cls.name, backend_version=cls.version(), info=details)
     if sol.values is None:

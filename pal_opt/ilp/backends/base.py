@@ -643,7 +643,10 @@ def run_interruptibly(
                 now = time.monotonic()
                 if now >= give_up_at:
                     raise BackendOverran(f"{name} had not stopped by the deadline (abandoned, it may run on)")
-                done.wait(max(min(POLL_SECONDS, stop_at - now, give_up_at - now), 0.001))
+                # once stopping (interrupted or past stop_at), stop() is repeated every POLL_SECONDS,
+                # not in a tight loop
+                until_stop = POLL_SECONDS if (interrupted or now >= stop_at) else stop_at - now
+                done.wait(max(min(POLL_SECONDS, until_stop, give_up_at - now), 0.001))
                 late = time.monotonic() >= stop_at
                 if (interrupted or late) and not done.is_set():
                     stop()  # again: a request made before the solver could take it may be lost

@@ -55,6 +55,7 @@ import numpy as np
 
 from ...deadline import Deadline
 from ..program import Program
+from . import highs_server
 from .base import (
     BackendInterrupted,
     BackendOverran,
@@ -199,6 +200,11 @@ class HighsBackend(ThreadedBackend):
             "data": csc.data.astype(np.float64),
             "integer": np.asarray(program.integrality, dtype=bool),
         }
+        if isolation_enabled():
+            try:  # now, so that the solver's time limit (set after translation) does not pay for it
+                highs_server.ensure_started()
+            except OSError as exc:
+                start_failed(exc)
         return _HighsModel(h, arrays, None if start is None else np.asarray(start, dtype=np.float64))
 
     def _configure(self, model: _HighsModel, program: Program, options: SolveOptions) -> None:
@@ -254,14 +260,21 @@ class HighsBackend(ThreadedBackend):
 
     def _run(self, model: _HighsModel) -> Any:
         if model.child is not None:
+            child = model.child
             try:
-                return model.child.run()
+                return child.run()
             except StartFailed as exc:
                 start_failed(exc.__cause__ or exc)
                 model.child = None
                 assert model.arrays is not None
-                load_model(model.h, model.arrays, model.start, integer=True)
+                # after a crash, never hand HiGHS the start again in pal-opt's own process
+                load_model(model.h, model.arrays, None if child.crashes else model.start, integer=True)
                 model.h.HandleUserInterrupt = True
+                answer = self._run_here(model)
+                if child.crashes:
+                    answer.info["highs_crashes"] = child.crashes
+                    answer.message = f"{answer.message} (in pal-opt's process, without the start, after a crash)"
+                return answer
         return self._run_here(model)
 
     def _run_here(self, model: _HighsModel) -> Any:

@@ -15,20 +15,25 @@ die of it, so :class:`~.highs.HighsBackend` runs each MIP in a child process:
 * the program goes to the child as numpy arrays with the options pal-opt set (in order), and the
   answer (status, values, figures, bound) comes back over a socket;
 * progress: the child forwards HiGHS's incumbent and bound callbacks, at most every
-  :data:`FORWARD_SECONDS`; Ctrl-C and time-limit stops are a ``"cancel"`` message, on which the
-  child calls ``cancelSolve()`` (the child ignores SIGINT itself: the parent decides);
+  :data:`~.highs_run.FORWARD_SECONDS`; Ctrl-C and time-limit stops are one ``"cancel"``
+  message per child (stop requests repeat while the solver runs; more messages could fill the
+  socket of a child that does not read), on which the child calls ``cancelSolve()``;
 * **a crash** (the child ends without answering; the server tells its signal) is logged as a
   warning and the MIP is solved again once, in a new child, with what remains of the time
   limit: without the start solution if it had one (the trigger seen so far), else with the next
-  random seed.  A second crash is
-  answered "no solution" (:func:`pal_opt.ilp.solve_ilp` then falls back as on a time limit);
-  ``info["highs_crashes"]`` counts them and the message says what happened;
-* a child still running when the solve is given up (deadline, second Ctrl-C) is killed.
+  random seed.  A second crash is answered "no solution" (:func:`pal_opt.ilp.solve_ilp` then
+  falls back as on a time limit); ``info["highs_crashes"]`` counts them and the message says
+  what happened;
+* a child still running when the solve is given up (deadline, second Ctrl-C) is killed: its
+  pid comes first, and no blocking I/O is done under the lock that :meth:`ChildRun.close`
+  takes;
+* if no process can be started for the second try, the MIP is solved in pal-opt's process, but
+  never again with the start that crashed.
 
 ``PAL_OPT_HIGHS_IN_PROCESS=1`` in the environment runs HiGHS in pal-opt's own process again (for
-profiling or debugging); so does a platform without ``fork`` (Windows), with a warning once.  LP
-relaxations are always solved in-process: they keep a live model for hot starts and have not
-crashed.
+profiling or debugging); so does a platform without ``fork`` (Windows) or a server that could
+not start, with a warning once (:func:`start_failed`).  LP relaxations are always solved
+in-process: they keep a live model for hot starts and have not crashed.
 """
 
 from __future__ import annotations
@@ -59,7 +64,10 @@ _fallback_warned = False
 
 
 def isolation_enabled() -> bool:
-    """Whether MIPs are solved in a child process (unless ``PAL_OPT_HIGHS_IN_PROCESS=1``)."""
+    """Whether MIPs are solved in a child process: unless ``PAL_OPT_HIGHS_IN_PROCESS=1``, or
+    starting one has failed before in this process (:func:`start_failed`)."""
+    if _fallback_warned:
+        return False
     return os.environ.get(IN_PROCESS_ENV, "").strip() not in {"1", "true", "yes"}
 
 
@@ -87,7 +95,10 @@ class ChildRun:
         self._conn: Any = None
         self._pid: int | None = None
         self._cancelled = False
+        self._cancel_sent = False
         self._closed = False
+        #: Crashes so far (for an in-process fallback after one: :class:`~.highs.HighsBackend`).
+        self.crashes = 0
 
     def run(self) -> Answer:
         """Solve; after a crash, once more (without the start, else with the next seed)."""
@@ -100,6 +111,7 @@ class ChildRun:
             closed, cancelled = self._closed, self._cancelled
         if closed:  # given up and killed by us: not a crash
             return Answer("crashed", f"the HiGHS process was stopped ({why})", None, None)
+        self.crashes = 1
         limit = self.settings.get("time_limit")
         left = None if limit is None or not math.isfinite(limit) else limit - (time.monotonic() - t0)
         if cancelled or (left is not None and left < MIN_RETRY_SECONDS):
@@ -116,7 +128,14 @@ class ChildRun:
             change = f"with random_seed {settings['random_seed']}"
         log.warning("HiGHS crashed (%s); solving the program again in a new process, %s", why, change)
         second = self._attempt(None, settings, self.crash_for_test > 1)
+        with self._lock:
+            closed = self._closed
+        if second.status == "crashed" and closed:
+            second.message = f"HiGHS crashed ({why}); the second try was stopped"
+            second.info["highs_crashes"] = 1
+            return second
         if second.status == "crashed":
+            self.crashes = 2
             second.message = f"HiGHS crashed twice ({why}; then {second.message})"
             second.info["highs_crashes"] = 2
             log.warning("%s: no solution from HiGHS for this program", second.message)
@@ -126,26 +145,35 @@ class ChildRun:
         return second
 
     def _attempt(self, start: np.ndarray | None, settings: dict[str, Any], crash: bool) -> Answer:
-        payload = ("solve", self.arrays, start, settings, self.on_found is not None, crash)
+        """One child: learn its pid, send it the program, collect its answer.  No blocking I/O
+        is done under the lock, so :meth:`close` can always kill the child."""
         with self._lock:
             if self._closed:
                 return Answer("crashed", "given up before it started", None, None)
-            try:
-                conn = highs_server.new_child()
-            except Exception as exc:
-                raise StartFailed(exc) from exc
-            try:
-                # under the lock: a "cancel" from another thread never interleaves with the program
-                conn.send(payload)
-            except OSError as exc:
-                conn.close()
-                return Answer("crashed", f"lost the HiGHS process ({type(exc).__name__}: {exc})", None, None)
-            self._conn, self._pid = conn, None
-            cancelled = self._cancelled
+            self._cancel_sent = False
         try:
+            conn = highs_server.new_child()
+        except Exception as exc:
+            raise StartFailed(exc) from exc
+        try:
+            if not conn.poll(highs_server.READY_SECONDS):
+                return Answer("crashed", "the HiGHS server did not start a process", None, None)
+            _, pid = conn.recv()
+            with self._lock:
+                self._pid = pid
+                closed = self._closed
+            if closed:
+                self._kill()
+                return Answer("crashed", "given up before it started", None, None)
+            conn.send(("solve", self.arrays, start, settings, self.on_found is not None, crash))
+            with self._lock:  # cancels go out only now, never interleaved with the program
+                self._conn = conn
+                cancelled = self._cancelled
             if cancelled:
                 self._send_cancel()
             return self._collect(conn)
+        except (OSError, EOFError) as exc:
+            return Answer("crashed", f"lost the HiGHS process ({type(exc).__name__}: {exc})", None, None)
         finally:
             with self._lock:
                 self._conn = self._pid = None
@@ -163,24 +191,22 @@ class ChildRun:
                 return answer
             if kind == "exit":
                 return Answer("crashed", f"{highs_server.describe_exit(message[1])} in the HiGHS process", None, None)
-            if kind == "pid":
-                with self._lock:
-                    self._pid = message[1]
-                    closed = self._closed
-                if closed:
-                    self._kill()
-            elif self.on_found is not None:
+            if kind == "found" and self.on_found is not None:
                 self.on_found(message[1], message[2])
 
     def _send_cancel(self) -> None:
+        """Send ``"cancel"`` once per child (a stop is requested again and again while the
+        solver runs; one message is enough, and more could fill the socket of a child that does
+        not read)."""
         with self._lock:
             conn = self._conn
-            if conn is None:
+            if conn is None or self._cancel_sent:
                 return
-            try:
-                conn.send("cancel")
-            except (OSError, ValueError):
-                pass  # the child has ended (or the pipe is closed): nothing to stop
+            self._cancel_sent = True
+        try:
+            conn.send("cancel")  # a few bytes: never blocks on a socket that holds nothing else
+        except (OSError, ValueError):
+            pass  # the child has ended (or the pipe is closed): nothing to stop
 
     def cancel(self) -> None:
         """Ask the running child to stop (it answers with its incumbent); no more tries after this."""
@@ -205,9 +231,10 @@ class ChildRun:
 
 
 def start_failed(exc: BaseException) -> None:
-    """Log, once per process, that children cannot be started here and HiGHS runs in-process."""
+    """Log, once per process, that children cannot be started here; from then on HiGHS runs in
+    pal-opt's own process (:func:`isolation_enabled` is False)."""
     global _fallback_warned
     if not _fallback_warned:
         _fallback_warned = True
-        log.warning("cannot start a process for HiGHS (%s: %s); solving in pal-opt's own process, where a crash "
-                    "inside HiGHS would end it", type(exc).__name__, exc)
+        log.warning("cannot start a process for HiGHS (%s: %s); solving in pal-opt's own process from now on, "
+                    "where a crash inside HiGHS would end it", type(exc).__name__, exc)

@@ -81,14 +81,13 @@ def answer_of(h: Any) -> Answer:
 
 
 def child_main(conn: Any) -> None:
-    """A child forked by the server (:mod:`.highs_server`): read the program, say its pid, build,
-    run, answer, and leave at once (``os._exit``: HiGHS's worker threads are never torn down by
+    """A child forked by the server (:mod:`.highs_server`, which has told pal-opt its pid): read
+    the program, build, run, answer, and leave at once (``os._exit``: HiGHS's worker threads are never torn down by
     the interpreter's exit)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to act on
     import highspy
 
     _, arrays, start, settings, forward, crash_for_test = conn.recv()
-    conn.send(("pid", os.getpid()))
     if crash_for_test:  # a stand-in for HiGHS's crash, for the tests of the recovery
         os.kill(os.getpid(), signal.SIGSEGV)
     h = highspy.Highs()

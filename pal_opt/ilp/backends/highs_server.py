@@ -5,15 +5,21 @@ interpreter per solve costs a few tenths of a second.  ``multiprocessing``'s for
 but it imports the caller's ``__main__`` in every child: a scheduler's script without an
 ``if __name__ == "__main__":`` guard would run again there.  So pal-opt keeps a server of its own:
 
-* one per pal-opt process, started on the first MIP: ``python -c`` with pal-opt's ``sys.path``,
-  importing numpy, highspy and :mod:`.highs_run` once (about 0.1 s), single-threaded, ignoring
-  SIGINT (Ctrl-C is pal-opt's to act on);
+* one per pal-opt process, started when the first MIP is translated (so that its time limit
+  does not pay for it): ``python -c`` with pal-opt's own directory first on ``sys.path`` and
+  the caller's entries made absolute, in a session of its own (a Ctrl-C at the terminal is
+  pal-opt's to act on), importing numpy, highspy and :mod:`.highs_run` once (0.1-0.3 s), then
+  writing one byte to say it is ready: a server that fails to start (its error goes to standard
+  error) raises :class:`OSError` here, and HiGHS runs in-process from then on;
 * for each solve pal-opt makes a socket pair and passes one end to the server over the control
-  socket (``SCM_RIGHTS``); the server forks, and the child (:func:`.highs_run.child_main`)
-  talks to pal-opt over that end with ``multiprocessing.connection`` messages (pickled);
+  socket (``SCM_RIGHTS``); the server forks, sends ``("pid", pid)`` on that end (so that pal-opt
+  can kill the child whatever it is doing), and the child (:func:`.highs_run.child_main`),
+  which holds no other solve's socket, talks to pal-opt over it with
+  ``multiprocessing.connection`` messages (pickled);
 * the server reaps its children and, for one that did not exit with status 0, sends
   ``("exit", status)`` on the child's socket: pal-opt learns that it crashed, and of which signal;
-* it ends when pal-opt does (the control socket reads end-of-file).
+* it ends when pal-opt does (the control socket reads end-of-file); a process forked from
+  pal-opt forgets its parent's server (``os.register_at_fork``) and starts its own.
 
 Unix only (``os.fork``, ``socket.send_fds``); elsewhere :func:`new_child` raises and HiGHS runs
 in-process.
@@ -35,6 +41,21 @@ from typing import Any
 __all__ = ["new_child", "describe_exit", "serve"]
 
 
+#: Seconds the server may take to import highspy and say it is ready.
+READY_SECONDS = 60.0
+
+
+def _server_path() -> list[str]:
+    """``sys.path`` for the server: the directory pal-opt is imported from first, then this
+    process's entries made absolute (``''`` is the working directory, which the server shares
+    now but a relative entry would not mean the same after a ``chdir``)."""
+    import pal_opt
+
+    home = os.path.dirname(os.path.dirname(os.path.abspath(pal_opt.__file__)))
+    rest = [os.path.abspath(p) if p else os.getcwd() for p in sys.path]
+    return [home, *(p for p in rest if p != home)]
+
+
 class _Server:
     """pal-opt's side of the server: its process and control socket (guarded by ``lock``)."""
 
@@ -43,51 +64,98 @@ class _Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
 
+    def running(self) -> bool:
+        return self.control is not None and self.proc is not None and self.proc.poll() is None
+
     def start(self) -> None:
+        """Start the server and wait until it has imported HiGHS and says so; raise OSError if it
+        does not (its own error is on standard error)."""
+        self.discard()
         ours, theirs = socket.socketpair()
-        code = (f"import sys; sys.path[:0] = {sys.path!r}; "
+        code = (f"import sys; sys.path[:0] = {_server_path()!r}; "
                 f"from pal_opt.ilp.backends.highs_server import serve; serve({theirs.fileno()})")
         try:
+            # a session of its own: a Ctrl-C at the terminal is pal-opt's to act on, never the server's
             self.proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[theirs.fileno()],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             theirs.close()
         self.control = ours
+        ours.settimeout(READY_SECONDS)
+        try:
+            ready = ours.recv(1)
+        except OSError as exc:
+            self.discard()
+            raise OSError(f"the HiGHS server did not start ({exc})") from None
+        if ready != b"R":
+            self.discard()
+            raise OSError("the HiGHS server ended while starting (its error is above)")
+        ours.settimeout(None)
+
+    def discard(self) -> None:
+        """Close the control socket (a running server reads end-of-file and ends) and forget the
+        process (reaped when it has ended)."""
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
 
     def stop(self) -> None:
         with self.lock:
-            if self.control is not None:
-                self.control.close()  # the server reads end-of-file and ends
-                self.control = None
-            if self.proc is not None:
-                try:
-                    self.proc.wait(timeout=2.0)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                self.proc = None
+            self.discard()
+
+    def reset_after_fork(self) -> None:
+        """In a process forked from this one: the server is the parent's (its socket is closed
+        here, the parent keeps its own) and the lock may have been held at the fork."""
+        self.lock = threading.Lock()
+        if self.control is not None:
+            self.control.close()
+        self.control = None
+        self.proc = None
 
 
 _SERVER = _Server()
 atexit.register(_SERVER.stop)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_SERVER.reset_after_fork)
+
+
+def _check_platform() -> None:
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        raise OSError("this platform cannot fork a child for HiGHS")
+
+
+def ensure_started() -> None:
+    """Start the server now if it is not running (so that the first solve's time limit does not
+    pay for it); OSError if it cannot be."""
+    _check_platform()
+    with _SERVER.lock:
+        if not _SERVER.running():
+            _SERVER.start()
 
 
 def new_child() -> Connection:
-    """A connection to a new child of the server (started, or restarted if it has died)."""
-    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
-        raise OSError("this platform cannot fork a child for HiGHS")
+    """A connection to a new child of the server (started, or restarted if it has died); the
+    first message on it is ``("pid", pid)`` from the server."""
+    _check_platform()
     ours, theirs = socket.socketpair()
     try:
         with _SERVER.lock:
             for attempt in (1, 2):
-                if _SERVER.control is None or (_SERVER.proc is not None and _SERVER.proc.poll() is not None):
+                if not _SERVER.running():
                     _SERVER.start()
                 assert _SERVER.control is not None
                 try:
                     socket.send_fds(_SERVER.control, [b"c"], [theirs.fileno()])
                     break
                 except OSError:
-                    _SERVER.control.close()
-                    _SERVER.control = None
+                    _SERVER.discard()
                     if attempt == 2:
                         raise
     finally:
@@ -107,8 +175,8 @@ def describe_exit(status: int) -> str:
 
 
 def serve(control_fd: int) -> None:
-    """The server's loop (in its own process): fork a child for every socket received, reap
-    children, report the ones that did not end well."""
+    """The server's loop (in its own process): say ready, then fork a child for every socket
+    received, tell pal-opt its pid, reap children, report the ones that did not end well."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import highspy  # noqa: F401 - loaded once, before forking
 
@@ -123,6 +191,7 @@ def serve(control_fd: int) -> None:
     sel = selectors.DefaultSelector()
     sel.register(control, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
+    control.sendall(b"R")
     while True:
         for key, _ in sel.select():
             if key.fileobj is control:
@@ -134,15 +203,26 @@ def serve(control_fd: int) -> None:
                 if pid == 0:
                     sel.close()
                     control.close()
+                    for sibling in children.values():  # never hold another solve's socket open
+                        sibling.close()
                     signal.set_wakeup_fd(-1)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     os.close(wake_r)
                     os.close(wake_w)
                     _run_child(child_main, sock)
                 children[pid] = sock
+                _send(sock, ("pid", pid))
             else:
                 os.read(wake_r, 4096)
                 _reap(children)
+
+
+def _send(sock: socket.socket, message: Any) -> None:
+    """Send ``message`` on a copy of ``sock`` (a child's: pal-opt reads it)."""
+    try:
+        Connection(os.dup(sock.fileno())).send(message)
+    except OSError:
+        pass  # pal-opt no longer listens to this child
 
 
 def _run_child(child_main: Any, sock: socket.socket) -> None:
@@ -164,8 +244,5 @@ def _reap(children: dict[int, socket.socket]) -> None:
         if sock is None:
             continue
         if status != 0:
-            try:
-                Connection(os.dup(sock.fileno())).send(("exit", status))
-            except OSError:
-                pass  # pal-opt no longer listens to this child
+            _send(sock, ("exit", status))
         sock.close()
