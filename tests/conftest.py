@@ -15,11 +15,16 @@
 
 Every test has a time limit (pytest-timeout, ``timeout`` in ``pyproject.toml``); a test marked
 ``slow`` gets :data:`SLOW_TIMEOUT` seconds unless it sets its own ``@pytest.mark.timeout(...)``.
+
+Hypothesis runs **derandomized** (profile ``pal-opt``): every run of the suite draws the same
+examples, so that a run that passed passes again (CI included) and a failure reproduces.  To
+explore new examples, run with ``HYPOTHESIS_PROFILE=explore`` (random examples each run).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import tempfile
 import threading
@@ -27,12 +32,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 #: Seconds a ``slow`` test without a ``timeout`` mark of its own may run.
 SLOW_TIMEOUT = 3600
+
+settings.register_profile("pal-opt", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "pal-opt"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
