@@ -154,7 +154,7 @@ class HighsBackend(ThreadedBackend):
             model = _HighsModel(state.model, None, None)
             _change_bounds(model.h, program)
         else:
-            model = self._translate(program, None)
+            model = self._model(program, None)  # in this process: no server started for it
             model.h.setOptionValue("presolve", "off")
             model.h.setOptionValue("solver", "simplex")
             assert model.arrays is not None
@@ -182,6 +182,16 @@ class HighsBackend(ThreadedBackend):
         return obj - RELAXATION_SAFETY * max(1.0, abs(obj))
 
     def _translate(self, program: Program, start: np.ndarray | None) -> _HighsModel:
+        model = self._model(program, start)
+        if isolation_enabled():
+            try:  # now, so that the solver's time limit (set after translation) does not pay for it
+                highs_server.ensure_started()
+            except OSError as exc:
+                start_failed(exc)
+        return model
+
+    def _model(self, program: Program, start: np.ndarray | None) -> _HighsModel:
+        """A ``Highs`` object with output off and ``program`` as arrays (not yet passed to it)."""
         import highspy
 
         h = highspy.Highs()
@@ -200,11 +210,6 @@ class HighsBackend(ThreadedBackend):
             "data": csc.data.astype(np.float64),
             "integer": np.asarray(program.integrality, dtype=bool),
         }
-        if isolation_enabled():
-            try:  # now, so that the solver's time limit (set after translation) does not pay for it
-                highs_server.ensure_started()
-            except OSError as exc:
-                start_failed(exc)
         return _HighsModel(h, arrays, None if start is None else np.asarray(start, dtype=np.float64))
 
     def _configure(self, model: _HighsModel, program: Program, options: SolveOptions) -> None:
