@@ -39,6 +39,15 @@ def _knapsack() -> tuple[Program, np.ndarray]:
     return program, np.array([1.0, 1.0, 0.0, 0.0])
 
 
+def _crash_round() -> tuple[Program, dict[str, np.ndarray]]:
+    """The saved round as a :class:`Program`, and the file's arrays (``start`` among them)."""
+    d = dict(np.load(CRASH_ROUND))
+    A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=(int(d["m"]), int(d["n"])))
+    program = Program.from_arrays(c=d["c"], A=A, row_lo=d["rlo"], row_hi=d["rhi"], col_lo=d["lo"], col_hi=d["hi"],
+                                  integrality=d["integ"], obj_offset=float(d["off"]))
+    return program, d
+
+
 @pytest.fixture
 def crashing(monkeypatch: pytest.MonkeyPatch):
     def crash(times: int) -> None:
@@ -151,10 +160,9 @@ def test_a_script_without_a_main_guard_is_not_run_again(tmp_path: Path) -> None:
 
 
 def test_the_crash_round_fixture_is_what_the_docs_describe() -> None:
-    d = np.load(CRASH_ROUND)
+    program, d = _crash_round()
     assert (int(d["n"]), int(d["m"])) == (8712, 3488)
-    A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=(int(d["m"]), int(d["n"])))
-    activity = A @ d["start"]
+    activity = program.A @ d["start"]
     assert np.all(activity >= d["rlo"] - 1e-9) and np.all(activity <= d["rhi"] + 1e-9)
     assert np.all(d["start"] >= d["lo"]) and np.all(d["start"] <= d["hi"])
     assert np.allclose(d["start"][d["integ"]], np.round(d["start"][d["integ"]]))
@@ -181,7 +189,7 @@ def fresh_fallback(monkeypatch: pytest.MonkeyPatch):
     """Undo the process-wide switch to in-process solves that a failed server start makes."""
     from pal_opt.ilp.backends import highs_child
 
-    monkeypatch.setattr(highs_child, "_fallback_warned", False)
+    monkeypatch.setattr(highs_child, "_in_process_only", False)
     return highs_child
 
 
@@ -240,10 +248,7 @@ def test_a_child_that_does_not_read_cannot_hold_up_the_deadline() -> None:
 
     from pal_opt.ilp.backends import highs_server
 
-    d = np.load(CRASH_ROUND)
-    A = sp.csc_matrix((d["data"], d["indices"], d["indptr"]), shape=(int(d["m"]), int(d["n"])))
-    program = Program.from_arrays(c=d["c"], A=A, row_lo=d["rlo"], row_hi=d["rhi"], col_lo=d["lo"], col_hi=d["hi"],
-                                  integrality=d["integ"], obj_offset=float(d["off"]))
+    program = _crash_round()[0]
     highs_server.ensure_started()
     server = highs_server._SERVER.proc
     assert server is not None

@@ -35,7 +35,8 @@ to about 3 s), and the backend raises :class:`~.base.BackendInterrupted` with th
 Progress (:meth:`HighsBackend._observe`, only when someone listens): highspy's MIP callbacks
 (in the child, forwarded to pal-opt at most every 0.1 s) report the incumbent
 (improving-solution callback) and the primal and dual bounds (the MIP interrupt callback, which
-HiGHS calls at every check; the user-interrupt handling subscribes to it too, and both run).  With ``output_flag`` off HiGHS calls no logging callback.
+HiGHS calls at every check; the user-interrupt handling subscribes to it too, and both run).
+With ``output_flag`` off HiGHS calls no logging callback.
 
 The bound is ``mip_dual_bound``.  :meth:`HighsBackend.relaxation_bound` solves the LP
 relaxation alone (dual simplex without presolve: on 2,048-GPU rounds HiGHS's presolve takes
@@ -106,7 +107,7 @@ class _HighsModel:
     run and the progress watch it reports to."""
 
     h: Any
-    arrays: dict[str, Any] | None
+    arrays: dict[str, Any]  #: empty for a live model kept for hot starts
     start: np.ndarray | None
     settings: dict[str, Any] = field(default_factory=dict)
     isolated: bool = False
@@ -151,13 +152,12 @@ class HighsBackend(ThreadedBackend):
             Deadline(options.deadline).check("translating the LP relaxation for highs",
                                              need=self.translate_estimate(program))
         if state is not None and why is None:
-            model = _HighsModel(state.model, None, None)
+            model = _HighsModel(state.model, {}, None)
             _change_bounds(model.h, program)
         else:
             model = self._model(program, None)  # in this process: no server started for it
             model.h.setOptionValue("presolve", "off")
             model.h.setOptionValue("solver", "simplex")
-            assert model.arrays is not None
             load_model(model.h, model.arrays, None, integer=False)
         if state is not None:
             state.clear()  # kept again below only once solved
@@ -214,18 +214,17 @@ class HighsBackend(ThreadedBackend):
 
     def _configure(self, model: _HighsModel, program: Program, options: SolveOptions) -> None:
         if options.threads is not None:
-            self._set(model, "threads", int(options.threads))
+            self._set_param(model, "threads", int(options.threads))
         if options.time_limit is not None:
-            self._set(model, "time_limit", float(options.time_limit))
-        self._set(model, "mip_rel_gap", 0.0)
-        self._set(model, "mip_abs_gap", float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP)
-        self._set(model, "random_seed", int(options.seed))
+            self._set_param(model, "time_limit", float(options.time_limit))
+        self._set_param(model, "mip_rel_gap", 0.0)
+        self._set_param(model, "mip_abs_gap", float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP)
+        self._set_param(model, "random_seed", int(options.seed))
         model.isolated = isolation_enabled()
         if not model.isolated:
-            assert model.arrays is not None
             load_model(model.h, model.arrays, model.start, integer=True)
 
-    def _set(self, model: _HighsModel, key: str, value: Any) -> None:
+    def _set_param(self, model: _HighsModel, key: str, value: Any) -> None:
         """Set an option on the ``Highs`` object (which checks it) and keep it for a child."""
         import highspy
 
@@ -234,12 +233,9 @@ class HighsBackend(ThreadedBackend):
             raise ValueError(f"HiGHS answered {status.name} (unknown option, or a value of the wrong type or range)")
         model.settings[key] = value
 
-    def _set_param(self, model: _HighsModel, key: str, value: Any) -> None:
-        self._set(model, key, value)
-
     def _observe(self, model: _HighsModel, program: Program, watch: SolverWatch) -> None:
         if model.isolated:
-            model.watch = watch  # the child forwards its callbacks (highs_child._forward_progress)
+            model.watch = watch  # the child forwards its callbacks (highs_run._forward_progress)
             return
 
         def bounds(event: Any) -> None:
@@ -254,7 +250,6 @@ class HighsBackend(ThreadedBackend):
 
     def _execute(self, model: _HighsModel, options: SolveOptions) -> tuple[Any, bool]:
         if model.isolated:
-            assert model.arrays is not None
             watch = model.watch
             model.child = ChildRun(model.arrays, model.start, model.settings,
                                    on_found=None if watch is None else watch.found,
@@ -271,8 +266,7 @@ class HighsBackend(ThreadedBackend):
             except StartFailed as exc:
                 start_failed(exc.__cause__ or exc)
                 model.child = None
-                assert model.arrays is not None
-                # after a crash, never hand HiGHS the start again in pal-opt's own process
+                    # after a crash, never hand HiGHS the start again in pal-opt's own process
                 load_model(model.h, model.arrays, None if child.crashes else model.start, integer=True)
                 model.h.HandleUserInterrupt = True
                 answer = self._run_here(model)

@@ -60,13 +60,13 @@ IN_PROCESS_ENV = "PAL_OPT_HIGHS_IN_PROCESS"
 #: Below this many seconds left of the time limit, a crashed solve is not tried again.
 MIN_RETRY_SECONDS = 0.05
 
-_fallback_warned = False
+_in_process_only = False
 
 
 def isolation_enabled() -> bool:
     """Whether MIPs are solved in a child process: unless ``PAL_OPT_HIGHS_IN_PROCESS=1``, or
     starting one has failed before in this process (:func:`start_failed`)."""
-    if _fallback_warned:
+    if _in_process_only:
         return False
     return os.environ.get(IN_PROCESS_ENV, "").strip() not in {"1", "true", "yes"}
 
@@ -233,8 +233,8 @@ class ChildRun:
 def start_failed(exc: BaseException) -> None:
     """Log, once per process, that children cannot be started here; from then on HiGHS runs in
     pal-opt's own process (:func:`isolation_enabled` is False)."""
-    global _fallback_warned
-    if not _fallback_warned:
-        _fallback_warned = True
+    global _in_process_only
+    if not _in_process_only:
+        _in_process_only = True
         log.warning("cannot start a process for HiGHS (%s: %s); solving in pal-opt's own process from now on, "
                     "where a crash inside HiGHS would end it", type(exc).__name__, exc)
