@@ -273,3 +273,19 @@ def test_a_child_that_does_not_read_cannot_hold_up_the_deadline() -> None:
     assert stopped, "the child was not seen"
     assert sol.status == SolverStatus.NO_SOLUTION and took < 6.0
     assert own_children() == []
+
+
+def test_a_server_whose_pal_opt_has_gone_ends_quietly() -> None:
+    """A pal-opt killed (SIGTERM) while its server imported HiGHS: the server's "ready" met a
+    closed socket and printed a ``BrokenPipeError`` traceback on the terminal
+    (``tests/test_faults.py::test_sigterm_leaves_the_old_output_intact`` caught it once in
+    2026-11-28's run).  Now it ends quietly, with status 0."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    ours.close()  # pal-opt is gone before the server says ready
+    code = f"from pal_opt.ilp.backends.highs_server import serve; serve({theirs.fileno()})"
+    done = subprocess.run([sys.executable, "-c", code], pass_fds=[theirs.fileno()], capture_output=True,
+                          text=True, timeout=60, cwd=Path(__file__).resolve().parents[1], check=False)
+    theirs.close()
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -286,3 +286,57 @@ def test_a_pipeline_restricted_to_one_type_stays_on_it(backend: str) -> None:
         res = solve_ilp(inst, backend=backend)
         assert res.info["program"] == "stage" and check(inst, res) == []
         assert sorted(res.placements["p"]) == [4, 5, 6, 7]
+
+
+# ---------------------------------------------------------------- deadlines and the gang view
+def _two_server_round() -> RoundInstance:
+    """``formulations/pipeline_round.md`` §5: two servers of four GPUs, a slow GPU on each, a
+    pipeline with slack and a 4-GPU gang (optimum 4 ln 1.5)."""
+    cluster = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1],
+                                  {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5]})
+    jobs = (Job("p", 4, "classA", 0, pipeline=Pipeline((2.0, 1.0), (3, 1))), Job("g", 4, "classA", 1))
+    return RoundInstance(cluster, jobs, RoundParams(binning="none"))
+
+
+def test_the_build_gives_up_at_its_deadline() -> None:
+    """``build_stage_round(deadline=...)`` raises ``TimeLimitReached`` (its stage named) instead of
+    building past the deadline; without one it builds."""
+    import time
+
+    from pal_opt.deadline import Deadline
+    from pal_opt.errors import TimeLimitReached
+
+    inst = _two_server_round()
+    factors = binned_factors(inst.cluster, "none")
+    with pytest.raises(TimeLimitReached, match="building the stage program"):
+        build_stage_round(inst, [0, 1], factors, deadline=Deadline(time.monotonic() - 1.0))
+    assert build_stage_round(inst, [0, 1], factors, deadline=Deadline.after(60.0)).program.num_vars > 0
+
+
+def test_a_time_limited_solve_starts_from_the_gang_view_and_reaches_the_optimum() -> None:
+    """Under a time limit the round program first places the round with the pipeline seen as a
+    gang (``info["gang_view"]``), then the stage program proves the optimum from the cheaper
+    start; the untimed solve takes no gang view and reaches the same cost."""
+    inst = _two_server_round()
+    timed, untimed = solve_ilp(inst, time_limit=60), solve_ilp(inst)
+    assert timed.info["gang_view"].startswith("optimal") and "gang_view" not in untimed.info
+    assert timed.status == untimed.status == Status.OPTIMAL
+    assert timed.objective == pytest.approx(4 * math.log(1.5)) == pytest.approx(untimed.objective)
+    assert timed.info["start"] in ("PAL's", "the round program's, pipelines seen as gangs")
+    assert check(inst, timed) == []
+
+
+def test_a_given_start_is_checked_even_when_the_program_is_not_built() -> None:
+    """With the deadline past, the stage program is not built: a valid ``start`` is returned as it
+    is (when no dearer than PAL's), an invalid one is an ``OptionError`` as it is when built."""
+    import time
+
+    from pal_opt.errors import OptionError
+
+    inst = _two_server_round()
+    good = {"p": (4, 5, 6, 7), "g": (0, 1, 2, 3)}  # p's slow GPU 7 on its slack stage: 4 ln 1.5, as PAL's
+    res = solve_ilp(inst, start=good, deadline=time.monotonic() - 1.0)
+    assert res.status == Status.FALLBACK and res.info["time_limit_reached"] == "building the stage program"
+    assert check(inst, res) == [] and res.objective <= 4 * math.log(1.5) + 1e-9
+    with pytest.raises(OptionError, match="start is not a placement"):
+        solve_ilp(inst, start={"p": (0, 1, 2, 3), "g": (0, 1, 2, 3)}, deadline=time.monotonic() - 1.0)

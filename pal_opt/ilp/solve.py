@@ -87,7 +87,7 @@ import numpy as np
 from .. import progress
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
-from ..cost import CostSummary, evaluate, relative_gap
+from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
 from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
@@ -119,6 +119,9 @@ OPTIMALITY_TOL = 1e-6
 #: 0.55–0.65 on generated rounds), encoding the warm start at most this many.
 DECODE_PER_BUILD = 0.8
 ENCODE_PER_BUILD = 0.5
+#: Under a deadline, a round with pipeline jobs first gives the round program, with every
+#: pipeline seen as a gang, this share of the time left for a start (:func:`_gang_view_start`).
+GANG_VIEW_SHARE = 1 / 3
 #: Seconds kept, plus twice the time pricing the greedy placement took, for pricing the answer
 #: and writing it (the command's output file) after the solve.
 FINISH_SECONDS = 0.05
@@ -441,8 +444,13 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
                         threads=threads, deterministic=deterministic, backend_params=dict(backend_params or {}))
     if has_pipelines(instance, setup.admitted):  # stages to place: the stage program (the solver's deadline)
         staged = replace(opts, deadline=clock.at) if clock.limited else opts
+        label = "the start given"
+        if clock.limited and start is None:
+            start = _gang_view_start(instance, setup, clock, gap, threads, deterministic, backend_params, info)
+            label = "the round program's, pipelines seen as gangs"
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
-                                 admission=setup.admission, info=info, start=start, warm_start=warm_start)
+                                 admission=setup.admission, info=info, start=start, warm_start=warm_start,
+                                 start_label=label)
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
         return done
@@ -453,6 +461,28 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
     opts = replace(opts, time_limit=None) if clock.limited else opts  # the stages' deadlines bound it
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
+
+
+def _gang_view_start(instance: RoundInstance, setup: RoundSetup, clock: Deadline, gap: float | None,
+                     threads: int | None, deterministic: bool, backend_params: Mapping[str, Any] | None,
+                     info: dict[str, Any]) -> dict[JobId, tuple[int, ...]] | None:
+    """Under a deadline, the start of a round with pipeline jobs: the round program's answer with
+    every pipeline seen as a gang (which scales: the stage program is out of reach of a short limit
+    beyond some 512 GPUs, ``formulations/pipeline_round.md`` §6), given
+    :data:`GANG_VIEW_SHARE` of the time left, with each pipeline's stages then mapped best
+    (:func:`~pal_opt.cost.stages_mapped_best`).  The stage program starts from the cheaper of it
+    and PAL's placement, so it is never worse than PAL's.  None if it does not place every
+    admitted job; ``info["gang_view"]`` says how it ended."""
+    hidden = replace(instance, jobs=tuple(replace(j, pipeline=None) if j.pipeline is not None else j
+                                          for j in instance.jobs))
+    sub = Deadline.after(GANG_VIEW_SHARE * max(clock.left(), 0.0)).earliest(clock)
+    sub_info = run_info(setup, time_limit=None, gap=gap, threads=threads, deterministic=deterministic, warm_start=True)
+    res = _solve_set_up(hidden, setup, sub_info, sub, None, gap, threads, True, deterministic, backend_params,
+                        None, None)
+    info["gang_view"] = f"{res.status.value}: {res.message}" if res.message else res.status.value
+    if set(res.placements) != {instance.jobs[i].id for i in setup.admitted}:
+        return None
+    return stages_mapped_best(instance, setup.factors, res.placements)
 
 
 def _clock(time_limit: float | None, deadline: float | None) -> Deadline:

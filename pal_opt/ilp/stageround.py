@@ -47,11 +47,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
+from .. import progress
+from ..check import violations
 from ..cost import (
     best_stage_order,
     cost_terms,
@@ -61,6 +64,7 @@ from ..cost import (
     relative_gap,
     stages_mapped_best,
 )
+from ..deadline import Deadline
 from ..errors import BackendError, InstanceError, OptionError, TimeLimitReached
 from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
@@ -85,6 +89,9 @@ __all__ = [
 #: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable;
 #: ``KIND_KEEP``: a running job's keep variable, when moving it is charged).
 KIND_MODE, KIND_STAGE, KIND_SERVER, KIND_DROP, KIND_KEEP = 0, 1, 2, 3, 4
+#: Auxiliary columns (``formulations/pipeline_round.md`` §4): ``KIND_LEVEL`` a pace level ``y``,
+#: ``KIND_SPREAD`` a rack's or the cluster's mode total ``z``; each the sum of some mode columns.
+KIND_LEVEL, KIND_SPREAD = 5, 6
 _META = ("kind", "job", "group", "gtype", "node", "span")
 
 
@@ -130,11 +137,12 @@ class StageRound:
         factors in every class of the admitted jobs.
     kind, job, group, gtype, node, span
         Per column: ``KIND_MODE`` / ``KIND_STAGE`` / ``KIND_SERVER`` / ``KIND_DROP`` /
-        ``KIND_KEEP``, the job's index in
-        ``admitted``, the stage group, the GPU type, the server (mode columns: the server or rack
-        position, ``-1`` anywhere) and the mode's span (:class:`~pal_opt.model.Level`).
+        ``KIND_KEEP`` / ``KIND_LEVEL`` / ``KIND_SPREAD``, the job's index in
+        ``admitted``, the stage group (mode and level columns: the type group), the GPU type, the
+        server (mode and spread columns: the server or rack position, ``-1`` anywhere) and the
+        mode's span (:class:`~pal_opt.model.Level`).
     pace
-        Per column: the mode's pace (``nan`` for other columns).
+        Per column: the mode's or the level's pace (``nan`` for other columns).
     optional
         The admitted running jobs that may be left out (a drop column each, ``KIND_DROP``).
     kept
@@ -169,17 +177,36 @@ class _Gpus:
     kind: np.ndarray
 
 
-class _Mode(NamedTuple):
-    """One way a job may run: its pace, span, node (server or rack position, -1 anywhere), the
-    servers it covers, the cells it may draw from (its usable GPU types: one, or several if it
-    mixes) and which of its type groups that is."""
+class _Nodes(NamedTuple):
+    """Where a job may run: per entry its ``span``, ``node`` (server or rack position, -1 the
+    whole cluster) and ``servers``; ``member`` is the sparse (entries × servers) 0/1 matrix of
+    the servers each entry holds."""
 
-    pace: float
-    span: int
-    node: int
-    servers: np.ndarray
-    cells: np.ndarray
-    tgroup: int
+    span: np.ndarray
+    node: np.ndarray
+    servers: list[np.ndarray]
+    member: sp.csr_matrix
+
+
+class _Modes(NamedTuple):
+    """A job's feasible modes, one entry per mode in every array: its ``pace``, where it runs
+    (``entry``: an index into ``nodes``) and which of its type groups it draws from (``tgroup``;
+    ``type_cells[t]`` masks the cells of group ``t``: one usable GPU type, or several if the job
+    mixes)."""
+
+    pace: np.ndarray
+    entry: np.ndarray
+    tgroup: np.ndarray
+    nodes: _Nodes
+    type_cells: Sequence[np.ndarray]
+
+    @property
+    def span(self) -> np.ndarray:
+        return self.nodes.span[self.entry]
+
+    @property
+    def node(self) -> np.ndarray:
+        return self.nodes.node[self.entry]
 
 
 def _gpu_types(instance: RoundInstance, factors: Mapping[str, np.ndarray], admitted: Sequence[int]) -> _Gpus:
@@ -210,7 +237,7 @@ def _type_cells(instance: RoundInstance, job: Job, gpus: _Gpus) -> list[np.ndarr
     return [np.isin(gpus.kind, np.asarray(group, dtype=np.int64)) for group in type_groups(cl, job)]
 
 
-def _nodes(instance: RoundInstance, demand: int) -> list[tuple[int, int, np.ndarray]]:
+def _nodes(instance: RoundInstance, demand: int) -> _Nodes:
     """Where a job of ``demand`` GPUs may run: ``(span, node, servers)`` for every server, every
     rack of at least two servers (racked clusters) and the whole cluster (``demand >= 2``)."""
     cl = instance.cluster
@@ -222,30 +249,51 @@ def _nodes(instance: RoundInstance, demand: int) -> list[tuple[int, int, np.ndar
                 if members.size >= 2:
                     out.append((int(Level.RACK), r, members))
         out.append((int(Level.CLUSTER), -1, np.arange(cl.num_servers)))
-    return out
+    sizes = [x[2].size for x in out]
+    member = sp.csr_matrix((np.ones(sum(sizes)), (np.repeat(np.arange(len(out)), sizes),
+                                                  np.concatenate([x[2] for x in out]))),
+                           shape=(len(out), cl.num_servers))
+    return _Nodes(np.array([x[0] for x in out], dtype=np.int64), np.array([x[1] for x in out], dtype=np.int64),
+                  [x[2] for x in out], member)
 
 
-def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: list[tuple[int, int, np.ndarray]],
-           type_cells: Sequence[np.ndarray]) -> list[_Mode]:
+def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: _Nodes,
+           type_cells: Sequence[np.ndarray]) -> _Modes:
     """Feasible modes of one job in isolation, per type group (``type_cells``): at pace ``π`` the
     slowest ``i + 1`` stage groups together need no more GPUs of the type group than the node has
-    at or under their thresholds (the thresholds are nested, so this is exact for the job alone)."""
+    at or under their thresholds (the thresholds are nested, so this is exact for the job alone).
+    Modes are listed by type group, then pace (ascending), then node (servers, racks, cluster)."""
     groups = stage_groups(job)
     need = np.cumsum([r for _, _, r in groups])
-    out = []
+    pace, entry, tgroup = [], [], []
     for t, cells in enumerate(type_cells):
-        mine = counts * cells[None, :]
-        for pace in np.unique(paces[:, cells]).tolist():
-            allowed = paces <= pace  # (stage groups, cells); each row contains the row above it
-            for span, node, servers in nodes:
-                have = (allowed * mine[servers].sum(axis=0)[None, :]).sum(axis=1)
-                if np.all(have >= need):
-                    out.append(_Mode(pace, span, node, servers, cells, t))
-    return out
+        levels = np.unique(paces[:, cells])
+        # allowed[p, k, g]: cell g may serve stage group k at pace levels[p] (nested in k)
+        allowed = (paces[None, :, :] <= levels[:, None, None]).reshape(-1, paces.shape[1])
+        per_server = (counts * cells[None, :]).astype(np.float64) @ allowed.T.astype(np.float64)
+        have = np.asarray(nodes.member @ per_server).reshape(len(nodes.servers), levels.size, need.size)
+        fits = np.all(have >= need[None, None, :] - 0.5, axis=2)  # (nodes, levels); counts are exact
+        p, n = np.nonzero(fits.T)
+        pace.append(levels[p])
+        entry.append(n)
+        tgroup.append(np.full(p.size, t, dtype=np.int64))
+    cat = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.zeros(0, dtype=dt)  # noqa: E731
+    return _Modes(cat(pace, np.float64), cat(entry, np.int64), cat(tgroup, np.int64), nodes, type_cells)
+
+
+#: Seconds kept, with twice the time pricing the start placement took, for pricing and writing
+#: the answer (as the round program keeps them: ``pal_opt.ilp.solve.FINISH_SECONDS``).
+FINISH_SECONDS = 0.05
+#: Decoding a solution takes at most about this share of the build's time (measured: 0.0x).
+DECODE_PER_BUILD = 0.25
+#: The build gives up (:class:`~pal_opt.errors.TimeLimitReached`) once the time it has taken per
+#: job so far, times the jobs left and this factor (the matrix is assembled at the end), no
+#: longer fits before its deadline.
+BUILD_PROJECTION = 1.3
 
 
 def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray], *,
-                      optional: Sequence[int] = ()) -> StageRound:
+                      optional: Sequence[int] = (), deadline: Deadline | None = None) -> StageRound:
     """The program for the ``admitted`` jobs (indices into ``instance.jobs``) under ``factors``.
 
     ``optional``: admitted running jobs that may be left out (preempted, ``ilp-preempt``): each
@@ -256,10 +304,15 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
     running job that can keep its GPUs gets a keep column ``k[j]`` the same way (module
     docstring), and every admitted running job pays the move charge in the constant.
 
+    ``deadline``: the build checks it after every job and gives up as soon as the time taken per
+    job so far, projected over the jobs left (:data:`BUILD_PROJECTION`), no longer fits.
+
     Raises
     ------
     OptionError
         ``optional`` names a job that is not an admitted running job.
+    TimeLimitReached
+        The build would not end before ``deadline``.
     InstanceError
         A job of two or more GPUs whose locality penalties decrease with the level.
     """
@@ -267,27 +320,38 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
     gpus = _gpu_types(instance, factors, admitted)
     charged = moving_is_charged(instance)
     b = ProgramBuilder(_META)
-    paces: list[float] = []
+    paces: list[np.ndarray] = []
     costs: list[np.ndarray] = []
     rows = _Rows()
     kept: list[int] = []
+    level_cols: list[np.ndarray] = []
+    level_paces: list[np.ndarray] = []
+    nodes = {spread: _nodes(instance, 2 if spread else 1) for spread in (False, True)}
+    t0 = time.perf_counter()
     for a, i in enumerate(admitted):
+        if deadline is not None and deadline.limited:  # (the rate is read once a few jobs are built)
+            rate = (time.perf_counter() - t0) / a if a >= 4 else 0.0
+            deadline.check("building the stage program", need=BUILD_PROJECTION * rate * (len(admitted) - a))
         job = instance.jobs[i]
         values = gpus.type_values[job.perfclass]
         table = _paces(job, values)
-        modes = _modes(job, table, gpus.cnt, _nodes(instance, job.demand), _type_cells(instance, job, gpus))
-        if not modes:
+        modes = _modes(job, table, gpus.cnt, nodes[job.demand >= 2], _type_cells(instance, job, gpus))
+        if not modes.pace.size:
             raise OptionError(f"job {job.id!r} cannot be placed on the free GPUs")
         home = _home(instance, i, gpus) if charged else None
-        _add_job(b, rows, a, job, table, modes, gpus, i in optional, home)
+        levels = _add_job(b, rows, a, job, table, modes, gpus, i in optional, home)
+        level_cols += levels.cols.values()
+        level_paces += levels.paces.values()
         kept += [i] if home is not None else []
-        paces += [m[0] for m in modes]
+        paces.append(modes.pace)
         costs.append(_mode_costs(job, modes))
     rows.capacity(b, gpus.cnt)
     c, constant = _objective(b, instance, factors, admitted, costs, charged)
     program, meta = b.finish(c, constant)
     pace = np.full(b.ncol, np.nan)
-    pace[b.meta("kind") == KIND_MODE] = paces
+    pace[b.meta("kind") == KIND_MODE] = np.concatenate(paces) if paces else []
+    if level_cols:
+        pace[np.concatenate(level_cols)] = np.concatenate(level_paces)
     return StageRound(program, instance, factors, tuple(admitted), gpus.gpu_type, pace=pace,
                       optional=tuple(sorted(optional)), kept=tuple(kept), **meta)
 
@@ -350,9 +414,8 @@ def _drop_cost(instance: RoundInstance, job: Job, charged: bool) -> float:
     return sum(term.preempted(instance, job) for term in cost_terms()) - moving
 
 
-def _mode_costs(job: Job, modes: list[_Mode]) -> np.ndarray:
-    values = np.array([m[0] for m in modes])
-    span = np.array([m[1] for m in modes], dtype=np.int64)
+def _mode_costs(job: Job, modes: _Modes) -> np.ndarray:
+    values, span = modes.pace, modes.span
     total = np.zeros(values.size)
     for term in cost_terms():
         total = total + term.slots(job.perfclass, job.demand, job.locality, values, span)
@@ -384,23 +447,25 @@ class _Rows:
 
 
 def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray,
-             modes: list[_Mode], gpus: _Gpus, optional: bool = False, home: np.ndarray | None = None) -> None:
+             modes: _Modes, gpus: _Gpus, optional: bool = False, home: np.ndarray | None = None) -> _Levels:
     """One job's columns and rows (module docstring); with ``optional``, its drop column too;
-    with ``home`` (the capacity cells of the GPUs it runs on, :func:`_home`), its keep column."""
+    with ``home`` (the capacity cells of the GPUs it runs on, :func:`_home`), its keep column.
+    Returns its pace levels (:func:`_add_pace_levels`)."""
     groups = stage_groups(job)
     ngroups, ntypes = table.shape
     # (the whole cluster's node is -1: no number, "-" is not a CPLEX-LP name character)
-    names = [f"m_j{a}_{('s', 'r', 'c')[x.span]}{x.node if x.node >= 0 else ''}_p{k}" for k, x in enumerate(modes)]
-    m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a,
-                   node=[x.node for x in modes], span=[x.span for x in modes], group=[x.tgroup for x in modes])
+    span, node = modes.span, modes.node
+    names = [f"m_j{a}_{'src'[x]}{y if y >= 0 else ''}_p{k}"
+             for k, (x, y) in enumerate(zip(span.tolist(), node.tolist(), strict=True))]
+    m = b.add_cols(names, lo=0, hi=1, integer=True, kind=KIND_MODE, job=a, node=node, span=span, group=modes.tgroup)
     u = b.add_cols([f"u_j{a}"], lo=0, hi=1, integer=True, kind=KIND_DROP, job=a) if optional else m[:0]
     if home is not None:  # a drop column and a keep column stand for the job alike: one more "u"
         u = np.concatenate((u, _add_keep(b, rows, a, home)))
     b.add_rows([f"mode_j{a}"], 1, 1, np.zeros(m.size + u.size, dtype=np.int64), np.concatenate((m, u)),
                np.ones(m.size + u.size))
     # stage columns c[k, g] and their count and threshold rows (Σ_g c[k, g] + r_k (u + k) = r_k)
-    cells = np.column_stack([x.cells for x in modes])  # (cells, modes): where each mode may draw
-    usable = np.flatnonzero((gpus.cnt.sum(axis=0) > 0) & cells.any(axis=1))
+    drawn = np.logical_or.reduce([modes.type_cells[t] for t in np.unique(modes.tgroup).tolist()])
+    usable = np.flatnonzero((gpus.cnt.sum(axis=0) > 0) & drawn)  # cells some mode may draw from
     kk = np.repeat(np.arange(ngroups), usable.size)
     gg = np.tile(usable, ngroups)
     reps = np.array([r for _, _, r in groups])
@@ -409,14 +474,84 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
     ku = np.tile(np.arange(ngroups), u.size)  # (each of u's columns in every stage row, times r_k)
     b.add_rows([f"stage_j{a}_k{k}" for k in range(ngroups)], reps, reps, np.concatenate((kk, ku)),
                np.concatenate((c, np.repeat(u, ngroups))), np.concatenate((np.ones(c.size), reps[ku])))
-    mode_pace = np.array([x.pace for x in modes])
-    allow = (table[kk, gg][:, None] <= mode_pace[None, :]) & cells[gg]  # (stage columns, modes)
-    r_idx, m_idx = np.nonzero(allow)
+    levels = _add_pace_levels(b, a, modes, m)
+    rows_e, cols_e, vals_e = _pace_entries(table[kk, gg], gg, modes, levels)
     n = c.size
     b.add_rows([f"pace_j{a}_k{k}_g{g}" for k, g in zip(kk.tolist(), gg.tolist(), strict=True)], -np.inf, 0,
-               np.concatenate((np.arange(n), r_idx)), np.concatenate((c, m[m_idx])),
-               np.concatenate((np.ones(n), -reps[kk][r_idx].astype(float))))
+               np.concatenate((np.arange(n), rows_e)), np.concatenate((c, cols_e)),
+               np.concatenate((np.ones(n), -reps[kk][rows_e].astype(float) * vals_e)))
     _add_servers(b, rows, a, job, m, modes, c, gg, usable, gpus)
+    return levels
+
+
+def _covers(b: ProgramBuilder, a: int, modes: _Modes, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(servers, columns)`` entries whose sum over the entries of server ``s`` is the share of
+    the job's modes that may use ``s``: a one-server mode's own column; per rack or cluster node,
+    the column ``z = Σ_{modes at that node} m`` in ``[0, 1]`` (defined by a ``spread`` row), so a
+    mode spanning many servers enters one row, not one per server and pace."""
+    alone = modes.span == Level.SERVER
+    servers, cols = [modes.node[alone]], [m[alone]]
+    for e in np.unique(modes.entry[~alone]).tolist():
+        span, node = int(modes.nodes.span[e]), int(modes.nodes.node[e])
+        members = m[modes.entry == e]
+        tag = f"{'src'[span]}{node if node >= 0 else ''}"
+        z = b.add_cols([f"z_j{a}_{tag}"], lo=0, hi=1, integer=False, kind=KIND_SPREAD, job=a, span=span, node=node)
+        b.add_rows([f"spread_j{a}_{tag}"], 0, 0, np.zeros(members.size + 1, dtype=np.int64),
+                   np.concatenate((z, members)), np.concatenate(([1.0], -np.ones(members.size))))
+        servers.append(modes.nodes.servers[e])
+        cols.append(np.full(modes.nodes.servers[e].size, int(z[0]), dtype=np.int64))
+    return np.concatenate(servers), np.concatenate(cols)
+
+
+class _Levels(NamedTuple):
+    """A job's pace-level columns ``y[t, i]`` (``formulations/pipeline_round.md`` §4): per type
+    group ``t`` its distinct mode paces ascending (``paces[t]``) and their columns (``cols[t]``)."""
+
+    paces: dict[int, np.ndarray]
+    cols: dict[int, np.ndarray]
+
+
+def _add_pace_levels(b: ProgramBuilder, a: int, modes: _Modes, m: np.ndarray) -> _Levels:
+    """Per type group ``t`` and distinct mode pace ``P_i`` (ascending), the column
+    ``y[t, i] = Σ_{modes of t, pace ≥ P_i} m`` in ``[0, 1]``, defined by the chain rows
+    ``y[t, i] − y[t, i + 1] − Σ_{modes of t at P_i} m = 0``.  A ``pace`` row then needs one entry
+    per type group instead of one per mode: the program's size grew with stage columns × modes
+    (2.2 million of the 2.5 million entries of a 512-GPU round), now with their sum."""
+    mode_pace, mode_group = modes.pace, modes.tgroup
+    paces: dict[int, np.ndarray] = {}
+    cols: dict[int, np.ndarray] = {}
+    for t in np.unique(mode_group).tolist():
+        mine = np.flatnonzero(mode_group == t)
+        levels, level_of = np.unique(mode_pace[mine], return_inverse=True)
+        y = b.add_cols([f"y_j{a}_t{t}_p{i}" for i in range(levels.size)], lo=0, hi=1, integer=False,
+                       kind=KIND_LEVEL, job=a, group=t)
+        q = levels.size
+        nxt = np.arange(q - 1)  # y[i] − y[i + 1] − Σ m = 0; the last level has no y[i + 1]
+        b.add_rows([f"level_j{a}_t{t}_p{i}" for i in range(q)], 0, 0,
+                   np.concatenate((np.arange(q), nxt, level_of.reshape(-1))),
+                   np.concatenate((y, y[1:], m[mine])),
+                   np.concatenate((np.ones(q), -np.ones(q - 1), -np.ones(mine.size))))
+        paces[t], cols[t] = levels, y
+    return _Levels(paces, cols)
+
+
+def _pace_entries(threshold: np.ndarray, gg: np.ndarray, modes: _Modes,
+                  levels: _Levels) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``pace`` rows' level entries: stage column ``n`` (threshold ``p_j[k, g]``, cell ``g``)
+    may draw from the modes of every type group ``t`` holding ``g`` whose pace is at least the
+    threshold, which is ``y[t, i]`` for the first level ``P_i ≥ p_j[k, g]`` (none: no entry, the
+    column is held at 0).  Returns (row, column, 1) triples, the caller scales them by ``r_k``."""
+    cells_of = modes.type_cells
+    rows_e: list[np.ndarray] = []
+    cols_e: list[np.ndarray] = []
+    for t, pace in levels.paces.items():
+        held = np.flatnonzero(cells_of[t][gg])
+        first = np.searchsorted(pace, threshold[held], side="left")
+        ok = first < pace.size
+        rows_e.append(held[ok])
+        cols_e.append(levels.cols[t][first[ok]])
+    r = np.concatenate(rows_e) if rows_e else np.zeros(0, dtype=np.int64)
+    return r, (np.concatenate(cols_e) if cols_e else r), np.ones(r.size)
 
 
 def _add_keep(b: ProgramBuilder, rows: _Rows, a: int, home: np.ndarray) -> np.ndarray:
@@ -430,32 +565,26 @@ def _add_keep(b: ProgramBuilder, rows: _Rows, a: int, home: np.ndarray) -> np.nd
 
 
 def _add_servers(b: ProgramBuilder, rows: _Rows, a: int, job: Job, m: np.ndarray,
-                 modes: list[_Mode], c: np.ndarray, gg: np.ndarray,
+                 modes: _Modes, c: np.ndarray, gg: np.ndarray,
                  usable: np.ndarray, gpus: _Gpus) -> None:
     """Server columns ``b[s, g]``: the link rows to the stage columns, the locality rows to the
     modes, and the capacity entries."""
-    servers = np.unique(np.concatenate([x.servers for x in modes]))
+    servers = np.unique(np.concatenate([modes.nodes.servers[e] for e in np.unique(modes.entry).tolist()]))
     ss, sg = np.nonzero(gpus.cnt[servers][:, usable] > 0)
     ss, sg = servers[ss], usable[sg]
     bcols = b.add_cols([f"b_j{a}_s{s}_g{g}" for s, g in zip(ss.tolist(), sg.tolist(), strict=True)], lo=0,
                        hi=np.minimum(gpus.cnt[ss, sg], job.demand), integer=True, kind=KIND_SERVER, job=a,
                        gtype=sg, node=ss)
     # link: Σ_s b[s, g] − Σ_k c[k, g] = 0 per type
-    tpos = {g: i for i, g in enumerate(usable.tolist())}
     b.add_rows([f"link_j{a}_g{g}" for g in usable.tolist()], 0, 0,
-               np.concatenate(([tpos[g] for g in sg.tolist()], [tpos[g] for g in gg.tolist()])),
+               np.concatenate((np.searchsorted(usable, sg), np.searchsorted(usable, gg))),
                np.concatenate((bcols, c)), np.concatenate((np.ones(bcols.size), -np.ones(c.size))))
-    # locality: Σ_g b[s, g] ≤ d · Σ_{modes covering s} m
-    spos = {s: i for i, s in enumerate(servers.tolist())}
-    cover_r, cover_c = [], []
-    for k, x in enumerate(modes):
-        for s in x.servers.tolist():
-            cover_r.append(spos[s])
-            cover_c.append(m[k])
+    # locality: Σ_g b[s, g] ≤ d · (Σ_{modes on server s} m + Σ_{rack and cluster nodes holding s} z)
+    cover_s, cover_c = _covers(b, a, modes, m)
     b.add_rows([f"where_j{a}_s{s}" for s in servers.tolist()], -np.inf, 0,
-               np.concatenate(([spos[s] for s in ss.tolist()], cover_r)),
-               np.concatenate((bcols, np.asarray(cover_c, dtype=np.int64))),
-               np.concatenate((np.ones(bcols.size), -float(job.demand) * np.ones(len(cover_c)))))
+               np.concatenate((np.searchsorted(servers, ss), np.searchsorted(servers, cover_s))),
+               np.concatenate((bcols, cover_c)),
+               np.concatenate((np.ones(bcols.size), -float(job.demand) * np.ones(cover_c.size))))
     rows.add(bcols, ss * gpus.cnt.shape[1] + sg)
 
 
@@ -484,20 +613,21 @@ def decode_stage_round(sr: StageRound, values: np.ndarray) -> dict[JobId, tuple[
         for p in inst.cluster.positions(inst.jobs[sr.admitted[a]].placement or ()).tolist():
             pool[(int(inst.cluster.server_of[p]), int(sr.gpu_type[p]))].remove(p)
     out: dict[JobId, tuple[int, ...]] = {}
+    columns = _job_columns(sr)
     for a, i in enumerate(sr.admitted):
         job = inst.jobs[i]
         if a in kept:
             out[job.id] = tuple(job.placement or ())
         if a in dropped or a in kept:
             continue
-        mine = (sr.job == a) & (x > 0)
+        mine = columns[a][x[columns[a]] > 0]
         by_type: dict[int, list[int]] = {}
-        for col in np.flatnonzero(mine & (sr.kind == KIND_SERVER)).tolist():
+        for col in mine[sr.kind[mine] == KIND_SERVER].tolist():
             key = (int(sr.node[col]), int(sr.gtype[col]))
             take, pool[key] = pool[key][: x[col]], pool[key][x[col]:]
             by_type.setdefault(int(sr.gtype[col]), []).extend(take)
         per_group: dict[int, list[int]] = {}
-        for col in np.flatnonzero(mine & (sr.kind == KIND_STAGE)).tolist():
+        for col in mine[sr.kind[mine] == KIND_STAGE].tolist():
             g, n = int(sr.gtype[col]), int(x[col])
             per_group.setdefault(int(sr.group[col]), []).extend(by_type[g][:n])
             by_type[g] = by_type[g][n:]
@@ -536,42 +666,65 @@ def encode_stage_round(sr: StageRound, placements: Mapping[JobId, Sequence[int]]
     when a job's pace or span has no column (it then cannot be a start), or when it leaves out an
     admitted job that is not optional (a job it leaves out is dropped).  A running job with a
     keep column that keeps its placement (:func:`~pal_opt.model.keeps_placement`) is kept."""
-    cl, x = sr.instance.cluster, np.zeros(sr.program.num_vars)
-    col_of = {(int(sr.kind[c]), int(sr.job[c]), int(sr.group[c]), int(sr.gtype[c]), int(sr.node[c])): c
-              for c in np.flatnonzero(sr.kind != KIND_MODE).tolist()}
-    modes = {(int(sr.job[c]), float(sr.pace[c]), int(sr.span[c]), int(sr.node[c]), int(sr.group[c])): c
-             for c in np.flatnonzero(sr.kind == KIND_MODE).tolist()}
-    for a, i in enumerate(sr.admitted):
-        job = sr.instance.jobs[i]
+    x = np.zeros(sr.program.num_vars)
+    for a, mine in enumerate(_job_columns(sr)):
+        job = sr.instance.jobs[sr.admitted[a]]
+        kind = sr.kind[mine]
+        drop, keep = mine[kind == KIND_DROP], mine[kind == KIND_KEEP]
         if job.id not in placements:
-            if (KIND_DROP, a, -1, -1, -1) not in col_of:
+            if not drop.size:
                 return None
-            x[col_of[(KIND_DROP, a, -1, -1, -1)]] = 1
-            continue
-        if (KIND_KEEP, a, -1, -1, -1) in col_of and keeps_placement(job, placements[job.id]):
-            x[col_of[(KIND_KEEP, a, -1, -1, -1)]] = 1
-            continue
-        pos = cl.positions(placements[job.id])
-        bounds = job.pipeline.slices() if job.pipeline is not None else [(0, job.demand)]
-        group_of = {s: k for k, (_, members, _) in enumerate(stage_groups(job)) for s in members}
-        values = np.asarray(sr.factors[job.perfclass])
-        top = stage_groups(job)[0][0]
-        times = job.pipeline.stage_times if job.pipeline is not None else (1.0,)
-        pace = max(times[s] * float(values[pos[lo:hi]].max()) / top for s, (lo, hi) in enumerate(bounds))
-        span = int(cl.span_level_pos(pos))
-        servers = {int(cl.server_of[p]) for p in pos.tolist()}
-        node = next(iter(servers)) if span == Level.SERVER else (
-            int(cl.rack_of_server[next(iter(servers))]) if span == Level.RACK else -1)
-        key = (a, pace, span, node, _type_group(cl, job, pos))
-        if key not in modes or np.any(sr.gpu_type[pos] < 0):
+            x[drop] = 1
+        elif keep.size and keeps_placement(job, placements[job.id]):
+            x[keep] = 1
+        elif not _encode_job(sr, job, mine, sr.instance.cluster.positions(placements[job.id]), x):
             return None
-        x[modes[key]] = 1
-        for s, (lo, hi) in enumerate(bounds):
-            for p in pos[lo:hi].tolist():
-                g = int(sr.gpu_type[p])
-                x[col_of[(KIND_STAGE, a, group_of[s], g, -1)]] += 1
-                x[col_of[(KIND_SERVER, a, -1, g, int(cl.server_of[p]))]] += 1
     return x
+
+
+def _encode_job(sr: StageRound, job: Job, mine: np.ndarray, pos: np.ndarray, x: np.ndarray) -> bool:
+    """Set job ``job``'s columns (``mine``) in ``x`` for its GPUs at ``pos`` (stage order): its
+    mode, the levels and spread column the mode implies, its stage and server counts.  False if
+    the program has no mode for it."""
+    cl = sr.instance.cluster
+    if np.any(sr.gpu_type[pos] < 0):
+        return False
+    bounds = job.pipeline.slices() if job.pipeline is not None else [(0, job.demand)]
+    values = np.asarray(sr.factors[job.perfclass])
+    top = stage_groups(job)[0][0]
+    times = job.pipeline.stage_times if job.pipeline is not None else (1.0,)
+    pace = max(times[s] * float(values[pos[lo:hi]].max()) / top for s, (lo, hi) in enumerate(bounds))
+    span = int(cl.span_level_pos(pos))
+    first = int(cl.server_of[pos[0]])
+    node = first if span == Level.SERVER else (int(cl.rack_of_server[first]) if span == Level.RACK else -1)
+    group = _type_group(cl, job, pos)
+    kind, at = sr.kind[mine], (sr.span[mine] == span) & (sr.node[mine] == node)
+    mode = mine[(kind == KIND_MODE) & (sr.pace[mine] == pace) & at & (sr.group[mine] == group)]
+    if mode.size != 1:
+        return False
+    x[mode] = 1
+    x[mine[(kind == KIND_LEVEL) & (sr.group[mine] == group) & (sr.pace[mine] <= pace)]] = 1
+    x[mine[(kind == KIND_SPREAD) & at]] = 1
+    cells = sr.gpu_type[pos]
+    group_of = {s: k for k, (_, members, _) in enumerate(stage_groups(job)) for s in members}
+    stage_group = np.repeat([group_of[s] for s in range(len(bounds))], [hi - lo for lo, hi in bounds])
+    ncell = int(sr.gpu_type.max()) + 1
+    for want, cols, key in ((stage_group * ncell + cells, mine[kind == KIND_STAGE], sr.group),
+                            (cl.server_of[pos] * ncell + cells, mine[kind == KIND_SERVER], sr.node)):
+        have = key[cols] * ncell + sr.gtype[cols]
+        order = np.argsort(have)
+        hit = order[np.minimum(np.searchsorted(have, want, sorter=order), order.size - 1)]
+        if not order.size or np.any(have[hit] != want):  # (a mode's GPUs always have their columns)
+            return False
+        np.add.at(x, cols[hit], 1)
+    return True
+
+
+def _job_columns(sr: StageRound) -> list[np.ndarray]:
+    """Per admitted job (its index in ``sr.admitted``), its columns in ascending order."""
+    order = np.argsort(sr.job, kind="stable")
+    cut = np.searchsorted(sr.job[order], np.arange(len(sr.admitted) + 1))
+    return [order[cut[a]:cut[a + 1]] for a in range(len(sr.admitted))]
 
 
 def _type_group(cl: Any, job: Job, pos: np.ndarray) -> int:
@@ -642,6 +795,36 @@ def _cheaper_start(sr: StageRound, given: Mapping[JobId, Sequence[int]] | None,
     return own
 
 
+def _source(start: Mapping[JobId, Sequence[int]] | None, own: Mapping[JobId, Sequence[int]] | None,
+            label: str) -> str:
+    """What the start placement is, for messages: PAL's, or the start given (``label``)."""
+    return "PAL's" if start is own else label
+
+
+def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+             labelled: tuple[Mapping[JobId, Sequence[int]] | None, str], own: dict[JobId, tuple[int, ...]] | None,
+             why: str, common: dict[str, Any]) -> PlacementResult:
+    """The answer when the deadline comes before the stage program is built: the cheaper of
+    the start placement and the start given (``labelled``: it and its label; checked as
+    :func:`pal_opt.check` checks an answer, as the program cannot encode it), status FALLBACK, no
+    bound; nothing placed if neither exists."""
+    (given, label), start = labelled, own
+    if given is not None:
+        placement = {jid: tuple(int(g) for g in gids) for jid, gids in given.items()}
+        wanted = {instance.jobs[i].id for i in admitted}
+        if set(placement) != wanted or violations(instance, {"placements": placement, "admission": "given"}):
+            raise OptionError("start is not a placement of the admitted jobs (with every pipeline's GPUs in stage order)")
+        if own is None or evaluate(instance, placement, factors).cost <= evaluate(instance, own, factors).cost:
+            start = placement
+    kwargs = dict(common, solve_seconds=0.0)
+    common["info"]["start"] = _source(start, own, label)
+    if start is None:
+        return priced_result(instance, {}, factors, status=Status.FALLBACK, **kwargs,
+                             message=f"{why}; no start placement of every admitted job was found: none is placed")
+    return priced_result(instance, start, factors, status=Status.FALLBACK, **kwargs,
+                         message=f"{why}; the start placement ({_source(start, own, label)}) is returned")
+
+
 def solve_stage_round(
     instance: RoundInstance,
     admitted: Sequence[int],
@@ -653,6 +836,7 @@ def solve_stage_round(
     info: Mapping[str, Any] | None = None,
     start: Mapping[JobId, Sequence[int]] | None = None,
     warm_start: bool = True,
+    start_label: str = "the start given",
 ) -> PlacementResult:
     """Place the ``admitted`` jobs of ``instance`` with the stage program (module docstring).
 
@@ -664,6 +848,7 @@ def solve_stage_round(
     stopped without a solution, or when ``options.deadline`` left no time to run it
     (``info["time_limit_reached"]`` then names the step).  Never worse than the start placement.
     ``warm_start=False``: the solver is not given the start (it stays the fallback).
+    ``start_label`` names ``start`` in messages (``info["start"]``).
 
     Raises
     ------
@@ -674,28 +859,57 @@ def solve_stage_round(
         ``start`` is not a placement of the admitted jobs.
     """
     t0 = time.perf_counter()
-    sr = build_stage_round(instance, admitted, factors)
-    start = _cheaper_start(sr, start, start_placement(instance, admitted, factors))
-    built = time.perf_counter() - t0
+    options = options or SolveOptions()
+    clock = Deadline.after(None) if options.deadline is None else Deadline(options.deadline)
     cls = get_backend(backend)
-    vector = encode_stage_round(sr, start) if warm_start and start is not None and cls.supports_warm_start else None
-    details = {**(info or {}), "program": "stage", "num_vars": sr.program.num_vars, "num_rows": sr.program.num_rows,
-               "nnz": int(sr.program.A.nnz)}
+    details = {**(info or {}), "program": "stage"}
+    common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name, backend_version=cls.version(),
+                                  info=details)
+    own = start_placement(instance, admitted, factors)
+    t1 = time.perf_counter()
+    if own is not None:
+        evaluate(instance, own, factors)
+    reserve = FINISH_SECONDS + 2 * (time.perf_counter() - t1)  # pricing and writing the answer
+    progress.report(stage="building the stage program", backend=cls.name)
     try:
-        sol = cls().solve(sr.program, options or SolveOptions(), start=vector)
+        sr = build_stage_round(instance, admitted, factors, deadline=clock.sooner(reserve))
+    except TimeLimitReached as exc:
+        details["time_limit_reached"] = exc.stage
+        common["build_seconds"] = time.perf_counter() - t0
+        return _unbuilt(instance, admitted, factors, (start, start_label), own, str(exc), common)
+    start = _cheaper_start(sr, start, own)
+    details["start"] = _source(start, own, start_label)
+    built = time.perf_counter() - t0
+    vector = encode_stage_round(sr, start) if warm_start and start is not None and cls.supports_warm_start else None
+    details.update(num_vars=sr.program.num_vars, num_rows=sr.program.num_rows, nnz=int(sr.program.A.nnz))
+    if clock.limited:  # the solver stops in time to decode (estimated from the build) and finish
+        options = replace(options, deadline=clock.sooner(reserve + DECODE_PER_BUILD * built).at)
+    try:
+        sol = cls().solve(sr.program, options, start=vector)
     except TimeLimitReached as exc:  # the deadline came before the solver could run
         details["time_limit_reached"] = exc.stage
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
     details.update(sol.info)  # the solver's figures (nodes, iterations; HiGHS: crashes survived)
     details.update(solver_status=str(sol.status), solver_message=sol.message, warm_start=vector is not None)
-    common: dict[str, Any] = dict(method="ilp", admission=admission, solve_seconds=sol.seconds, build_seconds=built,
-                                  bound=sol.bound, backend=cls.name, backend_version=cls.version(), info=details)
+    common.update(solve_seconds=sol.seconds, build_seconds=built, bound=sol.bound)
+    return _solved(sr, sol, start, common)
+
+
+def _solved(sr: StageRound, sol: BackendSolution, start: dict[JobId, tuple[int, ...]] | None,
+            common: dict[str, Any]) -> PlacementResult:
+    """The priced answer from the solver's ``sol``: its decoded solution, or the start placement
+    when that is cheaper or the solver has none (:func:`solve_stage_round`)."""
+    instance, admitted, factors, details = sr.instance, sr.admitted, sr.factors, common["info"]
     if sol.values is None:
+        if start is None and "time_limit_reached" in details:
+            return priced_result(instance, {}, factors, status=Status.FALLBACK, **common,
+                                 message=f"{sol.message}; no start placement of every admitted job was found: "
+                                 "none is placed")
         if start is None:
-            raise BackendError(f"{cls.name} found no solution of the stage program ({sol.status}: {sol.message})")
-        why = sol.message if "time_limit_reached" in details else f"{cls.name}: {sol.status}"
+            raise BackendError(f"{common['backend']} found no solution of the stage program ({sol.status}: {sol.message})")
+        why = sol.message if "time_limit_reached" in details else f"{common['backend']}: {sol.status}"
         return priced_result(instance, start, factors, status=Status.FALLBACK,
-                             message=f"{why}; the start placement (PAL's, or the start given) is returned",
+                             message=f"{why}; the start placement ({details['start']}) is returned",
                              **common)
     status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
     res = priced_result(instance, decode_stage_round(sr, sol.values), factors, status=status, **common)

@@ -176,7 +176,17 @@ def describe_exit(status: int) -> str:
 
 def serve(control_fd: int) -> None:
     """The server's loop (in its own process): say ready, then fork a child for every socket
-    received, tell pal-opt its pid, reap children, report the ones that did not end well."""
+    received, tell pal-opt its pid, reap children, report the ones that did not end well.  It
+    ends quietly when pal-opt has ended (its control socket closed), also while starting: a
+    pal-opt killed while its server imported HiGHS left a ``BrokenPipeError`` traceback on the
+    terminal."""
+    try:
+        _serve(control_fd)
+    except (BrokenPipeError, ConnectionResetError):
+        return  # pal-opt has ended: there is no one to tell
+
+
+def _serve(control_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     import highspy  # noqa: F401 - loaded once, before forking
 

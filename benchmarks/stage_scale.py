@@ -1,0 +1,179 @@
+"""The stage program at scale: its size, its build, and time-limited solves of rounds with pipelines.
+
+Rounds as in ``benchmarks/pipeline_placement.py`` (about half the GPUs in PipeDream pipelines of
+vgg16 and gnmt and Sia's gpt_pmp, the rest gangs of the Sia-Philly models, the queue filling the
+cluster), on clusters of 8-GPU servers whose factors are PAL's Longhorn measurements (seed 0),
+at 256 to 2,048 GPUs.  Each (code, size) runs in its own process, so that its peak memory is its
+own.  Per round:
+
+* the stage program's build alone (``build_stage_round``): seconds, columns, rows, matrix entries,
+  and the process's peak memory;
+* ``solve_ilp(time_limit=T)`` for each T (HiGHS): wall seconds from the call, the status, the stage
+  where time ran out, and the round cost against PAL's placement with the stages mapped best
+  (``start_placement``: the fallback until 2026-11-27), lower is better.
+
+``--baseline DIR`` runs the same rounds with the package found in DIR too (a checkout of an
+earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session: the
+comparator.  Needs ``../shared`` (PAL's Longhorn measurements, the PipeDream profiles).
+
+    python benchmarks/stage_scale.py --update --baseline /tmp/old
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import add_output_arguments, output_dir, package_versions, produced_by  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = (256, 512, 1024, 2048)
+LIMITS = (10.0, 30.0)
+#: The baseline's build at 2,048 GPUs was killed for memory on this machine (see the page).
+BASELINE_SIZES = (256, 512, 1024)
+WORKER_TIMEOUT = 900
+
+
+def worker(gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
+    """One size's figures, in this process (``--worker``)."""
+    import resource
+
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from pipeline_placement import make_round, pipelines
+
+    from pal_opt.cost import evaluate
+    from pal_opt.generate import generate_instance
+    from pal_opt.ilp import solve_ilp
+    from pal_opt.ilp.solve import prepare_round
+    from pal_opt.ilp.stageround import build_stage_round, start_placement
+    from pal_opt.io.measurements import longhorn_paths
+
+    paths = longhorn_paths(shared / "data" / "pal-artifact" / "variability" / "longhorn")
+    cluster = generate_instance(gpus // 8, 8, 1, seed=0, measurements=paths).cluster
+    inst, _ = make_round(cluster, pipelines(shared), np.random.default_rng(0), f"stage-{gpus}")
+    setup = prepare_round(inst, None, None, None, None, probe=False)
+    pal = start_placement(inst, setup.admitted, setup.factors)
+    import pal_opt
+
+    out: dict[str, Any] = {"package": str(Path(pal_opt.__file__).parent), "gpus": gpus, "jobs": len(inst.jobs),
+                           "pipelines": sum(j.pipeline is not None for j in inst.jobs),
+                           "demand": sum(inst.jobs[i].demand for i in setup.admitted),
+                           "pal_cost": evaluate(inst, pal, setup.factors).cost if pal else None, "solves": []}
+    for limit in limits:
+        t = time.perf_counter()
+        res = solve_ilp(inst, time_limit=limit, backend="highs")
+        out["solves"].append({"limit": limit, "wall": time.perf_counter() - t, "status": res.status.value,
+                              "cost": res.objective, "reached": res.info.get("time_limit_reached"),
+                              "start": res.info.get("start"), "gang_view": res.info.get("gang_view")})
+    t = time.perf_counter()
+    sr = build_stage_round(inst, setup.admitted, setup.factors)
+    out.update(build=time.perf_counter() - t, cols=sr.program.num_vars, rows=sr.program.num_rows,
+               nnz=int(sr.program.A.nnz), peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out
+
+
+def run_one(code: Path, gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
+    """``worker`` in a new process importing pal_opt from ``code``."""
+    env = dict(os.environ, PYTHONPATH=str(code))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(gpus), "--shared", str(shared),
+           "--limits", *map(str, limits)]
+    t = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        return {"gpus": gpus, "error": f"timed out after {WORKER_TIMEOUT} s"}
+    wall = time.perf_counter() - t
+    if done.returncode != 0:
+        return {"gpus": gpus, "error": f"exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"}
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row["process_wall"] = wall
+    return row
+
+
+def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str) -> str:
+    lines = ["# The stage program at scale (rounds with pipeline jobs)", "",
+             f"{header} on {time.strftime('%Y-%m-%d')} "
+             f"(Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs shared with other "
+             f"work; {package_versions()}).", "",
+             f"Load average at the start {started}, at the end {ended}.  Rounds and settings: the script's docstring. "
+             "`now` is this commit's code; `before` the baseline given with `--baseline` (the commit named "
+             "below), run in the same session.", "",
+             "## The program and its build", "",
+             "| code | GPUs | jobs (pipelines) | columns | rows | entries | build s | peak MiB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for code, runs in rows.items():
+        for r in runs:
+            if "error" in r:
+                lines.append(f"| {code} | {r['gpus']:,} | | | | | {r['error']} | |")
+                continue
+            lines.append(f"| {code} | {r['gpus']:,} | {r['jobs']} ({r['pipelines']}) | {r['cols']:,} | {r['rows']:,} | "
+                         f"{r['nnz']:,} | {r['build']:.2f} | {r['peak_mib']:,.0f} |")
+    lines += ["", "## `solve_ilp(time_limit=T)`, HiGHS", "",
+              "Round cost (lower is better; the sum over jobs of d ln(pace × locality penalty), d the job's GPUs) "
+              "against PAL's placement with the stages mapped best (the fallback until 2026-11-27); *speed-up*: "
+              "exp((PAL's cost − cost) / Σ d), the geometric-mean speed per GPU against PAL's placement.  "
+              "*wall*: from the call to the answer, in the worker process.",
+              "", "| code | GPUs | T s | wall s | status | stage out of time | start | cost | PAL's cost | speed-up |",
+              "|---|---:|---:|---:|---|---|---|---:|---:|---:|"]
+    for code, runs in rows.items():
+        for r in runs:
+            for s in r.get("solves", []):
+                lines.append(f"| {code} | {r['gpus']:,} | {s['limit']:.0f} | {s['wall']:.2f} | {s['status']} | "
+                             f"{s['reached'] or ''} | {s['start'] or ''} | {s['cost']:.2f} | {r['pal_cost']:.2f} | "
+                             f"{math.exp((r['pal_cost'] - s['cost']) / r['demand']):.3f} |")
+    lines += ["", f"The baseline is not run at {max(SIZES):,} GPUs: in trial runs on this machine the same day its "
+              "build there (before it could solve) ran for more than two minutes and was killed by the system "
+              "(exit 137); its matrix grows with stage columns × modes (21.6 million entries at 1,024 GPUs).  "
+              "*peak MiB*: the worker process's peak resident memory, its solves included."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--limits", type=float, nargs="+", default=list(LIMITS), help="time limits T (s)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="GPUs (multiples of 8)")
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data directory")
+    ap.add_argument("--baseline", type=Path, help="a checkout of an earlier commit to compare with")
+    add_output_arguments(ap)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.limits, args.shared)))
+        return 0
+    if not (args.shared / "data" / "pipedream-profiles").is_dir():
+        print(f"stage_scale: {args.shared}/data/pipedream-profiles not found (give --shared)", file=sys.stderr)
+        return 2
+    started = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    codes = {"now": ROOT}
+    if args.baseline:
+        rev = subprocess.run(["git", "-C", str(args.baseline), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+        codes[f"before ({rev})"] = args.baseline
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for code, path in codes.items():
+        sizes = args.sizes if code == "now" else [g for g in args.sizes if g in BASELINE_SIZES]
+        for gpus in sizes:
+            print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
+            rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared))
+    ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    out = output_dir(args, "stage_scale")
+    text = page(rows, produced_by(__file__, argv), started, ended)
+    (out / "stage_scale.md").write_text(text, encoding="utf-8")
+    (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
