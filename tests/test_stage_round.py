@@ -340,3 +340,64 @@ def test_a_given_start_is_checked_even_when_the_program_is_not_built() -> None:
     assert check(inst, res) == [] and res.objective <= 4 * math.log(1.5) + 1e-9
     with pytest.raises(OptionError, match="start is not a placement"):
         solve_ilp(inst, start={"p": (0, 1, 2, 3), "g": (0, 1, 2, 3)}, deadline=time.monotonic() - 1.0)
+
+
+# Found by review (2026-11-28): with the pace levels (y) and spreads (z) continuous, HiGHS
+# 1.14.0's MIP presolve returned suboptimal answers as "optimal" and bounds above the objective on
+# these rounds; CBC, CP-SAT and the program written without them were right.  They are integer now.
+def _review_rounds() -> list[tuple[RoundInstance, float]]:
+    one = RoundInstance(Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.25, 1.0, 0.9, 1.0]}),
+                        (Job("p", 4, "classA", 0, (1.0, 1.2, 1.5), pipeline=Pipeline((1.0, 1.0, 3.0), (2, 1, 1))),),
+                        RoundParams(binning="none"))
+    cl = Cluster.from_arrays(range(7), [0, 0, 0, 0, 1, 1, 1],
+                             {"classA": [1.0, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0],
+                              "classB": [0.9, 1.0, 1.5, 0.9, 0.9, 0.9, 1.5]}, rack_of_server={0: 0, 1: 0})
+    jobs = (Job(0, 3, "classA", 0, (1.0, 1.3, 1.3), (3, 5, 4), pipeline=Pipeline((1.0, 2.0, 3.0), (1, 1, 1))),
+            Job(1, 4, "classA", 1, (1.0, 1.2, 1.5), pipeline=Pipeline((3.0, 1.0, 2.0), (1, 2, 1))),
+            Job(2, 3, "classA", 2, (1.0, 1.0, 1.0), pipeline=Pipeline((0.5, 0.5), (2, 1))))
+    three = RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=36.0))
+    return [(one, brute_force(one, [0], binned_factors(one.cluster, "none"))), (three, math.nan)]
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_the_rounds_highs_presolve_got_wrong_are_solved_to_their_optimum(backend: str) -> None:
+    (one, best), (three, _) = _review_rounds()
+    res = solve_ilp(one, backend=backend)
+    assert res.status == Status.OPTIMAL and res.objective == pytest.approx(best, abs=1e-6)
+    assert res.bound is not None and res.bound <= res.objective + 1e-6
+    ref = solve_ilp(three, backend="cbc") if "cbc" in available_backends() else None
+    res = solve_ilp(three, backend=backend)
+    assert res.status == Status.OPTIMAL and check(three, res) == []
+    if ref is not None:
+        assert res.objective == pytest.approx(ref.objective, abs=1e-6)  # -0.105361, not +0.316082
+
+
+def test_a_ctrl_c_in_the_gang_view_answers_for_this_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review (2026-11-28): a Ctrl-C while the gang view ran raised ``SolveInterrupted``
+    with that round's answer (pipelines unmapped, priced as gangs).  Now its placement comes back
+    with every pipeline's stages mapped best, priced on the round with pipelines."""
+    from pal_opt.errors import SolveInterrupted
+    from pal_opt.ilp.backends import get_backend
+    from pal_opt.ilp.backends.base import BackendInterrupted
+
+    cls = get_backend("highs" if "highs" in available_backends() else available_backends()[0])
+    calls: list[int] = []
+
+    def first_call_interrupted(original: Any) -> Any:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(1)
+            if len(calls) == 1:
+                raise BackendInterrupted(None)
+            return original(self, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(cls, "solve", first_call_interrupted(cls.solve))
+    monkeypatch.setattr(cls, "relaxation_bound", first_call_interrupted(cls.relaxation_bound))
+    inst = _two_server_round()
+    with pytest.raises(SolveInterrupted) as caught:
+        solve_ilp(inst, backend=cls.name, time_limit=60)
+    res = caught.value.result
+    assert res is not None and res.info["interrupted"] and res.info["program"] == "stage"
+    assert check(inst, res) == []
+    assert res.objective == pytest.approx(evaluate(inst, res.placements, binned_factors(inst.cluster, "none")).cost)
+    assert "pipelines seen as gangs" in res.message

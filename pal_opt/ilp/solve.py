@@ -477,12 +477,36 @@ def _gang_view_start(instance: RoundInstance, setup: RoundSetup, clock: Deadline
                                           for j in instance.jobs))
     sub = Deadline.after(GANG_VIEW_SHARE * max(clock.left(), 0.0)).earliest(clock)
     sub_info = run_info(setup, time_limit=None, gap=gap, threads=threads, deterministic=deterministic, warm_start=True)
-    res = _solve_set_up(hidden, setup, sub_info, sub, None, gap, threads, True, deterministic, backend_params,
-                        None, None)
+    wanted = {instance.jobs[i].id for i in setup.admitted}
+    try:
+        res = _solve_set_up(hidden, setup, sub_info, sub, None, gap, threads, True, deterministic, backend_params,
+                            None, None)
+    except BackendError as exc:  # the stage program, with PAL's start, may still do
+        info["gang_view"] = f"failed: {exc}"
+        return None
+    except SolveInterrupted as exc:  # a Ctrl-C: its answer, for this round (stages mapped), is the answer
+        raise _gang_view_interrupted(instance, setup, exc, wanted, info) from None
     info["gang_view"] = f"{res.status.value}: {res.message}" if res.message else res.status.value
-    if set(res.placements) != {instance.jobs[i].id for i in setup.admitted}:
+    if set(res.placements) != wanted:
         return None
     return stages_mapped_best(instance, setup.factors, res.placements)
+
+
+def _gang_view_interrupted(instance: RoundInstance, setup: RoundSetup, exc: SolveInterrupted, wanted: set[JobId],
+                           info: dict[str, Any]) -> SolveInterrupted:
+    """A Ctrl-C in the gang view: the placement it had (of the round with pipelines seen as
+    gangs), each pipeline's stages mapped best and priced on this round, status FALLBACK, flagged
+    ``info["interrupted"]``; none if it had no placement of every admitted job."""
+    part = exc.result
+    if not isinstance(part, PlacementResult) or set(part.placements) != wanted:
+        return SolveInterrupted(None)
+    info.update(interrupted=True, program="stage", gang_view="interrupted")
+    res = _result(instance, stages_mapped_best(instance, setup.factors, part.placements), setup.factors,
+                  status=Status.FALLBACK, admission=setup.admission, solve_seconds=part.solve_seconds,
+                  backend=setup.backend.name, backend_version=None, info=info,
+                  message="interrupted while solving the round with pipelines seen as gangs; its placement, "
+                          "stages mapped best, is returned")
+    return SolveInterrupted(res)
 
 
 def _clock(time_limit: float | None, deadline: float | None) -> Deadline:

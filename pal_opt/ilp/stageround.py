@@ -284,8 +284,11 @@ def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: _Nodes,
 #: Seconds kept, with twice the time pricing the start placement took, for pricing and writing
 #: the answer (as the round program keeps them: ``pal_opt.ilp.solve.FINISH_SECONDS``).
 FINISH_SECONDS = 0.05
-#: Decoding a solution takes at most about this share of the build's time (measured: 0.0x).
+#: Decoding a solution, and encoding the start (to check it and for the warm start), each take
+#: at most about this share of the build's time (measured 0.01-0.06: 0.08 s and 0.24 s after a
+#: 5.8 s build at 2,048 GPUs, ``benchmarks/stage_scale.py``).
 DECODE_PER_BUILD = 0.25
+ENCODE_PER_BUILD = 0.25
 #: The build gives up (:class:`~pal_opt.errors.TimeLimitReached`) once the time it has taken per
 #: job so far, times the jobs left and this factor (the matrix is assembled at the end), no
 #: longer fits before its deadline.
@@ -487,7 +490,7 @@ def _add_job(b: ProgramBuilder, rows: _Rows, a: int, job: Job, table: np.ndarray
 def _covers(b: ProgramBuilder, a: int, modes: _Modes, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(servers, columns)`` entries whose sum over the entries of server ``s`` is the share of
     the job's modes that may use ``s``: a one-server mode's own column; per rack or cluster node,
-    the column ``z = Σ_{modes at that node} m`` in ``[0, 1]`` (defined by a ``spread`` row), so a
+    the column ``z = Σ_{modes at that node} m`` (binary, as the levels are; a ``spread`` row), so a
     mode spanning many servers enters one row, not one per server and pace."""
     alone = modes.span == Level.SERVER
     servers, cols = [modes.node[alone]], [m[alone]]
@@ -495,7 +498,7 @@ def _covers(b: ProgramBuilder, a: int, modes: _Modes, m: np.ndarray) -> tuple[np
         span, node = int(modes.nodes.span[e]), int(modes.nodes.node[e])
         members = m[modes.entry == e]
         tag = f"{'src'[span]}{node if node >= 0 else ''}"
-        z = b.add_cols([f"z_j{a}_{tag}"], lo=0, hi=1, integer=False, kind=KIND_SPREAD, job=a, span=span, node=node)
+        z = b.add_cols([f"z_j{a}_{tag}"], lo=0, hi=1, integer=True, kind=KIND_SPREAD, job=a, span=span, node=node)
         b.add_rows([f"spread_j{a}_{tag}"], 0, 0, np.zeros(members.size + 1, dtype=np.int64),
                    np.concatenate((z, members)), np.concatenate(([1.0], -np.ones(members.size))))
         servers.append(modes.nodes.servers[e])
@@ -513,17 +516,19 @@ class _Levels(NamedTuple):
 
 def _add_pace_levels(b: ProgramBuilder, a: int, modes: _Modes, m: np.ndarray) -> _Levels:
     """Per type group ``t`` and distinct mode pace ``P_i`` (ascending), the column
-    ``y[t, i] = Σ_{modes of t, pace ≥ P_i} m`` in ``[0, 1]``, defined by the chain rows
+    ``y[t, i] = Σ_{modes of t, pace ≥ P_i} m`` (binary), defined by the chain rows
     ``y[t, i] − y[t, i + 1] − Σ_{modes of t at P_i} m = 0``.  A ``pace`` row then needs one entry
     per type group instead of one per mode: the program's size grew with stage columns × modes
-    (2.2 million of the 2.5 million entries of a 512-GPU round), now with their sum."""
+    (2.2 million of the 2.5 million entries of a 512-GPU round), now with their sum.  Integer,
+    though implied so: with continuous levels HiGHS 1.14.0's MIP presolve returned suboptimal
+    answers as optimal, and invalid bounds, on about 1 small round in 100 (CBC and CP-SAT did not)."""
     mode_pace, mode_group = modes.pace, modes.tgroup
     paces: dict[int, np.ndarray] = {}
     cols: dict[int, np.ndarray] = {}
     for t in np.unique(mode_group).tolist():
         mine = np.flatnonzero(mode_group == t)
         levels, level_of = np.unique(mode_pace[mine], return_inverse=True)
-        y = b.add_cols([f"y_j{a}_t{t}_p{i}" for i in range(levels.size)], lo=0, hi=1, integer=False,
+        y = b.add_cols([f"y_j{a}_t{t}_p{i}" for i in range(levels.size)], lo=0, hi=1, integer=True,
                        kind=KIND_LEVEL, job=a, group=t)
         q = levels.size
         nxt = np.arange(q - 1)  # y[i] − y[i + 1] − Σ m = 0; the last level has no y[i + 1]
@@ -777,34 +782,40 @@ def _keeping_start(instance: RoundInstance, admitted: Sequence[int],
 
 
 def _cheaper_start(sr: StageRound, given: Mapping[JobId, Sequence[int]] | None,
-                   own: dict[JobId, tuple[int, ...]] | None) -> dict[JobId, tuple[int, ...]] | None:
+                   own: dict[JobId, tuple[int, ...]] | None) -> tuple[dict[JobId, tuple[int, ...]] | None,
+                                                                  np.ndarray | None]:
     """``given`` (checked: a placement of exactly the admitted jobs, on distinct GPUs, that the
-    program encodes) when it costs no more than ``own``, else ``own``."""
+    program encodes) when it costs no more than ``own``, else ``own``; with its vector
+    (:func:`encode_stage_round`, encoded once)."""
     if given is None:
-        return own
+        return own, (None if own is None else encode_stage_round(sr, own))
     placement = {jid: tuple(int(g) for g in gids) for jid, gids in given.items()}
     used = [g for gids in placement.values() for g in gids]
     jobs = {sr.instance.jobs[i].id: sr.instance.jobs[i] for i in sr.admitted}
     ok = set(placement) == set(jobs) and len(set(used)) == len(used) and all(
         len(gids) == jobs[jid].demand and all(g in sr.instance.cluster.position for g in gids)
         for jid, gids in placement.items())
-    if not ok or encode_stage_round(sr, placement) is None:
+    vector = encode_stage_round(sr, placement) if ok else None
+    if vector is None:
         raise OptionError("start is not a placement of the admitted jobs (with every pipeline's GPUs in stage order)")
     if own is None or evaluate(sr.instance, placement, sr.factors).cost <= evaluate(sr.instance, own, sr.factors).cost:
-        return placement
-    return own
+        return placement, vector
+    return own, encode_stage_round(sr, own)
 
 
 def _source(start: Mapping[JobId, Sequence[int]] | None, own: Mapping[JobId, Sequence[int]] | None,
             label: str) -> str:
     """What the start placement is, for messages: PAL's, or the start given (``label``)."""
+    if start is None:
+        return "none"
     return "PAL's" if start is own else label
 
 
 def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
              labelled: tuple[Mapping[JobId, Sequence[int]] | None, str], own: dict[JobId, tuple[int, ...]] | None,
              why: str, common: dict[str, Any]) -> PlacementResult:
-    """The answer when the deadline comes before the stage program is built: the cheaper of
+    """The answer when the deadline comes before the stage program is built (or its start
+    encoded): the cheaper of
     the start placement and the start given (``labelled``: it and its label; checked as
     :func:`pal_opt.check` checks an answer, as the program cannot encode it), status FALLBACK, no
     bound; nothing placed if neither exists."""
@@ -877,10 +888,15 @@ def solve_stage_round(
         details["time_limit_reached"] = exc.stage
         common["build_seconds"] = time.perf_counter() - t0
         return _unbuilt(instance, admitted, factors, (start, start_label), own, str(exc), common)
-    start = _cheaper_start(sr, start, own)
-    details["start"] = _source(start, own, start_label)
     built = time.perf_counter() - t0
-    vector = encode_stage_round(sr, start) if warm_start and start is not None and cls.supports_warm_start else None
+    if clock.limited and clock.left() - reserve < ENCODE_PER_BUILD * built:
+        details["time_limit_reached"] = "encoding the start"
+        common["build_seconds"] = built
+        why = TimeLimitReached("encoding the start", need=ENCODE_PER_BUILD * built, left=clock.left() - reserve)
+        return _unbuilt(instance, admitted, factors, (start, start_label), own, str(why), common)
+    start, encoded = _cheaper_start(sr, start, own)
+    details["start"] = _source(start, own, start_label)
+    vector = encoded if warm_start and cls.supports_warm_start else None
     details.update(num_vars=sr.program.num_vars, num_rows=sr.program.num_rows, nnz=int(sr.program.A.nnz))
     if clock.limited:  # the solver stops in time to decode (estimated from the build) and finish
         options = replace(options, deadline=clock.sooner(reserve + DECODE_PER_BUILD * built).at)
