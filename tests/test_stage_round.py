@@ -401,3 +401,32 @@ def test_a_ctrl_c_in_the_gang_view_answers_for_this_round(monkeypatch: pytest.Mo
     assert check(inst, res) == []
     assert res.objective == pytest.approx(evaluate(inst, res.placements, binned_factors(inst.cluster, "none")).cost)
     assert "pipelines seen as gangs" in res.message
+
+
+@pytest.mark.parametrize("with_incumbent", [False, True])
+def test_a_ctrl_c_in_the_stage_program_keeps_the_best_so_far(monkeypatch: pytest.MonkeyPatch,
+                                                              with_incumbent: bool) -> None:
+    """A Ctrl-C while the stage program is solved raises ``SolveInterrupted`` with a priced answer
+    for the round: the solver's incumbent (decoded) when it had one, else the start placement
+    (until 2026-11-28 the backend's ``BackendInterrupted`` escaped, with no answer)."""
+    from pal_opt.errors import SolveInterrupted
+    from pal_opt.ilp.backends import get_backend
+    from pal_opt.ilp.backends.base import BackendInterrupted
+
+    cls = get_backend("highs" if "highs" in available_backends() else available_backends()[0])
+    original = cls.solve
+
+    def interrupted(self: Any, program: Any, options: Any, start: Any = None) -> Any:
+        raise BackendInterrupted(original(self, program, options, start) if with_incumbent else None)
+
+    monkeypatch.setattr(cls, "solve", interrupted)
+    inst = _two_server_round()
+    with pytest.raises(SolveInterrupted) as caught:
+        solve_ilp(inst, backend=cls.name)
+    res = caught.value.result
+    assert res is not None and res.info["interrupted"] and res.info["program"] == "stage"
+    assert check(inst, res) == [] and res.message.startswith("interrupted")
+    if with_incumbent:
+        assert res.objective == pytest.approx(4 * math.log(1.5))
+    else:
+        assert res.status == Status.FALLBACK and "start placement (PAL's)" in res.message

@@ -65,11 +65,12 @@ from ..cost import (
     stages_mapped_best,
 )
 from ..deadline import Deadline
-from ..errors import BackendError, InstanceError, OptionError, TimeLimitReached
+from ..errors import BackendError, InstanceError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
 from ..result import PlacementResult, Status, priced_result
 from .backends import BackendSolution, SolveOptions, SolverStatus, get_backend
+from .backends.base import BackendAbandoned, BackendInterrupted
 from .builder import ProgramBuilder
 from .program import Program
 from .running import keep_positions, moving_is_charged
@@ -900,15 +901,41 @@ def solve_stage_round(
     details.update(num_vars=sr.program.num_vars, num_rows=sr.program.num_rows, nnz=int(sr.program.A.nnz))
     if clock.limited:  # the solver stops in time to decode (estimated from the build) and finish
         options = replace(options, deadline=clock.sooner(reserve + DECODE_PER_BUILD * built).at)
+    common["build_seconds"] = built
     try:
         sol = cls().solve(sr.program, options, start=vector)
     except TimeLimitReached as exc:  # the deadline came before the solver could run
         details["time_limit_reached"] = exc.stage
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
+    except BackendAbandoned:  # a solver that did not stop on a Ctrl-C
+        raise KeyboardInterrupt from None
+    except KeyboardInterrupt as exc:  # BackendInterrupted, or a Ctrl-C while the program was translated
+        raise _interrupted(sr, exc, start, common) from None
     details.update(sol.info)  # the solver's figures (nodes, iterations; HiGHS: crashes survived)
     details.update(solver_status=str(sol.status), solver_message=sol.message, warm_start=vector is not None)
     common.update(solve_seconds=sol.seconds, build_seconds=built, bound=sol.bound)
     return _solved(sr, sol, start, common)
+
+
+def _interrupted(sr: StageRound, exc: KeyboardInterrupt, start: dict[JobId, tuple[int, ...]] | None,
+                 common: dict[str, Any]) -> SolveInterrupted:
+    """A Ctrl-C while the stage program was solved: :class:`~pal_opt.errors.SolveInterrupted`
+    with the solver's incumbent (decoded, or the start when cheaper), else the start placement
+    (FALLBACK), flagged ``info["interrupted"]``; with no result when there is neither."""
+    common["info"]["interrupted"] = True
+    sol = exc.solution if isinstance(exc, BackendInterrupted) else None
+    if sol is not None and sol.values is not None:
+        common.update(solve_seconds=sol.seconds, bound=sol.bound)
+        res = _solved(sr, sol, start, common)
+        res.message = f"interrupted: {res.message}" if res.message else "interrupted"
+        return SolveInterrupted(res)
+    if start is None:
+        return SolveInterrupted(None)
+    common.update(solve_seconds=0.0, bound=None)
+    return SolveInterrupted(priced_result(
+        sr.instance, start, sr.factors, status=Status.FALLBACK, **common,
+        message=f"interrupted while {common['backend']} solved the stage program; "
+                f"the start placement ({common['info'].get('start')}) is returned"))
 
 
 def _solved(sr: StageRound, sol: BackendSolution, start: dict[JobId, tuple[int, ...]] | None,
