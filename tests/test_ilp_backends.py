@@ -195,3 +195,31 @@ def test_highs_stops_at_the_lp_bound_when_the_start_is_close_enough():
     exact = solve_ilp(inst, backend="highs")
     assert exact.status == Status.OPTIMAL
     assert r.bound <= exact.objective + 1e-9 <= r.objective + 2e-9
+
+
+@pytest.mark.skipif("cbc" not in available_backends(), reason="CBC not installed")
+def test_a_cbc_that_dies_of_a_signal_is_run_once_more(monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """CBC died of SIGSEGV at its start twice on 2026-11-28 (empty log, under progress), and the
+    solve failed with ``BackendError``.  A CBC that dies of a signal pal-opt did not send, with no
+    solution file, is now run once more; the answer is the optimum, with a warning."""
+    import logging
+
+    from pal_opt.ilp.backends import cbc
+
+    real = cbc._run_cbc
+    calls: list[list[str]] = []
+
+    def first_dies(args: list[str], log_path: str, time_limit: float | None) -> object:
+        calls.append(args)
+        if len(calls) == 1:
+            return cbc._CbcRun(returncode=-11, interrupted=False, stopped_by=None)
+        return real(args, log_path, time_limit)
+
+    monkeypatch.setattr(cbc, "_run_cbc", first_dies)
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.3, 1.0, 1.0]})
+    inst = RoundInstance(c, (Job(1, 2, "classA"), Job(2, 1, "classA")), RoundParams(binning="none"))
+    with caplog.at_level(logging.WARNING, logger="pal_opt.ilp.backends.cbc"):
+        res = solve_ilp(inst, backend="cbc")
+    assert len(calls) == 2 and res.status == Status.OPTIMAL and res.placements[1] == (2, 3)
+    assert "CBC died of signal 11" in caplog.text

@@ -57,6 +57,7 @@ has HiGHS solve the LP instead (CLP took 2.2-2.8 s there, HiGHS 0.4-0.6 s;
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import os
 import re
@@ -89,6 +90,7 @@ from .base import (
     poll_progress,
 )
 
+_log = logging.getLogger(__name__)
 __all__ = ["CbcBackend"]
 
 OPTIMALITY_ABS_GAP = 1e-9
@@ -537,9 +539,16 @@ class CbcBackend(Backend):
     def _execute(self, model: _CbcModel, options: SolveOptions) -> tuple[_CbcRun, bool]:
         args = [*model.args, "-solve", "-printingOptions", "all", "-solution", model.sol]
         stdbuf = _line_buffering() if model.line_buffered else None
-        if stdbuf is not None:
-            args = [stdbuf, "-oL", *args]
-        run = _run_cbc(args, model.log_path, options.time_limit)
+        t0 = time.monotonic()
+        run = _run_cbc([stdbuf, "-oL", *args] if stdbuf is not None else args, model.log_path, options.time_limit)
+        if run.returncode < 0 and not run.stopped_by_us and not run.interrupted and not os.path.exists(model.sol):
+            # CBC died of a signal we did not send (SIGSEGV seen twice on 2026-11-28, at its start,
+            # with an empty log, in runs under progress, i.e. under stdbuf): once more, plainly
+            left = None if options.time_limit is None else options.time_limit - (time.monotonic() - t0)
+            if left is None or left > 0:
+                _log.warning("CBC died of signal %d without a solution; solving once more%s", -run.returncode,
+                             " without stdbuf" if stdbuf is not None else "")
+                run = _run_cbc(args, model.log_path, left)
         return run, run.interrupted
 
     def _read(self, model: _CbcModel, raw: _CbcRun, program: Program, options: SolveOptions, seconds: float) -> Readout:
