@@ -25,12 +25,14 @@ the four CSV tables against 49 hostile cells (11,932 files).
 
 from __future__ import annotations
 
+import atexit
 import copy
 import csv
 import io
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -77,6 +79,7 @@ FAST = settings(max_examples=N_DEFAULT, **_SETTINGS)
 SLOW = settings(max_examples=N_SLOW, **_SETTINGS)
 
 _TMP = Path(tempfile.mkdtemp(prefix="pal_opt_fuzz_"))
+atexit.register(shutil.rmtree, _TMP, True)  # (it was left in /tmp by every run, 142 files each)
 
 
 def _tmpfile(name: str, data: bytes) -> Path:
