@@ -29,7 +29,12 @@ from dataclasses import dataclass
 
 from .errors import TimeLimitReached
 
-__all__ = ["Deadline", "process_started"]
+__all__ = ["Deadline", "FINISH_SECONDS", "process_started"]
+
+#: Seconds a solve under a deadline keeps, beside twice the time pricing its start took, for pricing
+#: the answer and writing it (the command's output file): the round program's and the stage
+#: program's reserve.
+FINISH_SECONDS = 0.05
 
 #: When this module was first imported: the process start where the system does not tell it.
 _IMPORTED = time.monotonic()

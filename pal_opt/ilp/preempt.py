@@ -304,7 +304,7 @@ class _Built:
 
 #: Under a deadline: backfilling and pricing the answer take at most this many times pricing the
 #: greedy start (decoding and the time kept for writing are ``ilp``'s,
-#: :data:`~pal_opt.ilp.solve.DECODE_PER_BUILD` and :data:`~pal_opt.ilp.solve.FINISH_SECONDS`).
+#: :data:`~pal_opt.ilp.solve.DECODE_PER_BUILD` and :data:`~pal_opt.deadline.FINISH_SECONDS`).
 PRICE_TIMES = 3.0
 
 

@@ -88,7 +88,7 @@ from .. import progress
 from ..admission import ADMISSION_MODES, admit
 from ..binning import BINNING_MODES, binned_factors
 from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
-from ..deadline import Deadline
+from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
@@ -122,9 +122,6 @@ ENCODE_PER_BUILD = 0.5
 #: Under a deadline, a round with pipeline jobs first gives the round program, with every
 #: pipeline seen as a gang, this share of the time left for a start (:func:`_gang_view_start`).
 GANG_VIEW_SHARE = 1 / 3
-#: Seconds kept, plus twice the time pricing the greedy placement took, for pricing the answer
-#: and writing it (the command's output file) after the solve.
-FINISH_SECONDS = 0.05
 #: The round program's LP relaxation is solved by HiGHS (when installed), whatever the backend,
 #: when the round has GPU types or the program has more matrix entries and columns than this;
 #: else by the backend's own LP solver (GLOP for CP-SAT, CLP for CBC).  Measured at load 0 on

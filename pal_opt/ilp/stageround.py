@@ -64,7 +64,7 @@ from ..cost import (
     relative_gap,
     stages_mapped_best,
 )
-from ..deadline import Deadline
+from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, InstanceError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
@@ -282,9 +282,6 @@ def _modes(job: Job, paces: np.ndarray, counts: np.ndarray, nodes: _Nodes,
     return _Modes(cat(pace, np.float64), cat(entry, np.int64), cat(tgroup, np.int64), nodes, type_cells)
 
 
-#: Seconds kept, with twice the time pricing the start placement took, for pricing and writing
-#: the answer (as the round program keeps them: ``pal_opt.ilp.solve.FINISH_SECONDS``).
-FINISH_SECONDS = 0.05
 #: Decoding a solution, and encoding the start (to check it and for the warm start), each take
 #: at most about this share of the build's time (measured 0.01-0.06: 0.08 s and 0.24 s after a
 #: 5.8 s build at 2,048 GPUs, ``benchmarks/stage_scale.py``).
