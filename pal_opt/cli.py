@@ -764,7 +764,8 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     thread (a second Ctrl-C, or a deadline, gave up on it): a C++ solver still running while the
     interpreter shuts down can abort the process (``terminate called ...``, SIGABRT); and under
     ``solve --time-limit``, whose limit bounds the whole command: the interpreter's teardown
-    takes 0.2-0.6 s once a solver library is loaded.  Output files are complete and closed by then.
+    takes 0.2-0.6 s once a solver library is loaded.  Output files are complete and closed by then,
+    and HiGHS's server and children are ended first (``atexit`` does not run).
     """
     try:
         code = main(argv)
@@ -774,6 +775,9 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     _ignore_sigint()
     base = sys.modules.get("pal_opt.ilp.backends.base")  # not imported: no solver ever ran
     if _EXIT_AT_ONCE or (base is not None and base.abandoned_solvers()):
+        server = sys.modules.get("pal_opt.ilp.backends.highs_server")  # atexit will not run
+        if server is not None:
+            server.stop_server()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

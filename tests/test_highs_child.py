@@ -289,3 +289,32 @@ def test_a_server_whose_pal_opt_has_gone_ends_quietly() -> None:
                           text=True, timeout=60, cwd=Path(__file__).resolve().parents[1], check=False)
     theirs.close()
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_stopping_the_server_ends_its_children_first() -> None:
+    """:func:`highs_server.stop_server` (at exit, and before the CLI's ``os._exit``) returns only
+    when the server and every child of it have ended.  The server used to end at once and leave
+    its children to notice end-of-file on their own sockets: a child that was solving outlived
+    pal-opt for a moment, and ``tests/test_faults.py::test_sigint_inside_the_solver[highs]``
+    caught one on a loaded machine (1 run in 10 with two busy loops beside it)."""
+    from pathlib import Path as _Path
+
+    from pal_opt.ilp.backends import highs_server
+
+    def alive(pid: int) -> bool:
+        try:
+            return _Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    conn = highs_server.new_child()  # a child waiting for its solve: it holds our socket open
+    try:
+        kind, pid = conn.recv()
+        assert kind == "pid" and alive(pid)
+        server = highs_server._SERVER.proc
+        assert server is not None
+        highs_server.stop_server()
+        assert server.poll() is not None, "the server outlived stop_server"
+        assert not alive(pid), "the child outlived stop_server"
+    finally:
+        conn.close()

@@ -18,8 +18,10 @@ but it imports the caller's ``__main__`` in every child: a scheduler's script wi
   ``multiprocessing.connection`` messages (pickled);
 * the server reaps its children and, for one that did not exit with status 0, sends
   ``("exit", status)`` on the child's socket: pal-opt learns that it crashed, and of which signal;
-* it ends when pal-opt does (the control socket reads end-of-file); a process forked from
-  pal-opt forgets its parent's server (``os.register_at_fork``) and starts its own.
+* it ends when pal-opt does (the control socket reads end-of-file), killing and reaping the
+  children still running first; pal-opt waits for it at exit (:func:`stop_server`), so no
+  HiGHS process outlives pal-opt.  A process forked from pal-opt forgets its parent's server
+  (``os.register_at_fork``) and starts its own.
 
 Unix only (``os.fork``, ``socket.send_fds``); elsewhere :func:`new_child` raises and HiGHS runs
 in-process.
@@ -38,11 +40,14 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["new_child", "describe_exit", "serve"]
+__all__ = ["new_child", "describe_exit", "serve", "stop_server"]
 
 
 #: Seconds the server may take to import highspy and say it is ready.
 READY_SECONDS = 60.0
+#: Seconds the server may take to end once pal-opt has closed its control socket, before it is
+#: killed.  One in its loop ends in milliseconds; one still importing HiGHS is killed.
+STOP_SECONDS = 1.0
 
 
 def _server_path() -> list[str]:
@@ -93,22 +98,33 @@ class _Server:
         ours.settimeout(None)
 
     def discard(self) -> None:
-        """Close the control socket (a running server reads end-of-file and ends) and forget the
-        process (reaped when it has ended)."""
+        """Close the control socket (a running server reads end-of-file, kills and reaps its
+        children, and ends), wait for the server to end (killed after :data:`STOP_SECONDS`: one
+        still importing HiGHS reads nothing until it is done) and forget it."""
         if self.control is not None:
             self.control.close()
             self.control = None
         if self.proc is not None:
             try:
-                self.proc.wait(timeout=2.0)
+                self.proc.wait(timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
             self.proc = None
 
     def stop(self) -> None:
-        with self.lock:
-            self.discard()
+        """End the server and its children before this process ends.  A thread that was given up
+        on (a second Ctrl-C) may hold the lock while it starts the server: then the server is
+        killed without it."""
+        if self.lock.acquire(timeout=STOP_SECONDS):
+            try:
+                self.discard()
+            finally:
+                self.lock.release()
+            return
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
 
     def reset_after_fork(self) -> None:
         """In a process forked from this one: the server is the parent's (its socket is closed
@@ -122,6 +138,14 @@ class _Server:
 
 _SERVER = _Server()
 atexit.register(_SERVER.stop)
+
+
+def stop_server() -> None:
+    """End the server, if one runs, and every child of it, and wait until they have ended.  Runs
+    at exit (``atexit``); a process that ends with ``os._exit`` (the CLI, when a solver thread
+    was given up on or under ``--time-limit``) calls it first: otherwise the server and a child
+    still solving outlived it for a moment, until they read end-of-file."""
+    _SERVER.stop()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_SERVER.reset_after_fork)
 
@@ -206,8 +230,9 @@ def _serve(control_fd: int) -> None:
         for key, _ in sel.select():
             if key.fileobj is control:
                 msg, fds, _, _ = socket.recv_fds(control, 16, 1)
-                if not msg:
-                    return  # pal-opt has ended; children see end-of-file on their sockets and stop
+                if not msg:  # pal-opt has ended or is ending: no one will read a child's answer
+                    _end_children(children)
+                    return
                 sock = socket.socket(fileno=fds[0])
                 pid = os.fork()
                 if pid == 0:
@@ -240,6 +265,23 @@ def _run_child(child_main: Any, sock: socket.socket) -> None:
         child_main(Connection(sock.detach()))
     finally:
         os._exit(1)  # child_main leaves with os._exit(0); anything else is a failure
+
+
+def _end_children(children: dict[int, socket.socket]) -> None:
+    """Kill the children still running and wait for them, so that none outlives the server (and
+    pal-opt, which waits for the server)."""
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # pragma: no cover - ended and not reaped yet: a zombie
+            pass
+    for pid, sock in children.items():
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:  # pragma: no cover - reaped already
+            pass
+        sock.close()
+    children.clear()
 
 
 def _reap(children: dict[int, socket.socket]) -> None:
