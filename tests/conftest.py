@@ -9,6 +9,9 @@
 ``ctrl_c``
     Ctrl-C works in this process as in a fresh interactive ``python``, whatever ran before and
     however the test run was started (for the tests that interrupt themselves).
+``session_tmpdir`` (used by every test)
+    A directory of this test process's own as its temporary directory and its children's, for
+    the whole session (pytest-xdist runs tests in several processes at once).
 ``private_tmpdir``
     A fresh directory as the temporary directory of this process and of its children, for tests
     that check that nothing was left behind there.
@@ -117,6 +120,22 @@ def ctrl_c() -> Iterator[None]:
         gc.callbacks[:0] = [cb for cb in saved_callbacks if cb not in gc.callbacks]
         if saved_handler is not None:  # None: set outside Python, cannot be put back
             signal.signal(signal.SIGINT, saved_handler)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A directory of this test process's own (under pytest's ``basetemp``, which pytest-xdist
+    makes per worker) as its temporary directory (``tempfile.tempdir``) and its children's
+    (``TMPDIR``) for the whole session.  Tests that check that a solve left nothing behind
+    (CBC's ``pal_opt_cbc_*`` directories) look in this process's temporary directory: another
+    worker, or another test run on the machine, would otherwise put its own solves' files there.
+    Left for pytest to remove with its other old temporary directories (multiprocessing removes
+    its own directory in it at exit, after the session)."""
+    path = tmp_path_factory.mktemp("session_tmpdir")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(path))
+        mp.setenv("TMPDIR", str(path))
+        yield path
 
 
 @pytest.fixture
