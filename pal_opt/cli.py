@@ -777,7 +777,10 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
     if _EXIT_AT_ONCE or (base is not None and base.abandoned_solvers()):
         server = sys.modules.get("pal_opt.ilp.backends.highs_server")  # atexit will not run
         if server is not None:
-            server.stop_server()
+            try:
+                server.stop_server(ending=True)
+            except Exception as exc:  # pragma: no cover - never stand between pal-opt and its exit
+                _error(f"{PROG}: could not stop the HiGHS server ({exc})")
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -318,3 +318,37 @@ def test_stopping_the_server_ends_its_children_first() -> None:
         assert not alive(pid), "the child outlived stop_server"
     finally:
         conn.close()
+
+
+def test_a_solve_in_a_thread_when_pal_opt_ends_is_stopped_not_a_crash(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduler's daemon thread still solving when its process ends: the stop at exit kills
+    the child, and the solve ends with no solution, saying so, instead of warning of a HiGHS
+    crash and solving again in a new process (a second server, started while Python shuts down)."""
+    import threading
+    import time
+
+    from procs import children
+
+    from pal_opt.ilp.backends import highs_server
+
+    monkeypatch.setattr(highs_server._SERVER, "ending", False)  # put back for the tests after this one
+    program = _crash_round()[0]
+    highs_server.ensure_started()
+    server = highs_server._SERVER.proc
+    assert server is not None
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(HighsBackend().solve(program, SolveOptions(time_limit=60))))
+    thread.start()
+    give_up = time.monotonic() + 30
+    while not children(server.pid) and time.monotonic() < give_up:
+        time.sleep(0.02)
+    assert children(server.pid), "the child was not seen"
+    with caplog.at_level(logging.WARNING):
+        highs_server.stop_server(ending=True)
+        thread.join(60)
+    assert not thread.is_alive()
+    (sol,) = result
+    assert sol.status == SolverStatus.NO_SOLUTION and "pal-opt is ending" in sol.message, sol.message
+    assert "crashed" not in caplog.text
+    assert highs_server._SERVER.proc is None  # no second server

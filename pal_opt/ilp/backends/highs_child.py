@@ -111,6 +111,8 @@ class ChildRun:
             closed, cancelled = self._closed, self._cancelled
         if closed:  # given up and killed by us: not a crash
             return Answer("crashed", f"the HiGHS process was stopped ({why})", None, None)
+        if highs_server.ending():  # pal-opt is ending and its server killed the child
+            return Answer("crashed", f"the HiGHS process was stopped: pal-opt is ending ({why})", None, None)
         self.crashes = 1
         limit = self.settings.get("time_limit")
         left = None if limit is None or not math.isfinite(limit) else limit - (time.monotonic() - t0)
