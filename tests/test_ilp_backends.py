@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 import textwrap
+import time
 from typing import ClassVar
 
 import numpy as np
@@ -223,3 +224,42 @@ def test_a_cbc_that_dies_of_a_signal_is_run_once_more(monkeypatch: pytest.Monkey
         res = solve_ilp(inst, backend="cbc")
     assert len(calls) == 2 and res.status == Status.OPTIMAL and res.placements[1] == (2, 3)
     assert "CBC died of signal 11" in caplog.text
+
+
+@pytest.mark.skipif("cbc" not in available_backends(), reason="CBC not installed")
+@pytest.mark.parametrize("when", ["twice", "no time left"])
+def test_a_cbc_crash_that_is_not_solved_again_is_no_solution_not_an_error(
+        when: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """A CBC that died of SIGSEGV under a 0.43 s limit, with no time left to run it again, failed
+    the solve with ``BackendError`` (``tests/test_time_limit.py`` in CI, 2026-11-28).  A crash is
+    now answered as HiGHS's is: no solution from the solver (so ``solve_ilp`` returns the greedy
+    start with status ``fallback``), and ``info["cbc_crashes"]`` counts the dead runs."""
+    import logging
+
+    from pal_opt.ilp.backends import cbc
+    from pal_opt.ilp.backends.base import SolveOptions, SolverStatus
+
+    calls: list[float | None] = []
+
+    def dies(args: list[str], log_path: str, time_limit: float | None) -> object:
+        calls.append(time_limit)
+        open(log_path, "w").close()  # what CBC leaves: its output to a file is block-buffered
+        if time_limit is not None:
+            time.sleep(time_limit + 0.05)  # the whole limit, spent before the crash
+        return cbc._CbcRun(returncode=-11, interrupted=False, stopped_by=None)
+
+    monkeypatch.setattr(cbc, "_run_cbc", dies)
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.3, 1.0, 1.0]})
+    inst = RoundInstance(c, (Job(1, 2, "classA"), Job(2, 1, "classA")), RoundParams(binning="none"))
+    with caplog.at_level(logging.WARNING, logger="pal_opt.ilp.backends.cbc"):
+        if when == "twice":
+            res = solve_ilp(inst, backend="cbc")
+            assert res.status == Status.FALLBACK and not check(inst, res)
+            assert len(calls) == 2 and res.info["cbc_crashes"] == 2
+            assert "SIGSEGV without a solution, twice" in res.info["solver_status"]
+        else:
+            sol = get_backend("cbc")().solve(build_formulation(inst), SolveOptions(time_limit=0.3), None)
+            assert sol.status == SolverStatus.NO_SOLUTION and sol.values is None
+            assert len(calls) == 1 and sol.info["cbc_crashes"] == 1
+            assert "no time was left to run it again" in sol.message
+    assert "no solution from CBC" in caplog.text

@@ -135,15 +135,29 @@ DEADLINE_GRACE = 0.25
 KILL_GRACE = 0.5
 
 
+def _signal_name(number: int) -> str:
+    """``SIGSEGV`` for 11."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 @dataclass
 class _CbcRun:
     returncode: int
     interrupted: bool  # a Ctrl-C reached pal-opt while CBC ran
     stopped_by: str | None  # None, "sigint" (CBC stopped and wrote what it had) or "kill"
+    crashes: int = 0  # runs before this one that died of a signal pal-opt did not send
 
     @property
     def stopped_by_us(self) -> bool:
         return self.stopped_by is not None
+
+    def crashed(self, sol_path: str) -> bool:
+        """Whether CBC died of a signal pal-opt did not send, leaving no solution file."""
+        return (self.returncode < 0 and not self.stopped_by_us and not self.interrupted
+                and not os.path.exists(sol_path))
 
     def describe(self, cbc_result: str) -> str:
         why = "Ctrl-C" if self.interrupted else "the time limit"
@@ -541,14 +555,18 @@ class CbcBackend(Backend):
         stdbuf = _line_buffering() if model.line_buffered else None
         t0 = time.monotonic()
         run = _run_cbc([stdbuf, "-oL", *args] if stdbuf is not None else args, model.log_path, options.time_limit)
-        if run.returncode < 0 and not run.stopped_by_us and not run.interrupted and not os.path.exists(model.sol):
-            # CBC died of a signal we did not send (SIGSEGV seen twice on 2026-11-28, at its start,
-            # with an empty log, in runs under progress, i.e. under stdbuf): once more, plainly
+        if run.crashed(model.sol):
+            # CBC died of a signal we did not send: SIGSEGV three times on 2026-11-28 in full test
+            # runs, with an empty log (CBC's output to a file is block-buffered), under and without
+            # stdbuf, never again on the same program.  Once more, plainly, with the time left.
             left = None if options.time_limit is None else options.time_limit - (time.monotonic() - t0)
             if left is None or left > 0:
                 _log.warning("CBC died of signal %d without a solution; solving once more%s", -run.returncode,
                              " without stdbuf" if stdbuf is not None else "")
                 run = _run_cbc(args, model.log_path, left)
+                run.crashes = 1 + run.crashed(model.sol)
+            else:
+                run.crashes = 1  # not run again: the answer is "no solution", as at the time limit
         return run, run.interrupted
 
     def _read(self, model: _CbcModel, raw: _CbcRun, program: Program, options: SolveOptions, seconds: float) -> Readout:
@@ -563,6 +581,11 @@ class CbcBackend(Backend):
             vs, var_names, con_names, _ = model.mps
             lp_status, values_by_name, _, _, _, sol_status = model.cmd.readsol_MPS(model.sol, model.prob, vs, var_names, con_names)
             model.prob.assignVarsVals(values_by_name)
+        elif run.crashed(model.sol):  # a crash of CBC is no solution, as HiGHS's is, not the end of pal-opt
+            why = "twice" if run.crashes > 1 else "and no time was left to run it again"
+            message = f"CBC died of {_signal_name(-run.returncode)} without a solution, {why}"
+            _log.warning("%s; no solution from CBC", message)
+            return Readout(SolverStatus.NO_SOLUTION, None, message, {"cbc_crashes": run.crashes})
         elif not run.stopped_by_us:
             tail = " ".join(log.split()[-40:])
             raise BackendError(f"CBC exited with status {run.returncode} and no solution file: {tail}")
@@ -584,7 +607,11 @@ class CbcBackend(Backend):
         if "ctrl-c" in result_line.lower():  # CBC prints it once per SIGINT it received, run together
             result_line = "Result - Stopped on ctrl-c"
         message = run.describe(result_line[len("Result - "):] or pulp.LpStatus.get(lp_status, "unknown"))
-        return Readout(status, values, message, {"cbc_stopped_by": run.stopped_by} if run.stopped_by else {})
+        info: dict[str, Any] = {"cbc_stopped_by": run.stopped_by} if run.stopped_by else {}
+        if run.crashes:
+            info["cbc_crashes"] = run.crashes
+            message = f"{message} (after CBC died of a signal on the first try)"
+        return Readout(status, values, message, info)
 
     def _bound(self, model: _CbcModel, raw: _CbcRun, program: Program, options: SolveOptions, status: SolverStatus,
                objective: float | None) -> float | None:
