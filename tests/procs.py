@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import gc
 import os
 import signal
 import subprocess
@@ -135,3 +136,34 @@ def sigint_ignored(pid: int) -> bool:
         if line.startswith("SigIgn:"):
             return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
     raise ValueError(f"no SigIgn line for process {pid}")  # pragma: no cover
+
+
+#: Where Linux reports a thread's scheduler statistics.
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def waited_for_a_core() -> float:
+    """Seconds the calling thread has spent runnable but waiting for a core (the second field of
+    ``/proc/thread-self/schedstat``, in ns); 0 where the kernel does not report it."""
+    try:
+        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def timed(call: Any) -> tuple[Any, float, float]:
+    """``call()``, its wall time, and how much of it the calling thread waited for a core (on a
+    loaded machine, such as two pytest-xdist workers on two cores, time after a deadline that
+    no time limit can help).
+
+    The garbage collector is held off during the call: late in the whole suite the heap is large,
+    and a full collection inside the call (seconds there) is not pal-opt's time to answer.  One CI
+    run saw 1.17 s for a 0.5 s deadline with no wait for a core."""
+    gc.disable()
+    try:
+        w0, t0 = waited_for_a_core(), time.monotonic()
+        out = call()
+        wall = time.monotonic() - t0
+    finally:
+        gc.enable()
+    return out, wall, waited_for_a_core() - w0

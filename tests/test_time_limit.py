@@ -10,14 +10,13 @@ rounds' packing and relaxation -- are each forced once here.
 
 On a loaded machine the calling thread may wait for a core after the deadline has passed (the
 time limit cannot help that), so the wall time measured is less the time the calling thread
-spent waiting on the run queue during the call (:func:`_waited`, from the kernel's
+spent waiting on the run queue during the call (``procs.waited_for_a_core``, from the kernel's
 ``/proc/thread-self/schedstat``; 0 where the kernel does not report it, leaving the bound
 strict).  On a quiet machine that wait is close to 0 and the bound is the plain ``T + 0.5``.
 """
 
 from __future__ import annotations
 
-import gc
 import importlib
 import math
 import os
@@ -25,12 +24,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from procs import SCHEDSTAT, timed
 
 from pal_opt import solve
 from pal_opt.check import check
@@ -64,39 +63,10 @@ def _valid(inst: Any, res: Any) -> None:
         assert res.bound <= res.objective + 1e-6
 
 
-_SCHEDSTAT = Path("/proc/thread-self/schedstat")
-
-
-def _waited() -> float:
-    """Seconds the calling thread has spent runnable but waiting for a core (the second field of
-    ``/proc/thread-self/schedstat``, in ns); 0 where the kernel does not report it."""
-    try:
-        return int(_SCHEDSTAT.read_text().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return 0.0
-
-
-def _timed(call: Any) -> tuple[Any, float, float]:
-    """``call()``, its wall time, and how much of it the calling thread waited for a core.
-
-    The garbage collector is held off during the call: late in the whole suite the heap is large,
-    and a full collection inside the call (seconds there) is not pal-opt's time to answer.  One CI
-    run saw 1.17 s for a 0.5 s deadline with no wait for a core.  (No collection is forced before
-    the call either: it would outlast the 3 s busy child of the test above.)"""
-    gc.disable()
-    try:
-        w0, t0 = _waited(), time.monotonic()
-        out = call()
-        wall = time.monotonic() - t0
-    finally:
-        gc.enable()
-    return out, wall, _waited() - w0
-
-
 def test_the_wait_for_a_core_is_measured() -> None:
     """What the property subtracts is real: this thread and a busy child process pinned to one
     core share it, so about half of this thread's wall time is spent waiting for it."""
-    if not _SCHEDSTAT.exists() or not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
+    if not SCHEDSTAT.exists() or not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
         pytest.skip("no /proc/thread-self/schedstat")
     cpu = min(os.sched_getaffinity(0))
     saved = os.sched_getaffinity(0)
@@ -111,7 +81,7 @@ def test_the_wait_for_a_core_is_measured() -> None:
             while time.monotonic() - t < 1.0:
                 pass
 
-        _, wall, waited = _timed(busy)
+        _, wall, waited = timed(busy)
     finally:
         os.sched_setaffinity(0, saved)
         child.kill()
@@ -128,14 +98,14 @@ def test_solve_returns_within_the_limit(backend: str, servers: int, seed: int, b
                                         admission: str, limit: float) -> None:
     inst = generate_instance(servers, 8, round(servers * 8 * 0.29), seed=seed, locality_penalty=1.7,
                              busy_fraction=busy, running_fraction=running, restart_cost=30.0 * (running > 0))
-    res, wall, waited = _timed(lambda: solve(inst, "ilp", backend=backend, admission=admission, time_limit=limit))
+    res, wall, waited = timed(lambda: solve(inst, "ilp", backend=backend, admission=admission, time_limit=limit))
     assert wall - waited <= limit + SLACK, (wall, waited, res.message, res.info.get("time_limit_reached"))
     _valid(inst, res)
 
 
 def test_a_deadline_with_a_time_limit_takes_the_earlier() -> None:
     inst = _round(64, seed=1)
-    res, wall, waited = _timed(lambda: solve(inst, "ilp", backend=BACKENDS[0], time_limit=30.0,
+    res, wall, waited = timed(lambda: solve(inst, "ilp", backend=BACKENDS[0], time_limit=30.0,
                                              deadline=time.monotonic() + 0.5))
     assert wall - waited <= 0.5 + SLACK
     _valid(inst, res)
@@ -255,7 +225,7 @@ def test_a_large_round_under_a_short_limit_returns_a_valid_answer_in_time(limit:
     inst = generate_instance(LARGE_SERVERS, 8, round(LARGE_SERVERS * 8 * 0.29), seed=6, locality_penalty=1.7)
     setup = prepare_round(inst, None, None, None, None)
     assert is_large_round(inst, setup.admitted)
-    res, wall, waited = _timed(lambda: solve(inst, "ilp", backend=BACKENDS[0], time_limit=limit))
+    res, wall, waited = timed(lambda: solve(inst, "ilp", backend=BACKENDS[0], time_limit=limit))
     assert wall - waited <= limit + SLACK, (wall, waited, res.info)
     _valid(inst, res)
     assert res.info["time_limit_reached"], res.info
