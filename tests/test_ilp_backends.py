@@ -263,3 +263,80 @@ def test_a_cbc_crash_that_is_not_solved_again_is_no_solution_not_an_error(
             assert len(calls) == 1 and sol.info["cbc_crashes"] == 1
             assert "no time was left to run it again" in sol.message
     assert "no solution from CBC" in caplog.text
+
+
+@pytest.mark.skipif("cbc" not in available_backends(), reason="CBC not installed")
+def test_a_cbc_retried_after_a_crash_gets_the_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second run's own ``-sec`` is what is left of the limit, not the whole limit again (it
+    was: CBC then never stopped by itself and was always stopped from outside)."""
+    from pal_opt.ilp.backends import cbc
+    from pal_opt.ilp.backends.base import SolveOptions
+
+    real = cbc._run_cbc
+    secs: list[float] = []
+
+    def first_dies(args: list[str], log_path: str, time_limit: float | None) -> object:
+        secs.append(float(args[args.index("-sec") + 1]))
+        if len(secs) == 1:
+            open(log_path, "w").close()
+            time.sleep(1.0)
+            return cbc._CbcRun(returncode=-11, interrupted=False, stopped_by=None)
+        return real(args, log_path, time_limit)
+
+    monkeypatch.setattr(cbc, "_run_cbc", first_dies)
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.3, 1.0, 1.0]})
+    inst = RoundInstance(c, (Job(1, 2, "classA"), Job(2, 1, "classA")), RoundParams(binning="none"))
+    sol = get_backend("cbc")().solve(build_formulation(inst), SolveOptions(time_limit=5.0), None)
+    assert len(secs) == 2 and secs[1] <= secs[0] - 1.0, secs
+    assert sol.info["cbc_crashes"] == 1 and "after CBC died of a signal" in sol.message
+
+
+@pytest.mark.skipif("cbc" not in available_backends(), reason="CBC not installed")
+def test_a_sigint_from_outside_is_not_a_crash_to_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CBC that dies of SIGINT that pal-opt neither sent nor saw (a terminal's Ctrl-C, with the
+    solve outside the main thread) was run again as a crash; only crash signals are."""
+    from pal_opt.errors import BackendError
+    from pal_opt.ilp.backends import cbc
+    from pal_opt.ilp.backends.base import SolveOptions
+
+    calls: list[int] = []
+
+    def killed(args: list[str], log_path: str, time_limit: float | None) -> object:
+        calls.append(1)
+        open(log_path, "w").close()
+        return cbc._CbcRun(returncode=-2, interrupted=False, stopped_by=None)
+
+    monkeypatch.setattr(cbc, "_run_cbc", killed)
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.3, 1.0, 1.0]})
+    inst = RoundInstance(c, (Job(1, 2, "classA"), Job(2, 1, "classA")), RoundParams(binning="none"))
+    with pytest.raises(BackendError, match="status -2"):
+        get_backend("cbc")().solve(build_formulation(inst), SolveOptions(time_limit=5.0), None)
+    assert calls == [1]
+
+
+@pytest.mark.skipif("cbc" not in available_backends(), reason="CBC not installed")
+def test_a_ctrl_c_as_cbc_starts_is_an_interrupt(ctrl_c: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C held back while CBC's process was started is raised as ``Popen`` returns; it met
+    ``assert wait is not None`` before the exit waiter existed, and the solve raised
+    ``AssertionError`` instead of an interrupt (found by review, 3 runs in 3)."""
+    import os
+    import signal
+
+    from pal_opt.ilp.backends import cbc
+    from pal_opt.ilp.backends.base import SolveOptions
+
+    real = subprocess.Popen
+    sent: list[int] = []
+
+    def popen(*args: object, **kwargs: object) -> subprocess.Popen:
+        proc = real(*args, **kwargs)  # type: ignore[call-overload]
+        if not sent:
+            sent.append(proc.pid)
+            os.kill(os.getpid(), signal.SIGINT)  # inside SigintDeferred: raised as it ends
+        return proc
+
+    monkeypatch.setattr(cbc.subprocess, "Popen", popen)
+    inst = generate_instance(16, 8, 40, seed=3)
+    with pytest.raises(KeyboardInterrupt):
+        get_backend("cbc")().solve(build_formulation(inst), SolveOptions(time_limit=30.0), None)
+    assert sent

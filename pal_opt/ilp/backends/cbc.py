@@ -135,6 +135,10 @@ DEADLINE_GRACE = 0.25
 KILL_GRACE = 0.5
 
 
+#: Signals of which a process dies by its own fault: a CBC that dies of one is run once more.
+CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT})
+
+
 def _signal_name(number: int) -> str:
     """``SIGSEGV`` for 11."""
     try:
@@ -155,8 +159,10 @@ class _CbcRun:
         return self.stopped_by is not None
 
     def crashed(self, sol_path: str) -> bool:
-        """Whether CBC died of a signal pal-opt did not send, leaving no solution file."""
-        return (self.returncode < 0 and not self.stopped_by_us and not self.interrupted
+        """Whether CBC crashed (:data:`CRASH_SIGNALS`; not a SIGINT or SIGTERM from outside, such
+        as a terminal's Ctrl-C that a solve outside the main thread does not see), leaving no
+        solution file, while pal-opt had not stopped it."""
+        return (-self.returncode in CRASH_SIGNALS and not self.stopped_by_us and not self.interrupted
                 and not os.path.exists(sol_path))
 
     def describe(self, cbc_result: str) -> str:
@@ -254,8 +260,8 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                             proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT,
                                                     stdin=subprocess.DEVNULL,
                                                     process_group=0 if own_group else None)
+                    if wait is None:  # here, not above: the deferred Ctrl-C is raised as Popen returns
                         wait = _ExitWaiter(proc)
-                    assert wait is not None
                     if stopped_by is None:
                         next_event = deadline
                     elif stopped_by == "sigint":
@@ -288,6 +294,17 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                 wait.close()
     assert proc is not None and proc.returncode is not None
     return _CbcRun(proc.returncode, interrupted, stopped_by)
+
+
+def _with_time_limit(args: list[str], seconds: float | None) -> list[str]:
+    """``args`` with CBC's ``-sec`` set to ``seconds`` (unchanged when None)."""
+    if seconds is None:
+        return args
+    out = list(args)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "-sec":
+            out[i + 1] = repr(float(seconds))
+    return out
 
 
 @functools.cache
@@ -563,7 +580,7 @@ class CbcBackend(Backend):
             if left is None or left > 0:
                 _log.warning("CBC died of signal %d without a solution; solving once more%s", -run.returncode,
                              " without stdbuf" if stdbuf is not None else "")
-                run = _run_cbc(args, model.log_path, left)
+                run = _run_cbc(_with_time_limit(args, left), model.log_path, left)
                 run.crashes = 1 + run.crashed(model.sol)
             else:
                 run.crashes = 1  # not run again: the answer is "no solution", as at the time limit
