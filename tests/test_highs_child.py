@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -352,3 +353,65 @@ def test_a_solve_in_a_thread_when_pal_opt_ends_is_stopped_not_a_crash(
     assert sol.status == SolverStatus.NO_SOLUTION and "pal-opt is ending" in sol.message, sol.message
     assert "crashed" not in caplog.text
     assert highs_server._SERVER.proc is None  # no second server
+
+
+def _solve_in_a_thread(program: Program) -> tuple[Any, list]:
+    import threading
+
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(HighsBackend().solve(program, SolveOptions(time_limit=60))))
+    thread.start()
+    return thread, result
+
+
+def _wait_for_a_child(server_pid: int) -> int:
+    import time
+
+    from procs import children
+
+    give_up = time.monotonic() + 30
+    while time.monotonic() < give_up:
+        kids = children(server_pid)
+        if kids:
+            return kids[0]
+        time.sleep(0.02)
+    raise AssertionError("no child of the HiGHS server was seen")
+
+
+def test_a_second_try_stopped_when_pal_opt_ends_is_not_a_second_crash(
+        crashing, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first child crashes (on purpose), the second is solving when the process ends: the
+    answer says so, with one crash counted, not "HiGHS crashed twice" (found by review)."""
+    from pal_opt.ilp.backends import highs_server
+
+    monkeypatch.setattr(highs_server._SERVER, "ending", False)
+    crashing(1)
+    highs_server.ensure_started()
+    server = highs_server._SERVER.proc
+    assert server is not None
+    import time
+
+    with caplog.at_level(logging.WARNING):
+        thread, result = _solve_in_a_thread(_crash_round()[0])
+        give_up = time.monotonic() + 30
+        while "solving the program again" not in caplog.text and time.monotonic() < give_up:
+            time.sleep(0.02)
+        assert "solving the program again" in caplog.text
+        _wait_for_a_child(server.pid)  # the second try's
+        highs_server.stop_server(ending=True)
+        thread.join(60)
+    (sol,) = result
+    assert sol.status == SolverStatus.NO_SOLUTION and "pal-opt is ending" in sol.message, sol.message
+    assert sol.info["highs_crashes"] == 1 and "crashed twice" not in caplog.text
+
+
+def test_no_new_server_once_pal_opt_is_ending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A solve begun after the stop at exit (a scheduler's daemon thread starting its next round)
+    does not start a server that would outlive the process: no solution, saying why."""
+    from pal_opt.ilp.backends import highs_server
+
+    monkeypatch.setattr(highs_server._SERVER, "ending", False)
+    highs_server.stop_server(ending=True)
+    sol = HighsBackend().solve(_crash_round()[0], SolveOptions(time_limit=10))
+    assert sol.status == SolverStatus.NO_SOLUTION and "pal-opt is ending" in sol.message, sol.message
+    assert highs_server._SERVER.proc is None

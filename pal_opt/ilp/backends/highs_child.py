@@ -112,7 +112,8 @@ class ChildRun:
         if closed:  # given up and killed by us: not a crash
             return Answer("crashed", f"the HiGHS process was stopped ({why})", None, None)
         if highs_server.ending():  # pal-opt is ending and its server killed the child
-            return Answer("crashed", f"the HiGHS process was stopped: pal-opt is ending ({why})", None, None)
+            told = why if "pal-opt is ending" in why else f"the HiGHS process was stopped: pal-opt is ending ({why})"
+            return Answer("crashed", told, None, None)
         self.crashes = 1
         limit = self.settings.get("time_limit")
         left = None if limit is None or not math.isfinite(limit) else limit - (time.monotonic() - t0)
@@ -132,8 +133,9 @@ class ChildRun:
         second = self._attempt(None, settings, self.crash_for_test > 1)
         with self._lock:
             closed = self._closed
-        if second.status == "crashed" and closed:
-            second.message = f"HiGHS crashed ({why}); the second try was stopped"
+        if second.status == "crashed" and (closed or highs_server.ending()):
+            stopped = "pal-opt is ending" if highs_server.ending() else "the second try was stopped"
+            second.message = f"HiGHS crashed ({why}); {stopped}"
             second.info["highs_crashes"] = 1
             return second
         if second.status == "crashed":
@@ -153,6 +155,8 @@ class ChildRun:
             if self._closed:
                 return Answer("crashed", "given up before it started", None, None)
             self._cancel_sent = False
+        if highs_server.ending():  # no new server while the process ends: it would outlive it
+            return Answer("crashed", "not started: pal-opt is ending", None, None)
         try:
             conn = highs_server.new_child()
         except Exception as exc:

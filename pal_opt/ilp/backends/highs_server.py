@@ -183,6 +183,8 @@ def ensure_started() -> None:
     """Start the server now if it is not running (so that the first solve's time limit does not
     pay for it); OSError if it cannot be."""
     _check_platform()
+    if _SERVER.ending:  # a server started now would outlive this process
+        return
     with _SERVER.lock:
         if not _SERVER.running():
             _SERVER.start()
