@@ -489,9 +489,10 @@ def _merged_result(
             f"{part.k} parts solved by {setup.backend.name}; gap against the whole round's LP relaxation")
     wall = run.pop("parts_wall_seconds")
     info["partition"] = {**run, "parts": parts_info, "parts_bound_sum": bound_sum, "parts_wall_seconds": wall}
-    crashes = sum(p["highs_crashes"] for p in parts_info)
-    if crashes:
-        info["highs_crashes"] = crashes  # survived, in the parts' own processes
+    for key in ("highs_crashes", "cbc_crashes"):  # survived, in the parts' own processes
+        crashes = sum(p[key] for p in parts_info)
+        if crashes:
+            info[key] = crashes
     info["parts_bound_sum"] = bound_sum
     return priced_result(
         instance, placements, setup.factors, method="ilp", status=status, solve_seconds=wall,
@@ -581,6 +582,7 @@ def _merge_parts(
             "start_source": res.info.get("start_source"),
             "solver_status": res.info.get("solver_status"),
             "highs_crashes": int(res.info.get("highs_crashes", 0)),
+            "cbc_crashes": int(res.info.get("cbc_crashes", 0)),
             "peak_rss": None if mem is None else mem.peak_rss,
             "seconds": None if mem is None else mem.seconds,
         })

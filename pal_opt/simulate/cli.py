@@ -326,7 +326,7 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
     if s.get("solver_crashes"):
-        print(f"{policy}: HiGHS crashed {s['solver_crashes']} times; each round was solved again or fell back "
+        print(f"{policy}: a solver process crashed {s['solver_crashes']} times; each round was solved again or fell back "
               "(docs/limits.md, Known problems)")
     f = s.get("failures")
     if f is not None:

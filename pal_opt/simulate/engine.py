@@ -585,7 +585,8 @@ class _Simulation:
             self.on_round(rnd.instance, res)
         if res.status == Status.FALLBACK:
             self.fallbacks += 1
-        self.solver_crashes += int(res.info.get("highs_crashes", 0))  # survived: solved again or fell back
+        # survived: solved again or fell back
+        self.solver_crashes += int(res.info.get("highs_crashes", 0)) + int(res.info.get("cbc_crashes", 0))
         if res.status == Status.INFEASIBLE:
             raise InfeasibleRoundError(f"{what} found no placement: {res.message}")
         if validate:

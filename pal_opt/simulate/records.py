@@ -117,5 +117,6 @@ class SimulationResult:
     failures: FailureStats | None = None
     #: when a run stopped by ``max_time`` ended with jobs unfinished (its last round's end), else None
     stopped_at: float | None = None
-    #: solver processes that crashed during the run (HiGHS: ``info["highs_crashes"]``), each survived
+    #: solver processes that crashed during the run (``info["highs_crashes"]`` and
+    #: ``info["cbc_crashes"]``), each survived
     solver_crashes: int = 0
