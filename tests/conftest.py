@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
 import signal
 import tempfile
 import threading
@@ -124,27 +123,25 @@ def ctrl_c() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def session_tmpdir() -> Iterator[Path]:
-    """A fresh directory of this test process's own as its temporary directory
-    (``tempfile.tempdir``) and its children's (``TMPDIR``) for the whole session, removed at its
-    end.  Tests that check that a solve left nothing behind (CBC's ``pal_opt_cbc_*``
+def session_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A directory of this test process's own (under pytest's ``basetemp``, which pytest-xdist
+    makes per worker, and which pytest cleans up as it does its other temporary directories) as
+    its temporary directory (``tempfile.tempdir``) and its children's (``TMPDIR``) for the whole
+    session.  Tests that check that a solve left nothing behind (CBC's ``pal_opt_cbc_*``
     directories) look in this process's temporary directory: another pytest-xdist worker, or
     another test run on the machine, would otherwise put its own solves' files there.
 
-    It is made in the system's temporary directory, with a short name, and multiprocessing's
-    own directory is fixed there before the switch: a Unix socket's path (the forkserver's) may
-    not exceed 107 bytes, and under pytest's ``basetemp`` it came within 20 of that."""
+    multiprocessing's own directory is fixed first, in the system's temporary directory: the
+    forkserver's Unix socket lives there, and a socket's path may not exceed 107 bytes (under
+    ``basetemp`` it came within 20 of that, and a longer ``TMPDIR`` went over)."""
     import multiprocessing.util
 
-    multiprocessing.util.get_temp_dir()  # removed by multiprocessing at exit, after the session
-    path = Path(tempfile.mkdtemp(prefix="pal-opt-tests-"))
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(tempfile, "tempdir", str(path))
-            mp.setenv("TMPDIR", str(path))
-            yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    multiprocessing.util.get_temp_dir()  # removed by multiprocessing at exit
+    path = tmp_path_factory.mktemp("tmp")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(path))
+        mp.setenv("TMPDIR", str(path))
+        yield path
 
 
 @pytest.fixture
