@@ -22,6 +22,8 @@ with jobs of several usable types it may leave out a job that a cleverer split w
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 
 from .errors import OptionError
@@ -36,7 +38,7 @@ from .gputypes import (
 )
 from .model import PAL_CLASSES, GpuState, JobId, RoundInstance
 
-__all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "unplaceable"]
+__all__ = ["ADMISSION_MODES", "class_rank", "pal_order", "admit", "claim_placement", "unplaceable"]
 
 ADMISSION_MODES: tuple[str, ...] = ("prefix", "backfill")
 
@@ -121,26 +123,81 @@ def admit(instance: RoundInstance, mode: str = "prefix") -> list[int]:
 
 
 def _admit_typed(instance: RoundInstance, mode: str) -> list[int]:
-    """:func:`admit` counted per GPU type (module docstring).
+    """:func:`admit` counted per GPU type (module docstring)."""
+    return list(_typed_claims(instance, range(len(instance.jobs)), prefix=mode == "prefix"))
+
+
+def _typed_claims(instance: RoundInstance, candidates: Iterable[int], *, prefix: bool) -> dict[int, np.ndarray]:
+    """The jobs of ``candidates`` (indices, in order) admitted per GPU type, each with the free
+    GPUs per type it claims.
 
     A job is admitted if it can claim its GPUs from what the admitted jobs left; failing that, if
     the admitted jobs and it can all claim theirs afresh, the most constrained first
-    (:func:`pal_opt.gputypes.claim_all`).
+    (:func:`pal_opt.gputypes.claim_all`).  With ``prefix`` the walk stops at the first job that
+    is not admitted.
     """
     cl = instance.cluster
     start = free_per_type(cl, cl.free_mask)
-    groups = [type_groups(cl, j) for j in instance.jobs]
     free = start.copy()
-    out: list[int] = []
-    for i, j in enumerate(instance.jobs):
-        if claim_types(groups[i], j.demand, free):
-            out.append(i)
+    out: dict[int, np.ndarray] = {}
+    for i in candidates:
+        groups = type_groups(cl, instance.jobs[i])
+        before = free.copy()
+        if claim_types(groups, instance.jobs[i].demand, free):
+            out[i] = before - free
             continue
         tried = [*out, i]
-        again = claim_all({k: groups[k] for k in tried}, {k: instance.jobs[k].demand for k in tried}, start)
+        again = claim_all({k: type_groups(cl, instance.jobs[k]) for k in tried},
+                          {k: instance.jobs[k].demand for k in tried}, start)
         if again is not None:
-            out.append(i)
+            out = {k: again[k] for k in tried}  # queue order kept
             free = start - np.sum(list(again.values()), axis=0)
-        elif mode == "prefix":
+        elif prefix:
             break
     return out
+
+
+def claim_placement(instance: RoundInstance, admitted: Sequence[int]) -> dict[JobId, tuple[int, ...]] | None:
+    """A placement of the ``admitted`` jobs (indices) that honours GPU types, built from the
+    claims that admitted them (:func:`admit`): each job gets the GPUs per type it claimed, its
+    current GPUs first, then the free GPUs of the servers with the most of that type left.  None
+    if the jobs cannot all claim their GPUs (a set given by id may not fit together).
+
+    It ignores variability and locality beyond packing: it is the start placement of last resort
+    for a round program, when greedy placers that do not count per type leave a job out.
+
+    >>> from pal_opt.model import Cluster, Job
+    >>> c = Cluster.from_arrays(range(6), [0, 0, 1, 1, 1, 1], {"classA": [1.0] * 6},
+    ...                         gpu_types=["aws"] * 2 + ["rtx"] * 4)
+    >>> inst = RoundInstance(c, (Job("a", 3, "classA"), Job("b", 2, "classA", gpu_type="aws")))
+    >>> claim_placement(inst, admit(inst))
+    {'a': (2, 3, 4), 'b': (0, 1)}
+    """
+    claims = _typed_claims(instance, admitted, prefix=False)
+    if len(claims) != len(admitted):
+        return None
+    cl = instance.cluster
+    taken = ~cl.free_mask
+    need = {i: claims[i].copy() for i in admitted}
+    got: dict[int, list[int]] = {i: [] for i in admitted}
+    for i in admitted:  # current GPUs first: a job that keeps them does not restart
+        current = instance.jobs[i].placement
+        if current is None:
+            continue
+        for p in cl.positions(current).tolist():
+            t = int(cl.type_of[p])
+            if not taken[p] and need[i][t] > 0:
+                taken[p] = True
+                need[i][t] -= 1
+                got[i].append(p)
+    for i in admitted:
+        for t in np.flatnonzero(need[i]).tolist():
+            pos = np.flatnonzero(~taken & (cl.type_of == t))
+            left = np.bincount(cl.server_of[pos], minlength=cl.num_servers)
+            # the servers with the most GPUs of this type left first, then by position
+            order = np.lexsort((pos, -left[cl.server_of[pos]]))
+            pick = pos[order[: int(need[i][t])]]
+            taken[pick] = True
+            got[i].extend(pick.tolist())
+    ids = cl.gpu_ids
+    return {instance.jobs[i].id: tuple(sorted(int(ids[p]) for p in got[i])) for i in admitted}

@@ -22,8 +22,9 @@ bare placement file) it checks:
     GPUs than are still free;
   - ``sticky``: every running job keeps exactly its GPUs (a pipeline job: each stage on the
     same GPUs as before, :func:`~pal_opt.model.keeps_placement`; re-mapped stages are a move)
-    or is terminated (and then not placed, unless one of its GPUs failed or was taken: such a
-    job must move, and is placed like a waiting job); the new jobs placed are an initial
+    or is terminated (it then waits in its queue place like a new job, and may be placed again
+    on other GPUs: a job on a GPU that failed or was taken must move, and a job preempted for one
+    waiting job may fit once a later one has preempted others); the new jobs placed are an initial
     segment of the waiting jobs in queue order, and the first left out needs more GPUs than are
     still free;
   - ``prefix`` / ``backfill``: the placed set is exactly the admitted set
@@ -55,7 +56,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,13 +65,13 @@ import numpy as np
 from .admission import admit, pal_order
 from .binning import BINNING_MODES, binned_factors
 from .cost import evaluate
-from .errors import InstanceError
+from .errors import InstanceError, OptionError
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import repair_counts, round_of_result
 from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
 from .result import PlacementResult
 
-__all__ = ["check", "violations", "Kind", "Violation", "ADMISSION_RULES"]
+__all__ = ["check", "violations", "checked_start", "Kind", "Violation", "ADMISSION_RULES"]
 
 ADMISSION_RULES: tuple[str, ...] = (
     "pal-order", "queue-order", "sticky", "pal-order-backfill", "queue-order-backfill", "sticky-backfill",
@@ -294,6 +295,29 @@ def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) 
     ['job 1: needs 2 distinct GPUs, got [0, 0]']
     """
     return [v.message for v in violations(instance, result)]
+
+
+def checked_start(instance: RoundInstance, admitted: Sequence[int], start: Mapping[JobId, Sequence[int]],
+                  what: str = "") -> dict[JobId, tuple[int, ...]]:
+    """A start placement given to a solve, checked as :func:`check` checks an answer (placing
+    exactly the ``admitted`` jobs, given by index), as a placement; for solves that must use it
+    before (or without) a program that could encode it.
+
+    Raises
+    ------
+    OptionError
+        ``start is not a placement of the admitted jobs`` (then ``what``), with the first
+        violation.
+    """
+    placement = {jid: tuple(int(g) for g in gids) for jid, gids in start.items()}
+    wanted = {instance.jobs[i].id for i in admitted}
+    problems = [v.message for v in violations(instance, {"placements": placement, "admission": "given"})]
+    if set(placement) != wanted:
+        missing, extra = sorted(map(str, wanted - set(placement))), sorted(map(str, set(placement) - wanted))
+        problems.insert(0, f"missing {missing}, extra {extra}")
+    if problems:
+        raise OptionError(f"start is not a placement of the admitted jobs{what}: {problems[0]}")
+    return placement
 
 
 def _gang_violations(instance: RoundInstance, placements: Mapping[JobId, list[int]]) -> list[Violation]:
@@ -541,17 +565,19 @@ def _repair_rule(
 def _running_kept(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], terminate: list[JobId]
 ) -> list[Violation]:
-    """Every running job keeps exactly its GPUs, or is terminated and not placed; a job on a
-    GPU that failed or was taken (it must move) may be placed again once terminated."""
+    """Every running job keeps exactly its GPUs or is terminated.  A terminated job waits in its
+    queue place and may be placed again, on other GPUs, when its turn comes: a job on a GPU that
+    failed or was taken must move, and a job preempted for one waiting job may fit once a later
+    one has preempted others (:mod:`pal_opt.policies.packed`).  Terminated and placed on exactly
+    its GPUs is a contradiction."""
     term = set(terminate)
-    cl = instance.cluster
     out: list[Violation] = []
     for j in instance.jobs:
         if j.placement is None:
             continue
         if j.id in term:
-            if j.id in placements and (cl.state[cl.positions(j.placement)] == GpuState.FREE).all():
-                out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed"))
+            if j.id in placements and keeps_placement(j, placements[j.id]):
+                out.append(Violation(Kind.STICKY, f"sticky: job {j.id!r} is terminated but placed on its own GPUs"))
         elif not keeps_placement(j, placements.get(j.id, [])):
             how = "re-mapped (its stages on other GPUs of its set)" if _remapped(j, placements.get(j.id)) else "moved"
             out.append(Violation(Kind.STICKY, f"sticky: running job {j.id!r} was {how} without being terminated"))

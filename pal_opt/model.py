@@ -319,7 +319,8 @@ class Cluster:
     type_names: tuple[str, ...] = ()
     type_of: np.ndarray = None  # type: ignore[assignment]  # None: untyped; made an array in __post_init__
     throughput: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # not an init field: dataclasses.replace gives the new cluster an empty cache, never this one's
+    _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
     def __post_init__(self) -> None:
@@ -597,7 +598,7 @@ class Cluster:
         """A copy with another state vector (factors and topology shared)."""
         st = np.asarray(state, dtype=np.int8).copy()
         st.setflags(write=False)
-        return replace(self, state=st, _cache={})
+        return replace(self, state=st)
 
     @cached_property
     def graph(self) -> nx.DiGraph:

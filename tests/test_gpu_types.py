@@ -515,3 +515,51 @@ def test_the_cli_status_of_an_empty_fallback_says_nothing_was_placed(monkeypatch
     inst = _aws_rtx(Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
     assert status_line(solve(inst, "ilp", jobs=["a", "b", "c"], backend=backend)) == "time limit: nothing placed (see the note)"
     assert status_line(solve(inst, "ilp", backend=backend)) == "time limit: greedy answer, no bound"  # a + b held
+
+
+def test_replacing_a_field_of_a_cluster_starts_an_empty_cache() -> None:
+    """``dataclasses.replace`` copied the cache of binned factors to the new cluster, so a round
+    on new factors was solved (and checked) with the old ones."""
+    c1 = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4})
+    solve(RoundInstance(c1, (Job("j", 2, "classA"),)))
+    c2 = replace(c1, factors={"classA": np.array([3.0, 3.0, 1.0, 1.0])})
+    assert solve(RoundInstance(c2, (Job("j", 2, "classA"),)), "ilp").placements == {"j": (2, 3)}
+
+
+def _typed_round(seed: int) -> RoundInstance:
+    from pal_opt.generate import generate_typed_instance
+
+    return generate_typed_instance("aws:2x4,rtx:1x8", 12, seed=seed, guaranteed_fraction=0.3, running_fraction=0.3)
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_a_short_time_limit_on_a_typed_round_still_places_the_admitted_jobs(backend: str) -> None:
+    """PAL's greedy does not count per type and often cannot place the admitted set; under a
+    limit too short to build the program the answer was then empty (every running job ended,
+    and the checker rejected it: 14-21 of 24 rounds).  The admission's own claims give a start."""
+    from pal_opt.ilp.backends import available_backends
+
+    if backend not in available_backends():
+        pytest.skip(f"{backend} not installed")
+    for seed in range(12):
+        inst = _typed_round(seed)
+        res = solve(inst, "ilp", backend=backend, time_limit=0.01)
+        assert check(inst, res) == [], (seed, res.status, res.message)
+        assert len(res.placements) == len(admit(inst))
+
+
+def test_the_claim_placement_honours_types_and_keeps_running_jobs() -> None:
+    from pal_opt.admission import claim_placement
+
+    for seed in range(20):
+        inst = _typed_round(seed)
+        admitted = admit(inst)
+        placement = claim_placement(inst, admitted)
+        assert placement is not None
+        assert check(inst, {"placements": placement, "admission": "prefix"}) == [], seed
+    c = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    jobs = (Job("w", 3, "classA", 0, gpu_type="b"), Job("r", 2, "classA", 1, placement=(1, 2)))
+    assert claim_placement(RoundInstance(c, jobs), [0, 1]) == {"w": (4, 5, 6), "r": (1, 2)}
+    # r's GPUs are of the type w needs: r claims the other type and moves
+    jobs = (Job("w", 3, "classA", 0, gpu_type="b"), Job("r", 2, "classA", 1, placement=(5, 6)))
+    assert claim_placement(RoundInstance(c, jobs), [0, 1]) == {"w": (4, 5, 6), "r": (0, 1)}

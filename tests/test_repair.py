@@ -865,3 +865,18 @@ def test_migration_with_pipelines_reaches_the_least_cost_over_sets_and_stage_map
     assert res.objective >= least - 1e-7
     if res.status == Status.OPTIMAL:
         assert res.objective <= least + OPTIMALITY_TOL * max(res.gpus_used, 1) + 1e-7
+
+
+def test_a_migrating_repair_under_a_short_limit_on_typed_gpus_is_never_worse_than_keeping() -> None:
+    """The answer that keeps the unaffected jobs is the solve's given start; under a limit too
+    short to build the program it was not priced, and the answer placed nothing (every job
+    ended, objective 130 against 4.79)."""
+    from pal_opt.generate import generate_typed_instance
+
+    inst = generate_typed_instance("aws:2x4,rtx:1x8", 12, seed=10, guaranteed_fraction=0.3)
+    placed = solve(inst, "ilp")
+    for limit in (1e-4, 0.05):
+        res = repair(inst, placed, [9, 14], allow_migration=0.3, time_limit=limit)
+        assert check(inst, res) == []
+        assert res.objective <= res.info["repair"]["keep_objective"] + 1e-9
+        assert len(res.placements) == len(placed.placements)

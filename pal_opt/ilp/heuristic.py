@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..admission import class_rank
+from ..admission import claim_placement, class_rank
 from ..cost import job_slowdown_pos
 from ..cost.restart import restart_units
 from ..gputypes import TypeBudget, free_per_type, has_types, type_groups
@@ -345,7 +345,8 @@ def start_placements(
 
     Sources: ``"pal"`` (PAL's greedy; ``pal`` if given, computed already), ``"packing"``, with GPU
     types and jobs of several lanes ``"packing-regret"`` and, with a restart cost and running jobs,
-    ``"packing-keep"``.  Incomplete placements are left out.
+    ``"packing-keep"``; with GPU types and none of those complete, ``"claim"``
+    (:func:`pal_opt.admission.claim_placement`).  Incomplete placements are left out.
     """
     inst = form.instance
     n = len(form.admitted)
@@ -365,4 +366,8 @@ def start_placements(
         pk = packing_greedy(form, keep_running=True)
         if pk is not None and len(pk) == n:
             out["packing-keep"] = pk
+    if not out and has_types(inst):  # the greedy placers do not count per type: the admission's claims
+        claim = claim_placement(inst, form.admitted)
+        if claim is not None:
+            out["claim"] = claim
     return out

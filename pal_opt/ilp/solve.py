@@ -85,8 +85,9 @@ from typing import Any
 import numpy as np
 
 from .. import progress
-from ..admission import ADMISSION_MODES, admit
+from ..admission import ADMISSION_MODES, admit, claim_placement
 from ..binning import BINNING_MODES, binned_factors
+from ..check import checked_start
 from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
 from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
@@ -566,6 +567,8 @@ def _greedy_first(att: _Attempt) -> None:
     Nothing to do when a start placement is known already."""
     if att.greedy is not None:
         return
+    if att.given_start is not None:  # before anything else: the answer never costs more than it
+        _price_start(att, "given", checked_start(att.instance, att.setup.admitted, att.given_start))
     att.price_seconds = _pal_start(att)
     att.reserve = FINISH_SECONDS + 2 * att.price_seconds
 
@@ -652,6 +655,8 @@ def _pal_start(att: _Attempt) -> float:
     t1 = time.perf_counter()
     att.info["greedy_seconds"] = t1 - t0
     _price_start(att, "pal", placement)
+    if att.greedy is None and has_types(att.instance):  # PAL's greedy does not count per type
+        _price_start(att, "claim", claim_placement(att.instance, att.setup.admitted))
     return time.perf_counter() - t1
 
 

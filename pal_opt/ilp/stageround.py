@@ -54,7 +54,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import progress
-from ..check import violations
+from ..check import checked_start
 from ..cost import (
     best_stage_order,
     cost_terms,
@@ -819,10 +819,7 @@ def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[
     bound; nothing placed if neither exists."""
     (given, label), start = labelled, own
     if given is not None:
-        placement = {jid: tuple(int(g) for g in gids) for jid, gids in given.items()}
-        wanted = {instance.jobs[i].id for i in admitted}
-        if set(placement) != wanted or violations(instance, {"placements": placement, "admission": "given"}):
-            raise OptionError("start is not a placement of the admitted jobs (with every pipeline's GPUs in stage order)")
+        placement = checked_start(instance, admitted, given, " (with every pipeline's GPUs in stage order)")
         if own is None or evaluate(instance, placement, factors).cost <= evaluate(instance, own, factors).cost:
             start = placement
     kwargs = dict(common, solve_seconds=0.0)
