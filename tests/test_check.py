@@ -10,6 +10,7 @@ import pytest
 from pal_opt.check import Kind, check, violations
 from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.result import PlacementResult, Status
+from pal_opt.solve import solve
 
 
 @pytest.fixture
@@ -124,12 +125,31 @@ def test_each_violation_is_reported_exactly(kind: Kind, request: pytest.FixtureR
     assert [v.kind for v in violations(instance, doc)] == [kind] * len(expected)
 
 
-def test_sticky_terminated_but_placed(running: RoundInstance) -> None:
+def test_sticky_terminated_but_placed_on_its_own_gpus(running: RoundInstance) -> None:
     doc = {"placements": {"r": [0, 1]}, "admission": "sticky", "jobs_to_terminate": ["r"]}
     assert check(running, doc) == [
-        "sticky: job 'r' is terminated but placed",
+        "sticky: job 'r' is terminated but placed on its own GPUs",
         "sticky: job 'w' needs 2 GPUs and 2 are still free, but it was not placed",
     ]
+
+
+def test_sticky_a_terminated_job_may_be_placed_again_elsewhere_in_its_turn() -> None:
+    """A job preempted for one waiting job may fit once a later one has preempted others: here
+    i preempts k (1 GPU), j preempts p (4), p no longer fits and is skipped (backfill), and k
+    fits on GPUs p left, in its turn.  ``packed-sticky`` with backfill gives such answers (and,
+    with GPU types, without it); the checker rejected each as "terminated but placed"."""
+    cl = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8})
+    jobs = (Job("i", 4, "classA", 0), Job("j", 2, "classA", 1),
+            Job("p", 4, "classA", 2, placement=(0, 1, 2, 3)), Job("k", 1, "classA", 3, placement=(4,)))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    doc = {"placements": {"i": [4, 5, 6, 7], "j": [0, 1], "k": [2]}, "admission": "sticky-backfill",
+           "jobs_to_terminate": ["p", "k"]}
+    assert check(inst, doc) == []
+    res = solve(inst, "packed-sticky", admission="backfill")
+    assert sorted(res.placements) == ["i", "j", "k"] and check(inst, res) == []
+    # without backfill the round ends at p, so k placed after it breaks the queue rule
+    assert check(inst, {**doc, "admission": "sticky"}) == [
+        "sticky: jobs ['k'] are placed after job 'p', which was not"]
 
 
 def test_sticky_a_running_job_on_a_failed_gpu_may_be_placed_again(running: RoundInstance) -> None:

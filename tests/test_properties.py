@@ -7,7 +7,7 @@ per-job locality penalties, every binning mode and a restart cost.  For each rou
 
 * every greedy method (``pal``, ``pmfirst``, ``packed``, ``packed-sticky``, ``random``) returns a
   placement that :func:`pal_opt.check.check` accepts, also after a JSON round trip (as the CLI
-  writes it);
+  writes it), and with ``admission="backfill"`` where the method takes it;
 * on small rounds the ILP (HiGHS) does too, and its cost is at most the cost of its own start
   placements;
 * the instance survives ``instance_to_dict`` → JSON → ``instance_from_dict`` unchanged.
@@ -32,7 +32,7 @@ from pal_opt.binning import BINNING_MODES
 from pal_opt.check import check
 from pal_opt.errors import InstanceError
 from pal_opt.io import instance_from_dict, instance_to_dict, load_instance, save_instance
-from pal_opt.methods import greedy_names
+from pal_opt.methods import get_method, greedy_names
 from pal_opt.model import PAL_CLASSES, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from pal_opt.result import Status
 from pal_opt.solve import solve
@@ -96,6 +96,9 @@ def _check_greedy(inst: RoundInstance, seed: int) -> None:
         assert r.status == Status.FEASIBLE
         problems = check(inst, r)
         assert problems == [], (m, problems)
+        if "admission" in get_method(m).options:
+            problems = check(inst, solve(inst, m, seed=seed, admission="backfill"))
+            assert problems == [], (m, "backfill", problems)
         doc = json.loads(r.to_json())
         assert check(inst, doc) == [], (m, "after JSON")
         assert r.gpus_used == sum(len(v) for v in r.placements.values())

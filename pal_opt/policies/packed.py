@@ -26,7 +26,11 @@ Two queue rules:
     never fits then: the preempted jobs are always the running jobs behind some point of the
     queue, and when the frontmost of them is reached fewer GPUs are free than it needs (otherwise
     the last preemption would not have been necessary), with nothing behind it left to preempt.
-    So every preempted job is in ``jobs_to_terminate`` and not placed.
+    So every preempted job is in ``jobs_to_terminate`` and not placed.  The argument needs the
+    round to end at the first job that does not fit and every GPU to fit every job: with
+    ``backfill`` a smaller preempted job behind a skipped one may fit, and with GPU types a job
+    preempted to make room on one type may fit another.  Such a job is placed when its turn
+    comes, on other GPUs (terminated, and started again).
 
 Deviation: the artifact seeds step 2 with a cap of 256 free GPUs, so a server with 256 or more
 free GPUs is never chosen there; no cap here.
@@ -119,7 +123,9 @@ def place_sticky(
     ``BUSY``): such a job must move, and waits in its queue place like a new job.
     ``seed`` is unused; ``factors`` only choose among a job's GPU types.  With ``backfill`` a
     waiting job that does not fit, even after preempting every running job behind it, is
-    skipped instead of ending the round; ``respect_types=False`` ignores GPU types.
+    skipped instead of ending the round, and the jobs preempted for it keep their GPUs; without
+    it the round ends there and they stay preempted, as in the artifact (their GPUs may then stay
+    idle this round).  ``respect_types=False`` ignores GPU types.
 
     Examples
     --------
@@ -148,14 +154,20 @@ def place_sticky(
             continue
         pos = select(state, i)
         if pos is None:
+            victims: dict[int, np.ndarray] = {}
             for k in range(len(jobs) - 1, i, -1):
                 victim = held.pop(k, None)
                 if victim is None:
                     continue
+                victims[k] = victim
                 state.release(victim)
                 pos = select(state, i)
                 if pos is not None:
                     break
+            if pos is None and backfill:  # the job is skipped: preempting for it would gain nothing
+                for k, victim in victims.items():
+                    state.take(victim)
+                    held[k] = victim
         if pos is None:
             if backfill:
                 continue
