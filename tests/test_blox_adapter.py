@@ -184,3 +184,17 @@ def test_an_oversized_job_is_warned_of_by_its_row(caplog: pytest.LogCaptureFixtu
     assert list(launch) == [2]
     warned = [r.getMessage() for r in caplog.records if "needs 64 GPUs" in r.getMessage()]
     assert warned and ": row 0: job " in warned[0] and "line 0" not in warned[0], warned
+
+
+def test_job_ids_come_back_as_blox_gave_them() -> None:
+    """A float id (5.0) is read as the integer 5; it was looked up again as the text '5' and
+    the round raised a bare KeyError.  Ids now come back by queue position, as given."""
+    gpu_df = pd.DataFrame({"GPU_ID": [0, 1, 2, 3], "Node_ID": [0, 0, 1, 1], "IN_USE": [False] * 4,
+                           "JOB_IDS": [None] * 4, "PerfVar_classA": [1.0, 1.3, 0.9, 1.0],
+                           "PerfVar_classB": [1.0] * 4})
+    active = {5.0: {"num_GPUs": 2, "perfclass": "classA"}, "7": {"num_GPUs": 1, "perfclass": "classB"}}
+    policy = BloxPlacement(SimpleNamespace(locality_penalty=1.7), method="pal")
+    terminate, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df),
+                                     {"job_order": [5.0, "7"]})
+    assert terminate == [] and set(launch) == {5.0, "7"}
+    assert [type(k) for k in launch] == [float, str]

@@ -184,9 +184,8 @@ class BloxPlacement:
             restart_cost=self.restart_cost,
             round_length=self.round_length,
         )
-        orig = {str(jid): jid for jid in order}
-        for j in inst.jobs:
-            flag = active[orig[str(j.id)]].get("is_running")
+        for j, jid in zip(inst.jobs, order, strict=True):
+            flag = active[jid].get("is_running")
             if flag is True and j.placement is None:
                 raise InstanceError(
                     f"job {j.id!r} is running but holds no GPU in gpu_df", source="job_state", path=f"active_jobs[{j.id!r}]"
@@ -213,12 +212,13 @@ class BloxPlacement:
         inst = self.instance(job_state, cluster_state, new_job_schedule)
         result = self.policy.place(inst)
         self.last_result = result
-        # Job ids come back as Blox gave them (a text id that looks like a number stays text).
-        orig = {str(item): item for item in _queue_ids(new_job_schedule)}
+        # Job ids come back as Blox gave them (a text id that looks like a number stays text, a
+        # float id stays a float): the round's jobs are the queue's, in its order.
+        orig = {j.id: item for j, item in zip(inst.jobs, _queue_ids(new_job_schedule), strict=True)}
         by_id = inst.job_by_id
         launch: dict[Any, list[int]] = {}
         for jid, gpus in result.placements.items():
             if self.method in _STICKY and keeps_placement(by_id[jid], gpus):
                 continue
-            launch[orig[str(jid)]] = [int(g) for g in gpus]
-        return [orig[str(j)] for j in result.jobs_to_terminate], launch
+            launch[orig[jid]] = [int(g) for g in gpus]
+        return [orig[j] for j in result.jobs_to_terminate], launch
