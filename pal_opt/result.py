@@ -77,7 +77,9 @@ class PlacementResult:
     gap
         Relative gap of the geometric-mean slowdown, gm(objective)/gm(bound) − 1, else None.
     geomean_slowdown
-        exp(objective / gpus_used).
+        exp(objective / gpus_used) when no running job is left out; the charges for running jobs
+        left out (``info["cost_terms"]``, e.g. ``preemption``, priced by every method) are in
+        ``objective`` but not in this mean over the placed jobs (:class:`~pal_opt.cost.CostSummary`).
     gpus_used
         Σ demand over placed jobs.
     solve_seconds, build_seconds

@@ -140,7 +140,8 @@ class CostSummary:
     gpus
         GPUs placed (Σ d_j over placed jobs, for jobs of one count).
     geomean
-        exp(cost / gpus).
+        exp(placed cost / gpus): the cost of the placed jobs (their moved charges included), without
+        the preemption charges of running jobs left out, per GPU placed.
     slowdown
         Per job: its slowdown (slowest GPU's factor × locality penalty).
     level
