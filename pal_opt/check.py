@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,7 @@ from .errors import InstanceError, OptionError
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import repair_counts, round_of_result
 from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
-from .result import PlacementResult
+from .result import PlacementResult, Status
 
 __all__ = ["check", "violations", "checked_start", "Kind", "Violation", "ADMISSION_RULES"]
 
@@ -100,7 +101,7 @@ class Kind(enum.StrEnum):
     STAGE_COUNT = "stage-count"  #: a job's stages are not as many as its pipeline's (one for a gang)
     STAGE_REPLICAS = "stage-replicas"  #: a stage does not get its replica count of GPUs
     STAGE_GPUS = "stage-gpus"  #: a GPU in two stages, or stages that do not hold exactly the job's GPUs
-    UNREPORTED = "unreported"  #: a running job preempted or moved but not in jobs_to_terminate
+    UNREPORTED = "unreported"  #: a running job preempted or moved but not in jobs_to_terminate, or listed there and kept
     PRIORITY = "priority"  #: a running job preempted with no waiting job of a higher priority started
 
 
@@ -157,6 +158,7 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     if isinstance(result, PlacementResult):
         raw: Mapping[Any, Any] = result.placements
         admission = result.admission
+        admission_given_as_text = True
         terminate = list(result.jobs_to_terminate)
         objective: float | None = result.objective
         binning = str(result.info.get("binning", instance.params.binning))
@@ -165,6 +167,7 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
         if not isinstance(raw, Mapping):
             return {}, "given", [], None, instance.params.binning, [
                 Violation(Kind.FORM, "placements: must be an object")]
+        admission_given_as_text = isinstance(result.get("admission", "given"), str)  # else a form violation
         admission = str(result.get("admission", "given"))
         terminate = list(result.get("jobs_to_terminate", []) or [])
         obj = result.get("objective")
@@ -184,7 +187,7 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
             continue
         placements[jid] = [int(g) for g in gpus]
     term = [t if t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
-    if admission not in ADMISSION_RULES:
+    if admission not in ADMISSION_RULES and admission_given_as_text:
         problems.append(Violation(Kind.ADMISSION_RULE,
                                   f"admission {admission!r} is not one of {', '.join(ADMISSION_RULES)}"))
     if binning not in BINNING_MODES:
@@ -252,13 +255,14 @@ def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     """The violations of ``result`` on ``instance``, each with its :class:`Kind` (empty if valid).
 
     The checks run in three stages and a stage runs only if the one before found nothing: the
-    form of the result (known jobs, GPU lists); each gang (demand, GPUs that exist, are free and
+    form of the result (known jobs, GPU lists, and the fields it declares besides: admission,
+    status, objective, jobs to terminate and unplaceable jobs); each gang (demand, GPUs that exist, are free and
     are used once); then the queue rule the result declares and its reported objective.
     """
     result = _as_result(instance, result)
     placements, admission, terminate, objective, binning, problems = _normalise(instance, result)
     stages, form = _read_stages(result, placements, instance)
-    problems += form
+    problems += form + _declared_violations(instance, result, placements, terminate, admission)
     if not problems and admission == "repair":
         instance, problems = _repair_round(instance, result, placements)
     if not problems:
@@ -266,6 +270,8 @@ def violations(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     if not problems:
         placements = {**placements, **{j: [g for stage in stages[j] for g in stage] for j in stages}}
         problems = _rule_violations(instance, placements, admission, terminate)
+        if admission in _TERMINATE_EXACT and _declares_terminate(result):
+            problems += _terminate_violations(instance, placements, terminate)
         problems += _objective_violations(instance, placements, objective, binning)
     return problems
 
@@ -295,6 +301,96 @@ def check(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]) 
     ['job 1: needs 2 distinct GPUs, got [0, 0]']
     """
     return [v.message for v in violations(instance, result)]
+
+
+#: Queue rules under which ``jobs_to_terminate`` is exactly the running jobs that lose or change
+#: their GPUs (the sticky, preempt and repair rules check it their own way).
+_TERMINATE_EXACT: frozenset[str] = frozenset(
+    {"pal-order", "queue-order", "prefix", "backfill", "given", "pal-order-backfill", "queue-order-backfill"})
+
+
+def _declares_terminate(result: PlacementResult | Mapping[str, Any]) -> bool:
+    return isinstance(result, PlacementResult) or "jobs_to_terminate" in result
+
+
+def _declared_violations(instance: RoundInstance, result: PlacementResult | Mapping[str, Any],
+                         placements: Mapping[JobId, list[int]], terminate: list[Any], admission: str) -> list[Violation]:
+    """What a result dict declares besides its placements, against them: the admission a string,
+    a known status (``infeasible`` with nothing placed), a numeric objective, jobs to terminate
+    that are running jobs of the queue (of the repair round for a repair, checked there), and
+    unplaceable jobs of the queue that are not placed."""
+    if isinstance(result, PlacementResult):
+        return []
+    out: list[Violation] = []
+    if "admission" in result and not isinstance(result["admission"], str):
+        out.append(Violation(Kind.FORM, f"admission: must be a queue rule's name, got {_shown(result['admission'])}"))
+    status = result.get("status")
+    if status is not None and (not isinstance(status, str) or status not in {s.value for s in Status}):
+        out.append(Violation(Kind.FORM,
+                             f"status: must be one of {', '.join(s.value for s in Status)}, got {_shown(status)}"))
+    elif status == Status.INFEASIBLE.value and placements:
+        out.append(Violation(Kind.FORM, f"status: infeasible, but {len(placements)} jobs are placed"))
+    obj = result.get("objective")
+    if obj is not None and (isinstance(obj, bool) or not isinstance(obj, (int, float))):
+        out.append(Violation(Kind.FORM, f"objective: must be a number, got {_shown(obj)}"))
+    raw_term = result.get("jobs_to_terminate", [])
+    if raw_term is not None and not isinstance(raw_term, (list, tuple)):
+        out.append(Violation(Kind.FORM, "jobs_to_terminate: must be a list of job ids"))
+    else:
+        jobs = instance.job_by_id
+        for t in terminate:
+            if not isinstance(t, Hashable) or t not in jobs:
+                out.append(Violation(Kind.UNKNOWN_JOB, f"jobs_to_terminate: job {_shown(t)} is not in the queue"))
+            elif jobs[t].placement is None and admission != "repair":
+                out.append(Violation(Kind.FORM, f"jobs_to_terminate: job {t!r} is not running"))
+    out += _unplaceable_violations(instance, result.get("unplaceable"), placements)
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A value from a result file as JSON spells it, cut to 60 characters."""
+    text = json.dumps(value, default=repr)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _unplaceable_violations(instance: RoundInstance, declared: Any,
+                            placements: Mapping[JobId, list[int]]) -> list[Violation]:
+    """``unplaceable``, as :meth:`PlacementResult.to_dict` writes it (``[{"job", "reason"}]``) or
+    as a mapping, names jobs of the queue that are not placed."""
+    if declared is None:
+        return []
+    if isinstance(declared, Mapping):
+        names: list[Any] = list(declared)
+    elif isinstance(declared, (list, tuple)) and all(isinstance(e, Mapping) and "job" in e for e in declared):
+        names = [e["job"] for e in declared]
+    else:
+        return [Violation(Kind.FORM, 'unplaceable: must be a list of {"job", "reason"} objects')]
+    by_str = {str(j.id): j.id for j in instance.jobs}
+    out = []
+    for name in names:
+        jid = name if isinstance(name, Hashable) and name in instance.job_by_id else by_str.get(str(name))
+        if jid is None:
+            out.append(Violation(Kind.UNKNOWN_JOB, f"unplaceable: job {_shown(name)} is not in the queue"))
+        elif jid in placements:
+            out.append(Violation(Kind.FORM, f"unplaceable: job {jid!r} is placed"))
+    return out
+
+
+def _terminate_violations(instance: RoundInstance, placements: Mapping[JobId, list[int]],
+                          terminate: list[JobId]) -> list[Violation]:
+    """``jobs_to_terminate`` is exactly the running jobs not placed on exactly their GPUs."""
+    term = set(terminate)
+    out = []
+    for j in instance.jobs:
+        if j.placement is None:
+            continue
+        kept = keeps_placement(j, placements.get(j.id))
+        if not kept and j.id not in term:
+            how = "is left out" if j.id not in placements else "is moved"
+            out.append(Violation(Kind.UNREPORTED, f"running job {j.id!r} {how} but not in jobs_to_terminate"))
+        elif kept and j.id in term:
+            out.append(Violation(Kind.UNREPORTED, f"job {j.id!r} is in jobs_to_terminate but keeps its GPUs"))
+    return out
 
 
 def checked_start(instance: RoundInstance, admitted: Sequence[int], start: Mapping[JobId, Sequence[int]],

@@ -267,3 +267,35 @@ def test_a_result_dict_without_placements_is_ambiguous(inst: RoundInstance) -> N
 
     with pytest.raises(InstanceError, match=r"^placements: missing"):
         check(inst, {"admission": "prefix", "objective": 0.0})
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ({"unplaceable": [{"job": "w", "reason": "needs 99 GPUs"}]}, ["unplaceable: job 'w' is placed"]),
+    ({"unplaceable": [{"job": "zz", "reason": "?"}]}, ['unplaceable: job "zz" is not in the queue']),
+    ({"unplaceable": "x"}, ['unplaceable: must be a list of {"job", "reason"} objects']),
+    ({"jobs_to_terminate": [999]}, ["jobs_to_terminate: job 999 is not in the queue"]),
+    ({"jobs_to_terminate": ["w"]}, ["jobs_to_terminate: job 'w' is not running"]),
+    ({"jobs_to_terminate": "x"}, ["jobs_to_terminate: must be a list of job ids"]),
+    ({"objective": "abc"}, ['objective: must be a number, got "abc"']),
+    ({"status": "great"}, ['status: must be one of optimal, feasible, infeasible, fallback, got "great"']),
+    ({"status": [1] * 100}, ["status: must be one of optimal, feasible, infeasible, fallback, got "
+                             "[" + "1, " * 18 + "1,..."]),
+    ({"status": "infeasible"}, ["status: infeasible, but 2 jobs are placed"]),
+    ({"admission": None}, ["admission: must be a queue rule's name, got null"]),
+])
+def test_what_a_result_declares_besides_its_placements_is_checked(
+        running: RoundInstance, extra: dict, expected: list[str]) -> None:
+    """Each of these edits of a valid result file was reported valid (found by review)."""
+    doc = {"placements": {"r": [0, 1], "w": [2, 3]}, "admission": "queue-order", "jobs_to_terminate": []}
+    assert check(running, doc) == []
+    assert check(running, {**doc, **extra}) == expected
+
+
+def test_jobs_to_terminate_is_exactly_the_running_jobs_that_lose_their_gpus(running: RoundInstance) -> None:
+    moved = {"placements": {"r": [2, 3], "w": [0, 1]}, "admission": "queue-order"}
+    assert check(running, moved) == []  # a result that declares none is not held to it
+    assert check(running, {**moved, "jobs_to_terminate": []}) == [
+        "running job 'r' is moved but not in jobs_to_terminate"]
+    assert check(running, {**moved, "jobs_to_terminate": ["r"]}) == []
+    kept = {"placements": {"r": [0, 1], "w": [2, 3]}, "admission": "queue-order", "jobs_to_terminate": ["r"]}
+    assert check(running, kept) == ["job 'r' is in jobs_to_terminate but keeps its GPUs"]
