@@ -671,11 +671,13 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
-def _finite_at_least(v: Any, low: float, path: str, *, strict: bool = False) -> float:
+def _finite_at_least(v: Any, low: float, path: str, *, strict: bool = False, high: float | None = None) -> float:
     ok = isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool) and math.isfinite(v)
     if not ok or v < low or (strict and v == low):
         rel = ">" if strict else ">="
         raise InstanceError(f"must be a finite number {rel} {low:g}, got {v!r}", path=path)
+    if high is not None and v > high:
+        raise InstanceError(f"must be at most {high:g} (a slowdown multiplier), got {v!r}", path=path)
     return float(v)
 
 
@@ -853,7 +855,8 @@ class Job:
         if len(loc) != 3:
             raise InstanceError(f"must be [server, rack, cluster] penalties, got {self.locality!r}",
                                 path=f"{at}.locality")
-        loc = tuple(_finite_at_least(x, 0.0, f"{at}.locality[{k}]", strict=True) for k, x in enumerate(loc))
+        loc = tuple(_finite_at_least(x, 0.0, f"{at}.locality[{k}]", strict=True, high=FACTOR_RANGE[1])
+                    for k, x in enumerate(loc))
         if not loc[0] <= loc[1] <= loc[2]:  # spanning more of the cluster is never faster
             raise InstanceError(f"penalties must not decrease from server to rack to cluster, got {list(loc)}",
                                 path=f"{at}.locality")
@@ -1074,7 +1077,8 @@ class RoundParams:
         from .options import Binning
 
         set_ = object.__setattr__
-        set_(self, "locality_penalty", _finite_at_least(self.locality_penalty, 1.0, "params.locality_penalty"))
+        set_(self, "locality_penalty", _finite_at_least(self.locality_penalty, 1.0, "params.locality_penalty",
+                                                        high=FACTOR_RANGE[1]))
         set_(self, "restart_cost", _finite_at_least(self.restart_cost, 0.0, "params.restart_cost"))
         set_(self, "round_length", _finite_at_least(self.round_length, 0.0, "params.round_length", strict=True))
         modes = [b.value for b in Binning]

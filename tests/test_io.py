@@ -563,3 +563,35 @@ def test_negative_gpu_ids_are_rejected_by_the_model_as_by_the_file() -> None:
 
     with pytest.raises(InstanceError, match=r"gpus\[\]\.id: GPU ids must be non-negative, got -1"):
         Cluster.from_arrays([0, -1], [0, 0], {"classA": [1.0, 1.0]})
+
+
+def test_locality_penalties_are_bounded_above_as_factors_are() -> None:
+    """λ = 1e308 was accepted and printed a slowdown of 280 digits (found by review)."""
+    from pal_opt.model import Job, RoundParams
+
+    with pytest.raises(InstanceError, match=r"params\.locality_penalty: must be at most 1e\+06"):
+        RoundParams(locality_penalty=1e308)
+    with pytest.raises(InstanceError, match=r"jobs\[0\]\.locality\[2\]: must be at most 1e\+06"):
+        Job(1, 2, "classA", locality=(1, 2, 1e7))
+    assert RoundParams(locality_penalty=1e6).locality_penalty == 1e6
+
+
+def test_cost_terms_and_factors_out_of_range_are_named_with_file_and_path(tmp_path) -> None:
+    """Both were reported without the file (the cost terms only when first priced), and a
+    factor out of range under the model's path ``factors.classA`` (found by review)."""
+    doc = json.loads((Path(__file__).parent.parent / "instances" / "paper-16x4.json").read_text())
+    cases = [
+        ({"params": {**doc["params"], "costs": {"foo": {}}}}, r"c\.json: params\.costs\.foo: unknown cost term"),
+        ({"params": {**doc["params"], "costs": {"migration": {"per_jb": 1}}}},
+         r"c\.json: params\.costs\.migration\.per_jb: no such parameter"),
+    ]
+    factors = {k: list(v) for k, v in doc["cluster"]["factors"].items()}
+    name = next(iter(factors))
+    factors[name][5] = 2e6
+    cases.append(({"cluster": {**doc["cluster"], "factors": factors}},
+                  rf"c\.json: cluster\.factors\.{name}\[5\]: must be in 1e-06\.\.1e\+06"))
+    for change, message in cases:
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps({**doc, **change}))
+        with pytest.raises(InstanceError, match=message):
+            load_instance(path)

@@ -104,6 +104,7 @@ import numpy as np
 
 from ..errors import InstanceError
 from ..model import (
+    FACTOR_RANGE,
     MODEL_CLASS,
     Cluster,
     Job,
@@ -192,7 +193,7 @@ def instance_from_dict(d: Any, source: str = "<memory>") -> RoundInstance:
     problem = _first_problem(d)
     if problem is not None:
         raise problem_error(problem, source, _MESSAGES)
-    params = _params(d.get("params", {}))
+    params = _params(d.get("params", {}), source)
     cluster = _cluster(d["cluster"], source)
     jobs = _jobs(d["jobs"], cluster, params, source)
     return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=d.get("name", ""))
@@ -253,7 +254,8 @@ def _ints(values: list[Any]) -> list[Any]:
     return [int(x) if type(x) is float else x for x in values] if float in set(map(type, values)) else values
 
 
-def _params(p: dict[str, Any]) -> RoundParams:
+def _params(p: dict[str, Any], source: str) -> RoundParams:
+    _check_costs(p.get("costs", {}), source)
     d = RoundParams()
     return RoundParams(
         locality_penalty=float(p.get("locality_penalty", d.locality_penalty)),
@@ -262,6 +264,22 @@ def _params(p: dict[str, Any]) -> RoundParams:
         costs=p.get("costs", {}),
         round_length=float(p.get("round_length", d.round_length)),
     )
+
+
+def _check_costs(costs: Mapping[str, Mapping[str, Any]], source: str) -> None:
+    """Cost terms and parameters the registry knows (:mod:`pal_opt.cost.registry`), checked as
+    the file is read: a typo named with its file and path, not when a method first prices."""
+    from ..cost.registry import COST_TERMS
+
+    for name, given in costs.items():
+        term = COST_TERMS.get(name)
+        if term is None:
+            raise _error(source, f"params.costs.{name}", f"unknown cost term; known: {', '.join(COST_TERMS)} "
+                                                         "(pal_opt.register_cost_term adds one)")
+        for key in given:
+            if key not in term.params:
+                raise _error(source, f"params.costs.{name}.{key}",
+                             f"no such parameter of cost term {name!r}; known: {', '.join(term.params) or 'none'}")
 
 
 def _column(values: list[Any], n: int, path: str, source: str) -> list[Any]:
@@ -284,6 +302,13 @@ def _cluster(c: dict[str, Any], source: str) -> Cluster:
         name: np.asarray(_column(v, n, f"cluster.factors.{name}", source), dtype=np.float64)
         for name, v in c["factors"].items()
     }
+    for name, arr in factors.items():  # named here by index in the file (the model names GPU ids)
+        bad = ~((arr >= FACTOR_RANGE[0]) & (arr <= FACTOR_RANGE[1]))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _error(source, f"cluster.factors.{name}[{i}]",
+                         f"must be in {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g} (a slowdown relative to a typical "
+                         f"GPU), got {float(arr[i])!r}")
     racks = _racks(c["servers"], servers, source) if "servers" in c else None
     types = _column(g["type"], n, "cluster.gpus.type", source) if "type" in g else None
     throughput = c.get("throughput", {})
