@@ -325,9 +325,12 @@ def _method_list(names: tuple[str, ...]) -> Any:
 def add_method_arguments(
     p: argparse.ArgumentParser, *, flag: str = "--method", seed_help: str | None = None, binning: bool = True,
     time_limit_default: float | None = None, multiple: bool = False, extra: tuple[str, ...] = (),
-    time_limit_help: str | None = None,
+    time_limit_help: str | None = None, default: str | None = "pal", default_help: str = "pal",
 ) -> None:
     """The method flag and the options of the exact methods (``--backend``, ``--time-limit``...).
+
+    ``default``: the method when the flag is not given (None: the caller chooses later, and
+    ``default_help`` says how).
 
     ``time_limit_help``: the help of ``--time-limit``, where the default depends on more than
     ``time_limit_default``.
@@ -340,12 +343,12 @@ def add_method_arguments(
 
     names = (*method_names(), *(e for e in extra if e not in method_names()))
     if multiple:
-        p.add_argument(flag, type=_method_list(names), default="pal", metavar="METHOD[,METHOD...]",
+        p.add_argument(flag, type=_method_list(names), default=default, metavar="METHOD[,METHOD...]",
                        help="placement method, or several separated by commas (each runs in turn and the outputs "
-                            "compare them), of: " + ", ".join(names) + " (default pal)")
+                            "compare them), of: " + ", ".join(names) + f" (default {default_help})")
     else:
-        p.add_argument(flag, choices=names, default="pal", metavar="METHOD",
-                       help="placement method, one of: " + ", ".join(names) + " (default pal)")
+        p.add_argument(flag, choices=names, default=default, metavar="METHOD",
+                       help="placement method, one of: " + ", ".join(names) + f" (default {default_help})")
     if seed_help is not None:
         p.add_argument("--seed", type=nonneg_int, default=None, help=seed_help)
     if binning:

@@ -251,3 +251,39 @@ def test_o_and_out_mean_the_same_on_every_command() -> None:
                 assert set(action.option_strings) == {"-o", "--out", "--output"}, (path, action.option_strings)
                 seen.append(" ".join(path))
     assert {"solve", "generate", "simulate", "simulate-sia", "partition", "import blox", "export slurm"} <= set(seen)
+
+
+# ----------------------------------------------------------------------------- review findings (2026-12-06)
+MINI = ROOT / "examples" / "data" / "newtrace-mini.csv"
+
+
+def test_a_variability_class_the_trace_does_not_use_is_bad_input(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``--variability resnet50=FILE`` (a model name, not a class) was silently unused, while the
+    result file listed it as the variability of class resnet50."""
+    f = ROOT / "examples" / "data" / "gpu_df.csv"  # any file: the class is refused before it is read
+    _, err = _simulate(tmp_path, capsys, "--synthetic-variability", "1", "--variability", f"resnet50={f}", code=2)
+    assert err.strip().splitlines() == [
+        "pal-opt: error: --variability resnet50: no job of " + str(TRACE)
+        + " has class 'resnet50' (its classes: classA, classB, classC, classD)"]
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_failure_flags_on_a_sia_trace_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulator of GPU types has no failures: ``--failures`` on a sia trace was ignored."""
+    out = tmp_path / "q.json"
+    assert main(["simulate", str(MINI), "--profiles", str(tmp_path), "--failures", "--failure-scale", "10",
+                 "-o", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"pal-opt: error: --failures, --failure-scale do not apply to a sia trace ({MINI})")
+    assert not out.exists()
+
+
+def test_a_sia_trace_without_policy_runs_sia(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            shared_dir: Path) -> None:
+    """``simulate`` ran type-blind ``pal`` on a sia trace when no --policy was given;
+    ``simulate-sia``, "the same command", runs ``sia``."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    out = tmp_path / "q.json"
+    assert main(["simulate", str(MINI), "--profiles", str(profiles), "-o", str(out), "--quiet"]) == 0
+    assert json.loads(out.read_text())["policy"] == "sia"

@@ -250,11 +250,11 @@ def run(args: argparse.Namespace) -> int:
     doc = _document(args, result, cluster, params, variability)
     atomic_write_text(args.out, json.dumps(doc, indent=1) + "\n")
     if not args.quiet:
-        h = 3600.0
-        avg, p99, mk = (doc[k] / h if doc[k] is not None else float("nan") for k in ("avg_jct", "p99_jct", "makespan"))
+        # None when no job completed (then n_completed says 0): "-", as the PAL simulator prints it
+        avg, p99, mk = (f"{doc[k] / 3600.0:.2f} h" if doc[k] is not None else "-" for k in ("avg_jct", "p99_jct", "makespan"))
         print(
-            f"{args.policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg:.2f} h, p99 JCT {p99:.2f} h, "
-            f"makespan {mk:.2f} h, utilisation {doc['utilisation']:.3f}, restarts/job "
+            f"{args.policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg}, p99 JCT {p99}, "
+            f"makespan {mk}, utilisation {doc['utilisation']:.3f}, restarts/job "
             f"{doc['avg_restarts_per_job']:.2f}"
             + (f", slowdown {v['mean']:.3f} (placement floor {v['placement_floor']:.3f})"
                if (v := doc.get("variability_slowdown")) else "")
@@ -270,6 +270,9 @@ _PAL_ONLY = {
     "queue": "fifo", "locality_penalty": 1.7, "rack_penalty": None, "restart_cost": 0.0, "binning": "pal-artifact",
     "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "jobs_csv": None,
     "plot": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
+    # the simulator of GPU types has no failures
+    "failures": False, "gpu_mtbf": None, "server_mtbf": None, "failure_scale": None, "repair_time": None,
+    "checkpoint_interval": None, "failure_seed": None,
 }
 _SIA_ONLY = {"profiles": None, "category": None}
 
@@ -280,8 +283,11 @@ def _flag(name: str) -> str:
 
 def resolve_trace_format(args: argparse.Namespace) -> str:
     """``pal`` or ``sia`` for ``pal-opt simulate`` (``--trace-format``, or from the header); a
-    flag of the other format is an :class:`~pal_opt.errors.OptionError`."""
+    flag of the other format is an :class:`~pal_opt.errors.OptionError`.  ``--policy`` not given
+    becomes the format's default (``pal``, or ``sia`` for a sia trace)."""
     fmt = detect_trace_format(args.trace) if args.trace_format == "auto" else args.trace_format
+    if args.policy is None:  # not given: each format's own default, as simulate-sia's for a sia trace
+        args.policy = ["sia"] if fmt == "sia" else ["pal"]
     wrong = _PAL_ONLY if fmt == "sia" else _SIA_ONLY
     bad = [n for n, default in wrong.items() if getattr(args, n, default) not in (default, [])]
     if fmt == "pal":

@@ -74,7 +74,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4); sia: TYPE:SERVERSxGPUS,... "
                         "(default aws:6x4,rtx:3x8,dgx-ext:2x8)")
     add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True,
-                         extra=hetero_policy_names(),
+                         extra=hetero_policy_names(), default=None, default_help="pal; sia on a sia trace",
                          time_limit_help=f"wall-clock seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g}; "
                                          "sia traces: per round program, default until proven optimal)")
     sia = p.add_argument_group("sia traces (clusters of GPU types)")
@@ -197,6 +197,17 @@ def _parse_variability(items: list[str]) -> dict[str, str]:
             raise InstanceError("no such file", source=path, path=f"--variability {cls}")
         out[cls] = path
     return out
+
+
+def _check_variability_classes(items: list[str], used: set[str], trace: str) -> None:
+    """A ``--variability CLASS=FILE`` whose class no job of the trace has would be silently
+    unused (a model name or a Sia-style ``TYPE:CLASS`` given by mistake): an OptionError.  A
+    directory names every class, and is not checked."""
+    for item in items:
+        cls, sep, _ = item.partition("=")
+        if sep and cls not in used:
+            raise OptionError(f"--variability {cls}: no job of {trace} has class {cls!r} "
+                              f"(its classes: {', '.join(sorted(used)) or 'none'})")
 
 
 def _warn_default_source(defaulted: dict[str, str]) -> None:
@@ -368,6 +379,7 @@ def run(args: argparse.Namespace) -> int:
     variability = _parse_variability(args.variability)
     configs = _configs(args)
     trace = read_trace(args.trace, default_class=args.default_class)
+    _check_variability_classes(args.variability, {tj.perfclass for tj in trace}, args.trace)
     cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw,
                                      synthetic_seed=args.synthetic_variability)
     source = variability_source(origins, variability, args.synthetic_variability, {tj.perfclass for tj in trace})
