@@ -113,9 +113,13 @@ def run(args: argparse.Namespace) -> int:
         from ..ilp.backends import get_backend
 
         get_backend(args.backend)  # an unknown or missing backend fails before any work
+    from ..cliprogress import live_line
+
     try:
-        result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
-                           engine=args.engine, method=args.method, backend=args.backend, time_limit=args.time_limit)
+        with live_line("partitioning", args.method):  # the integer programs take seconds; erased before the summary
+            result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
+                               engine=args.engine, method=args.method, backend=args.backend,
+                               time_limit=args.time_limit)
     except InfeasiblePartitionError as exc:  # valid input with no answer: not bad input (exit 1, not 2)
         print(f"pal-opt: error: infeasible partition: {args.profile}: {exc}", file=sys.stderr)
         return 1

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .. import progress
 from ..errors import BackendError, InfeasiblePartitionError
 from ..ilp.program import Program
 from .cost import stage_time
@@ -337,6 +338,7 @@ class SegmentTimes:
             if self.known[s, e]:
                 continue
             assert self.solve is not None
+            progress.report(stage=f"segment programs solved: {self.solved}")
             exact = self.solve(s, e)
             if exact < self.value[s, e]:  # pragma: no cover - the bound is proven
                 raise RuntimeError(f"segment ({s}, {e}): the inner optimum {exact!r} is below its bound")
