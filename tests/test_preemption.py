@@ -362,3 +362,14 @@ def test_cli_time_limit_applies_to_ilp_preempt(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert "status     optimal" in done.stdout
     assert pal_opt.check(load_instance(path), json.loads(out.read_text())) == []
+
+
+def test_an_ilp_preempt_answer_stopped_by_the_time_limit_says_so() -> None:
+    """It returned the greedy start with an empty message and no ``time_limit_reached``, which
+    ``ilp`` sets and docs/limits.md promises (found by review)."""
+    from pal_opt.generate import generate_instance
+
+    res = pal_opt.solve(generate_instance(64, 8, 150, seed=1), "ilp-preempt", time_limit=0.05)
+    assert res.status == pal_opt.Status.FALLBACK
+    assert res.message.startswith("time limit: the greedy start")
+    assert res.info["time_limit_reached"]

@@ -231,6 +231,7 @@ def solve_preempt(
         return _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
     if clock.passed():
         info["note"] = "time limit: the greedy start (no time left to build the program)"
+        info["time_limit_reached"] = "building the program"
         return _finish(instance, _merged(instance, start, pins), factors, info, Status.FALLBACK, None, 0.0,
                        time.perf_counter() - t0, cls)
     t_build = time.perf_counter()
@@ -247,8 +248,12 @@ def solve_preempt(
     except TimeLimitReached as exc:  # no time left to translate or run the solver
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
         info["note"] = f"time limit: the greedy start ({exc})"
-    if sol.values is None and clock.limited and clock.passed():
+        info["time_limit_reached"] = exc.stage
+    if sol.values is None and clock.limited:  # (the solver's own deadline is before the clock's)
         info.setdefault("note", "time limit: the greedy start (the solver found nothing in time)")
+        info.setdefault("time_limit_reached", "solving the program")
+    elif sol.values is None:
+        info.setdefault("note", f"the greedy start ({sol.status}: {sol.message or 'no solution'})")
     info.update(solver_status=str(sol.status), num_vars=built.program.num_vars, num_rows=built.program.num_rows,
                 warm_start=vector is not None, program_objective=sol.objective, **built.info)
     placements = _merged(instance, start, pins)
@@ -352,7 +357,8 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
     info["backfilled"] = list(extra)
     res = priced_result(instance, {**placements, **extra}, factors, method="ilp-preempt", status=status,
                         admission="preempt", solve_seconds=seconds, build_seconds=built, backend=cls.name,
-                        backend_version=cls.version(), info=info)
+                        backend_version=cls.version(), info=info,
+                        message=str(info.get("note", "")) if status == Status.FALLBACK else "")
     if extra or bound is None:
         if status == Status.OPTIMAL and extra:
             res.status = Status.FEASIBLE
