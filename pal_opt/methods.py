@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import numbers  # numpy integers are registered as numbers.Integral
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -130,7 +131,7 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
         return priced_result(
             instance, out.placements, factors, method=name, status=Status.FEASIBLE, admission=out.admission,
             solve_seconds=seconds, jobs_to_terminate_=out.jobs_to_terminate,
-            seed=options.seed if isinstance(options.seed, int) else None, info={"binning": mode},
+            seed=int(options.seed) if isinstance(options.seed, numbers.Integral) else None, info={"binning": mode},
             unplaceable=unplaceable(instance, types=options.respect_types),
         )
 

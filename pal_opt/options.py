@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers  # numpy's scalars are registered as numbers.Real/Integral
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -141,7 +142,7 @@ def check_seed(seed: Any) -> None:
 def _positive_number(name: str, v: Any, *, allow_zero: bool = False) -> float | None:
     if v is None:
         return None
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
     if not ok or v < 0 or (v == 0 and not allow_zero):
         what = "a finite number >= 0" if allow_zero else "a positive number of seconds"
         raise OptionError(f"{name} must be {what}, got {v!r}")
@@ -221,7 +222,8 @@ class SolveOptions:
                 self.admission, list(Admission), "admission (or pass jobs=)"))
         check_seed(self.seed)
         object.__setattr__(self, "time_limit", _positive_number("time_limit", self.time_limit))
-        if self.deadline is not None and (isinstance(self.deadline, bool) or not isinstance(self.deadline, (int, float))
+        if self.deadline is not None and (isinstance(self.deadline, bool)
+                                          or not isinstance(self.deadline, numbers.Real)
                                           or not math.isfinite(self.deadline)):
             raise OptionError(f"deadline must be a time.monotonic() value, got {self.deadline!r}")
         if self.deadline is not None:

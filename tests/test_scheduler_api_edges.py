@@ -333,3 +333,18 @@ def test_round_policy_options_are_the_same_however_they_are_given() -> None:
     by_kwargs = pal_opt.RoundPolicy("ilp", backend="highs", time_limit=5)
     by_options = pal_opt.RoundPolicy("ilp", options=pal_opt.SolveOptions(backend="highs", time_limit=5))
     assert by_kwargs.options == by_options.options == {"backend": "highs", "time_limit": 5.0}
+
+
+def test_numpy_scalars_are_numbers_for_every_option() -> None:
+    """``time_limit=np.int64(2)`` and ``gap=np.float32(0.01)`` were refused while numpy integers
+    were taken for ``seed``, and a numpy seed was not recorded in ``result.seed`` (review)."""
+    import numpy as np
+
+    import pal_opt
+    from pal_opt.generate import generate_instance
+
+    inst = generate_instance(4, 4, 6, seed=1)
+    assert pal_opt.solve(inst, "ilp", time_limit=np.int64(30), gap=np.float32(0.01)).status.value == "optimal"
+    res = pal_opt.solve(inst, "random", seed=np.int64(3))
+    assert res.seed == 3 and type(res.seed) is int
+    assert res.placements == pal_opt.solve(inst, "random", seed=3).placements
