@@ -153,7 +153,8 @@ class JobAllocation:
         ``"allocated"`` (it holds GPUs this round, restoring its checkpoint or training),
         ``"waiting"`` (no GPUs this round) or ``"unplaceable"`` (never any: ``reason`` says why).
     gpu_type
-        The type of its GPUs (None without GPUs).
+        The type its speed is reckoned on (None without GPUs): the type of its GPUs, and under a
+        type-blind policy (``pal``, ``packed``) whose gang spans types, the slowest of them.
     gpus
         GPU ids (positions on the cluster, module docstring), in the order the placer took them:
         node by node, each node's GPUs its lowest free slots.
