@@ -249,11 +249,7 @@ def solve_preempt(
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
         info["note"] = f"time limit: the greedy start ({exc})"
         info["time_limit_reached"] = exc.stage
-    if sol.values is None and clock.limited:  # (the solver's own deadline is before the clock's)
-        info.setdefault("note", "time limit: the greedy start (the solver found nothing in time)")
-        info.setdefault("time_limit_reached", "solving the program")
-    elif sol.values is None:
-        info.setdefault("note", f"the greedy start ({sol.status}: {sol.message or 'no solution'})")
+    _note_no_solution(sol, clock, info)
     info.update(solver_status=str(sol.status), num_vars=built.program.num_vars, num_rows=built.program.num_rows,
                 warm_start=vector is not None, program_objective=sol.objective, **built.info)
     placements = _merged(instance, start, pins)
@@ -264,6 +260,18 @@ def solve_preempt(
             placements = found
         status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, build_seconds, cls)
+
+
+def _note_no_solution(sol: BackendSolution, clock: Deadline, info: dict[str, Any]) -> None:
+    """Why the answer is the greedy start when the solver returned no solution (``info["note"]``,
+    the result's message; ``info["time_limit_reached"]`` under a limit)."""
+    if sol.values is not None:
+        return
+    if clock.limited:  # (the solver's own deadline is before the clock's, so it may not have passed)
+        info.setdefault("note", "time limit: the greedy start (the solver found nothing in time)")
+        info.setdefault("time_limit_reached", "solving the program")
+    else:
+        info.setdefault("note", f"the greedy start ({sol.status}: {sol.message or 'no solution'})")
 
 
 @dataclass(frozen=True)
