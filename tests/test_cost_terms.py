@@ -152,3 +152,38 @@ def test_instance_files_keep_term_parameters(tmp_path) -> None:
     inst = _round({"migration": {"per_job": 0.5}})
     save_instance(inst, tmp_path / "r.json")
     assert load_instance(tmp_path / "r.json").params.costs == {"migration": {"per_job": 0.5}}
+
+
+class _Spanning(CostTerm):
+    """A term with a parameter in the program: ``weight`` per GPU of a gang that spans servers."""
+
+    name = "spanning"
+    params = {"weight": 0.0}
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return self.param(instance, "weight") * int(pos.size) * (level > 0)
+
+    def slots(self, instance: RoundInstance, perfclass: str, demand: int, locality: tuple[float, float, float],
+              values: np.ndarray, span: np.ndarray) -> np.ndarray:
+        return self.param(instance, "weight") * demand * (np.asarray(span) > 0)
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_a_registered_term_reads_its_parameters_in_the_program(backend: str) -> None:
+    """``slots`` had no round to read a parameter from, so a term with parameters could not price
+    the program's columns as ``placed`` prices a placement (review)."""
+    from pal_opt.ilp.backends import available_backends
+
+    if backend not in available_backends():
+        pytest.skip(f"{backend} not installed")
+    register_cost_term(_Spanning())
+    try:
+        cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0, 1.5, 1.0, 1.5]})
+        for weight, spans in ((0.0, True), (1.0, False)):
+            inst = RoundInstance(cl, (Job("j", 2, "classA", locality=(1.0, 1.0, 1.0)),),
+                                 RoundParams(binning="none", costs={"spanning": {"weight": weight}}))
+            res = pal_opt.solve(inst, "ilp", backend=backend)
+            assert (res.placements["j"] == (0, 2)) is spans, res.placements
+            assert check(inst, res) == [] and res.status.value == "optimal"
+    finally:
+        unregister_cost_term("spanning")

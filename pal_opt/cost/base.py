@@ -80,10 +80,13 @@ class CostTerm(ABC):  # noqa: B024 - every hook has a neutral default; subclasse
         return 0.0
 
     def slots(
-        self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray, span: np.ndarray
+        self, instance: RoundInstance, perfclass: str, demand: int, locality: tuple[float, float, float],
+        values: np.ndarray, span: np.ndarray,
     ) -> np.ndarray | float:
-        """Charge per slot column (vectorised :meth:`placed`): ``values`` are the columns' factor
-        levels and ``span`` the topology levels they pay for (arrays of one length)."""
+        """Charge per slot column (vectorised :meth:`placed`) of a job of ``perfclass``, ``demand``
+        and ``locality`` in the round ``instance`` (its parameters: :meth:`param`): ``values`` are
+        the columns' factor levels and ``span`` the topology levels they pay for (arrays of one
+        length)."""
         return 0.0
 
     def moved(self, instance: RoundInstance, job: Job) -> float:

@@ -22,6 +22,6 @@ class Locality(CostTerm):
     def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
         return int(pos.size) * math.log(job.locality[level])  # its GPUs: the demand, or an allowed count
 
-    def slots(self, perfclass: str, demand: int, locality: tuple[float, float, float], values: np.ndarray,
-              span: np.ndarray) -> np.ndarray:
+    def slots(self, instance: RoundInstance, perfclass: str, demand: int, locality: tuple[float, float, float],
+              values: np.ndarray, span: np.ndarray) -> np.ndarray:
         return demand * np.log(np.asarray(locality, dtype=np.float64))[span]

@@ -1027,7 +1027,7 @@ def round_objective(
                 m &= cols.profile == p
             values = profiles[p].values[jt.perfclass][cols.level[m]]
             span = cols.span[m]
-            c[m] = sum((term.slots(jt.perfclass, jt.demand, jt.locality, values, span) for term in terms),
+            c[m] = sum((term.slots(instance, jt.perfclass, jt.demand, jt.locality, values, span) for term in terms),
                        np.zeros(values.size))
     offset = 0.0
     if moving_is_charged(instance):

@@ -259,7 +259,7 @@ def build_relaxation(instance: RoundInstance, admitted: Sequence[int], factors: 
                 supply[where].draw(cols, ch, p)
         for key, n in sorted(types.items()):
             if key[0] in classes:
-                _add_type_slots(cols, cl, chains, key, n, values[key[0]], type_rows[key], totals)
+                _add_type_slots(cols, instance, chains, key, n, values[key[0]], type_rows[key], totals)
     return _assemble(instance, admitted, cols, rows, tuple(p[0] for p in profiles),
                      tuple(len(p[2][p[0][0]]) for p in profiles), tuple(sorted(types)))
 
@@ -328,7 +328,7 @@ def _add_carries(cols: _Columns, ch: _Chain) -> None:
     cols.entries(ch.row + k + 1, w, -1.0)
 
 
-def _add_type_slots(cols: _Columns, cl: Cluster, chains: dict[Level, _Chain],
+def _add_type_slots(cols: _Columns, instance: RoundInstance, chains: dict[Level, _Chain],
                     key: tuple[str, int, tuple[float, float, float]], n: int, values: np.ndarray, type_row: int,
                     totals: Mapping[Level, int]) -> None:
     """The slot columns of one job type at every topology level, with their entries in the type
@@ -345,7 +345,7 @@ def _add_type_slots(cols: _Columns, cl: Cluster, chains: dict[Level, _Chain],
         lv = ch.level[k]
         vals = values[lv]
         span = np.full(k.size, int(where), dtype=np.int64)
-        cost = sum((np.broadcast_to(np.asarray(t.slots(perfclass, d, locality, vals, span), dtype=np.float64),
+        cost = sum((np.broadcast_to(np.asarray(t.slots(instance, perfclass, d, locality, vals, span), dtype=np.float64),
                                     (k.size,)) for t in terms), np.zeros(k.size))
         cap = ch.cum[k] // d
         col = cols.add(cost, np.minimum(n, cap))
@@ -356,14 +356,14 @@ def _add_type_slots(cols: _Columns, cl: Cluster, chains: dict[Level, _Chain],
         node = ch.node[k]
         if where == Level.SERVER and Level.RACK in chains:
             up = chains[Level.RACK]
-            cols.entries(up.row + up.find(cl.rack_of_server[node], lv), col, float(d))
+            cols.entries(up.row + up.find(instance.cluster.rack_of_server[node], lv), col, float(d))
         if where != Level.CLUSTER:
             up = chains[Level.CLUSTER]
             cols.entries(up.row + up.find(np.zeros_like(node), lv), col, float(d))
         if where in totals:
             cols.entries(totals[where] + node, col, float(d))
         if where == Level.SERVER and Level.RACK in totals:
-            cols.entries(totals[Level.RACK] + cl.rack_of_server[node], col, float(d))
+            cols.entries(totals[Level.RACK] + instance.cluster.rack_of_server[node], col, float(d))
 
 
 def _assemble(instance: RoundInstance, admitted: Sequence[int], cols: _Columns, rows: _Rows,

@@ -345,7 +345,7 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
         level_paces += levels.paces.values()
         kept += [i] if home is not None else []
         paces.append(modes.pace)
-        costs.append(_mode_costs(job, modes))
+        costs.append(_mode_costs(instance, job, modes))
     rows.capacity(b, gpus.cnt)
     c, constant = _objective(b, instance, factors, admitted, costs, charged)
     program, meta = b.finish(c, constant)
@@ -415,11 +415,11 @@ def _drop_cost(instance: RoundInstance, job: Job, charged: bool) -> float:
     return sum(term.preempted(instance, job) for term in cost_terms()) - moving
 
 
-def _mode_costs(job: Job, modes: _Modes) -> np.ndarray:
+def _mode_costs(instance: RoundInstance, job: Job, modes: _Modes) -> np.ndarray:
     values, span = modes.pace, modes.span
     total = np.zeros(values.size)
     for term in cost_terms():
-        total = total + term.slots(job.perfclass, job.demand, job.locality, values, span)
+        total = total + term.slots(instance, job.perfclass, job.demand, job.locality, values, span)
     return total
 
 
