@@ -595,3 +595,18 @@ def test_cost_terms_and_factors_out_of_range_are_named_with_file_and_path(tmp_pa
         path.write_text(json.dumps({**doc, **change}))
         with pytest.raises(InstanceError, match=message):
             load_instance(path)
+
+
+def test_job_ids_that_are_not_written_as_integers_keep_their_text(tmp_path: Path) -> None:
+    """``int()`` took a Slurm array job ``4567_1`` as 45671 and ``0042`` as 42: the exported
+    placements named other jobs, and ``4567_1``, ``456_71`` were refused as duplicates (review)."""
+    from pal_opt.io.traces import read_trace
+
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,num_gpus,model\n4567_1,4,resnet50\n456_71,2,BERT\n0042,4,BERT\n7,1,BERT\n8.0,1,BERT\n")
+    assert [j.id for j in load_jobs(jobs).jobs] == ["4567_1", "456_71", "0042", 7, 8]
+    trace = tmp_path / "trace.csv"
+    trace.write_text("job_id,num_gpus,submit_time,duration,model\n4567_1,4,0,100,PointNet\n4567_2,1,5,100,PointNet\n")
+    assert [j.id for j in read_trace(trace)] == ["4567_1", "4567_2"]
+    trace.write_text("job_id,num_gpus,submit_time,duration,model\n1,4,0,100,PointNet\n2,1,5,100,PointNet\n")
+    assert [j.id for j in read_trace(trace)] == [1, 2]

@@ -127,13 +127,31 @@ class CsvTable:
         raise self.error(line, col, f"must be true or false, got {_q(text)}")
 
     def ident(self, line: int, col: int, text: str) -> int | str:
-        """An id: an integer if the cell is one (``"3"``, ``"3.0"``), else the non-empty text."""
+        """An id: an integer if the cell is one as written (``"3"``, ``"3.0"``, as pandas writes a
+        float column), else the non-empty text (:func:`integer_id`)."""
         if not text:
             raise self.error(line, col, "must not be empty")
-        v = _cell_int(text)
-        if v is not None and abs(v) <= 2**63 - 1:
-            return v
-        return text
+        v = integer_id(text)
+        return text if v is None else v
+
+
+#: An integer as an id is written: no sign but minus, no leading zero, no digit separator, no
+#: exponent, and ``.0`` allowed (a float column).  ``int()`` takes ``"4567_1"`` (a Slurm array
+#: job) as 45671 and ``"0042"`` as 42, which would rename the job and merge distinct ids.
+_INTEGER_ID = re.compile(r"-?(?:0|[1-9][0-9]{0,18})(?:\.0+)?")
+
+
+def integer_id(text: str) -> int | None:
+    """``text`` as an integer id if it is written as one (:data:`_INTEGER_ID`) and fits in 64
+    bits, else None: the text is the id.
+
+    >>> integer_id("42"), integer_id("3.0"), integer_id("0042"), integer_id("4567_1"), integer_id("1e3")
+    (42, 3, None, None, None)
+    """
+    if _INTEGER_ID.fullmatch(text) is None:
+        return None
+    v = int(text.split(".", 1)[0])
+    return v if abs(v) <= 2**63 - 1 else None
 
 
 def _cell_text(x: Any) -> str:

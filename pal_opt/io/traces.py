@@ -49,7 +49,7 @@ from pathlib import Path
 
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId, Pipeline
-from .csvfile import CsvTable, read_csv
+from .csvfile import CsvTable, integer_id, read_csv
 from .jobs import parse_priority
 
 __all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name", "pipeline_cell",
@@ -195,12 +195,11 @@ def _read_table(path: str | os.PathLike[str]) -> CsvTable:
 
 
 def _job_ids(table: CsvTable, c: int) -> list[JobId]:
-    """The ids as ints when every id is an integer, else as the strings written."""
+    """The ids as ints when every id is written as an integer (:func:`~pal_opt.io.csvfile.integer_id`:
+    not ``4567_1`` or ``0042``), else as the strings written."""
     raw = [f[c] for _, f in table.rows]
-    try:
-        return [int(x) for x in raw]
-    except ValueError:
-        return list(raw)
+    ints = [integer_id(x) for x in raw]
+    return list(raw) if any(v is None for v in ints) else [v for v in ints if v is not None]
 
 
 def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, int], models: _Models) -> TraceJob:
