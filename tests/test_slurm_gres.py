@@ -412,3 +412,36 @@ def test_cli_help_names_gres_conf(capsys):
         pass
     text = " ".join(capsys.readouterr().out.split())
     assert "--gres-conf FILE" in text and "they win over --slurm-conf's" in text and "Include" in text
+
+
+# ---------------------------------------------------------------------------- review findings (2026-12-06)
+def test_a_node_the_slurm_conf_gives_no_gpu_gres_has_no_gpus(tmp_path):
+    """A gres.conf line without NodeName gave its GPUs to login and CPU nodes too (20 GPUs for
+    8), as Slurm would not: it schedules only the GRES slurm.conf gives a node (review)."""
+    topo = write(tmp_path, "t.conf", "SwitchName=sw1 Nodes=login1,cpu[1-2],gpu[1-2]\n")
+    slurm = write(tmp_path, "slurm.conf", "GresTypes=gpu\nNodeName=login1,cpu[1-2] CPUs=64\n"
+                                          "NodeName=gpu[1-2] CPUs=64 Gres=gpu:4\n")
+    gres = write(tmp_path, "gres.conf", "Name=gpu File=/dev/nvidia[0-3]\n")
+    t = load_slurm(topo, slurm_conf=slurm, gres_conf=gres)
+    assert int(to_cluster(t).num_gpus) == 8
+    assert len(t.notes) == 1 and "3 nodes with GPUs in the gres.conf but no Gres=gpu in the slurm.conf" in t.notes[0]
+    assert int(to_cluster(load_slurm(topo, gres_conf=gres)).num_gpus) == 20  # no slurm.conf: every node
+
+
+def test_an_autodetected_node_without_a_count_takes_the_slurm_conf_count(tmp_path):
+    """``AutoDetect=nvml`` with ``Name=gpu Type=a100`` (no Count, no File) counted one GPU a node."""
+    topo = write(tmp_path, "t.conf", "SwitchName=s1 Nodes=n[1-4]\n")
+    slurm = write(tmp_path, "slurm.conf", "NodeName=n[1-4] Gres=gpu:a100:8\n")
+    gres = write(tmp_path, "gres.conf", "AutoDetect=nvml\nNodeName=n[1-4] Name=gpu Type=a100\n")
+    cl = to_cluster(load_slurm(topo, slurm_conf=slurm, gres_conf=gres))
+    assert cl.num_gpus == 32 and cl.type_names == ("a100",)
+
+
+def test_gpu_nodes_outside_the_topology_are_named(tmp_path):
+    """Nodes with GPUs in the slurm.conf that no switch connects were dropped without a word."""
+    topo = write(tmp_path, "t.conf", "SwitchName=s1 Nodes=n[1-4]\n")
+    slurm = write(tmp_path, "slurm.conf", "NodeName=n[1-6] Gres=gpu:a100:8\n")
+    t = load_slurm(topo, slurm_conf=slurm)
+    assert to_cluster(t).num_gpus == 32
+    assert t.notes == ("2 nodes with GPUs in the slurm.conf or gres.conf are in no switch of the topology.conf, "
+                       "their GPUs left out: n5, n6",)

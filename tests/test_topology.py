@@ -219,7 +219,7 @@ def test_slurm_conf_gpu_counts():
     counts = parse_slurm_conf_gpus(SLURM_CONF.read_text())
     assert counts == {**{f"gpu{i:02d}": 8 for i in range(1, 8)}, "gpu08": 4}
     assert parse_slurm_conf_gpus("NodeName=a Gres=gpu:2,gpu:tesla:2,nic:1\nNodeName=b Gres=gpu\n"
-                                 "NodeName=c CPUs=4\nNodeName=d Gres=mps:100") == {"a": 4, "b": 1, "d": 0}
+                                 "NodeName=c CPUs=4\nNodeName=d Gres=mps:100") == {"a": 4, "b": 1, "c": 0, "d": 0}
     with pytest.raises(InstanceError, match="line 2, NodeName: node 'a' is defined twice"):
         parse_slurm_conf_gpus("NodeName=a Gres=gpu:1\nNodeName=a Gres=gpu:2")
 
@@ -300,10 +300,17 @@ def test_kubernetes_node_list_of_a_large_cluster_is_read(tmp_path):
     assert topo.hosts == ("n1", "n2") and len(topo.gpu_ids) == 16
 
 
-def test_empty_down_and_resource_are_errors():
-    """In the API as on the command line: an empty host list or resource name is not 'none'."""
-    with pytest.raises(OptionError, match="--down: empty host list"):
-        load_slurm(TOPOLOGY_CONF, gpus_per_node=8, down=" ")
+def test_an_empty_down_list_is_no_node_and_an_empty_resource_is_an_error():
+    """``--down "$(sinfo -h -t down,drain -o %N)"``, the documented recipe, gives an empty list on a
+    healthy cluster, which was an error; blanks separate names, as in Slurm's hostlist_create.
+    An empty resource name is still not 'none'."""
+    def failed(down: str | None) -> list[int]:
+        return to_cluster(load_slurm(TOPOLOGY_CONF, gpus_per_node=8, down=down)).state.tolist()
+
+    for down in ("", " ", "\n"):
+        assert failed(down) == failed(None)
+    two = load_slurm(TOPOLOGY_CONF, gpus_per_node=8).hosts[:2]
+    assert failed(f"{two[0]} {two[1]}\n") == failed(",".join(two)) != failed(None)
     with pytest.raises(OptionError, match="--gpu-resource: must be a resource name"):
         load_nodes(NODES_JSON, resource="")
 
@@ -337,6 +344,20 @@ def test_kubernetes_node_states():
     assert (state[0] == GpuState.FREE).all()
     assert (state[1:4] == GpuState.FAILED).all()
     assert state[4].tolist() == [0] * 6 + [2, 2]  # two unhealthy GPUs, at the highest local indices
+
+
+def test_nodes_that_take_no_new_pod_are_out_of_service():
+    """Pressure, network, uninitialised and autoscaler-deletion taints were ignored, so rounds
+    placed jobs on nodes where their pods cannot start (review)."""
+    keys = ["node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure",
+            "node.kubernetes.io/network-unavailable", "node.cloudprovider.kubernetes.io/uninitialized",
+            "ToBeDeletedByClusterAutoscaler"]
+    doc = {"kind": "List", "items": [node(f"n{k}", spec={"taints": [{"key": key, "effect": "NoSchedule"}]})
+                                     for k, key in enumerate(keys)]
+           + [node("soft", spec={"taints": [{"key": "DeletionCandidateOfClusterAutoscaler",
+                                            "effect": "PreferNoSchedule"}]})]}
+    state = parse_nodes(doc, levels=["kubernetes.io/hostname"]).state.reshape(len(keys) + 1, 8)
+    assert (state[:-1] == GpuState.FAILED).all() and (state[-1] == GpuState.FREE).all()
 
 
 KUBE_BAD = [

@@ -84,7 +84,9 @@ def add_import_parsers(isub: Any) -> None:
     s.add_argument("--gres-conf", type=input_file, metavar="FILE",
                    help="gres.conf whose Name=gpu lines (Type=, File=, Count=) list each node's GPUs; "
                    "they win over --slurm-conf's")
-    s.add_argument("--down", type=nonempty, metavar="HOSTLIST", help="nodes out of service, e.g. node[03-04]: their GPUs are failed")
+    s.add_argument("--down", metavar="HOSTLIST",
+                   help="nodes out of service, e.g. node[03-04] or the output of sinfo -h -t down,drain -o %%N "
+                        "(empty: none): their GPUs are failed")
     _common(s)
     k = isub.add_parser("k8s", help="kubectl get nodes -o json, Kueue topology labels",
                         description="Build a round on the nodes of 'kubectl get nodes -o json'. The innermost "

@@ -73,6 +73,8 @@ class NodeGpus:
 
     counts: dict[str | None, int] = field(default_factory=dict)
     origins: dict[str | None, Origin] = field(default_factory=dict)
+    #: a gres.conf line gave no Count= and no File=: one GPU, unless AutoDetect finds the count
+    uncounted: bool = False
 
     def add(self, gpu_type: str | None, count: int, origin: Origin) -> None:
         self.counts[gpu_type] = self.counts.get(gpu_type, 0) + count
@@ -110,8 +112,8 @@ def _gres_entries(spec: str, line: ConfigLine) -> list[tuple[str | None, int]]:
 def slurm_conf_gpus(lines: Iterable[ConfigLine]) -> dict[str, NodeGpus]:
     """Each node's GPUs from the ``NodeName`` lines of a ``slurm.conf`` (module docstring).
 
-    Nodes without a ``gpu`` GRES (and no ``NodeName=DEFAULT Gres=`` before them) are absent; a node
-    defined twice is an error.
+    Nodes without a ``gpu`` GRES (and no ``NodeName=DEFAULT Gres=`` before them) have no GPUs
+    (an empty :class:`NodeGpus`: the file says they have none); a node defined twice is an error.
     """
     default: tuple[list[tuple[str | None, int]], ConfigLine] | None = None
     out: dict[str, NodeGpus] = {}
@@ -131,8 +133,8 @@ def slurm_conf_gpus(lines: Iterable[ConfigLine]) -> dict[str, NodeGpus]:
                 raise InstanceError(f"node {node!r} is defined twice (first on {first_on})", source=line.source,
                                     path=line.at("NodeName"))
             line_of[node] = line
+            gpus = out[node] = NodeGpus()
             if gres is not None:
-                gpus = out[node] = NodeGpus()
                 for gpu_type, count in gres[0]:
                     gpus.add(gpu_type, count, Origin(gres[1].source, gres[1].number, "Gres"))
     return out
@@ -148,6 +150,7 @@ class _GresLine:
     gpu_type: str | None
     count: int
     devices: tuple[str, ...]
+    counted: bool = True
 
 
 @dataclass
@@ -194,6 +197,7 @@ def _sum_lines(node: str, lines: Sequence[_GresLine]) -> NodeGpus:
                                     source=g.line.source, path=g.line.at("File"))
             seen[dev] = g.line
         gpus.add(g.gpu_type, g.count, Origin(g.line.source, g.line.number, "Type"))
+        gpus.uncounted |= not g.counted
     return gpus
 
 
@@ -214,7 +218,7 @@ def _gres_line(line: ConfigLine, order: int, kv: Mapping[str, str], nodes: tuple
                                 "their number, or left out)", source=line.source, path=line.at("Count"))
         count = given
     gpu_type = kv.get("type") or None
-    return _GresLine(line, order, nodes, gpu_type, count, devices)
+    return _GresLine(line, order, nodes, gpu_type, count, devices, counted=bool(devices) or "count" in kv)
 
 
 def gres_conf_gpus(lines: Iterable[ConfigLine]) -> GresConf:
@@ -251,7 +255,10 @@ def resolve_gpus(
     gpus_per_node: int | None,
 ) -> tuple[dict[str, NodeGpus], list[str]]:
     """Each host's GPUs, and warnings: a host's ``gres.conf`` lines first (the devices its ``slurmd``
-    registers), else its ``slurm.conf`` ``Gres``, else ``gpus_per_node`` (untyped).
+    registers), else its ``slurm.conf`` ``Gres``, else ``gpus_per_node`` (untyped).  But a host
+    the ``slurm.conf`` defines without a ``gpu`` GRES has none (Slurm schedules only the GRES
+    ``slurm.conf`` gives a node; ``gres.conf`` details them), and a host whose ``gres.conf`` lines
+    give no count (no ``Count=``, no ``File=``) under ``AutoDetect`` takes its ``slurm.conf`` count.
 
     The warnings name the hosts whose ``gres.conf`` and ``slurm.conf`` GPUs differ (type names
     compared ignoring case, as Slurm compares them), and the hosts
@@ -263,8 +270,16 @@ def resolve_gpus(
     out: dict[str, NodeGpus] = {}
     differ: list[str] = []
     detected: list[tuple[str, ConfigLine, str]] = []
+    declared_none: list[str] = []
     for h in hosts:
-        if h in from_gres:
+        if h in from_gres and h in conf and not conf[h].total:
+            out[h] = conf[h]
+            if from_gres[h].total:
+                declared_none.append(h)
+        elif (h in from_gres and from_gres[h].uncounted and h in conf and gres_conf is not None
+              and gres_conf.autodetect_line(h) is not None):
+            out[h] = conf[h]  # slurmd detects the devices; slurm.conf says how many
+        elif h in from_gres:
             out[h] = from_gres[h]
             if h in conf and _folded(conf[h]) != _folded(from_gres[h]):
                 differ.append(f"{h} ({_says(from_gres[h])} in {_file(from_gres[h])}, {_says(conf[h])} in "
@@ -276,6 +291,10 @@ def resolve_gpus(
         elif gres_conf is not None and (auto := gres_conf.autodetect_line(h)) is not None:
             detected.append((h, *auto))
     notes = []
+    if declared_none:
+        notes.append(f"{_nodes(declared_none)} with GPUs in the gres.conf but no Gres=gpu in the slurm.conf, taken "
+                     f"as without GPUs (Slurm schedules only the GRES the slurm.conf gives a node): "
+                     f"{declared_none[0]}" + (f" and {len(declared_none) - 1} more" if len(declared_none) > 1 else ""))
     if differ:
         notes.append(f"{_nodes(differ)} with other GPUs in the gres.conf than in the slurm.conf, the gres.conf's "
                      f"taken (the devices slurmd registers): {differ[0]}"

@@ -26,8 +26,9 @@ The input is what ``kubectl get nodes -o json`` prints: a ``List`` (or ``NodeLis
     GPUs are left out.  When ``status.allocatable`` offers fewer, the difference (GPUs the
     device plugin found unhealthy) is marked failed, at the node's highest local indices.
 ``spec.unschedulable``, ``spec.taints``, ``status.conditions``
-    A cordoned node (``unschedulable: true``), one with a node-lifecycle taint
-    (:data:`OUT_OF_SERVICE_TAINTS`) or whose ``Ready`` condition is not ``"True"`` is out of
+    A cordoned node (``unschedulable: true``), one with a taint under which it takes no new
+    pod (:data:`OUT_OF_SERVICE_TAINTS`: lifecycle, pressure, network, uninitialised, being
+    deleted by the autoscaler) or whose ``Ready`` condition is not ``"True"`` is out of
     service: all its GPUs are **failed**.  Other taints (such as ``nvidia.com/gpu:NoSchedule``
     on GPU pools, which GPU pods tolerate) are ignored; a node with no ``conditions`` at all is
     taken as ready.
@@ -95,12 +96,21 @@ DEFAULT_LEVELS: tuple[str, ...] = (
 GPU_RESOURCE = "nvidia.com/gpu"
 #: The node label that names its GPU model (NVIDIA GPU Feature Discovery): the GPU type.
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-#: Taints that the node lifecycle controller sets on a node out of service.
+#: Taints under which a node takes no new training pod (with effect NoSchedule or NoExecute):
+#: those the node lifecycle controller sets on a node out of service, the kubelet's resource
+#: pressure and network taints, a cloud node not yet initialised, and the cluster autoscaler's
+#: mark of a node it is deleting.
 OUT_OF_SERVICE_TAINTS: frozenset[str] = frozenset({
     "node.kubernetes.io/unschedulable",
     "node.kubernetes.io/not-ready",
     "node.kubernetes.io/unreachable",
     "node.kubernetes.io/out-of-service",
+    "node.kubernetes.io/memory-pressure",
+    "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/pid-pressure",
+    "node.kubernetes.io/network-unavailable",
+    "node.cloudprovider.kubernetes.io/uninitialized",
+    "ToBeDeletedByClusterAutoscaler",
 })
 
 #: Largest node list read, in bytes.  ``kubectl get nodes -o json`` prints 15-25 kB a node

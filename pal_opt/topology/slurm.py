@@ -306,7 +306,7 @@ def parse_slurm_conf_gres(text: str, source: str = "<memory>") -> dict[str, dict
 def parse_slurm_conf_gpus(text: str, source: str = "<memory>") -> dict[str, int]:
     """``{node: GPUs}`` from the ``NodeName=... Gres=gpu:N`` lines of a ``slurm.conf`` text.
 
-    Nodes without a ``gpu`` GRES (and no ``NodeName=DEFAULT Gres=`` before them) are absent.
+    Nodes without a ``gpu`` GRES (and no ``NodeName=DEFAULT Gres=`` before them) have 0.
 
     >>> parse_slurm_conf_gpus("NodeName=DEFAULT Gres=gpu:4\\nNodeName=n[1-2] CPUs=8\\n"
     ...                       "NodeName=n3 Gres=gpu:a100:8,nic:1 # big")
@@ -333,19 +333,34 @@ def parse_gres_conf(
 
 
 def _failed(down: str | None, gpus: Mapping[str, int], src: str) -> dict[str, int]:
-    """``{node: GPUs}`` of the nodes of a ``--down`` hostlist (all their GPUs fail)."""
-    if down is not None and not down.strip():
-        raise OptionError(f"--down: empty host list, got {down!r}")
-    if not down:
+    """``{node: GPUs}`` of the nodes of a ``--down`` hostlist (all their GPUs fail).  As Slurm's
+    ``hostlist_create`` does, blanks separate names as commas do, and an empty list is no node:
+    ``sinfo -h -t down,drain -o %N`` prints nothing when no node is down."""
+    if down is None or not down.strip():
         return {}
     try:
-        names = expand_hostlist(down)
+        names = expand_hostlist(",".join(down.split()))
     except InstanceError as exc:
         raise OptionError(f"--down: {exc.message}") from None
     unknown = [n for n in names if n not in gpus]
     if unknown:
         raise OptionError(f"--down: node {unknown[0]!r} is not in {src}")
     return {n: gpus[n] for n in names}
+
+
+def _outside_topology(hosts: Sequence[str], conf: Mapping[str, Any] | None, gres: Any, src: str) -> list[str]:
+    """A warning naming the nodes the slurm.conf or gres.conf gives GPUs that the topology.conf
+    does not connect (every node must be under a switch, topology.conf(5)): their GPUs are left out."""
+    inside = set(hosts)
+    named = [n for n, g in (conf or {}).items() if g.total and n not in inside]
+    if gres is not None:
+        named += [n for g in gres.gpu_lines for n in g.nodes or () if n not in inside and n not in named]
+    if not named:
+        return []
+    shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    return [f"{len(named)} node{'s' if len(named) > 1 else ''} with GPUs in the slurm.conf or gres.conf "
+            f"{'are' if len(named) > 1 else 'is'} in no switch of the topology.conf, {'their' if len(named) > 1 else 'its'} "
+            f"GPUs left out: {shown}"]
 
 
 def load_slurm(
@@ -388,6 +403,7 @@ def load_slurm(
     conf = slurm_conf_gpus(read_config(slurm_conf, what="slurm.conf")) if slurm_conf is not None else None
     gres = gres_conf_gpus(read_config(gres_conf, what="gres.conf")) if gres_conf is not None else None
     per_node, notes = resolve_gpus(hier.hosts, gres, conf, gpus_per_node)
+    notes += _outside_topology(hier.hosts, conf, gres, src)
     types = node_types(per_node)
     gpus = {h: per_node[h].total if h in per_node else 0 for h in hier.hosts}
     if not any(gpus.values()):
