@@ -296,3 +296,41 @@ def test_a_later_failure_in_the_round_is_not_known_early() -> None:
     assert all(j.finish_time is not None for j in res.jobs)
     f = res.summary["failures"]
     assert f["failures"] >= 3 and f["jobs_hit"] >= 2
+
+
+def test_a_restart_cost_that_runs_past_the_round_is_paid_in_full() -> None:
+    """The job of the test above restarts mid-round on the spare GPU and pays a 300 s restart
+    cost of a 360 s round: what the round's end left of it was dropped, so the job finished
+    early (review: 71.8 s of 300 lost in one such case)."""
+    cluster = Cluster.uniform(2, 2, {"classA": [1.0, 1.0, 1.0, 1.0]})
+    cfg = SimConfig(policy="pal", seed=2, restart_cost=300.0,
+                    failures=FailureConfig(gpu_mtbf_hours=math.inf, server_mtbf_hours=20.0, repair_time=36_000,
+                                           checkpoint_interval=600))
+    res = simulate([_job(0, 1, 0.0, 50_000.0)], cluster, cfg, validate=True)
+    t_hit, _, _, lost = res.failures.hits[0]
+    assert 360 - t_hit % 360 < 300  # the restore crosses the round's end
+    job = res.jobs[0]
+    assert (job.restarts, job.moves) == (2, 1)  # the failure's, and PAL's move back once server 0 is repaired
+    assert job.finish_time == pytest.approx(t_hit + 2 * 300 + 50_000 - (t_hit - lost))
+    assert job.run_seconds == pytest.approx(50_000 + lost)
+
+
+def test_a_restart_cost_of_a_whole_round_is_refused() -> None:
+    """Two jobs trading one GPU every round (LAS), each resume losing the whole round, never end:
+    the run went on for ever, growing (review)."""
+    with pytest.raises(OptionError, match="restart-cost must be below the round length"):
+        simulate([_job(0, 1, 0.0, 1000.0)], Cluster.uniform(1, 1, {"classA": [1.0]}),
+                 SimConfig(policy="pal", restart_cost=400.0))
+
+
+def test_a_run_whose_failures_undo_all_work_stops(caplog: pytest.LogCaptureFixture) -> None:
+    """A job failing every few minutes with no checkpoint never finishes: the run went on for
+    ever (review).  It stops after STALL_FACTOR times the rounds its work needs, saying why."""
+    from pal_opt.simulate.engine import STALL_FACTOR
+
+    cfg = SimConfig(policy="pal", seed=0, failures=FailureConfig(gpu_mtbf_hours=0.05, server_mtbf_hours=math.inf,
+                                                                 checkpoint_interval=math.inf))
+    res = simulate([_job(0, 1, 0.0, 3600.0)], Cluster.uniform(1, 1, {"classA": [1.0]}), cfg)
+    assert res.summary["n_completed"] == 0 and res.stopped_at is not None
+    assert len(res.rounds) <= STALL_FACTOR * 10 + 1000
+    assert "restarts or failures undo their work" in caplog.text

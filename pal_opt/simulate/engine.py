@@ -21,7 +21,9 @@ iterations, where ``slowdown`` is :func:`pal_opt.cost.job_slowdown_pos` on the r
 factors (max factor of the job's class over its GPUs × the job's locality penalty for the
 level its GPUs span; for a pipeline job the slowest *stage*'s factor, :func:`pal_opt.cost.pace_factor`,
 stage time × the slowest factor among that stage's GPUs) and ``lost`` is the restart cost when the job was moved, or resumed after
-a preemption (first starts cost nothing).  A job that finishes mid-round completes at the
+a preemption (first starts cost nothing; the restart cost must be below the round length).  A
+restart cost that runs past the round's end (one paid after a failure inside the round) is paid
+on in the next round by a job that keeps its GPUs.  A job that finishes mid-round completes at the
 exact fractional time; its GPUs are free from the next round.
 
 The PAL artifact's simulator charges nothing for preemption or migration (its launch path
@@ -53,6 +55,7 @@ trace that would need more than :data:`MAX_ROUNDS` rounds on median GPUs is refu
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -75,6 +78,8 @@ from .queue import QueueEntry, get_queue_policy
 from .records import JobRecord, RoundRecord, SimulationResult
 from .summary import summarize
 from .variability import DRAWS, artifact_draw_factors, draw_cluster_factors
+
+log = logging.getLogger("pal_opt.simulate")
 
 __all__ = [
     "ClusterSpec",
@@ -247,6 +252,9 @@ class SimConfig:
             raise OptionError(f"rack-penalty must be ≥ 1, got {self.rack_penalty!r}")
         if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
             raise OptionError(f"restart-cost must be a finite number ≥ 0, got {self.restart_cost!r}")
+        if self.restart_cost >= self.round_length:
+            raise OptionError(f"restart-cost must be below the round length ({self.restart_cost:g} s ≥ "
+                              f"{self.round_length:g} s): jobs that trade GPUs every round would never end")
         if self.max_time is not None and not (isinstance(self.max_time, (int, float)) and math.isfinite(self.max_time)
                                               and self.max_time > 0):
             raise OptionError(f"max-time must be a finite number of seconds > 0, got {self.max_time!r}")
@@ -340,6 +348,21 @@ def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> 
                 source=source,
                 path=where + "model",
             )
+
+
+#: Without ``max_time``, a run stops after this many times the rounds its trace needs run one job
+#: at a time on median GPUs: only restarts or failures that undo the jobs' work get there (a job
+#: losing all its work to failures between checkpoints, say), and the run would not end.
+STALL_FACTOR = 100
+
+
+def _round_cap(trace: Sequence[Any], cfg: SimConfig) -> float:
+    """The round after which a run without ``max_time`` stops (:data:`STALL_FACTOR`)."""
+    if cfg.max_time is not None or not trace:
+        return math.inf
+    r = float(cfg.round_length)
+    serial = sum(math.ceil(tj.iterations * tj.iter_time / r) for tj in trace)
+    return STALL_FACTOR * (math.ceil(max(tj.submit_time for tj in trace) / r) + serial) + 1000
 
 
 def _check_run_length(trace: Sequence[Any], cluster: Cluster, cfg: SimConfig, source: str | None) -> None:
@@ -449,6 +472,9 @@ class _Simulation:
         self.remaining = [float(tj.iterations) for tj in trace]
         self.placement: list[tuple[int, ...] | None] = [None] * n
         self.was_preempted = [False] * n
+        #: restore seconds a running job still owes at a round's end (a restart cost that ran past
+        #: it): paid first in the next round if the job keeps its GPUs
+        self.restore_left: dict[int, float] = {}
         #: when each running job last (re)started (the greedy preemption comparator's order)
         self.started: list[float | None] = [None] * n
         self.by_id = {tj.id: i for i, tj in enumerate(trace)}
@@ -637,9 +663,12 @@ class _Simulation:
                 self._advance_to(stints, off, rnd, tally)
                 self._fail_in_round(stints, ev, off, rnd, tally, validate)
         self._advance_to(stints, self.round_length, rnd, tally)
+        self.restore_left = {}
         for i, st in stints.items():
             if not st.done:
                 self._close(i, st, rnd, tally)
+                if st.restore > 0:
+                    self.restore_left[i] = st.restore
         return tally
 
     def _hold(self, i: int, tally: _Tally) -> None:
@@ -677,7 +706,7 @@ class _Simulation:
         """Job ``i`` starts the round on ``new``."""
         rec = self.records[i]
         job, old = rnd.job_of[i], self.placement[i]
-        lost = min(self._restart_loss(i, job, new, tally), self.round_length)
+        lost = self._restart_loss(i, job, new, tally) or self.restore_left.get(i, 0.0)
         if old is None or not keeps_placement(job, new, held=old):
             self.started[i] = rnd.t
         self.was_preempted[i] = False
@@ -782,7 +811,7 @@ class _Simulation:
         self.records[i].restarts += 1
         self.placement[i] = new
         self.was_preempted[i] = False
-        return self._stint(i, new, rnd, off, min(self.cfg.restart_cost, self.round_length - off))
+        return self._stint(i, new, rnd, off, self.cfg.restart_cost)  # what the round's end leaves is paid next
 
     # ------------------------------------------------------------------ completion
     def complete(self, tally: _Tally) -> None:
@@ -818,7 +847,9 @@ class _Simulation:
             raise InfeasibleRoundError(f"{what} placed no job for 3 rounds while {len(self.active)} wait")
 
     def next_round(self) -> None:
-        self.t += self.round_length
+        # a multiple of the round length, not a running sum: 1,000 rounds of 36.1 s drifted by 1e-9 s,
+        # and a job submitted at a boundary was admitted a round late or queued for -1e-9 s
+        self.t = (round(self.t / self.round_length) + 1) * self.round_length
         self.k += 1
 
     def result(self, wall_seconds: float) -> SimulationResult:
@@ -886,7 +917,17 @@ def simulate(
     wall0 = time.perf_counter()
     sim = _Simulation(trace, cluster, cfg, source)
     sim.on_round = on_round
+    cap = _round_cap(trace, cfg)
     while not sim.done:
+        if sim.k >= cap:
+            left = len(sim.active)
+            log.warning("simulate: stopped after %d rounds, %d times the rounds the trace needs run one job at a "
+                        "time on median GPUs, with %s unfinished: restarts or failures undo their work "
+                        "(restart cost %g s of a %g s round%s)", sim.k, STALL_FACTOR,
+                        f"{left} job{'s' * (left != 1)}",
+                        cfg.restart_cost, cfg.round_length,
+                        "" if cfg.failures is None else f", checkpoints every {cfg.failures.checkpoint_interval:g} s")
+            break
         sim.admit_arrivals()
         if not sim.active:
             sim.skip_idle()
