@@ -216,6 +216,8 @@ class SiaResult:
     job_rounds: int = 0
     #: {job name: why it can never run}: jobs left out of the simulation (module docstring)
     unplaceable: dict[str, str] = field(default_factory=dict)
+    #: the simulated second the run stopped at with jobs unfinished (``max_time``), else None
+    stopped_at: float | None = None
 
     def summary(self) -> dict[str, Any]:
         """The metrics of the module docstring (seconds), see :func:`summarise`."""
@@ -253,6 +255,7 @@ def summarise(result: SiaResult) -> dict[str, Any]:
     out["p99_queueing_delay"] = _percentile_index(waits, 0.99) if waits.size else None
     per_round = use.sum(axis=1) if use.size else np.zeros(0)
     out["rounds"] = int(use.shape[0])
+    out["stopped_at"] = result.stopped_at  # None: every job that could ran to its end
     out["avg_gpus_in_use"] = float(per_round.mean()) if per_round.size else 0.0
     out["utilisation"] = out["avg_gpus_in_use"] / total_gpus if total_gpus else 0.0
     out["avg_gpus_in_use_by_type"] = {
@@ -451,10 +454,12 @@ def _run(
         use.append(held)
         if progress is not None:
             progress(len(use), completed, len(jobs), now)
-    if completed + len(unplaceable) < len(jobs):
+    stopped = completed + len(unplaceable) < len(jobs)
+    if stopped:
         logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now,
                        len(jobs) - completed - len(unplaceable), len(jobs))
-    return _result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable)
+    return replace(_result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable),
+                   stopped_at=now if stopped else None)
 
 
 def _result(
