@@ -287,3 +287,14 @@ def test_a_sia_trace_without_policy_runs_sia(tmp_path: Path, capsys: pytest.Capt
     out = tmp_path / "q.json"
     assert main(["simulate", str(MINI), "--profiles", str(profiles), "-o", str(out), "--quiet"]) == 0
     assert json.loads(out.read_text())["policy"] == "sia"
+
+
+def test_a_sia_run_cut_short_says_so_in_its_result(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   shared_dir: Path) -> None:
+    """Only a warning on stderr said a Sia run stopped with jobs unfinished (review)."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    out = tmp_path / "q.json"
+    assert main(["simulate", str(MINI), "--profiles", str(profiles), "--max-hours", "0.01", "-o", str(out),
+                 "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["stopped_at"] == 60.0 and doc["n_completed"] < doc["n_jobs"]
