@@ -248,6 +248,9 @@ def test_a_run_that_would_not_end_is_refused_unless_capped(tmp_path: Path, capsy
         simulate(many, cluster, SimConfig(policy="pal"))
     # a job bigger than the cluster never runs: its length does not count
     simulate([_job(0, 3, 0.0, 1e15), _job(1, 1, 0.0, 10)], cluster, SimConfig(policy="pal"))
+    # a submit time past the last round: at 1e300 s a 10 s job reported a JCT of 0 (review)
+    with pytest.raises(InstanceError, match="job 1 is submitted after 2.78e\\+297 rounds of 360 s"):
+        simulate([_job(0, 1, 0.0, 10), _job(1, 1, 1e300, 10)], cluster, SimConfig(policy="pal"))
     # on the command line: one line naming the file, row and column, exit 2, nothing written
     trace = tmp_path / "t.csv"
     trace.write_text(TRACE_HEADER + "0,1,0,1e15,resnet50\n1,1,0,10,resnet50\n", encoding="utf-8")

@@ -376,6 +376,11 @@ def _check_run_length(trace: Sequence[Any], cluster: Cluster, cfg: SimConfig, so
     if not trace:
         return
     hint = "it would not end in reasonable time: stop it earlier with --max-hours (SimConfig(max_time=...))"
+    last = max(trace, key=lambda tj: tj.submit_time)
+    if last.submit_time / r > MAX_ROUNDS:  # (at 1e17 s and more, a second is below the clock's precision)
+        where = f"row {last.row}, column submit_time" if getattr(last, "row", 0) else f"job {last.id!r}: submit_time"
+        raise InstanceError(f"job {last.id!r} is submitted after {last.submit_time / r:.3g} rounds of {r:g} s, more "
+                            f"than {MAX_ROUNDS:,}; {hint}", source=source, path=where)
     longest = max(trace, key=lambda tj: tj.iterations * tj.iter_time)
     rounds = longest.iterations * longest.iter_time / r
     if rounds > MAX_ROUNDS:
