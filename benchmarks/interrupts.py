@@ -3,10 +3,11 @@
 Three parts, all on the real solvers, in one process:
 
 A. **Overhead of being interruptible.**  Every backend's solve runs in a helper thread, and
-   HiGHS with highspy's user-interrupt callbacks on.  On the 20 paper-cluster rounds of
+   HiGHS each MIP in a child process of pal-opt's server (a crash does not end pal-opt) with
+   highspy's user-interrupt callbacks on.  On the 20 paper-cluster rounds of
    ``ilp_paper_cluster.py`` (16 × 4, 40 jobs) and on ``instances/mid-32x8.json``, each round is
    solved to proven optimality by the backend as shipped and by a plain variant (the solver
-   called directly in the calling thread, HiGHS without callbacks), interleaved round by round
+   called directly in the calling thread, HiGHS in this process without callbacks), interleaved round by round
    with the order alternating, and the medians compared.
 B. **Time to stop.**  A ``KeyboardInterrupt`` (``_thread.interrupt_main``, what SIGINT does) is
    sent 0.5, 1, 2 and 4 s after a backend's solve starts on ``racked-64x8`` and ``large-256x8``
@@ -48,6 +49,7 @@ from pal_opt.ilp import build_formulation  # noqa: E402
 from pal_opt.ilp.backends import BACKENDS, SolveOptions  # noqa: E402
 from pal_opt.ilp.backends.cpsat import CpSatBackend  # noqa: E402
 from pal_opt.ilp.backends.highs import HighsBackend  # noqa: E402
+from pal_opt.ilp.backends.highs_run import load_model  # noqa: E402
 from pal_opt.ilp.solve import resolve_admission  # noqa: E402
 from pal_opt.io import load_instance  # noqa: E402
 from pal_opt.solve import solve  # noqa: E402
@@ -57,10 +59,13 @@ INSTANCES = ROOT / "instances"
 
 
 class PlainHighs(HighsBackend):
-    """HiGHS called directly: no helper thread, no interrupt callbacks (the comparator)."""
+    """HiGHS called directly in this process: no child process, no helper thread, no interrupt
+    callbacks (the comparator)."""
 
     def _execute(self, model: Any, options: SolveOptions) -> tuple[Any, bool]:
-        return self._run(model), False
+        if model.isolated:  # the shipped backend hands the arrays to a child; here they load in-process
+            load_model(model.h, model.arrays, model.start, integer=True)
+        return self._run_here(model), False
 
 
 class PlainCpSat(CpSatBackend):
@@ -104,17 +109,22 @@ def part_a(rounds: int) -> list[str]:
     return lines
 
 
-def _interrupt_after(backend: str, delay: float) -> tuple[dict[str, float], Any]:
+def _interrupt_after(backend: str, delay: float) -> tuple[dict[str, Any], Any]:
+    """Patch the backend so that ``delay`` s after its first solve call of the measurement (the
+    LP bound's, or the MIP's) one interrupt is sent; ``sent["timer"]`` is cancelled by the caller,
+    so that a solve that finished first does not get it later, in the next measurement."""
     cls = BACKENDS[backend]
     orig = cls.solve
-    sent: dict[str, float] = {}
+    sent: dict[str, Any] = {}
 
     def fire() -> None:
         sent["at"] = time.monotonic()
         _thread.interrupt_main()
 
     def patched(self, *a, **k):  # type: ignore[no-untyped-def]
-        threading.Timer(delay, fire).start()
+        if "timer" not in sent:
+            sent["timer"] = threading.Timer(delay, fire)
+            sent["timer"].start()
         return orig(self, *a, **k)
 
     cls.solve = patched  # type: ignore[method-assign]
@@ -138,6 +148,8 @@ def part_b(delays: list[float]) -> list[str]:
                     r = exc.result
                 finally:
                     BACKENDS[backend].solve = orig  # type: ignore[method-assign]
+                    if "timer" in sent:
+                        sent["timer"].cancel()
                 kept = r.info.get("incumbent", "start") if r is not None else "nothing"
                 gap = f"{100 * r.gap:.2f}%" if r is not None and r.gap is not None else "—"
                 lines.append(f"| {inst_name} | {backend} | {delay:g} s | {stopped:.2f} s | {kept} | "
