@@ -7,7 +7,8 @@ newTrace (``workloads/newtrace-N.csv``)
     requested GPU count and ``batch_size`` the requested global batch (positive integers).
     ``category`` is ``adaptive`` (also an empty cell or no column), ``scale-gpus``
     (``strong-scaling``), ``rigid`` or ``guaranteed`` (:class:`~pal_opt.hetero.goodput.JobKind`).
-    Jobs keep file order, which breaks ties in the artifact's placer.
+    Jobs are read in submission order, rows breaking ties (a job's index breaks ties in the
+    placer; the artifact's files are sorted already, so their order is the file's).
 Philly (``philly.csv``)
     ``timestamp,duration,num_gpus,gpu_time,cluster``: one row per job of Microsoft's Philly
     trace (ATC'19), ``timestamp`` as ``YYYY-MM-DD HH:MM:SS``, ``duration`` in seconds (> 0),
@@ -84,7 +85,7 @@ class WorkloadJob:
 
 @dataclass(frozen=True, eq=False)
 class Workload:
-    """A newTrace workload: jobs in file order.
+    """A newTrace workload: jobs in submission order (rows breaking ties).
 
     Examples
     --------
@@ -171,7 +172,9 @@ def _workload(table: Table, applications: Collection[str] | Mapping[str, Applica
         )
         for i in range(len(names))
     )
-    return Workload(table.source, jobs)
+    # in submission order, rows breaking ties: a job's index breaks ties in the placer, so a file
+    # whose rows are in another order would otherwise give other results (the artifact's are sorted)
+    return Workload(table.source, tuple(sorted(jobs, key=lambda j: j.submit_time)))
 
 
 def read_workload(
