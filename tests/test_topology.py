@@ -360,6 +360,19 @@ def test_nodes_that_take_no_new_pod_are_out_of_service():
     assert (state[:-1] == GpuState.FAILED).all() and (state[-1] == GpuState.FREE).all()
 
 
+def test_time_sliced_gpus_are_named_in_a_warning():
+    """Under NVIDIA time-slicing a node's capacity counts slices, which the import takes for GPUs:
+    it said nothing (review).  It names such nodes now."""
+    a100 = {"nvidia.com/gpu.product": "A100-SXM4-80GB"}
+    doc = {"kind": "List", "items": [
+        node("shared", labels={**a100, "nvidia.com/gpu.replicas": "4"}), node("plain", labels=a100),
+        node("shared2", labels={"nvidia.com/gpu.product": "A100-SXM4-80GB-SHARED"})]}
+    notes = parse_nodes(doc, levels=["kubernetes.io/hostname"]).notes
+    assert len(notes) == 1 and notes[0].startswith("2 nodes offer time-sliced GPUs") and notes[0].endswith(
+        "shared, shared2")
+    assert parse_nodes({"kind": "List", "items": [node("plain")]}, levels=["kubernetes.io/hostname"]).notes == ()
+
+
 KUBE_BAD = [
     ({"kind": "Pod", "items": []}, "kind", "List or NodeList"),
     ({"kind": "List", "items": {}}, "items", "array"),

@@ -288,7 +288,33 @@ def parse_nodes(
     tiers = tuple(
         TopologyLevel(lb, {h: paths[h][i] for h in hosts}) for i, lb in reversed(list(enumerate(groups)))
     )
-    return Topology.from_counts(hosts, tiers, gpus, failed, source=source, types=_gpu_products(products, source))
+    return Topology.from_counts(hosts, tiers, gpus, failed, source=source, types=_gpu_products(products, source),
+                                notes=_time_sliced(doc, hosts))
+
+
+#: The label NVIDIA's GPU Feature Discovery sets to the slices each GPU offers under time-slicing.
+GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+
+
+def _time_sliced(doc: Mapping[str, Any], hosts: Sequence[str]) -> tuple[str, ...]:
+    """A warning naming the GPU nodes whose devices are time-sliced (``nvidia.com/gpu.replicas``
+    above 1, or a ``-SHARED`` product): their capacity counts slices, which pal-opt takes for
+    GPUs, so one gang may get several slices of one device."""
+    wanted = set(hosts)
+    shared = []
+    for item in doc.get("items") or ():
+        meta = item.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        replicas = str(labels.get(GPU_REPLICAS_LABEL, "1"))
+        product = str(labels.get(GPU_PRODUCT_LABEL, ""))
+        if meta.get("name") in wanted and ((replicas.isdigit() and int(replicas) > 1) or product.endswith("-SHARED")):
+            shared.append(str(meta["name"]))
+    if not shared:
+        return ()
+    shown = ", ".join(shared[:3]) + (f" and {len(shared) - 3} more" if len(shared) > 3 else "")
+    return (f"{len(shared)} node{'s offer' if len(shared) > 1 else ' offers'} time-sliced GPUs ({GPU_REPLICAS_LABEL} above 1 or a "
+            f"-SHARED product): each slice is counted as a GPU, so a gang may get several slices of one device: "
+            f"{shown}",)
 
 
 def _gpu_products(products: Mapping[str, tuple[Any, int]], source: str) -> dict[str, str] | None:
