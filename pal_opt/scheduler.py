@@ -10,9 +10,12 @@ through it too.
   keyed by the measurements' content, so it is reused even though each round builds a new
   :class:`~pal_opt.model.Cluster`;
 * **the last placement**: with ``track_running=True`` (the default), a queued job that the
-  round's instance does not mark as running but that this policy placed last round, on GPUs
-  that are still free and that it may still use (its demand and GPU types may have changed), is
-  treated as running there — so sticky methods keep it and restart costs apply.  The result is
+  round's instance does not mark as running but that this policy placed last round is treated
+  as running there — so sticky methods keep it and restart costs apply; on a GPU that failed
+  or was taken since, it must move, and the result lists it in ``jobs_to_terminate``.  A job
+  whose GPUs left the cluster, that the caller marks another job running on, or whose GPU types
+  no longer allow them is not carried (``result.info["not_carried"]`` says why), and a carried
+  job that asks for another GPU count is an error (its demand cannot change while it runs).  The result is
   priced on that round, :attr:`RoundPolicy.last_instance` (check it there:
   ``check(policy.last_instance, result)``), and ``result.info["carried"]`` lists the jobs so
   treated.  Job ids name the same job from round to round.  A job under a carried id whose
@@ -32,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import OptionError
+from .errors import InstanceError, OptionError
 from .methods import get_method
-from .model import GpuState, Job, JobId, RoundInstance, placement_type_error, require_instance
+from .model import Job, JobId, RoundInstance, placement_type_error, require_instance
 from .options import SolveOptions, check_seed
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
@@ -108,6 +111,10 @@ class RoundPolicy:
             raise TypeError("give the seed as seed= or in options=, not both")
         else:
             seed = options.seed if seed is None else seed
+        one_round = sorted({"deadline", "jobs"} & options.given())
+        if one_round:  # a moment, or job ids, hold for one round only: later rounds would fail or fall back
+            raise OptionError(f"{', '.join(one_round)} apply to one round: give them to pal_opt.solve (a policy "
+                              "places many rounds; time_limit= bounds each)")
         self._options = options
         self._method.validate_options(self._options)
         if seed is not None and "seed" not in self._method.options:  # as pal_opt.solve, not ignored
@@ -124,6 +131,10 @@ class RoundPolicy:
         self.last: PlacementResult | None = None
         self.last_instance: RoundInstance | None = None
         self.rounds = 0
+        #: ids forgotten since the last round (:meth:`forget`), as text: not carried
+        self._forgotten: set[str] = set()
+        #: jobs of the last round that could not be carried into this one, with why
+        self._not_carried: dict[JobId, str] = {}
 
     # ---------------------------------------------------------------- state helpers
     def _carry_running(self, instance: RoundInstance) -> tuple[RoundInstance, list[JobId]]:
@@ -132,26 +143,36 @@ class RoundPolicy:
         if not self.track_running or self.last is None:
             return instance, []
         cl = instance.cluster
-        prev = self.last.placements
+        prev = {k: v for k, v in self.last.placements.items() if str(k) not in self._forgotten}
         before = {j.id: j for j in self.last_instance.jobs} if self.last_instance is not None else {}
         taken = {g for j in instance.jobs if j.placement for g in j.placement}
         jobs: list[Job] = []
         changed = False
         reused: list[JobId] = []
+        self._not_carried = {}
         for j in instance.jobs:
             gpus = prev.get(j.id)
             if gpus is not None and j.id in before and not _same_job(before[j.id], j):
                 reused.append(j.id)
                 gpus = None
-            if j.placement is None and gpus is not None and len(gpus) == j.demand:
-                pos = [cl.position.get(int(g)) for g in gpus]
+            if j.placement is None and gpus is not None:
+                if len(gpus) not in j.counts:
+                    raise InstanceError(f"job {j.id!r} ran on {len(gpus)} GPUs last round and now asks for "
+                                        f"{j.demand}: a running job's demand cannot change (policy.forget({j.id!r}) "
+                                        "first if it is a new job)", path="jobs")
                 kept = replace(j, placement=tuple(int(g) for g in gpus))
-                if (all(p is not None and cl.state[p] == GpuState.FREE for p in pos) and not taken & set(gpus)
-                        and placement_type_error(cl, kept) is None):  # (its types may have changed)
+                # on a GPU that failed or was taken since, it is carried all the same: it must move, and
+                # the result lists it in jobs_to_terminate (it was silently taken for a new job)
+                type_error = None if any(int(g) not in cl.position for g in gpus) else placement_type_error(cl, kept)
+                why = ("a GPU it ran on is no longer in the cluster" if any(int(g) not in cl.position for g in gpus)
+                       else "the caller marked another job running on its GPUs" if taken & set(gpus)
+                       else None if type_error is None else type_error.message)  # (its types may have changed)
+                if why is None:
                     jobs.append(kept)
                     taken |= set(gpus)
                     changed = True
                     continue
+                self._not_carried[j.id] = why
             jobs.append(j)
         return (replace(instance, jobs=tuple(jobs)) if changed else instance), reused
 
@@ -175,7 +196,10 @@ class RoundPolicy:
                                       if j.placement is not None and k.placement is None]
         if reused:
             result.info["reused_ids"] = reused
+        if self._not_carried:
+            result.info["not_carried"] = dict(self._not_carried)
         self.last, self.last_instance = result, instance
+        self._forgotten = set()
         self.rounds += 1
         return result
 
@@ -199,16 +223,16 @@ class RoundPolicy:
         bad = [j for j in job_ids if isinstance(j, bool) or not isinstance(j, int | str | np.integer)]
         if bad:  # forget(["a", "b"]) would fail later as an unhashable list, or forget nothing
             raise OptionError(f"forget takes job ids as arguments, forget(*ids): got {bad[0]!r}")
-        if self.last is None:
-            return
-        gone = {int(j) if isinstance(j, np.integer) else j for j in job_ids} & set(self.last.placements)
-        if gone:
-            self.last = replace(self.last, placements={k: v for k, v in self.last.placements.items() if k not in gone})
+        # as text, as a round matches ids (7 and "7" are one job); ``last`` and ``last_instance``
+        # stay the pair the last round computed, so that check(last_instance, last) still holds
+        self._forgotten |= {str(int(j)) if isinstance(j, np.integer) else str(j) for j in job_ids}
 
     @property
     def last_placements(self) -> dict[JobId, tuple[int, ...]]:
         """The last round's placements (empty before the first round)."""
-        return dict(self.last.placements) if self.last else {}
+        if self.last is None:
+            return {}
+        return {k: v for k, v in self.last.placements.items() if str(k) not in self._forgotten}
 
 
 def _same_job(before: Job, now: Job) -> bool:

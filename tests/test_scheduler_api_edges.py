@@ -348,3 +348,65 @@ def test_numpy_scalars_are_numbers_for_every_option() -> None:
     res = pal_opt.solve(inst, "random", seed=np.int64(3))
     assert res.seed == 3 and type(res.seed) is int
     assert res.placements == pal_opt.solve(inst, "random", seed=3).placements
+
+
+def _two_servers(state: dict[int, str] | None = None):
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for s in range(2):
+        g.add_edge(("cluster",), ("server", s))
+        for k in range(4):
+            gid = 4 * s + k
+            g.add_node(("gpu", gid), factors={"classA": 1.0}, state=(state or {}).get(gid, "free"))
+            g.add_edge(("server", s), ("gpu", gid))
+    return g
+
+
+def test_a_carried_job_that_must_move_is_terminated_not_dropped() -> None:
+    """A job the policy carried, whose GPU failed or was taken since, was silently taken for a
+    new job: not in jobs_to_terminate, and its GPUs went to another job while it still ran
+    there (review).  It is carried, must move, and is listed."""
+    import pytest
+
+    import pal_opt
+    from pal_opt.errors import InstanceError
+
+    a, b, c = ({"id": i, "demand": 2, "class": "classA"} for i in "abc")
+    for state in ({1: "busy"}, {0: "failed"}):
+        policy = pal_opt.RoundPolicy("packed-sticky")
+        first = policy.place(pal_opt.make_instance(_two_servers(), [a, b]))
+        assert first.placements["a"] == (0, 1)
+        res = policy.place(pal_opt.make_instance(_two_servers(state), [a, b, c]))
+        assert "a" in res.jobs_to_terminate and "a" in res.info["carried"]
+        assert pal_opt.check(policy.last_instance, res) == []
+    policy = pal_opt.RoundPolicy("packed-sticky")
+    policy.place(pal_opt.make_instance(_two_servers(), [a, b]))
+    with pytest.raises(InstanceError, match="job 'a' ran on 2 GPUs last round and now asks for 3"):
+        policy.place(pal_opt.make_instance(_two_servers(), [dict(a, demand=3), b, c]))
+
+
+def test_forget_matches_ids_as_a_round_does_and_keeps_the_last_round_checkable() -> None:
+    """forget("7") did nothing for job 7 (a round takes 7 and "7" for one id), and forget left
+    check(last_instance, last) failing (review)."""
+    import pal_opt
+
+    policy = pal_opt.RoundPolicy("packed-sticky")
+    policy.place(pal_opt.make_instance(_two_servers(), [{"id": 7, "demand": 2, "class": "classA"}]))
+    policy.forget("7")
+    assert 7 not in policy.last_placements
+    assert pal_opt.check(policy.last_instance, policy.last) == []
+    res = policy.place(pal_opt.make_instance(_two_servers(), [{"id": 7, "demand": 2, "class": "classA"}]))
+    assert "carried" not in res.info and res.jobs_to_terminate == ()
+
+
+def test_options_of_one_round_are_refused_by_a_policy() -> None:
+    import time
+
+    import pytest
+
+    import pal_opt
+
+    for kw in ({"deadline": time.monotonic() + 1}, {"jobs": ["a"]}):
+        with pytest.raises(pal_opt.OptionError, match="apply to one round"):
+            pal_opt.RoundPolicy("ilp", **kw)
