@@ -161,7 +161,9 @@ class JobAllocation:
     servers
         The server of each GPU (numbered type by type).
     shape
-        GPUs per server, in the order taken (the shape its speed is measured for).
+        GPUs per server, in the order taken (the shape its speed is measured for).  Under a
+        type-blind policy (``pal``, ``packed``) whose gang spans types, the shape modelled on its
+        slowest type (:mod:`pal_opt.hetero.typeblind`), which need not match ``servers``.
     batch_size, atomic_bsz, accum_steps
         The global batch it trains with, its per-GPU micro-batch and gradient-accumulation steps
         (``batch_size = GPUs × atomic_bsz × (accum_steps + 1)``); None without GPUs.
