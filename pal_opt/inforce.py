@@ -85,6 +85,41 @@ def _placements_of(placement: Any) -> Mapping[Any, Any]:
     return raw
 
 
+def _stages_of(placement: Any) -> Mapping[Any, Any]:
+    """The ``{job id: [[GPU ids], ...]}`` stage maps a result or a placement file gives (empty
+    for a bare mapping)."""
+    raw = getattr(placement, "stages", None)
+    if raw is None and isinstance(placement, Mapping) and isinstance(placement.get("placements"), Mapping):
+        raw = placement.get("stages")
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise InstanceError("must be an object {job id: [[GPU ids], ...]}", path="stages")
+    return raw
+
+
+def _staged(instance: RoundInstance, jid: JobId, key: Any, gpus: tuple[int, ...], stages: Any) -> tuple[int, ...]:
+    """A pipeline's GPUs in stage order from its ``stages`` entry, checked against its GPU list
+    and its stages' replica counts."""
+    job = instance.job_by_id[jid]
+    ok = isinstance(stages, (list, tuple)) and all(
+        isinstance(st, (list, tuple)) and all(isinstance(g, int) and not isinstance(g, bool) for g in st)
+        for st in stages)
+    if not ok:
+        raise InstanceError("must be a list of GPU id lists", path=f"stages.{key}")
+    if job.pipeline is None:
+        raise InstanceError(f"job {jid!r} is not a pipeline", path=f"stages.{key}")
+    sizes = [len(st) for st in stages]
+    if sizes != list(job.pipeline.replicas):
+        raise InstanceError(f"stages of {sizes} GPUs, but the pipeline's replicas are {list(job.pipeline.replicas)}",
+                            path=f"stages.{key}")
+    flat = tuple(int(g) for st in stages for g in st)
+    if sorted(flat) != sorted(gpus):
+        raise InstanceError(f"the stages hold GPUs {sorted(flat)}, but placements lists {sorted(gpus)}",
+                            path=f"stages.{key}")
+    return flat
+
+
 def in_force_placement(
     instance: RoundInstance, placement: Any, *, source: str | None = None
 ) -> dict[JobId, tuple[int, ...]]:
@@ -97,7 +132,8 @@ def in_force_placement(
         The round.
     placement
         ``{job id: [GPU ids]}``, a placement file's dict or a
-        :class:`~pal_opt.result.PlacementResult`; job ids may be given as strings.
+        :class:`~pal_opt.result.PlacementResult`; job ids may be given as strings.  A pipeline's
+        ``stages`` (a result's or file's) give its GPUs in stage order.
     source
         The placement file, named in errors.
 
@@ -131,6 +167,14 @@ def in_force_placement(
             if jid is None:
                 raise InstanceError(f"job {key!r} is not in the round", path=f"placements.{key}")
             out[jid] = _gang(instance, jid, gpus)
+        # a pipeline's stage map, where the file gives one (check and the exports read it so): its
+        # GPU list in stage order, or a repair would re-map the stages of a job it keeps
+        by_id = {str(k): k for k in out}
+        for key, stages in _stages_of(placement).items():
+            jid = key if key in out else by_id.get(str(key))
+            if jid is None:
+                raise InstanceError(f"job {key!r} has stages but is not placed", path=f"stages.{key}")
+            out[jid] = _staged(instance, jid, key, out[jid], stages)
         _check_gpus(instance, out)
         rank = {j.id: i for i, j in enumerate(instance.jobs)}
         return dict(sorted(out.items(), key=lambda kv: rank[kv[0]]))

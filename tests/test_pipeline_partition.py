@@ -536,12 +536,27 @@ def test_layers_unreachable_from_the_first_source_are_bad_input() -> None:
 
 def test_times_that_overflow_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, out = tmp_path / "graph.txt", tmp_path / "out.json"
-    path.write_text(chain([1.0, 2.0, 3.0], [1e9, 0.0, 0.0]))  # 1 GB over 1e-300 B/s: not a float
+    # 1 GB of activations and of parameters per layer over 1e-300 B/s: every answer on 4 workers
+    # sends or synchronises one of them, and its time is not a float
+    names = ["a", "b", "c"]
+    path.write_text(profile_text([layer_line(n, 1.0, 0.0, 1e9, act="1e9") for n in names],
+                                 [("a", "b"), ("b", "c")]))
     assert main(["partition", str(path), "--machines", "4", "--bandwidth", "1e-300", "--out", str(out)]) == 2
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and captured.out == "" and not out.exists()
-    assert lines[0].startswith(f"pal-opt: error: {path}: data_parallel_time overflows (not a finite number)"), lines[0]
+    assert lines[0].startswith(f"pal-opt: error: {path}: time_per_sample overflows (not a finite number)"), lines[0]
+
+
+def test_a_data_parallel_baseline_that_overflows_is_null_not_an_error(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the baseline overflowed here (1 GB of parameters to synchronise over 1e-300 B/s); the
+    answer, a pipeline with no replica, is finite, and was refused as bad input (review)."""
+    path, out = tmp_path / "graph.txt", tmp_path / "out.json"
+    path.write_text(chain([1.0, 2.0, 3.0], [1e9, 0.0, 0.0]))
+    assert main(["partition", str(path), "--machines", "4", "--bandwidth", "1e-300", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["data_parallel_time"] is None and math.isfinite(doc["time_per_sample"])
 
 
 @pytest.mark.parametrize("method", ["dp", "ip"])

@@ -880,3 +880,19 @@ def test_a_migrating_repair_under_a_short_limit_on_typed_gpus_is_never_worse_tha
         assert check(inst, res) == []
         assert res.objective <= res.info["repair"]["keep_objective"] + 1e-9
         assert len(res.placements) == len(placed.placements)
+
+
+def test_a_repair_keeps_a_running_pipelines_stage_map_from_the_file() -> None:
+    """The placement in force was read by its list order only: a file whose ``stages`` map GPU 0
+    to stage 1 was repaired as if GPU 0 ran stage 0, re-mapping the pipeline without terminating
+    it and pricing it at 3 ln 1.5 instead of 0 (review)."""
+    c = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.5] + [1.0] * 7})
+    inst = RoundInstance(c, (Job("p", 3, "classA", pipeline=Pipeline(stage_times=(2.0, 1.0), replicas=(2, 1))),
+                             Job("g", 2, "classA")), RoundParams(binning="none"))
+    doc = {"placements": {"p": [0, 1, 2], "g": [4, 5]}, "stages": {"p": [[1, 2], [0]]}, "admission": "given"}
+    res = repair(inst, doc, [5])
+    assert res.stages["p"] == ((1, 2), (0,)) and res.jobs_to_terminate == ("g",)
+    assert res.objective == pytest.approx(0.0) and check(inst, res) == []
+    bad = {**doc, "stages": {"p": [[1, 2], [3]]}}
+    with pytest.raises(InstanceError, match=r"stages\.p: the stages hold GPUs \[1, 2, 3\], but placements lists"):
+        repair(inst, bad, [5])

@@ -109,7 +109,8 @@ class PartitionResult(NamedTuple):
     single_stage_time
         The whole model on one worker (seconds per sample).
     data_parallel_time
-        The whole model replicated on every worker (PipeDream's data-parallel baseline).
+        The whole model replicated on every worker (PipeDream's data-parallel baseline); ``inf``
+        when its synchronisation overflows (``None`` in :meth:`to_dict`).
     layer_order
         Layer ids in an order in which each stage is contiguous (a topological order).
     method
@@ -163,7 +164,8 @@ class PartitionResult(NamedTuple):
             "straight": self.straight,
             "num_states": self.num_states,
             "single_stage_time": self.single_stage_time,
-            "data_parallel_time": self.data_parallel_time,
+            # (a baseline, not the answer: None when it overflows, over a tiny bandwidth)
+            "data_parallel_time": self.data_parallel_time if math.isfinite(self.data_parallel_time) else None,
             "stages": [
                 {"layers": list(s.layers), "replicas": s.replicas, "states": [s.start, s.end],
                  "replicas_per_level": list(s.replicas_per_level), "compute_time": s.compute_time,
@@ -284,9 +286,11 @@ def _check_ip_options(method: str, backend: str | None, time_limit: float | None
 
 
 def _check_finite(result: PartitionResult, states: StateGraph) -> None:
-    """Bad input when a reported time overflows (huge sizes over a tiny bandwidth): a float the
-    JSON output could not hold and no meaningful answer."""
-    figures = [("time_per_sample", result.time_per_sample), ("data_parallel_time", result.data_parallel_time)]
+    """Bad input when the answer's time overflows (huge sizes over a tiny bandwidth): a float the
+    JSON output could not hold and no meaningful answer.  The data-parallel baseline may overflow
+    where the answer does not (a pipeline without replicas synchronises nothing): it is then
+    reported as None."""
+    figures = [("time_per_sample", result.time_per_sample)]
     figures += [("a stage's time", s.time) for level in result.levels for s in level]
     for name, value in figures:
         if not math.isfinite(value):
