@@ -349,6 +349,10 @@ def test_bad_calls_are_clear_one_line_errors(apps: dict[str, Application], clust
         with pytest.raises(kind) as err:
             call()
         _one_line(err, *parts)
+    sched.schedule(240.0)  # a finish time before a round that gave the job GPUs was accepted (review)
+    with pytest.raises(OptionError) as err:
+        sched.finish("a", 180.0)
+    _one_line(err, "finished at 180 s, before the last round at 240 s, which gave it GPUs")
     sched.finish("a", 500.0)
     for call, parts in [(lambda: sched.report("a", epoch=3), ("has finished",)),
                         (lambda: sched.finish("a", 600.0), ("has finished already, at 500 s",))]:

@@ -609,7 +609,8 @@ class TypedScheduler:
         Raises
         ------
         OptionError
-            An unknown or already finished job, or a time before its submission or start.
+            An unknown or already finished job, or a time before its submission or start, or
+            before the last round if that round gave it GPUs.
         """
         job = self._entry(name).job
         if job.done:
@@ -619,6 +620,9 @@ class TypedScheduler:
         if when < first:
             raise OptionError(f"job {name!r}: finished at {when:g} s, before it "
                               f"{'was submitted' if job.start_time is None else 'started'} at {first:g} s")
+        if job.allocation and self._now is not None and when < self._now:  # it was given GPUs then
+            raise OptionError(f"job {name!r}: finished at {when:g} s, before the last round at {self._now:g} s, "
+                              "which gave it GPUs")
         job.completion_time = when
 
     def remove(self, name: str) -> None:
