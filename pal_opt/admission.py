@@ -139,16 +139,16 @@ def _typed_claims(instance: RoundInstance, candidates: Iterable[int], *, prefix:
     cl = instance.cluster
     start = free_per_type(cl, cl.free_mask)
     free = start.copy()
+    order = list(candidates)
+    groups = {i: type_groups(cl, instance.jobs[i]) for i in order}
     out: dict[int, np.ndarray] = {}
-    for i in candidates:
-        groups = type_groups(cl, instance.jobs[i])
+    for i in order:
         before = free.copy()
-        if claim_types(groups, instance.jobs[i].demand, free):
+        if claim_types(groups[i], instance.jobs[i].demand, free):
             out[i] = before - free
             continue
         tried = [*out, i]
-        again = claim_all({k: type_groups(cl, instance.jobs[k]) for k in tried},
-                          {k: instance.jobs[k].demand for k in tried}, start)
+        again = claim_all({k: groups[k] for k in tried}, {k: instance.jobs[k].demand for k in tried}, start)
         if again is not None:
             out = {k: again[k] for k in tried}  # queue order kept
             free = start - np.sum(list(again.values()), axis=0)

@@ -158,7 +158,6 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     if isinstance(result, PlacementResult):
         raw: Mapping[Any, Any] = result.placements
         admission = result.admission
-        admission_given_as_text = True
         terminate = list(result.jobs_to_terminate)
         objective: float | None = result.objective
         binning = str(result.info.get("binning", instance.params.binning))
@@ -167,8 +166,10 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
         if not isinstance(raw, Mapping):
             return {}, "given", [], None, instance.params.binning, [
                 Violation(Kind.FORM, "placements: must be an object")]
-        admission_given_as_text = isinstance(result.get("admission", "given"), str)  # else a form violation
-        admission = str(result.get("admission", "given"))
+        admission = result.get("admission", "given")
+        if not isinstance(admission, str):
+            problems.append(Violation(Kind.FORM, f"admission: must be a queue rule's name, got {_shown(admission)}"))
+            admission = "given"
         terminate = list(result.get("jobs_to_terminate", []) or [])
         obj = result.get("objective")
         objective = float(obj) if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
@@ -187,7 +188,7 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
             continue
         placements[jid] = [int(g) for g in gpus]
     term = [t if t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
-    if admission not in ADMISSION_RULES and admission_given_as_text:
+    if admission not in ADMISSION_RULES:
         problems.append(Violation(Kind.ADMISSION_RULE,
                                   f"admission {admission!r} is not one of {', '.join(ADMISSION_RULES)}"))
     if binning not in BINNING_MODES:
@@ -315,15 +316,12 @@ def _declares_terminate(result: PlacementResult | Mapping[str, Any]) -> bool:
 
 def _declared_violations(instance: RoundInstance, result: PlacementResult | Mapping[str, Any],
                          placements: Mapping[JobId, list[int]], terminate: list[Any], admission: str) -> list[Violation]:
-    """What a result dict declares besides its placements, against them: the admission a string,
-    a known status (``infeasible`` with nothing placed), a numeric objective, jobs to terminate
+    """What a result dict declares besides its placements, against them: a known status (``infeasible`` with nothing placed), a numeric objective, jobs to terminate
     that are running jobs of the queue (of the repair round for a repair, checked there), and
     unplaceable jobs of the queue that are not placed."""
     if isinstance(result, PlacementResult):
         return []
     out: list[Violation] = []
-    if "admission" in result and not isinstance(result["admission"], str):
-        out.append(Violation(Kind.FORM, f"admission: must be a queue rule's name, got {_shown(result['admission'])}"))
     status = result.get("status")
     if status is not None and (not isinstance(status, str) or status not in {s.value for s in Status}):
         out.append(Violation(Kind.FORM,

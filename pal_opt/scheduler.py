@@ -133,23 +133,21 @@ class RoundPolicy:
         self.rounds = 0
         #: ids forgotten since the last round (:meth:`forget`), as text: not carried
         self._forgotten: set[str] = set()
-        #: jobs of the last round that could not be carried into this one, with why
-        self._not_carried: dict[JobId, str] = {}
 
     # ---------------------------------------------------------------- state helpers
-    def _carry_running(self, instance: RoundInstance) -> tuple[RoundInstance, list[JobId]]:
-        """The round with last round's jobs carried (module docstring), and the ids taken for new
-        jobs that reuse a carried id."""
+    def _carry_running(self, instance: RoundInstance) -> tuple[RoundInstance, list[JobId], dict[JobId, str]]:
+        """The round with last round's jobs carried (module docstring), the ids taken for new
+        jobs that reuse a carried id, and the jobs that could not be carried, with why."""
+        not_carried: dict[JobId, str] = {}
         if not self.track_running or self.last is None:
-            return instance, []
+            return instance, [], not_carried
         cl = instance.cluster
-        prev = {k: v for k, v in self.last.placements.items() if str(k) not in self._forgotten}
+        prev = self.last_placements
         before = {j.id: j for j in self.last_instance.jobs} if self.last_instance is not None else {}
         taken = {g for j in instance.jobs if j.placement for g in j.placement}
         jobs: list[Job] = []
         changed = False
         reused: list[JobId] = []
-        self._not_carried = {}
         for j in instance.jobs:
             gpus = prev.get(j.id)
             if gpus is not None and j.id in before and not _same_job(before[j.id], j):
@@ -161,20 +159,15 @@ class RoundPolicy:
                                         f"{j.demand}: a running job's demand cannot change (policy.forget({j.id!r}) "
                                         "first if it is a new job)", path="jobs")
                 kept = replace(j, placement=tuple(int(g) for g in gpus))
-                # on a GPU that failed or was taken since, it is carried all the same: it must move, and
-                # the result lists it in jobs_to_terminate (it was silently taken for a new job)
-                type_error = None if any(int(g) not in cl.position for g in gpus) else placement_type_error(cl, kept)
-                why = ("a GPU it ran on is no longer in the cluster" if any(int(g) not in cl.position for g in gpus)
-                       else "the caller marked another job running on its GPUs" if taken & set(gpus)
-                       else None if type_error is None else type_error.message)  # (its types may have changed)
+                why = _why_not_carried(cl, kept, taken)
                 if why is None:
                     jobs.append(kept)
                     taken |= set(gpus)
                     changed = True
                     continue
-                self._not_carried[j.id] = why
+                not_carried[j.id] = why
             jobs.append(j)
-        return (replace(instance, jobs=tuple(jobs)) if changed else instance), reused
+        return (replace(instance, jobs=tuple(jobs)) if changed else instance), reused, not_carried
 
     # ---------------------------------------------------------------- the round
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
@@ -189,15 +182,15 @@ class RoundPolicy:
         else:
             opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
         given = instance
-        instance, reused = self._carry_running(instance)
+        instance, reused, not_carried = self._carry_running(instance)
         result = self._method.run(instance, opts)
         if instance is not given:
             result.info["carried"] = [j.id for j, k in zip(instance.jobs, given.jobs, strict=True)
                                       if j.placement is not None and k.placement is None]
         if reused:
             result.info["reused_ids"] = reused
-        if self._not_carried:
-            result.info["not_carried"] = dict(self._not_carried)
+        if not_carried:
+            result.info["not_carried"] = not_carried
         self.last, self.last_instance = result, instance
         self._forgotten = set()
         self.rounds += 1
@@ -233,6 +226,19 @@ class RoundPolicy:
         if self.last is None:
             return {}
         return {k: v for k, v in self.last.placements.items() if str(k) not in self._forgotten}
+
+
+def _why_not_carried(cl: Any, kept: Job, taken: set[int]) -> str | None:
+    """Why running ``kept`` (on the GPUs it ran on last round) cannot be carried, or None.  A job
+    on a GPU that failed or was taken since is carried all the same: it must move, and the result
+    lists it in ``jobs_to_terminate``."""
+    gpus = kept.placement or ()
+    if any(g not in cl.position for g in gpus):
+        return "a GPU it ran on is no longer in the cluster"
+    if taken & set(gpus):
+        return "the caller marked another job running on its GPUs"
+    error = placement_type_error(cl, kept)  # (its types may have changed)
+    return None if error is None else error.message
 
 
 def _same_job(before: Job, now: Job) -> bool:
