@@ -263,8 +263,10 @@ def _fin(x: Any) -> Any:
 def _run_method(inst: Any, case: Case, method: str, settings: Settings) -> Any:
     from pal_opt.solve import solve
 
-    if method in GREEDY:
-        return solve(inst, method, seed=case.seed)
+    if method in GREEDY:  # only a policy that draws at random takes a seed
+        from pal_opt.methods import get_method
+
+        return solve(inst, method, **({"seed": case.seed} if "seed" in get_method(method).options else {}))
     if method == PARTITIONED:
         from pal_opt.ilp.partition import solve_partitioned
 

@@ -106,12 +106,14 @@ def _resolve(path: str) -> PolicyFn:
     return getattr(import_module(module), attr)  # type: ignore[no-any-return]
 
 
-def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: bool = True) -> Method:
+def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: bool = True,
+                  seeded: bool = True) -> Method:
     """A :class:`Method` running the greedy policy ``place(instance, factors, *, seed=None,
     backfill=False)`` on the round's binned factors, timed and priced like every other method.
     ``place`` may be given as ``"module:function"``, imported on first use.  A policy without the
     ``backfill`` keyword is registered with ``backfill=False`` (it then takes no ``admission``
-    option).  ``respect_types=False`` reaches the policy as that keyword (only when given), and the
+    option).  ``seeded=False`` declares a policy that draws nothing at random: it then takes no
+    ``seed`` option, so a seed given to it is refused instead of ignored.  ``respect_types=False`` reaches the policy as that keyword (only when given), and the
     result's unplaceable jobs are then those of an untyped round (:func:`pal_opt.admission.unplaceable`)."""
 
     def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
@@ -135,7 +137,8 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
             unplaceable=unplaceable(instance, types=options.respect_types),
         )
 
-    return Method(name, run, summary, GREEDY_OPTIONS if backfill else GREEDY_OPTIONS - {"admission"})
+    options = GREEDY_OPTIONS - ({"admission"} if not backfill else set()) - ({"seed"} if not seeded else set())
+    return Method(name, run, summary, frozenset(options))
 
 
 def _ilp(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
@@ -197,6 +200,9 @@ def _exact_kwargs(options: SolveOptions) -> dict[str, Any]:
     return kw
 
 
+#: The greedy policies that draw at random (the others take no ``seed``).
+_SEEDED = frozenset({MethodName.RANDOM})
+
 _GREEDY: Mapping[str, tuple[str, str]] = {
     MethodName.PAL: ("pal_opt.policies.pal:place", "PAL: variability x locality walk, as the authors' artifact (greedy)"),
     MethodName.PMFIRST: ("pal_opt.policies.pmfirst:place", "PM-First: fastest GPUs first (greedy)"),
@@ -208,7 +214,7 @@ _GREEDY: Mapping[str, tuple[str, str]] = {
 
 #: name -> :class:`Method`, in the order ``--help`` lists them.
 METHODS: Registry[Method] = Registry("method", {
-    **{str(n): greedy_method(str(n), fn, s) for n, (fn, s) in _GREEDY.items()},
+    **{str(n): greedy_method(str(n), fn, s, seeded=n in _SEEDED) for n, (fn, s) in _GREEDY.items()},
     MethodName.ILP: Method(str(MethodName.ILP), _ilp, "the round's exact integer program, with a proven gap",
                            EXACT_OPTIONS | {"warm"}, exact=True),
     MethodName.ILP_PARTITIONED: Method(
@@ -218,7 +224,7 @@ METHODS: Registry[Method] = Registry("method", {
     MethodName.PREEMPT_GREEDY: greedy_method(
         str(MethodName.PREEMPT_GREEDY), "pal_opt.policies.preempt:place",
         "priorities: evict the lowest priority, most recently started first; PAL's placement (greedy)",
-        backfill=False),
+        backfill=False, seeded=False),
     MethodName.ILP_PREEMPT: Method(
         str(MethodName.ILP_PREEMPT), _ilp_preempt,
         "priorities: the round program chooses the jobs to preempt and the placement together",

@@ -66,7 +66,8 @@ def test_generate_reproduces_the_committed_paper_instance(tmp_path, capsys):
 @pytest.mark.parametrize("method", greedy_names())
 def test_solve_greedy_writes_a_valid_placement(method, small, tmp_path, capsys):
     out_path = tmp_path / f"{method}.json"
-    rc, out, err = run(capsys, "solve", small, "--method", method, "--seed", 1, "--out", out_path)
+    seed = ("--seed", 1) if method == "random" else ()  # the others draw nothing at random and refuse one
+    rc, out, err = run(capsys, "solve", small, "--method", method, *seed, "--out", out_path)
     assert rc == 0, err
     assert err == ""
     for key in ("method", "status", "placed", "slowdown", "spanning", "objective", "time", "wrote"):
@@ -253,3 +254,11 @@ def test_help_imports_no_numpy():
                 "print('numpy' in sys.modules)")
         out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, check=True)
         assert out.stdout.splitlines()[-1] == "False", args
+
+
+def test_a_seed_for_a_method_that_draws_nothing_at_random_is_refused(small, tmp_path, capsys):
+    """``--seed`` with pal was accepted, recorded in the file and changed nothing."""
+    out_path = tmp_path / "pal.json"
+    rc, out, err = run(capsys, "solve", small, "--method", "pal", "--seed", 5, "--out", out_path)
+    assert rc == 2 and not out_path.exists()
+    assert err.strip() == "pal-opt: error: option(s) --seed do not apply to method 'pal'"

@@ -301,7 +301,15 @@ def test_round_policy_place_refuses_a_seed_its_method_does_not_take_and_a_negati
         RoundPolicy("random").place(inst, seed=-1)
     _one_line(err, "seed must be an integer >= 0")
     a, b = RoundPolicy("random").place(inst, seed=9), RoundPolicy("random", seed=1).place(inst, seed=9)
-    assert a.placements == b.placements and RoundPolicy("pal").place(inst, seed=9).placements
+    assert a.placements == b.placements
+    for method in ("pal", "pmfirst", "packed", "packed-sticky", "preempt-greedy"):  # nothing random: was ignored
+        with pytest.raises(OptionError) as err:
+            RoundPolicy(method).place(inst, seed=9)
+        _one_line(err, f"seed do not apply to method {method!r}")
+        with pytest.raises(OptionError):
+            RoundPolicy(method, seed=9)
+        with pytest.raises(OptionError):
+            pal_opt.solve(inst, method, seed=9)
 
 
 def test_repair_given_one_failed_gpu_id_instead_of_a_list_is_an_option_error() -> None:
