@@ -761,9 +761,24 @@ def test_export_slurm_rows_uneven_gang():
     inst = RoundInstance(cl, (Job(3, 5, "classA"),))
     rows = slurm_rows(inst, {"placements": {"3": [0, 1, 2, 4, 5]}})
     assert rows == [{"job": 3, "nodes": 2, "gpus": 5, "nodelist": "n[1-2]",
-                     "sbatch": "--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2"}]
+                     "sbatch": "--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2",
+                     "gpu_indices": "n1:0-2 n2:0-1"}]
     assert pod_placements(inst, {"placements": {"3": [5, 4, 0, 1, 2]}})["items"] == [
         {"job": 3, "pod": 0, "node": "n1", "gpus": [0, 1, 2]}, {"job": 3, "pod": 1, "node": "n2", "gpus": [0, 1]}]
+
+
+def test_export_slurm_names_the_gpus_the_placement_chose():
+    """``--gres`` counts let Slurm pick any GPUs of a node, which loses the placement's choice (its
+    variability): the ``gpu_indices`` column keeps which ones, as local indices per host."""
+    cl = Cluster.from_arrays(list(range(8)), ["n1"] * 4 + ["n2"] * 4, {"classA": [1.0, 1.3, 1.0, 1.0, 1.2, 1.0, 1.0, 1.0]})
+    inst = RoundInstance(cl, (Job("a", 3, "classA"), Job("b", 2, "classA")))
+    rows = slurm_rows(inst, {"placements": {"a": [3, 0, 6], "b": [2, 7]}})
+    assert [r["gpu_indices"] for r in rows] == ["n1:0,3 n2:2", "n1:2 n2:3"]
+    from pal_opt.topology.slurm import format_slurm_rows
+
+    text = format_slurm_rows(rows).splitlines()
+    assert text[0].split("\t") == ["job", "nodes", "gpus", "nodelist", "sbatch", "gpu_indices"]
+    assert text[1].split("\t")[-1] == "n1:0,3 n2:2"
 
 
 def test_export_slurm_names_the_gpu_types():
@@ -848,7 +863,8 @@ def test_exports_carry_a_pipeline_jobs_stage_map(given, tmp_path, capsys):
     rc, _, err, out = _export(capsys, tmp_path, "slurm", inst, placement)
     assert rc == 0, err
     rows = list(csv.DictReader(out.open(), delimiter="\t"))
-    assert list(rows[0]) == ["job", "nodes", "gpus", "nodelist", "sbatch", "stages"]
+    assert list(rows[0]) == ["job", "nodes", "gpus", "nodelist", "sbatch", "gpu_indices", "stages"]
+    assert rows[0]["gpu_indices"] == "n1:0-2 n2:0-1" and rows[1]["gpu_indices"] == "n3:0-1"
     assert rows[0]["stages"] == ("n1:0 n2:0-1 | n1:1-2" if not given else "n1:1 n2:0-1 | n1:0,2")
     assert rows[1]["stages"] == "" and rows[1]["sbatch"] == "--nodes=1 --nodelist=n3 --gres=gpu:2"
     back = {(h, int(i)): k for k, stage in enumerate(rows[0]["stages"].split(" | "))
@@ -878,16 +894,16 @@ def _index_range(part: str) -> range:
 
 def test_exports_of_gangs_only_are_unchanged(tmp_path, capsys):
     """No pipeline job: the Slurm table has no ``stages`` column, no pod has ``stages`` and no GPU a
-    ``stage``, byte for byte what the exports wrote before."""
+    ``stage``."""
     cl = Cluster.from_arrays(list(range(10)), ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 2, {"classA": [1.0] * 10})
     inst = RoundInstance(cl, (Job("p", 5, "classA"), Job(7, 2, "classA")))
     placement = {"placements": {"p": [0, 4, 5, 1, 2], "7": [8, 9]}, "stages": {"p": [[0, 4, 5, 1, 2]]}}
     rc, _, err, out = _export(capsys, tmp_path, "slurm", inst, placement)
     assert rc == 0, err
     assert out.read_text() == (
-        "job\tnodes\tgpus\tnodelist\tsbatch\n"
-        "p\t2\t5\tn[1-2]\t--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2\n"
-        "7\t1\t2\tn3\t--nodes=1 --nodelist=n3 --gres=gpu:2\n")
+        "job\tnodes\tgpus\tnodelist\tsbatch\tgpu_indices\n"
+        "p\t2\t5\tn[1-2]\t--nodes=1 --nodelist=n1 --gres=gpu:3 : --nodes=1 --nodelist=n2 --gres=gpu:2\tn1:0-2 n2:0-1\n"
+        "7\t1\t2\tn3\t--nodes=1 --nodelist=n3 --gres=gpu:2\tn3:0-1\n")
     rc, _, err, out = _export(capsys, tmp_path, "k8s", inst, placement)
     assert rc == 0, err
     assert out.read_text() == (

@@ -55,9 +55,9 @@ Placements out
 --------------
 :func:`slurm_placement_text` writes one tab-separated row per placed job, in queue order::
 
-    job  nodes  gpus  nodelist     sbatch
-    0    2      8     node[01-02]  --nodes=2 --nodelist=node[01-02] --gres=gpu:4
-    7    2      3     node[03,05]  --nodes=1 --nodelist=node03 --gres=gpu:2 : --nodes=1 --nodelist=node05 --gres=gpu:1
+    job  nodes  gpus  nodelist     sbatch                                                                  gpu_indices
+    0    2      8     node[01-02]  --nodes=2 --nodelist=node[01-02] --gres=gpu:4                           node01:0-3 node02:0-3
+    7    2      3     node[03,05]  --nodes=1 --nodelist=node03 --gres=gpu:2 : --nodes=1 --nodelist=node05 --gres=gpu:1  node03:1,3 node05:2
 
 ``sbatch`` holds the options that request exactly that allocation: one component when every
 node gives the job the same number of GPUs (``--gres`` counts per node), else one Slurm
@@ -66,16 +66,22 @@ counts carry the type (``--gres=gpu:a100:4``; a node where a job mixing types ho
 gets ``--gres=gpu:a100:2,gpu:v100:2``), and nodes group by that whole value; a type name that
 cannot be written there (``:``, ``,``, ``(``, ``)`` or white space) is an error.
 
+``gpu_indices`` names the GPUs the placement chose, per host ``HOST:INDICES`` (local GPU indices
+as Slurm writes an index list, ``0-2,5``), hosts separated by a space.  A ``--gres`` count lets
+Slurm pick which GPUs of a node a job gets, and no sbatch option names GPU indices; the column
+is what a launcher needs to keep the placement's choice of GPUs (its variability) when the job
+holds its nodes whole (``--exclusive``) and sets ``CUDA_VISIBLE_DEVICES`` per node from it.
+
 A pipeline job's row has one more column, ``stages``: its stages from the first, separated by
 `` | ``; each stage is the job's GPUs that run it, per host ``HOST:INDICES`` (local GPU indices as
 Slurm writes a GPU index list, ``0-2,5``), hosts separated by a space::
 
-    job  nodes  gpus  nodelist     sbatch                                      stages
-    p    2      5     node[01-02]  --nodes=1 --nodelist=node01 --gres=gpu:3 : ...  node01:0-1 | node01:2 node02:0-1
+    job  nodes  gpus  nodelist     sbatch                                      gpu_indices           stages
+    p    2      5     node[01-02]  --nodes=1 --nodelist=node01 --gres=gpu:3 : ...  node01:0-2 node02:0-1  node01:0-1 | node01:2 node02:0-1
 
 (a host name holds no white space, so the text splits back at `` | `` and then at spaces, and a
 share at its last ``:``).  The column is there only when some row has it (the others leave it
-empty), so a placement without pipeline jobs is written as before, byte for byte.
+empty).
 """
 
 from __future__ import annotations
@@ -438,7 +444,7 @@ def slurm_rows(
     instance_source: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per placed job (queue order): ``job``, ``nodes``, ``gpus``, ``nodelist``
-    (a compressed hostlist) and ``sbatch``, and for a pipeline job ``stages`` (module docstring).
+    (a compressed hostlist), ``sbatch`` and ``gpu_indices``, and for a pipeline job ``stages`` (module docstring).
     The placement is checked against the instance first
     (:func:`~pal_opt.topology.placement.placement_by_host`).
 
@@ -465,7 +471,7 @@ def slurm_rows(
                                 "value (a type name there holds no ':', ',', '(', ')' or white space)",
                                 source=instance_source, path=f"cluster.gpus.type[{first}]")
         row = {"job": job.job, "nodes": len(hosts), "gpus": job.num_gpus, "nodelist": nodelist,
-               "sbatch": _sbatch(job)}
+               "sbatch": _sbatch(job), "gpu_indices": " ".join(f"{s.host}:{_index_runs(s.gpus)}" for s in job.hosts)}
         stage_map = job.stage_map()
         if stage_map is not None:
             row["stages"] = " | ".join(" ".join(f"{h}:{_index_runs(g)}" for h, g in stage.items())
@@ -498,7 +504,7 @@ def format_slurm_rows(rows: list[dict[str, Any]]) -> str:
     """Rows of :func:`slurm_rows` as tab-separated text with a header line (and a last column
     ``stages`` when a row has one: a pipeline job's)."""
     buf = io.StringIO()
-    columns = ["job", "nodes", "gpus", "nodelist", "sbatch"] + (["stages"] if any("stages" in r for r in rows) else [])
+    columns = ["job", "nodes", "gpus", "nodelist", "sbatch", "gpu_indices"] + (["stages"] if any("stages" in r for r in rows) else [])
     writer = csv.DictWriter(buf, columns, delimiter="\t", lineterminator="\n", restval="")
     writer.writeheader()
     writer.writerows(rows)
