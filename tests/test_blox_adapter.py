@@ -198,3 +198,15 @@ def test_job_ids_come_back_as_blox_gave_them() -> None:
                                      {"job_order": [5.0, "7"]})
     assert terminate == [] and set(launch) == {5.0, "7"}
     assert [type(k) for k in launch] == [float, str]
+
+
+def test_a_deadline_is_refused_at_construction():
+    """A deadline is a moment of one round; Blox's rounds run back to back (README said it was taken)."""
+    import time as _time
+
+    from pal_opt.adapters.blox import BloxPlacement
+    from pal_opt.errors import OptionError
+
+    with pytest.raises(OptionError, match="deadline apply to one round"):
+        BloxPlacement(None, method="ilp", deadline=_time.monotonic() + 5)
+    assert BloxPlacement(None, method="ilp", time_limit=None).policy.options.get("time_limit") is None

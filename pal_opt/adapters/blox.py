@@ -137,7 +137,8 @@ class BloxPlacement:
         ILP options of :func:`pal_opt.solve` (``admission``, ``time_limit``, ``gap``, ...).
         Blox runs its rounds back to back, so an exact method is given
         ``time_limit=``:data:`~pal_opt.options.DEFAULT_ILP_TIME_LIMIT` (10 s) per round unless
-        ``time_limit`` or ``deadline`` is given (``time_limit=None``: no limit).
+        ``time_limit`` is given (``time_limit=None``: no limit; ``deadline``, a moment of one
+        round, is refused as :class:`~pal_opt.scheduler.RoundPolicy` refuses it).
 
     Examples
     --------
@@ -162,7 +163,7 @@ class BloxPlacement:
         seed = options.pop("seed", None)
         if backend is not None:
             options["backend"] = backend
-        if "time_limit" in get_method(method).options and "time_limit" not in options and "deadline" not in options:
+        if "time_limit" in get_method(method).options and "time_limit" not in options:
             options["time_limit"] = DEFAULT_ILP_TIME_LIMIT  # Blox runs its rounds back to back
         self.method = method
         # Blox's gpu_df already says which jobs run where, so no carrying over is needed.
