@@ -69,6 +69,11 @@ REPS_2048 = 3
 BACKENDS_2048 = ("highs", "cpsat", "cbc")
 
 
+
+def _dash(x: object) -> str:
+    """A count, or "–" when there is none (no program was built)."""
+    return "–" if x is None else str(x)
+
 def make_round(nodes: int, jobs: int, seed: int, racks: int = 0):  # type: ignore[no-untyped-def]
     from pal_opt.generate import generate_instance
 
@@ -284,7 +289,7 @@ def bench_8192(seeds: int, ks: tuple[int, ...], progress: Any, racks: int = 0) -
         lv = (r["levels"] or {}).get("classA", "–")
         lines.append(
             f"| {r['seed']} | {r['time']:.2f} | {r['build']:.2f} | {r['solve']:.2f} | {r['status']} | {_pct(r['gap'])} | "
-            f"{path} | {r['jobs']} | {r['vars']} | {r['rows']} | {lv} | {r['peak_rss'] / MiB:.0f} | {r['binning']:.2f} |"
+            f"{path} | {r['jobs']} | {_dash(r['vars'])} | {_dash(r['rows'])} | {lv} | {r['peak_rss'] / MiB:.0f} | {r['binning']:.2f} |"
         )
     lines += [
         "",
