@@ -51,6 +51,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -478,22 +479,36 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
         *((("note", result.message),) if result.message and result.status.value != "infeasible" else ()),
         ("placed", f"{result.jobs_placed} of {len(inst.jobs)} jobs on {result.gpus_used} of {inst.free_gpus} "
                    "free GPUs"),
-        *_cost_lines(result),
+        *_cost_lines(result, inst),
     ]
     if result.jobs_to_terminate:
         lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
     _finish_report(args, result, lines)
 
 
-def _cost_lines(result: Any) -> list[tuple[str, str]]:
-    """The summary's slowdown, spanning, objective and bound lines."""
+def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:
+    """The summary's slowdown, spanning, objective and bound lines.  The slowdown and the
+    objective are on the binned factors the method placed by; with binning, the slowdown on the
+    measured factors follows (comparing binning modes by the binned figure misleads), and the
+    objective is split into its cost terms (those that are not 0)."""
+    mode = result.info.get("binning")
+    slowdown = f"{result.geomean_slowdown:.4f} geometric mean, GPU-weighted"
+    if mode not in (None, "none") and result.placements:
+        from .binning import binned_factors
+        from .cost import evaluate
+
+        measured = evaluate(inst, result.placements, binned_factors(inst.cluster, "none")).geomean
+        slowdown += f", on the {mode}-binned factors ({measured:.4f} on the measured ones)"
+    terms = [(k, v) for k, v in (result.info.get("cost_terms") or {}).items() if v != 0]
+    split = " + ".join(f"{k} {v:.6g}" for k, v in terms).replace("+ -", "- ")
     lines = [
-        ("slowdown", f"{result.geomean_slowdown:.4f} geometric mean, GPU-weighted"),
+        ("slowdown", slowdown),
         ("spanning", f"{result.spanning} jobs span servers"),
-        ("objective", f"{result.objective:.6f}  (round cost: sum of demand x ln slowdown, plus restart, migration and preemption charges)"),
+        ("objective", f"{result.objective:.6f}  " + (f"= {split} " if split else "")
+         + "(round cost: sum of demand x ln slowdown, plus restart, migration and preemption charges)"),
     ]
     if result.bound is not None:
-        gap = f", gap {100 * result.gap:.3f}%" if result.gap is not None else ""
+        gap = f", gap {100 * result.gap:.3f}% (of the geometric-mean slowdown)" if result.gap is not None else ""
         lines.append(("bound", f"{result.bound:.6f}{gap}"))
     return lines
 
@@ -506,7 +521,8 @@ def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str,
     text = result.to_json() + "\n" if args.out else None
     for jid, why in result.unplaceable.items():
         lines.append(("unplaceable", f"job {jid}: {why}"))
-    lines.append(("time", f"{result.solve_seconds:.3f} s solve, {result.build_seconds:.3f} s build"))
+    wall = f", {time.monotonic() - _STARTED[0]:.2f} s wall" if _STARTED else ""
+    lines.append(("time", f"{result.solve_seconds:.3f} s solve, {result.build_seconds:.3f} s build{wall}"))
     if args.out:
         assert text is not None
         atomic_write_text(args.out, text)
@@ -557,7 +573,7 @@ def _report_repair(args: argparse.Namespace, inst: Any, result: Any) -> None:
                       f"{len(displaced) - len(replaced)} left out"),
         *((("migrated", f"{len(rep['migrated'])} unaffected jobs moved"),) if price is not None else ()),
         ("placed", f"{result.jobs_placed} jobs on {result.gpus_used} GPUs"),
-        *_cost_lines(result),
+        *_cost_lines(result, inst),
     ]
     _finish_report(args, result, lines)
 
@@ -684,8 +700,13 @@ def _log_warnings() -> None:
         logger.addHandler(handler)
 
 
+#: When the running command started (:func:`time.monotonic`), for the summary's wall time.
+_STARTED: list[float] = []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``pal-opt`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    _STARTED[:] = [time.monotonic()]
     _robust_stdout()
     _log_warnings()
     with _Signals() as signals:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import pal_opt
+
 from pal_opt.cli import main
 from pal_opt.io import load_instance, save_instance
 from pal_opt.methods import greedy_names
@@ -262,3 +264,24 @@ def test_a_seed_for_a_method_that_draws_nothing_at_random_is_refused(small, tmp_
     rc, out, err = run(capsys, "solve", small, "--method", "pal", "--seed", 5, "--out", out_path)
     assert rc == 2 and not out_path.exists()
     assert err.strip() == "pal-opt: error: option(s) --seed do not apply to method 'pal'"
+
+
+def test_the_summary_names_the_binned_factors_and_splits_the_objective(capsys):
+    """The slowdown a method placed by is on binned factors: comparing binning modes by it chose
+    the wrong one, so the figure on the measured factors is beside it; the objective's terms
+    are shown (a preemption charge hid inside one number)."""
+    from pal_opt.binning import binned_factors
+    from pal_opt.cost import evaluate
+    from pal_opt.io import load_instance
+
+    rc, out, _ = run(capsys, "solve", PAPER, "--method", "ilp")
+    assert rc == 0
+    lines = {ln.split()[0]: ln for ln in out.splitlines()}
+    inst = load_instance(PAPER)
+    doc_placements = pal_opt.solve(inst, "ilp").placements
+    measured = evaluate(inst, doc_placements, binned_factors(inst.cluster, "none")).geomean
+    assert f"on the pal-artifact-binned factors ({measured:.4f} on the measured ones)" in lines["slowdown"]
+    assert "= variability " in lines["objective"] and " + locality " in lines["objective"]
+    assert "(of the geometric-mean slowdown)" in lines["bound"] and lines["time"].endswith(" s wall")
+    rc, out, _ = run(capsys, "solve", PAPER, "--method", "pal", "--binning", "none")
+    assert "measured" not in out  # the factors it placed by are the measured ones
