@@ -380,7 +380,8 @@ def add_exact_arguments(
              f"wall-clock seconds per round (default {time_limit_default:g})")
     ex.add_argument("--time-limit", type=positive_float, default=None, metavar="S", help=time_limit_help or limit)
     ex.add_argument("--gap", type=nonneg_float, default=None, metavar="G",
-                    help="relative gap target on the geometric-mean slowdown (default 0: proven optimal)")
+                    help="relative gap target on the geometric-mean slowdown, a fraction: 0.01 is 1%% "
+                         "(default 0: proven optimal)")
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads (default: each solver's own default)")
     ex.add_argument("--backend-param", type=key_value, action="append", default=None, metavar="KEY=VALUE",
                     help="pass an option straight to the solver (repeatable), e.g. presolve=off")

@@ -21,6 +21,8 @@ pal_opt.errors.OptionError: gap must be a finite number >= 0, got -1
 from __future__ import annotations
 
 import enum
+import functools
+import logging
 import math
 import numbers  # numpy's scalars are registered as numbers.Real/Integral
 from collections.abc import Iterable, Mapping
@@ -149,6 +151,13 @@ def _positive_number(name: str, v: Any, *, allow_zero: bool = False) -> float | 
     return float(v)
 
 
+@functools.cache
+def _warn_large_gap(gap: float) -> None:
+    """Once per value and process (options are copied every round of a simulation)."""
+    logging.getLogger("pal_opt.options").warning(
+        "gap %g is a fraction: %g %%, which almost any placement meets (a gap of 1 %% is 0.01)", gap, 100 * gap)
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     """Options of one solve.  Each method declares which of them apply to it
@@ -229,6 +238,8 @@ class SolveOptions:
         if self.deadline is not None:
             object.__setattr__(self, "deadline", float(self.deadline))
         object.__setattr__(self, "gap", _positive_number("gap", self.gap, allow_zero=True))
+        if self.gap is not None and self.gap >= 1:  # a percentage given as a fraction's number
+            _warn_large_gap(self.gap)
         for name in ("threads", "parts"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not _is_int(v) or v < 1):

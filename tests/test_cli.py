@@ -285,3 +285,23 @@ def test_the_summary_names_the_binned_factors_and_splits_the_objective(capsys):
     assert "(of the geometric-mean slowdown)" in lines["bound"] and lines["time"].endswith(" s wall")
     rc, out, _ = run(capsys, "solve", PAPER, "--method", "pal", "--binning", "none")
     assert "measured" not in out  # the factors it placed by are the measured ones
+
+
+def test_charges_given_to_a_greedy_policy_are_said_to_only_price_it(capsys):
+    """--restart-cost and --cost change a greedy answer's objective, never its placement."""
+    rc, _, err = run(capsys, "solve", PAPER, "--method", "pal", "--restart-cost", 60, "--cost", "migration.per_job=5")
+    assert rc == 0
+    assert err.strip() == ("pal-opt: warning: --restart-cost and --cost are given: pal does not weigh these charges "
+                           "when it places (the exact methods do); they only price its placement")
+    rc, _, err = run(capsys, "solve", PAPER, "--method", "ilp", "--restart-cost", 60)
+    assert rc == 0 and err == ""
+
+
+def test_a_gap_of_one_or_more_is_taken_but_said_to_be_a_fraction(capsys):
+    """``--gap 5`` meant 5 % and asked for 500 %: almost any placement meets it."""
+    from pal_opt import options
+
+    options._warn_large_gap.cache_clear()  # said once per value and process
+    rc, out, err = run(capsys, "solve", PAPER, "--method", "ilp", "--gap", 5)
+    assert rc == 0 and "status" in out
+    assert err.strip() == "pal-opt: warning: gap 5 is a fraction: 500 %, which almost any placement meets (a gap of 1 % is 0.01)"
