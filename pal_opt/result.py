@@ -194,6 +194,28 @@ def pipeline_stages(
     return out
 
 
+def unseen_terms() -> tuple[str, ...]:
+    """The registered cost terms that override ``placed`` but not ``slots``: they price every
+    answer, but the integer program neither sees nor bounds them (:mod:`pal_opt.cost.base`)."""
+    from .cost.base import CostTerm
+    from .cost.registry import cost_terms
+
+    return tuple(t.name for t in cost_terms()
+                 if type(t).placed is not CostTerm.placed and type(t).slots is CostTerm.slots)
+
+
+def _without_proof(status: Status, fields: dict[str, Any], info: dict[str, Any], unseen: tuple[str, ...]) -> Status:
+    """An exact method's result priced with terms its program did not see: its bound bounds the
+    program's cost only (a negative unseen charge puts the optimum below it), so it is kept in
+    ``info["program_bound"]``, the answer is no longer proven, and the message says why."""
+    info["program_bound"] = fields.pop("bound")
+    fields["gap"] = None
+    why = (f"cost term(s) {', '.join(map(repr, unseen))} give no slots, so the program could neither see nor "
+           "bound them: no proven bound")
+    fields["message"] = f"{fields['message']}; {why}" if fields.get("message") else why
+    return Status.FEASIBLE if status == Status.OPTIMAL else status
+
+
 def priced_result(
     instance: RoundInstance,
     placements: Mapping[JobId, tuple[int, ...]],
@@ -218,6 +240,8 @@ def priced_result(
     fields.setdefault("unplaceable", unplaceable(instance))
     info = dict(fields.pop("info", {}) or {})
     info.setdefault("cost_terms", dict(summary.by_term))
+    if fields.get("bound") is not None and (unseen := unseen_terms()):
+        status = _without_proof(status, fields, info, unseen)
     fields.setdefault("stages", pipeline_stages(instance, placements))
     return PlacementResult(
         placements=dict(placements),

@@ -187,3 +187,30 @@ def test_a_registered_term_reads_its_parameters_in_the_program(backend: str) -> 
             assert check(inst, res) == [] and res.status.value == "optimal"
     finally:
         unregister_cost_term("spanning")
+
+
+class _NegativeCrowding(_Crowding):
+    """A placed-only term with a negative charge: the program cannot see it."""
+
+    name = "negative_crowding"
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return -float(np.sum(instance.cluster.server_of[pos] == 0))
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_an_exact_answer_priced_with_a_term_the_program_cannot_see_is_not_proven(backend: str) -> None:
+    """Review finding: a ``placed``-only term charging -1 per GPU on server 0 gave status optimal,
+    objective 0 and bound 0 on every backend, while placing on server 0 costs -1.6: the bound
+    was above the optimum.  The bound of the program is kept aside; nothing is claimed proven."""
+    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0, 1.0, 1.0, 1.0]})
+    inst = RoundInstance(cl, (Job("j", 2, "classA"),))
+    register_cost_term(_NegativeCrowding())
+    try:
+        res = pal_opt.solve(inst, "ilp", backend=backend)
+    finally:
+        unregister_cost_term("negative_crowding")
+    assert res.status.value == "feasible" and res.bound is None and res.gap is None
+    assert "program_bound" in res.info and "'negative_crowding' give no slots" in res.message
+    res = pal_opt.solve(inst, "ilp", backend=backend)  # unregistered: proven again
+    assert res.status.value == "optimal" and res.bound is not None

@@ -13,7 +13,10 @@ method reaches the term through the same three questions:
     the same, vectorised for the integer program: one cost per slot column of a job type, where
     ``values`` are the factor levels of the columns and ``span`` the topology levels they pay for.
     It must equal ``placed`` for any GPU set whose largest factor is the level's value and which
-    spans that level.
+    spans that level.  A term that gives ``placed`` without ``slots`` (a charge the slot columns
+    cannot say, e.g. per server) prices every answer but is invisible to the program: an exact
+    method's answer is then not proven (status ``feasible``, no bound; the program's own bound
+    is kept in ``info["program_bound"]``).
 ``moved(instance, job)``
     what the term charges when a *running* job is placed on other GPUs than it holds.  The
     integer program then adds a binary "keep" variable per running job; a term whose ``moved``

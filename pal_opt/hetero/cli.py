@@ -93,7 +93,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                         "(default: every GPU nominal)")
     p.add_argument("--ilp-mode", choices=ILP_MODES, default=None,
                    help=ILP_MODE_HELP)
-    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw (default 0)")
+    p.add_argument("--seed", type=nonneg_int, default=None,
+                   help="seed of the variability draw (default 0; only with --variability)")
     p.add_argument("--round", type=positive_float, default=60.0, metavar="R", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
@@ -195,7 +196,7 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
         "policy_parameters": {**asdict(params), "note": "lambda_a is read but unused, as in the artifact"},
         "category": args.category,
         "variability": dict(variability.files),
-        "seed": args.seed,
+        "seed": (args.seed or 0) if args.variability else None,  # it seeds the variability draw only
     }
     doc.update(result.summary())
     doc["unplaceable"] = [{"job": name, "reason": why} for name, why in result.unplaceable.items()]
@@ -207,6 +208,22 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
         for r in result.jobs
     ]
     return with_aliases(doc, SIA_FILE_ALIASES)  # "jobs": the same list, deprecated
+
+
+def _check_policy_flags(args: argparse.Namespace) -> None:
+    """Flags that would change nothing are refused, as ``pal-opt solve`` refuses an option of
+    another method: ``--backend`` and ``--time-limit`` for a policy that solves no program, and
+    ``--seed`` without ``--variability`` (it seeds only the per-GPU variability draw)."""
+    from .methods import HETERO_POLICIES
+
+    bad = [f for f, v in (("--backend", args.backend), ("--time-limit", args.time_limit)) if v is not None]
+    if bad and not HETERO_POLICIES.get_item(args.policy).program:
+        programs = ", ".join(n for n in HETERO_POLICIES.names() if HETERO_POLICIES.get_item(n).program)
+        raise OptionError(f"{' and '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to policy "
+                          f"{args.policy!r}: it solves no integer program ({programs} do)")
+    if args.seed is not None and not args.variability:
+        raise OptionError("--seed seeds the per-GPU variability draw: without --variability every GPU is nominal "
+                          "and nothing is drawn")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,12 +238,14 @@ def run(args: argparse.Namespace) -> int:
         raise OptionError(f"--out: directory {str(parent)!r} does not exist")
     from ..ilp.backends import get_backend
 
+    _check_policy_flags(args)
     # an unknown or missing solver is reported before any work; the result names the one used
     backend = get_backend(args.backend).name
     workload, apps, cluster = _load(args)
     from .gpus import Layout, draw_variability, parse_variability
 
-    variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster), seed=args.seed)
+    variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster),
+                                   seed=args.seed or 0)
     params = SiaParams(backend=backend, time_limit=args.time_limit)
     config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
                        method=args.policy, variability=variability,

@@ -34,11 +34,15 @@ class HeteroPolicy:
         returns an object with ``allocate(active jobs, now)`` and ``stats``.
     rigid
         The simulator runs every job as rigid (the workload's GPU count and batch).
+    program
+        It solves an integer program by a solver backend each round (``--backend``,
+        ``--time-limit`` and Sia's parameters apply to it).
     """
 
     summary: str
     factory: str
     rigid: bool = False
+    program: bool = False
 
     def builder(self) -> Callable[..., Any]:
         """The factory function (its module imported now)."""
@@ -49,8 +53,10 @@ class HeteroPolicy:
 HETERO_POLICIES: Registry[HeteroPolicy] = Registry(
     "policy for a cluster of GPU types",
     [
-        ("sia", HeteroPolicy("Sia (SOSP'23): goodput-driven type, count and batch", "simulate:sia_policy")),
-        ("ilp", HeteroPolicy("pal-opt's round program with types (Sia's program, then GPUs)", "simulate:ilp_policy")),
+        ("sia", HeteroPolicy("Sia (SOSP'23): goodput-driven type, count and batch", "simulate:sia_policy",
+                                   program=True)),
+        ("ilp", HeteroPolicy("pal-opt's round program with types (Sia's program, then GPUs)", "simulate:ilp_policy",
+                                   program=True)),
         ("pal", HeteroPolicy("PAL ignoring types (requested count, kept until done)", "simulate:typeblind_policy")),
         ("packed", HeteroPolicy("Packed ignoring types (requested count, kept until done)", "simulate:typeblind_policy")),
         ("gavel", HeteroPolicy("Gavel-like (OSDI'20): max-min fair type shares by throughput, rigid jobs, "

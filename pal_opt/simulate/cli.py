@@ -107,7 +107,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw (default numpy)")
     p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know (default: none; such a model is an error)")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of the variability draw and random policy (default 0)")
+    p.add_argument("--seed", type=nonneg_int, default=None,
+                   help="seed of the variability draw and random policy (default 0; on a sia trace only with --variability)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
                    help="result file (written atomically; with --jobs-csv and --plot, all or none); several policies: {\"policies\": [...], "
                         "\"results\": {policy: result}}")
@@ -263,7 +264,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
             rack_penalty=args.rack_penalty,
             binning=args.binning,
             restart_cost=args.restart_cost,
-            seed=args.seed,
+            seed=args.seed or 0,
             admission=opts.admission,
             backend=opts.backend,
             time_limit=(opts.time_limit or DEFAULT_ILP_TIME_LIMIT) if exact else None,
@@ -380,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
     configs = _configs(args)
     trace = read_trace(args.trace, default_class=args.default_class)
     _check_variability_classes(args.variability, {tj.perfclass for tj in trace}, args.trace)
-    cluster, origins = build_cluster(spec, variability, seed=args.seed, draw=args.variability_draw,
+    cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
                                      synthetic_seed=args.synthetic_variability)
     source = variability_source(origins, variability, args.synthetic_variability, {tj.perfclass for tj in trace})
     _warn_default_source(source["defaulted"])
