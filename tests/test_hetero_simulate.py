@@ -348,6 +348,11 @@ def test_cli_writes_the_result(sia_dir: Path, tmp_path: Path, capsys: pytest.Cap
         (["--category", "elastic"], "--category"),
         (["--ilp-mode", "joint"], "--ilp-mode applies to --policy ilp only, not --policy sia"),
         (["--policy", "ilp", "--ilp-mode", "fast"], "--ilp-mode"),
+        # flags that changed nothing were recorded as if they had (review)
+        (["--policy", "pal", "--backend", "cpsat"], "--backend does not apply to policy 'pal': it solves no integer "
+                                                     "program (sia, ilp do)"),
+        (["--policy", "gavel", "--time-limit", "5"], "--time-limit does not apply to policy 'gavel'"),
+        (["--seed", "4"], "--seed seeds the per-GPU variability draw: without --variability every GPU is nominal"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(
