@@ -443,8 +443,21 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         named = f"jobs {shown} ({len(ids)} jobs): " if ids else ""
         _error(f"{PROG}: error: infeasible round: {named}{result.message or 'no placement exists'}")
         return 1
-    _report(args, inst, result)
+    _report(args, inst, _record_overrides(args, result))
     return 0
+
+
+def _record_overrides(args: argparse.Namespace, result: Any) -> Any:
+    """``result`` with the round parameters the flags changed (``--restart-cost``, ``--round``,
+    ``--cost``) in ``info["round_overrides"]``: the objective is priced with them, and
+    ``pal-opt check`` applies them to the instance file, which does not hold them."""
+    over: dict[str, Any] = {k: v for k, v in (("restart_cost", getattr(args, "restart_cost", None)),
+                                              ("round_length", getattr(args, "round", None))) if v is not None}
+    for term, param, value in getattr(args, "cost", None) or ():
+        over.setdefault("costs", {}).setdefault(term, {})[param] = value
+    if over:
+        result.info["round_overrides"] = over
+    return result
 
 
 def _warn_unoptimised_charges(args: argparse.Namespace) -> None:
@@ -563,7 +576,7 @@ def _cmd_repair(args: argparse.Namespace) -> int:
             result = repair(inst, in_force, args.failed, allow_migration=args.allow_migration, options=options)
     except SolveInterrupted as exc:
         return _interrupted(args, inst, exc, _report_repair)
-    _report_repair(args, inst, result)
+    _report_repair(args, inst, _record_overrides(args, result))
     return 0
 
 
@@ -625,15 +638,42 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     inst = load_instance(args.instance)
     doc = load_placement_file(args.placement)
+    inst, applied = _apply_recorded_overrides(inst, doc, args.placement)
     problems = check(inst, doc)
     n = len(doc.get("placements", {}))
     if problems:
-        print(f"{args.placement}: INVALID ({len(problems)} violations)")
+        print(f"{args.placement}: INVALID ({len(problems)} violations){applied}")
         for msg in problems:
             print(f"  {msg}")
         return 1
-    print(f"{args.placement}: valid ({n} jobs placed, admission {doc.get('admission', 'given')})")
+    print(f"{args.placement}: valid ({n} jobs placed, admission {doc.get('admission', 'given')}){applied}")
     return 0
+
+
+def _apply_recorded_overrides(inst: Any, doc: Any, source: str) -> tuple[Any, str]:
+    """The instance with the round parameters a placement was solved with (``info.round_overrides``,
+    written by ``solve``/``repair`` given ``--restart-cost``, ``--round`` or ``--cost``), and the
+    words that say so; an ill-formed record is bad input."""
+    over = (doc.get("info") or {}).get("round_overrides") if isinstance(doc.get("info"), dict) else None
+    if over is None:
+        return inst, ""
+    path = "info.round_overrides"
+    if not isinstance(over, dict) or set(over) - {"restart_cost", "round_length", "costs"}:
+        raise InstanceError("expected an object of restart_cost, round_length and costs", source=source, path=path)
+    costs = over.get("costs") or {}
+    if not isinstance(costs, dict) or not all(isinstance(v, dict) for v in costs.values()):
+        raise InstanceError("expected {term: {parameter: number}}", source=source, path=f"{path}.costs")
+    flat = [(t, k, v) for t, params in costs.items() for k, v in params.items()]
+    try:
+        inst = with_restart(with_costs(inst, flat), over.get("restart_cost"), over.get("round_length"))
+        from .cost import validate_cost_params
+
+        validate_cost_params(inst)
+    except (OptionError, InstanceError, TypeError, ValueError) as exc:
+        raise InstanceError(str(exc), source=source, path=path) from None
+    shown = ", ".join(f"{k} {v:g}" for k, v in over.items() if k != "costs")
+    shown = ", ".join(filter(None, [shown, *(f"costs.{t}.{k} {v:g}" for t, k, v in flat)]))
+    return inst, f" (round parameters as solved: {shown})"
 
 
 # --------------------------------------------------------------------------- entry point

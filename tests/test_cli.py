@@ -305,3 +305,27 @@ def test_a_gap_of_one_or_more_is_taken_but_said_to_be_a_fraction(capsys):
     rc, out, err = run(capsys, "solve", PAPER, "--method", "ilp", "--gap", 5)
     assert rc == 0 and "status" in out
     assert err.strip() == "pal-opt: warning: gap 5 is a fraction: 500 %, which almost any placement meets (a gap of 1 % is 0.01)"
+
+
+def test_check_applies_the_round_parameters_a_placement_was_solved_with(tmp_path, capsys):
+    """Solver review: ``solve --restart-cost/--round/--cost`` priced the objective with them, the
+    file did not say so, and ``check`` called the answer INVALID (objective differs)."""
+    inst = REPO / "instances" / "mid-32x8.json"
+    out = tmp_path / "p.json"
+    rc, _, _ = run(capsys, "solve", inst, "--method", "pal", "--round", 600, "--restart-cost", 60,
+                   "--cost", "preemption.per_gpu_hour=5", "-o", out)
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    assert doc["info"]["round_overrides"] == {"restart_cost": 60.0, "round_length": 600.0,
+                                              "costs": {"preemption": {"per_gpu_hour": 5.0}}}
+    rc, text, _ = run(capsys, "check", inst, out)
+    assert rc == 0 and "(round parameters as solved: restart_cost 60, round_length 600, " \
+                       "costs.preemption.per_gpu_hour 5)" in text
+    del doc["info"]["round_overrides"]  # the record removed: the objective no longer matches
+    out.write_text(json.dumps(doc))
+    rc, text, _ = run(capsys, "check", inst, out)
+    assert rc == 1 and "objective" in text
+    doc["info"]["round_overrides"] = {"restart_cost": -5}
+    out.write_text(json.dumps(doc))
+    rc, _, err = run(capsys, "check", inst, out)
+    assert rc == 2 and err.strip().endswith("info.round_overrides: params.restart_cost: must be a finite number >= 0, got -5")
