@@ -86,7 +86,13 @@ PROG = "pal-opt"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (exit 2) and no ``sys.exit`` inside :func:`main`."""
+    """argparse with one-line errors (exit 2) and no ``sys.exit`` inside :func:`main`.  Flags are
+    not abbreviated (``--meth`` for ``--method``): a script relying on an abbreviation would break,
+    or change meaning, when a later flag shares its prefix."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{self.prog}: error: {message} (see '{self.prog} --help')")

@@ -183,8 +183,18 @@ class _Axes:
     def text(self, x: float, y: float, s: str, **kw: Any) -> None:
         self.texts.append(s)
 
-    def __getattr__(self, name: str) -> Any:  # set_xlabel, legend, ...: nothing to record
-        return lambda *a, **k: None
+    def __getattr__(self, name: str) -> Any:  # set_xlabel, legend, xaxis.set_major_formatter...: nothing to record
+        return _Nothing()
+
+
+class _Nothing:
+    """A call or an attribute that records nothing."""
+
+    def __call__(self, *a: Any, **k: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return _Nothing()
 
 
 def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:

@@ -298,3 +298,20 @@ def test_a_sia_run_cut_short_says_so_in_its_result(tmp_path: Path, capsys: pytes
                  "--quiet"]) == 0
     doc = json.loads(out.read_text())
     assert doc["stopped_at"] == 60.0 and doc["n_completed"] < doc["n_jobs"]
+
+
+def test_a_stopped_run_says_so_in_its_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-hours`` cut the run, and the summary read like a finished one (its JCTs are of the
+    finished jobs only)."""
+    out = tmp_path / "r.json"
+    assert main(["simulate", str(TRACE), "--cluster", "4x4", "--synthetic-variability", "0", "--policy", "pal",
+                 "--max-hours", "3", "-o", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    doc = json.loads(out.read_text())
+    left = doc["n_jobs"] - doc["n_completed"]
+    assert left > 0
+    assert lines[1] == (f"pal: stopped at 3.00 h with {left} jobs unfinished; the JCT figures are of the "
+                        f"{doc['n_completed']} that finished")
+    assert main(["simulate", str(TRACE), "--cluster", "4x4", "--synthetic-variability", "0", "--policy", "pal",
+                 "-o", str(out)]) == 0
+    assert "stopped at" not in capsys.readouterr().out

@@ -337,6 +337,10 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
+    unfinished = s["n_jobs"] - s["n_completed"] - len(result.unplaceable)
+    if unfinished > 0:  # --max-hours, or the stall guard: the figures above are of finished jobs only
+        print(f"{policy}: stopped at {_hours(s.get('stopped_at'))} h with {unfinished} jobs unfinished; the JCT figures "
+              f"are of the {s['n_completed']} that finished")
     if s.get("solver_crashes"):
         print(f"{policy}: a solver process crashed {s['solver_crashes']} times; each round was solved again or fell back "
               "(docs/limits.md, Known problems)")
@@ -403,6 +407,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for policy, result in results.items():
             _print_summary(policy, result, args.out)
+        if len(results) > 1:  # how the policies compare, against the first
+            first, base = next(iter(results.items()))
+            ref = base.summary["avg_jct"]
+            parts = [f"{p} {r.summary['avg_jct'] / ref - 1:+.1%}" for p, r in list(results.items())[1:]
+                     if ref and r.summary["avg_jct"] is not None]
+            if parts:
+                print(f"avg JCT against {first}: {', '.join(parts)}")
+        extra_files = [f for f in (args.jobs_csv, args.plot) if f]
+        if extra_files:
+            print(f"wrote {', '.join([args.out, *extra_files])}")
     return 0
 
 

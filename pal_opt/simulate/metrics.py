@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -236,6 +237,12 @@ def _draw_cdf(ax: Any, results: Mapping[str, Any]) -> None:
         ax.text(0.5, 0.5, "no job finished", ha="center", va="center", transform=ax.transAxes)
         return
     ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    # 0.5, 2, 3 instead of 5×10⁻¹, 2×10⁰, 3×10⁰; of the minor ticks only 2, 3 and 5 per decade
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(
+        lambda v, _: f"{v:g}" if v > 0 and round(v / 10 ** math.floor(math.log10(v))) in (2, 3, 5) else ""))
     ax.legend(fontsize="small")
 
 
@@ -263,12 +270,27 @@ def _figure_bytes(
     try:
         for ax, draw in zip(axes[0], panels, strict=True):
             draw(ax, results)
+        title = _figure_title(results)
+        if title:
+            fig.suptitle(title, fontsize="medium")
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, dpi=120, format=os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png")
     finally:
         plt.close(fig)
     return buf.getvalue()
+
+
+def _figure_title(results: Mapping[str, Any]) -> str:
+    """What was simulated, from the first result's config: trace file, cluster, round length and
+    seed ("" when the results carry no config)."""
+    cfg = next(iter(results.values()), None)
+    cfg = _as_dict(cfg).get("config") or {} if cfg is not None else {}
+    parts = [os.path.basename(str(cfg["trace"])) if cfg.get("trace") else None,
+             f"cluster {cfg['cluster']}" if cfg.get("cluster") else None,
+             f"{cfg['round_length']:g} s rounds" if cfg.get("round_length") else None,
+             f"seed {cfg['seed']}" if cfg.get("seed") is not None else None]
+    return ", ".join(p for p in parts if p)
 
 
 def _save_figure(
