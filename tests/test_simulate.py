@@ -197,11 +197,16 @@ class _Nothing:
         return _Nothing()
 
 
+#: The figure titles :func:`_drawn` saw.
+TITLES: list[str] = []
+
+
 def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:
     from pal_opt.simulate import metrics
 
     axes = [_Axes(), _Axes()]
-    fig = type("Fig", (), {"tight_layout": lambda self: None, "savefig": lambda self, buf, **k: buf.write(b"x")})()
+    fig = type("Fig", (), {"tight_layout": lambda self: None, "savefig": lambda self, buf, **k: buf.write(b"x"),
+                           "suptitle": lambda self, text, **k: TITLES.append(text)})()
     plt = type("Plt", (), {"subplots": lambda self, *a, **k: (fig, [axes]), "close": lambda self, f: None})()
     monkeypatch.setattr(metrics, "_pyplot", lambda: plt)
     metrics.result_figure(results, "f.png")
@@ -222,6 +227,7 @@ def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPat
     none = simulate([_job(0, 1, 0.0, 1000)], cluster, SimConfig(max_time=360.0))
     cdf, _ = _drawn(monkeypatch, {"none": none})
     assert cdf.steps == {} and cdf.texts == ["no job finished"]
+    assert TITLES[-1] == "360 s rounds, seed 0"  # what was simulated (a CLI run adds the trace and cluster)
 
 
 # ----------------------------------------------------------------------------- bad input
