@@ -196,7 +196,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS, "__version__"})
+    """The public names (``dir(pal_opt)``, tab completion), not the module's own imports."""
+    return sorted(__all__)
 
 
 class _Package(types.ModuleType):

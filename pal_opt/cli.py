@@ -323,11 +323,11 @@ def _describe(inst: Any) -> str:
         kinds = " (" + ", ".join(f"{t}: {n}" for t, n in zip(cl.type_names, cl.type_counts.tolist(), strict=True)) + ")"
     demand = [j.demand for j in inst.jobs]
     running = sum(1 for j in inst.jobs if j.placement is not None)
-    jobs = f"{len(demand)} jobs"
+    jobs = f"{len(demand)} job{'s' * (len(demand) != 1)}"
     if demand:
         jobs += f" (demand {min(demand)}-{max(demand)}, total {sum(demand)}; {running} running)"
     return (
-        f"{cl.num_gpus} GPUs{kinds} on {cl.num_servers} server{'s' * (cl.num_servers != 1)}{racks} "
+        f"{cl.num_gpus} GPU{'s' * (cl.num_gpus != 1)}{kinds} on {cl.num_servers} server{'s' * (cl.num_servers != 1)}{racks} "
         f"({free} free, {busy} busy, {failed} failed), {jobs}"
     )
 

@@ -315,3 +315,17 @@ def test_a_stopped_run_says_so_in_its_summary(tmp_path: Path, capsys: pytest.Cap
     assert main(["simulate", str(TRACE), "--cluster", "4x4", "--synthetic-variability", "0", "--policy", "pal",
                  "-o", str(out)]) == 0
     assert "stopped at" not in capsys.readouterr().out
+
+
+def test_fallbacks_say_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary counted fallbacks and the round log marked them, with no reason anywhere."""
+    out = tmp_path / "r.json"
+    assert main(["simulate", str(TRACE), "--cluster", "8x8", "--synthetic-variability", "0", "--policy", "ilp",
+                 "--time-limit", "0.01", "--max-hours", "1", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    log = json.loads(out.read_text())["round_log"]
+    fell = [k for k, s in enumerate(log["status"]) if s == "fallback"]
+    assert fell and all(log["note"][k] for k in fell) and not any(log["note"][k] for k in range(len(log["note"]))
+                                                                   if k not in fell)
+    assert f"ilp: {len(fell)} round{'s' * (len(fell) != 1)} fell back to the greedy placement; the first, round {fell[0]}" in text
+    assert log["note"][fell[0]] in text

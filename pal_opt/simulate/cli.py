@@ -337,6 +337,11 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         f"avg queueing {_hours(s['avg_queueing_delay'])} h, rounds {s['rounds']}, "
         f"fallbacks {s['fallbacks']}, placement time {s['solve_seconds_total']:.2f} s -> {out}"
     )
+    fell = [(k, r) for k, r in enumerate(result.rounds) if r.status == "fallback"]
+    if fell:  # the count alone did not say why (round_log.note has every reason)
+        k, r = fell[0]
+        print(f"{policy}: {len(fell)} round{'s' * (len(fell) != 1)} fell back to the greedy placement; the first, "
+              f"round {k} at {r.time / 3600:.2f} h: {r.note or 'no reason given'}")
     unfinished = s["n_jobs"] - s["n_completed"] - len(result.unplaceable)
     if unfinished > 0:  # --max-hours, or the stall guard: the figures above are of finished jobs only
         print(f"{policy}: stopped at {_hours(s.get('stopped_at'))} h with {unfinished} jobs unfinished; the JCT figures "

@@ -410,6 +410,7 @@ class _Placed:
     gpus: dict[int, tuple[int, ...]]
     status: str
     solve_seconds: float
+    note: str = ""
 
 
 @dataclass
@@ -627,7 +628,8 @@ class _Simulation:
             if problems:
                 raise BackendError(f"{what}: {'; '.join(problems[:3])}")
         status = str(res.status.value if hasattr(res.status, "value") else res.status)
-        return _Placed(self._gpus_by_index(rnd, res), status, solve_s)
+        note = res.message if res.status == Status.FALLBACK else ""
+        return _Placed(self._gpus_by_index(rnd, res), status, solve_s, note)
 
     def _gpus_by_index(self, rnd: _Round, res: PlacementResult) -> dict[int, tuple[int, ...]]:
         """``res.placements`` by trace index; every job active, whole and on GPUs of its own."""
@@ -843,6 +845,7 @@ class _Simulation:
                 moved=tally.moved,
                 status=placed.status,
                 solve_seconds=placed.solve_seconds,
+                note=placed.note,
             )
         )
         out_of_service = bool((rnd.instance.cluster.state == GpuState.FAILED).any())

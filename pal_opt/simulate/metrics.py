@@ -83,6 +83,7 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
         "moved": [r.moved for r in rounds],
         "status": [r.status for r in rounds],
         "solve_seconds": [round(r.solve_seconds, 6) for r in rounds],
+        "note": [r.note for r in rounds],
     }
     config = dict(result.config)
     config.update(extra_config or {})

@@ -98,6 +98,8 @@ class RoundRecord:
     moved: int
     status: str
     solve_seconds: float
+    #: why a round fell back to the greedy placement (the method's message), else ""
+    note: str = ""
 
 
 @dataclass

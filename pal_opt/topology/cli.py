@@ -206,8 +206,11 @@ def _cmd_import(args: argparse.Namespace) -> int:
     failed = int((cl.state == 2).sum())
     types = ("; GPU types " + ", ".join(f"{t} ({n})" for t, n in zip(cl.type_names, cl.type_counts.tolist(),
                                                                       strict=True))) if cl.typed else ""
+    nominal = all(bool((f == 1.0).all()) for f in cl.factors.values())
+    factors = ("; every GPU factor 1.0: no variability to place by (--measurements DIR draws it from PAL's "
+               "measurements)" if nominal else "")
     print(f"wrote {args.output}: {inst.name}: {cl.num_gpus} GPUs on {cl.num_servers} server{'s' * (cl.num_servers != 1)}{racks}; "
-          f"{failed} GPU{'s' * (failed != 1)} failed; {len(inst.jobs)} jobs{types}")
+          f"{failed} GPU{'s' * (failed != 1)} failed; {len(inst.jobs)} job{'s' * (len(inst.jobs) != 1)}{types}{factors}")
     return 0
 
 
