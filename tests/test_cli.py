@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import pal_opt
-
 from pal_opt.cli import main
 from pal_opt.io import load_instance, save_instance
 from pal_opt.methods import greedy_names

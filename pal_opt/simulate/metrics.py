@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import json
+import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
