@@ -463,6 +463,8 @@ def _record_overrides(args: argparse.Namespace, result: Any) -> Any:
         over.setdefault("costs", {}).setdefault(term, {})[param] = value
     if over:
         result.info["round_overrides"] = over
+    if getattr(args, "instance", None) is not None:  # which round it answers, for check's messages
+        result.info.setdefault("instance", os.fspath(args.instance))
     return result
 
 
@@ -487,7 +489,7 @@ def _interrupted(args: argparse.Namespace, inst: Any, exc: Any, report: Any) -> 
     if not isinstance(exc.result, PlacementResult) or not exc.result.placements:
         raise exc
     try:
-        report(args, inst, exc.result)
+        report(args, inst, _record_overrides(args, exc.result))
     except OSError as err:  # e.g. --out in a directory that does not exist
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
         _error(f"{PROG}: interrupted; the best placement found so far could not be written: "
@@ -649,6 +651,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     n = len(doc.get("placements", {}))
     if problems:
         print(f"{args.placement}: INVALID ({len(problems)} violations){applied}")
+        made_for = (doc.get("info") or {}).get("instance") if isinstance(doc.get("info"), dict) else None
+        if isinstance(made_for, str) and os.path.basename(made_for) != os.path.basename(os.fspath(args.instance)):
+            print(f"  (it was solved for {made_for}, not {args.instance}: another round?)")
         for msg in problems:
             print(f"  {msg}")
         return 1

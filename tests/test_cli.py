@@ -328,3 +328,14 @@ def test_check_applies_the_round_parameters_a_placement_was_solved_with(tmp_path
     out.write_text(json.dumps(doc))
     rc, _, err = run(capsys, "check", inst, out)
     assert rc == 2 and err.strip().endswith("info.round_overrides: params.restart_cost: must be a finite number >= 0, got -5")
+
+
+def test_check_against_another_round_says_which_round_the_placement_answers(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    mid = REPO / "instances" / "mid-32x8.json"
+    assert run(capsys, "solve", mid, "-o", out)[0] == 0
+    assert json.loads(out.read_text())["info"]["instance"] == str(mid)
+    rc, text, _ = run(capsys, "check", PAPER, out)
+    assert rc == 1 and text.splitlines()[1] == f"  (it was solved for {mid}, not {PAPER}: another round?)"
+    rc, text, _ = run(capsys, "check", mid, out)
+    assert rc == 0
