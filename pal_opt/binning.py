@@ -152,6 +152,9 @@ def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str,
     [1.0, 1.0, 0.6, 0.6]
     """
     validate_choice(mode, BINNING_MODES, "binning mode")
+    if not isinstance(cluster, Cluster):
+        hint = " (a round's is instance.cluster)" if hasattr(cluster, "cluster") else ""
+        raise TypeError(f"binned_factors takes a Cluster, got {type(cluster).__name__}{hint}")
     if mode == "none":
         return cluster.memo(("binned", mode), lambda: _per_type(cluster, dict(cluster.factors)))
     return cluster.memo(("binned", mode), lambda: _per_type(cluster, _bin_all(_Measurements(cluster.factors), mode)))

@@ -920,6 +920,9 @@ def simulate(
     """
     cfg = config or SimConfig()
     cfg.validate()
+    if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
+        hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""
+        raise TypeError(f"cluster must be a pal_opt Cluster, got {type(cluster).__name__}{hint}")
     _check_trace(trace, cluster, source)
     _check_run_length(trace, cluster, cfg, source)
     wall0 = time.perf_counter()
