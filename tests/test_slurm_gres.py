@@ -335,7 +335,8 @@ def test_cli_imports_a_typed_round_that_solves(tmp_path, capsys):
     rc, stdout, err = run(capsys, "import", "slurm", TOPOLOGY_CONF, "--gres-conf", GRES_CONF, "--slurm-conf",
                           SLURM_CONF, "--jobs", DATA / "jobs.csv", "-o", out)
     assert rc == 0 and err == "", err
-    assert stdout.rstrip().endswith("6 jobs; GPU types a100 (32), h100 (28)")
+    assert stdout.rstrip().endswith("6 jobs; GPU types a100 (32), h100 (28); every GPU factor 1.0: no variability to "
+                                    "place by (--measurements DIR draws it from PAL's measurements)")
     inst = load_instance(out)
     assert inst.cluster.type_names == ("a100", "h100")
     for method in ("pal", "ilp"):
@@ -445,3 +446,29 @@ def test_gpu_nodes_outside_the_topology_are_named(tmp_path):
     assert to_cluster(t).num_gpus == 32
     assert t.notes == ("2 nodes with GPUs in the slurm.conf or gres.conf are in no switch of the topology.conf, "
                        "their GPUs left out: n5, n6",)
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [
+    # Slurm's parser reads "Type= Count=4" as the type "Count=4": 8 GPUs of a type named so, for 32
+    ("gres.conf", "NodeName=gpu[01-08] Name=gpu Type= Count=4\n",
+     "line 1: Type has no value (the next field, 'Count=4', would be read as it)"),
+    ("topology.conf", "SwitchName=s1 Nodes= LinkSpeed=100\nSwitchName=s2 Nodes=n[1-2]\n",
+     "line 1: Nodes has no value (the next field, 'LinkSpeed=100', would be read as it)"),
+    # a negative count was taken as a GPU type named "-2"
+    ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:-2\n", "line 1, Gres: bad GPU count '-2' in Gres='gpu:-2'"),
+    ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:a100:1.5\n", "bad GPU count '1.5'"),
+    # a type per GPU was listed before the size check: out of memory
+    ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:a100:99999999\n", "799,999,992 GPUs; pal-opt builds clusters of at most"),
+])
+def test_fields_that_read_as_something_else_are_errors(tmp_path, capsys, name, text, message):
+    path = write(tmp_path, name, text)
+    flag = {"gres.conf": ["--gres-conf", path], "slurm.conf": ["--slurm-conf", path]}.get(name, [])
+    topology = path if name == "topology.conf" else TOPOLOGY_CONF
+    out = tmp_path / "o.json"
+    rc, _, err = run(capsys, "import", "slurm", topology, *flag, "--gpus-per-node", 4, "-o", out)
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_mig_type_without_a_count_is_one_gpu_of_that_type(tmp_path):
+    topo = load_slurm(TOPOLOGY_CONF, slurm_conf=write(tmp_path, "slurm.conf", "NodeName=gpu[01-08] Gres=gpu:1g.5gb\n"))
+    assert all(v == ["1g.5gb"] for v in types_by_node(topo).values()) and len(types_by_node(topo)) == 8

@@ -99,6 +99,10 @@ def _gres_entries(spec: str, line: ConfigLine) -> list[tuple[str | None, int]]:
             continue
         rest = [p.strip() for p in parts[1:] if p.strip().lower() != "no_consume"]
         count = parse_count(rest[-1]) if rest else 1
+        if count is None and rest and re.fullmatch(r"[-+].*|[\d.]+[kKmMgGtTpP]?", rest[-1]):
+            # gpu:-2, gpu:a100:1.5, a count of 13 digits: not a type (gpu:1g.5gb, a MIG type, is one)
+            raise InstanceError(f"bad GPU count {rest[-1]!r} in Gres={spec!r} (a count is a whole number >= 0, "
+                                "with an optional K, M, G, T or P)", source=line.source, path=line.at("Gres"))
         if count is None and len(rest) == 1:  # gpu:TYPE: one GPU of that type
             out.append((rest[0], 1))
         elif count is None or len(rest) > 2 or (len(rest) == 2 and not rest[0]):

@@ -99,6 +99,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError, OptionError
+from ..options import check_cluster_size
 from ..model import RoundInstance
 from ..result import PlacementResult
 from .gres import gres_conf_gpus, node_types, resolve_gpus, slurm_conf_gpus
@@ -410,8 +411,9 @@ def load_slurm(
     gres = gres_conf_gpus(read_config(gres_conf, what="gres.conf")) if gres_conf is not None else None
     per_node, notes = resolve_gpus(hier.hosts, gres, conf, gpus_per_node)
     notes += _outside_topology(hier.hosts, conf, gres, src)
-    types = node_types(per_node)
     gpus = {h: per_node[h].total if h in per_node else 0 for h in hier.hosts}
+    check_cluster_size(sum(gpus.values()), src)  # before a type per GPU is listed (99999999 of them ran out of memory)
+    types = node_types(per_node)
     if not any(gpus.values()):
         raise InstanceError("no node of the topology has a GPU (give --gpus-per-node, Gres=gpu:N lines in the "
                             "slurm.conf or Name=gpu lines in the gres.conf)", source=src)

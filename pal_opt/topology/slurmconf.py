@@ -49,7 +49,7 @@ MAX_INCLUDE_DEPTH: int = 10
 #: Most files the ``Include`` lines of one configuration may read.
 MAX_INCLUDED_FILES: int = 1000
 
-_KEY_VALUE = re.compile(r'\s*([^\s="]+)\s*=\s*(?:"([^"]*)"|([^\s"]+))(?=\s|$)\s*')
+_KEY_VALUE = re.compile(r'\s*([^\s="]+)\s*=(\s*)(?:"([^"]*)"|([^\s"]+))(?=\s|$)\s*')
 _INCLUDE = re.compile(r"include(?:\s+(.*))?", re.IGNORECASE | re.DOTALL)
 _GLOB = re.compile(r"[*?\[]")
 _COUNT = re.compile(r"(\d{1,12})([kKmMgGtTpP]?)")
@@ -277,7 +277,12 @@ def key_values(line: ConfigLine) -> list[tuple[str, str]]:
             else:
                 what = f"{key.strip()} has no value"
             raise InstanceError(what, source=line.source, path=line.at())
-        out.append((m.group(1), m.group(2) if m.group(2) is not None else m.group(3)))
+        if m.group(2) and m.group(4) is not None and "=" in m.group(4):
+            # "Type= Count=4": Slurm's own parser takes "Count=4" as the type; no field of these
+            # files has such a value, so it is an empty value followed by the next field
+            raise InstanceError(f"{m.group(1)} has no value (the next field, {m.group(4)!r}, would be read as it)",
+                                source=line.source, path=line.at())
+        out.append((m.group(1), m.group(3) if m.group(3) is not None else m.group(4)))
         pos = m.end()
     return out
 
