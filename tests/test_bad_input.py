@@ -417,6 +417,13 @@ CSV_CASES: list[tuple[str, bytes | str, bytes | str, str, str]] = [
     ("jobs-lambda-small", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,0.5\n", "jobs", "line 2, column locality_penalty: must be at least 1, got '0.5'"),
     ("jobs-running-flag", GPU_OK, "job_id,num_gpus,model,is_running\n1,1,BERT,maybe\n", "jobs", "line 2, column is_running: must be true or false, got 'maybe'"),
     ("jobs-running-no-gpus", GPU_OK, "job_id,num_gpus,model,is_running\n8,1,BERT,true\n", "jobs", "line 2, column is_running: job 8 is marked running but holds no GPU"),
+    # read as the last copy, or as Python's numbers, with exit 0 (bad-input review)
+    ("jobs-dup-column", GPU_OK, "job_id,num_gpus,model,num_gpus\n1,4,BERT,2\n", "jobs", "header: column 'num_gpus' appears twice"),
+    ("jobs-dup-column-case", GPU_OK, "job_id,num_gpus,model,Model\n1,4,BERT,vgg19\n", "jobs", "header: column 'model' appears twice ('model' and 'Model'; column names are case-insensitive)"),
+    ("gpus-dup-column", GPU_OK.replace("PerfVar_classB\n", "PerfVar_classA\n"), JOBS_OK, "gpus", "header: column 'PerfVar_classA' appears twice"),
+    ("jobs-demand-underscore", GPU_OK, "job_id,num_gpus,model\n1,1_000,BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got '1_000'"),
+    ("jobs-demand-fullwidth", GPU_OK, "job_id,num_gpus,model\n1,\uff12,BERT\n", "jobs", "line 2, column num_gpus: must be a positive integer, got '\uff12'"),
+    ("factor-underscore", gpu_with(4, "PerfVar_classA", "1_0"), JOBS_OK, "gpus", "line 4, column PerfVar_classA: must be a number, got '1_0'"),
     ("jobs-not-running-but-holds", GPU_OK, "job_id,num_gpus,model,is_running\n7,2,BERT,false\n", "jobs", "line 2, column is_running: job 7 is marked not running but"),
 ]
 

@@ -329,3 +329,15 @@ def test_fallbacks_say_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
                                                                    if k not in fell)
     assert f"ilp: {len(fell)} round{'s' * (len(fell) != 1)} fell back to the greedy placement; the first, round {fell[0]}" in text
     assert log["note"][fell[0]] in text
+
+
+def test_a_class_given_twice_or_a_file_that_is_not_regular_is_refused(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``--variability classA=A.csv classA=B.csv`` kept B.csv silently; /dev/null was 'no such file'."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for p in (a, b):
+        p.write_text("node,gpu,perf\nn1,0,1.0\nn1,1,1.1\n")
+    _, err = _simulate(tmp_path, capsys, "--variability", f"classA={a}", f"classA={b}", code=2)
+    assert err.strip() == f"pal-opt: error: --variability: class 'classA' given twice (classA={a} and classA={b})"
+    _, err = _simulate(tmp_path, capsys, "--variability", "classA=/dev/null", code=2)
+    assert err.strip() == "pal-opt: error: /dev/null: --variability classA: not a regular file"

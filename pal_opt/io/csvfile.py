@@ -43,6 +43,14 @@ class CsvTable:
         self.header = header
         self.rows = rows
         self.row_label = row_label
+        seen: dict[str, str] = {}
+        for h in header:  # the last copy won: a wrong answer with exit 0 (bad-input review)
+            first = seen.get(h.lower())
+            if h and first is not None:
+                what = (f"column {h!r} appears twice" if first == h else
+                        f"column {h.lower()!r} appears twice ({first!r} and {h!r}; column names are case-insensitive)")
+                raise InstanceError(what, source=source, path="row 1" if row_label == "row" else "header")
+            seen[h.lower()] = h
         self._index = {h: i for i, h in enumerate(header)}
         self._lower = {h.lower(): i for i, h in reversed(list(enumerate(header)))}
 
@@ -104,7 +112,7 @@ class CsvTable:
         """A finite float cell (``nan``, ``inf`` and overflowing literals are errors), optionally
         positive or at least ``minimum``."""
         try:
-            v = float(text) if len(text) <= 64 else float("nan")
+            v = float(text) if len(text) <= 64 and _FLOAT.fullmatch(text.strip()) else float(_NOT_A_NUMBER)
         except ValueError:
             raise self.error(line, col, f"must be a number, got {_q(text)}") from None
         if not math.isfinite(v):
@@ -173,9 +181,17 @@ def _q(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...") if text else "an empty cell"
 
 
+#: A number as a CSV cell writes it: ASCII digits, an optional sign, point and exponent, or
+#: nan/inf (refused later, by name).  Python's ``int``/``float`` also take ``1_000`` and other
+#: scripts' digits (``２``), which no CSV writer means as numbers.
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+#: What ``float()`` is given for a cell that is not a number (it raises ValueError).
+_NOT_A_NUMBER = "not a number"
+
+
 def _cell_int(text: str) -> int | None:
     t = text.strip()
-    if not t or len(t) > MAX_INT_DIGITS + 3:
+    if not t or len(t) > MAX_INT_DIGITS + 3 or not _FLOAT.fullmatch(t):
         return None
     try:
         return int(t)

@@ -179,11 +179,7 @@ def _read_table(path: str | os.PathLike[str]) -> CsvTable:
         table = read_csv(path, what="trace file", row_label="row")
     except OSError as exc:
         raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=str(path)) from None
-    for c in (*TRACE_COLUMNS, "priority", "pipeline"):  # names are case-insensitive: one column each
-        same = [h for h in table.header if h.lower() == c]
-        if len(same) > 1:
-            how = f" ({' and '.join(map(repr, same))}; column names are case-insensitive)" if len(set(same)) > 1 else ""
-            raise InstanceError(f"column {c!r} appears twice{how}", source=str(path), path="row 1")
+    # a column named twice, in any case, is refused by the table (CsvTable)
     missing = [c for c in TRACE_COLUMNS if table.find(c) is None]
     if missing:
         raise InstanceError(

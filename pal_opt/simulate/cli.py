@@ -184,6 +184,7 @@ def _parse_variability(items: list[str]) -> dict[str, str]:
     from ..io.measurements import longhorn_paths
 
     out: dict[str, str] = {}
+    named: dict[str, str] = {}  # class -> the item that named it (a directory's files may be overridden)
     for item in items:
         cls, sep, path = item.partition("=")
         if not sep and Path(item).is_dir():
@@ -195,7 +196,11 @@ def _parse_variability(items: list[str]) -> dict[str, str]:
         if not sep or not cls or not path:
             raise OptionError(f"--variability expects CLASS=FILE or a directory, got {item!r}")
         if not Path(path).is_file():
-            raise InstanceError("no such file", source=path, path=f"--variability {cls}")
+            why = "not a regular file" if Path(path).exists() else "no such file"
+            raise InstanceError(why, source=path, path=f"--variability {cls}")
+        if cls in named:  # the last one was kept, silently
+            raise OptionError(f"--variability: class {cls!r} given twice ({named[cls]} and {item})")
+        named[cls] = item
         out[cls] = path
     return out
 

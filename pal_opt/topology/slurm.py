@@ -99,8 +99,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError, OptionError
-from ..options import check_cluster_size
 from ..model import RoundInstance
+from ..options import check_cluster_size
 from ..result import PlacementResult
 from .gres import gres_conf_gpus, node_types, resolve_gpus, slurm_conf_gpus
 from .hierarchy import Hierarchy, Topology, TopologyLevel
