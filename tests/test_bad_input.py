@@ -121,6 +121,10 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
     ("missing-cluster", mutate(deleter("", "cluster")), "cluster: is required"),
     ("missing-jobs", mutate(deleter("", "jobs")), "jobs: is required"),
     ("unknown-top", mutate(setter("jobz", [])), "jobz: unknown field"),
+    # exports crashed (TSV) or wrote XML that cannot be read back (bad-input review)
+    ("id-control", patched('"id": "r"', '"id": "a\\u0001b"'), "jobs[2].id: must be printable text (no control character"),
+    ("id-surrogate", patched('"id": "r"', '"id": "\\ud800"'), "jobs[2].id: must be printable text"),
+    ("rack-tab", patched('"rack": ["a", "a", "b"]', '"rack": ["a", "a", "b\\tc"]'), "must be printable text"),
     ("unknown-nested", mutate(setter("cluster.gpus.colour", [])), "cluster.gpus.colour: unknown field"),
     ("jobs-not-array", mutate(setter("jobs", {"0": 1})), "jobs: must be an array, got an object"),
     ("job-not-object", mutate(setter("jobs[1]", 5)), "jobs[1]: must be an object"),
