@@ -24,6 +24,7 @@ import enum
 import functools
 import logging
 import math
+import os
 import numbers  # numpy's scalars are registered as numbers.Real/Integral
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -59,6 +60,12 @@ DEFAULT_ROUND_LENGTH: float = 360.0
 #: ``--nodes`` × ``--gpus-per-node``): 16× the 65,536 GPUs the benchmarks measure.  A typo of a
 #: few digits more would otherwise try to allocate terabytes before saying anything.
 MAX_CLUSTER_GPUS: int = 1 << 20
+
+
+#: The most solver threads an option may ask for: HiGHS starts every thread asked for, so a typo
+#: such as ``--threads 5000`` turned a 4-GPU round's 0.2 s into 20 s (100,000: 216 GB of virtual
+#: memory); no machine pal-opt runs on has more cores than this.
+MAX_THREADS: int = 1024
 
 
 def check_cluster_size(gpus: int, what: str) -> None:
@@ -244,6 +251,9 @@ class SolveOptions:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not _is_int(v) or v < 1):
                 raise OptionError(f"{name} must be a positive integer, got {v!r}")
+        if self.threads is not None and self.threads > MAX_THREADS:  # HiGHS starts them all: 5000 took 20 s
+            raise OptionError(f"threads must be at most {MAX_THREADS} (this machine has {os.cpu_count()} CPUs), "
+                              f"got {self.threads!r}")
             if v is not None:
                 object.__setattr__(self, name, int(v))
         for name in ("warm_start", "deterministic", "respect_types"):

@@ -339,3 +339,10 @@ def test_check_against_another_round_says_which_round_the_placement_answers(tmp_
     assert rc == 1 and text.splitlines()[1] == f"  (it was solved for {mid}, not {PAPER}: another round?)"
     rc, text, _ = run(capsys, "check", mid, out)
     assert rc == 0
+
+
+def test_a_thread_count_past_any_machine_is_refused(capsys):
+    """HiGHS starts every thread asked for: --threads 5000 took 20 s on a 4-GPU round."""
+    rc, _, err = run(capsys, "solve", PAPER, "--method", "ilp", "--threads", 5000)
+    assert rc == 2 and err.startswith("pal-opt: error: threads must be at most 1024 (this machine has ")
+    assert run(capsys, "solve", PAPER, "--method", "ilp", "--threads", 2)[0] == 0
