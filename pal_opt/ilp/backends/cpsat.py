@@ -60,7 +60,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...deadline import Deadline
-from ...errors import BackendError
+from ...errors import BackendError, OptionError
 from ..program import Program
 from .base import (
     BackendInterrupted,
@@ -252,7 +252,10 @@ class CpSatBackend(ThreadedBackend):
 
         st, solver = raw, model.solver
         if st == cp_model.MODEL_INVALID:
-            raise BackendError(f"CP-SAT rejected the model: {model.model.validate()}")
+            why = model.model.validate()
+            if not why:  # the model is valid: a parameter is not (--backend-param max_time_in_seconds=-5)
+                raise OptionError(f"cpsat rejected backend parameter(s): {solver.solution_info()}")
+            raise BackendError(f"CP-SAT rejected the model: {why}")
         statuses = {cp_model.OPTIMAL: SolverStatus.OPTIMAL, cp_model.INFEASIBLE: SolverStatus.INFEASIBLE,
                     cp_model.FEASIBLE: SolverStatus.FEASIBLE}
         values = None
