@@ -72,7 +72,7 @@ from .inforce import repair_counts, round_of_result
 from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
 from .result import PlacementResult, Status
 
-__all__ = ["check", "violations", "checked_start", "Kind", "Violation", "ADMISSION_RULES"]
+__all__ = ["check", "violations", "checked_start", "Kind", "Violation", "ADMISSION_RULES", "RESULT_FIELDS"]
 
 ADMISSION_RULES: tuple[str, ...] = (
     "pal-order", "queue-order", "sticky", "pal-order-backfill", "queue-order-backfill", "sticky-backfill",
@@ -118,7 +118,7 @@ class Violation:
 
 #: The keys of a result dict (``PlacementResult.to_dict()``) that are not placements: a mapping
 #: without ``"placements"`` holding one of them (and no job of that id) is ambiguous.
-_RESULT_KEYS: frozenset[str] = frozenset(
+RESULT_FIELDS: frozenset[str] = frozenset(
     {f.name for f in dataclasses.fields(PlacementResult)} | {"spanning", "jobs_placed", "stages"})
 
 
@@ -142,7 +142,7 @@ def _as_result(instance: RoundInstance, result: PlacementResult | Mapping[str, A
     if isinstance(result, PlacementResult) or not isinstance(result, Mapping) or "placements" in result:
         return result
     ids = {str(j.id) for j in instance.jobs}
-    fields = sorted(str(k) for k in result if str(k) in _RESULT_KEYS and str(k) not in ids)
+    fields = sorted(str(k) for k in result if str(k) in RESULT_FIELDS and str(k) not in ids)
     if fields:
         raise InstanceError(f"missing: a result dict needs its placements (it has {', '.join(fields)}); "
                             "a bare {job id: [GPU ids]} mapping has only job ids", path="placements")

@@ -1054,3 +1054,18 @@ def test_cli_import_refused_as_written_prints_no_warning_before_its_error(tmp_pa
     rc, stdout, err = run(capsys, "import", "slurm", small, "--gpus-per-node", 8, "-o", out)
     assert rc == 0 and stdout.startswith(f"wrote {out}") and out.exists()
     assert err.startswith("pal-opt: warning: ") and "collapsed into the cluster level" in err, err
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("status", "weird", "status: must be one of optimal, feasible, infeasible, fallback"),
+    ("objective", "x", "objective: must be a number"),
+    ("admission", 3, "admission: must be a queue rule's name, got 3"),
+])
+def test_export_names_a_declared_field_the_file_got_wrong(field, value, message, tmp_path, capsys):
+    """It said ``placements: does not fit the instance: status: ...``: the wrong field and cause."""
+    cl = Cluster.from_arrays(list(range(4)), ["n1"] * 4, {"classA": [1.0] * 4})
+    inst = RoundInstance(cl, (Job("a", 2, "classA"),))
+    rc, _, err, out = _export(capsys, tmp_path, "slurm", inst, {"placements": {"a": [0, 1]}, field: value})
+    assert rc == 2 and not out.exists()
+    assert err.strip() == f"pal-opt: error: {tmp_path / 'p.json'}: {message}" or (
+        err.startswith(f"pal-opt: error: {tmp_path / 'p.json'}: {message}"))

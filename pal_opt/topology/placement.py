@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..check import Kind, violations
+from ..check import RESULT_FIELDS, Kind, violations
 from ..errors import InstanceError
 from ..model import Cluster, JobId, RoundInstance
 from ..result import PlacementResult
@@ -84,6 +84,10 @@ def _checked(
     bad = [v for v in violations(instance, placement) if v.kind in _UNAPPLIABLE]
     if bad:
         more = f" (and {len(bad) - 1} more problems)" if len(bad) > 1 else ""
+        field, sep, what = bad[0].message.partition(": ")
+        if bad[0].kind == Kind.FORM and sep and field.split(".")[0] in RESULT_FIELDS - {"placements", "stages"}:
+            # a declared field the file got wrong (status, objective, ...): named as such, not as placements
+            raise InstanceError(f"{what}{more}", source=source, path=field)
         raise InstanceError(f"does not fit the instance: {bad[0].message}{more}", source=source, path="placements")
     raw = placement.placements if isinstance(placement, PlacementResult) else placement.get("placements", {})
     return {str(k): [int(g) for g in v] for k, v in raw.items()}
