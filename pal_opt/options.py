@@ -24,8 +24,8 @@ import enum
 import functools
 import logging
 import math
-import os
 import numbers  # numpy's scalars are registered as numbers.Real/Integral
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
