@@ -453,3 +453,17 @@ def test_the_row_order_of_a_workload_does_not_change_the_run(tmp_path: Path, sia
                          "--policy", "sia", "-o", str(out), "--quiet"]) == 0
         docs.append(json.loads(out.read_text()))
     assert [(d["avg_jct"], d["restarts"]) for d in docs] == [(docs[0]["avg_jct"], docs[0]["restarts"])] * 2
+
+
+def test_a_profiles_path_that_is_a_file_or_an_empty_folder_says_so(tmp_path: Path) -> None:
+    """An empty folder gave "unknown application 'cifar10'; known: " (an empty list)."""
+    from pal_opt.errors import InstanceError
+    from pal_opt.hetero.profiles import application_names
+
+    with pytest.raises(InstanceError, match="no application in the profiles folder"):
+        application_names(tmp_path)
+    (tmp_path / "f.json").write_text("{}")
+    with pytest.raises(InstanceError, match="not a folder"):
+        application_names(tmp_path / "f.json")
+    with pytest.raises(InstanceError, match="profiles folder not found"):
+        application_names(tmp_path / "missing")

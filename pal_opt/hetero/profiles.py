@@ -644,8 +644,13 @@ def application_names(profiles_dir: str | os.PathLike[str]) -> tuple[str, ...]:
     """The applications (sub-folders) of a profiles folder, sorted."""
     root = Path(profiles_dir)
     if not root.is_dir():
-        raise InstanceError("profiles folder not found", source=str(root))
-    return tuple(sorted(p.name for p in root.iterdir() if p.is_dir()))
+        raise InstanceError("not a folder (the Sia artifact's profiles/ folder: one sub-folder per application)"
+                            if root.exists() else "profiles folder not found", source=str(root))
+    names = tuple(sorted(p.name for p in root.iterdir() if p.is_dir()))
+    if not names:
+        raise InstanceError("no application in the profiles folder (the Sia artifact's profiles/ has one sub-folder "
+                            "per application, such as cifar10/ with placements-<type>.csv)", source=str(root))
+    return names
 
 
 @functools.lru_cache(maxsize=8)

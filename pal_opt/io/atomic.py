@@ -132,7 +132,12 @@ def _create(target: str, name: str, kind: str, make: Callable[[str], None]) -> s
         except FileExistsError:
             continue
         except OSError as exc:  # name the file the user asked for, not the temporary one
-            raise type(exc)(exc.errno, f"cannot write: {exc.strerror}", name) from None
+            why = exc.strerror
+            if exc.errno == errno.ENOENT:  # "No such file or directory" for /proc/version misled
+                where = directory or "."
+                why = (f"no new file can be made in {where} ({exc.strerror})" if os.path.isdir(where)
+                       else f"directory {where} does not exist")
+            raise type(exc)(exc.errno, f"cannot write: {why}", name) from None
         return path
     raise FileExistsError(errno.EEXIST, "cannot write: no free temporary name beside it", name)
 
