@@ -332,12 +332,20 @@ def _describe(inst: Any) -> str:
     )
 
 
+#: The longest queue ``pal-opt generate`` writes: about 70 bytes a job, so the file stays under
+#: the readers' 64 MiB limit.
+MAX_GENERATED_JOBS = 800_000
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from . import __version__
     from .generate import generate_instance, generate_typed_instance
     from .io import longhorn_paths, save_instance
 
     refuse_overwriting_inputs({"--out": args.output}, _directory_inputs(args))
+    if args.jobs > MAX_GENERATED_JOBS:  # 10,000,000 ran for minutes, to a file no reader would take
+        raise OptionError(f"--jobs: at most {MAX_GENERATED_JOBS:,} (its instance file would pass the 64 MiB read "
+                          f"limit, docs/limits.md), got {args.jobs:,}")
     meas = None
     if args.measurements:
         meas = longhorn_paths(args.measurements)

@@ -346,3 +346,11 @@ def test_a_thread_count_past_any_machine_is_refused(capsys):
     rc, _, err = run(capsys, "solve", PAPER, "--method", "ilp", "--threads", 5000)
     assert rc == 2 and err.startswith("pal-opt: error: threads must be at most 1024 (this machine has ")
     assert run(capsys, "solve", PAPER, "--method", "ilp", "--threads", 2)[0] == 0
+
+
+def test_generate_refuses_a_queue_no_reader_would_take(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    rc, _, err = run(capsys, "generate", "--nodes", 4, "--gpus-per-node", 4, "--jobs", 10_000_000, "-o", out)
+    assert rc == 2 and not out.exists()
+    assert err.strip() == ("pal-opt: error: --jobs: at most 800,000 (its instance file would pass the 64 MiB read "
+                           "limit, docs/limits.md), got 10,000,000")

@@ -67,7 +67,7 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
     src = os.fspath(path)
     p = Path(path)
     if p.is_dir():
-        raise InstanceError(f"is a directory, expected a {what}", source=src)
+        raise InstanceError(f"is a directory, expected {'an' if what[:1] in 'aeiou' else 'a'} {what}", source=src)
     size = p.stat().st_size
     if size > max_bytes:
         raise InstanceError(
