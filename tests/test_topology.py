@@ -532,6 +532,13 @@ GRAPHML_BAD = [
     (_graphml([("s", "g")], {"s": _S, "g": {**_G, "factor_a": 1.0, "throughput_a": 2.0}}), "needs GPU types"),
     ("<graphml><graph>", "invalid XML"),
     ("<graphml/>", "graph"),
+    # networkx named no node for these, or reported what it made of them ("needs a kind")
+    (_graphml([("s", "g")], {"s": _S, "g": {**_G, "factor_a": 1.0}}).replace(">1.0<", ">abc<"),
+     r"node 'g'\.factor_a: 'abc' is not a double"),
+    (_graphml([("s", "g")], {"s": _S, "g": _G}).replace('<node id="g">', '<node id="s"/><node id="g">'),
+     "node 's': declared twice"),
+    (_graphml([("s", "g")], {"s": _S, "g": _G}).replace('target="g"', 'target="zz"'),
+     "edge 's' -> 'zz': node 'zz' is not declared"),
 ]
 
 

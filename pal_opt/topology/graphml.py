@@ -71,11 +71,70 @@ def _read(text: str, source: str) -> nx.DiGraph:
     except ET.ParseError as exc:  # its text names the line and column
         raise InstanceError(f"invalid XML: {exc}", source=source) from None
     except (nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        where = _bad_value(text) if isinstance(exc, ValueError) else None  # networkx names no node
+        if where is not None:
+            raise InstanceError(where[1], source=source, path=where[0]) from None
         raise InstanceError(f"not a GraphML graph networkx can read: {exc}", source=source) from None
+    _declared_once(text, source)
     if not g.is_directed() or g.is_multigraph():
         raise InstanceError("must be a simple directed graph (edgedefault=\"directed\", edges parent -> child)",
                             source=source, path="graph")
     return g
+
+
+_GRAPHML = "{http://graphml.graphdrawing.org/xmlns}"
+#: GraphML's attribute types that networkx converts, with how it converts them.
+_CONVERT: dict[str, Any] = {"int": int, "long": int, "float": float, "double": float}
+
+
+def _elements(text: str) -> list[ET.Element]:
+    """The XML's elements (namespace or not), in document order."""
+    return list(ET.fromstring(text).iter())  # the parser networkx used on the same text
+
+
+def _tag(el: ET.Element) -> str:
+    return el.tag.removeprefix(_GRAPHML)
+
+
+def _bad_value(text: str) -> tuple[str, str] | None:
+    """(path, message) of the first ``<data>`` value its key's ``attr.type`` cannot read, which
+    networkx reports without saying where; None if none is found."""
+    els = _elements(text)
+    keys = {k.get("id"): (k.get("attr.name"), k.get("attr.type")) for k in els if _tag(k) == "key"}
+    for owner in els:
+        if _tag(owner) not in ("node", "edge"):
+            continue
+        what = (f"node {owner.get('id')!r}" if _tag(owner) == "node"
+                else f"edge {owner.get('source')!r} -> {owner.get('target')!r}")
+        for d in owner:
+            name, kind = keys.get(d.get("key"), (None, None))
+            convert = _CONVERT.get(kind or "")
+            if convert is None:
+                continue
+            try:
+                convert(d.text or "")
+            except ValueError:
+                return f"{what}.{name}", f"{(d.text or '')!r} is not a {kind} (the key's attr.type)"
+    return None
+
+
+def _declared_once(text: str, source: str) -> None:
+    """A node declared twice is merged by networkx, and an edge to an undeclared node makes one
+    without attributes: both reported as what they are (they read as "needs a kind")."""
+    els = _elements(text)
+    seen: set[str | None] = set()
+    for el in els:
+        if _tag(el) == "node":
+            nid = el.get("id")
+            if nid in seen:
+                raise InstanceError("declared twice", source=source, path=f"node {nid!r}")
+            seen.add(nid)
+    for el in els:
+        if _tag(el) == "edge":
+            for end in (el.get("source"), el.get("target")):
+                if end not in seen:
+                    raise InstanceError(f"node {end!r} is not declared", source=source,
+                                        path=f"edge {el.get('source')!r} -> {el.get('target')!r}")
 
 
 def _structure(g: nx.DiGraph, source: str) -> tuple[dict[Any, str], dict[Any, Any]]:
