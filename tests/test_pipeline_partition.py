@@ -391,7 +391,9 @@ BAD_PROFILES = {
     "duplicate layer": (GOOD.replace("node3 --", "node1 --", 1), "line 3: layer 'node1' declared twice"),
     "undeclared edge end": (GOOD + "\tnode3 -- node9\n", "line 6: edge names layer 'node9'"),
     "self loop": (GOOD + "\tnode2 -- node2\n", "line 6: edge from layer 'node2' to itself"),
-    "cycle": (GOOD + "\tnode3 -- node1\n", "the layer graph has a cycle"),
+    # named by the edge that closes it (it named the first edge of the file on the cycle)
+    "cycle": (GOOD + "\tnode3 -- node1\n", "line 6: the layer graph has a cycle, node1 -> node2 -> node3 -> node1, "
+                                          "closed by edge node3 -> node1"),
     "bad edge": (GOOD + "\tnode1 -> node2\n", "line 6: malformed edge line"),
     "only inputs": (layer_line("node1", 1.0, desc="Input") + "\n", "no layers are left"),
     "disconnected": (GOOD + layer_line("node4", 1.0) + "\n", "line 6: layer node4 is not connected to the first source node1"),
@@ -604,7 +606,7 @@ def test_profiles_and_results_are_immutable_and_compare_by_value() -> None:
     assert profile.successors == ((1,), ()) and profile.topological_order == (0, 1)
     with pytest.raises(AttributeError, match="immutable"):
         profile.layers = ()  # type: ignore[misc]
-    with pytest.raises(InstanceError, match=r"<memory>: edges\[0\]: the layer graph has a cycle through edge a -> b"):
+    with pytest.raises(InstanceError, match=r"<memory>: edges\[1\]: the layer graph has a cycle, a -> b -> a, closed by edge b -> a"):
         Profile([a, b], [(0, 1), (1, 0)])
     result = partition(profile, [2], [1e10])
     with pytest.raises(AttributeError):

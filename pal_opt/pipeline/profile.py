@@ -68,6 +68,28 @@ class Layer(NamedTuple):
         return (self.forward_ms + self.backward_ms) / 1000.0
 
 
+
+def _find_cycle(nodes: set[int], successors: Sequence[Sequence[int]]) -> list[int]:
+    """One cycle (its nodes in order) of the graph on ``nodes``, or [] if it has none."""
+    state: dict[int, int] = {}  # 1: on the current path, 2: done
+    for root in sorted(nodes):
+        if root in state:
+            continue
+        path, stack = [root], [iter(v for v in successors[root] if v in nodes)]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(v for v in successors[nxt] if v in nodes))
+    return []
+
 class Profile:
     """A layer graph: layers in file order and directed edges between them.
 
@@ -157,15 +179,20 @@ class Profile:
         return tuple(order)
 
     def _raise_cycle(self, stuck: set[int]) -> None:
-        for e, (u, v) in enumerate(self.edges):
-            if u in stuck and v in stuck:
-                line = self.edge_lines[e] if e < len(self.edge_lines) else 0
-                where = f"line {line}" if line else f"edges[{e}]"
-                raise InstanceError(
-                    f"the layer graph has a cycle through edge {self.layers[u].id} -> {self.layers[v].id}",
-                    source=self.source, path=where,
-                )
-        raise InstanceError("the layer graph has a cycle", source=self.source)  # pragma: no cover
+        """Name a cycle among the layers the topological order could not reach, by its edge that
+        comes last in the file (the one that closed it; any edge of it was named before, and
+        nodes downstream of a cycle are stuck too without being on it)."""
+        edge_of = {(u, v): e for e, (u, v) in enumerate(self.edges)}
+        cycle = _find_cycle(stuck, self.successors)
+        if not cycle:  # pragma: no cover - a stuck set always holds a cycle
+            raise InstanceError("the layer graph has a cycle", source=self.source)
+        pairs = list(zip(cycle, cycle[1:] + cycle[:1], strict=True))
+        e = max((edge_of[p] for p in pairs), key=lambda k: (self.edge_lines[k] if k < len(self.edge_lines) else 0, k))
+        u, v = self.edges[e]
+        line = self.edge_lines[e] if e < len(self.edge_lines) else 0
+        names = " -> ".join(self.layers[k].id for k in [*cycle, cycle[0]])
+        raise InstanceError(f"the layer graph has a cycle, {names}, closed by edge {self.layers[u].id} -> "
+                            f"{self.layers[v].id}", source=self.source, path=f"line {line}" if line else f"edges[{e}]")
 
     def prepared(self) -> Profile:
         """The graph PipeDream's optimiser partitions.
