@@ -3,6 +3,7 @@ pal-opt's ``ilp`` with types (level program + core round program) and type-blind
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -115,10 +116,12 @@ def test_simulate_with_variability_keeps_the_files_and_reports_the_slowdown(
     ("which", "args", "message"),
     [
         ("sia", ["--queue", "las"], "--queue does not apply to a sia trace"),
-        ("sia", ["--plot", "x.png"], "--plot does not apply to a sia trace"),
+        ("sia", ["--gap", "0.01"], "--gap does not apply to a sia trace"),
         ("sia", [], "--profiles DIR is required for a sia trace"),
-        ("sia", ["--profiles", "P", "--policy", "sia,ilp"], "--policy on a sia trace takes one of"),
-        ("sia", ["--profiles", "P", "--policy", "pmfirst"], "--policy on a sia trace takes one of"),
+        ("sia", ["--profiles", "P", "--policy", "sia,pmfirst"], "--policy on a sia trace takes sia, ilp, pal, packed, "
+                                                                "gavel, got pmfirst"),
+        ("sia", ["--profiles", "P", "--policy", "pmfirst"], "--policy on a sia trace takes sia, ilp, pal, packed, gavel, "
+                                                            "got pmfirst"),
         ("sia", ["--profiles", "P", "--variability", "aws=x.csv"], "expects TYPE:CLASS=FILE"),
         ("sia", ["--profiles", "P", "--variability", "h100:classA=V"], "unknown GPU type 'h100'"),
         ("pal", ["--profiles", "P"], "--profiles does not apply to a pal trace"),
@@ -437,3 +440,30 @@ def test_a_run_with_variability_reports_its_slowdown_above_the_floor(
     assert floor("cifar10", list(range(64))) == var.raw["classA"].max()  # the whole cluster: its slowest GPU
     nominal = simulate_sia(prefix, apps, cluster, SimConfig(method="sia")).summary()
     assert nominal["variability_slowdown"] is None
+
+
+def test_several_policies_on_a_sia_trace_share_one_run_with_a_table_and_a_figure(
+    sia_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sia against ilp and PAL on one workload, cluster and draw took three runs and a plot by
+    hand: now one command, as on a PAL trace (the results, a per-job table, a JCT CDF)."""
+    pytest.importorskip("matplotlib")
+    trace = _trace(sia_dir, tmp_path)
+    out, table, fig = tmp_path / "r.json", tmp_path / "jobs.csv", tmp_path / "cdf.png"
+    rc = cli.main(["simulate", str(trace), "--cluster", PAPER, "--profiles", str(sia_dir / "profiles"),
+                   "--policy", "sia,pal", "--jobs-csv", str(table), "--plot", str(fig), "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    assert doc["policies"] == ["sia", "pal"] and set(doc["results"]) == {"sia", "pal"}
+    sia, pal = doc["results"]["sia"], doc["results"]["pal"]
+    alone = tmp_path / "sia.json"  # the same run as a single-policy one
+    assert cli.main(["simulate", str(trace), "--cluster", PAPER, "--profiles", str(sia_dir / "profiles"),
+                     "--quiet", "--out", str(alone)]) == 0
+    assert json.loads(alone.read_text())["avg_jct"] == sia["avg_jct"]
+    rows = list(csv.DictReader(table.open()))
+    assert [r["policy"] for r in rows] == ["sia"] * sia["n_jobs"] + ["pal"] * pal["n_jobs"]
+    assert float(rows[0]["jct"]) == sia["job_results"][0]["jct"]
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"avg JCT against sia: pal {pal['avg_jct'] / sia['avg_jct'] - 1:+.1%}" in text
+    assert f"wrote {out}, {table}, {fig}" in text

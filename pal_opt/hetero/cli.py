@@ -14,14 +14,25 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..cliargs import input_file, nonempty, nonneg_int, output_file, positive_float, refuse_overwriting_inputs
+from ..cliargs import (
+    check_plot_target,
+    input_file,
+    nonempty,
+    nonneg_int,
+    output_file,
+    positive_float,
+    refuse_overwriting_inputs,
+)
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
 
@@ -107,6 +118,10 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help="stop after this much simulated time even with unfinished jobs (default 720)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="OUT.json",
                    help="result file (written atomically)")
+    p.add_argument("--jobs-csv", type=output_file, default=None, metavar="JOBS.csv",
+                   help="per-job table (name, application, kind, submit/start/completion time, JCT, restarts, epochs)")
+    p.add_argument("--plot", type=output_file, default=None, metavar="FIG.png",
+                   help="JCT CDF (needs matplotlib: pip install 'pal-opt[plot]')")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     p.set_defaults(func=run, handler=run)
     return p
@@ -180,7 +195,8 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
     return workload, apps, build_cluster(spec, apps, os.fspath(args.profiles))
 
 
-def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, variability: Any) -> dict[str, Any]:
+def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, params: Any,
+              variability: Any) -> dict[str, Any]:
     from dataclasses import asdict
 
     from ..simulate.fields import PER_JOB_FIELD, SIA_FILE_ALIASES, with_aliases
@@ -188,8 +204,8 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
     doc: dict[str, Any] = {
         "trace": os.fspath(args.trace),
         "trace_format": "sia",
-        "policy": args.policy,
-        "ilp_mode": (getattr(args, "ilp_mode", None) or ILP_MODES[0]) if args.policy == "ilp" else None,
+        "policy": policy,
+        "ilp_mode": (getattr(args, "ilp_mode", None) or ILP_MODES[0]) if policy == "ilp" else None,
         "cluster": {t.name: {"nodes": t.nodes, "gpus_per_node": t.gpus_per_node, "node_limit": t.node_limit}
                     for t in cluster},
         "round_seconds": args.round,
@@ -210,35 +226,59 @@ def _document(args: argparse.Namespace, result: Any, cluster: Any, params: Any, 
     return with_aliases(doc, SIA_FILE_ALIASES)  # "jobs": the same list, deprecated
 
 
-def _check_policy_flags(args: argparse.Namespace) -> None:
+def _check_policy_flags(args: argparse.Namespace, policies: list[str]) -> None:
     """Flags that would change nothing are refused, as ``pal-opt solve`` refuses an option of
-    another method: ``--backend`` and ``--time-limit`` for a policy that solves no program, and
-    ``--seed`` without ``--variability`` (it seeds only the per-GPU variability draw)."""
+    another method: ``--backend`` and ``--time-limit`` when no policy solves a program,
+    ``--ilp-mode`` without ``ilp``, and ``--seed`` without ``--variability`` (it seeds only the
+    per-GPU variability draw)."""
     from .methods import HETERO_POLICIES
 
     bad = [f for f, v in (("--backend", args.backend), ("--time-limit", args.time_limit)) if v is not None]
-    if bad and not HETERO_POLICIES.get_item(args.policy).program:
+    if bad and not any(HETERO_POLICIES.get_item(p).program for p in policies):
         programs = ", ".join(n for n in HETERO_POLICIES.names() if HETERO_POLICIES.get_item(n).program)
+        shown = ", ".join(map(repr, policies))
         raise OptionError(f"{' and '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to policy "
-                          f"{args.policy!r}: it solves no integer program ({programs} do)")
+                          f"{shown}: {'it solves' if len(policies) == 1 else 'they solve'} no integer program "
+                          f"({programs} do)")
+    mode = getattr(args, "ilp_mode", None)
+    if mode is not None and "ilp" not in policies:
+        raise OptionError(f"--ilp-mode applies to --policy ilp only, not --policy {','.join(policies)}")
     if args.seed is not None and not args.variability:
         raise OptionError("--seed seeds the per-GPU variability draw: without --variability every GPU is nominal "
                           "and nothing is drawn")
 
 
+def _policies(args: argparse.Namespace) -> list[str]:
+    """The policies asked for, in order, each once (``simulate`` takes a list, ``simulate-sia`` one)."""
+    given = args.policy if isinstance(args.policy, list) else [args.policy]
+    names = hetero_policy_names()
+    bad = [p for p in given if p not in names]
+    if bad:
+        raise OptionError(f"--policy on a sia trace takes {', '.join(names)}, got {','.join(bad)}")
+    if len(set(given)) != len(given):
+        raise OptionError(f"--policy names a policy twice: {','.join(given)}")
+    return list(given)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Handle the command; returns the exit status (0)."""
-    from ..io import atomic_write_text
+    """Handle the command (one policy or several, on the same workload, cluster and draw);
+    returns the exit status (0)."""
+    from ..io.atomic import atomic_write_files
     from .policy import SiaParams
     from .simulate import SimConfig, simulate_sia
 
-    refuse_overwriting_inputs({"--out": args.out}, simulation_inputs(args))
-    parent = Path(args.out).parent
-    if str(parent) and not parent.is_dir():
-        raise OptionError(f"--out: directory {str(parent)!r} does not exist")
+    policies = _policies(args)
+    outputs = {"--out": args.out, "--jobs-csv": getattr(args, "jobs_csv", None), "--plot": getattr(args, "plot", None)}
+    refuse_overwriting_inputs(outputs, simulation_inputs(args))
+    for flag, target in outputs.items():
+        parent = Path(target).parent if target else None
+        if parent is not None and str(parent) and not parent.is_dir():
+            raise OptionError(f"{flag}: directory {str(parent)!r} does not exist")
+    if outputs["--plot"]:
+        check_plot_target(outputs["--plot"])  # before the simulation, not after it
     from ..ilp.backends import get_backend
 
-    _check_policy_flags(args)
+    _check_policy_flags(args, policies)
     # an unknown or missing solver is reported before any work; the result names the one used
     backend = get_backend(args.backend).name
     workload, apps, cluster = _load(args)
@@ -247,14 +287,30 @@ def run(args: argparse.Namespace) -> int:
     variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster),
                                    seed=args.seed or 0)
     params = SiaParams(backend=backend, time_limit=args.time_limit)
-    config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
-                       method=args.policy, variability=variability,
-                       **ilp_mode_config(getattr(args, "ilp_mode", None), args.policy))
+    docs: dict[str, dict[str, Any]] = {}
+    results: dict[str, Any] = {}
+    for policy in policies:
+        config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
+                           method=policy, variability=variability,
+                           **ilp_mode_config(getattr(args, "ilp_mode", None) if policy == "ilp" else None, policy))
+        with _progress_bar(args, len(workload), policy) as progress:
+            results[policy] = simulate_sia(workload, apps, cluster, config, progress=progress)
+        docs[policy] = _document(args, policy, results[policy], cluster, params, variability)
+    atomic_write_files(_outputs(outputs, docs))
+    if not args.quiet:
+        _print_summaries(args, docs, results, [f for f in outputs.values() if f])
+    return 0
+
+
+@contextlib.contextmanager
+def _progress_bar(args: argparse.Namespace, jobs: int, policy: str) -> Iterator[Any]:
+    """``progress(rounds, done, total, now)`` for :func:`simulate_sia`: a bar of jobs done on a
+    terminal (not with ``--quiet``), else nothing."""
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
 
-        bar = tqdm(total=len(workload), unit="job", file=sys.stderr, desc=f"simulate {args.policy}")
+        bar = tqdm(total=jobs, unit="job", file=sys.stderr, desc=f"simulate {policy}")
 
     def progress(rounds: int, done: int, total: int, now: float) -> None:
         if bar is not None:
@@ -262,33 +318,70 @@ def run(args: argparse.Namespace) -> int:
             bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
 
     try:
-        result = simulate_sia(workload, apps, cluster, config, progress=progress)
+        yield progress
     finally:
         if bar is not None:
             bar.close()
-    doc = _document(args, result, cluster, params, variability)
-    atomic_write_text(args.out, json.dumps(doc, indent=1) + "\n")
-    if not args.quiet:
+
+
+#: The per-job table's columns (``--jobs-csv``), after ``policy`` when several ran.
+SIA_JOB_COLUMNS = ("name", "application", "kind", "submit_time", "start_time", "completion_time", "jct", "restarts",
+                   "epochs")
+
+
+def _outputs(paths: dict[str, str | None], docs: dict[str, dict[str, Any]]) -> dict[str, bytes]:
+    """Every file asked for, as bytes, all made before any is written (written all or none)."""
+    from ..simulate.fields import PER_JOB_FIELD
+
+    several = len(docs) > 1
+    body = {"policies": list(docs), "results": docs} if several else next(iter(docs.values()))
+    out: dict[str, bytes] = {str(paths["--out"]): (json.dumps(body, indent=1) + "\n").encode()}
+    if paths["--jobs-csv"]:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow((("policy",) if several else ()) + SIA_JOB_COLUMNS)
+        for policy, doc in docs.items():
+            for row in doc[PER_JOB_FIELD]:
+                cells = ["" if row[c] is None else row[c] for c in SIA_JOB_COLUMNS]
+                w.writerow([policy, *cells] if several else cells)
+        out[str(paths["--jobs-csv"])] = buf.getvalue().encode()
+    if paths["--plot"]:
+        from ..simulate.metrics import jct_figure
+
+        out[str(paths["--plot"])] = jct_figure(docs, paths["--plot"])
+    return out
+
+
+def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], results: dict[str, Any],
+                     written: list[str]) -> None:
+    """A line per policy, and with several the average JCT of each against the first and the
+    files written."""
+    for policy, doc in docs.items():
         # None when no job completed (then n_completed says 0): "-", as the PAL simulator prints it
         avg, p99, mk = (f"{doc[k] / 3600.0:.2f} h" if doc[k] is not None else "-" for k in ("avg_jct", "p99_jct", "makespan"))
         print(
-            f"{args.policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg}, p99 JCT {p99}, "
+            f"{policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg}, p99 JCT {p99}, "
             f"makespan {mk}, utilisation {doc['utilisation']:.3f}, restarts/job "
             f"{doc['avg_restarts_per_job']:.2f}"
             + (f", slowdown {v['mean']:.3f} (placement floor {v['placement_floor']:.3f})"
                if (v := doc.get("variability_slowdown")) else "")
-            + f", {doc['wall_seconds']:.0f} s -> {args.out}"
+            + f", {doc['wall_seconds']:.0f} s wall -> {args.out}"
         )
-        for name, why in result.unplaceable.items():
+        for name, why in results[policy].unplaceable.items():
             print(f"unplaceable: job {name}: {why}")
-    return 0
+    if len(docs) > 1:
+        first, ref = next(iter(docs)), next(iter(docs.values()))["avg_jct"]
+        parts = [f"{p} {d['avg_jct'] / ref - 1:+.1%}" for p, d in list(docs.items())[1:] if ref and d["avg_jct"] is not None]
+        if parts:
+            print(f"avg JCT against {first}: {', '.join(parts)}")
+    if len(written) > 1:
+        print(f"wrote {', '.join(written)}")
 
 
 #: ``pal-opt simulate`` flags that only a PAL trace takes, with their defaults.
 _PAL_ONLY = {
     "queue": "fifo", "locality_penalty": 1.7, "rack_penalty": None, "restart_cost": 0.0, "binning": "pal-artifact",
-    "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "jobs_csv": None,
-    "plot": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
+    "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
     # the simulator of GPU types has no failures
     "failures": False, "gpu_mtbf": None, "server_mtbf": None, "failure_scale": None, "repair_time": None,
     "checkpoint_interval": None, "failure_seed": None,
@@ -326,14 +419,11 @@ def hetero_only_policies() -> tuple[str, ...]:
 
 
 def run_folded(args: argparse.Namespace) -> int:
-    """``pal-opt simulate`` on a Sia trace: the arguments mapped onto :func:`run`'s."""
-    names = hetero_policy_names()
-    if len(args.policy) != 1 or args.policy[0] not in names:
-        raise OptionError(f"--policy on a sia trace takes one of {', '.join(names)}, got {','.join(args.policy)}")
+    """``pal-opt simulate`` on a Sia trace: the arguments mapped onto :func:`run`'s (several
+    policies run one after the other, as on a PAL trace)."""
     if args.profiles is None:
         raise OptionError("--profiles DIR is required for a sia trace")
     ns = argparse.Namespace(**vars(args))
-    ns.policy = args.policy[0]
     ns.cluster = DEFAULT_CLUSTER if args.cluster is None else args.cluster
     ns.round = args.round or 60.0
     ns.max_hours = args.max_hours or 720.0

@@ -34,6 +34,7 @@ __all__ = [
     "plot_utilization",
     "plot_result",
     "result_figure",
+    "jct_figure",
     "require_matplotlib",
 ]
 
@@ -285,11 +286,16 @@ def _figure_bytes(
 def _figure_title(results: Mapping[str, Any]) -> str:
     """What was simulated, from the first result's config: trace file, cluster, round length and
     seed ("" when the results carry no config)."""
-    cfg = next(iter(results.values()), None)
-    cfg = _as_dict(cfg).get("config") or {} if cfg is not None else {}
+    doc = next(iter(results.values()), None)
+    doc = _as_dict(doc) if doc is not None else {}
+    cfg = doc.get("config") or doc  # the simulator of GPU types keeps its settings at the top
+    cluster = cfg.get("cluster")
+    if isinstance(cluster, Mapping):  # {type: {nodes, gpus_per_node, ...}}
+        cluster = ",".join(f"{t}:{c['nodes']}x{c['gpus_per_node']}" for t, c in cluster.items())
+    length = cfg.get("round_length") or cfg.get("round_seconds")
     parts = [os.path.basename(str(cfg["trace"])) if cfg.get("trace") else None,
-             f"cluster {cfg['cluster']}" if cfg.get("cluster") else None,
-             f"{cfg['round_length']:g} s rounds" if cfg.get("round_length") else None,
+             f"cluster {cluster}" if cluster else None,
+             f"{length:g} s rounds" if length else None,
              f"seed {cfg['seed']}" if cfg.get("seed") is not None else None]
     return ", ".join(p for p in parts if p)
 
@@ -310,6 +316,12 @@ def result_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> b
     """The figure :func:`plot_result` writes to ``path``, as bytes in ``path``'s format (drawn
     before any output is written, so that a failure to draw leaves no output behind)."""
     return _figure_bytes(path, (12, 4), results, _draw_cdf, _draw_util)
+
+
+def jct_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> bytes:
+    """The JCT CDF alone (one line per ``{label: result dict}``), as bytes in ``path``'s format:
+    the figure of a simulation without a per-round log (the simulator of GPU types)."""
+    return _figure_bytes(path, (6.5, 4), results, _draw_cdf)
 
 
 def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
