@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ilp_rounds import rounds
@@ -63,3 +66,28 @@ def test_with_gpu_types_a_tie_goes_to_the_server_the_others_value_least():
     form = build_formulation(inst, [0, 1], factors=binned_factors(cl, "none"))
     placement = packing_greedy(form)
     assert placement == {"d": (4, 5, 6, 7), "a": (0, 1, 2, 3)}
+
+
+def test_on_racks_the_large_gangs_first_start_is_offered_and_can_be_cheaper():
+    """Small jobs placed first take the fast GPUs of both racks (servers 0 and 2); the 8-GPU gang
+    left with a slow server in each rack pays the cross-rack penalty (8 ln(1.2 x 2.5) = 8.79).
+    Placed first, it takes one rack (8 ln(1.2 x 1.7) = 5.70) and the small jobs the rest (0.73)."""
+    from pal_opt.cost import evaluate
+    from pal_opt.ilp.formulation import build_formulation
+    from pal_opt.ilp.heuristic import start_placements
+    from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+
+    server = [s for s in range(4) for _ in range(4)]
+    factors = [1.0 if s in (0, 2) else 1.2 for s in server]
+    cl = Cluster.from_arrays(range(16), server, {"classA": factors}, None, {0: "r0", 1: "r0", 2: "r1", 3: "r1"})
+    loc = (1.0, 1.7, 2.5)
+    jobs = (Job("big", 8, "classA", locality=loc),
+            *(Job(f"s{k}", 2, "classA", locality=loc) for k in range(4)))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    form = build_formulation(inst)
+    starts = start_placements(form)
+    cost = {k: evaluate(inst, p, form.factors).cost for k, p in starts.items()}
+    assert cost["packing"] == pytest.approx(8 * math.log(3.0))
+    assert cost["packing-large"] == pytest.approx(8 * math.log(1.2 * 1.7) + 4 * math.log(1.2))
+    flat = RoundInstance(Cluster.from_arrays(range(16), server, {"classA": factors}), jobs, RoundParams(binning="none"))
+    assert "packing-large" not in start_placements(build_formulation(flat))  # only where racks can fragment
