@@ -118,6 +118,9 @@ def output_file(text: str) -> str:
     """
     if not text.strip():
         raise argparse.ArgumentTypeError("empty file name")
+    if text == "-":  # the Unix spelling of standard output, which was written to a file named "-"
+        raise argparse.ArgumentTypeError("'-' (standard output) is not supported; give a file name (./- for a file "
+                                         "named so)")
     if os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} is a directory; give a file name")
     return text

@@ -354,3 +354,9 @@ def test_generate_refuses_a_queue_no_reader_would_take(tmp_path, capsys):
     assert rc == 2 and not out.exists()
     assert err.strip() == ("pal-opt: error: --jobs: at most 800,000 (its instance file would pass the 64 MiB read "
                            "limit, docs/limits.md), got 10,000,000")
+
+
+def test_dash_as_an_output_is_refused_rather_than_written_as_a_file_named_dash(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, _, err = run(capsys, "solve", PAPER, "-o", "-")
+    assert rc == 2 and "'-' (standard output) is not supported" in err and not (tmp_path / "-").exists()
