@@ -526,7 +526,7 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     ]
     if result.jobs_to_terminate:
         lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
-    _finish_report(args, result, lines)
+    _finish_report(args, result, lines, inst)
 
 
 def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:
@@ -556,7 +556,39 @@ def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:
     return lines
 
 
-def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str, str]]) -> None:
+def jobs_table(inst: Any, result: Any) -> str:
+    """``--show-jobs``: a line per queued job, in queue order: its GPUs by server (``server:ids``),
+    its slowdown on them (the binned factors it was placed by, times the locality penalty), and
+    what the round does to it: ``starts``, ``keeps`` its GPUs, ``moves``, is ``preempted``,
+    ``waits`` or is ``unplaceable``."""
+    from .binning import binned_factors
+    from .cost import job_slowdown
+
+    cl = inst.cluster
+    factors = binned_factors(cl, result.info.get("binning") or inst.params.binning)
+    placed = {str(k): v for k, v in result.placements.items()}
+    moved = {str(j) for j in result.jobs_to_terminate}
+    cannot = {str(j) for j in result.unplaceable}
+    rows = [("job", "demand", "state", "slowdown", "GPUs by server")]
+    for job in inst.jobs:
+        gpus = placed.get(str(job.id))
+        running = job.placement is not None
+        if gpus is None:
+            state = "unplaceable" if str(job.id) in cannot else "preempted" if running else "waits"
+            rows.append((str(job.id), str(job.demand), state, "", ""))
+            continue
+        state = "moves" if str(job.id) in moved else "keeps" if running else "starts"
+        by_server: dict[Any, list[int]] = {}
+        for g in gpus:
+            by_server.setdefault(cl.server_ids[int(cl.server_of[cl.position[g]])], []).append(int(g))
+        where = " ".join(f"{s}:{','.join(map(str, ids))}" for s, ids in by_server.items())
+        rows.append((str(job.id), str(job.demand), state, f"{job_slowdown(inst, factors, job, tuple(gpus)):.4f}", where))
+    widths = [max(len(r[k]) for r in rows) for k in range(4)]
+    return "\n".join("  ".join([*(c.ljust(w) for c, w in zip(r[:4], widths, strict=True)), r[4]]).rstrip()
+                     for r in rows)
+
+
+def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str, str]], inst: Any = None) -> None:
     """Add the unplaceable jobs and the times to ``lines``, write ``result`` to ``--out``
     (atomically) and print the lines, aligned."""
     from .io import atomic_write_text
@@ -573,6 +605,9 @@ def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str,
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
+    if getattr(args, "show_jobs", False) and inst is not None:
+        print()
+        print(jobs_table(inst, result))
 
 
 def _cmd_repair(args: argparse.Namespace) -> int:
@@ -618,7 +653,7 @@ def _report_repair(args: argparse.Namespace, inst: Any, result: Any) -> None:
         ("placed", f"{result.jobs_placed} jobs on {result.gpus_used} GPUs"),
         *_cost_lines(result, inst),
     ]
-    _finish_report(args, result, lines)
+    _finish_report(args, result, lines, inst)
 
 
 def status_line(result: Any) -> str:

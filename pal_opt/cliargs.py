@@ -402,6 +402,9 @@ def add_output_arguments(p: argparse.ArgumentParser, *, what: str = "the result"
                    help=f"write {what} as JSON (atomically); without it only the summary is printed")
     p.add_argument("--quiet", action="store_true",
                    help="no progress line on stderr (shown on a terminal once a solve has run 2 s)")
+    p.add_argument("--show-jobs", action="store_true",
+                   help="after the summary, a line per queued job: its GPUs by server, slowdown, and whether it "
+                        "starts, keeps its GPUs, moves, is preempted, waits or cannot be placed")
 
 
 def solve_options(

@@ -360,3 +360,26 @@ def test_dash_as_an_output_is_refused_rather_than_written_as_a_file_named_dash(t
     monkeypatch.chdir(tmp_path)
     rc, _, err = run(capsys, "solve", PAPER, "-o", "-")
     assert rc == 2 and "'-' (standard output) is not supported" in err and not (tmp_path / "-").exists()
+
+
+def test_show_jobs_lists_every_queued_job_with_what_the_round_does_to_it(capsys):
+    """The summary gave counts only: which job went where was in the JSON alone."""
+    from pal_opt.io import load_instance
+
+    mid = REPO / "instances" / "mid-32x8.json"
+    rc, out, _ = run(capsys, "solve", mid, "--method", "ilp", "--show-jobs")
+    assert rc == 0
+    inst = load_instance(mid)
+    table = out.split("\n\n", 1)[1].splitlines()
+    assert table[0].split() == ["job", "demand", "state", "slowdown", "GPUs", "by", "server"]
+    rows = {ln.split()[0]: ln.split() for ln in table[1:]}
+    assert list(rows) == [str(j.id) for j in inst.jobs]
+    result = pal_opt.solve(inst, "ilp")
+    for job in inst.jobs:
+        row, gpus = rows[str(job.id)], result.placements.get(job.id)
+        if gpus is None:
+            assert row[2] == ("preempted" if job.placement is not None else "waits")
+            continue
+        assert row[2] == ("moves" if job.id in result.jobs_to_terminate else "keeps" if job.placement else "starts")
+        listed = [int(g) for part in row[4:] for g in part.split(":")[1].split(",")]
+        assert sorted(listed) == sorted(gpus)
