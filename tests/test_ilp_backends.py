@@ -8,10 +8,12 @@ the conformance suite: ``conformance.py`` run by ``test_backend_conformance.py``
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -340,3 +342,27 @@ def test_a_ctrl_c_as_cbc_starts_is_an_interrupt(ctrl_c: None, monkeypatch: pytes
     with pytest.raises(KeyboardInterrupt):
         get_backend("cbc")().solve(build_formulation(inst), SolveOptions(time_limit=30.0), None)
     assert sent
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/ns/pid"), reason="needs Linux PID namespaces")
+def test_cbc_removes_the_files_a_killed_process_left(tmp_path, monkeypatch):
+    """SIGTERM ends pal-opt before its clean-up: each killed CBC solve left megabytes in /tmp.  A
+    later solve removes the directories of dead processes of its own PID namespace, not those of
+    live ones or of another namespace (a container sharing /tmp)."""
+    import subprocess
+    import tempfile
+
+    from pal_opt.ilp.backends import cbc
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ns = cbc._pid_namespace()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{gone.pid}_mip_")
+    (Path(dead) / "round.mps").write_text("NAME x\n")
+    live = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{os.getppid()}_mip_")
+    other = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns + 1}-{gone.pid}_mip_")
+    cbc._remove_orphans.cache_clear()
+    mine = cbc._workdir("mip")
+    assert not os.path.exists(dead) and os.path.isdir(live) and os.path.isdir(other)
+    assert Path(mine).name.startswith(f"pal_opt_cbc_{ns}-{os.getpid()}_mip_")

@@ -25,7 +25,8 @@ CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_r
 * the CBC process does not outlive the call, and its files live in a private temporary
   directory that is removed however the call ends.  Only pal-opt itself being killed (SIGKILL,
   or SIGTERM, whose default action pal-opt keeps) leaves CBC running (until its time limit, or
-  until it finishes when there is none) and the directory behind.
+  until it finishes when there is none) and the directory behind; the next CBC solve on the
+  machine removes the directories of dead processes (:func:`_workdir`).
 
 Progress (:meth:`CbcBackend._observe`, only when someone listens): the waiting loop reads the
 lines CBC has added to its log (:class:`_LogProgress`) and reports the incumbents ("Integer
@@ -408,6 +409,51 @@ class _CbcModel:
     line_buffered: bool = False  # start CBC under ``stdbuf -oL`` (progress is read from its log)
 
 
+
+#: The CBC files of one solve go to ``<tmp>/pal_opt_cbc_<ns>-<pid>_<kind>_<random>``: the process
+#: id (and its PID namespace, on Linux) lets a later solve remove what a killed process left
+#: (SIGTERM ends pal-opt at once, before its ``finally`` clauses; a large round's MPS file is
+#: megabytes).  Only directories of the same PID namespace are judged: a container sharing
+#: ``/tmp`` sees other pids.
+_WORKDIR = re.compile(r"pal_opt_cbc_(\d+)-(\d+)_")
+
+
+def _pid_namespace() -> int | None:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def _workdir(kind: str) -> str:
+    """A private directory for one solve's files, after removing those of dead processes."""
+    ns = _pid_namespace()
+    if ns is None:  # no way to tell a dead process from one in another namespace: nothing removed
+        return tempfile.mkdtemp(prefix=f"pal_opt_cbc_{kind}_")
+    _remove_orphans(ns)
+    return tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{os.getpid()}_{kind}_")
+
+
+@functools.cache
+def _remove_orphans(ns: int) -> None:
+    """Remove the CBC directories of this PID namespace's processes that no longer run (once per
+    process and namespace)."""
+    root = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith("pal_opt_cbc_")]
+    except OSError:
+        return
+    for name in names:
+        m = _WORKDIR.match(name)
+        if m is None or int(m.group(1)) != ns or int(m.group(2)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(2)), 0)
+        except ProcessLookupError:  # no such process: its directory is an orphan
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except (PermissionError, OverflowError, OSError):  # alive under another user, or not a pid
+            continue
+
 class CbcBackend(Backend):
     """CBC via PuLP."""
 
@@ -458,7 +504,7 @@ class CbcBackend(Backend):
         if options.deadline is not None:
             need = 0.05 + LP_WRITE_SECONDS_PER_ENTRY * (program.A.nnz + program.num_vars)
             Deadline(options.deadline).check("writing the LP relaxation for CLP", need=need)
-        workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_lp_")
+        workdir = _workdir("lp")
         try:
             mps, sol, log = (os.path.join(workdir, n) for n in ("relaxation.mps", "relaxation.sol", "clp.log"))
             write_lp_mps(program, mps)
@@ -516,7 +562,7 @@ class CbcBackend(Backend):
         that a deadline's time limit is fitted once they are written)."""
         import pulp
 
-        model.workdir = workdir = tempfile.mkdtemp(prefix="pal_opt_cbc_")
+        model.workdir = workdir = _workdir("mip")
         mps, mst, model.sol, model.log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
         model.mps = vs, var_names, con_names, _ = model.prob.writeMPS(mps, rename=1)
         model.args = [mps]
