@@ -20,6 +20,7 @@ import enum
 import itertools
 import math
 import numbers
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -154,22 +155,35 @@ _MAX_ID = 2**63 - 1
 _MAX_COUNT = 2**63 - 1
 
 
+def plain_text(s: str) -> bool:
+    """Whether ``s`` holds no control character (tab and line breaks included), lone surrogate or
+    non-character (U+FFFE, U+FFFF): what every export can write (a TSV cell, XML text).  Other
+    Unicode is fine: letters of any script, no-break spaces, zero-width joiners, marks.
+
+    >>> plain_text("می\u200cخواهم"), plain_text("job\xa01"), plain_text("a\x01b"), plain_text(chr(0xD800))
+    (True, True, False, False)
+    """
+    if s.isprintable():  # the common case, in C
+        return True
+    return not any(unicodedata.category(c) in ("Cc", "Cs") or c in "\ufffe\uffff" for c in s)
+
+
 def _plain_id(x: Any, path: str) -> int | str:
     """A server or rack id as the instance file holds it: an integer of 64 bits or a non-empty
     string (numpy's integers and strings made Python's); anything else is an error at ``path``."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) and -_MAX_ID <= x <= _MAX_ID:
         return int(x)
     if isinstance(x, str) and x:
-        if not x.isprintable():  # a control character or a lone surrogate broke every export (TSV, XML)
-            raise InstanceError(f"must be printable text (no control character, tab or lone surrogate), got {x!r}",
-                                path=path)
+        if not plain_text(x):  # a control character or a lone surrogate broke every export (TSV, XML)
+            raise InstanceError(f"must be text without a control character (tab, line break), lone surrogate or "
+                                f"non-character, got {x!r}", path=path)
         return str(x)
     raise InstanceError(f"must be an integer or a non-empty string (an integer of 64 bits), got {x!r}", path=path)
 
 
 def _plain_ids(ids: Sequence[Any], path: str) -> list[int | str]:
     """:func:`_plain_id` of each of ``ids``; errors name ``path`` with the index."""
-    if all(type(x) is str and x and x.isprintable() or type(x) is int and -_MAX_ID <= x <= _MAX_ID for x in ids):
+    if all(type(x) is str and x and plain_text(x) or type(x) is int and -_MAX_ID <= x <= _MAX_ID for x in ids):
         return list(ids)
     return [_plain_id(x, path.format(k)) for k, x in enumerate(ids)]
 
@@ -198,8 +212,8 @@ def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> Non
     if not factors:
         raise InstanceError("no application class has factors", path="factors")
     for cname, arr in factors.items():
-        if not isinstance(cname, str) or not cname or not cname.isprintable():
-            raise InstanceError(f"class name must be a non-empty string of printable text, got {cname!r}",
+        if not isinstance(cname, str) or not cname or not plain_text(cname):
+            raise InstanceError(f"class name must be a non-empty string without a control character, got {cname!r}",
                                 path="factors")
         if arr.shape != ids.shape:
             raise InstanceError(f"expected {ids.size} factors, got shape {arr.shape}", path=f"factors.{cname}")
@@ -219,10 +233,10 @@ def _validate_types(names: Any, type_of: np.ndarray, n: int) -> None:
     """GPU type names (distinct, non-empty strings) and each GPU's type position (every type used)."""
     if not isinstance(names, tuple) or not all(isinstance(t, str) and t for t in names):
         raise InstanceError(f"GPU type names must be non-empty strings, got {names!r}", path="gpus[].type")
-    bad = next((t for t in names if not t.isprintable()), None)
+    bad = next((t for t in names if not plain_text(t)), None)
     if bad is not None:
-        raise InstanceError(f"GPU type names must be printable text (no control character, tab or lone surrogate), "
-                            f"got {bad!r}", path="gpus[].type")
+        raise InstanceError(f"GPU type names must be text without a control character (tab, line break), lone "
+                            f"surrogate or non-character, got {bad!r}", path="gpus[].type")
     if len(set(names)) != len(names):
         raise InstanceError(f"GPU type names must be distinct, got {list(names)!r}", path="gpus[].type")
     if type_of.shape != (n,):
@@ -901,7 +915,7 @@ class Job:
         return (
             type(self.demand) is int and 1 <= self.demand <= _MAX_COUNT and type(self.position) is int
             and self.position >= 0
-            and (type(self.id) is str and self.id.isprintable() and self.id != ""
+            and (type(self.id) is str and self.id != "" and plain_text(self.id)
                  or type(self.id) is int and -_MAX_ID <= self.id <= _MAX_ID)
             and type(self.perfclass) is str and self.perfclass != ""
             and (self.model is None or type(self.model) is str) and self.placement is None

@@ -251,11 +251,11 @@ class SolveOptions:
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not _is_int(v) or v < 1):
                 raise OptionError(f"{name} must be a positive integer, got {v!r}")
+            if v is not None:
+                object.__setattr__(self, name, int(v))
         if self.threads is not None and self.threads > MAX_THREADS:  # HiGHS starts them all: 5000 took 20 s
             raise OptionError(f"threads must be at most {MAX_THREADS} (this machine has {os.cpu_count()} CPUs), "
                               f"got {self.threads!r}")
-            if v is not None:
-                object.__setattr__(self, name, int(v))
         for name in ("warm_start", "deterministic", "respect_types"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -383,3 +383,16 @@ def test_show_jobs_lists_every_queued_job_with_what_the_round_does_to_it(capsys)
         assert row[2] == ("moves" if job.id in result.jobs_to_terminate else "keeps" if job.placement else "starts")
         listed = [int(g) for part in row[4:] for g in part.split(":")[1].split(",")]
         assert sorted(listed) == sorted(gpus)
+
+
+def test_numpy_thread_and_part_counts_become_plain_ints():
+    """A review of this change found them left as numpy integers: to_json() raised TypeError."""
+    import numpy as np
+
+    from pal_opt.io import load_instance
+    from pal_opt.options import SolveOptions
+
+    opts = SolveOptions(threads=np.int64(2), parts=np.int32(3))
+    assert type(opts.threads) is int and type(opts.parts) is int
+    result = pal_opt.solve(load_instance(PAPER), "ilp", options=SolveOptions(threads=np.int64(2)))
+    assert json.loads(result.to_json())["info"]["threads"] == 2
