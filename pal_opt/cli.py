@@ -465,8 +465,11 @@ def _record_overrides(args: argparse.Namespace, result: Any) -> Any:
     """``result`` with the round parameters the flags changed (``--restart-cost``, ``--round``,
     ``--cost``) in ``info["round_overrides"]``: the objective is priced with them, and
     ``pal-opt check`` applies them to the instance file, which does not hold them."""
-    over: dict[str, Any] = {k: v for k, v in (("restart_cost", getattr(args, "restart_cost", None)),
-                                              ("round_length", getattr(args, "round", None))) if v is not None}
+    import copy
+
+    over: dict[str, Any] = copy.deepcopy(getattr(args, "inherited_overrides", None) or {})  # repair's in force
+    over.update({k: v for k, v in (("restart_cost", getattr(args, "restart_cost", None)),
+                                   ("round_length", getattr(args, "round", None))) if v is not None})
     for term, param, value in getattr(args, "cost", None) or ():
         over.setdefault("costs", {}).setdefault(term, {})[param] = value
     if over:
@@ -556,11 +559,12 @@ def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:
     return lines
 
 
-def jobs_table(inst: Any, result: Any) -> str:
+def jobs_table(inst: Any, result: Any, before: Any = None) -> str:
     """``--show-jobs``: a line per queued job, in queue order: its GPUs by server (``server:ids``),
     its slowdown on them (the binned factors it was placed by, times the locality penalty), and
     what the round does to it: ``starts``, ``keeps`` its GPUs, ``moves``, is ``preempted``,
-    ``waits`` or is ``unplaceable``."""
+    ``waits`` or is ``unplaceable``.  ``before`` (``{job id as text: GPU ids}``, a repair's
+    placement in force) is what the jobs held; by default the round's running jobs."""
     from .binning import binned_factors
     from .cost import job_slowdown
 
@@ -572,12 +576,15 @@ def jobs_table(inst: Any, result: Any) -> str:
     rows = [("job", "demand", "state", "slowdown", "GPUs by server")]
     for job in inst.jobs:
         gpus = placed.get(str(job.id))
-        running = job.placement is not None
+        held = job.placement if before is None else before.get(str(job.id))
         if gpus is None:
-            state = "unplaceable" if str(job.id) in cannot else "preempted" if running else "waits"
+            state = "unplaceable" if str(job.id) in cannot else "preempted" if held else "waits"
             rows.append((str(job.id), str(job.demand), state, "", ""))
             continue
-        state = "moves" if str(job.id) in moved else "keeps" if running else "starts"
+        if not held:
+            state = "starts"
+        else:
+            state = "moves" if str(job.id) in moved or sorted(held) != sorted(gpus) else "keeps"
         by_server: dict[Any, list[int]] = {}
         for g in gpus:
             by_server.setdefault(cl.server_ids[int(cl.server_of[cl.position[g]])], []).append(int(g))
@@ -607,7 +614,7 @@ def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str,
         print(f"{k:<{width}}  {v}")
     if getattr(args, "show_jobs", False) and inst is not None:
         print()
-        print(jobs_table(inst, result))
+        print(jobs_table(inst, result, getattr(args, "before", None)))
 
 
 def _cmd_repair(args: argparse.Namespace) -> int:
@@ -621,7 +628,13 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
     options = exact_options(args)
     inst = load_instance(args.instance)
-    in_force = in_force_placement(inst, load_placement_file(args.placement), source=args.placement)
+    doc = load_placement_file(args.placement)
+    # the round the placement in force was solved on (its --restart-cost, --round, --cost)
+    inst, _ = _apply_recorded_overrides(inst, doc, args.placement)
+    # solved on those parameters and priced with them: recorded again, for check
+    args.inherited_overrides = (doc.get("info") or {}).get("round_overrides") if isinstance(doc.get("info"), dict) else None
+    in_force = in_force_placement(inst, doc, source=args.placement)
+    args.before = {str(k): tuple(v) for k, v in doc.get("placements", {}).items()}  # for --show-jobs
     try:
         with live_line("repairing", "repair", enabled=not args.quiet):
             result = repair(inst, in_force, args.failed, allow_migration=args.allow_migration, options=options)
@@ -718,6 +731,10 @@ def _apply_recorded_overrides(inst: Any, doc: Any, source: str) -> tuple[Any, st
     if not isinstance(costs, dict) or not all(isinstance(v, dict) for v in costs.values()):
         raise InstanceError("expected {term: {parameter: number}}", source=source, path=f"{path}.costs")
     flat = [(t, k, v) for t, params in costs.items() for k, v in params.items()]
+    bad = next((k for k in ("restart_cost", "round_length") if k in over and not _is_number(over[k])), None)
+    bad = bad or next((f"costs.{t}.{k}" for t, k, v in flat if not _is_number(v)), None)
+    if bad is not None:  # null or text, which the summary below could not print
+        raise InstanceError("must be a number", source=source, path=f"{path}.{bad}")
     try:
         inst = with_restart(with_costs(inst, flat), over.get("restart_cost"), over.get("round_length"))
         from .cost import validate_cost_params
@@ -727,7 +744,11 @@ def _apply_recorded_overrides(inst: Any, doc: Any, source: str) -> tuple[Any, st
         raise InstanceError(str(exc), source=source, path=path) from None
     shown = ", ".join(f"{k} {v:g}" for k, v in over.items() if k != "costs")
     shown = ", ".join(filter(None, [shown, *(f"costs.{t}.{k} {v:g}" for t, k, v in flat)]))
-    return inst, f" (round parameters as solved: {shown})"
+    return inst, f" (round parameters as solved: {shown})" if shown else ""
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -303,7 +303,8 @@ def _priced(rr: RepairRound, placements: dict[JobId, tuple[int, ...]], factors: 
             solved: PlacementResult, left_out: dict[JobId, str], **fields: Any) -> PlacementResult:
     """The repair result of ``placements`` on the repair round, with what ``solved`` (the solve
     behind it) reports; ``info["repair"]`` declares the inputs and counts."""
-    info = {k: v for k, v in solved.info.items() if k != "repair"}
+    # the solve's own cost terms price its sub-round; these placements are priced anew below
+    info = {k: v for k, v in solved.info.items() if k not in ("repair", "cost_terms")}
     res = priced_result(rr.instance, placements, factors, method="repair", status=solved.status,
                         admission="repair", solve_seconds=solved.solve_seconds, backend=solved.backend,
                         backend_version=solved.backend_version, unplaceable=dict(left_out),

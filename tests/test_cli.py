@@ -396,3 +396,27 @@ def test_numpy_thread_and_part_counts_become_plain_ints():
     assert type(opts.threads) is int and type(opts.parts) is int
     result = pal_opt.solve(load_instance(PAPER), "ilp", options=SolveOptions(threads=np.int64(2)))
     assert json.loads(result.to_json())["info"]["threads"] == 2
+
+
+def test_repair_keeps_the_round_it_repairs_and_says_so(tmp_path, capsys):
+    """A review of this change: repair priced with the instance file's parameters, not those the
+    placement in force was solved on, dropped them from its output, and --show-jobs called the
+    jobs it kept 'starts'; a null override crashed check with a traceback."""
+    solved, repaired = tmp_path / "s.json", tmp_path / "r.json"
+    assert run(capsys, "solve", PAPER, "--method", "ilp", "--restart-cost", 50, "--round", 100,
+               "--cost", "migration.per_gpu=2", "-o", solved)[0] == 0
+    doc = json.loads(solved.read_text())
+    lost = doc["placements"]["0"][0]
+    rc, text, _ = run(capsys, "repair", PAPER, solved, "--failed", lost, "--show-jobs", "-o", repaired)
+    assert rc == 0
+    rep = json.loads(repaired.read_text())
+    assert rep["info"]["round_overrides"] == doc["info"]["round_overrides"]
+    assert sum(rep["info"]["cost_terms"].values()) == pytest.approx(rep["objective"])
+    assert run(capsys, "check", PAPER, repaired)[0] == 0
+    rows = {ln.split()[0]: ln.split()[2] for ln in text.split("\n\n", 1)[1].splitlines()[1:]}
+    kept = [str(j) for j, g in doc["placements"].items() if lost not in g]
+    assert kept and all(rows[j] == "keeps" for j in kept)
+    doc["info"]["round_overrides"] = {"restart_cost": None}
+    solved.write_text(json.dumps(doc))
+    rc, _, err = run(capsys, "check", PAPER, solved)
+    assert rc == 2 and err.strip().endswith("info.round_overrides.restart_cost: must be a number")
