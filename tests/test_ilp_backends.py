@@ -344,7 +344,8 @@ def test_a_ctrl_c_as_cbc_starts_is_an_interrupt(ctrl_c: None, monkeypatch: pytes
     assert sent
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/ns/pid"), reason="needs Linux PID namespaces")
+@pytest.mark.skipif(not os.path.exists("/proc/self/ns/pid") or not os.path.exists("/proc/sys/kernel/random/boot_id"),
+                    reason="needs Linux PID namespaces and a boot id")
 def test_cbc_removes_the_files_a_killed_process_left(tmp_path, monkeypatch):
     """SIGTERM ends pal-opt before its clean-up: each killed CBC solve left megabytes in /tmp.  A
     later solve removes the directories of dead processes of its own PID namespace, not those of
@@ -356,6 +357,7 @@ def test_cbc_removes_the_files_a_killed_process_left(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     ns = cbc._pid_namespace()
+    assert ns is not None
     gone = subprocess.Popen(["true"])
     gone.wait()
     dead = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{gone.pid}_mip_")

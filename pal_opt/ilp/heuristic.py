@@ -368,7 +368,8 @@ def start_placements(
     pk = packing_greedy(form)
     if pk is not None and len(pk) == n:
         out["packing"] = pk
-    if inst.cluster.racked and not has_types(inst):
+    per_server = int(inst.cluster.server_sizes.max())
+    if inst.cluster.racked and not has_types(inst) and any(inst.jobs[i].demand > per_server for i in form.admitted):
         pk = packing_greedy(form, large_first=True)
         if pk is not None and len(pk) == n:
             out["packing-large"] = pk

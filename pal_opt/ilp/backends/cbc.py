@@ -413,15 +413,20 @@ class _CbcModel:
 #: The CBC files of one solve go to ``<tmp>/pal_opt_cbc_<ns>-<pid>_<kind>_<random>``: the process
 #: id (and its PID namespace, on Linux) lets a later solve remove what a killed process left
 #: (SIGTERM ends pal-opt at once, before its ``finally`` clauses; a large round's MPS file is
-#: megabytes).  Only directories of the same PID namespace are judged: a container sharing
-#: ``/tmp`` sees other pids.
+#: megabytes).  Only directories of the same PID namespace of the same running kernel are judged:
+#: a container sharing ``/tmp`` sees other pids, and so does another machine sharing a scratch
+#: ``TMPDIR`` (the host's namespace has the same inode on every machine; the boot id tells them
+#: apart).
 _WORKDIR = re.compile(r"pal_opt_cbc_(\d+)-(\d+)_")
 
 
 def _pid_namespace() -> int | None:
+    """This process's PID namespace on this boot of this machine, as one number, or None."""
     try:
-        return os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            boot = int(fh.read().strip().replace("-", "")[:12], 16)
+        return boot * (1 << 32) + os.stat("/proc/self/ns/pid").st_ino
+    except (OSError, ValueError):
         return None
 
 
