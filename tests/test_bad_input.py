@@ -704,3 +704,13 @@ def test_ids_in_any_script_with_joiners_and_no_break_spaces_are_taken(tmp_path):
     assert [j.id for j in inst.jobs] == ids
     save_instance(inst, tmp_path / "again.json")
     assert [j.id for j in load_instance(tmp_path / "again.json").jobs] == ids
+
+
+def test_a_repeated_column_no_reader_uses_is_taken(tmp_path, capsys):
+    """Only the columns a reader looks up must be named once (a review of this change: "note,note"
+    was refused along with "num_gpus,num_gpus")."""
+    gp, jp, out = tmp_path / "gpus.csv", tmp_path / "jobs.csv", tmp_path / "i.json"
+    gp.write_text(GPU_OK)
+    jp.write_text("job_id,num_gpus,model,note,note\n1,1,BERT,a,b\n")
+    assert main(["import", "blox", "--gpus", str(gp), "--jobs", str(jp), "-o", str(out)]) == 0
+    capsys.readouterr()

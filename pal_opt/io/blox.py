@@ -129,7 +129,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     c_rack = t.find("Rack_ID")
     c_fail = t.find("FAILED")
     c_type = t.find("GPU_TYPE")
-    fcols = [(h[len(_PERFVAR):], i) for i, h in enumerate(t.header) if h.startswith(_PERFVAR)]
+    fcols = [(h[len(_PERFVAR):], t.unique(i)) for i, h in enumerate(t.header) if h.startswith(_PERFVAR)]
     if not fcols:
         raise InstanceError(
             f"no {_PERFVAR}<class> column; columns are: {', '.join(t.header)}", source=t.source, path="header"

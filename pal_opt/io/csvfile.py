@@ -44,25 +44,39 @@ class CsvTable:
         self.rows = rows
         self.row_label = row_label
         seen: dict[str, str] = {}
-        for h in header:  # the last copy won: a wrong answer with exit 0 (bad-input review)
+        #: columns named twice (in any case): refused when a reader asks for one (:meth:`find`,
+        #: :meth:`unique`); the last copy won, a wrong answer with exit 0 (bad-input review).  A
+        #: column no reader uses may repeat (``note,note``).
+        self._twice: dict[str, tuple[str, str]] = {}
+        for h in header:
             first = seen.get(h.lower())
             if h and first is not None:
-                what = (f"column {h!r} appears twice" if first == h else
-                        f"column {h.lower()!r} appears twice ({first!r} and {h!r}; column names are case-insensitive)")
-                raise InstanceError(what, source=source, path="row 1" if row_label == "row" else "header")
+                self._twice.setdefault(h.lower(), (first, h))
             seen[h.lower()] = h
         self._index = {h: i for i, h in enumerate(header)}
         self._lower = {h.lower(): i for i, h in reversed(list(enumerate(header)))}
 
     def find(self, *names: str) -> int | None:
-        """Index of the first of ``names`` present (exact match, then case-insensitive), or None."""
+        """Index of the first of ``names`` present (exact match, then case-insensitive), or None;
+        a column named twice is an :class:`InstanceError` on the header."""
         for n in names:
             if n in self._index:
-                return self._index[n]
+                return self.unique(self._index[n])
         for n in names:
             if n.lower() in self._lower:
-                return self._lower[n.lower()]
+                return self.unique(self._lower[n.lower()])
         return None
+
+    def unique(self, col: int) -> int:
+        """``col``, unless another column has its name (in any case): then an :class:`InstanceError`."""
+        twice = self._twice.get(self.header[col].lower())
+        if twice is not None:
+            first, second = twice
+            what = (f"column {first!r} appears twice" if first == second else
+                    f"column {first.lower()!r} appears twice ({first!r} and {second!r}; column names are "
+                    "case-insensitive)")
+            raise InstanceError(what, source=self.source, path="row 1" if self.row_label == "row" else "header")
+        return col
 
     def column(self, *names: str) -> int:
         """Like :meth:`find`, but a missing column is an :class:`InstanceError` on ``header``."""
