@@ -332,9 +332,9 @@ def _describe(inst: Any) -> str:
     )
 
 
-#: The longest queue ``pal-opt generate`` writes: about 70 bytes a job, so the file stays under
-#: the readers' 64 MiB limit.
-MAX_GENERATED_JOBS = 800_000
+#: The longest queue ``pal-opt generate`` writes: a generated job is about 4 JSON values, and the
+#: readers take 2,000,000 (``docs/limits.md``), which 500,000 jobs reach.
+MAX_GENERATED_JOBS = 400_000
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -344,8 +344,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     refuse_overwriting_inputs({"--out": args.output}, _directory_inputs(args))
     if args.jobs > MAX_GENERATED_JOBS:  # 10,000,000 ran for minutes, to a file no reader would take
-        raise OptionError(f"--jobs: at most {MAX_GENERATED_JOBS:,} (its instance file would pass the 64 MiB read "
-                          f"limit, docs/limits.md), got {args.jobs:,}")
+        raise OptionError(f"--jobs: at most {MAX_GENERATED_JOBS:,} (its instance file would pass the readers' "
+                          f"2,000,000-value limit, docs/limits.md), got {args.jobs:,}")
     meas = None
     if args.measurements:
         meas = longhorn_paths(args.measurements)

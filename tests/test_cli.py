@@ -352,8 +352,8 @@ def test_generate_refuses_a_queue_no_reader_would_take(tmp_path, capsys):
     out = tmp_path / "g.json"
     rc, _, err = run(capsys, "generate", "--nodes", 4, "--gpus-per-node", 4, "--jobs", 10_000_000, "-o", out)
     assert rc == 2 and not out.exists()
-    assert err.strip() == ("pal-opt: error: --jobs: at most 800,000 (its instance file would pass the 64 MiB read "
-                           "limit, docs/limits.md), got 10,000,000")
+    assert err.strip() == ("pal-opt: error: --jobs: at most 400,000 (its instance file would pass the readers' "
+                           "2,000,000-value limit, docs/limits.md), got 10,000,000")
 
 
 def test_dash_as_an_output_is_refused_rather_than_written_as_a_file_named_dash(tmp_path, capsys, monkeypatch):
