@@ -195,9 +195,14 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+#: The subpackages, which tab completion should offer too (they are imported on first use).
+_SUBPACKAGES = ("adapters", "cost", "hetero", "ilp", "io", "pipeline", "policies", "simulate", "topology")
+
+
 def __dir__() -> list[str]:
-    """The public names (``dir(pal_opt)``, tab completion), not the module's own imports."""
-    return sorted(__all__)
+    """The public names and subpackages (``dir(pal_opt)``, tab completion), not the module's own
+    imports."""
+    return sorted({*__all__, *_SUBPACKAGES})
 
 
 class _Package(types.ModuleType):

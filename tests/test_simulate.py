@@ -500,3 +500,14 @@ def test_on_round_sees_every_round_and_the_answer_that_ran() -> None:
     assert [r.time for r in observed.rounds] == [t for t, _ in seen]
     assert [sum(len(g) for g in pl.values()) for _, pl in seen] == [r.gpus_placed for r in observed.rounds]
     assert _strip_timing(result_to_dict(observed)) == _strip_timing(result_to_dict(plain))
+
+
+def test_minor_tick_labels_only_where_they_fit() -> None:
+    """Over 0.01 h to 2,000 h the labels ran into each other ("0.020.03"); a review of the change."""
+    from types import SimpleNamespace
+
+    from pal_opt.simulate.metrics import _minor_label
+
+    narrow, wide = SimpleNamespace(get_xlim=lambda: (0.5, 8.0)), SimpleNamespace(get_xlim=lambda: (0.01, 2000.0))
+    assert [_minor_label(narrow, v) for v in (0.6, 2.0, 3.0, 4.0, 5.0)] == ["", "2", "3", "", "5"]
+    assert {_minor_label(wide, v) for v in (0.02, 0.03, 20.0, 300.0)} == {""}

@@ -899,7 +899,7 @@ def _index_range(part: str) -> range:
     return range(int(a), int(b or a) + 1)
 
 
-def test_exports_of_gangs_only_are_unchanged(tmp_path, capsys):
+def test_exports_of_gangs_only_have_no_stage_fields(tmp_path, capsys):
     """No pipeline job: the Slurm table has no ``stages`` column, no pod has ``stages`` and no GPU a
     ``stage``."""
     cl = Cluster.from_arrays(list(range(10)), ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 2, {"classA": [1.0] * 10})

@@ -241,11 +241,20 @@ def _draw_cdf(ax: Any, results: Mapping[str, Any]) -> None:
     ax.set_xscale("log")
     from matplotlib.ticker import FuncFormatter
 
-    # 0.5, 2, 3 instead of 5×10⁻¹, 2×10⁰, 3×10⁰; of the minor ticks only 2, 3 and 5 per decade
+    # 0.5, 2, 3 instead of 5×10⁻¹, 2×10⁰, 3×10⁰; minor ticks labelled (2, 3 and 5 per decade)
+    # only over two decades or less, where they do not run into each other
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(FuncFormatter(
-        lambda v, _: f"{v:g}" if v > 0 and round(v / 10 ** math.floor(math.log10(v))) in (2, 3, 5) else ""))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: _minor_label(ax, v)))
     ax.legend(fontsize="small")
+
+
+def _minor_label(ax: Any, v: float) -> str:
+    """A log axis's minor tick label: 2, 3 or 5 times a power of ten, when the axis spans at most
+    two decades ("" otherwise)."""
+    lo, hi = ax.get_xlim()
+    if v <= 0 or lo <= 0 or hi / lo > 100:
+        return ""
+    return f"{v:g}" if round(v / 10 ** math.floor(math.log10(v))) in (2, 3, 5) else ""
 
 
 def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:

@@ -70,7 +70,8 @@ cannot be written there (``:``, ``,``, ``(``, ``)`` or white space) is an error.
 as Slurm writes an index list, ``0-2,5``), hosts separated by a space.  A ``--gres`` count lets
 Slurm pick which GPUs of a node a job gets, and no sbatch option names GPU indices; the column
 is what a launcher needs to keep the placement's choice of GPUs (its variability) when the job
-holds its nodes whole (``--exclusive``) and sets ``CUDA_VISIBLE_DEVICES`` per node from it.
+holds its nodes whole (``--exclusive``) and sets ``CUDA_VISIBLE_DEVICES`` per node from it (a
+local index is the GPU's rank among its host's GPU ids, not a device number: ``docs/topology.md``).
 
 A pipeline job's row has one more column, ``stages``: its stages from the first, separated by
 `` | ``; each stage is the job's GPUs that run it, per host ``HOST:INDICES`` (local GPU indices as
