@@ -1076,3 +1076,12 @@ def test_export_names_a_declared_field_the_file_got_wrong(field, value, message,
     assert rc == 2 and not out.exists()
     assert err.strip() == f"pal-opt: error: {tmp_path / 'p.json'}: {message}" or (
         err.startswith(f"pal-opt: error: {tmp_path / 'p.json'}: {message}"))
+
+
+def test_graphml_values_pretty_printed_on_their_own_lines_are_read_stripped():
+    text = _graphml([("s", "g"), ("s", "h")], {"s": _S, "g": {**_G, "type": "A100"}, "h": {"kind": "gpu", "id": 1,
+                                                                                       "type": "A100"}})
+    pretty = text.replace(">A100<", ">\n      A100\n    <").replace(">gpu<", ">\n gpu\n<")
+    assert pretty != text
+    topo = parse_graphml(pretty, "c.graphml")
+    assert set(topo.gpu_types) == {"A100"}

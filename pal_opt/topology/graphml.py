@@ -76,6 +76,10 @@ def _read(text: str, source: str) -> nx.DiGraph:
             raise InstanceError(where[1], source=source, path=where[0]) from None
         raise InstanceError(f"not a GraphML graph networkx can read: {exc}", source=source) from None
     _declared_once(text, source)
+    for _, attrs in g.nodes(data=True):  # a pretty-printed <data>\n  a100\n</data> holds "a100"
+        for k, v in attrs.items():
+            if isinstance(v, str):
+                attrs[k] = v.strip()
     if not g.is_directed() or g.is_multigraph():
         raise InstanceError("must be a simple directed graph (edgedefault=\"directed\", edges parent -> child)",
                             source=source, path="graph")
