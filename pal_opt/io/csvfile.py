@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InstanceError
+from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
 __all__ = ["CsvTable", "read_csv"]
@@ -154,6 +155,9 @@ class CsvTable:
         if not text:
             raise self.error(line, col, "must not be empty")
         v = integer_id(text)
+        if v is None and not plain_text(text):  # the model refuses it too, without the file and line
+            raise self.error(line, col, f"must be text without a control character (tab, line break), lone surrogate "
+                                        f"or non-character, got {_q(text)}")
         return text if v is None else v
 
 
