@@ -70,7 +70,7 @@ from .errors import InstanceError, OptionError
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import repair_counts, round_of_result
 from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
-from .result import PlacementResult, Status
+from .result import PlacementResult, Status, jobs_to_terminate
 
 __all__ = ["check", "violations", "checked_start", "Kind", "Violation", "ADMISSION_RULES", "RESULT_FIELDS"]
 
@@ -376,13 +376,14 @@ def _unplaceable_violations(instance: RoundInstance, declared: Any,
 
 def _terminate_violations(instance: RoundInstance, placements: Mapping[JobId, list[int]],
                           terminate: list[JobId]) -> list[Violation]:
-    """``jobs_to_terminate`` is exactly the running jobs not placed on exactly their GPUs."""
-    term = set(terminate)
+    """``jobs_to_terminate`` is exactly the running jobs not placed on exactly their GPUs
+    (:func:`pal_opt.result.jobs_to_terminate`)."""
+    term, must = set(terminate), set(jobs_to_terminate(instance, placements))
     out = []
     for j in instance.jobs:
         if j.placement is None:
             continue
-        kept = keeps_placement(j, placements.get(j.id))
+        kept = j.id not in must
         if not kept and j.id not in term:
             how = "is left out" if j.id not in placements else "is moved"
             out.append(Violation(Kind.UNREPORTED, f"running job {j.id!r} {how} but not in jobs_to_terminate"))

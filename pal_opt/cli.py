@@ -632,7 +632,7 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     # the round the placement in force was solved on (its --restart-cost, --round, --cost)
     inst, _ = _apply_recorded_overrides(inst, doc, args.placement)
     # solved on those parameters and priced with them: recorded again, for check
-    args.inherited_overrides = (doc.get("info") or {}).get("round_overrides") if isinstance(doc.get("info"), dict) else None
+    args.inherited_overrides = _info(doc).get("round_overrides")
     in_force = in_force_placement(inst, doc, source=args.placement)
     args.before = {str(k): tuple(v) for k, v in doc.get("placements", {}).items()}  # for --show-jobs
     try:
@@ -707,7 +707,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     n = len(doc.get("placements", {}))
     if problems:
         print(f"{args.placement}: INVALID ({len(problems)} violations){applied}")
-        made_for = (doc.get("info") or {}).get("instance") if isinstance(doc.get("info"), dict) else None
+        made_for = _info(doc).get("instance")
         if isinstance(made_for, str) and os.path.basename(made_for) != os.path.basename(os.fspath(args.instance)):
             print(f"  (it was solved for {made_for}, not {args.instance}: another round?)")
         for msg in problems:
@@ -721,7 +721,7 @@ def _apply_recorded_overrides(inst: Any, doc: Any, source: str) -> tuple[Any, st
     """The instance with the round parameters a placement was solved with (``info.round_overrides``,
     written by ``solve``/``repair`` given ``--restart-cost``, ``--round`` or ``--cost``), and the
     words that say so; an ill-formed record is bad input."""
-    over = (doc.get("info") or {}).get("round_overrides") if isinstance(doc.get("info"), dict) else None
+    over = _info(doc).get("round_overrides")
     if over is None:
         return inst, ""
     path = "info.round_overrides"
@@ -745,6 +745,12 @@ def _apply_recorded_overrides(inst: Any, doc: Any, source: str) -> tuple[Any, st
     shown = ", ".join(f"{k} {v:g}" for k, v in over.items() if k != "costs")
     shown = ", ".join(filter(None, [shown, *(f"costs.{t}.{k} {v:g}" for t, k, v in flat)]))
     return inst, f" (round parameters as solved: {shown})" if shown else ""
+
+
+def _info(doc: Any) -> dict[str, Any]:
+    """A placement file's ``info`` object ({} when it has none, or not an object)."""
+    info = doc.get("info")
+    return info if isinstance(info, dict) else {}
 
 
 def _is_number(v: Any) -> bool:

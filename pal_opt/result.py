@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .admission import unplaceable
-from .cost import CostSummary, evaluate
+from .cost import CostSummary, evaluate, unseen_terms
 from .model import JobId, RoundInstance, keeps_placement
 
 __all__ = ["Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
@@ -192,16 +192,6 @@ def pipeline_stages(
         if pipe is not None:
             out[jid] = tuple(tuple(int(g) for g in gpus[a:b]) for a, b in pipe.slices())
     return out
-
-
-def unseen_terms() -> tuple[str, ...]:
-    """The registered cost terms that override ``placed`` but not ``slots``: they price every
-    answer, but the integer program neither sees nor bounds them (:mod:`pal_opt.cost.base`)."""
-    from .cost.base import CostTerm
-    from .cost.registry import cost_terms
-
-    return tuple(t.name for t in cost_terms()
-                 if type(t).placed is not CostTerm.placed and type(t).slots is CostTerm.slots)
 
 
 def _without_proof(status: Status, fields: dict[str, Any], info: dict[str, Any], unseen: tuple[str, ...]) -> Status:

@@ -30,7 +30,14 @@ from .evaluate import (
     relative_gap,
     stages_mapped_best,
 )
-from .registry import COST_TERMS, cost_terms, register_cost_term, unregister_cost_term, validate_cost_params
+from .registry import (
+    COST_TERMS,
+    cost_terms,
+    register_cost_term,
+    unregister_cost_term,
+    unseen_terms,
+    validate_cost_params,
+)
 
 __all__ = [
     "CostTerm",
@@ -38,6 +45,7 @@ __all__ = [
     "CostSummary",
     "validate_cost_params",
     "cost_terms",
+    "unseen_terms",
     "evaluate",
     "geomean_slowdown",
     "job_slowdown",

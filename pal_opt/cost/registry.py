@@ -19,7 +19,8 @@ from .preemption import Preemption
 from .restart import Restart
 from .variability import Variability
 
-__all__ = ["COST_TERMS", "register_cost_term", "unregister_cost_term", "cost_terms", "validate_cost_params"]
+__all__ = ["COST_TERMS", "register_cost_term", "unregister_cost_term", "cost_terms", "unseen_terms",
+           "validate_cost_params"]
 
 #: The built-in terms, in the order they are summed.
 _BUILTIN: tuple[CostTerm, ...] = (
@@ -55,6 +56,13 @@ def unregister_cost_term(name: str) -> None:
 def cost_terms() -> tuple[CostTerm, ...]:
     """The registered terms, in summation order."""
     return tuple(COST_TERMS.values())
+
+
+def unseen_terms() -> tuple[str, ...]:
+    """The registered terms that override ``placed`` but not ``slots``: they price every answer,
+    but the integer program neither sees nor bounds them (:mod:`pal_opt.cost.base`)."""
+    return tuple(t.name for t in cost_terms()
+                 if type(t).placed is not CostTerm.placed and type(t).slots is CostTerm.slots)
 
 
 def validate_cost_params(instance: RoundInstance) -> None:

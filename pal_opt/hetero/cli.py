@@ -369,13 +369,10 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
         )
         for name, why in results[policy].unplaceable.items():
             print(f"unplaceable: job {name}: {why}")
-    if len(docs) > 1:
-        first, ref = next(iter(docs)), next(iter(docs.values()))["avg_jct"]
-        parts = [f"{p} {d['avg_jct'] / ref - 1:+.1%}" for p, d in list(docs.items())[1:] if ref and d["avg_jct"] is not None]
-        if parts:
-            print(f"avg JCT against {first}: {', '.join(parts)}")
-    if len(written) > 1:
-        print(f"wrote {', '.join(written)}")
+    from ..simulate.metrics import comparison_lines
+
+    for line in comparison_lines({p: d["avg_jct"] for p, d in docs.items()}, written):
+        print(line)
 
 
 #: ``pal-opt simulate`` flags that only a PAL trace takes, with their defaults.

@@ -69,26 +69,20 @@ class Layer(NamedTuple):
 
 
 
-def _find_cycle(nodes: set[int], successors: Sequence[Sequence[int]]) -> list[int]:
-    """One cycle (its nodes in order) of the graph on ``nodes``, or [] if it has none."""
-    state: dict[int, int] = {}  # 1: on the current path, 2: done
-    for root in sorted(nodes):
-        if root in state:
-            continue
-        path, stack = [root], [iter(v for v in successors[root] if v in nodes)]
-        state[root] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                return path[path.index(nxt):]
-            elif nxt not in state:
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(v for v in successors[nxt] if v in nodes))
+def _find_cycle(nodes: set[int], predecessors: Sequence[Sequence[int]]) -> list[int]:
+    """One cycle of the graph on ``nodes`` (its nodes in edge order, from its first node in
+    file order), or [] if it has none: :mod:`graphlib` finds it (imported here, on the error path
+    only)."""
+    import graphlib
+
+    try:
+        graphlib.TopologicalSorter({v: [u for u in predecessors[v] if u in nodes] for v in sorted(nodes)}).prepare()
+    except graphlib.CycleError as exc:
+        cycle = list(exc.args[1][:-1])  # each node a predecessor of the next; the first repeated last
+        first = cycle.index(min(cycle))
+        return cycle[first:] + cycle[:first]
     return []
+
 
 class Profile:
     """A layer graph: layers in file order and directed edges between them.
@@ -183,7 +177,7 @@ class Profile:
         comes last in the file (the one that closed it; any edge of it was named before, and
         nodes downstream of a cycle are stuck too without being on it)."""
         edge_of = {(u, v): e for e, (u, v) in enumerate(self.edges)}
-        cycle = _find_cycle(stuck, self.successors)
+        cycle = _find_cycle(stuck, self.predecessors)
         if not cycle:  # pragma: no cover - a stuck set always holds a cycle
             raise InstanceError("the layer graph has a cycle", source=self.source)
         pairs = list(zip(cycle, cycle[1:] + cycle[:1], strict=True))

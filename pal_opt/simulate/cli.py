@@ -417,16 +417,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for policy, result in results.items():
             _print_summary(policy, result, args.out)
-        if len(results) > 1:  # how the policies compare, against the first
-            first, base = next(iter(results.items()))
-            ref = base.summary["avg_jct"]
-            parts = [f"{p} {r.summary['avg_jct'] / ref - 1:+.1%}" for p, r in list(results.items())[1:]
-                     if ref and r.summary["avg_jct"] is not None]
-            if parts:
-                print(f"avg JCT against {first}: {', '.join(parts)}")
-        extra_files = [f for f in (args.jobs_csv, args.plot) if f]
-        if extra_files:
-            print(f"wrote {', '.join([args.out, *extra_files])}")
+        from .metrics import comparison_lines
+
+        written = [f for f in (args.out, args.jobs_csv, args.plot) if f]
+        for line in comparison_lines({p: r.summary["avg_jct"] for p, r in results.items()}, written):
+            print(line)
     return 0
 
 

@@ -11,7 +11,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ __all__ = [
     "plot_result",
     "result_figure",
     "jct_figure",
+    "comparison_lines",
     "require_matplotlib",
 ]
 
@@ -325,6 +326,19 @@ def result_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> b
     """The figure :func:`plot_result` writes to ``path``, as bytes in ``path``'s format (drawn
     before any output is written, so that a failure to draw leaves no output behind)."""
     return _figure_bytes(path, (12, 4), results, _draw_cdf, _draw_util)
+
+
+def comparison_lines(avg_jct: Mapping[str, float | None], written: Sequence[str]) -> list[str]:
+    """The last lines of a simulation's summary: with several policies, each one's average JCT
+    against the first's (those with one); with several files, the files written."""
+    lines = []
+    (first, ref), *rest = avg_jct.items()
+    parts = [f"{p} {v / ref - 1:+.1%}" for p, v in rest if ref and v is not None]
+    if parts:
+        lines.append(f"avg JCT against {first}: {', '.join(parts)}")
+    if len(written) > 1:
+        lines.append(f"wrote {', '.join(written)}")
+    return lines
 
 
 def jct_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> bytes:

@@ -456,7 +456,7 @@ def _remove_orphans(ns: int) -> None:
             os.kill(int(m.group(2)), 0)
         except ProcessLookupError:  # no such process: its directory is an orphan
             shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-        except (PermissionError, OverflowError, OSError):  # alive under another user, or not a pid
+        except (OverflowError, OSError):  # alive under another user (PermissionError), or not a pid
             continue
 
 class CbcBackend(Backend):
