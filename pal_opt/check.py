@@ -119,7 +119,7 @@ class Violation:
 #: The keys of a result dict (``PlacementResult.to_dict()``) that are not placements: a mapping
 #: without ``"placements"`` holding one of them (and no job of that id) is ambiguous.
 RESULT_FIELDS: frozenset[str] = frozenset(
-    {f.name for f in dataclasses.fields(PlacementResult)} | {"spanning", "jobs_placed", "stages"})
+    {f.name for f in dataclasses.fields(PlacementResult)} | {"spanning", "jobs_placed", "stages", "format", "version"})
 
 
 def _as_result(instance: RoundInstance, result: PlacementResult | Mapping[str, Any]

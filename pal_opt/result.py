@@ -17,7 +17,13 @@ from .admission import unplaceable
 from .cost import CostSummary, evaluate, unseen_terms
 from .model import JobId, RoundInstance, keeps_placement
 
-__all__ = ["Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
+#: ``format`` and ``version`` of a placement file (:meth:`PlacementResult.to_dict`).  A file
+#: without them (older pal-opt, or a bare ``{job id: [GPU ids]}`` object) is read as version 1;
+#: a later version is refused rather than half-understood (:mod:`pal_opt.io.placements`).
+PLACEMENT_FORMAT = "pal-opt/placement"
+PLACEMENT_VERSION = 1
+
+__all__ = ["PLACEMENT_FORMAT", "PLACEMENT_VERSION", "Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
 
 
 def finite_or_none(v: Any) -> Any:
@@ -136,7 +142,8 @@ class PlacementResult:
         """A JSON-ready dict; job ids become strings in ``placements``."""
         # as dataclasses.asdict, without deep-copying the placements only to replace them
         d = {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "placements"}
-        d = {"placements": {str(k): [int(g) for g in v] for k, v in self.placements.items()}, **d}
+        d = {"format": PLACEMENT_FORMAT, "version": PLACEMENT_VERSION,
+             "placements": {str(k): [int(g) for g in v] for k, v in self.placements.items()}, **d}
         d["status"] = self.status.value
         d["jobs_to_terminate"] = list(self.jobs_to_terminate)
         d["unplaceable"] = [{"job": k, "reason": v} for k, v in self.unplaceable.items()]

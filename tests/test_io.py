@@ -211,6 +211,30 @@ def test_load_placement_file(tmp_path):
         load_placement_file(p)
 
 
+def test_placement_file_format_and_version(tmp_path):
+    """Results carry format and version; a later version, another format (an instance file given
+    for the placement) and a named format without placements are refused; old files (no header)
+    still read."""
+    from pal_opt.result import PLACEMENT_FORMAT, PLACEMENT_VERSION, PlacementResult, Status
+
+    d = PlacementResult({"a": (0, 1)}, "pal", Status.FEASIBLE, 0.0, 1.0, 2, 0.0, "pal-order").to_dict()
+    assert (d["format"], d["version"]) == (PLACEMENT_FORMAT, PLACEMENT_VERSION) == ("pal-opt/placement", 1)
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(d))
+    assert load_placement_file(p)["placements"] == {"a": [0, 1]}
+    p.write_text(json.dumps({**d, "version": 2}))
+    with pytest.raises(InstanceError, match=r"version: unsupported version 2 .*newer pal-opt"):
+        load_placement_file(p)
+    inst = REPO / "instances" / "paper-16x4.json"
+    with pytest.raises(InstanceError, match=r"format: must be 'pal-opt/placement' .*got 'pal-opt/instance'"):
+        load_placement_file(inst)
+    p.write_text(json.dumps({"format": "pal-opt/placement", "version": 1}))
+    with pytest.raises(InstanceError, match=r"placements: is required$"):
+        load_placement_file(p)
+    p.write_text('{"placements": {"0": [1]}, "method": "pal"}')  # written before the header existed
+    assert load_placement_file(p)["placements"] == {"0": [1]}
+
+
 def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
     p = tmp_path / "out.txt"
     atomic_write_text(p, "one")

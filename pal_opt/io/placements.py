@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..errors import InstanceError
+from ..result import PLACEMENT_FORMAT, PLACEMENT_VERSION
 from .jsonfile import load_json
 from .messages import INT64_MAX, Special, problem_error
 from .textfile import DEFAULT_MAX_BYTES
@@ -21,6 +22,8 @@ PLACEMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["placements"],
     "properties": {
+        "format": {"const": PLACEMENT_FORMAT},
+        "version": {"const": PLACEMENT_VERSION},
         "placements": {
             "description": "{job id: [GPU ids]}",
             "type": "object",
@@ -32,7 +35,12 @@ PLACEMENT_SCHEMA: dict[str, Any] = {
     },
 }
 
-_MESSAGES: Special = {("placements", "type"): "must be an object {{job id: [GPU ids]}}, got {got}"}
+_MESSAGES: Special = {
+    ("placements", "type"): "must be an object {{job id: [GPU ids]}}, got {got}",
+    ("format", "const"): f"must be {PLACEMENT_FORMAT!r} (a placement file), got {{got}}",
+    ("version", "const"): f"unsupported version {{got}} (this pal-opt reads placement files of version "
+                          f"{PLACEMENT_VERSION}: is the file from a newer pal-opt?)",
+}
 
 
 @functools.cache
@@ -51,11 +59,22 @@ def load_placement_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAUL
     GPU ids follow the instance file's rule (JSON Schema's integers): ``6`` and ``6.0`` are the
     GPU id 6, read as the integer (in ``placements`` and in ``stages``); ``"6"`` and ``6.5`` are
     bad input naming their field (``placements.2[0]: must be a GPU id (integer), got '6'``).
+
+    ``format`` and ``version``, when present, must be :data:`~pal_opt.result.PLACEMENT_FORMAT`
+    and :data:`~pal_opt.result.PLACEMENT_VERSION`; files of earlier pal-opt, without them, are read
+    as version 1.
     """
     d = load_json(path, max_bytes=max_bytes, what="placement file")
-    bare = isinstance(d, dict) and "placements" not in d
+    # a file naming its format is a result file even without placements (a job named "format"
+    # would map to a list)
+    bare = isinstance(d, dict) and "placements" not in d and not isinstance(d.get("format"), str)
     if bare:
         d = {"placements": d}
+    elif isinstance(d, dict) and d.get("format", PLACEMENT_FORMAT) != PLACEMENT_FORMAT:
+        # before the missing placements: an instance file given for the placement, say so
+        wrong = _checker().first_problem({"format": d["format"], "placements": {}})
+        assert wrong is not None
+        raise problem_error(wrong, os.fspath(path), _MESSAGES)
     problem = _checker().first_problem(d)
     if problem is not None:
         err = problem_error(problem, os.fspath(path), _MESSAGES)
