@@ -1,4 +1,5 @@
-"""A Ctrl-C held off across a short step that must not be cut in two (:class:`SigintDeferred`).
+"""A Ctrl-C held off across a short step that must not be cut in two (:class:`SigintDeferred`),
+and a SIGTERM noted while a child process runs (:class:`SigtermNoted`).
 
 Used where a ``KeyboardInterrupt`` in the middle would leave a worse state than one just after:
 starting the CBC process (:mod:`pal_opt.ilp.backends.cbc`: a CBC nobody could stop) and renaming
@@ -9,11 +10,12 @@ ends.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from typing import Any
 
-__all__ = ["SigintDeferred"]
+__all__ = ["SigintDeferred", "SigtermNoted"]
 
 
 class SigintDeferred:
@@ -46,3 +48,40 @@ class SigintDeferred:
             signal.signal(signal.SIGINT, self.saved)
         if self.pending and exc[0] is None:
             raise KeyboardInterrupt
+
+
+class SigtermNoted:
+    """While the ``with`` block runs, a SIGTERM only sets ``pending``; the block polls it, stops
+    its child process, and calls :meth:`die`, which ends this process by SIGTERM as the default
+    action would have.
+
+    For a step that waits on a child in a Python loop (CBC, :mod:`pal_opt.ilp.backends.cbc`):
+    SIGTERM's default action (``timeout``, ``kill``, a Kubernetes pod stopping) would end pal-opt
+    at once and leave the child running, and its files behind, until its own time limit.  Only in
+    the main thread and only over the default action: a handler someone installed, or SIGTERM
+    ignored, is left alone, and then this changes nothing.
+    """
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.installed = False
+
+    def __enter__(self) -> SigtermNoted:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, self._note)
+            self.installed = True
+        return self
+
+    def _note(self, signum: int, frame: object) -> None:
+        self.pending = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            self.installed = False
+
+    def die(self) -> None:
+        """End the process by SIGTERM, its default action restored (what would have happened
+        without this guard, only later)."""
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)

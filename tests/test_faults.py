@@ -601,6 +601,21 @@ def test_sigterm_leaves_the_old_output_intact(tmp_path):
     _no_temp_files(tmp_path, {"pl.json"})
 
 
+def test_sigterm_inside_cbc_takes_cbc_along(tmp_path, private_tmpdir):
+    """SIGTERM while CBC runs (``timeout``, a pod stopping): pal-opt still dies of SIGTERM, at
+    once and writing nothing, but CBC dies with it and its directory is removed (CBC ran on to
+    its 60 s limit before)."""
+    out = tmp_path / "pl.json"
+    p, o, e, waited, kids = _interrupt_in_solver("cbc", tmp_path, sig=signal.SIGTERM)
+    orphans = _reap(kids)
+    assert orphans == [], f"CBC {orphans} outlived pal-opt"
+    assert p.returncode == -signal.SIGTERM, (p.returncode, e[-2000:])
+    assert waited < 5
+    assert "Traceback" not in e
+    assert not out.exists()
+    _no_temp_files(private_tmpdir, set())
+
+
 # =========================================================================== atomic outputs
 def test_failed_run_leaves_an_existing_output_intact(tmp_path, capsys, tiny_instance):
     good = tmp_path / "tiny.json"

@@ -23,10 +23,13 @@ CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_r
 * a Ctrl-C does the same, and the ``KeyboardInterrupt`` goes on as
   :class:`~.base.BackendInterrupted` carrying whatever CBC wrote;
 * the CBC process does not outlive the call, and its files live in a private temporary
-  directory that is removed however the call ends.  Only pal-opt itself being killed (SIGKILL,
-  or SIGTERM, whose default action pal-opt keeps) leaves CBC running (until its time limit, or
-  until it finishes when there is none) and the directory behind; the next CBC solve on the
-  machine removes the directories of dead processes (:func:`_workdir`).
+  directory that is removed however the call ends.  A SIGTERM while CBC runs (``timeout``,
+  ``kill``, a pod stopping) kills CBC, removes the directory and then ends pal-opt by SIGTERM,
+  as its default action would have (:class:`~pal_opt.sigint.SigtermNoted`; main thread only, and
+  only when nobody installed a handler).  Only pal-opt being killed outright (SIGKILL) leaves CBC
+  running (until its time limit, or until it finishes when there is none) and the directory
+  behind; the next CBC solve on the machine removes the directories of dead processes
+  (:func:`_workdir`).
 
 Progress (:meth:`CbcBackend._observe`, only when someone listens): the waiting loop reads the
 lines CBC has added to its log (:class:`_LogProgress`) and reports the incumbents ("Integer
@@ -75,7 +78,7 @@ import numpy as np
 
 from ...deadline import Deadline
 from ...errors import BackendError
-from ...sigint import SigintDeferred
+from ...sigint import SigintDeferred, SigtermNoted
 from ..mpswriter import write_lp_mps
 from ..program import Program
 from .base import (
@@ -249,7 +252,7 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
             proc.kill()
         stopped_by = how
 
-    with open(log_path, "w", encoding="utf-8") as log_fh:
+    with open(log_path, "w", encoding="utf-8") as log_fh, SigtermNoted() as term:
         try:
             while True:
                 try:
@@ -270,6 +273,8 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                     else:
                         next_event = math.inf
                     if wait(min(POLL_SECONDS, next_event - time.monotonic())):
+                        break
+                    if term.pending:  # SIGTERM: CBC is killed below, then this process dies of it
                         break
                     poll_progress(interrupted)
                     now = time.monotonic()
@@ -293,6 +298,11 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                 proc.wait()
             if wait is not None:
                 wait.close()
+    if term.pending:
+        # the caller's clean-up will not run: remove CBC's private directory (the log's; see
+        # _workdir) before dying as SIGTERM's default action would have
+        shutil.rmtree(os.path.dirname(log_path), ignore_errors=True)
+        term.die()
     assert proc is not None and proc.returncode is not None
     return _CbcRun(proc.returncode, interrupted, stopped_by)
 
