@@ -220,6 +220,14 @@ class _ExitWaiter:
             self.fd = None
 
 
+def _start_cbc(args: list[str], log_fh: Any) -> subprocess.Popen[bytes]:
+    """The CBC process, writing to ``log_fh``; in a process group of its own when this process
+    ignores SIGINT (see :func:`_run_cbc`)."""
+    own_group = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    return subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            process_group=0 if own_group else None)
+
+
 def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRun:
     """Run CBC, owning the process: it does not outlive this call.
 
@@ -257,25 +265,15 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
             while True:
                 try:
                     if proc is None:
-                        own_group = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
                         # Popen waits for the child's exec in Python code, where a KeyboardInterrupt would
-                        # leave an unreachable CBC running: a Ctrl-C is re-raised once the process object exists
+                        # leave an unreachable CBC running: a Ctrl-C is re-raised once ``proc`` is set
                         with SigintDeferred():
-                            proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT,
-                                                    stdin=subprocess.DEVNULL,
-                                                    process_group=0 if own_group else None)
+                            proc = _start_cbc(args, log_fh)
                     if wait is None:  # here, not above: the deferred Ctrl-C is raised as Popen returns
                         wait = _ExitWaiter(proc)
-                    if stopped_by is None:
-                        next_event = deadline
-                    elif stopped_by == "sigint":
-                        next_event = sigint_at + KILL_GRACE
-                    else:
-                        next_event = math.inf
-                    if wait(min(POLL_SECONDS, next_event - time.monotonic())):
-                        break
-                    if term.pending:  # SIGTERM: CBC is killed below, then this process dies of it
-                        break
+                    next_event = {None: deadline, "sigint": sigint_at + KILL_GRACE}.get(stopped_by, math.inf)
+                    if wait(min(POLL_SECONDS, next_event - time.monotonic())) or term.pending:
+                        break  # CBC exited; or SIGTERM: CBC is killed below, then this process dies of it
                     poll_progress(interrupted)
                     now = time.monotonic()
                     if stopped_by is None and now >= deadline:
