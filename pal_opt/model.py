@@ -472,6 +472,9 @@ class Cluster:
 
         With ``racks > 0`` servers are dealt to racks in contiguous blocks.
         """
+        for name, value, least in (("nodes", nodes, 1), ("gpus_per_node", gpus_per_node, 1), ("racks", racks, 0)):
+            if not _is_int(value) or value < least:
+                raise InstanceError(f"must be an integer >= {least}, got {value!r}", path=name)
         g = nodes * gpus_per_node
         server = np.arange(g) // gpus_per_node
         rmap = None
@@ -890,6 +893,8 @@ class Job:
         _check_type_fields(self, at)
         _check_priority_fields(self, at)
         if self.placement is not None:
+            if isinstance(self.placement, str | bytes) or not isinstance(self.placement, Iterable):
+                raise InstanceError(f"must be a sequence of GPU ids, got {self.placement!r}", path=f"{at}.placement")
             pl = tuple(self.placement)
             if not all(_is_int(g) for g in pl):
                 raise InstanceError(f"GPU ids must be integers, got {list(pl)!r}", path=f"{at}.placement")

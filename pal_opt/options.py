@@ -33,6 +33,7 @@ from typing import Any
 from .errors import OptionError
 
 __all__ = [
+    "options_from",
     "Binning",
     "Admission",
     "MethodName",
@@ -319,3 +320,25 @@ def _job_list(jobs: Any) -> tuple[Any, ...]:
             raise OptionError(f"job id {jid!r} is not an int or str")
         out.append(jid)
     return tuple(out)
+
+
+def options_from(options: Any, kwargs: dict[str, Any]) -> SolveOptions:
+    """``options`` itself, or the :class:`SolveOptions` of ``kwargs``: one way or the other,
+    never half of each (the rule of :func:`pal_opt.solve`, :class:`pal_opt.RoundPolicy` and
+    :func:`pal_opt.repair`).  ``kwargs`` whose value is None count as not given.
+
+    >>> options_from({"time_limit": 5}, {})
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: options= must be a SolveOptions (or give its fields as keyword arguments: time_limit=...), got dict
+    """
+    if options is None:
+        return SolveOptions.from_kwargs(**kwargs)
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    if not isinstance(options, SolveOptions):
+        hint = ", ".join(f"{k}=..." for k in options) if isinstance(options, dict) else "time_limit=..., gap=..."
+        raise OptionError(f"options= must be a SolveOptions (or give its fields as keyword arguments: {hint}), "
+                          f"got {type(options).__name__}")
+    if given:
+        raise TypeError(f"give either options= or keyword options ({', '.join(sorted(given))}), not both")
+    return options

@@ -46,11 +46,12 @@ from .cost import evaluate, relative_gap
 from .errors import OptionError, SolveInterrupted
 from .gputypes import claim_all, free_per_type, has_types, type_groups
 from .inforce import RepairRound, in_force_placement, repair_counts, repair_info, repair_round
-from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
-from .options import SolveOptions
+from .model import GpuState, Job, JobId, RoundInstance, keeps_placement, require_instance
+from .options import SolveOptions, options_from
 from .result import PlacementResult, Status, priced_result
 
-__all__ = ["REPAIR_OPTIONS", "repair", "repair_round_result", "reduced_round", "repair_counts", "sized_round"]
+__all__ = [
+    "REPAIR_OPTIONS", "repair", "repair_with_round", "repair_round_result", "reduced_round", "repair_counts", "sized_round"]
 
 log = logging.getLogger(__name__)
 
@@ -117,17 +118,31 @@ def repair(
     >>> r.status.value, any(g in (0, 1) for gs in r.placements.values() for g in gs)
     ('optimal', False)
     """
+    return repair_with_round(instance, placement, failed, allow_migration=allow_migration, options=options,
+                             **kwargs)[0]
+
+
+def repair_with_round(
+    instance: RoundInstance,
+    placement: Any,
+    failed: Iterable[int],
+    *,
+    allow_migration: float | None = None,
+    options: SolveOptions | None = None,
+    **kwargs: Any,
+) -> tuple[PlacementResult, RoundInstance]:
+    """:func:`repair`, and the repair round it was priced on (the round with the placement in
+    force marked running and the failed GPUs out of service): ``check(round, result)`` holds.
+    :meth:`pal_opt.RoundPolicy.repair` keeps both for the next round."""
+    require_instance(instance)
     opts = _repair_options(options, kwargs)
     rr = repair_round(instance, in_force_placement(instance, placement), failed,
                       migration_per_gpu=allow_migration)
-    return repair_round_result(rr, opts)
+    return repair_round_result(rr, opts), rr.instance
 
 
 def _repair_options(options: SolveOptions | None, kwargs: Mapping[str, Any]) -> SolveOptions:
-    if options is None:
-        options = SolveOptions.from_kwargs(**kwargs)
-    elif kwargs:
-        raise TypeError("give either options= or keyword options, not both")
+    options = options_from(options, dict(kwargs))
     bad = options.given() - REPAIR_OPTIONS
     if bad:
         raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to a repair")

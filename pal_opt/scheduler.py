@@ -23,9 +23,15 @@ through it too.
   other way round, is taken for a new job that reuses the id:
   it is not carried, and ``result.info["reused_ids"]`` lists it.  A scheduler that gives a
   finished job's id to a new job of the same kind calls :meth:`RoundPolicy.forget` with the
-  finished ids (or :meth:`RoundPolicy.reset`, or passes ``track_running=False``);
+  finished ids (or :meth:`RoundPolicy.reset`, or passes ``track_running=False``).  GPUs
+  that fail between rounds: :meth:`RoundPolicy.repair` re-places the jobs that lost them and
+  keeps the repair as the placement in force (:func:`pal_opt.repair` alone does not tell the
+  policy);
 * **the random stream**: ``method="random"`` draws from one seeded generator across rounds,
-  so a whole run is reproducible from one seed.
+  so a whole run is reproducible from one seed.  A round that drew from it records
+  ``info["policy_seed"]`` (the seed the stream started from; None for a ``Generator``) and
+  ``info["policy_round"]`` (its round number): replaying that many rounds from that seed gives
+  it again.  The result's own ``seed`` is then null, as its draw is not that of one seed.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import numpy as np
 from .errors import InstanceError, OptionError
 from .methods import get_method
 from .model import Job, JobId, RoundInstance, placement_type_error, require_instance
-from .options import SolveOptions, check_seed
+from .options import SolveOptions, check_seed, options_from
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
 
@@ -103,13 +109,11 @@ class RoundPolicy:
         if not isinstance(track_running, bool):
             raise OptionError(f"track_running must be True or False, got {track_running!r}")
         check_seed(seed)
-        if options is None:
-            options = SolveOptions.from_kwargs(binning=binning, **kwargs)
-        elif binning is not None or kwargs:  # as pal_opt.solve: one way or the other, never half of each
-            raise TypeError("give either options= or keyword options, not both")
-        elif seed is not None and options.seed is not None:
-            raise TypeError("give the seed as seed= or in options=, not both")
-        else:
+        given = options
+        options = options_from(options, {"binning": binning, **kwargs})
+        if given is not None:
+            if seed is not None and options.seed is not None:
+                raise TypeError("give the seed as seed= or in options=, not both")
             seed = options.seed if seed is None else seed
         one_round = sorted({"deadline", "jobs"} & options.given())
         if one_round:  # a moment, or job ids, hold for one round only: later rounds would fail or fall back
@@ -128,6 +132,10 @@ class RoundPolicy:
         self.options = {n: getattr(options, n) for n in sorted(options.given()) if n not in ("binning", "seed")}
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
+        #: the seed the random stream started from, as recorded in each result's info (None: a
+        #: Generator was given, whose state is not recorded)
+        self._stream_seed = (0 if seed is None else int(seed)) if self._rng is not None and not isinstance(
+            seed, np.random.Generator) else None
         self.last: PlacementResult | None = None
         self.last_instance: RoundInstance | None = None
         self.rounds = 0
@@ -142,15 +150,17 @@ class RoundPolicy:
         if not self.track_running or self.last is None:
             return instance, [], not_carried
         cl = instance.cluster
-        prev = self.last_placements
-        before = {j.id: j for j in self.last_instance.jobs} if self.last_instance is not None else {}
+        # ids as text, as forget() and a round match them: 7 and "7" are one job (a scheduler
+        # that rebuilds its queue from a saved placement file gets string ids back)
+        prev = {str(k): v for k, v in self.last_placements.items()}
+        before = {str(j.id): j for j in self.last_instance.jobs} if self.last_instance is not None else {}
         taken = {g for j in instance.jobs if j.placement for g in j.placement}
         jobs: list[Job] = []
         changed = False
         reused: list[JobId] = []
         for j in instance.jobs:
-            gpus = prev.get(j.id)
-            if gpus is not None and j.id in before and not _same_job(before[j.id], j):
+            gpus = prev.get(str(j.id))
+            if gpus is not None and str(j.id) in before and not _same_job(before[str(j.id)], j):
                 reused.append(j.id)
                 gpus = None
             if j.placement is None and gpus is not None:
@@ -187,6 +197,10 @@ class RoundPolicy:
         if instance is not given:
             result.info["carried"] = [j.id for j, k in zip(instance.jobs, given.jobs, strict=True)
                                       if j.placement is not None and k.placement is None]
+        if seed is None and self._rng is not None:
+            # the round drew from the policy's stream: its result's own "seed" cannot say so
+            result.info["policy_seed"] = self._stream_seed
+            result.info["policy_round"] = self.rounds + 1
         if reused:
             result.info["reused_ids"] = reused
         if not_carried:
@@ -194,6 +208,33 @@ class RoundPolicy:
         self.last, self.last_instance = result, instance
         self._forgotten = set()
         self.rounds += 1
+        return result
+
+    def repair(
+        self, failed: Any, *, allow_migration: float | None = None, options: SolveOptions | None = None, **kwargs: Any
+    ) -> PlacementResult:
+        """Repair the last round's placement after GPUs ``failed`` (:func:`pal_opt.repair`: the
+        jobs that lost a GPU are re-placed, the rest keep theirs) and keep the repair as the
+        placement in force, so that the next :meth:`place` carries the repaired jobs where they
+        now run.  (:func:`pal_opt.repair` alone leaves this policy believing the jobs still run
+        where the last round put them: next round it would move them again and hand their new
+        GPUs to others.)  Jobs :meth:`forget` was told of are not repaired.
+
+        >>> from pal_opt.generate import generate_instance
+        >>> policy = RoundPolicy("pal")
+        >>> first = policy.place(generate_instance(8, 4, 12, seed=2))
+        >>> fixed = policy.repair([0, 1])
+        >>> policy.last is fixed, any(g in (0, 1) for gs in policy.last_placements.values() for g in gs)
+        (True, False)
+        """
+        from .repair import repair_with_round
+
+        if self.last is None or self.last_instance is None:
+            raise OptionError("nothing to repair: this policy has placed no round yet")
+        result, rr = repair_with_round(self.last_instance, self.last_placements, failed,
+                                       allow_migration=allow_migration, options=options, **kwargs)
+        self.last, self.last_instance = result, rr
+        self._forgotten = set()
         return result
 
     def reset(self) -> None:

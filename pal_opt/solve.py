@@ -13,7 +13,7 @@ from typing import Any
 
 from .methods import METHODS, get_method
 from .model import RoundInstance, require_instance
-from .options import SolveOptions
+from .options import SolveOptions, options_from
 from .result import PlacementResult
 from .seeds import SeedLike
 
@@ -58,10 +58,7 @@ def solve(
     """
     require_instance(instance)
     m = get_method(method)
-    if options is None:
-        options = SolveOptions.from_kwargs(binning=binning, seed=seed, **kwargs)
-    elif binning is not None or seed is not None or kwargs:
-        raise TypeError("give either options= or keyword options, not both")
+    options = options_from(options, {"binning": binning, "seed": seed, **kwargs})
     m.validate_options(options)
     return m.run(instance, options)
 

@@ -39,8 +39,8 @@ import pandas as pd
 from ..errors import InstanceError, OptionError
 from ..io.blox import instance_from_frames
 from ..methods import get_method
-from ..model import RoundInstance, keeps_placement
-from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
+from ..model import RoundInstance, RoundParams, keeps_placement
+from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH, SolveOptions
 from ..result import PlacementResult
 from ..scheduler import RoundPolicy
 
@@ -77,6 +77,9 @@ def _queue_ids(new_job_schedule: Mapping[str, Any]) -> list[Any]:
 _OPTIONAL_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("priority", ("priority", "job_priority")),
     ("started", ("started", "start_time")),
+    # false: the job waits, so a failed GPU gpu_df still lists under it is out of service, not
+    # the job's (as the importer reads it, pal_opt.io.blox)
+    ("is_running", ("is_running",)),
 )
 
 
@@ -158,12 +161,23 @@ class BloxPlacement:
         self.locality_penalty = _number(lam, "args.locality_penalty") if lam is not None else 1.7
         self.restart_cost = _number(options.pop("restart_cost", 0.0), "restart_cost")
         self.round_length = _number(options.pop("round_length", DEFAULT_ROUND_LENGTH), "round_length")
+        try:  # their ranges: now, not in the first place()
+            RoundParams(restart_cost=self.restart_cost, round_length=self.round_length)
+        except InstanceError as exc:
+            raise OptionError(f"{(exc.path or '').removeprefix('params.')} {exc.message}") from None
+        if "track_running" in options:
+            raise OptionError("track_running does not apply to BloxPlacement: Blox's gpu_df says which jobs run where")
+        given = options.pop("options", None)
+        if given is not None:  # a SolveOptions (RoundPolicy checks it), with the round-time default below
+            if options or backend is not None:
+                raise TypeError("give either options= or keyword options (and backend=), not both")
+            options = {n: getattr(given, n) for n in given.given()} if isinstance(given, SolveOptions) else {"options": given}
         binning = options.pop("binning", None)
         self.binning = binning or "pal-artifact"
         seed = options.pop("seed", None)
         if backend is not None:
             options["backend"] = backend
-        if "time_limit" in get_method(method).options and "time_limit" not in options:
+        if "time_limit" in get_method(method).options and "time_limit" not in options and "options" not in options:
             options["time_limit"] = DEFAULT_ILP_TIME_LIMIT  # Blox runs its rounds back to back
         self.method = method
         # Blox's gpu_df already says which jobs run where, so no carrying over is needed.

@@ -6,10 +6,12 @@ import itertools
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..model import Cluster, Job, JobId, Level, RoundInstance, keeps_placement
+from ..errors import InstanceError
+from ..model import Cluster, Job, JobId, Level, RoundInstance, keeps_placement, require_instance
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -104,9 +106,37 @@ def job_slowdown_pos(cluster: Cluster, factors: np.ndarray, job: Job, pos: np.nd
 def job_slowdown(
     instance: RoundInstance, factors: Mapping[str, np.ndarray], job: Job, gpu_ids: tuple[int, ...]
 ) -> float:
-    """Slowdown of ``job`` on GPUs given by id, with per-class ``factors``."""
-    pos = instance.cluster.positions(gpu_ids)
-    return job_slowdown_pos(instance.cluster, factors[job.perfclass], job, pos)
+    """Slowdown of ``job`` on GPUs given by id, with per-class ``factors``.
+
+    Raises
+    ------
+    InstanceError
+        A GPU id not in the round, or no factors for the job's class.
+    """
+    require_instance(instance)
+    try:
+        pos = instance.cluster.positions(gpu_ids)
+        per_gpu = factors[job.perfclass]
+    except KeyError as exc:
+        raise _unknown(instance, {getattr(job, "id", None): gpu_ids}, factors, exc) from None
+    return job_slowdown_pos(instance.cluster, per_gpu, job, pos)
+
+
+def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], factors: Mapping[str, np.ndarray],
+             exc: KeyError) -> Exception:
+    """The :class:`InstanceError` naming what a ``KeyError`` while pricing ``placements`` was
+    about (a job, GPU or class the round does not have); ``exc`` itself if none of those."""
+    jobs, where = instance.job_by_id, instance.cluster.position
+    for jid, gids in placements.items():
+        if jid is not None and jid not in jobs:
+            return InstanceError(f"job {jid!r} is not in the round", path="placements")
+        bad = next((g for g in gids if int(g) not in where), None)
+        if bad is not None:
+            return InstanceError(f"GPU {bad!r} is not in the round's cluster", path=f"placements.{jid}")
+        if jid is not None and jobs[jid].perfclass not in factors:
+            return InstanceError(f"no factors for class {jobs[jid].perfclass!r} (job {jid!r}); the factors have "
+                                 f"{', '.join(map(repr, factors)) or 'no class'}", path="factors")
+    return exc
 
 
 def geomean_slowdown(cost: float, gpus: int) -> float:
@@ -180,7 +210,19 @@ def evaluate(
     geometric mean (``CostSummary.geomean``) is of the placed jobs' costs, without the
     preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.
     """
+    require_instance(instance)
     validate_cost_params(instance)
+    try:
+        return _evaluate(instance, placements, factors)
+    except KeyError as exc:  # a job, GPU or class the round does not have: say which
+        raise _unknown(instance, placements, factors, exc) from None
+
+
+def _evaluate(
+    instance: RoundInstance,
+    placements: Mapping[JobId, tuple[int, ...] | list[int]],
+    factors: Mapping[str, np.ndarray],
+) -> CostSummary:
     terms = cost_terms()
     jobs = instance.job_by_id
     by_term = dict.fromkeys((t.name for t in terms), 0.0)

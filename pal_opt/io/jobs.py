@@ -14,7 +14,8 @@ traces load as they are):
 ``locality_penalty`` (optional)
     The job's own λ (≥ 1); the job's penalties become ``(1, λ, λ)``.  Blank: the round's λ.
 ``is_running`` (optional)
-    true/false.  Cross-checked against the GPU table by :mod:`pal_opt.io.blox`.
+    true/false.  Cross-checked against the GPU table by :mod:`pal_opt.io.blox`.  Blank: not
+    said (nothing to cross-check), as without the column.
 ``priority`` (optional; also ``job_priority``)
     Integer 0..1,000,000 (:attr:`pal_opt.model.Job.priority`); blank: 0.
 ``started`` (optional; also ``start_time``)
@@ -168,7 +169,8 @@ def parse_jobs(
             if lam < 1.0:
                 raise t.error(line, c_lam, f"must be at least 1, got {f[c_lam]!r}")
             loc = pal_locality(lam)
-        run = t.boolean(line, c_run, f[c_run]) if c_run is not None else None
+        # a blank cell says nothing (no cross-check), as a missing column
+        run = t.boolean(line, c_run, f[c_run]) if c_run is not None and f[c_run].strip() else None
         jobs.append(
             Job(id=jid, demand=demand, perfclass=perfclass, position=len(jobs), locality=loc, model=model,
                 **_priority_cells(t, line, f, c_pri, c_start))

@@ -124,6 +124,9 @@ def _types(schema: Mapping[str, Any]) -> list[str]:
 
 def _type_noun(t: str, s: Mapping[str, Any]) -> str:
     if t == "integer":
+        # a range worth saying (not the int64 guard every id and count carries)
+        if isinstance(s.get("minimum"), int) and isinstance(s.get("maximum"), int) and s["maximum"] < 2**31:
+            return f"an integer in {s['minimum']}..{s['maximum']}"
         if s.get("minimum") == 1 or s.get("exclusiveMinimum") == 0:
             return "a positive integer"
         return "a non-negative integer" if s.get("minimum") == 0 else "an integer"
