@@ -19,7 +19,11 @@ arrivals, GPU counts and models, with
 * the first ``--jobs`` jobs (default: all 160) of the trace.
 
 The trace is written as a CSV (``pipeline_sim_<trace>.csv``, the ``pipeline`` column included)
-and read back through :func:`pal_opt.io.traces.read_trace`, as ``pal-opt simulate`` reads it.
+and read back through :func:`pal_opt.io.traces.read_trace`, as ``pal-opt simulate`` reads it;
+to replay one from the command line, name the pipeline models' classes::
+
+    pal-opt simulate benchmarks/results/pipeline_sim_workload-1.csv --cluster 16x4 --policy pal \
+        --model-class vgg16=classC gnmt=classB gpt_pmp=classB --out run.json
 
 The cluster: 16 servers x 4 GPUs with factors drawn from PAL's Longhorn measurements
 (``../shared/data/pal-artifact/variability/longhorn``; classA <- ResNet-50, classB/C <- BERT,

@@ -378,7 +378,7 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
 #: ``pal-opt simulate`` flags that only a PAL trace takes, with their defaults.
 _PAL_ONLY = {
     "queue": "fifo", "locality_penalty": 1.7, "rack_penalty": None, "restart_cost": 0.0, "binning": "pal-artifact",
-    "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
+    "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "model_class": [], "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
     # the simulator of GPU types has no failures
     "failures": False, "gpu_mtbf": None, "server_mtbf": None, "failure_scale": None, "repair_time": None,
     "checkpoint_interval": None, "failure_seed": None,

@@ -960,4 +960,6 @@ def _solved(sr: StageRound, sol: BackendSolution, start: dict[JobId, tuple[int, 
     res.gap = relative_gap(res.objective, bound, demand)
     if res.status == Status.OPTIMAL and (res.gap is None or res.gap > 1e-6):
         res.status = Status.FEASIBLE  # pragma: no cover - the program prices every job at its pace
+    if res.status != Status.OPTIMAL:  # why it is not proven (a time limit, ...), as the gang program says it
+        res.message = f"{common['backend']}: {sol.message}"
     return res

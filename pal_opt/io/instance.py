@@ -419,7 +419,8 @@ def _pipeline(j: dict[str, Any], p: str, source: str) -> Pipeline | None:
     if "pipeline" not in j:
         return None
     try:
-        return Pipeline(tuple(j["pipeline"]["stage_times"]), tuple(j["pipeline"]["replicas"]))
+        # replicas are JSON Schema integers, 4.0 among them, as demand is
+        return Pipeline(tuple(j["pipeline"]["stage_times"]), tuple(_ints(j["pipeline"]["replicas"])))
     except InstanceError as exc:
         raise _error(source, f"{p}.{exc.path}", exc.message) from None
 

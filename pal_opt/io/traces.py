@@ -204,7 +204,9 @@ def _trace_job(t: CsvTable, line: int, f: list[str], jid: JobId, col: dict[str, 
         raise t.error(line, col["model"], "model is empty")
     cls = models.classes.get(model, models.default_class)
     if cls is None:
-        raise t.error(line, col["model"], f"unknown model {model!r} (known: {', '.join(sorted(models.classes))}); give its class")
+        raise t.error(line, col["model"], f"unknown model {model!r} (known: {', '.join(sorted(models.classes))}); give its class "
+                                           f"(pal-opt simulate: --model-class {model}=CLASS, or --default-class CLASS "
+                                           "for every unknown model)")
     c_dem, c_sub, c_dur = col["num_gpus"], col["submit_time"], col["duration"]
     demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
     return TraceJob(

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..cliargs import check_plot_target, input_file, output_file, refuse_overwriting_inputs
-from ..errors import InfeasiblePartitionError, OptionError
+from ..errors import BackendError, InfeasiblePartitionError, OptionError
 
 if TYPE_CHECKING:
     from ..io.atomic import Content
@@ -109,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         check_plot_target(args.plot)
     if args.method != "ip" and (args.backend is not None or args.time_limit is not None):
         raise OptionError("--backend and --time-limit apply to --method ip only")
+    if args.method == "ip" and args.engine != "auto":
+        raise OptionError("--engine applies to --method dp only (the integer programs have no engine)")
     if args.backend is not None:
         from ..ilp.backends import get_backend
 
@@ -123,6 +125,11 @@ def run(args: argparse.Namespace) -> int:
     except InfeasiblePartitionError as exc:  # valid input with no answer: not bad input (exit 1, not 2)
         print(f"pal-opt: error: infeasible partition: {args.profile}: {exc}", file=sys.stderr)
         return 1
+    except BackendError as exc:  # a solver that failed or proved nothing in --time-limit (exit 1)
+        print(f"pal-opt: error: {args.profile}: {exc}", file=sys.stderr)
+        return 1
+    except OptionError as exc:  # the request is too large for this profile (the tables' size)
+        raise OptionError(f"{args.profile}: {exc}") from None
     outputs: dict[str, Content] = {}
     if args.out:
         doc = {"profile": os.fspath(args.profile), **result.to_dict()}
@@ -149,8 +156,11 @@ def _summary(args: argparse.Namespace, result: PartitionResult) -> list[tuple[st
                  f"data-parallel {result.data_parallel_time:.6g} s)"),
         ("stages", f"{result.total_stages}: {stages}"),
         ("method", "dynamic program" if result.method == "dp" else
-                   f"integer programs ({args.backend or 'default backend'})"),
+                   f"integer programs ({result.backend})"),
     ]
+    if len(result.levels) > 1:
+        lines.append(("note", f"{len(result.machines)} levels: no 'pipeline' for a job is written (a job's "
+                              "pipeline is one level of stages; partition with one --machines level for one)"))
     lines += [("wrote", path) for path in (args.out, args.plot) if path]
     return lines
 

@@ -115,6 +115,8 @@ class PartitionResult(NamedTuple):
         Layer ids in an order in which each stage is contiguous (a topological order).
     method
         ``"dp"`` (the dynamic program) or ``"ip"`` (the integer programs).
+    backend
+        With ``method="ip"``: the solver backend that solved them (None for ``"dp"``).
     """
 
     time_per_sample: float
@@ -128,6 +130,7 @@ class PartitionResult(NamedTuple):
     data_parallel_time: float
     layer_order: tuple[str, ...]
     method: str = "dp"
+    backend: str | None = None
 
     @property
     def total_stages(self) -> int:
@@ -182,6 +185,7 @@ class PartitionResult(NamedTuple):
             ],
             "layer_order": list(self.layer_order),
             "method": self.method,
+            **({"backend": self.backend} if self.backend is not None else {}),
             **({"pipeline": {"stage_times": list(pipe.stage_times), "replicas": list(pipe.replicas)}}
                if (pipe := self.job_pipeline()) is not None else {}),
         }
@@ -264,7 +268,10 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
         from .ip import solve_levels_ip
 
         solved = solve_levels_ip(states, levels, straight=straight, backend=backend, time_limit=time_limit)
-        result = _result(states, solved, levels, straight, float(solved[-1].optimum[0, states.n - 1]))._replace(method="ip")
+        from ..ilp.backends import get_backend
+
+        result = _result(states, solved, levels, straight, float(solved[-1].optimum[0, states.n - 1]))._replace(
+            method="ip", backend=get_backend(backend).name)
     else:
         tables = solve_levels(states, levels, straight=straight, engine=engine)
         result = _result(states, tables, levels, straight, tables[-1].best(0, states.n - 1, tables[-1].machines - 1))

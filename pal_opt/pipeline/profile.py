@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -290,6 +291,9 @@ def parse_profile(text: str, *, source: str = "<memory>") -> Profile:
         if line.startswith("\t"):
             pending.append((number, *_edge_tokens(line, number, source)))
             continue
+        if line[0].isspace() and len(line.strip().split(_SEP)) == 2:
+            raise InstanceError(f"an edge line starts with a tab; this one starts with spaces: {_clip(line.strip())!r}",
+                                source=source, path=f"line {number}")
         layer = _parse_layer(line, number, source)
         if layer.id in index:
             raise InstanceError(f"layer {layer.id!r} declared twice (first on line {layers[index[layer.id]].line})",
@@ -340,11 +344,21 @@ def _parse_layer(line: str, number: int, source: str) -> Layer:
     return Layer(node_id, description, *values, line=number)
 
 
+#: A ``[...]`` list with a comma in it (PipeDream separates a list's values by ``;``).
+_COMMA_LIST = re.compile(r"\[[^\]]*,[^\]]*\]")
+
+
 def _parse_metadata(metadata: str, source: str, where: str) -> tuple[float, float, float, float]:
     found: dict[str, float] = {}
+    listed = _COMMA_LIST.search(metadata)
+    if listed:
+        raise InstanceError(f"a list's values are separated by ';', not ',': {_clip(listed.group(0))!r}",
+                            source=source, path=where)
     for item in metadata.split(","):
         key, sep, value = item.strip().partition("=")
         key = key.strip()
+        if not item.strip():
+            raise InstanceError("an empty field (a comma too many)", source=source, path=where)
         if not sep or key not in _FIELDS:
             raise InstanceError(f"unexpected field {item.strip()!r}; the fields are {', '.join(_FIELDS)}",
                                 source=source, path=where)

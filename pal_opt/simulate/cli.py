@@ -107,6 +107,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw (default numpy)")
     p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know (default: none; such a model is an error)")
+    p.add_argument("--model-class", nargs="+", action="extend", default=[], metavar="MODEL=CLASS",
+                   help="the class of a model the trace names (on top of pal-opt's own model list, or "
+                        "overriding it), e.g. --model-class vgg16=classC gnmt=classB")
     p.add_argument("--seed", type=nonneg_int, default=None,
                    help="seed of the variability draw and random policy (default 0; on a sia trace only with --variability)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
@@ -177,6 +180,19 @@ def _failure_config(args: argparse.Namespace) -> Any:
             raise OptionError(f"{flag} needs --failures (failures are off by default)")
         return None
     return FailureConfig(**given)  # checked with the rest by SimConfig.validate
+
+
+def _parse_model_classes(items: list[str]) -> dict[str, str]:
+    """``{model: class}`` from ``--model-class MODEL=CLASS`` items (each model once)."""
+    out: dict[str, str] = {}
+    for item in items:
+        model, sep, cls = (x.strip() for x in item.partition("="))
+        if not sep or not model or not cls:
+            raise OptionError(f"--model-class expects MODEL=CLASS, got {item!r}")
+        if model in out:
+            raise OptionError(f"--model-class: model {model!r} given twice")
+        out[model] = cls
+    return out
 
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
@@ -393,7 +409,7 @@ def run(args: argparse.Namespace) -> int:
     spec = parse_cluster("16x4" if args.cluster is None else args.cluster)
     variability = _parse_variability(args.variability)
     configs = _configs(args)
-    trace = read_trace(args.trace, default_class=args.default_class)
+    trace = read_trace(args.trace, default_class=args.default_class, model_class=_parse_model_classes(args.model_class))
     _check_variability_classes(args.variability, {tj.perfclass for tj in trace}, args.trace)
     cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
                                      synthetic_seed=args.synthetic_variability)
