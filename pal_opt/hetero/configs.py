@@ -426,6 +426,7 @@ def fairness_costs(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_C
     """
     if p == 0 or not math.isfinite(p):
         raise OptionError(f"the fairness power p must be finite and non-zero, got {p}")
-    a = np.round(np.power(goodput, goodput.dtype.type(p) if goodput.dtype.kind == "f" else p), 2)
+    with np.errstate(divide="ignore"):  # a zero goodput's inf is clipped below, as intended
+        a = np.round(np.power(goodput, goodput.dtype.type(p) if goodput.dtype.kind == "f" else p), 2)
     a[a > clip] = clip
     return a

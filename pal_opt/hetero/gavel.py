@@ -211,6 +211,9 @@ class GavelPolicy:
         self.holding: dict[int, tuple[int, ...]] = {}
         #: jobs found unplaceable while allocating (never: :meth:`unplaceable_reason` decides up front)
         self.unplaceable: dict[int, str] = {}
+        #: GPUs out of service (a bool per position, or None): the shares are of the GPUs in
+        #: service, and a change of them is a new decision at once
+        self.out_of_service: np.ndarray | None = None
 
     def unplaceable_reason(self, job: SimJob) -> str | None:
         """Why no type can run the job at its requested count and batch
@@ -282,8 +285,9 @@ class GavelPolicy:
         return chosen
 
     def place(self, chosen: dict[int, int], size: dict[int, int]) -> dict[int, tuple[int, ...]]:
-        """GPU positions for the scheduled jobs: kept where still free, else the first free ones."""
-        taken = np.zeros(self.layout.num_gpus, dtype=bool)
+        """GPU positions for the scheduled jobs: kept where still free, else the first free ones
+        (in service)."""
+        taken = np.zeros(self.layout.num_gpus, dtype=bool) if self.out_of_service is None else self.out_of_service.copy()
         out: dict[int, tuple[int, ...]] = {}
         order = sorted(chosen, key=lambda j: (-size[j], j))
         for j in order:
@@ -302,10 +306,15 @@ class GavelPolicy:
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (empty: not running); a new
         decision once :attr:`round_seconds` have passed since the last one."""
-        if now < self.next_decision:
+        workers = self.layout.in_service(self.out_of_service)[0]
+        changed = not np.array_equal(workers, self.workers)  # GPUs left or came back into service
+        if now < self.next_decision and not changed:
             return {j.index: self.holding.get(j.index, ()) for j in active}
         self.next_decision = now + self.round_seconds - 1e-6
-        if tuple(j.index for j in active) != self.jobs:
+        self.workers = workers
+        if changed and self.out_of_service is not None:  # a job on a GPU out of service holds nothing
+            self.holding = {i: g for i, g in self.holding.items() if not self.out_of_service[list(g)].any()}
+        if tuple(j.index for j in active) != self.jobs or changed:
             self._recompute(active)
         chosen = self.schedule(active)
         self.holding = self.place(chosen, {j.index: j.spec.num_replicas for j in active})

@@ -88,18 +88,32 @@ class Layout:
     def position(self, type_index: int, node: int, slot: int) -> int:
         return self.first[type_index] + node * self.types[type_index].gpus_per_node + slot
 
-    def gpus_of_nodes(self, type_index: int, node_lists: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    def gpus_of_nodes(self, type_index: int, node_lists: Sequence[Sequence[int]],
+                      out_of_service: np.ndarray | None = None) -> list[tuple[int, ...]]:
         """GPU positions for node-id lists of one type, placed in order, each GPU the lowest free
-        slot of its node (the order of the node ids, and so the shape, is kept)."""
-        used = [0] * self.types[type_index].nodes
+        slot of its node in service (``out_of_service``: a bool per position; the order of the
+        node ids, and so the shape, is kept)."""
+        gt = self.types[type_index]
+        slots = [[self.position(type_index, n, k) for k in range(gt.gpus_per_node)] for n in range(gt.nodes)]
+        if out_of_service is not None:
+            slots = [[g for g in row if not out_of_service[g]] for row in slots]
+        used = [0] * gt.nodes
         out = []
         for nodes in node_lists:
             gpus = []
             for node in nodes:
-                gpus.append(self.position(type_index, node, used[node]))
+                gpus.append(slots[node][used[node]])
                 used[node] += 1
             out.append(tuple(gpus))
         return out
+
+    def in_service(self, out_of_service: np.ndarray | None) -> tuple[np.ndarray, list[list[int]]]:
+        """GPUs in service per type (int array), and per type the GPUs in service per node."""
+        ok = np.ones(self.num_gpus, dtype=bool) if out_of_service is None else ~np.asarray(out_of_service, dtype=bool)
+        per_type = np.bincount(self.type_of[ok], minlength=len(self.types)).astype(np.int64)
+        per_node = [np.bincount(self.node_of[ok & (self.type_of == t)], minlength=gt.nodes).astype(int).tolist()
+                    for t, gt in enumerate(self.types)]
+        return per_type, per_node
 
     def shape(self, gpus: Sequence[int]) -> tuple[int, ...]:
         """GPUs per node as runs of consecutive GPUs on one (type, node)."""

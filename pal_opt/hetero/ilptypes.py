@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import BackendError
+from ..errors import BackendError, OptionError
 from ..model import Job, RoundInstance, RoundParams, pal_locality
 from .configs import GpuType
 from .goodput import JobKind
@@ -164,6 +164,7 @@ class IlpTypesPolicy(SiaPolicy):
             self.levels, self.counts, pinned, self.rigid_costs(rigid, now),
             np.array([j.spec.num_replicas for j in rigid], dtype=np.int64), self._pins(rigid),
             p=self.params.p, lambda_n=self.params.lambda_n,
+            capacity=None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[0],
         )
         t0 = time.perf_counter()
         prog = build_level_program(r)
@@ -190,6 +191,12 @@ class IlpTypesPolicy(SiaPolicy):
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (stage 1, then stage 2 anchored
         at Sia's placement or from the current GPUs; or the joint program)."""
+        if self.out_of_service is not None and self.out_of_service.any():
+            if self.use_levels:  # their level counts are of every GPU
+                raise OptionError("GPUs out of service are not supported by the ilp policy's levels and joint "
+                                  "modes yet (the anchored and replaced modes take them)")
+            # a job on a GPU that left service holds nothing (the caller suspended it)
+            self.holding = {i: g for i, g in self.holding.items() if not self.out_of_service[list(g)].any()}
         if self.joint:
             return self._allocate_joint(active, now)
         if self.anchor:
@@ -270,7 +277,7 @@ class IlpTypesPolicy(SiaPolicy):
 
         if not move:
             return {}
-        busy = np.zeros(self.layout.num_gpus, dtype=bool)
+        busy = np.zeros(self.layout.num_gpus, dtype=bool) if self.out_of_service is None else self.out_of_service.copy()
         for g in keep.values():
             busy[list(g)] = True
         factors = {c: self._factors(c) for c in self.classes if c != NOMINAL}

@@ -56,6 +56,9 @@ class LevelRound:
         Rigid jobs as in Sia's program (cost per type, GPUs, pinned type or -1).
     p, lambda_n
         Fairness power and no-allocation penalty.
+    capacity
+        GPUs in service per type, or None: every GPU (the level ``counts`` must then count only
+        GPUs in service too).
     """
 
     configs: ConfigSet
@@ -69,6 +72,13 @@ class LevelRound:
     pinned_rigid: np.ndarray
     p: float = -0.5
     lambda_n: float = LAMBDA_N
+    capacity: np.ndarray | None = None
+
+    def type_gpus(self) -> np.ndarray:
+        """GPUs each type has for this round (:attr:`capacity`, or every GPU)."""
+        if self.capacity is not None:
+            return np.asarray(self.capacity, dtype=np.int64)
+        return np.array([t.total_gpus for t in self.configs.types], dtype=np.int64)
 
     @property
     def num_jobs(self) -> int:
@@ -131,11 +141,12 @@ def rigid_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
     """(job, type, -1, scaled cost, pinned) of every useful rigid column (jobs numbered after
     the adaptive ones): negative cost and the type large enough, or pinned."""
     out = []
+    cap = r.type_gpus().tolist()
     for i in range(len(r.rigid_gpus)):
-        for c, t in enumerate(r.configs.types):
+        for c in range(len(r.configs.types)):
             z = float(scaled_costs(np.asarray([r.rigid_costs[i, c]]), r.lambda_n)[0])
             held = int(r.pinned_rigid[i]) == c
-            if held or (int(r.pinned_rigid[i]) < 0 and z < 0 and r.rigid_gpus[i] <= t.total_gpus):
+            if held or (int(r.pinned_rigid[i]) < 0 and z < 0 and r.rigid_gpus[i] <= cap[c]):
                 out.append((r.num_jobs + i, c, -1, z, held))
     return out
 
@@ -156,7 +167,7 @@ def build_level_program(r: LevelRound) -> LevelProgram:
     gtype = np.where(rigid, choice, cs.type_index[np.where(rigid, 0, choice)])
     gpus = np.where(rigid, rg[np.where(rigid, job - na, -1)], cs.num_gpus[np.where(rigid, 0, choice)])
     rows, cols_i, data = [job, na + nr + gtype], [np.arange(job.size)] * 2, [np.ones(job.size), gpus.astype(np.float64)]
-    hi = [np.ones(na + nr), np.array([t.total_gpus for t in cs.types], dtype=np.float64)]
+    hi = [np.ones(na + nr), r.type_gpus().astype(np.float64)]
     names = [f"one_{j}" for j in range(na + nr)] + [f"gpus_{t.name}" for t in cs.types]
     row = na + nr + nt
     jc = np.concatenate([np.asarray(r.job_class, dtype=np.int64), [-1]])

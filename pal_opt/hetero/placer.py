@@ -60,7 +60,8 @@ def _take_any(free: list[int], start: int, need: int) -> tuple[list[int], int]:
     return taken, node
 
 
-def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int]) -> list[list[int]]:
+def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int],
+               free: Sequence[int] | None = None) -> list[list[int]]:
     """Node ids (one per GPU) for each demand on one empty GPU type, in the order of ``demands``.
 
     Parameters
@@ -69,6 +70,9 @@ def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int]) -> li
         The type.
     demands
         GPUs per job, in the tie-breaking order (largest are placed first, stably).
+    free
+        GPUs in service per node (default: every GPU).  A node with a GPU out of service is
+        never taken whole; its other GPUs are taken as any node's.
 
     Raises
     ------
@@ -81,14 +85,18 @@ def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int]) -> li
     [[2, 2], [0, 0, 0, 0, 1, 1, 1, 1], [2]]
     >>> place_type(2, 4, [3, 3, 2])        # fragmented: the last job is split over both nodes
     [[0, 0, 0], [1, 1, 1], [0, 1]]
+    >>> place_type(2, 4, [4, 2], free=[3, 4])  # node 0 has a GPU out of service
+    [[1, 1, 1, 1], [0, 0]]
     """
     if num_nodes < 1 or gpus_per_node < 1:
         raise OptionError(f"a GPU type needs at least one node and one GPU, got {num_nodes}x{gpus_per_node}")
     if any(d < 0 for d in demands):
         raise OptionError(f"demands must not be negative, got {list(demands)}")
-    if sum(demands) > num_nodes * gpus_per_node:
-        raise OptionError(f"{sum(demands)} GPUs demanded of a type with {num_nodes * gpus_per_node}")
-    free = [gpus_per_node] * num_nodes
+    free = [gpus_per_node] * num_nodes if free is None else [int(f) for f in free]
+    if len(free) != num_nodes or any(not 0 <= f <= gpus_per_node for f in free):
+        raise OptionError(f"free must give 0..{gpus_per_node} GPUs for each of {num_nodes} nodes, got {free}")
+    if sum(demands) > sum(free):
+        raise OptionError(f"{sum(demands)} GPUs demanded of a type with {sum(free)} in service")
     out: list[list[int]] = [[] for _ in demands]
     pointer = 0
     for i in sorted(range(len(demands)), key=lambda i: -demands[i]):

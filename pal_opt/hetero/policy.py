@@ -282,6 +282,9 @@ class SiaPolicy:
         self.stats = RoundStats()
         #: jobs found unplaceable while allocating (never: :meth:`unplaceable_reason` decides up front)
         self.unplaceable: dict[int, str] = {}
+        #: GPUs out of service (failed or drained; a bool per position, or None): the round program
+        #: counts only the GPUs in service and the placer takes none of the others
+        self.out_of_service: np.ndarray | None = None
 
     @property
     def types(self) -> tuple[GpuType, ...]:
@@ -375,6 +378,7 @@ class SiaPolicy:
             pinned_adaptive=self._pins(adaptive),
             pinned_rigid=self._pins(rigid),
             lambda_n=self.params.lambda_n,
+            capacity=None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[0],
         )
         decision = solve_round(inp, backend=self.params.backend, time_limit=self.params.time_limit)
         self.stats.add(decision)
@@ -394,9 +398,10 @@ class SiaPolicy:
         self.previous = {j.index: c for j, c in zip(rigid, decision.rigid.tolist(), strict=True) if c >= 0}
         self.previous.update({j.index: k for j, k in zip(adaptive, decision.adaptive.tolist(), strict=True) if k >= 0})
         out: dict[int, Allocation] = {j.index: (None, ()) for j, _, _ in wanted}
+        per_node = None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[1]
         for t, gt in enumerate(self.types):
             mine = [(j, n) for j, tt, n in wanted if tt == t]
-            ids = place_type(gt.nodes, gt.gpus_per_node, [n for _, n in mine])
+            ids = place_type(gt.nodes, gt.gpus_per_node, [n for _, n in mine], None if per_node is None else per_node[t])
             for (j, _), nodes in zip(mine, ids, strict=True):
                 out[j.index] = (t, tuple(nodes))
         return out
@@ -408,7 +413,8 @@ class SiaPolicy:
         out: dict[int, tuple[int, ...]] = {i: () for i in alloc}
         for t in range(len(self.types)):
             mine = [i for i, (tt, _) in alloc.items() if tt == t]
-            for i, gpus in zip(mine, self.layout.gpus_of_nodes(t, [alloc[i][1] for i in mine]), strict=True):
+            for i, gpus in zip(mine, self.layout.gpus_of_nodes(t, [alloc[i][1] for i in mine], self.out_of_service),
+                               strict=True):
                 out[i] = gpus
         return out
 

@@ -237,7 +237,7 @@ def solve_round_dp(inp: RoundInput, *, prune: bool = True) -> RoundDecision:
     """
     t0 = time.perf_counter()
     prog = build_round_program(inp, prune=prune)
-    shape = tuple(t.total_gpus + 1 for t in inp.configs.types)
+    shape = tuple(int(c) + 1 for c in inp.type_gpus())
     if math.prod(shape) > MAX_DP_STATES:
         raise OptionError(f"the dynamic program needs {math.prod(shape):,} states (limit {MAX_DP_STATES:,})")
     num_jobs = inp.num_adaptive + inp.num_rigid

@@ -67,6 +67,10 @@ class RoundInput:
         Per job the configuration (type for rigid jobs) it must keep, or -1.
     lambda_n
         The no-allocation penalty.
+    capacity
+        GPUs in service per type (int array), or None: every GPU of every type.  GPUs out of
+        service (failed, drained: :class:`pal_opt.hetero.scheduler.TypedScheduler.fail`) are
+        left out of it.
     """
 
     configs: ConfigSet
@@ -76,6 +80,13 @@ class RoundInput:
     pinned_adaptive: np.ndarray | None = None
     pinned_rigid: np.ndarray | None = None
     lambda_n: float = LAMBDA_N
+    capacity: np.ndarray | None = None
+
+    def type_gpus(self) -> np.ndarray:
+        """GPUs each type has for this round (:attr:`capacity`, or every GPU), int array."""
+        if self.capacity is not None:
+            return np.asarray(self.capacity, dtype=np.int64)
+        return np.array([t.total_gpus for t in self.configs.types], dtype=np.int64)
 
     def __post_init__(self) -> None:
         na, k = np.shape(self.adaptive_costs)
@@ -93,6 +104,11 @@ class RoundInput:
         ):
             if pins is not None and (len(pins) != rows or np.any(np.asarray(pins) >= width)):
                 raise OptionError(f"{name} must give one index below {width} (or -1) per job")
+        if self.capacity is not None:
+            cap = np.asarray(self.capacity)
+            totals = [t.total_gpus for t in self.configs.types]
+            if cap.shape != (ntypes,) or np.any(cap < 0) or np.any(cap > totals):
+                raise OptionError(f"capacity must give 0..GPUs of each of the {ntypes} types, got {cap.tolist()}")
 
     @property
     def num_adaptive(self) -> int:
@@ -218,7 +234,7 @@ def _candidate_columns(inp: RoundInput, scale: int, prune: bool) -> dict[str, np
     pin_of_job = np.concatenate([pa, pr])
     pinned = pin_of_job[job] == choice
     free_job = pin_of_job[job] < 0  # a pinned job keeps only its pinned column
-    cap = np.array([t.total_gpus for t in cs.types], dtype=np.int64)
+    cap = inp.type_gpus()
     keep = (gpus <= cap[gtype]) & np.isfinite(cost) & free_job
     if prune:
         keep &= cost < 0
@@ -244,7 +260,7 @@ def build_round_program(inp: RoundInput, *, scale: int = OBJECTIVE_SCALE, prune:
     n = cols["job"].size
     num_jobs = inp.num_adaptive + inp.num_rigid
     nt = len(cs.types)
-    cap = np.array([t.total_gpus for t in cs.types], dtype=np.float64)
+    cap = inp.type_gpus().astype(np.float64)
     rows = np.concatenate([cols["job"], num_jobs + cols["type"]])
     data = np.concatenate([np.ones(n), cols["gpus"].astype(np.float64)])
     A = sp.csr_matrix((data, (rows, np.tile(np.arange(n), 2))), shape=(num_jobs + nt, n))

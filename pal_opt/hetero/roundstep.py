@@ -13,6 +13,11 @@ the active jobs (submitted, not finished, not unplaceable; in workload order) at
    divides its speed);
 3. the jobs the policy found unplaceable while allocating (given no GPUs) are returned with
    their reasons.
+
+GPUs out of service (``out_of_service``, a bool per position: failed or drained GPUs, from
+:meth:`pal_opt.hetero.scheduler.TypedScheduler.fail`) go to the policy as its
+``out_of_service`` attribute; every built-in policy leaves them out (a registered policy without
+the attribute is refused while any GPU is out of service), and an allocation on one is an error.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from ..errors import BackendError, OptionError
 from .gpus import Layout, Variability
 from .simjob import SimJob
 from .typeblind import gang_state
@@ -42,10 +50,30 @@ def apply_allocations(
         job.allocation = new
 
 
-def round_step(policy: Any, layout: Layout, variability: Variability, active: Sequence[SimJob], now: float) -> dict[int, str]:
+def round_step(policy: Any, layout: Layout, variability: Variability, active: Sequence[SimJob], now: float,
+               out_of_service: np.ndarray | None = None) -> dict[int, str]:
     """Steps 1-3 of the module docstring for the active jobs at ``now``; returns {job index: why
-    it can never run} for the active jobs the policy found unplaceable (they hold no GPUs)."""
-    apply_allocations(layout, variability, active, policy.allocate(active, now), now)
+    it can never run} for the active jobs the policy found unplaceable (they hold no GPUs).
+
+    Raises
+    ------
+    OptionError
+        GPUs out of service for a policy that does not take them.
+    BackendError
+        The policy allocated a GPU out of service.
+    """
+    oos = None if out_of_service is None or not np.any(out_of_service) else np.asarray(out_of_service, dtype=bool)
+    if hasattr(policy, "out_of_service"):
+        policy.out_of_service = oos
+    elif oos is not None:
+        raise OptionError(f"the policy {type(policy).__name__} does not take GPUs out of service "
+                          "(it has no out_of_service attribute)")
+    allocations = policy.allocate(active, now)
+    if oos is not None:
+        bad = [(i, g) for i, gpus in allocations.items() for g in gpus if oos[g]]
+        if bad:
+            raise BackendError(f"the policy gave job {bad[0][0]} GPU {bad[0][1]}, which is out of service")
+    apply_allocations(layout, variability, active, allocations, now)
     return {j.index: policy.unplaceable[j.index] for j in active if j.index in policy.unplaceable}
 
 

@@ -42,6 +42,18 @@ A job's life, in the caller's words:
     The job completed at ``time`` (its record keeps it: :meth:`TypedScheduler.records`), or is
     forgotten (cancelled; its name may be submitted again).
 
+GPUs that fail or are drained, in the caller's words:
+
+``fail(gpus)``, ``restore(gpus)``
+    GPU ids (as :class:`JobAllocation` gives them) go out of service, or come back.  A job
+    holding one loses all its GPUs at once (``fail`` returns their names): it is suspended with
+    its progress (checkpoints are free here, as in Sia's simulator), leaves any restart delay it
+    was in, and the next rounds re-place it, which costs it a restart.  Until restored, no
+    policy places a job on those GPUs: the round program counts only the GPUs in service, Sia's
+    placer skips them (a server with one out of service is never taken whole), and the
+    comparators leave them out.  (``ilp`` with ``ilp_levels`` or ``ilp_joint`` does not take
+    them yet: ``fail`` says so.)
+
 Time is the caller's, in seconds: ``schedule`` times never decrease and a job is submitted no
 earlier than the last round.  Between two rounds, a job holding GPUs counts the time as held:
 its restart delay (the application's, A.1, charged at every start and restart) runs down, and
@@ -435,6 +447,7 @@ class TypedScheduler:
         self._entries: dict[str, _Entry] = {}
         self._next_index = 0
         self._now: float | None = None
+        self._out_of_service = np.zeros(self.layout.num_gpus, dtype=bool)
 
     # -- read-only views -------------------------------------------------------------------------
     @property
@@ -636,6 +649,58 @@ class TypedScheduler:
         self._entry(name)
         del self._entries[name]
 
+    # -- GPUs out of service ---------------------------------------------------------------------
+    @property
+    def out_of_service(self) -> tuple[int, ...]:
+        """The GPU ids out of service now (:meth:`fail`), ascending."""
+        return tuple(int(g) for g in np.flatnonzero(self._out_of_service))
+
+    def _gpu_ids(self, gpus: Iterable[Any], what: str) -> list[int]:
+        if isinstance(gpus, str | bytes) or not isinstance(gpus, Iterable):
+            raise OptionError(f"{what} takes an iterable of GPU ids, got {gpus!r}")
+        ids = list(gpus)
+        n = self.layout.num_gpus
+        for g in ids:
+            if isinstance(g, bool) or not isinstance(g, numbers.Integral) or not 0 <= int(g) < n:
+                raise OptionError(f"{what}: {g!r} is not a GPU id of this cluster (0..{n - 1})")
+        return [int(g) for g in ids]
+
+    def fail(self, gpus: Iterable[int]) -> tuple[str, ...]:
+        """Take GPUs out of service (failed or drained; module docstring): no round places a
+        job on them until :meth:`restore`.  Returns the names of the jobs that held one, now
+        suspended (they lost all their GPUs; their progress is kept).
+
+        Raises
+        ------
+        OptionError
+            An id that is not a GPU of the cluster, or a policy that does not take GPUs out of
+            service (``ilp`` with ``ilp_levels`` or ``ilp_joint``).
+        """
+        ids = self._gpu_ids(gpus, "fail")
+        if self.config.method == "ilp" and (self.config.ilp_levels or self.config.ilp_joint):
+            raise OptionError("GPUs out of service are not supported by the ilp policy's levels and joint modes "
+                              "yet (the anchored and replaced modes take them)")
+        self._out_of_service[ids] = True
+        hit = []
+        for name, entry in self._entries.items():
+            job = entry.job
+            if not job.done and job.allocation and self._out_of_service[list(job.allocation)].any():
+                job.reallocate(None, (), self._now or 0.0)
+                job.allocation = ()
+                job.rescale_time = 0.0  # a restart it was in is moot: it restarts when placed again
+                hit.append(name)
+        return tuple(hit)
+
+    def restore(self, gpus: Iterable[int]) -> None:
+        """Put GPUs back in service (:meth:`fail`); the next round may place jobs on them.
+
+        Raises
+        ------
+        OptionError
+            An id that is not a GPU of the cluster.
+        """
+        self._out_of_service[self._gpu_ids(gpus, "restore")] = False
+
     # -- rounds -------------------------------------------------------------------------------------
     def schedule(self, now: float) -> RoundPlan:
         """The allocations of the round starting at ``now`` (module docstring).
@@ -656,7 +721,8 @@ class TypedScheduler:
             e.job.hold(elapsed)
             e.before = (e.job.allocation or (), e.job.type_index, e.job.shape, e.job.num_restarts)
         with one_blas_thread():
-            found = round_step(self._policy, self.layout, self.config.variability, [e.job for e in active], now)
+            found = round_step(self._policy, self.layout, self.config.variability, [e.job for e in active], now,
+                               self._out_of_service)
         for e in active:
             if e.job.index in found:
                 e.reason = found[e.job.index]

@@ -169,6 +169,9 @@ class TypeBlindPolicy:
         self.stats = RoundStats()
         #: jobs found unplaceable where the method placed them: {job index: reason}
         self.unplaceable: dict[int, str] = {}
+        #: GPUs out of service (a bool per position, or None): never placed on; a job holding one
+        #: holds nothing (the caller suspended it) and waits again
+        self.out_of_service: np.ndarray | None = None
 
     def unplaceable_reason(self, job: SimJob) -> str | None:
         """Why no GPUs of the cluster can ever run the job at its requested count (more than the
@@ -204,8 +207,9 @@ class TypeBlindPolicy:
         placed where it cannot run (:func:`gang_problem`) goes to :attr:`unplaceable` and the
         round is placed again without it."""
         live = {j.index: j for j in active}
-        self.holding = {i: g for i, g in self.holding.items() if i in live}
-        busy = np.zeros(self.layout.num_gpus, dtype=bool)
+        oos = self.out_of_service
+        self.holding = {i: g for i, g in self.holding.items() if i in live and (oos is None or not oos[list(g)].any())}
+        busy = np.zeros(self.layout.num_gpus, dtype=bool) if oos is None else oos.copy()
         for g in self.holding.values():
             busy[list(g)] = True
         waiting = sorted((j for j in active if j.index not in self.holding), key=lambda j: (j.submit_time, j.index))

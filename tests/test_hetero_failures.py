@@ -1,0 +1,142 @@
+"""GPUs out of service on a cluster of GPU types: ``TypedScheduler.fail`` / ``restore``, and every
+policy leaving such GPUs out (the round program's capacity, Sia's placer, the comparators)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import pal_opt
+from pal_opt.errors import OptionError
+from pal_opt.hetero import JobKind, SimJob, load_applications, read_workload
+from pal_opt.hetero.configs import GpuType, enumerate_configs
+from pal_opt.hetero.gpus import Layout, Variability
+from pal_opt.hetero.placer import place_type
+from pal_opt.hetero.round import solve_round
+from pal_opt.hetero.roundprogram import RoundInput
+from pal_opt.hetero.roundstep import round_step
+
+MINI = Path(__file__).resolve().parents[1] / "examples" / "data" / "newtrace-mini.csv"
+CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
+ROUND = 60.0
+
+
+def test_sia_placer_takes_only_gpus_in_service() -> None:
+    # node 0 has 3 GPUs in service: never taken whole, so the 4-GPU job goes to node 1
+    assert place_type(2, 4, [4, 2], free=[3, 4]) == [[1, 1, 1, 1], [0, 0]]
+    assert place_type(2, 4, [3, 3], free=[3, 3]) == [[0, 0, 0], [1, 1, 1]]
+    with pytest.raises(OptionError, match="7 GPUs demanded of a type with 6 in service"):
+        place_type(2, 4, [4, 3], free=[3, 3])
+    with pytest.raises(OptionError, match="free must give 0..4 GPUs for each of 2 nodes"):
+        place_type(2, 4, [1], free=[5, 0])
+
+
+def test_layout_gives_the_lowest_slots_in_service() -> None:
+    layout = Layout((GpuType("a", 2, 4),))
+    oos = np.zeros(8, dtype=bool)
+    oos[[0, 2]] = True
+    assert layout.gpus_of_nodes(0, [[0, 0], [1]], oos) == [(1, 3), (4,)]
+    per_type, per_node = layout.in_service(oos)
+    assert per_type.tolist() == [6] and per_node == [[2, 4]]
+
+
+def test_the_round_program_counts_only_gpus_in_service() -> None:
+    cs = enumerate_configs((GpuType("a", 1, 4),))
+    # two adaptive jobs, each cheaper on more GPUs (A = n^-0.5): 2 + 2 of 4 GPUs; one GPU in
+    # service: one job on 1 GPU
+    costs = np.tile((cs.num_gpus.astype(np.float32) ** -0.5).round(2), (2, 1))
+    full = solve_round(RoundInput(cs, costs), backend="highs")
+    short = solve_round(RoundInput(cs, costs, capacity=np.array([1])), backend="highs")
+    assert sum(int(cs.num_gpus[k]) for k in full.adaptive if k >= 0) == 4
+    assert sum(int(cs.num_gpus[k]) for k in short.adaptive if k >= 0) == 1
+    with pytest.raises(OptionError, match="capacity must give 0..GPUs of each of the 1 types"):
+        RoundInput(cs, costs, capacity=np.array([5]))
+
+
+def test_a_policy_without_the_attribute_is_refused_while_gpus_are_out() -> None:
+    layout = Layout((GpuType("a", 1, 4),))
+    policy = SimpleNamespace(allocate=lambda active, now: {}, unplaceable={})
+    assert round_step(policy, layout, Variability(), [], 0.0) == {}
+    with pytest.raises(OptionError, match="does not take GPUs out of service"):
+        round_step(policy, layout, Variability(), [], 0.0, np.array([True, False, False, False]))
+
+
+def _loop(profiles: Path, policy: str, fail_at: float, restore_at: float, **opts: object) -> dict[str, object]:
+    """The round loop of ``examples/sia_round_loop.py`` with GPUs 0-5 and one GPU of the first
+    job holding any taken out of service at ``fail_at`` and restored at ``restore_at``; asserts
+    that no round gives a job a GPU out of service."""
+    workload = read_workload(MINI)
+    sched = pal_opt.TypedScheduler(CLUSTER, profiles, policy, applications=workload.applications(), **opts)
+    types = [t.name for t in sched.cluster]
+    apps = load_applications(profiles, workload.applications())
+    for row in workload:
+        sched.submit(row.name, row.application, row.num_replicas, row.batch_size, row.submit_time, kind=row.kind.value)
+    kinds = {r.name: JobKind(r.kind) for r in sched.records()}
+    jobs = {row.name: SimJob(i, replace(row, kind=kinds[row.name]), apps[row.application], types)
+            for i, row in enumerate(workload)}
+    now, failed, hit, used_after = 0.0, (), [], set()
+    plan = None
+    while any(not j.done and j.name not in sched.unplaceable for j in jobs.values()):
+        for job in jobs.values():
+            if job.shape and not job.done:
+                job.advance(ROUND, now)
+                sched.report(job.name, epoch=job.epoch, progress=job.progress)
+                if job.done and job.completion_time is not None:
+                    sched.finish(job.name, job.completion_time)
+        if now == fail_at and plan is not None:
+            held = [a for a in plan.jobs if a.gpus and not jobs[a.name].done]
+            failed = tuple(range(6)) + (held[0].gpus[-1],)
+            hit = list(sched.fail(failed))
+            assert sched.out_of_service == tuple(sorted(set(failed)))
+            for name in hit:  # the stand-in jobs lose their GPUs as the real ones would
+                jobs[name].reallocate(None, (), now)
+                jobs[name].allocation = ()
+            assert held[0].name in hit
+        if now == restore_at:
+            sched.restore(failed)
+            failed = ()
+        now += ROUND
+        plan = sched.schedule(now)
+        for alloc in plan.jobs:
+            assert not set(alloc.gpus) & set(failed), (now, alloc)
+            if alloc.restart and alloc.name in hit and now > fail_at:
+                used_after.add(alloc.name)
+            job = jobs[alloc.name]
+            if alloc.gpus != (job.allocation or ()):
+                job.reallocate(None if alloc.gpu_type is None else types.index(alloc.gpu_type), alloc.shape, now)
+                job.allocation = alloc.gpus
+        assert now < 100_000, "the loop ran away"
+    return {"done": sum(r.jct is not None for r in sched.records()), "hit": hit, "resumed": used_after,
+            "restarts": {r.name: r.restarts for r in sched.records()}}
+
+
+@pytest.mark.parametrize(("policy", "opts"), [("sia", {}), ("ilp", {}), ("ilp", {"ilp_anchor": False}),
+                                              ("pal", {}), ("packed", {}), ("gavel", {})])
+def test_every_policy_runs_around_gpus_out_of_service(shared_dir: Path, policy: str, opts: dict) -> None:
+    """Jobs on failed GPUs are suspended and re-placed elsewhere (a restart); no round uses a GPU
+    out of service; every job still finishes."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    out = _loop(profiles, policy, fail_at=600.0, restore_at=3000.0, **opts)
+    assert out["done"] == 6
+    assert out["hit"] and set(out["hit"]) <= out["resumed"]  # each one placed again, a restart
+    base = _loop(profiles, policy, fail_at=-1.0, restore_at=-1.0, **opts)
+    assert base["hit"] == [] and base["done"] == 6
+
+
+def test_fail_names_bad_ids_and_refuses_the_level_modes(shared_dir: Path) -> None:
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    apps = read_workload(MINI).applications()
+    sched = pal_opt.TypedScheduler(CLUSTER, profiles, "sia", applications=apps)
+    for bad in ([64], [-1], [1.5], ["3"], 3):
+        with pytest.raises(OptionError, match="fail"):
+            sched.fail(bad)  # type: ignore[arg-type]
+    assert sched.fail([3, 3]) == () and sched.out_of_service == (3,)
+    sched.restore([3])
+    assert sched.out_of_service == ()
+    levels = pal_opt.TypedScheduler(CLUSTER, profiles, "ilp", applications=apps, ilp_levels=True)
+    with pytest.raises(OptionError, match="levels and joint modes"):
+        levels.fail([0])
