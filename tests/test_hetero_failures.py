@@ -140,3 +140,43 @@ def test_fail_names_bad_ids_and_refuses_the_level_modes(shared_dir: Path) -> Non
     levels = pal_opt.TypedScheduler(CLUSTER, profiles, "ilp", applications=apps, ilp_levels=True)
     with pytest.raises(OptionError, match="levels and joint modes"):
         levels.fail([0])
+
+
+# --------------------------------------------------------------------------- the simulator
+def _simulate(profiles: Path, policy: str, failures: object = None, **opts: object) -> object:
+    from pal_opt.hetero.simulate import SimConfig, build_cluster, parse_cluster, simulate_sia
+
+    workload = read_workload(MINI)
+    apps = load_applications(profiles, workload.applications())
+    cluster = build_cluster(parse_cluster(CLUSTER), apps)
+    return simulate_sia(workload, apps, cluster, SimConfig(method=policy, failures=failures, **opts))
+
+
+@pytest.mark.parametrize("policy", ["sia", "pal", "gavel"])
+def test_the_simulator_of_gpu_types_fails_gpus_and_jobs_recover(shared_dir: Path, policy: str) -> None:
+    """Failures (1,000,000 times Llama 3's rates, back after 5 min): jobs are interrupted, lose
+    work and still finish; no round uses a GPU out of service (round_step checks); the same seed
+    gives the same run, another seed another one; without failures nothing changes."""
+    from pal_opt.simulate.failures import FailureConfig
+
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    config = FailureConfig(scale=100_000, repair_time=300.0, checkpoint_interval=600.0, seed=1)
+    one = _simulate(profiles, policy, config)
+    summary = one.summary()  # type: ignore[attr-defined]
+    assert summary["failures"]["events"] > 0 and summary["failures"]["interrupted_jobs"] > 0
+    assert summary["failures"]["lost_gpu_hours"] > 0
+    assert summary["n_completed"] == summary["n_jobs"] == 6
+    again = _simulate(profiles, policy, config).summary()  # type: ignore[attr-defined]
+    assert again["avg_jct"] == summary["avg_jct"] and again["failures"] == summary["failures"]
+    plain = _simulate(profiles, policy).summary()  # type: ignore[attr-defined]
+    assert "failures" not in plain and plain["avg_jct"] < summary["avg_jct"]
+
+
+def test_failures_refuse_the_ilp_level_modes() -> None:
+    from pal_opt.hetero.simulate import SimConfig
+    from pal_opt.simulate.failures import FailureConfig
+
+    with pytest.raises(OptionError, match="levels and joint modes"):
+        SimConfig(method="ilp", ilp_levels=True, failures=FailureConfig())
+    with pytest.raises(OptionError, match="repair-time must be a finite number > 0"):
+        SimConfig(failures=FailureConfig(repair_time=0))

@@ -269,14 +269,19 @@ def test_a_variability_class_the_trace_does_not_use_is_bad_input(tmp_path: Path,
     assert not (tmp_path / "r.json").exists()
 
 
-def test_failure_flags_on_a_sia_trace_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The simulator of GPU types has no failures: ``--failures`` on a sia trace was ignored."""
+def test_failure_flags_on_a_sia_trace_run_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   shared_dir: Path) -> None:
+    """The simulator of GPU types takes ``--failures`` (it refused them when it had none);
+    a failure flag without ``--failures`` is still bad input."""
     out = tmp_path / "q.json"
-    assert main(["simulate", str(MINI), "--profiles", str(tmp_path), "--failures", "--failure-scale", "10",
-                 "-o", str(out)]) == 2
-    assert capsys.readouterr().err.strip() == (
-        f"pal-opt: error: --failures, --failure-scale do not apply to a sia trace ({MINI})")
-    assert not out.exists()
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    assert main(["simulate", str(MINI), "--profiles", str(profiles), "--failure-scale", "10", "-o", str(out)]) == 2
+    assert "--failure-scale needs --failures" in capsys.readouterr().err
+    assert main(["simulate", str(MINI), "--profiles", str(profiles), "--failures", "--failure-scale", "20000",
+                 "--repair-time", "600", "-o", str(out), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["failures"]["events"] > 0 and doc["failure_config"]["scale"] == 20000
+    assert doc["n_completed"] == doc["n_jobs"]
 
 
 def test_a_sia_trace_without_policy_runs_sia(tmp_path: Path, capsys: pytest.CaptureFixture[str],

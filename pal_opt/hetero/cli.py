@@ -123,6 +123,9 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--plot", type=output_file, default=None, metavar="FIG.png",
                    help="JCT CDF (needs matplotlib: pip install 'pal-opt[plot]')")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
+    from ..simulate.failureargs import add_failure_arguments
+
+    add_failure_arguments(p, seed_default="--seed, else 0")
     p.set_defaults(func=run, handler=run)
     return p
 
@@ -214,6 +217,9 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
         "variability": dict(variability.files),
         "seed": (args.seed or 0) if args.variability else None,  # it seeds the variability draw only
     }
+    failures = _failures(args)
+    if failures is not None:
+        doc["failure_config"] = asdict(failures)
     doc.update(result.summary())
     doc["unplaceable"] = [{"job": name, "reason": why} for name, why in result.unplaceable.items()]
     doc["units"] = "seconds (jct, makespan, wall)"
@@ -243,9 +249,22 @@ def _check_policy_flags(args: argparse.Namespace, policies: list[str]) -> None:
     mode = getattr(args, "ilp_mode", None)
     if mode is not None and "ilp" not in policies:
         raise OptionError(f"--ilp-mode applies to --policy ilp only, not --policy {','.join(policies)}")
-    if args.seed is not None and not args.variability:
-        raise OptionError("--seed seeds the per-GPU variability draw: without --variability every GPU is nominal "
-                          "and nothing is drawn")
+    if args.seed is not None and not args.variability and not getattr(args, "failures", False):
+        raise OptionError("--seed seeds the per-GPU variability draw (and, with --failures, the failures): without "
+                          "--variability every GPU is nominal and nothing is drawn")
+
+
+def _failures(args: argparse.Namespace) -> Any:
+    """The :class:`~pal_opt.simulate.failures.FailureConfig` of ``--failures`` (its seed
+    ``--failure-seed``, else ``--seed``, else 0), or None."""
+    from dataclasses import replace
+
+    from ..simulate.failureargs import failure_config
+
+    config = failure_config(args)
+    if config is not None and config.seed is None:
+        config = replace(config, seed=args.seed or 0)
+    return config
 
 
 def _policies(args: argparse.Namespace) -> list[str]:
@@ -287,12 +306,13 @@ def run(args: argparse.Namespace) -> int:
     variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster),
                                    seed=args.seed or 0)
     params = SiaParams(backend=backend, time_limit=args.time_limit)
+    failures = _failures(args)
     docs: dict[str, dict[str, Any]] = {}
     results: dict[str, Any] = {}
     for policy in policies:
+        modes: dict[str, Any] = ilp_mode_config(getattr(args, "ilp_mode", None) if policy == "ilp" else None, policy)
         config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
-                           method=policy, variability=variability,
-                           **ilp_mode_config(getattr(args, "ilp_mode", None) if policy == "ilp" else None, policy))
+                           method=policy, variability=variability, failures=failures, **modes)
         with _progress_bar(args, len(workload), policy) as progress:
             results[policy] = simulate_sia(workload, apps, cluster, config, progress=progress)
         docs[policy] = _document(args, policy, results[policy], cluster, params, variability)
@@ -379,9 +399,6 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
 _PAL_ONLY = {
     "queue": "fifo", "locality_penalty": 1.7, "rack_penalty": None, "restart_cost": 0.0, "binning": "pal-artifact",
     "synthetic_variability": None, "variability_draw": "numpy", "default_class": None, "model_class": [], "admission": None, "gap": None, "threads": None, "parts": None, "backend_param": None,
-    # the simulator of GPU types has no failures
-    "failures": False, "gpu_mtbf": None, "server_mtbf": None, "failure_scale": None, "repair_time": None,
-    "checkpoint_interval": None, "failure_seed": None,
 }
 _SIA_ONLY = {"profiles": None, "category": None}
 

@@ -307,7 +307,10 @@ class GavelPolicy:
         """GPU positions of every active job for the next round (empty: not running); a new
         decision once :attr:`round_seconds` have passed since the last one."""
         workers = self.layout.in_service(self.out_of_service)[0]
-        changed = not np.array_equal(workers, self.workers)  # GPUs left or came back into service
+        oos = self.out_of_service
+        # GPUs left or came back into service, or a job holds one that left (counts can balance)
+        changed = not np.array_equal(workers, self.workers) or (
+            oos is not None and any(oos[list(g)].any() for g in self.holding.values() if g))
         if now < self.next_decision and not changed:
             return {j.index: self.holding.get(j.index, ()) for j in active}
         self.next_decision = now + self.round_seconds - 1e-6

@@ -52,8 +52,10 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
+from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, with_aliases
 from .configs import GpuType
+from .failures import TypedFailures
 from .goodput import JobKind
 from .gpus import Layout, Variability, placement_floor
 from .ilptypes import IlpTypesPolicy
@@ -131,6 +133,9 @@ class SimConfig:
         then unused).
     gavel_round
         ``gavel``'s own round in seconds (Gavel's default 360): it re-decides only this often.
+    failures
+        GPU and server failures (:class:`pal_opt.simulate.failures.FailureConfig`, seeded by its
+        ``seed``, default 0; :mod:`pal_opt.hetero.failures`), or None (default): none.
     """
 
     round_length: float = 60.0
@@ -143,6 +148,7 @@ class SimConfig:
     ilp_anchor: bool = True
     ilp_joint: bool = False
     gavel_round: float = 360.0
+    failures: FailureConfig | None = None
 
     def __post_init__(self) -> None:
         if self.method not in HETERO_POLICIES:
@@ -163,6 +169,13 @@ class SimConfig:
             raise OptionError(f"policy must be a SiaParams, got {self.policy!r}")
         if not isinstance(self.variability, Variability):
             raise OptionError(f"variability must be a Variability, got {type(self.variability).__name__}")
+        if self.failures is not None:
+            if not isinstance(self.failures, FailureConfig):
+                raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
+            self.failures.validate()
+            if self.method == "ilp" and (self.ilp_levels or self.ilp_joint):
+                raise OptionError("failures are not supported by the ilp policy's levels and joint modes yet "
+                                  "(the anchored and replaced modes take them)")
 
 
 def _is_number(value: Any) -> bool:
@@ -218,6 +231,9 @@ class SiaResult:
     unplaceable: dict[str, str] = field(default_factory=dict)
     #: the simulated second the run stopped at with jobs unfinished (``max_time``), else None
     stopped_at: float | None = None
+    #: with failures: events, job interruptions and GPU-hours of work lost
+    #: (:meth:`pal_opt.hetero.failures.TypedFailures.summary`), else None
+    failures: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The metrics of the module docstring (seconds), see :func:`summarise`."""
@@ -256,6 +272,8 @@ def summarise(result: SiaResult) -> dict[str, Any]:
     per_round = use.sum(axis=1) if use.size else np.zeros(0)
     out["rounds"] = int(use.shape[0])
     out["stopped_at"] = result.stopped_at  # None: every job that could ran to its end
+    if result.failures is not None:
+        out["failures"] = result.failures
     out["avg_gpus_in_use"] = float(per_round.mean()) if per_round.size else 0.0
     out["utilisation"] = out["avg_gpus_in_use"] / total_gpus if total_gpus else 0.0
     out["avg_gpus_in_use_by_type"] = {
@@ -431,9 +449,13 @@ def _run(
     completed = 0
     floor = placement_floor(layout, cfg.variability) if cfg.variability.active else None
     slow = [0.0, 0.0, 0.0]  # Σ slowdown, Σ floor, job-rounds (SiaResult)
+    fails = None if cfg.failures is None else TypedFailures(layout, cfg.failures, cfg.failures.seed or 0)
     while completed + len(unplaceable) < len(jobs) and now < cfg.max_time:
-        for job in live:
-            job.advance(cfg.round_length, now)
+        if fails is None:
+            for job in live:
+                job.advance(cfg.round_length, now)
+        else:
+            fails.advance(live, now, cfg.round_length)
         now += cfg.round_length
         while pending and pending[0].submit_time <= now:
             live.append(pending.pop(0))
@@ -441,8 +463,12 @@ def _run(
         live = [j for j in live if not j.done]
         completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
-            unplaceable.update(round_step(policy, layout, cfg.variability, live, now))
+            before = {j.index: j.allocation for j in live}
+            unplaceable.update(round_step(policy, layout, cfg.variability, live, now,
+                                          None if fails is None else fails.out_of_service(now)))
             live = [j for j in live if j.index not in unplaceable]
+            if fails is not None:
+                fails.checkpoint_moved(live, before)
         held = [0] * len(cluster)
         for job in live:
             if job.type_index is not None:
@@ -459,7 +485,7 @@ def _run(
         logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now,
                        len(jobs) - completed - len(unplaceable), len(jobs))
     return replace(_result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable),
-                   stopped_at=now if stopped else None)
+                   stopped_at=now if stopped else None, failures=None if fails is None else fails.summary())
 
 
 def _result(

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import sys
 from pathlib import Path
@@ -40,6 +39,7 @@ from ..cliargs import (
 )
 from ..errors import InstanceError, OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
+from .failureargs import add_failure_arguments, failure_config
 
 __all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
 
@@ -120,66 +120,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
                    help="one figure: the JCT CDF and the utilisation over time, one line per policy "
                         "(needs matplotlib: pip install 'pal-opt[plot]')")
-    _add_failure_arguments(p)
+    add_failure_arguments(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (jobs finished, rounds, ETA; shown on a terminal only) or summary line")
     p.set_defaults(func=run, handler=run)
     return p
-
-
-#: The failure flags: (flag, FailureConfig field).
-_FAILURE_FLAGS = (("--gpu-mtbf", "gpu_mtbf_hours"), ("--server-mtbf", "server_mtbf_hours"),
-                  ("--repair-time", "repair_time"), ("--checkpoint-interval", "checkpoint_interval"),
-                  ("--failure-scale", "scale"), ("--failure-seed", "seed"))
-
-
-def _positive_or_inf(text: str) -> float:
-    """A number > 0, or ``inf``."""
-    if text.strip().lower() in ("inf", "infinity"):
-        return math.inf
-    return positive_float(text)
-
-
-def _add_failure_arguments(p: argparse.ArgumentParser) -> None:
-    from .choices import (
-        DEFAULT_CHECKPOINT_INTERVAL,
-        DEFAULT_GPU_MTBF_HOURS,
-        DEFAULT_REPAIR_SECONDS,
-        DEFAULT_SERVER_MTBF_HOURS,
-    )
-
-    g = p.add_argument_group("failures", "GPU and server failures from a seeded process (off unless --failures)")
-    g.add_argument("--failures", action=argparse.BooleanOptionalAction, default=False,
-                   help="inject failures (default: off; a run without them is unchanged)")
-    g.add_argument("--gpu-mtbf", type=_positive_or_inf, default=None, metavar="HOURS",
-                   help=f"mean hours between failures of one GPU (default {DEFAULT_GPU_MTBF_HOURS:,.0f}, from "
-                        "Llama 3's GPU-caused interruptions; inf: never)")
-    g.add_argument("--server-mtbf", type=_positive_or_inf, default=None, metavar="HOURS",
-                   help=f"mean hours between failures of one server (default {DEFAULT_SERVER_MTBF_HOURS:,.0f}, from "
-                        "Llama 3's other interruptions; inf: never)")
-    g.add_argument("--failure-scale", type=positive_float, default=None, metavar="K",
-                   help="divide both MTBFs by K (failures K times as often; default 1)")
-    g.add_argument("--repair-time", type=positive_float, default=None, metavar="S",
-                   help=f"seconds a failed GPU or server is out of service (default {DEFAULT_REPAIR_SECONDS:g})")
-    g.add_argument("--checkpoint-interval", type=_positive_or_inf, default=None, metavar="S",
-                   help=f"seconds of work between a job's checkpoints; a failure loses the work since the last "
-                        f"(default {DEFAULT_CHECKPOINT_INTERVAL:g}; inf: only planned stops checkpoint)")
-    g.add_argument("--failure-seed", type=nonneg_int, default=None, metavar="N",
-                   help="seed of the failure process (default: --seed)")
-
-
-def _failure_config(args: argparse.Namespace) -> Any:
-    """The :class:`~pal_opt.simulate.failures.FailureConfig` of ``--failures``, or None."""
-    from .failures import FailureConfig
-
-    given = {field: getattr(args, flag[2:].replace("-", "_")) for flag, field in _FAILURE_FLAGS}
-    given = {k: v for k, v in given.items() if v is not None}
-    if not args.failures:
-        if given:
-            flag = next(f for f, field in _FAILURE_FLAGS if field in given)
-            raise OptionError(f"{flag} needs --failures (failures are off by default)")
-        return None
-    return FailureConfig(**given)  # checked with the rest by SimConfig.validate
 
 
 def _parse_model_classes(items: list[str]) -> dict[str, str]:
@@ -273,7 +218,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
     from .engine import SimConfig
 
     names = ("backend", "admission", "time_limit", "gap", "threads", "parts")
-    failures = _failure_config(args)
+    failures = failure_config(args)
     configs = {}
     for policy, opts in solve_options_each(args, args.policy, "policy", names).items():
         exact = get_method(policy).exact

@@ -1,0 +1,106 @@
+"""GPU and server failures in the simulator of GPU types (``simulate --trace-format sia --failures``).
+
+The failure process is the PAL simulator's (:class:`pal_opt.simulate.failures.FailureProcess`:
+each GPU and each server fails after an exponential time of its MTBF, seeded, and stays out of
+service for the repair time), over the cluster's GPU positions (types in cluster order, then
+servers, then slots) and its servers numbered type by type.  Within a round of Δ seconds:
+
+* a job holding a GPU that fails at time t trains until t, then loses the work since its last
+  checkpoint (its epoch and progress go back to that checkpoint's), and is suspended: it holds
+  no GPUs, leaves any restart delay it was in, and the next rounds re-place it, which costs it
+  a restart (the application's restart delay), as every start does;
+* every other job trains the whole round.
+
+Checkpoints.  Every re-allocation (restart, migration, suspension) goes through a checkpoint in
+Sia's model, so a job's checkpoint is taken whenever its GPUs change, and besides every
+``checkpoint_interval`` seconds of training: at the end of the round in which the training since
+the last reaches the interval (so a failure may lose up to that interval plus a round).  With an
+infinite interval only the re-allocations checkpoint.
+
+The policies see the GPUs out of service at each round (:func:`pal_opt.hetero.roundstep.round_step`):
+the round program counts only the GPUs in service and no policy places a job on the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..model import Cluster
+from ..simulate.failures import FailureConfig, FailureProcess
+from .gpus import Layout
+from .simjob import SimJob
+
+__all__ = ["TypedFailures"]
+
+
+class TypedFailures:
+    """The failure process and the jobs' checkpoints of one simulation (module docstring)."""
+
+    def __init__(self, layout: Layout, config: FailureConfig, seed: int) -> None:
+        n = layout.num_gpus
+        cluster = Cluster.from_arrays(np.arange(n), layout.server_of(), {"nominal": np.ones(n)})
+        self.process = FailureProcess(cluster, config, seed)
+        self.interval = float(config.checkpoint_interval)
+        self.saved: dict[int, tuple[float, int]] = {}  # job index -> (progress, epoch) at its checkpoint
+        self.since: dict[int, float] = {}  # job index -> seconds trained since its checkpoint
+        self.events = 0
+        self.interrupted = 0
+        self.lost_gpu_seconds = 0.0
+
+    def advance(self, jobs: Sequence[SimJob], start: float, length: float) -> None:
+        """Run the round [start, start + length) for ``jobs`` (their :meth:`SimJob.advance`),
+        a job whose GPU fails stopped there and sent back to its checkpoint."""
+        events = self.process.pop_until(start + length)
+        self.events += len(events)
+        holder = {g: j.index for j in jobs if j.allocation and not j.done for g in j.allocation}
+        failed_at: dict[int, float] = {}
+        for ev in events:  # in time order: a job's first failure stops it
+            for g in ev.gpus:
+                i = holder.get(g)
+                if i is not None and i not in failed_at:
+                    failed_at[i] = ev.time
+        for job in jobs:
+            run = length if job.index not in failed_at else max(failed_at[job.index] - start, 0.0)
+            trained = max(run - job.rescale_time, 0.0) if job.shape and not job.done else 0.0
+            job.advance(run, start)
+            if job.index in failed_at and not job.done:
+                self._lose(job, failed_at[job.index], trained)
+            elif trained:
+                self._trained(job, trained)
+
+    def _trained(self, job: SimJob, seconds: float) -> None:
+        since = self.since.get(job.index, 0.0) + seconds
+        if since >= self.interval:  # a periodic checkpoint, taken at the round's end
+            self.saved[job.index] = (job.progress, job.epoch)
+            since = math.fmod(since, self.interval)
+        self.since[job.index] = since
+
+    def _lose(self, job: SimJob, when: float, trained: float) -> None:
+        lost = self.since.get(job.index, 0.0) + trained
+        self.lost_gpu_seconds += lost * job.gpus
+        self.interrupted += 1
+        job.progress, job.epoch = self.saved.get(job.index, (0.0, 0))
+        job.reallocate(None, (), when)
+        job.allocation = ()
+        job.rescale_time = 0.0  # it restarts, with the full delay, when placed again
+        self.since[job.index] = 0.0
+
+    def checkpoint_moved(self, jobs: Sequence[SimJob], before: Mapping[int, tuple[int, ...] | None]) -> None:
+        """The jobs whose GPUs a round changed checkpointed as they stopped (Sia's re-allocation)."""
+        for job in jobs:
+            if (job.allocation or ()) != (before.get(job.index) or ()):
+                self.saved[job.index] = (job.progress, job.epoch)
+                self.since[job.index] = 0.0
+
+    def out_of_service(self, t: float) -> np.ndarray:
+        """GPU positions out of service at ``t``."""
+        return self.process.out_of_service(t)
+
+    def summary(self) -> dict[str, Any]:
+        """``failures`` of the result: events, job interruptions, GPU-hours of work lost."""
+        return {"events": self.events, "interrupted_jobs": self.interrupted,
+                "lost_gpu_hours": self.lost_gpu_seconds / 3600.0}
