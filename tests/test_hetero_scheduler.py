@@ -119,8 +119,9 @@ def simulate_recorded(workload: Workload, apps: Mapping[str, Application], clust
     """``simulate_sia`` with every round's allocations recorded after its round step."""
     rounds: Rounds = []
 
-    def recording(pol: Any, layout: Layout, variability: Variability, active: list[SimJob], now: float) -> dict[int, str]:
-        found = round_step(pol, layout, variability, active, now)
+    def recording(pol: Any, layout: Layout, variability: Variability, active: list[SimJob], now: float,
+                  out_of_service: Any = None) -> dict[int, str]:
+        found = round_step(pol, layout, variability, active, now, out_of_service)
         rounds.append({
             j.name: (None if j.type_index is None else layout.types[j.type_index].name, tuple(j.allocation or ()),
                      j.choice.global_batch(j.gpus) if j.shape and j.choice else None)
