@@ -115,6 +115,7 @@ def _loop(profiles: Path, policy: str, fail_at: float, restore_at: float, **opts
 
 
 @pytest.mark.parametrize(("policy", "opts"), [("sia", {}), ("ilp", {}), ("ilp", {"ilp_anchor": False}),
+                                              ("ilp", {"ilp_levels": True}), ("ilp", {"ilp_joint": True}),
                                               ("pal", {}), ("packed", {}), ("gavel", {})])
 def test_every_policy_runs_around_gpus_out_of_service(shared_dir: Path, policy: str, opts: dict) -> None:
     """Jobs on failed GPUs are suspended and re-placed elsewhere (a restart); no round uses a GPU
@@ -127,7 +128,7 @@ def test_every_policy_runs_around_gpus_out_of_service(shared_dir: Path, policy: 
     assert base["hit"] == [] and base["done"] == 6
 
 
-def test_fail_names_bad_ids_and_refuses_the_level_modes(shared_dir: Path) -> None:
+def test_fail_names_bad_ids(shared_dir: Path) -> None:
     profiles = shared_dir / "data" / "sia-artifact" / "profiles"
     apps = read_workload(MINI).applications()
     sched = pal_opt.TypedScheduler(CLUSTER, profiles, "sia", applications=apps)
@@ -137,9 +138,8 @@ def test_fail_names_bad_ids_and_refuses_the_level_modes(shared_dir: Path) -> Non
     assert sched.fail([3, 3]) == () and sched.out_of_service == (3,)
     sched.restore([3])
     assert sched.out_of_service == ()
-    levels = pal_opt.TypedScheduler(CLUSTER, profiles, "ilp", applications=apps, ilp_levels=True)
-    with pytest.raises(OptionError, match="levels and joint modes"):
-        levels.fail([0])
+    with pytest.raises(OptionError, match="restore: 99 is not a GPU id of this cluster"):
+        sched.restore([99])
 
 
 # --------------------------------------------------------------------------- the simulator
@@ -172,11 +172,11 @@ def test_the_simulator_of_gpu_types_fails_gpus_and_jobs_recover(shared_dir: Path
     assert "failures" not in plain and plain["avg_jct"] < summary["avg_jct"]
 
 
-def test_failures_refuse_the_ilp_level_modes() -> None:
+def test_a_bad_failure_config_is_refused() -> None:
     from pal_opt.hetero.simulate import SimConfig
     from pal_opt.simulate.failures import FailureConfig
 
-    with pytest.raises(OptionError, match="levels and joint modes"):
-        SimConfig(method="ilp", ilp_levels=True, failures=FailureConfig())
+    with pytest.raises(OptionError, match="failures must be a FailureConfig or None"):
+        SimConfig(failures={"scale": 10})  # type: ignore[arg-type]
     with pytest.raises(OptionError, match="repair-time must be a finite number > 0"):
         SimConfig(failures=FailureConfig(repair_time=0))

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import BackendError, OptionError
+from ..errors import BackendError
 from ..model import Job, RoundInstance, RoundParams, pal_locality
 from .configs import GpuType
 from .goodput import JobKind
@@ -113,6 +113,7 @@ class IlpTypesPolicy(SiaPolicy):
         self.variability = variability or Variability()
         self.classes = sorted({self.variability.key(a) or NOMINAL for a in self.variability.raw} | {NOMINAL})
         self.levels, self.counts = self._level_tables()
+        self._levels_for: tuple[int, ...] = ()  # the GPUs out of service the level tables leave out
         self.holding: dict[int, tuple[int, ...]] = {}
         self.level_of: dict[int, int] = {}
 
@@ -122,11 +123,15 @@ class IlpTypesPolicy(SiaPolicy):
     def _factors(self, cls: str) -> np.ndarray:
         return np.ones(self.layout.num_gpus) if cls == NOMINAL else np.asarray(self.variability.binned[cls])
 
-    def _level_tables(self) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+    def _level_tables(self, out_of_service: np.ndarray | None = None
+                      ) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+        """Per type and class the binned factors' levels and the GPUs in service at each."""
         levels: list[list[np.ndarray]] = []
         counts: list[list[np.ndarray]] = []
         for t in range(len(self.types)):
             on = self.layout.type_of == t
+            if out_of_service is not None:
+                on = on & ~out_of_service
             if not self.use_levels:
                 levels.append([np.ones(1) for _ in self.classes])
                 counts.append([np.array([int(on.sum())]) for _ in self.classes])
@@ -191,12 +196,13 @@ class IlpTypesPolicy(SiaPolicy):
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (stage 1, then stage 2 anchored
         at Sia's placement or from the current GPUs; or the joint program)."""
-        if self.out_of_service is not None and self.out_of_service.any():
-            if self.use_levels:  # their level counts are of every GPU
-                raise OptionError("GPUs out of service are not supported by the ilp policy's levels and joint "
-                                  "modes yet (the anchored and replaced modes take them)")
-            # a job on a GPU that left service holds nothing (the caller suspended it)
-            self.holding = {i: g for i, g in self.holding.items() if not self.out_of_service[list(g)].any()}
+        oos = self.out_of_service
+        key = () if oos is None else tuple(np.flatnonzero(oos).tolist())
+        if key != self._levels_for:  # the levels count the GPUs in service only
+            self.levels, self.counts = self._level_tables(oos)
+            self._levels_for = key
+        if oos is not None:  # a job on a GPU that left service holds nothing (the caller suspended it)
+            self.holding = {i: g for i, g in self.holding.items() if not oos[list(g)].any()}
         if self.joint:
             return self._allocate_joint(active, now)
         if self.anchor:
@@ -316,8 +322,9 @@ class IlpTypesPolicy(SiaPolicy):
             np.array([k if j.index in keep else -1 for j, k in zip(rigid, pins[len(adaptive):].tolist(), strict=True)],
                      dtype=np.int64),
             p=self.params.p, lambda_n=self.params.lambda_n,
+            capacity=None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[0],
         )
-        free = np.ones(self.layout.num_gpus, dtype=bool)
+        free = np.ones(self.layout.num_gpus, dtype=bool) if self.out_of_service is None else ~self.out_of_service
         for g in keep.values():
             free[list(g)] = False
         factors = np.vstack([self._factors(c) for c in self.classes])

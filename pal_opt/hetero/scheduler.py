@@ -51,8 +51,7 @@ GPUs that fail or are drained, in the caller's words:
     was in, and the next rounds re-place it, which costs it a restart.  Until restored, no
     policy places a job on those GPUs: the round program counts only the GPUs in service, Sia's
     placer skips them (a server with one out of service is never taken whole), and the
-    comparators leave them out.  (``ilp`` with ``ilp_levels`` or ``ilp_joint`` does not take
-    them yet: ``fail`` says so.)
+    comparators leave them out.
 
 Time is the caller's, in seconds: ``schedule`` times never decrease and a job is submitted no
 earlier than the last round.  Between two rounds, a job holding GPUs counts the time as held:
@@ -673,13 +672,9 @@ class TypedScheduler:
         Raises
         ------
         OptionError
-            An id that is not a GPU of the cluster, or a policy that does not take GPUs out of
-            service (``ilp`` with ``ilp_levels`` or ``ilp_joint``).
+            An id that is not a GPU of the cluster.
         """
         ids = self._gpu_ids(gpus, "fail")
-        if self.config.method == "ilp" and (self.config.ilp_levels or self.config.ilp_joint):
-            raise OptionError("GPUs out of service are not supported by the ilp policy's levels and joint modes "
-                              "yet (the anchored and replaced modes take them)")
         self._out_of_service[ids] = True
         hit = []
         for name, entry in self._entries.items():

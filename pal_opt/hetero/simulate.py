@@ -173,9 +173,6 @@ class SimConfig:
             if not isinstance(self.failures, FailureConfig):
                 raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
             self.failures.validate()
-            if self.method == "ilp" and (self.ilp_levels or self.ilp_joint):
-                raise OptionError("failures are not supported by the ilp policy's levels and joint modes yet "
-                                  "(the anchored and replaced modes take them)")
 
 
 def _is_number(value: Any) -> bool:
