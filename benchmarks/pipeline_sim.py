@@ -23,7 +23,7 @@ and read back through :func:`pal_opt.io.traces.read_trace`, as ``pal-opt simulat
 to replay one from the command line, name the pipeline models' classes::
 
     pal-opt simulate benchmarks/results/pipeline_sim_workload-1.csv --cluster 16x4 --policy pal \
-        --model-class vgg16=classC gnmt=classB gpt_pmp=classB --out run.json
+        --model-class vgg16=classC,gnmt=classB,gpt_pmp=classB --out run.json
 
 The cluster: 16 servers x 4 GPUs with factors drawn from PAL's Longhorn measurements
 (``../shared/data/pal-artifact/variability/longhorn``; classA <- ResNet-50, classB/C <- BERT,

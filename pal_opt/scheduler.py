@@ -30,8 +30,9 @@ through it too.
 * **the random stream**: ``method="random"`` draws from one seeded generator across rounds,
   so a whole run is reproducible from one seed.  A round that drew from it records
   ``info["policy_seed"]`` (the seed the stream started from; None for a ``Generator``) and
-  ``info["policy_round"]`` (its round number): replaying that many rounds from that seed gives
-  it again.  The result's own ``seed`` is then null, as its draw is not that of one seed.
+  ``info["policy_round"]`` (how many rounds have drawn from the stream, this one included; a
+  round given a seed of its own does not): replaying that many rounds from that seed gives it
+  again.  The result's own ``seed`` is then null, as its draw is not that of one seed.
 """
 
 from __future__ import annotations
@@ -132,6 +133,7 @@ class RoundPolicy:
         self.options = {n: getattr(options, n) for n in sorted(options.given()) if n not in ("binning", "seed")}
         self.track_running = track_running
         self._rng = make_rng(seed) if method == "random" else None
+        self._stream_rounds = 0  # rounds that drew from the stream (a round given its own seed does not)
         #: the seed the random stream started from, as recorded in each result's info (None: a
         #: Generator was given, whose state is not recorded)
         self._stream_seed = (0 if seed is None else int(seed)) if self._rng is not None and not isinstance(
@@ -199,8 +201,9 @@ class RoundPolicy:
                                       if j.placement is not None and k.placement is None]
         if seed is None and self._rng is not None:
             # the round drew from the policy's stream: its result's own "seed" cannot say so
+            self._stream_rounds += 1
             result.info["policy_seed"] = self._stream_seed
-            result.info["policy_round"] = self.rounds + 1
+            result.info["policy_round"] = self._stream_rounds
         if reused:
             result.info["reused_ids"] = reused
         if not_carried:
@@ -218,7 +221,9 @@ class RoundPolicy:
         placement in force, so that the next :meth:`place` carries the repaired jobs where they
         now run.  (:func:`pal_opt.repair` alone leaves this policy believing the jobs still run
         where the last round put them: next round it would move them again and hand their new
-        GPUs to others.)  Jobs :meth:`forget` was told of are not repaired.
+        GPUs to others.)  Jobs :meth:`forget` was told of are not repaired.  The policy's own
+        solver options that a repair takes (``backend``, ``time_limit``, ``gap``, ``threads``,
+        ...) apply unless ``options`` or keywords give others.
 
         >>> from pal_opt.generate import generate_instance
         >>> policy = RoundPolicy("pal")
@@ -227,10 +232,13 @@ class RoundPolicy:
         >>> policy.last is fixed, any(g in (0, 1) for gs in policy.last_placements.values() for g in gs)
         (True, False)
         """
-        from .repair import repair_with_round
+        from .repair import REPAIR_OPTIONS, repair_with_round
 
         if self.last is None or self.last_instance is None:
             raise OptionError("nothing to repair: this policy has placed no round yet")
+        if options is None:  # the policy's solver options, unless given here
+            kwargs = {**{n: getattr(self._options, n) for n in sorted(self._options.given() & REPAIR_OPTIONS)},
+                      **kwargs}
         result, rr = repair_with_round(self.last_instance, self.last_placements, failed,
                                        allow_migration=allow_migration, options=options, **kwargs)
         self.last, self.last_instance = result, rr

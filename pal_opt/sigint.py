@@ -82,6 +82,10 @@ class SigtermNoted:
 
     def die(self) -> None:
         """End the process by SIGTERM, its default action restored (what would have happened
-        without this guard, only later)."""
+        without this guard, only later).  A process the signal cannot end so (PID 1 of a
+        container: the kernel drops a default-action signal it sends itself) exits with status
+        143, the shell's code for death by SIGTERM: it was asked to stop, and what it was doing
+        is gone."""
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
+        os._exit(128 + signal.SIGTERM)  # only reached where the signal did not end the process

@@ -131,7 +131,7 @@ def test_ilp_backend_and_options_pass_through() -> None:
     [
         ({}, [(1, 0)], small_cluster(), "active_jobs"),
         ({1: {"perfclass": "classA"}}, [(1, 0)], small_cluster(), "active_jobs[1]"),
-        ({1: {"num_GPUs": 0, "perfclass": "classA"}}, [(1, 0)], small_cluster(), "num_gpus"),
+        ({1: {"num_GPUs": 0, "perfclass": "classA"}}, [(1, 0)], small_cluster(), "active_jobs[1].num_GPUs"),
         ({1: {"num_GPUs": 2, "model": "nosuchnet"}}, [(1, 0)], small_cluster(), "model"),
         ({1: {"num_GPUs": 2, "perfclass": "classA"}}, [(1, 0)], small_cluster().drop(columns=["Node_ID"]), "Node_ID"),
         ({1: {"num_GPUs": 2, "perfclass": "classA"}}, [(1, 0)], "not a frame", "gpu_df"),

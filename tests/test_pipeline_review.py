@@ -52,7 +52,7 @@ def _profile(tmp_path, text: str) -> str:
     (LINE.format(1, 1.0, "[1, 2]"), "line 1: a list's values are separated by ';', not ',': '[1, 2]'"),
     (LINE.format(1, 1.0, 1) + ",", "line 1: an empty field (a comma too many)"),
     ("\n".join([LINE.format(1, 1.0, 1), LINE.format(2, 1.0, 1), "    node1 -- node2"]),
-     "line 3: an edge line starts with a tab; this one starts with spaces"),
+     "line 3: an edge line starts with a tab; this one starts with 4 spaces"),
 ])
 def test_profile_mistakes_are_named_for_what_they_are(tmp_path, capsys, text: str, says: str) -> None:
     from pal_opt.cli import main
@@ -133,5 +133,24 @@ def test_a_trace_names_the_classes_of_models_pal_opt_does_not_know(tmp_path, cap
     assert "--model-class gnmt=CLASS, or --default-class CLASS" in capsys.readouterr().err
     assert main([*args, "--model-class", "gnmt=classB"]) == 0
     assert json.loads(out.read_text())["n_completed"] == 2
+    # before the trace (one value per flag: it does not swallow the trace), several in one
+    assert main(["simulate", "--model-class", "gnmt=classB,vgg16=classC", *args[1:]]) == 0
     assert main([*args, "--model-class", "gnmt"]) == 2
     assert "--model-class expects MODEL=CLASS" in capsys.readouterr().err
+
+
+def test_second_review_of_the_partition_messages(tmp_path, capsys) -> None:
+    """A --machines error names no profile (only the tables' size is the profile's); an indented
+    line that is not two declared layers is a malformed layer line; a mixed indent is shown."""
+    from pal_opt.cli import main
+
+    prof = _chain(tmp_path, 3)
+    assert main(["partition", prof, "--machines", "100000", "--bandwidth", "1e10"]) == 2
+    assert capsys.readouterr().err.startswith("pal-opt: error: machines[0]: must be an integer from 1 to")
+    text = "\n".join([LINE.format(1, 1.0, 1), LINE.format(2, 1.0, 1)])
+    assert main(["partition", _profile(tmp_path, text + "\n  node3 -- Linear"), "--machines", "2",
+                 "--bandwidth", "1e9"]) == 2
+    assert "line 3: malformed layer line" in capsys.readouterr().err
+    assert main(["partition", _profile(tmp_path, text + "\n \tnode1 -- node2"), "--machines", "2",
+                 "--bandwidth", "1e9"]) == 2
+    assert "an edge line starts with a tab; this one starts with ' \\t'" in capsys.readouterr().err

@@ -140,3 +140,63 @@ def test_range_errors_say_the_range() -> None:
         pal_opt.make_instance(cl, [{"id": 1, "demand": "x", "class": "classA"}])
     with pytest.raises(InstanceError, match=r"nodes: must be an integer >= 1, got 2.5"):
         Cluster.uniform(2.5, 2, {"classA": [1.0] * 5})  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- second review
+def test_sigterm_guard_exits_143_where_the_signal_cannot_end_the_process(monkeypatch) -> None:
+    """As PID 1 of a container the kernel drops the default-action SIGTERM a process sends itself:
+    ``die`` returned and the CBC solve went on reading files it had just removed (exit 2)."""
+    import os
+
+    from pal_opt.sigint import SigtermNoted
+
+    sent = []
+    monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append(sig))  # dropped, as for PID 1
+
+    def exit_(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_)
+    with pytest.raises(SystemExit) as ended:
+        SigtermNoted().die()
+    assert ended.value.code == 143 and sent
+
+
+def test_policy_repair_takes_the_policys_solver_options() -> None:
+    policy = RoundPolicy("ilp", backend="cbc", time_limit=5)
+    first = policy.place(pal_opt.make_instance(_cluster(), QUEUE))
+    fixed = policy.repair([first.placements["b"][0]])
+    assert fixed.backend == "cbc"
+    assert policy.repair([first.placements["a"][0]], backend="highs").backend == "highs"
+
+
+def test_job_slowdown_names_the_gpu_or_class_not_the_job() -> None:
+    inst = generate_instance(4, 4, 6, seed=1)
+    f = binned_factors(inst.cluster, "pal-artifact")
+    outside = pal_opt.Job(99, 1, inst.jobs[0].perfclass)
+    assert pal_opt.job_slowdown(inst, f, outside, (0,)) > 0  # a job not in the round may be priced
+    with pytest.raises(InstanceError, match="GPU 999 is not in the round's cluster"):
+        pal_opt.job_slowdown(inst, f, outside, (999,))
+    with pytest.raises(InstanceError, match="no factors for class 'classZ'"):
+        pal_opt.job_slowdown(inst, f, pal_opt.Job(99, 1, "classZ"), (0,))
+
+
+def test_policy_round_counts_the_rounds_that_drew_from_the_stream() -> None:
+    inst = generate_instance(4, 4, 6, seed=1)
+    policy = RoundPolicy("random", seed=5)
+    policy.place(inst, seed=9)  # its own seed: the stream is not drawn from
+    drawn = policy.place(inst)
+    assert drawn.info["policy_round"] == 1
+    assert RoundPolicy("random", seed=5).place(inst).placements == drawn.placements
+
+
+def test_blox_errors_name_the_active_jobs_entry() -> None:
+    gpu_df = pd.DataFrame({"GPU_ID": [0, 1, 2, 3], "Node_ID": [0, 0, 1, 1], "IN_USE": [True, True, False, False],
+                           "JOB_IDS": [5, 5, None, None], "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    for flag, says in ((False, "job 5 is marked not running but gpu_df lists it on GPUs [0, 1]"),
+                       ("running", "must be true or false, got 'running'")):
+        active = {5: {"num_GPUs": 2, "perfclass": "classA", "is_running": flag}}
+        with pytest.raises(InstanceError) as err:
+            BloxPlacement(None, "pal").place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df),
+                                             {"job_order": [(5, 0)]})
+        assert str(err.value) == f"job_state: active_jobs[5].is_running: {says}"

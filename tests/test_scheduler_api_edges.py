@@ -201,7 +201,7 @@ def test_blox_adapter_passes_job_priorities_to_the_preemptive_methods(method: st
     active[3]["job_priority"] = -2
     with pytest.raises(InstanceError) as err:
         policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), order)
-    _one_line(err, "column priority", "'-2'")
+    _one_line(err, "active_jobs[3].priority", "'-2'")
 
 
 @pytest.fixture(scope="module")

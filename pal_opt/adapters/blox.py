@@ -31,6 +31,7 @@ GPUs), for ``packed-sticky`` only the newly started ones.
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -114,6 +115,23 @@ def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) 
     return pd.DataFrame(rows, columns=columns)
 
 
+#: The jobs frame's columns (:func:`_jobs_frame`) as Blox's ``active_jobs`` keys.
+_BLOX_KEYS = {"num_gpus": "num_GPUs", "perfclass": "perfclass", "model": "job_model", "priority": "priority",
+              "started": "started", "is_running": "is_running"}
+_FRAME_CELL = re.compile(r"^row (\d+)(?:, column (\w+))?$")
+
+
+def _in_blox_terms(exc: InstanceError, order: list[Any]) -> InstanceError:
+    """An error about the jobs frame this adapter built, said of Blox's ``active_jobs`` (the
+    frame's row k is the k-th job of the order); other errors as they are."""
+    m = _FRAME_CELL.match(exc.path or "") if exc.source == "jobs" else None
+    if m is None or int(m.group(1)) >= len(order):
+        return exc
+    key = _BLOX_KEYS.get(m.group(2) or "")
+    return InstanceError(exc.message, source="job_state",
+                         path=f"active_jobs[{order[int(m.group(1))]!r}]" + (f".{key}" if key else ""))
+
+
 def _number(value: Any, what: str) -> float:
     """A number the adapter was given (``args.locality_penalty``, ``restart_cost``, ...) as a
     float; its range is checked where it is used (:class:`~pal_opt.model.RoundParams`)."""
@@ -141,7 +159,10 @@ class BloxPlacement:
         Blox runs its rounds back to back, so an exact method is given
         ``time_limit=``:data:`~pal_opt.options.DEFAULT_ILP_TIME_LIMIT` (10 s) per round unless
         ``time_limit`` is given (``time_limit=None``: no limit; ``deadline``, a moment of one
-        round, is refused as :class:`~pal_opt.scheduler.RoundPolicy` refuses it).
+        round, is refused as :class:`~pal_opt.scheduler.RoundPolicy` refuses it).  Or
+        ``options=`` a :class:`~pal_opt.options.SolveOptions`; one that sets no ``time_limit``
+        gets the 10 s too (a ``SolveOptions`` cannot say "no limit": give the keyword
+        ``time_limit=None`` for that).
 
     Examples
     --------
@@ -191,14 +212,17 @@ class BloxPlacement:
         if not isinstance(active, Mapping):
             raise InstanceError("must be a dict of jobs", source="job_state", path="active_jobs")
         gpu_df = getattr(cluster_state, "gpu_df", None)
-        inst = instance_from_frames(
-            gpu_df,
-            _jobs_frame(active, order),
-            locality_penalty=self.locality_penalty,
-            binning=self.binning,
-            restart_cost=self.restart_cost,
-            round_length=self.round_length,
-        )
+        try:
+            inst = instance_from_frames(
+                gpu_df,
+                _jobs_frame(active, order),
+                locality_penalty=self.locality_penalty,
+                binning=self.binning,
+                restart_cost=self.restart_cost,
+                round_length=self.round_length,
+            )
+        except InstanceError as exc:
+            raise _in_blox_terms(exc, order) from None
         for j, jid in zip(inst.jobs, order, strict=True):
             flag = active[jid].get("is_running")
             if flag is True and j.placement is None:

@@ -116,10 +116,13 @@ def job_slowdown(
     require_instance(instance)
     try:
         pos = instance.cluster.positions(gpu_ids)
-        per_gpu = factors[job.perfclass]
-    except KeyError as exc:
-        raise _unknown(instance, {getattr(job, "id", None): gpu_ids}, factors, exc) from None
-    return job_slowdown_pos(instance.cluster, per_gpu, job, pos)
+    except KeyError:
+        bad = next(g for g in gpu_ids if int(g) not in instance.cluster.position)
+        raise InstanceError(f"GPU {bad!r} is not in the round's cluster", path="gpu_ids") from None
+    if job.perfclass not in factors:
+        raise InstanceError(f"no factors for class {job.perfclass!r}; the factors have "
+                            f"{', '.join(map(repr, factors)) or 'no class'}", path="factors")
+    return job_slowdown_pos(instance.cluster, factors[job.perfclass], job, pos)
 
 
 def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], factors: Mapping[str, np.ndarray],
@@ -128,12 +131,12 @@ def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], f
     about (a job, GPU or class the round does not have); ``exc`` itself if none of those."""
     jobs, where = instance.job_by_id, instance.cluster.position
     for jid, gids in placements.items():
-        if jid is not None and jid not in jobs:
+        if jid not in jobs:
             return InstanceError(f"job {jid!r} is not in the round", path="placements")
         bad = next((g for g in gids if int(g) not in where), None)
         if bad is not None:
             return InstanceError(f"GPU {bad!r} is not in the round's cluster", path=f"placements.{jid}")
-        if jid is not None and jobs[jid].perfclass not in factors:
+        if jobs[jid].perfclass not in factors:
             return InstanceError(f"no factors for class {jobs[jid].perfclass!r} (job {jid!r}); the factors have "
                                  f"{', '.join(map(repr, factors)) or 'no class'}", path="factors")
     return exc

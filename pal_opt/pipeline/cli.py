@@ -128,8 +128,6 @@ def run(args: argparse.Namespace) -> int:
     except BackendError as exc:  # a solver that failed or proved nothing in --time-limit (exit 1)
         print(f"pal-opt: error: {args.profile}: {exc}", file=sys.stderr)
         return 1
-    except OptionError as exc:  # the request is too large for this profile (the tables' size)
-        raise OptionError(f"{args.profile}: {exc}") from None
     outputs: dict[str, Content] = {}
     if args.out:
         doc = {"profile": os.fspath(args.profile), **result.to_dict()}

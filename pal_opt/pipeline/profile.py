@@ -291,9 +291,12 @@ def parse_profile(text: str, *, source: str = "<memory>") -> Profile:
         if line.startswith("\t"):
             pending.append((number, *_edge_tokens(line, number, source)))
             continue
-        if line[0].isspace() and len(line.strip().split(_SEP)) == 2:
-            raise InstanceError(f"an edge line starts with a tab; this one starts with spaces: {_clip(line.strip())!r}",
-                                source=source, path=f"line {number}")
+        if line[0].isspace() and all(t.strip() in index for t in line.strip().split(_SEP)) \
+                and len(line.strip().split(_SEP)) == 2:  # two declared layers: an edge, mis-indented
+            lead = line[: len(line) - len(line.lstrip())]
+            shown = f"{len(lead)} space{'s' * (len(lead) > 1)}" if set(lead) == {" "} else repr(lead)
+            raise InstanceError(f"an edge line starts with a tab; this one starts with {shown}: "
+                                f"{_clip(line.strip())!r}", source=source, path=f"line {number}")
         layer = _parse_layer(line, number, source)
         if layer.id in index:
             raise InstanceError(f"layer {layer.id!r} declared twice (first on line {layers[index[layer.id]].line})",

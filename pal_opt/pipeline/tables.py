@@ -236,8 +236,8 @@ def solve_levels(states: StateGraph, levels: Sequence[tuple[int, float]], *, str
         engine = "numpy" if work > PYTHON_WORK_LIMIT else "python"
     size = table_bytes(states.n, [m for m, _ in levels], engine, straight)
     if size > MAX_TABLE_BYTES:
-        raise OptionError(f"the partitioner's tables would take about {size / 2**30:.1f} GiB for {states.n} cut "
-                          f"states on {' x '.join(str(m) for m, _ in levels)} workers "
+        raise OptionError(f"{states.profile.source}: the partitioner's tables would take about "
+                          f"{size / 2**30:.1f} GiB for {states.n} cut states on {' x '.join(str(m) for m, _ in levels)} workers "
                           f"(limit {MAX_TABLE_BYTES / 2**30:.0f} GiB)")
     kind: type[ArrayTable] | type[ListTable]
     if engine == "numpy":

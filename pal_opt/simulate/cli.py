@@ -107,9 +107,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw (default numpy)")
     p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know (default: none; such a model is an error)")
-    p.add_argument("--model-class", nargs="+", action="extend", default=[], metavar="MODEL=CLASS",
-                   help="the class of a model the trace names (on top of pal-opt's own model list, or "
-                        "overriding it), e.g. --model-class vgg16=classC gnmt=classB")
+    p.add_argument("--model-class", action="append", default=[], metavar="MODEL=CLASS[,...]",
+                   help="the class of models the trace names (on top of pal-opt's own model list, or "
+                        "overriding it), e.g. --model-class vgg16=classC,gnmt=classB (repeatable)")
     p.add_argument("--seed", type=nonneg_int, default=None,
                    help="seed of the variability draw and random policy (default 0; on a sia trace only with --variability)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
@@ -128,9 +128,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _parse_model_classes(items: list[str]) -> dict[str, str]:
-    """``{model: class}`` from ``--model-class MODEL=CLASS`` items (each model once)."""
+    """``{model: class}`` from ``--model-class MODEL=CLASS[,...]`` items (each model once)."""
     out: dict[str, str] = {}
-    for item in items:
+    for item in (pair for given in items for pair in given.split(",")):
         model, sep, cls = (x.strip() for x in item.partition("="))
         if not sep or not model or not cls:
             raise OptionError(f"--model-class expects MODEL=CLASS, got {item!r}")
