@@ -71,12 +71,12 @@ def run(policy: str, seed: int | None, scale: float) -> dict[str, Any]:
             "wall_seconds": time.perf_counter() - t0}
 
 
-def report(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: float, argv: list[str] | None) -> str:
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: float, command: str) -> str:
     by = {(r["policy"], r["seed"]): r for r in rows}
     lines = [
         f"# Failures on a cluster of GPU types: sia and ilp on newtrace-{TRACE}",
         "",
-        f"{produced_by(__file__, argv)} on {time.strftime('%Y-%m-%d')} (Python {platform.python_version()}, "
+        f"{command} on {time.strftime('%Y-%m-%d')} (Python {platform.python_version()}, "
         f"{platform.machine()}, {os.cpu_count()} CPUs shared with other work, load average "
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; {package_versions()}; {elapsed:.0f} s in all, "
         f"{args.workers} runs at a time, each single-threaded).",
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"sia_failures: {r['policy']} seed {r['seed']}: avg JCT {r['avg_jct'] / HOUR:.3f} h", file=sys.stderr)
     (out / "sia_failures_runs.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (out / "sia_failures.md").write_text(report(rows, args, time.perf_counter() - t0, argv))
+    (out / "sia_failures.md").write_text(report(rows, args, time.perf_counter() - t0, produced_by(__file__, argv)))
     print(f"sia_failures: wrote {out / 'sia_failures.md'}", file=sys.stderr)
     return 0
 

@@ -250,8 +250,8 @@ def _check_policy_flags(args: argparse.Namespace, policies: list[str]) -> None:
     if mode is not None and "ilp" not in policies:
         raise OptionError(f"--ilp-mode applies to --policy ilp only, not --policy {','.join(policies)}")
     if args.seed is not None and not args.variability and not getattr(args, "failures", False):
-        raise OptionError("--seed seeds the per-GPU variability draw (and, with --failures, the failures): without "
-                          "--variability every GPU is nominal and nothing is drawn")
+        raise OptionError("--seed seeds the per-GPU variability draw: without --variability every GPU is nominal "
+                          "and nothing is drawn (with --failures it seeds the failures too)")
 
 
 def _failures(args: argparse.Namespace) -> Any:
