@@ -180,3 +180,67 @@ def test_a_bad_failure_config_is_refused() -> None:
         SimConfig(failures={"scale": 10})  # type: ignore[arg-type]
     with pytest.raises(OptionError, match="repair-time must be a finite number > 0"):
         SimConfig(failures=FailureConfig(repair_time=0))
+
+
+# --------------------------------------------------------------------------- review of the feature
+def test_gavel_waits_when_no_type_holds_a_job_and_keeps_its_round_for_idle_failures(shared_dir: Path) -> None:
+    """Every GPU out of service: Gavel-like's LP divided by zero (a raw scipy ValueError); now its
+    jobs wait and run again after the restore.  A failure of a GPU no job holds no longer
+    re-decides before Gavel's 360 s round is up (a failure made a run faster)."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    apps = read_workload(MINI).applications()
+
+    def plans(fail: tuple[int, ...], at: float, back: float) -> list[dict]:
+        sched = pal_opt.TypedScheduler(CLUSTER, profiles, "gavel", applications=apps)
+        for row in read_workload(MINI):
+            sched.submit(row.name, row.application, row.num_replicas, row.batch_size, row.submit_time,
+                         kind=row.kind.value)
+        out = []
+        for k in range(1, 40):
+            now = k * ROUND
+            if now == at:
+                sched.fail(fail)
+            if now == back:
+                sched.restore(fail)
+            out.append({a.name: a.gpus for a in sched.schedule(now).jobs})
+        return out
+
+    dark = plans(tuple(range(64)), 600.0, 900.0)
+    # out from 600 s, back at 900 s: every job waits, and runs again from Gavel's next decision
+    assert all(not g for p in dark[9:14] for g in p.values()) and any(dark[20].values())
+    base = plans((), -1.0, -1.0)
+    used = {g for p in base for gpus in p.values() for g in gpus}
+    idle = next(g for g in range(64) if g not in used)
+    assert plans((idle,), 600.0, 900.0) == base
+
+
+def test_a_job_that_lost_its_gpus_is_forgotten_by_the_policy() -> None:
+    """Sia priced going back to a failed job's old configuration as staying (no re-allocation
+    factor) while the job had to restart anyway."""
+    from pal_opt.hetero.roundstep import forget_allocation
+
+    policy = SimpleNamespace(previous={3: 16, 4: 2}, holding={3: (0, 1)})
+    forget_allocation(policy, 3)
+    assert policy.previous == {4: 2} and policy.holding == {}
+    forget_allocation(SimpleNamespace(), 3)  # a policy without either: nothing to forget
+
+
+def test_checkpoints_count_work_from_the_last_and_only_restarts_take_one() -> None:
+    """A periodic checkpoint left the rest of the round counted as unsaved work (lost GPU-hours
+    overstated); a move of the same shape (no restart in Sia's model) took a free checkpoint."""
+    from pal_opt.hetero.failures import TypedFailures
+    from pal_opt.simulate.failures import FailureConfig
+
+    layout = Layout((GpuType("a", 1, 4),))
+    fails = TypedFailures(layout, FailureConfig(checkpoint_interval=90.0, scale=1.0, seed=0), 0)
+    job = SimpleNamespace(index=0, progress=5.0, epoch=1, num_restarts=2, allocation=(0, 1))
+    fails._trained(job, 60.0)  # type: ignore[arg-type]
+    assert fails.since[0] == 60.0 and 0 not in fails.saved
+    fails._trained(job, 60.0)  # type: ignore[arg-type]
+    assert fails.since[0] == 0.0 and fails.saved[0] == (5.0, 1)
+    job.progress = 7.0
+    fails.checkpoint_moved([job], {0: (2, True)})  # type: ignore[list-item]  # moved, same shape
+    assert fails.saved[0] == (5.0, 1)
+    job.num_restarts = 3
+    fails.checkpoint_moved([job], {0: (2, True)})  # type: ignore[list-item]  # restarted
+    assert fails.saved[0] == (7.0, 1)

@@ -105,7 +105,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--ilp-mode", choices=ILP_MODES, default=None,
                    help=ILP_MODE_HELP)
     p.add_argument("--seed", type=nonneg_int, default=None,
-                   help="seed of the variability draw (default 0; only with --variability)")
+                   help="seed of the variability draw and, unless --failure-seed, of the failures (default 0; "
+                        "only with --variability or --failures)")
     p.add_argument("--round", type=positive_float, default=60.0, metavar="R", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
@@ -215,7 +216,8 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
         "policy_parameters": {**asdict(params), "note": "lambda_a is read but unused, as in the artifact"},
         "category": args.category,
         "variability": dict(variability.files),
-        "seed": (args.seed or 0) if args.variability else None,  # it seeds the variability draw only
+        # it seeds the variability draw (and the failures, without --failure-seed)
+        "seed": (args.seed or 0) if args.variability or getattr(args, "failures", False) else None,
     }
     failures = _failures(args)
     if failures is not None:
@@ -387,6 +389,9 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
                if (v := doc.get("variability_slowdown")) else "")
             + f", {doc['wall_seconds']:.0f} s wall -> {args.out}"
         )
+        if (f := doc.get("failures")) is not None:
+            print(f"failures: {f['events']} (GPU or server), {f['interrupted_jobs']} job interruptions, "
+                  f"{f['lost_gpu_hours']:.1f} GPU-hours of work lost")
         for name, why in results[policy].unplaceable.items():
             print(f"unplaceable: job {name}: {why}")
     from ..simulate.metrics import comparison_lines

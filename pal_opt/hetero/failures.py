@@ -11,11 +11,12 @@ servers, then slots) and its servers numbered type by type.  Within a round of Î
   a restart (the application's restart delay), as every start does;
 * every other job trains the whole round.
 
-Checkpoints.  Every re-allocation (restart, migration, suspension) goes through a checkpoint in
-Sia's model, so a job's checkpoint is taken whenever its GPUs change, and besides every
-``checkpoint_interval`` seconds of training: at the end of the round in which the training since
-the last reaches the interval (so a failure may lose up to that interval plus a round).  With an
-infinite interval only the re-allocations checkpoint.
+Checkpoints.  Every restart (a start, migration or new shape) and every suspension goes through
+a checkpoint in Sia's model, so a job's checkpoint is taken then (a move to other GPUs of the
+same shape restarts nothing and takes none), and besides every ``checkpoint_interval`` seconds of
+training: at the end of the round in which the training since the last reaches the interval (so
+a failure may lose up to that interval plus a round).  With an infinite interval only the
+restarts and suspensions checkpoint.
 
 The policies see the GPUs out of service at each round (:func:`pal_opt.hetero.roundstep.round_step`):
 the round program counts only the GPUs in service and no policy places a job on the others.
@@ -23,7 +24,6 @@ the round program counts only the GPUs in service and no policy places a job on 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,9 +51,11 @@ class TypedFailures:
         self.interrupted = 0
         self.lost_gpu_seconds = 0.0
 
-    def advance(self, jobs: Sequence[SimJob], start: float, length: float) -> None:
+    def advance(self, jobs: Sequence[SimJob], start: float, length: float) -> list[int]:
         """Run the round [start, start + length) for ``jobs`` (their :meth:`SimJob.advance`),
-        a job whose GPU fails stopped there and sent back to its checkpoint."""
+        a job whose GPU fails stopped there and sent back to its checkpoint; returns the
+        indices of the jobs so interrupted (suspended: the caller's policy must forget where
+        they ran, :func:`pal_opt.hetero.roundstep.forget_allocation`)."""
         events = self.process.pop_until(start + length)
         self.events += len(events)
         holder = {g: j.index for j in jobs if j.allocation and not j.done for g in j.allocation}
@@ -63,20 +65,23 @@ class TypedFailures:
                 i = holder.get(g)
                 if i is not None and i not in failed_at:
                     failed_at[i] = ev.time
+        hit = []
         for job in jobs:
             run = length if job.index not in failed_at else max(failed_at[job.index] - start, 0.0)
             trained = max(run - job.rescale_time, 0.0) if job.shape and not job.done else 0.0
             job.advance(run, start)
             if job.index in failed_at and not job.done:
                 self._lose(job, failed_at[job.index], trained)
+                hit.append(job.index)
             elif trained:
                 self._trained(job, trained)
+        return hit
 
     def _trained(self, job: SimJob, seconds: float) -> None:
         since = self.since.get(job.index, 0.0) + seconds
-        if since >= self.interval:  # a periodic checkpoint, taken at the round's end
+        if since >= self.interval:  # a periodic checkpoint, taken at the round's end: nothing since
             self.saved[job.index] = (job.progress, job.epoch)
-            since = math.fmod(since, self.interval)
+            since = 0.0
         self.since[job.index] = since
 
     def _lose(self, job: SimJob, when: float, trained: float) -> None:
@@ -89,10 +94,13 @@ class TypedFailures:
         job.rescale_time = 0.0  # it restarts, with the full delay, when placed again
         self.since[job.index] = 0.0
 
-    def checkpoint_moved(self, jobs: Sequence[SimJob], before: Mapping[int, tuple[int, ...] | None]) -> None:
-        """The jobs whose GPUs a round changed checkpointed as they stopped (Sia's re-allocation)."""
+    def checkpoint_moved(self, jobs: Sequence[SimJob], before: Mapping[int, tuple[int | None, bool]]) -> None:
+        """The jobs a round restarted or suspended checkpointed as they stopped (Sia's
+        re-allocation; ``before``: each job's restart count and whether it held GPUs before the
+        round).  A move that keeps the shape restarts nothing and takes no checkpoint."""
         for job in jobs:
-            if (job.allocation or ()) != (before.get(job.index) or ()):
+            restarts, held = before.get(job.index, (job.num_restarts, bool(job.allocation)))
+            if job.num_restarts != restarts or (held and not job.allocation):
                 self.saved[job.index] = (job.progress, job.epoch)
                 self.since[job.index] = 0.0
 

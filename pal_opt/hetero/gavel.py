@@ -247,13 +247,19 @@ class GavelPolicy:
             owed = self.x[i] * self.rounds_since_reset - self.received.get(j, 0.0)
             self.deficit[j] = self.deficit.get(j, np.zeros(len(self.types))) + owed
         t0 = time.perf_counter()
-        alloc = gavel_allocation(self.throughputs(active), [j.spec.num_replicas for j in active], self.workers)
+        t = self.throughputs(active)
+        size = np.array([j.spec.num_replicas for j in active], dtype=np.int64)
+        t[size[:, None] > self.workers[None, :]] = 0.0  # types without enough GPUs in service
+        runs = t.any(axis=1)  # a job that no type can hold now waits (its row of x stays 0)
+        x = np.zeros_like(t)
+        if runs.any():
+            x[runs] = gavel_allocation(t[runs], size[runs], self.workers).x
         seconds = time.perf_counter() - t0
         self.stats.rounds += 1
         self.stats.solve_seconds += seconds
         self.stats.max_solve_seconds = max(self.stats.max_solve_seconds, seconds)
         self.jobs = tuple(j.index for j in active)
-        self.x = alloc.x
+        self.x = x
         live = set(self.jobs)
         self.deficit = {j: d for j, d in self.deficit.items() if j in live}
         self.received = {j: np.zeros(len(self.types)) for j in self.jobs}
@@ -306,18 +312,18 @@ class GavelPolicy:
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (empty: not running); a new
         decision once :attr:`round_seconds` have passed since the last one."""
-        workers = self.layout.in_service(self.out_of_service)[0]
         oos = self.out_of_service
-        # GPUs left or came back into service, or a job holds one that left (counts can balance)
-        changed = not np.array_equal(workers, self.workers) or (
-            oos is not None and any(oos[list(g)].any() for g in self.holding.values() if g))
-        if now < self.next_decision and not changed:
+        # a job holds a GPU that left service: decide now (else the 360 s round holds, as for
+        # any other change of the cluster: an idle GPU leaving or coming back waits for it)
+        hit = oos is not None and any(oos[list(g)].any() for g in self.holding.values() if g)
+        if now < self.next_decision and not hit:
             return {j.index: self.holding.get(j.index, ()) for j in active}
         self.next_decision = now + self.round_seconds - 1e-6
-        self.workers = workers
-        if changed and self.out_of_service is not None:  # a job on a GPU out of service holds nothing
-            self.holding = {i: g for i, g in self.holding.items() if not self.out_of_service[list(g)].any()}
-        if tuple(j.index for j in active) != self.jobs or changed:
+        if hit:  # a job on a GPU out of service holds nothing
+            self.holding = {i: g for i, g in self.holding.items() if not oos[list(g)].any()}  # type: ignore[index]
+        workers = self.layout.in_service(oos)[0]
+        if tuple(j.index for j in active) != self.jobs or not np.array_equal(workers, self.workers):
+            self.workers = workers
             self._recompute(active)
         chosen = self.schedule(active)
         self.holding = self.place(chosen, {j.index: j.spec.num_replicas for j in active})

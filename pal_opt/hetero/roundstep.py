@@ -33,7 +33,17 @@ from .gpus import Layout, Variability
 from .simjob import SimJob
 from .typeblind import gang_state
 
-__all__ = ["apply_allocations", "round_step", "one_blas_thread"]
+__all__ = ["apply_allocations", "forget_allocation", "round_step", "one_blas_thread"]
+
+
+def forget_allocation(policy: Any, index: int) -> None:
+    """Make ``policy`` forget where job ``index`` ran: it lost its GPUs to a failure and holds
+    none, so it comes back as a job without a configuration (Sia's re-allocation factor then
+    prices no configuration as "staying", SIA_MODEL.md B.5) or GPUs to keep."""
+    for name in ("previous", "holding"):
+        state = getattr(policy, name, None)
+        if isinstance(state, dict):
+            state.pop(index, None)
 
 
 def apply_allocations(

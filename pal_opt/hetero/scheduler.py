@@ -81,7 +81,7 @@ from .gpus import Layout, Variability
 from .methods import HETERO_POLICIES
 from .policy import RoundStats, SiaParams
 from .profiles import Application, application_names, load_applications
-from .roundstep import one_blas_thread, round_step
+from .roundstep import forget_allocation, one_blas_thread, round_step
 from .simjob import SimJob
 from .simulate import JobRecord, SimConfig, build_cluster, check_cluster, make_policy, parse_cluster
 from .workload import UNMODELLED, WorkloadJob
@@ -683,6 +683,7 @@ class TypedScheduler:
                 job.reallocate(None, (), self._now or 0.0)
                 job.allocation = ()
                 job.rescale_time = 0.0  # a restart it was in is moot: it restarts when placed again
+                forget_allocation(self._policy, job.index)
                 hit.append(name)
         return tuple(hit)
 

@@ -63,7 +63,7 @@ from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
-from .roundstep import one_blas_thread, round_step
+from .roundstep import forget_allocation, one_blas_thread, round_step
 from .simjob import SimJob
 from .typeblind import TypeBlindPolicy
 from .workload import Workload, check_workload
@@ -452,7 +452,8 @@ def _run(
             for job in live:
                 job.advance(cfg.round_length, now)
         else:
-            fails.advance(live, now, cfg.round_length)
+            for i in fails.advance(live, now, cfg.round_length):
+                forget_allocation(policy, i)
         now += cfg.round_length
         while pending and pending[0].submit_time <= now:
             live.append(pending.pop(0))
@@ -460,7 +461,7 @@ def _run(
         live = [j for j in live if not j.done]
         completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
-            before = {j.index: j.allocation for j in live}
+            before = {j.index: (j.num_restarts, bool(j.allocation)) for j in live}
             unplaceable.update(round_step(policy, layout, cfg.variability, live, now,
                                           None if fails is None else fails.out_of_service(now)))
             live = [j for j in live if j.index not in unplaceable]
