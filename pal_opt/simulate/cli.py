@@ -111,7 +111,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="the class of models the trace names (on top of pal-opt's own model list, or "
                         "overriding it), e.g. --model-class vgg16=classC,gnmt=classB (repeatable)")
     p.add_argument("--seed", type=nonneg_int, default=None,
-                   help="seed of the variability draw, random policy and failures (default 0; sia traces: with those only)")
+                   help="seed of variability, random policy, failures (default 0; sia traces: with --variability or --failures)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
                    help="result file (written atomically; with --jobs-csv and --plot, all or none); several policies: {\"policies\": [...], "
                         "\"results\": {policy: result}}")
