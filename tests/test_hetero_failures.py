@@ -244,3 +244,13 @@ def test_checkpoints_count_work_from_the_last_and_only_restarts_take_one() -> No
     job.num_restarts = 3
     fails.checkpoint_moved([job], {0: (2, True)})  # type: ignore[list-item]  # restarted
     assert fails.saved[0] == (7.0, 1)
+
+
+def test_failure_seeds_2_to_the_32_apart_are_different_processes() -> None:
+    """The seed was masked to 32 bits: --failure-seed 0 and 4294967296 gave the same failures."""
+    from pal_opt.simulate.failures import FailureConfig, FailureProcess
+
+    cluster = pal_opt.Cluster.uniform(4, 4, {"classA": [1.0] * 16})
+    times = [[e.time for e in FailureProcess(cluster, FailureConfig(scale=1000.0), s).pop_until(1e9, most=5)]
+             for s in (0, 2**32, 0)]
+    assert times[0] == times[2] != times[1]

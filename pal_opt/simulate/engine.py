@@ -185,7 +185,8 @@ def build_cluster(
 
 def _derive(seed: int, *keys: int) -> int:
     """A child seed for one purpose (variability draw, random policy round k, ...)."""
-    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, *keys]).generate_state(1)[0])
+    # modulo 2**128, not 2**32: seeds 2**32 apart were one seed (below 2**32 nothing changes)
+    return int(np.random.SeedSequence([int(seed) % 2**128, *keys]).generate_state(1)[0])
 
 
 # ---------------------------------------------------------------------------- config

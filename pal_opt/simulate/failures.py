@@ -173,7 +173,8 @@ class FailureProcess:
         self.cluster = cluster
         self.repair = float(config.repair_time)
         self.mtbf = config.mtbf_seconds()
-        self.rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 3]))
+        # modulo 2**128, not 2**32: seeds 2**32 apart were one process (below 2**32 nothing changes)
+        self.rng = np.random.default_rng(np.random.SeedSequence([int(seed) % 2**128, 3]))
         n_servers = int(cluster.num_servers)
         self.server_gpus = [tuple(int(g) for g in cluster.gpu_ids[cluster.server_of == s]) for s in range(n_servers)]
         self.down_until = {"gpu": np.zeros(cluster.num_gpus), "server": np.zeros(n_servers)}
