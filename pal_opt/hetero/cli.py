@@ -200,7 +200,7 @@ def _load(args: argparse.Namespace) -> tuple[Any, Any, Any]:
 
 
 def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, params: Any,
-              variability: Any) -> dict[str, Any]:
+              variability: Any, failures: Any) -> dict[str, Any]:
     from dataclasses import asdict
 
     from ..simulate.fields import PER_JOB_FIELD, SIA_FILE_ALIASES, with_aliases
@@ -219,7 +219,6 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
         # it seeds the variability draw (and the failures, without --failure-seed)
         "seed": (args.seed or 0) if args.variability or getattr(args, "failures", False) else None,
     }
-    failures = _failures(args)
     if failures is not None:
         doc["failure_config"] = asdict(failures)
     doc.update(result.summary())
@@ -317,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
                            method=policy, variability=variability, failures=failures, **modes)
         with _progress_bar(args, len(workload), policy) as progress:
             results[policy] = simulate_sia(workload, apps, cluster, config, progress=progress)
-        docs[policy] = _document(args, policy, results[policy], cluster, params, variability)
+        docs[policy] = _document(args, policy, results[policy], cluster, params, variability, failures)
     atomic_write_files(_outputs(outputs, docs))
     if not args.quiet:
         _print_summaries(args, docs, results, [f for f in outputs.values() if f])

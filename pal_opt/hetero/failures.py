@@ -89,9 +89,7 @@ class TypedFailures:
         self.lost_gpu_seconds += lost * job.gpus
         self.interrupted += 1
         job.progress, job.epoch = self.saved.get(job.index, (0.0, 0))
-        job.reallocate(None, (), when)
-        job.allocation = ()
-        job.rescale_time = 0.0  # it restarts, with the full delay, when placed again
+        job.lose_gpus(when)
         self.since[job.index] = 0.0
 
     def checkpoint_moved(self, jobs: Sequence[SimJob], before: Mapping[int, tuple[int | None, bool]]) -> None:

@@ -293,7 +293,7 @@ class GavelPolicy:
     def place(self, chosen: dict[int, int], size: dict[int, int]) -> dict[int, tuple[int, ...]]:
         """GPU positions for the scheduled jobs: kept where still free, else the first free ones
         (in service)."""
-        taken = np.zeros(self.layout.num_gpus, dtype=bool) if self.out_of_service is None else self.out_of_service.copy()
+        taken = self.layout.unavailable(self.out_of_service)
         out: dict[int, tuple[int, ...]] = {}
         order = sorted(chosen, key=lambda j: (-size[j], j))
         for j in order:
@@ -313,13 +313,13 @@ class GavelPolicy:
         """GPU positions of every active job for the next round (empty: not running); a new
         decision once :attr:`round_seconds` have passed since the last one."""
         oos = self.out_of_service
-        # a job holds a GPU that left service: decide now (else the 360 s round holds, as for
+        # a holding on a GPU that left service: decide now (else the 360 s round holds, as for
         # any other change of the cluster: an idle GPU leaving or coming back waits for it)
         hit = oos is not None and any(oos[list(g)].any() for g in self.holding.values() if g)
         if now < self.next_decision and not hit:
             return {j.index: self.holding.get(j.index, ()) for j in active}
         self.next_decision = now + self.round_seconds - 1e-6
-        if hit:  # a job on a GPU out of service holds nothing
+        if hit:  # a holding on a GPU out of service holds nothing
             self.holding = {i: g for i, g in self.holding.items() if not oos[list(g)].any()}  # type: ignore[index]
         workers = self.layout.in_service(oos)[0]
         if tuple(j.index for j in active) != self.jobs or not np.array_equal(workers, self.workers):

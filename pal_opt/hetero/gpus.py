@@ -107,6 +107,17 @@ class Layout:
             out.append(tuple(gpus))
         return out
 
+    def unavailable(self, out_of_service: np.ndarray | None) -> np.ndarray:
+        """A fresh bool mask per position, True on the GPUs out of service (all False for None),
+        for a placer to mark the GPUs it takes in."""
+        if out_of_service is None:
+            return np.zeros(self.num_gpus, dtype=bool)
+        return np.array(out_of_service, dtype=bool)
+
+    def capacity(self, out_of_service: np.ndarray | None) -> np.ndarray | None:
+        """GPUs in service per type for a round program's ``capacity`` (None: every GPU)."""
+        return None if out_of_service is None else self.in_service(out_of_service)[0]
+
     def in_service(self, out_of_service: np.ndarray | None) -> tuple[np.ndarray, list[list[int]]]:
         """GPUs in service per type (int array), and per type the GPUs in service per node."""
         ok = np.ones(self.num_gpus, dtype=bool) if out_of_service is None else ~np.asarray(out_of_service, dtype=bool)

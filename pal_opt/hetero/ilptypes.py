@@ -169,7 +169,7 @@ class IlpTypesPolicy(SiaPolicy):
             self.levels, self.counts, pinned, self.rigid_costs(rigid, now),
             np.array([j.spec.num_replicas for j in rigid], dtype=np.int64), self._pins(rigid),
             p=self.params.p, lambda_n=self.params.lambda_n,
-            capacity=None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[0],
+            capacity=self.layout.capacity(self.out_of_service),
         )
         t0 = time.perf_counter()
         prog = build_level_program(r)
@@ -201,8 +201,6 @@ class IlpTypesPolicy(SiaPolicy):
         if key != self._levels_for:  # the levels count the GPUs in service only
             self.levels, self.counts = self._level_tables(oos)
             self._levels_for = key
-        if oos is not None:  # a job on a GPU that left service holds nothing (the caller suspended it)
-            self.holding = {i: g for i, g in self.holding.items() if not oos[list(g)].any()}
         if self.joint:
             return self._allocate_joint(active, now)
         if self.anchor:
@@ -283,7 +281,7 @@ class IlpTypesPolicy(SiaPolicy):
 
         if not move:
             return {}
-        busy = np.zeros(self.layout.num_gpus, dtype=bool) if self.out_of_service is None else self.out_of_service.copy()
+        busy = self.layout.unavailable(self.out_of_service)
         for g in keep.values():
             busy[list(g)] = True
         factors = {c: self._factors(c) for c in self.classes if c != NOMINAL}
@@ -322,9 +320,9 @@ class IlpTypesPolicy(SiaPolicy):
             np.array([k if j.index in keep else -1 for j, k in zip(rigid, pins[len(adaptive):].tolist(), strict=True)],
                      dtype=np.int64),
             p=self.params.p, lambda_n=self.params.lambda_n,
-            capacity=None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[0],
+            capacity=self.layout.capacity(self.out_of_service),
         )
-        free = np.ones(self.layout.num_gpus, dtype=bool) if self.out_of_service is None else ~self.out_of_service
+        free = ~self.layout.unavailable(self.out_of_service)
         for g in keep.values():
             free[list(g)] = False
         factors = np.vstack([self._factors(c) for c in self.classes])

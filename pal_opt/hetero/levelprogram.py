@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ..ilp.program import Program
 from .configs import ConfigSet, fairness_costs
-from .roundprogram import LAMBDA_N, OBJECTIVE_SCALE
+from .roundprogram import LAMBDA_N, OBJECTIVE_SCALE, type_gpus
 
 __all__ = ["LevelRound", "LevelProgram", "adaptive_columns", "build_level_program", "rigid_columns", "scaled_costs"]
 
@@ -76,9 +76,7 @@ class LevelRound:
 
     def type_gpus(self) -> np.ndarray:
         """GPUs each type has for this round (:attr:`capacity`, or every GPU)."""
-        if self.capacity is not None:
-            return np.asarray(self.capacity, dtype=np.int64)
-        return np.array([t.total_gpus for t in self.configs.types], dtype=np.int64)
+        return type_gpus(self.configs, self.capacity)
 
     @property
     def num_jobs(self) -> int:

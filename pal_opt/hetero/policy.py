@@ -378,7 +378,7 @@ class SiaPolicy:
             pinned_adaptive=self._pins(adaptive),
             pinned_rigid=self._pins(rigid),
             lambda_n=self.params.lambda_n,
-            capacity=None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[0],
+            capacity=self.layout.capacity(self.out_of_service),
         )
         decision = solve_round(inp, backend=self.params.backend, time_limit=self.params.time_limit)
         self.stats.add(decision)

@@ -38,6 +38,7 @@ __all__ = [
     "LAMBDA_N",
     "RoundInput",
     "RoundProgram",
+    "type_gpus",
     "build_round_program",
     "round_objective",
     "synthetic_round",
@@ -47,6 +48,13 @@ __all__ = [
 OBJECTIVE_SCALE = 100
 #: Sia's no-allocation penalty λ_n (the artifact's default).
 LAMBDA_N = 1.1
+
+
+def type_gpus(configs: ConfigSet, capacity: np.ndarray | None) -> np.ndarray:
+    """GPUs each type has for a round: ``capacity`` (those in service), or every GPU; int array."""
+    if capacity is not None:
+        return np.asarray(capacity, dtype=np.int64)
+    return np.array([t.total_gpus for t in configs.types], dtype=np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,9 +92,7 @@ class RoundInput:
 
     def type_gpus(self) -> np.ndarray:
         """GPUs each type has for this round (:attr:`capacity`, or every GPU), int array."""
-        if self.capacity is not None:
-            return np.asarray(self.capacity, dtype=np.int64)
-        return np.array([t.total_gpus for t in self.configs.types], dtype=np.int64)
+        return type_gpus(self.configs, self.capacity)
 
     def __post_init__(self) -> None:
         na, k = np.shape(self.adaptive_costs)

@@ -18,6 +18,9 @@ GPUs out of service (``out_of_service``, a bool per position: failed or drained 
 :meth:`pal_opt.hetero.scheduler.TypedScheduler.fail`) go to the policy as its
 ``out_of_service`` attribute; every built-in policy leaves them out (a registered policy without
 the attribute is refused while any GPU is out of service), and an allocation on one is an error.
+A job that held one when it left service is the caller's to suspend
+(:meth:`~pal_opt.hetero.simjob.SimJob.lose_gpus`) and the policy's to forget
+(:func:`forget_allocation`) before the next round step.
 """
 
 from __future__ import annotations

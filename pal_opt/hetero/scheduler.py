@@ -680,9 +680,7 @@ class TypedScheduler:
         for name, entry in self._entries.items():
             job = entry.job
             if not job.done and job.allocation and self._out_of_service[list(job.allocation)].any():
-                job.reallocate(None, (), self._now or 0.0)
-                job.allocation = ()
-                job.rescale_time = 0.0  # a restart it was in is moot: it restarts when placed again
+                job.lose_gpus(self._now or 0.0)
                 forget_allocation(self._policy, job.index)
                 hit.append(name)
         return tuple(hit)

@@ -277,6 +277,13 @@ class SimJob:
         self.shape = ()
         self.choice = None
 
+    def lose_gpus(self, now: float) -> None:
+        """The job's GPUs left service under it (a failure): it holds none, and a restart delay it
+        was in is moot, since it restarts, with the full delay, when placed again."""
+        self.reallocate(None, (), now)
+        self.allocation = ()
+        self.rescale_time = 0.0
+
     def reallocate(self, type_index: int | None, shape: tuple[int, ...], now: float, slowdown: float = 1.0) -> None:
         """Apply a new (type, shape) the policy decided (a changed node-id list; see the module
         docstring for what costs a restart); ``slowdown`` is the slowest variability factor of

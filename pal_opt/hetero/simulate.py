@@ -461,7 +461,7 @@ def _run(
         live = [j for j in live if not j.done]
         completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
-            before = {j.index: (j.num_restarts, bool(j.allocation)) for j in live}
+            before = {j.index: (j.num_restarts, bool(j.allocation)) for j in live} if fails is not None else {}
             unplaceable.update(round_step(policy, layout, cfg.variability, live, now,
                                           None if fails is None else fails.out_of_service(now)))
             live = [j for j in live if j.index not in unplaceable]

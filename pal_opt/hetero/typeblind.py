@@ -207,9 +207,8 @@ class TypeBlindPolicy:
         placed where it cannot run (:func:`gang_problem`) goes to :attr:`unplaceable` and the
         round is placed again without it."""
         live = {j.index: j for j in active}
-        oos = self.out_of_service
-        self.holding = {i: g for i, g in self.holding.items() if i in live and (oos is None or not oos[list(g)].any())}
-        busy = np.zeros(self.layout.num_gpus, dtype=bool) if oos is None else oos.copy()
+        self.holding = {i: g for i, g in self.holding.items() if i in live}
+        busy = self.layout.unavailable(self.out_of_service)
         for g in self.holding.values():
             busy[list(g)] = True
         waiting = sorted((j for j in active if j.index not in self.holding), key=lambda j: (j.submit_time, j.index))
