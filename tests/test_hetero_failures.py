@@ -254,3 +254,30 @@ def test_failure_seeds_2_to_the_32_apart_are_different_processes() -> None:
     times = [[e.time for e in FailureProcess(cluster, FailureConfig(scale=1000.0), s).pop_until(1e9, most=5)]
              for s in (0, 2**32, 0)]
     assert times[0] == times[2] != times[1]
+
+
+def test_gavel_keeps_its_round_when_a_finished_jobs_gpus_fail(shared_dir: Path) -> None:
+    """The GPUs a job held until it finished are idle: their failure re-decided before Gavel's
+    360 s round was up, as an idle GPU's did before (the finished job's holding was still kept)."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    apps = read_workload(MINI).applications()
+
+    def plans(fail: bool) -> list[dict]:
+        sched = pal_opt.TypedScheduler(CLUSTER, profiles, "gavel", applications=apps)
+        for row in read_workload(MINI):
+            sched.submit(row.name, row.application, row.num_replicas, row.batch_size, row.submit_time,
+                         kind=row.kind.value)
+        out, done = [], None
+        for k in range(1, 30):
+            now = k * ROUND
+            if now == 540.0:  # a job holding GPUs since the decision at 420 s finishes
+                done = next(a for a in sched.schedule(now).jobs if a.gpus)
+                sched.finish(done.name, now)
+            if fail and now == 600.0:
+                sched.fail(done.gpus)  # type: ignore[union-attr]
+            if fail and now == 720.0:
+                sched.restore(done.gpus)  # type: ignore[union-attr]
+            out.append({a.name: a.gpus for a in sched.schedule(now).jobs})
+        return out
+
+    assert plans(fail=True) == plans(fail=False)

@@ -312,6 +312,8 @@ class GavelPolicy:
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (empty: not running); a new
         decision once :attr:`round_seconds` have passed since the last one."""
+        live = {j.index for j in active}  # a finished job's GPUs are idle, not held
+        self.holding = {i: g for i, g in self.holding.items() if i in live}
         oos = self.out_of_service
         # a holding on a GPU that left service: decide now (else the 360 s round holds, as for
         # any other change of the cluster: an idle GPU leaving or coming back waits for it)
