@@ -225,25 +225,90 @@ def test_a_job_that_lost_its_gpus_is_forgotten_by_the_policy() -> None:
     forget_allocation(SimpleNamespace(), 3)  # a policy without either: nothing to forget
 
 
-def test_checkpoints_count_work_from_the_last_and_only_restarts_take_one() -> None:
-    """A periodic checkpoint left the rest of the round counted as unsaved work (lost GPU-hours
-    overstated); a move of the same shape (no restart in Sia's model) took a free checkpoint."""
-    from pal_opt.hetero.failures import TypedFailures
-    from pal_opt.simulate.failures import FailureConfig
+class _LinearJob(SimpleNamespace):
+    """A job that gains one unit of progress per second of training (after its restart delay)."""
 
-    layout = Layout((GpuType("a", 1, 4),))
-    fails = TypedFailures(layout, FailureConfig(checkpoint_interval=90.0, scale=1.0, seed=0), 0)
-    job = SimpleNamespace(index=0, progress=5.0, epoch=1, num_restarts=2, allocation=(0, 1))
-    fails._trained(job, 60.0)  # type: ignore[arg-type]
-    assert fails.since[0] == 60.0 and 0 not in fails.saved
-    fails._trained(job, 60.0)  # type: ignore[arg-type]
-    assert fails.since[0] == 0.0 and fails.saved[0] == (5.0, 1)
-    job.progress = 7.0
-    fails.checkpoint_moved([job], {0: (2, True)})  # type: ignore[list-item]  # moved, same shape
-    assert fails.saved[0] == (5.0, 1)
-    job.num_restarts = 3
-    fails.checkpoint_moved([job], {0: (2, True)})  # type: ignore[list-item]  # restarted
-    assert fails.saved[0] == (7.0, 1)
+    def __init__(self) -> None:
+        super().__init__(index=0, progress=0.0, epoch=0, num_restarts=0, allocation=(0, 1), shape=(2,),
+                         rescale_time=0.0, done=False, gpus=2)
+
+    def state_after(self, seconds: float, now: float) -> tuple[float, int]:
+        return self.progress + max(seconds - self.rescale_time, 0.0), self.epoch
+
+    def advance(self, seconds: float, now: float) -> None:
+        self.progress, self.epoch = self.state_after(seconds, now)
+        self.rescale_time = max(self.rescale_time - seconds, 0.0)
+
+    def lose_gpus(self, now: float) -> None:
+        self.allocation, self.shape, self.gpus = (), (), 0
+
+
+def _failures_at(times: dict[float, tuple[int, ...]]):  # type: ignore[no-untyped-def]
+    from pal_opt.hetero.failures import TypedFailures
+    from pal_opt.simulate.failures import FailureConfig, FailureEvent
+
+    fails = TypedFailures(Layout((GpuType("a", 1, 4),)), FailureConfig(checkpoint_interval=90.0, scale=1.0, seed=0), 0)
+    events = [FailureEvent(t, "gpu", g[0], g, t + 300.0) for t, g in sorted(times.items())]
+
+    def pop_until(t: float) -> list:  # type: ignore[type-arg]
+        out = [e for e in events if e.time < t]
+        del events[:len(out)]
+        return out
+
+    fails.process.pop_until = pop_until  # type: ignore[method-assign]
+    return fails
+
+
+def test_periodic_checkpoints_are_taken_at_their_instant_inside_the_round() -> None:
+    """The checkpoint of every 90 s of training was taken at the end of the round that reached
+    the interval, so a failure lost up to the interval plus a round (here 90 + 60 - 1 s) and the
+    checkpoint held the round's end; now it holds the state at 90 s and a failure loses at most
+    90 s."""
+    fails = _failures_at({119.0: (1,)})
+    job = _LinearJob()
+    assert fails.advance([job], 0.0, 60.0) == [] and fails.since[0] == 60.0 and 0 not in fails.saved
+    assert fails.advance([job], 60.0, 60.0) == [0]  # a checkpoint at 90 s, the failure at 119 s
+    assert fails.saved[0] == (90.0, 0)
+    assert job.progress == 90.0 and fails.lost_gpu_seconds == 29.0 * 2 and fails.interrupted == 1
+    assert fails.since[0] == 0.0
+
+
+def test_a_restart_delay_is_not_training_and_long_rounds_pass_several_checkpoints() -> None:
+    fails = _failures_at({280.0: (0,)})
+    job = _LinearJob()
+    job.rescale_time = 20.0  # trains from 20 s: checkpoints at 110 s and 200 s, fails at 280 s
+    assert fails.advance([job], 0.0, 300.0) == [0]
+    assert fails.saved[0] == (180.0, 0) and fails.lost_gpu_seconds == 80.0 * 2
+
+
+def test_only_restarts_and_suspensions_take_a_checkpoint_between_the_periodic_ones() -> None:
+    """A move that keeps the shape (no restart in Sia's model) took a free checkpoint."""
+    fails = _failures_at({})
+    job = _LinearJob()
+    fails.advance([job], 0.0, 60.0)
+    job.num_restarts = 0
+    fails.checkpoint_moved([job], {0: (0, True)})  # type: ignore[list-item]  # moved, same shape
+    assert 0 not in fails.saved and fails.since[0] == 60.0
+    job.num_restarts = 1
+    fails.checkpoint_moved([job], {0: (0, True)})  # type: ignore[list-item]  # restarted
+    assert fails.saved[0] == (60.0, 0) and fails.since[0] == 0.0
+
+
+def test_state_after_leaves_the_job_as_it_was(shared_dir: Path) -> None:
+    """A checkpoint inside a round looks ahead on a copy: the job's own run is unchanged."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    workload = read_workload(MINI)
+    apps = load_applications(profiles, workload.applications())
+    spec = workload.jobs[0]
+    job, twin = (SimJob(0, spec, apps[spec.application], ("aws", "rtx", "dgx-ext")) for _ in range(2))
+    for j in (job, twin):
+        j.reallocate(0, (2,), 0.0)
+    state = job.state_after(4000.0, 0.0)
+    assert job.progress == 0.0 and job.observations == [{}, {}, {}] and job.params == [None] * 3
+    twin.advance(4000.0, 0.0)
+    assert state == (twin.progress, twin.epoch) and state[0] > 0
+    job.advance(4000.0, 0.0)
+    assert (job.progress, job.epoch) == state
 
 
 def test_failure_seeds_2_to_the_32_apart_are_different_processes() -> None:

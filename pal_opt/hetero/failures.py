@@ -14,8 +14,9 @@ servers, then slots) and its servers numbered type by type.  Within a round of Î
 Checkpoints.  Every restart (a start, migration or new shape) and every suspension goes through
 a checkpoint in Sia's model, so a job's checkpoint is taken then (a move to other GPUs of the
 same shape restarts nothing and takes none), and besides every ``checkpoint_interval`` seconds of
-training: at the end of the round in which the training since the last reaches the interval (so
-a failure may lose up to that interval plus a round).  With an infinite interval only the
+training, at the instant inside the round at which the training since the last reaches the
+interval: the state saved is the job's at that instant (:meth:`SimJob.state_after`), so a
+failure loses at most the interval, as in the PAL simulator.  With an infinite interval only the
 restarts and suspensions checkpoint.
 
 The policies see the GPUs out of service at each round (:func:`pal_opt.hetero.roundstep.round_step`):
@@ -24,6 +25,7 @@ the round program counts only the GPUs in service and no policy places a job on 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,24 +71,19 @@ class TypedFailures:
         for job in jobs:
             run = length if job.index not in failed_at else max(failed_at[job.index] - start, 0.0)
             trained = max(run - job.rescale_time, 0.0) if job.shape and not job.done else 0.0
+            since = self.since.get(job.index, 0.0) + trained
+            if trained and since >= self.interval:  # a periodic checkpoint inside this run
+                since = math.fmod(since, self.interval)  # training after the last one passed
+                self.saved[job.index] = job.state_after(run - since, start)
             job.advance(run, start)
+            self.since[job.index] = since
             if job.index in failed_at and not job.done:
-                self._lose(job, failed_at[job.index], trained)
+                self._lose(job, failed_at[job.index])
                 hit.append(job.index)
-            elif trained:
-                self._trained(job, trained)
         return hit
 
-    def _trained(self, job: SimJob, seconds: float) -> None:
-        since = self.since.get(job.index, 0.0) + seconds
-        if since >= self.interval:  # a periodic checkpoint, taken at the round's end: nothing since
-            self.saved[job.index] = (job.progress, job.epoch)
-            since = 0.0
-        self.since[job.index] = since
-
-    def _lose(self, job: SimJob, when: float, trained: float) -> None:
-        lost = self.since.get(job.index, 0.0) + trained
-        self.lost_gpu_seconds += lost * job.gpus
+    def _lose(self, job: SimJob, when: float) -> None:
+        self.lost_gpu_seconds += self.since.get(job.index, 0.0) * job.gpus
         self.interrupted += 1
         job.progress, job.epoch = self.saved.get(job.index, (0.0, 0))
         job.lose_gpus(when)

@@ -31,6 +31,7 @@ true step times per (profile, shape, batch), fits per set of observations, batch
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from collections.abc import Sequence
@@ -263,6 +264,15 @@ class SimJob:
                 clock += delta
                 seconds -= delta
             self.update_batch()
+
+    def state_after(self, seconds: float, now: float) -> tuple[float, int]:
+        """(progress, epoch) the job will have after ``seconds`` of :meth:`advance` from ``now``,
+        the job itself unchanged (a checkpoint taken inside a round)."""
+        twin = copy.copy(self)
+        twin.observations = [dict(seen) for seen in self.observations]
+        twin.params = list(self.params)
+        twin.advance(seconds, now)
+        return twin.progress, twin.epoch
 
     # -- allocation changes (D) -----------------------------------------------------------------
     def _start(self, shape: tuple[int, ...], now: float) -> None:
