@@ -7,7 +7,9 @@ sweeps (``benchmarks/suite.py``) submit independent, picklable tasks to a
 * ``None`` (default): a local :class:`~concurrent.futures.ProcessPoolExecutor` with
   ``workers`` processes (default: the number of CPUs), started with the ``forkserver`` method
   where available (``spawn`` elsewhere; never ``fork``, which is unsafe once solver threads
-  exist in the parent).  ``max_tasks_per_child=1`` gives every task a fresh process;
+  exist in the parent).  ``max_tasks_per_child=1`` gives every task a fresh process.  Its
+  workers clean up before they die of SIGTERM (:func:`~pal_opt.sigint.clean_up_on_sigterm`),
+  and :meth:`ExecutorHandle.results` sends them one when this process is sent one;
 * ``"serial"``: tasks run in the calling process, one after the other (:class:`SerialExecutor`);
 * a scheduler address (``"tcp://host:8786"``), a ``dask.distributed.Client`` or a
   ``LocalCluster``: the tasks go to that Dask cluster through ``Client.get_executor``.  Dask is
@@ -33,16 +35,19 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import multiprocessing.util as mp_util
 import os
 import re
 import resource
+import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import BackendUnavailableError, OptionError
+from .sigint import SigtermNoted, clean_up_on_sigterm
 
 __all__ = [
     "SerialExecutor",
@@ -57,6 +62,12 @@ __all__ = [
 T = TypeVar("T")
 
 ExecutorSpec = Any  # None | "serial" | address str | dask Client | dask cluster | cf.Executor
+
+#: Seconds between looks at a SIGTERM while waiting on a local pool's tasks.
+WAIT_POLL_SECONDS = 0.1
+#: Seconds a local pool's workers get to end after SIGTERM (a worker's CBC is killed, its
+#: directory removed) before they are killed.
+STOP_GRACE_SECONDS = 5.0
 
 
 class SerialExecutor(cf.Executor):
@@ -105,6 +116,48 @@ class ExecutorHandle:
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:
         return self.executor.submit(fn, *args, **kwargs)
+
+    def results(self, futures: Sequence[cf.Future[Any]]) -> list[Any]:
+        """The futures' results, in order (a task's error is re-raised).
+
+        On a local process pool this module created, the wait is one where a SIGTERM
+        (``timeout``, ``kill``, a Kubernetes pod stopping) is noted
+        (:class:`~pal_opt.sigint.SigtermNoted`: main thread, over the default action): the pool's
+        workers are sent SIGTERM too (a worker's CBC dies with it and its directory is removed),
+        then this process dies of SIGTERM as its default action would have had it.  Before, the
+        workers and their solvers ran on to their time limits after pal-opt had gone."""
+        if self.kind == "process" and self.owned:
+            with SigtermNoted() as term:
+                waiting = set(futures)
+                while waiting and not term.pending:
+                    done, waiting = cf.wait(waiting, timeout=WAIT_POLL_SECONDS, return_when=cf.FIRST_EXCEPTION)
+                    if any(not f.cancelled() and f.exception() is not None for f in done):
+                        break  # re-raised below, in order
+                if term.pending:
+                    self._stop_workers()
+                    self.executor.shutdown(wait=True, cancel_futures=True)
+                    # the pool's directory (its forkserver's socket); exit handlers will not run
+                    shutil.rmtree(mp_util.get_temp_dir(), ignore_errors=True)
+                    term.die()
+        return [f.result() for f in futures]
+
+    def _stop_workers(self) -> None:
+        """SIGTERM to the local pool's workers; SIGKILL to those not gone within
+        :data:`STOP_GRACE_SECONDS`."""
+        # ProcessPoolExecutor has no public way to stop its workers before Python 3.14
+        # (terminate_workers); its ``_processes`` map is the one handle on them
+        terminate = getattr(self.executor, "terminate_workers", None)
+        if terminate is not None:
+            terminate()
+            return
+        procs = list((getattr(self.executor, "_processes", None) or {}).values())
+        for proc in procs:
+            proc.terminate()
+        end = time.monotonic() + STOP_GRACE_SECONDS
+        for proc in procs:
+            proc.join(max(end - time.monotonic(), 0.0))
+            if proc.is_alive():
+                proc.kill()
 
     def close(self) -> None:
         """Shut down what :func:`make_executor` created (no-op for executors handed in)."""
@@ -192,7 +245,7 @@ def make_executor(
         raise OptionError(f"workers must be a positive integer, got {workers!r}")
     if spec is None:
         n = workers or os.cpu_count() or 1
-        kw: dict[str, Any] = {"max_workers": n, "mp_context": _mp_context()}
+        kw: dict[str, Any] = {"max_workers": n, "mp_context": _mp_context(), "initializer": clean_up_on_sigterm}
         if max_tasks_per_child is not None:
             kw["max_tasks_per_child"] = int(max_tasks_per_child)
         return ExecutorHandle(cf.ProcessPoolExecutor(**kw), "process", n)

@@ -1,5 +1,6 @@
 """A Ctrl-C held off across a short step that must not be cut in two (:class:`SigintDeferred`),
-and a SIGTERM noted while a child process runs (:class:`SigtermNoted`).
+a SIGTERM noted while a child process runs (:class:`SigtermNoted`), and the clean-up a pool
+worker runs on SIGTERM before it dies (:func:`clean_up_on_sigterm`, :func:`at_sigterm`).
 
 Used where a ``KeyboardInterrupt`` in the middle would leave a worse state than one just after:
 starting the CBC process (:mod:`pal_opt.ilp.backends.cbc`: a CBC nobody could stop) and renaming
@@ -13,9 +14,13 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["SigintDeferred", "SigtermNoted"]
+__all__ = ["SigintDeferred", "SigtermNoted", "at_sigterm", "clean_up_on_sigterm"]
+
+#: What a pool worker does on SIGTERM before it dies (:func:`clean_up_on_sigterm`).
+_HOOKS: list[Callable[[], None]] = []
 
 
 class SigintDeferred:
@@ -89,3 +94,31 @@ class SigtermNoted:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
         os._exit(128 + signal.SIGTERM)  # only reached where the signal did not end the process
+
+
+def at_sigterm(hook: Callable[[], None]) -> None:
+    """Register ``hook`` (idempotent) to run in a process set up by :func:`clean_up_on_sigterm`
+    when SIGTERM comes: CBC's module kills the CBCs it started and removes their directories."""
+    if hook not in _HOOKS:
+        _HOOKS.append(hook)
+
+
+def clean_up_on_sigterm() -> None:
+    """The initializer of pal-opt's pool workers (:func:`pal_opt.parallel.make_executor`): on
+    SIGTERM (the parent's :meth:`~pal_opt.parallel.ExecutorHandle.results` sends it when it is
+    itself terminated) the hooks of :func:`at_sigterm` run, then the worker dies of SIGTERM.
+
+    The default action would end the worker at once, whatever it was doing: while it wrote a
+    CBC model, or read CBC's solution, its files stayed behind; while CBC ran (outside
+    :class:`SigtermNoted`'s reach, since a worker's task may be anywhere in its solve), CBC ran on.
+    """
+    signal.signal(signal.SIGTERM, _clean_up_and_die)
+
+
+def _clean_up_and_die(signum: int, frame: object) -> None:
+    for hook in list(_HOOKS):
+        try:
+            hook()
+        except Exception:  # noqa: BLE001,S110 - dying anyway: one failed clean-up must not stop the others
+            pass
+    SigtermNoted().die()

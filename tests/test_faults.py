@@ -616,6 +616,51 @@ def test_sigterm_inside_cbc_takes_cbc_along(tmp_path, private_tmpdir):
     _no_temp_files(private_tmpdir, set())
 
 
+def _cmdlines(pids: list[int]) -> list[str]:
+    out = []
+    for k in pids:
+        try:
+            out.append(Path(f"/proc/{k}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize(("backend", "started_when"), [("cbc", "solverdir/cbc"), ("highs", "highs_server")])
+def test_sigterm_stops_the_workers_of_a_partitioned_solve(backend, started_when, tmp_path, private_tmpdir):
+    """SIGTERM to ``pal-opt solve --method ilp-partitioned``: the pool's workers, each with its
+    solver (CBC, or HiGHS's processes), ran on to their 60 s limit after pal-opt had died, and
+    CBC's directories stayed behind.  Now every process it started ends with it, and nothing is
+    left in its temporary directory (CBC's, nor the pool's own)."""
+    out = tmp_path / "pl.json"
+    env = {k: v for k, v in _env().items() if k != "PYTHONWARNINGS"}
+    err = tmp_path / "stderr.txt"
+    with err.open("w") as fh:  # a file, not a pipe: workers that outlive pal-opt would hold a pipe open
+        p = popen(_cli_cmd("solve", str(LARGE), "--method", "ilp-partitioned", "--parts", "2", "--backend", backend,
+                           "--time-limit", "60", "--out", str(out)), cwd=tmp_path, env=env,
+                  stdout=subprocess.DEVNULL, stderr=fh)
+    end = time.monotonic() + 60
+    while sum(started_when in c for c in _cmdlines(_descendants(p.pid))) < 2 and p.poll() is None:
+        assert time.monotonic() < end, "the parts' solvers did not start"
+        time.sleep(0.1)
+    time.sleep(1.0)
+    kids = _descendants(p.pid)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(30)
+    finally:
+        waited = time.monotonic() - t0
+        time.sleep(0.5)  # the pool's forkserver and HiGHS's servers end as their parent's sockets close
+        orphans = _reap(kids + [p.pid])
+    assert orphans == [], f"{_cmdlines(orphans)} outlived pal-opt"
+    e = err.read_text()
+    assert p.returncode == -signal.SIGTERM, (p.returncode, e[-2000:])
+    assert waited < 10 and e == "", e[-2000:]
+    assert not out.exists()
+    _no_temp_files(private_tmpdir, set())
+
+
 # =========================================================================== atomic outputs
 def test_failed_run_leaves_an_existing_output_intact(tmp_path, capsys, tiny_instance):
     good = tmp_path / "tiny.json"

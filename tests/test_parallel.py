@@ -138,3 +138,47 @@ def test_an_unreachable_scheduler_is_one_clear_error(monkeypatch, round_):
         solve(round_, "ilp-partitioned", executor=3)
     with pytest.raises(OptionError, match="do not apply|does not apply|not an option"):
         solve(round_, "ilp", executor="serial")
+
+
+def _hold_a_cbc_directory(seconds: float) -> tuple[int, str]:
+    """In a pool worker: a CBC solve directory made (as while writing the model), then a wait."""
+    import os
+    import time
+
+    from pal_opt.ilp.backends.cbc import _workdir
+
+    path = _workdir("mip")
+    with open(os.path.join(path, "round.mps"), "w") as fh:
+        fh.write("NAME half-written\n")
+    time.sleep(seconds)
+    return os.getpid(), path
+
+
+def _worker_pid_and_dir(tmp: str) -> tuple[int, str]:
+    import os
+    import tempfile
+
+    tempfile.tempdir = tmp
+    return os.getpid(), tmp
+
+
+def test_a_pool_worker_removes_its_cbc_files_when_terminated(private_tmpdir):
+    """A worker's SIGTERM outside CBC's run (writing the model, reading the solution) ended it at
+    once and left its solve directory behind: now its clean-up removes it, then it dies."""
+    import os
+    import signal
+    import time
+
+    with make_executor(workers=1) as ex:
+        pid, _ = ex.submit(_worker_pid_and_dir, str(private_tmpdir)).result()
+        ex.submit(_hold_a_cbc_directory, 60.0)
+        end = time.monotonic() + 30
+        while not any(p.name.startswith("pal_opt_cbc_") for p in private_tmpdir.iterdir()):
+            assert time.monotonic() < end
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGTERM)
+        end = time.monotonic() + 10
+        while any(private_tmpdir.iterdir()) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert list(private_tmpdir.iterdir()) == []
+        ex.executor.shutdown(wait=True, cancel_futures=True)

@@ -538,8 +538,8 @@ def _run_parts(
             handle.submit(_solve_part, sub, [instance.jobs[i].id for i in js], opts, measure)
             for sub, js in zip(subs, part.jobs, strict=True)
         ]
-        outs = [f.result() for f in futs]
-        lp = bfut.result() if bfut is not None else None
+        done = handle.results(futs if bfut is None else [*futs, bfut])
+        outs, lp = done[:len(futs)], (done[-1] if bfut is not None else None)
     except SolveInterrupted:
         raise KeyboardInterrupt from None
     finally:

@@ -26,7 +26,10 @@ CBC's solution file, but pal-opt starts the bundled CBC binary itself (:func:`_r
   directory that is removed however the call ends.  A SIGTERM while CBC runs (``timeout``,
   ``kill``, a pod stopping) kills CBC, removes the directory and then ends pal-opt by SIGTERM,
   as its default action would have (:class:`~pal_opt.sigint.SigtermNoted`; main thread only, and
-  only when nobody installed a handler).  Only pal-opt being killed outright (SIGKILL) leaves CBC
+  only when nobody installed a handler).  In a worker of pal-opt's process pool (a partitioned
+  solve) a SIGTERM at any point of a solve kills the worker's CBC and removes its directories
+  first (:func:`_clean_up`, :func:`pal_opt.sigint.clean_up_on_sigterm`).  Only pal-opt being
+  killed outright (SIGKILL) leaves CBC
   running (until its time limit, or until it finishes when there is none) and the directory
   behind; the next CBC solve on the machine removes the directories of dead processes
   (:func:`_workdir`).
@@ -78,7 +81,7 @@ import numpy as np
 
 from ...deadline import Deadline
 from ...errors import BackendError
-from ...sigint import SigintDeferred, SigtermNoted
+from ...sigint import SigintDeferred, SigtermNoted, at_sigterm
 from ..mpswriter import write_lp_mps
 from ..program import Program
 from .base import (
@@ -220,12 +223,40 @@ class _ExitWaiter:
             self.fd = None
 
 
+#: The CBC processes running and the solve directories alive in this process (for
+#: :func:`_clean_up`, the SIGTERM of a pool worker).
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+_DIRS: set[str] = set()
+
+
 def _start_cbc(args: list[str], log_fh: Any) -> subprocess.Popen[bytes]:
     """The CBC process, writing to ``log_fh``; in a process group of its own when this process
     ignores SIGINT (see :func:`_run_cbc`)."""
     own_group = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    return subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             process_group=0 if own_group else None)
+    _RUNNING.add(proc)
+    return proc
+
+
+def _remove_dir(path: str) -> None:
+    """Remove one solve's directory (:func:`_workdir`)."""
+    shutil.rmtree(path, ignore_errors=True)
+    _DIRS.discard(path)
+
+
+def _clean_up() -> None:
+    """A pool worker's SIGTERM (:func:`pal_opt.sigint.clean_up_on_sigterm`): kill the CBCs this
+    process runs and remove its solve directories, wherever in a solve it was."""
+    for proc in list(_RUNNING):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for path in list(_DIRS):
+        _remove_dir(path)
+
+
+at_sigterm(_clean_up)
 
 
 def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRun:
@@ -294,12 +325,13 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                     proc.kill()
                     stopped_by = "kill"
                 proc.wait()
+                _RUNNING.discard(proc)
             if wait is not None:
                 wait.close()
     if term.pending:
         # the caller's clean-up will not run: remove CBC's private directory (the log's; see
         # _workdir) before dying as SIGTERM's default action would have
-        shutil.rmtree(os.path.dirname(log_path), ignore_errors=True)
+        _remove_dir(os.path.dirname(log_path))
         term.die()
     assert proc is not None and proc.returncode is not None
     return _CbcRun(proc.returncode, interrupted, stopped_by)
@@ -442,9 +474,12 @@ def _workdir(kind: str) -> str:
     """A private directory for one solve's files, after removing those of dead processes."""
     ns = _pid_namespace()
     if ns is None:  # no way to tell a dead process from one in another namespace: nothing removed
-        return tempfile.mkdtemp(prefix=f"pal_opt_cbc_{kind}_")
-    _remove_orphans(ns)
-    return tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{os.getpid()}_{kind}_")
+        path = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{kind}_")
+    else:
+        _remove_orphans(ns)
+        path = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{os.getpid()}_{kind}_")
+    _DIRS.add(path)
+    return path
 
 
 @functools.cache
@@ -532,7 +567,7 @@ class CbcBackend(Backend):
                 raise BackendInterrupted(None)
             return _lp_optimum(sol, run, program.obj_offset)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            _remove_dir(workdir)
 
     def _translate(self, program: Program, start: np.ndarray | None) -> _CbcModel:
         import pulp
@@ -708,7 +743,7 @@ class CbcBackend(Backend):
 
     def _release(self, model: _CbcModel) -> None:
         if model.workdir is not None:
-            shutil.rmtree(model.workdir, ignore_errors=True)
+            _remove_dir(model.workdir)
 
     @staticmethod
     def _out_of_time(run: _CbcRun, options: SolveOptions, seconds: float) -> bool:
