@@ -645,6 +645,7 @@ def test_sigterm_stops_the_workers_of_a_partitioned_solve(backend, started_when,
         time.sleep(0.1)
     time.sleep(1.0)
     kids = _descendants(p.pid)
+    seen = {k: _cmdlines([k]) for k in kids}
     t0 = time.monotonic()
     p.send_signal(signal.SIGTERM)
     try:
@@ -658,7 +659,8 @@ def test_sigterm_stops_the_workers_of_a_partitioned_solve(backend, started_when,
     assert p.returncode == -signal.SIGTERM, (p.returncode, e[-2000:])
     assert waited < 10 and e == "", e[-2000:]
     assert not out.exists()
-    _no_temp_files(private_tmpdir, set())
+    left = sorted(q.name for q in private_tmpdir.iterdir())
+    assert left == [], (left, seen, p.pid, waited)
 
 
 # =========================================================================== atomic outputs

@@ -251,7 +251,10 @@ def _clean_up() -> None:
     for proc in list(_RUNNING):
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            try:  # with a timeout: a wait without one takes a lock that the interrupted code may hold
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                pass
     for path in list(_DIRS):
         _remove_dir(path)
 
