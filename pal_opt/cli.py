@@ -947,6 +947,9 @@ def run(argv: Sequence[str] | None = None) -> NoReturn:
                 server.stop_server(ending=True)
             except Exception as exc:  # pragma: no cover - never stand between pal-opt and its exit
                 _error(f"{PROG}: could not stop the HiGHS server ({exc})")
+        parallel = sys.modules.get("pal_opt.parallel")  # nor multiprocessing's: a pool's directory
+        if parallel is not None:
+            parallel.remove_pool_directory()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -57,6 +57,7 @@ __all__ = [
     "PeakMemory",
     "measure_peak",
     "current_rss",
+    "remove_pool_directory",
 ]
 
 T = TypeVar("T")
@@ -129,10 +130,8 @@ class ExecutorHandle:
         if self.kind == "process" and self.owned:
             with SigtermNoted() as term:
                 waiting = set(futures)
-                while waiting and not term.pending:
-                    done, waiting = cf.wait(waiting, timeout=WAIT_POLL_SECONDS, return_when=cf.FIRST_EXCEPTION)
-                    if any(not f.cancelled() and f.exception() is not None for f in done):
-                        break  # re-raised below, in order
+                while waiting and not term.pending:  # all of them: the results are taken in order below
+                    waiting = cf.wait(waiting, timeout=WAIT_POLL_SECONDS).not_done
                 if term.pending:
                     self._stop_workers()
                     self.executor.shutdown(wait=True, cancel_futures=True)
@@ -163,6 +162,8 @@ class ExecutorHandle:
         """Shut down what :func:`make_executor` created (no-op for executors handed in)."""
         if not self.owned:
             return
+        if self.kind == "process":  # made by the pool's start: for remove_pool_directory
+            _POOL_DIRS.add(mp_util.get_temp_dir())
         self.executor.shutdown(wait=True)
         if self._client is not None:
             self._client.close()
@@ -173,6 +174,18 @@ class ExecutorHandle:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+#: multiprocessing's directories of the pools this process made (:func:`remove_pool_directory`).
+_POOL_DIRS: set[str] = set()
+
+
+def remove_pool_directory() -> None:
+    """Remove the directory multiprocessing made for this process's pools (its forkserver's
+    socket), for a process that ends with ``os._exit`` (:func:`pal_opt.cli.run`), where
+    multiprocessing's own exit handler does not run.  No pool can start after this."""
+    for path in _POOL_DIRS:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _mp_context() -> Any:

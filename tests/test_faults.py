@@ -663,6 +663,18 @@ def test_sigterm_stops_the_workers_of_a_partitioned_solve(backend, started_when,
     assert left == [], (left, seen, p.pid, waited)
 
 
+def test_a_partitioned_solve_under_a_time_limit_leaves_no_pool_directory(tmp_path, private_tmpdir):
+    """Found by review: ``solve --time-limit`` ends with ``os._exit``, so multiprocessing's exit
+    handler never removed its pool's ``pymp-*`` directory from TMPDIR, one per command."""
+    out = tmp_path / "pl.json"
+    r = subprocess.run(_cli_cmd("solve", str(RACKED), "--method", "ilp-partitioned", "--parts", "2",
+                                "--time-limit", "30", "--out", str(out)), capture_output=True, text=True,
+                       env=_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert out.exists()
+    _no_temp_files(private_tmpdir, set())
+
+
 # =========================================================================== atomic outputs
 def test_failed_run_leaves_an_existing_output_intact(tmp_path, capsys, tiny_instance):
     good = tmp_path / "tiny.json"

@@ -81,7 +81,7 @@ import numpy as np
 
 from ...deadline import Deadline
 from ...errors import BackendError
-from ...sigint import SigintDeferred, SigtermNoted, at_sigterm
+from ...sigint import SigintDeferred, SigtermNoted, at_sigterm, sigterm_clean_up_held
 from ..mpswriter import write_lp_mps
 from ..program import Program
 from .base import (
@@ -233,9 +233,10 @@ def _start_cbc(args: list[str], log_fh: Any) -> subprocess.Popen[bytes]:
     """The CBC process, writing to ``log_fh``; in a process group of its own when this process
     ignores SIGINT (see :func:`_run_cbc`)."""
     own_group = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            process_group=0 if own_group else None)
-    _RUNNING.add(proc)
+    with sigterm_clean_up_held():
+        proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                process_group=0 if own_group else None)
+        _RUNNING.add(proc)
     return proc
 
 
@@ -477,11 +478,13 @@ def _workdir(kind: str) -> str:
     """A private directory for one solve's files, after removing those of dead processes."""
     ns = _pid_namespace()
     if ns is None:  # no way to tell a dead process from one in another namespace: nothing removed
-        path = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{kind}_")
+        prefix = f"pal_opt_cbc_{kind}_"
     else:
         _remove_orphans(ns)
-        path = tempfile.mkdtemp(prefix=f"pal_opt_cbc_{ns}-{os.getpid()}_{kind}_")
-    _DIRS.add(path)
+        prefix = f"pal_opt_cbc_{ns}-{os.getpid()}_{kind}_"
+    with sigterm_clean_up_held():
+        path = tempfile.mkdtemp(prefix=prefix)
+        _DIRS.add(path)
     return path
 
 
