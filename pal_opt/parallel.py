@@ -116,7 +116,10 @@ class ExecutorHandle:
     _client: Any = None
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> cf.Future[T]:
-        return self.executor.submit(fn, *args, **kwargs)
+        future = self.executor.submit(fn, *args, **kwargs)
+        if self.kind == "process":  # the pool has started: its directory, for remove_pool_directory
+            _POOL_DIRS.add(mp_util.get_temp_dir())
+        return future
 
     def results(self, futures: Sequence[cf.Future[Any]]) -> list[Any]:
         """The futures' results, in order (a task's error is re-raised).
@@ -135,8 +138,7 @@ class ExecutorHandle:
                 if term.pending:
                     self._stop_workers()
                     self.executor.shutdown(wait=True, cancel_futures=True)
-                    # the pool's directory (its forkserver's socket); exit handlers will not run
-                    shutil.rmtree(mp_util.get_temp_dir(), ignore_errors=True)
+                    remove_pool_directory()  # exit handlers will not run
                     term.die()
         return [f.result() for f in futures]
 
@@ -162,8 +164,6 @@ class ExecutorHandle:
         """Shut down what :func:`make_executor` created (no-op for executors handed in)."""
         if not self.owned:
             return
-        if self.kind == "process":  # made by the pool's start: for remove_pool_directory
-            _POOL_DIRS.add(mp_util.get_temp_dir())
         self.executor.shutdown(wait=True)
         if self._client is not None:
             self._client.close()

@@ -22,8 +22,9 @@ __all__ = ["SigintDeferred", "SigtermNoted", "at_sigterm", "clean_up_on_sigterm"
 
 #: What a pool worker does on SIGTERM before it dies (:func:`clean_up_on_sigterm`).
 _HOOKS: list[Callable[[], None]] = []
-#: [sections of :func:`sigterm_clean_up_held` open, whether a SIGTERM waits for them to end]
-_HELD: list[int] = [0, 0]
+#: Sections of :func:`sigterm_clean_up_held` open, and whether a SIGTERM waits for them to end.
+_held = 0
+_sigterm_waiting = False
 
 
 class SigintDeferred:
@@ -126,18 +127,20 @@ def sigterm_clean_up_held() -> Iterator[None]:
 
     Without it, a SIGTERM between ``mkdir`` and the record left the directory behind, and one
     between CBC's ``fork`` and the record left CBC running (found by review)."""
-    _HELD[0] += 1
+    global _held
+    _held += 1
     try:
         yield
     finally:
-        _HELD[0] -= 1
-        if _HELD[0] == 0 and _HELD[1]:
+        _held -= 1
+        if _held == 0 and _sigterm_waiting:
             _clean_up_and_die(signal.SIGTERM, None)
 
 
 def _clean_up_and_die(signum: int, frame: object) -> None:
-    if _HELD[0]:  # inside sigterm_clean_up_held: its end does this
-        _HELD[1] = 1
+    global _sigterm_waiting
+    if _held:  # inside sigterm_clean_up_held: its end does this
+        _sigterm_waiting = True
         return
     for hook in list(_HOOKS):
         try:
