@@ -284,6 +284,28 @@ def _type_columns(gpu_types: Sequence[str] | None, n: int) -> tuple[tuple[str, .
     return tuple(pos), codes
 
 
+def _validate_devices(devices: Any, gpu_ids: np.ndarray, server_of: np.ndarray,
+                      server_ids: tuple[Any, ...]) -> np.ndarray:
+    """Per-GPU device numbers: integers >= 0, one per GPU, distinct on each server."""
+    arr = np.asarray(devices)
+    if arr.shape != gpu_ids.shape:
+        raise InstanceError(f"one device number per GPU expected, got shape {arr.shape} for {gpu_ids.size} GPUs",
+                            path="gpus[].device")
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0):
+        vals = arr.tolist()
+        bad = next((x for x in vals if not isinstance(x, (int, float)) or isinstance(x, bool) or x != x
+                    or x < 0 or x != int(x)), vals[0])
+        raise InstanceError(f"device numbers must be integers >= 0, got {bad!r}", path="gpus[].device")
+    out = _as_1d(arr, np.int64, "gpus[].device")
+    order = np.lexsort((out, server_of))
+    same = (np.diff(server_of[order]) == 0) & (np.diff(out[order]) == 0)
+    if same.any():
+        a, b = order[int(np.argmax(same))], order[int(np.argmax(same)) + 1]
+        raise InstanceError(f"GPUs {int(gpu_ids[a])} and {int(gpu_ids[b])} of server {server_ids[server_of[a]]!r} "
+                            f"have the same device number {int(out[a])}", path="gpus[].device")
+    return out
+
+
 def _validate_topology(server_of: np.ndarray, n_servers: int, rack_of_server: np.ndarray, n_racks: int) -> None:
     if server_of.size and (server_of.min() < 0 or server_of.max() >= n_servers):
         raise InstanceError("server positions out of range", path="gpus[].server")
@@ -329,6 +351,12 @@ class Cluster:
         type means the class has no profile there and cannot use it.  A job's speed on a GPU
         set is its throughput on the set's type divided by the slowest factor among its GPUs:
         the binned factors are divided by it (:func:`pal_opt.binning.binned_factors`).
+    devices : ndarray of int64, shape (G,), or None
+        Each GPU's device number on its server (the ``N`` of ``/dev/nvidiaN``, what
+        ``CUDA_VISIBLE_DEVICES`` names under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``), when the input
+        gives them (Blox's ``Local_GPU_ID``, ``gres.conf`` ``File=/dev/nvidia...``, the instance
+        file's ``cluster.gpus.device``); distinct on each server.  None when it does not: the
+        exports then number a server's GPUs by rank (:func:`pal_opt.topology.placement.local_indices`).
     """
 
     gpu_ids: np.ndarray
@@ -341,6 +369,7 @@ class Cluster:
     type_names: tuple[str, ...] = ()
     type_of: np.ndarray = None  # type: ignore[assignment]  # None: untyped; made an array in __post_init__
     throughput: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    devices: np.ndarray | None = None
     # not an init field: dataclasses.replace gives the new cluster an empty cache, never this one's
     _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -379,6 +408,8 @@ class Cluster:
         set_(self, "type_names", names)
         set_(self, "type_of", _as_1d(type_of, np.int64, "gpus[].type"))
         set_(self, "throughput", _validate_throughput(self.throughput, names, fac))
+        if self.devices is not None:
+            set_(self, "devices", _validate_devices(self.devices, self.gpu_ids, server_of, self.server_ids))
 
     def memo(self, key: Any, compute: Callable[[], T], valid: Callable[[T], bool] | None = None) -> T:
         """``compute()``, computed once per cluster and ``key``, for derived data such as binned
@@ -402,6 +433,7 @@ class Cluster:
         source: str | None = None,
         gpu_types: Sequence[str] | None = None,
         throughput: Mapping[str, Mapping[str, float]] | None = None,
+        devices: Sequence[int] | np.ndarray | None = None,
     ) -> Cluster:
         """Build a cluster from per-GPU columns.
 
@@ -425,6 +457,8 @@ class Cluster:
             Each GPU's type name; ``None`` for an untyped cluster (one type).
         throughput
             ``{class: {type: relative throughput}}`` (see the class docstring); default none.
+        devices
+            Each GPU's device number on its server (:attr:`devices`); ``None`` when unknown.
 
         Examples
         --------
@@ -453,7 +487,7 @@ class Cluster:
             st = np.zeros(ids.size, dtype=np.int8) if state is None else np.asarray(state)
             names, type_of = _type_columns(gpu_types, ids.size)
             return cls(ids, server_of, tuple(server_pos), rack_of, rack_ids, fac, st, names, type_of,
-                       dict(throughput or {}))
+                       dict(throughput or {}), None if devices is None else np.asarray(devices))
         except InstanceError as exc:
             raise exc.with_source(source) if source else exc from None
         except (TypeError, ValueError, OverflowError) as exc:
@@ -488,8 +522,9 @@ class Cluster:
         """Build a cluster from a graph of the shape described in the module docstring.
 
         GPU vertices are ``("gpu", id)`` with attributes ``factors`` (dict), optional
-        ``state`` (:class:`GpuState`, int or name) and optional ``type`` (the GPU type's name;
-        on every GPU or on none); each has exactly one server parent; servers have zero or one
+        ``state`` (:class:`GpuState`, int or name), optional ``type`` (the GPU type's name;
+        on every GPU or on none) and optional ``device`` (its device number on its server,
+        :attr:`devices`; on every GPU or on none); each has exactly one server parent; servers have zero or one
         rack parent (all or none).  The GPU types' throughputs, ``{class: {type: value}}``, are
         the graph attribute ``graph.graph["throughput"]`` (optional; see the class docstring).
         """
@@ -501,6 +536,9 @@ class Cluster:
         types = [graph.nodes[n].get("type") for n in gpus]
         if any(t is not None for t in types) and any(t is None for t in types):
             raise InstanceError("either every GPU has a type or none does", source=source, path="graph")
+        devices = [graph.nodes[n].get("device") for n in gpus]
+        if any(d is not None for d in devices) and any(d is None for d in devices):
+            raise InstanceError("either every GPU has a device number or none does", source=source, path="graph")
         any_rack = False
         for i, n in enumerate(gpus):
             parents = [p for p in graph.predecessors(n) if _is_vertex(p, "server")]
@@ -527,7 +565,8 @@ class Cluster:
             raise InstanceError("either every server hangs under a rack or none does", source=source, path="graph")
         return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source,
                                gpu_types=types if types[0] is not None else None,
-                               throughput=graph.graph.get("throughput"))
+                               throughput=graph.graph.get("throughput"),
+                               devices=devices if devices[0] is not None else None)
 
     # ----------------------------------------------------------------- derived views
     @property
@@ -655,6 +694,8 @@ class Cluster:
             )
             if types is not None:
                 gr.nodes[node]["type"] = types[i]
+            if self.devices is not None:
+                gr.nodes[node]["device"] = int(self.devices[i])
             gr.add_edge(("server", self.server_ids[self.server_of[i]]), node)
         return gr
 

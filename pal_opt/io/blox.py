@@ -20,8 +20,12 @@ GPU table columns
     The GPU's type (``aws``, ``V100``...), on every row.  Blox's own ``gpu_df`` has no such
     column (its nodes register a GPU count only), so a table from Blox gives an untyped cluster;
     with the column, the cluster is typed (:attr:`pal_opt.model.Cluster.type_names`).
+``Local_GPU_ID`` (optional)
+    The GPU's device number on its node (what Blox's launcher puts in ``CUDA_VISIBLE_DEVICES``),
+    distinct on each node: the cluster's :attr:`~pal_opt.model.Cluster.devices`, by which the
+    exports (``pal-opt export slurm``, ``k8s``) name a node's GPUs.
 
-Other columns (the unnamed index, ``GPU_UUID``, ``Local_GPU_ID``, ``IP_addr``...) are ignored.
+Other columns (the unnamed index, ``GPU_UUID``, ``IP_addr``...) are ignored.
 
 How the round is read
 ---------------------
@@ -72,9 +76,9 @@ class GpuTable:
 
     Attributes
     ----------
-    gpu_ids, server, rack_of_server, factors, failed, gpu_types
+    gpu_ids, server, rack_of_server, factors, failed, gpu_types, devices
         Cluster columns (``rack_of_server`` is None for a flat table, ``gpu_types`` without a
-        ``GPU_TYPE`` column).
+        ``GPU_TYPE`` column, ``devices`` without a ``Local_GPU_ID`` column).
     holders
         Per GPU, the job ids in ``JOB_IDS`` (empty tuple if none) — only meaningful where
         ``in_use`` is true.
@@ -98,6 +102,7 @@ class GpuTable:
         failed: list[bool],
         lines: list[int],
         gpu_types: list[str] | None = None,
+        devices: list[int] | None = None,
     ):
         self.table = table
         self.gpu_ids = gpu_ids
@@ -109,6 +114,7 @@ class GpuTable:
         self.failed = failed
         self.lines = lines
         self.gpu_types = gpu_types
+        self.devices = devices
 
     @property
     def source(self) -> str:
@@ -129,6 +135,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     c_rack = t.find("Rack_ID")
     c_fail = t.find("FAILED")
     c_type = t.find("GPU_TYPE")
+    c_dev = t.find("Local_GPU_ID")
     fcols = [(h[len(_PERFVAR):], t.unique(i)) for i, h in enumerate(t.header) if h.startswith(_PERFVAR)]
     if not fcols:
         raise InstanceError(
@@ -148,6 +155,8 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     seen: dict[int, int] = {}
     fvals: dict[str, list[float]] = {c: [] for c, _ in fcols}
     types: list[str] | None = [] if c_type is not None else None
+    devices: list[int] | None = [] if c_dev is not None else None
+    device_line: dict[tuple[Any, int], int] = {}
     for line, f in t.rows:
         gid = t.integer(line, c_gpu, f[c_gpu], minimum=0, what="a non-negative integer")
         if gid in seen:
@@ -176,6 +185,12 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
             if not f[c_type].strip():
                 raise t.error(line, c_type, "empty GPU type (the GPU_TYPE column names every GPU's type)")
             types.append(f[c_type].strip())
+        if devices is not None and c_dev is not None:
+            dev = t.integer(line, c_dev, f[c_dev], minimum=0, what="a non-negative integer (a device number)")
+            first = device_line.setdefault((node, dev), line)
+            if first != line:
+                raise t.error(line, c_dev, f"device {dev} of node {node!r} is also on {t.row_label} {first}")
+            devices.append(dev)
         gpu_ids.append(gid)
         server.append(node)
         in_use.append(use)
@@ -183,7 +198,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
         lines.append(line)
     factors = {c: np.asarray(v, dtype=np.float64) for c, v in fvals.items()}
     rmap = {s: r for s, (r, _) in racks.items()} if c_rack is not None else None
-    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types)
+    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types, devices)
 
 
 def load_blox(
@@ -262,7 +277,7 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, na
     state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)}, jt.running)
     jobs = _with_placements(jt, held, gt.source)
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,
-                                  gpu_types=gt.gpu_types)
+                                  gpu_types=gt.gpu_types, devices=gt.devices)
     instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
     jt.warn()  # the round is good: now its warnings (bad input gives one line, no warning)
     return instance
@@ -344,5 +359,7 @@ def blox_gpu_rows(instance: RoundInstance) -> list[Mapping[str, Any]]:
         row["FAILED"] = st == GpuState.FAILED
         if cl.typed:
             row["GPU_TYPE"] = cl.type_names[int(cl.type_of[i])]
+        if cl.devices is not None:
+            row["Local_GPU_ID"] = int(cl.devices[i])
         rows.append(row)
     return rows

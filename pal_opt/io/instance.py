@@ -311,13 +311,26 @@ def _cluster(c: dict[str, Any], source: str) -> Cluster:
                          f"GPU), got {float(arr[i])!r}")
     racks = _racks(c["servers"], servers, source) if "servers" in c else None
     types = _column(g["type"], n, "cluster.gpus.type", source) if "type" in g else None
+    devices = _column(g["device"], n, "cluster.gpus.device", source) if "device" in g else None
+    if devices is not None:
+        _distinct_devices(devices, servers, source)
     throughput = c.get("throughput", {})
     _check_throughput(throughput, types, factors, source)
     try:
         return Cluster.from_arrays(ids, servers, factors, state, racks, source=source, gpu_types=types,
-                                   throughput=throughput)
+                                   throughput=throughput, devices=devices)
     except InstanceError as exc:
         raise (exc if exc.source else exc.with_source(source)) from None
+
+
+def _distinct_devices(devices: list[int], servers: list[Any], source: str) -> None:
+    """Named by index in the file: the first GPU whose device number an earlier GPU of its server has."""
+    seen: dict[tuple[Any, int], int] = {}
+    for i, key in enumerate(zip(servers, devices, strict=True)):
+        first = seen.setdefault(key, i)
+        if first != i:
+            raise _error(source, f"cluster.gpus.device[{i}]", f"device {key[1]} of server {key[0]!r} is also "
+                         f"cluster.gpus.device[{first}] (a server's GPUs have distinct device numbers)")
 
 
 def _check_throughput(table: dict[str, Any], types: list[str] | None, factors: dict[str, Any], source: str) -> None:

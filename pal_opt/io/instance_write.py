@@ -43,6 +43,8 @@ def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = N
     }
     if cl.typed:
         cluster["gpus"]["type"] = cl.gpu_type_names()
+    if cl.devices is not None:
+        cluster["gpus"]["device"] = cl.devices.tolist()
     cluster["factors"] = {c: np.asarray(v, dtype=np.float64).tolist() for c, v in cl.factors.items()}
     if cl.throughput:
         cluster["throughput"] = {c: dict(row) for c, row in cl.throughput.items()}

@@ -16,7 +16,9 @@ A **directed** graph, edges from parent to child.  Every vertex has a ``kind``:
     (a non-empty string; on every GPU or on none: a typed or an untyped cluster);
     ``throughput_<class>``: the relative throughput of that class on the GPU's type (a number
     > 0, the same on every GPU of a type, and on every GPU of a type or on none; typed clusters
-    only; :attr:`pal_opt.model.Cluster.throughput`).  Exactly one server parent.
+    only; :attr:`pal_opt.model.Cluster.throughput`); ``device``: the GPU's device number on its
+    server (an integer >= 0, distinct on each server; on every GPU or on none;
+    :attr:`pal_opt.model.Cluster.devices`).  Exactly one server parent.
 any other kind (``rack``, ``pod``, ``block``, ...)
     A group of servers or of other groups; ``id`` as for servers, unique among groups.
 
@@ -32,7 +34,8 @@ is the rack and higher ones collapse into the cluster level (:func:`~pal_opt.top
 
 :func:`graphml_text` writes a :class:`~pal_opt.model.Cluster` in this shape (vertices
 ``cluster``, ``r0``..., ``s0``..., ``g0``... in the cluster's order, so reading it back gives
-the same cluster: servers, racks, states, GPU types, throughput table, factors bit for bit.
+the same cluster: servers, racks, states, GPU types, throughput table, device numbers, factors bit
+for bit.
 Only the cluster is carried, not jobs or round parameters, and rack ids and server ids come back
 as written (an integer id as an integer, any other as a string).
 """
@@ -225,6 +228,26 @@ def _types(g: nx.DiGraph, gpus: list[Any], source: str) -> tuple[str, ...] | Non
     return tuple(str(t) for t in types)
 
 
+def _devices(g: nx.DiGraph, gpus: list[Any], source: str) -> list[int] | None:
+    """Each GPU's ``device``: on every GPU vertex or on none (None); digits in a string key read as one."""
+    out: list[int | None] = []
+    for n in gpus:
+        v = g.nodes[n].get("device")
+        if isinstance(v, str) and v.strip().isascii() and v.strip().isdigit():
+            v = int(v)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**63):
+            raise InstanceError(f"a device number must be an integer in 0..2^63-1, got {v!r}", source=source,
+                                path=f"node {n!r}.device")
+        out.append(v)
+    if all(v is None for v in out):
+        return None
+    if any(v is None for v in out):
+        bare = next(n for n, v in zip(gpus, out, strict=True) if v is None)
+        raise InstanceError("has no device, which other GPUs have (the device number: every GPU or none)",
+                            source=source, path=f"node {bare!r}")
+    return [int(v) for v in out if v is not None]
+
+
 def _throughput(g: nx.DiGraph, gpus: list[Any], types: tuple[str, ...] | None,
                 source: str) -> dict[str, dict[str, float]] | None:
     """``{class: {type: throughput}}`` from the GPUs' ``throughput_<class>`` (module docstring)."""
@@ -280,7 +303,7 @@ def _gpus(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], sou
     gpus = [n for n in g.nodes if kind[n] == "gpu"]
     types = _types(g, gpus, source)
     return {"ids": ids, "servers": servers, "states": states, "factors": factors, "types": types,
-            "throughput": _throughput(g, gpus, types, source)}
+            "throughput": _throughput(g, gpus, types, source), "devices": _devices(g, gpus, source)}
 
 
 def _ident(n: Any, attrs: Mapping[str, Any]) -> Any:
@@ -340,6 +363,7 @@ def parse_graphml(text: str, source: str = "<memory>") -> Topology:
         hosts, tiers, np.asarray(cols["ids"], dtype=np.int64),
         np.asarray([host_pos[s] for s in cols["servers"]], dtype=np.int64),
         np.asarray(cols["states"], dtype=np.int8), factors, source, cols["types"], cols["throughput"],
+        devices=None if cols["devices"] is None else np.asarray(cols["devices"], dtype=np.int64),
     )
 
 
@@ -379,6 +403,8 @@ def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None,
             attrs["type"] = types[i]
             attrs.update({f"{THROUGHPUT_PREFIX}{c}": float(row[types[i]])
                           for c, row in cluster.throughput.items() if types[i] in row})
+        if cluster.devices is not None:
+            attrs["device"] = int(cluster.devices[i])
         if gid in jobs:
             attrs["job"] = str(jobs[gid])
         if gid in stages:

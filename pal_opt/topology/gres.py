@@ -21,6 +21,10 @@ can name the file and line.
     ``NodeName`` line for those nodes, means ``slurmd`` finds the GPUs on the node at run time,
     which a file cannot say: such a node's count must come from a ``Name=gpu`` line or from
     elsewhere (:func:`resolve_gpus`), else it is an error naming the ``AutoDetect`` line.
+
+Device numbers: a GPU given by an NVIDIA device file, ``/dev/nvidiaN``, has the device number
+``N`` (:func:`node_devices`); the exports name a node's GPUs by them when every GPU node's GPUs
+are given so.
 """
 
 from __future__ import annotations
@@ -42,10 +46,14 @@ __all__ = [
     "gres_conf_gpus",
     "resolve_gpus",
     "node_types",
+    "node_devices",
 ]
 
 #: ``AutoDetect`` values Slurm knows (``off``: no detection).
 AUTODETECT_VALUES: frozenset[str] = frozenset({"nvml", "nvidia", "rsmi", "oneapi", "nrt", "off"})
+
+#: An NVIDIA GPU's device file; its number is the GPU's device number on the node.
+_NVIDIA_DEVICE = re.compile(r"/dev/nvidia(\d+)")
 
 _GRES_KEYS = ("nodename", "name", "type", "file", "multiplefiles", "count", "autodetect")
 
@@ -75,6 +83,9 @@ class NodeGpus:
     origins: dict[str | None, Origin] = field(default_factory=dict)
     #: a gres.conf line gave no Count= and no File=: one GPU, unless AutoDetect finds the count
     uncounted: bool = False
+    #: per type, the device numbers of its GPUs in the order given; None unless every GPU of the
+    #: node was given by an NVIDIA device file (``File=/dev/nvidiaN``)
+    devices: dict[str | None, list[int]] | None = None
 
     def add(self, gpu_type: str | None, count: int, origin: Origin) -> None:
         self.counts[gpu_type] = self.counts.get(gpu_type, 0) + count
@@ -193,7 +204,13 @@ class GresConf:
 def _sum_lines(node: str, lines: Sequence[_GresLine]) -> NodeGpus:
     gpus = NodeGpus()
     seen: dict[str, ConfigLine] = {}
+    numbers: dict[str | None, list[int]] | None = {}
     for g in lines:
+        matches = [_NVIDIA_DEVICE.fullmatch(dev) for dev in g.devices]
+        if numbers is not None and matches and all(matches):
+            numbers.setdefault(g.gpu_type, []).extend(int(m.group(1)) for m in matches if m)
+        else:
+            numbers = None
         for dev in g.devices:
             if dev in seen:
                 where = seen[dev].seen_from(g.line.source)
@@ -202,6 +219,7 @@ def _sum_lines(node: str, lines: Sequence[_GresLine]) -> NodeGpus:
             seen[dev] = g.line
         gpus.add(g.gpu_type, g.count, Origin(g.line.source, g.line.number, "Type"))
         gpus.uncounted |= not g.counted
+    gpus.devices = numbers if numbers is not None and len(set(sum(numbers.values(), []))) == gpus.total else None
     return gpus
 
 
@@ -362,6 +380,21 @@ def node_types(gpus: Mapping[str, NodeGpus]) -> dict[str, tuple[str, ...]] | Non
         return None
     return {node: tuple(str(t) for t, n in g.kept().items() for _ in range(n)) for node, g in gpus.items()
             if g.total}
+
+
+def node_devices(gpus: Mapping[str, NodeGpus]) -> dict[str, tuple[int, ...]] | None:
+    """Each GPU node's device numbers, one per GPU in :func:`node_types`' order (by type in the
+    order the types were given, then in the order of the lines), when every GPU node's GPUs were
+    given by NVIDIA device files (``File=/dev/nvidia[0-7]``); None otherwise (the exports then
+    number a node's GPUs by rank)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for node, g in gpus.items():
+        if not g.total:
+            continue
+        if g.devices is None:
+            return None
+        out[node] = tuple(n for t in g.kept() for n in g.devices.get(t, ()))
+    return out
 
 
 def _mixed(bare: str, bare_at: Origin, gpu_type: str, typed_at: Origin, joint: str) -> NoReturn:

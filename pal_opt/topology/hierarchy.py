@@ -108,6 +108,10 @@ class Topology:
     throughput
         ``{class: {GPU type: relative throughput}}`` when the file gives one (GraphML can);
         None otherwise.
+    devices
+        Each GPU's device number on its host when the file gives them (``gres.conf``
+        ``File=/dev/nvidiaN``, GraphML's ``device``); None otherwise
+        (:attr:`pal_opt.model.Cluster.devices`).
     notes
         Warnings about the file that do not stop the import (a Slurm node under two leaf
         switches), logged by :func:`log_collapse` once the input is known to be good.
@@ -123,9 +127,11 @@ class Topology:
     gpu_types: tuple[str, ...] | None = None
     throughput: Mapping[str, Mapping[str, float]] | None = None
     notes: tuple[str, ...] = ()
+    devices: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values()):
+        for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values(),
+                  *(() if self.devices is None else (self.devices,))):
             a.setflags(write=False)
         check_levels(self.hosts, self.levels, self.source)
         if len(self.gpu_ids) == 0:
@@ -142,13 +148,15 @@ class Topology:
         source: str = "<memory>",
         types: Mapping[Any, str | Sequence[str]] | None = None,
         notes: tuple[str, ...] = (),
+        devices: Mapping[Any, Sequence[int]] | None = None,
     ) -> Topology:
         """Hosts with ``gpus[host]`` GPUs each, numbered 0, 1, ... in host order.
 
         ``failed[host]`` of a host's GPUs (its highest local indices) are out of service.
         ``types[host]`` is the GPU type of a host's GPUs, or a sequence of one type per GPU (a host
         with GPUs of several types); all hosts, or None.  ``notes``: the reader's warnings
-        (:attr:`notes`).
+        (:attr:`notes`).  ``devices[host]``: the device numbers of a host's GPUs, in the order of
+        its GPUs (:attr:`devices`); all hosts with GPUs, or None.
         Hosts without GPUs are left out (they cannot take a GPU job).
         """
         failed = failed or {}
@@ -164,8 +172,11 @@ class Topology:
         state = np.where(out, GpuState.FAILED, GpuState.FREE).astype(np.int8)
         lv = tuple(TopologyLevel(x.name, {h: x.group_of[h] for h in kept}) for x in levels)
         per_gpu = _per_gpu_types(kept, gpus, types, source) if types is not None else None
+        per_device = None if devices is None else np.asarray([d for h in kept for d in devices[h]], dtype=np.int64)
+        if per_device is not None and per_device.size != gpu_host.size:
+            raise InstanceError(f"{per_device.size} device numbers for {gpu_host.size} GPUs", source=source)
         return cls(tuple(kept), lv, np.arange(gpu_host.size, dtype=np.int64), gpu_host, state, None, source, per_gpu,
-                   notes=notes)
+                   notes=notes, devices=per_device)
 
     @property
     def level_names(self) -> tuple[str, ...]:
@@ -239,7 +250,7 @@ def _cluster(top: Topology, factors: Mapping[str, Any] | None) -> Cluster:
     racks = dict(top.levels[0].group_of) if top.levels else None
     servers = [top.hosts[i] for i in top.gpu_host.tolist()]
     return Cluster.from_arrays(top.gpu_ids, servers, factors, top.state, racks, source=top.source,
-                               gpu_types=top.gpu_types, throughput=top.throughput)
+                               gpu_types=top.gpu_types, throughput=top.throughput, devices=top.devices)
 
 
 def to_cluster(topology: Topology, factors: Mapping[str, Any] | None = None) -> Cluster:

@@ -1,9 +1,10 @@
 """A placement seen per host: which GPUs of which host each placed job gets.
 
 The exporters (:mod:`~pal_opt.topology.slurm`, :mod:`~pal_opt.topology.kubernetes`,
-:mod:`~pal_opt.topology.graphml`) start here.  A GPU's **local index** is its rank among its
-host's GPUs ordered by GPU id (0, 1, ...), which for an imported cluster is the device index on
-the node.
+:mod:`~pal_opt.topology.graphml`) start here.  A GPU's **local index** on its host is its
+device number where the cluster has them (:attr:`pal_opt.model.Cluster.devices`: from
+Blox's ``Local_GPU_ID``, ``gres.conf`` device files or the instance file), else its rank among the
+host's GPUs ordered by GPU id (0, 1, ...).
 
 A pipeline job (:attr:`pal_opt.model.Job.pipeline`) also has a **stage** per GPU, counted from 0:
 the placement's ``stages`` where it gives them (a placement file of ``pal-opt solve``, a
@@ -69,7 +70,10 @@ class JobHosts:
 
 
 def local_indices(cluster: Cluster) -> np.ndarray:
-    """Each GPU's rank among its server's GPUs by id (the GPU's local index on its host)."""
+    """Each GPU's local index on its host: its device number where the cluster has them
+    (:attr:`~pal_opt.model.Cluster.devices`), else its rank among its server's GPUs by id."""
+    if cluster.devices is not None:
+        return cluster.devices
     order = np.lexsort((cluster.gpu_ids, cluster.server_of))
     starts = np.cumsum(cluster.server_sizes) - cluster.server_sizes
     local = np.empty(cluster.num_gpus, dtype=np.int64)

@@ -71,7 +71,8 @@ as Slurm writes an index list, ``0-2,5``), hosts separated by a space.  A ``--gr
 Slurm pick which GPUs of a node a job gets, and no sbatch option names GPU indices; the column
 is what a launcher needs to keep the placement's choice of GPUs (its variability) when the job
 holds its nodes whole (``--exclusive``) and sets ``CUDA_VISIBLE_DEVICES`` per node from it (a
-local index is the GPU's rank among its host's GPU ids, not a device number: ``docs/topology.md``).
+local index is the GPU's device number where the instance has them, :attr:`pal_opt.model.Cluster.devices`,
+else its rank among its host's GPU ids: :mod:`~pal_opt.topology.placement`, ``docs/topology.md``).
 
 A pipeline job's row has one more column, ``stages``: its stages from the first, separated by
 `` | ``; each stage is the job's GPUs that run it, per host ``HOST:INDICES`` (local GPU indices as
@@ -103,7 +104,7 @@ from ..errors import InstanceError, OptionError
 from ..model import RoundInstance
 from ..options import check_cluster_size
 from ..result import PlacementResult
-from .gres import gres_conf_gpus, node_types, resolve_gpus, slurm_conf_gpus
+from .gres import gres_conf_gpus, node_devices, node_types, resolve_gpus, slurm_conf_gpus
 from .hierarchy import Hierarchy, Topology, TopologyLevel
 from .hostlist import compress_hostlist, expand_hostlist
 from .placement import HostShare, JobHosts, placement_by_host
@@ -420,7 +421,7 @@ def load_slurm(
                             "slurm.conf or Name=gpu lines in the gres.conf)", source=src)
     failed = _failed(down, gpus, src)
     return Topology.from_counts(hier.hosts, hier.levels, gpus, failed, source=src, types=types,
-                                notes=(*hier.notes, *notes))
+                                notes=(*hier.notes, *notes), devices=node_devices(per_node))
 
 
 def _gres(share: HostShare) -> str:
