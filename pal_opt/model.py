@@ -286,17 +286,19 @@ def _type_columns(gpu_types: Sequence[str] | None, n: int) -> tuple[tuple[str, .
 
 def _validate_devices(devices: Any, gpu_ids: np.ndarray, server_of: np.ndarray,
                       server_ids: tuple[Any, ...]) -> np.ndarray:
-    """Per-GPU device numbers: integers >= 0, one per GPU, distinct on each server."""
+    """Per-GPU device numbers: integers >= 0 (integral floats, as pandas reads a column, too), one
+    per GPU, distinct on each server."""
     arr = np.asarray(devices)
     if arr.shape != gpu_ids.shape:
         raise InstanceError(f"one device number per GPU expected, got shape {arr.shape} for {gpu_ids.size} GPUs",
                             path="gpus[].device")
-    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0):
-        vals = arr.tolist()
-        bad = next((x for x in vals if not isinstance(x, (int, float)) or isinstance(x, bool) or x != x
-                    or x < 0 or x != int(x)), vals[0])
-        raise InstanceError(f"device numbers must be integers >= 0, got {bad!r}", path="gpus[].device")
-    out = _as_1d(arr, np.int64, "gpus[].device")
+    vals = arr.tolist()
+    for i, x in enumerate(vals):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 or x != int(x) \
+                or x > 2**63 - 1:
+            raise InstanceError(f"device numbers must be integers >= 0, got {x!r} (GPU {int(gpu_ids[i])})",
+                                path="gpus[].device")
+    out = _as_1d(np.asarray([int(x) for x in vals], dtype=np.int64), np.int64, "gpus[].device")
     order = np.lexsort((out, server_of))
     same = (np.diff(server_of[order]) == 0) & (np.diff(out[order]) == 0)
     if same.any():

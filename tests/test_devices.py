@@ -115,20 +115,64 @@ def test_blox_local_gpu_id_is_the_device_number(tmp_path):
     assert plain.cluster.devices is None and "Local_GPU_ID" not in blox_gpu_rows(plain)[0]
 
 
-@pytest.mark.parametrize("local_ids, message", [
+@pytest.mark.parametrize("local_ids, why", [
     ([0, 0, 0, 1], "line 3, column Local_GPU_ID: device 0 of node 0 is also on line 2"),
     ([0, -1, 0, 1], "line 3, column Local_GPU_ID: must be a non-negative integer (a device number), got '-1'"),
-    ([0, "x", 0, 1], "line 3, column Local_GPU_ID: must be a non-negative integer (a device number), got 'x'"),
+    ([0, "", 0, 1], "line 3, column Local_GPU_ID: must be a non-negative integer (a device number), got an empty"),
+    ([0, "nan", 0, 1], "line 3, column Local_GPU_ID: must be a non-negative integer (a device number), got 'nan'"),
 ])
-def test_bad_local_gpu_ids(tmp_path, capsys, local_ids, message):
+def test_an_unusable_local_gpu_id_column_is_set_aside_with_a_warning(tmp_path, capsys, local_ids, why):
+    """The column only names GPUs in the exports: Blox tables that imported before still do."""
     gpus = _gpu_df(tmp_path / "gpus.csv", local_ids)
     jobs = tmp_path / "jobs.csv"
     jobs.write_text("job_id,num_gpus,perfclass\n1,2,classA\n")
     out = tmp_path / "round.json"
     rc = main(["import", "blox", "--gpus", str(gpus), "--jobs", str(jobs), "-o", str(out)])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and not out.exists()
-    assert err == f"pal-opt: error: {gpus}: {message}"
+    err = capsys.readouterr().err
+    assert rc == 0 and "device" not in json.loads(out.read_text())["cluster"]["gpus"]
+    assert f"{gpus}: {why}" in err and "Local_GPU_ID set aside" in err
+
+
+def test_an_unusable_local_gpu_id_does_not_stop_the_blox_adapter():
+    pd = pytest.importorskip("pandas")
+    from pal_opt.adapters.blox import BloxPlacement
+
+    gpu_df = pd.DataFrame({"GPU_ID": [0, 1, 2, 3], "Local_GPU_ID": [0, 1, np.nan, 1], "Node_ID": [0, 0, 1, 1],
+                           "IN_USE": [False] * 4, "JOB_IDS": [None] * 4, "PerfVar_classA": [1.0, 1.2, 0.9, 1.0]})
+    job_state = type("JobState", (), {"active_jobs": {5: {"num_GPUs": 2, "perfclass": "classA",
+                                                          "is_running": False}}})()
+    cluster_state = type("ClusterState", (), {"gpu_df": gpu_df})()
+    terminate, placed = BloxPlacement({}).place(job_state, cluster_state, {"job_order": [(5, 0)]})
+    assert terminate == [] and sorted(placed[5]) in ([0, 1], [2, 3])
+
+
+def test_integral_floats_are_device_numbers_and_other_values_are_named(tmp_path, capsys):
+    doc = instance_to_dict(_round([0, 1, 2, 3, 0, 1, 2, 3]))
+    doc["cluster"]["gpus"]["device"][1] = 1.0  # JSON Schema's integer, as in the other integer columns
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(doc))
+    assert main(["solve", str(good), "--out", str(tmp_path / "p.json")]) == 0
+    doc["cluster"]["gpus"]["device"][5] = 1.5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["solve", str(bad), "--out", str(tmp_path / "q.json")]) == 2
+    assert capsys.readouterr().err.strip() == (f"pal-opt: error: {bad}: cluster.gpus.device[5]: must be a "
+                                               "non-negative integer, got 1.5")
+    assert Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4},
+                               devices=np.array([3.0, 1.0, 0.0, 2.0])).devices.tolist() == [3, 1, 0, 2]
+
+
+def test_a_graphml_device_number_given_twice_on_a_server_names_the_vertex():
+    import networkx as nx
+
+    from pal_opt.topology.graphml import cluster_digraph
+
+    graph = cluster_digraph(_round([0, 1, 2, 3, 0, 1, 2, 3]).cluster)
+    graph.nodes["g2"]["device"] = 0
+    text = "\n".join(nx.generate_graphml(graph))
+    with pytest.raises(InstanceError, match=r"node 'g2'\.device: device 0 of server 's0' is also GPU vertex 'g0'"):
+        parse_graphml(text)
 
 
 def test_the_shipped_gpu_df_carries_its_local_ids():

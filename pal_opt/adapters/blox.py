@@ -9,7 +9,9 @@ What it reads
 -------------
 ``cluster_state.gpu_df``
     pandas DataFrame with ``GPU_ID``, ``Node_ID``, ``IN_USE``, ``JOB_IDS`` and one
-    ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``).  An empty one (no
+    ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``; ``Local_GPU_ID`` is
+    kept as each GPU's device number, :attr:`pal_opt.model.Cluster.devices`, and set aside with a
+    warning when a cell cannot be one: it never stops a round).  An empty one (no
     node registered yet) places nothing.
 ``job_state.active_jobs``
     ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``;

@@ -21,9 +21,11 @@ GPU table columns
     column (its nodes register a GPU count only), so a table from Blox gives an untyped cluster;
     with the column, the cluster is typed (:attr:`pal_opt.model.Cluster.type_names`).
 ``Local_GPU_ID`` (optional)
-    The GPU's device number on its node (what Blox's launcher puts in ``CUDA_VISIBLE_DEVICES``),
-    distinct on each node: the cluster's :attr:`~pal_opt.model.Cluster.devices`, by which the
-    exports (``pal-opt export slurm``, ``k8s``) name a node's GPUs.
+    The GPU's device number on its node (what Blox's launcher puts in ``CUDA_VISIBLE_DEVICES``):
+    the cluster's :attr:`~pal_opt.model.Cluster.devices`, by which the exports (``pal-opt export
+    slurm``, ``k8s``) name a node's GPUs.  It decides nothing else, so a column that cannot serve
+    (a blank, NaN or negative cell, a number given twice on a node) is set aside with a warning
+    naming its first such cell, and the exports number a node's GPUs by rank.
 
 Other columns (the unnamed index, ``GPU_UUID``, ``IP_addr``...) are ignored.
 
@@ -42,6 +44,7 @@ How the round is read
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -67,6 +70,8 @@ __all__ = [
     "blox_gpu_rows",
 ]
 
+log = logging.getLogger(__name__)
+
 _PERFVAR = "PerfVar_"
 _SPLIT = re.compile(r"[,;\s]+")
 
@@ -78,7 +83,9 @@ class GpuTable:
     ----------
     gpu_ids, server, rack_of_server, factors, failed, gpu_types, devices
         Cluster columns (``rack_of_server`` is None for a flat table, ``gpu_types`` without a
-        ``GPU_TYPE`` column, ``devices`` without a ``Local_GPU_ID`` column).
+        ``GPU_TYPE`` column, ``devices`` without a ``Local_GPU_ID`` column or with one set aside).
+    devices_set_aside
+        Why the ``Local_GPU_ID`` column was set aside (its first unusable cell), or None.
     holders
         Per GPU, the job ids in ``JOB_IDS`` (empty tuple if none) — only meaningful where
         ``in_use`` is true.
@@ -103,6 +110,7 @@ class GpuTable:
         lines: list[int],
         gpu_types: list[str] | None = None,
         devices: list[int] | None = None,
+        devices_set_aside: str | None = None,
     ):
         self.table = table
         self.gpu_ids = gpu_ids
@@ -115,6 +123,7 @@ class GpuTable:
         self.lines = lines
         self.gpu_types = gpu_types
         self.devices = devices
+        self.devices_set_aside = devices_set_aside
 
     @property
     def source(self) -> str:
@@ -157,6 +166,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     types: list[str] | None = [] if c_type is not None else None
     devices: list[int] | None = [] if c_dev is not None else None
     device_line: dict[tuple[Any, int], int] = {}
+    set_aside: str | None = None
     for line, f in t.rows:
         gid = t.integer(line, c_gpu, f[c_gpu], minimum=0, what="a non-negative integer")
         if gid in seen:
@@ -186,11 +196,14 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
                 raise t.error(line, c_type, "empty GPU type (the GPU_TYPE column names every GPU's type)")
             types.append(f[c_type].strip())
         if devices is not None and c_dev is not None:
-            dev = t.integer(line, c_dev, f[c_dev], minimum=0, what="a non-negative integer (a device number)")
-            first = device_line.setdefault((node, dev), line)
-            if first != line:
-                raise t.error(line, c_dev, f"device {dev} of node {node!r} is also on {t.row_label} {first}")
-            devices.append(dev)
+            try:
+                dev = t.integer(line, c_dev, f[c_dev], minimum=0, what="a non-negative integer (a device number)")
+                first = device_line.setdefault((node, dev), line)
+                if first != line:
+                    raise t.error(line, c_dev, f"device {dev} of node {node!r} is also on {t.row_label} {first}")
+                devices.append(dev)
+            except InstanceError as exc:  # an annotation for the exports: not a reason to refuse the round
+                set_aside, devices = str(exc), None
         gpu_ids.append(gid)
         server.append(node)
         in_use.append(use)
@@ -198,7 +211,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
         lines.append(line)
     factors = {c: np.asarray(v, dtype=np.float64) for c, v in fvals.items()}
     rmap = {s: r for s, (r, _) in racks.items()} if c_rack is not None else None
-    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types, devices)
+    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types, devices, set_aside)
 
 
 def load_blox(
@@ -279,6 +292,8 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, na
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,
                                   gpu_types=gt.gpu_types, devices=gt.devices)
     instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
+    if gt.devices_set_aside is not None:
+        log.warning("%s; Local_GPU_ID set aside: the exports number each node's GPUs by rank", gt.devices_set_aside)
     jt.warn()  # the round is good: now its warnings (bad input gives one line, no warning)
     return instance
 

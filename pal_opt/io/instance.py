@@ -311,7 +311,7 @@ def _cluster(c: dict[str, Any], source: str) -> Cluster:
                          f"GPU), got {float(arr[i])!r}")
     racks = _racks(c["servers"], servers, source) if "servers" in c else None
     types = _column(g["type"], n, "cluster.gpus.type", source) if "type" in g else None
-    devices = _column(g["device"], n, "cluster.gpus.device", source) if "device" in g else None
+    devices = _ints(_column(g["device"], n, "cluster.gpus.device", source)) if "device" in g else None
     if devices is not None:
         _distinct_devices(devices, servers, source)
     throughput = c.get("throughput", {})

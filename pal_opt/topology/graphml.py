@@ -302,8 +302,15 @@ def _gpus(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], sou
         raise InstanceError("has no gpu vertex", source=source, path="graph")
     gpus = [n for n in g.nodes if kind[n] == "gpu"]
     types = _types(g, gpus, source)
+    devices = _devices(g, gpus, source)
+    holder: dict[tuple[Any, int], Any] = {}
+    for n, srv, dev in zip(gpus, servers, devices or (), strict=False):
+        first = holder.setdefault((srv, dev), n)
+        if first != n:
+            raise InstanceError(f"device {dev} of server {srv!r} is also GPU vertex {first!r}'s (a server's GPUs "
+                                "have distinct device numbers)", source=source, path=f"node {n!r}.device")
     return {"ids": ids, "servers": servers, "states": states, "factors": factors, "types": types,
-            "throughput": _throughput(g, gpus, types, source), "devices": _devices(g, gpus, source)}
+            "throughput": _throughput(g, gpus, types, source), "devices": devices}
 
 
 def _ident(n: Any, attrs: Mapping[str, Any]) -> Any:
