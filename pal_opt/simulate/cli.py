@@ -8,7 +8,9 @@ The GPUs' variability comes from ``--variability`` (measurement files per class,
 of PAL's Longhorn files) or ``--synthetic-variability SEED`` (the synthetic model).  A class the
 trace uses that neither names takes the default source (the shared Longhorn files on a
 development machine, else the synthetic model): one ``pal-opt: warning:`` line names it, and the
-result file records the source (``config.variability_source``).
+result file records the source (``config.variability_source``).  With ``--cluster FILE.json`` the
+trace runs on an instance file's cluster, its servers, racks and measured factors
+(:mod:`pal_opt.simulate.clusterfile`), and those options do not apply.
 
 Failures are off unless ``--failures`` is given (:mod:`pal_opt.simulate.failures`: rates from
 Llama 3's interruptions by default, ``--gpu-mtbf``/``--server-mtbf`` hours, ``--failure-scale K``
@@ -54,7 +56,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     from ..hetero.cli import ILP_MODE_HELP, ILP_MODES
     from ..hetero.methods import hetero_policy_names
     from ..options import Binning
-    from .choices import DRAWS
     from .queue import QUEUE_POLICIES
 
     p = subparsers.add_parser(
@@ -71,8 +72,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="auto (from the CSV header), pal (job_id,num_gpus,submit_time,duration,model) or sia "
                         "(newTrace: name,time,application,num_replicas,batch_size; a cluster of GPU types); default auto")
     p.add_argument("--cluster", default=None,
-                   help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4); sia: TYPE:SERVERSxGPUS,... "
-                        "(default aws:6x4,rtx:3x8,dgx-ext:2x8)")
+                   help="pal: SERVERSxGPUS or RACKSxSERVERSxGPUS (default 16x4), or an instance file (*.json) "
+                        "whose cluster (servers, racks, measured factors) the trace runs on; sia: "
+                        "TYPE:SERVERSxGPUS,... (default aws:6x4,rtx:3x8,dgx-ext:2x8)")
     add_method_arguments(p, flag="--policy", binning=False, time_limit_default=DEFAULT_ILP_TIME_LIMIT, multiple=True,
                          extra=hetero_policy_names(), default=None, default_help="pal; sia on a sia trace",
                          time_limit_help=f"wall-clock seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g}; "
@@ -95,16 +97,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.set_defaults(round=None)  # pal: 360 s, sia: 60 s
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
-    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
-                   help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
-                        "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D; sia traces: "
-                        "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (default: every GPU nominal)")
-    p.add_argument("--synthetic-variability", type=nonneg_int, default=None, metavar="SEED",
-                   help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
-                        "(without either option: the shared Longhorn files if present, else the synthetic model, "
-                        "with a warning)")
-    p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
-                   help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw (default numpy)")
+    _add_variability_arguments(p)
     p.add_argument("--default-class", type=nonempty, default=None, metavar="CLASS",
                    help="class of models the trace names but pal-opt does not know (default: none; such a model is an error)")
     p.add_argument("--model-class", action="append", default=[], metavar="MODEL=CLASS[,...]",
@@ -125,6 +118,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="no progress bar (jobs finished, rounds, ETA; shown on a terminal only) or summary line")
     p.set_defaults(func=run, handler=run)
     return p
+
+
+def _add_variability_arguments(p: argparse.ArgumentParser) -> None:
+    """``--variability``, ``--synthetic-variability`` and ``--variability-draw``."""
+    from .choices import DRAWS
+
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
+                   help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
+                        "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D; sia traces: "
+                        "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (default: every GPU nominal)")
+    p.add_argument("--synthetic-variability", type=nonneg_int, default=None, metavar="SEED",
+                   help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
+                        "(without either option: the shared Longhorn files if present, else the synthetic model, "
+                        "with a warning)")
+    p.add_argument("--variability-draw", default="numpy", choices=DRAWS,
+                   help="numpy: seeded by --seed; artifact: replay the PAL artifact's own draw (default numpy)")
 
 
 def _parse_model_classes(items: list[str]) -> dict[str, str]:
@@ -338,12 +347,17 @@ def run(args: argparse.Namespace) -> int:
     renamed into place takes effect once they all are (exit 130, every output new)."""
     from ..hetero.cli import resolve_trace_format, run_folded, simulation_inputs
     from ..io.traces import read_trace
+    from .clusterfile import check_file_options, cluster_from_file, is_cluster_file
     from .engine import build_cluster, parse_cluster
     from .variability import variability_source
 
+    from_file = is_cluster_file(args.cluster)
     refuse_overwriting_inputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
-                              simulation_inputs(args))
+                              simulation_inputs(args) + ([("--cluster", args.cluster)] if from_file else []))
     if resolve_trace_format(args) == "sia":
+        if from_file:
+            raise OptionError(f"--cluster {args.cluster}: an instance file is a cluster for a pal trace; a sia trace "
+                              "takes TYPE:SERVERSxGPUS,...")
         return run_folded(args)
     if getattr(args, "ilp_mode", None) is not None:
         raise OptionError("--ilp-mode applies to sia traces (clusters of GPU types) only")
@@ -351,15 +365,24 @@ def run(args: argparse.Namespace) -> int:
         _validate_out_dir(val, flag)
     if args.plot:
         check_plot_target(args.plot)  # before the simulation, not after it
-    spec = parse_cluster("16x4" if args.cluster is None else args.cluster)
+    if from_file:
+        check_file_options(args)
+    spec = None if from_file else parse_cluster("16x4" if args.cluster is None else args.cluster)
     variability = _parse_variability(args.variability)
     configs = _configs(args)
     trace = read_trace(args.trace, default_class=args.default_class, model_class=_parse_model_classes(args.model_class))
-    _check_variability_classes(args.variability, {tj.perfclass for tj in trace}, args.trace)
-    cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
-                                     synthetic_seed=args.synthetic_variability)
-    source = variability_source(origins, variability, args.synthetic_variability, {tj.perfclass for tj in trace})
-    _warn_default_source(source["defaulted"])
+    used = {tj.perfclass for tj in trace}
+    _check_variability_classes(args.variability, used, args.trace)
+    if spec is None:
+        cluster = cluster_from_file(args.cluster, used)
+        origins = {c: os.fspath(args.cluster) for c in cluster.factors}
+        source: dict[str, Any] = {"kind": "cluster file", "chosen_by": "options", "defaulted": {},
+                                  "synthetic_seed": None}
+    else:
+        cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
+                                         synthetic_seed=args.synthetic_variability)
+        source = variability_source(origins, variability, args.synthetic_variability, used)
+        _warn_default_source(source["defaulted"])
 
     results = {}
     for policy, config in configs.items():
@@ -369,7 +392,7 @@ def run(args: argparse.Namespace) -> int:
         results[policy] = result
     extra = {
         "trace": os.fspath(args.trace),
-        "cluster": str(spec),
+        "cluster": os.fspath(args.cluster) if spec is None else str(spec),
         "variability": origins,
         "variability_draw": args.variability_draw,
         "variability_source": source,
