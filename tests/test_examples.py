@@ -67,3 +67,16 @@ def test_failures_and_priorities_repairs_in_place_preempts_by_priority_and_keeps
     assert "urgent" in pre.placements and pre.jobs_to_terminate  # the priority-1 job runs, someone stops
     assert not set(pre.jobs_to_terminate) & set(pre.placements)  # the stopped ones are preempted, not moved
     assert out["moved"][120.0] == [] and out["moved"][0.0]  # a dear restart keeps everyone in place
+
+
+def test_slurm_launch_lines_name_each_job_s_devices() -> None:
+    mod = runpy.run_path(str(EXAMPLES / "slurm_launch.py"))
+    assert mod["cuda_visible_devices"]("0-2,5,7") == "0,1,2,5,7"
+    round_, rows = mod["main"]()
+    assert len(rows) == 6  # every job of examples/data/jobs.csv placed
+    assert round_.cluster.devices is not None  # from examples/data/gres.conf's File=/dev/nvidia[...]
+    for row in rows:
+        lines = mod["launch_lines"](round_.cluster, row, set())
+        assert lines[0].startswith("sbatch --exclusive") and len(lines) == 1 + len(str(row["gpu_indices"]).split())
+        n_devices = sum(len(line.rsplit("=", 1)[1].split(",")) for line in lines[1:])
+        assert n_devices == row["gpus"]

@@ -70,7 +70,8 @@ cannot be written there (``:``, ``,``, ``(``, ``)`` or white space) is an error.
 as Slurm writes an index list, ``0-2,5``), hosts separated by a space.  A ``--gres`` count lets
 Slurm pick which GPUs of a node a job gets, and no sbatch option names GPU indices; the column
 is what a launcher needs to keep the placement's choice of GPUs (its variability) when the job
-holds its nodes whole (``--exclusive``) and sets ``CUDA_VISIBLE_DEVICES`` per node from it (a
+holds its nodes whole (``--exclusive`` with every GPU of each node: under ``ConstrainDevices`` a
+job sees only the GPUs Slurm allocated it) and sets ``CUDA_VISIBLE_DEVICES`` per node from it (a
 local index is the GPU's device number where the instance has them, :attr:`pal_opt.model.Cluster.devices`,
 else its rank among its host's GPU ids: :mod:`~pal_opt.topology.placement`, ``docs/topology.md``).
 
