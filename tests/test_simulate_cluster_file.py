@@ -111,3 +111,28 @@ def test_a_sia_trace_takes_no_cluster_file(tmp_path, capsys):
                "-o", str(out)])
     assert rc == 2 and not out.exists()
     assert "an instance file is a cluster for a pal trace" in capsys.readouterr().err
+
+
+def test_a_cluster_of_one_named_type_runs_as_untyped(tmp_path, capsys):
+    named = _cluster_file(tmp_path / "a100.json", slow_server=1, gpu_types=["a100"] * 24)
+    plain = _cluster_file(tmp_path / "plain.json", slow_server=1)
+    a = json.loads(_run(tmp_path, capsys, "--cluster", str(named), out="a.json")[2].read_text())
+    b = json.loads(_run(tmp_path, capsys, "--cluster", str(plain), out="b.json")[2].read_text())
+    assert a["job_results"] == b["job_results"] and a["config"]["variability_draw"] is None
+
+
+def test_a_shape_stays_a_shape_where_a_file_has_its_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _cluster_file(tmp_path / "4x4")  # 24 GPUs, not 16
+    rc, err, out = _run(tmp_path, capsys, "--cluster", "4x4", "--synthetic-variability", "0")
+    assert rc == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["num_gpus"] == 16 and doc["config"]["cluster"] == "4x4"
+
+
+def test_a_topology_file_names_the_import_that_converts_it(tmp_path, capsys):
+    graphml = DATA / "cluster.graphml"
+    rc, err, out = _run(tmp_path, capsys, "--cluster", str(graphml))
+    assert rc == 2 and not out.exists()
+    assert err.strip() == (f"pal-opt: error: --cluster {graphml}: simulate takes an instance file (*.json); convert "
+                           f"this one first: pal-opt import graphml {graphml} ... -o cluster.json")

@@ -394,7 +394,7 @@ def run(args: argparse.Namespace) -> int:
         "trace": os.fspath(args.trace),
         "cluster": os.fspath(args.cluster) if spec is None else str(spec),
         "variability": origins,
-        "variability_draw": args.variability_draw,
+        "variability_draw": None if spec is None else args.variability_draw,
         "variability_source": source,
     }
     _write_outputs(args, results, extra)

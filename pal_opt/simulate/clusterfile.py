@@ -10,10 +10,17 @@ set λ, binning and restart costs), and every GPU starts the simulation free (bu
 GPUs of the file are a moment of the cluster, not part of it: ``--failures`` simulates
 failures).
 
+``--cluster`` names a file when its value is not a shape (``16x4``, ``4x4x4``) and is an existing
+file or ends in ``.json`` (:func:`is_cluster_file`): a shape stays a shape even where a file has
+its name.  A topology file itself (``.graphml``, ``.conf``, ``.csv``) is refused with the
+``pal-opt import`` command that converts it.
+
 The factors come from the file, so ``--variability``, ``--synthetic-variability`` and
-``--variability-draw`` do not apply (:func:`check_file_options`).  A cluster with GPU types is
-refused: a PAL trace runs on one GPU type (a Sia trace takes ``--cluster
-TYPE:SERVERSxGPUS,...``).  So is a cluster without factors for a class of the trace's jobs.
+``--variability-draw`` do not apply (:func:`check_file_options`).  A cluster of one GPU type (an
+import that names it: ``Gres=gpu:a100:8``, a Kubernetes product label) runs with the type set
+aside; a cluster of several types is refused: a PAL trace runs on one GPU type (a Sia trace
+takes ``--cluster TYPE:SERVERSxGPUS,...``).  So is a cluster without factors for a class of the
+trace's jobs.
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 from collections.abc import Collection
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -33,9 +43,17 @@ __all__ = ["is_cluster_file", "check_file_options", "cluster_from_file"]
 log = logging.getLogger(__name__)
 
 
+#: What ``parse_cluster`` reads as a shape (``16x4``, ``4x4x4``): such a value is never a file.
+_SHAPE = re.compile(r"\s*\d+\s*[xX]\s*\d+\s*(?:[xX]\s*\d+\s*)?")
+#: Topology files ``pal-opt import`` converts, by suffix.
+_IMPORTS = {".graphml": "graphml", ".xml": "graphml", ".conf": "slurm", ".csv": "blox"}
+
+
 def is_cluster_file(text: str | None) -> bool:
-    """Whether ``--cluster`` names a file (an existing one, or any ``*.json``) rather than a shape."""
-    return text is not None and (text.lower().endswith(".json") or os.path.isfile(text))
+    """Whether ``--cluster`` names a file rather than a shape: not a shape, and an existing file
+    or a ``*.json`` name (module docstring)."""
+    return (text is not None and _SHAPE.fullmatch(text) is None
+            and (text.lower().endswith(".json") or os.path.isfile(text)))
 
 
 def check_file_options(args: argparse.Namespace) -> None:
@@ -56,11 +74,18 @@ def cluster_from_file(path: str | os.PathLike[str], classes: Collection[str]) ->
     src = os.fspath(path)
     if not os.path.exists(src):
         raise InstanceError("no such file", source=src, path="--cluster")
+    fmt = _IMPORTS.get(Path(src).suffix.lower())
+    if fmt is not None:
+        raise OptionError(f"--cluster {src}: simulate takes an instance file (*.json); convert this one first: "
+                          f"pal-opt import {fmt} {src} ... -o cluster.json")
     cluster = load_instance(src).cluster
-    if cluster.typed:
+    if len(cluster.type_names) > 1:
         raise InstanceError(f"a cluster of GPU types ({', '.join(cluster.type_names)}): a PAL trace runs on one "
                             "GPU type (a sia trace takes --cluster TYPE:SERVERSxGPUS,...)", source=src,
                             path="cluster.gpus.type")
+    if cluster.typed:  # one type, named: the PAL simulator's one type
+        log.info("%s: every GPU is of type %s; simulated as an untyped cluster", src, cluster.type_names[0])
+        cluster = replace(cluster, type_names=(), type_of=np.zeros(cluster.num_gpus, dtype=np.int64), throughput={})
     missing = sorted(set(classes) - set(cluster.factors))
     if missing:
         raise InstanceError(f"no factors for class {missing[0]!r}, which jobs of the trace have (the file has "
