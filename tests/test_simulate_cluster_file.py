@@ -136,3 +136,19 @@ def test_a_topology_file_names_the_import_that_converts_it(tmp_path, capsys):
     assert rc == 2 and not out.exists()
     assert err.strip() == (f"pal-opt: error: --cluster {graphml}: simulate takes an instance file (*.json); convert "
                            f"this one first: pal-opt import graphml {graphml} ... -o cluster.json")
+
+
+def test_the_failure_log_names_servers_by_their_ids(tmp_path, capsys):
+    f = tmp_path / "named.json"
+    server = ["nodeA"] * 8 + ["nodeB"] * 4 + ["nodeC"] * 4 + ["nodeD"] * 8
+    cl = Cluster.from_arrays(range(24), server, {c: np.ones(24) for c in CLASSES})
+    f.write_text(json.dumps(instance_to_dict(RoundInstance(cl, ()))))
+    rc, err, out = _run(tmp_path, capsys, "--cluster", str(f), "--failures", "--failure-scale", "2000")
+    assert rc == 0, err
+    log = json.loads(out.read_text())["failure_log"]
+    assert {e["kind"] for e in log} == {"gpu", "server"}
+    for e in log:
+        if e["kind"] == "server":
+            assert e["server"] == ["nodeA", "nodeB", "nodeC", "nodeD"][e["component"]]
+        else:
+            assert e["server"] == server[e["component"]]

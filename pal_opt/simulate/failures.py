@@ -151,13 +151,15 @@ def _is_number(v: Any) -> bool:
 @dataclass(frozen=True)
 class FailureEvent:
     """One failure: when, what failed (``"gpu"`` or ``"server"`` and its index: a GPU id or a
-    server position, 0-based), the GPU ids it takes out of service and when they come back."""
+    server position, 0-based), the GPU ids it takes out of service, when they come back, and the
+    id of the server failed or holding the GPU (as the cluster names it: ``gpu07``, 3)."""
 
     time: float
     kind: str
     component: int
     gpus: tuple[int, ...]
     until: float
+    server: Any = None
 
 
 class FailureProcess:
@@ -199,9 +201,10 @@ class FailureProcess:
             if kind == 0:
                 comp = int(self.cluster.gpu_ids[k])
                 gpus: tuple[int, ...] = (comp,)
+                server = self.cluster.server_ids[int(self.cluster.server_of[k])]
             else:
-                comp, gpus = k, self.server_gpus[k]
-            out.append(FailureEvent(t, name, comp, gpus, back))
+                comp, gpus, server = k, self.server_gpus[k], self.cluster.server_ids[k]
+            out.append(FailureEvent(t, name, comp, gpus, back, server.item() if isinstance(server, np.generic) else server))
             heapq.heappush(self.heap, (back + float(self.rng.exponential(self.mtbf[kind])), kind, k))
         return out
 
@@ -293,8 +296,8 @@ class FailureStats:
 
     def log(self) -> list[dict[str, Any]]:
         """The failures one by one (JSON-ready)."""
-        return [{"time": e.time, "kind": e.kind, "component": e.component, "gpus": list(e.gpus), "until": e.until}
-                for e in self.events]
+        return [{"time": e.time, "kind": e.kind, "component": e.component, "server": e.server, "gpus": list(e.gpus),
+                 "until": e.until} for e in self.events]
 
 
 def repair_in_round(
