@@ -216,16 +216,22 @@ def _gpu_type(n: Any, attrs: Mapping[str, Any], source: str) -> str | None:
     return t
 
 
+def _every_or_none(gpus: list[Any], values: list[Any], attr: str, what: str, source: str) -> list[Any] | None:
+    """``values`` (one per GPU vertex) when every GPU has one, None when none has; an error naming
+    the first GPU without one when only some have."""
+    if all(v is None for v in values):
+        return None
+    if any(v is None for v in values):
+        bare = next(n for n, v in zip(gpus, values, strict=True) if v is None)
+        raise InstanceError(f"has no {attr}, which other GPUs have (the {what}: every GPU or none)",
+                            source=source, path=f"node {bare!r}")
+    return values
+
+
 def _types(g: nx.DiGraph, gpus: list[Any], source: str) -> tuple[str, ...] | None:
     """Each GPU's ``type``: on every GPU vertex (a typed cluster) or on none (None)."""
-    types = [_gpu_type(n, g.nodes[n], source) for n in gpus]
-    if all(t is None for t in types):
-        return None
-    if any(t is None for t in types):
-        bare = next(n for n, t in zip(gpus, types, strict=True) if t is None)
-        raise InstanceError("has no type, which other GPUs have (the GPU type: every GPU or none)",
-                            source=source, path=f"node {bare!r}")
-    return tuple(str(t) for t in types)
+    types = _every_or_none(gpus, [_gpu_type(n, g.nodes[n], source) for n in gpus], "type", "GPU type", source)
+    return None if types is None else tuple(str(t) for t in types)
 
 
 def _devices(g: nx.DiGraph, gpus: list[Any], source: str) -> list[int] | None:
@@ -239,13 +245,7 @@ def _devices(g: nx.DiGraph, gpus: list[Any], source: str) -> list[int] | None:
             raise InstanceError(f"a device number must be an integer in 0..2^63-1, got {v!r}", source=source,
                                 path=f"node {n!r}.device")
         out.append(v)
-    if all(v is None for v in out):
-        return None
-    if any(v is None for v in out):
-        bare = next(n for n, v in zip(gpus, out, strict=True) if v is None)
-        raise InstanceError("has no device, which other GPUs have (the device number: every GPU or none)",
-                            source=source, path=f"node {bare!r}")
-    return [int(v) for v in out if v is not None]
+    return _every_or_none(gpus, out, "device", "device number", source)
 
 
 def _throughput(g: nx.DiGraph, gpus: list[Any], types: tuple[str, ...] | None,
