@@ -226,3 +226,15 @@ def test_the_shipped_gres_conf_gives_device_numbers():
     assert cl.devices is not None
     assert cl.devices.tolist() == local_indices(Cluster.from_arrays(
         cl.gpu_ids, [cl.server_ids[s] for s in cl.server_of], {"classA": np.ones(cl.num_gpus)})).tolist()
+
+
+def test_the_export_says_what_its_gpu_indices_are(tmp_path, capsys):
+    placement = tmp_path / "p.json"
+    placement.write_text(json.dumps({"placements": {"a": [1, 2, 4]}}))
+    for devices, says in ((None, "GPU indices are ranks among each node's GPU ids (the instance has no device "
+                                 "numbers"), ([7, 5, 3, 1, 0, 2, 4, 6], "GPU indices are device numbers")):
+        inst = tmp_path / "round.json"
+        inst.write_text(dumps_instance(_round(devices)))
+        for fmt in ("slurm", "k8s"):
+            assert main(["export", fmt, str(inst), str(placement), "-o", str(tmp_path / f"out.{fmt}")]) == 0
+            assert says in capsys.readouterr().out

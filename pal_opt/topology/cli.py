@@ -214,6 +214,14 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _indices_note(inst: Any) -> str:
+    """What the export's GPU indices are: device numbers, or ranks when the instance has none."""
+    if inst.cluster.devices is not None:
+        return "; GPU indices are device numbers"
+    return ("; GPU indices are ranks among each node's GPU ids (the instance has no device numbers: gres.conf "
+            "File=/dev/nvidiaN, Blox Local_GPU_ID or cluster.gpus.device give them)")
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, load_instance, load_placement_file
 
@@ -226,13 +234,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
         from .slurm import format_slurm_rows, slurm_rows
 
         rows = slurm_rows(inst, doc or {}, source=src, instance_source=os.fspath(args.instance))
-        text, what = format_slurm_rows(rows), f"{len(rows)} jobs"
+        text, what = format_slurm_rows(rows), f"{len(rows)} jobs{_indices_note(inst)}"
     elif args.format == "k8s":
         from .kubernetes import dumps_pod_placements, pod_placements
 
         pods = pod_placements(inst, doc or {}, source=src)
         jobs = {str(item["job"]) for item in pods["items"]}
-        text, what = dumps_pod_placements(pods), f"{len(jobs)} jobs in {len(pods['items'])} pods"
+        text, what = dumps_pod_placements(pods), f"{len(jobs)} jobs in {len(pods['items'])} pods{_indices_note(inst)}"
     else:
         from .graphml import graphml_text
         from .placement import gpu_jobs, gpu_stages
