@@ -4,19 +4,23 @@ An operator's round, in Python:
 
 1. read the cluster from ``topology.conf`` and ``gres.conf`` (its GPU types, and each GPU's
    device number from ``File=/dev/nvidiaN``) and the queue from a job CSV;
-2. give the GPUs their slowdown factors: PAL's Longhorn measurements when ``../shared`` is
-   present, else pal-opt's synthetic Longhorn-like model (a real cluster would use its own
-   measurements, ``pal-opt import slurm --measurements DIR``);
+2. give the GPUs slowdown factors: draws from PAL's Longhorn measurements when ``../shared`` is
+   present, else from pal-opt's synthetic Longhorn-like model (Slurm's files carry none; a
+   cluster's own measured factors come in through a Blox ``gpu_df``'s ``PerfVar_<class>``
+   columns or GraphML ``factor_<class>`` attributes);
 3. place the round with the integer program;
 4. turn each placed job's Slurm export row into the ``sbatch`` options and, per node, the
-   ``CUDA_VISIBLE_DEVICES`` value a launcher sets (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` makes CUDA
-   count devices as ``/dev/nvidiaN`` does).
+   ``CUDA_VISIBLE_DEVICES`` value its task sets (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` makes CUDA
+   count devices in PCI bus order, normally that of ``/dev/nvidiaN``).
 
 A ``--gres`` count lets Slurm pick any GPUs of a node, and no sbatch option names GPU indices.
 A job alone on its nodes can ask for them whole (``--exclusive`` and every GPU of each node:
-under ``ConstrainDevices=yes`` a job sees only the GPUs Slurm gave it) and keep the placement's
-GPUs with ``CUDA_VISIBLE_DEVICES``.  Jobs that share a node need a launcher that holds the node
-and starts each job on its devices; the script says which jobs those are.
+Slurm versions differ in what an exclusive job or its steps get without asking, and under
+``ConstrainDevices=yes`` a task sees only its step's GPUs) and keep the placement's GPUs with
+``CUDA_VISIBLE_DEVICES``, set inside each node's task (Slurm sets the variable in every step's
+tasks: a wrapper that ``srun`` starts can pick its node's value by ``$SLURMD_NODENAME``).  Jobs
+that share a node need a launcher that holds the node and starts each job on its devices (steps
+with ``--overlap`` and no per-step ``--gres``); the script says which jobs those are.
 
 Run it::
 
@@ -83,7 +87,8 @@ def launch_lines(cluster: pal_opt.Cluster, row: dict[str, object], shared: set[s
     lines = [head]
     for share in str(row["gpu_indices"]).split():
         node, _, indices = share.rpartition(":")
-        lines.append(f"  on {node}: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={cuda_visible_devices(indices)}")
+        lines.append(f"  in the task on {node}: CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                     f"CUDA_VISIBLE_DEVICES={cuda_visible_devices(indices)}")
     return lines
 
 

@@ -135,7 +135,12 @@ def test_a_topology_file_names_the_import_that_converts_it(tmp_path, capsys):
     rc, err, out = _run(tmp_path, capsys, "--cluster", str(graphml))
     assert rc == 2 and not out.exists()
     assert err.strip() == (f"pal-opt: error: --cluster {graphml}: simulate takes an instance file (*.json); convert "
-                           f"this one first: pal-opt import graphml {graphml} ... -o cluster.json")
+                           f"this one first: pal-opt import graphml {graphml} -o cluster.json")
+    nodes = DATA / "nodes.json"
+    rc, err, out = _run(tmp_path, capsys, "--cluster", str(nodes))
+    assert rc == 2 and not out.exists()
+    assert err.strip() == (f"pal-opt: error: --cluster {nodes}: a Kubernetes node list; convert it first: "
+                           f"pal-opt import k8s {nodes} -o cluster.json")
 
 
 def test_the_failure_log_names_servers_by_their_ids(tmp_path, capsys):

@@ -1,10 +1,11 @@
 """A simulated cluster read from an instance file: ``pal-opt simulate TRACE --cluster round.json``.
 
 A synthetic cluster (``--cluster 16x4``) has servers of one size and factors drawn from
-measurements.  A cluster you have imported (``pal-opt import blox`` from a Blox ``gpu_df`` whose
-``PerfVar_<class>`` columns you measured, ``import slurm`` / ``import k8s`` / ``import graphml``
-with ``--measurements``) has its own servers, racks and factors, and a trace can be replayed on
-exactly that: :func:`cluster_from_file` takes the file's cluster (GPUs, servers, racks, factors
+measurements.  A cluster you have imported has its own servers and racks, and its own measured factors when
+they came in with it (``pal-opt import blox`` from a Blox ``gpu_df`` with measured
+``PerfVar_<class>`` columns, ``import graphml`` with ``factor_<class>`` attributes; ``import
+slurm`` and ``import k8s`` give factors 1.0, or Longhorn draws with ``--measurements``), and a
+trace can be replayed on exactly that: :func:`cluster_from_file` takes the file's cluster (GPUs, servers, racks, factors
 per class) and nothing else.  Its jobs and round parameters are not used (the simulator's options
 set λ, binning and restart costs), and every GPU starts the simulation free (busy and failed
 GPUs of the file are a moment of the cluster, not part of it: ``--failures`` simulates
@@ -12,8 +13,8 @@ failures).
 
 ``--cluster`` names a file when its value is not a shape (``16x4``, ``4x4x4``) and is an existing
 file or ends in ``.json`` (:func:`is_cluster_file`): a shape stays a shape even where a file has
-its name.  A topology file itself (``.graphml``, ``.conf``, ``.csv``) is refused with the
-``pal-opt import`` command that converts it.
+its name.  A file that is not an instance file yet (``.graphml``, ``.conf``, ``.csv``, a
+Kubernetes node list) is refused with the ``pal-opt import`` command that converts it.
 
 The factors come from the file, so ``--variability``, ``--synthetic-variability`` and
 ``--variability-draw`` do not apply (:func:`check_file_options`).  A cluster of one GPU type (an
@@ -45,8 +46,13 @@ log = logging.getLogger(__name__)
 
 #: What ``parse_cluster`` reads as a shape (``16x4``, ``4x4x4``): such a value is never a file.
 _SHAPE = re.compile(r"\s*\d+\s*[xX]\s*\d+\s*(?:[xX]\s*\d+\s*)?")
-#: Topology files ``pal-opt import`` converts, by suffix.
-_IMPORTS = {".graphml": "graphml", ".xml": "graphml", ".conf": "slurm", ".csv": "blox"}
+#: Files ``pal-opt import`` converts, by suffix: how to convert one (``{src}``: the file).
+_IMPORTS = {
+    ".graphml": "pal-opt import graphml {src} -o cluster.json",
+    ".xml": "pal-opt import graphml {src} -o cluster.json",
+    ".conf": "pal-opt import slurm TOPOLOGY.conf [--gres-conf GRES.conf] -o cluster.json",
+    ".csv": "a Blox gpu_df: pal-opt import blox --gpus {src} --jobs QUEUE.csv -o cluster.json",
+}
 
 
 def is_cluster_file(text: str | None) -> bool:
@@ -54,6 +60,18 @@ def is_cluster_file(text: str | None) -> bool:
     or a ``*.json`` name (module docstring)."""
     return (text is not None and _SHAPE.fullmatch(text) is None
             and (text.lower().endswith(".json") or os.path.isfile(text)))
+
+
+def _node_list(path: str) -> bool:
+    """Whether ``path`` holds a Kubernetes node list (``kubectl get nodes -o json``)."""
+    from ..io import load_json
+
+    try:
+        doc = load_json(path, what="node list")
+    except InstanceError:
+        return False
+    return isinstance(doc, dict) and (doc.get("kind") == "NodeList" or (
+        isinstance(doc.get("items"), list) and any(isinstance(i, dict) and i.get("kind") == "Node" for i in doc["items"])))
 
 
 def check_file_options(args: argparse.Namespace) -> None:
@@ -74,11 +92,17 @@ def cluster_from_file(path: str | os.PathLike[str], classes: Collection[str]) ->
     src = os.fspath(path)
     if not os.path.exists(src):
         raise InstanceError("no such file", source=src, path="--cluster")
-    fmt = _IMPORTS.get(Path(src).suffix.lower())
-    if fmt is not None:
+    how = _IMPORTS.get(Path(src).suffix.lower())
+    if how is not None:
         raise OptionError(f"--cluster {src}: simulate takes an instance file (*.json); convert this one first: "
-                          f"pal-opt import {fmt} {src} ... -o cluster.json")
-    cluster = load_instance(src).cluster
+                          f"{how.format(src=src)}")
+    try:
+        cluster = load_instance(src).cluster
+    except InstanceError as exc:
+        if exc.path == "format" and _node_list(src):
+            raise OptionError(f"--cluster {src}: a Kubernetes node list; convert it first: pal-opt import k8s {src} "
+                              "-o cluster.json") from None
+        raise
     if len(cluster.type_names) > 1:
         raise InstanceError(f"a cluster of GPU types ({', '.join(cluster.type_names)}): a PAL trace runs on one "
                             "GPU type (a sia trace takes --cluster TYPE:SERVERSxGPUS,...)", source=src,
