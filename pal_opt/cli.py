@@ -4,7 +4,7 @@ Commands
 --------
 ``pal-opt generate --nodes N --gpus-per-node G --jobs J [...] -o INSTANCE.json``
     A synthetic round (:func:`pal_opt.generate.generate_instance`).
-``pal-opt import blox --gpus GPU_DF.csv --jobs JOBS.csv [...] -o INSTANCE.json``
+``pal-opt import blox --gpus GPU_DF.csv [--jobs JOBS.csv] [...] -o INSTANCE.json``
     A round from Blox's GPU table and a job queue CSV (:func:`pal_opt.io.blox.load_blox`).
 ``pal-opt import slurm|k8s|graphml FILE [...] -o INSTANCE.json``
     A round on a Slurm ``topology.conf``, ``kubectl get nodes -o json`` or GraphML cluster.
@@ -269,7 +269,9 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     b = isub.add_parser("blox", help="Blox gpu_df CSV + job queue CSV",
                         description="Build a round from Blox's GPU table and a job queue CSV.")
     b.add_argument("--gpus", type=input_file, required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
-    b.add_argument("--jobs", type=input_file, required=True, metavar="JOBS.csv", help="job queue CSV (job_id, num_gpus, perfclass or model)")
+    b.add_argument("--jobs", type=input_file, default=None, metavar="JOBS.csv",
+                   help="job queue CSV (job_id, num_gpus, perfclass or model); without it, the cluster alone "
+                        "(an empty queue: every GPU in use is busy)")
     b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round (default pal-artifact)")
     add_restart_arguments(b)
@@ -412,7 +414,8 @@ def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]]
 def _cmd_import_blox(args: argparse.Namespace) -> int:
     from .io import load_blox, save_instance
 
-    refuse_overwriting_inputs({"--out": args.output}, [("--gpus", args.gpus), ("--jobs", args.jobs)])
+    refuse_overwriting_inputs({"--out": args.output},
+                              [("--gpus", args.gpus)] + ([("--jobs", args.jobs)] if args.jobs else []))
     inst = load_blox(
         args.gpus,
         args.jobs,

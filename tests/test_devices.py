@@ -238,3 +238,15 @@ def test_the_export_says_what_its_gpu_indices_are(tmp_path, capsys):
         for fmt in ("slurm", "k8s"):
             assert main(["export", fmt, str(inst), str(placement), "-o", str(tmp_path / f"out.{fmt}")]) == 0
             assert says in capsys.readouterr().out
+
+
+def test_import_blox_without_a_queue_is_the_cluster_alone(tmp_path, capsys):
+    gpus = tmp_path / "gpus.csv"
+    gpus.write_text("GPU_ID,Local_GPU_ID,Node_ID,IN_USE,JOB_IDS,PerfVar_classA\n"
+                    "0,0,0,False,,1.0\n1,1,0,True,7,1.1\n2,0,1,False,,0.9\n3,1,1,True,,1.0\n")
+    out = tmp_path / "cluster.json"
+    assert main(["import", "blox", "--gpus", str(gpus), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["jobs"] == [] and doc["cluster"]["gpus"]["state"] == ["free", "busy", "free", "busy"]
+    assert doc["cluster"]["gpus"]["device"] == [0, 1, 0, 1]
+    assert "0 jobs" in capsys.readouterr().out

@@ -216,7 +216,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
 
 def load_blox(
     gpus_path: str | os.PathLike[str],
-    jobs_path: str | os.PathLike[str],
+    jobs_path: str | os.PathLike[str] | None,
     *,
     name: str | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -229,7 +229,8 @@ def load_blox(
     gpus_path
         Blox ``gpu_df`` CSV (see the module docstring).
     jobs_path
-        Job queue CSV (see :mod:`pal_opt.io.jobs`).
+        Job queue CSV (see :mod:`pal_opt.io.jobs`); None: an empty queue (the cluster alone,
+        every GPU in use busy).
     name
         Round name; defaults to the GPU table's file stem.
     max_bytes
@@ -244,7 +245,7 @@ def load_blox(
     """
     rp = RoundParams.from_arguments(**params)
     gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table")
-    job_table = read_csv(jobs_path, max_bytes=max_bytes, what="job CSV")
+    job_table = None if jobs_path is None else read_csv(jobs_path, max_bytes=max_bytes, what="job CSV")
     return blox_round(gpu_table, job_table, rp, name or Path(gpus_path).stem)
 
 
@@ -278,15 +279,19 @@ def instance_from_frames(
     return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), rp, name)
 
 
-def blox_round(gpu_table: CsvTable, job_table: CsvTable, params: RoundParams, name: str = "") -> RoundInstance:
-    """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`).
+def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundParams, name: str = "") -> RoundInstance:
+    """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`;
+    no job table: an empty queue).
 
     ``params`` come from :meth:`RoundParams.from_arguments <pal_opt.model.RoundParams.from_arguments>`; jobs without their own λ get
     ``params.locality_penalty``.
     """
     gt = parse_gpu_table(gpu_table)
-    jt = parse_jobs(job_table, classes=tuple(gt.factors), locality_penalty=params.locality_penalty,
-                    max_gpus=len(gt.gpu_ids))
+    if job_table is None:
+        jt = JobTable((), (), (), gt.source)
+    else:
+        jt = parse_jobs(job_table, classes=tuple(gt.factors), locality_penalty=params.locality_penalty,
+                        max_gpus=len(gt.gpu_ids))
     state, held = _gpu_states(gt, {str(j.id): k for k, j in enumerate(jt.jobs)}, jt.running)
     jobs = _with_placements(jt, held, gt.source)
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,

@@ -51,7 +51,7 @@ _IMPORTS = {
     ".graphml": "pal-opt import graphml {src} -o cluster.json",
     ".xml": "pal-opt import graphml {src} -o cluster.json",
     ".conf": "pal-opt import slurm TOPOLOGY.conf [--gres-conf GRES.conf] -o cluster.json",
-    ".csv": "a Blox gpu_df: pal-opt import blox --gpus {src} --jobs QUEUE.csv -o cluster.json",
+    ".csv": "a Blox gpu_df: pal-opt import blox --gpus {src} -o cluster.json",
 }
 
 
