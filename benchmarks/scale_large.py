@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
-    partial = None if sizes == sorted(TARGETS) and args.seeds >= 3 else "a subset of sizes or seeds"
+    partial = None if sizes == sorted(TARGETS) and args.seeds >= 3 else "partial (a subset of sizes or seeds)"
     out = output_dir(args, "scale_large", partial=partial)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"scaling: no targets for {unknown}; sizes are {', '.join(map(str, TARGETS))}")
     backends = args.backends.split(",") if args.backends else list(available_backends())
     full = set(sizes) >= set(SIZES) and args.seeds >= 3 and set(backends) >= set(available_backends())
-    out_dir = output_dir(args, "scaling", partial=None if full else "a subset of sizes, seeds or backends")
+    out_dir = output_dir(args, "scaling", partial=None if full else "partial (a subset of sizes, seeds or backends)")
 
     def progress(msg: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     backends = args.backends.split(",") if args.backends else list(available_backends())
     full = set(sizes) >= set(SIZES) and set(limits) >= set(LIMITS) and set(backends) >= set(available_backends())
-    out_dir = output_dir(args, "time_limit", partial=None if full else "a subset of sizes, limits or backends")
+    out_dir = output_dir(args, "time_limit", partial=None if full else "partial (a subset of sizes, limits or backends)")
     compileall.compile_dir(str(Path(pal_opt.__path__[0])), quiet=1)
 
     def progress(msg: str) -> None:

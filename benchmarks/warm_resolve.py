@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
-    partial = None if set(sizes) >= {8192, 2048} and args.seeds >= 3 and args.rounds >= 10 else "a partial"
+    partial = None if set(sizes) >= {8192, 2048} and args.seeds >= 3 and args.rounds >= 10 else "partial (fewer sizes, seeds or rounds)"
     out = output_dir(args, "warm_resolve", partial=partial)
     rows = [row for g in sizes for seed in range(args.seeds) for row in run_sequence(g, seed, args.rounds)]
     (out / "warm_resolve.md").write_text("\n".join(report(rows, produced_by(__file__, argv))) + "\n")

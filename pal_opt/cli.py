@@ -5,7 +5,8 @@ Commands
 ``pal-opt generate --nodes N --gpus-per-node G --jobs J [...] -o INSTANCE.json``
     A synthetic round (:func:`pal_opt.generate.generate_instance`).
 ``pal-opt import blox --gpus GPU_DF.csv [--jobs JOBS.csv] [...] -o INSTANCE.json``
-    A round from Blox's GPU table and a job queue CSV (:func:`pal_opt.io.blox.load_blox`).
+    A round from Blox's GPU table and a job queue CSV; without ``--jobs``, the cluster alone
+    (:func:`pal_opt.io.blox.load_blox`).
 ``pal-opt import slurm|k8s|graphml FILE [...] -o INSTANCE.json``
     A round on a Slurm ``topology.conf``, ``kubectl get nodes -o json`` or GraphML cluster.
 ``pal-opt export slurm|k8s|graphml INSTANCE.json PLACEMENT.json -o OUT``
@@ -266,8 +267,9 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
                          description="Convert another format to an instance file.")
     isub = imp.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
     isub.required = True
-    b = isub.add_parser("blox", help="Blox gpu_df CSV + job queue CSV",
-                        description="Build a round from Blox's GPU table and a job queue CSV.")
+    b = isub.add_parser("blox", help="Blox gpu_df CSV (+ job queue CSV)",
+                        description="Build a round from Blox's GPU table and a job queue CSV (without --jobs: the "
+                                    "cluster alone, an empty queue).")
     b.add_argument("--gpus", type=input_file, required=True, metavar="GPU_DF.csv", help="Blox gpu_df CSV")
     b.add_argument("--jobs", type=input_file, default=None, metavar="JOBS.csv",
                    help="job queue CSV (job_id, num_gpus, perfclass or model); without it, the cluster alone "

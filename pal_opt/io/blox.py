@@ -1,4 +1,4 @@
-"""Importer for Blox's ``gpu_df`` (the GPU table PAL's scheduler keeps) plus a job queue CSV.
+"""Importer for Blox's ``gpu_df`` (the GPU table PAL's scheduler keeps) plus an optional job queue CSV.
 
 GPU table columns
 -----------------
@@ -222,7 +222,7 @@ def load_blox(
     max_bytes: int = DEFAULT_MAX_BYTES,
     **params: Unpack[RoundArguments],
 ) -> RoundInstance:
-    """Build a round from a Blox GPU table and a job queue CSV.
+    """Build a round from a Blox GPU table and a job queue CSV (or none: the cluster alone).
 
     Parameters
     ----------
