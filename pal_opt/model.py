@@ -49,6 +49,7 @@ __all__ = [
     "MODEL_CLASS",
     "MODEL_ITER_TIME",
     "Cluster",
+    "repeated_device",
     "Job",
     "MAX_PRIORITY",
     "Pipeline",
@@ -284,6 +285,27 @@ def _type_columns(gpu_types: Sequence[str] | None, n: int) -> tuple[tuple[str, .
     return tuple(pos), codes
 
 
+def repeated_device(server: Sequence[Any] | np.ndarray, devices: Sequence[int] | np.ndarray) -> tuple[int, int] | None:
+    """``(i, j)``: the first GPU ``i`` (by position) whose device number an earlier GPU ``j`` of the
+    same server has; None when every server's device numbers are distinct.  ``server``: each
+    GPU's server (ids or positions); ``devices``: integers.  The readers name ``i`` and ``j`` in
+    their own terms (an instance file's index, a GraphML vertex, a CSV line).
+
+    >>> repeated_device(["a", "a", "b", "a"], [0, 1, 0, 1])
+    (3, 1)
+    """
+    srv = server if isinstance(server, np.ndarray) and np.issubdtype(server.dtype, np.integer) \
+        else _first_position(server)[1]
+    dev = np.asarray(devices, dtype=np.int64)
+    order = np.lexsort((np.arange(dev.size), dev, srv))
+    s, d = srv[order], dev[order]
+    again = np.flatnonzero((s[1:] == s[:-1]) & (d[1:] == d[:-1])) + 1
+    if again.size == 0:
+        return None
+    i = int(order[again].min())
+    return i, int(np.flatnonzero((srv == srv[i]) & (dev == dev[i]))[0])
+
+
 def _validate_devices(devices: Any, gpu_ids: np.ndarray, server_of: np.ndarray,
                       server_ids: tuple[Any, ...]) -> np.ndarray:
     """Per-GPU device numbers: integers >= 0 (integral floats, as pandas reads a column, too), one
@@ -292,19 +314,23 @@ def _validate_devices(devices: Any, gpu_ids: np.ndarray, server_of: np.ndarray,
     if arr.shape != gpu_ids.shape:
         raise InstanceError(f"one device number per GPU expected, got shape {arr.shape} for {gpu_ids.size} GPUs",
                             path="gpus[].device")
-    vals = arr.tolist()
-    for i, x in enumerate(vals):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0 or x != int(x) \
-                or x > 2**63 - 1:
-            raise InstanceError(f"device numbers must be integers >= 0, got {x!r} (GPU {int(gpu_ids[i])})",
-                                path="gpus[].device")
-    out = _as_1d(np.asarray([int(x) for x in vals], dtype=np.int64), np.int64, "gpus[].device")
-    order = np.lexsort((out, server_of))
-    same = (np.diff(server_of[order]) == 0) & (np.diff(out[order]) == 0)
-    if same.any():
-        a, b = order[int(np.argmax(same))], order[int(np.argmax(same)) + 1]
-        raise InstanceError(f"GPUs {int(gpu_ids[a])} and {int(gpu_ids[b])} of server {server_ids[server_of[a]]!r} "
-                            f"have the same device number {int(out[a])}", path="gpus[].device")
+    if np.issubdtype(arr.dtype, np.integer):
+        bad = arr < 0
+    elif np.issubdtype(arr.dtype, np.floating):
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(arr) | (arr < 0) | (arr != np.floor(arr)) | (arr > 2**63 - 1)
+    else:  # bools, strings, objects: none is a device number
+        bad = np.ones(arr.shape, dtype=bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InstanceError(f"device numbers must be integers >= 0, got {arr[i].item()!r} (GPU {int(gpu_ids[i])})",
+                            path="gpus[].device")
+    out = _as_1d(arr.astype(np.int64), np.int64, "gpus[].device")
+    again = repeated_device(server_of, out)
+    if again is not None:
+        i, j = again
+        raise InstanceError(f"GPUs {int(gpu_ids[j])} and {int(gpu_ids[i])} of server {server_ids[server_of[i]]!r} "
+                            f"have the same device number {int(out[i])}", path="gpus[].device")
     return out
 
 

@@ -113,6 +113,7 @@ from ..model import (
     RoundParams,
     check_job_types,
     pal_locality,
+    repeated_device,
 )
 from .instance_write import dumps_instance, instance_to_dict, save_instance
 from .jsonfile import describe, load_json
@@ -325,12 +326,11 @@ def _cluster(c: dict[str, Any], source: str) -> Cluster:
 
 def _distinct_devices(devices: list[int], servers: list[Any], source: str) -> None:
     """Named by index in the file: the first GPU whose device number an earlier GPU of its server has."""
-    seen: dict[tuple[Any, int], int] = {}
-    for i, key in enumerate(zip(servers, devices, strict=True)):
-        first = seen.setdefault(key, i)
-        if first != i:
-            raise _error(source, f"cluster.gpus.device[{i}]", f"device {key[1]} of server {key[0]!r} is also "
-                         f"cluster.gpus.device[{first}] (a server's GPUs have distinct device numbers)")
+    again = repeated_device(servers, devices)
+    if again is not None:
+        i, first = again
+        raise _error(source, f"cluster.gpus.device[{i}]", f"device {devices[i]} of server {servers[i]!r} is also "
+                     f"cluster.gpus.device[{first}] (a server's GPUs have distinct device numbers)")
 
 
 def _check_throughput(table: dict[str, Any], types: list[str] | None, factors: dict[str, Any], source: str) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
@@ -38,14 +37,13 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..model import Cluster, GpuState
+from .engine import CLUSTER_SHAPE
 
 __all__ = ["is_cluster_file", "check_file_options", "cluster_from_file"]
 
 log = logging.getLogger(__name__)
 
 
-#: What ``parse_cluster`` reads as a shape (``16x4``, ``4x4x4``): such a value is never a file.
-_SHAPE = re.compile(r"\s*\d+\s*[xX]\s*\d+\s*(?:[xX]\s*\d+\s*)?")
 #: Files ``pal-opt import`` converts, by suffix: how to convert one (``{src}``: the file).
 _IMPORTS = {
     ".graphml": "pal-opt import graphml {src} -o cluster.json",
@@ -58,7 +56,7 @@ _IMPORTS = {
 def is_cluster_file(text: str | None) -> bool:
     """Whether ``--cluster`` names a file rather than a shape: not a shape, and an existing file
     or a ``*.json`` name (module docstring)."""
-    return (text is not None and _SHAPE.fullmatch(text) is None
+    return (text is not None and CLUSTER_SHAPE.fullmatch(text) is None
             and (text.lower().endswith(".json") or os.path.isfile(text)))
 
 

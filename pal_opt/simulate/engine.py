@@ -87,6 +87,7 @@ __all__ = [
     "JobRecord",
     "RoundRecord",
     "SimulationResult",
+    "CLUSTER_SHAPE",
     "parse_cluster",
     "build_cluster",
     "simulate",
@@ -119,13 +120,17 @@ class ClusterSpec:
         return f"{self.servers}x{self.gpus_per_server}"
 
 
+#: A cluster shape: ``16x4`` (servers × GPUs per server) or ``4x4x4`` (racks × servers per rack × GPUs).
+CLUSTER_SHAPE = re.compile(r"\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[xX]\s*(\d+)\s*)?")
+
+
 def parse_cluster(text: str) -> ClusterSpec:
     """``"16x4"`` (servers × GPUs per server) or ``"4x4x4"`` (racks × servers per rack × GPUs).
 
     >>> parse_cluster("16x4"), parse_cluster("2x8x4").servers
     (ClusterSpec(servers=16, gpus_per_server=4, racks=0), 16)
     """
-    parts = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*(?:[xX]\s*(\d+)\s*)?", text or "")
+    parts = CLUSTER_SHAPE.fullmatch(text or "")
     if not parts:
         raise OptionError(f"--cluster must look like 16x4 or 4x4x4 (racks x servers x GPUs), got {text!r}")
     a, b, c = parts.groups()

@@ -204,7 +204,7 @@ class FailureProcess:
                 server = self.cluster.server_ids[int(self.cluster.server_of[k])]
             else:
                 comp, gpus, server = k, self.server_gpus[k], self.cluster.server_ids[k]
-            out.append(FailureEvent(t, name, comp, gpus, back, server.item() if isinstance(server, np.generic) else server))
+            out.append(FailureEvent(t, name, comp, gpus, back, server))  # server ids are plain (Cluster)
             heapq.heappush(self.heap, (back + float(self.rng.exponential(self.mtbf[kind])), kind, k))
         return out
 

@@ -53,7 +53,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import InstanceError
-from ..model import Cluster, GpuState, JobId
+from ..model import Cluster, GpuState, JobId, repeated_device
 from .hierarchy import Topology, TopologyLevel
 
 __all__ = ["FACTOR_PREFIX", "THROUGHPUT_PREFIX", "parse_graphml", "load_graphml", "cluster_digraph", "graphml_text"]
@@ -303,12 +303,10 @@ def _gpus(g: nx.DiGraph, kind: Mapping[Any, str], parent: Mapping[Any, Any], sou
     gpus = [n for n in g.nodes if kind[n] == "gpu"]
     types = _types(g, gpus, source)
     devices = _devices(g, gpus, source)
-    holder: dict[tuple[Any, int], Any] = {}
-    for n, srv, dev in zip(gpus, servers, devices or (), strict=False):
-        first = holder.setdefault((srv, dev), n)
-        if first != n:
-            raise InstanceError(f"device {dev} of server {srv!r} is also GPU vertex {first!r}'s (a server's GPUs "
-                                "have distinct device numbers)", source=source, path=f"node {n!r}.device")
+    if devices is not None and (again := repeated_device(servers, devices)) is not None:
+        i, first = again
+        raise InstanceError(f"device {devices[i]} of server {servers[i]!r} is also GPU vertex {gpus[first]!r}'s (a "
+                            "server's GPUs have distinct device numbers)", source=source, path=f"node {gpus[i]!r}.device")
     return {"ids": ids, "servers": servers, "states": states, "factors": factors, "types": types,
             "throughput": _throughput(g, gpus, types, source), "devices": devices}
 

@@ -29,6 +29,7 @@ are given so.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,7 +220,8 @@ def _sum_lines(node: str, lines: Sequence[_GresLine]) -> NodeGpus:
             seen[dev] = g.line
         gpus.add(g.gpu_type, g.count, Origin(g.line.source, g.line.number, "Type"))
         gpus.uncounted |= not g.counted
-    gpus.devices = numbers if numbers is not None and len(set(sum(numbers.values(), []))) == gpus.total else None
+    distinct = numbers is not None and len(set(itertools.chain.from_iterable(numbers.values()))) == gpus.total
+    gpus.devices = numbers if distinct else None
     return gpus
 
 
