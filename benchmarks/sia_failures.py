@@ -66,8 +66,8 @@ def run(policy: str, seed: int | None, scale: float) -> dict[str, Any]:
         raise SystemExit(f"sia_failures: {policy} seed {seed} left jobs unfinished")
     f = s.get("failures") or {}
     return {"policy": policy, "seed": seed, "avg_jct": s["avg_jct"], "p99_jct": s["p99_jct"],
-            "restarts": s["avg_restarts_per_job"], "events": f.get("events"),
-            "interrupted": f.get("interrupted_jobs"), "lost_gpu_hours": f.get("lost_gpu_hours"),
+            "restarts": s["avg_restarts_per_job"], "events": f.get("failures"),
+            "interrupted": f.get("jobs_hit"), "lost_gpu_hours": f.get("lost_gpu_hours"),
             "wall_seconds": time.perf_counter() - t0}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 import math
 from dataclasses import asdict
@@ -212,6 +214,16 @@ def test_failure_properties(scenario: tuple[list[TraceJob], Cluster, SimConfig])
     assert res.summary["failures"]["lost_gpu_hours"] == pytest.approx(by_hits)
     assert sum(j.lost_gpu_seconds for j in res.jobs) / 3600 == pytest.approx(by_hits)
     assert sum(j.failures for j in res.jobs) == len(f.hits) == res.summary["failures"]["jobs_hit"]
+    # the log names, under each failure, the jobs it stopped: each job as often as it was hit,
+    # while the failure's GPUs were out
+    log = f.log()
+    assert len(log) == len(f.events)
+    named = Counter(jid for e in log for jid in e["jobs"])
+    assert named == Counter({j.job_id: j.failures for j in res.jobs if j.failures})
+    when = {jid: sorted(t for t, hj, _, _ in f.hits if hj == jid) for jid in named}
+    for e in log:
+        for jid in e["jobs"]:
+            assert any(e["time"] <= t < e["until"] for t in when[jid]), (e, when[jid])
     for j in res.jobs:
         assert j.run_seconds == pytest.approx(j.ideal_seconds + j.lost_gpu_seconds / j.demand, rel=1e-9, abs=1e-6)
 

@@ -3,6 +3,8 @@ policy leaving such GPUs out (the round program's capacity, Sia's placer, the co
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
@@ -157,15 +159,26 @@ def test_the_simulator_of_gpu_types_fails_gpus_and_jobs_recover(shared_dir: Path
     """Failures (1,000,000 times Llama 3's rates, back after 5 min): jobs are interrupted, lose
     work and still finish; no round uses a GPU out of service (round_step checks); the same seed
     gives the same run, another seed another one; without failures nothing changes."""
-    from pal_opt.simulate.failures import FailureConfig
+    from pal_opt.simulate.failures import FailureConfig, FailureStats
 
     profiles = shared_dir / "data" / "sia-artifact" / "profiles"
     config = FailureConfig(scale=100_000, repair_time=300.0, checkpoint_interval=600.0, seed=1)
     one = _simulate(profiles, policy, config)
     summary = one.summary()  # type: ignore[attr-defined]
-    assert summary["failures"]["events"] > 0 and summary["failures"]["interrupted_jobs"] > 0
+    assert summary["failures"]["failures"] > 0 and summary["failures"]["jobs_hit"] > 0
     assert summary["failures"]["lost_gpu_hours"] > 0
     assert summary["n_completed"] == summary["n_jobs"] == 6
+    # the PAL simulator's names, the earlier ones as aliases; per failure the jobs it stopped
+    f = summary["failures"]
+    assert set(FailureStats({}).summary([], [])) <= set(f)
+    assert (f["events"], f["interrupted_jobs"], f["repairs"]) == (f["failures"], f["jobs_hit"], 0)
+    log = one.failure_log  # type: ignore[attr-defined]
+    records = one.jobs  # type: ignore[attr-defined]
+    assert len(log) == f["failures"] == f["gpu_failures"] + f["server_failures"]
+    assert all(re.fullmatch(r"(aws|rtx|dgx-ext)-\d+", e["server"]) for e in log)
+    assert Counter(n for e in log for n in e["jobs"]) == Counter({r.name: r.failures for r in records if r.failures})
+    assert sum(r.failures for r in records) == f["jobs_hit"]
+    assert sum(r.lost_gpu_seconds for r in records) / 3600 == pytest.approx(f["lost_gpu_hours"])
     again = _simulate(profiles, policy, config).summary()  # type: ignore[attr-defined]
     assert again["avg_jct"] == summary["avg_jct"] and again["failures"] == summary["failures"]
     plain = _simulate(profiles, policy).summary()  # type: ignore[attr-defined]
@@ -229,7 +242,7 @@ class _LinearJob(SimpleNamespace):
     """A job that gains one unit of progress per second of training (after its restart delay)."""
 
     def __init__(self) -> None:
-        super().__init__(index=0, progress=0.0, epoch=0, num_restarts=0, allocation=(0, 1), shape=(2,),
+        super().__init__(index=0, name="j0", progress=0.0, epoch=0, num_restarts=0, allocation=(0, 1), shape=(2,),
                          rescale_time=0.0, done=False, gpus=2)
 
     def state_after(self, seconds: float, now: float) -> tuple[float, int]:
@@ -269,7 +282,7 @@ def test_periodic_checkpoints_are_taken_at_their_instant_inside_the_round() -> N
     assert fails.advance([job], 0.0, 60.0) == [] and fails.since[0] == 60.0 and 0 not in fails.saved
     assert fails.advance([job], 60.0, 60.0) == [0]  # a checkpoint at 90 s, the failure at 119 s
     assert fails.saved[0] == (90.0, 0)
-    assert job.progress == 90.0 and fails.lost_gpu_seconds == 29.0 * 2 and fails.interrupted == 1
+    assert job.progress == 90.0 and fails.stats.lost_gpu_seconds == 29.0 * 2 and fails.stopped(0) == 1
     assert fails.since[0] == 0.0
 
 
@@ -278,7 +291,7 @@ def test_a_restart_delay_is_not_training_and_long_rounds_pass_several_checkpoint
     job = _LinearJob()
     job.rescale_time = 20.0  # trains from 20 s: checkpoints at 110 s and 200 s, fails at 280 s
     assert fails.advance([job], 0.0, 300.0) == [0]
-    assert fails.saved[0] == (180.0, 0) and fails.lost_gpu_seconds == 80.0 * 2
+    assert fails.saved[0] == (180.0, 0) and fails.stats.lost_gpu_seconds == 80.0 * 2
 
 
 def test_only_restarts_and_suspensions_take_a_checkpoint_between_the_periodic_ones() -> None:

@@ -280,8 +280,13 @@ def test_failure_flags_on_a_sia_trace_run_failures(tmp_path: Path, capsys: pytes
     assert main(["simulate", str(MINI), "--profiles", str(profiles), "--failures", "--failure-scale", "20000",
                  "--repair-time", "600", "-o", str(out), "--quiet"]) == 0
     doc = json.loads(out.read_text())
-    assert doc["failures"]["events"] > 0 and doc["failure_config"]["scale"] == 20000
+    assert doc["failures"]["failures"] > 0 and doc["failure_config"]["scale"] == 20000
     assert doc["n_completed"] == doc["n_jobs"]
+    # the file has the PAL result's failure_log and per-job columns
+    assert len(doc["failure_log"]) == doc["failures"]["failures"]
+    assert {"time", "kind", "component", "server", "gpus", "until", "jobs"} <= set(doc["failure_log"][0])
+    assert sum(r["failures"] for r in doc["job_results"]) == doc["failures"]["jobs_hit"]
+    assert sum(len(e["jobs"]) for e in doc["failure_log"]) == doc["failures"]["jobs_hit"]
 
 
 def test_a_sia_trace_without_policy_runs_sia(tmp_path: Path, capsys: pytest.CaptureFixture[str],

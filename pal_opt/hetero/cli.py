@@ -224,10 +224,12 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
     doc.update(result.summary())
     doc["unplaceable"] = [{"job": name, "reason": why} for name, why in result.unplaceable.items()]
     doc["units"] = "seconds (jct, makespan, wall)"
+    if result.failure_log is not None:
+        doc["failure_log"] = result.failure_log
     doc[PER_JOB_FIELD] = [
         {"name": r.name, "application": r.application, "kind": r.kind, "submit_time": r.submit_time,
          "start_time": r.start_time, "completion_time": r.completion_time, "jct": r.jct,
-         "restarts": r.restarts, "epochs": r.epochs}
+         "restarts": r.restarts, "epochs": r.epochs, "failures": r.failures, "lost_gpu_seconds": r.lost_gpu_seconds}
         for r in result.jobs
     ]
     return with_aliases(doc, SIA_FILE_ALIASES)  # "jobs": the same list, deprecated
@@ -389,8 +391,9 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
             + f", {doc['wall_seconds']:.0f} s wall -> {args.out}"
         )
         if (f := doc.get("failures")) is not None:
-            print(f"failures: {f['events']} (GPU or server), {f['interrupted_jobs']} job interruptions, "
-                  f"{f['lost_gpu_hours']:.1f} GPU-hours of work lost")
+            from ..simulate.failures import failures_line
+
+            print(f"{policy}: {failures_line(f)}")
         for name, why in results[policy].unplaceable.items():
             print(f"unplaceable: job {name}: {why}")
     from ..simulate.metrics import comparison_lines

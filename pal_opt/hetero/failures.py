@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-from ..model import Cluster
-from ..simulate.failures import FailureConfig, FailureProcess
+from ..model import Cluster, JobId
+from ..simulate.failures import FailureConfig, FailureProcess, FailureStats
 from .gpus import Layout
 from .simjob import SimJob
 
@@ -44,14 +45,16 @@ class TypedFailures:
 
     def __init__(self, layout: Layout, config: FailureConfig, seed: int) -> None:
         n = layout.num_gpus
-        cluster = Cluster.from_arrays(np.arange(n), layout.server_of(), {"nominal": np.ones(n)})
+        # servers named by type and node ("aws-0"), numbered as Layout.server_of numbers them
+        names = np.array([f"{layout.types[t].name}-{k}" for t, k in zip(layout.type_of, layout.node_of, strict=True)],
+                         dtype=object)
+        cluster = Cluster.from_arrays(np.arange(n), names, {"nominal": np.ones(n)})
         self.process = FailureProcess(cluster, config, seed)
+        self.stats = FailureStats(asdict(config))
         self.interval = float(config.checkpoint_interval)
         self.saved: dict[int, tuple[float, int]] = {}  # job index -> (progress, epoch) at its checkpoint
         self.since: dict[int, float] = {}  # job index -> seconds trained since its checkpoint
-        self.events = 0
-        self.interrupted = 0
-        self.lost_gpu_seconds = 0.0
+        self.stops: dict[int, int] = {}  # job index -> times a failure stopped it
 
     def advance(self, jobs: Sequence[SimJob], start: float, length: float) -> list[int]:
         """Run the round [start, start + length) for ``jobs`` (their :meth:`SimJob.advance`),
@@ -59,17 +62,18 @@ class TypedFailures:
         indices of the jobs so interrupted (suspended: the caller's policy must forget where
         they ran, :func:`pal_opt.hetero.roundstep.forget_allocation`)."""
         events = self.process.pop_until(start + length)
-        self.events += len(events)
+        first = len(self.stats.events)
+        self.stats.events.extend(events)
         holder = {g: j.index for j in jobs if j.allocation and not j.done for g in j.allocation}
-        failed_at: dict[int, float] = {}
-        for ev in events:  # in time order: a job's first failure stops it
+        failed_at: dict[int, tuple[float, int]] = {}  # job index -> (time, index of the failure)
+        for k, ev in enumerate(events):  # in time order: a job's first failure stops it
             for g in ev.gpus:
                 i = holder.get(g)
                 if i is not None and i not in failed_at:
-                    failed_at[i] = ev.time
+                    failed_at[i] = (ev.time, first + k)
         hit = []
         for job in jobs:
-            run = length if job.index not in failed_at else max(failed_at[job.index] - start, 0.0)
+            run = length if job.index not in failed_at else max(failed_at[job.index][0] - start, 0.0)
             trained = max(run - job.rescale_time, 0.0) if job.shape and not job.done else 0.0
             since = self.since.get(job.index, 0.0) + trained
             if trained and since >= self.interval:  # a periodic checkpoint inside this run
@@ -78,13 +82,13 @@ class TypedFailures:
             job.advance(run, start)
             self.since[job.index] = since
             if job.index in failed_at and not job.done:
-                self._lose(job, failed_at[job.index])
+                self._lose(job, *failed_at[job.index])
                 hit.append(job.index)
         return hit
 
-    def _lose(self, job: SimJob, when: float) -> None:
-        self.lost_gpu_seconds += self.since.get(job.index, 0.0) * job.gpus
-        self.interrupted += 1
+    def _lose(self, job: SimJob, when: float, event: int) -> None:
+        self.stats.hit(event, when, job.name, job.gpus, self.since.get(job.index, 0.0))
+        self.stops[job.index] = self.stops.get(job.index, 0) + 1
         job.progress, job.epoch = self.saved.get(job.index, (0.0, 0))
         job.lose_gpus(when)
         self.since[job.index] = 0.0
@@ -103,7 +107,28 @@ class TypedFailures:
         """GPU positions out of service at ``t``."""
         return self.process.out_of_service(t)
 
-    def summary(self) -> dict[str, Any]:
-        """``failures`` of the result: events, job interruptions, GPU-hours of work lost."""
-        return {"events": self.events, "interrupted_jobs": self.interrupted,
-                "lost_gpu_hours": self.lost_gpu_seconds / 3600.0}
+    def lost_gpu_seconds(self) -> dict[JobId, float]:
+        """GPU-seconds of work the failures cost each job they stopped, by job name."""
+        out: dict[JobId, float] = {}
+        for _, name, gpus, lost in self.stats.hits:
+            out[name] = out.get(name, 0.0) + gpus * lost
+        return out
+
+    def stopped(self, job: int) -> int:
+        """How many times a failure stopped job ``job`` (its index)."""
+        return self.stops.get(job, 0)
+
+    def summary(self, jobs: Sequence[SimJob]) -> dict[str, Any]:
+        """``failures`` of the result, under the PAL simulator's names
+        (:meth:`pal_opt.simulate.failures.FailureStats.summary`; this simulator repairs nothing
+        inside a round, so ``repairs`` and ``replaced_by_repair`` are 0), then the names this
+        result used before as deprecated aliases (:data:`pal_opt.simulate.fields.FAILURE_ALIASES`)."""
+        from ..simulate.fields import FAILURE_ALIASES, with_aliases
+
+        out = self.stats.summary([j.num_restarts or 0 for j in jobs], [self.stopped(j.index) for j in jobs])
+        return with_aliases(out, FAILURE_ALIASES)
+
+    def log(self) -> list[dict[str, Any]]:
+        """``failure_log`` of the result: the failures one by one, each with the jobs it
+        stopped, by name (:meth:`pal_opt.simulate.failures.FailureStats.log`)."""
+        return self.stats.log()

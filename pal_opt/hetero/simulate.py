@@ -192,18 +192,23 @@ class JobRecord:
     completion_time: float | None
     restarts: int
     epochs: int
+    #: times a failure stopped the job, and the GPU-seconds of work those failures cost it
+    #: (0 without failures)
+    failures: int = 0
+    lost_gpu_seconds: float = 0.0
 
     @property
     def jct(self) -> float | None:
         return None if self.completion_time is None else self.completion_time - self.submit_time
 
     @classmethod
-    def of(cls, job: SimJob) -> JobRecord:
-        """The record of a simulator job as it stands."""
+    def of(cls, job: SimJob, failures: int = 0, lost_gpu_seconds: float = 0.0) -> JobRecord:
+        """The record of a simulator job as it stands (``failures``, ``lost_gpu_seconds``: what
+        failures did to it)."""
         return cls(
             name=job.name, application=job.app.name, kind=job.kind.value, submit_time=job.submit_time,
             start_time=job.start_time, completion_time=job.completion_time, restarts=job.num_restarts or 0,
-            epochs=job.epoch,
+            epochs=job.epoch, failures=failures, lost_gpu_seconds=lost_gpu_seconds,
         )
 
 
@@ -228,9 +233,12 @@ class SiaResult:
     unplaceable: dict[str, str] = field(default_factory=dict)
     #: the simulated second the run stopped at with jobs unfinished (``max_time``), else None
     stopped_at: float | None = None
-    #: with failures: events, job interruptions and GPU-hours of work lost
-    #: (:meth:`pal_opt.hetero.failures.TypedFailures.summary`), else None
+    #: with failures: the PAL simulator's figures (failures, jobs hit, GPU-hours lost, restarts;
+    #: :meth:`pal_opt.hetero.failures.TypedFailures.summary`), else None
     failures: dict[str, Any] | None = None
+    #: with failures: each failure, with the jobs it stopped
+    #: (:meth:`pal_opt.hetero.failures.TypedFailures.log`), else None
+    failure_log: list[dict[str, Any]] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The metrics of the module docstring (seconds), see :func:`summarise`."""
@@ -482,15 +490,19 @@ def _run(
     if stopped:
         logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now,
                        len(jobs) - completed - len(unplaceable), len(jobs))
-    return replace(_result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable),
-                   stopped_at=now if stopped else None, failures=None if fails is None else fails.summary())
+    return replace(_result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable, fails),
+                   stopped_at=now if stopped else None)
 
 
 def _result(
     jobs: Sequence[SimJob], use: list[list[int]], policy: Any, cluster: Sequence[GpuType], cfg: SimConfig, wall: float,
-    slow: Sequence[float], unplaceable: Mapping[int, str],
+    slow: Sequence[float], unplaceable: Mapping[int, str], fails: TypedFailures | None = None,
 ) -> SiaResult:
-    records = tuple(JobRecord.of(j) for j in jobs)
+    if fails is None:
+        records = tuple(JobRecord.of(j) for j in jobs)
+    else:
+        lost = fails.lost_gpu_seconds()
+        records = tuple(JobRecord.of(j, fails.stopped(j.index), lost.get(j.name, 0.0)) for j in jobs)
     return SiaResult(
         jobs=records,
         gpus_in_use=np.array(use, dtype=np.int64).reshape(len(use), len(cluster)),
@@ -504,4 +516,6 @@ def _result(
         floor_sum=slow[1],
         job_rounds=int(slow[2]),
         unplaceable={jobs[i].name: why for i, why in sorted(unplaceable.items())},
+        failures=None if fails is None else fails.summary(jobs),
+        failure_log=None if fails is None else fails.log(),
     )

@@ -326,11 +326,9 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
               "(docs/limits.md, Known problems)")
     f = s.get("failures")
     if f is not None:
-        print(f"{policy}: failures {f['failures']} ({f['gpu_failures']} GPU, {f['server_failures']} server), "
-              f"jobs hit {f['jobs_hit']}, lost {f['lost_gpu_hours']:.2f} GPU-hours, "
-              f"restarts per job {f['restarts_per_job_mean']:.2f} mean / {f['restarts_per_job_max']} max "
-              f"({f['failure_restarts_per_job_mean']:.2f} / {f['failure_restarts_per_job_max']} after failures), "
-              f"repairs {f['repairs']}")
+        from .failures import failures_line
+
+        print(f"{policy}: {failures_line(f)}")
     classes = s.get("by_priority", {})
     if len(classes) > 1 or f is not None:
         parts = [f"{p}: {c['avg_jct'] / 3600:.2f} h ({c['n_completed']}/{c['n_jobs']})" if c["avg_jct"] is not None

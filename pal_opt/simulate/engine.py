@@ -551,26 +551,33 @@ class _Simulation:
         if self.failures is None:
             return
         events = self.failures.pop_until(self.t, inclusive=True)
-        down = self._record_events(events)
+        first = self._record_events(events)
         for i in self.active:
             held = self.placement[i]
-            if held is not None and down.intersection(held):
-                self._hit(i, self.t)
+            if held is None:
+                continue
+            # the first of these failures (in time order) to take one of its GPUs stopped it
+            k = next((k for k, e in enumerate(events) if not set(e.gpus).isdisjoint(held)), None)
+            if k is not None:
+                self._hit(i, self.t, first + k)
 
-    def _record_events(self, events: list[FailureEvent]) -> set[int]:
+    def _record_events(self, events: list[FailureEvent]) -> int:
+        """Log ``events``; returns the index of the first of them in the log."""
         assert self.fstats is not None
+        first = len(self.fstats.events)
         self.fstats.events.extend(events)
-        return {g for e in events for g in e.gpus}
+        return first
 
-    def _hit(self, i: int, t: float) -> None:
-        """Job ``i`` lost a GPU at ``t``: back to its checkpoint, off its GPUs, to be restarted."""
+    def _hit(self, i: int, t: float, event: int) -> None:
+        """Job ``i`` lost a GPU at ``t`` to failure ``event`` (its index in the log): back to its
+        checkpoint, off its GPUs, to be restarted."""
         assert self.ckpt is not None and self.fstats is not None
         lost, remaining = self.ckpt.lose(i)
         rec = self.records[i]
         self.remaining[i] = remaining
         rec.failures += 1
         rec.lost_gpu_seconds += rec.demand * lost
-        self.fstats.hits.append((t, rec.job_id, rec.demand, lost))
+        self.fstats.hit(event, t, rec.job_id, rec.demand, lost)
         self.placement[i] = None
         self.was_preempted[i] = True
 
@@ -780,7 +787,8 @@ class _Simulation:
         """A failure ``off`` seconds into the round: the jobs it hits stop and lose their work
         since their checkpoint; :func:`~pal_opt.simulate.failures.repair_in_round` re-places them
         on the GPUs left (the other running jobs keep theirs), the rest wait for the next round."""
-        down = self._record_events([ev])
+        k = self._record_events([ev])
+        down = set(ev.gpus)
         hit = [i for i, st in stints.items() if not st.done and down.intersection(st.gpus)]
         if not hit:
             return
@@ -789,7 +797,7 @@ class _Simulation:
         in_force = {self.records[i].job_id: stints[i].gpus for i in sorted(running, key=lambda i: order[self.records[i].job_id])}
         for i in hit:
             self._close(i, stints[i], rnd, tally)
-            self._hit(i, rnd.t + off)
+            self._hit(i, rnd.t + off, k)
         self._replace(stints, hit, in_force, off, rnd, tally, validate)
 
     def _replace(self, stints: dict[int, _Stint], hit: list[int], in_force: dict[Any, tuple[int, ...]], off: float,

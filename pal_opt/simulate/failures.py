@@ -251,6 +251,8 @@ class FailureStats:
     events: list[FailureEvent] = field(default_factory=list)
     #: one entry per job hit: (time, job id, GPUs of the job, seconds of work lost)
     hits: list[tuple[float, JobId, int, float]] = field(default_factory=list)
+    #: the jobs each failure stopped, by the failure's index in ``events``
+    stopped: dict[int, list[JobId]] = field(default_factory=dict)
     repairs: int = 0
     replaced: int = 0
     repair_seconds: float = 0.0
@@ -261,6 +263,12 @@ class FailureStats:
     @property
     def lost_gpu_seconds(self) -> float:
         return float(sum(gpus * lost for _, _, gpus, lost in self.hits))
+
+    def hit(self, event: int, time: float, job: JobId, gpus: int, lost: float) -> None:
+        """Failure ``events[event]`` stopped ``job`` (``gpus`` GPUs) at ``time``; it lost
+        ``lost`` seconds of work on each."""
+        self.hits.append((time, job, gpus, lost))
+        self.stopped.setdefault(event, []).append(job)
 
     def ran(self, gpus: Sequence[int], start: float, end: float) -> None:
         """A job held ``gpus`` from ``start`` to ``end`` (intervals of one GPU that meet are merged)."""
@@ -295,9 +303,21 @@ class FailureStats:
         }
 
     def log(self) -> list[dict[str, Any]]:
-        """The failures one by one (JSON-ready)."""
+        """The failures one by one (JSON-ready), each with the jobs it stopped (``jobs``, in the
+        order they were stopped; a job already stopped by an earlier failure is not repeated)."""
         return [{"time": e.time, "kind": e.kind, "component": e.component, "server": e.server, "gpus": list(e.gpus),
-                 "until": e.until} for e in self.events]
+                 "until": e.until, "jobs": list(self.stopped.get(k, ()))} for k, e in enumerate(self.events)]
+
+
+def failures_line(figures: Mapping[str, Any]) -> str:
+    """The printed summary of a result's ``failures`` (:meth:`FailureStats.summary`; both
+    simulators give it under these names)."""
+    f = figures
+    return (f"failures {f['failures']} ({f['gpu_failures']} GPU, {f['server_failures']} server), "
+            f"jobs hit {f['jobs_hit']}, lost {f['lost_gpu_hours']:.2f} GPU-hours, "
+            f"restarts per job {f['restarts_per_job_mean']:.2f} mean / {f['restarts_per_job_max']} max "
+            f"({f['failure_restarts_per_job_mean']:.2f} / {f['failure_restarts_per_job_max']} after failures), "
+            f"repairs {f['repairs']}")
 
 
 def repair_in_round(

@@ -66,6 +66,20 @@ of jobs (now ``n_jobs``), in the Sia result the per-job list.  Both are deprecat
 this release (:data:`PAL_ALIASES`; :data:`SIA_FILE_ALIASES`, written by the command beside
 ``job_results``, the same list), so that afterwards neither file has ``jobs`` and both have
 ``n_jobs`` and ``job_results``.
+
+With failures (``--failures``) both results give ``failures`` under the same names
+(:meth:`pal_opt.simulate.failures.FailureStats.summary`: ``failures``, ``gpu_failures``,
+``server_failures``, ``jobs_hit``, ``lost_gpu_hours``, ``gpu_hours_out_of_service``, ``repairs``,
+``replaced_by_repair``, ``repair_seconds``, restarts per job and those after failures, mean and
+max, and ``config``) and ``failure_log``: per failure its ``time``, ``kind`` (``gpu`` or
+``server``), ``component`` (a GPU id or a server position), ``server`` (the server's id; the
+simulator of GPU types names servers ``TYPE-NODE``, ``aws-0``, and numbers GPUs by position,
+types in cluster order), the ``gpus`` out of service, ``until`` when they come back, and the
+``jobs`` it stopped.  The simulator of GPU types repairs nothing inside a round (a job a failure
+stops waits for the next round's policy), so its ``repairs`` and ``replaced_by_repair`` are 0.
+Its earlier names ``events`` and ``interrupted_jobs`` are deprecated aliases
+(:data:`FAILURE_ALIASES`).  Per job, both give ``failures`` (times a failure stopped it) and
+``lost_gpu_seconds``.
 """
 
 from __future__ import annotations
@@ -74,7 +88,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["SHARED_FIELDS", "PER_JOB_FIELD", "PAL_ALIASES", "SIA_ALIASES", "SIA_FILE_ALIASES", "CLASS_ALIASES",
-           "with_aliases"]
+           "FAILURE_ALIASES", "with_aliases"]
 
 #: The figures both simulators' results carry, under these names.
 SHARED_FIELDS: tuple[str, ...] = (
@@ -119,6 +133,12 @@ PER_JOB_FIELD = "job_results"
 #: the name it shares with the PAL result file (same value): the per-job list, which was ``jobs``.
 SIA_FILE_ALIASES: Mapping[str, str] = {
     "jobs": PER_JOB_FIELD,
+}
+
+#: Deprecated names inside the Sia result's ``failures`` -> the name it shares with the PAL result's.
+FAILURE_ALIASES: Mapping[str, str] = {
+    "events": "failures",
+    "interrupted_jobs": "jobs_hit",
 }
 
 #: Deprecated names inside each class of the PAL result's ``by_priority`` -> the shared name.
