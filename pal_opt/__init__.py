@@ -82,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "RoundPolicy": ".scheduler",
     "TypedScheduler": ".hetero",
     "repair": ".repair",
+    "plot_placement": ".placement_figure",
     "PlacementResult": ".result",
     "Status": ".result",
     "METHODS": ".solve",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .methods import Method, greedy_method, method_names, register_method
     from .model import Cluster, GpuState, Job, Level, Pipeline, RoundInstance, RoundParams, pal_locality
     from .options import SolveOptions
+    from .placement_figure import plot_placement
     from .repair import repair
     from .result import PlacementResult, Status
     from .scheduler import RoundPolicy
@@ -167,6 +169,7 @@ __all__ = [
     "register_cost_term",
     "register_method",
     "pal_locality",
+    "plot_placement",
     "repair",
     "save_instance",
     "solve",

@@ -61,6 +61,7 @@ from .cliargs import (
     add_method_arguments,
     add_output_arguments,
     add_restart_arguments,
+    check_plot_target,
     cost_param,
     exact_options,
     finite,
@@ -440,7 +441,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import Status
     from .solve import solve
 
-    refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance)])
+    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot}, [("INSTANCE.json", args.instance)])
+    _check_plot(args)
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
         from dataclasses import replace
@@ -600,20 +602,31 @@ def jobs_table(inst: Any, result: Any, before: Any = None) -> str:
                      for r in rows)
 
 
-def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str, str]], inst: Any = None) -> None:
-    """Add the unplaceable jobs and the times to ``lines``, write ``result`` to ``--out``
-    (atomically) and print the lines, aligned."""
-    from .io import atomic_write_text
+def _check_plot(args: argparse.Namespace) -> None:
+    """``--plot``: matplotlib and the file's format are checked before any work."""
+    if args.plot is not None:
+        check_plot_target(args.plot)
 
-    text = result.to_json() + "\n" if args.out else None
+
+def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str, str]], inst: Any = None) -> None:
+    """Add the unplaceable jobs and the times to ``lines``, write ``result`` to ``--out`` and its
+    figure to ``--plot`` (atomically, all or none) and print the lines, aligned."""
+    from .io.atomic import atomic_write_files
+
+    outputs: dict[str, bytes] = {}
+    if args.out:
+        outputs[args.out] = (result.to_json() + "\n").encode("utf-8")
+    if getattr(args, "plot", None) and inst is not None:
+        from .placement_figure import placement_figure
+
+        outputs[args.plot] = placement_figure(inst, result, args.plot, failed=getattr(args, "failed", None) or ())
     for jid, why in result.unplaceable.items():
         lines.append(("unplaceable", f"job {jid}: {why}"))
     wall = f", {time.monotonic() - _command_started():.2f} s wall" if _STARTED else ""
     lines.append(("time", f"{result.solve_seconds:.3f} s solve, {result.build_seconds:.3f} s build{wall}"))
-    if args.out:
-        assert text is not None
-        atomic_write_text(args.out, text)
-        lines.append(("wrote", args.out))
+    if outputs:
+        atomic_write_files(outputs)
+        lines.append(("wrote", ", ".join(outputs)))
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k:<{width}}  {v}")
@@ -630,7 +643,9 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     from .repair import repair
 
     # the placement in force is an input too: a repair is written beside it, never over it
-    refuse_overwriting_inputs({"--out": args.out}, [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
+    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot},
+                              [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
+    _check_plot(args)
     options = exact_options(args)
     inst = load_instance(args.instance)
     doc = load_placement_file(args.placement)

@@ -405,6 +405,10 @@ def add_output_arguments(p: argparse.ArgumentParser, *, what: str = "the result"
     p.add_argument("--show-jobs", action="store_true",
                    help="after the summary, a line per queued job: its GPUs by server, slowdown, and whether it "
                         "starts, keeps its GPUs, moves, is preempted, waits or cannot be placed")
+    p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
+                   help=f"draw {what}: the jobs on each server's GPUs, each GPU's factor for its job, and the "
+                        "jobs by slowdown (the format from the suffix; written with --out, all or none; needs "
+                        "matplotlib: pip install 'pal-opt[plot]')")
 
 
 def solve_options(

@@ -208,7 +208,7 @@ def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:
     fig = type("Fig", (), {"tight_layout": lambda self: None, "savefig": lambda self, buf, **k: buf.write(b"x"),
                            "suptitle": lambda self, text, **k: TITLES.append(text)})()
     plt = type("Plt", (), {"subplots": lambda self, *a, **k: (fig, [axes]), "close": lambda self, f: None})()
-    monkeypatch.setattr(metrics, "_pyplot", lambda: plt)
+    monkeypatch.setattr(metrics, "agg_pyplot", lambda: plt)
     metrics.result_figure(results, "f.png")
     return axes
 

@@ -37,6 +37,7 @@ __all__ = [
     "jct_figure",
     "comparison_lines",
     "require_matplotlib",
+    "agg_pyplot",
 ]
 
 #: Columns of the per-job table, in order.
@@ -213,7 +214,9 @@ def require_matplotlib() -> None:
         raise OptionError("plots need matplotlib, which is not installed: pip install 'pal-opt[plot]'") from None
 
 
-def _pyplot() -> Any:
+def agg_pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (no display needed); :class:`OptionError` when
+    matplotlib is missing (:func:`require_matplotlib`)."""
     require_matplotlib()
     import matplotlib
 
@@ -277,7 +280,7 @@ def _figure_bytes(
     *panels: Callable[[Any, Mapping[str, Any]], None],
 ) -> bytes:
     """Draw ``panels`` side by side, one axes each: the figure in ``path``'s format (its suffix)."""
-    plt = _pyplot()
+    plt = agg_pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
     try:
         for ax, draw in zip(axes[0], panels, strict=True):

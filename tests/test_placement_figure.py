@@ -1,0 +1,130 @@
+"""``pal-opt solve/repair --plot``: a placement drawn (``pal_opt/placement_figure.py``).
+
+The cells are checked against the placement they draw (each held GPU in its job's colour at its
+server's row, failed GPUs black, each held GPU's factor that of its job's class), the figure is
+written with ``--out`` all or none, and bad ``--plot`` values are one line with exit 2 before any
+work.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pal_opt
+from pal_opt.binning import binned_factors
+from pal_opt.cli import main
+from pal_opt.model import GpuState
+
+pytest.importorskip("matplotlib")
+
+from pal_opt.placement_figure import placement_cells, placement_figure, plot_placement  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "instances" / "paper-16x4.json"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _racked_round() -> pal_opt.RoundInstance:
+    """Two racks; servers of 4, 2 and 3 GPUs listed out of rack order; one GPU busy, one failed."""
+    servers = ["a", "a", "a", "a", "b", "b", "c", "c", "c"]
+    factors = {"classA": [1.0, 1.1, 1.2, 1.3, 1.0, 1.05, 0.9, 1.0, 1.4], "classB": [1.0] * 9}
+    state = [0, 0, 0, 0, 0, 1, 0, 0, 2]
+    cluster = pal_opt.Cluster.from_arrays(range(10, 19), servers, factors, state, {"a": "r1", "b": "r0", "c": "r1"})
+    jobs = (pal_opt.Job(id="x", demand=3, perfclass="classA"), pal_opt.Job(id="y", demand=2, perfclass="classB"),
+            pal_opt.Job(id="z", demand=1, perfclass="classA"))
+    return pal_opt.RoundInstance(cluster, jobs, pal_opt.RoundParams(), name="racked")
+
+
+def test_cells_draw_every_gpu_where_it_is() -> None:
+    inst = _racked_round()
+    result = pal_opt.solve(inst, "ilp", backend="highs")
+    assert result.placements and not pal_opt.check(inst, result)
+    factors = binned_factors(inst.cluster, "none")
+    held = {g: j for j, gpus in result.placements.items() for g in gpus}
+    spare = next(g for g in range(10, 18) if g not in held and inst.cluster.state[g - 10] == GpuState.FREE)
+    cells = placement_cells(inst, result.placements, factors, failed=[spare])
+    cl = inst.cluster
+    # rows rack by rack: r1's servers a and c, then r0's b; a new rack starts at row 2
+    assert [cl.server_ids[s] for s in cells.row_server] == ["a", "c", "b"] and cells.rack_ends == [2]
+    assert cells.image.shape == (3, 4, 4)
+    row = {"a": 0, "c": 1, "b": 2}
+    col = {10: 0, 11: 1, 12: 2, 13: 3, 16: 0, 17: 1, 18: 2, 14: 0, 15: 1}
+    server = dict(zip(range(10, 19), ["a"] * 4 + ["b"] * 2 + ["c"] * 3, strict=True))
+    perfclass = {j.id: j.perfclass for j in inst.jobs}
+    for g in range(10, 19):
+        r, c = row[server[g]], col[g]
+        if g == spare:
+            assert tuple(cells.image[r, c]) == (0.0, 0.0, 0.0, 1.0)  # failed by the caller
+        elif g in held:
+            assert tuple(cells.image[r, c]) == cells.colours[held[g]] and cells.job_at[(r, c)] == held[g]
+            assert cells.speed[r, c] == factors[perfclass[held[g]]][g - 10]
+        else:
+            assert (r, c) not in cells.job_at and np.isnan(cells.speed[r, c])
+    assert tuple(cells.image[row["c"], col[18]]) == (0.0, 0.0, 0.0, 1.0)  # failed in the round
+    assert tuple(cells.image[row["b"], col[15]]) == pytest.approx((0.62, 0.62, 0.62, 1.0))  # busy
+    assert tuple(cells.image[2, 3]) == pytest.approx((0.94, 0.94, 0.94, 1.0))  # server b has no 4th GPU
+    assert len(set(cells.colours.values())) == len(result.placements)
+    assert inst.cluster.state[8] == GpuState.FAILED
+
+
+def test_the_figure_is_an_image_of_the_asked_format_and_repeats(tmp_path: Path) -> None:
+    inst = pal_opt.load_instance(PAPER)
+    result = pal_opt.solve(inst, "pal")
+    one = placement_figure(inst, result, "a.png")
+    assert one.startswith(PNG) and placement_figure(inst, result, "b.png") == one
+    assert placement_figure(inst, result, "a.svg").lstrip().startswith(b"<?xml")
+    plot_placement(inst, result, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes() == one
+
+
+def test_a_large_round_and_an_empty_placement_draw() -> None:
+    inst = pal_opt.generate_instance(nodes=64, gpus_per_node=8, jobs=150, seed=2)
+    result = pal_opt.solve(inst, "pal")
+    assert len(result.placements) > 40  # drawn as a histogram
+    assert placement_figure(inst, result, "big.png").startswith(PNG)
+    none = replace(result, placements={})
+    assert placement_figure(inst, none, "none.png").startswith(PNG)
+
+
+def test_solve_and_repair_write_the_figure_with_the_placement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, plot = tmp_path / "p.json", tmp_path / "p.png"
+    assert main(["solve", str(PAPER), "--method", "pal", "--out", str(out), "--plot", str(plot), "--quiet"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(f"  {out}, {plot}")
+    assert plot.read_bytes().startswith(PNG) and json.loads(out.read_text())["method"] == "pal"
+    gpu = json.loads(out.read_text())["placements"]
+    failed = next(iter(gpu.values()))[0]
+    rep, rplot = tmp_path / "r.json", tmp_path / "r.png"
+    assert main(["repair", str(PAPER), str(out), "--failed", str(failed), "--out", str(rep), "--plot", str(rplot),
+                 "--quiet"]) == 0
+    assert rplot.read_bytes().startswith(PNG) and rep.exists()
+    # the figure alone, without --out
+    alone = tmp_path / "alone.pdf"
+    assert main(["solve", str(PAPER), "--method", "packed", "--plot", str(alone), "--quiet"]) == 0
+    assert alone.read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize(("plot", "message"), [
+    ("p.xyz", "--plot {d}/p.xyz: the file name must end in one of"),
+    ("missing/p.png", "{d}/missing/p.png: cannot write: directory {d}/missing does not exist"),
+    ("p.json", "--plot {d}/p.json: the same file as --out"),
+    ("../instances/paper-16x4.json", "--plot"),
+])
+def test_a_bad_plot_is_one_line_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   plot: str, message: str) -> None:
+    (tmp_path / "p.json").write_text("earlier\n")
+    if plot.startswith(".."):  # the instance itself
+        target = str(PAPER)
+        args = ["solve", target, "--method", "pal", "--plot", target]
+    else:
+        target = str(tmp_path / plot)
+        args = ["solve", str(PAPER), "--method", "pal", "--out", str(tmp_path / "p.json"), "--plot", target]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.format(d=tmp_path) in err, err
+    assert (tmp_path / "p.json").read_text() == "earlier\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
