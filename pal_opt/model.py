@@ -127,7 +127,15 @@ def _as_1d(a: Any, dtype: Any, name: str) -> np.ndarray:
     arr = np.asarray(a, dtype=dtype)
     if arr.ndim != 1:
         raise InstanceError(f"must be one-dimensional, got shape {arr.shape}", path=name)
-    arr.setflags(write=False)
+    return _frozen(arr)
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    """``arr`` made read-only; a writeable one (it may be the caller's own, which
+    ``np.asarray`` hands back as it is) is copied first, so that the caller's stays writeable."""
+    if arr.flags.writeable:
+        arr = arr.copy()
+        arr.setflags(write=False)
     return arr
 
 
@@ -421,8 +429,7 @@ class Cluster:
         set_(self, "server_ids", tuple(_plain_ids(tuple(self.server_ids), "server_ids[{}]")))
         set_(self, "rack_ids", tuple(_plain_ids(tuple(self.rack_ids), "rack_ids[{}]")))
         _validate_topology(server_of, len(self.server_ids), rack_of, len(self.rack_ids))
-        for a in fac.values():
-            a.setflags(write=False)
+        fac = {c: _frozen(a) for c, a in fac.items()}
         set_(self, "gpu_ids", _as_1d(ids, np.int64, "gpus[].id"))
         set_(self, "server_of", server_of)
         set_(self, "rack_of_server", rack_of)
@@ -805,8 +812,9 @@ class Pipeline:
     pal_opt.errors.InstanceError: pipeline.replicas[0]: must be a positive integer, got 0
     """
 
-    stage_times: tuple[float, ...]
-    replicas: tuple[int, ...]
+    #: (a list is accepted too; it is kept as a tuple)
+    stage_times: Sequence[float]
+    replicas: Sequence[int]
 
     def __post_init__(self) -> None:
         times = tuple(self.stage_times) if isinstance(self.stage_times, (tuple, list)) else ()

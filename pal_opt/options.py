@@ -26,7 +26,7 @@ import logging
 import math
 import numbers  # numpy's scalars are registered as numbers.Real/Integral
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -218,7 +218,7 @@ class SolveOptions:
     seed: Any = None
     backend: str | None = None
     admission: str | None = None
-    jobs: tuple[Any, ...] | None = None
+    jobs: Sequence[Any] | None = None  # any iterable of ids; kept as a tuple
     time_limit: float | None = None
     deadline: float | None = None
     gap: float | None = None

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import json
 import math
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 

@@ -418,3 +418,35 @@ def test_options_of_one_round_are_refused_by_a_policy() -> None:
     for kw in ({"deadline": time.monotonic() + 1}, {"jobs": ["a"]}):
         with pytest.raises(pal_opt.OptionError, match="apply to one round"):
             pal_opt.RoundPolicy("ilp", **kw)
+
+
+def test_a_cluster_leaves_the_callers_arrays_writeable() -> None:
+    """A round loop updates its factors and states in place between rounds: the cluster keeps
+    read-only copies and the caller's arrays stay the caller's."""
+    factors = {"classA": np.array([1.0, 1.1, 1.3, 1.0])}
+    state, ids, devices = np.zeros(4, dtype=np.int8), np.arange(4), np.array([0, 1, 0, 1])
+    cl = Cluster.from_arrays(ids, [0, 0, 1, 1], factors, state=state, devices=devices)
+    assert all(a.flags.writeable for a in (factors["classA"], state, ids, devices))
+    assert not any(a.flags.writeable for a in (cl.factors["classA"], cl.state, cl.gpu_ids, cl.devices))
+    state[2], factors["classA"][0] = 2, 9.0
+    assert cl.state.tolist() == [0, 0, 0, 0] and cl.factors["classA"][0] == 1.0
+    again = cl.with_state(np.array([0, 0, 2, 0]))  # the cluster's own read-only arrays are shared, not copied
+    assert again.factors["classA"] is cl.factors["classA"]
+
+
+def test_lists_where_the_hints_say_sequences() -> None:
+    assert SolveOptions(jobs=["a", 7]).jobs == ("a", 7)
+    p = pal_opt.Pipeline([1.0, 2.0], [1, 1])
+    assert p.stage_times == (1.0, 2.0) and p.replicas == (1, 1)
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_an_empty_or_unplaceable_queue_is_its_own_bound_under_every_exact_method(backend: str) -> None:
+    if backend not in pal_opt.available_backends():
+        pytest.skip(f"{backend} not installed")
+    inst = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=3, seed=0)
+    big = pal_opt.make_instance(inst.cluster, [{"id": "x", "demand": 64, "class": "classA"}])
+    for rnd in (RoundInstance(inst.cluster, (), inst.params), big):
+        for method in ("ilp", "ilp-preempt"):
+            r = pal_opt.solve(rnd, method, backend=backend)
+            assert (r.status.value, r.objective, r.bound, r.gap) == ("optimal", 0.0, 0.0, 0.0), (method, r)

@@ -228,7 +228,10 @@ def solve_preempt(
     info: dict[str, Any] = {"binning": mode, "optional": [instance.jobs[i].id for i in plan.optional],
                             "start_objective": start_cost}
     if not plan.admitted or work.free_gpus == 0:  # (no GPU in service: nothing can be placed)
-        return _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
+        res = _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
+        if res.status == Status.OPTIMAL:  # nothing to choose: the answer is its own bound, as ilp reports it
+            res.bound, res.gap = res.objective, 0.0
+        return res
     if clock.passed():
         info["note"] = "time limit: the greedy start (no time left to build the program)"
         info["time_limit_reached"] = "building the program"
