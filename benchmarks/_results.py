@@ -19,6 +19,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRATCH = RESULTS / "scratch"
@@ -90,3 +91,61 @@ def package_versions(names: Sequence[str] = PACKAGES) -> str:
             out.append(f"{name} (not installed)")
     return ", ".join(out)
 
+
+
+def code_fingerprint() -> str:
+    """A short hash of everything a kept run's figures depend on: pal_opt's source files and the
+    versions of :data:`PACKAGES`.  A benchmark that keeps finished runs between invocations
+    re-uses one only under the same fingerprint (:func:`fresh_runs`), so that a change of code or
+    of a solver release is never hidden behind an earlier figure."""
+    import hashlib
+
+    h = hashlib.sha256(package_versions().encode())
+    package = RESULTS.parents[1] / "pal_opt"
+    for path in sorted(package.rglob("*.py")):
+        h.update(path.relative_to(package).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def source_commit() -> str:
+    """The commit the runs are made at (``git rev-parse --short HEAD``), with ``+changes`` when
+    pal_opt or the benchmarks differ from it; ``unknown`` outside a git checkout."""
+    import subprocess
+
+    root = RESULTS.parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "pal_opt", "benchmarks/*.py"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
+
+
+def stamped(run: dict[str, Any], fingerprint: str, commit: str) -> dict[str, Any]:
+    """``run`` with where it comes from: the code fingerprint, the commit and the date."""
+    import time
+
+    return {**run, "fingerprint": fingerprint, "commit": commit, "run_date": time.strftime("%Y-%m-%d")}
+
+
+def fresh_runs(runs: dict[str, dict[str, Any]], fingerprint: str, name: str) -> dict[str, dict[str, Any]]:
+    """The kept runs made under ``fingerprint``; the others are dropped (and counted on stderr),
+    to be run again."""
+    keep = {k: r for k, r in runs.items() if r.get("fingerprint") == fingerprint}
+    if len(keep) < len(runs):
+        print(f"{name}: {len(runs) - len(keep)} kept runs were made with other code or packages; "
+              "they will be run again", file=sys.stderr)
+    return keep
+
+
+def runs_provenance(runs: Sequence[dict[str, Any]] | Any) -> str:
+    """One sentence: when and at which commit the runs on a page were made."""
+    rows = list(runs)
+    dates = sorted({r.get("run_date", "an unrecorded date") for r in rows})
+    commits = sorted({r.get("commit", "an unrecorded commit") for r in rows})
+    prints = sorted({r.get("fingerprint", "none") for r in rows})
+    return (f"The {len(rows)} runs were made on {', '.join(dates)} at commit {', '.join(commits)} "
+            f"(code and package fingerprint {', '.join(prints)}, `benchmarks/_results.py::code_fingerprint`).")

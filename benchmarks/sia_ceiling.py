@@ -38,7 +38,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import (
+    add_output_arguments,
+    code_fingerprint,
+    fresh_runs,
+    output_dir,
+    produced_by,
+    runs_provenance,
+    source_commit,
+    stamped,
+)
 from sia_compare import CLUSTER, DATA, HOUR, ROOT, SHARED, _files, run_meta
 
 #: The runs of one trace: (name, variability, at floor).
@@ -88,11 +97,12 @@ def _key(trace: int, name: str) -> str:
 
 def _run_grid(traces: list[int], workers: int, store: Path, runs: dict[str, Any]) -> None:
     todo = [(t, name, v, f) for t in traces for name, v, f in RUNS if _key(t, name) not in runs]
+    fingerprint, commit = code_fingerprint(), source_commit()
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = {pool.submit(run_one, t, v, f): _key(t, name) for t, name, v, f in todo}
         for fut in as_completed(futures):
             key = futures[fut]
-            runs[key] = fut.result()
+            runs[key] = stamped(fut.result(), fingerprint, commit)
             store.write_text(json.dumps(runs, indent=1, sort_keys=True))
             print(f"{key}: avg JCT {runs[key]['avg_jct'] / HOUR:.4f} h ({runs[key]['wall_seconds']:.0f} s)",
                   file=sys.stderr)
@@ -129,9 +139,11 @@ def _page(rows: list[dict[str, float]], meta: dict[str, Any], command: str) -> s
         "least slowest-factor any GPUs with its per-node counts could give on the empty cluster (an oracle: no "
         "placement of Sia's configurations runs faster).  *Ceiling* = sia at floor / sia: the least ratio to "
         f"`sia` that placement alone could reach; the issue's target is {TARGET}.  Every run is deterministic; "
-        "finished runs are kept in `sia_ceiling_runs.json` and re-used by a later invocation.", "",
+        "finished runs are kept in `sia_ceiling_runs.json` and re-used by a later invocation of the same code "
+        "and packages.  *sia ran at*: `sia`'s mean slowest factor over job-rounds; *the oracle's floor*: the "
+        "mean placement floor of the oracle run's own job-rounds (its decisions differ from `sia`'s).", "",
         "| trace | sia, no variability (h) | sia, Longhorn (h) | sia at floor (h) | ceiling | "
-        "ilp / sia (`sia_compare`) | sia ran at | floor | p99 sia (h) | p99 at floor (h) |",
+        "ilp / sia (`sia_compare`) | sia ran at | the oracle's floor | p99 sia (h) | p99 at floor (h) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
@@ -184,15 +196,29 @@ def main(argv: list[str] | None = None) -> int:
     if not (DATA / "workloads").is_dir() or not SHARED.is_dir():
         print(f"sia_ceiling: {DATA} not found (../shared is needed)", file=sys.stderr)
         return 2
-    traces = [int(t) for t in args.traces.split(",")]
-    out = output_dir(args, "sia_ceiling")
+    try:
+        traces = [int(t) for t in args.traces.split(",") if t]
+    except ValueError:
+        ap.error(f"--traces {args.traces}: comma-separated trace numbers 1-7 expected")
+    if not traces or any(not 1 <= t <= 7 for t in traces):
+        ap.error(f"--traces {args.traces}: newTrace workloads are numbered 1-7")
+    out = output_dir(args, "sia_ceiling", partial=None if traces == list(range(1, 8)) else "--traces subset")
     store = out / "sia_ceiling_runs.json"
     runs: dict[str, Any] = json.loads(store.read_text()) if store.is_file() else {}
     if not args.no_run:
+        runs = fresh_runs(runs, code_fingerprint(), "sia_ceiling")
         _run_grid(traces, args.workers, store, runs)
+    missing = [t for t in traces for name, _, _ in RUNS if _key(t, name) not in runs]
+    if missing:
+        print(f"sia_ceiling: no kept run of newtrace-{', '.join(map(str, sorted(set(missing))))} in {store}; "
+              "run without --no-run", file=sys.stderr)
+        return 1
     compare_store = out / "sia_compare_runs.json"
-    rows = _rows(runs, traces, json.loads(compare_store.read_text()) if compare_store.is_file() else {})
-    (out / "sia_ceiling.md").write_text(_page(rows, run_meta(), produced_by(__file__, argv)))
+    compare = json.loads(compare_store.read_text()) if compare_store.is_file() else {}
+    compare = {k: r for k, r in compare.items() if r.get("fingerprint") == runs[_key(traces[0], RUNS[0][0])].get("fingerprint")}
+    rows = _rows(runs, traces, compare)
+    page = _page(rows, run_meta(), produced_by(__file__, argv)) + "\n" + runs_provenance(runs.values()) + "\n"
+    (out / "sia_ceiling.md").write_text(page)
     _plot(rows, out / "sia_ceiling.png")
     print(f"wrote {out / 'sia_ceiling.md'}", file=sys.stderr)
     return 0

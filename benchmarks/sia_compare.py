@@ -34,7 +34,17 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, package_versions, produced_by
+from _results import (
+    add_output_arguments,
+    code_fingerprint,
+    fresh_runs,
+    output_dir,
+    package_versions,
+    produced_by,
+    runs_provenance,
+    source_commit,
+    stamped,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -194,8 +204,8 @@ def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dic
            "`ilp`: Sia's program and Sia's placer as `sia` runs them, then pal-opt's round program re-places "
            "the jobs from Sia's GPUs, leaving them only for a strictly better placement with the same GPUs per node "
            "(`formulations/sia_ilp_types.md` §3.1).  Every run is deterministic; finished runs are kept in "
-           "`sia_compare_runs.json` and a later invocation re-runs only what is missing there, so runs of "
-           "policies whose code did not change may date from an earlier invocation.", ""]
+           "`sia_compare_runs.json` with a fingerprint of pal_opt's code and the packages, and a later "
+           "invocation re-uses only the runs of the same fingerprint.  " + runs_provenance(runs.values()), ""]
     for v in VARIABILITY:
         out += _table(runs, traces, v) + [""]
     out += _targets(runs, traces) + [""]
@@ -278,11 +288,30 @@ def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Pat
     return True
 
 
+def _checked_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
+    """The traces, policies and variability settings asked for, each checked (one line, exit 2)."""
+    try:
+        traces = [int(t) for t in args.traces.split(",") if t]
+    except ValueError:
+        ap.error(f"--traces {args.traces}: comma-separated trace numbers 1-7 expected")
+    bad = [t for t in traces if not 1 <= t <= 7]
+    if bad or not traces:
+        ap.error(f"--traces {args.traces}: newTrace workloads are numbered 1-7")
+    policies = [p for p in args.policies.split(",") if p]
+    variability = [v for v in args.variability.split(",") if v]
+    for flag, given, known in (("--policies", policies, POLICIES), ("--variability", variability, VARIABILITY)):
+        unknown = [x for x in given if x not in known]
+        if unknown or not given:
+            ap.error(f"{flag}: {', '.join(unknown) or 'nothing given'}; choose among {', '.join(known)}")
+    return traces, policies, variability
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--traces", default="1,2,3,4,5,6,7")
-    ap.add_argument("--policies", default=",".join(POLICIES))
-    ap.add_argument("--variability", default=",".join(VARIABILITY))
+    ap.add_argument("--traces", default="1,2,3,4,5,6,7", help="newTrace workloads to run, comma-separated (default 1-7)")
+    ap.add_argument("--policies", default=",".join(POLICIES), help=f"policies (default {','.join(POLICIES)})")
+    ap.add_argument("--variability", default=",".join(VARIABILITY),
+                    help=f"without and with Longhorn variability (default {','.join(VARIABILITY)})")
     ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")
     ap.add_argument("--no-run", action="store_true",
                     help="run nothing: rewrite the tables and the plot from the runs kept in the output directory")
@@ -291,14 +320,19 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.is_dir() or not LONGHORN.is_dir():
         print(f"sia_compare: skipped: shared data not found at {SHARED}", file=sys.stderr)
         return 0
-    traces = [int(t) for t in args.traces.split(",") if t]
-    out = output_dir(args, "sia_compare")
+    traces, policies, variability = _checked_options(ap, args)
+    partial = None if (traces, policies, variability) == (list(range(1, 8)), list(POLICIES), list(VARIABILITY)) \
+        else "--traces/--policies/--variability subset"
+    out = output_dir(args, "sia_compare", partial=partial)
     cache = out / "sia_compare_runs.json"
     fail_path = out / "sia_compare_failed.json"
     runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
-    todo = [(t, p, v) for t in traces for v in args.variability.split(",") for p in args.policies.split(",")
+    fingerprint, commit = code_fingerprint(), source_commit()
+    if not args.no_run:
+        runs = fresh_runs(runs, fingerprint, "sia_compare")
+    todo = [(t, p, v) for t in traces for v in variability for p in policies
             if f"{t}/{p}/{v}" not in runs and not args.no_run]
-    failed: dict[str, str] = json.loads(fail_path.read_text()) if fail_path.is_file() else {}
+    failed: dict[str, str] = {}  # this invocation's (an earlier one's failures were of other code, or ran again)
     with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
         futures = {pool.submit(run_one, *task): task for task in todo}
         for f in as_completed(futures):
@@ -309,15 +343,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"sia_compare: {t}/{p}/{v}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 failed[f"{t}/{p}/{v}"] = f"{type(exc).__name__}: {exc}"
                 continue
-            runs[_key(r)] = r
+            runs[_key(r)] = stamped(r, fingerprint, commit)
             failed.pop(_key(r), None)  # an earlier failure of this run is history now
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)
-    failed = {k: v for k, v in failed.items() if k not in runs}
     if failed:
         fail_path.write_text(json.dumps(failed, indent=1) + "\n")
     elif fail_path.is_file():
         fail_path.unlink()
+    if not runs:
+        print(f"sia_compare: no finished run to write a page from (in {cache})", file=sys.stderr)
+        return 1
     meta = {**run_meta(), "command": produced_by(__file__, argv)}
     done = sorted({r["trace"] for r in runs.values()})
     md = write_markdown(runs, done, meta)
@@ -328,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(runs, done, out / "sia_compare.png")
     plot_slowdowns(runs, done, out / "sia_compare_slowdown.png")
     print(f"sia_compare: wrote {out}/sia_compare.{{md,csv,png}}", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -32,7 +32,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import (
+    add_output_arguments,
+    code_fingerprint,
+    fresh_runs,
+    output_dir,
+    produced_by,
+    runs_provenance,
+    source_commit,
+    stamped,
+)
 from sia_compare import DATA, HOUR, LONGHORN, SHARED, run_meta, run_one
 
 #: (policy, --ilp-mode) of every design compared on draw 0; ``sia`` and ``anchored`` also run on
@@ -143,6 +152,7 @@ def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], seeds: li
              "(`pal_opt.hetero.gpus.placement_floor`). Every run is deterministic.", ""]
     lines += _design_table(runs, traces)
     lines += _draw_table(_draw_rows(runs, traces, seeds))
+    lines += ["", runs_provenance(runs.values())]
     return "\n".join(lines)
 
 
@@ -196,11 +206,21 @@ def main(argv: list[str] | None = None) -> int:
     if not DATA.is_dir() or not LONGHORN.is_dir():
         print(f"sia_variants: skipped: shared data not found at {SHARED}", file=sys.stderr)
         return 0
-    traces = [int(t) for t in args.traces.split(",") if t]
-    seeds = sorted({0, *(int(s) for s in args.seeds.split(",") if s)})
-    out = output_dir(args, "sia_variants")
+    try:
+        traces = [int(t) for t in args.traces.split(",") if t]
+        seeds = sorted({0, *(int(s) for s in args.seeds.split(",") if s)})
+    except ValueError:
+        ap.error(f"--traces {args.traces} --seeds {args.seeds}: comma-separated integers expected")
+    if not traces or any(not 1 <= t <= 7 for t in traces) or any(s < 0 for s in seeds):
+        ap.error(f"--traces {args.traces}: newTrace workloads are numbered 1-7 (and seeds are >= 0)")
+    default = ap.parse_args([])
+    partial = None if (args.traces, args.seeds) == (default.traces, default.seeds) else "--traces/--seeds subset"
+    out = output_dir(args, "sia_variants", partial=partial)
     cache = out / "sia_variants_runs.json"
     runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
+    fingerprint, commit = code_fingerprint(), source_commit()
+    if not args.no_run:
+        runs = fresh_runs(runs, fingerprint, "sia_variants")
     todo = [] if args.no_run else [task for task in _tasks(traces, seeds)
                                    if _key(task[0], task[1], task[4], task[2], task[3]) not in runs]
     failed = 0
@@ -215,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"sia_variants: {key}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 failed += 1
                 continue
-            runs[key] = r
+            runs[key] = stamped(r, fingerprint, commit)
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_variants: [{n}/{len(todo)}] {key}: avg JCT {r['avg_jct'] / HOUR:.4f} h "
                   f"({r['wall_seconds']:.0f} s)", file=sys.stderr)
