@@ -75,6 +75,7 @@ from .cliargs import (
     pos_int,
     positive_float,
     refuse_overwriting_inputs,
+    resolve_job_ids,
     solve_options,
     with_costs,
     with_restart,
@@ -452,6 +453,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         options = replace(options, deadline=process_started() + options.time_limit)
         _EXIT_AT_ONCE.append(True)
     inst = with_restart(with_costs(load_instance(args.instance), args.cost), args.restart_cost, args.round)
+    if options.jobs:
+        from dataclasses import replace
+
+        options = replace(options, jobs=resolve_job_ids(args.jobs, inst.job_by_id))
     _warn_unoptimised_charges(args)
     try:
         with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
@@ -675,18 +680,23 @@ def _report_repair(args: argparse.Namespace, inst: Any, result: Any) -> None:
     displaced, replaced = rep["displaced"], rep["replaced"]
     lines = [
         ("round", f"{inst.name or args.instance}: {_describe(inst)}"),
-        ("failed", f"{len(failed)} GPUs on {len(servers)} servers: {shown}"),
+        ("failed", f"{_count(len(failed), 'GPU')} on {_count(len(servers), 'server')}: {shown}"),
         ("method", f"repair, {how} (binning {result.info['binning']}){_backend_text(result)}"),
         ("status", status_line(result)),
         *((("note", result.message),) if result.message else ()),
-        ("kept", f"{rep['kept']} unaffected jobs on their GPUs"),
-        ("displaced", f"{len(displaced)} jobs lost a GPU: {len(replaced)} re-placed, "
+        ("kept", f"{_count(rep['kept'], 'unaffected job')} on their GPUs"),
+        ("displaced", f"{_count(len(displaced), 'job')} lost a GPU: {len(replaced)} re-placed, "
                       f"{len(displaced) - len(replaced)} left out"),
-        *((("migrated", f"{len(rep['migrated'])} unaffected jobs moved"),) if price is not None else ()),
+        *((("migrated", f"{_count(len(rep['migrated']), 'unaffected job')} moved"),) if price is not None else ()),
         ("placed", f"{result.jobs_placed} jobs on {result.gpus_used} GPUs"),
         *_cost_lines(result, inst),
     ]
     _finish_report(args, result, lines, inst)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 GPU``, ``2 GPUs``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def status_line(result: Any) -> str:

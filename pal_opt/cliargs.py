@@ -26,6 +26,7 @@ __all__ = [
     "nonneg_int",
     "pos_int",
     "job_ids",
+    "resolve_job_ids",
     "gpu_ids",
     "input_file",
     "nonempty",
@@ -190,18 +191,39 @@ def check_plot_target(path: str, flag: str = "--plot") -> None:
                               "which is not on PATH; install it or choose another format, such as .pdf")
 
 
-def job_ids(text: str) -> list[int | str]:
-    """Comma-separated job ids (integers where they parse as such)."""
-    ids: list[int | str] = []
+class JobIds(list[int | str]):
+    """``--jobs``: the ids parsed (integers where they parse as such), and ``typed``, the text
+    of each as written, for :func:`resolve_job_ids`."""
+
+    typed: list[str]
+
+
+def job_ids(text: str) -> JobIds:
+    """Comma-separated job ids (integers where they parse as such; :func:`resolve_job_ids`
+    matches them against a round's ids as written)."""
+    ids = JobIds()
+    ids.typed = []
     for part in text.split(","):
         t = part.strip()
         if not t:
             raise argparse.ArgumentTypeError(f"empty job id in {text!r}")
+        ids.typed.append(t)
         try:
             ids.append(int(t))
         except ValueError:
             ids.append(t)
     return ids
+
+
+def resolve_job_ids(ids: list[int | str], known: Iterable[Any]) -> list[int | str]:
+    """``--jobs`` ids matched against a round's job ids as they are stored: ``007`` is the job
+    ``"007"`` when the round has one (an importer keeps such ids as text), and the job 7 only
+    otherwise; an id the round does not have is left as parsed (the solve names it)."""
+    typed = getattr(ids, "typed", None)
+    if typed is None:
+        return list(ids)
+    names = {k for k in known if isinstance(k, str)}
+    return [t if t in names else i for t, i in zip(typed, ids, strict=True)]
 
 
 def gpu_ids(text: str) -> list[int]:
@@ -214,9 +236,12 @@ def gpu_ids(text: str) -> list[int]:
     for part in text.split(","):
         t = part.strip()
         try:
-            ids.append(int(t))
+            g = int(t)
         except ValueError:
             raise argparse.ArgumentTypeError(f"GPU ids must be integers, got {t!r} in {text!r}") from None
+        if g in ids:
+            raise argparse.ArgumentTypeError(f"GPU {g} is given twice in {text!r}")
+        ids.append(g)
     return ids
 
 
@@ -249,8 +274,17 @@ def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any
         return instance
     from dataclasses import replace
 
+    from .cost.registry import COST_TERMS
+
     merged = {k: dict(v) for k, v in instance.params.costs.items()}
     for term, param, value in costs:
+        if term not in COST_TERMS:  # named by the flag, before any warning and any work
+            raise OptionError(f"--cost {term}.{param}={value:g}: unknown cost term {term!r}; known: "
+                              f"{', '.join(COST_TERMS)}")
+        try:
+            COST_TERMS[term].validate_params({param: value})
+        except OptionError as exc:
+            raise OptionError(f"--cost {term}.{param}={value:g}: {exc}") from None
         merged.setdefault(term, {})[param] = value
     return replace(instance, params=replace(instance.params, costs=merged))
 
@@ -286,6 +320,12 @@ def with_restart(instance: Any, restart_cost: float | None, round_length: float 
         return instance
     from dataclasses import replace
 
+    restart = given.get("restart_cost", instance.params.restart_cost)
+    length = given.get("round_length", instance.params.round_length)
+    if restart >= length:  # named by the flags (the round's own check would name params.restart_cost)
+        where = "--round" if "round_length" in given else "the round's params.round_length"
+        raise OptionError(f"--restart-cost {restart:g} must be below the round length ({length:g} s, {where}): "
+                          "a move would lose the whole round")
     return replace(instance, params=replace(instance.params, **given))
 
 

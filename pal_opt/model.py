@@ -1186,6 +1186,9 @@ class RoundParams:
                                                         high=FACTOR_RANGE[1]))
         set_(self, "restart_cost", _finite_at_least(self.restart_cost, 0.0, "params.restart_cost"))
         set_(self, "round_length", _finite_at_least(self.round_length, 0.0, "params.round_length", strict=True))
+        if self.restart_cost >= self.round_length:  # the simulator's rule too (SimConfig)
+            raise InstanceError(f"must be below the round length ({self.restart_cost:g} s ≥ {self.round_length:g} s): "
+                                "a move would lose the whole round", path="params.restart_cost")
         modes = [b.value for b in Binning]
         if not isinstance(self.binning, str) or self.binning not in modes:
             raise InstanceError(f"must be one of {', '.join(modes)}, got {self.binning!r}", path="params.binning")

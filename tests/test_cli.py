@@ -420,3 +420,46 @@ def test_repair_keeps_the_round_it_repairs_and_says_so(tmp_path, capsys):
     solved.write_text(json.dumps(doc))
     rc, _, err = run(capsys, "check", PAPER, solved)
     assert rc == 2 and err.strip().endswith("info.round_overrides.restart_cost: must be a number")
+
+
+def test_solve_jobs_match_ids_as_the_round_stores_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--jobs 007`` is the job "007" of an imported queue (ids kept as text), not the job 7;
+    ``--jobs 7`` is still the job 7."""
+    import pal_opt
+
+    inst = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=2, seed=0)
+    rnd = pal_opt.make_instance(inst.cluster, [{"id": "007", "demand": 2, "class": "classA"},
+                                               {"id": 7, "demand": 1, "class": "classA"}])
+    path = tmp_path / "r.json"
+    pal_opt.save_instance(rnd, path)
+    for typed, placed in (("007", "007"), ("7", "7")):
+        out = tmp_path / f"{typed}.json"
+        assert main(["solve", str(path), "--method", "ilp", "--jobs", typed, "--out", str(out), "--quiet"]) == 0
+        doc = json.loads(out.read_text())
+        assert list(doc["placements"]) == [placed], doc["placements"]
+    capsys.readouterr()
+    assert main(["solve", str(path), "--method", "ilp", "--jobs", "008"]) == 2
+    assert "job 8 is not in the queue" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--method", "pal", "--cost", "nosuch.x=1"], "--cost nosuch.x=1: unknown cost term 'nosuch'; known: "),
+    (["--method", "ilp", "--cost", "migration.y=1"], "--cost migration.y=1: cost term 'migration' has no parameter 'y'"),
+    (["--method", "ilp", "--restart-cost", "400"], "--restart-cost 400 must be below the round length (360 s"),
+    (["--method", "ilp", "--restart-cost", "100", "--round", "90"], "(90 s, --round)"),
+])
+def test_cost_flags_are_checked_before_any_warning(capsys: pytest.CaptureFixture[str], flags: list[str],
+                                                   message: str) -> None:
+    assert main(["solve", str(REPO / "instances" / "paper-16x4.json"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_an_instance_restart_cost_of_a_whole_round_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads((REPO / "instances" / "paper-16x4.json").read_text())
+    doc["params"]["restart_cost"] = 1000.0
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    assert main(["solve", str(path), "--method", "pal"]) == 2
+    assert capsys.readouterr().err.strip() == (f"pal-opt: error: {path}: params.restart_cost: must be below the round "
+                                               "length (1000 s ≥ 360 s): a move would lose the whole round")

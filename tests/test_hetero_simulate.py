@@ -460,7 +460,7 @@ def test_a_profiles_path_that_is_a_file_or_an_empty_folder_says_so(tmp_path: Pat
     from pal_opt.errors import InstanceError
     from pal_opt.hetero.profiles import application_names
 
-    with pytest.raises(InstanceError, match="no application in the profiles folder"):
+    with pytest.raises(InstanceError, match="not a Sia profiles folder: no sub-folder holds a placements-<type>.csv"):
         application_names(tmp_path)
     (tmp_path / "f.json").write_text("{}")
     with pytest.raises(InstanceError, match="not a folder"):

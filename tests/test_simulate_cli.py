@@ -351,3 +351,19 @@ def test_a_class_given_twice_or_a_file_that_is_not_regular_is_refused(tmp_path: 
     assert err.strip() == f"pal-opt: error: --variability: class 'classA' given twice (classA={a} and classA={b})"
     _, err = _simulate(tmp_path, capsys, "--variability", "classA=/dev/null", code=2)
     assert err.strip() == "pal-opt: error: /dev/null: --variability classA: not a regular file"
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--cluster", "2x2x4", "--rack-penalty", "3"],
+     "--rack-penalty 3 is above --locality-penalty 1.7, the slowdown across racks"),
+    (["--cluster", "4x4", "--rack-penalty", "1.2"], "--rack-penalty applies to a racked cluster"),
+    (["--cluster", "4x4", "--model-class", "resnet50=classZ"], "class 'classZ' has no GPU factors"),
+])
+def test_bad_options_are_one_line_before_any_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     flags: list[str], message: str) -> None:
+    """The variability warning used to come first, then an error about ``jobs[0].locality``."""
+    out = tmp_path / "r.json"
+    assert main(["simulate", str(TRACE), *flags, "-o", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pal-opt: error:") and message in err, err
+    assert not out.exists()

@@ -646,10 +646,12 @@ def application_names(profiles_dir: str | os.PathLike[str]) -> tuple[str, ...]:
     if not root.is_dir():
         raise InstanceError("not a folder (the Sia artifact's profiles/ folder: one sub-folder per application)"
                             if root.exists() else "profiles folder not found", source=str(root))
-    names = tuple(sorted(p.name for p in root.iterdir() if p.is_dir()))
+    # an application is a sub-folder with step times (a folder of other things is not one)
+    names = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("placements-*.csv"))))
     if not names:
-        raise InstanceError("no application in the profiles folder (the Sia artifact's profiles/ has one sub-folder "
-                            "per application, such as cifar10/ with placements-<type>.csv)", source=str(root))
+        raise InstanceError("not a Sia profiles folder: no sub-folder holds a placements-<type>.csv (the Sia "
+                            "artifact's profiles/ has one sub-folder per application, such as cifar10/)",
+                            source=str(root))
     return names
 
 

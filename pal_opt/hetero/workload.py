@@ -136,6 +136,12 @@ class Workload:
         )
 
 
+def _listed(names: list[str], most: int = 12) -> str:
+    """``names`` comma-separated, at most ``most`` of them (then how many more)."""
+    shown = ", ".join(names[:most])
+    return shown if len(names) <= most else f"{shown}, ... ({len(names) - most} more)"
+
+
 def _workload(table: Table, applications: Collection[str] | Mapping[str, Application] | None) -> Workload:
     table.require(*WORKLOAD_COLUMNS)
     names = table.strings("name")
@@ -152,7 +158,7 @@ def _workload(table: Table, applications: Collection[str] | Mapping[str, Applica
         if unknown.size:
             i = int(unknown[0])
             raise table.error(
-                i, "application", f"unknown application {apps[i]!r}; known: {', '.join(sorted(known))}"
+                i, "application", f"unknown application {apps[i]!r}; known: {_listed(sorted(known))}"
             )
     replicas = table.ints("num_replicas")
     batches = table.ints("batch_size")

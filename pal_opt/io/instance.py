@@ -258,13 +258,18 @@ def _ints(values: list[Any]) -> list[Any]:
 def _params(p: dict[str, Any], source: str) -> RoundParams:
     _check_costs(p.get("costs", {}), source)
     d = RoundParams()
-    return RoundParams(
-        locality_penalty=float(p.get("locality_penalty", d.locality_penalty)),
-        binning=p.get("binning", d.binning),
-        restart_cost=float(p.get("restart_cost", d.restart_cost)),
-        costs=p.get("costs", {}),
-        round_length=float(p.get("round_length", d.round_length)),
-    )
+    try:
+        return RoundParams(
+            locality_penalty=float(p.get("locality_penalty", d.locality_penalty)),
+            binning=p.get("binning", d.binning),
+            restart_cost=float(p.get("restart_cost", d.restart_cost)),
+            costs=p.get("costs", {}),
+            round_length=float(p.get("round_length", d.round_length)),
+        )
+    except InstanceError as exc:  # a rule across fields (restart cost below the round): name the file
+        if exc.source is None:
+            exc.source = source
+        raise
 
 
 def _check_costs(costs: Mapping[str, Mapping[str, Any]], source: str) -> None:

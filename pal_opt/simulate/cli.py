@@ -90,9 +90,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "default: pal traces run until every job is done, sia traces stop at 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
     p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
-                   help="slowdown of a gang spanning servers, PAL's λ (default 1.7)")
+                   help="PAL's λ: slowdown of a gang spanning servers (on a racked cluster: spanning racks) "
+                        "(default 1.7)")
     p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
-                   help="slowdown of a gang spanning servers within one rack (default: λ)")
+                   help="racked clusters: slowdown of a gang spanning servers within one rack, at most "
+                        "--locality-penalty (default: the same as --locality-penalty)")
     add_restart_arguments(p, resumed=True, round_default="360; sia traces: 60")
     p.set_defaults(round=None)  # pal: 360 s, sia: 60 s
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
@@ -338,6 +340,20 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         print(f"unplaceable: job {jid}: {why}")
 
 
+def _check_penalties(args: argparse.Namespace, cluster: Any) -> None:
+    """``--rack-penalty`` needs racks and may not exceed ``--locality-penalty`` (the slowdown
+    across racks): one line naming both flags, before any warning or round."""
+    if args.rack_penalty is None:
+        return
+    if not cluster.rack_ids:
+        raise OptionError(f"--rack-penalty applies to a racked cluster (RACKSxSERVERSxGPUS, or a file with racks); "
+                          f"--cluster {args.cluster or '16x4'} has none")
+    if args.rack_penalty > args.locality_penalty:
+        raise OptionError(f"--rack-penalty {args.rack_penalty:g} is above --locality-penalty {args.locality_penalty:g}, "
+                          "the slowdown across racks: a gang within one rack may not be slower than one across "
+                          f"racks (for {args.rack_penalty:g} across racks, give --locality-penalty {args.rack_penalty:g})")
+
+
 def run(args: argparse.Namespace) -> int:
     """Handle ``pal-opt simulate``: every ``--policy`` in turn on the same cluster; returns the exit
     status (0, or 130 after a Ctrl-C: nothing is written and one line says how far the run got).
@@ -346,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
     from ..hetero.cli import resolve_trace_format, run_folded, simulation_inputs
     from ..io.traces import read_trace
     from .clusterfile import check_file_options, cluster_from_file, is_cluster_file
-    from .engine import build_cluster, parse_cluster
+    from .engine import build_cluster, check_trace, parse_cluster
     from .variability import variability_source
 
     from_file = is_cluster_file(args.cluster)
@@ -380,6 +396,9 @@ def run(args: argparse.Namespace) -> int:
         cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
                                          synthetic_seed=args.synthetic_variability)
         source = variability_source(origins, variability, args.synthetic_variability, used)
+    _check_penalties(args, cluster)
+    check_trace(trace, cluster, os.fspath(args.trace))  # bad input before any warning
+    if spec is not None:
         _warn_default_source(source["defaulted"])
 
     results = {}

@@ -91,6 +91,7 @@ __all__ = [
     "parse_cluster",
     "build_cluster",
     "simulate",
+    "check_trace",
     "restart_cost_units",
 ]
 
@@ -318,7 +319,10 @@ class SimConfig:
 
 
 # ---------------------------------------------------------------------------- engine
-def _check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> None:
+def check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> None:
+    """The trace against the cluster: positive demands and work, finite submit times, each
+    pipeline adding up to its demand and each class with factors (an :class:`InstanceError`
+    naming the row and column)."""
     if not trace:
         raise InstanceError("the trace has no jobs", source=source)
     for tj in trace:
@@ -937,7 +941,7 @@ def simulate(
     if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
         hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""
         raise TypeError(f"cluster must be a pal_opt Cluster, got {type(cluster).__name__}{hint}")
-    _check_trace(trace, cluster, source)
+    check_trace(trace, cluster, source)
     _check_run_length(trace, cluster, cfg, source)
     wall0 = time.perf_counter()
     sim = _Simulation(trace, cluster, cfg, source)
