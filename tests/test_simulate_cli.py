@@ -367,3 +367,26 @@ def test_bad_options_are_one_line_before_any_warning(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("pal-opt: error:") and message in err, err
     assert not out.exists()
+
+
+def test_a_stopped_sia_run_says_so_in_hours_and_its_comparison_says_the_jobs_differ(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], shared_dir: Path) -> None:
+    """A Sia run cut by --max-hours printed a warning in seconds, and compared averages over
+    different sets of finished jobs without a word (review)."""
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    out = tmp_path / "q.json"
+    assert main(["simulate", str(MINI), "--profiles", str(profiles), "--policy", "sia,pal", "--max-hours", "0.5",
+                 "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    docs = json.loads(out.read_text())["results"]
+    for policy, doc in docs.items():
+        left = doc["n_jobs"] - doc["n_completed"]
+        if left:
+            assert (f"{policy}: stopped at 0.50 h with {left} jobs unfinished; the JCT figures are of the "
+                    f"{doc['n_completed']} that finished") in captured.out
+    assert "stopped at" not in captured.err  # no warning: the stop was asked for
+    done = {p: d["n_completed"] for p, d in docs.items()}
+    compared = [line for line in captured.out.splitlines() if line.startswith("avg JCT against sia")]
+    if len(set(done.values())) > 1 and compared:
+        assert compared[0].endswith(f"(over different jobs: {done['sia']} finished under sia, "
+                                    f"{done['pal']} finished under pal)")

@@ -390,6 +390,10 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
                if (v := doc.get("variability_slowdown")) else "")
             + f", {doc['wall_seconds']:.0f} s wall -> {args.out}"
         )
+        unfinished = doc["n_jobs"] - doc["n_completed"] - len(results[policy].unplaceable)
+        if unfinished > 0:  # --max-hours: the figures above are of finished jobs only
+            print(f"{policy}: stopped at {(doc.get('stopped_at') or 0) / 3600.0:.2f} h with {unfinished} jobs "
+                  f"unfinished; the JCT figures are of the {doc['n_completed']} that finished")
         if (f := doc.get("failures")) is not None:
             from ..simulate.failures import failures_line
 
@@ -398,7 +402,8 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
             print(f"unplaceable: job {name}: {why}")
     from ..simulate.metrics import comparison_lines
 
-    for line in comparison_lines({p: d["avg_jct"] for p, d in docs.items()}, written):
+    for line in comparison_lines({p: d["avg_jct"] for p, d in docs.items()}, written,
+                                 {p: d["n_completed"] for p, d in docs.items()}):
         print(line)
 
 

@@ -488,8 +488,8 @@ def _run(
             progress(len(use), completed, len(jobs), now)
     stopped = completed + len(unplaceable) < len(jobs)
     if stopped:
-        logger.warning("stopped at %.0f s with %d of %d jobs unfinished", now,
-                       len(jobs) - completed - len(unplaceable), len(jobs))
+        logger.info("stopped at %.0f s (max_time) with %d of %d jobs unfinished", now,
+                    len(jobs) - completed - len(unplaceable), len(jobs))
     return replace(_result(jobs, use, policy, cluster, cfg, time.perf_counter() - t0, slow, unplaceable, fails),
                    stopped_at=now if stopped else None)
 

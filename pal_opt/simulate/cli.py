@@ -421,7 +421,8 @@ def run(args: argparse.Namespace) -> int:
         from .metrics import comparison_lines
 
         written = [f for f in (args.out, args.jobs_csv, args.plot) if f]
-        for line in comparison_lines({p: r.summary["avg_jct"] for p, r in results.items()}, written):
+        for line in comparison_lines({p: r.summary["avg_jct"] for p, r in results.items()}, written,
+                                     {p: r.summary["n_completed"] for p, r in results.items()}):
             print(line)
     return 0
 

@@ -67,6 +67,30 @@ this release (:data:`PAL_ALIASES`; :data:`SIA_FILE_ALIASES`, written by the comm
 ``job_results``, the same list), so that afterwards neither file has ``jobs`` and both have
 ``n_jobs`` and ``job_results``.
 
+Figures only one simulator gives (each defined where it is computed):
+
+* the PAL simulator (:mod:`pal_opt.simulate.summary`): ``end_time`` (the last completion, or the
+  first submission when none), ``stopped_at``, ``busy_gpu_seconds`` (the numerator of
+  ``utilisation``), ``mean_job_slowdown`` (the mean over jobs of each job's slowdown averaged
+  over the seconds it ran), ``gpu_weighted_slowdown`` (over all GPU-seconds run),
+  ``spanning_round_fraction`` (job-rounds on GPUs of several servers / job-rounds run),
+  ``preemptions``, ``moves`` (a running job given other GPUs), ``preempted_gpu_hours`` and
+  ``preempted_gpu_hours_weighted``, ``by_priority``, ``fallbacks`` (rounds whose exact method
+  fell back to its greedy answer), ``solver_crashes`` (solver processes that died; the round was
+  solved again or fell back), ``solve_seconds_mean``, the pipeline figures, and in the file
+  ``num_gpus``, ``config`` (every setting of the run), ``unplaceable``, ``round_log``;
+* the simulator of GPU types (:mod:`pal_opt.hetero.simulate`): ``stopped_at``,
+  ``avg_gpus_in_use`` and ``avg_gpus_in_use_by_type`` (GPUs held per round, restarting jobs
+  included), ``n_jobs_by_app`` and ``avg_jct_by_app``, ``variability_slowdown`` (with
+  variability: the mean over job-rounds of the slowest raw factor a job ran at, and its
+  placement floor), ``rounds_not_optimal`` (rounds whose program was not proven optimal), and in
+  the file its settings at the top level (``trace``, ``policy``, ``cluster``, ``round_seconds``,
+  ``policy_parameters``: Sia's p, λn and λa; ``variability``, ``seed``), ``unplaceable`` and
+  ``units`` (which figures are in seconds).
+
+The two files keep their settings in different places (``config`` in the PAL result, the top
+level in the other); a reader that needs both should read those by simulator.
+
 With failures (``--failures``) both results give ``failures`` under the same names
 (:meth:`pal_opt.simulate.failures.FailureStats.summary`: ``failures``, ``gpu_failures``,
 ``server_failures``, ``jobs_hit``, ``lost_gpu_hours``, ``gpu_hours_out_of_service``, ``repairs``,

@@ -331,14 +331,21 @@ def result_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> b
     return _figure_bytes(path, (12, 4), results, _draw_cdf, _draw_util)
 
 
-def comparison_lines(avg_jct: Mapping[str, float | None], written: Sequence[str]) -> list[str]:
+def comparison_lines(avg_jct: Mapping[str, float | None], written: Sequence[str],
+                     completed: Mapping[str, int] | None = None) -> list[str]:
     """The last lines of a simulation's summary: with several policies, each one's average JCT
-    against the first's (those with one); with several files, the files written."""
+    against the first's (those with one); with several files, the files written.  ``completed``
+    (jobs finished per policy): where the policies finished different numbers of jobs (a run
+    stopped early), the comparison says so, since its averages are over different jobs."""
     lines = []
     (first, ref), *rest = avg_jct.items()
     parts = [f"{p} {v / ref - 1:+.1%}" for p, v in rest if ref and v is not None]
     if parts:
-        lines.append(f"avg JCT against {first}: {', '.join(parts)}")
+        line = f"avg JCT against {first}: {', '.join(parts)}"
+        if completed and len(set(completed.values())) > 1:
+            line += (" (over different jobs: " + ", ".join(f"{n} finished under {p}" for p, n in completed.items())
+                     + ")")
+        lines.append(line)
     if len(written) > 1:
         lines.append(f"wrote {', '.join(written)}")
     return lines
