@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,50 @@ def output_dir(args: argparse.Namespace, name: str, *, partial: str | None = Non
         print(f"{name}: writing to {out} (pass --update to replace the committed results)", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def split_list(ap: argparse.ArgumentParser, flag: str, text: str, kind: Callable[[str], Any] = int,
+               expected: str = "comma-separated integers") -> list[Any]:
+    """``text`` (``"512,2048"``) split on commas, each item converted by ``kind``; an empty item or
+    one ``kind`` refuses is a one-line usage error (``ap.error``: usage, then ``flag``, the value
+    and ``expected``; exit 2), before any work."""
+    items = [x.strip() for x in text.split(",")]
+    try:
+        if "" in items:
+            raise ValueError
+        return [kind(x) for x in items]
+    except ValueError:
+        ap.error(f"{flag} {text!r}: {expected} expected")
+
+
+def check_values(ap: argparse.ArgumentParser, flag: str, values: Sequence[Any], ok: Callable[[Any], bool],
+                 allowed: str) -> None:
+    """A one-line usage error naming ``flag``, the first of ``values`` that is not ``ok`` and what is
+    ``allowed``; a value given twice is one too."""
+    seen: list[Any] = []
+    for v in values:
+        shown = f"{v:g}" if isinstance(v, float) else str(v)
+        if not ok(v):
+            ap.error(f"{flag} {shown}: {allowed}")
+        if v in seen:
+            ap.error(f"{flag} {shown}: given twice")
+        seen.append(v)
+
+
+def check_backends(ap: argparse.ArgumentParser, flag: str, names: Sequence[str]) -> None:
+    """A one-line usage error for a name in ``names`` that is not an installed backend."""
+    from pal_opt.ilp import available_backends
+
+    installed = available_backends()
+    check_values(ap, flag, names, lambda b: b in installed,
+                 f"not an installed backend; choose among {', '.join(installed)}")
+
+
+def wrote(name: str, *paths: Path) -> None:
+    """The run's last line, on stderr: ``<name>: wrote <paths>`` (those of ``paths`` that exist)."""
+    done = [str(p) for p in paths if Path(p).exists()]
+    listed = ", ".join(done[:-1]) + f" and {done[-1]}" if len(done) > 1 else "".join(done) or "nothing"
+    print(f"{name}: wrote {listed}", file=sys.stderr)
 
 
 def command_line(script: str, argv: Sequence[str] | None = None) -> str:

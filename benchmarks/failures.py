@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by  # noqa: E402
 from pal_lambda import machine  # noqa: E402
 
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -112,10 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="failure seeds (default 0 1 2)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    check_values(ap, "--seeds", args.seeds, lambda s: s >= 0, "failure seeds are integers >= 0")
+    partial = "--seeds" if args.seeds != ap.parse_args([]).seeds else None
     if not TRACE.is_file():
         print(f"failures: skipped: {TRACE} not found", file=sys.stderr)
         return 0
-    out = output_dir(args, "failures")
+    out = output_dir(args, "failures", partial=partial)
     t0 = time.perf_counter()
     rows = []
     for policy in POLICIES:

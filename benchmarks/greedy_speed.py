@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, check_values, output_dir, produced_by, wrote
 
 from pal_opt.binning import binned_factors
 from pal_opt.io import load_instance
@@ -125,8 +125,8 @@ def load_average() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=30, help="timed calls per policy after the cold one (default 30)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the generated rounds (default 0)")
     ap.add_argument(
         "--instance",
         type=Path,
@@ -136,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: at least 1")
+    if args.seed < 0:
+        ap.error(f"--seed {args.seed}: an integer >= 0 expected")
+    check_values(ap, "--instance", args.instance, Path.is_file, "no such instance file")
     out = output_dir(args, "greedy_speed") / "greedy_speed.md"
 
     lines = [
@@ -187,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     out.write_text(text, encoding="utf-8")
     print(text)
+    wrote("greedy_speed", out)
     return 0
 
 

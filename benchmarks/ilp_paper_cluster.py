@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, output_dir, produced_by, wrote
 
 from pal_opt.binning import binned_factors
 from pal_opt.generate import generate_instance
@@ -192,10 +192,12 @@ def bench_scale() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--no-scale", action="store_true")
+    ap.add_argument("--rounds", type=int, default=20, help="seeded 64-GPU rounds (default 20)")
+    ap.add_argument("--no-scale", action="store_true", help="skip the 256- and 2,048-GPU scale section")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: at least 1")
     out = output_dir(args, "ilp_paper_cluster") / "ilp_paper_cluster.md"
     head = ["# Round integer program: benchmark", "", f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), ""]
     t0 = time.perf_counter()
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(head + paper + scale + tail)
     out.write_text(text, encoding="utf-8")
     print(text)
+    wrote("ilp_paper_cluster", out)
     return 0
 
 

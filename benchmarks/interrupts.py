@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join([*head, *body])
     out.write_text(text, encoding="utf-8")
     print(text)
+    wrote("interrupts", out)
     return 0
 
 

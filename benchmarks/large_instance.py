@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, output_dir, produced_by, wrote
 
 POLICIES = ("pal", "pmfirst", "packed", "packed-sticky", "random")
 
@@ -231,15 +231,18 @@ def to_markdown(report: dict[str, Any], repeats: int, machine: str, command: str
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs of each stage; median and minimum (default 5)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: at least 1")
     out = output_dir(args, "large_instance") / "large_instance.md"
     machine = _machine()
     report = run(args.repeats)
     text = to_markdown(report, args.repeats, machine, produced_by(__file__, argv))
     out.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
+    wrote("large_instance", out)
     return 0
 
 

@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, package_versions, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by  # noqa: E402
 from pal_lambda import machine  # noqa: E402
 
 from pal_opt.io import load_blox  # noqa: E402
@@ -214,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the artifact's workload numbers (default 1-6; a subset cannot --update)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    check_values(ap, "--workloads", args.workloads, lambda w: w in ALL_WORKLOADS,
+                 "the artifact's workloads are numbered 1-6")
     if not GPU_DF.is_file() or not TRACES.is_dir() or not LONGHORN.is_dir():
         print(f"measured_cluster: skipped: {GPU_DF}, {TRACES} or {LONGHORN} not found", file=sys.stderr)
         return 0

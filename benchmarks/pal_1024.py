@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import add_output_arguments, command_line, output_dir, produced_by
+from _results import add_output_arguments, check_values, command_line, output_dir, produced_by, split_list
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -420,20 +420,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--trace", default="workload-1", help="Sia-Philly workload of the PAL artifact (default workload-1)")
     ap.add_argument("--copies", type=int, default=16, help="arrival-rate multiplier: copies of the trace (default 16)")
     ap.add_argument("--servers", type=int, default=128, help="servers of 8 GPUs (default 128)")
-    ap.add_argument("--trace-seed", type=int, default=0)
-    ap.add_argument("--draw-seed", type=int, default=0)
+    ap.add_argument("--trace-seed", type=int, default=0, help="seed of the trace copies' arrivals (default 0)")
+    ap.add_argument("--draw-seed", type=int, default=0, help="seed of the Longhorn variability draw (default 0)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="program's per-round time limit (default 10 s)")
-    ap.add_argument("--sample-every", type=int, default=25, help="keep every n-th PAL round for the gap study")
-    ap.add_argument("--policies", default=",".join(POLICIES))
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--sample-every", type=int, default=25,
+                    help="keep every n-th PAL round for the gap study (default 25; 0: none)")
+    ap.add_argument("--policies", default=",".join(POLICIES),
+                    help=f"comma-separated, among {', '.join(POLICIES)} (default: all)")
+    ap.add_argument("--workers", type=int, default=2, help="simulations run at a time (default 2)")
     ap.add_argument("--quick", action="store_true", help="2 copies on 16 × 8, for a smoke test")
     ap.add_argument("--render", type=Path, default=None, metavar="DIR",
                     help="no simulation: rewrite the tables and the plot from a run's files in DIR")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    for flag, n, least in (("--copies", args.copies, 1), ("--servers", args.servers, 1),
+                           ("--trace-seed", args.trace_seed, 0), ("--draw-seed", args.draw_seed, 0),
+                           ("--sample-every", args.sample_every, 0), ("--workers", args.workers, 1)):
+        if n < least:
+            ap.error(f"{flag} {n}: an integer >= {least} expected")
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
+    policies = split_list(ap, "--policies", args.policies, str, "comma-separated policy names")
+    check_values(ap, "--policies", policies, lambda p: p in POLICIES, f"choose among {', '.join(POLICIES)}")
+    if args.render is not None and not (args.render / "pal_1024_meta.json").is_file():
+        ap.error(f"--render {args.render}: no pal_1024_meta.json there (the files of a run)")
+    partial = [flag for flag, on in (("--quick", args.quick), ("--policies", set(policies) != set(POLICIES))) if on]
+    if args.render is None and TRACES.is_dir():
+        known = sorted(p.stem for p in TRACES.glob("*.csv"))
+        check_values(ap, "--trace", [args.trace], lambda t: t in known, f"choose among {', '.join(known)}")
     if args.quick:
         args.copies, args.servers, args.time_limit, args.sample_every = 2, 16, 2.0, 10
-    out = output_dir(args, "pal_1024", partial="--quick" if args.quick else None)
+    out = output_dir(args, "pal_1024", partial=" ".join(partial) or None)
     if args.render is not None:
         return render(args.render, out, produced_by(__file__, argv))
     if not TRACES.is_dir():
@@ -441,7 +458,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from pal_opt.ilp.backends import get_backend
 
-    policies = [p for p in args.policies.split(",") if p]
     t0 = time.time()
     load0 = _load()
     tasks = [(p, args.trace, args.copies, args.trace_seed, args.draw_seed, args.servers, args.time_limit,

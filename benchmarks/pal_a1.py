@@ -423,18 +423,28 @@ def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path)
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=5, help="numpy variability draws besides the artifact's (default 5)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--time-limit", type=float, default=10.0, help="ILP seconds per round")
-    ap.add_argument("--no-ilp", action="store_true")
-    ap.add_argument("--no-lambda", action="store_true")
+    ap.add_argument("--workers", type=int, default=2, help="simulations run at a time (default 2)")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="ILP seconds per round (default 10)")
+    ap.add_argument("--no-ilp", action="store_true", help="the greedy policies only, no integer program")
+    ap.add_argument("--no-lambda", action="store_true", help="skip the λ sweep on workload-6")
     ap.add_argument("--quick", action="store_true", help="artifact draw only, no λ sweep")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.seeds < 0:
+        ap.error(f"--seeds {args.seeds}: a number of draws >= 0 expected")
+    if args.workers < 1:
+        ap.error(f"--workers {args.workers}: at least 1")
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (("--quick", args.quick), ("--seeds", args.seeds != defaults.seeds),
+                                     ("--no-ilp", args.no_ilp), ("--no-lambda", args.no_lambda)) if on]
 
     traces = sorted(TRACES.glob("workload-*.csv"))
     if not traces:
         print(f"pal_a1: skipped: traces not found in {TRACES}", file=sys.stderr)
         return 0
+    out = output_dir(args, "pal_a1", partial=" ".join(partial) or None)  # checked before any work
     policies = GREEDY + (() if args.no_ilp else ILP)
     draws = ["artifact"] + ([] if args.quick else [f"seed{s}" for s in range(args.seeds)])
     tasks = [("main", str(t), d, 1.7, policies, args.time_limit) for t in traces for d in draws]
@@ -469,7 +479,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pal_opt.simulate import plot_result, write_json_atomic, write_text_atomic
 
-    out = output_dir(args, "pal_a1")
     docs = {r["policy"]: r.pop("_doc") for r in rows if "_doc" in r}
     for r in rows:
         r.pop("_doc", None)

@@ -501,19 +501,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=1,
                     help="numpy draws besides the artifact's: seeds 0 .. N-1 (default 1: pal-opt's default draw)")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2, help="simulations run at a time (default 2)")
     ap.add_argument("--quick", action="store_true", help="workload-6, artifact draw, λ = 1 and 3 only")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.seeds < 0 or args.workers < 1:
-        print("pal_lambda: --seeds must be ≥ 0 and --workers ≥ 1", file=sys.stderr)
-        return 2
+    if args.seeds < 0:
+        ap.error(f"--seeds {args.seeds}: a number of draws >= 0 expected")
+    if args.workers < 1:
+        ap.error(f"--workers {args.workers}: at least 1")
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (("--quick", args.quick), ("--seeds", args.seeds != defaults.seeds)) if on]
 
     traces = sorted(TRACES.glob("workload-*.csv"))
     if not traces:
         print(f"pal_lambda: skipped: traces not found in {TRACES}", file=sys.stderr)
         return 0
-    out = output_dir(args, "pal_lambda")
+    out = output_dir(args, "pal_lambda", partial=" ".join(partial) or None)
     tasks = tasks_for(args, traces)
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []

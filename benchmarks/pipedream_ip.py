@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "segments", "ip_seconds", "ip_status", "ip_time_per_sample", "dp_seconds", "dp_time_per_sample",
@@ -73,17 +73,24 @@ def segments(case: dict[str, Any], shared: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # the first paragraph, one line (argparse reflows it)
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     ap.add_argument("--timeout", type=float, default=120.0, help="wall seconds per ip process (default 120)")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
-    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
+                    help="the shared data directory (default ../shared)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        ap.error(f"--timeout {args.timeout:g}: seconds > 0 expected")
+    chosen = split_list(ap, "--cases", args.cases, str, "comma-separated case names") if args.cases else []
     ref = args.shared / "reference" / "pipedream"
     if not ref.is_dir():
         print(f"pipedream_ip: reference cases not found at {ref}", file=sys.stderr)
         return 2
-    names = [n for n in args.cases.split(",") if n] or sorted(p.stem for p in ref.glob("*.json"))
+    known = sorted(p.stem for p in ref.glob("*.json"))
+    check_values(ap, "--cases", chosen, lambda n: n in known, f"no such case; choose among {', '.join(known)}")
+    names = chosen or known
     out = output_dir(args, "pipedream_ip", partial="--cases" if args.cases else None)
     rows = []
     for name in names:
@@ -102,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         w.writerows(rows)
     (out / "pipedream_ip.md").write_text(report(rows, args.timeout, produced_by(__file__, argv)), encoding="utf-8")
+    wrote("pipedream_ip", out / "pipedream_ip.md", out / "pipedream_ip.csv")
     return 0
 
 

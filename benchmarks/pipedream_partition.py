@@ -194,12 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="*", help="only the cases whose name matches this pattern")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    out_dir = output_dir(args, "pipedream_partition", partial="--cases" if args.cases != "*" else None)
+    if args.runs < 1:
+        ap.error(f"--runs {args.runs}: at least 1")
     paths = sorted((args.shared / "reference" / "pipedream").glob("*.json"))
     if not paths:
         print(f"no reference cases under {args.shared}; nothing to measure", file=sys.stderr)
         return 1
     cases = [c for c in (json.loads(p.read_text()) for p in paths) if fnmatch.fnmatch(c["name"], args.cases)]
+    if not cases:
+        ap.error(f"--cases {args.cases}: matches no case; the cases are {', '.join(p.stem for p in paths)}")
+    out_dir = output_dir(args, "pipedream_partition", partial="--cases" if args.cases != "*" else None)
     start = load_average()
     with tempfile.TemporaryDirectory() as scratch:
         rows = measure(cases, args.shared, args.runs, Path(scratch))

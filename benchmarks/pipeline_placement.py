@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
 
 from pal_opt import solve  # noqa: E402
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -342,9 +342,12 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=8, help="rounds per cluster (default 8)")
-    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
+                    help="the shared data directory (default ../shared)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: at least 1")
     if not (args.shared / "data" / "pal-artifact").is_dir():
         print(f"pipeline_placement: shared data not found at {args.shared}", file=sys.stderr)
         return 2
@@ -360,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "pipeline_placement.md").write_text(f"{text}\n\nMachine: {platform.processor() or platform.machine()}, "
                                                 f"Python {platform.python_version()}\n", encoding="utf-8")
     print(text)
+    wrote("pipeline_placement", out / "pipeline_placement.md", out / "pipeline_placement.csv",
+          out / "pipeline_placement.png")
     return 0
 
 

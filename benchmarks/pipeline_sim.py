@@ -68,7 +68,15 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, package_versions, produced_by  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    check_values,
+    output_dir,
+    package_versions,
+    produced_by,
+    split_list,
+    wrote,
+)
 
 from pal_opt.ilp import solve_ilp  # noqa: E402
 from pal_opt.io.measurements import longhorn_paths  # noqa: E402
@@ -85,6 +93,8 @@ from pal_opt.simulate import SimConfig, build_cluster, parse_cluster, simulate  
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("pal", "ilp-gang", "ilp")
 TIME_LIMIT = 10.0
+#: The restart cost of the committed ``pipeline_sim_restart`` page (``--restart-cost 30``).
+COMMITTED_RESTART_COST = 30.0
 #: The pipeline models' classes (PAL maps VGG to class C; gnmt and GPT are language models).
 PIPELINE_CLASS = {"vgg16": "classC", "gnmt": "classB", "gpt_pmp": "classB"}
 
@@ -352,23 +362,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--restart-cost", type=float, default=0.0,
                     help="seconds lost per GPU of a running job moved or resumed (default 0); outputs "
                          "pipeline_sim_restart.*")
-    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
+                    help="the shared data directory (default ../shared)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    try:
-        args.traces = [int(x) for x in args.traces.split(",")]
-        args.draws = [int(x) for x in args.draws.split(",")]
-    except ValueError:
-        print("pipeline_sim: --traces and --draws take comma-separated integers", file=sys.stderr)
-        return 2
+    args.traces = split_list(ap, "--traces", args.traces, expected="comma-separated workload numbers 1-6")
+    check_values(ap, "--traces", args.traces, lambda t: 1 <= t <= 6, "the artifact's workloads are numbered 1-6")
+    args.draws = split_list(ap, "--draws", args.draws, expected="comma-separated draw seeds (integers >= 0)")
+    check_values(ap, "--draws", args.draws, lambda d: d >= 0, "draw seeds are integers >= 0")
+    if args.jobs < 1:
+        ap.error(f"--jobs {args.jobs}: at least 1")
+    if not (math.isfinite(args.cap) and args.cap > 0):
+        ap.error(f"--cap {args.cap:g}: hours > 0 expected")
+    if not (math.isfinite(args.restart_cost) and args.restart_cost >= 0):
+        ap.error(f"--restart-cost {args.restart_cost:g}: seconds >= 0 expected")
+    # the committed pages: pipeline_sim (the defaults) and pipeline_sim_restart (--restart-cost 30)
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (
+        ("--traces", args.traces != split_list(ap, "--traces", defaults.traces)),
+        ("--draws", args.draws != split_list(ap, "--draws", defaults.draws)),
+        ("--jobs", args.jobs != defaults.jobs), ("--cap", args.cap != defaults.cap),
+        ("--restart-cost", args.restart_cost not in (defaults.restart_cost, COMMITTED_RESTART_COST))) if on]
     if not (args.shared / "data" / "pal-artifact").is_dir():
         print(f"pipeline_sim: shared data not found at {args.shared}", file=sys.stderr)
         return 2
-    if not (math.isfinite(args.restart_cost) and args.restart_cost >= 0):
-        print("pipeline_sim: --restart-cost takes seconds >= 0", file=sys.stderr)
-        return 2
     stem = "pipeline_sim_restart" if args.restart_cost else "pipeline_sim"
-    out = output_dir(args, "pipeline_sim")
+    out = output_dir(args, "pipeline_sim", partial=" ".join(partial) or None)
     t0 = time.perf_counter()
     rows, runs = run(args.shared, args.traces, args.draws, args.jobs, args.cap, out, args.restart_cost)
     with open(out / f"{stem}.csv", "w", newline="", encoding="utf-8") as fh:
@@ -382,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
                "under nice -n 10.")
     (out / f"{stem}.md").write_text(f"{text}\n{machine}\n", encoding="utf-8")
     print(text)
+    wrote("pipeline_sim", out / f"{stem}.md", out / f"{stem}.csv", out / f"{stem}.png",
+          *(out / f"pipeline_sim_workload-{t}.csv" for t in args.traces))
     return 0
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import platform
 import sys
@@ -259,14 +260,26 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=2.0, help="ilp-preempt's limit per round (default 2 s)")
     ap.add_argument("--share", type=float, default=0.25, help="share of jobs at priority 1 (default 0.25)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--restart-cost", type=float, default=30.0, help="seconds lost per GPU moved or resumed")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the priorities, the submit-time jitter and the variability draw (default 0)")
+    ap.add_argument("--restart-cost", type=float, default=30.0,
+                    help="seconds lost per GPU moved or resumed (default 30)")
     ap.add_argument("--quick", action="store_true", help="the 16x4 workload-1 case only")
     ap.add_argument("--same-rounds", type=int, default=40,
                     help="re-solve up to this many of the greedy's preempting rounds per case (default 40)")
     ap.add_argument("--validate", action="store_true", help="check every round's answer (slower)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
+    if not 0 <= args.share <= 1:
+        ap.error(f"--share {args.share:g}: a share between 0 and 1 expected")
+    if args.seed < 0:
+        ap.error(f"--seed {args.seed}: an integer >= 0 expected")
+    if not (math.isfinite(args.restart_cost) and args.restart_cost >= 0):
+        ap.error(f"--restart-cost {args.restart_cost:g}: seconds >= 0 expected")
+    if args.same_rounds < 0:
+        ap.error(f"--same-rounds {args.same_rounds}: an integer >= 0 expected")
     if not TRACES.is_dir():
         print(f"preemption: {TRACES} not found (the shared data)", file=sys.stderr)
         return 2

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import statistics
 import sys
 import time
@@ -73,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 from pal_opt.model import GpuState, RoundInstance  # noqa: E402
@@ -381,6 +382,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="3 rounds of sia-64 only")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: at least 1")
+    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
     out = output_dir(args, "preemption_types", partial="--quick" if args.quick else None)
     sizes = SIZES[:1] if args.quick else SIZES
     if args.quick:
@@ -404,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "preemption_types.md").write_text(text, encoding="utf-8")
     plot(rows, out / "preemption_types.png")
     print(text)
+    wrote("preemption_types", out / "preemption_types.md", out / "preemption_types.csv", out / "preemption_types.png")
     bad = [r for r in rows if not r["check_ok"] or r.get("repeats") is False]
     if bad:
         print(f"preemption_types: {len(bad)} answers failed the check or did not repeat", file=sys.stderr)

@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_backends, check_values, output_dir, produced_by  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
 from pal_opt.check import check  # noqa: E402
@@ -294,17 +294,31 @@ def to_markdown(r: dict[str, Any], args: argparse.Namespace, command: str) -> st
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--backends", nargs="+", default=None, help="default: every installed backend")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="round seeds (default 0 1 2)")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs per command; median and minimum (default 5)")
+    ap.add_argument("--backends", nargs="+", default=None, help="backends to time (default: every installed backend)")
     ap.add_argument("--cost", type=float, default=0.05, help="--allow-migration price (default 0.05)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="migration runs' --time-limit (default 10)")
     ap.add_argument("--optimum-limit", type=float, default=600.0,
                     help="--time-limit of the one HiGHS migration run per seed that seeks the optimum (default 600)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    check_values(ap, "--seeds", args.seeds, lambda s: s >= 0, "seeds are integers >= 0")
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: at least 1")
+    if args.backends is not None:
+        check_backends(ap, "--backends", args.backends)
+    if not (np.isfinite(args.cost) and args.cost >= 0):
+        ap.error(f"--cost {args.cost:g}: a price >= 0 expected")
+    for flag, seconds in (("--time-limit", args.time_limit), ("--optimum-limit", args.optimum_limit)):
+        if not (np.isfinite(seconds) and seconds > 0):
+            ap.error(f"{flag} {seconds:g}: seconds > 0 expected")
+    # subsets of the committed page's rounds and backends
+    partial = [flag for flag, on in (("--seeds", args.seeds != ap.parse_args([]).seeds),
+                                     ("--backends", args.backends is not None
+                                      and set(args.backends) != set(available_backends()))) if on]
     args.backends = args.backends or available_backends()
-    out = output_dir(args, "repair")
+    out = output_dir(args, "repair", partial=" ".join(partial) or None)
     with tempfile.TemporaryDirectory(prefix="pal_opt_repair_bench_") as tmp:
         report = run(args, Path(tmp))
     path = out / "repair.md"

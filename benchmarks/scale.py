@@ -58,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 MiB = 2**20
@@ -354,21 +354,38 @@ def bench_8192(seeds: int, ks: tuple[int, ...], progress: Any, racks: int = 0) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds-2048", type=int, default=5)
-    ap.add_argument("--reps-2048", type=int, default=REPS_2048)
-    ap.add_argument("--seeds-8192", type=int, default=3)
-    ap.add_argument("--ks", default="2,4,8")
-    ap.add_argument("--racks-8192", default="0,32", help="8,192-GPU rounds to run: racks per round, 0 = flat")
-    ap.add_argument("--skip-2048", action="store_true")
-    ap.add_argument("--skip-8192", action="store_true")
+    ap.add_argument("--seeds-2048", type=int, default=5, help="2,048-GPU seeds 0..N-1 (default 5)")
+    ap.add_argument("--reps-2048", type=int, default=REPS_2048,
+                    help=f"timed runs per 2,048-GPU seed and backend (default {REPS_2048})")
+    ap.add_argument("--seeds-8192", type=int, default=3, help="8,192-GPU seeds 0..N-1 (default 3)")
+    ap.add_argument("--ks", default="2,4,8", help="comma-separated part counts of the partitioned runs (default 2,4,8)")
+    ap.add_argument("--racks-8192", default="0,32",
+                    help="8,192-GPU rounds to run: racks per round, 0 = flat (default 0,32)")
+    ap.add_argument("--skip-2048", action="store_true", help="skip the 2,048-GPU target")
+    ap.add_argument("--skip-8192", action="store_true", help="skip the 8,192-GPU target")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    skipped = " and ".join(f for f, on in (("--skip-2048", args.skip_2048), ("--skip-8192", args.skip_8192)) if on)
-    out = output_dir(args, "scale", partial=skipped or None) / "scale.md"
+    for flag, n in (("--seeds-2048", args.seeds_2048), ("--reps-2048", args.reps_2048),
+                    ("--seeds-8192", args.seeds_8192)):
+        if n < 1:
+            ap.error(f"{flag} {n}: at least 1")
+    ks = split_list(ap, "--ks", args.ks, expected="comma-separated part counts (integers >= 1)")
+    check_values(ap, "--ks", ks, lambda k: k >= 1, "part counts are integers >= 1")
+    racks = split_list(ap, "--racks-8192", args.racks_8192, expected="comma-separated rack counts (0 = flat to 1024)")
+    check_values(ap, "--racks-8192", racks, lambda r: 0 <= r <= 1024,
+                 "racks per round are integers from 0 (flat) to 1024 (the servers)")
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (
+        ("--skip-2048", args.skip_2048), ("--skip-8192", args.skip_8192),
+        ("--seeds-2048", args.seeds_2048 != defaults.seeds_2048), ("--reps-2048", args.reps_2048 != defaults.reps_2048),
+        ("--seeds-8192", args.seeds_8192 != defaults.seeds_8192),
+        ("--ks", ks != split_list(ap, "--ks", defaults.ks)),
+        ("--racks-8192", racks != split_list(ap, "--racks-8192", defaults.racks_8192))) if on]
+    out = output_dir(args, "scale", partial=" ".join(partial) or None) / "scale.md"
     from tqdm import tqdm
 
     n = (0 if args.skip_2048 else args.seeds_2048 * len(BACKENDS_2048) * args.reps_2048) + (
-        0 if args.skip_8192 else args.seeds_8192 * (1 + len(args.ks.split(","))) * len(args.racks_8192.split(",")))
+        0 if args.skip_8192 else args.seeds_8192 * (1 + len(ks)) * len(racks))
     bar = tqdm(total=n, desc="scale", file=sys.stderr, disable=None)  # drawn only when stderr is a terminal
 
     def progress(label: str) -> None:
@@ -384,8 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         lines, _ = bench_2048(args.seeds_2048, args.reps_2048, progress)
         body += lines
     if not args.skip_8192:
-        for racks in (int(r) for r in args.racks_8192.split(",")):
-            lines, _ = bench_8192(args.seeds_8192, tuple(int(k) for k in args.ks.split(",")), progress, racks)
+        for r in racks:
+            lines, _ = bench_8192(args.seeds_8192, tuple(ks), progress, r)
             body += lines
     bar.close()
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -394,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(head + body + tail)
     out.write_text(text, encoding="utf-8")
     print(text)
+    wrote("scale", out)
     return 0
 
 

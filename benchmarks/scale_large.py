@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, split_list  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -123,12 +123,17 @@ def report(rows: list[dict[str, Any]], command: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="8192,32768,65536")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--nice", action="store_true")
+    ap.add_argument("--sizes", default="8192,32768,65536",
+                    help=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))} (default: all)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")
+    ap.add_argument("--nice", action="store_true", help="run each solve under nice -n 10")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes = split_list(ap, "--sizes", args.sizes, expected=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))}")
+    check_values(ap, "--sizes", sizes, lambda g: g in TARGETS,
+                 f"no targets for that size; sizes are {', '.join(map(str, TARGETS))}")
+    if args.seeds < 1:
+        ap.error(f"--seeds {args.seeds}: at least 1")
     partial = None if sizes == sorted(TARGETS) and args.seeds >= 3 else "partial (a subset of sizes or seeds)"
     out = output_dir(args, "scale_large", partial=partial)
     rows = []

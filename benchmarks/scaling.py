@@ -40,7 +40,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E402
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    check_backends,
+    check_values,
+    output_dir,
+    produced_by,
+    split_list,
+    wrote,
+)
 from suite import machine, measurements  # noqa: E402
 
 SIZES = (512, 2048, 8192, 32768, 65536)
@@ -198,18 +206,22 @@ def plot(summ: list[dict[str, Any]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                    help=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))} (default: all)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")
     ap.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     from pal_opt.ilp import available_backends
 
-    sizes = [int(x) for x in args.sizes.split(",")]
-    unknown = sorted(set(sizes) - set(TARGETS))
-    if unknown:
-        raise SystemExit(f"scaling: no targets for {unknown}; sizes are {', '.join(map(str, TARGETS))}")
-    backends = args.backends.split(",") if args.backends else list(available_backends())
+    sizes = split_list(ap, "--sizes", args.sizes, expected=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))}")
+    check_values(ap, "--sizes", sizes, lambda g: g in TARGETS,
+                 f"no targets for that size; sizes are {', '.join(map(str, TARGETS))}")
+    if args.seeds < 1:
+        ap.error(f"--seeds {args.seeds}: at least 1")
+    backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names") if args.backends \
+        else list(available_backends())
+    check_backends(ap, "--backends", backends)
     full = set(sizes) >= set(SIZES) and args.seeds >= 3 and set(backends) >= set(available_backends())
     out_dir = output_dir(args, "scaling", partial=None if full else "partial (a subset of sizes, seeds or backends)")
 
@@ -235,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "scaling.json").write_text(json.dumps({"runs": rows, "summary": summ, "greedy_in_process": gin}, indent=1), encoding="utf-8")
     plot(summ, out_dir / "scaling.png")
     print("\n".join(lines))
+    wrote("scaling", out_dir / "scaling.md", out_dir / "scaling.json", out_dir / "scaling.png")
     return 0 if all(r["valid"] for r in rows) else 1
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -34,7 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, package_versions, produced_by
+from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by
 from sia_compare import CLUSTER, DATA, HOUR, _files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,10 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (default 2)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    check_values(ap, "--seeds", args.seeds, lambda s: s >= 0, "failure seeds are integers >= 0")
+    if not (math.isfinite(args.scale) and args.scale > 0):
+        ap.error(f"--scale {args.scale:g}: a factor > 0 expected")
+    if args.workers < 1:
+        ap.error(f"--workers {args.workers}: at least 1")
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (("--seeds", args.seeds != defaults.seeds),
+                                     ("--scale", args.scale != defaults.scale)) if on]
     if not (DATA / "profiles").is_dir():
         print(f"sia_failures: skipped: {DATA} not found", file=sys.stderr)
         return 0
-    out = output_dir(args, "sia_failures")
+    out = output_dir(args, "sia_failures", partial=" ".join(partial) or None)
     t0 = time.perf_counter()
     tasks = [(p, s, args.scale) for p in POLICIES for s in [None, *args.seeds]]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:

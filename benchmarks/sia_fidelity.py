@@ -34,7 +34,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import add_output_arguments, command_line, output_dir, package_versions
+from _results import (
+    add_output_arguments,
+    check_backends,
+    check_values,
+    command_line,
+    output_dir,
+    package_versions,
+    split_list,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -265,7 +273,8 @@ def write_markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"comma-separated Sia variants to replay, among {','.join(VARIANTS)} (default: both)")
     ap.add_argument("--no-scale", action="store_true", help="skip the 2,048-GPU round timings")
     ap.add_argument("--instances", type=int, default=4, help="2,048-GPU instances (default 4)")
     ap.add_argument("--record-jobs", type=int, default=320, help="newtrace-7 jobs simulated to record rounds")
@@ -275,10 +284,18 @@ def main(argv: list[str] | None = None) -> int:
                          "moves (default cpsat,cbc; empty for none)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    variants = split_list(ap, "--variants", args.variants, str, "comma-separated variant names")
+    check_values(ap, "--variants", variants, lambda v: v in VARIANTS, f"choose among {', '.join(VARIANTS)}")
+    tie_backends = [b for b in args.tie_backends.split(",") if b]
+    check_backends(ap, "--tie-backends", tie_backends)
+    for flag, n in (("--instances", args.instances), ("--record-jobs", args.record_jobs)):
+        if n < 1:
+            ap.error(f"{flag} {n}: at least 1")
+    if not (np.isfinite(args.mip_time_limit) and args.mip_time_limit > 0):
+        ap.error(f"--mip-time-limit {args.mip_time_limit:g}: seconds > 0 expected")
     if not DATA.is_dir() or not REFERENCE.is_dir():
         print(f"sia_fidelity: skipped: shared data not found at {SHARED}", file=sys.stderr)
         return 0
-    variants = [v for v in args.variants.split(",") if v]
     partial = [flag for flag, on in (("--variants", set(variants) != set(VARIANTS)), ("--no-scale", args.no_scale),
                                      ("--tie-backends", args.tie_backends != TIE_BACKENDS)) if on]
     out = output_dir(args, "sia_fidelity", partial=" ".join(partial) or None)
@@ -289,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sia_fidelity: newtrace-7 {variant} ...", file=sys.stderr)
         ours = run_variant(variant, trace)
         others = {}
-        for backend in (b for b in args.tie_backends.split(",") if b):
+        for backend in tie_backends:
             print(f"sia_fidelity: newtrace-7 {variant} on {backend} ...", file=sys.stderr)
             others[backend] = run_variant(variant, trace, backend)
         figures = {k: ref[k] for k in ref if k.endswith("_hours") or k in (

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, package_versions, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by, wrote  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (256, 512, 1024, 2048)
@@ -142,18 +142,29 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--limits", type=float, nargs="+", default=list(LIMITS), help="time limits T (s)")
-    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="GPUs (multiples of 8)")
-    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data directory")
+    ap.add_argument("--limits", type=float, nargs="+", default=list(LIMITS),
+                    help="time limits T (s) (default " + " ".join(f"{t:g}" for t in LIMITS) + ")")
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
+                    help="GPUs, multiples of 8 (default " + " ".join(map(str, SIZES)) + ")")
+    ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
+                    help="the shared data directory (default ../shared)")
     ap.add_argument("--baseline", type=Path, help="a checkout of an earlier commit to compare with")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    check_values(ap, "--limits", args.limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
+    check_values(ap, "--sizes", args.sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
     if args.worker:
         print(json.dumps(worker(args.worker, args.limits, args.shared)))
         return 0
+    if args.baseline is not None and not (args.baseline / "pal_opt").is_dir():
+        ap.error(f"--baseline {args.baseline}: not a checkout of pal-opt (no pal_opt/ in it)")
     if not (args.shared / "data" / "pipedream-profiles").is_dir():
         print(f"stage_scale: {args.shared}/data/pipedream-profiles not found (give --shared)", file=sys.stderr)
         return 2
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (("--sizes", args.sizes != defaults.sizes),
+                                     ("--limits", args.limits != defaults.limits)) if on]
+    out = output_dir(args, "stage_scale", partial=" ".join(partial) or None)  # checked before any work
     started = " ".join(f"{x:.2f}" for x in os.getloadavg())
     codes = {"now": ROOT}
     if args.baseline:
@@ -167,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
             rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared))
     ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    out = output_dir(args, "stage_scale")
     text = page(rows, produced_by(__file__, argv), started, ended)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")
     (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(text)
+    wrote("stage_scale", out / "stage_scale.md", out / "stage_scale.json")
     return 0
 
 

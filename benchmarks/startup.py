@@ -296,12 +296,16 @@ def to_markdown(r: dict[str, Any], machine_text: str, command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs of each command; median and minimum (default 5)")
     ap.add_argument("--baseline", type=Path, help="another source tree to time as 'before'")
     ap.add_argument("--baseline-label", help="what the baseline is (default: its directory name)")
     ap.add_argument("--quick", action="store_true", help="whole-process timings only (a smoke run)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: at least 1")
+    if args.baseline is not None and not (args.baseline / "pal_opt").is_dir():
+        ap.error(f"--baseline {args.baseline}: not a source tree of pal-opt (no pal_opt/ in it)")
     out = output_dir(args, "startup", partial="--quick" if args.quick else None) / "startup.md"
     label = args.baseline_label or (args.baseline.name if args.baseline else "")
     text = to_markdown(run(args.repeats, args.baseline, label, quick=args.quick), machine(), produced_by(__file__, argv))

@@ -647,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keep worker processes across tasks (faster; memory figures then include what earlier "
                          "tasks left allocated)")
     ap.add_argument("--max-tasks", type=int, default=None, help="run only the first N tasks (smallest first)")
-    ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--synthetic", action="store_true", help="ignore ../shared measurements")
     from _results import add_output_arguments, output_dir, produced_by  # here: Dask workers never import it
 
@@ -659,6 +659,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in fams if f not in FAMILIES]
     if unknown:
         ap.error(f"unknown families {unknown}; registered: {', '.join(FAMILIES)}")
+    if args.workers < 1:
+        ap.error(f"--workers {args.workers}: at least 1")
+    if args.max_tasks is not None and args.max_tasks < 1:
+        ap.error(f"--max-tasks {args.max_tasks}: at least 1")
     partial = [flag for flag, on in (("--quick", args.quick), ("--families", set(fams) != set(FAMILIES)),
                                      ("--max-tasks", args.max_tasks is not None)) if on]
     out = output_dir(args, "suite", partial=" ".join(partial) or None)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import math
 import os
 import sys
 import tempfile
@@ -40,7 +41,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E402
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    check_backends,
+    check_values,
+    output_dir,
+    produced_by,
+    split_list,
+    wrote,
+)
 from suite import machine, measurements  # noqa: E402
 
 SIZES = (64, 512, 2048, 8192, 32768, 65536)
@@ -132,18 +141,26 @@ def plot(rows: list[dict[str, Any]], greedy: list[dict[str, Any]], path: Path) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--limits", default=",".join(f"{t:g}" for t in LIMITS))
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                    help="comma-separated GPU counts, multiples of 8 (default " + ",".join(map(str, SIZES)) + ")")
+    ap.add_argument("--limits", default=",".join(f"{t:g}" for t in LIMITS),
+                    help="comma-separated time limits T in seconds (default " + ",".join(f"{t:g}" for t in LIMITS) + ")")
     ap.add_argument("--backends", default=None, help="comma-separated (default: every installed backend)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the rounds' generator seed (default 0)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    sizes = [int(x) for x in args.sizes.split(",")]
-    limits = [float(x) for x in args.limits.split(",")]
+    sizes = split_list(ap, "--sizes", args.sizes, expected="comma-separated GPU counts (multiples of 8)")
+    check_values(ap, "--sizes", sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
+    limits = split_list(ap, "--limits", args.limits, float, "comma-separated seconds")
+    check_values(ap, "--limits", limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
+    if args.seed < 0:
+        ap.error(f"--seed {args.seed}: an integer >= 0 expected")
     import pal_opt
     from pal_opt.ilp import available_backends
 
-    backends = args.backends.split(",") if args.backends else list(available_backends())
+    backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names") if args.backends \
+        else list(available_backends())
+    check_backends(ap, "--backends", backends)
     full = set(sizes) >= set(SIZES) and set(limits) >= set(LIMITS) and set(backends) >= set(available_backends())
     out_dir = output_dir(args, "time_limit", partial=None if full else "partial (a subset of sizes, limits or backends)")
     compileall.compile_dir(str(Path(pal_opt.__path__[0])), quiet=1)
@@ -171,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "time_limit.json").write_text(json.dumps({"ilp": rows, "greedy": greedy}, indent=1), encoding="utf-8")
     plot(rows, greedy, out_dir / "time_limit.png")
     print("\n".join(lines))
+    wrote("time_limit", out_dir / "time_limit.md", out_dir / "time_limit.json", out_dir / "time_limit.png")
     return 0 if all(r["valid"] for r in rows) else 1
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_backends, output_dir, produced_by, split_list, wrote  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 CLUSTER = "aws:64x8,rtx:96x8,dgx-ext:96x8"
@@ -100,10 +100,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per seed and backend; time = their median (default 3)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    out = output_dir(args, "types_scale") / "types_scale.md"
+    if args.seeds < 1:
+        ap.error(f"--seeds {args.seeds}: at least 1")
+    backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names")
+    check_backends(ap, "--backends", backends)
+    if args.repeats < 1:
+        ap.error(f"--repeats {args.repeats}: at least 1")
+    defaults = ap.parse_args([])
+    partial = [flag for flag, on in (("--seeds", args.seeds != defaults.seeds),
+                                     ("--backends", backends != defaults.backends.split(",")),
+                                     ("--repeats", args.repeats != defaults.repeats)) if on]
+    out = output_dir(args, "types_scale", partial=" ".join(partial) or None) / "types_scale.md"
     table = throughput()
     host = machine()  # before the runs: its load average is the one at the start
-    rows = [run_repeated(seed, table, b, args.repeats) for b in args.backends.split(",") for seed in range(args.seeds)]
+    rows = [run_repeated(seed, table, b, args.repeats) for b in backends for seed in range(args.seeds)]
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
     tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
     lines = ["# Round program with GPU types at 2,048 GPUs", "", f"{produced_by(__file__, argv)}.", "",
@@ -134,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     out.write_text(text, encoding="utf-8")
     print(text)
+    wrote("types_scale", out)
     return 0
 
 

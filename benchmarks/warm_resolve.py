@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, split_list  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -140,12 +140,17 @@ def report(rows: list[dict[str, Any]], command: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="8192,2048")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--sizes", default="8192,2048",
+                    help="comma-separated GPU counts, multiples of 8 (default 8192,2048)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")
+    ap.add_argument("--rounds", type=int, default=10, help="rounds re-solved after the first (default 10)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    sizes = [int(x) for x in args.sizes.split(",")]
+    sizes = split_list(ap, "--sizes", args.sizes, expected="comma-separated GPU counts (multiples of 8)")
+    check_values(ap, "--sizes", sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
+    for flag, n in (("--seeds", args.seeds), ("--rounds", args.rounds)):
+        if n < 1:
+            ap.error(f"{flag} {n}: at least 1")
     partial = None if set(sizes) >= {8192, 2048} and args.seeds >= 3 and args.rounds >= 10 else "partial (fewer sizes, seeds or rounds)"
     out = output_dir(args, "warm_resolve", partial=partial)
     rows = [row for g in sizes for seed in range(args.seeds) for row in run_sequence(g, seed, args.rounds)]

@@ -131,3 +131,78 @@ def test_a_run_without_update_leaves_the_committed_results_alone(tmp_path: Path)
     assert "`pal-opt --help`" in text
     assert f"Produced by `{shlex.join(['python', 'benchmarks/startup.py', '--quick', '--repeats', '1', '--out-dir', str(out)])}`" in text
     assert _committed() == before
+
+
+#: A bad value of a list-valued (or counted) option: usage and one error line naming the flag and the
+#: value, exit 2, before any work (nothing written, no traceback).
+BAD_OPTIONS = [
+    ("scaling", "--sizes", "foo"),
+    ("scaling", "--backends", "foo"),
+    ("measured_cluster", "--workloads", "9"),
+    ("pipeline_sim", "--traces", "9"),
+    ("pipeline_sim", "--draws", "x"),
+    ("repair", "--backends", "foo"),
+    ("repair", "--seeds", "-1"),
+    ("time_limit", "--limits", "-1"),
+    ("time_limit", "--sizes", "12"),
+    ("types_scale", "--backends", "foo"),
+    ("stage_scale", "--sizes", "12"),
+    ("scale", "--ks", "0"),
+    ("scale_large", "--sizes", "100"),
+    ("warm_resolve", "--sizes", "x"),
+    ("pal_1024", "--policies", "foo"),
+    ("pal_a1", "--workers", "0"),
+    ("failures", "--seeds", "-1"),
+    ("sia_failures", "--scale", "0"),
+    ("sia_fidelity", "--tie-backends", "foo"),
+    ("pipedream_ip", "--cases", "foo"),
+    ("pipedream_partition", "--cases", "zzz"),
+]
+
+
+#: Scripts that look for ``../shared`` before they can check the option (the reference cases, the data).
+NEEDS_SHARED = {"pipedream_ip", "pipedream_partition", "pipeline_sim", "stage_scale"}
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.mark.parametrize(("name", "flag", "value"), BAD_OPTIONS)
+def test_a_bad_option_is_one_line_before_any_work(name: str, flag: str, value: str, tmp_path: Path) -> None:
+    if name in NEEDS_SHARED and flag == "--cases" and not SHARED.is_dir():
+        pytest.skip("../shared is absent")
+    out = tmp_path / "out"
+    proc = _bench(name, flag, value, "--out-dir", str(out), timeout=60)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    *usage, error = proc.stderr.strip().splitlines()
+    assert usage and usage[0].startswith("usage:") and all(line.startswith(" ") for line in usage[1:]), proc.stderr
+    assert error.startswith(f"{name}.py: error: {flag} ") and value in error, error
+    assert proc.stdout == ""
+    assert not out.exists()  # refused before the output directory, let alone the runs
+
+
+#: Runs whose options differ from those that produced the committed page: they cannot --update.
+PARTIAL_RUNS = [
+    ("pal_a1", "--quick"),
+    ("pal_lambda", "--quick"),
+    ("failures", "--seeds", "0"),
+    ("sia_failures", "--scale", "100"),
+    ("pipeline_sim", "--traces", "1"),
+    ("types_scale", "--backends", "highs"),
+    ("repair", "--seeds", "0"),
+    ("stage_scale", "--sizes", "256"),
+    ("scale", "--ks", "2"),
+]
+
+
+@pytest.mark.parametrize("args", PARTIAL_RUNS, ids=lambda a: " ".join(a))
+def test_a_partial_run_refuses_update(args: tuple[str, ...]) -> None:
+    name, *rest = args
+    if name in NEEDS_SHARED and not SHARED.is_dir():
+        pytest.skip("../shared is absent")
+    before = _committed()
+    proc = _bench(name, *rest, "--update", timeout=60)
+    if proc.returncode == 0 and "skipped" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode != 0
+    assert f"a {rest[0]} run does not replace the committed results; drop --update" in proc.stderr, proc.stderr
+    assert _committed() == before
