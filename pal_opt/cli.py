@@ -541,7 +541,26 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     ]
     if result.jobs_to_terminate:
         lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
+    blocked = _blocking_line(inst, result)
+    if blocked:
+        lines.append(("blocked", blocked))
     _finish_report(args, result, lines, inst)
+
+
+def _blocking_line(inst: Any, result: Any) -> str:
+    """Under prefix admission (and PAL's order) a job that can never be placed stops the queue, as
+    the PAL artifact does: say which, and how many jobs behind it wait for that reason alone."""
+    if result.admission not in ("prefix", "pal-order") or not result.unplaceable:
+        return ""
+    ids = [j.id for j in inst.jobs]
+    first = min((ids.index(j) for j in result.unplaceable if j in ids), default=None)
+    if first is None:
+        return ""
+    waiting = [j for j in ids[first + 1:] if j not in result.placements and j not in result.unplaceable]
+    if not waiting:
+        return ""
+    return (f"job {ids[first]} can never be placed, and {result.admission} admission stops at it (as the PAL artifact "
+            f"does): {_count(len(waiting), 'job')} behind it wait; --admission backfill skips it")
 
 
 def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:

@@ -463,3 +463,22 @@ def test_an_instance_restart_cost_of_a_whole_round_is_refused(tmp_path: Path, ca
     assert main(["solve", str(path), "--method", "pal"]) == 2
     assert capsys.readouterr().err.strip() == (f"pal-opt: error: {path}: params.restart_cost: must be below the round "
                                                "length (1000 s ≥ 360 s): a move would lose the whole round")
+
+
+def test_a_job_that_can_never_fit_at_the_head_says_it_blocks_prefix_admission(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Prefix admission stops at a job larger than the cluster, as the PAL artifact does: the
+    summary says so and names the way round it (an operator's review)."""
+    inst = pal_opt.generate_instance(nodes=1, gpus_per_node=4, jobs=3, seed=0)
+    jobs = [{"id": "big", "demand": 10, "class": "classA"}] + [
+        {"id": j.id, "demand": min(j.demand, 1), "class": j.perfclass} for j in inst.jobs]
+    path = tmp_path / "big.json"
+    save_instance(pal_opt.make_instance(inst.cluster, jobs), path)
+    for method in ("pal", "ilp"):
+        assert main(["solve", str(path), "--method", method]) == 0
+        out = capsys.readouterr().out
+        assert "placed       0 of 4 jobs" in out and "job big can never be placed, and " in out
+        assert "3 jobs behind it wait; --admission backfill skips it" in out
+    assert main(["solve", str(path), "--method", "ilp", "--admission", "backfill"]) == 0
+    out = capsys.readouterr().out
+    assert "placed       3 of 4 jobs" in out and "blocked" not in out
