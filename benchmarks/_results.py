@@ -138,10 +138,12 @@ def package_versions(names: Sequence[str] = PACKAGES) -> str:
 
 
 def code_fingerprint() -> str:
-    """A short hash of everything a kept run's figures depend on: pal_opt's source files and the
-    versions of :data:`PACKAGES`.  A benchmark that keeps finished runs between invocations
-    re-uses one only under the same fingerprint (:func:`fresh_runs`), so that a change of code or
-    of a solver release is never hidden behind an earlier figure."""
+    """A short hash of pal_opt's source files and the versions of :data:`PACKAGES`.  A benchmark
+    that keeps finished runs between invocations re-uses one only under the same fingerprint
+    (:func:`fresh_runs`), so that a change of pal_opt or of a solver release is never hidden
+    behind an earlier figure.  It does not cover the benchmark's own settings (its cluster, the
+    run's options) or the shared data: a benchmark keys its runs by what it varies, and a change
+    of the rest calls for deleting its ``*_runs.json``."""
     import hashlib
 
     h = hashlib.sha256(package_versions().encode())

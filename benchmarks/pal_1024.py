@@ -449,7 +449,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     check_values(ap, "--policies", policies, lambda p: p in POLICIES, f"choose among {', '.join(POLICIES)}")
     if args.render is not None and not (args.render / "pal_1024_meta.json").is_file():
         ap.error(f"--render {args.render}: no pal_1024_meta.json there (the files of a run)")
+    default = ap.parse_args([])
     partial = [flag for flag, on in (("--quick", args.quick), ("--policies", set(policies) != set(POLICIES))) if on]
+    partial += [f"--{name.replace('_', '-')}" for name in ("trace", "copies", "servers", "trace_seed", "draw_seed",
+                                                         "time_limit", "sample_every")
+                if getattr(args, name) != getattr(default, name)]
     if args.render is None and TRACES.is_dir():
         known = sorted(p.stem for p in TRACES.glob("*.csv"))
         check_values(ap, "--trace", [args.trace], lambda t: t in known, f"choose among {', '.join(known)}")

@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)
     if failed:
         fail_path.write_text(json.dumps(failed, indent=1) + "\n")
-    elif fail_path.is_file():
+    elif fail_path.is_file() and todo:  # every run tried this time finished (--no-run tries none)
         fail_path.unlink()
     if not runs:
         print(f"sia_compare: no finished run to write a page from (in {cache})", file=sys.stderr)

@@ -343,7 +343,25 @@ def _describe(inst: Any) -> str:
 MAX_GENERATED_JOBS = 400_000
 
 
+#: generate_instance's arguments and the flags of ``pal-opt generate`` that give them.
+_GENERATE_FLAGS = {"restart_cost": "--restart-cost", "round_length": "--round", "busy_fraction": "--busy-fraction",
+                   "failed_fraction": "--failed-fraction", "running_fraction": "--running-fraction",
+                   "locality_penalty": "--locality-penalty", "guaranteed_fraction": "--guaranteed-fraction"}
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
+    """``pal-opt generate``; a bad value is named by its flag (the generator names its argument)."""
+    try:
+        return _generate(args)
+    except OptionError as exc:
+        text = str(exc)
+        for name, flag in _GENERATE_FLAGS.items():
+            if text.startswith(name + " "):
+                raise OptionError(flag + text[len(name):]) from None
+        raise
+
+
+def _generate(args: argparse.Namespace) -> int:
     from . import __version__
     from .generate import generate_instance, generate_typed_instance
     from .io import longhorn_paths, save_instance
@@ -556,9 +574,13 @@ def _blocking_line(inst: Any, result: Any) -> str:
     first = min((ids.index(j) for j in result.unplaceable if j in ids), default=None)
     if first is None:
         return ""
-    waiting = [j for j in ids[first + 1:] if j not in result.placements and j not in result.unplaceable]
-    if not waiting:
+    # admission stopped at it only if every job before it was admitted and a job behind it would
+    # fit the GPUs those leave (else the cluster is simply full)
+    left = inst.free_gpus - sum(j.demand for j in inst.jobs[:first])
+    behind = [j for j in inst.jobs[first + 1:] if j.id not in result.placements and j.id not in result.unplaceable]
+    if left <= 0 or not any(j.demand <= left for j in behind):
         return ""
+    waiting = [j.id for j in behind]
     return (f"job {ids[first]} can never be placed, and {result.admission} admission stops at it (as the PAL artifact "
             f"does): {_count(len(waiting), 'job')} behind it wait; --admission backfill skips it")
 

@@ -323,8 +323,9 @@ def with_restart(instance: Any, restart_cost: float | None, round_length: float 
     restart = given.get("restart_cost", instance.params.restart_cost)
     length = given.get("round_length", instance.params.round_length)
     if restart >= length:  # named by the flags (the round's own check would name params.restart_cost)
+        cost = "--restart-cost" if "restart_cost" in given else "the round's params.restart_cost"
         where = "--round" if "round_length" in given else "the round's params.round_length"
-        raise OptionError(f"--restart-cost {restart:g} must be below the round length ({length:g} s, {where}): "
+        raise OptionError(f"{cost} {restart:g} must be below the round length ({length:g} s, {where}): "
                           "a move would lose the whole round")
     return replace(instance, params=replace(instance.params, **given))
 

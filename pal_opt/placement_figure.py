@@ -69,9 +69,11 @@ def _job_colours(instance: RoundInstance, placements: Mapping[JobId, tuple[int, 
     from matplotlib import colormaps
 
     cmap = colormaps["tab20"]
+    # tab20 without its two greys, which a reader would take for busy GPUs
+    palette = [tuple(cmap(i)) for i in range(cmap.N) if i not in (14, 15)]
     pos_of = instance.cluster.positions
     first = sorted(placements, key=lambda j: int(pos_of(placements[j][:1])[0]) if placements[j] else -1)
-    return {j: tuple(cmap(k % cmap.N)) for k, j in enumerate(first)}
+    return {j: palette[k % len(palette)] for k, j in enumerate(first)}
 
 
 def _server_label(instance: RoundInstance, row_server: np.ndarray, r: int) -> str:

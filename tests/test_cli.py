@@ -482,3 +482,15 @@ def test_a_job_that_can_never_fit_at_the_head_says_it_blocks_prefix_admission(
     assert main(["solve", str(path), "--method", "ilp", "--admission", "backfill"]) == 0
     out = capsys.readouterr().out
     assert "placed       3 of 4 jobs" in out and "blocked" not in out
+
+
+def test_no_blocked_line_when_the_cluster_is_simply_full(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A job that can never fit, queued behind enough work to fill the cluster, stops nothing."""
+    inst = pal_opt.generate_instance(nodes=1, gpus_per_node=4, jobs=3, seed=0)
+    jobs = [{"id": "a", "demand": 4, "class": "classA"}, {"id": "big", "demand": 10, "class": "classA"},
+            {"id": "c", "demand": 1, "class": "classA"}]
+    path = tmp_path / "round.json"
+    save_instance(pal_opt.make_instance(inst.cluster, jobs), path)
+    assert main(["solve", str(path), "--method", "ilp"]) == 0
+    out = capsys.readouterr().out
+    assert "placed       1 of 3 jobs" in out and "unplaceable  job big" in out and "\nblocked " not in out

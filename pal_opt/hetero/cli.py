@@ -392,8 +392,9 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
         )
         unfinished = doc["n_jobs"] - doc["n_completed"] - len(results[policy].unplaceable)
         if unfinished > 0:  # --max-hours: the figures above are of finished jobs only
-            print(f"{policy}: stopped at {(doc.get('stopped_at') or 0) / 3600.0:.2f} h with {unfinished} jobs "
-                  f"unfinished; the JCT figures are of the {doc['n_completed']} that finished")
+            print(f"{policy}: stopped at {(doc.get('stopped_at') or 0) / 3600.0:.2f} h with {unfinished} "
+                  f"job{'s' * (unfinished != 1)} unfinished; the JCT figures are of the {doc['n_completed']} that "
+                  "finished")
         if (f := doc.get("failures")) is not None:
             from ..simulate.failures import failures_line
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import BackendError
+from ..errors import BackendError, OptionError
 from ..model import Job, RoundInstance, RoundParams, pal_locality
 from .configs import GpuType
 from .goodput import JobKind
@@ -56,6 +56,8 @@ __all__ = ["ANCHOR_COST", "IlpTypesPolicy"]
 #: Seconds of a 60 s round a move away from Sia's GPUs costs in the anchored stage 2: a tie-break
 #: (0.001 per GPU in the program's units), far below any difference of binned factors or locality.
 ANCHOR_COST = 0.06
+#: The round length (s) the stage-2 program prices a move's lost seconds against (Sia's 60 s).
+STAGE2_ROUND = 60.0
 #: Locality penalties (server, rack, cluster) of a job of at most one node's GPUs in the anchored
 #: stage 2: spanning servers would change its shape (a restart in this simulator), so it costs
 #: more than any binned factor could gain.
@@ -104,6 +106,9 @@ class IlpTypesPolicy(SiaPolicy):
         joint: bool = False,
     ) -> None:
         super().__init__(cluster, params, on_round)
+        if move_cost is not None and not 0 <= move_cost < STAGE2_ROUND:
+            raise OptionError(f"ilp_move_cost must be None or seconds >= 0 and below the stage-2 round of "
+                              f"{STAGE2_ROUND:g} s (a move may not lose the whole round), got {move_cost!r}")
         self.move_cost = move_cost
         self.joint = joint
         self.use_levels = levels or joint
@@ -292,7 +297,7 @@ class IlpTypesPolicy(SiaPolicy):
                          locality=ONE_NODE if anchor is not None and n <= self.types[t].gpus_per_node else SPREAD)
                      for i, (j, t, n) in enumerate(move))
         cost = self.move_cost if move_cost is None else move_cost
-        params = RoundParams(binning="none", restart_cost=cost or 0.0, round_length=60.0)
+        params = RoundParams(binning="none", restart_cost=cost or 0.0, round_length=STAGE2_ROUND)
         inst = RoundInstance(cluster, jobs, params)
         result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=10.0)
         out = {int(k): tuple(sorted(int(g) for g in v)) for k, v in result.placements.items()}

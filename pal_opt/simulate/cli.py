@@ -321,7 +321,8 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
               f"round {k} at {r.time / 3600:.2f} h: {r.note or 'no reason given'}")
     unfinished = s["n_jobs"] - s["n_completed"] - len(result.unplaceable)
     if unfinished > 0:  # --max-hours, or the stall guard: the figures above are of finished jobs only
-        print(f"{policy}: stopped at {_hours(s.get('stopped_at'))} h with {unfinished} jobs unfinished; the JCT figures "
+        print(f"{policy}: stopped at {_hours(s.get('stopped_at'))} h with {unfinished} job{'s' * (unfinished != 1)} "
+              "unfinished; the JCT figures "
               f"are of the {s['n_completed']} that finished")
     if s.get("solver_crashes"):
         print(f"{policy}: a solver process crashed {s['solver_crashes']} times; each round was solved again or fell back "
