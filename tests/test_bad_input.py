@@ -514,7 +514,7 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
 @pytest.mark.parametrize(
     "argv,expected",
     [
-        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--busy-fraction", "1.5", "-o", "{out}"], "busy_fraction must be between 0 and 1"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--busy-fraction", "1.5", "-o", "{out}"], "--busy-fraction must be between 0 and 1"),
         (["generate", "--nodes", "0", "--gpus-per-node", "2", "--jobs", "1"], "argument --nodes: must be >= 1"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--locality-penalty", "nan"], "argument --locality-penalty: must be finite"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--racks", "5", "-o", "{out}"], "racks must not exceed nodes"),

@@ -382,7 +382,8 @@ def test_a_stopped_sia_run_says_so_in_hours_and_its_comparison_says_the_jobs_dif
     for policy, doc in docs.items():
         left = doc["n_jobs"] - doc["n_completed"]
         if left:
-            assert (f"{policy}: stopped at 0.50 h with {left} jobs unfinished; the JCT figures are of the "
+            jobs = "job" if left == 1 else "jobs"
+            assert (f"{policy}: stopped at 0.50 h with {left} {jobs} unfinished; the JCT figures are of the "
                     f"{doc['n_completed']} that finished") in captured.out
     assert "stopped at" not in captured.err  # no warning: the stop was asked for
     done = {p: d["n_completed"] for p, d in docs.items()}

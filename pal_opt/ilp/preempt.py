@@ -228,10 +228,7 @@ def solve_preempt(
     info: dict[str, Any] = {"binning": mode, "optional": [instance.jobs[i].id for i in plan.optional],
                             "start_objective": start_cost}
     if not plan.admitted or work.free_gpus == 0:  # (no GPU in service: nothing can be placed)
-        res = _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
-        if res.status == Status.OPTIMAL:  # nothing to choose: the answer is its own bound, as ilp reports it
-            res.bound, res.gap = res.objective, 0.0
-        return res
+        return _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
     if clock.passed():
         info["note"] = "time limit: the greedy start (no time left to build the program)"
         info["time_limit_reached"] = "building the program"
@@ -370,6 +367,8 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
                         admission="preempt", solve_seconds=seconds, build_seconds=built, backend=cls.name,
                         backend_version=cls.version(), info=info,
                         message=str(info.get("note", "")) if status == Status.FALLBACK else "")
+    if status == Status.OPTIMAL and bound is None and not extra:  # nothing to choose: its own bound, as ilp says
+        bound = res.objective
     if extra or bound is None:
         if status == Status.OPTIMAL and extra:
             res.status = Status.FEASIBLE
