@@ -454,6 +454,8 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from .cliprogress import live_line
     from .errors import SolveInterrupted
     from .io import load_instance
@@ -464,16 +466,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     _check_plot(args)
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
-        from dataclasses import replace
-
         from .deadline import process_started
 
         options = replace(options, deadline=process_started() + options.time_limit)
         _EXIT_AT_ONCE.append(True)
     inst = with_restart(with_costs(load_instance(args.instance), args.cost), args.restart_cost, args.round)
     if options.jobs:
-        from dataclasses import replace
-
         options = replace(options, jobs=resolve_job_ids(args.jobs, inst.job_by_id))
     _warn_unoptimised_charges(args)
     try:
@@ -570,8 +568,7 @@ def _blocking_line(inst: Any, result: Any) -> str:
     the PAL artifact does: say which, and how many jobs behind it wait for that reason alone."""
     if result.admission not in ("prefix", "pal-order") or not result.unplaceable:
         return ""
-    ids = [j.id for j in inst.jobs]
-    first = min((ids.index(j) for j in result.unplaceable if j in ids), default=None)
+    first = next((k for k, j in enumerate(inst.jobs) if j.id in result.unplaceable), None)
     if first is None:
         return ""
     # admission stopped at it only if every job before it was admitted and a job behind it would
@@ -580,9 +577,8 @@ def _blocking_line(inst: Any, result: Any) -> str:
     behind = [j for j in inst.jobs[first + 1:] if j.id not in result.placements and j.id not in result.unplaceable]
     if left <= 0 or not any(j.demand <= left for j in behind):
         return ""
-    waiting = [j.id for j in behind]
-    return (f"job {ids[first]} can never be placed, and {result.admission} admission stops at it (as the PAL artifact "
-            f"does): {_count(len(waiting), 'job')} behind it wait; --admission backfill skips it")
+    return (f"job {inst.jobs[first].id} can never be placed, and {result.admission} admission stops at it (as the PAL "
+            f"artifact does): {_count(len(behind), 'job')} behind it wait; --admission backfill skips it")
 
 
 def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:

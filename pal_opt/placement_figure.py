@@ -156,11 +156,9 @@ def placement_figure(instance: RoundInstance, result: PlacementResult, path: str
     """The figure of the module docstring for ``result`` on ``instance``, as bytes in ``path``'s
     format (its suffix; ``.png`` when it has none).  ``failed``: GPU ids drawn as failed (a
     repair's), besides those the round marks failed.  Nothing is written."""
-    import io
-
     from .binning import binned_factors
     from .cost import evaluate
-    from .simulate.metrics import agg_pyplot
+    from .simulate.metrics import agg_pyplot, figure_bytes
 
     plt = agg_pyplot()
     placements = {j: tuple(g) for j, g in result.placements.items()}
@@ -176,11 +174,9 @@ def placement_figure(instance: RoundInstance, result: PlacementResult, path: str
         _draw_speed(fig, axes[1], cells)
         _draw_slowest(axes[2], summary, cells.colours, racked=bool(instance.cluster.rack_ids))
         fig.suptitle(_title(instance, result), fontsize="medium")
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=110, format=os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png")
+        return figure_bytes(fig, path, dpi=110)
     finally:
         plt.close(fig)
-    return buf.getvalue()
 
 
 def _draw_map(ax: Any, instance: RoundInstance, cells: Cells) -> None:

@@ -33,9 +33,12 @@ and GPUs (:mod:`pal_opt.hetero.jointprogram`), exact for every level but slower.
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,13 +54,23 @@ from .round import RoundDecision, RoundInput, solve_program
 from .simjob import SimJob
 from .typeblind import NOMINAL, core_cluster
 
-__all__ = ["ANCHOR_COST", "IlpTypesPolicy"]
+__all__ = ["ANCHOR_COST", "STAGE2_ROUND", "IlpTypesPolicy", "check_move_cost"]
 
 #: Seconds of a 60 s round a move away from Sia's GPUs costs in the anchored stage 2: a tie-break
 #: (0.001 per GPU in the program's units), far below any difference of binned factors or locality.
 ANCHOR_COST = 0.06
 #: The round length (s) the stage-2 program prices a move's lost seconds against (Sia's 60 s).
 STAGE2_ROUND = 60.0
+def check_move_cost(value: Any) -> None:
+    """``ilp_move_cost``: None, or seconds >= 0 below :data:`STAGE2_ROUND` (a move may not lose
+    the whole round the stage-2 program prices it against); else an :class:`OptionError`."""
+    ok = value is None or (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                           and math.isfinite(value) and 0 <= float(value) < STAGE2_ROUND)
+    if not ok:
+        raise OptionError(f"ilp_move_cost must be None or a number of seconds >= 0 and below the stage-2 round of "
+                          f"{STAGE2_ROUND:g} s (a move may not lose the whole round), got {value!r}")
+
+
 #: Locality penalties (server, rack, cluster) of a job of at most one node's GPUs in the anchored
 #: stage 2: spanning servers would change its shape (a restart in this simulator), so it costs
 #: more than any binned factor could gain.
@@ -106,9 +119,7 @@ class IlpTypesPolicy(SiaPolicy):
         joint: bool = False,
     ) -> None:
         super().__init__(cluster, params, on_round)
-        if move_cost is not None and not 0 <= move_cost < STAGE2_ROUND:
-            raise OptionError(f"ilp_move_cost must be None or seconds >= 0 and below the stage-2 round of "
-                              f"{STAGE2_ROUND:g} s (a move may not lose the whole round), got {move_cost!r}")
+        check_move_cost(move_cost)
         self.move_cost = move_cost
         self.joint = joint
         self.use_levels = levels or joint

@@ -58,7 +58,7 @@ from .configs import GpuType
 from .failures import TypedFailures
 from .goodput import JobKind
 from .gpus import Layout, Variability, placement_floor
-from .ilptypes import STAGE2_ROUND, IlpTypesPolicy
+from .ilptypes import IlpTypesPolicy, check_move_cost
 from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
@@ -159,10 +159,7 @@ class SimConfig:
             v = getattr(self, name)
             if not (_is_number(v) and math.isfinite(v) and v > 0):
                 raise OptionError(f"{what} must be a positive number of seconds, got {v!r}")
-        m = self.ilp_move_cost
-        if m is not None and not (_is_number(m) and math.isfinite(m) and 0 <= m < STAGE2_ROUND):
-            raise OptionError(f"ilp_move_cost must be None or a number of seconds >= 0 and below the stage-2 "
-                              f"round of {STAGE2_ROUND:g} s (a move may not lose the whole round), got {m!r}")
+        check_move_cost(self.ilp_move_cost)
         for name in ("ilp_levels", "ilp_anchor", "ilp_joint"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")

@@ -38,6 +38,7 @@ __all__ = [
     "comparison_lines",
     "require_matplotlib",
     "agg_pyplot",
+    "figure_bytes",
 ]
 
 #: Columns of the per-job table, in order.
@@ -289,10 +290,16 @@ def _figure_bytes(
         if title:
             fig.suptitle(title, fontsize="medium")
         fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, dpi=120, format=os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png")
+        return figure_bytes(fig, path)
     finally:
         plt.close(fig)
+
+
+def figure_bytes(fig: Any, path: str | os.PathLike[str], dpi: int = 120) -> bytes:
+    """``fig`` encoded in ``path``'s format (its suffix; PNG without one), as bytes: drawn in
+    memory, so that a command writes it with its other outputs, all or none."""
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format=os.path.splitext(os.fspath(path))[1].lstrip(".").lower() or "png")
     return buf.getvalue()
 
 
