@@ -72,6 +72,7 @@ from .cliargs import (
     nonempty,
     nonneg_int,
     output_file,
+    penalty,
     pos_int,
     positive_float,
     refuse_overwriting_inputs,
@@ -207,7 +208,7 @@ def _add_generate(sub: Any, binning_modes: list[str]) -> None:
     g.add_argument("--jobs", type=nonneg_int, required=True, help="queue length")
     g.add_argument("--racks", type=nonneg_int, default=0, help="racks (0: flat cluster; default 0)")
     g.add_argument("--seed", type=nonneg_int, default=0, help="random seed (default 0)")
-    g.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    g.add_argument("--locality-penalty", type=penalty, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     g.add_argument("--busy-fraction", type=finite, default=0.0, metavar="F", help="share of GPUs busy (default 0)")
     g.add_argument("--failed-fraction", type=finite, default=0.0, metavar="F", help="share of GPUs failed (default 0)")
     g.add_argument(
@@ -276,7 +277,7 @@ def _add_import(sub: Any, binning_modes: list[str]) -> Any:
     b.add_argument("--jobs", type=input_file, default=None, metavar="JOBS.csv",
                    help="job queue CSV (job_id, num_gpus, perfclass or model); without it, the cluster alone "
                         "(an empty queue: every GPU in use is busy)")
-    b.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    b.add_argument("--locality-penalty", type=penalty, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     b.add_argument("--binning", choices=binning_modes, default="pal-artifact", help="binning mode stored in the round (default pal-artifact)")
     add_restart_arguments(b)
     b.add_argument("--name", type=nonempty, help="round name (default: the GPU table's file name)")
@@ -368,7 +369,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     refuse_overwriting_inputs({"--out": args.output}, _directory_inputs(args))
     if args.jobs > MAX_GENERATED_JOBS:  # 10,000,000 ran for minutes, to a file no reader would take
-        raise OptionError(f"--jobs: at most {MAX_GENERATED_JOBS:,} (its instance file would pass the readers' "
+        raise OptionError(f"--jobs: at most {MAX_GENERATED_JOBS:,} (its instance file would exceed the readers' "
                           f"2,000,000-value limit, docs/limits.md), got {args.jobs:,}")
     meas = None
     if args.measurements:
@@ -557,10 +558,29 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     ]
     if result.jobs_to_terminate:
         lines.append(("moved", f"{len(result.jobs_to_terminate)} running jobs lose or change GPUs"))
+    preempted = _preempted_line(inst, result)
+    if preempted:
+        lines.append(("preempted", preempted))
     blocked = _blocking_line(inst, result)
     if blocked:
         lines.append(("blocked", blocked))
     _finish_report(args, result, lines, inst)
+
+
+def _preempted_line(inst: Any, result: Any) -> str:
+    """The running jobs left unplaced, and what says so: the queue rule under ``prefix``,
+    ``backfill`` and the greedy orders (their preemption charge is then a constant of the round,
+    often most of the objective), the program itself under ``preempt``."""
+    left = [j for j in inst.jobs if j.running and j.id not in result.placements]
+    if not left:
+        return ""
+    charge = (result.info.get("cost_terms") or {}).get("preemption")
+    text = (f"{_count(len(left), 'running job')} ({_count(sum(j.demand for j in left), 'GPU')}) left unplaced"
+            + (f", charged {charge:.6g}" if charge else ""))
+    if result.admission == "preempt":
+        return text + ": the program chose them"
+    return (text + f": the {result.admission} queue rule leaves them out, so the charge is the same for every "
+            "placement of this job set; --method ilp-preempt chooses which running jobs to stop")
 
 
 def _blocking_line(inst: Any, result: Any) -> str:
@@ -755,9 +775,10 @@ def status_line(result: Any) -> str:
         return f"infeasible: {result.message}" if result.message else "infeasible"
     if status == Status.FALLBACK:
         below = f", bound {gap} below" if gap is not None else ", no bound"
+        cause = "interrupted" if result.info.get("interrupted") else "time limit"  # Ctrl-C, not the clock
         if not result.placements and result.message:  # no greedy answer held the given jobs
-            return "time limit: nothing placed (see the note)"
-        return f"time limit: greedy answer{below}"
+            return f"{cause}: nothing placed (see the note)"
+        return f"{cause}: greedy answer{below}"
     if result.bound is None:
         return "feasible (greedy: no bound)" if result.backend is None else "feasible, no bound"
     return f"feasible, gap {gap}" if gap is not None else "feasible"
@@ -929,12 +950,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, with an unknown flag reported by the subcommand's parser (its
+    ``--help`` lists the flags it takes), not by the top-level one."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = parser  # down the chosen subcommands (argparse has no public lookup of them)
+        while True:
+            subs = [a for a in owner._actions if isinstance(a, argparse._SubParsersAction)]
+            chosen = getattr(args, subs[0].dest, None) if subs else None
+            if chosen not in (subs[0].choices if subs else {}):
+                break
+            owner = subs[0].choices[chosen]
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def _main(argv: Sequence[str] | None, signals: _Signals) -> int:
     try:
         argv = list(argv) if argv is not None else sys.argv[1:]
         parser = _partition_parser() if argv[:1] == ["partition"] else build_parser()
         try:
-            args = parser.parse_args(argv)
+            args = _parse(parser, argv)
         except _UsageError as exc:
             _error(str(exc))
             return 2

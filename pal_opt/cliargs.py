@@ -28,6 +28,7 @@ __all__ = [
     "job_ids",
     "resolve_job_ids",
     "gpu_ids",
+    "penalty",
     "input_file",
     "nonempty",
     "output_file",
@@ -65,6 +66,17 @@ def _number(text: str, low: float | None = None, *, strict: bool = False, intege
 def finite(text: str) -> float:
     """A finite number."""
     return _number(text)
+
+
+def penalty(text: str) -> float:
+    """A locality penalty: a slowdown multiplier from 1 to the largest factor a round holds
+    (:data:`pal_opt.model.FACTOR_RANGE`)."""
+    from .model import FACTOR_RANGE
+
+    v = _number(text, 1)
+    if v > FACTOR_RANGE[1]:
+        raise argparse.ArgumentTypeError(f"must be at most {FACTOR_RANGE[1]:g} (a slowdown multiplier), got {text!r}")
+    return v
 
 
 def positive_float(text: str) -> float:
@@ -351,7 +363,7 @@ def _backend_choices() -> list[str]:
     return list(registry.backend_names())
 
 
-def _method_list(names: tuple[str, ...]) -> Any:
+def method_list(names: tuple[str, ...]) -> Any:
     """An argparse type: comma-separated method names (each once, in the order given)."""
 
     def parse(text: str) -> list[str]:
@@ -387,7 +399,7 @@ def add_method_arguments(
 
     names = (*method_names(), *(e for e in extra if e not in method_names()))
     if multiple:
-        p.add_argument(flag, type=_method_list(names), default=default, metavar="METHOD[,METHOD...]",
+        p.add_argument(flag, type=method_list(names), default=default, metavar="METHOD[,METHOD...]",
                        help="placement method, or several separated by commas (each runs in turn and the outputs "
                             "compare them), of: " + ", ".join(names) + f" (default {default_help})")
     else:

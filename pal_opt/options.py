@@ -259,7 +259,9 @@ class SolveOptions:
                               f"got {self.threads!r}")
         for name in ("warm_start", "deterministic", "respect_types"):
             if not isinstance(getattr(self, name), bool):
-                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                hint = ("; a WarmStart carried between rounds goes in warm="
+                        if name == "warm_start" and type(getattr(self, name)).__name__ == "WarmStart" else "")
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}{hint}")
         if not isinstance(self.backend_params, Mapping) or not all(
             isinstance(k, str) for k in self.backend_params
         ):

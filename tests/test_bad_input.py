@@ -110,6 +110,8 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
     ("empty", b"", "instance file is empty"),
     ("whitespace", b"  \n\t\n", "instance file is empty"),
     ("binary", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+    # PowerShell's `>` writes UTF-16: said so, not "binary" (format review)
+    ("utf-16", '{"format": "pal-opt/instance"}'.encode("utf-16"), "instance file is UTF-16 text; pal-opt reads UTF-8"),
     ("not-utf8", b'{"format": "pal-opt/instance", "name": "caf\xe9"}', "not valid UTF-8"),
     ("deep-nesting-recursion", "[" * 200_000 + "]" * 200_000, "nesting deeper than"),
     ("deep-nesting", '{"format": "pal-opt/instance", "meta": ' + "[" * 100 + "]" * 100 + "}", "nesting deeper than 64"),
@@ -418,7 +420,9 @@ CSV_CASES: list[tuple[str, bytes | str, bytes | str, str, str]] = [
     ("jobs-class-without-factors", GPU_OK, "job_id,num_gpus,perfclass\n1,1,classD\n", "jobs", "line 2, column perfclass: class 'classD' has no GPU factors"),
     ("jobs-model-class-without-factors", GPU_OK, "job_id,num_gpus,model\n1,1,vgg19\n", "jobs", "line 2, column model: class 'classC' has no GPU factors"),
     ("jobs-lambda-nan", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,nan\n", "jobs", "line 2, column locality_penalty: must be a finite number, got 'nan'"),
-    ("jobs-lambda-small", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,0.5\n", "jobs", "line 2, column locality_penalty: must be at least 1, got '0.5'"),
+    ("jobs-lambda-small", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,0.5\n", "jobs", "line 2, column locality_penalty: must be from 1 to 1e+06, got '0.5'"),
+    # accepted by import, then refused by solve as jobs[0].locality[1] (format review)
+    ("jobs-lambda-huge", GPU_OK, "job_id,num_gpus,model,locality_penalty\n1,1,BERT,2000000\n", "jobs", "line 2, column locality_penalty: must be from 1 to 1e+06, got '2000000'"),
     ("jobs-running-flag", GPU_OK, "job_id,num_gpus,model,is_running\n1,1,BERT,maybe\n", "jobs", "line 2, column is_running: must be true or false, got 'maybe'"),
     ("jobs-running-no-gpus", GPU_OK, "job_id,num_gpus,model,is_running\n8,1,BERT,true\n", "jobs", "line 2, column is_running: job 8 is marked running but holds no GPU"),
     # read as the last copy, or as Python's numbers, with exit 0 (bad-input review)
@@ -522,7 +526,7 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["solve", "{inst}", "--method", "best"], "argument --method: invalid choice: 'best'"),
         (["solve", "{inst}", "--method", "random", "--backend", "highs"], "backend"),
         (["solve", "{inst}", "--method", "packed", "--gap", "0.01"], "gap"),
-        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "--locality-penalty", "0.5", "-o", "{out}"], "locality_penalty must be a finite number >= 1"),
+        (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "--locality-penalty", "0.5", "-o", "{out}"], "argument --locality-penalty: must be >= 1, got '0.5'"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         # a cluster size with a few digits too many fails at once instead of allocating terabytes
         (["generate", "--nodes", "99999999999999", "--gpus-per-node", "4", "--jobs", "1", "-o", "{out}"],
@@ -622,10 +626,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
         (["export", "graphml", "{inst}", "-o", "{inst}"], "this is the input INSTANCE.json"),
         (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "-o", "{jobs}"], "this is the input --jobs"),
         (["import", "blox", "--gpus", "{gpus}", "--jobs", "{jobs}", "-o", "{gpus}"], "this is the input --gpus"),
-        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "-o", "{topo}"], "this is the input the topology file"),
+        (["import", "slurm", "{topo}", "--gpus-per-node", "8", "-o", "{topo}"], "this is the input topology file"),
         (["import", "slurm", "{topo}", "--slurm-conf", "{sconf}", "-o", "{sconf}"], "this is the input --slurm-conf"),
         (["import", "k8s", "{nodes}", "--jobs", "{jobs}", "-o", "{jobs}"], "this is the input --jobs"),
-        (["import", "graphml", "{graph}", "-o", "{graph}"], "this is the input the topology file"),
+        (["import", "graphml", "{graph}", "-o", "{graph}"], "this is the input topology file"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", "{tmp}",
           "-o", "{tmp}/bert-longhorn-agg.csv"], "this is the input --measurements"),
         (["simulate", "{trace}", "-o", "{trace}"], "this is the input TRACE"),

@@ -207,6 +207,6 @@ def test_a_deadline_is_refused_at_construction():
     from pal_opt.adapters.blox import BloxPlacement
     from pal_opt.errors import OptionError
 
-    with pytest.raises(OptionError, match="deadline apply to one round"):
+    with pytest.raises(OptionError, match="deadline applies to one round: give it to"):
         BloxPlacement(None, method="ilp", deadline=_time.monotonic() + 5)
     assert BloxPlacement(None, method="ilp", time_limit=None).policy.options.get("time_limit") is None

@@ -362,7 +362,7 @@ def damaged_texts(draw: Any) -> bytes:
 
 # =========================================================================== the invariant
 # Errors that concern the whole file rather than a field.
-_FILE_LEVEL = ("is empty", "is binary", "not valid UTF-8", "nesting deeper", "larger than the limit",
+_FILE_LEVEL = ("is empty", "is binary", "is UTF-16 text", "not valid UTF-8", "nesting deeper", "larger than the limit",
                "has a header but no rows", "malformed CSV", "is a directory",
                "expected a pandas DataFrame")
 

@@ -96,6 +96,18 @@ def test_simulate_on_a_sia_trace_equals_simulate_sia(sia_dir: Path, tmp_path: Pa
     for key in ("avg_jct", "p50_jct", "p99_jct", "makespan", "n_jobs", "n_completed"):
         assert docs[0][key] == docs[1][key]
     assert docs[0]["n_completed"] == 4 and docs[0]["trace_format"] == "sia"
+    # several policies, as simulate takes them (simulate-sia took one: "invalid choice 'sia,gavel'")
+    for command in ("simulate", "simulate-sia"):
+        out = tmp_path / f"{command}-two.json"
+        rc = cli.main([command, str(trace), "--cluster", PAPER, "--profiles", str(sia_dir / "profiles"),
+                       "--policy", "sia,gavel", "--out", str(out), "--quiet"])
+        assert rc == 0
+        docs.append(json.loads(out.read_text()))
+    assert docs[2]["policies"] == docs[3]["policies"] == ["sia", "gavel"]
+    for policy in ("sia", "gavel"):
+        for key in ("avg_jct", "p99_jct", "makespan", "n_completed"):
+            assert docs[2]["results"][policy][key] == docs[3]["results"][policy][key]
+    assert docs[2]["results"]["sia"]["avg_jct"] == docs[0]["avg_jct"]
 
 
 

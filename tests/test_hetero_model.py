@@ -342,8 +342,11 @@ def test_bad_validation_names_file_and_field(tmp_path: Path) -> None:
         InstanceError, match=r"validation-(8|16)\.csv: row 2, column grad_var: must be a finite number ≥ 0"
     ):
         load_application(_write_app(tmp_path, validation=bad), "toy")
-    with pytest.raises(InstanceError, match="no profiles for application 'nope'"):
+    with pytest.raises(InstanceError, match=r"no profiles for application 'nope' \(this folder has toy\)"):
         load_application(tmp_path, "nope")
+    # a folder that is not there at all is named as such, not as its first application (docs review)
+    with pytest.raises(InstanceError, match="missing: profiles folder not found"):
+        load_application(tmp_path / "missing", "bert")
 
 
 WORKLOAD_OK = (

@@ -426,7 +426,8 @@ def test_bad_profile_raises_instance_error_naming_the_line() -> None:
     assert info.value.source == "g.txt" and info.value.path == "line 3"
 
 
-@pytest.mark.parametrize("data, expected", [(b"\x00\x01", "binary"), (b"node1 -- \xff\xfe", "not valid UTF-8")])
+@pytest.mark.parametrize("data, expected", [(b"\x00\x01", "binary"), (b"node1 -- \xff\xfe", "not valid UTF-8"),
+                                            ("node1 -- a".encode("utf-16"), "profile is UTF-16 text")])
 def test_unreadable_profiles(data: bytes, expected: str, tmp_path: Path) -> None:
     path = tmp_path / "graph.txt"
     path.write_bytes(data)

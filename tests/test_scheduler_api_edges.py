@@ -134,6 +134,9 @@ def test_round_policy_refuses_at_construction_what_solve_refuses(monkeypatch: py
     with pytest.raises(OptionError) as err:
         RoundPolicy("pal", track_running="no")  # type: ignore[arg-type]
     _one_line(err, "track_running must be True or False")
+    with pytest.raises(OptionError) as err:  # the README's warm= example, misremembered (docs review)
+        RoundPolicy("ilp", warm_start=pal_opt.WarmStart())  # type: ignore[arg-type]
+    _one_line(err, "warm_start must be True or False", "a WarmStart carried between rounds goes in warm=")
     cbc = BACKENDS["cbc"]
     monkeypatch.setattr(cbc, "_available", False)
     monkeypatch.setattr(cbc, "_import_error", "ImportError: no module named 'pulp'")
@@ -416,7 +419,7 @@ def test_options_of_one_round_are_refused_by_a_policy() -> None:
     import pal_opt
 
     for kw in ({"deadline": time.monotonic() + 1}, {"jobs": ["a"]}):
-        with pytest.raises(pal_opt.OptionError, match="apply to one round"):
+        with pytest.raises(pal_opt.OptionError, match="applies to one round: give it to pal_opt.solve"):
             pal_opt.RoundPolicy("ilp", **kw)
 
 

@@ -170,6 +170,33 @@ def test_watchdog_stop_lets_a_solver_return_its_answer() -> None:
     assert time.monotonic() - t0 < 1.0
 
 
+def test_a_solver_stopped_by_the_deadline_is_told_apart_from_a_ctrl_c() -> None:
+    # HiGHS reports a stop request as "Interrupted by user" whether it came from Ctrl-C or from
+    # the watchdog; the backend records which, and its message says "time limit" (docs review)
+    from types import SimpleNamespace
+
+    from pal_opt.ilp.backends.base import ThreadedBackend
+
+    backend = SimpleNamespace(name="test solver", stop_seconds=0.1)
+    stopped = threading.Event()
+    options = SolveOptions(time_limit=0.05, deadline=time.monotonic() + 2.0)
+    value, interrupted = ThreadedBackend._interruptible(backend, lambda: stopped.wait(5.0) and "incumbent",  # type: ignore[arg-type]
+                                                        stopped.set, options)
+    assert (value, interrupted, backend.stopped_at_deadline) == ("incumbent", False, True)
+    value, interrupted = ThreadedBackend._interruptible(backend, lambda: "optimal", stopped.set, options)  # type: ignore[arg-type]
+    assert (value, interrupted, backend.stopped_at_deadline) == ("optimal", False, False)
+
+
+def test_an_interrupted_fallback_says_interrupted_not_time_limit() -> None:
+    from pal_opt.cli import status_line
+    from pal_opt.result import PlacementResult
+
+    r = PlacementResult({1: [0]}, "ilp", Status.FALLBACK, 1.0, 1.0, 1, 0.1, "prefix", info={"interrupted": True})
+    assert status_line(r) == "interrupted: greedy answer, no bound"
+    r.info.pop("interrupted")
+    assert status_line(r) == "time limit: greedy answer, no bound"
+
+
 def test_deadline_object() -> None:
     assert Deadline.none().left() == math.inf and not Deadline.none().limited
     d = Deadline.after(10.0)

@@ -27,6 +27,7 @@ from typing import Any
 from ..cliargs import (
     check_plot_target,
     input_file,
+    method_list,
     nonempty,
     nonneg_int,
     output_file,
@@ -97,8 +98,10 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
     p.add_argument("--profiles", type=input_file, required=True, metavar="DIR",
                    help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
-    p.add_argument("--policy", choices=hetero_policy_names(), default="sia",
-                   help="; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
+    p.add_argument("--policy", type=method_list(hetero_policy_names()), default=["sia"], metavar="POLICY[,POLICY...]",
+                   help="policy, or several separated by commas (each runs in turn on the same workload, cluster "
+                        "and draw, and the outputs compare them), of: "
+                        + "; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="TYPE:CLASS=FILE",
                    help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV "
                         "(default: every GPU nominal)")
@@ -271,8 +274,8 @@ def _failures(args: argparse.Namespace) -> Any:
 
 
 def _policies(args: argparse.Namespace) -> list[str]:
-    """The policies asked for, in order, each once (``simulate`` takes a list, ``simulate-sia`` one)."""
-    given = args.policy if isinstance(args.policy, list) else [args.policy]
+    """The policies asked for, in order, each once."""
+    given = list(args.policy)
     names = hetero_policy_names()
     bad = [p for p in given if p not in names]
     if bad:

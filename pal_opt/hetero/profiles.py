@@ -613,7 +613,9 @@ def load_application(
     """
     app_dir = Path(profiles_dir) / app
     if not app_dir.is_dir():
-        raise InstanceError(f"no profiles for application {app!r}", source=str(app_dir))
+        known = application_names(profiles_dir)  # raises first when the folder itself is missing or not Sia's
+        raise InstanceError(f"no profiles for application {app!r} (this folder has {', '.join(known)})",
+                            source=str(app_dir))
     validation_files, found = _discover(app_dir)
     if not validation_files:
         raise InstanceError("no validation-<batch>.csv file", source=str(app_dir))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InstanceError
-from ..model import MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
+from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
 from .csvfile import CsvTable, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
@@ -166,8 +166,8 @@ def parse_jobs(
         loc = default_loc
         if c_lam is not None and f[c_lam]:
             lam = t.number(line, c_lam, f[c_lam], positive=True)
-            if lam < 1.0:
-                raise t.error(line, c_lam, f"must be at least 1, got {f[c_lam]!r}")
+            if not 1.0 <= lam <= FACTOR_RANGE[1]:  # the bound a round's locality factors obey (model.FACTOR_RANGE)
+                raise t.error(line, c_lam, f"must be from 1 to {FACTOR_RANGE[1]:g}, got {f[c_lam]!r}")
             loc = pal_locality(lam)
         # a blank cell says nothing (no cross-check), as a missing column
         run = t.boolean(line, c_run, f[c_run]) if c_run is not None and f[c_run].strip() else None

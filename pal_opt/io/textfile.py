@@ -9,6 +9,7 @@ them are defined here and listed, with their measured cost, in ``docs/limits.md`
 
 from __future__ import annotations
 
+import codecs
 import os
 from pathlib import Path
 
@@ -21,7 +22,10 @@ __all__ = [
     "DEFAULT_MAX_CELLS",
     "MAX_INT_DIGITS",
     "read_text",
+    "binary_text",
 ]
+
+NUL = b"\x00"
 
 #: Largest input file read, in bytes (64 MiB: fifty times a 16,384-GPU instance; reading costs up
 #: to five times the file size, the bytes plus the text at up to four bytes per character).
@@ -38,6 +42,21 @@ DEFAULT_MAX_VALUES: int = 2_000_000
 #: about 100 bytes once read, so this bounds a table at a few hundred megabytes; a trace of
 #: 800,000 jobs fits).
 DEFAULT_MAX_CELLS: int = 4_000_000
+
+
+
+def binary_text(data: bytes) -> str:
+    """What is wrong with bytes holding a NUL: UTF-16 text (what Windows PowerShell's ``>``
+    writes, a byte-order mark first) or binary data.
+
+    >>> binary_text("a,b".encode("utf-16"))
+    'is UTF-16 text; pal-opt reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)'
+    >>> binary_text(b"PK\\x03\\x04\\x00")
+    'is binary, not text (NUL byte at offset 4)'
+    """
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "is UTF-16 text; pal-opt reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)"
+    return f"is binary, not text (NUL byte at offset {data.index(NUL)})"
 
 
 def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> str:
@@ -80,8 +99,7 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
     if not data.strip():
         raise InstanceError(f"{what} is empty", source=src)
     if b"\x00" in data:
-        i = data.index(b"\x00")
-        raise InstanceError(f"{what} is binary, not text (NUL byte at offset {i})", source=src)
+        raise InstanceError(f"{what} {binary_text(data)}", source=src)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

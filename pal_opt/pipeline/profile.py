@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InstanceError
+from ..io.textfile import binary_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
 
@@ -261,7 +262,7 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
         raise InstanceError(f"profile is larger than the limit of {MAX_PROFILE_BYTES:,} bytes", source=src)
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise InstanceError(f"profile is binary, not text (NUL byte at offset {nul})", source=src)
+        raise InstanceError(f"profile {binary_text(data)}", source=src)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

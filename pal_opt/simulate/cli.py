@@ -35,6 +35,7 @@ from ..cliargs import (
     nonempty,
     nonneg_int,
     output_file,
+    penalty,
     positive_float,
     refuse_overwriting_inputs,
     solve_options_each,
@@ -89,10 +90,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="stop after this much simulated time even with jobs unfinished (no round starts after it; "
                         "default: pal traces run until every job is done, sia traces stop at 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
-    p.add_argument("--locality-penalty", type=positive_float, default=1.7, metavar="L",
+    p.add_argument("--locality-penalty", type=penalty, default=1.7, metavar="L",
                    help="PAL's λ: slowdown of a gang spanning servers (on a racked cluster: spanning racks) "
                         "(default 1.7)")
-    p.add_argument("--rack-penalty", type=positive_float, default=None, metavar="L",
+    p.add_argument("--rack-penalty", type=penalty, default=None, metavar="L",
                    help="racked clusters: slowdown of a gang spanning servers within one rack, at most "
                         "--locality-penalty (default: the same as --locality-penalty)")
     add_restart_arguments(p, resumed=True, round_default="360; sia traces: 60")

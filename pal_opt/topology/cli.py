@@ -27,11 +27,11 @@ from typing import Any
 
 from ..cliargs import (
     add_restart_arguments,
-    finite,
     input_file,
     nonempty,
     nonneg_int,
     output_file,
+    penalty,
     pos_int,
     refuse_overwriting_inputs,
     warnings_after_success,
@@ -59,7 +59,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--measurements", type=input_file, metavar="DIR",
                    help="draw factors from PAL's {resnet,bert,pagerank}-longhorn-agg.csv in DIR (as generate does)")
     p.add_argument("--seed", type=nonneg_int, help="seed for --measurements (default 0)")
-    p.add_argument("--locality-penalty", type=finite, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
+    p.add_argument("--locality-penalty", type=penalty, default=1.7, metavar="L", help="PAL's λ (default 1.7)")
     p.add_argument("--binning", choices=[b.value for b in Binning], default="pal-artifact",
                    help="binning mode stored in the round (default pal-artifact)")
     add_restart_arguments(p)
@@ -163,7 +163,7 @@ def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
     ``--measurements``'s, and the files the Slurm configuration files include."""
     from ..io.measurements import longhorn_paths
 
-    configs: list[tuple[str, Any]] = [("the topology file", args.input),
+    configs: list[tuple[str, Any]] = [("topology file", args.input),
                                       ("--slurm-conf", getattr(args, "slurm_conf", None)),
                                       ("--gres-conf", getattr(args, "gres_conf", None))]
     files = [*configs, ("--jobs", args.jobs)]

@@ -380,6 +380,9 @@ class Backend(ABC):
                                        translate_seconds=t1 - t0, message=str(exc))
             t2 = time.perf_counter()
             out = self._read(model, raw, program, options, t2 - t1)
+            if self.stopped_at_deadline and out.status != SolverStatus.OPTIMAL:
+                out = replace(out, message=f"time limit reached (pal-opt stopped {self.name}, whose own limit had not "
+                                           f"ended the run; it said: {out.message})")
             objective = program.objective(out.values) if out.values is not None else None
             bound = self._bound(model, raw, program, options, out.status, objective)
         finally:
@@ -397,6 +400,10 @@ class Backend(ABC):
         (backends that cannot restart ignore it).  A backend that can also sets
         :attr:`relaxation_values` to the LP's optimal column values."""
         return None
+
+    #: Whether the last run was stopped by pal-opt at the deadline, its own time limit not having
+    #: ended it (:meth:`ThreadedBackend._interruptible`); its message then says so.
+    stopped_at_deadline: bool = False
 
     #: The optimal column values of the last LP relaxation :meth:`relaxation_bound` solved, when
     #: the backend reads them (HiGHS); None otherwise.
@@ -473,11 +480,22 @@ class ThreadedBackend(Backend):
         """:func:`run_interruptibly` with the deadline of ``options``: ``stop()`` once the time
         limit (plus half of :attr:`~Backend.stop_seconds`) has passed, abandoned at the deadline.
         Also for solver calls other than :meth:`_run` (an LP relaxation's)."""
+        self.stopped_at_deadline = False
         if options.deadline is None:
             return run_interruptibly(work, stop)
         give_up_at = options.deadline
         stop_at = min(time.monotonic() + (options.time_limit or 0.0) + 0.5 * self.stop_seconds, give_up_at)
-        return run_interruptibly(work, stop, stop_at=stop_at, give_up_at=give_up_at, name=self.name)
+        stops: list[None] = []
+
+        def counted_stop() -> None:
+            stops.append(None)
+            stop()
+
+        value, interrupted = run_interruptibly(work, counted_stop, stop_at=stop_at, give_up_at=give_up_at,
+                                               name=self.name)
+        # stopped without a Ctrl-C: by the deadline (the solver then says "interrupted by user")
+        self.stopped_at_deadline = bool(stops) and not interrupted
+        return value, interrupted
 
     @abstractmethod
     def _run(self, model: Any) -> Any:
