@@ -176,6 +176,7 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
         info = result.get("info") or {}
         binning = str(info.get("binning", instance.params.binning)) if isinstance(info, Mapping) else instance.params.binning
     placements: dict[JobId, list[int]] = {}
+    seen: dict[JobId, Any] = {}
     for key, gpus in raw.items():
         jid = key if key in instance.job_by_id else by_str.get(str(key))
         if jid is None:
@@ -186,6 +187,10 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
         ):
             problems.append(Violation(Kind.FORM, f"job {key!r}: GPU list must be a list of integer ids"))
             continue
+        if jid in placements:  # 2 and "2" are one job: placed twice, not the last one kept
+            problems.append(Violation(Kind.FORM, f"job {key!r}: placed twice (also under the key {seen[jid]!r})"))
+            continue
+        seen[jid] = key
         placements[jid] = [int(g) for g in gpus]
     term = [t if t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
     if admission not in ADMISSION_RULES:

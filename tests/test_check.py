@@ -125,6 +125,15 @@ def test_each_violation_is_reported_exactly(kind: Kind, request: pytest.FixtureR
     assert [v.kind for v in violations(instance, doc)] == [kind] * len(expected)
 
 
+def test_a_job_placed_under_both_forms_of_its_id_is_placed_twice() -> None:
+    # {2: [0, 1], "2": [2, 3]} kept the last entry and passed (determinism review)
+    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0] * 4})
+    instance = RoundInstance(cl, (Job(2, 2, "classA", 0),), RoundParams(binning="none"))
+    assert check(instance, {"placements": {2: [0, 1]}, "admission": "given"}) == []
+    assert check(instance, {"placements": {2: [0, 1], "2": [2, 3]}, "admission": "given"}) == [
+        "job '2': placed twice (also under the key 2)"]
+
+
 def test_sticky_terminated_but_placed_on_its_own_gpus(running: RoundInstance) -> None:
     doc = {"placements": {"r": [0, 1]}, "admission": "sticky", "jobs_to_terminate": ["r"]}
     assert check(running, doc) == [

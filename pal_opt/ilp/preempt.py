@@ -242,7 +242,8 @@ def solve_preempt(
     opts = BackendOptions(time_limit=None if clock.limited else time_limit,
                           deadline=_solver_deadline(clock, time.perf_counter() - t_build, price),
                           abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
-                          deterministic=deterministic, backend_params=dict(backend_params or {}))
+                          deterministic=deterministic,
+                          backend_params={**cls.preempt_params, **(backend_params or {})})
     try:
         sol = cls().solve(built.program, opts, start=vector)
     except TimeLimitReached as exc:  # no time left to translate or run the solver

@@ -987,7 +987,8 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     att.info["incumbent"] = f"start ({att.source})"
     return att.result(att.greedy, status=Status.OPTIMAL if proven else Status.FEASIBLE, solve_seconds=att.lp_seconds,
                       bound=lp_only, gap=rgap,
-                      message="" if proven else f"{att.name}: start placement within the gap of the LP bound")
+                      message="" if proven else (f"{att.name} not run: the start placement is within the gap of the "
+                                                 f"LP bound (solved by {att.info.get('program_relaxation', att.name)})"))
 
 
 def _run_solver(att: _Attempt, solver: Backend, opts: SolveOptions, start: np.ndarray | None) -> PlacementResult:

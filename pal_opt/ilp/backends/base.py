@@ -250,6 +250,9 @@ class Backend(ABC):
         spare, measured on two busy cores): :meth:`translate_estimate`.
     stop_seconds
         Seconds the solver may take to return after its time limit or a stop request.
+    preempt_params
+        Solver parameters for the programs with drop variables (``ilp-preempt``), under the
+        caller's ``backend_params``.
     """
 
     name: ClassVar[str]
@@ -260,6 +263,7 @@ class Backend(ABC):
     relaxation_max_entries: ClassVar[int | None] = None
     translate_seconds_per_entry: ClassVar[float] = 3e-5
     stop_seconds: ClassVar[float] = 0.3
+    preempt_params: ClassVar[dict[str, Any]] = {}
     _available: ClassVar[bool | None] = None
     _import_error: ClassVar[str | None] = None
     _version: ClassVar[str | None] = None
