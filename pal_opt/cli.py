@@ -577,8 +577,13 @@ def _preempted_line(inst: Any, result: Any) -> str:
     charge = (result.info.get("cost_terms") or {}).get("preemption")
     text = (f"{_count(len(left), 'running job')} ({_count(sum(j.demand for j in left), 'GPU')}) left unplaced"
             + (f", charged {charge:.6g}" if charge else ""))
-    if result.admission == "preempt":
-        return text + ": the program chose them"
+    if result.admission == "preempt":  # ilp-preempt's program, its greedy start on a fallback, or preempt-greedy
+        who = result.method
+        if result.backend is not None and result.status.value == "fallback":
+            who += "'s greedy start"
+        return text + f": {who} chose them"
+    if result.admission == "given":
+        return text + ": they are not among the jobs given (--jobs)"
     return (text + f": the {result.admission} queue rule leaves them out, so the charge is the same for every "
             "placement of this job set; --method ilp-preempt chooses which running jobs to stop")
 
@@ -955,13 +960,16 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     ``--help`` lists the flags it takes), not by the top-level one."""
     args, extra = parser.parse_known_args(argv)
     if extra:
-        owner = parser  # down the chosen subcommands (argparse has no public lookup of them)
+        owner, at = parser, 0  # down the chosen subcommands (argparse has no public lookup of them)
         while True:
             subs = [a for a in owner._actions if isinstance(a, argparse._SubParsersAction)]
             chosen = getattr(args, subs[0].dest, None) if subs else None
-            if chosen not in (subs[0].choices if subs else {}):
+            if chosen not in (subs[0].choices if subs else {}) or chosen not in argv[at:]:
                 break
-            owner = subs[0].choices[chosen]
+            after = argv.index(chosen, at)
+            if any(x in argv[at:after] for x in extra):  # given before the subcommand: its parent's
+                break
+            owner, at = subs[0].choices[chosen], after + 1
         owner.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 

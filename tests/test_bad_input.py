@@ -112,6 +112,9 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
     ("binary", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
     # PowerShell's `>` writes UTF-16: said so, not "binary" (format review)
     ("utf-16", '{"format": "pal-opt/instance"}'.encode("utf-16"), "instance file is UTF-16 text; pal-opt reads UTF-8"),
+    # UTF-32-LE's mark begins with UTF-16-LE's (diff review)
+    ("utf-32", '{"format": "pal-opt/instance"}'.encode("utf-32"), "instance file is UTF-32 text; pal-opt reads UTF-8"),
+    ("utf-16-no-mark", '{"format": "pal-opt/instance"}'.encode("utf-16-le"), "instance file is UTF-16LE text"),
     ("not-utf8", b'{"format": "pal-opt/instance", "name": "caf\xe9"}', "not valid UTF-8"),
     ("deep-nesting-recursion", "[" * 200_000 + "]" * 200_000, "nesting deeper than"),
     ("deep-nesting", '{"format": "pal-opt/instance", "meta": ' + "[" * 100 + "]" * 100 + "}", "nesting deeper than 64"),
@@ -718,3 +721,16 @@ def test_a_repeated_column_no_reader_uses_is_taken(tmp_path, capsys):
     jp.write_text("job_id,num_gpus,model,note,note\n1,1,BERT,a,b\n")
     assert main(["import", "blox", "--gpus", str(gp), "--jobs", str(jp), "-o", str(out)]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", ["simulate", "simulate-sia"])
+def test_a_utf16_trace_is_named_utf16(command, tmp_path, capsys):
+    """The trace readers opened the file as UTF-8 text themselves: "cannot read trace: 'utf-8'
+    codec can't decode byte 0xff" (diff review)."""
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes("job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n".encode("utf-16"))
+    argv = [command, str(trace), "--out", str(tmp_path / "o.json")]
+    rc = main(argv + (["--profiles", str(tmp_path)] if command == "simulate-sia" else ["--cluster", "2x2"]))
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, "trace.csv: trace file is UTF-16 text; pal-opt reads UTF-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.csv"]

@@ -304,6 +304,15 @@ def test_running_jobs_the_queue_rule_leaves_out_are_named_with_their_charge(caps
             "set; --method ilp-preempt chooses which running jobs to stop")
     rc, out, _ = run(capsys, "solve", mid, "--method", "ilp-preempt")
     assert rc == 0 and "preempted" not in out  # here it places every running job
+    rc, out, _ = run(capsys, "solve", mid, "--method", "ilp", "--jobs", "1,2,3")
+    assert "preempted  27 running jobs (143 GPUs) left unplaced, charged 1430: they are not among the jobs given " \
+           "(--jobs)" in out.splitlines()
+    # the preemptive methods choose them; a greedy answer is not "the program" (diff review)
+    contended = str(REPO / "tests" / "data" / "preempt_pipelines_16gpu.json")
+    head = "preempted  6 running jobs (16 GPUs) left unplaced, charged 160: "
+    for argv, who in ((["--method", "preempt-greedy"], "preempt-greedy"), (["--method", "ilp-preempt"], "ilp-preempt")):
+        rc, out, _ = run(capsys, "solve", contended, *argv)
+        assert rc == 0 and head + f"{who} chose them" in out.splitlines(), out
 
 
 def test_an_unknown_flag_points_to_the_subcommands_help(capsys):
@@ -312,6 +321,10 @@ def test_an_unknown_flag_points_to_the_subcommands_help(capsys):
     rc, out, err = run(capsys, "import", "blox", "--gpus", "x.csv", "-o", "y.json", "--measurements", "d")
     assert rc == 2 and err.strip() == ("pal-opt import blox: error: unrecognized arguments: --measurements d "
                                        "(see 'pal-opt import blox --help')")
+    rc, out, err = run(capsys, "--foo", "solve", PAPER)  # before the subcommand: the top level's
+    assert rc == 2 and err.strip() == "pal-opt: error: unrecognized arguments: --foo (see 'pal-opt --help')"
+    rc, out, err = run(capsys, "import", "--zz", "blox", "--gpus", "x.csv", "-o", "y.json")
+    assert rc == 2 and err.strip() == "pal-opt import: error: unrecognized arguments: --zz (see 'pal-opt import --help')"
 
 
 def test_charges_given_to_a_greedy_policy_are_said_to_only_price_it(capsys):

@@ -482,7 +482,20 @@ def test_cp_sat_proves_a_small_preemption_round_with_pipelines_as_the_others_do(
         assert r.status == Status.OPTIMAL, (b, r.status, r.gap)
         assert r.objective == pytest.approx(165.879662, abs=1e-5), b
         assert check(inst, r) == []
-    if "cpsat" in results:  # the caller's own setting wins
-        r = pal_opt.solve(inst, "ilp-preempt", backend="cpsat", time_limit=1,
-                          backend_params={"linearization_level": 1})
-        assert r.status == Status.FEASIBLE and r.gap is not None and r.gap > 1
+
+    from pal_opt.ilp.backends import get_backend
+
+    cls = get_backend("cpsat")
+    seen: list[dict[str, Any]] = []
+    real = cls.solve
+
+    def spy(self: Any, program: Any, options: Any, start: Any = None) -> Any:
+        seen.append(dict(options.backend_params))
+        return real(self, program, options, start)
+
+    with pytest.MonkeyPatch.context() as mp:  # what the solver is given, the caller's own setting winning
+        mp.setattr(cls, "solve", spy)
+        pal_opt.solve(inst, "ilp-preempt", backend="cpsat")
+        pal_opt.solve(inst, "ilp-preempt", backend="cpsat", backend_params={"linearization_level": 1, "random_seed": 3})
+        pal_opt.solve(inst, "ilp", backend="cpsat")
+    assert seen == [{"linearization_level": 2}, {"linearization_level": 1, "random_seed": 3}, {}]

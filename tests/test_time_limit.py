@@ -170,21 +170,67 @@ def test_watchdog_stop_lets_a_solver_return_its_answer() -> None:
     assert time.monotonic() - t0 < 1.0
 
 
-def test_a_solver_stopped_by_the_deadline_is_told_apart_from_a_ctrl_c() -> None:
+class _StopOnRequest:
+    """A stand-in solver for :class:`ThreadedBackend`: it runs until asked to stop, then says
+    what HiGHS says to any stop request, "Interrupted by user"."""
+
+    @staticmethod
+    def make() -> Any:
+        import numpy as np
+        import scipy.sparse as sp
+
+        from pal_opt.ilp.backends.base import Readout, SolverStatus, ThreadedBackend
+        from pal_opt.ilp.program import Program
+
+        class Fake(ThreadedBackend):
+            name = "fake"
+            stop_seconds = 0.1
+
+            @classmethod
+            def _solver_version(cls) -> str:
+                return "0"
+
+            def _translate(self, program: Any, start: Any) -> Any:
+                return threading.Event()
+
+            def _configure(self, model: Any, program: Any, options: Any) -> None:
+                pass
+
+            def _set_param(self, model: Any, key: str, value: Any) -> None:
+                pass
+
+            def _run(self, model: Any) -> Any:
+                return model.wait(5.0)
+
+            def _stop(self, model: Any) -> None:
+                model.set()
+
+            def _read(self, model: Any, raw: Any, program: Any, options: Any, seconds: float) -> Any:
+                return Readout(SolverStatus.FEASIBLE, np.zeros(1), "Interrupted by user")
+
+            def _bound(self, *args: Any) -> None:
+                return None
+
+        program = Program(c=np.ones(1), obj_offset=0.0, A=sp.csr_matrix((0, 1)), row_lo=np.zeros(0),
+                          row_hi=np.zeros(0), col_lo=np.zeros(1), col_hi=np.ones(1),
+                          integrality=np.ones(1, dtype=bool), var_names=("x",), row_names=())
+        return Fake(), program
+
+
+def test_a_solver_stopped_by_the_deadline_says_time_limit_not_interrupted_by_user() -> None:
     # HiGHS reports a stop request as "Interrupted by user" whether it came from Ctrl-C or from
     # the watchdog; the backend records which, and its message says "time limit" (docs review)
-    from types import SimpleNamespace
+    from pal_opt.ilp.backends.base import SolveOptions as BackendOptions
 
-    from pal_opt.ilp.backends.base import ThreadedBackend
-
-    backend = SimpleNamespace(name="test solver", stop_seconds=0.1)
-    stopped = threading.Event()
-    options = SolveOptions(time_limit=0.05, deadline=time.monotonic() + 2.0)
-    value, interrupted = ThreadedBackend._interruptible(backend, lambda: stopped.wait(5.0) and "incumbent",  # type: ignore[arg-type]
-                                                        stopped.set, options)
-    assert (value, interrupted, backend.stopped_at_deadline) == ("incumbent", False, True)
-    value, interrupted = ThreadedBackend._interruptible(backend, lambda: "optimal", stopped.set, options)  # type: ignore[arg-type]
-    assert (value, interrupted, backend.stopped_at_deadline) == ("optimal", False, False)
+    backend, program = _StopOnRequest.make()
+    sol = backend.solve(program, BackendOptions(time_limit=0.05, deadline=time.monotonic() + 2.0))
+    assert backend.stopped_at_deadline
+    assert sol.message == ("time limit reached (pal-opt stopped fake, whose own limit had not ended the run; "
+                           "it said: Interrupted by user)")
+    # a run that ends by itself is not marked, even right after one that was
+    backend._run = lambda model: True  # type: ignore[method-assign]
+    sol = backend.solve(program, BackendOptions(time_limit=0.05, deadline=time.monotonic() + 2.0))
+    assert not backend.stopped_at_deadline and sol.message == "Interrupted by user"
 
 
 def test_an_interrupted_fallback_says_interrupted_not_time_limit() -> None:

@@ -142,11 +142,19 @@ def detect_trace_format(path: str) -> str:
     InstanceError
         The file cannot be read or its header is neither format's.
     """
+    from ..io.textfile import binary_text
+
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            header = fh.readline()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstanceError(f"cannot read trace: {getattr(exc, 'strerror', None) or exc}", source=path) from None
+        with open(path, "rb") as fh:
+            head = fh.read(64 * 1024)
+    except OSError as exc:
+        raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=path) from None
+    if b"\x00" in head:  # UTF-16 from PowerShell, UTF-32, or no text at all
+        raise InstanceError(f"trace file {binary_text(head)}", source=path)
+    try:
+        header = head.split(b"\n", 1)[0].decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InstanceError(f"trace file is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=path) from None
     cols = {c.strip().lower() for c in next(csv.reader([header]), [])}  # names are case-insensitive
     if _SIA_COLUMNS <= cols:
         return "sia"

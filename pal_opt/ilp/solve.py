@@ -292,6 +292,8 @@ class _Attempt:
     source: str | None = None
     lp_bound: float | None = None
     lp_seconds: float = 0.0
+    #: The LP solver of the round program's relaxation, as messages name it (:func:`_program_lp_solver`).
+    lp_solver: str = ""
     #: The caller's start placement (``solve_ilp(start=...)``), priced with the greedy ones.
     given_start: Mapping[JobId, Sequence[int]] | None = None
     #: The state carried between rounds (``solve_ilp(warm=...)``, :mod:`pal_opt.ilp.warm`).
@@ -948,6 +950,7 @@ def _program_lp_solver(att: _Attempt, solver: Backend) -> Backend:
     if lp is None or lp.name == solver.name:
         lp = solver
     att.info["program_relaxation"] = lp.name
+    att.lp_solver = lp.lp_solver or lp.name
     return lp
 
 
@@ -988,7 +991,7 @@ def _lp_shortcut(att: _Attempt, solver: Backend, opts: SolveOptions) -> Placemen
     return att.result(att.greedy, status=Status.OPTIMAL if proven else Status.FEASIBLE, solve_seconds=att.lp_seconds,
                       bound=lp_only, gap=rgap,
                       message="" if proven else (f"{att.name} not run: the start placement is within the gap of the "
-                                                 f"LP bound (solved by {att.info.get('program_relaxation', att.name)})"))
+                                                 f"LP bound (solved by {att.lp_solver or att.name})"))
 
 
 def _run_solver(att: _Attempt, solver: Backend, opts: SolveOptions, start: np.ndarray | None) -> PlacementResult:

@@ -46,16 +46,32 @@ DEFAULT_MAX_CELLS: int = 4_000_000
 
 
 def binary_text(data: bytes) -> str:
-    """What is wrong with bytes holding a NUL: UTF-16 text (what Windows PowerShell's ``>``
-    writes, a byte-order mark first) or binary data.
+    """What is wrong with bytes holding a NUL: text in UTF-32 or UTF-16 (what Windows
+    PowerShell's ``>`` writes), told by a byte-order mark or, for UTF-16 without one, by NULs at
+    every other byte of the start; else binary data.
 
     >>> binary_text("a,b".encode("utf-16"))
     'is UTF-16 text; pal-opt reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)'
+    >>> binary_text("a,b".encode("utf-32"))
+    'is UTF-32 text; pal-opt reads UTF-8 (convert it, e.g. iconv -f UTF-32 -t UTF-8)'
+    >>> binary_text("job_id,num_gpus".encode("utf-16-be"))
+    'is UTF-16BE text; pal-opt reads UTF-8 (convert it, e.g. iconv -f UTF-16BE -t UTF-8)'
     >>> binary_text(b"PK\\x03\\x04\\x00")
     'is binary, not text (NUL byte at offset 4)'
     """
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "is UTF-16 text; pal-opt reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)"
+    # the UTF-32 marks first: UTF-32-LE's begins with UTF-16-LE's
+    marks = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+             (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+    encoding = next((name for mark, name in marks if data.startswith(mark)), None)
+    head = data[:256] if len(data) >= 256 else data[: len(data) // 2 * 2]
+    if encoding is None and len(head) >= 4:
+        even, odd = head[0::2], head[1::2]
+        if odd.count(0) == len(odd) and even.count(0) == 0:
+            encoding = "UTF-16LE"
+        elif even.count(0) == len(even) and odd.count(0) == 0:
+            encoding = "UTF-16BE"
+    if encoding is not None:
+        return f"is {encoding} text; pal-opt reads UTF-8 (convert it, e.g. iconv -f {encoding} -t UTF-8)"
     return f"is binary, not text (NUL byte at offset {data.index(NUL)})"
 
 

@@ -256,6 +256,8 @@ class Backend(ABC):
     """
 
     name: ClassVar[str]
+    #: The LP solver behind :meth:`relaxation_bound`, as messages name it.
+    lp_solver: ClassVar[str] = ""
     requires: ClassVar[tuple[str, ...]] = ()
     supports_warm_start: ClassVar[bool] = False
     integer_coefficients: ClassVar[bool] = False

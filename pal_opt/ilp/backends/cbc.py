@@ -512,6 +512,7 @@ class CbcBackend(Backend):
     """CBC via PuLP."""
 
     name: ClassVar[str] = "cbc"
+    lp_solver: ClassVar[str] = "CLP"
     requires: ClassVar[tuple[str, ...]] = ("pulp",)
     supports_warm_start: ClassVar[bool] = True
     supports_relaxation: ClassVar[bool] = True

@@ -122,6 +122,7 @@ class CpSatBackend(ThreadedBackend):
     """OR-Tools CP-SAT."""
 
     name: ClassVar[str] = "cpsat"
+    lp_solver: ClassVar[str] = "GLOP"
     integer_coefficients: ClassVar[bool] = True
     supports_warm_start: ClassVar[bool] = True
     requires: ClassVar[tuple[str, ...]] = ("ortools.sat.python.cp_model",)

@@ -119,6 +119,7 @@ class HighsBackend(ThreadedBackend):
     """HiGHS branch-and-cut (highspy), each MIP in a child process (:mod:`.highs_child`)."""
 
     name: ClassVar[str] = "highs"
+    lp_solver: ClassVar[str] = "HiGHS"
     requires: ClassVar[tuple[str, ...]] = ("highspy",)
     supports_warm_start: ClassVar[bool] = True
     supports_relaxation: ClassVar[bool] = True
