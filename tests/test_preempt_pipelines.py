@@ -499,3 +499,5 @@ def test_cp_sat_proves_a_small_preemption_round_with_pipelines_as_the_others_do(
         pal_opt.solve(inst, "ilp-preempt", backend="cpsat", backend_params={"linearization_level": 1, "random_seed": 3})
         pal_opt.solve(inst, "ilp", backend="cpsat")
     assert seen == [{"linearization_level": 2}, {"linearization_level": 1, "random_seed": 3}, {}]
+    assert results["cpsat"].info["backend_params"] == {"linearization_level": 2}  # recorded for the reader
+    assert "backend_params" not in results["highs"].info

@@ -244,6 +244,8 @@ def solve_preempt(
                           abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
                           deterministic=deterministic,
                           backend_params={**cls.preempt_params, **(backend_params or {})})
+    if opts.backend_params:  # what the solver was given, pal-opt's own settings included
+        info["backend_params"] = dict(opts.backend_params)
     try:
         sol = cls().solve(built.program, opts, start=vector)
     except TimeLimitReached as exc:  # no time left to translate or run the solver

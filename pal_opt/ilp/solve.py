@@ -442,6 +442,8 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
         return trivial
     opts = SolveOptions(time_limit=time_limit, abs_gap=setup.demand * math.log1p(gap) if gap else 0.0,
                         threads=threads, deterministic=deterministic, backend_params=dict(backend_params or {}))
+    if opts.backend_params:  # what the solver was given (the file records it for the reader)
+        info["backend_params"] = dict(opts.backend_params)
     if has_pipelines(instance, setup.admitted):  # stages to place: the stage program (the solver's deadline)
         staged = replace(opts, deadline=clock.at) if clock.limited else opts
         label = "the start given"
