@@ -239,13 +239,12 @@ def solve_preempt(
     build_seconds = time.perf_counter() - t0
     vector = built.encode(start) if warm_start and cls.supports_warm_start else None
     demand = sum(instance.jobs[i].demand for i in plan.admitted)
+    params = {**cls.preempt_params, **(backend_params or {})}
+    info.update({"backend_params": params} if params else {})  # what the solver is given, pal-opt's own included
     opts = BackendOptions(time_limit=None if clock.limited else time_limit,
                           deadline=_solver_deadline(clock, time.perf_counter() - t_build, price),
                           abs_gap=demand * math.log1p(gap) if gap else 0.0, threads=threads,
-                          deterministic=deterministic,
-                          backend_params={**cls.preempt_params, **(backend_params or {})})
-    if opts.backend_params:  # what the solver was given, pal-opt's own settings included
-        info["backend_params"] = dict(opts.backend_params)
+                          deterministic=deterministic, backend_params=dict(params))
     try:
         sol = cls().solve(built.program, opts, start=vector)
     except TimeLimitReached as exc:  # no time left to translate or run the solver
