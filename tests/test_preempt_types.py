@@ -260,6 +260,10 @@ def test_the_backfill_counts_the_gpus_left_per_type() -> None:
     inst = three_types(with_w=True)
     res = pal_opt.solve(inst, "ilp-preempt", backend="highs")
     assert res.info["backfilled"] == ["z"] and "w" not in res.placements and check(inst, res) == []
+    # the program was proven; the answer is not, and says why (it gave no word: diff review)
+    assert res.status == Status.FEASIBLE and res.bound is None and res.info["solver_status"] == "optimal"
+    assert res.message == ("the program's optimum, then 1 more waiting job(s) backfilled on the GPUs it left free: "
+                           "its bound was for the program's job set")
     greedy = pal_opt.solve(inst, "preempt-greedy")  # the greedy's walk fits w (claiming afresh), not z
     assert set(greedy.placements) == {"x", "y", "w"} and check(inst, greedy) == []
 

@@ -251,7 +251,7 @@ def solve_preempt(
         sol = BackendSolution(SolverStatus.NO_SOLUTION, None, None, None, 0.0, message=str(exc))
         info["note"] = f"time limit: the greedy start ({exc})"
         info["time_limit_reached"] = exc.stage
-    _note_no_solution(sol, clock, info)
+    _note_solver(sol, clock, info, cls.name)
     info.update(solver_status=str(sol.status), num_vars=built.program.num_vars, num_rows=built.program.num_rows,
                 warm_start=vector is not None, program_objective=sol.objective, **built.info)
     placements = _merged(instance, start, pins)
@@ -264,10 +264,13 @@ def solve_preempt(
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, build_seconds, cls)
 
 
-def _note_no_solution(sol: BackendSolution, clock: Deadline, info: dict[str, Any]) -> None:
-    """Why the answer is the greedy start when the solver returned no solution (``info["note"]``,
-    the result's message; ``info["time_limit_reached"]`` under a limit)."""
+def _note_solver(sol: BackendSolution, clock: Deadline, info: dict[str, Any], name: str) -> None:
+    """Why the answer is not proven (``info["note"]``, the result's message): the solver stopped
+    short (a limit, pal-opt's stop), or returned no solution and the answer is the greedy start
+    (``info["time_limit_reached"]`` under a limit)."""
     if sol.values is not None:
+        if sol.status != SolverStatus.OPTIMAL and sol.message:
+            info.setdefault("note", f"{name}: {sol.message}")
         return
     if clock.limited:  # (the solver's own deadline is before the clock's, so it may not have passed)
         info.setdefault("note", "time limit: the greedy start (the solver found nothing in time)")
@@ -368,12 +371,14 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
     res = priced_result(instance, {**placements, **extra}, factors, method="ilp-preempt", status=status,
                         admission="preempt", solve_seconds=seconds, build_seconds=built, backend=cls.name,
                         backend_version=cls.version(), info=info,
-                        message=str(info.get("note", "")) if status == Status.FALLBACK else "")
+                        message=str(info.get("note", "")) if status != Status.OPTIMAL else "")
     if status == Status.OPTIMAL and bound is None and not extra:  # nothing to choose: its own bound, as ilp says
         bound = res.objective
     if extra or bound is None:
         if status == Status.OPTIMAL and extra:
             res.status = Status.FEASIBLE
+            res.message = (f"the program's optimum, then {len(extra)} more waiting job(s) backfilled on the GPUs it "
+                           "left free: its bound was for the program's job set")
         return res
     res.bound = bound
     res.gap = relative_gap(res.objective, bound, max(res.gpus_used, 1))

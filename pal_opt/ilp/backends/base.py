@@ -386,7 +386,9 @@ class Backend(ABC):
                                        translate_seconds=t1 - t0, message=str(exc))
             t2 = time.perf_counter()
             out = self._read(model, raw, program, options, t2 - t1)
-            if self.stopped_at_deadline and out.status != SolverStatus.OPTIMAL:
+            # asked to stop at the deadline, a solver calls it an interruption ("Interrupted by
+            # user"); one that reached its own limit meanwhile says so, and is left to say it
+            if self.stopped_at_deadline and out.status != SolverStatus.OPTIMAL and "time limit" not in out.message.lower():
                 out = replace(out, message=f"time limit reached (pal-opt stopped {self.name}, whose own limit had not "
                                            f"ended the run; it said: {out.message})")
             objective = program.objective(out.values) if out.values is not None else None
