@@ -118,10 +118,9 @@ class RoundPolicy:
             seed = options.seed if seed is None else seed
         one_round = sorted({"deadline", "jobs"} & options.given())
         if one_round:  # a moment, or job ids, hold for one round only: later rounds would fail or fall back
-            verb = "applies" if len(one_round) == 1 else "apply"
-            raise OptionError(f"{' and '.join(one_round)} {verb} to one round: give {'it' if len(one_round) == 1 else 'them'} "
-                              "to pal_opt.solve (a policy "
-                              "places many rounds; time_limit= bounds each)")
+            verb, pronoun = ("applies", "it") if len(one_round) == 1 else ("apply", "them")
+            raise OptionError(f"{' and '.join(one_round)} {verb} to one round: give {pronoun} to pal_opt.solve (a "
+                              "policy places many rounds; time_limit= bounds each)")
         self._options = options
         self._method.validate_options(self._options)
         if seed is not None and "seed" not in self._method.options:  # as pal_opt.solve, not ignored

@@ -142,14 +142,14 @@ def detect_trace_format(path: str) -> str:
     InstanceError
         The file cannot be read or its header is neither format's.
     """
-    from ..io.textfile import binary_text
+    from ..io.textfile import NUL, binary_text
 
     try:
         with open(path, "rb") as fh:
             head = fh.read(64 * 1024)
     except OSError as exc:
         raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=path) from None
-    if b"\x00" in head:  # UTF-16 from PowerShell, UTF-32, or no text at all
+    if NUL in head:  # UTF-16 from PowerShell, UTF-32, or no text at all
         raise InstanceError(f"trace file {binary_text(head)}", source=path)
     try:
         header = head.split(b"\n", 1)[0].decode("utf-8-sig")
@@ -390,6 +390,8 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
                      written: list[str]) -> None:
     """A line per policy, and with several the average JCT of each against the first and the
     files written."""
+    from ..simulate.metrics import comparison_lines, unfinished_line
+
     for policy, doc in docs.items():
         # None when no job completed (then n_completed says 0): "-", as the PAL simulator prints it
         avg, p99, mk = (f"{doc[k] / 3600.0:.2f} h" if doc[k] is not None else "-" for k in ("avg_jct", "p99_jct", "makespan"))
@@ -401,19 +403,14 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
                if (v := doc.get("variability_slowdown")) else "")
             + f", {doc['wall_seconds']:.0f} s wall -> {args.out}"
         )
-        unfinished = doc["n_jobs"] - doc["n_completed"] - len(results[policy].unplaceable)
-        if unfinished > 0:  # --max-hours: the figures above are of finished jobs only
-            print(f"{policy}: stopped at {(doc.get('stopped_at') or 0) / 3600.0:.2f} h with {unfinished} "
-                  f"job{'s' * (unfinished != 1)} unfinished; the JCT figures are of the {doc['n_completed']} that "
-                  "finished")
+        if (line := unfinished_line(policy, doc, len(results[policy].unplaceable))) is not None:
+            print(line)
         if (f := doc.get("failures")) is not None:
             from ..simulate.failures import failures_line
 
             print(f"{policy}: {failures_line(f)}")
         for name, why in results[policy].unplaceable.items():
             print(f"unplaceable: job {name}: {why}")
-    from ..simulate.metrics import comparison_lines
-
     for line in comparison_lines({p: d["avg_jct"] for p, d in docs.items()}, written,
                                  {p: d["n_completed"] for p, d in docs.items()}):
         print(line)

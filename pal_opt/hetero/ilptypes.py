@@ -61,6 +61,14 @@ __all__ = ["ANCHOR_COST", "STAGE2_ROUND", "IlpTypesPolicy", "check_move_cost"]
 ANCHOR_COST = 0.06
 #: The round length (s) the stage-2 program prices a move's lost seconds against (Sia's 60 s).
 STAGE2_ROUND = 60.0
+#: Locality penalties (server, rack, cluster) of a job of at most one node's GPUs in the anchored
+#: stage 2: spanning servers would change its shape (a restart in this simulator), so it costs
+#: more than any binned factor could gain.
+ONE_NODE = (1.0, 100.0, 100.0)
+#: The core program's default locality penalties (PAL's λ = 1.7), for every other job.
+SPREAD = pal_locality(1.7)
+
+
 def check_move_cost(value: Any) -> None:
     """``ilp_move_cost``: None, or seconds >= 0 below :data:`STAGE2_ROUND` (a move may not lose
     the whole round the stage-2 program prices it against); else an :class:`OptionError`."""
@@ -69,14 +77,6 @@ def check_move_cost(value: Any) -> None:
     if not ok:
         raise OptionError(f"ilp_move_cost must be None or a number of seconds >= 0 and below the stage-2 round of "
                           f"{STAGE2_ROUND:g} s (a move may not lose the whole round), got {value!r}")
-
-
-#: Locality penalties (server, rack, cluster) of a job of at most one node's GPUs in the anchored
-#: stage 2: spanning servers would change its shape (a restart in this simulator), so it costs
-#: more than any binned factor could gain.
-ONE_NODE = (1.0, 100.0, 100.0)
-#: The core program's default locality penalties (PAL's λ = 1.7), for every other job.
-SPREAD = pal_locality(1.7)
 
 
 class IlpTypesPolicy(SiaPolicy):

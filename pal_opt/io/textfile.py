@@ -23,8 +23,10 @@ __all__ = [
     "MAX_INT_DIGITS",
     "read_text",
     "binary_text",
+    "NUL",
 ]
 
+#: The byte that text in UTF-8 never holds (:func:`binary_text` says what a file with one is).
 NUL = b"\x00"
 
 #: Largest input file read, in bytes (64 MiB: fifty times a 16,384-GPU instance; reading costs up
@@ -42,7 +44,6 @@ DEFAULT_MAX_VALUES: int = 2_000_000
 #: about 100 bytes once read, so this bounds a table at a few hundred megabytes; a trace of
 #: 800,000 jobs fits).
 DEFAULT_MAX_CELLS: int = 4_000_000
-
 
 
 def binary_text(data: bytes) -> str:
@@ -114,7 +115,7 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
         raise InstanceError(f"{what} is larger than the limit of {max_bytes:,} bytes", source=src)
     if not data.strip():
         raise InstanceError(f"{what} is empty", source=src)
-    if b"\x00" in data:
+    if NUL in data:
         raise InstanceError(f"{what} {binary_text(data)}", source=src)
     try:
         text = data.decode("utf-8")

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InstanceError
-from ..io.textfile import binary_text
+from ..io.textfile import NUL, binary_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
 
@@ -260,8 +260,7 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
         data = fh.read(MAX_PROFILE_BYTES + 1)
     if len(data) > MAX_PROFILE_BYTES:
         raise InstanceError(f"profile is larger than the limit of {MAX_PROFILE_BYTES:,} bytes", source=src)
-    nul = data.find(b"\x00")
-    if nul >= 0:
+    if NUL in data:
         raise InstanceError(f"profile {binary_text(data)}", source=src)
     try:
         text = data.decode("utf-8-sig")

@@ -308,6 +308,8 @@ def _hours(seconds: float | None) -> str:
 
 
 def _print_summary(policy: str, result: Any, out: str) -> None:
+    from .metrics import unfinished_line
+
     s = result.summary
     print(
         f"{policy}: {s['n_completed']}/{s['n_jobs']} jobs finished, avg JCT {_hours(s['avg_jct'])} h, "
@@ -320,11 +322,8 @@ def _print_summary(policy: str, result: Any, out: str) -> None:
         k, r = fell[0]
         print(f"{policy}: {len(fell)} round{'s' * (len(fell) != 1)} fell back to the greedy placement; the first, "
               f"round {k} at {r.time / 3600:.2f} h: {r.note or 'no reason given'}")
-    unfinished = s["n_jobs"] - s["n_completed"] - len(result.unplaceable)
-    if unfinished > 0:  # --max-hours, or the stall guard: the figures above are of finished jobs only
-        print(f"{policy}: stopped at {_hours(s.get('stopped_at'))} h with {unfinished} job{'s' * (unfinished != 1)} "
-              "unfinished; the JCT figures "
-              f"are of the {s['n_completed']} that finished")
+    if (line := unfinished_line(policy, s, len(result.unplaceable))) is not None:
+        print(line)
     if s.get("solver_crashes"):
         print(f"{policy}: a solver process crashed {s['solver_crashes']} times; each round was solved again or fell back "
               "(docs/limits.md, Known problems)")

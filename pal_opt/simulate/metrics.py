@@ -36,6 +36,7 @@ __all__ = [
     "result_figure",
     "jct_figure",
     "comparison_lines",
+    "unfinished_line",
     "require_matplotlib",
     "agg_pyplot",
     "figure_bytes",
@@ -336,6 +337,19 @@ def result_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> b
     """The figure :func:`plot_result` writes to ``path``, as bytes in ``path``'s format (drawn
     before any output is written, so that a failure to draw leaves no output behind)."""
     return _figure_bytes(path, (12, 4), results, _draw_cdf, _draw_util)
+
+
+def unfinished_line(policy: str, summary: Mapping[str, Any], unplaceable: int) -> str | None:
+    """The summary's line for a run stopped with jobs unfinished (``--max-hours``, or the PAL
+    simulator's stall guard), whose JCT figures are of the finished jobs only; None otherwise.
+    ``summary``: a result's ``n_jobs``, ``n_completed`` and ``stopped_at`` (seconds)."""
+    unfinished = summary["n_jobs"] - summary["n_completed"] - unplaceable
+    if unfinished <= 0:
+        return None
+    stopped = summary.get("stopped_at")
+    hours = "-" if stopped is None else f"{stopped / 3600:.2f}"
+    return (f"{policy}: stopped at {hours} h with {unfinished} job{'s' * (unfinished != 1)} unfinished; the JCT "
+            f"figures are of the {summary['n_completed']} that finished")
 
 
 def comparison_lines(avg_jct: Mapping[str, float | None], written: Sequence[str],
