@@ -364,7 +364,8 @@ def _backend_choices() -> list[str]:
 
 
 def method_list(names: tuple[str, ...]) -> Any:
-    """An argparse type: comma-separated method names (each once, in the order given)."""
+    """An argparse type: comma-separated method names, in the order given; a name given twice is
+    refused (a typo more often than an intent, and the results would be keyed by name)."""
 
     def parse(text: str) -> list[str]:
         items = [t.strip() for t in text.split(",")]
@@ -373,7 +374,10 @@ def method_list(names: tuple[str, ...]) -> Any:
         for t in items:
             if t not in names:
                 raise argparse.ArgumentTypeError(f"unknown method {t!r} (choose from {', '.join(names)})")
-        return list(dict.fromkeys(items))
+        twice = sorted({t for t in items if items.count(t) > 1}, key=items.index)
+        if twice:
+            raise argparse.ArgumentTypeError(f"method {twice[0]!r} given twice in {text!r}")
+        return items
 
     return parse
 

@@ -155,6 +155,10 @@ def test_several_policies_share_the_exact_methods_flags(tmp_path: Path, capsys: 
     _, err = _simulate(tmp_path, capsys, "--policy", "pal,best", name="bad.json", code=2)
     assert "unknown method 'best'" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad.json").exists()
+    # a policy given twice was silently run once; it is a typo more often than not
+    _, err = _simulate(tmp_path, capsys, "--policy", "pal,ilp,pal", name="bad.json", code=2)
+    assert "method 'pal' given twice in 'pal,ilp,pal'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad.json").exists()
 
 
 def test_exact_flags_skip_a_greedy_policy_that_takes_none_of_them(tmp_path: Path,
