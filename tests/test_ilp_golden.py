@@ -86,7 +86,7 @@ def _repair_keep() -> RoundInstance:
 
 def _repair_migrate() -> RoundInstance:
     """The whole-round program of a repair with --allow-migration 0.1: keep variables for the
-    unaffected jobs, the displaced job's move as a constant."""
+    unaffected jobs, whose migration charge is the constant (the displaced job pays none)."""
     return _repair(0.1).instance
 
 
