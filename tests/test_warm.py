@@ -218,3 +218,18 @@ def test_pal_is_deferred_only_after_a_round_it_did_not_win(small_threshold: None
             assert warm.objective <= cold.objective + 1e-9
         seen.append(deferred)
     assert any(seen)
+
+
+def test_kept_types_are_the_last_rounds_not_every_rounds(small_threshold: None) -> None:
+    """A scheduler that gives jobs their own locality penalties makes new job types every round;
+    the warm state kept every type it had seen (1,196 after 100 rounds in a review's loop, the
+    relaxation 18,071 columns and growing, the LP cold every round).  It keeps the last round's."""
+    ws = WarmStart()
+    inst = generate_instance(16, 4, 24, seed=5)
+    for k in range(6):
+        jobs = tuple(replace(j, locality=(1.0, 1.2 + 0.01 * k, 2.3 + 0.01 * k)) for j in inst.jobs)
+        this = RoundInstance(inst.cluster, jobs, inst.params)
+        res = solve(this, "ilp", backend="highs", gap=0.02, warm=ws)
+        assert check(this, res) == []
+        mine = {(j.perfclass, j.demand, tuple(map(float, j.locality))) for j in jobs}
+        assert ws.types and set(ws.types) <= mine  # this round's types only

@@ -71,6 +71,13 @@ class Relaxation:
     slots: np.ndarray
     slot_caps: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
+    def used_types(self) -> tuple[tuple[str, int, tuple[float, float, float]], ...]:
+        """The job types some admitted job has (a type row ``Σ slots = n_t`` with ``n_t > 0``),
+        in row order: what a warm re-solve keeps for the next round (not :attr:`types`, which
+        also holds the types kept from earlier rounds, and would grow round after round)."""
+        counts = self.program.row_lo[: len(self.types)]
+        return tuple(t for t, n in zip(self.types, counts, strict=True) if n > 0)
+
     def with_counts(self, instance: RoundInstance, admitted: Sequence[int]) -> Relaxation | None:
         """This relaxation for another admitted set on the same free GPUs and factors: only the
         type rows (``Σ slots = n_t``), the slot columns' bounds ``min(n_t, GPUs of the cell's

@@ -126,7 +126,7 @@ def flow_free_bound(instance: RoundInstance, admitted: Sequence[int], factors: M
     info: dict[str, Any] = {"relaxation": f"flow-free ({solver.name})", **relax.summary(),
                             "relaxation_build_seconds": t1 - t0, "relaxation_seconds": time.perf_counter() - t1}
     if warm is not None:
-        warm.types = relax.types
+        warm.types = relax.used_types()  # this round's: the set must not grow without bound
         info["relaxation_start"] = warm.lp.last
         info["relaxation_reused"] = reused
     return bound, info
