@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -312,6 +312,12 @@ class SiaPolicy:
             job.app, job.kind, job.spec.num_replicas, job.spec.batch_size, tuple(job.params), job.grad,
             tuple(job.max_profiled(t) for t in range(len(self.types))),
         )
+
+    def retain(self, live: Collection[int]) -> None:
+        """Forget the goodput rows kept for jobs whose index is not in ``live`` (finished or
+        removed): a scheduler that runs for weeks must not keep a row per job it ever saw."""
+        if any(i not in live for i in self._rows):
+            self._rows = {i: row for i, row in self._rows.items() if i in live}
 
     def goodput_matrix(self, jobs: Sequence[SimJob]) -> np.ndarray:
         """The normalised goodput rows of the adaptive jobs (float32), recomputed only for jobs

@@ -81,6 +81,8 @@ def round_step(policy: Any, layout: Layout, variability: Variability, active: Se
     elif oos is not None:
         raise OptionError(f"the policy {type(policy).__name__} does not take GPUs out of service "
                           "(it has no out_of_service attribute)")
+    if hasattr(policy, "retain"):  # the jobs' cached state, of the active ones only
+        policy.retain({j.index for j in active})
     allocations = policy.allocate(active, now)
     if oos is not None:
         bad = [(i, g) for i, gpus in allocations.items() for g in gpus if oos[g]]

@@ -40,7 +40,8 @@ A job's life, in the caller's words:
     re-chooses its batch on its GPUs (A.5), as the simulator's jobs do after training.
 ``finish(name, time)``, ``remove(name)``
     The job completed at ``time`` (its record keeps it: :meth:`TypedScheduler.records`), or is
-    forgotten (cancelled; its name may be submitted again).
+    forgotten (cancelled, or finished and its record read; its name may be submitted again).
+    A finished job costs a round nothing; its record is kept until ``remove``.
 
 GPUs that fail or are drained, in the caller's words:
 
@@ -444,6 +445,9 @@ class TypedScheduler:
         self._policy = make_policy(self.cluster, self.config)
         self._rigid = HETERO_POLICIES.get_item(policy).rigid
         self._entries: dict[str, _Entry] = {}
+        #: the entries of jobs not finished, in submission order: what a round looks at (a
+        #: scheduler that keeps thousands of finished jobs' records must not scan them each round)
+        self._live: dict[str, _Entry] = {}
         self._next_index = 0
         self._now: float | None = None
         self._out_of_service = np.zeros(self.layout.num_gpus, dtype=bool)
@@ -541,7 +545,7 @@ class TypedScheduler:
         job = SimJob(self._next_index, spec, app, [t.name for t in self.cluster])
         self._next_index += 1
         entry = _Entry(job, self._policy.unplaceable_reason(job))
-        self._entries[name] = entry
+        self._entries[name] = self._live[name] = entry
         return entry.reason
 
     def report(
@@ -636,9 +640,12 @@ class TypedScheduler:
             raise OptionError(f"job {name!r}: finished at {when:g} s, before the last round at {self._now:g} s, "
                               "which gave it GPUs")
         job.completion_time = when
+        del self._live[name]
 
     def remove(self, name: str) -> None:
-        """Forget a job (cancelled, or unplaceable): no GPUs, no record; its name may be reused.
+        """Forget a job (cancelled, unplaceable, or finished and its record read): no GPUs, no
+        record; its name may be reused.  A finished job costs a round nothing, but its record
+        stays until it is removed: a scheduler that runs for weeks removes its finished jobs.
 
         Raises
         ------
@@ -647,6 +654,7 @@ class TypedScheduler:
         """
         self._entry(name)
         del self._entries[name]
+        self._live.pop(name, None)
 
     # -- GPUs out of service ---------------------------------------------------------------------
     @property
@@ -677,9 +685,9 @@ class TypedScheduler:
         ids = self._gpu_ids(gpus, "fail")
         self._out_of_service[ids] = True
         hit = []
-        for name, entry in self._entries.items():
+        for name, entry in self._live.items():
             job = entry.job
-            if not job.done and job.allocation and self._out_of_service[list(job.allocation)].any():
+            if job.allocation and self._out_of_service[list(job.allocation)].any():
                 job.lose_gpus(self._now or 0.0)
                 forget_allocation(self._policy, job.index)
                 hit.append(name)
@@ -709,7 +717,7 @@ class TypedScheduler:
             raise OptionError(f"schedule({now:g}) after schedule({self._now:g}): time cannot go backwards")
         elapsed = 0.0 if self._now is None else now - self._now
         self._now = now
-        shown = [e for e in self._entries.values() if e.job.submit_time <= now and not e.job.done]
+        shown = [e for e in self._live.values() if e.job.submit_time <= now]
         active = [e for e in shown if e.reason is None]
         for e in active:
             e.job.hold(elapsed)
