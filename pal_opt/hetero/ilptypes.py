@@ -131,7 +131,6 @@ class IlpTypesPolicy(SiaPolicy):
         self.levels, self.counts = self._level_tables()
         self._levels_for: tuple[int, ...] = ()  # the GPUs out of service the level tables leave out
         self.holding: dict[int, tuple[int, ...]] = {}
-        self.level_of: dict[int, int] = {}
 
     def _class_index(self, job: SimJob) -> int:
         return self.classes.index(self.variability.key(job.app.name) or NOMINAL)
