@@ -899,3 +899,22 @@ def test_a_repair_keeps_a_running_pipelines_stage_map_from_the_file() -> None:
     bad = {**doc, "stages": {"p": [[1, 2], [3]]}}
     with pytest.raises(InstanceError, match=r"stages\.p: the stages hold GPUs \[1, 2, 3\], but placements lists"):
         repair(inst, bad, [5])
+
+
+def test_an_unaffected_job_keeps_its_gpus_in_the_order_it_had_them(monkeypatch):
+    """Its GPUs are its ranks: an answer that keeps a job's GPUs but lists them in another
+    order must not re-order them (the whole-round program returns GPU sets, sorted)."""
+    import pal_opt.ilp
+
+    cl = _flat([1.0] * 8)
+    inst = RoundInstance(cl, (Job("x", 2, "classA"), Job("d", 1, "classA", 1)), RoundParams(binning="none"))
+    real = pal_opt.ilp.solve_ilp
+
+    def sorted_sets(instance, **kw):
+        res = real(instance, **kw)
+        res.placements = {k: tuple(sorted(v)) for k, v in res.placements.items()}
+        return res
+
+    monkeypatch.setattr(pal_opt.ilp, "solve_ilp", sorted_sets)
+    r = repair(inst, {"x": [3, 1], "d": [4]}, [4], backend=BACKENDS[0], allow_migration=0.5)
+    assert r.placements["x"] == (3, 1) and r.info["repair"]["migrated"] == []
