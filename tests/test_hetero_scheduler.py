@@ -461,3 +461,53 @@ def test_the_cluster_may_be_gpu_types_or_tuples_and_is_exported_at_the_top(apps:
     assert TypedScheduler([GpuType(t.name, t.nodes, t.gpus_per_node) for t in cluster], apps).cluster == by_text
     assert pal_opt.TypedScheduler is TypedScheduler
     assert "TypedScheduler" in pal_opt.__all__
+
+
+def test_the_one_blas_thread_limit_holds_until_the_last_overlapping_context_leaves(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """BLAS has one thread count per process: two schedulers in two threads each limited it and
+    restored it on leaving, so the first to leave ended the limit under the other.  The limit is
+    now set by the first context in and restored by the last one out.  (A fake controller
+    records it: OpenBLAS's own reading of its thread count, from a thread, is not reliable.)"""
+    import threading
+
+    import pal_opt.hetero.roundstep as roundstep
+
+    events: list[str] = []
+
+    class _Limiter:
+        def restore_original_limits(self) -> None:
+            events.append("restore")
+
+    class _Controller:
+        def limit(self, *, limits: int, user_api: str) -> _Limiter:
+            assert (limits, user_api) == (1, "blas")
+            events.append("limit")
+            return _Limiter()
+
+    monkeypatch.setattr(roundstep, "_blas_controller", lambda: _Controller())
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with roundstep.one_blas_thread():
+            a_in.set()
+            assert b_in.wait(30)
+        events.append("first out")
+        a_out.set()
+
+    def second() -> None:
+        assert a_in.wait(30)
+        with roundstep.one_blas_thread():
+            b_in.set()
+            assert a_out.wait(30)
+        events.append("second out")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert events == ["limit", "first out", "restore", "second out"]
+    with roundstep.one_blas_thread():  # and again from scratch
+        pass
+    assert events[-2:] == ["limit", "restore"]

@@ -242,9 +242,10 @@ def test_public_functions_survive_their_submodule_being_imported_first():
     assert out.stdout.split() == ["[]", "pal_opt.solve", "pal_opt.check"], out.stdout + out.stderr
 
 
-def test_solves_from_worker_threads_run_in_that_thread(monkeypatch):
-    """A scheduler solving rounds in worker threads: the solver runs in the worker itself (Ctrl-C
-    never reaches a worker thread, so no helper thread is needed), and concurrent solves on
+def test_solves_from_worker_threads_run_in_a_helper_thread(monkeypatch):
+    """A scheduler solving rounds in worker threads: the solver runs in a helper thread, as from
+    the main thread, so that the worker's wait keeps the deadline and reports progress (it once
+    ran in the worker itself, where nothing stopped it past its limit), and concurrent solves on
     different backends give the undisturbed answers."""
     import pal_opt.ilp.backends.base as base_mod
 
@@ -271,8 +272,8 @@ def test_solves_from_worker_threads_run_in_that_thread(monkeypatch):
     for t in threads:
         t.join(120)
     assert seen == expected
-    assert sorted(ran_in) == ["sched-cpsat", "sched-highs"]
-    # and from the main thread the helper thread is used
+    assert ran_in == ["pal-opt-solver", "pal-opt-solver"]
+    # and from the main thread too
     ran_in.clear()
     solve(small, "ilp", backend="cpsat")
     assert ran_in == ["pal-opt-solver"]
@@ -293,6 +294,53 @@ def test_runner_repeats_the_stop_request_until_the_solver_takes_it():
     value, interrupted = run_interruptibly(lambda: taken.wait(20), stop)
     assert (value, interrupted) == (True, True)
     assert len(calls) == 3
+
+
+def test_a_worker_threads_wait_stops_the_solver_and_gives_up_at_the_deadline():
+    """Off the main thread the deadlines hold: ``stop()`` from ``stop_at`` on, abandoned at
+    ``give_up_at`` (a worker thread's CP-SAT with its own limit at 30 s once took 12.6 s for
+    a 1.5 s limit, since nothing stopped it)."""
+    from pal_opt.ilp.backends.base import BackendOverran
+
+    out: dict[str, object] = {}
+
+    def worker() -> None:
+        stopped = threading.Event()
+        now = time.monotonic()
+        out["stopped"] = run_interruptibly(lambda: stopped.wait(20), stopped.set, stop_at=now + 0.1)
+        never = threading.Event()
+        try:
+            run_interruptibly(lambda: never.wait(20), lambda: None, stop_at=now, give_up_at=time.monotonic() + 0.2)
+        except BackendOverran as exc:
+            out["overran"] = str(exc)
+        finally:
+            never.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(30)
+    assert out["stopped"] == (True, False)
+    assert "had not stopped by the deadline" in str(out["overran"])
+
+
+def test_a_worker_threads_solve_reports_progress_while_the_solver_runs():
+    """Progress is polled by the waiting thread: a worker thread's listener heard only the
+    stages before the solver started (3 reports against 29 from the main thread)."""
+    from pal_opt.progress import reporting
+
+    inst = pal_opt.generate_instance(nodes=32, gpus_per_node=8, jobs=120, racks=4, seed=1, busy_fraction=0.2,
+                                     running_fraction=0.2, restart_cost=30)
+    seen: list[dict[str, object]] = []
+
+    def worker() -> None:
+        with reporting(seen.append):
+            solve(inst, "ilp", backend="cpsat", time_limit=1.0)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(60)
+    polled = [r for r in seen if r.get("stage") == "solving" and "seconds" in r]
+    assert len(polled) >= 2, seen  # every POLL_SECONDS while CP-SAT runs (not proven within 1 s)
 
 
 def test_solve_interrupted_survives_pickling(racked):

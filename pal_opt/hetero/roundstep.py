@@ -25,8 +25,10 @@ A job that held one when it left service is the caller's to suspend
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,7 +105,38 @@ def _blas_controller() -> Any:
     return ThreadpoolController()
 
 
+class _OneBlasThread:
+    """The process-wide BLAS limit of :func:`one_blas_thread`, counted: BLAS's thread count is
+    one setting for the whole process, so overlapping contexts (schedulers in several threads)
+    share one limit, set by the first to enter and restored by the last to leave (each context
+    restoring its own would end the limit under the others)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.limiter: Any = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            if self.depth == 0:
+                self.limiter = _blas_controller().limit(limits=1, user_api="blas")
+            self.depth += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.limiter.restore_original_limits()
+                    self.limiter = None
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
+
+
 def one_blas_thread() -> Any:
     """A context in which BLAS runs one thread: the jobs' model fits are tiny L-BFGS-B runs, and
-    more threads only spin (15x slower on 2 cores)."""
-    return _blas_controller().limit(limits=1, user_api="blas")
+    more threads only spin (15x slower on 2 cores).  The limit is process-wide (BLAS has one
+    thread count), held while any thread is inside such a context."""
+    return _ONE_BLAS_THREAD()

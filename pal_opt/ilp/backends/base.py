@@ -635,11 +635,12 @@ def run_interruptibly(
 
     Returns ``(work's value, whether an interrupt was acted on)``; an exception raised by
     ``work`` is re-raised in the caller.  Called from any thread but the main one (a scheduler
-    that solves in worker threads), ``work`` runs directly: Python delivers Ctrl-C only to the
-    main thread.
+    that solves in worker threads), the same holds but for Ctrl-C, which Python delivers to the
+    main thread only: the deadlines and progress reports are the waiting thread's, so a worker
+    thread's solve keeps its time limit and its progress as the main thread's does (``work``
+    once ran directly there, and nothing stopped a solver past its limit: 12.6 s for a 1.5 s
+    limit).
     """
-    if threading.current_thread() is not threading.main_thread():
-        return work(), False
     box: dict[str, Any] = {}
     # an Event, not Thread.join: CPython 3.11 can mark a thread finished when a join() on it is
     # interrupted by KeyboardInterrupt (gh-90882)
