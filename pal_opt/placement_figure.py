@@ -38,6 +38,8 @@ MAX_BARS = 40
 MAX_LABELLED = 256
 #: Most servers named on the first panel's axis (beyond it, every k-th).
 MAX_TICKS = 48
+#: Least span of the factor panel's colour scale (5 %: a small spread stays pale).
+SPEED_SPAN = 0.05
 
 _FREE, _BUSY, _FAILED, _NONE = (1.0, 1.0, 1.0, 1.0), (0.62, 0.62, 0.62, 1.0), (0.0, 0.0, 0.0, 1.0), (0.94, 0.94, 0.94, 1.0)
 _HATCH = {0: "", 1: "//", 2: "xx"}
@@ -64,16 +66,17 @@ def _grid(instance: RoundInstance) -> tuple[np.ndarray, np.ndarray, list[int]]:
 
 
 def _job_colours(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple]:
-    """A colour per placed job, cycling a qualitative map in the order of the jobs' first GPUs (so
-    that neighbours differ)."""
+    """A colour per placed job, cycling a qualitative map by the job's position in the round's
+    queue: a job keeps its colour in every picture of the round (``solve --plot`` and ``repair
+    --plot`` of one round; it once went by the order of the placed jobs' first GPUs, and a job
+    changed colour between the two)."""
     from matplotlib import colormaps
 
     cmap = colormaps["tab20"]
     # tab20 without its two greys, which a reader would take for busy GPUs
     palette = [tuple(cmap(i)) for i in range(cmap.N) if i not in (14, 15)]
-    pos_of = instance.cluster.positions
-    first = sorted(placements, key=lambda j: int(pos_of(placements[j][:1])[0]) if placements[j] else -1)
-    return {j: palette[k % len(palette)] for k, j in enumerate(first)}
+    index = {job.id: k for k, job in enumerate(instance.jobs)}
+    return {j: palette[index.get(j, 0) % len(palette)] for j in placements}
 
 
 def _server_label(instance: RoundInstance, row_server: np.ndarray, r: int) -> str:
@@ -193,13 +196,19 @@ def _draw_map(ax: Any, instance: RoundInstance, cells: Cells) -> None:
         ax.axhline(end - 0.5, color="black", linewidth=1.2)
     ax.set_xlabel("GPU on the server")
     ax.set_ylabel("server" + (" (racks separated by lines)" if cells.rack_ends else ""))
-    ax.set_title("Jobs on GPUs (white: free, grey: busy, black: failed)", fontsize="small")
+    no_gpu = bool(np.all(cells.image == _NONE, axis=-1).any())
+    ax.set_title("Jobs on GPUs (white: free, grey: busy, black: failed"
+                 + (", light grey: no GPU)" if no_gpu else ")"), fontsize="small")
 
 
 def _draw_speed(fig: Any, ax: Any, cells: Cells) -> None:
     shown = cells.speed[np.isfinite(cells.speed)]
+    # the scale spans at least SPEED_SPAN from the nominal 1.0 (or the fastest GPU below it): a
+    # 1.5 % spread was painted from pale yellow to dark red, as if the GPUs were far apart
+    low = min(float(shown.min()), 1.0) if shown.size else 1.0
+    high = max(float(shown.max()) if shown.size else 1.0, low + SPEED_SPAN)
     im = ax.imshow(np.ma.masked_invalid(cells.speed), aspect="auto", interpolation="nearest", cmap="YlOrRd",
-                   vmin=float(shown.min()) if shown.size else 1.0, vmax=float(shown.max()) if shown.size else 1.0)
+                   vmin=low, vmax=high)
     for end in cells.rack_ends:
         ax.axhline(end - 0.5, color="black", linewidth=1.2)
     ax.set_yticks([])

@@ -72,6 +72,43 @@ def test_cells_draw_every_gpu_where_it_is() -> None:
     assert inst.cluster.state[8] == GpuState.FAILED
 
 
+def test_a_job_keeps_its_colour_in_every_picture_of_the_round() -> None:
+    """``solve --plot`` and ``repair --plot`` of one round drew a job in different colours (they
+    went by the placed jobs' first GPUs); a job's colour is its position in the queue's."""
+    inst = pal_opt.load_instance(PAPER)
+    placed = pal_opt.solve(inst, "pal").placements
+    factors = binned_factors(inst.cluster, "none")
+    whole = placement_cells(inst, placed, factors).colours
+    kept = dict(list(placed.items())[1::2])  # every other job, as a repair might leave them
+    assert placement_cells(inst, kept, factors).colours == {j: whole[j] for j in kept}
+
+
+def test_the_factor_panel_keeps_a_small_spread_pale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its colour scale spans at least 5 % from 1.0: a 0.987-1.002 spread was painted from pale
+    yellow to dark red."""
+    from pal_opt import placement_figure as pf
+
+    seen: dict[str, float] = {}
+
+    class _Ax:
+        def imshow(self, data: object, **kw: float) -> None:
+            seen.update(vmin=kw["vmin"], vmax=kw["vmax"])
+
+        def __getattr__(self, name: str) -> object:
+            return lambda *a, **k: None
+
+    class _Fig:
+        def colorbar(self, *a: object, **k: object) -> None:
+            return None
+
+    speed = np.array([[0.987, 1.002, np.nan]])
+    pf._draw_speed(_Fig(), _Ax(), pf.Cells(np.zeros((1, 3, 4)), speed, {}, np.zeros(1, dtype=np.int64), [], {}))
+    assert seen == {"vmin": 0.987, "vmax": pytest.approx(1.037)}
+    pf._draw_speed(_Fig(), _Ax(), pf.Cells(np.zeros((1, 2, 4)), np.array([[1.0, 1.4]]), {},
+                                           np.zeros(1, dtype=np.int64), [], {}))
+    assert seen == {"vmin": 1.0, "vmax": 1.4}  # a wide spread keeps its own range
+
+
 def test_the_figure_is_an_image_of_the_asked_format_and_repeats(tmp_path: Path) -> None:
     inst = pal_opt.load_instance(PAPER)
     result = pal_opt.solve(inst, "pal")
