@@ -55,6 +55,9 @@ POLICIES = ("sia", "ilp", "pal", "packed", "gavel")
 VARIABILITY = ("none", "longhorn")
 #: The paper's Table 3, newTrace, average JCT in hours (a mean over ten traces).
 PAPER = {"Sia": 0.7, "Pollux": 1.5, "Gavel": 11.3}
+#: The policies' names in the tables, and their colours in the plots (colour-blind safe pairs)
+SHOWN = {"pal": "PAL", "packed": "Packed", "gavel": "Gavel-like"}
+COLOURS = {"sia": "tab:blue", "ilp": "tab:orange", "pal": "tab:purple", "packed": "tab:brown", "gavel": "tab:grey"}
 HOUR = 3600.0
 
 
@@ -208,7 +211,7 @@ def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dic
            "invocation re-uses only the runs of the same fingerprint.  " + runs_provenance(runs.values()), ""]
     for v in VARIABILITY:
         out += _table(runs, traces, v) + [""]
-    out += _targets(runs, traces) + [""]
+    out += _targets(runs, traces) + ["", "![average JCT per policy, and ilp / sia against the 0.9 target](sia_compare.png)", ""]
     out += _slowdowns(runs, traces) + ["", "![slowdowns](sia_compare_slowdown.png)", ""]
     out += _gavel(runs, traces) + [""]
     out += ["### Every run", "", "| trace | variability | policy | done | avg JCT (h) | p50 (h) | p99 (h) | makespan (h) | "
@@ -235,17 +238,34 @@ def plot(runs: dict[str, dict[str, Any]], traces: list[int], path: Path) -> None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, v in zip(axes, VARIABILITY, strict=True):
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), gridspec_kw={"width_ratios": [1, 1, 0.8]})
+    axes[1].sharey(axes[0])  # the two JCT panels on one scale
+    for ax, v in zip(axes[:2], VARIABILITY, strict=True):
         width = 0.8 / len(POLICIES)
         for i, p in enumerate(POLICIES):
             ys = [runs[f"{t}/{p}/{v}"]["avg_jct"] / HOUR if f"{t}/{p}/{v}" in runs else 0.0 for t in traces]
-            ax.bar([k + (i - (len(POLICIES) - 1) / 2) * width for k in range(len(traces))], ys, width, label=p)
+            ax.bar([k + (i - (len(POLICIES) - 1) / 2) * width for k in range(len(traces))], ys, width,
+                   label=SHOWN.get(p, p), color=COLOURS.get(p))
         ax.axhline(PAPER["Sia"], color="k", ls="--", lw=0.8, label="paper: Sia 0.7 h")
         ax.set_xticks(range(len(traces)), [f"nt-{t}" for t in traces])
         ax.set_yscale("log")
-        ax.set_title("no variability" if v == "none" else "Longhorn variability")
+        ax.set_title(("no variability" if v == "none" else "Longhorn variability") + ": average JCT (log)")
     axes[0].set_ylabel("average JCT (h)")
+    # the issue's comparison, which the log-scale bars cannot show: ilp / sia per trace
+    ratio = axes[2]
+    for v, marker, colour in (("none", "o", "tab:grey"), ("longhorn", "s", COLOURS["ilp"])):
+        pts = [(k, runs[f"{t}/ilp/{v}"]["avg_jct"] / runs[f"{t}/sia/{v}"]["avg_jct"]) for k, t in enumerate(traces)
+               if f"{t}/ilp/{v}" in runs and f"{t}/sia/{v}" in runs]
+        ratio.plot([k for k, _ in pts], [r for _, r in pts], marker, color=colour, ms=7,
+                   label="ilp / sia, " + ("no variability" if v == "none" else "Longhorn"))
+    ratio.axhline(1.0, color="k", lw=0.8)
+    ratio.axhline(0.9, color="tab:red", ls="--", lw=1.0, label="target with variability: 0.9")
+    ratio.set_ylim(0.85, 1.03)
+    ratio.set_xticks(range(len(traces)), [f"nt-{t}" for t in traces])
+    ratio.set_ylabel("average JCT, ilp / sia")
+    ratio.set_title("ilp against sia (lower is better)")
+    ratio.grid(True, axis="y", alpha=0.3)
+    ratio.legend(fontsize=7, loc="lower right")
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))  # below, clear of the bars
     fig.tight_layout(rect=(0, 0.08, 1, 1))
