@@ -75,6 +75,10 @@ from pal_opt.pipeline.profile import load_profile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("pal", "pal+map", "ilp-gang", "stage")
+#: Each method's colour and marker in the plot (ilp-gang and stage, the pair compared, as blue
+#: and orange: a pair colour-blind readers can tell apart)
+COLOURS = {"pal": "tab:grey", "pal+map": "tab:purple", "ilp-gang": "tab:blue", "stage": "tab:orange"}
+MARKERS = {"pal": "o", "pal+map": "D", "ilp-gang": "s", "stage": "^"}
 #: Gangs of the Sia-Philly traces: (model, class, demand weights over 1, 2, 4, 8 GPUs).
 GANGS = (("resnet50", "classA"), ("BERT", "classB"), ("DCGAN", "classB"), ("vgg19", "classC"),
          ("PointNet", "classD"))
@@ -323,18 +327,22 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
         for k, method in enumerate(METHODS):
             x = np.arange(len(kinds)) + (k - (len(METHODS) - 1) / 2) * width
-            axes[0, col].bar(x, [mean(kind, method, "speed") for kind in kinds], width, label=method)
+            # points: bars on an axis cut at 0.5 drew a 28 % difference as 1.8x
+            axes[0, col].plot(x, [mean(kind, method, "speed") for kind in kinds], MARKERS[method],
+                              color=COLOURS[method], ms=7, label=method)
             gain = [100 * (mean(kind, method, "pace_speed") / mean(kind, "pal", "pace_speed") - 1) for kind in kinds]
-            axes[1, col].bar(x, gain, width, label=method)
-        axes[0, col].set_ylim(0.5, 1.05)
+            axes[1, col].bar(x, gain, width, color=COLOURS[method], label=method)
+        axes[0, col].axhline(1.0, color="k", linewidth=0.8)
+        axes[0, col].grid(True, axis="y", alpha=0.3)
         axes[0, col].set_title(f"{cluster}: speed = 1 / (pace x locality), geometric mean", fontsize=9)
         axes[1, col].axhline(0, color="k", linewidth=0.8)
         axes[1, col].set_title(f"{cluster}: variability alone, 1 / pace: change from pal (%)", fontsize=9)
         axes[1, col].set_xticks(range(len(kinds)), kinds, rotation=30, ha="right", fontsize=8)
     axes[0, 0].set_ylabel("speed on raw factors")
     axes[1, 0].set_ylabel("%")
-    axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=len(labels))  # clear of the data
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(path)
     plt.close(fig)
 
