@@ -398,23 +398,27 @@ def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path)
         return
     lams = sorted({k[2] for k in lr})
     draws = sorted({k[1] for k in lr}, key=lambda d: (d != "artifact", d))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for p in policies:
-        if p == BASE or not any(p in v for v in lr.values()):
-            continue
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    # one colour per policy, one line style per draw (the colour cycle repeated after 10 series, so
+    # two policies shared a colour)
+    colours = plt.get_cmap("tab20").colors
+    shown = [p for p in policies if p != BASE and any(p in v for v in lr.values())]
+    for k, p in enumerate(shown):
+        colour = colours[(2 * k) % len(colours)] if len(shown) <= 10 else colours[k % len(colours)]
         for dset, style in ((["artifact"], "-o"), ([d for d in draws if d != "artifact"], "--s")):
             ys = []
             for lam in lams:
                 v = [lr[("workload-6", d, lam)][p] for d in dset if p in lr.get(("workload-6", d, lam), {})]
                 ys.append(_gm(v) if v else np.nan)
             if not np.all(np.isnan(ys)):
-                ax.plot(lams, ys, style, label=f"{p} ({'artifact' if dset == ['artifact'] else 'numpy draws'})")
+                ax.plot(lams, ys, style, color=colour,
+                        label=f"{p} ({'artifact' if dset == ['artifact'] else 'numpy draws'})")
     ax.axhline(1.0, color="k", linewidth=0.6)
     ax.set_xlabel("locality penalty λ")
     ax.set_ylabel("avg JCT / Packed-Sticky")
     ax.set_title("λ sweep, workload-6, 16×4, FIFO")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: clear of the lines
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
