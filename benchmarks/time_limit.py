@@ -121,20 +121,45 @@ def plot(rows: list[dict[str, Any]], greedy: list[dict[str, Any]], path: Path) -
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    for (b, t), marker in zip(sorted({(r["backend"], r["limit"]) for r in rows}), "os^vD<>ph*", strict=False):
-        pts = sorted((r["gpus"], r["wall"]) for r in rows if r["backend"] == b and r["limit"] == t)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=f"{b}, T = {t:g} s")
+    # the target is wall <= T + 0.5 s for every T: plot wall - T against one line (colour: backend,
+    # marker: T), with the wall times themselves beside it
+    fig, (ax, wall_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
+    backends = sorted({r["backend"] for r in rows})
+    limits = sorted({r["limit"] for r in rows})
+    colour = {b: f"C{k}" for k, b in enumerate(backends)}
+    marker = dict(zip(limits, "os^vD", strict=False))
+    offset = {b: 1.0 + 0.06 * (k - (len(backends) - 1) / 2) for k, b in enumerate(backends)}  # side by side
+    for b in backends:
+        for t in limits:
+            pts = sorted((r["gpus"], r["wall"]) for r in rows if r["backend"] == b and r["limit"] == t)
+            if not pts:
+                continue
+            ax.plot([g * offset[b] for g, _ in pts], [w - t for _, w in pts], marker[t], color=colour[b], ms=6,
+                    mfc="none" if t != limits[0] else colour[b])
+            wall_ax.plot([g for g, _ in pts], [w for _, w in pts], "-", marker=marker[t], color=colour[b], lw=0.8)
+    ax.axhline(SLACK, color="tab:red", ls="--", lw=1.0)
+    ax.axhline(0.0, color="k", lw=0.6)
     pts = sorted((r["gpus"], r["wall"]) for r in greedy)
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], "k--", marker=".", label="greedy PAL")
-    for t in sorted({r["limit"] for r in rows}):
-        ax.axhline(t + SLACK, color="grey", lw=0.8, ls=":")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("wall s (whole process)")
-    ax.set_title("pal-opt solve --method ilp --time-limit T (dotted: T + 0.5 s)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    wall_ax.plot([p[0] for p in pts], [p[1] for p in pts], "k--", marker=".", label="greedy PAL")
+    from matplotlib.lines import Line2D
+
+    keys = ([Line2D([], [], color=colour[b], marker="o", ls="", label=b) for b in backends]
+            + [Line2D([], [], color="grey", marker=marker[t], ls="", mfc="none" if t != limits[0] else "grey",
+                      label=f"T = {t:g} s") for t in limits]
+            + [Line2D([], [], color="tab:red", ls="--", label=f"target: T + {SLACK:g} s")])
+    ax.set_ylim(top=SLACK + 0.6)  # the target line clear of the frame
+    fig.legend(handles=keys, fontsize=7, loc="lower center", ncol=len(keys))  # below: clear of the points
+    for a in (ax, wall_ax):
+        a.set_xscale("log", base=2)
+        a.set_xlabel("GPUs")
+        a.grid(True, alpha=0.3)
+    ax.set_ylabel("wall − T  (s, whole process)")
+    ax.set_title("pal-opt solve --method ilp --time-limit T: past the limit?", fontsize="medium")
+    wall_ax.set_yscale("log")
+    wall_ax.set_ylabel("wall s (whole process)")
+    wall_ax.set_title("wall time (colour: backend, marker: T)", fontsize="medium")
+    wall_ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
