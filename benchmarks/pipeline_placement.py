@@ -369,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join([HEADER.format(rounds=args.rounds, command=produced_by(__file__, argv)), *reading(rows, pipelines(args.shared), levels),
                       tables(rows, solves)])
     (out / "pipeline_placement.md").write_text(f"{text}\n\nMachine: {platform.processor() or platform.machine()}, "
-                                                f"Python {platform.python_version()}\n", encoding="utf-8")
+                                                f"Python {platform.python_version()}\n\n![speed per job kind and method, and the variability part as the change from pal](pipeline_placement.png)\n", encoding="utf-8")
     print(text)
     wrote("pipeline_placement", out / "pipeline_placement.md", out / "pipeline_placement.csv",
           out / "pipeline_placement.png")

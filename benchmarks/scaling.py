@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     summ = summary(rows)
     load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = report(rows, summ, gin, head)
-    lines += ["", f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", ""]
+    lines += ["", f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
+              "![median wall time and proven gap against GPUs, per backend](scaling.png)", ""]
     (out_dir / "scaling.md").write_text("\n".join(lines), encoding="utf-8")
     (out_dir / "scaling.json").write_text(json.dumps({"runs": rows, "summary": summ, "greedy_in_process": gin}, indent=1), encoding="utf-8")
     plot(summ, out_dir / "scaling.png", rows)
