@@ -50,6 +50,8 @@ def _take_any(free: list[int], start: int, need: int) -> tuple[list[int], int]:
     taken: list[int] = []
     node = start
     num_nodes = len(free)
+    if need > sum(free):  # place_type checks the totals; never loop for ever on GPUs that are not there
+        raise OptionError(f"{need} GPUs asked of nodes with {sum(free)} free")
     while need > 0:
         if free[node]:
             k = min(need, free[node])
