@@ -32,12 +32,16 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
+
+if TYPE_CHECKING:
+    from pal_opt.hetero.profiles import Application
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 #: Seconds a ``slow`` test without a ``timeout`` mark of its own may run.
@@ -157,3 +161,11 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setattr(tempfile, "tempdir", str(path))
     monkeypatch.setenv("TMPDIR", str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def cifar10(shared_dir: Path) -> Application:
+    """The Sia artifact's cifar10 application (its profiles on the paper's three types)."""
+    from pal_opt.hetero.profiles import load_applications
+
+    return dict(load_applications(shared_dir / "data" / "sia-artifact" / "profiles", ["cifar10"]))["cifar10"]

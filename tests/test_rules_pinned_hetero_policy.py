@@ -2,34 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from pal_opt.hetero.configs import PAPER_CLUSTER
 from pal_opt.hetero.goodput import JobKind
 from pal_opt.hetero.policy import SiaParams, SiaPolicy
-from pal_opt.hetero.profiles import Application, load_applications
+from pal_opt.hetero.profiles import Application
 from pal_opt.hetero.simjob import SimJob
 from pal_opt.hetero.workload import WorkloadJob
 
 TYPES = [t.name for t in PAPER_CLUSTER]
 
 
-def _app() -> Application:
-    d = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sia-artifact" / "profiles"
-    if not d.is_dir():
-        pytest.skip(f"Sia artifact data not available at {d}")
-    return dict(load_applications(d, ["cifar10"]))["cifar10"]
-
 
 def _rigid(app: Application, replicas: int = 4) -> SimJob:
     return SimJob(0, WorkloadJob("cifar10-0", 0.0, app.name, replicas, 2048, JobKind.RIGID, 2), app, TYPES)
 
 
-def test_a_rigid_job_that_has_not_run_a_penalty_s_worth_is_not_discouraged() -> None:
-    app = _app()
+def test_a_rigid_job_that_has_not_run_a_penalty_s_worth_is_not_discouraged(cifar10: Application) -> None:
+    app = cifar10
     job = _rigid(app)
     penalty = app.settings.restart_penalty
     job.num_restarts = 1
@@ -37,8 +29,8 @@ def test_a_rigid_job_that_has_not_run_a_penalty_s_worth_is_not_discouraged() -> 
     assert SiaPolicy(PAPER_CLUSTER, SiaParams())._factor(job, now=10 * penalty) == 1.0
 
 
-def test_a_rigid_job_s_goodput_is_its_gpu_count_on_its_slowest_type() -> None:
-    app = _app()
+def test_a_rigid_job_s_goodput_is_its_gpu_count_on_its_slowest_type(cifar10: Application) -> None:
+    app = cifar10
     job = _rigid(app, replicas=4)
     costs = SiaPolicy(PAPER_CLUSTER, SiaParams()).rigid_costs([job], now=60.0)
     finite = costs[0][costs[0] < 100]
@@ -59,8 +51,8 @@ def test_rounds_not_solved_to_optimality_are_counted() -> None:
     assert (stats.rounds, stats.not_optimal, stats.max_solve_seconds) == (2, 1, 1.5)
 
 
-def test_a_rigid_job_that_restarted_often_is_discouraged_from_moving() -> None:
-    app = _app()
+def test_a_rigid_job_that_restarted_often_is_discouraged_from_moving(cifar10: Application) -> None:
+    app = cifar10
     job = _rigid(app)
     penalty = app.settings.restart_penalty
     job.num_restarts, job.attained_service = 5, 100 * penalty

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pal_opt.hetero.configs import PAPER_CLUSTER
 from pal_opt.hetero.goodput import JobKind
-from pal_opt.hetero.profiles import Application, load_applications
+from pal_opt.hetero.profiles import Application
 from pal_opt.hetero.simjob import SimJob
 from pal_opt.hetero.workload import WorkloadJob
 
 TYPES = [t.name for t in PAPER_CLUSTER]
 
 
-def _app() -> Application:
-    d = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sia-artifact" / "profiles"
-    if not d.is_dir():
-        pytest.skip(f"Sia artifact data not available at {d}")
-    return dict(load_applications(d, ["cifar10"]))["cifar10"]
-
 
 def _job(app: Application) -> SimJob:
     return SimJob(0, WorkloadJob("cifar10-0", 0.0, app.name, 4, 2048, JobKind.ADAPTIVE, 2), app, TYPES)
 
 
-def test_the_last_epoch_ends_at_the_rounded_not_the_ceiled_second(monkeypatch: pytest.MonkeyPatch) -> None:
-    app = _app()
+def test_the_last_epoch_ends_at_the_rounded_not_the_ceiled_second(monkeypatch: pytest.MonkeyPatch, cifar10: Application) -> None:
+    app = cifar10
     job = _job(app)
     job.reallocate(2, (2,), now=0)
     job.rescale_time = 0.0
@@ -42,8 +34,8 @@ def test_the_last_epoch_ends_at_the_rounded_not_the_ceiled_second(monkeypatch: p
     assert job.completion_time == 110  # round(10.3) = 10, not ceil = 11
 
 
-def test_a_suspended_job_runs_at_no_slowdown() -> None:
-    app = _app()
+def test_a_suspended_job_runs_at_no_slowdown(cifar10: Application) -> None:
+    app = cifar10
     job = _job(app)
     job.reallocate(2, (2,), now=0, slowdown=1.3)
     assert job.slowdown == 1.3
@@ -51,8 +43,8 @@ def test_a_suspended_job_runs_at_no_slowdown() -> None:
     assert job.slowdown == 1.0
 
 
-def test_a_slower_gpu_slows_the_job_s_progress() -> None:
-    app = _app()
+def test_a_slower_gpu_slows_the_job_s_progress(cifar10: Application) -> None:
+    app = cifar10
     fast, slow = _job(app), _job(app)
     fast.reallocate(2, (2,), now=0, slowdown=1.0)
     slow.reallocate(2, (2,), now=0, slowdown=2.0)
@@ -62,12 +54,12 @@ def test_a_slower_gpu_slows_the_job_s_progress() -> None:
     assert slow.progress == pytest.approx(fast.progress / 2)
 
 
-def test_accumulation_steps_do_not_pay_the_synchronisation() -> None:
+def test_accumulation_steps_do_not_pay_the_synchronisation(cifar10: Application) -> None:
     import dataclasses
 
     from pal_opt.hetero.goodput import gain
 
-    app = _app()
+    app = cifar10
     job = _job(app)
     job.reallocate(2, (4, 4), now=0)  # two nodes: the synchronisation time is not zero
     assert job.choice is not None
@@ -79,8 +71,8 @@ def test_accumulation_steps_do_not_pay_the_synchronisation() -> None:
     assert job._rate() == pytest.approx(want)
 
 
-def test_losing_its_gpus_ends_a_restart_delay() -> None:
-    app = _app()
+def test_losing_its_gpus_ends_a_restart_delay(cifar10: Application) -> None:
+    app = cifar10
     job = _job(app)
     job.reallocate(2, (2,), now=0)
     assert job.rescale_time > 0
@@ -88,8 +80,8 @@ def test_losing_its_gpus_ends_a_restart_delay() -> None:
     assert job.rescale_time == 0.0 and job.shape == () and job.allocation == ()
 
 
-def test_holding_longer_than_the_restart_delay_leaves_no_negative_delay() -> None:
-    app = _app()
+def test_holding_longer_than_the_restart_delay_leaves_no_negative_delay(cifar10: Application) -> None:
+    app = cifar10
     job = _job(app)
     job.reallocate(2, (2,), now=0)
     job.hold(10 * app.settings.restart_delay + 60)
