@@ -32,8 +32,8 @@ import signal
 import tempfile
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
