@@ -91,25 +91,24 @@ class _Runs:
     (:class:`~.base.BackendOverran`) and still runs while the next round is solved.  So the
     scheduler is reset only by the last run to end, under the lock that a starting run takes.
 
-    The scheduler also has one thread count, the first overlapping run's: HiGHS refuses a run
-    whose ``threads`` option differs (it returned no solution, status "Not Set", and pal-opt
-    answered with the start).  So a run with another thread count waits until the runs under
-    way have ended (:attr:`threads`: theirs).
+    HiGHS also refuses a run whose ``threads`` differs from the count its scheduler was started
+    with in the same thread (status "Not Set"); every run is in a fresh helper thread
+    (:func:`~.base.run_interruptibly`), so overlapping runs with other counts do not meet it.
     """
 
     def __init__(self) -> None:
         self.reset_after_fork()
 
     def reset_after_fork(self) -> None:
-        """Fresh state: at start, and in a child forked while another thread ran HiGHS (it
+        """Fresh counters: at start, and in a child forked while another thread ran HiGHS (it
         would inherit a count that never drops, or a lock held for ever)."""
-        self.lock = threading.Condition()
+        self.lock = threading.Lock()
         self.active = 0
-        self.threads: int | None = None
 
 
 _RUNS = _Runs()
-os.register_at_fork(after_in_child=_RUNS.reset_after_fork)
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_RUNS.reset_after_fork)
 
 
 @dataclass
@@ -326,13 +325,8 @@ def _run_counted(h: Any) -> Any:
     """``h.run()``, counted in :data:`_RUNS`: the last run to end resets HiGHS's task scheduler."""
     import highspy
 
-    got = h.getOptionValue("threads")
-    threads = int(got[1] if isinstance(got, tuple) else got)  # highspy gives (status, value)
     with _RUNS.lock:
-        while _RUNS.active and _RUNS.threads != threads:  # the scheduler runs another thread count
-            _RUNS.lock.wait()
         _RUNS.active += 1
-        _RUNS.threads = threads
     try:
         return h.run()
     finally:
@@ -340,8 +334,6 @@ def _run_counted(h: Any) -> Any:
             _RUNS.active -= 1
             if _RUNS.active == 0:
                 highspy.Highs.resetGlobalScheduler(False)
-                _RUNS.threads = None
-                _RUNS.lock.notify_all()
 
 
 def _change_bounds(h: Any, program: Program) -> None:
