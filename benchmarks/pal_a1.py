@@ -51,6 +51,10 @@ import numpy as np
 from _results import add_output_arguments, output_dir, produced_by
 from suite import machine
 
+#: the page's figure(s), embedded at its end with what each shows
+FIGURES = "\n\n![average JCT against Packed-Sticky per workload and policy](pal_a1.png)\n\n![ILP against PAL at equal admission](pal_a1_equal.png)\n\n![the locality penalty sweep on workload-6: average JCT against Packed-Sticky](pal_a1_lambda.png)\n\n![workload-6: JCT CDF and utilisation per policy](pal_a1_w6_cdf.png)\n"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 # the package finds the measurements here whether it runs from this tree or an installed copy
@@ -500,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "elapsed": elapsed,
         "workers": args.workers,
     }
-    write_text_atomic(out / "pal_a1.md", write_markdown(rows, policies, meta))
+    write_text_atomic(out / "pal_a1.md", write_markdown(rows, policies, meta) + FIGURES)
     plot_main(rows, policies, out / "pal_a1.png")
     plot_lambda(rows, policies, out / "pal_a1_lambda.png")
     plot_equal(rows, out / "pal_a1_equal.png")

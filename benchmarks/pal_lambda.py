@@ -46,6 +46,10 @@ from typing import Any
 
 from _results import add_output_arguments, output_dir, produced_by
 
+#: the page's figure(s), embedded at its end with what each shows
+FIGURE = "\n\n![improvement over Packed-Sticky against the locality penalty](pal_lambda.png)\n"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 # the package finds the measurements here whether it runs from this tree or an installed copy
@@ -540,7 +544,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_text_atomic(out / "pal_lambda.csv", buf.getvalue())
     meta = {**machine(), "elapsed": elapsed, "workers": args.workers, "slowest_classA": slowest_classa_gpu(),
             "command": produced_by(__file__, argv)}
-    write_text_atomic(out / "pal_lambda.md", _Report(rows, spans, meta).build())
+    write_text_atomic(out / "pal_lambda.md", _Report(rows, spans, meta).build() + FIGURE)
     plot(rows, out / "pal_lambda.png")
     print(f"pal_lambda: {len(rows)} rows in {elapsed:.0f} s -> {out}/pal_lambda.md", file=sys.stderr)
     return 0

@@ -37,6 +37,10 @@ from typing import Any
 
 import numpy as np
 
+#: the page's figure(s), embedded at its end with what each shows
+FIGURE = "\n\n![preempted GPU-hours weighted by 1 + priority: whole runs, and the greedy's preempting rounds re-solved](preemption.png)\n"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -299,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    (out / "preemption.md").write_text(to_markdown(rows, args, seconds, produced_by(__file__, argv)) + same_markdown(same), encoding="utf-8")
+    (out / "preemption.md").write_text(to_markdown(rows, args, seconds, produced_by(__file__, argv)) + same_markdown(same)
+                                       + FIGURE, encoding="utf-8")
     plot(rows, same, out / "preemption.png")
     print(f"wrote {out / 'preemption.md'}")
     return 0

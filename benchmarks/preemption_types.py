@@ -70,6 +70,10 @@ from typing import Any
 
 import numpy as np
 
+#: the page's figure(s), embedded at its end with what each shows
+FIGURE = "\n\n![per round, preempted GPUs x (1 + priority): ilp-preempt against preempt-greedy](preemption_types.png)\n"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -406,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         w.writerows(rows)
     text = to_markdown(rows, args, seconds, produced_by(__file__, argv), host, table)
-    (out / "preemption_types.md").write_text(text, encoding="utf-8")
+    (out / "preemption_types.md").write_text(text + FIGURE, encoding="utf-8")
     plot(rows, out / "preemption_types.png")
     print(text)
     wrote("preemption_types", out / "preemption_types.md", out / "preemption_types.csv", out / "preemption_types.png")
