@@ -374,9 +374,9 @@ def method_list(names: tuple[str, ...]) -> Any:
         for t in items:
             if t not in names:
                 raise argparse.ArgumentTypeError(f"unknown method {t!r} (choose from {', '.join(names)})")
-        twice = sorted({t for t in items if items.count(t) > 1}, key=items.index)
-        if twice:
-            raise argparse.ArgumentTypeError(f"method {twice[0]!r} given twice in {text!r}")
+        twice = next((t for k, t in enumerate(items) if t in items[:k]), None)
+        if twice is not None:
+            raise argparse.ArgumentTypeError(f"method {twice!r} given twice in {text!r}")
         return items
 
     return parse

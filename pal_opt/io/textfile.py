@@ -64,7 +64,7 @@ def binary_text(data: bytes) -> str:
     marks = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
              (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
     encoding = next((name for mark, name in marks if data.startswith(mark)), None)
-    head = data[:256] if len(data) >= 256 else data[: len(data) // 2 * 2]
+    head = data[: min(len(data), 256) // 2 * 2]  # whole UTF-16 code units
     if encoding is None and len(head) >= 4:
         even, odd = head[0::2], head[1::2]
         if odd.count(0) == len(odd) and even.count(0) == 0:
