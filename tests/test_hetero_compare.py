@@ -129,7 +129,6 @@ def test_simulate_with_variability_keeps_the_files_and_reports_the_slowdown(
     [
         ("sia", ["--queue", "las"], "--queue does not apply to a sia trace"),
         ("sia", ["--gap", "0.01"], "--gap does not apply to a sia trace"),
-        ("sia", [], "--profiles DIR is required for a sia trace"),
         ("sia", ["--profiles", "P", "--policy", "sia,pmfirst"], "--policy on a sia trace takes sia, ilp, pal, packed, "
                                                                 "gavel, got pmfirst"),
         ("sia", ["--profiles", "P", "--policy", "pmfirst"], "--policy on a sia trace takes sia, ilp, pal, packed, gavel, "
@@ -157,6 +156,32 @@ def test_simulate_bad_combinations_are_one_line_and_exit_2(
     assert rc == 2
     assert message in err and "\n" not in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_simulate_without_profiles_takes_the_shared_ones_or_says_where_it_looked(
+    sia_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without --profiles a sia trace runs on the Sia artifact's profiles in the shared data, with a
+    warning naming them (the same run as with them given); with no shared data it is one line, exit 2."""
+    trace = _trace(sia_dir, tmp_path, 2)
+    given, defaulted = tmp_path / "given.json", tmp_path / "defaulted.json"
+    monkeypatch.setenv("PAL_OPT_SHARED", str(sia_dir.parents[1]))
+    assert cli.main(["simulate", str(trace), "--profiles", str(sia_dir / "profiles"), "--out", str(given),
+                     "--quiet"]) == 0
+    for command in ("simulate", "simulate-sia"):
+        caplog.clear()
+        assert cli.main([command, str(trace), "--out", str(defaulted), "--quiet"]) == 0
+        assert f"using the Sia artifact's profiles in {sia_dir / 'profiles'}" in caplog.text
+        a, b = json.loads(given.read_text()), json.loads(defaulted.read_text())
+        assert a["avg_jct"] == b["avg_jct"] and a["n_completed"] == b["n_completed"] == 2
+    defaulted.unlink()
+    monkeypatch.setenv("PAL_OPT_SHARED", str(tmp_path / "none"))
+    capsys.readouterr()
+    assert cli.main(["simulate-sia", str(trace), "--out", str(defaulted), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--profiles DIR is required for a sia trace: no Sia artifact profiles in" in err and "\n" not in err
+    assert not defaulted.exists()
 
 
 # -- variability ----------------------------------------------------------------------------------

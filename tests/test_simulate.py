@@ -176,9 +176,11 @@ class _Axes:
     def __init__(self) -> None:
         self.steps: dict[str, tuple[list[float], list[float]]] = {}
         self.texts: list[str] = []
+        self.labels: list[str] = []
 
     def step(self, x: Any, y: Any, where: str, label: str, **kw: Any) -> None:
-        self.steps[label] = (list(map(float, x)), list(map(float, y)))
+        self.steps[label.split(" (avg")[0]] = (list(map(float, x)), list(map(float, y)))
+        self.labels.append(label)
 
     def text(self, x: float, y: float, s: str, **kw: Any) -> None:
         self.texts.append(s)
@@ -204,10 +206,15 @@ TITLES: list[str] = []
 def _drawn(monkeypatch: pytest.MonkeyPatch, results: dict) -> list[_Axes]:
     from pal_opt.simulate import metrics
 
-    axes = [_Axes(), _Axes()]
+    axes: list[_Axes] = []
+
+    def subplots(self: Any, rows: int, cols: int, **k: Any) -> tuple[Any, list[list[_Axes]]]:
+        axes.extend(_Axes() for _ in range(cols))
+        return fig, [axes]
+
     fig = type("Fig", (), {"tight_layout": lambda self: None, "savefig": lambda self, buf, **k: buf.write(b"x"),
                            "suptitle": lambda self, text, **k: TITLES.append(text)})()
-    plt = type("Plt", (), {"subplots": lambda self, *a, **k: (fig, [axes]), "close": lambda self, f: None})()
+    plt = type("Plt", (), {"subplots": subplots, "close": lambda self, f: None})()
     monkeypatch.setattr(metrics, "agg_pyplot", lambda: plt)
     metrics.result_figure(results, "f.png")
     return axes
@@ -220,8 +227,12 @@ def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPat
     cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
     stopped = simulate([_job(0, 1, 0.0, 100), _job(1, 1, 0.0, 1000)], cluster, SimConfig(max_time=720.0))
     gap = simulate([_job(0, 1, 0.0, 180), _job(1, 1, 3600.0, 360)], cluster, SimConfig())
-    cdf, util = _drawn(monkeypatch, {"stopped": stopped, "gap": gap})
+    cdf, util, ratio = _drawn(monkeypatch, {"stopped": stopped, "gap": gap})
     assert cdf.steps["stopped"][1] == [0.5] and cdf.steps["gap"][1] == [0.5, 1.0]
+    # with several policies a third panel: each job's JCT against the first policy's, over the
+    # jobs both finished (job 0 only: 180 s against 100 s)
+    assert ratio.steps == {"gap": ([1.8], [1.0])}
+    assert cdf.labels == ["stopped (avg 0.03 h)", "gap (avg 0.07 h)"]  # 270 s
     assert util.steps["stopped"] == ([0.0, 0.1, 0.2], [100 / 360, 1.0, 1.0])
     assert util.steps["gap"] == ([0.0, 0.1, 1.0, 1.1], [0.5, 0.0, 1.0, 1.0])
     none = simulate([_job(0, 1, 0.0, 1000)], cluster, SimConfig(max_time=360.0))

@@ -18,6 +18,7 @@ import contextlib
 import csv
 import io
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -36,6 +37,12 @@ from ..cliargs import (
 )
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
+
+log = logging.getLogger(__name__)
+
+#: ``--profiles``'s help, shared by ``simulate`` and ``simulate-sia``.
+PROFILES_HELP = ("Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv "
+                 "(default: the Sia artifact's, ../shared/data/sia-artifact/profiles, when present)")
 
 __all__ = ["add_parser", "run", "run_folded", "simulation_inputs", "ILP_MODES", "ilp_mode_config", "hetero_only_policies", "resolve_trace_format", "detect_trace_format", "TRACE_FORMATS"]
 
@@ -96,8 +103,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                         "'pal-opt simulate', on a cluster of one GPU type (default auto)")
     p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="TYPE:SERVERSxGPUS,...",
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
-    p.add_argument("--profiles", type=input_file, required=True, metavar="DIR",
-                   help="profiles folder: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
+    p.add_argument("--profiles", type=input_file, default=None, metavar="DIR", help=PROFILES_HELP)
     p.add_argument("--policy", type=method_list(hetero_policy_names()), default=["sia"], metavar="POLICY[,POLICY...]",
                    help="policy, or several separated by commas (each runs in turn on the same workload, cluster "
                         "and draw, and the outputs compare them), of: "
@@ -299,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
     from .policy import SiaParams
     from .simulate import SimConfig, simulate_sia
 
+    default_profiles(args)
     policies = _policies(args)
     outputs = {"--out": args.out, "--jobs-csv": getattr(args, "jobs_csv", None), "--plot": getattr(args, "plot", None)}
     refuse_overwriting_inputs(outputs, simulation_inputs(args))
@@ -452,11 +459,25 @@ def hetero_only_policies() -> tuple[str, ...]:
     return tuple(n for n in hetero_policy_names() if n not in method_names())
 
 
+def default_profiles(args: argparse.Namespace) -> None:
+    """Set ``args.profiles``, when not given, to the Sia artifact's profiles in the shared data
+    (:func:`~pal_opt.simulate.variability.shared_sia_profiles_dir`), with a warning line saying
+    so; :class:`OptionError` when there are none."""
+    if args.profiles is not None:
+        return
+    from ..simulate.variability import shared_sia_profiles_dir
+
+    found = shared_sia_profiles_dir()
+    if found is None:
+        raise OptionError("--profiles DIR is required for a sia trace: no Sia artifact profiles in "
+                          "../shared/data/sia-artifact/profiles (PAL_OPT_SHARED names the shared folder)")
+    log.warning("simulate: --profiles not given; using the Sia artifact's profiles in %s", found)
+    args.profiles = str(found)
+
+
 def run_folded(args: argparse.Namespace) -> int:
     """``pal-opt simulate`` on a Sia trace: the arguments mapped onto :func:`run`'s (several
     policies run one after the other, as on a PAL trace)."""
-    if args.profiles is None:
-        raise OptionError("--profiles DIR is required for a sia trace")
     ns = argparse.Namespace(**vars(args))
     ns.cluster = DEFAULT_CLUSTER if args.cluster is None else args.cluster
     ns.round = args.round or 60.0

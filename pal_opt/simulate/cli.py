@@ -54,7 +54,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     The handler is stored as both ``func`` and ``handler`` defaults: ``args.func(args)``
     returns the exit status.
     """
-    from ..hetero.cli import ILP_MODE_HELP, ILP_MODES
+    from ..hetero.cli import ILP_MODE_HELP, ILP_MODES, PROFILES_HELP
     from ..hetero.methods import hetero_policy_names
     from ..options import Binning
     from .queue import QUEUE_POLICIES
@@ -81,8 +81,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                          time_limit_help=f"wall-clock seconds per round (default {DEFAULT_ILP_TIME_LIMIT:g}; "
                                          "sia traces: per round program, default until proven optimal)")
     sia = p.add_argument_group("sia traces (clusters of GPU types)")
-    sia.add_argument("--profiles", type=input_file, default=None, metavar="DIR",
-                     help="Sia profiles: <app>/placements-<type>.csv, scalability-<type>.csv, validation-<B>.csv")
+    sia.add_argument("--profiles", type=input_file, default=None, metavar="DIR", help=PROFILES_HELP)
     sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                      help="give every job this category (default: the file's)")
     sia.add_argument("--ilp-mode", choices=ILP_MODES, default=None, help=ILP_MODE_HELP)

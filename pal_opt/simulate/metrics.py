@@ -228,14 +228,30 @@ def agg_pyplot() -> Any:
     return plt
 
 
+#: Line styles in policy order, so that policies whose lines coincide stay told apart.
+LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _style(k: int) -> dict[str, Any]:
+    """The ``k``-th policy's line: its own style, and thinner than the ones drawn before it, so
+    that a line drawn over an equal one leaves it visible."""
+    return {"linestyle": LINE_STYLES[k % len(LINE_STYLES)], "linewidth": max(2.2 - 0.4 * k, 0.9)}
+
+
+def _label(name: str, doc: Mapping[str, Any]) -> str:
+    """A policy's legend entry: its name and average JCT."""
+    avg = doc.get("avg_jct")
+    return name if avg is None or not math.isfinite(avg) else f"{name} (avg {avg / 3600:.2f} h)"
+
+
 def _draw_cdf(ax: Any, results: Mapping[str, Any]) -> None:
     drawn = 0
-    for name, r in results.items():
+    for k, (name, r) in enumerate(results.items()):
         doc = _as_dict(r)
         jct = _jcts(doc) / 3600.0
         if jct.size:
             y = np.arange(1, jct.size + 1) / max(_cdf_total(doc), jct.size)
-            ax.step(jct, y, where="post", label=name)
+            ax.step(jct, y, where="post", label=_label(name, doc), **_style(k))
             drawn += 1
     ax.set_xlabel("JCT (hours)")
     ax.set_ylabel("fraction of jobs")
@@ -264,15 +280,56 @@ def _minor_label(ax: Any, v: float) -> str:
 
 
 def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
-    for name, r in results.items():
+    for k, (name, r) in enumerate(results.items()):
         t, u = _util_series(_as_dict(r))
-        ax.step(t / 3600.0, u, where="post", label=name, linewidth=0.8)
+        ax.step(t / 3600.0, u, where="post", label=name, **{**_style(k), "linewidth": _style(k)["linewidth"] / 2})
     ax.set_xlabel("time (hours)")
     ax.set_ylabel("GPU utilisation")
     ax.set_ylim(0, 1.05)
     ax.set_title("Utilisation per round")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
+
+
+def _job_key(job: Mapping[str, Any]) -> Any:
+    """A job's identity across the runs of one trace: its id (PAL traces) or name (Sia traces)."""
+    return job.get("job_id", job.get("name"))
+
+
+def job_ratios(first: Mapping[str, Any], other: Mapping[str, Any]) -> np.ndarray:
+    """Sorted per-job JCT ratios ``other / first`` over the jobs both runs finished."""
+    base = {_job_key(j): j["jct"] for j in first["job_results"] if j["jct"]}
+    out = [j["jct"] / base[k] for j in other["job_results"]
+           if j["jct"] is not None and (k := _job_key(j)) in base]
+    return np.sort(np.asarray(out, dtype=np.float64))
+
+
+def _draw_ratio(ax: Any, results: Mapping[str, Any]) -> None:
+    """Per-job JCT of every policy but the first against the first's, as a CDF over the jobs both
+    finished: which jobs gain, and by how much, where the averages hide it."""
+    (first, ref), *rest = ((n, _as_dict(r)) for n, r in results.items())
+    drawn = 0
+    for k, (name, doc) in enumerate(rest, start=1):
+        ratio = job_ratios(ref, doc)
+        if ratio.size:
+            y = np.arange(1, ratio.size + 1) / ratio.size
+            ax.step(ratio, y, where="post", color=f"C{k}", label=name, **_style(k))
+            drawn += 1
+    ax.axvline(1.0, color="0.5", linewidth=0.8)
+    ax.set_xlabel(f"per-job JCT / {first}'s")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title(f"Per-job JCT against {first}")
+    ax.grid(True, alpha=0.3)
+    if not drawn:
+        ax.text(0.5, 0.5, "no job finished under both", ha="center", va="center", transform=ax.transAxes)
+        return
+    ax.legend(fontsize="small")
+
+
+def _panels(results: Mapping[str, Any], *panels: Callable[[Any, Mapping[str, Any]], None]
+            ) -> tuple[Callable[[Any, Mapping[str, Any]], None], ...]:
+    """``panels``, and the per-job comparison (:func:`_draw_ratio`) when there are several policies."""
+    return (*panels, _draw_ratio) if len(results) > 1 else panels
 
 
 def _figure_bytes(
@@ -336,7 +393,8 @@ def _save_figure(
 def result_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> bytes:
     """The figure :func:`plot_result` writes to ``path``, as bytes in ``path``'s format (drawn
     before any output is written, so that a failure to draw leaves no output behind)."""
-    return _figure_bytes(path, (12, 4), results, _draw_cdf, _draw_util)
+    panels = _panels(results, _draw_cdf, _draw_util)
+    return _figure_bytes(path, (6 * len(panels), 4), results, *panels)
 
 
 def unfinished_line(policy: str, summary: Mapping[str, Any], unplaceable: int) -> str | None:
@@ -375,7 +433,8 @@ def comparison_lines(avg_jct: Mapping[str, float | None], written: Sequence[str]
 def jct_figure(results: Mapping[str, Any], path: str | os.PathLike[str]) -> bytes:
     """The JCT CDF alone (one line per ``{label: result dict}``), as bytes in ``path``'s format:
     the figure of a simulation without a per-round log (the simulator of GPU types)."""
-    return _figure_bytes(path, (6.5, 4), results, _draw_cdf)
+    panels = _panels(results, _draw_cdf)
+    return _figure_bytes(path, (6.5 * len(panels), 4), results, *panels)
 
 
 def plot_jct_cdf(results: Mapping[str, Any], path: str | os.PathLike[str]) -> None:

@@ -53,6 +53,8 @@ from .choices import DRAWS
 
 __all__ = [
     "shared_longhorn_dir",
+    "shared_roots",
+    "shared_sia_profiles_dir",
     "class_files",
     "synthetic_draw",
     "draw_cluster_factors",
@@ -64,19 +66,30 @@ __all__ = [
 #: Ways to draw the factors: ``numpy`` (seeded per run) or ``artifact`` (the artifact's draw).
 
 
-def shared_longhorn_dir() -> Path | None:
-    """``../shared/data/pal-artifact/variability/longhorn`` beside the repository, if present.
-
-    The ``shared`` directory is looked for beside the source tree the package runs from (an
-    editable install) and beside the working directory (``../shared`` from a checkout, where an
-    installed copy of the package runs); the environment variable ``PAL_OPT_SHARED`` (its path)
-    replaces both.
-    """
+def shared_roots() -> list[Path]:
+    """Where the ``shared`` data directory is looked for: beside the source tree the package runs
+    from (an editable install) and beside the working directory (``../shared`` from a checkout,
+    where an installed copy of the package runs); the environment variable ``PAL_OPT_SHARED`` (its
+    path) replaces both."""
     env = os.environ.get("PAL_OPT_SHARED")
-    roots = [Path(env)] if env else [Path(__file__).resolve().parents[3] / "shared", Path.cwd().parent / "shared"]
-    for root in roots:
+    return [Path(env)] if env else [Path(__file__).resolve().parents[3] / "shared", Path.cwd().parent / "shared"]
+
+
+def shared_longhorn_dir() -> Path | None:
+    """``../shared/data/pal-artifact/variability/longhorn`` (:func:`shared_roots`), if present."""
+    for root in shared_roots():
         d = root / "data" / "pal-artifact" / "variability" / "longhorn"
         if all((d / f).is_file() for f in set(PAL_CLASS_FILES.values())):
+            return d
+    return None
+
+
+def shared_sia_profiles_dir() -> Path | None:
+    """``../shared/data/sia-artifact/profiles`` (:func:`shared_roots`), if present: a folder of
+    application folders, each with at least one ``placements-<type>.csv``."""
+    for root in shared_roots():
+        d = root / "data" / "sia-artifact" / "profiles"
+        if d.is_dir() and any(d.glob("*/placements-*.csv")):
             return d
     return None
 
