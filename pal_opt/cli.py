@@ -347,7 +347,8 @@ MAX_GENERATED_JOBS = 400_000
 #: generate_instance's arguments and the flags of ``pal-opt generate`` that give them.
 _GENERATE_FLAGS = {"restart_cost": "--restart-cost", "round_length": "--round", "busy_fraction": "--busy-fraction",
                    "failed_fraction": "--failed-fraction", "running_fraction": "--running-fraction",
-                   "locality_penalty": "--locality-penalty", "guaranteed_fraction": "--guaranteed-fraction"}
+                   "locality_penalty": "--locality-penalty", "guaranteed_fraction": "--guaranteed-fraction",
+                   "racks": "--racks"}
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -355,10 +356,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     try:
         return _generate(args)
     except OptionError as exc:
+        import re
+
         text = str(exc)
-        for name, flag in _GENERATE_FLAGS.items():
-            if text.startswith(name + " "):
-                raise OptionError(flag + text[len(name):]) from None
+        named = re.sub(r"\b(" + "|".join(_GENERATE_FLAGS) + r")\b", lambda m: _GENERATE_FLAGS[m[1]], text)
+        if named != text:
+            raise OptionError(named) from None
         raise
 
 

@@ -430,13 +430,13 @@ def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_pena
     _validate_int("jobs", jobs, 0)
     _validate_int("racks", racks, 0)
     if racks > nodes:
-        raise OptionError(f"racks must not exceed nodes ({nodes}), got {racks}")
+        raise OptionError(f"racks must not exceed the servers ({nodes}), got {racks}")
     check_cluster_size(nodes * gpus_per_node, "nodes x gpus_per_node")
     for label, v in (("busy_fraction", busy), ("failed_fraction", failed), ("running_fraction", running)):
         if not (0.0 <= v <= 1.0):
             raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
     if busy + failed > 1.0:
-        raise OptionError("busy_fraction + failed_fraction must not exceed 1")
+        raise OptionError(f"busy_fraction + failed_fraction must not exceed 1, got {busy!r} + {failed!r}")
     return RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart[0],
                                       round_length=restart[1])
 

@@ -524,7 +524,9 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--busy-fraction", "1.5", "-o", "{out}"], "--busy-fraction must be between 0 and 1"),
         (["generate", "--nodes", "0", "--gpus-per-node", "2", "--jobs", "1"], "argument --nodes: must be >= 1"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--locality-penalty", "nan"], "argument --locality-penalty: must be finite"),
-        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--racks", "5", "-o", "{out}"], "racks must not exceed nodes"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--racks", "5", "-o", "{out}"], "--racks must not exceed the servers (2), got 5"),
+        (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--busy-fraction", "0.8", "--failed-fraction",
+          "0.8", "-o", "{out}"], "--busy-fraction + --failed-fraction must not exceed 1, got 0.8 + 0.8"),
         (["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1"], "the following arguments are required: -o/--out/--output"),
         (["solve", "{inst}", "--method", "best"], "argument --method: invalid choice: 'best'"),
         (["solve", "{inst}", "--method", "random", "--backend", "highs"], "backend"),
@@ -537,6 +539,9 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["generate", "--cluster", "aws:99999999999999x4", "--jobs", "1", "-o", "{out}"],
          "--cluster aws:99999999999999x4: 399,999,999,999,996 GPUs"),
         (["simulate", "{trace}", "--cluster", "99999999x99999", "-o", "{out}"], "9,999,899,900,001 GPUs"),
+        # a missing cluster file is named as such, before the options it would rule out
+        (["simulate", "{trace}", "--cluster", "{tmp}/none.json", "--synthetic-variability", "0", "-o", "{out}"],
+         "none.json: --cluster: no such file"),
         # within the cluster size limit, but a file solve would refuse (more than 2,000,000 JSON values)
         (["generate", "--nodes", "40000", "--gpus-per-node", "8", "--jobs", "1", "-o", "{out}"],
          "--nodes x --gpus-per-node and --jobs: the instance it makes (320,000 GPUs on 40,000 servers, 1 jobs"),

@@ -8,6 +8,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,6 +47,23 @@ def test_migration_charges_a_moved_running_job() -> None:
     assert stay.by_term["migration"] == 0.0 and stay.moved == ()
     assert move.by_term["migration"] == pytest.approx(0.5 + 0.25 * 2) and move.moved == ("r",)
     assert move.cost == pytest.approx(sum(move.by_term.values()))
+
+
+def test_a_charge_past_the_floats_prices_the_placement_at_an_infinite_geometric_mean(tmp_path: Path) -> None:
+    """A migration cost meant as "never" (5,000 per GPU: exp(cost / GPUs) overflows a float) is a
+    finite cost; its geometric-mean slowdown is inf (null in the JSON), and the round is solved."""
+    from pal_opt import cli
+    from pal_opt.cost.evaluate import geomean_slowdown, relative_gap
+
+    assert geomean_slowdown(5000.0, 1) == math.inf and relative_gap(5000.0, 0.0, 1) == math.inf
+    inst = _round({"migration": {"per_gpu": 5000.0}})
+    moved = evaluate(inst, {"r": (2, 3), "w": (0,)}, inst.cluster.factors)
+    assert moved.cost == pytest.approx(10000 + math.log(1.3)) and moved.geomean == math.inf
+    res = pal_opt.solve(inst, "ilp")
+    assert res.status.value == "optimal" and res.placements["r"] == (0, 1) and math.isfinite(res.geomean_slowdown)
+    path, out = tmp_path / "round.json", tmp_path / "placement.json"
+    pal_opt.save_instance(inst, path)
+    assert cli.main(["solve", str(path), "--method", "packed", "--out", str(out)]) == 0
 
 
 @pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])

@@ -82,6 +82,10 @@ def test_trace_format_from_the_header(tmp_path: Path) -> None:
     sia.write_text("Name,Time,Application,Num_Replicas,Batch_Size\nx,0,bert,2,96\n")
     pal.write_text('"Job_ID",NUM_GPUS,Submit_Time,Duration,Model\n1,2,0,100,BERT\n')
     assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
+    # old Mac line endings (CR only) end the header too (the csv module refused the whole chunk)
+    sia.write_bytes(b"name,time,application,num_replicas,batch_size\rx,0,bert,2,96\r")
+    pal.write_bytes(b"job_id,num_gpus,submit_time,duration,model\r1,2,0,100,BERT\r")
+    assert detect_trace_format(str(sia)) == "sia" and detect_trace_format(str(pal)) == "pal"
 
 
 def test_simulate_on_a_sia_trace_equals_simulate_sia(sia_dir: Path, tmp_path: Path) -> None:

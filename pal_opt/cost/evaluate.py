@@ -143,12 +143,20 @@ def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], f
 
 
 def geomean_slowdown(cost: float, gpus: int) -> float:
-    """exp(cost / gpus); 1.0 for an empty placement.
+    """exp(cost / gpus); 1.0 for an empty placement; inf past the floats (a cost term priced
+    in thousands per GPU, such as a migration cost meant as "never").
 
     >>> round(geomean_slowdown(4 * math.log(1.1), 4), 12)
     1.1
+    >>> geomean_slowdown(5000.0, 1)
+    inf
     """
-    return math.exp(cost / gpus) if gpus > 0 else 1.0
+    if gpus <= 0:
+        return 1.0
+    try:
+        return math.exp(cost / gpus)
+    except OverflowError:
+        return math.inf
 
 
 def relative_gap(objective: float, bound: float | None, gpus: int) -> float | None:
@@ -159,7 +167,10 @@ def relative_gap(objective: float, bound: float | None, gpus: int) -> float | No
     """
     if bound is None or gpus <= 0 or not math.isfinite(bound):
         return None if bound is None or not math.isfinite(bound) else 0.0
-    return max(0.0, math.expm1((objective - bound) / gpus))
+    try:
+        return max(0.0, math.expm1((objective - bound) / gpus))
+    except OverflowError:  # a gap past the floats: as good as none proven
+        return math.inf
 
 
 @dataclass(frozen=True)

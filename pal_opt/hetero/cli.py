@@ -158,7 +158,7 @@ def detect_trace_format(path: str) -> str:
     if NUL in head:  # UTF-16 from PowerShell, UTF-32, or no text at all
         raise InstanceError(f"trace file {binary_text(head)}", source=path)
     try:
-        header = head.split(b"\n", 1)[0].decode("utf-8-sig")
+        header = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8-sig")  # any line ending
     except UnicodeDecodeError as exc:
         raise InstanceError(f"trace file is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=path) from None
     cols = {c.strip().lower() for c in next(csv.reader([header]), [])}  # names are case-insensitive

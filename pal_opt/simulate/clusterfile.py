@@ -77,6 +77,8 @@ def check_file_options(args: argparse.Namespace) -> None:
     given = [flag for flag, on in (("--variability", bool(args.variability)),
                                    ("--synthetic-variability", args.synthetic_variability is not None),
                                    ("--variability-draw", args.variability_draw != "numpy")) if on]
+    if given and not os.path.exists(args.cluster):  # the file's absence first: it is what to fix
+        raise InstanceError("no such file", source=args.cluster, path="--cluster")
     if given:
         raise OptionError(f"{given[0]} draws factors for a synthetic cluster; --cluster {args.cluster} brings its "
                           "own (its cluster.factors)")
