@@ -77,6 +77,14 @@ ALL_METHODS = (*GREEDY, *ILP_METHODS, PARTITIONED)
 RACK_PENALTY = 2.5
 
 
+#: The page's figures, embedded under its tables.
+SUITE_FIGURES = [
+    "![the round program's time to the gap target against the cluster size](suite_time_vs_gpus.png)", "",
+    "![each heuristic's gap to the optimum bound on the same job set, every round once](suite_heuristic_gap.png)",
+    "", "![the heuristics' median gap, and the GPUs each queue rule places, against the load](suite_gap_vs_load.png)",
+]
+
+
 def _mean_demand() -> float:
     from pal_opt.generate import SIA_PHILLY_MIX
 
@@ -547,7 +555,7 @@ def summarise(df: Any, settings: Settings, profile: str, head: list[str], runtim
         for v, grp in sub.groupby(col, sort=True):
             cells = [_fmt(_median(grp[grp["method"] == m]["heur_gap"]), ".2f", 100, " %") for m in GREEDY]
             lines.append(f"| {fam.name} | {col} = {v:g} | " + " | ".join(cells) + " |")
-    lines += ["", "Plots: `suite_time_vs_gpus.png`, `suite_heuristic_gap.png`, `suite_gap_vs_load.png`.", ""]
+    lines += ["", *SUITE_FIGURES, ""]
     return "\n".join(lines)
 
 

@@ -53,7 +53,10 @@ def test_quick_profile_figures_are_consistent(quick):
     assert greedy["heur_gap"].notna().all()
     assert (greedy["heur_gap"] >= -1e-9).all()
     # the three backends agree on every round they prove within the target
-    for _, g in ilp[ilp["method"].isin(["ilp-highs", "ilp-cpsat", "ilp-cbc"])].groupby("case_id"):
+    # (a backend stopped by the 5 s limit on a loaded machine proves less, and is left out)
+    proven = ilp[ilp["method"].isin(["ilp-highs", "ilp-cpsat", "ilp-cbc"]) & (ilp["gap"] <= 1e-3 + 1e-9)]
+    assert proven["case_id"].nunique() >= ilp["case_id"].nunique() // 2
+    for _, g in proven.groupby("case_id"):
         gm = g["geomean_slowdown"].to_numpy()
         assert max(gm) / min(gm) - 1 <= 2e-3 + 1e-9
     # backfill never places fewer jobs than prefix on the same round
