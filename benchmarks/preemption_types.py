@@ -63,6 +63,7 @@ import math
 import statistics
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -367,13 +368,20 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         pad = 0.06 * max(hi - lo, 1)
         lo, hi = max(lo - pad, 0), hi + pad
         ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--", label="equal")
-        ax.scatter(x, y, s=28, alpha=0.5, label=f"{len(seeds)} rounds (darker: several)")
+        points = Counter(zip(x, y, strict=True))  # rounds with equal figures drawn once, sized by their count
+        ax.scatter([a for a, _ in points], [b for _, b in points], s=[28 * n for n in points.values()], alpha=0.6,
+                   label=f"{len(seeds)} rounds (larger: several)")
+        for (a, b), n in points.items():
+            if n > 1:
+                ax.annotate(f"×{n}", (a, b), xytext=(6, 4), textcoords="offset points", fontsize=8)
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.set_title(f"{size} ({rows[[r['size'] for r in rows].index(size)]['gpus']} GPUs)")
         ax.set_xlabel("preempt-greedy: preempted GPUs × (1 + priority)")
         ax.set_ylabel("ilp-preempt (HiGHS): preempted GPUs × (1 + priority)")
-        ax.legend(loc="upper left")
+        for handle in ax.legend(loc="upper left").legend_handles:  # the legend's marker at one round's size
+            if hasattr(handle, "set_sizes"):
+                handle.set_sizes([28])
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
