@@ -127,3 +127,17 @@ def test_a_job_arriving_exactly_one_round_later_is_scheduled_then() -> None:
     two = [*one, SimpleNamespace(index=1, spec=SimpleNamespace(num_replicas=1))]
     p.allocate(one, 0.0)  # type: ignore[arg-type]
     assert p.allocate(two, 360.0)[1] != ()  # type: ignore[arg-type]
+
+
+def test_a_type_leaving_service_with_the_same_jobs_is_a_new_allocation() -> None:
+    """The job set is unchanged but type a's GPUs all left service: the allocation is recomputed
+    on the GPUs in service (the job moves to type b with all its GPUs), not kept on type a, where
+    the first free GPUs would be too few."""
+    p = GavelPolicy((GpuType("a", 1, 2), GpuType("b", 1, 2)))
+    p.throughputs = lambda active: np.array([[2.0, 1.0]] * len(active))  # type: ignore[method-assign]
+    active = [SimpleNamespace(index=0, spec=SimpleNamespace(num_replicas=2))]
+    assert p.allocate(active, 0.0) == {0: (0, 1)}  # type: ignore[arg-type]  # the faster type a
+    p.holding = {}  # idle between rounds: nothing held on a, so no decision at once
+    p.out_of_service = np.array([True, True, False, False])
+    assert p.allocate(active, 360.0) == {0: (2, 3)}  # type: ignore[arg-type]
+    assert p.workers.tolist() == [0, 2] and p.x.round(6).tolist() == [[0.0, 1.0]]
