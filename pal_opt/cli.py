@@ -61,6 +61,7 @@ from .cliargs import (
     add_method_arguments,
     add_output_arguments,
     add_restart_arguments,
+    check_outputs,
     check_plot_target,
     cost_param,
     exact_options,
@@ -75,7 +76,6 @@ from .cliargs import (
     penalty,
     pos_int,
     positive_float,
-    refuse_overwriting_inputs,
     resolve_job_ids,
     solve_options,
     with_costs,
@@ -370,7 +370,7 @@ def _generate(args: argparse.Namespace) -> int:
     from .generate import generate_instance, generate_typed_instance
     from .io import longhorn_paths, save_instance
 
-    refuse_overwriting_inputs({"--out": args.output}, _directory_inputs(args))
+    check_outputs({"--out": args.output}, _directory_inputs(args))
     if args.jobs > MAX_GENERATED_JOBS:  # 10,000,000 ran for minutes, to a file no reader would take
         raise OptionError(f"--jobs: at most {MAX_GENERATED_JOBS:,} (its instance file would exceed the readers' "
                           f"2,000,000-value limit, docs/limits.md), got {args.jobs:,}")
@@ -440,7 +440,7 @@ def _profile_throughput(args: argparse.Namespace) -> dict[str, dict[str, float]]
 def _cmd_import_blox(args: argparse.Namespace) -> int:
     from .io import load_blox, save_instance
 
-    refuse_overwriting_inputs({"--out": args.output},
+    check_outputs({"--out": args.output},
                               [("--gpus", args.gpus)] + ([("--jobs", args.jobs)] if args.jobs else []))
     inst = load_blox(
         args.gpus,
@@ -466,7 +466,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import Status
     from .solve import solve
 
-    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot}, [("INSTANCE.json", args.instance)])
+    check_outputs({"--out": args.out, "--plot": args.plot}, [("INSTANCE.json", args.instance)])
     _check_plot(args)
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
@@ -713,7 +713,7 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     from .repair import repair
 
     # the placement in force is an input too: a repair is written beside it, never over it
-    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot},
+    check_outputs({"--out": args.out, "--plot": args.plot},
                               [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
     _check_plot(args)
     options = exact_options(args)

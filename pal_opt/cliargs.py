@@ -180,6 +180,26 @@ def refuse_overwriting_inputs(
         written.append((flag, out))
 
 
+def check_outputs(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Iterable[tuple[str, str | os.PathLike[str] | None]] = (),
+) -> None:
+    """Raise :class:`OptionError` (one line, before any work) if an output would overwrite an
+    input or another output (:func:`refuse_overwriting_inputs`), or cannot be written where it
+    is asked for (its directory missing or read-only: :func:`~pal_opt.io.atomic.check_writable`),
+    rather than after a solve of minutes."""
+    from .io.atomic import check_writable
+
+    refuse_overwriting_inputs(outputs, inputs)
+    for flag, out in outputs.items():
+        if out is None:
+            continue
+        try:
+            check_writable(out)
+        except OSError as exc:
+            raise OptionError(f"{flag} {os.fspath(out)}: {exc.strerror or exc}") from None
+
+
 def check_plot_target(path: str, flag: str = "--plot") -> None:
     """Raise :class:`OptionError` before any work if matplotlib (the optional ``[plot]`` extra)
     is missing or cannot write ``path``'s format (from its suffix)."""

@@ -609,12 +609,25 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
     target = tmp_path / "no-such-dir" / "x.json"
     rc = main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "-o", str(target)])
     out, err = capsys.readouterr()
-    _expect_one_line_error(rc, out, err, f"pal-opt: error: {target}: cannot write")
+    _expect_one_line_error(rc, out, err, f"pal-opt: error: --out {target}: cannot write: directory "
+                                         f"{target.parent} does not exist")
+    # solve and repair refuse it before the solve, not after minutes of it (the plot too)
+    inst = str(Path(__file__).resolve().parents[1] / "instances" / "paper-16x4.json")
+    placed = tmp_path / "placed.json"
+    assert main(["solve", inst, "--method", "pal", "-o", str(placed)]) == 0
+    capsys.readouterr()
+    for argv in (["solve", inst, "--method", "ilp", "-o", str(target)],
+                 ["solve", inst, "--method", "ilp", "-o", str(tmp_path / "a.json"), "--plot", str(target.with_suffix(".png"))],
+                 ["repair", inst, str(placed), "--failed", "0", "-o", str(target)]):
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        _expect_one_line_error(rc, out, err, "cannot write: directory", "does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["placed.json"]
     rc = main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "-o", str(tmp_path)])
     out, err = capsys.readouterr()  # refused by the option's type, before anything is generated
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("pal-opt generate: error: argument -o/--out/--output: ") and f"'{tmp_path}' is a directory" in err
-    assert list(tmp_path.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["placed.json"]
 
 
 # --------------------------------------------------------------------------- an output over an input

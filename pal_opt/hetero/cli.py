@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cliargs import (
+    check_outputs,
     check_plot_target,
     input_file,
     method_list,
@@ -33,7 +34,6 @@ from ..cliargs import (
     nonneg_int,
     output_file,
     positive_float,
-    refuse_overwriting_inputs,
 )
 from ..errors import InstanceError, OptionError
 from .methods import hetero_policy_names
@@ -308,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
     default_profiles(args)
     policies = _policies(args)
     outputs = {"--out": args.out, "--jobs-csv": getattr(args, "jobs_csv", None), "--plot": getattr(args, "plot", None)}
-    refuse_overwriting_inputs(outputs, simulation_inputs(args))
+    check_outputs(outputs, simulation_inputs(args))
     for flag, target in outputs.items():
         parent = Path(target).parent if target else None
         if parent is not None and str(parent) and not parent.is_dir():

@@ -105,6 +105,15 @@ def atomic_write_files(outputs: Mapping[_Path, Content]) -> None:
     _replace_all(list(zip(temps, targets, names, strict=True)))
 
 
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise, before any work, the :class:`OSError` that writing ``path`` would (a directory or
+    a device in its place, a directory that does not exist or cannot take a new file): a
+    temporary file is created beside it exclusively, as the writers do, and removed."""
+    name = os.fspath(path)
+    with SigintDeferred():  # a Ctrl-C between creating the probe and removing it would leak it
+        _remove([_create(_target(name), name, ".probe", _exclusive)])
+
+
 def _target(name: str) -> str:
     """The file ``name`` stands for (a symbolic link followed: replacing it would cut the link),
     checked to be one that can be replaced."""

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..cliargs import check_plot_target, input_file, output_file, refuse_overwriting_inputs
+from ..cliargs import check_outputs, check_plot_target, input_file, output_file
 from ..errors import BackendError, InfeasiblePartitionError, OptionError
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.machines) != len(args.bandwidth):
         raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
-    refuse_overwriting_inputs({"--out": args.out, "--plot": args.plot}, [("PROFILE", args.profile)])
+    check_outputs({"--out": args.out, "--plot": args.plot}, [("PROFILE", args.profile)])
     for path in (args.out, args.plot):
         if path:
             _check_output(path)

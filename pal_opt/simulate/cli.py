@@ -30,6 +30,7 @@ from typing import Any
 from ..cliargs import (
     add_method_arguments,
     add_restart_arguments,
+    check_outputs,
     check_plot_target,
     input_file,
     nonempty,
@@ -37,7 +38,6 @@ from ..cliargs import (
     output_file,
     penalty,
     positive_float,
-    refuse_overwriting_inputs,
     solve_options_each,
 )
 from ..errors import InstanceError, OptionError
@@ -366,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
     from .variability import variability_source
 
     from_file = is_cluster_file(args.cluster)
-    refuse_overwriting_inputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
+    check_outputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
                               simulation_inputs(args) + ([("--cluster", args.cluster)] if from_file else []))
     if resolve_trace_format(args) == "sia":
         if from_file:

@@ -27,13 +27,13 @@ from typing import Any
 
 from ..cliargs import (
     add_restart_arguments,
+    check_outputs,
     input_file,
     nonempty,
     nonneg_int,
     output_file,
     penalty,
     pos_int,
-    refuse_overwriting_inputs,
     warnings_after_success,
 )
 from ..errors import OptionError
@@ -183,7 +183,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from ..io import save_instance
     from .hierarchy import topology_round
 
-    refuse_overwriting_inputs({"--out": args.output}, _import_inputs(args))
+    check_outputs({"--out": args.output}, _import_inputs(args))
     with warnings_after_success():  # a round refused as it is written: its one line, no warning before it
         topo = _read_topology(args)
         inst = topology_round(
@@ -225,7 +225,7 @@ def _indices_note(inst: Any) -> str:
 def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, load_instance, load_placement_file
 
-    refuse_overwriting_inputs({"--out": args.output}, [("INSTANCE.json", args.instance),
+    check_outputs({"--out": args.output}, [("INSTANCE.json", args.instance),
                                                        ("PLACEMENT.json", args.placement)])
     inst = load_instance(args.instance)
     doc = load_placement_file(args.placement) if args.placement else None
