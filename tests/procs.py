@@ -75,10 +75,11 @@ def solver_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "pal-opt-solver" and t.is_alive()]
 
 
-def interrupt_when_solving(monkeypatch, backend: str, after: float, times: int = 1) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def interrupt_when_solving(monkeypatch, backend: str, after: float, times: int = 1,  # type: ignore[no-untyped-def]
+                           apart: float = 0.3) -> dict[str, float]:
     """Patch the backend so that ``after`` seconds into its ``solve`` the main thread gets a
-    KeyboardInterrupt (``times`` of them, 0.3 s apart, none once the solve has returned), what a
-    SIGINT does.  Returns a dict that receives the time of the first one."""
+    KeyboardInterrupt (``times`` of them, ``apart`` seconds apart, none once the solve has
+    returned), what a SIGINT does.  Returns a dict that receives the time of the first one."""
     from pal_opt.ilp.backends import BACKENDS
 
     cls = BACKENDS[backend]
@@ -93,7 +94,7 @@ def interrupt_when_solving(monkeypatch, backend: str, after: float, times: int =
             if k == 0:
                 sent["at"] = time.monotonic()
             _thread.interrupt_main()
-            time.sleep(0.3)
+            time.sleep(apart)
 
     def solve_with_timer(self, *a, **k):  # type: ignore[no-untyped-def]
         timer = threading.Timer(after, fire)

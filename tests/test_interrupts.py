@@ -109,6 +109,36 @@ def test_ctrl_c_while_the_backend_translates_returns_the_start_placement(monkeyp
     assert own_children() == [] and not cbc_dirs()
 
 
+def test_one_ctrl_c_delivered_twice_is_one_press(monkeypatch):
+    """``timeout -s INT`` signals the command and then its process group, so one Ctrl-C arrives
+    twice: the second, within SAME_PRESS_SECONDS of the first (here 5 s, so that a loaded machine
+    does not matter), is the same press, and the solver's answer is kept, not given up on.  The
+    second one arrives while the stop is being requested, which must not escape either."""
+    from pal_opt.ilp.backends import base
+
+    monkeypatch.setattr(base, "SAME_PRESS_SECONDS", 5.0)
+    stopped = threading.Event()
+    requests: list[float] = []
+
+    def stop() -> None:
+        if not requests:  # the first request: the same press, delivered again, lands during it
+            requests.append(time.monotonic())
+            threading.Timer(0.3, stopped.set).start()  # the solver stops 0.3 s after it is asked to
+            _thread.interrupt_main()
+            time.sleep(0.05)
+
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    value, interrupted = run_interruptibly(lambda: "answer" if stopped.wait(10) else "late", stop)
+    assert (value, interrupted) == ("answer", True) and requests
+    monkeypatch.setattr(base, "SAME_PRESS_SECONDS", 0.0)  # every repeat a second press: given up on
+    stopped.clear()
+    requests.clear()
+    threading.Timer(0.2, _thread.interrupt_main).start()
+    with pytest.raises(BackendAbandoned):
+        run_interruptibly(lambda: stopped.wait(10), stop)
+    stopped.wait(5)
+
+
 def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
     """A solver that does not act on the stop request at once (HiGHS presolving a large round may
     not look at it for a while; here its stop requests are held back for 1.5 s, so that the test
@@ -127,7 +157,33 @@ def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
             late.start()
 
     monkeypatch.setattr(cls, "_stop", slow_stop)
-    interrupt_when_solving(monkeypatch, "highs", after=0.5, times=2)
+    run, mip = cls._run, cls.solve
+    state = {"in_mip": False, "fired": False, "returned": False}
+
+    def fire() -> None:  # two presses 0.8 s apart (within SAME_PRESS_SECONDS: one press delivered twice)
+        for delay in (0.3, 0.8):
+            time.sleep(delay)
+            if state["returned"]:  # a Ctrl-C after the solve would land in whatever runs next (pytest)
+                return
+            _thread.interrupt_main()
+
+    def run_then_interrupt(self, model):  # type: ignore[no-untyped-def]
+        # the presses come once HiGHS runs the MIP: not while its model is translated, which takes
+        # longer than a fixed delay on a loaded machine (and hands back the start placement)
+        if state["in_mip"] and not state["fired"]:
+            state["fired"] = True
+            threading.Thread(target=fire, daemon=True).start()
+        return run(self, model)
+
+    def solve_mip(self, *a, **k):  # type: ignore[no-untyped-def]
+        state["in_mip"] = True
+        try:
+            return mip(self, *a, **k)
+        finally:
+            state["returned"] = True
+
+    monkeypatch.setattr(cls, "_run", run_then_interrupt)
+    monkeypatch.setattr(cls, "solve", solve_mip)
     with pytest.raises(KeyboardInterrupt) as caught:
         solve(large, "ilp", backend="highs", time_limit=8)
     assert not isinstance(caught.value, SolveInterrupted)

@@ -67,6 +67,8 @@ __all__ = [
     "ThreadedBackend",
     "BackendInterrupted",
     "BackendAbandoned",
+    "SAME_PRESS_SECONDS",
+    "is_second_press",
     "BackendOverran",
     "SolverWatch",
     "poll_progress",
@@ -82,6 +84,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two checks of the solver thread (a finished solve is seen at once).
 POLL_SECONDS = 0.1
+#: A second SIGINT within this many seconds of the first is the same Ctrl-C: ``timeout -s INT``
+#: signals the command and then its whole process group, so the command gets two at once, and
+#: gave up on a CP-SAT solve it meant to stop (keeping nothing) where one press was meant.
+SAME_PRESS_SECONDS = 0.2
 #: Name of the helper threads that run solver calls (see :func:`run_interruptibly`).
 SOLVER_THREAD_NAME = "pal-opt-solver"
 #: A solver is not started with less time than this (seconds) before its deadline.
@@ -623,7 +629,8 @@ def run_interruptibly(
       from another thread, and more than once: it is repeated every :data:`POLL_SECONDS` until
       the solver returns, since a request made before the solver is ready can be lost), and the
       wait goes on until the solver returns what it has.
-    * Second ``KeyboardInterrupt``: stop waiting and raise :class:`BackendAbandoned` at once; the
+    * Second ``KeyboardInterrupt`` (not within :data:`SAME_PRESS_SECONDS` of the first, which
+      is the same press delivered twice): stop waiting and raise :class:`BackendAbandoned` at once; the
       helper thread is a daemon, so its solver may run on until its own limit but never blocks
       interpreter exit.  A C++ solver still running when the interpreter exits can abort the
       process (``terminate called``); :func:`abandoned_solvers` tells whether one is, and the
@@ -655,7 +662,8 @@ def run_interruptibly(
             done.set()
 
     thread = threading.Thread(target=target, name=SOLVER_THREAD_NAME, daemon=True)
-    interrupted = False
+    interrupted = stop_now = False
+    first_press = math.inf
     started = False
     stop_at = math.inf if stop_at is None else stop_at
     give_up_at = math.inf if give_up_at is None else give_up_at
@@ -666,6 +674,9 @@ def run_interruptibly(
             if not started:
                 started = True
                 thread.start()
+            if stop_now:  # here, inside the try: a Ctrl-C during the request is caught as well
+                stop_now = False
+                stop()
             while not done.is_set():
                 now = time.monotonic()
                 if now >= give_up_at:
@@ -681,12 +692,19 @@ def run_interruptibly(
             break
         except KeyboardInterrupt:
             if interrupted:
-                raise BackendAbandoned() from None
-            interrupted = True
-            stop()
+                if is_second_press(first_press):
+                    raise BackendAbandoned() from None
+                continue
+            interrupted, first_press, stop_now = True, time.monotonic(), True
     if "error" in box:
         raise box["error"]
     return box["value"], interrupted
+
+
+def is_second_press(first_press: float) -> bool:
+    """Whether a Ctrl-C now, after one acted on at ``first_press`` (``time.monotonic()``), is a
+    second press rather than the first delivered twice (:data:`SAME_PRESS_SECONDS`)."""
+    return time.monotonic() - first_press >= SAME_PRESS_SECONDS
 
 
 def abandoned_solvers() -> int:

@@ -94,6 +94,7 @@ from .base import (
     SolveOptions,
     SolverStatus,
     SolverWatch,
+    is_second_press,
     poll_progress,
 )
 
@@ -278,6 +279,7 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
     t0 = time.monotonic()
     deadline = math.inf if time_limit is None else t0 + DEADLINE_FACTOR * time_limit + DEADLINE_GRACE
     interrupted = False
+    first_press = math.inf
     sigint_at = math.inf
     stopped_by: str | None = None
     proc: subprocess.Popen[bytes] | None = None
@@ -319,8 +321,10 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                     if proc is None:  # CBC never started: nothing to stop
                         raise
                     if interrupted:
-                        raise BackendAbandoned() from None
-                    interrupted = True
+                        if is_second_press(first_press):
+                            raise BackendAbandoned() from None
+                        continue
+                    interrupted, first_press = True, time.monotonic()
                     if stopped_by is None:
                         signal_cbc("sigint")
         finally:
