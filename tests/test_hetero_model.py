@@ -349,6 +349,102 @@ def test_bad_validation_names_file_and_field(tmp_path: Path) -> None:
         load_application(tmp_path / "missing", "bert")
 
 
+@pytest.mark.parametrize(
+    ("validation", "where"),
+    [  # a progress of 0 made every job of the application "finish" without training
+        ("progress,iteration,metric,grad_sqr,grad_var\n0,10,0.5,1.0,2.0\n", "row 2, column progress: must be a positive"),
+        # 1e308 passed as finite and overflowed the efficiency into a NaN progress rate (a traceback)
+        ("progress,iteration,metric,grad_sqr,grad_var\n10,10,0.5,1.0,1e308\n", "column grad_var: must be a finite "
+                                                                              "number ≥ 0 and ≤ 1e+200"),
+    ],
+)
+def test_validation_values_that_make_no_training_are_refused(tmp_path: Path, validation: str, where: str) -> None:
+    with pytest.raises(InstanceError, match=r"validation-(8|16)\.csv: ") as err:
+        load_application(_write_app(tmp_path, validation=validation), "toy")
+    assert where in str(err.value)
+
+
+def test_validation_file_names_are_one_ascii_batch_each(tmp_path: Path) -> None:
+    """A batch size is named once, in ASCII digits, within the integers a float holds exactly."""
+    root = _write_app(tmp_path)
+    body = (root / "toy" / "validation-8.csv").read_text()
+    (root / "toy" / "validation-008.csv").write_text(body)  # one of the two was dropped silently
+    with pytest.raises(InstanceError, match="batch size 8 has two validation files, validation-008.csv and "
+                                            "validation-8.csv"):
+        load_application(root, "toy")
+    (root / "toy" / "validation-008.csv").unlink()
+    (root / "toy" / "validation-99999999999999999999.csv").write_text(body)  # an OverflowError traceback
+    with pytest.raises(InstanceError, match="validation-99999999999999999999.csv: validated batch size must be "
+                                            "between 1 and 9,007,199,254,740,992"):
+        load_application(root, "toy")
+    (root / "toy" / "validation-99999999999999999999.csv").unlink()
+    (root / "toy" / "validation-\u0661\u0662.csv").write_text(body)  # Arabic-Indic 12: not a validation file
+    assert load_application(root, "toy").validation.batch_sizes.tolist() == [8, 16]
+
+
+def test_a_sync_time_not_below_the_step_time_is_named_where_it_is_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The step-time model is fitted to the compute part, step_time - sync_time: a profile whose
+    sync_time reaches its step_time stopped the run with "observed compute and step times must be
+    finite and positive", naming no file, application or shape."""
+    from pal_opt import cli
+
+    root = _write_app(tmp_path / "p", placements="placement,local_bsz,step_time,sync_time\n1,4,1.0,2.0\n"
+                                                 "1,8,2.0,3.0\n2,4,1.5,0.5\n2,8,2.5,0.5\n")
+    trace, out = tmp_path / "t.csv", tmp_path / "o.json"
+    trace.write_text("name,time,application,num_replicas,batch_size\ntoy-0,0,toy,1,8\n")
+    assert cli.main(["simulate-sia", str(trace), "--profiles", str(root), "--cluster", "t4:1x2", "-o", str(out),
+                     "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"{root / 'toy'}: toy-0: toy on t4, placement (1,) at atomic batch 8: sync_time 3 is not below " \
+           "step_time 2" in err and not out.exists()
+
+
+def test_an_atomic_batch_limit_far_above_the_batch_makes_no_negative_accumulation(tmp_path: Path) -> None:
+    """A 1-GPU row at local_bsz 2^40: ceil(local / limit - EPS) - 1 was -1 accumulation steps, a
+    division by zero and invalid integer casts (numpy warnings, garbage batch choices)."""
+    import warnings
+
+    from pal_opt import cli
+
+    root = _write_app(tmp_path / "p", placements="placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n"
+                                                 "1,8,2.0,0.0\n2,4,1.5,0.5\n2,8,2.5,0.5\n1,1099511627776,1.0,0.01\n")
+    trace, out = tmp_path / "t.csv", tmp_path / "o.json"
+    trace.write_text("name,time,application,num_replicas,batch_size\ntoy-0,0,toy,1,8\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert cli.main(["simulate-sia", str(trace), "--profiles", str(root), "--cluster", "t4:1x2", "-o", str(out),
+                         "--quiet"]) == 0
+
+
+def test_generate_names_the_profile_without_one_gpu_rows(
+    shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The message named "profiles/bert" whatever the folder, and said bert was profiled on the
+    very type it lacked 1-GPU rows for."""
+    import shutil
+
+    from pal_opt import cli
+
+    src = shared_dir / "data" / "sia-artifact" / "profiles"
+    if not src.is_dir():
+        pytest.skip(f"Sia artifact profiles not available at {src}")
+    root = tmp_path / "mine"
+    for app in ("bert", "cifar10", "imagenet", "ncf"):
+        shutil.copytree(src / app, root / app)
+    rows = (root / "bert" / "placements-aws.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    kept = [r for r in rows[1:] if r.split(",")[header.index("placement")] != "1"]
+    (root / "bert" / "placements-aws.csv").write_text("\n".join([rows[0], *kept]) + "\n")
+    out = tmp_path / "g.json"
+    rc = cli.main(["generate", "--cluster", "aws:1x4,rtx:1x8", "--profiles", str(root), "--jobs", "2", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists(), err
+    assert f"{root / 'bert'}: no 1-GPU rows (placement 1) for GPU type 'aws' " \
+           "(placements-aws.csv); bert has 1-GPU rows on: " in err and "aws" not in err.rsplit("rows on: ", 1)[1]
+
+
 WORKLOAD_OK = (
     "name,time,application,num_replicas,batch_size\ncifar10-0,1.5,cifar10,4,2048\nbert-1,9.0,bert,8,384\n"
 )

@@ -316,9 +316,11 @@ def throughput_table(
         app = apps[app_name]
         for t in types:
             if t not in app.types or app.profile(t).single_gpu_throughput() is None:
-                raise InstanceError(f"no 1-GPU profile for GPU type {t!r} (placements-{t}.csv); "
-                                    f"{app_name} is profiled on: {', '.join(app.types) or '(none)'}",
-                                    source=f"profiles/{app_name}")
+                one = [n for n in app.types if app.profile(n).single_gpu_throughput() is not None]
+                what = "no profile" if t not in app.types else "no 1-GPU rows (placement 1)"
+                raise InstanceError(f"{what} for GPU type {t!r} (placements-{t}.csv); {app_name} has 1-GPU rows on: "
+                                    f"{', '.join(one) or '(none)'}",
+                                    source=app.types[t].source if t in app.types else app_name)
         out[cname] = {t: throughput_ratio(app, t, types[0]) for t in types}
     return out
 

@@ -355,7 +355,7 @@ def optimize_goodput(
     batch = geomspace(start, top, CANDIDATES)  # (CANDIDATES, configs)
     local = batch / n
     if accumulation:
-        accum = np.ceil(local / hi - EPS) - 1
+        accum = np.maximum(np.ceil(local / hi - EPS) - 1, 0)  # -1 where local < EPS * hi (a huge atomic limit)
         accum = np.where((n == 1) & (local > b0 + EPS), np.maximum(accum, 1), accum).astype(np.int64)
     else:
         accum = np.zeros(local.shape, dtype=np.int64)

@@ -54,7 +54,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..errors import InstanceError, OptionError
-from .tables import Table, read_table
+from .tables import MAX_EXACT_INT, Table, read_table
 
 __all__ = [
     "PLACEMENT_COLUMNS",
@@ -81,6 +81,9 @@ logger = logging.getLogger(__name__)
 PLACEMENT_COLUMNS: tuple[str, ...] = ("placement", "local_bsz", "step_time", "sync_time")
 SCALABILITY_COLUMNS: tuple[str, ...] = ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time")
 VALIDATION_COLUMNS: tuple[str, ...] = ("progress", "iteration", "metric", "grad_sqr", "grad_var")
+#: Largest ``grad_sqr`` or ``grad_var`` read (the artifact's reach 7e15): the statistical
+#: efficiency multiplies them by batch sizes, and 1e308 overflowed into a NaN progress rate.
+GRAD_STAT_MAX = 1e200
 
 #: Node counts above this are queried as this many nodes in the 3-D interpolation (the
 #: profiles reach 16 nodes).
@@ -482,7 +485,8 @@ class ValidationCurves:
             t = tables[batch]
             t.require(*VALIDATION_COLUMNS)
             for c in VALIDATION_COLUMNS:
-                cols[c].append(t.floats(c, minimum=0.0) if c in ("grad_sqr", "grad_var") else t.floats(c))
+                cols[c].append(t.floats(c, minimum=0.0, maximum=GRAD_STAT_MAX) if c in ("grad_sqr", "grad_var")
+                               else t.floats(c, positive=True) if c == "progress" else t.floats(c))
             both_zero = np.flatnonzero((cols["grad_sqr"][-1] == 0) & (cols["grad_var"][-1] == 0))
             if both_zero.size:
                 raise t.error(
@@ -567,18 +571,22 @@ class Application:
             ) from None
 
 
-_VALIDATION_FILE = re.compile(r"validation-(\d+)\.csv")
+_VALIDATION_FILE = re.compile(r"validation-([0-9]+)\.csv")  # ASCII digits: \d takes '١٢٣' as 123
 _PLACEMENTS_FILE = re.compile(r"placements-(.+)\.csv")
 
 
 def _discover(app_dir: Path) -> tuple[dict[int, Path], list[str]]:
-    validation = {}
+    validation: dict[int, Path] = {}
     types = []
     for p in sorted(app_dir.iterdir()):
         if m := _VALIDATION_FILE.fullmatch(p.name):
             batch = int(m.group(1))
-            if batch <= 0:
-                raise InstanceError("validated batch size must be positive", source=str(p))
+            if not 0 < batch <= MAX_EXACT_INT:
+                raise InstanceError(f"validated batch size must be between 1 and {MAX_EXACT_INT:,}, got {batch:,}"
+                                    if batch else "validated batch size must be positive", source=str(p))
+            if batch in validation:  # validation-0384.csv beside validation-384.csv: one would be dropped
+                raise InstanceError(f"batch size {batch} has two validation files, {validation[batch].name} and "
+                                    f"{p.name}", source=str(app_dir))
             validation[batch] = p
         elif m := _PLACEMENTS_FILE.fullmatch(p.name):
             types.append(m.group(1))

@@ -208,11 +208,17 @@ class SimJob:
         b, accum = self.choice.atomic_bsz, self.choice.accum_steps
         n = sum(self.shape)
         grad = epoch_grad_stats(self.app, n * b * (accum + 1), self.epoch if epoch is None else epoch)
-        step, sync = true_step_time(self.app.profile(self.type_names[t]), self.shape, b)
+        step, sync = true_step_time(profile := self.app.profile(self.type_names[t]), self.shape, b)
         if not (math.isfinite(step) and step > 0):
             raise InstanceError(
                 f"{self.name}: {self.app.name} on {self.type_names[t]} has no step time for "
-                f"placement {self.shape} at atomic batch {b}"
+                f"placement {self.shape} at atomic batch {b}", source=profile.source,
+            )
+        if not sync < step:  # the compute part, step - sync, is what the step-time model is fitted to
+            raise InstanceError(
+                f"{self.name}: {self.app.name} on {self.type_names[t]}, placement {self.shape} at atomic batch {b}: "
+                f"sync_time {sync:g} is not below step_time {step:g} (the compute part step_time - sync_time must "
+                "be positive)", source=profile.source,
             )
         return (len(self.shape), n, b), (step, sync), grad
 

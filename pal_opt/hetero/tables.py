@@ -99,8 +99,10 @@ class Table:
                 raise self.error(int(empty[0]), column, "must not be empty")
         return values
 
-    def floats(self, column: str, *, positive: bool = False, minimum: float | None = None) -> np.ndarray:
-        """The column as finite float64 values (``positive``: > 0; ``minimum``: ≥ that)."""
+    def floats(self, column: str, *, positive: bool = False, minimum: float | None = None,
+               maximum: float | None = None) -> np.ndarray:
+        """The column as finite float64 values (``positive``: > 0; ``minimum``: ≥ that;
+        ``maximum``: ≤ that)."""
         text = self.strings(column, allow_empty=True)
         values = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
         bad = ~np.isfinite(values)
@@ -111,6 +113,9 @@ class Table:
         elif minimum is not None:
             bad |= values < minimum
             what = f"a finite number ≥ {minimum:g}"
+        if maximum is not None:
+            bad |= values > maximum
+            what += f" and ≤ {maximum:g}"
         self._raise_first(bad, column, text, what)
         return values
 
