@@ -268,6 +268,8 @@ def gpu_ids(text: str) -> list[int]:
     for part in text.split(","):
         t = part.strip()
         try:
+            if not t.isascii():  # int() reads '٤' (Arabic-Indic four) as GPU 4
+                raise ValueError(t)
             g = int(t)
         except ValueError:
             raise argparse.ArgumentTypeError(f"GPU ids must be integers, got {t!r} in {text!r}") from None

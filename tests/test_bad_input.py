@@ -539,6 +539,8 @@ def test_measurements_need_uuid_for_per_gpu_aggregates(tmp_path):
         (["generate", "--cluster", "aws:99999999999999x4", "--jobs", "1", "-o", "{out}"],
          "--cluster aws:99999999999999x4: 399,999,999,999,996 GPUs"),
         (["simulate", "{trace}", "--cluster", "99999999x99999", "-o", "{out}"], "9,999,899,900,001 GPUs"),
+        # GPU ids in ASCII digits: int() took '٤' (Arabic-Indic four) for GPU 4
+        (["repair", "{inst}", "{inst}", "--failed", "\u0664", "-o", "{out}"], "GPU ids must be integers, got '\u0664'"),
         # a missing cluster file is named as such, before the options it would rule out
         (["simulate", "{trace}", "--cluster", "{tmp}/none.json", "--synthetic-variability", "0", "-o", "{out}"],
          "none.json: --cluster: no such file"),
