@@ -263,8 +263,11 @@ NEWTRACE = {
 
 
 @pytest.mark.parametrize("n", sorted(NEWTRACE))
-def test_newtrace_workloads(sia_dir: Path, apps: dict[str, Application], n: int) -> None:
-    w = read_workload(sia_dir / "workloads" / f"newtrace-{n}.csv", applications=apps)
+def test_newtrace_workloads(sia_dir: Path, apps: dict[str, Application], n: int,
+                            caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        w = read_workload(sia_dir / "workloads" / f"newtrace-{n}.csv", applications=apps)
+    assert caplog.records == []  # no column taken for a misspelling
     check_workload(w, apps)
     assert len(w) == 960
     first, last = NEWTRACE[n]
@@ -491,6 +494,17 @@ def test_workload_column_names_are_case_insensitive(tmp_path: Path) -> None:
         read_workload(path)
     frame = pd.read_csv(io.StringIO(WORKLOAD_OK)).rename(columns=str.upper)
     assert len(workload_from_frame(frame)) == 2
+
+
+def test_a_misspelt_category_column_is_warned_of(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``categry`` was ignored without a word: every job became adaptive."""
+    path = tmp_path / "w.csv"
+    header, rest = WORKLOAD_OK.split("\n", 1)
+    path.write_text(header + ",categry,note\n" + rest.replace("\n", ",rigid,x\n"))
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        assert {j.kind for j in read_workload(path)} == {JobKind.ADAPTIVE}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: column 'categry' is not used; did you mean 'category'?"]
 
 
 def read_workload_text(tmp_path: Path, text: str) -> Any:

@@ -387,6 +387,40 @@ def test_jobs_csv_reads_the_sia_traces(shared_dir):
     assert all(MODEL_CLASS[j.model] == j.perfclass for j in t.jobs)
 
 
+def test_a_misspelt_optional_column_is_warned_of_once_per_file(tmp_path, caplog):
+    """``priorty`` was ignored without a word (every job lost its priority, exit 0), while an
+    instance file with an unknown field is refused.  Unused columns stay allowed (real files carry
+    them: the unnamed index, GPU_UUID, IP_addr, submit_time), but one close to an optional
+    column's name is reported: one line per file, the GPU table's and the queue's."""
+    gp = write_csv(tmp_path / "gpus.csv", [*GPU_HEADER, "Rak_ID"], [[*r, "r0"] for r in small_gpu_rows()])
+    jp = write_csv(tmp_path / "q.csv", ["job_id", "num_gpus", "model", "priorty", "strated", "submit_time"],
+                   [[1, 2, "resnet50", 5, 0, 0]])
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        inst = load_blox(gp, jp)
+    assert inst.jobs[0].priority == 0 and not inst.cluster.racked  # still not read: a warning, not a guess
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{gp}: column 'Rak_ID' is not used; did you mean 'Rack_ID'?",
+        f"{jp}: columns 'priorty', 'strated' are not used; did you mean 'priority', 'started'?",
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pal_opt"):  # the column written right: nothing to say
+        load_blox(write_csv(tmp_path / "g2.csv", GPU_HEADER, small_gpu_rows()),
+                  write_csv(tmp_path / "q2.csv", ["job_id", "num_gpus", "model", "priority", "job_priorty"],
+                            [[1, 2, "resnet50", 5, 1]]))
+    assert caplog.records == []
+
+
+def test_the_real_files_unused_columns_are_not_warned_of(shared_dir, caplog):
+    """The Blox ``gpu_df`` and the Sia-Philly traces read as queues carry columns no reader uses."""
+    data = shared_dir / "data" / "pal-artifact"
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        for trace in sorted((data / "traces").glob("workload-*.csv")):
+            load_jobs(trace).warn()
+        load_blox(data / "variability" / "32gpu-variability.csv", REPO / "examples" / "data" / "jobs.csv")
+        load_blox(REPO / "examples" / "data" / "gpu_df.csv", REPO / "examples" / "data" / "trace.csv")
+    assert caplog.records == []
+
+
 # --------------------------------------------------------------------------- measurements
 def test_measurements_small_file(tmp_path):
     p = write_csv(tmp_path / "m.csv", ["x", "uuid", "perf"],

@@ -42,6 +42,18 @@ def test_column_order_free_extra_columns_ignored_string_ids(tmp_path: Path) -> N
     assert jobs[1].demand == 4 and jobs[1].submit_time == 3.5
 
 
+def test_a_misspelt_optional_column_is_warned_of(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A ``priorty`` column was ignored without a word: every job ran at priority 0."""
+    p = _write(tmp_path, f"{HEADER},priorty,extra\n0,1,98,1481.0,vgg19,2,x\n")
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        assert read_trace(p)[0].priority == 0
+    assert [r.getMessage() for r in caplog.records] == [f"{p}: column 'priorty' is not used; did you mean 'priority'?"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pal_opt"):
+        read_trace(_write(tmp_path, f"{HEADER},Priority,extra\n0,1,98,1481.0,vgg19,2,x\n", "ok.csv"))
+    assert caplog.records == []
+
+
 def test_column_names_are_case_insensitive(tmp_path: Path) -> None:
     """``Job_ID,Num_GPUs,...`` is the trace's header (it was "missing column(s) job_id, ..."); bad
     cells are named by the column as written; one name twice, in any case, is an error."""
@@ -120,11 +132,13 @@ def test_missing_and_binary_files(tmp_path: Path) -> None:
         read_trace(b)
 
 
-def test_shared_traces_read(shared_dir: Path) -> None:
+def test_shared_traces_read(shared_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
     traces = sorted((shared_dir / "data" / "pal-artifact" / "traces").glob("workload-*.csv"))
     assert len(traces) == 6
     for t in traces:
-        jobs = read_trace(t)
+        with caplog.at_level("WARNING", logger="pal_opt"):
+            jobs = read_trace(t)
+        assert caplog.records == []  # no column taken for a misspelling
         assert len(jobs) == 160
         assert {j.model for j in jobs} <= set(MODEL_CLASS)
         assert all(j.demand >= 1 and j.iterations > 0 for j in jobs)

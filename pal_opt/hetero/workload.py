@@ -2,7 +2,8 @@
 
 newTrace (``workloads/newtrace-N.csv``)
     Header ``name,time,application,num_replicas,batch_size`` plus an optional ``category``
-    (any column order; other columns are ignored).  ``name`` is unique, ``time`` the submission
+    (any column order; other columns are ignored, but one whose name looks like a misspelt
+    ``category`` is reported by a warning line, :func:`~pal_opt.io.csvfile.unused_column_note`).  ``name`` is unique, ``time`` the submission
     time in seconds (finite, ≥ 0), ``application`` a profiled application, ``num_replicas`` the
     requested GPU count and ``batch_size`` the requested global batch (positive integers).
     ``category`` is ``adaptive`` (also an empty cell or no column), ``scale-gpus``
@@ -21,6 +22,7 @@ Errors are :class:`~pal_opt.errors.InstanceError` naming the file and ``row N, c
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InstanceError, OptionError
+from ..io.csvfile import unused_column_note
 from .goodput import JobKind
 from .profiles import Application
 from .tables import Table, read_table
@@ -47,7 +50,11 @@ __all__ = [
     "read_philly",
 ]
 
+log = logging.getLogger(__name__)
+
 WORKLOAD_COLUMNS: tuple[str, ...] = ("name", "time", "application", "num_replicas", "batch_size")
+#: A newTrace workload's optional columns.
+OPTIONAL_WORKLOAD_COLUMNS: tuple[str, ...] = ("category",)
 PHILLY_COLUMNS: tuple[str, ...] = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 _TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -178,6 +185,10 @@ def _workload(table: Table, applications: Collection[str] | Mapping[str, Applica
         )
         for i in range(len(names))
     )
+    misspelt = unused_column_note(table.source, table.columns, WORKLOAD_COLUMNS,
+                                  [(c,) for c in OPTIONAL_WORKLOAD_COLUMNS])
+    if misspelt is not None:  # once the workload is good: bad input gives one line
+        log.warning("%s", misspelt)
     # in submission order, rows breaking ties: a job's index breaks ties in the placer, so a file
     # whose rows are in another order would otherwise give other results (the artifact's are sorted)
     return Workload(table.source, tuple(sorted(jobs, key=lambda j: j.submit_time)))

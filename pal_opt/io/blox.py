@@ -27,7 +27,9 @@ GPU table columns
     (a blank, NaN or negative cell, a number given twice on a node) is set aside with a warning
     naming its first such cell, and the exports number a node's GPUs by rank.
 
-Other columns (the unnamed index, ``GPU_UUID``, ``IP_addr``...) are ignored.
+Other columns (the unnamed index, ``GPU_UUID``, ``IP_addr``...) are ignored; one whose name
+looks like a misspelt optional column (``Rak_ID`` for ``Rack_ID``) is reported by a warning
+line (:func:`~pal_opt.io.csvfile.unused_column_note`).
 
 How the round is read
 ---------------------
@@ -56,7 +58,7 @@ import numpy as np
 
 from ..errors import InstanceError
 from ..model import Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
-from .csvfile import CsvTable, read_csv
+from .csvfile import CsvTable, read_csv, unused_column_note
 from .jobs import JobTable, parse_jobs
 from .textfile import DEFAULT_MAX_BYTES
 
@@ -73,6 +75,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _PERFVAR = "PerfVar_"
+#: The GPU table's required and optional columns (besides the ``PerfVar_<class>`` ones).
+GPU_COLUMNS: tuple[str, ...] = ("GPU_ID", "Node_ID", "IN_USE")
+OPTIONAL_GPU_COLUMNS: tuple[str, ...] = ("JOB_IDS", "Rack_ID", "FAILED", "GPU_TYPE", "Local_GPU_ID")
 _SPLIT = re.compile(r"[,;\s]+")
 
 
@@ -86,6 +91,8 @@ class GpuTable:
         ``GPU_TYPE`` column, ``devices`` without a ``Local_GPU_ID`` column or with one set aside).
     devices_set_aside
         Why the ``Local_GPU_ID`` column was set aside (its first unusable cell), or None.
+    misspelt
+        The warning about columns that look like misspelt optional ones, or None.
     holders
         Per GPU, the job ids in ``JOB_IDS`` (empty tuple if none) — only meaningful where
         ``in_use`` is true.
@@ -111,6 +118,7 @@ class GpuTable:
         gpu_types: list[str] | None = None,
         devices: list[int] | None = None,
         devices_set_aside: str | None = None,
+        misspelt: str | None = None,
     ):
         self.table = table
         self.gpu_ids = gpu_ids
@@ -124,6 +132,7 @@ class GpuTable:
         self.gpu_types = gpu_types
         self.devices = devices
         self.devices_set_aside = devices_set_aside
+        self.misspelt = misspelt
 
     @property
     def source(self) -> str:
@@ -137,14 +146,8 @@ def read_gpu_table(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
 
 def parse_gpu_table(t: CsvTable) -> GpuTable:
     """Parse a GPU table already read (from a file or a DataFrame); see :func:`read_gpu_table`."""
-    c_gpu = t.column("GPU_ID")
-    c_node = t.column("Node_ID")
-    c_use = t.column("IN_USE")
-    c_jobs = t.find("JOB_IDS")
-    c_rack = t.find("Rack_ID")
-    c_fail = t.find("FAILED")
-    c_type = t.find("GPU_TYPE")
-    c_dev = t.find("Local_GPU_ID")
+    c_gpu, c_node, c_use = (t.column(n) for n in GPU_COLUMNS)
+    c_jobs, c_rack, c_fail, c_type, c_dev = (t.find(n) for n in OPTIONAL_GPU_COLUMNS)
     fcols = [(h[len(_PERFVAR):], t.unique(i)) for i, h in enumerate(t.header) if h.startswith(_PERFVAR)]
     if not fcols:
         raise InstanceError(
@@ -211,7 +214,10 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
         lines.append(line)
     factors = {c: np.asarray(v, dtype=np.float64) for c, v in fvals.items()}
     rmap = {s: r for s, (r, _) in racks.items()} if c_rack is not None else None
-    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types, devices, set_aside)
+    misspelt = unused_column_note(t.source, [h for h in t.header if not h.startswith(_PERFVAR)], GPU_COLUMNS,
+                                  [(n,) for n in OPTIONAL_GPU_COLUMNS])
+    return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types, devices, set_aside,
+                    misspelt)
 
 
 def load_blox(
@@ -297,6 +303,8 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundPar
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,
                                   gpu_types=gt.gpu_types, devices=gt.devices)
     instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
+    if gt.misspelt is not None:
+        log.warning("%s", gt.misspelt)
     if gt.devices_set_aside is not None:
         log.warning("%s; Local_GPU_ID set aside: the exports number each node's GPUs by rank", gt.devices_set_aside)
     jt.warn()  # the round is good: now its warnings (bad input gives one line, no warning)

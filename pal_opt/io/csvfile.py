@@ -5,23 +5,25 @@ is rejected for more cells than a limit (4 million, counted on the text before p
 rows, bad quoting, or a header with no rows.  The cell parsers of :class:`CsvTable` turn a bad
 cell into an :class:`~pal_opt.errors.InstanceError` naming the file, line and column.  The same
 table can wrap a pandas DataFrame (:meth:`CsvTable.from_frame`), so files and frames follow one
-set of rules.
+set of rules.  :func:`unused_column_note` words the one warning an importer logs for a column
+it does not use but whose name is close to one it would (``priorty`` for ``priority``).
 """
 
 from __future__ import annotations
 
 import csv
+import difflib
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..errors import InstanceError
 from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
-__all__ = ["CsvTable", "read_csv"]
+__all__ = ["CsvTable", "read_csv", "unused_column_note", "MISSPELLING_CUTOFF"]
 
 
 class CsvTable:
@@ -105,6 +107,10 @@ class CsvTable:
         rows = [(i, [c if isinstance(c, str) else _cell_text(c) for c in r]) for i, r in enumerate(cells)]
         return cls(source, header, rows, row_label="row")
 
+    def unused_column_note(self, known: Iterable[str], optional: Sequence[Sequence[str]]) -> str | None:
+        """:func:`unused_column_note` for this table's header."""
+        return unused_column_note(self.source, self.header, known, optional)
+
     def error(self, line: int, col: int | None, message: str) -> InstanceError:
         where = f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
         return InstanceError(message, source=self.source, path=where)
@@ -159,6 +165,68 @@ class CsvTable:
             raise self.error(line, col, f"must be text without a control character (tab, line break), lone surrogate "
                                         f"or non-character, got {_q(text)}")
         return text if v is None else v
+
+
+#: How close (:class:`difflib.SequenceMatcher` ratio, names lower-cased) an unused column's name
+#: must be to an optional column's for :func:`unused_column_note` to take it for a misspelling:
+#: ``priorty``/``priority`` is 0.93, ``categry``/``category`` 0.93, while the columns the real
+#: files carry and no reader uses stay far below (``submit_time``/``start_time`` 0.67,
+#: ``GPU_UUID``/``GPU_TYPE`` 0.5).
+MISSPELLING_CUTOFF = 0.8
+
+
+def unused_column_note(
+    source: str, header: Iterable[str], known: Iterable[str], optional: Sequence[Sequence[str]]
+) -> str | None:
+    """The warning for a file's columns that look like misspellings of optional ones, or None.
+
+    A column the reader does not use is ignored (real files carry columns nobody reads: the
+    unnamed index, ``GPU_UUID`` and ``IP_addr`` of a Blox ``gpu_df``, ``submit_time`` and
+    ``duration`` of a Sia-Philly trace read as a queue); but one whose name is within
+    :data:`MISSPELLING_CUTOFF` of an optional column the file lacks is most likely that column
+    misspelt, and its cells would be dropped without a word.  One line names them all.
+
+    Parameters
+    ----------
+    source
+        The file, as messages name it.
+    header
+        The file's column names.
+    known
+        Every name the reader takes (required and optional, aliases included): never reported.
+    optional
+        The optional columns, each with its aliases (``("priority", "job_priority")``); a column
+        of which the file has any alias is not a candidate.  Names compare case-insensitively.
+
+    Examples
+    --------
+    >>> unused_column_note("q.csv", ["job_id", "priorty", "note"], ["job_id"], [("priority", "job_priority")])
+    "q.csv: column 'priorty' is not used; did you mean 'priority'?"
+    >>> unused_column_note("q.csv", ["job_id", "priority", "priorty"], ["job_id"], [("priority",)]) is None
+    True
+    """
+    columns = [h for h in header if h]
+    present = {h.lower() for h in columns}
+    taken = {n.lower() for n in known} | {n.lower() for group in optional for n in group}
+    spelled: dict[str, str] = {}  # lower-cased candidate -> as the reader names it
+    for group in optional:
+        if not any(n.lower() in present for n in group):
+            for n in group:
+                spelled.setdefault(n.lower(), n)
+    found: list[tuple[str, str]] = []
+    for h in columns:
+        if h.lower() in taken:
+            continue
+        close = difflib.get_close_matches(h.lower(), list(spelled), n=1, cutoff=MISSPELLING_CUTOFF)
+        if close:
+            found.append((h, spelled[close[0]]))
+    if not found:
+        return None
+    written = ", ".join(repr(h) for h, _ in found)
+    meant = ", ".join(repr(n) for _, n in found)
+    if len(found) == 1:
+        return f"{source}: column {written} is not used; did you mean {meant}?"
+    return f"{source}: columns {written} are not used; did you mean {meant}?"
 
 
 #: An integer as an id is written: no sign but minus, no leading zero, no digit separator, no

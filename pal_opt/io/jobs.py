@@ -2,7 +2,8 @@
 
 One row per job, in queue order.  Columns (names are matched case-insensitively; extra
 columns such as ``submit_time`` or ``duration`` are ignored, so the PAL artifact's Sia-Philly
-traces load as they are):
+traces load as they are, but one whose name looks like a misspelt optional column, ``priorty``,
+is reported by a warning line: :func:`~pal_opt.io.csvfile.unused_column_note`):
 
 ``job_id`` (or ``id``)
     Integer or text, unique.
@@ -38,7 +39,23 @@ from .textfile import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
-__all__ = ["JobTable", "load_jobs", "parse_jobs", "parse_priority"]
+__all__ = ["JobTable", "load_jobs", "parse_jobs", "parse_priority", "JOB_COLUMNS", "OPTIONAL_JOB_COLUMNS"]
+
+#: The job table's columns, each with its aliases: the required ones (``perfclass`` or ``model``
+#: at least) ...
+JOB_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("job_id", "id", "JOB_ID"),
+    ("num_gpus", "num_GPUs", "demand", "job_gpu_demand"),
+)
+#: ... and the optional ones (a column close to one of these is reported as a likely misspelling).
+OPTIONAL_JOB_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("perfclass", "class", "job_perfclass"),
+    ("model", "job_model"),
+    ("locality_penalty",),
+    ("is_running",),
+    ("priority", "job_priority"),
+    ("started", "start_time"),
+)
 
 
 @dataclass(frozen=True)
@@ -66,9 +83,14 @@ class JobTable:
     #: warnings about jobs needing more GPUs than the cluster has (kept: they are unplaceable),
     #: logged by :meth:`warn` once the round built from the table is known to be good
     oversized: tuple[str, ...] = ()
+    #: the warning about columns that look like misspelt optional ones (``priorty``), or None;
+    #: logged by :meth:`warn` too
+    misspelt: str | None = None
 
     def warn(self) -> None:
         """Log the table's warnings (call once the round is built: bad input gives one line)."""
+        if self.misspelt is not None:
+            log.warning("%s", self.misspelt)
         for message in self.oversized:
             log.warning("%s", message)
 
@@ -118,16 +140,10 @@ def parse_jobs(
     max_gpus: int | None = None,
 ) -> JobTable:
     """Parse a job table already read (from a file or a DataFrame); see :func:`load_jobs`."""
-    c_id = t.column("job_id", "id", "JOB_ID")
-    c_dem = t.column("num_gpus", "num_GPUs", "demand", "job_gpu_demand")
-    c_cls = t.find("perfclass", "class", "job_perfclass")
-    c_mod = t.find("model", "job_model")
+    c_id, c_dem = (t.column(*names) for names in JOB_COLUMNS)
+    c_cls, c_mod, c_lam, c_run, c_pri, c_start = (t.find(*names) for names in OPTIONAL_JOB_COLUMNS)
     if c_cls is None and c_mod is None:
         t.column("perfclass", "model")  # raises, naming both
-    c_lam = t.find("locality_penalty")
-    c_run = t.find("is_running")
-    c_pri = t.find("priority", "job_priority")
-    c_start = t.find("started", "start_time")
     default_loc = pal_locality(locality_penalty)
 
     jobs: list[Job] = []
@@ -177,7 +193,8 @@ def parse_jobs(
         )
         lines.append(line)
         running.append(run)
-    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label, tuple(oversized))
+    misspelt = t.unused_column_note((n for names in JOB_COLUMNS for n in names), OPTIONAL_JOB_COLUMNS)
+    return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label, tuple(oversized), misspelt)
 
 
 def _priority_cells(t: CsvTable, line: int, f: Sequence[str], c_pri: int | None, c_start: int | None) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """Reader for the Sia-Philly workload traces the PAL paper simulates.
 
 A trace is a CSV file with the header ``job_id,num_gpus,submit_time,duration,model``
-(extra columns are ignored, column order is free, names are case-insensitive: ``Job_ID`` is
-``job_id``; the file is read through
+(extra columns are ignored, but one whose name looks like a misspelt optional column,
+``priorty``, is reported by a warning line, :func:`~pal_opt.io.csvfile.unused_column_note`;
+column order is free, names are case-insensitive: ``Job_ID`` is ``job_id``; the file is read through
 :func:`pal_opt.io.csvfile.read_csv`, so size, encoding and field-count guards apply, and its cells
 through :class:`~pal_opt.io.csvfile.CsvTable`'s parsers, like every importer's):
 
@@ -40,6 +41,7 @@ where *N* is the line number in the file (the header is row 1).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -52,11 +54,15 @@ from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId, Pipeline
 from .csvfile import CsvTable, integer_id, read_csv
 from .jobs import parse_priority
 
-__all__ = ["TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name", "pipeline_cell",
+__all__ = ["TRACE_COLUMNS", "OPTIONAL_TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name", "pipeline_cell",
            "parse_pipeline_cell"]
+
+log = logging.getLogger(__name__)
 
 #: Columns every trace must have.
 TRACE_COLUMNS: tuple[str, ...] = ("job_id", "num_gpus", "submit_time", "duration", "model")
+#: Columns a trace may have.
+OPTIONAL_TRACE_COLUMNS: tuple[str, ...] = ("priority", "pipeline")
 
 #: Seconds per iteration assumed for a model without a known iteration time (Blox's default
 #: synthetic job runs one iteration per second).
@@ -159,7 +165,7 @@ def read_trace(
     models = _Models({**MODEL_CLASS, **(model_class or {})}, {**MODEL_ITER_TIME, **(iter_time or {})},
                      default_class, default_iter_time)
     table = _read_table(path)
-    found = {c: table.find(c) for c in (*TRACE_COLUMNS, "priority", "pipeline")}
+    found = {c: table.find(c) for c in (*TRACE_COLUMNS, *OPTIONAL_TRACE_COLUMNS)}
     col = {c: i for c, i in found.items() if i is not None}
     jobs: list[TraceJob] = []
     seen: dict[JobId, int] = {}
@@ -170,6 +176,9 @@ def read_trace(
             raise table.error(line, col["job_id"], f"duplicate job id {f[col['job_id']]!r} (first on row {seen[jid]})")
         seen[jid] = line
         jobs.append(_trace_job(table, line, f, jid, col, models))
+    misspelt = table.unused_column_note(TRACE_COLUMNS, [(c,) for c in OPTIONAL_TRACE_COLUMNS])
+    if misspelt is not None:  # once the trace is good: bad input gives one line
+        log.warning("%s", misspelt)
     return jobs
 
 
