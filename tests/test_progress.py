@@ -321,3 +321,46 @@ def test_a_ctrl_c_a_library_swallowed_still_stops_the_simulation(tmp_path: Path,
     err = capsys.readouterr().err
     assert rc == 130 and "pal-opt: interrupted after 0 rounds (0 of 20 jobs finished); nothing written" in err
     assert not out.exists()
+
+
+def _sia_profiles(shared_dir: Path) -> Path:
+    profiles = shared_dir / "data" / "sia-artifact" / "profiles"
+    if not profiles.is_dir():
+        pytest.skip(f"Sia artifact profiles not available at {profiles}")
+    return profiles
+
+
+def test_ctrl_c_stops_a_sia_simulation_with_the_same_line(tmp_path: Path, shared_dir: Path) -> None:
+    """A Sia trace printed only ``pal-opt: interrupted``, while a PAL trace says how far it got."""
+    trace = shared_dir / "data" / "sia-artifact" / "workloads" / "newtrace-3.csv"
+    out_file = tmp_path / "r.json"
+    rc, out, err = _run(["simulate", str(trace), "--profiles", str(_sia_profiles(shared_dir)), "--out",
+                         str(out_file), "--jobs-csv", str(tmp_path / "jobs.csv")], terminal=True, interrupt_on="t=")
+    assert rc == 130, err
+    assert "Traceback" not in err
+    assert re.search(r"\npal-opt: interrupted after \d+ rounds \(\d+ of 960 jobs finished\); nothing written\n$", err), \
+        err[-500:]
+    assert not out_file.exists() and not (tmp_path / "jobs.csv").exists() and out == ""
+
+
+@pytest.mark.parametrize("policies", ["sia", "sia,packed"])
+def test_a_ctrl_c_a_library_swallowed_still_stops_a_sia_simulation(
+        tmp_path: Path, shared_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        policies: str) -> None:
+    from pal_opt import cliprogress
+    from pal_opt.cli import main
+
+    profiles = _sia_profiles(shared_dir)
+    monkeypatch.setattr(cliprogress.INTERRUPT_REQUESTED, "clear", lambda: None)
+    cliprogress.INTERRUPT_REQUESTED.set()
+    try:
+        out = tmp_path / "r.json"
+        rc = main(["simulate", str(ROOT / "examples" / "data" / "newtrace-mini.csv"), "--profiles", str(profiles),
+                   "--policy", policies, "--quiet", "-o", str(out)])
+    finally:
+        type(cliprogress.INTERRUPT_REQUESTED).clear(cliprogress.INTERRUPT_REQUESTED)  # the real clear
+    err = capsys.readouterr().err
+    which = " of sia" if "," in policies else ""
+    assert rc == 130 and err.endswith(f"pal-opt: interrupted after 0 rounds{which} (0 of 6 jobs finished); "
+                                      "nothing written\n"), err
+    assert not out.exists()

@@ -300,7 +300,8 @@ def _policies(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Handle the command (one policy or several, on the same workload, cluster and draw);
-    returns the exit status (0)."""
+    returns the exit status (0, or 130 after a Ctrl-C: nothing is written and one line says how
+    far the run got, as on a PAL trace)."""
     from ..io.atomic import atomic_write_files
     from .policy import SiaParams
     from .simulate import SimConfig, simulate_sia
@@ -333,8 +334,16 @@ def run(args: argparse.Namespace) -> int:
         modes: dict[str, Any] = ilp_mode_config(getattr(args, "ilp_mode", None) if policy == "ilp" else None, policy)
         config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
                            method=policy, variability=variability, failures=failures, **modes)
-        with _progress_bar(args, len(workload), policy) as progress:
-            results[policy] = simulate_sia(workload, apps, cluster, config, progress=progress)
+        counts = [0, 0]  # rounds done, jobs finished: for the line a Ctrl-C ends with
+        try:
+            with _progress_bar(args, len(workload), policy, counts) as progress:
+                results[policy] = simulate_sia(workload, apps, cluster, config, progress=progress)
+        except KeyboardInterrupt:  # a Ctrl-C (a solver stopped cleanly first): one line, nothing written
+            from ..simulate.metrics import interrupted_line
+
+            print(interrupted_line(counts[0], counts[1], len(workload), policy if len(policies) > 1 else None),
+                  file=sys.stderr)
+            return 130
         docs[policy] = _document(args, policy, results[policy], cluster, params, variability, failures)
     atomic_write_files(_outputs(outputs, docs))
     if not args.quiet:
@@ -343,9 +352,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _progress_bar(args: argparse.Namespace, jobs: int, policy: str) -> Iterator[Any]:
+def _progress_bar(args: argparse.Namespace, jobs: int, policy: str, counts: list[int]) -> Iterator[Any]:
     """``progress(rounds, done, total, now)`` for :func:`simulate_sia`: a bar of jobs done on a
-    terminal (not with ``--quiet``), else nothing."""
+    terminal (not with ``--quiet``), else nothing; ``counts`` keeps ``[rounds, done]``, and a
+    Ctrl-C a solver swallowed stops the run at the round's end."""
+    from ..cliprogress import raise_if_interrupted
+
     bar = None
     if not args.quiet and sys.stderr.isatty():
         from tqdm import tqdm
@@ -353,6 +365,8 @@ def _progress_bar(args: argparse.Namespace, jobs: int, policy: str) -> Iterator[
         bar = tqdm(total=jobs, unit="job", file=sys.stderr, desc=f"simulate {policy}")
 
     def progress(rounds: int, done: int, total: int, now: float) -> None:
+        raise_if_interrupted()
+        counts[:] = [rounds, done]
         if bar is not None:
             bar.update(done - bar.n)
             bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)

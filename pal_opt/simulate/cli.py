@@ -272,10 +272,11 @@ def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: An
     try:
         return simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
     except KeyboardInterrupt:  # a Ctrl-C (an exact policy's solver stopped cleanly first)
+        from .metrics import interrupted_line
+
         bar.close()
-        which = f" of {config.policy}" if len(args.policy) > 1 else ""
-        print(f"pal-opt: interrupted after {counts[0]} rounds{which} ({counts[1]} of {len(trace)} jobs finished); "
-              "nothing written", file=sys.stderr)
+        print(interrupted_line(counts[0], counts[1], len(trace), config.policy if len(args.policy) > 1 else None),
+              file=sys.stderr)
         return None
     finally:
         bar.close()

@@ -37,6 +37,7 @@ __all__ = [
     "jct_figure",
     "comparison_lines",
     "unfinished_line",
+    "interrupted_line",
     "require_matplotlib",
     "agg_pyplot",
     "figure_bytes",
@@ -408,6 +409,17 @@ def unfinished_line(policy: str, summary: Mapping[str, Any], unplaceable: int) -
     hours = "-" if stopped is None else f"{stopped / 3600:.2f}"
     return (f"{policy}: stopped at {hours} h with {unfinished} job{'s' * (unfinished != 1)} unfinished; the JCT "
             f"figures are of the {summary['n_completed']} that finished")
+
+
+def interrupted_line(rounds: int, finished: int, total: int, policy: str | None = None) -> str:
+    """The one line a simulation stopped by Ctrl-C ends with (exit 130), the same for PAL and Sia
+    traces: how far it got, and that nothing was written.  ``policy``: named when several ran.
+
+    >>> interrupted_line(16, 3, 24, "ilp")
+    'pal-opt: interrupted after 16 rounds of ilp (3 of 24 jobs finished); nothing written'
+    """
+    which = f" of {policy}" if policy else ""
+    return f"pal-opt: interrupted after {rounds} rounds{which} ({finished} of {total} jobs finished); nothing written"
 
 
 def comparison_lines(avg_jct: Mapping[str, float | None], written: Sequence[str],
