@@ -42,7 +42,9 @@ keeps the best placement found so far (the solver's incumbent, or the start plac
 ``"interrupted": true`` in its ``info``): it is printed and written to ``--out``, and pal-opt
 exits 130.  A Ctrl-C anywhere else, or a second one, writes nothing.  Output files are written
 atomically, only once complete, so an interrupted or killed run leaves an existing output file
-either as it was or replaced by a complete placement.
+either as it was or replaced by a complete placement.  A reader of stdout (or stderr) that goes
+away early (``pal-opt solve ... | head -2``) changes neither: the rest of the output is dropped
+quietly, the files are still written, and the exit status is the command's own.
 """
 
 from __future__ import annotations
@@ -917,6 +919,69 @@ def _robust_stdout() -> None:
                 pass
 
 
+class _ReaderMayLeave:
+    """``sys.stdout`` or ``sys.stderr`` while :func:`main` runs: once the reader of the pipe it
+    writes to has gone away (``pal-opt solve ... | head -2``), the rest of what is printed is
+    dropped quietly and the command carries on, so its files are still written and its exit
+    status is its own.  Before, the first print that found the pipe closed ended the command
+    with exit 1 (documented as no answer), or not, depending on who came first; and an output
+    file written after the printing was not written at all.
+
+    Everything but writing is the stream's (``isatty``, ``fileno``, ``encoding``...).
+    """
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self.stream.write(text))
+        except BrokenPipeError:
+            self.reader_left()
+            return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self.reader_left()
+
+    def reader_left(self) -> None:
+        """Point the stream's file descriptor at ``/dev/null``: what is still buffered, and what
+        comes, goes there (and Python's last flush at exit finds nothing to complain about)."""
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.stream.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError, AttributeError):  # pragma: no cover - not a file: nothing buffered for it
+            pass
+
+
+class _PipeSafe:
+    """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`_ReaderMayLeave`; at
+    its end they are flushed (a reader gone still quietly) and put back."""
+
+    def __enter__(self) -> _PipeSafe:
+        self._saved = (sys.stdout, sys.stderr)
+        sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for wrapped in (sys.stdout, sys.stderr):
+            if isinstance(wrapped, _ReaderMayLeave):
+                wrapped.flush()
+        sys.stdout, sys.stderr = self._saved
+
+
 class _WarningLine(logging.Handler):
     """The package's warnings (``logging``), one line each on stderr: ``pal-opt: warning: ...``."""
 
@@ -950,7 +1015,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _STARTED[:] = [time.monotonic()]
     _robust_stdout()
     _log_warnings()
-    with _Signals() as signals:
+    with _PipeSafe(), _Signals() as signals:
         try:
             return _main(argv, signals)
         except KeyboardInterrupt:  # raised after _main's own handlers (e.g. while reporting)
@@ -992,14 +1057,6 @@ def _main(argv: Sequence[str] | None, signals: _Signals) -> int:
     except KeyboardInterrupt:
         _error(f"{PROG}: interrupted")
         return 130
-    except BrokenPipeError:
-        # the reader of stdout went away (``pal-opt ... | head``): stop quietly, and keep
-        # Python from complaining about the unflushed stdout at exit
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout is not a file
-            pass
-        return 1
     except Exception as exc:
         if signals.interrupted:  # an interrupt that a library turned into an error of its own
             _error(f"{PROG}: interrupted")

@@ -247,6 +247,36 @@ def test_subprocess_exit_codes(tmp_path, capsys):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing.json" in r.stderr
 
 
+@pytest.mark.parametrize("stderr_too", [False, True])
+def test_a_reader_that_leaves_early_changes_nothing(tmp_path, stderr_too):
+    """``pal-opt solve ... --show-jobs | head -2`` exited 1 (documented as no answer) or 0, by who
+    came first, and an output written after the printing was lost.  A reader gone away now only
+    drops the rest of the output: the files are written and the exit status is the command's own."""
+    out = tmp_path / "p.json"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before pal-opt prints a line: every write finds the pipe closed
+    try:
+        r = subprocess.run([sys.executable, "-m", "pal_opt", "solve", str(PAPER), "--method", "pal", "--show-jobs",
+                            "--out", str(out)], stdout=write_end,
+                           stderr=write_end if stderr_too else subprocess.PIPE, stdin=subprocess.DEVNULL,
+                           cwd=REPO, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr in (None, b"")  # no BrokenPipeError, no "Exception ignored" from the last flush
+    assert json.loads(out.read_text())["placements"]
+    placed = tmp_path / "check.json"  # and a command ending 1 still ends 1
+    placed.write_text(json.dumps({**json.loads(out.read_text()), "placements": {}}))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([sys.executable, "-m", "pal_opt", "check", str(PAPER), str(placed)], stdout=write_end,
+                           stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO, timeout=120, check=False)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (1, b"")
+
+
 def test_help_imports_no_numpy():
     """``pal-opt --help`` and ``pal-opt simulate --help`` build every parser without numpy (the
     failure defaults the help prints live in :mod:`pal_opt.simulate.choices`)."""
