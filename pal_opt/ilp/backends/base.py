@@ -677,18 +677,7 @@ def run_interruptibly(
             if stop_now:  # here, inside the try: a Ctrl-C during the request is caught as well
                 stop_now = False
                 stop()
-            while not done.is_set():
-                now = time.monotonic()
-                if now >= give_up_at:
-                    raise BackendOverran(f"{name} had not stopped by the deadline (abandoned, it may run on)")
-                # once stopping (interrupted or past stop_at), stop() is repeated every POLL_SECONDS,
-                # not in a tight loop
-                until_stop = POLL_SECONDS if (interrupted or now >= stop_at) else stop_at - now
-                done.wait(max(min(POLL_SECONDS, until_stop, give_up_at - now), 0.001))
-                late = time.monotonic() >= stop_at
-                if (interrupted or late) and not done.is_set():
-                    stop()  # again: a request made before the solver could take it may be lost
-                poll_progress(interrupted)
+            _wait(done, stop, interrupted, stop_at, give_up_at, name)
             break
         except KeyboardInterrupt:
             if interrupted:
@@ -699,6 +688,23 @@ def run_interruptibly(
     if "error" in box:
         raise box["error"]
     return box["value"], interrupted
+
+
+def _wait(done: threading.Event, stop: Callable[[], None], interrupted: bool, stop_at: float, give_up_at: float,
+          name: str) -> None:
+    """:func:`run_interruptibly`'s wait for the solver thread: ``stop()`` once stopping
+    (``interrupted`` or past ``stop_at``), repeated every :data:`POLL_SECONDS` (not in a tight
+    loop), and :class:`BackendOverran` at ``give_up_at``."""
+    while not done.is_set():
+        now = time.monotonic()
+        if now >= give_up_at:
+            raise BackendOverran(f"{name} had not stopped by the deadline (abandoned, it may run on)")
+        until_stop = POLL_SECONDS if (interrupted or now >= stop_at) else stop_at - now
+        done.wait(max(min(POLL_SECONDS, until_stop, give_up_at - now), 0.001))
+        late = time.monotonic() >= stop_at
+        if (interrupted or late) and not done.is_set():
+            stop()  # again: a request made before the solver could take it may be lost
+        poll_progress(interrupted)
 
 
 def is_second_press(first_press: float) -> bool:
