@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,20 @@ def test_cli_method_ip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     doc = json.loads(out.read_text())
     assert doc["method"] == "ip"
     assert doc["time_per_sample"] == partition(load_profile(EXAMPLE), [4], [1e9]).time_per_sample
+
+
+def test_layer_times_near_the_largest_float_solve_without_a_warning() -> None:
+    """Two layers of 1e308 ms (finite, and so is the total): a fuzzer's profile.  Pruning the
+    stages divided 1e305 s of work by a bound of milliseconds and numpy warned of the overflow on a
+    correct answer; the infinite worker count only drops stages that cannot fit."""
+    _installed("highs")
+    text = EXAMPLE.read_text().replace("forward_compute_time=4.212", "forward_compute_time=1e308", 1)
+    profile = parse_profile(text.replace("forward_compute_time=3.904", "forward_compute_time=1e308", 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ip = partition(profile, [4, 2], [1e10, 1e9], method="ip", backend="highs")
+    dp = partition(profile, [4, 2], [1e10, 1e9])
+    assert ip.time_per_sample == pytest.approx(dp.time_per_sample, rel=1e-12) and dp.time_per_sample == pytest.approx(2.5e304)
 
 
 @pytest.mark.parametrize("extra, expected", [

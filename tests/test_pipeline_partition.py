@@ -45,7 +45,7 @@ from pal_opt.errors import InfeasiblePartitionError, InstanceError, OptionError
 from pal_opt.pipeline import tables
 from pal_opt.pipeline.cost import stage_time
 from pal_opt.pipeline.partition import partition
-from pal_opt.pipeline.profile import load_profile, parse_profile
+from pal_opt.pipeline.profile import MAX_LAYERS, load_profile, parse_profile
 from pal_opt.pipeline.states import StateGraph, build_states
 from pal_opt.pipeline.tables import estimated_work
 
@@ -403,6 +403,9 @@ BAD_PROFILES = {
     "list overflow": (GOOD.replace("activation_size=4.0", "activation_size=[1e308; 1e308]", 1),
                       "line 1: activation_size: the list's sum overflows"),
     "total overflow": (GOOD.replace("parameter_size=0.0", "parameter_size=1e308"), "parameter_size: the layers' total overflows"),
+    # a chain of as many layers as the reader takes: found every layer's augmenting ancestors (quadratic, more
+    # than 70 s) before the search could count its states
+    "too many cut states": (chain([1.0] * MAX_LAYERS), "the layer graph has more than 2,000 cut states (antichains)"),
 }
 
 

@@ -158,10 +158,15 @@ def _within_bound(start: np.ndarray, end: np.ndarray, workers: np.ndarray, times
     time over ``w``), so the stages before it need at least ``ceil(work before / bound)`` workers
     and those after it ``ceil(work after / bound)``: a stage is kept when its time is at most
     ``bound`` and those, with its own ``w``, fit in ``machines``.
+
+    A worker count past the largest float (work of 1e305 s against a bound of milliseconds, from
+    the finite layer times of 1e308 ms the reader accepts) is infinite, more than any level has:
+    the stage is dropped, as it should be, so that overflow is no warning.
     """
     before = np.where(start > r, work[r, np.maximum(start - 1, 0)], 0.0)
     after = np.where(end < j, work[np.minimum(end + 1, work.shape[0] - 1), j], 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a zero bound leaves no room for positive work
+    # a zero bound leaves no room for positive work, and an overflow is an infinite count (above)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         need = (np.where(before > 0, np.ceil(before / bound - 1e-9), 0.0) + workers
                 + np.where(after > 0, np.ceil(after / bound - 1e-9), 0.0))
     return np.asarray((times <= bound) & (need <= machines))
