@@ -451,7 +451,7 @@ BAD_OPTIONS = {
 }
 
 
-@pytest.mark.parametrize("where, expected", [("dir", "is a directory"), ("missing/out.json", "no such directory")])
+@pytest.mark.parametrize("where, expected", [("dir", "is a directory"), ("missing/out.json", "does not exist")])
 def test_bad_output_path_exits_2_before_any_work(where: str, expected: str, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "dir").mkdir()
