@@ -109,7 +109,8 @@ def test_a_type_profiled_without_one_gpu_is_an_instance_error_naming_the_file() 
         return SimpleNamespace(single_gpu_throughput=lambda: None if t == "rtx" else 5.0)
 
     app = cast(Application, SimpleNamespace(name="toy", types=("aws", "rtx"), profile=profile))
-    with pytest.raises(InstanceError, match=r"no 1-GPU profile for GPU type 'rtx' \(placements-rtx.csv\)"):
+    with pytest.raises(InstanceError, match=r"no 1-GPU rows \(placement 1\) for GPU type 'rtx' \(placements-rtx.csv\); "
+                                            r"toy has 1-GPU rows on: aws"):
         throughput_table({"toy": app}, ["aws", "rtx"])
 
 

@@ -320,7 +320,7 @@ def throughput_table(
                 what = "no profile" if t not in app.types else "no 1-GPU rows (placement 1)"
                 raise InstanceError(f"{what} for GPU type {t!r} (placements-{t}.csv); {app_name} has 1-GPU rows on: "
                                     f"{', '.join(one) or '(none)'}",
-                                    source=app.types[t].source if t in app.types else app_name)
+                                    source=getattr(app.profile(t), "source", app_name) if t in app.types else app_name)
         out[cname] = {t: throughput_ratio(app, t, types[0]) for t in types}
     return out
 
