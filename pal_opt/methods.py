@@ -106,6 +106,37 @@ def _resolve(path: str) -> PolicyFn:
     return getattr(import_module(module), attr)  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True)
+class _GreedyRun:
+    """A greedy method's run (:func:`greedy_method`): a module-level class rather than a closure,
+    so that a :class:`~pal_opt.scheduler.RoundPolicy` of a greedy method pickles (for a process
+    pool or a checkpoint) as one of an exact method does."""
+
+    name: str
+    place: PolicyFn | str
+
+    def __call__(self, instance: RoundInstance, options: SolveOptions) -> PlacementResult:
+        from .admission import unplaceable
+        from .binning import binned_factors
+        from .result import Status, priced_result
+
+        policy = _resolve(self.place) if isinstance(self.place, str) else self.place
+        mode = options.binning or instance.params.binning
+        factors = binned_factors(instance.cluster, mode)
+        kw = {"backfill": True} if options.admission == "backfill" else {}
+        if not options.respect_types:
+            kw["respect_types"] = False
+        t0 = time.perf_counter()
+        out = policy(instance, factors, seed=options.seed, **kw)
+        seconds = time.perf_counter() - t0
+        return priced_result(
+            instance, out.placements, factors, method=self.name, status=Status.FEASIBLE, admission=out.admission,
+            solve_seconds=seconds, jobs_to_terminate_=out.jobs_to_terminate,
+            seed=int(options.seed) if isinstance(options.seed, numbers.Integral) else None, info={"binning": mode},
+            unplaceable=unplaceable(instance, types=options.respect_types),
+        )
+
+
 def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: bool = True,
                   seeded: bool = True) -> Method:
     """A :class:`Method` running the greedy policy ``place(instance, factors, *, seed=None,
@@ -116,27 +147,7 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
     ``seed`` option, so a seed given to it is refused instead of ignored.  ``respect_types=False`` reaches the policy as that keyword (only when given), and the
     result's unplaceable jobs are then those of an untyped round (:func:`pal_opt.admission.unplaceable`)."""
 
-    def run(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
-        from .admission import unplaceable
-        from .binning import binned_factors
-        from .result import Status, priced_result
-
-        policy = _resolve(place) if isinstance(place, str) else place
-        mode = options.binning or instance.params.binning
-        factors = binned_factors(instance.cluster, mode)
-        kw = {"backfill": True} if options.admission == "backfill" else {}
-        if not options.respect_types:
-            kw["respect_types"] = False
-        t0 = time.perf_counter()
-        out = policy(instance, factors, seed=options.seed, **kw)
-        seconds = time.perf_counter() - t0
-        return priced_result(
-            instance, out.placements, factors, method=name, status=Status.FEASIBLE, admission=out.admission,
-            solve_seconds=seconds, jobs_to_terminate_=out.jobs_to_terminate,
-            seed=int(options.seed) if isinstance(options.seed, numbers.Integral) else None, info={"binning": mode},
-            unplaceable=unplaceable(instance, types=options.respect_types),
-        )
-
+    run = _GreedyRun(name, place)
     options = GREEDY_OPTIONS - ({"admission"} if not backfill else set()) - ({"seed"} if not seeded else set())
     return Method(name, run, summary, frozenset(options))
 

@@ -453,3 +453,24 @@ def test_an_empty_or_unplaceable_queue_is_its_own_bound_under_every_exact_method
         for method in ("ilp", "ilp-preempt"):
             r = pal_opt.solve(rnd, method, backend=backend)
             assert (r.status.value, r.objective, r.bound, r.gap) == ("optimal", 0.0, 0.0, 0.0), (method, r)
+
+
+@pytest.mark.parametrize("method", pal_opt.method_names())
+def test_every_methods_policy_pickles_and_places_the_next_round_as_before(method: str) -> None:
+    """A greedy method's run was a closure, so RoundPolicy("pal") could not be pickled (for a
+    process pool or a checkpoint of the round loop) while RoundPolicy("ilp") could."""
+    import pickle
+
+    inst = pal_opt.generate_instance(nodes=4, gpus_per_node=4, jobs=8, seed=0)
+    from pal_opt.methods import get_method
+
+    policy = RoundPolicy(method, seed=3) if "seed" in get_method(method).options else RoundPolicy(method)
+    policy.place(inst)
+    again = pickle.loads(pickle.dumps(policy))
+    assert again.place(inst).placements == policy.place(inst).placements
+
+
+def test_job_slowdown_on_no_gpus_is_an_instance_error() -> None:
+    inst = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=4, seed=0)
+    with pytest.raises(InstanceError, match="no GPUs given"):
+        pal_opt.job_slowdown(inst, inst.cluster.factors, inst.jobs[0], ())

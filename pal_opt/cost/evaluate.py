@@ -111,9 +111,11 @@ def job_slowdown(
     Raises
     ------
     InstanceError
-        A GPU id not in the round, or no factors for the job's class.
+        No GPU ids, a GPU id not in the round, or no factors for the job's class.
     """
     require_instance(instance)
+    if len(gpu_ids) == 0:  # numpy's "zero-size array to reduction operation maximum" otherwise
+        raise InstanceError(f"job {job.id!r}: no GPUs given", path="gpu_ids")
     try:
         pos = instance.cluster.positions(gpu_ids)
     except KeyError:
