@@ -754,4 +754,4 @@ def test_closed_stdout_pipe_is_quiet(tmp_path, tiny_instance):
     err = proc.stderr.read().decode()
     proc.wait(timeout=120)
     assert err == "", err
-    assert proc.returncode == 1
+    assert proc.returncode == 0  # the solve's own status: a reader that left is not "no answer" (exit 1)
