@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -230,6 +231,11 @@ class JobIds(list[int | str]):
     typed: list[str]
 
 
+#: An integer as a command line writes one: ASCII digits, an optional sign (``int()`` also takes
+#: '٤', Arabic-Indic four, and ``1_0``, which name no GPU or job 4 or 10 on any cluster file).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
 def job_ids(text: str) -> JobIds:
     """Comma-separated job ids (integers where they parse as such; :func:`resolve_job_ids`
     matches them against a round's ids as written)."""
@@ -240,10 +246,7 @@ def job_ids(text: str) -> JobIds:
         if not t:
             raise argparse.ArgumentTypeError(f"empty job id in {text!r}")
         ids.typed.append(t)
-        try:
-            ids.append(int(t))
-        except ValueError:
-            ids.append(t)
+        ids.append(int(t) if _INTEGER.fullmatch(t) else t)
     return ids
 
 
@@ -267,12 +270,9 @@ def gpu_ids(text: str) -> list[int]:
     ids: list[int] = []
     for part in text.split(","):
         t = part.strip()
-        try:
-            if not t.isascii():  # int() reads '٤' (Arabic-Indic four) as GPU 4
-                raise ValueError(t)
-            g = int(t)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"GPU ids must be integers, got {t!r} in {text!r}") from None
+        if not _INTEGER.fullmatch(t):
+            raise argparse.ArgumentTypeError(f"GPU ids must be integers, got {t!r} in {text!r}")
+        g = int(t)
         if g in ids:
             raise argparse.ArgumentTypeError(f"GPU {g} is given twice in {text!r}")
         ids.append(g)
