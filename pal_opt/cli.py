@@ -938,7 +938,8 @@ class _ReaderMayLeave:
 
     def write(self, text: str) -> int:
         try:
-            return int(self.stream.write(text))
+            n = self.stream.write(text)  # a caller's file-like object may return None
+            return len(text) if n is None else int(n)
         except BrokenPipeError:
             self.reader_left()
             return len(text)
@@ -972,7 +973,9 @@ class _PipeSafe:
 
     def __enter__(self) -> _PipeSafe:
         self._saved = (sys.stdout, sys.stderr)
-        sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)  # type: ignore[assignment]
+        # None (started with the descriptor closed, ``>&-``): print() then writes nothing, as before
+        sys.stdout, sys.stderr = (s if s is None else _ReaderMayLeave(s)  # type: ignore[misc]
+                                  for s in (sys.stdout, sys.stderr))
         return self
 
     def __exit__(self, *exc: object) -> None:

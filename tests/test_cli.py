@@ -277,6 +277,33 @@ def test_a_reader_that_leaves_early_changes_nothing(tmp_path, stderr_too):
     assert (r.returncode, r.stderr) == (1, b"")
 
 
+def test_a_closed_stdout_and_a_callers_own_stream_are_written_as_before(tmp_path, capsys):
+    """The pipe guard wrapped ``sys.stdout`` even when it was None (started with ``>&-``: print()
+    writes nothing) and counted what a caller's stream returned from write(), which may be None:
+    both ended in a traceback where the command had worked."""
+    import contextlib
+
+    out = tmp_path / "p.json"
+    r = subprocess.run(["sh", "-c", f'exec "{sys.executable}" -m pal_opt solve "{PAPER}" --method pal --out "{out}" >&-'],
+                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=REPO, timeout=120, check=False)
+    assert (r.returncode, r.stderr) == (0, b"") and json.loads(out.read_text())["placements"]
+
+    class Tee:  # a file-like object whose write() returns None, as many do
+        def __init__(self) -> None:
+            self.parts: list[str] = []
+
+        def write(self, text: str) -> None:
+            self.parts.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    tee = Tee()
+    with contextlib.redirect_stdout(tee):  # type: ignore[type-var]
+        assert main(["--version"]) == 0
+    assert "".join(tee.parts).startswith("pal-opt ")
+
+
 def test_help_imports_no_numpy():
     """``pal-opt --help`` and ``pal-opt simulate --help`` build every parser without numpy (the
     failure defaults the help prints live in :mod:`pal_opt.simulate.choices`)."""

@@ -184,7 +184,9 @@ def test_simulate_without_profiles_takes_the_shared_ones_or_says_where_it_looked
     capsys.readouterr()
     assert cli.main(["simulate-sia", str(trace), "--out", str(defaulted), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "--profiles DIR is required for a sia trace: no Sia artifact profiles in" in err and "\n" not in err
+    looked = tmp_path / "none" / "data" / "sia-artifact" / "profiles"
+    assert f"--profiles DIR is required for a sia trace: no Sia artifact profiles in {looked} " in err
+    assert "\n" not in err
     assert not defaulted.exists()
 
 

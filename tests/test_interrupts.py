@@ -139,6 +139,32 @@ def test_one_ctrl_c_delivered_twice_is_one_press(monkeypatch):
     stopped.wait(5)
 
 
+def test_one_ctrl_c_delivered_twice_is_one_press_for_cbc_too(monkeypatch, tmp_path):
+    """CBC's runner asked CBC to stop inside its KeyboardInterrupt handler, so the same press
+    delivered again while it did escaped as a plain KeyboardInterrupt and CBC's incumbent was lost;
+    the request is now made inside the guarded block.  A ``sleep`` stands in for CBC."""
+    from pal_opt.ilp.backends import base, cbc
+
+    monkeypatch.setattr(base, "SAME_PRESS_SECONDS", 5.0)
+    send = subprocess.Popen.send_signal
+    again: list[int] = []
+
+    def send_signal(self, sig):  # type: ignore[no-untyped-def]
+        if not again:  # the same press, delivered a second time while the stop request is sent
+            again.append(sig)
+            _thread.interrupt_main()
+            time.sleep(0.01)
+        return send(self, sig)
+
+    monkeypatch.setattr(subprocess.Popen, "send_signal", send_signal)
+    threading.Timer(0.3, _thread.interrupt_main).start()
+    try:
+        run = cbc._run_cbc(["sleep", "5"], str(tmp_path / "cbc.log"), None)
+    except KeyboardInterrupt:  # (not left to end the test session)
+        pytest.fail("the same press, delivered twice, escaped as a KeyboardInterrupt")
+    assert again and run.interrupted and run.stopped_by == "sigint"
+
+
 def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
     """A solver that does not act on the stop request at once (HiGHS presolving a large round may
     not look at it for a while; here its stop requests are held back for 1.5 s, so that the test
@@ -160,7 +186,7 @@ def test_a_second_ctrl_c_keeps_nothing(monkeypatch):
     run, mip = cls._run, cls.solve
     state = {"in_mip": False, "fired": False, "returned": False}
 
-    def fire() -> None:  # two presses 0.8 s apart (within SAME_PRESS_SECONDS: one press delivered twice)
+    def fire() -> None:  # two presses 0.8 s apart (beyond SAME_PRESS_SECONDS, 0.2 s: a second press)
         for delay in (0.3, 0.8):
             time.sleep(delay)
             if state["returned"]:  # a Ctrl-C after the solve would land in whatever runs next (pytest)

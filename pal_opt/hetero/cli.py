@@ -479,13 +479,14 @@ def default_profiles(args: argparse.Namespace) -> None:
     so; :class:`OptionError` when there are none."""
     if args.profiles is not None:
         return
-    from ..simulate.variability import shared_sia_profiles_dir
+    from ..simulate.variability import shared_roots, shared_sia_profiles_dir
 
     found = shared_sia_profiles_dir()
     if found is None:
-        raise OptionError("--profiles DIR is required for a sia trace: no Sia artifact profiles in "
-                          "../shared/data/sia-artifact/profiles (PAL_OPT_SHARED names the shared folder)")
-    log.warning("simulate: --profiles not given; using the Sia artifact's profiles in %s", found)
+        looked = " or ".join(str(r / "data" / "sia-artifact" / "profiles") for r in shared_roots())
+        raise OptionError(f"--profiles DIR is required for a sia trace: no Sia artifact profiles in {looked} "
+                          "(PAL_OPT_SHARED names the shared folder)")
+    log.warning("--profiles not given; using the Sia artifact's profiles in %s", found)
     args.profiles = str(found)
 
 

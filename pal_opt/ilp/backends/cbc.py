@@ -308,6 +308,8 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                             proc = _start_cbc(args, log_fh)
                     if wait is None:  # here, not above: the deferred Ctrl-C is raised as Popen returns
                         wait = _ExitWaiter(proc)
+                    if interrupted and stopped_by is None:  # here, inside the try: a Ctrl-C during it is caught
+                        signal_cbc("sigint")
                     next_event = {None: deadline, "sigint": sigint_at + KILL_GRACE}.get(stopped_by, math.inf)
                     if wait(min(POLL_SECONDS, next_event - time.monotonic())) or term.pending:
                         break  # CBC exited; or SIGTERM: CBC is killed below, then this process dies of it
@@ -325,8 +327,6 @@ def _run_cbc(args: list[str], log_path: str, time_limit: float | None) -> _CbcRu
                             raise BackendAbandoned() from None
                         continue
                     interrupted, first_press = True, time.monotonic()
-                    if stopped_by is None:
-                        signal_cbc("sigint")
         finally:
             if proc is not None:
                 if proc.poll() is None:
