@@ -37,6 +37,7 @@ through it too.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import Any
 
@@ -48,6 +49,8 @@ from .model import Job, JobId, RoundInstance, placement_type_error, require_inst
 from .options import SolveOptions, check_seed, options_from
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
+
+log = logging.getLogger(__name__)
 
 __all__ = ["RoundPolicy"]
 
@@ -144,6 +147,8 @@ class RoundPolicy:
         self.rounds = 0
         #: ids forgotten since the last round (:meth:`forget`), as text: not carried
         self._forgotten: set[str] = set()
+        #: never-placeable jobs already warned of for holding the queue back (:func:`_blocking`)
+        self._warned: set[str] = set()
 
     # ---------------------------------------------------------------- state helpers
     def _carry_running(self, instance: RoundInstance) -> tuple[RoundInstance, list[JobId], dict[JobId, str]]:
@@ -209,10 +214,28 @@ class RoundPolicy:
             result.info["reused_ids"] = reused
         if not_carried:
             result.info["not_carried"] = not_carried
+        self._note_blocking(instance, result)
         self.last, self.last_instance = result, instance
         self._forgotten = set()
         self.rounds += 1
         return result
+
+    def _note_blocking(self, instance: RoundInstance, result: PlacementResult) -> None:
+        """A never-placeable job that holds queued jobs back (:func:`_blocking`): its id in
+        ``result.info["queue_held_by"]``, and one warning per job for the policy's life (the PAL
+        artifact's queue rule stops there, and a round loop that does not act on
+        ``result.unplaceable`` would otherwise stall without a word)."""
+        held = _blocking(instance, result)
+        if held is None:
+            return
+        jid, waiting = held
+        result.info["queue_held_by"] = jid
+        if str(jid) not in self._warned:
+            self._warned.add(str(jid))
+            log.warning("job %r can never be placed (%s); %s's queue rule (%s) stops at it, so %d queued job%s "
+                        "behind it wait%s: remove it from the queue, or use admission='backfill'", jid,
+                        result.unplaceable[jid], self.method, result.admission, waiting, "s" * (waiting != 1),
+                        "" if waiting != 1 else "s")
 
     def repair(
         self, failed: Any, *, allow_migration: float | None = None, options: SolveOptions | None = None, **kwargs: Any
@@ -297,3 +320,23 @@ def _same_job(before: Job, now: Job) -> bool:
     pipeline may not."""
     return (before.perfclass == now.perfclass and before.model == now.model
             and (before.pipeline is None) == (now.pipeline is None))
+
+
+def _blocking(instance: RoundInstance, result: PlacementResult) -> tuple[JobId, int] | None:
+    """``(id, waiting)``: the first queued job no round on this cluster can place (unplaceable
+    with every GPU in service: not one waiting for failed GPUs to come back) that a queue rule
+    stopping at it (prefix, PAL's order, queue order) held queued jobs back behind, and how many
+    of them were not placed; None when none was."""
+    if not result.unplaceable or result.admission not in ("prefix", "pal-order", "queue-order"):
+        return None
+    from .admission import unplaceable
+    from .model import GpuState
+
+    cl = instance.cluster
+    never = unplaceable(replace(instance, cluster=cl.with_state(np.full(cl.num_gpus, GpuState.FREE))))
+    queued = [j.id for j in instance.jobs if j.placement is None]
+    first = next((k for k, jid in enumerate(queued) if jid in result.unplaceable and jid in never), None)
+    if first is None:
+        return None
+    waiting = sum(1 for jid in queued[first + 1:] if jid not in result.placements and jid not in result.unplaceable)
+    return (queued[first], waiting) if waiting else None

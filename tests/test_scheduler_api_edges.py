@@ -474,3 +474,25 @@ def test_job_slowdown_on_no_gpus_is_an_instance_error() -> None:
     inst = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=4, seed=0)
     with pytest.raises(InstanceError, match="no GPUs given"):
         pal_opt.job_slowdown(inst, inst.cluster.factors, inst.jobs[0], ())
+
+
+def test_a_job_no_round_can_place_that_holds_the_queue_back_is_named_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Prefix admission stops at a job larger than the cluster, as the PAL artifact does: a
+    round loop that did not act on result.unplaceable stalled without a word.  The result names
+    it (info["queue_held_by"]) and the policy warns once; backfill passes it, and a job that only
+    waits for failed GPUs is not named."""
+    cl = Cluster.uniform(2, 4, {"classA": [1.0] * 8})
+    jobs = (Job("huge", 40, "classA", 0), Job("s1", 2, "classA", 1), Job("s2", 1, "classA", 2))
+    inst = RoundInstance(cl, jobs)
+    for method in ("pal", "ilp"):
+        policy = RoundPolicy(method)
+        caplog.clear()
+        results = [policy.place(inst) for _ in range(3)]
+        assert all(r.info["queue_held_by"] == "huge" and not r.placements for r in results)
+        warned = [r.getMessage() for r in caplog.records if "can never be placed" in r.getMessage()]
+        assert len(warned) == 1 and "so 2 queued jobs behind it wait" in warned[0]
+    assert "queue_held_by" not in RoundPolicy("ilp", admission="backfill").place(inst).info
+    failed = RoundInstance(Cluster.uniform(2, 4, {"classA": [1.0] * 8}, state=[2] * 3 + [0] * 5),
+                           (Job("six", 6, "classA", 0), Job("s1", 2, "classA", 1)))
+    res = RoundPolicy("ilp").place(failed)
+    assert "six" in res.unplaceable and "queue_held_by" not in res.info
