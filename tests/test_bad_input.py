@@ -754,3 +754,18 @@ def test_a_utf16_trace_is_named_utf16(command, tmp_path, capsys):
     out, err = capsys.readouterr()
     _expect_one_line_error(rc, out, err, "trace.csv: trace file is UTF-16 text; pal-opt reads UTF-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.csv"]
+
+
+def test_measurements_near_the_float_limits(tmp_path):
+    """np.median averaged two perf values near the largest float into inf (a numpy warning, then
+    "0 times the file's median inf"); a subnormal median overflowed the division the same way."""
+    import warnings
+
+    big, tiny = tmp_path / "big.csv", tmp_path / "tiny.csv"
+    big.write_text("perf\n1.7e308\n1.6e308\n")
+    tiny.write_text("perf\n5e-324\n5e-324\n1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        assert load_measurements(big).round(6).tolist() == [round(1.7 / 1.65, 6), round(1.6 / 1.65, 6)]
+        with pytest.raises(InstanceError, match=r"tiny.csv: line 4, column perf: perf 1 is inf times the file's median"):
+            load_measurements(tiny)

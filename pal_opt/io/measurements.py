@@ -21,7 +21,7 @@ Aggregates
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -97,13 +97,14 @@ def load_measurements(
                 raise t.error(line, c_uuid, "must not be empty")
             groups.setdefault(u, []).append(v)
             first.setdefault(u, line)
-        agg = max if aggregate == "max" else (lambda xs: float(np.median(xs)))
+        agg = max if aggregate == "max" else _median
         values = np.asarray([agg(v) for v in groups.values()], dtype=np.float64)
         lines = list(first.values())
-    med = float(np.median(values))
+    med = _median(values)
     if not med > 0:  # pragma: no cover - perf is positive
         raise InstanceError("median perf is not positive", source=t.source, path="column perf")
-    factors = values / med
+    with np.errstate(over="ignore", divide="ignore"):  # past the floats: inf, refused below
+        factors = values / med
     bad = (factors < FACTOR_RANGE[0]) | (factors > FACTOR_RANGE[1])
     if bad.any():  # such a factor is refused by every cluster (Cluster's check): say where it comes from
         i = int(np.argmax(bad))
@@ -158,3 +159,17 @@ def sample_factors(
             draws[key] = values[gen.integers(0, values.size, size=n_gpus)]
         out[cname] = draws[key].copy()
     return out
+
+
+def _median(values: Sequence[float] | np.ndarray) -> float:
+    """The median of positive finite ``values``: ``np.median``'s (bit for bit, as the factors
+    always were), and where that overflows (it averages the two middle values of an even count:
+    perf near the largest float gave a numpy warning and a median of inf) the median of the
+    values scaled by their largest."""
+    v = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        med = float(np.median(v))
+    if np.isfinite(med):
+        return med
+    top = float(v.max())
+    return float(np.median(v / top)) * top
