@@ -139,6 +139,10 @@ def test_simulate_with_variability_keeps_the_files_and_reports_the_slowdown(
                                                             "got pmfirst"),
         ("sia", ["--profiles", "P", "--variability", "aws=x.csv"], "expects TYPE:CLASS=FILE"),
         ("sia", ["--profiles", "P", "--variability", "h100:classA=V"], "unknown GPU type 'h100'"),
+        # a file no job draws from was read and changed nothing (the run looked like one with variability)
+        ("sia", ["--profiles", "P", "--variability", "aws:imagenet=V"], "--variability aws:imagenet: no job of"),
+        ("sia", ["--profiles", "P", "--variability", "aws:cifar10=V", "aws:classA=V"],
+         "--variability aws:classA: no job of"),
         ("pal", ["--profiles", "P"], "--profiles does not apply to a pal trace"),
         ("pal", ["--policy", "sia"], "--policy sia does not apply to a pal trace"),
         ("odd", [], "cannot tell the trace format from the header"),
@@ -155,7 +159,7 @@ def test_simulate_bad_combinations_are_one_line_and_exit_2(
     traces["odd"].write_text("a,b,c\n1,2,3\n")
     subst = {"P": str(sia_dir / "profiles"), "V": str(longhorn / "resnet-longhorn-agg.csv")}
     out = tmp_path / "out.json"
-    rc = cli.main(["simulate", str(traces[which]), "--out", str(out), "--quiet", *[subst.get(a, a) for a in args]])
+    rc = cli.main(["simulate", str(traces[which]), "--out", str(out), "--quiet", *[subst.get(a, a) if not a.endswith("=V") else a[:-1] + subst["V"] for a in args]])
     err = capsys.readouterr().err.strip()
     assert rc == 2
     assert message in err and "\n" not in err and "Traceback" not in err

@@ -322,10 +322,15 @@ def run(args: argparse.Namespace) -> int:
     # an unknown or missing solver is reported before any work; the result names the one used
     backend = get_backend(args.backend).name
     workload, apps, cluster = _load(args)
-    from .gpus import Layout, draw_variability, parse_variability
+    from .gpus import Layout, draw_variability, parse_variability, unused_variability
 
-    variability = draw_variability(Layout(tuple(cluster)), parse_variability(args.variability, cluster),
-                                   seed=args.seed or 0)
+    files = parse_variability(args.variability, cluster)
+    unused = unused_variability(files, workload.applications())
+    if unused:
+        raise OptionError(f"--variability {unused[0]}: no job of {args.trace} draws from it (its applications: "
+                          f"{', '.join(sorted(workload.applications()))}; an application's own entry wins over its "
+                          "class's)")
+    variability = draw_variability(Layout(tuple(cluster)), files, seed=args.seed or 0)
     params = SiaParams(backend=backend, time_limit=args.time_limit)
     failures = _failures(args)
     docs: dict[str, dict[str, Any]] = {}

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +40,8 @@ import numpy as np
 from ..errors import InstanceError, OptionError
 from .configs import GpuType
 
-__all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "draw_variability", "placement_floor"]
+__all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "unused_variability", "draw_variability",
+           "placement_floor"]
 
 #: Sia application -> PAL class whose measurements it draws (module docstring).
 APP_CLASS: dict[str, str] = {
@@ -213,6 +214,16 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
             raise InstanceError(what, source=path, path=f"--variability {tname}:{cls}")
         out[(tname, cls)] = os.fspath(path)
     return out
+
+
+def unused_variability(files: Mapping[tuple[str, str], str], applications: Iterable[str]) -> list[str]:
+    """The ``TYPE:CLASS`` items of ``files`` (:func:`parse_variability`) that no job of the
+    ``applications`` draws from: an application uses its own name's factors when a file gives
+    them (on any type), else its class's (:meth:`Variability.key`).  Such a file is read and
+    then changes nothing, which looked like a run with variability."""
+    named = {c for _, c in files}
+    used = {a if a in named else Variability.class_of(a) for a in applications}
+    return [f"{t}:{c}" for t, c in files if c not in used]
 
 
 def draw_variability(layout: Layout, files: Mapping[tuple[str, str], str], seed: int = 0, binning: str = "pal-artifact") -> Variability:
