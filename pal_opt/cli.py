@@ -381,7 +381,9 @@ def _generate(args: argparse.Namespace) -> int:
         meas = longhorn_paths(args.measurements)
         for path in meas.values():
             if not path.is_file():
-                raise InstanceError("measurement file not found", source=str(path))
+                from .io.measurements import not_a_file
+
+                raise InstanceError(not_a_file(path), source=str(path))
     common = dict(racks=args.racks, seed=args.seed, locality_penalty=args.locality_penalty,
                   busy_fraction=args.busy_fraction, failed_fraction=args.failed_fraction,
                   running_fraction=args.running_fraction, binning=args.binning, restart_cost=args.restart_cost,

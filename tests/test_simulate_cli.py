@@ -357,7 +357,31 @@ def test_a_class_given_twice_or_a_file_that_is_not_regular_is_refused(tmp_path: 
     _, err = _simulate(tmp_path, capsys, "--variability", f"classA={a}", f"classA={b}", code=2)
     assert err.strip() == f"pal-opt: error: --variability: class 'classA' given twice (classA={a} and classA={b})"
     _, err = _simulate(tmp_path, capsys, "--variability", "classA=/dev/null", code=2)
-    assert err.strip() == "pal-opt: error: /dev/null: --variability classA: not a regular file"
+    assert err.strip() == ("pal-opt: error: /dev/null: --variability classA: not a regular file (a FIFO, a device or "
+                           "a symbolic link that leads nowhere)")
+
+
+def test_measurement_paths_that_are_not_files_say_what_they_are(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """simulate-sia called /dev/null "no such file", generate --measurements called a directory
+    "measurement file not found", and a Longhorn directory named 'run=1' was read as CLASS=FILE."""
+    from pal_opt.cli import main
+    from pal_opt.io.measurements import not_a_file
+
+    assert not_a_file("/dev/null").startswith("not a regular file") and not_a_file(tmp_path).startswith("a directory")
+    assert not_a_file(tmp_path / "none.csv") == "no such file"
+    meas = tmp_path / "m"
+    meas.mkdir()
+    (meas / "resnet-longhorn-agg.csv").mkdir()
+    assert main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", str(meas),
+                 "-o", str(tmp_path / "g.json")]) == 2
+    assert "resnet-longhorn-agg.csv: a directory, not a measurement CSV file" in capsys.readouterr().err
+    run = tmp_path / "run=1"
+    run.mkdir()
+    for name in ("resnet", "bert", "pagerank"):
+        (run / f"{name}-longhorn-agg.csv").write_text("perf\n1.0\n1.1\n0.9\n")
+    doc, _ = _simulate(tmp_path, capsys, "--variability", str(run))
+    assert doc["config"]["variability_source"]["kind"] == "measurements"
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -210,8 +210,9 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
         if (tname, cls) in out:
             raise OptionError(f"--variability: {tname}:{cls} given twice")
         if not Path(path).is_file():
-            what = "a directory, not a measurement CSV file" if Path(path).is_dir() else "no such file"
-            raise InstanceError(what, source=path, path=f"--variability {tname}:{cls}")
+            from ..io.measurements import not_a_file
+
+            raise InstanceError(not_a_file(path), source=path, path=f"--variability {tname}:{cls}")
         out[(tname, cls)] = os.fspath(path)
     return out
 

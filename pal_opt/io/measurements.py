@@ -173,3 +173,15 @@ def _median(values: Sequence[float] | np.ndarray) -> float:
         return med
     top = float(v.max())
     return float(np.median(v / top)) * top
+
+
+def not_a_file(path: str | os.PathLike[str]) -> str:
+    """Why ``path`` cannot be read as a measurement file: a directory, something that is not a
+    regular file (a FIFO, a device, a link to itself: once reported as "no such file"), or
+    nothing at all."""
+    p = Path(path)
+    if p.is_dir():
+        return "a directory, not a measurement CSV file"
+    if p.exists() or p.is_symlink():
+        return "not a regular file (a FIFO, a device or a symbolic link that leads nowhere)"
+    return "no such file"

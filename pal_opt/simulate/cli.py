@@ -154,23 +154,22 @@ def _parse_model_classes(items: list[str]) -> dict[str, str]:
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
     """``{class: file}`` from ``--variability CLASS=FILE`` and ``--variability DIR`` items."""
-    from ..io.measurements import longhorn_paths
+    from ..io.measurements import longhorn_paths, not_a_file
 
     out: dict[str, str] = {}
     named: dict[str, str] = {}  # class -> the item that named it (a directory's files may be overridden)
     for item in items:
         cls, sep, path = item.partition("=")
-        if not sep and Path(item).is_dir():
+        if Path(item).is_dir():  # first: a directory named 'run=1' is a directory, not CLASS=FILE
             for c, f in longhorn_paths(item).items():
                 if not f.is_file():
-                    raise InstanceError("no such file", source=os.fspath(f), path=f"--variability {item}")
+                    raise InstanceError(not_a_file(f), source=os.fspath(f), path=f"--variability {item}")
                 out[c] = os.fspath(f)
             continue
         if not sep or not cls or not path:
             raise OptionError(f"--variability expects CLASS=FILE or a directory, got {item!r}")
         if not Path(path).is_file():
-            why = "not a regular file" if Path(path).exists() else "no such file"
-            raise InstanceError(why, source=path, path=f"--variability {cls}")
+            raise InstanceError(not_a_file(path), source=path, path=f"--variability {cls}")
         if cls in named:  # the last one was kept, silently
             raise OptionError(f"--variability: class {cls!r} given twice ({named[cls]} and {item})")
         named[cls] = item
@@ -184,7 +183,7 @@ def _check_variability_classes(items: list[str], used: set[str], trace: str) -> 
     directory names every class, and is not checked."""
     for item in items:
         cls, sep, _ = item.partition("=")
-        if sep and cls not in used:
+        if sep and cls not in used and not Path(item).is_dir():
             raise OptionError(f"--variability {cls}: no job of {trace} has class {cls!r} "
                               f"(its classes: {', '.join(sorted(used)) or 'none'})")
 

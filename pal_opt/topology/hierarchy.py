@@ -218,7 +218,9 @@ def measured_factors(
         raise OptionError(f"class {unknown[0]!r} has no PAL measurement file (measured classes: {', '.join(paths)})")
     for c in classes:
         if not paths[c].is_file():
-            raise InstanceError("measurement file not found", source=str(paths[c]))
+            from ..io.measurements import not_a_file
+
+            raise InstanceError(not_a_file(paths[c]), source=str(paths[c]))
     return sample_factors({c: paths[c] for c in classes}, n_gpus, seed)
 
 
