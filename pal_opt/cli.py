@@ -445,7 +445,7 @@ def _cmd_import_blox(args: argparse.Namespace) -> int:
     from .io import load_blox, save_instance
 
     check_outputs({"--out": args.output},
-                              [("--gpus", args.gpus)] + ([("--jobs", args.jobs)] if args.jobs else []))
+                  [("--gpus", args.gpus)] + ([("--jobs", args.jobs)] if args.jobs else []))
     inst = load_blox(
         args.gpus,
         args.jobs,
@@ -718,7 +718,7 @@ def _cmd_repair(args: argparse.Namespace) -> int:
 
     # the placement in force is an input too: a repair is written beside it, never over it
     check_outputs({"--out": args.out, "--plot": args.plot},
-                              [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
+                  [("INSTANCE.json", args.instance), ("PLACEMENT.json", args.placement)])
     _check_plot(args)
     options = exact_options(args)
     inst = load_instance(args.instance)

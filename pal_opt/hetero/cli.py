@@ -310,10 +310,6 @@ def run(args: argparse.Namespace) -> int:
     policies = _policies(args)
     outputs = {"--out": args.out, "--jobs-csv": getattr(args, "jobs_csv", None), "--plot": getattr(args, "plot", None)}
     check_outputs(outputs, simulation_inputs(args))
-    for flag, target in outputs.items():
-        parent = Path(target).parent if target else None
-        if parent is not None and str(parent) and not parent.is_dir():
-            raise OptionError(f"{flag}: directory {str(parent)!r} does not exist")
     if outputs["--plot"]:
         check_plot_target(outputs["--plot"])  # before the simulation, not after it
     from ..ilp.backends import get_backend

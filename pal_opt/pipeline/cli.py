@@ -19,7 +19,6 @@ The heavy imports (numpy, matplotlib) happen in :func:`run`, so registering cost
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import math
 import os
@@ -102,9 +101,6 @@ def run(args: argparse.Namespace) -> int:
     if len(args.machines) != len(args.bandwidth):
         raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
     check_outputs({"--out": args.out, "--plot": args.plot}, [("PROFILE", args.profile)])
-    for path in (args.out, args.plot):
-        if path:
-            _check_output(path)
     if args.plot:
         check_plot_target(args.plot)
     if args.method != "ip" and (args.backend is not None or args.time_limit is not None):
@@ -164,15 +160,6 @@ def _summary(args: argparse.Namespace, result: PartitionResult) -> list[tuple[st
 
 
 # --------------------------------------------------------------------------- output
-def _check_output(target: str) -> None:
-    """Fail before any work if ``target`` cannot be an output file."""
-    if os.path.isdir(target):
-        raise IsADirectoryError(errno.EISDIR, "is a directory, expected an output file name", target)
-    directory = os.path.dirname(os.path.abspath(target))
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, "cannot write: no such directory", target)
-
-
 def _plot(result: PartitionResult, path: str) -> None:
     """Stacked bars per level: each stage's compute and communication time per sample."""
     import matplotlib

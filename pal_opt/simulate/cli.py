@@ -204,14 +204,6 @@ def _warn_default_source(defaulted: dict[str, str]) -> None:
                 "using %s", "; ".join(parts))
 
 
-def _validate_out_dir(path: str | None, flag: str) -> None:
-    if path is None:
-        return
-    parent = Path(path).parent
-    if str(parent) and not parent.is_dir():
-        raise OptionError(f"{flag}: directory {str(parent)!r} does not exist")
-
-
 def _progress_bar(policy: str, quiet: bool, jobs: int) -> tuple[Any, list[int]]:
     """The progress bar (jobs finished of ``jobs``, rounds done, simulated time, ETA), drawn only
     on a terminal and without ``--quiet``, and the list ``[rounds done, jobs finished]``."""
@@ -368,7 +360,7 @@ def run(args: argparse.Namespace) -> int:
 
     from_file = is_cluster_file(args.cluster)
     check_outputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
-                              simulation_inputs(args) + ([("--cluster", args.cluster)] if from_file else []))
+                  simulation_inputs(args) + ([("--cluster", args.cluster)] if from_file else []))
     if resolve_trace_format(args) == "sia":
         if from_file:
             raise OptionError(f"--cluster {args.cluster}: an instance file is a cluster for a pal trace; a sia trace "
@@ -376,8 +368,6 @@ def run(args: argparse.Namespace) -> int:
         return run_folded(args)
     if getattr(args, "ilp_mode", None) is not None:
         raise OptionError("--ilp-mode applies to sia traces (clusters of GPU types) only")
-    for flag, val in (("--out", args.out), ("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
-        _validate_out_dir(val, flag)
     if args.plot:
         check_plot_target(args.plot)  # before the simulation, not after it
     if from_file:

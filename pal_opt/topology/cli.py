@@ -226,7 +226,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, load_instance, load_placement_file
 
     check_outputs({"--out": args.output}, [("INSTANCE.json", args.instance),
-                                                       ("PLACEMENT.json", args.placement)])
+                                           ("PLACEMENT.json", args.placement)])
     inst = load_instance(args.instance)
     doc = load_placement_file(args.placement) if args.placement else None
     src = os.fspath(args.placement) if args.placement else None
