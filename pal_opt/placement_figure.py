@@ -6,10 +6,12 @@
 1. **The cluster.**  One row per server (grouped by rack, racks separated by a line), one cell per
    GPU in the cluster's order; a cell has its job's colour, free GPUs are white, busy ones (held
    by work outside the round) grey and failed ones black.  On small clusters each cell names its
-   job.
+   job; on every cluster each gang is outlined, so two neighbouring gangs that share a colour
+   (the palette has 18) stay apart.
 2. **Each GPU's factor for the job on it** (the binned factor the cost uses, divided by the
    class's throughput on the GPU's type where the cluster has types): higher is slower, and a
-   gang runs at its slowest GPU's pace.  Free GPUs are blank.
+   gang runs at its slowest GPU's pace.  Free GPUs are blank; gangs are outlined as on the first
+   panel.
 3. **The jobs by slowdown** (a job's slowest GPU's factor × the locality penalty of the level it
    spans): a bar per placed job, hatched by that level; beyond 40 jobs, a histogram of their
    slowdowns stacked by level.
@@ -30,7 +32,7 @@ import numpy as np
 from .model import GpuState, JobId, RoundInstance
 from .result import PlacementResult
 
-__all__ = ["Cells", "placement_cells", "placement_figure", "plot_placement"]
+__all__ = ["Cells", "gang_outline", "placement_cells", "placement_figure", "plot_placement"]
 
 #: Most bars in the third panel (beyond, a histogram).
 MAX_BARS = 40
@@ -154,6 +156,39 @@ def placement_cells(instance: RoundInstance, placements: Mapping[JobId, tuple[in
     return Cells(image, speed, job_at, row_server, rack_ends, colours)
 
 
+def gang_outline(cells: Cells) -> np.ndarray:
+    """The segments that outline each gang on the grid of ``cells``: ``(k, 2, 2)``, each segment's
+    two (column, row) end points in the panels' data coordinates (cell centres on integers).  A
+    segment lies between two neighbouring cells held by different jobs, or between a held cell
+    and one that is not held or the grid's edge; the cells of one job on one server therefore
+    share no segment, and a gang over several servers is outlined server by server."""
+    n_rows, n_cols = cells.image.shape[:2]
+    index = {j: k for k, j in enumerate(sorted(set(cells.job_at.values()), key=str))}
+    held = np.full((n_rows + 2, n_cols + 2), -1, dtype=np.int64)  # a border of unheld cells
+    for (r, c), j in cells.job_at.items():
+        held[r + 1, c + 1] = index[j]
+    # a vertical segment at x = c - 0.5 where cells (r, c-1) and (r, c) differ and one is held
+    vert = (held[:, 1:] != held[:, :-1]) & ((held[:, 1:] >= 0) | (held[:, :-1] >= 0))
+    horiz = (held[1:, :] != held[:-1, :]) & ((held[1:, :] >= 0) | (held[:-1, :] >= 0))
+    vr, vc = np.nonzero(vert[1:-1, :])  # padded row r+1 is grid row r; padded column c is x c - 0.5
+    hr, hc = np.nonzero(horiz[:, 1:-1])
+    x_v = vc - 0.5
+    y_h = hr - 0.5
+    v = np.stack([np.stack([x_v, vr - 0.5], axis=1), np.stack([x_v, vr + 0.5], axis=1)], axis=1)
+    h = np.stack([np.stack([hc - 0.5, y_h], axis=1), np.stack([hc + 0.5, y_h], axis=1)], axis=1)
+    return np.concatenate([v, h]).astype(float) if v.size + h.size else np.zeros((0, 2, 2))
+
+
+def _draw_outline(ax: Any, cells: Cells) -> None:
+    from matplotlib.collections import LineCollection
+
+    segments = gang_outline(cells)
+    if len(segments):
+        # thinner as the grid grows (a 65,536-GPU cluster has 8,192 rows in 14 inches)
+        width = 0.8 if cells.image.shape[0] <= 64 else 0.4 if cells.image.shape[0] <= 512 else 0.15
+        ax.add_collection(LineCollection(segments, colors="black", linewidths=width))
+
+
 def placement_figure(instance: RoundInstance, result: PlacementResult, path: str | os.PathLike[str], *,
                      failed: Collection[int] = ()) -> bytes:
     """The figure of the module docstring for ``result`` on ``instance``, as bytes in ``path``'s
@@ -192,6 +227,7 @@ def _draw_map(ax: Any, instance: RoundInstance, cells: Cells) -> None:
     ticks = list(range(0, n_rows, step))
     ax.set_yticks(ticks, [_server_label(instance, cells.row_server, r) for r in ticks], fontsize="x-small")
     ax.set_xticks(range(n_cols), [str(c) for c in range(n_cols)] if n_cols <= 16 else [""] * n_cols)
+    _draw_outline(ax, cells)
     for end in cells.rack_ends:
         ax.axhline(end - 0.5, color="black", linewidth=1.2)
     ax.set_xlabel("GPU on the server")
@@ -209,6 +245,7 @@ def _draw_speed(fig: Any, ax: Any, cells: Cells) -> None:
     high = max(float(shown.max()) if shown.size else 1.0, low + SPEED_SPAN)
     im = ax.imshow(np.ma.masked_invalid(cells.speed), aspect="auto", interpolation="nearest", cmap="YlOrRd",
                    vmin=low, vmax=high)
+    _draw_outline(ax, cells)
     for end in cells.rack_ends:
         ax.axhline(end - 0.5, color="black", linewidth=1.2)
     ax.set_yticks([])

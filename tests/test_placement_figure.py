@@ -165,3 +165,19 @@ def test_a_bad_plot_is_one_line_and_writes_nothing(tmp_path: Path, capsys: pytes
     assert err.count("\n") == 1 and message.format(d=tmp_path) in err, err
     assert (tmp_path / "p.json").read_text() == "earlier\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]
+
+
+def test_gangs_are_outlined_and_a_gang_on_one_server_has_no_inner_line() -> None:
+    from pal_opt import placement_figure as pf
+
+    # one server of three GPUs (a, a, b) over a second with one of b's and two free GPUs
+    job_at = {(0, 0): "a", (0, 1): "a", (0, 2): "b", (1, 0): "b"}
+    cells = pf.Cells(np.zeros((2, 3, 4)), np.full((2, 3), np.nan), job_at, np.arange(2), [], {})
+    segments = {tuple(map(tuple, s)) for s in pf.gang_outline(cells).tolist()}
+    vertical = {(s[0][0], s[0][1] + 0.5) for s in segments if s[0][0] == s[1][0]}  # (x, row)
+    horizontal = {(s[0][0] + 0.5, s[0][1]) for s in segments if s[0][1] == s[1][1]}  # (column, y)
+    assert vertical == {(-0.5, 0), (1.5, 0), (2.5, 0), (-0.5, 1), (0.5, 1)}  # none between a's GPUs
+    assert horizontal == {(0, -0.5), (1, -0.5), (2, -0.5), (0, 0.5), (1, 0.5), (2, 0.5), (0, 1.5)}
+    assert all(abs(s[1][0] - s[0][0]) + abs(s[1][1] - s[0][1]) == 1.0 for s in segments)  # unit edges
+    empty = pf.Cells(np.zeros((1, 2, 4)), np.full((1, 2), np.nan), {}, np.arange(1), [], {})
+    assert pf.gang_outline(empty).shape == (0, 2, 2)
