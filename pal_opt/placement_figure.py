@@ -186,7 +186,7 @@ def _draw_outline(ax: Any, cells: Cells) -> None:
     if len(segments):
         # thinner as the grid grows (a 65,536-GPU cluster has 8,192 rows in 14 inches)
         width = 0.8 if cells.image.shape[0] <= 64 else 0.4 if cells.image.shape[0] <= 512 else 0.15
-        ax.add_collection(LineCollection(segments, colors="black", linewidths=width))
+        ax.add_collection(LineCollection(list(segments), colors="black", linewidths=width))
 
 
 def placement_figure(instance: RoundInstance, result: PlacementResult, path: str | os.PathLike[str], *,
