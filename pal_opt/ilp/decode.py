@@ -46,11 +46,20 @@ def _rounded(form: Formulation, values: np.ndarray) -> np.ndarray:
     if v.shape != (form.num_vars,):
         raise BackendError(f"solution has {v.size} values, the program has {form.num_vars} variables")
     ints = form.integrality
-    r = np.round(v[ints])
-    bad = np.abs(v[ints] - r) > INTEGRALITY_TOL
+    finite = np.isfinite(v[ints])  # (a NaN, a value the solver did not give, is not finite)
+    vi = np.where(finite, v[ints], 0.0)
+    r = np.round(vi)
+    bad = ~finite | (np.abs(vi - r) > INTEGRALITY_TOL)
     if bad.any():
         i = int(np.flatnonzero(ints)[np.argmax(bad)])
-        raise BackendError(f"variable {form.var_names[i]} = {v[i]!r} is not integral")
+        raise BackendError(f"variable {form.var_names[i]} = {float(v[i])!r} is not integral")
+    lo, hi = form.col_lo[ints], form.col_hi[ints]
+    out_of_range = (r < lo) | (r > hi)
+    if out_of_range.any():
+        k = int(np.argmax(out_of_range))
+        i = int(np.flatnonzero(ints)[k])
+        raise BackendError(f"variable {form.var_names[i]} = {float(v[i])!r} is outside its bounds "
+                           f"[{lo[k]:g}, {hi[k]:g}]")
     out = np.zeros(form.num_vars, dtype=np.int64)
     out[ints] = r.astype(np.int64)
     return out
@@ -64,7 +73,8 @@ def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]
     form
         The program.
     values
-        A feasible solution vector (integer variables within :data:`INTEGRALITY_TOL`).
+        A feasible solution vector (integer variables within :data:`INTEGRALITY_TOL` of an
+        integer inside their bounds; the continuous flow variables are not read).
 
     Returns
     -------
@@ -74,7 +84,10 @@ def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]
     Raises
     ------
     BackendError
-        If ``values`` is not a feasible, integral slot assignment.
+        If ``values`` is not a feasible, integral slot assignment: the wrong length, an integer
+        variable not finite, fractional or out of its bounds, a job type given more or fewer
+        slots than it has jobs to place, a job both kept and left out, slots whose pools the
+        free GPUs cannot hold.
     """
     inst = form.instance
     cl = inst.cluster
