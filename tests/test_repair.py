@@ -404,6 +404,28 @@ def test_a_migration_repair_out_of_time_says_whether_its_answer_moves_jobs(monke
         assert r.message.endswith("the answer that keeps every unaffected job is returned"), r.message
 
 
+def test_a_migration_repair_never_reports_a_bound_above_its_objective(monkeypatch):
+    """The whole-round solve reports a bound above its own objective (a backend's bound is
+    within its tolerances, and the repair's answer is repriced and settled after it): the
+    repair's bound is its objective at most, so its gap is 0, not a bound the answer beats."""
+    import pal_opt.ilp
+
+    cl = _flat([1.0] * 8)
+    inst = RoundInstance(cl, (Job("x", 1, "classA"), Job("d", 1, "classA", 1)), RoundParams(binning="none"))
+    real = pal_opt.ilp.solve_ilp
+
+    def overbound(instance, **kw):
+        res = real(instance, **kw)
+        if "start" in kw:  # the whole-round solve
+            res.bound = res.objective + 0.5
+        return res
+
+    monkeypatch.setattr(pal_opt.ilp, "solve_ilp", overbound)
+    r = repair(inst, {"x": [0], "d": [4]}, [4], backend=BACKENDS[0], allow_migration=0.5)
+    assert r.info["repair"]["mode"] == "migrate"
+    assert r.bound == r.objective and r.gap == 0.0
+
+
 # --------------------------------------------------------------------------- solve_ilp(start=)
 def test_solve_ilp_start_is_never_beaten_by_a_worse_answer_and_must_be_valid():
     inst = _round(1)
