@@ -86,3 +86,20 @@ def test_holding_longer_than_the_restart_delay_leaves_no_negative_delay(cifar10:
     job.reallocate(2, (2,), now=0)
     job.hold(10 * app.settings.restart_delay + 60)
     assert job.rescale_time == 0.0
+
+
+@pytest.mark.parametrize("new, restarts", [((4, 2), 0), ((2, 4), 1), ((3, 3), 1)])
+def test_the_same_type_restarts_on_a_changed_per_node_tuple_in_order(
+        cifar10: Application, new: tuple[int, ...], restarts: int) -> None:
+    """SIA_MODEL.md (d): on the same type a job restarts when its per-node count tuple changes,
+    compared as the authors' ``Job.reallocate`` does (``old_placement != new_placement``): the
+    same counts in another node order, or the same GPU count spread otherwise, is a new tuple
+    (a restart); only the same tuple on other nodes costs nothing."""
+    app = cifar10
+    job = _job(app)
+    job.reallocate(2, (4, 2), now=0)
+    job.rescale_time = 0.0
+    assert job.num_restarts == 0
+    job.reallocate(2, new, now=60)
+    assert job.shape == new and job.num_restarts == restarts
+    assert job.rescale_time == (app.settings.restart_delay if restarts else 0.0)
