@@ -15,6 +15,8 @@ description, so that a reader can run it again.
 from __future__ import annotations
 
 import argparse
+import functools
+import hashlib
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -137,21 +139,84 @@ def package_versions(names: Sequence[str] = PACKAGES) -> str:
 
 
 
-def code_fingerprint() -> str:
-    """A short hash of pal_opt's source files and the versions of :data:`PACKAGES`.  A benchmark
-    that keeps finished runs between invocations re-uses one only under the same fingerprint
-    (:func:`fresh_runs`), so that a change of pal_opt or of a solver release is never hidden
-    behind an earlier figure.  It does not cover the benchmark's own settings (its cluster, the
-    run's options) or the shared data: a benchmark keys its runs by what it varies, and a change
-    of the rest calls for deleting its ``*_runs.json``."""
-    import hashlib
 
+@functools.cache
+def _code_digest() -> str:
+    """sha256 of :func:`package_versions` and pal_opt's source files (path and bytes, sorted by
+    path): the whole fingerprint before it covered the benchmark and its data.  Computed once a
+    process (the sources do not change under a running benchmark)."""
     h = hashlib.sha256(package_versions().encode())
     package = RESULTS.parents[1] / "pal_opt"
     for path in sorted(package.rglob("*.py")):
         h.update(path.relative_to(package).as_posix().encode())
         h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 of a file's bytes, cached on its path, size and modification time (so a file
+    changed in the same process is read again)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_digest(path: str | Path) -> str:
+    """sha256 of a file, or of a directory: every file under it, by path relative to it and
+    content, in sorted order (hidden files and ``__pycache__`` left out).  A path that does not
+    exist digests as ``"missing"``, so its appearing later changes the fingerprint too."""
+    p = Path(path)
+    if p.is_file():
+        st = p.stat()
+        return _file_digest(str(p.resolve()), st.st_size, st.st_mtime_ns)
+    if not p.is_dir():
+        return "missing"
+    h = hashlib.sha256()
+    for f in sorted(q for q in p.rglob("*") if q.is_file()):
+        rel = f.relative_to(p).as_posix()
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.split("/")):
+            continue
+        h.update(rel.encode() + b"\0" + file_digest(f).encode())
+    return h.hexdigest()
+
+
+def code_fingerprint(scripts: Sequence[str | Path] = (), data: Sequence[str | Path] = ()) -> str:
+    """A short hash of pal_opt's source files, the versions of :data:`PACKAGES`, the benchmark's
+    own source and the shared data it reads.  A benchmark that keeps finished runs between
+    invocations re-uses one only under the same fingerprint (:func:`fresh_runs`), so that a
+    change of pal_opt, of a solver release, of the benchmark's settings or of its input is never
+    hidden behind an earlier figure.
+
+    Parameters
+    ----------
+    scripts
+        The calling benchmark's ``__file__`` and the files of any benchmark module it takes
+        settings or run functions from (``sia_compare.py`` for the scripts built on it): their
+        bytes are hashed, so any edit (a cluster, a seed, an option's default) counts.
+    data
+        The files or directories the runs read (``../shared/data/...``); a directory counts every
+        file under it (:func:`file_digest`).
+
+    Only contents count, in the order given (not where the files are), so the same code and
+    data checked out elsewhere give the same fingerprint.
+
+    With neither, only pal_opt and the packages are covered, as every fingerprint was until
+    2026-12-07 (the runs kept before then, the committed ``*_runs.json``, carry one of those: they
+    are not re-used by a benchmark that passes its script and data, and are run again).  Digests
+    are cached per process (:func:`functools.cache`), so calling this again costs next to nothing.
+    """
+    code = _code_digest()
+    if not scripts and not data:
+        return code[:12]
+    h = hashlib.sha256(code.encode())
+    for kind, paths in ((b"script", scripts), (b"data", data)):
+        for path in paths:
+            h.update(kind + b"\0" + file_digest(path).encode() + b"\n")
     return h.hexdigest()[:12]
+
 
 
 def source_commit() -> str:
@@ -171,7 +236,7 @@ def source_commit() -> str:
 
 
 def stamped(run: dict[str, Any], fingerprint: str, commit: str) -> dict[str, Any]:
-    """``run`` with where it comes from: the code fingerprint, the commit and the date."""
+    """``run`` with where it comes from: the fingerprint (:func:`code_fingerprint`), the commit and the date."""
     import time
 
     return {**run, "fingerprint": fingerprint, "commit": commit, "run_date": time.strftime("%Y-%m-%d")}
@@ -182,8 +247,8 @@ def fresh_runs(runs: dict[str, dict[str, Any]], fingerprint: str, name: str) -> 
     to be run again."""
     keep = {k: r for k, r in runs.items() if r.get("fingerprint") == fingerprint}
     if len(keep) < len(runs):
-        print(f"{name}: {len(runs) - len(keep)} kept runs were made with other code or packages; "
-              "they will be run again", file=sys.stderr)
+        print(f"{name}: {len(runs) - len(keep)} kept runs were made with other code, packages, benchmark "
+              "settings or data; they will be run again", file=sys.stderr)
     return keep
 
 
@@ -194,4 +259,5 @@ def runs_provenance(runs: Sequence[dict[str, Any]] | Any) -> str:
     commits = sorted({r.get("commit", "an unrecorded commit") for r in rows})
     prints = sorted({r.get("fingerprint", "none") for r in rows})
     return (f"The {len(rows)} runs were made on {', '.join(dates)} at commit {', '.join(commits)} "
-            f"(code and package fingerprint {', '.join(prints)}, `benchmarks/_results.py::code_fingerprint`).")
+            f"(fingerprint of the code, packages, benchmark and data {', '.join(prints)}, "
+            "`benchmarks/_results.py::code_fingerprint`).")

@@ -40,7 +40,6 @@ from typing import Any
 
 from _results import (
     add_output_arguments,
-    code_fingerprint,
     fresh_runs,
     output_dir,
     produced_by,
@@ -48,7 +47,7 @@ from _results import (
     source_commit,
     stamped,
 )
-from sia_compare import CLUSTER, DATA, HOUR, ROOT, SHARED, _files, run_meta
+from sia_compare import CLUSTER, DATA, HOUR, ROOT, SHARED, _files, fingerprint, run_meta
 
 #: The runs of one trace: (name, variability, at floor).
 RUNS = (("sia none", "none", False), ("sia longhorn", "longhorn", False), ("sia at floor", "longhorn", True))
@@ -97,15 +96,22 @@ def _key(trace: int, name: str) -> str:
 
 def _run_grid(traces: list[int], workers: int, store: Path, runs: dict[str, Any]) -> None:
     todo = [(t, name, v, f) for t in traces for name, v, f in RUNS if _key(t, name) not in runs]
-    fingerprint, commit = code_fingerprint(), source_commit()
+    fp, commit, compare_fp = fingerprint(__file__), source_commit(), fingerprint()
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
         futures = {pool.submit(run_one, t, v, f): _key(t, name) for t, name, v, f in todo}
         for fut in as_completed(futures):
             key = futures[fut]
-            runs[key] = stamped(fut.result(), fingerprint, commit)
+            runs[key] = {**stamped(fut.result(), fp, commit), "compare_fingerprint": compare_fp}
             store.write_text(json.dumps(runs, indent=1, sort_keys=True))
             print(f"{key}: avg JCT {runs[key]['avg_jct'] / HOUR:.4f} h ({runs[key]['wall_seconds']:.0f} s)",
                   file=sys.stderr)
+
+
+def _compare_fingerprint(run: dict[str, Any]) -> str | None:
+    """The fingerprint of the ``sia_compare`` runs that go with a kept run: ``sia_compare``'s own
+    when the run was made (``compare_fingerprint``), or for a run kept before 2026-12-07 its
+    ``fingerprint`` (then both covered pal_opt and the packages only)."""
+    return run.get("compare_fingerprint", run.get("fingerprint"))
 
 
 def _rows(runs: dict[str, Any], traces: list[int], compare: dict[str, Any]) -> list[dict[str, float]]:
@@ -210,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     store = out / "sia_ceiling_runs.json"
     runs: dict[str, Any] = json.loads(store.read_text()) if store.is_file() else {}
     if not args.no_run:
-        runs = fresh_runs(runs, code_fingerprint(), "sia_ceiling")
+        runs = fresh_runs(runs, fingerprint(__file__), "sia_ceiling")
         _run_grid(traces, args.workers, store, runs)
     missing = [t for t in traces for name, _, _ in RUNS if _key(t, name) not in runs]
     if missing:
@@ -219,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     compare_store = out / "sia_compare_runs.json"
     compare = json.loads(compare_store.read_text()) if compare_store.is_file() else {}
-    compare = {k: r for k, r in compare.items() if r.get("fingerprint") == runs[_key(traces[0], RUNS[0][0])].get("fingerprint")}
+    compare = {k: r for k, r in compare.items() if r.get("fingerprint") == _compare_fingerprint(runs[_key(traces[0], RUNS[0][0])])}
     rows = _rows(runs, traces, compare)
     page = _page(rows, run_meta(), produced_by(__file__, argv)) + "\n" + runs_provenance(runs.values()) + "\n"
     (out / "sia_ceiling.md").write_text(page)

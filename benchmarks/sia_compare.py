@@ -50,6 +50,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 DATA = SHARED / "data" / "sia-artifact"
 LONGHORN = SHARED / "data" / "pal-artifact" / "variability" / "longhorn"
+#: The shared data a run reads (:func:`run_one`): the newTrace workloads, the applications'
+#: profiles and PAL's Longhorn measurements; their digests are part of :func:`fingerprint`.
+INPUTS = (DATA / "workloads", DATA / "profiles", LONGHORN)
 CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
 POLICIES = ("sia", "ilp", "pal", "packed", "gavel")
 VARIABILITY = ("none", "longhorn")
@@ -59,6 +62,13 @@ PAPER = {"Sia": 0.7, "Pollux": 1.5, "Gavel": 11.3}
 SHOWN = {"pal": "PAL", "packed": "Packed", "gavel": "Gavel-like"}
 COLOURS = {"sia": "tab:blue", "ilp": "tab:orange", "pal": "tab:purple", "packed": "tab:brown", "gavel": "tab:grey"}
 HOUR = 3600.0
+
+
+def fingerprint(*scripts: str) -> str:
+    """The fingerprint runs of :func:`run_one` are kept under (``_results.code_fingerprint``):
+    pal_opt, the packages, this script (its cluster, policies, seed and :func:`run_one`), the
+    calling ``scripts`` (a benchmark built on this one passes its ``__file__``) and :data:`INPUTS`."""
+    return code_fingerprint(scripts=[*scripts, __file__], data=INPUTS)
 
 
 def _files(cluster: Any, variability: str) -> dict[tuple[str, str], str]:
@@ -207,7 +217,8 @@ def write_markdown(runs: dict[str, dict[str, Any]], traces: list[int], meta: dic
            "`ilp`: Sia's program and Sia's placer as `sia` runs them, then pal-opt's round program re-places "
            "the jobs from Sia's GPUs, leaving them only for a strictly better placement with the same GPUs per node "
            "(`formulations/sia_ilp_types.md` §3.1).  Every run is deterministic; finished runs are kept in "
-           "`sia_compare_runs.json` with a fingerprint of pal_opt's code and the packages, and a later "
+           "`sia_compare_runs.json` with a fingerprint of pal_opt's code, the packages, this script and the shared data "
+           "it reads, and a later "
            "invocation re-uses only the runs of the same fingerprint.  " + runs_provenance(runs.values()), ""]
     for v in VARIABILITY:
         out += _table(runs, traces, v) + [""]
@@ -347,9 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     cache = out / "sia_compare_runs.json"
     fail_path = out / "sia_compare_failed.json"
     runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
-    fingerprint, commit = code_fingerprint(), source_commit()
+    fp, commit = fingerprint(), source_commit()
     if not args.no_run:
-        runs = fresh_runs(runs, fingerprint, "sia_compare")
+        runs = fresh_runs(runs, fp, "sia_compare")
     todo = [(t, p, v) for t in traces for v in variability for p in policies
             if f"{t}/{p}/{v}" not in runs and not args.no_run]
     failed: dict[str, str] = {}  # this invocation's (an earlier one's failures were of other code, or ran again)
@@ -363,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"sia_compare: {t}/{p}/{v}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 failed[f"{t}/{p}/{v}"] = f"{type(exc).__name__}: {exc}"
                 continue
-            runs[_key(r)] = stamped(r, fingerprint, commit)
+            runs[_key(r)] = stamped(r, fp, commit)
             failed.pop(_key(r), None)  # an earlier failure of this run is history now
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)

@@ -34,7 +34,6 @@ from typing import Any
 
 from _results import (
     add_output_arguments,
-    code_fingerprint,
     fresh_runs,
     output_dir,
     produced_by,
@@ -42,7 +41,7 @@ from _results import (
     source_commit,
     stamped,
 )
-from sia_compare import DATA, HOUR, LONGHORN, SHARED, run_meta, run_one
+from sia_compare import DATA, HOUR, LONGHORN, SHARED, fingerprint, run_meta, run_one
 
 #: (policy, --ilp-mode) of every design compared on draw 0; ``sia`` and ``anchored`` also run on
 #: the other draws.
@@ -222,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "sia_variants", partial=partial)
     cache = out / "sia_variants_runs.json"
     runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
-    fingerprint, commit = code_fingerprint(), source_commit()
+    fp, commit = fingerprint(__file__), source_commit()  # (this script, sia_compare's run_one and their data)
     if not args.no_run:
-        runs = fresh_runs(runs, fingerprint, "sia_variants")
+        runs = fresh_runs(runs, fp, "sia_variants")
     todo = [] if args.no_run else [task for task in _tasks(traces, seeds)
                                    if _key(task[0], task[1], task[4], task[2], task[3]) not in runs]
     failed = 0
@@ -239,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"sia_variants: {key}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
                 failed += 1
                 continue
-            runs[key] = stamped(r, fingerprint, commit)
+            runs[key] = stamped(r, fp, commit)
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_variants: [{n}/{len(todo)}] {key}: avg JCT {r['avg_jct'] / HOUR:.4f} h "
                   f"({r['wall_seconds']:.0f} s)", file=sys.stderr)

@@ -206,3 +206,45 @@ def test_a_partial_run_refuses_update(args: tuple[str, ...]) -> None:
     assert proc.returncode != 0
     assert f"a {rest[0]} run does not replace the committed results; drop --update" in proc.stderr, proc.stderr
     assert _committed() == before
+
+
+# --------------------------------------------------------------------------- kept runs' fingerprint
+def test_the_fingerprint_covers_the_benchmark_script_and_its_data(tmp_path: Path) -> None:
+    """``code_fingerprint(scripts, data)`` changes with the script's source and with any data file
+    (a directory counts every file under it), not with where they are; without them it is the
+    fingerprint of pal_opt and the packages alone, as before."""
+    r = _results_module()
+    script, data = tmp_path / "bench.py", tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    script.write_text("SEED = 0\n")
+    (data / "sub" / "trace.csv").write_text("a,b\n1,2\n")
+    first = r.code_fingerprint(scripts=[script], data=[data])
+    assert first == r.code_fingerprint(scripts=[str(script)], data=[str(data)]) != r.code_fingerprint()
+    assert len(first) == 12 and r.code_fingerprint() == r.code_fingerprint()
+
+    script.write_text("SEED = 10\n")  # (another size: the digests are cached on path, size and mtime)
+    changed_script = r.code_fingerprint(scripts=[script], data=[data])
+    (data / "sub" / "trace.csv").write_text("a,b\n1,20\n")
+    changed_data = r.code_fingerprint(scripts=[script], data=[data])
+    (data / "sub" / "new.csv").write_text("x\n")
+    added = r.code_fingerprint(scripts=[script], data=[data])
+    assert len({first, changed_script, changed_data, added}) == 4
+
+    elsewhere = tmp_path / "copy"
+    (elsewhere / "data" / "sub").mkdir(parents=True)
+    (elsewhere / "bench.py").write_bytes(script.read_bytes())
+    for f in ("trace.csv", "new.csv"):
+        (elsewhere / "data" / "sub" / f).write_bytes((data / "sub" / f).read_bytes())
+    assert r.code_fingerprint(scripts=[elsewhere / "bench.py"], data=[elsewhere / "data"]) == added
+    assert r.code_fingerprint(scripts=[script], data=[tmp_path / "absent"]) != added
+
+
+def test_benchmarks_that_keep_runs_fingerprint_their_script_and_data() -> None:
+    """Every benchmark that re-uses kept runs (``fresh_runs``) keys them on a fingerprint of its
+    own source and its data: none calls ``code_fingerprint()`` without them."""
+    keepers = [p for p in sorted(BENCHMARKS.glob("*.py")) if "fresh_runs(" in p.read_text(encoding="utf-8")]
+    assert {p.stem for p in keepers} >= {"sia_compare", "sia_ceiling", "sia_variants"}
+    for path in keepers:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "code_fingerprint":
+                assert node.args or node.keywords, f"{path.name}: code_fingerprint() without its script and data"
