@@ -237,6 +237,8 @@ def test_the_fingerprint_covers_the_benchmark_script_and_its_data(tmp_path: Path
         (elsewhere / "data" / "sub" / f).write_bytes((data / "sub" / f).read_bytes())
     assert r.code_fingerprint(scripts=[elsewhere / "bench.py"], data=[elsewhere / "data"]) == added
     assert r.code_fingerprint(scripts=[script], data=[tmp_path / "absent"]) != added
+    (data / "sub" / "new.csv").rename(data / "sub" / "renamed.csv")  # (a file's name inside the data counts)
+    assert r.code_fingerprint(scripts=[script], data=[data]) not in (added, changed_data)
 
 
 def test_benchmarks_that_keep_runs_fingerprint_their_script_and_data() -> None:
