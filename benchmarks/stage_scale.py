@@ -9,8 +9,11 @@ own.  Per round:
 * the stage program's build alone (``build_stage_round``): seconds, columns, rows, matrix entries,
   and the process's peak memory;
 * ``solve_ilp(time_limit=T)`` for each T (HiGHS): wall seconds from the call, the status, the stage
-  where time ran out, and the round cost against PAL's placement with the stages mapped best
-  (``start_placement``: the fallback until 2026-11-27), lower is better.
+  where time ran out, the pairs of servers whose stage program was solved (and how many improved
+  the placement: since 2026-12-07 a round of at least ``SEARCH_MIN_GPUS`` free GPUs gets the
+  search on pairs of servers, :mod:`pal_opt.ilp.stagesearch`, instead of the whole stage program),
+  and the round cost against PAL's placement with the stages mapped best (``start_placement``:
+  the fallback until 2026-11-27), lower is better.
 
 ``--baseline DIR`` runs the same rounds with the package found in DIR too (a checkout of an
 earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session: the
@@ -75,7 +78,8 @@ def worker(gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
         res = solve_ilp(inst, time_limit=limit, backend="highs")
         out["solves"].append({"limit": limit, "wall": time.perf_counter() - t, "status": res.status.value,
                               "cost": res.objective, "reached": res.info.get("time_limit_reached"),
-                              "start": res.info.get("start"), "gang_view": res.info.get("gang_view")})
+                              "start": res.info.get("start"), "gang_view": res.info.get("gang_view"),
+                              "search": res.info.get("stage_search")})
     t = time.perf_counter()
     sr = build_stage_round(inst, setup.admitted, setup.factors)
     out.update(build=time.perf_counter() - t, cols=sr.program.num_vars, rows=sr.program.num_rows,
@@ -123,19 +127,27 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
               "Round cost (lower is better; the sum over jobs of d ln(pace × locality penalty), d the job's GPUs) "
               "against PAL's placement with the stages mapped best (the fallback until 2026-11-27); *speed-up*: "
               "exp((PAL's cost − cost) / Σ d), the geometric-mean speed per GPU against PAL's placement.  "
-              "*wall*: from the call to the answer, in the worker process.",
-              "", "| code | GPUs | T s | wall s | status | stage out of time | start | cost | PAL's cost | speed-up |",
-              "|---|---:|---:|---:|---|---|---|---:|---:|---:|"]
+              "*wall*: from the call to the answer, in the worker process.  *pairs*: pairs of servers whose "
+              "stage program was solved (improved), when the round got the search on pairs of servers "
+              "(`pal_opt.ilp.stagesearch`, no bound) instead of the whole stage program.",
+              "", "| code | GPUs | T s | wall s | status | stage out of time | start | pairs | cost | PAL's cost "
+              "| speed-up |",
+              "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|"]
     for code, runs in rows.items():
         for r in runs:
             for s in r.get("solves", []):
+                pairs = f"{s['search']['pairs']} ({s['search']['improved']})" if s.get("search") else ""
                 lines.append(f"| {code} | {r['gpus']:,} | {s['limit']:.0f} | {s['wall']:.2f} | {s['status']} | "
-                             f"{s['reached'] or ''} | {s['start'] or ''} | {s['cost']:.2f} | {r['pal_cost']:.2f} | "
+                             f"{s['reached'] or ''} | {s['start'] or ''} | {pairs} | {s['cost']:.2f} | "
+                             f"{r['pal_cost']:.2f} | "
                              f"{math.exp((r['pal_cost'] - s['cost']) / r['demand']):.3f} |")
     lines += ["", f"The baseline is not run at {max(SIZES):,} GPUs: in trial runs on this machine the same day its "
               "build there (before it could solve) ran for more than two minutes and was killed by the system "
               "(exit 137); its matrix grows with stage columns × modes (21.6 million entries at 1,024 GPUs).  "
-              "*peak MiB*: the worker process's peak resident memory, its solves included."]
+              "*peak MiB*: the worker process's peak resident memory, its solves included.  The build figures "
+              "are the whole round's stage program, which `solve_ilp` solves without a time limit (and, under "
+              "one, on rounds of fewer than `SEARCH_MIN_GPUS` free GPUs); under a time limit the search on "
+              "pairs of servers builds only each pair's program."]
     return "\n".join(lines) + "\n"
 
 

@@ -62,7 +62,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -72,7 +72,7 @@ from ..cost import evaluate, relative_gap
 from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import has_types
-from ..model import Cluster, GpuState, JobId, RoundInstance
+from ..model import GpuState, JobId, RoundInstance
 from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions
@@ -81,6 +81,7 @@ from .running import moving_is_charged
 from .scale import LARGE_ROUND_GPUS, flow_free_bound
 from .solve import OPTIMALITY_TOL, RoundSetup, prepare_round, run_info, solve_ilp
 from .stageround import build_stage_round, has_pipelines
+from .subround import part_instance
 
 __all__ = ["Partition", "partition_round", "part_instance", "solve_partitioned", "BOUND_MODES"]
 
@@ -267,42 +268,6 @@ def partition_round(
                                  "balanced" if balanced else "largest-first", nf)
         kk -= 1
     raise AssertionError("one part always holds the admitted jobs")  # pragma: no cover
-
-
-def part_instance(
-    instance: RoundInstance,
-    factors: Mapping[str, np.ndarray],
-    servers: np.ndarray,
-    jobs: Sequence[int],
-    name: str,
-) -> RoundInstance:
-    """The round restricted to ``servers`` (positions) and ``jobs`` (indices), with the whole
-    round's binned ``factors`` as the part's factors and binning ``"none"``.
-
-    Server and rack ids are kept, so a GPU set spans the same level in the part and in the round.
-    GPU types are kept, with each throughput row as 1.0 on the types it names (the factors are
-    already divided by the throughput; a class keeps the types it may use).
-    """
-    cl = instance.cluster
-    pos = np.flatnonzero(np.isin(cl.server_of, servers))
-    sid = cl.server_ids
-    srv = [sid[s] for s in cl.server_of[pos].tolist()]
-    rmap = None
-    if cl.racked:
-        rmap = {sid[s]: cl.rack_ids[int(cl.rack_of_server[s])] for s in np.unique(cl.server_of[pos]).tolist()}
-    types = [cl.type_names[k] for k in cl.type_of[pos].tolist()] if cl.typed else None
-    present = set(types or ())
-    rows = {c: {t: 1.0 for t in row if t in present} for c, row in cl.throughput.items()}
-    sub = Cluster.from_arrays(
-        cl.gpu_ids[pos], srv, {c: np.asarray(factors[c])[pos] for c in cl.classes}, cl.state[pos], rmap,
-        gpu_types=types, throughput=rows,
-    )
-    inside = set(sub.gpu_ids.tolist())
-    part_jobs = tuple(
-        j if j.placement is None or inside.issuperset(j.placement) else replace(j, placement=None)
-        for j in (instance.jobs[i] for i in jobs)
-    )  # a running job holding GPUs of another part cannot keep them here
-    return RoundInstance(sub, part_jobs, replace(instance.params, binning="none"), name)
 
 
 # ------------------------------------------------------------------------ tasks

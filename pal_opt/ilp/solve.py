@@ -107,6 +107,7 @@ from .lanelp import lp_lane_start
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round, relaxation_solver
 from .stageround import has_pipelines, solve_stage_round
+from .stagesearch import search_applies, solve_stage_search
 from .warm import WarmStart, warm_info
 
 __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
@@ -450,6 +451,12 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
         if clock.limited and start is None:
             start = _gang_view_start(instance, setup, clock, gap, threads, deterministic, backend_params, info)
             label = "the round program's, pipelines seen as gangs"
+            if search_applies(instance):  # the whole stage program is out of reach: pairs of servers
+                found = solve_stage_search(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
+                                           admission=setup.admission, info=info, start=start, start_label=label,
+                                           warm_start=warm_start)
+                if found is not None:
+                    return found
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                                  admission=setup.admission, info=info, start=start, warm_start=warm_start,
                                  start_label=label)

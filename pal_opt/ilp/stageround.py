@@ -84,6 +84,7 @@ __all__ = [
     "decode_stage_round",
     "encode_stage_round",
     "has_pipelines",
+    "check_stage_round",
     "start_placement",
 ]
 
@@ -317,7 +318,7 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
     InstanceError
         A job of two or more GPUs whose locality penalties decrease with the level.
     """
-    _check_round(instance, admitted, optional)
+    check_stage_round(instance, admitted, optional)
     gpus = _gpu_types(instance, factors, admitted)
     charged = moving_is_charged(instance)
     b = ProgramBuilder(_META)
@@ -397,7 +398,7 @@ def _keep_cost(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: in
     return sum(t.placed(instance, job, pos, level, top) - t.moved(instance, job) for t in cost_terms())
 
 
-def _check_round(instance: RoundInstance, admitted: Sequence[int], optional: Sequence[int]) -> None:
+def check_stage_round(instance: RoundInstance, admitted: Sequence[int], optional: Sequence[int] = ()) -> None:
     """What :func:`build_stage_round` refuses (its Raises)."""
     if any(i not in admitted or instance.jobs[i].placement is None for i in optional) or len(set(optional)) < len(optional):
         raise OptionError(f"optional must list distinct admitted running jobs, got {tuple(optional)}")

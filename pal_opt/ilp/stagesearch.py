@@ -1,0 +1,225 @@
+"""Large rounds with pipeline jobs under a deadline: the stage program on pairs of servers.
+
+The stage program of a whole round (:mod:`pal_opt.ilp.stageround`) is out of reach of a short
+time limit beyond some 512 GPUs: HiGHS's presolve and root LP alone outlast 10 s, and it returns
+the start it was given (``benchmarks/results/stage_scale.md``).  Even the stage program of 8
+servers (64 GPUs, 17 jobs, 1,741 columns) took HiGHS 14.8 s to prove, and CP-SAT and CBC had not
+proved it in 20 s.  What it adds to its start -- the round program's answer with every pipeline
+seen as a gang, stages then mapped best -- is mostly exchanges of GPUs between jobs on a few
+servers: a slow GPU moved to a pipeline stage with slack, a fast one to a gang that needs it.
+The stage program of *two* servers holds such exchanges and is solved in about 0.1 s.
+
+:class:`PairSearch` starts from a placement of the admitted jobs and makes passes over the
+servers with free GPUs, dealt into pairs at random (``numpy.random.default_rng(options.seed)``;
+an odd server joins the last pair).  For each pair that holds a pipeline job, the jobs lying
+wholly on the pair's servers are placed again by the stage program of the round restricted to
+those servers (:func:`~pal_opt.ilp.subround.part_instance`) on the GPUs the other jobs leave,
+started from where they are (so never worse), for at most :data:`PAIR_SECONDS`; the new GPUs are
+kept when they cost less.  Every job's cost depends on its own GPUs alone and a part prices a
+job as the whole round does, so the round's cost falls by what the pair's falls by.  The search
+stops at the deadline, after ``passes`` passes, or after :data:`STALE_PASSES` passes in a row
+that found nothing.
+
+:func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
+of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs
+(:func:`search_applies`): the search from the cheaper of the start given (the round program's,
+pipelines seen as gangs) and PAL's placement with the stages mapped best.  Its answer is
+FEASIBLE, with no bound (no program of the whole round is solved).  Under a deadline the answer
+depends on how many pairs were solved in time, as the whole program's incumbent depends on how
+far its solver got; with ``passes`` and no deadline the search is deterministic.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import progress
+from ..binning import binned_factors
+from ..cost import evaluate
+from ..deadline import FINISH_SECONDS, Deadline
+from ..errors import BackendError, SolveInterrupted
+from ..model import GpuState, JobId, RoundInstance
+from ..result import PlacementResult, Status, priced_result
+from .backends import SolveOptions, get_backend
+from .stageround import check_stage_round, solve_stage_round, start_placement
+from .subround import part_instance
+
+__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "STALE_PASSES", "SearchStats", "PairSearch", "search_applies",
+           "solve_stage_search"]
+
+#: Free GPUs from which :func:`pal_opt.ilp.solve_ilp`, under a deadline, searches pairs of servers
+#: instead of solving the whole stage program.  Measured on ``benchmarks/stage_scale.py``'s rounds
+#: with a 10 s limit: at 256 GPUs both end at about the same cost (-6.34 and -6.36); at 512 the
+#: whole program returned its start (-7.49) and the search reached -9.36.
+SEARCH_MIN_GPUS = 384
+#: Seconds the stage program of one pair may take (its answer is then its solver's incumbent).
+PAIR_SECONDS = 1.0
+#: The search stops after this many passes in a row that improved no pair.
+STALE_PASSES = 2
+#: A pair is not started with fewer seconds than this left (beside the finish reserve).
+MIN_PAIR_SECONDS = 0.05
+#: Relative cost decrease under which a pair's answer is not taken (solver tolerances).
+GAIN_TOL = 1e-9
+
+
+@dataclass
+class SearchStats:
+    """What a :class:`PairSearch` did: ``passes`` begun, ``pairs`` whose stage program was solved,
+    ``improved`` pairs whose answer was taken, and the total ``gain`` in round cost."""
+
+    passes: int = 0
+    pairs: int = 0
+    improved: int = 0
+    gain: float = 0.0
+
+    def as_info(self) -> dict[str, Any]:
+        """For ``PlacementResult.info["stage_search"]``."""
+        return asdict(self)
+
+
+def search_applies(instance: RoundInstance) -> bool:
+    """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs."""
+    return int(np.count_nonzero(instance.cluster.state == GpuState.FREE)) >= SEARCH_MIN_GPUS
+
+
+class PairSearch:
+    """The search on pairs of servers (module docstring) from ``start``, a placement of exactly
+    the ``admitted`` jobs (GPU lists in stage order).  ``placement`` is the best placement so far
+    and ``stats`` what was done; :meth:`run` improves them."""
+
+    def __init__(self, instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                 start: Mapping[JobId, Sequence[int]], *, backend: str | None = None,
+                 options: SolveOptions | None = None, warm_start: bool = True) -> None:
+        self.instance, self.factors, self.warm_start = instance, factors, warm_start
+        self.backend = get_backend(backend).name
+        self.options = options or SolveOptions()
+        self.index = {instance.jobs[i].id: i for i in admitted}
+        self.placement = {jid: tuple(int(g) for g in start[jid]) for jid in self.index}
+        cl = instance.cluster
+        self.home = {jid: frozenset(cl.server_of[cl.positions(g)].tolist()) for jid, g in self.placement.items()}
+        self.stats = SearchStats()
+
+    def run(self, passes: int | None = None) -> None:
+        """Passes until the deadline (``options.deadline``), ``passes`` of them, or
+        :data:`STALE_PASSES` in a row without a gain."""
+        cl = self.instance.cluster
+        clock = Deadline.none() if self.options.deadline is None else Deadline(self.options.deadline)
+        servers = np.unique(cl.server_of[cl.state == GpuState.FREE])
+        rng = np.random.default_rng(self.options.seed)
+        stale = 0
+        while servers.size >= 2 and stale < STALE_PASSES and (passes is None or self.stats.passes < passes):
+            self.stats.passes += 1
+            before = self.stats.improved
+            for pair in np.array_split(rng.permutation(servers), servers.size // 2):
+                if clock.left() < MIN_PAIR_SECONDS + FINISH_SECONDS:
+                    return
+                self._pair(pair, clock)
+            stale = stale + 1 if self.stats.improved == before else 0
+
+    def _pair(self, servers: np.ndarray, clock: Deadline) -> None:
+        """Place the jobs lying wholly on ``servers`` again (module docstring)."""
+        inside = set(servers.tolist())
+        mine = [jid for jid, where in self.home.items() if where <= inside]
+        if not any(self.instance.jobs[self.index[jid]].pipeline is not None for jid in mine):
+            return
+        sub = self._pair_round(servers, mine)
+        factors = binned_factors(sub.cluster, "none")
+        given = {jid: self.placement[jid] for jid in mine}
+        before = evaluate(sub, given, factors).cost
+        deadline = min(clock.sooner(FINISH_SECONDS).at, time.monotonic() + PAIR_SECONDS)
+        opts = replace(self.options, time_limit=None, deadline=deadline)
+        self.stats.pairs += 1
+        try:
+            res = solve_stage_round(sub, range(len(mine)), factors, backend=self.backend, options=opts, start=given,
+                                    warm_start=self.warm_start, start_label="the search's placement")
+        except BackendError:  # (not expected: the start is a placement) the pair keeps its GPUs
+            return
+        gain = before - res.objective
+        if gain <= GAIN_TOL * max(1.0, abs(before)) or set(res.placements) != set(mine):
+            return
+        cl = self.instance.cluster
+        for jid, gids in res.placements.items():
+            self.placement[jid] = tuple(int(g) for g in gids)
+            self.home[jid] = frozenset(cl.server_of[cl.positions(gids)].tolist())
+        self.stats.improved += 1
+        self.stats.gain += gain
+
+    def _pair_round(self, servers: np.ndarray, mine: list[JobId]) -> RoundInstance:
+        """The round restricted to ``servers`` and the jobs ``mine``, the GPUs there that the
+        other jobs hold busy."""
+        sub = part_instance(self.instance, self.factors, servers, [self.index[jid] for jid in mine],
+                            f"{self.instance.name} (pair)")
+        keep = set(mine)
+        held = [g for jid, gids in self.placement.items() if jid not in keep for g in gids]
+        where = sub.cluster.position
+        taken = [where[g] for g in held if g in where]
+        state = sub.cluster.state.copy()
+        state[taken] = GpuState.BUSY
+        return replace(sub, cluster=sub.cluster.with_state(state))
+
+
+def solve_stage_search(
+    instance: RoundInstance,
+    admitted: Sequence[int],
+    factors: Mapping[str, np.ndarray],
+    *,
+    backend: str | None = None,
+    options: SolveOptions | None = None,
+    admission: str = "given",
+    info: Mapping[str, Any] | None = None,
+    start: Mapping[JobId, Sequence[int]] | None = None,
+    start_label: str = "the start given",
+    warm_start: bool = True,
+) -> PlacementResult | None:
+    """The search on pairs of servers (module docstring) from the cheaper of ``start`` (a
+    placement of exactly the admitted jobs, labelled ``start_label``) and
+    :func:`~pal_opt.ilp.stageround.start_placement` (PAL's, on a tie), until ``options.deadline``;
+    a FEASIBLE result (method ``"ilp"``, no bound) never worse than that start, with
+    ``info["stage_search"]`` (:class:`SearchStats`).  None when there is no start placement (the
+    caller then solves the whole stage program).  A Ctrl-C raises
+    :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.
+
+    Raises
+    ------
+    InstanceError
+        As :func:`~pal_opt.ilp.stageround.build_stage_round`: a job of two or more GPUs whose
+        locality penalties decrease with the level.
+    """
+    t0 = time.perf_counter()
+    check_stage_round(instance, admitted)
+    cls = get_backend(backend)
+    own = start_placement(instance, admitted, factors)
+    first, label = own, "PAL's"
+    given = None if start is None else {jid: tuple(int(g) for g in gids) for jid, gids in start.items()}
+    if given is not None and (own is None or evaluate(instance, given, factors).cost
+                              < evaluate(instance, own, factors).cost):
+        first, label = given, start_label
+    if first is None:
+        return None
+    details = {**(info or {}), "program": "stage", "start": label}
+    common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name,
+                                  backend_version=cls.version(), info=details, build_seconds=0.0)
+    progress.report(stage="solving the stage program on pairs of servers", backend=cls.name)
+    search = PairSearch(instance, admitted, factors, first, backend=cls.name, options=options, warm_start=warm_start)
+    try:
+        search.run()
+    except SolveInterrupted:
+        details.update(interrupted=True, stage_search=search.stats.as_info())
+        raise SolveInterrupted(priced_result(
+            instance, search.placement, factors, status=Status.FEASIBLE, solve_seconds=time.perf_counter() - t0,
+            message="interrupted while the stage program was solved on pairs of servers; the best placement "
+                    "so far is returned", **common)) from None
+    details["stage_search"] = search.stats.as_info()
+    stats, placement = search.stats, search.placement
+    summary = evaluate(instance, placement, factors)
+    if summary.cost > evaluate(instance, first, factors).cost:  # (not expected: parts price jobs as the round)
+        placement, summary = first, evaluate(instance, first, factors)
+    return priced_result(instance, placement, factors, status=Status.FEASIBLE, summary=summary,
+                         solve_seconds=time.perf_counter() - t0, **common,
+                         message=f"the stage program on pairs of servers from {label} ({stats.pairs} pairs solved "
+                                 f"in {stats.passes} passes, {stats.improved} improved); no bound")

@@ -1,0 +1,126 @@
+"""The stage program on pairs of servers (:mod:`pal_opt.ilp.stagesearch`): what ``solve_ilp`` runs
+under a deadline on rounds with pipeline jobs of at least ``SEARCH_MIN_GPUS`` free GPUs.
+
+Small rounds stand in for large ones (``SEARCH_MIN_GPUS`` patched): from a poor start the search
+moves pipelines to the servers whose slow GPU they can put on a stage with slack; the answer
+passes the checker, is never worse than its start, is the same on every run (no deadline) and
+on every backend; running jobs under a restart cost are priced as the whole round prices them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pal_opt.binning import binned_factors
+from pal_opt.check import check
+from pal_opt.cost import evaluate
+from pal_opt.ilp import available_backends, solve_ilp, stagesearch
+from pal_opt.ilp.backends import SolveOptions
+from pal_opt.ilp.stagesearch import PairSearch, search_applies, solve_stage_search
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
+from pal_opt.result import Status
+
+
+def _four_servers(restart_cost: float = 0.0, running: bool = False) -> RoundInstance:
+    """Four servers of four GPUs; servers 0 and 1 each have one slow GPU (1.5).  Two pipelines
+    whose second stage has slack (times 2 and 1 on 3 + 1 GPUs) and two 4-GPU gangs: the optimum
+    (0) puts the pipelines on servers 0 and 1, each slow GPU on a slack stage, the gangs on 2 and
+    3.  With ``running``, pipeline p1 runs on server 3 (GPUs 12-15)."""
+    f = [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.5, 1.0] + [1.0] * 8
+    cl = Cluster.from_arrays(range(16), np.repeat([0, 1, 2, 3], 4), {"classA": f})
+    pipe = Pipeline((2.0, 1.0), (3, 1))
+    jobs = (Job("p0", 4, "classA", 0, pipeline=pipe),
+            Job("p1", 4, "classA", 1, pipeline=pipe, placement=(12, 13, 14, 15) if running else None),
+            Job("g0", 4, "classA", 2), Job("g1", 4, "classA", 3))
+    return RoundInstance(cl, jobs, RoundParams(binning="none", restart_cost=restart_cost))
+
+
+#: The gangs on the slow servers, the pipelines on the fast ones: 8 ln 1.5.
+POOR = {"p0": (8, 9, 10, 11), "p1": (12, 13, 14, 15), "g0": (0, 1, 2, 3), "g1": (4, 5, 6, 7)}
+
+
+def test_the_search_moves_the_pipelines_to_the_slow_servers() -> None:
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    assert evaluate(inst, POOR, f).cost == pytest.approx(8 * math.log(1.5))
+    search = PairSearch(inst, range(4), f, POOR)
+    search.run()
+    assert evaluate(inst, search.placement, f).cost == pytest.approx(0.0, abs=1e-9)
+    assert search.stats.improved >= 1 and search.stats.gain == pytest.approx(8 * math.log(1.5))
+    assert {frozenset(search.placement[j]) for j in ("p0", "p1")} == {frozenset(range(4)), frozenset(range(4, 8))}
+    # each slow GPU (1 and 6) is its pipeline's last stage (the one with slack)
+    assert {search.placement["p0"][-1], search.placement["p1"][-1]} == {1, 6}
+
+
+def test_the_search_is_deterministic_without_a_deadline() -> None:
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    runs = []
+    for _ in range(2):
+        res = solve_stage_search(inst, [0, 1, 2, 3], f, options=SolveOptions(seed=3), start=POOR, start_label="poor")
+        assert res is not None
+        runs.append(res.placements)
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_solve_ilp_searches_pairs_on_large_rounds(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
+    """Under a time limit, a round of at least ``SEARCH_MIN_GPUS`` free GPUs gets the search
+    (``info["stage_search"]``, FEASIBLE, no bound) and the optimum here; without one, the whole
+    stage program, as before."""
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    inst = _four_servers()
+    assert not search_applies(inst)
+    monkeypatch.setattr(stagesearch, "SEARCH_MIN_GPUS", 16)
+    assert search_applies(inst)
+    res = solve_ilp(inst, time_limit=60, backend=backend)
+    assert res.info["program"] == "stage" and res.info["stage_search"]["passes"] >= 1
+    assert res.status == Status.FEASIBLE and res.bound is None and check(inst, res) == []
+    assert res.objective == pytest.approx(0.0, abs=1e-9)
+    whole = solve_ilp(inst, backend=backend)
+    assert "stage_search" not in whole.info and whole.status == Status.OPTIMAL
+
+
+def test_a_poor_given_start_is_not_taken_over_pals() -> None:
+    """The search starts from the cheaper of the start given and PAL's placement."""
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    res = solve_stage_search(inst, [0, 1, 2, 3], f, options=SolveOptions(), start=POOR, start_label="poor")
+    assert res is not None and check(inst, res) == []
+    assert res.objective <= evaluate(inst, POOR, f).cost
+
+
+def test_running_jobs_under_a_restart_cost_are_priced_as_the_round_prices_them() -> None:
+    """p1 runs on server 3; moving it costs 4 (−ln(1 − 180/360)) = 4 ln 2, more than the gang it
+    would free from a slow GPU saves (4 ln 1.5): p1 stays, p0 takes a slow server, g0 and g1 the
+    others; the search from the poor start finds it and its cost is the round's."""
+    inst = _four_servers(restart_cost=180.0, running=True)
+    f = binned_factors(inst.cluster, "none")
+    res = solve_stage_search(inst, [0, 1, 2, 3], f, options=SolveOptions(), start=POOR, start_label="poor")
+    assert res is not None and check(inst, res) == []
+    assert res.placements["p1"] == (12, 13, 14, 15)
+    assert res.objective == pytest.approx(evaluate(inst, res.placements, f).cost)
+    best = solve_ilp(inst)
+    assert res.objective == pytest.approx(best.objective, abs=1e-9)
+
+
+def test_a_ctrl_c_in_the_search_keeps_the_best_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C while a pair is solved raises ``SolveInterrupted`` with the placement the search
+    had, priced for the whole round."""
+    from pal_opt.errors import SolveInterrupted
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise SolveInterrupted(None)
+
+    monkeypatch.setattr(stagesearch, "solve_stage_round", interrupted)
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    with pytest.raises(SolveInterrupted) as caught:
+        solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
+    res = caught.value.result
+    assert res is not None and res.info["interrupted"] and check(inst, res) == []
+    assert res.objective <= evaluate(inst, POOR, f).cost and res.message.startswith("interrupted")
