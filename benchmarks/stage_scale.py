@@ -41,7 +41,8 @@ from _results import add_output_arguments, check_values, output_dir, package_ver
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (256, 512, 1024, 2048)
 LIMITS = (10.0, 30.0)
-#: The baseline's build at 2,048 GPUs was killed for memory on this machine (see the page).
+#: The baseline's sizes by default: the build of 8bdeb72 and earlier at 2,048 GPUs was killed for
+#: memory on this machine (see the page); ``--baseline-sizes`` runs others.
 BASELINE_SIZES = (256, 512, 1024)
 WORKER_TIMEOUT = 900
 
@@ -105,7 +106,7 @@ def run_one(code: Path, gpus: int, limits: list[float], shared: Path) -> dict[st
     return row
 
 
-def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str) -> str:
+def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str, skipped: bool) -> str:
     lines = ["# The stage program at scale (rounds with pipeline jobs)", "",
              f"{header} on {time.strftime('%Y-%m-%d')} "
              f"(Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs shared with other "
@@ -141,10 +142,11 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
                              f"{s['reached'] or ''} | {s['start'] or ''} | {pairs} | {s['cost']:.2f} | "
                              f"{r['pal_cost']:.2f} | "
                              f"{math.exp((r['pal_cost'] - s['cost']) / r['demand']):.3f} |")
-    lines += ["", f"The baseline is not run at {max(SIZES):,} GPUs: in trial runs on this machine the same day its "
-              "build there (before it could solve) ran for more than two minutes and was killed by the system "
-              "(exit 137); its matrix grows with stage columns × modes (21.6 million entries at 1,024 GPUs).  "
-              "*peak MiB*: the worker process's peak resident memory, its solves included.  The build figures "
+    lines += ["", (f"The baseline is not run at {max(SIZES):,} GPUs (`--baseline-sizes`): the build of 8bdeb72 "
+                   "and earlier there (before it could solve) ran for more than two minutes in trial runs on this "
+                   "machine and was killed by the system (exit 137); its matrix grows with stage columns × modes "
+                   "(21.6 million entries at 1,024 GPUs).  " if skipped else "")
+              + "*peak MiB*: the worker process's peak resident memory, its solves included.  The build figures "
               "are the whole round's stage program, which `solve_ilp` solves without a time limit (and, under "
               "one, on rounds of fewer than `SEARCH_MIN_GPUS` free GPUs); under a time limit the search on "
               "pairs of servers builds only each pair's program."]
@@ -161,10 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")
     ap.add_argument("--baseline", type=Path, help="a checkout of an earlier commit to compare with")
+    ap.add_argument("--baseline-sizes", type=int, nargs="+", default=list(BASELINE_SIZES),
+                    help="the sizes the baseline runs, among --sizes (default "
+                         + " ".join(map(str, BASELINE_SIZES)) + ": older baselines are killed at 2,048)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     check_values(ap, "--limits", args.limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
     check_values(ap, "--sizes", args.sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
+    check_values(ap, "--baseline-sizes", args.baseline_sizes, lambda g: g >= 8 and g % 8 == 0,
+                 "GPU counts are positive multiples of 8")
     if args.worker:
         print(json.dumps(worker(args.worker, args.limits, args.shared)))
         return 0
@@ -185,12 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         codes[f"before ({rev})"] = args.baseline
     rows: dict[str, list[dict[str, Any]]] = {}
     for code, path in codes.items():
-        sizes = args.sizes if code == "now" else [g for g in args.sizes if g in BASELINE_SIZES]
+        sizes = args.sizes if code == "now" else [g for g in args.sizes if g in args.baseline_sizes]
         for gpus in sizes:
             print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
             rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared))
     ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text = page(rows, produced_by(__file__, argv), started, ended)
+    text = page(rows, produced_by(__file__, argv), started, ended, max(args.sizes) not in args.baseline_sizes)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")
     (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(text)
