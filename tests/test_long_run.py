@@ -54,3 +54,26 @@ def test_a_cluster_kept_across_rounds_keeps_a_few_code_tables() -> None:
             fresh = replace(kept, factors=dict(factors))  # a new cluster: nothing cached
             assert got == solve(RoundInstance(fresh, queue), method).placements
     assert _code_tables(kept) <= 8
+
+
+def test_cbc_keeps_a_bounded_number_of_parameter_checks(monkeypatch) -> None:
+    """CBC takes any option silently, so each backend parameter is first tried on a CBC that reads
+    it and quits, and the answer is kept per option *and value*: a scheduler passing a new value
+    every round (a seed) kept one more answer per round for the life of its process.  The oldest
+    answers are now dropped beyond ``PARAM_CHECKS_KEPT``; a rejected option is still refused."""
+    import pytest
+
+    from pal_opt.errors import OptionError
+    from pal_opt.generate import generate_instance
+    from pal_opt.ilp.backends import cbc
+
+    if not cbc.CbcBackend.is_available():
+        pytest.skip("CBC is not installed")
+    monkeypatch.setattr(cbc, "PARAM_CHECKS_KEPT", 3, raising=False)
+    monkeypatch.setattr(cbc.CbcBackend, "_param_checks", {})
+    inst = generate_instance(2, 4, 3, seed=1)
+    for seed in range(1, 9):
+        assert solve(inst, "ilp", backend="cbc", backend_params={"randomCbcSeed": seed}).status.value == "optimal"
+    assert len(cbc.CbcBackend._param_checks) <= 3
+    with pytest.raises(OptionError, match="noSuchOption"):
+        solve(inst, "ilp", backend="cbc", backend_params={"noSuchOption": 1})

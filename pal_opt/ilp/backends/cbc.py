@@ -73,6 +73,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -131,6 +132,12 @@ _PROGRESS_LINES: tuple[tuple[re.Pattern[str], str | None, str | None], ...] = tu
 _NOT_A_FIGURE = 1e40
 #: What CBC prints for an option it does not take.
 _REJECTED = re.compile(r"No match for|Multiple matches for|is illegal for|valid range is|Possible options for")
+#: Answers of the trial CBCs (:meth:`CbcBackend._set_param`) kept, per option and value; the
+#: oldest are dropped beyond.  They were all kept: a scheduler passing a new value every round (a
+#: seed: ``{"randomCbcSeed": round}``) kept one more answer per round for the life of its process.
+PARAM_CHECKS_KEPT = 256
+_PARAM_CHECKS_LOCK = threading.Lock()
+_UNCHECKED = object()
 
 
 #: The CBC process is stopped from outside when it runs past ``DEADLINE_FACTOR × time limit +
@@ -655,15 +662,20 @@ class CbcBackend(Backend):
     def _set_param(self, model: _CbcModel, key: str, value: Any) -> None:
         option = [f"-{key}"] if value is None else [f"-{key}", str(value)]
         check = (key, None if value is None else str(value))
-        if check not in self._param_checks:
+        with _PARAM_CHECKS_LOCK:
+            why = self._param_checks.get(check, _UNCHECKED)
+        if why is _UNCHECKED:
             try:
                 out = subprocess.run([model.cmd.path, *option, "-quit"], capture_output=True, text=True, timeout=30,
                                      stdin=subprocess.DEVNULL).stdout
             except (OSError, subprocess.SubprocessError) as exc:
                 raise BackendError(f"CBC could not be asked about option {key!r}: {exc}") from exc
             bad = [ln.strip() for ln in out.splitlines() if _REJECTED.search(ln)]
-            self._param_checks[check] = "; ".join(bad) or None
-        why = self._param_checks[check]
+            why = "; ".join(bad) or None
+            with _PARAM_CHECKS_LOCK:  # the oldest answers dropped: a new seed every round must not pile up
+                self._param_checks[check] = why
+                while len(self._param_checks) > PARAM_CHECKS_KEPT:
+                    del self._param_checks[next(iter(self._param_checks))]
         if why is not None:
             raise ValueError(f"CBC says: {why}")
         model.args += option
