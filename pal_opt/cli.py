@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
         help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
     )
+    s.add_argument("--canonical", action="store_true",
+                   help="ilp, ilp-preempt: the same placement whichever backend proves the round optimal (ties "
+                        "broken canonically), at the same cost")
     s.add_argument("--ignore-types", action="store_true",
                    help="greedy methods: place as if every GPU were of one type (the comparator that ignores types)")
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",

@@ -522,6 +522,8 @@ def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> d
         given["jobs"] = args.jobs
     if getattr(args, "ignore_types", False):
         given["respect_types"] = False
+    if getattr(args, "canonical", False):
+        given["canonical"] = True
     return given
 
 

@@ -60,7 +60,9 @@ MethodRun = Callable[["RoundInstance", SolveOptions], "PlacementResult"]
 #: policy's own order, instead of stopping there; ``"prefix"``, the default, stops;
 #: ``respect_types=False`` ignores GPU types).
 GREEDY_OPTIONS: frozenset[str] = frozenset({"binning", "seed", "admission", "respect_types"})
-#: Options of the whole-round integer program.
+#: Options of the whole-round integer program (``ilp`` takes ``warm`` and ``canonical`` besides;
+#: ``ilp-partitioned`` takes ``parts`` and ``executor``, not ``canonical``, which replaces a proven
+#: optimum of the whole round: its parts are solved apart).
 EXACT_OPTIONS: frozenset[str] = frozenset(
     {"binning", "backend", "admission", "jobs", "time_limit", "deadline", "gap", "threads", "warm_start",
      "deterministic", "backend_params"}
@@ -156,7 +158,7 @@ def _ilp(instance: RoundInstance, options: SolveOptions) -> PlacementResult:
     from .ilp import solve_ilp
 
     kw = _exact_kwargs(options)
-    res = solve_ilp(instance, warm=options.warm, **kw)
+    res = solve_ilp(instance, warm=options.warm, canonical=options.canonical, **kw)
     res.info.setdefault("binning", kw["binning"] or instance.params.binning)
     return res
 
@@ -176,13 +178,14 @@ def _ilp_preempt(instance: RoundInstance, options: SolveOptions) -> PlacementRes
     from .ilp.preempt import solve_preempt
 
     kw = {name: getattr(options, name) for name in ("binning", "backend", "time_limit", "deadline", "gap", "threads",
-                                                     "warm_start", "deterministic")}
+                                                     "warm_start", "deterministic", "canonical")}
     return solve_preempt(instance, backend_params=dict(options.backend_params), **kw)
 
 
 #: Options of the preemptive round program (it chooses the jobs itself: no admission, no job set).
 PREEMPT_OPTIONS: frozenset[str] = frozenset(
-    {"binning", "backend", "time_limit", "deadline", "gap", "threads", "warm_start", "deterministic", "backend_params"})
+    {"binning", "backend", "time_limit", "deadline", "gap", "threads", "warm_start", "deterministic", "backend_params",
+     "canonical"})
 
 
 #: GPUs per part that :func:`default_parts` aims at.
@@ -227,7 +230,7 @@ _GREEDY: Mapping[str, tuple[str, str]] = {
 METHODS: Registry[Method] = Registry("method", {
     **{str(n): greedy_method(str(n), fn, s, seeded=n in _SEEDED) for n, (fn, s) in _GREEDY.items()},
     MethodName.ILP: Method(str(MethodName.ILP), _ilp, "the round's exact integer program, with a proven gap",
-                           EXACT_OPTIONS | {"warm"}, exact=True),
+                           EXACT_OPTIONS | {"warm", "canonical"}, exact=True),
     MethodName.ILP_PARTITIONED: Method(
         str(MethodName.ILP_PARTITIONED), _ilp_partitioned,
         "the round split into parts of the same make-up, solved in parallel, with a whole-round bound",

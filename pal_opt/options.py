@@ -209,6 +209,12 @@ class SolveOptions:
     respect_types
         Greedy methods: offer each job only GPUs of its usable GPU types (default); False
         places as if the cluster had one type (the "ignoring types" comparator).
+    canonical
+        ``"ilp"``, ``"ilp-preempt"``: replace a proven optimum (``ilp-preempt``: its program's,
+        before the backfill) by its canonical representative (:mod:`pal_opt.ilp.canonical`), the
+        same placement whichever backend proved it, at the same cost; ``info["canonical"]`` says
+        whether it changed the placement.  Off by default: the solver's own optimum, as the
+        committed simulations were run (``docs/determinism.md``).
     warm
         ``"ilp"``: a :class:`pal_opt.WarmStart` carried from round to round (the last round's
         LP basis and placement, :mod:`pal_opt.ilp.warm`), or None.
@@ -229,6 +235,7 @@ class SolveOptions:
     parts: int | None = None
     executor: str | None = None
     respect_types: bool = True
+    canonical: bool = False
     warm: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -257,7 +264,7 @@ class SolveOptions:
         if self.threads is not None and self.threads > MAX_THREADS:  # HiGHS starts them all: 5000 took 20 s
             raise OptionError(f"threads must be at most {MAX_THREADS} (this machine has {os.cpu_count()} CPUs), "
                               f"got {self.threads!r}")
-        for name in ("warm_start", "deterministic", "respect_types"):
+        for name in ("warm_start", "deterministic", "respect_types", "canonical"):
             if not isinstance(getattr(self, name), bool):
                 hint = ("; a WarmStart carried between rounds goes in warm="
                         if name == "warm_start" and type(getattr(self, name)).__name__ == "WarmStart" else "")
@@ -283,7 +290,7 @@ class SolveOptions:
         >>> SolveOptions.from_kwargs(time_limt=3)
         Traceback (most recent call last):
         ...
-        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, executor, respect_types, warm
+        pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, executor, respect_types, canonical, warm
         """
         unknown = set(kwargs) - set(cls.names())
         if unknown:

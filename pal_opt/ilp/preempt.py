@@ -61,6 +61,7 @@ from ..priority import PreemptPlan, admission_order, evict_for, held_types, pree
 from ..result import PlacementResult, Status, priced_result
 from .backends import BackendSolution, SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
+from .canonical import canonical_optimum
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .program import Program
@@ -194,6 +195,7 @@ def solve_preempt(
     deterministic: bool = True,
     backend_params: Mapping[str, Any] | None = None,
     deadline: float | None = None,
+    canonical: bool = False,
 ) -> PlacementResult:
     """Place one round with preemption by priority (module docstring).
 
@@ -201,7 +203,8 @@ def solve_preempt(
     ``ilp`` (:mod:`pal_opt.deadline`): the solver gets what is left after the plan, the greedy
     start and the build, less an estimate of decoding, backfilling and pricing
     (:func:`_solver_deadline`); when nothing is left the answer is the greedy start (status
-    ``fallback``, ``info["note"]`` says why).
+    ``fallback``, ``info["note"]`` says why).  ``canonical``: the program's proven optimum
+    replaced by its canonical representative before the backfill (:func:`_canonical`).
 
     Examples
     --------
@@ -254,14 +257,34 @@ def solve_preempt(
     _note_solver(sol, clock, info, cls.name)
     info.update(solver_status=str(sol.status), num_vars=built.program.num_vars, num_rows=built.program.num_rows,
                 warm_start=vector is not None, program_objective=sol.objective, **built.info)
-    placements = _merged(instance, start, pins)
-    status = Status.FALLBACK
-    if sol.values is not None:
-        found = _merged(instance, built.decode(sol.values), pins)
-        if evaluate(instance, found, factors).cost <= start_cost + 1e-9:
-            placements = found
-        status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
+    placements, status = _program_answer(instance, built, sol, _merged(instance, start, pins), start_cost, factors,
+                                         pins)
+    if canonical and status == Status.OPTIMAL:
+        placements = _canonical(instance, placements, factors, pins, info)
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, build_seconds, cls)
+
+
+def _program_answer(instance: RoundInstance, built: _Built, sol: BackendSolution,
+                    start: dict[JobId, tuple[int, ...]], start_cost: float, factors: Mapping[str, np.ndarray],
+                    pins: Mapping[JobId, tuple[int, ...]]) -> tuple[dict[JobId, tuple[int, ...]], Status]:
+    """The solver's placement with the pinned jobs, unless it costs more than ``start`` (the
+    greedy start with them, priced ``start_cost``), and the status (FALLBACK: no solution)."""
+    if sol.values is None:
+        return start, Status.FALLBACK
+    found = _merged(instance, built.decode(sol.values), pins)
+    placements = found if evaluate(instance, found, factors).cost <= start_cost + 1e-9 else start
+    return placements, Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
+
+
+def _canonical(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
+               pins: Mapping[JobId, tuple[int, ...]], info: dict[str, Any]) -> dict[JobId, tuple[int, ...]]:
+    """The program's proven optimum replaced by its canonical representative
+    (:func:`~pal_opt.ilp.canonical.canonical_optimum`, the pinned jobs where they run) before
+    the backfill, so that every backend backfills the same GPUs; ``info["canonical"]`` says
+    whether it differed."""
+    found = canonical_optimum(instance, placements, factors, pinned=pins)
+    info["canonical"] = found != placements
+    return found
 
 
 def _note_solver(sol: BackendSolution, clock: Deadline, info: dict[str, Any], name: str) -> None:

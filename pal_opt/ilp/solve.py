@@ -96,6 +96,7 @@ from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
+from .canonical import canonical_optimum
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
@@ -177,7 +178,8 @@ def resolve_admission(
     return admit(instance, mode), mode
 
 
-def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, deterministic: Any) -> None:
+def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, deterministic: Any,
+                   canonical: Any = False) -> None:
     if time_limit is not None and (
         isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (time_limit > 0)
         or not math.isfinite(time_limit)
@@ -189,7 +191,7 @@ def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, det
         raise OptionError(f"gap must be a finite number >= 0, got {gap!r}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
         raise OptionError(f"threads must be a positive integer, got {threads!r}")
-    for label, v in (("warm_start", warm_start), ("deterministic", deterministic)):
+    for label, v in (("warm_start", warm_start), ("deterministic", deterministic), ("canonical", canonical)):
         if not isinstance(v, bool):
             raise OptionError(f"{label} must be True or False, got {v!r}")
 
@@ -299,6 +301,8 @@ class _Attempt:
     given_start: Mapping[JobId, Sequence[int]] | None = None
     #: The state carried between rounds (``solve_ilp(warm=...)``, :mod:`pal_opt.ilp.warm`).
     warm: WarmStart | None = None
+    #: Replace a proven optimum by its canonical representative (``solve_ilp(canonical=True)``).
+    canonical: bool = False
 
     @property
     def info(self) -> dict[str, Any]:
@@ -346,11 +350,22 @@ class _Attempt:
         return out
 
     def result(self, placements: Mapping[JobId, tuple[int, ...]], **kw: Any) -> PlacementResult:
-        """A priced result of ``placements`` with the build time and the common fields."""
+        """A priced result of ``placements`` with the build time and the common fields; with
+        ``canonical``, a proven optimum is first replaced by its canonical representative
+        (:mod:`pal_opt.ilp.canonical`: the same whichever backend proved it, at the same cost)."""
+        if self.canonical and kw.get("status") == Status.OPTIMAL:
+            placements = self.canonical_of(placements)
         if placements is self.greedy and self.gsummary is not None:
             kw["summary"] = self.gsummary
         return _result(self.instance, dict(placements), self.setup.factors, build_seconds=self.build_seconds,
                        **kw, **self.common)
+
+    def canonical_of(self, placements: Mapping[JobId, tuple[int, ...]]) -> Mapping[JobId, tuple[int, ...]]:
+        """``placements``' canonical representative (``placements`` itself when it is one);
+        ``info["canonical"]`` says whether it differed."""
+        found = canonical_optimum(self.instance, placements, self.setup.factors)
+        self.info["canonical"] = found != dict(placements)
+        return found if self.info["canonical"] else placements
 
 
 def solve_ilp(
@@ -369,6 +384,7 @@ def solve_ilp(
     start: Mapping[JobId, Sequence[int]] | None = None,
     deadline: float | None = None,
     warm: WarmStart | None = None,
+    canonical: bool = False,
 ) -> PlacementResult:
     """Place one round with the exact integer program.
 
@@ -387,8 +403,10 @@ def solve_ilp(
         Relative gap target on the geometric-mean slowdown (None: prove optimality).
     threads, jobs
         Solver threads (None: the backend's default); job ids to place instead of admitting.
-    warm_start
-        Start the solver from the cheapest start placement (:mod:`pal_opt.ilp.heuristic`).
+    warm_start, canonical
+        Start the solver from the cheapest start placement (:mod:`pal_opt.ilp.heuristic`); replace
+        a proven optimum by its canonical representative, the same whichever backend proved it, at
+        the same cost (:mod:`pal_opt.ilp.canonical`, ``info["canonical"]``; off: the solver's own).
     deterministic, backend_params
         Same instance and options give the same placement (see the backends); options passed to
         the solver by name (a rejected one is an :class:`~pal_opt.errors.OptionError`).
@@ -414,7 +432,7 @@ def solve_ilp(
     >>> r.status.value, r.placements[1], round(r.geomean_slowdown, 6)
     ('optimal', (2, 3), 1.0)
     """
-    _check_options(time_limit, gap, threads, warm_start, deterministic)
+    _check_options(time_limit, gap, threads, warm_start, deterministic, canonical)
     start = _start_form(start)
     if warm is not None and not isinstance(warm, WarmStart):
         raise OptionError(f"warm must be a pal_opt.WarmStart, got {type(warm).__name__}")
@@ -426,7 +444,7 @@ def solve_ilp(
         why = warm.match(instance, setup.binning, setup.backend.name)
         info["warm"] = f"cold: {why}" if why else "warm: nothing reused (not a large round, pal_opt.ilp.scale)"
     res = _solve_set_up(instance, setup, info, clock, time_limit, gap, threads, warm_start, deterministic,
-                        backend_params, start, warm)
+                        backend_params, start, warm, canonical=canonical)
     if warm is not None:
         warm.record(res)
     return res
@@ -435,7 +453,7 @@ def solve_ilp(
 def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, Any], clock: Deadline,
                   time_limit: float | None, gap: float | None, threads: int | None, warm_start: bool, deterministic: bool,
                   backend_params: Mapping[str, Any] | None, start: Mapping[JobId, Sequence[int]] | None,
-                  warm: WarmStart | None) -> PlacementResult:
+                  warm: WarmStart | None, *, canonical: bool = False) -> PlacementResult:
     """:func:`solve_ilp` once the options are checked and the jobs admitted."""
     cls = setup.backend
     common = dict(admission=setup.admission, backend=cls.name, backend_version=None, info=info)
@@ -460,7 +478,7 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
         return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                                  admission=setup.admission, info=info, start=start, warm_start=warm_start,
                                  start_label=label)
-    att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm)
+    att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm, canonical=canonical)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
         return done
     try:

@@ -1,0 +1,298 @@
+"""One representative of an optimal placement, whichever backend found it.
+
+A round's optimum usually has ties: a job's cost depends only on the slowest of its GPUs (its
+class's binned factor there, one of a few levels) and on how far its GPUs spread (one server,
+one rack, the cluster), so a job of eight GPUs at level 1.0025 costs the same on any server
+with eight such GPUs free, and two identical jobs cost the same either way round.  HiGHS,
+CP-SAT and CBC each prove their own program vector optimal, and the decoded placements then
+differ on the same round although their costs are equal (and ``ilp-preempt``'s backfill,
+placed on the GPUs the program left, then differs in cost too).
+
+Where they come from (measured on 360 generated rounds of 16-128 GPUs, every one proven optimal
+by all three: the placements agreed on 51%, on 20% under ``ilp-preempt``): a job with a choice
+of equally good servers (the most common), identical jobs swapped, a running job kept or moved
+where moving is free, a job across racks or within one when the penalties are equal, a job of
+one GPU on either of two types, then every GPU the backfill sees.
+
+:func:`canonical_optimum` maps a placement to one that depends only on what its cost depends
+on, the *pattern* of the placement:
+
+* the jobs that stay put: pipeline jobs, any the caller pins, and running jobs kept on their
+  GPUs where moving them is charged for (:func:`~pal_opt.model.keeps_placement`); where it is
+  not, every running job whose own GPUs meet its requirement stays (then none, then those the
+  placement keeps, should the rest not fit);
+* for every other placed job: how many GPUs, the GPU type group they are drawn from
+  (:func:`~pal_opt.gputypes.type_groups`), their slowest binned factor for the job's class (its
+  *cap*) and the widest level it may span at the same locality penalty
+  (:class:`~pal_opt.model.Level`; with PAL's penalties a job across racks costs what a job
+  across servers of one rack does); a job of one GPU may take any of its GPU types; identical
+  waiting jobs (same class, demand, locality and types) share their requirements out in queue
+  order.
+
+From the pattern alone it places the jobs again, deterministically.  First a greedy
+(:func:`_realise`): jobs on one server first, then on one rack, then across the cluster, each by
+decreasing size, tightest cap first; a job takes the GPUs within its cap that the jobs still to
+come need least (then the slowest, then the first), on the server (rack) with the fewest such
+GPUs that holds it.  When the greedy misses, an exact search with a budget
+(:func:`pal_opt.ilp.tieflow.realise_by_flow`: servers and racks chosen one job at a time, each
+choice checked by a maximum flow).  Every job lies on GPUs no slower than its cap within its
+level, so the new placement costs at most as much; at an optimum exactly as much.  Two
+placements with the same pattern give the same answer.
+
+The new placement is priced (:func:`pal_opt.cost.evaluate`) and kept only when it costs no
+more than the given one (:data:`COST_TOL`); when neither finds the pattern a placement, or a cost
+term prices something else than the slowest GPU and the level (a term registered from outside),
+the given placement is returned unchanged.  Nothing here reads the program or the solver: the
+integer programs and their exports are those of before.  It is opt-in (the option
+``canonical=True``, ``pal-opt solve --canonical``): ``ilp`` then applies it to every proven
+optimum (``info["canonical"]``: whether it changed the placement), ``ilp-preempt`` to the
+program's proven optimum before its backfill; by default both keep the solver's own optimum,
+as the committed simulations were run (``docs/determinism.md``).  Ties between different
+patterns of equal cost (two jobs trading levels, a job of several GPUs on either of two types,
+which of two equal victims is preempted) remain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+import numpy as np
+
+from ..cost import cost_terms, evaluate
+from ..gputypes import type_groups
+from ..model import Cluster, GpuState, Job, JobId, Level, RoundInstance, keeps_placement
+from .running import keep_positions
+from .tieflow import Need, realise_by_flow
+
+__all__ = ["canonical_optimum", "COST_TOL", "CANONICAL_MAX_CELLS"]
+
+#: How much more than the given placement the canonical one may cost (float rounding only: both
+#: are sums of the same terms).
+COST_TOL = 1e-9
+#: Rounds whose GPUs × placed jobs exceed this are returned as they are (the greedy works on
+#: one GPU mask per job: 100 million cells is about a second).
+CANONICAL_MAX_CELLS = 100_000_000
+
+
+def canonical_optimum(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+                      factors: Mapping[str, np.ndarray], *, pinned: Collection[JobId] = ()
+                      ) -> dict[JobId, tuple[int, ...]]:
+    """The canonical representative of ``placements`` (module docstring): the same for every
+    placement with the same pattern, never costlier than ``placements``.
+
+    Parameters
+    ----------
+    instance, factors
+        The round and the per-class factors the placement is priced with.
+    placements
+        ``{job id: GPU ids}``, a valid placement of the round.
+    pinned
+        Job ids that keep the GPUs ``placements`` gives them (as kept and pipeline jobs do).
+
+    Returns
+    -------
+    dict
+        ``{job id: GPU ids}`` with the same keys in the same order; ``placements`` itself (as a
+        new dict) when the canonical one cannot be built or would cost more.
+
+    Examples
+    --------
+    >>> from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+    >>> c = Cluster.from_arrays(range(6), [0, 0, 1, 1, 2, 2], {"classA": [1.0] * 6})
+    >>> inst = RoundInstance(c, (Job("a", 2, "classA"), Job("b", 1, "classA")), RoundParams(binning="none"))
+    >>> canonical_optimum(inst, {"a": (4, 5), "b": (3,)}, c.factors)
+    {'a': (0, 1), 'b': (2,)}
+    >>> canonical_optimum(inst, {"a": (2, 3), "b": (0,)}, c.factors)
+    {'a': (0, 1), 'b': (2,)}
+    """
+    cl = instance.cluster
+    hard = _fixed(instance, placements, pinned)
+    needs = _needs(instance, placements, factors, hard)
+    if not needs or cl.num_gpus * len(needs) > CANONICAL_MAX_CELLS:
+        return dict(placements)
+    found: dict[JobId, tuple[int, ...]] | None = None
+    for stay in _stays(instance, placements, factors, needs, hard):
+        rest = [n for n in needs if instance.jobs[n.index].id not in stay]
+        found = _placed(instance, factors, rest, {**_held(placements, hard), **stay})
+        if found is not None:
+            break
+    if found is None:
+        return dict(placements)
+    out = {jid: found[jid] for jid in placements}
+    if evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
+        return dict(placements)
+    return out
+
+
+def _held(placements: Mapping[JobId, tuple[int, ...]], jids: Collection[JobId]) -> dict[JobId, tuple[int, ...]]:
+    return {jid: tuple(placements[jid]) for jid in jids}
+
+
+def _placed(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: Sequence[Need],
+            fixed: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple[int, ...]] | None:
+    """``fixed`` and ``needs`` placed on the GPUs ``fixed`` leaves (the greedy, else the search)."""
+    cl = instance.cluster
+    avail = cl.state == GpuState.FREE
+    for gids in fixed.values():
+        avail[cl.positions(gids)] = False
+    found = _realise(instance, factors, needs, avail.copy()) if needs else {}
+    if found is None:
+        found = realise_by_flow(cl, needs, _kind_masks(instance, factors, needs, avail))
+    if found is None:
+        return None
+    return {**fixed, **{instance.jobs[i].id: g for i, g in found.items()}}
+
+
+def _stays(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
+           needs: Sequence[Need], hard: Collection[JobId]) -> list[dict[JobId, tuple[int, ...]]]:
+    """Which running jobs stay on their GPUs, in the order tried: every one that moving would
+    not charge for whose GPUs meet its requirement and are free (a function of the pattern),
+    then none, then those ``placements`` keeps."""
+    cl = instance.cluster
+    free = cl.state == GpuState.FREE
+    for jid in hard:
+        free[cl.positions(placements[jid])] = False
+    could: dict[JobId, tuple[int, ...]] = {}
+    kept: dict[JobId, tuple[int, ...]] = {}
+    for n in needs:
+        job = instance.jobs[n.index]
+        pos = keep_positions(instance, n.index)
+        if pos is None or pos.size != n.count or job.placement is None:
+            continue
+        if keeps_placement(job, placements[job.id]):
+            kept[job.id] = job.placement
+        if free[pos].all() and _eligible(cl, factors, job, n)[pos].all() and cl.span_level_pos(pos) <= n.level:
+            could[job.id] = job.placement
+    return [dict(s) for s in {tuple(s.items()): s for s in (could, {}, kept)}]
+
+
+def _indices(instance: RoundInstance) -> dict[JobId, int]:
+    """Each job's index in ``instance.jobs``."""
+    return {j.id: i for i, j in enumerate(instance.jobs)}
+
+
+def _fixed(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+           pinned: Collection[JobId]) -> set[JobId]:
+    """The jobs that stay where ``placements`` puts them: pinned, pipelines, and running jobs
+    kept on their GPUs that moving would charge for."""
+    jobs = instance.job_by_id
+    terms = cost_terms()
+    return {jid for jid, gids in placements.items()
+            if jid in pinned or jobs[jid].pipeline is not None
+            or keeps_placement(jobs[jid], gids) and any(t.moved(instance, jobs[jid]) > 0 for t in terms)}
+
+
+def _twin_key(job: Job) -> tuple[object, ...] | None:
+    """Waiting jobs with equal keys are interchangeable (None: a running job, never).  Priority
+    is not part of it: a placed job's price does not depend on it, nor does which jobs are placed."""
+    if job.placement is not None:
+        return None
+    return (job.perfclass, job.demand, job.locality, job.kind, job.gpu_type, job.allowed_types,
+            job.allowed_counts, job.mix_types)
+
+
+def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
+           fixed: Collection[JobId]) -> list[Need]:
+    """The pattern of the jobs not fixed, identical waiting jobs' requirements in queue order."""
+    cl = instance.cluster
+    index = _indices(instance)
+    own: list[Need] = []
+    for jid, gids in placements.items():
+        if jid in fixed:
+            continue
+        i = index[jid]
+        job = instance.jobs[i]
+        pos = cl.positions(gids)
+        own.append(Need(i, int(pos.size), _group(cl, job, pos), float(np.max(factors[job.perfclass][pos])),
+                         _level(cl, job, pos)))
+    twins: dict[object, list[Need]] = {}
+    for n in own:
+        key = _twin_key(instance.jobs[n.index])
+        twins.setdefault(key if key is not None else ("job", n.index), []).append(n)
+    out: list[Need] = []
+    for group_needs in twins.values():
+        order = sorted(n.index for n in group_needs)
+        shapes = sorted((n.level, n.cap, n.group, n.count) for n in group_needs)
+        out.extend(Need(i, count, grp, cap, level) for i, (level, cap, grp, count) in zip(order, shapes, strict=True))
+    return sorted(out, key=lambda n: (n.level, -n.count, n.cap, instance.jobs[n.index].perfclass, n.group, n.index))
+
+
+def _group(cl: Cluster, job: Job, pos: np.ndarray) -> tuple[int, ...]:
+    """The GPU types a job on ``pos`` may be given instead: its type group holding ``pos``; for a
+    job of one GPU, any type it may use."""
+    groups = type_groups(cl, job)
+    if pos.size == 1 and groups:
+        return tuple(sorted({k for g in groups for k in g}))
+    types = set(cl.type_of[pos].tolist())
+    return tuple(next((g for g in groups if types <= set(g)), tuple(sorted(types))))
+
+
+def _level(cl: Cluster, job: Job, pos: np.ndarray) -> int:
+    """The widest level a job on ``pos`` may span at the same locality penalty."""
+    span = int(cl.span_level_pos(pos))
+    levels = (Level.SERVER, Level.RACK, Level.CLUSTER) if cl.racked else (Level.SERVER, Level.CLUSTER)
+    return max(int(lv) for lv in levels if lv >= span and job.locality[lv] == job.locality[span])
+
+
+def _eligible(cl: Cluster, factors: Mapping[str, np.ndarray], job: Job, need: Need) -> np.ndarray:
+    """The GPUs ``need`` may use: in its type group and no slower than its cap for the job's class."""
+    ok = np.asarray(factors[job.perfclass]) <= need.cap
+    if len(need.group) < cl.num_types:
+        ok &= np.isin(cl.type_of, np.asarray(need.group, dtype=np.int64))
+    return ok
+
+
+def _realise(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: Sequence[Need],
+             avail: np.ndarray) -> dict[int, tuple[int, ...]] | None:
+    """Place ``needs`` in their order on the ``avail`` GPUs (module docstring); None if one does not fit."""
+    cl = instance.cluster
+    masks = [_eligible(cl, factors, instance.jobs[n.index], n) for n in needs]
+    weight = [n.count / max(int((m & avail).sum()), 1) for n, m in zip(needs, masks, strict=True)]
+    pressure = np.zeros(cl.num_gpus, dtype=np.float64)
+    for m, w in zip(masks, weight, strict=True):
+        pressure[m] += w
+    out: dict[int, tuple[int, ...]] = {}
+    for n, m, w in zip(needs, masks, weight, strict=True):
+        pressure[m] -= w
+        ok = m & avail
+        pos = _pick(cl, np.asarray(factors[instance.jobs[n.index].perfclass]), ok, pressure, n)
+        if pos is None:
+            return None
+        avail[pos] = False
+        out[n.index] = tuple(sorted(int(g) for g in cl.gpu_ids[pos]))
+    return out
+
+
+def _pick(cl: Cluster, values: np.ndarray, ok: np.ndarray, pressure: np.ndarray, need: Need) -> np.ndarray | None:
+    """``need.count`` GPUs of ``ok`` inside one node of ``need.level`` (the node with the fewest
+    such GPUs that holds it, then the first), least needed by the jobs to come first, then the
+    slowest, then the first."""
+    cand = np.flatnonzero(ok)
+    if cand.size < need.count:
+        return None
+    if need.level != Level.CLUSTER:
+        node = cl.server_of[cand] if need.level == Level.SERVER else cl.rack_of_server[cl.server_of[cand]]
+        counts = np.bincount(node, minlength=int(node.max()) + 1)
+        fits = np.flatnonzero(counts >= need.count)
+        if fits.size == 0:
+            return None
+        best = int(fits[np.argmin(counts[fits])])  # argmin: the first of the fewest
+        cand = cand[node == best]
+    order = np.lexsort((cand, -values[cand], pressure[cand]))
+    return np.sort(cand[order[:need.count]])
+
+
+# --------------------------------------------------------------------------- the exact search
+def _kind_masks(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: Sequence[Need],
+                avail: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Each need's kind (its class, cap and type group) and each kind's GPUs among ``avail``."""
+    kinds: dict[tuple[str, float, tuple[int, ...]], int] = {}
+    of: list[int] = []
+    masks: list[np.ndarray] = []
+    for n in needs:
+        job = instance.jobs[n.index]
+        k = kinds.setdefault((job.perfclass, n.cap, n.group), len(kinds))
+        if k == len(masks):
+            masks.append(_eligible(instance.cluster, factors, job, n) & avail)
+        of.append(k)
+    return of, np.asarray(masks, dtype=bool).reshape(len(masks), -1)

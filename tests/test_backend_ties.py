@@ -1,0 +1,211 @@
+"""The same round, proven optimal by different backends, gives the same placement with
+``canonical=True`` (``pal-opt solve --canonical``); by default each keeps the solver's own.
+
+Rounds whose optimum has ties (equally good servers, identical jobs, a running job free to move,
+equal rack and cluster penalties, one-GPU jobs on either type, ``ilp-preempt``'s backfill on the
+GPUs the program left): without :mod:`pal_opt.ilp.canonical`, HiGHS, CP-SAT and CBC each prove
+their own placement optimal and the placements differ (under ``ilp-preempt`` the backfill's
+cost too, round ``preempt-typed``).  Real solvers, rounds of 16-32 GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pal_opt.ilp.preempt as preempt_module
+import pal_opt.ilp.solve as solve_module
+from pal_opt import RoundInstance, RoundPolicy, solve
+from pal_opt.binning import binned_factors
+from pal_opt.check import check
+from pal_opt.cli import main
+from pal_opt.cost import evaluate
+from pal_opt.errors import OptionError
+from pal_opt.generate import generate_instance, generate_typed_instance
+from pal_opt.ilp import available_backends
+from pal_opt.ilp.canonical import canonical_optimum
+from pal_opt.io import save_instance
+from pal_opt.io.traces import TraceJob
+from pal_opt.model import Cluster, Job, RoundParams
+from pal_opt.result import Status
+from pal_opt.simulate import SimConfig, simulate
+
+BACKENDS = ("highs", "cpsat", "cbc")
+#: The project's tolerance on an objective (tests/test_ilp_agreement.py: the geometric mean).
+AGREE = 1e-6
+
+
+def _prioritised(inst: RoundInstance, priority: dict[str, int]) -> RoundInstance:
+    return replace(inst, jobs=tuple(replace(j, priority=priority.get(str(j.id), 0)) for j in inst.jobs))
+
+
+def _round(name: str) -> RoundInstance:
+    if name == "plain":
+        return generate_instance(8, 4, 13, seed=292569159, busy_fraction=0.1)
+    if name == "racked":
+        return generate_instance(4, 8, 12, racks=2, seed=257375014)
+    if name == "typed":
+        return generate_typed_instance("aws:4x4,rtx:2x8", 18, seed=325916016, busy_fraction=0.1,
+                                       guaranteed_fraction=0.3)
+    if name == "running":
+        return generate_instance(4, 4, 7, seed=450311511, busy_fraction=0.25, running_fraction=0.5,
+                                 restart_cost=30.0)
+    if name == "preempt":
+        base = generate_instance(8, 2, 7, seed=714888661, busy_fraction=0.1, running_fraction=0.7)
+        return _prioritised(base, {"0": 1, "1": 1, "2": 2, "3": 2, "4": 1, "6": 2})
+    assert name == "preempt-typed"
+    base = generate_typed_instance("a:4x4,b:4x4", 14, seed=106066670, busy_fraction=0.25, running_fraction=0.7,
+                                   guaranteed_fraction=0.3)
+    return _prioritised(base, {"0": 1, "2": 2, "3": 1, "5": 1, "6": 1, "7": 1, "8": 2, "9": 1, "10": 1,
+                               "11": 2, "12": 1, "13": 2})
+
+
+CASES = [("plain", "ilp"), ("racked", "ilp"), ("typed", "ilp"), ("running", "ilp"), ("preempt", "ilp-preempt"),
+         ("preempt-typed", "ilp-preempt")]
+
+
+def _need_backends() -> None:
+    missing = [b for b in BACKENDS if b not in available_backends()]
+    if missing:
+        pytest.skip(f"backends not installed: {', '.join(missing)}")
+
+
+@pytest.mark.parametrize(("name", "method"), CASES, ids=[c[0] for c in CASES])
+def test_backends_that_prove_a_round_optimal_give_one_placement(name: str, method: str) -> None:
+    _need_backends()
+    inst = _round(name)
+    results = {b: solve(inst, method, backend=b, time_limit=120, canonical=True) for b in BACKENDS}
+    for b, r in results.items():
+        if method == "ilp":
+            assert r.status == Status.OPTIMAL, (b, r.message)
+        else:  # its backfill makes the result FEASIBLE: the program itself was proven optimal
+            assert "optimal" in str(r.info["solver_status"]).lower(), (b, r.info["solver_status"])
+        assert check(inst, r) == [], b
+    ref = results["highs"]
+    for b, r in results.items():
+        assert abs(math.expm1((r.objective - ref.objective) / max(ref.gpus_used, 1))) <= AGREE, (b, r.objective)
+        assert r.placements == ref.placements, b
+        assert r.jobs_to_terminate == ref.jobs_to_terminate, b
+
+
+# ---------------------------------------------------------------- the canonical representative
+def _flat() -> RoundInstance:
+    c = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": [1.0, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0, 1.0]})
+    jobs = (Job("a", 2, "classA"), Job("b", 2, "classA"), Job("c", 1, "classA"))
+    return RoundInstance(c, jobs, RoundParams(binning="none"))
+
+
+def test_every_optimum_of_a_pattern_maps_to_one_placement_of_the_same_cost() -> None:
+    inst = _flat()
+    fac = binned_factors(inst.cluster, "none")
+    optima = [{"a": (0, 1), "b": (4, 5), "c": (6,)}, {"a": (4, 5), "b": (0, 1), "c": (7,)},
+              {"a": (6, 7), "b": (4, 5), "c": (0,)}, {"a": (0, 1), "b": (6, 7), "c": (4,)}]
+    cost = evaluate(inst, optima[0], fac).cost
+    found = [canonical_optimum(inst, p, fac) for p in optima]
+    assert all(f == found[0] for f in found)
+    assert evaluate(inst, found[0], fac).cost == pytest.approx(cost, abs=1e-9)
+    assert all(evaluate(inst, p, fac).cost == pytest.approx(cost, abs=1e-9) for p in optima)
+    assert canonical_optimum(inst, found[0], fac) == found[0]  # a representative is its own
+
+
+def test_a_pinned_job_and_a_kept_running_job_stay_where_they_are() -> None:
+    c = Cluster.uniform(2, 4, {"classA": [1.0] * 8})
+    jobs = (Job("r", 2, "classA", placement=(6, 7)), Job("w", 2, "classA"), Job("p", 2, "classA"))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=30))
+    fac = binned_factors(c, "none")
+    given = {"r": (6, 7), "w": (4, 5), "p": (2, 3)}
+    out = canonical_optimum(inst, given, fac, pinned={"p"})
+    assert out["r"] == (6, 7) and out["p"] == (2, 3) and out["w"] == (0, 1)
+    assert evaluate(inst, out, fac).cost == pytest.approx(evaluate(inst, given, fac).cost, abs=1e-9)
+
+
+def test_a_running_job_free_to_move_stays_on_its_gpus_when_they_are_as_good() -> None:
+    c = Cluster.uniform(2, 4, {"classA": [1.0] * 8})
+    inst = RoundInstance(c, (Job("r", 2, "classA", placement=(6, 7)), Job("w", 2, "classA")),
+                         RoundParams(binning="none"))
+    fac = binned_factors(c, "none")
+    out = canonical_optimum(inst, {"r": (0, 1), "w": (2, 3)}, fac)  # moving is free: r was moved
+    assert out["r"] == (6, 7)
+    res = solve(inst, "ilp", canonical=True)
+    assert res.placements["r"] == (6, 7) and res.jobs_to_terminate == () and check(inst, res) == []
+
+
+# ---------------------------------------------------------------- opt-in: the default is the solver's
+def test_by_default_the_placement_is_the_one_decode_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    decoded: list[dict[Any, tuple[int, ...]]] = []
+    real_decode = solve_module.decode
+
+    def recording_decode(*args: Any, **kwargs: Any) -> dict[Any, tuple[int, ...]]:
+        decoded.append(real_decode(*args, **kwargs))
+        return decoded[-1]
+
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("canonical_optimum called without canonical=True")
+
+    monkeypatch.setattr(solve_module, "decode", recording_decode)
+    monkeypatch.setattr(solve_module, "canonical_optimum", refused)
+    monkeypatch.setattr(preempt_module, "canonical_optimum", refused)
+    res = solve(_round("plain"), "ilp", backend="highs")
+    assert res.status == Status.OPTIMAL and res.info["incumbent"] == "solver"
+    assert "canonical" not in res.info and res.placements == decoded[-1]
+    pre = solve(_round("preempt"), "ilp-preempt", backend="highs")
+    assert "optimal" in str(pre.info["solver_status"]).lower() and "canonical" not in pre.info
+
+
+def test_canonical_true_reaches_the_round_policy_and_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = solve_module.canonical_optimum
+
+    def counted(*args: Any, **kwargs: Any) -> dict[Any, tuple[int, ...]]:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "canonical_optimum", counted)
+    inst = _round("plain")
+    res = RoundPolicy("ilp", backend="highs", canonical=True).place(inst)
+    assert res.status == Status.OPTIMAL and "canonical" in res.info and calls
+    cluster = Cluster.uniform(2, 4, {"classB": [1.0, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0, 1.0]})
+    trace = [TraceJob(id=i, demand=d, submit_time=0.0, iterations=100.0, model="BERT", perfclass="classB",
+                      iter_time=1.0) for i, d in enumerate((2, 1, 2))]
+    infos: list[dict[str, Any]] = []
+    config = SimConfig(policy="ilp", backend="highs", ilp_options={"canonical": True})
+    out = simulate(trace, cluster, config, validate=True, on_round=lambda r, p: infos.append(p.info))
+    assert out.summary["n_completed"] == 3 and any("canonical" in i for i in infos)
+    calls.clear()
+    assert "canonical" not in RoundPolicy("ilp", backend="highs").place(inst).info and not calls
+
+
+def test_canonical_cli_gives_one_placement_json_whichever_backend(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _need_backends()
+    path = tmp_path / "plain.json"
+    save_instance(_round("plain"), path)
+    placements = {}
+    for b in BACKENDS:
+        out = tmp_path / f"{b}.json"
+        assert main(["solve", str(path), "--method", "ilp", "--backend", b, "--canonical", "--quiet",
+                     "--out", str(out)]) == 0
+        doc = json.loads(out.read_text())
+        assert doc["status"] == "optimal" and isinstance(doc["info"]["canonical"], bool)
+        placements[b] = json.dumps(doc["placements"], sort_keys=True)
+    capsys.readouterr()
+    assert placements["cpsat"] == placements["highs"] and placements["cbc"] == placements["highs"]
+
+
+@pytest.mark.parametrize("method", ["ilp-partitioned", "pal"])
+def test_canonical_given_to_a_method_that_does_not_take_it_is_refused_in_one_line(
+        method: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "plain.json"
+    save_instance(_round("plain"), path)
+    out = tmp_path / "p.json"
+    assert main(["solve", str(path), "--method", method, "--canonical", "--out", str(out)]) == 2
+    got, err = capsys.readouterr()
+    assert got == "" and err == f"pal-opt: error: option(s) --canonical do not apply to method {method!r}\n"
+    assert not out.exists()
+    with pytest.raises(OptionError, match="do not apply"):
+        solve(_round("plain"), method, canonical=True)
