@@ -213,7 +213,8 @@ class SolveOptions:
         ``"ilp"``, ``"ilp-preempt"``: replace a proven optimum (``ilp-preempt``: its program's,
         before the backfill) by its canonical representative (:mod:`pal_opt.ilp.canonical`), the
         same placement whichever backend proved it, at the same cost; ``info["canonical"]`` says
-        whether it changed the placement.  Off by default: the solver's own optimum, as the
+        what was done (``"changed"``, ``"already canonical"``, or ``"kept: ..."`` and why, e.g.
+        out of time).  Off by default: the solver's own optimum, as the
         committed simulations were run (``docs/determinism.md``).
     warm
         ``"ilp"``: a :class:`pal_opt.WarmStart` carried from round to round (the last round's

@@ -28,7 +28,7 @@ from pal_opt.cost import evaluate
 from pal_opt.errors import OptionError
 from pal_opt.generate import generate_instance, generate_typed_instance
 from pal_opt.ilp import available_backends
-from pal_opt.ilp.canonical import canonical_optimum
+from pal_opt.ilp.canonical import ALREADY, CHANGED, NOT_FOUND, OUT_OF_TIME, canonical_optimum, canonicalise
 from pal_opt.io import save_instance
 from pal_opt.io.traces import TraceJob
 from pal_opt.model import Cluster, Job, RoundParams
@@ -145,11 +145,11 @@ def test_by_default_the_placement_is_the_one_decode_gives(monkeypatch: pytest.Mo
         return decoded[-1]
 
     def refused(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("canonical_optimum called without canonical=True")
+        raise AssertionError("canonicalise called without canonical=True")
 
     monkeypatch.setattr(solve_module, "decode", recording_decode)
-    monkeypatch.setattr(solve_module, "canonical_optimum", refused)
-    monkeypatch.setattr(preempt_module, "canonical_optimum", refused)
+    monkeypatch.setattr(solve_module, "canonicalise", refused)
+    monkeypatch.setattr(preempt_module, "canonicalise", refused)
     res = solve(_round("plain"), "ilp", backend="highs")
     assert res.status == Status.OPTIMAL and res.info["incumbent"] == "solver"
     assert "canonical" not in res.info and res.placements == decoded[-1]
@@ -159,13 +159,13 @@ def test_by_default_the_placement_is_the_one_decode_gives(monkeypatch: pytest.Mo
 
 def test_canonical_true_reaches_the_round_policy_and_the_simulator(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = solve_module.canonical_optimum
+    real = solve_module.canonicalise
 
-    def counted(*args: Any, **kwargs: Any) -> dict[Any, tuple[int, ...]]:
+    def counted(*args: Any, **kwargs: Any) -> tuple[dict[Any, tuple[int, ...]], str]:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(solve_module, "canonical_optimum", counted)
+    monkeypatch.setattr(solve_module, "canonicalise", counted)
     inst = _round("plain")
     res = RoundPolicy("ilp", backend="highs", canonical=True).place(inst)
     assert res.status == Status.OPTIMAL and "canonical" in res.info and calls
@@ -191,7 +191,7 @@ def test_canonical_cli_gives_one_placement_json_whichever_backend(tmp_path: Path
         assert main(["solve", str(path), "--method", "ilp", "--backend", b, "--canonical", "--quiet",
                      "--out", str(out)]) == 0
         doc = json.loads(out.read_text())
-        assert doc["status"] == "optimal" and isinstance(doc["info"]["canonical"], bool)
+        assert doc["status"] == "optimal" and doc["info"]["canonical"] in (CHANGED, ALREADY)
         placements[b] = json.dumps(doc["placements"], sort_keys=True)
     capsys.readouterr()
     assert placements["cpsat"] == placements["highs"] and placements["cbc"] == placements["highs"]
@@ -209,3 +209,19 @@ def test_canonical_given_to_a_method_that_does_not_take_it_is_refused_in_one_lin
     assert not out.exists()
     with pytest.raises(OptionError, match="do not apply"):
         solve(_round("plain"), method, canonical=True)
+
+
+def test_canonicalise_says_what_it_did_and_gives_up_at_its_deadline() -> None:
+    import time
+
+    from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+
+    c = Cluster.from_arrays(range(6), [0, 0, 1, 1, 2, 2], {"classA": [1.0] * 6})
+    inst = RoundInstance(c, (Job("a", 2, "classA"), Job("b", 1, "classA")), RoundParams(binning="none"))
+    moved, what = canonicalise(inst, {"a": (4, 5), "b": (3,)}, c.factors)
+    assert (moved, what) == ({"a": (0, 1), "b": (2,)}, CHANGED)
+    assert canonicalise(inst, moved, c.factors) == (moved, ALREADY)
+    # a deadline already passed keeps the given placement and says so
+    assert canonicalise(inst, {"a": (4, 5), "b": (3,)}, c.factors, deadline=time.monotonic() - 1) == (
+        {"a": (4, 5), "b": (3,)}, OUT_OF_TIME)
+    assert NOT_FOUND.startswith("kept: ") and OUT_OF_TIME.startswith("kept: ")

@@ -45,7 +45,7 @@ term prices something else than the slowest GPU and the level (a term registered
 the given placement is returned unchanged.  Nothing here reads the program or the solver: the
 integer programs and their exports are those of before.  It is opt-in (the option
 ``canonical=True``, ``pal-opt solve --canonical``): ``ilp`` then applies it to every proven
-optimum (``info["canonical"]``: whether it changed the placement), ``ilp-preempt`` to the
+optimum (``info["canonical"]``: what :func:`canonicalise` did), ``ilp-preempt`` to the
 program's proven optimum before its backfill; by default both keep the solver's own optimum,
 as the committed simulations were run (``docs/determinism.md``).  Ties between different
 patterns of equal cost (two jobs trading levels, a job of several GPUs on either of two types,
@@ -54,6 +54,7 @@ which of two equal victims is preempted) remain.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
@@ -64,7 +65,8 @@ from ..model import Cluster, GpuState, Job, JobId, Level, RoundInstance, keeps_p
 from .running import keep_positions
 from .tieflow import Need, realise_by_flow
 
-__all__ = ["canonical_optimum", "COST_TOL", "CANONICAL_MAX_CELLS"]
+__all__ = ["canonical_optimum", "canonicalise", "COST_TOL", "CANONICAL_MAX_CELLS", "CHANGED", "ALREADY", "OUT_OF_TIME",
+           "NOT_FOUND"]
 
 #: How much more than the given placement the canonical one may cost (float rounding only: both
 #: are sums of the same terms).
@@ -72,6 +74,15 @@ COST_TOL = 1e-9
 #: Rounds whose GPUs × placed jobs exceed this are returned as they are (the greedy works on
 #: one GPU mask per job: 100 million cells is about a second).
 CANONICAL_MAX_CELLS = 100_000_000
+
+#: What :func:`canonicalise` did (``info["canonical"]``): the placement was replaced, ...
+CHANGED = "changed"
+#: ... it was its own representative, ...
+ALREADY = "already canonical"
+#: ... the deadline passed first (the given placement kept), ...
+OUT_OF_TIME = "kept: out of time"
+#: ... or neither the greedy nor the budgeted search placed the pattern (the given one kept).
+NOT_FOUND = "kept: no placement of the pattern found within the search budget"
 
 
 def canonical_optimum(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
@@ -105,23 +116,39 @@ def canonical_optimum(instance: RoundInstance, placements: Mapping[JobId, tuple[
     >>> canonical_optimum(inst, {"a": (2, 3), "b": (0,)}, c.factors)
     {'a': (0, 1), 'b': (2,)}
     """
+    return canonicalise(instance, placements, factors, pinned=pinned)[0]
+
+
+def canonicalise(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+                 factors: Mapping[str, np.ndarray], *, pinned: Collection[JobId] = (),
+                 deadline: float | None = None) -> tuple[dict[JobId, tuple[int, ...]], str]:
+    """:func:`canonical_optimum`, and what was done: :data:`CHANGED`, :data:`ALREADY`,
+    :data:`OUT_OF_TIME`, :data:`NOT_FOUND`, or why the given placement was kept (a round too
+    large, a canonical placement that would cost more).  ``deadline``: a ``time.monotonic()``
+    value by which to give up and keep the given placement (the search is checked between
+    steps; a pattern found is still priced)."""
     cl = instance.cluster
+    given = dict(placements)
     hard = _fixed(instance, placements, pinned)
     needs = _needs(instance, placements, factors, hard)
-    if not needs or cl.num_gpus * len(needs) > CANONICAL_MAX_CELLS:
-        return dict(placements)
+    if not needs:
+        return given, ALREADY
+    if cl.num_gpus * len(needs) > CANONICAL_MAX_CELLS:
+        return given, f"kept: {cl.num_gpus:,} GPUs x {len(needs):,} jobs is above {CANONICAL_MAX_CELLS:,}"
     found: dict[JobId, tuple[int, ...]] | None = None
     for stay in _stays(instance, placements, factors, needs, hard):
+        if deadline is not None and time.monotonic() >= deadline:
+            return given, OUT_OF_TIME
         rest = [n for n in needs if instance.jobs[n.index].id not in stay]
-        found = _placed(instance, factors, rest, {**_held(placements, hard), **stay})
+        found = _placed(instance, factors, rest, {**_held(placements, hard), **stay}, deadline)
         if found is not None:
             break
     if found is None:
-        return dict(placements)
+        return given, OUT_OF_TIME if deadline is not None and time.monotonic() >= deadline else NOT_FOUND
     out = {jid: found[jid] for jid in placements}
     if evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
-        return dict(placements)
-    return out
+        return given, "kept: the canonical placement would cost more (a cost term prices more than the slowest GPU and the level)"
+    return out, (ALREADY if out == given else CHANGED)
 
 
 def _held(placements: Mapping[JobId, tuple[int, ...]], jids: Collection[JobId]) -> dict[JobId, tuple[int, ...]]:
@@ -129,7 +156,8 @@ def _held(placements: Mapping[JobId, tuple[int, ...]], jids: Collection[JobId]) 
 
 
 def _placed(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: Sequence[Need],
-            fixed: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, tuple[int, ...]] | None:
+            fixed: Mapping[JobId, tuple[int, ...]], deadline: float | None = None
+            ) -> dict[JobId, tuple[int, ...]] | None:
     """``fixed`` and ``needs`` placed on the GPUs ``fixed`` leaves (the greedy, else the search)."""
     cl = instance.cluster
     avail = cl.state == GpuState.FREE
@@ -137,7 +165,7 @@ def _placed(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: S
         avail[cl.positions(gids)] = False
     found = _realise(instance, factors, needs, avail.copy()) if needs else {}
     if found is None:
-        found = realise_by_flow(cl, needs, _kind_masks(instance, factors, needs, avail))
+        found = realise_by_flow(cl, needs, _kind_masks(instance, factors, needs, avail), deadline=deadline)
     if found is None:
         return None
     return {**fixed, **{instance.jobs[i].id: g for i, g in found.items()}}

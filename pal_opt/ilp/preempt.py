@@ -61,7 +61,7 @@ from ..priority import PreemptPlan, admission_order, evict_for, held_types, pree
 from ..result import PlacementResult, Status, priced_result
 from .backends import BackendSolution, SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
-from .canonical import canonical_optimum
+from .canonical import canonicalise
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation
 from .program import Program
@@ -259,8 +259,8 @@ def solve_preempt(
                 warm_start=vector is not None, program_objective=sol.objective, **built.info)
     placements, status = _program_answer(instance, built, sol, _merged(instance, start, pins), start_cost, factors,
                                          pins)
-    if canonical and status == Status.OPTIMAL:
-        placements = _canonical(instance, placements, factors, pins, info)
+    if canonical and status == Status.OPTIMAL:  # leaving what the backfill and pricing take, as the solver did
+        placements = _canonical(instance, placements, factors, pins, info, clock.sooner(PRICE_TIMES * price + FINISH_SECONDS))
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, build_seconds, cls)
 
 
@@ -277,13 +277,14 @@ def _program_answer(instance: RoundInstance, built: _Built, sol: BackendSolution
 
 
 def _canonical(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
-               pins: Mapping[JobId, tuple[int, ...]], info: dict[str, Any]) -> dict[JobId, tuple[int, ...]]:
+               pins: Mapping[JobId, tuple[int, ...]], info: dict[str, Any], clock: Deadline
+               ) -> dict[JobId, tuple[int, ...]]:
     """The program's proven optimum replaced by its canonical representative
-    (:func:`~pal_opt.ilp.canonical.canonical_optimum`, the pinned jobs where they run) before
-    the backfill, so that every backend backfills the same GPUs; ``info["canonical"]`` says
-    whether it differed."""
-    found = canonical_optimum(instance, placements, factors, pinned=pins)
-    info["canonical"] = found != placements
+    (:func:`~pal_opt.ilp.canonical.canonicalise`, the pinned jobs where they run, given up at
+    ``clock``'s deadline) before the backfill, so that every backend backfills the same GPUs;
+    ``info["canonical"]`` says what was done."""
+    found, info["canonical"] = canonicalise(instance, placements, factors, pinned=pins,
+                                            deadline=clock.at if clock.limited else None)
     return found
 
 

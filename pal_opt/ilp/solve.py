@@ -96,7 +96,7 @@ from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
-from .canonical import canonical_optimum
+from .canonical import CHANGED, canonicalise
 from .decode import decode, encode
 from .formulation import Formulation, build_formulation, estimated_build_seconds
 from .heuristic import pal_greedy, start_placements
@@ -361,11 +361,12 @@ class _Attempt:
                        **kw, **self.common)
 
     def canonical_of(self, placements: Mapping[JobId, tuple[int, ...]]) -> Mapping[JobId, tuple[int, ...]]:
-        """``placements``' canonical representative (``placements`` itself when it is one);
-        ``info["canonical"]`` says whether it differed."""
-        found = canonical_optimum(self.instance, placements, self.setup.factors)
-        self.info["canonical"] = found != dict(placements)
-        return found if self.info["canonical"] else placements
+        """``placements``' canonical representative (``placements`` itself when it is one, or
+        when none is found by the deadline less the reserve); ``info["canonical"]`` says which
+        (:func:`~pal_opt.ilp.canonical.canonicalise`)."""
+        deadline = self.clock.sooner(self.reserve).at if self.clock.limited else None
+        found, self.info["canonical"] = canonicalise(self.instance, placements, self.setup.factors, deadline=deadline)
+        return found if self.info["canonical"] == CHANGED else placements
 
 
 def solve_ilp(

@@ -14,6 +14,7 @@ network is source → (job kind, node) → cell → sink.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -162,8 +163,10 @@ def _options(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], where: 
     return out
 
 
-def _search(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need]) -> list[int | None] | None:
-    """A node for every need on one server or rack (module docstring); None if none is found."""
+def _search(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], deadline: float | None = None
+            ) -> list[int | None] | None:
+    """A node for every need on one server or rack (module docstring); None if none is found
+    within :data:`SEARCH_STEPS` flows or by ``deadline`` (a ``time.monotonic()`` value)."""
     where: list[int | None] = [None] * len(needs)
     contention = _contention(cells, kinds, needs)
     todo = [i for i, n in enumerate(needs) if n.level != Level.CLUSTER and n.count > 1]  # (one GPU: any server)
@@ -179,7 +182,7 @@ def _search(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need]) -> list[
         while options[depth]:
             where[i] = options[depth].pop(0)
             steps += 1
-            if steps > SEARCH_STEPS:
+            if steps > SEARCH_STEPS or (deadline is not None and time.monotonic() >= deadline):
                 return None
             if _flow(cells, _groups(kinds, needs, where))[0]:
                 placed = True
@@ -195,15 +198,15 @@ def _search(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need]) -> list[
     return where
 
 
-def realise_by_flow(cl: Cluster, needs: Sequence[Need], kinds_masks: tuple[list[int], np.ndarray]
-                    ) -> dict[int, tuple[int, ...]] | None:
+def realise_by_flow(cl: Cluster, needs: Sequence[Need], kinds_masks: tuple[list[int], np.ndarray], *,
+                    deadline: float | None = None) -> dict[int, tuple[int, ...]] | None:
     """GPU ids for each need (by job index), found by the search (module docstring); None if
     the search gives up or finds none.  ``kinds_masks``: each need's kind and each kind's GPUs."""
     kinds, masks = kinds_masks
     if not needs or not masks.any():
         return None
     cells = _Cells.of(cl, masks)
-    where = _search(cells, kinds, needs)
+    where = _search(cells, kinds, needs, deadline)
     if where is None:
         return None
     ok, res, keys, u, w = _flow(cells, _groups(kinds, needs, where))
