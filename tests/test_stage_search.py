@@ -10,18 +10,21 @@ on every backend; running jobs under a restart cost are priced as the whole roun
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
-from pal_opt.cost import evaluate
+from pal_opt.cost import CostTerm, evaluate, register_cost_term, unregister_cost_term
 from pal_opt.ilp import available_backends, solve_ilp, stagesearch
 from pal_opt.ilp.backends import SolveOptions
 from pal_opt.ilp.stagesearch import PairSearch, search_applies, solve_stage_search
 from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
-from pal_opt.result import Status
+from pal_opt.result import PlacementResult, Status
 
 
 def _four_servers(restart_cost: float = 0.0, running: bool = False) -> RoundInstance:
@@ -124,3 +127,110 @@ def test_a_ctrl_c_in_the_search_keeps_the_best_so_far(monkeypatch: pytest.Monkey
     res = caught.value.result
     assert res is not None and res.info["interrupted"] and check(inst, res) == []
     assert res.objective <= evaluate(inst, POOR, f).cost and res.message.startswith("interrupted")
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_a_gap_target_does_not_stop_the_pairs_at_their_start(backend: str) -> None:
+    """The round's gap target (``abs_gap``, in the whole round's units: 16 ln 1.5 here, more than
+    the start's 8 ln 1.5 above the optimum) is not the pairs': each pair is still solved (CP-SAT
+    stopped every pair at its start)."""
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    search = PairSearch(inst, range(4), f, POOR, backend=backend, options=SolveOptions(abs_gap=16 * math.log1p(0.5)))
+    search.run()
+    assert evaluate(inst, search.placement, f).cost == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_ctrl_c_between_two_pairs_keeps_the_best_so_far(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C outside a pair's solver (here while the second pair's round is made) is a
+    ``SolveInterrupted`` with the search's placement, as one in the solver."""
+    from pal_opt.errors import SolveInterrupted
+
+    made = []
+    part = stagesearch.part_instance
+
+    def interrupted_second(*args: object, **kwargs: object) -> RoundInstance:
+        made.append(1)
+        if len(made) == 2:
+            raise KeyboardInterrupt
+        return part(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(stagesearch, "part_instance", interrupted_second)
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    with pytest.raises(SolveInterrupted) as caught:
+        solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
+    res = caught.value.result
+    assert res is not None and res.info["interrupted"] and check(inst, res) == []
+    assert res.info["stage_search"]["pairs"] == 1
+
+
+def test_no_time_for_any_pair_is_a_fallback_that_says_so() -> None:
+    """A deadline that leaves no time for a pair returns the start as the whole stage program
+    does then (FALLBACK, ``info["time_limit_reached"]``), and the message says the time limit
+    stopped the search."""
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    res = solve_stage_search(inst, [0, 1, 2, 3], f, options=SolveOptions(deadline=time.monotonic() - 1.0),
+                             start=POOR, start_label="poor")
+    assert res is not None and check(inst, res) == []
+    assert res.status == Status.FALLBACK and res.info["time_limit_reached"] == stagesearch.SEARCH_STAGE
+    assert res.info["stage_search"]["pairs"] == 0 and res.info["stage_search"]["stopped"] == stagesearch.STOP_DEADLINE
+    assert "time limit" in res.message
+    done = solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
+    assert done is not None and done.status == Status.FEASIBLE and "time_limit_reached" not in done.info
+    assert done.info["stage_search"]["stopped"] == stagesearch.STOP_STALE and "time limit" not in done.message
+
+
+def _solver_out_of_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pair's stage program gets a deadline that has just passed (its solver does not run)."""
+    whole = stagesearch.solve_stage_round
+
+    def late(*args: Any, **kwargs: Any) -> PlacementResult:
+        kwargs["options"] = replace(kwargs["options"], deadline=time.monotonic())
+        return whole(*args, **kwargs)
+
+    monkeypatch.setattr(stagesearch, "solve_stage_round", late)
+
+
+def test_a_pair_its_solver_had_no_time_for_is_not_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair whose solver did not run (its one-pair limit) is skipped, not counted as solved; one
+    the round's deadline left no time ends the search."""
+    _solver_out_of_time(monkeypatch)
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    search = PairSearch(inst, range(4), f, POOR)
+    search.run()
+    assert search.stats.pairs == 0 and search.stats.passes == stagesearch.STALE_PASSES
+    monkeypatch.setattr(stagesearch, "PAIR_SECONDS", 1e6)  # the round's deadline is the pair's
+    search = PairSearch(inst, range(4), f, POOR, options=SolveOptions(deadline=time.monotonic() + 1e5))
+    search.run()
+    assert search.stats.pairs == 0 and search.stats.passes == 1 and search.stats.stopped == stagesearch.STOP_DEADLINE
+
+
+class _PipelinesOnServerZero(CostTerm):
+    """A throwaway term: a pipeline pays 0.2 per GPU on the cluster's first server (position 0;
+    a pair's round has other servers first)."""
+
+    name = "pipelines-on-server-zero"
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return 0.2 * float(np.sum(instance.cluster.server_of[pos] == 0)) if job.pipeline is not None else 0.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_pairs_gain_is_the_rounds(seed: int) -> None:
+    """A pair's answer is priced on the whole round: with a term that prices a job by where its
+    GPUs lie in the cluster, the gain the search reports is the round's."""
+    register_cost_term(_PipelinesOnServerZero())
+    try:
+        inst = _four_servers()
+        f = binned_factors(inst.cluster, "none")
+        search = PairSearch(inst, range(4), f, POOR, options=SolveOptions(seed=seed))
+        search.run()
+        gain = evaluate(inst, POOR, f).cost - evaluate(inst, search.placement, f).cost
+        assert search.stats.gain == pytest.approx(gain, abs=1e-9) and gain >= 0
+    finally:
+        unregister_cost_term(_PipelinesOnServerZero.name)

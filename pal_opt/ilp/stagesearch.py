@@ -11,22 +11,32 @@ The stage program of *two* servers holds such exchanges and is solved in about 0
 
 :class:`PairSearch` starts from a placement of the admitted jobs and makes passes over the
 servers with free GPUs, dealt into pairs at random (``numpy.random.default_rng(options.seed)``;
-an odd server joins the last pair).  For each pair that holds a pipeline job, the jobs lying
-wholly on the pair's servers are placed again by the stage program of the round restricted to
-those servers (:func:`~pal_opt.ilp.subround.part_instance`) on the GPUs the other jobs leave,
-started from where they are (so never worse), for at most :data:`PAIR_SECONDS`; the new GPUs are
-kept when they cost less.  Every job's cost depends on its own GPUs alone and a part prices a
-job as the whole round does, so the round's cost falls by what the pair's falls by.  The search
-stops at the deadline, after ``passes`` passes, or after :data:`STALE_PASSES` passes in a row
-that found nothing.
+with an odd number of servers the first group of a pass has three).  For each pair that holds a
+pipeline job, the jobs lying wholly on the pair's servers are placed again by the stage program of
+the round restricted to those servers (:func:`~pal_opt.ilp.subround.part_instance`) on the GPUs
+the other jobs leave, started from where they are (so never worse), for at most
+:data:`PAIR_SECONDS`, to optimality (the round's gap target, ``abs_gap``, is in the whole round's
+units and is not the pair's).  A job lying on three servers or more is never re-placed (it keeps
+the start's GPUs).  The pair's answer is priced on the whole round (its jobs alone: the others'
+charges do not change) and kept when it costs less, so the round's cost falls by the gain the
+search reports, whatever a cost term makes of where a job's GPUs lie in the cluster.  The search
+stops at the deadline (a pair is not started with less than :data:`MIN_PAIR_SECONDS`, the finish
+reserve and the backend's ``stop_seconds`` left; a pair whose solver the deadline left no time is
+not counted as solved), after ``passes`` passes, or after :data:`STALE_PASSES` passes in a row
+that found nothing; ``SearchStats.stopped`` says which.
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
 of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs
 (:func:`search_applies`): the search from the cheaper of the start given (the round program's,
 pipelines seen as gangs) and PAL's placement with the stages mapped best.  Its answer is
-FEASIBLE, with no bound (no program of the whole round is solved).  Under a deadline the answer
-depends on how many pairs were solved in time, as the whole program's incumbent depends on how
-far its solver got; with ``passes`` and no deadline the search is deterministic.
+FEASIBLE, with no bound (no program of the whole round is solved), and the message says why the
+search stopped ("time limit reached" when the deadline did); FALLBACK, with
+``info["time_limit_reached"]``, when the deadline left no time for any pair (the start, as the
+whole stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
+:class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.  Under a deadline the
+answer depends on how many pairs were solved in time, as the whole program's incumbent depends on
+how far its solver got; without one (or when it stopped before it) the search is deterministic
+when every pair's solver ends within :data:`PAIR_SECONDS`.
 """
 
 from __future__ import annotations
@@ -45,11 +55,12 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, SolveInterrupted
 from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
+from ..sigint import SigintDeferred
 from .backends import SolveOptions, get_backend
 from .stageround import check_stage_round, solve_stage_round, start_placement
 from .subround import part_instance
 
-__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "STALE_PASSES", "SearchStats", "PairSearch", "search_applies",
+__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "STALE_PASSES", "STOPS", "SearchStats", "PairSearch", "search_applies",
            "solve_stage_search"]
 
 #: Free GPUs from which :func:`pal_opt.ilp.solve_ilp`, under a deadline, searches pairs of servers
@@ -65,17 +76,28 @@ STALE_PASSES = 2
 MIN_PAIR_SECONDS = 0.05
 #: Relative cost decrease under which a pair's answer is not taken (solver tolerances).
 GAIN_TOL = 1e-9
+#: Why a search stopped (``SearchStats.stopped``): the deadline, :data:`STALE_PASSES` passes
+#: without a gain, the passes asked for, or fewer than two servers with free GPUs.
+STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS = ("time limit reached", f"{STALE_PASSES} passes without a gain",
+                                                         "the passes asked for made",
+                                                         "fewer than two servers with free GPUs")
+STOPS = (STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS)
+#: ``info["time_limit_reached"]`` when the deadline left no time for any pair.
+SEARCH_STAGE = "solving the stage program on pairs of servers"
 
 
 @dataclass
 class SearchStats:
-    """What a :class:`PairSearch` did: ``passes`` begun, ``pairs`` whose stage program was solved,
-    ``improved`` pairs whose answer was taken, and the total ``gain`` in round cost."""
+    """What a :class:`PairSearch` did: ``passes`` begun, ``pairs`` whose stage program was solved
+    (a pair the deadline left no time to solve is not counted), ``improved`` pairs whose answer
+    was taken, the total ``gain`` in round cost, and why it ``stopped`` (one of :data:`STOPS`;
+    empty while it runs)."""
 
     passes: int = 0
     pairs: int = 0
     improved: int = 0
     gain: float = 0.0
+    stopped: str = ""
 
     def as_info(self) -> dict[str, Any]:
         """For ``PlacementResult.info["stage_search"]``."""
@@ -106,48 +128,70 @@ class PairSearch:
 
     def run(self, passes: int | None = None) -> None:
         """Passes until the deadline (``options.deadline``), ``passes`` of them, or
-        :data:`STALE_PASSES` in a row without a gain."""
+        :data:`STALE_PASSES` in a row without a gain; ``stats.stopped`` says which."""
         cl = self.instance.cluster
         clock = Deadline.none() if self.options.deadline is None else Deadline(self.options.deadline)
         servers = np.unique(cl.server_of[cl.state == GpuState.FREE])
         rng = np.random.default_rng(self.options.seed)
+        # a pair needs, beside its own time, what its solver takes to stop (else it is not run)
+        need = MIN_PAIR_SECONDS + FINISH_SECONDS + get_backend(self.backend).stop_seconds
         stale = 0
-        while servers.size >= 2 and stale < STALE_PASSES and (passes is None or self.stats.passes < passes):
+        while not self.stats.stopped:
+            if servers.size < 2 or stale >= STALE_PASSES or (passes is not None and self.stats.passes >= passes):
+                self.stats.stopped = STOP_SERVERS if servers.size < 2 else STOP_STALE if stale >= STALE_PASSES \
+                    else STOP_PASSES
+                return
             self.stats.passes += 1
             before = self.stats.improved
             for pair in np.array_split(rng.permutation(servers), servers.size // 2):
-                if clock.left() < MIN_PAIR_SECONDS + FINISH_SECONDS:
+                if clock.left() < need or not self._pair(pair, clock):
+                    self.stats.stopped = STOP_DEADLINE
                     return
-                self._pair(pair, clock)
             stale = stale + 1 if self.stats.improved == before else 0
 
-    def _pair(self, servers: np.ndarray, clock: Deadline) -> None:
-        """Place the jobs lying wholly on ``servers`` again (module docstring)."""
+    def _pair(self, servers: np.ndarray, clock: Deadline) -> bool:
+        """Place the jobs lying wholly on ``servers`` again (module docstring); False when the
+        round's deadline left the pair's solver no time to run."""
         inside = set(servers.tolist())
         mine = [jid for jid, where in self.home.items() if where <= inside]
         if not any(self.instance.jobs[self.index[jid]].pipeline is not None for jid in mine):
-            return
+            return True
         sub = self._pair_round(servers, mine)
-        factors = binned_factors(sub.cluster, "none")
         given = {jid: self.placement[jid] for jid in mine}
-        before = evaluate(sub, given, factors).cost
+        # priced on the whole round (the other jobs' charges are the same before and after), so
+        # that a term pricing a job by where its GPUs lie in the cluster is priced as the round does
+        before = evaluate(self.instance, given, self.factors).cost
+        capped = time.monotonic() + PAIR_SECONDS < clock.sooner(FINISH_SECONDS).at
         deadline = min(clock.sooner(FINISH_SECONDS).at, time.monotonic() + PAIR_SECONDS)
-        opts = replace(self.options, time_limit=None, deadline=deadline)
-        self.stats.pairs += 1
+        # the whole round's gap target (abs_gap, in its units) is not the pair's: a pair is solved
+        # to optimality (the search has no bound of the round to stop at)
+        opts = replace(self.options, time_limit=None, deadline=deadline, abs_gap=0.0)
         try:
-            res = solve_stage_round(sub, range(len(mine)), factors, backend=self.backend, options=opts, start=given,
-                                    warm_start=self.warm_start, start_label="the search's placement")
+            res = solve_stage_round(sub, range(len(mine)), binned_factors(sub.cluster, "none"), backend=self.backend,
+                                    options=opts, start=given, warm_start=self.warm_start,
+                                    start_label="the search's placement")
         except BackendError:  # (not expected: the start is a placement) the pair keeps its GPUs
-            return
-        gain = before - res.objective
-        if gain <= GAIN_TOL * max(1.0, abs(before)) or set(res.placements) != set(mine):
-            return
+            return True
+        if "time_limit_reached" in res.info:  # its solver did not run: not a pair solved
+            return capped
+        self.stats.pairs += 1
+        if set(res.placements) != set(mine):
+            return True
+        new = {jid: tuple(int(g) for g in gids) for jid, gids in res.placements.items()}
+        gain = before - evaluate(self.instance, new, self.factors).cost
+        if gain > GAIN_TOL * max(1.0, abs(before)):
+            self._take(new, gain)
+        return True
+
+    def _take(self, new: Mapping[JobId, tuple[int, ...]], gain: float) -> None:
+        """Keep the pair's answer ``new``, all of it or (a Ctrl-C held off) none."""
         cl = self.instance.cluster
-        for jid, gids in res.placements.items():
-            self.placement[jid] = tuple(int(g) for g in gids)
-            self.home[jid] = frozenset(cl.server_of[cl.positions(gids)].tolist())
-        self.stats.improved += 1
-        self.stats.gain += gain
+        homes = {jid: frozenset(cl.server_of[cl.positions(gids)].tolist()) for jid, gids in new.items()}
+        with SigintDeferred():
+            self.placement = {**self.placement, **new}
+            self.home = {**self.home, **homes}
+            self.stats.improved += 1
+            self.stats.gain += gain
 
     def _pair_round(self, servers: np.ndarray, mine: list[JobId]) -> RoundInstance:
         """The round restricted to ``servers`` and the jobs ``mine``, the GPUs there that the
@@ -179,8 +223,8 @@ def solve_stage_search(
     """The search on pairs of servers (module docstring) from the cheaper of ``start`` (a
     placement of exactly the admitted jobs, labelled ``start_label``) and
     :func:`~pal_opt.ilp.stageround.start_placement` (PAL's, on a tie), until ``options.deadline``;
-    a FEASIBLE result (method ``"ilp"``, no bound) never worse than that start, with
-    ``info["stage_search"]`` (:class:`SearchStats`).  None when there is no start placement (the
+    a FEASIBLE result (method ``"ilp"``, no bound; FALLBACK when the deadline left no time for any
+    pair) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None when there is no start placement (the
     caller then solves the whole stage program).  A Ctrl-C raises
     :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.
 
@@ -208,7 +252,7 @@ def solve_stage_search(
     search = PairSearch(instance, admitted, factors, first, backend=cls.name, options=options, warm_start=warm_start)
     try:
         search.run()
-    except SolveInterrupted:
+    except KeyboardInterrupt:  # in a pair's solver (SolveInterrupted) or between two solves
         details.update(interrupted=True, stage_search=search.stats.as_info())
         raise SolveInterrupted(priced_result(
             instance, search.placement, factors, status=Status.FEASIBLE, solve_seconds=time.perf_counter() - t0,
@@ -217,9 +261,13 @@ def solve_stage_search(
     details["stage_search"] = search.stats.as_info()
     stats, placement = search.stats, search.placement
     summary = evaluate(instance, placement, factors)
-    if summary.cost > evaluate(instance, first, factors).cost:  # (not expected: parts price jobs as the round)
+    if summary.cost > evaluate(instance, first, factors).cost:  # (not expected: pairs are priced on the round)
         placement, summary = first, evaluate(instance, first, factors)
-    return priced_result(instance, placement, factors, status=Status.FEASIBLE, summary=summary,
+    status = Status.FEASIBLE
+    if stats.pairs == 0 and stats.stopped == STOP_DEADLINE:  # no pair in time: the start, as the whole program's
+        status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
+    return priced_result(instance, placement, factors, status=status, summary=summary,
                          solve_seconds=time.perf_counter() - t0, **common,
                          message=f"the stage program on pairs of servers from {label} ({stats.pairs} pairs solved "
-                                 f"in {stats.passes} passes, {stats.improved} improved); no bound")
+                                 f"in {stats.passes} passes, {stats.improved} improved; stopped: {stats.stopped}); "
+                                 "no bound")
