@@ -164,7 +164,7 @@ def test_a_ctrl_c_between_two_pairs_keeps_the_best_so_far(monkeypatch: pytest.Mo
         solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
     res = caught.value.result
     assert res is not None and res.info["interrupted"] and check(inst, res) == []
-    assert res.info["stage_search"]["pairs"] == 1
+    assert res.info["stage_search"]["pairs"] == 1 and res.info["stage_search"]["stopped"] == stagesearch.STOP_INTERRUPTED
 
 
 def test_no_time_for_any_pair_is_a_fallback_that_says_so() -> None:

@@ -16,8 +16,8 @@ pipeline job, the jobs lying wholly on the pair's servers are placed again by th
 the round restricted to those servers (:func:`~pal_opt.ilp.subround.part_instance`) on the GPUs
 the other jobs leave, started from where they are (so never worse), for at most
 :data:`PAIR_SECONDS`, to optimality (the round's gap target, ``abs_gap``, is in the whole round's
-units and is not the pair's).  A job lying on three servers or more is never re-placed (it keeps
-the start's GPUs).  The pair's answer is priced on the whole round (its jobs alone: the others'
+units and is not the pair's).  A job lying on three servers or more keeps the start's GPUs (but
+in the group of three of a pass over an odd number of servers, by chance).  The pair's answer is priced on the whole round (its jobs alone: the others'
 charges do not change) and kept when it costs less, so the round's cost falls by the gain the
 search reports, whatever a cost term makes of where a job's GPUs lie in the cluster.  The search
 stops at the deadline (a pair is not started with less than :data:`MIN_PAIR_SECONDS`, the finish
@@ -77,11 +77,12 @@ MIN_PAIR_SECONDS = 0.05
 #: Relative cost decrease under which a pair's answer is not taken (solver tolerances).
 GAIN_TOL = 1e-9
 #: Why a search stopped (``SearchStats.stopped``): the deadline, :data:`STALE_PASSES` passes
-#: without a gain, the passes asked for, or fewer than two servers with free GPUs.
+#: without a gain, the passes asked for, fewer than two servers with free GPUs, or a Ctrl-C.
 STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS = ("time limit reached", f"{STALE_PASSES} passes without a gain",
                                                          "the passes asked for made",
                                                          "fewer than two servers with free GPUs")
-STOPS = (STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS)
+STOP_INTERRUPTED = "interrupted"
+STOPS = (STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS, STOP_INTERRUPTED)
 #: ``info["time_limit_reached"]`` when the deadline left no time for any pair.
 SEARCH_STAGE = "solving the stage program on pairs of servers"
 
@@ -253,6 +254,7 @@ def solve_stage_search(
     try:
         search.run()
     except KeyboardInterrupt:  # in a pair's solver (SolveInterrupted) or between two solves
+        search.stats.stopped = STOP_INTERRUPTED
         details.update(interrupted=True, stage_search=search.stats.as_info())
         raise SolveInterrupted(priced_result(
             instance, search.placement, factors, status=Status.FEASIBLE, solve_seconds=time.perf_counter() - t0,
