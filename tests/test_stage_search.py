@@ -203,7 +203,9 @@ def test_a_pair_its_solver_had_no_time_for_is_not_counted(monkeypatch: pytest.Mo
     f = binned_factors(inst.cluster, "none")
     search = PairSearch(inst, range(4), f, POOR)
     search.run()
-    assert search.stats.pairs == 0 and search.stats.passes == stagesearch.STALE_PASSES
+    assert search.stats.pairs == 0 and search.stats.passes == stagesearch.STALE_PASSES and search.stats.skipped >= 2
+    res = solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
+    assert res is not None and res.status == Status.FALLBACK and check(inst, res) == []
     monkeypatch.setattr(stagesearch, "PAIR_SECONDS", 1e6)  # the round's deadline is the pair's
     search = PairSearch(inst, range(4), f, POOR, options=SolveOptions(deadline=time.monotonic() + 1e5))
     search.run()

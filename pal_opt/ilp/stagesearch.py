@@ -31,8 +31,8 @@ of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free
 pipelines seen as gangs) and PAL's placement with the stages mapped best.  Its answer is
 FEASIBLE, with no bound (no program of the whole round is solved), and the message says why the
 search stopped ("time limit reached" when the deadline did); FALLBACK, with
-``info["time_limit_reached"]``, when the deadline left no time for any pair (the start, as the
-whole stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
+``info["time_limit_reached"]``, when no pair's solver had time to run (the start, as the whole
+stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
 :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.  Under a deadline the
 answer depends on how many pairs were solved in time, as the whole program's incumbent depends on
 how far its solver got; without one (or when it stopped before it) the search is deterministic
@@ -91,14 +91,15 @@ SEARCH_STAGE = "solving the stage program on pairs of servers"
 class SearchStats:
     """What a :class:`PairSearch` did: ``passes`` begun, ``pairs`` whose stage program was solved
     (a pair the deadline left no time to solve is not counted), ``improved`` pairs whose answer
-    was taken, the total ``gain`` in round cost, and why it ``stopped`` (one of :data:`STOPS`;
-    empty while it runs)."""
+    was taken, the total ``gain`` in round cost, why it ``stopped`` (one of :data:`STOPS`; empty
+    while it runs), and the pairs ``skipped``: started, but their solver had no time to run."""
 
     passes: int = 0
     pairs: int = 0
     improved: int = 0
     gain: float = 0.0
     stopped: str = ""
+    skipped: int = 0
 
     def as_info(self) -> dict[str, Any]:
         """For ``PlacementResult.info["stage_search"]``."""
@@ -174,6 +175,7 @@ class PairSearch:
         except BackendError:  # (not expected: the start is a placement) the pair keeps its GPUs
             return True
         if "time_limit_reached" in res.info:  # its solver did not run: not a pair solved
+            self.stats.skipped += 1
             return capped
         self.stats.pairs += 1
         if set(res.placements) != set(mine):
@@ -224,8 +226,8 @@ def solve_stage_search(
     """The search on pairs of servers (module docstring) from the cheaper of ``start`` (a
     placement of exactly the admitted jobs, labelled ``start_label``) and
     :func:`~pal_opt.ilp.stageround.start_placement` (PAL's, on a tie), until ``options.deadline``;
-    a FEASIBLE result (method ``"ilp"``, no bound; FALLBACK when the deadline left no time for any
-    pair) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None when there is no start placement (the
+    a FEASIBLE result (method ``"ilp"``, no bound; FALLBACK when no pair's solver had time to
+    run) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None when there is no start placement (the
     caller then solves the whole stage program).  A Ctrl-C raises
     :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.
 
@@ -266,7 +268,7 @@ def solve_stage_search(
     if summary.cost > evaluate(instance, first, factors).cost:  # (not expected: pairs are priced on the round)
         placement, summary = first, evaluate(instance, first, factors)
     status = Status.FEASIBLE
-    if stats.pairs == 0 and stats.stopped == STOP_DEADLINE:  # no pair in time: the start, as the whole program's
+    if stats.pairs == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # no pair in time: the start
         status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
     return priced_result(instance, placement, factors, status=status, summary=summary,
                          solve_seconds=time.perf_counter() - t0, **common,
