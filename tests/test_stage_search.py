@@ -236,3 +236,15 @@ def test_a_pairs_gain_is_the_rounds(seed: int) -> None:
         assert search.stats.gain == pytest.approx(gain, abs=1e-9) and gain >= 0
     finally:
         unregister_cost_term(_PipelinesOnServerZero.name)
+
+
+def test_a_round_whose_pipelines_no_pair_can_hold_gets_the_whole_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline of more GPUs than two servers have is never re-placed by the search, which would
+    return its start with no bound: such a round gets the whole stage program, as before."""
+    cl = Cluster.from_arrays(range(8), np.repeat([0, 1, 2, 3], 2), {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.2]})
+    jobs = (Job("p", 6, "classA", 0, pipeline=Pipeline((2.0, 1.0), (5, 1))), Job("g", 2, "classA", 1))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    monkeypatch.setattr(stagesearch, "SEARCH_MIN_GPUS", 8)
+    assert search_applies(inst) and not search_applies(inst, [0, 1])
+    res = solve_ilp(inst, time_limit=60)
+    assert "stage_search" not in res.info and res.status == Status.OPTIMAL and check(inst, res) == []

@@ -470,7 +470,7 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
         if clock.limited and start is None:
             start = _gang_view_start(instance, setup, clock, gap, threads, deterministic, backend_params, info)
             label = "the round program's, pipelines seen as gangs"
-            if search_applies(instance):  # the whole stage program is out of reach: pairs of servers
+            if search_applies(instance, setup.admitted):  # the whole program is out of reach: pairs
                 found = solve_stage_search(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                                            admission=setup.admission, info=info, start=start, start_label=label,
                                            warm_start=warm_start)

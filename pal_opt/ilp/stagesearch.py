@@ -26,8 +26,8 @@ not counted as solved), after ``passes`` passes, or after :data:`STALE_PASSES` p
 that found nothing; ``SearchStats.stopped`` says which.
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
-of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs
-(:func:`search_applies`): the search from the cheaper of the start given (the round program's,
+of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs and a
+pipeline job that two servers can hold (:func:`search_applies`): the search from the cheaper of the start given (the round program's,
 pipelines seen as gangs) and PAL's placement with the stages mapped best.  Its answer is
 FEASIBLE, with no bound (no program of the whole round is solved), and the message says why the
 search stopped ("time limit reached" when the deadline did); FALLBACK, with
@@ -106,9 +106,20 @@ class SearchStats:
         return asdict(self)
 
 
-def search_applies(instance: RoundInstance) -> bool:
-    """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs."""
-    return int(np.count_nonzero(instance.cluster.state == GpuState.FREE)) >= SEARCH_MIN_GPUS
+def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = None) -> bool:
+    """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs and (with ``admitted``)
+    an admitted pipeline job that two servers' free GPUs can hold: a pipeline on three servers or
+    more is never re-placed, so with none that fits the search would return its start, where the
+    whole stage program may improve it or at least bound it."""
+    cl = instance.cluster
+    free = cl.state == GpuState.FREE
+    if int(np.count_nonzero(free)) < SEARCH_MIN_GPUS:
+        return False
+    if admitted is None:
+        return True
+    per_server = np.sort(np.bincount(cl.server_of[free], minlength=cl.num_servers))
+    two = int(per_server[-2:].sum())
+    return any(instance.jobs[i].pipeline is not None and instance.jobs[i].demand <= two for i in admitted)
 
 
 class PairSearch:
