@@ -248,3 +248,14 @@ def test_a_round_whose_pipelines_no_pair_can_hold_gets_the_whole_program(monkeyp
     assert search_applies(inst) and not search_applies(inst, [0, 1])
     res = solve_ilp(inst, time_limit=60)
     assert "stage_search" not in res.info and res.status == Status.OPTIMAL and check(inst, res) == []
+
+
+def test_a_search_run_again_goes_on() -> None:
+    """``run(passes=...)`` again after a search stopped makes the passes asked for."""
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    search = PairSearch(inst, range(4), f, POOR)
+    search.run(passes=1)
+    assert search.stats.passes == 1 and search.stats.stopped == stagesearch.STOP_PASSES
+    search.run(passes=2)
+    assert search.stats.passes == 2

@@ -17,9 +17,10 @@ the round restricted to those servers (:func:`~pal_opt.ilp.subround.part_instanc
 the other jobs leave, started from where they are (so never worse), for at most
 :data:`PAIR_SECONDS`, to optimality (the round's gap target, ``abs_gap``, is in the whole round's
 units and is not the pair's).  A job lying on three servers or more keeps the start's GPUs (but
-in the group of three of a pass over an odd number of servers, by chance).  The pair's answer is priced on the whole round (its jobs alone: the others'
-charges do not change) and kept when it costs less, so the round's cost falls by the gain the
-search reports, whatever a cost term makes of where a job's GPUs lie in the cluster.  The search
+in the group of three of a pass over an odd number of servers, by chance).  The pair's answer is
+priced on the whole round (its jobs alone: the others' charges do not change) and kept when it
+costs less, so the round's cost falls by the gain the search reports, whatever a cost term makes
+of where a job's GPUs lie in the cluster.  The search
 stops at the deadline (a pair is not started with less than :data:`MIN_PAIR_SECONDS`, the finish
 reserve and the backend's ``stop_seconds`` left; a pair whose solver the deadline left no time is
 not counted as solved), after ``passes`` passes, or after :data:`STALE_PASSES` passes in a row
@@ -27,12 +28,12 @@ that found nothing; ``SearchStats.stopped`` says which.
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
 of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs and a
-pipeline job that two servers can hold (:func:`search_applies`): the search from the cheaper of the start given (the round program's,
-pipelines seen as gangs) and PAL's placement with the stages mapped best.  Its answer is
-FEASIBLE, with no bound (no program of the whole round is solved), and the message says why the
-search stopped ("time limit reached" when the deadline did); FALLBACK, with
-``info["time_limit_reached"]``, when no pair's solver had time to run (the start, as the whole
-stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
+pipeline job that two servers can hold (:func:`search_applies`): the search from the cheaper of
+the start given (the round program's, pipelines seen as gangs) and PAL's placement with the
+stages mapped best.  Its answer is FEASIBLE, with no bound (no program of the whole round is
+solved), and the message says why the search stopped ("time limit reached" when the deadline
+did); FALLBACK, with ``info["time_limit_reached"]``, when no pair's solver had time to run (the
+start, as the whole stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
 :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.  Under a deadline the
 answer depends on how many pairs were solved in time, as the whole program's incumbent depends on
 how far its solver got; without one (or when it stopped before it) the search is deterministic
@@ -148,7 +149,7 @@ class PairSearch:
         rng = np.random.default_rng(self.options.seed)
         # a pair needs, beside its own time, what its solver takes to stop (else it is not run)
         need = MIN_PAIR_SECONDS + FINISH_SECONDS + get_backend(self.backend).stop_seconds
-        stale = 0
+        stale, self.stats.stopped = 0, ""
         while not self.stats.stopped:
             if servers.size < 2 or stale >= STALE_PASSES or (passes is not None and self.stats.passes >= passes):
                 self.stats.stopped = STOP_SERVERS if servers.size < 2 else STOP_STALE if stale >= STALE_PASSES \
@@ -238,8 +239,8 @@ def solve_stage_search(
     placement of exactly the admitted jobs, labelled ``start_label``) and
     :func:`~pal_opt.ilp.stageround.start_placement` (PAL's, on a tie), until ``options.deadline``;
     a FEASIBLE result (method ``"ilp"``, no bound; FALLBACK when no pair's solver had time to
-    run) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None when there is no start placement (the
-    caller then solves the whole stage program).  A Ctrl-C raises
+    run) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None
+    when there is no start placement (the caller then solves the whole stage program).  A Ctrl-C raises
     :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.
 
     Raises
