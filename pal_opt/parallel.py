@@ -18,7 +18,8 @@ sweeps (``benchmarks/suite.py``) submit independent, picklable tasks to a
 * an existing :class:`concurrent.futures.Executor`: used as it is (the caller closes it).
 
 Use it as a context manager: executors it created are shut down (and Dask clients it opened
-closed) on exit; executors handed in are left running.
+closed) on exit; executors handed in are left running.  Left on an exception, the tasks not yet
+started are cancelled; on a ``KeyboardInterrupt`` (Ctrl-C) a local pool's workers are stopped too.
 
 Peak memory of a task
 ---------------------
@@ -160,11 +161,19 @@ class ExecutorHandle:
             if proc.is_alive():
                 proc.kill()
 
-    def close(self) -> None:
-        """Shut down what :func:`make_executor` created (no-op for executors handed in)."""
+    def close(self, *, cancel: bool = False, stop: bool = False) -> None:
+        """Shut down what :func:`make_executor` created (no-op for executors handed in).
+
+        ``cancel``: the tasks not yet started are cancelled (else they all run first); ``stop``
+        (a local pool): its workers are sent SIGTERM, so the running tasks end too."""
         if not self.owned:
             return
-        self.executor.shutdown(wait=True)
+        if stop and self.kind == "process":
+            self._stop_workers()
+        if self.kind == "dask":  # Dask's executor has no cancel_futures: wait=False cancels
+            self.executor.shutdown(wait=not (cancel or stop))
+        else:
+            self.executor.shutdown(wait=True, cancel_futures=cancel or stop)
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -172,8 +181,13 @@ class ExecutorHandle:
     def __enter__(self) -> ExecutorHandle:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        # left on an error, the tasks not started are not run; on a Ctrl-C
+        # (KeyboardInterrupt) the running ones are stopped as well.  Before, ``shutdown(wait=True)``
+        # ran every queued task first: a Ctrl-C of ``benchmarks/suite.py`` ran the rest of the
+        # sweep without a word, and a second one left the process hanging
+        self.close(cancel=exc_type is not None,
+                   stop=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
 
 #: multiprocessing's directories of the pools this process made (:func:`remove_pool_directory`).

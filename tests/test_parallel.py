@@ -300,3 +300,51 @@ def test_sigterm_after_one_task_failed_still_stops_the_others(tmp_path):
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+_CTRL_C_WHILE_QUEUED = """
+import sys, time
+from pal_opt.parallel import as_completed_indexed, make_executor
+
+def slow(directory, i):
+    open(f"{directory}/{i}", "w").close()
+    time.sleep(3)
+    return i
+
+if __name__ == "__main__":
+    with make_executor(workers=1) as ex:
+        futs = [ex.submit(slow, sys.argv[1], i) for i in range(8)]
+        for _ in as_completed_indexed(futs):
+            pass
+"""
+
+
+def test_ctrl_c_does_not_run_the_queued_tasks(tmp_path):
+    """Found by review: leaving ``make_executor``'s block on a Ctrl-C shut the pool down with
+    ``wait=True`` and no cancel, so every queued task ran first (``benchmarks/suite.py`` went on
+    with its whole sweep after a Ctrl-C, and hung on a second one).  Now the queued tasks are
+    cancelled and the running one's worker stopped."""
+    import signal
+    import subprocess
+    import time
+
+    done = tmp_path / "started"
+    done.mkdir()
+    script = tmp_path / "owner.py"
+    script.write_text(_CTRL_C_WHILE_QUEUED)
+    p = subprocess.Popen([sys.executable, str(script), str(done)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        while not any(done.iterdir()):
+            assert time.monotonic() < end and p.poll() is None
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        _, err = p.communicate(timeout=20)  # all 8 tasks, one at a time: 24 s
+        assert time.monotonic() - t0 < 10
+        assert p.returncode != 0 and "KeyboardInterrupt" in err
+        assert len(list(done.iterdir())) < 8
+    finally:
+        if p.poll() is None:
+            p.kill()
