@@ -235,11 +235,18 @@ def source_commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
+#: What the fingerprint of a run stamped since 2026-12-07 covers (``fingerprint_covers``); a kept
+#: run without that field has the fingerprint of pal_opt's code and the packages only.
+FINGERPRINT_COVERS = "code, packages, benchmark and data"
+
+
 def stamped(run: dict[str, Any], fingerprint: str, commit: str) -> dict[str, Any]:
-    """``run`` with where it comes from: the fingerprint (:func:`code_fingerprint`), the commit and the date."""
+    """``run`` with where it comes from: the fingerprint (:func:`code_fingerprint` of the benchmark
+    and its data), what it covers, the commit and the date."""
     import time
 
-    return {**run, "fingerprint": fingerprint, "commit": commit, "run_date": time.strftime("%Y-%m-%d")}
+    return {**run, "fingerprint": fingerprint, "fingerprint_covers": FINGERPRINT_COVERS, "commit": commit,
+            "run_date": time.strftime("%Y-%m-%d")}
 
 
 def fresh_runs(runs: dict[str, dict[str, Any]], fingerprint: str, name: str) -> dict[str, dict[str, Any]]:
@@ -257,7 +264,12 @@ def runs_provenance(runs: Sequence[dict[str, Any]] | Any) -> str:
     rows = list(runs)
     dates = sorted({r.get("run_date", "an unrecorded date") for r in rows})
     commits = sorted({r.get("commit", "an unrecorded commit") for r in rows})
-    prints = sorted({r.get("fingerprint", "none") for r in rows})
+    # a run kept from before 2026-12-07 has no ``fingerprint_covers``: its fingerprint is of the
+    # code and packages only, and the page says so (it said "of the code, packages, benchmark and
+    # data" of every run, so re-writing a committed page from its kept runs changed what it claimed)
+    old = sorted({r.get("fingerprint", "none") for r in rows if "fingerprint_covers" not in r})
+    new = sorted({r.get("fingerprint", "none") for r in rows if "fingerprint_covers" in r})
+    said = ([f"code and package fingerprint {', '.join(old)}"] if old else []) \
+        + ([f"fingerprint of the {FINGERPRINT_COVERS} {', '.join(new)}"] if new else [])
     return (f"The {len(rows)} runs were made on {', '.join(dates)} at commit {', '.join(commits)} "
-            f"(fingerprint of the code, packages, benchmark and data {', '.join(prints)}, "
-            "`benchmarks/_results.py::code_fingerprint`).")
+            f"({'; '.join(said) or 'no fingerprint'}, `benchmarks/_results.py::code_fingerprint`).")

@@ -129,6 +129,11 @@ def _rows(runs: dict[str, Any], traces: list[int], compare: dict[str, Any]) -> l
     return out
 
 
+def _ratio(x: float) -> str:
+    """A ratio to 3 places, or ``–`` where the ``sia_compare`` runs it needs are absent (NaN)."""
+    return "–" if x != x else f"{x:.3f}"
+
+
 def _page(rows: list[dict[str, float]], meta: dict[str, Any], command: str) -> str:
     import math
 
@@ -154,7 +159,7 @@ def _page(rows: list[dict[str, float]], meta: dict[str, Any], command: str) -> s
     ]
     for r in rows:
         lines.append(f"| newtrace-{r['trace']} | {r['none'] / HOUR:.3f} | {r['sia'] / HOUR:.3f} | "
-                     f"{r['oracle'] / HOUR:.3f} | {r['ceiling']:.3f} | {r['ilp']:.3f} | {r['ran_at']:.3f} | {r['floor']:.3f} | "
+                     f"{r['oracle'] / HOUR:.3f} | {r['ceiling']:.3f} | {_ratio(r['ilp'])} | {r['ran_at']:.3f} | {r['floor']:.3f} | "
                      f"{r['p99_sia'] / HOUR:.2f} | {r['p99_oracle'] / HOUR:.2f} |")
     met = [r for r in rows if r["ceiling"] <= TARGET]
     lines += ["", f"Ceiling at or below {TARGET} on {len(met)} of {len(rows)} traces (geometric mean "
@@ -228,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     compare = {k: r for k, r in compare.items() if r.get("fingerprint") == _compare_fingerprint(runs[_key(traces[0], RUNS[0][0])])}
     rows = _rows(runs, traces, compare)
     page = _page(rows, run_meta(), produced_by(__file__, argv)) + "\n" + runs_provenance(runs.values()) + "\n"
+    absent = [r["trace"] for r in rows if r["ilp"] != r["ilp"]]
+    if absent:  # the ilp column comes from sia_compare's runs in the same directory
+        note = (f"*ilp / sia* is left out (–) for newtrace-{', '.join(map(str, absent))}: no `sia_compare` run "
+                f"of the matching fingerprint in `{compare_store}` (run `benchmarks/sia_compare.py` with the same "
+                "output directory, or copy its `sia_compare_runs.json` there).")
+        page += "\n" + note + "\n"
+        print(f"sia_ceiling: {note}", file=sys.stderr)
     (out / "sia_ceiling.md").write_text(page)
     _plot(rows, out / "sia_ceiling.png")
     print(f"wrote {out / 'sia_ceiling.md'}", file=sys.stderr)
