@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
 from _results import add_output_arguments, check_values, output_dir, produced_by, split_list  # noqa: E402
-from suite import machine, measurements  # noqa: E402
+from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
 MiB = 2**20
@@ -91,7 +91,7 @@ def _pct(x: Any) -> str:
 def report(rows: list[dict[str, Any]], command: str) -> list[str]:
     lines = ["# Proven gaps at 8,192–65,536 GPUs (whole processes)", "", f"{command}.", "", "Machine:", "",
              *machine(), "",
-             "Rounds: generated, 8 GPUs per server, 0.29 queued jobs per GPU, λ = 1.7, Longhorn measurements; "
+             f"Rounds: generated, 8 GPUs per server, 0.29 queued jobs per GPU, λ = 1.7, {factor_source()}; "
              "`pal-opt solve --method ilp --backend highs --gap G --time-limit T` (prefix admission).  Path: "
              "PAL's greedy and the packing greedy, the flow-free relaxation's LP bound "
              "(`formulations/round_ilp.md` §11); the program is not built when the start placement "

@@ -269,6 +269,12 @@ def measurements() -> dict[str, Path] | None:
     return longhorn_paths(LONGHORN)
 
 
+def factor_source() -> str:
+    """What the generated rounds' factors are drawn from, for a page: the Longhorn measurements,
+    or (``../shared`` absent, :func:`measurements` ``None``) the synthetic Longhorn-like model."""
+    return "Longhorn measurements" if LONGHORN.is_dir() else "synthetic Longhorn-like factors (../shared absent)"
+
+
 def _mib(x: int | None) -> float | None:
     return None if x is None else x / 2**20
 

@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import add_output_arguments, check_values, output_dir, produced_by, split_list  # noqa: E402
-from suite import machine, measurements  # noqa: E402
+from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
 CHANGE = 0.05
@@ -106,8 +106,8 @@ def _pct(x: Any) -> str:
 def report(rows: list[dict[str, Any]], command: str) -> list[str]:
     lines = ["# Warm re-solve: 5 % of the jobs changed since the last round", "", f"{command}.", "", "Machine:", "",
              *machine(), "",
-             f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} queued jobs per GPU, λ = 1.7, Longhorn "
-             f"measurements; each next round: {CHANGE:.0%} of the jobs finish, as many arrive.  Both solves: "
+             f"Rounds: generated, 8 GPUs per server, {JOBS_PER_GPU} queued jobs per GPU, λ = 1.7, "
+             f"{factor_source()}; each next round: {CHANGE:.0%} of the jobs finish, as many arrive.  Both solves: "
              f"`pal_opt.solve(round, \"ilp\", backend=\"highs\", gap={GAP})` in one process, cold then warm "
              "(a `pal_opt.WarmStart` carried along the sequence).  Round 0 only fills the warm state and "
              "is left out of the summary.", "",
