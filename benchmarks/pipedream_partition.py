@@ -198,8 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--runs {args.runs}: at least 1")
     paths = sorted((args.shared / "reference" / "pipedream").glob("*.json"))
     if not paths:
-        print(f"no reference cases under {args.shared}; nothing to measure", file=sys.stderr)
-        return 1
+        print(f"pipedream_partition: no reference cases under {args.shared / 'reference' / 'pipedream'} "
+              "(give --shared)", file=sys.stderr)
+        return 2
     cases = [c for c in (json.loads(p.read_text()) for p in paths) if fnmatch.fnmatch(c["name"], args.cases)]
     if not cases:
         ap.error(f"--cases {args.cases}: matches no case; the cases are {', '.join(p.stem for p in paths)}")
