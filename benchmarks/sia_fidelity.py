@@ -56,6 +56,13 @@ HOUR = 3600.0
 TIE_BACKENDS = "cpsat,cbc"
 
 
+def shown_command(cmd: list[str], out: Path) -> str:
+    """``cmd`` (``python -m pal_opt.cli ...``) as a reader types it: ``pal-opt ...``, the output
+    file ``OUT.json`` and the shared data under ``../shared`` (the page gave this machine's
+    absolute path, ``/tmp/shared/...``, which a checkout elsewhere does not have)."""
+    return " ".join(["pal-opt", *cmd[3:]]).replace(str(out), "OUT.json").replace(str(SHARED), "../shared")
+
+
 def run_variant(variant: str, trace: Path, backend: str | None = None) -> dict[str, Any]:
     """``pal-opt simulate-sia`` in a subprocess (the default backend unless ``backend``): its result
     document, wall and CPU seconds."""
@@ -75,7 +82,7 @@ def run_variant(variant: str, trace: Path, backend: str | None = None) -> dict[s
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         doc = json.loads(out.read_text())
     doc.pop("jobs", None)
-    doc["command"] = " ".join(["pal-opt", *cmd[3:]]).replace(str(out), "OUT.json")
+    doc["command"] = shown_command(cmd, out)
     doc["command_wall_seconds"] = wall
     doc["command_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return doc
