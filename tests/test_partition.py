@@ -243,3 +243,23 @@ def test_with_pipelines_and_moves_charged_the_bound_is_valid(inst):
         assert res.bound <= exact.objective + TOL
     if res.status == Status.OPTIMAL:
         assert res.objective == pytest.approx(exact.objective, abs=TOL)
+
+
+@pytest.mark.parametrize(("raised", "stopped"), [(KeyboardInterrupt, True), (RuntimeError, False)])
+def test_an_error_while_the_parts_run_cancels_the_rest(monkeypatch, raised, stopped):
+    """Found by review: ``_run_parts`` closed its pool with ``shutdown(wait=True)`` whatever
+    happened, so after a Ctrl-C (or a part's error) every queued part was solved first.  Now the
+    parts not started are cancelled, and on a Ctrl-C the pool's workers are stopped."""
+    from pal_opt.ilp import solve_partitioned
+    from pal_opt.parallel import ExecutorHandle
+
+    closed = []
+
+    def results(self, futures):  # type: ignore[no-untyped-def]
+        raise raised("stop")
+
+    monkeypatch.setattr(ExecutorHandle, "results", results)
+    monkeypatch.setattr(ExecutorHandle, "close", lambda self, **kw: closed.append(kw))
+    with pytest.raises(raised):
+        solve_partitioned(_round(), 2, backend="highs", executor="serial", bound="none")
+    assert closed == [{"cancel": True, "stop": stopped}]

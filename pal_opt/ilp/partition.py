@@ -505,10 +505,15 @@ def _run_parts(
         ]
         done = handle.results(futs if bfut is None else [*futs, bfut])
         outs, lp = done[:len(futs)], (done[-1] if bfut is not None else None)
-    except SolveInterrupted:
-        raise KeyboardInterrupt from None
-    finally:
-        handle.close()
+    except BaseException as exc:
+        # the parts not started are not run, and on a Ctrl-C a local pool's workers are stopped
+        # (:meth:`ExecutorHandle.close`); before, every queued part was solved first
+        interrupted = isinstance(exc, (KeyboardInterrupt, SolveInterrupted))
+        handle.close(cancel=True, stop=interrupted)
+        if isinstance(exc, SolveInterrupted):
+            raise KeyboardInterrupt from None
+        raise
+    handle.close()
     run = {"k": part.k, "k_requested": part.k_requested, "scheme": part.scheme, "job_dealing": part.job_dealing,
            "executor": handle.kind, "workers": handle.workers, "parts_wall_seconds": time.perf_counter() - t1}
     return outs, lp, run
