@@ -136,9 +136,13 @@ class PairSearch:
         self.options = options or SolveOptions()
         self.index = {instance.jobs[i].id: i for i in admitted}
         self.placement = {jid: tuple(int(g) for g in start[jid]) for jid in self.index}
-        cl = instance.cluster
-        self.home = {jid: frozenset(cl.server_of[cl.positions(g)].tolist()) for jid, g in self.placement.items()}
+        self.home = self._homes(self.placement)
         self.stats = SearchStats()
+
+    def _homes(self, placement: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, frozenset[int]]:
+        """The servers each job of ``placement`` lies on."""
+        cl = self.instance.cluster
+        return {jid: frozenset(cl.server_of[cl.positions(g)].tolist()) for jid, g in placement.items()}
 
     def run(self, passes: int | None = None) -> None:
         """Passes until the deadline (``options.deadline``), ``passes`` of them, or
@@ -175,8 +179,9 @@ class PairSearch:
         # priced on the whole round (the other jobs' charges are the same before and after), so
         # that a term pricing a job by where its GPUs lie in the cluster is priced as the round does
         before = evaluate(self.instance, given, self.factors).cost
-        capped = time.monotonic() + PAIR_SECONDS < clock.sooner(FINISH_SECONDS).at
-        deadline = min(clock.sooner(FINISH_SECONDS).at, time.monotonic() + PAIR_SECONDS)
+        end = clock.sooner(FINISH_SECONDS).at
+        deadline = min(end, time.monotonic() + PAIR_SECONDS)
+        capped = deadline < end
         # the whole round's gap target (abs_gap, in its units) is not the pair's: a pair is solved
         # to optimality (the search has no bound of the round to stop at)
         opts = replace(self.options, time_limit=None, deadline=deadline, abs_gap=0.0)
@@ -200,8 +205,7 @@ class PairSearch:
 
     def _take(self, new: Mapping[JobId, tuple[int, ...]], gain: float) -> None:
         """Keep the pair's answer ``new``, all of it or (a Ctrl-C held off) none."""
-        cl = self.instance.cluster
-        homes = {jid: frozenset(cl.server_of[cl.positions(gids)].tolist()) for jid, gids in new.items()}
+        homes = self._homes(new)
         with SigintDeferred():
             self.placement = {**self.placement, **new}
             self.home = {**self.home, **homes}
@@ -215,10 +219,8 @@ class PairSearch:
                             f"{self.instance.name} (pair)")
         keep = set(mine)
         held = [g for jid, gids in self.placement.items() if jid not in keep for g in gids]
-        where = sub.cluster.position
-        taken = [where[g] for g in held if g in where]
         state = sub.cluster.state.copy()
-        state[taken] = GpuState.BUSY
+        state[np.isin(sub.cluster.gpu_ids, np.asarray(held, dtype=sub.cluster.gpu_ids.dtype))] = GpuState.BUSY
         return replace(sub, cluster=sub.cluster.with_state(state))
 
 
@@ -253,13 +255,13 @@ def solve_stage_search(
     check_stage_round(instance, admitted)
     cls = get_backend(backend)
     own = start_placement(instance, admitted, factors)
-    first, label = own, "PAL's"
     given = None if start is None else {jid: tuple(int(g) for g in gids) for jid, gids in start.items()}
-    if given is not None and (own is None or evaluate(instance, given, factors).cost
-                              < evaluate(instance, own, factors).cost):
-        first, label = given, start_label
-    if first is None:
+    starts = [(evaluate(instance, p, factors), k, p, name)
+              for k, (p, name) in enumerate(((given, start_label), (own, "PAL's"))) if p is not None]
+    if not starts:
         return None
+    # the cheaper start; PAL's on a tie
+    first_summary, _, first, label = min(starts, key=lambda s: (s[0].cost, -s[1]))
     details = {**(info or {}), "program": "stage", "start": label}
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name,
                                   backend_version=cls.version(), info=details, build_seconds=0.0)
@@ -277,8 +279,8 @@ def solve_stage_search(
     details["stage_search"] = search.stats.as_info()
     stats, placement = search.stats, search.placement
     summary = evaluate(instance, placement, factors)
-    if summary.cost > evaluate(instance, first, factors).cost:  # (not expected: pairs are priced on the round)
-        placement, summary = first, evaluate(instance, first, factors)
+    if summary.cost > first_summary.cost:  # (not expected: pairs are priced on the round)
+        placement, summary = first, first_summary
     status = Status.FEASIBLE
     if stats.pairs == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # no pair in time: the start
         status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
