@@ -406,7 +406,8 @@ class Cluster:
     type_of: np.ndarray = None  # type: ignore[assignment]  # None: untyped; made an array in __post_init__
     throughput: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     devices: np.ndarray | None = None
-    # not an init field: dataclasses.replace gives the new cluster an empty cache, never this one's
+    # not an init field: dataclasses.replace gives the new cluster an empty cache, never this one's.
+    # A dict, not functools: per cluster and key with a validity check (:meth:`memo`), gone with the cluster
     _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
 

@@ -278,7 +278,9 @@ class SiaPolicy:
         self.configs = enumerate_configs(cluster)
         self.layout = Layout(tuple(self.configs.types))
         self.previous: dict[int, int] = {}  # job index -> configuration (adaptive) or type (rigid)
-        self._rows: dict[int, tuple[RowRequest, np.ndarray]] = {}  # job index -> (request, row)
+        # job index -> (request, row); by hand, not lru_cache: dropped when the job leaves (retain),
+        # recomputed when its request changes, computed for many jobs in one call (goodput_rows)
+        self._rows: dict[int, tuple[RowRequest, np.ndarray]] = {}
         self.stats = RoundStats()
         #: jobs found unplaceable while allocating (never: :meth:`unplaceable_reason` decides up front)
         self.unplaceable: dict[int, str] = {}

@@ -277,6 +277,7 @@ class TypeProfile:
     min_local_bsz: int
     max_local_bsz: int
     source: str = "<memory>"
+    # a dict, not functools.cached_property: entries per profiled shape too (``1d:<id>``), gone with the profile
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod

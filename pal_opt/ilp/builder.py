@@ -50,7 +50,7 @@ class ProgramBuilder:
         self.row_hi: list[np.ndarray] = []
         self.row_names: list[str] = []
         self.ent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self._hi_cache: np.ndarray | None = None
+        self._hi_cache: np.ndarray | None = None  # by hand, not cached_property: add_cols drops it
 
     def add_cols(self, names: list[str], *, lo: Any, hi: Any, integer: bool, **meta: Any) -> np.ndarray:
         """Add one column per name (bounds and metadata scalars or arrays); returns their indices."""

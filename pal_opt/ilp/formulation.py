@@ -227,6 +227,7 @@ class Formulation(Program):
     pool_node: np.ndarray
     var_profile: np.ndarray | None = None
     optional: tuple[int, ...] = ()
+    # decode's lookups (:func:`pal_opt.ilp.decode._lookups`, built there, so not a cached_property here)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property

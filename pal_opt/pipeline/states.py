@@ -13,6 +13,7 @@ construction linear-ish and free of heavy imports.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from collections.abc import Callable
@@ -219,13 +220,11 @@ def _augmenting_ancestors(profile: Profile, anc: list[int]) -> Callable[[int], i
     """
     succ_mask = {u: sum(1 << v for v in out) for u, out in enumerate(profile.successors) if len(out) > 1}
     branching = sum(1 << u for u in succ_mask)
-    found: dict[int, int] = {}
 
+    @functools.cache
     def extra(a: int) -> int:
-        if a not in found:
-            inside = anc[a] | (1 << a)
-            found[a] = sum(1 << p for p in bits(anc[a] & branching) if succ_mask[p] & ~inside)
-        return found[a]
+        inside = anc[a] | (1 << a)
+        return sum(1 << p for p in bits(anc[a] & branching) if succ_mask[p] & ~inside)
 
     return extra
 

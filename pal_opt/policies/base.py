@@ -21,8 +21,8 @@ cluster, next to the binned factors they are built from.
 
 from __future__ import annotations
 
+import functools
 import math
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
@@ -111,9 +111,10 @@ class ServerIndex:
         return self.pos[b[s] : b[s + 1]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ClassIndex:
-    """One class's factor levels.
+    """One class's factor levels.  Equal only to itself, and hashed by identity (it keys the code
+    tables of :func:`_code_tables`; its arrays have no value hash).
 
     Attributes
     ----------
@@ -386,8 +387,9 @@ class FreeGpus:
 #: in play.  A cluster kept across the rounds of a long run sees many sets of classes, and each
 #: table is ``num_gpus × (1 + 2 × classes)`` integers (a fraction of a millisecond to build again).
 CODE_TABLES_KEPT = 8
-#: Guards each cluster's table of code tables (solves in several threads may share a cluster).
-_CODES_LOCK = threading.Lock()
+
+#: One code table: the per-GPU codes, each class's offset (classes by name) and the flat array's size.
+_CodeTable = tuple[np.ndarray, list[int], int]
 
 
 def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarray, list[int], int]:
@@ -398,42 +400,43 @@ def _codes(cluster: Cluster, index: Mapping[str, ClassIndex]) -> tuple[np.ndarra
     Returns the code matrix, each class's offset into the flat array (in ``index``'s order) and
     the array's size.
 
-    At most :data:`CODE_TABLES_KEPT` tables are kept per cluster.  The table was keyed by the
-    classes in queue order and never dropped: a scheduler that kept one cluster across its rounds
-    kept a table for every order of classes its queues ever showed (305 tables, 33 MB, after 2,000
-    rounds of PAL on 1,024 GPUs with 8 classes, and growing).
+    At most :data:`CODE_TABLES_KEPT` tables are kept per cluster (:func:`_code_tables`).  The
+    table was keyed by the classes in queue order and never dropped: a scheduler that kept one
+    cluster across its rounds kept a table for every order of classes its queues ever showed (305
+    tables, 33 MB, after 2,000 rounds of PAL on 1,024 GPUs with 8 classes, and growing).
     """
-    ordered = {c: index[c] for c in sorted(index)}
-    key = tuple((c, id(ci)) for c, ci in ordered.items())
-    tables: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, list[int], int, tuple[ClassIndex, ...]]]
-    tables = cluster.memo("policy-codes", dict)
-    with _CODES_LOCK:
-        hit = tables.pop(key, None)  # put back below as the most recently used
-        if hit is None or not all(a is b for a, b in zip(hit[3], ordered.values(), strict=True)):
-            hit = _build_codes(cluster, ordered)
-        tables[key] = hit
-        while len(tables) > CODE_TABLES_KEPT:
-            del tables[next(iter(tables))]
-    offset = dict(zip(ordered, hit[1], strict=True))
-    return hit[0], [offset[c] for c in index], hit[2]
+    names = sorted(index)
+    codes, offsets, size = cluster.memo("policy-codes", lambda: _code_tables(cluster))(
+        tuple((c, index[c]) for c in names))
+    offset = dict(zip(names, offsets, strict=True))
+    return codes, [offset[c] for c in index], size
 
 
-def _build_codes(
-    cluster: Cluster, index: Mapping[str, ClassIndex]
-) -> tuple[np.ndarray, list[int], int, tuple[ClassIndex, ...]]:
-    s = cluster.num_servers
-    cols = [cluster.server_of.astype(np.int64)]
-    offsets = []
-    off = s
-    for ci in index.values():
-        nc = ci.cell_server.size
-        offsets.append(off)
-        cols.append(off + ci.cell_of)
-        cols.append(off + nc + ci.level_of)
-        off += nc + ci.num_levels
-    codes = np.ascontiguousarray(np.column_stack(cols).astype(np.int64))
-    codes.setflags(write=False)
-    return codes, offsets, off, tuple(index.values())
+def _code_tables(cluster: Cluster) -> Callable[[tuple[tuple[str, ClassIndex], ...]], _CodeTable]:
+    """The cluster's code tables by ``((class, ClassIndex), ...)``, classes by name: the last
+    :data:`CODE_TABLES_KEPT` kept.  A :class:`ClassIndex` is a key by identity (a new factor array
+    has a new one), and the kept keys hold theirs, so a key is never another's after a reuse of
+    ``id``.  Solves in several threads may share a cluster: ``lru_cache`` is thread-safe, and two
+    threads missing at once build the same table twice.  It holds the server array, not the
+    cluster, which holds it (no reference cycle)."""
+    server_of, num_servers = cluster.server_of, cluster.num_servers
+
+    @functools.lru_cache(maxsize=CODE_TABLES_KEPT)
+    def build(classes: tuple[tuple[str, ClassIndex], ...]) -> _CodeTable:
+        cols = [server_of.astype(np.int64)]
+        offsets = []
+        off = num_servers
+        for _, ci in classes:
+            nc = ci.cell_server.size
+            offsets.append(off)
+            cols.append(off + ci.cell_of)
+            cols.append(off + nc + ci.level_of)
+            off += nc + ci.num_levels
+        codes = np.ascontiguousarray(np.column_stack(cols).astype(np.int64))
+        codes.setflags(write=False)
+        return codes, offsets, off
+
+    return build
 
 
 # --------------------------------------------------------------------------- helpers

@@ -73,7 +73,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -132,12 +131,10 @@ _PROGRESS_LINES: tuple[tuple[re.Pattern[str], str | None, str | None], ...] = tu
 _NOT_A_FIGURE = 1e40
 #: What CBC prints for an option it does not take.
 _REJECTED = re.compile(r"No match for|Multiple matches for|is illegal for|valid range is|Possible options for")
-#: Answers of the trial CBCs (:meth:`CbcBackend._set_param`) kept, per option and value; the
-#: oldest are dropped beyond.  They were all kept: a scheduler passing a new value every round (a
-#: seed: ``{"randomCbcSeed": round}``) kept one more answer per round for the life of its process.
+#: Answers of the trial CBCs (:func:`_rejection`) kept, per CBC binary, option and value, the most
+#: recently used.  They were all kept: a scheduler passing a new value every round (a seed:
+#: ``{"randomCbcSeed": round}``) kept one more answer per round for the life of its process.
 PARAM_CHECKS_KEPT = 256
-_PARAM_CHECKS_LOCK = threading.Lock()
-_UNCHECKED = object()
 
 
 #: The CBC process is stopped from outside when it runs past ``DEADLINE_FACTOR × time limit +
@@ -519,6 +516,18 @@ def _remove_orphans(ns: int) -> None:
         except (OverflowError, OSError):  # alive under another user (PermissionError), or not a pid
             continue
 
+
+@functools.lru_cache(maxsize=PARAM_CHECKS_KEPT)
+def _rejection(cbc: str, option: tuple[str, ...]) -> str | None:
+    """What the CBC binary ``cbc`` prints against ``option`` (a key and maybe its value), tried on a
+    CBC that reads it and quits; None if it takes it.  Remembered (the last
+    :data:`PARAM_CHECKS_KEPT`); an error running CBC is raised and not remembered."""
+    out = subprocess.run([cbc, *option, "-quit"], capture_output=True, text=True, timeout=30,
+                         stdin=subprocess.DEVNULL).stdout
+    bad = [ln.strip() for ln in out.splitlines() if _REJECTED.search(ln)]
+    return "; ".join(bad) or None
+
+
 class CbcBackend(Backend):
     """CBC via PuLP."""
 
@@ -527,8 +536,6 @@ class CbcBackend(Backend):
     requires: ClassVar[tuple[str, ...]] = ("pulp",)
     supports_warm_start: ClassVar[bool] = True
     supports_relaxation: ClassVar[bool] = True
-    #: ``{(key, value): rejection text or None}`` from the trial CBCs (see the module docstring).
-    _param_checks: ClassVar[dict[tuple[str, str | None], str | None]] = {}
 
     @classmethod
     def _probe(cls) -> None:
@@ -660,22 +667,11 @@ class CbcBackend(Backend):
             model.args += ("-" + opt).split()
 
     def _set_param(self, model: _CbcModel, key: str, value: Any) -> None:
-        option = [f"-{key}"] if value is None else [f"-{key}", str(value)]
-        check = (key, None if value is None else str(value))
-        with _PARAM_CHECKS_LOCK:
-            why = self._param_checks.get(check, _UNCHECKED)
-        if why is _UNCHECKED:
-            try:
-                out = subprocess.run([model.cmd.path, *option, "-quit"], capture_output=True, text=True, timeout=30,
-                                     stdin=subprocess.DEVNULL).stdout
-            except (OSError, subprocess.SubprocessError) as exc:
-                raise BackendError(f"CBC could not be asked about option {key!r}: {exc}") from exc
-            bad = [ln.strip() for ln in out.splitlines() if _REJECTED.search(ln)]
-            why = "; ".join(bad) or None
-            with _PARAM_CHECKS_LOCK:  # the oldest answers dropped: a new seed every round must not pile up
-                self._param_checks[check] = why
-                while len(self._param_checks) > PARAM_CHECKS_KEPT:
-                    del self._param_checks[next(iter(self._param_checks))]
+        option = (f"-{key}",) if value is None else (f"-{key}", str(value))
+        try:
+            why = _rejection(model.cmd.path, option)
+        except (OSError, subprocess.SubprocessError) as exc:  # not remembered: asked again next time
+            raise BackendError(f"CBC could not be asked about option {key!r}: {exc}") from exc
         if why is not None:
             raise ValueError(f"CBC says: {why}")
         model.args += option
