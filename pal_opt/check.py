@@ -170,7 +170,9 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
         if not isinstance(admission, str):
             problems.append(Violation(Kind.FORM, f"admission: must be a queue rule's name, got {_shown(admission)}"))
             admission = "given"
-        terminate = list(result.get("jobs_to_terminate", []) or [])
+        declared = result.get("jobs_to_terminate")
+        # not a list: a form violation (_declared_violations); a number or true was a TypeError here
+        terminate = list(declared) if isinstance(declared, (list, tuple)) else []
         obj = result.get("objective")
         objective = float(obj) if isinstance(obj, (int, float)) and not isinstance(obj, bool) else None
         info = result.get("info") or {}
@@ -192,7 +194,7 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
             continue
         seen[jid] = key
         placements[jid] = [int(g) for g in gpus]
-    term = [t if t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
+    term = [t if not isinstance(t, Hashable) or t in instance.job_by_id else by_str.get(str(t), t) for t in terminate]
     if admission not in ADMISSION_RULES:
         problems.append(Violation(Kind.ADMISSION_RULE,
                                   f"admission {admission!r} is not one of {', '.join(ADMISSION_RULES)}"))

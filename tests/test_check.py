@@ -285,6 +285,11 @@ def test_a_result_dict_without_placements_is_ambiguous(inst: RoundInstance) -> N
     ({"jobs_to_terminate": [999]}, ["jobs_to_terminate: job 999 is not in the queue"]),
     ({"jobs_to_terminate": ["w"]}, ["jobs_to_terminate: job 'w' is not running"]),
     ({"jobs_to_terminate": "x"}, ["jobs_to_terminate: must be a list of job ids"]),
+    ({"jobs_to_terminate": 3}, ["jobs_to_terminate: must be a list of job ids"]),  # a traceback before
+    ({"jobs_to_terminate": 1.5}, ["jobs_to_terminate: must be a list of job ids"]),
+    ({"jobs_to_terminate": True}, ["jobs_to_terminate: must be a list of job ids"]),
+    ({"jobs_to_terminate": [[]]}, ["jobs_to_terminate: job [] is not in the queue"]),
+    ({"jobs_to_terminate": [{"r": 1}]}, ['jobs_to_terminate: job {"r": 1} is not in the queue']),
     ({"objective": "abc"}, ['objective: must be a number, got "abc"']),
     ({"status": "great"}, ['status: must be one of optimal, feasible, infeasible, fallback, got "great"']),
     ({"status": [1] * 100}, ["status: must be one of optimal, feasible, infeasible, fallback, got "
