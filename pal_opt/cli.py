@@ -373,7 +373,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from . import __version__
     from .generate import generate_instance, generate_typed_instance
-    from .io import longhorn_paths, save_instance
+    from .io import save_instance
 
     check_outputs({"--out": args.output}, _directory_inputs(args))
     if args.jobs > MAX_GENERATED_JOBS:  # 10,000,000 ran for minutes, to a file no reader would take
@@ -381,12 +381,9 @@ def _generate(args: argparse.Namespace) -> int:
                           f"2,000,000-value limit, docs/limits.md), got {args.jobs:,}")
     meas = None
     if args.measurements:
-        meas = longhorn_paths(args.measurements)
-        for path in meas.values():
-            if not path.is_file():
-                from .io.measurements import not_a_file
+        from .io.measurements import longhorn_files
 
-                raise InstanceError(not_a_file(path), source=str(path))
+        meas = longhorn_files(args.measurements)
     common = dict(racks=args.racks, seed=args.seed, locality_penalty=args.locality_penalty,
                   busy_fraction=args.busy_fraction, failed_fraction=args.failed_fraction,
                   running_fraction=args.running_fraction, binning=args.binning, restart_cost=args.restart_cost,

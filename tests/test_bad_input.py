@@ -500,6 +500,29 @@ def test_bad_measurements_via_generate(which, content, expected, tmp_path, capsy
     assert not out_path.exists()
 
 
+@pytest.mark.parametrize("command", [
+    ["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "3"],
+    ["import", "slurm", "TOPOLOGY", "--gpus-per-node", "2"],
+])
+@pytest.mark.parametrize("given,expected", [
+    # a file given for the directory was "FILE/resnet-longhorn-agg.csv: no such file"
+    ("file", "--measurements: not a directory: give the directory that holds PAL's bert-longhorn-agg.csv"),
+    ("missing", "--measurements: no such directory"),
+])
+def test_measurements_must_be_a_directory(command, given, expected, tmp_path, capsys):
+    f = tmp_path / "resnet-longhorn-agg.csv"
+    f.write_text("uuid,perf\na,1\nb,2\n")
+    topology = tmp_path / "topology.conf"
+    topology.write_text("SwitchName=s0 Nodes=n[1-2]\n")
+    path = f if given == "file" else tmp_path / "nowhere"
+    out_path = tmp_path / "inst.json"
+    argv = [str(topology) if a == "TOPOLOGY" else a for a in command]
+    rc = main([*argv, "--measurements", str(path), "-o", str(out_path)])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"{path}: ", expected)
+    assert not out_path.exists()
+
+
 def test_measurement_factor_range_names_the_gpus_first_row(tmp_path):
     p = tmp_path / "m.csv"
     p.write_text("uuid,perf\na,1\nb,1\nc,5\nb,1e7\n")

@@ -121,6 +121,27 @@ def longhorn_paths(directory: str | os.PathLike[str]) -> dict[str, Path]:
     return {c: d / f for c, f in PAL_CLASS_FILES.items()}
 
 
+def longhorn_files(directory: str | os.PathLike[str], option: str = "--measurements") -> dict[str, Path]:
+    """:func:`longhorn_paths` of a directory that exists and holds the four files.
+
+    Raises
+    ------
+    InstanceError
+        ``directory`` is not a directory (a file given for it was reported as
+        ``FILE/resnet-longhorn-agg.csv: no such file``), or one of its files is missing.
+    """
+    d = Path(directory)
+    if not d.is_dir():
+        why = (f"not a directory: give the directory that holds PAL's {', '.join(sorted(set(PAL_CLASS_FILES.values())))}"
+               if d.exists() else "no such directory")
+        raise InstanceError(why, source=os.fspath(directory), path=option)
+    paths = longhorn_paths(d)
+    for path in paths.values():
+        if not path.is_file():
+            raise InstanceError(not_a_file(path), source=str(path))
+    return paths
+
+
 def sample_factors(
     paths_by_class: Mapping[str, str | os.PathLike[str]],
     n_gpus: int,

@@ -211,16 +211,13 @@ def measured_factors(
     """Factors drawn from PAL's ``*-longhorn-agg.csv`` measurements in ``directory``, as
     ``pal-opt generate --measurements`` draws them (:func:`pal_opt.io.sample_factors`)."""
     from ..io import longhorn_paths, sample_factors
+    from ..io.measurements import longhorn_files
 
-    paths = longhorn_paths(directory)
-    unknown = [c for c in classes if c not in paths]
+    unknown = [c for c in classes if c not in longhorn_paths(directory)]
     if unknown:
-        raise OptionError(f"class {unknown[0]!r} has no PAL measurement file (measured classes: {', '.join(paths)})")
-    for c in classes:
-        if not paths[c].is_file():
-            from ..io.measurements import not_a_file
-
-            raise InstanceError(not_a_file(paths[c]), source=str(paths[c]))
+        raise OptionError(f"class {unknown[0]!r} has no PAL measurement file "
+                          f"(measured classes: {', '.join(longhorn_paths(directory))})")
+    paths = longhorn_files(directory)
     return sample_factors({c: paths[c] for c in classes}, n_gpus, seed)
 
 
