@@ -438,6 +438,21 @@ def test_an_autodetected_node_without_a_count_takes_the_slurm_conf_count(tmp_pat
     assert cl.num_gpus == 32 and cl.type_names == ("a100",)
 
 
+def test_an_autodetected_node_without_a_count_and_no_slurm_conf(tmp_path):
+    """Without a slurm.conf, ``Name=gpu Type=a100`` under ``AutoDetect=nvml`` was still one GPU a
+    node, without a word: the count is --gpus-per-node's (of the type the lines name), else unknown."""
+    topo = write(tmp_path, "t.conf", "SwitchName=s1 Nodes=n[1-4]\n")
+    gres = write(tmp_path, "gres.conf", "AutoDetect=nvml\nNodeName=n[1-4] Name=gpu Type=a100\n")
+    with pytest.raises(InstanceError, match=r"line 1, AutoDetect: AutoDetect=nvml: slurmd finds the GPUs of 4 nodes"):
+        load_slurm(topo, gres_conf=gres)
+    cl = to_cluster(load_slurm(topo, gres_conf=gres, gpus_per_node=8))
+    assert cl.num_gpus == 32 and cl.type_names == ("a100",)
+    some = write(tmp_path, "some.conf", "AutoDetect=nvml\nNodeName=n[1-3] Name=gpu Count=4\nNodeName=n4 Name=gpu\n")
+    t = load_slurm(topo, gres_conf=some)
+    assert to_cluster(t).num_gpus == 12 and t.hosts == ("n1", "n2", "n3")
+    assert len(t.notes) == 1 and "slurmd finds the GPUs of 1 node (n4) at run time" in t.notes[0]
+
+
 def test_gpu_nodes_outside_the_topology_are_named(tmp_path):
     """Nodes with GPUs in the slurm.conf that no switch connects were dropped without a word."""
     topo = write(tmp_path, "t.conf", "SwitchName=s1 Nodes=n[1-4]\n")

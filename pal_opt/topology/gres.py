@@ -282,7 +282,8 @@ def resolve_gpus(
     registers), else its ``slurm.conf`` ``Gres``, else ``gpus_per_node`` (untyped).  But a host
     the ``slurm.conf`` defines without a ``gpu`` GRES has none (Slurm schedules only the GRES
     ``slurm.conf`` gives a node; ``gres.conf`` details them), and a host whose ``gres.conf`` lines
-    give no count (no ``Count=``, no ``File=``) under ``AutoDetect`` takes its ``slurm.conf`` count.
+    give no count (no ``Count=``, no ``File=``) under ``AutoDetect`` takes its ``slurm.conf`` count,
+    else ``gpus_per_node`` (of the one type its lines name), else it is one whose count none gives.
 
     The warnings name the hosts whose ``gres.conf`` and ``slurm.conf`` GPUs differ (type names
     compared ignoring case, as Slurm compares them), and the hosts
@@ -300,9 +301,17 @@ def resolve_gpus(
             out[h] = conf[h]
             if from_gres[h].total:
                 declared_none.append(h)
-        elif (h in from_gres and from_gres[h].uncounted and h in conf and gres_conf is not None
-              and gres_conf.autodetect_line(h) is not None):
-            out[h] = conf[h]  # slurmd detects the devices; slurm.conf says how many
+        elif (h in from_gres and from_gres[h].uncounted and gres_conf is not None
+              and (auto := gres_conf.autodetect_line(h)) is not None):
+            # slurmd detects the devices: slurm.conf or --gpus-per-node says how many (it was
+            # one GPU per line when neither was given, without a word)
+            if h in conf:
+                out[h] = conf[h]
+            elif gpus_per_node is not None:  # of the type the node's lines name, when one
+                kind = next(iter(from_gres[h].counts)) if len(from_gres[h].counts) == 1 else None
+                out[h] = NodeGpus({kind: gpus_per_node}, {kind: Origin(None, 0, "--gpus-per-node")})
+            else:
+                detected.append((h, *auto))
         elif h in from_gres:
             out[h] = from_gres[h]
             if h in conf and _folded(conf[h]) != _folded(from_gres[h]):
