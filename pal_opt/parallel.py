@@ -211,8 +211,9 @@ def _mp_context() -> Any:
 CONNECT_SECONDS = 10.0
 
 
-def _dask_client(spec: Any) -> tuple[Any, bool]:
-    """A ``distributed.Client`` for ``spec`` and whether we opened it."""
+def _dask_client(spec: Any, timeout: float = CONNECT_SECONDS) -> tuple[Any, bool]:
+    """A ``distributed.Client`` for ``spec`` (waiting at most ``timeout`` s to connect) and whether
+    we opened it."""
     try:
         from distributed import Client
     except ImportError as exc:
@@ -226,9 +227,9 @@ def _dask_client(spec: Any) -> tuple[Any, bool]:
     if not isinstance(address, str):
         raise OptionError(f"cannot make a Dask client from {type(spec).__name__}")
     try:
-        return Client(address, timeout=CONNECT_SECONDS), True
+        return Client(address, timeout=timeout), True
     except (OSError, ValueError) as exc:  # unreachable (a TimeoutError is an OSError), or a bad address
-        raise OptionError(f"cannot reach the Dask scheduler at {address!r} within {CONNECT_SECONDS:g} s: "
+        raise OptionError(f"cannot reach the Dask scheduler at {address!r} within {timeout:.3g} s: "
                           f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
@@ -237,6 +238,7 @@ def make_executor(
     *,
     workers: int | None = None,
     max_tasks_per_child: int | None = None,
+    connect_timeout: float | None = None,
 ) -> ExecutorHandle:
     """An executor for independent tasks (see the module docstring).
 
@@ -250,6 +252,9 @@ def make_executor(
         Processes of the local pool (default: ``os.cpu_count()``).  Ignored otherwise.
     max_tasks_per_child
         Local pool only: restart a worker after this many tasks (1 = a fresh process per task).
+    connect_timeout
+        A Dask address or cluster only: seconds to wait for its scheduler (default
+        :data:`CONNECT_SECONDS`; a solve under a time limit passes what its limit leaves).
 
     Returns
     -------
@@ -284,7 +289,7 @@ def make_executor(
         n = int(getattr(spec, "_max_workers", 1) or 1)
         return ExecutorHandle(spec, "external", n, owned=False)
     if isinstance(spec, str) or hasattr(spec, "scheduler_address") or type(spec).__name__ == "Client":
-        client, opened = _dask_client(spec)
+        client, opened = _dask_client(spec, CONNECT_SECONDS if connect_timeout is None else connect_timeout)
         try:
             n = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info().get("workers", {}).values()))
         except Exception:  # noqa: BLE001 - informational only

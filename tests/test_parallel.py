@@ -134,6 +134,10 @@ def test_an_unreachable_scheduler_is_one_clear_error(monkeypatch, round_):
     monkeypatch.setattr(parallel, "CONNECT_SECONDS", 0.5)
     with pytest.raises(OptionError, match=r"cannot reach the Dask scheduler at 'tcp://127.0.0.1:1' within 0.5 s"):
         solve(round_, "ilp-partitioned", parts=3, executor="tcp://127.0.0.1:1")
+    monkeypatch.setattr(parallel, "CONNECT_SECONDS", 10.0)  # a time limit bounds the wait for the scheduler too
+    with pytest.raises(OptionError, match=r"at 'tcp://127.0.0.1:1' within 0\.[0-9]+ s") as err:
+        solve(round_, "ilp-partitioned", parts=3, executor="tcp://127.0.0.1:1", time_limit=0.6)
+    assert float(err.value.args[0].split(" within ")[1].split(" s")[0]) <= 0.6
     with pytest.raises(OptionError, match="executor must be"):
         solve(round_, "ilp-partitioned", executor=3)
     with pytest.raises(OptionError, match="do not apply|does not apply|not an option"):

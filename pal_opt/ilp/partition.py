@@ -73,7 +73,7 @@ from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import has_types
 from ..model import GpuState, JobId, RoundInstance
-from ..parallel import ExecutorHandle, PeakMemory, make_executor, measure_peak
+from ..parallel import CONNECT_SECONDS, ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions
 from .relaxation import applies as relaxation_applies
@@ -401,11 +401,18 @@ def solve_partitioned(
     build_seconds = time.perf_counter() - t0
     # None: a pool for this call; an address or cluster: a client for this call (closed in
     # _run_parts); executors, clients and handles passed in stay open
-    handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus()) if executor is None else None)
+    handle: ExecutorHandle = make_executor(executor, workers=min(part.k + 1, _cpus()) if executor is None else None,
+                                           connect_timeout=_connect_seconds(time_limit))
     outs, lp, run = _run_parts(handle, instance, setup, part, subs, opts, bound == "lp", bound_time_limit, deadline)
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,
                     warm_start=warm_start)
     return _merged_result(instance, setup, part, subs, outs, lp, info, run, build_seconds)
+
+
+def _connect_seconds(time_limit: float | None) -> float | None:
+    """Seconds to wait for a Dask scheduler: what the time limit leaves for the parts (already cut
+    to the deadline), at most :data:`~pal_opt.parallel.CONNECT_SECONDS`; None without a limit."""
+    return None if time_limit is None else min(CONNECT_SECONDS, max(time_limit, 0.05))
 
 
 def _within(deadline: float | None, limit: float | None) -> float | None:
