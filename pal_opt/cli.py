@@ -757,7 +757,7 @@ def _report_repair(args: argparse.Namespace, inst: Any, result: Any) -> None:
         ("displaced", f"{_count(len(displaced), 'job')} lost a GPU: {len(replaced)} re-placed, "
                       f"{len(displaced) - len(replaced)} left out"),
         *((("migrated", f"{_count(len(rep['migrated']), 'unaffected job')} moved"),) if price is not None else ()),
-        ("placed", f"{result.jobs_placed} jobs on {result.gpus_used} GPUs"),
+        ("placed", f"{_count(result.jobs_placed, 'job')} on {_count(result.gpus_used, 'GPU')}"),
         *_cost_lines(result, inst),
     ]
     _finish_report(args, result, lines, inst)
@@ -835,6 +835,9 @@ def _apply_recorded_overrides(inst: Any, doc: Any, source: str) -> tuple[Any, st
     bad = bad or next((f"costs.{t}.{k}" for t, k, v in flat if not _is_number(v)), None)
     if bad is not None:  # null or text, which the summary below could not print
         raise InstanceError("must be a number", source=source, path=f"{path}.{bad}")
+    if over.get("round_length", 1) <= 0:  # said before with_restart's check of the pair, which names flags
+        raise InstanceError(f"must be positive, got {over['round_length']:g}", source=source,
+                            path=f"{path}.round_length")
     try:
         inst = with_restart(with_costs(inst, flat), over.get("restart_cost"), over.get("round_length"))
         from .cost import validate_cost_params

@@ -426,6 +426,12 @@ def test_check_applies_the_round_parameters_a_placement_was_solved_with(tmp_path
     out.write_text(json.dumps(doc))
     rc, _, err = run(capsys, "check", inst, out)
     assert rc == 2 and err.strip().endswith("info.round_overrides: params.restart_cost: must be a finite number >= 0, got -5")
+    for length in (-1, 0):  # said of the field, not as '--round' being below the restart cost
+        doc["info"]["round_overrides"] = {"round_length": length}
+        out.write_text(json.dumps(doc))
+        rc, _, err = run(capsys, "check", inst, out)
+        assert rc == 2 and err.strip().endswith(f"info.round_overrides.round_length: must be positive, got {length}")
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_check_against_another_round_says_which_round_the_placement_answers(tmp_path, capsys):

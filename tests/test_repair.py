@@ -572,6 +572,10 @@ def test_cli_repair_writes_a_placement_that_check_accepts(files, tmp_path, capsy
                 "time", "wrote"):
         assert any(line.startswith(key) for line in text.splitlines()), key
     assert any(line.startswith("status") and line.endswith("optimal") for line in text.splitlines())
+    placed = next(line for line in text.splitlines() if line.startswith("placed"))
+    doc = json.loads(out.read_text())
+    n, g = len(doc["placements"]), sum(map(len, doc["placements"].values()))
+    assert placed.split(None, 1)[1] == f"{n} job{'s' * (n != 1)} on {g} GPU{'s' * (g != 1)}"
     doc = json.loads(out.read_text())
     assert doc["method"] == "repair" and doc["admission"] == "repair" and doc["status"] == "optimal"
     assert doc["info"]["repair"]["failed"] == sorted(failed)

@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from .profile import load_profile
 
     if len(args.machines) != len(args.bandwidth):
-        raise OptionError(f"--machines gives {len(args.machines)} levels but --bandwidth gives {len(args.bandwidth)}")
+        m, b = len(args.machines), len(args.bandwidth)
+        raise OptionError(f"--machines gives {m} level{'s' * (m != 1)} but --bandwidth gives {b}")
     check_outputs({"--out": args.out, "--plot": args.plot}, [("PROFILE", args.profile)])
     if args.plot:
         check_plot_target(args.plot)
