@@ -225,3 +225,35 @@ def test_canonicalise_says_what_it_did_and_gives_up_at_its_deadline() -> None:
     assert canonicalise(inst, {"a": (4, 5), "b": (3,)}, c.factors, deadline=time.monotonic() - 1) == (
         {"a": (4, 5), "b": (3,)}, OUT_OF_TIME)
     assert NOT_FOUND.startswith("kept: ") and OUT_OF_TIME.startswith("kept: ")
+
+
+
+def _with_pipeline(seed: int) -> RoundInstance:
+    """A generated round with a 4-GPU pipeline job at the head of the queue."""
+    from pal_opt.model import Pipeline
+
+    base = generate_instance(4, 4, 7, seed=seed)
+    pipe = Job("pipe", 4, "classA", pipeline=Pipeline((2.0, 1.0), (2, 2)))
+    return replace(base, jobs=(pipe, *base.jobs))
+
+
+@pytest.mark.parametrize("seed", [1, 9, 10, 15])
+def test_canonical_applies_to_rounds_with_pipeline_jobs(seed: int) -> None:
+    # the stage program's optimum was returned as the solver gave it, canonical=True or not
+    # (no info["canonical"]): on rounds 10 and 15 the backends put the pipeline on the same GPUs
+    # but the gangs around it on different ones.  The pipeline stays as the solver placed it
+    # (pal_opt.ilp.canonical), the gangs are placed canonically.
+    _need_backends()
+    inst = _with_pipeline(seed)
+    results = {b: solve(inst, "ilp", backend=b, time_limit=120, canonical=True) for b in BACKENDS}
+    ref = results["highs"]
+    for b, r in results.items():
+        assert r.status == Status.OPTIMAL and r.info["program"] == "stage", b
+        assert r.info["canonical"] in (CHANGED, ALREADY), (b, r.info.get("canonical"))
+        assert check(inst, r) == [], b
+        assert r.placements == ref.placements and r.stages == ref.stages, b
+        assert r.jobs_to_terminate == ref.jobs_to_terminate, b
+        assert r.objective == pytest.approx(ref.objective, abs=1e-6), b
+    plain = solve(inst, "ilp", backend="cpsat", time_limit=120)
+    assert "canonical" not in plain.info  # off by default: the solver's own optimum
+    assert plain.objective == pytest.approx(ref.objective, abs=1e-6)

@@ -465,20 +465,9 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
     if opts.backend_params:  # what the solver was given (the file records it for the reader)
         info["backend_params"] = dict(opts.backend_params)
     if has_pipelines(instance, setup.admitted):  # stages to place: the stage program (the solver's deadline)
-        staged = replace(opts, deadline=clock.at) if clock.limited else opts
-        label = "the start given"
-        if clock.limited and start is None:
-            start = _gang_view_start(instance, setup, clock, gap, threads, deterministic, backend_params, info)
-            label = "the round program's, pipelines seen as gangs"
-            if search_applies(instance, setup.admitted):  # the whole program is out of reach: pairs
-                found = solve_stage_search(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
-                                           admission=setup.admission, info=info, start=start, start_label=label,
-                                           warm_start=warm_start)
-                if found is not None:
-                    return found
-        return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
-                                 admission=setup.admission, info=info, start=start, warm_start=warm_start,
-                                 start_label=label)
+        res = _solve_staged(instance, setup, info, clock, opts, (gap, threads, deterministic, backend_params), start,
+                            warm_start)
+        return _canonical_staged(instance, setup, res, clock) if canonical else res
     att = _Attempt(instance, setup, None, common, 0.0, clock, given_start=start, warm=warm, canonical=canonical)
     if (done := _flow_free(att, opts)) is not None:  # large rounds: pal_opt.ilp.scale
         return done
@@ -489,6 +478,45 @@ def _solve_set_up(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
     opts = replace(opts, time_limit=None) if clock.limited else opts  # the stages' deadlines bound it
     with progress.adapted(att.progress_fields):
         return _solve_built(att, cls(), opts, warm_start)
+
+
+def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, Any], clock: Deadline,
+                  opts: SolveOptions, gang_view: tuple[float | None, int | None, bool, Mapping[str, Any] | None],
+                  start: Mapping[JobId, Sequence[int]] | None, warm_start: bool) -> PlacementResult:
+    """A round whose admitted jobs include pipelines: the stage program (under a deadline from
+    the gang view's start, by pairs of servers where the whole program is out of reach).
+    ``gang_view``: the gap, threads, determinism and backend parameters of that start's solve."""
+    cls = setup.backend
+    staged = replace(opts, deadline=clock.at) if clock.limited else opts
+    label = "the start given"
+    if clock.limited and start is None:
+        start = _gang_view_start(instance, setup, clock, *gang_view, info)
+        label = "the round program's, pipelines seen as gangs"
+        if search_applies(instance, setup.admitted):  # the whole program is out of reach: pairs
+            found = solve_stage_search(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
+                                       admission=setup.admission, info=info, start=start, start_label=label,
+                                       warm_start=warm_start)
+            if found is not None:
+                return found
+    return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
+                             admission=setup.admission, info=info, start=start, warm_start=warm_start,
+                             start_label=label)
+
+
+def _canonical_staged(instance: RoundInstance, setup: RoundSetup, res: PlacementResult,
+                      clock: Deadline) -> PlacementResult:
+    """``canonical=True`` on a round with pipelines: the stage program's proven optimum replaced
+    by its canonical representative (pipeline jobs stay on their stage maps), as
+    :meth:`_Attempt.result` does for the round program; ``info["canonical"]`` says what was done."""
+    if res.status != Status.OPTIMAL:
+        return res
+    deadline = clock.sooner(FINISH_SECONDS + 0.25).at if clock.limited else None
+    found, res.info["canonical"] = canonicalise(instance, res.placements, setup.factors, deadline=deadline)
+    if res.info["canonical"] != CHANGED:
+        return res
+    return _result(instance, found, setup.factors, status=res.status, admission=res.admission,
+                   solve_seconds=res.solve_seconds, build_seconds=res.build_seconds, bound=res.bound, gap=res.gap,
+                   backend=res.backend, backend_version=res.backend_version, message=res.message, info=res.info)
 
 
 def _gang_view_start(instance: RoundInstance, setup: RoundSetup, clock: Deadline, gap: float | None,
