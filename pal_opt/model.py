@@ -20,6 +20,7 @@ import enum
 import itertools
 import math
 import numbers
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -207,11 +208,13 @@ def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
     """One class's factors as float64: numbers only (a text such as ``"1.0"`` or a bool, which
     numpy would convert without a word, is an error naming the GPU)."""
     arr = np.asarray(values)
-    if arr.dtype.kind in "iuf":
+    # a list is read as given: numpy turns [1.0, True] into floats and [1.0, "1.0"] into texts
+    given = values if not isinstance(values, np.ndarray) and arr.ndim == 1 else None
+    if arr.dtype.kind in "iuf" and (given is None or all(type(x) is float or type(x) is int for x in given)):
         return arr.astype(np.float64, copy=False)
-    flat = arr.ravel().tolist()
+    flat = list(given) if given is not None else arr.ravel().tolist()
     for i, x in enumerate(flat):
-        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
             where = f"GPU {int(ids[i])}" if arr.shape == ids.shape else f"entry {i}"
             raise InstanceError(f"factor of {where} must be a number, got {x!r}", path=f"factors.{cname}")
     return np.asarray(flat, dtype=np.float64).reshape(arr.shape)
@@ -229,7 +232,7 @@ def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> Non
         bad = ~np.isfinite(arr) | (arr <= 0)
         if bad.any():
             i = int(np.argmax(bad))
-            raise InstanceError(f"factor of GPU {int(ids[i])} must be finite and positive, got {arr[i]!r}",
+            raise InstanceError(f"factor of GPU {int(ids[i])} must be finite and positive, got {float(arr[i])!r}",
                                 path=f"factors.{cname}")
         bad = (arr < FACTOR_RANGE[0]) | (arr > FACTOR_RANGE[1])
         if bad.any():  # far outside, the binning's arithmetic overflows (NaN or negative levels)
@@ -599,10 +602,13 @@ class Cluster:
                                     "per class)", source=source, path=f"graph.{gpus[column.index(None)]}.factors")
         if any_rack and len(racks) != len(set(server)):
             raise InstanceError("either every server hangs under a rack or none does", source=source, path="graph")
-        return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source,
-                               gpu_types=types if types[0] is not None else None,
-                               throughput=graph.graph.get("throughput"),
-                               devices=devices if devices[0] is not None else None)
+        try:
+            return cls.from_arrays(gpu_ids, server, facs, states, racks if any_rack else None, source=source,
+                                   gpu_types=types if types[0] is not None else None,
+                                   throughput=graph.graph.get("throughput"),
+                                   devices=devices if devices[0] is not None else None)
+        except InstanceError as exc:  # a GPU's factor: named by its vertex, as the graph's other errors
+            raise _on_vertex(exc, {int(n[1]): n for n in gpus}) from None
 
     # ----------------------------------------------------------------- derived views
     @property
@@ -757,6 +763,19 @@ def _graph_factors(factors: Any, vertex: Any, source: str | None) -> Mapping[Any
         raise InstanceError(f"must map class names to factors, got {factors!r}", source=source,
                             path=f"graph.{vertex}.factors")
     return factors
+
+
+_FACTOR_OF_GPU = re.compile(r"^factor of GPU (-?\d+) ")
+
+
+def _on_vertex(exc: InstanceError, vertex: Mapping[int, Any]) -> InstanceError:
+    """An error about one GPU's factor (path ``factors.<class>``) said of its graph vertex,
+    ``graph.('gpu', 3).factors.<class>``; other errors as they are."""
+    m = _FACTOR_OF_GPU.match(exc.message) if (exc.path or "").startswith("factors.") else None
+    if m is None or int(m.group(1)) not in vertex:
+        return exc
+    return InstanceError(exc.message, source=exc.source,
+                         path=f"graph.{vertex[int(m.group(1))]}.{exc.path}")
 
 
 def _graph_state(state: Any, vertex: Any, source: str | None) -> int:

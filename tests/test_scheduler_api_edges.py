@@ -55,6 +55,12 @@ def _add_gpu(node: Any) -> Any:
     return add
 
 
+def _set_factor(gpu: int, value: Any) -> Any:
+    def put(g: nx.DiGraph) -> None:
+        g.nodes[("gpu", gpu)]["factors"] = {"classA": value}
+    return put
+
+
 JOBS = [{"id": "a", "demand": 2, "class": "classA"}]
 
 
@@ -68,8 +74,16 @@ JOBS = [{"id": "a", "demand": 2, "class": "classA"}]
     (_graph(extra=_add_gpu(("gpu",))), ("graph.('gpu',)", "integer id")),
     (_graph(extra=lambda g: g.nodes[("gpu", 1)].update(factors={"classB": 1.0})),
      ("graph.('gpu', 1).factors", "no factor for class 'classA'")),
+    # one GPU's factor wrong among good ones: that GPU's vertex named, the value as given (the
+    # text was said of GPU 0, the bool taken as 1.0, 0.0 and NaN shown as np.float64(...))
+    (_graph(extra=_set_factor(3, "1.0")), ("graph.('gpu', 3).factors.classA", "GPU 3 must be a number", "'1.0'")),
+    (_graph(extra=_set_factor(3, True)), ("graph.('gpu', 3).factors.classA", "GPU 3 must be a number", "True")),
+    (_graph(extra=_set_factor(3, 0.0)), ("graph.('gpu', 3).factors.classA", "finite and positive, got 0.0")),
+    (_graph(extra=_set_factor(2, float("nan"))), ("graph.('gpu', 2).factors.classA", "finite and positive, got nan")),
+    (_graph(extra=_set_factor(1, 1e9)), ("graph.('gpu', 1).factors.classA", "1e-06..1e+06")),
 ], ids=["state-name", "state-float", "factors-list", "factor-text", "factor-bool", "gpu-id-text", "gpu-vertex-short",
-        "class-missing-on-a-gpu"])
+        "class-missing-on-a-gpu", "one-factor-text", "one-factor-bool", "one-factor-zero", "one-factor-nan",
+        "one-factor-huge"])
 def test_a_malformed_cluster_graph_is_an_instance_error_naming_the_vertex(graph: nx.DiGraph, parts: tuple[str, ...]) -> None:
     with pytest.raises(InstanceError) as err:
         pal_opt.make_instance(graph, JOBS)
@@ -84,6 +98,10 @@ def test_a_graph_may_still_give_states_by_name_value_or_enum_and_numpy_factors()
     # and an ordinary in-memory cluster keeps its arrays as they were
     c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": np.array([1, 2, 1, 1])})
     assert c.factors["classA"].dtype == np.float64 and c.factors["classA"].tolist() == [1.0, 2.0, 1.0, 1.0]
+    mixed = Cluster.from_arrays(range(3), [0, 0, 0], {"classA": [1, 1.5, np.float64(1.25)]})
+    assert mixed.factors["classA"].tolist() == [1.0, 1.5, 1.25]
+    with pytest.raises(InstanceError, match="GPU 1 must be a number, got True"):  # as a list gives it
+        Cluster.from_arrays(range(3), [0, 0, 0], {"classA": [1.0, True, 1.0]})
 
 
 def test_a_round_of_the_wrong_parts_is_an_instance_error_naming_the_part() -> None:
