@@ -146,6 +146,16 @@ def test_bad_blox_state_is_a_clear_error(active: dict, order: list, gpu_df: obje
     assert where in str(err.value)
 
 
+@pytest.mark.parametrize("frame", [small_cluster(), small_cluster().iloc[:0]], ids=["gpus", "no-gpus-yet"])
+def test_a_job_twice_in_the_job_order_is_said_of_the_job_order(frame: pd.DataFrame) -> None:
+    # it was "job_state: active_jobs[1]: duplicate job id '1' (also on row 0)": a row of the
+    # adapter's own jobs frame, which Blox never built, under the wrong field
+    with pytest.raises(InstanceError) as err:
+        BloxPlacement(None).place(SimpleNamespace(active_jobs={1: {"num_GPUs": 2, "perfclass": "classA"}}),
+                                  SimpleNamespace(gpu_df=frame), {"job_order": [(1, 0), (1, 5)]})
+    assert str(err.value) == "new_job_schedule: job_order[1]: job 1 is in the job order twice (also job_order[0])"
+
+
 def test_a_duplicate_gpu_id_in_gpu_df_names_both_rows_as_rows() -> None:
     df = small_cluster()
     df.loc[1, "GPU_ID"] = df.loc[0, "GPU_ID"]

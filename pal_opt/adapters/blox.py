@@ -61,17 +61,24 @@ def _queue_ids(new_job_schedule: Mapping[str, Any]) -> list[Any]:
         raise InstanceError(f"must be a list of job ids or (job id, ...) entries, got {type(order).__name__}",
                             source="new_job_schedule", path="job_order")
     ids = []
+    seen: dict[str, int] = {}
     for i, item in enumerate(order):
         if isinstance(item, (tuple, list)):
             if not item:
                 raise InstanceError("empty entry", source="new_job_schedule", path=f"job_order[{i}]")
-            ids.append(item[0])
+            jid = item[0]
         elif isinstance(item, Mapping):  # Gavel-style {(job_id, gpu_type): ...}
             raise InstanceError(
                 "Gavel-style job orders are not supported", source="new_job_schedule", path=f"job_order[{i}]"
             )
         else:
-            ids.append(item)
+            jid = item
+        key = str(jid)  # as the round matches ids: 7 and "7" are one job
+        if key in seen:
+            raise InstanceError(f"job {jid!r} is in the job order twice (also job_order[{seen[key]}])",
+                                source="new_job_schedule", path=f"job_order[{i}]")
+        seen[key] = i
+        ids.append(jid)
     return ids
 
 
