@@ -182,18 +182,27 @@ def test_no_gpu_registered_yet_places_nothing() -> None:
     assert list(launch) == [1] and len(launch[1]) == 2
 
 
-def test_an_oversized_job_is_warned_of_by_its_row(caplog: pytest.LogCaptureFixture) -> None:
-    """A queued job bigger than the cluster is kept (unplaceable) and warned of; the warning names
-    the frame's 0-based row, as the matching errors do (it said 'line 0')."""
+def test_an_oversized_job_is_warned_of_once_in_blox_terms(caplog: pytest.LogCaptureFixture) -> None:
+    """A queued job bigger than the cluster is kept (unplaceable) and warned of, as the job Blox
+    gave (``active_jobs[1]``), once: it said ``jobs: row 0``, a row of the adapter's own jobs
+    frame, and said it again at every round, as a misspelt ``gpu_df`` column was."""
     policy = BloxPlacement(None, method="pal", admission="backfill")
     active = {1: {"num_GPUs": 64, "perfclass": "classA", "is_running": False},
               2: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}}
+    gpu_df = small_cluster().assign(Rak_ID=0)
     with caplog.at_level("WARNING", logger="pal_opt"):
-        _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=small_cluster()),
-                                 {"job_order": [(1, 0), (2, 0)]})
-    assert list(launch) == [2]
-    warned = [r.getMessage() for r in caplog.records if "needs 64 GPUs" in r.getMessage()]
-    assert warned and ": row 0: job " in warned[0] and "line 0" not in warned[0], warned
+        for _ in range(3):
+            _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df),
+                                     {"job_order": [(2, 0), (1, 0)]})
+            assert list(launch) == [2]
+    assert [r.getMessage() for r in caplog.records] == [
+        "gpu_df: column 'Rak_ID' is not used; did you mean 'Rack_ID'?",
+        "job_state: active_jobs[1]: job 1 needs 64 GPUs but the cluster has 16; kept in the queue, it cannot be placed"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="pal_opt"):  # a new adapter warns again
+        BloxPlacement(None, method="pal", admission="backfill").place(
+            SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df), {"job_order": [(1, 0)]})
+    assert len(caplog.records) == 2
 
 
 def test_job_ids_come_back_as_blox_gave_them() -> None:

@@ -11,7 +11,8 @@ What it reads
     pandas DataFrame with ``GPU_ID``, ``Node_ID``, ``IN_USE``, ``JOB_IDS`` and one
     ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``; ``Local_GPU_ID`` is
     kept as each GPU's device number, :attr:`pal_opt.model.Cluster.devices`, and set aside with a
-    warning when a cell cannot be one: it never stops a round).  An empty one (no
+    warning when a cell cannot be one: it never stops a round).  Each warning (this one, a
+    misspelt column, a job larger than the cluster) is logged once in the adapter's life.  An empty one (no
     node registered yet) places nothing.
 ``job_state.active_jobs``
     ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``;
@@ -32,6 +33,7 @@ GPUs), for ``packed-sticky`` only the newly started ones.
 
 from __future__ import annotations
 
+import logging
 import numbers
 import re
 from collections.abc import Iterable, Mapping
@@ -40,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InstanceError, OptionError
-from ..io.blox import instance_from_frames
+from ..io.blox import frames_round
 from ..methods import get_method
 from ..model import RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH, SolveOptions
@@ -48,6 +50,8 @@ from ..result import PlacementResult
 from ..scheduler import RoundPolicy
 
 __all__ = ["BloxPlacement"]
+
+log = logging.getLogger(__name__)
 
 _STICKY = frozenset({"packed-sticky"})
 
@@ -128,6 +132,8 @@ def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) 
 _BLOX_KEYS = {"num_gpus": "num_GPUs", "perfclass": "perfclass", "model": "job_model", "priority": "priority",
               "started": "started", "is_running": "is_running"}
 _FRAME_CELL = re.compile(r"^row (\d+)(?:, column (\w+))?$")
+#: A warning about a row of the jobs frame (:func:`_jobs_frame`): its row and what it says.
+_FRAME_ROW_NOTE = re.compile(r"^jobs: row (\d+): (.*)$", re.DOTALL)
 
 
 def _in_blox_terms(exc: InstanceError, order: list[Any]) -> InstanceError:
@@ -195,6 +201,8 @@ class BloxPlacement:
             RoundParams(restart_cost=self.restart_cost, round_length=self.round_length)
         except InstanceError as exc:
             raise OptionError(f"{(exc.path or '').removeprefix('params.')} {exc.message}") from None
+        #: the warnings logged so far (:meth:`_warn_once`): Blox calls place() every round
+        self._warned: set[str] = set()
         if "track_running" in options:
             raise OptionError("track_running does not apply to BloxPlacement: Blox's gpu_df says which jobs run where")
         given = options.pop("options", None)
@@ -213,6 +221,20 @@ class BloxPlacement:
         # Blox's gpu_df already says which jobs run where, so no carrying over is needed.
         self.policy = RoundPolicy(method, binning=binning, seed=seed, track_running=False, **options)
         self.last_result: PlacementResult | None = None
+        self._params = RoundParams.from_arguments(locality_penalty=self.locality_penalty, binning=self.binning,
+                                                  restart_cost=self.restart_cost, round_length=self.round_length)
+
+    def _warn_once(self, notes: list[str], order: list[Any]) -> None:
+        """Log each of a round's warnings (a job larger than the cluster, a misspelt ``gpu_df``
+        column, device numbers set aside) once in this adapter's life, not at every round, and a
+        job's in Blox's terms (``active_jobs[7]``, not a row of the adapter's jobs frame)."""
+        for note in notes:
+            m = _FRAME_ROW_NOTE.match(note)
+            if m is not None and int(m.group(1)) < len(order):
+                note = f"job_state: active_jobs[{order[int(m.group(1))]!r}]: {m.group(2)}"
+            if note not in self._warned:
+                self._warned.add(note)
+                log.warning("%s", note)
 
     def instance(self, job_state: Any, cluster_state: Any, new_job_schedule: Mapping[str, Any]) -> RoundInstance:
         """The pal-opt round that :meth:`place` solves (useful for logging and checking)."""
@@ -221,17 +243,12 @@ class BloxPlacement:
         if not isinstance(active, Mapping):
             raise InstanceError("must be a dict of jobs", source="job_state", path="active_jobs")
         gpu_df = getattr(cluster_state, "gpu_df", None)
+        notes: list[str] = []
         try:
-            inst = instance_from_frames(
-                gpu_df,
-                _jobs_frame(active, order),
-                locality_penalty=self.locality_penalty,
-                binning=self.binning,
-                restart_cost=self.restart_cost,
-                round_length=self.round_length,
-            )
+            inst = frames_round(gpu_df, _jobs_frame(active, order), self._params, notes=notes)
         except InstanceError as exc:
             raise _in_blox_terms(exc, order) from None
+        self._warn_once(notes, order)
         for j, jid in zip(inst.jobs, order, strict=True):
             flag = active[jid].get("is_running")
             if flag is True and j.placement is None:

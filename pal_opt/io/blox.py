@@ -68,6 +68,7 @@ __all__ = [
     "parse_gpu_table",
     "load_blox",
     "blox_round",
+    "frames_round",
     "instance_from_frames",
     "blox_gpu_rows",
 ]
@@ -281,16 +282,27 @@ def instance_from_frames(
     >>> inst.free_gpus, inst.jobs[0].perfclass
     (3, 'classA')
     """
-    rp = RoundParams.from_arguments(**params)
-    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), rp, name)
+    return frames_round(gpu_df, jobs_df, RoundParams.from_arguments(**params), name)
 
 
-def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundParams, name: str = "") -> RoundInstance:
+def frames_round(gpu_df: Any, jobs_df: Any, params: RoundParams, name: str = "", *,
+                 notes: list[str] | None = None) -> RoundInstance:
+    """:func:`instance_from_frames` with the round's parameters built; ``notes``: as for
+    :func:`blox_round` (a caller that builds a round from frames every round, as the Blox
+    adapter does, logs each warning once rather than every round)."""
+    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), params, name,
+                      notes=notes)
+
+
+def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundParams, name: str = "", *,
+               notes: list[str] | None = None) -> RoundInstance:
     """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`;
     no job table: an empty queue).
 
     ``params`` come from :meth:`RoundParams.from_arguments <pal_opt.model.RoundParams.from_arguments>`; jobs without their own λ get
-    ``params.locality_penalty``.
+    ``params.locality_penalty``.  The tables' warnings (a misspelt optional column, device
+    numbers set aside, a job larger than the cluster) are logged once the round is built, or,
+    with ``notes``, appended to it instead.
     """
     gt = parse_gpu_table(gpu_table)
     if job_table is None:
@@ -303,11 +315,15 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundPar
     cluster = Cluster.from_arrays(gt.gpu_ids, gt.server, gt.factors, state, gt.rack_of_server, source=gt.source,
                                   gpu_types=gt.gpu_types, devices=gt.devices)
     instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
-    if gt.misspelt is not None:
-        log.warning("%s", gt.misspelt)
+    # the round is good: now its warnings (bad input gives one line, no warning)
+    found = [gt.misspelt] if gt.misspelt is not None else []
     if gt.devices_set_aside is not None:
-        log.warning("%s; Local_GPU_ID set aside: the exports number each node's GPUs by rank", gt.devices_set_aside)
-    jt.warn()  # the round is good: now its warnings (bad input gives one line, no warning)
+        found.append(f"{gt.devices_set_aside}; Local_GPU_ID set aside: the exports number each node's GPUs by rank")
+    found += jt.warnings()
+    if notes is not None:
+        notes.extend(found)
+    for message in found if notes is None else ():
+        log.warning("%s", message)
     return instance
 
 

@@ -87,11 +87,13 @@ class JobTable:
     #: logged by :meth:`warn` too
     misspelt: str | None = None
 
+    def warnings(self) -> list[str]:
+        """The table's warnings: a misspelt column, then the jobs larger than the cluster."""
+        return ([self.misspelt] if self.misspelt is not None else []) + list(self.oversized)
+
     def warn(self) -> None:
         """Log the table's warnings (call once the round is built: bad input gives one line)."""
-        if self.misspelt is not None:
-            log.warning("%s", self.misspelt)
-        for message in self.oversized:
+        for message in self.warnings():
             log.warning("%s", message)
 
     def error(self, index: int, message: str, column: str | None = None) -> InstanceError:
