@@ -347,7 +347,10 @@ def test_bad_calls_are_clear_one_line_errors(apps: dict[str, Application], clust
     cases: list[tuple[Any, type[PalOptError], tuple[str, ...]]] = [
         (lambda: sched.submit("x", "resnet", 2, 64, 0.0), InstanceError, ("job 'x'", "unknown application 'resnet'", "cifar10")),
         (lambda: sched.submit("a", "cifar10", 2, 2048, 0.0), OptionError, ("duplicate job name 'a'",)),
-        (lambda: sched.submit("x", "cifar10", 2, 2048, 0.0, kind="elastic"), OptionError, ("unknown job category 'elastic'",)),
+        # said of the argument and the job, with the kinds submit takes (it said "unknown job category",
+        # the workload CSV's column, and offered "guaranteed (or empty)" but not "strong-scaling")
+        (lambda: sched.submit("x", "cifar10", 2, 2048, 0.0, kind="elastic"), OptionError,
+         ("job 'x': unknown kind 'elastic' (choose from adaptive, strong-scaling or scale-gpus, rigid)",)),
         (lambda: sched.submit("x", "cifar10", 2, 2048, 0.0, kind="guaranteed"), InstanceError, ("no model of guaranteed",)),
         (lambda: sched.submit("x", "cifar10", 2, 7, 0.0), InstanceError, ("batch size 7 outside cifar10's validated range",)),
         (lambda: sched.submit("x", "cifar10", 0, 2048, 0.0), OptionError, ("num_replicas must be an integer >= 1",)),

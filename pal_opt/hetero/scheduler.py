@@ -345,6 +345,16 @@ def _step_times(value: Any, name: str) -> tuple[StepTime, ...]:
     return steps
 
 
+def _kind(kind: str, name: str) -> JobKind:
+    """A submitted job's ``kind`` by name (:meth:`JobKind.parse`), or an error naming the job
+    and the argument."""
+    try:
+        return JobKind.parse(kind)
+    except OptionError:
+        raise OptionError(f"job {name!r}: unknown kind {kind!r} (choose from adaptive, strong-scaling or "
+                          "scale-gpus, rigid)") from None
+
+
 def _is_real(value: Any) -> bool:
     """A real number, numpy's included, and not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
@@ -532,7 +542,7 @@ class TypedScheduler:
                               "(time cannot go backwards)")
         if not isinstance(kind, JobKind | str):
             raise OptionError(f"job {name!r}: kind must be a JobKind or its name, got {kind!r}")
-        job_kind = kind if isinstance(kind, JobKind) else JobKind.parse(kind)
+        job_kind = kind if isinstance(kind, JobKind) else _kind(kind, name)
         if job_kind is JobKind.GUARANTEED:
             raise InstanceError("the Sia simulator has no model of guaranteed jobs (fixed type and count)",
                                 path=f"job {name!r}")
