@@ -514,3 +514,29 @@ def test_the_one_blas_thread_limit_holds_until_the_last_overlapping_context_leav
     with roundstep.one_blas_thread():  # and again from scratch
         pass
     assert events[-2:] == ["limit", "restore"]
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(None, 10.0), (0.5, 0.5), (30.0, 10.0)])
+def test_ilp_placement_program_keeps_to_the_time_limit(apps: dict[str, Application], cluster: Any,
+                                                      monkeypatch: pytest.MonkeyPatch, limit: float | None,
+                                                      expected: float) -> None:
+    """``SiaParams(time_limit=T)`` bounds every round program, but ``ilp``'s placement program
+    after Sia's was given 10 s whatever T was."""
+    import importlib
+
+    from pal_opt.hetero.policy import SiaParams
+
+    solve_module = importlib.import_module("pal_opt.solve")
+    real = solve_module.solve
+    given: list[Any] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        given.append(kwargs.get("time_limit"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(solve_module, "solve", recording)
+    sched = TypedScheduler(cluster, apps, "ilp", params=SiaParams(time_limit=limit))
+    for i in range(3):
+        sched.submit(f"c{i}", "cifar10", 2, 2048, 0.0, kind="rigid")
+    assert len(sched.schedule(0.0).allocated) == 3
+    assert given and set(given) == {expected}

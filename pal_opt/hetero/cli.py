@@ -123,7 +123,8 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                    help=f"solver of the round program: {', '.join(b.value for b in BackendName)} or any "
                         "registered backend (default: the first installed, as for pal-opt simulate)")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
-                   help="seconds per round program (default: until proven optimal)")
+                   help="seconds per round program (default: until proven optimal; ilp's placement "
+                        "program after Sia's at most 10 s)")
     p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
                    help="stop after this much simulated time even with unfinished jobs (default 720)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="OUT.json",

@@ -54,13 +54,17 @@ from .round import RoundDecision, RoundInput, solve_program
 from .simjob import SimJob
 from .typeblind import NOMINAL, core_cluster
 
-__all__ = ["ANCHOR_COST", "STAGE2_ROUND", "IlpTypesPolicy", "check_move_cost"]
+__all__ = ["ANCHOR_COST", "STAGE2_ROUND", "STAGE2_TIME_LIMIT", "IlpTypesPolicy", "check_move_cost"]
 
 #: Seconds of a 60 s round a move away from Sia's GPUs costs in the anchored stage 2: a tie-break
 #: (0.001 per GPU in the program's units), far below any difference of binned factors or locality.
 ANCHOR_COST = 0.06
 #: The round length (s) the stage-2 program prices a move's lost seconds against (Sia's 60 s).
 STAGE2_ROUND = 60.0
+#: Seconds the stage-2 placement program may take at most, and what it gets when
+#: :attr:`SiaParams.time_limit <pal_opt.hetero.policy.SiaParams.time_limit>` is None; a smaller
+#: ``time_limit`` bounds it too, as it bounds every round program.
+STAGE2_TIME_LIMIT = 10.0
 #: Locality penalties (server, rack, cluster) of a job of at most one node's GPUs in the anchored
 #: stage 2: spanning servers would change its shape (a restart in this simulator), so it costs
 #: more than any binned factor could gain.
@@ -309,7 +313,8 @@ class IlpTypesPolicy(SiaPolicy):
         cost = self.move_cost if move_cost is None else move_cost
         params = RoundParams(binning="none", restart_cost=cost or 0.0, round_length=STAGE2_ROUND)
         inst = RoundInstance(cluster, jobs, params)
-        result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=10.0)
+        limit = STAGE2_TIME_LIMIT if self.params.time_limit is None else min(STAGE2_TIME_LIMIT, self.params.time_limit)
+        result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=limit)
         out = {int(k): tuple(sorted(int(g) for g in v)) for k, v in result.placements.items()}
         for j, t, n in move:  # what the program could not place (it should not happen): first free GPUs
             if j.index not in out:

@@ -81,7 +81,9 @@ class SiaParams:
     backend
         Solver backend of the round program (None: the first available).
     time_limit
-        Seconds per round program (None: until proven optimal).
+        Seconds per round program (None: until proven optimal); under ``ilp`` the placement
+        program after Sia's is given at most 10 s, or ``time_limit`` if smaller
+        (:data:`~pal_opt.hetero.ilptypes.STAGE2_TIME_LIMIT`).
     """
 
     p: float = -0.5
