@@ -696,8 +696,8 @@ def _remapped(job: Job, now: list[int] | None) -> bool:
 def _objective_violations(
     instance: RoundInstance, placements: Mapping[JobId, list[int]], objective: float | None, binning: str
 ) -> list[Violation]:
-    if objective is None or not placements:
-        return []
+    if objective is None or (not placements and math.isinf(objective)):
+        return []  # an infeasible round: nothing placed, objective inf (a result dict's None)
     factors = binned_factors(instance.cluster, binning)
     cost = evaluate(instance, {k: tuple(v) for k, v in placements.items()}, factors).cost
     if math.isclose(cost, objective, rel_tol=1e-6, abs_tol=1e-6):
