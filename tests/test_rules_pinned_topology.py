@@ -1,9 +1,18 @@
-"""Rules of pal_opt/topology/ that no test held: each test here fails on a one-rule change (a mutation review, 2026-12-06) that the rest of the suite let pass."""
+"""Rules of pal_opt/topology/ that no test held: each test here fails on a one-rule change (mutation
+reviews, 2026-12-06 and 2026-12-07) that the rest of the suite let pass."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import networkx as nx
+import pytest
+
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.topology import hostlist
+from pal_opt.topology.graphml import parse_graphml
+from pal_opt.topology.hierarchy import TopologyLevel, check_levels
+from pal_opt.topology.hostlist import compress_hostlist, expand_hostlist
 from pal_opt.topology.kubernetes import parse_nodes
 from pal_opt.topology.slurm import load_slurm, parse_topology_conf
 from pal_opt.topology.slurmconf import logical_lines
@@ -52,3 +61,66 @@ def test_a_prefer_no_schedule_taint_does_not_take_a_node_out() -> None:
     soft = _failed_gpus(_node("a", taints=[{"key": "node.kubernetes.io/unreachable", "effect": "PreferNoSchedule"}]))
     hard = _failed_gpus(_node("a", taints=[{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]))
     assert soft == [0] and hard[0] > 0
+
+
+# -- hostlists (2026-12-07) ----------------------------------------------------------------------------
+def test_a_hostlist_may_expand_to_exactly_max_hosts_and_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    # MAX_HOSTS is the most names one expression may give (a small limit stands in for 1,000,000):
+    # exactly that many is allowed (was: >= refused it); one more in one range is refused by the
+    # range, before its names are built (was: > let the range build them); and the limit is on
+    # the whole expression, not each comma-separated part (was: each part had the whole budget)
+    monkeypatch.setattr(hostlist, "MAX_HOSTS", 10)
+    assert len(expand_hostlist("n[1-10]")) == 10
+    assert len(expand_hostlist("a[1-4],b[1-6]")) == 10
+    with pytest.raises(InstanceError, match=r"range '1-11' in hostlist 'n\[1-11\]' has more than 10 hosts"):
+        expand_hostlist("n[1-11]")
+    with pytest.raises(InstanceError, match=r"expands to more than 10 hosts"):
+        expand_hostlist("a[1-5],b[1-6]")
+
+
+def test_names_ending_in_19_digits_compress_to_a_hostlist_that_expands_back() -> None:
+    # a bracket's numbers have at most 18 digits, so a name ending in 19 is written whole
+    # (was: 19 digits were taken as a number and written as a range no hostlist reads back)
+    names = ["n1234567890123456789", "n1234567890123456790"]
+    expr = compress_hostlist(names)
+    assert expr == "n1234567890123456789,n1234567890123456790"
+    assert expand_hostlist(expr) == names
+
+
+# -- Slurm and gres (2026-12-07) -----------------------------------------------------------------------
+def test_zero_gpus_per_node_is_refused_as_an_option(tmp_path: Path) -> None:
+    topo = tmp_path / "topology.conf"
+    topo.write_text("SwitchName=s0 Nodes=n[1-2]\n")
+    with pytest.raises(OptionError, match="gpus per node must be a positive integer, got 0"):
+        load_slurm(topo, gpus_per_node=0)
+
+
+def test_a_node_with_zero_gpus_is_not_an_untyped_gpu_node(tmp_path: Path) -> None:
+    # n2's Gres=gpu:0 gives it no GPU: it is left out, not counted as a GPU node without a type
+    # beside n1's a100s (was: a type with 0 GPUs was kept, and the import refused the mix)
+    topo = tmp_path / "topology.conf"
+    topo.write_text("SwitchName=s0 Nodes=n[1-2]\n")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("NodeName=n1 Gres=gpu:a100:2\nNodeName=n2 Gres=gpu:0\n")
+    t = load_slurm(topo, slurm_conf=conf)
+    assert t.hosts == ("n1",) and t.gpu_types == ("a100", "a100")
+
+
+# -- levels and GraphML (2026-12-07) -------------------------------------------------------------------
+def test_levels_that_do_not_nest_are_refused() -> None:
+    # a and b share rack r1 but lie in two zones: the levels do not nest
+    levels = [TopologyLevel("rack", {"a": "r1", "b": "r1"}), TopologyLevel("zone", {"a": "z1", "b": "z2"})]
+    with pytest.raises(InstanceError, match="group 'r1' of level 'rack' lies in two groups of level 'zone'"):
+        check_levels(["a", "b"], levels)
+    check_levels(["a", "b"], [levels[0], TopologyLevel("zone", {"a": "z1", "b": "z1"})])
+
+
+@pytest.mark.parametrize("key", ["factor_classA", "throughput_classA"])
+def test_a_graphml_factor_or_throughput_of_zero_is_refused(key: str) -> None:
+    # factors and throughputs are numbers > 0 (the module docstring); 0 was let through
+    gr = nx.DiGraph()
+    gr.add_node("s", kind="server")
+    gr.add_node("g", kind="gpu", id=0, type="v100", **{key: 0.0})
+    gr.add_edge("s", "g")
+    with pytest.raises(InstanceError, match=r"must be a finite number > 0"):
+        parse_graphml("\n".join(nx.generate_graphml(gr)))
