@@ -1,12 +1,18 @@
-"""Rules of pal_opt/io/ that no test held: each test here fails on a one-rule change (a mutation review, 2026-12-06) that the rest of the suite let pass."""
+"""Rules of pal_opt/io/ that no test held: each test here fails on a one-rule change (mutation
+reviews, 2026-12-06 and 2026-12-07) that the rest of the suite let pass."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from pal_opt.io.measurements import sample_factors
+from pal_opt.errors import InstanceError, OptionError
+from pal_opt.io.measurements import load_measurements, sample_factors
+from pal_opt.io.placements import load_placement_file
+from pal_opt.io.traces import read_trace
 
 
 def test_classes_sharing_a_file_get_equal_but_separate_arrays(tmp_path: Path) -> None:
@@ -16,3 +22,81 @@ def test_classes_sharing_a_file_get_equal_but_separate_arrays(tmp_path: Path) ->
     assert np.array_equal(out["classB"], out["classC"])
     out["classB"][0] = 9.0  # editing one class's factors leaves the other's alone
     assert out["classC"][0] != 9.0
+
+
+# -- measurements (2026-12-07) -------------------------------------------------------------------------
+def test_a_gpus_out_of_range_aggregate_is_reported_at_its_first_run(tmp_path: Path) -> None:
+    # with aggregate "max" a value is a GPU's: the error names the line of the GPU's first run
+    # (line 5, GPU c), not the line of the value's index among the runs (was: line 4)
+    f = tmp_path / "m.csv"
+    f.write_text("uuid,perf\na,1.0\na,1.0\nb,1.0\nc,1e9\nc,1.0\n")
+    with pytest.raises(InstanceError) as err:
+        load_measurements(f, "max")
+    assert err.value.path == "line 5, column perf"
+
+
+def test_every_run_can_be_drawn(tmp_path: Path) -> None:
+    # draws are with replacement from every run (was: the last run could never be drawn)
+    f = tmp_path / "m.csv"
+    f.write_text("perf\n1.0\n3.0\n")  # median 2: factors 0.5 and 1.5
+    got = sample_factors({"classA": f}, 200, rng=0)["classA"]
+    assert set(got.tolist()) == {0.5, 1.5}
+
+
+def test_zero_gpus_to_draw_for_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "m.csv"
+    f.write_text("perf\n1.0\n")
+    with pytest.raises(OptionError, match="n_gpus must be positive, got 0"):
+        sample_factors({"classA": f}, 0)
+
+
+def test_perf_near_the_largest_float_is_normalised_by_its_median(tmp_path: Path) -> None:
+    # the median of 1e308 and 1.5e308 overflows when averaged; it is 1.25e308, so the factors are
+    # 0.8 and 1.2 (was: the median of the scaled values without scaling back, 1.25)
+    f = tmp_path / "m.csv"
+    f.write_text("perf\n1e308\n1.5e308\n")
+    assert load_measurements(f).tolist() == pytest.approx([0.8, 1.2])
+
+
+def test_an_empty_uuid_is_refused_for_a_per_gpu_aggregate(tmp_path: Path) -> None:
+    f = tmp_path / "m.csv"
+    f.write_text("uuid,perf\na,1.0\n,1.0\n")
+    with pytest.raises(InstanceError, match="must not be empty") as err:
+        load_measurements(f, "median")
+    assert err.value.path == "line 3, column uuid"
+
+
+# -- traces (2026-12-07) -------------------------------------------------------------------------------
+def _trace(tmp_path: Path, rows: str, extra: str = "") -> Path:
+    f = tmp_path / "t.csv"
+    f.write_text(f"job_id,num_gpus,submit_time,duration,model{extra}\n{rows}")
+    return f
+
+
+def test_a_pipeline_whose_replicas_do_not_add_up_to_num_gpus_is_refused(tmp_path: Path) -> None:
+    f = _trace(tmp_path, "1,4,0,100,resnet50,1.0x2;1.0x1\n", ",pipeline")
+    with pytest.raises(InstanceError, match="the stages' replicas add up to 3, num_gpus is 4"):
+        read_trace(f)
+
+
+def test_a_default_iteration_time_of_zero_is_refused(tmp_path: Path) -> None:
+    f = _trace(tmp_path, "1,1,0,100,resnet50\n")
+    with pytest.raises(InstanceError, match="default iteration time must be > 0"):
+        read_trace(f, default_iter_time=0.0)
+
+
+def test_a_given_model_class_overrides_the_built_in_one(tmp_path: Path) -> None:
+    # resnet50 is classA by PAL's map; the caller's entry wins
+    f = _trace(tmp_path, "1,1,0,100,resnet50\n")
+    assert read_trace(f)[0].perfclass == "classA"
+    assert read_trace(f, model_class={"resnet50": "classD"})[0].perfclass == "classD"
+
+
+# -- placement files (2026-12-07) ----------------------------------------------------------------------
+def test_integral_float_gpu_ids_are_read_as_integers(tmp_path: Path) -> None:
+    # "6 and 6.0 are the GPU id 6, read as the integer (in placements and in stages)"
+    f = tmp_path / "pl.json"
+    f.write_text(json.dumps({"placements": {"p": [6.0, 7]}, "stages": {"p": [[6.0], [7.0]]}}))
+    d = load_placement_file(f)
+    assert d["placements"]["p"] == [6, 7] and d["stages"]["p"] == [[6], [7]]
+    assert all(type(g) is int for g in d["placements"]["p"] + d["stages"]["p"][0] + d["stages"]["p"][1])
