@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pal_opt.cost import evaluate, geomean_slowdown, left_out_charge, relative_gap, validate_cost_params
-from pal_opt.cost.restart import restart_cost_units
+from pal_opt.cost.restart import restart_cost_seconds, restart_cost_units
 from pal_opt.errors import OptionError
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
 
@@ -76,3 +76,14 @@ def test_a_boolean_cost_parameter_is_refused() -> None:
     inst = RoundInstance(c, (), RoundParams(costs={"migration": {"per_job": True}}))
     with pytest.raises(OptionError, match="finite number"):
         validate_cost_params(inst)
+
+
+# -- 2026-12-07 -----------------------------------------------------------------------------------------
+def test_a_restart_losing_a_whole_round_costs_all_but_a_millionth_of_it() -> None:
+    # S/R is capped at 1 - 1e-6 (module docstring: "just below 1"): -ln(1e-6) per GPU, finite
+    assert restart_cost_units(360.0, 360.0) == pytest.approx(-math.log(1e-6))
+    assert restart_cost_units(720.0, 360.0) == pytest.approx(-math.log(1e-6))
+
+
+def test_no_restart_cost_is_no_seconds_lost() -> None:
+    assert restart_cost_seconds(0.0, 360.0) == 0.0
