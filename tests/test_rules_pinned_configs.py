@@ -142,6 +142,17 @@ def test_the_batch_is_clamped_to_the_largest_profiled_with_that_many_gpus() -> N
     assert clamp_batch(a, prof, 1, BatchChoice(a.max_batch_size, 0)) == BatchChoice(limit, 0)
 
 
+def test_the_clamped_global_batch_with_micro_batches_stays_within_the_largest_batch() -> None:
+    # 4 GPUs, two micro-batches each (A = 1): b <= Bmax / (n (A + 1)) = 4096 / 8 = 512, below the
+    # profiled limit of 1,024, so the global batch n b (A + 1) is Bmax exactly (2026-12-07: the
+    # divisor n A + 1 = 5 gave 819 and a global batch of 6,552)
+    a = _apps()["cifar10"]
+    prof = a.profile("aws")
+    assert a.max_batch_size == 4096 and prof.replica_limit(4) == 1024
+    got = clamp_batch(a, prof, 4, BatchChoice(1024, 1))
+    assert got == BatchChoice(512, 1) and got.global_batch(4) == a.max_batch_size
+
+
 def test_a_learned_model_chooses_within_the_placements_own_batch_limit() -> None:
     # deepspeech2 on one rtx GPU: the placement's profiled limit, not the type's largest atomic
     # batch, bounds the atomic batch the job's goodput search may use (A.5).
