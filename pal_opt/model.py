@@ -450,6 +450,12 @@ class Cluster:
         if self.devices is not None:
             set_(self, "devices", _validate_devices(self.devices, self.gpu_ids, server_of, self.server_ids))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without :meth:`memo`'s data: derived, computed again where it is needed (some
+        of it is keyed by ``id()``, meaningless in another process, and some is held by
+        ``functools.lru_cache`` builders, which do not pickle)."""
+        return {**self.__dict__, "_cache": {}}
+
     def memo(self, key: Any, compute: Callable[[], T], valid: Callable[[T], bool] | None = None) -> T:
         """``compute()``, computed once per cluster and ``key``, for derived data such as binned
         factors and the policies' indexes (the cluster itself is immutable).  A kept value that

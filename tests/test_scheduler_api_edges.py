@@ -486,6 +486,11 @@ def test_every_methods_policy_pickles_and_places_the_next_round_as_before(method
     policy.place(inst)
     again = pickle.loads(pickle.dumps(policy))
     assert again.place(inst).placements == policy.place(inst).placements
+    # the round's cluster, its memo warmed by the places above, pickles without it (derived data,
+    # some held by lru_cache builders, which do not pickle) and places the same
+    assert inst.cluster._cache
+    copy = pickle.loads(pickle.dumps(inst))
+    assert copy.cluster._cache == {} and pal_opt.solve(copy, method).placements == pal_opt.solve(inst, method).placements
 
 
 def test_job_slowdown_on_no_gpus_is_an_instance_error() -> None:
