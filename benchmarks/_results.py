@@ -8,8 +8,8 @@ Every benchmark takes the same two flags:
 With neither, results go to ``benchmarks/results/scratch/`` (ignored by git), so a quick or
 partial run never overwrites what a full run committed.
 
-Every results file names the command that wrote it (:func:`produced_by`), next to the machine's
-description, so that a reader can run it again.
+Every results file names the command that wrote it, the date and the commit (:func:`produced_by`),
+next to the machine's description, so that a reader can run it again.
 """
 
 from __future__ import annotations
@@ -111,9 +111,21 @@ def command_line(script: str, argv: Sequence[str] | None = None) -> str:
     return shlex.join(["python", f"{RESULTS.parent.name}/{Path(script).name}", *args])
 
 
-def produced_by(script: str, argv: Sequence[str] | None = None) -> str:
-    """``Produced by `python benchmarks/<script>.py <args>```: the line every results header carries."""
-    return f"Produced by `{command_line(script, argv)}`"
+def produced_by(script: str, argv: Sequence[str] | None = None, *, date: bool = True, commit: bool = True) -> str:
+    """``Produced by `python benchmarks/<script>.py <args>` on <date> at commit <hash>``: the line
+    every results header carries, so that a reader knows what ran, when and on which code.
+
+    ``date`` and ``commit`` add today's date and :func:`source_commit`; a script whose header
+    states either itself (its own date, or the commit of each kept run) turns it off here.
+    """
+    line = f"Produced by `{command_line(script, argv)}`"
+    if date:
+        import time
+
+        line += f" on {time.strftime('%Y-%m-%d')}"
+    if commit:
+        line += f" at commit {source_commit()}"
+    return line
 
 
 #: The packages whose versions can move a result: the numerics (and so the ties among optimal

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in [None, *args.seeds]:
             rows.append(run(policy, seed))
             print(f"failures: {policy} seed {seed}: avg JCT {rows[-1]['avg_jct_h']:.2f} h", file=sys.stderr)
-    meta = {**machine(), "elapsed": time.perf_counter() - t0, "command": produced_by(__file__, argv)}
+    meta = {**machine(), "elapsed": time.perf_counter() - t0, "command": produced_by(__file__, argv, date=False, commit=False)}
     (out / "failures.md").write_text(report(rows, meta, args.seeds))
     print(f"failures: wrote {out / 'failures.md'}", file=sys.stderr)
     return 0

@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(run(w, src, cls[src], policy))
                 print(f"measured_cluster: workload-{w} {src} {policy}: avg JCT {rows[-1]['avg_jct_h']:.2f} h",
                       file=sys.stderr)
-    meta = {**machine(), "elapsed": time.perf_counter() - t0, "command": produced_by(__file__, argv)}
+    meta = {**machine(), "elapsed": time.perf_counter() - t0, "command": produced_by(__file__, argv, date=False, commit=False)}
     figure(rows, args.workloads, out / "measured_cluster.png")
     (out / "measured_cluster.md").write_text(report(rows, meta, {s: spread(c) for s, c in cls.items()},
                                                     args.workloads, origins))

@@ -498,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_text_atomic(out / "pal_a1.csv", buf.getvalue())
     meta = {
         "date": time.strftime("%Y-%m-%d"),
-        "command": produced_by(__file__, argv),
+        "command": produced_by(__file__, argv, date=False),
         "machine": host,
         "time_limit": args.time_limit,
         "elapsed": elapsed,

@@ -543,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     write_text_atomic(out / "pal_lambda.csv", buf.getvalue())
     meta = {**machine(), "elapsed": elapsed, "workers": args.workers, "slowest_classA": slowest_classa_gpu(),
-            "command": produced_by(__file__, argv)}
+            "command": produced_by(__file__, argv, date=False, commit=False)}
     write_text_atomic(out / "pal_lambda.md", _Report(rows, spans, meta).build() + FIGURE)
     plot(rows, out / "pal_lambda.png")
     print(f"pal_lambda: {len(rows)} rows in {elapsed:.0f} s -> {out}/pal_lambda.md", file=sys.stderr)

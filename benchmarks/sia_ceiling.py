@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     compare = json.loads(compare_store.read_text()) if compare_store.is_file() else {}
     compare = {k: r for k, r in compare.items() if r.get("fingerprint") == _compare_fingerprint(runs[_key(traces[0], RUNS[0][0])])}
     rows = _rows(runs, traces, compare)
-    page = _page(rows, run_meta(), produced_by(__file__, argv)) + "\n" + runs_provenance(runs.values()) + "\n"
+    page = _page(rows, run_meta(), produced_by(__file__, argv, date=False, commit=False)) + "\n" + runs_provenance(runs.values()) + "\n"
     absent = [r["trace"] for r in rows if r["ilp"] != r["ilp"]]
     if absent:  # the ilp column comes from sia_compare's runs in the same directory
         note = (f"*ilp / sia* is left out (–) for newtrace-{', '.join(map(str, absent))}: no `sia_compare` run "

@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         print(f"sia_compare: no finished run to write a page from (in {cache})", file=sys.stderr)
         return 1
-    meta = {**run_meta(), "command": produced_by(__file__, argv)}
+    meta = {**run_meta(), "command": produced_by(__file__, argv, date=False, commit=False)}
     done = sorted({r["trace"] for r in runs.values()})
     md = write_markdown(runs, done, meta)
     if failed:

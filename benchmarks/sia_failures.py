@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"sia_failures: {r['policy']} seed {r['seed']}: avg JCT {r['avg_jct'] / HOUR:.3f} h", file=sys.stderr)
     (out / "sia_failures_runs.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (out / "sia_failures.md").write_text(report(rows, args, time.perf_counter() - t0, produced_by(__file__, argv)))
+    (out / "sia_failures.md").write_text(report(rows, args, time.perf_counter() - t0, produced_by(__file__, argv, date=False)))
     print(f"sia_failures: wrote {out / 'sia_failures.md'}", file=sys.stderr)
     return 0
 

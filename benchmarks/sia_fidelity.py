@@ -41,6 +41,7 @@ from _results import (
     command_line,
     output_dir,
     package_versions,
+    source_commit,
     split_list,
 )
 
@@ -262,7 +263,8 @@ def _ties_markdown(result: dict[str, Any]) -> list[str]:
 def write_markdown(result: dict[str, Any]) -> str:
     meta = result["meta"]
     lines = ["# Sia fidelity: newtrace-7 against the authors' simulator", "",
-             f"Produced by `{meta['command']}` on {meta['date']} ({meta['python']}, {meta['machine']}, "
+             f"Produced by `{meta['command']}` on {meta['date']}"
+             f"{' at commit ' + meta['commit'] if 'commit' in meta else ''} ({meta['python']}, {meta['machine']}, "
              f"{meta['cpus']} CPUs, load average {meta['load']}: a machine shared with other work, so wall "
              f"times are upper bounds).  Packages: {meta.get('packages', 'not recorded')}.", "",
              "Reference: `../shared/reference/sia/newtrace-7-sia*.json`, the artifact's `multi_simulator.py` "
@@ -328,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     from pal_opt.ilp.backends import available_backends, get_backend
 
     result["meta"] = {"date": time.strftime("%Y-%m-%d"), "command": command_line(__file__, argv),
-                      "python": f"Python {platform.python_version()}",
+                      "commit": source_commit(), "python": f"Python {platform.python_version()}",
                       "solvers": ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends()),
                       "packages": package_versions(),
                       "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),

@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             cache.write_text(json.dumps(runs, indent=1) + "\n")
             print(f"sia_variants: [{n}/{len(todo)}] {key}: avg JCT {r['avg_jct'] / HOUR:.4f} h "
                   f"({r['wall_seconds']:.0f} s)", file=sys.stderr)
-    (out / "sia_variants.md").write_text(write_markdown(runs, traces, seeds, {**run_meta(), "command": produced_by(__file__, argv)}) + "\n" + FIGURE)
+    (out / "sia_variants.md").write_text(write_markdown(runs, traces, seeds, {**run_meta(), "command": produced_by(__file__, argv, date=False, commit=False)}) + "\n" + FIGURE)
     plot(runs, traces, seeds, out / "sia_variants.png")
     print(f"sia_variants: wrote {out}/sia_variants.{{md,png}}", file=sys.stderr)
     return 1 if failed else 0

@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
             rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared))
     ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text = page(rows, produced_by(__file__, argv), started, ended, max(args.sizes) not in args.baseline_sizes)
+    text = page(rows, produced_by(__file__, argv, date=False), started, ended, max(args.sizes) not in args.baseline_sizes)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")
     (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(text)

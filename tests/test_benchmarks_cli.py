@@ -65,7 +65,22 @@ def test_command_line_quotes_the_arguments() -> None:
     assert line == "python benchmarks/suite.py --families size-flat,load --out-dir '/tmp/a b'"
     assert shlex.split(line)[2:] == ["--families", "size-flat,load", "--out-dir", "/tmp/a b"]
     assert r.command_line(script, []) == "python benchmarks/suite.py"
-    assert r.produced_by(script, ["--update"]) == "Produced by `python benchmarks/suite.py --update`"
+    assert r.produced_by(script, ["--update"], date=False, commit=False) == \
+        "Produced by `python benchmarks/suite.py --update`"
+
+
+def test_produced_by_names_the_date_and_the_commit() -> None:
+    """A results page says when and on which code it was produced, not only the command: most
+    committed pages named only the command and the machine."""
+    import re
+
+    r = _results_module()
+    line = r.produced_by(str(BENCHMARKS / "suite.py"), ["--update"])
+    m = re.fullmatch(r"Produced by `python benchmarks/suite\.py --update` on (\d{4}-\d{2}-\d{2}) at commit (\S+)", line)
+    assert m, line
+    assert m.group(2) == r.source_commit()
+    assert r.produced_by(str(BENCHMARKS / "suite.py"), [], commit=False).startswith("Produced by `python benchmarks/suite.py` on ")
+    assert " on " not in r.produced_by(str(BENCHMARKS / "suite.py"), [], date=False)
 
 
 def _helper_calls(name: str) -> list[ast.Call]:
