@@ -523,6 +523,28 @@ def test_measurements_must_be_a_directory(command, given, expected, tmp_path, ca
     assert not out_path.exists()
 
 
+def test_import_measurements_need_only_the_files_of_the_classes_asked_for(tmp_path, capsys):
+    """``import ... --classes classA --measurements DIR`` reads DIR's resnet file only, and a DIR
+    holding just that file did (before ``longhorn_files``, which asked for all four classes' files
+    and refused it: ``DIR/bert-longhorn-agg.csv: no such file``).  A class asked for whose file is
+    missing is still that one line."""
+    d = tmp_path / "lh"
+    d.mkdir()
+    (d / "resnet-longhorn-agg.csv").write_text("uuid,perf\na,1\nb,2\n")
+    topology = tmp_path / "topology.conf"
+    topology.write_text("SwitchName=s0 Nodes=n[1-2]\n")
+    out_path = tmp_path / "inst.json"
+    argv = ["import", "slurm", str(topology), "--gpus-per-node", "2", "--measurements", str(d), "-o", str(out_path)]
+    rc = main([*argv, "--classes", "classA"])
+    assert rc == 0 and "wrote" in capsys.readouterr().out
+    assert set(json.loads(out_path.read_text())["cluster"]["factors"]) == {"classA"}
+    out_path.unlink()
+    rc = main([*argv, "--classes", "classA,classB"])
+    out, err = capsys.readouterr()
+    _expect_one_line_error(rc, out, err, f"{d / 'bert-longhorn-agg.csv'}: no such file")
+    assert not out_path.exists()
+
+
 def test_measurement_factor_range_names_the_gpus_first_row(tmp_path):
     p = tmp_path / "m.csv"
     p.write_text("uuid,perf\na,1\nb,1\nc,5\nb,1e7\n")

@@ -21,7 +21,7 @@ Aggregates
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -121,14 +121,16 @@ def longhorn_paths(directory: str | os.PathLike[str]) -> dict[str, Path]:
     return {c: d / f for c, f in PAL_CLASS_FILES.items()}
 
 
-def longhorn_files(directory: str | os.PathLike[str], option: str = "--measurements") -> dict[str, Path]:
-    """:func:`longhorn_paths` of a directory that exists and holds the four files.
+def longhorn_files(directory: str | os.PathLike[str], option: str = "--measurements",
+                   classes: Iterable[str] | None = None) -> dict[str, Path]:
+    """:func:`longhorn_paths` of a directory that exists and holds the files of ``classes``
+    (default: all four classes; the others' files need not be there).
 
     Raises
     ------
     InstanceError
         ``directory`` is not a directory (a file given for it was reported as
-        ``FILE/resnet-longhorn-agg.csv: no such file``), or one of its files is missing.
+        ``FILE/resnet-longhorn-agg.csv: no such file``), or one of the files is missing.
     """
     d = Path(directory)
     if not d.is_dir():
@@ -136,10 +138,11 @@ def longhorn_files(directory: str | os.PathLike[str], option: str = "--measureme
                if d.exists() else "no such directory")
         raise InstanceError(why, source=os.fspath(directory), path=option)
     paths = longhorn_paths(d)
-    for path in paths.values():
-        if not path.is_file():
-            raise InstanceError(not_a_file(path), source=str(path))
-    return paths
+    wanted = list(paths) if classes is None else list(classes)
+    for c in wanted:
+        if not paths[c].is_file():
+            raise InstanceError(not_a_file(paths[c]), source=str(paths[c]))
+    return {c: paths[c] for c in wanted}
 
 
 def sample_factors(

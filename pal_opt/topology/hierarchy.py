@@ -217,8 +217,7 @@ def measured_factors(
     if unknown:
         raise OptionError(f"class {unknown[0]!r} has no PAL measurement file "
                           f"(measured classes: {', '.join(longhorn_paths(directory))})")
-    paths = longhorn_files(directory)
-    return sample_factors({c: paths[c] for c in classes}, n_gpus, seed)
+    return sample_factors(longhorn_files(directory, classes=classes), n_gpus, seed)
 
 
 def _distinct(level: TopologyLevel, hosts: Sequence[Any]) -> int:
