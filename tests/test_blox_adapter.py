@@ -115,6 +115,21 @@ def test_locality_penalty_is_read_from_args() -> None:
     assert BloxPlacement(None).locality_penalty == 1.7
 
 
+def test_round_parameters_set_between_rounds_apply_to_the_next_round() -> None:
+    """The adapter's ``locality_penalty``, ``round_length``, ``restart_cost`` and ``binning`` are
+    read at each round, as they were before the round parameters were built once in ``__init__``
+    (ab33ec0): a caller that set ``policy.round_length = 100`` got rounds of 360 s without a word."""
+    gpu_df = pd.DataFrame({"GPU_ID": [0, 1, 2, 3], "Node_ID": [0, 0, 1, 1], "IN_USE": [False] * 4,
+                           "JOB_IDS": [None] * 4, "PerfVar_classA": [1.0, 1.3, 0.9, 1.0]})
+    state = SimpleNamespace(active_jobs={5: {"num_GPUs": 2, "perfclass": "classA", "is_running": False}})
+    policy = BloxPlacement(SimpleNamespace(locality_penalty=1.7), method="pal")
+    first = policy.instance(state, SimpleNamespace(gpu_df=gpu_df), {"job_order": [5]}).params
+    assert (first.locality_penalty, first.round_length, first.restart_cost) == (1.7, 360.0, 0.0)
+    policy.locality_penalty, policy.round_length, policy.restart_cost, policy.binning = 3.0, 100.0, 5.0, "none"
+    then = policy.instance(state, SimpleNamespace(gpu_df=gpu_df), {"job_order": [5]}).params
+    assert (then.locality_penalty, then.round_length, then.restart_cost, then.binning) == (3.0, 100.0, 5.0, "none")
+
+
 def test_ilp_backend_and_options_pass_through() -> None:
     policy = BloxPlacement(None, method="ilp", backend="highs", admission="backfill", time_limit=5)
     active = {7: {"num_GPUs": 3, "perfclass": "classA", "is_running": False}}

@@ -221,8 +221,13 @@ class BloxPlacement:
         # Blox's gpu_df already says which jobs run where, so no carrying over is needed.
         self.policy = RoundPolicy(method, binning=binning, seed=seed, track_running=False, **options)
         self.last_result: PlacementResult | None = None
-        self._params = RoundParams.from_arguments(locality_penalty=self.locality_penalty, binning=self.binning,
-                                                  restart_cost=self.restart_cost, round_length=self.round_length)
+        self._round_params()  # λ and the binning checked now too, not in the first place()
+
+    def _round_params(self) -> RoundParams:
+        """The round parameters from the attributes as they are now (a caller may set
+        ``round_length`` or ``locality_penalty`` between rounds)."""
+        return RoundParams.from_arguments(locality_penalty=self.locality_penalty, binning=self.binning,
+                                          restart_cost=self.restart_cost, round_length=self.round_length)
 
     def _warn_once(self, notes: list[str], order: list[Any]) -> None:
         """Log each of a round's warnings (a job larger than the cluster, a misspelt ``gpu_df``
@@ -245,7 +250,7 @@ class BloxPlacement:
         gpu_df = getattr(cluster_state, "gpu_df", None)
         notes: list[str] = []
         try:
-            inst = frames_round(gpu_df, _jobs_frame(active, order), self._params, notes=notes)
+            inst = frames_round(gpu_df, _jobs_frame(active, order), self._round_params(), notes=notes)
         except InstanceError as exc:
             raise _in_blox_terms(exc, order) from None
         self._warn_once(notes, order)
