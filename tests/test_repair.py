@@ -589,6 +589,19 @@ def test_cli_repair_writes_a_placement_that_check_accepts(files, tmp_path, capsy
     assert rc == 0
 
 
+def test_cli_repair_says_one_job_on_one_gpu_in_the_singular(tmp_path, capsys):
+    """The summary's ``placed`` line: ``1 job on 1 GPU``, not ``1 jobs on 1 GPUs`` (75faaaa; the
+    test above places many jobs, so it held either way)."""
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0, 1.1, 1.2, 1.3]})
+    inst = RoundInstance(cl, (Job("a", 1, "classA"),), RoundParams(binning="none"))
+    ip, pp, out = tmp_path / "round.json", tmp_path / "placement.json", tmp_path / "repaired.json"
+    save_instance(inst, ip)
+    pp.write_text(solve(inst, "pal").to_json())
+    rc, text, err = run(capsys, "repair", ip, pp, "--failed", "0", "--out", out)
+    assert rc == 0, err
+    assert next(line for line in text.splitlines() if line.startswith("placed")).split(None, 1)[1] == "1 job on 1 GPU"
+
+
 def test_cli_repair_output_is_deterministic(files, tmp_path, capsys):
     ip, pp, failed = files
     docs = []
