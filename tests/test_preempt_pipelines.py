@@ -500,4 +500,5 @@ def test_cp_sat_proves_a_small_preemption_round_with_pipelines_as_the_others_do(
         pal_opt.solve(inst, "ilp", backend="cpsat")
     assert seen == [{"linearization_level": 2}, {"linearization_level": 1, "random_seed": 3}, {}]
     assert results["cpsat"].info["backend_params"] == {"linearization_level": 2}  # recorded for the reader
-    assert "backend_params" not in results["highs"].info
+    # HiGHS is given its stage-program parameters (presolve probing off, 2026-12-07), recorded too
+    assert results["highs"].info["backend_params"] == {"presolve_rule_off": 1 << 15}

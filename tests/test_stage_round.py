@@ -430,3 +430,64 @@ def test_a_ctrl_c_in_the_stage_program_keeps_the_best_so_far(monkeypatch: pytest
         assert res.objective == pytest.approx(4 * math.log(1.5))
     else:
         assert res.status == Status.FALLBACK and "start placement (PAL's)" in res.message
+
+
+def _highs_params_seen(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The ``backend_params`` of every program HiGHS is given from now on."""
+    from pal_opt.ilp.backends.highs import HighsBackend
+
+    seen: list[dict[str, Any]] = []
+    original = HighsBackend.solve
+
+    def watched(self: Any, program: Any, options: Any, start: Any = None) -> Any:
+        seen.append(dict(options.backend_params))
+        return original(self, program, options, start)
+
+    monkeypatch.setattr(HighsBackend, "solve", watched)
+    return seen
+
+
+def test_highs_solves_the_stage_program_without_presolve_probing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2026-12-07: HiGHS's presolve probing (rule 15) took most of the stage program's time on
+    256-GPU rounds of a scheduler's loop (``benchmarks/results/racked_rounds.md``); the stage
+    program (and ``ilp-preempt``'s, with pipelines) is solved with it off, unless the caller's
+    ``backend_params`` say otherwise.  The round program keeps HiGHS's defaults."""
+    if "highs" not in available_backends():
+        pytest.skip("highs is not installed")
+    from pal_opt.ilp.backends.highs import HighsBackend
+
+    assert HighsBackend.stage_params == {"presolve_rule_off": 1 << 15}
+    seen = _highs_params_seen(monkeypatch)
+    inst = _round()
+    assert solve_ilp(inst, backend="highs").objective == pytest.approx(4 * math.log(1.5))
+    assert seen == [{"presolve_rule_off": 1 << 15}]
+    seen.clear()
+    assert solve_ilp(inst, backend="highs", backend_params={"presolve_rule_off": 0}).status == Status.OPTIMAL
+    assert seen == [{"presolve_rule_off": 0}]  # the caller's value, not pal-opt's
+    seen.clear()
+    gangs = RoundInstance(inst.cluster, (Job("a", 4, "classA", 0), inst.jobs[1]), inst.params)
+    assert solve_ilp(gangs, backend="highs").status == Status.OPTIMAL
+    assert seen == [{}]  # the round program: HiGHS's own presolve
+    seen.clear()
+    import pal_opt
+
+    res = pal_opt.solve(inst, "ilp-preempt", backend="highs")
+    assert res.info["program"] == "stage" and res.info["backend_params"] == {"presolve_rule_off": 1 << 15}
+    assert seen == [{"presolve_rule_off": 1 << 15}] and res.objective == pytest.approx(4 * math.log(1.5))
+
+
+@settings(max_examples=30, **_SET)  # type: ignore[arg-type]
+@given(pipeline_rounds())
+def test_presolve_probing_off_keeps_the_stage_programs_optimum(inst: RoundInstance) -> None:
+    """The stage program's optimum is the same with HiGHS's probing on (its default) and off."""
+    if "highs" not in available_backends():
+        return
+    from pal_opt.ilp.backends import SolveOptions
+
+    admitted = admit(inst, "prefix")
+    factors = binned_factors(inst.cluster, "none")
+    off = solve_stage_round(inst, admitted, factors, backend="highs", admission="prefix")
+    on = solve_stage_round(inst, admitted, factors, backend="highs", admission="prefix",
+                           options=SolveOptions(backend_params={"presolve_rule_off": 0}))
+    assert off.status == on.status == Status.OPTIMAL
+    assert off.objective == pytest.approx(on.objective, abs=1e-9)

@@ -242,7 +242,7 @@ def solve_preempt(
     build_seconds = time.perf_counter() - t0
     vector = built.encode(start) if warm_start and cls.supports_warm_start else None
     demand = sum(instance.jobs[i].demand for i in plan.admitted)
-    params = {**cls.preempt_params, **(backend_params or {})}
+    params = {**cls.preempt_params, **(cls.stage_params if staged else {}), **(backend_params or {})}
     info.update({"backend_params": params} if params else {})  # what the solver is given, pal-opt's own included
     opts = BackendOptions(time_limit=None if clock.limited else time_limit,
                           deadline=_solver_deadline(clock, time.perf_counter() - t_build, price),

@@ -896,6 +896,8 @@ def solve_stage_round(
     details.update(num_vars=sr.program.num_vars, num_rows=sr.program.num_rows, nnz=int(sr.program.A.nnz))
     if clock.limited:  # the solver stops in time to decode (estimated from the build) and finish
         options = replace(options, deadline=clock.sooner(reserve + DECODE_PER_BUILD * built).at)
+    if cls.stage_params:  # the backend's own parameters for this program, under the caller's
+        options = replace(options, backend_params={**cls.stage_params, **options.backend_params})
     common["build_seconds"] = built
     try:
         sol = cls().solve(sr.program, options, start=vector)

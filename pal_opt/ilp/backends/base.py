@@ -259,6 +259,10 @@ class Backend(ABC):
     preempt_params
         Solver parameters for the programs with drop variables (``ilp-preempt``), under the
         caller's ``backend_params``.
+    stage_params
+        Solver parameters for the stage program (rounds with pipeline jobs,
+        :func:`~pal_opt.ilp.stageround.solve_stage_round`; with ``ilp-preempt`` too), under the
+        caller's ``backend_params``.
     """
 
     name: ClassVar[str]
@@ -272,6 +276,7 @@ class Backend(ABC):
     translate_seconds_per_entry: ClassVar[float] = 3e-5
     stop_seconds: ClassVar[float] = 0.3
     preempt_params: ClassVar[dict[str, Any]] = {}
+    stage_params: ClassVar[dict[str, Any]] = {}
     _available: ClassVar[bool | None] = None
     _import_error: ClassVar[str | None] = None
     _version: ClassVar[str | None] = None

@@ -136,6 +136,13 @@ class HighsBackend(ThreadedBackend):
     supports_warm_start: ClassVar[bool] = True
     supports_relaxation: ClassVar[bool] = True
     translate_seconds_per_entry: ClassVar[float] = 1e-6
+    #: The stage program (:mod:`pal_opt.ilp.stageround`) is solved with presolve's probing off
+    #: (rule 15).  Probing tries each binary, and the stage program has thousands (its mode
+    #: columns): on 256-GPU rounds of a scheduler's loop it took most of HiGHS's time, presolve
+    #: 1.38 s with it and 0.34 s without, for 35 of 9,749 columns fewer
+    #: (``formulations/pipeline_round.md`` §6).  A reduction left out, not a relaxation: the
+    #: optimum is the same.
+    stage_params: ClassVar[dict[str, Any]] = {"presolve_rule_off": 1 << 15}
     #: For the tests of crash recovery only: the child crashes itself on this many tries (0: none).
     crash_for_test: int = 0
 
