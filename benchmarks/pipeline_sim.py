@@ -299,7 +299,7 @@ WHY_SMALL = (
         "the queue -- most of a pipeline job's JCT here -- changes only through the other jobs' run times; (2) the 8-GPU "
         "pipelines span two 4-GPU servers under every method and pay lambda = 1.7, which dwarfs the "
         "variability; (3) PipeDream's partitions are balanced and gpt_pmp's stages equal, so a slow GPU is "
-        "rarely free on a stage with slack (`pipeline_placement.md`: +0.9% speed from variability alone on "
+        "rarely free on a stage with slack (`pipeline_placement.md`: +1.0% speed from variability alone on "
         "Longhorn rounds); (4) Longhorn's slow GPUs are few (under 1% of the GPUs in PAL's outlier bins for "
         "classes B and C).")
 
