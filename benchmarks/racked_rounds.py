@@ -173,20 +173,25 @@ def report(rows: dict[int, dict[str, Any]], head: list[str]) -> list[str]:
             lines.append(f"\nMedian over the rounds {label} ({len(sel)}): before "
                          f"{statistics.median(x['before'] for x in sel):.2f} s, after "
                          f"{statistics.median(x['after'] for x in sel):.2f} s.")
+    proven = [x for x in rows.values() if x["stage"] and x["before_status"] == x["after_status"] == "optimal"]
+    if proven:
+        ratios = [x["after"] / x["before"] for x in proven]
+        lines.append(f"\nRounds with the stage program proven optimal in both arms: {len(proven)}; after / before "
+                     f"median {statistics.median(ratios):.2f} (range {min(ratios):.2f}-{max(ratios):.2f}).")
     return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0, help="the loop's seed (default 0)")
-    ap.add_argument("--first", type=int, default=20, help="the first round considered (default 20)")
+    ap.add_argument("--first", type=int, default=3, help="the first round considered (default 3)")
     ap.add_argument("--count", type=int, default=6, help="rounds of each kind timed (default 6)")
     ap.add_argument("--reps", type=int, default=3, help="runs per round and arm (default 3)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.reps < 1 or args.count < 1 or args.first < 0 or args.seed < 0:
         ap.error("--reps and --count >= 1, --first and --seed >= 0 expected")
-    full = (args.seed, args.first, args.count, args.reps) == (0, 20, 6, 3)
+    full = (args.seed, args.first, args.count, args.reps) == (0, 3, 6, 3)
     out_dir = output_dir(args, "racked_rounds", partial=None if full else "partial (options other than the defaults)")
     instances = loop_rounds(args.seed, args.first + 40)
     rows = {}
@@ -203,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
             "before this change); *after*: `HighsBackend.stage_params` (probing off).  Rounds without a "
             "pipeline run the round program, which the change does not touch (their two arms differ by noise "
             "only).  *PAL s*: greedy PAL on the same round."
-            "  The change shortens HiGHS's presolve; a round that ends at the time limit in both arms is not expected to gain (HiGHS spends it in the root), and on this loop's rounds (PAL's placements as the running jobs, a restart cost) every `ilp` run ends there.", ""]
+            "  The change shortens HiGHS's presolve: a round whose stage program is proven gains; a round that "
+            "ends at the time limit in both arms is not expected to (HiGHS spends the limit in the root).  On "
+            "this loop (PAL's placements as the running jobs, a restart cost) the rounds fill up, and from about "
+            "round 10 on every `ilp` run ends at the limit, with or without a pipeline (with `--first 20` all "
+            "twelve did, 4.63-4.72 s medians in both arms).", ""]
     path = out_dir / "racked_rounds.md"
     path.write_text("\n".join(report(rows, head)), encoding="utf-8")
     wrote("racked_rounds", path)
