@@ -4,6 +4,7 @@ reviews, 2026-12-06 and 2026-12-07) that the rest of the suite let pass."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -29,12 +30,17 @@ def test_a_top_switch_stays_in_the_next_level_beside_another_s_parent() -> None:
     assert level2["n1"] == level2["n2"]
 
 
-def test_a_node_without_gpus_outside_the_topology_is_not_warned_about(tmp_path: Path) -> None:
+def _two_nodes_with(tmp_path: Path, slurm_conf: str) -> Any:
+    """``load_slurm`` of a switch over n1 and n2 with this ``slurm.conf``."""
     topo = tmp_path / "topology.conf"
     topo.write_text("SwitchName=s0 Nodes=n[1-2]\n")
     conf = tmp_path / "slurm.conf"
-    conf.write_text("NodeName=n[1-2] Gres=gpu:4\nNodeName=login1 CPUs=8\n")
-    t = load_slurm(topo, slurm_conf=conf)
+    conf.write_text(slurm_conf)
+    return load_slurm(topo, slurm_conf=conf)
+
+
+def test_a_node_without_gpus_outside_the_topology_is_not_warned_about(tmp_path: Path) -> None:
+    t = _two_nodes_with(tmp_path, "NodeName=n[1-2] Gres=gpu:4\nNodeName=login1 CPUs=8\n")
     assert not any("login1" in note for note in t.notes)
 
 
@@ -98,11 +104,7 @@ def test_zero_gpus_per_node_is_refused_as_an_option(tmp_path: Path) -> None:
 def test_a_node_with_zero_gpus_is_not_an_untyped_gpu_node(tmp_path: Path) -> None:
     # n2's Gres=gpu:0 gives it no GPU: it is left out, not counted as a GPU node without a type
     # beside n1's a100s (was: a type with 0 GPUs was kept, and the import refused the mix)
-    topo = tmp_path / "topology.conf"
-    topo.write_text("SwitchName=s0 Nodes=n[1-2]\n")
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("NodeName=n1 Gres=gpu:a100:2\nNodeName=n2 Gres=gpu:0\n")
-    t = load_slurm(topo, slurm_conf=conf)
+    t = _two_nodes_with(tmp_path, "NodeName=n1 Gres=gpu:a100:2\nNodeName=n2 Gres=gpu:0\n")
     assert t.hosts == ("n1",) and t.gpu_types == ("a100", "a100")
 
 
