@@ -767,18 +767,21 @@ def _graph_gpus(graph: nx.DiGraph, source: str | None) -> tuple[list[tuple[str, 
 
 def _graph_parents(graph: nx.DiGraph) -> tuple[dict[Any, Any], set[Any], dict[Any, Any], set[Any]]:
     """Each vertex's server parent and rack parent (the first found, as networkx's predecessors
-    name it), and the vertices with more than one of either, from one pass over the in-edges:
-    asking networkx for each GPU's predecessors took about as long as the rest of
-    :meth:`Cluster.from_graph` together (65,536 GPUs)."""
+    name it), and the vertices with more than one of either, from one pass over the
+    predecessor lists: asking networkx for each GPU's predecessors took about as long as the
+    rest of :meth:`Cluster.from_graph` together (65,536 GPUs).  ``graph.pred`` names each
+    predecessor once, as ``predecessors()`` does, on a ``MultiDiGraph`` too (whose ``in_edges``
+    are triples, one per parallel edge)."""
     server_of: dict[Any, Any] = {}
     rack_of: dict[Any, Any] = {}
     two_servers: set[Any] = set()
     two_racks: set[Any] = set()
-    for u, v in graph.in_edges:
-        if isinstance(u, tuple) and len(u) == 2 and u[0] in ("server", "rack"):
-            parent_of, twice = (server_of, two_servers) if u[0] == "server" else (rack_of, two_racks)
-            if parent_of.setdefault(v, u) is not u:
-                twice.add(v)
+    for v, preds in graph.pred.items():
+        for u in preds:
+            if isinstance(u, tuple) and len(u) == 2 and u[0] in ("server", "rack"):
+                parent_of, twice = (server_of, two_servers) if u[0] == "server" else (rack_of, two_racks)
+                if parent_of.setdefault(v, u) is not u:
+                    twice.add(v)
     return server_of, two_servers, rack_of, two_racks
 
 

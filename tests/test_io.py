@@ -616,6 +616,28 @@ def test_a_server_under_two_racks_in_a_graph_is_an_error() -> None:
         Cluster.from_graph(g)
 
 
+def test_a_multidigraph_reads_as_the_same_digraph() -> None:
+    """f207191 read each vertex's parents from ``graph.in_edges`` as pairs; a ``MultiDiGraph``'s
+    are triples (one per parallel edge), so ``Cluster.from_graph`` of one failed with
+    ``ValueError: too many values to unpack`` where it had read like the ``DiGraph`` (review)."""
+    import networkx as nx
+
+    from pal_opt.model import Cluster
+
+    c = Cluster.from_arrays([5, 1, 3, 2], ["b", "a", "b", "a"], {"classA": [1.0, 1.5, 1.2, 1.0]}, [0, 1, 0, 2],
+                            {"a": "r0", "b": "r1"})
+    multi = nx.MultiDiGraph(c.graph)
+    multi.add_edges_from(list(c.graph.edges))  # a parallel edge under every parent: still one parent
+    for g in (nx.MultiDiGraph(c.graph), multi):
+        back = Cluster.from_graph(g)
+        assert back.gpu_ids.tolist() == [1, 2, 3, 5] and back.server_ids == ("a", "b") and back.rack_ids == ("r0", "r1")
+        assert back.server_of.tolist() == [0, 0, 1, 1] and back.rack_of_server.tolist() == [0, 1]
+        assert back.state.tolist() == [1, 2, 0, 0] and back.factors["classA"].tolist() == [1.5, 1.0, 1.2, 1.0]
+    multi.add_edge(("server", "a"), ("gpu", 5))
+    with pytest.raises(InstanceError, match=r"graph\.\('gpu', 5\): GPU must hang under exactly one server"):
+        Cluster.from_graph(multi)
+
+
 def test_negative_gpu_ids_are_rejected_by_the_model_as_by_the_file() -> None:
     from pal_opt.model import Cluster
 
