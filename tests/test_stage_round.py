@@ -491,3 +491,29 @@ def test_presolve_probing_off_keeps_the_stage_programs_optimum(inst: RoundInstan
                            options=SolveOptions(backend_params={"presolve_rule_off": 0}))
     assert off.status == on.status == Status.OPTIMAL
     assert off.objective == pytest.approx(on.objective, abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_ilp_records_the_stage_programs_backend_params_as_ilp_preempt_does(backend: str) -> None:
+    """82d8f2f gave HiGHS's stage program ``presolve_rule_off`` and ``ilp-preempt`` recorded it in
+    ``info["backend_params"]`` (what the solver is given), but ``ilp`` recorded only the caller's
+    parameters: a result file of ``ilp`` said nothing of what its stage program ran with (review).
+    Both record what the solver is given; the caller's value still wins; CP-SAT and CBC, which
+    have no stage parameters, record only the caller's."""
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    import pal_opt
+    from pal_opt.ilp.backends import get_backend
+
+    inst = _round()
+    own = dict(get_backend(backend).stage_params)
+    assert own == ({"presolve_rule_off": 1 << 15} if backend == "highs" else {})
+    caller = {"highs": {"presolve_rule_off": 0}, "cpsat": {"random_seed": 1}, "cbc": {"maxNodes": 100000}}[backend]
+    for theirs in ({}, caller):
+        kw: dict[str, Any] = {"backend_params": theirs} if theirs else {}
+        ilp = pal_opt.solve(inst, "ilp", backend=backend, **kw)
+        assert ilp.info["program"] == "stage"
+        assert ilp.info.get("backend_params", {}) == {**own, **theirs}
+        if backend != "cpsat":  # (CP-SAT's ilp-preempt adds its drop program's own, preempt_params)
+            preempt = pal_opt.solve(inst, "ilp-preempt", backend=backend, **kw)
+            assert preempt.info.get("backend_params", {}) == ilp.info.get("backend_params", {})

@@ -88,6 +88,20 @@ def test_solve_ilp_searches_pairs_on_large_rounds(monkeypatch: pytest.MonkeyPatc
     assert "stage_search" not in whole.info and whole.status == Status.OPTIMAL
 
 
+def test_the_search_records_the_stage_programs_backend_params(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each pair is a stage program, which HiGHS is given with ``presolve_rule_off`` (82d8f2f,
+    under the caller's ``backend_params``); the search's answer records what its solver was
+    given in ``info["backend_params"]``, as the whole stage program's does (review)."""
+    if "highs" not in available_backends():
+        pytest.skip("highs is not installed")
+    inst = _four_servers()
+    monkeypatch.setattr(stagesearch, "SEARCH_MIN_GPUS", 16)
+    res = solve_ilp(inst, time_limit=60, backend="highs")
+    assert "stage_search" in res.info and res.info["backend_params"] == {"presolve_rule_off": 1 << 15}
+    res = solve_ilp(inst, time_limit=60, backend="highs", backend_params={"presolve_rule_off": 0})
+    assert "stage_search" in res.info and res.info["backend_params"] == {"presolve_rule_off": 0}
+
+
 def test_a_poor_given_start_is_not_taken_over_pals() -> None:
     """The search starts from the cheaper of the start given and PAL's placement."""
     inst = _four_servers()

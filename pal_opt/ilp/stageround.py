@@ -70,7 +70,7 @@ from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
 from ..result import PlacementResult, Status, priced_result
 from .backends import BackendSolution, SolveOptions, SolverStatus, get_backend
-from .backends.base import BackendAbandoned, BackendInterrupted
+from .backends.base import Backend, BackendAbandoned, BackendInterrupted
 from .builder import ProgramBuilder
 from .program import Program
 from .running import keep_positions, moving_is_charged
@@ -832,6 +832,12 @@ def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[
                          message=f"{why}; the start placement ({_source(start, own, label)}) is returned")
 
 
+def stage_backend_params(cls: type[Backend], options: SolveOptions | None) -> dict[str, Any]:
+    """The solver parameters of the stage program: the backend's own
+    (:attr:`~pal_opt.ilp.backends.base.Backend.stage_params`) under the caller's ``backend_params``."""
+    return {**cls.stage_params, **(options.backend_params if options is not None else {})}
+
+
 def solve_stage_round(
     instance: RoundInstance,
     admitted: Sequence[int],
@@ -896,8 +902,9 @@ def solve_stage_round(
     details.update(num_vars=sr.program.num_vars, num_rows=sr.program.num_rows, nnz=int(sr.program.A.nnz))
     if clock.limited:  # the solver stops in time to decode (estimated from the build) and finish
         options = replace(options, deadline=clock.sooner(reserve + DECODE_PER_BUILD * built).at)
-    if cls.stage_params:  # the backend's own parameters for this program, under the caller's
-        options = replace(options, backend_params={**cls.stage_params, **options.backend_params})
+    options = replace(options, backend_params=stage_backend_params(cls, options))
+    if options.backend_params:  # what the solver is given, the backend's own included (as ilp-preempt records)
+        details["backend_params"] = dict(options.backend_params)
     common["build_seconds"] = built
     try:
         sol = cls().solve(sr.program, options, start=vector)

@@ -58,7 +58,7 @@ from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from ..sigint import SigintDeferred
 from .backends import SolveOptions, get_backend
-from .stageround import check_stage_round, solve_stage_round, start_placement
+from .stageround import check_stage_round, solve_stage_round, stage_backend_params, start_placement
 from .subround import part_instance
 
 __all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "STALE_PASSES", "STOPS", "SearchStats", "PairSearch", "search_applies",
@@ -263,6 +263,8 @@ def solve_stage_search(
     # the cheaper start; PAL's on a tie
     first_summary, _, first, label = min(starts, key=lambda s: (s[0].cost, -s[1]))
     details = {**(info or {}), "program": "stage", "start": label}
+    if params := stage_backend_params(cls, options):  # what each pair's solver is given, as solve_stage_round records
+        details["backend_params"] = params
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name,
                                   backend_version=cls.version(), info=details, build_seconds=0.0)
     progress.report(stage="solving the stage program on pairs of servers", backend=cls.name)
