@@ -5,9 +5,9 @@ racks, factors lognormal(0, 0.08) clipped to [0.7, 1.6] per class, Poisson(3) ar
 (demands 1-32 GPUs, Sia-Philly models, every 40th job a 4-GPU two-stage pipeline), a failure or a
 recovery now and then, λ = 1.7, ``restart_cost=30`` s of a 360 s round; the jobs run between
 rounds on the answers of greedy PAL (``RoundPolicy("pal")``: deterministic, so the rounds are the
-same in every run), seed 0 (``--seed``).  Timed: the rounds in ``--rounds`` (default: the first
-``--count`` rounds from round ``--first`` whose admitted jobs include a pipeline, which the stage
-program places, and as many without one).
+same in every run), seed 0 (``--seed``).  Timed: the first ``--count`` rounds (default 6) from
+round ``--first`` (default 3) whose admitted jobs include a pipeline, which the stage program
+places, and as many without one.
 
 Each round is solved ``--reps`` times (default 3) by ``pal_opt.solve(inst, "ilp",
 backend="highs", time_limit=5)`` twice over, interleaved: *before* with HiGHS's stage-program
