@@ -905,7 +905,6 @@ def solve_stage_round(
     options = replace(options, backend_params=stage_backend_params(cls, options))
     if options.backend_params:  # what the solver is given, the backend's own included (as ilp-preempt records)
         details["backend_params"] = dict(options.backend_params)
-    common["build_seconds"] = built
     try:
         sol = cls().solve(sr.program, options, start=vector)
     except TimeLimitReached as exc:  # the deadline came before the solver could run
@@ -914,7 +913,7 @@ def solve_stage_round(
     except BackendAbandoned:  # a solver that did not stop on a Ctrl-C
         raise KeyboardInterrupt from None
     except KeyboardInterrupt as exc:  # BackendInterrupted, or a Ctrl-C while the program was translated
-        raise _interrupted(sr, exc, start, common) from None
+        raise _interrupted(sr, exc, start, {**common, "build_seconds": built}) from None
     details.update(sol.info)  # the solver's figures (nodes, iterations; HiGHS: crashes survived)
     details.update(solver_status=str(sol.status), solver_message=sol.message, warm_start=vector is not None)
     common.update(solve_seconds=sol.seconds, build_seconds=built, bound=sol.bound)
