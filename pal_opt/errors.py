@@ -7,6 +7,8 @@ line and exit with status 2.
 
 from __future__ import annotations
 
+import copy
+
 __all__ = [
     "PalOptError",
     "InstanceError",
@@ -53,8 +55,11 @@ class InstanceError(PalOptError, ValueError):
         return ": ".join([*parts, _shorten(self.message)])
 
     def with_source(self, source: str) -> InstanceError:
-        """Return a copy of this error that names ``source`` as the file."""
-        err = type(self)(self.message, source=source, path=self.path)
+        """Return a copy of this error that names ``source`` as the file (a subclass's own
+        attributes kept)."""
+        err = copy.copy(self)
+        err.source = source
+        err.args = (str(err),)
         return err
 
 

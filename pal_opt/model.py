@@ -21,7 +21,6 @@ import itertools
 import math
 import numbers
 import operator
-import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -209,6 +208,16 @@ def _plain_ids(ids: Sequence[Any], path: str) -> list[int | str]:
 FACTOR_RANGE: tuple[float, float] = (1e-6, 1e6)
 
 
+class _GpuFactorError(InstanceError):
+    """A bad factor of one GPU (``factor of GPU 3 must ...`` at ``factors.<class>``), knowing the
+    GPU, so that :meth:`Cluster.from_graph` can say it of the GPU's vertex."""
+
+    def __init__(self, message: str, *, source: str | None = None, path: str | None = None,
+                 gpu: int | None = None) -> None:
+        super().__init__(message, source=source, path=path)
+        self.gpu = gpu
+
+
 def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
     """One class's factors as float64: numbers only (a text such as ``"1.0"`` or a bool, which
     numpy would convert without a word, is an error naming the GPU)."""
@@ -220,8 +229,10 @@ def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
     flat = list(given) if given is not None else arr.ravel().tolist()
     for i, x in enumerate(flat):
         if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
-            where = f"GPU {int(ids[i])}" if arr.shape == ids.shape else f"entry {i}"
-            raise InstanceError(f"factor of {where} must be a number, got {x!r}", path=f"factors.{cname}")
+            if arr.shape != ids.shape:
+                raise InstanceError(f"factor of entry {i} must be a number, got {x!r}", path=f"factors.{cname}")
+            raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be a number, got {x!r}",
+                                  path=f"factors.{cname}", gpu=int(ids[i]))
     return np.asarray(flat, dtype=np.float64).reshape(arr.shape)
 
 
@@ -243,13 +254,14 @@ def _validate_factors(factors: Mapping[str, np.ndarray], ids: np.ndarray) -> Non
         bad = ~np.isfinite(arr) | (arr <= 0)
         if bad.any():
             i = int(np.argmax(bad))
-            raise InstanceError(f"factor of GPU {int(ids[i])} must be finite and positive, got {float(arr[i])!r}",
-                                path=f"factors.{cname}")
+            raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be finite and positive, got {float(arr[i])!r}",
+                                  path=f"factors.{cname}", gpu=int(ids[i]))
         bad = (arr < FACTOR_RANGE[0]) | (arr > FACTOR_RANGE[1])
         if bad.any():  # far outside, the binning's arithmetic overflows (NaN or negative levels)
             i = int(np.argmax(bad))
-            raise InstanceError(f"factor of GPU {int(ids[i])} must be in {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g} "
-                                f"(a slowdown relative to a typical GPU), got {float(arr[i])!r}", path=f"factors.{cname}")
+            raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be in {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g} "
+                                  f"(a slowdown relative to a typical GPU), got {float(arr[i])!r}",
+                                  path=f"factors.{cname}", gpu=int(ids[i]))
 
 
 def _validate_types(names: Any, type_of: np.ndarray, n: int) -> None:
@@ -599,8 +611,9 @@ class Cluster:
                                    gpu_types=types if types[0] is not None else None,
                                    throughput=graph.graph.get("throughput"),
                                    devices=devices if devices[0] is not None else None)
-        except InstanceError as exc:  # a GPU's factor: named by its vertex, as the graph's other errors
-            raise _on_vertex(exc, {int(n[1]): n for n in gpus}) from None
+        except _GpuFactorError as exc:  # a GPU's factor: named by its vertex, as the graph's other errors
+            vertex = next(n for n in gpus if int(n[1]) == exc.gpu)  # the cluster's GPUs are the graph's
+            raise InstanceError(exc.message, source=source, path=f"graph.{vertex}.{exc.path}") from None
 
     # ----------------------------------------------------------------- derived views
     @property
@@ -842,19 +855,6 @@ def _graph_factors(factors: Any, vertex: Any, source: str | None) -> Mapping[Any
         raise InstanceError(f"must map class names to factors, got {factors!r}", source=source,
                             path=f"graph.{vertex}.factors")
     return factors
-
-
-_FACTOR_OF_GPU = re.compile(r"^factor of GPU (-?\d+) ")
-
-
-def _on_vertex(exc: InstanceError, vertex: Mapping[int, Any]) -> InstanceError:
-    """An error about one GPU's factor (path ``factors.<class>``) said of its graph vertex,
-    ``graph.('gpu', 3).factors.<class>``; other errors as they are."""
-    m = _FACTOR_OF_GPU.match(exc.message) if (exc.path or "").startswith("factors.") else None
-    if m is None or int(m.group(1)) not in vertex:
-        return exc
-    return InstanceError(exc.message, source=exc.source,
-                         path=f"graph.{vertex[int(m.group(1))]}.{exc.path}")
 
 
 _STATE_NAMES = {name: int(state) for name, state in GpuState.__members__.items()}
