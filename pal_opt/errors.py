@@ -19,6 +19,7 @@ __all__ = [
     "InfeasiblePartitionError",
     "TimeLimitReached",
     "SolveInterrupted",
+    "one_line",
 ]
 
 
@@ -51,8 +52,7 @@ class InstanceError(PalOptError, ValueError):
         super().__init__(self.__str__())
 
     def __str__(self) -> str:
-        parts = [_shorten(p) for p in (self.source, self.path) if p]
-        return ": ".join([*parts, _shorten(self.message)])
+        return one_line(self.message, source=self.source, path=self.path)
 
     def with_source(self, source: str) -> InstanceError:
         """Return a copy of this error that names ``source`` as the file (a subclass's own
@@ -78,6 +78,17 @@ def _shorten(text: str, limit: int = MAX_PART_CHARS) -> str:
         return text
     keep = limit // 2
     return f"{text[:keep]}[...{len(text) - 2 * keep:,} characters cut...]{text[-keep:]}"
+
+
+def one_line(message: str, *, source: str | None = None, path: str | None = None) -> str:
+    """``source: path: message`` (parts that are None or empty left out, each shortened), the line
+    an :class:`InstanceError` prints and an importer's warning about a table logs.
+
+    >>> one_line("is not used", source="q.csv", path="line 3")
+    'q.csv: line 3: is not used'
+    """
+    parts = [_shorten(p) for p in (source, path) if p]
+    return ": ".join([*parts, _shorten(message)])
 
 
 class OptionError(PalOptError, ValueError):

@@ -220,6 +220,43 @@ def test_an_oversized_job_is_warned_of_once_in_blox_terms(caplog: pytest.LogCapt
     assert len(caplog.records) == 2
 
 
+def test_warnings_are_known_again_by_what_they_are_about_not_by_their_text(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The adapter knew a warning again by its text, after parsing the job's row back out of it:
+    as nodes registered, an oversized job's warning ("the cluster has 16", then 20) was logged
+    again every round.  Warnings are structured at the importer now (kind, table, row, columns):
+    two jobs with warnings of the same shape are each logged once, a job is the same job when
+    it moves in the queue and the figures change, and a bad device number in another row of
+    ``gpu_df`` is a new warning."""
+    policy = BloxPlacement(None, method="pal", admission="backfill")
+    active = {1: {"num_GPUs": 64, "perfclass": "classA", "is_running": False},
+              2: {"num_GPUs": 2, "perfclass": "classA", "is_running": False},
+              3: {"num_GPUs": 32, "perfclass": "classA", "is_running": False}}
+    cluster = small_cluster()
+    cluster.insert(1, "Local_GPU_ID", [g % 4 for g in range(16)])
+    orders = ([(2, 0), (1, 0), (3, 0)], [(3, 0), (2, 0), (1, 0)], [(1, 0), (3, 0), (2, 0)])
+    logged: list[list[str]] = []
+    for k, order in enumerate(orders):
+        gpu_df = pd.concat([cluster, cluster.iloc[:4 * k].assign(GPU_ID=lambda d: d["GPU_ID"] + 16,
+                                                                   Node_ID=lambda d: d["Node_ID"] + 4)],
+                           ignore_index=True)  # a node more registered each round
+        gpu_df.loc[1 if k < 2 else 3, "Local_GPU_ID"] = -1  # row 1, then row 3
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="pal_opt"):
+            _, launch = policy.place(SimpleNamespace(active_jobs=active), SimpleNamespace(gpu_df=gpu_df),
+                                     {"job_order": order})
+        assert list(launch) == [2]
+        logged.append([r.getMessage() for r in caplog.records])
+    set_aside = ": must be a non-negative integer (a device number), got '-1'; Local_GPU_ID set aside: the exports " \
+                "number each node's GPUs by rank"
+    assert logged[0] == [
+        f"gpu_df: row 1, column Local_GPU_ID{set_aside}",
+        "job_state: active_jobs[1]: job 1 needs 64 GPUs but the cluster has 16; kept in the queue, it cannot be placed",
+        "job_state: active_jobs[3]: job 3 needs 32 GPUs but the cluster has 16; kept in the queue, it cannot be placed"]
+    assert logged[1] == []  # the cluster has 20 GPUs, jobs 1 and 3 are in other rows: the same warnings
+    assert logged[2] == [f"gpu_df: row 3, column Local_GPU_ID{set_aside}"]  # another row: another warning
+
+
 def test_job_ids_come_back_as_blox_gave_them() -> None:
     """A float id (5.0) is read as the integer 5; it was looked up again as the text '5' and
     the round raised a bare KeyError.  Ids now come back by queue position, as given."""

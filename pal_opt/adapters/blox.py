@@ -12,7 +12,9 @@ What it reads
     ``PerfVar_<class>`` column per class (optional ``Rack_ID``, ``FAILED``; ``Local_GPU_ID`` is
     kept as each GPU's device number, :attr:`pal_opt.model.Cluster.devices`, and set aside with a
     warning when a cell cannot be one: it never stops a round).  Each warning (this one, a
-    misspelt column, a job larger than the cluster) is logged once in the adapter's life.  An empty one (no
+    misspelt column, a job larger than the cluster) is logged once in the adapter's life, known
+    again by what it is about (a job's by the job, whatever its place in the queue or the
+    cluster's size that round; a cell's by its row and column), not by its text.  An empty one (no
     node registered yet) places nothing.
 ``job_state.active_jobs``
     ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``;
@@ -36,13 +38,15 @@ from __future__ import annotations
 import logging
 import numbers
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from ..errors import InstanceError, OptionError
 from ..io.blox import frames_round
+from ..io.csvfile import TableNote
 from ..methods import get_method
 from ..model import RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH, SolveOptions
@@ -132,8 +136,8 @@ def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) 
 _BLOX_KEYS = {"num_gpus": "num_GPUs", "perfclass": "perfclass", "model": "job_model", "priority": "priority",
               "started": "started", "is_running": "is_running"}
 _FRAME_CELL = re.compile(r"^row (\d+)(?:, column (\w+))?$")
-#: A warning about a row of the jobs frame (:func:`_jobs_frame`): its row and what it says.
-_FRAME_ROW_NOTE = re.compile(r"^jobs: row (\d+): (.*)$", re.DOTALL)
+#: The name :func:`~pal_opt.io.blox.frames_round` gives the jobs frame in errors and warnings.
+_JOBS = "jobs"
 
 
 def _in_blox_terms(exc: InstanceError, order: list[Any]) -> InstanceError:
@@ -201,8 +205,8 @@ class BloxPlacement:
             RoundParams(restart_cost=self.restart_cost, round_length=self.round_length)
         except InstanceError as exc:
             raise OptionError(f"{(exc.path or '').removeprefix('params.')} {exc.message}") from None
-        #: the warnings logged so far (:meth:`_warn_once`): Blox calls place() every round
-        self._warned: set[str] = set()
+        #: what the warnings logged so far were about (:meth:`_warn_once`): Blox calls place() every round
+        self._warned: set[tuple[Hashable, ...]] = set()
         if "track_running" in options:
             raise OptionError("track_running does not apply to BloxPlacement: Blox's gpu_df says which jobs run where")
         given = options.pop("options", None)
@@ -229,16 +233,24 @@ class BloxPlacement:
         return RoundParams.from_arguments(locality_penalty=self.locality_penalty, binning=self.binning,
                                           restart_cost=self.restart_cost, round_length=self.round_length)
 
-    def _warn_once(self, notes: list[str], order: list[Any]) -> None:
+    def _warn_once(self, notes: list[TableNote], order: list[Any]) -> None:
         """Log each of a round's warnings (a job larger than the cluster, a misspelt ``gpu_df``
         column, device numbers set aside) once in this adapter's life, not at every round, and a
-        job's in Blox's terms (``active_jobs[7]``, not a row of the adapter's jobs frame)."""
+        job's in Blox's terms (``active_jobs[7]``, not a row of the adapter's jobs frame).
+
+        A warning is known again by what it is about, never by its text: its kind, table and
+        columns, and its row, which for the jobs frame is the job (row k is the k-th job of the
+        queue, so a job that moves in the queue, or whose warning's figures change as nodes
+        register, is the same warning)."""
         for note in notes:
-            m = _FRAME_ROW_NOTE.match(note)
-            if m is not None and int(m.group(1)) < len(order):
-                note = f"job_state: active_jobs[{order[int(m.group(1))]!r}]: {m.group(2)}"
-            if note not in self._warned:
-                self._warned.add(note)
+            subject: Hashable = note.row
+            if note.source == _JOBS and note.row is not None and note.row < len(order):
+                jid = order[note.row]
+                subject = ("job", str(jid))  # as the round matches ids: 7 and "7" are one job
+                note = replace(note, source="job_state", path=f"active_jobs[{jid!r}]")
+            key = (note.kind, note.source, note.columns, subject)
+            if key not in self._warned:
+                self._warned.add(key)
                 log.warning("%s", note)
 
     def instance(self, job_state: Any, cluster_state: Any, new_job_schedule: Mapping[str, Any]) -> RoundInstance:
@@ -248,7 +260,7 @@ class BloxPlacement:
         if not isinstance(active, Mapping):
             raise InstanceError("must be a dict of jobs", source="job_state", path="active_jobs")
         gpu_df = getattr(cluster_state, "gpu_df", None)
-        notes: list[str] = []
+        notes: list[TableNote] = []
         try:
             inst = frames_round(gpu_df, _jobs_frame(active, order), self._round_params(), notes=notes)
         except InstanceError as exc:

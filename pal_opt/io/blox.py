@@ -58,7 +58,7 @@ import numpy as np
 
 from ..errors import InstanceError
 from ..model import Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
-from .csvfile import CsvTable, read_csv, unused_column_note
+from .csvfile import CsvTable, NoteKind, TableNote, misspelt_column_note, read_csv
 from .jobs import JobTable, parse_jobs
 from .textfile import DEFAULT_MAX_BYTES
 
@@ -91,7 +91,8 @@ class GpuTable:
         Cluster columns (``rack_of_server`` is None for a flat table, ``gpu_types`` without a
         ``GPU_TYPE`` column, ``devices`` without a ``Local_GPU_ID`` column or with one set aside).
     devices_set_aside
-        Why the ``Local_GPU_ID`` column was set aside (its first unusable cell), or None.
+        The warning that the ``Local_GPU_ID`` column was set aside, naming its first unusable
+        cell (its ``row`` and ``columns``), or None.
     misspelt
         The warning about columns that look like misspelt optional ones, or None.
     holders
@@ -118,8 +119,8 @@ class GpuTable:
         lines: list[int],
         gpu_types: list[str] | None = None,
         devices: list[int] | None = None,
-        devices_set_aside: str | None = None,
-        misspelt: str | None = None,
+        devices_set_aside: TableNote | None = None,
+        misspelt: TableNote | None = None,
     ):
         self.table = table
         self.gpu_ids = gpu_ids
@@ -170,7 +171,7 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
     types: list[str] | None = [] if c_type is not None else None
     devices: list[int] | None = [] if c_dev is not None else None
     device_line: dict[tuple[Any, int], int] = {}
-    set_aside: str | None = None
+    set_aside: TableNote | None = None
     for line, f in t.rows:
         gid = t.integer(line, c_gpu, f[c_gpu], minimum=0, what="a non-negative integer")
         if gid in seen:
@@ -207,7 +208,8 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
                     raise t.error(line, c_dev, f"device {dev} of node {node!r} is also on {t.row_label} {first}")
                 devices.append(dev)
             except InstanceError as exc:  # an annotation for the exports: not a reason to refuse the round
-                set_aside, devices = str(exc), None
+                set_aside, devices = t.note(NoteKind.COLUMN_SET_ASIDE, line, f"{exc.message}; Local_GPU_ID set aside: "
+                                            "the exports number each node's GPUs by rank", c_dev), None
         gpu_ids.append(gid)
         server.append(node)
         in_use.append(use)
@@ -215,8 +217,8 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
         lines.append(line)
     factors = {c: np.asarray(v, dtype=np.float64) for c, v in fvals.items()}
     rmap = {s: r for s, (r, _) in racks.items()} if c_rack is not None else None
-    misspelt = unused_column_note(t.source, [h for h in t.header if not h.startswith(_PERFVAR)], GPU_COLUMNS,
-                                  [(n,) for n in OPTIONAL_GPU_COLUMNS])
+    misspelt = misspelt_column_note(t.source, [h for h in t.header if not h.startswith(_PERFVAR)], GPU_COLUMNS,
+                                    [(n,) for n in OPTIONAL_GPU_COLUMNS])
     return GpuTable(t, gpu_ids, server, rmap, factors, in_use, holders, failed, lines, types, devices, set_aside,
                     misspelt)
 
@@ -286,7 +288,7 @@ def instance_from_frames(
 
 
 def frames_round(gpu_df: Any, jobs_df: Any, params: RoundParams, name: str = "", *,
-                 notes: list[str] | None = None) -> RoundInstance:
+                 notes: list[TableNote] | None = None) -> RoundInstance:
     """:func:`instance_from_frames` with the round's parameters built; ``notes``: as for
     :func:`blox_round` (a caller that builds a round from frames every round, as the Blox
     adapter does, logs each warning once rather than every round)."""
@@ -295,14 +297,16 @@ def frames_round(gpu_df: Any, jobs_df: Any, params: RoundParams, name: str = "",
 
 
 def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundParams, name: str = "", *,
-               notes: list[str] | None = None) -> RoundInstance:
+               notes: list[TableNote] | None = None) -> RoundInstance:
     """Assemble a round from a parsed GPU table and job table (the rules of :func:`load_blox`;
     no job table: an empty queue).
 
     ``params`` come from :meth:`RoundParams.from_arguments <pal_opt.model.RoundParams.from_arguments>`; jobs without their own λ get
     ``params.locality_penalty``.  The tables' warnings (a misspelt optional column, device
     numbers set aside, a job larger than the cluster) are logged once the round is built, or,
-    with ``notes``, appended to it instead.
+    with ``notes``, appended to it instead, as :class:`~pal_opt.io.csvfile.TableNote` objects
+    (``str(note)`` is the line; ``kind``, ``row`` and ``columns`` say what it is about, the
+    ``row`` of a job's note being the job's line or row in the job table).
     """
     gt = parse_gpu_table(gpu_table)
     if job_table is None:
@@ -316,14 +320,11 @@ def blox_round(gpu_table: CsvTable, job_table: CsvTable | None, params: RoundPar
                                   gpu_types=gt.gpu_types, devices=gt.devices)
     instance = RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=name)
     # the round is good: now its warnings (bad input gives one line, no warning)
-    found = [gt.misspelt] if gt.misspelt is not None else []
-    if gt.devices_set_aside is not None:
-        found.append(f"{gt.devices_set_aside}; Local_GPU_ID set aside: the exports number each node's GPUs by rank")
-    found += jt.warnings()
+    found = [n for n in (gt.misspelt, gt.devices_set_aside) if n is not None] + jt.warnings()
     if notes is not None:
         notes.extend(found)
-    for message in found if notes is None else ():
-        log.warning("%s", message)
+    for note in found if notes is None else ():
+        log.warning("%s", note)
     return instance
 
 

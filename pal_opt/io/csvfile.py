@@ -6,24 +6,30 @@ rows, bad quoting, or a header with no rows.  The cell parsers of :class:`CsvTab
 cell into an :class:`~pal_opt.errors.InstanceError` naming the file, line and column.  The same
 table can wrap a pandas DataFrame (:meth:`CsvTable.from_frame`), so files and frames follow one
 set of rules.  :func:`unused_column_note` words the one warning an importer logs for a column
-it does not use but whose name is close to one it would (``priorty`` for ``priority``).
+it does not use but whose name is close to one it would (``priorty`` for ``priority``).  An
+importer's warnings about a table are :class:`TableNote` objects: the line logged, and its kind,
+row and columns for a caller that must tell warnings apart (:mod:`pal_opt.adapters.blox` logs
+each once in its life, though it imports a table every round).
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import enum
 import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InstanceError
+from ..errors import InstanceError, one_line
 from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
-__all__ = ["CsvTable", "read_csv", "unused_column_note", "MISSPELLING_CUTOFF"]
+__all__ = ["CsvTable", "read_csv", "NoteKind", "TableNote", "misspelt_column_note", "unused_column_note",
+           "MISSPELLING_CUTOFF"]
 
 
 class CsvTable:
@@ -111,9 +117,21 @@ class CsvTable:
         """:func:`unused_column_note` for this table's header."""
         return unused_column_note(self.source, self.header, known, optional)
 
+    def misspelt_column_note(self, known: Iterable[str], optional: Sequence[Sequence[str]]) -> TableNote | None:
+        """:func:`misspelt_column_note` for this table's header."""
+        return misspelt_column_note(self.source, self.header, known, optional)
+
+    def where(self, line: int, col: int | None = None) -> str:
+        """A cell's place as messages name it: ``line 4, column num_gpus`` (``row 3`` in a frame)."""
+        return f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
+
     def error(self, line: int, col: int | None, message: str) -> InstanceError:
-        where = f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
-        return InstanceError(message, source=self.source, path=where)
+        return InstanceError(message, source=self.source, path=self.where(line, col))
+
+    def note(self, kind: NoteKind, line: int, message: str, col: int | None = None) -> TableNote:
+        """A :class:`TableNote` about a row (and a cell of it, ``col``), named as :meth:`error` names it."""
+        columns = () if col is None else (self.header[col],)
+        return TableNote(kind, message, self.source, self.where(line, col), line, columns)
 
     # cell parsers: each raises an InstanceError naming file, line and column
     def integer(self, line: int, col: int, text: str, *, minimum: int | None = None, what: str = "an integer") -> int:
@@ -175,16 +193,72 @@ class CsvTable:
 MISSPELLING_CUTOFF = 0.8
 
 
-def unused_column_note(
+class NoteKind(enum.StrEnum):
+    """What a :class:`TableNote` is about."""
+
+    #: columns that look like misspelt optional ones (:func:`misspelt_column_note`)
+    MISSPELT_COLUMN = "misspelt-column"
+    #: a column that only annotates the round, set aside for a cell it cannot use (Blox's ``Local_GPU_ID``)
+    COLUMN_SET_ASIDE = "column-set-aside"
+    #: a job needing more GPUs than the cluster has (kept in the queue, unplaceable)
+    OVERSIZED_JOB = "oversized-job"
+
+
+@dataclass(frozen=True)
+class TableNote:
+    """A warning about an input table that does not stop its import, with what it is about.
+
+    ``str(note)`` is the line logged, in the shape of an :class:`~pal_opt.errors.InstanceError`
+    (``source: path: message``); the other fields say the same for a program, so that a caller
+    that imports a table every round (the Blox adapter) can tell one warning from another
+    without reading the text.
+
+    Attributes
+    ----------
+    kind
+        What the warning is about (:class:`NoteKind`).
+    message
+        What is wrong, without where.
+    source
+        The file (or frame) as messages name it.
+    path
+        Where in it, as an error names a cell (``line 4``, ``row 2, column Local_GPU_ID``), or None.
+    row
+        The line (a file) or 0-based row (a frame) the warning is about, or None (the header).
+    columns
+        The columns it is about, as the header writes them (empty: a whole row).
+
+    Examples
+    --------
+    >>> note = misspelt_column_note("q.csv", ["job_id", "priorty"], ["job_id"], [("priority",)])
+    >>> str(note)
+    "q.csv: column 'priorty' is not used; did you mean 'priority'?"
+    >>> note.kind, note.columns
+    (<NoteKind.MISSPELT_COLUMN: 'misspelt-column'>, ('priorty',))
+    """
+
+    kind: NoteKind
+    message: str
+    source: str
+    path: str | None = None
+    row: int | None = None
+    columns: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return one_line(self.message, source=self.source, path=self.path)
+
+
+def misspelt_column_note(
     source: str, header: Iterable[str], known: Iterable[str], optional: Sequence[Sequence[str]]
-) -> str | None:
+) -> TableNote | None:
     """The warning for a file's columns that look like misspellings of optional ones, or None.
 
     A column the reader does not use is ignored (real files carry columns nobody reads: the
     unnamed index, ``GPU_UUID`` and ``IP_addr`` of a Blox ``gpu_df``, ``submit_time`` and
     ``duration`` of a Sia-Philly trace read as a queue); but one whose name is within
     :data:`MISSPELLING_CUTOFF` of an optional column the file lacks is most likely that column
-    misspelt, and its cells would be dropped without a word.  One line names them all.
+    misspelt, and its cells would be dropped without a word.  One line names them all; the
+    note's ``columns`` are those columns, as the header writes them.
 
     Parameters
     ----------
@@ -197,13 +271,6 @@ def unused_column_note(
     optional
         The optional columns, each with its aliases (``("priority", "job_priority")``); a column
         of which the file has any alias is not a candidate.  Names compare case-insensitively.
-
-    Examples
-    --------
-    >>> unused_column_note("q.csv", ["job_id", "priorty", "note"], ["job_id"], [("priority", "job_priority")])
-    "q.csv: column 'priorty' is not used; did you mean 'priority'?"
-    >>> unused_column_note("q.csv", ["job_id", "priority", "priorty"], ["job_id"], [("priority",)]) is None
-    True
     """
     columns = [h for h in header if h]
     present = {h.lower() for h in columns}
@@ -224,9 +291,26 @@ def unused_column_note(
         return None
     written = ", ".join(repr(h) for h, _ in found)
     meant = ", ".join(repr(n) for _, n in found)
-    if len(found) == 1:
-        return f"{source}: column {written} is not used; did you mean {meant}?"
-    return f"{source}: columns {written} are not used; did you mean {meant}?"
+    what = (f"column {written} is not used; did you mean {meant}?" if len(found) == 1 else
+            f"columns {written} are not used; did you mean {meant}?")
+    return TableNote(NoteKind.MISSPELT_COLUMN, what, source, columns=tuple(h for h, _ in found))
+
+
+def unused_column_note(
+    source: str, header: Iterable[str], known: Iterable[str], optional: Sequence[Sequence[str]]
+) -> str | None:
+    """The line of :func:`misspelt_column_note` (the warning for a file's columns that look like
+    misspellings of optional ones), or None.
+
+    Examples
+    --------
+    >>> unused_column_note("q.csv", ["job_id", "priorty", "note"], ["job_id"], [("priority", "job_priority")])
+    "q.csv: column 'priorty' is not used; did you mean 'priority'?"
+    >>> unused_column_note("q.csv", ["job_id", "priority", "priorty"], ["job_id"], [("priority",)]) is None
+    True
+    """
+    note = misspelt_column_note(source, header, known, optional)
+    return None if note is None else str(note)
 
 
 #: An integer as an id is written: no sign but minus, no leading zero, no digit separator, no

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import InstanceError
 from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
-from .csvfile import CsvTable, read_csv
+from .csvfile import CsvTable, NoteKind, TableNote, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
@@ -81,20 +81,21 @@ class JobTable:
 
     row_label: str = "line"
     #: warnings about jobs needing more GPUs than the cluster has (kept: they are unplaceable),
-    #: logged by :meth:`warn` once the round built from the table is known to be good
-    oversized: tuple[str, ...] = ()
+    #: logged by :meth:`warn` once the round built from the table is known to be good; each
+    #: note's ``row`` is the job's line (a frame's row), so ``lines.index(note.row)`` is the job
+    oversized: tuple[TableNote, ...] = ()
     #: the warning about columns that look like misspelt optional ones (``priorty``), or None;
     #: logged by :meth:`warn` too
-    misspelt: str | None = None
+    misspelt: TableNote | None = None
 
-    def warnings(self) -> list[str]:
+    def warnings(self) -> list[TableNote]:
         """The table's warnings: a misspelt column, then the jobs larger than the cluster."""
         return ([self.misspelt] if self.misspelt is not None else []) + list(self.oversized)
 
     def warn(self) -> None:
         """Log the table's warnings (call once the round is built: bad input gives one line)."""
-        for message in self.warnings():
-            log.warning("%s", message)
+        for note in self.warnings():
+            log.warning("%s", note)
 
     def error(self, index: int, message: str, column: str | None = None) -> InstanceError:
         where = f"{self.row_label} {self.lines[index]}" + (f", column {column}" if column else "")
@@ -152,7 +153,7 @@ def parse_jobs(
     lines: list[int] = []
     running: list[bool | None] = []
     seen: dict[str, int] = {}
-    oversized: list[str] = []
+    oversized: list[TableNote] = []
     for line, f in t.rows:
         jid = t.ident(line, c_id, f[c_id])
         key = str(jid)
@@ -161,8 +162,8 @@ def parse_jobs(
         seen[key] = line
         demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
         if max_gpus is not None and demand > max_gpus:  # kept: a fact of the queue, reported as unplaceable
-            oversized.append(f"{t.source}: {t.row_label} {line}: job {jid!r} needs {demand} GPUs but the cluster has "
-                             f"{max_gpus}; kept in the queue, it cannot be placed")
+            oversized.append(t.note(NoteKind.OVERSIZED_JOB, line, f"job {jid!r} needs {demand} GPUs but the cluster "
+                                    f"has {max_gpus}; kept in the queue, it cannot be placed"))
         model = f[c_mod] if c_mod is not None and f[c_mod] else None
         perfclass = f[c_cls] if c_cls is not None and f[c_cls] else None
         if perfclass is None:
@@ -195,7 +196,7 @@ def parse_jobs(
         )
         lines.append(line)
         running.append(run)
-    misspelt = t.unused_column_note((n for names in JOB_COLUMNS for n in names), OPTIONAL_JOB_COLUMNS)
+    misspelt = t.misspelt_column_note((n for names in JOB_COLUMNS for n in names), OPTIONAL_JOB_COLUMNS)
     return JobTable(tuple(jobs), tuple(lines), tuple(running), t.source, t.row_label, tuple(oversized), misspelt)
 
 
