@@ -417,8 +417,9 @@ class Cluster:
         Each GPU's device number on its server (the ``N`` of ``/dev/nvidiaN``, what
         ``CUDA_VISIBLE_DEVICES`` names under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``), when the input
         gives them (Blox's ``Local_GPU_ID``, ``gres.conf`` ``File=/dev/nvidia...``, the instance
-        file's ``cluster.gpus.device``); distinct on each server.  None when it does not: the
-        exports then number a server's GPUs by rank (:func:`pal_opt.topology.placement.local_indices`).
+        file's ``cluster.gpus.device``); distinct on each server.  None when it does not (GPU
+        counts, a Kubernetes node list: :mod:`pal_opt.topology.kubernetes`): the exports then
+        number a server's GPUs by rank (:func:`pal_opt.topology.placement.local_indices`).
     """
 
     gpu_ids: np.ndarray

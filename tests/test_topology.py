@@ -373,6 +373,46 @@ def test_time_sliced_gpus_are_named_in_a_warning():
     assert parse_nodes({"kind": "List", "items": [node("plain")]}, levels=["kubernetes.io/hostname"]).notes == ()
 
 
+#: The labels NVIDIA's GPU Feature Discovery puts on an 8-GPU H100 node (its README's list): a
+#: count, the model and its properties, nothing per device.
+GFD_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8", "nvidia.com/gpu.replicas": "1",
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.family": "hopper",
+              "nvidia.com/gpu.memory": "81559", "nvidia.com/gpu.compute.major": "9",
+              "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.machine": "a3-megagpu-8g",
+              "nvidia.com/mig.strategy": "none", "nvidia.com/cuda.driver.major": "550"}
+
+
+def test_a_node_list_gives_no_device_numbers_and_pods_name_gpus_by_rank(tmp_path, capsys):
+    """A Node object counts its GPUs (``status.capacity``/``allocatable["nvidia.com/gpu"]``, GPU
+    Feature Discovery's ``nvidia.com/gpu.count``) and names their model, but no device: the device
+    plugin lists its devices (by UUID) to the kubelet alone, and the kubelet chooses a pod's.  So
+    the import gives no device numbers, as ``slurm.conf`` counts do not, rather than made-up ones
+    (which would be written to the instance file as ``cluster.gpus.device`` and to Blox rows as
+    ``Local_GPU_ID``), and a pod's ``gpus`` are ranks 0..n-1 among its node's GPUs, the unhealthy
+    ones (allocatable below capacity) the highest: ``len(gpus)`` is the pod's request."""
+    doc = nodes_doc()
+    doc["items"] = doc["items"][:2]
+    for item in doc["items"]:
+        item["metadata"]["labels"].update(GFD_LABELS)
+    doc["items"][1]["status"]["allocatable"]["nvidia.com/gpu"] = "6"  # the device plugin found 2 unhealthy
+    nodes = _write(tmp_path, "nodes.json", json.dumps(doc))
+    topo = load_nodes(nodes)
+    assert topo.devices is None and topo.gpu_types == ("NVIDIA-H100-80GB-HBM3",) * 16
+    assert to_cluster(topo).devices is None
+    jobs = _write(tmp_path, "jobs.csv", "job_id,num_gpus,perfclass\neight,8,classA\nsix,6,classA\n")
+    inst, pl, pods = tmp_path / "k.json", tmp_path / "p.json", tmp_path / "pods.json"
+    assert run(capsys, "import", "k8s", nodes, "--jobs", jobs, "-o", inst)[0] == 0
+    assert "device" not in json.loads(inst.read_text())["cluster"]["gpus"]
+    assert local_indices(load_instance(inst).cluster).tolist() == [*range(8), *range(8)]
+    assert run(capsys, "solve", inst, "--method", "pal", "--out", pl)[0] == 0
+    rc, stdout, err = run(capsys, "export", "k8s", inst, pl, "-o", pods)
+    assert rc == 0, err
+    assert "GPU indices are ranks among each node's GPU ids" in stdout
+    assert json.loads(pods.read_text())["items"] == [
+        {"job": "eight", "pod": 0, "node": "gke-a3-mega-pool-00", "gpus": [0, 1, 2, 3, 4, 5, 6, 7]},
+        {"job": "six", "pod": 0, "node": "gke-a3-mega-pool-01", "gpus": [0, 1, 2, 3, 4, 5]}]
+
+
 KUBE_BAD = [
     ({"kind": "Pod", "items": []}, "kind", "List or NodeList"),
     ({"kind": "List", "items": {}}, "items", "array"),

@@ -37,6 +37,21 @@ GPUs are numbered 0, 1, ... in node order.  In pal-opt's three-level model the i
 label (the sub-block by default) is the rack; outer labels collapse into the cluster level
 (:func:`~pal_opt.topology.to_cluster`).
 
+Device numbers
+--------------
+None: the round has no :attr:`~pal_opt.model.Cluster.devices`, as after a Slurm import from
+GPU counts.  A Node object counts its GPUs (``capacity``/``allocatable``; GPU Feature
+Discovery's ``nvidia.com/gpu.count``, and ``nvidia.com/gpu.replicas`` under time-slicing) and
+names their model (``nvidia.com/gpu.product``, ``.memory``, ``.family``...), but names no device:
+the device plugin lists its devices, by ID (a UUID by default), to the kubelet alone, and the kubelet chooses
+which of them a pod gets.  Numbering a node's GPUs 0..n-1 as device numbers would write made-up
+``/dev/nvidiaN`` numbers into the instance file (``cluster.gpus.device``) and Blox rows
+(``Local_GPU_ID``), and would put the unhealthy GPUs on devices nobody named.  The exports
+number a node's GPUs by rank instead (:func:`~pal_opt.topology.placement.local_indices`), which
+here is 0..n-1 in the same order, unhealthy ones highest.  Per-device numbers live in Dynamic
+Resource Allocation's ``ResourceSlice`` objects (NVIDIA's driver gives each GPU an ``index`` and
+a ``minor``), which this reader does not take.
+
 Placements out
 --------------
 :func:`pod_placements` gives one pod per job and node, for a scheduler extension to bind::
@@ -46,8 +61,11 @@ Placements out
                {"job": 0, "pod": 1, "node": "gke-a3-1", "gpus": [0, 1, 2, 3]}]}
 
 ``job`` is the job id as in the instance (integer or string); ``pod`` counts the job's pods
-from 0, in node order; ``gpus`` are the local indices of the job's GPUs on that node (device
-indices, ascending), so ``len(gpus)`` is the pod's ``nvidia.com/gpu`` request.  Items follow
+from 0, in node order; ``gpus`` are the local indices of the job's GPUs on that node, ascending
+(device numbers where the instance has them, else ranks: after this reader, always ranks), so
+``len(gpus)`` is the pod's ``nvidia.com/gpu`` request.  Under the device plugin a pod asks for a
+count and the kubelet picks the devices, so within a node only the count binds, unless a
+launcher maps ranks to devices itself.  Items follow
 the queue order.  A pipeline job's pods also have ``stages``: the stage (from 0) that each GPU
 of ``gpus`` runs, in the same order (``{..., "gpus": [0, 1, 2, 3], "stages": [0, 0, 1, 1]}``);
 other pods are as before, without the key.
