@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import pal_opt.ilp.preempt as preempt_module
@@ -31,7 +32,7 @@ from pal_opt.ilp import available_backends
 from pal_opt.ilp.canonical import ALREADY, CHANGED, NOT_FOUND, OUT_OF_TIME, canonical_optimum, canonicalise
 from pal_opt.io import save_instance
 from pal_opt.io.traces import TraceJob
-from pal_opt.model import Cluster, Job, RoundParams
+from pal_opt.model import Cluster, Job, Pipeline, RoundParams
 from pal_opt.result import Status
 from pal_opt.simulate import SimConfig, simulate
 
@@ -228,23 +229,57 @@ def test_canonicalise_says_what_it_did_and_gives_up_at_its_deadline() -> None:
 
 
 
+# ---------------------------------------------------------------- rounds with pipeline jobs
 def _with_pipeline(seed: int) -> RoundInstance:
     """A generated round with a 4-GPU pipeline job at the head of the queue."""
-    from pal_opt.model import Pipeline
-
     base = generate_instance(4, 4, 7, seed=seed)
     pipe = Job("pipe", 4, "classA", pipeline=Pipeline((2.0, 1.0), (2, 2)))
     return replace(base, jobs=(pipe, *base.jobs))
 
 
-@pytest.mark.parametrize("seed", [1, 9, 10, 15])
-def test_canonical_applies_to_rounds_with_pipeline_jobs(seed: int) -> None:
-    # the stage program's optimum was returned as the solver gave it, canonical=True or not
-    # (no info["canonical"]): on rounds 10 and 15 the backends put the pipeline on the same GPUs
-    # but the gangs around it on different ones.  The pipeline stays as the solver placed it
-    # (pal_opt.ilp.canonical), the gangs are placed canonically.
+_SHAPES = (Pipeline((2.0, 1.0), (2, 2)), Pipeline((3.0, 2.0, 1.0), (1, 2, 1)), Pipeline((1.0, 1.0, 2.0), (2, 1, 1)),
+           Pipeline((1.5, 1.0), (1, 2)), Pipeline((1.0, 2.0), (3, 3)))
+
+
+def _with_pipelines(seed: int) -> RoundInstance:
+    """A generated round (two racks every third seed, some GPUs busy on odd seeds) with one or
+    two pipeline jobs of two or three stages, of class A or B, at the head of the queue."""
+    rng = np.random.default_rng(seed)
+    base = generate_instance(4, 4, 6, racks=2 if seed % 3 == 0 else 0, seed=seed, busy_fraction=0.1 * (seed % 2))
+    shapes = rng.choice(len(_SHAPES), size=1 + seed % 2, replace=False)
+    pipes = tuple(Job(f"p{i}", _SHAPES[k].gpus, str(rng.choice(["classA", "classB"])), pipeline=_SHAPES[k])
+                  for i, k in enumerate(shapes))
+    return replace(base, jobs=(*pipes, *base.jobs))
+
+
+def _running_pipelines(seed: int) -> RoundInstance:
+    """A generated round with running jobs, at the head of the queue (a restart cost on odd
+    seeds, two racks every third seed), whose running jobs of two GPUs or more are two-stage
+    pipelines."""
+    base = generate_instance(4, 4, 7, seed=seed, running_fraction=0.6, busy_fraction=0.1,
+                             restart_cost=30.0 if seed % 2 else 0.0, racks=2 if seed % 3 == 0 else 0)
+    jobs = [replace(j, pipeline=Pipeline((2.0, 1.0), (j.demand // 2, j.demand - j.demand // 2)))
+            if j.demand >= 2 and j.placement is not None else j for j in base.jobs]
+    return replace(base, jobs=tuple(sorted(jobs, key=lambda j: j.placement is None)))
+
+
+#: 32 seeded rounds.  Before the pipelines were placed canonically (they kept the stage map their
+#: solver chose) the backends placed a pipeline differently on 7 of them: ("one", 3), ("one", 4)
+#: (2 of these 16: on other servers; on the same GPUs with the stages swapped), ("varied", 0),
+#: ("varied", 2), ("varied", 4), ("running", 1), ("running", 4).
+PIPELINE_ROUNDS = ([("one", s) for s in range(16)] + [("varied", s) for s in range(8)]
+                   + [("running", s) for s in range(8)])
+_MAKERS = {"one": _with_pipeline, "varied": _with_pipelines, "running": _running_pipelines}
+
+
+@pytest.mark.parametrize(("kind", "seed"), PIPELINE_ROUNDS, ids=[f"{k}-{s}" for k, s in PIPELINE_ROUNDS])
+def test_backends_give_one_placement_on_every_round_with_pipelines(kind: str, seed: int) -> None:
+    # The stage program's proven optimum, canonicalised: the pipelines too are placed again from
+    # their pattern (pace, level, types), stage by stage, so each backend's optimum -- whatever
+    # server it put a pipeline on and whichever stage map -- gives the one placement, at its cost.
     _need_backends()
-    inst = _with_pipeline(seed)
+    inst = _MAKERS[kind](seed)
+    assert any(j.pipeline is not None for j in inst.jobs)
     results = {b: solve(inst, "ilp", backend=b, time_limit=120, canonical=True) for b in BACKENDS}
     ref = results["highs"]
     for b, r in results.items():
@@ -255,5 +290,51 @@ def test_canonical_applies_to_rounds_with_pipeline_jobs(seed: int) -> None:
         assert r.jobs_to_terminate == ref.jobs_to_terminate, b
         assert r.objective == pytest.approx(ref.objective, abs=1e-6), b
     plain = solve(inst, "ilp", backend="cpsat", time_limit=120)
-    assert "canonical" not in plain.info  # off by default: the solver's own optimum
+    assert "canonical" not in plain.info  # off by default: the solver's own optimum, at the same cost
     assert plain.objective == pytest.approx(ref.objective, abs=1e-6)
+
+
+def _two_servers() -> tuple[RoundInstance, dict[str, Any]]:
+    """Two servers, two free GPUs of factor 1.0 on each and one of 1.5: a pipeline whose slow
+    stage must get factor 1.0 and whose fast one has slack for 1.5, and a one-GPU job."""
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.5]})
+    jobs = (Job("p", 3, "classA", pipeline=Pipeline((2.0, 1.0), (1, 2))), Job("g", 1, "classA"))
+    return RoundInstance(c, jobs, RoundParams(binning="none")), c.factors
+
+
+def test_every_stage_map_and_server_of_a_pipeline_pattern_maps_to_one_placement() -> None:
+    inst, fac = _two_servers()
+    optima = [{"p": (0, 1, 2), "g": (3,)}, {"p": (2, 0, 1), "g": (4,)}, {"p": (3, 4, 5), "g": (0,)},
+              {"p": (4, 5, 3), "g": (2,)}, {"p": (0, 2, 1), "g": (4,)}]
+    cost = evaluate(inst, optima[0], fac).cost
+    assert all(evaluate(inst, p, fac).cost == pytest.approx(cost, abs=1e-12) for p in optima)
+    found = [canonical_optimum(inst, p, fac) for p in optima]
+    assert all(f == found[0] for f in found), found
+    assert found[0] == {"p": (0, 1, 2), "g": (3,)}  # the slow stage on a 1.0 GPU, the 1.5 one on the slack stage
+    assert evaluate(inst, found[0], fac).cost == pytest.approx(cost, abs=1e-12)
+    assert canonical_optimum(inst, found[0], fac) == found[0]
+
+
+def test_a_pipeline_is_placed_stage_by_stage_when_the_greedy_misses() -> None:
+    # The greedy puts the larger pipeline on the server with fewer GPUs it may use (1) and then
+    # finds no server for the gang; the exact search gives the gang server 1, the pipeline server
+    # 0 with its slow stage on GPU 0, the only 1.0 GPU there.
+    c = Cluster.from_arrays(range(13), [0] * 7 + [1] * 6, {"classA": [1.0] + [2.0] * 6 + [1.0] * 6})
+    inst = RoundInstance(c, (Job("a", 6, "classA", pipeline=Pipeline((2.0, 1.0), (1, 5))), Job("b", 5, "classA")),
+                         RoundParams(binning="none"))
+    one, what = canonicalise(inst, {"a": (0, 6, 5, 4, 3, 2), "b": (12, 11, 10, 9, 8)}, c.factors)
+    assert what == CHANGED and one == {"a": (0, 1, 2, 3, 4, 5), "b": (7, 8, 9, 10, 11)}
+    assert canonicalise(inst, {"a": (0, 1, 3, 4, 5, 6), "b": (7, 8, 9, 10, 12)}, c.factors) == (one, CHANGED)
+    assert canonicalise(inst, one, c.factors) == (one, ALREADY)
+
+
+def test_a_running_pipeline_stays_on_its_stage_map_when_moving_costs_or_it_is_as_good() -> None:
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.5]})
+    pipe = Pipeline((2.0, 1.0), (1, 2))
+    for restart in (0.0, 30.0):
+        inst = RoundInstance(c, (Job("r", 3, "classA", pipeline=pipe, placement=(4, 3, 5)), Job("g", 1, "classA")),
+                             RoundParams(binning="none", restart_cost=restart))
+        kept = canonical_optimum(inst, {"r": (4, 3, 5), "g": (0,)}, c.factors)
+        assert kept == {"r": (4, 3, 5), "g": (0,)}, restart  # not (3, 4, 5): the same pace, but re-mapped
+        # moved to server 0: its own GPUs are as good (with a restart cost, cheaper), so it goes back
+        assert canonical_optimum(inst, {"r": (0, 1, 2), "g": (3,)}, c.factors) == kept, restart

@@ -17,27 +17,35 @@ one GPU on either of two types, then every GPU the backfill sees.
 :func:`canonical_optimum` maps a placement to one that depends only on what its cost depends
 on, the *pattern* of the placement:
 
-* the jobs that stay put: pipeline jobs, any the caller pins, and running jobs kept on their
-  GPUs where moving them is charged for (:func:`~pal_opt.model.keeps_placement`); where it is
-  not, every running job whose own GPUs meet its requirement stays (then none, then those the
-  placement keeps, should the rest not fit);
+* the jobs that stay put: any the caller pins, and running jobs kept on their GPUs (a pipeline
+  on its stage map) where moving them is charged for (:func:`~pal_opt.model.keeps_placement`);
+  where it is not, every running job whose own GPUs meet its requirement stays (then none, then
+  those the placement keeps, should the rest not fit);
 * for every other placed job: how many GPUs, the GPU type group they are drawn from
   (:func:`~pal_opt.gputypes.type_groups`), their slowest binned factor for the job's class (its
   *cap*) and the widest level it may span at the same locality penalty
   (:class:`~pal_opt.model.Level`; with PAL's penalties a job across racks costs what a job
   across servers of one rack does); a job of one GPU may take any of its GPU types; identical
-  waiting jobs (same class, demand, locality and types) share their requirements out in queue
-  order.
+  waiting jobs (same class, demand, locality, types and stages) share their requirements out in
+  queue order;
+* for a pipeline job (:class:`~pal_opt.model.Pipeline`) a cap per stage instead of one: its cost
+  depends on its pace, the largest ``stage_times[k] * (stage k's slowest factor)``, so stage
+  ``k`` may get any GPU whose factor ``f`` keeps ``stage_times[k] * f`` within that pace
+  (:func:`_stage_caps`; a stage with slack takes slower GPUs).  The caps are nested (a slower
+  stage's is tighter), so which server holds the pipeline and which GPU runs which stage are
+  both fixed by the pattern: its GPUs are chosen stage by stage, the tightest first, and listed
+  stage by stage, each stage's by id.
 
 From the pattern alone it places the jobs again, deterministically.  First a greedy
 (:func:`_realise`): jobs on one server first, then on one rack, then across the cluster, each by
-decreasing size, tightest cap first; a job takes the GPUs within its cap that the jobs still to
-come need least (then the slowest, then the first), on the server (rack) with the fewest such
-GPUs that holds it.  When the greedy misses, an exact search with a budget
-(:func:`pal_opt.ilp.tieflow.realise_by_flow`: servers and racks chosen one job at a time, each
-choice checked by a maximum flow).  Every job lies on GPUs no slower than its cap within its
-level, so the new placement costs at most as much; at an optimum exactly as much.  Two
-placements with the same pattern give the same answer.
+decreasing size, tightest cap first; a job takes the GPUs within its cap (a pipeline's stages
+within theirs, the tightest stage first) that the jobs still to come need least (then the
+slowest, then the first), on the server (rack) with the fewest such GPUs that holds it.  When
+the greedy misses, an exact search with a budget (:func:`pal_opt.ilp.tieflow.realise_by_flow`:
+servers and racks chosen one job at a time, each choice checked by a maximum flow, a pipeline's
+stages routed each to the GPUs of its cap).  Every job lies on GPUs no slower than its cap
+(every stage its own) within its level, so the new placement costs at most as much; at an
+optimum exactly as much.  Two placements with the same pattern give the same answer.
 
 The new placement is priced (:func:`pal_opt.cost.evaluate`) and kept only when it costs no
 more than the given one (:data:`COST_TOL`); when neither finds the pattern a placement, or a cost
@@ -54,6 +62,7 @@ which of two equal victims is preempted) remain.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Collection, Mapping, Sequence
 
@@ -61,7 +70,7 @@ import numpy as np
 
 from ..cost import cost_terms, evaluate
 from ..gputypes import type_groups
-from ..model import Cluster, GpuState, Job, JobId, Level, RoundInstance, keeps_placement
+from ..model import Cluster, GpuState, Job, JobId, Level, Pipeline, RoundInstance, keeps_placement
 from .running import keep_positions
 from .tieflow import Need, realise_by_flow
 
@@ -98,7 +107,8 @@ def canonical_optimum(instance: RoundInstance, placements: Mapping[JobId, tuple[
     placements
         ``{job id: GPU ids}``, a valid placement of the round.
     pinned
-        Job ids that keep the GPUs ``placements`` gives them (as kept and pipeline jobs do).
+        Job ids that keep the GPUs ``placements`` gives them (as running jobs kept where moving
+        is charged for do; a pipeline its stage map too).
 
     Returns
     -------
@@ -189,7 +199,7 @@ def _stays(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
             continue
         if keeps_placement(job, placements[job.id]):
             kept[job.id] = job.placement
-        if free[pos].all() and _eligible(cl, factors, job, n)[pos].all() and cl.span_level_pos(pos) <= n.level:
+        if free[pos].all() and _holds(cl, factors, job, n, job.placement) and cl.span_level_pos(pos) <= n.level:
             could[job.id] = job.placement
     return [dict(s) for s in {tuple(s.items()): s for s in (could, {}, kept)}]
 
@@ -201,12 +211,12 @@ def _indices(instance: RoundInstance) -> dict[JobId, int]:
 
 def _fixed(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
            pinned: Collection[JobId]) -> set[JobId]:
-    """The jobs that stay where ``placements`` puts them: pinned, pipelines, and running jobs
-    kept on their GPUs that moving would charge for."""
+    """The jobs that stay where ``placements`` puts them: pinned, and running jobs kept on their
+    GPUs (a pipeline on its stage map) that moving would charge for."""
     jobs = instance.job_by_id
     terms = cost_terms()
     return {jid for jid, gids in placements.items()
-            if jid in pinned or jobs[jid].pipeline is not None
+            if jid in pinned
             or keeps_placement(jobs[jid], gids) and any(t.moved(instance, jobs[jid]) > 0 for t in terms)}
 
 
@@ -216,7 +226,7 @@ def _twin_key(job: Job) -> tuple[object, ...] | None:
     if job.placement is not None:
         return None
     return (job.perfclass, job.demand, job.locality, job.kind, job.gpu_type, job.allowed_types,
-            job.allowed_counts, job.mix_types)
+            job.allowed_counts, job.mix_types, job.pipeline)
 
 
 def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
@@ -224,6 +234,7 @@ def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
     """The pattern of the jobs not fixed, identical waiting jobs' requirements in queue order."""
     cl = instance.cluster
     index = _indices(instance)
+    levels = functools.cache(lambda klass: np.unique(np.asarray(factors[klass], dtype=np.float64)))
     own: list[Need] = []
     for jid, gids in placements.items():
         if jid in fixed:
@@ -231,8 +242,10 @@ def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
         i = index[jid]
         job = instance.jobs[i]
         pos = cl.positions(gids)
-        own.append(Need(i, int(pos.size), _group(cl, job, pos), float(np.max(factors[job.perfclass][pos])),
-                         _level(cl, job, pos)))
+        values = np.asarray(factors[job.perfclass])
+        stages = () if job.pipeline is None else _stage_caps(job.pipeline, values[pos], levels(job.perfclass))
+        own.append(Need(i, int(pos.size), _group(cl, job, pos), max((c for _, c in stages), default=float(values[pos].max())),
+                        _level(cl, job, pos), stages))
     twins: dict[object, list[Need]] = {}
     for n in own:
         key = _twin_key(instance.jobs[n.index])
@@ -240,9 +253,29 @@ def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
     out: list[Need] = []
     for group_needs in twins.values():
         order = sorted(n.index for n in group_needs)
-        shapes = sorted((n.level, n.cap, n.group, n.count) for n in group_needs)
-        out.extend(Need(i, count, grp, cap, level) for i, (level, cap, grp, count) in zip(order, shapes, strict=True))
-    return sorted(out, key=lambda n: (n.level, -n.count, n.cap, instance.jobs[n.index].perfclass, n.group, n.index))
+        shapes = sorted((n.level, n.cap, n.group, n.count, n.stages) for n in group_needs)
+        out.extend(Need(i, count, grp, cap, level, stages)
+                   for i, (level, cap, grp, count, stages) in zip(order, shapes, strict=True))
+    return sorted(out, key=lambda n: (n.level, -n.count, min(c for _, c in n.parts), n.cap,
+                                      instance.jobs[n.index].perfclass, n.group, n.stages, n.index))
+
+
+def _stage_caps(pipe: Pipeline, values: np.ndarray, levels: np.ndarray) -> tuple[tuple[int, float], ...]:
+    """Per stage of ``pipe``, its replicas and the slowest factor among ``levels`` it may get
+    without slowing the pipeline down from its pace on GPUs whose factors are ``values`` (in
+    stage order): the largest ``f`` with ``stage_times[k] * f`` at most the pipeline's slowest
+    stage's ``stage_times[j] * max(values of stage j)``, the products
+    :meth:`~pal_opt.model.Pipeline.effective_factor` compares.  The pipeline's pace and locality
+    are then all its cost depends on: any GPUs meeting every stage's cap, in one node of its
+    level, cost no more.
+
+    >>> from pal_opt.model import Pipeline
+    >>> _stage_caps(Pipeline((2.0, 1.0), (2, 2)), np.array([1.0, 1.0, 1.5, 1.0]), np.array([1.0, 1.5, 2.0, 3.0]))
+    ((2, 1.0), (2, 2.0))
+    """
+    pace = max(t * float(values[a:b].max()) for t, (a, b) in zip(pipe.stage_times, pipe.slices(), strict=True))
+    return tuple((int(r), float(levels[t * levels <= pace].max())) for t, r in zip(pipe.stage_times, pipe.replicas,
+                                                                                     strict=True))
 
 
 def _group(cl: Cluster, job: Job, pos: np.ndarray) -> tuple[int, ...]:
@@ -262,65 +295,98 @@ def _level(cl: Cluster, job: Job, pos: np.ndarray) -> int:
     return max(int(lv) for lv in levels if lv >= span and job.locality[lv] == job.locality[span])
 
 
-def _eligible(cl: Cluster, factors: Mapping[str, np.ndarray], job: Job, need: Need) -> np.ndarray:
-    """The GPUs ``need`` may use: in its type group and no slower than its cap for the job's class."""
-    ok = np.asarray(factors[job.perfclass]) <= need.cap
-    if len(need.group) < cl.num_types:
-        ok &= np.isin(cl.type_of, np.asarray(need.group, dtype=np.int64))
+def _eligible(cl: Cluster, factors: Mapping[str, np.ndarray], job: Job, group: tuple[int, ...],
+              cap: float) -> np.ndarray:
+    """The GPUs a need (or a pipeline's stage) may use: in its type group and no slower than
+    ``cap`` for the job's class."""
+    ok = np.asarray(factors[job.perfclass]) <= cap
+    if len(group) < cl.num_types:
+        ok &= np.isin(cl.type_of, np.asarray(group, dtype=np.int64))
     return ok
+
+
+def _holds(cl: Cluster, factors: Mapping[str, np.ndarray], job: Job, need: Need, gids: Sequence[int]) -> bool:
+    """Whether ``gids`` (a pipeline's stage by stage) meet ``need``'s caps, part by part."""
+    pos = cl.positions(gids)
+    bounds = np.cumsum([0, *(count for count, _ in need.parts)]).tolist()
+    return all(_eligible(cl, factors, job, need.group, cap)[pos[a:b]].all()
+               for (_, cap), a, b in zip(need.parts, bounds, bounds[1:], strict=False))
 
 
 def _realise(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: Sequence[Need],
              avail: np.ndarray) -> dict[int, tuple[int, ...]] | None:
     """Place ``needs`` in their order on the ``avail`` GPUs (module docstring); None if one does not fit."""
     cl = instance.cluster
-    masks = [_eligible(cl, factors, instance.jobs[n.index], n) for n in needs]
-    weight = [n.count / max(int((m & avail).sum()), 1) for n, m in zip(needs, masks, strict=True)]
+    masks = [[_eligible(cl, factors, instance.jobs[n.index], n.group, cap) for _, cap in n.parts] for n in needs]
+    weights = [[count / max(int((m & avail).sum()), 1) for (count, _), m in zip(n.parts, ms, strict=True)]
+               for n, ms in zip(needs, masks, strict=True)]
     pressure = np.zeros(cl.num_gpus, dtype=np.float64)
-    for m, w in zip(masks, weight, strict=True):
-        pressure[m] += w
+    for ms, ws in zip(masks, weights, strict=True):
+        for m, w in zip(ms, ws, strict=True):
+            pressure[m] += w
     out: dict[int, tuple[int, ...]] = {}
-    for n, m, w in zip(needs, masks, weight, strict=True):
-        pressure[m] -= w
-        ok = m & avail
-        pos = _pick(cl, np.asarray(factors[instance.jobs[n.index].perfclass]), ok, pressure, n)
-        if pos is None:
+    for n, ms, ws in zip(needs, masks, weights, strict=True):
+        for m, w in zip(ms, ws, strict=True):
+            pressure[m] -= w
+        parts = _pick(cl, np.asarray(factors[instance.jobs[n.index].perfclass]), [m & avail for m in ms], pressure, n)
+        if parts is None:
             return None
-        avail[pos] = False
-        out[n.index] = tuple(sorted(int(g) for g in cl.gpu_ids[pos]))
+        for pos in parts:
+            avail[pos] = False
+        out[n.index] = tuple(g for pos in parts for g in sorted(int(x) for x in cl.gpu_ids[pos]))
     return out
 
 
-def _pick(cl: Cluster, values: np.ndarray, ok: np.ndarray, pressure: np.ndarray, need: Need) -> np.ndarray | None:
-    """``need.count`` GPUs of ``ok`` inside one node of ``need.level`` (the node with the fewest
-    such GPUs that holds it, then the first), least needed by the jobs to come first, then the
-    slowest, then the first."""
-    cand = np.flatnonzero(ok)
+def _pick(cl: Cluster, values: np.ndarray, oks: Sequence[np.ndarray], pressure: np.ndarray,
+          need: Need) -> list[np.ndarray] | None:
+    """For each part of ``need`` (a pipeline's stages, a gang whole), its GPUs of its ``oks``
+    inside one node of ``need.level`` (the node with the fewest GPUs of the loosest part that
+    holds every part, then the first); the tightest part chooses first, least needed by the
+    jobs to come first, then the slowest, then the first."""
+    cand = np.flatnonzero(np.logical_or.reduce(oks))
     if cand.size < need.count:
         return None
+    tight_first = sorted(range(len(need.parts)), key=lambda k: need.parts[k][1])
     if need.level != Level.CLUSTER:
         node = cl.server_of[cand] if need.level == Level.SERVER else cl.rack_of_server[cl.server_of[cand]]
-        counts = np.bincount(node, minlength=int(node.max()) + 1)
-        fits = np.flatnonzero(counts >= need.count)
+        size = int(node.max()) + 1
+        counts = np.bincount(node, minlength=size)
+        holds = np.ones(size, dtype=bool)
+        wanted = 0
+        for k in tight_first:  # the caps are nested: every part fits when each prefix does
+            wanted += need.parts[k][0]
+            holds &= np.bincount(node[oks[k][cand]], minlength=size) >= wanted
+        fits = np.flatnonzero(holds)
         if fits.size == 0:
             return None
         best = int(fits[np.argmin(counts[fits])])  # argmin: the first of the fewest
         cand = cand[node == best]
-    order = np.lexsort((cand, -values[cand], pressure[cand]))
-    return np.sort(cand[order[:need.count]])
+    out: dict[int, np.ndarray] = {}
+    for k in tight_first:
+        c = cand[oks[k][cand]]
+        if c.size < need.parts[k][0]:
+            return None
+        order = np.lexsort((c, -values[c], pressure[c]))
+        out[k] = np.sort(c[order[:need.parts[k][0]]])
+        cand = np.setdiff1d(cand, out[k], assume_unique=True)
+    return [out[k] for k in range(len(need.parts))]
 
 
 # --------------------------------------------------------------------------- the exact search
 def _kind_masks(instance: RoundInstance, factors: Mapping[str, np.ndarray], needs: Sequence[Need],
-                avail: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """Each need's kind (its class, cap and type group) and each kind's GPUs among ``avail``."""
+                avail: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Each need's kind per part (its class, the part's cap and the type group) and each kind's
+    GPUs among ``avail``."""
     kinds: dict[tuple[str, float, tuple[int, ...]], int] = {}
-    of: list[int] = []
+    of: list[tuple[int, ...]] = []
     masks: list[np.ndarray] = []
     for n in needs:
         job = instance.jobs[n.index]
-        k = kinds.setdefault((job.perfclass, n.cap, n.group), len(kinds))
-        if k == len(masks):
-            masks.append(_eligible(instance.cluster, factors, job, n) & avail)
-        of.append(k)
+        ks: list[int] = []
+        for _, cap in n.parts:
+            k = kinds.setdefault((job.perfclass, cap, n.group), len(kinds))
+            if k == len(masks):
+                masks.append(_eligible(instance.cluster, factors, job, n.group, cap) & avail)
+            ks.append(k)
+        of.append(tuple(ks))
     return of, np.asarray(masks, dtype=bool).reshape(len(masks), -1)

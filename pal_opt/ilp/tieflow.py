@@ -9,7 +9,9 @@ use any GPU they may use), backtracking at most :data:`SEARCH_STEPS` flows.  The
 those of the last flow, shared out in position order.
 
 The GPUs fall into *cells*: one server's GPUs that exactly the same jobs may use.  The flow
-network is source → (job kind, node) → cell → sink.
+network is source → (job kind, node) → cell → sink; a pipeline job's stages are parts of their own
+kinds (each stage's cap) on the pipeline's node, so each stage is routed to GPUs it may use, and
+its GPUs are listed stage by stage.
 """
 
 from __future__ import annotations
@@ -34,13 +36,21 @@ SEARCH_STEPS = 500
 class Need:
     """What one placed job's cost depends on (:mod:`pal_opt.ilp.canonical`): the job (its index
     in the round), its GPU count, the GPU types it is drawn from, the slowest binned factor of
-    its class it may get and the widest level it may span."""
+    its class it may get and the widest level it may span.  A pipeline job's GPUs are further
+    split by stage: ``stages`` holds, per stage in stage order, its replicas and the slowest
+    factor that stage may get (``cap`` is then the largest of them); empty for a gang."""
 
     index: int
     count: int
     group: tuple[int, ...]
     cap: float
     level: int
+    stages: tuple[tuple[int, float], ...] = ()
+
+    @property
+    def parts(self) -> tuple[tuple[int, float], ...]:
+        """``(GPUs, cap)`` per part the job's GPUs are listed in: its stages, or the whole gang."""
+        return self.stages or ((self.count, self.cap),)
 
 
 @dataclass(frozen=True)
@@ -97,32 +107,42 @@ def _flow(cells: _Cells, groups: dict[tuple[int, int, int], int]) -> tuple[bool,
     return int(res.flow_value) == sum(groups.values()), res, keys, u, w
 
 
-def _groups(kinds: Sequence[int], needs: Sequence[Need], where: Sequence[int | None]) -> dict[tuple[int, int, int], int]:
-    """The flow's groups: each need under its node, or the cluster's while it has none."""
+def _key(kind: int, need: Need, node: int | None) -> tuple[int, int, int]:
+    """The flow group of a part of ``need`` of ``kind``: under its node, or the cluster's while it has none."""
+    return (kind, int(Level.CLUSTER), -1) if node is None else (kind, need.level, node)
+
+
+def _groups(kinds: Sequence[tuple[int, ...]], needs: Sequence[Need], where: Sequence[int | None]
+            ) -> dict[tuple[int, int, int], int]:
+    """The flow's groups: each part of each need (a pipeline's stages, a gang whole) under its
+    need's node, or the cluster's while it has none."""
     out: dict[tuple[int, int, int], int] = {}
-    for n, k, node in zip(needs, kinds, where, strict=True):
-        key = (k, int(Level.CLUSTER), -1) if node is None else (k, n.level, node)
-        out[key] = out.get(key, 0) + n.count
+    for n, ks, node in zip(needs, kinds, where, strict=True):
+        for k, (count, _) in zip(ks, n.parts, strict=True):
+            key = _key(k, n, node)
+            out[key] = out.get(key, 0) + count
     return out
 
 
-def _candidates(cells: _Cells, kind: int, need: Need, contention: np.ndarray) -> list[int]:
-    """The nodes of ``need.level`` that have ``need.count`` GPUs the kind may use: fewest first,
+def _candidates(cells: _Cells, kinds: tuple[int, ...], need: Need, contention: np.ndarray) -> list[int]:
+    """The nodes of ``need.level`` that have ``need.count`` GPUs its kinds may use: fewest first,
     then those the other jobs need least (``contention``, per cell), then the first."""
     nodes = cells.server if need.level == Level.SERVER else cells.rack
     size = int(nodes.max()) + 1
-    have = np.bincount(nodes, weights=cells.size * cells.usable[:, kind], minlength=size)
+    usable = cells.usable[:, list(kinds)].any(axis=1)
+    have = np.bincount(nodes, weights=cells.size * usable, minlength=size)
     want = np.bincount(nodes, weights=contention, minlength=size)
     ok = np.flatnonzero(have >= need.count)
     return [int(x) for x in ok[np.lexsort((ok, want[ok], have[ok]))]]
 
 
-def _contention(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need]) -> np.ndarray:
+def _contention(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Need]) -> np.ndarray:
     """Per cell: how much the jobs need its GPUs (each kind's GPUs wanted over its GPUs, summed
     over the kinds that may use the cell, times its size)."""
     want = np.zeros(cells.usable.shape[1])
-    for n, k in zip(needs, kinds, strict=True):
-        want[k] += n.count
+    for n, ks in zip(needs, kinds, strict=True):
+        for k, (count, _) in zip(ks, n.parts, strict=True):
+            want[k] += count
     have = cells.size @ cells.usable
     share = np.divide(want, have, out=np.zeros_like(want), where=have > 0)
     return np.asarray(cells.usable @ share * cells.size, dtype=np.float64)
@@ -136,7 +156,7 @@ def _shape(cells: _Cells, level: int, node: int) -> tuple[object, ...]:
     return (int(cells.rack[inside[0]]) if level == Level.SERVER and inside.size else -1, tuple(own))
 
 
-def _options(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], where: Sequence[int | None],
+def _options(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Need], where: Sequence[int | None],
              todo: Sequence[int], depth: int, contention: np.ndarray) -> list[int]:
     """The nodes to try for ``needs[todo[depth]]``: one of each set of nodes alike (same shape,
     same needs given), and, after a twin (the same kind, count and level), none before its node."""
@@ -148,7 +168,7 @@ def _options(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], where: 
         prev = where[p]
         if (kinds[p], needs[p].count, needs[p].level) == (kinds[i], n.count, n.level) and prev in cand:
             cand = cand[cand.index(int(prev)):]  # (prev is in cand: not None)
-    given: dict[int, list[tuple[int, int]]] = {}
+    given: dict[int, list[tuple[tuple[int, ...], int]]] = {}
     for j in todo[:depth]:
         node = where[j]
         if needs[j].level == n.level and node is not None:
@@ -163,7 +183,7 @@ def _options(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], where: 
     return out
 
 
-def _search(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], deadline: float | None = None
+def _search(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Need], deadline: float | None = None
             ) -> list[int | None] | None:
     """A node for every need on one server or rack (module docstring); None if none is found
     within :data:`SEARCH_STEPS` flows or by ``deadline`` (a ``time.monotonic()`` value)."""
@@ -198,10 +218,11 @@ def _search(cells: _Cells, kinds: Sequence[int], needs: Sequence[Need], deadline
     return where
 
 
-def realise_by_flow(cl: Cluster, needs: Sequence[Need], kinds_masks: tuple[list[int], np.ndarray], *,
+def realise_by_flow(cl: Cluster, needs: Sequence[Need], kinds_masks: tuple[list[tuple[int, ...]], np.ndarray], *,
                     deadline: float | None = None) -> dict[int, tuple[int, ...]] | None:
-    """GPU ids for each need (by job index), found by the search (module docstring); None if
-    the search gives up or finds none.  ``kinds_masks``: each need's kind and each kind's GPUs."""
+    """GPU ids for each need (by job index; a pipeline's stage by stage), found by the search
+    (module docstring); None if the search gives up or finds none.  ``kinds_masks``: each need's
+    kind per part (:attr:`Need.parts`) and each kind's GPUs."""
     kinds, masks = kinds_masks
     if not needs or not masks.any():
         return None
@@ -221,12 +242,13 @@ def realise_by_flow(cl: Cluster, needs: Sequence[Need], kinds_masks: tuple[list[
             cell = c - base
             taken.setdefault(a - 2, []).extend(cells.members[cell][cursor[cell]:cursor[cell] + f].tolist())
             cursor[cell] += f
+    pools = {key: sorted(taken.get(a, [])) for a, key in enumerate(keys)}
     out: dict[int, tuple[int, ...]] = {}
-    for a, key in enumerate(keys):
-        gpus = sorted(taken.get(a, []))
-        members = [n for n, k, node in zip(needs, kinds, where, strict=True)
-                   if ((k, int(Level.CLUSTER), -1) if node is None else (k, n.level, node)) == key]
-        for n in members:
-            out[n.index] = tuple(sorted(int(g) for g in cl.gpu_ids[gpus[:n.count]]))
-            del gpus[:n.count]
+    for n, ks, node in zip(needs, kinds, where, strict=True):  # each group's GPUs dealt in need order
+        gpus: list[int] = []
+        for k, (count, _) in zip(ks, n.parts, strict=True):
+            pool = pools[_key(k, n, node)]
+            gpus.extend(sorted(int(g) for g in cl.gpu_ids[pool[:count]]))
+            del pool[:count]
+        out[n.index] = tuple(gpus)
     return out
