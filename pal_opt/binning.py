@@ -35,7 +35,7 @@ from .kmeans import kmeans_1d, predict, silhouette_score
 from .model import Cluster
 from .options import Binning, validate_choice
 
-__all__ = ["BINNING_MODES", "bin_values", "binned_factors", "forget_binnings"]
+__all__ = ["BINNING_MODES", "bin_values", "binned_factors", "forget_binnings", "is_cluster_factor_array"]
 
 #: The binning modes' names (:class:`pal_opt.options.Binning`).
 BINNING_MODES: tuple[str, ...] = tuple(b.value for b in Binning)
@@ -158,6 +158,26 @@ def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str,
     if mode == "none":
         return cluster.memo(("binned", mode), lambda: _per_type(cluster, dict(cluster.factors)))
     return cluster.memo(("binned", mode), lambda: _per_type(cluster, _bin_all(_Measurements(cluster.factors), mode)))
+
+
+def is_cluster_factor_array(cluster: Cluster, array: object) -> bool:
+    """True if ``array`` is one of ``cluster``'s own factor arrays: a class's measurements
+    (:attr:`~pal_opt.model.Cluster.factors`) or its binned factors under a mode
+    :func:`binned_factors` has computed for this cluster already.  Never bins; a few identity
+    tests per class and mode.
+
+    >>> c = Cluster.from_arrays(range(2), [0, 0], {"classA": [1.0, 1.2]})
+    >>> f = binned_factors(c, "pal-artifact")["classA"]
+    >>> is_cluster_factor_array(c, f), is_cluster_factor_array(c, f.copy())
+    (True, False)
+    """
+    if any(a is array for a in cluster.factors.values()):
+        return True
+    for mode in BINNING_MODES:
+        kept = cluster.memoized(("binned", mode))
+        if kept is not None and any(a is array for a in kept.values()):
+            return True
+    return False
 
 
 def _per_type(cluster: Cluster, factors: Mapping[str, np.ndarray]) -> Mapping[str, np.ndarray]:

@@ -489,6 +489,10 @@ class Cluster:
             hit = self._cache[key] = compute()
         return hit  # type: ignore[no-any-return]
 
+    def memoized(self, key: Any) -> Any:
+        """What :meth:`memo` keeps for ``key``, or None if it keeps nothing (never computes)."""
+        return self._cache.get(key)
+
     # ----------------------------------------------------------------- constructors
     @classmethod
     def from_arrays(

@@ -9,19 +9,21 @@ from __future__ import annotations
 import gc
 import itertools
 import types
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
 
 from pal_opt import solve
+from pal_opt.binning import binned_factors
 from pal_opt.model import Cluster, Job, RoundInstance
-from pal_opt.policies.base import FreeGpus
+from pal_opt.policies.base import FOREIGN_CLASS_INDEXES_KEPT, ClassIndex, FreeGpus, class_index
 
 
-def _code_tables(cluster: Cluster) -> int:
-    """How many per-GPU code tables (``num_gpus × columns`` integer arrays) the cluster's caches
-    hold, wherever they keep them: in dicts and tuples, in functools caches, in closures (what
-    ``gc`` says an object refers to; a function's module globals are not the cluster's)."""
+def _held(cluster: Cluster, counted: Callable[[object], bool]) -> int:
+    """How many objects that ``counted`` accepts the cluster's caches hold, wherever they keep
+    them: in dicts and tuples, in functools caches, in closures (what ``gc`` says an object refers
+    to; a function's module globals are not the cluster's)."""
     seen: set[int] = set()
     found = 0
     todo: list[object] = [vars(cluster)["_cache"]]
@@ -30,13 +32,19 @@ def _code_tables(cluster: Cluster) -> int:
         if id(obj) in seen or isinstance(obj, type | types.ModuleType):
             continue
         seen.add(id(obj))
-        if isinstance(obj, np.ndarray):
-            found += obj.ndim == 2 and obj.shape[0] == cluster.num_gpus and obj.dtype == np.int64
-        elif isinstance(obj, types.FunctionType):
+        if counted(obj):
+            found += 1
+        if isinstance(obj, types.FunctionType):
             todo.extend(obj.__closure__ or ())
-        else:
+        elif not isinstance(obj, np.ndarray):
             todo.extend(gc.get_referents(obj))
     return found
+
+
+def _code_tables(cluster: Cluster) -> int:
+    """How many per-GPU code tables (``num_gpus × columns`` integer arrays) the cluster's caches hold."""
+    return _held(cluster, lambda obj: isinstance(obj, np.ndarray) and obj.ndim == 2
+                 and obj.shape[0] == cluster.num_gpus and obj.dtype == np.int64)
 
 
 def test_a_cluster_kept_across_rounds_keeps_a_few_code_tables() -> None:
@@ -80,6 +88,33 @@ def test_a_kept_cluster_given_new_factor_arrays_counts_as_a_fresh_one() -> None:
         for c in factors:
             assert np.array_equal(got.tot[c], want.tot[c]) and np.array_equal(got.cell_free[c], want.cell_free[c])
     assert _code_tables(kept) <= 8
+
+
+def test_a_kept_cluster_given_a_new_factor_array_every_round_keeps_a_few_class_indexes() -> None:
+    """``class_index`` kept a :class:`~pal_opt.policies.base.ClassIndex` (and the factor array it
+    holds) per array it was ever given, keyed by ``id``: a scheduler that keeps one cluster and
+    passes a new array every round grew the cache by one each round (100 after 100 rounds).  Now
+    the last few caller arrays are kept; the cluster's own arrays (its measurements and binned
+    factors, what the library's methods pass) stay kept however many caller arrays come."""
+    rng = np.random.default_rng(3)
+    kept = Cluster.from_arrays(range(32), np.arange(32) // 8, {"classA": rng.lognormal(0.0, 0.1, 32)})
+    own = [kept.factors["classA"], binned_factors(kept, "pal-artifact")["classA"]]
+    own_index = [class_index(kept, f) for f in own]
+    for k in range(100):
+        f = 1.0 + 0.1 * rng.integers(0, 1 + k % 5, 32)
+        got = class_index(kept, f)
+        assert class_index(kept, f) is got  # kept while in use
+        want = class_index(replace(kept), f)  # a new cluster: nothing cached
+        assert np.array_equal(got.level_of, want.level_of) and np.array_equal(got.cell_of, want.cell_of)
+        free = rng.random(32) < 0.7
+        assert np.array_equal(FreeGpus(kept, free, {"classA": f}).counts, FreeGpus(replace(kept), free, {"classA": f}).counts)
+    assert [class_index(kept, f) for f in own] == own_index  # the same objects: never dropped
+    assert _held(kept, lambda obj: isinstance(obj, ClassIndex) and obj not in own_index) <= (
+        FOREIGN_CLASS_INDEXES_KEPT + 8)  # and up to one per code table kept (CODE_TABLES_KEPT)
+    for _ in range(FOREIGN_CLASS_INDEXES_KEPT):  # caller arrays only: the code tables are not built
+        class_index(kept, rng.lognormal(0.0, 0.1, 32))
+    assert _held(kept, lambda obj: isinstance(obj, ClassIndex) and obj not in own_index) <= (
+        FOREIGN_CLASS_INDEXES_KEPT + 8)
 
 
 def test_cbc_keeps_a_bounded_number_of_parameter_checks(tmp_path) -> None:

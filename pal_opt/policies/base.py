@@ -30,6 +30,7 @@ from typing import TypedDict
 import numpy as np
 
 from ..admission import pal_order
+from ..binning import is_cluster_factor_array
 from ..cost import job_slowdown_pos
 from ..errors import InstanceError
 from ..gputypes import group_mask, has_types, type_groups
@@ -43,6 +44,7 @@ __all__ = [
     "FreeGpus",
     "server_index",
     "class_index",
+    "FOREIGN_CLASS_INDEXES_KEPT",
     "initial_free",
     "Select",
     "typed_select",
@@ -181,30 +183,74 @@ def server_index(cluster: Cluster) -> ServerIndex:
     return cluster.memo("policy-servers", build)
 
 
+#: :class:`ClassIndex` objects of caller-supplied factor arrays (not the cluster's own, see
+#: :func:`class_index`) kept per cluster, the most recently used.
+FOREIGN_CLASS_INDEXES_KEPT = 8
+
+
 def class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
     """The :class:`ClassIndex` of one class's factor array (cached on the cluster).
+
+    The index is kept by the array's identity.  The cluster's own arrays (its measurements and
+    the binned factors :func:`~pal_opt.binning.binned_factors` made for it: a few per class,
+    what the library's methods pass) are kept for the cluster's life; other arrays, the last
+    :data:`FOREIGN_CLASS_INDEXES_KEPT` used, so that a scheduler that keeps one cluster and
+    passes a new array every round does not grow the cache without bound.
 
     >>> c = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.1, 0.9, 1.1, 1.0]})
     >>> ci = class_index(c, np.array([1.1, 0.9, 1.1, 1.0]))
     >>> ci.levels.tolist(), ci.level_of.tolist(), ci.first_seen
     ([0.9, 1.0, 1.1], [2, 0, 2, 1], (2, 0, 1))
     """
-    return cluster.memo(("policy-class", id(factors)), lambda: _class_index(cluster, factors),
-                        valid=lambda hit: hit.factors is factors)
+    key = ("policy-class", id(factors))
+    hit = cluster.memoized(key)
+    if hit is not None and hit.factors is factors:  # the library's arrays: one dict look-up
+        return hit  # type: ignore[no-any-return]
+    if is_cluster_factor_array(cluster, factors):
+        return cluster.memo(key, lambda: _class_index(cluster.server_of, cluster.num_servers, factors),
+                            valid=lambda kept: kept.factors is factors)
+    return cluster.memo("policy-class-foreign", lambda: _foreign_indexes(cluster))(_ByIdentity(factors))
 
 
-def _class_index(cluster: Cluster, factors: np.ndarray) -> ClassIndex:
+@dataclass(frozen=True, eq=False)
+class _ByIdentity:
+    """An object as a cache key, equal only to itself (a numpy array has no value hash).  The key
+    holds the object, so its ``id`` is not reused while the key is kept."""
+
+    obj: object
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByIdentity) and other.obj is self.obj
+
+
+def _foreign_indexes(cluster: Cluster) -> Callable[[_ByIdentity], ClassIndex]:
+    """The cluster's :class:`ClassIndex` by caller-supplied array: the last
+    :data:`FOREIGN_CLASS_INDEXES_KEPT` kept (``lru_cache``: thread-safe).  It holds the server
+    array, not the cluster, which holds it (no reference cycle)."""
+    server_of, num_servers = cluster.server_of, cluster.num_servers
+
+    @functools.lru_cache(maxsize=FOREIGN_CLASS_INDEXES_KEPT)
+    def build(key: _ByIdentity) -> ClassIndex:
+        return _class_index(server_of, num_servers, key.obj)  # type: ignore[arg-type]
+
+    return build
+
+
+def _class_index(server_of: np.ndarray, num_servers: int, factors: np.ndarray) -> ClassIndex:
     f = np.asarray(factors, dtype=np.float64)
-    if f.shape != (cluster.num_gpus,):
-        raise InstanceError(f"expected {cluster.num_gpus} factors, got shape {f.shape}", path="factors")
+    if f.shape != server_of.shape:
+        raise InstanceError(f"expected {server_of.size} factors, got shape {f.shape}", path="factors")
     levels, first, inv = np.unique(f, return_index=True, return_inverse=True)
     inv = inv.astype(np.int64).reshape(-1)
     by_level = np.argsort(inv, kind="stable")
     ptr = np.zeros(levels.size + 1, dtype=np.int64)
     np.cumsum(np.bincount(inv, minlength=levels.size), out=ptr[1:])
     first_seen = tuple(int(x) for x in np.argsort(first, kind="stable"))
-    s = max(cluster.num_servers, 1)
-    key = inv * s + cluster.server_of
+    s = max(num_servers, 1)
+    key = inv * s + server_of
     order = np.argsort(key, kind="stable")
     k = key[order]
     new = np.ones(k.size, dtype=bool)
