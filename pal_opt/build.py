@@ -29,7 +29,7 @@ def _job_dict(j: Job | Mapping[str, Any], i: int) -> Mapping[str, Any]:
 
 
 def make_instance(
-    cluster: Cluster | nx.DiGraph,
+    cluster: Cluster | nx.Graph,
     jobs: Iterable[Job | Mapping[str, Any]],
     *,
     name: str = "",
@@ -40,8 +40,9 @@ def make_instance(
     Parameters
     ----------
     cluster
-        A :class:`~pal_opt.model.Cluster` or a networkx ``DiGraph`` in the shape of
-        :meth:`Cluster.from_graph <pal_opt.model.Cluster.from_graph>`.
+        A :class:`~pal_opt.model.Cluster` or a networkx graph in the shape of
+        :meth:`Cluster.from_graph <pal_opt.model.Cluster.from_graph>` (a ``DiGraph``, edges from
+        parent to child, or an undirected ``Graph``).
     jobs
         Queue order.  :class:`~pal_opt.model.Job` objects, or mappings with the instance file's
         job keys: ``id``, ``demand``, ``class`` and/or ``model``, optional ``locality``
@@ -71,11 +72,11 @@ def make_instance(
     >>> inst.cluster.num_gpus, inst.jobs[0].perfclass, inst.jobs[0].locality
     (4, 'classA', (1.0, 1.7, 1.7))
     """
-    if isinstance(cluster, nx.DiGraph):
+    if isinstance(cluster, nx.Graph):
         cluster = Cluster.from_graph(cluster, source="<memory>")
     elif not isinstance(cluster, Cluster):
         raise InstanceError(
-            f"must be a Cluster or a networkx DiGraph, got {type(cluster).__name__}", source="<memory>", path="cluster"
+            f"must be a Cluster or a networkx graph, got {type(cluster).__name__}", source="<memory>", path="cluster"
         )
     rp = RoundParams.from_arguments(**params)
     if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Iterable):

@@ -591,7 +591,7 @@ class Cluster:
         return cls.from_arrays(np.arange(g), server, factors, state, rmap)
 
     @classmethod
-    def from_graph(cls, graph: nx.DiGraph, *, source: str | None = None) -> Cluster:
+    def from_graph(cls, graph: nx.Graph, *, source: str | None = None) -> Cluster:
         """Build a cluster from a graph of the shape described in the module docstring.
 
         GPU vertices are ``("gpu", id)`` with attributes ``factors`` (dict), optional
@@ -600,7 +600,18 @@ class Cluster:
         :attr:`devices`; on every GPU or on none); each has exactly one server parent; servers have zero or one
         rack parent (all or none).  The GPU types' throughputs, ``{class: {type: value}}``, are
         the graph attribute ``graph.graph["throughput"]`` (optional; see the class docstring).
+
+        A ``networkx.DiGraph`` (or ``MultiDiGraph``) has its edges from parent to child.  An
+        undirected ``networkx.Graph`` (or ``MultiGraph``) reads the same with the vertices'
+        kinds saying which end is the parent: a GPU's server is the ``("server", s)`` vertex it is
+        joined to, a server's rack the ``("rack", r)`` vertex it is joined to.
         """
+        import networkx as nx  # loaded already when a graph is passed
+
+        if not isinstance(graph, nx.Graph):
+            hint = " (a Cluster is one already)" if isinstance(graph, Cluster) else ""
+            raise InstanceError(f"must be a networkx graph (DiGraph, or Graph with the vertices' kinds as the "
+                                f"hierarchy), got {type(graph).__name__}{hint}", source=source, path="graph")
         gpus, attrs = _graph_gpus(graph, source)
         if not gpus:
             raise InstanceError("graph has no ('gpu', id) vertices", source=source, path="graph")
@@ -757,7 +768,7 @@ def _is_vertex(node: Any, kind: str) -> bool:
     return isinstance(node, tuple) and len(node) == 2 and node[0] == kind
 
 
-def _graph_gpus(graph: nx.DiGraph, source: str | None) -> tuple[list[tuple[str, int]], list[Mapping[str, Any]]]:
+def _graph_gpus(graph: nx.Graph, source: str | None) -> tuple[list[tuple[str, int]], list[Mapping[str, Any]]]:
     """The graph's ``("gpu", id)`` vertices in order of id, and their attributes; an id that is
     not an integer is an error naming it (ids of several types cannot even be sorted).  The ids
     are judged by their types and sorted by numpy when they fit in 64 bits (a check and a sort
@@ -783,18 +794,20 @@ def _graph_gpus(graph: nx.DiGraph, source: str | None) -> tuple[list[tuple[str, 
     return gpus, list(map(node_attrs.__getitem__, gpus))
 
 
-def _graph_parents(graph: nx.DiGraph) -> tuple[dict[Any, Any], set[Any], dict[Any, Any], set[Any]]:
+def _graph_parents(graph: nx.Graph) -> tuple[dict[Any, Any], set[Any], dict[Any, Any], set[Any]]:
     """Each vertex's server parent and rack parent (the first found, as networkx's predecessors
     name it), and the vertices with more than one of either, from one pass over the
     predecessor lists: asking networkx for each GPU's predecessors took about as long as the
     rest of :meth:`Cluster.from_graph` together (65,536 GPUs).  ``graph.pred`` names each
     predecessor once, as ``predecessors()`` does, on a ``MultiDiGraph`` too (whose ``in_edges``
-    are triples, one per parallel edge)."""
+    are triples, one per parallel edge).  On an undirected graph a vertex's neighbours stand for
+    its predecessors (:func:`_links`): a GPU's server neighbour is its server, a server's rack
+    neighbour its rack; what else this finds (a rack's server neighbours) is never read."""
     server_of: dict[Any, Any] = {}
     rack_of: dict[Any, Any] = {}
     two_servers: set[Any] = set()
     two_racks: set[Any] = set()
-    for v, preds in graph.pred.items():
+    for v, preds in _links(graph).items():
         for u in preds:
             if isinstance(u, tuple) and len(u) == 2 and u[0] in ("server", "rack"):
                 parent_of, twice = (server_of, two_servers) if u[0] == "server" else (rack_of, two_racks)
@@ -803,7 +816,7 @@ def _graph_parents(graph: nx.DiGraph) -> tuple[dict[Any, Any], set[Any], dict[An
     return server_of, two_servers, rack_of, two_racks
 
 
-def _graph_columns(graph: nx.DiGraph, gpus: list[Any], attrs: list[Mapping[str, Any]], source: str | None
+def _graph_columns(graph: nx.Graph, gpus: list[Any], attrs: list[Mapping[str, Any]], source: str | None
                    ) -> tuple[list[Any], dict[Any, list[Any]], np.ndarray, dict[Any, Any] | None]:
     """The GPUs' server ids, factors by class (as given), states and, on a racked graph, each
     server's rack id, column by column: a loop over the GPUs checking each in turn took 25 s on
@@ -840,16 +853,23 @@ def _graph_columns(graph: nx.DiGraph, gpus: list[Any], attrs: list[Mapping[str, 
     return server, facs, states, racks or None
 
 
-def _gpu_vertex_error(graph: nx.DiGraph, n: Any, source: str | None) -> NoReturn:
+def _links(graph: nx.Graph) -> Mapping[Any, Iterable[Any]]:
+    """Each vertex's possible parents: its predecessors in a directed graph, its neighbours in an
+    undirected one (where the vertices' kinds say which is the parent)."""
+    return graph.pred if graph.is_directed() else graph.adj  # type: ignore[attr-defined, no-any-return]
+
+
+def _gpu_vertex_error(graph: nx.Graph, n: Any, source: str | None) -> NoReturn:
     """The first error of GPU vertex ``n``, checked in the order a GPU always was: one server
     parent, factors a mapping, a state, at most one rack above its server."""
-    parents = [p for p in graph.predecessors(n) if _is_vertex(p, "server")]
+    links = _links(graph)
+    parents = [p for p in links[n] if _is_vertex(p, "server")]
     if len(parents) != 1:
         raise InstanceError("GPU must hang under exactly one server", source=source, path=f"graph.{n}")
     attrs = graph.nodes[n]
     _graph_factors(attrs.get("factors", {}), n, source)
     _graph_state(attrs.get("state", GpuState.FREE), n, source)
-    if len([p for p in graph.predecessors(parents[0]) if _is_vertex(p, "rack")]) > 1:
+    if len([p for p in links[parents[0]] if _is_vertex(p, "rack")]) > 1:
         raise InstanceError("server must hang under at most one rack", source=source, path=f"graph.{parents[0]}")
     raise AssertionError(f"GPU vertex {n!r} was found wrong but passes every check")
 

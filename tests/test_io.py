@@ -638,6 +638,53 @@ def test_a_multidigraph_reads_as_the_same_digraph() -> None:
         Cluster.from_graph(multi)
 
 
+def test_an_undirected_graph_reads_as_the_digraph_with_the_vertex_kinds_as_the_hierarchy() -> None:
+    """``Cluster.from_graph`` of an undirected ``networkx.Graph`` raised a raw ``AttributeError:
+    'Graph' object has no attribute 'pred'`` and ``make_instance`` refused it ("must be a Cluster
+    or a networkx DiGraph").  A ``("server", s)`` vertex joined to a GPU can only be its server,
+    and a rack joined to a server its rack: the same cluster as the ``DiGraph``, with the same
+    errors."""
+    import networkx as nx
+
+    from pal_opt import make_instance
+    from pal_opt.model import Cluster
+
+    c = Cluster.from_arrays([5, 1, 3, 2], ["b", "a", "b", "a"], {"classA": [1.0, 1.5, 1.2, 1.0]}, [0, 1, 0, 2],
+                            {"a": "r0", "b": "r1"}, gpu_types="xyxy", devices=[1, 0, 0, 1])
+    jobs = [{"id": "j", "demand": 1, "class": "classA"}]
+    for g in (nx.Graph(c.graph), nx.MultiGraph(c.graph), nx.Graph(c.graph.reverse())):
+        back = Cluster.from_graph(g)
+        assert back.gpu_ids.tolist() == [1, 2, 3, 5] and back.server_ids == ("a", "b") and back.rack_ids == ("r0", "r1")
+        assert back.server_of.tolist() == [0, 0, 1, 1] and back.rack_of_server.tolist() == [0, 1]
+        assert back.state.tolist() == [1, 2, 0, 0] and back.factors["classA"].tolist() == [1.5, 1.0, 1.2, 1.0]
+        assert back.gpu_type_names() == ["y", "y", "x", "x"] and back.devices.tolist() == [0, 1, 0, 1]
+        assert make_instance(g, jobs).cluster.server_of.tolist() == [0, 0, 1, 1]
+    g = nx.Graph(c.graph)
+    g.add_edge(("gpu", 5), ("server", "a"))
+    with pytest.raises(InstanceError, match=r"graph\.\('gpu', 5\): GPU must hang under exactly one server"):
+        Cluster.from_graph(g)
+    g = nx.Graph(c.graph)
+    g.add_edge(("server", "a"), ("rack", "r1"))
+    with pytest.raises(InstanceError, match=r"graph\.\('server', 'a'\): server must hang under at most one rack"):
+        Cluster.from_graph(g)
+    g = nx.Graph(c.graph)
+    g.remove_edge(("server", "a"), ("gpu", 1))
+    with pytest.raises(InstanceError, match=r"graph\.\('gpu', 1\): GPU must hang under exactly one server"):
+        Cluster.from_graph(g)
+
+
+@pytest.mark.parametrize("given", [None, {}, "cluster.json", "a Cluster"])
+def test_from_graph_of_something_else_names_what_it_takes(given: object) -> None:
+    """``Cluster.from_graph(None)`` (or a dict, a path, a Cluster) raised a raw ``AttributeError:
+    ... has no attribute 'nodes'``."""
+    from pal_opt.model import Cluster
+
+    if given == "a Cluster":
+        given = _small_cluster()
+    with pytest.raises(InstanceError, match=r"^graph: must be a networkx graph .*, got "):
+        Cluster.from_graph(given)  # type: ignore[arg-type]
+
+
 def test_negative_gpu_ids_are_rejected_by_the_model_as_by_the_file() -> None:
     from pal_opt.model import Cluster
 
