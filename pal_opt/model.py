@@ -121,6 +121,8 @@ def pal_locality(lam: float) -> tuple[float, float, float]:
     >>> pal_locality(1.7)
     (1.0, 1.7, 1.7)
     """
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):  # float(None), float("x"): raw errors
+        raise InstanceError(f"must be a number, got {lam!r}", path="locality_penalty")
     return (1.0, float(lam), float(lam))
 
 
@@ -723,7 +725,11 @@ class Cluster:
 
     def with_state(self, state: np.ndarray) -> Cluster:
         """A copy with another state vector (factors and topology shared)."""
-        st = np.asarray(state, dtype=np.int8).copy()
+        try:
+            st = np.asarray(state, dtype=np.int8).copy()
+        except (TypeError, ValueError):  # None, names: a raw error from numpy otherwise
+            raise InstanceError(f"GPU states must be 0 (free), 1 (busy) or 2 (failed), got {state!r}"[:200],
+                                path="state") from None
         st.setflags(write=False)
         return replace(self, state=st)
 

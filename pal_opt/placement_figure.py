@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .model import GpuState, JobId, RoundInstance
+from .errors import InstanceError
+from .model import GpuState, JobId, RoundInstance, require_instance
 from .result import PlacementResult
 
 __all__ = ["Cells", "gang_outline", "placement_cells", "placement_figure", "plot_placement"]
@@ -198,6 +199,10 @@ def placement_figure(instance: RoundInstance, result: PlacementResult, path: str
     from .cost import evaluate
     from .simulate.metrics import agg_pyplot, figure_bytes
 
+    require_instance(instance)
+    if not isinstance(result, PlacementResult):  # a placements dict: AttributeError 'placements' otherwise
+        raise InstanceError(f"must be a PlacementResult (what pal_opt.solve or pal_opt.repair return), got "
+                            f"{type(result).__name__}", path="result")
     plt = agg_pyplot()
     placements = {j: tuple(g) for j, g in result.placements.items()}
     factors = binned_factors(instance.cluster, str(result.info.get("binning", instance.params.binning)))

@@ -540,3 +540,93 @@ def test_a_job_no_round_can_place_that_holds_the_queue_back_is_named_once(caplog
                            (Job("six", 6, "classA", 0), Job("s1", 2, "classA", 1)))
     res = RoundPolicy("ilp").place(failed)
     assert "six" in res.unplaceable and "queue_held_by" not in res.info
+
+
+def _priced_round() -> tuple[RoundInstance, pal_opt.PlacementResult]:
+    inst = pal_opt.generate_instance(2, 4, 4, seed=0)
+    return inst, pal_opt.solve(inst, "pal")
+
+
+@pytest.mark.parametrize(("call", "error", "parts"), [
+    # evaluate given the result itself (check takes one), a list, or a placement that is not GPU ids
+    (lambda i, r, f: pal_opt.evaluate(i, r, f), InstanceError,
+     ("placements: must map job ids to GPU ids, got PlacementResult (its .placements)",)),
+    (lambda i, r, f: pal_opt.evaluate(i, list(r.placements.items()), f), InstanceError, ("placements:", "got list")),
+    (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: None}, f), InstanceError,
+     ("placements.0: must be a sequence of GPU ids, got NoneType",)),
+    (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: 3}, f), InstanceError,
+     ("placements.0: must be a sequence of GPU ids, got int 3",)),
+    (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: ["a"]}, f), InstanceError,
+     ("placements.0: GPU 'a' is not a GPU id",)),
+    # factors that are not {class: one number per GPU}
+    (lambda i, r, f: pal_opt.evaluate(i, r.placements, i.cluster), InstanceError,
+     ("factors: must map class names to per-GPU factor arrays", "got Cluster")),
+    (lambda i, r, f: pal_opt.evaluate(i, r.placements, np.ones(8)), InstanceError, ("factors:", "got ndarray")),
+    (lambda i, r, f: pal_opt.evaluate(i, r.placements, {c: np.ones(2) for c in f}), InstanceError,
+     ("must be 8 numbers, one per GPU of the cluster, got shape (2,)",)),
+    (lambda i, r, f: pal_opt.evaluate(i, r.placements, {c: np.array(["x"] * 8) for c in f}), InstanceError,
+     ("must be 8 numbers, one per GPU of the cluster",)),
+    # job_slowdown given a job id, no factors, or one GPU id
+    (lambda i, r, f: pal_opt.job_slowdown(i, f, i.jobs[0].id, (0,)), InstanceError,
+     ("job: must be a Job (instance.job_by_id[job_id]), got int 0",)),
+    (lambda i, r, f: pal_opt.job_slowdown(i, None, i.jobs[0], (0,)), InstanceError, ("factors:", "got NoneType")),
+    (lambda i, r, f: pal_opt.job_slowdown(i, f, i.jobs[0], 0), InstanceError,
+     ("gpu_ids: must be a sequence of GPU ids, got int 0",)),
+    (lambda i, r, f: pal_opt.job_slowdown(i, f, i.jobs[0], ["a"]), InstanceError, ("gpu_ids: GPU 'a' is not a GPU id",)),
+    # the instance and the path swapped, or a result for the instance
+    (lambda i, r, f: pal_opt.save_instance("round.json", i), TypeError, ("expected a RoundInstance", "got str")),
+    (lambda i, r, f: pal_opt.save_instance(r, "round.json"), TypeError, ("expected a RoundInstance", "got PlacementResult")),
+    (lambda i, r, f: pal_opt.plot_placement(i, r.placements, "round.png"), InstanceError,
+     ("result: must be a PlacementResult", "got dict")),
+    (lambda i, r, f: pal_opt.plot_placement(None, r, "round.png"), TypeError, ("expected a RoundInstance",)),
+    # the smaller helpers
+    (lambda i, r, f: pal_opt.pal_locality(None), InstanceError, ("locality_penalty: must be a number, got None",)),
+    (lambda i, r, f: i.cluster.with_state(None), InstanceError, ("state: GPU states must be 0 (free)",)),
+])
+def test_wrong_arguments_to_the_pricing_and_writing_helpers_name_the_argument(
+        call: Any, error: type[Exception], parts: tuple[str, ...], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each was a raw ``AttributeError`` (``'PlacementResult' object has no attribute 'items'``,
+    ``'str' object has no attribute 'cluster'``, ``'dict' object has no attribute
+    'placements'``, ``'int' object has no attribute 'perfclass'``), ``TypeError`` (``object of
+    type 'int' has no len()``, ``'Cluster' object is not subscriptable``), ``IndexError`` or
+    ``ValueError`` from inside pal_opt; nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    inst, result = _priced_round()
+    with pytest.raises(error) as err:
+        call(inst, result, dict(inst.cluster.factors))
+    if error is InstanceError:
+        assert isinstance(err.value, pal_opt.PalOptError)
+    _one_line(err, *parts)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_pricing_helpers_still_price_what_they_priced() -> None:
+    inst, result = _priced_round()
+    factors = pal_opt.binned_factors(inst.cluster, inst.params.binning)
+    assert pal_opt.evaluate(inst, result.placements, factors).cost == pytest.approx(result.objective)
+    listed = {j: list(g) for j, g in result.placements.items()}  # lists, numpy ids, numeric strings: as before
+    as_numpy = {j: np.asarray(g) for j, g in result.placements.items()}
+    assert pal_opt.evaluate(inst, listed, factors).cost == pal_opt.evaluate(inst, as_numpy, factors).cost
+    jid, gpus = next(iter(result.placements.items()))
+    job = inst.job_by_id[jid]
+    assert pal_opt.job_slowdown(inst, factors, job, list(gpus)) == pal_opt.job_slowdown(inst, factors, job, iter(gpus))
+    with pytest.raises(InstanceError, match=r"gpu_ids: GPU 999 is not in the round's cluster"):
+        pal_opt.job_slowdown(inst, factors, job, [999])
+    with pytest.raises(InstanceError, match=r"placements: job 'nope' is not in the round"):
+        pal_opt.evaluate(inst, {"nope": [0]}, factors)
+
+
+def test_typed_scheduler_names_that_are_not_strings_are_option_errors(profiles: Path) -> None:
+    """``report(["a"])``, ``finish(["a"], t)`` and ``remove(["a"])`` raised ``TypeError:
+    unhashable type: 'list'``; ``applications=[3]`` a ``TypeError`` from a path joined with 3."""
+    sched = pal_opt.TypedScheduler("aws:2x4", profiles, applications=["cifar10"])
+    assert sched.submit("a", "cifar10", 1, 128, 0.0) is None
+    for call in (lambda: sched.report(["a"]), lambda: sched.finish(["a"], 1.0),  # type: ignore[arg-type]
+                 lambda: sched.remove(["a"])):  # type: ignore[arg-type]
+        with pytest.raises(OptionError) as err:
+            call()
+        _one_line(err, "a job name must be a string (one job per call), got ['a']")
+    with pytest.raises(OptionError) as err:
+        pal_opt.TypedScheduler("aws:2x4", profiles, applications=[3])  # type: ignore[list-item]
+    _one_line(err, "applications must be application names (strings), got 3")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,33 +114,86 @@ def job_slowdown(
         No GPU ids, a GPU id not in the round, or no factors for the job's class.
     """
     require_instance(instance)
-    if len(gpu_ids) == 0:  # numpy's "zero-size array to reduction operation maximum" otherwise
+    if not isinstance(job, Job):  # a job id: AttributeError 'perfclass' deep inside otherwise
+        raise InstanceError(f"must be a Job (instance.job_by_id[job_id]), got {type(job).__name__} {job!r}", path="job")
+    _require_factors(factors)
+    ids = _gpu_list(gpu_ids, "gpu_ids")
+    if len(ids) == 0:  # numpy's "zero-size array to reduction operation maximum" otherwise
         raise InstanceError(f"job {job.id!r}: no GPUs given", path="gpu_ids")
     try:
-        pos = instance.cluster.positions(gpu_ids)
-    except KeyError:
-        bad = next(g for g in gpu_ids if int(g) not in instance.cluster.position)
-        raise InstanceError(f"GPU {bad!r} is not in the round's cluster", path="gpu_ids") from None
+        pos = instance.cluster.positions(ids)
+    except (KeyError, TypeError, ValueError):
+        raise _unknown_gpu(instance, ids, "gpu_ids") from None
     if job.perfclass not in factors:
         raise InstanceError(f"no factors for class {job.perfclass!r}; the factors have "
                             f"{', '.join(map(repr, factors)) or 'no class'}", path="factors")
-    return job_slowdown_pos(instance.cluster, factors[job.perfclass], job, pos)
+    column = _factor_column(instance, factors, job.perfclass)
+    return job_slowdown_pos(instance.cluster, column, job, pos)
+
+
+def _require_factors(factors: Any) -> None:
+    """An :class:`InstanceError` at ``factors`` unless they map classes to arrays (a list, an
+    array or a :class:`~pal_opt.model.Cluster` failed deep inside)."""
+    if not isinstance(factors, Mapping):
+        raise InstanceError("must map class names to per-GPU factor arrays (pal_opt.binned_factors(instance.cluster) "
+                            f"or instance.cluster.factors), got {type(factors).__name__}", path="factors")
+
+
+def _gpu_list(gpu_ids: Any, path: str) -> Sequence[Any]:
+    """``gpu_ids`` as a sequence; an :class:`InstanceError` at ``path`` if it is not one of GPU
+    ids (None, one id, a string)."""
+    if isinstance(gpu_ids, str | bytes | Mapping) or not isinstance(gpu_ids, Iterable):
+        raise InstanceError(f"must be a sequence of GPU ids, got {type(gpu_ids).__name__} {gpu_ids!r}", path=path)
+    return gpu_ids if isinstance(gpu_ids, Sequence | np.ndarray) else list(gpu_ids)  # type: ignore[return-value]
+
+
+def _unknown_gpu(instance: RoundInstance, gpu_ids: Iterable[Any], path: str) -> InstanceError:
+    """The error of the first of ``gpu_ids`` that is not a GPU id of the round."""
+    where = instance.cluster.position
+    for g in gpu_ids:
+        try:
+            if int(g) not in where:
+                return InstanceError(f"GPU {g!r} is not in the round's cluster", path=path)
+        except (TypeError, ValueError):
+            return InstanceError(f"GPU {g!r} is not a GPU id (an integer)", path=path)
+    return InstanceError("GPU ids the round's cluster does not have", path=path)  # pragma: no cover
+
+
+def _factor_column(instance: RoundInstance, factors: Mapping[str, Any], c: str, path: str = "factors") -> np.ndarray:
+    """Class ``c``'s factors as the float array of one per GPU position; an :class:`InstanceError`
+    at ``factors.<class>`` if they are not."""
+    g = instance.cluster.num_gpus
+    try:
+        column = np.asarray(factors[c], dtype=np.float64)
+    except (TypeError, ValueError):
+        column = None
+    if column is None or column.shape != (g,):
+        got = f"shape {column.shape}" if column is not None and column.ndim else repr(factors[c])[:60]
+        raise InstanceError(f"must be {g} numbers, one per GPU of the cluster, got {got}", path=f"{path}.{c}")
+    return column
 
 
 def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], factors: Mapping[str, np.ndarray],
-             exc: KeyError) -> Exception:
-    """The :class:`InstanceError` naming what a ``KeyError`` while pricing ``placements`` was
-    about (a job, GPU or class the round does not have); ``exc`` itself if none of those."""
+             exc: Exception) -> Exception:
+    """The :class:`InstanceError` naming what an error while pricing ``placements`` was about (a
+    job, GPU or class the round does not have, GPU ids that are not a sequence of them, a class's
+    factors that are not one number per GPU); ``exc`` itself if none of those."""
     jobs, where = instance.job_by_id, instance.cluster.position
     for jid, gids in placements.items():
         if jid not in jobs:
             return InstanceError(f"job {jid!r} is not in the round", path="placements")
-        bad = next((g for g in gids if int(g) not in where), None)
-        if bad is not None:
-            return InstanceError(f"GPU {bad!r} is not in the round's cluster", path=f"placements.{jid}")
+        gids = _gpu_list(gids, f"placements.{jid}")
+        try:
+            bad = any(int(g) not in where for g in gids)
+        except (TypeError, ValueError):
+            bad = True
+        if bad:
+            return _unknown_gpu(instance, gids, f"placements.{jid}")
         if jobs[jid].perfclass not in factors:
             return InstanceError(f"no factors for class {jobs[jid].perfclass!r} (job {jid!r}); the factors have "
                                  f"{', '.join(map(repr, factors)) or 'no class'}", path="factors")
+    for c in dict.fromkeys(jobs[jid].perfclass for jid in placements):
+        _factor_column(instance, factors, c)
     return exc
 
 
@@ -227,10 +280,14 @@ def evaluate(
     preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.
     """
     require_instance(instance)
+    if not isinstance(placements, Mapping):  # a PlacementResult, a list: AttributeError 'items' inside
+        hint = " (its .placements)" if hasattr(placements, "placements") else ""
+        raise InstanceError(f"must map job ids to GPU ids, got {type(placements).__name__}{hint}", path="placements")
+    _require_factors(factors)
     validate_cost_params(instance)
     try:
         return _evaluate(instance, placements, factors)
-    except KeyError as exc:  # a job, GPU or class the round does not have: say which
+    except (KeyError, TypeError, ValueError, IndexError) as exc:  # say which job, GPU or class
         raise _unknown(instance, placements, factors, exc) from None
 
 

@@ -323,6 +323,9 @@ def _applications(
     """The scheduler's applications and {left-out application: why} (:func:`_usable_applications`)."""
     if names is not None and (isinstance(names, str) or not isinstance(names, Sequence)):
         raise OptionError(f"applications must be a sequence of application names, got {names!r}")
+    bad = [a for a in names or () if not isinstance(a, str)]
+    if bad:  # a raw TypeError from a path joined with it otherwise
+        raise OptionError(f"applications must be application names (strings), got {bad[0]!r}")
     if not isinstance(profiles, Mapping):
         if not isinstance(profiles, str | os.PathLike):
             raise OptionError(f"profiles must be a folder or a mapping of loaded applications, got {profiles!r}")
@@ -491,6 +494,8 @@ class TypedScheduler:
 
     # -- the job's life ---------------------------------------------------------------------------
     def _entry(self, name: str) -> _Entry:
+        if not isinstance(name, str):  # a list of names: unhashable-list TypeError otherwise
+            raise OptionError(f"a job name must be a string (one job per call), got {name!r}")
         entry = self._entries.get(name)
         if entry is None:
             raise OptionError(f"unknown job {name!r}: it was never submitted, or was removed")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError
-from ..model import Job, RoundInstance, pal_locality
+from ..model import Job, RoundInstance, pal_locality, require_instance
 from ..options import DEFAULT_ROUND_LENGTH
 from .atomic import atomic_write_text
 from .jsonfile import check_value_count
@@ -27,6 +27,7 @@ __all__ = ["instance_to_dict", "job_to_dict", "dumps_instance", "save_instance",
 
 def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The instance as a JSON-ready document (inverse of :func:`instance_from_dict`)."""
+    require_instance(instance)  # save_instance(path, instance): AttributeError 'cluster' otherwise
     cl = instance.cluster
     prm = instance.params
     servers = list(cl.server_ids)

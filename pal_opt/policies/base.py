@@ -240,7 +240,11 @@ def _foreign_indexes(cluster: Cluster) -> Callable[[_ByIdentity], ClassIndex]:
 
 
 def _class_index(server_of: np.ndarray, num_servers: int, factors: np.ndarray) -> ClassIndex:
-    f = np.asarray(factors, dtype=np.float64)
+    try:
+        f = np.asarray(factors, dtype=np.float64)
+    except (TypeError, ValueError):  # strings, None in the array
+        raise InstanceError(f"must be {server_of.size} numbers, one per GPU, got {factors!r}"[:200],
+                            path="factors") from None
     if f.shape != server_of.shape:
         raise InstanceError(f"expected {server_of.size} factors, got shape {f.shape}", path="factors")
     levels, first, inv = np.unique(f, return_index=True, return_inverse=True)
