@@ -16,8 +16,8 @@ through it too.
   whose GPUs left the cluster, that the caller marks another job running on, or whose GPU types
   no longer allow them is not carried (``result.info["not_carried"]`` says why), and a carried
   job that asks for another GPU count is an error (its demand cannot change while it runs).  The result is
-  priced on that round, :attr:`RoundPolicy.last_instance` (check it there:
-  ``check(policy.last_instance, result)``), and ``result.info["carried"]`` lists the jobs so
+  priced on that round, :attr:`RoundPolicy.last_round` ``.instance`` (check it there:
+  ``check(policy.last_round.instance, result)``), and ``result.info["carried"]`` lists the jobs so
   treated.  Job ids name the same job from round to round.  A job under a carried id whose
   class or model differ from last round's, or that is a pipeline where it was a gang or the
   other way round, is taken for a new job that reuses the id:
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -52,7 +52,16 @@ from .seeds import SeedLike, make_rng
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RoundPolicy"]
+__all__ = ["RoundPolicy", "LastRound"]
+
+
+class LastRound(NamedTuple):
+    """A policy's last round (:attr:`RoundPolicy.last_round`): the result and the round it was
+    computed on (the caller's, with the jobs carried from the round before marked running), so
+    that ``check(last.instance, last.result)`` holds."""
+
+    result: PlacementResult
+    instance: RoundInstance
 
 
 class RoundPolicy:
@@ -86,9 +95,12 @@ class RoundPolicy:
         were given (keywords or ``options=``); ``binning`` and the seed are apart.
     rounds
         Rounds placed so far.
+    last_round
+        The last round's result and the round it was computed on (a :class:`LastRound`:
+        ``.result``, ``.instance``); an :class:`~pal_opt.errors.OptionError` before the first
+        round (and after :meth:`reset`), so a round loop need not test for None.
     last, last_instance
-        The last round's result and the round it was computed on: the caller's, with the jobs
-        carried from the round before marked running (module docstring); None before the first.
+        The same two, each None before the first round (and after :meth:`reset`).
 
     Examples
     --------
@@ -292,6 +304,29 @@ class RoundPolicy:
         # as text, as a round matches ids (7 and "7" are one job); ``last`` and ``last_instance``
         # stay the pair the last round computed, so that check(last_instance, last) still holds
         self._forgotten |= {str(int(j)) if isinstance(j, np.integer) else str(j) for j in job_ids}
+
+    @property
+    def last_round(self) -> LastRound:
+        """The last round's result and the round it was computed on (:class:`LastRound`), for
+        ``check(last.instance, last.result)``; :attr:`last` and :attr:`last_instance` without
+        their None.
+
+        Raises
+        ------
+        OptionError
+            Before the first round, and after :meth:`reset`.
+
+        >>> from pal_opt.check import check
+        >>> from pal_opt.generate import generate_instance
+        >>> policy = RoundPolicy("pal")
+        >>> result = policy.place(generate_instance(4, 4, 6, seed=1))
+        >>> last = policy.last_round
+        >>> last.result is result, check(last.instance, last.result)
+        (True, [])
+        """
+        if self.last is None or self.last_instance is None:
+            raise OptionError("this policy has placed no round yet (or was reset): last_round exists after place()")
+        return LastRound(self.last, self.last_instance)
 
     @property
     def last_placements(self) -> dict[JobId, tuple[int, ...]]:

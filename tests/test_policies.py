@@ -511,6 +511,31 @@ def test_round_policy_hands_back_the_round_it_placed_with_the_jobs_it_carried(me
     assert policy.last is None and policy.last_instance is None
 
 
+def test_round_policy_last_round_needs_no_none_test_and_says_when_there_is_none() -> None:
+    """``last`` and ``last_instance`` are Optional, so a round loop (and its type checker) had to
+    test each for None; ``last_round`` is the pair, or an ``OptionError`` before the first round
+    and after ``reset``.  It follows ``place`` and ``repair``; the two attributes are unchanged."""
+    from pal_opt import RoundPolicy
+
+    cl = Cluster.uniform(2, 4, {"classA": [1.0, 1.0, 1.2, 1.2, 1.0, 1.0, 1.0, 1.0]})
+    policy = RoundPolicy("packed-sticky")
+    with pytest.raises(OptionError, match=r"^this policy has placed no round yet \(or was reset\)"):
+        _ = policy.last_round
+    assert policy.last is None and policy.last_instance is None
+    policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0),)))
+    res = policy.place(RoundInstance(cl, (Job("y", 2, "classA", 0), Job("x", 2, "classA", 1))))
+    last = policy.last_round
+    assert last.result is res is policy.last and last.instance is policy.last_instance
+    assert last.instance.job_by_id["x"].running and check(last.instance, last.result) == []
+    result, instance = policy.last_round  # unpacks as (result, instance)
+    assert (result, instance) == (res, policy.last_instance)
+    fixed = policy.repair([res.placements["x"][0]])
+    assert policy.last_round.result is fixed and check(policy.last_round.instance, fixed) == []
+    policy.reset()
+    with pytest.raises(OptionError, match="no round yet"):
+        _ = policy.last_round
+
+
 @pytest.mark.parametrize("method", ["pal", "packed-sticky", "ilp"])
 def test_round_policy_does_not_carry_a_new_job_that_reuses_a_finished_jobs_id(method: str) -> None:
     from pal_opt import RoundPolicy
