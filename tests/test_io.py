@@ -15,6 +15,7 @@ from pal_opt.generate import generate_instance
 from pal_opt.io import (
     SCHEMA_PATH,
     instance_from_dict,
+    instance_from_frames,
     instance_to_dict,
     load_blox,
     load_instance,
@@ -26,6 +27,7 @@ from pal_opt.io import (
 )
 from pal_opt.io.atomic import atomic_write_json, atomic_write_text
 from pal_opt.io.blox import blox_gpu_rows, read_gpu_table
+from pal_opt.io.csvfile import TableError
 from pal_opt.io.instance import dumps_instance, load_placement_file
 from pal_opt.io.jsonfile import parse_json
 from pal_opt.model import MODEL_CLASS, GpuState, Pipeline, RoundInstance
@@ -378,6 +380,38 @@ def test_jobs_csv_model_or_class(tmp_path):
     assert [j.perfclass for j in t.jobs] == ["classC", "classB", "classD"]  # explicit class wins
     assert [j.demand for j in t.jobs] == [2, 4, 1]
     assert t.lines == (2, 3, 4) and t.running == (None, None, None)
+
+
+def test_a_bad_job_row_is_a_table_error_holding_its_row_and_column(tmp_path):
+    """The importers' row errors hold the row and column they name (the Blox adapter names the
+    job from them, not from the text); the text is unchanged."""
+    p = write_csv(tmp_path / "q.csv", ["ID", "Num_GPUs", "Model"], [[1, 2, "vgg19"], [2, 0, "vgg19"]])
+    with pytest.raises(TableError) as err:
+        load_jobs(p)
+    assert str(err.value) == f"{p}: line 3, column Num_GPUs: must be a positive integer, got '0'"
+    assert (err.value.row, err.value.column) == (3, "Num_GPUs")  # the column as the header writes it
+    moved = err.value.with_source("elsewhere.csv")  # a copy keeps them
+    assert (moved.row, moved.column, str(moved)) == (3, "Num_GPUs", str(err.value).replace(str(p), "elsewhere.csv"))
+    # the cross-checks against the GPU table (JobTable.error): a cell, and a whole row
+    gp = write_csv(tmp_path / "gpus.csv", GPU_HEADER, small_gpu_rows())
+    for jobs, row, column, where in (
+            ([[3, 4, "resnet50", "true"], [7, 2, "BERT", ""]], 2, "is_running", "line 2, column is_running"),
+            ([[3, 4, "resnet50", ""], [7, 1, "BERT", ""]], 3, None, "line 3")):
+        jp = write_csv(tmp_path / "j.csv", ["job_id", "num_gpus", "model", "is_running"], jobs)
+        with pytest.raises(TableError) as err:
+            load_blox(gp, jp)
+        assert str(err.value).startswith(f"{jp}: {where}: job ")
+        assert (err.value.row, err.value.column) == (row, column)
+    # a frame's rows count from 0
+    import pandas as pd
+
+    frame = pd.DataFrame({"job_id": [1, 2], "num_gpus": [2, -1], "model": ["vgg19", "vgg19"]})
+    gpus = pd.DataFrame({"GPU_ID": [0, 1], "Node_ID": [0, 0], "IN_USE": [False, False], "JOB_IDS": [None, None],
+                         "PerfVar_classC": [1.0, 1.1]})
+    with pytest.raises(TableError) as err:
+        instance_from_frames(gpus, frame)
+    assert str(err.value) == "jobs: row 1, column num_gpus: must be a positive integer, got '-1'"
+    assert (err.value.row, err.value.column) == (1, "num_gpus")
 
 
 def test_jobs_csv_reads_the_sia_traces(shared_dir):

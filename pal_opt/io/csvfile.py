@@ -3,7 +3,9 @@
 On top of :func:`~pal_opt.io.textfile.read_text`'s guards (size, encoding, binary), a CSV file
 is rejected for more cells than a limit (4 million, counted on the text before parsing), ragged
 rows, bad quoting, or a header with no rows.  The cell parsers of :class:`CsvTable` turn a bad
-cell into an :class:`~pal_opt.errors.InstanceError` naming the file, line and column.  The same
+cell into a :class:`TableError`, an :class:`~pal_opt.errors.InstanceError` naming the file, line
+and column, which also holds the row and column for a caller that must tell where (the Blox
+adapter names the job of a row of its jobs frame).  The same
 table can wrap a pandas DataFrame (:meth:`CsvTable.from_frame`), so files and frames follow one
 set of rules.  :func:`unused_column_note` words the one warning an importer logs for a column
 it does not use but whose name is close to one it would (``priorty`` for ``priority``).  An
@@ -28,8 +30,35 @@ from ..errors import InstanceError, one_line
 from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
-__all__ = ["CsvTable", "read_csv", "NoteKind", "TableNote", "misspelt_column_note", "unused_column_note",
-           "MISSPELLING_CUTOFF"]
+__all__ = ["CsvTable", "read_csv", "TableError", "NoteKind", "TableNote", "misspelt_column_note",
+           "unused_column_note", "MISSPELLING_CUTOFF"]
+
+
+class TableError(InstanceError):
+    """An :class:`~pal_opt.errors.InstanceError` about a row of an input table (a cell of it, with
+    ``column``), holding the row and column as well as naming them in ``path``, so that a caller
+    can tell where without reading the text (as :class:`TableNote` does for warnings).
+
+    Attributes
+    ----------
+    row
+        The line (a file) or 0-based row (a frame) the error is about, or None.
+    column
+        The column, as the header writes it, or None (the whole row).
+
+    Examples
+    --------
+    >>> err = TableError("must be a positive integer, got '0'", source="jobs", path="row 2, column num_gpus",
+    ...                  row=2, column="num_gpus")
+    >>> str(err), err.row, err.column
+    ("jobs: row 2, column num_gpus: must be a positive integer, got '0'", 2, 'num_gpus')
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, path: str | None = None,
+                 row: int | None = None, column: str | None = None) -> None:
+        super().__init__(message, source=source, path=path)
+        self.row = row
+        self.column = column
 
 
 class CsvTable:
@@ -125,15 +154,17 @@ class CsvTable:
         """A cell's place as messages name it: ``line 4, column num_gpus`` (``row 3`` in a frame)."""
         return f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
 
-    def error(self, line: int, col: int | None, message: str) -> InstanceError:
-        return InstanceError(message, source=self.source, path=self.where(line, col))
+    def error(self, line: int, col: int | None, message: str) -> TableError:
+        """A :class:`TableError` about a row (and a cell of it, ``col``), named as :meth:`where` names it."""
+        column = None if col is None else self.header[col]
+        return TableError(message, source=self.source, path=self.where(line, col), row=line, column=column)
 
     def note(self, kind: NoteKind, line: int, message: str, col: int | None = None) -> TableNote:
         """A :class:`TableNote` about a row (and a cell of it, ``col``), named as :meth:`error` names it."""
         columns = () if col is None else (self.header[col],)
         return TableNote(kind, message, self.source, self.where(line, col), line, columns)
 
-    # cell parsers: each raises an InstanceError naming file, line and column
+    # cell parsers: each raises a TableError naming file, line and column
     def integer(self, line: int, col: int, text: str, *, minimum: int | None = None, what: str = "an integer") -> int:
         """An integer cell; ``"4.0"`` (as pandas writes integers beside blanks) reads as 4."""
         v = _cell_int(text)

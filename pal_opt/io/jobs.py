@@ -32,9 +32,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InstanceError
 from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
-from .csvfile import CsvTable, NoteKind, TableNote, read_csv
+from .csvfile import CsvTable, NoteKind, TableError, TableNote, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
@@ -97,9 +96,12 @@ class JobTable:
         for note in self.warnings():
             log.warning("%s", note)
 
-    def error(self, index: int, message: str, column: str | None = None) -> InstanceError:
-        where = f"{self.row_label} {self.lines[index]}" + (f", column {column}" if column else "")
-        return InstanceError(message, source=self.source, path=where)
+    def error(self, index: int, message: str, column: str | None = None) -> TableError:
+        """A :class:`~pal_opt.io.csvfile.TableError` about the ``index``-th job's row (and its
+        ``column``), holding the job's line (a frame's row) as its ``row``."""
+        line = self.lines[index]
+        where = f"{self.row_label} {line}" + (f", column {column}" if column else "")
+        return TableError(message, source=self.source, path=where, row=line, column=column or None)
 
 
 def load_jobs(
