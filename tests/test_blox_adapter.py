@@ -12,6 +12,8 @@ import pytest
 from pal_opt.adapters.blox import BloxPlacement
 from pal_opt.check import check
 from pal_opt.errors import InstanceError, OptionError
+from pal_opt.io.blox import frames_round
+from pal_opt.io.csvfile import TableError
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 FILES = sorted((SHARED / "reference" / "pal").glob("*.json")) if SHARED.is_dir() else []
@@ -177,6 +179,44 @@ def test_a_duplicate_gpu_id_in_gpu_df_names_both_rows_as_rows() -> None:
     with pytest.raises(InstanceError, match=r"gpu_df: row 1, column GPU_ID: duplicate GPU id 0 \(also on row 0\)$"):
         BloxPlacement(None).place(SimpleNamespace(active_jobs={1: {"num_GPUs": 2, "perfclass": "classA"}}),
                                   SimpleNamespace(gpu_df=df), {"job_order": [(1, 0)]})
+
+
+@pytest.mark.parametrize(
+    ("job", "gpu_df", "where", "message"),
+    [
+        ({"num_GPUs": 0, "perfclass": "classA"}, small_cluster(), "active_jobs[7].num_GPUs",
+         "must be a positive integer, got '0'"),
+        ({"num_GPUs": 2, "perfclass": "classA", "priority": -3}, small_cluster(), "active_jobs[7].priority",
+         "must be an integer in 0..1000000, got '-3'"),
+        ({"num_GPUs": 1, "perfclass": "classA"},  # the importer's cross-check: a whole row, no column
+         small_cluster().assign(IN_USE=[g < 2 for g in range(16)], JOB_IDS=[7 if g < 2 else None for g in range(16)]),
+         "active_jobs[7]", "job 7 needs 1 GPUs but holds 2 in gpu_df (GPUs [0, 1])"),
+    ],
+    ids=["cell", "optional-cell", "row"],
+)
+def test_a_job_s_error_is_named_from_the_error_s_row_not_its_wording(
+        monkeypatch: pytest.MonkeyPatch, job: dict, gpu_df: pd.DataFrame, where: str, message: str) -> None:
+    """The adapter named the Blox job of an error about its jobs frame by parsing ``row N, column
+    X`` back out of the error's path: the importers rewording their errors would have left it
+    saying ``jobs: row 1``, a row of a frame Blox never built.  It reads the error's row and column
+    (``TableError``): the job is named whatever the wording."""
+    state = (SimpleNamespace(active_jobs={5: {"num_GPUs": 2, "perfclass": "classA", "priority": 1}, 7: job}),
+             SimpleNamespace(gpu_df=gpu_df), {"job_order": [(5, 0), (7, 0)]})
+    with pytest.raises(InstanceError) as err:
+        BloxPlacement(None).place(*state)
+    assert str(err.value) == f"job_state: {where}: {message}"
+
+    def reworded(*args: object, **kwargs: object) -> object:  # the importers, worded otherwise
+        try:
+            return frames_round(*args, **kwargs)
+        except TableError as exc:
+            raise TableError(f"rejected ({exc.message})", source=exc.source, path=f"entry #{exc.row + 1} of the queue",
+                             row=exc.row, column=exc.column) from None
+
+    monkeypatch.setattr("pal_opt.adapters.blox.frames_round", reworded)
+    with pytest.raises(InstanceError) as err:
+        BloxPlacement(None).place(*state)
+    assert str(err.value) == f"job_state: {where}: rejected ({message})"
 
 
 def test_no_gpu_registered_yet_places_nothing() -> None:

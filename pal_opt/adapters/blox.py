@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import logging
 import numbers
-import re
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -46,7 +45,7 @@ import pandas as pd
 
 from ..errors import InstanceError, OptionError
 from ..io.blox import frames_round
-from ..io.csvfile import TableNote
+from ..io.csvfile import TableError, TableNote
 from ..methods import get_method
 from ..model import RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH, SolveOptions
@@ -135,20 +134,21 @@ def _jobs_frame(active_jobs: Mapping[Any, Mapping[str, Any]], order: list[Any]) 
 #: The jobs frame's columns (:func:`_jobs_frame`) as Blox's ``active_jobs`` keys.
 _BLOX_KEYS = {"num_gpus": "num_GPUs", "perfclass": "perfclass", "model": "job_model", "priority": "priority",
               "started": "started", "is_running": "is_running"}
-_FRAME_CELL = re.compile(r"^row (\d+)(?:, column (\w+))?$")
 #: The name :func:`~pal_opt.io.blox.frames_round` gives the jobs frame in errors and warnings.
 _JOBS = "jobs"
 
 
 def _in_blox_terms(exc: InstanceError, order: list[Any]) -> InstanceError:
-    """An error about the jobs frame this adapter built, said of Blox's ``active_jobs`` (the
-    frame's row k is the k-th job of the order); other errors as they are."""
-    m = _FRAME_CELL.match(exc.path or "") if exc.source == "jobs" else None
-    if m is None or int(m.group(1)) >= len(order):
+    """An error about a row of the jobs frame this adapter built, said of Blox's ``active_jobs``
+    (the frame's row k is the k-th job of the order); other errors as they are.
+
+    The row and column are the error's own (:class:`~pal_opt.io.csvfile.TableError`), never
+    read back out of its text, so a change of the importers' wording cannot break the naming."""
+    if not isinstance(exc, TableError) or exc.source != _JOBS or exc.row is None or not 0 <= exc.row < len(order):
         return exc
-    key = _BLOX_KEYS.get(m.group(2) or "")
+    key = _BLOX_KEYS.get(exc.column or "")
     return InstanceError(exc.message, source="job_state",
-                         path=f"active_jobs[{order[int(m.group(1))]!r}]" + (f".{key}" if key else ""))
+                         path=f"active_jobs[{order[exc.row]!r}]" + (f".{key}" if key else ""))
 
 
 def _number(value: Any, what: str) -> float:
