@@ -338,3 +338,17 @@ def test_a_running_pipeline_stays_on_its_stage_map_when_moving_costs_or_it_is_as
         assert kept == {"r": (4, 3, 5), "g": (0,)}, restart  # not (3, 4, 5): the same pace, but re-mapped
         # moved to server 0: its own GPUs are as good (with a restart cost, cheaper), so it goes back
         assert canonical_optimum(inst, {"r": (0, 1, 2), "g": (3,)}, c.factors) == kept, restart
+
+
+def test_two_pipelines_of_one_size_and_kinds_but_other_stage_splits_are_not_taken_for_twins() -> None:
+    # x (1 GPU of factor 1.0, 2 of up to 2.0) fits on either server, y (2 of 1.0, 1 of up to 2.0)
+    # only on server 1.  The exact search took them for twins (same caps, same 3 GPUs, same
+    # level) and tried y only on servers from x's on: x tried first on server 1 (fewest GPUs),
+    # then 0, y then never on 1, so no placement was found and each placement was kept as given.
+    c = Cluster.from_arrays(range(7), [0, 0, 0, 0, 1, 1, 1], {"classA": [1.0, 2.0, 2.0, 2.0, 1.0, 1.0, 2.0]})
+    jobs = (Job("x", 3, "classA", pipeline=Pipeline((2.0, 1.0), (1, 2))),
+            Job("y", 3, "classA", pipeline=Pipeline((2.0, 1.0), (2, 1))))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none"))
+    one, what = canonicalise(inst, {"x": (0, 2, 3), "y": (5, 4, 6)}, c.factors)
+    assert (one, what) == ({"x": (0, 1, 2), "y": (4, 5, 6)}, CHANGED)
+    assert canonicalise(inst, one, c.factors) == (one, ALREADY)

@@ -156,23 +156,31 @@ def _shape(cells: _Cells, level: int, node: int) -> tuple[object, ...]:
     return (int(cells.rack[inside[0]]) if level == Level.SERVER and inside.size else -1, tuple(own))
 
 
+def _demand(kinds: tuple[int, ...], need: Need) -> tuple[tuple[int, int], ...]:
+    """What a need asks of a node: its GPUs of each kind, part by part.  Two needs alike in this
+    (and level) are interchangeable; two pipelines of the same kinds and GPU count whose stages
+    split the GPUs differently are not."""
+    return tuple((k, count) for k, (count, _) in zip(kinds, need.parts, strict=True))
+
+
 def _options(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Need], where: Sequence[int | None],
              todo: Sequence[int], depth: int, contention: np.ndarray) -> list[int]:
     """The nodes to try for ``needs[todo[depth]]``: one of each set of nodes alike (same shape,
-    same needs given), and, after a twin (the same kind, count and level), none before its node."""
+    same needs given), and, after a twin (the same GPUs of each kind, part by part, and level),
+    none before its node."""
     i = todo[depth]
     n = needs[i]
     cand = _candidates(cells, kinds[i], n, contention)
     if depth:
         p = todo[depth - 1]
         prev = where[p]
-        if (kinds[p], needs[p].count, needs[p].level) == (kinds[i], n.count, n.level) and prev in cand:
+        if (_demand(kinds[p], needs[p]), needs[p].level) == (_demand(kinds[i], n), n.level) and prev in cand:
             cand = cand[cand.index(int(prev)):]  # (prev is in cand: not None)
-    given: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+    given: dict[int, list[tuple[tuple[int, int], ...]]] = {}
     for j in todo[:depth]:
         node = where[j]
         if needs[j].level == n.level and node is not None:
-            given.setdefault(node, []).append((kinds[j], needs[j].count))
+            given.setdefault(node, []).append(_demand(kinds[j], needs[j]))
     seen: set[tuple[object, ...]] = set()
     out: list[int] = []
     for at in cand:
