@@ -558,6 +558,11 @@ def _priced_round() -> tuple[RoundInstance, pal_opt.PlacementResult]:
      ("placements.0: must be a sequence of GPU ids, got int 3",)),
     (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: ["a"]}, f), InstanceError,
      ("placements.0: GPU 'a' is not a GPU id",)),
+    # a string of digits iterated as GPU ids "0" and "1" was priced as GPUs 0 and 1, as job_slowdown refuses it
+    (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: "01"}, f), InstanceError,
+     ("placements.0: must be a sequence of GPU ids, got str '01'",)),
+    (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: {0: 0, 1: 0}}, f), InstanceError,
+     ("placements.0: must be a sequence of GPU ids, got dict",)),
     # factors that are not {class: one number per GPU}
     (lambda i, r, f: pal_opt.evaluate(i, r.placements, i.cluster), InstanceError,
      ("factors: must map class names to per-GPU factor arrays", "got Cluster")),

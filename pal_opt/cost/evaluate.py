@@ -284,6 +284,10 @@ def evaluate(
         hint = " (its .placements)" if hasattr(placements, "placements") else ""
         raise InstanceError(f"must map job ids to GPU ids, got {type(placements).__name__}{hint}", path="placements")
     _require_factors(factors)
+    text = next((jid for jid, gids in placements.items()  # tuples and lists first: the Mapping test is slower
+                 if not isinstance(gids, tuple | list) and isinstance(gids, str | bytes | Mapping)), None)
+    if text is not None:  # "01" iterates as GPU ids "0" and "1": priced without a word otherwise
+        _gpu_list(placements[text], f"placements.{text}")
     validate_cost_params(instance)
     try:
         return _evaluate(instance, placements, factors)
