@@ -724,14 +724,14 @@ class Cluster:
         return Level.CLUSTER
 
     def with_state(self, state: np.ndarray) -> Cluster:
-        """A copy with another state vector (factors and topology shared)."""
-        try:
-            st = np.asarray(state, dtype=np.int8).copy()
-        except (TypeError, ValueError):  # None, names: a raw error from numpy otherwise
-            raise InstanceError(f"GPU states must be 0 (free), 1 (busy) or 2 (failed), got {state!r}"[:200],
+        """A copy with another state vector (factors and topology shared), checked as the
+        constructor checks one: a state that is not 0, 1 or 2 (``0.5``, ``300``) is an error, not
+        cast to int8 (``0.5`` and ``1e10`` became 0, free; ``300`` an ``OverflowError``)."""
+        try:  # the constructor checks the values, then keeps them as int8 (a copy: the caller's stays its own)
+            return replace(self, state=np.asarray(state))
+        except InstanceError as exc:  # the state is the one new field
+            raise InstanceError(f"{exc.message}, one per GPU ({self.num_gpus}), got {state!r}"[:200],
                                 path="state") from None
-        st.setflags(write=False)
-        return replace(self, state=st)
 
     @cached_property
     def graph(self) -> nx.DiGraph:

@@ -587,6 +587,10 @@ def _priced_round() -> tuple[RoundInstance, pal_opt.PlacementResult]:
     # the smaller helpers
     (lambda i, r, f: pal_opt.pal_locality(None), InstanceError, ("locality_penalty: must be a number, got None",)),
     (lambda i, r, f: i.cluster.with_state(None), InstanceError, ("state: GPU states must be 0 (free)",)),
+    # states that are not 0, 1 or 2 were cast to int8: 0.5 and 1e10 became 0 (free), 300 an OverflowError
+    (lambda i, r, f: i.cluster.with_state([0.5] * 8), InstanceError, ("state: GPU states must be 0 (free)", "got [0.5")),
+    (lambda i, r, f: i.cluster.with_state(np.full(8, 1e10)), InstanceError, ("state: GPU states must be 0 (free)",)),
+    (lambda i, r, f: i.cluster.with_state([300] * 8), InstanceError, ("state: GPU states must be 0 (free)",)),
 ])
 def test_wrong_arguments_to_the_pricing_and_writing_helpers_name_the_argument(
         call: Any, error: type[Exception], parts: tuple[str, ...], tmp_path: Path,
