@@ -13,6 +13,7 @@ __all__ = [
     "PalOptError",
     "InstanceError",
     "OptionError",
+    "NoRoundYet",
     "BackendUnavailableError",
     "BackendError",
     "InfeasibleRoundError",
@@ -93,6 +94,14 @@ def one_line(message: str, *, source: str | None = None, path: str | None = None
 
 class OptionError(PalOptError, ValueError):
     """An unknown method, backend option or parameter value."""
+
+
+class NoRoundYet(OptionError, AttributeError):
+    """A policy's last round asked for before it placed one (``RoundPolicy.last_round``).
+
+    Also an :class:`AttributeError`, so that ``hasattr(policy, "last_round")``,
+    ``getattr(policy, "last_round", None)`` and :func:`inspect.getmembers` treat the property as
+    absent until the first round instead of raising."""
 
 
 class BackendUnavailableError(PalOptError, ImportError):

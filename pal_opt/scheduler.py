@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import InstanceError, OptionError
+from .errors import InstanceError, NoRoundYet, OptionError
 from .methods import get_method
 from .model import Job, JobId, RoundInstance, placement_type_error, require_instance
 from .options import SolveOptions, check_seed, options_from
@@ -313,8 +313,9 @@ class RoundPolicy:
 
         Raises
         ------
-        OptionError
-            Before the first round, and after :meth:`reset`.
+        NoRoundYet
+            Before the first round, and after :meth:`reset` (an :class:`OptionError` and an
+            :class:`AttributeError`, so ``getattr(policy, "last_round", None)`` is None then).
 
         >>> from pal_opt.check import check
         >>> from pal_opt.generate import generate_instance
@@ -325,7 +326,7 @@ class RoundPolicy:
         (True, [])
         """
         if self.last is None or self.last_instance is None:
-            raise OptionError("this policy has placed no round yet (or was reset): last_round exists after place()")
+            raise NoRoundYet("this policy has placed no round yet (or was reset): last_round exists after place()")
         return LastRound(self.last, self.last_instance)
 
     @property

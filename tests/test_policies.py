@@ -536,6 +536,24 @@ def test_round_policy_last_round_needs_no_none_test_and_says_when_there_is_none(
         _ = policy.last_round
 
 
+def test_round_policy_last_round_is_absent_to_hasattr_and_getmembers_before_the_first_round() -> None:
+    """``last_round`` raises an error that is also an ``AttributeError`` (``NoRoundYet``), so
+    introspection that probes attributes does not blow up on a fresh policy."""
+    import inspect
+
+    from pal_opt import RoundPolicy
+    from pal_opt.errors import NoRoundYet
+
+    policy = RoundPolicy("pal")
+    assert not hasattr(policy, "last_round") and getattr(policy, "last_round", None) is None
+    assert "last_round" not in dict(inspect.getmembers(policy))
+    with pytest.raises(NoRoundYet):
+        _ = policy.last_round
+    cl = Cluster.uniform(1, 4, {"classA": [1.0, 1.0, 1.2, 1.2]})
+    policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0),)))
+    assert hasattr(policy, "last_round") and policy.last_round.result is policy.last
+
+
 @pytest.mark.parametrize("method", ["pal", "packed-sticky", "ilp"])
 def test_round_policy_does_not_carry_a_new_job_that_reuses_a_finished_jobs_id(method: str) -> None:
     from pal_opt import RoundPolicy

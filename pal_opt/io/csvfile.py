@@ -7,7 +7,7 @@ cell into a :class:`TableError`, an :class:`~pal_opt.errors.InstanceError` namin
 and column, which also holds the row and column for a caller that must tell where (the Blox
 adapter names the job of a row of its jobs frame).  The same
 table can wrap a pandas DataFrame (:meth:`CsvTable.from_frame`), so files and frames follow one
-set of rules.  :func:`unused_column_note` words the one warning an importer logs for a column
+set of rules.  :func:`unused_column_note` words the warning an importer logs for a column
 it does not use but whose name is close to one it would (``priorty`` for ``priority``).  An
 importer's warnings about a table are :class:`TableNote` objects: the line logged, and its kind,
 row and columns for a caller that must tell warnings apart (:mod:`pal_opt.adapters.blox` logs
