@@ -12,6 +12,7 @@ import copy
 __all__ = [
     "PalOptError",
     "InstanceError",
+    "TableError",
     "OptionError",
     "NoRoundYet",
     "BackendUnavailableError",
@@ -90,6 +91,34 @@ def one_line(message: str, *, source: str | None = None, path: str | None = None
     """
     parts = [_shorten(p) for p in (source, path) if p]
     return ": ".join([*parts, _shorten(message)])
+
+
+class TableError(InstanceError):
+    """An :class:`InstanceError` about a row of an input table (a cell of it, with
+    ``column``), holding the row and column as well as naming them in ``path``, so that a caller
+    can tell where without reading the text (as :class:`pal_opt.io.csvfile.TableNote` does for warnings).
+
+    Attributes
+    ----------
+    row
+        The line (a file) or 0-based row (a frame) the error is about, or None.
+    column
+        The column the message names (a file's, as its header writes it; a jobs table's known
+        column, by its standard name), or None (the whole row).
+
+    Examples
+    --------
+    >>> err = TableError("must be a positive integer, got '0'", source="jobs", path="row 2, column num_gpus",
+    ...                  row=2, column="num_gpus")
+    >>> str(err), err.row, err.column
+    ("jobs: row 2, column num_gpus: must be a positive integer, got '0'", 2, 'num_gpus')
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, path: str | None = None,
+                 row: int | None = None, column: str | None = None) -> None:
+        super().__init__(message, source=source, path=path)
+        self.row = row
+        self.column = column
 
 
 class OptionError(PalOptError, ValueError):

@@ -11,9 +11,8 @@ import pytest
 
 from pal_opt.adapters.blox import BloxPlacement
 from pal_opt.check import check
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InstanceError, OptionError, TableError
 from pal_opt.io.blox import frames_round
-from pal_opt.io.csvfile import TableError
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 FILES = sorted((SHARED / "reference" / "pal").glob("*.json")) if SHARED.is_dir() else []

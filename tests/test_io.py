@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pal_opt.errors import InstanceError
+from pal_opt.errors import InstanceError, TableError
 from pal_opt.generate import generate_instance
 from pal_opt.io import (
     SCHEMA_PATH,
@@ -27,7 +27,6 @@ from pal_opt.io import (
 )
 from pal_opt.io.atomic import atomic_write_json, atomic_write_text
 from pal_opt.io.blox import blox_gpu_rows, read_gpu_table
-from pal_opt.io.csvfile import TableError
 from pal_opt.io.instance import dumps_instance, load_placement_file
 from pal_opt.io.jsonfile import parse_json
 from pal_opt.model import MODEL_CLASS, GpuState, Pipeline, RoundInstance

@@ -43,9 +43,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InstanceError, OptionError
+from ..errors import InstanceError, OptionError, TableError
 from ..io.blox import frames_round
-from ..io.csvfile import TableError, TableNote
+from ..io.csvfile import TableNote
 from ..methods import get_method
 from ..model import RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH, SolveOptions

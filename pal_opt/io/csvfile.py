@@ -3,7 +3,7 @@
 On top of :func:`~pal_opt.io.textfile.read_text`'s guards (size, encoding, binary), a CSV file
 is rejected for more cells than a limit (4 million, counted on the text before parsing), ragged
 rows, bad quoting, or a header with no rows.  The cell parsers of :class:`CsvTable` turn a bad
-cell into a :class:`TableError`, an :class:`~pal_opt.errors.InstanceError` naming the file, line
+cell into a :class:`~pal_opt.errors.TableError`, an :class:`~pal_opt.errors.InstanceError` naming the file, line
 and column, which also holds the row and column for a caller that must tell where (the Blox
 adapter names the job of a row of its jobs frame).  The same
 table can wrap a pandas DataFrame (:meth:`CsvTable.from_frame`), so files and frames follow one
@@ -26,39 +26,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InstanceError, one_line
+from ..errors import InstanceError, TableError, one_line
 from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
 __all__ = ["CsvTable", "read_csv", "TableError", "NoteKind", "TableNote", "misspelt_column_note",
            "unused_column_note", "MISSPELLING_CUTOFF"]
-
-
-class TableError(InstanceError):
-    """An :class:`~pal_opt.errors.InstanceError` about a row of an input table (a cell of it, with
-    ``column``), holding the row and column as well as naming them in ``path``, so that a caller
-    can tell where without reading the text (as :class:`TableNote` does for warnings).
-
-    Attributes
-    ----------
-    row
-        The line (a file) or 0-based row (a frame) the error is about, or None.
-    column
-        The column, as the header writes it, or None (the whole row).
-
-    Examples
-    --------
-    >>> err = TableError("must be a positive integer, got '0'", source="jobs", path="row 2, column num_gpus",
-    ...                  row=2, column="num_gpus")
-    >>> str(err), err.row, err.column
-    ("jobs: row 2, column num_gpus: must be a positive integer, got '0'", 2, 'num_gpus')
-    """
-
-    def __init__(self, message: str, *, source: str | None = None, path: str | None = None,
-                 row: int | None = None, column: str | None = None) -> None:
-        super().__init__(message, source=source, path=path)
-        self.row = row
-        self.column = column
 
 
 class CsvTable:

@@ -32,8 +32,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import TableError
 from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
-from .csvfile import CsvTable, NoteKind, TableError, TableNote, read_csv
+from .csvfile import CsvTable, NoteKind, TableNote, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
