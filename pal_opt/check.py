@@ -69,7 +69,7 @@ from .cost import evaluate
 from .errors import InstanceError, OptionError
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import repair_counts, round_of_result
-from .model import GpuState, Job, JobId, RoundInstance, keeps_placement
+from .model import GpuState, Job, JobId, RoundInstance, keeps_placement, non_integer_at
 from .result import PlacementResult, Status, jobs_to_terminate
 
 __all__ = ["check", "violations", "checked_start", "Kind", "Violation", "ADMISSION_RULES", "RESULT_FIELDS"]
@@ -184,10 +184,10 @@ def _normalise(instance: RoundInstance, result: PlacementResult | Mapping[str, A
         if jid is None:
             problems.append(Violation(Kind.UNKNOWN_JOB, f"job {key!r}: not in the queue"))
             continue
-        if not isinstance(gpus, (list, tuple)) or not all(
-            isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gpus
-        ):
-            problems.append(Violation(Kind.FORM, f"job {key!r}: GPU list must be a list of integer ids"))
+        bad = non_integer_at(gpus) if isinstance(gpus, (list, tuple)) else None
+        if not isinstance(gpus, (list, tuple)) or bad is not None:
+            got = f", got {_shown(gpus[bad])} at [{bad}]" if bad is not None else f", got {type(gpus).__name__}"
+            problems.append(Violation(Kind.FORM, f"job {key!r}: GPU list must be a list of integer ids{got}"))
             continue
         if jid in placements:  # 2 and "2" are one job: placed twice, not the last one kept
             problems.append(Violation(Kind.FORM, f"job {key!r}: placed twice (also under the key {seen[jid]!r})"))

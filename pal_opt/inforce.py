@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InstanceError, OptionError
-from .model import GpuState, Job, JobId, RoundInstance
+from .model import GpuState, Job, JobId, RoundInstance, require_gpu_ids
 
 __all__ = [
     "RepairRound",
@@ -102,11 +102,10 @@ def _staged(instance: RoundInstance, jid: JobId, key: Any, gpus: tuple[int, ...]
     """A pipeline's GPUs in stage order from its ``stages`` entry, checked against its GPU list
     and its stages' replica counts."""
     job = instance.job_by_id[jid]
-    ok = isinstance(stages, (list, tuple)) and all(
-        isinstance(st, (list, tuple)) and all(isinstance(g, int) and not isinstance(g, bool) for g in st)
-        for st in stages)
-    if not ok:
+    if not isinstance(stages, (list, tuple)) or not all(isinstance(st, (list, tuple)) for st in stages):
         raise InstanceError("must be a list of GPU id lists", path=f"stages.{key}")
+    for k, st in enumerate(stages):  # numpy integers too, as in placements
+        require_gpu_ids(st, f"stages.{key}[{k}]")
     if job.pipeline is None:
         raise InstanceError(f"job {jid!r} is not a pipeline", path=f"stages.{key}")
     sizes = [len(st) for st in stages]
@@ -185,10 +184,9 @@ def in_force_placement(
 def _gang(instance: RoundInstance, jid: JobId, gpus: Any) -> tuple[int, ...]:
     """Job ``jid``'s GPU ids in force: integers, as many as its demand or another of its allowed
     counts (a repair may have shrunk it, :func:`repair_counts`), each once."""
-    ok = isinstance(gpus, (list, tuple)) and all(
-        isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gpus)
-    if not ok:
-        raise InstanceError("must be a list of integer GPU ids", path=f"placements.{jid}")
+    if not isinstance(gpus, (list, tuple)):
+        raise InstanceError(f"must be a list of integer GPU ids, got {type(gpus).__name__}", path=f"placements.{jid}")
+    require_gpu_ids(gpus, f"placements.{jid}")  # 1.5, True, "0": named, never read as GPUs 1, 1, 0
     gids = tuple(int(g) for g in gpus)
     counts = instance.job_by_id[jid].counts
     if len(gids) not in counts or len(set(gids)) != len(gids):

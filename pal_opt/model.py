@@ -51,6 +51,8 @@ __all__ = [
     "MODEL_ITER_TIME",
     "Cluster",
     "repeated_device",
+    "non_integer_at",
+    "require_gpu_ids",
     "Job",
     "MAX_PRIORITY",
     "Pipeline",
@@ -152,9 +154,107 @@ def _first_position(items: Iterable[Any]) -> tuple[dict[Any, int], np.ndarray]:
     return pos, np.fromiter(map(pos.__getitem__, items), dtype=np.int64, count=len(items))
 
 
+#: The one type of the common column of GPU ids: :func:`non_integer_at` asks no more of it.
+_PLAIN_INT = frozenset({int})
+
+
+def _integer_type(t: type) -> bool:
+    """Whether values of type ``t`` are integers: Python's ``int`` (and its subclasses, such as
+    :class:`GpuState`) or a numpy integer, but not ``bool`` (``True`` is not GPU 1)."""
+    return issubclass(t, (int, np.integer)) and not issubclass(t, bool)
+
+
+def non_integer_at(values: Sequence[Any] | np.ndarray) -> int | None:
+    """The index of the first of ``values`` that is not an integer (a Python ``int`` or a numpy
+    integer; ``bool``, floats, integral ones too, and strings are not), or None if all are.
+
+    Judged by the values' types, once per distinct type (a column of 65,536 ids in about 1 ms;
+    an integer array by its dtype, at once), so that ``1.5``, ``True`` and ``"0"`` are never read
+    as GPUs 1, 1 and 0 by an ``int()``.
+
+    >>> non_integer_at([0, 3, np.int32(2)]), non_integer_at([0, 1.5]), non_integer_at([True]), non_integer_at(["0"])
+    (None, 1, 0, 0)
+    >>> non_integer_at(np.arange(4)), non_integer_at(np.array([0.0, 2.0])), non_integer_at(np.array([], dtype=bool))
+    (None, 0, None)
+    """
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind in "iu":
+            return None
+        if values.dtype.kind != "O":  # bools, floats, strings: not one is an integer
+            return 0 if values.size else None
+        values = values.ravel().tolist()
+    types = set(map(type, values))
+    if types <= _PLAIN_INT or all(map(_integer_type, types)):
+        return None
+    return next(k for k, v in enumerate(values) if not _integer_type(type(v)))
+
+
+def require_gpu_ids(values: Sequence[Any] | np.ndarray, path: str) -> None:
+    """An :class:`InstanceError` at ``path[k]`` quoting the first of ``values`` that is not a
+    GPU id's type (:func:`non_integer_at`); nothing if all are integers (whether they are GPUs
+    of a cluster is the caller's question).
+
+    >>> require_gpu_ids([4, 1.5], "placements.a")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: placements.a[1]: must be a GPU id (integer), got 1.5
+    """
+    k = non_integer_at(values)
+    if k is not None:
+        v = values.ravel()[k].item() if isinstance(values, np.ndarray) else values[k]
+        raise InstanceError(f"must be a GPU id (integer), got {v!r}", path=f"{path}[{k}]")
+
+
+def _gpu_id_column(gpu_ids: Any) -> np.ndarray:
+    """The GPU ids given to :meth:`Cluster.from_arrays` as an array; a list is judged value by
+    value first (numpy reads ``[0, True]`` as the integers 0 and 1)."""
+    if isinstance(gpu_ids, np.ndarray):
+        return gpu_ids
+    ids = list(gpu_ids)
+    k = non_integer_at(ids)
+    if k is not None:
+        raise InstanceError(f"GPU ids must be integers, got {ids[k]!r} at index {k}", path="gpus[].id")
+    return np.asarray(ids)
+
+
+def _has_booleans(values: Any) -> bool:
+    """Whether ``values`` (a per-GPU column) holds a ``bool``: numpy reads ``[0, True]`` as the
+    integers 0 and 1, so a list is judged by its values' types (once per distinct type)."""
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind == "b"
+    return isinstance(values, list | tuple) and any(issubclass(t, bool | np.bool_) for t in set(map(type, values)))
+
+
+def _state_column(state: Any) -> np.ndarray:
+    """GPU states as an array, booleans refused: ``True`` is not BUSY (a mask of failed GPUs
+    given as the states would mark them busy; ``np.where(mask, GpuState.FAILED, GpuState.FREE)``
+    is one)."""
+    if _has_booleans(state):
+        raise InstanceError("GPU states must be 0 (free), 1 (busy) or 2 (failed), not booleans", path="gpus[].state")
+    return np.asarray(state)
+
+
+def _not_integers(ids: np.ndarray) -> str:
+    """What an array of GPU ids that is not of integers holds, for its error: the first value
+    that is not an integral number, else its dtype (``np.array([0.0, 2.0])``) or, for Python
+    ints in an object array, that some are beyond 64 bits."""
+    if ids.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            odd = np.flatnonzero(~np.isfinite(ids) | (ids != np.floor(ids)))
+        return f", got {ids[odd[0]].item()!r} at index {odd[0]}" if odd.size else f", got an array of {ids.dtype}"
+    if ids.dtype.kind != "O":
+        return f", got an array of {ids.dtype}"
+    k = non_integer_at(ids)
+    if k is None:
+        return " of 64 bits"
+    return f", got {ids[k]!r} at index {k}"
+
+
 def _validate_gpu_ids(ids: np.ndarray) -> None:
-    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+    if ids.ndim != 1:
         raise InstanceError("GPU ids must be integers", path="gpus[].id")
+    if ids.size and ids.dtype.kind not in "iu":  # bools, floats (2.0 too), strings, integers beyond 64 bits
+        raise InstanceError(f"GPU ids must be integers{_not_integers(ids)}", path="gpus[].id")
     if ids.size == 0:
         raise InstanceError("the cluster has no GPUs", path="gpus")
     if ids.min() < 0:  # as the instance file's ids: non-negative
@@ -342,6 +442,16 @@ def repeated_device(server: Sequence[Any] | np.ndarray, devices: Sequence[int] |
     return i, int(np.flatnonzero((srv == srv[i]) & (dev == dev[i]))[0])
 
 
+def _device_column(devices: Sequence[int] | np.ndarray, gpu_ids: np.ndarray) -> np.ndarray:
+    """The device numbers given to :meth:`Cluster.from_arrays` as an array; a ``bool`` in a list
+    is an error (numpy reads ``[0, True]`` as the integers 0 and 1; True is not device 1)."""
+    if _has_booleans(devices) and not isinstance(devices, np.ndarray):  # an array of bools: the constructor's
+        i = next(i for i, d in enumerate(devices) if isinstance(d, bool | np.bool_))
+        gpu = f" (GPU {gpu_ids[i].item()!r})" if i < gpu_ids.size else ""
+        raise InstanceError(f"device numbers must be integers >= 0, got {devices[i]!r}{gpu}", path="gpus[].device")
+    return np.asarray(devices)
+
+
 def _validate_devices(devices: Any, gpu_ids: np.ndarray, server_of: np.ndarray,
                       server_ids: tuple[Any, ...]) -> np.ndarray:
     """Per-GPU device numbers: integers >= 0 (integral floats, as pandas reads a column, too), one
@@ -448,7 +558,7 @@ class Cluster:
                                 path="factors")
         fac = {c: _factor_column(c, v, ids) for c, v in self.factors.items()}
         _validate_factors(fac, ids)
-        st = np.asarray(self.state)
+        st = _state_column(self.state)
         if st.shape != ids.shape or (st.size and not np.isin(st, (0, 1, 2)).all()):
             raise InstanceError("GPU states must be 0 (free), 1 (busy) or 2 (failed)", path="gpus[].state")
         server_of = _as_1d(self.server_of, np.int64, "gpus[].server")
@@ -515,7 +625,8 @@ class Cluster:
         Parameters
         ----------
         gpu_ids
-            GPU ids (integers, unique).
+            GPU ids (integers, unique): Python ints or numpy integers; ``True``, ``2.0`` or
+            ``"0"`` is an error (:func:`non_integer_at`).
         server
             Each GPU's server id: an integer of 64 bits or a non-empty string, as in the instance
             file (numpy's become Python's); servers keep the order of first appearance.
@@ -545,7 +656,7 @@ class Cluster:
         (('a', 'b'), [0, 0, 1, 1], [2, 2])
         """
         try:
-            ids = np.asarray(gpu_ids)
+            ids = _gpu_id_column(gpu_ids)
             servers = _plain_ids(server.tolist() if isinstance(server, np.ndarray) else list(server), "gpus[{}].server")
             if len(servers) != ids.size:
                 raise InstanceError("one server per GPU expected", path="gpus[].server")
@@ -559,10 +670,10 @@ class Cluster:
                 rack_pos, rack_of = _first_position(_plain_id(rack_of_server[s], f"racks.{s}") for s in server_pos)
                 rack_ids = tuple(rack_pos)
             fac: Any = dict(factors) if isinstance(factors, Mapping) else factors  # numbers only: __post_init__
-            st = np.zeros(ids.size, dtype=np.int8) if state is None else np.asarray(state)
+            st = np.zeros(ids.size, dtype=np.int8) if state is None else _state_column(state)
             names, type_of = _type_columns(gpu_types, ids.size)
             return cls(ids, server_of, tuple(server_pos), rack_of, rack_ids, fac, st, names, type_of,
-                       dict(throughput or {}), None if devices is None else np.asarray(devices))
+                       dict(throughput or {}), None if devices is None else _device_column(devices, ids))
         except InstanceError as exc:
             raise exc.with_source(source) if source else exc from None
         except (TypeError, ValueError, OverflowError) as exc:
@@ -704,9 +815,21 @@ class Cluster:
         return self.state == GpuState.FREE
 
     def positions(self, gpu_ids: Iterable[int]) -> np.ndarray:
-        """Positions of the given GPU ids (``KeyError`` for an unknown id)."""
-        pos = self.position
-        return np.fromiter((pos[int(g)] for g in gpu_ids), dtype=np.int64)
+        """Positions of the given GPU ids (``KeyError`` for an unknown id).
+
+        Raises
+        ------
+        InstanceError
+            At ``gpu_ids[k]`` for an id that is not an integer (:func:`non_integer_at`):
+            ``1.5``, ``True``, ``"0"`` and ``2.0`` are not read as GPUs 1, 1, 0 and 2.
+        """
+        if isinstance(gpu_ids, np.ndarray) and gpu_ids.dtype.kind in "iu":
+            ids: Sequence[Any] = gpu_ids.tolist()  # Python ints: dict look-ups without numpy scalars
+        else:
+            ids = gpu_ids if isinstance(gpu_ids, list | tuple) else list(gpu_ids)
+            if not _PLAIN_INT.issuperset(map(type, ids)):  # the common case, in C; else judged type by type
+                require_gpu_ids(ids, "gpu_ids")
+        return np.fromiter(map(self.position.__getitem__, ids), dtype=np.int64, count=len(ids))
 
     def span_level(self, gpu_ids: Iterable[int]) -> Level:
         """Topology level spanned by GPUs given by id."""
@@ -726,9 +849,10 @@ class Cluster:
     def with_state(self, state: np.ndarray) -> Cluster:
         """A copy with another state vector (factors and topology shared), checked as the
         constructor checks one: a state that is not 0, 1 or 2 (``0.5``, ``300``) is an error, not
-        cast to int8 (``0.5`` and ``1e10`` became 0, free; ``300`` an ``OverflowError``)."""
+        cast to int8 (``0.5`` and ``1e10`` became 0, free; ``300`` an ``OverflowError``), and so
+        are booleans (a mask of failed GPUs marked them busy)."""
         try:  # the constructor checks the values, then keeps them as int8 (a copy: the caller's stays its own)
-            return replace(self, state=np.asarray(state))
+            return replace(self, state=_state_column(state))
         except InstanceError as exc:  # the state is the one new field
             raise InstanceError(f"{exc.message}, one per GPU ({self.num_gpus}), got {state!r}"[:200],
                                 path="state") from None

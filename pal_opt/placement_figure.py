@@ -23,14 +23,14 @@ with its other outputs, all or none.  It needs matplotlib (``pip install 'pal-op
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .errors import InstanceError
-from .model import GpuState, JobId, RoundInstance, require_instance
+from .model import GpuState, JobId, RoundInstance, require_gpu_ids, require_instance
 from .result import PlacementResult
 
 __all__ = ["Cells", "gang_outline", "placement_cells", "placement_figure", "plot_placement"]
@@ -144,7 +144,7 @@ def placement_cells(instance: RoundInstance, placements: Mapping[JobId, tuple[in
     state = cl.state
     for value, colour in ((GpuState.FREE, _FREE), (GpuState.BUSY, _BUSY)):
         image[row[state == value], col[state == value]] = colour
-    down = (state == GpuState.FAILED) | np.isin(cl.gpu_ids, np.asarray(list(failed), dtype=np.int64))
+    down = (state == GpuState.FAILED) | np.isin(cl.gpu_ids, np.asarray(_failed_ids(failed), dtype=np.int64))
     image[row[down], col[down]] = _FAILED
     speed = np.full((n_rows, n_cols), np.nan)
     job_at: dict[tuple[int, int], JobId] = {}
@@ -155,6 +155,16 @@ def placement_cells(instance: RoundInstance, placements: Mapping[JobId, tuple[in
         speed[row[pos], col[pos]] = factors[by_id[j].perfclass][pos]
         job_at.update({(int(r), int(c)): j for r, c in zip(row[pos], col[pos], strict=True)})
     return Cells(image, speed, job_at, row_server, rack_ends, colours)
+
+
+def _failed_ids(failed: Any) -> list[int]:
+    """``failed`` as a list of GPU ids; an :class:`InstanceError` at ``failed`` if it is not one
+    (``1.5`` was drawn as GPU 1, ``"0"`` as GPU 0)."""
+    if isinstance(failed, str | bytes | Mapping) or not isinstance(failed, Iterable):
+        raise InstanceError(f"must be a collection of GPU ids such as [3], got {type(failed).__name__}", path="failed")
+    ids = list(failed)
+    require_gpu_ids(ids, "failed")
+    return ids
 
 
 def gang_outline(cells: Cells) -> np.ndarray:

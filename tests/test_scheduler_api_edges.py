@@ -557,7 +557,7 @@ def _priced_round() -> tuple[RoundInstance, pal_opt.PlacementResult]:
     (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: 3}, f), InstanceError,
      ("placements.0: must be a sequence of GPU ids, got int 3",)),
     (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: ["a"]}, f), InstanceError,
-     ("placements.0: GPU 'a' is not a GPU id",)),
+     ("placements.0[0]: must be a GPU id (integer), got 'a'",)),
     # a string of digits iterated as GPU ids "0" and "1" was priced as GPUs 0 and 1, as job_slowdown refuses it
     (lambda i, r, f: pal_opt.evaluate(i, {i.jobs[0].id: "01"}, f), InstanceError,
      ("placements.0: must be a sequence of GPU ids, got str '01'",)),
@@ -577,7 +577,8 @@ def _priced_round() -> tuple[RoundInstance, pal_opt.PlacementResult]:
     (lambda i, r, f: pal_opt.job_slowdown(i, None, i.jobs[0], (0,)), InstanceError, ("factors:", "got NoneType")),
     (lambda i, r, f: pal_opt.job_slowdown(i, f, i.jobs[0], 0), InstanceError,
      ("gpu_ids: must be a sequence of GPU ids, got int 0",)),
-    (lambda i, r, f: pal_opt.job_slowdown(i, f, i.jobs[0], ["a"]), InstanceError, ("gpu_ids: GPU 'a' is not a GPU id",)),
+    (lambda i, r, f: pal_opt.job_slowdown(i, f, i.jobs[0], ["a"]), InstanceError,
+     ("gpu_ids[0]: must be a GPU id (integer), got 'a'",)),
     # the instance and the path swapped, or a result for the instance
     (lambda i, r, f: pal_opt.save_instance("round.json", i), TypeError, ("expected a RoundInstance", "got str")),
     (lambda i, r, f: pal_opt.save_instance(r, "round.json"), TypeError, ("expected a RoundInstance", "got PlacementResult")),

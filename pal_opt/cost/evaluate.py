@@ -11,7 +11,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError
-from ..model import Cluster, Job, JobId, Level, RoundInstance, keeps_placement, require_instance
+from ..model import (
+    Cluster,
+    Job,
+    JobId,
+    Level,
+    RoundInstance,
+    keeps_placement,
+    non_integer_at,
+    require_gpu_ids,
+    require_instance,
+)
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -111,7 +121,8 @@ def job_slowdown(
     Raises
     ------
     InstanceError
-        No GPU ids, a GPU id not in the round, or no factors for the job's class.
+        No GPU ids, a GPU id that is not an integer (``1.5``, ``True``, ``"0"``, ``2.0``; numpy
+        integers are ids) or not in the round, or no factors for the job's class.
     """
     require_instance(instance)
     if not isinstance(job, Job):  # a job id: AttributeError 'perfclass' deep inside otherwise
@@ -147,15 +158,18 @@ def _gpu_list(gpu_ids: Any, path: str) -> Sequence[Any]:
     return gpu_ids if isinstance(gpu_ids, Sequence | np.ndarray) else list(gpu_ids)  # type: ignore[return-value]
 
 
-def _unknown_gpu(instance: RoundInstance, gpu_ids: Iterable[Any], path: str) -> InstanceError:
-    """The error of the first of ``gpu_ids`` that is not a GPU id of the round."""
+def _unknown_gpu(instance: RoundInstance, gpu_ids: Sequence[Any], path: str) -> InstanceError:
+    """The error of the first of ``gpu_ids`` that is not a GPU id of the round: one that is not
+    an integer (``1.5``, ``True``, ``"0"``, ``2.0``: :func:`~pal_opt.model.require_gpu_ids`) at
+    ``path[k]``, else one the cluster does not have."""
+    try:
+        require_gpu_ids(gpu_ids, path)
+    except InstanceError as exc:
+        return exc
     where = instance.cluster.position
     for g in gpu_ids:
-        try:
-            if int(g) not in where:
-                return InstanceError(f"GPU {g!r} is not in the round's cluster", path=path)
-        except (TypeError, ValueError):
-            return InstanceError(f"GPU {g!r} is not a GPU id (an integer)", path=path)
+        if g not in where:
+            return InstanceError(f"GPU {g!r} is not in the round's cluster", path=path)
     return InstanceError("GPU ids the round's cluster does not have", path=path)  # pragma: no cover
 
 
@@ -183,11 +197,7 @@ def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], f
         if jid not in jobs:
             return InstanceError(f"job {jid!r} is not in the round", path="placements")
         gids = _gpu_list(gids, f"placements.{jid}")
-        try:
-            bad = any(int(g) not in where for g in gids)
-        except (TypeError, ValueError):
-            bad = True
-        if bad:
+        if non_integer_at(gids) is not None or any(g not in where for g in gids):
             return _unknown_gpu(instance, gids, f"placements.{jid}")
         if jobs[jid].perfclass not in factors:
             return InstanceError(f"no factors for class {jobs[jid].perfclass!r} (job {jid!r}); the factors have "
@@ -277,7 +287,9 @@ def evaluate(
     stages re-mapped, :func:`~pal_opt.model.keeps_placement`) pays each term's ``moved`` charge, and a
     running job left out pays each term's ``preempted`` charge (:func:`left_out_charge`); the
     geometric mean (``CostSummary.geomean``) is of the placed jobs' costs, without the
-    preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.
+    preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.  GPU ids are
+    integers (Python's or numpy's): ``1.5``, ``True``, ``"0"`` or ``2.0`` is an
+    :class:`~pal_opt.errors.InstanceError` at ``placements.<job>[k]``.
     """
     require_instance(instance)
     if not isinstance(placements, Mapping):  # a PlacementResult, a list: AttributeError 'items' inside
