@@ -30,6 +30,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -131,6 +132,16 @@ def _interrupt_after(backend: str, delay: float) -> tuple[dict[str, Any], Any]:
     return sent, orig
 
 
+def handle_sigint() -> bool:
+    """Put Python's SIGINT handler back if the process started with SIGINT ignored (``cmd &`` from a
+    non-interactive shell does that): ``_thread.interrupt_main`` then does nothing, so no Ctrl-C
+    reached a solve and every case of part B ran to its end ("finished first").  True if it did."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return False
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    return True
+
+
 def part_b(delays: list[float]) -> list[str]:
     lines = ["## B. Time to stop after Ctrl-C (60 s limit)", "",
              "| Instance | Backend | Interrupt after | Stopped in | Kept | Status | Gap |", "|---|---|---|---|---|---|---|"]
@@ -190,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 4 if args.quick else 20
     delays = [1.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
     limits = [0.001] if args.quick else [0.001, 0.5, 2.0, 5.0]
+    if handle_sigint():
+        print("interrupts: SIGINT was ignored (started in the background?); Python's handler restored", file=sys.stderr)
     head = ["# Interrupts and time limits", "", f"{produced_by(__file__, argv)}.", "", *machine(), ""]
     body = [*part_a(rounds), "", *part_b(delays), "", *part_c(limits), ""]
     text = "\n".join([*head, *body])

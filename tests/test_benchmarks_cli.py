@@ -113,6 +113,21 @@ def test_every_committed_page_names_its_command(name: str) -> None:
         assert "--update" in text, f"results/{name}.md gives a command without --update"
 
 
+def test_interrupts_restores_sigint_when_started_with_it_ignored() -> None:
+    """A process started with SIGINT ignored (``cmd &`` from a non-interactive shell) got no Ctrl-C
+    from ``_thread.interrupt_main``: every case of interrupts.py's part B ran to its end and the
+    page said "finished first" throughout.  The benchmark puts Python's handler back."""
+    import signal
+
+    code = ("import signal, sys; sys.path.insert(0, sys.argv[1]); import interrupts; "
+            "print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN, interrupts.handle_sigint(), "
+            "signal.getsignal(signal.SIGINT) is signal.default_int_handler, interrupts.handle_sigint())")
+    proc = subprocess.run([sys.executable, "-c", code, str(BENCHMARKS)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True", "True", "True", "False"]
+
+
 def test_update_and_out_dir_exclude_each_other(tmp_path: Path) -> None:
     proc = _bench("startup", "--update", "--out-dir", str(tmp_path), "--quick")
     assert proc.returncode != 0
