@@ -485,8 +485,7 @@ def _read_stages(result: PlacementResult | Mapping[str, Any], placements: Mappin
         if jid is None:
             problems.append(Violation(Kind.FORM, f"stages of job {key!r}: the job is not placed"))
         elif not isinstance(value, (list, tuple)) or not all(
-            isinstance(st, (list, tuple)) and all(isinstance(g, (int, np.integer)) and not isinstance(g, bool)
-                                                  for g in st) for st in value):
+                isinstance(st, (list, tuple)) and non_integer_at(st) is None for st in value):
             problems.append(Violation(Kind.FORM, f"stages of job {key!r}: must be a list of GPU id lists"))
         else:
             out[jid] = [[int(g) for g in st] for st in value]

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InstanceError, OptionError
-from .model import GpuState, Job, JobId, RoundInstance, require_gpu_ids
+from .model import GpuState, Job, JobId, RoundInstance, is_id_collection, require_gpu_ids
 
 __all__ = [
     "RepairRound",
@@ -243,7 +243,7 @@ def failed_gpus(instance: RoundInstance, failed: Iterable[Any]) -> tuple[int, ..
     ...
     pal_opt.errors.OptionError: failed GPU 8 is not a GPU of the round
     """
-    if isinstance(failed, (str, bytes, Mapping)) or not isinstance(failed, Iterable):  # e.g. failed=3, not [3]
+    if not is_id_collection(failed):  # e.g. failed=3, not [3]
         raise OptionError(f"failed must be a sequence of GPU ids such as [3], got {type(failed).__name__}")
     ids: set[int] = set()
     position = instance.cluster.position

@@ -52,6 +52,7 @@ __all__ = [
     "Cluster",
     "repeated_device",
     "non_integer_at",
+    "is_id_collection",
     "require_gpu_ids",
     "Job",
     "MAX_PRIORITY",
@@ -187,6 +188,18 @@ def non_integer_at(values: Sequence[Any] | np.ndarray) -> int | None:
     if types <= _PLAIN_INT or all(map(_integer_type, types)):
         return None
     return next(k for k, v in enumerate(values) if not _integer_type(type(v)))
+
+
+def is_id_collection(values: Any) -> bool:
+    """Whether ``values`` can be a collection of GPU ids: an iterable that is not a string,
+    bytes or a mapping (``"01"`` would iterate as ids ``"0"`` and ``"1"``, a dict as its keys;
+    ``3`` for ``[3]`` is not iterable).  Whether its items are ids is :func:`require_gpu_ids`'s
+    question.
+
+    >>> is_id_collection([3]), is_id_collection(range(2)), is_id_collection(3), is_id_collection("01")
+    (True, True, False, False)
+    """
+    return isinstance(values, Iterable) and not isinstance(values, str | bytes | Mapping)
 
 
 def require_gpu_ids(values: Sequence[Any] | np.ndarray, path: str) -> None:
@@ -1055,7 +1068,7 @@ def _graph_state(state: Any, vertex: Any, source: str | None) -> int:
 
 
 def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+    return _integer_type(type(v))
 
 
 def _finite_at_least(v: Any, low: float, path: str, *, strict: bool = False, high: float | None = None) -> float:
@@ -1259,7 +1272,7 @@ class Job:
             if isinstance(self.placement, str | bytes) or not isinstance(self.placement, Iterable):
                 raise InstanceError(f"must be a sequence of GPU ids, got {self.placement!r}", path=f"{at}.placement")
             pl = tuple(self.placement)
-            if not all(_is_int(g) for g in pl):
+            if non_integer_at(pl) is not None:
                 raise InstanceError(f"GPU ids must be integers, got {list(pl)!r}", path=f"{at}.placement")
             if len(set(pl)) != len(pl) or len(pl) not in self.counts:
                 want = f"demand={self.demand}" if len(self.counts) == 1 else f"one of {list(self.counts)}"

@@ -23,14 +23,14 @@ with its other outputs, all or none.  It needs matplotlib (``pip install 'pal-op
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .errors import InstanceError
-from .model import GpuState, JobId, RoundInstance, require_gpu_ids, require_instance
+from .model import GpuState, JobId, RoundInstance, is_id_collection, require_gpu_ids, require_instance
 from .result import PlacementResult
 
 __all__ = ["Cells", "gang_outline", "placement_cells", "placement_figure", "plot_placement"]
@@ -160,7 +160,7 @@ def placement_cells(instance: RoundInstance, placements: Mapping[JobId, tuple[in
 def _failed_ids(failed: Any) -> list[int]:
     """``failed`` as a list of GPU ids; an :class:`InstanceError` at ``failed`` if it is not one
     (``1.5`` was drawn as GPU 1, ``"0"`` as GPU 0)."""
-    if isinstance(failed, str | bytes | Mapping) or not isinstance(failed, Iterable):
+    if not is_id_collection(failed):
         raise InstanceError(f"must be a collection of GPU ids such as [3], got {type(failed).__name__}", path="failed")
     ids = list(failed)
     require_gpu_ids(ids, "failed")

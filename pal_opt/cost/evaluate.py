@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from ..model import (
     JobId,
     Level,
     RoundInstance,
+    is_id_collection,
     keeps_placement,
     non_integer_at,
     require_gpu_ids,
@@ -153,7 +154,7 @@ def _require_factors(factors: Any) -> None:
 def _gpu_list(gpu_ids: Any, path: str) -> Sequence[Any]:
     """``gpu_ids`` as a sequence; an :class:`InstanceError` at ``path`` if it is not one of GPU
     ids (None, one id, a string)."""
-    if isinstance(gpu_ids, str | bytes | Mapping) or not isinstance(gpu_ids, Iterable):
+    if not is_id_collection(gpu_ids):
         raise InstanceError(f"must be a sequence of GPU ids, got {type(gpu_ids).__name__} {gpu_ids!r}", path=path)
     return gpu_ids if isinstance(gpu_ids, Sequence | np.ndarray) else list(gpu_ids)  # type: ignore[return-value]
 

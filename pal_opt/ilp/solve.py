@@ -92,7 +92,7 @@ from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
 from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
-from ..model import GpuState, JobId, RoundInstance
+from ..model import GpuState, JobId, RoundInstance, non_integer_at
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
@@ -956,7 +956,7 @@ def _start_form(start: Any) -> dict[JobId, tuple[int, ...]] | None:
         if isinstance(gids, (str, bytes)) or not isinstance(gids, Iterable):
             raise OptionError(f"start[{jid!r}] must be a list of GPU ids, got {gids!r}")
         gids = tuple(gids)
-        if not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in gids):
+        if non_integer_at(gids) is not None:
             raise OptionError(f"start[{jid!r}] must list integer GPU ids, got {list(gids)!r}")
         out[jid] = tuple(int(g) for g in gids)
     return out
