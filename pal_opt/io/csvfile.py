@@ -31,7 +31,7 @@ from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
 __all__ = ["CsvTable", "read_csv", "TableError", "NoteKind", "TableNote", "misspelt_column_note",
-           "unused_column_note", "MISSPELLING_CUTOFF"]
+           "unused_column_note", "cell_place", "MISSPELLING_CUTOFF"]
 
 
 class CsvTable:
@@ -125,7 +125,7 @@ class CsvTable:
 
     def where(self, line: int, col: int | None = None) -> str:
         """A cell's place as messages name it: ``line 4, column num_gpus`` (``row 3`` in a frame)."""
-        return f"{self.row_label} {line}" + (f", column {self.header[col]}" if col is not None else "")
+        return cell_place(self.row_label, line, None if col is None else self.header[col])
 
     def error(self, line: int, col: int | None, message: str) -> TableError:
         """A :class:`TableError` about a row (and a cell of it, ``col``), named as :meth:`where` names it."""
@@ -395,6 +395,16 @@ def _lines(text: str) -> Iterator[str]:
     """
     for m in _LINE.finditer(text):
         yield m.group()
+
+
+def cell_place(row_label: str, line: int, column: str | None = None) -> str:
+    """A row's place (and a cell's, with ``column``) as the importers' messages name it:
+    ``line 4, column num_gpus``; ``row 3`` in a frame (``row_label``).
+
+    >>> cell_place("line", 4, "num_gpus"), cell_place("row", 3)
+    ('line 4, column num_gpus', 'row 3')
+    """
+    return f"{row_label} {line}" + (f", column {column}" if column is not None else "")
 
 
 def read_csv(

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import TableError
 from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
-from .csvfile import CsvTable, NoteKind, TableNote, read_csv
+from .csvfile import CsvTable, NoteKind, TableNote, cell_place, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
 log = logging.getLogger(__name__)
@@ -101,8 +101,8 @@ class JobTable:
         """A :class:`~pal_opt.io.csvfile.TableError` about the ``index``-th job's row (and its
         ``column``), holding the job's line (a frame's row) as its ``row``."""
         line = self.lines[index]
-        where = f"{self.row_label} {line}" + (f", column {column}" if column else "")
-        return TableError(message, source=self.source, path=where, row=line, column=column or None)
+        return TableError(message, source=self.source, path=cell_place(self.row_label, line, column or None),
+                          row=line, column=column or None)
 
 
 def load_jobs(
