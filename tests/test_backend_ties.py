@@ -3,9 +3,10 @@
 
 Rounds whose optimum has ties (equally good servers, identical jobs, a running job free to move,
 equal rack and cluster penalties, one-GPU jobs on either type, ``ilp-preempt``'s backfill on the
-GPUs the program left): without :mod:`pal_opt.ilp.canonical`, HiGHS, CP-SAT and CBC each prove
-their own placement optimal and the placements differ (under ``ilp-preempt`` the backfill's
-cost too, round ``preempt-typed``).  Real solvers, rounds of 16-32 GPUs.
+GPUs the program left, which of equal running jobs ``ilp-preempt`` preempts): without
+:mod:`pal_opt.ilp.canonical`, HiGHS, CP-SAT and CBC each prove their own placement optimal and
+the placements differ (under ``ilp-preempt`` the backfill's cost too, round ``preempt-typed``).
+Real solvers, rounds of 16-32 GPUs.
 """
 
 from __future__ import annotations
@@ -352,3 +353,81 @@ def test_two_pipelines_of_one_size_and_kinds_but_other_stage_splits_are_not_take
     one, what = canonicalise(inst, {"x": (0, 2, 3), "y": (5, 4, 6)}, c.factors)
     assert (one, what) == ({"x": (0, 1, 2), "y": (4, 5, 6)}, CHANGED)
     assert canonicalise(inst, one, c.factors) == (one, ALREADY)
+
+
+# ---------------------------------------------------------------- ilp-preempt: the choice among equal patterns
+def _preempt_pipelines(seed: int) -> RoundInstance:
+    """A generated round of 16 GPUs with running jobs (a restart cost on odd seeds, two racks every
+    third seed), every job of priority 0-2 at random; the running jobs of two GPUs or more are
+    two-stage pipelines on seeds 4k and 4k+1, and a waiting 4-GPU pipeline of priority 2 heads the
+    queue on seeds 4k+1 and 4k+2."""
+    rng = np.random.default_rng(1000 + seed)
+    base = generate_instance(4, 4, 8, seed=seed, running_fraction=0.6, busy_fraction=0.1,
+                             restart_cost=30.0 if seed % 2 else 0.0, racks=2 if seed % 3 == 0 else 0)
+    jobs = []
+    for j in base.jobs:
+        priority = int(rng.integers(0, 3))
+        if j.placement is not None and j.demand >= 2 and seed % 4 < 2:
+            j = replace(j, pipeline=Pipeline((2.0, 1.0), (j.demand // 2, j.demand - j.demand // 2)))
+        jobs.append(replace(j, priority=priority))
+    if seed % 4 in (1, 2):
+        jobs.insert(0, Job("pipe", 4, "classA", pipeline=Pipeline((2.0, 1.0), (2, 2)), priority=2))
+    return replace(base, jobs=tuple(jobs))
+
+
+def _equal_victims(seed: int) -> RoundInstance:
+    """A generated round of 16 GPUs whose jobs are all of one class, the running ones of priority
+    0 and the waiting ones of priority 1 (a restart cost on odd seeds, some GPUs busy on odd
+    seeds, two racks every third): running jobs of one size are equal victims."""
+    rng = np.random.default_rng(2000 + seed)
+    base = generate_instance(4, 4, 8, seed=seed, running_fraction=0.7, busy_fraction=0.1 * (seed % 2),
+                             restart_cost=30.0 if seed % 2 else 0.0, racks=2 if seed % 3 == 0 else 0)
+    klass = str(rng.choice(["classA", "classB", "classD"]))
+    return replace(base, jobs=tuple(replace(j, perfclass=klass, priority=0 if j.placement is not None else 1)
+                                    for j in base.jobs))
+
+
+#: Seeded ``ilp-preempt`` rounds on which, before the choice among optima of equal cost was made
+#: canonical, HiGHS, CP-SAT and CBC gave different placements with ``canonical=True``: which of
+#: two equal running jobs is preempted (or kept where it runs, with a restart cost), or a running
+#: job free to move and a waiting job of its kind trading GPUs.  (Of seeds 0-99 of each kind
+#: 7 and 16 differed; 0 and 2 now, the two a trade of GPUs of two speeds between jobs of other
+#: sizes.)
+PREEMPT_ROUNDS = ([("pipelines", s) for s in (2, 46, 60, 72, 78, 86, 90)]
+                  + [("victims", s) for s in (108, 120, 122, 132, 136, 141, 161, 179, 183)])
+_PREEMPT_MAKERS = {"pipelines": _preempt_pipelines, "victims": _equal_victims}
+
+
+@pytest.mark.parametrize(("kind", "seed"), PREEMPT_ROUNDS, ids=[f"{k}-{s}" for k, s in PREEMPT_ROUNDS])
+def test_backends_choose_one_of_equal_victims_under_ilp_preempt(kind: str, seed: int) -> None:
+    _need_backends()
+    inst = _PREEMPT_MAKERS[kind](seed)
+    results = {b: solve(inst, "ilp-preempt", backend=b, time_limit=120, canonical=True) for b in BACKENDS}
+    ref = results["highs"]
+    for b, r in results.items():
+        assert "optimal" in str(r.info["solver_status"]).lower(), (b, r.info["solver_status"])
+        assert r.info["canonical"] in (CHANGED, ALREADY), (b, r.info["canonical"])
+        assert check(inst, r) == [], b
+        assert r.objective == pytest.approx(r.info["program_objective"], abs=1e-6) or r.info["backfilled"], b
+        assert r.placements == ref.placements and r.jobs_to_terminate == ref.jobs_to_terminate, b
+        assert r.objective == pytest.approx(ref.objective, abs=1e-6), b
+
+
+def test_of_two_equal_victims_the_later_one_in_the_queue_is_preempted() -> None:
+    # a and b run on two GPUs each, equal in every way; h (priority 1) needs two of the four.
+    # Either optimum -- a preempted and h on its GPUs, or b -- gives b preempted, a kept.
+    c = Cluster.uniform(1, 4, {"classA": [1.0, 1.0, 1.2, 1.2]})
+    jobs = (Job("a", 2, "classA", placement=(2, 3)), Job("b", 2, "classA", placement=(0, 1)),
+            Job("h", 2, "classA", priority=1))
+    for restart in (0.0, 30.0):
+        inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=restart))
+        one = {"a": (2, 3), "h": (0, 1)}
+        other = {"b": (0, 1), "h": (2, 3)}
+        cost = evaluate(inst, one, c.factors).cost
+        assert evaluate(inst, other, c.factors).cost == pytest.approx(cost, abs=1e-12)
+        assert canonicalise(inst, other, c.factors, optional=("a", "b")) == (one, CHANGED), restart
+        assert canonicalise(inst, one, c.factors, optional=("a", "b")) == (one, ALREADY), restart
+        # without optional= the set of jobs placed is the caller's: nothing is preempted instead
+        assert canonicalise(inst, other, c.factors)[0].keys() == other.keys()
+        res = solve(inst, "ilp-preempt", canonical=True)
+        assert res.placements == one and res.jobs_to_terminate == ("b",) and check(inst, res) == []

@@ -55,9 +55,19 @@ integer programs and their exports are those of before.  It is opt-in (the optio
 ``canonical=True``, ``pal-opt solve --canonical``): ``ilp`` then applies it to every proven
 optimum (``info["canonical"]``: what :func:`canonicalise` did), ``ilp-preempt`` to the
 program's proven optimum before its backfill; by default both keep the solver's own optimum,
-as the committed simulations were run (``docs/determinism.md``).  Ties between different
-patterns of equal cost (two jobs trading levels, a job of several GPUs on either of two types,
-which of two equal victims is preempted) remain.
+as the committed simulations were run (``docs/determinism.md``).
+
+Before the pattern is read, the choice among some patterns of equal cost is made canonical too
+(:func:`_chosen`): jobs interchangeable in cost (the same class, size, locality, types and
+stages; running or waiting) hold *roles* -- left out at a preemption charge (``ilp-preempt``'s
+victims, ``optional=``), kept on their own GPUs where moving is charged for, moved, or placed
+on GPUs of some pattern -- and these roles are given out again from the roles alone, in queue
+order (:func:`_assigned`): the earlier jobs kept where they run when their GPUs' pattern is
+among those held, the later ones left out, running jobs on a pattern their GPUs meet.  The
+result is priced and kept only at no higher cost.  So which of two equal victims is preempted,
+and which of a running job free to move and a waiting job of its kind gets which GPUs, no
+longer depends on the backend.  Ties between other patterns of equal cost (jobs of other sizes
+trading levels, a job of several GPUs on either of two types) remain.
 """
 
 from __future__ import annotations
@@ -131,18 +141,23 @@ def canonical_optimum(instance: RoundInstance, placements: Mapping[JobId, tuple[
 
 def canonicalise(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
                  factors: Mapping[str, np.ndarray], *, pinned: Collection[JobId] = (),
-                 deadline: float | None = None) -> tuple[dict[JobId, tuple[int, ...]], str]:
+                 optional: Collection[JobId] = (), deadline: float | None = None
+                 ) -> tuple[dict[JobId, tuple[int, ...]], str]:
     """:func:`canonical_optimum`, and what was done: :data:`CHANGED`, :data:`ALREADY`,
     :data:`OUT_OF_TIME`, :data:`NOT_FOUND`, or why the given placement was kept (a round too
     large, a canonical placement that would cost more).  ``deadline``: a ``time.monotonic()``
     value by which to give up and keep the given placement (the search is checked between
-    steps; a pattern found is still priced)."""
+    steps; a pattern found is still priced).  ``optional``: running jobs that may be left out
+    at their preemption charge (``ilp-preempt``'s victims): which of several equal ones are left
+    out is chosen canonically too (:func:`_chosen`)."""
     cl = instance.cluster
     given = dict(placements)
+    if cl.num_gpus * len(placements) <= CANONICAL_MAX_CELLS:
+        placements = _chosen(instance, placements, factors, pinned, optional) or placements
     hard = _fixed(instance, placements, pinned)
     needs = _needs(instance, placements, factors, hard)
-    if not needs:
-        return given, ALREADY
+    if not needs:  # (every job stays: the roles given out again, if they moved any, are the answer)
+        return dict(placements), ALREADY if placements == given else CHANGED
     if cl.num_gpus * len(needs) > CANONICAL_MAX_CELLS:
         return given, f"kept: {cl.num_gpus:,} GPUs x {len(needs):,} jobs is above {CANONICAL_MAX_CELLS:,}"
     found: dict[JobId, tuple[int, ...]] | None = None
@@ -156,7 +171,7 @@ def canonicalise(instance: RoundInstance, placements: Mapping[JobId, tuple[int, 
     if found is None:
         return given, OUT_OF_TIME if deadline is not None and time.monotonic() >= deadline else NOT_FOUND
     out = {jid: found[jid] for jid in placements}
-    if evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
+    if evaluate(instance, out, factors).cost > evaluate(instance, given, factors).cost + COST_TOL:
         return given, "kept: the canonical placement would cost more (a cost term prices more than the slowest GPU and the level)"
     return out, (ALREADY if out == given else CHANGED)
 
@@ -232,20 +247,8 @@ def _twin_key(job: Job) -> tuple[object, ...] | None:
 def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
            fixed: Collection[JobId]) -> list[Need]:
     """The pattern of the jobs not fixed, identical waiting jobs' requirements in queue order."""
-    cl = instance.cluster
     index = _indices(instance)
-    levels = functools.cache(lambda klass: np.unique(np.asarray(factors[klass], dtype=np.float64)))
-    own: list[Need] = []
-    for jid, gids in placements.items():
-        if jid in fixed:
-            continue
-        i = index[jid]
-        job = instance.jobs[i]
-        pos = cl.positions(gids)
-        values = np.asarray(factors[job.perfclass])
-        stages = () if job.pipeline is None else _stage_caps(job.pipeline, values[pos], levels(job.perfclass))
-        own.append(Need(i, int(pos.size), _group(cl, job, pos), max((c for _, c in stages), default=float(values[pos].max())),
-                        _level(cl, job, pos), stages))
+    own = [_need_on(instance, factors, index[jid], gids) for jid, gids in placements.items() if jid not in fixed]
     twins: dict[object, list[Need]] = {}
     for n in own:
         key = _twin_key(instance.jobs[n.index])
@@ -258,6 +261,23 @@ def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
                    for i, (level, cap, grp, count, stages) in zip(order, shapes, strict=True))
     return sorted(out, key=lambda n: (n.level, -n.count, min(c for _, c in n.parts), n.cap,
                                       instance.jobs[n.index].perfclass, n.group, n.stages, n.index))
+
+
+@functools.lru_cache(maxsize=64)
+def _levels(values: bytes) -> np.ndarray:
+    """The distinct factors of a class (its binned levels), from the class's factors' bytes."""
+    return np.unique(np.frombuffer(values, dtype=np.float64))
+
+
+def _need_on(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int, gids: Sequence[int]) -> Need:
+    """The pattern of job ``i`` on ``gids`` (a pipeline's stage by stage): what its cost depends on."""
+    cl = instance.cluster
+    job = instance.jobs[i]
+    pos = cl.positions(gids)
+    values = np.asarray(factors[job.perfclass], dtype=np.float64)
+    stages = () if job.pipeline is None else _stage_caps(job.pipeline, values[pos], _levels(values.tobytes()))
+    return Need(i, int(pos.size), _group(cl, job, pos), max((c for _, c in stages), default=float(values[pos].max())),
+                _level(cl, job, pos), stages)
 
 
 def _stage_caps(pipe: Pipeline, values: np.ndarray, levels: np.ndarray) -> tuple[tuple[int, float], ...]:
@@ -390,3 +410,177 @@ def _kind_masks(instance: RoundInstance, factors: Mapping[str, np.ndarray], need
             ks.append(k)
         of.append(tuple(ks))
     return of, np.asarray(masks, dtype=bool).reshape(len(masks), -1)
+
+
+# --------------------------------------------------------------------------- the choice among patterns
+#: A need without its job (level, cap, type group, GPUs, stages), ordered as :func:`_needs`
+#: gives identical jobs their needs.
+_Shape = tuple[int, float, tuple[int, ...], int, tuple[tuple[int, float], ...]]
+#: A job's role in a pattern (:func:`_chosen`), ``(kind, priority, shape)``: kind :data:`KEPT`, a
+#: running job that moving would charge for kept on its own GPUs, whose pattern there is
+#: ``shape``; :data:`PLACED`, any other job on GPUs of pattern ``shape``, but :data:`MOVED`, such
+#: a running job elsewhere (charged for it); :data:`LEFT_OUT`, a running job left out at the
+#: preemption charge of priority ``priority``.
+_Role = tuple[int, int, _Shape]
+_NO_SHAPE: _Shape = (0, 0.0, (), 0, ())
+KEPT, PLACED, LEFT_OUT, MOVED = 0, 1, 2, 3
+
+
+def _swap_key(instance: RoundInstance, i: int) -> tuple[object, ...]:
+    """Jobs with equal keys cost the same in each other's roles: the same class, size, locality,
+    types and stages (:func:`_twin_key`'s, whether waiting or running)."""
+    job = instance.jobs[i]
+    return (job.perfclass, job.demand, job.locality, job.kind, job.gpu_type, job.allowed_types,
+            job.allowed_counts, job.mix_types, job.pipeline)
+
+
+def _shape(need: Need) -> _Shape:
+    """A need without its job (:data:`_Shape`)."""
+    return (need.level, need.cap, need.group, need.count, need.stages)
+
+
+def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
+            pinned: Collection[JobId], optional: Collection[JobId]) -> dict[JobId, tuple[int, ...]] | None:
+    """``placements`` with the roles of interchangeable jobs (:func:`_swap_key`; a running job
+    among them) given out canonically (:func:`_assigned`), at no higher cost: which of them are
+    left out (``optional`` running jobs), which running job stays where it runs, which gets GPUs
+    of which pattern (:func:`_relabelled`).  Optima of equal cost whose patterns differ only in
+    that then have one pattern.  None when nothing changes, or when the new roles cost more
+    (float rounding aside) or find no GPUs."""
+    index = _indices(instance)
+    hard = _fixed(instance, placements, pinned)
+    droppable = {index[jid] for jid in optional}
+    members: dict[tuple[object, ...], list[int]] = {}
+    for jid in [*(j for j in placements if j not in pinned), *(j for j in optional if j not in placements)]:
+        members.setdefault(_swap_key(instance, index[jid]), []).append(index[jid])
+    now: dict[int, _Role] = {}
+    new: dict[int, _Role] = {}
+    for group in members.values():
+        if len(group) < 2 or all(instance.jobs[i].placement is None for i in group):
+            continue  # (identical waiting jobs: _needs shares their patterns out)
+        roles = {i: _role(instance, factors, placements, hard, i) for i in sorted(group)}
+        given = _assigned(instance, factors, roles, droppable)
+        if given is not None and given != roles:
+            now.update(roles)
+            new.update(given)
+    if not new:
+        return None
+    out = _relabelled(instance, placements, now, new)
+    if out is None or evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
+        return None
+    return out
+
+
+def _role(instance: RoundInstance, factors: Mapping[str, np.ndarray], placements: Mapping[JobId, tuple[int, ...]],
+          hard: Collection[JobId], i: int) -> _Role:
+    """Job ``i``'s role in ``placements`` (:data:`_Role`)."""
+    job = instance.jobs[i]
+    if job.id not in placements:
+        return (LEFT_OUT, job.priority, _NO_SHAPE)
+    shape = _shape(_need_on(instance, factors, i, placements[job.id]))
+    if job.id in hard:
+        return (KEPT, 0, shape)
+    return (MOVED if _charged(instance, job) else PLACED, 0, shape)
+
+
+def _charged(instance: RoundInstance, job: Job) -> bool:
+    """Whether ``job`` runs and moving it is charged for."""
+    return job.placement is not None and any(t.moved(instance, job) > 0 for t in cost_terms())
+
+
+def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: Mapping[int, _Role],
+              optional: Collection[int]) -> dict[int, _Role] | None:
+    """The roles ``now`` (of interchangeable jobs, by queue position) given out again from the
+    roles alone.  As many running jobs as were kept where moving is charged for are kept: the
+    first in queue order whose own GPUs' pattern is among the patterns the jobs were placed on.
+    Each role of leaving a job out goes to the last other job of the queue that may be left out
+    at that charge (an ``optional`` job of that priority), so the earlier ones stay placed; as many
+    running jobs as were moved are moved, the next ones, on those patterns in order; the other
+    running jobs, in queue order, take the first pattern their GPUs meet (they stay); the rest,
+    in queue order, the first pattern left.  None if some job finds no role."""
+    jobs = instance.jobs
+    left = sorted(now.values())
+    pool = sorted(r[2] for r in left if r[0] in (KEPT, PLACED))
+    moved = sorted(r[2] for r in left if r[0] == MOVED)
+    keeps = sum(r[0] == KEPT for r in left)
+    out: dict[int, _Role] = {}
+    for i in now:
+        if keeps and _charged(instance, jobs[i]) and keep_positions(instance, i) is not None:
+            own = _shape(_need_on(instance, factors, i, jobs[i].placement or ()))
+            if own in pool:
+                out[i], keeps = (KEPT, 0, own), keeps - 1
+                pool.remove(own)
+    for role in [r for r in left if r[0] == LEFT_OUT]:
+        who = [i for i in now if i not in out and i in optional and jobs[i].priority == role[1]]
+        if not who:
+            return None
+        out[who[-1]] = role
+    for i in now:
+        if i not in out and _charged(instance, jobs[i]):
+            if not moved:
+                return None
+            out[i] = (MOVED, 0, moved.pop(0))
+    for stays in (True, False):
+        for i in now:
+            if i in out or stays and jobs[i].placement is None:
+                continue
+            pick = next((s for s in pool if not stays or _stays_in(instance, factors, i, s)), None)
+            if pick is None and not stays:
+                return None
+            if pick is not None:
+                out[i] = (PLACED, 0, pick)
+                pool.remove(pick)
+    return out
+
+
+def _stays_in(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int, shape: _Shape) -> bool:
+    """Whether running job ``i``'s own GPUs meet the pattern ``shape`` (so it may stay there)."""
+    job = instance.jobs[i]
+    if job.placement is None or keep_positions(instance, i) is None:
+        return False
+    level, cap, group, count, stages = shape
+    need = Need(i, count, group, cap, level, stages)
+    own = _need_on(instance, factors, i, job.placement)
+    return own.count == count and own.level <= level and _holds(instance.cluster, factors, job, need, job.placement)
+
+
+def _relabelled(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], now: Mapping[int, _Role],
+                new: Mapping[int, _Role]) -> dict[JobId, tuple[int, ...]] | None:
+    """``placements`` with each job of ``now`` in its ``new`` role: left out, kept on its own
+    GPUs, or on the GPUs of a job whose role changed that were of that pattern (the first in
+    queue order).  The GPUs a newly kept job takes from another job are replaced in that job by
+    GPUs the changes left free (then by other free GPUs), in order.  None if too few are."""
+    jobs = instance.jobs
+    cl = instance.cluster
+    held: dict[tuple[bool, _Shape], list[int]] = {}
+    for i, (kind, _, shape) in now.items():
+        if new[i] != now[i] and kind != LEFT_OUT:
+            held.setdefault((kind == MOVED, shape), []).append(i)
+    out = {jid: list(gids) for jid, gids in placements.items() if jid not in {jobs[i].id for i in now}}
+    taken: set[int] = set()
+    for i, (kind, _, shape) in new.items():
+        if kind == LEFT_OUT:
+            continue
+        if new[i] == now[i]:
+            out[jobs[i].id] = list(placements[jobs[i].id])
+            continue
+        source = held[(kind == MOVED, shape)].pop(0)
+        if kind == KEPT:
+            out[jobs[i].id] = list(jobs[i].placement or ())
+            taken.update(out[jobs[i].id])
+        else:
+            out[jobs[i].id] = list(placements[jobs[source].id])
+    occupied = [g for gids in out.values() for g in gids]
+    if len(set(occupied)) == len(occupied):
+        return {j.id: tuple(out[j.id]) for j in jobs if j.id in out}
+    vacated = sorted({g for i in now if jobs[i].id in placements for g in placements[jobs[i].id]} - set(occupied))
+    holes = [*vacated, *(g for g in (int(x) for x in cl.gpu_ids[cl.state == GpuState.FREE])
+                         if g not in set(occupied) and g not in set(vacated))]
+    kept = {jobs[i].id for i, r in new.items() if r[0] == KEPT and now[i] != r}
+    if sum(g in taken for jid, gids in out.items() if jid not in kept for g in gids) > len(holes):
+        return None
+    fill = iter(holes)
+    for jid, gids in out.items():
+        if jid not in kept:
+            gids[:] = [next(fill) if g in taken else g for g in gids]
+    return {j.id: tuple(out[j.id]) for j in jobs if j.id in out}

@@ -260,7 +260,8 @@ def solve_preempt(
     placements, status = _program_answer(instance, built, sol, _merged(instance, start, pins), start_cost, factors,
                                          pins)
     if canonical and status == Status.OPTIMAL:  # leaving what the backfill and pricing take, as the solver did
-        placements = _canonical(instance, placements, factors, pins, info, clock.sooner(PRICE_TIMES * price + FINISH_SECONDS))
+        placements = _canonical(instance, placements, factors, pins, info["optional"], info,
+                                clock.sooner(PRICE_TIMES * price + FINISH_SECONDS))
     return _finish(instance, placements, factors, info, status, sol.bound, sol.seconds, build_seconds, cls)
 
 
@@ -277,13 +278,14 @@ def _program_answer(instance: RoundInstance, built: _Built, sol: BackendSolution
 
 
 def _canonical(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
-               pins: Mapping[JobId, tuple[int, ...]], info: dict[str, Any], clock: Deadline
-               ) -> dict[JobId, tuple[int, ...]]:
+               pins: Mapping[JobId, tuple[int, ...]], optional: Sequence[JobId], info: dict[str, Any],
+               clock: Deadline) -> dict[JobId, tuple[int, ...]]:
     """The program's proven optimum replaced by its canonical representative
-    (:func:`~pal_opt.ilp.canonical.canonicalise`, the pinned jobs where they run, given up at
-    ``clock``'s deadline) before the backfill, so that every backend backfills the same GPUs;
+    (:func:`~pal_opt.ilp.canonical.canonicalise`, the pinned jobs where they run, which of the
+    ``optional`` jobs are preempted chosen canonically among equal ones, given up at ``clock``'s
+    deadline) before the backfill, so that every backend backfills the same GPUs;
     ``info["canonical"]`` says what was done."""
-    found, info["canonical"] = canonicalise(instance, placements, factors, pinned=pins,
+    found, info["canonical"] = canonicalise(instance, placements, factors, pinned=pins, optional=optional,
                                             deadline=clock.at if clock.limited else None)
     return found
 
