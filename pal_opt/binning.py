@@ -31,6 +31,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .errors import InputTypeError
 from .kmeans import kmeans_1d, predict, silhouette_score
 from .model import Cluster
 from .options import Binning, validate_choice
@@ -154,7 +155,7 @@ def binned_factors(cluster: Cluster, mode: str = "pal-artifact") -> Mapping[str,
     validate_choice(mode, BINNING_MODES, "binning mode")
     if not isinstance(cluster, Cluster):
         hint = " (a round's is instance.cluster)" if hasattr(cluster, "cluster") else ""
-        raise TypeError(f"binned_factors takes a Cluster, got {type(cluster).__name__}{hint}")
+        raise InputTypeError(f"binned_factors takes a Cluster, got {type(cluster).__name__}{hint}", path="cluster")
     if mode == "none":
         return cluster.memo(("binned", mode), lambda: _per_type(cluster, dict(cluster.factors)))
     return cluster.memo(("binned", mode), lambda: _per_type(cluster, _bin_all(_Measurements(cluster.factors), mode)))

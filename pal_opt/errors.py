@@ -13,6 +13,7 @@ __all__ = [
     "PalOptError",
     "InstanceError",
     "TableError",
+    "InputTypeError",
     "OptionError",
     "NoRoundYet",
     "BackendUnavailableError",
@@ -119,6 +120,21 @@ class TableError(InstanceError):
         super().__init__(message, source=source, path=path)
         self.row = row
         self.column = column
+
+
+class InputTypeError(InstanceError, TypeError):
+    """An argument of the wrong type given to the public API (``None`` or a number for a file
+    path, a dict for a round, a string for a cost...), naming the argument in ``path``.
+
+    An :class:`InstanceError` like any bad input, and a :class:`TypeError` as well, so that code
+    which caught the ``TypeError`` such a call raised from inside pal-opt keeps working.
+
+    Examples
+    --------
+    >>> err = InputTypeError("must be a file path (a str or os.PathLike), got NoneType", path="path")
+    >>> str(err), isinstance(err, TypeError), isinstance(err, PalOptError)
+    ('path: must be a file path (a str or os.PathLike), got NoneType', True, True)
+    """
 
 
 class OptionError(PalOptError, ValueError):

@@ -40,7 +40,7 @@ from scipy.special import ndtr
 
 from .errors import OptionError
 from .model import MODEL_CLASS, Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
-from .options import DEFAULT_ROUND_LENGTH, check_cluster_size
+from .options import DEFAULT_ROUND_LENGTH, check_cluster_size, check_count
 from .seeds import SeedLike, make_rng
 
 __all__ = [
@@ -425,10 +425,10 @@ def _typed_jobs(n_jobs: int, gen: np.random.Generator, per_type: Mapping[str, in
 def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_penalty: float, binning: str,
             restart: tuple[float, float], *, busy: float, failed: float, running: float) -> RoundParams:
     """The generator's arguments checked, and the round's parameters built (checked by the model)."""
-    _validate_int("nodes", nodes, 1)
-    _validate_int("gpus_per_node", gpus_per_node, 1)
-    _validate_int("jobs", jobs, 0)
-    _validate_int("racks", racks, 0)
+    check_count(nodes, "nodes", 1)
+    check_count(gpus_per_node, "gpus_per_node", 1)
+    check_count(jobs, "jobs", 0)
+    check_count(racks, "racks", 0)
     if racks > nodes:
         raise OptionError(f"racks must not exceed the servers ({nodes}), got {racks}")
     check_cluster_size(nodes * gpus_per_node, "nodes x gpus_per_node")
@@ -471,8 +471,3 @@ def _start_some(queue: list[Job], free: np.ndarray, server_of: np.ndarray, fract
             j = replace(j, placement=tuple(int(p) for p in pos))
         placed.append(j)
     return placed
-
-
-def _validate_int(label: str, v: object, minimum: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
-        raise OptionError(f"{label} must be an integer >= {minimum}, got {v!r}")

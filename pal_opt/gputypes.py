@@ -58,6 +58,8 @@ def parse_cluster_spec(text: str, what: str = "--cluster") -> list[tuple[str, in
     OptionError
         A malformed item, a non-positive count, or a repeated name.
     """
+    if not isinstance(text, str):
+        raise OptionError(f"{what}: expected TYPE:SERVERSxGPUS[,...] (e.g. aws:6x4), got {text!r:.60}")
     out: list[tuple[str, int, int]] = []
     for item in text.split(","):
         name, sep, size = item.strip().partition(":")

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 import numpy as np
 
-from .errors import InstanceError
+from .errors import InputTypeError, InstanceError
 from .options import DEFAULT_ROUND_LENGTH
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
@@ -119,14 +119,18 @@ FIXED_COUNT_KINDS: tuple[str, ...] = ("rigid", "guaranteed")
 
 
 def pal_locality(lam: float) -> tuple[float, float, float]:
-    """PAL's single crossing penalty λ as per-level penalties ``(server, rack, cluster)``.
+    """PAL's single crossing penalty λ as per-level penalties ``(server, rack, cluster)``; λ is
+    checked as a round's ``locality_penalty`` is (a finite number from 1 to 1e6).
 
     >>> pal_locality(1.7)
     (1.0, 1.7, 1.7)
+    >>> pal_locality(float("nan"))
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InstanceError: locality_penalty: must be a finite number >= 1, got nan
     """
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real):  # float(None), float("x"): raw errors
-        raise InstanceError(f"must be a number, got {lam!r}", path="locality_penalty")
-    return (1.0, float(lam), float(lam))
+    lam = _finite_at_least(lam, 1.0, "locality_penalty", high=FACTOR_RANGE[1])  # NaN, -1, 0.5 were taken
+    return (1.0, lam, lam)
 
 
 def _as_1d(a: Any, dtype: Any, name: str) -> np.ndarray:
@@ -1657,14 +1661,15 @@ def placement_type_error(cluster: Cluster, job: Job, at: str = "job") -> Instanc
 
 
 def require_instance(instance: Any) -> None:
-    """Raise :class:`TypeError` unless ``instance`` is a :class:`RoundInstance` (a clear message
-    where a ``None`` or a dict would fail deep inside a method).
+    """Raise :class:`~pal_opt.errors.InputTypeError` (a :class:`TypeError` too) unless
+    ``instance`` is a :class:`RoundInstance` (a clear message where a ``None`` or a dict would
+    fail deep inside a method).
 
     >>> require_instance(None)
     Traceback (most recent call last):
     ...
-    TypeError: expected a RoundInstance (pal_opt.make_instance or pal_opt.load_instance), got NoneType
+    pal_opt.errors.InputTypeError: instance: expected a RoundInstance (pal_opt.make_instance or pal_opt.load_instance), got NoneType
     """
     if not isinstance(instance, RoundInstance):
-        raise TypeError(f"expected a RoundInstance (pal_opt.make_instance or pal_opt.load_instance), "
-                        f"got {type(instance).__name__}")
+        raise InputTypeError(f"expected a RoundInstance (pal_opt.make_instance or pal_opt.load_instance), "
+                             f"got {type(instance).__name__}", path="instance")

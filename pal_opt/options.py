@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .errors import OptionError
+from .errors import InputTypeError, OptionError
 
 __all__ = [
     "options_from",
@@ -43,6 +43,10 @@ __all__ = [
     "MAX_CLUSTER_GPUS",
     "check_cluster_size",
     "check_seed",
+    "check_count",
+    "check_finite",
+    "file_path",
+    "require_text",
     "SolveOptions",
     "validate_choice",
 ]
@@ -129,6 +133,71 @@ def validate_choice(value: Any, choices: Iterable[str], what: str) -> str:
     if isinstance(value, str) and str(value) in names:
         return str(value)
     raise OptionError(f"unknown {what} {value!r}; choose one of {', '.join(names)}")
+
+
+def check_count(value: Any, what: str, minimum: int = 1) -> int:
+    """``value`` as a Python int if it is an integer >= ``minimum`` (numpy's integers too: counts
+    often come from a data frame; a bool is not a count), else :class:`OptionError` naming ``what``.
+
+    >>> check_count(-1, "nodes")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: nodes must be an integer >= 1, got -1
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise OptionError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_finite(value: Any, what: str, minimum: float = 0.0) -> float:
+    """``value`` as a float if it is a finite real number >= ``minimum`` (numpy's too, not a bool),
+    else :class:`OptionError` naming ``what``.
+
+    >>> check_finite(float("nan"), "submit_time")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: submit_time must be a finite number >= 0, got nan
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < minimum:
+        raise OptionError(f"{what} must be a finite number >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def file_path(path: Any, arg: str = "path") -> str:
+    """``path`` as a str, checked where a file path enters the public API: an
+    :class:`~pal_opt.errors.InputTypeError` naming the argument ``arg`` unless it is a str or an
+    :class:`os.PathLike` of one (``None``, a number, a list, bytes failed deep inside; an int or a
+    bool was even taken by ``open`` as a file descriptor, and ``True`` closed standard output).
+
+    >>> import pathlib
+    >>> file_path(pathlib.Path("a") / "b.json")
+    'a/b.json'
+    >>> file_path(None, "gpus_path")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: gpus_path: must be a file path (a str or os.PathLike), got NoneType None
+    """
+    if isinstance(path, str | os.PathLike):
+        name = os.fspath(path)
+        if isinstance(name, str):
+            return name
+    raise InputTypeError(f"must be a file path (a str or os.PathLike), got {type(path).__name__} {path!r:.60}",
+                         path=arg)
+
+
+def require_text(text: Any, arg: str = "text") -> str:
+    """``text`` if it is a str, else an :class:`~pal_opt.errors.InputTypeError` naming the
+    argument ``arg`` (a parser given ``None``, bytes or a number failed deep inside, on ``.split``).
+
+    >>> require_text(b"a=1")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: text: must be a str, got bytes b'a=1'
+    """
+    if not isinstance(text, str):
+        raise InputTypeError(f"must be a str, got {type(text).__name__} {text!r:.60}", path=arg)
+    return text
 
 
 def check_seed(seed: Any) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 
 from .errors import InstanceError
 from .model import GpuState, JobId, RoundInstance, is_id_collection, require_gpu_ids, require_instance
+from .options import file_path
 from .result import PlacementResult
 
 __all__ = ["Cells", "gang_outline", "placement_cells", "placement_figure", "plot_placement"]
@@ -310,4 +311,5 @@ def plot_placement(instance: RoundInstance, result: PlacementResult, path: str |
     """Write :func:`placement_figure` to ``path`` atomically (its format from the suffix)."""
     from .io.atomic import atomic_write_bytes
 
-    atomic_write_bytes(path, placement_figure(instance, result, path, failed=failed))
+    name = file_path(path)  # before the drawing, which reads its format from the suffix
+    atomic_write_bytes(name, placement_figure(instance, result, name, failed=failed))

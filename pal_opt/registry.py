@@ -46,6 +46,8 @@ class Registry(dict[str, T], Generic[T]):
 
     def unregister(self, name: str) -> None:
         """Remove ``name`` (a no-op if it is not registered)."""
+        if not isinstance(name, str):  # a list was a raw TypeError (unhashable), None a silent no-op
+            raise OptionError(f"a {self.what} name must be a string, got {name!r}")
         self.pop(name, None)
 
     def get_item(self, name: object) -> T:

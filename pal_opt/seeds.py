@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import OptionError
+from .options import check_seed
 
 __all__ = ["SeedLike", "make_rng"]
 
@@ -21,10 +21,5 @@ def make_rng(seed: SeedLike = None) -> np.random.Generator:
     """
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is None:
-        seed = 0
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, a numpy Generator or None, got {type(seed).__name__}")
-    if seed < 0:  # numpy's own message ("expected non-negative integer") names no seed
-        raise OptionError(f"seed must be an integer >= 0, a numpy.random.Generator or None, got {seed!r}")
-    return np.random.default_rng(int(seed))
+    check_seed(seed)  # numpy's own messages ("expected non-negative integer") name no seed
+    return np.random.default_rng(0 if seed is None else int(seed))

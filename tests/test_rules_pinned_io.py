@@ -46,7 +46,7 @@ def test_every_run_can_be_drawn(tmp_path: Path) -> None:
 def test_zero_gpus_to_draw_for_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "m.csv"
     f.write_text("perf\n1.0\n")
-    with pytest.raises(OptionError, match="n_gpus must be positive, got 0"):
+    with pytest.raises(OptionError, match="n_gpus must be an integer >= 1, got 0"):
         sample_factors({"classA": f}, 0)
 
 

@@ -586,7 +586,7 @@ def _priced_round() -> tuple[RoundInstance, pal_opt.PlacementResult]:
      ("result: must be a PlacementResult", "got dict")),
     (lambda i, r, f: pal_opt.plot_placement(None, r, "round.png"), TypeError, ("expected a RoundInstance",)),
     # the smaller helpers
-    (lambda i, r, f: pal_opt.pal_locality(None), InstanceError, ("locality_penalty: must be a number, got None",)),
+    (lambda i, r, f: pal_opt.pal_locality(None), InstanceError, ("locality_penalty: must be a finite number >= 1, got None",)),
     (lambda i, r, f: i.cluster.with_state(None), InstanceError, ("state: GPU states must be 0 (free)",)),
     # states that are not 0, 1 or 2 were cast to int8: 0.5 and 1e10 became 0 (free), 300 an OverflowError
     (lambda i, r, f: i.cluster.with_state([0.5] * 8), InstanceError, ("state: GPU states must be 0 (free)", "got [0.5")),

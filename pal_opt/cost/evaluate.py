@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..errors import InstanceError
+from ..errors import InputTypeError, InstanceError
 from ..model import (
     Cluster,
     Job,
@@ -23,6 +24,7 @@ from ..model import (
     require_gpu_ids,
     require_instance,
 )
+from ..options import check_count
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -88,6 +90,7 @@ def stages_mapped_best(instance: RoundInstance, factors: Mapping[str, np.ndarray
     >>> stages_mapped_best(RoundInstance(c, (q,)), c.factors, {"q": (0, 1, 2)})
     {'q': (2, 0, 1)}
     """
+    require_instance(instance)
     pos = instance.cluster.position
     jobs = instance.job_by_id
     return {jid: _mapped_best(jobs[jid], gids, np.asarray(factors[jobs[jid].perfclass]), pos)
@@ -208,6 +211,15 @@ def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], f
     return exc
 
 
+def _require_cost(cost: Any, arg: str) -> None:
+    """An error naming ``arg`` unless ``cost`` is a round cost: a real number (numpy's too, not a
+    bool), inf allowed (a term priced past the floats), NaN and -inf not."""
+    if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
+        raise InputTypeError(f"must be a number (a round cost), got {type(cost).__name__} {cost!r:.60}", path=arg)
+    if math.isnan(cost) or cost == -math.inf:
+        raise InstanceError(f"must be a number or inf (a round cost), got {cost!r}", path=arg)
+
+
 def geomean_slowdown(cost: float, gpus: int) -> float:
     """exp(cost / gpus); 1.0 for an empty placement; inf past the floats (a cost term priced
     in thousands per GPU, such as a migration cost meant as "never").
@@ -216,8 +228,16 @@ def geomean_slowdown(cost: float, gpus: int) -> float:
     1.1
     >>> geomean_slowdown(5000.0, 1)
     inf
+
+    Raises
+    ------
+    InstanceError
+        ``cost`` is not a number, or is NaN or -inf (no placement costs that).
+    OptionError
+        ``gpus`` is not an integer >= 0.
     """
-    if gpus <= 0:
+    _require_cost(cost, "cost")
+    if check_count(gpus, "gpus", 0) == 0:
         return 1.0
     try:
         return math.exp(cost / gpus)
@@ -230,7 +250,18 @@ def relative_gap(objective: float, bound: float | None, gpus: int) -> float | No
 
     >>> relative_gap(1.0, 1.0, 8)
     0.0
+
+    Raises
+    ------
+    InstanceError
+        ``objective`` is not a number, or is NaN or -inf, or ``bound`` is not None or a number.
+    OptionError
+        ``gpus`` is not an integer >= 0.
     """
+    _require_cost(objective, "objective")
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, numbers.Real)):
+        raise InputTypeError(f"must be None or a number, got {type(bound).__name__} {bound!r:.60}", path="bound")
+    check_count(gpus, "gpus", 0)
     if bound is None or gpus <= 0 or not math.isfinite(bound):
         return None if bound is None or not math.isfinite(bound) else 0.0
     try:
@@ -344,6 +375,7 @@ def _evaluate(
 def left_out_charges(instance: RoundInstance, placed: Collection[JobId]) -> dict[str, float]:
     """What each registered term charges for the running jobs of ``instance`` not in ``placed``
     (``CostTerm.preempted``), by term name (terms that charge nothing are left out)."""
+    require_instance(instance)
     out: dict[str, float] = {}
     for j in instance.jobs:
         if j.placement is None or j.id in placed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import OptionError
-from ..model import RoundInstance
+from ..model import RoundInstance, require_instance
 from ..registry import Registry
 from .base import CostTerm
 from .locality import Locality
@@ -67,6 +67,7 @@ def unseen_terms() -> tuple[str, ...]:
 
 def validate_cost_params(instance: RoundInstance) -> None:
     """Check ``instance.params.costs`` against the registered terms' parameters."""
+    require_instance(instance)
     costs: Mapping[str, Mapping[str, float]] = instance.params.costs
     for name, given in costs.items():
         if name not in COST_TERMS:

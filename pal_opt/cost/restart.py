@@ -16,8 +16,11 @@ default, reproduces PAL's non-sticky rounds.
 from __future__ import annotations
 
 import math
+import numbers
 
+from ..errors import OptionError
 from ..model import Job, RoundInstance, RoundParams
+from ..options import check_finite
 from .base import CostTerm
 
 __all__ = ["Restart", "restart_cost_units", "restart_cost_seconds", "restart_units"]
@@ -34,7 +37,16 @@ def restart_cost_units(seconds: float, round_length: float) -> float:
     0.105361
     >>> restart_cost_units(0.0, 360.0)
     0.0
+
+    Raises
+    ------
+    OptionError
+        ``seconds`` is not a number (or is NaN), or ``round_length`` not a finite number > 0.
     """
+    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or math.isnan(seconds):
+        raise OptionError(f"seconds must be a number of seconds, got {seconds!r}")
+    if check_finite(round_length, "round_length") == 0:
+        raise OptionError("round_length must be a finite number > 0, got 0")
     if seconds <= 0:
         return 0.0
     share = min(seconds / round_length, _MAX_SHARE)

@@ -53,7 +53,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..errors import InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, OptionError
+from ..options import file_path
 from .tables import MAX_EXACT_INT, Table, read_table
 
 __all__ = [
@@ -620,7 +621,9 @@ def load_application(
     InstanceError
         A missing folder or file, or a bad table (file, row and column named).
     """
-    app_dir = Path(profiles_dir) / app
+    if not isinstance(app, str) or not app:
+        raise InputTypeError(f"must be an application name (a non-empty str), got {app!r:.60}", path="app")
+    app_dir = Path(file_path(profiles_dir, "profiles_dir")) / app
     if not app_dir.is_dir():
         known = application_names(profiles_dir)  # raises first when the folder itself is missing or not Sia's
         raise InstanceError(f"no profiles for application {app!r} (this folder has {', '.join(known)})",
@@ -653,7 +656,7 @@ def load_application(
 
 def application_names(profiles_dir: str | os.PathLike[str]) -> tuple[str, ...]:
     """The applications (sub-folders) of a profiles folder, sorted."""
-    root = Path(profiles_dir)
+    root = Path(file_path(profiles_dir, "profiles_dir"))
     if not root.is_dir():
         raise InstanceError("not a folder (the Sia artifact's profiles/ folder: one sub-folder per application)"
                             if root.exists() else "profiles folder not found", source=str(root))
@@ -679,8 +682,11 @@ def load_applications(
     With ``cache`` (the default) a repeated call with the same folder and names returns the same
     objects (the files are read once per process).
     """
+    if isinstance(apps, str | bytes) or not (apps is None or isinstance(apps, Iterable)):  # a str: its letters
+        raise InputTypeError(f"must be a list of application names, got {type(apps).__name__} {apps!r:.60}",
+                             path="apps")
+    root = os.path.abspath(file_path(profiles_dir, "profiles_dir"))
     names = tuple(apps) if apps is not None else application_names(profiles_dir)
-    root = os.path.abspath(os.fspath(profiles_dir))
     if cache:
         return _load_all_cached(root, names)
     return {a: load_application(root, a) for a in names}

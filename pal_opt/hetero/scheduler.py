@@ -75,7 +75,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..ilp.backends import get_backend
-from ..options import check_cluster_size
+from ..options import check_cluster_size, check_count, check_finite
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -144,7 +144,7 @@ class StepTime:
     sync_time: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "atomic_bsz", _count(self.atomic_bsz, "a step time's atomic_bsz"))
+        object.__setattr__(self, "atomic_bsz", check_count(self.atomic_bsz, "a step time's atomic_bsz"))
         if not (_is_real(self.step_time) and math.isfinite(self.step_time) and self.step_time > 0):
             raise OptionError(f"a step time must be a positive number of seconds, got {self.step_time!r}")
         if not (_is_real(self.sync_time) and math.isfinite(self.sync_time) and 0 <= self.sync_time < self.step_time):
@@ -309,7 +309,7 @@ def _cluster_types(cluster: str | Sequence[GpuType] | Sequence[tuple[str, int, i
                               f"tuple, got {t!r}")
         if not isinstance(name, str) or not name or name in [o[0] for o in out]:
             raise OptionError(f"GPU type names must be distinct non-empty strings, got {name!r}")
-        out.append((name, _count(nodes, f"GPU type {name!r}: servers"), _count(gpus, f"GPU type {name!r}: GPUs per server")))
+        out.append((name, check_count(nodes, f"GPU type {name!r}: servers"), check_count(gpus, f"GPU type {name!r}: GPUs per server")))
     if not out:
         raise OptionError("the cluster has no GPU types")
     check_cluster_size(sum(n * g for _, n, g in out), "the cluster")  # as the text form is
@@ -361,19 +361,6 @@ def _kind(kind: str, name: str) -> JobKind:
 def _is_real(value: Any) -> bool:
     """A real number, numpy's included, and not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
-
-
-def _finite(value: Any, what: str, minimum: float = 0.0) -> float:
-    if not _is_real(value) or not math.isfinite(value) or value < minimum:
-        raise OptionError(f"{what} must be a finite number >= {minimum:g}, got {value!r}")
-    return float(value)
-
-
-def _count(value: Any, what: str, minimum: int = 1) -> int:
-    """``value`` as a Python int (numpy's integers too: counts often come from a data frame)."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_) or value < minimum:
-        raise OptionError(f"{what} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 class TypedScheduler:
@@ -539,9 +526,9 @@ class TypedScheduler:
         if name in self._entries:
             raise OptionError(f"duplicate job name {name!r}: it was submitted already (remove it first to reuse it)")
         app = self._application(name, application)
-        replicas = _count(num_replicas, f"job {name!r}: num_replicas")
-        batch = _count(batch_size, f"job {name!r}: batch_size")
-        when = _finite(submit_time, f"job {name!r}: submit_time")
+        replicas = check_count(num_replicas, f"job {name!r}: num_replicas")
+        batch = check_count(batch_size, f"job {name!r}: batch_size")
+        when = check_finite(submit_time, f"job {name!r}: submit_time")
         if self._now is not None and when < self._now:
             raise OptionError(f"job {name!r}: submitted at {when:g} s, before the last round at {self._now:g} s "
                               "(time cannot go backwards)")
@@ -597,7 +584,7 @@ class TypedScheduler:
         job = self._entry(name).job
         if job.done:
             raise OptionError(f"job {name!r} has finished; there is nothing more to report")
-        epoch = None if epoch is None else _count(epoch, f"job {name!r}: epoch", 0)
+        epoch = None if epoch is None else check_count(epoch, f"job {name!r}: epoch", 0)
         if epoch is not None and epoch < job.epoch:
             raise OptionError(f"job {name!r}: epoch {epoch} is before the {job.epoch} reported already")
         if (grad_sqr is None) != (grad_var is None):
@@ -605,9 +592,9 @@ class TypedScheduler:
         steps = None if step_times is None else _step_times(step_times, name)
         if steps and not job.shape:
             raise OptionError(f"job {name!r} holds no GPUs; step times are measured on the GPUs of its allocation")
-        done = None if progress is None else _finite(progress, f"job {name!r}: progress")
+        done = None if progress is None else check_finite(progress, f"job {name!r}: progress")
         grad = None if grad_sqr is None or grad_var is None else (
-            _finite(grad_sqr, f"job {name!r}: grad_sqr"), _finite(grad_var, f"job {name!r}: grad_var"))
+            check_finite(grad_sqr, f"job {name!r}: grad_sqr"), check_finite(grad_var, f"job {name!r}: grad_var"))
         # every value checked: the report is recorded whole or not at all
         if done is not None:
             job.progress = done
@@ -646,7 +633,7 @@ class TypedScheduler:
         job = self._entry(name).job
         if job.done:
             raise OptionError(f"job {name!r} has finished already, at {job.completion_time:g} s")
-        when = _finite(time, f"job {name!r}: finish time")
+        when = check_finite(time, f"job {name!r}: finish time")
         first = job.submit_time if job.start_time is None else job.start_time
         if when < first:
             raise OptionError(f"job {name!r}: finished at {when:g} s, before it "
@@ -727,7 +714,7 @@ class TypedScheduler:
         OptionError
             ``now`` before the last round's time.
         """
-        now = _finite(now, "the round's time")
+        now = check_finite(now, "the round's time")
         if self._now is not None and now < self._now:
             raise OptionError(f"schedule({now:g}) after schedule({self._now:g}): time cannot go backwards")
         elapsed = 0.0 if self._now is None else now - self._now

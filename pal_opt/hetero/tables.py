@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import InstanceError
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
+from ..options import file_path
 
 __all__ = ["Table", "read_table", "column_names"]
 
@@ -192,7 +193,7 @@ def read_table(
         Unreadable, too large, empty, binary or not UTF-8; malformed CSV (a row with more fields
         than the header); a repeated or empty column name; no data rows; a missing column.
     """
-    source = os.fspath(path)
+    source = file_path(path)
     try:
         text = read_text(path, max_bytes=max_bytes, what=what)
     except OSError as exc:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import BackendError
+from ..errors import BackendError, InputTypeError, InstanceError
 from ..model import JobId, Level, keeps_placement
 from .formulation import KIND_DROP, KIND_FLOW, KIND_KEEP, KIND_X, KIND_Y, KIND_Z, Formulation
 
@@ -65,6 +65,12 @@ def _rounded(form: Formulation, values: np.ndarray) -> np.ndarray:
     return out
 
 
+def _require_form(form: Any) -> None:
+    if not isinstance(form, Formulation):
+        raise InputTypeError(f"must be a Formulation (pal_opt.ilp.build_formulation), got {type(form).__name__}",
+                             path="form")
+
+
 def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]]:
     """GPU sets for the admitted jobs from a program solution.
 
@@ -89,6 +95,7 @@ def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]
         slots than it has jobs to place, a job both kept and left out, slots whose pools the
         free GPUs cannot hold.
     """
+    _require_form(form)
     inst = form.instance
     cl = inst.cluster
     vals = _rounded(form, values)
@@ -323,9 +330,14 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
 
     Raises
     ------
-    ValueError
-        If the placement is not a valid placement of exactly the admitted jobs.
+    InstanceError
+        If the placement is not a valid placement of exactly the admitted jobs (a
+        :class:`ValueError`, as before); :class:`~pal_opt.errors.InputTypeError` if it is not a
+        mapping, or ``form`` not a :class:`Formulation`.
     """
+    _require_form(form)
+    if not isinstance(placements, Mapping):
+        raise InputTypeError(f"must map job ids to GPU ids, got {type(placements).__name__}", path="placements")
     inst = form.instance
     cl = inst.cluster
     slot, flow, keep = _lookups(form)
@@ -334,7 +346,7 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
     want = {inst.jobs[j].id: j for j in form.admitted}
     left_out = set(want) - set(placements)
     if set(placements) - set(want) or any(want[jid] not in form.optional for jid in left_out):
-        raise ValueError("the placement does not cover exactly the admitted jobs")
+        raise InstanceError("does not cover exactly the admitted jobs", path="placements")
     drop = {int(form.var_job[v]): int(v) for v in np.flatnonzero(form.var_kind == KIND_DROP).tolist()}
     for jid in left_out:
         x[drop[want[jid]]] = 1.0
@@ -345,11 +357,11 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
         try:
             pos = cl.positions(gids)
         except KeyError as exc:
-            raise ValueError(f"job {jid!r}: unknown GPU {exc.args[0]!r}") from None
+            raise InstanceError(f"unknown GPU {exc.args[0]!r}", path=f"placements.{jid}") from None
         if pos.size != job.demand or np.unique(pos).size != pos.size:
-            raise ValueError(f"job {jid!r}: needs {job.demand} distinct GPUs")
+            raise InstanceError(f"needs {job.demand} distinct GPUs", path=f"placements.{jid}")
         if used[pos].any() or (form.gpu_type[pos] < 0).any():
-            raise ValueError(f"job {jid!r}: uses a GPU that is not free")
+            raise InstanceError("uses a GPU that is not free", path=f"placements.{jid}")
         used[pos] = True
         k = keep.get(j)
         if k is not None and keeps_placement(job, gids):
@@ -359,7 +371,7 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
         jt = form.types[t]
         p, lv = _lane_of(form, jt.profiles, pos)
         if p < 0:
-            raise ValueError(f"job {jid!r}: its GPUs are not all of one of its GPU type groups")
+            raise InstanceError("its GPUs are not all of one of its GPU type groups", path=f"placements.{jid}")
         level = cl.span_level_pos(pos)
         if level == Level.SERVER:
             node = int(cl.server_of[pos[0]])
@@ -369,7 +381,8 @@ def encode(form: Formulation, placements: Mapping[Any, Sequence[int]]) -> np.nda
             node = -1
         v = slot.get((t, p, int(level), lv, node))
         if v is None:
-            raise ValueError(f"job {jid!r}: no slot variable for level {lv} at {Level(level).name.lower()} {node}")
+            raise InstanceError(f"no slot variable for level {lv} at {Level(level).name.lower()} {node}",
+                                path=f"placements.{jid}")
         x[v] += 1.0
         q = int(form.var_pool[v])
         for g in form.gpu_type[pos].tolist():

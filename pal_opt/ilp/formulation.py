@@ -58,7 +58,7 @@ from ..cost import CostTerm, cost_terms, left_out_charge
 from ..deadline import Deadline
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
 from ..gputypes import has_types
-from ..model import Cluster, GpuState, Level, RoundInstance
+from ..model import Cluster, GpuState, Level, RoundInstance, require_instance
 from .builder import ProgramBuilder
 from .program import Program, read_only
 from .running import keep_positions, moving_is_charged
@@ -429,6 +429,7 @@ def build_formulation(
     >>> f.num_vars, f.num_rows, f.total_demand
     (14, 10, 3)
     """
+    require_instance(instance)
     cl = instance.cluster
     data = _round_data(instance, admitted, factors, binning, optional)
     kinds = _gpu_kinds(instance, data)

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..errors import InputTypeError
+from ..options import file_path
 from .program import Program
 
 __all__ = ["DIGITS", "WIDTH", "format_number", "lp_text", "write_lp"]
@@ -116,6 +118,18 @@ def lp_text(form: Program, comment: str | None = None, title: str = "pal-opt rou
 
 def write_lp(form: Program, path: str | os.PathLike[str], comment: str | None = None,
              title: str = "pal-opt round integer program") -> None:
-    """Write :func:`lp_text` to ``path`` (UTF-8, ``\\n`` line ends)."""
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(lp_text(form, comment, title))
+    """Write :func:`lp_text` to ``path`` (UTF-8, ``\\n`` line ends).
+
+    Raises
+    ------
+    InputTypeError
+        ``form`` is not a :class:`~pal_opt.ilp.program.Program` (a
+        :class:`~pal_opt.ilp.formulation.Formulation` is one), or ``path`` not a file path.
+    """
+    name = file_path(path)  # an int or True was opened as a file descriptor (True: standard output)
+    if not isinstance(form, Program):
+        raise InputTypeError(f"must be a Program (pal_opt.ilp.build_formulation), got {type(form).__name__}",
+                             path="form")
+    text = lp_text(form, comment, title)
+    with open(name, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(text)

@@ -92,7 +92,7 @@ from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
 from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
-from ..model import GpuState, JobId, RoundInstance, non_integer_at
+from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
@@ -242,6 +242,7 @@ def prepare_round(
     BackendUnavailableError
         For a backend that is not installed.
     """
+    require_instance(instance)  # solve_ilp's and solve_partitioned's round, before anything reads it
     mode = binning or instance.params.binning
     if mode not in BINNING_MODES:
         raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")

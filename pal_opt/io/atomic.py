@@ -31,6 +31,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
+from ..errors import InputTypeError
+from ..options import file_path, require_text
 from ..sigint import SigintDeferred
 
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_write_files", "Content"]
@@ -45,7 +47,7 @@ _Path = TypeVar("_Path", bound="str | os.PathLike[str]")
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8, ``\\n`` line endings) to ``path`` atomically
     (:func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, require_text(text).encode("utf-8"))
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
@@ -61,8 +63,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         The directory is missing or not writable, or ``path`` is a directory, a device, a FIFO
         or a socket; the error names ``path``, not the temporary file.  A symbolic link is
         followed: the file it points to is replaced, the link kept.
+    InputTypeError
+        ``path`` is not a file path (a str or os.PathLike).
     """
-    atomic_write_files({path: data})
+    atomic_write_files({file_path(path): data})
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 2) -> None:
@@ -89,7 +93,13 @@ def atomic_write_files(outputs: Mapping[_Path, Content]) -> None:
     ValueError
         Two paths name the same file.
     """
-    names = [os.fspath(p) for p in cast("Iterable[str | os.PathLike[str]]", outputs)]
+    if not isinstance(outputs, Mapping):
+        raise InputTypeError(f"must map file paths to contents, got {type(outputs).__name__}", path="outputs")
+    names = [file_path(p) for p in cast("Iterable[str | os.PathLike[str]]", outputs)]
+    for name, content in zip(names, outputs.values(), strict=True):
+        if not isinstance(content, bytes) and not callable(content):
+            raise InputTypeError(f"must be bytes or a function writing the file, got {type(content).__name__}",
+                                 path=f"outputs[{name!r}]")
     targets = [_target(name) for name in names]
     if len({os.path.realpath(t) for t in targets}) < len(targets):
         raise ValueError(f"the same file is given twice among the outputs: {', '.join(names)}")
@@ -109,7 +119,7 @@ def check_writable(path: str | os.PathLike[str]) -> None:
     """Raise, before any work, the :class:`OSError` that writing ``path`` would (a directory or
     a device in its place, a directory that does not exist or cannot take a new file): a
     temporary file is created beside it exclusively, as the writers do, and removed."""
-    name = os.fspath(path)
+    name = file_path(path)
     with SigintDeferred():  # a Ctrl-C between creating the probe and removing it would leak it
         _remove([_create(_target(name), name, ".probe", _exclusive)])
 

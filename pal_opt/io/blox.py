@@ -253,8 +253,8 @@ def load_blox(
     RoundInstance
     """
     rp = RoundParams.from_arguments(**params)
-    gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table")
-    job_table = None if jobs_path is None else read_csv(jobs_path, max_bytes=max_bytes, what="job CSV")
+    gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table", arg="gpus_path")
+    job_table = None if jobs_path is None else read_csv(jobs_path, max_bytes=max_bytes, what="job CSV", arg="jobs_path")
     return blox_round(gpu_table, job_table, rp, name or Path(gpus_path).stem)
 
 

@@ -414,16 +414,18 @@ def read_csv(
     max_cells: int = DEFAULT_MAX_CELLS,
     what: str = "CSV file",
     row_label: str = "line",
+    arg: str = "path",
 ) -> CsvTable:
     """Read a comma-separated file with a header line, with the guards of :func:`read_text`.
 
     Rows with a different number of fields than the header are errors (naming the line);
     blank lines are skipped; a file with a header and no rows, or more than ``max_cells`` cells
     (commas and line breaks counted on the text, before parsing), is an error.  ``row_label``
-    names a file line in the table's cell errors (``line 7, column num_gpus``).
+    names a file line in the table's cell errors (``line 7, column num_gpus``); ``arg`` the
+    public argument ``path`` came in as (named if it is not a file path).
     """
+    text = read_text(path, max_bytes=max_bytes, what=what, arg=arg)
     src = os.fspath(path)
-    text = read_text(path, max_bytes=max_bytes, what=what)
     n_cells = text.count(",") + text.count("\n") + text.count("\r")
     if n_cells > max_cells:
         raise InstanceError(

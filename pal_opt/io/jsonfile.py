@@ -207,9 +207,11 @@ def load_json(
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_values: int = DEFAULT_MAX_VALUES,
     what: str = "JSON file",
+    arg: str = "path",
 ) -> Any:
-    """Read and parse a JSON file with guards: :func:`read_text`, then :func:`parse_json`."""
-    text = read_text(path, max_bytes=max_bytes, what=what)
+    """Read and parse a JSON file with guards: :func:`read_text` (``arg``: the public argument
+    ``path`` came in as), then :func:`parse_json`."""
+    text = read_text(path, max_bytes=max_bytes, what=what, arg=arg)
     return parse_json(text, source=os.fspath(path), max_depth=max_depth, max_values=max_values)
 
 

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, OptionError
 from ..model import FACTOR_RANGE
+from ..options import check_count, file_path
 from ..seeds import SeedLike, make_rng
 from .csvfile import read_csv
 from .textfile import DEFAULT_MAX_BYTES
@@ -117,7 +118,7 @@ def load_measurements(
 
 def longhorn_paths(directory: str | os.PathLike[str]) -> dict[str, Path]:
     """``{class: file}`` for PAL's four classes inside ``directory`` (files need not exist yet)."""
-    d = Path(directory)
+    d = Path(file_path(directory, "directory"))
     return {c: d / f for c, f in PAL_CLASS_FILES.items()}
 
 
@@ -171,8 +172,10 @@ def sample_factors(
     -------
     dict of str -> ndarray, shape (n_gpus,)
     """
-    if n_gpus < 1:
-        raise OptionError(f"n_gpus must be positive, got {n_gpus}")
+    check_count(n_gpus, "n_gpus")
+    if not isinstance(paths_by_class, Mapping):
+        raise InputTypeError("must map class names to measurement files (longhorn_paths), got "
+                             f"{type(paths_by_class).__name__}", path="paths_by_class")
     gen = make_rng(rng)
     draws: dict[str, np.ndarray] = {}
     out: dict[str, np.ndarray] = {}

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from ..errors import InstanceError
+from ..options import check_count, file_path
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -76,7 +77,8 @@ def binary_text(data: bytes) -> str:
     return f"is binary, not text (NUL byte at offset {data.index(NUL)})"
 
 
-def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file") -> str:
+def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file",
+              arg: str = "path") -> str:
     """Read a UTF-8 text file with guards.
 
     Parameters
@@ -87,6 +89,8 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
         Size limit; larger files are rejected before they are read.
     what
         Noun used in messages (``"instance file"``, ``"CSV file"``...).
+    arg
+        The public argument ``path`` came in as, named if it is not a file path (:func:`file_path`).
 
     Returns
     -------
@@ -95,13 +99,18 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
 
     Raises
     ------
+    InputTypeError
+        ``path`` is not a file path (a str or os.PathLike).
+    OptionError
+        ``max_bytes`` is not an integer >= 1.
     InstanceError
         Too large, empty, binary or not UTF-8.
     OSError
         Missing or unreadable (the CLI reports it in one line too).
     """
-    src = os.fspath(path)
-    p = Path(path)
+    src = file_path(path, arg)
+    check_count(max_bytes, "max_bytes")
+    p = Path(src)
     if p.is_dir():
         raise InstanceError(f"is a directory, expected {'an' if what[:1] in 'aeiou' else 'a'} {what}", source=src)
     size = p.stat().st_size

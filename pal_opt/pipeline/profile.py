@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from ..errors import InstanceError
 from ..io.textfile import NUL, binary_text
+from ..options import file_path, require_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
 
@@ -253,7 +254,7 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     OSError
         The file is missing or unreadable.
     """
-    src = os.fspath(path)
+    src = file_path(path)
     if os.path.isdir(src):
         raise InstanceError("is a directory, expected a profile (graph.txt)", source=src)
     with open(src, "rb") as fh:
@@ -284,7 +285,7 @@ def parse_profile(text: str, *, source: str = "<memory>") -> Profile:
     layers: list[Layer] = []
     index: dict[str, int] = {}
     pending: list[tuple[int, str, str]] = []
-    for number, raw in enumerate(text.split("\n"), start=1):
+    for number, raw in enumerate(require_text(text).split("\n"), start=1):
         line = raw.rstrip("\r")
         if not line.strip():
             continue

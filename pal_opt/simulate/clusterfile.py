@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..model import Cluster, GpuState
+from ..options import file_path
 from .engine import CLUSTER_SHAPE
 
 __all__ = ["is_cluster_file", "check_file_options", "cluster_from_file"]
@@ -89,7 +90,7 @@ def cluster_from_file(path: str | os.PathLike[str], classes: Collection[str]) ->
     jobs have ``classes`` (module docstring)."""
     from ..io import load_instance
 
-    src = os.fspath(path)
+    src = file_path(path)
     if not os.path.exists(src):
         raise InstanceError("no such file", source=src, path="--cluster")
     how = _IMPORTS.get(Path(src).suffix.lower())

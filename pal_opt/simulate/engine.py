@@ -60,7 +60,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -68,7 +68,7 @@ import numpy as np
 
 from ..cost import job_slowdown_pos
 from ..cost.restart import restart_cost_units
-from ..errors import BackendError, InfeasibleRoundError, InstanceError, OptionError
+from ..errors import BackendError, InfeasibleRoundError, InputTypeError, InstanceError, OptionError
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ROUND_LENGTH, SolveOptions, check_cluster_size
 from ..result import PlacementResult, Status
@@ -131,7 +131,7 @@ def parse_cluster(text: str) -> ClusterSpec:
     >>> parse_cluster("16x4"), parse_cluster("2x8x4").servers
     (ClusterSpec(servers=16, gpus_per_server=4, racks=0), 16)
     """
-    parts = CLUSTER_SHAPE.fullmatch(text or "")
+    parts = CLUSTER_SHAPE.fullmatch(text if isinstance(text, str) else "")
     if not parts:
         raise OptionError(f"--cluster must look like 16x4 or 4x4x4 (racks x servers x GPUs), got {text!r}")
     a, b, c = parts.groups()
@@ -179,6 +179,8 @@ def build_cluster(
     cluster, origins
         The cluster (all GPUs free) and ``{class: file or "synthetic"}``.
     """
+    if not isinstance(spec, ClusterSpec):
+        raise InputTypeError(f"must be a ClusterSpec (parse_cluster('16x4')), got {type(spec).__name__}", path="spec")
     synth = None if synthetic_seed is None else _derive(synthetic_seed, 1)
     if draw == "numpy":
         factors, origins = draw_cluster_factors(spec.num_gpus, variability, seed=_derive(seed, 1), synthetic_seed=synth)
@@ -936,11 +938,16 @@ def simulate(
     SimulationResult
         With ``summary`` filled by :func:`pal_opt.simulate.summary.summarize`.
     """
+    if config is not None and not isinstance(config, SimConfig):
+        raise InputTypeError(f"must be a SimConfig or None, got {type(config).__name__}", path="config")
+    if isinstance(trace, str | bytes | Mapping) or not isinstance(trace, Iterable):
+        raise InputTypeError(f"must be a list of trace jobs (pal_opt.io.traces.read_trace), got {type(trace).__name__}",
+                             path="trace")
     cfg = config or SimConfig()
     cfg.validate()
     if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
         hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""
-        raise TypeError(f"cluster must be a pal_opt Cluster, got {type(cluster).__name__}{hint}")
+        raise InputTypeError(f"must be a pal_opt Cluster, got {type(cluster).__name__}{hint}", path="cluster")
     check_trace(trace, cluster, source)
     _check_run_length(trace, cluster, cfg, source)
     wall0 = time.perf_counter()

@@ -54,7 +54,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ..errors import InstanceError
+from ..errors import InputTypeError, InstanceError
 from ..model import Cluster, GpuState, JobId, repeated_device
 from .hierarchy import Topology, TopologyLevel
 
@@ -421,8 +421,7 @@ def load_graphml(path: str | os.PathLike[str]) -> Topology:
     """Read a GraphML file (guarded reading, :func:`pal_opt.io.read_text`)."""
     from ..io import read_text
 
-    src = os.fspath(path)
-    return parse_graphml(read_text(path, what="GraphML file"), src)
+    return parse_graphml(read_text(path, what="GraphML file"), os.fspath(path))
 
 
 def _plain(x: Any) -> Any:
@@ -434,6 +433,8 @@ def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None,
     """``cluster`` as a graph of the module docstring's shape (string vertices, scalar
     attributes); ``jobs`` ({GPU id: job id}) adds a ``job`` attribute to those GPUs, ``stages``
     ({GPU id: stage}, a pipeline job's GPUs) a ``stage`` attribute (an integer from 0)."""
+    if not isinstance(cluster, Cluster):
+        raise InputTypeError(f"must be a pal_opt Cluster, got {type(cluster).__name__}", path="cluster")
     gr = nx.DiGraph()
     gr.add_node("cluster", kind="cluster")
     for r, rid in enumerate(cluster.rack_ids):

@@ -26,9 +26,9 @@ from typing import Any, NamedTuple, Unpack
 
 import numpy as np
 
-from ..errors import InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, OptionError
 from ..model import PAL_CLASSES, Cluster, GpuState, RoundArguments, RoundInstance, RoundParams
-from ..options import check_cluster_size
+from ..options import check_cluster_size, check_count
 from ..seeds import SeedLike
 
 __all__ = [
@@ -200,6 +200,7 @@ def _per_gpu_types(hosts: Sequence[Any], gpus: Mapping[Any, int], types: Mapping
 
 def uniform_factors(n_gpus: int, classes: Sequence[str] = PAL_CLASSES) -> dict[str, np.ndarray]:
     """Factor 1.0 for every GPU and class (topology files carry no variability)."""
+    check_count(n_gpus, "n_gpus", 0)
     if not classes:
         raise OptionError("at least one application class is needed")
     return {c: np.ones(n_gpus) for c in classes}
@@ -243,6 +244,9 @@ def log_collapse(topology: Topology) -> None:
 
 
 def _cluster(top: Topology, factors: Mapping[str, Any] | None) -> Cluster:
+    if not isinstance(top, Topology):  # (to_cluster's and topology_round's argument) a path, say
+        raise InputTypeError(f"must be a Topology (load_slurm, load_nodes, load_graphml), got {type(top).__name__}",
+                             path="topology")
     if factors is None:
         factors = top.factors if top.factors is not None else uniform_factors(len(top.gpu_ids))
     racks = dict(top.levels[0].group_of) if top.levels else None

@@ -21,7 +21,8 @@ import math
 import re
 from collections.abc import Iterable
 
-from ..errors import InstanceError
+from ..errors import InputTypeError, InstanceError
+from ..options import require_text
 
 __all__ = ["MAX_HOSTS", "expand_hostlist", "compress_hostlist"]
 
@@ -108,7 +109,7 @@ def expand_hostlist(expr: str) -> list[str]:
     ['r1-g8', 'r1-g9', 'r2-g8', 'r2-g9']
     """
     names: dict[str, None] = {}
-    for token in _split_top(expr):
+    for token in _split_top(require_text(expr, "expr")):
         for name in _expand_one(token, expr, MAX_HOSTS - len(names)):
             names.setdefault(name)
     return list(names)
@@ -155,6 +156,8 @@ def compress_hostlist(names: Iterable[object]) -> str:
     >>> compress_hostlist(["a"])
     'a'
     """
+    if isinstance(names, str | bytes) or not isinstance(names, Iterable):  # a str: its letters as hosts
+        raise InputTypeError(f"must be a list of host names, got {type(names).__name__} {names!r:.60}", path="names")
     unique = sorted({str(n) for n in names}, key=_sort_key)
     for n in unique:
         if not n or _FORBIDDEN.search(n):

@@ -356,9 +356,8 @@ def load_nodes(
     up to :data:`NODE_LIST_MAX_BYTES` and :data:`NODE_LIST_MAX_VALUES`)."""
     from ..io import load_json
 
-    src = os.fspath(path)
     doc = load_json(path, what="node list", max_bytes=NODE_LIST_MAX_BYTES, max_values=NODE_LIST_MAX_VALUES)
-    return parse_nodes(doc, levels=levels, resource=resource, source=src)
+    return parse_nodes(doc, levels=levels, resource=resource, source=os.fspath(path))
 
 
 def pod_placements(

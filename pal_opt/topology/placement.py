@@ -23,7 +23,7 @@ import numpy as np
 
 from ..check import RESULT_FIELDS, Kind, violations
 from ..errors import InstanceError
-from ..model import Cluster, JobId, RoundInstance
+from ..model import Cluster, JobId, RoundInstance, require_instance
 from ..result import PlacementResult
 
 __all__ = ["HostShare", "JobHosts", "local_indices", "placement_by_host", "gpu_jobs", "gpu_stages"]
@@ -153,6 +153,7 @@ def placement_by_host(
         size, a busy or failed GPU, a GPU given twice, stages that do not fit a job's pipeline
         (the first such problem is named).
     """
+    require_instance(instance)
     by_text = _checked(instance, placement, source)
     stage_of = _stage_numbers(instance, placement, by_text)
     cl = instance.cluster

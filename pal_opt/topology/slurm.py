@@ -459,8 +459,9 @@ def slurm_rows(
     the placement.
     """
     rows = []
+    placed = placement_by_host(instance, placement, source=source)  # (checks the instance first)
     cl = instance.cluster
-    for job in placement_by_host(instance, placement, source=source):
+    for job in placed:
         hosts = [str(s.host) for s in job.hosts]
         try:
             nodelist = compress_hostlist(hosts)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import InstanceError
+from ..options import require_text
 from .hostlist import expand_hostlist
 
 __all__ = [
@@ -215,7 +216,7 @@ def config_lines(text: str, source: str = "<memory>", *, what: str = "configurat
     ``max_bytes`` (default :data:`~pal_opt.io.textfile.DEFAULT_MAX_BYTES`) bounds the text and
     every file it includes together.
     """
-    return _lines(text, source, what, max_bytes, len(text.encode("utf-8", "surrogatepass")))[0]
+    return _lines(text, source, what, max_bytes, len(require_text(text).encode("utf-8", "surrogatepass")))[0]
 
 
 def _lines(text: str, source: str, what: str, max_bytes: int | None, size: int) -> tuple[list[ConfigLine], _Reading]:
