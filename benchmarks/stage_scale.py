@@ -47,7 +47,7 @@ BASELINE_SIZES = (256, 512, 1024)
 WORKER_TIMEOUT = 900
 
 
-def worker(gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
+def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8) -> dict[str, Any]:
     """One size's figures, in this process (``--worker``)."""
     import resource
 
@@ -64,7 +64,7 @@ def worker(gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
     from pal_opt.io.measurements import longhorn_paths
 
     paths = longhorn_paths(shared / "data" / "pal-artifact" / "variability" / "longhorn")
-    cluster = generate_instance(gpus // 8, 8, 1, seed=0, measurements=paths).cluster
+    cluster = generate_instance(gpus // server_gpus, server_gpus, 1, seed=0, measurements=paths).cluster
     inst, _ = make_round(cluster, pipelines(shared), np.random.default_rng(0), f"stage-{gpus}")
     setup = prepare_round(inst, None, None, None, None, probe=False)
     pal = start_placement(inst, setup.admitted, setup.factors)
@@ -78,7 +78,8 @@ def worker(gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
         t = time.perf_counter()
         res = solve_ilp(inst, time_limit=limit, backend="highs")
         out["solves"].append({"limit": limit, "wall": time.perf_counter() - t, "status": res.status.value,
-                              "cost": res.objective, "reached": res.info.get("time_limit_reached"),
+                              "cost": res.objective, "bound": res.bound, "gap": res.gap,
+                              "reached": res.info.get("time_limit_reached"),
                               "start": res.info.get("start"), "gang_view": res.info.get("gang_view"),
                               "search": res.info.get("stage_search")})
     t = time.perf_counter()
@@ -88,11 +89,11 @@ def worker(gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
     return out
 
 
-def run_one(code: Path, gpus: int, limits: list[float], shared: Path) -> dict[str, Any]:
+def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpus: int = 8) -> dict[str, Any]:
     """``worker`` in a new process importing pal_opt from ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(gpus), "--shared", str(shared),
-           "--limits", *map(str, limits)]
+           "--server-gpus", str(server_gpus), "--limits", *map(str, limits)]
     t = time.perf_counter()
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT, check=False)
@@ -106,12 +107,14 @@ def run_one(code: Path, gpus: int, limits: list[float], shared: Path) -> dict[st
     return row
 
 
-def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str, skipped: bool) -> str:
+def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str, skipped: bool,
+         server_gpus: int = 8) -> str:
     lines = ["# The stage program at scale (rounds with pipeline jobs)", "",
              f"{header} on {time.strftime('%Y-%m-%d')} "
              f"(Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs shared with other "
              f"work; {package_versions()}).", "",
-             f"Load average at the start {started}, at the end {ended}.  Rounds and settings: the script's docstring. "
+             f"Load average at the start {started}, at the end {ended}.  Rounds and settings: the script's docstring"
+             + ("" if server_gpus == 8 else f", on servers of {server_gpus} GPUs (`--server-gpus`)") + ". "
              "`now` is this commit's code; `before` the baseline given with `--baseline` (the commit named "
              "below), run in the same session.", "",
              "## The program and its build", "",
@@ -129,17 +132,22 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
               "against PAL's placement with the stages mapped best (the fallback until 2026-11-27); *speed-up*: "
               "exp((PAL's cost − cost) / Σ d), the geometric-mean speed per GPU against PAL's placement.  "
               "*wall*: from the call to the answer, in the worker process.  *pairs*: pairs of servers whose "
-              "stage program was solved (improved), when the round got the search on pairs of servers "
-              "(`pal_opt.ilp.stagesearch`, no bound) instead of the whole stage program.",
-              "", "| code | GPUs | T s | wall s | status | stage out of time | start | pairs | cost | PAL's cost "
+              "stage program was solved (+ groups: a multi-server job's servers and one more; improved), when "
+              "the round got the search on pairs of servers (`pal_opt.ilp.stagesearch`) instead of the whole "
+              "stage program.  *gap*: the answer's relative gap to its bound (the search's: each job alone "
+              "on the free GPUs, weak; none: no bound).",
+              "", "| code | GPUs | T s | wall s | status | stage out of time | start | pairs | cost | gap | PAL's cost "
               "| speed-up |",
-              "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|"]
+              "|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|---:|"]
     for code, runs in rows.items():
         for r in runs:
             for s in r.get("solves", []):
-                pairs = f"{s['search']['pairs']} ({s['search']['improved']})" if s.get("search") else ""
+                found = s.get("search")
+                groups = f" + {found['groups']}" if found and found.get("groups") else ""
+                pairs = f"{found['pairs']}{groups} ({found['improved']})" if found else ""
+                gap = "" if s.get("gap") is None else f"{100 * s['gap']:.2f} %"
                 lines.append(f"| {code} | {r['gpus']:,} | {s['limit']:.0f} | {s['wall']:.2f} | {s['status']} | "
-                             f"{s['reached'] or ''} | {s['start'] or ''} | {pairs} | {s['cost']:.2f} | "
+                             f"{s['reached'] or ''} | {s['start'] or ''} | {pairs} | {s['cost']:.2f} | {gap} | "
                              f"{r['pal_cost']:.2f} | "
                              f"{math.exp((r['pal_cost'] - s['cost']) / r['demand']):.3f} |")
     lines += ["", (f"The baseline is not run at {max(SIZES):,} GPUs (`--baseline-sizes`): the build of 8bdeb72 "
@@ -160,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="time limits T (s) (default " + " ".join(f"{t:g}" for t in LIMITS) + ")")
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES),
                     help="GPUs, multiples of 8 (default " + " ".join(map(str, SIZES)) + ")")
+    ap.add_argument("--server-gpus", type=int, default=8,
+                    help="GPUs per server (default 8; 2 or 4 put the 8-GPU pipelines on several servers)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")
     ap.add_argument("--baseline", type=Path, help="a checkout of an earlier commit to compare with")
@@ -170,10 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     check_values(ap, "--limits", args.limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
     check_values(ap, "--sizes", args.sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
+    check_values(ap, "--server-gpus", [args.server_gpus], lambda n: n in (1, 2, 4, 8), "GPUs per server are 1, 2, 4 or 8")
     check_values(ap, "--baseline-sizes", args.baseline_sizes, lambda g: g >= 8 and g % 8 == 0,
                  "GPU counts are positive multiples of 8")
     if args.worker:
-        print(json.dumps(worker(args.worker, args.limits, args.shared)))
+        print(json.dumps(worker(args.worker, args.limits, args.shared, args.server_gpus)))
         return 0
     if args.baseline is not None and not (args.baseline / "pal_opt").is_dir():
         ap.error(f"--baseline {args.baseline}: not a checkout of pal-opt (no pal_opt/ in it)")
@@ -182,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     defaults = ap.parse_args([])
     partial = [flag for flag, on in (("--sizes", args.sizes != defaults.sizes),
-                                     ("--limits", args.limits != defaults.limits)) if on]
+                                     ("--limits", args.limits != defaults.limits),
+                                     ("--server-gpus", args.server_gpus != defaults.server_gpus)) if on]
     out = output_dir(args, "stage_scale", partial=" ".join(partial) or None)  # checked before any work
     started = " ".join(f"{x:.2f}" for x in os.getloadavg())
     codes = {"now": ROOT}
@@ -195,9 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes = args.sizes if code == "now" else [g for g in args.sizes if g in args.baseline_sizes]
         for gpus in sizes:
             print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
-            rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared))
+            rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared, args.server_gpus))
     ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text = page(rows, produced_by(__file__, argv, date=False), started, ended, max(args.sizes) not in args.baseline_sizes)
+    text = page(rows, produced_by(__file__, argv, date=False), started, ended, max(args.sizes) not in args.baseline_sizes,
+                args.server_gpus)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")
     (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(text)

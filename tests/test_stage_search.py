@@ -82,8 +82,11 @@ def test_solve_ilp_searches_pairs_on_large_rounds(monkeypatch: pytest.MonkeyPatc
     assert search_applies(inst)
     res = solve_ilp(inst, time_limit=60, backend=backend)
     assert res.info["program"] == "stage" and res.info["stage_search"]["passes"] >= 1
-    assert res.status == Status.FEASIBLE and res.bound is None and check(inst, res) == []
-    assert res.objective == pytest.approx(0.0, abs=1e-9)
+    assert check(inst, res) == [] and res.objective == pytest.approx(0.0, abs=1e-9)
+    # every job alone costs 0 here (a pipeline's slow GPU on its slack stage, a gang on a fast
+    # server): the bound proves the optimum and the search stops there
+    assert res.bound == pytest.approx(0.0, abs=1e-9) and res.status == Status.OPTIMAL
+    assert res.info["stage_search"]["stopped"] == stagesearch.STOP_BOUND
     whole = solve_ilp(inst, backend=backend)
     assert "stage_search" not in whole.info and whole.status == Status.OPTIMAL
 
@@ -194,8 +197,8 @@ def test_no_time_for_any_pair_is_a_fallback_that_says_so() -> None:
     assert res.info["stage_search"]["pairs"] == 0 and res.info["stage_search"]["stopped"] == stagesearch.STOP_DEADLINE
     assert "time limit" in res.message
     done = solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
-    assert done is not None and done.status == Status.FEASIBLE and "time_limit_reached" not in done.info
-    assert done.info["stage_search"]["stopped"] == stagesearch.STOP_STALE and "time limit" not in done.message
+    assert done is not None and done.status == Status.OPTIMAL and "time_limit_reached" not in done.info
+    assert done.info["stage_search"]["stopped"] == stagesearch.STOP_BOUND and "time limit" not in done.message
 
 
 def _solver_out_of_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,16 +255,23 @@ def test_a_pairs_gain_is_the_rounds(seed: int) -> None:
         unregister_cost_term(_PipelinesOnServerZero.name)
 
 
-def test_a_round_whose_pipelines_no_pair_can_hold_gets_the_whole_program(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pipeline of more GPUs than two servers have is never re-placed by the search, which would
-    return its start with no bound: such a round gets the whole stage program, as before."""
-    cl = Cluster.from_arrays(range(8), np.repeat([0, 1, 2, 3], 2), {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.2]})
-    jobs = (Job("p", 6, "classA", 0, pipeline=Pipeline((2.0, 1.0), (5, 1))), Job("g", 2, "classA", 1))
+def test_a_round_whose_pipelines_no_group_can_hold_gets_the_whole_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline of more GPUs than a pair of servers or a group (``GROUP_MAX_GPUS``) holds is
+    never re-placed by the search, which would return its start: such a round gets the whole stage
+    program, as before.  One that three servers hold (more than a pair) gets the search, which
+    re-places it by its group."""
+    cl = Cluster.from_arrays(range(12), np.repeat(np.arange(6), 2),
+                             {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]})
+    monkeypatch.setattr(stagesearch, "GROUP_MAX_GPUS", 6)
+    big = 8
+    jobs = (Job("p", big, "classA", 0, pipeline=Pipeline((2.0, 1.0), (big - 1, 1))), Job("g", 2, "classA", 1))
     inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
     monkeypatch.setattr(stagesearch, "SEARCH_MIN_GPUS", 8)
     assert search_applies(inst) and not search_applies(inst, [0, 1])
     res = solve_ilp(inst, time_limit=60)
     assert "stage_search" not in res.info and res.status == Status.OPTIMAL and check(inst, res) == []
+    three = (Job("p", 6, "classA", 0, pipeline=Pipeline((2.0, 1.0), (5, 1))), Job("g", 2, "classA", 1))
+    assert search_applies(replace(inst, jobs=three), [0, 1])
 
 
 def test_a_search_run_again_goes_on() -> None:
@@ -273,3 +283,123 @@ def test_a_search_run_again_goes_on() -> None:
     assert search.stats.passes == 1 and search.stats.stopped == stagesearch.STOP_PASSES
     search.run(passes=2)
     assert search.stats.passes == 2
+
+
+def _three_server_pipeline() -> RoundInstance:
+    """Four servers of two GPUs, GPU 7 (server 3) slow (1.5); a pipeline of 6 GPUs whose last
+    stage has slack (times 2 and 1 on 5 + 1 GPUs) and a 2-GPU gang.  The optimum (6 ln 1.7: the
+    pipeline spans the cluster whatever it takes) puts the pipeline on server 3 and two others,
+    GPU 7 on its slack stage, the gang on the server left."""
+    cl = Cluster.from_arrays(range(8), np.repeat([0, 1, 2, 3], 2), {"classA": [1.0] * 7 + [1.5]})
+    jobs = (Job("p", 6, "classA", 0, pipeline=Pipeline((2.0, 1.0), (5, 1))), Job("g", 2, "classA", 1))
+    return RoundInstance(cl, jobs, RoundParams(binning="none"))
+
+
+#: The pipeline on servers 0-2, the gang on the slow server 3: 6 ln 1.7 + 2 ln 1.5.
+ON_THREE = {"p": (0, 1, 2, 3, 4, 5), "g": (6, 7)}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_pipeline_on_three_servers_is_re_placed_by_its_group(seed: int) -> None:
+    """No pair of servers holds the pipeline (it lies on three): only the group of its servers
+    plus one more moves it, to the slow server, and frees the gang from the slow GPU."""
+    inst = _three_server_pipeline()
+    f = binned_factors(inst.cluster, "none")
+    spread = 6 * math.log(1.7)
+    assert evaluate(inst, ON_THREE, f).cost == pytest.approx(spread + 2 * math.log(1.5))
+    search = PairSearch(inst, range(2), f, ON_THREE, options=SolveOptions(seed=seed))
+    search.run()
+    assert search.stats.groups >= 1 and search.stats.improved >= 1
+    assert evaluate(inst, search.placement, f).cost == pytest.approx(spread)
+    assert 7 in search.placement["p"] and search.placement["p"][-1] == 7  # the slow GPU on the slack stage
+    res = solve_stage_search(inst, [0, 1], f, options=SolveOptions(seed=seed), start=ON_THREE, start_label="poor")
+    assert res is not None and check(inst, res) == [] and res.objective == pytest.approx(spread)
+
+
+def _seeded_round(seed: int, server_gpus: int = 2, running: bool = False) -> RoundInstance:
+    """A small random round on servers of ``server_gpus`` GPUs: pipelines of 3-6 GPUs (so lying
+    on several servers) and gangs filling at most the cluster, factors drawn among 1, 1.2, 1.5;
+    with ``running`` the first jobs run where PAL put them and a restart costs 120 s."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    cl = Cluster.from_arrays(range(n), np.arange(n) // server_gpus, {"classA": rng.choice([1.0, 1.0, 1.2, 1.5], n)})
+    jobs: list[Job] = []
+    room = n
+    while room >= 3:
+        d = int(rng.integers(3, min(6, room) + 1))
+        split = int(rng.integers(1, d))
+        jobs.append(Job(f"p{len(jobs)}", d, "classA", len(jobs),
+                        pipeline=Pipeline((float(rng.choice([1.5, 2.0, 3.0])), 1.0), (d - split, split))))
+        room -= d
+        if room >= 1 and rng.random() < 0.7:
+            g = int(rng.integers(1, min(3, room) + 1))
+            jobs.append(Job(f"g{len(jobs)}", g, "classA", len(jobs)))
+            room -= g
+    inst = RoundInstance(cl, tuple(jobs), RoundParams(binning="none", restart_cost=120.0 if running else 0.0))
+    if running:
+        from pal_opt.ilp.stageround import start_placement
+
+        pal = start_placement(inst, range(len(jobs)), binned_factors(cl, "none"))
+        assert pal is not None
+        jobs = [replace(j, placement=pal[j.id]) if k < 2 else j for k, j in enumerate(jobs)]
+        inst = replace(inst, jobs=tuple(jobs))
+    return inst
+
+
+@pytest.mark.parametrize("running", [False, True])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_jobs_alone_bound_is_below_the_proven_optimum(seed: int, running: bool) -> None:
+    """The bound of the search's answer (each job alone on the free GPUs) is at most its answer and
+    at most the optimum the whole stage program proves, on seeded rounds (with running jobs under
+    a restart cost: keep columns and move charges)."""
+    from pal_opt.ilp.stageround import alone_bound, start_placement
+
+    inst = _seeded_round(seed, running=running)
+    f = binned_factors(inst.cluster, "none")
+    admitted = list(range(len(inst.jobs)))
+    best = solve_ilp(inst)
+    assert best.status == Status.OPTIMAL and len(best.placements) == len(admitted)
+    bound = alone_bound(inst, admitted, f)
+    assert bound is not None and bound <= best.objective + 1e-9
+    start = start_placement(inst, admitted, f)
+    assert start is not None
+    res = solve_stage_search(inst, admitted, f, options=SolveOptions(seed=seed), start=start, start_label="PAL")
+    assert res is not None and check(inst, res) == []
+    assert res.bound == pytest.approx(bound) and res.bound <= res.objective + 1e-9
+    assert res.gap is not None and res.gap >= 0
+    assert (res.status == Status.OPTIMAL) == (res.gap <= stagesearch.PROVEN_GAP)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 3, 5])
+def test_the_search_with_groups_is_deterministic_and_valid(seed: int) -> None:
+    """On rounds whose pipelines lie on several 2-GPU servers (groups visited), the same round
+    and seed give the same placement, valid and never worse than the start."""
+    from pal_opt.ilp.stageround import start_placement
+
+    inst = _seeded_round(seed)
+    f = binned_factors(inst.cluster, "none")
+    admitted = list(range(len(inst.jobs)))
+    start = start_placement(inst, admitted, f)
+    assert start is not None
+    runs = []
+    for _ in range(2):
+        search = PairSearch(inst, admitted, f, start, options=SolveOptions(seed=seed))
+        search.run()
+        runs.append((search.placement, search.stats.as_info()))
+    assert runs[0] == runs[1] and runs[0][1]["groups"] >= 1
+    res = solve_stage_search(inst, admitted, f, options=SolveOptions(seed=seed), start=start, start_label="PAL")
+    assert res is not None and check(inst, res) == [] and res.objective <= evaluate(inst, start, f).cost + 1e-9
+
+
+def test_an_unseen_term_leaves_the_search_without_a_bound() -> None:
+    """A term the program cannot see (no ``slots``) is not in the bound: the answer keeps it only
+    as ``info["program_bound"]``, with no gap, and is not proven."""
+    register_cost_term(_PipelinesOnServerZero())
+    try:
+        inst = _four_servers()
+        f = binned_factors(inst.cluster, "none")
+        res = solve_stage_search(inst, [0, 1, 2, 3], f, start=POOR, start_label="poor")
+        assert res is not None and res.bound is None and res.gap is None and res.status == Status.FEASIBLE
+        assert "program_bound" in res.info
+    finally:
+        unregister_cost_term(_PipelinesOnServerZero.name)

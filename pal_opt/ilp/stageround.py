@@ -45,6 +45,7 @@ objective's constant, so any other way of placing it pays it (``formulations/pip
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -86,6 +87,7 @@ __all__ = [
     "has_pipelines",
     "check_stage_round",
     "start_placement",
+    "alone_bound",
 ]
 
 #: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable;
@@ -358,6 +360,44 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
                       optional=tuple(sorted(optional)), kept=tuple(kept), **meta)
 
 
+def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray]) -> float | None:
+    """A valid lower bound of the round cost of every placement of the ``admitted`` jobs: each
+    job priced at its cheapest mode *alone* on the free GPUs (the capacity rows shared by the jobs
+    dropped), plus the program's constant (``formulations/pipeline_round.md`` §6, *A bound
+    without the program*).  Any placement is a solution of the stage program at its round cost,
+    each job in one of its modes (or, kept, at its keep column's cost), so the sum of each job's
+    least is at most it.  Weak: every job may take the fastest GPUs at once.  Jobs of one shape
+    (class, demand, locality, stage groups, usable cells) are priced once.  None when a job has no
+    mode (not expected: the caller has a placement of every admitted job).
+
+    Raises
+    ------
+    InstanceError
+        As :func:`build_stage_round`: locality penalties that decrease with the level.
+    """
+    check_stage_round(instance, admitted)
+    gpus = _gpu_types(instance, factors, admitted)
+    charged = moving_is_charged(instance)
+    nodes = {spread: _nodes(instance, 2 if spread else 1) for spread in (False, True)}
+    least: dict[tuple[Any, ...], float] = {}
+    total = 0.0
+    for i in admitted:
+        job = instance.jobs[i]
+        cells = _type_cells(instance, job, gpus)
+        key = (job.perfclass, job.demand, job.locality, tuple((t, r) for t, _, r in stage_groups(job)),
+               tuple(c.tobytes() for c in cells))
+        if key not in least:
+            modes = _modes(job, _paces(job, gpus.type_values[job.perfclass]), gpus.cnt, nodes[job.demand >= 2], cells)
+            least[key] = float(_mode_costs(instance, job, modes).min()) if modes.pace.size else math.inf
+        cost = least[key]
+        if charged and _home(instance, i, gpus) is not None:  # its keep column
+            cost = min(cost, _keep_cost(instance, factors, i))
+        if not math.isfinite(cost):
+            return None
+        total += cost
+    return total + _constant(instance, admitted, charged)
+
+
 def _home(instance: RoundInstance, i: int, gpus: _Gpus) -> np.ndarray | None:
     """The capacity cells (``server × cells + cell``) of the GPUs running job ``i`` holds, one
     per GPU, when it can keep them (:func:`~pal_opt.ilp.running.keep_positions`); else None."""
@@ -373,7 +413,6 @@ def _objective(b: ProgramBuilder, instance: RoundInstance, factors: Mapping[str,
     ``preempted`` charge, a keep column where its job runs now (``placed``), each less the move
     charge when moving is charged; the constant is what the running jobs not admitted pay for
     being left out and, when moving is charged, what the admitted running jobs pay for moving."""
-    terms = cost_terms()
     c = np.zeros(b.ncol)
     kind, job_of = b.meta("kind"), b.meta("job")
     c[kind == KIND_MODE] = np.concatenate(costs) if costs else []
@@ -381,11 +420,17 @@ def _objective(b: ProgramBuilder, instance: RoundInstance, factors: Mapping[str,
     c[drops] = [_drop_cost(instance, instance.jobs[admitted[a]], charged) for a in job_of[drops].tolist()]
     keeps = np.flatnonzero(kind == KIND_KEEP)
     c[keeps] = [_keep_cost(instance, factors, admitted[a]) for a in job_of[keeps].tolist()]
+    return c, _constant(instance, admitted, charged)
+
+
+def _constant(instance: RoundInstance, admitted: Sequence[int], charged: bool) -> float:
+    """The objective's constant: what the running jobs not admitted pay for being left out and,
+    when moving is ``charged``, what the admitted running jobs pay for moving."""
     constant = left_out_charge(instance, {instance.jobs[i].id for i in admitted})
     if charged:
         constant += sum(t.moved(instance, instance.jobs[i]) for i in admitted if instance.jobs[i].placement is not None
-                        for t in terms)
-    return c, constant
+                        for t in cost_terms())
+    return constant
 
 
 def _keep_cost(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int) -> float:

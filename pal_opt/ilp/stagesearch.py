@@ -16,24 +16,34 @@ pipeline job, the jobs lying wholly on the pair's servers are placed again by th
 the round restricted to those servers (:func:`~pal_opt.ilp.subround.part_instance`) on the GPUs
 the other jobs leave, started from where they are (so never worse), for at most
 :data:`PAIR_SECONDS`, to optimality (the round's gap target, ``abs_gap``, is in the whole round's
-units and is not the pair's).  A job lying on three servers or more keeps the start's GPUs (but
-in the group of three of a pass over an odd number of servers, by chance).  The pair's answer is
+units and is not the pair's).  A job lying on three servers or more is in no pair (but in the
+group of three of a pass over an odd number of servers, by chance): after the pairs, each pass
+visits in queue order the *group* of every such job whose servers hold at most
+:data:`GROUP_MAX_GPUS` free GPUs -- those servers and one more drawn at random (from a stream of
+its own, so the pairs are dealt as without groups) among those that keep it within that size --
+and places again, the same way, the jobs lying wholly on it.  On rounds of 2- and 4-GPU servers
+(``benchmarks/stage_scale.py --server-gpus``), where the 8-GPU pipelines lie on several servers,
+a group took about 0.01 s.  The pair's (group's) answer is
 priced on the whole round (its jobs alone: the others' charges do not change) and kept when it
 costs less, so the round's cost falls by the gain the search reports, whatever a cost term makes
 of where a job's GPUs lie in the cluster.  The search
 stops at the deadline (a pair is not started with less than :data:`MIN_PAIR_SECONDS`, the finish
 reserve and the backend's ``stop_seconds`` left; a pair whose solver the deadline left no time is
-not counted as solved), after ``passes`` passes, or after :data:`STALE_PASSES` passes in a row
-that found nothing; ``SearchStats.stopped`` says which.
+not counted as solved), after ``passes`` passes, after :data:`STALE_PASSES` passes in a row
+that found nothing, or once within the gap target of a bound it was given;
+``SearchStats.stopped`` says which.
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
 of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs and a
-pipeline job that two servers can hold (:func:`search_applies`): the search from the cheaper of
+pipeline job that two servers or a group can hold (:func:`search_applies`): the search from the cheaper of
 the start given (the round program's, pipelines seen as gangs) and PAL's placement with the
-stages mapped best.  Its answer is FEASIBLE, with no bound (no program of the whole round is
-solved), and the message says why the search stopped ("time limit reached" when the deadline
-did); FALLBACK, with ``info["time_limit_reached"]``, when no pair's solver had time to run (the
-start, as the whole stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
+stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
+cheapest alone on the free GPUs (valid, as every placement prices each job at least that, and
+weak, as all may take the fastest GPUs at once; 0.03 s at 2,048 GPUs); the search stops once
+within the gap target of it (``abs_gap``; :data:`STOP_BOUND`).  Its answer is FEASIBLE with that
+bound and gap (OPTIMAL when the gap is closed), and the message says why the search stopped ("time
+limit reached" when the deadline did); FALLBACK, with ``info["time_limit_reached"]``, when no
+pair's solver had time to run (the start, as the whole stage program returns it then).  A Ctrl-C, in a pair's solver or between two, raises
 :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.  Under a deadline the
 answer depends on how many pairs were solved in time, as the whole program's incumbent depends on
 how far its solver got; without one (or when it stopped before it) the search is deterministic
@@ -43,7 +53,7 @@ when every pair's solver ends within :data:`PAIR_SECONDS`.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -51,18 +61,24 @@ import numpy as np
 
 from .. import progress
 from ..binning import binned_factors
-from ..cost import evaluate
+from ..cost import CostSummary, evaluate, relative_gap
 from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, SolveInterrupted
 from ..model import GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status, priced_result
 from ..sigint import SigintDeferred
 from .backends import SolveOptions, get_backend
-from .stageround import check_stage_round, solve_stage_round, stage_backend_params, start_placement
+from .stageround import (
+    alone_bound,
+    check_stage_round,
+    solve_stage_round,
+    stage_backend_params,
+    start_placement,
+)
 from .subround import part_instance
 
-__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "STALE_PASSES", "STOPS", "SearchStats", "PairSearch", "search_applies",
-           "solve_stage_search"]
+__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "GROUP_MAX_GPUS", "STALE_PASSES", "STOPS", "SearchStats", "PairSearch",
+           "search_applies", "solve_stage_search"]
 
 #: Free GPUs from which :func:`pal_opt.ilp.solve_ilp`, under a deadline, searches pairs of servers
 #: instead of solving the whole stage program.  Measured on ``benchmarks/stage_scale.py``'s rounds
@@ -71,10 +87,18 @@ __all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "STALE_PASSES", "STOPS", "SearchSt
 SEARCH_MIN_GPUS = 384
 #: Seconds the stage program of one pair may take (its answer is then its solver's incumbent).
 PAIR_SECONDS = 1.0
+#: A job lying on three servers or more whose free GPUs are at most this many is re-placed, once
+#: per pass after the pairs, with the jobs lying wholly on its servers plus one more server drawn
+#: at random (while the group stays within this many free GPUs): four 8-GPU servers, eight of 4
+#: GPUs.  Such a group's program, of a few jobs on at most 32 GPUs, is solved in about 0.02 s
+#: (``benchmarks/stage_scale.py --server-gpus 2``, module docstring).
+GROUP_MAX_GPUS = 32
 #: The search stops after this many passes in a row that improved no pair.
 STALE_PASSES = 2
 #: A pair is not started with fewer seconds than this left (beside the finish reserve).
 MIN_PAIR_SECONDS = 0.05
+#: A gap to the bound at or under which the answer is proven optimal (as ``pal_opt.ilp.solve``'s).
+PROVEN_GAP = 1e-6
 #: Relative cost decrease under which a pair's answer is not taken (solver tolerances).
 GAIN_TOL = 1e-9
 #: Why a search stopped (``SearchStats.stopped``): the deadline, :data:`STALE_PASSES` passes
@@ -83,7 +107,8 @@ STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS = ("time limit reached", f"
                                                          "the passes asked for made",
                                                          "fewer than two servers with free GPUs")
 STOP_INTERRUPTED = "interrupted"
-STOPS = (STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS, STOP_INTERRUPTED)
+STOP_BOUND = "within the gap target of the bound"
+STOPS = (STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS, STOP_INTERRUPTED, STOP_BOUND)
 #: ``info["time_limit_reached"]`` when the deadline left no time for any pair.
 SEARCH_STAGE = "solving the stage program on pairs of servers"
 
@@ -91,9 +116,10 @@ SEARCH_STAGE = "solving the stage program on pairs of servers"
 @dataclass
 class SearchStats:
     """What a :class:`PairSearch` did: ``passes`` begun, ``pairs`` whose stage program was solved
-    (a pair the deadline left no time to solve is not counted), ``improved`` pairs whose answer
-    was taken, the total ``gain`` in round cost, why it ``stopped`` (one of :data:`STOPS`; empty
-    while it runs), and the pairs ``skipped``: started, but their solver had no time to run."""
+    (a pair the deadline left no time to solve is not counted), ``groups`` of a multi-server job's
+    servers likewise, ``improved`` pairs and groups whose answer was taken, the total ``gain`` in
+    round cost, why it ``stopped`` (one of :data:`STOPS`; empty while it runs), and the pairs and
+    groups ``skipped``: started, but their solver had no time to run."""
 
     passes: int = 0
     pairs: int = 0
@@ -101,6 +127,12 @@ class SearchStats:
     gain: float = 0.0
     stopped: str = ""
     skipped: int = 0
+    groups: int = 0
+
+    @property
+    def solved(self) -> int:
+        """Pairs and groups solved."""
+        return self.pairs + self.groups
 
     def as_info(self) -> dict[str, Any]:
         """For ``PlacementResult.info["stage_search"]``."""
@@ -109,9 +141,9 @@ class SearchStats:
 
 def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = None) -> bool:
     """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs and (with ``admitted``)
-    an admitted pipeline job that two servers' free GPUs can hold: a pipeline on three servers or
-    more is never re-placed, so with none that fits the search would return its start, where the
-    whole stage program may improve it or at least bound it."""
+    an admitted pipeline job that two servers' free GPUs, or a group's (:data:`GROUP_MAX_GPUS`),
+    can hold: a larger pipeline is never re-placed, so with none that fits the search would
+    return its start, where the whole stage program may improve it."""
     cl = instance.cluster
     free = cl.state == GpuState.FREE
     if int(np.count_nonzero(free)) < SEARCH_MIN_GPUS:
@@ -119,25 +151,28 @@ def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = Non
     if admitted is None:
         return True
     per_server = np.sort(np.bincount(cl.server_of[free], minlength=cl.num_servers))
-    two = int(per_server[-2:].sum())
-    return any(instance.jobs[i].pipeline is not None and instance.jobs[i].demand <= two for i in admitted)
+    most = max(int(per_server[-2:].sum()), GROUP_MAX_GPUS)
+    return any(instance.jobs[i].pipeline is not None and instance.jobs[i].demand <= most for i in admitted)
 
 
 class PairSearch:
     """The search on pairs of servers (module docstring) from ``start``, a placement of exactly
-    the ``admitted`` jobs (GPU lists in stage order).  ``placement`` is the best placement so far
-    and ``stats`` what was done; :meth:`run` improves them."""
+    the ``admitted`` jobs (GPU lists in stage order).  ``placement`` is the best placement so far,
+    ``cost`` its round cost and ``stats`` what was done; :meth:`run` improves them, and stops once
+    ``cost`` is within the gap target of ``bound`` (a lower bound of the round cost, if given)."""
 
     def __init__(self, instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
                  start: Mapping[JobId, Sequence[int]], *, backend: str | None = None,
-                 options: SolveOptions | None = None, warm_start: bool = True) -> None:
-        self.instance, self.factors, self.warm_start = instance, factors, warm_start
+                 options: SolveOptions | None = None, warm_start: bool = True, bound: float | None = None) -> None:
+        self.instance, self.factors, self.warm_start, self.bound = instance, factors, warm_start, bound
         self.backend = get_backend(backend).name
         self.options = options or SolveOptions()
         self.index = {instance.jobs[i].id: i for i in admitted}
         self.placement = {jid: tuple(int(g) for g in start[jid]) for jid in self.index}
         self.home = self._homes(self.placement)
         self.stats = SearchStats()
+        self.cost = evaluate(instance, self.placement, factors).cost
+        self.demand = sum(instance.jobs[i].demand for i in admitted)
 
     def _homes(self, placement: Mapping[JobId, tuple[int, ...]]) -> dict[JobId, frozenset[int]]:
         """The servers each job of ``placement`` lies on."""
@@ -145,31 +180,75 @@ class PairSearch:
         return {jid: frozenset(cl.server_of[cl.positions(g)].tolist()) for jid, g in placement.items()}
 
     def run(self, passes: int | None = None) -> None:
-        """Passes until the deadline (``options.deadline``), ``passes`` of them, or
-        :data:`STALE_PASSES` in a row without a gain; ``stats.stopped`` says which."""
+        """Passes until the deadline (``options.deadline``), ``passes`` of them, :data:`STALE_PASSES`
+        in a row without a gain, or the bound met; ``stats.stopped`` says which."""
         cl = self.instance.cluster
         clock = Deadline.none() if self.options.deadline is None else Deadline(self.options.deadline)
-        servers = np.unique(cl.server_of[cl.state == GpuState.FREE])
+        free = np.bincount(cl.server_of[cl.state == GpuState.FREE], minlength=cl.num_servers)
+        servers = np.flatnonzero(free)
         rng = np.random.default_rng(self.options.seed)
-        # a pair needs, beside its own time, what its solver takes to stop (else it is not run)
-        need = MIN_PAIR_SECONDS + FINISH_SECONDS + get_backend(self.backend).stop_seconds
+        # the groups' draws from their own stream: the pairs are dealt as without groups
+        group_rng = np.random.default_rng([self.options.seed, 1])
         stale, self.stats.stopped = 0, ""
-        while not self.stats.stopped:
-            if servers.size < 2 or stale >= STALE_PASSES or (passes is not None and self.stats.passes >= passes):
-                self.stats.stopped = STOP_SERVERS if servers.size < 2 else STOP_STALE if stale >= STALE_PASSES \
-                    else STOP_PASSES
+        while True:
+            self.stats.stopped = (STOP_SERVERS if servers.size < 2 else STOP_BOUND if self.bound_met()
+                                  else STOP_STALE if stale >= STALE_PASSES
+                                  else STOP_PASSES if passes is not None and self.stats.passes >= passes else "")
+            if self.stats.stopped:
                 return
             self.stats.passes += 1
             before = self.stats.improved
-            for pair in np.array_split(rng.permutation(servers), servers.size // 2):
-                if clock.left() < need or not self._pair(pair, clock):
-                    self.stats.stopped = STOP_DEADLINE
-                    return
+            pairs = np.array_split(rng.permutation(servers), servers.size // 2)
+            self.stats.stopped = self._visit(iter(pairs), clock, False) or self._visit(self._groups(group_rng, free),
+                                                                                       clock, True)
+            if self.stats.stopped:
+                return
             stale = stale + 1 if self.stats.improved == before else 0
 
-    def _pair(self, servers: np.ndarray, clock: Deadline) -> bool:
-        """Place the jobs lying wholly on ``servers`` again (module docstring); False when the
-        round's deadline left the pair's solver no time to run."""
+    def bound_met(self) -> bool:
+        """Whether the placement is within the gap target (``options.abs_gap``) of the ``bound``
+        given, or proven optimal by it (:data:`PROVEN_GAP`)."""
+        if self.bound is None:
+            return False
+        gap = relative_gap(self.cost, self.bound, self.demand)
+        return self.cost - self.bound <= self.options.abs_gap or (gap is not None and gap <= PROVEN_GAP)
+
+    def _visit(self, groups: Iterator[np.ndarray], clock: Deadline, own: bool) -> str:
+        """Place again the jobs of each group of servers in turn (:meth:`_pair`; ``own``: the
+        groups of multi-server jobs); why the search stops (:data:`STOP_DEADLINE` once the
+        deadline leaves no time for the next, :data:`STOP_BOUND`), else ``""``."""
+        # a group needs, beside its own time, what its solver takes to stop (else it is not run)
+        need = MIN_PAIR_SECONDS + FINISH_SECONDS + get_backend(self.backend).stop_seconds
+        for group in groups:
+            if self.bound_met():
+                return STOP_BOUND
+            if clock.left() < need or not self._pair(group, clock, own):
+                return STOP_DEADLINE
+        return ""
+
+    def _groups(self, rng: np.random.Generator, free: np.ndarray) -> Iterator[np.ndarray]:
+        """The group of each admitted job (queue order) that lies, when its turn comes, on at
+        least three servers holding at most :data:`GROUP_MAX_GPUS` free GPUs (``free``: per
+        server): those servers and one more drawn from ``rng`` among the servers with free GPUs
+        that keep it within :data:`GROUP_MAX_GPUS` (if any); each group visited once a pass."""
+        seen: set[frozenset[int]] = set()
+        for jid in self.index:
+            where = self.home[jid]
+            inside = np.fromiter(where, dtype=np.int64)
+            room = GROUP_MAX_GPUS - int(free[inside].sum())
+            if len(where) < 3 or room < 0:
+                continue
+            others = np.flatnonzero((free > 0) & (free <= room))
+            others = others[~np.isin(others, inside)]
+            group = set(where) | ({int(others[rng.integers(others.size)])} if others.size else set())
+            if frozenset(group) not in seen:
+                seen.add(frozenset(group))
+                yield np.array(sorted(group))
+
+    def _pair(self, servers: np.ndarray, clock: Deadline, own: bool = False) -> bool:
+        """Place the jobs lying wholly on ``servers`` again (module docstring), a solve counted in
+        ``stats.groups`` (``own``: a multi-server job's group) or ``stats.pairs``; False when the
+        round's deadline left the solver no time to run."""
         inside = set(servers.tolist())
         mine = [jid for jid, where in self.home.items() if where <= inside]
         if not any(self.instance.jobs[self.index[jid]].pipeline is not None for jid in mine):
@@ -194,7 +273,10 @@ class PairSearch:
         if "time_limit_reached" in res.info:  # its solver did not run: not a pair solved
             self.stats.skipped += 1
             return capped
-        self.stats.pairs += 1
+        if own:
+            self.stats.groups += 1
+        else:
+            self.stats.pairs += 1
         if set(res.placements) != set(mine):
             return True
         new = {jid: tuple(int(g) for g in gids) for jid, gids in res.placements.items()}
@@ -211,6 +293,7 @@ class PairSearch:
             self.home = {**self.home, **homes}
             self.stats.improved += 1
             self.stats.gain += gain
+            self.cost -= gain
 
     def _pair_round(self, servers: np.ndarray, mine: list[JobId]) -> RoundInstance:
         """The round restricted to ``servers`` and the jobs ``mine``, the GPUs there that the
@@ -240,8 +323,8 @@ def solve_stage_search(
     """The search on pairs of servers (module docstring) from the cheaper of ``start`` (a
     placement of exactly the admitted jobs, labelled ``start_label``) and
     :func:`~pal_opt.ilp.stageround.start_placement` (PAL's, on a tie), until ``options.deadline``;
-    a FEASIBLE result (method ``"ilp"``, no bound; FALLBACK when no pair's solver had time to
-    run) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None
+    a FEASIBLE result (method ``"ilp"``, with the jobs-alone bound and its gap; OPTIMAL when that
+    gap is closed, FALLBACK when no pair's solver had time to run) never worse than that start, with ``info["stage_search"]`` (:class:`SearchStats`).  None
     when there is no start placement (the caller then solves the whole stage program).  A Ctrl-C raises
     :class:`~pal_opt.errors.SolveInterrupted` with the best placement so far.
 
@@ -267,8 +350,10 @@ def solve_stage_search(
         details["backend_params"] = params
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name,
                                   backend_version=cls.version(), info=details, build_seconds=0.0)
+    bound = alone_bound(instance, admitted, factors)  # (cheap: 0.03 s at 2,048 GPUs)
     progress.report(stage="solving the stage program on pairs of servers", backend=cls.name)
-    search = PairSearch(instance, admitted, factors, first, backend=cls.name, options=options, warm_start=warm_start)
+    search = PairSearch(instance, admitted, factors, first, backend=cls.name, options=options, warm_start=warm_start,
+                        bound=bound)
     try:
         search.run()
     except KeyboardInterrupt:  # in a pair's solver (SolveInterrupted) or between two solves
@@ -279,15 +364,29 @@ def solve_stage_search(
             message="interrupted while the stage program was solved on pairs of servers; the best placement "
                     "so far is returned", **common)) from None
     details["stage_search"] = search.stats.as_info()
-    stats, placement = search.stats, search.placement
+    return _answer(instance, factors, search, (first, first_summary, label), bound, common, t0)
+
+
+def _answer(instance: RoundInstance, factors: Mapping[str, np.ndarray], search: PairSearch,
+            first: tuple[dict[JobId, tuple[int, ...]], CostSummary, str], bound: float | None,
+            common: dict[str, Any], t0: float) -> PlacementResult:
+    """The search's priced answer (never worse than the start ``first``: placement, its price,
+    its label) with ``bound``, the jobs-alone bound (:func:`~pal_opt.ilp.stageround.alone_bound`),
+    and its gap: OPTIMAL when that gap is closed, FALLBACK when no pair's solver had time to run."""
+    stats, placement, details = search.stats, search.placement, common["info"]
     summary = evaluate(instance, placement, factors)
-    if summary.cost > first_summary.cost:  # (not expected: pairs are priced on the round)
-        placement, summary = first, first_summary
+    if summary.cost > first[1].cost:  # (not expected: pairs are priced on the round)
+        placement, summary = first[0], first[1]
+    gap = relative_gap(summary.cost, bound, search.demand)
     status = Status.FEASIBLE
-    if stats.pairs == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # no pair in time: the start
+    if stats.solved == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # none in time: the start
         status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
-    return priced_result(instance, placement, factors, status=status, summary=summary,
+    if gap is not None and gap <= PROVEN_GAP:
+        status = Status.OPTIMAL
+    groups = f", {stats.groups} groups of a multi-server job's servers" if stats.groups else ""
+    return priced_result(instance, placement, factors, status=status, summary=summary, bound=bound, gap=gap,
                          solve_seconds=time.perf_counter() - t0, **common,
-                         message=f"the stage program on pairs of servers from {label} ({stats.pairs} pairs solved "
-                                 f"in {stats.passes} passes, {stats.improved} improved; stopped: {stats.stopped}); "
-                                 "no bound")
+                         message=f"the stage program on pairs of servers from {first[2]} ({stats.pairs} pairs"
+                                 f"{groups} solved in {stats.passes} passes, {stats.improved} improved; stopped: "
+                                 f"{stats.stopped}); bound: each job alone on the free GPUs"
+                                 + ("" if bound is not None else " (none)"))
