@@ -11,9 +11,13 @@ own.  Per round:
 * ``solve_ilp(time_limit=T)`` for each T (HiGHS): wall seconds from the call, the status, the stage
   where time ran out, the pairs of servers whose stage program was solved (and how many improved
   the placement: since 2026-12-07 a round of at least ``SEARCH_MIN_GPUS`` free GPUs gets the
-  search on pairs of servers, :mod:`pal_opt.ilp.stagesearch`, instead of the whole stage program),
-  and the round cost against PAL's placement with the stages mapped best (``start_placement``:
-  the fallback until 2026-11-27), lower is better.
+  search on pairs of servers, :mod:`pal_opt.ilp.stagesearch`, instead of the whole stage program;
+  the groups of a multi-server job's servers too, since the same day), the round cost against
+  PAL's placement with the stages mapped best (``start_placement``: the fallback until
+  2026-11-27), lower is better, and the gap to the answer's bound.
+
+``--server-gpus 2`` or ``4`` lays the same rounds out on smaller servers, where the 8-GPU
+pipelines lie on several servers (a partial run: it does not replace the committed page).
 
 ``--baseline DIR`` runs the same rounds with the package found in DIR too (a checkout of an
 earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session: the
