@@ -403,3 +403,22 @@ def test_an_unseen_term_leaves_the_search_without_a_bound() -> None:
         assert "program_bound" in res.info
     finally:
         unregister_cost_term(_PipelinesOnServerZero.name)
+
+
+@pytest.mark.parametrize("binning", ["none", "silhouette"])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_jobs_alone_bound_is_each_jobs_cheapest_column_of_the_program(seed: int, binning: str) -> None:
+    """``alone_bound`` finds each job's cheapest mode without listing the modes: it equals the sum
+    over jobs of the least cost among the job's mode (and keep) columns of the stage program, plus
+    its constant, on seeded rounds (4-GPU servers: jobs alone on a server or spread; running jobs
+    under a restart cost on odd seeds)."""
+    from pal_opt.ilp.stageround import KIND_KEEP, KIND_MODE, alone_bound, build_stage_round
+
+    inst = _seeded_round(seed, server_gpus=4, running=seed % 2 == 1)
+    inst = replace(inst, params=replace(inst.params, binning=binning))
+    f = binned_factors(inst.cluster, binning)
+    admitted = list(range(len(inst.jobs)))
+    sr = build_stage_round(inst, admitted, f)
+    priced = (sr.kind == KIND_MODE) | (sr.kind == KIND_KEEP)
+    least = [sr.program.c[priced & (sr.job == a)].min() for a in range(len(admitted))]
+    assert alone_bound(inst, admitted, f) == pytest.approx(math.fsum(least) + sr.program.obj_offset, abs=1e-9)

@@ -387,8 +387,8 @@ def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mappi
         key = (job.perfclass, job.demand, job.locality, tuple((t, r) for t, _, r in stage_groups(job)),
                tuple(c.tobytes() for c in cells))
         if key not in least:
-            modes = _modes(job, _paces(job, gpus.type_values[job.perfclass]), gpus.cnt, nodes[job.demand >= 2], cells)
-            least[key] = float(_mode_costs(instance, job, modes).min()) if modes.pace.size else math.inf
+            least[key] = _least_mode_cost(instance, job, _paces(job, gpus.type_values[job.perfclass]), gpus.cnt,
+                                          nodes[job.demand >= 2], cells)
         cost = least[key]
         if charged and _home(instance, i, gpus) is not None:  # its keep column
             cost = min(cost, _keep_cost(instance, factors, i))
@@ -396,6 +396,43 @@ def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mappi
             return None
         total += cost
     return total + _constant(instance, admitted, charged)
+
+
+def _least_mode_cost(instance: RoundInstance, job: Job, paces: np.ndarray, counts: np.ndarray, nodes: _Nodes,
+                     type_cells: Sequence[np.ndarray]) -> float:
+    """The least cost of the job's modes (:func:`_modes`, the same set) without listing them:
+    a node fits the job at pace ``π`` iff, for every stage group ``k``, its ``need[k]``-th
+    fastest GPU (of the type group) has ``paces[k] ≤ π``, so the node's least pace is the largest
+    of those; every pace level from there on fits too.  A mode's cost depends only on its pace
+    and span, so each span is priced at every level from the least pace of its nodes on (inf
+    with no mode)."""
+    need = np.cumsum([r for _, _, r in stage_groups(job)])
+    spans, values = [], []
+    for cells in type_cells:
+        idx = np.flatnonzero(cells)
+        if not idx.size:
+            continue
+        order = idx[np.argsort(paces[-1, idx], kind="stable")]  # fastest first (every row orders alike)
+        have = np.cumsum(np.asarray(nodes.member @ counts[:, order]), axis=1)  # (nodes, cells)
+        least = np.full(have.shape[0], -np.inf)
+        for k, n in enumerate(need.tolist()):
+            enough = have[:, -1] >= n
+            at = np.argmax(have >= n, axis=1)
+            least = np.where(enough, np.maximum(least, paces[k, order[at]]), np.inf)
+        levels = np.unique(paces[:, idx])
+        for span in np.unique(nodes.span).tolist():
+            lowest = least[nodes.span == span].min()
+            if np.isfinite(lowest):
+                fit = levels[levels >= lowest]
+                spans.append(np.full(fit.size, span))
+                values.append(fit)
+    if not values:
+        return math.inf
+    total = np.zeros(sum(v.size for v in values))
+    pace, span_of = np.concatenate(values), np.concatenate(spans)
+    for term in cost_terms():
+        total = total + term.slots(instance, job.perfclass, job.demand, job.locality, pace, span_of)
+    return float(total.min())
 
 
 def _home(instance: RoundInstance, i: int, gpus: _Gpus) -> np.ndarray | None:

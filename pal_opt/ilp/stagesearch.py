@@ -39,7 +39,8 @@ pipeline job that two servers or a group can hold (:func:`search_applies`): the 
 the start given (the round program's, pipelines seen as gangs) and PAL's placement with the
 stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
 cheapest alone on the free GPUs (valid, as every placement prices each job at least that, and
-weak, as all may take the fastest GPUs at once; 0.03 s at 2,048 GPUs); the search stops once
+weak, as all may take the fastest GPUs at once; 0.03-0.2 s at 2,048 GPUs, skipped when that does
+not fit the deadline: :data:`BOUND_SECONDS_PER_GPU`); the search stops once
 within the gap target of it (``abs_gap``; :data:`STOP_BOUND`).  Its answer is FEASIBLE with that
 bound and gap (OPTIMAL when the gap is closed), and the message says why the search stopped ("time
 limit reached" when the deadline did); FALLBACK, with ``info["time_limit_reached"]``, when no
@@ -97,6 +98,10 @@ GROUP_MAX_GPUS = 32
 STALE_PASSES = 2
 #: A pair is not started with fewer seconds than this left (beside the finish reserve).
 MIN_PAIR_SECONDS = 0.05
+#: The jobs-alone bound is computed only with this many seconds per free GPU left (beside the
+#: finish reserve): it took 0.03-0.2 s at 2,048 GPUs with PAL's binning and 0.6 s with
+#: ``binning="none"`` (every distinct factor a cell), on the shared machine under load 1-8.
+BOUND_SECONDS_PER_GPU = 5e-4
 #: A gap to the bound at or under which the answer is proven optimal (as ``pal_opt.ilp.solve``'s).
 PROVEN_GAP = 1e-6
 #: Relative cost decrease under which a pair's answer is not taken (solver tolerances).
@@ -262,7 +267,7 @@ class PairSearch:
         deadline = min(end, time.monotonic() + PAIR_SECONDS)
         capped = deadline < end
         # the whole round's gap target (abs_gap, in its units) is not the pair's: a pair is solved
-        # to optimality (the search has no bound of the round to stop at)
+        # to optimality (the search stops at the round's bound, ``bound_met``, not a pair)
         opts = replace(self.options, time_limit=None, deadline=deadline, abs_gap=0.0)
         try:
             res = solve_stage_round(sub, range(len(mine)), binned_factors(sub.cluster, "none"), backend=self.backend,
@@ -350,7 +355,7 @@ def solve_stage_search(
         details["backend_params"] = params
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name,
                                   backend_version=cls.version(), info=details, build_seconds=0.0)
-    bound = alone_bound(instance, admitted, factors)  # (cheap: 0.03 s at 2,048 GPUs)
+    bound = _bound(instance, admitted, factors, options)
     progress.report(stage="solving the stage program on pairs of servers", backend=cls.name)
     search = PairSearch(instance, admitted, factors, first, backend=cls.name, options=options, warm_start=warm_start,
                         bound=bound)
@@ -365,6 +370,17 @@ def solve_stage_search(
                     "so far is returned", **common)) from None
     details["stage_search"] = search.stats.as_info()
     return _answer(instance, factors, search, (first, first_summary, label), bound, common, t0)
+
+
+def _bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+           options: SolveOptions | None) -> float | None:
+    """:func:`~pal_opt.ilp.stageround.alone_bound`, when :data:`BOUND_SECONDS_PER_GPU` per free
+    GPU fits before the deadline less the finish reserve (else None: no bound)."""
+    clock = Deadline.none() if options is None or options.deadline is None else Deadline(options.deadline)
+    free = int(np.count_nonzero(instance.cluster.state == GpuState.FREE))
+    if clock.left() - FINISH_SECONDS < BOUND_SECONDS_PER_GPU * free:
+        return None
+    return alone_bound(instance, admitted, factors)
 
 
 def _answer(instance: RoundInstance, factors: Mapping[str, np.ndarray], search: PairSearch,
