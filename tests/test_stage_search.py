@@ -422,3 +422,16 @@ def test_the_jobs_alone_bound_is_each_jobs_cheapest_column_of_the_program(seed: 
     priced = (sr.kind == KIND_MODE) | (sr.kind == KIND_KEEP)
     least = [sr.program.c[priced & (sr.job == a)].min() for a in range(len(admitted))]
     assert alone_bound(inst, admitted, f) == pytest.approx(math.fsum(least) + sr.program.obj_offset, abs=1e-9)
+
+
+def test_a_start_at_the_bound_is_proven_without_a_pass() -> None:
+    """A start whose cost meets the jobs-alone bound is OPTIMAL at once: the search stops before
+    its first pass, with no time limit noted."""
+    inst = _four_servers()
+    f = binned_factors(inst.cluster, "none")
+    best = {"p0": (0, 2, 3, 1), "p1": (4, 5, 7, 6), "g0": (8, 9, 10, 11), "g1": (12, 13, 14, 15)}
+    assert evaluate(inst, best, f).cost == pytest.approx(0.0, abs=1e-12)
+    res = solve_stage_search(inst, [0, 1, 2, 3], f, start=best, start_label="best")
+    assert res is not None and res.status == Status.OPTIMAL and res.gap == pytest.approx(0.0, abs=1e-9)
+    assert res.info["stage_search"]["passes"] == 0 and res.info["stage_search"]["stopped"] == stagesearch.STOP_BOUND
+    assert "time_limit_reached" not in res.info and check(inst, res) == []

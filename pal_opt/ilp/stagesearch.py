@@ -395,10 +395,10 @@ def _answer(instance: RoundInstance, factors: Mapping[str, np.ndarray], search: 
         placement, summary = first[0], first[1]
     gap = relative_gap(summary.cost, bound, search.demand)
     status = Status.FEASIBLE
-    if stats.solved == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # none in time: the start
-        status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
-    if gap is not None and gap <= PROVEN_GAP:
+    if gap is not None and gap <= PROVEN_GAP:  # (the start itself, when no pair was solved)
         status = Status.OPTIMAL
+    elif stats.solved == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # none in time: the start
+        status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
     groups = f", {stats.groups} groups of a multi-server job's servers" if stats.groups else ""
     return priced_result(instance, placement, factors, status=status, summary=summary, bound=bound, gap=gap,
                          solve_seconds=time.perf_counter() - t0, **common,
