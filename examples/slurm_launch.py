@@ -5,7 +5,7 @@ An operator's round, in Python:
 1. read the cluster from ``topology.conf`` and ``gres.conf`` (its GPU types, and each GPU's
    device number from ``File=/dev/nvidiaN``) and the queue from a job CSV;
 2. give the GPUs slowdown factors: draws from PAL's Longhorn measurements when ``../shared`` is
-   present, else from pal-opt's synthetic Longhorn-like model (Slurm's files carry none; a
+   present (``PAL_OPT_SHARED`` names another shared folder, as for the other examples), else from pal-opt's synthetic Longhorn-like model (Slurm's files carry none; a
    cluster's own measured factors come in through a Blox ``gpu_df``'s ``PerfVar_<class>``
    columns or GraphML ``factor_<class>`` attributes);
 3. place the round with the integer program;
@@ -29,6 +29,7 @@ Run it::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pal_opt
@@ -36,8 +37,10 @@ from pal_opt.generate import synthetic_factors
 from pal_opt.topology import load_slurm, measured_factors, topology_round
 from pal_opt.topology.slurm import slurm_rows
 
-DATA = Path(__file__).resolve().parent / "data"
-LONGHORN = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pal-artifact" / "variability" / "longhorn"
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+SHARED = Path(os.environ.get("PAL_OPT_SHARED", HERE.parents[1] / "shared"))
+LONGHORN = SHARED / "data" / "pal-artifact" / "variability" / "longhorn"
 
 
 def cuda_visible_devices(indices: str) -> str:

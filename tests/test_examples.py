@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 import subprocess
 import sys
@@ -80,3 +81,19 @@ def test_slurm_launch_lines_name_each_job_s_devices() -> None:
         assert lines[0].startswith("sbatch --exclusive") and len(lines) == 1 + len(str(row["gpu_indices"]).split())
         n_devices = sum(len(line.rsplit("=", 1)[1].split(",")) for line in lines[1:])
         assert n_devices == row["gpus"]
+
+
+@pytest.mark.parametrize(("script", "says"), [
+    ("slurm_launch", "factors from the synthetic Longhorn-like model"),
+    ("gpu_types", "gpu_types: skipped: needs the Sia artifact's profiles"),
+    ("sia_round_loop", "sia_round_loop: skipped: needs the Sia artifact's profiles"),
+])
+def test_examples_read_measured_data_only_where_pal_opt_shared_points(script: str, says: str, tmp_path: Path) -> None:
+    """``PAL_OPT_SHARED`` names the shared folder for every example that reads measured data (the
+    README says so); slurm_launch.py read ``../shared`` beside the checkout whatever it named."""
+    env = {**os.environ, "PAL_OPT_SHARED": str(tmp_path)}  # an empty folder: no measurements there
+    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{script}.py")], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert says in proc.stdout.splitlines()[0]
+    assert str(tmp_path) in proc.stdout or script == "slurm_launch"
