@@ -422,3 +422,20 @@ def test_a_stopped_sia_run_says_so_in_hours_and_its_comparison_says_the_jobs_dif
     if len(set(done.values())) > 1 and compared:
         assert compared[0].endswith(f"(over different jobs: {done['sia']} finished under sia, "
                                     f"{done['pal']} finished under pal)")
+
+
+def test_readme_max_hours_lines_are_what_the_command_prints(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The README quotes the two lines a stopped run prints, for a command on the shipped trace;
+    they are that command's (the quote once said 18/24 and 6, which no run of this trace printed)."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    command = ("pal-opt simulate examples/data/trace.csv --cluster 4x4 --synthetic-variability 0 "
+               "--max-hours 3 --out r.json")
+    assert f"`{command}` prints a line starting `pal: 14/24 jobs finished`" in readme
+    quoted = "pal: stopped at 3.00 h with 10 jobs unfinished; the JCT figures are of the 14 that finished"
+    assert f"`{quoted}`" in readme
+    capsys.readouterr()
+    assert main(["simulate", str(TRACE), "--cluster", "4x4", "--synthetic-variability", "0", "--max-hours", "3",
+                 "--out", str(tmp_path / "r.json")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("pal: 14/24 jobs finished") and lines[1] == quoted
