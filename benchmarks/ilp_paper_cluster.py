@@ -198,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: at least 1")
-    out = output_dir(args, "ilp_paper_cluster") / "ilp_paper_cluster.md"
+    # fewer or more rounds, or no scale section: not the committed page's runs
+    partial = [flag for flag, on in (("--rounds", args.rounds != ap.parse_args([]).rounds),
+                                     ("--no-scale", args.no_scale)) if on]
+    out = output_dir(args, "ilp_paper_cluster", partial=" ".join(partial) or None) / "ilp_paper_cluster.md"
     head = ["# Round integer program: benchmark", "", f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), ""]
     t0 = time.perf_counter()
     paper, _ = bench_paper(args.rounds)

@@ -359,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.shared / "data" / "pal-artifact").is_dir():
         print(f"pipeline_placement: shared data not found at {args.shared}", file=sys.stderr)
         return 2
-    out = output_dir(args, "pipeline_placement")
+    out = output_dir(args, "pipeline_placement",  # other round counts are not the committed page's rounds
+                     partial="--rounds" if args.rounds != ap.parse_args([]).rounds else None)
     rows, solves, levels = run(args.shared, args.rounds)
     with open(out / "pipeline_placement.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

@@ -191,7 +191,7 @@ BAD_OPTIONS = [
 
 
 #: Scripts that look for ``../shared`` before they can check the option (the reference cases, the data).
-NEEDS_SHARED = {"pipedream_ip", "pipedream_partition", "pipeline_sim", "stage_scale"}
+NEEDS_SHARED = {"pipedream_ip", "pipedream_partition", "pipeline_placement", "pipeline_sim", "stage_scale"}
 SHARED = ROOT.parent / "shared"
 
 
@@ -221,6 +221,9 @@ PARTIAL_RUNS = [
     ("repair", "--seeds", "0"),
     ("stage_scale", "--sizes", "256"),
     ("scale", "--ks", "2"),
+    ("ilp_paper_cluster", "--no-scale"),
+    ("ilp_paper_cluster", "--rounds", "2"),
+    ("pipeline_placement", "--rounds", "2"),
 ]
 
 
