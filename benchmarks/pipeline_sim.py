@@ -93,7 +93,7 @@ from pal_opt.simulate import SimConfig, build_cluster, parse_cluster, simulate  
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("pal", "ilp-gang", "ilp")
 #: The page's figure, embedded at its end (``stem``: pipeline_sim or pipeline_sim_restart).
-FIGURE = ("\n![pipeline jobs' JCT CDF per method, and each method's mean JCT per job kind against pal's]"
+FIGURE = ("\n![pipeline jobs' JCT CDF per method, and each method's mean JCT per job kind against pal's{restart}]"
           "({stem}.png)\n")
 TIME_LIMIT = 10.0
 #: The restart cost of the committed ``pipeline_sim_restart`` page (``--restart-cost 30``).
@@ -304,9 +304,15 @@ WHY_SMALL = (
         "classes B and C).")
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> None:
+def restart_note(restart_cost: float) -> str:
+    """What the figure's title and alt text add for a run with a restart cost (nothing without)."""
+    return f", restart cost {restart_cost:g} s per GPU" if restart_cost else ""
+
+
+def plot(rows: list[dict[str, Any]], path: Path, restart_cost: float = 0.0) -> None:
     """Left: the pipeline jobs' JCT CDF per method.  Right: each method's mean JCT per job kind
-    against pal's (the means are hours apart between kinds, their differences a few per cent)."""
+    against pal's (the means are hours apart between kinds, their differences a few per cent).
+    The title names the restart cost, so that the two committed figures tell themselves apart."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -335,8 +341,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     right.set_ylabel(f"mean JCT against {METHODS[0]}'s (below 1: faster)")
     right.grid(True, axis="y", alpha=0.3)
     right.legend()
-    fig.suptitle("Pipeline jobs in simulation: Longhorn variability, 16x4 GPUs, stage program (ilp) vs flat-gang PAL",
-                 fontsize=10)
+    fig.suptitle("Pipeline jobs in simulation: Longhorn variability, 16x4 GPUs, stage program (ilp) vs flat-gang PAL"
+                 + restart_note(restart_cost), fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -405,12 +411,13 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    plot(rows, out / f"{stem}.png")
+    plot(rows, out / f"{stem}.png", args.restart_cost)
     text = report(args, rows, runs, produced_by(__file__, argv))
     machine = (f"Machine: {platform.processor() or platform.machine()}, 2 cores shared with other work, Python "
                f"{platform.python_version()}; packages: {package_versions()}; whole run {time.perf_counter() - t0:.0f} s "
                "under nice -n 10.")
-    (out / f"{stem}.md").write_text(f"{text}\n{machine}\n" + FIGURE.format(stem=stem), encoding="utf-8")
+    figure = FIGURE.format(stem=stem, restart=restart_note(args.restart_cost))
+    (out / f"{stem}.md").write_text(f"{text}\n{machine}\n" + figure, encoding="utf-8")
     print(text)
     wrote("pipeline_sim", out / f"{stem}.md", out / f"{stem}.csv", out / f"{stem}.png",
           *(out / f"pipeline_sim_workload-{t}.csv" for t in args.traces))

@@ -375,3 +375,19 @@ def test_sia_fidelity_shows_its_commands_with_the_shared_data_relative() -> None
     assert sia_fidelity.shown_command(cmd, out) == (
         "pal-opt simulate-sia ../shared/data/sia-artifact/workloads/newtrace-7.csv "
         "--profiles ../shared/data/sia-artifact/profiles --out OUT.json")
+
+
+def test_the_restart_figure_says_its_restart_cost() -> None:
+    """pipeline_sim.png and pipeline_sim_restart.png had one title and one alt text: the figure of
+    the run with ``--restart-cost 30`` did not say it had one.  Both now name it."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import pipeline_sim
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    assert pipeline_sim.restart_note(0.0) == ""
+    assert pipeline_sim.restart_note(30.0) == ", restart cost 30 s per GPU"
+    alt = pipeline_sim.FIGURE.format(stem="pipeline_sim_restart", restart=pipeline_sim.restart_note(30.0))
+    assert alt.strip().endswith("against pal's, restart cost 30 s per GPU](pipeline_sim_restart.png)")
+    plain = pipeline_sim.FIGURE.format(stem="pipeline_sim", restart=pipeline_sim.restart_note(0.0))
+    assert plain.strip() in (RESULTS / "pipeline_sim.md").read_text(encoding="utf-8")  # the page without one
