@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from pal_opt.errors import PalOptError
 from pal_opt.hetero import (
     Layout,
     SimConfig,
@@ -57,4 +58,7 @@ def main(workload_csv: Path = HERE / "data" / "newtrace-mini.csv") -> dict[str, 
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv")
+    try:
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv")
+    except PalOptError as exc:  # a bad argument (a missing or malformed workload): one line, not a traceback
+        sys.exit(f"gpu_types: {exc}")

@@ -73,4 +73,7 @@ def main(method: str = "ilp") -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "ilp")
+    try:
+        main(sys.argv[1] if len(sys.argv) > 1 else "ilp")
+    except pal_opt.PalOptError as exc:  # a bad argument (an unknown method): one line, not a traceback
+        sys.exit(f"scheduler_loop: {exc}")

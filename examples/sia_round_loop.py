@@ -82,5 +82,8 @@ def main(workload_csv: Path = HERE / "data" / "newtrace-mini.csv", policy: str =
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv",
-         sys.argv[2] if len(sys.argv) > 2 else "sia")
+    try:
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv",
+             sys.argv[2] if len(sys.argv) > 2 else "sia")
+    except pal_opt.PalOptError as exc:  # a bad argument (a workload, a policy): one line, not a traceback
+        sys.exit(f"sia_round_loop: {exc}")

@@ -97,3 +97,23 @@ def test_examples_read_measured_data_only_where_pal_opt_shared_points(script: st
     assert proc.returncode == 0, proc.stderr
     assert says in proc.stdout.splitlines()[0]
     assert str(tmp_path) in proc.stdout or script == "slurm_launch"
+
+
+@pytest.mark.parametrize(("script", "args", "says"), [
+    ("scheduler_loop", ["bogus"], "unknown method 'bogus'"),
+    ("sia_round_loop", [str(EXAMPLES / "data" / "newtrace-mini.csv"), "bogus"], "unknown policy 'bogus'"),
+    ("gpu_types", ["absent.csv"], "absent.csv: cannot read workload file"),
+])
+def test_an_example_given_a_bad_argument_says_so_in_one_line(script: str, args: list[str], says: str,
+                                                              tmp_path: Path) -> None:
+    """The examples that take arguments ended with a traceback on a bad one (pal-opt's own error
+    under it); they now print that error in one line naming the script, exit status 1."""
+    if script != "scheduler_loop":  # without the measured data these say so and stop before reading arguments
+        mod = runpy.run_path(str(EXAMPLES / f"{script}.py"))
+        if not mod["PROFILES"].is_dir() or not mod.get("LONGHORN", mod["PROFILES"]).is_dir():
+            pytest.skip(f"the measured data are not available under {mod['SHARED']}")
+    proc = subprocess.run([sys.executable, str(EXAMPLES / f"{script}.py"), *args], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{script}: ") and says in lines[0], proc.stderr
