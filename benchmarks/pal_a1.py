@@ -51,8 +51,19 @@ import numpy as np
 from _results import add_output_arguments, output_dir, produced_by
 from suite import machine
 
-#: the page's figure(s), embedded at its end with what each shows
-FIGURES = "\n\n![average JCT against Packed-Sticky per workload and policy](pal_a1.png)\n\n![ILP against PAL at equal admission](pal_a1_equal.png)\n\n![the locality penalty sweep on workload-6: average JCT against Packed-Sticky](pal_a1_lambda.png)\n\n![workload-6: JCT CDF and utilisation per policy](pal_a1_w6_cdf.png)\n"
+#: the page's figures, embedded at its end with what each shows (those the run drew: `figure_links`)
+FIGURES = (
+    ("pal_a1.png", "average JCT against Packed-Sticky per workload and policy"),
+    ("pal_a1_equal.png", "ILP against PAL at equal admission"),
+    ("pal_a1_lambda.png", "the locality penalty sweep on workload-6: average JCT against Packed-Sticky"),
+    ("pal_a1_w6_cdf.png", "workload-6: JCT CDF and utilisation per policy"),
+)
+
+
+def figure_links(drawn: set[str]) -> str:
+    """The page's image links, of the figures ``drawn`` only: a ``--quick`` or ``--no-lambda`` run
+    has no λ sweep to draw, and its page linked a ``pal_a1_lambda.png`` that was not there."""
+    return "".join(f"\n\n![{alt}]({name})" for name, alt in FIGURES if name in drawn) + "\n"
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -391,7 +402,8 @@ def plot_main(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -
     plt.close(fig)
 
 
-def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -> None:
+def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -> bool:
+    """The λ sweep's figure; False (nothing drawn) when the rows have no sweep."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -399,7 +411,7 @@ def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path)
 
     lr = _ratios(rows, "lambda")
     if not lr:
-        return
+        return False
     lams = sorted({k[2] for k in lr})
     draws = sorted({k[1] for k in lr}, key=lambda d: (d != "artifact", d))
     fig, ax = plt.subplots(figsize=(8, 4.5))
@@ -426,6 +438,7 @@ def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -504,12 +517,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "elapsed": elapsed,
         "workers": args.workers,
     }
-    write_text_atomic(out / "pal_a1.md", write_markdown(rows, policies, meta) + FIGURES)
     plot_main(rows, policies, out / "pal_a1.png")
-    plot_lambda(rows, policies, out / "pal_a1_lambda.png")
     plot_equal(rows, out / "pal_a1_equal.png")
+    drawn = {"pal_a1.png", "pal_a1_equal.png"} | ({"pal_a1_lambda.png"} if plot_lambda(
+        rows, policies, out / "pal_a1_lambda.png") else set())
     if docs:
         plot_result(docs, out / "pal_a1_w6_cdf.png")
+        drawn.add("pal_a1_w6_cdf.png")
+    write_text_atomic(out / "pal_a1.md", write_markdown(rows, policies, meta) + figure_links(drawn))
+    if docs:
         write_json_atomic(out / "pal_a1_w6_summary.json",
                           {p: {k: v for k, v in d.items() if k not in ("job_results", "round_log")} for p, d in docs.items()})
     print(f"pal_a1: {len(rows)} rows in {elapsed:.0f} s -> {out}/pal_a1.md", file=sys.stderr)

@@ -391,3 +391,21 @@ def test_the_restart_figure_says_its_restart_cost() -> None:
     assert alt.strip().endswith("against pal's, restart cost 30 s per GPU](pipeline_sim_restart.png)")
     plain = pipeline_sim.FIGURE.format(stem="pipeline_sim", restart=pipeline_sim.restart_note(0.0))
     assert plain.strip() in (RESULTS / "pipeline_sim.md").read_text(encoding="utf-8")  # the page without one
+
+
+def test_pal_a1_links_only_the_figures_it_drew(tmp_path: Path) -> None:
+    """A ``--quick`` (or ``--no-lambda``) pal_a1 page linked ``pal_a1_lambda.png``, which such a run
+    does not draw; the page links the figures drawn, and a full run's links are unchanged."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import pal_a1
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    main_rows = [{"experiment": "main", "trace": "workload-6", "draw": "artifact", "lambda": 1.7, "policy": p,
+                  "avg_jct_h": h} for p, h in (("packed-sticky", 2.0), ("pal", 1.5))]
+    assert pal_a1.plot_lambda(main_rows, ["packed-sticky", "pal"], tmp_path / "l.png") is False  # no sweep
+    assert not (tmp_path / "l.png").exists()
+    quick = pal_a1.figure_links({"pal_a1.png", "pal_a1_equal.png", "pal_a1_w6_cdf.png"})
+    assert "pal_a1_lambda.png" not in quick and quick.count("![") == 3
+    everything = pal_a1.figure_links({name for name, _ in pal_a1.FIGURES})
+    assert (RESULTS / "pal_a1.md").read_text(encoding="utf-8").endswith(everything)
