@@ -330,7 +330,11 @@ def test_toy_application_loads(tmp_path: Path) -> None:
         ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n21,8,2.0,0.0\n", "row 3, column placement"),
         ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,4,2.0,0.0\n", "row 3, column local_bsz"),
         ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,nan,0.0\n", "row 3, column step_time"),
-        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,2.0,0.0,9\n", "malformed CSV"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8,2.0,0.0,9\n",
+         "line 3: has 5 fields but the header has 4"),
+        # a file cut in the middle of a row: pandas padded it, "must be a positive number, got an empty cell"
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,0.0\n1,8\n", "line 3: has 2 fields but the header has 4"),
+        ("placement,local_bsz,step_time,sync_time\n1,4,1.0,\"0.0\n", "line 2: malformed CSV: unexpected end of data"),
     ],
 )
 def test_bad_profile_names_file_and_field(tmp_path: Path, placements: str, where: str) -> None:
@@ -468,6 +472,12 @@ WORKLOAD_OK = (
         (WORKLOAD_OK.replace("bert-1", "cifar10-0"), "row 3, column name: duplicate job name 'cifar10-0'"),
         (WORKLOAD_OK.replace(",384", ",3.5"), "row 3, column batch_size"),
         (WORKLOAD_OK.replace(",bert,", ",,"), "row 3, column application: must not be empty"),
+        # cut in the middle of a row: its missing cells were read as empty ("application: must not be empty")
+        (WORKLOAD_OK.rstrip("\n").rsplit(",", 3)[0] + "\n", "line 3: has 2 fields but the header has 5"),
+        # rows are named by their file lines, blank lines counted
+        (WORKLOAD_OK.replace("\n", "\n\n", 1).replace(",384", ",3.5"), "row 4, column batch_size"),
+        (WORKLOAD_OK.replace("\n", "\n\n").replace("bert-1", "cifar10-0"),
+         "row 5, column name: duplicate job name 'cifar10-0' (first on row 3)"),
         ("name,time\n", "has a header but no rows"),
         ("", "is empty"),
     ],

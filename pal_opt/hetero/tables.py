@@ -1,17 +1,19 @@
 """Validated CSV tables for the heterogeneous-GPU model (profiles, workloads, the Philly trace).
 
 A file is read with the guards of :func:`pal_opt.io.safe.read_text` (size limit, empty, binary,
-not UTF-8) and parsed by pandas with every cell kept as text; each column is then converted on
-request, so that a bad cell is reported with its file, row and column::
+not UTF-8), its rows checked to have as many fields as the header (a file cut short in the middle
+of a row names that line), and parsed by pandas with every cell kept as text; each column is then
+converted on request, so that a bad cell is reported with its file, row and column::
 
     profiles/bert/placements-aws.csv: row 7, column step_time: must be a positive number, got 'x'
 
-Rows are numbered as lines of a file without blank lines: the header is row 1, the first data
-row is row 2.
+A file's rows are numbered by their lines (the header is line 1; blank lines count); a frame's
+as if it were a file without blank lines: the header is row 1, the first data row is row 2.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 from collections.abc import Sequence
@@ -40,6 +42,8 @@ class Table:
         The file name used in messages.
     frame
         The cells as a pandas DataFrame of ``str`` (stripped), columns named by the header.
+    lines
+        The file line of each data row (None: a frame's, numbered from 2).
 
     Examples
     --------
@@ -54,6 +58,7 @@ class Table:
 
     source: str
     frame: pd.DataFrame
+    lines: tuple[int, ...] | None = None
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, source: str = "<memory>") -> Table:
@@ -86,9 +91,13 @@ class Table:
                 path="header",
             )
 
+    def row(self, index: int) -> int:
+        """The number messages give data row ``index`` (0-based): its file line, or ``index + 2``."""
+        return index + 2 if self.lines is None else self.lines[index]
+
     def error(self, index: int, column: str, message: str) -> InstanceError:
         """An :class:`InstanceError` for the cell of data row ``index`` (0-based) in ``column``."""
-        return InstanceError(message, source=self.source, path=f"row {index + 2}, column {column}")
+        return InstanceError(message, source=self.source, path=f"row {self.row(index)}, column {column}")
 
     def strings(self, column: str, *, allow_empty: bool = False) -> np.ndarray:
         """The column as an object array of ``str``; empty cells are errors unless allowed."""
@@ -190,14 +199,16 @@ def read_table(
     Raises
     ------
     InstanceError
-        Unreadable, too large, empty, binary or not UTF-8; malformed CSV (a row with more fields
-        than the header); a repeated or empty column name; no data rows; a missing column.
+        Unreadable, too large, empty, binary or not UTF-8; malformed CSV (bad quoting, or a row
+        with more or fewer fields than the header, naming its line); a repeated or empty column
+        name; no data rows; a missing column.
     """
     source = file_path(path)
     try:
         text = read_text(path, max_bytes=max_bytes, what=what)
     except OSError as exc:
         raise InstanceError(f"cannot read {what}: {exc.strerror or exc}", source=source) from None
+    lines = _row_lines(text, source)
     try:
         raw = pd.read_csv(
             io.StringIO(text), header=None, dtype=str, keep_default_na=False, na_filter=False, engine="c"
@@ -215,6 +226,31 @@ def read_table(
     )
     if body.empty:
         raise InstanceError(f"{what} has a header but no rows", source=source)
-    table = Table(source, body)
+    table = Table(source, body, lines if len(lines) == len(body) else None)
     table.require(*required)
     return table
+
+
+def _row_lines(text: str, source: str) -> tuple[int, ...]:
+    """The line of each data row of the CSV ``text`` (blank lines skipped); a row with more or
+    fewer fields than the header, or bad quoting, is an :class:`InstanceError` naming its line
+    (pandas pads a short row with empty cells: a file cut in the middle of a row read as a row
+    with an empty cell, or with an optional column left out).  The standard library's reader
+    takes a tenth of the time pandas's parse does."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    width = 0
+    lines: list[int] = []
+    try:
+        for fields in reader:
+            if len(fields) <= 1 and not "".join(fields).strip():  # a blank line, as pandas skips it
+                continue
+            if not width:
+                width = len(fields)
+            elif len(fields) != width:
+                raise InstanceError(f"has {len(fields)} fields but the header has {width}", source=source,
+                                    path=f"line {reader.line_num}")
+            else:
+                lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise InstanceError(f"malformed CSV: {exc}", source=source, path=f"line {reader.line_num}") from None
+    return tuple(lines)

@@ -156,7 +156,7 @@ def _workload(table: Table, applications: Collection[str] | Mapping[str, Applica
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
         first = int(np.flatnonzero(names == names[i])[0])
-        raise table.error(i, "name", f"duplicate job name {names[i]!r} (first on row {first + 2})")
+        raise table.error(i, "name", f"duplicate job name {names[i]!r} (first on row {table.row(first)})")
     times = table.floats("time", minimum=0.0)
     apps = table.strings("application")
     if applications is not None:
