@@ -63,6 +63,7 @@ from .cliargs import (
     add_method_arguments,
     add_output_arguments,
     add_restart_arguments,
+    check_gpu_ids,
     check_outputs,
     check_plot_target,
     cost_param,
@@ -480,7 +481,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         _EXIT_AT_ONCE.append(True)
     inst = with_restart(with_costs(load_instance(args.instance), args.cost), args.restart_cost, args.round)
     if options.jobs:
-        options = replace(options, jobs=resolve_job_ids(args.jobs, inst.job_by_id))
+        options = replace(options, jobs=resolve_job_ids(args.jobs, inst.job_by_id, source=args.instance))
     _warn_unoptimised_charges(args)
     try:
         with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
@@ -722,6 +723,7 @@ def _cmd_repair(args: argparse.Namespace) -> int:
     _check_plot(args)
     options = exact_options(args)
     inst = load_instance(args.instance)
+    check_gpu_ids(args.failed, inst.cluster.position, flag="--failed", source=args.instance)
     doc = load_placement_file(args.placement)
     # the round the placement in force was solved on (its --restart-cost, --round, --cost)
     inst, _ = _apply_recorded_overrides(inst, doc, args.placement)

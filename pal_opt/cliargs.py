@@ -28,6 +28,7 @@ __all__ = [
     "pos_int",
     "job_ids",
     "resolve_job_ids",
+    "check_gpu_ids",
     "gpu_ids",
     "penalty",
     "input_file",
@@ -250,15 +251,46 @@ def job_ids(text: str) -> JobIds:
     return ids
 
 
-def resolve_job_ids(ids: list[int | str], known: Iterable[Any]) -> list[int | str]:
+def resolve_job_ids(ids: list[int | str], known: Iterable[Any], *, source: str | None = None) -> list[int | str]:
     """``--jobs`` ids matched against a round's job ids as they are stored: ``007`` is the job
     ``"007"`` when the round has one (an importer keeps such ids as text), and the job 7 only
-    otherwise; an id the round does not have is left as parsed (the solve names it)."""
+    otherwise.  Without ``source`` an id the round does not have is left as parsed (the solve
+    names it); with it (the instance file), an id that is not a job of the round, or a job named
+    twice, is an :class:`OptionError` naming ``--jobs`` and the file (the solve said ``job 'x' is
+    not in the queue`` and ``listed twice in jobs=``, naming neither).
+
+    >>> resolve_job_ids(job_ids("3,x"), [3, 4], source="round.json")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: --jobs x: not a job of round.json (its 2 jobs: 3, 4)
+    """
+    known = list(known)
     typed = getattr(ids, "typed", None)
-    if typed is None:
-        return list(ids)
     names = {k for k in known if isinstance(k, str)}
-    return [t if t in names else i for t, i in zip(typed, ids, strict=True)]
+    resolved = list(ids) if typed is None else [t if t in names else i for t, i in zip(typed, ids, strict=True)]
+    if source is not None:
+        _check_job_ids(typed or [str(i) for i in ids], resolved, known, source)
+    return resolved
+
+
+def _check_job_ids(written: list[str], resolved: list[int | str], known: list[Any], source: str) -> None:
+    """Each ``--jobs`` id a job of the round (as the solve matches it: the id, or its text), once."""
+    exact = set(known)
+    by_text = {str(k): k for k in known}
+    seen: dict[Any, str] = {}
+    for text, jid in zip(written, resolved, strict=True):
+        job = jid if jid in exact else by_text.get(str(jid), _MISSING)
+        if job is _MISSING:
+            shown = ", ".join(str(k) for k in known[:8]) + (", ..." if len(known) > 8 else "")
+            raise OptionError(f"--jobs {text}: not a job of {source} "
+                              + (f"(its {len(known)} jobs: {shown})" if known else "(its queue is empty)"))
+        if job in seen:
+            raise OptionError(f"--jobs: job {text} is given twice" + (f" (also as {seen[job]})" if seen[job] != text
+                                                                    else ""))
+        seen[job] = text
+
+
+_MISSING = object()
 
 
 def gpu_ids(text: str) -> list[int]:
@@ -277,6 +309,23 @@ def gpu_ids(text: str) -> list[int]:
             raise argparse.ArgumentTypeError(f"GPU {g} is given twice in {text!r}")
         ids.append(g)
     return ids
+
+
+def check_gpu_ids(ids: Iterable[int], known: Mapping[int, Any] | Iterable[int], *, flag: str, source: str) -> None:
+    """Each of ``ids`` (a :func:`gpu_ids` option's) a GPU of the round read from ``source``, or an
+    :class:`OptionError` naming the option and the file (``repair`` said ``failed GPU 99 is not a
+    GPU of the round``, naming neither).
+
+    >>> check_gpu_ids([3, 99], {0: 0, 1: 1, 2: 2, 3: 3}, flag="--failed", source="round.json")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: --failed 99: not a GPU of round.json (its 4 GPUs have ids between 0 and 3)
+    """
+    have = known if isinstance(known, Mapping) else set(known)
+    for g in ids:
+        if g not in have:
+            span = f"ids between {min(have)} and {max(have)}" if have else "no ids"
+            raise OptionError(f"{flag} {g}: not a GPU of {source} (its {len(have)} GPUs have {span})")
 
 
 def key_value(text: str) -> tuple[str, Any]:

@@ -625,6 +625,31 @@ def test_bad_options(argv, expected, tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gpus.csv", "inst.json", "jobs.csv", "trace.csv"]
 
 
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["repair", "{inst}", "{pl}", "--failed", "0,99", "-o", "{out}"],
+         "--failed 99: not a GPU of {inst} (its 7 GPUs have ids between 0 and 6)"),
+        (["solve", "{inst}", "--method", "ilp", "--jobs", "0,zz", "-o", "{out}"],
+         "--jobs zz: not a job of {inst} (its 3 jobs: 0, 1, r)"),
+        (["solve", "{inst}", "--method", "ilp", "--jobs", "1,r,1", "-o", "{out}"], "--jobs: job 1 is given twice"),
+    ],
+)
+def test_ids_an_option_gives_are_checked_against_the_round(argv, expected, tmp_path, capsys):
+    """``repair --failed 99`` said ``failed GPU 99 is not a GPU of the round``, and ``solve --jobs``
+    ``job 'zz' is not in the queue`` or ``job 1 is listed twice in jobs=`` (the API's argument),
+    naming neither the option nor the file the round came from."""
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(BASE))
+    pl = tmp_path / "pl.json"
+    pl.write_text(json.dumps({"format": "pal-opt/placement", "version": 1, "placements": {"0": [0, 1]}}))
+    subs = {"inst": inst, "pl": pl, "out": tmp_path / "o.json"}
+    assert main([a.format(**subs) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"pal-opt: error: {expected.format(**subs)}\n"
+    assert not (tmp_path / "o.json").exists()
+
+
 # --------------------------------------------------------------------------- as a process
 @pytest.mark.parametrize("case", ["deep-nesting-recursion", "demand-huge-int", "not-utf8", "placement-shared"])
 def test_bad_input_subprocess(case, tmp_path):

@@ -543,7 +543,7 @@ def test_solve_jobs_match_ids_as_the_round_stores_them(tmp_path: Path, capsys: p
         assert list(doc["placements"]) == [placed], doc["placements"]
     capsys.readouterr()
     assert main(["solve", str(path), "--method", "ilp", "--jobs", "008"]) == 2
-    assert "job 8 is not in the queue" in capsys.readouterr().err
+    assert f"--jobs 008: not a job of {path} (its 2 jobs: 007, 7)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -184,7 +184,7 @@ def test_cli_infeasible_job_set_is_one_line_and_writes_nothing(tmp_path, capsys)
     # unknown job ids are an option error (exit 2), not an infeasible round
     rc = main(["solve", str(p), "--method", "ilp", "--jobs", "a,zz", "--out", str(out)])
     o, e = capsys.readouterr()
-    assert rc == 2 and "'zz' is not in the queue" in e and e.count("\n") == 1
+    assert rc == 2 and f"--jobs zz: not a job of {p}" in e and e.count("\n") == 1
     rc = main(["solve", str(p), "--method", "pal", "--jobs", "a", "--out", str(out)])
     o, e = capsys.readouterr()
     assert rc == 2 and "do not apply to method 'pal'" in e

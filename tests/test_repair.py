@@ -614,7 +614,7 @@ def test_cli_repair_output_is_deterministic(files, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--failed", "9999"], "pal-opt: error: failed GPU 9999 is not a GPU of the round"),
+    (["--failed", "9999"], "pal-opt: error: --failed 9999: not a GPU of "),
     (["--failed", "1,x"], "argument --failed: GPU ids must be integers, got 'x' in '1,x'"),
     ([], "the following arguments are required: --failed"),
     (["--failed", "1", "--allow-migration", "0"], "argument --allow-migration: must be > 0, got '0'"),
