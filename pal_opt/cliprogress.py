@@ -10,7 +10,8 @@ when the block ends, however it ends, before anything else is printed::
     solving (ilp, highs): 12.4 s, incumbent 566.6975, bound 566.1021, gap 0.017%
 
 The line is drawn with tqdm, which fits it to the terminal's width and erases it cleanly;
-:func:`status_bar` makes the other bars of the command (``pal-opt simulate``'s) the same way.
+:func:`status_bar` makes the other bars of the command the same way (:func:`simulation_bar`, ``pal-opt
+simulate``'s, on a PAL or a Sia trace).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import Any, TextIO
 
 from . import progress
 
-__all__ = ["LiveLine", "live_line", "status_bar", "is_terminal", "terminal_shape", "SHOW_AFTER", "REFRESH",
-           "INTERRUPT_REQUESTED", "raise_if_interrupted"]
+__all__ = ["LiveLine", "live_line", "status_bar", "simulation_bar", "show_simulation_progress", "is_terminal",
+           "terminal_shape", "SHOW_AFTER", "REFRESH", "INTERRUPT_REQUESTED", "raise_if_interrupted"]
 
 #: Set by the command line's SIGINT handler (in :mod:`pal_opt.cli`), the Ctrl-C
 #: flag, besides raising ``KeyboardInterrupt``.  A long loop checks it at safe points
@@ -74,6 +75,21 @@ def status_bar(**kwargs: Any) -> Any:
     ncols, nrows = terminal_shape(stream)
     disable = bool(kwargs.pop("disable", False)) or not is_terminal(stream)
     return tqdm(file=stream, ncols=ncols, nrows=nrows, disable=disable, **kwargs)
+
+
+def simulation_bar(policy: str, jobs: int, *, quiet: bool) -> Any:
+    """The bar of ``pal-opt simulate``, on a PAL or a Sia trace alike: jobs finished of ``jobs``,
+    elapsed time, ETA, and (:func:`show_simulation_progress`) rounds done and simulated time; a
+    :func:`status_bar`, so drawn only on a terminal and without ``--quiet``."""
+    fmt = "{desc}: {n_fmt}/{total_fmt} jobs finished |{bar}| {elapsed}, ETA {remaining}{postfix}"
+    return status_bar(total=jobs, desc=f"simulate {policy}", bar_format=fmt, miniters=0, disable=quiet)
+
+
+def show_simulation_progress(bar: Any, rounds: int, done: int, now: float) -> None:
+    """Move a :func:`simulation_bar` to ``done`` jobs finished after ``rounds`` rounds, ``now``
+    simulated seconds in (tqdm redraws at most every 0.1 s, finished jobs or not)."""
+    bar.set_postfix_str(f"{rounds} rounds, {now / 3600:.1f} h simulated", refresh=False)
+    bar.update(done - bar.n)
 
 
 class LiveLine:

@@ -165,16 +165,17 @@ def _env() -> dict[str, str]:
 
 
 def _run(args: list[str], *, terminal: bool, interrupt_on: str | None = None,
-         timeout: float = 120) -> tuple[int, str, str]:
+         timeout: float = 120, sized: bool = True) -> tuple[int, str, str]:
     """Run ``pal-opt ARGS`` with stdout on a pipe and stderr on a 200-column pseudo-terminal (or a
-    pipe); SIGINT it once its stderr shows ``interrupt_on``.  Returns (exit status, stdout,
-    stderr)."""
+    pipe; ``sized=False``: a pseudo-terminal whose size was never set, 0 × 0); SIGINT it once its
+    stderr shows ``interrupt_on``.  Returns (exit status, stdout, stderr)."""
     cmd = [sys.executable, "-m", "pal_opt.cli", *args]
     if not terminal:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env(), stdin=subprocess.DEVNULL)
         return r.returncode, r.stdout, r.stderr
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+    if sized:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
     # SIGINT at its default in the child even when this run inherited it ignored (procs.popen)
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=_env(),
                          preexec_fn=sigint_default)
@@ -335,12 +336,24 @@ def test_ctrl_c_stops_a_sia_simulation_with_the_same_line(tmp_path: Path, shared
     trace = shared_dir / "data" / "sia-artifact" / "workloads" / "newtrace-3.csv"
     out_file = tmp_path / "r.json"
     rc, out, err = _run(["simulate", str(trace), "--profiles", str(_sia_profiles(shared_dir)), "--out",
-                         str(out_file), "--jobs-csv", str(tmp_path / "jobs.csv")], terminal=True, interrupt_on="t=")
+                         str(out_file), "--jobs-csv", str(tmp_path / "jobs.csv")], terminal=True,
+                        interrupt_on=" rounds, ")
     assert rc == 130, err
     assert "Traceback" not in err
     assert re.search(r"\npal-opt: interrupted after \d+ rounds \(\d+ of 960 jobs finished\); nothing written\n$", err), \
         err[-500:]
     assert not out_file.exists() and not (tmp_path / "jobs.csv").exists() and out == ""
+
+
+def test_a_sia_simulation_shows_the_pal_bar_even_on_an_unsized_terminal(tmp_path: Path, shared_dir: Path) -> None:
+    """A Sia trace drew tqdm's own bar (no rounds, ``t=0.5h``), and on a terminal whose size was
+    never set nothing at all, where a PAL trace's bar is drawn 80 columns wide."""
+    rc, out, err = _run(["simulate", str(ROOT / "examples" / "data" / "newtrace-mini.csv"), "--profiles",
+                         str(_sia_profiles(shared_dir)), "--out", str(tmp_path / "r.json")], terminal=True, sized=False)
+    assert rc == 0, err
+    assert re.search(r"simulate sia: \d/6 jobs finished \|.*\| \d\d:\d\d, ETA \S+, \d+ rounds, \d+\.\d h simulated",
+                     err), err[-1000:]
+    assert "6/6 jobs finished" in err and "avg JCT" in out
 
 
 @pytest.mark.parametrize("policies", ["sia", "sia,packed"])

@@ -439,3 +439,28 @@ def test_readme_max_hours_lines_are_what_the_command_prints(tmp_path: Path,
                  "--out", str(tmp_path / "r.json")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("pal: 14/24 jobs finished") and lines[1] == quoted
+
+
+@pytest.mark.parametrize(("flags", "row", "message"), [
+    ([], "bert-1,120,bert,eight,384", "row 3, column num_replicas: must be a positive integer, got 'eight'"),
+    ([], "bert-1,120", "line 3: has 2 fields but the header has 5"),
+    (["--cluster", "aws:6y4"], None, "--cluster: expected TYPE:SERVERSxGPUS"),
+    (["--policy", "sia", "--ilp-mode", "joint"], None, "--ilp-mode applies to --policy ilp only"),
+])
+def test_bad_input_on_a_sia_trace_is_one_line_before_the_profiles_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, shared_dir: Path,
+        flags: list[str], row: str | None, message: str) -> None:
+    """Without --profiles, the line naming the default profiles came first, then the error (two
+    lines for bad input); it now waits for the inputs to be checked, as a PAL trace's variability
+    warning does."""
+    monkeypatch.setenv("PAL_OPT_SHARED", str(shared_dir))
+    trace = tmp_path / "w.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,4,2048\n"
+                     + (row or "bert-1,120,bert,8,384") + "\n")
+    out = tmp_path / "r.json"
+    assert main(["simulate", str(trace), *flags, "-o", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pal-opt: error:") and message in err, err
+    assert not out.exists()
+    assert main(["simulate", str(MINI), "-o", str(out), "--quiet", "--max-hours", "0.02"]) == 0  # a good run warns
+    assert capsys.readouterr().err.startswith("pal-opt: warning: --profiles not given; using the Sia artifact's")

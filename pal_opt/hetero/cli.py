@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
     from .policy import SiaParams
     from .simulate import SimConfig, simulate_sia
 
-    default_profiles(args)
+    defaulted = default_profiles(args)
     policies = _policies(args)
     outputs = {"--out": args.out, "--jobs-csv": getattr(args, "jobs_csv", None), "--plot": getattr(args, "plot", None)}
     check_outputs(outputs, simulation_inputs(args))
@@ -328,6 +328,8 @@ def run(args: argparse.Namespace) -> int:
                           f"{', '.join(sorted(workload.applications()))}; an application's own entry wins over its "
                           "class's)")
     variability = draw_variability(Layout(tuple(cluster)), files, seed=args.seed or 0)
+    if defaulted:  # after every input is checked: bad input is one line, without it
+        log.warning("%s", defaulted)
     params = SiaParams(backend=backend, time_limit=args.time_limit)
     failures = _failures(args)
     docs: dict[str, dict[str, Any]] = {}
@@ -355,29 +357,23 @@ def run(args: argparse.Namespace) -> int:
 
 @contextlib.contextmanager
 def _progress_bar(args: argparse.Namespace, jobs: int, policy: str, counts: list[int]) -> Iterator[Any]:
-    """``progress(rounds, done, total, now)`` for :func:`simulate_sia`: a bar of jobs done on a
-    terminal (not with ``--quiet``), else nothing; ``counts`` keeps ``[rounds, done]``, and a
+    """``progress(rounds, done, total, now)`` for :func:`simulate_sia`: the bar a PAL trace has
+    (:func:`~pal_opt.cliprogress.simulation_bar`: jobs finished, rounds, simulated time, ETA) on
+    a terminal (not with ``--quiet``), else nothing; ``counts`` keeps ``[rounds, done]``, and a
     Ctrl-C a solver swallowed stops the run at the round's end."""
-    from ..cliprogress import raise_if_interrupted
+    from ..cliprogress import raise_if_interrupted, show_simulation_progress, simulation_bar
 
-    bar = None
-    if not args.quiet and sys.stderr.isatty():
-        from tqdm import tqdm
-
-        bar = tqdm(total=jobs, unit="job", file=sys.stderr, desc=f"simulate {policy}")
+    bar = simulation_bar(policy, jobs, quiet=args.quiet)
 
     def progress(rounds: int, done: int, total: int, now: float) -> None:
         raise_if_interrupted()
         counts[:] = [rounds, done]
-        if bar is not None:
-            bar.update(done - bar.n)
-            bar.set_postfix_str(f"t={now / 3600:.1f}h", refresh=False)
+        show_simulation_progress(bar, rounds, done, now)
 
     try:
         yield progress
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
 
 
 #: The per-job table's columns (``--jobs-csv``), after ``policy`` when several ran.
@@ -475,12 +471,14 @@ def hetero_only_policies() -> tuple[str, ...]:
     return tuple(n for n in hetero_policy_names() if n not in method_names())
 
 
-def default_profiles(args: argparse.Namespace) -> None:
+def default_profiles(args: argparse.Namespace) -> str | None:
     """Set ``args.profiles``, when not given, to the Sia artifact's profiles in the shared data
-    (:func:`~pal_opt.simulate.variability.shared_sia_profiles_dir`), with a warning line saying
-    so; :class:`OptionError` when there are none."""
+    (:func:`~pal_opt.simulate.variability.shared_sia_profiles_dir`), and return the warning line
+    that says so, for the caller to log once the inputs are checked (bad input is one line, as a
+    PAL trace's variability warning waits for it); None when ``--profiles`` was given;
+    :class:`OptionError` when there are none."""
     if args.profiles is not None:
-        return
+        return None
     from ..simulate.variability import shared_roots, shared_sia_profiles_dir
 
     found = shared_sia_profiles_dir()
@@ -488,8 +486,8 @@ def default_profiles(args: argparse.Namespace) -> None:
         looked = " or ".join(str(r / "data" / "sia-artifact" / "profiles") for r in shared_roots())
         raise OptionError(f"--profiles DIR is required for a sia trace: no Sia artifact profiles in {looked} "
                           "(PAL_OPT_SHARED names the shared folder)")
-    log.warning("--profiles not given; using the Sia artifact's profiles in %s", found)
     args.profiles = str(found)
+    return f"--profiles not given; using the Sia artifact's profiles in {found}"
 
 
 def run_folded(args: argparse.Namespace) -> int:

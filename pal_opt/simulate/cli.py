@@ -207,11 +207,9 @@ def _warn_default_source(defaulted: dict[str, str]) -> None:
 def _progress_bar(policy: str, quiet: bool, jobs: int) -> tuple[Any, list[int]]:
     """The progress bar (jobs finished of ``jobs``, rounds done, simulated time, ETA), drawn only
     on a terminal and without ``--quiet``, and the list ``[rounds done, jobs finished]``."""
-    from ..cliprogress import status_bar
+    from ..cliprogress import simulation_bar
 
-    fmt = "{desc}: {n_fmt}/{total_fmt} jobs finished |{bar}| {elapsed}, ETA {remaining}{postfix}"
-    bar = status_bar(total=jobs, desc=f"simulate {policy}", bar_format=fmt, miniters=0, disable=quiet)
-    return bar, [0, 0]
+    return simulation_bar(policy, jobs, quiet=quiet), [0, 0]
 
 
 def _configs(args: argparse.Namespace) -> dict[str, Any]:
@@ -249,7 +247,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
 def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: Any) -> Any:
     """Run one policy with its progress bar; None after a Ctrl-C (one line says how far it got,
     naming the policy when there are several)."""
-    from ..cliprogress import raise_if_interrupted
+    from ..cliprogress import raise_if_interrupted, show_simulation_progress
     from .engine import simulate
 
     bar, counts = _progress_bar(config.policy, args.quiet, len(trace))
@@ -257,8 +255,7 @@ def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: An
     def progress(done: int, total: int, now: float) -> None:
         raise_if_interrupted()  # a Ctrl-C a solver swallowed still stops the run here, at a round's end
         counts[:] = [counts[0] + 1, done]
-        bar.set_postfix_str(f"{counts[0]} rounds, {now / 3600:.1f} h simulated", refresh=False)
-        bar.update(done - bar.n)  # redraws at most every 0.1 s, finished jobs or not
+        show_simulation_progress(bar, counts[0], done, now)
 
     try:
         return simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
