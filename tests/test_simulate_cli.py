@@ -6,6 +6,7 @@ The trace is the committed ``examples/data/trace.csv`` (24 jobs, Sia-Philly mode
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -464,3 +465,30 @@ def test_bad_input_on_a_sia_trace_is_one_line_before_the_profiles_warning(
     assert not out.exists()
     assert main(["simulate", str(MINI), "-o", str(out), "--quiet", "--max-hours", "0.02"]) == 0  # a good run warns
     assert capsys.readouterr().err.startswith("pal-opt: warning: --profiles not given; using the Sia artifact's")
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd")
+def test_a_trace_from_a_pipe_is_refused_in_one_line_unless_its_format_is_given(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``simulate <(zcat trace.csv.gz)`` read the header to tell the format, which used the pipe
+    up: ``trace file is empty``.  The format is not read from a pipe; given, the pipe is read once."""
+    def piped() -> str:
+        r, w = os.pipe()
+        os.write(w, TRACE.read_bytes())  # 1 kB: within the pipe's buffer
+        os.close(w)
+        return f"/dev/fd/{r}"
+
+    out = tmp_path / "r.json"
+    path = piped()
+    assert main(["simulate", path, "--cluster", "4x4", "--synthetic-variability", "0", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"pal-opt: error: {path}: is a pipe or a device, not a file: the trace format is read from its "
+                   "header before the trace is, which would use it up; give --trace-format pal or sia, or save the "
+                   "trace to a file\n")
+    assert not out.exists()
+    os.close(int(path.rsplit("/", 1)[1]))
+    path = piped()
+    assert main(["simulate", path, "--trace-format", "pal", "--cluster", "4x4", "--synthetic-variability", "0",
+                 "-o", str(out), "--quiet"]) == 0
+    os.close(int(path.rsplit("/", 1)[1]))
+    assert json.loads(out.read_text())["n_completed"] == 24

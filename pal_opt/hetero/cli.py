@@ -20,6 +20,7 @@ import io
 import json
 import logging
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,12 +148,18 @@ def detect_trace_format(path: str) -> str:
     Raises
     ------
     InstanceError
-        The file cannot be read or its header is neither format's.
+        The file cannot be read, is not a regular file (a pipe such as ``<(zcat t.csv.gz)``:
+        reading its header would use up what the trace's reader then reads, which found it
+        empty), or its header is neither format's.
     """
     from ..io.textfile import NUL, binary_text
 
     try:
         with open(path, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise InstanceError("is a pipe or a device, not a file: the trace format is read from its header "
+                                    "before the trace is, which would use it up; give --trace-format pal or sia, or "
+                                    "save the trace to a file", source=path)
             head = fh.read(64 * 1024)
     except OSError as exc:
         raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=path) from None
