@@ -6,6 +6,7 @@ exit status 2 and nothing written.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +129,26 @@ def test_a_shape_stays_a_shape_where_a_file_has_its_name(tmp_path, capsys, monke
     assert rc == 0, err
     doc = json.loads(out.read_text())
     assert doc["num_gpus"] == 16 and doc["config"]["cluster"] == "4x4"
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd")
+def test_a_pipe_or_a_directory_is_a_cluster_file_not_a_bad_shape(tmp_path, capsys):
+    """``--cluster <(cat round.json)`` and ``--cluster somedir`` were ``--cluster must look like
+    16x4 or 4x4x4``: only a regular file counted as one.  The pipe is read, and the directory
+    said to be one."""
+    r, w = os.pipe()
+    os.write(w, _cluster_file(tmp_path / "c.json").read_bytes())  # a few kB: within the pipe's buffer
+    os.close(w)
+    try:
+        rc, err, out = _run(tmp_path, capsys, "--cluster", f"/dev/fd/{r}", "--policy", "pal")
+    finally:
+        os.close(r)
+    assert rc == 0, err
+    assert json.loads(out.read_text())["num_gpus"] == 24
+    (tmp_path / "racks.csv").mkdir()
+    rc, err, out = _run(tmp_path, capsys, "--cluster", str(tmp_path / "racks.csv"), out="d.json")
+    assert rc == 2 and not out.exists()
+    assert err == f"pal-opt: error: {tmp_path / 'racks.csv'}: is a directory, expected an instance file\n"
 
 
 def test_a_topology_file_names_the_import_that_converts_it(tmp_path, capsys):

@@ -55,10 +55,11 @@ _IMPORTS = {
 
 
 def is_cluster_file(text: str | None) -> bool:
-    """Whether ``--cluster`` names a file rather than a shape: not a shape, and an existing file
-    or a ``*.json`` name (module docstring)."""
+    """Whether ``--cluster`` names a file rather than a shape: not a shape, and an existing path
+    (a pipe such as ``<(cat round.json)`` or a directory too: a regular file only, and they were
+    ``--cluster must look like 16x4``) or a ``*.json`` name (module docstring)."""
     return (text is not None and CLUSTER_SHAPE.fullmatch(text) is None
-            and (text.lower().endswith(".json") or os.path.isfile(text)))
+            and (text.lower().endswith(".json") or os.path.exists(text)))
 
 
 def _node_list(path: str) -> bool:
@@ -94,7 +95,7 @@ def cluster_from_file(path: str | os.PathLike[str], classes: Collection[str]) ->
     if not os.path.exists(src):
         raise InstanceError("no such file", source=src, path="--cluster")
     how = _IMPORTS.get(Path(src).suffix.lower())
-    if how is not None:
+    if how is not None and not os.path.isdir(src):  # a directory: the reader says so
         raise OptionError(f"--cluster {src}: simulate takes an instance file (*.json); convert this one first: "
                           f"{how.format(src=src)}")
     try:
