@@ -492,3 +492,25 @@ def test_a_trace_from_a_pipe_is_refused_in_one_line_unless_its_format_is_given(
                  "-o", str(out), "--quiet"]) == 0
     os.close(int(path.rsplit("/", 1)[1]))
     assert json.loads(out.read_text())["n_completed"] == 24
+
+
+@pytest.mark.parametrize("flag", ["-o", "--jobs-csv"])
+def test_an_output_over_a_default_measurement_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch, shared_dir: Path,
+                                                              flag: str) -> None:
+    """Without --variability the factors come from the shared Longhorn files, which no output
+    was checked against: ``-o .../resnet-longhorn-agg.csv`` wrote the result over the measurements."""
+    longhorn = tmp_path / "shared" / "data" / "pal-artifact" / "variability" / "longhorn"
+    longhorn.mkdir(parents=True)
+    for f in (shared_dir / "data" / "pal-artifact" / "variability" / "longhorn").glob("*-longhorn-agg.csv"):
+        (longhorn / f.name).write_bytes(f.read_bytes())
+    monkeypatch.setenv("PAL_OPT_SHARED", str(tmp_path / "shared"))
+    target = longhorn / "resnet-longhorn-agg.csv"
+    before = target.read_bytes()
+    outputs = {"-o": str(tmp_path / "r.json"), flag: str(target)}
+    argv = ["simulate", str(TRACE), "--cluster", "4x4", "--quiet"] + [x for kv in outputs.items() for x in kv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (f"pal-opt: error: {'--out' if flag == '-o' else flag} {target}: this is the input variability file "
+                   f"of classA ({target}), which it would overwrite; write to another file\n")
+    assert target.read_bytes() == before and not (tmp_path / "r.json").exists()

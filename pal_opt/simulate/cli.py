@@ -38,6 +38,7 @@ from ..cliargs import (
     output_file,
     penalty,
     positive_float,
+    refuse_overwriting_inputs,
     solve_options_each,
 )
 from ..errors import InstanceError, OptionError
@@ -356,8 +357,8 @@ def run(args: argparse.Namespace) -> int:
     from .variability import variability_source
 
     from_file = is_cluster_file(args.cluster)
-    check_outputs({"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot},
-                  simulation_inputs(args) + ([("--cluster", args.cluster)] if from_file else []))
+    outputs = {"--out": args.out, "--jobs-csv": args.jobs_csv, "--plot": args.plot}
+    check_outputs(outputs, simulation_inputs(args) + ([("--cluster", args.cluster)] if from_file else []))
     if resolve_trace_format(args) == "sia":
         if from_file:
             raise OptionError(f"--cluster {args.cluster}: an instance file is a cluster for a pal trace; a sia trace "
@@ -384,6 +385,9 @@ def run(args: argparse.Namespace) -> int:
         cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
                                          synthetic_seed=args.synthetic_variability)
         source = variability_source(origins, variability, args.synthetic_variability, used)
+        # the default measurement files too (the shared Longhorn CSVs): --out over one replaced it
+        refuse_overwriting_inputs(outputs, [(f"variability file of {c}", f) for c, f in origins.items()
+                                            if f != "synthetic"])
     _check_penalties(args, cluster)
     check_trace(trace, cluster, os.fspath(args.trace))  # bad input before any warning
     if spec is not None:
