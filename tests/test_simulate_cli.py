@@ -514,3 +514,17 @@ def test_an_output_over_a_default_measurement_file_is_refused(tmp_path: Path, ca
     assert err == (f"pal-opt: error: {'--out' if flag == '-o' else flag} {target}: this is the input variability file "
                    f"of classA ({target}), which it would overwrite; write to another file\n")
     assert target.read_bytes() == before and not (tmp_path / "r.json").exists()
+
+
+def test_synthetic_variability_that_no_class_takes_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With a --variability file for every class of the trace, --synthetic-variability SEED changed
+    nothing, and the result recorded ``synthetic_seed: SEED`` all the same."""
+    longhorn = tmp_path / "longhorn"
+    longhorn.mkdir()
+    for app in ("resnet", "bert", "pagerank"):
+        (longhorn / f"{app}-longhorn-agg.csv").write_text("uuid,perf\na,10\nb,11\nc,12\n", encoding="utf-8")
+    _, err = _simulate(tmp_path, capsys, "--variability", str(longhorn), "--synthetic-variability", "5", code=2)
+    assert err == (f"pal-opt: error: --synthetic-variability 5 changes nothing: every class of {TRACE} (classA, "
+                   "classB, classC, classD) draws its factors from a --variability file\n")
+    doc, err = _simulate(tmp_path, capsys, "--variability", str(longhorn))
+    assert err == "" and doc["config"]["variability_source"]["synthetic_seed"] is None

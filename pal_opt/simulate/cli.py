@@ -189,6 +189,15 @@ def _check_variability_classes(items: list[str], used: set[str], trace: str) -> 
                               f"(its classes: {', '.join(sorted(used)) or 'none'})")
 
 
+def _check_synthetic_used(seed: int | None, files: dict[str, str], used: set[str], trace: str) -> None:
+    """``--synthetic-variability SEED`` when every class of the trace has a ``--variability`` file
+    would change nothing, and the result would record a seed no factor came from
+    (``variability_source.synthetic_seed``): an :class:`OptionError`."""
+    if seed is not None and used and used <= set(files):
+        raise OptionError(f"--synthetic-variability {seed} changes nothing: every class of {trace} "
+                          f"({', '.join(sorted(used))}) draws its factors from a --variability file")
+
+
 def _warn_default_source(defaulted: dict[str, str]) -> None:
     """One warning line: which classes the trace uses took the default variability source."""
     if not defaulted:
@@ -376,6 +385,7 @@ def run(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace, default_class=args.default_class, model_class=_parse_model_classes(args.model_class))
     used = {tj.perfclass for tj in trace}
     _check_variability_classes(args.variability, used, args.trace)
+    _check_synthetic_used(args.synthetic_variability, variability, used, args.trace)
     if spec is None:
         cluster = cluster_from_file(args.cluster, used)
         origins = {c: os.fspath(args.cluster) for c in cluster.factors}
