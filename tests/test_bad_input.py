@@ -388,6 +388,11 @@ CSV_CASES: list[tuple[str, bytes | str, bytes | str, str, str]] = [
     ("gpus-no-node", GPU_OK.replace("Node_ID", "Node"), JOBS_OK, "gpus", "header: missing column 'Node_ID'"),
     ("gpus-no-perfvar", GPU_OK.replace("PerfVar_", "Var_"), JOBS_OK, "gpus", "header: no PerfVar_<class> column"),
     ("gpus-ragged", GPU_OK + "4,4,u4,1\n", JOBS_OK, "gpus", "line 6: has 4 fields but the header has 8"),
+    # a spreadsheet's "CSV" in a locale whose separator is ';' (or a tab-separated export)
+    ("gpus-semicolons", GPU_OK.replace(",", ";"), JOBS_OK, "gpus",
+     "(the header has no comma but ';': pal-opt reads comma-separated files)"),
+    ("jobs-tabs", GPU_OK, JOBS_OK.replace(",", "\t"), "jobs", "(the header has no comma but tabs: pal-opt reads "
+     "comma-separated files)"),
     ("gpus-quote", GPU_OK + '4,4,"u4,1,False,,1.0,1.0\n', JOBS_OK, "gpus", "line"),
     ("gpu-id-text", gpu_with(3, "GPU_ID", "two"), JOBS_OK, "gpus", "line 3, column GPU_ID: must be a non-negative integer, got 'two'"),
     ("gpu-id-negative", gpu_with(3, "GPU_ID", "-2"), JOBS_OK, "gpus", "line 3, column GPU_ID: must be a non-negative integer, got '-2'"),

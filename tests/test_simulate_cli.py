@@ -528,3 +528,20 @@ def test_synthetic_variability_that_no_class_takes_is_bad_input(tmp_path: Path, 
                    "classB, classC, classD) draws its factors from a --variability file\n")
     doc, err = _simulate(tmp_path, capsys, "--variability", str(longhorn))
     assert err == "" and doc["config"]["variability_source"]["synthetic_seed"] is None
+
+
+@pytest.mark.parametrize("sep, name", [(";", "';'"), ("\t", "tabs")])
+@pytest.mark.parametrize("fmt", ["auto", "pal", "sia"])
+def test_a_trace_not_separated_by_commas_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 shared_dir: Path, sep: str, name: str, fmt: str) -> None:
+    """A trace saved with ';' or tabs was one column named by the whole header line: 'cannot tell
+    the trace format' or 'missing column(s) ...' without a word on why."""
+    source = MINI if fmt == "sia" else TRACE
+    trace = tmp_path / "t.csv"
+    trace.write_text(source.read_text().replace(",", sep))
+    extra = ["--profiles", str(shared_dir / "data" / "sia-artifact" / "profiles")] if fmt == "sia" else []
+    out = tmp_path / "r.json"
+    assert main(["simulate", str(trace), "--trace-format", fmt, *extra, "-o", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not out.exists()
+    assert err.endswith(f"(the header has no comma but {name}: pal-opt reads comma-separated files)\n"), err

@@ -152,6 +152,7 @@ def detect_trace_format(path: str) -> str:
         reading its header would use up what the trace's reader then reads, which found it
         empty), or its header is neither format's.
     """
+    from ..io.csvfile import separator_hint
     from ..io.textfile import NUL, binary_text
 
     try:
@@ -169,14 +170,17 @@ def detect_trace_format(path: str) -> str:
         header = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8-sig")  # any line ending
     except UnicodeDecodeError as exc:
         raise InstanceError(f"trace file is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=path) from None
-    cols = {c.strip().lower() for c in next(csv.reader([header]), [])}  # names are case-insensitive
+    fields = next(csv.reader([header]), [])
+    cols = {c.strip().lower() for c in fields}  # names are case-insensitive
+    hint = separator_hint(fields)
     if _SIA_COLUMNS <= cols:
         return "sia"
     if _PAL_COLUMNS <= cols:
         return "pal"
     raise InstanceError(
-        f"cannot tell the trace format from the header (sia needs {', '.join(sorted(_SIA_COLUMNS))}; "
-        f"pal needs {', '.join(sorted(_PAL_COLUMNS))}); got {header.strip()[:200]!r}",
+        "cannot tell the trace format from the header" + (hint or (
+            f" (sia needs {', '.join(sorted(_SIA_COLUMNS))}; pal needs {', '.join(sorted(_PAL_COLUMNS))}); "
+            f"got {header.strip()[:200]!r}")),
         source=path,
         path="header",
     )

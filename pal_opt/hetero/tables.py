@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InstanceError
+from ..io.csvfile import separator_hint
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
 from ..options import file_path
 
@@ -86,7 +87,8 @@ class Table:
         missing = [n for n in names if n not in self.frame.columns]
         if missing:
             raise InstanceError(
-                f"missing column(s) {', '.join(missing)}; columns are: {', '.join(self.columns) or '(none)'}",
+                f"missing column(s) {', '.join(missing)}; columns are: {', '.join(self.columns) or '(none)'}"
+                + separator_hint(self.columns),
                 source=self.source,
                 path="header",
             )

@@ -31,7 +31,7 @@ from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
 
 __all__ = ["CsvTable", "read_csv", "TableError", "NoteKind", "TableNote", "misspelt_column_note",
-           "unused_column_note", "cell_place", "MISSPELLING_CUTOFF"]
+           "unused_column_note", "cell_place", "separator_hint", "MISSPELLING_CUTOFF"]
 
 
 class CsvTable:
@@ -94,9 +94,8 @@ class CsvTable:
         i = self.find(*names)
         if i is None:
             alts = " or ".join(repr(n) for n in names)
-            raise InstanceError(
-                f"missing column {alts}; columns are: {', '.join(self.header)}", source=self.source, path="header"
-            )
+            raise InstanceError(f"missing column {alts}; columns are: {', '.join(self.header)}"
+                                + separator_hint(self.header), source=self.source, path="header")
         return i
 
     @classmethod
@@ -395,6 +394,23 @@ def _lines(text: str) -> Iterator[str]:
     """
     for m in _LINE.finditer(text):
         yield m.group()
+
+
+def separator_hint(header: Sequence[str]) -> str:
+    """What to add to a missing-column message when the header is one field holding ``;``, a tab
+    or ``|``: a table separated by that (spreadsheets in many locales save "CSV" with ``;``), which
+    read as one column whose name is the whole header line.  Empty otherwise.
+
+    >>> separator_hint(["job_id;num_gpus;model"])
+    " (the header has no comma but ';': pal-opt reads comma-separated files)"
+    >>> separator_hint(["job_id", "num_gpus"])
+    ''
+    """
+    if len(header) == 1:
+        for sep, name in ((";", "';'"), ("\t", "tabs"), ("|", "'|'")):
+            if sep in header[0]:
+                return f" (the header has no comma but {name}: pal-opt reads comma-separated files)"
+    return ""
 
 
 def cell_place(row_label: str, line: int, column: str | None = None) -> str:

@@ -51,7 +51,7 @@ from pathlib import Path
 
 from ..errors import InstanceError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId, Pipeline
-from .csvfile import CsvTable, integer_id, read_csv
+from .csvfile import CsvTable, integer_id, read_csv, separator_hint
 from .jobs import parse_priority
 
 __all__ = ["TRACE_COLUMNS", "OPTIONAL_TRACE_COLUMNS", "DEFAULT_ITER_TIME", "TraceJob", "read_trace", "trace_name", "pipeline_cell",
@@ -192,7 +192,8 @@ def _read_table(path: str | os.PathLike[str]) -> CsvTable:
     missing = [c for c in TRACE_COLUMNS if table.find(c) is None]
     if missing:
         raise InstanceError(
-            f"missing column(s) {', '.join(missing)}; expected header {','.join(TRACE_COLUMNS)}",
+            f"missing column(s) {', '.join(missing)}; expected header {','.join(TRACE_COLUMNS)}"
+            + separator_hint(table.header),
             source=str(path),
             path="row 1",
         )
