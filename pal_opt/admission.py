@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .errors import OptionError
+from .errors import OptionError, counted
 from .gputypes import (
     claim_all,
     claim_types,
@@ -64,9 +64,9 @@ def unplaceable(instance: RoundInstance, *, types: bool = True) -> dict[JobId, s
     out: dict[JobId, str] = {}
     for j in instance.jobs:
         if j.demand > total:
-            out[j.id] = f"needs {j.demand} GPUs; the cluster has {total}"
+            out[j.id] = f"needs {counted(j.demand, 'GPU')}; the cluster has {total}"
         elif j.demand > total - failed:
-            out[j.id] = f"needs {j.demand} GPUs; {total - failed} are in service ({failed} failed)"
+            out[j.id] = f"needs {counted(j.demand, 'GPU')}; {total - failed} are in service ({failed} failed)"
         elif typed and types:
             problem = type_problem(cl, j)
             why = problem[1] if problem is not None else service_problem(cl, j)

@@ -66,7 +66,7 @@ import numpy as np
 from .admission import admit, pal_order
 from .binning import BINNING_MODES, binned_factors
 from .cost import evaluate
-from .errors import InstanceError, OptionError
+from .errors import InstanceError, OptionError, counted
 from .gputypes import fits_types, free_per_type, has_types, type_groups, usable_types
 from .inforce import repair_counts, round_of_result
 from .model import GpuState, Job, JobId, RoundInstance, keeps_placement, non_integer_at
@@ -234,8 +234,8 @@ class _FreeLeft:
         else:
             most = max((int(self.per_type[list(g)].sum()) for g in type_groups(instance.cluster, job)), default=0)
             free = f"{most} of its GPU types are still free"
-        need = f"{job.demand} GPUs" if count is None or count == job.demand else \
-            f"{count} GPUs (one of its allowed counts)"
+        need = counted(job.demand, "GPU") if count is None or count == job.demand else \
+            f"{counted(count, 'GPU')} (one of its allowed counts)"
         return Violation(Kind.LEFT_OUT, f"{label}: job {job.id!r} needs {need} and {free}, but it was not placed")
 
 
@@ -646,8 +646,8 @@ def _repair_rule(
         if j.placement is None:
             continue
         if now is not None and len(now) > len(j.placement):
-            out.append(Violation(Kind.COUNT, f"repair: job {j.id!r} ran on {len(j.placement)} GPUs and is placed "
-                                             f"on {len(now)}; a repair never grows a job"))
+            out.append(Violation(Kind.COUNT, f"repair: job {j.id!r} ran on {counted(len(j.placement), 'GPU')} and is "
+                                             f"placed on {len(now)}; a repair never grows a job"))
         if j.id not in term:
             if _remapped(j, now):
                 out.append(Violation(Kind.STICKY, f"repair: running job {j.id!r} was re-mapped (its stages on "

@@ -85,7 +85,7 @@ from .cliargs import (
     with_restart,
 )
 from .cliprogress import INTERRUPT_REQUESTED
-from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError
+from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError, counted
 
 __all__ = ["main", "build_parser", "status_line"]
 
@@ -583,7 +583,7 @@ def _preempted_line(inst: Any, result: Any) -> str:
     if not left:
         return ""
     charge = (result.info.get("cost_terms") or {}).get("preemption")
-    text = (f"{_count(len(left), 'running job')} ({_count(sum(j.demand for j in left), 'GPU')}) left unplaced"
+    text = (f"{counted(len(left), 'running job')} ({counted(sum(j.demand for j in left), 'GPU')}) left unplaced"
             + (f", charged {charge:.6g}" if charge else ""))
     if result.admission == "preempt":  # ilp-preempt's program, its greedy start on a fallback, or preempt-greedy
         who = result.method
@@ -611,7 +611,7 @@ def _blocking_line(inst: Any, result: Any) -> str:
     if left <= 0 or not any(j.demand <= left for j in behind):
         return ""
     return (f"job {inst.jobs[first].id} can never be placed, and {result.admission} admission stops at it (as the PAL "
-            f"artifact does): {_count(len(behind), 'job')} behind it wait; --admission backfill skips it")
+            f"artifact does): {counted(len(behind), 'job')} behind it wait; --admission backfill skips it")
 
 
 def _cost_lines(result: Any, inst: Any) -> list[tuple[str, str]]:
@@ -751,23 +751,18 @@ def _report_repair(args: argparse.Namespace, inst: Any, result: Any) -> None:
     displaced, replaced = rep["displaced"], rep["replaced"]
     lines = [
         ("round", f"{inst.name or args.instance}: {_describe(inst)}"),
-        ("failed", f"{_count(len(failed), 'GPU')} on {_count(len(servers), 'server')}: {shown}"),
+        ("failed", f"{counted(len(failed), 'GPU')} on {counted(len(servers), 'server')}: {shown}"),
         ("method", f"repair, {how} (binning {result.info['binning']}){_backend_text(result)}"),
         ("status", status_line(result)),
         *((("note", result.message),) if result.message else ()),
-        ("kept", f"{_count(rep['kept'], 'unaffected job')} on their GPUs"),
-        ("displaced", f"{_count(len(displaced), 'job')} lost a GPU: {len(replaced)} re-placed, "
+        ("kept", f"{counted(rep['kept'], 'unaffected job')} on their GPUs"),
+        ("displaced", f"{counted(len(displaced), 'job')} lost a GPU: {len(replaced)} re-placed, "
                       f"{len(displaced) - len(replaced)} left out"),
-        *((("migrated", f"{_count(len(rep['migrated']), 'unaffected job')} moved"),) if price is not None else ()),
-        ("placed", f"{_count(result.jobs_placed, 'job')} on {_count(result.gpus_used, 'GPU')}"),
+        *((("migrated", f"{counted(len(rep['migrated']), 'unaffected job')} moved"),) if price is not None else ()),
+        ("placed", f"{counted(result.jobs_placed, 'job')} on {counted(result.gpus_used, 'GPU')}"),
         *_cost_lines(result, inst),
     ]
     _finish_report(args, result, lines, inst)
-
-
-def _count(n: int, noun: str) -> str:
-    """``1 GPU``, ``2 GPUs``."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def status_line(result: Any) -> str:

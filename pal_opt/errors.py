@@ -23,6 +23,7 @@ __all__ = [
     "TimeLimitReached",
     "SolveInterrupted",
     "one_line",
+    "counted",
 ]
 
 
@@ -92,6 +93,15 @@ def one_line(message: str, *, source: str | None = None, path: str | None = None
     """
     parts = [_shorten(p) for p in (source, path) if p]
     return ": ".join([*parts, _shorten(message)])
+
+
+def counted(n: int, noun: str) -> str:
+    """``n noun`` with the noun plural unless ``n`` is 1, for messages that give a count.
+
+    >>> counted(1, "GPU"), counted(2, "GPU"), counted(0, "job")
+    ('1 GPU', '2 GPUs', '0 jobs')
+    """
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class TableError(InstanceError):

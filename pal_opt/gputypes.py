@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .errors import OptionError
+from .errors import OptionError, counted
 from .model import Cluster, GpuState, Job, RoundInstance, usable_types
 from .options import check_cluster_size
 
@@ -138,10 +138,10 @@ def type_problem(cluster: Cluster, job: Job) -> tuple[str, str] | None:
         return None
     if job.gpu_type is not None or len(use) == 1:
         return (field if names is not None else "demand",
-                f"needs {job.demand} GPUs of type {_names(cluster, use)}, which has {size[best]}")
+                f"needs {counted(job.demand, 'GPU')} of type {_names(cluster, use)}, which has {size[best]}")
     if job.mix_types:
-        return "demand", f"needs {job.demand} GPUs of types {_names(cluster, use)}, which have {size[best]}"
-    return "demand", f"needs {job.demand} GPUs of one type; the largest, {_names(cluster, best)}, has {size[best]}"
+        return "demand", f"needs {counted(job.demand, 'GPU')} of types {_names(cluster, use)}, which have {size[best]}"
+    return "demand", f"needs {counted(job.demand, 'GPU')} of one type; the largest, {_names(cluster, best)}, has {size[best]}"
 
 
 def service_problem(cluster: Cluster, job: Job) -> str | None:
@@ -167,11 +167,11 @@ def service_problem(cluster: Cluster, job: Job) -> str | None:
     if len(groups) == 1:
         lost = int(counts[list(best)].sum()) - size[best]
         what = "type" if len(best) == 1 else "types"
-        return f"needs {job.demand} GPUs of {what} {_names(cluster, best)}; {size[best]} are in service ({lost} failed)"
+        return f"needs {counted(job.demand, 'GPU')} of {what} {_names(cluster, best)}; {size[best]} are in service ({lost} failed)"
     use = sorted(k for g in groups for k in g)
     lost = int(counts[use].sum() - up[use].sum())
-    return (f"needs {job.demand} GPUs of one type; the most in service, {_names(cluster, best)}, has {size[best]} "
-            f"({lost} GPUs of types {_names(cluster, use)} failed)")
+    return (f"needs {counted(job.demand, 'GPU')} of one type; the most in service, {_names(cluster, best)}, has {size[best]} "
+            f"({counted(lost, 'GPU')} of types {_names(cluster, use)} failed)")
 
 
 def free_per_type(cluster: Cluster, free: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 import numpy as np
 
-from .errors import InputTypeError, InstanceError
+from .errors import InputTypeError, InstanceError, counted
 from .options import DEFAULT_ROUND_LENGTH
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
@@ -1405,7 +1405,7 @@ def _check_type_fields(job: Job, at: str) -> None:
     if job.demand not in counts:
         raise InstanceError(f"must include the demand ({job.demand}), got {list(counts)}", path=f"{at}.allowed_counts")
     if job.kind in FIXED_COUNT_KINDS and counts != (job.demand,):
-        raise InstanceError(f"a {job.kind} job runs on exactly demand={job.demand} GPUs, got {list(counts)}",
+        raise InstanceError(f"a {job.kind} job runs on exactly demand={counted(job.demand, 'GPU')}, got {list(counts)}",
                             path=f"{at}.allowed_counts")
     set_(job, "allowed_counts", counts)
 

@@ -43,7 +43,7 @@ import numpy as np
 from .admission import unplaceable
 from .binning import binned_factors
 from .cost import evaluate, relative_gap
-from .errors import OptionError, SolveInterrupted
+from .errors import OptionError, SolveInterrupted, counted
 from .gputypes import claim_all, free_per_type, has_types, type_groups
 from .inforce import RepairRound, in_force_placement, repair_counts, repair_info, repair_round
 from .model import GpuState, Job, JobId, RoundInstance, keeps_placement, require_instance
@@ -204,7 +204,7 @@ class _Room:
         """Why ``job`` fits at none of its counts."""
         given = self.in_service - self.held - self.left
         counts = repair_counts(job)
-        need = f"{counts[0]} GPUs" + (f" (or {', '.join(map(str, counts[1:]))})" if len(counts) > 1 else "")
+        need = counted(counts[0], "GPU") + (f" (or {', '.join(map(str, counts[1:]))})" if len(counts) > 1 else "")
         tail = (f"({self.in_service} in service, {self.held} kept by unaffected jobs, {given} given to displaced "
                 "jobs before it in the queue)")
         if not self.typed:

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import InstanceError, NoRoundYet, OptionError
+from .errors import InstanceError, NoRoundYet, OptionError, counted
 from .methods import get_method
 from .model import Job, JobId, RoundInstance, placement_type_error, require_instance
 from .options import SolveOptions, check_seed, options_from
@@ -185,7 +185,7 @@ class RoundPolicy:
                 gpus = None
             if j.placement is None and gpus is not None:
                 if len(gpus) not in j.counts:
-                    raise InstanceError(f"job {j.id!r} ran on {len(gpus)} GPUs last round and now asks for "
+                    raise InstanceError(f"job {j.id!r} ran on {counted(len(gpus), 'GPU')} last round and now asks for "
                                         f"{j.demand}: a running job's demand cannot change (policy.forget({j.id!r}) "
                                         "first if it is a new job)", path="jobs")
                 kept = replace(j, placement=tuple(int(g) for g in gpus))

@@ -189,7 +189,7 @@ def test_a_duplicate_gpu_id_in_gpu_df_names_both_rows_as_rows() -> None:
          "must be an integer in 0..1000000, got '-3'"),
         ({"num_GPUs": 1, "perfclass": "classA"},  # the importer's cross-check: a whole row, no column
          small_cluster().assign(IN_USE=[g < 2 for g in range(16)], JOB_IDS=[7 if g < 2 else None for g in range(16)]),
-         "active_jobs[7]", "job 7 needs 1 GPUs but holds 2 in gpu_df (GPUs [0, 1])"),
+         "active_jobs[7]", "job 7 needs 1 GPU but holds 2 in gpu_df (GPUs [0, 1])"),
     ],
     ids=["cell", "optional-cell", "row"],
 )

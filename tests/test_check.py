@@ -191,6 +191,11 @@ def test_left_out_counts_free_gpus_per_type(typed: RoundInstance) -> None:
     assert check(typed, full) == []
 
 
+def test_a_one_gpu_job_left_out_needs_1_gpu_not_1_gpus(piped: RoundInstance) -> None:
+    assert check(piped, {"placements": {"p": [0, 1, 3]}, "admission": "queue-order"}) == [
+        "queue-order: job 'g' needs 1 GPU and 1 are still free, but it was not placed"]
+
+
 def test_allowed_types_and_mixing(typed: RoundInstance) -> None:
     cl = typed.cluster
     jobs = (Job("b", 2, "classA", 0, allowed_types=("b",)), Job("x", 4, "classA", 1, mix_types=True))

@@ -210,6 +210,17 @@ def test_a_job_bigger_than_the_working_cluster_gets_the_admission_reason():
     assert r.placements == {} and r.unplaceable == {"a": "needs 4 GPUs; 3 are in service (1 failed)"}
 
 
+def test_a_one_gpu_job_left_out_is_said_to_need_1_gpu_not_1_gpus():
+    cl = _flat([1.0] * 2, per=2)
+    inst = RoundInstance(cl, (Job("a", 1, "classA", 0), Job("b", 1, "classA", 1)), RoundParams(binning="none"))
+    r = repair(inst, {"a": [0], "b": [1]}, [0], backend=BACKENDS[0])
+    assert r.unplaceable == {"a": "needs 1 GPU; 0 are left free (1 in service, 1 kept by unaffected jobs, "
+                                   "0 given to displaced jobs before it in the queue)"}
+    r = repair(inst, {"a": [0], "b": [1]}, [0, 1], backend=BACKENDS[0])
+    assert r.unplaceable == {"a": "needs 1 GPU; 0 are in service (2 failed)",
+                             "b": "needs 1 GPU; 0 are in service (2 failed)"}
+
+
 def test_failed_gpus_nobody_uses_change_nothing():
     inst, placed, _ = _case(0)
     used = {g for gs in placed.placements.values() for g in gs}

@@ -196,7 +196,7 @@ def test_a_blocked_job_stops_the_queue_as_an_untyped_one(argv: list[str], tmp_pa
     plain = failed(untyped(TYPED, demand=9), [0, 1, 2, 3])
     got = run_solve(tmp_path, write(tmp_path, typed), *argv)
     ref = run_solve(tmp_path, write(tmp_path, plain, "plain.json"), *argv)
-    assert got["unplaceable"] == [{"job": 1, "reason": "needs 1 GPUs of type 'a'; 0 are in service (4 failed)"}]
+    assert got["unplaceable"] == [{"job": 1, "reason": "needs 1 GPU of type 'a'; 0 are in service (4 failed)"}]
     assert ref["unplaceable"] == [{"job": 1, "reason": "needs 9 GPUs; 8 are in service (4 failed)"}]
     assert set(got["placements"]) == set(ref["placements"])
     assert check(load_instance(tmp_path / "round.json"), got) == []

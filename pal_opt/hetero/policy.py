@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import OptionError, counted
 from .configs import (
     FLOOR,
     ConfigSet,
@@ -228,8 +228,8 @@ def rigid_problem(app: Application, types: Sequence[GpuType], replicas: int, bat
         return None
     largest = max(types, key=lambda t: t.total_gpus)  # the first of equals
     if replicas > largest.total_gpus:
-        return f"a rigid job needs {replicas} GPUs of one type; the largest type, {largest.name}, has {largest.total_gpus}"
-    return (f"a rigid job of {replicas} GPUs at batch {batch}: {app.name} has no measured step time for it on any "
+        return f"a rigid job needs {counted(replicas, 'GPU')} of one type; the largest type, {largest.name}, has {largest.total_gpus}"
+    return (f"a rigid job of {counted(replicas, 'GPU')} at batch {batch}: {app.name} has no measured step time for it on any "
             "type that has that many GPUs")
 
 

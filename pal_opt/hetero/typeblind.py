@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import OptionError, counted
 from ..model import Cluster, Job, RoundInstance, RoundParams
 from .configs import GpuType, throughput_ratio
 from .gpus import Layout, Variability
@@ -178,10 +178,10 @@ class TypeBlindPolicy:
         cluster has, or than any one type holds; module docstring), or None."""
         n, total = job.spec.num_replicas, self.layout.num_gpus
         if n > total:
-            return f"needs {n} GPUs; the cluster has {total}"
+            return f"needs {counted(n, 'GPU')}; the cluster has {total}"
         most = max(_capacity(t) for t in self.layout.types)
         if n > most:
-            return f"needs {n} GPUs; no GPU type holds more than {most} and a gang spanning types runs as its slowest type"
+            return f"needs {counted(n, 'GPU')}; no GPU type holds more than {most} and a gang spanning types runs as its slowest type"
         return None
 
     def _job(self, job: SimJob, position: int) -> Job:

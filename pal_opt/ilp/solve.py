@@ -90,7 +90,7 @@ from ..binning import BINNING_MODES, binned_factors
 from ..check import checked_start
 from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
 from ..deadline import FINISH_SECONDS, Deadline
-from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
+from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached, counted
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
 from ..result import PlacementResult, Status, priced_result
@@ -811,7 +811,7 @@ def _short_of_types(instance: RoundInstance, admitted: Sequence[int]) -> str | N
     for i in admitted:
         job = instance.jobs[i]
         if not fits_types(type_groups(cl, job), job.demand, free):
-            return f"job {job.id} needs {job.demand} GPUs of its GPU types but fewer are free"
+            return f"job {job.id} needs {counted(job.demand, 'GPU')} of its GPU types but fewer are free"
     return None
 
 

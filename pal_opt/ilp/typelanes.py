@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InfeasibleRoundError
+from ..errors import InfeasibleRoundError, counted
 from ..gputypes import free_per_type, group_mask, has_types, type_groups
 from ..model import RoundInstance
 
@@ -51,7 +51,7 @@ def round_lanes(instance: RoundInstance, admitted: Sequence[int], free_pos: np.n
         lanes = tuple(g for g in type_groups(cl, job) if int(free[list(g)].sum()) >= job.demand)
         if not lanes:
             raise InfeasibleRoundError(
-                f"job {job.id!r} needs {job.demand} GPUs of its GPU types but fewer are free", (job.id,))
+                f"job {job.id!r} needs {counted(job.demand, 'GPU')} of its GPU types but fewer are free", (job.id,))
         out[i] = lanes
     return out
 

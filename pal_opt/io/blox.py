@@ -56,7 +56,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from ..errors import InstanceError
+from ..errors import InstanceError, counted
 from ..model import Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
 from .csvfile import CsvTable, NoteKind, TableNote, misspelt_column_note, read_csv
 from .jobs import JobTable, parse_jobs
@@ -372,7 +372,7 @@ def _with_placements(jt: JobTable, held: dict[int, list[int]], source: str) -> l
         if flag is False:
             raise jt.error(k, f"job {job.id!r} is marked not running but {source} lists it on GPUs {gpus}", "is_running")
         if len(gpus) != job.demand:
-            raise jt.error(k, f"job {job.id!r} needs {job.demand} GPUs but holds {len(gpus)} in {source} (GPUs {gpus})")
+            raise jt.error(k, f"job {job.id!r} needs {counted(job.demand, 'GPU')} but holds {len(gpus)} in {source} (GPUs {gpus})")
         jobs.append(replace(job, placement=tuple(gpus)))
     return jobs
 

@@ -479,7 +479,7 @@ def _placement(
     gpus = tuple(_ints(j["placement"]))
     if len(gpus) not in counts:
         want = f"demand={counts[0]}" if len(counts) == 1 else f"one of allowed_counts={counts}"
-        raise _error(source, f"{p}.placement", f"a running job must hold exactly {want} GPUs, got {len(gpus)}")
+        raise _error(source, f"{p}.placement", f"a running job must hold exactly {want} GPU{'' if counts == (1,) else 's'}, got {len(gpus)}")
     for k, g in enumerate(gpus):
         pos = cluster.position.get(g)
         if pos is None:

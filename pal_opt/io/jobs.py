@@ -32,7 +32,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import TableError
+from ..errors import TableError, counted
 from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
 from .csvfile import CsvTable, NoteKind, TableNote, cell_place, read_csv
 from .textfile import DEFAULT_MAX_BYTES
@@ -165,7 +165,7 @@ def parse_jobs(
         seen[key] = line
         demand = t.integer(line, c_dem, f[c_dem], minimum=1, what="a positive integer")
         if max_gpus is not None and demand > max_gpus:  # kept: a fact of the queue, reported as unplaceable
-            oversized.append(t.note(NoteKind.OVERSIZED_JOB, line, f"job {jid!r} needs {demand} GPUs but the cluster "
+            oversized.append(t.note(NoteKind.OVERSIZED_JOB, line, f"job {jid!r} needs {counted(demand, 'GPU')} but the cluster "
                                     f"has {max_gpus}; kept in the queue, it cannot be placed"))
         model = f[c_mod] if c_mod is not None and f[c_mod] else None
         perfclass = f[c_cls] if c_cls is not None and f[c_cls] else None

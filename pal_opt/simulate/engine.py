@@ -68,7 +68,7 @@ import numpy as np
 
 from ..cost import job_slowdown_pos
 from ..cost.restart import restart_cost_units
-from ..errors import BackendError, InfeasibleRoundError, InputTypeError, InstanceError, OptionError
+from ..errors import BackendError, InfeasibleRoundError, InputTypeError, InstanceError, OptionError, counted
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams, keeps_placement
 from ..options import DEFAULT_ROUND_LENGTH, SolveOptions, check_cluster_size
 from ..result import PlacementResult, Status
@@ -501,7 +501,7 @@ class _Simulation:
         self.arrivals = sorted(range(n), key=lambda i: (self.records[i].submit_time, i))
         g = cluster.num_gpus
         #: jobs no round can serve, by trace index: reported, never queued
-        self.unplaceable = {i: f"needs {r.demand} GPUs; the cluster has {g}"
+        self.unplaceable = {i: f"needs {counted(r.demand, 'GPU')}; the cluster has {g}"
                             for i, r in enumerate(self.records) if r.demand > g}
         self.active: list[int] = []
         self.rounds: list[RoundRecord] = []
@@ -662,7 +662,7 @@ class _Simulation:
             gids = tuple(int(g) for g in gids)
             need = self.records[i].demand
             if len(gids) != need:
-                raise BackendError(f"{what} gave job {jid!r} {len(gids)} GPUs, it needs {need}")
+                raise BackendError(f"{what} gave job {jid!r} {counted(len(gids), 'GPU')}, it needs {need}")
             used[self.cluster.positions(gids)] += 1
             new_pl[i] = gids
         if (used > 1).any():
