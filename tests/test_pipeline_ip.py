@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pipeline_profiles import chain, check_consistent, machine_trees, small_dags, wide_two_levels
 
+from pal_opt import progress
 from pal_opt.cli import main
 from pal_opt.errors import InfeasiblePartitionError, OptionError
 from pal_opt.ilp.backends import available_backends
@@ -213,6 +214,18 @@ def test_cli_method_ip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     doc = json.loads(out.read_text())
     assert doc["method"] == "ip"
     assert doc["time_per_sample"] == partition(load_profile(EXAMPLE), [4], [1e9]).time_per_sample
+
+
+def test_progress_shows_no_program_objective_as_the_partitions() -> None:
+    """The solver's incumbent and bound of each threshold program (its count of stages still
+    bounded: 0 or 2 here) reached ``pal-opt partition --method ip``'s live line as
+    ``incumbent 0.0000, bound 0.0000``; the line keeps the count of segment programs solved."""
+    _installed("highs")
+    seen: list[dict[str, Any]] = []
+    with progress.reporting(seen.append):
+        partition(parse_profile(chain([3.0, 1.0, 2.0, 2.0])), [2, 2], [1e10, 1e9], method="ip", backend="highs")
+    assert any(str(f.get("stage", "")).startswith("segment programs solved") for f in seen)
+    assert [f for f in seen if {"incumbent", "bound", "gap"} & set(f)] == []
 
 
 def test_layer_times_near_the_largest_float_solve_without_a_warning() -> None:

@@ -31,6 +31,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -550,11 +551,20 @@ def solve_levels_ip(states: StateGraph, levels: Sequence[tuple[int, float]], *, 
         work = raw / inner
         times = SegmentTimes.bounded(raw / (inner * m), _on_demand(states, level, times, work, backend, time_limit))
         inner, divisor = inner * m, float(m)
-    times.resolve([(0, states.n - 1)])
+    with progress.adapted(_without_program_values):
+        times.resolve([(0, states.n - 1)])
     if (0, states.n - 1) not in out[-1].stages:
         workers = math.prod(m for m, _ in levels)
         raise InfeasiblePartitionError(straight_problem(states, workers) or f"no pipeline on {workers} workers")
     return out
+
+
+def _without_program_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """A progress report of one of the partition's programs without the solver's incumbent, bound
+    and gap: they are that program's objective (a threshold program's count of stages whose time
+    is still a bound, mostly 0; or an inner segment's), not the partition's time per sample, and
+    a live line showed them as ``incumbent 0.0000, bound 0.0000``."""
+    return {k: v for k, v in fields.items() if k not in ("incumbent", "bound", "gap")}
 
 
 def _on_demand(states: StateGraph, level: ProgramLevel, times: SegmentTimes, work: np.ndarray, backend: str | None,
