@@ -164,6 +164,29 @@ def test_a_topology_file_names_the_import_that_converts_it(tmp_path, capsys):
                            f"pal-opt import k8s {nodes} -o cluster.json")
 
 
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd")
+@pytest.mark.parametrize("command", ["simulate", "solve"])
+def test_a_node_list_through_a_pipe_names_the_import_too(tmp_path, capsys, command):
+    """``--cluster <(cat nodes.json)`` was ``/dev/fd/63: format: is required``: the node list was
+    recognised by reading the file again, which a pipe does not allow.  ``solve nodes.json``
+    said the same of a regular file."""
+    r, w = os.pipe()
+    os.write(w, (DATA / "nodes.json").read_bytes())  # 17.5 kB: within the pipe's buffer
+    os.close(w)
+    try:
+        if command == "simulate":
+            rc, err, out = _run(tmp_path, capsys, "--cluster", f"/dev/fd/{r}")
+            hint = f"pal-opt: error: --cluster /dev/fd/{r}: a Kubernetes node list; convert it first: "
+        else:
+            rc, err = main(["solve", f"/dev/fd/{r}"]), capsys.readouterr().err
+            hint = (f"pal-opt: error: /dev/fd/{r}: a Kubernetes node list (kubectl get nodes -o json), not an "
+                    "instance file; convert it first: ")
+    finally:
+        os.close(r)
+    assert rc == 2
+    assert err.strip() == f"{hint}pal-opt import k8s /dev/fd/{r} -o cluster.json"
+
+
 def test_the_failure_log_names_servers_by_their_ids(tmp_path, capsys):
     f = tmp_path / "named.json"
     server = ["nodeA"] * 8 + ["nodeB"] * 4 + ["nodeC"] * 4 + ["nodeD"] * 8

@@ -136,6 +136,7 @@ __all__ = [
     "describe",
     "jobs_from_list",
     "plain_json",
+    "is_node_list",
 ]
 
 #: Wording of the schema problems that say more in the format's own terms.
@@ -193,11 +194,25 @@ def instance_from_dict(d: Any, source: str = "<memory>") -> RoundInstance:
     """
     problem = _first_problem(d)
     if problem is not None:
+        if is_node_list(d):
+            raise InstanceError("a Kubernetes node list (kubectl get nodes -o json), not an instance file; convert "
+                                f"it first: pal-opt import k8s {source} -o cluster.json", source=source)
         raise problem_error(problem, source, _MESSAGES)
     params = _params(d.get("params", {}), source)
     cluster = _cluster(d["cluster"], source)
     jobs = _jobs(d["jobs"], cluster, params, source)
     return RoundInstance(cluster=cluster, jobs=tuple(jobs), params=params, name=d.get("name", ""))
+
+
+def is_node_list(doc: Any) -> bool:
+    """Whether a parsed JSON document is a Kubernetes node list (``kubectl get nodes -o json``),
+    which ``pal-opt import k8s`` converts, rather than an instance file.
+
+    >>> is_node_list({"kind": "List", "items": [{"kind": "Node"}]}), is_node_list({"format": "x"})
+    (True, False)
+    """
+    return isinstance(doc, dict) and "format" not in doc and (doc.get("kind") == "NodeList" or (
+        isinstance(doc.get("items"), list) and any(isinstance(i, dict) and i.get("kind") == "Node" for i in doc["items"])))
 
 
 def _first_problem(d: Any) -> Problem | None:

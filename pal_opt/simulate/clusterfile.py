@@ -62,18 +62,6 @@ def is_cluster_file(text: str | None) -> bool:
             and (text.lower().endswith(".json") or os.path.exists(text)))
 
 
-def _node_list(path: str) -> bool:
-    """Whether ``path`` holds a Kubernetes node list (``kubectl get nodes -o json``)."""
-    from ..io import load_json
-
-    try:
-        doc = load_json(path, what="node list")
-    except InstanceError:
-        return False
-    return isinstance(doc, dict) and (doc.get("kind") == "NodeList" or (
-        isinstance(doc.get("items"), list) and any(isinstance(i, dict) and i.get("kind") == "Node" for i in doc["items"])))
-
-
 def check_file_options(args: argparse.Namespace) -> None:
     """A cluster file brings its own factors: the options that draw them are an :class:`OptionError`."""
     given = [flag for flag, on in (("--variability", bool(args.variability)),
@@ -89,7 +77,8 @@ def check_file_options(args: argparse.Namespace) -> None:
 def cluster_from_file(path: str | os.PathLike[str], classes: Collection[str]) -> Cluster:
     """The cluster of the instance file ``path``, every GPU free, checked for a PAL trace whose
     jobs have ``classes`` (module docstring)."""
-    from ..io import load_instance
+    from ..io import load_json
+    from ..io.instance import instance_from_dict, is_node_list
 
     src = file_path(path)
     if not os.path.exists(src):
@@ -98,13 +87,11 @@ def cluster_from_file(path: str | os.PathLike[str], classes: Collection[str]) ->
     if how is not None and not os.path.isdir(src):  # a directory: the reader says so
         raise OptionError(f"--cluster {src}: simulate takes an instance file (*.json); convert this one first: "
                           f"{how.format(src=src)}")
-    try:
-        cluster = load_instance(src).cluster
-    except InstanceError as exc:
-        if exc.path == "format" and _node_list(src):
-            raise OptionError(f"--cluster {src}: a Kubernetes node list; convert it first: pal-opt import k8s {src} "
-                              "-o cluster.json") from None
-        raise
+    doc = load_json(src, what="instance file")  # read once: a pipe (<(cat nodes.json)) cannot be read again
+    if is_node_list(doc):
+        raise OptionError(f"--cluster {src}: a Kubernetes node list; convert it first: pal-opt import k8s {src} "
+                          "-o cluster.json")
+    cluster = instance_from_dict(doc, source=src).cluster
     if len(cluster.type_names) > 1:
         raise InstanceError(f"a cluster of GPU types ({', '.join(cluster.type_names)}): a PAL trace runs on one "
                             "GPU type (a sia trace takes --cluster TYPE:SERVERSxGPUS,...)", source=src,
