@@ -12,6 +12,7 @@ import copy
 import csv
 import json
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -380,6 +381,26 @@ GFD_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": "8", "nv
               "nvidia.com/gpu.memory": "81559", "nvidia.com/gpu.compute.major": "9",
               "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.machine": "a3-megagpu-8g",
               "nvidia.com/mig.strategy": "none", "nvidia.com/cuda.driver.major": "550"}
+
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd")
+@pytest.mark.parametrize(("args", "name"), [(["k8s"], "k8s"), (["graphml"], "graphml"), (["blox", "--gpus"], "blox")])
+def test_a_round_imported_from_a_pipe_is_named_by_its_format_not_the_fd(tmp_path, capsys, args, name):
+    """``pal-opt import k8s <(cat nodes.json)`` named the round ``63``, the name of
+    ``/dev/fd/63``; a regular file names it (``nodes.json``; a Blox table its stem)."""
+    data = DATA
+    source = {"k8s": "nodes.json", "graphml": "cluster.graphml", "blox": "gpu_df.csv"}[name]
+    r, w = os.pipe()
+    os.write(w, (data / source).read_bytes())  # at most 17.5 kB: within the pipe's buffer
+    os.close(w)
+    try:
+        assert main(["import", *args, f"/dev/fd/{r}", "-o", str(tmp_path / "p.json")]) == 0
+    finally:
+        os.close(r)
+    assert load_instance(tmp_path / "p.json").name == name
+    assert main(["import", *args, str(data / source), "-o", str(tmp_path / "f.json")]) == 0
+    assert load_instance(tmp_path / "f.json").name == (Path(source).stem if name == "blox" else source)
+    capsys.readouterr()
 
 
 def test_a_node_list_gives_no_device_numbers_and_pods_name_gpus_by_rank(tmp_path, capsys):

@@ -51,7 +51,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Unpack
 
 import numpy as np
@@ -60,7 +59,7 @@ from ..errors import InstanceError, counted
 from ..model import Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
 from .csvfile import CsvTable, NoteKind, TableNote, misspelt_column_note, read_csv
 from .jobs import JobTable, parse_jobs
-from .textfile import DEFAULT_MAX_BYTES
+from .textfile import DEFAULT_MAX_BYTES, source_name
 
 __all__ = [
     "GpuTable",
@@ -241,7 +240,8 @@ def load_blox(
         Job queue CSV (see :mod:`pal_opt.io.jobs`); None: an empty queue (the cluster alone,
         every GPU in use busy).
     name
-        Round name; defaults to the GPU table's file stem.
+        Round name; defaults to the GPU table's file stem (``blox`` when it is not a regular file,
+        such as a pipe).
     max_bytes
         Size limit per file.
     **params
@@ -255,7 +255,7 @@ def load_blox(
     rp = RoundParams.from_arguments(**params)
     gpu_table = read_csv(gpus_path, max_bytes=max_bytes, what="GPU table", arg="gpus_path")
     job_table = None if jobs_path is None else read_csv(jobs_path, max_bytes=max_bytes, what="job CSV", arg="jobs_path")
-    return blox_round(gpu_table, job_table, rp, name or Path(gpus_path).stem)
+    return blox_round(gpu_table, job_table, rp, name or source_name(gpus_path, "blox", stem=True))
 
 
 def instance_from_frames(

@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_MAX_CELLS",
     "MAX_INT_DIGITS",
     "read_text",
+    "source_name",
     "binary_text",
     "NUL",
 ]
@@ -133,3 +134,16 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
+
+
+def source_name(path: str | os.PathLike[str], default: str, *, stem: bool = False) -> str:
+    """A name for what was read from ``path``: the file's name (its stem with ``stem``), or
+    ``default`` when ``path`` is not a regular file, such as a pipe (``<(cat nodes.json)`` is
+    ``/dev/fd/63``, whose name ``63`` named the round an import made).
+
+    >>> source_name("/dev/null", "k8s")
+    'k8s'
+    """
+    if not os.path.isfile(path):
+        return default
+    return Path(path).stem if stem else Path(path).name

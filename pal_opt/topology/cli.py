@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any
 
 from ..cliargs import (
@@ -181,6 +180,7 @@ def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
 def _cmd_import(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..io import save_instance
+    from ..io.textfile import source_name
     from .hierarchy import topology_round
 
     check_outputs({"--out": args.output}, _import_inputs(args))
@@ -189,7 +189,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         inst = topology_round(
             topo, args.jobs, factors=_factors(args, topo), locality_penalty=args.locality_penalty,
             binning=args.binning, restart_cost=args.restart_cost, round_length=args.round,
-            name=args.name or Path(args.input).name,
+            name=args.name or source_name(args.input, args.format),
         )
         names = list(topo.level_names)
         meta = {
