@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pandas as pd
 
 from pal_opt.adapters.blox import BloxPlacement
+from pal_opt.streams import PipeSafe
 
 
 def main() -> tuple[list[object], dict[object, list[int]]]:
@@ -44,4 +45,5 @@ def main() -> tuple[list[object], dict[object, list[int]]]:
 
 
 if __name__ == "__main__":
-    main()
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        main()

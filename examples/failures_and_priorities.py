@@ -25,6 +25,7 @@ from typing import Any
 import networkx as nx
 
 import pal_opt
+from pal_opt.streams import PipeSafe
 
 #: GPUs that run ResNet-like (classA) work slowly: 1.4x and 1.25x the median.
 SLOW = {1: 1.4, 6: 1.25}
@@ -110,4 +111,5 @@ def main() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        main()

@@ -28,6 +28,7 @@ from pal_opt.hetero import (
     simulate_sia,
 )
 from pal_opt.io.measurements import PAL_CLASS_FILES
+from pal_opt.streams import PipeSafe
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("PAL_OPT_SHARED", HERE.parents[1] / "shared"))
@@ -58,7 +59,8 @@ def main(workload_csv: Path = HERE / "data" / "newtrace-mini.csv") -> dict[str, 
 
 
 if __name__ == "__main__":
-    try:
-        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv")
-    except PalOptError as exc:  # a bad argument (a missing or malformed workload): one line, not a traceback
-        sys.exit(f"gpu_types: {exc}")
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        try:
+            main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv")
+        except PalOptError as exc:  # a bad argument (a missing or malformed workload): one line, not a traceback
+            sys.exit(f"gpu_types: {exc}")

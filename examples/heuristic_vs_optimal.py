@@ -10,6 +10,7 @@ the gap in geometric-mean slowdown.  The exact optimum is never worse than the g
 from __future__ import annotations
 
 import pal_opt
+from pal_opt.streams import PipeSafe
 
 
 def main(rounds: int = 5, nodes: int = 16, gpus_per_node: int = 4, jobs: int = 40) -> list[dict[str, object]]:
@@ -32,4 +33,5 @@ def main(rounds: int = 5, nodes: int = 16, gpus_per_node: int = 4, jobs: int = 4
 
 
 if __name__ == "__main__":
-    main()
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        main()

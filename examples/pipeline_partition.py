@@ -16,6 +16,7 @@ from pathlib import Path
 from pal_opt.pipeline.partition import PartitionResult, partition
 from pal_opt.pipeline.profile import load_profile
 from pal_opt.pipeline.states import build_states
+from pal_opt.streams import PipeSafe
 
 PROFILE = Path(__file__).resolve().parent / "data" / "tinynet_graph.txt"
 
@@ -41,4 +42,5 @@ def main() -> list[PartitionResult]:
 
 
 if __name__ == "__main__":
-    main()
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        main()

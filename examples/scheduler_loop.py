@@ -16,6 +16,7 @@ import sys
 import networkx as nx
 
 import pal_opt
+from pal_opt.streams import PipeSafe
 
 ROUND_SECONDS = 60.0
 
@@ -73,7 +74,8 @@ def main(method: str = "ilp") -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1] if len(sys.argv) > 1 else "ilp")
-    except pal_opt.PalOptError as exc:  # a bad argument (an unknown method): one line, not a traceback
-        sys.exit(f"scheduler_loop: {exc}")
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        try:
+            main(sys.argv[1] if len(sys.argv) > 1 else "ilp")
+        except pal_opt.PalOptError as exc:  # a bad argument (an unknown method): one line, not a traceback
+            sys.exit(f"scheduler_loop: {exc}")

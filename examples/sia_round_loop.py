@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pal_opt
 from pal_opt.hetero import JobAllocation, JobKind, SimJob, load_applications, read_workload
+from pal_opt.streams import PipeSafe
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("PAL_OPT_SHARED", HERE.parents[1] / "shared"))
@@ -82,8 +83,9 @@ def main(workload_csv: Path = HERE / "data" / "newtrace-mini.csv", policy: str =
 
 
 if __name__ == "__main__":
-    try:
-        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv",
-             sys.argv[2] if len(sys.argv) > 2 else "sia")
-    except pal_opt.PalOptError as exc:  # a bad argument (a workload, a policy): one line, not a traceback
-        sys.exit(f"sia_round_loop: {exc}")
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        try:
+            main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "data" / "newtrace-mini.csv",
+                 sys.argv[2] if len(sys.argv) > 2 else "sia")
+        except pal_opt.PalOptError as exc:  # a bad argument (a workload, a policy): one line, not a traceback
+            sys.exit(f"sia_round_loop: {exc}")

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pal_opt
 from pal_opt.generate import synthetic_factors
+from pal_opt.streams import PipeSafe
 from pal_opt.topology import load_slurm, measured_factors, topology_round
 from pal_opt.topology.slurm import slurm_rows
 
@@ -121,4 +122,5 @@ def main() -> tuple[pal_opt.RoundInstance, list[dict[str, object]]]:
 
 
 if __name__ == "__main__":
-    main()
+    with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        main()

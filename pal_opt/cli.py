@@ -86,6 +86,7 @@ from .cliargs import (
 )
 from .cliprogress import INTERRUPT_REQUESTED
 from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError, counted
+from .streams import PipeSafe
 
 __all__ = ["main", "build_parser", "status_line"]
 
@@ -921,72 +922,6 @@ def _robust_stdout() -> None:
                 pass
 
 
-class _ReaderMayLeave:
-    """``sys.stdout`` or ``sys.stderr`` while :func:`main` runs: once the reader of the pipe it
-    writes to has gone away (``pal-opt solve ... | head -2``), the rest of what is printed is
-    dropped quietly and the command carries on, so its files are still written and its exit
-    status is its own.  Before, the first print that found the pipe closed ended the command
-    with exit 1 (documented as no answer), or not, depending on who came first; and an output
-    file written after the printing was not written at all.
-
-    Everything but writing is the stream's (``isatty``, ``fileno``, ``encoding``...).
-    """
-
-    def __init__(self, stream: Any):
-        self.stream = stream
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-    def write(self, text: str) -> int:
-        try:
-            n = self.stream.write(text)  # a caller's file-like object may return None
-            return len(text) if n is None else int(n)
-        except BrokenPipeError:
-            self.reader_left()
-            return len(text)
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
-
-    def flush(self) -> None:
-        try:
-            self.stream.flush()
-        except BrokenPipeError:
-            self.reader_left()
-
-    def reader_left(self) -> None:
-        """Point the stream's file descriptor at ``/dev/null``: what is still buffered, and what
-        comes, goes there (and Python's last flush at exit finds nothing to complain about)."""
-        try:
-            null = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(null, self.stream.fileno())
-            finally:
-                os.close(null)
-        except (OSError, ValueError, AttributeError):  # pragma: no cover - not a file: nothing buffered for it
-            pass
-
-
-class _PipeSafe:
-    """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`_ReaderMayLeave`; at
-    its end they are flushed (a reader gone still quietly) and put back."""
-
-    def __enter__(self) -> _PipeSafe:
-        self._saved = (sys.stdout, sys.stderr)
-        # None (started with the descriptor closed, ``>&-``): print() then writes nothing, as before
-        sys.stdout, sys.stderr = (s if s is None else _ReaderMayLeave(s)  # type: ignore[misc]
-                                  for s in (sys.stdout, sys.stderr))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for wrapped in (sys.stdout, sys.stderr):
-            if isinstance(wrapped, _ReaderMayLeave):
-                wrapped.flush()
-        sys.stdout, sys.stderr = self._saved
-
-
 class _WarningLine(logging.Handler):
     """The package's warnings (``logging``), one line each on stderr: ``pal-opt: warning: ...``."""
 
@@ -1020,7 +955,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _STARTED[:] = [time.monotonic()]
     _robust_stdout()
     _log_warnings()
-    with _PipeSafe(), _Signals() as signals:
+    with PipeSafe(), _Signals() as signals:
         try:
             return _main(argv, signals)
         except KeyboardInterrupt:  # raised after _main's own handlers (e.g. while reporting)

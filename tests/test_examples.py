@@ -117,3 +117,25 @@ def test_an_example_given_a_bad_argument_says_so_in_one_line(script: str, args: 
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{script}: ") and says in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("script", ["pipeline_partition.py", "blox_adapter.py"])
+def test_an_example_piped_into_a_reader_that_left_ends_quietly(script: str) -> None:
+    """``python examples/blox_adapter.py | head -1`` ended with a ``BrokenPipeError`` traceback;
+    the examples run in :class:`pal_opt.streams.PipeSafe`, as ``pal-opt`` does.  (The reader is
+    gone before the first line: every write finds the pipe closed.)"""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, str(EXAMPLES / script)], stdout=write_end, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, timeout=300, check=False)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_every_example_runs_its_main_in_pipe_safe() -> None:
+    for script in SCRIPTS:
+        main_block = script.read_text().split('if __name__ == "__main__":\n', 1)[1]
+        assert main_block.startswith("    with PipeSafe():"), script.name
+

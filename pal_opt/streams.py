@@ -1,0 +1,87 @@
+"""Standard output and error to a reader that may go away: ``pal-opt solve ... | head -2``.
+
+:class:`PipeSafe` wraps ``sys.stdout`` and ``sys.stderr`` while a block runs so that, once the
+reader of the pipe they write to has left, the rest of what is printed is dropped quietly
+instead of ending the program with ``BrokenPipeError``.  :func:`pal_opt.cli.main` runs in one,
+and so do the scripts of ``examples/`` (``python examples/scheduler_loop.py | head``)::
+
+    from pal_opt.streams import PipeSafe
+
+    if __name__ == "__main__":
+        with PipeSafe():
+            main()
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+__all__ = ["ReaderMayLeave", "PipeSafe"]
+
+
+class ReaderMayLeave:
+    """``sys.stdout`` or ``sys.stderr`` inside a :class:`PipeSafe` block (all of
+    :func:`pal_opt.cli.main`): once the reader of the pipe it writes to has gone away (``pal-opt
+    solve ... | head -2``), the rest of what is printed is dropped quietly and the command carries
+    on, so its files are still written and its exit status is its own.  Before, the first print that found the pipe closed ended the command
+    with exit 1 (documented as no answer), or not, depending on who came first; and an output
+    file written after the printing was not written at all.
+
+    Everything but writing is the stream's (``isatty``, ``fileno``, ``encoding``...).
+    """
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            n = self.stream.write(text)  # a caller's file-like object may return None
+            return len(text) if n is None else int(n)
+        except BrokenPipeError:
+            self.reader_left()
+            return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self.reader_left()
+
+    def reader_left(self) -> None:
+        """Point the stream's file descriptor at ``/dev/null``: what is still buffered, and what
+        comes, goes there (and Python's last flush at exit finds nothing to complain about)."""
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, self.stream.fileno())
+            finally:
+                os.close(null)
+        except (OSError, ValueError, AttributeError):  # pragma: no cover - not a file: nothing buffered for it
+            pass
+
+
+class PipeSafe:
+    """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`; at
+    its end they are flushed (a reader gone still quietly) and put back."""
+
+    def __enter__(self) -> PipeSafe:
+        self._saved = (sys.stdout, sys.stderr)
+        # None (started with the descriptor closed, ``>&-``): print() then writes nothing, as before
+        sys.stdout, sys.stderr = (s if s is None else ReaderMayLeave(s)  # type: ignore[misc]
+                                  for s in (sys.stdout, sys.stderr))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for wrapped in (sys.stdout, sys.stderr):
+            if isinstance(wrapped, ReaderMayLeave):
+                wrapped.flush()
+        sys.stdout, sys.stderr = self._saved
