@@ -102,10 +102,39 @@ class Method:
 
 
 @cache
-def _resolve(path: str) -> PolicyFn:
-    """``"package.module:function"`` -> the function (imported on first use)."""
+def _resolve(path: str, method: str) -> PolicyFn:
+    """``"package.module:function"`` -> the function (imported on first use); an
+    :class:`OptionError` naming ``method`` and ``path`` when it cannot be imported."""
     module, _, attr = path.partition(":")
-    return getattr(import_module(module), attr)  # type: ignore[no-any-return]
+    try:
+        place = getattr(import_module(module), attr, None)
+    except ImportError as exc:
+        raise OptionError(f"method {method!r}: cannot import its policy {path!r}: {exc}") from exc
+    if not callable(place):
+        raise OptionError(f"method {method!r}: its policy {path!r} names no function of module {module!r}")
+    return place  # type: ignore[no-any-return]
+
+
+def _check_spec(path: str, method: str) -> None:
+    """Refuse a policy ``path`` that is not ``"module:function"`` (:func:`greedy_method`)."""
+    module, sep, attr = path.partition(":")
+    if not (module and sep and attr.isidentifier()):
+        raise OptionError(f"method {method!r}: a policy given by name must be 'module:function', got {path!r}")
+
+
+def _check_importable(path: str, method: str) -> None:
+    """Refuse a policy ``path`` whose module cannot be found, at :func:`register_method` (it was a
+    ``ModuleNotFoundError`` at the first solve).  The module is looked up, not imported: a
+    method's policy is still imported on first use."""
+    from importlib.util import find_spec
+
+    module = path.partition(":")[0]
+    try:
+        found = find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing or broken
+        found = False
+    if not found:
+        raise OptionError(f"method {method!r}: cannot import its policy {path!r}: no module named {module!r}")
 
 
 @dataclass(frozen=True)
@@ -122,7 +151,7 @@ class _GreedyRun:
         from .binning import binned_factors
         from .result import Status, priced_result
 
-        policy = _resolve(self.place) if isinstance(self.place, str) else self.place
+        policy = _resolve(self.place, self.name) if isinstance(self.place, str) else self.place
         mode = options.binning or instance.params.binning
         factors = binned_factors(instance.cluster, mode)
         kw = {"backfill": True} if options.admission == "backfill" else {}
@@ -147,8 +176,14 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
     ``backfill`` keyword is registered with ``backfill=False`` (it then takes no ``admission``
     option).  ``seeded=False`` declares a policy that draws nothing at random: it then takes no
     ``seed`` option, so a seed given to it is refused instead of ignored.  ``respect_types=False`` reaches the policy as that keyword (only when given), and the
-    result's unplaceable jobs are then those of an untyped round (:func:`pal_opt.admission.unplaceable`)."""
+    result's unplaceable jobs are then those of an untyped round (:func:`pal_opt.admission.unplaceable`).
 
+    A ``place`` given as a string that is not ``"module:function"`` is an :class:`OptionError`
+    here; one whose module cannot be found, at :func:`register_method`; one that names no function
+    of its module, at the first solve (each naming the method and the string)."""
+
+    if isinstance(place, str):
+        _check_spec(place, name)
     run = _GreedyRun(name, place)
     options = GREEDY_OPTIONS - ({"admission"} if not backfill else set()) - ({"seed"} if not seeded else set())
     return Method(name, run, summary, frozenset(options))
@@ -258,6 +293,8 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
     """
     if not isinstance(method, Method):
         raise OptionError(f"expected a Method, got {method!r}")
+    if isinstance(method.run, _GreedyRun) and isinstance(method.run.place, str):
+        _check_importable(method.run.place, method.name)
     unknown = set(method.options) - set(SolveOptions.names())
     if unknown:
         raise OptionError(f"method {method.name!r} declares unknown options {sorted(unknown)}")

@@ -112,6 +112,31 @@ CASES: list[tuple[str, Any, type[Exception], str]] = [
     ("generate_instance(seed='x')", lambda i, r, d: pal_opt.generate_instance(2, 4, 4, seed="x"), OptionError,
      "seed must be an integer >= 0, a numpy.random.Generator or None, got 'x'"),
     ("seeds.make_rng(1.5)", lambda i, r, d: make_rng(1.5), OptionError, "seed must be an integer >= 0"),
+    # the pipeline's cost model and the simulator's synthetic draw (review of the twelfth session)
+    ("pipeline.stage_time('a', ...)", lambda i, r, d: pipeline.stage_time("a", 2e8, 2, 25e9), InputTypeError,
+     "compute: must be a number, got str 'a'"),
+    ("pipeline.stage_time(nan, ...)", lambda i, r, d: pipeline.stage_time(NAN, 2e8, 2, 25e9), OptionError,
+     "compute must be a finite number >= 0, got nan"),
+    ("pipeline.stage_time(.., replicas=0)", lambda i, r, d: pipeline.stage_time(0.01, 2e8, 0, 25e9), OptionError,
+     "replicas must be an integer >= 1, got 0"),
+    ("pipeline.stage_time(.., replicas='2')", lambda i, r, d: pipeline.stage_time(0.01, 2e8, "2", 25e9), InputTypeError,
+     "replicas: must be an integer, got str '2'"),
+    ("pipeline.stage_time(.., bandwidth=0)", lambda i, r, d: pipeline.stage_time(0.01, 2e8, 2, 0), OptionError,
+     "bandwidth must be a number > 0, got 0"),
+    ("pipeline.stage_time(.., divisor=0)", lambda i, r, d: pipeline.stage_time(0.01, 2e8, 2, 25e9, 0), OptionError,
+     "divisor must be a number > 0, got 0"),
+    ("pipeline.allreduce_time(None, ...)", lambda i, r, d: pipeline.allreduce_time(None, 2, 25e9), InputTypeError,
+     "parameters: must be a number, got NoneType None"),
+    ("pipeline.allreduce_time(.., replicas=None)", lambda i, r, d: pipeline.allreduce_time(2e8, None, 25e9),
+     InputTypeError, "replicas: must be an integer, got NoneType None"),
+    ("pipeline.allreduce_time(array of str)", lambda i, r, d: pipeline.allreduce_time(np.array(["a"]), 2, 25e9),
+     InputTypeError, "parameters: must be numbers, got an array of <U1"),
+    ("simulate.synthetic_draw(classes, -1)", lambda i, r, d: psim.synthetic_draw(("classA",), -1, 0), OptionError,
+     "num_gpus must be an integer >= 0, got -1"),
+    ("simulate.synthetic_draw(classes, None)", lambda i, r, d: psim.synthetic_draw(("classA",), None, 0), OptionError,
+     "num_gpus must be an integer >= 0, got None"),
+    ("simulate.synthetic_draw('classA', 4)", lambda i, r, d: psim.synthetic_draw("classA", 4, 0), InputTypeError,
+     "classes: must be a sequence of class names, got str 'classA'"),
     # texts that are not text
     ("pipeline.parse_profile(None)", lambda i, r, d: pipeline.parse_profile(None), InputTypeError, "text: must be a str, got NoneType"),
     ("topology.parse_topology_conf(None)", lambda i, r, d: topology.parse_topology_conf(None), InputTypeError, "text: must be a str"),
@@ -203,6 +228,12 @@ def test_valid_arguments_are_taken_as_before(tmp_path: Path) -> None:
     assert pal_opt.load_instance(tmp_path / "r.json").jobs == inst.jobs
     assert pal_opt.load_instance(str(tmp_path / "r.json"), max_bytes=np.int64(1 << 20)).jobs == inst.jobs
     assert int(make_rng(np.int64(3)).integers(100)) == int(make_rng(3).integers(100))
+    assert pipeline.stage_time(0.010, 2e8, 1, 25e9) == 0.01
+    assert pipeline.stage_time(math.inf, 2e8, np.int64(2), math.inf) == math.inf  # a segment without a pipeline
+    times = pipeline.stage_time(np.array([0.01, math.inf]), np.array([2e8, 0.0]), 2, 25e9, np.array([1.0, 2.0]))
+    assert times[0] == pytest.approx(0.013) and times[1] == math.inf
+    assert psim.synthetic_draw(("classA",), 0, 0)["classA"].shape == (0,)
+    assert psim.synthetic_draw((), 4, None) == {}
 
 
 def test_missing_files_and_directories_stay_the_documented_os_errors(tmp_path: Path) -> None:

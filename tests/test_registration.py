@@ -13,6 +13,7 @@ from method_conformance import MethodConformance
 
 import pal_opt
 from pal_opt.cli import build_parser
+from pal_opt.errors import OptionError
 from pal_opt.model import RoundInstance
 from pal_opt.policies.base import GreedyPlacement, in_pal_order, place_in_order
 
@@ -91,3 +92,31 @@ def test_enum_named_methods_are_listed_as_plain_names() -> None:
 
     assert all(type(n) is str for n in method_names())
     assert "<" not in " ".join(method_names())
+
+
+@pytest.mark.parametrize(("spec", "at", "says"), [
+    ("no_such_module_xyz:place", "register", "cannot import its policy 'no_such_module_xyz:place': no module named "
+                                             "'no_such_module_xyz'"),
+    ("pal_opt.no_such_module:place", "register", "no module named 'pal_opt.no_such_module'"),
+    ("pal_opt.policies.pal", "define", "a policy given by name must be 'module:function', got 'pal_opt.policies.pal'"),
+    ("pal_opt.policies.pal:no_such_function", "solve",
+     "its policy 'pal_opt.policies.pal:no_such_function' names no function of module 'pal_opt.policies.pal'"),
+])
+def test_a_lazy_policy_that_cannot_be_imported_is_an_option_error_naming_it(spec: str, at: str, says: str) -> None:
+    """``greedy_method("m", "missing_module:place", ...)`` registered, and the first solve raised
+    ``ModuleNotFoundError``: the spec is checked when the method is defined (its form) and
+    registered (its module found, not imported), and resolved with pal-opt's error."""
+    name = "lazy-" + at
+    try:
+        with pytest.raises(OptionError) as err:
+            method = pal_opt.greedy_method(name, spec, "a policy given by name")
+            pal_opt.register_method(method)
+            assert at == "solve"
+            pal_opt.solve(pal_opt.generate_instance(2, 4, 3, seed=0), name)
+        assert f"method {name!r}: " in str(err.value) and says in str(err.value)
+        assert (name in pal_opt.method_names()) == (at == "solve")
+    finally:
+        from pal_opt.methods import unregister_method
+
+        unregister_method(name)
+

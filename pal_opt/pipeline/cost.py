@@ -9,9 +9,35 @@ bit-identical stage times.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
+from ..errors import InputTypeError, OptionError
+from ..options import check_count, check_finite
+
 __all__ = ["allreduce_time", "stage_time"]
+
+
+def _checked(value: Any, what: str, *, positive: bool = False, infinite: bool = False, count: bool = False) -> None:
+    """Refuse a wrong argument to :func:`stage_time` or :func:`allreduce_time`: not a number (nor
+    a numpy array of numbers, whose values are the caller's) is an :class:`InputTypeError`, a
+    number out of range an :class:`OptionError` (``positive``: > 0; ``infinite``: inf allowed, a
+    segment without a pipeline; ``count``: an integer >= 1).  numpy is not imported: the pure
+    Python engine runs without it."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind is not None and getattr(value, "ndim", 0) > 0:
+        if kind not in ("iu" if count else "iuf"):
+            raise InputTypeError(f"must be {'integers' if count else 'numbers'}, got an array of {value.dtype}",
+                                 path=what)
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputTypeError(f"must be {'an integer' if count else 'a number'}, got {type(value).__name__} "
+                             f"{value!r:.60}", path=what)
+    if count:
+        check_count(value, what)
+    elif not (infinite and value == math.inf) and check_finite(value, what) == 0 and positive:
+        raise OptionError(f"{what} must be a number > 0, got {value!r}")
 
 
 def allreduce_time(parameters: Any, replicas: int, bandwidth: float, divisor: float = 1.0) -> Any:
@@ -25,6 +51,7 @@ def allreduce_time(parameters: Any, replicas: int, bandwidth: float, divisor: fl
     >>> allreduce_time(2e8, 2, 25e9)
     0.016
     """
+    _check_allreduce(parameters, replicas, bandwidth, divisor)
     return (4 * (replicas - 1) * parameters) / (bandwidth * replicas) / divisor
 
 
@@ -60,4 +87,12 @@ def stage_time(compute: Any, parameters: Any, replicas: int, bandwidth: float, d
     >>> stage_time(0.010, 2e8, 1, 25e9)  # one replica: no synchronisation
     0.01
     """
+    _checked(compute, "compute", infinite=True)
     return (compute + allreduce_time(parameters, replicas, bandwidth, divisor)) / replicas
+
+
+def _check_allreduce(parameters: Any, replicas: Any, bandwidth: Any, divisor: Any) -> None:
+    _checked(parameters, "parameters")
+    _checked(replicas, "replicas", count=True)
+    _checked(bandwidth, "bandwidth", positive=True, infinite=True)
+    _checked(divisor, "divisor", positive=True)

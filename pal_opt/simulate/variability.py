@@ -40,14 +40,16 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..errors import InputTypeError
 from ..io.measurements import PAL_CLASS_FILES, load_measurements, sample_factors
 from ..model import PAL_CLASSES
+from ..options import check_count
 from ..seeds import SeedLike, make_rng
 from .choices import DRAWS
 
@@ -122,9 +124,20 @@ def synthetic_draw(classes: tuple[str, ...], num_gpus: int, seed: SeedLike) -> d
     """Factors for classes without a measurement file: :func:`pal_opt.generate.synthetic_factors`.
 
     Classes the generator does not describe use its classB (BERT-like) model.
+
+    Raises
+    ------
+    InputTypeError
+        ``classes`` is not a sequence of class names (a str is one name, not a sequence).
+    OptionError
+        ``num_gpus`` is not an integer >= 0, or ``seed`` not a seed (when a class is drawn).
     """
     from ..generate import SYNTHETIC_VARIABILITY, synthetic_factors
 
+    if isinstance(classes, str) or not isinstance(classes, Sequence) or not all(isinstance(c, str) for c in classes):
+        raise InputTypeError(f"must be a sequence of class names, got {type(classes).__name__} {classes!r:.60}",
+                             path="classes")
+    check_count(num_gpus, "num_gpus", 0)
     if not classes:
         return {}
     var = {c: SYNTHETIC_VARIABILITY.get(c, SYNTHETIC_VARIABILITY["classB"]) for c in classes}
