@@ -21,9 +21,11 @@ def _pipeline_round() -> RoundInstance:
 
 
 def test_a_stage_round_stopped_early_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pipeline round the solver stopped before proving (a time limit) is ``feasible`` and its
-    message says why, as a gang round's does (it was empty: a user checking the message for
-    "time limit" took it for a finished solve)."""
+    """A pipeline round the solver stopped before proving (a time limit) says why in its message,
+    as a gang round's does (it was empty: a user checking the message for "time limit" took it
+    for a finished solve).  It was ``feasible``; since 2026-12-07 the answer also carries the
+    jobs-alone bound, which here (0: each job at its best alone, the optimum) proves it, and the
+    message says which bound did."""
     real = HighsBackend.solve
 
     def stopped(self, program, options, start=None):  # type: ignore[no-untyped-def]
@@ -34,8 +36,8 @@ def test_a_stage_round_stopped_early_says_why(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(HighsBackend, "solve", stopped)
     res = pal_opt.solve(_pipeline_round(), "ilp", backend="highs")
     assert res.info["program"] == "stage"
-    assert res.status.value == "feasible"
-    assert res.message == "highs: Time limit reached"
+    assert res.status.value == "optimal" and res.bound == 0.0 and res.gap == 0.0
+    assert res.message == "highs: Time limit reached; bound: each job alone on the free GPUs"
 
 
 # --------------------------------------------------------------------------- pal-opt partition

@@ -408,7 +408,9 @@ def test_a_ctrl_c_in_the_stage_program_keeps_the_best_so_far(monkeypatch: pytest
                                                               with_incumbent: bool) -> None:
     """A Ctrl-C while the stage program is solved raises ``SolveInterrupted`` with a priced answer
     for the round: the solver's incumbent (decoded) when it had one, else the start placement
-    (until 2026-11-28 the backend's ``BackendInterrupted`` escaped, with no answer)."""
+    (until 2026-11-28 the backend's ``BackendInterrupted`` escaped, with no answer).  Here the
+    start (PAL's, 4 ln 1.5) meets the jobs-alone bound, so even without the solver's incumbent the
+    answer is proven optimal (FALLBACK with no bound until 2026-12-07)."""
     from pal_opt.errors import SolveInterrupted
     from pal_opt.ilp.backends import get_backend
     from pal_opt.ilp.backends.base import BackendInterrupted
@@ -429,7 +431,9 @@ def test_a_ctrl_c_in_the_stage_program_keeps_the_best_so_far(monkeypatch: pytest
     if with_incumbent:
         assert res.objective == pytest.approx(4 * math.log(1.5))
     else:
-        assert res.status == Status.FALLBACK and "start placement (PAL's)" in res.message
+        assert "start placement (PAL's)" in res.message and "each job alone on the free GPUs" in res.message
+        assert res.status == Status.OPTIMAL and res.bound == pytest.approx(4 * math.log(1.5))
+        assert res.gap == pytest.approx(0.0, abs=1e-9) and res.info["alone_bound"] == pytest.approx(res.bound)
 
 
 def _highs_params_seen(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:

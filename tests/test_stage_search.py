@@ -435,3 +435,102 @@ def test_a_start_at_the_bound_is_proven_without_a_pass() -> None:
     assert res is not None and res.status == Status.OPTIMAL and res.gap == pytest.approx(0.0, abs=1e-9)
     assert res.info["stage_search"]["passes"] == 0 and res.info["stage_search"]["stopped"] == stagesearch.STOP_BOUND
     assert "time_limit_reached" not in res.info and check(inst, res) == []
+
+
+# ---------------------------------------------------------------- the whole program's bound
+# Rounds of fewer than SEARCH_MIN_GPUS free GPUs get the whole stage program; since 2026-12-07 its
+# answer carries the jobs-alone bound too, the larger of it and the solver's.
+
+def _optimum(inst: RoundInstance) -> PlacementResult:
+    """The whole stage program's proven optimum (no limit)."""
+    best = solve_ilp(inst)
+    assert best.status == Status.OPTIMAL and best.info["program"] == "stage" and "stage_search" not in best.info
+    return best
+
+
+@pytest.mark.parametrize("running", [False, True])
+@pytest.mark.parametrize("seed", range(8))
+def test_a_whole_program_cut_short_carries_the_jobs_alone_bound(seed: int, running: bool) -> None:
+    """HiGHS stopped at once (its own ``time_limit`` 0, under a generous deadline) returns the
+    start with no bound of its own: the answer carries the jobs-alone bound, at most its objective
+    and at most the optimum an unlimited solve proves, with its gap; OPTIMAL exactly when that gap
+    is closed (until 2026-12-07: no bound, no gap)."""
+    from pal_opt.cost import relative_gap
+    from pal_opt.ilp.stageround import alone_bound
+
+    inst = _seeded_round(seed, running=running)
+    admitted = list(range(len(inst.jobs)))
+    alone = alone_bound(inst, admitted, binned_factors(inst.cluster, "none"))
+    best = _optimum(inst)
+    res = solve_ilp(inst, time_limit=60.0, backend="highs", backend_params={"time_limit": 0.0})
+    assert res.info["program"] == "stage" and "stage_search" not in res.info and check(inst, res) == []
+    assert "Time limit reached" in res.message and "bound: each job alone on the free GPUs" in res.message
+    assert alone is not None and res.bound == pytest.approx(alone) and res.info["alone_bound"] == pytest.approx(alone)
+    assert res.bound <= res.objective + 1e-9 and res.bound <= best.objective + 1e-9
+    assert res.gap == pytest.approx(relative_gap(res.objective, res.bound, sum(j.demand for j in inst.jobs)))
+    assert (res.status == Status.OPTIMAL) == (res.gap <= stagesearch.PROVEN_GAP)
+    assert res.status in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_a_stage_program_the_deadline_left_unbuilt_carries_the_bound_given(seed: int) -> None:
+    """A deadline already past: the stage program is not built and the start is returned with the
+    jobs-alone bound given (``alone=``), FALLBACK unless that bound proves the start optimal;
+    without it, no bound, as before."""
+    from pal_opt.ilp.stageround import alone_bound, solve_stage_round
+
+    inst = _seeded_round(seed, running=True)
+    f = binned_factors(inst.cluster, "none")
+    admitted = list(range(len(inst.jobs)))
+    alone = alone_bound(inst, admitted, f)
+    best = _optimum(inst)
+    res = solve_stage_round(inst, admitted, f, backend="highs", options=SolveOptions(deadline=time.monotonic()),
+                            alone=alone)
+    assert res.info["time_limit_reached"] == "building the stage program" and check(inst, res) == []
+    assert res.bound == pytest.approx(alone) and res.bound <= best.objective + 1e-9 and res.gap is not None
+    proven = res.gap <= stagesearch.PROVEN_GAP
+    assert res.status == (Status.OPTIMAL if proven else Status.FALLBACK)
+    bare = solve_stage_round(inst, admitted, f, backend="highs", options=SolveOptions(deadline=time.monotonic()))
+    assert bare.status == Status.FALLBACK and bare.bound is None and bare.gap is None
+    assert bare.placements == res.placements
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5])
+def test_the_solvers_better_bound_is_kept(seed: int) -> None:
+    """Where the solver's bound is above the jobs-alone bound it is the answer's: HiGHS stopped at
+    its first improving solution (4-GPU servers, where its bound then exceeds the jobs-alone one)
+    gives the same bound and gap with the jobs-alone bound given as without; and an unlimited
+    solve reports the proven optimum as its bound."""
+    from pal_opt.ilp.stageround import alone_bound, solve_stage_round
+
+    inst = _seeded_round(seed, server_gpus=4)
+    f = binned_factors(inst.cluster, "none")
+    admitted = list(range(len(inst.jobs)))
+    alone = alone_bound(inst, admitted, f)
+    opts = SolveOptions(backend_params={"mip_max_improving_sols": 1})
+    bare = solve_stage_round(inst, admitted, f, backend="highs", options=opts)
+    res = solve_stage_round(inst, admitted, f, backend="highs", options=opts, alone=alone)
+    assert alone is not None and bare.bound is not None and bare.bound > alone + 1e-6
+    assert res.status == bare.status == Status.FEASIBLE and res.objective == pytest.approx(bare.objective)
+    assert res.bound == pytest.approx(bare.bound) and res.gap == pytest.approx(bare.gap)
+    assert "each job alone" not in res.message and res.info["alone_bound"] == pytest.approx(alone)
+    best = _optimum(inst)
+    assert best.bound == pytest.approx(best.objective) and best.info["alone_bound"] < best.bound - 1e-6
+
+
+def test_an_unseen_term_leaves_the_whole_program_without_a_bound() -> None:
+    """A term the stage program cannot see: neither the solver's bound nor the jobs-alone bound is
+    one on the round cost, so the answer keeps the program's in ``info["program_bound"]``, with no
+    bound, no gap, not proven (until 2026-12-07 the solver's bound and gap were set again after
+    pricing had taken them out)."""
+    register_cost_term(_PipelinesOnServerZero())
+    try:
+        inst = _four_servers()
+        for limited in (False, True):
+            res = solve_ilp(inst, time_limit=60.0 if limited else None, backend="highs",
+                            backend_params={"time_limit": 0.0} if limited else None)
+            assert res.info["program"] == "stage" and "stage_search" not in res.info
+            assert res.bound is None and res.gap is None and res.status == Status.FEASIBLE
+            assert "program_bound" in res.info and "give no slots" in res.message
+    finally:
+        unregister_cost_term(_PipelinesOnServerZero.name)

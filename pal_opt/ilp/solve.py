@@ -107,7 +107,7 @@ from .lanelp import estimated_seconds as lanelp_seconds
 from .lanelp import lp_lane_start
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round, relaxation_solver
-from .stageround import has_pipelines, solve_stage_round
+from .stageround import alone_bound_in_time, has_pipelines, solve_stage_round
 from .stagesearch import search_applies, solve_stage_search
 from .warm import WarmStart, warm_info
 
@@ -485,7 +485,9 @@ def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
                   opts: SolveOptions, gang_view: tuple[float | None, int | None, bool, Mapping[str, Any] | None],
                   start: Mapping[JobId, Sequence[int]] | None, warm_start: bool) -> PlacementResult:
     """A round whose admitted jobs include pipelines: the stage program (under a deadline from
-    the gang view's start, by pairs of servers where the whole program is out of reach).
+    the gang view's start, by pairs of servers where the whole program is out of reach).  The
+    whole program's answer carries the larger of its solver's bound and the jobs-alone bound (as
+    the search's does, when it fits the deadline: :func:`~pal_opt.ilp.stageround.alone_bound_in_time`).
     ``gang_view``: the gap, threads, determinism and backend parameters of that start's solve."""
     cls = setup.backend
     staged = replace(opts, deadline=clock.at) if clock.limited else opts
@@ -499,9 +501,10 @@ def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
                                        warm_start=warm_start)
             if found is not None:
                 return found
+    alone = alone_bound_in_time(instance, setup.admitted, setup.factors, staged.deadline)
     return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                              admission=setup.admission, info=info, start=start, warm_start=warm_start,
-                             start_label=label)
+                             start_label=label, alone=alone)
 
 
 def _canonical_staged(instance: RoundInstance, setup: RoundSetup, res: PlacementResult,

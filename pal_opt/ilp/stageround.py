@@ -64,6 +64,7 @@ from ..cost import (
     pace_factor,
     relative_gap,
     stages_mapped_best,
+    unseen_terms,
 )
 from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, InstanceError, OptionError, SolveInterrupted, TimeLimitReached
@@ -88,6 +89,10 @@ __all__ = [
     "check_stage_round",
     "start_placement",
     "alone_bound",
+    "alone_bound_in_time",
+    "bounded",
+    "BOUND_SECONDS_PER_GPU",
+    "PROVEN_GAP",
 ]
 
 #: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable;
@@ -97,6 +102,13 @@ KIND_MODE, KIND_STAGE, KIND_SERVER, KIND_DROP, KIND_KEEP = 0, 1, 2, 3, 4
 #: ``KIND_SPREAD`` a rack's or the cluster's mode total ``z``; each the sum of some mode columns.
 KIND_LEVEL, KIND_SPREAD = 5, 6
 _META = ("kind", "job", "group", "gtype", "node", "span")
+#: The jobs-alone bound (:func:`alone_bound_in_time`) is computed only with this many seconds per
+#: free GPU left (beside the finish reserve): it took 0.03-0.2 s at 2,048 GPUs with PAL's binning
+#: and 0.6 s with ``binning="none"`` (every distinct factor a cell), on the shared machine under
+#: load 1-8; 2 ms at 256 GPUs, where the build took 50 ms (``benchmarks/stage_scale.py``'s round).
+BOUND_SECONDS_PER_GPU = 5e-4
+#: A gap to the bound at or under which an answer is proven optimal (as ``pal_opt.ilp.solve``'s).
+PROVEN_GAP = 1e-6
 
 
 def has_pipelines(instance: RoundInstance, admitted: Sequence[int]) -> bool:
@@ -396,6 +408,35 @@ def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mappi
             return None
         total += cost
     return total + _constant(instance, admitted, charged)
+
+
+def alone_bound_in_time(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                        deadline: float | None) -> float | None:
+    """:func:`alone_bound`, when :data:`BOUND_SECONDS_PER_GPU` per free GPU fits before
+    ``deadline`` (a ``time.monotonic()`` value, None: none) less the finish reserve; else None (no
+    bound).  The stage search's bound, and the whole stage program's beside its solver's."""
+    clock = Deadline(deadline) if deadline is not None else Deadline.none()
+    free = int(np.count_nonzero(instance.cluster.state == GpuState.FREE))
+    if clock.left() - FINISH_SECONDS < BOUND_SECONDS_PER_GPU * free:
+        return None
+    return alone_bound(instance, admitted, factors)
+
+
+def bounded(cost: float, demand: int, status: Status,
+            bounds: Sequence[float | None]) -> tuple[float | None, float | None, Status]:
+    """The answer's bound, gap and status from the lower ``bounds`` known of a placement of
+    round cost ``cost`` (``demand``: the admitted jobs' GPUs): the largest bound (at most
+    ``cost``; None if none is known), its relative gap, and ``status`` made honest by it: OPTIMAL
+    when the gap is closed (:data:`PROVEN_GAP`) and every cost term is bounded (no
+    :func:`~pal_opt.cost.unseen_terms`), an OPTIMAL ``status`` whose gap is not closed lowered to
+    FEASIBLE, else ``status`` as given (FEASIBLE, FALLBACK)."""
+    known = [b for b in bounds if b is not None]
+    bound = min(max(known), cost) if known else None
+    gap = relative_gap(cost, bound, demand)
+    closed = gap is not None and gap <= PROVEN_GAP
+    if closed and not unseen_terms():
+        return bound, gap, Status.OPTIMAL
+    return bound, gap, Status.FEASIBLE if status == Status.OPTIMAL and not closed else status
 
 
 def _least_mode_cost(instance: RoundInstance, job: Job, paces: np.ndarray, counts: np.ndarray, nodes: _Nodes,
@@ -910,8 +951,30 @@ def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[
     if start is None:
         return priced_result(instance, {}, factors, status=Status.FALLBACK, **kwargs,
                              message=f"{why}; no start placement of every admitted job was found: none is placed")
-    return priced_result(instance, start, factors, status=Status.FALLBACK, **kwargs,
-                         message=f"{why}; the start placement ({_source(start, own, label)}) is returned")
+    fields = _with_bound(instance, admitted, factors, start, Status.FALLBACK, [], common["info"])
+    return priced_result(instance, start, factors, **fields, **kwargs,
+                         message=f"{why}; the start placement ({_source(start, own, label)}) is returned"
+                                 + _bound_note(fields, None))
+
+
+def _with_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                placement: Mapping[JobId, Sequence[int]], status: Status, bounds: Sequence[float | None],
+                details: Mapping[str, Any]) -> dict[str, Any]:
+    """The :func:`~pal_opt.result.priced_result` fields of ``placement`` (of every admitted job)
+    with the best of ``bounds`` and the jobs-alone bound the caller gave (``details["alone_bound"]``):
+    ``summary``, ``bound``, ``gap`` and the ``status`` they prove (:func:`bounded`)."""
+    summary = evaluate(instance, {jid: tuple(gids) for jid, gids in placement.items()}, factors)
+    demand = sum(instance.jobs[i].demand for i in admitted)
+    bound, gap, status = bounded(summary.cost, demand, status, [*bounds, details.get("alone_bound")])
+    return dict(summary=summary, bound=bound, gap=gap, status=status)
+
+
+def _bound_note(fields: Mapping[str, Any], solver_bound: float | None) -> str:
+    """What a message adds when the answer's bound is the jobs-alone one (above the solver's)."""
+    bound = fields["bound"]
+    if bound is None or (solver_bound is not None and bound <= solver_bound):
+        return ""
+    return "; bound: each job alone on the free GPUs"
 
 
 def stage_backend_params(cls: type[Backend], options: SolveOptions | None) -> dict[str, Any]:
@@ -932,6 +995,7 @@ def solve_stage_round(
     start: Mapping[JobId, Sequence[int]] | None = None,
     warm_start: bool = True,
     start_label: str = "the start given",
+    alone: float | None = None,
 ) -> PlacementResult:
     """Place the ``admitted`` jobs of ``instance`` with the stage program (module docstring).
 
@@ -943,7 +1007,9 @@ def solve_stage_round(
     stopped without a solution, or when ``options.deadline`` left no time to run it
     (``info["time_limit_reached"]`` then names the step).  Never worse than the start placement.
     ``warm_start=False``: the solver is not given the start (it stays the fallback).
-    ``start_label`` names ``start`` in messages (``info["start"]``).
+    ``start_label`` names ``start`` in messages (``info["start"]``).  ``alone``: the jobs-alone
+    bound (:func:`alone_bound_in_time`), if the caller has it (``info["alone_bound"]``): the
+    answer's bound is the larger of it and the solver's (:func:`bounded`), also when it has none.
 
     Raises
     ------
@@ -957,7 +1023,7 @@ def solve_stage_round(
     options = options or SolveOptions()
     clock = Deadline.after(None) if options.deadline is None else Deadline(options.deadline)
     cls = get_backend(backend)
-    details = {**(info or {}), "program": "stage"}
+    details = {**(info or {}), "program": "stage", **({} if alone is None else {"alone_bound": alone})}
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name, backend_version=cls.version(),
                                   info=details)
     own = start_placement(instance, admitted, factors)
@@ -982,11 +1048,7 @@ def solve_stage_round(
     details["start"] = _source(start, own, start_label)
     vector = encoded if warm_start and cls.supports_warm_start else None
     details.update(num_vars=sr.program.num_vars, num_rows=sr.program.num_rows, nnz=int(sr.program.A.nnz))
-    if clock.limited:  # the solver stops in time to decode (estimated from the build) and finish
-        options = replace(options, deadline=clock.sooner(reserve + DECODE_PER_BUILD * built).at)
-    options = replace(options, backend_params=stage_backend_params(cls, options))
-    if options.backend_params:  # what the solver is given, the backend's own included (as ilp-preempt records)
-        details["backend_params"] = dict(options.backend_params)
+    options = _solver_options(cls, options, clock, reserve + DECODE_PER_BUILD * built, details)
     try:
         sol = cls().solve(sr.program, options, start=vector)
     except TimeLimitReached as exc:  # the deadline came before the solver could run
@@ -998,8 +1060,21 @@ def solve_stage_round(
         raise _interrupted(sr, exc, start, {**common, "build_seconds": built}) from None
     details.update(sol.info)  # the solver's figures (nodes, iterations; HiGHS: crashes survived)
     details.update(solver_status=str(sol.status), solver_message=sol.message, warm_start=vector is not None)
-    common.update(solve_seconds=sol.seconds, build_seconds=built, bound=sol.bound)
+    common.update(solve_seconds=sol.seconds, build_seconds=built)
     return _solved(sr, sol, start, common)
+
+
+def _solver_options(cls: type[Backend], options: SolveOptions, clock: Deadline, reserve: float,
+                    details: dict[str, Any]) -> SolveOptions:
+    """The stage program's solver options: under a deadline, one ``reserve`` seconds sooner (to
+    decode, estimated from the build, and finish); the backend's own parameters under the
+    caller's, recorded in ``details["backend_params"]`` (as ilp-preempt records them)."""
+    if clock.limited:
+        options = replace(options, deadline=clock.sooner(reserve).at)
+    options = replace(options, backend_params=stage_backend_params(cls, options))
+    if options.backend_params:
+        details["backend_params"] = dict(options.backend_params)
+    return options
 
 
 def _interrupted(sr: StageRound, exc: KeyboardInterrupt, start: dict[JobId, tuple[int, ...]] | None,
@@ -1010,47 +1085,44 @@ def _interrupted(sr: StageRound, exc: KeyboardInterrupt, start: dict[JobId, tupl
     common["info"]["interrupted"] = True
     sol = exc.solution if isinstance(exc, BackendInterrupted) else None
     if sol is not None and sol.values is not None:
-        common.update(solve_seconds=sol.seconds, bound=sol.bound)
+        common.update(solve_seconds=sol.seconds)
         res = _solved(sr, sol, start, common)
         res.message = f"interrupted: {res.message}" if res.message else "interrupted"
         return SolveInterrupted(res)
     if start is None:
         return SolveInterrupted(None)
-    common.update(solve_seconds=0.0, bound=None)
+    common.update(solve_seconds=0.0)
+    fields = _with_bound(sr.instance, sr.admitted, sr.factors, start, Status.FALLBACK, [], common["info"])
     return SolveInterrupted(priced_result(
-        sr.instance, start, sr.factors, status=Status.FALLBACK, **common,
+        sr.instance, start, sr.factors, **fields, **common,
         message=f"interrupted while {common['backend']} solved the stage program; "
-                f"the start placement ({common['info'].get('start')}) is returned"))
+                f"the start placement ({common['info'].get('start')}) is returned" + _bound_note(fields, None)))
 
 
 def _solved(sr: StageRound, sol: BackendSolution, start: dict[JobId, tuple[int, ...]] | None,
             common: dict[str, Any]) -> PlacementResult:
     """The priced answer from the solver's ``sol``: its decoded solution, or the start placement
-    when that is cheaper or the solver has none (:func:`solve_stage_round`)."""
-    instance, admitted, factors, details = sr.instance, sr.admitted, sr.factors, common["info"]
+    when that is cheaper or the solver has none (:func:`solve_stage_round`); its bound the larger
+    of the solver's and the jobs-alone bound given (:func:`_with_bound`)."""
+    instance, factors, details = sr.instance, sr.factors, common["info"]
     if sol.values is None:
-        if start is None and "time_limit_reached" in details:
+        if start is None and "time_limit_reached" in details:  # (no bound: nothing is placed)
             return priced_result(instance, {}, factors, status=Status.FALLBACK, **common,
                                  message=f"{sol.message}; no start placement of every admitted job was found: "
                                  "none is placed")
         if start is None:
             raise BackendError(f"{common['backend']} found no solution of the stage program ({sol.status}: {sol.message})")
         why = sol.message if "time_limit_reached" in details else f"{common['backend']}: {sol.status}"
-        return priced_result(instance, start, factors, status=Status.FALLBACK,
-                             message=f"{why}; the start placement ({details['start']}) is returned",
-                             **common)
+        fields = _with_bound(instance, sr.admitted, factors, start, Status.FALLBACK, [sol.bound], details)
+        return priced_result(instance, start, factors, **fields, **common,
+                             message=f"{why}; the start placement ({details['start']}) is returned"
+                                     + _bound_note(fields, sol.bound))
+    placement = decode_stage_round(sr, sol.values)
+    if start is not None and evaluate(instance, start, factors).cost < evaluate(instance, placement, factors).cost - 1e-9:
+        placement = start  # a solver that ignored the start and stopped early
     status = Status.OPTIMAL if sol.status == SolverStatus.OPTIMAL else Status.FEASIBLE
-    res = priced_result(instance, decode_stage_round(sr, sol.values), factors, status=status, **common)
-    if start is not None:
-        fallback = priced_result(instance, start, factors, status=Status.FEASIBLE, **common)
-        if fallback.objective < res.objective - 1e-9:  # a solver that ignored the start and stopped early
-            res = fallback
-    demand = sum(instance.jobs[i].demand for i in admitted)
-    bound = sol.bound  # (the running jobs left out are in the program's constant)
-    res.bound = bound
-    res.gap = relative_gap(res.objective, bound, demand)
-    if res.status == Status.OPTIMAL and (res.gap is None or res.gap > 1e-6):
-        res.status = Status.FEASIBLE  # pragma: no cover - the program prices every job at its pace
-    if res.status != Status.OPTIMAL:  # why it is not proven (a time limit, ...), as the gang program says it
-        res.message = f"{common['backend']}: {sol.message}"
-    return res
+    fields = _with_bound(instance, sr.admitted, factors, placement, status, [sol.bound], details)
+    message = ""
+    if sol.status != SolverStatus.OPTIMAL or fields["status"] != Status.OPTIMAL:  # why the solver proved nothing
+        message = f"{common['backend']}: {sol.message}" + _bound_note(fields, sol.bound)  # (a time limit, ...)
+    return priced_result(instance, placement, factors, **fields, **common, message=message)

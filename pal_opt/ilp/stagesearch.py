@@ -40,7 +40,8 @@ the start given (the round program's, pipelines seen as gangs) and PAL's placeme
 stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
 cheapest alone on the free GPUs (valid, as every placement prices each job at least that, and
 weak, as all may take the fastest GPUs at once; 0.03-0.2 s at 2,048 GPUs, skipped when that does
-not fit the deadline: :data:`BOUND_SECONDS_PER_GPU`); the search stops once
+not fit the deadline: :data:`~pal_opt.ilp.stageround.BOUND_SECONDS_PER_GPU`, as beside the whole stage program,
+:func:`~pal_opt.ilp.stageround.alone_bound_in_time`); the search stops once
 within the gap target of it (``abs_gap``; :data:`STOP_BOUND`).  Its answer is FEASIBLE with that
 bound and gap (OPTIMAL when the gap is closed), and the message says why the search stopped ("time
 limit reached" when the deadline did); FALLBACK, with ``info["time_limit_reached"]``, when no
@@ -70,7 +71,9 @@ from ..result import PlacementResult, Status, priced_result
 from ..sigint import SigintDeferred
 from .backends import SolveOptions, get_backend
 from .stageround import (
-    alone_bound,
+    PROVEN_GAP,
+    alone_bound_in_time,
+    bounded,
     check_stage_round,
     solve_stage_round,
     stage_backend_params,
@@ -98,12 +101,6 @@ GROUP_MAX_GPUS = 32
 STALE_PASSES = 2
 #: A pair is not started with fewer seconds than this left (beside the finish reserve).
 MIN_PAIR_SECONDS = 0.05
-#: The jobs-alone bound is computed only with this many seconds per free GPU left (beside the
-#: finish reserve): it took 0.03-0.2 s at 2,048 GPUs with PAL's binning and 0.6 s with
-#: ``binning="none"`` (every distinct factor a cell), on the shared machine under load 1-8.
-BOUND_SECONDS_PER_GPU = 5e-4
-#: A gap to the bound at or under which the answer is proven optimal (as ``pal_opt.ilp.solve``'s).
-PROVEN_GAP = 1e-6
 #: Relative cost decrease under which a pair's answer is not taken (solver tolerances).
 GAIN_TOL = 1e-9
 #: Why a search stopped (``SearchStats.stopped``): the deadline, :data:`STALE_PASSES` passes
@@ -355,7 +352,9 @@ def solve_stage_search(
         details["backend_params"] = params
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name,
                                   backend_version=cls.version(), info=details, build_seconds=0.0)
-    bound = _bound(instance, admitted, factors, options)
+    bound = alone_bound_in_time(instance, admitted, factors, None if options is None else options.deadline)
+    if bound is not None:
+        details["alone_bound"] = bound
     progress.report(stage="solving the stage program on pairs of servers", backend=cls.name)
     search = PairSearch(instance, admitted, factors, first, backend=cls.name, options=options, warm_start=warm_start,
                         bound=bound)
@@ -372,17 +371,6 @@ def solve_stage_search(
     return _answer(instance, factors, search, (first, first_summary, label), bound, common, t0)
 
 
-def _bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-           options: SolveOptions | None) -> float | None:
-    """:func:`~pal_opt.ilp.stageround.alone_bound`, when :data:`BOUND_SECONDS_PER_GPU` per free
-    GPU fits before the deadline less the finish reserve (else None: no bound)."""
-    clock = Deadline.none() if options is None or options.deadline is None else Deadline(options.deadline)
-    free = int(np.count_nonzero(instance.cluster.state == GpuState.FREE))
-    if clock.left() - FINISH_SECONDS < BOUND_SECONDS_PER_GPU * free:
-        return None
-    return alone_bound(instance, admitted, factors)
-
-
 def _answer(instance: RoundInstance, factors: Mapping[str, np.ndarray], search: PairSearch,
             first: tuple[dict[JobId, tuple[int, ...]], CostSummary, str], bound: float | None,
             common: dict[str, Any], t0: float) -> PlacementResult:
@@ -393,12 +381,12 @@ def _answer(instance: RoundInstance, factors: Mapping[str, np.ndarray], search: 
     summary = evaluate(instance, placement, factors)
     if summary.cost > first[1].cost:  # (not expected: pairs are priced on the round)
         placement, summary = first[0], first[1]
-    gap = relative_gap(summary.cost, bound, search.demand)
-    status = Status.FEASIBLE
-    if gap is not None and gap <= PROVEN_GAP:  # (the start itself, when no pair was solved)
-        status = Status.OPTIMAL
-    elif stats.solved == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped):  # none in time: the start
-        status, details["time_limit_reached"] = Status.FALLBACK, SEARCH_STAGE
+    none_in_time = stats.solved == 0 and (stats.stopped == STOP_DEADLINE or stats.skipped)  # the start
+    # OPTIMAL when the gap is closed (the start itself, when no pair was solved)
+    bound, gap, status = bounded(summary.cost, search.demand, Status.FALLBACK if none_in_time else Status.FEASIBLE,
+                                 [bound])
+    if status == Status.FALLBACK:
+        details["time_limit_reached"] = SEARCH_STAGE
     groups = f", {stats.groups} groups of a multi-server job's servers" if stats.groups else ""
     return priced_result(instance, placement, factors, status=status, summary=summary, bound=bound, gap=gap,
                          solve_seconds=time.perf_counter() - t0, **common,
