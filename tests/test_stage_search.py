@@ -5,6 +5,7 @@ Small rounds stand in for large ones (``SEARCH_MIN_GPUS`` patched): from a poor 
 moves pipelines to the servers whose slow GPU they can put on a stage with slack; the answer
 passes the checker, is never worse than its start, is the same on every run (no deadline) and
 on every backend; running jobs under a restart cost are priced as the whole round prices them.
+The jobs-alone bound is also checked where the whole stage program reports it (the last section).
 """
 
 from __future__ import annotations
