@@ -303,9 +303,12 @@ def tables(rows: list[dict[str, Any]], solves: list[dict[str, Any]]) -> str:
     lines += table(rows, "pace_speed")
     secs = [s["seconds"] for s in solves]
     proven = sum(s["status"] == "optimal" for s in solves)
+    built = [s["vars"] for s in solves if s["vars"] is not None]  # (none: the start met the jobs-alone bound)
+    unbuilt = f"; {len(solves) - len(built)} needed no program (the start met the jobs-alone bound)" if len(
+        built) < len(solves) else ""
     lines += ["", f"Stage program: {len(solves)} rounds, {proven} proven optimal, solve time median "
               f"{float(np.median(secs)):.1f} s, max {max(secs):.1f} s (HiGHS, one thread, limit {TIME_LIMIT:.0f} s); "
-              f"columns {min(s['vars'] for s in solves)}-{max(s['vars'] for s in solves)}."]
+              + (f"columns {min(built)}-{max(built)}" if built else "no program built") + f"{unbuilt}."]
     return "\n".join(lines)
 
 

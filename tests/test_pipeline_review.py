@@ -15,8 +15,15 @@ from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
 
 
 def _pipeline_round() -> RoundInstance:
-    cl = Cluster.from_arrays(list(range(8)), [0] * 4 + [1] * 4, {"classA": [1.0, 1.1, 1.0, 1.2, 1.0, 1.0, 1.3, 1.0]})
-    jobs = (Job("p", 3, "classA", 0, pipeline=Pipeline((2.0, 1.0), (2, 1))), Job("g", 2, "classA", 1))
+    """Pipelines with slack and gangs on four servers, one slow GPU on each of the first two: PAL's
+    start (the gangs on the slow servers, 8 ln 1.5) is above the jobs-alone bound, 0, which is the
+    optimum (each slow GPU on a slack stage), so the stage program runs (a start at the bound
+    needs none since 2026-12-07)."""
+    f = [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.5, 1.0] + [1.0] * 8
+    cl = Cluster.from_arrays(list(range(16)), [s for s in range(4) for _ in range(4)], {"classA": f})
+    pipe = Pipeline((2.0, 1.0), (3, 1))
+    jobs = (Job("p0", 4, "classA", 0, pipeline=pipe), Job("p1", 4, "classA", 1, pipeline=pipe),
+            Job("g0", 4, "classA", 2), Job("g1", 4, "classA", 3))
     return RoundInstance(cl, jobs, RoundParams(binning="none"))
 
 

@@ -455,9 +455,10 @@ def test_a_whole_program_cut_short_carries_the_jobs_alone_bound(seed: int, runni
     """HiGHS stopped at once (its own ``time_limit`` 0, under a generous deadline) returns the
     start with no bound of its own: the answer carries the jobs-alone bound, at most its objective
     and at most the optimum an unlimited solve proves, with its gap; OPTIMAL exactly when that gap
-    is closed (until 2026-12-07: no bound, no gap)."""
+    is closed (until 2026-12-07: no bound, no gap).  A start that bound proves optimal (seed 7 with
+    running jobs) is the answer with no program solved."""
     from pal_opt.cost import relative_gap
-    from pal_opt.ilp.stageround import alone_bound
+    from pal_opt.ilp.stageround import START_MEETS_BOUND, alone_bound, start_meets_bound
 
     inst = _seeded_round(seed, running=running)
     admitted = list(range(len(inst.jobs)))
@@ -465,7 +466,10 @@ def test_a_whole_program_cut_short_carries_the_jobs_alone_bound(seed: int, runni
     best = _optimum(inst)
     res = solve_ilp(inst, time_limit=60.0, backend="highs", backend_params={"time_limit": 0.0})
     assert res.info["program"] == "stage" and "stage_search" not in res.info and check(inst, res) == []
-    assert "Time limit reached" in res.message and "bound: each job alone on the free GPUs" in res.message
+    if start_meets_bound(inst, admitted, binned_factors(inst.cluster, "none"), alone) is not None:
+        assert res.info["solver_status"] == START_MEETS_BOUND and "meets the jobs-alone bound" in res.message
+    else:
+        assert "Time limit reached" in res.message and "bound: each job alone on the free GPUs" in res.message
     assert alone is not None and res.bound == pytest.approx(alone) and res.info["alone_bound"] == pytest.approx(alone)
     assert res.bound <= res.objective + 1e-9 and res.bound <= best.objective + 1e-9
     assert res.gap == pytest.approx(relative_gap(res.objective, res.bound, sum(j.demand for j in inst.jobs)))
@@ -476,9 +480,10 @@ def test_a_whole_program_cut_short_carries_the_jobs_alone_bound(seed: int, runni
 @pytest.mark.parametrize("seed", [0, 1, 7])
 def test_a_stage_program_the_deadline_left_unbuilt_carries_the_bound_given(seed: int) -> None:
     """A deadline already past: the stage program is not built and the start is returned with the
-    jobs-alone bound given (``alone=``), FALLBACK unless that bound proves the start optimal;
-    without it, no bound, as before."""
-    from pal_opt.ilp.stageround import alone_bound, solve_stage_round
+    jobs-alone bound given (``alone=``), FALLBACK; a start that bound proves optimal (seed 7) is
+    OPTIMAL, with no time limit noted as the program was not needed; without the bound, no
+    bound, as before."""
+    from pal_opt.ilp.stageround import START_MEETS_BOUND, alone_bound, solve_stage_round
 
     inst = _seeded_round(seed, running=True)
     f = binned_factors(inst.cluster, "none")
@@ -487,10 +492,12 @@ def test_a_stage_program_the_deadline_left_unbuilt_carries_the_bound_given(seed:
     best = _optimum(inst)
     res = solve_stage_round(inst, admitted, f, backend="highs", options=SolveOptions(deadline=time.monotonic()),
                             alone=alone)
-    assert res.info["time_limit_reached"] == "building the stage program" and check(inst, res) == []
     assert res.bound == pytest.approx(alone) and res.bound <= best.objective + 1e-9 and res.gap is not None
     proven = res.gap <= stagesearch.PROVEN_GAP
+    assert proven == (seed == 7) and check(inst, res) == []
     assert res.status == (Status.OPTIMAL if proven else Status.FALLBACK)
+    assert res.info.get("time_limit_reached") == (None if proven else "building the stage program")
+    assert (res.info.get("solver_status") == START_MEETS_BOUND) == proven
     bare = solve_stage_round(inst, admitted, f, backend="highs", options=SolveOptions(deadline=time.monotonic()))
     assert bare.status == Status.FALLBACK and bare.bound is None and bare.gap is None
     assert bare.placements == res.placements
@@ -535,3 +542,105 @@ def test_an_unseen_term_leaves_the_whole_program_without_a_bound() -> None:
             assert "program_bound" in res.info and "give no slots" in res.message
     finally:
         unregister_cost_term(_PipelinesOnServerZero.name)
+
+
+# ---------------------------------------------------------------- a start the bound proves
+# Since 2026-12-07 a start that the jobs-alone bound proves optimal is the whole program's answer
+# as it is: the stage program is neither built nor solved (under a deadline, nor is the gang view).
+
+def _met_rounds() -> list[RoundInstance]:
+    """Rounds whose start (PAL's) meets the jobs-alone bound: ``formulations/pipeline_round.md``
+    §5 (two servers of four GPUs, a slow GPU on each, a pipeline with slack and a 4-GPU gang:
+    optimum 4 ln 1.5), and seeded round 7 with running jobs under a restart cost."""
+    cl = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.5]})
+    jobs = (Job("p", 4, "classA", 0, pipeline=Pipeline((2.0, 1.0), (3, 1))), Job("g", 4, "classA", 1))
+    return [RoundInstance(cl, jobs, RoundParams(binning="none")), _seeded_round(7, running=True)]
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+@pytest.mark.parametrize("which", [0, 1])
+def test_a_start_the_bound_proves_is_the_answer_without_the_program(which: int, backend: str) -> None:
+    """The answer is the start, OPTIMAL, its bound the jobs-alone one (gap 0), with no program
+    figures (``num_vars``) and ``info["solver_status"]`` and the message saying that the program
+    was not needed; it costs the optimum the program proves when solved (without the bound), and
+    is the same on every run.  Until 2026-12-07 the program was built and solved all the same."""
+    if backend not in available_backends():
+        pytest.skip(f"{backend} is not installed")
+    from pal_opt.ilp.stageround import START_MEETS_BOUND, alone_bound, solve_stage_round
+
+    inst = _met_rounds()[which]
+    f = binned_factors(inst.cluster, "none")
+    admitted = list(range(len(inst.jobs)))
+    alone = alone_bound(inst, admitted, f)
+    res = solve_ilp(inst, backend=backend)
+    assert res.status == Status.OPTIMAL and res.info["program"] == "stage" and check(inst, res) == []
+    assert res.info["solver_status"] == START_MEETS_BOUND and "num_vars" not in res.info
+    assert res.info["start"] == "PAL's" and "the stage program was not needed" in res.message
+    assert alone is not None and res.bound == pytest.approx(alone) and res.gap == pytest.approx(0.0, abs=1e-9)
+    solved = solve_stage_round(inst, admitted, f, backend=backend)  # no bound given: the program runs
+    assert solved.status == Status.OPTIMAL and "num_vars" in solved.info
+    assert res.objective == pytest.approx(solved.objective, abs=1e-9)
+    assert solve_ilp(inst, backend=backend).placements == res.placements
+
+
+def test_under_a_deadline_a_start_the_bound_proves_needs_no_gang_view() -> None:
+    """Under a time limit PAL's start, proven by the jobs-alone bound, is the answer before the
+    round program places the round with pipelines seen as gangs (``info["gang_view"]`` says it
+    did not run; it ran until 2026-12-07); the same answer as without a limit."""
+    from pal_opt.ilp.stageround import START_MEETS_BOUND
+
+    inst = _met_rounds()[0]
+    res = solve_ilp(inst, time_limit=60.0, backend="highs")
+    assert res.info["gang_view"] == "not run: PAL's start placement meets the jobs-alone bound"
+    assert res.info["solver_status"] == START_MEETS_BOUND and res.status == Status.OPTIMAL
+    assert res.placements == solve_ilp(inst, backend="highs").placements and check(inst, res) == []
+
+
+def test_a_start_above_the_bound_gets_the_program() -> None:
+    """PAL's start above the jobs-alone bound (8 ln 1.5 against 0): the program is built and
+    solved, under a deadline from the gang view's start, and proves the optimum, 0."""
+    from pal_opt.ilp.stageround import START_MEETS_BOUND
+
+    inst = _four_servers()
+    for limit in (None, 60.0):
+        res = solve_ilp(inst, time_limit=limit, backend="highs")
+        assert res.status == Status.OPTIMAL and res.objective == pytest.approx(0.0, abs=1e-9)
+        assert "num_vars" in res.info and res.info["solver_status"] != START_MEETS_BOUND
+        assert limit is None or res.info["gang_view"].startswith("optimal")
+
+
+def test_an_unseen_term_leaves_the_program_to_prove_a_start_at_the_bound() -> None:
+    """With a term the program cannot see, the jobs-alone bound is no bound on the round cost:
+    a start that meets it is not taken as proven (``start_meets_bound`` follows ``bounded``) and
+    the program runs."""
+    from pal_opt.ilp.stageround import START_MEETS_BOUND, alone_bound, start_meets_bound
+
+    inst = _met_rounds()[0]
+    f = binned_factors(inst.cluster, "none")
+    alone = alone_bound(inst, [0, 1], f)
+    assert start_meets_bound(inst, [0, 1], f, alone) is not None
+    register_cost_term(_PipelinesOnServerZero())
+    try:
+        assert start_meets_bound(inst, [0, 1], f, alone) is None
+        res = solve_ilp(inst, backend="highs")
+        assert res.info.get("solver_status") != START_MEETS_BOUND and "num_vars" in res.info
+    finally:
+        unregister_cost_term(_PipelinesOnServerZero.name)
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_canonical_takes_a_start_the_bound_proves_as_a_proven_optimum(which: int) -> None:
+    """``canonical=True``: the start the bound proves is a proven optimum, and is replaced by its
+    canonical representative as the solver's would be (``info["canonical"]``): the same placement
+    as the canonical representative of the optimum the program proves when solved."""
+    from pal_opt.ilp.canonical import ALREADY, CHANGED, canonical_optimum
+    from pal_opt.ilp.stageround import START_MEETS_BOUND, solve_stage_round
+
+    inst = _met_rounds()[which]
+    f = binned_factors(inst.cluster, "none")
+    res = solve_ilp(inst, backend="highs", canonical=True)
+    assert res.info["solver_status"] == START_MEETS_BOUND and res.info["canonical"] in (CHANGED, ALREADY)
+    assert res.status == Status.OPTIMAL and check(inst, res) == []
+    assert canonical_optimum(inst, res.placements, f) == res.placements
+    solved = solve_stage_round(inst, list(range(len(inst.jobs))), f, backend="highs")
+    assert canonical_optimum(inst, solved.placements, f) == res.placements

@@ -107,7 +107,7 @@ from .lanelp import estimated_seconds as lanelp_seconds
 from .lanelp import lp_lane_start
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round, relaxation_solver
-from .stageround import alone_bound_in_time, has_pipelines, solve_stage_round
+from .stageround import alone_bound_in_time, has_pipelines, solve_stage_round, start_meets_bound
 from .stagesearch import search_applies, solve_stage_search
 from .warm import WarmStart, warm_info
 
@@ -487,21 +487,27 @@ def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
     """A round whose admitted jobs include pipelines: the stage program (under a deadline from
     the gang view's start, by pairs of servers where the whole program is out of reach).  The
     whole program's answer carries the larger of its solver's bound and the jobs-alone bound (as
-    the search's does, when it fits the deadline: :func:`~pal_opt.ilp.stageround.alone_bound_in_time`).
+    the search's does, when it fits the deadline: :func:`~pal_opt.ilp.stageround.alone_bound_in_time`);
+    a start that bound proves optimal is the answer, with no program built, and under a deadline
+    PAL's start proven so skips the gang view too (``info["gang_view"]`` says so).
     ``gang_view``: the gap, threads, determinism and backend parameters of that start's solve."""
     cls = setup.backend
     staged = replace(opts, deadline=clock.at) if clock.limited else opts
     label = "the start given"
-    if clock.limited and start is None:
+    pairs = clock.limited and start is None and search_applies(instance, setup.admitted)
+    alone = None if pairs else alone_bound_in_time(instance, setup.admitted, setup.factors, staged.deadline)
+    if clock.limited and start is None and start_meets_bound(instance, setup.admitted, setup.factors, alone):
+        info["gang_view"] = "not run: PAL's start placement meets the jobs-alone bound"
+    elif clock.limited and start is None:
         start = _gang_view_start(instance, setup, clock, *gang_view, info)
         label = "the round program's, pipelines seen as gangs"
-        if search_applies(instance, setup.admitted):  # the whole program is out of reach: pairs
+        if pairs:  # the whole program is out of reach: pairs
             found = solve_stage_search(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                                        admission=setup.admission, info=info, start=start, start_label=label,
                                        warm_start=warm_start)
             if found is not None:
                 return found
-    alone = alone_bound_in_time(instance, setup.admitted, setup.factors, staged.deadline)
+            alone = alone_bound_in_time(instance, setup.admitted, setup.factors, staged.deadline)
     return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                              admission=setup.admission, info=info, start=start, warm_start=warm_start,
                              start_label=label, alone=alone)
@@ -509,8 +515,9 @@ def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
 
 def _canonical_staged(instance: RoundInstance, setup: RoundSetup, res: PlacementResult,
                       clock: Deadline) -> PlacementResult:
-    """``canonical=True`` on a round with pipelines: the stage program's proven optimum replaced
-    by its canonical representative (pipeline jobs stay on their stage maps), as
+    """``canonical=True`` on a round with pipelines: the stage program's proven optimum (or the
+    start the jobs-alone bound proved, with no program) replaced by its canonical representative
+    (pipeline jobs stay on their stage maps), as
     :meth:`_Attempt.result` does for the round program; ``info["canonical"]`` says what was done."""
     if res.status != Status.OPTIMAL:
         return res

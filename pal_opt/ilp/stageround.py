@@ -93,6 +93,8 @@ __all__ = [
     "bounded",
     "BOUND_SECONDS_PER_GPU",
     "PROVEN_GAP",
+    "START_MEETS_BOUND",
+    "start_meets_bound",
 ]
 
 #: Column kinds of the program (``KIND_DROP``: an optional running job's drop variable;
@@ -109,6 +111,9 @@ _META = ("kind", "job", "group", "gtype", "node", "span")
 BOUND_SECONDS_PER_GPU = 5e-4
 #: A gap to the bound at or under which an answer is proven optimal (as ``pal_opt.ilp.solve``'s).
 PROVEN_GAP = 1e-6
+#: ``info["solver_status"]`` of an answer whose start the jobs-alone bound proved optimal, so that
+#: the stage program was neither built nor solved (:func:`solve_stage_round`).
+START_MEETS_BOUND = "not run: the start placement meets the jobs-alone bound"
 
 
 def has_pipelines(instance: RoundInstance, admitted: Sequence[int]) -> bool:
@@ -933,6 +938,58 @@ def _source(start: Mapping[JobId, Sequence[int]] | None, own: Mapping[JobId, Seq
     return "PAL's" if start is own else label
 
 
+def _cheaper_checked(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                     given: Mapping[JobId, Sequence[int]] | None,
+                     own: dict[JobId, tuple[int, ...]] | None) -> dict[JobId, tuple[int, ...]] | None:
+    """The cheaper of PAL's start placement ``own`` and the start ``given`` (``given`` on a tie,
+    as :func:`_cheaper_start` chooses), without the program: ``given`` checked as
+    :func:`pal_opt.check` checks an answer (an :class:`~pal_opt.errors.OptionError` if it is not a
+    placement of the admitted jobs); None if neither exists."""
+    if given is None:
+        return own
+    placement = checked_start(instance, admitted, given, " (with every pipeline's GPUs in stage order)")
+    if own is None or evaluate(instance, placement, factors).cost <= evaluate(instance, own, factors).cost:
+        return placement
+    return own
+
+
+def start_meets_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                      alone: float | None, start: Mapping[JobId, Sequence[int]] | None = None,
+                      own: dict[JobId, tuple[int, ...]] | None = None) -> dict[JobId, tuple[int, ...]] | None:
+    """The start placement of :func:`solve_stage_round` (the cheaper of PAL's, ``own`` if the
+    caller has it, else :func:`start_placement`, and ``start``) when the jobs-alone bound ``alone``
+    (:func:`alone_bound`) proves it optimal as :func:`bounded` proves an answer (its gap at most
+    :data:`PROVEN_GAP`, every cost term with ``slots``): then no program can do better.  Else
+    None (also when ``alone`` is None or there is no start placement)."""
+    if alone is None:
+        return None
+    if own is None:
+        own = start_placement(instance, admitted, factors)
+    placement = _cheaper_checked(instance, admitted, factors, start, own)
+    if placement is None:
+        return None
+    demand = sum(instance.jobs[i].demand for i in admitted)
+    closed = bounded(evaluate(instance, placement, factors).cost, demand, Status.FEASIBLE, [alone])[2]
+    return placement if closed == Status.OPTIMAL else None
+
+
+def _start_proven(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                  labelled: tuple[Mapping[JobId, Sequence[int]] | None, str], own: dict[JobId, tuple[int, ...]] | None,
+                  common: dict[str, Any]) -> PlacementResult | None:
+    """The answer without the program when the jobs-alone bound (``info["alone_bound"]``) proves
+    the start placement optimal (:func:`start_meets_bound`): that start, status OPTIMAL,
+    ``info["solver_status"]`` and the message saying that the program was not built; else None."""
+    details = common["info"]
+    start = start_meets_bound(instance, admitted, factors, details.get("alone_bound"), labelled[0], own)
+    if start is None:
+        return None
+    details.update(start=_source(start, own, labelled[1]), solver_status=START_MEETS_BOUND)
+    fields = _with_bound(instance, admitted, factors, start, Status.OPTIMAL, [], details)
+    return priced_result(instance, start, factors, **fields, **common, solve_seconds=0.0,
+                         message=f"the start placement ({details['start']}) meets the jobs-alone bound: "
+                                 "the stage program was not needed")
+
+
 def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
              labelled: tuple[Mapping[JobId, Sequence[int]] | None, str], own: dict[JobId, tuple[int, ...]] | None,
              why: str, common: dict[str, Any]) -> PlacementResult:
@@ -941,11 +998,8 @@ def _unbuilt(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[
     the start placement and the start given (``labelled``: it and its label; checked as
     :func:`pal_opt.check` checks an answer, as the program cannot encode it), status FALLBACK, no
     bound; nothing placed if neither exists."""
-    (given, label), start = labelled, own
-    if given is not None:
-        placement = checked_start(instance, admitted, given, " (with every pipeline's GPUs in stage order)")
-        if own is None or evaluate(instance, placement, factors).cost <= evaluate(instance, own, factors).cost:
-            start = placement
+    given, label = labelled
+    start = _cheaper_checked(instance, admitted, factors, given, own)
     kwargs = dict(common, solve_seconds=0.0)
     common["info"]["start"] = _source(start, own, label)
     if start is None:
@@ -976,6 +1030,17 @@ def _bound_note(fields: Mapping[str, Any], solver_bound: float | None) -> str:
     if bound is None or (solver_bound is not None and bound <= solver_bound + 1e-9 * max(1.0, abs(solver_bound))):
         return ""
     return "; bound: each job alone on the free GPUs"
+
+
+def _own_start(instance: RoundInstance, admitted: Sequence[int],
+               factors: Mapping[str, np.ndarray]) -> tuple[dict[JobId, tuple[int, ...]] | None, float]:
+    """:func:`start_placement` and the seconds to keep for the end (pricing and writing the
+    answer: the finish reserve and twice the time its pricing took)."""
+    own = start_placement(instance, admitted, factors)
+    t1 = time.perf_counter()
+    if own is not None:
+        evaluate(instance, own, factors)
+    return own, FINISH_SECONDS + 2 * (time.perf_counter() - t1)
 
 
 def stage_backend_params(cls: type[Backend], options: SolveOptions | None) -> dict[str, Any]:
@@ -1010,13 +1075,14 @@ def solve_stage_round(
     ``warm_start=False``: the solver is not given the start (it stays the fallback).
     ``start_label`` names ``start`` in messages (``info["start"]``).  ``alone``: the jobs-alone
     bound (:func:`alone_bound_in_time`), if the caller has it (``info["alone_bound"]``): the
-    answer's bound is the larger of it and the solver's (:func:`bounded`), also when it has none.
+    answer's bound is the larger of it and the solver's (:func:`bounded`), also when it has none;
+    a start it proves optimal (:func:`start_meets_bound`) is the answer, OPTIMAL, with no program
+    built (``info["solver_status"]`` is :data:`START_MEETS_BOUND`).
 
     Raises
     ------
     BackendError
-        The solver stopped (or could not start) without any solution and there is no start
-        placement.
+        The solver stopped (or could not start) without any solution and there is no start.
     OptionError
         ``start`` is not a placement of the admitted jobs.
     """
@@ -1027,11 +1093,10 @@ def solve_stage_round(
     details = {**(info or {}), "program": "stage", **({} if alone is None else {"alone_bound": alone})}
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name, backend_version=cls.version(),
                                   info=details)
-    own = start_placement(instance, admitted, factors)
-    t1 = time.perf_counter()
-    if own is not None:
-        evaluate(instance, own, factors)
-    reserve = FINISH_SECONDS + 2 * (time.perf_counter() - t1)  # pricing and writing the answer
+    own, reserve = _own_start(instance, admitted, factors)
+    if (proven := _start_proven(instance, admitted, factors, (start, start_label), own,
+                                dict(common, build_seconds=time.perf_counter() - t0))) is not None:
+        return proven
     progress.report(stage="building the stage program", backend=cls.name)
     try:
         sr = build_stage_round(instance, admitted, factors, deadline=clock.sooner(reserve))
