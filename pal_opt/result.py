@@ -23,7 +23,7 @@ from .model import JobId, RoundInstance, keeps_placement
 PLACEMENT_FORMAT = "pal-opt/placement"
 PLACEMENT_VERSION = 1
 
-__all__ = ["PLACEMENT_FORMAT", "PLACEMENT_VERSION", "Status", "PlacementResult", "priced_result", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
+__all__ = ["PLACEMENT_FORMAT", "PLACEMENT_VERSION", "Status", "PlacementResult", "priced_result", "kept_as_given", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
 
 
 def finite_or_none(v: Any) -> Any:
@@ -71,7 +71,10 @@ class PlacementResult:
     Attributes
     ----------
     placements
-        ``{job id: (GPU id, ...)}`` for every job placed this round (input ids).
+        ``{job id: (GPU id, ...)}`` for every job placed this round (input ids).  A running job
+        that keeps its GPUs gets them back exactly as the round gave them (same order), so
+        ``placements.get(j) == job.placement`` tells a round loop that ``j`` goes on running;
+        any other running job is in ``jobs_to_terminate``.
     method
         ``"pal"``, ``"pmfirst"``, ``"packed"``, ``"packed-sticky"``, ``"random"`` or ``"ilp"``.
     status
@@ -201,6 +204,30 @@ def pipeline_stages(
     return out
 
 
+def kept_as_given(
+    instance: RoundInstance, placements: Mapping[JobId, Sequence[int]]
+) -> dict[JobId, tuple[int, ...]]:
+    """``placements`` with every running job that keeps its placement
+    (:func:`~pal_opt.model.keeps_placement`: a gang on the same set of GPUs, a pipeline with
+    every stage on the same set) given its GPUs in the order the round gave them, so that a
+    round loop's ``result.placements[j] == job.placement`` holds exactly when ``j`` goes on
+    running (a method or a repair may list the same GPUs in another order).
+
+    >>> from pal_opt.model import Cluster, Job, RoundInstance
+    >>> c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
+    >>> inst = RoundInstance(c, (Job("a", 2, "classA", 0, placement=(3, 1)),))
+    >>> kept_as_given(inst, {"a": (1, 3)})
+    {'a': (3, 1)}
+    """
+    out = {k: tuple(int(g) for g in v) for k, v in placements.items()}
+    jobs = instance.job_by_id
+    for jid, gpus in out.items():
+        job = jobs.get(jid)
+        if job is not None and job.placement is not None and gpus != job.placement and keeps_placement(job, gpus):
+            out[jid] = tuple(job.placement)
+    return out
+
+
 def _without_proof(status: Status, fields: dict[str, Any], info: dict[str, Any], unseen: tuple[str, ...]) -> Status:
     """An exact method's result priced with terms its program did not see: its bound bounds the
     program's cost only (a negative unseen charge puts the optimum below it), so it is kept in
@@ -231,6 +258,7 @@ def priced_result(
     the running jobs that lose or change their GPUs; ``summary``: that price when the caller has
     just computed it (the same :func:`~pal_opt.cost.evaluate` of the same placement);
     ``fields`` sets the other attributes."""
+    placements = kept_as_given(instance, placements)
     if summary is None:
         summary = evaluate(instance, placements, factors)
     term = jobs_to_terminate(instance, placements) if jobs_to_terminate_ is None else tuple(jobs_to_terminate_)
@@ -241,7 +269,7 @@ def priced_result(
         status = _without_proof(status, fields, info, unseen)
     fields.setdefault("stages", pipeline_stages(instance, placements))
     return PlacementResult(
-        placements=dict(placements),
+        placements=placements,
         method=method,
         status=status,
         objective=summary.cost,
