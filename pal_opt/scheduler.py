@@ -84,7 +84,10 @@ class RoundPolicy:
     **kwargs
         Method options, as for :func:`pal_opt.solve` (checked here, once: an option the method
         does not take, or a backend that is unknown or not installed, is an error now, not in
-        the first round).
+        the first round).  No time limit is set unless given: a loop passes ``time_limit=``
+        (seconds per round; the Blox adapter and the simulators default to
+        :data:`~pal_opt.options.DEFAULT_ILP_TIME_LIMIT`), and for rounds that are the same
+        from run to run also a work limit in ``backend_params`` (README, "In a scheduler").
 
     Attributes
     ----------
