@@ -149,18 +149,22 @@ def check_count(value: Any, what: str, minimum: int = 1) -> int:
     return int(value)
 
 
-def check_finite(value: Any, what: str, minimum: float = 0.0) -> float:
-    """``value`` as a float if it is a finite real number >= ``minimum`` (numpy's too, not a bool),
-    else :class:`OptionError` naming ``what``.
+def check_finite(value: Any, what: str, minimum: float = 0.0, *, strict: bool = False) -> float:
+    """``value`` as a float if it is a finite real number >= ``minimum`` (> with ``strict``;
+    numpy's too, not a bool), else :class:`OptionError` naming ``what``.
 
     >>> check_finite(float("nan"), "submit_time")
     Traceback (most recent call last):
     ...
     pal_opt.errors.OptionError: submit_time must be a finite number >= 0, got nan
+    >>> check_finite(-1, "round_length", strict=True)
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: round_length must be a finite number > 0, got -1
     """
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < minimum:
-        raise OptionError(f"{what} must be a finite number >= {minimum:g}, got {value!r}")
+    if not ok or value < minimum or (strict and value == minimum):
+        raise OptionError(f"{what} must be a finite number {'>' if strict else '>='} {minimum:g}, got {value!r}")
     return float(value)
 
 

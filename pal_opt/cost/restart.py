@@ -45,8 +45,7 @@ def restart_cost_units(seconds: float, round_length: float) -> float:
     """
     if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or math.isnan(seconds):
         raise OptionError(f"seconds must be a number of seconds, got {seconds!r}")
-    if check_finite(round_length, "round_length") == 0:
-        raise OptionError("round_length must be a finite number > 0, got 0")
+    check_finite(round_length, "round_length", strict=True)
     if seconds <= 0:
         return 0.0
     share = min(seconds / round_length, _MAX_SHARE)

@@ -13,7 +13,7 @@ import math
 import numbers
 from typing import Any
 
-from ..errors import InputTypeError, OptionError
+from ..errors import InputTypeError
 from ..options import check_count, check_finite
 
 __all__ = ["allreduce_time", "stage_time"]
@@ -36,8 +36,8 @@ def _checked(value: Any, what: str, *, positive: bool = False, infinite: bool = 
                              f"{value!r:.60}", path=what)
     if count:
         check_count(value, what)
-    elif not (infinite and value == math.inf) and check_finite(value, what) == 0 and positive:
-        raise OptionError(f"{what} must be a number > 0, got {value!r}")
+    elif not (infinite and value == math.inf):
+        check_finite(value, what, strict=positive)
 
 
 def allreduce_time(parameters: Any, replicas: int, bandwidth: float, divisor: float = 1.0) -> Any:
