@@ -238,6 +238,9 @@ def test_valid_arguments_are_taken_as_before(tmp_path: Path) -> None:
     assert pipeline.stage_time(math.inf, 2e8, np.int64(2), math.inf) == math.inf  # a segment without a pipeline
     times = pipeline.stage_time(np.array([0.01, math.inf]), np.array([2e8, 0.0]), 2, 25e9, np.array([1.0, 2.0]))
     assert times[0] == pytest.approx(0.013) and times[1] == math.inf
+    # a 0-d array is a number too (it was refused as "got ndarray")
+    assert pipeline.stage_time(np.asarray(0.01), np.asarray(2e8), np.asarray(2), np.asarray(25e9)) == pytest.approx(
+        pipeline.stage_time(0.01, 2e8, 2, 25e9))
     assert psim.synthetic_draw(("classA",), 0, 0)["classA"].shape == (0,)
     assert psim.synthetic_draw((), 4, None) == {}
 

@@ -31,6 +31,8 @@ def _checked(value: Any, what: str, *, positive: bool = False, infinite: bool = 
             raise InputTypeError(f"must be {'integers' if count else 'numbers'}, got an array of {value.dtype}",
                                  path=what)
         return
+    if kind is not None:  # a 0-d array (or a numpy scalar): checked as its number
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputTypeError(f"must be {'an integer' if count else 'a number'}, got {type(value).__name__} "
                              f"{value!r:.60}", path=what)
