@@ -571,3 +571,15 @@ def test_an_application_the_simulator_does_not_model_is_named_with_its_row(tmp_p
     )
     with pytest.raises(InstanceError, match=r"w.csv: row 3, column application: application 'gpt_pmp' is not simulated"):
         check_workload(w, {})
+
+
+def test_a_workload_jobs_row_is_its_file_line_as_its_cells_errors_say(tmp_path: Path) -> None:
+    """A job's ``row`` (named by the checks after reading: an unknown or unmodelled application,
+    a batch outside the profiles) is its file line, blank lines counted, as the reader's cell
+    errors name it (it was counted as in a file without blank lines: row 3 for line 5)."""
+    path = tmp_path / "w.csv"
+    path.write_text(WORKLOAD_OK.replace("\n", "\n\n").replace(",bert,", ",gpt_pmp,"))
+    w = read_workload(path)
+    assert [j.row for j in w] == [3, 5]
+    with pytest.raises(InstanceError, match=r"w.csv: row 5, column application: application 'gpt_pmp' is not simulated"):
+        check_workload(w, {})

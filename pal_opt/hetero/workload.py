@@ -181,7 +181,7 @@ def _workload(table: Table, applications: Collection[str] | Mapping[str, Applica
         kinds = [JobKind.ADAPTIVE] * len(names)
     jobs = tuple(
         WorkloadJob(
-            str(names[i]), float(times[i]), str(apps[i]), int(replicas[i]), int(batches[i]), kinds[i], i + 2
+            str(names[i]), float(times[i]), str(apps[i]), int(replicas[i]), int(batches[i]), kinds[i], table.row(i)
         )
         for i in range(len(names))
     )
