@@ -487,3 +487,19 @@ def test_fields_that_read_as_something_else_are_errors(tmp_path, capsys, name, t
 def test_a_mig_type_without_a_count_is_one_gpu_of_that_type(tmp_path):
     topo = load_slurm(TOPOLOGY_CONF, slurm_conf=write(tmp_path, "slurm.conf", "NodeName=gpu[01-08] Gres=gpu:1g.5gb\n"))
     assert all(v == ["1g.5gb"] for v in types_by_node(topo).values()) and len(types_by_node(topo)) == 8
+
+
+def test_an_empty_include_at_the_byte_limit_is_read_as_nothing(tmp_path):
+    """An empty included file is allowed (Slurm reads nothing from it), also when the text before
+    it has used the whole ``max_bytes``: the included file was read with a limit of 0 bytes left,
+    which ``read_text`` now refuses as an argument (``max_bytes must be an integer >= 1``), an
+    ``OptionError`` about an argument the caller never gave."""
+    from pal_opt.topology.slurmconf import config_lines
+
+    write(tmp_path, "empty.conf", "")
+    text = "Include empty.conf\n"
+    lines = config_lines(text, str(tmp_path / "slurm.conf"), max_bytes=len(text))
+    assert [line.text for line in lines] == []
+    write(tmp_path, "one.conf", "x")  # one byte over: refused as before
+    with pytest.raises(InstanceError, match="larger than the limit of 17 bytes together"):
+        config_lines("Include one.conf\n", str(tmp_path / "slurm.conf"), max_bytes=17)

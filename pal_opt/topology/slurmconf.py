@@ -181,7 +181,8 @@ def _include(path: str, line: ConfigLine, reading: _Reading) -> list[ConfigLine]
         if size > reading.max_bytes - reading.used:
             raise InstanceError(f"{reading.what} and the files it includes are larger than the limit of "
                                 f"{reading.max_bytes:,} bytes together", source=line.source, path=line.at("Include"))
-        text = read_text(path, max_bytes=reading.max_bytes - reading.used, what="file")
+        left = reading.max_bytes - reading.used  # (0 is no limit read_text takes: an empty file is nothing)
+        text = "" if left == 0 and size == 0 and os.path.isfile(path) else read_text(path, max_bytes=left, what="file")
     except InstanceError as exc:
         if exc.message != "file is empty":  # an empty included file is allowed (Slurm reads nothing from it)
             raise
