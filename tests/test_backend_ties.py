@@ -431,3 +431,19 @@ def test_of_two_equal_victims_the_later_one_in_the_queue_is_preempted() -> None:
         assert canonicalise(inst, other, c.factors)[0].keys() == other.keys()
         res = solve(inst, "ilp-preempt", canonical=True)
         assert res.placements == one and res.jobs_to_terminate == ("b",) and check(inst, res) == []
+
+
+@pytest.mark.parametrize("seed", [10, 13])
+def test_a_newly_kept_job_does_not_push_a_typed_job_onto_gpus_of_another_type(seed: int) -> None:
+    """``canonical=True`` gives a running job back its own GPUs when moving is charged; a job the
+    optimum had put on one of them takes another GPU left free.  On a round of two GPU types that
+    GPU was of the other type: a guaranteed 8-GPU job of type 'a' ended on GPUs of 'a' and 'b'
+    (``check``: not of its type, does not mix types), priced below the proven optimum.  Such a
+    choice is now refused and the optimum kept as the solver gave it or placed canonically."""
+    inst = generate_typed_instance("a:2x4,b:2x4", 12, seed=seed, guaranteed_fraction=0.4, running_fraction=0.6,
+                                   restart_cost=float(seed % 3) * 40.0)
+    plain = solve(inst, "ilp", backend="highs")
+    res = solve(inst, "ilp", backend="highs", canonical=True)
+    assert plain.status == res.status == "optimal"
+    assert check(inst, res) == []
+    assert res.objective == pytest.approx(plain.objective, rel=1e-9)

@@ -75,12 +75,23 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from ..cost import cost_terms, evaluate
 from ..gputypes import type_groups
-from ..model import Cluster, GpuState, Job, JobId, Level, Pipeline, RoundInstance, keeps_placement
+from ..model import (
+    Cluster,
+    GpuState,
+    Job,
+    JobId,
+    Level,
+    Pipeline,
+    RoundInstance,
+    keeps_placement,
+    placement_type_error,
+)
 from .running import keep_positions
 from .tieflow import Need, realise_by_flow
 
@@ -466,9 +477,22 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     if not new:
         return None
     out = _relabelled(instance, placements, now, new)
-    if out is None or evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
+    if out is None or not _types_held(instance, placements, out):
+        return None
+    if evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
         return None
     return out
+
+
+def _types_held(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+                out: Mapping[JobId, tuple[int, ...]]) -> bool:
+    """Whether every job whose GPUs ``out`` changed may run on them (its GPU types, one type
+    unless it mixes them: :func:`~pal_opt.model.placement_type_error`).  The GPUs a newly kept job
+    takes back are replaced by GPUs left free, which may be of another type; the round's cost
+    does not see the types (such a placement could cost less than the optimum)."""
+    jobs = instance.job_by_id
+    return all(placement_type_error(instance.cluster, replace(jobs[jid], placement=gids)) is None
+               for jid, gids in out.items() if gids != placements.get(jid))
 
 
 def _role(instance: RoundInstance, factors: Mapping[str, np.ndarray], placements: Mapping[JobId, tuple[int, ...]],
