@@ -22,8 +22,11 @@ from .model import JobId, RoundInstance, keeps_placement
 #: a later version is refused rather than half-understood (:mod:`pal_opt.io.placements`).
 PLACEMENT_FORMAT = "pal-opt/placement"
 PLACEMENT_VERSION = 1
+#: Relative geometric-mean gap under which a proven solve is reported OPTIMAL (the round program's,
+#: ``pal_opt.ilp.solve``, and the stage program's and its search's, ``pal_opt.ilp.stageround``).
+OPTIMALITY_TOL = 1e-6
 
-__all__ = ["PLACEMENT_FORMAT", "PLACEMENT_VERSION", "Status", "PlacementResult", "priced_result", "kept_as_given", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
+__all__ = ["PLACEMENT_FORMAT", "PLACEMENT_VERSION", "OPTIMALITY_TOL", "Status", "PlacementResult", "priced_result", "kept_as_given", "pipeline_stages", "jobs_to_terminate", "finite_or_none"]
 
 
 def finite_or_none(v: Any) -> Any:

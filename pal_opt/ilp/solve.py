@@ -93,7 +93,7 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached, counted
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
-from ..result import PlacementResult, Status, priced_result
+from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
 from .canonical import CHANGED, canonicalise
@@ -107,7 +107,13 @@ from .lanelp import estimated_seconds as lanelp_seconds
 from .lanelp import lp_lane_start
 from .packing import fast_packing
 from .scale import BackgroundPacking, flow_free_bound, is_large_round, relaxation_solver
-from .stageround import alone_bound_in_time, has_pipelines, solve_stage_round, start_meets_bound
+from .stageround import (
+    alone_bound_in_time,
+    has_pipelines,
+    solve_stage_round,
+    start_meets_bound,
+    start_placement,
+)
 from .stagesearch import search_applies, solve_stage_search
 from .warm import WarmStart, warm_info
 
@@ -116,8 +122,6 @@ __all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_est
 
 log = logging.getLogger(__name__)
 
-#: Relative geometric-mean gap under which a proven solve is reported OPTIMAL.
-OPTIMALITY_TOL = 1e-6
 #: Under a deadline: decoding a solution takes at most this many times the build (measured
 #: 0.55–0.65 on generated rounds), encoding the warm start at most this many.
 DECODE_PER_BUILD = 0.8
@@ -496,7 +500,10 @@ def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
     label = "the start given"
     pairs = clock.limited and start is None and search_applies(instance, setup.admitted)
     alone = None if pairs else alone_bound_in_time(instance, setup.admitted, setup.factors, staged.deadline)
-    if clock.limited and start is None and start_meets_bound(instance, setup.admitted, setup.factors, alone):
+    own = None  # PAL's start, made once for the test below and the stage round
+    if clock.limited and start is None and alone is not None:
+        own = start_placement(instance, setup.admitted, setup.factors)
+    if own is not None and start_meets_bound(instance, setup.admitted, setup.factors, alone, own=own):
         info["gang_view"] = "not run: PAL's start placement meets the jobs-alone bound"
     elif clock.limited and start is None:
         start = _gang_view_start(instance, setup, clock, *gang_view, info)
@@ -510,7 +517,7 @@ def _solve_staged(instance: RoundInstance, setup: RoundSetup, info: dict[str, An
             alone = alone_bound_in_time(instance, setup.admitted, setup.factors, staged.deadline)
     return solve_stage_round(instance, setup.admitted, setup.factors, backend=cls.name, options=staged,
                              admission=setup.admission, info=info, start=start, warm_start=warm_start,
-                             start_label=label, alone=alone)
+                             start_label=label, alone=alone, own=own)
 
 
 def _canonical_staged(instance: RoundInstance, setup: RoundSetup, res: PlacementResult,

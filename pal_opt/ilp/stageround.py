@@ -70,7 +70,7 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, InstanceError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import type_groups
 from ..model import GpuState, Job, JobId, Level, RoundInstance, keeps_placement
-from ..result import PlacementResult, Status, priced_result
+from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import BackendSolution, SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted
 from .builder import ProgramBuilder
@@ -109,8 +109,9 @@ _META = ("kind", "job", "group", "gtype", "node", "span")
 #: and 0.6 s with ``binning="none"`` (every distinct factor a cell), on the shared machine under
 #: load 1-8; 2 ms at 256 GPUs, where the build took 50 ms (``benchmarks/stage_scale.py``'s round).
 BOUND_SECONDS_PER_GPU = 5e-4
-#: A gap to the bound at or under which an answer is proven optimal (as ``pal_opt.ilp.solve``'s).
-PROVEN_GAP = 1e-6
+#: A gap to the bound at or under which an answer is proven optimal: the package's one tolerance,
+#: :data:`pal_opt.result.OPTIMALITY_TOL`, as the round program's.
+PROVEN_GAP = OPTIMALITY_TOL
 #: ``info["solver_status"]`` of an answer whose start the jobs-alone bound proved optimal, so that
 #: the stage program was neither built nor solved (:func:`solve_stage_round`).
 START_MEETS_BOUND = "not run: the start placement meets the jobs-alone bound"
@@ -1032,11 +1033,11 @@ def _bound_note(fields: Mapping[str, Any], solver_bound: float | None) -> str:
     return "; bound: each job alone on the free GPUs"
 
 
-def _own_start(instance: RoundInstance, admitted: Sequence[int],
-               factors: Mapping[str, np.ndarray]) -> tuple[dict[JobId, tuple[int, ...]] | None, float]:
-    """:func:`start_placement` and the seconds to keep for the end (pricing and writing the
-    answer: the finish reserve and twice the time its pricing took)."""
-    own = start_placement(instance, admitted, factors)
+def _own_start(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+               own: dict[JobId, tuple[int, ...]] | None = None) -> tuple[dict[JobId, tuple[int, ...]] | None, float]:
+    """:func:`start_placement` (``own`` if the caller made it already) and the seconds to keep for
+    the end (pricing and writing the answer: the finish reserve and twice the time its pricing took)."""
+    own = start_placement(instance, admitted, factors) if own is None else own
     t1 = time.perf_counter()
     if own is not None:
         evaluate(instance, own, factors)
@@ -1062,6 +1063,7 @@ def solve_stage_round(
     warm_start: bool = True,
     start_label: str = "the start given",
     alone: float | None = None,
+    own: dict[JobId, tuple[int, ...]] | None = None,
 ) -> PlacementResult:
     """Place the ``admitted`` jobs of ``instance`` with the stage program (module docstring).
 
@@ -1077,7 +1079,7 @@ def solve_stage_round(
     bound (:func:`alone_bound_in_time`), if the caller has it (``info["alone_bound"]``): the
     answer's bound is the larger of it and the solver's (:func:`bounded`), also when it has none;
     a start it proves optimal (:func:`start_meets_bound`) is the answer, OPTIMAL, with no program
-    built (``info["solver_status"]`` is :data:`START_MEETS_BOUND`).
+    built (``info["solver_status"]`` is :data:`START_MEETS_BOUND`).  ``own``: the caller's :func:`start_placement`.
 
     Raises
     ------
@@ -1093,7 +1095,7 @@ def solve_stage_round(
     details = {**(info or {}), "program": "stage", **({} if alone is None else {"alone_bound": alone})}
     common: dict[str, Any] = dict(method="ilp", admission=admission, backend=cls.name, backend_version=cls.version(),
                                   info=details)
-    own, reserve = _own_start(instance, admitted, factors)
+    own, reserve = _own_start(instance, admitted, factors, own)
     if (proven := _start_proven(instance, admitted, factors, (start, start_label), own,
                                 dict(common, build_seconds=time.perf_counter() - t0))) is not None:
         return proven
