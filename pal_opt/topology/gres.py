@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, NoReturn
 
-from ..errors import InstanceError
+from ..errors import InstanceError, counted
 from .slurmconf import ConfigLine, expand_field, key_values, line_ref, parse_count
 
 __all__ = [
@@ -355,7 +355,7 @@ def _folded(gpus: NodeGpus) -> dict[str | None, int]:
 
 
 def _nodes(items: Sequence[object]) -> str:
-    return f"{len(items)} node{'s' if len(items) > 1 else ''}"
+    return counted(len(items), "node")
 
 
 def _file(gpus: NodeGpus) -> str:

@@ -101,7 +101,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InstanceError, OptionError
+from ..errors import InstanceError, OptionError, counted
 from ..model import RoundInstance
 from ..options import check_cluster_size
 from ..result import PlacementResult
@@ -368,7 +368,7 @@ def _outside_topology(hosts: Sequence[str], conf: Mapping[str, Any] | None, gres
     if not named:
         return []
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
-    return [f"{len(named)} node{'s' if len(named) > 1 else ''} with GPUs in the slurm.conf or gres.conf "
+    return [f"{counted(len(named), 'node')} with GPUs in the slurm.conf or gres.conf "
             f"{'are' if len(named) > 1 else 'is'} in no switch of the topology.conf, {'their' if len(named) > 1 else 'its'} "
             f"GPUs left out: {shown}"]
 
