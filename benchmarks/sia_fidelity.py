@@ -13,10 +13,13 @@ different optima where a round ties, and the table shows how far the whole-trace
 
 Writes ``sia_fidelity.{md,json}``; they replace the committed ones in ``benchmarks/results/`` only
 with ``--update``, which a partial run (``--variants`` other than both, ``--no-scale``) refuses
-(see ``benchmarks/_results.py``).  Usage::
+(see ``benchmarks/_results.py``), and ``sia_fidelity.png``: the authors' JCTs beside ours, whole
+trace and per application.  ``--no-run`` runs nothing and writes the page and plot again from the
+committed ``sia_fidelity.json``.  Usage::
 
     PYTHONPATH=$PWD python benchmarks/sia_fidelity.py [--update | --out-dir DIR] [--variants adaptive,scale-gpus]
         [--no-scale] [--mip-time-limit 60] [--tie-backends cpsat,cbc]
+    PYTHONPATH=$PWD python benchmarks/sia_fidelity.py --no-run [--update]
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 
 import numpy as np
 from _results import (
+    RESULTS,
     add_output_arguments,
     check_backends,
     check_values,
@@ -43,6 +47,7 @@ from _results import (
     package_versions,
     source_commit,
     split_list,
+    wrote,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -260,6 +265,58 @@ def _ties_markdown(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: The whole-trace figures of the plot, before the per-application averages.
+PLOTTED = ("avg_jct", "p50_jct", "p99_jct")
+
+
+def _hours(doc: dict[str, Any], apps: list[str]) -> list[float]:
+    """A run's :data:`PLOTTED` figures and its average JCT of each of ``apps``, in hours (NaN where
+    an application has none)."""
+    by_app = doc.get("avg_jct_by_app") or {}
+    return ([doc[k] / HOUR for k in PLOTTED]
+            + [by_app[a] / HOUR if by_app.get(a) is not None else float("nan") for a in apps])
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """One panel per workload file: the authors' whole-trace and per-application JCTs beside
+    pal-opt's (HiGHS, the page's runs), the other backends' runs as markers (the spread of ties),
+    each bar labelled with its difference from the authors'."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = result["variants"]
+    fig, axes = plt.subplots(1, len(variants), figsize=(6.5 * len(variants), 4.6), squeeze=False)
+    for ax, (name, v) in zip(axes[0], variants.items(), strict=True):
+        ref = v["reference_figures"]
+        apps = list(v["comparison"]["by_app"])
+        labels = ["average", "median", "p99", *apps]
+        theirs = [ref[f"{k}_hours"] for k in PLOTTED] + [ref["avg_jct_hours_by_app"][a] for a in apps]
+        ours = _hours(v["ours"], apps)
+        x = np.arange(len(labels))
+        ax.bar(x - 0.2, theirs, 0.4, color="0.65", label="authors' simulator")
+        ax.bar(x + 0.2, ours, 0.4, color="C0", label="pal-opt (HiGHS)")
+        for k, (backend, doc) in enumerate(v.get("backends", {}).items()):
+            ax.plot(x + 0.2, _hours(doc, apps), "ovs^"[k % 4], color=f"C{k + 1}", ms=5, mfc="none", ls="",
+                    label=f"pal-opt ({backend})")
+        for xi, o, t in zip(x, ours, theirs, strict=True):
+            if np.isfinite(o) and t:
+                ax.annotate(f"{o / t - 1:+.1%}", (xi + 0.2, o), textcoords="offset points", xytext=(0, 3),
+                            ha="center", fontsize=7)
+        ax.axvline(2.5, color="k", lw=0.5)
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("JCT (h); per application: average")
+        ax.set_title(f"newtrace-7, {name} (tolerance: average ±{TOLERANCE['avg_jct']:.0%}, "
+                     f"p99 ±{TOLERANCE['p99_jct']:.0%})", fontsize="medium")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
 def write_markdown(result: dict[str, Any]) -> str:
     meta = result["meta"]
     lines = ["# Sia fidelity: newtrace-7 against the authors' simulator", "",
@@ -270,7 +327,8 @@ def write_markdown(result: dict[str, Any]) -> str:
              "Reference: `../shared/reference/sia/newtrace-7-sia*.json`, the artifact's `multi_simulator.py` "
              "(commit aaf7a0de) with p = −0.5, λn = 1.1, λa = 0.01, 60 s rounds, CBC. Both simulators are "
              "deterministic but take different optima where the round program ties, so single jobs differ; "
-             "the figures below are the whole-trace ones the issue checks.", ""]
+             "the figures below are the whole-trace ones the issue checks.", "",
+             "![the authors' JCTs beside pal-opt's, whole trace and per application](sia_fidelity.png)", ""]
     for name, v in result["variants"].items():
         lines += _variant_markdown(name, v["ours"], v["comparison"], v["reference"])
     if any(v.get("backends") for v in result["variants"].values()):
@@ -291,8 +349,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tie-backends", default=TIE_BACKENDS,
                     help="backends the traces are also run on, to show what the choice among tied optima "
                          "moves (default cpsat,cbc; empty for none)")
+    ap.add_argument("--no-run", action="store_true",
+                    help="run nothing: write the page and its plot again from the committed sia_fidelity.json")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.no_run:
+        committed = RESULTS / "sia_fidelity.json"
+        write_page(json.loads(committed.read_text()), output_dir(args, "sia_fidelity"))
+        return 0
     variants = split_list(ap, "--variants", args.variants, str, "comma-separated variant names")
     check_values(ap, "--variants", variants, lambda v: v in VARIANTS, f"choose among {', '.join(VARIANTS)}")
     tie_backends = [b for b in args.tie_backends.split(",") if b]
@@ -335,12 +399,17 @@ def main(argv: list[str] | None = None) -> int:
                       "packages": package_versions(),
                       "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
                       "load": ", ".join(f"{x:.1f}" for x in os.getloadavg())}
-    md = write_markdown(result)
-    md_path, json_path = out / "sia_fidelity.md", out / "sia_fidelity.json"
-    json_path.write_text(json.dumps(result, indent=1) + "\n")
-    md_path.write_text(md + "\n")
-    print(f"sia_fidelity: wrote {md_path} and {json_path}", file=sys.stderr)
+    (out / "sia_fidelity.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_page(result, out)
     return 0
+
+
+def write_page(result: dict[str, Any], out: Path) -> None:
+    """The page and its plot from ``result`` (a run's, or the committed ``sia_fidelity.json``)."""
+    md_path, png_path = out / "sia_fidelity.md", out / "sia_fidelity.png"
+    plot(result, png_path)
+    md_path.write_text(write_markdown(result) + "\n")
+    wrote("sia_fidelity", md_path, out / "sia_fidelity.json", png_path)
 
 
 if __name__ == "__main__":

@@ -409,3 +409,13 @@ def test_pal_a1_links_only_the_figures_it_drew(tmp_path: Path) -> None:
     assert "pal_a1_lambda.png" not in quick and quick.count("![") == 3
     everything = pal_a1.figure_links({name for name, _ in pal_a1.FIGURES})
     assert (RESULTS / "pal_a1.md").read_text(encoding="utf-8").endswith(everything)
+
+
+def test_the_fidelity_page_and_plot_are_written_again_from_the_committed_figures(tmp_path: Path) -> None:
+    """``sia_fidelity.py --no-run`` writes the page and its plot from the committed
+    ``sia_fidelity.json`` alone (no shared data, no simulation): the page is the committed one to
+    the letter, so the page, its plot and its figures cannot drift apart."""
+    proc = _bench("sia_fidelity", "--no-run", "--out-dir", str(tmp_path), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "sia_fidelity.md").read_text() == (RESULTS / "sia_fidelity.md").read_text()
+    assert (tmp_path / "sia_fidelity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
