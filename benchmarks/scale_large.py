@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, check_values, output_dir, produced_by, split_list  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
 from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -121,6 +121,43 @@ def report(rows: list[dict[str, Any]], command: str) -> list[str]:
     return lines
 
 
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Wall time, proven gap and peak memory of every run against each size's target (the
+    issue's: T + 0.5 s, the gap G, the memory), on log axes of GPUs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({r["gpus"] for r in rows})
+    panels = [("wall s (whole process)", lambda r: r["wall"], lambda g: TARGETS[g][1] + SLACK, "T + 0.5 s"),
+              ("proven gap (%)", lambda r: None if r.get("gap") is None else 100 * r["gap"],
+               lambda g: 100 * TARGETS[g][0], "gap target G"),
+              ("peak resident MiB", lambda r: r["peak_mib"], lambda g: 1024 * TARGETS[g][2], "memory target")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 4))
+    for ax, (label, value, target, target_label) in zip(axes, panels, strict=True):
+        ax.plot(sizes, [target(g) for g in sizes], "_", color="tab:red", ms=22, mew=2, label=target_label)
+        pts = [(r["gpus"], value(r)) for r in rows if value(r) is not None]
+        ax.plot([g for g, _ in pts], [v for _, v in pts], "o", color="C0", mfc="none", label="run (one per seed)")
+        ax.plot(sizes, [statistics.median(v for g, v in pts if g == s) for s in sizes], "-", color="C0",
+                lw=1, label="median")
+        ax.set_xscale("log", base=2)
+        if label != "proven gap (%)":
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_xticks(sizes, [f"{g:,}" for g in sizes])
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("pal-opt solve --method ilp --backend highs --gap G --time-limit T: every run against its target",
+                 fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="8192,32768,65536",
@@ -142,9 +179,12 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(args.seeds):
                 rows.append(run_one(g, seed, Path(tmp), args.nice))
                 print(json.dumps({k: v for k, v in rows[-1].items() if k != "stderr"}), flush=True)
-    (out / "scale_large.md").write_text("\n".join(report(rows, produced_by(__file__, argv))) + "\n")
+    plot(rows, out / "scale_large.png")
+    lines = report(rows, produced_by(__file__, argv))
+    lines[4:4] = ["![wall time, proven gap and peak memory of every run against its target](scale_large.png)", ""]
+    (out / "scale_large.md").write_text("\n".join(lines) + "\n")
     (out / "scale_large.json").write_text(json.dumps(rows, indent=1) + "\n")
-    print(f"wrote {out / 'scale_large.md'}")
+    wrote("scale_large", out / "scale_large.md", out / "scale_large.json", out / "scale_large.png")
     return 0
 
 
