@@ -214,7 +214,7 @@ def to_markdown(report: dict[str, Any], repeats: int, machine: str, command: str
         "- `load` = `parse` + `validate` (the instance format is columnar, so a 16k-GPU file is a few MB).",
         "- Binning (PAL's k-means per class) is computed once per cluster "
         "and cached on the `Cluster` object, so a scheduler that keeps its `Cluster` (or uses "
-        "`pal_opt.policy.RoundPolicy`) pays it once, not every round; a CLI call pays it every time; "
+        "`pal_opt.RoundPolicy`) pays it once, not every round; a CLI call pays it every time; "
         "the `cli` row is that whole cost (interpreter start, imports, load, binning, "
         "PAL, summary, atomic write).",
         "- Policy times exclude binning (the factors are passed in), as in `benchmarks/greedy_speed.py`.",
