@@ -56,6 +56,7 @@ from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, with_aliases
 from .configs import GpuType
 from .failures import TypedFailures
+from .gavel import GAVEL_ROUND
 from .goodput import JobKind
 from .gpus import Layout, Variability, placement_floor
 from .ilptypes import IlpTypesPolicy, check_move_cost
@@ -132,7 +133,7 @@ class SimConfig:
         (:mod:`pal_opt.hetero.jointprogram`; ``ilp_move_cost``, ``ilp_levels`` and ``ilp_anchor``
         then unused).
     gavel_round
-        ``gavel``'s own round in seconds (Gavel's default 360): it re-decides only this often.
+        ``gavel``'s own round in seconds (default :data:`pal_opt.hetero.gavel.GAVEL_ROUND`, Gavel's 360): it re-decides only this often.
     failures
         GPU and server failures (:class:`pal_opt.simulate.failures.FailureConfig`, seeded by its
         ``seed``, default 0; :mod:`pal_opt.hetero.failures`), or None (default): none.
@@ -147,7 +148,7 @@ class SimConfig:
     ilp_levels: bool = False
     ilp_anchor: bool = True
     ilp_joint: bool = False
-    gavel_round: float = 360.0
+    gavel_round: float = GAVEL_ROUND
     failures: FailureConfig | None = None
 
     def __post_init__(self) -> None:
