@@ -99,12 +99,13 @@ measured factors; `n` counts jobs over all rounds.
 
 
 # --------------------------------------------------------------------------- inputs
-def pipelines(shared: Path) -> list[tuple[str, str, Pipeline]]:
-    """``(name, class, pipeline)`` of every pipeline job kind."""
+def pipelines(shared: Path, sizes: tuple[int, ...] = (4, 8)) -> list[tuple[str, str, Pipeline]]:
+    """``(name, class, pipeline)`` of every pipeline job kind (vgg16 and gnmt partitioned on each
+    of ``sizes`` GPUs)."""
     out = []
     for model, perfclass in (("vgg16", "classC"), ("gnmt", "classB")):
         profile = load_profile(shared / "data" / "pipedream-profiles" / model / "graph.txt")
-        for gpus in (4, 8):
+        for gpus in sizes:
             out.append((f"{model}-{gpus}", perfclass, partition(profile, [gpus], [25e9]).job_pipeline()))
     out.append(("gpt_pmp-2x2", "classB", Pipeline((1.0, 1.0), (2, 2))))  # 2 stages, 2 replicas (A100 form)
     out.append(("gpt_pmp-8", "classB", Pipeline((1.0,) * 8, (1,) * 8)))  # 8 stages (RTX form)

@@ -12,12 +12,15 @@ own.  Per round:
   where time ran out, the pairs of servers whose stage program was solved (and how many improved
   the placement: since 2026-12-07 a round of at least ``SEARCH_MIN_GPUS`` free GPUs gets the
   search on pairs of servers, :mod:`pal_opt.ilp.stagesearch`, instead of the whole stage program;
-  the groups of a multi-server job's servers too, since the same day), the round cost against
+  the groups of a multi-server job's servers too, since the same day, and the neighbourhoods of a
+  multi-server job no group holds later that day), the round cost against
   PAL's placement with the stages mapped best (``start_placement``: the fallback until
   2026-11-27), lower is better, and the gap to the answer's bound.
 
 ``--server-gpus 2`` or ``4`` lays the same rounds out on smaller servers, where the 8-GPU
-pipelines lie on several servers (a partial run: it does not replace the committed page).
+pipelines lie on several servers; ``--server-gpus 16 --pipeline-gpus 16 24`` on 16-GPU servers
+with vgg16 and gnmt pipelines of 16 and 24 GPUs, which lie on two or three servers holding more
+than 32 free GPUs (partial runs: they do not replace the committed page).
 
 ``--baseline DIR`` runs the same rounds with the package found in DIR too (a checkout of an
 earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session: the
@@ -51,7 +54,8 @@ BASELINE_SIZES = (256, 512, 1024)
 WORKER_TIMEOUT = 900
 
 
-def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8) -> dict[str, Any]:
+def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8,
+           pipeline_gpus: tuple[int, ...] = (4, 8)) -> dict[str, Any]:
     """One size's figures, in this process (``--worker``)."""
     import resource
 
@@ -69,7 +73,7 @@ def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8) -
 
     paths = longhorn_paths(shared / "data" / "pal-artifact" / "variability" / "longhorn")
     cluster = generate_instance(gpus // server_gpus, server_gpus, 1, seed=0, measurements=paths).cluster
-    inst, _ = make_round(cluster, pipelines(shared), np.random.default_rng(0), f"stage-{gpus}")
+    inst, _ = make_round(cluster, pipelines(shared, pipeline_gpus), np.random.default_rng(0), f"stage-{gpus}")
     setup = prepare_round(inst, None, None, None, None, probe=False)
     pal = start_placement(inst, setup.admitted, setup.factors)
     import pal_opt
@@ -93,11 +97,12 @@ def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8) -
     return out
 
 
-def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpus: int = 8) -> dict[str, Any]:
+def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpus: int = 8,
+            pipeline_gpus: tuple[int, ...] = (4, 8)) -> dict[str, Any]:
     """``worker`` in a new process importing pal_opt from ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(gpus), "--shared", str(shared),
-           "--server-gpus", str(server_gpus), "--limits", *map(str, limits)]
+           "--server-gpus", str(server_gpus), "--pipeline-gpus", *map(str, pipeline_gpus), "--limits", *map(str, limits)]
     t = time.perf_counter()
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT, check=False)
@@ -112,13 +117,16 @@ def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpu
 
 
 def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str, skipped: bool,
-         server_gpus: int = 8) -> str:
+         server_gpus: int = 8, pipeline_gpus: tuple[int, ...] = (4, 8)) -> str:
     lines = ["# The stage program at scale (rounds with pipeline jobs)", "",
              f"{header} on {time.strftime('%Y-%m-%d')} "
              f"(Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs shared with other "
              f"work; {package_versions()}).", "",
              f"Load average at the start {started}, at the end {ended}.  Rounds and settings: the script's docstring"
-             + ("" if server_gpus == 8 else f", on servers of {server_gpus} GPUs (`--server-gpus`)") + ". "
+             + ("" if server_gpus == 8 else f", on servers of {server_gpus} GPUs (`--server-gpus`)")
+             + ("" if pipeline_gpus == (4, 8) else
+                f", vgg16 and gnmt pipelines on {' and '.join(map(str, pipeline_gpus))} GPUs (`--pipeline-gpus`)")
+             + ". "
              "`now` is this commit's code; `before` the baseline given with `--baseline` (the commit named "
              "below), run in the same session.", "",
              "## The program and its build", "",
@@ -136,7 +144,8 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
               "against PAL's placement with the stages mapped best (the fallback until 2026-11-27); *speed-up*: "
               "exp((PAL's cost − cost) / Σ d), the geometric-mean speed per GPU against PAL's placement.  "
               "*wall*: from the call to the answer, in the worker process.  *pairs*: pairs of servers whose "
-              "stage program was solved (+ groups: a multi-server job's servers and one more; improved), when "
+              "stage program was solved (+ groups: a multi-server job's servers and one more; + n: "
+              "neighbourhoods of a multi-server job no group holds; improved), when "
               "the round got the search on pairs of servers (`pal_opt.ilp.stagesearch`) instead of the whole "
               "stage program.  *gap*: the answer's relative gap to its bound (the search's: each job alone "
               "on the free GPUs, weak; none: no bound).",
@@ -148,7 +157,8 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
             for s in r.get("solves", []):
                 found = s.get("search")
                 groups = f" + {found['groups']}" if found and found.get("groups") else ""
-                pairs = f"{found['pairs']}{groups} ({found['improved']})" if found else ""
+                near = f" + {found['neighbourhoods']} n" if found and found.get("neighbourhoods") else ""
+                pairs = f"{found['pairs']}{groups}{near} ({found['improved']})" if found else ""
                 gap = "" if s.get("gap") is None else f"{100 * s['gap']:.2f} %"
                 lines.append(f"| {code} | {r['gpus']:,} | {s['limit']:.0f} | {s['wall']:.2f} | {s['status']} | "
                              f"{s['reached'] or ''} | {s['start'] or ''} | {pairs} | {s['cost']:.2f} | {gap} | "
@@ -174,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="GPUs, multiples of 8 (default " + " ".join(map(str, SIZES)) + ")")
     ap.add_argument("--server-gpus", type=int, default=8,
                     help="GPUs per server (default 8; 2 or 4 put the 8-GPU pipelines on several servers)")
+    ap.add_argument("--pipeline-gpus", type=int, nargs="+", default=[4, 8],
+                    help="the GPUs vgg16 and gnmt pipelines are partitioned on (default 4 8; 16 24 with "
+                         "--server-gpus 16 puts them on several servers holding more than 32 free GPUs)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")
     ap.add_argument("--baseline", type=Path, help="a checkout of an earlier commit to compare with")
@@ -184,11 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     check_values(ap, "--limits", args.limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
     check_values(ap, "--sizes", args.sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
-    check_values(ap, "--server-gpus", [args.server_gpus], lambda n: n in (1, 2, 4, 8), "GPUs per server are 1, 2, 4 or 8")
+    check_values(ap, "--server-gpus", [args.server_gpus], lambda n: n in (1, 2, 4, 8, 16),
+                 "GPUs per server are 1, 2, 4, 8 or 16")
+    check_values(ap, "--pipeline-gpus", args.pipeline_gpus, lambda n: 2 <= n <= 64, "pipelines have 2 to 64 GPUs")
+    layout = (args.server_gpus, tuple(args.pipeline_gpus))
     check_values(ap, "--baseline-sizes", args.baseline_sizes, lambda g: g >= 8 and g % 8 == 0,
                  "GPU counts are positive multiples of 8")
     if args.worker:
-        print(json.dumps(worker(args.worker, args.limits, args.shared, args.server_gpus)))
+        print(json.dumps(worker(args.worker, args.limits, args.shared, *layout)))
         return 0
     if args.baseline is not None and not (args.baseline / "pal_opt").is_dir():
         ap.error(f"--baseline {args.baseline}: not a checkout of pal-opt (no pal_opt/ in it)")
@@ -198,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     defaults = ap.parse_args([])
     partial = [flag for flag, on in (("--sizes", args.sizes != defaults.sizes),
                                      ("--limits", args.limits != defaults.limits),
-                                     ("--server-gpus", args.server_gpus != defaults.server_gpus)) if on]
+                                     ("--server-gpus", args.server_gpus != defaults.server_gpus),
+                                     ("--pipeline-gpus", args.pipeline_gpus != defaults.pipeline_gpus)) if on]
     out = output_dir(args, "stage_scale", partial=" ".join(partial) or None)  # checked before any work
     started = " ".join(f"{x:.2f}" for x in os.getloadavg())
     codes = {"now": ROOT}
@@ -211,10 +228,10 @@ def main(argv: list[str] | None = None) -> int:
         sizes = args.sizes if code == "now" else [g for g in args.sizes if g in args.baseline_sizes]
         for gpus in sizes:
             print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
-            rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared, args.server_gpus))
+            rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared, *layout))
     ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
     text = page(rows, produced_by(__file__, argv, date=False), started, ended, max(args.sizes) not in args.baseline_sizes,
-                args.server_gpus)
+                *layout)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")
     (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(text)

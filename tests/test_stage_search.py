@@ -257,13 +257,14 @@ def test_a_pairs_gain_is_the_rounds(seed: int) -> None:
 
 
 def test_a_round_whose_pipelines_no_group_can_hold_gets_the_whole_program(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pipeline of more GPUs than a pair of servers or a group (``GROUP_MAX_GPUS``) holds is
-    never re-placed by the search, which would return its start: such a round gets the whole stage
-    program, as before.  One that three servers hold (more than a pair) gets the search, which
-    re-places it by its group."""
+    """A pipeline of more GPUs than a pair of servers, a group (``GROUP_MAX_GPUS``) or a
+    neighbourhood (``NEIGHBOURHOOD_GPUS``) holds is never re-placed by the search, which would
+    return its start: such a round gets the whole stage program, as before.  One that three servers
+    hold (more than a pair) gets the search, which re-places it by its group."""
     cl = Cluster.from_arrays(range(12), np.repeat(np.arange(6), 2),
                              {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]})
     monkeypatch.setattr(stagesearch, "GROUP_MAX_GPUS", 6)
+    monkeypatch.setattr(stagesearch, "NEIGHBOURHOOD_GPUS", 6)
     big = 8
     jobs = (Job("p", big, "classA", 0, pipeline=Pipeline((2.0, 1.0), (big - 1, 1))), Job("g", 2, "classA", 1))
     inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
@@ -644,3 +645,81 @@ def test_canonical_takes_a_start_the_bound_proves_as_a_proven_optimum(which: int
     assert canonical_optimum(inst, res.placements, f) == res.placements
     solved = solve_stage_round(inst, list(range(len(inst.jobs))), f, backend="highs")
     assert canonical_optimum(inst, solved.placements, f) == res.placements
+
+
+def _crowded_servers(idle: bool) -> tuple[RoundInstance, dict[str, tuple[int, ...]], float]:
+    """Four servers of 16 GPUs; a 24-GPU pipeline ``p`` (stage times 2 and 1 on 23 + 1 GPUs) on 8
+    GPUs of each of servers 0-2 (48 free GPUs, more than ``GROUP_MAX_GPUS``), a 16-GPU gang ``f``
+    on servers 1 and 2, on server 0 a 4-GPU gang ``g`` and (unless ``idle``) a 4-GPU gang ``h``,
+    and a 16-GPU gang ``k`` on server 3.  No pair of servers holds ``p`` (three servers) and no
+    group (48 free GPUs); the pairs hold only gangs, which they leave as they are.
+
+    Without ``idle``: GPU 8, ``g``'s, is slow (1.5), so ``g`` pays ``4 ln 1.5``; ``p``'s slack
+    stage (GPU 7) can take it and ``g`` GPU 7.  With ``idle``: GPUs 12-15 idle; ``p``'s GPUs 0
+    and 1 are slow, one on each stage (pace 1.5), and an idle fast GPU lets it keep one slow GPU
+    only, on its slack stage.  Either way ``p``'s neighbourhood (``p``, ``g``, ``h`` or the idle
+    GPUs; ``f`` does not fit it) reaches ``40 ln 1.7`` (``p`` and ``f`` span servers), which the
+    start placement, returned with it, exceeds."""
+    f = [1.0] * 64
+    if idle:
+        f[0] = f[1] = 1.5
+    else:
+        f[8] = 1.5
+    cl = Cluster.from_arrays(range(64), np.repeat([0, 1, 2, 3], 16), {"classA": f})
+    start = {"p": (*range(0, 7), *range(16, 24), *range(32, 40), 7), "g": (8, 9, 10, 11),
+             "f": (*range(24, 32), *range(40, 48)), "k": tuple(range(48, 64))}
+    if idle:  # GPU 0 on the heavy stage, GPU 1 on the light one
+        start["p"] = (0, *range(2, 8), *range(16, 24), *range(32, 40), 1)
+    jobs = [Job("p", 24, "classA", 0, pipeline=Pipeline((2.0, 1.0), (23, 1))), Job("g", 4, "classA", 1),
+            Job("f", 16, "classA", 2), Job("k", 16, "classA", 3)]
+    if not idle:
+        jobs.append(Job("h", 4, "classA", 4))
+        start["h"] = (12, 13, 14, 15)
+    return RoundInstance(cl, tuple(jobs), RoundParams(binning="none")), start, 40 * math.log(1.7)
+
+
+@pytest.mark.parametrize("idle", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_job_on_servers_of_many_free_gpus_is_re_placed_in_its_neighbourhood(idle: bool, seed: int) -> None:
+    """A pipeline on three servers holding 48 free GPUs (no pair or group holds it) is re-placed
+    in its neighbourhood: with the gangs lying on its servers that fit (a slow GPU swapped onto
+    its slack stage), or with the fastest idle GPUs; the same on every run, valid."""
+    inst, start, least = _crowded_servers(idle)
+    f = binned_factors(inst.cluster, "none")
+    admitted = list(range(len(inst.jobs)))
+    assert evaluate(inst, start, f).cost == pytest.approx(least + (24 if idle else 4) * math.log(1.5))
+    # the first solve in a process may outlast PAIR_SECONDS (HiGHS's server starting), and a solve
+    # that does is not counted: run once before the runs compared
+    PairSearch(inst, admitted, f, start).run(passes=1)
+    runs = []
+    for _ in range(2):
+        search = PairSearch(inst, admitted, f, start, options=SolveOptions(seed=seed))
+        search.run()
+        runs.append((search.placement, search.stats.as_info()))
+    assert runs[0] == runs[1]
+    stats = runs[0][1]
+    assert stats["neighbourhoods"] >= 1 and stats["groups"] == 0 and stats["improved"] >= 1
+    assert evaluate(inst, runs[0][0], f).cost == pytest.approx(least)
+    # (from the cheaper of this start and PAL's, which with idle GPUs is PAL's)
+    res = solve_stage_search(inst, admitted, f, options=SolveOptions(seed=seed), start=start, start_label="poor")
+    assert res is not None and check(inst, res) == [] and res.objective <= evaluate(inst, start, f).cost
+    assert "neighbourhoods of a multi-server job" in res.message
+    assert idle or res.objective == pytest.approx(least)
+
+
+def test_a_neighbourhood_holds_at_most_its_cap_of_free_gpus() -> None:
+    """A neighbourhood opens the job's GPUs, other jobs lying wholly on its servers while they fit
+    and idle GPUs fastest first, never more than ``NEIGHBOURHOOD_GPUS`` GPUs in all; a job on two
+    servers has one too (no group holds it), with nothing else when nothing else fits."""
+    inst, start, _ = _crowded_servers(True)
+    f = binned_factors(inst.cluster, "none")
+    search = PairSearch(inst, range(4), f, start)
+    free = np.bincount(inst.cluster.server_of, minlength=4)
+    found = {opened.jobs[0]: (servers.tolist(), opened) for servers, opened in
+             search._neighbourhoods(np.random.default_rng(0), free)}
+    assert set(found) == {"p", "f"}
+    servers, opened = found["p"]
+    assert servers == [0, 1, 2] and opened.jobs == ("p", "g") and sorted(opened.idle.tolist()) == [12, 13, 14, 15]
+    assert found["f"][0] == [1, 2] and found["f"][1].jobs == ("f",) and found["f"][1].idle.size == 0
+    for _, (_, opened) in found.items():
+        assert sum(len(start[j]) for j in opened.jobs) + opened.idle.size <= stagesearch.NEIGHBOURHOOD_GPUS

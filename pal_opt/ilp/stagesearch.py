@@ -23,7 +23,16 @@ visits in queue order the *group* of every such job whose servers hold at most
 its own, so the pairs are dealt as without groups) among those that keep it within that size --
 and places again, the same way, the jobs lying wholly on it.  On rounds of 2- and 4-GPU servers
 (``benchmarks/stage_scale.py --server-gpus``), where the 8-GPU pipelines lie on several servers,
-a group took about 0.01 s.  The pair's (group's) answer is
+a group took about 0.01 s.  Last, each pass visits in queue order the *neighbourhood* of every job
+of at most :data:`NEIGHBOURHOOD_GPUS` GPUs that lies on two servers or more and has no group (on
+two servers, or on servers holding more than :data:`GROUP_MAX_GPUS` free GPUs: 16-GPU servers, a
+job spread over servers with many free GPUs): its servers, with every GPU held busy but the job's
+own, those of other jobs lying wholly on its servers, drawn in an order from a third stream of its
+own while they fit, and idle GPUs of those servers, fastest for the job first
+(:data:`IDLE_SHARE` of the room kept for them): at most :data:`NEIGHBOURHOOD_GPUS` free GPUs, a
+program as small as a group's (about 0.03 s each on ``stage_scale.py --server-gpus 16
+--pipeline-gpus 16 24``).  The jobs it opens are placed again as a pair's are.  The pair's
+(group's, neighbourhood's) answer is
 priced on the whole round (its jobs alone: the others' charges do not change) and kept when it
 costs less, so the round's cost falls by the gain the search reports, whatever a cost term makes
 of where a job's GPUs lie in the cluster.  The search
@@ -35,7 +44,7 @@ that found nothing, or once within the gap target of a bound it was given;
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
 of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs and a
-pipeline job that two servers or a group can hold (:func:`search_applies`): the search from the cheaper of
+pipeline job that two servers, a group or a neighbourhood can hold (:func:`search_applies`): the search from the cheaper of
 the start given (the round program's, pipelines seen as gangs) and PAL's placement with the
 stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
 cheapest alone on the free GPUs (valid, as every placement prices each job at least that, and
@@ -57,7 +66,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -81,8 +90,8 @@ from .stageround import (
 )
 from .subround import part_instance
 
-__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "GROUP_MAX_GPUS", "STALE_PASSES", "STOPS", "SearchStats", "PairSearch",
-           "search_applies", "solve_stage_search"]
+__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "GROUP_MAX_GPUS", "NEIGHBOURHOOD_GPUS", "STALE_PASSES", "STOPS",
+           "SearchStats", "PairSearch", "search_applies", "solve_stage_search"]
 
 #: Free GPUs from which :func:`pal_opt.ilp.solve_ilp`, under a deadline, searches pairs of servers
 #: instead of solving the whole stage program.  Measured on ``benchmarks/stage_scale.py``'s rounds
@@ -97,6 +106,15 @@ PAIR_SECONDS = 1.0
 #: GPUs.  Such a group's program, of a few jobs on at most 32 GPUs, is solved in about 0.02 s
 #: (``benchmarks/stage_scale.py --server-gpus 2``, module docstring).
 GROUP_MAX_GPUS = 32
+#: A job of at most :data:`GROUP_MAX_GPUS` GPUs lying on two servers or more whose free GPUs exceed
+#: :data:`GROUP_MAX_GPUS` (no group holds it: 16-GPU servers, servers with many free GPUs) is
+#: re-placed, once per pass after the groups, in a *neighbourhood* of at most this many of its
+#: servers' free GPUs: its own, those of other jobs lying wholly on its servers (drawn at random,
+#: while they fit) and idle ones, fastest for the job first; the GPUs outside it held busy.
+NEIGHBOURHOOD_GPUS = GROUP_MAX_GPUS
+#: The share of a neighbourhood's room (beside the job's own GPUs) kept for idle GPUs, when its
+#: servers have some: the rest goes to the jobs drawn first.
+IDLE_SHARE = 0.25
 #: The search stops after this many passes in a row that improved no pair.
 STALE_PASSES = 2
 #: A pair is not started with fewer seconds than this left (beside the finish reserve).
@@ -115,13 +133,22 @@ STOPS = (STOP_DEADLINE, STOP_STALE, STOP_PASSES, STOP_SERVERS, STOP_INTERRUPTED,
 SEARCH_STAGE = "solving the stage program on pairs of servers"
 
 
+class _Open(NamedTuple):
+    """What a neighbourhood (:meth:`PairSearch._open`) opens: the jobs it places again (queue
+    order) and the idle GPUs (ids) it leaves free beside theirs."""
+
+    jobs: tuple[JobId, ...]
+    idle: np.ndarray
+
+
 @dataclass
 class SearchStats:
     """What a :class:`PairSearch` did: ``passes`` begun, ``pairs`` whose stage program was solved
     (a pair the deadline left no time to solve is not counted), ``groups`` of a multi-server job's
-    servers likewise, ``improved`` pairs and groups whose answer was taken, the total ``gain`` in
-    round cost, why it ``stopped`` (one of :data:`STOPS`; empty while it runs), and the pairs and
-    groups ``skipped``: started, but their solver had no time to run."""
+    servers and ``neighbourhoods`` of a job no group holds (:data:`NEIGHBOURHOOD_GPUS`) likewise,
+    ``improved`` pairs, groups and neighbourhoods whose answer was taken, the total ``gain`` in
+    round cost, why it ``stopped`` (one of :data:`STOPS`; empty while it runs), and those
+    ``skipped``: started, but their solver had no time to run."""
 
     passes: int = 0
     pairs: int = 0
@@ -130,11 +157,12 @@ class SearchStats:
     stopped: str = ""
     skipped: int = 0
     groups: int = 0
+    neighbourhoods: int = 0
 
     @property
     def solved(self) -> int:
-        """Pairs and groups solved."""
-        return self.pairs + self.groups
+        """Pairs, groups and neighbourhoods solved."""
+        return self.pairs + self.groups + self.neighbourhoods
 
     def as_info(self) -> dict[str, Any]:
         """For ``PlacementResult.info["stage_search"]``."""
@@ -143,9 +171,10 @@ class SearchStats:
 
 def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = None) -> bool:
     """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs and (with ``admitted``)
-    an admitted pipeline job that two servers' free GPUs, or a group's (:data:`GROUP_MAX_GPUS`),
-    can hold: a larger pipeline is never re-placed, so with none that fits the search would
-    return its start, where the whole stage program may improve it."""
+    an admitted pipeline job that two servers' free GPUs, or a group's (:data:`GROUP_MAX_GPUS`) or
+    a neighbourhood's (:data:`NEIGHBOURHOOD_GPUS`), can hold: a larger pipeline is never re-placed,
+    so with none that fits the search would return its start, where the whole stage program may
+    improve it."""
     cl = instance.cluster
     free = cl.state == GpuState.FREE
     if int(np.count_nonzero(free)) < SEARCH_MIN_GPUS:
@@ -153,7 +182,7 @@ def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = Non
     if admitted is None:
         return True
     per_server = np.sort(np.bincount(cl.server_of[free], minlength=cl.num_servers))
-    most = max(int(per_server[-2:].sum()), GROUP_MAX_GPUS)
+    most = max(int(per_server[-2:].sum()), GROUP_MAX_GPUS, NEIGHBOURHOOD_GPUS)
     return any(instance.jobs[i].pipeline is not None and instance.jobs[i].demand <= most for i in admitted)
 
 
@@ -189,8 +218,10 @@ class PairSearch:
         free = np.bincount(cl.server_of[cl.state == GpuState.FREE], minlength=cl.num_servers)
         servers = np.flatnonzero(free)
         rng = np.random.default_rng(self.options.seed)
-        # the groups' draws from their own stream: the pairs are dealt as without groups
+        # the groups' and the neighbourhoods' draws from streams of their own: the pairs are dealt
+        # as without groups, the groups drawn as without neighbourhoods
         group_rng = np.random.default_rng([self.options.seed, 1])
+        near_rng = np.random.default_rng([self.options.seed, 2])
         stale, self.stats.stopped = 0, ""
         while True:
             self.stats.stopped = (STOP_SERVERS if servers.size < 2 else STOP_BOUND if self.bound_met()
@@ -201,8 +232,9 @@ class PairSearch:
             self.stats.passes += 1
             before = self.stats.improved
             pairs = np.array_split(rng.permutation(servers), servers.size // 2)
-            self.stats.stopped = self._visit(iter(pairs), clock, False) or self._visit(self._groups(group_rng, free),
-                                                                                       clock, True)
+            self.stats.stopped = (self._visit(((p, None) for p in pairs), clock, "pairs")
+                                  or self._visit(((g, None) for g in self._groups(group_rng, free)), clock, "groups")
+                                  or self._visit(self._neighbourhoods(near_rng, free), clock, "neighbourhoods"))
             if self.stats.stopped:
                 return
             stale = stale + 1 if self.stats.improved == before else 0
@@ -215,16 +247,17 @@ class PairSearch:
         gap = relative_gap(self.cost, self.bound, self.demand)
         return self.cost - self.bound <= self.options.abs_gap or (gap is not None and gap <= PROVEN_GAP)
 
-    def _visit(self, groups: Iterator[np.ndarray], clock: Deadline, own: bool) -> str:
-        """Place again the jobs of each group of servers in turn (:meth:`_pair`; ``own``: the
-        groups of multi-server jobs); why the search stops (:data:`STOP_DEADLINE` once the
-        deadline leaves no time for the next, :data:`STOP_BOUND`), else ``""``."""
+    def _visit(self, groups: Iterator[tuple[np.ndarray, _Open | None]], clock: Deadline, kind: str) -> str:
+        """Place again the jobs of each group of servers in turn (:meth:`_pair`; ``kind``: the
+        :class:`SearchStats` count of its solves, with what of it is open, None: every job lying
+        wholly on it and every GPU the others leave); why the search stops (:data:`STOP_DEADLINE`
+        once the deadline leaves no time for the next, :data:`STOP_BOUND`), else ``""``."""
         # a group needs, beside its own time, what its solver takes to stop (else it is not run)
         need = MIN_PAIR_SECONDS + FINISH_SECONDS + get_backend(self.backend).stop_seconds
-        for group in groups:
+        for group, opened in groups:
             if self.bound_met():
                 return STOP_BOUND
-            if clock.left() < need or not self._pair(group, clock, own):
+            if clock.left() < need or not self._pair(group, clock, kind, opened):
                 return STOP_DEADLINE
         return ""
 
@@ -247,15 +280,53 @@ class PairSearch:
                 seen.add(frozenset(group))
                 yield np.array(sorted(group))
 
-    def _pair(self, servers: np.ndarray, clock: Deadline, own: bool = False) -> bool:
-        """Place the jobs lying wholly on ``servers`` again (module docstring), a solve counted in
-        ``stats.groups`` (``own``: a multi-server job's group) or ``stats.pairs``; False when the
-        round's deadline left the solver no time to run."""
+    def _neighbourhoods(self, rng: np.random.Generator, free: np.ndarray) -> Iterator[tuple[np.ndarray, _Open]]:
+        """The neighbourhood of each admitted job (queue order) of at most
+        :data:`NEIGHBOURHOOD_GPUS` GPUs that lies, when its turn comes, on two servers or more and
+        has no group (:meth:`_groups`: on two servers only, or on servers holding more than
+        :data:`GROUP_MAX_GPUS` free GPUs; ``free``: per server): its servers, opened as
+        :meth:`_open` says (``rng``)."""
+        for jid, i in self.index.items():
+            where = self.home[jid]
+            inside = np.fromiter(where, dtype=np.int64)
+            if len(where) < 2 or self.instance.jobs[i].demand > NEIGHBOURHOOD_GPUS:
+                continue
+            if len(where) == 2 or int(free[inside].sum()) > GROUP_MAX_GPUS:
+                yield np.sort(inside), self._open(jid, where, rng)
+
+    def _open(self, jid: JobId, where: frozenset[int], rng: np.random.Generator) -> _Open:
+        """Job ``jid``'s neighbourhood on its servers ``where``: the job; the other jobs lying
+        wholly on them, in an order drawn from ``rng``, each while the GPUs so far fit
+        :data:`NEIGHBOURHOOD_GPUS` less :data:`IDLE_SHARE` of the room for idle GPUs (those no job
+        holds, when there are some); then idle GPUs of those servers, fastest for the job's class
+        first (by position on a tie), up to :data:`NEIGHBOURHOOD_GPUS` in all."""
+        cl = self.instance.cluster
+        room = NEIGHBOURHOOD_GPUS - len(self.placement[jid])
+        held = np.fromiter((g for gids in self.placement.values() for g in gids), dtype=cl.gpu_ids.dtype)
+        idle = np.flatnonzero(np.isin(cl.server_of, list(where)) & (cl.state == GpuState.FREE)
+                              & ~np.isin(cl.gpu_ids, held))
+        left = room - min(idle.size, int(room * IDLE_SHARE))
+        others = [k for k, on in self.home.items() if k != jid and on <= where]
+        jobs = {jid}
+        for k in rng.permutation(len(others)).tolist():
+            if len(self.placement[others[k]]) <= left:
+                jobs.add(others[k])
+                left -= len(self.placement[others[k]])
+        used = sum(len(self.placement[k]) for k in jobs)
+        speed = np.asarray(self.factors[self.instance.jobs[self.index[jid]].perfclass])[idle]
+        fastest = idle[np.lexsort((idle, speed))][:NEIGHBOURHOOD_GPUS - used]
+        return _Open(tuple(k for k in self.index if k in jobs), cl.gpu_ids[fastest])
+
+    def _pair(self, servers: np.ndarray, clock: Deadline, kind: str = "pairs", opened: _Open | None = None) -> bool:
+        """Place the jobs lying wholly on ``servers`` again (module docstring), or only those
+        ``opened`` names on the GPUs it leaves open (a neighbourhood), a solve counted in
+        ``stats``'s ``kind``; False when the round's deadline left the solver no time to run."""
         inside = set(servers.tolist())
-        mine = [jid for jid, where in self.home.items() if where <= inside]
+        mine = ([jid for jid, where in self.home.items() if where <= inside] if opened is None
+                else list(opened.jobs))
         if not any(self.instance.jobs[self.index[jid]].pipeline is not None for jid in mine):
             return True
-        sub = self._pair_round(servers, mine)
+        sub = self._pair_round(servers, mine, None if opened is None else opened.idle)
         given = {jid: self.placement[jid] for jid in mine}
         # priced on the whole round (the other jobs' charges are the same before and after), so
         # that a term pricing a job by where its GPUs lie in the cluster is priced as the round does
@@ -275,10 +346,7 @@ class PairSearch:
         if "time_limit_reached" in res.info:  # its solver did not run: not a pair solved
             self.stats.skipped += 1
             return capped
-        if own:
-            self.stats.groups += 1
-        else:
-            self.stats.pairs += 1
+        setattr(self.stats, kind, getattr(self.stats, kind) + 1)
         if set(res.placements) != set(mine):
             return True
         new = {jid: tuple(int(g) for g in gids) for jid, gids in res.placements.items()}
@@ -297,15 +365,18 @@ class PairSearch:
             self.stats.gain += gain
             self.cost -= gain
 
-    def _pair_round(self, servers: np.ndarray, mine: list[JobId]) -> RoundInstance:
+    def _pair_round(self, servers: np.ndarray, mine: list[JobId], idle: np.ndarray | None = None) -> RoundInstance:
         """The round restricted to ``servers`` and the jobs ``mine``, the GPUs there that the
-        other jobs hold busy."""
+        other jobs hold busy, and (with ``idle``, GPU ids) every GPU no job holds but those."""
         sub = part_instance(self.instance, self.factors, servers, [self.index[jid] for jid in mine],
                             f"{self.instance.name} (pair)")
         keep = set(mine)
         held = [g for jid, gids in self.placement.items() if jid not in keep for g in gids]
         state = sub.cluster.state.copy()
         state[np.isin(sub.cluster.gpu_ids, np.asarray(held, dtype=sub.cluster.gpu_ids.dtype))] = GpuState.BUSY
+        if idle is not None:
+            opened = np.concatenate([np.asarray(self.placement[jid], dtype=np.int64) for jid in mine] + [idle])
+            state[(state == GpuState.FREE) & ~np.isin(sub.cluster.gpu_ids, opened)] = GpuState.BUSY
         return replace(sub, cluster=sub.cluster.with_state(state))
 
 
@@ -388,6 +459,8 @@ def _answer(instance: RoundInstance, factors: Mapping[str, np.ndarray], search: 
     if status == Status.FALLBACK:
         details["time_limit_reached"] = SEARCH_STAGE
     groups = f", {stats.groups} groups of a multi-server job's servers" if stats.groups else ""
+    if stats.neighbourhoods:
+        groups += f", {stats.neighbourhoods} neighbourhoods of a multi-server job"
     return priced_result(instance, placement, factors, status=status, summary=summary, bound=bound, gap=gap,
                          solve_seconds=time.perf_counter() - t0, **common,
                          message=f"the stage program on pairs of servers from {first[2]} ({stats.pairs} pairs"
