@@ -28,7 +28,11 @@ migration cost for running jobs gives the stage program keep variables, as for `
 job kept runs on exactly its GPUs in its stage map, any other placement of it pays the move
 (:mod:`pal_opt.ilp.stageround`; until 2026-11-27 such a round was an
 :class:`~pal_opt.errors.OptionError`).  With GPU types the stage program draws each job's GPUs
-from one of its type groups, as the round program does.
+from one of its type groups, as the round program does.  Beside its solver's bound the answer
+reports the stage program's jobs-alone bound (:func:`~pal_opt.ilp.stageround.alone_bound` with the
+optional jobs: each job alone on the free GPUs, an optional one at the least of that and its
+preemption charge; ``info["alone_bound"]``), the larger of the two, which makes it OPTIMAL when it
+closes the gap (``formulations/preemption.md`` §6).
 
 With GPU types the plan counts per type (:func:`pal_opt.priority.preempt_plan`: each admitted job
 claims GPUs within one of its type groups, a witness that the program is feasible), the program is
@@ -52,13 +56,13 @@ from typing import Any
 import numpy as np
 
 from ..binning import binned_factors
-from ..cost import evaluate, relative_gap, stages_mapped_best
+from ..cost import evaluate, relative_gap, stages_mapped_best, unseen_terms
 from ..deadline import Deadline
 from ..errors import OptionError, TimeLimitReached
 from ..gputypes import claim_all, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance
 from ..priority import PreemptPlan, admission_order, evict_for, held_types, preempt_plan, victim_order
-from ..result import PlacementResult, Status, priced_result
+from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import BackendSolution, SolverStatus, get_backend
 from .backends.base import SolveOptions as BackendOptions
 from .canonical import canonicalise
@@ -67,7 +71,14 @@ from .formulation import Formulation, build_formulation
 from .program import Program
 from .running import keep_positions
 from .solve import DECODE_PER_BUILD, FINISH_SECONDS
-from .stageround import StageRound, build_stage_round, decode_stage_round, encode_stage_round, has_pipelines
+from .stageround import (
+    StageRound,
+    alone_bound_in_time,
+    build_stage_round,
+    decode_stage_round,
+    encode_stage_round,
+    has_pipelines,
+)
 
 __all__ = ["solve_preempt", "greedy_start", "preempt_program", "preempt_stage_program"]
 
@@ -218,8 +229,7 @@ def solve_preempt(
     """
     t0 = time.perf_counter()
     clock = Deadline.after(time_limit).earliest(Deadline(math.inf if deadline is None else float(deadline)))
-    mode = binning or instance.params.binning
-    factors = binned_factors(instance.cluster, mode)
+    factors = binned_factors(instance.cluster, mode := binning or instance.params.binning)
     plan = preempt_plan(instance)
     work, pins = _program_round(instance, plan)
     staged = has_pipelines(work, plan.admitted)
@@ -232,6 +242,7 @@ def solve_preempt(
                             "start_objective": start_cost}
     if not plan.admitted or work.free_gpus == 0:  # (no GPU in service: nothing can be placed)
         return _finish(instance, pins, factors, info, Status.OPTIMAL, None, 0.0, time.perf_counter() - t0, cls)
+    info.update(_alone_bound(work, factors, plan, clock, start, start_cost, pins) if staged else {})
     if clock.passed():
         info["note"] = "time limit: the greedy start (no time left to build the program)"
         info["time_limit_reached"] = "building the program"
@@ -387,11 +398,27 @@ def _merged(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     return {j.id: both[j.id] for j in instance.jobs if j.id in both}
 
 
+def _alone_bound(work: RoundInstance, factors: Mapping[str, np.ndarray], plan: PreemptPlan, clock: Deadline,
+                 start: Mapping[JobId, tuple[int, ...]], start_cost: float,
+                 pins: Mapping[JobId, tuple[int, ...]]) -> dict[str, float]:
+    """``info["alone_bound"]`` (none when it does not fit the deadline): the stage program's
+    jobs-alone bound (:func:`~pal_opt.ilp.stageround.alone_bound_in_time` over the program's round
+    ``work`` with the plan's optional jobs, each at the least of placed alone and preempted;
+    ``formulations/preemption.md`` §6), in the round's cost: with pinned jobs, plus what they cost
+    where they run, the same in every answer (each job is priced on its own GPUs: ``start_cost``,
+    the greedy ``start`` with them, less its price in ``work``)."""
+    bound = alone_bound_in_time(work, plan.admitted, factors, clock.at if clock.limited else None, plan.optional)
+    if bound is None:
+        return {}
+    return {"alone_bound": bound + (start_cost - evaluate(work, start, factors).cost if pins else 0.0)}
+
+
 def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
             info: dict[str, Any], status: Status, bound: float | None, seconds: float, built: float,
             cls: Any) -> PlacementResult:
     """The result: the leftover GPUs backfilled (:func:`_backfill`), priced, with the bound when
-    nothing was backfilled."""
+    nothing was backfilled: ``bound`` or the jobs-alone bound (``info["alone_bound"]``), the
+    larger, which proves the answer optimal when it closes the gap (:func:`_alone_proves`)."""
     extra = _backfill(instance, factors, placements)
     info["backfilled"] = list(extra)
     res = priced_result(instance, {**placements, **extra}, factors, method="ilp-preempt", status=status,
@@ -400,6 +427,10 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
                         message=str(info.get("note", "")) if status != Status.OPTIMAL else "")
     if status == Status.OPTIMAL and bound is None and not extra:  # nothing to choose: its own bound, as ilp says
         bound = res.objective
+    alone = info.get("alone_bound")
+    if alone is not None and not extra and not unseen_terms() and (bound is None or alone > bound):
+        bound = min(alone, res.objective)
+        _alone_proves(res, bound)
     if extra or bound is None:
         if status == Status.OPTIMAL and extra:
             res.status = Status.FEASIBLE
@@ -409,6 +440,18 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
     res.bound = bound
     res.gap = relative_gap(res.objective, bound, max(res.gpus_used, 1))
     return res
+
+
+def _alone_proves(res: PlacementResult, bound: float) -> None:
+    """``res`` given the jobs-alone bound ``bound`` (above its solver's): its message says so, and
+    it is OPTIMAL when its gap is closed (:data:`~pal_opt.result.OPTIMALITY_TOL`)."""
+    note = "bound: each job alone on the free GPUs, or preempted"
+    gap = relative_gap(res.objective, bound, max(res.gpus_used, 1))
+    if gap is not None and gap <= OPTIMALITY_TOL:
+        res.status = Status.OPTIMAL
+        res.message = f"the jobs-alone bound proves it optimal ({note})"
+    else:
+        res.message = f"{res.message}; {note}" if res.message else note
 
 
 def _backfill(instance: RoundInstance, factors: Mapping[str, np.ndarray],

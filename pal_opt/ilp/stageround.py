@@ -378,27 +378,34 @@ def build_stage_round(instance: RoundInstance, admitted: Sequence[int], factors:
                       optional=tuple(sorted(optional)), kept=tuple(kept), **meta)
 
 
-def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray]) -> float | None:
+def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
+                optional: Sequence[int] = ()) -> float | None:
     """A valid lower bound of the round cost of every placement of the ``admitted`` jobs: each
     job priced at its cheapest mode *alone* on the free GPUs (the capacity rows shared by the jobs
     dropped), plus the program's constant (``formulations/pipeline_round.md`` §6, *A bound
     without the program*).  Any placement is a solution of the stage program at its round cost,
     each job in one of its modes (or, kept, at its keep column's cost), so the sum of each job's
-    least is at most it.  Weak: every job may take the fastest GPUs at once.  Jobs of one shape
-    (class, demand, locality, stage groups, usable cells) are priced once.  None when a job has no
-    mode (not expected: the caller has a placement of every admitted job).
+    least is at most it.  ``optional``: admitted running jobs that may be left out (``ilp-preempt``,
+    :func:`build_stage_round`'s ``optional``), each either placed (at that least) or dropped (its
+    drop column's cost: the ``preempted`` charge, less the move charge when moving is charged),
+    the jobs placed holding at most the free GPUs: the sum of the capacity rows, which every
+    solution meets (:func:`_with_victims`, ``formulations/preemption.md`` §6).  Weak: every job
+    may take the fastest GPUs at once.  Jobs of one shape (class, demand, locality, stage groups,
+    usable cells) are priced once.  None when a job that must be placed has no mode (not expected:
+    the caller has a placement of every admitted job).
 
     Raises
     ------
     InstanceError
         As :func:`build_stage_round`: locality penalties that decrease with the level.
     """
-    check_stage_round(instance, admitted)
+    check_stage_round(instance, admitted, optional)
     gpus = _gpu_types(instance, factors, admitted)
     charged = moving_is_charged(instance)
+    dropped = set(optional)
     nodes = {spread: _nodes(instance, 2 if spread else 1) for spread in (False, True)}
     least: dict[tuple[Any, ...], float] = {}
-    total = 0.0
+    total, room, victims = 0.0, int(gpus.cnt.sum()), []
     for i in admitted:
         job = instance.jobs[i]
         cells = _type_cells(instance, job, gpus)
@@ -410,22 +417,38 @@ def alone_bound(instance: RoundInstance, admitted: Sequence[int], factors: Mappi
         cost = least[key]
         if charged and _home(instance, i, gpus) is not None:  # its keep column
             cost = min(cost, _keep_cost(instance, factors, i))
+        if i in dropped:  # its drop column
+            victims.append((cost, _drop_cost(instance, job, charged), job.demand))
+            continue
         if not math.isfinite(cost):
             return None
-        total += cost
-    return total + _constant(instance, admitted, charged)
+        total, room = total + cost, room - job.demand
+    return total + _with_victims(victims, room) + _constant(instance, admitted, charged)
+
+
+def _with_victims(victims: Sequence[tuple[float, float, int]], room: int) -> float:
+    """The least total cost of the optional jobs ``victims`` (each: placed alone, dropped, its
+    GPUs), each placed or dropped, those placed holding at most ``room`` GPUs: a 0/1 knapsack of
+    the savings ``dropped − placed`` by dynamic programming over the GPUs (``best[r]``: the most
+    saved placing jobs of at most ``r`` GPUs in all)."""
+    best = np.zeros(max(room, 0) + 1)
+    for placed, dropped, demand in victims:
+        if dropped - placed > 0 and demand < best.size:  # (a job with no mode: placed is inf)
+            best[demand:] = np.maximum(best[demand:], best[:best.size - demand] + (dropped - placed))
+    return sum(v[1] for v in victims) - float(best[-1])
 
 
 def alone_bound_in_time(instance: RoundInstance, admitted: Sequence[int], factors: Mapping[str, np.ndarray],
-                        deadline: float | None) -> float | None:
-    """:func:`alone_bound`, when :data:`BOUND_SECONDS_PER_GPU` per free GPU fits before
-    ``deadline`` (a ``time.monotonic()`` value, None: none) less the finish reserve; else None (no
-    bound).  The stage search's bound, and the whole stage program's beside its solver's."""
+                        deadline: float | None, optional: Sequence[int] = ()) -> float | None:
+    """:func:`alone_bound` (with ``optional``), when :data:`BOUND_SECONDS_PER_GPU` per free GPU
+    fits before ``deadline`` (a ``time.monotonic()`` value, None: none) less the finish reserve;
+    else None (no bound).  The stage search's bound, the whole stage program's beside its
+    solver's, and ``ilp-preempt``'s stage program's."""
     clock = Deadline(deadline) if deadline is not None else Deadline.none()
     free = int(np.count_nonzero(instance.cluster.state == GpuState.FREE))
     if clock.left() - FINISH_SECONDS < BOUND_SECONDS_PER_GPU * free:
         return None
-    return alone_bound(instance, admitted, factors)
+    return alone_bound(instance, admitted, factors, optional)
 
 
 def bounded(cost: float, demand: int, status: Status,
