@@ -30,8 +30,8 @@ job spread over servers with many free GPUs): its servers, with every GPU held b
 own, those of other jobs lying wholly on its servers, drawn in an order from a third stream of its
 own while they fit, and idle GPUs of those servers, fastest for the job first
 (:data:`IDLE_SHARE` of the room kept for them): at most :data:`NEIGHBOURHOOD_GPUS` free GPUs, a
-program as small as a group's (about 0.03 s each on ``stage_scale.py --server-gpus 16
---pipeline-gpus 16 24``).  The jobs it opens are placed again as a pair's are.  The pair's
+program no larger than a pair's (0.11 s at the median on ``stage_scale.py --server-gpus 16
+--pipeline-gpus 16 24`` under load 6-7, as the pairs there).  The jobs it opens are placed again as a pair's are.  The pair's
 (group's, neighbourhood's) answer is
 priced on the whole round (its jobs alone: the others' charges do not change) and kept when it
 costs less, so the round's cost falls by the gain the search reports, whatever a cost term makes
@@ -44,9 +44,9 @@ that found nothing, or once within the gap target of a bound it was given;
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
 of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs and a
-pipeline job that two servers, a group or a neighbourhood can hold (:func:`search_applies`): the search from the cheaper of
-the start given (the round program's, pipelines seen as gangs) and PAL's placement with the
-stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
+pipeline job that two servers, a group or a neighbourhood can hold (:func:`search_applies`): the
+search from the cheaper of the start given (the round program's, pipelines seen as gangs) and
+PAL's placement with the stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
 cheapest alone on the free GPUs (valid, as every placement prices each job at least that, and
 weak, as all may take the fastest GPUs at once; 0.03-0.2 s at 2,048 GPUs, skipped when that does
 not fit the deadline: :data:`~pal_opt.ilp.stageround.BOUND_SECONDS_PER_GPU`, as beside the whole stage program,
@@ -106,11 +106,13 @@ PAIR_SECONDS = 1.0
 #: GPUs.  Such a group's program, of a few jobs on at most 32 GPUs, is solved in about 0.02 s
 #: (``benchmarks/stage_scale.py --server-gpus 2``, module docstring).
 GROUP_MAX_GPUS = 32
-#: A job of at most :data:`GROUP_MAX_GPUS` GPUs lying on two servers or more whose free GPUs exceed
-#: :data:`GROUP_MAX_GPUS` (no group holds it: 16-GPU servers, servers with many free GPUs) is
-#: re-placed, once per pass after the groups, in a *neighbourhood* of at most this many of its
-#: servers' free GPUs: its own, those of other jobs lying wholly on its servers (drawn at random,
-#: while they fit) and idle ones, fastest for the job first; the GPUs outside it held busy.
+#: A job of at most this many GPUs lying on two servers or more that no group holds (on two servers,
+#: or on servers whose free GPUs exceed :data:`GROUP_MAX_GPUS`: 16-GPU servers, servers with many
+#: free GPUs) is re-placed, once per pass after the groups, in a *neighbourhood* of at most this
+#: many of its servers' free GPUs: its own, those of other jobs lying wholly on its servers (drawn
+#: at random, while they fit) and idle ones, fastest for the job first; the GPUs outside it held
+#: busy.  Its program is no larger than a pair's (0.11 s at the median on ``stage_scale.py
+#: --server-gpus 16 --pipeline-gpus 16 24`` under load 6-7, as the pairs there).
 NEIGHBOURHOOD_GPUS = GROUP_MAX_GPUS
 #: The share of a neighbourhood's room (beside the job's own GPUs) kept for idle GPUs, when its
 #: servers have some: the rest goes to the jobs drawn first.
