@@ -418,27 +418,33 @@ def _finish(instance: RoundInstance, placements: dict[JobId, tuple[int, ...]], f
             cls: Any) -> PlacementResult:
     """The result: the leftover GPUs backfilled (:func:`_backfill`), priced, with the bound when
     nothing was backfilled: ``bound`` or the jobs-alone bound (``info["alone_bound"]``), the
-    larger, which proves the answer optimal when it closes the gap (:func:`_alone_proves`)."""
+    larger, which proves the answer optimal when it closes the gap (:func:`_alone_proves`).  The
+    bound goes through :func:`~pal_opt.result.priced_result`, which keeps it aside when a
+    registered cost term gives no ``slots`` (the program could not bound it)."""
     extra = _backfill(instance, factors, placements)
     info["backfilled"] = list(extra)
-    res = priced_result(instance, {**placements, **extra}, factors, method="ilp-preempt", status=status,
-                        admission="preempt", solve_seconds=seconds, build_seconds=built, backend=cls.name,
-                        backend_version=cls.version(), info=info,
-                        message=str(info.get("note", "")) if status != Status.OPTIMAL else "")
+    placed = {**placements, **extra}
+    summary = evaluate(instance, placed, factors)
+    message = str(info.get("note", "")) if status != Status.OPTIMAL else ""
     if status == Status.OPTIMAL and bound is None and not extra:  # nothing to choose: its own bound, as ilp says
-        bound = res.objective
-    alone = info.get("alone_bound")
+        bound = summary.cost
+    alone: float | None = info.get("alone_bound")
+    by_alone = None
     if alone is not None and not extra and not unseen_terms() and (bound is None or alone > bound):
-        bound = min(alone, res.objective)
-        _alone_proves(res, bound)
-    if extra or bound is None:
-        if status == Status.OPTIMAL and extra:
-            res.status = Status.FEASIBLE
-            res.message = (f"the program's optimum, then {len(extra)} more waiting job(s) backfilled on the GPUs it "
-                           "left free: its bound was for the program's job set")
-        return res
-    res.bound = bound
-    res.gap = relative_gap(res.objective, bound, max(res.gpus_used, 1))
+        bound = by_alone = min(alone, summary.cost)
+    fields: dict[str, Any] = {}
+    if extra:
+        if status == Status.OPTIMAL:
+            status = Status.FEASIBLE
+            message = (f"the program's optimum, then {len(extra)} more waiting job(s) backfilled on the GPUs it "
+                       "left free: its bound was for the program's job set")
+    elif bound is not None:
+        fields = dict(bound=bound, gap=relative_gap(summary.cost, bound, max(summary.gpus, 1)))
+    res = priced_result(instance, placed, factors, method="ilp-preempt", status=status, admission="preempt",
+                        solve_seconds=seconds, build_seconds=built, backend=cls.name, backend_version=cls.version(),
+                        info=info, message=message, summary=summary, **fields)
+    if by_alone is not None:
+        _alone_proves(res, by_alone)
     return res
 
 
