@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 import numpy as np
 
 from .errors import InputTypeError, InstanceError, counted
-from .options import DEFAULT_ROUND_LENGTH
+from .options import DEFAULT_ROUND_LENGTH, number_array, require_items
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
     import networkx as nx
@@ -134,7 +134,7 @@ def pal_locality(lam: float) -> tuple[float, float, float]:
 
 
 def _as_1d(a: Any, dtype: Any, name: str) -> np.ndarray:
-    arr = np.asarray(a, dtype=dtype)
+    arr = number_array(a, name, dtype=dtype)
     if arr.ndim != 1:
         raise InstanceError(f"must be one-dimensional, got shape {arr.shape}", path=name)
     return _frozen(arr)
@@ -583,8 +583,10 @@ class Cluster:
             raise InstanceError("one server per GPU expected", path="gpus[].server")
         rack_of = _as_1d(self.rack_of_server, np.int64, "servers")
         set_ = object.__setattr__
-        set_(self, "server_ids", tuple(_plain_ids(tuple(self.server_ids), "server_ids[{}]")))
-        set_(self, "rack_ids", tuple(_plain_ids(tuple(self.rack_ids), "rack_ids[{}]")))
+        set_(self, "server_ids", tuple(_plain_ids(require_items(self.server_ids, "server_ids", "a list of server ids"),
+                                                  "server_ids[{}]")))
+        set_(self, "rack_ids", tuple(_plain_ids(require_items(self.rack_ids, "rack_ids", "a list of rack ids"),
+                                                "rack_ids[{}]")))
         _validate_topology(server_of, len(self.server_ids), rack_of, len(self.rack_ids))
         fac = {c: _frozen(a) for c, a in fac.items()}
         set_(self, "gpu_ids", _as_1d(ids, np.int64, "gpus[].id"))

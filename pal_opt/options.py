@@ -47,6 +47,10 @@ __all__ = [
     "check_finite",
     "file_path",
     "require_text",
+    "require_type",
+    "require_mapping",
+    "require_items",
+    "number_array",
     "SolveOptions",
     "validate_choice",
 ]
@@ -202,6 +206,98 @@ def require_text(text: Any, arg: str = "text") -> str:
     if not isinstance(text, str):
         raise InputTypeError(f"must be a str, got {type(text).__name__} {text!r:.60}", path=arg)
     return text
+
+
+def _given(value: Any) -> str:
+    """What an argument was, for a message: its type and its start."""
+    return f"{type(value).__name__} {value!r:.60}"
+
+
+def require_type(value: Any, cls: Any, arg: str, hint: str = "", *, what: str | None = None) -> Any:
+    """``value`` if it is an instance of ``cls`` (a class, an ABC such as ``Callable``, or a tuple of them), else an
+    :class:`~pal_opt.errors.InputTypeError` naming the argument ``arg`` and what was given (a
+    ``None`` or a wrong object failed deep inside, ``'NoneType' object has no attribute ...``);
+    ``hint`` says where such an object comes from; ``what`` replaces the class's name and the
+    hint (for a protocol, which names no class a user knows).
+
+    >>> require_type(None, int, "epoch", " (an epoch number)")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: epoch: must be an int (an epoch number), got NoneType None
+    """
+    if isinstance(value, cls):
+        return value
+    if what is None:
+        names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
+        what = f"{'an' if names[:1] in 'AEIOUaeiou' else 'a'} {names}{hint}"
+    raise InputTypeError(f"must be {what}, got {_given(value)}", path=arg)
+
+
+def require_mapping(value: Any, arg: str, what: str = "a mapping") -> Mapping[Any, Any]:
+    """``value`` if it is a :class:`~collections.abc.Mapping`, else an
+    :class:`~pal_opt.errors.InputTypeError` naming ``arg`` (``what``: the mapping it must be).
+
+    >>> require_mapping([], "apps", "a mapping of application names to applications")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: apps: must be a mapping of application names to applications, got list []
+    """
+    if not isinstance(value, Mapping):
+        raise InputTypeError(f"must be {what}, got {_given(value)}", path=arg)
+    return value
+
+
+def require_items(value: Any, arg: str, what: str = "a list", of: type | tuple[type, ...] | None = None) -> tuple[Any, ...]:
+    """``value`` as a tuple if it is an iterable of items (not a str, bytes or mapping; each an
+    instance of ``of`` if given), else an :class:`~pal_opt.errors.InputTypeError` naming ``arg``
+    (``what``: what it must be).  Iterators are consumed.
+
+    >>> require_items("aws:2x4", "cluster", "a list of GPU types")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: cluster: must be a list of GPU types, got str 'aws:2x4'
+    """
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise InputTypeError(f"must be {what}, got {_given(value)}", path=arg)
+    items = tuple(value)
+    if of is not None:
+        for i, item in enumerate(items):
+            if not isinstance(item, of):
+                raise InputTypeError(f"must be {what}, got {_given(item)} at index {i}", path=arg)
+    return items
+
+
+def number_array(value: Any, arg: str, kinds: str = "iuf", dtype: Any = None) -> Any:
+    """``value`` as a numpy array if it holds numbers (numpy dtype kinds ``kinds``: ``"iuf"``
+    integers and floats, ``"b"`` booleans), else an :class:`~pal_opt.errors.InputTypeError`
+    naming ``arg`` (``None`` or a string became a 0-d object or text array and failed deep inside).
+    With ``dtype``: ``numpy.asarray(value, dtype)`` (what converts is taken, as numpy takes it;
+    ``kinds`` is not read), the error if it does not convert or is a string or None.
+
+    >>> number_array([1, 2.5], "row").tolist()
+    [1.0, 2.5]
+    >>> number_array("x", "row")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: row: must be numbers (an array or a sequence), got str 'x'
+    """
+    import numpy as np
+
+    if dtype is not None:
+        try:
+            if value is not None and not isinstance(value, str | bytes):  # (None would be nan)
+                return np.asarray(value, dtype=dtype)
+        except (TypeError, ValueError):
+            pass
+        raise InputTypeError(f"must be numbers (an array or a sequence), got {_given(value)}", path=arg)
+    try:
+        array = None if isinstance(value, str | bytes) else np.asarray(value)
+    except ValueError:  # ragged
+        array = None
+    if array is None or array.dtype.kind not in kinds:
+        noun = "booleans" if kinds == "b" else "numbers"
+        raise InputTypeError(f"must be {noun} (an array or a sequence), got {_given(value)}", path=arg)
+    return array
 
 
 def check_seed(seed: Any) -> None:

@@ -24,7 +24,7 @@ from ..model import (
     require_gpu_ids,
     require_instance,
 )
-from ..options import check_count
+from ..options import check_count, number_array, require_items, require_mapping, require_type
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -46,6 +46,9 @@ def pace_factor(job: Job, values: np.ndarray) -> float:
     """The factor ``job`` runs at on GPUs whose factors are ``values`` (in the job's GPU order):
     the largest for a gang; for a pipeline job (:class:`~pal_opt.model.Pipeline`), whose GPUs are
     listed stage by stage, its slowest stage's (:meth:`~pal_opt.model.Pipeline.effective_factor`)."""
+    if not (isinstance(job, Job) and isinstance(values, np.ndarray)):  # the fast path checks two types
+        require_type(job, Job, "job", JOB_HINT)
+        values = number_array(values, "values")
     if job.pipeline is None:
         return float(values.max())
     return job.pipeline.effective_factor([float(values[a:b].max()) for a, b in job.pipeline.slices()])
@@ -55,6 +58,12 @@ def best_stage_order(job: Job, gpu_ids: Sequence[int], factors: np.ndarray, posi
     """``gpu_ids`` in the stage order that makes ``job`` fastest: the slowest stages get the
     fastest GPUs (for nested thresholds this is optimal).  ``factors`` are the job's class factors
     by GPU position; ties keep the given order.  A gang's list is returned as it is."""
+    require_type(job, Job, "job", JOB_HINT)
+    if not isinstance(gpu_ids, tuple | list | np.ndarray):
+        gpu_ids = require_items(gpu_ids, "gpu_ids", "a list of GPU ids")
+    if not isinstance(factors, np.ndarray):
+        factors = number_array(factors, "factors")
+    require_mapping(position, "position", "a mapping of GPU ids to positions (cluster.position)")
     pipe = job.pipeline
     if pipe is None:
         return tuple(gpu_ids)
@@ -91,6 +100,8 @@ def stages_mapped_best(instance: RoundInstance, factors: Mapping[str, np.ndarray
     {'q': (2, 0, 1)}
     """
     require_instance(instance)
+    _require_factors(factors)
+    require_mapping(placements, "placements", "a mapping of job ids to GPU ids")
     pos = instance.cluster.position
     jobs = instance.job_by_id
     return {jid: _mapped_best(jobs[jid], gids, np.asarray(factors[jobs[jid].perfclass]), pos)
@@ -113,6 +124,10 @@ def job_slowdown_pos(cluster: Cluster, factors: np.ndarray, job: Job, pos: np.nd
     """Slowdown of ``job`` on the GPUs at positions ``pos``, given its class's factor array:
     the slowest GPU's factor (a pipeline's: :func:`pace_factor`) times the job's locality penalty
     for the level the GPUs span."""
+    if not (isinstance(cluster, Cluster) and isinstance(factors, np.ndarray) and isinstance(pos, np.ndarray)):
+        require_type(cluster, Cluster, "cluster", " (instance.cluster)")
+        factors = number_array(factors, "factors")
+        pos = number_array(pos, "pos", "iu")
     level = cluster.span_level_pos(pos)
     return pace_factor(job, factors[pos]) * float(job.locality[level])
 
@@ -144,6 +159,10 @@ def job_slowdown(
                             f"{', '.join(map(repr, factors)) or 'no class'}", path="factors")
     column = _factor_column(instance, factors, job.perfclass)
     return job_slowdown_pos(instance.cluster, column, job, pos)
+
+
+#: Where a :class:`~pal_opt.model.Job` comes from, for the message about an argument that is not one.
+JOB_HINT = " (instance.job_by_id[job_id])"
 
 
 def _require_factors(factors: Any) -> None:

@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError, OptionError
+from ..options import check_count, check_finite, number_array, require_items, require_mapping, require_type
 from .goodput import JobKind, StepModel, optimize_goodput
-from .profiles import Application
+from .profiles import APP_WHAT, Application, ApplicationLike
 
 __all__ = [
     "FLOOR",
@@ -156,6 +157,16 @@ class ConfigSet:
         raise OptionError(f"configuration ({gpu_type}, {num_nodes} nodes, {num_gpus} GPUs) is not offered")
 
 
+#: Where a :class:`ConfigSet` comes from, for the message about an argument that is not one.
+CONFIGS_HINT = " (enumerate_configs)"
+
+
+def require_gpu_types(cluster: Any, arg: str = "cluster") -> tuple[GpuType, ...]:
+    """``cluster`` as a tuple of :class:`GpuType`; an :class:`~pal_opt.errors.InputTypeError`
+    naming ``arg`` otherwise (a string such as ``"aws:2x4"`` is :func:`~pal_opt.hetero.parse_cluster`'s)."""
+    return require_items(cluster, arg, "a list of GpuTypes (build_cluster(parse_cluster('aws:2x4'), apps))", of=GpuType)
+
+
 def config_menu(gpus_per_node: int, max_gpus: int = MAX_CONFIG_GPUS) -> tuple[tuple[int, int], ...]:
     """(nodes, GPUs) Sia offers on nodes of ``gpus_per_node`` GPUs, before the node limit.
 
@@ -165,8 +176,7 @@ def config_menu(gpus_per_node: int, max_gpus: int = MAX_CONFIG_GPUS) -> tuple[tu
     >>> config_menu(4)[:5], len(config_menu(4)), config_menu(8)[:6]
     (((1, 1), (1, 2), (1, 4), (2, 8), (3, 12)), 18, ((1, 1), (1, 2), (1, 4), (1, 8), (2, 16), (3, 24)))
     """
-    if gpus_per_node < 1:
-        raise OptionError(f"gpus_per_node must be ≥ 1, got {gpus_per_node}")
+    check_count(gpus_per_node, "gpus_per_node")
     single = []
     k = 1
     while k <= gpus_per_node:
@@ -185,6 +195,7 @@ def enumerate_configs(cluster: Sequence[GpuType] = PAPER_CLUSTER) -> ConfigSet:
     >>> len(cs), [(c.gpu_type, c.num_nodes, c.num_gpus) for c in cs.configs][5:9]
     (19, [('aws', 4, 16), ('aws', 5, 20), ('aws', 6, 24), ('dgx-ext', 1, 1)])
     """
+    cluster = require_gpu_types(cluster)
     names = [t.name for t in cluster]
     if len(set(names)) != len(names):
         raise OptionError(f"GPU type names must be unique, got {names}")
@@ -226,6 +237,7 @@ def max_replicas(
     >>> max_replicas(app, JobKind.ADAPTIVE, 8, {"aws": 4}, ["aws", "rtx"], share=False)
     {'aws': 8, 'rtx': 1}
     """
+    gpu_types = require_items(gpu_types, "gpu_types", "a list of GPU type names", of=str)
     if kind is not JobKind.ADAPTIVE:
         return {t: requested for t in gpu_types}
     caps = {
@@ -244,6 +256,8 @@ def max_replicas(
 
 def valid_configs(cs: ConfigSet, caps: Mapping[str, int], min_gpus: int = 1) -> np.ndarray:
     """Boolean mask: ``min_gpus ≤ GPUs ≤ caps[type]`` per configuration."""
+    require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
+    caps = require_mapping(caps, "caps", "a mapping of GPU type names to GPU counts")
     cap = np.array([caps[cs.types[i].name] for i in cs.type_index], dtype=np.int64)
     return (cs.num_gpus >= min_gpus) & (cs.num_gpus <= cap)
 
@@ -264,6 +278,7 @@ def scheduler_goodput_fn(
     type (the artifact's is learned online; :class:`~pal_opt.hetero.goodput.ProfileStepModel`
     gives the measured times).
     """
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
     prof = app.profile(gpu_type)
     top = requested_batch if requested_batch is not None else app.max_batch_size
     atomic = (prof.min_local_bsz, prof.max_local_bsz)
@@ -287,6 +302,7 @@ def scheduler_goodput_fn(
 def throughput_ratio(app: Application, to_type: str, from_type: str) -> float:
     """ρ(c, d) = X(c) / X(d): the fixed factor that projects goodput measured on ``from_type``
     (d) to ``to_type`` (c), X being the 1-GPU throughput of :meth:`TypeProfile.single_gpu_throughput`."""
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
     x_to = app.profile(to_type).single_gpu_throughput()
     x_from = app.profile(from_type).single_gpu_throughput()
     if x_to is None or x_from is None:
@@ -308,6 +324,8 @@ def throughput_table(
     InstanceError
         An application without a (1-GPU) profile on one of ``types``, naming the file it lacks.
     """
+    require_mapping(apps, "apps", "a mapping of application names to Applications (load_applications)")
+    types = require_items(types, "types", "a list of GPU type names", of=str)
     pairs = classes if classes is not None else {a: a for a in apps}
     out: dict[str, dict[str, float]] = {}
     for cname, app_name in pairs.items():
@@ -352,6 +370,9 @@ def raw_goodput_row(
     known
         bool per type: the type's entries are goodput values (own or projected).
     """
+    require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
+    valid = number_array(valid, "valid", "b")
+    require_mapping(goodput_fns, "goodput_fns", "a mapping of GPU type names to goodput functions (or None)")
     row = np.full(len(cs), FLOOR)
     known = np.zeros(len(cs.types), dtype=bool)
     source = next((t for t in cs.types if goodput_fns.get(t.name) is not None), None)
@@ -388,7 +409,11 @@ def normalise_row(
     >>> [round(float(v), 6) for v in g[[0, 1, 2, 3, 8, 9]]]   # dgx-ext (1 GPU) is unknown: 1
     [1.0, 1.8, 3.2, 0.0001, 1.0, 0.0001]
     """
-    out = np.asarray(row, dtype=dtype).copy()
+    require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
+    known = number_array(known, "known", "b")
+    out = number_array(row, "row", dtype=dtype).copy()
+    if out.shape != (len(cs),):
+        raise OptionError(f"row must have one entry per configuration ({len(cs)}), got shape {out.shape}")
     mins = [out[cs.of_type(i)][out[cs.of_type(i)] > FLOOR] for i in range(len(cs.types)) if known[i]]
     mins = [v.min() for v in mins if v.size]
     g_min = float(min(mins)) if mins else 1.0
@@ -405,6 +430,9 @@ def reallocation_factor(age: float, restarts: int, penalty: float) -> float:
     >>> reallocation_factor(20, 0, 30), reallocation_factor(570, 2, 30)
     (1, 0.85)
     """
+    check_finite(age, "age", -math.inf)
+    check_count(restarts, "restarts", 0)
+    check_finite(penalty, "penalty")
     if age < penalty:
         return 1
     return max(age - restarts * penalty, 0) / (age + penalty)
@@ -413,8 +441,11 @@ def reallocation_factor(age: float, restarts: int, penalty: float) -> float:
 def apply_reallocation(row: np.ndarray, factor: float, previous: int | None) -> np.ndarray:
     """Every entry but the previous configuration's multiplied by ``factor`` (B.5); unchanged
     when the job had no configuration."""
+    row = require_type(row, np.ndarray, "row", " (a goodput row)")
     if previous is None:
         return row
+    check_count(previous, "previous", 0)
+    check_finite(factor, "factor")
     out = row * row.dtype.type(factor)
     out[previous] = row[previous]
     return out
@@ -426,6 +457,7 @@ def fairness_costs(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_C
     >>> fairness_costs(np.array([1.0, 4.0, 1e-4]))
     array([  1. ,   0.5, 100. ])
     """
+    goodput = number_array(goodput, "goodput")
     if p == 0 or not math.isfinite(p):
         raise OptionError(f"the fairness power p must be finite and non-zero, got {p}")
     with np.errstate(divide="ignore"):  # a zero goodput's inf is clipped below, as intended

@@ -42,7 +42,8 @@ import numpy as np
 
 from ..errors import BackendError, InstanceError, OptionError
 from ..ilp.program import Program
-from .configs import GpuType
+from ..options import number_array
+from .configs import GpuType, require_gpu_types
 from .gpus import Layout
 from .policy import RoundStats, rigid_problem, rigid_throughputs
 from .simjob import SimJob
@@ -69,22 +70,25 @@ class GavelAllocation:
 
 def _inputs(throughput: Any, scale: Any, workers: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``T``, ``s`` and ``N`` as float arrays, checked."""
-    t = np.asarray(throughput, dtype=np.float64)
-    s = np.asarray(scale, dtype=np.float64)
-    n = np.asarray(workers, dtype=np.float64)
+    t = number_array(throughput, "throughput", dtype=np.float64)
+    s = number_array(scale, "scale", dtype=np.float64)
+    n = number_array(workers, "workers", dtype=np.float64)
     _check_inputs(t, s, n)
     return t, s, n
 
 
 def _check_inputs(throughput: np.ndarray, scale: np.ndarray, workers: np.ndarray) -> None:
+    if scale.ndim != 1 or workers.ndim != 1:
+        raise OptionError(f"scale and workers must be one number per job and per type, got shapes {scale.shape} and "
+                          f"{workers.shape}")
     if throughput.ndim != 2 or throughput.shape != (scale.size, workers.size):
-        raise ValueError(f"throughput must be jobs x types {(scale.size, workers.size)}, got {throughput.shape}")
+        raise OptionError(f"throughput must be jobs x types {(scale.size, workers.size)}, got {throughput.shape}")
     if not np.all(np.isfinite(throughput)) or np.any(throughput < 0):
-        raise ValueError("throughputs must be finite and >= 0")
+        raise OptionError("throughputs must be finite and >= 0")
     if np.any(scale < 1) or np.any(workers < 0):
-        raise ValueError("scale factors must be >= 1 and worker counts >= 0")
+        raise OptionError("scale factors must be >= 1 and worker counts >= 0")
     if np.any((throughput > 0).sum(axis=1) == 0):
-        raise ValueError(f"job(s) {np.flatnonzero((throughput > 0).sum(axis=1) == 0).tolist()} run on no type")
+        raise OptionError(f"job(s) {np.flatnonzero((throughput > 0).sum(axis=1) == 0).tolist()} run on no type")
 
 
 def gavel_program(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, workers: Sequence[int] | np.ndarray,
@@ -199,7 +203,7 @@ class GavelPolicy:
             raise OptionError(f"gavel: the round must be a positive number of seconds, got {round_seconds}")
         self.round_seconds = round_seconds
         self.next_decision = -math.inf
-        self.types = tuple(cluster)
+        self.types = require_gpu_types(cluster)
         self.layout = Layout(self.types)
         self.workers = np.array([t.total_gpus for t in self.types], dtype=np.int64)
         self.stats = RoundStats()

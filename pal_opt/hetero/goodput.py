@@ -36,8 +36,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..errors import InstanceError, OptionError
-from .profiles import Application, TypeProfile, ValidationCurves, canonical_placement
+from ..errors import InputTypeError, InstanceError, OptionError
+from ..options import check_count, check_finite, number_array, require_items, require_type
+from .profiles import (
+    APP_WHAT,
+    Application,
+    ApplicationLike,
+    TypeProfile,
+    ValidationCurves,
+    canonical_placement,
+)
 
 __all__ = [
     "EPS",
@@ -152,6 +160,8 @@ def even_placement(num_nodes: int, num_replicas: int) -> tuple[int, ...]:
     >>> even_placement(2, 8), even_placement(3, 7), even_placement(1, 4)
     ((4, 4), (3, 2, 2), (4,))
     """
+    check_count(num_nodes, "num_nodes")
+    check_count(num_replicas, "num_replicas")
     if not 1 <= num_nodes <= num_replicas:
         raise OptionError(f"need 1 ≤ num_nodes ≤ num_replicas, got {num_nodes} nodes for {num_replicas} GPUs")
     q, r = divmod(num_replicas, num_nodes)
@@ -178,7 +188,9 @@ def grad_stats(curves: ValidationCurves, batch_size: ArrayLike, epoch: int) -> t
     >>> grad_stats(c, 12, 0)
     (2.0, 6.0)
     """
-    b = np.asarray(batch_size, dtype=np.float64)
+    require_type(curves, ValidationCurves, "curves", " (app.validation)")
+    b = number_array(batch_size, "batch_size", dtype=np.float64)
+    check_count(epoch, "epoch", 0)
     bs = curves.batch_sizes
     if not 0 <= epoch < curves.epochs:
         raise OptionError(f"epoch {epoch} outside the validation curves (0..{curves.epochs - 1})")
@@ -205,8 +217,9 @@ def gain(batch_size: ArrayLike, init_batch_size: ArrayLike, grad_sqr: ArrayLike,
     >>> round(float(gain(128, 8, 1.0, 15.0)), 6)   # s = 16, noise scale 15: (15+1)/(15/16+1)
     8.258065
     """
-    scale = np.asarray(batch_size, dtype=np.float64) / np.asarray(init_batch_size, dtype=np.float64)
-    sqr, var = np.asarray(grad_sqr, dtype=np.float64), np.asarray(grad_var, dtype=np.float64)
+    scale = number_array(batch_size, "batch_size", dtype=np.float64) / number_array(
+        init_batch_size, "init_batch_size", dtype=np.float64)
+    sqr, var = number_array(grad_sqr, "grad_sqr", dtype=np.float64), number_array(grad_var, "grad_var", dtype=np.float64)
     denom = var / scale + sqr
     with np.errstate(invalid="ignore", divide="ignore"):
         g = np.where(denom > 0, (var + sqr) / denom, 1.0)
@@ -229,6 +242,8 @@ def efficiency(
 # -- epochs and progress -----------------------------------------------------------------------
 def epoch_progress(curves: ValidationCurves, epoch: int) -> float:
     """P(e): progress at the end of epoch e (1-based), the smallest over the validated sizes; P(0) = 0."""
+    require_type(curves, ValidationCurves, "curves", " (app.validation)")
+    check_count(epoch, "epoch", 0)
     if epoch == 0:
         return 0.0
     if not 1 <= epoch <= curves.epochs:
@@ -238,11 +253,14 @@ def epoch_progress(curves: ValidationCurves, epoch: int) -> float:
 
 def epoch_of(curves: ValidationCurves, progress: float) -> int:
     """The number of epochs some validated curve has completed at ``progress`` (artifact ``get_epoch``)."""
+    require_type(curves, ValidationCurves, "curves", " (app.validation)")
+    check_finite(progress, "progress")
     return int(max(np.searchsorted(row, progress, side="right") for row in curves.progress))
 
 
 def training_target(app: Application) -> TrainingTarget:
     """The job's end: ``max_epochs`` epochs, at progress P(max_epochs)."""
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
     e = app.max_epochs
     return TrainingTarget(epochs=e, progress=epoch_progress(app.validation, e))
 
@@ -290,6 +308,15 @@ def geomspace(start: np.ndarray, stop: np.ndarray, num: int) -> np.ndarray:
     out[0] = start
     out[-1] = stop
     return out
+
+
+def _pair(value: Any, arg: str, what: str) -> tuple[Any, Any]:
+    """``value`` as its two items; an :class:`~pal_opt.errors.InputTypeError` naming ``arg`` if it is
+    not a pair ``what``."""
+    items = require_items(value, arg, f"a pair {what}")
+    if len(items) != 2:
+        raise InputTypeError(f"must be a pair {what}, got {len(items)} items", path=arg)
+    return items[0], items[1]
 
 
 def optimize_goodput(
@@ -342,13 +369,14 @@ def optimize_goodput(
     goodput, atomic_bsz, accum_steps
         Arrays of the configurations' broadcast shape (goodput in samples/s × efficiency).
     """
-    b_lo, b_hi = atomic_range
-    sqr, var = grad
+    require_type(step_model, Callable, "step_model", " (a StepModel: ProfileStepModel or PerfParams)")
+    b_lo, b_hi = _pair(atomic_range, "atomic_range", "(b_min, b_max)")
+    sqr, var = _pair(grad, "grad", "(grad_sqr, grad_var)")
+    named = {"num_nodes": num_nodes, "num_replicas": num_replicas, "init_batch_size": init_batch_size,
+             "max_batch_size": max_batch_size, "atomic_range[0]": b_lo, "atomic_range[1]": b_hi, "grad[0]": sqr,
+             "grad[1]": var}
     m, n, b0, top, lo, hi, g_sqr, g_var, tune = np.broadcast_arrays(
-        np.asarray(num_nodes, dtype=np.float64), np.asarray(num_replicas, dtype=np.float64),
-        *(np.asarray(v, dtype=np.float64) for v in (init_batch_size, max_batch_size, b_lo, b_hi, sqr, var)),
-        np.asarray(tune_batch, dtype=bool),
-    )
+        *(number_array(v, k, dtype=np.float64) for k, v in named.items()), np.asarray(tune_batch, dtype=bool))
     shape = m.shape
     m, n, b0, top, lo, hi, g_sqr, g_var, tune = (v.ravel() for v in (m, n, b0, top, lo, hi, g_sqr, g_var, tune))
     start = np.where(tune, np.maximum(b0, lo * n), top)
@@ -390,6 +418,8 @@ def initial_batch(
     B = ``batch_size`` if given (strong-scaling, rigid) else max(B0, b_min·n); local =
     ceil(B/n); A = ceil(local / b_hi(p)) - 1, at least 1 when n = 1 and B > B0; b = ceil(local/(A+1)).
     """
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
     p = canonical_placement(placement)
     n = sum(p)
     b_hi = _batch_limit(app, profile, p)
@@ -406,6 +436,10 @@ def clamp_batch(
 ) -> BatchChoice:
     """The memory clamps of A.5: b ≤ the largest batch profiled with n GPUs (if any), then
     b ≤ ⌊Bmax / (n·(A+1))⌋."""
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
+    check_count(num_replicas, "num_replicas")
+    require_type(choice, BatchChoice, "choice")
     b = choice.atomic_bsz
     limit = profile.replica_limit(num_replicas)
     if limit is not None:
@@ -430,6 +464,7 @@ def choose_batch(
     to Bmax with atomic range [b_min, b_hi(p)]; otherwise the initial rule is used (with the
     requested batch for kinds that do not tune it).  The clamps of :func:`clamp_batch` follow.
     """
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
     profile = app.profile(gpu_type)
     p = canonical_placement(placement)
     n = sum(p)
@@ -464,6 +499,8 @@ def progress_rate(
     InstanceError
         The profile has no step time for this placement and batch.
     """
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(choice, BatchChoice, "choice")
     p = canonical_placement(placement)
     n = sum(p)
     big = choice.global_batch(n)

@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InstanceError, OptionError
-from .configs import GpuType
+from ..options import require_items, require_mapping, require_type
+from .configs import GpuType, require_gpu_types
 
 __all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "unused_variability", "draw_variability",
            "placement_floor"]
@@ -70,6 +71,7 @@ class Layout:
     first: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "types", require_gpu_types(self.types, "types"))
         t = [i for i, gt in enumerate(self.types) for _ in range(gt.total_gpus)]
         n = [k for gt in self.types for k in range(gt.nodes) for _ in range(gt.gpus_per_node)]
         starts = np.cumsum([0] + [gt.total_gpus for gt in self.types])[:-1]
@@ -194,7 +196,8 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
     InstanceError
         A file that does not exist.
     """
-    names = [t.name for t in types]
+    names = [t.name for t in require_gpu_types(types, "types")]
+    items = require_items(items, "items", "a list of TYPE:CLASS=FILE strings", of=str)
     classes = sorted(set(APP_CLASS.values())) + sorted(APP_CLASS)
     out: dict[tuple[str, str], str] = {}
     for item in items:
@@ -234,6 +237,8 @@ def draw_variability(layout: Layout, files: Mapping[tuple[str, str], str], seed:
     from ..io.measurements import sample_factors
     from ..seeds import make_rng
 
+    require_type(layout, Layout, "layout", " (Layout(cluster))")
+    require_mapping(files, "files", "a mapping of (type, class) to files (parse_variability)")
     if not files:
         return Variability()
     classes = sorted({c for _, c in files})

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..ilp.program import Program
+from ..options import check_finite, require_type
 from .levelprogram import LevelRound, adaptive_columns, rigid_columns
 from .round import solve_program
 from .roundprogram import OBJECTIVE_SCALE
@@ -221,6 +222,7 @@ def _placement_vars(jr: JointRound, cols: list[tuple[int, int, int, float, bool]
 
 def build_joint_program(jr: JointRound) -> JointProgram:
     """The sparse MILP of the module docstring."""
+    require_type(jr, JointRound, "jr", " (a JointRound)")
     r, cells = jr.level, jr.cells
     cols, info = _column_table(jr)
     nx = len(cols)
@@ -312,6 +314,9 @@ def solve_joint(prog: JointProgram, backend: str | None, time_limit: float | Non
 
     (values or None, status of the solve that chose the configurations, backend.)  The tie-break
     is least for the chosen configurations, not over every optimal choice."""
+    require_type(prog, JointProgram, "prog", " (build_joint_program)")
+    if time_limit is not None:
+        check_finite(time_limit, "time_limit", strict=True)
     agg, status, name = solve_program(prog.aggregate, backend, time_limit)
     if agg is None:
         return None, status, name

@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..ilp.program import Program
+from ..options import require_type
 from .configs import ConfigSet, fairness_costs
 from .roundprogram import LAMBDA_N, OBJECTIVE_SCALE, type_gpus
 
@@ -151,6 +152,7 @@ def rigid_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
 
 def build_level_program(r: LevelRound) -> LevelProgram:
     """The sparse MILP of the module docstring."""
+    require_type(r, LevelRound, "r", " (a LevelRound)")
     cs = r.configs
     nt = len(cs.types)
     na, nr = r.num_jobs, len(r.rigid_gpus)

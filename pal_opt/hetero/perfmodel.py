@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import OptionError
+from ..options import number_array
 
 __all__ = [
     "PerfParams",
@@ -169,10 +170,9 @@ def fit_perf_params(
     """
     from scipy.optimize import Bounds, minimize
 
-    m, n, b, acc, step = (
-        np.asarray(v, dtype=np.float64).ravel()
-        for v in (num_nodes, num_replicas, atomic_bsz, accum_time, step_time)
-    )
+    named = {"num_nodes": num_nodes, "num_replicas": num_replicas, "atomic_bsz": atomic_bsz, "accum_time": accum_time,
+             "step_time": step_time}
+    m, n, b, acc, step = (number_array(v, k, dtype=np.float64).ravel() for k, v in named.items())
     if not (m.size == n.size == b.size == acc.size == step.size) or m.size == 0:
         raise OptionError("fit_perf_params needs equally long, non-empty observation arrays")
     if np.any(acc <= 0) or np.any(step <= 0) or not np.all(np.isfinite(acc) & np.isfinite(step)):

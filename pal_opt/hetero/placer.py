@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import OptionError
+from ..options import check_count, require_items
 
 __all__ = ["place_type", "placement_shape", "fit_shape"]
 
@@ -90,10 +91,10 @@ def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int],
     >>> place_type(2, 4, [4, 2], free=[3, 4])  # node 0 has a GPU out of service
     [[1, 1, 1, 1], [0, 0]]
     """
-    if num_nodes < 1 or gpus_per_node < 1:
-        raise OptionError(f"a GPU type needs at least one node and one GPU, got {num_nodes}x{gpus_per_node}")
-    if any(d < 0 for d in demands):
-        raise OptionError(f"demands must not be negative, got {list(demands)}")
+    check_count(num_nodes, "num_nodes")
+    check_count(gpus_per_node, "gpus_per_node")
+    demands = [check_count(d, f"demands[{i}]", 0) for i, d in enumerate(
+        require_items(demands, "demands", "a list of GPU counts"))]
     free = [gpus_per_node] * num_nodes if free is None else [int(f) for f in free]
     if len(free) != num_nodes or any(not 0 <= f <= gpus_per_node for f in free):
         raise OptionError(f"free must give 0..{gpus_per_node} GPUs for each of {num_nodes} nodes, got {free}")
@@ -117,6 +118,7 @@ def placement_shape(node_ids: Sequence[int]) -> tuple[int, ...]:
     >>> placement_shape([3, 3, 0, 0, 0]), placement_shape([])
     ((2, 3), ())
     """
+    node_ids = require_items(node_ids, "node_ids", "a list of node ids")
     shape: list[int] = []
     for i, node in enumerate(node_ids):
         if i == 0 or node != node_ids[i - 1]:
@@ -133,6 +135,8 @@ def fit_shape(shape: tuple[int, ...], max_nodes: int) -> tuple[int, ...]:
     >>> fit_shape((1, 1, 1, 1, 1), 2), fit_shape((4, 4), 2)
     ((3, 2), (4, 4))
     """
+    shape = require_items(shape, "shape", "a tuple of GPUs per node")
+    check_count(max_nodes, "max_nodes")
     if len(shape) <= max_nodes:
         return shape
     total = sum(shape)

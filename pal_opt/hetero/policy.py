@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, counted
+from ..options import require_items, require_type
 from .configs import (
+    CONFIGS_HINT,
     FLOOR,
     ConfigSet,
     GpuType,
@@ -183,6 +185,8 @@ def goodput_rows(cs: ConfigSet, requests: Sequence[RowRequest], *, project: bool
     """Normalised goodput rows (float32, one per request; B.2-B.4), every configuration of every
     job scored in one vectorised :func:`~pal_opt.hetero.goodput.optimize_goodput` call (the
     scheduler's candidate batches end at the requested batch; strong-scaling jobs use it only)."""
+    require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
+    requests = require_items(requests, "requests", "a list of RowRequests", of=RowRequest)
     per_job = [_row_columns(cs, r, project, share) for r in requests]
     owner = [j for j, (cols, _) in enumerate(per_job) for _ in cols]
     flat = [c for cols, _ in per_job for c in cols]

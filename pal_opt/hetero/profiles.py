@@ -47,14 +47,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..errors import InputTypeError, InstanceError, OptionError
-from ..options import file_path
+from ..options import file_path, require_mapping, require_type
 from .tables import MAX_EXACT_INT, Table, read_table
 
 __all__ = [
@@ -137,6 +137,21 @@ DEFAULT_SETTINGS = AppSettings()
 MAX_LOCAL_BSZ_OVERRIDES: Mapping[tuple[str, str], int] = {("deepspeech2", "rtx"): 57}
 
 
+#: What an argument that must be an :class:`Application` is, for the message about one that is not.
+APP_WHAT = "an Application (pal_opt.hetero.load_application)"
+
+
+@runtime_checkable
+class ApplicationLike(Protocol):
+    """What the model's functions check an ``app`` argument for: an :class:`Application`, or a
+    stand-in with its name and per-type profiles (tests build such stand-ins); ``None`` or a
+    string is neither."""
+
+    name: str
+
+    def profile(self, gpu_type: str) -> Any: ...
+
+
 def canonical_placement(placement: Iterable[int]) -> tuple[int, ...]:
     """The placement with empty nodes dropped, rotated to its lexicographically smallest form.
 
@@ -147,7 +162,13 @@ def canonical_placement(placement: Iterable[int]) -> tuple[int, ...]:
     >>> canonical_placement([4, 2, 3])
     (2, 3, 4)
     """
-    p = tuple(int(k) for k in placement if int(k) != 0)
+    try:
+        if isinstance(placement, str | bytes):
+            raise TypeError
+        p = tuple(int(k) for k in placement if int(k) != 0)
+    except (TypeError, ValueError):
+        raise InputTypeError(f"must be GPU counts per node (a list of integers), got {type(placement).__name__} "
+                             f"{placement!r:.60}", path="placement") from None
     if not p:
         return p
     return min(p[i:] + p[:i] for i in range(len(p)))
@@ -528,6 +549,9 @@ class Application:
     settings: AppSettings = DEFAULT_SETTINGS
 
     def __post_init__(self) -> None:
+        require_type(self.validation, ValidationCurves, "validation", " (ValidationCurves.from_dir)")
+        for t, prof in require_mapping(self.types, "types", "a mapping of GPU type names to TypeProfiles").items():
+            require_type(prof, TypeProfile, f"types[{t!r}]")
         epochs = self.settings.max_epochs
         if epochs is not None and not 1 <= epochs <= self.validation.epochs:
             raise InstanceError(

@@ -31,7 +31,8 @@ import scipy.sparse as sp
 
 from ..errors import OptionError
 from ..ilp.program import Program
-from .configs import FLOOR, ConfigSet, GpuType, enumerate_configs, fairness_costs
+from ..options import number_array, require_type
+from .configs import CONFIGS_HINT, FLOOR, ConfigSet, GpuType, enumerate_configs, fairness_costs
 
 __all__ = [
     "OBJECTIVE_SCALE",
@@ -95,7 +96,11 @@ class RoundInput:
         return type_gpus(self.configs, self.capacity)
 
     def __post_init__(self) -> None:
-        na, k = np.shape(self.adaptive_costs)
+        require_type(self.configs, ConfigSet, "configs", CONFIGS_HINT)
+        costs = number_array(self.adaptive_costs, "adaptive_costs")
+        if costs.ndim != 2:
+            raise OptionError(f"adaptive_costs must be a jobs x configurations array, got shape {costs.shape}")
+        na, k = costs.shape
         ntypes = len(self.configs.types)
         nr = len(self.rigid_gpus)
         if k != len(self.configs):
@@ -261,6 +266,7 @@ def build_round_program(inp: RoundInput, *, scale: int = OBJECTIVE_SCALE, prune:
     OptionError
         A pinned configuration that needs more GPUs than its type has.
     """
+    require_type(inp, RoundInput, "inp", " (a RoundInput)")
     cs = inp.configs
     cols = _candidate_columns(inp, scale, prune)
     n = cols["job"].size

@@ -29,11 +29,12 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from ..errors import BackendError, OptionError
+from ..options import require_items, require_type
 from .gpus import Layout, Variability
 from .simjob import SimJob
 from .typeblind import gang_state
@@ -65,6 +66,16 @@ def apply_allocations(
         job.allocation = new
 
 
+@runtime_checkable
+class AllocatingPolicy(Protocol):
+    """What :func:`round_step` asks of a policy (:func:`~pal_opt.hetero.simulate.make_policy`'s):
+    ``allocate(active jobs, now)`` -> {job index: GPU positions}, and ``unplaceable``."""
+
+    unplaceable: Mapping[int, str]
+
+    def allocate(self, active: Sequence[SimJob], now: float) -> Mapping[int, Sequence[int]]: ...
+
+
 def round_step(policy: Any, layout: Layout, variability: Variability, active: Sequence[SimJob], now: float,
                out_of_service: np.ndarray | None = None) -> dict[int, str]:
     """Steps 1-3 of the module docstring for the active jobs at ``now``; returns {job index: why
@@ -77,6 +88,8 @@ def round_step(policy: Any, layout: Layout, variability: Variability, active: Se
     BackendError
         The policy allocated a GPU out of service.
     """
+    require_type(policy, AllocatingPolicy, "policy", " (make_policy(cluster, cfg))")
+    active = require_items(active, "active", "a list of SimJobs")
     oos = None if out_of_service is None or not np.any(out_of_service) else np.asarray(out_of_service, dtype=bool)
     if hasattr(policy, "out_of_service"):
         policy.out_of_service = oos

@@ -39,6 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InstanceError
+from ..options import require_items
 from .goodput import BatchChoice, JobKind, choose_batch, epoch_progress, gain, grad_stats
 from .perfmodel import PerfParams, fit_perf_params
 from .profiles import Application, TypeProfile
@@ -134,7 +135,7 @@ class SimJob:
         self.index = index
         self.spec = spec
         self.app = app
-        self.type_names = tuple(type_names)
+        self.type_names = require_items(type_names, "type_names", "a list of GPU type names", of=str)
         self.progress = 0.0
         self.epoch = 0
         self.type_index: int | None = None

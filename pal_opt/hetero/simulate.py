@@ -50,11 +50,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
+from ..options import require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, with_aliases
-from .configs import GpuType
+from .configs import GpuType, require_gpu_types
 from .failures import TypedFailures
 from .gavel import GAVEL_ROUND
 from .goodput import JobKind
@@ -254,6 +255,7 @@ def summarise(result: SiaResult) -> dict[str, Any]:
     """avg/p50/p99/max JCT, makespan, utilisation, restarts and per-application figures (the
     module docstring), under the shared names of :mod:`pal_opt.simulate.fields`, then the
     deprecated aliases."""
+    require_type(result, SiaResult, "result", " (simulate_sia)")
     jcts = np.array([r.jct for r in result.jobs if r.jct is not None], dtype=np.float64)
     done = [r for r in result.jobs if r.jct is not None]
     total_gpus = sum(t.total_gpus for t in result.cluster)
@@ -341,6 +343,11 @@ def build_cluster(
     InstanceError
         A type some application has no profile for (:func:`check_cluster`).
     """
+    require_mapping(apps, "apps", "a mapping of application names to Applications (load_applications)")
+    spec = require_items(spec, "spec", "a list of (type, nodes, GPUs per node) (parse_cluster)")
+    if any(not isinstance(s, tuple | list) or len(s) != 3 for s in spec):
+        raise InputTypeError(f"must be a list of (type, nodes, GPUs per node) (parse_cluster), got {spec!r:.60}",
+                             path="spec")
     types = [GpuType(name, nodes, gpus) for name, nodes, gpus in spec]
     check_cluster(types, apps, source)
     out = []
@@ -390,6 +397,7 @@ def make_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | 
     now)`` -> {job index: GPU positions}, ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`),
     ``unplaceable_reason(job)`` -> why the job can never run on the cluster (None: it may), and
     ``unplaceable`` ({job index: reason}: jobs it found unplaceable while allocating, given no GPUs)."""
+    require_type(cfg, SimConfig, "cfg", " (pal_opt.hetero.SimConfig)")
     return HETERO_POLICIES.get_item(cfg.method).builder()(cluster, cfg, on_round)
 
 
@@ -426,7 +434,8 @@ def simulate_sia(
         An application or a type without profiles, a batch outside the validated range, or a
         guaranteed job.
     """
-    cfg = config or SimConfig()
+    cfg = require_type(config or SimConfig(), SimConfig, "config", " (pal_opt.hetero.SimConfig)")
+    cluster = require_gpu_types(cluster)
     check_workload(workload, apps)
     check_cluster(cluster, {a: apps[a] for a in workload.applications()})
     with one_blas_thread():

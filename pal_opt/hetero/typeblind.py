@@ -35,10 +35,11 @@ import numpy as np
 
 from ..errors import OptionError, counted
 from ..model import Cluster, Job, RoundInstance, RoundParams
-from .configs import GpuType, throughput_ratio
+from ..options import number_array, require_items, require_type
+from .configs import GpuType, require_gpu_types, throughput_ratio
 from .gpus import Layout, Variability
 from .placer import fit_shape
-from .profiles import Application
+from .profiles import APP_WHAT, Application, ApplicationLike
 from .simjob import SimJob, shape_runs
 
 __all__ = [
@@ -70,6 +71,10 @@ def core_cluster(
 def effective_type(app: Application, types: Sequence[GpuType], touched: Sequence[int]) -> int:
     """The type a gang on ``touched`` types runs as: the slowest for ``app`` (least 1-GPU
     throughput in its profiles, :func:`pal_opt.hetero.configs.throughput_ratio`); ties: the first."""
+    types = require_gpu_types(types, "types")
+    touched = require_items(touched, "touched", "a list of type indices")
+    if not touched:
+        raise OptionError("touched: no type given")
     first = touched[0]
     speed = [throughput_ratio(app, types[t].name, types[first].name) for t in touched]
     return touched[int(np.argmin(speed))]
@@ -125,7 +130,10 @@ def gang_state(layout: Layout, app: Application, gpus: Sequence[int]) -> tuple[i
         The type the gang runs as cannot hold it (a policy must not hand out such GPUs;
         :func:`gang_problem`).
     """
-    if not gpus:
+    require_type(layout, Layout, "layout", " (Layout(cluster))")
+    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    gpus = number_array(gpus, "gpus", "iu") if isinstance(gpus, np.ndarray) else require_items(gpus, "gpus", "a list of GPU positions")
+    if not len(gpus):
         return None, ()
     t, shape = gang_type_shape(layout, app, gpus)
     if shape is None:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..errors import InstanceError, OptionError
 from ..io.csvfile import unused_column_note
+from ..options import require_mapping, require_type
 from .goodput import JobKind
 from .profiles import Application
 from .tables import Table, read_table
@@ -251,6 +252,8 @@ def check_workload(workload: Workload, applications: Mapping[str, Application]) 
     InstanceError
         Naming the workload file, the job's row and the column.
     """
+    require_type(workload, Workload, "workload", " (read_workload)")
+    require_mapping(applications, "applications", "a mapping of application names to Applications (load_applications)")
     check_modelled(workload)
     for job in workload:
         where = f"row {job.row}, column "

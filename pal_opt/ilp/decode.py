@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from ..errors import BackendError, InputTypeError, InstanceError
 from ..model import JobId, Level, keeps_placement
+from ..options import number_array
 from .formulation import KIND_DROP, KIND_FLOW, KIND_KEEP, KIND_X, KIND_Y, KIND_Z, Formulation
 
 __all__ = ["decode", "encode", "INTEGRALITY_TOL"]
@@ -98,7 +99,7 @@ def decode(form: Formulation, values: np.ndarray) -> dict[JobId, tuple[int, ...]
     _require_form(form)
     inst = form.instance
     cl = inst.cluster
-    vals = _rounded(form, values)
+    vals = _rounded(form, number_array(values, "values", "iufb"))
     kind = form.var_kind
     used = np.zeros(cl.num_gpus, dtype=bool)
     out: dict[JobId, tuple[int, ...]] = {}

@@ -18,6 +18,7 @@ Times are milliseconds per sample, sizes bytes.  ``activation_size`` may be a li
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -25,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ..errors import InstanceError
 from ..io.textfile import NUL, binary_text
-from ..options import file_path, require_text
+from ..options import file_path, require_items, require_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
 
@@ -132,8 +133,8 @@ class Profile:
     def __init__(self, layers: Sequence[Layer], edges: Sequence[tuple[int, int]], source: str = "<memory>",
                  edge_lines: Sequence[int] = ()):
         init = object.__setattr__
-        init(self, "layers", tuple(layers))
-        init(self, "edges", tuple(edges))
+        init(self, "layers", require_items(layers, "layers", "a list of Layers", of=Layer))
+        init(self, "edges", _edges(edges, len(self.layers)))
         init(self, "source", source)
         init(self, "edge_lines", tuple(edge_lines))
         init(self, "successors", _adjacency(len(self.layers), self.edges, forward=True))
@@ -215,6 +216,17 @@ class Profile:
             source=self.source,
             edge_lines=tuple(self.edge_lines[e] for e, _, _ in kept_edges) if self.edge_lines else (),
         )
+
+
+def _edges(edges: Any, n: int) -> tuple[tuple[int, int], ...]:
+    """``edges`` checked: pairs of positions of the ``n`` layers (an :class:`InputTypeError` or
+    :class:`InstanceError` naming ``edges``, not an ``IndexError`` deep inside)."""
+    pairs = require_items(edges, "edges", "a list of (from, to) layer positions")
+    for k, e in enumerate(pairs):
+        ok = isinstance(e, tuple | list) and len(e) == 2 and all(isinstance(x, numbers.Integral) and 0 <= int(x) < n for x in e)
+        if not ok:
+            raise InstanceError(f"must be a pair of layer positions 0..{n - 1}, got {e!r:.60}", path=f"edges[{k}]")
+    return tuple((int(u), int(v)) for u, v in pairs)
 
 
 def _adjacency(n: int, edges: Iterable[tuple[int, int]], *, forward: bool) -> tuple[tuple[int, ...], ...]:

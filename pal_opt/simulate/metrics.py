@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError
+from ..options import file_path, require_mapping, require_type
 from ..result import finite_or_none
 from .records import SimulationResult
-from .summary import summarize
+from .summary import SIM_HINT, summarize
 
 __all__ = [
     "JOB_COLUMNS",
@@ -76,6 +77,7 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
 
     ``rounds`` is stored column-wise (one list per field) to keep the file small.
     """
+    require_type(result, SimulationResult, "result", SIM_HINT)
     summary = result.summary
     rounds = result.rounds
     cols = {
@@ -111,6 +113,7 @@ def jobs_table(result: SimulationResult) -> Any:
     """Per-job results as a pandas DataFrame with :data:`JOB_COLUMNS`."""
     import pandas as pd
 
+    require_type(result, SimulationResult, "result", SIM_HINT)
     return pd.DataFrame([j.to_row() for j in result.jobs], columns=list(JOB_COLUMNS))
 
 
@@ -121,6 +124,8 @@ def jobs_csv_text(result: SimulationResult | Mapping[str, SimulationResult]) -> 
     ``policy`` column first.
     """
     runs = result if isinstance(result, Mapping) else {None: result}
+    for policy, res in runs.items():
+        require_type(res, SimulationResult, "result" if policy is None else f"result[{policy!r}]", SIM_HINT)
     several = isinstance(result, Mapping)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -327,9 +332,19 @@ def _draw_ratio(ax: Any, results: Mapping[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
+def _require_results(results: Any, path: Any = "") -> None:
+    """An :class:`~pal_opt.errors.InputTypeError` naming the argument unless ``results`` maps labels
+    to results (or their dicts) and ``path`` is a file path."""
+    file_path(path)
+    require_mapping(results, "results", "a mapping of labels to SimulationResults (or their dicts)")
+    for label, res in results.items():
+        require_type(res, (SimulationResult, Mapping), f"results[{label!r}]", f" or its dict{SIM_HINT}")
+
+
 def _panels(results: Mapping[str, Any], *panels: Callable[[Any, Mapping[str, Any]], None]
             ) -> tuple[Callable[[Any, Mapping[str, Any]], None], ...]:
     """``panels``, and the per-job comparison (:func:`_draw_ratio`) when there are several policies."""
+    _require_results(results)
     return (*panels, _draw_ratio) if len(results) > 1 else panels
 
 
@@ -340,6 +355,7 @@ def _figure_bytes(
     *panels: Callable[[Any, Mapping[str, Any]], None],
 ) -> bytes:
     """Draw ``panels`` side by side, one axes each: the figure in ``path``'s format (its suffix)."""
+    _require_results(results, path)
     plt = agg_pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=figsize, squeeze=False)
     try:

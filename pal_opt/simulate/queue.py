@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..errors import OptionError
+from ..options import require_items
 
 __all__ = ["QueueEntry", "QUEUE_POLICIES", "get_queue_policy", "order_queue"]
 
@@ -85,4 +86,4 @@ def order_queue(entries: Sequence[QueueEntry], policy: str = "fifo") -> list[int
     ([2, 0, 1], [1, 2, 0], [2, 0, 1])
     """
     key = get_queue_policy(policy)
-    return [e.index for e in sorted(entries, key=key)]
+    return [e.index for e in sorted(require_items(entries, "entries", "a list of QueueEntry", of=QueueEntry), key=key)]

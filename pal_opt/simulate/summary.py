@@ -45,10 +45,16 @@ from typing import Any
 
 import numpy as np
 
+from ..options import require_type
 from .fields import CLASS_ALIASES, PAL_ALIASES, with_aliases
 from .records import JobRecord, SimulationResult
 
 __all__ = ["summarize"]
+
+
+#: Where a :class:`~pal_opt.simulate.records.SimulationResult` comes from, for the message about an
+#: argument that is not one.
+SIM_HINT = " (pal_opt.simulate.simulate)"
 
 
 def _pct(values: np.ndarray, q: float) -> float | None:
@@ -95,6 +101,7 @@ def _pipeline_figures(result: SimulationResult) -> dict[str, Any]:
 def summarize(result: SimulationResult) -> dict[str, Any]:
     """The headline figures of ``result`` (see the module docstring for definitions), under the
     shared names of :mod:`.fields`, then the deprecated aliases."""
+    require_type(result, SimulationResult, "result", SIM_HINT)
     jobs = result.jobs
     jct = np.array([j.jct for j in jobs if j.jct is not None], dtype=np.float64)
     qd = np.array([j.queueing_delay for j in jobs if j.queueing_delay is not None], dtype=np.float64)

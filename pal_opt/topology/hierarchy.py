@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..model import PAL_CLASSES, Cluster, GpuState, RoundArguments, RoundInstance, RoundParams
-from ..options import check_cluster_size, check_count
+from ..options import check_cluster_size, check_count, require_items, require_type
 from ..seeds import SeedLike
 
 __all__ = [
@@ -130,6 +130,9 @@ class Topology:
     devices: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        require_items(self.levels, "levels", "a list of TopologyLevels", of=TopologyLevel)
+        for name in ("gpu_ids", "gpu_host", "state"):
+            require_type(getattr(self, name), np.ndarray, name, " (one entry per GPU)")
         for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values(),
                   *(() if self.devices is None else (self.devices,))):
             a.setflags(write=False)

@@ -103,7 +103,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError, counted
 from ..model import RoundInstance
-from ..options import check_cluster_size
+from ..options import check_cluster_size, file_path
 from ..result import PlacementResult
 from .gres import gres_conf_gpus, node_devices, node_types, resolve_gpus, slurm_conf_gpus
 from .hierarchy import Hierarchy, Topology, TopologyLevel
@@ -408,7 +408,7 @@ def load_slurm(
                           "(--slurm-conf) or a gres.conf (--gres-conf)")
     if gpus_per_node is not None and (isinstance(gpus_per_node, bool) or gpus_per_node < 1):
         raise OptionError(f"gpus per node must be a positive integer, got {gpus_per_node!r}")
-    src = os.fspath(topology)
+    src = file_path(topology, "topology")
     hier = _hierarchy(read_config(topology, what="topology.conf"), src)
     conf = slurm_conf_gpus(read_config(slurm_conf, what="slurm.conf")) if slurm_conf is not None else None
     gres = gres_conf_gpus(read_config(gres_conf, what="gres.conf")) if gres_conf is not None else None
