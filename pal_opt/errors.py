@@ -8,12 +8,15 @@ line and exit with status 2.
 from __future__ import annotations
 
 import copy
+import errno
+import os
 
 __all__ = [
     "PalOptError",
     "InstanceError",
     "TableError",
     "InputTypeError",
+    "MissingFileError",
     "OptionError",
     "NoRoundYet",
     "BackendUnavailableError",
@@ -145,6 +148,49 @@ class InputTypeError(InstanceError, TypeError):
     >>> str(err), isinstance(err, TypeError), isinstance(err, PalOptError)
     ('path: must be a file path (a str or os.PathLike), got NoneType', True, True)
     """
+
+
+class MissingFileError(InstanceError, FileNotFoundError):
+    """A file to read that does not exist (or a symbolic link that leads nowhere), naming it in
+    ``source`` (and in ``filename``, as a ``FileNotFoundError`` does).
+
+    An :class:`InstanceError` like any bad input (the CLI prints it in one line and exits with
+    status 2), and a :class:`FileNotFoundError` as well (``errno`` ``ENOENT``), so that code which
+    caught the ``FileNotFoundError`` a reader raised before keeps working.
+
+    Examples
+    --------
+    >>> err = MissingFileError.of("runs/a.json")
+    >>> str(err), err.filename, isinstance(err, FileNotFoundError), isinstance(err, PalOptError)
+    ('runs/a.json: no such file', 'runs/a.json', True, True)
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, path: str | None = None):
+        super().__init__(message, source=source, path=path)
+        self.errno, self.strerror, self.filename = errno.ENOENT, os.strerror(errno.ENOENT), source
+
+    @staticmethod
+    def reading(exc: OSError, message: str, *, source: str | None = None, path: str | None = None) -> InstanceError:
+        """The error for an ``OSError`` that reading ``source`` raised: a :class:`MissingFileError`
+        if it was a ``FileNotFoundError`` (or is one already), else an :class:`InstanceError`;
+        ``message`` is what could not be done, followed by the system's reason."""
+        cls = MissingFileError if isinstance(exc, FileNotFoundError) else InstanceError
+        return cls(f"{message}: {exc.strerror or exc}", source=source, path=path)
+
+    @classmethod
+    def of(cls, file: str | os.PathLike[str], what: str = "file") -> MissingFileError:
+        """The error for ``file``, which does not exist: ``no such <what>``, or a link that leads nowhere."""
+        name = os.fspath(file)
+        why = f"a symbolic link that leads nowhere (expected {'an' if what[:1] in 'aeiou' else 'a'} {what})" \
+            if os.path.islink(name) else f"no such {what}"
+        return cls(why, source=str(name))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_missing_file, (self.message, self.source, self.path))
+
+
+def _missing_file(message: str, source: str | None, path: str | None) -> MissingFileError:
+    return MissingFileError(message, source=source, path=path)
 
 
 class OptionError(PalOptError, ValueError):

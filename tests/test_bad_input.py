@@ -346,7 +346,7 @@ def test_gpu_ids_follow_the_instance_files_rule(bare, tmp_path, capsys):
 def test_missing_file_and_directory(tmp_path, capsys):
     rc = main(["solve", str(tmp_path / "nope.json")])
     out, err = capsys.readouterr()
-    _expect_one_line_error(rc, out, err, "nope.json", "No such file")
+    _expect_one_line_error(rc, out, err, "nope.json", "no such instance file")
     rc = main(["solve", str(tmp_path)])
     out, err = capsys.readouterr()
     _expect_one_line_error(rc, out, err, str(tmp_path), "is a directory")

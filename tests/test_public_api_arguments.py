@@ -246,11 +246,13 @@ def test_valid_arguments_are_taken_as_before(tmp_path: Path) -> None:
 
 
 def test_missing_files_and_directories_stay_the_documented_os_errors(tmp_path: Path) -> None:
-    """Not changed: a missing input file is the ``FileNotFoundError`` the readers document (the
-    CLI prints it in one line), a directory given for a file an ``InstanceError`` on reading and
-    an ``IsADirectoryError`` on writing, each naming the path."""
-    with pytest.raises(FileNotFoundError, match="nope.json"):
+    """A missing input file is still the ``FileNotFoundError`` the readers documented, now also a
+    pal-opt error (:class:`~pal_opt.errors.MissingFileError`, an ``InstanceError``; every reader:
+    ``test_public_api_sweep.py``); a directory given for a file is an ``InstanceError`` on reading
+    and an ``IsADirectoryError`` on writing, each naming the path."""
+    with pytest.raises(FileNotFoundError, match="nope.json: no such instance file") as err:
         pal_opt.load_instance(tmp_path / "nope.json")
+    assert isinstance(err.value, InstanceError) and err.value.filename == str(tmp_path / "nope.json")
     with pytest.raises(InstanceError, match="is a directory, expected an instance file"):
         pal_opt.load_instance(tmp_path)
     inst, _ = _round()

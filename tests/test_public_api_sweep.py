@@ -16,11 +16,15 @@ that raised Python's own errors (122 ``AttributeError``, 85 ``TypeError``, 41 ``
 (``summarize(None)``: ``'NoneType' object has no attribute 'jobs'``; ``pace_factor(None, ...)``:
 ``... 'pipeline'``; the Sia model's ``app``, ``cs``, ``curves``, ``cluster``...); each is now an
 :class:`~pal_opt.errors.InputTypeError` naming the argument (or an ``OptionError`` for a count).
+
+A missing file (``test_a_missing_file_is_a_pal_opt_error``) is a
+:class:`~pal_opt.errors.MissingFileError`: a pal-opt error and a ``FileNotFoundError``, naming it.
 """
 
 from __future__ import annotations
 
 import enum
+import errno
 import functools
 import importlib
 import inspect
@@ -565,7 +569,7 @@ def test_a_bad_argument_is_a_pal_opt_error(key: str, param: str, bad: Any, env: 
     fn = SWEPT[key]
     kwargs = _valid(key, fn, env)
     if bad == "x" and isinstance(kwargs[param], str | os.PathLike):
-        pytest.skip("a str is a valid value here (a file path: writing 'x' would leave a file behind)")
+        pytest.skip("a str is a valid value here (a missing file: test_a_missing_file_is_a_pal_opt_error)")
     kwargs[param] = bad
     try:
         _call(fn, kwargs)
@@ -580,3 +584,88 @@ def test_the_sweep_covers_the_public_api() -> None:
     assert len(CALLABLES) == len(SWEPT) + len(skipped)
     assert len(SWEPT) >= 150, len(SWEPT)
 
+
+# --------------------------------------------------------------------------- missing files
+def _readers(env: Env, missing: Path) -> dict[str, Callable[[], Any]]:
+    """Every public function that reads a file or folder, given one that does not exist."""
+    import pal_opt.hetero as he
+    import pal_opt.io as pio
+    import pal_opt.pipeline as pl
+    import pal_opt.simulate as ps
+    import pal_opt.topology as tp
+    from pal_opt.io.traces import read_trace
+
+    def conf() -> Path:
+        return _csv("topology.conf", "SwitchName=s Nodes=n[1-2]\n")(env)
+
+    def gpus() -> Path:
+        return _csv("gpus.csv", GPUS_CSV)(env)
+
+    return {
+        "load_instance": lambda: pal_opt.load_instance(missing),
+        "load_blox(gpus_path)": lambda: pal_opt.load_blox(missing, None),
+        "load_blox(jobs_path)": lambda: pal_opt.load_blox(gpus(), missing),
+        "generate_instance(measurements)": lambda: pal_opt.generate_instance(2, 4, 2, measurements={"classA": missing}),
+        "io.load_jobs": lambda: pio.load_jobs(missing),
+        "io.load_json": lambda: pio.load_json(missing),
+        "io.load_measurements": lambda: pio.load_measurements(missing),
+        "io.load_placement_file": lambda: pio.load_placement_file(missing),
+        "io.read_gpu_table": lambda: pio.read_gpu_table(missing),
+        "io.read_text": lambda: pio.read_text(missing),
+        "io.sample_factors": lambda: pio.sample_factors({"classA": missing}, 4),
+        "pipeline.load_profile": lambda: pl.load_profile(missing),
+        "topology.load_graphml": lambda: tp.load_graphml(missing),
+        "topology.load_nodes": lambda: tp.load_nodes(missing),
+        "topology.load_slurm": lambda: tp.load_slurm(missing, gpus_per_node=4),
+        "topology.load_slurm(slurm_conf)": lambda: tp.load_slurm(conf(), slurm_conf=missing),
+        "topology.load_slurm(gres_conf)": lambda: tp.load_slurm(conf(), gres_conf=missing),
+        "topology.measured_factors": lambda: tp.measured_factors(4, missing),
+        "topology.topology_round(jobs)": lambda: tp.topology_round(env.topology, missing),
+        "simulate.build_cluster(variability)": lambda: ps.build_cluster(ps.ClusterSpec(2, 4), {"classA": missing}),
+        "simulate.draw_cluster_factors": lambda: ps.draw_cluster_factors(4, {"classA": missing}),
+        "io.traces.read_trace": lambda: read_trace(missing),
+        "hetero.read_workload": lambda: he.read_workload(missing),
+        "hetero.read_philly": lambda: he.read_philly(missing),
+        "hetero.load_applications": lambda: he.load_applications(missing),
+        "hetero.load_application": lambda: he.load_application(missing, "cifar10"),
+        "hetero.application_names": lambda: he.application_names(missing),
+        "hetero.parse_variability": lambda: he.parse_variability([f"aws:classA={missing}"], (he.GpuType("aws", 2, 4),)),
+        "TypedScheduler(profiles)": lambda: pal_opt.TypedScheduler("aws:2x4", missing),
+    }
+
+
+READERS = sorted(_readers(Env(Path()), Path()))  # the names; the calls are made with the test's paths
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_a_missing_file_is_a_pal_opt_error(name: str, env: Env) -> None:
+    """Also a ``FileNotFoundError`` (what these readers raised before, from deep inside), naming the file."""
+    from pal_opt.errors import MissingFileError
+
+    missing = env.tmp / "absent" / "nope.csv"
+    with pytest.raises(MissingFileError) as err:
+        _readers(env, missing)[name]()
+    assert isinstance(err.value, FileNotFoundError) and isinstance(err.value, PalOptError)
+    assert err.value.errno == errno.ENOENT and str(missing) in (err.value.filename or "")
+    message = str(err.value)
+    assert str(missing) in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "{m}"], ["check", "{m}", "{m}"], ["repair", "{m}", "{m}", "--failed", "0"],
+    ["export", "slurm", "{m}", "{m}", "-o", "{out}"], ["import", "blox", "--gpus", "{m}", "-o", "{out}"],
+    ["import", "slurm", "{m}", "--gpus-per-node", "4", "-o", "{out}"], ["import", "k8s", "{m}", "-o", "{out}"],
+    ["simulate", "{m}", "-o", "{out}"], ["simulate-sia", "{m}", "-o", "{out}"],
+    ["partition", "{m}", "--machines", "4", "--bandwidth", "1e9"],
+], ids=lambda a: " ".join(a[:2]))
+def test_the_cli_reports_a_missing_file_in_one_line(argv: list[str], tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from pal_opt.cli import main
+
+    missing, out = tmp_path / "nope.json", tmp_path / "out.txt"
+    rc = main([a.format(m=missing, out=out) for a in argv])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err.count("\n") == 1 and f"{missing}: " in captured.err, captured.err
+    assert "no such" in captured.err.lower() and "Traceback" not in captured.err
+    assert not out.exists()

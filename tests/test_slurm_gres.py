@@ -376,7 +376,7 @@ def _cli_bad(d: Path) -> list[tuple[list[object], str]]:
          "'nodes/*.conf' matches no file"),
         (["--gpus-per-node", 2, "--gres-conf", write(d, "g5.conf", "Include missing.conf\n")],
          "g5.conf: line 1, Include: cannot read included file"),
-        (["--gres-conf", d / "missing-gres.conf"], "missing-gres.conf: No such file or directory"),
+        (["--gres-conf", d / "missing-gres.conf"], "missing-gres.conf: no such gres.conf"),
         ([], "--gres-conf"),  # no GPU source: the message names the new option
         ([str(topo).replace("t.conf", "ti.conf"), "--gpus-per-node", 1], "ti.conf: line 2, Include: Include cycle"),
     ]

@@ -36,7 +36,7 @@ from ..cliargs import (
     output_file,
     positive_float,
 )
-from ..errors import InstanceError, OptionError
+from ..errors import InstanceError, MissingFileError, OptionError
 from .methods import hetero_policy_names
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def detect_trace_format(path: str) -> str:
                                     "save the trace to a file", source=path)
             head = fh.read(64 * 1024)
     except OSError as exc:
-        raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=path) from None
+        raise MissingFileError.reading(exc, "cannot read trace", source=path) from None
     if NUL in head:  # UTF-16 from PowerShell, UTF-32, or no text at all
         raise InstanceError(f"trace file {binary_text(head)}", source=path)
     try:

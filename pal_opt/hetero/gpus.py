@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InstanceError, OptionError
+from ..errors import OptionError
 from ..options import require_items, require_mapping, require_type
 from .configs import GpuType, require_gpu_types
 
@@ -213,9 +213,9 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
         if (tname, cls) in out:
             raise OptionError(f"--variability: {tname}:{cls} given twice")
         if not Path(path).is_file():
-            from ..io.measurements import not_a_file
+            from ..io.measurements import not_a_file_error
 
-            raise InstanceError(not_a_file(path), source=path, path=f"--variability {tname}:{cls}")
+            raise not_a_file_error(path, f"--variability {tname}:{cls}")
         out[(tname, cls)] = os.fspath(path)
     return out
 

@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from ..errors import InputTypeError, InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, MissingFileError, OptionError
 from ..options import file_path, require_mapping, require_type
 from .tables import MAX_EXACT_INT, Table, read_table
 
@@ -682,8 +682,10 @@ def application_names(profiles_dir: str | os.PathLike[str]) -> tuple[str, ...]:
     """The applications (sub-folders) of a profiles folder, sorted."""
     root = Path(file_path(profiles_dir, "profiles_dir"))
     if not root.is_dir():
-        raise InstanceError("not a folder (the Sia artifact's profiles/ folder: one sub-folder per application)"
-                            if root.exists() else "profiles folder not found", source=str(root))
+        if not root.exists():
+            raise MissingFileError("profiles folder not found", source=str(root))
+        raise InstanceError("not a folder (the Sia artifact's profiles/ folder: one sub-folder per application)",
+                            source=str(root))
     # an application is a sub-folder with step times (a folder of other things is not one)
     names = tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("placements-*.csv"))))
     if not names:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import InstanceError
+from ..errors import InstanceError, MissingFileError
 from ..io.csvfile import separator_hint
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
 from ..options import file_path
@@ -209,7 +209,7 @@ def read_table(
     try:
         text = read_text(path, max_bytes=max_bytes, what=what)
     except OSError as exc:
-        raise InstanceError(f"cannot read {what}: {exc.strerror or exc}", source=source) from None
+        raise MissingFileError.reading(exc, f"cannot read {what}", source=source) from None
     lines = _row_lines(text, source)
     try:
         raw = pd.read_csv(

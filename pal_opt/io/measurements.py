@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputTypeError, InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, MissingFileError, OptionError
 from ..model import FACTOR_RANGE
 from ..options import check_count, file_path
 from ..seeds import SeedLike, make_rng
@@ -135,14 +135,15 @@ def longhorn_files(directory: str | os.PathLike[str], option: str = "--measureme
     """
     d = Path(directory)
     if not d.is_dir():
-        why = (f"not a directory: give the directory that holds PAL's {', '.join(sorted(set(PAL_CLASS_FILES.values())))}"
-               if d.exists() else "no such directory")
-        raise InstanceError(why, source=os.fspath(directory), path=option)
+        if not d.exists():
+            raise MissingFileError("no such directory", source=os.fspath(directory), path=option)
+        raise InstanceError(f"not a directory: give the directory that holds PAL's "
+                            f"{', '.join(sorted(set(PAL_CLASS_FILES.values())))}", source=os.fspath(directory), path=option)
     paths = longhorn_paths(d)
     wanted = list(paths) if classes is None else list(classes)
     for c in wanted:
         if not paths[c].is_file():
-            raise InstanceError(not_a_file(paths[c]), source=str(paths[c]))
+            raise not_a_file_error(paths[c])
     return {c: paths[c] for c in wanted}
 
 
@@ -200,6 +201,15 @@ def _median(values: Sequence[float] | np.ndarray) -> float:
         return med
     top = float(v.max())
     return float(np.median(v / top)) * top
+
+
+def not_a_file_error(path: str | os.PathLike[str], field: str | None = None) -> InstanceError:
+    """The error for a measurement file ``path`` that is not one (:func:`not_a_file`, at the
+    option or field ``field``): a :class:`~pal_opt.errors.MissingFileError` (also a
+    ``FileNotFoundError``) when nothing is there."""
+    why = not_a_file(path)
+    cls = MissingFileError if why == "no such file" else InstanceError
+    return cls(why, source=os.fspath(path), path=field)
 
 
 def not_a_file(path: str | os.PathLike[str]) -> str:

@@ -13,7 +13,7 @@ import codecs
 import os
 from pathlib import Path
 
-from ..errors import InstanceError
+from ..errors import InstanceError, MissingFileError
 from ..options import check_count, file_path
 
 __all__ = [
@@ -106,21 +106,24 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
         ``max_bytes`` is not an integer >= 1.
     InstanceError
         Too large, empty, binary or not UTF-8.
+    MissingFileError
+        Missing (an :class:`InstanceError` and a ``FileNotFoundError``).
     OSError
-        Missing or unreadable (the CLI reports it in one line too).
+        Unreadable (the CLI reports it in one line too).
     """
     src = file_path(path, arg)
     check_count(max_bytes, "max_bytes")
     p = Path(src)
     if p.is_dir():
         raise InstanceError(f"is a directory, expected {'an' if what[:1] in 'aeiou' else 'a'} {what}", source=src)
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise InstanceError(
-            f"{what} is {size:,} bytes, larger than the limit of {max_bytes:,} bytes", source=src
-        )
-    with open(p, "rb") as fh:
-        data = fh.read(max_bytes + 1)
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise InstanceError(f"{what} is {size:,} bytes, larger than the limit of {max_bytes:,} bytes", source=src)
+        with open(p, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise MissingFileError.of(src, what) from None
     if len(data) > max_bytes:  # grew while we looked, or a special file
         raise InstanceError(f"{what} is larger than the limit of {max_bytes:,} bytes", source=src)
     if not data.strip():

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InstanceError
+from ..errors import InstanceError, MissingFileError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId, Pipeline
 from .csvfile import CsvTable, integer_id, read_csv, separator_hint
 from .jobs import parse_priority
@@ -187,7 +187,7 @@ def _read_table(path: str | os.PathLike[str]) -> CsvTable:
     try:
         table = read_csv(path, what="trace file", row_label="row")
     except OSError as exc:
-        raise InstanceError(f"cannot read trace: {exc.strerror or exc}", source=str(path)) from None
+        raise MissingFileError.reading(exc, "cannot read trace", source=str(path)) from None
     # a column named twice, in any case, is refused by the table (CsvTable)
     missing = [c for c in TRACE_COLUMNS if table.find(c) is None]
     if missing:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import InstanceError
+from ..errors import InstanceError, MissingFileError
 from ..io.textfile import NUL, binary_text
 from ..options import file_path, require_items, require_text
 
@@ -263,14 +263,19 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     InstanceError
         The file is empty, too large, binary, not UTF-8, or a line is malformed (the message
         names the file, the line and what is wrong), or the graph has a cycle.
+    MissingFileError
+        The file is missing (an :class:`InstanceError` and a ``FileNotFoundError``).
     OSError
-        The file is missing or unreadable.
+        The file is unreadable.
     """
     src = file_path(path)
     if os.path.isdir(src):
         raise InstanceError("is a directory, expected a profile (graph.txt)", source=src)
-    with open(src, "rb") as fh:
-        data = fh.read(MAX_PROFILE_BYTES + 1)
+    try:
+        with open(src, "rb") as fh:
+            data = fh.read(MAX_PROFILE_BYTES + 1)
+    except FileNotFoundError:
+        raise MissingFileError.of(src, "profile") from None
     if len(data) > MAX_PROFILE_BYTES:
         raise InstanceError(f"profile is larger than the limit of {MAX_PROFILE_BYTES:,} bytes", source=src)
     if NUL in data:

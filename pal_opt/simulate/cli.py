@@ -41,7 +41,7 @@ from ..cliargs import (
     refuse_overwriting_inputs,
     solve_options_each,
 )
-from ..errors import InstanceError, OptionError
+from ..errors import OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
 from .failureargs import add_failure_arguments, failure_config
 
@@ -155,7 +155,7 @@ def _parse_model_classes(items: list[str]) -> dict[str, str]:
 
 def _parse_variability(items: list[str]) -> dict[str, str]:
     """``{class: file}`` from ``--variability CLASS=FILE`` and ``--variability DIR`` items."""
-    from ..io.measurements import longhorn_paths, not_a_file
+    from ..io.measurements import longhorn_paths, not_a_file_error
 
     out: dict[str, str] = {}
     named: dict[str, str] = {}  # class -> the item that named it (a directory's files may be overridden)
@@ -164,13 +164,13 @@ def _parse_variability(items: list[str]) -> dict[str, str]:
         if Path(item).is_dir():  # first: a directory named 'run=1' is a directory, not CLASS=FILE
             for c, f in longhorn_paths(item).items():
                 if not f.is_file():
-                    raise InstanceError(not_a_file(f), source=os.fspath(f), path=f"--variability {item}")
+                    raise not_a_file_error(f, f"--variability {item}")
                 out[c] = os.fspath(f)
             continue
         if not sep or not cls or not path:
             raise OptionError(f"--variability expects CLASS=FILE or a directory, got {item!r}")
         if not Path(path).is_file():
-            raise InstanceError(not_a_file(path), source=path, path=f"--variability {cls}")
+            raise not_a_file_error(path, f"--variability {cls}")
         if cls in named:  # the last one was kept, silently
             raise OptionError(f"--variability: class {cls!r} given twice ({named[cls]} and {item})")
         named[cls] = item

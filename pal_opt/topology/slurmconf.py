@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..errors import InstanceError
+from ..errors import InstanceError, MissingFileError
 from ..options import require_text
 from .hostlist import expand_hostlist
 
@@ -188,8 +188,8 @@ def _include(path: str, line: ConfigLine, reading: _Reading) -> list[ConfigLine]
             raise
         text = ""
     except OSError as exc:
-        raise InstanceError(f"cannot read included file {path!r}: {exc.strerror or exc}", source=line.source,
-                            path=line.at("Include")) from None
+        raise MissingFileError.reading(exc, f"cannot read included file {path!r}", source=line.source,
+                                       path=line.at("Include")) from None
     reading.used += size
     return _expand(text, path, real, reading)
 
