@@ -263,7 +263,7 @@ def test_plans_name_gpus_servers_and_shape(apps: dict[str, Application], cluster
     # a job that has run nowhere may have one GPU (Sia's cap): 64 of the 70 run
     assert (len(plan.allocated), len(plan.waiting), len(taken)) == (64, 6, 64)
     assert [a.name for a in plan.jobs] == [f"c{n}" for n in range(70)]
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="nope"):
         plan["nope"]
 
 

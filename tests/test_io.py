@@ -245,7 +245,7 @@ def test_atomic_write_replaces_and_leaves_no_temp(tmp_path):
     q = tmp_path / "out.json"
     atomic_write_json(q, {"a": [1, 2.5]})
     assert json.loads(q.read_text()) == {"a": [1, 2.5]}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON compliant: nan"):
         atomic_write_json(q, {"a": float("nan")})
     assert json.loads(q.read_text()) == {"a": [1, 2.5]}  # untouched
     assert sorted(x.name for x in tmp_path.iterdir()) == ["out.json", "out.txt"]

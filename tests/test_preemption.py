@@ -184,7 +184,7 @@ def test_encode_covers_left_out_optional_jobs() -> None:
     x = encode(form, placement)
     cost = pal_opt.cost.evaluate(inst, placement, form.factors).cost
     assert form.objective(x) == pytest.approx(cost)
-    with pytest.raises(ValueError):
+    with pytest.raises(InstanceError, match="does not cover exactly the admitted jobs"):
         encode(form, {"C": (4, 5, 6), "D": (7, 8)})  # H is not optional
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from pal_opt.cli import main
 from pal_opt.cost.restart import Restart, restart_cost_seconds, restart_cost_units
+from pal_opt.errors import InstanceError
 from pal_opt.io import load_instance, save_instance
 from pal_opt.io.traces import TraceJob
 from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
@@ -53,7 +54,7 @@ def test_round_params_hold_seconds_and_the_round_length() -> None:
     inst = _running_round(36.0)
     assert inst.params.restart_cost == 36.0 and inst.params.round_length == DEFAULT_ROUND_LENGTH == 360.0
     assert Restart().moved(inst, inst.jobs[0]) == pytest.approx(2 * -math.log(0.9))
-    with pytest.raises(Exception, match="params.round_length"):
+    with pytest.raises(InstanceError, match="params.round_length: must be a finite number > 0"):
         RoundParams(round_length=0.0)
 
 

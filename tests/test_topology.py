@@ -1058,9 +1058,11 @@ def test_fuzz_topology_conf(tokens):
     text = "".join(t if t in ("\n", " ", "\\\n") else f" {t}" for t in tokens)
     try:
         h = parse_topology_conf(text)
-    except InstanceError:
+    except InstanceError as exc:
+        assert str(exc) and "\n" not in str(exc)  # one line
         return
-    to_cluster(pal_opt.topology.Topology.from_counts(h.hosts, h.levels, dict.fromkeys(h.hosts, 1)))
+    cl = to_cluster(pal_opt.topology.Topology.from_counts(h.hosts, h.levels, dict.fromkeys(h.hosts, 1)))
+    assert cl.num_gpus == cl.num_servers == len(set(h.hosts)) == len(h.hosts)  # one GPU per host, hosts once
 
 
 @settings(max_examples=150, deadline=None)
@@ -1072,9 +1074,11 @@ def test_fuzz_graphml(data):
         j = data.draw(st.integers(i, min(len(text), i + 40)))
         text = text[:i] + data.draw(st.sampled_from(["", "x", "<", ">", '"', "gpu", "server", "rack", "1", "-"])) + text[j:]
     try:
-        to_cluster(parse_graphml(text))
-    except InstanceError:
-        pass
+        cl = to_cluster(parse_graphml(text))
+    except InstanceError as exc:
+        assert str(exc) and "\n" not in str(exc)  # one line
+        return
+    assert cl.num_gpus == len(set(cl.gpu_ids.tolist())) > 0
 
 
 def test_graphml_undeclared_keys_are_errors_and_untyped_keys_are_strings():
