@@ -14,6 +14,7 @@ from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams, pa
 from pal_opt.policies import POLICIES, GreedyPlacement, get_policy, pal, pmfirst
 from pal_opt.policies.base import FreeGpus, class_index
 from pal_opt.policies.packed import packed_select, place_sticky
+from pal_opt.policies.pal import traversal_order
 from pal_opt.policies.pmfirst import pmfirst_select
 from pal_opt.solve import solve
 
@@ -235,6 +236,23 @@ def test_pal_within_beats_across_when_lambda_is_high() -> None:
     assert _pal(f, srv, (Job("a", 3, "classA", 0, pal_locality(1.7)),)) == {"a": (0, 1, 2)}
     # with λ = 1.2 the across cell (1.2) comes before (1.3 within): PM-First on the fast GPUs
     assert _pal(f, srv, (Job("a", 3, "classA", 0, pal_locality(1.2)),)) == {"a": (0, 1, 4)}
+
+
+def test_pal_cells_of_equal_price_keep_the_order_their_levels_first_appear() -> None:
+    """Cells of equal price stay in traversal order, their levels in order of first appearance
+    over GPU positions (a stable sort; sorting ties by level index or by within/across fails one
+    of the two rounds)."""
+    # λ = 1.5: (1.5 within) and (1.0 across) both cost 1.5; the 1.0 GPUs are on two servers
+    fast_last = [1.5, 1.5, 1.0, 1.0]  # level 1.5 appears first: its within cell first
+    srv = [0, 0, 1, 2]
+    ci = class_index(Cluster.from_arrays(range(4), srv, {"classA": fast_last}), np.asarray(fast_last))
+    assert traversal_order(ci, 1.0, 1.5) == ((0, True), (1, True), (0, False), (1, False))
+    assert _pal(fast_last, srv, (Job("a", 2, "classA", 0, pal_locality(1.5)),)) == {"a": (0, 1)}
+    fast_first = [1.0, 1.0, 1.5, 1.5]  # level 1.0 first: its across cell first
+    srv = [0, 1, 2, 2]
+    ci = class_index(Cluster.from_arrays(range(4), srv, {"classA": fast_first}), np.asarray(fast_first))
+    assert traversal_order(ci, 1.0, 1.5) == ((0, True), (0, False), (1, True), (1, False))
+    assert _pal(fast_first, srv, (Job("a", 2, "classA", 0, pal_locality(1.5)),)) == {"a": (0, 1)}
 
 
 def test_pal_within_prefers_server_with_most_eligible() -> None:

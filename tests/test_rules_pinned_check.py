@@ -80,3 +80,32 @@ def test_a_bare_mapping_may_place_a_job_named_like_a_result_field() -> None:
     # a job whose id is "status" is a job, not a result field
     inst = _round([Job("status", 2, "classA")])
     assert check(inst, {"status": [0, 1]}) == []
+
+
+# -- objective and repair messages (test audit, 2026-12-07) ----------------------------------------
+def test_an_infinite_objective_with_jobs_placed_is_reported() -> None:
+    # inf is the objective of an infeasible round, nothing placed; with a job placed it differs
+    # from the recomputed cost like any other number (was: every inf objective accepted)
+    inst = _round([Job("a", 2, "classA")])
+    assert check(inst, {"placements": {}, "objective": math.inf}) == []
+    got = violations(inst, {"placements": {"a": [0, 1]}, "objective": math.inf})
+    assert [v.kind for v in got] == [Kind.OBJECTIVE]
+    assert got[0].message == "objective inf differs from the recomputed round cost 0.0"
+
+
+def test_a_repair_names_a_remapped_pipeline_as_remapped() -> None:
+    # a running pipeline kept on its GPU set with its two stages swapped is a re-map, which the
+    # repair rule names as such, apart from a move (was: reported as "moved or left out")
+    from pal_opt.model import Pipeline
+
+    jobs = [Job("p", 2, "classA", 0, pipeline=Pipeline((1.0, 2.0), (1, 1)), placement=(0, 1)),
+            Job("q", 2, "classA", 1, placement=(2, 3))]
+    inst = _round(jobs)
+    declared = {"admission": "repair", "jobs_to_terminate": ["q"],
+                "info": {"repair": {"in_force": {"p": [0, 1], "q": [2, 3]}, "failed": [3]}}}
+    assert check(inst, {"placements": {"p": [0, 1]}, "stages": {"p": [[0], [1]]}, **declared}) == []
+    assert check(inst, {"placements": {"p": [1, 0]}, "stages": {"p": [[1], [0]]}, **declared}) == [
+        "repair: running job 'p' was re-mapped (its stages on other GPUs of its set) without being listed in "
+        "jobs_to_terminate"]
+    assert check(inst, {"placements": {"p": [0, 2]}, "stages": {"p": [[0], [2]]}, **declared}) == [
+        "repair: running job 'p' was moved or left out without being listed in jobs_to_terminate"]

@@ -1,14 +1,17 @@
 """Rules of pal_opt/cost/evaluate.py that no test held (mutation review round 5, 2026-12-06):
-each test fails on a one-rule change of evaluate.py that the rest of the suite let pass."""
+each test fails on a one-rule change of evaluate.py that the rest of the suite let pass.  The
+stage rules at the end (test audit, 2026-12-07) were held only by a minutes-long solve test of
+``test_preempt_pipelines.py`` and by doctests."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
 from pal_opt.cost import evaluate
-from pal_opt.cost.evaluate import job_slowdown
+from pal_opt.cost.evaluate import best_stage_order, job_slowdown
 from pal_opt.model import Cluster, Job, Level, Pipeline, RoundInstance, RoundParams
 
 
@@ -58,3 +61,41 @@ def test_a_job_on_one_server_of_a_racked_cluster_spans_the_server_level() -> Non
     assert s.level == {"a": int(Level.SERVER), "b": int(Level.SERVER), "c": int(Level.CLUSTER)}
     s = evaluate(inst, {"a": (0, 2)}, c.factors)
     assert s.level == {"a": int(Level.RACK)}
+
+
+def test_a_pipeline_stage_runs_at_its_slowest_replica() -> None:
+    """Within a stage the slowest replica sets the stage's pace (a stage taking its fastest
+    replica's factor priced GPUs 1 and 2 below as 1.0; the test above has one factor per stage)."""
+    c = Cluster.uniform(1, 3, {"classA": [1.0, 1.0, 1.3]})
+    p = Job("p", 3, "classA", pipeline=Pipeline((1.0, 2.0), (1, 2)))
+    s = evaluate(RoundInstance(c, (p,)), {"p": (0, 1, 2)}, c.factors)  # stage 1 on GPUs 1 (1.0) and 2 (1.3)
+    assert s.slowdown["p"] == pytest.approx(max(1.0 * 1.0, 2.0 * 1.3) / 2.0)
+    assert s.cost == pytest.approx(3 * math.log(1.3))
+
+
+def test_best_stage_order_gives_the_slowest_stages_the_fastest_gpus() -> None:
+    """``best_stage_order`` hands out the GPUs fastest first to the stages slowest first, and no
+    other order of the GPUs runs the pipeline faster (brute force over the 24 orders, priced here
+    from the stage rule, max over stages of time x slowest factor)."""
+    factors = [1.4, 1.0, 1.2, 1.1]
+    c = Cluster.uniform(1, 4, {"classA": factors})
+    job = Job("p", 4, "classA", pipeline=Pipeline((1.0, 3.0, 2.0), (1, 2, 1)))
+    order = best_stage_order(job, (0, 1, 2, 3), c.factors["classA"], c.position)
+    assert order == (0, 1, 3, 2)  # stage 1 (3.0) on GPUs 1 and 3, stage 2 (2.0) on 2, stage 0 (1.0) on 0
+
+    def pace(gpus: tuple[int, ...]) -> float:
+        stages = ((gpus[0],), gpus[1:3], (gpus[3],))
+        return max(t * max(factors[g] for g in st) for t, st in zip((1.0, 3.0, 2.0), stages, strict=True))
+
+    assert pace(order) == min(pace(o) for o in itertools.permutations(range(4)))
+
+
+def test_a_left_out_running_job_pays_preemption_weighted_by_one_plus_its_priority() -> None:
+    """Leaving out a running job of priority 2 costs ``per_gpu_hour x (1 + 2) x`` its GPU-hours
+    of the round (a weight of ``max(1, priority)`` priced it at 2)."""
+    c = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
+    job = Job("r", 2, "classA", priority=2, placement=(0, 1))
+    inst = RoundInstance(c, (job,), RoundParams(round_length=360.0))
+    s = evaluate(inst, {}, c.factors)
+    assert s.by_term["preemption"] == pytest.approx(100.0 * 3 * 2 * 360.0 / 3600.0)
+    assert s.cost == pytest.approx(60.0)
