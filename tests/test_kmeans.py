@@ -210,6 +210,29 @@ def test_bin_values_as_with_sklearn(
     assert not bad, bad[:5]
 
 
+def test_bin_values_rules_by_hand() -> None:
+    """The binning's own rules, with the expected levels worked out by hand (the test above runs
+    the same rules on both sides, and the real-data tests need ``../shared``): K is 2 plus the
+    values above mean + 3 sd (ddof 1), and the levels are the centres over their median."""
+    tens = [1.0] * 10 + [1.2] * 10
+    # 2.0 is above mean + 3 sd (1.804): K = 3, centres 1.0, 1.2, 2.0, median 1.2
+    levels = binning.bin_values(np.array([*tens, 2.0]))
+    assert sorted(set(levels.tolist())) == pytest.approx([1.0 / 1.2, 1.0, 2.0 / 1.2], rel=1e-12)
+    # 1.5 is above mean + 2 sd (1.385) but not 3 sd (1.517): K = 2, centres 1.0 and 13.5 / 11
+    centres = np.array([1.0, 13.5 / 11])
+    levels = binning.bin_values(np.array([*tens, 1.5]))
+    assert sorted(set(levels.tolist())) == pytest.approx((centres / centres.mean()).tolist(), rel=1e-12)
+
+
+@pytest.mark.parametrize(("clusters", "k"), [(3, 3), (10, 10), (11, 10)])
+def test_silhouette_binning_picks_the_clusters_up_to_ten(clusters: int, k: int) -> None:
+    """``silhouette`` mode: K from 2 to 10 by silhouette score; tight clusters 0.1 apart give one
+    level each, at most 10."""
+    v = np.array([1.0 + 0.1 * i + d for i in range(clusters) for d in (-0.001, 0.0, 0.001)])
+    assert len(set(binning.bin_values(v, "silhouette").tolist())) == k
+    assert len(set(binning.bin_values(v, "pal-artifact").tolist())) == 2
+
+
 @st.composite
 def samples(draw: st.DrawFn) -> tuple[np.ndarray, int]:
     """1-D data of several shapes (seeded numpy draws) and a k that fits it."""

@@ -116,6 +116,23 @@ def test_evict_for_gives_back_what_is_not_needed() -> None:
     assert evict_for(inst, 10, 0, [2, 1, 0]) is None
 
 
+def test_evict_for_gives_victims_back_last_evicted_first() -> None:
+    """Victims are given back in reverse eviction order (the docstring's rule): of victims of 1,
+    2 and 3 GPUs for 4, the 2-GPU one goes back first and the 1-GPU one must then stay, so
+    [1-GPU, 3-GPU] are evicted; giving back in eviction order evicted [2-GPU, 3-GPU] (test
+    audit: no case here had two victims that could each be given back alone)."""
+    import numpy as np
+
+    from pal_opt.priority import evict_for_types
+
+    c = Cluster.uniform(1, 6, {"classA": [1.0] * 6})
+    inst = RoundInstance(c, tuple(Job(k, d, "classA", placement=tuple(range(k * (k + 1) // 2, k * (k + 1) // 2 + d)))
+                                  for k, d in enumerate((1, 2, 3))))
+    assert evict_for(inst, 4, 0, [0, 1, 2]) == [0, 2]
+    held = {0: np.array([1, 0]), 1: np.array([2, 0]), 2: np.array([3, 0])}
+    assert evict_for_types([(0,)], 4, np.array([0, 0]), [0, 1, 2], held) == [0, 2]
+
+
 def test_plan_never_preempts_for_an_equal_priority() -> None:
     c = Cluster.uniform(1, 4, {"classA": [1.0] * 4})
     inst = RoundInstance(c, (Job("run", 4, "classA", placement=(0, 1, 2, 3), priority=1),
