@@ -387,15 +387,29 @@ def _equal_victims(seed: int) -> RoundInstance:
                                     for j in base.jobs))
 
 
+def _typed_preempt(seed: int) -> RoundInstance:
+    """A generated round on two GPU types of 8 GPUs each (a quarter of the GPUs busy), 70% of
+    the jobs running, 30% guaranteed one type, every job of priority 0-2 at random."""
+    rng = np.random.default_rng(seed)
+    base = generate_typed_instance("a:2x4,b:2x4", 14, seed=seed, busy_fraction=0.25, running_fraction=0.7,
+                                   guaranteed_fraction=0.3)
+    return replace(base, jobs=tuple(replace(j, priority=int(rng.integers(0, 3))) for j in base.jobs))
+
+
 #: Seeded ``ilp-preempt`` rounds on which, before the choice among optima of equal cost was made
 #: canonical, HiGHS, CP-SAT and CBC gave different placements with ``canonical=True``: which of
 #: two equal running jobs is preempted (or kept where it runs, with a restart cost), or a running
-#: job free to move and a waiting job of its kind trading GPUs.  (Of seeds 0-99 of each kind
-#: 7 and 16 differed; 0 and 2 now, the two a trade of GPUs of two speeds between jobs of other
-#: sizes.)
+#: job free to move and a waiting job of its kind trading GPUs.  (Of seeds 0-99 of the first kind
+#: and 100-199 of the second 7 and 16 differed.)  Then, before the caps of a class were dealt
+#: again and the type of a job that may take either chosen canonically (:func:`_dealt
+#: <pal_opt.ilp.canonical>`), jobs of other sizes trading GPUs of two speeds: ("victims", 126),
+#: ("victims", 192) (and 78 of seeds 0-99); on typed rounds (:func:`_typed_preempt`, seeds 0-49)
+#: 13 of 50 differed, by such trades between jobs of one class of other sizes or types, and a job
+#: of several GPUs on either type.  0 of each now.
 PREEMPT_ROUNDS = ([("pipelines", s) for s in (2, 46, 60, 72, 78, 86, 90)]
-                  + [("victims", s) for s in (108, 120, 122, 132, 136, 141, 161, 179, 183)])
-_PREEMPT_MAKERS = {"pipelines": _preempt_pipelines, "victims": _equal_victims}
+                  + [("victims", s) for s in (78, 108, 120, 122, 126, 132, 136, 141, 161, 179, 183, 192)]
+                  + [("typed", s) for s in (0, 5, 7, 10, 11, 12, 14, 24, 29, 32, 34, 42, 43)])
+_PREEMPT_MAKERS = {"pipelines": _preempt_pipelines, "victims": _equal_victims, "typed": _typed_preempt}
 
 
 @pytest.mark.parametrize(("kind", "seed"), PREEMPT_ROUNDS, ids=[f"{k}-{s}" for k, s in PREEMPT_ROUNDS])
@@ -447,3 +461,33 @@ def test_a_newly_kept_job_does_not_push_a_typed_job_onto_gpus_of_another_type(se
     assert plain.status == res.status == "optimal"
     assert check(inst, res) == []
     assert res.objective == pytest.approx(plain.objective, rel=1e-9)
+
+
+# ---------------------------------------------------------------- levels dealt, types chosen
+def test_jobs_of_other_sizes_trading_levels_map_to_one_placement() -> None:
+    # A job of two GPUs on the two fast ones and two of one GPU on the slow ones costs what the
+    # other way round does (2 ln 1.0 + 2 ln 1.2): the levels are dealt in queue order, the
+    # fastest that leaves the rest dealable, so both give the first job the fast GPUs.
+    c = Cluster.from_arrays(range(4), [0, 0, 0, 0], {"classA": [1.0, 1.0, 1.2, 1.2]})
+    inst = RoundInstance(c, (Job("big", 2, "classA"), Job("s1", 1, "classA"), Job("s2", 1, "classA")),
+                         RoundParams(binning="none"))
+    one = {"big": (0, 1), "s1": (2,), "s2": (3,)}
+    other = {"big": (2, 3), "s1": (0,), "s2": (1,)}
+    assert evaluate(inst, other, c.factors).cost == pytest.approx(evaluate(inst, one, c.factors).cost, abs=1e-12)
+    assert canonicalise(inst, other, c.factors) == (one, CHANGED)
+    assert canonicalise(inst, one, c.factors) == (one, ALREADY)
+    # a running job free to move is first dealt the level of its own GPUs: s2 stays on GPU 1,
+    # so the two fast GPUs cannot both go to big, which takes the slow ones
+    ran = replace(inst, jobs=(inst.jobs[0], inst.jobs[1], replace(inst.jobs[2], placement=(1,))))
+    assert canonicalise(ran, one, c.factors) == ({"big": (2, 3), "s1": (0,), "s2": (1,)}, CHANGED)
+
+
+def test_a_job_that_may_take_either_type_is_given_one_whichever_the_optimum_chose() -> None:
+    # r (4 GPUs) and w (2) may each run on type a or b, not both; either way round costs the
+    # same.  In queue order each takes the first type that leaves the rest placeable: r on a.
+    c = Cluster.from_arrays(range(8), [0, 0, 0, 0, 1, 1, 1, 1], {"classA": [1.0] * 8}, gpu_types="aaaabbbb")
+    inst = RoundInstance(c, (Job("r", 4, "classA"), Job("w", 2, "classA")), RoundParams(binning="none"))
+    one = {"r": (0, 1, 2, 3), "w": (4, 5)}
+    assert canonicalise(inst, {"r": (4, 5, 6, 7), "w": (0, 1)}, c.factors) == (one, CHANGED)
+    assert canonicalise(inst, {"r": (4, 5, 6, 7), "w": (2, 3)}, c.factors) == (one, CHANGED)
+    assert canonicalise(inst, one, c.factors) == (one, ALREADY)

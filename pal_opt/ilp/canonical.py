@@ -66,15 +66,29 @@ order (:func:`_assigned`): the earlier jobs kept where they run when their GPUs'
 among those held, the later ones left out, running jobs on a pattern their GPUs meet.  The
 result is priced and kept only at no higher cost.  So which of two equal victims is preempted,
 and which of a running job free to move and a waiting job of its kind gets which GPUs, no
-longer depends on the backend.  Ties between other patterns of equal cost (jobs of other sizes
-trading levels, a job of several GPUs on either of two types) remain.
+longer depends on the backend.
+
+Then, from the pattern, the caps of each class's gangs are dealt again and the type of a job
+that may take either of several is chosen (:func:`_dealt`): a gang's cost is its GPU count
+times the log of its cap (and its locality, which stays), so jobs of one class that keep as
+many GPUs at each cap as before cost the same whichever holds which cap -- a job of six GPUs on
+the fast level and six jobs of one GPU on the slow, or the other way round.  The caps are dealt
+by an exact search (:func:`pal_opt.ilp.leveldeal.deal_levels`: a running job first its own
+GPUs' cap, then in queue order the fastest that leaves the rest dealable), each job's type
+group in a fixed order (its own GPUs' first, then in type order), and the first such option
+that the greedy (else the budgeted search) places is taken, class by class; the pattern as
+given when none is placed.  The result is priced and kept only at no higher cost, as before.
+Ties left: which of jobs of one class and size but of other type constraints (rigid, or
+guaranteed one type) is preempted, and such trades coupled with which equal running job is
+moved at a restart charge (``docs/determinism.md``).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -92,8 +106,9 @@ from ..model import (
     keeps_placement,
     placement_type_error,
 )
+from .leveldeal import deal_levels
 from .running import keep_positions
-from .tieflow import Need, realise_by_flow
+from .tieflow import FlowBudget, Need, realise_by_flow
 
 __all__ = ["canonical_optimum", "canonicalise", "COST_TOL", "CANONICAL_MAX_CELLS", "CHANGED", "ALREADY", "OUT_OF_TIME",
            "NOT_FOUND"]
@@ -104,6 +119,13 @@ COST_TOL = 1e-9
 #: Rounds whose GPUs × placed jobs exceed this are returned as they are (the greedy works on
 #: one GPU mask per job: 100 million cells is about a second).
 CANONICAL_MAX_CELLS = 100_000_000
+#: The most options (caps dealt, type groups) of one class's jobs the greedy tries (:func:`_dealt`).
+CLASS_TRIES = 8
+#: The most flows the exact searches of those tries solve in all (after it, only the greedy).
+DEAL_FLOWS = 200
+#: Rounds of more jobs to place than this keep the caps and type groups their optimum gave
+#: (the tries cost seconds at 2,048 GPUs and 325 jobs, where the placement is rarely found).
+DEAL_MAX_JOBS = 100
 
 #: What :func:`canonicalise` did (``info["canonical"]``): the placement was replaced, ...
 CHANGED = "changed"
@@ -171,20 +193,30 @@ def canonicalise(instance: RoundInstance, placements: Mapping[JobId, tuple[int, 
         return dict(placements), ALREADY if placements == given else CHANGED
     if cl.num_gpus * len(needs) > CANONICAL_MAX_CELLS:
         return given, f"kept: {cl.num_gpus:,} GPUs x {len(needs):,} jobs is above {CANONICAL_MAX_CELLS:,}"
-    found: dict[JobId, tuple[int, ...]] | None = None
-    for stay in _stays(instance, placements, factors, needs, hard):
-        if deadline is not None and time.monotonic() >= deadline:
-            return given, OUT_OF_TIME
-        rest = [n for n in needs if instance.jobs[n.index].id not in stay]
-        found = _placed(instance, factors, rest, {**_held(placements, hard), **stay}, deadline)
-        if found is not None:
-            break
+    dealt = _dealt(instance, factors, placements, hard, needs, deadline) if len(needs) <= DEAL_MAX_JOBS else needs
+    found = _first_placed(instance, placements, factors, [dealt, needs] if dealt != needs else [needs], hard, deadline)
     if found is None:
         return given, OUT_OF_TIME if deadline is not None and time.monotonic() >= deadline else NOT_FOUND
     out = {jid: found[jid] for jid in placements}
     if evaluate(instance, out, factors).cost > evaluate(instance, given, factors).cost + COST_TOL:
         return given, "kept: the canonical placement would cost more (a cost term prices more than the slowest GPU and the level)"
     return out, (ALREADY if out == given else CHANGED)
+
+
+def _first_placed(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+                  factors: Mapping[str, np.ndarray], patterns: Sequence[Sequence[Need]], hard: Collection[JobId],
+                  deadline: float | None) -> dict[JobId, tuple[int, ...]] | None:
+    """The first of ``patterns`` (each a list of needs) placed, with the running jobs that stay
+    tried in :func:`_stays`'s order; None if none is, or once ``deadline`` passes."""
+    for needs in patterns:
+        for stay in _stays(instance, placements, factors, needs, hard):
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            rest = [n for n in needs if instance.jobs[n.index].id not in stay]
+            found = _placed(instance, factors, rest, {**_held(placements, hard), **stay}, deadline)
+            if found is not None:
+                return found
+    return None
 
 
 def _held(placements: Mapping[JobId, tuple[int, ...]], jids: Collection[JobId]) -> dict[JobId, tuple[int, ...]]:
@@ -270,8 +302,135 @@ def _needs(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
         shapes = sorted((n.level, n.cap, n.group, n.count, n.stages) for n in group_needs)
         out.extend(Need(i, count, grp, cap, level, stages)
                    for i, (level, cap, grp, count, stages) in zip(order, shapes, strict=True))
-    return sorted(out, key=lambda n: (n.level, -n.count, min(c for _, c in n.parts), n.cap,
-                                      instance.jobs[n.index].perfclass, n.group, n.stages, n.index))
+    return _in_order(instance, out)
+
+
+def _in_order(instance: RoundInstance, needs: Sequence[Need]) -> list[Need]:
+    """``needs`` in the order the greedy places them (module docstring)."""
+    return sorted(needs, key=lambda n: (n.level, -n.count, min(c for _, c in n.parts), n.cap,
+                                        instance.jobs[n.index].perfclass, n.group, n.stages, n.index))
+
+
+def _dealt(instance: RoundInstance, factors: Mapping[str, np.ndarray], placements: Mapping[JobId, tuple[int, ...]],
+           hard: Collection[JobId], needs: Sequence[Need], deadline: float | None = None) -> list[Need]:
+    """``needs`` with the caps of each class's gangs given out again, and the type groups of
+    those that may take several (:func:`_class_options`), class by class (the class of the
+    largest job first, then in queue order of their first job): the first option, of at most
+    :data:`CLASS_TRIES`, that the greedy (else the exact search, :data:`DEAL_FLOWS` flows for
+    them all) places with the classes before it as chosen, the jobs not dealt (pipelines) and
+    the classes after it loosened (:func:`_loosened`); a class none of whose tries is placed
+    keeps its needs.  The options depend on the pattern alone, so optima that differ only in
+    which job of a class holds which cap, or which type a job takes, give one answer."""
+    cl = instance.cluster
+    avail = cl.state == GpuState.FREE
+    for jid in hard:
+        avail[cl.positions(placements[jid])] = False
+    chosen = {n.index: n for n in needs if n.stages}
+    classes: dict[str, list[Need]] = {}
+    for n in sorted(needs, key=lambda n: n.index):
+        if not n.stages:
+            classes.setdefault(instance.jobs[n.index].perfclass, []).append(n)
+    classes = dict(sorted(classes.items(), key=lambda kv: (-max(n.count for n in kv[1]), kv[1][0].index)))
+    loose = {k: _loosened(instance, members) for k, members in classes.items()}
+    budget = FlowBudget(DEAL_FLOWS)
+    for klass, members in classes.items():
+        del loose[klass]
+        options = itertools.islice(_class_options(instance, factors, members, avail), CLASS_TRIES + 1)
+        first = next(options, members)
+        if next(options, None) is None:  # (one option: nothing to choose)
+            chosen.update({n.index: n for n in first})
+            continue
+        later = [n for ns in loose.values() for n in ns]
+        for option in itertools.islice(_class_options(instance, factors, members, avail), CLASS_TRIES):
+            trial = _in_order(instance, [*chosen.values(), *option, *later])
+            if _realise(instance, factors, trial, avail.copy()) is not None or budget.left > 0 and realise_by_flow(
+                    cl, trial, _kind_masks(instance, factors, trial, avail), deadline=deadline, budget=budget) is not None:
+                chosen.update({n.index: n for n in option})
+                break
+        else:
+            chosen.update({n.index: n for n in members})
+    return _in_order(instance, list(chosen.values()))
+
+
+def _loosened(instance: RoundInstance, members: Sequence[Need]) -> list[Need]:
+    """One class's gangs as any of its options could place them: each with the class's slowest
+    cap, a job that may take several type groups on all their types."""
+    cap = max(n.cap for n in members)
+    return [replace(n, cap=cap, group=tuple(sorted({t for g in _group_order(instance, n) for t in g}))
+                    if _chooses_group(instance, n) else n.group) for n in members]
+
+
+def _class_options(instance: RoundInstance, factors: Mapping[str, np.ndarray], members: Sequence[Need],
+                   avail: np.ndarray) -> Iterator[list[Need]]:
+    """The needs of one class's gangs (in queue order) with their caps dealt
+    (:func:`~pal_opt.ilp.leveldeal.deal_levels`: as many GPUs at each cap as before, so the same
+    cost; a running job first the cap of its own GPUs when they are free, then in queue order
+    the fastest, each only caps under which it finds GPUs among ``avail``) and, for each
+    dealing, the type groups of the jobs that may take several (:func:`_group_order`, the last
+    job's changing first)."""
+    held: dict[float, int] = {}
+    for n in members:
+        held[n.cap] = held.get(n.cap, 0) + n.count
+    caps = sorted(held)
+    own = [_own_cap(instance, factors, n, avail) for n in members]
+    allowed = [_allowed_caps(instance, factors, n, caps, avail) for n in members]
+    free = [k for k, n in enumerate(members) if _chooses_group(instance, n)]
+    orders = [_group_order(instance, members[k]) for k in free]
+    for dealt in deal_levels([n.count for n in members], own, held, allowed):
+        for groups in itertools.product(*orders):
+            new = [replace(n, cap=cap) for n, cap in zip(members, dealt, strict=True)]
+            for k, g in zip(free, groups, strict=True):
+                new[k] = replace(new[k], group=g)
+            yield new
+
+
+def _own_cap(instance: RoundInstance, factors: Mapping[str, np.ndarray], need: Need, avail: np.ndarray) -> float | None:
+    """The cap of a running job's own GPUs, if it may stay there in ``need``'s place (of its
+    size and level, all in ``avail``; its type group is chosen apart, :func:`_group_order`); else None."""
+    job = instance.jobs[need.index]
+    pos = keep_positions(instance, need.index)
+    if pos is None or job.placement is None or pos.size != need.count or not avail[pos].all():
+        return None
+    own = _need_on(instance, factors, need.index, job.placement)
+    return own.cap if own.level <= need.level else None
+
+
+def _allowed_caps(instance: RoundInstance, factors: Mapping[str, np.ndarray], need: Need, caps: Sequence[float],
+                  avail: np.ndarray) -> set[float]:
+    """The ``caps`` under which ``need`` would find its GPUs among ``avail`` alone (in one node of
+    its level, in one of its type groups: any group it may take if :func:`_dealt` chooses it)."""
+    cl = instance.cluster
+    job = instance.jobs[need.index]
+    groups = _group_order(instance, need) if _chooses_group(instance, need) else [need.group]
+    node = (cl.server_of if need.level == Level.SERVER else cl.rack_of_server[cl.server_of]
+            if need.level == Level.RACK else np.zeros(cl.num_gpus, dtype=np.int64))
+    out: set[float] = set()
+    for cap in caps:
+        for group in groups:
+            ok = _eligible(cl, factors, job, group, cap) & avail
+            if ok.any() and int(np.bincount(node[ok]).max()) >= need.count:
+                out.add(cap)
+                break
+    return out
+
+
+def _chooses_group(instance: RoundInstance, need: Need) -> bool:
+    """Whether ``need`` is a gang of several GPUs that may take any of several type groups."""
+    return need.count > 1 and not need.stages and len(type_groups(instance.cluster, instance.jobs[need.index])) > 1
+
+
+def _group_order(instance: RoundInstance, need: Need) -> list[tuple[int, ...]]:
+    """The type groups job ``need.index`` is tried in: its own GPUs' first if it runs (and could
+    stay), then the others in type order."""
+    cl = instance.cluster
+    groups = list(type_groups(cl, instance.jobs[need.index]))
+    pos = keep_positions(instance, need.index)
+    if pos is not None and pos.size == need.count:
+        own = _group(cl, instance.jobs[need.index], pos)
+        if own in groups:
+            groups.remove(own)
+            groups.insert(0, own)
+    return groups
 
 
 @functools.lru_cache(maxsize=64)

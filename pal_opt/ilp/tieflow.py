@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from ..model import Cluster, Level
 
-__all__ = ["Need", "realise_by_flow", "SEARCH_STEPS"]
+__all__ = ["Need", "FlowBudget", "realise_by_flow", "SEARCH_STEPS"]
 
 #: The most flows one search solves before it gives up (the given placement is kept).
 SEARCH_STEPS = 500
@@ -191,16 +191,22 @@ def _options(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Ne
     return out
 
 
-def _search(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Need], deadline: float | None = None
-            ) -> list[int | None] | None:
+@dataclass
+class FlowBudget:
+    """The flows searches may still solve, shared by the searches given it."""
+
+    left: int = SEARCH_STEPS
+
+
+def _search(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Need], deadline: float | None,
+            budget: FlowBudget) -> list[int | None] | None:
     """A node for every need on one server or rack (module docstring); None if none is found
-    within :data:`SEARCH_STEPS` flows or by ``deadline`` (a ``time.monotonic()`` value)."""
+    within ``budget`` flows or by ``deadline`` (a ``time.monotonic()`` value)."""
     where: list[int | None] = [None] * len(needs)
     contention = _contention(cells, kinds, needs)
     todo = [i for i, n in enumerate(needs) if n.level != Level.CLUSTER and n.count > 1]  # (one GPU: any server)
     todo.sort(key=lambda i: len(_candidates(cells, kinds[i], needs[i], contention)))  # fewest choices first (stable)
     options: list[list[int]] = []
-    steps = 0
     depth = 0
     while depth < len(todo):
         i = todo[depth]
@@ -209,8 +215,8 @@ def _search(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Nee
         placed = False
         while options[depth]:
             where[i] = options[depth].pop(0)
-            steps += 1
-            if steps > SEARCH_STEPS or (deadline is not None and time.monotonic() >= deadline):
+            budget.left -= 1
+            if budget.left < 0 or (deadline is not None and time.monotonic() >= deadline):
                 return None
             if _flow(cells, _groups(kinds, needs, where))[0]:
                 placed = True
@@ -227,15 +233,16 @@ def _search(cells: _Cells, kinds: Sequence[tuple[int, ...]], needs: Sequence[Nee
 
 
 def realise_by_flow(cl: Cluster, needs: Sequence[Need], kinds_masks: tuple[list[tuple[int, ...]], np.ndarray], *,
-                    deadline: float | None = None) -> dict[int, tuple[int, ...]] | None:
+                    deadline: float | None = None, budget: FlowBudget | None = None) -> dict[int, tuple[int, ...]] | None:
     """GPU ids for each need (by job index; a pipeline's stage by stage), found by the search
     (module docstring); None if the search gives up or finds none.  ``kinds_masks``: each need's
-    kind per part (:attr:`Need.parts`) and each kind's GPUs."""
+    kind per part (:attr:`Need.parts`) and each kind's GPUs; ``budget``: the flows it may solve
+    (default :data:`SEARCH_STEPS`), what it leaves of them left in it."""
     kinds, masks = kinds_masks
     if not needs or not masks.any():
         return None
     cells = _Cells.of(cl, masks)
-    where = _search(cells, kinds, needs, deadline)
+    where = _search(cells, kinds, needs, deadline, budget or FlowBudget())
     if where is None:
         return None
     ok, res, keys, u, w = _flow(cells, _groups(kinds, needs, where))
