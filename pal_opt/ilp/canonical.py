@@ -335,13 +335,12 @@ def _dealt(instance: RoundInstance, factors: Mapping[str, np.ndarray], placement
     budget = FlowBudget(DEAL_FLOWS)
     for klass, members in classes.items():
         del loose[klass]
-        options = itertools.islice(_class_options(instance, factors, members, avail), CLASS_TRIES + 1)
-        first = next(options, members)
-        if next(options, None) is None:  # (one option: nothing to choose)
-            chosen.update({n.index: n for n in first})
+        options = list(itertools.islice(_class_options(instance, factors, members, avail), CLASS_TRIES))
+        if len(options) < 2:  # (one option or none: nothing to choose)
+            chosen.update({n.index: n for n in (options[0] if options else members)})
             continue
         later = [n for ns in loose.values() for n in ns]
-        for option in itertools.islice(_class_options(instance, factors, members, avail), CLASS_TRIES):
+        for option in options:
             trial = _in_order(instance, [*chosen.values(), *option, *later])
             if _realise(instance, factors, trial, avail.copy()) is not None or budget.left > 0 and realise_by_flow(
                     cl, trial, _kind_masks(instance, factors, trial, avail), deadline=deadline, budget=budget) is not None:
