@@ -401,8 +401,8 @@ def _typed_preempt(seed: int) -> RoundInstance:
 #: two equal running jobs is preempted (or kept where it runs, with a restart cost), or a running
 #: job free to move and a waiting job of its kind trading GPUs.  (Of seeds 0-99 of the first kind
 #: and 100-199 of the second 7 and 16 differed.)  Then, before the caps of a class were dealt
-#: again and the type of a job that may take either chosen canonically (:func:`_dealt
-#: <pal_opt.ilp.canonical>`), jobs of other sizes trading GPUs of two speeds: ("victims", 126),
+#: again and the type of a job that may take either chosen canonically
+#: (``pal_opt.ilp.canonical._dealt``), jobs of other sizes trading GPUs of two speeds: ("victims", 126),
 #: ("victims", 192) (and 78 of seeds 0-99); on typed rounds (:func:`_typed_preempt`, seeds 0-49)
 #: 13 of 50 differed, by such trades between jobs of one class of other sizes or types, and a job
 #: of several GPUs on either type.  0 of each now.
