@@ -405,10 +405,12 @@ def _typed_preempt(seed: int) -> RoundInstance:
 #: (``pal_opt.ilp.canonical._dealt``), jobs of other sizes trading GPUs of two speeds: ("victims", 126),
 #: ("victims", 192) (and 78 of seeds 0-99); on typed rounds (:func:`_typed_preempt`, seeds 0-49)
 #: 13 of 50 differed, by such trades between jobs of one class of other sizes or types, and a job
-#: of several GPUs on either type.  0 of each now.
+#: of several GPUs on either type.  0 of each now.  ("typed", 86) and ("typed", 92) (of seeds
+#: 50-149, where 31 differed, 4 then, 2 now) differed until equal running jobs of other type
+#: constraints were given their roles together too (which of them is preempted).
 PREEMPT_ROUNDS = ([("pipelines", s) for s in (2, 46, 60, 72, 78, 86, 90)]
                   + [("victims", s) for s in (78, 108, 120, 122, 126, 132, 136, 141, 161, 179, 183, 192)]
-                  + [("typed", s) for s in (0, 5, 7, 10, 11, 12, 14, 24, 29, 32, 34, 42, 43)])
+                  + [("typed", s) for s in (0, 5, 7, 10, 11, 12, 14, 24, 29, 32, 34, 42, 43, 86, 92)])
 _PREEMPT_MAKERS = {"pipelines": _preempt_pipelines, "victims": _equal_victims, "typed": _typed_preempt}
 
 
@@ -491,3 +493,23 @@ def test_a_job_that_may_take_either_type_is_given_one_whichever_the_optimum_chos
     assert canonicalise(inst, {"r": (4, 5, 6, 7), "w": (0, 1)}, c.factors) == (one, CHANGED)
     assert canonicalise(inst, {"r": (4, 5, 6, 7), "w": (2, 3)}, c.factors) == (one, CHANGED)
     assert canonicalise(inst, one, c.factors) == (one, ALREADY)
+
+
+def test_of_equal_victims_of_other_type_constraints_the_later_one_is_preempted() -> None:
+    # r (rigid) and g (guaranteed type b) run on the two free b GPUs; h (priority 1, type b) needs
+    # one of them.  Preempting either costs the same; r may run on g's GPU, so the later one, g,
+    # is preempted whichever the optimum chose.  (Before, HiGHS preempted g, CP-SAT and CBC r.)
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, state=[1, 1, 0, 0], gpu_types="aabb")
+    jobs = (Job("r", 1, "classA", placement=(2,)),
+            Job("g", 1, "classA", placement=(3,), kind="guaranteed", gpu_type="b"),
+            Job("h", 1, "classA", priority=1, kind="guaranteed", gpu_type="b"))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none"))
+    one = {"r": (2,), "h": (3,)}
+    other = {"g": (3,), "h": (2,)}
+    assert evaluate(inst, other, c.factors).cost == pytest.approx(evaluate(inst, one, c.factors).cost, abs=1e-12)
+    assert canonicalise(inst, other, c.factors, optional=("r", "g")) == (one, CHANGED)
+    assert canonicalise(inst, one, c.factors, optional=("r", "g")) == (one, ALREADY)
+    _need_backends()
+    for b in BACKENDS:
+        res = solve(inst, "ilp-preempt", backend=b, canonical=True)
+        assert res.placements == one and res.jobs_to_terminate == ("g",) and check(inst, res) == [], b

@@ -66,7 +66,9 @@ order (:func:`_assigned`): the earlier jobs kept where they run when their GPUs'
 among those held, the later ones left out, running jobs on a pattern their GPUs meet.  The
 result is priced and kept only at no higher cost.  So which of two equal victims is preempted,
 and which of a running job free to move and a waiting job of its kind gets which GPUs, no
-longer depends on the backend.
+longer depends on the backend.  A second pass does the same among jobs alike but for their GPU
+types (:func:`_typeless_key`: a rigid job and one guaranteed a type), kept only where every job
+may run on the GPUs it then gets (:func:`_types_held`) and at no higher cost.
 
 Then, from the pattern, the caps of each class's gangs are dealt again and the type of a job
 that may take either of several is chosen (:func:`_dealt`): a gang's cost is its GPU count
@@ -78,9 +80,9 @@ GPUs' cap, then in queue order the fastest that leaves the rest dealable), each 
 group in a fixed order (its own GPUs' first, then in type order), and the first such option
 that the greedy (else the budgeted search) places is taken, class by class; the pattern as
 given when none is placed.  The result is priced and kept only at no higher cost, as before.
-Ties left: which of jobs of one class and size but of other type constraints (rigid, or
-guaranteed one type) is preempted, and such trades coupled with which equal running job is
-moved at a restart charge (``docs/determinism.md``).
+Ties left: which of jobs of one class and size but of other type constraints is preempted
+when the earlier in the queue may not run on the later one's GPUs, and level trades coupled with
+which equal running job is moved at a restart charge (``docs/determinism.md``).
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -124,8 +126,8 @@ CLASS_TRIES = 8
 #: The most flows the exact searches of those tries solve in all (after it, only the greedy).
 DEAL_FLOWS = 200
 #: Rounds of more jobs to place than this keep the caps and type groups their optimum gave
-#: (the tries cost seconds at 2,048 GPUs and 325 jobs, where the placement is rarely found).
-DEAL_MAX_JOBS = 100
+#: (their tries cost 0.7-1.0 s on a 512-GPU round of 84 jobs, whose pattern was not placed either way).
+DEAL_MAX_JOBS = 64
 
 #: What :func:`canonicalise` did (``info["canonical"]``): the placement was replaced, ...
 CHANGED = "changed"
@@ -187,6 +189,7 @@ def canonicalise(instance: RoundInstance, placements: Mapping[JobId, tuple[int, 
     given = dict(placements)
     if cl.num_gpus * len(placements) <= CANONICAL_MAX_CELLS:
         placements = _chosen(instance, placements, factors, pinned, optional) or placements
+        placements = _chosen(instance, placements, factors, pinned, optional, _typeless_key) or placements
     hard = _fixed(instance, placements, pinned)
     needs = _needs(instance, placements, factors, hard)
     if not needs:  # (every job stays: the roles given out again, if they moved any, are the answer)
@@ -608,8 +611,16 @@ def _shape(need: Need) -> _Shape:
     return (need.level, need.cap, need.group, need.count, need.stages)
 
 
+def _typeless_key(instance: RoundInstance, i: int) -> tuple[object, ...]:
+    """:func:`_swap_key` without the GPU types: jobs alike but for them cost the same in each
+    other's roles where the GPUs are of a type both may use (which :func:`_types_held` checks)."""
+    job = instance.jobs[i]
+    return (job.perfclass, job.demand, job.locality, job.allowed_counts, job.mix_types, job.pipeline)
+
+
 def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], factors: Mapping[str, np.ndarray],
-            pinned: Collection[JobId], optional: Collection[JobId]) -> dict[JobId, tuple[int, ...]] | None:
+            pinned: Collection[JobId], optional: Collection[JobId],
+            key: Callable[[RoundInstance, int], tuple[object, ...]] | None = None) -> dict[JobId, tuple[int, ...]] | None:
     """``placements`` with the roles of interchangeable jobs (:func:`_swap_key`; a running job
     among them) given out canonically (:func:`_assigned`), at no higher cost: which of them are
     left out (``optional`` running jobs), which running job stays where it runs, which gets GPUs
@@ -621,7 +632,7 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     droppable = {index[jid] for jid in optional}
     members: dict[tuple[object, ...], list[int]] = {}
     for jid in [*(j for j in placements if j not in pinned), *(j for j in optional if j not in placements)]:
-        members.setdefault(_swap_key(instance, index[jid]), []).append(index[jid])
+        members.setdefault((key or _swap_key)(instance, index[jid]), []).append(index[jid])
     now: dict[int, _Role] = {}
     new: dict[int, _Role] = {}
     for group in members.values():
