@@ -153,8 +153,10 @@ def detect_trace_format(path: str) -> str:
         empty), or its header is neither format's.
     """
     from ..io.csvfile import separator_hint
-    from ..io.textfile import NUL, binary_text
+    from ..io.textfile import NUL, binary_text, refuse_markup
 
+    if os.path.isdir(path):
+        raise InstanceError("is a directory, expected a trace (CSV)", source=path)
     try:
         with open(path, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -164,8 +166,11 @@ def detect_trace_format(path: str) -> str:
             head = fh.read(64 * 1024)
     except OSError as exc:
         raise MissingFileError.reading(exc, "cannot read trace", source=path) from None
+    if not head.strip():
+        raise InstanceError("trace file is empty", source=path)
     if NUL in head:  # UTF-16 from PowerShell, UTF-32, or no text at all
         raise InstanceError(f"trace file {binary_text(head)}", source=path)
+    refuse_markup(head.decode("utf-8-sig", errors="replace"), path, "a trace (CSV)")
     try:
         header = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8-sig")  # any line ending
     except UnicodeDecodeError as exc:

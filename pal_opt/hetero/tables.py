@@ -25,6 +25,7 @@ import pandas as pd
 from ..errors import InstanceError, MissingFileError
 from ..io.csvfile import separator_hint
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
+from ..io.textfile import refuse_markup
 from ..options import file_path
 
 __all__ = ["Table", "read_table", "column_names"]
@@ -210,6 +211,7 @@ def read_table(
         text = read_text(path, max_bytes=max_bytes, what=what)
     except OSError as exc:
         raise MissingFileError.reading(exc, f"cannot read {what}", source=source) from None
+    refuse_markup(text, source, f"{'an' if what[:1] in 'aeiou' else 'a'} {what} (CSV)")
     lines = _row_lines(text, source)
     try:
         raw = pd.read_csv(

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..errors import InstanceError, TableError, one_line
 from ..model import plain_text
-from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text
+from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text, refuse_markup
 
 __all__ = ["CsvTable", "read_csv", "TableError", "NoteKind", "TableNote", "misspelt_column_note",
            "unused_column_note", "cell_place", "separator_hint", "MISSPELLING_CUTOFF"]
@@ -442,6 +442,7 @@ def read_csv(
     """
     text = read_text(path, max_bytes=max_bytes, what=what, arg=arg)
     src = os.fspath(path)
+    refuse_markup(text, src, f"{'an' if what[:1] in 'aeiou' else 'a'} {what}" + ("" if "CSV" in what else " (CSV)"))
     n_cells = text.count(",") + text.count("\n") + text.count("\r")
     if n_cells > max_cells:
         raise InstanceError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 from pathlib import Path
 
 from ..errors import InstanceError, MissingFileError
@@ -25,6 +26,8 @@ __all__ = [
     "read_text",
     "source_name",
     "binary_text",
+    "markup_kind",
+    "refuse_markup",
     "NUL",
 ]
 
@@ -76,6 +79,42 @@ def binary_text(data: bytes) -> str:
     if encoding is not None:
         return f"is {encoding} text; pal-opt reads UTF-8 (convert it, e.g. iconv -f {encoding} -t UTF-8)"
     return f"is binary, not text (NUL byte at offset {data.index(NUL)})"
+
+
+_PAL_OPT_FORMAT = re.compile(r'"format"\s*:\s*"pal-opt/(instance|placement)"')
+_NODE_KIND = re.compile(r'"kind"\s*:\s*"(?:NodeList|Node)"')
+
+
+def markup_kind(text: str) -> str | None:
+    """What a text that a CSV, Slurm or profile reader was given is instead, when it is plainly a
+    JSON document or XML (an instance, placement or node-list file, a GraphML cluster, given to
+    the wrong option): ``"a pal-opt instance file (JSON)"``, ``"a Kubernetes node list (JSON)"``,
+    ``"JSON"``, ``"GraphML (XML)"``, ``"XML"``; None for any other text.  Only the start of the
+    text is looked at.
+
+    >>> markup_kind('{"format": "pal-opt/placement", "version": 1}')
+    'a pal-opt placement file (JSON)'
+    >>> markup_kind('  [1, 2]'), markup_kind('<?xml version="1.0"?><graphml>'), markup_kind("a,b\\n1,2")
+    ('JSON', 'GraphML (XML)', None)
+    """
+    head = text[:4096].lstrip()
+    if head[:1] in ("{", "["):
+        if m := _PAL_OPT_FORMAT.search(head):
+            return f"a pal-opt {m.group(1)} file (JSON)"
+        return "a Kubernetes node list (JSON)" if _NODE_KIND.search(head) else "JSON"
+    if head.startswith("<"):
+        return "GraphML (XML)" if "<graphml" in head else "XML"
+    return None
+
+
+def refuse_markup(text: str, source: str, expected: str) -> None:
+    """Raise an :class:`InstanceError` (``round.json: is a pal-opt instance file (JSON), not a GPU
+    table (CSV)``) when ``text`` is a JSON document or XML (:func:`markup_kind`) where
+    ``expected`` (a noun phrase with its article) was to be read: said so, rather than the first
+    line that the reader cannot parse (``line 2: has 2 fields but the header has 1``)."""
+    kind = markup_kind(text)
+    if kind is not None:
+        raise InstanceError(f"is {kind}, not {expected}", source=source)
 
 
 def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file",

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InstanceError, MissingFileError
-from ..io.textfile import NUL, binary_text
+from ..io.textfile import NUL, binary_text, refuse_markup
 from ..options import file_path, require_items, require_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
@@ -284,6 +284,7 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InstanceError(f"profile is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=src) from None
+    refuse_markup(text, src, "a PipeDream profile (graph.txt)")
     return parse_profile(text, source=src)
 
 

@@ -171,9 +171,9 @@ def _import_inputs(args: argparse.Namespace) -> list[tuple[str, Any]]:
     if args.format == "slurm":
         from .slurmconf import included_files
 
-        for what, path in configs:
-            if path is not None and os.path.isfile(path):
-                files += [(f"file included by {what}", p) for p in included_files(path)]
+        for (what, path), kind in zip(configs, ("topology.conf", "slurm.conf", "gres.conf"), strict=True):
+            if path is not None and os.path.isfile(path):  # read as its reader reads it, with its errors
+                files += [(f"file included by {what}", p) for p in included_files(path, what=kind)]
     return files
 
 

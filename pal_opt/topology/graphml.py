@@ -420,8 +420,13 @@ def _topology(text: str, source: str) -> Topology:
 def load_graphml(path: str | os.PathLike[str]) -> Topology:
     """Read a GraphML file (guarded reading, :func:`pal_opt.io.read_text`)."""
     from ..io import read_text
+    from ..io.textfile import markup_kind
 
-    return parse_graphml(read_text(path, what="GraphML file"), os.fspath(path))
+    text = read_text(path, what="GraphML file")
+    kind = markup_kind(text)
+    if kind is not None and "XML" not in kind:
+        raise InstanceError(f"is {kind}, not a GraphML file", source=os.fspath(path))
+    return parse_graphml(text, os.fspath(path))
 
 
 def _plain(x: Any) -> Any:

@@ -249,9 +249,14 @@ def _items(doc: Any, source: str) -> list[Any]:
         raise InstanceError("must be a JSON object (kubectl get nodes -o json)", source=source, path="top level")
     if doc.get("kind") == "Node":
         return [doc]
+    fmt = doc.get("format")
+    if "kind" not in doc and isinstance(fmt, str) and fmt.startswith("pal-opt/"):
+        raise InstanceError(f"is a {fmt.replace('/', ' ')} file, not a node list (kubectl get nodes -o json)",
+                            source=source)
     if doc.get("kind") not in ("List", "NodeList"):
-        raise InstanceError(f"must be a List or NodeList of nodes, got kind {doc.get('kind')!r}", source=source,
-                            path="kind")
+        got = f"got kind {doc['kind']!r}" if "kind" in doc else "the document has no 'kind'"
+        raise InstanceError(f"must be a List or NodeList of nodes (kubectl get nodes -o json), {got}",
+                            source=source, path="kind")
     items = doc.get("items")
     if not isinstance(items, list):
         raise InstanceError("must be an array of Node objects", source=source, path="items")

@@ -249,10 +249,11 @@ def included_files(path: str | os.PathLike[str], *, what: str = "configuration f
 
 def _read_file(path: str | os.PathLike[str], what: str, max_bytes: int | None) -> tuple[list[ConfigLine], _Reading]:
     from ..io import read_text
-    from ..io.textfile import DEFAULT_MAX_BYTES
+    from ..io.textfile import DEFAULT_MAX_BYTES, refuse_markup
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     text = read_text(path, max_bytes=limit, what=what)
+    refuse_markup(text, os.fspath(path), f"{'an' if what[:1] in 'aeiou' else 'a'} {what}")
     return _lines(text, os.fspath(path), what, limit, os.path.getsize(path))
 
 

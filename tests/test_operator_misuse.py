@@ -1,0 +1,94 @@
+"""An operator's bad day at the command line (fourteenth session's review): a file of another
+format given to the wrong option, an empty trace, flags at the edges of their range.  Each case
+runs ``main`` in process and checks one error line naming the file (or the flag), exit 2 and no
+output written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pal_opt.cli import main
+from pal_opt.generate import generate_instance
+from pal_opt.io import save_instance
+
+TRACE = "job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n"
+GPUS = "GPU_ID,Node_ID,IN_USE,JOB_IDS,PerfVar_classA\n0,0,False,,1.0\n1,0,False,,1.1\n"
+NODES = {"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n0", "labels": {}},
+                                      "status": {"capacity": {"nvidia.com/gpu": "4"}}}]}
+GRAPHML = '<?xml version="1.0"?>\n<graphml xmlns="http://graphml.graphdrawing.org/xmlns"><graph/></graphml>\n'
+
+
+def _one_error(capsys: pytest.CaptureFixture[str], rc: int) -> str:
+    out, err = capsys.readouterr()
+    assert rc == 2, err
+    assert out == "" and err.count("\n") == 1 and err.startswith("pal-opt: error: ") and "Traceback" not in err, err
+    return err.removeprefix("pal-opt: error: ").rstrip("\n")
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    inst = tmp_path / "round.json"
+    save_instance(generate_instance(2, 2, 2, seed=0), inst)
+    placement = tmp_path / "pl.json"
+    placement.write_text(json.dumps({"format": "pal-opt/placement", "version": 1, "placements": {}}))
+    out = {"round": inst, "placement": placement, "trace": tmp_path / "trace.csv", "gpus": tmp_path / "gpus.csv",
+           "nodes": tmp_path / "nodes.json", "graphml": tmp_path / "c.graphml", "other": tmp_path / "other.json",
+           "empty": tmp_path / "empty.csv", "out": tmp_path / "out.json"}
+    out["trace"].write_text(TRACE)
+    out["gpus"].write_text(GPUS)
+    out["nodes"].write_text(json.dumps(NODES))
+    out["graphml"].write_text(GRAPHML)
+    out["other"].write_text('[{"a": 1}]')
+    out["empty"].write_text("\n\n")
+    return out
+
+
+@pytest.mark.parametrize("argv,expected", [
+    # a JSON or XML file where a CSV is read said "line 2: has 2 fields but the header has 1"
+    (["import", "blox", "--gpus", "{round}", "-o", "{out}"], "{round}: is a pal-opt instance file (JSON), not a GPU table (CSV)"),
+    (["import", "blox", "--gpus", "{graphml}", "-o", "{out}"], "{graphml}: is GraphML (XML), not a GPU table (CSV)"),
+    (["import", "blox", "--gpus", "{gpus}", "--jobs", "{placement}", "-o", "{out}"],
+     "{placement}: is a pal-opt placement file (JSON), not a job CSV"),
+    (["simulate", "{round}", "--trace-format", "pal", "-o", "{out}"], "{round}: is a pal-opt instance file (JSON), not a trace file (CSV)"),
+    (["simulate", "{trace}", "--variability", "classB={other}", "-o", "{out}"], "{other}: is JSON, not a measurement file (CSV)"),
+    # with the format read from the header: "cannot tell the trace format from the header ... got '{'"
+    (["simulate", "{nodes}", "-o", "{out}"], "{nodes}: is a Kubernetes node list (JSON), not a trace (CSV)"),
+    # an empty (or blank) trace: "cannot tell the trace format from the header ...; got ''"
+    (["simulate", "{empty}", "-o", "{out}"], "{empty}: trace file is empty"),
+    (["simulate", "{tmp}", "-o", "{out}"], "{tmp}: is a directory, expected a trace (CSV)"),
+    # Slurm: "line 1: expected KEY=VALUE, got '{'", and a gres.conf named "configuration file"
+    (["import", "slurm", "{nodes}", "--gpus-per-node", "4", "-o", "{out}"],
+     "{nodes}: is a Kubernetes node list (JSON), not a topology.conf"),
+    (["import", "slurm", "{empty}", "--gpus-per-node", "4", "-o", "{out}"], "{empty}: topology.conf is empty"),
+    (["partition", "{round}", "--machines", "4", "--bandwidth", "1e9"],
+     "{round}: is a pal-opt instance file (JSON), not a PipeDream profile (graph.txt)"),
+    # Kubernetes: "kind: must be a List or NodeList of nodes, got kind None"
+    (["import", "k8s", "{round}", "-o", "{out}"], "{round}: is a pal-opt instance file, not a node list (kubectl get nodes -o json)"),
+    (["import", "k8s", "{other}", "-o", "{out}"], "{other}: top level: must be a JSON object (kubectl get nodes -o json)"),
+    (["import", "graphml", "{nodes}", "-o", "{out}"], "{nodes}: is a Kubernetes node list (JSON), not a GraphML file"),
+])
+def test_a_file_of_another_format_is_named_as_such(argv, expected, files, tmp_path, capsys):
+    subs = {**files, "tmp": tmp_path}
+    msg = _one_error(capsys, main([a.format(**subs) for a in argv]))
+    assert msg == expected.format(**subs)
+    assert not files["out"].exists()
+
+
+def test_a_sia_table_reader_names_json_too(files):
+    """The Sia readers (workloads, profiles, the Philly trace) read their CSVs with pandas."""
+    from pal_opt.errors import InstanceError
+    from pal_opt.hetero.tables import read_table
+
+    with pytest.raises(InstanceError) as exc:
+        read_table(files["round"], required=("name",), what="workload file")
+    assert str(exc.value) == f"{files['round']}: is a pal-opt instance file (JSON), not a workload file (CSV)"
+
+
+def test_a_node_list_without_kind_says_so(tmp_path, capsys):
+    nodes = tmp_path / "n.json"
+    nodes.write_text('{"items": []}')
+    msg = _one_error(capsys, main(["import", "k8s", str(nodes), "-o", str(tmp_path / "o.json")]))
+    assert msg == f"{nodes}: kind: must be a List or NodeList of nodes (kubectl get nodes -o json), the document has no 'kind'"
