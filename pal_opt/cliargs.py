@@ -86,6 +86,26 @@ def positive_float(text: str) -> float:
     return _number(text, 0, strict=True)
 
 
+def simulated_seconds(text: str) -> float:
+    """A round length of a simulation: > 0 and at most :data:`~pal_opt.options.MAX_SIMULATED_SECONDS`."""
+    from .options import MAX_SIMULATED_SECONDS
+
+    v = _number(text, 0, strict=True)
+    if v > MAX_SIMULATED_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SIMULATED_SECONDS:g} seconds, got {text!r}")
+    return v
+
+
+def simulated_hours(text: str) -> float:
+    """Hours of simulated time: > 0 and at most :data:`~pal_opt.options.MAX_SIMULATED_SECONDS`."""
+    from .options import MAX_SIMULATED_SECONDS
+
+    v = _number(text, 0, strict=True)
+    if v * 3600.0 > MAX_SIMULATED_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_SIMULATED_SECONDS / 3600.0:.4g} hours, got {text!r}")
+    return v
+
+
 def nonneg_float(text: str) -> float:
     """A finite number >= 0."""
     return _number(text, 0)
@@ -374,6 +394,7 @@ def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any
 
 def add_restart_arguments(
     p: argparse.ArgumentParser, *, resumed: bool = False, from_instance: bool = False, round_default: str | None = None,
+    simulated: bool = False,
 ) -> None:
     """``--restart-cost S`` and ``--round S``, in the one unit every command and the API use
     (:mod:`pal_opt.cost.restart`): seconds of work a moved job loses on each of its GPUs, priced
@@ -382,6 +403,7 @@ def add_restart_arguments(
     ``resumed``: the command also charges a job resumed after a preemption (the simulator).
     ``from_instance``: the flags override the instance file's ``params`` (default: keep them).
     ``round_default``: what the help says ``--round`` defaults to, where the command decides it.
+    ``simulated``: rounds of a simulation, at most :data:`~pal_opt.options.MAX_SIMULATED_SECONDS`.
     """
     from .options import DEFAULT_ROUND_LENGTH
 
@@ -392,7 +414,8 @@ def add_restart_arguments(
                         f"per GPU; default {instance if from_instance else 0}); the round program charges "
                         "-ln(1 - S/R) per GPU")
     keep = instance if from_instance else round_default  # round_default is --round's alone
-    p.add_argument("--round", type=positive_float, default=None if from_instance else DEFAULT_ROUND_LENGTH,
+    p.add_argument("--round", type=simulated_seconds if simulated else positive_float,
+                   default=None if from_instance else DEFAULT_ROUND_LENGTH,
                    metavar="R", help=f"round length in seconds (default {keep or f'{DEFAULT_ROUND_LENGTH:g}'})")
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_ILP_TIME_LIMIT",
     "DEFAULT_ROUND_LENGTH",
     "MAX_CLUSTER_GPUS",
+    "MAX_SIMULATED_SECONDS",
     "check_cluster_size",
     "check_seed",
     "check_count",
@@ -69,6 +70,12 @@ DEFAULT_ROUND_LENGTH: float = 360.0
 #: ``--nodes`` × ``--gpus-per-node``): 16× the 65,536 GPUs the benchmarks measure.  A typo of a
 #: few digits more would otherwise try to allocate terabytes before saying anything.
 MAX_CLUSTER_GPUS: int = 1 << 20
+
+#: The longest round and run a simulator takes (``--round``, ``--max-hours``; ``round_length``,
+#: ``max_time``), in seconds: about 31.7 million years.  Its clock and its sums of job times stay
+#: finite and exact to the second (a round of 1e308 s summed job times to ``inf``, with numpy's
+#: overflow warning; ``--max-hours 1e308`` was ``inf`` seconds).
+MAX_SIMULATED_SECONDS: float = 1e15
 
 
 #: The most solver threads an option may ask for: HiGHS starts every thread asked for, so a typo

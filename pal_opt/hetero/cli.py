@@ -35,6 +35,8 @@ from ..cliargs import (
     nonneg_int,
     output_file,
     positive_float,
+    simulated_hours,
+    simulated_seconds,
 )
 from ..errors import InstanceError, MissingFileError, OptionError
 from .methods import hetero_policy_names
@@ -117,7 +119,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--seed", type=nonneg_int, default=None,
                    help="seed of the variability draw and, unless --failure-seed, of the failures (default 0; "
                         "only with --variability or --failures)")
-    p.add_argument("--round", type=positive_float, default=60.0, metavar="R", help="round length in seconds (default 60)")
+    p.add_argument("--round", type=simulated_seconds, default=60.0, metavar="R", help="round length in seconds (default 60)")
     p.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                    help="give every job this category (the artifact's categorize step); default: the file's")
     p.add_argument("--backend", type=nonempty, default=None, metavar="NAME",
@@ -126,7 +128,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="seconds per round program (default: until proven optimal; ilp's placement "
                         "program after Sia's at most 10 s)")
-    p.add_argument("--max-hours", type=positive_float, default=720.0, metavar="H",
+    p.add_argument("--max-hours", type=simulated_hours, default=720.0, metavar="H",
                    help="stop after this much simulated time even with unfinished jobs (default 720)")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="OUT.json",
                    help="result file (written atomically)")

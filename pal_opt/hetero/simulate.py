@@ -42,7 +42,6 @@ JCT feels) of the slowdown the jobs ran at and of its placement floor
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,7 +51,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
-from ..options import require_items, require_mapping, require_type
+from ..options import MAX_SIMULATED_SECONDS, require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, with_aliases
 from .configs import GpuType, require_gpu_types
@@ -159,8 +158,9 @@ class SimConfig:
         for name, what in (("round_length", "the round length"), ("gavel_round", "gavel_round"),
                            ("max_time", "max_time")):
             v = getattr(self, name)
-            if not (_is_number(v) and math.isfinite(v) and v > 0):
-                raise OptionError(f"{what} must be a positive number of seconds, got {v!r}")
+            if not (_is_number(v) and 0 < v <= MAX_SIMULATED_SECONDS):
+                raise OptionError(f"{what} must be a positive number of seconds, at most {MAX_SIMULATED_SECONDS:g}, "
+                                  f"got {v!r}")
         check_move_cost(self.ilp_move_cost)
         for name in ("ilp_levels", "ilp_anchor", "ilp_joint"):
             if not isinstance(getattr(self, name), bool):

@@ -37,8 +37,8 @@ from ..cliargs import (
     nonneg_int,
     output_file,
     penalty,
-    positive_float,
     refuse_overwriting_inputs,
+    simulated_hours,
     solve_options_each,
 )
 from ..errors import OptionError
@@ -86,7 +86,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sia.add_argument("--category", choices=("adaptive", "scale-gpus", "rigid"), default=None,
                      help="give every job this category (default: the file's)")
     sia.add_argument("--ilp-mode", choices=ILP_MODES, default=None, help=ILP_MODE_HELP)
-    p.add_argument("--max-hours", type=positive_float, default=None, metavar="H",
+    p.add_argument("--max-hours", type=simulated_hours, default=None, metavar="H",
                    help="stop after this much simulated time even with jobs unfinished (no round starts after it; "
                         "default: pal traces run until every job is done, sia traces stop at 720)")
     p.add_argument("--queue", default="fifo", choices=tuple(QUEUE_POLICIES), help="queue policy (default fifo)")
@@ -96,7 +96,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--rack-penalty", type=penalty, default=None, metavar="L",
                    help="racked clusters: slowdown of a gang spanning servers within one rack, at most "
                         "--locality-penalty (default: the same as --locality-penalty)")
-    add_restart_arguments(p, resumed=True, round_default="360; sia traces: 60")
+    add_restart_arguments(p, resumed=True, round_default="360; sia traces: 60", simulated=True)
     p.set_defaults(round=None)  # pal: 360 s, sia: 60 s
     p.add_argument("--binning", default="pal-artifact", choices=[b.value for b in Binning],
                    help="variability binning the policy sees (default pal-artifact)")
