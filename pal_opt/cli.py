@@ -598,9 +598,10 @@ def _preempted_line(inst: Any, result: Any) -> str:
 
 
 def _blocking_line(inst: Any, result: Any) -> str:
-    """Under prefix admission (and PAL's order) a job that can never be placed stops the queue, as
-    the PAL artifact does: say which, and how many jobs behind it wait for that reason alone."""
-    if result.admission not in ("prefix", "pal-order") or not result.unplaceable:
+    """Under prefix admission (and PAL's order, and the queue order of packed and random) a job
+    that can never be placed stops the queue, as the PAL artifact does: say which, and how many
+    jobs behind it wait for that reason alone."""
+    if result.admission not in ("prefix", "pal-order", "queue-order") or not result.unplaceable:
         return ""
     first = next((k for k, j in enumerate(inst.jobs) if j.id in result.unplaceable), None)
     if first is None:
