@@ -146,6 +146,10 @@ def _repair_options(options: SolveOptions | None, kwargs: Mapping[str, Any]) -> 
     bad = options.given() - REPAIR_OPTIONS
     if bad:
         raise OptionError(f"option(s) {', '.join(sorted(bad))} do not apply to a repair")
+    if options.backend_params:  # now, not only if a displaced job is re-placed by a program
+        from .ilp.backends import check_backend_params
+
+        check_backend_params(options.backend, options.backend_params)
     return options
 
 

@@ -147,6 +147,10 @@ class RoundPolicy:
             from .ilp.backends import get_backend
 
             get_backend(options.backend, probe=False)
+        if options.backend_params:  # and a parameter the solver refuses, not in the first round that runs it
+            from .ilp.backends import check_backend_params
+
+            check_backend_params(options.backend, options.backend_params)
         self.method = method
         self.binning = options.binning
         self.options = {n: getattr(options, n) for n in sorted(options.given()) if n not in ("binning", "seed")}

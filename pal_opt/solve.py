@@ -60,5 +60,9 @@ def solve(
     m = get_method(method)
     options = options_from(options, {"binning": binning, "seed": seed, **kwargs})
     m.validate_options(options)
+    if options.backend_params:  # refused now, not only when the round gets as far as its solver
+        from .ilp.backends import check_backend_params
+
+        check_backend_params(options.backend, options.backend_params)
     return m.run(instance, options)
 

@@ -123,3 +123,52 @@ def test_simulation_configs_bound_their_times():
         SimConfig(max_time=1e300).validate()
     with pytest.raises(OptionError, match=r"the round length must be a positive number of seconds, at most 1e\+15"):
         SiaConfig(round_length=1e300)
+
+
+def _installed(name: str) -> bool:
+    from pal_opt.ilp.backends import available_backends
+
+    return name in available_backends()
+
+
+@pytest.mark.parametrize("backend", ["highs", "cpsat", "cbc"])
+def test_a_backend_parameter_the_solver_refuses_is_refused_when_the_solver_is_not_run(backend, tmp_path, capsys):
+    """With a gap target the starts met (``<backend> not run: the start placement is within the
+    gap of the LP bound``), a repair with nothing to re-place, or a simulation whose rounds never
+    reached their solver, ``--backend-param foo=1`` was taken without a word (exit 0); a solve that
+    ran its solver refused it (exit 2).  It is checked before any work now."""
+    if not _installed(backend):
+        pytest.skip(f"{backend} not installed")
+    import pal_opt
+    from pal_opt.errors import OptionError
+
+    inst = generate_instance(16, 4, 40, seed=1)
+    with pytest.raises(OptionError, match=f"{backend} rejected backend parameter 'foo' = 1"):
+        pal_opt.solve(inst, "ilp", backend=backend, gap=0.5, backend_params={"foo": 1})
+    with pytest.raises(OptionError, match=f"{backend} rejected backend parameter 'foo' = 1"):
+        pal_opt.RoundPolicy("ilp", backend=backend, backend_params={"foo": 1})
+    path, out = tmp_path / "round.json", tmp_path / "pl.json"
+    save_instance(inst, path)
+    msg = _one_error(capsys, main(["solve", str(path), "--method", "ilp", "--backend", backend, "--gap", "0.5",
+                                   "--backend-param", "foo=1", "-o", str(out)]))
+    assert msg.startswith(f"{backend} rejected backend parameter 'foo' = 1") and not out.exists()
+    # a repair whose failed GPU no job holds: nothing to re-place, no program
+    assert main(["solve", str(path), "--method", "pal", "-o", str(out)]) == 0
+    capsys.readouterr()
+    held = {g for gs in json.loads(out.read_text())["placements"].values() for g in gs}
+    idle = next(g for g in range(64) if g not in held) if len(held) < 64 else None
+    failed = str(idle) if idle is not None else "0"
+    rep = tmp_path / "rep.json"
+    msg = _one_error(capsys, main(["repair", str(path), str(out), "--failed", failed, "--backend", backend,
+                                   "--backend-param", "foo=1", "-o", str(rep)]))
+    assert msg.startswith(f"{backend} rejected backend parameter 'foo' = 1") and not rep.exists()
+
+
+def test_good_backend_parameters_still_pass():
+    import pal_opt
+
+    inst = generate_instance(4, 4, 8, seed=0)
+    for backend, params in (("highs", {"presolve": "off", "mip_max_nodes": 200}),
+                            ("cpsat", {"max_deterministic_time": 1.0, "num_workers": 2}), ("cbc", {"maxNodes": 200})):
+        if _installed(backend):
+            assert pal_opt.solve(inst, "ilp", backend=backend, backend_params=params).status.value == "optimal"

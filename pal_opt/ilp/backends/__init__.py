@@ -10,6 +10,8 @@ added with :func:`register_backend`.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
+from typing import Any
 
 from ...errors import BackendUnavailableError, OptionError
 from .base import (
@@ -39,6 +41,7 @@ __all__ = [
     "available_backends",
     "backend_names",
     "get_backend",
+    "check_backend_params",
     "register_backend",
     "unregister_backend",
     "run_interruptibly",
@@ -154,3 +157,12 @@ def get_backend(name: str | None = None, *, probe: bool = True) -> type[Backend]
 register_backend(HighsBackend)
 register_backend(CpSatBackend)
 register_backend(CbcBackend)
+
+
+def check_backend_params(backend: str | None, params: Mapping[str, Any]) -> None:
+    """Refuse, before any work, a parameter of ``params`` that the backend called ``backend``
+    (None: the first installed, :func:`get_backend`) would refuse when it solves: the
+    :class:`~pal_opt.errors.OptionError` of :meth:`Backend.check_params`.  Nothing is imported
+    without parameters."""
+    if params:
+        get_backend(backend)().check_params(params)

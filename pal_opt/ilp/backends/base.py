@@ -357,6 +357,31 @@ class Backend(ABC):
         return replace(options, time_limit=limit)
 
     # ------------------------------------------------------------------ the template
+    def _apply_params(self, model: Any, params: Mapping[str, Any]) -> None:
+        """Set each of the caller's ``params`` on ``model`` (:meth:`_set_param`); one the solver
+        refuses is an :class:`OptionError` naming it and the solver's reason."""
+        for key, value in params.items():
+            try:
+                self._set_param(model, key, value)
+            except Exception as exc:  # noqa: BLE001 - any rejection by the solver
+                raise OptionError(f"{self.name} rejected backend parameter {key!r} = {value!r}: {exc}") from None
+
+    def _param_model(self) -> Any:
+        """A model with nothing to solve on which :meth:`_set_param` checks a parameter as it does
+        before a solve (:meth:`check_params`); None (this default) when the backend cannot check
+        one without a program."""
+        return None
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """Raise the :class:`OptionError` that :meth:`solve` raises for a parameter of ``params``
+        the solver refuses, without a program: a solve that ends before its solver runs (a start
+        within the gap of the bound, a repair with nothing to re-place) would otherwise take a
+        misspelt parameter without a word.  A backend without :meth:`_param_model` checks at
+        :meth:`solve` only."""
+        model = self._param_model() if params else None
+        if model is not None:
+            self._apply_params(model, params)
+
     def solve(self, program: Program, options: SolveOptions, start: np.ndarray | None = None) -> BackendSolution:
         """Solve ``program``; ``start`` is a feasible vector to warm-start from (or None).
 
@@ -383,11 +408,7 @@ class Backend(ABC):
         try:
             options = self._fit_to_deadline(options, stage)
             self._configure(model, program, options)
-            for key, value in options.backend_params.items():
-                try:
-                    self._set_param(model, key, value)
-                except Exception as exc:  # noqa: BLE001 - any rejection by the solver
-                    raise OptionError(f"{self.name} rejected backend parameter {key!r} = {value!r}: {exc}") from None
+            self._apply_params(model, options.backend_params)
             t1 = time.perf_counter()
             try:
                 with self._watched(model, program, "solving"):

@@ -666,6 +666,11 @@ class CbcBackend(Backend):
         for opt in [*cmd.options, *cmd.getOptions()]:
             model.args += ("-" + opt).split()
 
+    def _param_model(self) -> _CbcModel:
+        import pulp
+
+        return _CbcModel(None, [], False, cmd=pulp.PULP_CBC_CMD(msg=False))
+
     def _set_param(self, model: _CbcModel, key: str, value: Any) -> None:
         option = (f"-{key}",) if value is None else (f"-{key}", str(value))
         try:

@@ -231,6 +231,11 @@ class CpSatBackend(ThreadedBackend):
         prm.log_search_progress = False
         prm.catch_sigint_signal = False
 
+    def _param_model(self) -> _CpSatModel:
+        from ortools.sat.python import cp_model
+
+        return _CpSatModel(None, cp_model.CpSolver(), 0.0)
+
     def _set_param(self, model: _CpSatModel, key: str, value: Any) -> None:
         prm = model.solver.parameters
         if key.startswith("_") or not hasattr(prm, key) or callable(getattr(prm, key)):

@@ -244,6 +244,13 @@ class HighsBackend(ThreadedBackend):
         if not model.isolated:
             load_model(model.h, model.arrays, model.start, integer=True)
 
+    def _param_model(self) -> _HighsModel:
+        import highspy
+
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        return _HighsModel(h, {}, None)
+
     def _set_param(self, model: _HighsModel, key: str, value: Any) -> None:
         """Set an option on the ``Highs`` object (which checks it) and keep it for a child."""
         import highspy
