@@ -172,3 +172,26 @@ def test_good_backend_parameters_still_pass():
                             ("cpsat", {"max_deterministic_time": 1.0, "num_workers": 2}), ("cbc", {"maxNodes": 200})):
         if _installed(backend):
             assert pal_opt.solve(inst, "ilp", backend=backend, backend_params=params).status.value == "optimal"
+
+
+def test_partition_names_the_flag_for_too_many_workers(tmp_path, capsys):
+    """``--machines 4,100000000`` said ``machines[1]: must be an integer from 1 to 1024`` (the
+    Python argument's name, not the flag's)."""
+    profile = Path(__file__).resolve().parents[1] / "examples" / "data" / "tinynet_graph.txt"
+    msg = _one_error(capsys, main(["partition", str(profile), "--machines", "4,100000000", "--bandwidth", "1e9,1e8"]))
+    assert msg.startswith("argument --machines: at most 1,024 workers per level, got '100000000'")
+    assert main(["partition", str(profile), "--machines", "1024", "--bandwidth", "1e9"]) == 0
+
+
+def test_fewer_parts_than_asked_are_said(tmp_path, capsys):
+    """``--parts 1000000`` on 16 servers solved 4 parts, and only ``info.partition.k_requested``
+    said that 1,000,000 had been asked for."""
+    import pal_opt
+
+    inst = generate_instance(16, 4, 40, seed=1)
+    res = pal_opt.solve(inst, "ilp-partitioned", parts=1_000_000, executor="serial")
+    k = res.info["partition"]["k"]
+    assert k < 1_000_000 and res.info["partition"]["k_requested"] == 1_000_000
+    assert res.message.endswith(f"{k} parts, not the 1,000,000 asked: the round splits into no more")
+    asked = pal_opt.solve(inst, "ilp-partitioned", parts=2, executor="serial")
+    assert asked.info["partition"]["k"] == 2 and "asked" not in asked.message

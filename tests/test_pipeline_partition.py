@@ -446,7 +446,7 @@ BAD_OPTIONS = {
     "nan bandwidth": (["--machines", "2", "--bandwidth", "nan"], "must be positive and finite"),
     "level count": (["--machines", "2,2", "--bandwidth", "1e9"], "--machines gives 2 levels but --bandwidth gives 1"),
     "one level": (["--machines", "2", "--bandwidth", "1e9,1e8"], "--machines gives 1 level but --bandwidth gives 2"),
-    "too many workers": (["--machines", "5000", "--bandwidth", "1e9"], "machines[0]: must be an integer from 1 to"),
+    "too many workers": (["--machines", "5000", "--bandwidth", "1e9"], "argument --machines: at most 1,024 workers per level"),
     "plot format": (["--machines", "2", "--bandwidth", "1e9", "--plot", "x.nope"], "--plot x.nope: the file name must end in"),
     "missing profile": (["--machines", "2", "--bandwidth", "1e9"], "No such file"),
 }

@@ -459,6 +459,9 @@ def _merged_result(
         status = Status.OPTIMAL if rgap is not None and rgap <= OPTIMALITY_TOL else Status.FEASIBLE
         msg = "" if status == Status.OPTIMAL else (
             f"{part.k} parts solved by {setup.backend.name}; gap against the whole round's LP relaxation")
+    if part.k < part.k_requested:  # parts=1000000 on 16 servers: say it was not what was asked
+        msg = (msg + "; " if msg else "") + (f"{part.k} part{'s' * (part.k != 1)}, not the {part.k_requested:,} asked: "
+                                             "the round splits into no more")
     wall = run.pop("parts_wall_seconds")
     info["partition"] = {**run, "parts": parts_info, "parts_bound_sum": bound_sum, "parts_wall_seconds": wall}
     for key in ("highs_crashes", "cbc_crashes"):  # survived, in the parts' own processes

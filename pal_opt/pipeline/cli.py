@@ -36,7 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run"]
 
 
-def _number_list(kind: Callable[[str], Any], what: str) -> Callable[[str], list[Any]]:
+def _number_list(kind: Callable[[str], Any], what: str, workers: bool = False) -> Callable[[str], list[Any]]:
+    """A comma-separated list of positive numbers; with ``workers``, counts of workers per level
+    (at most :data:`~pal_opt.pipeline.partition.MAX_WORKERS_PER_LEVEL`, named by the flag)."""
+
     def parse(text: str) -> list[Any]:
         values = []
         for part in text.split(","):
@@ -46,6 +49,12 @@ def _number_list(kind: Callable[[str], Any], what: str) -> Callable[[str], list[
                 raise argparse.ArgumentTypeError(f"not {what}: {part.strip()!r}") from None
             if not (math.isfinite(v) and v > 0):
                 raise argparse.ArgumentTypeError(f"must be positive and finite, got {part.strip()!r}")
+            if workers:
+                from .partition import MAX_WORKERS_PER_LEVEL
+
+                if v > MAX_WORKERS_PER_LEVEL:
+                    raise argparse.ArgumentTypeError(f"at most {MAX_WORKERS_PER_LEVEL:,} workers per level, "
+                                                     f"got {part.strip()!r}")
             values.append(v)
         return values
 
@@ -71,7 +80,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "(PipeDream's optimiser): print the optimum time per sample and the stages.",
     )
     p.add_argument("profile", type=input_file, metavar="PROFILE", help="PipeDream layer profile (graph.txt)")
-    p.add_argument("--machines", required=True, type=_number_list(int, "an integer"), metavar="M1[,M2...]",
+    p.add_argument("--machines", required=True, type=_number_list(int, "an integer", workers=True),
+                   metavar="M1[,M2...]",
                    help="workers per level, innermost first (e.g. 4,8: 8 servers of 4 GPUs)")
     p.add_argument("--bandwidth", required=True, type=_number_list(float, "a number"), metavar="B1[,B2...]",
                    help="bandwidth per level in bytes per second, innermost first")
