@@ -195,3 +195,15 @@ def test_fewer_parts_than_asked_are_said(tmp_path, capsys):
     assert res.message.endswith(f"{k} parts, not the 1,000,000 asked: the round splits into no more")
     asked = pal_opt.solve(inst, "ilp-partitioned", parts=2, executor="serial")
     assert asked.info["partition"]["k"] == 2 and "asked" not in asked.message
+
+
+@pytest.mark.parametrize("value", ["1e308", "1e-9"])
+def test_a_blox_factor_out_of_range_names_its_cell(value, tmp_path, capsys):
+    """``PerfVar_classA`` of 1e308 said ``factors.classA: factor of GPU 1 must be in 1e-06..1e+06``:
+    the instance file's field and the GPU id, not the table's line and column."""
+    gpus = tmp_path / "gpus.csv"
+    gpus.write_text(GPUS.replace("0,0,False,,1.0", f"0,0,False,,{value}"))
+    msg = _one_error(capsys, main(["import", "blox", "--gpus", str(gpus), "-o", str(tmp_path / "o.json")]))
+    assert msg == (f"{gpus}: line 2, column PerfVar_classA: must be in 1e-06..1e+06 (a slowdown relative to a "
+                   f"typical GPU), got '{value}'")
+    assert not (tmp_path / "o.json").exists()

@@ -56,7 +56,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from ..errors import InstanceError, counted
-from ..model import Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
+from ..model import FACTOR_RANGE, Cluster, GpuState, Job, RoundArguments, RoundInstance, RoundParams
 from .csvfile import CsvTable, NoteKind, TableNote, misspelt_column_note, read_csv
 from .jobs import JobTable, parse_jobs
 from .textfile import DEFAULT_MAX_BYTES, source_name
@@ -193,7 +193,11 @@ def parse_gpu_table(t: CsvTable) -> GpuTable:
                     line, c_rack, f"server {node!r} is in rack {prev[0]!r} on line {prev[1]} but in {rack!r} here"
                 )
         for cname, i in fcols:
-            fvals[cname].append(t.number(line, i, f[i], positive=True))
+            v = t.number(line, i, f[i], positive=True)
+            if not FACTOR_RANGE[0] <= v <= FACTOR_RANGE[1]:  # said here, of the cell, not of the cluster's GPU
+                raise t.error(line, i, f"must be in {FACTOR_RANGE[0]:g}..{FACTOR_RANGE[1]:g} (a slowdown relative "
+                                       f"to a typical GPU), got {f[i].strip()!r}")
+            fvals[cname].append(v)
         failed.append(t.boolean(line, c_fail, f[c_fail]) if c_fail is not None else False)
         if types is not None and c_type is not None:
             if not f[c_type].strip():
