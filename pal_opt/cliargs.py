@@ -516,18 +516,20 @@ def add_exact_arguments(
     time_limit_help: str | None = None,
 ) -> None:
     """The options of the exact methods, in their own group: ``--backend``, ``--time-limit``,
-    ``--gap``, ``--threads``, ``--backend-param`` and, unless turned off, ``--admission`` and
-    ``--parts``.  ``time_limit_help`` replaces the help of ``--time-limit``."""
+    ``--gap``, ``--threads``, ``--backend-param`` and, unless turned off, ``--parts``; and, unless
+    turned off, ``--admission`` among the general options (every method but the preemptive ones
+    takes it).  ``time_limit_help`` replaces the help of ``--time-limit``."""
     from .options import Admission
 
     backends = _backend_choices()
+    if admission:
+        p.add_argument("--admission", choices=[a.value for a in Admission], default=None,
+                       help="queue rule: prefix stops at the first job that does not fit (the exact methods' "
+                            "default; pal and pmfirst stop in PAL's order, packed and random in queue order), "
+                            "backfill skips it; not for the preemptive methods")
     ex = p.add_argument_group("integer program options (exact methods only)" if admission else "solver options")
     ex.add_argument("--backend", choices=backends, default=None,
                     help=f"solver, one of: {', '.join(backends)} (default: the first installed)")
-    if admission:
-        ex.add_argument("--admission", choices=[a.value for a in Admission], default=None,
-                        help="queue rule: prefix (default) stops at the first job that does not fit, backfill "
-                             "skips it (greedy methods too)")
     limit = ("wall-clock seconds for the whole command, counted from its start: the best answer by "
              "then, at worst the greedy one (default: none, until proven optimal or --gap)"
              if time_limit_default is None else

@@ -207,3 +207,17 @@ def test_a_blox_factor_out_of_range_names_its_cell(value, tmp_path, capsys):
     assert msg == (f"{gpus}: line 2, column PerfVar_classA: must be in 1e-06..1e+06 (a slowdown relative to a "
                    f"typical GPU), got '{value}'")
     assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.parametrize("command", ["solve", "simulate"])
+def test_admission_is_not_listed_as_an_exact_method_option(command, capsys):
+    """``--admission`` sat under "integer program options (exact methods only)" while its own help
+    said "(greedy methods too)": the greedy methods take it (pal, pmfirst, packed, random)."""
+    try:
+        main([command, "--help"])
+    except SystemExit:
+        pass
+    text = capsys.readouterr().out
+    general, _, exact = text.partition("integer program options (exact methods only):")
+    assert exact and "--admission {prefix,backfill}\n" in general and "--admission {prefix,backfill}\n" not in exact
+    assert "greedy methods too" not in text
