@@ -546,7 +546,8 @@ def test_import_measurements_need_only_the_files_of_the_classes_asked_for(tmp_pa
     out_path.unlink()
     rc = main([*argv, "--classes", "classA,classB"])
     out, err = capsys.readouterr()
-    _expect_one_line_error(rc, out, err, f"{d / 'bert-longhorn-agg.csv'}: no such file")
+    # the option is named, as simulate --variability DIR names it (fourteenth session: it was not)
+    _expect_one_line_error(rc, out, err, f"{d / 'bert-longhorn-agg.csv'}: --measurements {d}: no such file")
     assert not out_path.exists()
 
 

@@ -221,3 +221,13 @@ def test_admission_is_not_listed_as_an_exact_method_option(command, capsys):
     general, _, exact = text.partition("integer program options (exact methods only):")
     assert exact and "--admission {prefix,backfill}\n" in general and "--admission {prefix,backfill}\n" not in exact
     assert "greedy methods too" not in text
+
+
+def test_generate_names_measurements_for_a_missing_file(tmp_path, capsys):
+    """``generate --measurements EMPTY_DIR`` said ``EMPTY_DIR/resnet-longhorn-agg.csv: no such
+    file``, naming no option (``simulate --variability DIR`` names its option)."""
+    d = tmp_path / "lh"
+    d.mkdir()
+    msg = _one_error(capsys, main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1",
+                                   "--measurements", str(d), "-o", str(tmp_path / "o.json")]))
+    assert msg == f"{d / 'resnet-longhorn-agg.csv'}: --measurements {d}: no such file"

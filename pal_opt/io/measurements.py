@@ -142,8 +142,8 @@ def longhorn_files(directory: str | os.PathLike[str], option: str = "--measureme
     paths = longhorn_paths(d)
     wanted = list(paths) if classes is None else list(classes)
     for c in wanted:
-        if not paths[c].is_file():
-            raise not_a_file_error(paths[c])
+        if not paths[c].is_file():  # named with the option, as simulate --variability DIR names it
+            raise not_a_file_error(paths[c], f"{option} {os.fspath(directory)}")
     return {c: paths[c] for c in wanted}
 
 
