@@ -119,6 +119,11 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
     ("deep-nesting-recursion", "[" * 200_000 + "]" * 200_000, "nesting deeper than"),
     ("deep-nesting", '{"format": "pal-opt/instance", "meta": ' + "[" * 100 + "]" * 100 + "}", "nesting deeper than 64"),
     ("syntax", '{"format": "pal-opt/instance",\n "version": }', "line 2 column"),
+    # a file cut short (a copy or a write interrupted) said only "Expecting value" (fourteenth session)
+    ("truncated", json.dumps(BASE)[:60], "line 1 column 61: invalid JSON: Expecting property name enclosed in double "
+                                         "quotes (the text ends there: is the file cut short?)"),
+    ("truncated-in-string", json.dumps(BASE)[:150], "line 1 column 147: invalid JSON: Unterminated string starting at "
+                                                    "(the text ends inside it: is the file cut short?)"),
     ("top-array", "[1, 2, 3]", "top level: must be an object, got an array"),
     ("top-string", '"hello"', "top level: must be an object"),
     ("format", mutate(setter("format", "other")), "format: must be 'pal-opt/instance'"),

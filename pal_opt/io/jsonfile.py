@@ -170,7 +170,11 @@ def parse_json(
     try:
         obj = json.loads(text, parse_constant=_parse_constant, object_pairs_hook=pairs_hook, **numbers)
     except json.JSONDecodeError as exc:
-        raise InstanceError(f"invalid JSON: {exc.msg}", source=source, path=f"line {exc.lineno} column {exc.colno}") from None
+        # a document that stops where the error is: a file cut short (a copy or a write interrupted)
+        cut = (" (the text ends there: is the file cut short?)" if not text[exc.pos:].strip() and text.strip() else
+               " (the text ends inside it: is the file cut short?)" if exc.msg.startswith("Unterminated string") else "")
+        raise InstanceError(f"invalid JSON: {exc.msg}{cut}", source=source,
+                            path=f"line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise InstanceError(f"nesting deeper than {max_depth} levels", source=source) from None
     except ValueError as exc:  # e.g. int conversion limits
