@@ -231,3 +231,25 @@ def test_generate_names_measurements_for_a_missing_file(tmp_path, capsys):
     msg = _one_error(capsys, main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1",
                                    "--measurements", str(d), "-o", str(tmp_path / "o.json")]))
     assert msg == f"{d / 'resnet-longhorn-agg.csv'}: --measurements {d}: no such file"
+
+
+def test_a_csv_cut_short_says_so(tmp_path, capsys):
+    """A table whose last row stops in the middle, with no line break (a copy interrupted), said
+    only ``line 7: has 1 fields but the header has 5``; a short row elsewhere still says just that."""
+    from pal_opt.errors import InstanceError
+    from pal_opt.hetero.tables import read_table
+
+    cut = tmp_path / "trace.csv"
+    cut.write_text(TRACE + "2,4,0")
+    msg = _one_error(capsys, main(["simulate", str(cut), "--synthetic-variability", "0", "-o", str(tmp_path / "o.json")]))
+    assert msg == f"{cut}: line 3: has 3 fields but the header has 5 (the last line, with no line break: is the file cut short?)"
+    whole = tmp_path / "short.csv"
+    whole.write_text(TRACE + "2,4,0\n")
+    msg = _one_error(capsys, main(["simulate", str(whole), "--synthetic-variability", "0", "-o", str(tmp_path / "o.json")]))
+    assert msg == f"{whole}: line 3: has 3 fields but the header has 5"
+    sia = tmp_path / "w.csv"
+    sia.write_text("name,time,application,num_replicas,batch_size\nx-0,0,cifar10,2,128\nx-1,5,cif")
+    with pytest.raises(InstanceError) as exc:
+        read_table(sia, required=("name",), what="workload file")
+    assert str(exc.value) == (f"{sia}: line 3: has 3 fields but the header has 5 (the last line, with no line break: "
+                              "is the file cut short?)")

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InstanceError, MissingFileError
-from ..io.csvfile import separator_hint
+from ..io.csvfile import cut_short, separator_hint
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
 from ..io.textfile import refuse_markup
 from ..options import file_path
@@ -251,8 +251,10 @@ def _row_lines(text: str, source: str) -> tuple[int, ...]:
             if not width:
                 width = len(fields)
             elif len(fields) != width:
-                raise InstanceError(f"has {len(fields)} fields but the header has {width}", source=source,
-                                    path=f"line {reader.line_num}")
+                line = reader.line_num
+                cut = cut_short(text, len(fields), width) if next(reader, None) is None else ""
+                raise InstanceError(f"has {len(fields)} fields but the header has {width}{cut}", source=source,
+                                    path=f"line {line}")
             else:
                 lines.append(reader.line_num)
     except csv.Error as exc:

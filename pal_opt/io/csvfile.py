@@ -413,6 +413,18 @@ def separator_hint(header: Sequence[str]) -> str:
     return ""
 
 
+def cut_short(text: str, fields: int, width: int) -> str:
+    """What to add to a row's field-count error when the row is the text's last line, short of
+    fields and with no line break after it: a file cut short (a copy or a write interrupted).
+
+    >>> cut_short("a,b,c\\n1,2", 2, 3), cut_short("a,b,c\\n1,2\\n", 2, 3)
+    (' (the last line, with no line break: is the file cut short?)', '')
+    """
+    if fields < width and text and text[-1] not in "\r\n":
+        return " (the last line, with no line break: is the file cut short?)"
+    return ""
+
+
 def cell_place(row_label: str, line: int, column: str | None = None) -> str:
     """A row's place (and a cell's, with ``column``) as the importers' messages name it:
     ``line 4, column num_gpus``; ``row 3`` in a frame (``row_label``).
@@ -459,9 +471,10 @@ def read_csv(
                 continue
             line = reader.line_num
             if len(fields) != len(header):
-                raise InstanceError(
-                    f"has {len(fields)} fields but the header has {len(header)}", source=src, path=f"line {line}"
-                )
+                last = next(reader, None) is None
+                raise InstanceError(f"has {len(fields)} fields but the header has {len(header)}"
+                                    + (cut_short(text, len(fields), len(header)) if last else ""),
+                                    source=src, path=f"line {line}")
             rows.append((line, [f.strip() for f in fields]))
     except csv.Error as exc:
         raise InstanceError(f"malformed CSV: {exc}", source=src, path=f"line {reader.line_num}") from None
