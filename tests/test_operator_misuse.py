@@ -253,3 +253,14 @@ def test_a_csv_cut_short_says_so(tmp_path, capsys):
         read_table(sia, required=("name",), what="workload file")
     assert str(exc.value) == (f"{sia}: line 3: has 3 fields but the header has 5 (the last line, with no line break: "
                               "is the file cut short?)")
+
+
+def test_a_huge_gpu_count_on_a_node_says_it_is_too_large(tmp_path, capsys):
+    """``"nvidia.com/gpu": "99999999999"`` said ``must be a whole number of GPUs such as "8"``,
+    which it is."""
+    nodes = tmp_path / "n.json"
+    doc = json.loads(json.dumps(NODES))
+    doc["items"][0]["status"]["capacity"]["nvidia.com/gpu"] = "99999999999"
+    nodes.write_text(json.dumps(doc))
+    msg = _one_error(capsys, main(["import", "k8s", str(nodes), "-o", str(tmp_path / "o.json")]))
+    assert msg == f'{nodes}: items[0].status.capacity["nvidia.com/gpu"]: must be at most 999,999,999 GPUs, got \'99999999999\''

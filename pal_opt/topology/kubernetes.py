@@ -185,6 +185,8 @@ def _count(v: Any, path: str, source: str) -> int | None:
         return v
     if isinstance(v, str) and _WHOLE.fullmatch(v):
         return int(v)
+    if isinstance(v, str) and v.isascii() and v.isdigit():  # a whole number all the same: say what is wrong
+        raise InstanceError(f"must be at most 999,999,999 GPUs, got {_shown(v)}", source=source, path=path)
     raise InstanceError(f"must be a whole number of GPUs such as \"8\", got {_shown(v)}",
                         source=source, path=path)
 
