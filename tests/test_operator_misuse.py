@@ -264,3 +264,22 @@ def test_a_huge_gpu_count_on_a_node_says_it_is_too_large(tmp_path, capsys):
     nodes.write_text(json.dumps(doc))
     msg = _one_error(capsys, main(["import", "k8s", str(nodes), "-o", str(tmp_path / "o.json")]))
     assert msg == f'{nodes}: items[0].status.capacity["nvidia.com/gpu"]: must be at most 999,999,999 GPUs, got \'99999999999\''
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_an_output_that_is_a_pipe_through_a_link_is_not_a_file(tmp_path):
+    """``-o /dev/stdout`` with standard output a pipe said ``cannot write: no new file can be made
+    in /proc/5110/fd``: the link's target, ``pipe:[N]``, is no path, so the check of a device or
+    FIFO missed it (``-o /dev/null`` said ``not a regular file``)."""
+    import os
+
+    from pal_opt.io.atomic import check_writable
+
+    r, w = os.pipe()
+    try:
+        with pytest.raises(OSError, match=r"not a regular file \(a device, FIFO or socket\); give a file name"):
+            check_writable(f"/proc/self/fd/{w}")
+    finally:
+        os.close(r)
+        os.close(w)
+    check_writable(tmp_path / "fine.json")

@@ -130,7 +130,9 @@ def _target(name: str) -> str:
     target = os.path.realpath(name) if os.path.islink(name) else name
     if os.path.isdir(target):
         raise IsADirectoryError(errno.EISDIR, "is a directory", name)
-    if os.path.exists(target) and not os.path.isfile(target):  # a device or a FIFO: renaming over it would remove it
+    # a device or a FIFO: renaming over it would remove it.  Followed from ``name`` too: /dev/stdout
+    # on a pipe is a link to /proc/PID/fd/1, whose target "pipe:[N]" is no path
+    if any(os.path.exists(p) and not os.path.isfile(p) for p in (name, target)):
         raise OSError(errno.EINVAL, "not a regular file (a device, FIFO or socket); give a file name", name)
     return target
 
