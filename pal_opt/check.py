@@ -431,7 +431,7 @@ def _gang_violations(instance: RoundInstance, placements: Mapping[JobId, list[in
     for jid, gpus in placements.items():
         job = jobs[jid]
         if len(set(gpus)) != len(gpus) or (len(gpus) != job.demand and len(job.counts) == 1):
-            out.append(Violation(Kind.GANG_SIZE, f"job {jid!r}: needs {job.demand} distinct GPUs, got {gpus}"))
+            out.append(Violation(Kind.GANG_SIZE, f"job {jid!r}: needs {counted(job.demand, 'distinct GPU')}, got {gpus}"))
         elif len(gpus) not in job.counts:
             out.append(Violation(Kind.COUNT, f"job {jid!r}: may run on {list(job.counts)} GPUs, got {len(gpus)}"))
         if typed and all(g in cl.position for g in gpus):

@@ -166,9 +166,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_repair(sub, binning_modes)
 
     # check
-    c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.")
-    c.add_argument("instance", type=input_file, metavar="INSTANCE.json")
-    c.add_argument("placement", type=input_file, metavar="PLACEMENT.json")
+    c = sub.add_parser("check", help="verify a placement", description="Verify a placement against a round.",
+                       epilog="Exit status: 0 valid; 1 invalid (each violation on a line of its own); 2 bad input "
+                              "(a file that cannot be read, or is not an instance or a placement file).  The round "
+                              "parameters the placement was solved with (solve or repair given --restart-cost, "
+                              "--round or --cost) are applied first.")
+    c.add_argument("instance", type=input_file, metavar="INSTANCE.json", help="the round")
+    c.add_argument("placement", type=input_file, metavar="PLACEMENT.json",
+                   help="the placement to verify (what solve --out or repair --out wrote)")
     c.set_defaults(func=_cmd_check)
 
     _add_topology(isub, sub)
@@ -805,7 +810,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     problems = check(inst, doc)
     n = len(doc.get("placements", {}))
     if problems:
-        print(f"{args.placement}: INVALID ({len(problems)} violations){applied}")
+        print(f"{args.placement}: INVALID ({counted(len(problems), 'violation')}){applied}")
         made_for = _info(doc).get("instance")
         if isinstance(made_for, str) and os.path.basename(made_for) != os.path.basename(os.fspath(args.instance)):
             print(f"  (it was solved for {made_for}, not {args.instance}: another round?)")

@@ -283,3 +283,21 @@ def test_an_output_that_is_a_pipe_through_a_link_is_not_a_file(tmp_path):
         os.close(r)
         os.close(w)
     check_writable(tmp_path / "fine.json")
+
+
+def test_check_counts_in_the_singular_and_says_its_exit_statuses(tmp_path, capsys):
+    """``INVALID (1 violations)`` and ``job 3: needs 1 distinct GPUs``; ``check --help`` did not say
+    what its exit statuses mean (README: 0 valid, 1 invalid, 2 bad input)."""
+    inst = generate_instance(2, 4, 4, seed=0)
+    path, pl = tmp_path / "round.json", tmp_path / "pl.json"
+    save_instance(inst, path)
+    one = next(j for j in inst.jobs if j.demand == 1)
+    pl.write_text(json.dumps({"format": "pal-opt/placement", "version": 1, "placements": {str(one.id): [0, 1]}}))
+    assert main(["check", str(path), str(pl)]) == 1
+    out = capsys.readouterr().out
+    assert f"{pl}: INVALID (1 violation)\n" in out and f"job {one.id}: needs 1 distinct GPU, got [0, 1]" in out
+    try:
+        main(["check", "--help"])
+    except SystemExit:
+        pass
+    assert "Exit status: 0 valid; 1 invalid" in " ".join(capsys.readouterr().out.split())
