@@ -301,3 +301,22 @@ def test_check_counts_in_the_singular_and_says_its_exit_statuses(tmp_path, capsy
     except SystemExit:
         pass
     assert "Exit status: 0 valid; 1 invalid" in " ".join(capsys.readouterr().out.split())
+
+
+def test_solve_jobs_names_a_given_job_that_can_never_fit(tmp_path, capsys):
+    """``solve --jobs 1,3`` with job 3 larger than the cluster said only ``jobs 1, 3 need 10004 GPUs
+    but only 16 are free``, as if the cluster were merely full."""
+    import pal_opt
+
+    inst = generate_instance(4, 4, 3, seed=0)
+    jobs = [{"id": "big", "demand": 10000, "class": "classA"}] + [
+        {"id": j.id, "demand": 1, "class": j.perfclass} for j in inst.jobs]
+    path = tmp_path / "big.json"
+    save_instance(pal_opt.make_instance(inst.cluster, jobs), path)
+    assert main(["solve", str(path), "--method", "ilp", "--jobs", f"big,{inst.jobs[0].id}"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith(
+        "; job 'big' can never be placed: needs 10000 GPUs; the cluster has 16")
+    res = pal_opt.solve(pal_opt.load_instance(path), "ilp", jobs=["big"])
+    assert res.status.value == "infeasible" and res.message.endswith("job 'big' can never be placed: needs 10000 GPUs; "
+                                                                     "the cluster has 16")

@@ -85,7 +85,7 @@ from typing import Any
 import numpy as np
 
 from .. import progress
-from ..admission import ADMISSION_MODES, admit, claim_placement
+from ..admission import ADMISSION_MODES, admit, claim_placement, unplaceable
 from ..binning import BINNING_MODES, binned_factors
 from ..check import checked_start
 from ..cost import CostSummary, evaluate, relative_gap, stages_mapped_best
@@ -808,6 +808,11 @@ def _trivial_result(instance: RoundInstance, setup: RoundSetup, common: dict[str
         st = instance.cluster.state
         msg = (f"{_given_jobs(instance, admitted)} but only {free} are free "
                f"({int((st == GpuState.BUSY).sum())} busy, {int((st == GpuState.FAILED).sum())} failed)")
+        never = unplaceable(instance)  # a job given that no round can place (solve --jobs): named
+        ids = {instance.jobs[i].id for i in admitted}
+        first = next((jid for jid in never if jid in ids), None)
+        if first is not None:
+            msg += f"; job {first!r} can never be placed: {never[first]}"
         return PlacementResult(placements={}, method="ilp", status=Status.INFEASIBLE, objective=math.inf,
                                geomean_slowdown=math.inf, gpus_used=0, solve_seconds=0.0, message=msg,
                                **common)
