@@ -320,3 +320,16 @@ def test_solve_jobs_names_a_given_job_that_can_never_fit(tmp_path, capsys):
     res = pal_opt.solve(pal_opt.load_instance(path), "ilp", jobs=["big"])
     assert res.status.value == "infeasible" and res.message.endswith("job 'big' can never be placed: needs 10000 GPUs; "
                                                                      "the cluster has 16")
+
+
+@pytest.mark.parametrize("fmt", ["slurm", "k8s", "graphml"])
+def test_export_help_says_what_its_files_are(fmt, capsys):
+    """``export FORMAT --help`` listed ``INSTANCE.json`` and ``PLACEMENT.json`` with no word on
+    either (graphml's placement is optional; a placement that cannot be applied is refused)."""
+    try:
+        main(["export", fmt, "--help"])
+    except SystemExit:
+        pass
+    text = " ".join(capsys.readouterr().out.split())
+    assert "INSTANCE.json the round" in text and "PLACEMENT.json the placement (what solve --out or repair --out wrote)" in text
+    assert ("without it, the cluster alone" in text) == (fmt == "graphml")

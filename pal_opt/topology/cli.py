@@ -118,8 +118,11 @@ def add_export_parser(sub: Any) -> None:
     }
     for name, (text, out) in forms.items():
         e = esub.add_parser(name, help=text, description=f"Write {text}.")
-        e.add_argument("instance", type=input_file, metavar="INSTANCE.json")
-        e.add_argument("placement", type=input_file, metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None)
+        e.add_argument("instance", type=input_file, metavar="INSTANCE.json", help="the round")
+        e.add_argument("placement", type=input_file, metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None,
+                       help="the placement (what solve --out or repair --out wrote); one that cannot be applied "
+                            "(a GPU not free or given twice, a job not in the round or short of GPUs) is refused"
+                            + ("; without it, the cluster alone" if name == "graphml" else ""))
         e.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar=out, help="file to write")
         e.set_defaults(func=_cmd_export)
 
