@@ -146,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     # solve
     s = sub.add_parser("solve", help="place one round", description="Place one round and print a summary.",
                        epilog=methods_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("instance", type=input_file, metavar="INSTANCE.json")
+    s.add_argument("instance", type=input_file, metavar="INSTANCE.json",
+                   help="the round: an instance file (the generate and import commands write one)")
     add_method_arguments(s, seed_help="seed for the random policy (default 0)")
     s.add_argument(
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",

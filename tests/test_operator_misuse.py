@@ -333,3 +333,12 @@ def test_export_help_says_what_its_files_are(fmt, capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "INSTANCE.json the round" in text and "PLACEMENT.json the placement (what solve --out or repair --out wrote)" in text
     assert ("without it, the cluster alone" in text) == (fmt == "graphml")
+
+
+def test_solve_help_says_what_its_file_is(capsys):
+    try:
+        main(["solve", "--help"])
+    except SystemExit:
+        pass
+    assert "INSTANCE.json the round: an instance file (the generate and import commands write one)" in " ".join(
+        capsys.readouterr().out.split())
