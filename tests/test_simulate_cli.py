@@ -376,7 +376,7 @@ def test_measurement_paths_that_are_not_files_say_what_they_are(tmp_path: Path,
     (meas / "resnet-longhorn-agg.csv").mkdir()
     assert main(["generate", "--nodes", "2", "--gpus-per-node", "2", "--jobs", "1", "--measurements", str(meas),
                  "-o", str(tmp_path / "g.json")]) == 2
-    assert "resnet-longhorn-agg.csv: a directory, not a measurement CSV file" in capsys.readouterr().err
+    assert f"resnet-longhorn-agg.csv: --measurements {meas}: a directory, not a measurement CSV file" in capsys.readouterr().err
     run = tmp_path / "run=1"
     run.mkdir()
     for name in ("resnet", "bert", "pagerank"):
