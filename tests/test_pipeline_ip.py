@@ -361,3 +361,17 @@ def test_lazy_reference_case_solves_few_inner_segments(name: str) -> None:
     solved = solve_levels_ip(states, levels, backend="highs")
     assert math.isclose(float(solved[-1].optimum[0, states.n - 1]), case["expected"]["time_per_sample"], rel_tol=1e-6)
     assert 0 < len(solved[0].stages) < len(real_segments(states)) / 2
+
+
+def test_progress_keeps_the_count_of_programs_on_the_solvers_stages() -> None:
+    """The solver's own stages (``translating the program for highs``, ``solving``) replaced the
+    count, so a long run's line read ``translating the program for highs`` for minutes (an
+    operator's review)."""
+    _installed("highs")
+    seen: list[dict[str, Any]] = []
+    with progress.reporting(seen.append):
+        partition(parse_profile(chain([3.0, 1.0, 2.0, 2.0, 1.0, 3.0])), [2, 2], [1e10, 1e9], method="ip", backend="highs")
+    stages = [str(f["stage"]) for f in seen if "stage" in f]
+    first = next(k for k, s in enumerate(stages) if s.startswith("segment programs solved"))
+    later = [s for s in stages[first:] if "translating the program" in s]
+    assert later and all(s.startswith("segment programs solved: ") for s in later), later

@@ -344,7 +344,7 @@ class SegmentTimes:
             if self.known[s, e]:
                 continue
             assert self.solve is not None
-            progress.report(stage=f"segment programs solved: {self.solved}")
+            progress.report(stage=f"{_SOLVED}{self.solved}")
             exact = self.solve(s, e)
             if exact < self.value[s, e]:  # pragma: no cover - the bound is proven
                 raise RuntimeError(f"segment ({s}, {e}): the inner optimum {exact!r} is below its bound")
@@ -551,12 +551,35 @@ def solve_levels_ip(states: StateGraph, levels: Sequence[tuple[int, float]], *, 
         work = raw / inner
         times = SegmentTimes.bounded(raw / (inner * m), _on_demand(states, level, times, work, backend, time_limit))
         inner, divisor = inner * m, float(m)
-    with progress.adapted(_without_program_values):
+    with progress.adapted(_ProgressLine()):
         times.resolve([(0, states.n - 1)])
     if (0, states.n - 1) not in out[-1].stages:
         workers = math.prod(m for m, _ in levels)
         raise InfeasiblePartitionError(straight_problem(states, workers) or f"no pipeline on {workers} workers")
     return out
+
+
+class _ProgressLine:
+    """The partition's progress reports: without the programs' own values
+    (:func:`_without_program_values`), and with the count of segment programs solved kept on
+    every stage a program reports, first (``segment programs solved: 130; translating the program
+    for highs``): the solver's stages replaced the count, and a long ``--method ip`` run showed
+    ``translating the program for highs`` for minutes."""
+
+    def __init__(self) -> None:
+        self.count = ""
+
+    def __call__(self, fields: dict[str, Any]) -> dict[str, Any]:
+        fields = _without_program_values(fields)
+        stage = fields.get("stage")
+        if isinstance(stage, str) and stage.startswith(_SOLVED):
+            self.count = stage
+        elif isinstance(stage, str) and self.count:
+            fields["stage"] = f"{self.count}; {stage}"  # the count first: a narrow terminal cuts the end
+        return fields
+
+
+_SOLVED = "segment programs solved: "
 
 
 def _without_program_values(fields: dict[str, Any]) -> dict[str, Any]:
