@@ -342,3 +342,20 @@ def test_solve_help_says_what_its_file_is(capsys):
         pass
     assert "INSTANCE.json the round: an instance file (the generate and import commands write one)" in " ".join(
         capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("doc,what", [
+    ({"n_jobs": 3, "job_results": []}, "a simulation result (pal-opt simulate --out)"),
+    ({"policies": ["pal"], "results": {}}, "a simulation result (pal-opt simulate --out)"),
+    ({"time_per_sample": 0.1, "stages": []}, "a pipeline partition (pal-opt partition --out)"),
+    ({"apiVersion": "v1", "kind": "PodPlacements", "items": []},
+     "a placement exported for Kubernetes (pal-opt export k8s)"),
+])
+def test_another_output_of_pal_opt_is_named_where_a_round_or_placement_is_read(doc, what, files, tmp_path, capsys):
+    """``solve result.json`` said ``format: is required``; ``check round.json result.json`` said
+    ``placements: missing, and the file is not a bare {job id: [GPU ids]} object either (n_jobs:
+    must be an array, got 24)``."""
+    other = tmp_path / "other-output.json"
+    other.write_text(json.dumps(doc))
+    assert _one_error(capsys, main(["solve", str(other)])) == f"{other}: is {what}, not an instance file"
+    assert _one_error(capsys, main(["check", str(files["round"]), str(other)])) == f"{other}: is {what}, not a placement file"

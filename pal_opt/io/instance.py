@@ -116,7 +116,7 @@ from ..model import (
     repeated_device,
 )
 from .instance_write import dumps_instance, instance_to_dict, save_instance
-from .jsonfile import describe, load_json
+from .jsonfile import describe, load_json, other_output
 from .messages import Special, problem_error
 from .placements import load_placement_file
 from .schema import FORMAT, STATE_NAMES, VERSION, instance_checker
@@ -197,6 +197,9 @@ def instance_from_dict(d: Any, source: str = "<memory>") -> RoundInstance:
         if is_node_list(d):
             raise InstanceError("a Kubernetes node list (kubectl get nodes -o json), not an instance file; convert "
                                 f"it first: pal-opt import k8s {source} -o cluster.json", source=source)
+        other = other_output(d)
+        if other is not None:
+            raise InstanceError(f"is {other}, not an instance file", source=source)
         raise problem_error(problem, source, _MESSAGES)
     params = _params(d.get("params", {}), source)
     cluster = _cluster(d["cluster"], source)

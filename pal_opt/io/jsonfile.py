@@ -31,6 +31,7 @@ __all__ = [
     "describe",
     "field_path",
     "first_non_json",
+    "other_output",
 ]
 
 #: A path inside a document: object keys and array indices, outermost first.
@@ -353,3 +354,22 @@ def _json_scalar(v: Any) -> bool:
     if t is int:
         return -_HUGE_INT < v < _HUGE_INT
     return t is bool or v is None or isinstance(v, str)
+
+
+def other_output(doc: Any) -> str | None:
+    """What a parsed JSON document without a ``format`` is, when it is another output of pal-opt
+    (a simulation result, a partition, a Kubernetes export), given where an instance or a
+    placement file is read; None otherwise.
+
+    >>> other_output({"policies": ["pal"], "results": {}}), other_output({"jobs": []})
+    ('a simulation result (pal-opt simulate --out)', None)
+    """
+    if not isinstance(doc, dict) or "format" in doc:
+        return None
+    if {"policies", "results"} <= doc.keys() or {"n_jobs", "job_results"} <= doc.keys():
+        return "a simulation result (pal-opt simulate --out)"
+    if {"time_per_sample", "stages"} <= doc.keys():
+        return "a pipeline partition (pal-opt partition --out)"
+    if doc.get("kind") == "PodPlacements":
+        return "a placement exported for Kubernetes (pal-opt export k8s)"
+    return None

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import InstanceError
 from ..result import PLACEMENT_FORMAT, PLACEMENT_VERSION
-from .jsonfile import load_json
+from .jsonfile import load_json, other_output
 from .messages import INT64_MAX, Special, problem_error
 from .textfile import DEFAULT_MAX_BYTES
 from .validation import SchemaChecker
@@ -65,6 +65,9 @@ def load_placement_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAUL
     as version 1.
     """
     d = load_json(path, max_bytes=max_bytes, what="placement file")
+    other = other_output(d)
+    if other is not None and "placements" not in d:
+        raise InstanceError(f"is {other}, not a placement file", source=os.fspath(path))
     # a file naming its format is a result file even without placements (a job named "format"
     # would map to a list)
     bare = isinstance(d, dict) and "placements" not in d and not isinstance(d.get("format"), str)
