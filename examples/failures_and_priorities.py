@@ -67,8 +67,8 @@ def show(title: str, result: pal_opt.PlacementResult) -> None:
         print(f"  {jid:>8} on GPUs {list(gpus)}")
     if result.jobs_to_terminate:
         print(f"  stop: {list(result.jobs_to_terminate)}")
-    for u in result.unplaceable:
-        print(f"  unplaceable: {u['job']} ({u['reason']})")
+    for jid, reason in result.unplaceable.items():  # {job id: why it can never be placed}
+        print(f"  unplaceable: {jid} ({reason})")
 
 
 def main() -> dict[str, Any]:

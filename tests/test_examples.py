@@ -139,3 +139,16 @@ def test_every_example_runs_its_main_in_pipe_safe() -> None:
         main_block = script.read_text().split('if __name__ == "__main__":\n', 1)[1]
         assert main_block.startswith("    with PipeSafe():"), script.name
 
+
+
+def test_failures_and_priorities_shows_an_unplaceable_job_with_its_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    # result.unplaceable is {job id: reason}: show() once read it as a list of {"job", "reason"} dicts
+    # (the to_dict() shape) and failed with a TypeError on the first round that had one
+    import pal_opt
+
+    mod = runpy.run_path(str(EXAMPLES / "failures_and_priorities.py"))
+    queue = [*mod["QUEUE"], {"id": "huge", "demand": 40, "class": "classB"}]
+    result = pal_opt.solve(pal_opt.make_instance(mod["cluster_graph"](), queue), method="pal", admission="backfill")
+    assert "huge" in result.unplaceable
+    mod["show"]("a round", result)
+    assert "unplaceable: huge (needs 40 GPUs; the cluster has 16)" in capsys.readouterr().out
