@@ -40,6 +40,7 @@ __all__ = [
     "BackendName",
     "DEFAULT_ILP_TIME_LIMIT",
     "DEFAULT_ROUND_LENGTH",
+    "ROUND_PARAMETERS",
     "MAX_CLUSTER_GPUS",
     "MAX_SIMULATED_SECONDS",
     "check_cluster_size",
@@ -65,6 +66,10 @@ DEFAULT_ILP_TIME_LIMIT: float = 10.0
 #: restart cost (seconds lost per GPU of a moved job) is priced as a share of it
 #: (:func:`pal_opt.cost.restart.restart_cost_units`).
 DEFAULT_ROUND_LENGTH: float = 360.0
+#: The round parameters (:class:`pal_opt.model.RoundArguments`, ``binning`` aside, which is both)
+#: that a caller may mistake for solve options: :meth:`SolveOptions.from_kwargs` names where
+#: they go instead of listing every option.
+ROUND_PARAMETERS: tuple[str, ...] = ("locality_penalty", "restart_cost", "round_length")
 
 #: The largest cluster a command builds from a size on its command line (``--cluster``,
 #: ``--nodes`` × ``--gpus-per-node``): 16× the 65,536 GPUs the benchmarks measure.  A typo of a
@@ -470,6 +475,13 @@ class SolveOptions:
         pal_opt.errors.OptionError: unknown option(s) time_limt; known: binning, seed, backend, admission, jobs, time_limit, deadline, gap, threads, warm_start, deterministic, backend_params, parts, executor, respect_types, canonical, warm
         """
         unknown = set(kwargs) - set(cls.names())
+        misplaced = sorted(unknown & set(ROUND_PARAMETERS))
+        if misplaced:  # README: make_instance(..., restart_cost=10, round_length=60)
+            what = ", ".join(misplaced)
+            it, verb = ("it", "is a round parameter, not a solve option") if len(misplaced) == 1 else (
+                "them", "are round parameters, not solve options")
+            raise OptionError(f"{what} {verb}: give {it} to pal_opt.make_instance(..., "
+                              f"{'=..., '.join(misplaced)}=...) (or an instance file's params)")
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(sorted(unknown))}; known: {', '.join(cls.names())}")
         return cls(**kwargs)

@@ -640,3 +640,25 @@ def test_typed_scheduler_names_that_are_not_strings_are_option_errors(profiles: 
     with pytest.raises(OptionError) as err:
         pal_opt.TypedScheduler("aws:2x4", profiles, applications=[3])  # type: ignore[list-item]
     _one_line(err, "applications must be application names (strings), got 3")
+
+
+@pytest.mark.parametrize("name", ["restart_cost", "round_length", "locality_penalty"])
+@pytest.mark.parametrize("where", ["policy", "solve"])
+def test_a_round_parameter_given_as_a_solve_option_says_it_belongs_to_the_round(name: str, where: str) -> None:
+    # the README prices moves with make_instance(..., restart_cost=10, round_length=60); a loop that
+    # gave them to RoundPolicy or solve got "unknown option(s) restart_cost; known: ..." and the
+    # whole list of solve options, none of which is it
+    with pytest.raises(OptionError, match=rf"{name} is a round parameter, not a solve option: give it to "
+                                          rf"pal_opt\.make_instance\(\.\.\., {name}=\.\.\.\)"):
+        if where == "policy":
+            RoundPolicy("ilp", **{name: 10.0})
+        else:
+            pal_opt.solve(pal_opt.make_instance(_graph(), [{"id": "a", "demand": 1, "class": "classA"}]), "ilp",
+                          **{name: 10.0})
+
+
+def test_the_round_parameters_solve_options_point_to_are_make_instance_s() -> None:
+    from pal_opt.model import RoundArguments
+    from pal_opt.options import ROUND_PARAMETERS
+
+    assert set(ROUND_PARAMETERS) == set(RoundArguments.__annotations__) - {"binning"}  # binning is both
