@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import BackendUnavailableError, OptionError
+from .errors import BackendError, BackendUnavailableError, OptionError
 from .sigint import SigtermNoted, clean_up_on_sigterm
 
 __all__ = [
@@ -130,7 +130,14 @@ class ExecutorHandle:
         (:class:`~pal_opt.sigint.SigtermNoted`: main thread, over the default action): the pool's
         workers are sent SIGTERM too (a worker's CBC dies with it and its directory is removed),
         then this process dies of SIGTERM as its default action would have had it.  Before, the
-        workers and their solvers ran on to their time limits after pal-opt had gone."""
+        workers and their solvers ran on to their time limits after pal-opt had gone.
+
+        Raises
+        ------
+        BackendError
+            A worker of a local process pool that died (``BrokenProcessPool``, as its cause):
+            killed, out of memory, or a script without the ``if __name__ == "__main__":`` guard,
+            whose workers each import it and start a pool of their own."""
         if self.kind == "process" and self.owned:
             with SigtermNoted() as term:
                 waiting = set(futures)
@@ -141,7 +148,15 @@ class ExecutorHandle:
                     self.executor.shutdown(wait=True, cancel_futures=True)
                     remove_pool_directory()  # exit handlers will not run
                     term.die()
-        return [f.result() for f in futures]
+        try:
+            return [f.result() for f in futures]
+        except cf.process.BrokenProcessPool as exc:
+            if self.kind != "process":
+                raise
+            raise BackendError(
+                "a worker process of the local pool died before it returned (killed, out of memory, or a script "
+                "without the `if __name__ == \"__main__\":` guard: each worker imports the main module, which then "
+                "starts a pool of its own); guard the script's entry point, or give executor='serial'") from exc
 
     def _stop_workers(self) -> None:
         """SIGTERM to the local pool's workers; SIGKILL to those not gone within

@@ -352,3 +352,30 @@ def test_ctrl_c_does_not_run_the_queued_tasks(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
+
+
+_NO_MAIN_GUARD = """
+import pal_opt
+from pal_opt.generate import generate_instance
+
+try:
+    pal_opt.solve(generate_instance(8, 4, 16, seed=1), "ilp-partitioned", parts=2, backend="highs")
+except pal_opt.PalOptError as exc:
+    print("PalOptError:", type(exc).__name__, exc)
+"""
+
+
+def test_a_script_without_the_main_guard_gets_a_pal_opt_error_naming_the_guard(tmp_path):
+    """Found by a scheduler author's review: a loop written at module level (no
+    ``if __name__ == "__main__":``) that used ``ilp-partitioned`` got a raw
+    ``concurrent.futures.process.BrokenProcessPool`` from inside pal-opt, which did not say why
+    (each forkserver worker imports the main module, which starts a pool in turn)."""
+    import subprocess
+
+    script = tmp_path / "loop.py"
+    script.write_text(_NO_MAIN_GUARD)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = next(x for x in out.stdout.splitlines() if x.startswith("PalOptError:"))
+    assert line.startswith("PalOptError: BackendError a worker process of the local pool died")
+    assert 'if __name__ == "__main__":' in line and "executor='serial'" in line
