@@ -78,7 +78,11 @@ class RoundPolicy:
         ``numpy.random.Generator`` or None (0).  A method that takes no seed refuses one, as
         :func:`pal_opt.solve` does.
     track_running
-        Carry the last placement into the next round (see module docstring); True or False.
+        True (default): a job this policy placed last round that the next round does not mark
+        running is treated as running there, so sticky methods keep it and restart costs apply
+        (:meth:`place` says which jobs, ``result.info["carried"]``); a job id names one job
+        across rounds, so :meth:`forget` a finished job's id before reusing it.  False: every
+        round is taken as given.  The details: ``help(pal_opt.scheduler)``.
     options
         A :class:`~pal_opt.options.SolveOptions`; or give its fields as keyword arguments.
     **kwargs
@@ -210,7 +214,28 @@ class RoundPolicy:
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
         """Place one round; remember it for the next.  ``seed`` overrides the policy's random
         stream for this round (a simulator that derives one seed per round passes it); a method
-        that takes no seed refuses one, as at construction."""
+        that takes no seed refuses one, as at construction.
+
+        Returns
+        -------
+        PlacementResult
+            ``placements`` (``{job id: GPU ids}``: launch or keep), ``jobs_to_terminate``
+            (running jobs that lose or change their GPUs), ``unplaceable`` (``{job id:
+            reason}``), ``status``, ``bound``, ``gap`` and ``message``; priced on
+            :attr:`last_round` ``.instance``, the round with the carried jobs marked running.
+            In ``info``, what the policy did between rounds: ``"carried"`` (jobs treated as
+            running where this policy placed them last round), ``"not_carried"`` (``{job id:
+            why}``), ``"reused_ids"`` (a carried id now naming a job of another class, model or
+            kind: taken for a new job), ``"queue_held_by"`` (a job that can never be placed
+            holding a prefix queue back) and, for ``method="random"``, ``"policy_seed"`` and
+            ``"policy_round"``; each is absent when empty.
+
+        Raises
+        ------
+        InstanceError
+            A job carried from last round whose demand is now a count it cannot run on
+            (:meth:`forget` it first if it is a new job under the old id).
+        """
         require_instance(instance)
         if seed is not None and "seed" not in self._method.options:
             raise OptionError(f"option(s) seed do not apply to method {self.method!r}")
