@@ -289,7 +289,10 @@ class RoundPolicy:
         placement in force, so that the next :meth:`place` carries the repaired jobs where they
         now run.  (:func:`pal_opt.repair` alone leaves this policy believing the jobs still run
         where the last round put them: next round it would move them again and hand their new
-        GPUs to others.)  Jobs :meth:`forget` was told of are not repaired.  The policy's own
+        GPUs to others.)  The failed GPUs are not remembered past the repair: the next round's
+        cluster says which GPUs are in service, so mark them ``state="failed"`` there until they
+        are back (:class:`~pal_opt.hetero.scheduler.TypedScheduler` keeps them out of service
+        itself, until ``restore``).  Jobs :meth:`forget` was told of are not repaired.  The policy's own
         solver options that a repair takes (``backend``, ``time_limit``, ``gap``, ``threads``,
         ...) apply unless ``options`` or keywords give others.
 
