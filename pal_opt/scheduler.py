@@ -225,10 +225,12 @@ class RoundPolicy:
             :attr:`last_round` ``.instance``, the round with the carried jobs marked running.
             In ``info``, what the policy did between rounds: ``"carried"`` (jobs treated as
             running where this policy placed them last round), ``"not_carried"`` (``{job id:
-            why}``), ``"reused_ids"`` (a carried id now naming a job of another class, model or
-            kind: taken for a new job), ``"queue_held_by"`` (a job that can never be placed
-            holding a prefix queue back) and, for ``method="random"``, ``"policy_seed"`` and
-            ``"policy_round"``; each is absent when empty.
+            why}``: jobs that ran last round where they cannot go on, taken as queued, so never
+            in ``jobs_to_terminate``: stop them), ``"reused_ids"`` (a carried id now naming a
+            job of another class, model or kind: taken for a new job), ``"queue_held_by"`` (a
+            job that can never be placed holding a prefix queue back) and, for
+            ``method="random"``, ``"policy_seed"`` and ``"policy_round"``; each is absent when
+            empty.
 
         Raises
         ------
