@@ -662,3 +662,15 @@ def test_the_round_parameters_solve_options_point_to_are_make_instance_s() -> No
     from pal_opt.options import ROUND_PARAMETERS
 
     assert set(ROUND_PARAMETERS) == set(RoundArguments.__annotations__) - {"binning"}  # binning is both
+
+
+@pytest.mark.parametrize("name", ["time_limit", "backend", "restart_cost", "gap"])
+def test_a_blox_round_given_an_adapter_option_says_it_goes_to_the_constructor(name: str) -> None:
+    # place() takes **kwargs and ignores them, as the artifact's PALPlacement.place does; an
+    # option of the adapter given there (place(..., time_limit=2)) was ignored without a word
+    value = {"time_limit": 2.0, "backend": "highs", "restart_cost": 10.0, "gap": 0.01}[name]
+    policy = BloxPlacement(None, method="ilp", backend="highs")
+    with pytest.raises(OptionError, match=rf"{name} is an option of the adapter, not of one round: give it to "
+                                          rf"BloxPlacement\(args, \.\.\., {name}=\.\.\.\)"):
+        policy.place(*_blox_round(), **{name: value})
+    assert policy.place(*_blox_round(), some_blox_argument=1) == ([], {5: [2, 3]})  # others: ignored, as before

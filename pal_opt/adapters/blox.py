@@ -57,6 +57,9 @@ __all__ = ["BloxPlacement"]
 log = logging.getLogger(__name__)
 
 _STICKY = frozenset({"packed-sticky"})
+#: What the constructor takes, which :meth:`BloxPlacement.place` refuses (its other keyword
+#: arguments it ignores, as the artifact's policies do).
+_ADAPTER_OPTIONS = frozenset({"method", "backend", "restart_cost", "round_length", "options", *SolveOptions.names()})
 
 
 def _queue_ids(new_job_schedule: Mapping[str, Any]) -> list[Any]:
@@ -281,8 +284,16 @@ class BloxPlacement:
 
         A ``gpu_df`` without rows (Blox's scheduler loop runs before any node has registered)
         gives ``([], {})``: the queued jobs wait, as with the artifact's PAL; ``last_result`` is
-        then None.
+        then None.  Further keyword arguments are accepted and ignored, as the artifact's
+        ``PALPlacement.place`` does, except the adapter's own options (``time_limit``,
+        ``backend``, ``restart_cost``, ...: an :class:`~pal_opt.errors.OptionError`, as they go
+        to the constructor).
         """
+        misplaced = sorted(set(kwargs) & _ADAPTER_OPTIONS)
+        if misplaced:  # would be ignored without a word
+            name = misplaced[0]
+            raise OptionError(f"{name} is an option of the adapter, not of one round: give it to "
+                              f"BloxPlacement(args, ..., {name}=...)")
         gpu_df = getattr(cluster_state, "gpu_df", None)
         if isinstance(gpu_df, pd.DataFrame) and gpu_df.empty:
             active = getattr(job_state, "active_jobs", None)
