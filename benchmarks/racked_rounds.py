@@ -27,6 +27,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,18 +75,19 @@ def _arrivals(rng: np.random.Generator, jobs: dict[str, dict[str, Any]], remaini
         remaining[jid] = float(rng.uniform(600, 7200))
 
 
-def loop_rounds(seed: int, rounds: int) -> list[Any]:
-    """The first ``rounds`` rounds of the loop (module docstring), each as PAL saw it."""
+def run_loop(seed: int, rounds: int, policy: Any) -> Iterator[tuple[Any, Any]]:
+    """The loop (module docstring) driven by ``policy`` (a :class:`pal_opt.RoundPolicy`): each
+    round's instance as the policy saw it and its result, round after round; the jobs run between
+    rounds on the policy's answers."""
     import pal_opt
 
     rng = np.random.default_rng(seed)
     factors = {c: rng.lognormal(0, 0.08, SERVERS * PER_SERVER).clip(0.7, 1.6) for c in CLASSES}
-    policy = pal_opt.RoundPolicy("pal")
     jobs: dict[str, dict[str, Any]] = {}
     remaining: dict[str, float] = {}
     running: dict[str, tuple[int, ...]] = {}
     failed: set[int] = set()
-    serial, out = [0], []
+    serial = [0]
     for _ in range(rounds):
         _arrivals(rng, jobs, remaining, serial)
         if rng.random() < 0.1:
@@ -96,7 +98,7 @@ def loop_rounds(seed: int, rounds: int) -> list[Any]:
                  for j, job in jobs.items()]
         inst = pal_opt.make_instance(_graph(factors, failed), queue, locality_penalty=1.7, restart_cost=RESTART)
         res = policy.place(inst)
-        out.append(policy.last_instance)
+        yield policy.last_instance, res
         running = {j: tuple(g) for j, g in res.placements.items()}
         done = []
         for jid, gpus in running.items():
@@ -109,7 +111,13 @@ def loop_rounds(seed: int, rounds: int) -> list[Any]:
             del jobs[jid], remaining[jid], running[jid]
         if done:
             policy.forget(*done)
-    return out
+
+
+def loop_rounds(seed: int, rounds: int) -> list[Any]:
+    """The first ``rounds`` rounds of the loop (module docstring), each as PAL saw it."""
+    import pal_opt
+
+    return [inst for inst, _ in run_loop(seed, rounds, pal_opt.RoundPolicy("pal"))]
 
 
 def chosen(instances: list[Any], first: int, count: int) -> list[int]:
