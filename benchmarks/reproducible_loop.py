@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--rounds >= 1, --net > 0 and --seed >= 0 expected")
     full = (args.rounds, args.net, args.seed, args.no_loaded, backends) == (ROUNDS, NET, 0, False, list(RECIPE))
     out_dir = output_dir(args, "reproducible_loop", partial=None if full else "partial (options other than the defaults)")
+    header = produced_by(__file__, argv)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for backend in backends:
         runs = results.setdefault(backend, {})
@@ -134,15 +135,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_loaded:
             with loaded():
                 runs["loaded"] = one_run(backend, args.rounds, args.seed, args.net, "loaded")
-        page(out_dir, results, args, argv)  # after each backend: a run cut short keeps what it measured
+        page(out_dir, results, args, header)  # after each backend: a run cut short keeps what it measured
     return 0
 
 
 def page(out_dir: Path, results: dict[str, dict[str, list[dict[str, Any]]]], args: argparse.Namespace,
-         argv: list[str] | None) -> None:
-    """Write the results page."""
+         header: str) -> None:
+    """Write the results page (``header``: :func:`produced_by`'s line)."""
     lines = ["# A round loop bounded by work: two runs, round by round", "",
-             f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), "",
+             f"{header}.", "", "Machine:", "", *machine(), "",
              f"The loop of the module docstring: 256 GPUs (32 servers x 8 in 4 racks), loop seed {args.seed} "
              "(arrivals, demands, models, run lengths, failures and the GPUs' factors all drawn from "
              f"`numpy.random.default_rng({args.seed})`), {args.rounds} rounds, "
