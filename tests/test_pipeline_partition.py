@@ -448,7 +448,7 @@ BAD_OPTIONS = {
     "one level": (["--machines", "2", "--bandwidth", "1e9,1e8"], "--machines gives 1 level but --bandwidth gives 2"),
     "too many workers": (["--machines", "5000", "--bandwidth", "1e9"], "argument --machines: at most 1,024 workers per level"),
     "plot format": (["--machines", "2", "--bandwidth", "1e9", "--plot", "x.nope"], "--plot x.nope: the file name must end in"),
-    "missing profile": (["--machines", "2", "--bandwidth", "1e9"], "No such file"),
+    "missing profile": (["--machines", "2", "--bandwidth", "1e9"], "graph.txt: no such profile"),
 }
 
 
