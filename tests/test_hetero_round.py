@@ -253,7 +253,9 @@ def test_placer_properties(case: tuple[int, int, list[int]]) -> None:
 
 
 # -- large rounds: bounds, repairs, core -------------------------------------------------------
-@pytest.mark.parametrize("seed", range(12))
+# (seed 15: the bounds' repaired solution is one unit, 0.01, above the optimum, which only a
+# core search down to the incumbent less one unit finds)
+@pytest.mark.parametrize("seed", [*range(12), 15])
 def test_decomposed_solve_matches_the_dynamic_program(seed: int) -> None:
     rng = np.random.default_rng(300 + seed)
     cluster = (GpuType("a", 4, 4, 16), GpuType("b", 2, 8, 2), GpuType("c", 3, 8, 3))

@@ -205,3 +205,64 @@ def test_build_is_vectorised_at_scale():
     f = build_formulation(inst)
     assert f.num_vars < 40 * inst.cluster.num_gpus
     assert f.total_demand <= inst.free_gpus
+
+
+def test_every_admitted_job_must_take_a_slot(tiny_instance):
+    # the type rows are equalities: placing nothing (all zeros) is not a solution
+    f = build_formulation(tiny_instance)
+    rows = [k for k, n in enumerate(f.row_names) if n.startswith("n_t")]
+    assert rows and np.all(f.row_lo[rows] == f.row_hi[rows])
+    assert f.row_lo[rows].sum() == len(f.admitted)
+    assert not f.is_feasible(np.zeros(f.num_vars))
+
+
+def test_a_kept_job_counts_against_its_servers_capacity():
+    # job 0 runs on server 0 (GPUs 0, 1) and may keep it; job 1 (1 GPU) cannot join it there
+    jobs = [Job(0, 2, "classA", 0, placement=(0, 1)), Job(1, 1, "classA", 1)]
+    f = build_formulation(_flat({"classA": [1.0] * 4}, jobs=jobs, rc=0.25))
+    kept = encode(f, {0: (0, 1), 1: (2,)})
+    moved = encode(f, {0: (2, 3), 1: (0,)})
+    assert f.is_feasible(kept) and f.is_feasible(moved)
+    t1 = next(t for t, jt in enumerate(f.types) if 1 in jt.jobs)
+    slot = np.flatnonzero((f.var_kind <= KIND_Z) & (f.var_type == t1))
+    pool = f.var_pool[slot[moved[slot] > 0]]  # job 1's pool when moved: server 0's, job 0 is not in it
+    flows = f.var_kind == KIND_FLOW
+    both = np.where(flows, 0.0, kept)
+    both[slot] = moved[slot]
+    mine = np.flatnonzero(flows & np.isin(f.var_pool, pool))
+    both[mine] = moved[mine]  # job 1 on server 0 while job 0 keeps it
+    assert both[f.var_kind == KIND_KEEP].sum() == 1
+    assert not f.is_feasible(both)
+
+
+def test_the_cut_over_all_profiles_keeps_a_job_that_fits_a_server():
+    # two classes, two profiles: the cut on server 0 (3 free GPUs, 2-GPU jobs) is x <= 1, not 0
+    inst = _flat({"classA": [1.0, 1.0, 2.0, 1.0, 1.0, 1.0], "classB": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0]},
+                 jobs=[Job(0, 2, "classA"), Job(1, 2, "classB", 1)], sizes=(3, 3))
+    f = build_formulation(inst)
+    assert len(f.profiles) == 2 and "cg_s0_k2" in f.row_names
+    for placement in ({0: (0, 1), 1: (3, 4)}, {0: (3, 4), 1: (0, 1)}):
+        assert f.is_feasible(encode(f, placement))
+
+
+def test_a_running_job_left_out_costs_its_preemption_charge():
+    # ilp-preempt's drop column: leaving out optional job 0 costs its preempted charge, no move
+    jobs = [Job(0, 2, "classA", 0, placement=(0, 1)), Job(1, 2, "classA", 1)]
+    inst = _flat({"classA": [1.0, 1.0, 1.3, 1.3, 1.0, 1.0]}, jobs=jobs, rc=0.25, sizes=(2, 2, 2))
+    fac = binned_factors(inst.cluster, "none")
+    f = build_formulation(inst, [0, 1], factors=fac, optional=[0])
+    for placement in ({1: (4, 5)}, {0: (0, 1), 1: (2, 3)}, {0: (4, 5), 1: (0, 1)}):
+        x = encode(f, placement)
+        assert f.is_feasible(x)
+        assert f.objective(x) == pytest.approx(evaluate(inst, placement, fac).cost, abs=1e-9)
+    assert f.objective(encode(f, {1: (4, 5)})) > 0  # the preemption charge is not zero
+
+
+def test_a_running_job_not_admitted_pays_its_charge_in_the_constant():
+    jobs = [Job(0, 2, "classA", 0, placement=(0, 1)), Job(1, 2, "classA", 1)]
+    inst = _flat({"classA": [1.0, 1.0, 1.3, 1.3]}, jobs=jobs, rc=0.25)
+    fac = binned_factors(inst.cluster, "none")
+    f = build_formulation(inst, [1], factors=fac)
+    assert f.obj_offset > 0
+    x = encode(f, {1: (2, 3)})
+    assert f.objective(x) == pytest.approx(evaluate(inst, {1: (2, 3)}, fac).cost, abs=1e-9)

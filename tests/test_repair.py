@@ -968,3 +968,24 @@ def test_an_unaffected_job_keeps_its_gpus_in_the_order_it_had_them(monkeypatch):
     monkeypatch.setattr(pal_opt.ilp, "solve_ilp", sorted_sets)
     r = repair(inst, {"x": [3, 1], "d": [4]}, [4], backend=BACKENDS[0], allow_migration=0.5)
     assert r.placements["x"] == (3, 1) and r.info["repair"]["migrated"] == []
+
+
+def test_settling_sends_back_a_move_that_saves_exactly_what_it_costs(monkeypatch):
+    """A move whose saving equals the migration price (x leaves a GPU of factor e^0.5 for one of
+    1.0 at a price of 0.5) did not pay either: it is settled back ("no more than it cost")."""
+    import pal_opt.ilp
+
+    cl = _flat([math.exp(0.5), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    inst = RoundInstance(cl, (Job("x", 1, "classA"), Job("d", 1, "classA", 1)), RoundParams(binning="none"))
+    real = pal_opt.ilp.solve_ilp
+
+    def even(instance, **kw):
+        res = real(instance, **kw)
+        if "start" in kw:  # the whole-round solve: x moved to an idle GPU of factor 1.0
+            idle = min({1, 2, 3, 5, 6, 7} - {g for gs in res.placements.values() for g in gs})
+            res.placements = {**res.placements, "x": (idle,)}
+        return res
+
+    monkeypatch.setattr(pal_opt.ilp, "solve_ilp", even)
+    r = repair(inst, {"x": [0], "d": [4]}, [4], backend=BACKENDS[0], allow_migration=0.5)
+    assert r.placements["x"] == (0,) and r.info["repair"]["migrated"] == []

@@ -110,3 +110,27 @@ def test_node_limit_is_the_smallest_over_the_applications() -> None:
     out = build_cluster([("x", 8, 4)], {"a": app([1, 2]), "b": app([1, 2, 3, 5])})  # type: ignore[dict-item]
     assert out[0].max_physical_nodes == 2
     assert out[0].node_limit == 2
+
+
+def test_a_rigid_job_holds_all_its_gpus_and_runs_at_its_slowest_factor() -> None:
+    import pandas as pd
+
+    from pal_opt.hetero.gpus import Variability
+
+    apps = dict(load_applications(_sia_profiles(), ["cifar10"]))
+    frame = pd.DataFrame([("cifar10-0", 0.0, "cifar10", 4, 2048)],
+                         columns=["name", "time", "application", "num_replicas", "batch_size"])
+    frame["category"] = "rigid"
+    wl = workload_from_frame(frame, source="hand-made")
+    cluster = build_cluster([("aws", 1, 4)], apps)
+    factors = np.array([1.0, 1.0, 2.0, 1.0])
+    var = Variability(raw={"cifar10": factors}, binned={"cifar10": factors})
+    res = simulate_sia(wl, apps, cluster, SimConfig(max_time=300.0, variability=var))
+    assert res.gpus_in_use[:, 0].max() == 4  # GPUs held, not jobs
+    assert res.summary()["variability_slowdown"]["mean"] == 2.0  # the slowest of its GPUs
+
+
+def test_queueing_delay_counts_from_submission() -> None:
+    jobs = (_rec("a", 100, 130, 200), _rec("b", 40, 100, None))
+    s = summarise(_result(jobs))
+    assert s["avg_queueing_delay"] == 45.0 and s["p50_queueing_delay"] == 45.0

@@ -522,3 +522,30 @@ def test_minor_tick_labels_only_where_they_fit() -> None:
     narrow, wide = SimpleNamespace(get_xlim=lambda: (0.5, 8.0)), SimpleNamespace(get_xlim=lambda: (0.01, 2000.0))
     assert [_minor_label(narrow, v) for v in (0.6, 2.0, 3.0, 4.0, 5.0)] == ["", "2", "3", "", "5"]
     assert {_minor_label(wide, v) for v in (0.02, 0.03, 20.0, 300.0)} == {""}
+
+
+def test_restore_time_is_not_progress() -> None:
+    """One 2-GPU server, LAS, restart cost 60 s.  A and B (700 s each on 2 GPUs, B submitted at
+    100) take turns:
+    A 360 s; B 360 s; A resumes (60 s restoring, 300 s of work: 40 s left); B likewise; A
+    resumes at 1440 and finishes at 1440 + 60 + 40; B at 1800 + 60 + 40."""
+    cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
+    trace = [_job(0, 2, 0.0, 700), _job(1, 2, 100.0, 700)]
+    res = simulate(trace, cluster, SimConfig(policy="pal", queue="las", restart_cost=60.0), validate=True)
+    a, b = res.jobs
+    assert a.finish_time == pytest.approx(1540.0) and b.finish_time == pytest.approx(1900.0)
+    assert (a.restarts, b.restarts) == (2, 2)
+    assert a.run_seconds == pytest.approx(700.0) and b.run_seconds == pytest.approx(700.0)  # restoring is not running
+    assert a.preempted_gpu_hours == pytest.approx(2 * 2 * 360 / 3600)  # twice, 2 GPUs for a round
+
+
+def test_a_moved_job_pays_the_restart_cost() -> None:
+    """One server, GPU 0 twice as fast as GPU 1, LAS, restart cost 60 s.  A (500 s) runs round 0
+    on GPU 0; B (500 s, submitted at 100) has less service in round 1 and takes GPU 0, A moves to
+    GPU 1: 60 s restoring, then its last 140 iterations at 2 s each, done at 360 + 60 + 280."""
+    cluster = Cluster.uniform(1, 2, {"classA": [1.0, 2.0]})
+    trace = [_job(0, 1, 0.0, 500), _job(1, 1, 100.0, 500)]
+    res = simulate(trace, cluster, SimConfig(policy="pal", queue="las", restart_cost=60.0), validate=True)
+    a, b = res.jobs
+    assert (a.moves, a.restarts, b.moves, b.restarts) == (1, 1, 0, 0)
+    assert a.finish_time == pytest.approx(700.0) and b.finish_time == pytest.approx(860.0)

@@ -26,9 +26,16 @@ from ilp_rounds import rounds
 from pal_opt.admission import admit
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
-from pal_opt.cost import evaluate, job_slowdown_pos
+from pal_opt.cost import CostTerm, evaluate, job_slowdown_pos, register_cost_term, unregister_cost_term
 from pal_opt.ilp import available_backends, solve_ilp
-from pal_opt.ilp.stageround import best_stage_order, build_stage_round, encode_stage_round, solve_stage_round
+from pal_opt.ilp.stageround import (
+    alone_bound,
+    best_stage_order,
+    bounded,
+    build_stage_round,
+    encode_stage_round,
+    solve_stage_round,
+)
 from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.result import Status
 
@@ -536,3 +543,53 @@ def test_ilp_records_the_stage_programs_backend_params_as_ilp_preempt_does(backe
         if backend != "cpsat":  # (CP-SAT's ilp-preempt adds its drop program's own, preempt_params)
             preempt = pal_opt.solve(inst, "ilp-preempt", backend=backend, **kw)
             assert preempt.info.get("backend_params", {}) == ilp.info.get("backend_params", {})
+
+
+class _Unseen(CostTerm):
+    """A term with ``placed`` only: the program neither sees nor bounds it."""
+
+    name = "unseen_by_the_stage_program"
+    summary = "test term"
+    params: dict[str, float] = {}
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return 0.0
+
+
+def test_a_closed_gap_is_optimal_only_when_every_term_is_bounded() -> None:
+    assert bounded(1.0, 4, Status.FEASIBLE, [None, 1.0]) == (1.0, 0.0, Status.OPTIMAL)
+    register_cost_term(_Unseen())
+    try:
+        assert bounded(1.0, 4, Status.FEASIBLE, [1.0]) == (1.0, 0.0, Status.FEASIBLE)
+    finally:
+        unregister_cost_term(_Unseen.name)
+
+
+def test_the_jobs_alone_bound_takes_a_running_jobs_cheaper_column() -> None:
+    """r runs on two slow GPUs (factor 2) and moving costs less than staying: its least is its
+    mode on the fast GPUs, not its keep column, and the bound is at most moving's cost."""
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [2.0, 2.0, 1.0, 1.0]})
+    rc = 0.1 * RoundParams().round_length  # seconds: well below 2 ln 2 per GPU
+    inst = RoundInstance(cl, (Job("r", 2, "classA", 0, placement=(0, 1)),),
+                         RoundParams(binning="none", restart_cost=rc))
+    fac = binned_factors(cl, "none")
+    moved = evaluate(inst, {"r": (2, 3)}, fac).cost
+    assert 0 < moved < evaluate(inst, {"r": (0, 1)}, fac).cost
+    assert alone_bound(inst, [0], fac) == pytest.approx(moved)
+
+
+def test_the_jobs_alone_bound_leaves_a_victim_only_the_gpus_left() -> None:
+    """Two free GPUs; q (2 GPUs) must be placed, running v (2 GPUs) may be preempted: q takes
+    both, so v is preempted in every placement and its charge is in the bound."""
+    cl = Cluster.from_arrays(range(2), [0, 0], {"classA": [1.0, 1.0]})
+    inst = RoundInstance(cl, (Job("q", 2, "classA", 0), Job("v", 2, "classA", 1, placement=(0, 1))),
+                         RoundParams(binning="none"))
+    fac = binned_factors(cl, "none")
+    best = evaluate(inst, {"q": (0, 1)}, fac).cost
+    assert best > 0  # v's preemption charge
+    assert alone_bound(inst, [0, 1], fac, optional=[1]) == pytest.approx(best)
+    # with two GPUs more, v keeps running in the best placement, and the bound is not its charge
+    wide = RoundInstance(Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}), inst.jobs,
+                         inst.params)
+    kept = evaluate(wide, {"q": (2, 3), "v": (0, 1)}, binned_factors(wide.cluster, "none")).cost
+    assert alone_bound(wide, [0, 1], binned_factors(wide.cluster, "none"), optional=[1]) == pytest.approx(kept)
