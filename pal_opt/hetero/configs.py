@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import InstanceError, OptionError
 from ..options import check_count, check_finite, number_array, require_items, require_mapping, require_type
 from .goodput import JobKind, StepModel, optimize_goodput
-from .profiles import APP_WHAT, Application, ApplicationLike
+from .profiles import APP_TYPES, APP_WHAT, Application
 
 __all__ = [
     "FLOOR",
@@ -278,7 +278,7 @@ def scheduler_goodput_fn(
     type (the artifact's is learned online; :class:`~pal_opt.hetero.goodput.ProfileStepModel`
     gives the measured times).
     """
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     prof = app.profile(gpu_type)
     top = requested_batch if requested_batch is not None else app.max_batch_size
     atomic = (prof.min_local_bsz, prof.max_local_bsz)
@@ -302,7 +302,7 @@ def scheduler_goodput_fn(
 def throughput_ratio(app: Application, to_type: str, from_type: str) -> float:
     """ρ(c, d) = X(c) / X(d): the fixed factor that projects goodput measured on ``from_type``
     (d) to ``to_type`` (c), X being the 1-GPU throughput of :meth:`TypeProfile.single_gpu_throughput`."""
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     x_to = app.profile(to_type).single_gpu_throughput()
     x_from = app.profile(from_type).single_gpu_throughput()
     if x_to is None or x_from is None:

@@ -39,9 +39,9 @@ from numpy.typing import ArrayLike
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..options import check_count, check_finite, number_array, require_items, require_type
 from .profiles import (
+    APP_TYPES,
     APP_WHAT,
     Application,
-    ApplicationLike,
     TypeProfile,
     ValidationCurves,
     canonical_placement,
@@ -260,7 +260,7 @@ def epoch_of(curves: ValidationCurves, progress: float) -> int:
 
 def training_target(app: Application) -> TrainingTarget:
     """The job's end: ``max_epochs`` epochs, at progress P(max_epochs)."""
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     e = app.max_epochs
     return TrainingTarget(epochs=e, progress=epoch_progress(app.validation, e))
 
@@ -418,7 +418,7 @@ def initial_batch(
     B = ``batch_size`` if given (strong-scaling, rigid) else max(B0, b_min·n); local =
     ceil(B/n); A = ceil(local / b_hi(p)) - 1, at least 1 when n = 1 and B > B0; b = ceil(local/(A+1)).
     """
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
     p = canonical_placement(placement)
     n = sum(p)
@@ -436,7 +436,7 @@ def clamp_batch(
 ) -> BatchChoice:
     """The memory clamps of A.5: b ≤ the largest batch profiled with n GPUs (if any), then
     b ≤ ⌊Bmax / (n·(A+1))⌋."""
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
     check_count(num_replicas, "num_replicas")
     require_type(choice, BatchChoice, "choice")
@@ -464,7 +464,7 @@ def choose_batch(
     to Bmax with atomic range [b_min, b_hi(p)]; otherwise the initial rule is used (with the
     requested batch for kinds that do not tune it).  The clamps of :func:`clamp_batch` follow.
     """
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     profile = app.profile(gpu_type)
     p = canonical_placement(placement)
     n = sum(p)
@@ -499,7 +499,7 @@ def progress_rate(
     InstanceError
         The profile has no step time for this placement and batch.
     """
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     require_type(choice, BatchChoice, "choice")
     p = canonical_placement(placement)
     n = sum(p)

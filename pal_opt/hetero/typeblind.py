@@ -39,7 +39,7 @@ from ..options import number_array, require_items, require_type
 from .configs import GpuType, require_gpu_types, throughput_ratio
 from .gpus import Layout, Variability
 from .placer import fit_shape
-from .profiles import APP_WHAT, Application, ApplicationLike
+from .profiles import APP_TYPES, APP_WHAT, Application
 from .simjob import SimJob, shape_runs
 
 __all__ = [
@@ -131,7 +131,7 @@ def gang_state(layout: Layout, app: Application, gpus: Sequence[int]) -> tuple[i
         :func:`gang_problem`).
     """
     require_type(layout, Layout, "layout", " (Layout(cluster))")
-    require_type(app, ApplicationLike, "app", what=APP_WHAT)
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
     gpus = number_array(gpus, "gpus", "iu") if isinstance(gpus, np.ndarray) else require_items(gpus, "gpus", "a list of GPU positions")
     if not len(gpus):
         return None, ()
