@@ -548,7 +548,17 @@ def _skip_reason(key: str, fn: Any) -> str | None:
 
 CALLABLES = public_callables()
 SWEPT = {k: f for k, f in CALLABLES.items() if _skip_reason(k, f) is None}
-CASES = [(key, p.name, bad) for key, fn in SWEPT.items() for p in _required(fn) for bad in (None, "x")]
+
+
+def _takes_text(param: inspect.Parameter) -> bool:
+    """Whether ``param``'s annotation admits a string or a path (then ``"x"`` is a valid value:
+    a missing file, swept by ``test_a_missing_file_is_a_pal_opt_error``, or a name)."""
+    ann = param.annotation if isinstance(param.annotation, str) else getattr(param.annotation, "__name__", "")
+    return any(word in str(ann) for word in ("str", "Path", "PathLike"))
+
+
+CASES = [(key, p.name, bad) for key, fn in SWEPT.items() for p in _required(fn)
+         for bad in ((None,) if _takes_text(p) else (None, "x"))]
 
 
 @pytest.fixture(scope="module")
