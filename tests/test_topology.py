@@ -996,6 +996,47 @@ def test_exports_refuse_stages_that_do_not_fit_the_pipeline(fmt, tmp_path, capsy
     assert not out.exists()
 
 
+def _typed_round() -> RoundInstance:
+    """Two a100 nodes and one v100 node; a job that may not mix types, a job guaranteed on a100,
+    a job that may use only v100, a strong-scaling job on 2 or 4 GPUs."""
+    types = ["a100"] * 8 + ["v100"] * 4
+    cl = Cluster.from_arrays(list(range(12)), ["n1"] * 4 + ["n2"] * 4 + ["n3"] * 4, {"classA": [1.0] * 12},
+                             gpu_types=types)
+    return RoundInstance(cl, (Job("mix", 2, "classA"), Job("g", 2, "classA", gpu_type="a100", kind="guaranteed"),
+                              Job("v", 1, "classA", allowed_types=("v100",)),
+                              Job("s", 2, "classA", kind="strong-scaling", allowed_counts=(2, 4))))
+
+
+@pytest.mark.parametrize("fmt", ["slurm", "k8s", "graphml"])
+@pytest.mark.parametrize(("placements", "message"), [
+    ({"mix": [6, 8]}, "job 'mix': GPUs of types 'a100', 'v100', but it does not mix types"),
+    ({"g": [8, 9]}, "job 'g': GPUs [8, 9] are not of its type (guaranteed GPU type 'a100')"),
+    ({"v": [0]}, "job 'v': GPUs [0] are not of its type (usable GPU types: 'v100')"),
+    ({"s": [0, 1, 2]}, "job 's': may run on [2, 4] GPUs, got 3"),
+], ids=["mixed-types", "guaranteed-off-type", "off-allowed-types", "count"])
+def test_exports_refuse_a_placement_off_its_jobs_gpu_types_or_counts(fmt, placements, message, tmp_path, capsys):
+    """A job on GPU types it may not use, on several types when it does not mix, or on a GPU count
+    it may not run on is what ``pal-opt check`` calls invalid (exit 1); the exports wrote it (Slurm
+    even asked for the forbidden type in ``--gres``).  Now refused like any placement that does not
+    fit: one line naming the placement file, the job and the constraint, exit status 2, no output."""
+    inst = _typed_round()
+    rc, stdout, err, out = _export(capsys, tmp_path, fmt, inst, {"placements": placements})
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err and stdout == ""
+    assert f"{tmp_path / 'p.json'}: placements: does not fit the instance: {message}" in err
+    assert not out.exists()
+    rc, said, err = run(capsys, "check", tmp_path / "i.json", tmp_path / "p.json")
+    assert rc == 1 and message in said + err  # the checker's own verdict on the same placement
+
+
+def test_exports_write_a_placement_within_its_jobs_gpu_types(tmp_path, capsys):
+    """The same typed round, every job within its types and counts: exported (the refusal above is
+    about the violation, not about typed rounds)."""
+    placement = {"placements": {"mix": [0, 1], "g": [4, 5], "v": [8], "s": [2, 3, 6, 7]}}
+    for fmt in ("slurm", "k8s", "graphml"):
+        rc, _, err, out = _export(capsys, tmp_path, fmt, _typed_round(), placement)
+        assert rc == 0 and out.exists(), err
+
+
 def test_export_graphml_marks_jobs(solved, tmp_path, capsys):
     inst_path, pl = solved
     out = tmp_path / "c.graphml"

@@ -121,7 +121,8 @@ def add_export_parser(sub: Any) -> None:
         e.add_argument("instance", type=input_file, metavar="INSTANCE.json", help="the round")
         e.add_argument("placement", type=input_file, metavar="PLACEMENT.json", nargs="?" if name == "graphml" else None,
                        help="the placement (what solve --out or repair --out wrote); one that cannot be applied "
-                            "(a GPU not free or given twice, a job not in the round or short of GPUs) is refused"
+                            "(a GPU not free or given twice, a job not in the round, short of GPUs, on a count or "
+                            "GPU type it may not use or on mixed types when it does not mix) is refused"
                             + ("; without it, the cluster alone" if name == "graphml" else ""))
         e.add_argument("-o", "--out", "--output", dest="output", type=output_file, required=True, metavar=out, help="file to write")
         e.set_defaults(func=_cmd_export)

@@ -28,10 +28,12 @@ from ..result import PlacementResult
 
 __all__ = ["HostShare", "JobHosts", "local_indices", "placement_by_host", "gpu_jobs", "gpu_stages"]
 
-#: Violations that make a placement impossible to apply (its queue rule is ``pal-opt check``'s
-#: business, not the exporter's); stages that do not fit a pipeline cannot be written either.
+#: Violations that make a placement impossible to apply: what it is given (jobs, GPUs, stages that do
+#: not fit a pipeline) and what each job may run on (its GPU types, one type unless it mixes, its
+#: allowed GPU counts).  The queue rule, stickiness, preemption and the objective are ``pal-opt
+#: check``'s business, not the exporter's: every job of such a placement can still run as written.
 _UNAPPLIABLE = {Kind.FORM, Kind.UNKNOWN_JOB, Kind.GANG_SIZE, Kind.UNKNOWN_GPU, Kind.GPU_NOT_FREE, Kind.GPU_SHARED,
-                Kind.STAGE_COUNT, Kind.STAGE_REPLICAS, Kind.STAGE_GPUS}
+                Kind.COUNT, Kind.GPU_TYPE, Kind.MIXED_TYPES, Kind.STAGE_COUNT, Kind.STAGE_REPLICAS, Kind.STAGE_GPUS}
 
 
 @dataclass(frozen=True)
@@ -150,8 +152,9 @@ def placement_by_host(
     ------
     InstanceError
         The placement cannot be applied to ``instance``: an unknown job or GPU, a wrong gang
-        size, a busy or failed GPU, a GPU given twice, stages that do not fit a job's pipeline
-        (the first such problem is named).
+        size or a GPU count the job may not run on, a busy or failed GPU, a GPU given twice, a
+        job on a GPU type it may not use or on several types when it does not mix, stages that
+        do not fit a job's pipeline (the first such problem is named, with its job).
     """
     require_instance(instance)
     by_text = _checked(instance, placement, source)
