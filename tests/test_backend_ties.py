@@ -406,11 +406,14 @@ def _typed_preempt(seed: int) -> RoundInstance:
 #: ("victims", 192) (and 78 of seeds 0-99); on typed rounds (:func:`_typed_preempt`, seeds 0-49)
 #: 13 of 50 differed, by such trades between jobs of one class of other sizes or types, and a job
 #: of several GPUs on either type.  0 of each now.  ("typed", 86) and ("typed", 92) (of seeds
-#: 50-149, where 31 differed, 4 then, 2 now) differed until equal running jobs of other type
-#: constraints were given their roles together too (which of them is preempted).
+#: 50-149, where 31 differed, 4 then, 2 then) differed until equal running jobs of other type
+#: constraints were given their roles together too (which of them is preempted); ("typed", 121)
+#: and ("typed", 149), the 2 left, until those roles were handed out only where a job's types
+#: allow (a job guaranteed type 'a' and a rigid one of its class and size: the later in the
+#: queue is preempted, the earlier given GPUs of 'a'): 0 of seeds 0-149 now.
 PREEMPT_ROUNDS = ([("pipelines", s) for s in (2, 46, 60, 72, 78, 86, 90)]
                   + [("victims", s) for s in (78, 108, 120, 122, 126, 132, 136, 141, 161, 179, 183, 192)]
-                  + [("typed", s) for s in (0, 5, 7, 10, 11, 12, 14, 24, 29, 32, 34, 42, 43, 86, 92)])
+                  + [("typed", s) for s in (0, 5, 7, 10, 11, 12, 14, 24, 29, 32, 34, 42, 43, 86, 92, 121, 149)])
 _PREEMPT_MAKERS = {"pipelines": _preempt_pipelines, "victims": _equal_victims, "typed": _typed_preempt}
 
 
@@ -513,3 +516,23 @@ def test_of_equal_victims_of_other_type_constraints_the_later_one_is_preempted()
     for b in BACKENDS:
         res = solve(inst, "ilp-preempt", backend=b, canonical=True)
         assert res.placements == one and res.jobs_to_terminate == ("g",) and check(inst, res) == [], b
+
+
+def test_of_equal_victims_the_later_one_is_preempted_when_the_earlier_may_not_run_on_its_gpus() -> None:
+    # g (guaranteed type a) runs on GPU 0, r (rigid) on GPU 2 of type b; h (priority 1) needs one
+    # of the two.  Preempting either costs the same.  g may not run on r's GPU, so the roles are
+    # handed out by type: r, the later, is preempted and g keeps a GPU of type a.  (Before, a
+    # pattern was the job's type group, g's {a} and r's {a, b}, so the two optima had other
+    # roles: each was kept as its solver gave it.)
+    c = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, state=[0, 1, 0, 1], gpu_types="aabb")
+    jobs = (Job("g", 1, "classA", placement=(0,), kind="guaranteed", gpu_type="a"),
+            Job("r", 1, "classA", placement=(2,)),
+            Job("h", 1, "classA", priority=1))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none"))
+    one = {"g": (0,), "h": (2,)}
+    other = {"r": (2,), "h": (0,)}
+    assert evaluate(inst, other, c.factors).cost == pytest.approx(evaluate(inst, one, c.factors).cost, abs=1e-12)
+    assert canonicalise(inst, other, c.factors, optional=("g", "r")) == (one, CHANGED)
+    assert canonicalise(inst, one, c.factors, optional=("g", "r")) == (one, ALREADY)
+    # (ilp-preempt's typed queue rule makes only g optional here, the victim on h's claim of
+    # type a; ("typed", 121) and ("typed", 149) above are rounds where the solvers chose.)

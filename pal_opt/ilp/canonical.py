@@ -67,8 +67,12 @@ among those held, the later ones left out, running jobs on a pattern their GPUs 
 result is priced and kept only at no higher cost.  So which of two equal victims is preempted,
 and which of a running job free to move and a waiting job of its kind gets which GPUs, no
 longer depends on the backend.  A second pass does the same among jobs alike but for their GPU
-types (:func:`_typeless_key`: a rigid job and one guaranteed a type), kept only where every job
-may run on the GPUs it then gets (:func:`_types_held`) and at no higher cost.
+types (:func:`_typeless_key`: a rigid job and one guaranteed a type), its patterns naming the
+types of the GPUs themselves: each job is handed only roles its types allow, every choice the
+first that leaves each other job a role it may take (:class:`_HandOut`, a bipartite matching),
+so which of them is preempted when the earlier in the queue may not run on the later one's GPUs
+is canonical too.  It is kept only where every job may run on the GPUs it then gets
+(:func:`_types_held`: a newly kept job's GPUs are replaced by free ones) and at no higher cost.
 
 Then, from the pattern, the caps of each class's gangs are dealt again and the type of a job
 that may take either of several is chosen (:func:`_dealt`): a gang's cost is its GPU count
@@ -80,9 +84,8 @@ GPUs' cap, then in queue order the fastest that leaves the rest dealable), each 
 group in a fixed order (its own GPUs' first, then in type order), and the first such option
 that the greedy (else the budgeted search) places is taken, class by class; the pattern as
 given when none is placed.  The result is priced and kept only at no higher cost, as before.
-Ties left: which of jobs of one class and size but of other type constraints is preempted
-when the earlier in the queue may not run on the later one's GPUs, and level trades coupled with
-which equal running job is moved at a restart charge (``docs/determinism.md``).
+Ties left: level trades coupled with which equal running job is moved at a restart charge
+(``docs/determinism.md``).
 """
 
 from __future__ import annotations
@@ -90,13 +93,13 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from ..cost import cost_terms, evaluate
-from ..gputypes import type_groups
+from ..gputypes import type_groups, usable_types
 from ..model import (
     Cluster,
     GpuState,
@@ -625,11 +628,14 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     among them) given out canonically (:func:`_assigned`), at no higher cost: which of them are
     left out (``optional`` running jobs), which running job stays where it runs, which gets GPUs
     of which pattern (:func:`_relabelled`).  Optima of equal cost whose patterns differ only in
-    that then have one pattern.  None when nothing changes, or when the new roles cost more
-    (float rounding aside) or find no GPUs."""
+    that then have one pattern.  With another ``key`` (:func:`_typeless_key`: jobs alike but for
+    their GPU types) a pattern names the types of the GPUs themselves, not the job's type group,
+    and each job is given only roles its types allow.  None when nothing changes, or when the
+    new roles cost more (float rounding aside) or find no GPUs."""
     index = _indices(instance)
     hard = _fixed(instance, placements, pinned)
     droppable = {index[jid] for jid in optional}
+    exact = key is not None
     members: dict[tuple[object, ...], list[int]] = {}
     for jid in [*(j for j in placements if j not in pinned), *(j for j in optional if j not in placements)]:
         members.setdefault((key or _swap_key)(instance, index[jid]), []).append(index[jid])
@@ -638,8 +644,8 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     for group in members.values():
         if len(group) < 2 or all(instance.jobs[i].placement is None for i in group):
             continue  # (identical waiting jobs: _needs shares their patterns out)
-        roles = {i: _role(instance, factors, placements, hard, i) for i in sorted(group)}
-        given = _assigned(instance, factors, roles, droppable)
+        roles = {i: _role(instance, factors, placements, hard, i, exact) for i in sorted(group)}
+        given = _assigned(instance, factors, roles, droppable, exact)
         if given is not None and given != roles:
             now.update(roles)
             new.update(given)
@@ -656,21 +662,34 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
 def _types_held(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
                 out: Mapping[JobId, tuple[int, ...]]) -> bool:
     """Whether every job whose GPUs ``out`` changed may run on them (its GPU types, one type
-    unless it mixes them: :func:`~pal_opt.model.placement_type_error`).  The GPUs a newly kept job
-    takes back are replaced by GPUs left free, which may be of another type; the round's cost
-    does not see the types (such a placement could cost less than the optimum)."""
+    unless it mixes them: :func:`~pal_opt.model.placement_type_error`).  The roles are given out
+    by type (:func:`_assigned`), but the GPUs a newly kept job takes back are replaced by GPUs
+    left free, which may be of another type; the round's cost does not see the types (such a
+    placement could cost less than the optimum)."""
     jobs = instance.job_by_id
     return all(placement_type_error(instance.cluster, replace(jobs[jid], placement=gids)) is None
                for jid, gids in out.items() if gids != placements.get(jid))
 
 
+def _shape_on(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int, gids: Sequence[int],
+              exact: bool) -> _Shape:
+    """The pattern of job ``i`` on ``gids`` (:data:`_Shape`); ``exact``: its type group the types
+    of ``gids`` themselves (so a job of one GPU on a type it alone may use is not in the pattern
+    of one on a type both may)."""
+    need = _need_on(instance, factors, i, gids)
+    cl = instance.cluster
+    if exact and cl.typed:
+        need = replace(need, group=tuple(sorted(set(cl.type_of[cl.positions(gids)].tolist()))))
+    return _shape(need)
+
+
 def _role(instance: RoundInstance, factors: Mapping[str, np.ndarray], placements: Mapping[JobId, tuple[int, ...]],
-          hard: Collection[JobId], i: int) -> _Role:
-    """Job ``i``'s role in ``placements`` (:data:`_Role`)."""
+          hard: Collection[JobId], i: int, exact: bool = False) -> _Role:
+    """Job ``i``'s role in ``placements`` (:data:`_Role`; ``exact``: :func:`_shape_on`'s)."""
     job = instance.jobs[i]
     if job.id not in placements:
         return (LEFT_OUT, job.priority, _NO_SHAPE)
-    shape = _shape(_need_on(instance, factors, i, placements[job.id]))
+    shape = _shape_on(instance, factors, i, placements[job.id], exact)
     if job.id in hard:
         return (KEPT, 0, shape)
     return (MOVED if _charged(instance, job) else PLACED, 0, shape)
@@ -681,49 +700,92 @@ def _charged(instance: RoundInstance, job: Job) -> bool:
     return job.placement is not None and any(t.moved(instance, job) > 0 for t in cost_terms())
 
 
+class _HandOut:
+    """Roles given to jobs one at a time (:func:`_assigned`), each only while the jobs left can
+    still all be given one of the roles left (a perfect matching of jobs to roles they may
+    take: a role of leaving out to an ``optional`` job of its priority, a move to a running job
+    that moving charges for, GPUs of a pattern to any other job, on GPU types it may use)."""
+
+    def __init__(self, instance: RoundInstance, optional: Collection[int], jobs: Sequence[int],
+                 roles: Sequence[_Role]) -> None:
+        self.instance, self.optional = instance, optional
+        self.jobs, self.roles = list(jobs), list(roles)
+        self.charged = {i: _charged(instance, instance.jobs[i]) for i in jobs}
+        self.out: dict[int, _Role] = {}
+
+    def fits(self, i: int, role: _Role) -> bool:
+        """Whether job ``i`` may take ``role``."""
+        kind, priority, shape = role
+        job = self.instance.jobs[i]
+        if kind == LEFT_OUT:
+            return i in self.optional and job.priority == priority
+        cl = self.instance.cluster
+        return (kind == MOVED) == self.charged[i] and (not cl.typed or set(shape[2]) <= set(usable_types(cl, job)))
+
+    def dealable(self, jobs: Sequence[int], roles: Sequence[_Role]) -> bool:
+        """Whether each of ``jobs`` may be given one of ``roles``, all of them."""
+        if len(jobs) != len(roles):
+            return False
+        if not jobs:
+            return True
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import maximum_bipartite_matching
+
+        may = csr_matrix(np.array([[self.fits(i, r) for r in roles] for i in jobs], dtype=np.int8))
+        return bool((maximum_bipartite_matching(may, perm_type="column") >= 0).all())
+
+    def give(self, i: int, role: _Role, as_role: _Role | None = None, check: bool = True) -> bool:
+        """Give ``role`` to job ``i`` (recorded as ``as_role``, if given) if the rest stay
+        :meth:`dealable` (not checked unless ``check``)."""
+        jobs = [j for j in self.jobs if j != i]
+        roles = list(self.roles)
+        roles.remove(role)
+        if check and not self.dealable(jobs, roles):
+            return False
+        self.jobs, self.roles, self.out[i] = jobs, roles, as_role or role
+        return True
+
+    def first(self, choices: Iterable[tuple[int, _Role]]) -> bool:
+        """Give the first of ``choices`` (a job, a role) that :meth:`fits` and leaves the rest
+        :meth:`dealable`; whether one did."""
+        return any(self.fits(i, r) and self.give(i, r) for i, r in choices)
+
+
 def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: Mapping[int, _Role],
-              optional: Collection[int]) -> dict[int, _Role] | None:
+              optional: Collection[int], exact: bool = False) -> dict[int, _Role] | None:
     """The roles ``now`` (of interchangeable jobs, by queue position) given out again from the
-    roles alone.  As many running jobs as were kept where moving is charged for are kept: the
-    first in queue order whose own GPUs' pattern is among the patterns the jobs were placed on.
-    Each role of leaving a job out goes to the last other job of the queue that may be left out
-    at that charge (an ``optional`` job of that priority), so the earlier ones stay placed; as many
-    running jobs as were moved are moved, the next ones, on those patterns in order; the other
-    running jobs, in queue order, take the first pattern their GPUs meet (they stay); the rest,
-    in queue order, the first pattern left.  None if some job finds no role."""
+    roles alone (``exact``: patterns by :func:`_shape_on`'s GPU types).  As many running jobs as
+    were kept where moving is charged for are kept: the first in queue order whose own GPUs'
+    pattern is among the patterns the jobs were placed on.  Each role of leaving a job out goes
+    to the last other job of the queue that may be left out at that charge (an ``optional`` job
+    of that priority), so the earlier ones stay placed; as many running jobs as were moved are
+    moved, the next ones, on those patterns in order; the other running jobs, in queue order,
+    take the first pattern their GPUs meet (they stay); the rest, in queue order, the first
+    pattern left.  Each choice is the first of those that leaves every other job a role it may
+    take (:class:`_HandOut`: its GPU types too), so the roles given out cost what ``now`` does.
+    None if the jobs not kept cannot all be given one."""
     jobs = instance.jobs
     left = sorted(now.values())
-    pool = sorted(r[2] for r in left if r[0] in (KEPT, PLACED))
-    moved = sorted(r[2] for r in left if r[0] == MOVED)
+    hand = _HandOut(instance, optional, list(now), [r if r[0] != KEPT else (PLACED, 0, r[2]) for r in left])
     keeps = sum(r[0] == KEPT for r in left)
-    out: dict[int, _Role] = {}
     for i in now:
-        if keeps and _charged(instance, jobs[i]) and keep_positions(instance, i) is not None:
-            own = _shape(_need_on(instance, factors, i, jobs[i].placement or ()))
-            if own in pool:
-                out[i], keeps = (KEPT, 0, own), keeps - 1
-                pool.remove(own)
+        if keeps and hand.charged[i] and keep_positions(instance, i) is not None:
+            own = _shape_on(instance, factors, i, jobs[i].placement or (), exact)
+            if (PLACED, 0, own) in hand.roles:
+                hand.give(i, (PLACED, 0, own), (KEPT, 0, own), check=False)
+                keeps -= 1
+    if not hand.dealable(hand.jobs, hand.roles):
+        return None
+    # From here each step but the stays finds a choice: the jobs left are matched to the roles left.
     for role in [r for r in left if r[0] == LEFT_OUT]:
-        who = [i for i in now if i not in out and i in optional and jobs[i].priority == role[1]]
-        if not who:
-            return None
-        out[who[-1]] = role
-    for i in now:
-        if i not in out and _charged(instance, jobs[i]):
-            if not moved:
-                return None
-            out[i] = (MOVED, 0, moved.pop(0))
-    for stays in (True, False):
-        for i in now:
-            if i in out or stays and jobs[i].placement is None:
-                continue
-            pick = next((s for s in pool if not stays or _stays_in(instance, factors, i, s)), None)
-            if pick is None and not stays:
-                return None
-            if pick is not None:
-                out[i] = (PLACED, 0, pick)
-                pool.remove(pick)
-    return out
+        hand.first((i, role) for i in reversed(hand.jobs))
+    for i in [i for i in hand.jobs if hand.charged[i]]:
+        hand.first((i, r) for r in sorted(set(hand.roles)) if r[0] == MOVED)
+    for i in [i for i in hand.jobs if jobs[i].placement is not None]:
+        hand.first((i, r) for r in sorted(set(hand.roles)) if _stays_in(instance, factors, i, r[2]))
+    for i in list(hand.jobs):
+        hand.first((i, r) for r in sorted(set(hand.roles)))
+    return hand.out if not hand.jobs else None
 
 
 def _stays_in(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int, shape: _Shape) -> bool:
