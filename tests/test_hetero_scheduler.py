@@ -24,7 +24,7 @@ from pal_opt.hetero.goodput import JobKind
 from pal_opt.hetero.gpus import Layout, Variability
 from pal_opt.hetero.methods import HETERO_POLICIES, hetero_policy_names
 from pal_opt.hetero.profiles import Application, load_applications
-from pal_opt.hetero.roundstep import round_step
+from pal_opt.hetero.roundstep import round_step_unchecked
 from pal_opt.hetero.scheduler import Change, JobAllocation, RoundPlan, StepTime, TypedScheduler
 from pal_opt.hetero.simjob import SimJob, epoch_grad_stats, true_step_time
 from pal_opt.hetero.simulate import JobRecord, SimConfig, build_cluster, parse_cluster, simulate_sia
@@ -121,7 +121,7 @@ def simulate_recorded(workload: Workload, apps: Mapping[str, Application], clust
 
     def recording(pol: Any, layout: Layout, variability: Variability, active: list[SimJob], now: float,
                   out_of_service: Any = None) -> dict[int, str]:
-        found = round_step(pol, layout, variability, active, now, out_of_service)
+        found = round_step_unchecked(pol, layout, variability, active, now, out_of_service)
         rounds.append({
             j.name: (None if j.type_index is None else layout.types[j.type_index].name, tuple(j.allocation or ()),
                      j.choice.global_batch(j.gpus) if j.shape and j.choice else None)
@@ -130,7 +130,7 @@ def simulate_recorded(workload: Workload, apps: Mapping[str, Application], clust
         return found
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(simulate_module, "round_step", recording)
+    mp.setattr(simulate_module, "round_step_unchecked", recording)
     try:
         result = simulate_sia(workload, apps, cluster, SimConfig(method=policy))
     finally:

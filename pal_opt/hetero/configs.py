@@ -238,6 +238,20 @@ def max_replicas(
     {'aws': 8, 'rtx': 1}
     """
     gpu_types = require_items(gpu_types, "gpu_types", "a list of GPU type names", of=str)
+    return max_replicas_unchecked(app, kind, requested, profiled, gpu_types, share=share)
+
+
+def max_replicas_unchecked(
+    app: Application,
+    kind: JobKind,
+    requested: int,
+    profiled: Mapping[str, int],
+    gpu_types: Sequence[str],
+    *,
+    share: bool = True,
+) -> dict[str, int]:
+    """:func:`max_replicas` without the check of ``gpu_types``, for the Sia policy's rows, whose
+    type names are the cluster's own (not in ``__all__``)."""
     if kind is not JobKind.ADAPTIVE:
         return {t: requested for t in gpu_types}
     caps = {
@@ -258,6 +272,11 @@ def valid_configs(cs: ConfigSet, caps: Mapping[str, int], min_gpus: int = 1) -> 
     """Boolean mask: ``min_gpus ≤ GPUs ≤ caps[type]`` per configuration."""
     require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
     caps = require_mapping(caps, "caps", "a mapping of GPU type names to GPU counts")
+    return valid_configs_unchecked(cs, caps, min_gpus)
+
+
+def valid_configs_unchecked(cs: ConfigSet, caps: Mapping[str, int], min_gpus: int = 1) -> np.ndarray:
+    """:func:`valid_configs` without the checks of its arguments (not in ``__all__``)."""
     cap = np.array([caps[cs.types[i].name] for i in cs.type_index], dtype=np.int64)
     return (cs.num_gpus >= min_gpus) & (cs.num_gpus <= cap)
 
@@ -303,6 +322,11 @@ def throughput_ratio(app: Application, to_type: str, from_type: str) -> float:
     """ρ(c, d) = X(c) / X(d): the fixed factor that projects goodput measured on ``from_type``
     (d) to ``to_type`` (c), X being the 1-GPU throughput of :meth:`TypeProfile.single_gpu_throughput`."""
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
+    return throughput_ratio_unchecked(app, to_type, from_type)
+
+
+def throughput_ratio_unchecked(app: Application, to_type: str, from_type: str) -> float:
+    """:func:`throughput_ratio` without the check of ``app`` (not in ``__all__``)."""
     x_to = app.profile(to_type).single_gpu_throughput()
     x_from = app.profile(from_type).single_gpu_throughput()
     if x_to is None or x_from is None:
@@ -411,9 +435,16 @@ def normalise_row(
     """
     require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
     known = number_array(known, "known", "b")
-    out = number_array(row, "row", dtype=dtype).copy()
-    if out.shape != (len(cs),):
-        raise OptionError(f"row must have one entry per configuration ({len(cs)}), got shape {out.shape}")
+    row = number_array(row, "row", dtype=dtype)
+    if row.shape != (len(cs),):
+        raise OptionError(f"row must have one entry per configuration ({len(cs)}), got shape {row.shape}")
+    return normalise_row_unchecked(cs, row, known, dtype=dtype)
+
+
+def normalise_row_unchecked(cs: ConfigSet, row: np.ndarray, known: np.ndarray, *, dtype: Any = np.float32) -> np.ndarray:
+    """:func:`normalise_row` without the checks of its arguments, for the Sia policy's rows,
+    which are its own arrays (not in ``__all__``)."""
+    out = np.asarray(row, dtype=dtype).copy()
     mins = [out[cs.of_type(i)][out[cs.of_type(i)] > FLOOR] for i in range(len(cs.types)) if known[i]]
     mins = [v.min() for v in mins if v.size]
     g_min = float(min(mins)) if mins else 1.0
@@ -433,6 +464,11 @@ def reallocation_factor(age: float, restarts: int, penalty: float) -> float:
     check_finite(age, "age", -math.inf)
     check_count(restarts, "restarts", 0)
     check_finite(penalty, "penalty")
+    return reallocation_factor_unchecked(age, restarts, penalty)
+
+
+def reallocation_factor_unchecked(age: float, restarts: int, penalty: float) -> float:
+    """:func:`reallocation_factor` without the checks of its arguments (not in ``__all__``)."""
     if age < penalty:
         return 1
     return max(age - restarts * penalty, 0) / (age + penalty)
@@ -457,7 +493,12 @@ def fairness_costs(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_C
     >>> fairness_costs(np.array([1.0, 4.0, 1e-4]))
     array([  1. ,   0.5, 100. ])
     """
-    goodput = number_array(goodput, "goodput")
+    return fairness_costs_unchecked(number_array(goodput, "goodput"), p, clip)
+
+
+def fairness_costs_unchecked(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_CLIP) -> np.ndarray:
+    """:func:`fairness_costs` without the check of ``goodput``, for the Sia policy's own arrays
+    (not in ``__all__``; the check of ``p`` stays)."""
     if p == 0 or not math.isfinite(p):
         raise OptionError(f"the fairness power p must be finite and non-zero, got {p}")
     with np.errstate(divide="ignore"):  # a zero goodput's inf is clipped below, as intended

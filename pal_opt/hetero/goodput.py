@@ -191,6 +191,13 @@ def grad_stats(curves: ValidationCurves, batch_size: ArrayLike, epoch: int) -> t
     require_type(curves, ValidationCurves, "curves", " (app.validation)")
     b = number_array(batch_size, "batch_size", dtype=np.float64)
     check_count(epoch, "epoch", 0)
+    return grad_stats_unchecked(curves, b, epoch)
+
+
+def grad_stats_unchecked(curves: ValidationCurves, batch_size: ArrayLike, epoch: int) -> tuple[Any, Any]:
+    """:func:`grad_stats` without the checks of its arguments' types, for the simulator's inner
+    loop, whose arguments are its own (not in ``__all__``; the range checks stay)."""
+    b = np.asarray(batch_size, dtype=np.float64)
     bs = curves.batch_sizes
     if not 0 <= epoch < curves.epochs:
         raise OptionError(f"epoch {epoch} outside the validation curves (0..{curves.epochs - 1})")
@@ -217,9 +224,20 @@ def gain(batch_size: ArrayLike, init_batch_size: ArrayLike, grad_sqr: ArrayLike,
     >>> round(float(gain(128, 8, 1.0, 15.0)), 6)   # s = 16, noise scale 15: (15+1)/(15/16+1)
     8.258065
     """
-    scale = number_array(batch_size, "batch_size", dtype=np.float64) / number_array(
-        init_batch_size, "init_batch_size", dtype=np.float64)
-    sqr, var = number_array(grad_sqr, "grad_sqr", dtype=np.float64), number_array(grad_var, "grad_var", dtype=np.float64)
+    return gain_unchecked(*_gain_arrays(batch_size, init_batch_size, grad_sqr, grad_var))
+
+
+def _gain_arrays(*values: ArrayLike) -> tuple[np.ndarray, ...]:
+    """The four arguments of :func:`gain` as float64 arrays, checked in order."""
+    names = ("batch_size", "init_batch_size", "grad_sqr", "grad_var")
+    return tuple(number_array(v, k, dtype=np.float64) for k, v in zip(names, values, strict=True))
+
+
+def gain_unchecked(batch_size: ArrayLike, init_batch_size: ArrayLike, grad_sqr: ArrayLike, grad_var: ArrayLike) -> Any:
+    """:func:`gain` without the checks of its arguments, for the simulator's inner loop, whose
+    arguments are its own numbers (not in ``__all__``)."""
+    scale = np.asarray(batch_size, dtype=np.float64) / np.asarray(init_batch_size, dtype=np.float64)
+    sqr, var = np.asarray(grad_sqr, dtype=np.float64), np.asarray(grad_var, dtype=np.float64)
     denom = var / scale + sqr
     with np.errstate(invalid="ignore", divide="ignore"):
         g = np.where(denom > 0, (var + sqr) / denom, 1.0)
@@ -234,7 +252,12 @@ def efficiency(
     >>> efficiency(8, 8, 1.0, 15.0), round(float(efficiency(128, 8, 1.0, 15.0)), 6)
     (1.0, 0.516129)
     """
-    g = gain(batch_size, init_batch_size, grad_sqr, grad_var)
+    return _efficiency(*_gain_arrays(batch_size, init_batch_size, grad_sqr, grad_var))
+
+
+def _efficiency(batch_size: ArrayLike, init_batch_size: ArrayLike, grad_sqr: ArrayLike, grad_var: ArrayLike) -> Any:
+    """:func:`efficiency` without the checks of its arguments."""
+    g = gain_unchecked(batch_size, init_batch_size, grad_sqr, grad_var)
     e = np.asarray(g) / (np.asarray(batch_size, dtype=np.float64) / np.asarray(init_batch_size, dtype=np.float64))
     return float(e) if e.ndim == 0 else e
 
@@ -375,8 +398,31 @@ def optimize_goodput(
     named = {"num_nodes": num_nodes, "num_replicas": num_replicas, "init_batch_size": init_batch_size,
              "max_batch_size": max_batch_size, "atomic_range[0]": b_lo, "atomic_range[1]": b_hi, "grad[0]": sqr,
              "grad[1]": var}
+    m, n, b0, top, lo, hi, g_sqr, g_var = (number_array(v, k, dtype=np.float64) for k, v in named.items())
+    return optimize_goodput_unchecked(step_model, (g_sqr, g_var), b0, m, n, top, (lo, hi), accumulation=accumulation,
+                                      tune_batch=tune_batch)
+
+
+def optimize_goodput_unchecked(
+    step_model: StepModel,
+    grad: tuple[ArrayLike, ArrayLike],
+    init_batch_size: ArrayLike,
+    num_nodes: ArrayLike,
+    num_replicas: ArrayLike,
+    max_batch_size: ArrayLike,
+    atomic_range: tuple[ArrayLike, ArrayLike],
+    *,
+    accumulation: bool = True,
+    tune_batch: ArrayLike = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`optimize_goodput` without the checks of its arguments, for the simulator's and the
+    Sia policy's inner loops, whose arguments are their own arrays (not in ``__all__``)."""
+    b_lo, b_hi = atomic_range
+    sqr, var = grad
     m, n, b0, top, lo, hi, g_sqr, g_var, tune = np.broadcast_arrays(
-        *(number_array(v, k, dtype=np.float64) for k, v in named.items()), np.asarray(tune_batch, dtype=bool))
+        *(np.asarray(v, dtype=np.float64) for v in (num_nodes, num_replicas, init_batch_size, max_batch_size, b_lo, b_hi,
+                                                    sqr, var)),
+        np.asarray(tune_batch, dtype=bool))
     shape = m.shape
     m, n, b0, top, lo, hi, g_sqr, g_var, tune = (v.ravel() for v in (m, n, b0, top, lo, hi, g_sqr, g_var, tune))
     start = np.where(tune, np.maximum(b0, lo * n), top)
@@ -393,7 +439,7 @@ def optimize_goodput(
     total = nn * atomic * (accum + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         throughput = total / (accum * accum_time + step_time)
-    good = throughput * efficiency(total, b0, g_sqr, g_var)
+    good = throughput * _efficiency(total, b0, g_sqr, g_var)
     valid = (lo <= atomic) & (atomic <= hi) & np.isfinite(good)
     good = np.where(valid, good, 0.0)
     best = np.argmax(good, axis=0), np.arange(good.shape[1])
@@ -420,6 +466,13 @@ def initial_batch(
     """
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
     require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
+    return initial_batch_unchecked(app, profile, placement, batch_size)
+
+
+def initial_batch_unchecked(
+    app: Application, profile: TypeProfile, placement: Sequence[int], batch_size: int | None = None
+) -> BatchChoice:
+    """:func:`initial_batch` without the checks of ``app`` and ``profile`` (not in ``__all__``)."""
     p = canonical_placement(placement)
     n = sum(p)
     b_hi = _batch_limit(app, profile, p)
@@ -440,6 +493,11 @@ def clamp_batch(
     require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
     check_count(num_replicas, "num_replicas")
     require_type(choice, BatchChoice, "choice")
+    return _clamp_batch(app, profile, num_replicas, choice)
+
+
+def _clamp_batch(app: Application, profile: TypeProfile, num_replicas: int, choice: BatchChoice) -> BatchChoice:
+    """:func:`clamp_batch` without the checks of its arguments."""
     b = choice.atomic_bsz
     limit = profile.replica_limit(num_replicas)
     if limit is not None:
@@ -465,18 +523,38 @@ def choose_batch(
     requested batch for kinds that do not tune it).  The clamps of :func:`clamp_batch` follow.
     """
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
+    if step_model is not None and grad is not None and kind.tunes_batch:  # what optimize_goodput would check
+        require_type(step_model, Callable, "step_model", " (a StepModel: ProfileStepModel or PerfParams)")
+        for k, v in zip(("grad[0]", "grad[1]"), _pair(grad, "grad", "(grad_sqr, grad_var)"), strict=True):
+            number_array(v, k, dtype=np.float64)
+    return choose_batch_unchecked(app, gpu_type, placement, kind, requested_batch=requested_batch,
+                                  step_model=step_model, grad=grad)
+
+
+def choose_batch_unchecked(
+    app: Application,
+    gpu_type: str,
+    placement: Sequence[int],
+    kind: JobKind = JobKind.ADAPTIVE,
+    *,
+    requested_batch: int | None = None,
+    step_model: StepModel | None = None,
+    grad: tuple[float, float] | None = None,
+) -> BatchChoice:
+    """:func:`choose_batch` without the checks of its arguments' types, for the simulator, whose
+    arguments are its own (not in ``__all__``)."""
     profile = app.profile(gpu_type)
     p = canonical_placement(placement)
     n = sum(p)
     if not kind.tunes_batch:
         if requested_batch is None:
             raise OptionError(f"a {kind.value} job needs its requested batch size")
-        choice = initial_batch(app, profile, p, requested_batch)
+        choice = initial_batch_unchecked(app, profile, p, requested_batch)
     elif step_model is None or grad is None:
-        choice = initial_batch(app, profile, p)
+        choice = initial_batch_unchecked(app, profile, p)
     else:
         b_hi = _batch_limit(app, profile, p)
-        _, atomic, accum = optimize_goodput(
+        _, atomic, accum = optimize_goodput_unchecked(
             step_model,
             grad,
             app.init_batch_size,
@@ -486,7 +564,7 @@ def choose_batch(
             (profile.min_local_bsz, b_hi),
         )
         choice = BatchChoice(int(atomic), int(accum))
-    return clamp_batch(app, profile, n, choice)
+    return _clamp_batch(app, profile, n, choice)
 
 
 def progress_rate(

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from ..ilp.program import Program
 from ..options import require_type
-from .configs import ConfigSet, fairness_costs
+from .configs import ConfigSet, fairness_costs_unchecked
 from .roundprogram import LAMBDA_N, OBJECTIVE_SCALE, type_gpus
 
 __all__ = ["LevelRound", "LevelProgram", "adaptive_columns", "build_level_program", "rigid_columns", "scaled_costs"]
@@ -126,7 +126,7 @@ def adaptive_columns(r: LevelRound) -> list[tuple[int, int, int, float, bool]]:
             ks = np.flatnonzero(cs.of_type(c))
             ks = ks[np.argsort(cs.num_gpus[ks], kind="stable")]
             for v, f in enumerate(np.asarray(r.levels[c][a]).tolist()):
-                cost = scaled_costs(fairness_costs((r.goodput[j, ks] / f).astype(np.float32), r.p), r.lambda_n)
+                cost = scaled_costs(fairness_costs_unchecked((r.goodput[j, ks] / f).astype(np.float32), r.p), r.lambda_n)
                 best = np.inf
                 for k, z in zip(ks.tolist(), cost.tolist(), strict=True):
                     pinned = (k, v) == (pk, pv)

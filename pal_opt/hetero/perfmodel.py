@@ -168,11 +168,25 @@ def fit_perf_params(
     OptionError
         No observations, arrays of different lengths, or non-positive times.
     """
-    from scipy.optimize import Bounds, minimize
-
     named = {"num_nodes": num_nodes, "num_replicas": num_replicas, "atomic_bsz": atomic_bsz, "accum_time": accum_time,
              "step_time": step_time}
-    m, n, b, acc, step = (number_array(v, k, dtype=np.float64).ravel() for k, v in named.items())
+    return fit_perf_params_unchecked(*(number_array(v, k, dtype=np.float64) for k, v in named.items()))
+
+
+def fit_perf_params_unchecked(
+    num_nodes: ArrayLike,
+    num_replicas: ArrayLike,
+    atomic_bsz: ArrayLike,
+    accum_time: ArrayLike,
+    step_time: ArrayLike,
+) -> PerfParams:
+    """:func:`fit_perf_params` without the checks of its arguments' types, for the simulator,
+    whose observations are its own float arrays (not in ``__all__``; the checks of their lengths
+    and values stay)."""
+    from scipy.optimize import Bounds, minimize
+
+    m, n, b, acc, step = (np.asarray(v, dtype=np.float64).ravel()
+                          for v in (num_nodes, num_replicas, atomic_bsz, accum_time, step_time))
     if not (m.size == n.size == b.size == acc.size == step.size) or m.size == 0:
         raise OptionError("fit_perf_params needs equally long, non-empty observation arrays")
     if np.any(acc <= 0) or np.any(step <= 0) or not np.all(np.isfinite(acc) & np.isfinite(step)):

@@ -95,6 +95,14 @@ def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int],
     check_count(gpus_per_node, "gpus_per_node")
     demands = [check_count(d, f"demands[{i}]", 0) for i, d in enumerate(
         require_items(demands, "demands", "a list of GPU counts"))]
+    return place_type_unchecked(num_nodes, gpus_per_node, demands, free)
+
+
+def place_type_unchecked(num_nodes: int, gpus_per_node: int, demands: Sequence[int],
+                         free: Sequence[int] | None = None) -> list[list[int]]:
+    """:func:`place_type` without the checks of the type's size and the demands' types, for the
+    Sia policy, whose demands are its own GPU counts (not in ``__all__``; the check of ``free``
+    and of the total stays)."""
     free = [gpus_per_node] * num_nodes if free is None else [int(f) for f in free]
     if len(free) != num_nodes or any(not 0 <= f <= gpus_per_node for f in free):
         raise OptionError(f"free must give 0..{gpus_per_node} GPUs for each of {num_nodes} nodes, got {free}")
@@ -118,7 +126,11 @@ def placement_shape(node_ids: Sequence[int]) -> tuple[int, ...]:
     >>> placement_shape([3, 3, 0, 0, 0]), placement_shape([])
     ((2, 3), ())
     """
-    node_ids = require_items(node_ids, "node_ids", "a list of node ids")
+    return placement_shape_unchecked(require_items(node_ids, "node_ids", "a list of node ids"))
+
+
+def placement_shape_unchecked(node_ids: Sequence[int]) -> tuple[int, ...]:
+    """:func:`placement_shape` without the check of ``node_ids`` (not in ``__all__``)."""
     shape: list[int] = []
     for i, node in enumerate(node_ids):
         if i == 0 or node != node_ids[i - 1]:
@@ -137,8 +149,14 @@ def fit_shape(shape: tuple[int, ...], max_nodes: int) -> tuple[int, ...]:
     """
     shape = require_items(shape, "shape", "a tuple of GPUs per node")
     check_count(max_nodes, "max_nodes")
+    return fit_shape_unchecked(shape, max_nodes)
+
+
+def fit_shape_unchecked(shape: Sequence[int], max_nodes: int) -> tuple[int, ...]:
+    """:func:`fit_shape` without the checks of its arguments, for the simulator's own shapes (not
+    in ``__all__``)."""
     if len(shape) <= max_nodes:
-        return shape
+        return tuple(shape)
     total = sum(shape)
     per = -(-total // max_nodes)
     out = []

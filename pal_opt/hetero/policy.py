@@ -33,17 +33,19 @@ from .configs import (
     ConfigSet,
     GpuType,
     enumerate_configs,
-    fairness_costs,
+    fairness_costs_unchecked,
     max_replicas,
-    normalise_row,
-    reallocation_factor,
-    throughput_ratio,
+    max_replicas_unchecked,
+    normalise_row_unchecked,
+    reallocation_factor_unchecked,
+    throughput_ratio_unchecked,
     valid_configs,
+    valid_configs_unchecked,
 )
-from .goodput import JobKind, initial_batch, optimize_goodput
+from .goodput import JobKind, initial_batch_unchecked, optimize_goodput_unchecked
 from .gpus import Layout
 from .perfmodel import PerfParams
-from .placer import fit_shape, place_type, placement_shape
+from .placer import fit_shape_unchecked, place_type_unchecked, placement_shape_unchecked
 from .profiles import Application
 from .round import LAMBDA_N, RoundDecision, RoundInput, solve_round
 from .simjob import SimJob, shape_runs, true_step_time
@@ -157,10 +159,10 @@ def _row_columns(cs: ConfigSet, req: RowRequest, project: bool, share: bool) -> 
     """The columns of one job's raw row to score: (config, nodes, GPUs, model, atomic range, ratio)
     per valid configuration of a known or projected type, and which types are known (B.2, B.3)."""
     names = [t.name for t in cs.types]
-    caps = max_replicas(
+    caps = max_replicas_unchecked(
         req.app, req.kind, req.requested_replicas, dict(zip(names, req.profiled, strict=True)), names, share=share
     )
-    valid = valid_configs(cs, caps)
+    valid = valid_configs_unchecked(cs, caps)
     has = [th is not None and req.grad is not None for th in req.params]
     source = next((i for i, h in enumerate(has) if h), None)
     known = np.zeros(len(cs.types), dtype=bool)
@@ -171,7 +173,7 @@ def _row_columns(cs: ConfigSet, req: RowRequest, project: bool, share: bool) -> 
         if sel.size == 0 or d is None:
             continue
         prof = req.app.profile(cs.types[d].name)
-        ratio = 1.0 if d == i else throughput_ratio(req.app, t.name, cs.types[d].name)
+        ratio = 1.0 if d == i else throughput_ratio_unchecked(req.app, t.name, cs.types[d].name)
         g_d = cs.types[d].gpus_per_node
         for k in sel.tolist():
             n = int(cs.num_gpus[k])
@@ -187,6 +189,11 @@ def goodput_rows(cs: ConfigSet, requests: Sequence[RowRequest], *, project: bool
     scheduler's candidate batches end at the requested batch; strong-scaling jobs use it only)."""
     require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
     requests = require_items(requests, "requests", "a list of RowRequests", of=RowRequest)
+    return _goodput_rows(cs, requests, project, share)
+
+
+def _goodput_rows(cs: ConfigSet, requests: Sequence[RowRequest], project: bool, share: bool) -> list[np.ndarray]:
+    """:func:`goodput_rows` without the checks of its arguments (the policy's own requests)."""
     per_job = [_row_columns(cs, r, project, share) for r in requests]
     owner = [j for j, (cols, _) in enumerate(per_job) for _ in cols]
     flat = [c for cols, _ in per_job for c in cols]
@@ -196,14 +203,14 @@ def goodput_rows(cs: ConfigSet, requests: Sequence[RowRequest], *, project: bool
         theta = np.array([_theta(th) for th in models], dtype=np.float64).T
         req = [requests[j] for j in owner]
         grad = np.array([r.grad for r in req], dtype=np.float64).T
-        good, _, _ = optimize_goodput(
+        good, _, _ = optimize_goodput_unchecked(
             PerfParams(*theta), (grad[0], grad[1]),
             np.array([r.app.init_batch_size for r in req]), np.array(m), np.array(n),
             np.array([r.requested_batch for r in req]), (np.array(lo), np.array(hi)),
             tune_batch=np.array([r.kind.tunes_batch for r in req]),
         )
         raw[np.array(owner), np.array(k)] = good * np.array(ratio)
-    return [normalise_row(cs, raw[j], known) for j, (_, known) in enumerate(per_job)]
+    return [normalise_row_unchecked(cs, raw[j], known) for j, (_, known) in enumerate(per_job)]
 
 
 @functools.lru_cache(maxsize=1 << 12)
@@ -217,7 +224,7 @@ def rigid_throughputs(app: Application, types: tuple[GpuType, ...], replicas: in
         prof = app.profile(t.name)
         if replicas > t.total_gpus or prof.placement_limit(shape) is None:
             continue
-        choice = initial_batch(app, prof, shape, batch)
+        choice = initial_batch_unchecked(app, prof, shape, batch)
         b = min(choice.atomic_bsz, int(app.max_batch_size / (replicas * (choice.accum_steps + 1))))
         step, sync = true_step_time(prof, shape, b)
         if math.isfinite(step) and step > 0:
@@ -310,7 +317,7 @@ class SiaPolicy:
     def _factor(self, job: SimJob, now: float) -> float:
         age = now - job.submit_time
         penalty = job.app.settings.restart_penalty
-        f = reallocation_factor(age, job.num_restarts or 0, penalty)
+        f = reallocation_factor_unchecked(age, job.num_restarts or 0, penalty)
         if job.kind is JobKind.RIGID:
             f = 1.0 if job.attained_service < penalty else max(age - (job.num_restarts or 0) * penalty, 0) / (age + penalty)
         return float(f)
@@ -333,10 +340,8 @@ class SiaPolicy:
         p = self.params
         reqs = [self._request(j) for j in jobs]
         todo = [i for i, (j, r) in enumerate(zip(jobs, reqs, strict=True)) if self._rows.get(j.index, (None,))[0] != r]
-        fresh = goodput_rows(
-            self.configs, [reqs[i] for i in todo], project=p.project_throughputs,
-            share=p.share_max_replicas or p.project_throughputs,
-        )
+        fresh = _goodput_rows(self.configs, [reqs[i] for i in todo], p.project_throughputs,
+                              p.share_max_replicas or p.project_throughputs)
         for i, row in zip(todo, fresh, strict=True):
             self._rows[jobs[i].index] = (reqs[i], row)
         if not jobs:
@@ -353,7 +358,7 @@ class SiaPolicy:
                 keep = g[i, prev]
                 g[i] *= np.float32(self._factor(j, now))
                 g[i, prev] = keep
-        return fairness_costs(g, self.params.p)
+        return fairness_costs_unchecked(g, self.params.p)
 
     def rigid_costs(self, jobs: Sequence[SimJob], now: float) -> np.ndarray:
         """The cost matrix ``A^R`` of the rigid jobs (one column per type), float32."""
@@ -371,7 +376,7 @@ class SiaPolicy:
                 row[prev] = keep
             row[row <= FLOOR] = FLOOR
             out[i] = row
-        return fairness_costs(out, self.params.p)
+        return fairness_costs_unchecked(out, self.params.p)
 
     def _pins(self, jobs: Sequence[SimJob]) -> np.ndarray:
         pins = np.full(len(jobs), -1, dtype=np.int64)
@@ -415,7 +420,7 @@ class SiaPolicy:
         per_node = None if self.out_of_service is None else self.layout.in_service(self.out_of_service)[1]
         for t, gt in enumerate(self.types):
             mine = [(j, n) for j, tt, n in wanted if tt == t]
-            ids = place_type(gt.nodes, gt.gpus_per_node, [n for _, n in mine], None if per_node is None else per_node[t])
+            ids = place_type_unchecked(gt.nodes, gt.gpus_per_node, [n for _, n in mine], None if per_node is None else per_node[t])
             for (j, _), nodes in zip(mine, ids, strict=True):
                 out[j.index] = (t, tuple(nodes))
         return out
@@ -437,4 +442,4 @@ class SiaPolicy:
         t, nodes = allocation
         if t is None:
             return ()
-        return fit_shape(placement_shape(nodes), self.types[t].node_limit)
+        return fit_shape_unchecked(placement_shape_unchecked(nodes), self.types[t].node_limit)

@@ -37,7 +37,7 @@ from ..errors import BackendError, OptionError
 from ..options import require_items, require_type
 from .gpus import Layout, Variability
 from .simjob import SimJob
-from .typeblind import gang_state
+from .typeblind import gang_state_unchecked
 
 __all__ = ["apply_allocations", "forget_allocation", "round_step", "one_blas_thread"]
 
@@ -61,7 +61,7 @@ def apply_allocations(
         new = allocations[job.index]
         if new == job.allocation:
             continue
-        t, shape = gang_state(layout, job.app, new)
+        t, shape = gang_state_unchecked(layout, job.app, new)
         job.reallocate(t, shape, now, variability.slowdown(job.app.name, new))
         job.allocation = new
 
@@ -90,6 +90,14 @@ def round_step(policy: Any, layout: Layout, variability: Variability, active: Se
     """
     require_type(policy, AllocatingPolicy, "policy", " (make_policy(cluster, cfg))")
     active = require_items(active, "active", "a list of SimJobs")
+    return round_step_unchecked(policy, layout, variability, active, now, out_of_service)
+
+
+def round_step_unchecked(policy: Any, layout: Layout, variability: Variability, active: Sequence[SimJob], now: float,
+                         out_of_service: np.ndarray | None = None) -> dict[int, str]:
+    """:func:`round_step` without the checks of ``policy`` and ``active``, for the simulator's and
+    :class:`~pal_opt.hetero.scheduler.TypedScheduler`'s loops, whose policy and jobs are their own
+    (not in ``__all__``)."""
     oos = None if out_of_service is None or not np.any(out_of_service) else np.asarray(out_of_service, dtype=bool)
     if hasattr(policy, "out_of_service"):
         policy.out_of_service = oos

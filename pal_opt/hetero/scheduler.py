@@ -82,7 +82,7 @@ from .gpus import Layout, Variability
 from .methods import HETERO_POLICIES
 from .policy import RoundStats, SiaParams
 from .profiles import Application, application_names, load_applications
-from .roundstep import forget_allocation, one_blas_thread, round_step
+from .roundstep import forget_allocation, one_blas_thread, round_step_unchecked
 from .simjob import SimJob
 from .simulate import JobRecord, SimConfig, build_cluster, check_cluster, make_policy, parse_cluster
 from .workload import UNMODELLED, WorkloadJob
@@ -725,7 +725,7 @@ class TypedScheduler:
             e.job.hold(elapsed)
             e.before = (e.job.allocation or (), e.job.type_index, e.job.shape, e.job.num_restarts)
         with one_blas_thread():
-            found = round_step(self._policy, self.layout, self.config.variability, [e.job for e in active], now,
+            found = round_step_unchecked(self._policy, self.layout, self.config.variability, [e.job for e in active], now,
                                self._out_of_service)
         for e in active:
             if e.job.index in found:

@@ -40,8 +40,15 @@ import numpy as np
 
 from ..errors import InstanceError
 from ..options import require_items
-from .goodput import BatchChoice, JobKind, choose_batch, epoch_progress, gain, grad_stats
-from .perfmodel import PerfParams, fit_perf_params
+from .goodput import (
+    BatchChoice,
+    JobKind,
+    choose_batch_unchecked,
+    epoch_progress,
+    gain_unchecked,
+    grad_stats_unchecked,
+)
+from .perfmodel import PerfParams, fit_perf_params_unchecked
 from .profiles import Application, TypeProfile
 from .workload import WorkloadJob
 
@@ -64,7 +71,7 @@ def fit_observations(obs: Observations) -> PerfParams:
     that saw the same shapes share the fit)."""
     keys = np.array([k for k, _ in obs], dtype=np.float64)
     vals = np.array([v for _, v in obs], dtype=np.float64)
-    return fit_perf_params(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0] - vals[:, 1], vals[:, 0])
+    return fit_perf_params_unchecked(keys[:, 0], keys[:, 1], keys[:, 2], vals[:, 0] - vals[:, 1], vals[:, 0])
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -78,7 +85,7 @@ def job_batch(
     grad: tuple[float, float] | None,
 ) -> BatchChoice:
     """The job's batch on a shape (A.5), memoised on everything it depends on."""
-    return choose_batch(
+    return choose_batch_unchecked(
         app, gpu_type, shape, kind, requested_batch=requested_batch, step_model=params, grad=grad
     )
 
@@ -106,7 +113,7 @@ def shape_runs(
 def epoch_grad_stats(app: Application, batch_size: int, epoch: int) -> tuple[float, float]:
     """(grad_sqr, grad_var) of the validation curves at a global batch during an epoch (0-based;
     A.3), memoised."""
-    sqr, var = grad_stats(app.validation, batch_size, epoch)
+    sqr, var = grad_stats_unchecked(app.validation, batch_size, epoch)
     return float(sqr), float(var)
 
 
@@ -230,7 +237,7 @@ class SimJob:
         self.observe(self.type_index, key, (step, sync), grad)
         batch = key[1] * key[2] * (self.choice.accum_steps + 1)
         total = step + self.choice.accum_steps * (step - sync)
-        return self.app.settings.calibration * gain(batch, self.app.init_batch_size, *grad) / (total * self.slowdown)
+        return self.app.settings.calibration * gain_unchecked(batch, self.app.init_batch_size, *grad) / (total * self.slowdown)
 
     def hold(self, seconds: float) -> None:
         """Account ``seconds`` of holding the current GPUs whose training is not simulated here

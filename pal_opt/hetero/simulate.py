@@ -64,7 +64,7 @@ from .methods import HETERO_POLICIES, hetero_policy_names
 from .policy import SiaParams, SiaPolicy
 from .profiles import Application
 from .round import RoundDecision, RoundInput
-from .roundstep import forget_allocation, one_blas_thread, round_step
+from .roundstep import forget_allocation, one_blas_thread, round_step_unchecked
 from .simjob import SimJob
 from .typeblind import TypeBlindPolicy
 from .workload import Workload, check_workload
@@ -478,7 +478,7 @@ def _run(
         completed = len(jobs) - len(live) - len(pending) - len(unplaceable)
         if live:
             before = {j.index: (j.num_restarts, bool(j.allocation)) for j in live} if fails is not None else {}
-            unplaceable.update(round_step(policy, layout, cfg.variability, live, now,
+            unplaceable.update(round_step_unchecked(policy, layout, cfg.variability, live, now,
                                           None if fails is None else fails.out_of_service(now)))
             live = [j for j in live if j.index not in unplaceable]
             if fails is not None:

@@ -36,9 +36,9 @@ import numpy as np
 from ..errors import OptionError, counted
 from ..model import Cluster, Job, RoundInstance, RoundParams
 from ..options import number_array, require_items, require_type
-from .configs import GpuType, require_gpu_types, throughput_ratio
+from .configs import GpuType, require_gpu_types, throughput_ratio_unchecked
 from .gpus import Layout, Variability
-from .placer import fit_shape
+from .placer import fit_shape_unchecked
 from .profiles import APP_TYPES, APP_WHAT, Application
 from .simjob import SimJob, shape_runs
 
@@ -75,8 +75,14 @@ def effective_type(app: Application, types: Sequence[GpuType], touched: Sequence
     touched = require_items(touched, "touched", "a list of type indices")
     if not touched:
         raise OptionError("touched: no type given")
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
+    return _effective_type(app, types, touched)
+
+
+def _effective_type(app: Application, types: Sequence[GpuType], touched: Sequence[int]) -> int:
+    """:func:`effective_type` without the checks of its arguments."""
     first = touched[0]
-    speed = [throughput_ratio(app, types[t].name, types[first].name) for t in touched]
+    speed = [throughput_ratio_unchecked(app, types[t].name, types[first].name) for t in touched]
     return touched[int(np.argmin(speed))]
 
 
@@ -100,14 +106,14 @@ def gang_type_shape(layout: Layout, app: Application, gpus: Sequence[int]) -> tu
     """
     touched = sorted({int(layout.type_of[g]) for g in gpus})
     shape = layout.shape(gpus)
-    t = touched[0] if len(touched) == 1 else effective_type(app, layout.types, touched)
+    t = touched[0] if len(touched) == 1 else _effective_type(app, layout.types, touched)
     gt = layout.types[t]
     if len(touched) > 1:
         g = gt.gpus_per_node
         shape = tuple(x for n in shape for x in (g,) * (n // g) + ((n % g,) if n % g else ()))
     if len(gpus) > _capacity(gt):
         return t, None
-    return t, fit_shape(shape, gt.node_limit or len(gpus))
+    return t, fit_shape_unchecked(shape, gt.node_limit or len(gpus))
 
 
 def _no_shape(layout: Layout, gpus: Sequence[int], t: int) -> str:
@@ -133,6 +139,12 @@ def gang_state(layout: Layout, app: Application, gpus: Sequence[int]) -> tuple[i
     require_type(layout, Layout, "layout", " (Layout(cluster))")
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
     gpus = number_array(gpus, "gpus", "iu") if isinstance(gpus, np.ndarray) else require_items(gpus, "gpus", "a list of GPU positions")
+    return gang_state_unchecked(layout, app, gpus)
+
+
+def gang_state_unchecked(layout: Layout, app: Application, gpus: Sequence[int]) -> tuple[int | None, tuple[int, ...]]:
+    """:func:`gang_state` without the checks of its arguments' types, for the simulator's round
+    step, whose layout, applications and GPU positions are its own (not in ``__all__``)."""
     if not len(gpus):
         return None, ()
     t, shape = gang_type_shape(layout, app, gpus)
