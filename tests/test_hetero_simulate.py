@@ -89,17 +89,20 @@ def test_the_round_loop_checks_arguments_at_its_boundary_only(prefix: Workload, 
     # unchecked versions this run made 30,222 checks (16,820 number_array from gain and
     # optimize_goodput alone); after, 609.
     count: Counter[str] = Counter()
+
+    def counting(check: Any, key: str) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            count[key] += 1
+            return check(*args, **kwargs)
+        return counted
+
     checks = ("number_array", "require_type", "require_items", "check_count", "check_finite", "require_mapping")
     for name in ("goodput", "configs", "placer", "typeblind", "perfmodel", "roundstep", "policy", "simjob",
                  "roundprogram", "levelprogram", "round", "simulate", "gpus", "profiles"):
         module = importlib.import_module(f"pal_opt.hetero.{name}")
         for check in checks:
             if hasattr(module, check):
-                def counted(*args: Any, _check: Any = getattr(module, check), _key: str = f"{name}.{check}",
-                            **kwargs: Any) -> Any:
-                    count[_key] += 1
-                    return _check(*args, **kwargs)
-                monkeypatch.setattr(module, check, counted)
+                monkeypatch.setattr(module, check, counting(getattr(module, check), f"{name}.{check}"))
     result = simulate_sia(prefix, apps, PAPER_CLUSTER)
     rounds = result.summary()["rounds"]
     epochs = sum(a.max_epochs + 1 for a in apps.values())
