@@ -27,6 +27,7 @@ __all__ = [
     "SolveInterrupted",
     "one_line",
     "counted",
+    "with_article",
 ]
 
 
@@ -107,6 +108,15 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def with_article(noun: str) -> str:
+    """``noun`` after "a" or, before a vowel letter, "an", for messages that name what was expected.
+
+    >>> with_article("GPU table"), with_article("instance file"), with_article("Application")
+    ('a GPU table', 'an instance file', 'an Application')
+    """
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
 class TableError(InstanceError):
     """An :class:`InstanceError` about a row of an input table (a cell of it, with
     ``column``), holding the row and column as well as naming them in ``path``, so that a caller
@@ -181,7 +191,7 @@ class MissingFileError(InstanceError, FileNotFoundError):
     def of(cls, file: str | os.PathLike[str], what: str = "file") -> MissingFileError:
         """The error for ``file``, which does not exist: ``no such <what>``, or a link that leads nowhere."""
         name = os.fspath(file)
-        why = f"a symbolic link that leads nowhere (expected {'an' if what[:1] in 'aeiou' else 'a'} {what})" \
+        why = f"a symbolic link that leads nowhere (expected {with_article(what)})" \
             if os.path.islink(name) else f"no such {what}"
         return cls(why, source=str(name))
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .errors import InputTypeError, OptionError
+from .errors import InputTypeError, OptionError, with_article
 
 __all__ = [
     "options_from",
@@ -241,7 +241,7 @@ def require_type(value: Any, cls: Any, arg: str, hint: str = "", *, what: str | 
         return value
     if what is None:
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
-        what = f"{'an' if names[:1] in 'AEIOUaeiou' else 'a'} {names}{hint}"
+        what = with_article(names) + hint
     raise InputTypeError(f"must be {what}, got {_given(value)}", path=arg)
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import InstanceError, MissingFileError
+from ..errors import InstanceError, MissingFileError, with_article
 from ..io.csvfile import cut_short, separator_hint
 from ..io.safe import DEFAULT_MAX_BYTES, read_text
 from ..io.textfile import refuse_markup
@@ -211,7 +211,7 @@ def read_table(
         text = read_text(path, max_bytes=max_bytes, what=what)
     except OSError as exc:
         raise MissingFileError.reading(exc, f"cannot read {what}", source=source) from None
-    refuse_markup(text, source, f"{'an' if what[:1] in 'aeiou' else 'a'} {what} (CSV)")
+    refuse_markup(text, source, f"{with_article(what)} (CSV)")
     lines = _row_lines(text, source)
     try:
         raw = pd.read_csv(

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InstanceError, TableError, one_line
+from ..errors import InstanceError, TableError, one_line, with_article
 from ..model import plain_text
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_CELLS, MAX_INT_DIGITS, read_text, refuse_markup
 
@@ -454,7 +454,7 @@ def read_csv(
     """
     text = read_text(path, max_bytes=max_bytes, what=what, arg=arg)
     src = os.fspath(path)
-    refuse_markup(text, src, f"{'an' if what[:1] in 'aeiou' else 'a'} {what}" + ("" if "CSV" in what else " (CSV)"))
+    refuse_markup(text, src, with_article(what) + ("" if "CSV" in what else " (CSV)"))
     n_cells = text.count(",") + text.count("\n") + text.count("\r")
     if n_cells > max_cells:
         raise InstanceError(

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InstanceError
+from ..errors import InstanceError, with_article
 from .jsonfile import BadNumber, Path, describe, field_path
 from .textfile import DEFAULT_MAX_DEPTH
 from .validation import Problem
@@ -112,8 +112,7 @@ def expected(schema: Mapping[str, Any]) -> str:
     noun = " or ".join(_type_noun(t, schema) for t in types)
     title = schema.get("title")  # names a value ("GPU id"), unless the value is a whole object or array
     if isinstance(title, str) and title and not {"object", "array"} & set(types):
-        article = "an" if title[0].lower() in "aeiou" else "a"
-        return f"{article} {title}" + (f" ({noun.split(' ', 1)[1]})" if noun else "")
+        return with_article(title) + (f" ({noun.split(' ', 1)[1]})" if noun else "")
     return noun
 
 

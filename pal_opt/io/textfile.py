@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import InstanceError, MissingFileError
+from ..errors import InstanceError, MissingFileError, with_article
 from ..options import check_count, file_path
 
 __all__ = [
@@ -154,7 +154,7 @@ def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTE
     check_count(max_bytes, "max_bytes")
     p = Path(src)
     if p.is_dir():
-        raise InstanceError(f"is a directory, expected {'an' if what[:1] in 'aeiou' else 'a'} {what}", source=src)
+        raise InstanceError(f"is a directory, expected {with_article(what)}", source=src)
     try:
         size = p.stat().st_size
         if size > max_bytes:

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..errors import InstanceError, MissingFileError
+from ..errors import InstanceError, MissingFileError, with_article
 from ..options import require_text
 from .hostlist import expand_hostlist
 
@@ -253,7 +253,7 @@ def _read_file(path: str | os.PathLike[str], what: str, max_bytes: int | None) -
 
     limit = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
     text = read_text(path, max_bytes=limit, what=what)
-    refuse_markup(text, os.fspath(path), f"{'an' if what[:1] in 'aeiou' else 'a'} {what}")
+    refuse_markup(text, os.fspath(path), with_article(what))
     return _lines(text, os.fspath(path), what, limit, os.path.getsize(path))
 
 
