@@ -210,3 +210,17 @@ def test_settling_sends_back_a_move_that_saves_exactly_what_it_costs(monkeypatch
 def test_silhouette_never_tries_as_many_clusters_as_distinct_values() -> None:
     v = np.array([1.0, 1.0, 1.0, 1.5, 1.5, 2.0])
     assert len(set(bin_values(v, "silhouette").tolist())) == 2
+
+
+def test_silhouette_ties_go_to_the_fewest_clusters() -> None:
+    """K1 is the first K in 2..10 with the highest silhouette score: on 1, 1.5, 1.75, 2.25 (exact
+    binary fractions) k-means gives {1, 1.5, 1.75}, {2.25} for K = 2 and {1}, {1.5, 1.75},
+    {2.25} for K = 3, both scoring exactly 1/4 (K = 2: 1/2, 1/2, 0 and a singleton's 0; K = 3:
+    two singletons' 0, then 1/2, 1/2), and the tie goes to K = 2 (a ``>=`` would take 3)."""
+    from pal_opt.kmeans import kmeans_1d, silhouette_score
+
+    v = np.array([1.0, 1.5, 1.75, 2.25])
+    scores = [silhouette_score(v, kmeans_1d(v, k, seed=1).labels) for k in (2, 3)]
+    assert scores == [0.25, 0.25]
+    # centres 17/12 and 9/4, divided by their median 11/6
+    assert bin_values(v, "silhouette").tolist() == pytest.approx([17 / 22] * 3 + [27 / 22], abs=1e-15)
