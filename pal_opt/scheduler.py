@@ -23,10 +23,21 @@ through it too.
   other way round, is taken for a new job that reuses the id:
   it is not carried, and ``result.info["reused_ids"]`` lists it.  A scheduler that gives a
   finished job's id to a new job of the same kind calls :meth:`RoundPolicy.forget` with the
-  finished ids (or :meth:`RoundPolicy.reset`, or passes ``track_running=False``).  GPUs
-  that fail between rounds: :meth:`RoundPolicy.repair` re-places the jobs that lost them and
-  keeps the repair as the placement in force (:func:`pal_opt.repair` alone does not tell the
-  policy);
+  finished ids (or :meth:`RoundPolicy.reset`, or passes ``track_running=False``);
+* **the GPUs out of service**: GPUs that fail between rounds are given to
+  :meth:`RoundPolicy.repair`, which re-places the jobs that lost them, keeps the repair as the
+  placement in force and *holds the GPUs out of service*: every later round is solved and
+  checked with them marked ``state="failed"``, whatever the caller's cluster says (a caller
+  whose monitoring lags a round does not get jobs put back on a dead GPU), until
+  :meth:`RoundPolicy.restore` puts them back, as :class:`~pal_opt.hetero.scheduler.TypedScheduler`
+  does between ``fail`` and ``restore``.  :attr:`RoundPolicy.held_out` lists them, and so does
+  each result's ``info["held_out"]`` (the round's :attr:`~RoundPolicy.last_round` ``.instance``
+  marks them failed).  A held GPU that a later round's cluster no longer has (the server was
+  removed) leaves the held set without a word: if it comes back under the same id it is in
+  service.  A GPU the caller marks failed in a round is that round's state only, as before: the
+  policy holds only the GPUs given to :meth:`~RoundPolicy.repair`.  :meth:`RoundPolicy.reset`
+  clears the held set with the last placement; :meth:`RoundPolicy.forget` (job ids) leaves it.
+  :func:`pal_opt.repair` alone tells the policy nothing;
 * **the random stream**: ``method="random"`` draws from one seeded generator across rounds,
   so a whole run is reproducible from one seed.  A round that drew from it records
   ``info["policy_seed"]`` (the seed the stream started from; None for a ``Generator``) and
@@ -38,6 +49,8 @@ through it too.
 from __future__ import annotations
 
 import logging
+import numbers
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -45,7 +58,15 @@ import numpy as np
 
 from .errors import InstanceError, NoRoundYet, OptionError, counted
 from .methods import get_method
-from .model import Job, JobId, RoundInstance, placement_type_error, require_instance
+from .model import (
+    GpuState,
+    Job,
+    JobId,
+    RoundInstance,
+    is_id_collection,
+    placement_type_error,
+    require_instance,
+)
 from .options import SolveOptions, check_seed, options_from
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
@@ -108,6 +129,8 @@ class RoundPolicy:
         round (and after :meth:`reset`), so a round loop need not test for None.
     last, last_instance
         The same two, each None before the first round (and after :meth:`reset`).
+    held_out
+        The GPU ids held out of service since :meth:`repair` until :meth:`restore`, ascending.
 
     Examples
     --------
@@ -172,6 +195,14 @@ class RoundPolicy:
         self._forgotten: set[str] = set()
         #: never-placeable jobs already warned of for holding the queue back (:func:`_blocking`)
         self._warned: set[str] = set()
+        #: GPU ids held out of service: failed in a repair, until restore() (module docstring)
+        self._held: frozenset[int] = frozenset()
+
+    @property
+    def held_out(self) -> tuple[int, ...]:
+        """The GPU ids this policy holds out of service (:meth:`repair` until :meth:`restore`),
+        ascending: every round marks them failed."""
+        return tuple(sorted(self._held))
 
     # ---------------------------------------------------------------- state helpers
     def _carry_running(self, instance: RoundInstance) -> tuple[RoundInstance, list[JobId], dict[JobId, str]]:
@@ -210,6 +241,20 @@ class RoundPolicy:
             jobs.append(j)
         return (replace(instance, jobs=tuple(jobs)) if changed else instance), reused, not_carried
 
+    def _hold_out(self, instance: RoundInstance) -> tuple[RoundInstance, frozenset[int]]:
+        """The round with the GPUs held out of service marked failed, and the held GPUs it has
+        (those it no longer has leave the held set once the round is placed)."""
+        cl = instance.cluster
+        held = frozenset(g for g in self._held if g in cl.position)
+        if not held:
+            return instance, held
+        pos = cl.positions(sorted(held))
+        if (cl.state[pos] == GpuState.FAILED).all():  # the caller marks them failed too
+            return instance, held
+        state = cl.state.copy()
+        state[pos] = GpuState.FAILED
+        return replace(instance, cluster=cl.with_state(state)), held
+
     # ---------------------------------------------------------------- the round
     def place(self, instance: RoundInstance, *, seed: SeedLike = None) -> PlacementResult:
         """Place one round; remember it for the next.  ``seed`` overrides the policy's random
@@ -227,7 +272,9 @@ class RoundPolicy:
             running where this policy placed them last round), ``"not_carried"`` (``{job id:
             why}``: jobs that ran last round where they cannot go on, taken as queued, so never
             in ``jobs_to_terminate``: stop them), ``"reused_ids"`` (a carried id now naming a
-            job of another class, model or kind: taken for a new job), ``"queue_held_by"`` (a
+            job of another class, model or kind: taken for a new job), ``"held_out"`` (the GPU
+            ids held out of service since a :meth:`repair`, marked failed in this round, until
+            :meth:`restore`), ``"queue_held_by"`` (a
             job that can never be placed holding a prefix queue back) and, for
             ``method="random"``, ``"policy_seed"`` and ``"policy_round"``; each is absent when
             empty.
@@ -245,6 +292,7 @@ class RoundPolicy:
             opts = replace(self._options, seed=seed)
         else:
             opts = replace(self._options, seed=self._rng) if self._rng is not None else self._options
+        instance, held = self._hold_out(instance)
         given = instance
         instance, reused, not_carried = self._carry_running(instance)
         result = self._method.run(instance, opts)
@@ -260,7 +308,10 @@ class RoundPolicy:
             result.info["reused_ids"] = reused
         if not_carried:
             result.info["not_carried"] = not_carried
+        if held:
+            result.info["held_out"] = sorted(held)
         self._note_blocking(instance, result)
+        self._held = held
         self.last, self.last_instance = result, instance
         self._forgotten = set()
         self.rounds += 1
@@ -291,10 +342,10 @@ class RoundPolicy:
         placement in force, so that the next :meth:`place` carries the repaired jobs where they
         now run.  (:func:`pal_opt.repair` alone leaves this policy believing the jobs still run
         where the last round put them: next round it would move them again and hand their new
-        GPUs to others.)  The failed GPUs are not remembered past the repair: the next round's
-        cluster says which GPUs are in service, so mark them ``state="failed"`` there until they
-        are back (:class:`~pal_opt.hetero.scheduler.TypedScheduler` keeps them out of service
-        itself, until ``restore``).  Jobs :meth:`forget` was told of are not repaired.  The policy's own
+        GPUs to others.)  The failed GPUs are held out of service: every later round marks them
+        failed, whatever its cluster says, until :meth:`restore` (as
+        :class:`~pal_opt.hetero.scheduler.TypedScheduler` does between ``fail`` and ``restore``);
+        :attr:`held_out` and the result's ``info["held_out"]`` list them.  Jobs :meth:`forget` was told of are not repaired.  The policy's own
         solver options that a repair takes (``backend``, ``time_limit``, ``gap``, ``threads``,
         ...) apply unless ``options`` or keywords give others.
 
@@ -304,6 +355,8 @@ class RoundPolicy:
         >>> fixed = policy.repair([0, 1])
         >>> policy.last is fixed, any(g in (0, 1) for gs in policy.last_placements.values() for g in gs)
         (True, False)
+        >>> policy.held_out, fixed.info["held_out"]
+        ((0, 1), [0, 1])
         """
         from .repair import REPAIR_OPTIONS, repair_with_round
 
@@ -314,18 +367,55 @@ class RoundPolicy:
                       **kwargs}
         result, rr = repair_with_round(self.last_instance, self.last_placements, failed,
                                        allow_migration=allow_migration, options=options, **kwargs)
+        self._held |= frozenset(int(g) for g in result.info["repair"]["failed"])
+        result.info["held_out"] = sorted(self._held)
         self.last, self.last_instance = result, rr
         self._forgotten = set()
         return result
 
+    def restore(self, gpus: Iterable[Any]) -> None:
+        """Put GPUs held out of service since a :meth:`repair` back: the next round may place
+        jobs on them (unless its cluster marks them failed or busy).  A GPU of the last round's
+        cluster that is not held is left as it is.
+
+        >>> from pal_opt.generate import generate_instance
+        >>> policy = RoundPolicy("pal")
+        >>> _ = policy.place(generate_instance(8, 4, 12, seed=2))
+        >>> _ = policy.repair([0, 1])
+        >>> policy.restore([1])
+        >>> policy.held_out
+        (0,)
+
+        Raises
+        ------
+        OptionError
+            Before the first round (and after :meth:`reset`: nothing is held), ``gpus`` not an
+            iterable of ids, or an id that is not a GPU of the last round's cluster (none is
+            restored then).
+        """
+        if self.last_instance is None:
+            raise OptionError("nothing to restore: this policy has placed no round yet (or was reset), so it holds "
+                              "no GPU out of service")
+        if not is_id_collection(gpus):
+            raise OptionError(f"restore takes an iterable of GPU ids, got {gpus!r}")
+        ids = list(gpus)
+        position = self.last_instance.cluster.position
+        for g in ids:
+            if isinstance(g, bool) or not isinstance(g, numbers.Integral) or int(g) not in position:
+                raise OptionError(f"restore: {g!r} is not a GPU id of the last round's cluster")
+        self._held -= {int(g) for g in ids}
+
     def reset(self) -> None:
-        """Forget the last placement (the binning cache and random stream are kept)."""
+        """Forget the last placement and the GPUs held out of service (:meth:`restore`); the
+        binning cache and random stream are kept."""
         self.last = self.last_instance = None
+        self._held = frozenset()
 
     def forget(self, *job_ids: JobId) -> None:
         """Forget where the jobs ``job_ids`` ran: they finished (or left), so a job that reuses
         one of their ids next round is new, not carried.  Ids this policy did not place are
-        ignored; the ids are given as arguments (``forget(*finished)``), not as one list.
+        ignored; the ids are given as arguments (``forget(*finished)``), not as one list.  The
+        GPUs held out of service stay held (:meth:`restore`).
 
         >>> from pal_opt.generate import generate_instance
         >>> policy = RoundPolicy("pal")
@@ -403,7 +493,6 @@ def _blocking(instance: RoundInstance, result: PlacementResult) -> tuple[JobId, 
     if not result.unplaceable or result.admission not in ("prefix", "pal-order", "queue-order"):
         return None
     from .admission import unplaceable
-    from .model import GpuState
 
     cl = instance.cluster
     never = unplaceable(replace(instance, cluster=cl.with_state(np.full(cl.num_gpus, GpuState.FREE))))

@@ -15,7 +15,9 @@ What it reads
     misspelt column, a job larger than the cluster) is logged once in the adapter's life, known
     again by what it is about (a job's by the job, whatever its place in the queue or the
     cluster's size that round; a cell's by its row and column), not by its text.  An empty one (no
-    node registered yet) places nothing.
+    node registered yet) places nothing.  GPUs given to the adapter's ``policy.repair`` are held
+    out of service whatever ``gpu_df`` says, until ``policy.restore``
+    (:class:`~pal_opt.scheduler.RoundPolicy`).
 ``job_state.active_jobs``
     ``{job_id: {"num_GPUs": int, "perfclass": str or "model": str, "is_running": bool, ...}}``;
     optional ``priority`` (or Blox's ``job_priority``; an integer, higher is more important)
