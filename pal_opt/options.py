@@ -47,6 +47,8 @@ __all__ = [
     "check_seed",
     "check_count",
     "check_finite",
+    "check_seconds",
+    "check_time_limit",
     "file_path",
     "require_text",
     "require_type",
@@ -181,6 +183,48 @@ def check_finite(value: Any, what: str, minimum: float = 0.0, *, strict: bool = 
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < minimum or (strict and value == minimum):
         raise OptionError(f"{what} must be a finite number {'>' if strict else '>='} {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def check_seconds(value: Any, what: str, *, allow_zero: bool = False,
+                  maximum: float = MAX_SIMULATED_SECONDS) -> float:
+    """``value`` as a float if it is a number of seconds: a finite real number > 0 (>= 0 with
+    ``allow_zero``) and at most ``maximum`` (numpy's too; not a bool: ``True`` is not 1 s), else
+    :class:`OptionError` naming ``what``.  The one test of a simulator's times (round length,
+    run length, restart cost, Gavel's round), so that both simulators refuse the same values in
+    the same words.
+
+    >>> check_seconds(True, "round_length")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: round_length must be a number of seconds > 0 and at most 1e+15, got True
+    >>> check_seconds(float("inf"), "restart_cost", allow_zero=True)
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: restart_cost must be a number of seconds >= 0 and at most 1e+15, got inf
+    """
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero) or value > maximum:
+        raise OptionError(f"{what} must be a number of seconds {'>=' if allow_zero else '>'} 0 and at most "
+                          f"{maximum:g}, got {value!r}")
+    return float(value)
+
+
+def check_time_limit(value: Any, what: str = "time_limit") -> float | None:
+    """None, or ``value`` as a float if it is a finite real number > 0 (numpy's too, not a bool),
+    else :class:`OptionError` naming ``what``: the one test of a solver's time limit given as an
+    argument (:class:`SolveOptions` has its own, with its own words).
+
+    >>> check_time_limit("5")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: time_limit must be a positive number of seconds or None, got '5'
+    """
+    if value is None:
+        return None
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value <= 0:
+        raise OptionError(f"{what} must be a positive number of seconds or None, got {value!r}")
     return float(value)
 
 

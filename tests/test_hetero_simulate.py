@@ -313,7 +313,7 @@ def test_sia_params_are_checked() -> None:
         SiaParams(p=0.5)
     with pytest.raises(OptionError, match="lambda_n"):
         SiaParams(lambda_n=0.9)
-    with pytest.raises(OptionError, match="round length"):
+    with pytest.raises(OptionError, match="round_length must be a number of seconds > 0"):
         SimConfig(round_length=0)
 
 

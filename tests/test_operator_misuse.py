@@ -117,11 +117,11 @@ def test_simulation_configs_bound_their_times():
     from pal_opt.hetero.simulate import SimConfig as SiaConfig
     from pal_opt.simulate import SimConfig
 
-    with pytest.raises(OptionError, match=r"round-length must be a number of seconds > 0 and at most 1e\+15, got 1e\+308"):
+    with pytest.raises(OptionError, match=r"round_length must be a number of seconds > 0 and at most 1e\+15, got 1e\+308"):
         SimConfig(round_length=1e308).validate()
-    with pytest.raises(OptionError, match=r"max-time must be .* at most 1e\+15, got 1e\+300"):
+    with pytest.raises(OptionError, match=r"max_time must be .* at most 1e\+15, got 1e\+300"):
         SimConfig(max_time=1e300).validate()
-    with pytest.raises(OptionError, match=r"the round length must be a positive number of seconds, at most 1e\+15"):
+    with pytest.raises(OptionError, match=r"round_length must be a number of seconds > 0 and at most 1e\+15, got 1e\+300"):
         SiaConfig(round_length=1e300)
 
 

@@ -314,7 +314,7 @@ def test_typed_scheduler_errors_name_the_cluster_argument_not_a_command_flag(
 
 def test_typed_scheduler_policy_settings_of_the_wrong_type_are_option_errors(profiles: Path) -> None:
     # ilp_levels="x" or ilp_joint=1 switched a mode on without a word; gavel_round="x" was a raw TypeError
-    for policy, options, parts in [("gavel", {"gavel_round": "x"}, ("gavel_round must be a positive number", "'x'")),
+    for policy, options, parts in [("gavel", {"gavel_round": "x"}, ("gavel_round must be a number of seconds > 0", "'x'")),
                                    ("ilp", {"ilp_levels": "x"}, ("ilp_levels must be True or False",)),
                                    ("ilp", {"ilp_joint": 1}, ("ilp_joint must be True or False",)),
                                    ("ilp", {"ilp_anchor": "yes"}, ("ilp_anchor must be True or False",)),

@@ -153,7 +153,7 @@ def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
     # a cap after the last finish changes nothing
     same = simulate(trace, cluster, SimConfig(policy="pal", max_time=1e6))
     assert same.jobs[1].finish_time == full.jobs[1].finish_time and same.summary["stopped_at"] is None
-    with pytest.raises(OptionError, match="max-time"):
+    with pytest.raises(OptionError, match="max_time must be a number of seconds > 0"):
         simulate(trace, cluster, SimConfig(policy="pal", max_time=0.0))
 
 

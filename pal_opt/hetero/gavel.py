@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import BackendError, InstanceError, OptionError
 from ..ilp.program import Program
-from ..options import number_array
+from ..options import check_seconds, number_array
 from .configs import GpuType, require_gpu_types
 from .gpus import Layout
 from .policy import RoundStats, rigid_problem, rigid_throughputs
@@ -199,9 +199,7 @@ class GavelPolicy:
     """
 
     def __init__(self, cluster: Sequence[GpuType], round_seconds: float = GAVEL_ROUND) -> None:
-        if not (math.isfinite(round_seconds) and round_seconds > 0):
-            raise OptionError(f"gavel: the round must be a positive number of seconds, got {round_seconds}")
-        self.round_seconds = round_seconds
+        self.round_seconds = check_seconds(round_seconds, "round_seconds")
         self.next_decision = -math.inf
         self.types = require_gpu_types(cluster)
         self.layout = Layout(self.types)

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, counted
-from ..options import require_items, require_type
+from ..options import check_time_limit, require_items, require_type
 from .configs import (
     CONFIGS_HINT,
     FLOOR,
@@ -112,10 +112,7 @@ class SiaParams:
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.backend is not None and not isinstance(self.backend, str):
             raise OptionError(f"backend must be a backend name or None, got {self.backend!r}")
-        t = self.time_limit
-        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float | np.integer | np.floating)
-                              or not math.isfinite(t) or t <= 0):
-            raise OptionError(f"time_limit must be a positive number of seconds or None, got {t!r}")
+        check_time_limit(self.time_limit)
 
 
 @dataclass

@@ -51,7 +51,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
-from ..options import MAX_SIMULATED_SECONDS, require_items, require_mapping, require_type
+from ..options import check_seconds, require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, with_aliases
 from .configs import GpuType, require_gpu_types
@@ -155,12 +155,8 @@ class SimConfig:
         if self.method not in HETERO_POLICIES:
             raise OptionError(f"unknown policy {self.method!r} for a cluster of GPU types "
                               f"(choose from {', '.join(hetero_policy_names())})")
-        for name, what in (("round_length", "the round length"), ("gavel_round", "gavel_round"),
-                           ("max_time", "max_time")):
-            v = getattr(self, name)
-            if not (_is_number(v) and 0 < v <= MAX_SIMULATED_SECONDS):
-                raise OptionError(f"{what} must be a positive number of seconds, at most {MAX_SIMULATED_SECONDS:g}, "
-                                  f"got {v!r}")
+        for name in ("round_length", "gavel_round", "max_time"):
+            check_seconds(getattr(self, name), name)
         check_move_cost(self.ilp_move_cost)
         for name in ("ilp_levels", "ilp_anchor", "ilp_joint"):
             if not isinstance(getattr(self, name), bool):
@@ -173,11 +169,6 @@ class SimConfig:
             if not isinstance(self.failures, FailureConfig):
                 raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
             self.failures.validate()
-
-
-def _is_number(value: Any) -> bool:
-    """A real number (numpy's too), not a bool nor a text."""
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

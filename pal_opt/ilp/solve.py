@@ -93,6 +93,7 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached, counted
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
+from ..options import check_time_limit
 from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
@@ -184,11 +185,7 @@ def resolve_admission(
 
 def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, deterministic: Any,
                    canonical: Any = False) -> None:
-    if time_limit is not None and (
-        isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not (time_limit > 0)
-        or not math.isfinite(time_limit)
-    ):
-        raise OptionError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    check_time_limit(time_limit)
     if gap is not None and (
         isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or gap < 0
     ):

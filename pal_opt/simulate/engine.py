@@ -70,7 +70,14 @@ from ..cost import job_slowdown_pos
 from ..cost.restart import restart_cost_units
 from ..errors import BackendError, InfeasibleRoundError, InputTypeError, InstanceError, OptionError, counted
 from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams, keeps_placement
-from ..options import DEFAULT_ROUND_LENGTH, MAX_SIMULATED_SECONDS, SolveOptions, check_cluster_size
+from ..options import (
+    DEFAULT_ROUND_LENGTH,
+    SolveOptions,
+    check_cluster_size,
+    check_count,
+    check_finite,
+    check_seconds,
+)
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
 from .failures import Checkpoints, FailureConfig, FailureEvent, FailureProcess, FailureStats, repair_in_round
@@ -254,20 +261,16 @@ class SimConfig:
         """Check the configuration: the method and its options (:mod:`pal_opt.methods`), the
         round parameters (:class:`~pal_opt.model.RoundParams`) and what only the simulator has."""
         get_queue_policy(self.queue)
-        if not (isinstance(self.round_length, (int, float)) and 0 < self.round_length <= MAX_SIMULATED_SECONDS):
-            raise OptionError(f"round-length must be a number of seconds > 0 and at most {MAX_SIMULATED_SECONDS:g}, "
-                              f"got {self.round_length!r}")
-        if self.rack_penalty is not None and not (math.isfinite(self.rack_penalty) and self.rack_penalty >= 1):
-            raise OptionError(f"rack-penalty must be ≥ 1, got {self.rack_penalty!r}")
-        if not (math.isfinite(self.restart_cost) and self.restart_cost >= 0):
-            raise OptionError(f"restart-cost must be a finite number ≥ 0, got {self.restart_cost!r}")
+        check_seconds(self.round_length, "round_length")
+        if self.rack_penalty is not None:
+            check_finite(self.rack_penalty, "rack_penalty", 1.0)
+        check_seconds(self.restart_cost, "restart_cost", allow_zero=True)
         if self.restart_cost >= self.round_length:
             raise OptionError(f"restart-cost must be below the round length ({self.restart_cost:g} s ≥ "
                               f"{self.round_length:g} s): jobs that trade GPUs every round would never end")
-        if self.max_time is not None and not (isinstance(self.max_time, (int, float))
-                                              and 0 < self.max_time <= MAX_SIMULATED_SECONDS):
-            raise OptionError(f"max-time must be a number of seconds > 0 and at most {MAX_SIMULATED_SECONDS:g}, "
-                              f"got {self.max_time!r}")
+        if self.max_time is not None:
+            check_seconds(self.max_time, "max_time")
+        check_count(self.seed, "seed", 0)
         if self.failures is not None:
             if not isinstance(self.failures, FailureConfig):
                 raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
