@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pal_opt.errors import OptionError
-from pal_opt.hetero import GpuType
+from pal_opt.errors import OptionError, PalOptError
+from pal_opt.hetero import GpuType, JobKind, Workload, WorkloadJob
 from pal_opt.hetero.simulate import SimConfig as SiaConfig
-from pal_opt.simulate import SimConfig
+from pal_opt.simulate import ClusterSpec, SimConfig
 
 SIA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sia-artifact"
 BAD_TIMES = [True, False, math.nan, math.inf, -math.inf, -1.0, 0, 2e15, "60", None]
@@ -74,3 +74,87 @@ def test_gavels_round_is_a_number_of_seconds_in_the_same_words() -> None:
     for bad in ("x", True):
         assert (_message(lambda: GavelPolicy((GpuType("a", 1, 1),), round_seconds=bad))  # noqa: B023
                 == f"round_seconds must be a number of seconds > 0 and at most 1e+15, got {bad!r}")
+
+
+# ----------------------------------------------------------------------------- records
+@pytest.mark.parametrize(("args", "expected"), [
+    (("aws", 0, 4), "GpuType 'aws': nodes must be an integer >= 1, got 0"),
+    (("aws", -1, 4), "GpuType 'aws': nodes must be an integer >= 1, got -1"),
+    (("aws", "2", 4), "GpuType 'aws': nodes must be an integer >= 1, got '2'"),
+    (("aws", 1.5, 4), "GpuType 'aws': nodes must be an integer >= 1, got 1.5"),
+    (("aws", 2, True), "GpuType 'aws': gpus_per_node must be an integer >= 1, got True"),
+    (("aws", 2, 4, 0), "GpuType 'aws': max_physical_nodes must be an integer >= 1, got 0"),
+    ((None, 2, 4), "GpuType: name must be a non-empty str (a profiled type such as 'aws'), got None"),
+    (("", 2, 4), "GpuType: name must be a non-empty str (a profiled type such as 'aws'), got ''"),
+])
+def test_a_gpu_type_checks_its_fields(args: tuple, expected: str) -> None:
+    # 0 or -1 nodes ran a simulation on no GPUs; "2" failed in min() deep inside
+    assert _message(lambda: GpuType(*args)) == expected
+
+
+def test_a_gpu_type_keeps_numpy_counts_as_ints() -> None:
+    t = GpuType("aws", np.int64(2), np.int32(4), np.int64(16))
+    assert (t.nodes, t.gpus_per_node, t.max_physical_nodes) == (2, 4, 16)
+    assert type(t.nodes) is int and type(t.max_physical_nodes) is int
+    assert GpuType("aws", 2, 4).max_physical_nodes is None
+
+
+GOOD_JOB = ("cifar10-0", 0.0, "cifar10", 2, 128, JobKind.RIGID, 2)
+
+
+@pytest.mark.parametrize(("index", "bad", "expected"), [
+    (1, math.nan, "WorkloadJob 'cifar10-0': submit_time must be a finite number >= 0, got nan"),
+    (1, -5.0, "WorkloadJob 'cifar10-0': submit_time must be a finite number >= 0, got -5.0"),
+    (1, "0", "WorkloadJob 'cifar10-0': submit_time must be a finite number >= 0, got '0'"),
+    (3, 0, "WorkloadJob 'cifar10-0': num_replicas must be an integer >= 1, got 0"),
+    (3, True, "WorkloadJob 'cifar10-0': num_replicas must be an integer >= 1, got True"),
+    (4, "128", "WorkloadJob 'cifar10-0': batch_size must be an integer >= 1, got '128'"),
+    (4, 128.5, "WorkloadJob 'cifar10-0': batch_size must be an integer >= 1, got 128.5"),
+    (5, "rigid", "WorkloadJob 'cifar10-0': kind must be a JobKind (JobKind.parse('rigid')), got 'rigid'"),
+    (6, -1, "WorkloadJob 'cifar10-0': row must be an integer >= 0, got -1"),
+    (2, None, "WorkloadJob 'cifar10-0': application must be a non-empty str, got None"),
+    (0, None, "WorkloadJob: name must be a non-empty str, got None"),
+])
+def test_a_workload_job_checks_its_fields(index: int, bad: object, expected: str) -> None:
+    # a NaN or negative submit time, 0 replicas, a name None ran; "rigid" raised AttributeError
+    # ('str' object has no attribute 'tunes_batch') and "128" TypeError deep inside the simulator
+    args = list(GOOD_JOB)
+    args[index] = bad
+    assert _message(lambda: WorkloadJob(*args)) == expected
+
+
+def test_a_workload_job_of_numpy_values_is_kept_in_python_types() -> None:
+    j = WorkloadJob("a", np.float64(3.5), "cifar10", np.int64(2), np.int64(128), JobKind.ADAPTIVE, np.int64(4))
+    assert (j.submit_time, j.num_replicas, j.batch_size, j.row) == (3.5, 2, 128, 4)
+    assert all(type(v) is t for v, t in ((j.submit_time, float), (j.num_replicas, int), (j.batch_size, int)))
+    assert WorkloadJob("a", 7, "cifar10", 1, 32).submit_time == 7.0
+
+
+def test_a_workload_holds_workload_jobs() -> None:
+    job = WorkloadJob(*GOOD_JOB)
+    assert Workload("x", [job]).jobs == (job,)  # a list, kept as a tuple
+    with pytest.raises(PalOptError) as err:  # tuples of fields raised AttributeError in check_workload
+        Workload("x", (GOOD_JOB,))  # type: ignore[arg-type]
+    assert str(err.value).startswith("Workload.jobs: must be a list of WorkloadJobs, got tuple ('cifar10-0'")
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    ((0, 4), "ClusterSpec: servers must be an integer >= 1, got 0"),
+    (("4", 4), "ClusterSpec: servers must be an integer >= 1, got '4'"),
+    ((4, True), "ClusterSpec: gpus_per_server must be an integer >= 1, got True"),
+    ((4, 4, -1), "ClusterSpec: racks must be an integer >= 0, got -1"),
+    ((4, 4, 3), "ClusterSpec: 4 servers do not split into 3 racks of equal size"),
+    ((1 << 20, 8), "ClusterSpec 1048576x8: 8,388,608 GPUs; pal-opt builds clusters of at most 1,048,576"),
+])
+def test_a_cluster_spec_checks_its_fields(args: tuple, expected: str) -> None:
+    # ("4", 4) said "n_gpus must be an integer >= 1, got '4444'"; 4 servers in 3 racks and
+    # 8 million GPUs were built
+    assert _message(lambda: ClusterSpec(*args)) == expected
+
+
+def test_parse_cluster_keeps_its_own_words() -> None:
+    from pal_opt.simulate import parse_cluster
+
+    assert parse_cluster("2x8x4") == ClusterSpec(16, 4, racks=2)
+    assert _message(lambda: parse_cluster("4x0")) == "--cluster sizes must be positive, got '4x0'"
+    assert _message(lambda: parse_cluster("2048x1024")).startswith("--cluster 2048x1024: 2,097,152 GPUs")

@@ -89,6 +89,17 @@ class GpuType:
     gpus_per_node: int
     max_physical_nodes: int | None = None
 
+    def __post_init__(self) -> None:
+        # a type of 0 nodes ran a simulation on no GPUs; "4" nodes failed in min() deep inside
+        if not isinstance(self.name, str) or not self.name:
+            raise OptionError(f"GpuType: name must be a non-empty str (a profiled type such as 'aws'), "
+                              f"got {self.name!r:.60}")
+        at = f"GpuType {self.name!r}"
+        for name in ("nodes", "gpus_per_node", "max_physical_nodes"):
+            value = getattr(self, name)
+            if value is not None or name != "max_physical_nodes":
+                object.__setattr__(self, name, check_count(value, f"{at}: {name}"))
+
     @property
     def total_gpus(self) -> int:
         """GPUs of the type."""

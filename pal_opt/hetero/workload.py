@@ -23,6 +23,7 @@ Errors are :class:`~pal_opt.errors.InstanceError` naming the file and ``row N, c
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ import pandas as pd
 
 from ..errors import InstanceError, OptionError
 from ..io.csvfile import unused_column_note
-from ..options import require_mapping, require_type
+from ..options import check_count, check_finite, require_items, require_mapping, require_type
 from .goodput import JobKind
 from .profiles import Application
 from .tables import Table, read_table
@@ -90,6 +91,34 @@ class WorkloadJob:
     kind: JobKind = JobKind.ADAPTIVE
     row: int = 0
 
+    def __post_init__(self) -> None:
+        # a job of 0 replicas or a NaN submit time ran; "rigid" as its kind, a str batch size
+        # or a str submit time failed deep inside the simulator
+        if self._canonical():
+            return
+        if not isinstance(self.name, str) or not self.name:
+            raise OptionError(f"WorkloadJob: name must be a non-empty str, got {self.name!r:.60}")
+        at = f"WorkloadJob {self.name!r}"
+        if not isinstance(self.application, str) or not self.application:
+            raise OptionError(f"{at}: application must be a non-empty str, got {self.application!r:.60}")
+        if not isinstance(self.kind, JobKind):
+            raise OptionError(f"{at}: kind must be a JobKind (JobKind.parse('rigid')), got {self.kind!r:.60}")
+        set_ = object.__setattr__
+        set_(self, "submit_time", check_finite(self.submit_time, f"{at}: submit_time"))
+        set_(self, "num_replicas", check_count(self.num_replicas, f"{at}: num_replicas"))
+        set_(self, "batch_size", check_count(self.batch_size, f"{at}: batch_size"))
+        set_(self, "row", check_count(self.row, f"{at}: row", 0))
+
+    def _canonical(self) -> bool:
+        """Valid and already of the types the checks would convert to (the common case, checked
+        quickly: what :func:`workload_from_frame` builds, one per row)."""
+        return (
+            type(self.name) is str and self.name != "" and type(self.application) is str and self.application != ""
+            and type(self.kind) is JobKind and type(self.submit_time) is float and 0.0 <= self.submit_time < math.inf
+            and type(self.num_replicas) is int and self.num_replicas >= 1
+            and type(self.batch_size) is int and self.batch_size >= 1 and type(self.row) is int and self.row >= 0
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class Workload:
@@ -106,6 +135,10 @@ class Workload:
 
     source: str
     jobs: tuple[WorkloadJob, ...]
+
+    def __post_init__(self) -> None:
+        # a list is kept as a tuple; tuples of fields instead of jobs failed deep inside
+        object.__setattr__(self, "jobs", require_items(self.jobs, "Workload.jobs", "a list of WorkloadJobs", of=WorkloadJob))
 
     def __len__(self) -> int:
         return len(self.jobs)

@@ -118,6 +118,17 @@ class ClusterSpec:
     gpus_per_server: int
     racks: int = 0
 
+    def __post_init__(self) -> None:
+        # ClusterSpec("4", 4) said "n_gpus must be an integer >= 1, got '4444'"; 4 servers in 3
+        # racks, or more GPUs than parse_cluster builds, were built without a word
+        set_ = object.__setattr__
+        set_(self, "servers", check_count(self.servers, "ClusterSpec: servers"))
+        set_(self, "gpus_per_server", check_count(self.gpus_per_server, "ClusterSpec: gpus_per_server"))
+        set_(self, "racks", check_count(self.racks, "ClusterSpec: racks", 0))
+        if self.racks and self.servers % self.racks:
+            raise OptionError(f"ClusterSpec: {self.servers} servers do not split into {self.racks} racks of equal size")
+        check_cluster_size(self.servers * self.gpus_per_server, f"ClusterSpec {self}")
+
     @property
     def num_gpus(self) -> int:
         return self.servers * self.gpus_per_server
@@ -141,15 +152,14 @@ def parse_cluster(text: str) -> ClusterSpec:
     parts = CLUSTER_SHAPE.fullmatch(text if isinstance(text, str) else "")
     if not parts:
         raise OptionError(f"--cluster must look like 16x4 or 4x4x4 (racks x servers x GPUs), got {text!r}")
-    a, b, c = parts.groups()
-    if c is None:
-        spec = ClusterSpec(int(a), int(b))
-    else:
-        spec = ClusterSpec(int(a) * int(b), int(c), racks=int(a))
-    if spec.servers < 1 or spec.gpus_per_server < 1 or (c is not None and spec.racks < 1):
+    sizes = [int(n) for n in parts.groups() if n is not None]
+    if min(sizes) < 1:
         raise OptionError(f"--cluster sizes must be positive, got {text!r}")
-    check_cluster_size(spec.servers * spec.gpus_per_server, f"--cluster {text.strip()}")
-    return spec
+    check_cluster_size(math.prod(sizes), f"--cluster {text.strip()}")
+    if len(sizes) == 2:
+        return ClusterSpec(*sizes)
+    racks, servers, gpus = sizes
+    return ClusterSpec(racks * servers, gpus, racks=racks)
 
 
 def build_cluster(
