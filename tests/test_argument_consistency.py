@@ -158,3 +158,87 @@ def test_parse_cluster_keeps_its_own_words() -> None:
     assert parse_cluster("2x8x4") == ClusterSpec(16, 4, racks=2)
     assert _message(lambda: parse_cluster("4x0")) == "--cluster sizes must be positive, got '4x0'"
     assert _message(lambda: parse_cluster("2048x1024")).startswith("--cluster 2048x1024: 2,097,152 GPUs")
+
+
+# ----------------------------------------------------------------------------- unread arguments
+def test_draw_variability_checks_seed_and_binning_without_files() -> None:
+    from pal_opt.hetero import Layout, draw_variability
+
+    layout = Layout((GpuType("aws", 1, 4),))
+    assert not draw_variability(layout, {}).active
+    # with no files neither was read: any value passed
+    assert _message(lambda: draw_variability(layout, {}, seed="x")).startswith("seed must be an integer >= 0")
+    assert _message(lambda: draw_variability(layout, {}, binning="k")).startswith("unknown binning mode 'k'")
+
+
+def _proven_round():
+    from pal_opt.hetero import RoundInput, enumerate_configs, fairness_costs, solve_round
+
+    cs = enumerate_configs((GpuType("aws", 2, 4),))
+    inp = RoundInput(cs, fairness_costs(np.linspace(1.0, 2.0, len(cs))[None, :]))
+    assert solve_round(inp, decompose=True).backend == "bounds"  # the bounds prove it: no backend runs
+    return inp
+
+
+@pytest.mark.parametrize(("kwargs", "start"), [
+    ({"backend": "nope"}, "unknown backend 'nope'"),
+    ({"time_limit": -1}, "time_limit must be a positive number of seconds or None, got -1"),
+    ({"time_limit": "5"}, "time_limit must be a positive number of seconds or None, got '5'"),
+    ({"prune": "no"}, "prune must be True or False, got 'no'"),
+    ({"decompose": 1}, "decompose must be True or False or None, got 1"),
+])
+def test_solve_round_checks_its_options_when_the_bounds_prove_the_round(kwargs: dict, start: str) -> None:
+    from pal_opt.hetero import solve_round
+
+    inp = _proven_round()
+    assert _message(lambda: solve_round(inp, **{"decompose": True, **kwargs})).startswith(start)
+
+
+def test_solve_partitioned_checks_the_bound_time_limit_it_does_not_read() -> None:
+    import pal_opt
+    from pal_opt.ilp import solve_partitioned
+
+    inst = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=3, seed=0)
+    for kwargs in ({"bound": "none"}, {}):
+        with pytest.raises(OptionError) as err:
+            solve_partitioned(inst, 2, executor="serial", bound_time_limit=-1.0, **kwargs)
+        assert str(err.value) == "bound_time_limit must be a positive number of seconds or None, got -1.0"
+
+
+def test_build_cluster_checks_the_seed_the_artifact_draw_does_not_read() -> None:
+    from pal_opt.simulate import build_cluster
+
+    for kwargs in ({"draw": "artifact", "seed": "x"}, {"draw": "artifact", "seed": -1}, {"synthetic_seed": 1.5}):
+        assert _message(lambda: build_cluster(ClusterSpec(2, 4), **kwargs)).startswith(  # noqa: B023
+            ("seed must be an integer >= 0", "synthetic_seed must be an integer >= 0"))
+
+
+@pytest.mark.skipif(not SIA.is_dir(), reason="Sia artifact profiles not available")
+def test_choose_batch_checks_what_an_adaptive_job_does_not_read() -> None:
+    from pal_opt.hetero import choose_batch, load_applications
+
+    app = load_applications(SIA / "profiles", ["cifar10"])["cifar10"]
+    choose_batch(app, "aws", (2,), JobKind.ADAPTIVE)
+    # an adaptive job reads no requested batch, nor a step model without gradient statistics
+    assert _message(lambda: choose_batch(app, "aws", (2,), JobKind.ADAPTIVE, requested_batch="x")) == (
+        "requested_batch must be an integer >= 1, got 'x'")
+    with pytest.raises(PalOptError, match=r"^step_model: must be a Callable"):
+        choose_batch(app, "aws", (2,), JobKind.ADAPTIVE, step_model=5)  # type: ignore[arg-type]
+    with pytest.raises(PalOptError, match=r"^grad: must be a pair"):
+        choose_batch(app, "aws", (2,), JobKind.RIGID, requested_batch=128, grad=3)  # type: ignore[arg-type]
+    with pytest.raises(PalOptError, match=r"^kind: must be a JobKind"):  # was AttributeError: 'tunes_batch'
+        choose_batch(app, "aws", (2,), "rigid", requested_batch=128)  # type: ignore[arg-type]
+
+
+def test_simulate_checks_its_flag_and_functions_before_running() -> None:
+    import pal_opt
+    from pal_opt.io.traces import TraceJob
+    from pal_opt.simulate import simulate
+
+    cluster = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=1, seed=0).cluster
+    trace = [TraceJob(0, 2, 0.0, 100.0, "resnet50", "classA", 1.0)]
+    # "no" ran the checker on every round; progress=5 raised TypeError after the first round
+    assert _message(lambda: simulate(trace, cluster, validate="no")) == "validate must be True or False, got 'no'"
+    for name in ("progress", "on_round"):
+        with pytest.raises(PalOptError, match=rf"^{name}: must be a function or None, got int 5$"):
+            simulate(trace, cluster, **{name: 5})

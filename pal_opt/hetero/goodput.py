@@ -521,10 +521,16 @@ def choose_batch(
     An adaptive job with a step model and gradient statistics maximises that model's goodput up
     to Bmax with atomic range [b_min, b_hi(p)]; otherwise the initial rule is used (with the
     requested batch for kinds that do not tune it).  The clamps of :func:`clamp_batch` follow.
+    Each argument given is checked whether or not this call reads it (a requested batch of an
+    adaptive job, a step model without gradient statistics).
     """
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
-    if step_model is not None and grad is not None and kind.tunes_batch:  # what optimize_goodput would check
+    require_type(kind, JobKind, "kind", " (JobKind.ADAPTIVE, JobKind.parse('rigid'))")
+    if requested_batch is not None:
+        check_count(requested_batch, "requested_batch")
+    if step_model is not None:
         require_type(step_model, Callable, "step_model", " (a StepModel: ProfileStepModel or PerfParams)")
+    if grad is not None:
         for k, v in zip(("grad[0]", "grad[1]"), _pair(grad, "grad", "(grad_sqr, grad_var)"), strict=True):
             number_array(v, k, dtype=np.float64)
     return choose_batch_unchecked(app, gpu_type, placement, kind, requested_batch=requested_batch,

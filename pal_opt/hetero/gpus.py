@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import OptionError
-from ..options import require_items, require_mapping, require_type
+from ..options import Binning, check_seed, require_items, require_mapping, require_type, validate_choice
 from .configs import GpuType, require_gpu_types
 
 __all__ = ["APP_CLASS", "Layout", "Variability", "parse_variability", "unused_variability", "draw_variability",
@@ -239,6 +239,8 @@ def draw_variability(layout: Layout, files: Mapping[tuple[str, str], str], seed:
 
     require_type(layout, Layout, "layout", " (Layout(cluster))")
     require_mapping(files, "files", "a mapping of (type, class) to files (parse_variability)")
+    check_seed(seed)  # both checked with no files too, where neither is read
+    validate_choice(binning, [b.value for b in Binning], "binning mode")
     if not files:
         return Variability()
     classes = sorted({c for _, c in files})

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..errors import BackendError, OptionError
 from ..ilp.program import Program
+from ..options import check_time_limit
 from .bounds import core_program, relax, solve_large_round
 from .roundprogram import (
     LAMBDA_N,
@@ -115,6 +116,7 @@ def solve_round(
     BackendError
         The solver found no solution (the program always has one: nothing but the pinned jobs).
     """
+    _check_solve_arguments(backend, time_limit, prune, decompose)
     t0 = time.perf_counter()
     prog = build_round_program(inp, prune=prune)
     if decompose is None:
@@ -224,6 +226,19 @@ def _dp_step(best: np.ndarray, opts: list[tuple[float, int, int, int]]) -> tuple
     return new, arg
 
 
+def _check_solve_arguments(backend: object, time_limit: object, prune: object, decompose: object) -> None:
+    """:func:`solve_round`'s options, checked whether or not the round needs them (a bad backend
+    or time limit passed unread whenever the bounds proved the repaired solution optimal)."""
+    from ..ilp.backends import get_backend
+
+    if backend is not None:
+        get_backend(backend, probe=False)  # type: ignore[arg-type]  # an unknown name: an OptionError
+    check_time_limit(time_limit)
+    for name, value in (("prune", prune), ("decompose", decompose)):
+        if not isinstance(value, bool) and not (name == "decompose" and value is None):
+            raise OptionError(f"{name} must be True or False{' or None' if name == 'decompose' else ''}, got {value!r}")
+
+
 def solve_round_dp(inp: RoundInput, *, prune: bool = True) -> RoundDecision:
     """Solve one round exactly by dynamic programming over the GPUs used per type.
 
@@ -235,6 +250,7 @@ def solve_round_dp(inp: RoundInput, *, prune: bool = True) -> RoundDecision:
     OptionError
         Too many states.
     """
+    _check_solve_arguments(None, None, prune, None)
     t0 = time.perf_counter()
     prog = build_round_program(inp, prune=prune)
     shape = tuple(int(c) + 1 for c in inp.type_gpus())

@@ -426,6 +426,9 @@ def simulate_sia(
         guaranteed job.
     """
     cfg = require_type(config or SimConfig(), SimConfig, "config", " (pal_opt.hetero.SimConfig)")
+    for name, fn in (("progress", progress), ("on_round", on_round)):  # called only later, if at all
+        if fn is not None:
+            require_type(fn, Callable, name, what="a function or None")
     cluster = require_gpu_types(cluster)
     check_workload(workload, apps)
     check_cluster(cluster, {a: apps[a] for a in workload.applications()})

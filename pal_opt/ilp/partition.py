@@ -73,6 +73,7 @@ from ..deadline import Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached
 from ..gputypes import has_types
 from ..model import GpuState, JobId, RoundInstance
+from ..options import check_time_limit
 from ..parallel import CONNECT_SECONDS, ExecutorHandle, PeakMemory, make_executor, measure_peak
 from ..result import PlacementResult, Status, priced_result
 from .backends import SolveOptions
@@ -385,8 +386,7 @@ def solve_partitioned(
         On Ctrl-C, plainly: unlike :func:`~pal_opt.ilp.solve_ilp` nothing is kept (one part's
         best placement is not a placement of the round).
     """
-    if bound not in BOUND_MODES:
-        raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
+    _check_bound(bound, bound_time_limit)
     t0 = time.perf_counter()
     setup = prepare_round(instance, binning, backend, admission, jobs)
     time_limit, bound_time_limit = _within(deadline, time_limit), _within(deadline, bound_time_limit)
@@ -413,6 +413,14 @@ def _connect_seconds(time_limit: float | None) -> float | None:
     """Seconds to wait for a Dask scheduler: what the time limit leaves for the parts (already cut
     to the deadline), at most :data:`~pal_opt.parallel.CONNECT_SECONDS`; None without a limit."""
     return None if time_limit is None else min(CONNECT_SECONDS, max(time_limit, 0.05))
+
+
+def _check_bound(bound: Any, bound_time_limit: Any) -> None:
+    """The bound options, the limit checked also where it is not read (the whole round solved
+    as one, ``bound="none"``)."""
+    if bound not in BOUND_MODES:
+        raise OptionError(f"unknown bound {bound!r}; choose one of {', '.join(BOUND_MODES)}")
+    check_time_limit(bound_time_limit, "bound_time_limit")
 
 
 def _within(deadline: float | None, limit: float | None) -> float | None:

@@ -77,6 +77,7 @@ from ..options import (
     check_count,
     check_finite,
     check_seconds,
+    require_type,
 )
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
@@ -183,7 +184,8 @@ def build_cluster(
         Seeds the draw (``draw="numpy"``).
     draw
         ``"numpy"`` (seeded by ``seed``) or ``"artifact"`` (the PAL artifact's own draw,
-        :func:`~pal_opt.simulate.variability.artifact_draw_factors`; ``seed`` is ignored).
+        :func:`~pal_opt.simulate.variability.artifact_draw_factors`; ``seed`` is not read, but
+        checked all the same).
     synthetic_seed
         Given: classes without a file in ``variability`` draw from the synthetic Longhorn-like
         model seeded by it, whatever ``draw`` is and whether or not the shared files exist
@@ -198,6 +200,9 @@ def build_cluster(
     """
     if not isinstance(spec, ClusterSpec):
         raise InputTypeError(f"must be a ClusterSpec (parse_cluster('16x4')), got {type(spec).__name__}", path="spec")
+    check_count(seed, "seed", 0)  # checked with draw="artifact" too, which does not read it
+    if synthetic_seed is not None:
+        check_count(synthetic_seed, "synthetic_seed", 0)
     synth = None if synthetic_seed is None else _derive(synthetic_seed, 1)
     if draw == "numpy":
         factors, origins = draw_cluster_factors(spec.num_gpus, variability, seed=_derive(seed, 1), synthetic_seed=synth)
@@ -913,6 +918,27 @@ class _Simulation:
         return result
 
 
+def _checked_arguments(trace: Any, cluster: Any, config: Any, validate: Any, progress: Any, on_round: Any) -> SimConfig:
+    """:func:`simulate`'s configuration, checked with its other arguments (the flag and the
+    functions too, which a run may never read)."""
+    if config is not None and not isinstance(config, SimConfig):
+        raise InputTypeError(f"must be a SimConfig or None, got {type(config).__name__}", path="config")
+    if isinstance(trace, str | bytes | Mapping) or not isinstance(trace, Iterable):
+        raise InputTypeError(f"must be a list of trace jobs (pal_opt.io.traces.read_trace), got {type(trace).__name__}",
+                             path="trace")
+    cfg = config or SimConfig()
+    cfg.validate()
+    if not isinstance(validate, bool):  # a truthy object ran the checker on every round
+        raise OptionError(f"validate must be True or False, got {validate!r:.60}")
+    for name, fn in (("progress", progress), ("on_round", on_round)):  # called only later, if at all
+        if fn is not None:
+            require_type(fn, Callable, name, what="a function or None")
+    if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
+        hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""
+        raise InputTypeError(f"must be a pal_opt Cluster, got {type(cluster).__name__}{hint}", path="cluster")
+    return cfg
+
+
 def simulate(
     trace: Sequence[Any],
     cluster: Cluster,
@@ -952,16 +978,7 @@ def simulate(
     SimulationResult
         With ``summary`` filled by :func:`pal_opt.simulate.summary.summarize`.
     """
-    if config is not None and not isinstance(config, SimConfig):
-        raise InputTypeError(f"must be a SimConfig or None, got {type(config).__name__}", path="config")
-    if isinstance(trace, str | bytes | Mapping) or not isinstance(trace, Iterable):
-        raise InputTypeError(f"must be a list of trace jobs (pal_opt.io.traces.read_trace), got {type(trace).__name__}",
-                             path="trace")
-    cfg = config or SimConfig()
-    cfg.validate()
-    if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
-        hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""
-        raise InputTypeError(f"must be a pal_opt Cluster, got {type(cluster).__name__}{hint}", path="cluster")
+    cfg = _checked_arguments(trace, cluster, config, validate, progress, on_round)
     check_trace(trace, cluster, source)
     _check_run_length(trace, cluster, cfg, source)
     wall0 = time.perf_counter()
