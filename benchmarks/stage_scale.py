@@ -20,7 +20,8 @@ own.  Per round:
 ``--server-gpus 2`` or ``4`` lays the same rounds out on smaller servers, where the 8-GPU
 pipelines lie on several servers; ``--server-gpus 16 --pipeline-gpus 16 24`` on 16-GPU servers
 with vgg16 and gnmt pipelines of 16 and 24 GPUs, which lie on two or three servers holding more
-than 32 free GPUs (partial runs: they do not replace the committed page).
+than 32 free GPUs, or ``--pipeline-gpus 16 48``, whose 48-GPU pipelines (more than 32 GPUs) have
+neighbourhoods since the fifteenth session (partial runs: they do not replace the committed page).
 
 ``--baseline DIR`` runs the same rounds with the package found in DIR too (a checkout of an
 earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session: the

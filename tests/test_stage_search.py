@@ -723,3 +723,107 @@ def test_a_neighbourhood_holds_at_most_its_cap_of_free_gpus() -> None:
     assert found["f"][0] == [1, 2] and found["f"][1].jobs == ("f",) and found["f"][1].idle.size == 0
     for _, (_, opened) in found.items():
         assert sum(len(start[j]) for j in opened.jobs) + opened.idle.size <= stagesearch.NEIGHBOURHOOD_GPUS
+
+
+def _large_pipeline() -> tuple[RoundInstance, dict[str, tuple[int, ...]], float]:
+    """Four servers of 16 GPUs; a 40-GPU pipeline ``p`` (stage times 2 and 1 on 39 + 1 GPUs, more
+    than ``NEIGHBOURHOOD_GPUS``) on servers 0, 1 and half of 2, an 8-GPU gang ``g`` on the other
+    half of server 2, whose GPU 40 is slow (1.5), and a 16-GPU gang ``k`` on server 3.  No pair
+    holds ``p`` (three servers), no group (48 free GPUs), and no pair or group holding ``g`` holds a
+    pipeline: only ``p``'s neighbourhood (its GPUs and ``g``'s) trades GPU 40 onto ``p``'s slack
+    stage, which saves ``g``'s ``8 ln 1.5``; ``p`` spans servers (``40 ln 1.7``) either way."""
+    f = [1.0] * 64
+    f[40] = 1.5
+    cl = Cluster.from_arrays(range(64), np.repeat([0, 1, 2, 3], 16), {"classA": f})
+    jobs = (Job("p", 40, "classA", 0, pipeline=Pipeline((2.0, 1.0), (39, 1))), Job("g", 8, "classA", 1),
+            Job("k", 16, "classA", 2))
+    start = {"p": tuple(range(40)), "g": tuple(range(40, 48)), "k": tuple(range(48, 64))}
+    return RoundInstance(cl, jobs, RoundParams(binning="none")), start, 40 * math.log(1.7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_pipeline_of_more_than_32_gpus_is_re_placed_in_its_neighbourhood(seed: int) -> None:
+    """A 40-GPU pipeline was never re-placed (no pair, group or neighbourhood held it); now its
+    neighbourhood, its own GPUs and at most ``LARGE_JOB_EXTRA_GPUS`` more, takes the slow GPU of a
+    gang on its servers onto its slack stage; the same on every run, valid."""
+    inst, start, least = _large_pipeline()
+    f = binned_factors(inst.cluster, "none")
+    assert evaluate(inst, start, f).cost == pytest.approx(least + 8 * math.log(1.5))
+    PairSearch(inst, range(3), f, start).run(passes=1)  # HiGHS's server started (see above)
+    runs = []
+    for _ in range(2):
+        search = PairSearch(inst, range(3), f, start, options=SolveOptions(seed=seed))
+        search.run()
+        runs.append((search.placement, search.stats.as_info()))
+    assert runs[0] == runs[1]
+    placement, stats = runs[0]
+    assert stats["neighbourhoods"] >= 1 and stats["groups"] == 0 and stats["improved"] >= 1
+    assert evaluate(inst, placement, f).cost == pytest.approx(least) and placement["p"][-1] == 40
+    opened = search._open("p", search.home["p"], np.random.default_rng(seed))
+    assert opened.jobs == ("p", "g") and opened.idle.size == 0 and opened.servers.tolist() == [0, 1, 2]
+    res = solve_stage_search(inst, [0, 1, 2], f, options=SolveOptions(seed=seed), start=start, start_label="poor")
+    assert res is not None and check(inst, res) == [] and res.objective == pytest.approx(least)
+
+
+def test_a_large_jobs_neighbourhood_opens_at_most_its_extra_gpus() -> None:
+    """A job of more than ``NEIGHBOURHOOD_GPUS`` GPUs opens its own and at most
+    ``LARGE_JOB_EXTRA_GPUS`` more: a gang of 8 on its servers does not fit beside the share kept
+    for idle GPUs (``IDLE_SHARE``), and 8 of the 16 idle GPUs of server 3 are taken, fastest first
+    (all faster than the pipeline's slow GPU 0)."""
+    f = [1.0] * 64
+    f[0] = 1.5
+    cl = Cluster.from_arrays(range(64), np.repeat([0, 1, 2, 3], 16), {"classA": f})
+    jobs = (Job("p", 40, "classA", 0, pipeline=Pipeline((2.0, 1.0), (39, 1))), Job("k", 8, "classA", 1))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    start = {"p": tuple(range(40)), "k": tuple(range(40, 48))}
+    search = PairSearch(inst, range(2), binned_factors(cl, "none"), start)
+    found = {opened.jobs[0]: opened
+             for _, opened in search._neighbourhoods(np.random.default_rng(0), np.bincount(cl.server_of))}
+    assert set(found) == {"p"}
+    assert found["p"].jobs == ("p",) and found["p"].idle.tolist() == list(range(48, 48 + stagesearch.LARGE_JOB_EXTRA_GPUS))
+    assert found["p"].servers.tolist() == [0, 1, 2, 3]
+
+
+def _idle_server_elsewhere() -> tuple[RoundInstance, dict[str, tuple[int, ...]], float]:
+    """Four servers of 16 GPUs; a 24-GPU pipeline ``p`` (stage times 2 and 1 on 23 + 1 GPUs) on
+    server 0 and half of server 1, its GPUs 0 and 1 slow (1.5, one on each stage: pace 1.5); a
+    16-GPU gang ``f`` on the other half of server 1 and half of server 3, an 8-GPU gang ``k`` on
+    the rest of server 3; server 2 idle.  Only an idle fast GPU of server 2, outside ``p``'s
+    servers, lets ``p`` keep one slow GPU only, on its slack stage: ``p``'s neighbourhood on its
+    own servers has no idle GPU and ``f`` does not lie on them, and no pair or group holds ``p``
+    with server 2 (a pair holds the jobs lying wholly on it).  (``p`` may leave both slow GPUs.)"""
+    f = [1.0] * 64
+    f[0] = f[1] = 1.5
+    cl = Cluster.from_arrays(range(64), np.repeat([0, 1, 2, 3], 16), {"classA": f})
+    jobs = (Job("p", 24, "classA", 0, pipeline=Pipeline((2.0, 1.0), (23, 1))), Job("f", 16, "classA", 1),
+            Job("k", 8, "classA", 2))
+    start = {"p": (0, *range(2, 24), 1), "f": (*range(24, 32), *range(48, 56)), "k": tuple(range(56, 64))}
+    return RoundInstance(cl, jobs, RoundParams(binning="none")), start, 40 * math.log(1.7)
+
+
+@pytest.mark.parametrize("outside", [True, False])
+def test_a_neighbourhood_takes_idle_gpus_from_a_server_outside_the_jobs(
+        monkeypatch: pytest.MonkeyPatch, outside: bool) -> None:
+    """The neighbourhood of a job adds the server outside its own with the most idle GPUs faster
+    for it than its slowest, and the job moves a slow GPU's stage there; without that server
+    (``OUTSIDE_SERVER`` off, as before) the search finds nothing."""
+    monkeypatch.setattr(stagesearch, "OUTSIDE_SERVER", outside)
+    inst, start, least = _idle_server_elsewhere()
+    f = binned_factors(inst.cluster, "none")
+    assert evaluate(inst, start, f).cost == pytest.approx(least + 24 * math.log(1.5))
+    search = PairSearch(inst, range(3), f, start)
+    opened = search._open("p", search.home["p"], np.random.default_rng(0))
+    assert opened.jobs == ("p",)
+    assert opened.servers.tolist() == ([0, 1, 2] if outside else [0, 1])
+    assert opened.idle.tolist() == (list(range(32, 40)) if outside else [])
+    search.run()
+    assert search.stats.neighbourhoods >= 1
+    if outside:
+        assert evaluate(inst, search.placement, f).cost == pytest.approx(least)
+        slow = set(search.placement["p"][:-1]) & {0, 1}  # no slow GPU on its heavy stage
+        assert not slow and set(search.placement["p"]) & set(range(32, 40))  # part of it on server 2
+        # (from the cheaper of this start and PAL's, which puts f on one server)
+        res = solve_stage_search(inst, [0, 1, 2], f, start=start, start_label="poor")
+        assert res is not None and check(inst, res) == [] and res.objective <= least + 1e-9
+    else:
+        assert search.stats.improved == 0 and search.placement == start

@@ -24,14 +24,18 @@ its own, so the pairs are dealt as without groups) among those that keep it with
 and places again, the same way, the jobs lying wholly on it.  On rounds of 2- and 4-GPU servers
 (``benchmarks/stage_scale.py --server-gpus``), where the 8-GPU pipelines lie on several servers,
 a group took about 0.01 s.  Last, each pass visits in queue order the *neighbourhood* of every job
-of at most :data:`NEIGHBOURHOOD_GPUS` GPUs that lies on two servers or more and has no group (on
-two servers, or on servers holding more than :data:`GROUP_MAX_GPUS` free GPUs: 16-GPU servers, a
-job spread over servers with many free GPUs): its servers, with every GPU held busy but the job's
-own, those of other jobs lying wholly on its servers, drawn in an order from a third stream of its
-own while they fit, and idle GPUs of those servers, fastest for the job first
-(:data:`IDLE_SHARE` of the room kept for them): at most :data:`NEIGHBOURHOOD_GPUS` free GPUs, a
-program no larger than a pair's (0.11 s at the median on ``stage_scale.py --server-gpus 16
---pipeline-gpus 16 24`` under load 6-7, as the pairs there).  The jobs it opens are placed again as a pair's are.  The pair's
+that lies on two servers or more and has no group (on two servers, on servers holding more than
+:data:`GROUP_MAX_GPUS` free GPUs: 16-GPU servers, a job spread over servers with many free GPUs,
+or a job of more than :data:`NEIGHBOURHOOD_GPUS` GPUs, which no group holds): its servers, and
+(:data:`OUTSIDE_SERVER`) the server outside them with the most idle GPUs faster for the job than
+its slowest, if any, with every GPU held busy but the job's own, those of other jobs lying wholly
+on its servers, drawn in an order from a third stream of its own while they fit, and idle GPUs of
+those servers, fastest for the job first (:data:`IDLE_SHARE` of the room kept for them): at most
+:data:`NEIGHBOURHOOD_GPUS` free GPUs, a program no larger than a pair's (0.11 s at the median on
+``stage_scale.py --server-gpus 16 --pipeline-gpus 16 24`` under load 6-7, as the pairs there), or
+for a larger job its own GPUs and at most :data:`LARGE_JOB_EXTRA_GPUS` more (0.04-0.06 s at the
+median for the 48-GPU pipelines of ``--pipeline-gpus 16 48``, about a pair's).  The jobs it opens are placed again
+as a pair's are.  The pair's
 (group's, neighbourhood's) answer is
 priced on the whole round (its jobs alone: the others' charges do not change) and kept when it
 costs less, so the round's cost falls by the gain the search reports, whatever a cost term makes
@@ -90,7 +94,8 @@ from .stageround import (
 )
 from .subround import part_instance
 
-__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "GROUP_MAX_GPUS", "NEIGHBOURHOOD_GPUS", "STALE_PASSES", "STOPS",
+__all__ = ["SEARCH_MIN_GPUS", "PAIR_SECONDS", "GROUP_MAX_GPUS", "NEIGHBOURHOOD_GPUS", "LARGE_JOB_EXTRA_GPUS",
+           "OUTSIDE_SERVER", "STALE_PASSES", "STOPS",
            "SearchStats", "PairSearch", "search_applies", "solve_stage_search"]
 
 #: Free GPUs from which :func:`pal_opt.ilp.solve_ilp`, under a deadline, searches pairs of servers
@@ -112,8 +117,18 @@ GROUP_MAX_GPUS = 32
 #: many of its servers' free GPUs: its own, those of other jobs lying wholly on its servers (drawn
 #: at random, while they fit) and idle ones, fastest for the job first; the GPUs outside it held
 #: busy.  Its program is no larger than a pair's (0.11 s at the median on ``stage_scale.py
-#: --server-gpus 16 --pipeline-gpus 16 24`` under load 6-7, as the pairs there).
+#: --server-gpus 16 --pipeline-gpus 16 24`` under load 6-7, as the pairs there).  A larger job
+#: has one of its own GPUs and :data:`LARGE_JOB_EXTRA_GPUS` more.
 NEIGHBOURHOOD_GPUS = GROUP_MAX_GPUS
+#: A job of more than :data:`NEIGHBOURHOOD_GPUS` GPUs lying on two servers or more (no pair or
+#: group holds one) has a neighbourhood too: its own GPUs and at most this many more (other jobs
+#: lying wholly on its servers, idle GPUs), so that its program is solved in about a pair's time
+#: (48-GPU pipelines on 16-GPU servers, ``stage_scale.py --server-gpus 16 --pipeline-gpus 16 48``:
+#: 0.04-0.06 s at the median with 8, 0.19-0.23 s with 16 for about the same gain).
+LARGE_JOB_EXTRA_GPUS = 8
+#: Whether a neighbourhood may also open idle GPUs of one server outside the job's: the one with
+#: the most idle GPUs faster for the job than its slowest (:meth:`PairSearch._idle`).
+OUTSIDE_SERVER = True
 #: The share of a neighbourhood's room (beside the job's own GPUs) kept for idle GPUs, when its
 #: servers have some: the rest goes to the jobs drawn first.
 IDLE_SHARE = 0.25
@@ -137,10 +152,12 @@ SEARCH_STAGE = "solving the stage program on pairs of servers"
 
 class _Open(NamedTuple):
     """What a neighbourhood (:meth:`PairSearch._open`) opens: the jobs it places again (queue
-    order) and the idle GPUs (ids) it leaves free beside theirs."""
+    order), the idle GPUs (ids) it leaves free beside theirs, and its servers (positions, sorted:
+    the job's and, with :data:`OUTSIDE_SERVER`, the one outside them it drew idle GPUs from)."""
 
     jobs: tuple[JobId, ...]
     idle: np.ndarray
+    servers: np.ndarray
 
 
 @dataclass
@@ -174,9 +191,10 @@ class SearchStats:
 def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = None) -> bool:
     """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs and (with ``admitted``)
     an admitted pipeline job that two servers' free GPUs, or a group's (:data:`GROUP_MAX_GPUS`) or
-    a neighbourhood's (:data:`NEIGHBOURHOOD_GPUS`), can hold: a larger pipeline is never re-placed,
-    so with none that fits the search would return its start, where the whole stage program may
-    improve it."""
+    a neighbourhood's (:data:`NEIGHBOURHOOD_GPUS`), can hold.  A larger pipeline is re-placed only
+    in its own neighbourhood (:data:`LARGE_JOB_EXTRA_GPUS`), where it can trade with a few GPUs
+    only: a round with no other pipeline keeps the whole stage program, which may do more (not
+    measured)."""
     cl = instance.cluster
     free = cl.state == GpuState.FREE
     if int(np.count_nonzero(free)) < SEARCH_MIN_GPUS:
@@ -283,30 +301,50 @@ class PairSearch:
                 yield np.array(sorted(group))
 
     def _neighbourhoods(self, rng: np.random.Generator, free: np.ndarray) -> Iterator[tuple[np.ndarray, _Open]]:
-        """The neighbourhood of each admitted job (queue order) of at most
-        :data:`NEIGHBOURHOOD_GPUS` GPUs that lies, when its turn comes, on two servers or more and
-        has no group (:meth:`_groups`: on two servers only, or on servers holding more than
-        :data:`GROUP_MAX_GPUS` free GPUs; ``free``: per server): its servers, opened as
-        :meth:`_open` says (``rng``)."""
-        for jid, i in self.index.items():
+        """The neighbourhood of each admitted job (queue order) that lies, when its turn comes, on
+        two servers or more and has no group (:meth:`_groups`: on two servers only, on servers
+        holding more than :data:`GROUP_MAX_GPUS` free GPUs, or a job of more than
+        :data:`NEIGHBOURHOOD_GPUS` GPUs; ``free``: per server): its servers (and the one
+        :meth:`_idle` adds), opened as :meth:`_open` says (``rng``)."""
+        for jid in self.index:
             where = self.home[jid]
-            inside = np.fromiter(where, dtype=np.int64)
-            if len(where) < 2 or self.instance.jobs[i].demand > NEIGHBOURHOOD_GPUS:
-                continue
-            if len(where) == 2 or int(free[inside].sum()) > GROUP_MAX_GPUS:
-                yield np.sort(inside), self._open(jid, where, rng)
+            if len(where) >= 2 and (len(where) == 2 or len(self.placement[jid]) > NEIGHBOURHOOD_GPUS
+                                    or int(free[np.fromiter(where, dtype=np.int64)].sum()) > GROUP_MAX_GPUS):
+                opened = self._open(jid, where, rng)
+                yield opened.servers, opened
+
+    def _idle(self, jid: JobId, where: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The idle GPUs (positions: free, held by no job) a neighbourhood of job ``jid`` on its
+        servers ``where`` may open, and its servers: those of ``where`` and (with
+        :data:`OUTSIDE_SERVER`) of the server outside them with the most idle GPUs faster for the
+        job than its slowest GPU (the lowest position on a tie; none when no server has one)."""
+        cl = self.instance.cluster
+        held = np.fromiter((g for gids in self.placement.values() for g in gids), dtype=cl.gpu_ids.dtype)
+        idle = (cl.state == GpuState.FREE) & ~np.isin(cl.gpu_ids, held)
+        mine = np.isin(cl.server_of, list(where))
+        servers = sorted(where)
+        if OUTSIDE_SERVER:
+            speed = np.asarray(self.factors[self.instance.jobs[self.index[jid]].perfclass])
+            slowest = float(speed[cl.positions(self.placement[jid])].max())
+            fast = np.bincount(cl.server_of[idle & ~mine & (speed < slowest)], minlength=cl.num_servers)
+            if fast.any():
+                best = int(np.argmax(fast))
+                mine |= cl.server_of == best
+                servers = sorted({*servers, best})
+        return np.flatnonzero(mine & idle), np.asarray(servers, dtype=np.int64)
 
     def _open(self, jid: JobId, where: frozenset[int], rng: np.random.Generator) -> _Open:
-        """Job ``jid``'s neighbourhood on its servers ``where``: the job; the other jobs lying
-        wholly on them, in an order drawn from ``rng``, each while the GPUs so far fit
-        :data:`NEIGHBOURHOOD_GPUS` less :data:`IDLE_SHARE` of the room for idle GPUs (those no job
-        holds, when there are some); then idle GPUs of those servers, fastest for the job's class
-        first (by position on a tie), up to :data:`NEIGHBOURHOOD_GPUS` in all."""
+        """Job ``jid``'s neighbourhood on its servers ``where`` (and the one outside them
+        :meth:`_idle` adds): the job; the other jobs lying wholly on ``where``, in an order drawn
+        from ``rng``, each while the GPUs so far fit the cap less :data:`IDLE_SHARE` of the room
+        for idle GPUs (when there are some); then idle GPUs (:meth:`_idle`), fastest for the job's
+        class first (by position on a tie), up to the cap in all: :data:`NEIGHBOURHOOD_GPUS`, or
+        for a larger job its own GPUs and :data:`LARGE_JOB_EXTRA_GPUS` more."""
         cl = self.instance.cluster
-        room = NEIGHBOURHOOD_GPUS - len(self.placement[jid])
-        held = np.fromiter((g for gids in self.placement.values() for g in gids), dtype=cl.gpu_ids.dtype)
-        idle = np.flatnonzero(np.isin(cl.server_of, list(where)) & (cl.state == GpuState.FREE)
-                              & ~np.isin(cl.gpu_ids, held))
+        own = len(self.placement[jid])
+        cap = own + LARGE_JOB_EXTRA_GPUS if own > NEIGHBOURHOOD_GPUS else NEIGHBOURHOOD_GPUS
+        room = cap - own
+        idle, servers = self._idle(jid, where)
         left = room - min(idle.size, int(room * IDLE_SHARE))
         others = [k for k, on in self.home.items() if k != jid and on <= where]
         jobs = {jid}
@@ -316,8 +354,8 @@ class PairSearch:
                 left -= len(self.placement[others[k]])
         used = sum(len(self.placement[k]) for k in jobs)
         speed = np.asarray(self.factors[self.instance.jobs[self.index[jid]].perfclass])[idle]
-        fastest = idle[np.lexsort((idle, speed))][:NEIGHBOURHOOD_GPUS - used]
-        return _Open(tuple(k for k in self.index if k in jobs), cl.gpu_ids[fastest])
+        fastest = idle[np.lexsort((idle, speed))][:cap - used]
+        return _Open(tuple(k for k in self.index if k in jobs), cl.gpu_ids[fastest], servers)
 
     def _pair(self, servers: np.ndarray, clock: Deadline, kind: str = "pairs", opened: _Open | None = None) -> bool:
         """Place the jobs lying wholly on ``servers`` again (module docstring), or only those
