@@ -317,6 +317,19 @@ def test_sia_params_are_checked() -> None:
         SimConfig(round_length=0)
 
 
+def test_a_policy_name_given_as_policy_points_to_method() -> None:
+    # pal_opt.simulate.SimConfig(policy="ilp") and --policy name the policy; here policy= is
+    # Sia's parameters and the name is method=: the error says which to give
+    with pytest.raises(OptionError) as err:
+        SimConfig(policy="ilp")  # type: ignore[arg-type]
+    assert str(err.value) == ("policy must be a SiaParams (the Sia policy's parameters), got 'ilp'; to run the ilp "
+                              "policy give method='ilp' (what --policy and pal_opt.simulate.SimConfig's policy= name)")
+    with pytest.raises(OptionError) as err:
+        SimConfig(policy=["sia"])  # type: ignore[arg-type]
+    assert str(err.value) == "policy must be a SiaParams (the Sia policy's parameters), got ['sia']"
+    assert SimConfig(method="ilp").method == "ilp"
+
+
 # -- metrics ------------------------------------------------------------------------------------
 def test_summary_uses_the_artifacts_percentile_and_makespan() -> None:
     jobs = tuple(

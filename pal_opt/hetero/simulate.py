@@ -162,7 +162,10 @@ class SimConfig:
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if not isinstance(self.policy, SiaParams):
-            raise OptionError(f"policy must be a SiaParams, got {self.policy!r}")
+            hint = (f"; to run the {self.policy} policy give method={self.policy!r} (what --policy and "
+                    f"pal_opt.simulate.SimConfig's policy= name)"
+                    if isinstance(self.policy, str) and self.policy in HETERO_POLICIES else "")
+            raise OptionError(f"policy must be a SiaParams (the Sia policy's parameters), got {self.policy!r}{hint}")
         if not isinstance(self.variability, Variability):
             raise OptionError(f"variability must be a Variability, got {type(self.variability).__name__}")
         if self.failures is not None:
