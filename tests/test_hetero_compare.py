@@ -137,7 +137,11 @@ def test_simulate_with_variability_keeps_the_files_and_reports_the_slowdown(
                                                                 "gavel, got pmfirst"),
         ("sia", ["--profiles", "P", "--policy", "pmfirst"], "--policy on a sia trace takes sia, ilp, pal, packed, gavel, "
                                                             "got pmfirst"),
-        ("sia", ["--profiles", "P", "--variability", "aws=x.csv"], "expects TYPE:CLASS=FILE"),
+        ("sia", ["--profiles", "P", "--variability", "aws=x.csv"], "'aws' is a GPU type; give TYPE:CLASS=FILE"),
+        ("sia", ["--profiles", "P", "--variability", "aws:classA"], "expects TYPE:CLASS=FILE, CLASS=FILE"),
+        ("sia", ["--profiles", "P", "--variability", "nodir"], "nodir: --variability: no such directory"),
+        # a class's file for every type, of a class no job uses
+        ("sia", ["--profiles", "P", "--variability", "imagenet=V"], "--variability aws:imagenet: no job of"),
         ("sia", ["--profiles", "P", "--variability", "h100:classA=V"], "unknown GPU type 'h100'"),
         # a file no job draws from was read and changed nothing (the run looked like one with variability)
         ("sia", ["--profiles", "P", "--variability", "aws:imagenet=V"], "--variability aws:imagenet: no job of"),
@@ -209,6 +213,41 @@ def test_variability_draw_is_per_type_seeded_and_nominal_without_files(longhorn:
     assert not nominal.active and nominal.slowdown("cifar10", [0, 1]) == 1.0
     with pytest.raises(OptionError, match="given twice"):
         parse_variability([f"aws:classA={longhorn / 'resnet-longhorn-agg.csv'}"] * 2, types)
+
+
+def test_variability_for_every_type_from_a_file_or_the_longhorn_directory(longhorn: Path) -> None:
+    types = (GpuType("aws", 2, 4), GpuType("rtx", 1, 8), GpuType("dgx-ext", 1, 8))
+    resnet, bert = str(longhorn / "resnet-longhorn-agg.csv"), str(longhorn / "bert-longhorn-agg.csv")
+    # CLASS=FILE: the file for every type
+    assert parse_variability([f"classA={resnet}"], types) == {(t.name, "classA"): resnet for t in types}
+    # DIR: every type classA from ResNet's runs and classB from BERT's, as benchmarks/sia_compare.py's
+    # "longhorn" (its _files), so the same seed draws the same factors
+    by_dir = parse_variability([str(longhorn)], types)
+    spelled = {(t.name, c): f for t in types for c, f in (("classA", resnet), ("classB", bert))}
+    assert by_dir == spelled
+    a, b = draw_variability(Layout(types), by_dir, seed=5), draw_variability(Layout(types), spelled, seed=5)
+    assert all(np.array_equal(a.raw[c], b.raw[c]) for c in ("classA", "classB"))
+    assert np.ptp(a.raw["classB"][8:]) > 0  # every type drew, the later ones too
+    with pytest.raises(OptionError, match="aws:classA given twice"):
+        parse_variability([str(longhorn), f"aws:classA={resnet}"], types)
+
+
+def test_simulate_with_the_longhorn_directory_on_a_workload_of_one_class(
+    sia_dir: Path, longhorn: Path, tmp_path: Path,
+) -> None:
+    """--variability DIR gives every type classA and classB: a workload with no classB job is not
+    refused for the classB file it did not name (a file named for an unused class still is)."""
+    trace = tmp_path / "cifar.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\nc0,0,cifar10,2,256\nc1,60,cifar10,1,128\n")
+    base = ["simulate", str(trace), "--profiles", str(sia_dir / "profiles"), "--quiet"]
+    out = tmp_path / "dir.json"
+    assert cli.main([*base, "--variability", str(longhorn), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert sorted(doc["variability"]) == sorted(f"{t}:{c}" for t in ("aws", "rtx", "dgx-ext") for c in ("classA", "classB"))
+    assert doc["n_completed"] == 2 and doc["variability_slowdown"]["mean"] != 1.0
+    bad = tmp_path / "bad.json"
+    assert cli.main([*base, "--variability", f"classB={longhorn / 'bert-longhorn-agg.csv'}", "--out", str(bad)]) == 2
+    assert not bad.exists()
 
 
 @pytest.mark.parametrize("cls", ["classa", "classZ", "resnet50"])

@@ -112,8 +112,9 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                         "and draw, and the outputs compare them), of: "
                         + "; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="TYPE:CLASS=FILE",
-                   help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV "
-                        "(default: every GPU nominal)")
+                   help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV; "
+                        "CLASS=FILE: the GPUs of every type; DIR (PAL's Longhorn files): every type draws "
+                        "classA from resnet- and classB from bert-longhorn-agg.csv (default: every GPU nominal)")
     p.add_argument("--ilp-mode", choices=ILP_MODES, default=None,
                    help=ILP_MODE_HELP)
     p.add_argument("--seed", type=nonneg_int, default=None,
@@ -340,7 +341,9 @@ def run(args: argparse.Namespace) -> int:
     from .gpus import Layout, draw_variability, parse_variability, unused_variability
 
     files = parse_variability(args.variability, cluster)
-    unused = unused_variability(files, workload.applications())
+    # a file named for a class no job uses is an error; a directory gives both classes, used or not
+    named = parse_variability([item for item in args.variability if "=" in item], cluster)
+    unused = unused_variability(named, workload.applications())
     if unused:
         raise OptionError(f"--variability {unused[0]}: no job of {args.trace} draws from it (its applications: "
                           f"{', '.join(sorted(workload.applications()))}; an application's own entry wins over its "

@@ -5,7 +5,7 @@ PAL and Packed, pal-opt's ``ilp`` with types) choose individual GPUs.  This modu
 GPU a position (types in cluster order, then nodes, then slots) and, optionally, a slowdown
 factor per application class drawn from PAL-format measurement files per (type, class).
 
-Variability (``--variability TYPE:CLASS=FILE``)
+Variability (``--variability TYPE:CLASS=FILE``; ``CLASS=FILE`` for every type; ``DIR``, PAL's Longhorn files)
     Every GPU of ``TYPE`` draws one raw factor per class from the file's median-normalised
     per-run ``perf`` values, as PAL's simulator draws (:func:`pal_opt.io.measurements.sample_factors`,
     seeded; classes naming one file share the draw).  A (type, class) without a file is
@@ -185,8 +185,37 @@ class Variability:
         return bool(self.raw)
 
 
+#: The classes Sia's applications draw from (:data:`APP_CLASS`): what ``--variability DIR`` gives
+#: every type, from PAL's Longhorn files (ResNet's for classA, BERT's for classB).
+LONGHORN_CLASSES: tuple[str, ...] = ("classA", "classB")
+
+
+def _items_of(item: str, names: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``(type, class, file)`` of one ``--variability`` item: ``TYPE:CLASS=FILE``, ``CLASS=FILE``
+    (every type) or ``DIR`` (every type, :data:`LONGHORN_CLASSES` from PAL's Longhorn files)."""
+    head, sep, path = item.partition("=")
+    if not sep and item and ":" not in item:  # a directory (one that is not is reported as such)
+        from ..io.measurements import longhorn_files
+
+        files = longhorn_files(item, "--variability", classes=LONGHORN_CLASSES)
+        return [(t, c, os.fspath(files[c])) for t in names for c in LONGHORN_CLASSES]
+    tname, colon, cls = head.partition(":") if ":" in head else ("", "", head)
+    if not sep or not cls or not path or (colon and not tname):
+        raise OptionError("--variability expects TYPE:CLASS=FILE, CLASS=FILE (every type) or a directory of PAL's "
+                          f"Longhorn files for a cluster of GPU types, got {item!r}")
+    if not colon and cls in names:
+        raise OptionError(f"--variability {item}: {cls!r} is a GPU type; give TYPE:CLASS=FILE (or CLASS=FILE for "
+                          "every type)")
+    if colon and tname not in names:
+        raise OptionError(f"--variability {item}: unknown GPU type {tname!r} (the cluster has {', '.join(names)})")
+    return [(t, cls, path) for t in ([tname] if colon else names)]
+
+
 def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tuple[str, str], str]:
-    """``{(type, class): file}`` from ``TYPE:CLASS=FILE`` items.
+    """``{(type, class): file}`` from ``TYPE:CLASS=FILE`` items; ``CLASS=FILE`` gives every type
+    the file, and a directory of PAL's Longhorn files (``resnet-`` and ``bert-longhorn-agg.csv``)
+    gives every type :data:`LONGHORN_CLASSES` from them, the ``longhorn`` variability of
+    ``benchmarks/sia_compare.py``.
 
     Raises
     ------
@@ -201,22 +230,17 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
     classes = sorted(set(APP_CLASS.values())) + sorted(APP_CLASS)
     out: dict[tuple[str, str], str] = {}
     for item in items:
-        head, sep, path = item.partition("=")
-        tname, colon, cls = head.partition(":")
-        if not sep or not colon or not tname or not cls or not path:
-            raise OptionError(f"--variability expects TYPE:CLASS=FILE for a cluster of GPU types, got {item!r}")
-        if tname not in names:
-            raise OptionError(f"--variability {item}: unknown GPU type {tname!r} (the cluster has {', '.join(names)})")
-        if cls not in classes:
-            raise OptionError(f"--variability {item}: unknown class {cls!r}; no application draws from it "
-                              f"(classes: {', '.join(classes)})")
-        if (tname, cls) in out:
-            raise OptionError(f"--variability: {tname}:{cls} given twice")
-        if not Path(path).is_file():
-            from ..io.measurements import not_a_file_error
+        for tname, cls, path in _items_of(item, names):
+            if cls not in classes:
+                raise OptionError(f"--variability {item}: unknown class {cls!r}; no application draws from it "
+                                  f"(classes: {', '.join(classes)})")
+            if (tname, cls) in out:
+                raise OptionError(f"--variability: {tname}:{cls} given twice")
+            if not Path(path).is_file():
+                from ..io.measurements import not_a_file_error
 
-            raise not_a_file_error(path, f"--variability {tname}:{cls}")
-        out[(tname, cls)] = os.fspath(path)
+                raise not_a_file_error(path, f"--variability {tname}:{cls}")
+            out[(tname, cls)] = os.fspath(path)
     return out
 
 

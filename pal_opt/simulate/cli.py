@@ -130,7 +130,8 @@ def _add_variability_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
                    help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
                         "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D; sia traces: "
-                        "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (default: pal traces, the shared Longhorn files "
+                        "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (CLASS=FILE: every type's; DIR: every type, "
+                        "classA from resnet-, classB from bert-longhorn-agg.csv) (default: pal traces, the shared Longhorn files "
                         "or else the synthetic model, see --synthetic-variability; sia traces, every GPU nominal)")
     p.add_argument("--synthetic-variability", type=nonneg_int, default=None, metavar="SEED",
                    help="classes without --variability draw from the synthetic Longhorn-like model with this seed "
