@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_topology(isub, sub)
     _add_simulate(sub)
     _add_simulate_sia(sub)
+    _add_compare(sub)
     _add_partition(sub)
     return p
 
@@ -320,6 +321,16 @@ def _add_simulate_sia(sub: Any) -> None:
     from .hetero.cli import add_parser
 
     add_parser(sub)
+
+
+def _add_compare(sub: Any) -> None:
+    """Register ``pal-opt compare`` (:mod:`pal_opt.simulate.cli`): simulation results side by side."""
+    try:
+        from .simulate.cli import add_compare_parser
+    except ImportError as exc:
+        _add_unavailable(sub, "compare", exc)
+        return
+    add_compare_parser(sub)
 
 
 def _add_unavailable(sub: Any, name: str, exc: BaseException) -> None:

@@ -286,6 +286,12 @@ def _sim(field: str) -> V:
     return lambda e: getattr(e.sim_result, field)
 
 
+def _two_runs(e: Env) -> dict[str, Any]:
+    """Two runs for pal_opt.simulate.compare: the simulation's result file twice."""
+    doc = pal_opt.simulate.result_to_dict(e.sim_result)
+    return {"a": doc, "b": doc}
+
+
 def _sia_dir(e: Env) -> Path:
     e.apps  # noqa: B018 - skips without the artifact
     return SIA / "profiles"
@@ -347,6 +353,10 @@ BY_CALLABLE: dict[str, dict[str, V]] = {
     "pal_opt.simulate.plot_result": {"path": _out("r.png")},
     "pal_opt.simulate.plot_utilization": {"path": _out("u.png")},
     "pal_opt.simulate.parse_cluster": {"text": lambda e: "2x4"},
+    "pal_opt.simulate.comparison_report": {"runs": lambda e: _two_runs(e)},
+    "pal_opt.simulate.summary_csv_text": {"runs": lambda e: _two_runs(e)},
+    "pal_opt.simulate.load_runs": {"paths": lambda e: [e.file(f"{n}.json", json.dumps(_two_runs(e)["a"]))
+                                                       for n in ("a", "b")]},
     "pal_opt.topology.compress_hostlist": {"names": lambda e: ["n1", "n2"]},
     "pal_opt.topology.expand_hostlist": {"expr": lambda e: "n[1-2]"},
     "pal_opt.topology.measured_factors": {"directory": lambda e: pal_opt.simulate.shared_longhorn_dir() or e.tmp},

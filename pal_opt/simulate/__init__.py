@@ -7,7 +7,8 @@
 
 See :mod:`.engine` for the round semantics, :mod:`.queue` for the queue policies,
 :mod:`.variability` for how GPUs draw their factors, :mod:`.records` for what a run records,
-:mod:`.summary` for the headline figures and :mod:`.metrics` for tables, files and plots.
+:mod:`.summary` for the headline figures, :mod:`.metrics` for tables, files and plots and
+:mod:`.compare` for the result files of several runs side by side (``pal-opt compare``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ _EXPORTS: dict[str, str] = {
     "parse_cluster": ".engine",
     "restart_cost_units": ".engine",
     "simulate": ".engine",
+    "comparison_report": ".compare",
+    "load_runs": ".compare",
+    "summary_csv_text": ".compare",
     "JOB_COLUMNS": ".metrics",
     "jobs_csv_text": ".metrics",
     "jobs_table": ".metrics",
@@ -47,6 +51,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .compare import comparison_report, load_runs, summary_csv_text
     from .engine import (
         ClusterSpec,
         SimConfig,
@@ -81,6 +86,9 @@ __all__ = [
     "parse_cluster",
     "restart_cost_units",
     "simulate",
+    "comparison_report",
+    "load_runs",
+    "summary_csv_text",
     "JOB_COLUMNS",
     "jobs_csv_text",
     "jobs_table",

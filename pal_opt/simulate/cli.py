@@ -45,7 +45,7 @@ from ..errors import OptionError
 from ..options import DEFAULT_ILP_TIME_LIMIT, DEFAULT_ROUND_LENGTH
 from .failureargs import add_failure_arguments, failure_config
 
-__all__ = ["add_parser", "run", "DEFAULT_ILP_TIME_LIMIT"]
+__all__ = ["add_parser", "add_compare_parser", "run", "run_compare", "DEFAULT_ILP_TIME_LIMIT"]
 
 log = logging.getLogger(__name__)
 
@@ -427,6 +427,59 @@ def run(args: argparse.Namespace) -> int:
         for line in comparison_lines({p: r.summary["avg_jct"] for p, r in results.items()}, written,
                                      {p: r.summary["n_completed"] for p, r in results.items()}):
             print(line)
+    return 0
+
+
+def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``compare`` (result files of ``simulate`` side by side, :mod:`.compare`)."""
+    p = subparsers.add_parser(
+        "compare",
+        help="compare the results of several simulate runs",
+        description=(
+            "Compare the result files of several 'pal-opt simulate' runs (other seeds, settings, policies or "
+            "versions; PAL or Sia traces): per run the jobs finished, JCT figures, makespan, utilisation, "
+            "queueing and restarts, the average JCT against the first run's, the settings in which the runs "
+            "differ, and per job the JCT against the first run's over the jobs both finished."
+        ),
+        epilog="A file of several policies (simulate --policy a,b) gives a run per policy, labelled FILE:POLICY; "
+               "a file of one policy is labelled by its name without .json.",
+    )
+    p.add_argument("results", nargs="+", type=input_file, metavar="RESULT.json",
+                   help="result files of simulate --out (at least two runs in all)")
+    p.add_argument("--csv", default=None, type=output_file, metavar="SUMMARY.csv",
+                   help="the table as CSV, one row per run (times in seconds)")
+    p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
+                   help="one figure: the JCT CDF, the utilisation over time (when every run has a per-round log: "
+                        "PAL traces) and each job's JCT against the first run's, one line per run (needs "
+                        "matplotlib: pip install 'pal-opt[plot]')")
+    p.set_defaults(func=run_compare, handler=run_compare)
+    return p
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """``pal-opt compare``: print the comparison; write ``--csv`` and ``--plot`` (all or none)."""
+    from ..io.atomic import atomic_write_files
+    from .compare import comparison_report, load_runs, summary_csv_text
+    from .metrics import jct_figure, result_figure
+
+    outputs = {"--csv": args.csv, "--plot": args.plot}
+    check_outputs(outputs, [("RESULT.json", r) for r in args.results])
+    if args.plot:
+        check_plot_target(args.plot)
+    runs = load_runs(args.results)
+    lines = comparison_report(runs)
+    files: dict[str, bytes] = {}
+    if args.csv:
+        files[args.csv] = summary_csv_text(runs).encode()
+    if args.plot:
+        draw = result_figure if all("round_log" in r for r in runs.values()) else jct_figure
+        files[args.plot] = draw(runs, args.plot)
+    if files:
+        atomic_write_files(files)
+    for line in lines:
+        print(line)
+    if files:
+        print(f"wrote {', '.join(files)}")
     return 0
 
 

@@ -378,11 +378,8 @@ def figure_bytes(fig: Any, path: str | os.PathLike[str], dpi: int = 120) -> byte
     return buf.getvalue()
 
 
-def _figure_title(results: Mapping[str, Any]) -> str:
-    """What was simulated, from the first result's config: trace file, cluster, round length and
-    seed ("" when the results carry no config)."""
-    doc = next(iter(results.values()), None)
-    doc = _as_dict(doc) if doc is not None else {}
+def _title_parts(doc: Mapping[str, Any]) -> list[str]:
+    """What one result simulated: trace file, cluster, round length and seed, as title parts."""
     cfg = doc.get("config") or doc  # the simulator of GPU types keeps its settings at the top
     cluster = cfg.get("cluster")
     if isinstance(cluster, Mapping):  # {type: {nodes, gpus_per_node, ...}}
@@ -392,7 +389,18 @@ def _figure_title(results: Mapping[str, Any]) -> str:
              f"cluster {cluster}" if cluster else None,
              f"{length:g} s rounds" if length else None,
              f"seed {cfg['seed']}" if cfg.get("seed") is not None else None]
-    return ", ".join(p for p in parts if p)
+    return [p for p in parts if p]
+
+
+def _figure_title(results: Mapping[str, Any]) -> str:
+    """What was simulated, from the results' configs: trace file, cluster, round length and seed,
+    those that every result shares ("" when the results carry no config).  The policies of one
+    run share them all; runs compared (``pal-opt compare``) may not, and a title naming the first
+    run's seed would say it of them all."""
+    parts = [_title_parts(_as_dict(r)) for r in results.values()]
+    if not parts:
+        return ""
+    return ", ".join(p for p in parts[0] if all(p in other for other in parts[1:]))
 
 
 def _save_figure(

@@ -1,0 +1,211 @@
+"""Simulation runs compared: the result files of several ``pal-opt simulate`` runs side by side.
+
+``pal-opt simulate --policy a,b`` compares policies within one run; the runs a researcher wants
+to set against each other are often separate ones (other seeds, another λ, a code change, a
+Sia trace with and without variability).  :func:`load_runs` reads their result files (a run of
+one policy, or ``{"policies", "results"}`` of several) into ``{label: result}``,
+:func:`comparison_report` gives the table ``pal-opt compare`` prints (the figures both
+simulators share, :data:`~pal_opt.simulate.fields.SHARED_FIELDS`, each run's average JCT against
+the first's, the settings in which the runs differ, and per job the JCT against the first run's
+over the jobs both finished), and :func:`summary_csv_text` the same table as CSV.  The figure is
+:func:`~pal_opt.simulate.metrics.result_figure` (or, when a run has no per-round log, as a Sia
+run has not, :func:`~pal_opt.simulate.metrics.jct_figure`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputTypeError, InstanceError, OptionError
+from ..options import file_path, require_items, require_mapping
+from .metrics import job_ratios
+
+__all__ = ["RUN_FIELDS", "load_runs", "run_settings", "differing_settings", "comparison_report", "summary_csv_text"]
+
+#: The columns of :func:`summary_csv_text` after ``run`` and ``file``: figures of both simulators
+#: (seconds where they are times, :data:`~pal_opt.simulate.fields.SHARED_FIELDS`).
+RUN_FIELDS: tuple[str, ...] = (
+    "n_jobs", "n_completed", "avg_jct", "p50_jct", "p99_jct", "max_jct", "makespan", "utilisation",
+    "avg_queueing_delay", "p99_queueing_delay", "rounds", "restarts", "avg_restarts_per_job", "solve_seconds_total",
+)
+#: What a result must hold to be compared.
+_NEEDED = ("n_jobs", "n_completed", "avg_jct", "job_results")
+#: The settings of a Sia run (kept at the top of its result), as :func:`run_settings` reads them.
+_SIA_SETTINGS = ("trace", "policy", "ilp_mode", "cluster", "round_seconds", "policy_parameters", "category",
+                 "variability", "seed")
+#: A PAL run's ``config`` entries that describe the cluster the settings already name.
+_DERIVED = ("num_gpus", "num_servers")
+
+
+def _results_of(doc: Any, source: str) -> dict[str, Mapping[str, Any]]:
+    """``{policy: result}`` of one result file (``{"policies", "results"}``, or one result)."""
+    if not isinstance(doc, dict):
+        raise InstanceError("not a result of pal-opt simulate (a JSON object)", source=source)
+    if "results" in doc and "policies" in doc:
+        results = doc["results"]
+        if not isinstance(results, dict) or not results:
+            raise InstanceError("must map each policy to its result", source=source, path="results")
+        found = {str(p): r for p, r in results.items()}
+    else:
+        found = {str(doc.get("policy") or (doc.get("config") or {}).get("policy") or "run"): doc}
+    for policy, res in found.items():
+        where = f"results.{policy}" if "results" in doc else None
+        missing = [k for k in _NEEDED if not isinstance(res, dict) or k not in res]
+        if missing:
+            raise InstanceError(f"not a result of pal-opt simulate: no {', '.join(missing)} (a result file of "
+                                "simulate --out is needed)", source=source, path=where)
+        if not isinstance(res["job_results"], list):
+            raise InstanceError("must be a list of per-job records", source=source,
+                                path=f"{where}.job_results" if where else "job_results")
+    return found
+
+
+def _check_runs(runs: Any) -> None:
+    """An :class:`~pal_opt.errors.InputTypeError` naming the argument unless ``runs`` maps labels to
+    results of ``pal-opt simulate`` (:func:`load_runs`); an ``OptionError`` for fewer than two."""
+    require_mapping(runs, "runs", "a mapping of labels to results (load_runs)")
+    for label, res in runs.items():
+        require_mapping(res, f"runs[{label!r}]", "a result of pal-opt simulate (load_runs)")
+        missing = [k for k in _NEEDED if k not in res]
+        if missing:
+            raise InputTypeError(f"not a result of pal-opt simulate: no {', '.join(missing)}", path=f"runs[{label!r}]")
+    if len(runs) < 2:
+        raise OptionError(f"compare needs at least two runs, got {len(runs)}")
+
+
+def _labels(paths: Sequence[str], stems: bool) -> list[str]:
+    """A name per file: its stem (``r1`` for ``out/r1.json``), or the path as given where two
+    files share a stem."""
+    names = [os.path.splitext(os.path.basename(p))[0] for p in paths]
+    return names if stems and len(set(names)) == len(names) else list(paths)
+
+
+def load_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, dict[str, Any]]:
+    """``{label: result}`` of the result files of ``pal-opt simulate --out``, in order.
+
+    A file of one policy is labelled by its name (``r1`` for ``r1.json``); a file of several
+    policies gives one run per policy, ``r1:pal``, ``r1:ilp`` (just ``pal``, ``ilp`` when it is
+    the only file).  Files that share a name are labelled by their paths.
+
+    Raises
+    ------
+    InstanceError
+        A file that cannot be read, is not JSON, or is not a result of ``pal-opt simulate``
+        (naming the file and the field).
+    OptionError
+        Fewer than two runs in all.
+    """
+    from ..io.jsonfile import load_json
+
+    names = [os.fspath(file_path(p, "paths")) for p in require_items(paths, "paths", "a list of result files")]
+    files = {p: _results_of(load_json(p, what="result file"), p) for p in names}
+    runs: dict[str, dict[str, Any]] = {}
+    for name, (path, results) in zip(_labels(names, True), files.items(), strict=True):
+        for policy, res in results.items():
+            label = policy if len(files) == 1 else name if len(results) == 1 else f"{name}:{policy}"
+            runs[label] = dict(res, _file=path)
+    if len(runs) < 2:
+        raise OptionError(f"compare needs at least two runs: {', '.join(names)} hold{'s' * (len(names) == 1)} "
+                          f"{len(runs)} (give more files, or a file of several policies)")
+    return runs
+
+
+def run_settings(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run was asked to do: a PAL run's ``config`` (without what it derives from the
+    cluster), a Sia run's settings (trace, policy, cluster, round, variability, seed, ...)."""
+    require_mapping(result, "result", "a result of pal-opt simulate (a mapping)")
+    config = result.get("config")
+    if isinstance(config, Mapping):
+        return {k: v for k, v in config.items() if k not in _DERIVED}
+    return {k: result[k] for k in _SIA_SETTINGS if k in result}
+
+
+def differing_settings(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{setting: {label: value}}`` of the settings (:func:`run_settings`) whose values are not
+    the same in every run (a setting one run lacks counts as None there)."""
+    _check_runs(runs)
+    settings = {label: run_settings(r) for label, r in runs.items()}
+    keys = list(dict.fromkeys(k for s in settings.values() for k in s))
+    out: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        values = {label: s.get(key) for label, s in settings.items()}
+        if len({json.dumps(v, sort_keys=True, default=str) for v in values.values()}) > 1:
+            out[key] = values
+    return out
+
+
+def _hours(seconds: Any) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"
+
+
+def _table(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per run: jobs finished, JCT figures and makespan in hours, utilisation, average
+    queueing delay, restarts per job, and the average JCT against the first run's."""
+    width = max(len("run"), *(len(label) for label in runs))
+    head = (f"{'run':<{width}}  {'jobs':>9}  {'avg JCT':>7}  {'p50 JCT':>7}  {'p99 JCT':>7}  {'makespan':>8}  "
+            f"{'util':>5}  {'queueing':>8}  {'restarts':>8}  vs first")
+    lines = [head, f"{'':<{width}}  {'':>9}  {'h':>7}  {'h':>7}  {'h':>7}  {'h':>8}  {'':>5}  {'h avg':>8}  {'per job':>8}"]
+    ref = next(iter(runs.values())).get("avg_jct")
+    for k, (label, r) in enumerate(runs.items()):
+        vs = "" if k == 0 else "-" if not ref or r.get("avg_jct") is None else f"{r['avg_jct'] / ref - 1:+.1%}"
+        util = r.get("utilisation")
+        restarts = r.get("avg_restarts_per_job")
+        lines.append(
+            f"{label:<{width}}  {str(r['n_completed']) + '/' + str(r['n_jobs']):>9}  {_hours(r['avg_jct']):>7}  "
+            f"{_hours(r.get('p50_jct')):>7}  {_hours(r.get('p99_jct')):>7}  {_hours(r.get('makespan')):>8}  "
+            f"{'-' if util is None else f'{util:.3f}':>5}  {_hours(r.get('avg_queueing_delay')):>8}  "
+            f"{'-' if restarts is None else f'{restarts:.2f}':>8}  {vs}".rstrip())
+    return lines
+
+
+def _per_job_lines(first: str, runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per job, each later run's JCT against the first's over the jobs both finished."""
+    ref = runs[first]
+    width = max(len(label) for label in runs)
+    lines = [f"per-job JCT against {first}'s (over the jobs both finished):"]
+    for label, r in list(runs.items())[1:]:
+        ratio = job_ratios(ref, r)
+        if not ratio.size:
+            lines.append(f"  {label:<{width}}  no job finished under both")
+            continue
+        faster, slower = int(np.sum(ratio < 1 - 1e-9)), int(np.sum(ratio > 1 + 1e-9))
+        lines.append(f"  {label:<{width}}  median {float(np.median(ratio)):.3f}x, {faster} faster, {slower} slower, "
+                     f"{ratio.size - faster - slower} the same (of {ratio.size})")
+    return lines
+
+
+def comparison_report(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The lines ``pal-opt compare`` prints for ``{label: result}`` (:func:`load_runs`): the
+    table, the settings that differ, and the per-job comparison against the first run."""
+    _check_runs(runs)
+    lines = _table(runs)
+    differ = differing_settings(runs)
+    lines.append("settings that differ:" + ("" if differ else " none (the same settings in every run)"))
+    for key, values in differ.items():
+        groups: dict[str, list[str]] = {}
+        for label, v in values.items():
+            groups.setdefault(json.dumps(v, sort_keys=True, default=str), []).append(label)
+        lines.append(f"  {key}: " + "; ".join(f"{v} ({', '.join(labels)})" for v, labels in groups.items()))
+    lines.extend(_per_job_lines(next(iter(runs)), runs))
+    return lines
+
+
+def summary_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
+    """One CSV row per run: ``run``, ``file``, ``policy`` and :data:`RUN_FIELDS` (empty where a
+    run lacks a figure)."""
+    _check_runs(runs)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(("run", "file", "policy", *RUN_FIELDS))
+    for label, r in runs.items():
+        policy = run_settings(r).get("policy")
+        w.writerow((label, r.get("_file", ""), "" if policy is None else policy,
+                    *("" if r.get(k) is None else r[k] for k in RUN_FIELDS)))
+    return out.getvalue()

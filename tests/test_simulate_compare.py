@@ -1,0 +1,145 @@
+"""``pal-opt compare``: the result files of separate ``simulate`` runs side by side.
+
+The runs replay the committed ``examples/data/trace.csv`` (24 jobs) on 4 x 4 GPUs with the
+synthetic variability, so that they need no shared data.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pal_opt.cli import main
+from pal_opt.errors import OptionError
+from pal_opt.simulate.compare import comparison_report, differing_settings, load_runs, run_settings
+from pal_opt.simulate.metrics import jct_figure, job_ratios
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "examples" / "data" / "trace.csv"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three result files: PAL and PM-First in one run, PAL with λ 2.5, PAL with the factors of
+    another synthetic seed."""
+    d = tmp_path_factory.mktemp("compare")
+    base = ["simulate", str(TRACE), "--cluster", "4x4", "--quiet"]
+    files = {"two": d / "two.json", "lam": d / "lam.json", "draw": d / "draw.json"}
+    assert main([*base, "--synthetic-variability", "0", "--policy", "pal,pmfirst", "-o", str(files["two"])]) == 0
+    assert main([*base, "--synthetic-variability", "0", "--locality-penalty", "2.5", "-o", str(files["lam"])]) == 0
+    assert main([*base, "--synthetic-variability", "1", "-o", str(files["draw"])]) == 0
+    return files
+
+
+def _doc(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def test_labels_table_settings_and_per_job_figures(runs: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path) -> None:
+    summary = tmp_path / "s.csv"
+    capsys.readouterr()
+    assert main(["compare", str(runs["two"]), str(runs["lam"]), str(runs["draw"]), "--csv", str(summary)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    two, lam, draw = _doc(runs["two"]), _doc(runs["lam"]), _doc(runs["draw"])
+    pal, pmfirst = two["results"]["pal"], two["results"]["pmfirst"]
+    rows = {ln.split()[0]: ln for ln in out[2:6]}
+    assert list(rows) == ["two:pal", "two:pmfirst", "lam", "draw"]
+    assert rows["two:pal"].split()[1:3] == ["24/24", f"{pal['avg_jct'] / 3600:.2f}"]
+    assert rows["lam"].endswith(f"{lam['avg_jct'] / pal['avg_jct'] - 1:+.1%}")
+    assert rows["two:pmfirst"].endswith(f"{pmfirst['avg_jct'] / pal['avg_jct'] - 1:+.1%}")
+    # what differs: the policy, λ and the synthetic seed; not the trace, cluster or round length
+    differ = out[out.index("settings that differ:") + 1: out.index("per-job JCT against two:pal's (over the jobs both finished):")]
+    assert [ln.split(":")[0].strip() for ln in differ] == ["policy", "locality_penalty", "variability_source"]
+    assert differ[1] == "  locality_penalty: 1.7 (two:pal, two:pmfirst, draw); 2.5 (lam)"
+    # per job against the first run: as job_ratios counts them
+    ratio = job_ratios(pal, draw)
+    assert out[-1] == f"wrote {summary}"
+    line = out[-2]
+    assert line.split()[0] == "draw" and f"{int((ratio < 1 - 1e-9).sum())} faster" in line
+    assert f"{int((ratio > 1 + 1e-9).sum())} slower" in line and "(of 24)" in line
+    with summary.open() as f:
+        table = list(csv.DictReader(f))
+    assert [r["run"] for r in table] == ["two:pal", "two:pmfirst", "lam", "draw"]
+    assert [r["policy"] for r in table] == ["pal", "pmfirst", "pal", "pal"]
+    assert float(table[2]["avg_jct"]) == lam["avg_jct"] and float(table[3]["makespan"]) == draw["makespan"]
+    assert table[0]["file"] == str(runs["two"])
+
+
+def test_identical_runs_are_named_so(runs: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "again.json"
+    copy.write_text(runs["lam"].read_text())
+    loaded = load_runs([runs["lam"], copy])
+    lines = comparison_report(loaded)
+    assert "settings that differ: none (the same settings in every run)" in lines
+    assert lines[-1].split() == ["again", "median", "1.000x,", "0", "faster,", "0", "slower,", "24", "the", "same",
+                                 "(of", "24)"]
+    assert lines[3].split()[0] == "again" and lines[3].split()[-1] == "+0.0%"
+
+
+def test_one_file_of_several_policies_is_labelled_by_policy(runs: dict[str, Path]) -> None:
+    loaded = load_runs([runs["two"]])
+    assert list(loaded) == ["pal", "pmfirst"]
+    assert run_settings(loaded["pmfirst"])["policy"] == "pmfirst"
+    assert list(differing_settings(loaded)) == ["policy"]
+
+
+def test_files_of_one_name_are_labelled_by_path(runs: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for sub in ("a", "b"):
+        (tmp_path / sub / "r.json").write_text(runs["lam"].read_text())
+    paths = [str(tmp_path / "a" / "r.json"), str(tmp_path / "b" / "r.json")]
+    assert list(load_runs(paths)) == paths
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d, runs: [str(runs["lam"])], "compare needs at least two runs: "),
+        (lambda d, runs: [str(runs["lam"]), str(ROOT / "instances" / "paper-16x4.json")],
+         "paper-16x4.json: not a result of pal-opt simulate: no n_jobs, n_completed, avg_jct, job_results"),
+        (lambda d, runs: [str(runs["lam"]), str(d / "missing.json")], "missing.json"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(runs: dict[str, Path], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str], make: Any, message: str) -> None:
+    out = tmp_path / "s.csv"
+    capsys.readouterr()
+    assert main(["compare", *make(tmp_path, runs), "--csv", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pal-opt: error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_an_output_over_an_input_is_refused(runs: dict[str, Path], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    before = runs["lam"].read_bytes()
+    capsys.readouterr()
+    assert main(["compare", str(runs["two"]), str(runs["lam"]), "--csv", str(runs["lam"])]) == 2
+    assert "which it would overwrite" in capsys.readouterr().err
+    assert runs["lam"].read_bytes() == before
+
+
+def test_the_figure_title_names_only_what_every_run_shares(runs: dict[str, Path], tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from pal_opt.simulate import metrics
+
+    loaded = load_runs([runs["two"], runs["lam"]])
+    assert metrics._figure_title(loaded) == "trace.csv, cluster 4x4, 360 s rounds, seed 0"  # noqa: SLF001
+    other = dict(loaded["lam"], config=dict(loaded["lam"]["config"], seed=3, round_length=60))
+    assert metrics._figure_title({"a": loaded["two:pal"], "b": other}) == "trace.csv, cluster 4x4"  # noqa: SLF001
+    png = tmp_path / "c.png"
+    assert main(["compare", str(runs["two"]), str(runs["lam"]), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert jct_figure(loaded, "x.png")[:8] == b"\x89PNG\r\n\x1a\n"  # runs without a round log (Sia's)
+
+
+def test_comparison_report_needs_two_runs(runs: dict[str, Path]) -> None:
+    one = load_runs([runs["two"]])
+    with pytest.raises(OptionError, match="at least two runs, got 1"):
+        comparison_report({"pal": one["pal"]})
