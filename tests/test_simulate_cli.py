@@ -79,6 +79,37 @@ def test_neither_option_warns_once_and_records_the_default(tmp_path: Path, capsy
     assert _warnings(err) == [] and explicit["job_results"] == doc["job_results"]
 
 
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--synthetic-variability", "0"], "the factors are the synthetic model's of --synthetic-variability 0 (give "
+                                           "another SEED there for another draw)"),
+        (["--synthetic-variability", "0", "--failures", "--failure-seed", "2"],
+         "the factors are the synthetic model's of --synthetic-variability 0"),
+        (["--synthetic-variability", "0", "--variability-draw", "artifact"],
+         "--variability-draw artifact replays the PAL artifact's draw"),
+        (["--cluster", str(ROOT / "instances" / "paper-16x4.json")], "the factors are --cluster "),
+    ],
+)
+def test_a_seed_that_seeds_nothing_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str],
+                                              why: str) -> None:
+    """Runs under --seed 0, 1, 2 beside --synthetic-variability 0 were the same run three times
+    (``pal-opt compare``: 24 of 24 jobs the same), each file recording its own seed."""
+    _, err = _simulate(tmp_path, capsys, "--seed", "1", *args, code=2)
+    assert err.startswith(f"pal-opt: error: --seed 1 changes nothing: {why}") and err.count("\n") == 1
+    assert err.rstrip().endswith(", no policy is random and no failure is drawn by it")
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("args", [["--policy", "pal,random"], ["--failures", "--failure-scale", "1000"]])
+def test_a_seed_of_the_random_policy_or_the_failures_is_taken(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               args: list[str]) -> None:
+    one, _ = _simulate(tmp_path, capsys, "--synthetic-variability", "0", "--seed", "1", *args, name="one.json")
+    two, _ = _simulate(tmp_path, capsys, "--synthetic-variability", "0", "--seed", "2", *args, name="two.json")
+    last = (lambda d: d["results"]["random"]) if "random" in args[-1] else (lambda d: d)
+    assert last(one)["job_results"] != last(two)["job_results"]  # the seed changed the run
+
+
 def test_neither_option_on_a_machine_with_the_shared_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                            shared_dir: Path) -> None:
     doc, err = _simulate(tmp_path, capsys)

@@ -199,6 +199,27 @@ def _check_synthetic_used(seed: int | None, files: dict[str, str], used: set[str
                           f"({', '.join(sorted(used))}) draws its factors from a --variability file")
 
 
+def _check_seed_used(args: argparse.Namespace, origins: dict[str, str] | None, used: set[str]) -> None:
+    """``--seed`` seeds the numpy draw from measurement files and the synthetic model's fallback,
+    the ``random`` policy and the failures (without ``--failure-seed``).  Given where it seeds none
+    of them (``origins``: ``{class: file or "synthetic"}`` of a drawn cluster, None for a cluster
+    file), runs under other seeds are the same run, recorded under seeds no outcome came from: an
+    :class:`OptionError`, as ``solve --seed`` for a method that draws nothing at random."""
+    if args.seed is None or "random" in args.policy or (getattr(args, "failures", False) and args.failure_seed is None):
+        return
+    if origins is None:
+        factors = f"the factors are --cluster {args.cluster}'s"
+    elif args.variability_draw == "artifact":
+        factors = "--variability-draw artifact replays the PAL artifact's draw"
+    elif all(origins.get(c) == "synthetic" for c in used) and args.synthetic_variability is not None:
+        factors = f"the factors are the synthetic model's of --synthetic-variability {args.synthetic_variability} " \
+                  "(give another SEED there for another draw)"
+    else:
+        return
+    raise OptionError(f"--seed {args.seed} changes nothing: {factors}, no policy is random and no failure is drawn "
+                      "by it")
+
+
 def _warn_default_source(defaulted: dict[str, str]) -> None:
     """One warning line: which classes the trace uses took the default variability source."""
     if not defaulted:
@@ -392,10 +413,12 @@ def run(args: argparse.Namespace) -> int:
         origins = {c: os.fspath(args.cluster) for c in cluster.factors}
         source: dict[str, Any] = {"kind": "cluster file", "chosen_by": "options", "defaulted": {},
                                   "synthetic_seed": None}
+        _check_seed_used(args, None, used)
     else:
         cluster, origins = build_cluster(spec, variability, seed=args.seed or 0, draw=args.variability_draw,
                                          synthetic_seed=args.synthetic_variability)
         source = variability_source(origins, variability, args.synthetic_variability, used)
+        _check_seed_used(args, origins, used)
         # the default measurement files too (the shared Longhorn CSVs): --out over one replaced it
         refuse_overwriting_inputs(outputs, [(f"variability file of {c}", f) for c, f in origins.items()
                                             if f != "synthetic"])
