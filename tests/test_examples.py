@@ -38,6 +38,22 @@ def test_heuristic_vs_optimal_gaps_are_non_negative() -> None:
     mod = runpy.run_path(str(EXAMPLES / "heuristic_vs_optimal.py"))
     rows = mod["main"](rounds=2)
     assert rows and all(r["gap"] >= -1e-9 for r in rows)
+    assert all(r["status"] != "optimal" or r["proven"] == pytest.approx(r["gap"], abs=1e-6) for r in rows)
+
+
+def test_heuristic_vs_optimal_takes_its_rounds_from_the_command_line(tmp_path: Path) -> None:
+    """Seeds, sizes and a CSV of the rows, as a researcher running it for a table would ask."""
+    out = tmp_path / "gaps.csv"
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "heuristic_vs_optimal.py"), "--rounds", "2", "--first-seed",
+                           "7", "--nodes", "4", "--gpus-per-node", "4", "--jobs", "10", "--csv", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0] == "seed,method,greedy,optimal,status,gap,proven"
+    assert [ln.split(",")[:2] for ln in lines[1:]] == [[s, m] for s in ("7", "8") for m in ("pal", "pmfirst", "packed")]
+    mod = runpy.run_path(str(EXAMPLES / "heuristic_vs_optimal.py"))
+    again = mod["main"](2, 4, 4, 10, first_seed=7)
+    assert [f"{r['greedy']!r}" for r in again] == [ln.split(",")[2] for ln in lines[1:]]
 
 
 def test_gpu_types_ilp_runs_no_slower_than_sia_and_never_below_the_floor() -> None:
