@@ -162,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
     add_restart_arguments(s, from_instance=True)
     add_output_arguments(s)
+    s.add_argument("--write-lp", default=None, type=output_file, metavar="PROGRAM.lp",
+                   help="ilp: also write the round program it builds for the admitted jobs (CPLEX LP, pal-opt's "
+                        "deterministic writer, as formulations/golden/; with --out, all or none); not for rounds "
+                        "with pipeline jobs (the stage program)")
     s.set_defaults(func=_cmd_solve)
 
     _add_repair(sub, binning_modes)
@@ -489,7 +493,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import Status
     from .solve import solve
 
-    check_outputs({"--out": args.out, "--plot": args.plot}, [("INSTANCE.json", args.instance)])
+    check_outputs({"--out": args.out, "--plot": args.plot, "--write-lp": args.write_lp}, [("INSTANCE.json", args.instance)])
     _check_plot(args)
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
@@ -501,6 +505,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if options.jobs:
         options = replace(options, jobs=resolve_job_ids(args.jobs, inst.job_by_id, source=args.instance))
     _warn_unoptimised_charges(args)
+    args.extra_outputs = _program_lp(args, inst, options)
     try:
         with live_line("solving", args.method, enabled=not args.quiet):  # erased before anything is printed
             result = solve(inst, method=args.method, options=options)
@@ -514,6 +519,24 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         return 1
     _report(args, inst, _record_overrides(args, result))
     return 0
+
+
+def _program_lp(args: argparse.Namespace, inst: Any, options: Any) -> dict[str, bytes]:
+    """``{--write-lp file: the round program as CPLEX LP}`` (:func:`pal_opt.ilp.round_program`),
+    built before the solve and written with ``--out``; empty without the flag."""
+    if args.write_lp is None:
+        return {}
+    if args.method != "ilp":
+        raise OptionError(f"--write-lp writes the program of --method ilp, not of {args.method!r}")
+    from .ilp import round_program
+    from .ilp.lpwriter import lp_text
+
+    form, label = round_program(inst, binning=options.binning, admission=options.admission, jobs=options.jobs)
+    jobs = [inst.jobs[i].id for i in form.admitted]
+    shown = ", ".join(map(str, jobs[:20])) + (", ..." if len(jobs) > 20 else "")
+    comment = (f"round {inst.name or args.instance} ({os.fspath(args.instance)}); admission {label}, binning "
+               f"{options.binning or inst.params.binning}; {len(jobs)} admitted jobs: {shown}")
+    return {args.write_lp: lp_text(form, comment=comment).encode("utf-8")}
 
 
 def _record_overrides(args: argparse.Namespace, result: Any) -> Any:
@@ -710,6 +733,7 @@ def _finish_report(args: argparse.Namespace, result: Any, lines: list[tuple[str,
     outputs: dict[str, bytes] = {}
     if args.out:
         outputs[args.out] = (result.to_json() + "\n").encode("utf-8")
+    outputs.update(getattr(args, "extra_outputs", None) or {})
     if getattr(args, "plot", None) and inst is not None:
         from .placement_figure import placement_figure
 

@@ -5,6 +5,8 @@
   :class:`Program` (:mod:`pal_opt.ilp.program`) with the round's metadata;
 * a backend (:func:`get_backend`: ``"highs"``, ``"cpsat"``, ``"cbc"``, or one added with
   :func:`register_backend`) translates and solves any :class:`Program`;
+* :func:`round_program` is the program :func:`solve_ilp` builds for a round and its options
+  (the jobs admitted, the factors binned), ready for :func:`write_lp`;
 * :func:`solve_ilp` decodes the answer into GPU sets and prices it with :mod:`pal_opt.cost`;
   a round with pipeline jobs goes to the stage program (:mod:`pal_opt.ilp.stageround`,
   ``formulations/pipeline_round.md``), which places every stage;
@@ -22,11 +24,12 @@ from .formulation import Formulation, build_formulation
 from .lpwriter import write_lp
 from .partition import solve_partitioned
 from .program import Program
-from .solve import solve_ilp
+from .solve import round_program, solve_ilp
 from .warm import WarmStart
 
 __all__ = [
     "solve_ilp",
+    "round_program",
     "WarmStart",
     "solve_partitioned",
     "build_formulation",

@@ -118,7 +118,7 @@ from .stageround import (
 from .stagesearch import search_applies, solve_stage_search
 from .warm import WarmStart, warm_info
 
-__all__ = ["solve_ilp", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
+__all__ = ["solve_ilp", "round_program", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
            "OPTIMALITY_TOL", "PROGRAM_LP_OWN_MAX_ENTRIES"]
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,36 @@ def resolve_admission(
     if mode not in ADMISSION_MODES:
         raise OptionError(f"unknown admission {mode!r}; choose one of {', '.join(ADMISSION_MODES)} (or pass jobs=)")
     return admit(instance, mode), mode
+
+
+def round_program(instance: RoundInstance, *, binning: str | None = None, admission: str | None = None,
+                  jobs: Sequence[JobId] | None = None) -> tuple[Formulation, str]:
+    """The round program :func:`solve_ilp` builds for ``instance`` with these options, and the
+    admission label (``prefix``, ``backfill``, ``given``): the jobs admitted as the solve admits
+    them and the factors binned as it bins them (``pal-opt solve --method ilp --write-lp``).
+
+    The solve may answer without it: a round whose start placements meet the gap target, or, at
+    more than 4,096 free GPUs, the flow-free relaxation's bound (``formulations/round_ilp.md``
+    §11), builds no program; at such sizes building it takes tens of seconds.
+
+    Raises
+    ------
+    OptionError
+        Bad options (:func:`resolve_admission`), or an admitted pipeline job: its round is the
+        stage program (:mod:`pal_opt.ilp.stageround`), which this does not build.
+    InfeasibleRoundError
+        Jobs given (``jobs=``) that need more GPUs than are free.
+    """
+    require_instance(instance)
+    mode = binning or instance.params.binning
+    if mode not in BINNING_MODES:
+        raise OptionError(f"unknown binning mode {mode!r}; choose one of {', '.join(BINNING_MODES)}")
+    admitted, label = resolve_admission(instance, admission, jobs)
+    piped = [instance.jobs[i].id for i in admitted if instance.jobs[i].pipeline is not None]
+    if piped:
+        raise OptionError(f"job {piped[0]!r} is a pipeline job: its round is the stage program "
+                          "(formulations/pipeline_round.md), which is not exported")
+    return build_formulation(instance, admitted, factors=binned_factors(instance.cluster, mode)), label
 
 
 def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, deterministic: Any,

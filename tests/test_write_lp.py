@@ -1,0 +1,81 @@
+"""``pal-opt solve --method ilp --write-lp`` and :func:`pal_opt.ilp.round_program`: the program a
+solve builds, exported as CPLEX LP, read back by HiGHS to the solve's optimum."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import highspy
+import pytest
+
+import pal_opt
+from pal_opt.cli import main
+from pal_opt.errors import OptionError
+from pal_opt.ilp import round_program
+from pal_opt.ilp.lpwriter import lp_text
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT / "instances" / "paper-16x4.json"
+
+
+def _lp_optimum(path: Path) -> float:
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    h.run()
+    assert h.modelStatusToString(h.getModelStatus()) == "Optimal"
+    return float(h.getInfo().objective_function_value)
+
+
+@pytest.mark.parametrize("extra", [[], ["--admission", "backfill"], ["--jobs", "0,1,3,28"]])
+def test_the_written_program_is_the_solves_and_has_its_optimum(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               extra: list[str]) -> None:
+    lp, out = tmp_path / "round.lp", tmp_path / "p.json"
+    assert main(["solve", str(PAPER), "--method", "ilp", "--write-lp", str(lp), "--out", str(out), *extra]) == 0
+    assert f"wrote      {out}, {lp}" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    inst = pal_opt.load_instance(PAPER)
+    admission = extra[1] if extra[:1] == ["--admission"] else None
+    jobs = [int(j) for j in extra[1].split(",")] if extra[:1] == ["--jobs"] else None
+    form, label = round_program(inst, admission=admission, jobs=jobs)
+    assert label == doc["admission"]
+    assert [inst.jobs[i].id for i in form.admitted] == sorted(int(j) for j in doc["placements"])
+    text = lp.read_text()
+    plain = lp_text(form)
+    assert text[text.index("\nMinimize\n"):] == plain[plain.index("\nMinimize\n"):]  # past the comment lines
+    assert f"admission {label}, binning pal-artifact; {len(form.admitted)} admitted jobs: " in " ".join(
+        ln.lstrip("\\ ") for ln in text.splitlines()[1:3])
+    assert _lp_optimum(lp) == pytest.approx(doc["objective"], abs=1e-6)
+    assert doc["info"]["num_vars"] == form.num_vars and doc["info"]["num_rows"] == form.num_rows
+
+
+def test_the_same_round_writes_the_same_bytes(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.lp", tmp_path / "b.lp"
+    for path in (a, b):
+        assert main(["solve", str(PAPER), "--method", "ilp", "--write-lp", str(path), "--quiet"]) == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_write_lp_is_for_ilp_only_and_writes_nothing_else(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lp, out = tmp_path / "x.lp", tmp_path / "p.json"
+    capsys.readouterr()
+    assert main(["solve", str(PAPER), "--method", "pal", "--write-lp", str(lp), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == "pal-opt: error: --write-lp writes the program of --method ilp, not of 'pal'\n"
+    assert not lp.exists() and not out.exists()
+    assert main(["solve", str(PAPER), "--method", "ilp", "--write-lp", str(PAPER)]) == 2
+    assert "which it would overwrite" in capsys.readouterr().err
+
+
+def test_a_round_with_a_pipeline_job_is_not_exported() -> None:
+    cluster = Cluster.from_arrays(range(8), [0] * 4 + [1] * 4, {"classA": [1.0] * 8})
+    jobs = (Job("p", 4, "classA", 0, pipeline=Pipeline((2.0, 1.0), (3, 1))), Job("g", 2, "classA", 1))
+    inst = RoundInstance(cluster, jobs, RoundParams(binning="none"))
+    with pytest.raises(OptionError, match="job 'p' is a pipeline job: its round is the stage program"):
+        round_program(inst)
+    form, label = round_program(inst, jobs=["g"])  # the gang alone is the round program's
+    assert label == "given" and [inst.jobs[i].id for i in form.admitted] == ["g"]
+    with pytest.raises(OptionError, match="unknown binning mode 'x'"):
+        round_program(inst, binning="x")
