@@ -153,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
         help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
     )
+    s.add_argument(
+        "--jobs-from", type=input_file, default=None, metavar="PLACEMENT.json",
+        help="exact methods: place exactly the jobs this placement placed (e.g. solve --method pal --out's) and "
+             "compare it with the answer: a greedy's gap to the optimum of its own job set",
+    )
     s.add_argument("--canonical", action="store_true",
                    help="ilp, ilp-preempt: the same placement whichever backend proves the round optimal (ties "
                         "broken canonically), at the same cost")
@@ -493,8 +498,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from .result import Status
     from .solve import solve
 
-    check_outputs({"--out": args.out, "--plot": args.plot, "--write-lp": args.write_lp}, [("INSTANCE.json", args.instance)])
+    check_outputs({"--out": args.out, "--plot": args.plot, "--write-lp": args.write_lp},
+                  [("INSTANCE.json", args.instance), ("--jobs-from", args.jobs_from)])
     _check_plot(args)
+    args.against = _jobs_from(args)
     options = solve_options(args)
     if options.time_limit is not None:  # the limit bounds the whole command, counted from its start
         from .deadline import process_started
@@ -519,6 +526,39 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         return 1
     _report(args, inst, _record_overrides(args, result))
     return 0
+
+
+def _jobs_from(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--jobs-from``: the placement file read, its placed jobs set as ``args.jobs``; None without it."""
+    if args.jobs_from is None:
+        return None
+    from .io import load_placement_file
+    from .methods import get_method
+
+    if args.jobs is not None:
+        raise OptionError("give --jobs or --jobs-from, not both")
+    if not get_method(args.method).exact or "jobs" not in get_method(args.method).options:
+        raise OptionError(f"--jobs-from applies to the exact methods that take --jobs, not to {args.method!r}")
+    doc = load_placement_file(args.jobs_from)
+    args.jobs = list(doc["placements"])
+    return doc
+
+
+def _against_line(args: argparse.Namespace, inst: Any, result: Any) -> str:
+    """The ``--jobs-from`` placement priced on this round (its binned factors) against the answer."""
+    from .binning import binned_factors
+    from .cost import evaluate
+
+    doc = args.against
+    by_text = {str(j.id): j.id for j in inst.jobs}
+    theirs = evaluate(inst, {by_text[k]: tuple(v) for k, v in doc["placements"].items()},
+                      binned_factors(inst.cluster, result.info["binning"])).geomean
+    ours = result.geomean_slowdown
+    who = f"{os.fspath(args.jobs_from)} ({doc.get('method') or 'placement'})"
+    text = f"{who}: slowdown {theirs:.4f}, {theirs / ours - 1:+.2%} against this answer"
+    if result.gap is not None:  # against the proven bound: at most that above the optimum
+        text += f", {(theirs / ours) * (1 + result.gap) - 1:+.2%} against the proven bound"
+    return text
 
 
 def _program_lp(args: argparse.Namespace, inst: Any, options: Any) -> dict[str, bytes]:
@@ -613,6 +653,8 @@ def _report(args: argparse.Namespace, inst: Any, result: Any) -> None:
     blocked = _blocking_line(inst, result)
     if blocked:
         lines.append(("blocked", blocked))
+    if getattr(args, "against", None) is not None and result.placements:
+        lines.append(("against", _against_line(args, inst, result)))
     _finish_report(args, result, lines, inst)
 
 
