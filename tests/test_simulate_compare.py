@@ -81,6 +81,17 @@ def test_identical_runs_are_named_so(runs: dict[str, Path], tmp_path: Path) -> N
     assert lines[3].split()[0] == "again" and lines[3].split()[-1] == "+0.0%"
 
 
+def test_runs_over_different_jobs_are_named_so(runs: dict[str, Path], tmp_path: Path) -> None:
+    short = tmp_path / "short.json"
+    assert main(["simulate", str(TRACE), "--cluster", "4x4", "--quiet", "--synthetic-variability", "0",
+                 "--max-hours", "3", "-o", str(short)]) == 0
+    lines = comparison_report(load_runs([runs["lam"], short]))
+    n = _doc(short)["n_completed"]
+    assert n < 24
+    assert lines[4] == f"the averages are over different jobs: lam 24 of 24, short {n} of 24 finished"
+    assert "the averages are over different jobs" not in " ".join(comparison_report(load_runs([runs["two"]])))
+
+
 def test_one_file_of_several_policies_is_labelled_by_policy(runs: dict[str, Path]) -> None:
     loaded = load_runs([runs["two"]])
     assert list(loaded) == ["pal", "pmfirst"]

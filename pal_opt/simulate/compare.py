@@ -186,6 +186,10 @@ def comparison_report(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     table, the settings that differ, and the per-job comparison against the first run."""
     _check_runs(runs)
     lines = _table(runs)
+    done = {label: (r["n_completed"], r["n_jobs"]) for label, r in runs.items()}
+    if len(set(done.values())) > 1:  # a run stopped early (--max-hours), or another trace
+        lines.append("the averages are over different jobs: " + ", ".join(
+            f"{label} {c} of {n}" for label, (c, n) in done.items()) + " finished")
     differ = differing_settings(runs)
     lines.append("settings that differ:" + ("" if differ else " none (the same settings in every run)"))
     for key, values in differ.items():
