@@ -79,3 +79,19 @@ def test_a_round_with_a_pipeline_job_is_not_exported() -> None:
     assert label == "given" and [inst.jobs[i].id for i in form.admitted] == ["g"]
     with pytest.raises(OptionError, match="unknown binning mode 'x'"):
         round_program(inst, binning="x")
+
+
+def test_a_program_shows_its_size_not_its_arrays() -> None:
+    """``print(build_formulation(inst))`` printed every coefficient, bound and name (over 200 lines
+    for the paper's 64 GPUs)."""
+    from pal_opt.hetero.jointprogram import JointProgram
+    from pal_opt.hetero.levelprogram import LevelProgram
+    from pal_opt.hetero.roundprogram import RoundProgram
+    from pal_opt.ilp import Formulation, Program
+
+    form, _ = round_program(pal_opt.load_instance(PAPER))
+    assert repr(form) == "<Formulation: 126 variables (35 integer), 64 rows, 292 nonzeros>"
+    small = Program.from_arrays(c=[1, 2], A=[[1, 1]], row_lo=[1], row_hi=[2], col_lo=[0, 0], col_hi=[1, 1],
+                                integrality=[True, False])
+    assert repr(small) == "<Program: 2 variables (1 integer), 1 row, 2 nonzeros>"
+    assert all(cls.__repr__ is Program.__repr__ for cls in (Formulation, RoundProgram, LevelProgram, JointProgram))

@@ -91,7 +91,7 @@ class JointRound:
     held: np.ndarray
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
 class JointProgram(Program):
     """The program plus what decoding needs: the x columns first (job, configuration or type,
     level; rigid jobs numbered after the adaptive ones), then w (job, cell), then u (job, node)."""

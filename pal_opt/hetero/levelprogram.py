@@ -84,7 +84,7 @@ class LevelRound:
         return int(self.goodput.shape[0])
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
 class LevelProgram(Program):
     """The program plus what decoding needs: per column its job (adaptive jobs first, then rigid
     ones), configuration (type for rigid jobs) and level (-1 for rigid jobs)."""

@@ -136,7 +136,7 @@ class RoundInput:
         return pa, pr
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
 class RoundProgram(Program):
     """The round program: a :class:`~pal_opt.ilp.program.Program` (``min c·z + obj_offset``, in
     units of ``1 / scale``) that every backend solves, plus what decoding needs.

@@ -171,7 +171,7 @@ class ColumnMeta:
     profile: np.ndarray | None = None
 
 
-@dataclass(frozen=True, eq=False, kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
 class Formulation(Program):
     """The round program: a :class:`~pal_opt.ilp.program.Program` plus what decoding needs.
 

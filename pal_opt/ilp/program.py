@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..errors import counted
+
 __all__ = ["Program", "read_only"]
 
 
@@ -100,6 +102,12 @@ class Program:
             var_names=tuple(var_names) if var_names is not None else tuple(f"x{i}" for i in range(cc.size)),
             row_names=tuple(row_names) if row_names is not None else tuple(f"r{i}" for i in range(len(row_lo))),
         )
+
+    def __repr__(self) -> str:
+        """Its size, not its arrays (the dataclass's repr printed every coefficient and name)."""
+        return (f"<{type(self).__name__}: {counted(self.num_vars, 'variable')} "
+                f"({int(np.count_nonzero(self.integrality))} integer), {counted(self.num_rows, 'row')}, "
+                f"{counted(int(self.A.nnz), 'nonzero')}>")
 
     @property
     def num_vars(self) -> int:
