@@ -553,3 +553,33 @@ def test_several_policies_on_a_sia_trace_share_one_run_with_a_table_and_a_figure
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"avg JCT against sia: pal {pal['avg_jct'] / sia['avg_jct'] - 1:+.1%}" in text
     assert f"wrote {out}, {table}, {fig}" in text
+
+
+def test_a_sia_result_logs_its_rounds_and_its_figure_draws_the_utilisation(
+    sia_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The figure of a Sia run had the JCT CDF alone (no per-round log to draw the utilisation
+    from); the result now logs each round's GPUs in use, as a PAL result logs its busy GPU-seconds."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    titles: list[list[str]] = []
+    save = Figure.savefig
+
+    def spy(self: Figure, *a: Any, **kw: Any) -> Any:
+        titles.append([ax.get_title() for ax in self.axes])
+        return save(self, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    trace, out, fig = _trace(sia_dir, tmp_path), tmp_path / "r.json", tmp_path / "f.png"
+    assert cli.main(["simulate", str(trace), "--cluster", PAPER, "--profiles", str(sia_dir / "profiles"), "--quiet",
+                     "--policy", "sia,pal", "--plot", str(fig), "--out", str(out)]) == 0
+    assert titles == [["JCT CDF", "Utilisation per round", "Per-job JCT against sia"]]
+    for res in json.loads(out.read_text())["results"].values():
+        log = res["round_log"]
+        assert log["time"] == [60.0 * (k + 1) for k in range(res["rounds"])]
+        by_type = np.array(list(log["gpus_in_use_by_type"].values()))
+        assert list(log["gpus_in_use_by_type"]) == ["aws", "rtx", "dgx-ext"]
+        assert by_type.sum(axis=0).tolist() == log["gpus_in_use"]
+        assert np.mean(log["gpus_in_use"]) / 64 == pytest.approx(res["utilisation"])
+        assert np.mean(by_type[0]) == pytest.approx(res["avg_gpus_in_use_by_type"]["aws"])

@@ -263,6 +263,10 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
     doc["units"] = "seconds (jct, makespan, wall)"
     if result.failure_log is not None:
         doc["failure_log"] = result.failure_log
+    use = result.gpus_in_use  # round k's allocation, made at (k + 1) x the round length, held one round
+    doc["round_log"] = {"time": [(k + 1) * result.round_length for k in range(use.shape[0])],
+                        "gpus_in_use": use.sum(axis=1).tolist(),
+                        "gpus_in_use_by_type": {t.name: use[:, i].tolist() for i, t in enumerate(result.cluster)}}
     doc[PER_JOB_FIELD] = [
         {"name": r.name, "application": r.application, "kind": r.kind, "submit_time": r.submit_time,
          "start_time": r.start_time, "completion_time": r.completion_time, "jct": r.jct,
@@ -419,9 +423,9 @@ def _outputs(paths: dict[str, str | None], docs: dict[str, dict[str, Any]]) -> d
                 w.writerow([policy, *cells] if several else cells)
         out[str(paths["--jobs-csv"])] = buf.getvalue().encode()
     if paths["--plot"]:
-        from ..simulate.metrics import jct_figure
+        from ..simulate.metrics import result_figure
 
-        out[str(paths["--plot"])] = jct_figure(docs, paths["--plot"])
+        out[str(paths["--plot"])] = result_figure(docs, paths["--plot"])
     return out
 
 

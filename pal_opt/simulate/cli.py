@@ -472,8 +472,8 @@ def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None, type=output_file, metavar="SUMMARY.csv",
                    help="the table as CSV, one row per run (times in seconds)")
     p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
-                   help="one figure: the JCT CDF, the utilisation over time (when every run has a per-round log: "
-                        "PAL traces) and each job's JCT against the first run's, one line per run (needs "
+                   help="one figure: the JCT CDF, the utilisation over time (when every file has a per-round log; "
+                        "Sia results of earlier versions have not) and each job's JCT against the first run's, one line per run (needs "
                         "matplotlib: pip install 'pal-opt[plot]')")
     p.set_defaults(func=run_compare, handler=run_compare)
     return p

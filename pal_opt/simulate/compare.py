@@ -8,8 +8,8 @@ one policy, or ``{"policies", "results"}`` of several) into ``{label: result}``,
 simulators share, :data:`~pal_opt.simulate.fields.SHARED_FIELDS`, each run's average JCT against
 the first's, the settings in which the runs differ, and per job the JCT against the first run's
 over the jobs both finished), and :func:`summary_csv_text` the same table as CSV.  The figure is
-:func:`~pal_opt.simulate.metrics.result_figure` (or, when a run has no per-round log, as a Sia
-run has not, :func:`~pal_opt.simulate.metrics.jct_figure`).
+:func:`~pal_opt.simulate.metrics.result_figure` (or, when a file has no per-round log, as a Sia
+result of an earlier version has not, :func:`~pal_opt.simulate.metrics.jct_figure`).
 """
 
 from __future__ import annotations

@@ -193,12 +193,22 @@ def _cdf_total(r: Mapping[str, Any]) -> int:
     return len(r["job_results"]) - len(r.get("unplaceable") or ())
 
 
+def _round_use(r: Mapping[str, Any]) -> tuple[float, np.ndarray]:
+    """The round length and each round's utilisation: a PAL result's busy GPU-seconds over its
+    GPUs, or a Sia result's GPUs in use (its ``round_log``) over its cluster's."""
+    log = r["round_log"]
+    if "busy_gpu_seconds" in log:
+        length = float(r["config"]["round_length"])
+        return length, np.asarray(log["busy_gpu_seconds"], dtype=np.float64) / (float(r["num_gpus"]) * length)
+    gpus = sum(int(t["nodes"]) * int(t["gpus_per_node"]) for t in r["cluster"].values())
+    return float(r["round_seconds"]), np.asarray(log["gpus_in_use"], dtype=np.float64) / gpus
+
+
 def _util_series(r: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """Utilisation per round as a step series for ``where="post"``: 0 over the idle gaps the run
     skipped (no round), and the last round drawn to its end."""
     log = r["round_log"]
-    length = float(r["config"]["round_length"])
-    u = np.asarray(log["busy_gpu_seconds"], dtype=np.float64) / (float(r["num_gpus"]) * length)
+    length, u = _round_use(r)
     times: list[float] = []
     values: list[float] = []
     for k, start in enumerate(log["time"]):
