@@ -72,7 +72,7 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    args = _arguments(sys.argv[1:])
     with PipeSafe():  # output piped into head: the rest dropped, no BrokenPipeError
+        args = _arguments(sys.argv[1:])
         main(args.rounds, args.nodes, args.gpus_per_node, args.jobs, first_seed=args.first_seed,
              time_limit=args.time_limit, csv_path=args.csv)
