@@ -437,14 +437,15 @@ def _print_summaries(args: argparse.Namespace, docs: dict[str, dict[str, Any]], 
 
     for policy, doc in docs.items():
         # None when no job completed (then n_completed says 0): "-", as the PAL simulator prints it
-        avg, p99, mk = (f"{doc[k] / 3600.0:.2f} h" if doc[k] is not None else "-" for k in ("avg_jct", "p99_jct", "makespan"))
-        print(
-            f"{policy}: {doc['n_completed']}/{doc['n_jobs']} jobs, avg JCT {avg}, p99 JCT {p99}, "
-            f"makespan {mk}, utilisation {doc['utilisation']:.3f}, restarts/job "
-            f"{doc['avg_restarts_per_job']:.2f}"
+        avg, p99, mk, wait = (f"{doc[k] / 3600.0:.2f} h" if doc[k] is not None else "-"
+                              for k in ("avg_jct", "p99_jct", "makespan", "avg_queueing_delay"))
+        print(  # the PAL simulator's line, in its words and order, then what only this one has
+            f"{policy}: {doc['n_completed']}/{doc['n_jobs']} jobs finished, avg JCT {avg}, p99 JCT {p99}, "
+            f"makespan {mk}, utilisation {doc['utilisation']:.3f}, avg queueing {wait}, rounds {doc['rounds']}, "
+            f"restarts/job {doc['avg_restarts_per_job']:.2f}"
             + (f", slowdown {v['mean']:.3f} (placement floor {v['placement_floor']:.3f})"
                if (v := doc.get("variability_slowdown")) else "")
-            + f", {doc['wall_seconds']:.0f} s wall -> {args.out}"
+            + f", placement time {doc['solve_seconds_total']:.2f} s, {doc['wall_seconds']:.0f} s wall -> {args.out}"
         )
         if (line := unfinished_line(policy, doc, len(results[policy].unplaceable))) is not None:
             print(line)
