@@ -355,6 +355,7 @@ BY_CALLABLE: dict[str, dict[str, V]] = {
     "pal_opt.simulate.parse_cluster": {"text": lambda e: "2x4"},
     "pal_opt.simulate.comparison_report": {"runs": lambda e: _two_runs(e)},
     "pal_opt.simulate.summary_csv_text": {"runs": lambda e: _two_runs(e)},
+    "pal_opt.simulate.job_jcts_csv_text": {"runs": lambda e: _two_runs(e)},
     "pal_opt.simulate.load_runs": {"paths": lambda e: [e.file(f"{n}.json", json.dumps(_two_runs(e)["a"]))
                                                        for n in ("a", "b")]},
     "pal_opt.topology.compress_hostlist": {"names": lambda e: ["n1", "n2"]},

@@ -154,3 +154,31 @@ def test_comparison_report_needs_two_runs(runs: dict[str, Path]) -> None:
     one = load_runs([runs["two"]])
     with pytest.raises(OptionError, match="at least two runs, got 1"):
         comparison_report({"pal": one["pal"]})
+
+
+def test_the_per_job_table_gives_each_runs_jct_and_ratio(runs: dict[str, Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "jobs.csv"
+    assert main(["compare", str(runs["lam"]), str(runs["two"]), "--jobs-csv", str(table)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {table}"
+    with table.open() as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["job", "jct:lam", "jct:two:pal", "jct:two:pmfirst", "ratio:two:pal", "ratio:two:pmfirst"]
+    lam, pmfirst = _doc(runs["lam"]), _doc(runs["two"])["results"]["pmfirst"]
+    assert [r["job"] for r in rows] == [str(j["job_id"]) for j in lam["job_results"]]
+    for row, a, b in zip(rows, lam["job_results"], pmfirst["job_results"], strict=True):
+        assert float(row["jct:lam"]) == a["jct"] and float(row["jct:two:pmfirst"]) == b["jct"]
+        assert float(row["ratio:two:pmfirst"]) == pytest.approx(b["jct"] / a["jct"])
+    ratios = sorted(float(r["ratio:two:pal"]) for r in rows)
+    assert ratios == pytest.approx(job_ratios(lam, _doc(runs["two"])["results"]["pal"]).tolist())
+
+
+def test_the_per_job_table_leaves_unfinished_and_missing_jobs_empty() -> None:
+    from pal_opt.simulate import job_jcts_csv_text
+
+    def run(*jobs: tuple[str, float | None]) -> dict[str, Any]:
+        return {"n_jobs": len(jobs), "n_completed": sum(j is not None for _, j in jobs), "avg_jct": 1.0,
+                "job_results": [{"name": n, "jct": j} for n, j in jobs]}
+
+    text = job_jcts_csv_text({"a": run(("x", 10.0), ("y", None)), "b": run(("y", 5.0), ("x", 20.0), ("z", 1.0))})
+    assert text.splitlines() == ["job,jct:a,jct:b,ratio:b", "x,10.0,20.0,2.0", "y,,5.0,", "z,,1.0,"]

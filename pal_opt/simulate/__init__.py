@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "restart_cost_units": ".engine",
     "simulate": ".engine",
     "comparison_report": ".compare",
+    "job_jcts_csv_text": ".compare",
     "load_runs": ".compare",
     "summary_csv_text": ".compare",
     "JOB_COLUMNS": ".metrics",
@@ -51,7 +52,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .compare import comparison_report, load_runs, summary_csv_text
+    from .compare import comparison_report, job_jcts_csv_text, load_runs, summary_csv_text
     from .engine import (
         ClusterSpec,
         SimConfig,
@@ -87,6 +88,7 @@ __all__ = [
     "restart_cost_units",
     "simulate",
     "comparison_report",
+    "job_jcts_csv_text",
     "load_runs",
     "summary_csv_text",
     "JOB_COLUMNS",

@@ -471,6 +471,9 @@ def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="result files of simulate --out (at least two runs in all)")
     p.add_argument("--csv", default=None, type=output_file, metavar="SUMMARY.csv",
                    help="the table as CSV, one row per run (times in seconds)")
+    p.add_argument("--jobs-csv", default=None, type=output_file, metavar="JOBS.csv",
+                   help="one row per job: its JCT in each run (seconds) and, for every run after the first, "
+                        "the ratio to the first run's")
     p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
                    help="one figure: the JCT CDF, the utilisation over time (when every file has a per-round log; "
                         "Sia results of earlier versions have not) and each job's JCT against the first run's, one line per run (needs "
@@ -482,10 +485,10 @@ def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run_compare(args: argparse.Namespace) -> int:
     """``pal-opt compare``: print the comparison; write ``--csv`` and ``--plot`` (all or none)."""
     from ..io.atomic import atomic_write_files
-    from .compare import comparison_report, load_runs, summary_csv_text
+    from .compare import comparison_report, job_jcts_csv_text, load_runs, summary_csv_text
     from .metrics import jct_figure, result_figure
 
-    outputs = {"--csv": args.csv, "--plot": args.plot}
+    outputs = {"--csv": args.csv, "--jobs-csv": args.jobs_csv, "--plot": args.plot}
     check_outputs(outputs, [("RESULT.json", r) for r in args.results])
     if args.plot:
         check_plot_target(args.plot)
@@ -494,6 +497,8 @@ def run_compare(args: argparse.Namespace) -> int:
     files: dict[str, bytes] = {}
     if args.csv:
         files[args.csv] = summary_csv_text(runs).encode()
+    if args.jobs_csv:
+        files[args.jobs_csv] = job_jcts_csv_text(runs).encode()
     if args.plot:
         draw = result_figure if all("round_log" in r for r in runs.values()) else jct_figure
         files[args.plot] = draw(runs, args.plot)

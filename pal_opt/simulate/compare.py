@@ -25,9 +25,10 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..options import file_path, require_items, require_mapping
-from .metrics import job_ratios
+from .metrics import job_key, job_ratios
 
-__all__ = ["RUN_FIELDS", "load_runs", "run_settings", "differing_settings", "comparison_report", "summary_csv_text"]
+__all__ = ["RUN_FIELDS", "load_runs", "run_settings", "differing_settings", "comparison_report", "summary_csv_text",
+           "job_jcts_csv_text"]
 
 #: The columns of :func:`summary_csv_text` after ``run`` and ``file``: figures of both simulators
 #: (seconds where they are times, :data:`~pal_opt.simulate.fields.SHARED_FIELDS`).
@@ -212,4 +213,24 @@ def summary_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
         policy = run_settings(r).get("policy")
         w.writerow((label, r.get("_file", ""), "" if policy is None else policy,
                     *("" if r.get(k) is None else r[k] for k in RUN_FIELDS)))
+    return out.getvalue()
+
+
+def job_jcts_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
+    """One CSV row per job (its id, or name on a Sia trace, in the first run's order, then the
+    jobs only later runs have): ``job``, then per run ``jct:LABEL`` (seconds; empty where the run
+    did not finish it or has no such job) and, for every run after the first, ``ratio:LABEL``,
+    its JCT over the first run's (empty unless both finished it)."""
+    _check_runs(runs)
+    labels = list(runs)
+    jct = {label: {job_key(j): j.get("jct") for j in r["job_results"]} for label, r in runs.items()}
+    keys = list(dict.fromkeys(k for label in labels for k in jct[label]))
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(("job", *(f"jct:{label}" for label in labels), *(f"ratio:{label}" for label in labels[1:])))
+    for key in keys:
+        values = [jct[label].get(key) for label in labels]
+        first = values[0]
+        ratios = ["" if not first or v is None else v / first for v in values[1:]]
+        w.writerow((key, *("" if v is None else v for v in values), *ratios))
     return out.getvalue()

@@ -307,16 +307,16 @@ def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
-def _job_key(job: Mapping[str, Any]) -> Any:
+def job_key(job: Mapping[str, Any]) -> Any:
     """A job's identity across the runs of one trace: its id (PAL traces) or name (Sia traces)."""
     return job.get("job_id", job.get("name"))
 
 
 def job_ratios(first: Mapping[str, Any], other: Mapping[str, Any]) -> np.ndarray:
     """Sorted per-job JCT ratios ``other / first`` over the jobs both runs finished."""
-    base = {_job_key(j): j["jct"] for j in first["job_results"] if j["jct"]}
+    base = {job_key(j): j["jct"] for j in first["job_results"] if j["jct"]}
     out = [j["jct"] / base[k] for j in other["job_results"]
-           if j["jct"] is not None and (k := _job_key(j)) in base]
+           if j["jct"] is not None and (k := job_key(j)) in base]
     return np.sort(np.asarray(out, dtype=np.float64))
 
 
