@@ -44,6 +44,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool  # a submodule: cf.process exists only once imported
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -150,7 +151,7 @@ class ExecutorHandle:
                     term.die()
         try:
             return [f.result() for f in futures]
-        except cf.process.BrokenProcessPool as exc:
+        except BrokenProcessPool as exc:
             if self.kind != "process":
                 raise
             raise BackendError(

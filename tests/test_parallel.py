@@ -42,6 +42,24 @@ def test_serial_executor_and_errors():
         make_executor(None, workers=0)
 
 
+def test_a_task_error_through_results_is_the_task_error_in_a_fresh_process():
+    """``ExecutorHandle.results`` re-raises a serial task's own error.  Its ``except`` clause named
+    ``cf.process.BrokenProcessPool``, a submodule that exists only once something imported it: in
+    a process that had started no pool, every task error became ``AttributeError: module
+    'concurrent.futures' has no attribute 'process'`` (``solve_partitioned(executor="serial")``
+    given a bad gap said only that).  A fresh interpreter, so that no earlier test imported it."""
+    import subprocess
+
+    code = ("from pal_opt.parallel import make_executor\n"
+            "with make_executor('serial') as h:\n"
+            "    try:\n"
+            "        h.results([h.submit(divmod, 1, 0)])\n"
+            "    except ZeroDivisionError:\n"
+            "        print('task error')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and out.stdout == "task error\n", out.stderr
+
+
 def test_measure_peak_sees_an_allocation():
     import mmap
 
