@@ -59,6 +59,7 @@ from ..deadline import Deadline
 from ..errors import InfeasibleRoundError, InstanceError, OptionError
 from ..gputypes import has_types
 from ..model import Cluster, GpuState, Level, RoundInstance, require_instance
+from ..options import require_items, require_mapping, require_type
 from .builder import ProgramBuilder
 from .program import Program, read_only
 from .running import keep_positions, moving_is_charged
@@ -429,7 +430,7 @@ def build_formulation(
     >>> f.num_vars, f.num_rows, f.total_demand
     (14, 10, 3)
     """
-    require_instance(instance)
+    _check_build_arguments(instance, admitted, factors, cuts, deadline, optional)
     cl = instance.cluster
     data = _round_data(instance, admitted, factors, binning, optional)
     kinds = _gpu_kinds(instance, data)
@@ -454,6 +455,21 @@ def build_formulation(
     c, offset = round_objective(instance, data.factors, data.admitted, types, lv.profiles, cols)
     program, meta = b.finish(c, offset, {"pool": (slots.idx, pools.slot_pool)})
     return _assemble(instance, data, lv, types, pools, program, meta)
+
+
+def _check_build_arguments(instance: Any, admitted: Any, factors: Any, cuts: Any, deadline: Any,
+                           optional: Any) -> None:
+    """:func:`build_formulation`'s arguments, each an error naming it (a wrong object failed deep
+    inside: ``'Deadline' object has no attribute 'check'``, ``... is not iterable``)."""
+    require_instance(instance)
+    if admitted is not None:
+        require_items(admitted, "admitted", "a list of job indices", of=(int, np.integer))
+    if factors is not None:
+        require_mapping(factors, "factors", "a mapping of classes to per-GPU factors (pal_opt.binned_factors)")
+    require_type(cuts, bool, "cuts")
+    if deadline is not None:
+        require_type(deadline, Deadline, "deadline", " (pal_opt.deadline.Deadline)")
+    require_items(optional, "optional", "a list of job indices", of=(int, np.integer))
 
 
 # ---- step: data

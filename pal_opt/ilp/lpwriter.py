@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import InputTypeError
-from ..options import file_path
+from ..options import file_path, require_text
 from .program import Program
 
 __all__ = ["DIGITS", "WIDTH", "format_number", "lp_text", "write_lp"]
@@ -67,7 +67,11 @@ def _wrap(head: str, tokens: list[str], tail: str = "") -> list[str]:
 
 
 def lp_text(form: Program, comment: str | None = None, title: str = "pal-opt round integer program") -> str:
-    """The program as CPLEX-LP text, headed by ``title`` and ``comment``."""
+    """The program as CPLEX-LP text, headed by ``title`` and ``comment`` (each a str; ``comment``
+    may be None)."""
+    require_text(title, "title")
+    if comment is not None:
+        require_text(comment, "comment")
     names = form.var_names
     out: list[str] = [rf"\ {title} (pal_opt.ilp.lpwriter)"]
     if comment:

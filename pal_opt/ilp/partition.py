@@ -80,7 +80,7 @@ from .backends import SolveOptions
 from .relaxation import applies as relaxation_applies
 from .running import moving_is_charged
 from .scale import LARGE_ROUND_GPUS, flow_free_bound
-from .solve import OPTIMALITY_TOL, RoundSetup, prepare_round, run_info, solve_ilp
+from .solve import OPTIMALITY_TOL, RoundSetup, check_ilp_options, prepare_round, run_info, solve_ilp
 from .stageround import build_stage_round, has_pipelines
 from .subround import part_instance
 
@@ -386,6 +386,7 @@ def solve_partitioned(
         On Ctrl-C, plainly: unlike :func:`~pal_opt.ilp.solve_ilp` nothing is kept (one part's
         best placement is not a placement of the round).
     """
+    check_ilp_options(time_limit, gap, threads, warm_start, deterministic, False, backend_params, deadline)
     _check_bound(bound, bound_time_limit)
     t0 = time.perf_counter()
     setup = prepare_round(instance, binning, backend, admission, jobs)

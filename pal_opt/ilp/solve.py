@@ -93,7 +93,7 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached, counted
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
-from ..options import check_time_limit
+from ..options import check_time_limit, require_items, require_mapping
 from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
@@ -213,8 +213,11 @@ def round_program(instance: RoundInstance, *, binning: str | None = None, admiss
     return build_formulation(instance, admitted, factors=binned_factors(instance.cluster, mode)), label
 
 
-def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, deterministic: Any,
-                   canonical: Any = False) -> None:
+def check_ilp_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, deterministic: Any,
+                      canonical: Any = False, backend_params: Any = None, deadline: Any = None) -> None:
+    """The solver options of :func:`solve_ilp` and :func:`~pal_opt.ilp.partition.solve_partitioned`,
+    checked before anything runs: an :class:`~pal_opt.errors.OptionError` (an
+    :class:`~pal_opt.errors.InputTypeError` for ``backend_params``) naming the argument."""
     check_time_limit(time_limit)
     if gap is not None and (
         isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or gap < 0
@@ -225,6 +228,11 @@ def _check_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, det
     for label, v in (("warm_start", warm_start), ("deterministic", deterministic), ("canonical", canonical)):
         if not isinstance(v, bool):
             raise OptionError(f"{label} must be True or False, got {v!r}")
+    if backend_params is not None:
+        names = list(require_mapping(backend_params, "backend_params", "a mapping of solver option names to values"))
+        require_items(names, "backend_params", "a mapping of solver option names (str) to values", of=str)
+    if deadline is not None and not (isinstance(deadline, (int, float)) and math.isfinite(deadline)):
+        raise OptionError(f"deadline must be a time.monotonic() value, got {deadline!r}")
 
 
 @dataclass(frozen=True)
@@ -465,7 +473,7 @@ def solve_ilp(
     >>> r.status.value, r.placements[1], round(r.geomean_slowdown, 6)
     ('optimal', (2, 3), 1.0)
     """
-    _check_options(time_limit, gap, threads, warm_start, deterministic, canonical)
+    check_ilp_options(time_limit, gap, threads, warm_start, deterministic, canonical, backend_params, deadline)
     start = _start_form(start)
     if warm is not None and not isinstance(warm, WarmStart):
         raise OptionError(f"warm must be a pal_opt.WarmStart, got {type(warm).__name__}")
@@ -612,8 +620,6 @@ def _gang_view_interrupted(instance: RoundInstance, setup: RoundSetup, exc: Solv
 
 def _clock(time_limit: float | None, deadline: float | None) -> Deadline:
     """The solve's deadline: ``time_limit`` from now or ``deadline``, whichever comes first."""
-    if deadline is not None and not (isinstance(deadline, (int, float)) and math.isfinite(deadline)):
-        raise OptionError(f"deadline must be a time.monotonic() value, got {deadline!r}")
     return Deadline.after(time_limit).earliest(Deadline(math.inf if deadline is None else float(deadline)))
 
 
