@@ -25,6 +25,7 @@ batches up to the *requested* batch, atomic range of the whole application on th
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -188,6 +189,7 @@ def config_menu(gpus_per_node: int, max_gpus: int = MAX_CONFIG_GPUS) -> tuple[tu
     (((1, 1), (1, 2), (1, 4), (2, 8), (3, 12)), 18, ((1, 1), (1, 2), (1, 4), (1, 8), (2, 16), (3, 24)))
     """
     check_count(gpus_per_node, "gpus_per_node")
+    check_count(max_gpus, "max_gpus")
     single = []
     k = 1
     while k <= gpus_per_node:
@@ -283,7 +285,7 @@ def valid_configs(cs: ConfigSet, caps: Mapping[str, int], min_gpus: int = 1) -> 
     """Boolean mask: ``min_gpus ≤ GPUs ≤ caps[type]`` per configuration."""
     require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
     caps = require_mapping(caps, "caps", "a mapping of GPU type names to GPU counts")
-    return valid_configs_unchecked(cs, caps, min_gpus)
+    return valid_configs_unchecked(cs, caps, check_count(min_gpus, "min_gpus", 0))
 
 
 def valid_configs_unchecked(cs: ConfigSet, caps: Mapping[str, int], min_gpus: int = 1) -> np.ndarray:
@@ -361,7 +363,8 @@ def throughput_table(
     """
     require_mapping(apps, "apps", "a mapping of application names to Applications (load_applications)")
     types = require_items(types, "types", "a list of GPU type names", of=str)
-    pairs = classes if classes is not None else {a: a for a in apps}
+    pairs = {a: a for a in apps} if classes is None else require_mapping(
+        classes, "classes", "a mapping of class names to application names")
     out: dict[str, dict[str, float]] = {}
     for cname, app_name in pairs.items():
         if app_name not in apps:
@@ -504,7 +507,8 @@ def fairness_costs(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_C
     >>> fairness_costs(np.array([1.0, 4.0, 1e-4]))
     array([  1. ,   0.5, 100. ])
     """
-    return fairness_costs_unchecked(number_array(goodput, "goodput"), p, clip)
+    require_type(p, numbers.Real, "p", " (a real number, the fairness power)")
+    return fairness_costs_unchecked(number_array(goodput, "goodput"), p, check_finite(clip, "clip", strict=True))
 
 
 def fairness_costs_unchecked(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_CLIP) -> np.ndarray:

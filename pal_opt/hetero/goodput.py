@@ -466,6 +466,8 @@ def initial_batch(
     """
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
     require_type(profile, TypeProfile, "profile", " (app.profile(gpu_type))")
+    if batch_size is not None:
+        batch_size = check_count(batch_size, "batch_size")
     return initial_batch_unchecked(app, profile, placement, batch_size)
 
 

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import BackendError, OptionError
 from ..model import Job, RoundInstance, RoundParams, pal_locality
+from ..options import require_type
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -124,6 +125,10 @@ class IlpTypesPolicy(SiaPolicy):
     ) -> None:
         super().__init__(cluster, params, on_round)
         check_move_cost(move_cost)
+        if variability is not None:
+            require_type(variability, Variability, "variability", " (parse_variability or draw_variability)")
+        for name, flag in (("levels", levels), ("anchor", anchor), ("joint", joint)):
+            require_type(flag, bool, name)
         self.move_cost = move_cost
         self.joint = joint
         self.use_levels = levels or joint

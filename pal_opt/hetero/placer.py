@@ -95,6 +95,9 @@ def place_type(num_nodes: int, gpus_per_node: int, demands: Sequence[int],
     check_count(gpus_per_node, "gpus_per_node")
     demands = [check_count(d, f"demands[{i}]", 0) for i, d in enumerate(
         require_items(demands, "demands", "a list of GPU counts"))]
+    if free is not None:
+        free = [check_count(f, f"free[{i}]", 0) for i, f in enumerate(
+            require_items(free, "free", "a list of GPUs in service per node"))]
     return place_type_unchecked(num_nodes, gpus_per_node, demands, free)
 
 

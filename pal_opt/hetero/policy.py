@@ -283,6 +283,10 @@ class SiaPolicy:
         params: SiaParams | None = None,
         on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
     ) -> None:
+        if params is not None:
+            require_type(params, SiaParams, "params")
+        if on_round is not None:
+            require_type(on_round, Callable, "on_round", what="a callable (RoundInput, RoundDecision) -> None")
         self.params = params or SiaParams()
         self.on_round = on_round
         self.configs = enumerate_configs(cluster)

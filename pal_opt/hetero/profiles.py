@@ -54,7 +54,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..errors import InputTypeError, InstanceError, MissingFileError, OptionError
-from ..options import file_path, require_mapping, require_type
+from ..options import file_path, require_items, require_mapping, require_type
 from .tables import MAX_EXACT_INT, Table, read_table
 
 __all__ = [
@@ -550,6 +550,7 @@ class Application:
 
     def __post_init__(self) -> None:
         require_type(self.validation, ValidationCurves, "validation", " (ValidationCurves.from_dir)")
+        require_type(self.settings, AppSettings, "settings", " (APP_SETTINGS[name])")
         for t, prof in require_mapping(self.types, "types", "a mapping of GPU type names to TypeProfiles").items():
             require_type(prof, TypeProfile, f"types[{t!r}]")
         epochs = self.settings.max_epochs
@@ -656,6 +657,10 @@ def load_application(
     if not isinstance(app, str) or not app:
         raise InputTypeError(f"must be an application name (a non-empty str), got {app!r:.60}", path="app")
     app_dir = Path(file_path(profiles_dir, "profiles_dir")) / app
+    if gpu_types is not None:
+        gpu_types = require_items(gpu_types, "gpu_types", "a list of GPU type names", of=str)
+    if settings is not None:
+        require_type(settings, AppSettings, "settings", " (APP_SETTINGS[name])")
     if not app_dir.is_dir():
         known = application_names(profiles_dir)  # raises first when the folder itself is missing or not Sia's
         raise InstanceError(f"no profiles for application {app!r} (this folder has {', '.join(known)})",

@@ -22,7 +22,6 @@ pinned; the optimum value is unchanged.  :mod:`pal_opt.hetero.round` solves it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -31,7 +30,7 @@ import scipy.sparse as sp
 
 from ..errors import OptionError
 from ..ilp.program import Program
-from ..options import number_array, require_type
+from ..options import check_count, check_finite, number_array, require_type
 from .configs import CONFIGS_HINT, FLOOR, ConfigSet, GpuType, enumerate_configs, fairness_costs
 
 __all__ = [
@@ -102,13 +101,16 @@ class RoundInput:
             raise OptionError(f"adaptive_costs must be a jobs x configurations array, got shape {costs.shape}")
         na, k = costs.shape
         ntypes = len(self.configs.types)
-        nr = len(self.rigid_gpus)
+        nr = len(number_array(self.rigid_gpus, "rigid_gpus", "iu"))
+        number_array(self.rigid_costs, "rigid_costs")
+        for name in ("pinned_adaptive", "pinned_rigid"):
+            if getattr(self, name) is not None:
+                number_array(getattr(self, name), name, "iu")
+        check_finite(self.lambda_n, "lambda_n", strict=True)
         if k != len(self.configs):
             raise OptionError(f"adaptive_costs has {k} columns, the cluster {len(self.configs)} configurations")
         if nr and np.shape(self.rigid_costs) != (nr, ntypes):
             raise OptionError(f"rigid_costs must have shape ({nr}, {ntypes}), got {np.shape(self.rigid_costs)}")
-        if not math.isfinite(self.lambda_n) or self.lambda_n <= 0:
-            raise OptionError(f"lambda_n must be positive and finite, got {self.lambda_n}")
         for name, pins, rows, width in (
             ("pinned_adaptive", self.pinned_adaptive, na, k),
             ("pinned_rigid", self.pinned_rigid, nr, ntypes),
@@ -267,6 +269,8 @@ def build_round_program(inp: RoundInput, *, scale: int = OBJECTIVE_SCALE, prune:
         A pinned configuration that needs more GPUs than its type has.
     """
     require_type(inp, RoundInput, "inp", " (a RoundInput)")
+    check_count(scale, "scale")
+    require_type(prune, bool, "prune")
     cs = inp.configs
     cols = _candidate_columns(inp, scale, prune)
     n = cols["job"].size

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import BackendError, OptionError
-from ..options import require_items, require_type
+from ..options import number_array, require_items, require_type
 from .gpus import Layout, Variability
 from .simjob import SimJob
 from .typeblind import gang_state_unchecked
@@ -90,6 +90,8 @@ def round_step(policy: Any, layout: Layout, variability: Variability, active: Se
     """
     require_type(policy, AllocatingPolicy, "policy", " (make_policy(cluster, cfg))")
     active = require_items(active, "active", "a list of SimJobs")
+    if out_of_service is not None:
+        out_of_service = number_array(out_of_service, "out_of_service", "b")
     return round_step_unchecked(policy, layout, variability, active, now, out_of_service)
 
 

@@ -184,6 +184,8 @@ class TypeBlindPolicy:
 
         self.layout = layout
         self.method = method
+        if variability is not None:
+            require_type(variability, Variability, "variability", " (parse_variability or draw_variability)")
         self.variability = variability or Variability()
         self.holding: dict[int, tuple[int, ...]] = {}
         self.stats = RoundStats()

@@ -247,6 +247,7 @@ def read_workload(
         Unreadable file, missing column, bad value, duplicate name, unknown application or
         category (file, row and column named).
     """
+    _check_applications(applications)
     return _workload(read_table(path, required=WORKLOAD_COLUMNS, what="workload file"), applications)
 
 
@@ -257,7 +258,16 @@ def workload_from_frame(
     applications: Collection[str] | Mapping[str, Application] | None = None,
 ) -> Workload:
     """A workload from an in-memory DataFrame shaped like the CSV file, with the same checks."""
+    require_type(source, str, "source", " (a name for messages)")
+    _check_applications(applications)
     return _workload(Table.from_frame(frame, source), applications)
+
+
+def _check_applications(applications: object) -> None:
+    """The ``applications`` argument: None, a mapping of names to Applications or a collection of names."""
+    if applications is not None and not isinstance(applications, Mapping):
+        require_items(applications, "applications",
+                      "a collection of application names or a mapping of them to Applications", of=str)
 
 
 #: Applications the profiles hold but the simulator of GPU types does not model, with why.
