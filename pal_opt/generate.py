@@ -30,6 +30,7 @@ that fit the cluster's working GPUs; a model's class is :data:`pal_opt.model.MOD
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -381,8 +382,7 @@ def generate_typed_instance(
     failed_fraction, running_fraction = o["failed_fraction"], o["running_fraction"]
     params = _params(nodes, gpn, jobs, racks, locality_penalty, o["binning"], (o["restart_cost"], o["round_length"]),
                      busy=busy_fraction, failed=failed_fraction, running=running_fraction)
-    if not 0.0 <= guaranteed_fraction <= 1.0:
-        raise OptionError(f"guaranteed_fraction must be between 0 and 1, got {guaranteed_fraction!r}")
+    _check_fraction(guaranteed_fraction, "guaranteed_fraction")
     gen = make_rng(seed)
     sizes = np.repeat([k for _, n, k in spec], [n for _, n, _ in spec])
     server_of = np.repeat(np.arange(nodes), sizes)
@@ -422,6 +422,19 @@ def _typed_jobs(n_jobs: int, gen: np.random.Generator, per_type: Mapping[str, in
     return out
 
 
+def _check_fraction(value: Any, label: str) -> None:
+    """An :class:`OptionError` naming ``label`` unless ``value`` is a real number in [0, 1] (not a
+    bool; an object that is no number failed in the comparison, a ``TypeError``).
+
+    >>> _check_fraction("0.5", "busy_fraction")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: busy_fraction must be between 0 and 1, got '0.5'
+    """
+    if not (isinstance(value, numbers.Real) and not isinstance(value, bool) and 0.0 <= float(value) <= 1.0):
+        raise OptionError(f"{label} must be between 0 and 1, got {value!r}")
+
+
 def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_penalty: float, binning: str,
             restart: tuple[float, float], *, busy: float, failed: float, running: float) -> RoundParams:
     """The generator's arguments checked, and the round's parameters built (checked by the model)."""
@@ -433,8 +446,7 @@ def _params(nodes: int, gpus_per_node: int, jobs: int, racks: int, locality_pena
         raise OptionError(f"racks must not exceed the servers ({nodes}), got {racks}")
     check_cluster_size(nodes * gpus_per_node, "nodes x gpus_per_node")
     for label, v in (("busy_fraction", busy), ("failed_fraction", failed), ("running_fraction", running)):
-        if not (0.0 <= v <= 1.0):
-            raise OptionError(f"{label} must be between 0 and 1, got {v!r}")
+        _check_fraction(v, label)
     if busy + failed > 1.0:
         raise OptionError(f"busy_fraction + failed_fraction must not exceed 1, got {busy!r} + {failed!r}")
     return RoundParams.from_arguments(locality_penalty=locality_penalty, binning=binning, restart_cost=restart[0],
