@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
 from ..errors import InputTypeError
-from ..options import file_path, require_text
+from ..options import check_count, file_path, require_text
 from ..sigint import SigintDeferred
 
 __all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_write_files", "Content"]
@@ -75,6 +75,8 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | N
     NaN and infinities are refused (``ValueError``) before anything is written: they are not
     JSON, and pal-opt's own readers reject them.
     """
+    if indent is not None:
+        check_count(indent, "indent", 0)
     atomic_write_text(path, json.dumps(obj, indent=indent, allow_nan=False) + "\n")
 
 

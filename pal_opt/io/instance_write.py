@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InstanceError
 from ..model import Job, RoundInstance, pal_locality, require_instance
-from ..options import DEFAULT_ROUND_LENGTH
+from ..options import DEFAULT_ROUND_LENGTH, require_mapping, require_type
 from .atomic import atomic_write_text
 from .jsonfile import check_value_count
 from .schema import FORMAT, STATE_NAMES, VERSION
@@ -28,6 +28,8 @@ __all__ = ["instance_to_dict", "job_to_dict", "dumps_instance", "save_instance",
 def instance_to_dict(instance: RoundInstance, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The instance as a JSON-ready document (inverse of :func:`instance_from_dict`)."""
     require_instance(instance)  # save_instance(path, instance): AttributeError 'cluster' otherwise
+    if meta is not None:
+        require_mapping(meta, "meta", "a mapping of names to JSON values")
     cl = instance.cluster
     prm = instance.params
     servers = list(cl.server_ids)
@@ -192,6 +194,8 @@ def save_instance(
     the instance came from) in the error; nothing is written if not.  The CLI's ``generate`` and
     ``import`` commands do, so they never write a round that ``solve`` refuses.
     """
+    if readable_from is not None:
+        require_type(readable_from, str, "readable_from", " (the input's name, for the error)")
     text = dumps_instance(instance, meta)
     if readable_from is not None:
         check_readable(text, instance, source=readable_from)

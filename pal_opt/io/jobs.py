@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import TableError, counted
 from ..model import FACTOR_RANGE, MAX_PRIORITY, MODEL_CLASS, Job, pal_locality
+from ..options import check_count, require_items
 from .csvfile import CsvTable, NoteKind, TableNote, cell_place, read_csv
 from .textfile import DEFAULT_MAX_BYTES
 
@@ -146,6 +147,10 @@ def parse_jobs(
     max_gpus: int | None = None,
 ) -> JobTable:
     """Parse a job table already read (from a file or a DataFrame); see :func:`load_jobs`."""
+    if classes is not None:
+        classes = require_items(classes, "classes", "a collection of class names", of=str)
+    if max_gpus is not None:
+        check_count(max_gpus, "max_gpus", 0)
     c_id, c_dem = (t.column(*names) for names in JOB_COLUMNS)
     c_cls, c_mod, c_lam, c_run, c_pri, c_start = (t.find(*names) for names in OPTIONAL_JOB_COLUMNS)
     if c_cls is None and c_mod is None:

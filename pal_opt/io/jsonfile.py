@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from ..errors import InstanceError
+from ..options import check_count
 from .textfile import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, MAX_INT_DIGITS, read_text
 
 __all__ = [
@@ -154,6 +155,8 @@ def parse_json(
     ...
     pal_opt.errors.InstanceError: x.json: a.b: duplicate key 'b' (JSON readers disagree on which value wins)
     """
+    check_count(max_depth, "max_depth")
+    check_count(max_values, "max_values")
     check_value_count(text, source=source, max_values=max_values)
     duplicates: list[tuple[dict[str, Any], str]] = []
 
