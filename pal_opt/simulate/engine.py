@@ -77,6 +77,7 @@ from ..options import (
     check_count,
     check_finite,
     check_seconds,
+    require_mapping,
     require_type,
 )
 from ..result import PlacementResult, Status
@@ -200,6 +201,8 @@ def build_cluster(
     """
     if not isinstance(spec, ClusterSpec):
         raise InputTypeError(f"must be a ClusterSpec (parse_cluster('16x4')), got {type(spec).__name__}", path="spec")
+    if variability is not None:
+        require_mapping(variability, "variability", "a mapping of class names to measurement files")
     check_count(seed, "seed", 0)  # checked with draw="artifact" too, which does not read it
     if synthetic_seed is not None:
         check_count(synthetic_seed, "synthetic_seed", 0)

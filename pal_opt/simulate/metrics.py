@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError
-from ..options import file_path, require_mapping, require_type
+from ..options import check_count, file_path, require_mapping, require_type
 from ..result import finite_or_none
 from .records import SimulationResult
 from .summary import SIM_HINT, summarize
@@ -78,6 +78,8 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
     ``rounds`` is stored column-wise (one list per field) to keep the file small.
     """
     require_type(result, SimulationResult, "result", SIM_HINT)
+    if extra_config is not None:
+        require_mapping(extra_config, "extra_config", "a mapping of configuration names to values")
     summary = result.summary
     rounds = result.rounds
     cols = {
@@ -173,6 +175,8 @@ def json_text(obj: Any, indent: int | None = 1) -> str:
 
 def write_json_atomic(path: str | os.PathLike[str], obj: Any, indent: int | None = 1) -> None:
     """Write ``obj`` as JSON (non-finite floats become null), atomically."""
+    if indent is not None:
+        check_count(indent, "indent", 0)
     write_text_atomic(path, json_text(obj, indent))
 
 

@@ -70,12 +70,10 @@ QUEUE_POLICIES: dict[str, Callable[[QueueEntry], tuple[float, ...]]] = {
 
 def get_queue_policy(name: str) -> Callable[[QueueEntry], tuple[float, ...]]:
     """The sort key of queue policy ``name`` (``fifo``, ``las`` or ``srtf``)."""
-    try:
-        return QUEUE_POLICIES[name.lower()]
-    except KeyError:
-        raise OptionError(
-            f"unknown queue policy {name!r}; choose one of {', '.join(QUEUE_POLICIES)}"
-        ) from None
+    key = QUEUE_POLICIES.get(name.lower()) if isinstance(name, str) else None
+    if key is None:  # not a str: AttributeError 'lower' before
+        raise OptionError(f"unknown queue policy {name!r}; choose one of {', '.join(QUEUE_POLICIES)}")
+    return key
 
 
 def order_queue(entries: Sequence[QueueEntry], policy: str = "fifo") -> list[int]:

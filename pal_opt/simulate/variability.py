@@ -49,7 +49,7 @@ import numpy as np
 from ..errors import InputTypeError
 from ..io.measurements import PAL_CLASS_FILES, load_measurements, sample_factors
 from ..model import PAL_CLASSES
-from ..options import check_count
+from ..options import check_count, file_path, require_items, require_mapping
 from ..seeds import SeedLike, make_rng
 from .choices import DRAWS
 
@@ -107,7 +107,9 @@ def class_files(
 
     Classes in ``overrides`` but not in ``classes`` are added after them.
     """
-    over = {c: os.fspath(p) for c, p in (overrides or {}).items()}
+    over = {} if overrides is None else {c: file_path(p, f"overrides[{c!r}]") for c, p in require_mapping(
+        overrides, "overrides", "a mapping of class names to measurement files").items()}
+    classes = require_items(classes, "classes", "a sequence of class names", of=str)
     lh = shared_longhorn_dir() if shared else None
     out: dict[str, str | None] = {}
     for c in (*classes, *(c for c in over if c not in classes)):
