@@ -135,8 +135,8 @@ class Profile:
         init = object.__setattr__
         init(self, "layers", require_items(layers, "layers", "a list of Layers", of=Layer))
         init(self, "edges", _edges(edges, len(self.layers)))
-        init(self, "source", source)
-        init(self, "edge_lines", tuple(edge_lines))
+        init(self, "source", require_text(source, "source"))
+        init(self, "edge_lines", require_items(edge_lines, "edge_lines", "a list of line numbers", of=numbers.Integral))
         init(self, "successors", _adjacency(len(self.layers), self.edges, forward=True))
         init(self, "predecessors", _adjacency(len(self.layers), self.edges, forward=False))
         init(self, "topological_order", self._topological())
@@ -303,6 +303,7 @@ def parse_profile(text: str, *, source: str = "<memory>") -> Profile:
     layers: list[Layer] = []
     index: dict[str, int] = {}
     pending: list[tuple[int, str, str]] = []
+    require_text(source, "source")
     for number, raw in enumerate(require_text(text).split("\n"), start=1):
         line = raw.rstrip("\r")
         if not line.strip():

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..errors import InstanceError
-from ..options import require_type
+from ..options import check_count, require_type
 from .profile import Profile
 
 __all__ = ["StateGraph", "build_states", "straight_problem", "MAX_STATES", "bits"]
@@ -129,6 +129,7 @@ def build_states(profile: Profile, *, max_states: int = MAX_STATES) -> StateGrap
         than ``max_states`` states.
     """
     require_type(profile, Profile, "profile", " (pal_opt.pipeline.load_profile)")
+    check_count(max_states, "max_states")
     prepared = profile.prepared()
     if not prepared.layers:
         raise InstanceError("no layers are left once Input sources and __getitem__ sinks are removed",
