@@ -56,6 +56,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError
 from ..model import Cluster, GpuState, JobId, repeated_device
+from ..options import require_mapping
 from .hierarchy import Topology, TopologyLevel
 
 __all__ = ["FACTOR_PREFIX", "THROUGHPUT_PREFIX", "parse_graphml", "load_graphml", "cluster_digraph", "graphml_text"]
@@ -451,7 +452,8 @@ def cluster_digraph(cluster: Cluster, jobs: Mapping[int, JobId] | None = None,
     classes = list(cluster.factors)
     columns = [cluster.factors[c].tolist() for c in classes]
     types = cluster.gpu_type_names()
-    jobs, stages = jobs or {}, stages or {}
+    jobs = {} if jobs is None else require_mapping(jobs, "jobs", "a mapping of GPU ids to job ids")
+    stages = {} if stages is None else require_mapping(stages, "stages", "a mapping of GPU ids to stage numbers")
     for i, gid in enumerate(cluster.gpu_ids.tolist()):
         attrs: dict[str, Any] = {"kind": "gpu", "id": gid, "state": GpuState(int(cluster.state[i])).name.lower()}
         attrs.update({f"{FACTOR_PREFIX}{c}": col[i] for c, col in zip(classes, columns, strict=True)})

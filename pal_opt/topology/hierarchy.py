@@ -28,7 +28,14 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..model import PAL_CLASSES, Cluster, GpuState, RoundArguments, RoundInstance, RoundParams
-from ..options import check_cluster_size, check_count, require_items, require_type
+from ..options import (
+    check_cluster_size,
+    check_count,
+    require_items,
+    require_mapping,
+    require_text,
+    require_type,
+)
 from ..seeds import SeedLike
 
 __all__ = [
@@ -133,12 +140,28 @@ class Topology:
         require_items(self.levels, "levels", "a list of TopologyLevels", of=TopologyLevel)
         for name in ("gpu_ids", "gpu_host", "state"):
             require_type(getattr(self, name), np.ndarray, name, " (one entry per GPU)")
+        self._check_optional_fields()
         for a in (self.gpu_ids, self.gpu_host, self.state, *(self.factors or {}).values(),
                   *(() if self.devices is None else (self.devices,))):
             a.setflags(write=False)
         check_levels(self.hosts, self.levels, self.source)
         if len(self.gpu_ids) == 0:
             raise InstanceError("no GPUs: no host has a GPU", source=self.source)
+
+    def _check_optional_fields(self) -> None:
+        """The optional fields, each an error naming it (a junk object failed deep inside, on
+        ``.values()`` or ``.setflags``)."""
+        require_text(self.source, "source")
+        if self.factors is not None:
+            for c, v in require_mapping(self.factors, "factors", "a mapping of classes to per-GPU factors").items():
+                require_type(v, np.ndarray, f"factors[{c!r}]", " (one factor per GPU)")
+        if self.devices is not None:
+            require_type(self.devices, np.ndarray, "devices", " (one device number per GPU)")
+        if self.gpu_types is not None:
+            require_items(self.gpu_types, "gpu_types", "a list of GPU type names", of=str)
+        if self.throughput is not None:
+            require_mapping(self.throughput, "throughput", "a mapping of classes to {GPU type: throughput}")
+        require_items(self.notes, "notes", "a list of notes (str)", of=str)
 
     @classmethod
     def from_counts(
@@ -204,6 +227,7 @@ def _per_gpu_types(hosts: Sequence[Any], gpus: Mapping[Any, int], types: Mapping
 def uniform_factors(n_gpus: int, classes: Sequence[str] = PAL_CLASSES) -> dict[str, np.ndarray]:
     """Factor 1.0 for every GPU and class (topology files carry no variability)."""
     check_count(n_gpus, "n_gpus", 0)
+    classes = require_items(classes, "classes", "a list of class names", of=str)
     if not classes:
         raise OptionError("at least one application class is needed")
     return {c: np.ones(n_gpus) for c in classes}
@@ -217,6 +241,7 @@ def measured_factors(
     from ..io import longhorn_paths, sample_factors
     from ..io.measurements import longhorn_files
 
+    classes = require_items(classes, "classes", "a list of class names", of=str)
     unknown = [c for c in classes if c not in longhorn_paths(directory)]
     if unknown:
         raise OptionError(f"class {unknown[0]!r} has no PAL measurement file "

@@ -83,6 +83,7 @@ from typing import Any
 
 from ..errors import InstanceError, OptionError
 from ..model import RoundInstance
+from ..options import require_items, require_text
 from ..result import PlacementResult
 from .hierarchy import Topology, TopologyLevel
 from .placement import placement_by_host
@@ -146,7 +147,7 @@ def group_labels(levels: Sequence[str]) -> tuple[str, ...]:
     """The group levels of a Kueue label list (outermost first): the list without a last
     ``kubernetes.io/hostname``; empty or repeated labels, or the hostname label elsewhere, are
     an :class:`OptionError`."""
-    labels = [str(x).strip() for x in levels]
+    labels = [x.strip() for x in require_items(levels, "levels", "a list of label names", of=str)]
     if any(not x for x in labels):
         raise OptionError("--levels: empty label name")
     if len(set(labels)) != len(labels):
@@ -273,6 +274,7 @@ def parse_nodes(
     source: str = "<memory>",
 ) -> Topology:
     """The :class:`Topology` of a parsed ``kubectl get nodes -o json`` document (module docstring)."""
+    require_text(source, "source")
     if not isinstance(resource, str) or not resource.strip():
         raise OptionError(f"--gpu-resource: must be a resource name such as {GPU_RESOURCE}, got {resource!r}")
     groups = group_labels(levels)

@@ -92,6 +92,7 @@ from __future__ import annotations
 import csv
 import graphlib
 import io
+import numbers
 import os
 import re
 from collections import Counter
@@ -103,7 +104,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError, counted
 from ..model import RoundInstance
-from ..options import check_cluster_size, file_path
+from ..options import check_cluster_size, file_path, require_items, require_text
 from ..result import PlacementResult
 from .gres import gres_conf_gpus, node_devices, node_types, resolve_gpus, slurm_conf_gpus
 from .hierarchy import Hierarchy, Topology, TopologyLevel
@@ -336,6 +337,8 @@ def parse_gres_conf(
     ...                 "NodeName=n2 Name=gpu Type=a100 Count=2\\nName=mps Count=100")
     {'n1': {'a100': 8}, 'n2': {'a100': 10}}
     """
+    if nodes is not None:
+        nodes = list(require_items(nodes, "nodes", "a list of node names", of=str))
     conf = gres_conf_gpus(config_lines(text, source, what="gres.conf"))
     if nodes is None:
         nodes = list(dict.fromkeys(n for g in conf.gpu_lines for n in g.nodes or ()))
@@ -406,8 +409,11 @@ def load_slurm(
     if gpus_per_node is None and slurm_conf is None and gres_conf is None:
         raise OptionError("Slurm needs the GPUs per node: give gpus_per_node (--gpus-per-node), a slurm.conf "
                           "(--slurm-conf) or a gres.conf (--gres-conf)")
-    if gpus_per_node is not None and (isinstance(gpus_per_node, bool) or gpus_per_node < 1):
+    if gpus_per_node is not None and (isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, numbers.Integral)
+                                      or gpus_per_node < 1):  # not a number: TypeError from the comparison before
         raise OptionError(f"gpus per node must be a positive integer, got {gpus_per_node!r}")
+    if down is not None:
+        require_text(down, "down")
     src = file_path(topology, "topology")
     hier = _hierarchy(read_config(topology, what="topology.conf"), src)
     conf = slurm_conf_gpus(read_config(slurm_conf, what="slurm.conf")) if slurm_conf is not None else None

@@ -217,7 +217,8 @@ def config_lines(text: str, source: str = "<memory>", *, what: str = "configurat
     ``max_bytes`` (default :data:`~pal_opt.io.textfile.DEFAULT_MAX_BYTES`) bounds the text and
     every file it includes together.
     """
-    return _lines(text, source, what, max_bytes, len(require_text(text).encode("utf-8", "surrogatepass")))[0]
+    size = len(require_text(text).encode("utf-8", "surrogatepass"))
+    return _lines(text, require_text(source, "source"), what, max_bytes, size)[0]
 
 
 def _lines(text: str, source: str, what: str, max_bytes: int | None, size: int) -> tuple[list[ConfigLine], _Reading]:
