@@ -30,7 +30,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
-from .options import MethodName, SolveOptions
+from .options import MethodName, SolveOptions, require_type
 from .registry import Registry
 
 if TYPE_CHECKING:  # the registry itself imports nothing heavy: ``pal-opt --help`` reads it
@@ -182,6 +182,8 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
     here; one whose module cannot be found, at :func:`register_method`; one that names no function
     of its module, at the first solve (each naming the method and the string)."""
 
+    require_type(backfill, bool, "backfill")  # any object was taken as truthy
+    require_type(seeded, bool, "seeded")
     if isinstance(place, str):
         _check_spec(place, name)
     run = _GreedyRun(name, place)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Generic, TypeVar
 
 from .errors import OptionError
+from .options import require_type
 
 __all__ = ["Registry"]
 
@@ -37,6 +38,7 @@ class Registry(dict[str, T], Generic[T]):
         """Add ``item`` as ``name``; an :class:`OptionError` if the name is taken and not ``replace``."""
         if not isinstance(name, str) or not name:
             raise OptionError(f"a {self.what} needs a non-empty name, got {name!r}")
+        require_type(replace, bool, "replace")  # any object was taken as truthy
         if name in self and not replace:
             raise OptionError(f"a {self.what} named {name!r} is registered already")
         # a str enum member is stored as its plain value, so listings (argparse's choices, error

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import BackendUnavailableError, OptionError
+from ...options import require_type
 from .base import (
     Backend,
     BackendAbandoned,
@@ -83,6 +84,7 @@ def register_backend(cls: type[Backend], *, replace: bool = False) -> type[Backe
     if inspect.isabstract(cls):
         missing = ", ".join(sorted(cls.__abstractmethods__))
         raise OptionError(f"backend class {cls.__qualname__} does not implement {missing}")
+    require_type(replace, bool, "replace")  # any object was taken as truthy
     old = BACKENDS.get(name)
     if old is not None and old is not cls and not replace:
         raise OptionError(f"a backend named {name!r} is already registered ({old.__qualname__}); pass replace=True")
