@@ -251,6 +251,7 @@ def max_replicas(
     {'aws': 8, 'rtx': 1}
     """
     gpu_types = require_items(gpu_types, "gpu_types", "a list of GPU type names", of=str)
+    require_type(share, bool, "share")
     return max_replicas_unchecked(app, kind, requested, profiled, gpu_types, share=share)
 
 
@@ -311,6 +312,9 @@ def scheduler_goodput_fn(
     gives the measured times).
     """
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
+    require_type(kind, JobKind, "kind")
+    if requested_batch is not None:
+        check_count(requested_batch, "requested_batch")
     prof = app.profile(gpu_type)
     top = requested_batch if requested_batch is not None else app.max_batch_size
     atomic = (prof.min_local_bsz, prof.max_local_bsz)
@@ -411,6 +415,8 @@ def raw_goodput_row(
     require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
     valid = number_array(valid, "valid", "b")
     require_mapping(goodput_fns, "goodput_fns", "a mapping of GPU type names to goodput functions (or None)")
+    if ratio is not None:
+        require_type(ratio, Callable, "ratio", what="a callable ratio(to_type, from_type) (throughput_ratio)")
     row = np.full(len(cs), FLOOR)
     known = np.zeros(len(cs.types), dtype=bool)
     source = next((t for t in cs.types if goodput_fns.get(t.name) is not None), None)

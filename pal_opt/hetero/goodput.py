@@ -399,6 +399,8 @@ def optimize_goodput(
              "max_batch_size": max_batch_size, "atomic_range[0]": b_lo, "atomic_range[1]": b_hi, "grad[0]": sqr,
              "grad[1]": var}
     m, n, b0, top, lo, hi, g_sqr, g_var = (number_array(v, k, dtype=np.float64) for k, v in named.items())
+    require_type(accumulation, bool, "accumulation")
+    number_array(tune_batch, "tune_batch", "b")
     return optimize_goodput_unchecked(step_model, (g_sqr, g_var), b0, m, n, top, (lo, hi), accumulation=accumulation,
                                       tune_batch=tune_batch)
 

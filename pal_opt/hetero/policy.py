@@ -186,6 +186,8 @@ def goodput_rows(cs: ConfigSet, requests: Sequence[RowRequest], *, project: bool
     scheduler's candidate batches end at the requested batch; strong-scaling jobs use it only)."""
     require_type(cs, ConfigSet, "cs", CONFIGS_HINT)
     requests = require_items(requests, "requests", "a list of RowRequests", of=RowRequest)
+    require_type(project, bool, "project")
+    require_type(share, bool, "share")
     return _goodput_rows(cs, requests, project, share)
 
 

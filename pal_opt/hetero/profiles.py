@@ -725,6 +725,7 @@ def load_applications(
         raise InputTypeError(f"must be a list of application names, got {type(apps).__name__} {apps!r:.60}",
                              path="apps")
     root = os.path.abspath(file_path(profiles_dir, "profiles_dir"))
+    require_type(cache, bool, "cache")
     names = tuple(apps) if apps is not None else application_names(profiles_dir)
     if cache:
         return _load_all_cached(root, names)
