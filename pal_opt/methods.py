@@ -30,7 +30,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
-from .options import MethodName, SolveOptions, require_type
+from .options import MethodName, SolveOptions, require_items, require_type
 from .registry import Registry
 
 if TYPE_CHECKING:  # the registry itself imports nothing heavy: ``pal-opt --help`` reads it
@@ -93,6 +93,11 @@ class Method:
     summary: str
     options: frozenset[str] = GREEDY_OPTIONS
     exact: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", frozenset(require_items(
+            self.options, "options", "a set of SolveOptions field names", of=str)))
+        require_type(self.exact, bool, "exact")  # any object was taken as truthy
 
     def validate_options(self, options: SolveOptions) -> None:
         """Raise :class:`OptionError` for options given that do not belong to this method."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..options import require_type
 from ..registry import Registry
 
 __all__ = ["HeteroPolicy", "HETERO_POLICIES", "hetero_policy_names"]
@@ -43,6 +44,10 @@ class HeteroPolicy:
     factory: str
     rigid: bool = False
     program: bool = False
+
+    def __post_init__(self) -> None:
+        require_type(self.rigid, bool, "rigid")  # any object was taken as truthy
+        require_type(self.program, bool, "program")
 
     def builder(self) -> Callable[..., Any]:
         """The factory function (its module imported now)."""
