@@ -93,7 +93,7 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence, Set
 from dataclasses import replace
 
 import numpy as np
@@ -630,8 +630,11 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     of which pattern (:func:`_relabelled`).  Optima of equal cost whose patterns differ only in
     that then have one pattern.  With another ``key`` (:func:`_typeless_key`: jobs alike but for
     their GPU types) a pattern names the types of the GPUs themselves, not the job's type group,
-    and each job is given only roles its types allow.  None when nothing changes, or when the
-    new roles cost more (float rounding aside) or find no GPUs."""
+    and each job is given only roles its types allow.  The roles are first given out with any
+    charged running job free to keep its own GPUs, then, if those roles find no GPUs or cost
+    more, with only those whose own GPUs no job outside its group holds (``others`` of
+    :func:`_assigned`).  None when nothing changes, or when the new roles cost more (float
+    rounding aside) or find no GPUs either way."""
     index = _indices(instance)
     hard = _fixed(instance, placements, pinned)
     droppable = {index[jid] for jid in optional}
@@ -639,24 +642,28 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     members: dict[tuple[object, ...], list[int]] = {}
     for jid in [*(j for j in placements if j not in pinned), *(j for j in optional if j not in placements)]:
         members.setdefault((key or _swap_key)(instance, index[jid]), []).append(index[jid])
-    now: dict[int, _Role] = {}
-    new: dict[int, _Role] = {}
-    for group in members.values():
-        if len(group) < 2 or all(instance.jobs[i].placement is None for i in group):
-            continue  # (identical waiting jobs: _needs shares their patterns out)
-        roles = {i: _role(instance, factors, placements, hard, i, exact) for i in sorted(group)}
-        given = _assigned(instance, factors, roles, droppable, exact)
-        if given is not None and given != roles:
-            now.update(roles)
-            new.update(given)
-    if not new:
-        return None
-    out = _relabelled(instance, placements, now, new)
-    if out is None or not _types_held(instance, placements, out):
-        return None
-    if evaluate(instance, out, factors).cost > evaluate(instance, placements, factors).cost + COST_TOL:
-        return None
-    return out
+    groups = [sorted(g) for g in members.values() if len(g) >= 2 and any(instance.jobs[i].placement for i in g)]
+    # (identical waiting jobs alone: _needs shares their patterns out)
+    tried: list[dict[int, _Role]] = []
+    for strict in (False, True):
+        now: dict[int, _Role] = {}
+        new: dict[int, _Role] = {}
+        for group in groups:
+            roles = {i: _role(instance, factors, placements, hard, i, exact) for i in group}
+            ids = {instance.jobs[i].id for i in group}
+            others = {g for jid, gids in placements.items() if jid not in ids for g in gids} if strict else set()
+            given = _assigned(instance, factors, roles, droppable, exact, others)
+            if given is not None and given != roles:
+                now.update(roles)
+                new.update(given)
+        if not new or new in tried:
+            continue
+        tried.append(new)
+        out = _relabelled(instance, placements, now, new)
+        if out is not None and _types_held(instance, placements, out) and (
+                evaluate(instance, out, factors).cost <= evaluate(instance, placements, factors).cost + COST_TOL):
+            return out
+    return None
 
 
 def _types_held(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
@@ -703,14 +710,32 @@ def _charged(instance: RoundInstance, job: Job) -> bool:
 class _HandOut:
     """Roles given to jobs one at a time (:func:`_assigned`), each only while the jobs left can
     still all be given one of the roles left (a perfect matching of jobs to roles they may
-    take: a role of leaving out to an ``optional`` job of its priority, a move to a running job
-    that moving charges for, GPUs of a pattern to any other job, on GPU types it may use)."""
+    take: a role of leaving out to an ``optional`` job of its priority; to a running job that
+    moving charges for, a move, or GPUs of the pattern of its own GPUs, which it then keeps
+    (:data:`KEPT`); GPUs of a pattern to any other job; each on GPU types it may use).
 
-    def __init__(self, instance: RoundInstance, optional: Collection[int], jobs: Sequence[int],
-                 roles: Sequence[_Role]) -> None:
+    Why any perfect matching costs what the roles given cost: the round's cost is a sum over
+    jobs, and within a group of interchangeable jobs (:func:`_swap_key`, or
+    :func:`_typeless_key` on GPUs of types both may use) a job's share depends on its role
+    alone -- a pattern's price on the pattern (its class, GPUs, cap and level, which the jobs
+    share), a move's charge on the job's size (the same) and on moving being charged at all
+    (:meth:`fits` gives moves to charged jobs only), a leaving out's on its size and priority
+    (:meth:`fits`: the role's priority) -- and a kept job pays the pattern of its own GPUs and
+    no charge, which is what a job placed on GPUs of that pattern pays.  So which charged job
+    keeps its GPUs and which moves (or which of a kept job and a waiting one holds which
+    pattern) is a choice among placements of equal cost, made here in queue order.  (A cost term
+    registered from outside may price more than that: :func:`_chosen` prices the placement the
+    roles give and keeps it only at no higher cost.)"""
+
+    def __init__(self, instance: RoundInstance, factors: Mapping[str, np.ndarray], optional: Collection[int],
+                 jobs: Sequence[int], roles: Sequence[_Role], exact: bool, others: Set[int]) -> None:
         self.instance, self.optional = instance, optional
         self.jobs, self.roles = list(jobs), list(roles)
         self.charged = {i: _charged(instance, instance.jobs[i]) for i in jobs}
+        runs = {i: instance.jobs[i].placement or () for i in jobs}
+        #: each charged job's pattern on its own GPUs, if it may keep them (none held by ``others``)
+        self.own = {i: _shape_on(instance, factors, i, runs[i], exact) for i in jobs
+                    if self.charged[i] and keep_positions(instance, i) is not None and others.isdisjoint(runs[i])}
         self.out: dict[int, _Role] = {}
 
     def fits(self, i: int, role: _Role) -> bool:
@@ -719,8 +744,10 @@ class _HandOut:
         job = self.instance.jobs[i]
         if kind == LEFT_OUT:
             return i in self.optional and job.priority == priority
+        if self.charged[i] and kind == PLACED and self.own.get(i) != shape:
+            return False  # (a charged job placed is a job kept on its own GPUs)
         cl = self.instance.cluster
-        return (kind == MOVED) == self.charged[i] and (not cl.typed or set(shape[2]) <= set(usable_types(cl, job)))
+        return (kind != MOVED or self.charged[i]) and (not cl.typed or set(shape[2]) <= set(usable_types(cl, job)))
 
     def dealable(self, jobs: Sequence[int], roles: Sequence[_Role]) -> bool:
         """Whether each of ``jobs`` may be given one of ``roles``, all of them."""
@@ -734,15 +761,17 @@ class _HandOut:
         may = csr_matrix(np.array([[self.fits(i, r) for r in roles] for i in jobs], dtype=np.int8))
         return bool((maximum_bipartite_matching(may, perm_type="column") >= 0).all())
 
-    def give(self, i: int, role: _Role, as_role: _Role | None = None, check: bool = True) -> bool:
-        """Give ``role`` to job ``i`` (recorded as ``as_role``, if given) if the rest stay
-        :meth:`dealable` (not checked unless ``check``)."""
+    def give(self, i: int, role: _Role) -> bool:
+        """Give ``role`` to job ``i`` (a charged job placed: :data:`KEPT`) if the rest stay
+        :meth:`dealable`."""
         jobs = [j for j in self.jobs if j != i]
         roles = list(self.roles)
         roles.remove(role)
-        if check and not self.dealable(jobs, roles):
+        if not self.dealable(jobs, roles):
             return False
-        self.jobs, self.roles, self.out[i] = jobs, roles, as_role or role
+        kind, priority, shape = role
+        self.jobs, self.roles = jobs, roles
+        self.out[i] = (KEPT, priority, shape) if kind == PLACED and self.charged[i] else role
         return True
 
     def first(self, choices: Iterable[tuple[int, _Role]]) -> bool:
@@ -752,11 +781,15 @@ class _HandOut:
 
 
 def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: Mapping[int, _Role],
-              optional: Collection[int], exact: bool = False) -> dict[int, _Role] | None:
+              optional: Collection[int], exact: bool = False, others: Set[int] = frozenset()) -> dict[int, _Role] | None:
     """The roles ``now`` (of interchangeable jobs, by queue position) given out again from the
-    roles alone (``exact``: patterns by :func:`_shape_on`'s GPU types).  As many running jobs as
-    were kept where moving is charged for are kept: the first in queue order whose own GPUs'
-    pattern is among the patterns the jobs were placed on.  Each role of leaving a job out goes
+    roles alone (``exact``: patterns by :func:`_shape_on`'s GPU types).  Running jobs that moving
+    is charged for are kept on their own GPUs first, in queue order, each whose own GPUs' pattern
+    is among the patterns the jobs were placed on, whose own GPUs no job outside ``now`` holds
+    (``others``: their GPUs), and whose keeping leaves every other job a role it may take (a
+    move goes to a charged job only, so the moves are all still made), so of two equal running jobs the
+    earlier keeps its GPUs and the later moves whichever the optimum kept, a job placed then
+    taking the pattern of the GPUs the later one left.  Each role of leaving a job out goes
     to the last other job of the queue that may be left out at that charge (an ``optional`` job
     of that priority), so the earlier ones stay placed; as many running jobs as were moved are
     moved, the next ones, on those patterns in order; the other running jobs, in queue order,
@@ -766,16 +799,12 @@ def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: M
     None if the jobs not kept cannot all be given one."""
     jobs = instance.jobs
     left = sorted(now.values())
-    hand = _HandOut(instance, optional, list(now), [r if r[0] != KEPT else (PLACED, 0, r[2]) for r in left])
-    keeps = sum(r[0] == KEPT for r in left)
-    for i in now:
-        if keeps and hand.charged[i] and keep_positions(instance, i) is not None:
-            own = _shape_on(instance, factors, i, jobs[i].placement or (), exact)
-            if (PLACED, 0, own) in hand.roles:
-                hand.give(i, (PLACED, 0, own), (KEPT, 0, own), check=False)
-                keeps -= 1
+    hand = _HandOut(instance, factors, optional, list(now), [r if r[0] != KEPT else (PLACED, 0, r[2]) for r in left],
+                    exact, others)
     if not hand.dealable(hand.jobs, hand.roles):
         return None
+    for i, own in hand.own.items():  # (in queue order)
+        hand.first([(i, (PLACED, 0, own))] if (PLACED, 0, own) in hand.roles else [])
     # From here each step but the stays finds a choice: the jobs left are matched to the roles left.
     for role in [r for r in left if r[0] == LEFT_OUT]:
         hand.first((i, role) for i in reversed(hand.jobs))
