@@ -84,8 +84,11 @@ GPUs' cap, then in queue order the fastest that leaves the rest dealable), each 
 group in a fixed order (its own GPUs' first, then in type order), and the first such option
 that the greedy (else the budgeted search) places is taken, class by class; the pattern as
 given when none is placed.  The result is priced and kept only at no higher cost, as before.
-Ties left: level trades coupled with which equal running job is moved at a restart charge
-(``docs/determinism.md``).
+Where moving is charged for, which of equal running jobs keeps its GPUs is a role of the same
+hand-out (the earlier in the queue keeps them whenever the rest can still be given roles), so
+a level trade coupled with which of them moves maps to one placement too.  Ties left: which of
+a rigid job and one guaranteed a type keeps its GPUs when the pattern kept differs only in its
+GPUs' type (``docs/determinism.md``).
 """
 
 from __future__ import annotations
