@@ -554,16 +554,13 @@ def _typed_restart(seed: int) -> RoundInstance:
 
 
 #: Seeds of :func:`_typed_restart` on which HiGHS, CP-SAT and CBC gave different placements with
-#: ``canonical=True`` (9 of seeds 0-199) before a charged running job's keep was given out by a
-#: matching (``pal_opt.ilp.canonical._HandOut``: the earlier in the queue keeps its GPUs whenever
-#: the other jobs can still take the roles left; before, the first ones whose own GPUs' pattern
-#: was among the roles were kept unchecked, and a later one that had to stay then found no role,
-#: so each solver's choice was kept).  The last two still differ: which of a rigid job and one
-#: guaranteed a type keeps its GPUs when the pattern kept differs only in its GPUs' type (157),
-#: or is preempted beside other changed roles (184).
-TYPED_RESTART = ([12, 37, 65, 72, 154, 167, 174]
-                 + [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="ties left: jobs of other type "
-                                                            "constraints, docs/determinism.md")) for s in (157, 184)])
+#: ``canonical=True`` (9 of seeds 0-199, 0 now) before a charged running job's keep was given out
+#: in the matching of roles (``pal_opt.ilp.canonical._HandOut``: the earlier in the queue keeps its
+#: GPUs whenever the other jobs can still take the roles left; before, the first ones whose own
+#: GPUs' pattern was among the roles were kept unchecked, and a later one that had to stay then
+#: found no role, so each solver's choice was kept).  157 and 184 also needed a keep in a role
+#: whose GPUs differ from the job's own only in type (a rigid job and one guaranteed type 'a').
+TYPED_RESTART = [12, 37, 65, 72, 154, 157, 167, 174, 184]
 
 
 @pytest.mark.parametrize("seed", TYPED_RESTART)
@@ -623,6 +620,27 @@ def test_of_equal_running_jobs_the_earlier_keeps_its_gpus_when_one_must_move() -
         res = solve(inst, "ilp", backend=b, canonical=True)
         assert res.status == Status.OPTIMAL and res.placements == one and res.jobs_to_terminate == ("r2",), b
         assert check(inst, res) == [], b
+
+
+def test_of_a_rigid_and_a_typed_running_job_the_earlier_keeps_its_gpus_of_another_type() -> None:
+    # r (rigid, on GPU 1 of type a, factor 1.2) and g (guaranteed b, on GPU 3 of type b, 1.2);
+    # w waits.  Moving one of them to GPU 4 (b, 1.0) at the restart charge is cheaper than
+    # moving none; either costs the same, the kept pattern (1.2) differing only in its type.
+    # r, the earlier, keeps its GPU whichever the optimum kept.  (Before, the patterns kept,
+    # of types a and b, were other roles: each optimum was kept as given, and every backend's
+    # own optimum moves r.)
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classC": [1.0, 1.2, 1.2, 1.2, 1.0, 1.0]},
+                            gpu_types="aaabbb")
+    jobs = (Job("w", 1, "classC"), Job("r", 1, "classC", placement=(1,)), Job("s", 1, "classC", placement=(5,)),
+            Job("g", 1, "classC", placement=(3,), kind="guaranteed", gpu_type="b"))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=30))
+    one = {"w": (0,), "r": (1,), "s": (5,), "g": (4,)}
+    other = {"w": (0,), "r": (4,), "s": (5,), "g": (3,)}
+    assert evaluate(inst, other, c.factors).cost == pytest.approx(evaluate(inst, one, c.factors).cost, abs=1e-12)
+    assert canonicalise(inst, other, c.factors) == (one, CHANGED)
+    assert canonicalise(inst, one, c.factors) == (one, ALREADY)
+    res = solve(inst, "ilp", backend="highs", canonical=True)
+    assert res.placements == one and res.jobs_to_terminate == ("g",) and check(inst, res) == []
 
 
 

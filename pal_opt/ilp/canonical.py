@@ -86,9 +86,10 @@ that the greedy (else the budgeted search) places is taken, class by class; the 
 given when none is placed.  The result is priced and kept only at no higher cost, as before.
 Where moving is charged for, which of equal running jobs keeps its GPUs is a role of the same
 hand-out (the earlier in the queue keeps them whenever the rest can still be given roles), so
-a level trade coupled with which of them moves maps to one placement too.  Ties left: which of
-a rigid job and one guaranteed a type keeps its GPUs when the pattern kept differs only in its
-GPUs' type (``docs/determinism.md``).
+a level trade coupled with which of them moves maps to one placement too (among jobs alike but
+for their types, a job may also keep its GPUs in a role of GPUs of another type, at the same
+price).  Ties left: a level trade between a kept job and a waiting one of other type
+constraints that would need the waiting one on GPUs of another type (``docs/determinism.md``).
 """
 
 from __future__ import annotations
@@ -617,6 +618,13 @@ def _shape(need: Need) -> _Shape:
     return (need.level, need.cap, need.group, need.count, need.stages)
 
 
+def _untyped(shape: _Shape) -> tuple[object, ...]:
+    """``shape`` without its GPU types: what its price depends on (the cost terms do not see
+    the types)."""
+    level, cap, _, count, stages = shape
+    return (level, cap, count, stages)
+
+
 def _typeless_key(instance: RoundInstance, i: int) -> tuple[object, ...]:
     """:func:`_swap_key` without the GPU types: jobs alike but for them cost the same in each
     other's roles where the GPUs are of a type both may use (which :func:`_types_held` checks)."""
@@ -633,11 +641,13 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     of which pattern (:func:`_relabelled`).  Optima of equal cost whose patterns differ only in
     that then have one pattern.  With another ``key`` (:func:`_typeless_key`: jobs alike but for
     their GPU types) a pattern names the types of the GPUs themselves, not the job's type group,
-    and each job is given only roles its types allow.  The roles are first given out with any
-    charged running job free to keep its own GPUs, then, if those roles find no GPUs or cost
-    more, with only those whose own GPUs no job outside its group holds (``others`` of
-    :func:`_assigned`).  None when nothing changes, or when the new roles cost more (float
-    rounding aside) or find no GPUs either way."""
+    and each job is given only roles its types allow.  The roles are given out up to three
+    times, the first that changes them and whose placement finds GPUs at no higher cost taken:
+    with any charged running job free to keep its own GPUs; with only those whose own GPUs no
+    job outside its group holds (``strict`` of :func:`_assigned`); and then (with ``key``) with
+    those also free to keep them in a role whose GPUs differ from theirs only in type
+    (``swap``).  None when nothing changes, or when the new roles cost more (float rounding
+    aside) or find no GPUs each time."""
     index = _indices(instance)
     hard = _fixed(instance, placements, pinned)
     droppable = {index[jid] for jid in optional}
@@ -648,14 +658,14 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     groups = [sorted(g) for g in members.values() if len(g) >= 2 and any(instance.jobs[i].placement for i in g)]
     # (identical waiting jobs alone: _needs shares their patterns out)
     tried: list[dict[int, _Role]] = []
-    for strict in (False, True):
+    for strict, swap in ((False, False), (True, False), (True, exact)):
         now: dict[int, _Role] = {}
         new: dict[int, _Role] = {}
         for group in groups:
             roles = {i: _role(instance, factors, placements, hard, i, exact) for i in group}
             ids = {instance.jobs[i].id for i in group}
-            others = {g for jid, gids in placements.items() if jid not in ids for g in gids} if strict else set()
-            given = _assigned(instance, factors, roles, droppable, exact, others)
+            others = {g for jid, gids in placements.items() if jid not in ids for g in gids}
+            given = _assigned(instance, factors, roles, droppable, exact, others, strict, swap)
             if given is not None and given != roles:
                 now.update(roles)
                 new.update(given)
@@ -715,7 +725,9 @@ class _HandOut:
     still all be given one of the roles left (a perfect matching of jobs to roles they may
     take: a role of leaving out to an ``optional`` job of its priority; to a running job that
     moving charges for, a move, or GPUs of the pattern of its own GPUs, which it then keeps
-    (:data:`KEPT`); GPUs of a pattern to any other job; each on GPU types it may use).
+    (:data:`KEPT`; with ``swap``, if no job outside the group holds them, also GPUs of a pattern
+    that differs from its own GPUs' only in their type); GPUs of a pattern to any other job;
+    each on GPU types it may use).
 
     Why any perfect matching costs what the roles given cost: the round's cost is a sum over
     jobs, and within a group of interchangeable jobs (:func:`_swap_key`, or
@@ -724,21 +736,29 @@ class _HandOut:
     share), a move's charge on the job's size (the same) and on moving being charged at all
     (:meth:`fits` gives moves to charged jobs only), a leaving out's on its size and priority
     (:meth:`fits`: the role's priority) -- and a kept job pays the pattern of its own GPUs and
-    no charge, which is what a job placed on GPUs of that pattern pays.  So which charged job
+    no charge, which is what a job placed on GPUs of that pattern pays (with ``swap``, of a
+    pattern that differs only in the GPUs' type: the price of a pattern does not depend on the
+    type, the cost terms see only the class's factors of the GPUs, their count, cap and level;
+    the GPUs of the other type are left free instead, and :func:`_types_held` checks that every
+    job's types hold).  So which charged job
     keeps its GPUs and which moves (or which of a kept job and a waiting one holds which
     pattern) is a choice among placements of equal cost, made here in queue order.  (A cost term
     registered from outside may price more than that: :func:`_chosen` prices the placement the
     roles give and keeps it only at no higher cost.)"""
 
     def __init__(self, instance: RoundInstance, factors: Mapping[str, np.ndarray], optional: Collection[int],
-                 jobs: Sequence[int], roles: Sequence[_Role], exact: bool, others: Set[int]) -> None:
-        self.instance, self.optional = instance, optional
+                 jobs: Sequence[int], roles: Sequence[_Role], exact: bool, others: Set[int], strict: bool,
+                 swap: bool) -> None:
+        self.instance, self.optional, self.swap = instance, optional, swap
         self.jobs, self.roles = list(jobs), list(roles)
         self.charged = {i: _charged(instance, instance.jobs[i]) for i in jobs}
         runs = {i: instance.jobs[i].placement or () for i in jobs}
-        #: each charged job's pattern on its own GPUs, if it may keep them (none held by ``others``)
-        self.own = {i: _shape_on(instance, factors, i, runs[i], exact) for i in jobs
-                    if self.charged[i] and keep_positions(instance, i) is not None and others.isdisjoint(runs[i])}
+        #: each charged job's pattern on its own GPUs, if it may keep them (``strict``: none held
+        #: by ``others``, the jobs outside the group)
+        self.own = {i: _shape_on(instance, factors, i, runs[i], exact) for i in jobs if self.charged[i]
+                    and keep_positions(instance, i) is not None and (not strict or others.isdisjoint(runs[i]))}
+        #: those whose own GPUs no job outside the group holds
+        self.clear = {i for i in self.own if others.isdisjoint(runs[i])}
         self.out: dict[int, _Role] = {}
 
     def fits(self, i: int, role: _Role) -> bool:
@@ -747,10 +767,16 @@ class _HandOut:
         job = self.instance.jobs[i]
         if kind == LEFT_OUT:
             return i in self.optional and job.priority == priority
-        if self.charged[i] and kind == PLACED and self.own.get(i) != shape:
-            return False  # (a charged job placed is a job kept on its own GPUs)
+        if self.charged[i] and kind == PLACED:
+            return self.keeps(i, shape)  # (a charged job placed is a job kept on its own GPUs)
         cl = self.instance.cluster
         return (kind != MOVED or self.charged[i]) and (not cl.typed or set(shape[2]) <= set(usable_types(cl, job)))
+
+    def keeps(self, i: int, shape: _Shape) -> bool:
+        """Whether charged job ``i`` may keep its own GPUs in a role of pattern ``shape``: the
+        pattern of its GPUs, or (``exact``) one that differs from it only in the GPU types."""
+        own = self.own.get(i)
+        return own is not None and (own == shape or self.swap and i in self.clear and _untyped(own) == _untyped(shape))
 
     def dealable(self, jobs: Sequence[int], roles: Sequence[_Role]) -> bool:
         """Whether each of ``jobs`` may be given one of ``roles``, all of them."""
@@ -765,8 +791,8 @@ class _HandOut:
         return bool((maximum_bipartite_matching(may, perm_type="column") >= 0).all())
 
     def give(self, i: int, role: _Role) -> bool:
-        """Give ``role`` to job ``i`` (a charged job placed: :data:`KEPT`) if the rest stay
-        :meth:`dealable`."""
+        """Give ``role`` to job ``i`` (a charged job placed: :data:`KEPT`, on its own GPUs,
+        recorded with the pattern of the role it took) if the rest stay :meth:`dealable`."""
         jobs = [j for j in self.jobs if j != i]
         roles = list(self.roles)
         roles.remove(role)
@@ -784,13 +810,15 @@ class _HandOut:
 
 
 def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: Mapping[int, _Role],
-              optional: Collection[int], exact: bool = False, others: Set[int] = frozenset()) -> dict[int, _Role] | None:
+              optional: Collection[int], exact: bool = False, others: Set[int] = frozenset(),
+              strict: bool = False, swap: bool = False) -> dict[int, _Role] | None:
     """The roles ``now`` (of interchangeable jobs, by queue position) given out again from the
     roles alone (``exact``: patterns by :func:`_shape_on`'s GPU types).  Running jobs that moving
-    is charged for are kept on their own GPUs first, in queue order, each whose own GPUs' pattern
-    is among the patterns the jobs were placed on, whose own GPUs no job outside ``now`` holds
-    (``others``: their GPUs), and whose keeping leaves every other job a role it may take (a
-    move goes to a charged job only, so the moves are all still made), so of two equal running jobs the
+    is charged for are kept on their own GPUs first, in queue order, each whose own GPUs'
+    pattern is among the patterns the jobs were placed on (``swap``: or one that differs only in
+    the GPUs' type, if no job outside ``now`` holds its GPUs, ``others``), whose own GPUs no such
+    job holds if ``strict``, and whose keeping leaves every other job a role it may take (a move
+    goes to a charged job only, so the moves are all still made): of two equal running jobs the
     earlier keeps its GPUs and the later moves whichever the optimum kept, a job placed then
     taking the pattern of the GPUs the later one left.  Each role of leaving a job out goes
     to the last other job of the queue that may be left out at that charge (an ``optional`` job
@@ -803,11 +831,11 @@ def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: M
     jobs = instance.jobs
     left = sorted(now.values())
     hand = _HandOut(instance, factors, optional, list(now), [r if r[0] != KEPT else (PLACED, 0, r[2]) for r in left],
-                    exact, others)
+                    exact, others, strict, swap)
     if not hand.dealable(hand.jobs, hand.roles):
         return None
-    for i, own in hand.own.items():  # (in queue order)
-        hand.first([(i, (PLACED, 0, own))] if (PLACED, 0, own) in hand.roles else [])
+    for i, own in hand.own.items():  # (in queue order; its own GPUs' pattern first)
+        hand.first((i, r) for r in sorted(set(hand.roles), key=lambda r: r[2] != own) if r[0] == PLACED)
     # From here each step but the stays finds a choice: the jobs left are matched to the roles left.
     for role in [r for r in left if r[0] == LEFT_OUT]:
         hand.first((i, role) for i in reversed(hand.jobs))
