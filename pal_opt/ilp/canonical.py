@@ -835,7 +835,7 @@ def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: M
     if not hand.dealable(hand.jobs, hand.roles):
         return None
     for i, own in hand.own.items():  # (in queue order; its own GPUs' pattern first)
-        hand.first((i, r) for r in sorted(set(hand.roles), key=lambda r: r[2] != own) if r[0] == PLACED)
+        hand.first((i, r) for r in sorted(set(hand.roles), key=lambda r: (r[2] != own, r)) if r[0] == PLACED)
     # From here each step but the stays finds a choice: the jobs left are matched to the roles left.
     for role in [r for r in left if r[0] == LEFT_OUT]:
         hand.first((i, role) for i in reversed(hand.jobs))
