@@ -36,6 +36,18 @@ def add_output_arguments(ap: argparse.ArgumentParser) -> None:
                          "unless --update)")
 
 
+def run_time(doc: str | None) -> str | None:
+    """The paragraph of a benchmark's docstring that starts "Runs for about", on one line: its ``--help`` epilog.
+
+    Every benchmark says how long its whole run took on the machine of its committed page (README's
+    benchmarks table has the same figure), so that a reader knows before starting it.
+    """
+    for paragraph in (doc or "").split("\n\n"):
+        if paragraph.strip().startswith("Runs for about"):
+            return " ".join(paragraph.split())
+    return None
+
+
 def output_dir(args: argparse.Namespace, name: str, *, partial: str | None = None) -> Path:
     """The directory this run writes to (created), announced on stderr when it is the scratch one.
 

@@ -1,5 +1,8 @@
 """Failures in the simulator: one Sia-Philly trace on 16 × 4 GPUs, PAL and the integer program.
 
+Runs for about 40 s on the machine of the committed page (its own total: 41 s); ``--seeds`` runs
+fewer.
+
 ``workload-1`` of the PAL artifact (160 jobs) on a 16 × 4 cluster (the numpy variability draw,
 seed 0), FIFO, 360 s rounds, λ = 1.7, no restart cost: first without failures, then with the
 default failure process (:mod:`pal_opt.simulate.failures`: Llama 3's per-GPU and per-server
@@ -33,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, check_values, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, run_time  # noqa: E402
 from pal_lambda import machine  # noqa: E402
 
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -108,7 +111,7 @@ def report(rows: list[dict[str, Any]], meta: dict[str, Any], seeds: list[int]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="failure seeds (default 0 1 2)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)

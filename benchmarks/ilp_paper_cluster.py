@@ -1,5 +1,8 @@
 """Round integer program on the PAL paper's cluster: 16 servers × 4 GPUs, 40 queued jobs.
 
+Runs for about 2 min on the machine of the committed page (its own run time: 116 s); ``--no-scale``
+leaves out the 256- and 2,048-GPU rounds.
+
 Each of 20 seeded rounds (:func:`pal_opt.generate.generate_instance`, λ = 1.7, Sia-Philly job
 mix; factors drawn from the Longhorn measurements in ``../shared`` when present, else the
 synthetic Longhorn-like model) is solved with prefix admission by every installed backend to
@@ -31,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import add_output_arguments, output_dir, produced_by, wrote
+from _results import add_output_arguments, output_dir, produced_by, run_time, wrote
 
 from pal_opt.binning import binned_factors
 from pal_opt.generate import generate_instance
@@ -191,7 +194,7 @@ def bench_scale() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--rounds", type=int, default=20, help="seeded 64-GPU rounds (default 20)")
     ap.add_argument("--no-scale", action="store_true", help="skip the 256- and 2,048-GPU scale section")
     add_output_arguments(ap)

@@ -1,5 +1,8 @@
 """Ctrl-C and time limits: what stopping a solver cleanly costs, and how fast it is.
 
+Runs for about 2 min on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 3.2-4.2: 108 s); ``--quick`` is a smoke run.
+
 Three parts, all on the real solvers, in one process:
 
 A. **Overhead of being interruptible.**  Every backend's solve runs in a helper thread, and
@@ -41,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -193,7 +196,7 @@ def part_c(limits: list[float]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--quick", action="store_true", help="fewer rounds, delays and limits (a smoke run)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)

@@ -1,5 +1,8 @@
 """A 16,384-GPU round end to end: generate, save, load (parse + validate), bin, place, check.
 
+Runs for about 10 s on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 3.2-3.5: 10.2 s); ``--repeats`` fewer.
+
 Round: :func:`pal_opt.generate.generate_instance` with 2,048 servers × 8 GPUs and 4,800 queued
 jobs (Sia-Philly job mix, Longhorn-like synthetic factors), seed 1; a second round adds 10 %
 busy and 1 % failed GPUs, 30 % running jobs and 16 racks.  Each stage is timed ``--repeats``
@@ -48,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by, wrote
+from _results import add_output_arguments, output_dir, produced_by, run_time, wrote
 
 POLICIES = ("pal", "pmfirst", "packed", "packed-sticky", "random")
 
@@ -230,7 +233,7 @@ def to_markdown(report: dict[str, Any], repeats: int, machine: str, command: str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--repeats", type=int, default=5, help="timed runs of each stage; median and minimum (default 5)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)

@@ -1,5 +1,8 @@
 """PAL's real 32-GPU allocation: the artifact's traces on measured factors, against drawn ones.
 
+Runs for about 3 min on the machine of the committed page (its own total: 175 s); ``--workloads``
+runs fewer.
+
 The PAL artifact ships the Blox ``gpu_df`` of a real 32-GPU allocation (8 nodes × 4 GPUs) with
 each GPU's measured slowdown per application class (``variability/32gpu-variability.csv``).
 ``pal-opt import blox --gpus`` reads it as a cluster (servers, factors, device numbers) and
@@ -43,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by, run_time  # noqa: E402
 from pal_lambda import machine  # noqa: E402
 
 from pal_opt.io import load_blox  # noqa: E402
@@ -209,7 +212,7 @@ def figure(rows: list[dict[str, Any]], workloads: list[int], path: Path) -> bool
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--workloads", type=int, nargs="+", default=ALL_WORKLOADS,
                     help="the artifact's workload numbers (default 1-6; a subset cannot --update)")
     add_output_arguments(ap)

@@ -1,5 +1,8 @@
 """Where the exact program should matter: PAL against the integer program on 1,024 GPUs.
 
+Runs for about 23 min on the machine of the committed page (its own run time: 1,365 s, also in
+``pal_1024_meta.json``); ``--quick`` is a smoke run on 16 × 8 GPUs.
+
 The per-round gap of PAL's greedy placement against the program's bound grows with scale
 (``suite.md``: about 0 % at 64 GPUs, 8-9 % at 1,024, on generated rounds).  This benchmark asks
 what that gap is worth in job completion time on a trace:
@@ -56,6 +59,7 @@ from _results import (
     command_line,
     output_dir,
     produced_by,
+    run_time,
     source_commit,
     split_list,
 )
@@ -434,7 +438,7 @@ def _load() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--trace", default="workload-1", help="Sia-Philly workload of the PAL artifact (default workload-1)")
     ap.add_argument("--copies", type=int, default=16, help="arrival-rate multiplier: copies of the trace (default 16)")
     ap.add_argument("--servers", type=int, default=128, help="servers of 8 GPUs (default 128)")

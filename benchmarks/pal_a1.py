@@ -1,5 +1,8 @@
 """Experiment A1 of the PAL artifact: Sia-Philly traces on a 16 × 4 cluster.
 
+Runs for about 23 min on the machine of the committed page (its own total: 1,378 s with 2 worker
+processes); ``--quick``, ``--no-ilp`` and ``--no-lambda`` run less.
+
 Setup (as in the paper's main simulation): 16 servers × 4 GPUs, FIFO queue, 360 s rounds,
 λ = 1.7, GPU factors drawn from the Longhorn measurements (classA ← ResNet-50, classB/C ←
 BERT, classD ← PageRank), the six traces ``../shared/data/pal-artifact/traces/workload-{1..6}``.
@@ -48,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, output_dir, produced_by, run_time
 from suite import machine
 
 #: the page's figures, embedded at its end with what each shows (those the run drew: `figure_links`)
@@ -442,7 +445,7 @@ def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, default=5, help="numpy variability draws besides the artifact's (default 5)")
     ap.add_argument("--workers", type=int, default=2, help="simulations run at a time (default 2)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="ILP seconds per round (default 10)")

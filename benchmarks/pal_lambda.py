@@ -1,5 +1,8 @@
 """The λ sweep of the PAL artifact (its experiment A2), reproduced and explained (issue 14).
 
+Runs for about 27 min on the machine of the committed page (its own total: 1,618 s with 2 worker
+processes); ``--quick`` runs workload-6 at λ = 1 and 3 only.
+
 The artifact sweeps the locality penalty λ over 1.0, 1.5, 2.0, 2.5, 3.0 on the Sia-Philly
 workload-6 (``run_sia_sim_losweep.sh``: 16 × 4 GPUs, FIFO, 360 s rounds, its seeded variability
 draw) and states, in its README and the paper's text on Figure 12, that PM-First's average-JCT
@@ -44,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, output_dir, produced_by, run_time
 
 #: the page's figure(s), embedded at its end with what each shows
 FIGURE = "\n\n![improvement over Packed-Sticky against the locality penalty](pal_lambda.png)\n"
@@ -502,7 +505,7 @@ def tasks_for(args: argparse.Namespace, traces: Sequence[Path]) -> list[tuple[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, default=1,
                     help="numpy draws besides the artifact's: seeds 0 .. N-1 (default 1: pal-opt's default draw)")
     ap.add_argument("--workers", type=int, default=2, help="simulations run at a time (default 2)")

@@ -1,6 +1,9 @@
 """Two methods, one optimum: ``pal-opt partition --method ip`` against the dynamic program on every
 PipeDream reference case.
 
+Runs for about 4 min on the machine of the committed page (the page does not say: the sum of its
+per-case ``ip`` and ``dp`` process times is 220 s); ``--cases`` runs fewer.
+
 For each case of ``../shared/reference/pipedream/*.json`` (28: alexnet, vgg16, gnmt, resnet50 on 8
 and 16 workers flat and straight, 4x4, 8x4, 2x16), the whole ``pal-opt partition --method ip``
 process (HiGHS, the threshold programs of :mod:`pal_opt.pipeline.ip`) runs once under a wall-time
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "segments", "ip_seconds", "ip_status", "ip_time_per_sample", "dp_seconds", "dp_time_per_sample",
@@ -74,7 +77,8 @@ def segments(case: dict[str, Any], shared: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     # the first paragraph, one line (argparse reflows it)
-    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
+                                 epilog=run_time(__doc__))
     ap.add_argument("--timeout", type=float, default=120.0, help="wall seconds per ip process (default 120)")
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",

@@ -1,5 +1,9 @@
 """Speed and agreement of ``pal-opt partition`` on the 28 reference cases of PipeDream's optimiser.
 
+Runs for about 40 s on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 3.5-3.7: 40 s; its 28 cases × 6 runs at the page's medians are 24 s);
+``--runs`` and ``--cases`` run fewer.
+
 Each case of ``../shared/reference/pipedream/`` is run through the whole ``pal-opt partition``
 process (Python start-up and imports included), ``--runs`` times, the cases taking turns so that
 a change in the machine's load touches them all alike.  The table gives our median wall time,
@@ -43,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by
+from _results import add_output_arguments, output_dir, produced_by, run_time
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "states", "engine", "ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
@@ -188,7 +192,7 @@ def to_markdown(rows: list[dict[str, Any]], runs: int, load: tuple[str, str], co
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--runs", type=int, default=5, help="runs per case (default 5; the median is reported)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data (default ../shared)")
     ap.add_argument("--cases", default="*", help="only the cases whose name matches this pattern")

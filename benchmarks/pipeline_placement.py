@@ -1,5 +1,9 @@
 """Pipeline jobs in mixed rounds: the stage program against flat-gang PAL, on measured variability.
 
+Runs for about 25 s on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 3.5-3.7 with the page's ``--shared ../shared``: 25 s); ``--rounds``
+runs fewer.
+
 A pipeline job runs at its slowest *stage* (stage time x the slowest factor among that stage's
 GPUs), so a slow GPU costs nothing on a stage with slack.  The round program places the stages
 (:mod:`pal_opt.ilp.stageround`, what ``solve_ilp`` runs when a round has pipeline jobs); PAL places
@@ -60,7 +64,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
 
 from pal_opt import solve  # noqa: E402
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -352,7 +356,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--rounds", type=int, default=8, help="rounds per cluster (default 8)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")

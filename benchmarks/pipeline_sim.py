@@ -1,5 +1,8 @@
 """Pipeline jobs in simulation: job completion times under the stage program and flat-gang PAL.
 
+Runs for about 2 min on the machine of the committed page (its own total: 110 s; with
+``--restart-cost 30``, ``pipeline_sim_restart.md``: 31 s); ``--traces`` and ``--jobs`` run less.
+
 The trace simulator (``pal-opt simulate``) replays a trace whose ``pipeline`` column gives some
 jobs pipeline stages (:mod:`pal_opt.io.traces`); a pipeline job advances each round at the pace
 of its slowest stage (stage time x the slowest factor among that stage's GPUs, raw factors) times
@@ -74,6 +77,7 @@ from _results import (  # noqa: E402
     output_dir,
     package_versions,
     produced_by,
+    run_time,
     split_list,
     wrote,
 )
@@ -371,7 +375,7 @@ def report(args: argparse.Namespace, rows: list[dict[str, Any]], runs: list[dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--traces", default="1,2,3,4", help="Sia-Philly workload numbers (default 1,2,3,4)")
     ap.add_argument("--draws", default="0", help="Longhorn variability draw seeds (default 0)")
     ap.add_argument("--jobs", type=int, default=160, help="first jobs of each trace (default 160: all)")

@@ -1,5 +1,8 @@
 """Preemption by priority: the joint round program (ilp-preempt) against the greedy comparator.
 
+Runs for about 4 min on the machine of the committed page (its own total: 228 s); ``--quick`` runs
+the 16x4 workload-1 case only.
+
 Two-priority workloads derived deterministically from the PAL artifact's Sia-Philly traces
 (``../shared/data/pal-artifact/traces/workload-*.csv``): a seeded 25 % of the jobs get
 priority 1, the rest 0, written as a trace with a ``priority`` column and read back by
@@ -45,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, run_time  # noqa: E402
 
 from pal_opt.cost.preemption import preempted_gpu_hours  # noqa: E402
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -261,7 +264,7 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--time-limit", type=float, default=2.0, help="ilp-preempt's limit per round (default 2 s)")
     ap.add_argument("--share", type=float, default=0.25, help="share of jobs at priority 1 (default 0.25)")
     ap.add_argument("--seed", type=int, default=0,

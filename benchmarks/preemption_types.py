@@ -1,5 +1,8 @@
 """Preemption on clusters with GPU types: ilp-preempt against preempt-greedy on contended typed rounds.
 
+Runs for about 7 min on the machine of the committed page (its own total: 410 s); ``--quick`` runs 3
+rounds of sia-64 only.
+
 Rounds
 ------
 Each round is drawn by the project's generator, :func:`pal_opt.generate.generate_typed_instance`
@@ -79,7 +82,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 from pal_opt.model import GpuState, RoundInstance  # noqa: E402
@@ -388,7 +391,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--rounds", type=int, default=20, help="seeds 0..N-1 per size (default 20)")
     ap.add_argument("--time-limit", type=float, default=20.0, help="ilp-preempt's limit per round (default 20 s)")
     ap.add_argument("--quick", action="store_true", help="3 rounds of sia-64 only")

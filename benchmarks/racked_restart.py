@@ -1,5 +1,9 @@
 """Why `racked_rounds.py`'s later rounds end at the time limit: the same rounds with and without the restart cost.
 
+Runs for about 6.5 min on the machine of the committed page (the page does not say: its wall times,
+HiGHS's medians × 3 runs and CP-SAT's and CBC's single runs, make 371 s, plus the loop's PAL
+rounds); ``--reps``, ``--first`` and ``--last`` run fewer.
+
 Rounds: those of ``racked_rounds.py``'s loop (seed 0; PAL's answers as the running jobs, so the
 rounds are the same in every run), rounds ``--first`` to ``--last`` (default 10-20), each solved
 as the loop saw it (``restart_cost=30``) and with ``restart_cost=0`` (the same jobs, placements
@@ -27,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
 from racked_rounds import LIMIT, RESTART, loop_rounds  # noqa: E402
 from suite import machine  # noqa: E402
 
@@ -81,7 +85,7 @@ def summary(runs: dict[int, dict[tuple[float, str], list[tuple[float, Any]]]]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--first", type=int, default=10, help="the first round (default 10)")
     ap.add_argument("--last", type=int, default=20, help="the last round (default 20)")
     ap.add_argument("--reps", type=int, default=3, help="HiGHS runs per round and restart cost (default 3)")

@@ -1,5 +1,10 @@
 """Failure repair at 2,048 GPUs: ``pal-opt repair`` as a whole process, per backend.
 
+Runs for about 3.5 min on the machine of the committed page with its command (``--repeats 5
+--time-limit 3 --optimum-limit 30``; the page does not say: estimated from its per-command medians,
+6 runs each, and its three optimum runs, 42 s); at the defaults (``--time-limit 10 --optimum-limit
+600``) up to about 17 min, the migration runs that end at the limit and a seed not proven in 600 s.
+
 For each seed: ``generate_instance(256, 8, 600, seed)`` (256 servers × 8 GPUs, a queue of 600
 Sia-Philly jobs), placed first by ``solve(..., "ilp", backend="highs", gap=0.005)`` (the
 placement in force; prefix admission places about 300 of the 600 queued jobs, which fill the
@@ -47,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, check_backends, check_values, output_dir, produced_by  # noqa: E402
+from _results import add_output_arguments, check_backends, check_values, output_dir, produced_by, run_time  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
 from pal_opt.check import check  # noqa: E402
@@ -293,7 +298,7 @@ def to_markdown(r: dict[str, Any], args: argparse.Namespace, command: str) -> st
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="round seeds (default 0 1 2)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs per command; median and minimum (default 5)")
     ap.add_argument("--backends", nargs="+", default=None, help="backends to time (default: every installed backend)")

@@ -1,5 +1,9 @@
 """A scheduler's round loop bounded by work, not time: are two runs the same, round by round?
 
+Runs for about 30 min on the machine of the committed page (the page does not say: 9 loops of 25
+rounds, whose median and longest round times on the page give at least 24 min; one round per loop
+takes 12-286 s); ``--backends``, ``--rounds`` and ``--no-loaded`` run less.
+
 The loop: ``racked_rounds.py``'s (32 servers x 8 GPUs in 4 racks, Poisson(3) arrivals a round,
 every 40th job a two-stage pipeline, a failure or recovery now and then, ``restart_cost=30`` s of a
 360 s round, seed ``--seed``), driven by ``RoundPolicy("ilp", backend=B, time_limit=NET,
@@ -36,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
 from racked_rounds import run_loop  # noqa: E402
 from suite import machine  # noqa: E402
 
@@ -112,7 +116,7 @@ def row(backend: str, runs: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"rounds of each run (default {ROUNDS})")
     ap.add_argument("--net", type=float, default=NET, help=f"the time limit per round, in s (default {NET:g})")
     ap.add_argument("--seed", type=int, default=0, help="the loop's seed (default 0)")

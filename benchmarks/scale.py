@@ -1,5 +1,8 @@
 """The two headline scale targets of the round program.
 
+Runs for about 2.5 min on the machine of the committed page (its own run time: 145 s); ``--ks`` runs
+fewer partitionings.
+
 1. **2,048 GPUs** (256 servers × 8, flat), 594 queued jobs (0.29 per GPU, as in
    ``scale_large.py``), prefix admission: a proven gap of at most 0.5 % on the geometric-mean
    slowdown within 5 s (5.5 s of wall time for the whole process) and at most 2 GiB, with *each*
@@ -58,7 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 MiB = 2**20
@@ -353,7 +356,7 @@ def bench_8192(seeds: int, ks: tuple[int, ...], progress: Any, racks: int = 0) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds-2048", type=int, default=5, help="2,048-GPU seeds 0..N-1 (default 5)")
     ap.add_argument("--reps-2048", type=int, default=REPS_2048,
                     help=f"timed runs per 2,048-GPU seed and backend (default {REPS_2048})")

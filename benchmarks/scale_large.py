@@ -1,5 +1,9 @@
 """Proven gaps at 8,192, 32,768 and 65,536 GPUs: whole ``pal-opt solve --method ilp`` processes (issue 15).
 
+Runs for about 1 min on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 4.2-4.4: 57 s, of which the solves in ``scale_large.json`` are 26 s);
+``--sizes`` and ``--seeds`` run fewer.
+
 Rounds: :func:`pal_opt.generate.generate_instance`, 8 GPUs per server, 0.29 queued jobs per GPU,
 λ = 1.7, factors drawn from the Longhorn measurements in ``../shared`` (synthetic Longhorn-like
 factors when absent), seeds 0, 1, 2, written to a temporary directory as instance files.
@@ -32,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, check_values, output_dir, produced_by, split_list, wrote  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
 from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -159,7 +163,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--sizes", default="8192,32768,65536",
                     help=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))} (default: all)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")

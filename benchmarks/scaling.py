@@ -1,5 +1,8 @@
 """Scaling from 512 to 65,536 GPUs: wall and proven gap per backend, and greedy PAL (issue 15).
 
+Runs for about 2.5 min on the machine of the committed page (its own run time: 135 s); ``--sizes``,
+``--seeds`` and ``--backends`` run fewer.
+
 Rounds: :func:`pal_opt.generate.generate_instance`, 8 GPUs per server, 0.29 queued jobs per GPU,
 λ = 1.7, factors drawn from the Longhorn measurements in ``../shared`` (synthetic Longhorn-like
 factors when absent), seeds 0, 1, 2, at 512, 2,048, 8,192, 32,768 and 65,536 GPUs.
@@ -46,6 +49,7 @@ from _results import (  # noqa: E402
     check_values,
     output_dir,
     produced_by,
+    run_time,
     split_list,
     wrote,
 )
@@ -222,7 +226,7 @@ def plot(summ: list[dict[str, Any]], path: Path, rows: list[dict[str, Any]] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
                     help=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))} (default: all)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")

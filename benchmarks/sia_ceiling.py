@@ -1,5 +1,9 @@
 """The ceiling of placement on Sia's decisions: every job at its placement floor, on whole newTrace runs.
 
+Runs for about 10 min on the machine of the committed page (the page does not say: the 21 runs kept
+in ``sia_ceiling_runs.json`` took 1,092 s, two at a time); an interrupted grid resumes, ``--no-run``
+writes the page from the kept runs, ``--traces`` runs fewer.
+
 Issue 17 asks pal-opt's ``ilp`` with types to cut average JCT by 10 % against ``sia`` when GPUs
 carry per-GPU variability (PAL's Longhorn measurements).  ``ilp`` keeps Sia's objective, so its
 gain can only come from *where* jobs run.  This benchmark measures the most any placement could
@@ -43,6 +47,7 @@ from _results import (
     fresh_runs,
     output_dir,
     produced_by,
+    run_time,
     runs_provenance,
     source_commit,
     stamped,
@@ -202,7 +207,7 @@ def _plot(rows: list[dict[str, float]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--traces", default="1,2,3,4,5,6,7", help="newTrace numbers (default 1-7)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--no-run", action="store_true", help="write the page from the kept runs only")

@@ -1,5 +1,10 @@
 """Sia, pal-opt's ``ilp`` with types, PAL and Packed (type-blind) and Gavel-like on the newTrace workloads.
 
+Runs for about 35 min on the machine of the committed page (the page does not say: the 70 runs kept
+in ``sia_compare_runs.json`` took 4,014 s, two at a time, the longest 321 s); an interrupted grid
+resumes, ``--no-run`` writes the page from the kept runs, ``--traces``, ``--policies`` and
+``--variability`` run fewer.
+
 Every policy runs on the same simulator of GPU types (``pal-opt simulate --trace-format sia``,
 in process: :func:`pal_opt.hetero.simulate.simulate_sia`) on the paper's cluster
 (``aws:6x4,rtx:3x8,dgx-ext:2x8``, 60 s rounds), without variability (every GPU of a type
@@ -41,6 +46,7 @@ from _results import (
     output_dir,
     package_versions,
     produced_by,
+    run_time,
     runs_provenance,
     source_commit,
     stamped,
@@ -338,7 +344,7 @@ def _checked_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> t
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--traces", default="1,2,3,4,5,6,7", help="newTrace workloads to run, comma-separated (default 1-7)")
     ap.add_argument("--policies", default=",".join(POLICIES), help=f"policies (default {','.join(POLICIES)})")
     ap.add_argument("--variability", default=",".join(VARIABILITY),

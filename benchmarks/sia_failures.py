@@ -1,5 +1,8 @@
 """Failures on a cluster of GPU types: ``sia`` and ``ilp`` on newtrace-7 with GPUs that fail.
 
+Runs for about 8 min on the machine of the committed page (its own total: 455 s, 2 runs at a time);
+``--seeds`` runs fewer.
+
 newtrace-7 (960 jobs) on the paper's cluster ``aws:6x4,rtx:3x8,dgx-ext:2x8``, 60 s rounds, with
 PAL's Longhorn variability on every type (classA from its ResNet runs, classB from its BERT runs,
 draw 0, as ``benchmarks/sia_compare.py``), first without failures, then with the failure process
@@ -35,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by
+from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by, run_time
 from sia_compare import CLUSTER, DATA, HOUR, _files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +108,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, elapsed: float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="failure seeds (default 0 1)")
     ap.add_argument("--scale", type=float, default=300.0, help="failure rates x this (default 300)")
     ap.add_argument("--workers", type=int, default=2, help="runs at a time (default 2)")

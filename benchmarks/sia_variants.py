@@ -1,5 +1,9 @@
 """ilp's modes and the variability draw on whole newTrace runs: what each design gains over ``sia``.
 
+Runs for about 16 min on the machine of the committed page (the page does not say: the 16 runs kept
+in ``sia_variants_runs.json`` took 1,853 s, two at a time); an interrupted grid resumes,
+``--no-run`` writes the page from the kept runs, ``--traces`` and ``--seeds`` run fewer.
+
 ``benchmarks/sia_compare.py`` runs every policy on newtrace-1…7 with one draw of per-GPU factors
 (Longhorn, seed 0) and the default ``ilp`` (anchored).  This benchmark asks two questions that
 table leaves open, on whole traces (default newtrace-3 and newtrace-7, the paper's cluster
@@ -37,6 +41,7 @@ from _results import (
     fresh_runs,
     output_dir,
     produced_by,
+    run_time,
     runs_provenance,
     source_commit,
     stamped,
@@ -198,7 +203,7 @@ def plot(runs: dict[str, dict[str, Any]], traces: list[int], seeds: list[int], p
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--traces", default="3,7", help="newTrace numbers (default 3,7)")
     ap.add_argument("--seeds", default="0,1,2", help="draws of the factors (default 0,1,2; 0 always runs)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")

@@ -1,5 +1,9 @@
 """The benchmark suite: greedy policies and the round program over registered families of rounds.
 
+Runs for about 12 min on the machine of the committed page (its own run time: 714 s, 2 local
+workers); ``--quick`` (the CI profile) takes a minute or less, ``--families`` and ``--max-tasks``
+run less.
+
 One command runs it::
 
     python benchmarks/suite.py --update        # full profile -> benchmarks/results/suite.{csv,md} + PNGs
@@ -662,7 +666,14 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    from _results import (  # here: Dask workers never import it
+        add_output_arguments,
+        output_dir,
+        produced_by,
+        run_time,
+    )
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--quick", action="store_true", help="the CI smoke profile")
     ap.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family names")
     ap.add_argument("--scheduler", default=None, help="Dask scheduler address (default: local process pool)")
@@ -673,8 +684,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tasks", type=int, default=None, help="run only the first N tasks (smallest first)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     ap.add_argument("--synthetic", action="store_true", help="ignore ../shared measurements")
-    from _results import add_output_arguments, output_dir, produced_by  # here: Dask workers never import it
-
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     profile = "quick" if args.quick else "full"

@@ -1,5 +1,8 @@
 """``--time-limit T`` bounds the whole ``pal-opt`` process, 64 to 65,536 GPUs (issue 15).
 
+Runs for about 4 min on the machine of the committed page (its own run time: 228 s); ``--sizes``,
+``--limits`` and ``--backends`` run fewer.
+
 Rounds: :func:`pal_opt.generate.generate_instance`, 8 GPUs per server, 0.29 queued jobs per GPU,
 λ = 1.7, factors drawn from the Longhorn measurements in ``../shared`` (synthetic Longhorn-like
 factors when absent), seed 0 (``--seed``), at 64, 512, 2,048, 8,192, 32,768 and 65,536 GPUs,
@@ -47,6 +50,7 @@ from _results import (  # noqa: E402
     check_values,
     output_dir,
     produced_by,
+    run_time,
     split_list,
     wrote,
 )
@@ -165,7 +169,7 @@ def plot(rows: list[dict[str, Any]], greedy: list[dict[str, Any]], path: Path) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
                     help="comma-separated GPU counts, multiples of 8 (default " + ",".join(map(str, SIZES)) + ")")
     ap.add_argument("--limits", default=",".join(f"{t:g}" for t in LIMITS),

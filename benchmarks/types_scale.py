@@ -1,5 +1,9 @@
 """Scale check of the round program with GPU types: 2,048 GPUs of three types, HiGHS, 5 s.
 
+Runs for about 2 min on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 3.5-4.7: 131 s; its 15 rounds × 3 runs at the page's median times are
+71 s); ``--seeds``, ``--backends`` and ``--repeats`` run fewer.
+
 Rounds: :func:`pal_opt.generate.generate_typed_instance` on ``aws:64x8,rtx:96x8,dgx-ext:96x8``
 (512 + 768 + 768 GPUs, flat), 600 queued jobs of the Sia-Philly mix, 20 % of them guaranteed on
 one type, λ = 1.7, factors drawn from the Longhorn measurements (synthetic when ``../shared``
@@ -31,7 +35,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, check_backends, output_dir, produced_by, split_list, wrote  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    check_backends,
+    output_dir,
+    produced_by,
+    run_time,
+    split_list,
+    wrote,
+)
 from suite import machine, measurements  # noqa: E402
 
 CLUSTER = "aws:64x8,rtx:96x8,dgx-ext:96x8"
@@ -94,7 +106,7 @@ def _meets(r: dict[str, Any]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     ap.add_argument("--backends", default="highs,cpsat,cbc", help="comma-separated backends (default highs,cpsat,cbc)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per seed and backend; time = their median (default 3)")

@@ -1,5 +1,9 @@
 """Warm re-solve (issue 15): a round 5 % of whose jobs changed, solved cold and warm-started from the last.
 
+Runs for about 1 min on the machine of the committed page (the page does not say; timed once under
+``nice`` on 2026-12-07 at load 3.5-4.4: 64 s, and the cold and warm solves in ``warm_resolve.json``
+add up to 65 s); ``--sizes``, ``--seeds`` and ``--rounds`` run fewer.
+
 Sequences: round 0 is the large-round benchmark's (:mod:`scale_large`: 8 GPUs per server, 0.29
 queued jobs per GPU, λ = 1.7, Longhorn measurements from ``../shared``; synthetic Longhorn-like
 factors when absent), seeds 0, 1, 2.  Each next round: 5 % of the queue's jobs finish (drawn
@@ -33,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, check_values, output_dir, produced_by, split_list  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list  # noqa: E402
 from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -139,7 +143,7 @@ def report(rows: list[dict[str, Any]], command: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--sizes", default="8192,2048",
                     help="comma-separated GPU counts, multiples of 8 (default 8192,2048)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")

@@ -47,6 +47,53 @@ def test_help_offers_update_and_out_dir(name: str) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--update" in proc.stdout and "--out-dir" in proc.stdout
     assert "--out " not in proc.stdout and "--out=" not in proc.stdout  # the old flag is gone
+    # how long the whole run takes, from the docstring's "Runs for about" paragraph (README's table agrees)
+    assert "Runs for about" in proc.stdout, f"benchmarks/{name}.py --help does not say how long it runs"
+
+
+README_HEADER = "| script | what | runs for |"
+
+
+def _runs_for(readme: str) -> dict[str, str]:
+    """README's benchmarks table: script name -> its *runs for* cell (stripped)."""
+    lines = readme.splitlines()
+    assert README_HEADER in lines, f"README.md has no benchmarks table headed {README_HEADER!r}"
+    start = lines.index(README_HEADER) + 2  # after the |---| line
+    cells: dict[str, str] = {}
+    for line in lines[start:]:
+        if not line.startswith("| `benchmarks/"):
+            break
+        row = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        cells[row[0].removeprefix("`benchmarks/").removesuffix(".py`")] = row[2] if len(row) > 2 else ""
+    return cells
+
+
+def _missing_runs_for(readme: str) -> list[str]:
+    """Scripts (not the _helpers) without a row in README's benchmarks table, or with an empty *runs for* cell."""
+    cells = _runs_for(readme)
+    return [name for name in SCRIPTS if not cells.get(name)]
+
+
+def test_readme_says_how_long_every_benchmark_runs() -> None:
+    # a new benchmark cannot be added without its row and run time (README.md; docs/guide.md links to it)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert _missing_runs_for(readme) == []
+    assert sorted(_runs_for(readme)) == sorted(SCRIPTS), "the table names a script that is not in benchmarks/"
+
+
+def test_the_runs_for_check_sees_a_removed_row_and_an_empty_cell() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `benchmarks/suite.py` |"))
+    assert _missing_runs_for(readme.replace(row + "\n", "")) == ["suite"]
+    emptied = row.rsplit(" | ", 1)[0] + " |  |"
+    assert _missing_runs_for(readme.replace(row, emptied)) == ["suite"]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_every_docstring_says_how_long_its_run_takes(name: str) -> None:
+    line = _results_module().run_time(ast.get_docstring(ast.parse((BENCHMARKS / f"{name}.py").read_text("utf-8"))))
+    assert line is not None, f"benchmarks/{name}.py: its docstring has no 'Runs for about' paragraph"
+    assert "on the machine of the committed page" in line
 
 
 def _results_module():  # type: ignore[no-untyped-def]
