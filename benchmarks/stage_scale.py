@@ -26,6 +26,14 @@ pipelines lie on several servers; ``--server-gpus 16 --pipeline-gpus 16 24`` on 
 with vgg16 and gnmt pipelines of 16 and 24 GPUs, which lie on two or three servers holding more
 than 32 free GPUs, or ``--pipeline-gpus 16 48``, whose 48-GPU pipelines (more than 32 GPUs) have
 neighbourhoods since the fifteenth session (partial runs: they do not replace the committed page).
+``--partitioned-only`` leaves Sia's gpt_pmp pipelines (4 and 8 GPUs) out of the queue, so that with
+``--pipeline-gpus 40`` every pipeline has more than 32 GPUs.
+
+``--idle-fraction F`` (default 0: the queue fills the cluster) drops queued gangs, in an order drawn
+from a stream of their own (``IDLE_SEED``), each while the GPUs dropped stay within F of the
+cluster's, so that about that fraction of the GPUs is idle (the pipelines stay; the round's other
+draws are those of the full round): the rounds where a neighbourhood may open idle GPUs of a server
+outside its job's (``OUTSIDE_SERVER``).  Partial runs too.
 
 ``--baseline DIR`` runs the same rounds with the package found in DIR too (a checkout of an
 earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session: the
@@ -65,33 +73,70 @@ LIMITS = (10.0, 30.0)
 #: memory on this machine (see the page); ``--baseline-sizes`` runs others.
 BASELINE_SIZES = (256, 512, 1024)
 WORKER_TIMEOUT = 900
+#: The seed of the stream that draws the gangs ``--idle-fraction`` drops (its own: the round's
+#: draws, from seed 0, are those of the full round).
+IDLE_SEED = 1
 
 
-def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8,
-           pipeline_gpus: tuple[int, ...] = (4, 8)) -> dict[str, Any]:
-    """One size's figures, in this process (``--worker``)."""
-    import resource
+def leave_idle(inst: Any, fraction: float) -> Any:
+    """``inst`` with gangs dropped from its queue, in an order drawn from a stream of their own
+    (``numpy.random.default_rng(IDLE_SEED)``), each while the GPUs dropped stay within ``fraction``
+    of the cluster's (rounded down): that many GPUs, or a few fewer, left idle.  The queue's order
+    is kept (positions renumbered); ``fraction`` 0 returns ``inst`` itself, with no draw."""
+    if fraction == 0:
+        return inst
+    from dataclasses import replace
 
+    import numpy as np
+
+    left = math.floor(fraction * inst.cluster.num_gpus)
+    gangs = [k for k, job in enumerate(inst.jobs) if job.pipeline is None]
+    dropped = set()
+    for k in np.random.default_rng(IDLE_SEED).permutation(len(gangs)).tolist():
+        if inst.jobs[gangs[k]].demand <= left:
+            dropped.add(gangs[k])
+            left -= inst.jobs[gangs[k]].demand
+    kept = [job for k, job in enumerate(inst.jobs) if k not in dropped]
+    return replace(inst, jobs=tuple(replace(job, position=i) for i, job in enumerate(kept)))
+
+
+def make_instance(gpus: int, shared: Path, server_gpus: int = 8, pipeline_gpus: tuple[int, ...] = (4, 8),
+                  idle_fraction: float = 0.0, partitioned_only: bool = False) -> Any:
+    """The round of ``gpus`` GPUs (module docstring; ``--idle-fraction``: :func:`leave_idle`;
+    ``--partitioned-only``: no gpt_pmp pipelines)."""
     import numpy as np
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from pipeline_placement import make_round, pipelines
 
-    from pal_opt.cost import evaluate
     from pal_opt.generate import generate_instance
-    from pal_opt.ilp import solve_ilp
-    from pal_opt.ilp.solve import prepare_round
-    from pal_opt.ilp.stageround import build_stage_round, start_placement
     from pal_opt.io.measurements import longhorn_paths
 
     paths = longhorn_paths(shared / "data" / "pal-artifact" / "variability" / "longhorn")
     cluster = generate_instance(gpus // server_gpus, server_gpus, 1, seed=0, measurements=paths).cluster
-    inst, _ = make_round(cluster, pipelines(shared, pipeline_gpus), np.random.default_rng(0), f"stage-{gpus}")
+    kinds = [k for k in pipelines(shared, pipeline_gpus) if not (partitioned_only and k[0].startswith("gpt_pmp"))]
+    inst, _ = make_round(cluster, kinds, np.random.default_rng(0), f"stage-{gpus}")
+    return leave_idle(inst, idle_fraction)
+
+
+def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8,
+           pipeline_gpus: tuple[int, ...] = (4, 8), idle_fraction: float = 0.0,
+           partitioned_only: bool = False) -> dict[str, Any]:
+    """One size's figures, in this process (``--worker``)."""
+    import resource
+
+    from pal_opt.cost import evaluate
+    from pal_opt.ilp import solve_ilp
+    from pal_opt.ilp.solve import prepare_round
+    from pal_opt.ilp.stageround import build_stage_round, start_placement
+
+    inst = make_instance(gpus, shared, server_gpus, pipeline_gpus, idle_fraction, partitioned_only)
     setup = prepare_round(inst, None, None, None, None, probe=False)
     pal = start_placement(inst, setup.admitted, setup.factors)
     import pal_opt
 
     out: dict[str, Any] = {"package": str(Path(pal_opt.__file__).parent), "gpus": gpus, "jobs": len(inst.jobs),
+                           "idle": gpus - sum(j.demand for j in inst.jobs),
                            "pipelines": sum(j.pipeline is not None for j in inst.jobs),
                            "demand": sum(inst.jobs[i].demand for i in setup.admitted),
                            "pal_cost": evaluate(inst, pal, setup.factors).cost if pal else None, "solves": []}
@@ -111,11 +156,13 @@ def worker(gpus: int, limits: list[float], shared: Path, server_gpus: int = 8,
 
 
 def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpus: int = 8,
-            pipeline_gpus: tuple[int, ...] = (4, 8)) -> dict[str, Any]:
+            pipeline_gpus: tuple[int, ...] = (4, 8), idle_fraction: float = 0.0,
+            partitioned_only: bool = False) -> dict[str, Any]:
     """``worker`` in a new process importing pal_opt from ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(gpus), "--shared", str(shared),
-           "--server-gpus", str(server_gpus), "--pipeline-gpus", *map(str, pipeline_gpus), "--limits", *map(str, limits)]
+           "--server-gpus", str(server_gpus), "--pipeline-gpus", *map(str, pipeline_gpus), "--limits", *map(str, limits),
+           "--idle-fraction", repr(idle_fraction)] + (["--partitioned-only"] if partitioned_only else [])
     t = time.perf_counter()
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=WORKER_TIMEOUT, check=False)
@@ -130,7 +177,8 @@ def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpu
 
 
 def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str, skipped: bool,
-         server_gpus: int = 8, pipeline_gpus: tuple[int, ...] = (4, 8)) -> str:
+         server_gpus: int = 8, pipeline_gpus: tuple[int, ...] = (4, 8), idle_fraction: float = 0.0,
+         partitioned_only: bool = False) -> str:
     lines = ["# The stage program at scale (rounds with pipeline jobs)", "",
              f"{header} on {time.strftime('%Y-%m-%d')} "
              f"(Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs shared with other "
@@ -139,6 +187,9 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
              + ("" if server_gpus == 8 else f", on servers of {server_gpus} GPUs (`--server-gpus`)")
              + ("" if pipeline_gpus == (4, 8) else
                 f", vgg16 and gnmt pipelines on {' and '.join(map(str, pipeline_gpus))} GPUs (`--pipeline-gpus`)")
+             + (", no gpt_pmp pipelines (`--partitioned-only`)" if partitioned_only else "")
+             + ("" if idle_fraction == 0 else
+                f", gangs dropped to leave {100 * idle_fraction:g} % of the GPUs idle (`--idle-fraction`)")
              + ". "
              "`now` is this commit's code; `before` the baseline given with `--baseline` (the commit named "
              "below), run in the same session.", "",
@@ -150,7 +201,8 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
             if "error" in r:
                 lines.append(f"| {code} | {r['gpus']:,} | | | | | {r['error']} | |")
                 continue
-            lines.append(f"| {code} | {r['gpus']:,} | {r['jobs']} ({r['pipelines']}) | {r['cols']:,} | {r['rows']:,} | "
+            idle = f", {r['idle']} GPUs idle" if r.get("idle") else ""
+            lines.append(f"| {code} | {r['gpus']:,} | {r['jobs']} ({r['pipelines']}){idle} | {r['cols']:,} | {r['rows']:,} | "
                          f"{r['nnz']:,} | {r['build']:.2f} | {r['peak_mib']:,.0f} |")
     lines += ["", "## `solve_ilp(time_limit=T)`, HiGHS", "",
               "Round cost (lower is better; the sum over jobs of d ln(pace × locality penalty), d the job's GPUs) "
@@ -200,6 +252,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pipeline-gpus", type=int, nargs="+", default=[4, 8],
                     help="the GPUs vgg16 and gnmt pipelines are partitioned on (default 4 8; 16 24 with "
                          "--server-gpus 16 puts them on several servers holding more than 32 free GPUs)")
+    ap.add_argument("--idle-fraction", type=float, default=0.0, metavar="F",
+                    help="leave about this fraction of the GPUs idle (0 <= F < 1) by dropping queued gangs in an "
+                         f"order drawn from a stream of their own (seed {IDLE_SEED}); default 0: the queue fills "
+                         "the cluster, the rounds of the committed page")
+    ap.add_argument("--partitioned-only", action="store_true",
+                    help="pipelines only vgg16 and gnmt on --pipeline-gpus (no gpt_pmp of 4 and 8 GPUs): with "
+                         "--pipeline-gpus 40 every pipeline has more than 32 GPUs")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")
     ap.add_argument("--baseline", type=Path, help="a checkout of an earlier commit to compare with")
@@ -213,7 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     check_values(ap, "--server-gpus", [args.server_gpus], lambda n: n in (1, 2, 4, 8, 16),
                  "GPUs per server are 1, 2, 4, 8 or 16")
     check_values(ap, "--pipeline-gpus", args.pipeline_gpus, lambda n: 2 <= n <= 64, "pipelines have 2 to 64 GPUs")
-    layout = (args.server_gpus, tuple(args.pipeline_gpus))
+    check_values(ap, "--idle-fraction", [args.idle_fraction], lambda f: 0 <= f < 1, "the fraction is >= 0 and < 1")
+    layout = (args.server_gpus, tuple(args.pipeline_gpus), args.idle_fraction, args.partitioned_only)
     check_values(ap, "--baseline-sizes", args.baseline_sizes, lambda g: g >= 8 and g % 8 == 0,
                  "GPU counts are positive multiples of 8")
     if args.worker:
@@ -228,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     partial = [flag for flag, on in (("--sizes", args.sizes != defaults.sizes),
                                      ("--limits", args.limits != defaults.limits),
                                      ("--server-gpus", args.server_gpus != defaults.server_gpus),
-                                     ("--pipeline-gpus", args.pipeline_gpus != defaults.pipeline_gpus)) if on]
+                                     ("--pipeline-gpus", args.pipeline_gpus != defaults.pipeline_gpus),
+                                     ("--idle-fraction", args.idle_fraction != defaults.idle_fraction),
+                                     ("--partitioned-only", args.partitioned_only)) if on]
     out = output_dir(args, "stage_scale", partial=" ".join(partial) or None)  # checked before any work
     started = " ".join(f"{x:.2f}" for x in os.getloadavg())
     codes = {"now": ROOT}
