@@ -256,11 +256,12 @@ def test_a_pairs_gain_is_the_rounds(seed: int) -> None:
         unregister_cost_term(_PipelinesOnServerZero.name)
 
 
-def test_a_round_whose_pipelines_no_group_can_hold_gets_the_whole_program(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_round_whose_only_pipeline_no_group_holds_gets_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pipeline of more GPUs than a pair of servers, a group (``GROUP_MAX_GPUS``) or a
-    neighbourhood (``NEIGHBOURHOOD_GPUS``) holds is never re-placed by the search, which would
-    return its start: such a round gets the whole stage program, as before.  One that three servers
-    hold (more than a pair) gets the search, which re-places it by its group."""
+    neighbourhood (``NEIGHBOURHOOD_GPUS``) holds lies on two servers or more, where its own
+    neighbourhood (``LARGE_JOB_EXTRA_GPUS``) re-places it: a round whose only pipeline it is gets
+    the search too (until the fifteenth session it got the whole stage program), as does one that
+    three servers hold (a group)."""
     cl = Cluster.from_arrays(range(12), np.repeat(np.arange(6), 2),
                              {"classA": [1.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.2, 1.0, 1.0, 1.0, 1.0]})
     monkeypatch.setattr(stagesearch, "GROUP_MAX_GPUS", 6)
@@ -269,11 +270,20 @@ def test_a_round_whose_pipelines_no_group_can_hold_gets_the_whole_program(monkey
     jobs = (Job("p", big, "classA", 0, pipeline=Pipeline((2.0, 1.0), (big - 1, 1))), Job("g", 2, "classA", 1))
     inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
     monkeypatch.setattr(stagesearch, "SEARCH_MIN_GPUS", 8)
-    assert search_applies(inst) and not search_applies(inst, [0, 1])
-    res = solve_ilp(inst, time_limit=60)
-    assert "stage_search" not in res.info and res.status == Status.OPTIMAL and check(inst, res) == []
+    assert search_applies(inst, [0, 1]) and not search_applies(replace(inst, jobs=jobs[1:]), [0])
     three = (Job("p", 6, "classA", 0, pipeline=Pipeline((2.0, 1.0), (5, 1))), Job("g", 2, "classA", 1))
     assert search_applies(replace(inst, jobs=three), [0, 1])
+
+
+def test_solve_ilp_re_places_a_round_whose_only_pipeline_has_more_than_32_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 40-GPU pipeline of :func:`_large_pipeline` (no pair or group holds it, with the real
+    constants) under a time limit: the search, whose neighbourhood of the pipeline reaches the
+    optimum (its slack stage on the slow GPU), valid."""
+    inst, _, least = _large_pipeline()
+    monkeypatch.setattr(stagesearch, "SEARCH_MIN_GPUS", 64)
+    res = solve_ilp(inst, time_limit=60, backend="highs")
+    assert "stage_search" in res.info and res.info["stage_search"]["neighbourhoods"] >= 1
+    assert check(inst, res) == [] and res.objective == pytest.approx(least)
 
 
 def test_a_search_run_again_goes_on() -> None:

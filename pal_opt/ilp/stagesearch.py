@@ -48,7 +48,12 @@ that found nothing, or once within the gap target of a bound it was given;
 
 :func:`solve_stage_search` is what :func:`pal_opt.ilp.solve_ilp` runs, under a deadline, instead
 of the whole stage program on a round with at least :data:`SEARCH_MIN_GPUS` free GPUs and a
-pipeline job that two servers, a group or a neighbourhood can hold (:func:`search_applies`): the
+pipeline job (:func:`search_applies`; every one lies in a pair, a group or a neighbourhood, one of
+more GPUs than those hold in its own large neighbourhood: until the fifteenth session a round
+whose only pipelines were such jobs got the whole stage program, which on
+``stage_scale.py --partitioned-only`` rounds of 40- and 48-GPU pipelines, 512-2,048 GPUs, 10 s,
+returned its start in all 12, where the search ended 0-1.9 lower (``formulations/pipeline_round.md``
+§6)): the
 search from the cheaper of the start given (the round program's, pipelines seen as gangs) and
 PAL's placement with the stages mapped best.  Its bound is :func:`~pal_opt.ilp.stageround.alone_bound`: each job at its
 cheapest alone on the free GPUs (valid, as every placement prices each job at least that, and
@@ -127,7 +132,8 @@ NEIGHBOURHOOD_GPUS = GROUP_MAX_GPUS
 #: 0.04-0.06 s at the median with 8, 0.19-0.23 s with 16 for about the same gain).
 LARGE_JOB_EXTRA_GPUS = 8
 #: Whether a neighbourhood may also open idle GPUs of one server outside the job's: the one with
-#: the most idle GPUs faster for the job than its slowest (:meth:`PairSearch._idle`).
+#: the most idle GPUs faster for the job than its slowest (:meth:`PairSearch._idle`).  Rounds with
+#: idle GPUs to measure it on: ``benchmarks/stage_scale.py --idle-fraction``.
 OUTSIDE_SERVER = True
 #: The share of a neighbourhood's room (beside the job's own GPUs) kept for idle GPUs, when its
 #: servers have some: the rest goes to the jobs drawn first.
@@ -190,20 +196,21 @@ class SearchStats:
 
 def search_applies(instance: RoundInstance, admitted: Sequence[int] | None = None) -> bool:
     """Whether the round has at least :data:`SEARCH_MIN_GPUS` free GPUs and (with ``admitted``)
-    an admitted pipeline job that two servers' free GPUs, or a group's (:data:`GROUP_MAX_GPUS`) or
-    a neighbourhood's (:data:`NEIGHBOURHOOD_GPUS`), can hold.  A larger pipeline is re-placed only
-    in its own neighbourhood (:data:`LARGE_JOB_EXTRA_GPUS`), where it can trade with a few GPUs
-    only: a round with no other pipeline keeps the whole stage program, which may do more (not
-    measured)."""
+    an admitted pipeline job.  One that two servers' free GPUs, a group's (:data:`GROUP_MAX_GPUS`)
+    or a neighbourhood's (:data:`NEIGHBOURHOOD_GPUS`) can hold lies in one of those; a larger one
+    outgrows every server's free GPUs, so it lies on two servers or more, where its own
+    neighbourhood (:data:`LARGE_JOB_EXTRA_GPUS`) re-places it.  Until the fifteenth session a round
+    whose only pipelines were larger got the whole stage program; measured (HiGHS, 10 s,
+    ``benchmarks/stage_scale.py --partitioned-only``, pipelines of 40 and 48 GPUs on 8- and 16-GPU
+    servers, 512-2,048 GPUs) it returned its start in all 12 rounds (at 2,048 GPUs the program did
+    not fit the deadline), where the search ended 0-1.9 lower (equal in one)."""
     cl = instance.cluster
     free = cl.state == GpuState.FREE
     if int(np.count_nonzero(free)) < SEARCH_MIN_GPUS:
         return False
     if admitted is None:
         return True
-    per_server = np.sort(np.bincount(cl.server_of[free], minlength=cl.num_servers))
-    most = max(int(per_server[-2:].sum()), GROUP_MAX_GPUS, NEIGHBOURHOOD_GPUS)
-    return any(instance.jobs[i].pipeline is not None and instance.jobs[i].demand <= most for i in admitted)
+    return any(instance.jobs[i].pipeline is not None for i in admitted)
 
 
 class PairSearch:
