@@ -113,7 +113,7 @@ def test_files_of_one_name_are_labelled_by_path(runs: dict[str, Path], tmp_path:
     [
         (lambda d, runs: [str(runs["lam"])], "compare needs at least two runs: "),
         (lambda d, runs: [str(runs["lam"]), str(ROOT / "instances" / "paper-16x4.json")],
-         "paper-16x4.json: not a result of pal-opt simulate: no n_jobs, n_completed, avg_jct, job_results"),
+         "paper-16x4.json: is a pal-opt instance file, not a result of pal-opt simulate"),
         (lambda d, runs: [str(runs["lam"]), str(d / "missing.json")], "missing.json"),
     ],
 )
@@ -163,7 +163,7 @@ def test_the_per_job_table_gives_each_runs_jct_and_ratio(runs: dict[str, Path], 
     assert capsys.readouterr().out.splitlines()[-1] == f"wrote {table}"
     with table.open() as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["job", "jct:lam", "jct:two:pal", "jct:two:pmfirst", "ratio:two:pal", "ratio:two:pmfirst"]
+    assert list(rows[0]) == ["job", "submit_time", "jct:lam", "jct:two:pal", "jct:two:pmfirst", "ratio:two:pal", "ratio:two:pmfirst"]
     lam, pmfirst = _doc(runs["lam"]), _doc(runs["two"])["results"]["pmfirst"]
     assert [r["job"] for r in rows] == [str(j["job_id"]) for j in lam["job_results"]]
     for row, a, b in zip(rows, lam["job_results"], pmfirst["job_results"], strict=True):
@@ -181,4 +181,4 @@ def test_the_per_job_table_leaves_unfinished_and_missing_jobs_empty() -> None:
                 "job_results": [{"name": n, "jct": j} for n, j in jobs]}
 
     text = job_jcts_csv_text({"a": run(("x", 10.0), ("y", None)), "b": run(("y", 5.0), ("x", 20.0), ("z", 1.0))})
-    assert text.splitlines() == ["job,jct:a,jct:b,ratio:b", "x,10.0,20.0,2.0", "y,,5.0,", "z,,1.0,"]
+    assert text.splitlines() == ["job,submit_time,jct:a,jct:b,ratio:b", "x,,10.0,20.0,2.0", "y,,,5.0,", "z,,,1.0,"]

@@ -472,8 +472,8 @@ def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--csv", default=None, type=output_file, metavar="SUMMARY.csv",
                    help="the table as CSV, one row per run (times in seconds)")
     p.add_argument("--jobs-csv", default=None, type=output_file, metavar="JOBS.csv",
-                   help="one row per job: its JCT in each run (seconds) and, for every run after the first, "
-                        "the ratio to the first run's")
+                   help="one row per job (its id and submit time): its JCT in each run (seconds) and, for every "
+                        "run after the first, the ratio to the first run's")
     p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
                    help="one figure: the JCT CDF, the utilisation over time (when every file has a per-round log; "
                         "Sia results of earlier versions have not) and each job's JCT against the first run's, one line per run (needs "
@@ -483,7 +483,7 @@ def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    """``pal-opt compare``: print the comparison; write ``--csv`` and ``--plot`` (all or none)."""
+    """``pal-opt compare``: print the comparison; write ``--csv``, ``--jobs-csv`` and ``--plot`` (all or none)."""
     from ..io.atomic import atomic_write_files
     from .compare import comparison_report, job_jcts_csv_text, load_runs, summary_csv_text
     from .metrics import jct_figure, result_figure

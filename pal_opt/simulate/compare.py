@@ -15,6 +15,7 @@ result of an earlier version has not, :func:`~pal_opt.simulate.metrics.jct_figur
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import os
@@ -24,10 +25,13 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
+from ..io.jsonfile import field_path
+from ..io.messages import explain
+from ..io.validation import SchemaChecker
 from ..options import file_path, require_items, require_mapping
 from .metrics import job_key, job_ratios
 
-__all__ = ["RUN_FIELDS", "load_runs", "run_settings", "differing_settings", "comparison_report", "summary_csv_text",
+__all__ = ["RUN_FIELDS", "RESULT_SCHEMA", "load_runs", "run_settings", "differing_settings", "comparison_report", "summary_csv_text",
            "job_jcts_csv_text"]
 
 #: The columns of :func:`summary_csv_text` after ``run`` and ``file``: figures of both simulators
@@ -44,9 +48,101 @@ _SIA_SETTINGS = ("trace", "policy", "ilp_mode", "cluster", "round_seconds", "pol
 #: A PAL run's ``config`` entries that describe the cluster the settings already name.
 _DERIVED = ("num_gpus", "num_servers")
 
+_COUNT = {"type": "integer", "minimum": 0}
+_FIGURE = {"type": ["number", "null"], "minimum": 0}
+_NUMBERS = {"type": "array", "items": {"type": "number", "minimum": 0}}
+#: The shape of the fields a comparison reads (the table, the settings, the per-job JCTs, the
+#: figure's round log and the cluster size it divides by); the rest of a result is free-form.
+RESULT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "a result of pal-opt simulate, as pal-opt compare reads it",
+    "type": "object",
+    "required": list(_NEEDED),
+    "properties": {
+        **{k: _FIGURE for k in RUN_FIELDS},
+        "n_jobs": _COUNT, "n_completed": _COUNT,
+        "config": {"type": "object", "properties": {"round_length": {"type": "number", "exclusiveMinimum": 0}}},
+        "num_gpus": {"type": "integer", "minimum": 1},
+        "round_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "cluster": {"type": ["object", "string"]},
+        "job_results": {"type": "array", "items": {
+            "type": "object",
+            "required": ["jct"],
+            "anyOf": [{"required": ["job_id"]}, {"required": ["name"]}],
+            "properties": {"jct": _FIGURE, "job_id": {"type": ["integer", "string"]}, "name": {"type": "string"},
+                           "submit_time": _FIGURE},
+        }},
+        "round_log": {"type": "object", "required": ["time"],
+                      "properties": {"time": _NUMBERS, "busy_gpu_seconds": _NUMBERS, "gpus_in_use": _NUMBERS}},
+    },
+}
+
+
+@functools.cache
+def _checker() -> SchemaChecker:
+    return SchemaChecker(RESULT_SCHEMA)
+
+
+def _result_problem(result: Any) -> tuple[str, str] | None:
+    """``(field path, what is wrong)`` of the first field of ``result`` that a comparison reads
+    and cannot (:data:`RESULT_SCHEMA`; a job's id given twice, more jobs finished than run), or
+    None; the path is ``""`` for the whole result."""
+    missing = [k for k in _NEEDED if k not in result] if isinstance(result, dict) else []
+    if missing:
+        return "", f"not a result of pal-opt simulate: no {', '.join(missing)} (a result file of simulate --out is needed)"
+    problem = _checker().first_problem(result)
+    if problem is not None:
+        path, message = explain(problem, _MESSAGES)
+        return field_path(path), message
+    if result["n_completed"] > result["n_jobs"]:
+        return "n_completed", f"{result['n_completed']} jobs finished of {result['n_jobs']}"
+    seen: dict[Any, int] = {}
+    for i, job in enumerate(result["job_results"]):
+        k = job_key(job)[0]
+        if k in seen:
+            key = "job_id" if "job_id" in job else "name"
+            return f"job_results[{i}].{key}", f"{k!r} again (job_results[{seen[k]}] is that job)"
+        seen[k] = i
+    return _log_problem(result)
+
+
+def _log_problem(result: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What the figure's utilisation panel needs and a result with a round log lacks: a column per
+    round time, the round length and the GPUs it divides by."""
+    log = result.get("round_log")
+    if log is None:
+        return None
+    column = "busy_gpu_seconds" if "busy_gpu_seconds" in log else "gpus_in_use"
+    if column not in log:
+        return "round_log", "needs busy_gpu_seconds (PAL traces) or gpus_in_use (Sia traces)"
+    if len(log[column]) != len(log["time"]):
+        return f"round_log.{column}", f"{len(log[column])} rounds, but round_log.time has {len(log['time'])}"
+    if column == "busy_gpu_seconds":
+        needed = [k for k, v in (("config.round_length", _mapping(result.get("config")).get("round_length")),
+                                 ("num_gpus", result.get("num_gpus"))) if v is None]
+    else:
+        cluster = result.get("cluster")
+        ok = isinstance(cluster, Mapping) and all(
+            isinstance(t, Mapping) and all(type(t.get(k)) is int and t[k] >= 0 for k in ("nodes", "gpus_per_node"))
+            for t in cluster.values())
+        needed = [k for k, bad in (("round_seconds", "round_seconds" not in result),
+                                   ("cluster (its types' nodes and gpus_per_node)", not ok)) if bad]
+    if needed:
+        return "round_log", f"its utilisation needs {' and '.join(needed)}"
+    return None
+
+
+_MESSAGES = {
+    ("", "type"): "not a result of pal-opt simulate (a JSON object), got {got}",
+    ("job_results[]", "anyOf"): "a job's record needs its job_id (PAL traces) or name (Sia traces)",
+}
+
 
 def _results_of(doc: Any, source: str) -> dict[str, Mapping[str, Any]]:
     """``{policy: result}`` of one result file (``{"policies", "results"}``, or one result)."""
+    if isinstance(doc, dict) and isinstance(doc.get("format"), str) and doc["format"].startswith("pal-opt/"):
+        raise InstanceError(f"is a {doc['format'].replace('/', ' ')} file, not a result of pal-opt simulate "
+                            "(a result file of simulate --out is needed)", source=source)
     if not isinstance(doc, dict):
         raise InstanceError("not a result of pal-opt simulate (a JSON object)", source=source)
     if "results" in doc and "policies" in doc:
@@ -55,17 +151,18 @@ def _results_of(doc: Any, source: str) -> dict[str, Mapping[str, Any]]:
             raise InstanceError("must map each policy to its result", source=source, path="results")
         found = {str(p): r for p, r in results.items()}
     else:
-        found = {str(doc.get("policy") or (doc.get("config") or {}).get("policy") or "run"): doc}
+        found = {str(doc.get("policy") or _mapping(doc.get("config")).get("policy") or "run"): doc}
     for policy, res in found.items():
-        where = f"results.{policy}" if "results" in doc else None
-        missing = [k for k in _NEEDED if not isinstance(res, dict) or k not in res]
-        if missing:
-            raise InstanceError(f"not a result of pal-opt simulate: no {', '.join(missing)} (a result file of "
-                                "simulate --out is needed)", source=source, path=where)
-        if not isinstance(res["job_results"], list):
-            raise InstanceError("must be a list of per-job records", source=source,
-                                path=f"{where}.job_results" if where else "job_results")
+        where = f"results.{policy}" if "results" in doc else ""
+        bad = _result_problem(res)
+        if bad is not None:
+            path = ".".join(p for p in (where, bad[0]) if p)
+            raise InstanceError(bad[1], source=source, path=path or None)
     return found
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _check_runs(runs: Any) -> None:
@@ -73,10 +170,12 @@ def _check_runs(runs: Any) -> None:
     results of ``pal-opt simulate`` (:func:`load_runs`); an ``OptionError`` for fewer than two."""
     require_mapping(runs, "runs", "a mapping of labels to results (load_runs)")
     for label, res in runs.items():
+        if not isinstance(label, str):
+            raise InputTypeError(f"a run's label must be a str, got {type(label).__name__} {label!r}", path="runs")
         require_mapping(res, f"runs[{label!r}]", "a result of pal-opt simulate (load_runs)")
-        missing = [k for k in _NEEDED if k not in res]
-        if missing:
-            raise InputTypeError(f"not a result of pal-opt simulate: no {', '.join(missing)}", path=f"runs[{label!r}]")
+        bad = _result_problem(dict(res))
+        if bad is not None:
+            raise InputTypeError(bad[1], path=".".join(p for p in (f"runs[{label!r}]", bad[0]) if p))
     if len(runs) < 2:
         raise OptionError(f"compare needs at least two runs, got {len(runs)}")
 
@@ -106,16 +205,36 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, dict[str, An
     from ..io.jsonfile import load_json
 
     names = [os.fspath(file_path(p, "paths")) for p in require_items(paths, "paths", "a list of result files")]
+    _refuse_twice(names)
     files = {p: _results_of(load_json(p, what="result file"), p) for p in names}
-    runs: dict[str, dict[str, Any]] = {}
-    for name, (path, results) in zip(_labels(names, True), files.items(), strict=True):
-        for policy, res in results.items():
-            label = policy if len(files) == 1 else name if len(results) == 1 else f"{name}:{policy}"
-            runs[label] = dict(res, _file=path)
+    for stems in (True, False):  # by paths where a file's name and policy would read as another's
+        runs: dict[str, dict[str, Any]] = {}
+        for name, (path, results) in zip(_labels(names, stems), files.items(), strict=True):
+            for policy, res in results.items():
+                label = policy if len(files) == 1 else name if len(results) == 1 else f"{name}:{policy}"
+                runs[label] = dict(res, _file=path)
+        if len(runs) == sum(map(len, files.values())):
+            break
     if len(runs) < 2:
-        raise OptionError(f"compare needs at least two runs: {', '.join(names)} hold{'s' * (len(names) == 1)} "
-                          f"{len(runs)} (give more files, or a file of several policies)")
+        held = f"{', '.join(names)} hold{'s' * (len(names) == 1)} {len(runs)}" if names else "no file given"
+        raise OptionError(f"compare needs at least two runs: {held} (give more files, or a file of several policies)")
     return runs
+
+
+def _refuse_twice(names: Sequence[str]) -> None:
+    """An :class:`~pal_opt.errors.OptionError` for a result file given twice (by one path or two)."""
+    seen: dict[Any, str] = {}
+    for name in names:
+        try:
+            st = os.stat(name)
+            key: Any = (st.st_dev, st.st_ino)
+        except OSError:  # load_json says what is wrong with it
+            key = os.path.abspath(name)
+        if key in seen:
+            again = "" if seen[key] == name else f" (as {seen[key]})"
+            raise OptionError(f"{name}: given twice{again}; compare each result file once (a file of several "
+                              "policies gives a run per policy)")
+        seen[key] = name
 
 
 def run_settings(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,13 +292,30 @@ def _per_job_lines(first: str, runs: Mapping[str, Mapping[str, Any]]) -> list[st
     lines = [f"per-job JCT against {first}'s (over the jobs both finished):"]
     for label, r in list(runs.items())[1:]:
         ratio = job_ratios(ref, r)
+        other = _other_jobs(first, ref, label, r)
+        note = "" if other is None else f" ({other}: another trace? a job is compared only with itself)"
         if not ratio.size:
-            lines.append(f"  {label:<{width}}  no job finished under both")
+            lines.append(f"  {label:<{width}}  no job finished under both{note}")
             continue
         faster, slower = int(np.sum(ratio < 1 - 1e-9)), int(np.sum(ratio > 1 + 1e-9))
         lines.append(f"  {label:<{width}}  median {float(np.median(ratio)):.3f}x, {faster} faster, {slower} slower, "
-                     f"{ratio.size - faster - slower} the same (of {ratio.size})")
+                     f"{ratio.size - faster - slower} the same (of {ratio.size}){note}")
     return lines
+
+
+def _other_jobs(first: str, ref: Mapping[str, Any], label: str, r: Mapping[str, Any]) -> str | None:
+    """Where run ``label`` holds another job than the first run under the same id (submitted at
+    another time): the first such job, in words; None if every shared id is the same job."""
+    submitted = {job_key(j)[0]: j.get("submit_time") for j in ref["job_results"]}
+    for j in r["job_results"]:
+        key, when = job_key(j)
+        if key in submitted and when != submitted[key]:
+            return f"job {key} was submitted at {_seconds(submitted[key])} in {first}, at {_seconds(when)} in {label}"
+    return None
+
+
+def _seconds(t: Any) -> str:
+    return "an unknown time" if t is None else f"{t:g} s"
 
 
 def comparison_report(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -218,7 +354,8 @@ def summary_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
 
 def job_jcts_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
     """One CSV row per job (its id, or name on a Sia trace, in the first run's order, then the
-    jobs only later runs have): ``job``, then per run ``jct:LABEL`` (seconds; empty where the run
+    jobs only later runs have; a job of another trace that shares an id, submitted at another
+    time, is a row of its own): ``job``, ``submit_time`` (seconds; empty if the file lacks it), then per run ``jct:LABEL`` (seconds; empty where the run
     did not finish it or has no such job) and, for every run after the first, ``ratio:LABEL``,
     its JCT over the first run's (empty unless both finished it)."""
     _check_runs(runs)
@@ -227,10 +364,11 @@ def job_jcts_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
     keys = list(dict.fromkeys(k for label in labels for k in jct[label]))
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(("job", *(f"jct:{label}" for label in labels), *(f"ratio:{label}" for label in labels[1:])))
-    for key in keys:
-        values = [jct[label].get(key) for label in labels]
+    w.writerow(("job", "submit_time", *(f"jct:{label}" for label in labels),
+                *(f"ratio:{label}" for label in labels[1:])))
+    for key, submitted in keys:
+        values = [jct[label].get((key, submitted)) for label in labels]
         first = values[0]
         ratios = ["" if not first or v is None else v / first for v in values[1:]]
-        w.writerow((key, *("" if v is None else v for v in values), *ratios))
+        w.writerow((key, "" if submitted is None else submitted, *("" if v is None else v for v in values), *ratios))
     return out.getvalue()

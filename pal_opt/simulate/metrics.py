@@ -311,9 +311,10 @@ def _draw_util(ax: Any, results: Mapping[str, Any]) -> None:
     ax.legend(fontsize="small")
 
 
-def job_key(job: Mapping[str, Any]) -> Any:
-    """A job's identity across the runs of one trace: its id (PAL traces) or name (Sia traces)."""
-    return job.get("job_id", job.get("name"))
+def job_key(job: Mapping[str, Any]) -> tuple[Any, Any]:
+    """A job's identity across runs: its id (PAL traces) or name (Sia traces), and its submit time,
+    so that the jobs of another trace that share ids are not taken for the same jobs."""
+    return job.get("job_id", job.get("name")), job.get("submit_time")
 
 
 def job_ratios(first: Mapping[str, Any], other: Mapping[str, Any]) -> np.ndarray:
