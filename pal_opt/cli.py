@@ -509,6 +509,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         options = replace(options, deadline=process_started() + options.time_limit)
         _EXIT_AT_ONCE.append(True)
     inst = with_restart(with_costs(load_instance(args.instance), args.cost), args.restart_cost, args.round)
+    _check_jobs_from(args, inst)
     if options.jobs:
         options = replace(options, jobs=resolve_job_ids(args.jobs, inst.job_by_id, source=args.instance))
     _warn_unoptimised_charges(args)
@@ -542,6 +543,31 @@ def _jobs_from(args: argparse.Namespace) -> dict[str, Any] | None:
     doc = load_placement_file(args.jobs_from)
     args.jobs = list(doc["placements"])
     return doc
+
+
+def _check_jobs_from(args: argparse.Namespace, inst: Any) -> None:
+    """An :class:`InstanceError` naming the ``--jobs-from`` file unless it places at least one job
+    and is a valid placement of this round (:func:`pal_opt.check.violations`): a placement of
+    another round, priced here, gave a gap that meant nothing."""
+    doc = args.against
+    if doc is None:
+        return
+    from .check import check
+
+    source = os.fspath(args.jobs_from)
+    if not doc["placements"]:
+        raise InstanceError("places no job: nothing to place or to compare with (--jobs-from takes the placement "
+                            "of a greedy, e.g. solve --method pal --out's)", source=source, path="placements")
+    given = {"placements": doc["placements"], "admission": "given"}
+    if isinstance(doc.get("stages"), dict):
+        given["stages"] = doc["stages"]
+    problems = check(inst, given)
+    if problems:
+        made_for = _info(doc).get("instance")
+        other = (f"; it was solved for {made_for}" if isinstance(made_for, str)
+                 and os.path.basename(made_for) != os.path.basename(os.fspath(args.instance)) else "")
+        more = f" (and {counted(len(problems) - 1, 'more violation')}: pal-opt check lists them)" if len(problems) > 1 else ""
+        raise InstanceError(f"not a placement of {os.fspath(args.instance)}: {problems[0]}{more}{other}", source=source)
 
 
 def _against_line(args: argparse.Namespace, inst: Any, result: Any) -> str:

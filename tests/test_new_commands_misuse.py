@@ -172,3 +172,47 @@ def test_labels_that_are_not_text_are_refused(results):
     runs = _runs(results)
     with pytest.raises(InputTypeError, match="a run's label must be a str, got int 1"):
         comparison_report({1: runs["a"], 2: runs["b"]})
+
+
+# --------------------------------------------------------------------------- solve --jobs-from
+@pytest.fixture(scope="module")
+def pal_placement(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("placement") / "pal.json"
+    assert main(["solve", str(PAPER), "--method", "pal", "--out", str(path), "--quiet"]) == 0
+    return path
+
+
+def test_jobs_from_a_placement_of_another_round_is_refused(pal_placement, tmp_path, capsys):
+    """The paper round's PAL placement given for ``mid-32x8`` (whose job ids it shares) was solved
+    and priced there: ``slowdown 1.6336, +39.17% against this answer``, a gap of nothing."""
+    mid, out, lp = ROOT / "instances" / "mid-32x8.json", tmp_path / "o.json", tmp_path / "o.lp"
+    capsys.readouterr()
+    msg = _one_error(capsys, main(["solve", str(mid), "--method", "ilp", "--jobs-from", str(pal_placement),
+                                   "--out", str(out), "--write-lp", str(lp)]))
+    assert msg.startswith(f"{pal_placement}: not a placement of {mid}: job 2: needs 6 distinct GPUs, got [")
+    assert msg.endswith("more violations: pal-opt check lists them); it was solved for " + str(PAPER))
+    assert not out.exists() and not lp.exists()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    # each solved no job and exited 0 before
+    ({"format": "pal-opt/placement", "version": 1, "placements": {}}, "placements: places no job"),
+    ({}, "placements: places no job"),
+    # named --jobs, which was not given: "--jobs 999: not a job of ... (its 40 jobs: ...)"
+    ({"placements": {"999": [0]}}, f"not a placement of {PAPER}: job '999': not in the queue"),
+    ({"placements": {"1": [0, 1, 2, 3]}}, f"not a placement of {PAPER}: job 1: needs 1 distinct GPU, got [0, 1, 2, 3]"),
+])
+def test_jobs_from_a_placement_that_places_nothing_here_is_refused(tmp_path, capsys, content, message):
+    given, out = tmp_path / "given.json", tmp_path / "o.json"
+    given.write_text(json.dumps(content))
+    msg = _one_error(capsys, main(["solve", str(PAPER), "--method", "ilp", "--jobs-from", str(given),
+                                   "--out", str(out)]))
+    assert msg.startswith(f"{given}: {message}")
+    assert not out.exists()
+
+
+def test_jobs_from_a_valid_placement_is_still_taken(pal_placement, tmp_path, capsys):
+    out = tmp_path / "o.json"
+    capsys.readouterr()
+    assert main(["solve", str(PAPER), "--method", "ilp", "--jobs-from", str(pal_placement), "--out", str(out)]) == 0
+    assert sorted(json.loads(out.read_text())["placements"]) == sorted(json.loads(pal_placement.read_text())["placements"])
