@@ -216,3 +216,17 @@ def test_jobs_from_a_valid_placement_is_still_taken(pal_placement, tmp_path, cap
     capsys.readouterr()
     assert main(["solve", str(PAPER), "--method", "ilp", "--jobs-from", str(pal_placement), "--out", str(out)]) == 0
     assert sorted(json.loads(out.read_text())["placements"]) == sorted(json.loads(pal_placement.read_text())["placements"])
+
+
+# --------------------------------------------------------------------------- simulate --seed
+@pytest.mark.parametrize("command", ["simulate", "simulate-sia"])
+def test_a_seed_beside_a_failure_seed_on_a_sia_trace_is_refused(tmp_path, capsys, command):
+    """On a Sia trace without ``--variability``, ``--failures --failure-seed 2 --seed 1`` ran (seeds
+    1, 3 and none gave the same run, ``pal-opt compare`` found: 6 of 6 jobs the same), as a PAL
+    trace refuses it."""
+    out = tmp_path / "r.json"
+    msg = _one_error(capsys, main([command, str(ROOT / "examples" / "data" / "newtrace-mini.csv"), "--failures",
+                                   "--failure-seed", "2", "--seed", "1", "--quiet", "-o", str(out)]))
+    assert msg == ("--seed 1 changes nothing: without --variability every GPU is nominal, and the failures are "
+                   "drawn from --failure-seed 2")
+    assert not out.exists()

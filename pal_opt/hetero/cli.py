@@ -280,7 +280,7 @@ def _check_policy_flags(args: argparse.Namespace, policies: list[str]) -> None:
     """Flags that would change nothing are refused, as ``pal-opt solve`` refuses an option of
     another method: ``--backend`` and ``--time-limit`` when no policy solves a program,
     ``--ilp-mode`` without ``ilp``, and ``--seed`` without ``--variability`` (it seeds only the
-    per-GPU variability draw)."""
+    per-GPU variability draw, and the failures when ``--failure-seed`` is not given)."""
     from .methods import HETERO_POLICIES
 
     bad = [f for f, v in (("--backend", args.backend), ("--time-limit", args.time_limit)) if v is not None]
@@ -293,7 +293,11 @@ def _check_policy_flags(args: argparse.Namespace, policies: list[str]) -> None:
     mode = getattr(args, "ilp_mode", None)
     if mode is not None and "ilp" not in policies:
         raise OptionError(f"--ilp-mode applies to --policy ilp only, not --policy {','.join(policies)}")
-    if args.seed is not None and not args.variability and not getattr(args, "failures", False):
+    failures = getattr(args, "failures", False)
+    if args.seed is not None and not args.variability and not (failures and args.failure_seed is None):
+        if failures:  # the failures drawn from --failure-seed: the run of every --seed the same
+            raise OptionError(f"--seed {args.seed} changes nothing: without --variability every GPU is nominal, "
+                              f"and the failures are drawn from --failure-seed {args.failure_seed}")
         raise OptionError("--seed seeds the per-GPU variability draw: without --variability every GPU is nominal "
                           "and nothing is drawn (with --failures it seeds the failures too)")
 
