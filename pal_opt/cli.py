@@ -155,8 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--jobs-from", type=input_file, default=None, metavar="PLACEMENT.json",
-        help="exact methods: place exactly the jobs this placement placed (e.g. solve --method pal --out's) and "
-             "compare it with the answer: a greedy's gap to the optimum of its own job set",
+        help="exact methods: place exactly the jobs this placement of the round placed (e.g. solve --method pal "
+             "--out's) and compare it with the answer: a greedy's gap to the optimum of its own job set",
     )
     s.add_argument("--canonical", action="store_true",
                    help="ilp, ilp-preempt: the same placement whichever backend proves the round optimal (ties "
@@ -530,16 +530,24 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _jobs_from(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``--jobs-from``: the placement file read, its placed jobs set as ``args.jobs``; None without it."""
+    """``--jobs-from``: the placement file read, its placed jobs set as ``args.jobs``; None without it
+    (``--jobs`` or ``--jobs-from`` beside ``--admission`` refused in the flags' words)."""
+    from .methods import get_method
+
+    if args.jobs is not None and args.jobs_from is not None:
+        raise OptionError("give --jobs or --jobs-from, not both")
+    method = get_method(args.method)
+    takes = method.exact and "jobs" in method.options
+    if args.jobs_from is not None and not takes:
+        raise OptionError(f"--jobs-from applies to the exact methods that take --jobs, not to {args.method!r}")
+    flag = "--jobs-from" if args.jobs_from is not None else "--jobs" if args.jobs is not None else None
+    if flag and takes and getattr(args, "admission", None) is not None:  # the flags, not admission= and jobs=
+        raise OptionError(f"give --admission or {flag}, not both: {flag} places exactly its jobs, with no "
+                          "admission rule")
     if args.jobs_from is None:
         return None
     from .io import load_placement_file
-    from .methods import get_method
 
-    if args.jobs is not None:
-        raise OptionError("give --jobs or --jobs-from, not both")
-    if not get_method(args.method).exact or "jobs" not in get_method(args.method).options:
-        raise OptionError(f"--jobs-from applies to the exact methods that take --jobs, not to {args.method!r}")
     doc = load_placement_file(args.jobs_from)
     args.jobs = list(doc["placements"])
     return doc

@@ -230,3 +230,17 @@ def test_a_seed_beside_a_failure_seed_on_a_sia_trace_is_refused(tmp_path, capsys
     assert msg == ("--seed 1 changes nothing: without --variability every GPU is nominal, and the failures are "
                    "drawn from --failure-seed 2")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("flag", ["--jobs-from", "--jobs"])
+def test_admission_beside_given_jobs_is_said_in_the_flags_words(pal_placement, tmp_path, capsys, flag):
+    """``give either admission= or jobs=, not both``: the Python API's words, for flags."""
+    out = tmp_path / "o.json"
+    value = str(pal_placement) if flag == "--jobs-from" else "1,2"
+    msg = _one_error(capsys, main(["solve", str(PAPER), "--method", "ilp", flag, value, "--admission", "backfill",
+                                   "--out", str(out)]))
+    assert msg == f"give --admission or {flag}, not both: {flag} places exactly its jobs, with no admission rule"
+    assert not out.exists()
+    # a method that takes no --jobs is told so first, as before
+    msg = _one_error(capsys, main(["solve", str(PAPER), "--method", "pal", "--jobs", "1,2", "--admission", "backfill"]))
+    assert msg == "option(s) --jobs do not apply to method 'pal'"

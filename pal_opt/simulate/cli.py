@@ -465,7 +465,8 @@ def add_compare_parser(subparsers: Any) -> argparse.ArgumentParser:
             "differ, and per job the JCT against the first run's over the jobs both finished."
         ),
         epilog="A file of several policies (simulate --policy a,b) gives a run per policy, labelled FILE:POLICY; "
-               "a file of one policy is labelled by its name without .json.",
+               "a file of one policy is labelled by its name without .json (files of one name by their paths). "
+               "A job is the same job in two runs when its id (or name) and its submit time are.",
     )
     p.add_argument("results", nargs="+", type=input_file, metavar="RESULT.json",
                    help="result files of simulate --out (at least two runs in all)")
