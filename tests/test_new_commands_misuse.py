@@ -244,3 +244,22 @@ def test_admission_beside_given_jobs_is_said_in_the_flags_words(pal_placement, t
     # a method that takes no --jobs is told so first, as before
     msg = _one_error(capsys, main(["solve", str(PAPER), "--method", "pal", "--jobs", "1,2", "--admission", "backfill"]))
     assert msg == "option(s) --jobs do not apply to method 'pal'"
+
+
+# --------------------------------------------------------------------------- simulate --variability on a Sia trace
+def test_a_variability_item_is_named_as_it_was_typed(tmp_path):
+    """``--variability classA=DIR`` was named ``--variability aws:classA`` (the first type it was
+    spelled out for), and an item repeating another's (type, class) did not say which item."""
+    from pal_opt.errors import InstanceError, OptionError
+    from pal_opt.hetero.gpus import GpuType, parse_variability
+
+    types = (GpuType("aws", 1, 4), GpuType("rtx", 1, 8))
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("perf\n1.0\n")
+    b.write_text("perf\n1.1\n")
+    with pytest.raises(InstanceError) as info:
+        parse_variability([f"classA={tmp_path}"], types)
+    assert str(info.value) == f"{tmp_path}: --variability classA={tmp_path}: a directory, not a measurement CSV file"
+    with pytest.raises(OptionError) as twice:
+        parse_variability([f"classA={a}", f"rtx:classA={b}"], types)
+    assert str(twice.value) == f"--variability rtx:classA={b}: rtx:classA given twice (by --variability classA={a} too)"

@@ -229,18 +229,21 @@ def parse_variability(items: Sequence[str], types: Sequence[GpuType]) -> dict[tu
     items = require_items(items, "items", "a list of TYPE:CLASS=FILE strings", of=str)
     classes = sorted(set(APP_CLASS.values())) + sorted(APP_CLASS)
     out: dict[tuple[str, str], str] = {}
+    given: dict[tuple[str, str], str] = {}  # the item that gave each, named in messages as typed
     for item in items:
         for tname, cls, path in _items_of(item, names):
             if cls not in classes:
                 raise OptionError(f"--variability {item}: unknown class {cls!r}; no application draws from it "
                                   f"(classes: {', '.join(classes)})")
             if (tname, cls) in out:
-                raise OptionError(f"--variability: {tname}:{cls} given twice")
+                by = "" if given[(tname, cls)] == item else f" (by --variability {given[(tname, cls)]} too)"
+                raise OptionError(f"--variability {item}: {tname}:{cls} given twice{by}")
             if not Path(path).is_file():
                 from ..io.measurements import not_a_file_error
 
-                raise not_a_file_error(path, f"--variability {tname}:{cls}")
+                raise not_a_file_error(path, f"--variability {item}")
             out[(tname, cls)] = os.fspath(path)
+            given[(tname, cls)] = item
     return out
 
 
