@@ -86,7 +86,7 @@ def run_one(trace: int, variability: str, at_floor: bool) -> dict[str, Any]:
         var = AtFloor(var.raw, var.binned, var.files)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        summary = simulate_sia(workload, apps, cluster, SimConfig(method="sia", variability=var)).summary()
+        summary = simulate_sia(workload, apps, cluster, SimConfig(policy="sia", variability=var)).summary()
     slow = summary.get("variability_slowdown")
     if at_floor and abs(slow["mean"] - slow["placement_floor"]) > 1e-9:
         raise RuntimeError(f"newtrace-{trace}: the oracle did not take effect ({slow})")

@@ -105,7 +105,7 @@ def run_one(trace: int, policy: str, variability: str, seed: int = 0, ilp_mode: 
     var = draw_variability(Layout(cluster), _files(cluster, variability), seed=seed)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        cfg = SimConfig(method=policy, variability=var, **ilp_mode_config(ilp_mode, policy))
+        cfg = SimConfig(policy=policy, variability=var, **ilp_mode_config(ilp_mode, policy))
         result = simulate_sia(workload, apps, cluster, cfg)
     summary = result.summary()
     keep = ("n_jobs", "n_completed", "avg_jct", "p50_jct", "p99_jct", "makespan", "utilisation",

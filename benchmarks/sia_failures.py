@@ -64,7 +64,7 @@ def run(policy: str, seed: int | None, scale: float) -> dict[str, Any]:
     failures = None if seed is None else FailureConfig(scale=scale, seed=seed)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        result = simulate_sia(workload, apps, cluster, SimConfig(method=policy, variability=var, failures=failures))
+        result = simulate_sia(workload, apps, cluster, SimConfig(policy=policy, variability=var, failures=failures))
     s = result.summary()
     if s["n_completed"] + len(result.unplaceable) != s["n_jobs"]:
         raise SystemExit(f"sia_failures: {policy} seed {seed} left jobs unfinished")

@@ -50,7 +50,7 @@ def main(workload_csv: Path = HERE / "data" / "newtrace-mini.csv") -> dict[str, 
     print(f"{workload_csv.name}: {len(workload)} jobs on {CLUSTER}, Longhorn variability (seed 0)")
     print(f"{'policy':<6} {'avg JCT (h)':>11} {'ran at':>7} {'floor':>7} {'restarts/job':>13}")
     for policy in ("sia", "ilp"):
-        s = simulate_sia(workload, apps, cluster, SimConfig(method=policy, variability=variability)).summary()
+        s = simulate_sia(workload, apps, cluster, SimConfig(policy=policy, variability=variability)).summary()
         v = s["variability_slowdown"]
         print(f"{policy:<6} {s['avg_jct'] / 3600:11.3f} {v['mean']:7.3f} {v['placement_floor']:7.3f} "
               f"{s['avg_restarts_per_job']:13.2f}")

@@ -336,7 +336,7 @@ def _bert(n: int) -> Workload:
 @pytest.mark.parametrize("n", [16, 20, 24, 25, 32])
 def test_type_blind_gangs_larger_than_any_type_are_unplaceable(apps: dict[str, Application], method: str, n: int) -> None:
     cluster = build_cluster(parse_cluster(PAPER), apps)
-    res = simulate_sia(_bert(n), apps, cluster, SimConfig(method=method, max_time=3600.0))
+    res = simulate_sia(_bert(n), apps, cluster, SimConfig(policy=method, max_time=3600.0))
     if n <= 24:  # one type holds it (aws 6x4 and rtx 3x8 hold 24)
         assert not res.unplaceable and res.summary()["n_completed"] == 1
     else:
@@ -351,7 +351,7 @@ def test_a_type_blind_gang_its_slowest_type_cannot_hold_is_unplaceable(apps: dic
     cluster = build_cluster([("aws", 1, 4), ("dgx-ext", 1, 8)], apps)
     wl = workload_from_frame(pd.DataFrame({"name": ["a", "b"], "time": [0.0, 0.0], "application": ["cifar10"] * 2,
                                            "num_replicas": [6, 6], "batch_size": [2048, 2048]}))
-    res = simulate_sia(wl, apps, cluster, SimConfig(method=method, max_time=3600.0))
+    res = simulate_sia(wl, apps, cluster, SimConfig(policy=method, max_time=3600.0))
     assert res.unplaceable == {"b": f"{method} placed it where it cannot run: its 6 GPUs span aws and dgx-ext, and a "
                                     "gang spanning types runs as its slowest type, aws, which holds at most 4"}
     assert res.summary()["n_completed"] == 1 and res.jobs[0].completion_time is not None
@@ -381,7 +381,7 @@ def test_comparator_rounds_are_valid_for_the_checker(
     joint = method == "ilp-joint"
     method = "ilp" if joint else method
     _record(monkeypatch, IlpTypesPolicy if method == "ilp" else TypeBlindPolicy, seen)
-    result = simulate_sia(prefix, apps, cluster, SimConfig(method=method, variability=var, max_time=6 * 3600.0,
+    result = simulate_sia(prefix, apps, cluster, SimConfig(policy=method, variability=var, max_time=6 * 3600.0,
                                                            ilp_joint=joint))
     assert result.summary()["n_completed"] > 0 and seen
     names = [cluster[t].name for t in layout.type_of.tolist()]
@@ -410,8 +410,8 @@ def test_comparator_rounds_are_valid_for_the_checker(
 
 def test_ilp_without_variability_runs_a_prefix_deterministically(prefix: Workload, apps: dict[str, Application]) -> None:
     cluster = build_cluster(parse_cluster(PAPER), apps)
-    a = simulate_sia(prefix, apps, cluster, SimConfig(method="ilp")).summary()
-    b = simulate_sia(prefix, apps, cluster, SimConfig(method="ilp")).summary()
+    a = simulate_sia(prefix, apps, cluster, SimConfig(policy="ilp")).summary()
+    b = simulate_sia(prefix, apps, cluster, SimConfig(policy="ilp")).summary()
     assert a["n_completed"] == 14 and a["avg_jct"] == b["avg_jct"] and a["p99_jct"] == b["p99_jct"]
 
 
@@ -435,7 +435,7 @@ def test_anchored_ilp_without_variability_is_sia_round_for_round(prefix: Workloa
 
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(IlpTypesPolicy if method == "ilp" else SiaPolicy, "allocate", spy)
-            simulate_sia(prefix, apps, cluster, SimConfig(method=method, max_time=6 * 3600.0))
+            simulate_sia(prefix, apps, cluster, SimConfig(policy=method, max_time=6 * 3600.0))
     assert len(seen["ilp"]) == len(seen["sia"]) > 10
     assert seen["ilp"] == seen["sia"]
 
@@ -466,7 +466,7 @@ def test_anchored_stage2_never_prices_worse_than_sias_placer(
         return res
 
     monkeypatch.setattr(solve_mod, "solve", spy)
-    simulate_sia(prefix, apps, cluster, SimConfig(method="ilp", variability=var, max_time=6 * 3600.0))
+    simulate_sia(prefix, apps, cluster, SimConfig(policy="ilp", variability=var, max_time=6 * 3600.0))
     assert len(pairs) > 10
     assert all(ours <= theirs + 1e-9 for theirs, ours in pairs)
     assert any(ours < theirs - 1e-6 for theirs, ours in pairs)
@@ -517,14 +517,14 @@ def test_a_run_with_variability_reports_its_slowdown_above_the_floor(
     floor = placement_floor(layout, var)
     seen: list[tuple[float, float]] = []
     for method in ("sia", "ilp"):
-        result = simulate_sia(prefix, apps, cluster, SimConfig(method=method, variability=var))
+        result = simulate_sia(prefix, apps, cluster, SimConfig(policy=method, variability=var))
         v = result.summary()["variability_slowdown"]
         assert v is not None and 0.9 < v["placement_floor"] <= v["mean"] + 1e-12
         assert 0 < result.job_rounds <= result.gpus_in_use.sum()  # a job holding GPUs holds at least one
         seen.append((v["mean"], v["placement_floor"]))
     assert seen[1][0] <= seen[0][0]  # ilp sees the factors; sia does not
     assert floor("cifar10", list(range(64))) == var.raw["classA"].max()  # the whole cluster: its slowest GPU
-    nominal = simulate_sia(prefix, apps, cluster, SimConfig(method="sia")).summary()
+    nominal = simulate_sia(prefix, apps, cluster, SimConfig(policy="sia")).summary()
     assert nominal["variability_slowdown"] is None
 
 

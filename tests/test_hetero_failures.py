@@ -151,7 +151,7 @@ def _simulate(profiles: Path, policy: str, failures: object = None, **opts: obje
     workload = read_workload(MINI)
     apps = load_applications(profiles, workload.applications())
     cluster = build_cluster(parse_cluster(CLUSTER), apps)
-    return simulate_sia(workload, apps, cluster, SimConfig(method=policy, failures=failures, **opts))
+    return simulate_sia(workload, apps, cluster, SimConfig(policy=policy, failures=failures, **opts))
 
 
 @pytest.mark.parametrize("policy", ["sia", "pal", "gavel"])

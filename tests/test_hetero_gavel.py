@@ -113,7 +113,7 @@ def test_gavel_completes_a_prefix_with_valid_rigid_rounds(
         return out
 
     monkeypatch.setattr(GavelPolicy, "allocate", spy)
-    result = simulate_sia(prefix, apps, cluster, SimConfig(method="gavel"))
+    result = simulate_sia(prefix, apps, cluster, SimConfig(policy="gavel"))
     assert result.summary()["n_completed"] == 14 and seen
     assert {r.kind for r in result.jobs} == {"rigid"}  # the workload's adaptive jobs run rigid
     core = Cluster.from_arrays(range(layout.num_gpus), layout.server_of(), {"classA": np.ones(layout.num_gpus)})
@@ -128,10 +128,10 @@ def test_gavel_completes_a_prefix_with_valid_rigid_rounds(
 
 def test_gavel_is_deterministic_and_its_round_matters(prefix: Workload, apps: dict[str, Application]) -> None:
     cluster = build_cluster(parse_cluster(PAPER), apps)
-    a = simulate_sia(prefix, apps, cluster, SimConfig(method="gavel"))
-    b = simulate_sia(prefix, apps, cluster, SimConfig(method="gavel"))
+    a = simulate_sia(prefix, apps, cluster, SimConfig(policy="gavel"))
+    b = simulate_sia(prefix, apps, cluster, SimConfig(policy="gavel"))
     assert [r.completion_time for r in a.jobs] == [r.completion_time for r in b.jobs]
-    c = simulate_sia(prefix, apps, cluster, SimConfig(method="gavel", gavel_round=120.0))
+    c = simulate_sia(prefix, apps, cluster, SimConfig(policy="gavel", gavel_round=120.0))
     assert [r.completion_time for r in c.jobs] != [r.completion_time for r in a.jobs]
 
 
@@ -173,4 +173,4 @@ def test_gavel_reports_a_job_no_type_can_hold_as_unplaceable(
 def test_the_registry_lists_gavel_and_refuses_unknown_names() -> None:
     assert "gavel" in HETERO_POLICIES and HETERO_POLICIES["gavel"].rigid
     with pytest.raises(OptionError, match="unknown policy 'gavle'.*gavel"):
-        SimConfig(method="gavle")
+        SimConfig(policy="gavle")

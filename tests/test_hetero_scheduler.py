@@ -132,7 +132,7 @@ def simulate_recorded(workload: Workload, apps: Mapping[str, Application], clust
     mp = pytest.MonkeyPatch()
     mp.setattr(simulate_module, "round_step_unchecked", recording)
     try:
-        result = simulate_sia(workload, apps, cluster, SimConfig(method=policy))
+        result = simulate_sia(workload, apps, cluster, SimConfig(policy=policy))
     finally:
         mp.undo()
     return rounds, result.jobs

@@ -32,7 +32,7 @@ from pal_opt.hetero.simulate import (
     build_cluster,
     parse_cluster,
     simulate_sia,
-    summarise,
+    summarize,
 )
 from pal_opt.hetero.workload import Workload, WorkloadJob, read_workload, workload_from_frame
 
@@ -194,7 +194,7 @@ TOO_BIG_REASON = {
 @pytest.mark.parametrize("method", sorted(TOO_BIG_REASON))
 def test_a_job_no_configuration_of_its_kind_can_hold_is_unplaceable(apps: dict[str, Application], method: str) -> None:
     cluster = build_cluster([("aws", 1, 4)], apps)
-    res = simulate_sia(_rows(*TOO_BIG, category="rigid"), apps, cluster, SimConfig(method=method, max_time=3 * 3600.0))
+    res = simulate_sia(_rows(*TOO_BIG, category="rigid"), apps, cluster, SimConfig(policy=method, max_time=3 * 3600.0))
     assert res.unplaceable == {"bert-1": TOO_BIG_REASON[method]}
     s = res.summary()
     assert (s["n_jobs"], s["n_completed"]) == (2, 1)
@@ -317,17 +317,13 @@ def test_sia_params_are_checked() -> None:
         SimConfig(round_length=0)
 
 
-def test_a_policy_name_given_as_policy_points_to_method() -> None:
-    # pal_opt.simulate.SimConfig(policy="ilp") and --policy name the policy; here policy= is
-    # Sia's parameters and the name is method=: the error says which to give
-    with pytest.raises(OptionError) as err:
-        SimConfig(policy="ilp")  # type: ignore[arg-type]
-    assert str(err.value) == ("policy must be a SiaParams (the Sia policy's parameters), got 'ilp'; to run the ilp "
-                              "policy give method='ilp' (what --policy and pal_opt.simulate.SimConfig's policy= name)")
+def test_a_policy_name_given_as_policy_runs_that_policy() -> None:
+    # pal_opt.simulate.SimConfig(policy="ilp") and --policy name the policy; so does this one
+    # (tests/test_sim_names.py has the deprecated names)
+    assert SimConfig(policy="ilp").policy == "ilp"
     with pytest.raises(OptionError) as err:
         SimConfig(policy=["sia"])  # type: ignore[arg-type]
-    assert str(err.value) == "policy must be a SiaParams (the Sia policy's parameters), got ['sia']"
-    assert SimConfig(method="ilp").method == "ilp"
+    assert str(err.value).startswith("unknown policy ['sia'] for a cluster of GPU types (choose from sia, ")
 
 
 # -- metrics ------------------------------------------------------------------------------------
@@ -337,7 +333,7 @@ def test_summary_uses_the_artifacts_percentile_and_makespan() -> None:
         for i in range(10)
     )
     res = SiaResult(jobs, np.array([[2, 0], [1, 1]]), (GpuType("x", 1, 2), GpuType("y", 1, 2)), 60.0, 0.0, 0.0, 0, 0.0)
-    s = summarise(res)
+    s = summarize(res)
     jct = [100 + i for i in range(10)]
     assert s["avg_jct"] == pytest.approx(np.mean(jct))
     assert s["p99_jct"] == 109  # sorted[int(0.99 * 10)] = sorted[9]

@@ -376,6 +376,7 @@ BY_CALLABLE: dict[str, dict[str, V]] = {
     "pal_opt.topology.parse_slurm_conf_gres": {"text": lambda e: "NodeName=n1 Gres=gpu:4\n"},
     "pal_opt.topology.parse_slurm_conf_gpus": {"text": lambda e: "NodeName=n1 Gres=gpu:4\n"},
     "pal_opt.hetero.summarise": {"result": lambda e: e.sia_result},
+    "pal_opt.hetero.summarize": {"result": lambda e: e.sia_result},
     "pal_opt.hetero.application_names": {"profiles_dir": _sia_dir},
     "pal_opt.hetero.load_application": {"profiles_dir": _sia_dir, "app": lambda e: "cifar10"},
     "pal_opt.hetero.load_applications": {"profiles_dir": _sia_dir},

@@ -13,7 +13,7 @@ import pytest
 
 from pal_opt import cli
 from pal_opt.hetero.configs import GpuType
-from pal_opt.hetero.simulate import JobRecord, SiaResult, summarise
+from pal_opt.hetero.simulate import JobRecord, SiaResult, summarize
 from pal_opt.hetero.workload import read_workload
 from pal_opt.io.traces import read_trace
 from pal_opt.model import Cluster
@@ -71,7 +71,7 @@ def test_both_summaries_carry_the_shared_names_and_the_aliases_their_values(tmp_
     _check_pal(pal)
     assert (pal["n_jobs"], pal["n_completed"]) == (4, 4)
     assert pal["p50_jct"] == pytest.approx(float(np.median([j.jct for j in res.jobs])))
-    sia = summarise(_sia_result())
+    sia = summarize(_sia_result())
     _check_sia(sia)
     assert sia["restarts"] == sum(i % 3 for i in range(10))
     assert (sia["solve_seconds_total"], sia["solve_seconds_max"]) == (1.5, 0.75)
@@ -149,9 +149,9 @@ def test_the_sia_result_gives_queueing_delays_over_the_jobs_that_started() -> No
     jobs = [JobRecord(f"j{i}", "a", "adaptive", 100.0 * i, 100.0 * i + w, 100.0 * i + w + 50, 0, 1)
             for i, w in enumerate(waits)]
     jobs.append(JobRecord("never", "a", "adaptive", 5.0, None, None, 0, 0))
-    sia = summarise(SiaResult(tuple(jobs), np.array([[1]]), (GpuType("x", 1, 1),), 60.0, 0.0, 0.0, 0, 0.0))
+    sia = summarize(SiaResult(tuple(jobs), np.array([[1]]), (GpuType("x", 1, 1),), 60.0, 0.0, 0.0, 0, 0.0))
     assert sia["avg_queueing_delay"] == pytest.approx(np.mean(waits))
     assert sia["p50_queueing_delay"] == pytest.approx(45.0)
     assert sia["p99_queueing_delay"] == 600.0
-    empty = summarise(SiaResult((jobs[-1],), np.zeros((0, 1)), (GpuType("x", 1, 1),), 60.0, 0.0, 0.0, 0, 0.0))
+    empty = summarize(SiaResult((jobs[-1],), np.zeros((0, 1)), (GpuType("x", 1, 1),), 60.0, 0.0, 0.0, 0, 0.0))
     assert (empty["avg_queueing_delay"], empty["p50_queueing_delay"], empty["p99_queueing_delay"]) == (None, None, None)

@@ -1,4 +1,4 @@
-"""Rules of pal_opt/hetero/simulate.py (summarise) that no test held: each test here fails on a one-rule change (a mutation review, 2026-12-06) that the rest of the suite let pass."""
+"""Rules of pal_opt/hetero/simulate.py (summarize) that no test held: each test here fails on a one-rule change (a mutation review, 2026-12-06) that the rest of the suite let pass."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from pal_opt.hetero.configs import PAPER_CLUSTER, GpuType
 from pal_opt.hetero.profiles import Application, load_applications
-from pal_opt.hetero.simulate import JobRecord, SiaResult, SimConfig, build_cluster, simulate_sia, summarise
+from pal_opt.hetero.simulate import JobRecord, SiaResult, SimConfig, build_cluster, simulate_sia, summarize
 from pal_opt.hetero.workload import Workload, workload_from_frame
 
 
@@ -27,7 +27,7 @@ def _result(jobs: tuple[JobRecord, ...], use: list[list[int]] | None = None, **k
 
 
 def test_p50_jct_is_the_median_not_the_mean() -> None:
-    s = summarise(_result((_rec("a", 0, 0, 10), _rec("b", 0, 0, 20), _rec("c", 0, 0, 90))))
+    s = summarize(_result((_rec("a", 0, 0, 10), _rec("b", 0, 0, 20), _rec("c", 0, 0, 90))))
     assert s["p50_jct"] == 20.0
     assert s["avg_jct"] == 40.0
 
@@ -35,19 +35,19 @@ def test_p50_jct_is_the_median_not_the_mean() -> None:
 def test_makespan_counts_from_first_submission_of_any_job() -> None:
     # the first job to arrive never finished; the makespan still starts at its submission
     jobs = (_rec("early", 50, 50, None), _rec("b", 100, 100, 300))
-    assert summarise(_result(jobs))["makespan"] == 250.0
+    assert summarize(_result(jobs))["makespan"] == 250.0
 
 
 def test_restarts_count_unfinished_jobs_too() -> None:
     jobs = (_rec("a", 0, 0, 50, restarts=1), _rec("b", 0, 0, None, restarts=3))
-    s = summarise(_result(jobs))
+    s = summarize(_result(jobs))
     assert s["restarts"] == 4
     assert s["avg_restarts_per_job"] == 2.0
 
 
 def test_queueing_delay_counts_started_unfinished_jobs() -> None:
     jobs = (_rec("a", 0, 10, 50), _rec("b", 0, 30, None), _rec("c", 0, None, None))
-    s = summarise(_result(jobs))
+    s = summarize(_result(jobs))
     assert s["avg_queueing_delay"] == 20.0
     assert s["p99_queueing_delay"] == 30.0
 
@@ -55,18 +55,18 @@ def test_queueing_delay_counts_started_unfinished_jobs() -> None:
 def test_p99_queueing_delay_uses_the_index_rule() -> None:
     # 200 waits 0..199: index floor(0.99 * 200) = 198, not the maximum 199
     jobs = tuple(_rec(f"j{k}", 0, float(k), float(k) + 1) for k in range(200))
-    s = summarise(_result(jobs))
+    s = summarize(_result(jobs))
     assert s["p99_queueing_delay"] == 198.0
     assert s["p99_jct"] == 199.0
 
 
 def test_variability_placement_floor_is_its_own_mean() -> None:
-    s = summarise(_result((_rec("a", 0, 0, 10),), slowdown_sum=6.0, floor_sum=3.0, job_rounds=3))
+    s = summarize(_result((_rec("a", 0, 0, 10),), slowdown_sum=6.0, floor_sum=3.0, job_rounds=3))
     assert s["variability_slowdown"] == {"mean": 2.0, "placement_floor": 1.0}
 
 
 def test_utilisation_is_held_gpus_over_cluster_gpus() -> None:
-    s = summarise(_result((_rec("a", 0, 0, 10),), use=[[4], [8]]))
+    s = summarize(_result((_rec("a", 0, 0, 10),), use=[[4], [8]]))
     assert s["avg_gpus_in_use"] == 6.0
     assert s["utilisation"] == 0.75
 
@@ -132,5 +132,5 @@ def test_a_rigid_job_holds_all_its_gpus_and_runs_at_its_slowest_factor() -> None
 
 def test_queueing_delay_counts_from_submission() -> None:
     jobs = (_rec("a", 100, 130, 200), _rec("b", 40, 100, None))
-    s = summarise(_result(jobs))
+    s = summarize(_result(jobs))
     assert s["avg_queueing_delay"] == 45.0 and s["p50_queueing_delay"] == 45.0

@@ -156,6 +156,7 @@ if TYPE_CHECKING:  # loaded on first use (PEP 562), so that importing one submod
         parse_cluster,
         simulate_sia,
         summarise,
+        summarize,
     )
     from .typeblind import TypeBlindPolicy, effective_type, gang_state
     from .workload import (
@@ -206,7 +207,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     ".scheduler": ("TypedScheduler", "RoundPlan", "JobAllocation", "StepTime", "Change"),
     ".simulate": (
         "JobRecord", "SiaResult", "SimConfig", "build_cluster", "parse_cluster", "simulate_sia",
-        "summarise", "HETERO_METHODS", "make_policy",
+        "summarize", "summarise", "HETERO_METHODS", "make_policy",
     ),
     ".gpus": ("APP_CLASS", "Layout", "Variability", "draw_variability", "parse_variability", "placement_floor"),
     ".ilptypes": ("IlpTypesPolicy",),
@@ -306,6 +307,7 @@ __all__ = [
     "SiaResult",
     "JobRecord",
     "simulate_sia",
+    "summarize",
     "summarise",
     "parse_cluster",
     "build_cluster",

@@ -249,7 +249,7 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
         "ilp_mode": (getattr(args, "ilp_mode", None) or ILP_MODES[0]) if policy == "ilp" else None,
         "cluster": {t.name: {"nodes": t.nodes, "gpus_per_node": t.gpus_per_node, "node_limit": t.node_limit}
                     for t in cluster},
-        "round_seconds": args.round,
+        "round_length": args.round,
         "policy_parameters": {**asdict(params), "note": "lambda_a is read but unused, as in the artifact"},
         "category": args.category,
         "variability": dict(variability.files),
@@ -273,7 +273,7 @@ def _document(args: argparse.Namespace, policy: str, result: Any, cluster: Any, 
          "restarts": r.restarts, "epochs": r.epochs, "failures": r.failures, "lost_gpu_seconds": r.lost_gpu_seconds}
         for r in result.jobs
     ]
-    return with_aliases(doc, SIA_FILE_ALIASES)  # "jobs": the same list, deprecated
+    return with_aliases(doc, SIA_FILE_ALIASES)  # "jobs", "round_seconds": the same values, deprecated
 
 
 def _check_policy_flags(args: argparse.Namespace, policies: list[str]) -> None:
@@ -365,8 +365,8 @@ def run(args: argparse.Namespace) -> int:
     results: dict[str, Any] = {}
     for policy in policies:
         modes: dict[str, Any] = ilp_mode_config(getattr(args, "ilp_mode", None) if policy == "ilp" else None, policy)
-        config = SimConfig(round_length=args.round, policy=params, max_time=args.max_hours * 3600.0,
-                           method=policy, variability=variability, failures=failures, **modes)
+        config = SimConfig(round_length=args.round, policy=policy, max_time=args.max_hours * 3600.0,
+                           variability=variability, failures=failures, sia_params=params, **modes)
         counts = [0, 0]  # rounds done, jobs finished: for the line a Ctrl-C ends with
         try:
             with _progress_bar(args, len(workload), policy, counts) as progress:

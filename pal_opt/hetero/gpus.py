@@ -18,7 +18,7 @@ What placement can win
     :func:`placement_floor` gives, for a gang's per-node GPU counts on each type, the smallest
     slowest-factor any GPUs of that shape could have on the empty cluster.  The simulator
     reports the mean over job-rounds of both the slowdown the jobs ran at and this floor
-    (``variability_slowdown`` in :func:`pal_opt.hetero.simulate.summarise`): how much of what variability
+    (``variability_slowdown`` in :func:`pal_opt.hetero.simulate.summarize`): how much of what variability
     cost a run a placer choosing among GPUs, with the same configurations, could have won back.
 Applications and classes
     :data:`APP_CLASS` maps Sia's applications onto PAL's classes: the convolutional networks

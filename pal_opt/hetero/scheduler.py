@@ -428,7 +428,7 @@ class TypedScheduler:
         if variability is not None and not isinstance(variability, Variability):
             raise OptionError("variability must be a pal_opt.hetero.gpus.Variability (draw_variability gives one), "
                               f"got {type(variability).__name__}")
-        self.config = SimConfig(method=policy, policy=params, variability=variability or Variability(), **options)
+        self.config = SimConfig(policy=policy, sia_params=params, variability=variability or Variability(), **options)
         spec = _cluster_types(cluster)
         self.applications, self._skipped = _applications(spec, profiles, applications)
         built = build_cluster(spec, self.applications)
@@ -456,7 +456,7 @@ class TypedScheduler:
     @property
     def policy(self) -> str:
         """The policy's name."""
-        return self.config.method
+        return self.config.policy
 
     @property
     def stats(self) -> RoundStats:

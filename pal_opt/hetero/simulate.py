@@ -53,7 +53,7 @@ from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
 from ..options import check_seconds, require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
-from ..simulate.fields import SIA_ALIASES, with_aliases
+from ..simulate.fields import SIA_ALIASES, warn_renamed, with_aliases
 from .configs import GpuType, require_gpu_types
 from .failures import TypedFailures
 from .gavel import GAVEL_ROUND
@@ -79,6 +79,7 @@ __all__ = [
     "JobRecord",
     "SiaResult",
     "simulate_sia",
+    "summarize",
     "summarise",
     "check_cluster",
     "parse_cluster",
@@ -98,24 +99,25 @@ OnRound = Callable[[RoundInput, RoundDecision], None]
 Progress = Callable[[int, int, int, float], None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SimConfig:
     """Simulation settings.
+
+    The settings the PAL simulator's :class:`pal_opt.simulate.SimConfig` has too carry its names:
+    ``policy`` (the policy's name), ``round_length``, ``max_time``, ``failures``.
 
     Attributes
     ----------
     round_length
         Δ in seconds (the artifact's ``--interval``, 60).
     policy
-        The Sia policy's parameters (``sia`` and ``ilp``: power, λ_n, backend, time limit).
-    max_time
-        Simulated seconds after which the run stops even if jobs are unfinished.
-    method
         A name of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`: ``sia``
         (:class:`~pal_opt.hetero.policy.SiaPolicy`), ``ilp``
         (:class:`~pal_opt.hetero.ilptypes.IlpTypesPolicy`), ``pal`` or ``packed`` ignoring types
         (:class:`~pal_opt.hetero.typeblind.TypeBlindPolicy`), ``gavel``
         (:class:`~pal_opt.hetero.gavel.GavelPolicy`, every job run as rigid).
+    max_time
+        Simulated seconds after which the run stops even if jobs are unfinished.
     variability
         Per-GPU factors (:func:`pal_opt.hetero.gpus.draw_variability`); default nominal.
     ilp_move_cost
@@ -137,12 +139,20 @@ class SimConfig:
     failures
         GPU and server failures (:class:`pal_opt.simulate.failures.FailureConfig`, seeded by its
         ``seed``, default 0; :mod:`pal_opt.hetero.failures`), or None (default): none.
+    sia_params
+        The Sia policy's parameters (:class:`~pal_opt.hetero.policy.SiaParams`; ``sia`` and
+        ``ilp``: power, λ_n, backend, time limit); keyword only.
+
+    Deprecated (each still works, with a :class:`DeprecationWarning` naming the new name, for
+    this release): ``method=NAME`` (give ``policy=NAME``), ``policy=SiaParams(...)`` (give
+    ``sia_params=``), and reading ``config.method`` (read ``config.policy``).  A deprecated
+    argument given beside its new name (as :func:`dataclasses.replace` passes every field) is
+    the one used.
     """
 
     round_length: float = 60.0
-    policy: SiaParams = field(default_factory=SiaParams)
+    policy: str = "sia"
     max_time: float = 30 * 24 * 3600.0
-    method: str = "sia"
     variability: Variability = field(default_factory=Variability)
     ilp_move_cost: float | None = 5.0
     ilp_levels: bool = False
@@ -150,10 +160,44 @@ class SimConfig:
     ilp_joint: bool = False
     gavel_round: float = GAVEL_ROUND
     failures: FailureConfig | None = None
+    sia_params: SiaParams = field(default_factory=SiaParams)
 
-    def __post_init__(self) -> None:
-        if self.method not in HETERO_POLICIES:
-            raise OptionError(f"unknown policy {self.method!r} for a cluster of GPU types "
+    def __init__(  # the positional order is the earlier one's (method= fourth)
+        self,
+        round_length: float = 60.0,
+        policy: str | SiaParams | None = None,
+        max_time: float = 30 * 24 * 3600.0,
+        method: str | None = None,
+        variability: Variability | None = None,
+        ilp_move_cost: float | None = 5.0,
+        ilp_levels: bool = False,
+        ilp_anchor: bool = True,
+        ilp_joint: bool = False,
+        gavel_round: float = GAVEL_ROUND,
+        failures: FailureConfig | None = None,
+        *,
+        sia_params: SiaParams | None = None,
+    ) -> None:
+        name, params = _policy_and_params(policy, method, sia_params)
+        values = {
+            "round_length": round_length, "policy": name, "max_time": max_time,
+            "variability": Variability() if variability is None else variability, "ilp_move_cost": ilp_move_cost,
+            "ilp_levels": ilp_levels, "ilp_anchor": ilp_anchor, "ilp_joint": ilp_joint, "gavel_round": gavel_round,
+            "failures": failures, "sia_params": params,
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+        self._check()
+
+    @property
+    def method(self) -> str:
+        """Deprecated: the policy's name, :attr:`policy`."""
+        warn_renamed("SimConfig.method", "SimConfig.policy", "pal_opt.hetero.SimConfig", stacklevel=3)
+        return self.policy
+
+    def _check(self) -> None:
+        if not isinstance(self.policy, str) or self.policy not in HETERO_POLICIES:
+            raise OptionError(f"unknown policy {self.policy!r} for a cluster of GPU types "
                               f"(choose from {', '.join(hetero_policy_names())})")
         for name in ("round_length", "gavel_round", "max_time"):
             check_seconds(getattr(self, name), name)
@@ -161,17 +205,28 @@ class SimConfig:
         for name in ("ilp_levels", "ilp_anchor", "ilp_joint"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if not isinstance(self.policy, SiaParams):
-            hint = (f"; to run the {self.policy} policy give method={self.policy!r} (what --policy and "
-                    f"pal_opt.simulate.SimConfig's policy= name)"
-                    if isinstance(self.policy, str) and self.policy in HETERO_POLICIES else "")
-            raise OptionError(f"policy must be a SiaParams (the Sia policy's parameters), got {self.policy!r}{hint}")
+        if not isinstance(self.sia_params, SiaParams):
+            raise OptionError(f"sia_params must be a SiaParams (the Sia policy's parameters), got {self.sia_params!r}")
         if not isinstance(self.variability, Variability):
             raise OptionError(f"variability must be a Variability, got {type(self.variability).__name__}")
         if self.failures is not None:
             if not isinstance(self.failures, FailureConfig):
                 raise OptionError(f"failures must be a FailureConfig or None, got {type(self.failures).__name__}")
             self.failures.validate()
+
+
+def _policy_and_params(policy: Any, method: Any, sia_params: Any) -> tuple[Any, Any]:
+    """(the policy's name, Sia's parameters) of :class:`SimConfig`'s arguments, the deprecated
+    ones included (each with its warning, pointing at the caller of ``SimConfig``); a deprecated
+    argument wins over its new name given beside it (:func:`dataclasses.replace` passes both)."""
+    if isinstance(policy, SiaParams):
+        warn_renamed("policy= given Sia's parameters (a SiaParams)", "sia_params=", "pal_opt.hetero.SimConfig",
+                     stacklevel=4)
+        policy, sia_params = None, policy
+    if method is not None:
+        warn_renamed("method=", "policy=", "pal_opt.hetero.SimConfig", stacklevel=4)
+        policy = method
+    return ("sia" if policy is None else policy), (SiaParams() if sia_params is None else sia_params)
 
 
 @dataclass(frozen=True)
@@ -235,8 +290,8 @@ class SiaResult:
     failure_log: list[dict[str, Any]] | None = None
 
     def summary(self) -> dict[str, Any]:
-        """The metrics of the module docstring (seconds), see :func:`summarise`."""
-        return summarise(self)
+        """The metrics of the module docstring (seconds), see :func:`summarize`."""
+        return summarize(self)
 
 
 def _percentile_index(values: np.ndarray, q: float) -> float:
@@ -246,6 +301,12 @@ def _percentile_index(values: np.ndarray, q: float) -> float:
 
 
 def summarise(result: SiaResult) -> dict[str, Any]:
+    """Deprecated: :func:`summarize`, the PAL simulator's name (:func:`pal_opt.simulate.summarize`)."""
+    warn_renamed("summarise", "summarize", "pal_opt.hetero.simulate")
+    return summarize(result)
+
+
+def summarize(result: SiaResult) -> dict[str, Any]:
     """avg/p50/p99/max JCT, makespan, utilisation, restarts and per-application figures (the
     module docstring), under the shared names of :mod:`pal_opt.simulate.fields`, then the
     deprecated aliases."""
@@ -372,27 +433,27 @@ def _make_jobs(workload: Workload, apps: Mapping[str, Application], names: Seque
 
 def sia_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> SiaPolicy:
     """The ``sia`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
-    return SiaPolicy(cluster, cfg.policy, on_round)
+    return SiaPolicy(cluster, cfg.sia_params, on_round)
 
 
 def ilp_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> IlpTypesPolicy:
     """The ``ilp`` entry of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
-    return IlpTypesPolicy(cluster, cfg.policy, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
+    return IlpTypesPolicy(cluster, cfg.sia_params, cfg.variability, on_round, move_cost=cfg.ilp_move_cost,
                           levels=cfg.ilp_levels, anchor=cfg.ilp_anchor, joint=cfg.ilp_joint)
 
 
 def typeblind_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> TypeBlindPolicy:
     """The ``pal`` and ``packed`` entries of :data:`~pal_opt.hetero.methods.HETERO_POLICIES`."""
-    return TypeBlindPolicy(Layout(tuple(cluster)), cfg.method, cfg.variability)
+    return TypeBlindPolicy(Layout(tuple(cluster)), cfg.policy, cfg.variability)
 
 
 def make_policy(cluster: Sequence[GpuType], cfg: SimConfig, on_round: OnRound | None = None) -> Any:
-    """The policy object of ``cfg.method`` (its registry entry's factory): ``allocate(active jobs,
+    """The policy object of ``cfg.policy`` (its registry entry's factory): ``allocate(active jobs,
     now)`` -> {job index: GPU positions}, ``stats`` (:class:`~pal_opt.hetero.policy.RoundStats`),
     ``unplaceable_reason(job)`` -> why the job can never run on the cluster (None: it may), and
     ``unplaceable`` ({job index: reason}: jobs it found unplaceable while allocating, given no GPUs)."""
     require_type(cfg, SimConfig, "cfg", " (pal_opt.hetero.SimConfig)")
-    return HETERO_POLICIES.get_item(cfg.method).builder()(cluster, cfg, on_round)
+    return HETERO_POLICIES.get_item(cfg.policy).builder()(cluster, cfg, on_round)
 
 
 def simulate_sia(
@@ -450,7 +511,7 @@ def _run(
     t0 = time.perf_counter()
     policy = make_policy(cluster, cfg, on_round)
     layout = Layout(tuple(cluster))
-    jobs = _make_jobs(workload, apps, [t.name for t in cluster], HETERO_POLICIES.get_item(cfg.method).rigid)
+    jobs = _make_jobs(workload, apps, [t.name for t in cluster], HETERO_POLICIES.get_item(cfg.policy).rigid)
     unplaceable = {j.index: why for j in jobs if (why := policy.unplaceable_reason(j)) is not None}
     pending = sorted((j for j in jobs if j.index not in unplaceable), key=lambda j: (j.submit_time, j.index))
     live: list[SimJob] = []

@@ -29,6 +29,7 @@ from ..io.jsonfile import field_path
 from ..io.messages import explain
 from ..io.validation import SchemaChecker
 from ..options import file_path, require_items, require_mapping
+from .fields import with_shared_names
 from .metrics import job_key, job_ratios
 
 __all__ = ["RUN_FIELDS", "RESULT_SCHEMA", "load_runs", "run_settings", "differing_settings", "comparison_report", "summary_csv_text",
@@ -43,7 +44,7 @@ RUN_FIELDS: tuple[str, ...] = (
 #: What a result must hold to be compared.
 _NEEDED = ("n_jobs", "n_completed", "avg_jct", "job_results")
 #: The settings of a Sia run (kept at the top of its result), as :func:`run_settings` reads them.
-_SIA_SETTINGS = ("trace", "policy", "ilp_mode", "cluster", "round_seconds", "policy_parameters", "category",
+_SIA_SETTINGS = ("trace", "policy", "ilp_mode", "cluster", "round_length", "policy_parameters", "category",
                  "variability", "seed")
 #: A PAL run's ``config`` entries that describe the cluster the settings already name.
 _DERIVED = ("num_gpus", "num_servers")
@@ -149,9 +150,9 @@ def _results_of(doc: Any, source: str) -> dict[str, Mapping[str, Any]]:
         results = doc["results"]
         if not isinstance(results, dict) or not results:
             raise InstanceError("must map each policy to its result", source=source, path="results")
-        found = {str(p): r for p, r in results.items()}
+        found = {str(p): with_shared_names(r) if isinstance(r, dict) else r for p, r in results.items()}
     else:
-        found = {str(doc.get("policy") or _mapping(doc.get("config")).get("policy") or "run"): doc}
+        found = {str(doc.get("policy") or _mapping(doc.get("config")).get("policy") or "run"): with_shared_names(doc)}
     for policy, res in found.items():
         where = f"results.{policy}" if "results" in doc else ""
         bad = _result_problem(res)
@@ -165,19 +166,24 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _check_runs(runs: Any) -> None:
-    """An :class:`~pal_opt.errors.InputTypeError` naming the argument unless ``runs`` maps labels to
-    results of ``pal-opt simulate`` (:func:`load_runs`); an ``OptionError`` for fewer than two."""
+def _check_runs(runs: Any) -> dict[str, dict[str, Any]]:
+    """``runs`` read by the shared names (:func:`~pal_opt.simulate.fields.with_shared_names`: a
+    result saved under the earlier names too); an :class:`~pal_opt.errors.InputTypeError` naming
+    the argument unless it maps labels to results of ``pal-opt simulate`` (:func:`load_runs`); an
+    ``OptionError`` for fewer than two."""
     require_mapping(runs, "runs", "a mapping of labels to results (load_runs)")
+    out: dict[str, dict[str, Any]] = {}
     for label, res in runs.items():
         if not isinstance(label, str):
             raise InputTypeError(f"a run's label must be a str, got {type(label).__name__} {label!r}", path="runs")
         require_mapping(res, f"runs[{label!r}]", "a result of pal-opt simulate (load_runs)")
-        bad = _result_problem(dict(res))
+        out[label] = with_shared_names(res)
+        bad = _result_problem(dict(out[label]))
         if bad is not None:
             raise InputTypeError(bad[1], path=".".join(p for p in (f"runs[{label!r}]", bad[0]) if p))
     if len(runs) < 2:
         raise OptionError(f"compare needs at least two runs, got {len(runs)}")
+    return out
 
 
 def _labels(paths: Sequence[str], stems: bool) -> list[str]:
@@ -241,6 +247,7 @@ def run_settings(result: Mapping[str, Any]) -> dict[str, Any]:
     """What a run was asked to do: a PAL run's ``config`` (without what it derives from the
     cluster), a Sia run's settings (trace, policy, cluster, round, variability, seed, ...)."""
     require_mapping(result, "result", "a result of pal-opt simulate (a mapping)")
+    result = with_shared_names(result)  # a Sia result saved before: round_seconds
     config = result.get("config")
     if isinstance(config, Mapping):
         return {k: v for k, v in config.items() if k not in _DERIVED}
@@ -250,7 +257,7 @@ def run_settings(result: Mapping[str, Any]) -> dict[str, Any]:
 def differing_settings(runs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """``{setting: {label: value}}`` of the settings (:func:`run_settings`) whose values are not
     the same in every run (a setting one run lacks counts as None there)."""
-    _check_runs(runs)
+    runs = _check_runs(runs)
     settings = {label: run_settings(r) for label, r in runs.items()}
     keys = list(dict.fromkeys(k for s in settings.values() for k in s))
     out: dict[str, dict[str, Any]] = {}
@@ -321,7 +328,7 @@ def _seconds(t: Any) -> str:
 def comparison_report(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The lines ``pal-opt compare`` prints for ``{label: result}`` (:func:`load_runs`): the
     table, the settings that differ, and the per-job comparison against the first run."""
-    _check_runs(runs)
+    runs = _check_runs(runs)
     lines = _table(runs)
     done = {label: (r["n_completed"], r["n_jobs"]) for label, r in runs.items()}
     if len(set(done.values())) > 1:  # a run stopped early (--max-hours), or another trace
@@ -341,7 +348,7 @@ def comparison_report(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def summary_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
     """One CSV row per run: ``run``, ``file``, ``policy`` and :data:`RUN_FIELDS` (empty where a
     run lacks a figure)."""
-    _check_runs(runs)
+    runs = _check_runs(runs)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(("run", "file", "policy", *RUN_FIELDS))
@@ -358,7 +365,7 @@ def job_jcts_csv_text(runs: Mapping[str, Mapping[str, Any]]) -> str:
     time, is a row of its own): ``job``, ``submit_time`` (seconds; empty if the file lacks it), then per run ``jct:LABEL`` (seconds; empty where the run
     did not finish it or has no such job) and, for every run after the first, ``ratio:LABEL``,
     its JCT over the first run's (empty unless both finished it)."""
-    _check_runs(runs)
+    runs = _check_runs(runs)
     labels = list(runs)
     jct = {label: {job_key(j): j.get("jct") for j in r["job_results"]} for label, r in runs.items()}
     keys = list(dict.fromkeys(k for label in labels for k in jct[label]))

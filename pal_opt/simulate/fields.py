@@ -1,7 +1,7 @@
 """One vocabulary for the results of pal-opt's two simulators.
 
 The PAL simulator (:func:`pal_opt.simulate.summary.summarize`, ``pal-opt simulate`` on a PAL
-trace) and the simulator of GPU types (:func:`pal_opt.hetero.simulate.summarise`, ``pal-opt
+trace) and the simulator of GPU types (:func:`pal_opt.hetero.simulate.summarize`, ``pal-opt
 simulate`` on a Sia newTrace) give the figures they share under the same names,
 :data:`SHARED_FIELDS`, in seconds where they are times:
 
@@ -108,11 +108,12 @@ Its earlier names ``events`` and ``interrupted_jobs`` are deprecated aliases
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["SHARED_FIELDS", "PER_JOB_FIELD", "PAL_ALIASES", "SIA_ALIASES", "SIA_FILE_ALIASES", "CLASS_ALIASES",
-           "FAILURE_ALIASES", "with_aliases"]
+__all__ = ["SHARED_FIELDS", "PER_JOB_FIELD", "PAL_ALIASES", "SIA_ALIASES", "SIA_FILE_ALIASES", "PAL_FILE_ALIASES",
+           "CLASS_ALIASES", "FAILURE_ALIASES", "with_aliases", "with_shared_names", "warn_renamed"]
 
 #: The figures both simulators' results carry, under these names.
 SHARED_FIELDS: tuple[str, ...] = (
@@ -154,9 +155,17 @@ SIA_ALIASES: Mapping[str, str] = {
 PER_JOB_FIELD = "job_results"
 
 #: Deprecated names of the Sia simulator's result file (``pal-opt simulate`` on a newTrace) ->
-#: the name it shares with the PAL result file (same value): the per-job list, which was ``jobs``.
+#: the name it shares with the PAL result file (same value): the per-job list, which was ``jobs``,
+#: and the round length, which was ``round_seconds`` (the PAL file's ``config.round_length``).
 SIA_FILE_ALIASES: Mapping[str, str] = {
     "jobs": PER_JOB_FIELD,
+    "round_seconds": "round_length",
+}
+
+#: Deprecated names of the PAL simulator's result file -> the shared name (same value): the mean
+#: queueing delay, which the file also gave as ``queueing_delay`` (the Sia file never did).
+PAL_FILE_ALIASES: Mapping[str, str] = {
+    "queueing_delay": "avg_queueing_delay",
 }
 
 #: Deprecated names inside the Sia result's ``failures`` -> the name it shares with the PAL result's.
@@ -178,3 +187,52 @@ def with_aliases(figures: dict[str, Any], aliases: Mapping[str, str]) -> dict[st
     for old, new in aliases.items():
         figures[old] = figures[new]
     return figures
+
+
+def warn_renamed(old: str, new: str, where: str, stacklevel: int = 3) -> None:
+    """A :class:`DeprecationWarning` that ``where``'s ``old`` is now ``new`` (the name both
+    simulators share), pointing at the caller's caller (``stacklevel``): what every deprecated
+    argument, attribute and function of the simulators says."""
+    warnings.warn(f"{where}: {old} is deprecated, use {new} (the name both simulators use); {old} will be removed",
+                  DeprecationWarning, stacklevel=stacklevel)
+
+
+def _fill(doc: dict[str, Any], aliases: Mapping[str, str]) -> None:
+    """``doc`` given each new name of ``aliases`` it lacks from its old name (in place)."""
+    for old, new in aliases.items():
+        if new not in doc and old in doc:
+            doc[new] = doc[old]
+
+
+def with_shared_names(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a simulator's saved result (one result, as ``pal-opt simulate --out`` writes it
+    for one policy) with the shared names filled in from the names it was written under before
+    (:data:`PAL_ALIASES`, :data:`SIA_ALIASES`, :data:`SIA_FILE_ALIASES`, :data:`PAL_FILE_ALIASES`,
+    :data:`FAILURE_ALIASES`, :data:`CLASS_ALIASES`), so that a reader reads every file by the
+    new names.  The old names stay; a name already there is not changed.  ``jobs``, which meant
+    the number of jobs in a PAL file and the per-job list in a Sia file, is read by its type (a
+    list of records with a ``jct``: the per-job list)."""
+    doc = dict(result)
+    jobs = doc.get("jobs")
+    if isinstance(jobs, list) and all(isinstance(r, Mapping) and "jct" in r for r in jobs):
+        _fill(doc, {"jobs": PER_JOB_FIELD})  # the Sia file's per-job list (not, e.g., an instance's jobs)
+    elif isinstance(jobs, int) and not isinstance(jobs, bool):
+        _fill(doc, {"jobs": "n_jobs"})  # the PAL file's number of jobs
+    _fill(doc, {**{k: v for k, v in PAL_ALIASES.items() if k != "jobs"}, **SIA_ALIASES,
+                **{k: v for k, v in SIA_FILE_ALIASES.items() if k != "jobs"}, **PAL_FILE_ALIASES})
+    if isinstance(doc.get("failures"), Mapping):
+        doc["failures"] = dict(doc["failures"])
+        _fill(doc["failures"], FAILURE_ALIASES)
+    classes = doc.get("by_priority")
+    if isinstance(classes, Mapping):
+        doc["by_priority"] = {p: _filled(c, CLASS_ALIASES) for p, c in classes.items()}
+    return doc
+
+
+def _filled(figures: Any, aliases: Mapping[str, str]) -> Any:
+    """A copy of ``figures`` with :func:`_fill` applied (anything but a mapping as it is)."""
+    if not isinstance(figures, Mapping):
+        return figures
+    out = dict(figures)
+    _fill(out, aliases)
+    return out

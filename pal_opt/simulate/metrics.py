@@ -99,7 +99,7 @@ def result_to_dict(result: SimulationResult, *, extra_config: Mapping[str, Any] 
     config.update(extra_config or {})
     doc = {
         **summary,
-        "queueing_delay": summary["avg_queueing_delay"],
+        "queueing_delay": summary["avg_queueing_delay"],  # deprecated (PAL_FILE_ALIASES)
         "unplaceable": [{"job": k, "reason": v} for k, v in result.unplaceable.items()],
         "config": config,
         "num_gpus": result.num_gpus,
@@ -205,7 +205,8 @@ def _round_use(r: Mapping[str, Any]) -> tuple[float, np.ndarray]:
         length = float(r["config"]["round_length"])
         return length, np.asarray(log["busy_gpu_seconds"], dtype=np.float64) / (float(r["num_gpus"]) * length)
     gpus = sum(int(t["nodes"]) * int(t["gpus_per_node"]) for t in r["cluster"].values())
-    return float(r["round_seconds"]), np.asarray(log["gpus_in_use"], dtype=np.float64) / gpus
+    length = r["round_length"] if "round_length" in r else r["round_seconds"]  # a file written before
+    return float(length), np.asarray(log["gpus_in_use"], dtype=np.float64) / gpus
 
 
 def _util_series(r: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
