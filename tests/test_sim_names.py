@@ -211,12 +211,16 @@ def test_the_gpu_types_example_runs_on_the_new_names_without_a_deprecation() -> 
 
 
 def test_no_script_or_page_of_the_repository_uses_an_old_name() -> None:
-    """README, docs, examples, benchmarks and the package itself give the new names (this file
-    and the CHANGELOG name the old ones on purpose)."""
+    """The examples, benchmarks and the package's code, and the code blocks of README and docs,
+    give the new names (the prose naming the old ones as deprecated, the module that defines them,
+    this file and the CHANGELOG name them on purpose)."""
     old = re.compile(r"SimConfig\([^)]*\bmethod=|hetero\.summarise\b|\bsummarise\(|\bpolicy=params\b")
-    files = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *ROOT.glob("docs/**/*.md"), *ROOT.glob("formulations/*.md"),
-             *ROOT.glob("examples/*.py"), *ROOT.glob("pal_opt/**/*.py"),
-             *(p for p in ROOT.glob("benchmarks/*.py") if p.name != "suite.py")]  # suite's own summarise()
-    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in old.finditer(p.read_text())
-            if not (p.name == "simulate.py" and m.group(0) == "summarise(")]  # the deprecated function itself
+    defining = {ROOT / "pal_opt" / "hetero" / "simulate.py", ROOT / "pal_opt" / "simulate" / "fields.py"}
+    code = [p for p in (*ROOT.glob("examples/*.py"), *ROOT.glob("pal_opt/**/*.py"), *ROOT.glob("benchmarks/*.py"))
+            if p not in defining and p.name != "suite.py"]  # suite.py: a summarise() of its own
+    texts = {p: p.read_text() for p in code}
+    for page in (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *ROOT.glob("docs/**/*.md"), *ROOT.glob("formulations/*.md")):
+        texts[page] = "\n".join(re.findall(r"```[^\n]*\n(.*?)```", page.read_text(), flags=re.S))
+    hits = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p, text in texts.items() for m in old.finditer(text)]
     assert hits == []
+    assert sum("SimConfig(" in t for t in texts.values()) > 5  # it looked at the callers

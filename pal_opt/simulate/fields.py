@@ -84,12 +84,23 @@ Figures only one simulator gives (each defined where it is computed):
   included), ``n_jobs_by_app`` and ``avg_jct_by_app``, ``variability_slowdown`` (with
   variability: the mean over job-rounds of the slowest raw factor a job ran at, and its
   placement floor), ``rounds_not_optimal`` (rounds whose program was not proven optimal), and in
-  the file its settings at the top level (``trace``, ``policy``, ``cluster``, ``round_seconds``,
+  the file its settings at the top level (``trace``, ``policy``, ``cluster``, ``round_length``,
   ``policy_parameters``: Sia's p, λn and λa; ``variability``, ``seed``), ``unplaceable`` and
   ``units`` (which figures are in seconds).
 
 The two files keep their settings in different places (``config`` in the PAL result, the top
-level in the other); a reader that needs both should read those by simulator.
+level in the other); a reader that needs both should read those by simulator.  A setting both
+have carries one name: ``policy``, ``round_length`` (the Sia file's ``round_seconds`` before, a
+deprecated alias in :data:`SIA_FILE_ALIASES`), ``trace``, ``cluster``, ``variability``, ``seed``.
+The PAL file's ``queueing_delay`` is a deprecated alias of ``avg_queueing_delay``
+(:data:`PAL_FILE_ALIASES`).  :func:`with_shared_names` reads a result saved under the earlier
+names by the new ones (``pal-opt compare`` reads every file through it).
+
+The two simulators' Python names follow the same rule: both ``SimConfig`` take ``policy`` (the
+policy's name), ``round_length``, ``max_time`` and ``failures``, and both summaries are
+``summarize``; the Sia simulator's ``SimConfig(method=...)``, ``SimConfig(policy=SiaParams(...))``
+(now ``sia_params=``), ``config.method`` and ``summarise`` are deprecated, each with a
+:class:`DeprecationWarning` naming the new name (:func:`warn_renamed`).
 
 With failures (``--failures``) both results give ``failures`` under the same names
 (:meth:`pal_opt.simulate.failures.FailureStats.summary`: ``failures``, ``gpu_failures``,
