@@ -7,6 +7,7 @@ round length as ``round_length``.  The former names still work, each with a
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import runpy
 import warnings
@@ -55,6 +56,7 @@ def test_the_sia_config_takes_the_pal_configs_names_without_a_warning() -> None:
     assert all(hasattr(pal, n) and hasattr(cfg, n) for n in shared)
     assert _no_warning(lambda: SimConfig()).policy == "sia" and SimConfig().sia_params == SiaParams()
     assert _no_warning(lambda: replace(cfg, round_length=60.0)) == SimConfig(policy="ilp", sia_params=P, max_time=3600.0)
+    assert _no_warning(lambda: pickle.loads(pickle.dumps(cfg))) == cfg  # no __init__ on the way back
 
 
 def test_method_still_names_the_policy_with_a_warning_naming_policy() -> None:
