@@ -24,7 +24,7 @@ Commands
     round it declares.
 ``pal-opt partition PROFILE --machines M1,M2 --bandwidth B1,B2 [--straight] [--out OUT.json]``
     PipeDream's pipeline partitioner (:mod:`pal_opt.pipeline.cli`).
-``pal-opt simulate-sia TRACE --cluster ... --profiles DIR --out OUT.json``
+``pal-opt simulate-sia TRACE --cluster ... --profiles DIR --out RESULT.json``
     A newTrace workload on a heterogeneous cluster under the Sia policy (:mod:`pal_opt.hetero.cli`).
 ``pal-opt simulate ...``
     Present when :mod:`pal_opt.simulate.cli` provides ``add_parser(subparsers)``; that

@@ -457,20 +457,22 @@ def _backend_choices() -> list[str]:
     return list(registry.backend_names())
 
 
-def method_list(names: tuple[str, ...]) -> Any:
+def method_list(names: tuple[str, ...], noun: str = "method") -> Any:
     """An argparse type: comma-separated method names, in the order given; a name given twice is
-    refused (a typo more often than an intent, and the results would be keyed by name)."""
+    refused (a typo more often than an intent, and the results would be keyed by name).  ``noun``
+    is what the flag calls one (``policy`` for ``--policy``), in its messages and placeholder."""
+    metavar = noun.upper()
 
     def parse(text: str) -> list[str]:
         items = [t.strip() for t in text.split(",")]
         if not text.strip() or any(not t for t in items):
-            raise argparse.ArgumentTypeError(f"expected METHOD[,METHOD...], got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {metavar}[,{metavar}...], got {text!r}")
         for t in items:
             if t not in names:
-                raise argparse.ArgumentTypeError(f"unknown method {t!r} (choose from {', '.join(names)})")
+                raise argparse.ArgumentTypeError(f"unknown {noun} {t!r} (choose from {', '.join(names)})")
         twice = next((t for k, t in enumerate(items) if t in items[:k]), None)
         if twice is not None:
-            raise argparse.ArgumentTypeError(f"method {twice!r} given twice in {text!r}")
+            raise argparse.ArgumentTypeError(f"{noun} {twice!r} given twice in {text!r}")
         return items
 
     return parse
@@ -497,8 +499,9 @@ def add_method_arguments(
 
     names = (*method_names(), *(e for e in extra if e not in method_names()))
     if multiple:
-        p.add_argument(flag, type=method_list(names), default=default, metavar="METHOD[,METHOD...]",
-                       help="placement method, or several separated by commas (each runs in turn and the outputs "
+        noun = flag.lstrip("-")  # --policy: a policy, as simulate-sia and SimConfig(policy=) say
+        p.add_argument(flag, type=method_list(names, noun), default=default, metavar=f"{noun.upper()}[,{noun.upper()}...]",
+                       help=f"placement {noun}, or several separated by commas (each runs in turn and the outputs "
                             "compare them), of: " + ", ".join(names) + f" (default {default_help})")
     else:
         p.add_argument(flag, choices=names, default=default, metavar="METHOD",

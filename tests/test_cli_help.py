@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -70,6 +71,22 @@ def test_simulate_and_simulate_sia_agree_on_the_shared_options() -> None:
     assert "TYPE:SERVERSxGPUS" in (sim["--cluster"].help or "")
     assert parsers["generate"]._option_string_actions["--cluster"].metavar == "TYPE:SERVERSxGPUS,..."
     assert sia["--round"].metavar == sim["--round"].metavar
+
+
+def test_simulate_and_simulate_sia_give_the_same_placeholders() -> None:
+    """Every option both commands take shows the same placeholder (``-o RESULT.json`` was
+    ``OUT.json`` in ``simulate-sia``, ``--plot PNG`` was ``FIG.png``, ``--policy POLICY[,...]`` was
+    ``METHOD[,...]`` in ``simulate``), but ``--cluster`` (``simulate`` takes a PAL cluster too) and
+    ``--backend`` (``simulate`` lists its choices); ``-o`` is ``RESULT.json`` as README and
+    ``pal-opt compare`` say."""
+    parsers = dict(commands(build_parser()))
+    sim = {flag(a): a for a in options(parsers["simulate"])}
+    sia = {flag(a): a for a in options(parsers["simulate-sia"])}
+    differ = {f: (sim[f].metavar, sia[f].metavar) for f in set(sim) & set(sia) if sim[f].metavar != sia[f].metavar}
+    assert set(differ) == {"--cluster", "--backend"}, differ
+    assert sim["--output"].metavar == "RESULT.json" and sim["--policy"].metavar == "POLICY[,POLICY...]"
+    assert parsers["compare"]._option_string_actions["--plot"].metavar == sim["--plot"].metavar == "PNG"
+    assert "--out RESULT.json" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
 def test_restart_cost_help_gives_its_own_default() -> None:

@@ -188,11 +188,11 @@ def test_several_policies_share_the_exact_methods_flags(tmp_path: Path, capsys: 
     _, err = _simulate(tmp_path, capsys, "--policy", "pal,pmfirst", "--backend", "highs", name="bad.json", code=2)
     assert err.strip() == "pal-opt: error: option(s) --backend do not apply to methods 'pal', 'pmfirst'"
     _, err = _simulate(tmp_path, capsys, "--policy", "pal,best", name="bad.json", code=2)
-    assert "unknown method 'best'" in err and len(err.strip().splitlines()) == 1
+    assert "unknown policy 'best'" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad.json").exists()
     # a policy given twice was silently run once; it is a typo more often than not
     _, err = _simulate(tmp_path, capsys, "--policy", "pal,ilp,pal", name="bad.json", code=2)
-    assert "method 'pal' given twice in 'pal,ilp,pal'" in err and len(err.strip().splitlines()) == 1
+    assert "policy 'pal' given twice in 'pal,ilp,pal'" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "bad.json").exists()
 
 

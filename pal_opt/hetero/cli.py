@@ -107,11 +107,11 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--cluster", default=DEFAULT_CLUSTER, metavar="TYPE:SERVERSxGPUS,...",
                    help=f"GPU types in order (default {DEFAULT_CLUSTER})")
     p.add_argument("--profiles", type=input_file, default=None, metavar="DIR", help=PROFILES_HELP)
-    p.add_argument("--policy", type=method_list(hetero_policy_names()), default=["sia"], metavar="POLICY[,POLICY...]",
+    p.add_argument("--policy", type=method_list(hetero_policy_names(), "policy"), default=["sia"], metavar="POLICY[,POLICY...]",
                    help="policy, or several separated by commas (each runs in turn on the same workload, cluster "
                         "and draw, and the outputs compare them), of: "
                         + "; ".join(f"{n}: {e.summary}" for n, e in HETERO_POLICIES.items()) + " (default sia)")
-    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="TYPE:CLASS=FILE",
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="[TYPE:]CLASS=FILE|DIR",
                    help="GPUs of TYPE draw CLASS's per-GPU factors from this PAL-format measurement CSV; "
                         "CLASS=FILE: the GPUs of every type; DIR (PAL's Longhorn files): every type draws "
                         "classA from resnet- and classB from bert-longhorn-agg.csv (default: every GPU nominal)")
@@ -131,11 +131,11 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
                         "program after Sia's at most 10 s)")
     p.add_argument("--max-hours", type=simulated_hours, default=720.0, metavar="H",
                    help="stop after this much simulated time even with unfinished jobs (default 720)")
-    p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="OUT.json",
+    p.add_argument("-o", "--out", "--output", dest="out", type=output_file, required=True, metavar="RESULT.json",
                    help="result file (written atomically)")
     p.add_argument("--jobs-csv", type=output_file, default=None, metavar="JOBS.csv",
                    help="per-job table (name, application, kind, submit/start/completion time, JCT, restarts, epochs)")
-    p.add_argument("--plot", type=output_file, default=None, metavar="FIG.png",
+    p.add_argument("--plot", type=output_file, default=None, metavar="PNG",
                    help="JCT CDF (needs matplotlib: pip install 'pal-opt[plot]')")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     from ..simulate.failureargs import add_failure_arguments

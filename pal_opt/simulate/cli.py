@@ -127,7 +127,7 @@ def _add_variability_arguments(p: argparse.ArgumentParser) -> None:
     """``--variability``, ``--synthetic-variability`` and ``--variability-draw``."""
     from .choices import DRAWS
 
-    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="CLASS=FILE|DIR",
+    p.add_argument("--variability", nargs="+", action="extend", default=[], metavar="[TYPE:]CLASS=FILE|DIR",
                    help="per-run measurement CSV (perf column) a class draws its factors from, or a directory "
                         "of PAL's {resnet,bert,pagerank}-longhorn-agg.csv for classA-D; sia traces: "
                         "TYPE:CLASS=FILE, the GPUs of TYPE draw CLASS's factors (CLASS=FILE: every type's; DIR: every type, "
