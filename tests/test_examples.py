@@ -20,7 +20,9 @@ def test_there_are_examples() -> None:
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
 def test_example_runs_as_a_script(script: Path) -> None:
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    # pal-opt's own deprecations (their messages begin "pal_opt.") as errors: every example uses the new names
+    proc = subprocess.run([sys.executable, "-W", "error:pal_opt.:DeprecationWarning", str(script)],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
     assert "Traceback" not in proc.stderr

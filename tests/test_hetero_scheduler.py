@@ -427,7 +427,7 @@ def test_arguments_of_the_wrong_type_are_clear_one_line_errors(apps: dict[str, A
         (([("aws", 1)], apps), {}, ("(name, servers, GPUs per server)", "('aws', 1)")),
         ((CLUSTER, 5), {}, ("profiles must be a folder or a mapping",)),
         ((CLUSTER, apps), {"applications": "cifar10"}, ("applications must be a sequence of application names",)),
-        ((CLUSTER, apps), {"params": {"p": -1.0}}, ("params must be a SiaParams",)),
+        ((CLUSTER, apps), {"sia_params": {"p": -1.0}}, ("sia_params must be a SiaParams",)),
         ((CLUSTER, apps), {"backend": "gurobi"}, ("unknown backend 'gurobi'",)),
     ]:
         with pytest.raises(OptionError) as err:
@@ -535,7 +535,7 @@ def test_ilp_placement_program_keeps_to_the_time_limit(apps: dict[str, Applicati
         return real(*args, **kwargs)
 
     monkeypatch.setattr(solve_module, "solve", recording)
-    sched = TypedScheduler(cluster, apps, "ilp", params=SiaParams(time_limit=limit))
+    sched = TypedScheduler(cluster, apps, "ilp", sia_params=SiaParams(time_limit=limit))
     for i in range(3):
         sched.submit(f"c{i}", "cifar10", 2, 2048, 0.0, kind="rigid")
     assert len(sched.schedule(0.0).allocated) == 3

@@ -293,7 +293,7 @@ def test_sia_params_of_the_wrong_type_or_range_are_option_errors(profiles: Path)
             SiaParams(**kwargs)
         _one_line(err, *parts)
     assert SiaParams(time_limit=5).time_limit == 5
-    assert pal_opt.TypedScheduler("aws:1x4", profiles, params=SiaParams(time_limit=5.0)).policy == "sia"
+    assert pal_opt.TypedScheduler("aws:1x4", profiles, sia_params=SiaParams(time_limit=5.0)).policy == "sia"
 
 
 def test_typed_scheduler_errors_name_the_cluster_argument_not_a_command_flag(

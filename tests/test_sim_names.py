@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 from pal_opt.hetero.configs import GpuType
-from pal_opt.hetero.policy import SiaParams
+from pal_opt.hetero.ilptypes import IlpTypesPolicy
+from pal_opt.hetero.policy import SiaParams, SiaPolicy
+from pal_opt.hetero.scheduler import TypedScheduler
 from pal_opt.hetero.simulate import JobRecord, SiaResult, SimConfig, summarise, summarize
 from pal_opt.io.jsonfile import load_json
 from pal_opt.io.traces import read_trace
@@ -106,6 +108,61 @@ def test_bad_values_under_either_name_are_one_line() -> None:
         SimConfig(method="gavle")
     with pytest.raises(OptionError, match=r"^sia_params must be a SiaParams \(the Sia policy's parameters\), got 3$"):
         SimConfig(sia_params=3)  # type: ignore[arg-type]
+
+
+# -- the scheduler and the policies: sia_params, as SimConfig -------------------------------------
+@pytest.fixture(scope="module")
+def profiles(shared_dir: Path) -> Path:
+    d = shared_dir / "data" / "sia-artifact" / "profiles"
+    if not d.is_dir():
+        pytest.skip(f"Sia artifact profiles not available at {d}")
+    return d
+
+
+def test_the_typed_scheduler_takes_sia_params_without_a_warning(profiles: Path) -> None:
+    sched = _no_warning(lambda: TypedScheduler("aws:1x4", profiles, "ilp", sia_params=P, applications=["cifar10"]))
+    assert sched.config == SimConfig(policy="ilp", sia_params=P)
+    with_backend = _no_warning(lambda: TypedScheduler("aws:1x4", profiles, sia_params=P, backend="cpsat",
+                                                      applications=["cifar10"]))
+    assert with_backend.config.sia_params == replace(P, backend="cpsat")
+
+
+def test_the_typed_schedulers_params_still_work_with_a_warning_naming_sia_params(profiles: Path) -> None:
+    with pytest.warns(DeprecationWarning, match=r"^pal_opt\.hetero\.TypedScheduler: params= is deprecated, use "
+                                                r"sia_params= \(the name of Sia's parameters throughout") as rec:
+        sched = TypedScheduler("aws:1x4", profiles, "ilp", params=P, applications=["cifar10"])
+    assert sched.config == SimConfig(policy="ilp", sia_params=P) and len(rec) == 1
+    assert Path(rec[0].filename).name == "test_sim_names.py"  # points at the caller
+    from pal_opt.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"^pal_opt\.hetero\.TypedScheduler: give sia_params= only \(params= is "
+                                          r"its deprecated name\), not both$"):
+        TypedScheduler("aws:1x4", profiles, params=P, sia_params=P)
+    with pytest.raises(OptionError, match=r"^params must be a SiaParams, got 3$"), pytest.warns(DeprecationWarning):
+        TypedScheduler("aws:1x4", profiles, params=3)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match=r"^sia_params must be a SiaParams, got 3$"):
+        TypedScheduler("aws:1x4", profiles, sia_params=3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cls", [SiaPolicy, IlpTypesPolicy], ids=lambda c: c.__name__)
+def test_the_policies_take_sia_params_and_params_warns(cls: type[SiaPolicy]) -> None:
+    cluster = (GpuType("aws", 1, 4),)
+    assert _no_warning(lambda: cls(cluster, sia_params=P)).sia_params == P
+    assert _no_warning(lambda: cls(cluster, P)).sia_params == P  # positional: unchanged
+    assert _no_warning(lambda: cls(cluster)).sia_params == SiaParams()
+    name = cls.__name__
+    with pytest.warns(DeprecationWarning, match=rf"^pal_opt\.hetero\.{name}: params= is deprecated, use sia_params=") as rec:
+        policy = cls(cluster, params=P)
+    assert policy.sia_params == P and len(rec) == 1 and Path(rec[0].filename).name == "test_sim_names.py"
+    with pytest.warns(DeprecationWarning, match=rf"{name}\.params is deprecated, use {name}\.sia_params") as rec:
+        assert policy.params == P
+    assert Path(rec[0].filename).name == "test_sim_names.py"
+    from pal_opt.errors import InputTypeError, OptionError
+
+    with pytest.raises(OptionError, match=r"give sia_params= only"):
+        cls(cluster, P, params=P)
+    with pytest.raises(InputTypeError, match=r"^params: must be a SiaParams, got int 3$"), pytest.warns(DeprecationWarning):
+        cls(cluster, params=3)  # type: ignore[arg-type]
 
 
 # -- the summary ----------------------------------------------------------------------------------
@@ -212,13 +269,47 @@ def test_the_gpu_types_example_runs_on_the_new_names_without_a_deprecation() -> 
     assert out is not None and out["sia"]["n_completed"] == 6
 
 
+@pytest.mark.filterwarnings("error:pal_opt:DeprecationWarning")
+def test_the_sia_round_loop_example_runs_on_the_new_names_without_a_deprecation() -> None:
+    """The TypedScheduler example (``sia_round_loop.py``), with pal-opt's DeprecationWarnings as errors."""
+    mod = runpy.run_path(str(ROOT / "examples" / "sia_round_loop.py"))
+    if not mod["PROFILES"].is_dir():
+        pytest.skip(f"Sia profiles not available under {mod['SHARED']}")
+    jct = mod["main"]()
+    assert jct is not None and len(jct) == 6
+
+
+#: the deprecated names as a caller writes them: the Sia SimConfig's method= and policy=SiaParams(...),
+#: summarise, params= of TypedScheduler and the policies, reading a policy's params or a config's
+#: method, and reading a Sia result's round_seconds
+OLD_NAMES = re.compile(
+    r"SimConfig\([^)]*\bmethod=|hetero\.summarise\b|\bsummarise\(|\bpolicy=(?:params\b|SiaParams\()"
+    r"|\b(?:TypedScheduler|SiaPolicy|IlpTypesPolicy)\([^)]*\bparams="
+    r"|\b(?:self|policy|_policy)\.params\.(?:p|lambda_n|lambda_a|backend|time_limit|project_throughputs"
+    r"|share_max_replicas)\b|\b(?:config|cfg)\.method\b|\[[\"']round_seconds[\"']\]|get\([\"']round_seconds[\"']")
+
+
+def test_the_old_names_pattern_finds_each_old_name() -> None:
+    """The pattern below finds each deprecated spelling, and none of the new ones."""
+    for text in ('SimConfig(60.0, method="ilp")', "hetero.summarise(r)", "SimConfig(policy=SiaParams(p=-1))",
+                 'TypedScheduler(c, d, "ilp", params=P)', "SiaPolicy(c, params=P)", "IlpTypesPolicy(c, params=P)",
+                 "self.params.time_limit", "cfg.method", 'doc["round_seconds"]', "r.get('round_seconds')"):
+        assert OLD_NAMES.search(text), text
+    for text in ('SimConfig(policy="ilp", sia_params=P)', "TypedScheduler(c, d, sia_params=P)", "self.sia_params.p",
+                 "job.params[t]", "instance.params.round_length", 'doc["round_length"]', "summarize(r)"):
+        assert not OLD_NAMES.search(text), text
+
+
 def test_no_script_or_page_of_the_repository_uses_an_old_name() -> None:
-    """The examples, benchmarks and the package's code, and the code blocks of README and docs,
-    give the new names (the prose naming the old ones as deprecated, the module that defines them,
-    this file and the CHANGELOG name them on purpose)."""
-    old = re.compile(r"SimConfig\([^)]*\bmethod=|hetero\.summarise\b|\bsummarise\(|\bpolicy=params\b")
-    defining = {ROOT / "pal_opt" / "hetero" / "simulate.py", ROOT / "pal_opt" / "simulate" / "fields.py"}
-    code = [p for p in (*ROOT.glob("examples/*.py"), *ROOT.glob("pal_opt/**/*.py"), *ROOT.glob("benchmarks/*.py"))
+    """The examples, benchmarks, tests and the package's code, and the code blocks of README and
+    docs, give the new names (the prose naming the old ones as deprecated, the modules that define
+    them, this file and the CHANGELOG name them on purpose)."""
+    old = OLD_NAMES
+    defining = {ROOT / "pal_opt" / "hetero" / "simulate.py", ROOT / "pal_opt" / "simulate" / "fields.py",
+                ROOT / "tests" / "test_sim_names.py",
+                ROOT / "tests" / "test_public_api_sweep.py"}  # it calls every public callable, summarise too
+    code = [p for p in (*ROOT.glob("examples/*.py"), *ROOT.glob("pal_opt/**/*.py"), *ROOT.glob("benchmarks/*.py"),
+                        *ROOT.glob("tests/*.py"))
             if p not in defining and p.name != "suite.py"]  # suite.py: a summarise() of its own
     texts = {p: p.read_text() for p in code}
     for page in (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *ROOT.glob("docs/**/*.md"), *ROOT.glob("formulations/*.md")):

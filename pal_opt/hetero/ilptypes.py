@@ -91,8 +91,8 @@ class IlpTypesPolicy(SiaPolicy):
     ----------
     cluster
         GPU types in cluster order.
-    params
-        Sia's parameters (power, λ_n, backend, time limit).
+    sia_params
+        Sia's parameters (power, λ_n, backend, time limit), as ``SimConfig.sia_params``.
     variability
         Per-GPU factors (the binned ones are used).
     move_cost
@@ -109,12 +109,15 @@ class IlpTypesPolicy(SiaPolicy):
         True (default; only with ``levels=False``): stage 2 starts from Sia's own placement and
         leaves it only for a strictly better one with the same GPUs per node.  False: the
         ``move_cost`` design (module docstring).
+
+    Deprecated: ``params=`` (give ``sia_params=``) and reading ``policy.params``, as
+    :class:`~pal_opt.hetero.policy.SiaPolicy`.
     """
 
     def __init__(
         self,
         cluster: Sequence[GpuType],
-        params: SiaParams | None = None,
+        sia_params: SiaParams | None = None,
         variability: Variability | None = None,
         on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
         *,
@@ -122,8 +125,10 @@ class IlpTypesPolicy(SiaPolicy):
         levels: bool = False,
         anchor: bool = True,
         joint: bool = False,
+        params: SiaParams | None = None,
     ) -> None:
-        super().__init__(cluster, params, on_round)
+        self._init_sia_params(sia_params, params, stacklevel=5)  # the deprecated params= warns here, at the caller
+        super().__init__(cluster, self.sia_params, on_round)
         check_move_cost(move_cost)
         if variability is not None:
             require_type(variability, Variability, "variability", " (parse_variability or draw_variability)")
@@ -192,12 +197,12 @@ class IlpTypesPolicy(SiaPolicy):
             self.configs, self._goodput(adaptive, now), np.array([self._class_index(j) for j in adaptive], dtype=np.int64),
             self.levels, self.counts, pinned, self.rigid_costs(rigid, now),
             np.array([j.spec.num_replicas for j in rigid], dtype=np.int64), self._pins(rigid),
-            p=self.params.p, lambda_n=self.params.lambda_n,
+            p=self.sia_params.p, lambda_n=self.sia_params.lambda_n,
             capacity=self.layout.capacity(self.out_of_service),
         )
         t0 = time.perf_counter()
         prog = build_level_program(r)
-        values, status, name = solve_program(prog, self.params.backend, self.params.time_limit)
+        values, status, name = solve_program(prog, self.sia_params.backend, self.sia_params.time_limit)
         conf, _, rtype = prog.decode(values if values is not None else np.zeros(prog.num_vars))
         self.stats.add(RoundDecision(conf, rtype, prog.objective(values) / 100 if values is not None else 0.0,
                                      status, time.perf_counter() - t0, name))
@@ -318,8 +323,8 @@ class IlpTypesPolicy(SiaPolicy):
         cost = self.move_cost if move_cost is None else move_cost
         params = RoundParams(binning="none", restart_cost=cost or 0.0, round_length=STAGE2_ROUND)
         inst = RoundInstance(cluster, jobs, params)
-        limit = STAGE2_TIME_LIMIT if self.params.time_limit is None else min(STAGE2_TIME_LIMIT, self.params.time_limit)
-        result = solve(inst, "ilp", backend=self.params.backend, jobs=[j.id for j in jobs], time_limit=limit)
+        limit = STAGE2_TIME_LIMIT if self.sia_params.time_limit is None else min(STAGE2_TIME_LIMIT, self.sia_params.time_limit)
+        result = solve(inst, "ilp", backend=self.sia_params.backend, jobs=[j.id for j in jobs], time_limit=limit)
         out = {int(k): tuple(sorted(int(g) for g in v)) for k, v in result.placements.items()}
         for j, t, n in move:  # what the program could not place (it should not happen): first free GPUs
             if j.index not in out:
@@ -344,7 +349,7 @@ class IlpTypesPolicy(SiaPolicy):
             np.array([j.spec.num_replicas for j in rigid], dtype=np.int64),
             np.array([k if j.index in keep else -1 for j, k in zip(rigid, pins[len(adaptive):].tolist(), strict=True)],
                      dtype=np.int64),
-            p=self.params.p, lambda_n=self.params.lambda_n,
+            p=self.sia_params.p, lambda_n=self.sia_params.lambda_n,
             capacity=self.layout.capacity(self.out_of_service),
         )
         free = ~self.layout.unavailable(self.out_of_service)
@@ -368,7 +373,7 @@ class IlpTypesPolicy(SiaPolicy):
         t0 = time.perf_counter()
         jr, keep = self._joint_round(rigid, adaptive, now)
         prog = build_joint_program(jr)
-        values, status, name = solve_joint(prog, self.params.backend, self.params.time_limit)
+        values, status, name = solve_joint(prog, self.sia_params.backend, self.sia_params.time_limit)
         if values is None:
             raise BackendError("the joint round program is infeasible (it never should be: nothing but the pinned jobs is a solution)")
         conf, _, rtype, counts = prog.decode(values)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import OptionError, counted
 from ..options import check_time_limit, require_items, require_type
+from ..simulate.fields import SIA_PARAMS_NAME, renamed_argument, warn_renamed
 from .configs import (
     CONFIGS_HINT,
     FLOOR,
@@ -273,23 +274,27 @@ class SiaPolicy:
     ----------
     cluster
         GPU types in cluster order.
-    params
-        :class:`SiaParams`.
+    sia_params
+        :class:`SiaParams` (default ``SiaParams()``), as ``SimConfig.sia_params``.
     on_round
         Called with every round's program input and decision (to record or inspect them).
+
+    Deprecated (still working, with a :class:`DeprecationWarning` naming the new name, for this
+    release): ``params=`` (give ``sia_params=``) and reading ``policy.params`` (read
+    ``policy.sia_params``).
     """
 
     def __init__(
         self,
         cluster: Sequence[GpuType],
-        params: SiaParams | None = None,
+        sia_params: SiaParams | None = None,
         on_round: Callable[[RoundInput, RoundDecision], None] | None = None,
+        *,
+        params: SiaParams | None = None,
     ) -> None:
-        if params is not None:
-            require_type(params, SiaParams, "params")
+        self._init_sia_params(sia_params, params, stacklevel=5)
         if on_round is not None:
             require_type(on_round, Callable, "on_round", what="a callable (RoundInput, RoundDecision) -> None")
-        self.params = params or SiaParams()
         self.on_round = on_round
         self.configs = enumerate_configs(cluster)
         self.layout = Layout(tuple(self.configs.types))
@@ -304,6 +309,24 @@ class SiaPolicy:
         #: counts only the GPUs in service and the placer takes none of the others
         self.out_of_service: np.ndarray | None = None
 
+    def _init_sia_params(self, sia_params: Any, params: Any, stacklevel: int) -> None:
+        """:attr:`sia_params` from the constructor's ``sia_params`` or its deprecated ``params``
+        (whose warning points ``stacklevel`` frames up: at the constructor's caller)."""
+        value, name = renamed_argument(params, sia_params, "params", "sia_params", f"pal_opt.hetero.{type(self).__name__}",
+                                       stacklevel=stacklevel, why=SIA_PARAMS_NAME)
+        if value is not None:
+            require_type(value, SiaParams, name)
+        #: Sia's parameters (:class:`SiaParams`)
+        self.sia_params: SiaParams = value or SiaParams()
+
+    @property
+    def params(self) -> SiaParams:
+        """Deprecated: Sia's parameters, :attr:`sia_params`."""
+        where = f"pal_opt.hetero.{type(self).__name__}"
+        warn_renamed(f"{type(self).__name__}.params", f"{type(self).__name__}.sia_params", where, stacklevel=3,
+                     why=SIA_PARAMS_NAME)
+        return self.sia_params
+
     @property
     def types(self) -> tuple[GpuType, ...]:
         return self.configs.types
@@ -313,7 +336,7 @@ class SiaPolicy:
         (:func:`rigid_problem`, :func:`configuration_problem`), or None."""
         if job.kind is JobKind.RIGID:
             return rigid_problem(job.app, self.types, job.spec.num_replicas, job.spec.batch_size)
-        p = self.params
+        p = self.sia_params
         return configuration_problem(job.app, job.kind, job.spec.num_replicas, job.spec.batch_size, self.configs,
                                      share=p.share_max_replicas or p.project_throughputs)
 
@@ -340,7 +363,7 @@ class SiaPolicy:
     def goodput_matrix(self, jobs: Sequence[SimJob]) -> np.ndarray:
         """The normalised goodput rows of the adaptive jobs (float32), recomputed only for jobs
         whose :class:`RowRequest` changed since they were last scored."""
-        p = self.params
+        p = self.sia_params
         reqs = [self._request(j) for j in jobs]
         todo = [i for i, (j, r) in enumerate(zip(jobs, reqs, strict=True)) if self._rows.get(j.index, (None,))[0] != r]
         fresh = _goodput_rows(self.configs, [reqs[i] for i in todo], p.project_throughputs,
@@ -361,7 +384,7 @@ class SiaPolicy:
                 keep = g[i, prev]
                 g[i] *= np.float32(self._factor(j, now))
                 g[i, prev] = keep
-        return fairness_costs_unchecked(g, self.params.p)
+        return fairness_costs_unchecked(g, self.sia_params.p)
 
     def rigid_costs(self, jobs: Sequence[SimJob], now: float) -> np.ndarray:
         """The cost matrix ``A^R`` of the rigid jobs (one column per type), float32."""
@@ -379,7 +402,7 @@ class SiaPolicy:
                 row[prev] = keep
             row[row <= FLOOR] = FLOOR
             out[i] = row
-        return fairness_costs_unchecked(out, self.params.p)
+        return fairness_costs_unchecked(out, self.sia_params.p)
 
     def _pins(self, jobs: Sequence[SimJob]) -> np.ndarray:
         pins = np.full(len(jobs), -1, dtype=np.int64)
@@ -399,10 +422,10 @@ class SiaPolicy:
             rigid_gpus=np.array([j.spec.num_replicas for j in rigid], dtype=np.int64),
             pinned_adaptive=self._pins(adaptive),
             pinned_rigid=self._pins(rigid),
-            lambda_n=self.params.lambda_n,
+            lambda_n=self.sia_params.lambda_n,
             capacity=self.layout.capacity(self.out_of_service),
         )
-        decision = solve_round(inp, backend=self.params.backend, time_limit=self.params.time_limit)
+        decision = solve_round(inp, backend=self.sia_params.backend, time_limit=self.sia_params.time_limit)
         self.stats.add(decision)
         if self.on_round is not None:
             self.on_round(inp, decision)

@@ -76,6 +76,7 @@ import numpy as np
 from ..errors import InstanceError, OptionError
 from ..ilp.backends import get_backend
 from ..options import check_cluster_size, check_count, check_finite
+from ..simulate.fields import SIA_PARAMS_NAME, renamed_argument
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -382,10 +383,11 @@ class TypedScheduler:
     applications
         The applications to use (default: with a folder, every one the simulator models and that
         is profiled on every type of the cluster; with loaded ones, all).
-    params
-        Sia's parameters (:class:`~pal_opt.hetero.policy.SiaParams`; ``sia`` and ``ilp``).
+    sia_params
+        Sia's parameters (:class:`~pal_opt.hetero.policy.SiaParams`; ``sia`` and ``ilp``), as
+        ``SimConfig.sia_params``.
     backend
-        The round program's solver backend (overrides ``params.backend``).
+        The round program's solver backend (overrides ``sia_params.backend``).
     variability
         Per-GPU factors of the cluster (:func:`~pal_opt.hetero.gpus.draw_variability`); nominal
         by default.
@@ -397,10 +399,13 @@ class TypedScheduler:
     Raises
     ------
     OptionError
-        An unknown policy, option or backend, ``params`` not a ``SiaParams``, a malformed cluster,
-        profiles that are neither a folder nor a mapping, variability of another cluster.
+        An unknown policy, option or backend, ``sia_params`` not a ``SiaParams``, a malformed
+        cluster, profiles that are neither a folder nor a mapping, variability of another cluster.
     InstanceError
         A profiles folder that does not exist, an application not profiled on a type.
+
+    Deprecated (still working, with a :class:`DeprecationWarning` naming the new name, for this
+    release): ``params=`` (give ``sia_params=``).
     """
 
     def __init__(
@@ -410,17 +415,20 @@ class TypedScheduler:
         policy: str = "sia",
         *,
         applications: Sequence[str] | None = None,
-        params: SiaParams | None = None,
+        sia_params: SiaParams | None = None,
         backend: str | None = None,
         variability: Variability | None = None,
+        params: SiaParams | None = None,
         **options: Any,
     ) -> None:
         unknown = sorted(set(options) - set(POLICY_OPTIONS))
         if unknown:
             raise OptionError(f"unknown option {unknown[0]!r} for TypedScheduler (choose from {', '.join(POLICY_OPTIONS)})")
+        params, name = renamed_argument(params, sia_params, "params", "sia_params", "pal_opt.hetero.TypedScheduler",
+                                        stacklevel=4, why=SIA_PARAMS_NAME)
         params = SiaParams() if params is None else params
         if not isinstance(params, SiaParams):
-            raise OptionError(f"params must be a SiaParams, got {params!r}")
+            raise OptionError(f"{name} must be a SiaParams, got {params!r}")
         if backend is not None:
             params = replace(params, backend=backend)
         if params.backend is not None:

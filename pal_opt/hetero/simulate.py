@@ -53,7 +53,7 @@ from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
 from ..options import check_seconds, require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
-from ..simulate.fields import SIA_ALIASES, warn_renamed, with_aliases
+from ..simulate.fields import SIA_ALIASES, SIA_PARAMS_NAME, warn_renamed, with_aliases
 from .configs import GpuType, require_gpu_types
 from .failures import TypedFailures
 from .gavel import GAVEL_ROUND
@@ -221,7 +221,7 @@ def _policy_and_params(policy: Any, method: Any, sia_params: Any) -> tuple[Any, 
     argument wins over its new name given beside it (:func:`dataclasses.replace` passes both)."""
     if isinstance(policy, SiaParams):
         warn_renamed("policy= given Sia's parameters (a SiaParams)", "sia_params=", "pal_opt.hetero.SimConfig",
-                     stacklevel=4)
+                     stacklevel=4, why=SIA_PARAMS_NAME)
         policy, sia_params = None, policy
     if method is not None:
         warn_renamed("method=", "policy=", "pal_opt.hetero.SimConfig", stacklevel=4)

@@ -64,7 +64,7 @@ RESULT_SCHEMA: dict[str, Any] = {
         "n_jobs": _COUNT, "n_completed": _COUNT,
         "config": {"type": "object", "properties": {"round_length": {"type": "number", "exclusiveMinimum": 0}}},
         "num_gpus": {"type": "integer", "minimum": 1},
-        "round_seconds": {"type": "number", "exclusiveMinimum": 0},
+        "round_length": {"type": "number", "exclusiveMinimum": 0},
         "cluster": {"type": ["object", "string"]},
         "job_results": {"type": "array", "items": {
             "type": "object",
@@ -126,7 +126,7 @@ def _log_problem(result: Mapping[str, Any]) -> tuple[str, str] | None:
         ok = isinstance(cluster, Mapping) and all(
             isinstance(t, Mapping) and all(type(t.get(k)) is int and t[k] >= 0 for k in ("nodes", "gpus_per_node"))
             for t in cluster.values())
-        needed = [k for k, bad in (("round_seconds", "round_seconds" not in result),
+        needed = [k for k, bad in (("round_length", "round_length" not in result),  # read by the shared names
                                    ("cluster (its types' nodes and gpus_per_node)", not ok)) if bad]
     if needed:
         return "round_log", f"its utilisation needs {' and '.join(needed)}"

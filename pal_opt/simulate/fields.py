@@ -100,7 +100,11 @@ The two simulators' Python names follow the same rule: both ``SimConfig`` take `
 policy's name), ``round_length``, ``max_time`` and ``failures``, and both summaries are
 ``summarize``; the Sia simulator's ``SimConfig(method=...)``, ``SimConfig(policy=SiaParams(...))``
 (now ``sia_params=``), ``config.method`` and ``summarise`` are deprecated, each with a
-:class:`DeprecationWarning` naming the new name (:func:`warn_renamed`).
+:class:`DeprecationWarning` naming the new name (:func:`warn_renamed`).  Sia's parameters are
+``sia_params`` throughout ``pal_opt.hetero`` (:data:`SIA_PARAMS_NAME`): ``SimConfig``,
+``TypedScheduler(sia_params=...)``, ``SiaPolicy`` and ``IlpTypesPolicy`` (``sia_params=``, the
+attribute ``sia_params``); their ``params=`` and a policy's ``params`` attribute are deprecated the
+same way (:func:`renamed_argument`).
 
 With failures (``--failures``) both results give ``failures`` under the same names
 (:meth:`pal_opt.simulate.failures.FailureStats.summary`: ``failures``, ``gpu_failures``,
@@ -124,7 +128,8 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["SHARED_FIELDS", "PER_JOB_FIELD", "PAL_ALIASES", "SIA_ALIASES", "SIA_FILE_ALIASES", "PAL_FILE_ALIASES",
-           "CLASS_ALIASES", "FAILURE_ALIASES", "with_aliases", "with_shared_names", "warn_renamed"]
+           "CLASS_ALIASES", "FAILURE_ALIASES", "with_aliases", "with_shared_names", "warn_renamed",
+           "renamed_argument", "SIA_PARAMS_NAME"]
 
 #: The figures both simulators' results carry, under these names.
 SHARED_FIELDS: tuple[str, ...] = (
@@ -200,12 +205,34 @@ def with_aliases(figures: dict[str, Any], aliases: Mapping[str, str]) -> dict[st
     return figures
 
 
-def warn_renamed(old: str, new: str, where: str, stacklevel: int = 3) -> None:
-    """A :class:`DeprecationWarning` that ``where``'s ``old`` is now ``new`` (the name both
-    simulators share), pointing at the caller's caller (``stacklevel``): what every deprecated
-    argument, attribute and function of the simulators says."""
-    warnings.warn(f"{where}: {old} is deprecated, use {new} (the name both simulators use); {old} will be removed",
+#: why a name of Sia's parameters (:class:`~pal_opt.hetero.policy.SiaParams`) changed: the one
+#: name ``pal_opt.hetero`` gives them (``SimConfig``, ``TypedScheduler``, the policies)
+SIA_PARAMS_NAME = "the name of Sia's parameters throughout pal_opt.hetero"
+
+
+def warn_renamed(old: str, new: str, where: str, stacklevel: int = 3,
+                 why: str = "the name both simulators use") -> None:
+    """A :class:`DeprecationWarning` that ``where``'s ``old`` is now ``new`` (``why``: by default
+    the name both simulators share), pointing at the caller's caller (``stacklevel``): what every
+    deprecated argument, attribute and function of the simulators says."""
+    warnings.warn(f"{where}: {old} is deprecated, use {new} ({why}); {old} will be removed",
                   DeprecationWarning, stacklevel=stacklevel)
+
+
+def renamed_argument(old_value: Any, new_value: Any, old: str, new: str, where: str, stacklevel: int = 4,
+                     why: str = "the name both simulators use") -> tuple[Any, str]:
+    """``(value, the name it was given under)`` of an argument renamed from ``old`` to ``new``
+    (both default None): ``new_value`` unless the deprecated ``old_value`` is given, which warns
+    (:func:`warn_renamed`, pointing at the caller of the function that calls this one).  Both
+    given is an :class:`~pal_opt.errors.OptionError`: two values of one setting."""
+    if old_value is None:
+        return new_value, new
+    if new_value is not None:
+        from ..errors import OptionError
+
+        raise OptionError(f"{where}: give {new}= only ({old}= is its deprecated name), not both")
+    warn_renamed(f"{old}=", f"{new}=", where, stacklevel=stacklevel, why=why)
+    return old_value, old
 
 
 def _fill(doc: dict[str, Any], aliases: Mapping[str, str]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import OptionError
 from ..options import check_count, file_path, require_mapping, require_type
 from ..result import finite_or_none
+from .fields import with_shared_names
 from .records import SimulationResult
 from .summary import SIM_HINT, summarize
 
@@ -205,7 +206,7 @@ def _round_use(r: Mapping[str, Any]) -> tuple[float, np.ndarray]:
         length = float(r["config"]["round_length"])
         return length, np.asarray(log["busy_gpu_seconds"], dtype=np.float64) / (float(r["num_gpus"]) * length)
     gpus = sum(int(t["nodes"]) * int(t["gpus_per_node"]) for t in r["cluster"].values())
-    length = r["round_length"] if "round_length" in r else r["round_seconds"]  # a file written before
+    length = with_shared_names(r)["round_length"]  # a file written before: round_seconds
     return float(length), np.asarray(log["gpus_in_use"], dtype=np.float64) / gpus
 
 
@@ -396,11 +397,11 @@ def figure_bytes(fig: Any, path: str | os.PathLike[str], dpi: int = 120) -> byte
 
 def _title_parts(doc: Mapping[str, Any]) -> list[str]:
     """What one result simulated: trace file, cluster, round length and seed, as title parts."""
-    cfg = doc.get("config") or doc  # the simulator of GPU types keeps its settings at the top
+    cfg = doc.get("config") or with_shared_names(doc)  # the simulator of GPU types: at the top
     cluster = cfg.get("cluster")
     if isinstance(cluster, Mapping):  # {type: {nodes, gpus_per_node, ...}}
         cluster = ",".join(f"{t}:{c['nodes']}x{c['gpus_per_node']}" for t, c in cluster.items())
-    length = cfg.get("round_length") or cfg.get("round_seconds")
+    length = cfg.get("round_length")
     parts = [os.path.basename(str(cfg["trace"])) if cfg.get("trace") else None,
              f"cluster {cluster}" if cluster else None,
              f"{length:g} s rounds" if length else None,
