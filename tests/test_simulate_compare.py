@@ -182,3 +182,56 @@ def test_the_per_job_table_leaves_unfinished_and_missing_jobs_empty() -> None:
 
     text = job_jcts_csv_text({"a": run(("x", 10.0), ("y", None)), "b": run(("y", 5.0), ("x", 20.0), ("z", 1.0))})
     assert text.splitlines() == ["job,submit_time,jct:a,jct:b,ratio:b", "x,,10.0,20.0,2.0", "y,,,5.0,", "z,,,1.0,"]
+
+
+def _result(jcts: dict[str, float | None], **settings: Any) -> dict[str, Any]:
+    """A result as ``simulate`` writes one, by hand: per job its JCT (None: not finished), and the
+    run's settings (a PAL run's ``config``, or with ``sia=True`` a Sia run's top-level settings)."""
+    done = [v for v in jcts.values() if v is not None]
+    res: dict[str, Any] = {"n_jobs": len(jcts), "n_completed": len(done), "avg_jct": sum(done) / max(len(done), 1),
+                           "job_results": [{"job_id": k, "jct": v} for k, v in jcts.items()]}
+    if settings.pop("sia", False):
+        res.update(settings)
+    else:
+        res["config"] = settings
+    return res
+
+
+def test_the_per_job_lines_are_one_per_later_run() -> None:
+    runs = {"a": _result({"x": 10.0, "y": 20.0}), "b": _result({"x": 5.0, "y": 20.0}),
+            "c": _result({"x": 20.0, "y": 40.0})}
+    lines = comparison_report(runs)
+    per_job = lines[lines.index("per-job JCT against a's (over the jobs both finished):") + 1:]
+    assert per_job == ["  b  median 0.750x, 1 faster, 0 slower, 1 the same (of 2)",
+                       "  c  median 2.000x, 0 faster, 2 slower, 0 the same (of 2)"]
+
+
+def test_settings_that_differ_are_those_a_user_set_otherwise() -> None:
+    # a mapping of the same entries written in another order is the same setting
+    same = {"a": _result({"x": 1.0}, sia=True, policy_parameters={"p": 0.5, "lambda_n": 1.1}),
+            "b": _result({"x": 1.0}, sia=True, policy_parameters={"lambda_n": 1.1, "p": 0.5})}
+    assert differing_settings(same) == {}
+    # a Sia run's seed is one of its settings
+    seeds = {"a": _result({"x": 1.0}, sia=True, trace="t.csv", seed=0),
+             "b": _result({"x": 1.0}, sia=True, trace="t.csv", seed=1)}
+    assert differing_settings(seeds) == {"seed": {"a": 0, "b": 1}}
+    # what the cluster setting implies (its GPUs and servers) is not listed beside it
+    clusters = {"a": _result({"x": 1.0}, cluster="4x4", num_gpus=16, num_servers=4),
+                "b": _result({"x": 1.0}, cluster="8x4", num_gpus=32, num_servers=8)}
+    assert differing_settings(clusters) == {"cluster": {"a": "4x4", "b": "8x4"}}
+    # a setting one run lacks is None there, even when every run that has it agrees
+    lacking = {"a": _result({"x": 1.0}, seed=0, max_time=3600), "b": _result({"x": 1.0}, seed=0),
+               "c": _result({"x": 1.0}, seed=0, max_time=3600)}
+    assert differing_settings(lacking) == {"max_time": {"a": 3600, "b": None, "c": 3600}}
+    lines = comparison_report(lacking)
+    assert lines[lines.index("settings that differ:") + 1] == "  max_time: 3600 (a, c); null (b)"
+
+
+def test_runs_that_finished_as_many_jobs_but_not_the_same_are_named_so() -> None:
+    """Two runs stopped early that each finished 2 of 3 jobs, not the same two: their averages are
+    over different jobs, as when the counts differ."""
+    runs = {"a": _result({"x": 1.0, "y": 2.0, "z": None}), "b": _result({"x": 1.0, "y": None, "z": 4.0})}
+    lines = comparison_report(runs)
+    assert lines[4] == "the averages are over different jobs: a 2 of 3, b 2 of 3 finished"
+    same = {"a": _result({"x": 1.0, "y": 2.0, "z": None}), "b": _result({"x": 3.0, "y": 1.0, "z": None})}
+    assert not any(ln.startswith("the averages are over different jobs") for ln in comparison_report(same))

@@ -325,13 +325,21 @@ def _seconds(t: Any) -> str:
     return "an unknown time" if t is None else f"{t:g} s"
 
 
+def _finished(result: Mapping[str, Any]) -> frozenset[Any]:
+    """The jobs (:func:`~pal_opt.simulate.metrics.job_key`) a run finished: those of a JCT."""
+    return frozenset(job_key(j) for j in result["job_results"] if isinstance(j, Mapping) and j.get("jct") is not None)
+
+
 def comparison_report(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The lines ``pal-opt compare`` prints for ``{label: result}`` (:func:`load_runs`): the
-    table, the settings that differ, and the per-job comparison against the first run."""
+    table, a note when the averages are over different jobs (other counts finished, or as
+    many but not the same), the settings that differ, and the per-job comparison against the
+    first run."""
     runs = _check_runs(runs)
     lines = _table(runs)
     done = {label: (r["n_completed"], r["n_jobs"]) for label, r in runs.items()}
-    if len(set(done.values())) > 1:  # a run stopped early (--max-hours), or another trace
+    if len(set(done.values())) > 1 or len({_finished(r) for r in runs.values()}) > 1:
+        # a run stopped early (--max-hours), or another trace; or as many jobs but not the same
         lines.append("the averages are over different jobs: " + ", ".join(
             f"{label} {c} of {n}" for label, (c, n) in done.items()) + " finished")
     differ = differing_settings(runs)
