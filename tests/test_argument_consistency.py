@@ -242,3 +242,21 @@ def test_simulate_checks_its_flag_and_functions_before_running() -> None:
     for name in ("progress", "on_round"):
         with pytest.raises(PalOptError, match=rf"^{name}: must be a function or None, got int 5$"):
             simulate(trace, cluster, **{name: 5})
+
+
+# ----------------------------------------------------------------------------- a solver's time limit
+@pytest.mark.parametrize("bad", [0, 0.0, -1, math.nan, math.inf, -math.inf, True, False, "5", [5]], ids=repr)
+def test_check_time_limit_refuses_what_is_not_a_positive_finite_number(bad: object) -> None:
+    from pal_opt.options import check_time_limit
+
+    assert (_message(lambda: check_time_limit(bad, "bound_time_limit"))
+            == f"bound_time_limit must be a positive number of seconds or None, got {bad!r}")
+
+
+@pytest.mark.parametrize("value", [np.int64(5), np.float64(0.5), 5, 1e-9, 1e15])
+def test_check_time_limit_gives_a_float(value: object) -> None:
+    from pal_opt.options import check_time_limit
+
+    got = check_time_limit(value)
+    assert type(got) is float and got == value
+    assert check_time_limit(None) is None

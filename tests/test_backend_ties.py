@@ -29,7 +29,7 @@ from pal_opt import RoundInstance, RoundPolicy, solve
 from pal_opt.binning import binned_factors
 from pal_opt.check import check
 from pal_opt.cli import main
-from pal_opt.cost import evaluate
+from pal_opt.cost import CostTerm, evaluate, register_cost_term, unregister_cost_term
 from pal_opt.errors import OptionError
 from pal_opt.generate import generate_instance, generate_typed_instance
 from pal_opt.ilp import available_backends
@@ -708,3 +708,68 @@ def test_canonicalising_never_changes_the_cost_of_an_optimum(seed: int, restart:
     for given_ in (solve(inst, "pal").placements, solve(inst, "ilp-preempt", backend="highs", time_limit=60).placements):
         other, _ = canonicalise(inst, given_, fac, optional=[j for j in running if j not in given_])
         assert evaluate(inst, other, fac).cost <= evaluate(inst, given_, fac).cost + 1e-9
+
+
+def test_a_running_job_whose_gpu_failed_is_not_kept_on_it() -> None:
+    """r1 ran on GPU 4, now failed; r0 and r2, its equals, run on GPUs 3 and 5 of the same
+    pattern (1.2, type b); w0 waits.  Whichever optimum is given, r1 (earlier than r0) is not
+    given back its failed GPU: a job may keep only GPUs it could keep (``keep_positions``)."""
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classC": [1.2, 1.0, 1.0, 1.2, 1.2, 1.2]},
+                            gpu_types="aaabbb", state=[0, 0, 0, 0, 2, 0])
+    jobs = (Job("w0", 1, "classC"), Job("r1", 1, "classC", placement=(4,)), Job("r2", 1, "classC", placement=(5,)),
+            Job("r0", 1, "classC", placement=(3,)))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=10))
+    fac = c.factors
+    best = {"w0": (1,), "r1": (2,), "r2": (5,), "r0": (3,)}
+    other = {"w0": (2,), "r1": (1,), "r2": (5,), "r0": (3,)}
+    assert evaluate(inst, other, fac).cost == pytest.approx(evaluate(inst, best, fac).cost, abs=1e-12)
+    assert canonicalise(inst, best, fac) == (best, ALREADY)
+    assert canonicalise(inst, other, fac) == (best, CHANGED)
+
+
+class _R1OnGpu2(CostTerm):
+    """A throwaway term pricing one job by its GPU: r1 pays 0.1 on GPU 2 (its own)."""
+
+    name = "r1-on-gpu-2"
+
+    def placed(self, instance: RoundInstance, job: Job, pos: np.ndarray, level: int, max_factor: float) -> float:
+        return 0.1 * float(np.sum(pos == 2)) if job.id == "r1" else 0.0
+
+
+def test_roles_given_out_again_are_kept_only_at_no_higher_cost() -> None:
+    """:func:`_three_running`, with a term that charges r1 for its own GPU: the roles given out
+    again (r1 kept, r2 moved) would cost 0.1 more than the optimum given, which is kept as it is."""
+    inst = _three_running()
+    fac = inst.cluster.factors
+    one = {"r1": (2,), "r2": (0,), "r3": (1,), "g": (3,)}
+    other = {"r1": (0,), "r2": (3,), "r3": (1,), "g": (2,)}
+    register_cost_term(_R1OnGpu2())
+    try:
+        assert evaluate(inst, one, fac).cost == pytest.approx(evaluate(inst, other, fac).cost + 0.1, abs=1e-12)
+        # (not "kept: the canonical placement would cost more": the roles are priced and dropped
+        # before the patterns are placed again from the optimum given)
+        assert canonicalise(inst, other, fac) == (other, ALREADY)
+    finally:
+        unregister_cost_term(_R1OnGpu2.name)
+    assert canonicalise(inst, other, fac) == (one, CHANGED)
+
+
+def test_of_running_jobs_alike_but_for_types_the_earlier_keeps_its_gpu_in_a_role_of_another_type() -> None:
+    """r1 and r2 (guaranteed type a) run on GPUs 0 (1.0) and 1 (1.2); r0 (rigid, between them in
+    the queue) on GPU 3 (type b, 1.2); w0 waits.  Given the optimum that keeps r2 and moves r0 to
+    GPU 2, r0 (the earlier, alike but for its types) keeps its GPU instead, in r2's role of
+    type a, and r2 moves there, at the same cost.  (A kept job tries the role of its own GPUs'
+    pattern before one of another type: with r1 kept in w0's role of type b instead, the roles
+    gave no placement and the optimum given was kept.)"""
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classC": [1.0, 1.2, 1.0, 1.2, 1.0, 1.2]},
+                            gpu_types="aaabbb")
+    jobs = (Job("r1", 1, "classC", placement=(0,), kind="guaranteed", gpu_type="a"),
+            Job("r0", 1, "classC", placement=(3,)),
+            Job("r2", 1, "classC", placement=(1,), kind="guaranteed", gpu_type="a"), Job("w0", 1, "classC"))
+    inst = RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=30))
+    fac = c.factors
+    kept = {"r1": (0,), "r0": (3,), "r2": (2,), "w0": (4,)}
+    moved = {"r1": (0,), "r0": (2,), "r2": (1,), "w0": (4,)}
+    assert evaluate(inst, moved, fac).cost == pytest.approx(evaluate(inst, kept, fac).cost, abs=1e-12)
+    assert canonicalise(inst, moved, fac) == (kept, CHANGED)
+    assert canonicalise(inst, kept, fac) == (kept, ALREADY)

@@ -173,3 +173,18 @@ def test_blox_adapter_holds_a_gpu_its_policy_repaired() -> None:
     adapter.policy.restore(adapter.policy.held_out)
     _, launch = adapter.place(state, SimpleNamespace(gpu_df=gpu_df), schedule)
     assert sorted(launch) == [1, 2]
+
+
+def test_a_cluster_that_marks_only_some_held_gpus_failed_gets_the_others_held_too() -> None:
+    """Two GPUs held; the caller's cluster marks one of them failed and lists the other free:
+    both are marked failed in the round solved, and no job is placed on either (a round is left
+    as given only when the caller marks every held GPU failed)."""
+    policy = RoundPolicy("pal")
+    first = policy.place(_round())
+    one, two = first.placements["a"][0], first.placements["c"][0]
+    policy.repair([one, two])
+    nxt = policy.place(_round(failed=(one,)))
+    assert not {one, two} & _used(nxt) and nxt.info["held_out"] == sorted([one, two])
+    cl = policy.last_instance.cluster
+    assert cl.state[cl.positions(sorted([one, two]))].tolist() == [GpuState.FAILED] * 2
+    assert pal_opt.check(policy.last_instance, nxt) == []

@@ -837,3 +837,55 @@ def test_a_neighbourhood_takes_idle_gpus_from_a_server_outside_the_jobs(
         assert res is not None and check(inst, res) == [] and res.objective <= least + 1e-9
     else:
         assert search.stats.improved == 0 and search.placement == start
+
+
+def _neighbourhood_round(servers: int, jobs: dict[str, tuple[int, ...]], busy: range | list[int] = ()) -> PairSearch:
+    """Servers of 16 GPUs of factor 1.0 but GPU 0 (1.5, the first job's); the first job of
+    ``jobs`` a pipeline (stage times 2 and 1, its last GPU alone on the second), the others gangs,
+    each on the GPUs given; the GPUs ``busy`` held by jobs outside the round."""
+    n = 16 * servers
+    f = [1.0] * n
+    f[0] = 1.5
+    state = [1 if g in busy else 0 for g in range(n)]
+    cl = Cluster.from_arrays(range(n), np.repeat(range(servers), 16), {"classA": f}, state=state)
+    made = [Job(jid, len(gpus), "classA", k, pipeline=Pipeline((2.0, 1.0), (len(gpus) - 1, 1)) if k == 0 else None)
+            for k, (jid, gpus) in enumerate(jobs.items())]
+    inst = RoundInstance(cl, tuple(made), RoundParams(binning="none"))
+    return PairSearch(inst, range(len(made)), binned_factors(cl, "none"), dict(jobs))
+
+
+def test_a_neighbourhood_with_a_job_drawn_takes_only_the_idle_gpus_its_cap_leaves() -> None:
+    """``p`` (8 GPUs on servers 0 and 1) and ``k`` (8, wholly on server 0) fill 16 of the cap of
+    ``NEIGHBOURHOOD_GPUS``: 16 idle GPUs of the 32 on servers 0-2 (server 2 added outside), the
+    lowest positions first on a tie of speed, not the 24 the job's own GPUs alone would leave."""
+    search = _neighbourhood_round(3, {"p": (0, 1, 2, 3, 16, 17, 18, 19), "k": tuple(range(4, 12))})
+    opened = search._open("p", search.home["p"], np.random.default_rng(0))
+    assert opened.jobs == ("p", "k") and opened.servers.tolist() == [0, 1, 2]
+    assert opened.idle.tolist() == [12, 13, 14, 15, *range(20, 32)]
+    assert 16 + opened.idle.size == stagesearch.NEIGHBOURHOOD_GPUS
+
+
+def test_a_job_of_exactly_the_neighbourhood_cap_has_no_more_room() -> None:
+    """A 32-GPU job (``NEIGHBOURHOOD_GPUS``, not more) is not a large job: on two servers its
+    neighbourhood is its own GPUs alone (no ``LARGE_JOB_EXTRA_GPUS`` of idle server 2); on three
+    servers of no other free GPU a group holds it, so it has no neighbourhood."""
+    two = _neighbourhood_round(3, {"p": tuple(range(32))})
+    opened = two._open("p", two.home["p"], np.random.default_rng(0))
+    assert opened.jobs == ("p",) and opened.idle.size == 0
+    three = _neighbourhood_round(3, {"p": (*range(16), *range(16, 24), *range(32, 40))},
+                                 busy=[*range(24, 32), *range(40, 48)])
+    cl = three.instance.cluster
+    free = np.bincount(cl.server_of[cl.state == 0], minlength=cl.num_servers)
+    assert [g.tolist() for g in three._groups(np.random.default_rng(0), free)] == [[0, 1, 2]]
+    assert list(three._neighbourhoods(np.random.default_rng(0), free)) == []
+
+
+def test_the_outside_server_is_the_one_of_most_fast_idle_gpus_outside_the_jobs_lowest_on_a_tie() -> None:
+    # servers 2 and 3 both wholly idle: the lower, 2
+    tie = _neighbourhood_round(4, {"p": (0, 1, 2, 3, 16, 17, 18, 19)}, busy=[*range(4, 16), *range(20, 32)])
+    opened = tie._open("p", tie.home["p"], np.random.default_rng(0))
+    assert opened.servers.tolist() == [0, 1, 2] and opened.idle.tolist() == list(range(32, 48))
+    # the job's own servers hold more idle GPUs (12 each) than server 2 (4): server 2 is still added
+    own = _neighbourhood_round(3, {"p": (0, 1, 2, 3, 16, 17, 18, 19)}, busy=range(32, 44))
+    opened = own._open("p", own.home["p"], np.random.default_rng(0))
+    assert opened.servers.tolist() == [0, 1, 2]
