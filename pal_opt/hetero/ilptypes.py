@@ -110,6 +110,8 @@ class IlpTypesPolicy(SiaPolicy):
         leaves it only for a strictly better one with the same GPUs per node.  False: the
         ``move_cost`` design (module docstring).
 
+    Notes
+    -----
     Deprecated: ``params=`` (give ``sia_params=``) and reading ``policy.params``, as
     :class:`~pal_opt.hetero.policy.SiaPolicy`.
     """

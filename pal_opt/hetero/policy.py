@@ -279,6 +279,8 @@ class SiaPolicy:
     on_round
         Called with every round's program input and decision (to record or inspect them).
 
+    Notes
+    -----
     Deprecated (still working, with a :class:`DeprecationWarning` naming the new name, for this
     release): ``params=`` (give ``sia_params=``) and reading ``policy.params`` (read
     ``policy.sia_params``).
