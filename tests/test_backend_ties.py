@@ -644,6 +644,73 @@ def test_of_a_rigid_and_a_typed_running_job_the_earlier_keeps_its_gpus_of_anothe
 
 
 
+def _one_gpu_optima(inst: RoundInstance) -> tuple[float, list[dict[Any, tuple[int, ...]]]]:
+    """Every optimum of a round of jobs of one GPU (all placements of its jobs on its GPUs
+    enumerated) and its cost; none if no placement holds every job's types."""
+    fac = inst.cluster.factors
+    ids = [j.id for j in inst.jobs]
+    gpus = [int(g) for g in inst.cluster.gpu_ids]
+    valid = [dict(zip(ids, ((g,) for g in on), strict=True)) for on in itertools.permutations(gpus, len(ids))]
+    valid = [p for p in valid if all(placement_type_error(inst.cluster, replace(j, placement=p[j.id])) is None
+                                     for j in inst.jobs)]
+    priced = [(evaluate(inst, p, fac).cost, p) for p in valid]
+    best = min((c for c, _ in priced), default=math.inf)
+    return best, [p for c, p in priced if c <= best + 1e-9]
+
+
+def _kept_and_waiting(factors: list[float], jobs: tuple[Job, ...]) -> RoundInstance:
+    """Six GPUs of one GPU each, of types a (0-2) and b (3-5), a restart charge of 30."""
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 1, 1, 1], {"classC": factors}, gpu_types="aaabbb")
+    return RoundInstance(c, jobs, RoundParams(binning="none", restart_cost=30.0))
+
+
+def _g(jid: str, gpu_type: str, placement: tuple[int, ...] | None = None) -> Job:
+    return Job(jid, 1, "classC", placement=placement, kind="guaranteed", gpu_type=gpu_type)
+
+
+#: Rounds of :func:`_one_gpu_rounds`' kind (found by enumerating every optimum of 298 of them) whose
+#: optima mapped to two placements before the roles of jobs alike but for their types were given
+#: out by their price alone (``pal_opt.ilp.canonical._repriced``): a kept running job traded levels
+#: with a waiting job (or a moved one) of other type constraints, which then needed GPUs of
+#: another type than the role it traded into, and each optimum was its own representative.  With
+#: each round, the placement every optimum maps to: the earliest running job keeps its GPUs.
+KEPT_AND_WAITING = {
+    # r1 (guaranteed b, on GPU 3 at 1.2) kept and r0 (rigid) moved to a 1.0 GPU, w0 (rigid) on the
+    # other 1.0, was kept as given when r0 had moved to type a and w0 to type b
+    "rigid-waiting": (_kept_and_waiting([1.0, 1.2, 1.2, 1.2, 1.0, 1.0], (
+        Job("w0", 1, "classC"), Job("r0", 1, "classC", placement=(1,)), Job("r2", 1, "classC", placement=(5,)),
+        _g("r1", "b", (3,)))), {"w0": (0,), "r0": (1,), "r2": (5,), "r1": (4,)}),
+    # r0 (rigid, on 1 at 1.2) kept and w0 (guaranteed a) on another 1.2 of type a, or r0 moved to
+    # GPU 3 (b, 1.0) and r1 (guaranteed b, on 4 at 1.2) kept: w0 would need type a for r1's level
+    "typed-waiting": (_kept_and_waiting([1.2, 1.2, 1.2, 1.0, 1.2, 1.0], (
+        Job("r0", 1, "classC", placement=(1,)), Job("r2", 1, "classC", placement=(5,)), _g("w0", "a"),
+        _g("r1", "b", (4,)))), {"r0": (1,), "r2": (5,), "w0": (0,), "r1": (3,)}),
+    # r0 (rigid, on 2 at 1.0) kept, r1 (guaranteed b) moved to 5 (1.0), w0 (guaranteed a) at 1.2;
+    # or r1 kept at 1.2, r0 moved to 5 and w0 on r0's GPU 2 at 1.0
+    "three-jobs": (_kept_and_waiting([1.2, 1.2, 1.0, 1.2, 1.2, 1.0], (
+        Job("r0", 1, "classC", placement=(2,)), _g("r1", "b", (4,)), _g("w0", "a"))),
+        {"r0": (2,), "r1": (5,), "w0": (0,)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEPT_AND_WAITING))
+def test_a_level_traded_between_a_kept_job_and_one_of_other_types_maps_to_one_placement(name: str) -> None:
+    inst, expected = KEPT_AND_WAITING[name]
+    fac = inst.cluster.factors
+    best, optima = _one_gpu_optima(inst)
+    assert len(optima) >= 2 and evaluate(inst, expected, fac).cost == pytest.approx(best, abs=1e-12)
+    assert any(p["r0"] != inst.job_by_id["r0"].placement for p in optima)  # (an optimum moves r0)
+    for p in optima:
+        out, what = canonicalise(inst, p, fac)
+        assert out == expected, p
+        assert what == (ALREADY if p == expected else CHANGED)
+        assert evaluate(inst, out, fac).cost == pytest.approx(best, abs=1e-9)
+    _need_backends()
+    for b in BACKENDS:
+        res = solve(inst, "ilp", backend=b, canonical=True)
+        assert res.status == Status.OPTIMAL and res.placements == expected and check(inst, res) == [], b
+
+
 @st.composite
 def _one_gpu_rounds(draw: st.DrawFn) -> RoundInstance:
     """Six GPUs of two types (a: 0-2, b: 3-5) of factor 1.0 or 1.2, a restart cost, 2-3 running
@@ -672,13 +739,8 @@ def test_canonicalising_any_optimum_keeps_its_cost(inst: RoundInstance) -> None:
     GPUs and which moves is given out again at no change of cost (``_HandOut``'s docstring)."""
     fac = inst.cluster.factors
     ids = [j.id for j in inst.jobs]
-    valid = [dict(zip(ids, ((g,) for g in gpus), strict=True)) for gpus in itertools.permutations(range(6), len(ids))]
-    valid = [p for p in valid if all(placement_type_error(inst.cluster, replace(j, placement=p[j.id])) is None
-                                     for j in inst.jobs)]
-    assume(valid)  # (more jobs guaranteed a type than it has GPUs)
-    priced = [(evaluate(inst, p, fac).cost, p) for p in valid]
-    best = min(c for c, _ in priced)
-    optima = [p for c, p in priced if c <= best + 1e-9]
+    best, optima = _one_gpu_optima(inst)
+    assume(optima)  # (more jobs guaranteed a type than it has GPUs)
     for p in optima:
         out, what = canonicalise(inst, p, fac)
         assert what in (CHANGED, ALREADY) and out.keys() == p.keys()

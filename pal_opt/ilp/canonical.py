@@ -197,6 +197,7 @@ def canonicalise(instance: RoundInstance, placements: Mapping[JobId, tuple[int, 
     if cl.num_gpus * len(placements) <= CANONICAL_MAX_CELLS:
         placements = _chosen(instance, placements, factors, pinned, optional) or placements
         placements = _chosen(instance, placements, factors, pinned, optional, _typeless_key) or placements
+        placements = _repriced(instance, factors, placements, pinned, optional) or placements
     hard = _fixed(instance, placements, pinned)
     needs = _needs(instance, placements, factors, hard)
     if not needs:  # (every job stays: the roles given out again, if they moved any, are the answer)
@@ -652,11 +653,7 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     hard = _fixed(instance, placements, pinned)
     droppable = {index[jid] for jid in optional}
     exact = key is not None
-    members: dict[tuple[object, ...], list[int]] = {}
-    for jid in [*(j for j in placements if j not in pinned), *(j for j in optional if j not in placements)]:
-        members.setdefault((key or _swap_key)(instance, index[jid]), []).append(index[jid])
-    groups = [sorted(g) for g in members.values() if len(g) >= 2 and any(instance.jobs[i].placement for i in g)]
-    # (identical waiting jobs alone: _needs shares their patterns out)
+    groups = _groups(instance, placements, pinned, optional, key or _swap_key)
     tried: list[dict[int, _Role]] = []
     for strict, swap in ((False, False), (True, False), (True, exact)):
         now: dict[int, _Role] = {}
@@ -679,6 +676,99 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
     return None
 
 
+def _groups(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], pinned: Collection[JobId],
+            optional: Collection[JobId], key: Callable[[RoundInstance, int], tuple[object, ...]]) -> list[list[int]]:
+    """The jobs not pinned, placed or ``optional``, of equal ``key`` by queue position, in groups of
+    two or more with a running job among them (identical waiting jobs alone: :func:`_needs`
+    shares their patterns out)."""
+    index = _indices(instance)
+    members: dict[tuple[object, ...], list[int]] = {}
+    for jid in [*(j for j in placements if j not in pinned), *(j for j in optional if j not in placements)]:
+        members.setdefault(key(instance, index[jid]), []).append(index[jid])
+    return [sorted(g) for g in members.values() if len(g) >= 2 and any(instance.jobs[i].placement for i in g)]
+
+
+def _repriced(instance: RoundInstance, factors: Mapping[str, np.ndarray], placements: Mapping[JobId, tuple[int, ...]],
+              pinned: Collection[JobId], optional: Collection[JobId]) -> dict[JobId, tuple[int, ...]] | None:
+    """``placements`` with the roles of each group of jobs alike but for their GPU types
+    (:func:`_typeless_key`) given out by their price alone, then placed again.  A role's pattern
+    is taken without its GPU types (:func:`_assigned` with ``anytype``: a job of the group may
+    take any pattern, a charged running job keep its GPUs in any role of their price, if no job
+    outside the group holds them); the jobs given a kept role then stay on their own GPUs, those
+    given a leaving out are dropped, and the others are placed by :func:`_placed` on GPUs of their
+    role's cap and level in their own type groups (a job of one GPU on any type it may use), beside
+    the jobs outside the groups (and of groups whose roles cannot be given out) where
+    ``placements`` has them.  The roles given out depend on the patterns' prices alone, so optima
+    that differ in which of a kept job and a waiting (or moved) one of other types holds which
+    level -- the other one then on GPUs of another type than the role it traded into, which the
+    typed hand-out cannot give it -- give one answer.  Why it costs no more: the hand-out is a
+    matching of roles of equal price (:class:`_HandOut`), and each job placed lies on GPUs within
+    its role's cap and level; the result is priced.  None when nothing is given out, or the
+    placement finds no GPUs, breaks a job's types or costs more."""
+    if not instance.cluster.typed:
+        return None
+    index = _indices(instance)
+    hard = _fixed(instance, placements, pinned)
+    droppable = {index[jid] for jid in optional}
+    groups = _groups(instance, placements, pinned, optional, _typeless_key)
+    barred: set[int] = set()
+    for _ in range(sum(len(g) for g in groups) + 1):
+        now: dict[int, _Role] = {}
+        new: dict[int, _Role] = {}
+        for group in groups:
+            roles = {i: _role(instance, factors, placements, hard, i, True, True) for i in group}
+            ids = {instance.jobs[i].id for i in group}
+            others = {g for jid, gids in placements.items() if jid not in ids for g in gids}
+            given = _assigned(instance, factors, roles, droppable, True, others, True, False, True, barred)
+            if given is not None:
+                now.update(roles)
+                new.update(given)
+        kept = [i for i, r in new.items() if r[0] == KEPT and i not in barred]
+        out = _placed_in_roles(instance, factors, placements, now, new) if new else None
+        if out is not None or not kept:
+            return out
+        barred.add(max(kept))  # (the last kept job in the queue moves instead, and the roles are given out again)
+    return None
+
+
+def _placed_in_roles(instance: RoundInstance, factors: Mapping[str, np.ndarray],
+                     placements: Mapping[JobId, tuple[int, ...]], now: Mapping[int, _Role],
+                     new: Mapping[int, _Role]) -> dict[JobId, tuple[int, ...]] | None:
+    """:func:`_repriced`'s placement of the jobs of ``now`` in their ``new`` roles (patterns
+    without their types), the other jobs where ``placements`` has them: the kept jobs on their
+    own GPUs, the others with the caps of each group's roles dealt among them by the GPUs their
+    types may use (:func:`_class_options`: as many GPUs at each cap as the roles hold, so the
+    same price), the first of at most :data:`CLASS_TRIES` options placed (:func:`_placed`).  None
+    if none finds GPUs, or it breaks a job's types or costs more."""
+    jobs = instance.jobs
+    cl = instance.cluster
+    fixed = {jid: tuple(gids) for jid, gids in placements.items() if jid not in {jobs[i].id for i in now}}
+    fixed.update({jobs[i].id: tuple(jobs[i].placement or ()) for i, r in new.items() if r[0] == KEPT})
+    avail = cl.state == GpuState.FREE
+    for gids in fixed.values():
+        avail[cl.positions(gids)] = False
+    groups: dict[tuple[object, ...], list[Need]] = {}
+    for i, (kind, _, (level, cap, _, count, stages)) in sorted(new.items()):
+        if kind in (PLACED, MOVED):
+            need = Need(i, count, (), cap, level, stages)
+            choices = _group_order(instance, need)  # (one GPU: any type it may use)
+            if not choices:
+                return None
+            need = replace(need, group=tuple(sorted({t for g in choices for t in g})) if count == 1 else choices[0])
+            groups.setdefault(_typeless_key(instance, i), []).append(need)
+    options = [list(itertools.islice(_class_options(instance, factors, members, avail), CLASS_TRIES)) or [members]
+               for members in groups.values()]
+    for option in itertools.islice(itertools.product(*options), CLASS_TRIES):
+        found = _placed(instance, factors, _in_order(instance, [n for ns in option for n in ns]), fixed)
+        if found is None:
+            continue
+        out = {j.id: found[j.id] for j in jobs if j.id in found}
+        if _types_held(instance, placements, out) and (
+                evaluate(instance, out, factors).cost <= evaluate(instance, placements, factors).cost + COST_TOL):
+            return out
+    return None
+
+
 def _types_held(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
                 out: Mapping[JobId, tuple[int, ...]]) -> bool:
     """Whether every job whose GPUs ``out`` changed may run on them (its GPU types, one type
@@ -692,24 +782,27 @@ def _types_held(instance: RoundInstance, placements: Mapping[JobId, tuple[int, .
 
 
 def _shape_on(instance: RoundInstance, factors: Mapping[str, np.ndarray], i: int, gids: Sequence[int],
-              exact: bool) -> _Shape:
+              exact: bool, anytype: bool = False) -> _Shape:
     """The pattern of job ``i`` on ``gids`` (:data:`_Shape`); ``exact``: its type group the types
     of ``gids`` themselves (so a job of one GPU on a type it alone may use is not in the pattern
-    of one on a type both may)."""
+    of one on a type both may); ``anytype``: every type (a pattern by its price alone, which
+    does not see the types)."""
     need = _need_on(instance, factors, i, gids)
     cl = instance.cluster
-    if exact and cl.typed:
+    if anytype:
+        need = replace(need, group=tuple(range(cl.num_types)))
+    elif exact and cl.typed:
         need = replace(need, group=tuple(sorted(set(cl.type_of[cl.positions(gids)].tolist()))))
     return _shape(need)
 
 
 def _role(instance: RoundInstance, factors: Mapping[str, np.ndarray], placements: Mapping[JobId, tuple[int, ...]],
-          hard: Collection[JobId], i: int, exact: bool = False) -> _Role:
-    """Job ``i``'s role in ``placements`` (:data:`_Role`; ``exact``: :func:`_shape_on`'s)."""
+          hard: Collection[JobId], i: int, exact: bool = False, anytype: bool = False) -> _Role:
+    """Job ``i``'s role in ``placements`` (:data:`_Role`; ``exact``, ``anytype``: :func:`_shape_on`'s)."""
     job = instance.jobs[i]
     if job.id not in placements:
         return (LEFT_OUT, job.priority, _NO_SHAPE)
-    shape = _shape_on(instance, factors, i, placements[job.id], exact)
+    shape = _shape_on(instance, factors, i, placements[job.id], exact, anytype)
     if job.id in hard:
         return (KEPT, 0, shape)
     return (MOVED if _charged(instance, job) else PLACED, 0, shape)
@@ -727,7 +820,8 @@ class _HandOut:
     moving charges for, a move, or GPUs of the pattern of its own GPUs, which it then keeps
     (:data:`KEPT`; with ``swap``, if no job outside the group holds them, also GPUs of a pattern
     that differs from its own GPUs' only in their type); GPUs of a pattern to any other job;
-    each on GPU types it may use).
+    each on GPU types it may use, unless ``anytype``: the roles' patterns are then taken without
+    their types, :func:`_repriced` finds the GPUs).
 
     Why any perfect matching costs what the roles given cost: the round's cost is a sum over
     jobs, and within a group of interchangeable jobs (:func:`_swap_key`, or
@@ -748,15 +842,16 @@ class _HandOut:
 
     def __init__(self, instance: RoundInstance, factors: Mapping[str, np.ndarray], optional: Collection[int],
                  jobs: Sequence[int], roles: Sequence[_Role], exact: bool, others: Set[int], strict: bool,
-                 swap: bool) -> None:
-        self.instance, self.optional, self.swap = instance, optional, swap
+                 swap: bool, anytype: bool = False, barred: Collection[int] = ()) -> None:
+        self.instance, self.optional, self.swap, self.anytype = instance, optional, swap, anytype
         self.jobs, self.roles = list(jobs), list(roles)
         self.charged = {i: _charged(instance, instance.jobs[i]) for i in jobs}
         runs = {i: instance.jobs[i].placement or () for i in jobs}
         #: each charged job's pattern on its own GPUs, if it may keep them (``strict``: none held
         #: by ``others``, the jobs outside the group)
-        self.own = {i: _shape_on(instance, factors, i, runs[i], exact) for i in jobs if self.charged[i]
-                    and keep_positions(instance, i) is not None and (not strict or others.isdisjoint(runs[i]))}
+        self.own = {i: _shape_on(instance, factors, i, runs[i], exact, anytype) for i in jobs if self.charged[i]
+                    and keep_positions(instance, i) is not None and (not strict or others.isdisjoint(runs[i]))
+                    and i not in barred}
         #: those whose own GPUs no job outside the group holds
         self.clear = {i for i in self.own if others.isdisjoint(runs[i])}
         self.out: dict[int, _Role] = {}
@@ -770,7 +865,8 @@ class _HandOut:
         if self.charged[i] and kind == PLACED:
             return self.keeps(i, shape)  # (a charged job placed is a job kept on its own GPUs)
         cl = self.instance.cluster
-        return (kind != MOVED or self.charged[i]) and (not cl.typed or set(shape[2]) <= set(usable_types(cl, job)))
+        return (kind != MOVED or self.charged[i]) and (
+            self.anytype or not cl.typed or set(shape[2]) <= set(usable_types(cl, job)))
 
     def keeps(self, i: int, shape: _Shape) -> bool:
         """Whether charged job ``i`` may keep its own GPUs in a role of pattern ``shape``: the
@@ -811,7 +907,8 @@ class _HandOut:
 
 def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: Mapping[int, _Role],
               optional: Collection[int], exact: bool = False, others: Set[int] = frozenset(),
-              strict: bool = False, swap: bool = False) -> dict[int, _Role] | None:
+              strict: bool = False, swap: bool = False, anytype: bool = False,
+              barred: Collection[int] = ()) -> dict[int, _Role] | None:
     """The roles ``now`` (of interchangeable jobs, by queue position) given out again from the
     roles alone (``exact``: patterns by :func:`_shape_on`'s GPU types).  Running jobs that moving
     is charged for are kept on their own GPUs first, in queue order, each whose own GPUs'
@@ -831,7 +928,7 @@ def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: M
     jobs = instance.jobs
     left = sorted(now.values())
     hand = _HandOut(instance, factors, optional, list(now), [r if r[0] != KEPT else (PLACED, 0, r[2]) for r in left],
-                    exact, others, strict, swap)
+                    exact, others, strict, swap, anytype, barred)
     if not hand.dealable(hand.jobs, hand.roles):
         return None
     for i, own in hand.own.items():  # (in queue order; its own GPUs' pattern first)
