@@ -88,8 +88,14 @@ Where moving is charged for, which of equal running jobs keeps its GPUs is a rol
 hand-out (the earlier in the queue keeps them whenever the rest can still be given roles), so
 a level trade coupled with which of them moves maps to one placement too (among jobs alike but
 for their types, a job may also keep its GPUs in a role of GPUs of another type, at the same
-price).  Ties left: a level trade between a kept job and a waiting one of other type
-constraints that would need the waiting one on GPUs of another type (``docs/determinism.md``).
+price).  Last, among jobs alike but for their types, the roles are given out once more by
+their price alone (:func:`_repriced`: patterns without their GPU types), the kept jobs then stay
+on their own GPUs and the others are placed again with their roles' levels dealt by the GPUs
+their types may use (the last kept job moving instead while that finds no GPUs); so a level
+traded between a kept job and a waiting (or moved) one of other type constraints, which would
+need the other one on GPUs of another type than the role it traded into, maps to one placement
+too (every optimum of 1,779 enumerated small typed rounds with a restart cost to one placement:
+``docs/determinism.md``).  It is priced and kept only at no higher cost, as before.
 """
 
 from __future__ import annotations
@@ -695,10 +701,12 @@ def _repriced(instance: RoundInstance, factors: Mapping[str, np.ndarray], placem
     is taken without its GPU types (:func:`_assigned` with ``anytype``: a job of the group may
     take any pattern, a charged running job keep its GPUs in any role of their price, if no job
     outside the group holds them); the jobs given a kept role then stay on their own GPUs, those
-    given a leaving out are dropped, and the others are placed by :func:`_placed` on GPUs of their
-    role's cap and level in their own type groups (a job of one GPU on any type it may use), beside
-    the jobs outside the groups (and of groups whose roles cannot be given out) where
-    ``placements`` has them.  The roles given out depend on the patterns' prices alone, so optima
+    given a leaving out are dropped, and the others are placed again with their roles' caps and
+    levels in their own type groups (:func:`_placed_in_roles`), beside the jobs outside the groups
+    (and of groups whose roles cannot be given out) where ``placements`` has them.  While that
+    finds no GPUs (the hand-out does not see the types), the last kept job in the queue is barred
+    from keeping its GPUs (it moves) and the roles are given out again.  The roles given out, and
+    each retry, depend on the patterns' prices and the GPUs alone, so optima
     that differ in which of a kept job and a waiting (or moved) one of other types holds which
     level -- the other one then on GPUs of another type than the role it traded into, which the
     typed hand-out cannot give it -- give one answer.  Why it costs no more: the hand-out is a
@@ -923,7 +931,8 @@ def _assigned(instance: RoundInstance, factors: Mapping[str, np.ndarray], now: M
     moved, the next ones, on those patterns in order; the other running jobs, in queue order,
     take the first pattern their GPUs meet (they stay); the rest, in queue order, the first
     pattern left.  Each choice is the first of those that leaves every other job a role it may
-    take (:class:`_HandOut`: its GPU types too), so the roles given out cost what ``now`` does.
+    take (:class:`_HandOut`: its GPU types too, unless ``anytype``), so the roles given out cost
+    what ``now`` does.  ``barred``: charged jobs that may not keep their GPUs (:func:`_repriced`).
     None if the jobs not kept cannot all be given one."""
     jobs = instance.jobs
     left = sorted(now.values())
