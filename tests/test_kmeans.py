@@ -424,3 +424,35 @@ def test_plusplus_on_distinct_values_is_sklearns(room: float | None, monkeypatch
             assert mismatch(v, k) is None, name
     if room is not None:
         assert calls["potentials"] > 0 and calls["running sums"] > 0, calls
+
+
+def test_outliers_use_the_sample_standard_deviation() -> None:
+    """On twenty values at 1.0 and 1.2 and one at 1.52, mean + 3 sd is 1.527 with ddof=1 (no
+    outlier: K = 2) but 1.517 with ddof=0 (a mutant with ddof=0 passed the other tests)."""
+    v = np.array([1.0] * 10 + [1.2] * 10 + [1.52])
+    assert v[-1] <= v.mean() + 3.0 * v.std(ddof=1) and v[-1] > v.mean() + 3.0 * v.std(ddof=0)
+    assert len(set(binning.bin_values(v).tolist())) == 2
+
+
+def test_silhouette_picks_k1_on_the_values_without_their_outliers() -> None:
+    """K = K1 (silhouette over the non-outliers) + the outliers; a mutant that searched K1 over
+    every value, the outlier included, gave one level too many here."""
+    rest = np.array([1.0, 1.001] * 3 + [1.1, 1.101] * 3 + [1.2, 1.201] * 3)
+    v = np.append(rest, 2.0)  # 2.0 is above mean + 3 sd; rest has no outlier
+    assert v[-1] > v.mean() + 3.0 * v.std(ddof=1) and (rest <= rest.mean() + 3.0 * rest.std(ddof=1)).all()
+    k1 = len(set(binning.bin_values(rest, "silhouette").tolist()))
+    assert k1 == 5
+    assert len(set(binning.bin_values(v, "silhouette").tolist())) == k1 + 1
+
+
+def test_binnings_kept_across_clusters_are_keyed_by_class_name_too() -> None:
+    """Two clusters with the same values under another class name each get their own classes (a
+    mutant whose cache digest left the names out gave the second cluster the first's)."""
+    from pal_opt.model import Cluster
+
+    binning.forget_binnings()
+    values = [1.0, 1.05, 1.3, 1.31]
+    a = binning.binned_factors(Cluster.uniform(2, 2, {"classA": values}), "pal-artifact")
+    b = binning.binned_factors(Cluster.uniform(2, 2, {"classB": values}), "pal-artifact")
+    assert list(a) == ["classA"] and list(b) == ["classB"]
+    assert np.array_equal(a["classA"], b["classB"])

@@ -595,3 +595,14 @@ def test_round_policy_does_not_carry_a_new_job_that_reuses_a_finished_jobs_id(me
     # without forget, the same job is carried as before
     res = policy.place(RoundInstance(cl, (Job("x", 2, "classA", 0, model="resnet50"),), params))
     assert res.info["carried"] == ["x"]
+
+
+@pytest.mark.parametrize("slow_first", [True, False])
+def test_a_job_of_several_types_gets_the_group_of_least_slowdown(slow_first: bool) -> None:
+    """A job that may use either type (not mixed) goes on the faster type's gang, whichever group
+    is listed first (a mutant that kept the slowest gang passed the other tests)."""
+    f = [1.5, 1.5, 1.0, 1.0] if slow_first else [1.0, 1.0, 1.5, 1.5]
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": f}, gpu_types="aabb")
+    inst = RoundInstance(cl, (Job("m", 2, "classA"),), RoundParams(binning="none"))
+    fast = (2, 3) if slow_first else (0, 1)
+    assert pal.place(inst, cl.factors).placements == {"m": fast}

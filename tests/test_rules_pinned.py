@@ -224,3 +224,29 @@ def test_silhouette_ties_go_to_the_fewest_clusters() -> None:
     assert scores == [0.25, 0.25]
     # centres 17/12 and 9/4, divided by their median 11/6
     assert bin_values(v, "silhouette").tolist() == pytest.approx([17 / 22] * 3 + [27 / 22], abs=1e-15)
+
+
+def test_a_job_needing_exactly_the_cluster_is_placeable() -> None:
+    """Unplaceable is more GPUs than the cluster has; exactly as many, none failed, is placeable
+    (a mutant with `>=` passed the test above, which has a failed GPU)."""
+    from pal_opt.admission import unplaceable
+    inst = _inst([Job("w", 4, "classA", 0), Job("x", 5, "classA", 1)])
+    assert unplaceable(inst) == {"x": "needs 5 GPUs; the cluster has 4"}
+
+def test_prefix_admits_a_queue_that_fills_the_free_gpus_exactly() -> None:
+    """Four GPUs free (one busy, one failed): jobs of 2 and 2 fill them and are both admitted
+    (a mutant cutting the prefix with side="left" admitted only the first)."""
+    cl = Cluster.uniform(3, 2, {"classA": [1.0] * 6}, state=[0, 0, 0, 0, GpuState.BUSY, GpuState.FAILED])
+    inst = RoundInstance(cl, (Job("a", 2, "classA"), Job("b", 2, "classA", 1), Job("c", 1, "classA", 2)))
+    assert admit(inst, "prefix") == [0, 1]
+    assert admit(inst, "backfill") == [0, 1]
+
+
+def test_backfill_counts_down_the_free_gpus_it_admits() -> None:
+    """Backfill skips a job that no longer fits what the admitted jobs left (a mutant that never
+    counted the free GPUs down admitted every job that fits the cluster alone)."""
+    cl = Cluster.uniform(2, 2, {"classA": [1.0] * 4})
+    inst = RoundInstance(cl, (Job("a", 3, "classA"), Job("b", 3, "classA", 1), Job("c", 1, "classA", 2),
+                              Job("d", 1, "classA", 3)))
+    assert admit(inst, "backfill") == [0, 2]
+    assert admit(inst, "prefix") == [0]

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from pal_opt.cost import evaluate
+from pal_opt.cost import evaluate, stages_mapped_best
 from pal_opt.cost.evaluate import best_stage_order, job_slowdown
 from pal_opt.model import Cluster, Job, Level, Pipeline, RoundInstance, RoundParams
 
@@ -99,3 +99,25 @@ def test_a_left_out_running_job_pays_preemption_weighted_by_one_plus_its_priorit
     s = evaluate(inst, {}, c.factors)
     assert s.by_term["preemption"] == pytest.approx(100.0 * 3 * 2 * 360.0 / 3600.0)
     assert s.cost == pytest.approx(60.0)
+
+
+def test_a_running_pipeline_keeps_its_stage_map_when_a_remap_runs_no_faster() -> None:
+    """GPUs 1 and 2 are equally fast: swapping them changes no pace but would force a restart.
+    (A mutant that re-mapped at equal pace, `pace(held) < pace(best)`, passed the other tests.)"""
+    cl = Cluster.uniform(1, 3, {"classA": [1.5, 1.0, 1.0]})
+    q = Job("q", 3, "classA", pipeline=Pipeline((2.0, 1.0), (1, 2)), placement=(2, 0, 1))
+    inst = RoundInstance(cl, (q,), RoundParams(binning="none", restart_cost=30.0))
+    kept = stages_mapped_best(inst, cl.factors, {"q": (0, 1, 2)})
+    assert kept == {"q": (2, 0, 1)}
+    assert evaluate(inst, kept, cl.factors).moved == ()
+
+
+def test_a_pipeline_remapped_on_its_own_gpus_is_priced_as_moved() -> None:
+    """The same GPU set with another stage map is a move (keeps_placement), and pays the restart.
+    (A mutant that compared GPU sets only passed the other tests.)"""
+    cl = Cluster.uniform(1, 3, {"classA": [1.0, 1.0, 1.0]})
+    q = Job("q", 3, "classA", pipeline=Pipeline((2.0, 1.0), (1, 2)), placement=(0, 1, 2))
+    inst = RoundInstance(cl, (q,), RoundParams(binning="none", restart_cost=30.0))
+    kept, remapped = evaluate(inst, {"q": (0, 1, 2)}, cl.factors), evaluate(inst, {"q": (1, 0, 2)}, cl.factors)
+    assert kept.moved == () and remapped.moved == ("q",)
+    assert remapped.cost > kept.cost
