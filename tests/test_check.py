@@ -318,12 +318,3 @@ def test_jobs_to_terminate_is_exactly_the_running_jobs_that_lose_their_gpus(runn
     assert check(running, {**moved, "jobs_to_terminate": ["r"]}) == []
     kept = {"placements": {"r": [0, 1], "w": [2, 3]}, "admission": "queue-order", "jobs_to_terminate": ["r"]}
     assert check(running, kept) == ["job 'r' is in jobs_to_terminate but keeps its GPUs"]
-
-
-def test_a_busy_gpu_is_not_free_to_place() -> None:
-    # a mutant that refused only failed GPUs (`st == GpuState.FAILED`) passed every test above
-    cl = Cluster.from_arrays([0, 1, 2, 3], [0, 0, 1, 1], {"classA": [1.0] * 4}, [0, GpuState.BUSY, 0, 0])
-    instance = RoundInstance(cl, (Job("a", 2, "classA", 0),), RoundParams(binning="none"))
-    found = violations(instance, {"placements": {"a": [0, 1]}, "admission": "given"})
-    assert [(v.kind, v.message) for v in found] == [(Kind.GPU_NOT_FREE, "job 'a': GPU 1 is busy")]
-    assert violations(instance, {"placements": {"a": [2, 3]}, "admission": "given"}) == []
