@@ -95,7 +95,12 @@ their types may use (the last kept job moving instead while that finds no GPUs);
 traded between a kept job and a waiting (or moved) one of other type constraints, which would
 need the other one on GPUs of another type than the role it traded into, maps to one placement
 too (every optimum of 1,779 enumerated small typed rounds with a restart cost to one placement:
-``docs/determinism.md``).  It is priced and kept only at no higher cost, as before.
+``docs/determinism.md``).  In that hand-out a move's charge does not depend on the pattern the
+job moves to, so the moves are laid on the roles' patterns from the patterns alone
+(:func:`_pooled`: the running jobs that may keep their GPUs first, in queue order, their own
+GPUs' patterns), and optima that differ in which levels their moved jobs took map to one
+placement too, the earlier running job keeping its GPUs.  It is priced and kept only at no
+higher cost, as before.
 """
 
 from __future__ import annotations
@@ -700,7 +705,8 @@ def _repriced(instance: RoundInstance, factors: Mapping[str, np.ndarray], placem
     (:func:`_typeless_key`) given out by their price alone, then placed again.  A role's pattern
     is taken without its GPU types (:func:`_assigned` with ``anytype``: a job of the group may
     take any pattern, a charged running job keep its GPUs in any role of their price, if no job
-    outside the group holds them); the jobs given a kept role then stay on their own GPUs, those
+    outside the group holds them; which patterns the moves take is chosen from the patterns
+    alone, :func:`_pooled`); the jobs given a kept role then stay on their own GPUs, those
     given a leaving out are dropped, and the others are placed again with their roles' caps and
     levels in their own type groups (:func:`_placed_in_roles`), beside the jobs outside the groups
     (and of groups whose roles cannot be given out) where ``placements`` has them.  While that
@@ -727,7 +733,9 @@ def _repriced(instance: RoundInstance, factors: Mapping[str, np.ndarray], placem
             roles = {i: _role(instance, factors, placements, hard, i, True, True) for i in group}
             ids = {instance.jobs[i].id for i in group}
             others = {g for jid, gids in placements.items() if jid not in ids for g in gids}
-            given = _assigned(instance, factors, roles, droppable, True, others, True, False, True, barred)
+            given = next((g for r in (_pooled(instance, factors, roles, others, barred), roles) if (
+                g := _assigned(instance, factors, r, droppable, True, others, True, False, True, barred)) is not None),
+                None)
             if given is not None:
                 now.update(roles)
                 new.update(given)
@@ -737,6 +745,42 @@ def _repriced(instance: RoundInstance, factors: Mapping[str, np.ndarray], placem
             return out
         barred.add(max(kept))  # (the last kept job in the queue moves instead, and the roles are given out again)
     return None
+
+
+def _pooled(instance: RoundInstance, factors: Mapping[str, np.ndarray], roles: Mapping[int, _Role],
+            others: Set[int], barred: Collection[int]) -> dict[int, _Role]:
+    """``roles`` (of one group of :func:`_repriced`, patterns without their types) with the move
+    charges laid on patterns chosen from the roles' patterns and counts alone.  Within the group a
+    move's charge does not depend on the pattern it is made to (the jobs are of one size), so
+    roles ``(moved, p), (placed, q)`` cost what ``(placed, p), (moved, q)`` do: only how many
+    jobs move and the patterns held count.  As many patterns as jobs were kept are set aside
+    for the running jobs that moving charges for and that may keep their GPUs (as
+    :class:`_HandOut` has them: no job outside the group on them, not ``barred``), in queue
+    order, each the pattern of its own GPUs while one is left; the smallest of the other
+    patterns go to the jobs placed without a charge, the rest are moves.  So optima that differ
+    in which patterns the moved jobs took (a kept job trading its level with a moved one, the
+    earlier one then free to keep its GPUs) give :func:`_assigned` one set of roles.  ``roles``
+    themselves when too few such running jobs' own patterns are among them."""
+    kept = sum(r[0] == KEPT for r in roles.values())
+    placed = kept + sum(r[0] == PLACED for r in roles.values())
+    pool = sorted(r[2] for r in roles.values() if r[0] != LEFT_OUT)
+    marked: list[_Shape] = []
+    for i in sorted(roles):
+        job = instance.jobs[i]
+        if len(marked) == kept:
+            break
+        if (job.placement is None or not _charged(instance, job) or keep_positions(instance, i) is None
+                or i in barred or not others.isdisjoint(job.placement)):
+            continue
+        own = _shape_on(instance, factors, i, job.placement, True, True)
+        if own in pool:
+            pool.remove(own)
+            marked.append(own)
+    if len(marked) < kept:
+        return dict(roles)
+    new = sorted([*((PLACED, 0, s) for s in [*marked, *pool[:placed - kept]]), *((MOVED, 0, s) for s in pool[placed - kept:]),
+                  *(r for r in roles.values() if r[0] == LEFT_OUT)])
+    return dict(zip(sorted(roles), new, strict=True))
 
 
 def _placed_in_roles(instance: RoundInstance, factors: Mapping[str, np.ndarray],
