@@ -164,6 +164,15 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 
 
 @pytest.fixture(scope="session")
+def profiles(shared_dir: Path) -> Path:
+    """The Sia artifact's profiles directory; skips the test when it is absent."""
+    d = shared_dir / "data" / "sia-artifact" / "profiles"
+    if not d.is_dir():
+        pytest.skip(f"Sia artifact profiles not available at {d}")
+    return d
+
+
+@pytest.fixture(scope="session")
 def cifar10(shared_dir: Path) -> Application:
     """The Sia artifact's cifar10 application (its profiles on the paper's three types)."""
     from pal_opt.hetero.profiles import load_applications

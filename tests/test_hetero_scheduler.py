@@ -40,14 +40,6 @@ Rounds = list[dict[str, tuple[str | None, tuple[int, ...], int | None]]]
 
 
 @pytest.fixture(scope="module")
-def profiles(shared_dir: Path) -> Path:
-    d = shared_dir / "data" / "sia-artifact" / "profiles"
-    if not d.is_dir():
-        pytest.skip(f"Sia artifact profiles not available at {d}")
-    return d
-
-
-@pytest.fixture(scope="module")
 def apps(profiles: Path) -> dict[str, Application]:
     return dict(load_applications(profiles, ["bert", "cifar10", "deepspeech2"]))
 

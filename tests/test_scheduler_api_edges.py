@@ -246,14 +246,6 @@ def test_blox_adapter_passes_job_priorities_to_the_preemptive_methods(method: st
     _one_line(err, "active_jobs[3].priority", "'-2'")
 
 
-@pytest.fixture(scope="module")
-def profiles(shared_dir: Path) -> Path:
-    d = shared_dir / "data" / "sia-artifact" / "profiles"
-    if not d.is_dir():
-        pytest.skip(f"Sia artifact profiles not available at {d}")
-    return d
-
-
 def test_typed_scheduler_takes_numpy_counts_as_a_data_frame_gives_them(profiles: Path) -> None:
     from pal_opt.hetero import StepTime
 

@@ -111,14 +111,6 @@ def test_bad_values_under_either_name_are_one_line() -> None:
 
 
 # -- the scheduler and the policies: sia_params, as SimConfig -------------------------------------
-@pytest.fixture(scope="module")
-def profiles(shared_dir: Path) -> Path:
-    d = shared_dir / "data" / "sia-artifact" / "profiles"
-    if not d.is_dir():
-        pytest.skip(f"Sia artifact profiles not available at {d}")
-    return d
-
-
 def test_the_typed_scheduler_takes_sia_params_without_a_warning(profiles: Path) -> None:
     sched = _no_warning(lambda: TypedScheduler("aws:1x4", profiles, "ilp", sia_params=P, applications=["cifar10"]))
     assert sched.config == SimConfig(policy="ilp", sia_params=P)
