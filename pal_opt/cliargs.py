@@ -34,6 +34,7 @@ __all__ = [
     "input_file",
     "nonempty",
     "output_file",
+    "same_file",
     "refuse_overwriting_inputs",
     "warnings_after_success",
     "check_plot_target",
@@ -161,7 +162,7 @@ def output_file(text: str) -> str:
     return text
 
 
-def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """Whether ``a`` and ``b`` name one file: the same inode when both exist (hard and symbolic
     links included), else the same resolved path."""
     try:
@@ -193,11 +194,11 @@ def refuse_overwriting_inputs(
         if out is None:
             continue
         for what, path in given:
-            if _same_file(out, path):
+            if same_file(out, path):
                 raise OptionError(f"{flag} {os.fspath(out)}: this is the input {what} ({os.fspath(path)}), which it "
                                   "would overwrite; write to another file")
         for other, path in written:
-            if _same_file(out, path):
+            if same_file(out, path):
                 raise OptionError(f"{flag} {os.fspath(out)}: the same file as {other}; give each output its own file")
         written.append((flag, out))
 

@@ -228,19 +228,16 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, dict[str, An
 
 
 def _refuse_twice(names: Sequence[str]) -> None:
-    """An :class:`~pal_opt.errors.OptionError` for a result file given twice (by one path or two)."""
-    seen: dict[Any, str] = {}
-    for name in names:
-        try:
-            st = os.stat(name)
-            key: Any = (st.st_dev, st.st_ino)
-        except OSError:  # load_json says what is wrong with it
-            key = os.path.abspath(name)
-        if key in seen:
-            again = "" if seen[key] == name else f" (as {seen[key]})"
+    """An :class:`~pal_opt.errors.OptionError` for a result file given twice (by one path or two:
+    :func:`~pal_opt.cliargs.same_file`)."""
+    from ..cliargs import same_file
+
+    for k, name in enumerate(names):
+        first = next((seen for seen in names[:k] if same_file(seen, name)), None)
+        if first is not None:
+            again = "" if first == name else f" (as {first})"
             raise OptionError(f"{name}: given twice{again}; compare each result file once (a file of several "
                               "policies gives a run per policy)")
-        seen[key] = name
 
 
 def run_settings(result: Mapping[str, Any]) -> dict[str, Any]:
