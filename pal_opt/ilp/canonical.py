@@ -671,8 +671,7 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
         new: dict[int, _Role] = {}
         for group in groups:
             roles = {i: _role(instance, factors, placements, hard, i, exact) for i in group}
-            ids = {instance.jobs[i].id for i in group}
-            others = {g for jid, gids in placements.items() if jid not in ids for g in gids}
+            others = _held_outside(instance, placements, group)
             given = _assigned(instance, factors, roles, droppable, exact, others, strict, swap)
             if given is not None and given != roles:
                 now.update(roles)
@@ -681,10 +680,24 @@ def _chosen(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]]
             continue
         tried.append(new)
         out = _relabelled(instance, placements, now, new)
-        if out is not None and _types_held(instance, placements, out) and (
-                evaluate(instance, out, factors).cost <= evaluate(instance, placements, factors).cost + COST_TOL):
+        if out is not None and _no_dearer(instance, factors, placements, out):
             return out
     return None
+
+
+def _held_outside(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]],
+                  group: Iterable[int]) -> set[int]:
+    """The GPUs that the jobs outside ``group`` (job indices) hold in ``placements``."""
+    ids = {instance.jobs[i].id for i in group}
+    return {g for jid, gids in placements.items() if jid not in ids for g in gids}
+
+
+def _no_dearer(instance: RoundInstance, factors: Mapping[str, np.ndarray],
+               placements: Mapping[JobId, tuple[int, ...]], out: Mapping[JobId, tuple[int, ...]]) -> bool:
+    """Whether ``out`` keeps every job on GPU types it may use (:func:`_types_held`) and costs no
+    more than ``placements`` (:data:`COST_TOL`): the test a hand-out's placement passes to be taken."""
+    return _types_held(instance, placements, out) and (
+        evaluate(instance, out, factors).cost <= evaluate(instance, placements, factors).cost + COST_TOL)
 
 
 def _groups(instance: RoundInstance, placements: Mapping[JobId, tuple[int, ...]], pinned: Collection[JobId],
@@ -731,8 +744,7 @@ def _repriced(instance: RoundInstance, factors: Mapping[str, np.ndarray], placem
         new: dict[int, _Role] = {}
         for group in groups:
             roles = {i: _role(instance, factors, placements, hard, i, True, True) for i in group}
-            ids = {instance.jobs[i].id for i in group}
-            others = {g for jid, gids in placements.items() if jid not in ids for g in gids}
+            others = _held_outside(instance, placements, group)
             given = next((g for r in (_pooled(instance, factors, roles, others, barred), roles) if (
                 g := _assigned(instance, factors, r, droppable, True, others, True, False, True, barred)) is not None),
                 None)
@@ -815,8 +827,7 @@ def _placed_in_roles(instance: RoundInstance, factors: Mapping[str, np.ndarray],
         if found is None:
             continue
         out = {j.id: found[j.id] for j in jobs if j.id in found}
-        if _types_held(instance, placements, out) and (
-                evaluate(instance, out, factors).cost <= evaluate(instance, placements, factors).cost + COST_TOL):
+        if _no_dearer(instance, factors, placements, out):
             return out
     return None
 
