@@ -259,8 +259,7 @@ def with_shared_names(result: Mapping[str, Any]) -> dict[str, Any]:
     _fill(doc, {**{k: v for k, v in PAL_ALIASES.items() if k != "jobs"}, **SIA_ALIASES,
                 **{k: v for k, v in SIA_FILE_ALIASES.items() if k != "jobs"}, **PAL_FILE_ALIASES})
     if isinstance(doc.get("failures"), Mapping):
-        doc["failures"] = dict(doc["failures"])
-        _fill(doc["failures"], FAILURE_ALIASES)
+        doc["failures"] = _filled(doc["failures"], FAILURE_ALIASES)
     classes = doc.get("by_priority")
     if isinstance(classes, Mapping):
         doc["by_priority"] = {p: _filled(c, CLASS_ALIASES) for p, c in classes.items()}
