@@ -582,10 +582,10 @@ def _against_line(args: argparse.Namespace, inst: Any, result: Any) -> str:
     """The ``--jobs-from`` placement priced on this round (its binned factors) against the answer."""
     from .binning import binned_factors
     from .cost import evaluate
+    from .inforce import in_force_placement
 
-    doc = args.against
-    by_text = {str(j.id): j.id for j in inst.jobs}
-    theirs = evaluate(inst, {by_text[k]: tuple(v) for k, v in doc["placements"].items()},
+    doc = args.against  # checked against the round (_check_jobs_from); a pipeline's stages as the file gives them
+    theirs = evaluate(inst, in_force_placement(inst, doc, source=os.fspath(args.jobs_from)),
                       binned_factors(inst.cluster, result.info["binning"])).geomean
     ours = result.geomean_slowdown
     who = f"{os.fspath(args.jobs_from)} ({doc.get('method') or 'placement'})"
