@@ -50,7 +50,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Unpack
 
 import numpy as np
@@ -81,6 +81,7 @@ OPTIONAL_GPU_COLUMNS: tuple[str, ...] = ("JOB_IDS", "Rack_ID", "FAILED", "GPU_TY
 _SPLIT = re.compile(r"[,;\s]+")
 
 
+@dataclass(eq=False, repr=False)  # compared by identity, as before; its table is long
 class GpuTable:
     """The parsed GPU table: per-GPU columns and who holds what.
 
@@ -105,35 +106,19 @@ class GpuTable:
         The underlying :class:`~pal_opt.io.csvfile.CsvTable` (for error messages).
     """
 
-    def __init__(
-        self,
-        table: CsvTable,
-        gpu_ids: list[int],
-        server: list[Any],
-        rack_of_server: dict[Any, Any] | None,
-        factors: dict[str, np.ndarray],
-        in_use: list[bool],
-        holders: list[tuple[Any, ...]],
-        failed: list[bool],
-        lines: list[int],
-        gpu_types: list[str] | None = None,
-        devices: list[int] | None = None,
-        devices_set_aside: TableNote | None = None,
-        misspelt: TableNote | None = None,
-    ):
-        self.table = table
-        self.gpu_ids = gpu_ids
-        self.server = server
-        self.rack_of_server = rack_of_server
-        self.factors = factors
-        self.in_use = in_use
-        self.holders = holders
-        self.failed = failed
-        self.lines = lines
-        self.gpu_types = gpu_types
-        self.devices = devices
-        self.devices_set_aside = devices_set_aside
-        self.misspelt = misspelt
+    table: CsvTable
+    gpu_ids: list[int]
+    server: list[Any]
+    rack_of_server: dict[Any, Any] | None
+    factors: dict[str, np.ndarray]
+    in_use: list[bool]
+    holders: list[tuple[Any, ...]]
+    failed: list[bool]
+    lines: list[int]
+    gpu_types: list[str] | None = None
+    devices: list[int] | None = None
+    devices_set_aside: TableNote | None = None
+    misspelt: TableNote | None = None
 
     @property
     def source(self) -> str:
