@@ -359,3 +359,13 @@ def test_another_output_of_pal_opt_is_named_where_a_round_or_placement_is_read(d
     other.write_text(json.dumps(doc))
     assert _one_error(capsys, main(["solve", str(other)])) == f"{other}: is {what}, not an instance file"
     assert _one_error(capsys, main(["check", str(files["round"]), str(other)])) == f"{other}: is {what}, not a placement file"
+
+
+def test_a_trace_with_a_byte_order_mark_names_the_bad_byte_where_it_is(tmp_path, capsys):
+    # the header was decoded with utf-8-sig, which counts offsets from after the mark: byte 7, not 10
+    trace = tmp_path / "trace.csv"
+    trace.write_bytes(b"\xef\xbb\xbfname,ti\xffme\n")
+    out = tmp_path / "out.json"
+    line = _one_error(capsys, main(["simulate", str(trace), "--cluster", "aws:1x4", "-o", str(out)]))
+    assert line == f"{trace}: trace file is not valid UTF-8 (byte 10: invalid start byte)"
+    assert not out.exists()

@@ -379,7 +379,7 @@ def test_partition_is_listed_in_the_full_parser(capsys: pytest.CaptureFixture[st
 # --------------------------------------------------------------------------- bad input
 GOOD = chain([1.0, 2.0, 3.0])
 BAD_PROFILES = {
-    "empty": ("", "no layer lines"),
+    "empty": ("", "profile is empty"),  # the file; parse_profile("") says "no layer lines"
     "garbage": ("hello world\n", "line 1: malformed layer line"),
     "bad number": (GOOD.replace("forward_compute_time=2.0", "forward_compute_time=abc"), "line 2: forward_compute_time: not a number"),
     "negative": (GOOD.replace("parameter_size=0.0", "parameter_size=-1", 1), "line 1: parameter_size: must be a finite number >= 0"),
@@ -421,6 +421,14 @@ def test_bad_profile_exits_2_with_one_line(name: str, tmp_path: Path, capsys: py
     assert len(lines) == 1 and captured.out == ""
     assert lines[0].startswith(f"pal-opt: error: {path}: ") and expected in lines[0], lines[0]
     assert not out.exists() and list(tmp_path.iterdir()) == [path]
+
+
+def test_bad_utf8_after_a_byte_order_mark_names_the_true_byte(tmp_path: Path) -> None:
+    # the profile reader decoded with utf-8-sig, which counts from after the mark: byte 2 for byte 5
+    path = tmp_path / "graph.txt"
+    path.write_bytes(b"\xef\xbb\xbfab\xff")
+    with pytest.raises(InstanceError, match=r"profile is not valid UTF-8 \(byte 5: "):
+        load_profile(path)
 
 
 def test_bad_profile_raises_instance_error_naming_the_line() -> None:

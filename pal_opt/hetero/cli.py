@@ -175,7 +175,8 @@ def detect_trace_format(path: str) -> str:
         raise InstanceError(f"trace file {binary_text(head)}", source=path)
     refuse_markup(head.decode("utf-8-sig", errors="replace"), path, "a trace (CSV)")
     try:
-        header = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8-sig")  # any line ending
+        # utf-8, the mark dropped after: utf-8-sig counts a bad byte's offset from after the mark
+        header = head.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise InstanceError(f"trace file is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=path) from None
     fields = next(csv.reader([header]), [])

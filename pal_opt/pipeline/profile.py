@@ -24,8 +24,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from ..errors import InstanceError, MissingFileError
-from ..io.textfile import NUL, binary_text, refuse_markup
+from ..errors import InstanceError
+from ..io.textfile import read_text, refuse_markup
 from ..options import file_path, require_items, require_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
@@ -269,21 +269,7 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
         The file is unreadable.
     """
     src = file_path(path)
-    if os.path.isdir(src):
-        raise InstanceError("is a directory, expected a profile (graph.txt)", source=src)
-    try:
-        with open(src, "rb") as fh:
-            data = fh.read(MAX_PROFILE_BYTES + 1)
-    except FileNotFoundError:
-        raise MissingFileError.of(src, "profile") from None
-    if len(data) > MAX_PROFILE_BYTES:
-        raise InstanceError(f"profile is larger than the limit of {MAX_PROFILE_BYTES:,} bytes", source=src)
-    if NUL in data:
-        raise InstanceError(f"profile {binary_text(data)}", source=src)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InstanceError(f"profile is not valid UTF-8 (byte {exc.start}: {exc.reason})", source=src) from None
+    text = read_text(src, max_bytes=MAX_PROFILE_BYTES, what="profile")
     refuse_markup(text, src, "a PipeDream profile (graph.txt)")
     return parse_profile(text, source=src)
 
