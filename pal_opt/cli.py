@@ -85,7 +85,14 @@ from .cliargs import (
     with_restart,
 )
 from .cliprogress import INTERRUPT_REQUESTED
-from .errors import BackendUnavailableError, InstanceError, OptionError, PalOptError, counted
+from .errors import (
+    BackendUnavailableError,
+    InfeasibleRoundError,
+    InstanceError,
+    OptionError,
+    PalOptError,
+    counted,
+)
 from .streams import PipeSafe
 
 __all__ = ["main", "build_parser", "status_line"]
@@ -169,8 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_arguments(s)
     s.add_argument("--write-lp", default=None, type=output_file, metavar="PROGRAM.lp",
                    help="ilp: also write the round program it builds for the admitted jobs (CPLEX LP, pal-opt's "
-                        "deterministic writer, as formulations/golden/; with --out, all or none); not for rounds "
-                        "with pipeline jobs (the stage program)")
+                        "deterministic writer, as formulations/golden/; with --out, all or none; alone on an infeasible "
+                        "round); not for rounds with pipeline jobs (the stage program)")
     s.set_defaults(func=_cmd_solve)
 
     _add_repair(sub, binning_modes)
@@ -520,13 +527,32 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     except SolveInterrupted as exc:
         return _interrupted(args, inst, exc, _report)
     if result.status == Status.INFEASIBLE:
-        ids = [str(j) for j in args.jobs or ()]
-        shown = ", ".join(ids if len(ids) <= 8 else [*ids[:6], "..."])
-        named = f"jobs {shown} ({len(ids)} jobs): " if ids else ""
-        _error(f"{PROG}: error: infeasible round: {named}{result.message or 'no placement exists'}")
-        return 1
+        return _infeasible_round(args, result)
+    if args.no_program is not None:  # never met: a round no program is built for is infeasible
+        raise args.no_program
     _report(args, inst, _record_overrides(args, result))
     return 0
+
+
+def _infeasible_round(args: argparse.Namespace, result: Any) -> int:
+    """An infeasible round: one error line saying why and exit 1, no ``--out`` (no placement);
+    the ``--write-lp`` program, built before the solve, written all the same (atomically, as with
+    ``--out`` on success) and a line saying where, as it is the program a user takes to another
+    solver to see why; a line saying it was not written when the given jobs fail before any
+    program is built (:func:`_program_lp`)."""
+    from .io.atomic import atomic_write_files
+
+    ids = [str(j) for j in args.jobs or ()]
+    shown = ", ".join(ids if len(ids) <= 8 else [*ids[:6], "..."])
+    named = f"jobs {shown} ({len(ids)} jobs): " if ids else ""
+    _error(f"{PROG}: error: infeasible round: {named}{result.message or 'no placement exists'}")
+    if args.extra_outputs:
+        atomic_write_files(args.extra_outputs)
+        _error(f"{PROG}: wrote the infeasible round program to {', '.join(map(os.fspath, args.extra_outputs))}")
+    elif args.write_lp is not None:
+        _error(f"{PROG}: nothing written to {os.fspath(args.write_lp)}: no round program is built for given jobs "
+               "that cannot fit the free GPUs (of their types)")
+    return 1
 
 
 def _jobs_from(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -597,7 +623,10 @@ def _against_line(args: argparse.Namespace, inst: Any, result: Any) -> str:
 
 def _program_lp(args: argparse.Namespace, inst: Any, options: Any) -> dict[str, bytes]:
     """``{--write-lp file: the round program as CPLEX LP}`` (:func:`pal_opt.ilp.round_program`),
-    built before the solve and written with ``--out``; empty without the flag."""
+    built before the solve and written with ``--out``, or alone on an infeasible round; empty
+    without the flag, and when the jobs given need more GPUs (of their types) than are free, whose
+    round no program is built for (``args.no_program`` holds why; the solve says it)."""
+    args.no_program = None
     if args.write_lp is None:
         return {}
     if args.method != "ilp":
@@ -605,7 +634,11 @@ def _program_lp(args: argparse.Namespace, inst: Any, options: Any) -> dict[str, 
     from .ilp import round_program
     from .ilp.lpwriter import lp_text
 
-    form, label = round_program(inst, binning=options.binning, admission=options.admission, jobs=options.jobs)
+    try:
+        form, label = round_program(inst, binning=options.binning, admission=options.admission, jobs=options.jobs)
+    except InfeasibleRoundError as exc:
+        args.no_program = exc
+        return {}
     jobs = [inst.jobs[i].id for i in form.admitted]
     shown = ", ".join(map(str, jobs[:20])) + (", ..." if len(jobs) > 20 else "")
     comment = (f"round {inst.name or args.instance} ({os.fspath(args.instance)}); admission {label}, binning "

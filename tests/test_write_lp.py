@@ -14,7 +14,7 @@ from pal_opt.cli import main
 from pal_opt.errors import OptionError
 from pal_opt.ilp import round_program
 from pal_opt.ilp.lpwriter import lp_text
-from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
+from pal_opt.model import Cluster, GpuState, Job, Pipeline, RoundInstance, RoundParams
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER = ROOT / "instances" / "paper-16x4.json"
@@ -95,3 +95,62 @@ def test_a_program_shows_its_size_not_its_arrays() -> None:
                                 integrality=[True, False])
     assert repr(small) == "<Program: 2 variables (1 integer), 1 row, 2 nonzeros>"
     assert all(cls.__repr__ is Program.__repr__ for cls in (Formulation, RoundProgram, LevelProgram, JointProgram))
+
+
+# --------------------------------------------------------------------------- an infeasible round
+def _save(tmp_path: Path, *jobs: Job, state: list[GpuState] | None = None) -> Path:
+    """``aws:2x4,rtx:1x8`` (GPUs 0-7 aws, 8-15 rtx) with ``jobs``, saved."""
+    cl = Cluster.from_arrays(range(16), [0] * 4 + [1] * 4 + [2] * 8, {"classA": [1.0] * 16},
+                             gpu_types=["aws"] * 8 + ["rtx"] * 8, state=state)
+    path = tmp_path / "round.json"
+    pal_opt.save_instance(RoundInstance(cl, jobs, RoundParams(binning="none"), name="typed"), path)
+    return path
+
+
+def test_an_infeasible_round_writes_its_program_and_says_where(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Jobs of 6, 6 and 4 GPUs on 8 aws and 8 rtx GPUs each fit alone, not together: the solver
+    proves the program infeasible.  The program was built and then dropped with exit 1, though it
+    is the one a user takes to another solver to see why; ``--out`` stays unwritten."""
+    path = _save(tmp_path, Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), Job("c", 4, "classA", 2))
+    lp, out = tmp_path / "round.lp", tmp_path / "p.json"
+    capsys.readouterr()
+    assert main(["solve", str(path), "--method", "ilp", "--jobs", "a,b,c", "--write-lp", str(lp),
+                 "--out", str(out)]) == 1
+    o, e = capsys.readouterr()
+    assert o == ""
+    assert e.splitlines() == [
+        "pal-opt: error: infeasible round: jobs a, b, c (3 jobs): jobs a, b, c need 16 GPUs but cannot all get "
+        "GPUs of their types at once (free per type: aws 8, rtx 8); each fits alone",
+        f"pal-opt: wrote the infeasible round program to {lp}"]
+    assert sorted(tmp_path.iterdir()) == sorted([path, lp])  # no --out, no temporary left
+    inst = pal_opt.load_instance(path)
+    form, label = round_program(inst, jobs=["a", "b", "c"])
+    text, plain = lp.read_text(), lp_text(form)
+    assert label == "given" and text[text.index("\nMinimize\n"):] == plain[plain.index("\nMinimize\n"):]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(lp))
+    h.run()
+    assert h.modelStatusToString(h.getModelStatus()) == "Infeasible"
+
+
+def test_given_jobs_no_program_is_built_for_write_nothing_and_say_so(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Jobs needing more GPUs than are free: no program is built (``round_program`` refuses).  The
+    command said so as ``error: InfeasibleRoundError: the admitted jobs need 12 GPUs but only 10
+    are free``, not in the words of the same round without ``--write-lp``; now it says those and
+    that nothing was written."""
+    failed = [GpuState.FAILED] * 6 + [GpuState.FREE] * 10
+    path = _save(tmp_path, Job("a", 6, "classA", 0), Job("b", 6, "classA", 1), state=failed)
+    lp = tmp_path / "round.lp"
+    capsys.readouterr()
+    assert main(["solve", str(path), "--method", "ilp", "--jobs", "a,b"]) == 1
+    alone = capsys.readouterr().err
+    assert main(["solve", str(path), "--method", "ilp", "--jobs", "a,b", "--write-lp", str(lp)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        alone.rstrip("\n"),
+        f"pal-opt: nothing written to {lp}: no round program is built for given jobs that cannot fit the free "
+        "GPUs (of their types)"]
+    assert alone.startswith("pal-opt: error: infeasible round: jobs a, b (2 jobs): jobs a, b need 12 GPUs but only "
+                            "10 are free") and not lp.exists()
