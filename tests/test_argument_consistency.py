@@ -72,8 +72,8 @@ def test_gavels_round_is_a_number_of_seconds_in_the_same_words() -> None:
             == "gavel_round must be a number of seconds > 0 and at most 1e+15, got True")
     # "x" raised TypeError from math.isfinite; True was a round of 1 s
     for bad in ("x", True):
-        assert (_message(lambda: GavelPolicy((GpuType("a", 1, 1),), round_seconds=bad))  # noqa: B023
-                == f"round_seconds must be a number of seconds > 0 and at most 1e+15, got {bad!r}")
+        assert (_message(lambda: GavelPolicy((GpuType("a", 1, 1),), round_length=bad))  # noqa: B023
+                == f"round_length must be a number of seconds > 0 and at most 1e+15, got {bad!r}")
 
 
 # ----------------------------------------------------------------------------- records

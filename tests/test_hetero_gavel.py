@@ -75,8 +75,8 @@ def test_priorities_favour_the_job_furthest_behind_its_share() -> None:
     pri = p.priorities()
     assert pri[1, 0] > pri[0, 0]  # job 1 got 1/3 of type a against a share of 1/2
     assert pri[0, 1] == pri[1, 1] == pytest.approx(0.5e9)  # neither has run on b: X * 1e9
-    with pytest.raises(OptionError, match=r"round_seconds must be a number of seconds > 0 and at most 1e\+15, got 0"):
-        GavelPolicy((GpuType("a", 1, 1),), round_seconds=0)
+    with pytest.raises(OptionError, match=r"round_length must be a number of seconds > 0 and at most 1e\+15, got 0"):
+        GavelPolicy((GpuType("a", 1, 1),), round_length=0)
 
 
 # -- simulations ---------------------------------------------------------------------------------

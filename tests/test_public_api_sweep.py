@@ -45,10 +45,12 @@ import pal_opt
 from pal_opt.errors import PalOptError
 from pal_opt.methods import get_method
 
-#: the sweep calls the deprecated ``pal_opt.hetero.summarise`` and ``params=`` of ``TypedScheduler`` and
-#: the policies too (tests/test_sim_names.py checks their warnings)
+#: the sweep calls the deprecated ``pal_opt.hetero.summarise``, ``params=`` of ``TypedScheduler`` and
+#: the policies and ``round_seconds=`` of ``GavelPolicy`` too (tests/test_sim_names.py checks their warnings)
 pytestmark = [pytest.mark.filterwarnings("ignore:pal_opt.hetero.simulate. summarise is deprecated:DeprecationWarning"),
-              pytest.mark.filterwarnings("ignore:pal_opt.hetero.[A-Za-z]+. params= is deprecated:DeprecationWarning")]
+              pytest.mark.filterwarnings("ignore:pal_opt.hetero.[A-Za-z]+. params= is deprecated:DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore:pal_opt.hetero.GavelPolicy. round_seconds= is deprecated:"
+                                         "DeprecationWarning")]
 
 PACKAGES = ("pal_opt", "pal_opt.io", "pal_opt.ilp", "pal_opt.cost", "pal_opt.simulate", "pal_opt.pipeline",
             "pal_opt.topology", "pal_opt.hetero", "pal_opt.policies")

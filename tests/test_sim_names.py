@@ -157,6 +157,31 @@ def test_the_policies_take_sia_params_and_params_warns(cls: type[SiaPolicy]) -> 
         cls(cluster, params=3)  # type: ignore[arg-type]
 
 
+def test_gavels_round_is_round_length_and_round_seconds_warns() -> None:
+    """``GavelPolicy``'s round was the last ``round_seconds`` of the package's API."""
+    from pal_opt.errors import OptionError
+    from pal_opt.hetero.gavel import GAVEL_ROUND, GavelPolicy
+
+    cluster = (GpuType("aws", 1, 4),)
+    assert _no_warning(lambda: GavelPolicy(cluster, round_length=60.0)).round_length == 60.0
+    assert _no_warning(lambda: GavelPolicy(cluster, 90.0)).round_length == 90.0  # positional: unchanged
+    assert _no_warning(lambda: GavelPolicy(cluster)).round_length == GAVEL_ROUND == 360.0
+    with pytest.warns(DeprecationWarning, match=r"^pal_opt\.hetero\.GavelPolicy: round_seconds= is deprecated, use "
+                                                r"round_length=") as rec:
+        policy = GavelPolicy(cluster, round_seconds=60.0)
+    assert policy.round_length == 60.0 and len(rec) == 1 and Path(rec[0].filename).name == "test_sim_names.py"
+    with pytest.warns(DeprecationWarning, match=r"GavelPolicy\.round_seconds is deprecated, use "
+                                                r"GavelPolicy\.round_length") as rec:
+        assert policy.round_seconds == 60.0
+    assert len(rec) == 1 and Path(rec[0].filename).name == "test_sim_names.py"
+    with pytest.raises(OptionError, match=r"^pal_opt\.hetero\.GavelPolicy: give round_length= only \(round_seconds= "
+                                          r"is its deprecated name\), not both$"):
+        GavelPolicy(cluster, 60.0, round_seconds=60.0)
+    with (pytest.raises(OptionError, match=r"^round_seconds must be a number of seconds > 0 and at most 1e\+15, got 0$"),
+          pytest.warns(DeprecationWarning)):
+        GavelPolicy(cluster, round_seconds=0)
+
+
 # -- the summary ----------------------------------------------------------------------------------
 def _sia_result() -> SiaResult:
     jobs = tuple(JobRecord(f"j{i}", "a", "adaptive", 10.0 * i, 10.0 * i + 60, 10.0 * i + 100 + i, i % 3, 1)
@@ -273,22 +298,25 @@ def test_the_sia_round_loop_example_runs_on_the_new_names_without_a_deprecation(
 
 #: the deprecated names as a caller writes them: the Sia SimConfig's method= and policy=SiaParams(...),
 #: summarise, params= of TypedScheduler and the policies, reading a policy's params or a config's
-#: method, and reading a Sia result's round_seconds
+#: method, reading a Sia result's round_seconds, and GavelPolicy's round_seconds= and .round_seconds
 OLD_NAMES = re.compile(
     r"SimConfig\([^)]*\bmethod=|hetero\.summarise\b|\bsummarise\(|\bpolicy=(?:params\b|SiaParams\()"
     r"|\b(?:TypedScheduler|SiaPolicy|IlpTypesPolicy)\([^)]*\bparams="
     r"|\b(?:self|policy|_policy)\.params\.(?:p|lambda_n|lambda_a|backend|time_limit|project_throughputs"
-    r"|share_max_replicas)\b|\b(?:config|cfg)\.method\b|\[[\"']round_seconds[\"']\]|get\([\"']round_seconds[\"']")
+    r"|share_max_replicas)\b|\b(?:config|cfg)\.method\b|\[[\"']round_seconds[\"']\]|get\([\"']round_seconds[\"']"
+    r"|\bGavelPolicy\([^)]*\bround_seconds=|\.round_seconds\b")
 
 
 def test_the_old_names_pattern_finds_each_old_name() -> None:
     """The pattern below finds each deprecated spelling, and none of the new ones."""
     for text in ('SimConfig(60.0, method="ilp")', "hetero.summarise(r)", "SimConfig(policy=SiaParams(p=-1))",
                  'TypedScheduler(c, d, "ilp", params=P)', "SiaPolicy(c, params=P)", "IlpTypesPolicy(c, params=P)",
-                 "self.params.time_limit", "cfg.method", 'doc["round_seconds"]', "r.get('round_seconds')"):
+                 "self.params.time_limit", "cfg.method", 'doc["round_seconds"]', "r.get('round_seconds')",
+                 "GavelPolicy(c, round_seconds=60)", "policy.round_seconds"):
         assert OLD_NAMES.search(text), text
     for text in ('SimConfig(policy="ilp", sia_params=P)', "TypedScheduler(c, d, sia_params=P)", "self.sia_params.p",
-                 "job.params[t]", "instance.params.round_length", 'doc["round_length"]', "summarize(r)"):
+                 "job.params[t]", "instance.params.round_length", 'doc["round_length"]', "summarize(r)",
+                 "GavelPolicy(c, round_length=60)", "policy.round_length", "cfg.gavel_round"):
         assert not OLD_NAMES.search(text), text
 
 
@@ -298,6 +326,7 @@ def test_no_script_or_page_of_the_repository_uses_an_old_name() -> None:
     them, this file and the CHANGELOG name them on purpose)."""
     old = OLD_NAMES
     defining = {ROOT / "pal_opt" / "hetero" / "simulate.py", ROOT / "pal_opt" / "simulate" / "fields.py",
+                ROOT / "pal_opt" / "hetero" / "gavel.py",
                 ROOT / "tests" / "test_sim_names.py",
                 ROOT / "tests" / "test_public_api_sweep.py"}  # it calls every public callable, summarise too
     code = [p for p in (*ROOT.glob("examples/*.py"), *ROOT.glob("pal_opt/**/*.py"), *ROOT.glob("benchmarks/*.py"),

@@ -43,6 +43,7 @@ import numpy as np
 from ..errors import BackendError, InstanceError, OptionError
 from ..ilp.program import Program
 from ..options import check_seconds, number_array
+from ..simulate.fields import renamed_argument, warn_renamed
 from .configs import GpuType, require_gpu_types
 from .gpus import Layout
 from .policy import RoundStats, rigid_problem, rigid_throughputs
@@ -186,20 +187,29 @@ def gavel_allocation(throughput: np.ndarray, scale: Sequence[int] | np.ndarray, 
 class GavelPolicy:
     """Gavel's max-min fairness and round mechanism on GPU positions (module docstring).
 
+    Deprecated (still working, with a :class:`DeprecationWarning` naming the new name, for this
+    release): ``round_seconds=`` (give ``round_length=``, the name the rest of the package
+    gives a round's length) and reading :attr:`round_seconds` (read :attr:`round_length`).
+
     Parameters
     ----------
     cluster
         GPU types in cluster order.
-    round_seconds
-        Gavel's round (its default, 360 s): the schedule is re-decided only when this much time
-        has passed since the last decision; in between the jobs keep their GPUs (a job arriving
-        waits, GPUs a job frees idle until the next decision).  Rounds as short as the
-        simulator's 60 s time-share a contended gang every round and restart it every time
-        (restart delays of up to 250 s: two 16-GPU bert jobs alone then never finish).
+    round_length
+        Gavel's round in seconds (None: its default, :data:`GAVEL_ROUND`, 360 s): the schedule
+        is re-decided only when this much time has passed since the last decision; in between
+        the jobs keep their GPUs (a job arriving waits, GPUs a job frees idle until the next
+        decision).  Rounds as short as the simulator's 60 s time-share a contended gang every
+        round and restart it every time (restart delays of up to 250 s: two 16-GPU bert jobs
+        alone then never finish).
     """
 
-    def __init__(self, cluster: Sequence[GpuType], round_seconds: float = GAVEL_ROUND) -> None:
-        self.round_seconds = check_seconds(round_seconds, "round_seconds")
+    def __init__(self, cluster: Sequence[GpuType], round_length: float | None = None, *,
+                 round_seconds: float | None = None) -> None:
+        value, name = renamed_argument(round_seconds, round_length, "round_seconds", "round_length",
+                                       "pal_opt.hetero.GavelPolicy")
+        #: Gavel's round, in seconds
+        self.round_length: float = check_seconds(GAVEL_ROUND if value is None else value, name)
         self.next_decision = -math.inf
         self.types = require_gpu_types(cluster)
         self.layout = Layout(self.types)
@@ -216,6 +226,13 @@ class GavelPolicy:
         #: GPUs out of service (a bool per position, or None): the shares are of the GPUs in
         #: service, and a change of them is a new decision at once
         self.out_of_service: np.ndarray | None = None
+
+    @property
+    def round_seconds(self) -> float:
+        """Deprecated: Gavel's round, :attr:`round_length`."""
+        warn_renamed("GavelPolicy.round_seconds", "GavelPolicy.round_length", "pal_opt.hetero.GavelPolicy",
+                     stacklevel=3)
+        return self.round_length
 
     def unplaceable_reason(self, job: SimJob) -> str | None:
         """Why no type can run the job at its requested count and batch
@@ -313,7 +330,7 @@ class GavelPolicy:
 
     def allocate(self, active: Sequence[SimJob], now: float) -> dict[int, tuple[int, ...]]:
         """GPU positions of every active job for the next round (empty: not running); a new
-        decision once :attr:`round_seconds` have passed since the last one."""
+        decision once :attr:`round_length` has passed since the last one."""
         live = {j.index for j in active}  # a finished job's GPUs are idle, not held
         self.holding = {i: g for i, g in self.holding.items() if i in live}
         oos = self.out_of_service
@@ -322,7 +339,7 @@ class GavelPolicy:
         hit = oos is not None and any(oos[list(g)].any() for g in self.holding.values() if g)
         if now < self.next_decision and not hit:
             return {j.index: self.holding.get(j.index, ()) for j in active}
-        self.next_decision = now + self.round_seconds - 1e-6
+        self.next_decision = now + self.round_length - 1e-6
         if hit:  # a holding on a GPU out of service holds nothing
             self.holding = {i: g for i, g in self.holding.items() if not oos[list(g)].any()}  # type: ignore[index]
         workers = self.layout.in_service(oos)[0]

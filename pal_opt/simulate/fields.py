@@ -104,7 +104,8 @@ policy's name), ``round_length``, ``max_time`` and ``failures``, and both summar
 ``sia_params`` throughout ``pal_opt.hetero`` (:data:`SIA_PARAMS_NAME`): ``SimConfig``,
 ``TypedScheduler(sia_params=...)``, ``SiaPolicy`` and ``IlpTypesPolicy`` (``sia_params=``, the
 attribute ``sia_params``); their ``params=`` and a policy's ``params`` attribute are deprecated the
-same way (:func:`renamed_argument`).
+same way (:func:`renamed_argument`), as are ``GavelPolicy(round_seconds=...)`` and its
+``round_seconds`` attribute (now ``round_length``, as both ``SimConfig``).
 
 With failures (``--failures``) both results give ``failures`` under the same names
 (:meth:`pal_opt.simulate.failures.FailureStats.summary`: ``failures``, ``gpu_failures``,
