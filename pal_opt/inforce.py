@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InstanceError, OptionError
-from .model import GpuState, Job, JobId, RoundInstance, is_id_collection, require_gpu_ids
+from .model import GpuState, Job, JobId, RoundInstance, checked_gpu_ids, require_gpu_ids
 
 __all__ = [
     "RepairRound",
@@ -243,19 +243,13 @@ def failed_gpus(instance: RoundInstance, failed: Iterable[Any]) -> tuple[int, ..
     ...
     pal_opt.errors.OptionError: failed GPU 8 is not a GPU of the round
     """
-    if not is_id_collection(failed):  # e.g. failed=3, not [3]
-        raise OptionError(f"failed must be a sequence of GPU ids such as [3], got {type(failed).__name__}")
-    ids: set[int] = set()
-    position = instance.cluster.position
-    for g in failed:
-        if isinstance(g, bool) or not isinstance(g, (int, np.integer)):
-            raise OptionError(f"failed GPU id must be an integer, got {g!r}")
-        if int(g) not in position:
-            raise OptionError(f"failed GPU {int(g)} is not a GPU of the round")
-        ids.add(int(g))
+    ids = checked_gpu_ids(failed, instance.cluster.position, "failed", "the round",  # e.g. failed=3, not [3]
+                          not_ids=lambda v: f"failed must be a sequence of GPU ids such as [3], got {type(v).__name__}",
+                          not_integer=lambda g: f"failed GPU id must be an integer, got {g!r}",
+                          not_known=lambda g: f"failed GPU {int(g)} is not a GPU of the round")
     if not ids:
         raise OptionError("no failed GPU given")
-    return tuple(sorted(ids))
+    return tuple(sorted(set(ids)))
 
 
 def _migration_price(value: Any) -> float:

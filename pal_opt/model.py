@@ -22,14 +22,14 @@ import math
 import numbers
 import operator
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 
 import numpy as np
 
-from .errors import InputTypeError, InstanceError, counted
+from .errors import InputTypeError, InstanceError, OptionError, counted
 from .options import DEFAULT_ROUND_LENGTH, number_array, require_items
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
@@ -53,6 +53,7 @@ __all__ = [
     "repeated_device",
     "non_integer_at",
     "is_id_collection",
+    "checked_gpu_ids",
     "require_gpu_ids",
     "Job",
     "MAX_PRIORITY",
@@ -204,6 +205,39 @@ def is_id_collection(values: Any) -> bool:
     (True, True, False, False)
     """
     return isinstance(values, Iterable) and not isinstance(values, str | bytes | Mapping)
+
+
+def checked_gpu_ids(gpus: Any, known: Container[int], what: str, of: str, *,
+                    not_ids: Callable[[Any], str] | None = None, not_integer: Callable[[Any], str] | None = None,
+                    not_known: Callable[[Any], str] | None = None) -> list[int]:
+    """The GPU ids a caller gave ``what`` (``gpus``), as ints in the given order, each one of
+    ``known`` (a cluster's ``position``, or ``range(num_gpus)`` for positions), or an
+    :class:`~pal_opt.errors.OptionError` at the first that is not: ``gpus`` not a collection of
+    ids (:func:`is_id_collection`; ``{what} takes an iterable of GPU ids, got {gpus!r}``), an item
+    not an integer (Python's or numpy's, not ``bool``) or not in ``known`` (``{what}: {g!r} is not
+    a GPU id of {of}``).  ``not_ids``, ``not_integer`` and ``not_known`` word those cases
+    otherwise (the value or the item given; ``not_integer`` falls back on ``not_known``).  The
+    check of ``RoundPolicy.restore``, ``TypedScheduler.fail`` and ``restore`` and
+    :func:`pal_opt.inforce.failed_gpus`.
+
+    >>> checked_gpu_ids([2, np.int64(0)], range(4), "fail", "this cluster (0..3)")
+    [2, 0]
+    >>> checked_gpu_ids([2, True], range(4), "fail", "this cluster (0..3)")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: fail: True is not a GPU id of this cluster (0..3)
+    """
+    if not is_id_collection(gpus):
+        raise OptionError(not_ids(gpus) if not_ids else f"{what} takes an iterable of GPU ids, got {gpus!r}")
+    ids = list(gpus)
+    for g in ids:
+        integer = _integer_type(type(g))
+        if integer and int(g) in known:
+            continue
+        if not integer and not_integer is not None:
+            raise OptionError(not_integer(g))
+        raise OptionError(not_known(g) if not_known else f"{what}: {g!r} is not a GPU id of {of}")
+    return [int(g) for g in ids]
 
 
 def require_gpu_ids(values: Sequence[Any] | np.ndarray, path: str) -> None:

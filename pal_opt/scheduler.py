@@ -49,7 +49,6 @@ through it too.
 from __future__ import annotations
 
 import logging
-import numbers
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -63,7 +62,7 @@ from .model import (
     Job,
     JobId,
     RoundInstance,
-    is_id_collection,
+    checked_gpu_ids,
     placement_type_error,
     require_instance,
 )
@@ -396,14 +395,8 @@ class RoundPolicy:
         if self.last_instance is None:
             raise OptionError("nothing to restore: this policy has placed no round yet (or was reset), so it holds "
                               "no GPU out of service")
-        if not is_id_collection(gpus):
-            raise OptionError(f"restore takes an iterable of GPU ids, got {gpus!r}")
-        ids = list(gpus)
-        position = self.last_instance.cluster.position
-        for g in ids:
-            if isinstance(g, bool) or not isinstance(g, numbers.Integral) or int(g) not in position:
-                raise OptionError(f"restore: {g!r} is not a GPU id of the last round's cluster")
-        self._held -= {int(g) for g in ids}
+        ids = checked_gpu_ids(gpus, self.last_instance.cluster.position, "restore", "the last round's cluster")
+        self._held -= set(ids)
 
     def reset(self) -> None:
         """Forget the last placement and the GPUs held out of service (:meth:`restore`); the

@@ -188,3 +188,26 @@ def test_a_cluster_that_marks_only_some_held_gpus_failed_gets_the_others_held_to
     cl = policy.last_instance.cluster
     assert cl.state[cl.positions(sorted([one, two]))].tolist() == [GpuState.FAILED] * 2
     assert pal_opt.check(policy.last_instance, nxt) == []
+
+
+@pytest.mark.parametrize("gpus", ["01", b"01", 3, None, {0: 1}, [True], [1.0], ["1"], [0, 99], [-1]], ids=repr)
+def test_the_three_checks_of_given_gpu_ids_refuse_the_same_values(gpus: object, profiles: object) -> None:
+    """``RoundPolicy.restore``, ``TypedScheduler.fail``/``restore`` and ``inforce.failed_gpus``
+    ask one question (``pal_opt.model.checked_gpu_ids``), each in its own words.  Before, they
+    were three copies, and ``TypedScheduler`` took a mapping as its keys (``fail({0: 1})`` failed
+    GPU 0), which the other two refused."""
+    from pal_opt.inforce import failed_gpus
+
+    policy, _ = _repaired("pal")  # GPU ids 0..15
+    assert policy.last_instance is not None
+    sched = pal_opt.TypedScheduler("aws:4x4", profiles, "sia", applications=["cifar10"])  # GPUs 0..15
+    calls = {"RoundPolicy.restore": policy.restore, "TypedScheduler.fail": sched.fail,
+             "TypedScheduler.restore": sched.restore,
+             "failed_gpus": lambda g: failed_gpus(policy.last_instance, g)}  # type: ignore[arg-type]
+    for name, call in calls.items():
+        with pytest.raises(OptionError):
+            call(gpus)
+            pytest.fail(f"{name} took {gpus!r}")
+    assert sched.out_of_service == () and len(policy.held_out) == 1  # nothing taken on the way
+    for call in calls.values():  # and the same ids taken by all
+        call([np.int64(1), 2])

@@ -75,6 +75,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..ilp.backends import get_backend
+from ..model import checked_gpu_ids
 from ..options import check_cluster_size, check_count, check_finite
 from ..simulate.fields import SIA_PARAMS_NAME, renamed_argument
 from .configs import GpuType
@@ -673,14 +674,8 @@ class TypedScheduler:
         return tuple(int(g) for g in np.flatnonzero(self._out_of_service))
 
     def _gpu_ids(self, gpus: Iterable[Any], what: str) -> list[int]:
-        if isinstance(gpus, str | bytes) or not isinstance(gpus, Iterable):
-            raise OptionError(f"{what} takes an iterable of GPU ids, got {gpus!r}")
-        ids = list(gpus)
         n = self.layout.num_gpus
-        for g in ids:
-            if isinstance(g, bool) or not isinstance(g, numbers.Integral) or not 0 <= int(g) < n:
-                raise OptionError(f"{what}: {g!r} is not a GPU id of this cluster (0..{n - 1})")
-        return [int(g) for g in ids]
+        return checked_gpu_ids(gpus, range(n), what, f"this cluster (0..{n - 1})")
 
     def fail(self, gpus: Iterable[int]) -> tuple[str, ...]:
         """Take GPUs out of service (failed or drained; module docstring): no round places a
