@@ -26,7 +26,7 @@ import logging
 import math
 import numbers  # numpy's scalars are registered as numbers.Real/Integral
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -52,6 +52,7 @@ __all__ = [
     "file_path",
     "require_text",
     "require_type",
+    "check_callbacks",
     "require_mapping",
     "require_items",
     "number_array",
@@ -287,6 +288,24 @@ def require_type(value: Any, cls: Any, arg: str, hint: str = "", *, what: str | 
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         what = with_article(names) + hint
     raise InputTypeError(f"must be {what}, got {_given(value)}", path=arg)
+
+
+def check_callbacks(**functions: Any) -> None:
+    """Each of ``functions`` (an argument's name: the value given) None or callable, else an
+    :class:`~pal_opt.errors.InputTypeError` naming the first that is not: the functions a
+    simulator calls later, each round if at all (both simulators' ``progress`` and
+    ``on_round``), checked where they enter (``progress=5`` raised ``TypeError`` after the first
+    round).
+
+    >>> check_callbacks(progress=print, on_round=None)
+    >>> check_callbacks(progress=None, on_round=5)
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.InputTypeError: on_round: must be a function or None, got int 5
+    """
+    for name, fn in functions.items():
+        if fn is not None:
+            require_type(fn, Callable, name, what="a function or None")
 
 
 def require_mapping(value: Any, arg: str, what: str = "a mapping") -> Mapping[Any, Any]:

@@ -244,6 +244,34 @@ def test_simulate_checks_its_flag_and_functions_before_running() -> None:
             simulate(trace, cluster, **{name: 5})
 
 
+@pytest.mark.parametrize(("functions", "expected"), [
+    ({"progress": 5}, "progress: must be a function or None, got int 5"),
+    ({"on_round": "print"}, "on_round: must be a function or None, got str 'print'"),
+    ({"progress": [], "on_round": 5}, "progress: must be a function or None, got list []"),  # the first named
+    ({"progress": None, "on_round": 5}, "on_round: must be a function or None, got int 5"),
+])
+def test_both_simulators_check_their_functions_with_one_check(functions: dict, expected: str) -> None:
+    """``progress`` and ``on_round``: one check (``pal_opt.options.check_callbacks``) where each
+    simulator had its own copy, in the same words, before anything runs (the Sia simulator's
+    unchecked data shows it: an empty workload and cluster are never reached)."""
+    import pal_opt
+    from pal_opt.errors import InputTypeError
+    from pal_opt.hetero.simulate import simulate_sia
+    from pal_opt.io.traces import TraceJob
+    from pal_opt.options import check_callbacks
+    from pal_opt.simulate import simulate
+
+    cluster = pal_opt.generate_instance(nodes=2, gpus_per_node=4, jobs=1, seed=0).cluster
+    trace = [TraceJob(0, 2, 0.0, 100.0, "resnet50", "classA", 1.0)]
+    for run in (lambda: check_callbacks(**functions), lambda: simulate(trace, cluster, **functions),
+                lambda: simulate_sia([], {}, [], **functions)):  # type: ignore[arg-type]
+        with pytest.raises(InputTypeError) as err:
+            run()
+        assert str(err.value) == expected
+    check_callbacks(progress=None, on_round=None)
+    check_callbacks(progress=print, on_round=lambda *a: None)
+
+
 # ----------------------------------------------------------------------------- a solver's time limit
 @pytest.mark.parametrize("bad", [0, 0.0, -1, math.nan, math.inf, -math.inf, True, False, "5", [5]], ids=repr)
 def test_check_time_limit_refuses_what_is_not_a_positive_finite_number(bad: object) -> None:

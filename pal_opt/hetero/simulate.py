@@ -51,7 +51,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
-from ..options import check_seconds, require_items, require_mapping, require_type
+from ..options import check_callbacks, check_seconds, require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, SIA_PARAMS_NAME, warn_renamed, with_aliases
 from .configs import GpuType, require_gpu_types
@@ -490,9 +490,7 @@ def simulate_sia(
         guaranteed job.
     """
     cfg = require_type(config or SimConfig(), SimConfig, "config", " (pal_opt.hetero.SimConfig)")
-    for name, fn in (("progress", progress), ("on_round", on_round)):  # called only later, if at all
-        if fn is not None:
-            require_type(fn, Callable, name, what="a function or None")
+    check_callbacks(progress=progress, on_round=on_round)  # called only later, if at all
     cluster = require_gpu_types(cluster)
     check_workload(workload, apps)
     check_cluster(cluster, {a: apps[a] for a in workload.applications()})

@@ -73,12 +73,12 @@ from ..model import Cluster, GpuState, Job, RoundInstance, RoundParams, keeps_pl
 from ..options import (
     DEFAULT_ROUND_LENGTH,
     SolveOptions,
+    check_callbacks,
     check_cluster_size,
     check_count,
     check_finite,
     check_seconds,
     require_mapping,
-    require_type,
 )
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
@@ -933,9 +933,7 @@ def _checked_arguments(trace: Any, cluster: Any, config: Any, validate: Any, pro
     cfg.validate()
     if not isinstance(validate, bool):  # a truthy object ran the checker on every round
         raise OptionError(f"validate must be True or False, got {validate!r:.60}")
-    for name, fn in (("progress", progress), ("on_round", on_round)):  # called only later, if at all
-        if fn is not None:
-            require_type(fn, Callable, name, what="a function or None")
+    check_callbacks(progress=progress, on_round=on_round)  # called only later, if at all
     if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
         hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""
         raise InputTypeError(f"must be a pal_opt Cluster, got {type(cluster).__name__}{hint}", path="cluster")
