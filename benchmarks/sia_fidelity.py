@@ -70,9 +70,9 @@ TIE_BACKENDS = "cpsat,cbc"
 
 def shown_command(cmd: list[str], out: Path) -> str:
     """``cmd`` (``python -m pal_opt.cli ...``) as a reader types it: ``pal-opt ...``, the output
-    file ``OUT.json`` and the shared data under ``../shared`` (the page gave this machine's
+    file ``RESULT.json`` (the placeholder of ``--help``) and the shared data under ``../shared`` (the page gave this machine's
     absolute path, ``/tmp/shared/...``, which a checkout elsewhere does not have)."""
-    return " ".join(["pal-opt", *cmd[3:]]).replace(str(out), "OUT.json").replace(str(SHARED), "../shared")
+    return " ".join(["pal-opt", *cmd[3:]]).replace(str(out), "RESULT.json").replace(str(SHARED), "../shared")
 
 
 def run_variant(variant: str, trace: Path, backend: str | None = None) -> dict[str, Any]:
@@ -94,6 +94,8 @@ def run_variant(variant: str, trace: Path, backend: str | None = None) -> dict[s
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         doc = json.loads(out.read_text())
     doc.pop("jobs", None)
+    doc.pop("round_log", None)  # per-round GPU use, 2 x 85 kB a run: the page draws from the figures only
+    doc["trace"] = str(doc["trace"]).replace(str(SHARED), "../shared")  # as the command names it
     doc["command"] = shown_command(cmd, out)
     doc["command_wall_seconds"] = wall
     doc["command_cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

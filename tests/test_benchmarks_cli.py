@@ -421,7 +421,7 @@ def test_sia_fidelity_shows_its_commands_with_the_shared_data_relative() -> None
            str(sia_fidelity.DATA / "profiles"), "--out", str(out)]
     assert sia_fidelity.shown_command(cmd, out) == (
         "pal-opt simulate-sia ../shared/data/sia-artifact/workloads/newtrace-7.csv "
-        "--profiles ../shared/data/sia-artifact/profiles --out OUT.json")
+        "--profiles ../shared/data/sia-artifact/profiles --out RESULT.json")
 
 
 def test_the_restart_figure_says_its_restart_cost() -> None:
