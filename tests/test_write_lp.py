@@ -154,3 +154,11 @@ def test_given_jobs_no_program_is_built_for_write_nothing_and_say_so(tmp_path: P
         "GPUs (of their types)"]
     assert alone.startswith("pal-opt: error: infeasible round: jobs a, b (2 jobs): jobs a, b need 12 GPUs but only "
                             "10 are free") and not lp.exists()
+def test_the_comment_is_wrapped_between_words_never_inside_a_hyphenated_one() -> None:
+    """``solve --write-lp`` on the paper round headed its program with ``binning pal-`` and, on
+    the next comment line, ``artifact``: textwrap broke the name at its hyphen."""
+    form, _ = round_program(pal_opt.load_instance(PAPER))
+    comment = "round paper-16x4 (instances/paper-16x4.json); admission prefix, binning pal-artifact; 11 jobs"
+    lines = [ln.removeprefix("\\ ") for ln in lp_text(form, comment).splitlines()[1:3]]
+    assert lines[0].endswith("binning") and lines[1].startswith("pal-artifact;")
+    assert " ".join(lines) == comment

@@ -76,7 +76,8 @@ def lp_text(form: Program, comment: str | None = None, title: str = "pal-opt rou
     out: list[str] = [rf"\ {title} (pal_opt.ilp.lpwriter)"]
     if comment:
         for line in comment.splitlines():
-            out += [rf"\ {part}" for part in textwrap.wrap(line, WIDTH - 2) or [""]]
+            # not at a hyphen: a name such as pal-artifact or a job id such as job-12 stays whole
+            out += [rf"\ {part}" for part in textwrap.wrap(line, WIDTH - 2, break_on_hyphens=False) or [""]]
     out.append(rf"\ {form.num_vars} variables ({int(form.integrality.sum())} integer), {form.num_rows} rows, "
                f"{int(form.A.nnz)} nonzeros")
     out.append("Minimize")
