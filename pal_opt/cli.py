@@ -100,13 +100,37 @@ __all__ = ["main", "build_parser", "status_line"]
 PROG = "pal-opt"
 
 
+class _Help(argparse.HelpFormatter):
+    """argparse's help, wrapped between words only: never at a hyphen inside one (``pip install
+    'pal-`` / ``opt[plot]'``, ``preempt-`` / ``greedy``), nor inside a word longer than the line (a
+    path or a label key, left whole to be copied)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap  # as argparse: only when help is shown
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
+class _RawDescriptionHelp(argparse.RawDescriptionHelpFormatter, _Help):
+    """:class:`_Help` with the description and epilog kept as written (``solve``'s method table)."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit 2) and no ``sys.exit`` inside :func:`main`.  Flags are
     not abbreviated (``--meth`` for ``--method``): a script relying on an abbreviation would break,
-    or change meaning, when a later flag shares its prefix."""
+    or change meaning, when a later flag shares its prefix.  Help is wrapped by :class:`_Help`
+    (a raw description kept as written)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        raw = kwargs.get("formatter_class") is argparse.RawDescriptionHelpFormatter
+        kwargs["formatter_class"] = _RawDescriptionHelp if raw else kwargs.get("formatter_class", _Help)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:

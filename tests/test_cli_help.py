@@ -98,3 +98,18 @@ def test_restart_cost_help_gives_its_own_default() -> None:
             continue
         said = "default the instance's" if action.default is None else f"default {action.default:g})"
         assert said in " ".join((action.help or "").split()), f"{name} --restart-cost: {action.help!r}"
+
+
+def test_help_is_never_wrapped_inside_a_hyphenated_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns ``solve --help`` said ``pip install 'pal-`` and, on the next line,
+    ``opt[plot]'``; ``import k8s --help`` cut its default label key after ``gce-topology-``: 22
+    words of the commands' help were cut at a hyphen (argparse's textwrap breaks there).  Every whitespace-separated word of an option's help and a command's description
+    must come out whole, to be copied."""
+    monkeypatch.setenv("COLUMNS", "80")
+    broken = []
+    for name, parser in commands(build_parser()):
+        shown = " ".join(parser.format_help().split())
+        texts = [parser.description or "", *(a.help or "" for a in parser._actions)]
+        broken += [f"{name or 'pal-opt'}: {word}" for text in texts for word in text.split()
+                   if "-" in word.strip("-") and "%" not in word and word not in shown]
+    assert broken == []
