@@ -601,5 +601,6 @@ def options_from(options: Any, kwargs: dict[str, Any]) -> SolveOptions:
         raise OptionError(f"options= must be a SolveOptions (or give its fields as keyword arguments: {hint}), "
                           f"got {type(options).__name__}")
     if given:
-        raise TypeError(f"give either options= or keyword options ({', '.join(sorted(given))}), not both")
+        raise InputTypeError(f"give either options= or keyword options ({', '.join(sorted(given))}), not both",
+                             path="options")
     return options

@@ -55,7 +55,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import InstanceError, NoRoundYet, OptionError, counted
+from .errors import InputTypeError, InstanceError, NoRoundYet, OptionError, counted
 from .methods import get_method
 from .model import (
     GpuState,
@@ -158,7 +158,7 @@ class RoundPolicy:
         options = options_from(options, {"binning": binning, **kwargs})
         if given is not None:
             if seed is not None and options.seed is not None:
-                raise TypeError("give the seed as seed= or in options=, not both")
+                raise InputTypeError("give the seed as seed= or in options=, not both", path="seed")
             seed = options.seed if seed is None else seed
         one_round = sorted({"deadline", "jobs"} & options.given())
         if one_round:  # a moment, or job ids, hold for one round only: later rounds would fail or fall back

@@ -472,15 +472,19 @@ def test_pal_and_pmfirst_match_their_definitions(inst: RoundInstance) -> None:
 
 def test_round_policy_takes_options_or_keywords_not_half_of_each() -> None:
     # keywords beside options= were dropped without a word; the seed in options= was replaced
-    from pal_opt import RoundPolicy, SolveOptions
+    from pal_opt import RoundPolicy, SolveOptions, solve
+    from pal_opt.errors import InputTypeError
     from pal_opt.generate import generate_instance
 
-    with pytest.raises(TypeError, match="not both"):
+    # a pal-opt error (a TypeError too, as before): it was Python's own TypeError
+    with pytest.raises(InputTypeError, match=r"^options: give either options= or keyword options \(admission\), not both$"):
         RoundPolicy("pal", options=SolveOptions(), admission="backfill")
-    with pytest.raises(TypeError, match="not both"):
+    with pytest.raises(InputTypeError, match="not both"):
         RoundPolicy("pal", options=SolveOptions(), binning="none")
-    with pytest.raises(TypeError, match="seed"):
+    with pytest.raises(InputTypeError, match=r"^seed: give the seed as seed= or in options=, not both$"):
         RoundPolicy("random", seed=1, options=SolveOptions(seed=2))
+    with pytest.raises(InputTypeError, match="not both"):
+        solve(generate_instance(4, 4, 10, seed=3), "ilp", options=SolveOptions(), gap=0.1)
     inst = generate_instance(4, 4, 10, seed=3)
     a = [RoundPolicy("random", options=SolveOptions(seed=5)).place(inst).placements for _ in range(2)]
     b = RoundPolicy("random", seed=5).place(inst).placements

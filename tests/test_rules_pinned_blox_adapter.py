@@ -59,7 +59,10 @@ def test_constructor_refuses_a_boolean_lambda_and_defaults_restart_cost_to_zero(
 
 
 def test_options_object_with_backend_or_a_dict_is_refused() -> None:
-    with pytest.raises(TypeError, match="not both"):
+    from pal_opt.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match=r"^options: give either options= or keyword options \(and backend=\), "
+                                             r"not both$"):  # a pal-opt error (and a TypeError): Python's own before
         BloxPlacement(None, method="ilp", backend="highs", options=SolveOptions(gap=0.1))
     with pytest.raises(OptionError, match="must be a SolveOptions"):
         BloxPlacement(None, method="ilp", options={"gap": 0.1})

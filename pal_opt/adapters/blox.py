@@ -45,7 +45,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import InstanceError, OptionError, TableError
+from ..errors import InputTypeError, InstanceError, OptionError, TableError
 from ..io.blox import frames_round
 from ..io.csvfile import TableNote
 from ..methods import get_method
@@ -217,7 +217,8 @@ class BloxPlacement:
         given = options.pop("options", None)
         if given is not None:  # a SolveOptions (RoundPolicy checks it), with the round-time default below
             if options or backend is not None:
-                raise TypeError("give either options= or keyword options (and backend=), not both")
+                raise InputTypeError("give either options= or keyword options (and backend=), not both",
+                                     path="options")
             options = {n: getattr(given, n) for n in given.given()} if isinstance(given, SolveOptions) else {"options": given}
         binning = options.pop("binning", None)
         self.binning = binning or "pal-artifact"
