@@ -19,6 +19,7 @@ __all__ = [
     "MissingFileError",
     "OptionError",
     "NoRoundYet",
+    "UnknownJobError",
     "BackendUnavailableError",
     "BackendError",
     "InfeasibleRoundError",
@@ -213,6 +214,25 @@ class NoRoundYet(OptionError, AttributeError):
     Also an :class:`AttributeError`, so that ``hasattr(policy, "last_round")``,
     ``getattr(policy, "last_round", None)`` and :func:`inspect.getmembers` treat the property as
     absent until the first round instead of raising."""
+
+
+class UnknownJobError(OptionError, KeyError):
+    """A job looked up by a name that is not there (``plan[name]`` of a
+    :class:`~pal_opt.hetero.scheduler.RoundPlan`, a :class:`~pal_opt.hetero.scheduler.TypedScheduler`
+    call about a job never submitted or removed).
+
+    Also a :class:`KeyError`, as a lookup by a missing key is, so that ``except KeyError`` keeps
+    working; its text is the message as written, without the quotes a ``KeyError`` adds.
+
+    Examples
+    --------
+    >>> err = UnknownJobError("job 'b' is not in this round's plan")
+    >>> str(err), isinstance(err, KeyError), isinstance(err, OptionError)
+    ("job 'b' is not in this round's plan", True, True)
+    """
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)
 
 
 class BackendUnavailableError(PalOptError, ImportError):

@@ -255,7 +255,13 @@ def test_plans_name_gpus_servers_and_shape(apps: dict[str, Application], cluster
     # a job that has run nowhere may have one GPU (Sia's cap): 64 of the 70 run
     assert (len(plan.allocated), len(plan.waiting), len(taken)) == (64, 6, 64)
     assert [a.name for a in plan.jobs] == [f"c{n}" for n in range(70)]
-    with pytest.raises(KeyError, match="nope"):
+    from pal_opt.errors import UnknownJobError
+
+    # a pal-opt error naming the round (a KeyError too): Python's bare KeyError('nope') before
+    with pytest.raises(UnknownJobError, match=r"^job 'nope' is not in the plan of round \d+: it was not submitted by "
+                                              r"then, or has finished or been removed$"):
+        plan["nope"]
+    with pytest.raises(KeyError):
         plan["nope"]
 
 

@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InstanceError, OptionError
+from ..errors import InstanceError, OptionError, UnknownJobError
 from ..ilp.backends import get_backend
 from ..model import checked_gpu_ids
 from ..options import check_cluster_size, check_count, check_finite
@@ -231,10 +231,13 @@ class RoundPlan:
     jobs: tuple[JobAllocation, ...]
 
     def __getitem__(self, name: str) -> JobAllocation:
+        """The job ``name``'s allocation; an :class:`~pal_opt.errors.UnknownJobError` (a
+        ``KeyError`` too) for a job the plan does not hold."""
         for job in self.jobs:
             if job.name == name:
                 return job
-        raise KeyError(name)
+        raise UnknownJobError(f"job {name!r} is not in the plan of round {self.now:g}: it was not submitted by then, "
+                              "or has finished or been removed")
 
     def _where(self, state: str) -> tuple[JobAllocation, ...]:
         return tuple(j for j in self.jobs if j.state == state)
@@ -494,7 +497,7 @@ class TypedScheduler:
             raise OptionError(f"a job name must be a string (one job per call), got {name!r}")
         entry = self._entries.get(name)
         if entry is None:
-            raise OptionError(f"unknown job {name!r}: it was never submitted, or was removed")
+            raise UnknownJobError(f"unknown job {name!r}: it was never submitted, or was removed")
         return entry
 
     def _application(self, name: str, application: str) -> Application:
