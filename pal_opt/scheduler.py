@@ -169,6 +169,10 @@ class RoundPolicy:
         self._method.validate_options(self._options)
         if seed is not None and "seed" not in self._method.options:  # as pal_opt.solve, not ignored
             raise OptionError(f"option(s) seed do not apply to method {method!r}")
+        if options.warm is not None:  # not a WarmStart: now, not in the first round
+            from .ilp.warm import check_warm
+
+            check_warm(options.warm)
         if options.backend is not None:  # a name that is wrong or not installed: now, not in the first round
             from .ilp.backends import get_backend
 

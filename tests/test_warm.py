@@ -160,6 +160,19 @@ def test_warm_must_be_a_warm_start() -> None:
         solve(inst, "pal", warm=WarmStart())  # not an option of the greedy methods
 
 
+def test_a_round_policy_refuses_a_warm_that_is_not_a_warm_start_when_built() -> None:
+    """``RoundPolicy("ilp", warm=5)`` was built and failed in its first round, unlike every other
+    option a policy checks when it is built (and so ``BloxPlacement(..., warm=5)``)."""
+    from pal_opt import RoundPolicy, SolveOptions
+    from pal_opt.adapters.blox import BloxPlacement
+
+    for build in (lambda: RoundPolicy("ilp", warm=5), lambda: RoundPolicy("ilp", options=SolveOptions(warm={})),
+                  lambda: BloxPlacement(None, method="ilp", warm="ws")):
+        with pytest.raises(OptionError, match=r"^warm must be a pal_opt\.WarmStart, got (int|dict|str)$"):
+            build()
+    RoundPolicy("ilp", warm=WarmStart())  # the real one is taken
+
+
 def test_program_path_records_and_says_nothing_was_reused() -> None:
     ws = WarmStart()
     seq = _sequence(8, 4, 16, 2, seed=6)

@@ -116,7 +116,7 @@ from .stageround import (
     start_placement,
 )
 from .stagesearch import search_applies, solve_stage_search
-from .warm import WarmStart, warm_info
+from .warm import WarmStart, check_warm, warm_info
 
 __all__ = ["solve_ilp", "round_program", "resolve_admission", "prepare_round", "program_build_estimate", "run_info", "RoundSetup",
            "OPTIMALITY_TOL", "PROGRAM_LP_OWN_MAX_ENTRIES"]
@@ -475,8 +475,7 @@ def solve_ilp(
     """
     check_ilp_options(time_limit, gap, threads, warm_start, deterministic, canonical, backend_params, deadline)
     start = _start_form(start)
-    if warm is not None and not isinstance(warm, WarmStart):
-        raise OptionError(f"warm must be a pal_opt.WarmStart, got {type(warm).__name__}")
+    check_warm(warm)
     clock = _clock(time_limit, deadline)
     setup = prepare_round(instance, binning, backend, admission, jobs, probe=not clock.limited)
     info = run_info(setup, time_limit=time_limit, gap=gap, threads=threads, deterministic=deterministic,

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OptionError
 from ..model import Cluster, GpuState, JobId, RoundInstance
 from ..result import PlacementResult, Status
 from .backends.base import RelaxationState
@@ -72,6 +73,19 @@ def cluster_key(cluster: Cluster, binning: str, backend: str) -> str:
         return h.hexdigest()
 
     return f"{cluster.memo(('warm-key',), compute)}/{binning}/{backend}"
+
+
+def check_warm(warm: Any) -> None:
+    """Refuse a ``warm=`` that is neither None nor a :class:`WarmStart` (``solve_ilp`` and
+    :class:`~pal_opt.scheduler.RoundPolicy`, which refuses it when built, not in its first round).
+
+    >>> check_warm(5)
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: warm must be a pal_opt.WarmStart, got int
+    """
+    if warm is not None and not isinstance(warm, WarmStart):
+        raise OptionError(f"warm must be a pal_opt.WarmStart, got {type(warm).__name__}")
 
 
 class WarmStart:
