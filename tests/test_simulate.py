@@ -157,6 +157,16 @@ def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
         simulate(trace, cluster, SimConfig(policy="pal", max_time=0.0))
 
 
+@pytest.mark.parametrize(("ilp_options", "given"), [(3, "int 3"), ([("gap", 0.1)], "list"), ("gap=0.1", "str")])
+def test_ilp_options_that_are_not_a_mapping_are_a_pal_opt_error(ilp_options: Any, given: str) -> None:
+    """``SimConfig(ilp_options=[...]).validate()`` raised Python's ``TypeError: cannot convert
+    dictionary update sequence element #0 to a sequence`` (3: ``'int' object is not iterable``)."""
+    from pal_opt.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match=rf"^ilp_options: must be a mapping of option names to values, got {given}"):
+        SimConfig(policy="ilp", ilp_options=ilp_options).validate()
+
+
 def test_max_time_inside_an_idle_gap_stops_at_the_cap() -> None:
     """J0 (100 s) finishes in round 0, J1 arrives 10 hours later; with max_time one hour the run
     stops at 3600 s, not at J1's arrival (the idle skip jumped past the cap: ``stopped_at``

@@ -312,7 +312,8 @@ class SimConfig:
         if method is None:
             raise OptionError(f"unknown policy {self.policy!r}; choose one of {', '.join(METHODS)}")
         given = {n: getattr(self, n) for n in ("admission", "backend", "time_limit") if getattr(self, n) is not None}
-        opts = SolveOptions.from_kwargs(**given, **dict(self.ilp_options))
+        ilp_options = require_mapping(self.ilp_options, "ilp_options", "a mapping of option names to values")
+        opts = SolveOptions.from_kwargs(**given, **dict(ilp_options))
         method.validate_options(opts)
         return opts
 
