@@ -583,3 +583,16 @@ def test_a_workload_jobs_row_is_its_file_line_as_its_cells_errors_say(tmp_path: 
     assert [j.row for j in w] == [3, 5]
     with pytest.raises(InstanceError, match=r"w.csv: row 5, column application: application 'gpt_pmp' is not simulated"):
         check_workload(w, {})
+
+
+def test_app_settings_refuse_values_a_simulated_round_cannot_use() -> None:
+    """``AppSettings(slowdown=0)`` was built and divided by zero in its job's first round
+    (``calibration``); a negative restart delay or a zero epoch count went through too."""
+    from pal_opt.hetero import APP_SETTINGS, AppSettings
+
+    for kwargs, says in [({"slowdown": 0}, "slowdown must be a finite number > 0, got 0"),
+                         ({"restart_delay": -1}, "restart_delay must be a number of seconds >= 0"),
+                         ({"max_epochs": 0}, "max_epochs must be an integer >= 1, got 0")]:
+        with pytest.raises(OptionError, match=f"^{says}"):
+            AppSettings(**kwargs)
+    assert APP_SETTINGS["bert"].restart_delay == 120 and AppSettings(restart_penalty=0).restart_penalty == 0

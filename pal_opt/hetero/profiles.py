@@ -54,7 +54,15 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..errors import InputTypeError, InstanceError, MissingFileError, OptionError
-from ..options import file_path, require_items, require_mapping, require_type
+from ..options import (
+    check_count,
+    check_finite,
+    check_seconds,
+    file_path,
+    require_items,
+    require_mapping,
+    require_type,
+)
 from .tables import MAX_EXACT_INT, Table, read_table
 
 __all__ = [
@@ -112,6 +120,15 @@ class AppSettings:
     restart_delay: float = 30.0
     restart_penalty: float = 30.0
     slowdown: float = 1.0
+
+    def __post_init__(self) -> None:
+        """Each field checked (the values kept as given): a junk object or a zero slowdown
+        failed later, in a simulated round."""
+        if self.max_epochs is not None:
+            check_count(self.max_epochs, "max_epochs")
+        for name in ("restart_delay", "restart_penalty"):
+            check_seconds(getattr(self, name), name, allow_zero=True)
+        check_finite(self.slowdown, "slowdown", strict=True)
 
     @property
     def calibration(self) -> float:
