@@ -113,3 +113,26 @@ def test_help_is_never_wrapped_inside_a_hyphenated_word(monkeypatch: pytest.Monk
         broken += [f"{name or 'pal-opt'}: {word}" for text in texts for word in text.split()
                    if "-" in word.strip("-") and "%" not in word and word not in shown]
     assert broken == []
+
+
+#: Options whose placeholder differs between commands, and why (each a different value).
+PLACEHOLDERS_DIFFER = {
+    "--output": "each command writes its own kind of file (INSTANCE.json, PLACEMENT.json, RESULT.json, ...)",
+    "--jobs": "a job CSV (import), a queue length (generate) or job ids (solve)",
+    "--method": "placement methods (solve) or dp|ip (partition)",
+    "--backend": "solve, repair and simulate list their choices; simulate-sia and partition take any registered one",
+    "--cluster": "simulate takes a PAL shape or an instance file too",
+    "--gpus-per-node": "GPUS_PER_NODE beside --nodes (generate), N alone (import slurm)",
+}
+
+
+def test_an_option_several_commands_take_shows_one_placeholder() -> None:
+    """``partition --plot FILE`` and ``--time-limit SECONDS`` were ``--plot PNG`` and
+    ``--time-limit S`` in every other command."""
+    shown: dict[str, set[str]] = {}
+    for _, parser in commands(build_parser()):
+        for a in options(parser):
+            if a.nargs != 0:
+                shown.setdefault(flag(a), set()).add(str(a.metavar or a.choices or a.dest.upper()))
+    differ = {f for f, m in shown.items() if len(m) > 1}
+    assert differ == set(PLACEHOLDERS_DIFFER), {f: shown[f] for f in differ ^ set(PLACEHOLDERS_DIFFER)}

@@ -1,7 +1,7 @@
 """``pal-opt partition``: PipeDream's pipeline partitioner on a layer profile.
 
-``pal-opt partition PROFILE --machines M1[,M2...] --bandwidth B1[,B2...] [--straight] [--out OUT.json] [--plot FILE]
-[--method dp|ip [--backend NAME] [--time-limit SECONDS]]``
+``pal-opt partition PROFILE --machines M1[,M2...] --bandwidth B1[,B2...] [--straight] [--out OUT.json] [--plot PNG]
+[--method dp|ip [--backend NAME] [--time-limit S]]``
 
 Levels are innermost first (``--machines 4,8``: 8 servers of 4 workers).  Bandwidths are in bytes
 per second.  The summary is printed; ``--out`` writes the full result as JSON, and ``--plot``
@@ -87,7 +87,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="bandwidth per level in bytes per second, innermost first")
     p.add_argument("--straight", action="store_true", help="straight pipeline: no stage is replicated")
     p.add_argument("-o", "--out", "--output", dest="out", type=output_file, metavar="OUT.json", help="write the result as JSON")
-    p.add_argument("--plot", type=output_file, metavar="FILE", help="draw the stages' compute and communication times (matplotlib)")
+    p.add_argument("--plot", type=output_file, metavar="PNG",
+                   help="draw each level's stages with their compute and communication times (the format from the "
+                        "suffix; written with --out, all or none; needs matplotlib: pip install 'pal-opt[plot]')")
     p.add_argument("--engine", choices=("auto", "numpy", "python"), default="auto",
                    help="how the dynamic program is computed; all give the same result (default auto: "
                         "pure Python for small problems, which skips importing numpy)")
@@ -96,7 +98,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         "(formulations/pipeline_partition.md), one per segment at inner levels, much slower")
     p.add_argument("--backend", metavar="NAME", default=None,
                    help="with --method ip: the solver backend (highs, cpsat, cbc; default: the first installed)")
-    p.add_argument("--time-limit", type=_positive_number, metavar="SECONDS", default=None,
+    p.add_argument("--time-limit", type=_positive_number, metavar="S", default=None,
                    help="with --method ip: seconds per integer program; one not proven optimal in time is an error "
                         "(default: none)")
     p.set_defaults(func=run)
