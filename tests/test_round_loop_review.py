@@ -92,8 +92,13 @@ def test_pricing_an_unknown_job_gpu_or_class_names_it() -> None:
     inst = generate_instance(4, 4, 6, seed=1)
     f = binned_factors(inst.cluster, "pal-artifact")
     job = inst.jobs[0]
-    with pytest.raises(InstanceError, match="job 'zz' is not in the round"):
+    with pytest.raises(InstanceError, match=r"job 'zz' is not in the round$"):
         pal_opt.evaluate(inst, {"zz": [0]}, f)
+    # the factors given first (job_slowdown takes them before the job): it said only that job
+    # 'classA' was not in the round
+    with pytest.raises(InstanceError, match=r"^placements: job 'classA' is not in the round \(a class: the arguments "
+                                            r"are \(instance, placements, factors\)\)$"):
+        pal_opt.evaluate(inst, f, {job.id: [0]})  # type: ignore[arg-type]
     with pytest.raises(InstanceError, match="GPU 99 is not in the round's cluster"):
         pal_opt.evaluate(inst, {job.id: [99]}, f)
     with pytest.raises(InstanceError, match="GPU 99"):

@@ -218,7 +218,9 @@ def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], f
     jobs, where = instance.job_by_id, instance.cluster.position
     for jid, gids in placements.items():
         if jid not in jobs:
-            return InstanceError(f"job {jid!r} is not in the round", path="placements")
+            swapped = isinstance(jid, str) and jid in instance.cluster.factors  # evaluate(inst, factors, placements)
+            hint = " (a class: the arguments are (instance, placements, factors))" if swapped else ""
+            return InstanceError(f"job {jid!r} is not in the round{hint}", path="placements")
         gids = _gpu_list(gids, f"placements.{jid}")
         if non_integer_at(gids) is not None or any(g not in where for g in gids):
             return _unknown_gpu(instance, gids, f"placements.{jid}")
