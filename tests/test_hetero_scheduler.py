@@ -390,6 +390,9 @@ def test_bad_construction_is_a_clear_one_line_error(profiles: Path, apps: dict[s
     for kwargs, kind, parts in [
         ({"policy": "fifo"}, OptionError, ("unknown policy 'fifo'", "sia")),
         ({"round_length": 30}, OptionError, ("unknown option 'round_length'", "gavel_round")),
+        # a setting of Sia's parameters, given as RoundPolicy takes it: it said only "unknown option"
+        ({"time_limit": 5}, OptionError, ("time_limit is one of Sia's parameters: give "
+                                          "sia_params=SiaParams(time_limit=...) to TypedScheduler",)),
         ({"variability": Variability(raw={"classA": [1.0] * 3})}, OptionError, ("3 GPUs; the cluster has 64",)),
     ]:
         with pytest.raises(kind) as err:

@@ -427,6 +427,9 @@ class TypedScheduler:
     ) -> None:
         unknown = sorted(set(options) - set(POLICY_OPTIONS))
         if unknown:
+            if unknown[0] in {f.name for f in fields(SiaParams)}:  # time_limit=, as RoundPolicy takes it
+                raise OptionError(f"{unknown[0]} is one of Sia's parameters: give sia_params=SiaParams("
+                                  f"{unknown[0]}=...) to TypedScheduler")
             raise OptionError(f"unknown option {unknown[0]!r} for TypedScheduler (choose from {', '.join(POLICY_OPTIONS)})")
         params, name = renamed_argument(params, sia_params, "params", "sia_params", "pal_opt.hetero.TypedScheduler",
                                         stacklevel=4, why=SIA_PARAMS_NAME)
