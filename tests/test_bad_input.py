@@ -126,7 +126,8 @@ JSON_CASES: list[tuple[str, bytes | str, str]] = [
                                                     "(the text ends inside it: is the file cut short?)"),
     ("top-array", "[1, 2, 3]", "top level: must be an object, got an array"),
     ("top-string", '"hello"', "top level: must be an object"),
-    ("format", mutate(setter("format", "other")), "format: must be 'pal-opt/instance'"),
+    # "(an instance file)", as a placement file's reader says "(a placement file)" (users' review)
+    ("format", mutate(setter("format", "other")), "format: must be 'pal-opt/instance' (an instance file), got 'other'"),
     ("version", mutate(setter("version", 2)), "version: unsupported version 2"),
     ("missing-cluster", mutate(deleter("", "cluster")), "cluster: is required"),
     ("missing-jobs", mutate(deleter("", "jobs")), "jobs: is required"),

@@ -141,6 +141,7 @@ __all__ = [
 
 #: Wording of the schema problems that say more in the format's own terms.
 _MESSAGES: Special = {
+    ("format", "const"): f"must be {FORMAT!r} (an instance file), got {{got}}",  # as a placement file's
     ("version", "const"): f"unsupported version {{got}} (this pal-opt reads {VERSION})",
     ("cluster.factors", "minProperties"): "must give the factors of at least one class",
     ("cluster.gpus.id[]", "uniqueItems"): "duplicate GPU id {got} (also at index {other})",
