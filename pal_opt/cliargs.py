@@ -47,6 +47,7 @@ __all__ = [
     "add_method_arguments",
     "add_exact_arguments",
     "add_output_arguments",
+    "SIMULATE_PLOT_HELP",
     "solve_options",
     "solve_options_each",
     "exact_options",
@@ -551,6 +552,12 @@ def add_exact_arguments(
         ex.add_argument("--scheduler", dest="executor", default=None, metavar="ADDRESS",
                         help="ilp-partitioned: solve the parts on this Dask scheduler (tcp://host:8786) "
                              "instead of a local process pool; needs pal-opt[dask]")
+
+
+#: ``--plot`` of ``simulate`` and ``simulate-sia``: the figure both draw (pal_opt.simulate.metrics.plot_result).
+SIMULATE_PLOT_HELP = ("one figure: the JCT CDF and the utilisation per round, one line per policy, and with several "
+                      "policies each job's JCT against the first's (the format from the suffix; written with --out, "
+                      "all or none; needs matplotlib: pip install 'pal-opt[plot]')")
 
 
 def add_output_arguments(p: argparse.ArgumentParser, *, what: str = "the result") -> None:

@@ -136,3 +136,15 @@ def test_an_option_several_commands_take_shows_one_placeholder() -> None:
                 shown.setdefault(flag(a), set()).add(str(a.metavar or a.choices or a.dest.upper()))
     differ = {f for f, m in shown.items() if len(m) > 1}
     assert differ == set(PLACEHOLDERS_DIFFER), {f: shown[f] for f in differ ^ set(PLACEHOLDERS_DIFFER)}
+
+
+def test_simulate_and_simulate_sia_plot_help_names_the_panels_they_draw() -> None:
+    """``simulate-sia --plot`` said ``JCT CDF`` and ``simulate --plot`` the CDF and the utilisation:
+    with several policies both draw a third panel, each job's JCT against the first policy's
+    (``plot_result``), and a Sia run its utilisation too."""
+    parsers = dict(commands(build_parser()))
+    helps = {name: " ".join((parsers[name]._option_string_actions["--plot"].help or "").split())
+             for name in ("simulate", "simulate-sia")}
+    assert helps["simulate"] == helps["simulate-sia"]
+    assert "the JCT CDF and the utilisation per round" in helps["simulate"]
+    assert "each job's JCT against the first's" in helps["simulate"]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cliargs import (
+    SIMULATE_PLOT_HELP,
     check_outputs,
     check_plot_target,
     input_file,
@@ -136,7 +137,7 @@ def add_parser(subparsers: Any, name: str = "simulate-sia") -> argparse.Argument
     p.add_argument("--jobs-csv", type=output_file, default=None, metavar="JOBS.csv",
                    help="per-job table (name, application, kind, submit/start/completion time, JCT, restarts, epochs)")
     p.add_argument("--plot", type=output_file, default=None, metavar="PNG",
-                   help="JCT CDF (needs matplotlib: pip install 'pal-opt[plot]')")
+                   help=SIMULATE_PLOT_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary line")
     from ..simulate.failureargs import add_failure_arguments
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cliargs import (
+    SIMULATE_PLOT_HELP,
     add_method_arguments,
     add_restart_arguments,
     check_outputs,
@@ -114,8 +115,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--jobs-csv", default=None, type=output_file, metavar="JOBS.csv",
                    help="per-job table (several policies: one after the other, a policy column first)")
     p.add_argument("--plot", default=None, type=output_file, metavar="PNG",
-                   help="one figure: the JCT CDF and the utilisation over time, one line per policy "
-                        "(needs matplotlib: pip install 'pal-opt[plot]')")
+                   help=SIMULATE_PLOT_HELP)
     add_failure_arguments(p)
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (jobs finished, rounds, ETA; shown on a terminal only) or summary line")
