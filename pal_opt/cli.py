@@ -396,7 +396,8 @@ def _describe(inst: Any) -> str:
     running = sum(1 for j in inst.jobs if j.placement is not None)
     jobs = f"{len(demand)} job{'s' * (len(demand) != 1)}"
     if demand:
-        jobs += f" (demand {min(demand)}-{max(demand)}, total {sum(demand)}; {running} running)"
+        span = f"{min(demand)}" if min(demand) == max(demand) else f"{min(demand)}-{max(demand)}"  # not "2-2"
+        jobs += f" (demand {span}, total {sum(demand)}; {running} running)"
     return (
         f"{cl.num_gpus} GPU{'s' * (cl.num_gpus != 1)}{kinds} on {cl.num_servers} server{'s' * (cl.num_servers != 1)}{racks} "
         f"({free} free, {busy} busy, {failed} failed), {jobs}"

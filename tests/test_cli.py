@@ -140,6 +140,11 @@ def test_import_blox(tmp_path, capsys):
     inst = load_instance(out_path)
     assert inst.params.locality_penalty == 2.0
     assert json.loads(out_path.read_text())["meta"]["imported_from"]["gpus"] == str(gpus)
+    assert "2 jobs (demand 1-2, total 3; 0 running)" in out
+    # jobs of one demand: "demand 2", not "demand 2-2" (users' review)
+    jobs.write_text("job_id,num_gpus,model\n1,2,resnet50\n2,2,vgg19\n")
+    rc, out, err = run(capsys, "import", "blox", "--gpus", gpus, "--jobs", jobs, "-o", out_path)
+    assert rc == 0 and "2 jobs (demand 2, total 4; 0 running)" in out, (out, err)
 
 
 def test_import_blox_artifact_table(shared_dir, tmp_path, capsys):
