@@ -226,25 +226,10 @@ def check_outputs(
 
 def check_plot_target(path: str, flag: str = "--plot") -> None:
     """Raise :class:`OptionError` before any work if matplotlib (the optional ``[plot]`` extra)
-    is missing or cannot write ``path``'s format (from its suffix)."""
-    try:
-        import matplotlib  # noqa: F401  (first: a cached backend module must not hide its absence)
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-    except ImportError as exc:
-        raise OptionError(f"{flag} needs matplotlib, which cannot be imported ({exc}); "
-                          "install it with pip install 'pal-opt[plot]'") from None
-    formats = FigureCanvasAgg.get_supported_filetypes()
-    ext = os.path.splitext(path)[1].lstrip(".").lower()
-    if ext not in formats:
-        raise OptionError(f"{flag} {path}: the file name must end in one of "
-                          f"{', '.join('.' + f for f in sorted(formats))}")
-    if ext == "pgf":  # drawn through a TeX process: a missing one failed only after the work
-        import shutil
+    is missing or cannot write ``path``'s format (from its suffix; :func:`pal_opt.options.figure_format`)."""
+    from .options import figure_format
 
-        tex = str(matplotlib.rcParams["pgf.texsystem"])
-        if shutil.which(tex) is None:
-            raise OptionError(f"{flag} {path}: a .pgf figure needs {tex} (matplotlib's pgf.texsystem), "
-                              "which is not on PATH; install it or choose another format, such as .pdf")
+    figure_format(path, flag)
 
 
 class JobIds(list[int | str]):

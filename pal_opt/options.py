@@ -50,6 +50,7 @@ __all__ = [
     "check_seconds",
     "check_time_limit",
     "file_path",
+    "figure_format",
     "require_text",
     "require_type",
     "check_callbacks",
@@ -227,6 +228,36 @@ def check_time_limit(value: Any, what: str = "time_limit") -> float | None:
     if not ok or value <= 0:
         raise OptionError(f"{what} must be a positive number of seconds or None, got {value!r}")
     return float(value)
+
+
+def figure_format(path: str, what: str = "path", *, default: str | None = None) -> str:
+    """The figure format of ``path``'s suffix (``default`` for a name without one, if given), or an
+    :class:`~pal_opt.errors.OptionError` before any drawing: matplotlib (the ``[plot]`` extra)
+    missing, a suffix it cannot write, or a ``.pgf`` without the TeX program it runs.  ``what``
+    names the argument or flag (``--plot``) in the message.
+
+    >>> figure_format("jct.svg"), figure_format("jct", default="png")
+    ('svg', 'png')
+    """
+    try:
+        import matplotlib  # noqa: F401  (first: a cached backend module must not hide its absence)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError as exc:
+        raise OptionError(f"{what} needs matplotlib, which cannot be imported ({exc}); "
+                          "install it with pip install 'pal-opt[plot]'") from None
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    ext = os.path.splitext(path)[1].lstrip(".").lower() or (default or "")
+    if ext not in formats:
+        raise OptionError(f"{what} {path}: the file name must end in one of "
+                          f"{', '.join('.' + f for f in sorted(formats))}")
+    if ext == "pgf":  # drawn through a TeX process: a missing one failed only after the work
+        import shutil
+
+        tex = str(matplotlib.rcParams["pgf.texsystem"])
+        if shutil.which(tex) is None:
+            raise OptionError(f"{what} {path}: a .pgf figure needs {tex} (matplotlib's pgf.texsystem), "
+                              "which is not on PATH; install it or choose another format, such as .pdf")
+    return ext
 
 
 def file_path(path: Any, arg: str = "path") -> str:

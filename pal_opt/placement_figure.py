@@ -31,7 +31,7 @@ import numpy as np
 
 from .errors import InstanceError
 from .model import GpuState, JobId, RoundInstance, is_id_collection, require_gpu_ids, require_instance
-from .options import file_path
+from .options import figure_format, file_path
 from .result import PlacementResult
 
 __all__ = ["Cells", "gang_outline", "placement_cells", "placement_figure", "plot_placement"]
@@ -312,4 +312,5 @@ def plot_placement(instance: RoundInstance, result: PlacementResult, path: str |
     from .io.atomic import atomic_write_bytes
 
     name = file_path(path)  # before the drawing, which reads its format from the suffix
+    figure_format(name, "path", default="png")  # one it cannot write: an OptionError, not matplotlib's ValueError
     atomic_write_bytes(name, placement_figure(instance, result, name, failed=failed))

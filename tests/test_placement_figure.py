@@ -119,6 +119,29 @@ def test_the_figure_is_an_image_of_the_asked_format_and_repeats(tmp_path: Path) 
     assert (tmp_path / "p.png").read_bytes() == one
 
 
+def test_a_format_matplotlib_cannot_write_is_an_option_error_and_writes_nothing(tmp_path: Path) -> None:
+    """``plot_placement(..., "p.txt")`` and the simulator's ``plot_result(..., "r.txt")`` raised
+    matplotlib's ``ValueError: Format 'txt' is not supported`` after drawing; the commands'
+    ``--plot`` checked it, the library did not.  A name without a suffix stays a PNG."""
+    from pal_opt.errors import OptionError
+    from pal_opt.io.traces import TraceJob
+    from pal_opt.simulate import SimConfig, build_cluster, parse_cluster, plot_jct_cdf, plot_result, simulate
+
+    inst = pal_opt.load_instance(PAPER)
+    result = pal_opt.solve(inst, "pal")
+    says = r"^path {}: the file name must end in one of \.avif, .*\.png, .*\.svg"
+    with pytest.raises(OptionError, match=says.format(".*p\\.txt")):
+        plot_placement(inst, result, tmp_path / "p.txt")
+    cluster, _ = build_cluster(parse_cluster("1x2"))
+    runs = {"pal": simulate([TraceJob(0, 1, 0.0, 10, "resnet50", "classA", 1.0)], cluster, SimConfig())}
+    for plot in (plot_result, plot_jct_cdf):
+        with pytest.raises(OptionError, match=says.format(".*r\\.txt")):
+            plot(runs, tmp_path / "r.txt")
+    assert list(tmp_path.iterdir()) == []
+    plot_placement(inst, result, tmp_path / "p")
+    assert (tmp_path / "p").read_bytes().startswith(PNG)
+
+
 def test_a_large_round_and_an_empty_placement_draw() -> None:
     inst = pal_opt.generate_instance(nodes=64, gpus_per_node=8, jobs=150, seed=2)
     result = pal_opt.solve(inst, "pal")

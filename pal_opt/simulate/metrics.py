@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError
-from ..options import check_count, file_path, require_mapping, require_type
+from ..options import check_count, figure_format, file_path, require_mapping, require_type
 from ..result import finite_or_none
 from .fields import with_shared_names
 from .records import SimulationResult
@@ -352,7 +352,8 @@ def _draw_ratio(ax: Any, results: Mapping[str, Any]) -> None:
 def _require_results(results: Any, path: Any = "") -> None:
     """An :class:`~pal_opt.errors.InputTypeError` naming the argument unless ``results`` maps labels
     to results (or their dicts) and ``path`` is a file path."""
-    file_path(path)
+    if file_path(path):  # a format matplotlib cannot write: an OptionError now, not its ValueError after drawing
+        figure_format(os.fspath(path), "path", default="png")
     require_mapping(results, "results", "a mapping of labels to SimulationResults (or their dicts)")
     for label, res in results.items():
         require_type(res, (SimulationResult, Mapping), f"results[{label!r}]", f" or its dict{SIM_HINT}")
