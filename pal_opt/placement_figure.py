@@ -214,6 +214,8 @@ def placement_figure(instance: RoundInstance, result: PlacementResult, path: str
     if not isinstance(result, PlacementResult):  # a placements dict: AttributeError 'placements' otherwise
         raise InstanceError(f"must be a PlacementResult (what pal_opt.solve or pal_opt.repair return), got "
                             f"{type(result).__name__}", path="result")
+    # a format matplotlib cannot write: an OptionError now, not its ValueError after drawing
+    figure_format(file_path(path), "path", default="png")
     plt = agg_pyplot()
     placements = {j: tuple(g) for j, g in result.placements.items()}
     factors = binned_factors(instance.cluster, str(result.info.get("binning", instance.params.binning)))
@@ -312,5 +314,4 @@ def plot_placement(instance: RoundInstance, result: PlacementResult, path: str |
     from .io.atomic import atomic_write_bytes
 
     name = file_path(path)  # before the drawing, which reads its format from the suffix
-    figure_format(name, "path", default="png")  # one it cannot write: an OptionError, not matplotlib's ValueError
     atomic_write_bytes(name, placement_figure(instance, result, name, failed=failed))

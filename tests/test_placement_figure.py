@@ -132,6 +132,8 @@ def test_a_format_matplotlib_cannot_write_is_an_option_error_and_writes_nothing(
     says = r"^path {}: the file name must end in one of \.avif, .*\.png, .*\.svg"
     with pytest.raises(OptionError, match=says.format(".*p\\.txt")):
         plot_placement(inst, result, tmp_path / "p.txt")
+    with pytest.raises(OptionError, match=says.format("p\\.txt")):
+        placement_figure(inst, result, "p.txt")
     cluster, _ = build_cluster(parse_cluster("1x2"))
     runs = {"pal": simulate([TraceJob(0, 1, 0.0, 10, "resnet50", "classA", 1.0)], cluster, SimConfig())}
     for plot in (plot_result, plot_jct_cdf):
