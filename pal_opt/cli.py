@@ -182,11 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_method_arguments(s, seed_help="seed for the random policy (default 0)")
     s.add_argument(
         "--jobs", type=job_ids, default=None, metavar="ID,ID,...",
-        help="exact methods: place exactly these jobs (comma-separated ids) instead of an admission rule",
+        help="ilp, ilp-partitioned: place exactly these jobs (comma-separated ids) instead of an admission rule",
     )
     s.add_argument(
         "--jobs-from", type=input_file, default=None, metavar="PLACEMENT.json",
-        help="exact methods: place exactly the jobs this placement of the round placed (e.g. solve --method pal "
+        help="ilp, ilp-partitioned: place exactly the jobs this placement of the round placed (e.g. solve --method pal "
              "--out's) and compare it with the answer: a greedy's gap to the optimum of its own job set",
     )
     s.add_argument("--canonical", action="store_true",

@@ -148,3 +148,17 @@ def test_simulate_and_simulate_sia_plot_help_names_the_panels_they_draw() -> Non
     assert helps["simulate"] == helps["simulate-sia"]
     assert "the JCT CDF and the utilisation per round" in helps["simulate"]
     assert "each job's JCT against the first's" in helps["simulate"]
+
+
+def test_solve_options_name_the_methods_that_take_them() -> None:
+    """``--jobs`` and ``--jobs-from`` said ``exact methods:``, but ``ilp-preempt``, an exact method,
+    refuses both (``option(s) --jobs do not apply to method 'ilp-preempt'``): their help names the
+    methods whose options take ``jobs``, as the registry says, and ``--canonical`` those taking
+    ``canonical``."""
+    from pal_opt.methods import METHODS
+
+    solve = dict(commands(build_parser()))["solve"]
+    for option, flags in (("jobs", ("--jobs", "--jobs-from")), ("canonical", ("--canonical",))):
+        takers = ", ".join(name for name, m in METHODS.items() if option in m.options)
+        for f in flags:
+            assert (solve._option_string_actions[f].help or "").startswith(f"{takers}: "), (f, takers)
