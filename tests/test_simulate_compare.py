@@ -99,6 +99,20 @@ def test_one_file_of_several_policies_is_labelled_by_policy(runs: dict[str, Path
     assert list(differing_settings(loaded)) == ["policy"]
 
 
+def test_a_runs_label_given_as_a_file_says_what_to_give(runs: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``compare two.json:pal lam.json`` (the label the table prints for a run of a file of several
+    policies) said only ``two.json:pal: no such result file``."""
+    from pal_opt.errors import MissingFileError
+
+    label = f"{runs['two']}:pal"
+    with pytest.raises(MissingFileError, match=rf"^{label}: no such result file \(FILE:POLICY is how compare labels a "
+                                               rf"run of a file of several policies, not a file to give: give "
+                                               rf"{runs['two']}, each of whose policies is a run\)$"):
+        load_runs([label, runs["lam"]])
+    assert main(["compare", label, str(runs["lam"])]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 def test_files_of_one_name_are_labelled_by_path(runs: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputTypeError, InstanceError, OptionError
+from ..errors import InputTypeError, InstanceError, MissingFileError, OptionError
 from ..io.jsonfile import field_path
 from ..io.messages import explain
 from ..io.validation import SchemaChecker
@@ -211,6 +211,7 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, dict[str, An
     from ..io.jsonfile import load_json
 
     names = [os.fspath(file_path(p, "paths")) for p in require_items(paths, "paths", "a list of result files")]
+    _refuse_labels(names)
     _refuse_twice(names)
     files = {p: _results_of(load_json(p, what="result file"), p) for p in names}
     for stems in (True, False):  # by paths where a file's name and policy would read as another's
@@ -225,6 +226,17 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> dict[str, dict[str, An
         held = f"{', '.join(names)} hold{'s' * (len(names) == 1)} {len(runs)}" if names else "no file given"
         raise OptionError(f"compare needs at least two runs: {held} (give more files, or a file of several policies)")
     return runs
+
+
+def _refuse_labels(names: Sequence[str]) -> None:
+    """A :class:`~pal_opt.errors.MissingFileError` that says so for a run's label given as a file
+    (``r1.json:pal``, as the table names a run of a file of several policies)."""
+    for name in names:
+        file, sep, policy = name.rpartition(":")
+        if sep and file and policy and not os.path.exists(name) and os.path.isfile(file):
+            raise MissingFileError(f"no such result file (FILE:POLICY is how compare labels a run of a file of "
+                                   f"several policies, not a file to give: give {file}, each of whose policies is "
+                                   "a run)", source=name)
 
 
 def _refuse_twice(names: Sequence[str]) -> None:
