@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import InputTypeError
+from ..io.atomic import atomic_write_text
 from ..options import file_path, require_text
 from .program import Program
 
@@ -123,7 +124,8 @@ def lp_text(form: Program, comment: str | None = None, title: str = "pal-opt rou
 
 def write_lp(form: Program, path: str | os.PathLike[str], comment: str | None = None,
              title: str = "pal-opt round integer program") -> None:
-    """Write :func:`lp_text` to ``path`` (UTF-8, ``\\n`` line ends).
+    """Write :func:`lp_text` to ``path`` (UTF-8, ``\\n`` line ends), atomically: the whole file or,
+    on an error, none (:func:`pal_opt.io.atomic.atomic_write_text`).
 
     Raises
     ------
@@ -135,6 +137,4 @@ def write_lp(form: Program, path: str | os.PathLike[str], comment: str | None = 
     if not isinstance(form, Program):
         raise InputTypeError(f"must be a Program (pal_opt.ilp.build_formulation), got {type(form).__name__}",
                              path="form")
-    text = lp_text(form, comment, title)
-    with open(name, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
+    atomic_write_text(name, lp_text(form, comment, title))  # a failed or interrupted write leaves no half file
