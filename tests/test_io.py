@@ -409,7 +409,8 @@ def test_a_bad_job_row_is_a_table_error_holding_its_row_and_column(tmp_path):
                          "PerfVar_classC": [1.0, 1.1]})
     with pytest.raises(TableError) as err:
         instance_from_frames(gpus, frame)
-    assert str(err.value) == "jobs: row 1, column num_gpus: must be a positive integer, got '-1'"
+    # named as the argument is (it said "jobs", the name of the frame the Blox adapter builds)
+    assert str(err.value) == "jobs_df: row 1, column num_gpus: must be a positive integer, got '-1'"
     assert (err.value.row, err.value.column) == (1, "num_gpus")
 
 

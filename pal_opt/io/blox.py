@@ -259,8 +259,7 @@ def instance_from_frames(
     The frames follow the same columns and rules as the CSV files of :func:`load_blox`
     (``jobs_df``: ``job_id``, ``num_gpus``, ``perfclass`` and/or ``model``, optional
     ``is_running``, ``locality_penalty``, ``priority`` and ``started``; :mod:`pal_opt.io.jobs`), in
-    queue order.  Errors name ``gpu_df`` or ``jobs``
-    and the 0-based row.
+    queue order.  Errors name ``gpu_df`` or ``jobs_df`` and the 0-based row.
 
     Examples
     --------
@@ -273,15 +272,16 @@ def instance_from_frames(
     >>> inst.free_gpus, inst.jobs[0].perfclass
     (3, 'classA')
     """
-    return frames_round(gpu_df, jobs_df, RoundParams.from_arguments(**params), name)
+    return frames_round(gpu_df, jobs_df, RoundParams.from_arguments(**params), name, jobs_name="jobs_df")
 
 
 def frames_round(gpu_df: Any, jobs_df: Any, params: RoundParams, name: str = "", *,
-                 notes: list[TableNote] | None = None) -> RoundInstance:
+                 notes: list[TableNote] | None = None, jobs_name: str = "jobs") -> RoundInstance:
     """:func:`instance_from_frames` with the round's parameters built; ``notes``: as for
     :func:`blox_round` (a caller that builds a round from frames every round, as the Blox
-    adapter does, logs each warning once rather than every round)."""
-    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, "jobs"), params, name,
+    adapter does, logs each warning once rather than every round); ``jobs_name``: what errors
+    call the jobs frame (the argument's name, or the frame the Blox adapter builds, ``jobs``)."""
+    return blox_round(CsvTable.from_frame(gpu_df, "gpu_df"), CsvTable.from_frame(jobs_df, jobs_name), params, name,
                       notes=notes)
 
 
