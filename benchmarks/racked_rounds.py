@@ -1,7 +1,7 @@
 """A scheduler's rounds on a racked 256-GPU cluster: whole-round `ilp` time under a 5 s limit.
 
 Runs for about 5 min on the machine of the committed page (the page does not say: 12 rounds × 2 arms
-× 3 runs at its median round times make 268 s, plus the loop's PAL rounds); ``--reps`` and
+× 3 runs at its median round times make 241 s, plus the loop's PAL rounds); ``--reps`` and
 ``--count`` run fewer.
 
 Rounds: a scheduler's loop (as a reviewer ran it from the README): 32 servers x 8 GPUs in 4

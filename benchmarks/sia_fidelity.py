@@ -1,8 +1,8 @@
 """Sia fidelity: newtrace-7 under ``pal-opt simulate-sia --policy sia`` against the authors' simulator.
 
-Runs for about 6 min on the machine of the committed page (the page does not say: in
-``sia_fidelity.json`` the six whole-trace commands took 265 s and the 2,048-GPU solves 49 s, besides
-recording the rounds); ``--no-run`` writes the page and plot from the committed json, ``--no-scale``
+Runs for about 9 min on the machine of the committed page (the page does not say: in
+``sia_fidelity.json`` the six whole-trace commands took 428 s and the 2,048-GPU solves 72 s, besides
+recording the rounds, under load 3.4); ``--no-run`` writes the page and plot from the committed json, ``--no-scale``
 and ``--variants`` run less.
 
 Runs the command the issue names on the paper's cluster (``aws:6x4,rtx:3x8,dgx-ext:2x8``, 60 s
