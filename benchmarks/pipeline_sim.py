@@ -1,7 +1,8 @@
 """Pipeline jobs in simulation: job completion times under the stage program and flat-gang PAL.
 
 Runs for about 2 min on the machine of the committed page (its own total: 110 s; with
-``--restart-cost 30``, ``pipeline_sim_restart.md``: 31 s); ``--traces`` and ``--jobs`` run less.
+``--restart-cost 30`` about 30 s, ``pipeline_sim_restart.md``: 31 s); ``--traces`` and ``--jobs``
+run less.
 
 The trace simulator (``pal-opt simulate``) replays a trace whose ``pipeline`` column gives some
 jobs pipeline stages (:mod:`pal_opt.io.traces`); a pipeline job advances each round at the pace

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import shlex
 import subprocess
 import sys
@@ -89,6 +90,41 @@ def test_the_runs_for_check_sees_a_removed_row_and_an_empty_cell() -> None:
     assert _missing_runs_for(readme.replace(row, emptied)) == ["suite"]
 
 
+_RUN_TIME = re.compile(r"(?:≈|about) (\d[\d.]*) (s|min)\b")
+_FIGURE = re.compile(r"(\d[\d,.]*) ?(s|min)\b")
+
+
+def _docstring_run_time(name: str) -> str:
+    line = _results_module().run_time(ast.get_docstring(ast.parse((BENCHMARKS / f"{name}.py").read_text("utf-8"))))
+    return line or ""
+
+
+def _run_time_disagreements(cells: dict[str, str], docstrings: dict[str, str]) -> list[str]:
+    """Scripts whose README *runs for* cell and docstring give another run time, or whose cell
+    quotes a figure (``428 s``, ``1,365 s``) that the docstring's paragraph does not."""
+    bad = []
+    for name, cell in sorted(cells.items()):
+        doc = docstrings.get(name, "")
+        head = _RUN_TIME.match(cell)
+        doc_head = re.match(r"Runs for about (\d[\d.]*) (s|min)\b", doc)
+        missing = set(_FIGURE.findall(cell)) - set(_FIGURE.findall(doc))
+        if head is None or doc_head is None or head.groups() != doc_head.groups() or missing:
+            bad.append(name)
+    return bad
+
+
+def test_readme_and_docstrings_give_the_same_run_times() -> None:
+    # README's table and each docstring quote the same figures of the committed page; one
+    # re-run that updates only one of them (sia_fidelity's 265 s -> 428 s) shows here
+    cells = _runs_for((ROOT / "README.md").read_text(encoding="utf-8"))
+    docstrings = {name: _docstring_run_time(name) for name in SCRIPTS}
+    assert _run_time_disagreements(cells, docstrings) == []
+    stale = dict(cells, suite=cells["suite"].replace("714 s", "700 s"))
+    assert _run_time_disagreements(stale, docstrings) == ["suite"]
+    longer = dict(cells, failures=cells["failures"].replace("≈ 40 s", "≈ 50 s"))
+    assert _run_time_disagreements(longer, docstrings) == ["failures"]
+
+
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_every_docstring_says_how_long_its_run_takes(name: str) -> None:
     line = _results_module().run_time(ast.get_docstring(ast.parse((BENCHMARKS / f"{name}.py").read_text("utf-8"))))
@@ -119,8 +155,6 @@ def test_command_line_quotes_the_arguments() -> None:
 def test_produced_by_names_the_date_and_the_commit() -> None:
     """A results page says when and on which code it was produced, not only the command: most
     committed pages named only the command and the machine."""
-    import re
-
     r = _results_module()
     line = r.produced_by(str(BENCHMARKS / "suite.py"), ["--update"])
     m = re.fullmatch(r"Produced by `python benchmarks/suite\.py --update` on (\d{4}-\d{2}-\d{2}) at commit (\S+)", line)
