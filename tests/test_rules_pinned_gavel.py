@@ -141,3 +141,11 @@ def test_a_type_leaving_service_with_the_same_jobs_is_a_new_allocation() -> None
     p.out_of_service = np.array([True, True, False, False])
     assert p.allocate(active, 360.0) == {0: (2, 3)}  # type: ignore[arg-type]
     assert p.workers.tolist() == [0, 2] and p.x.round(6).tolist() == [[0.0, 1.0]]
+
+
+def test_a_types_gpus_are_shared_by_the_jobs_gpu_counts() -> None:
+    # Two 2-GPU jobs on one type of 2 GPUs: Σ_j s_j X[j, k] <= N_k gives each half the time, not
+    # each all of it (4 GPUs' worth on 2).
+    a = gavel_allocation(np.array([[1.0], [1.0]]), [2, 2], [2])
+    assert a.x.round(6).tolist() == [[0.5], [0.5]]
+    assert a.level == pytest.approx(1.0)  # 2 · 1 · 0.5 / T_eq (= 1)

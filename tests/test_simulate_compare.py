@@ -249,3 +249,21 @@ def test_runs_that_finished_as_many_jobs_but_not_the_same_are_named_so() -> None
     assert lines[4] == "the averages are over different jobs: a 2 of 3, b 2 of 3 finished"
     same = {"a": _result({"x": 1.0, "y": 2.0, "z": None}), "b": _result({"x": 3.0, "y": 1.0, "z": None})}
     assert not any(ln.startswith("the averages are over different jobs") for ln in comparison_report(same))
+
+
+def test_the_per_job_figure_is_the_median_ratio() -> None:
+    # ratios 1, 1 and 4: median 1 (the mean would be 2)
+    runs = {"a": _result({"x": 10.0, "y": 10.0, "z": 10.0}), "b": _result({"x": 10.0, "y": 10.0, "z": 40.0})}
+    assert comparison_report(runs)[-1] == "  b  median 1.000x, 0 faster, 1 slower, 2 the same (of 3)"
+
+
+def test_files_of_one_name_are_labelled_by_path_when_one_holds_several_policies(tmp_path: Path) -> None:
+    # a/r1.json holds two policies, b/r1.json one: the labels r1:pal, r1:ilp and r1 would not
+    # tell the two files apart, so every run is labelled by its file's path
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    several, one = tmp_path / "a" / "r1.json", tmp_path / "b" / "r1.json"
+    several.write_text(json.dumps({"policies": ["pal", "ilp"], "results": {"pal": _result({"x": 1.0}, policy="pal"),
+                                                                           "ilp": _result({"x": 2.0}, policy="ilp")}}))
+    one.write_text(json.dumps(_result({"x": 3.0}, policy="pal")))
+    assert list(load_runs([several, one])) == [f"{several}:pal", f"{several}:ilp", str(one)]
