@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +253,35 @@ def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPat
 
 
 # ----------------------------------------------------------------------------- bad input
+BAD_CONFIGS = [  # (fields, the message pinned: the same as simulate() gave when it alone checked them)
+    ({"queue": "lifo"}, "unknown queue policy 'lifo'; choose one of fifo, las, srtf"),
+    ({"round_length": 0}, "round_length must be a number of seconds > 0 and at most 1e+15, got 0"),
+    ({"rack_penalty": 0.5}, "rack_penalty must be a finite number >= 1, got 0.5"),
+    ({"restart_cost": 360.0}, "restart-cost must be below the round length (360 s ≥ 360 s): jobs that trade GPUs "
+                              "every round would never end"),
+    ({"max_time": 0.0}, "max_time must be a number of seconds > 0 and at most 1e+15, got 0.0"),
+    ({"seed": -1}, "seed must be an integer >= 0, got -1"),
+    ({"failures": {"scale": 2}}, "failures must be a FailureConfig or None, got dict"),
+    ({"locality_penalty": 0.5}, "locality_penalty must be a finite number >= 1, got 0.5"),
+    ({"policy": "pal", "backend": "highs"}, "option(s) backend do not apply to method 'pal'"),
+]
+
+
+@pytest.mark.parametrize(("fields", "message"), BAD_CONFIGS, ids=[",".join(f) for f, _ in BAD_CONFIGS])
+def test_a_bad_config_is_refused_when_built(fields: dict[str, Any], message: str) -> None:
+    """``SimConfig`` checks itself when built, as the Sia simulator's ``SimConfig`` and
+    ``ClusterSpec``: only :func:`simulate` checked it, so a bad value was reported when the run
+    started, far from the line that built it.  :func:`dataclasses.replace` checks the copy too;
+    ``validate()`` is still there and passes on a config that was built."""
+    import dataclasses
+
+    with pytest.raises(OptionError, match=f"^{re.escape(message)}$"):
+        SimConfig(**fields)
+    with pytest.raises(OptionError, match=f"^{re.escape(message)}$"):
+        dataclasses.replace(SimConfig(), **fields)
+    SimConfig().validate()
+
+
 def test_bad_input_errors() -> None:
     cluster = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
     with pytest.raises(InstanceError, match="class 'classB' has no GPU factors"):

@@ -255,7 +255,7 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
     configs = {}
     for policy, opts in solve_options_each(args, args.policy, "policy", names).items():
         exact = get_method(policy).exact
-        config = SimConfig(
+        config = SimConfig(  # checked when built
             policy=policy,
             queue=args.queue,
             round_length=args.round or DEFAULT_ROUND_LENGTH,
@@ -271,7 +271,6 @@ def _configs(args: argparse.Namespace) -> dict[str, Any]:
             failures=failures,
             max_time=None if args.max_hours is None else args.max_hours * 3600.0,
         )
-        config.validate()
         configs[policy] = config
     return configs
 

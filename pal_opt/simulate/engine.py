@@ -275,9 +275,17 @@ class SimConfig:
     failures: FailureConfig | None = None
     max_time: float | None = None
 
+    def __post_init__(self) -> None:
+        # checked when built, as the Sia simulator's SimConfig and ClusterSpec: checked only by
+        # simulate(), a bad value was reported when the run started, far from the line that built it
+        self.validate()
+
     def validate(self) -> None:
         """Check the configuration: the method and its options (:mod:`pal_opt.methods`), the
-        round parameters (:class:`~pal_opt.model.RoundParams`) and what only the simulator has."""
+        round parameters (:class:`~pal_opt.model.RoundParams`) and what only the simulator has
+        (one :class:`~pal_opt.errors.OptionError` naming the first bad field).  Run when the
+        configuration is built (:func:`dataclasses.replace` too), so a bad one is never built;
+        still public, for callers that ran it themselves."""
         get_queue_policy(self.queue)
         check_seconds(self.round_length, "round_length")
         if self.rack_penalty is not None:
@@ -930,8 +938,7 @@ def _checked_arguments(trace: Any, cluster: Any, config: Any, validate: Any, pro
     if isinstance(trace, str | bytes | Mapping) or not isinstance(trace, Iterable):
         raise InputTypeError(f"must be a list of trace jobs (pal_opt.io.traces.read_trace), got {type(trace).__name__}",
                              path="trace")
-    cfg = config or SimConfig()
-    cfg.validate()
+    cfg = config or SimConfig()  # checked when built
     if not isinstance(validate, bool):  # a truthy object ran the checker on every round
         raise OptionError(f"validate must be True or False, got {validate!r:.60}")
     check_callbacks(progress=progress, on_round=on_round)  # called only later, if at all

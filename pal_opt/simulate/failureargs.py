@@ -67,4 +67,4 @@ def failure_config(args: argparse.Namespace) -> Any:
             flag = next(f for f, field in FAILURE_FLAGS if field in given)
             raise OptionError(f"{flag} needs --failures (failures are off by default)")
         return None
-    return FailureConfig(**given)  # checked with the rest by SimConfig.validate
+    return FailureConfig(**given)  # checked with the rest when the SimConfig is built
