@@ -7,6 +7,7 @@ the conformance suite: ``conformance.py`` run by ``test_backend_conformance.py``
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import subprocess
@@ -368,3 +369,18 @@ def test_cbc_removes_the_files_a_killed_process_left(tmp_path, monkeypatch):
     mine = cbc._workdir("mip")
     assert not os.path.exists(dead) and os.path.isdir(live) and os.path.isdir(other)
     assert Path(mine).name.startswith(f"pal_opt_cbc_{ns}-{os.getpid()}_mip_")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pulp") is None, reason="PuLP not installed")
+def test_cbc_runs_with_deprecation_warnings_as_errors(tmp_path: Path) -> None:
+    """PuLP 3 warns that PULP_CBC_CMD and LpVariable(...) change in PuLP 4.0; under ``-W
+    error::DeprecationWarning`` (a strict test setup) the probe raised and CBC was 'not available'.
+    The notices are off inside the backend (pyproject keeps PuLP below 4); pal-opt's own warnings
+    are not touched."""
+    code = ("import pal_opt; from pal_opt.generate import generate_instance\n"
+            "r = pal_opt.solve(generate_instance(8, 2, 3, seed=1), method='ilp', backend='cbc')\n"
+            "print(r.status.value)\n")
+    run = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONWARNINGS": ""})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split()[0] == "optimal", run.stdout

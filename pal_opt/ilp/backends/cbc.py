@@ -74,6 +74,9 @@ import signal
 import subprocess
 import tempfile
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -97,6 +100,28 @@ from .base import (
     is_second_press,
     poll_progress,
 )
+
+#: PuLP 3 warns that ``PULP_CBC_CMD`` and a directly built ``LpVariable`` go in PuLP 4.0 (which no
+#: longer bundles the CBC binary this backend runs); ``pyproject.toml`` keeps PuLP below 4, so the
+#: warnings name nothing a user can act on, and under ``-W error::DeprecationWarning`` they made
+#: CBC look "not available".
+_PULP_4_NOTICE = r".*PuLP 4\.0"
+
+
+@contextmanager
+def _pulp_4_notices_off() -> Iterator[None]:
+    """PuLP's notices of its 4.0 changes (:data:`_PULP_4_NOTICE`) not shown inside the block."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_PULP_4_NOTICE, category=DeprecationWarning)
+        yield
+
+
+def _cbc_cmd(**kwargs: Any) -> Any:
+    """``pulp.PULP_CBC_CMD(**kwargs)`` (the bundled CBC binary's command) without PuLP's notice."""
+    import pulp
+
+    with _pulp_4_notices_off():
+        return pulp.PULP_CBC_CMD(**kwargs)
 
 _log = logging.getLogger(__name__)
 __all__ = ["CbcBackend"]
@@ -540,9 +565,8 @@ class CbcBackend(Backend):
     @classmethod
     def _probe(cls) -> None:
         super()._probe()
-        import pulp
 
-        if not pulp.PULP_CBC_CMD(msg=False).available():
+        if not _cbc_cmd(msg=False).available():
             raise ImportError("PuLP is installed but its CBC binary cannot be run")
 
     @classmethod
@@ -552,7 +576,7 @@ class CbcBackend(Backend):
         cbc = "?"
         try:
             out = subprocess.run(
-                [pulp.PULP_CBC_CMD(msg=False).path, "-quit"],
+                [_cbc_cmd(msg=False).path, "-quit"],
                 capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
             ).stdout
             m = _VERSION.search(out)
@@ -570,7 +594,6 @@ class CbcBackend(Backend):
         is no time to write and start it; :class:`~.base.BackendInterrupted` (without a
         solution) on Ctrl-C.  ``state`` only records that the LP started cold (each call is a
         fresh CBC process; nothing is kept between rounds)."""
-        import pulp
 
         if state is not None:
             state.last = "cold: CLP runs in a fresh CBC process every round"
@@ -582,7 +605,7 @@ class CbcBackend(Backend):
             mps, sol, log = (os.path.join(workdir, n) for n in ("relaxation.mps", "relaxation.sol", "clp.log"))
             write_lp_mps(program, mps)
             options = self._fit_to_deadline(options, "solving the LP relaxation")
-            args = [pulp.PULP_CBC_CMD(msg=False).path, mps]
+            args = [_cbc_cmd(msg=False).path, mps]
             if options.time_limit is not None:
                 args += ["-timeMode", "elapsed", "-sec", repr(float(options.time_limit))]
             args += ["-dualsimplex", "-solution", sol]
@@ -601,8 +624,9 @@ class CbcBackend(Backend):
         lo = [None if math.isinf(v) else float(v) for v in program.col_lo.tolist()]
         hi = [None if math.isinf(v) else float(v) for v in program.col_hi.tolist()]
         cats = [pulp.LpInteger if f else pulp.LpContinuous for f in program.integrality.tolist()]
-        xs = [pulp.LpVariable(nm, lowBound=a, upBound=b, cat=ct)
-              for nm, a, b, ct in zip(program.var_names, lo, hi, cats, strict=True)]
+        with _pulp_4_notices_off():  # one notice per variable otherwise
+            xs = [pulp.LpVariable(nm, lowBound=a, upBound=b, cat=ct)
+                  for nm, a, b, ct in zip(program.var_names, lo, hi, cats, strict=True)]
         c = program.c.tolist()
         prob.setObjective(pulp.LpAffineExpression([(xs[i], c[i]) for i in np.flatnonzero(program.c).tolist()]))
         A = program.A
@@ -633,14 +657,13 @@ class CbcBackend(Backend):
     def _write_files(model: _CbcModel) -> None:
         """The MPS (and MIP start) file, written to a private directory (part of translating, so
         that a deadline's time limit is fitted once they are written)."""
-        import pulp
 
         model.workdir = workdir = _workdir("mip")
         mps, mst, model.sol, model.log_path = (os.path.join(workdir, n) for n in ("round.mps", "start.mst", "round.sol", "cbc.log"))
         model.mps = vs, var_names, con_names, _ = model.prob.writeMPS(mps, rename=1)
         model.args = [mps]
         if model.has_start:
-            pulp.PULP_CBC_CMD(msg=False).writesol(mst, model.prob, vs, var_names, con_names)
+            _cbc_cmd(msg=False).writesol(mst, model.prob, vs, var_names, con_names)
             model.args += ["-mips", mst]
 
     def solver_time_limit(self, seconds_left: float) -> float:
@@ -650,7 +673,6 @@ class CbcBackend(Backend):
 
     def _configure(self, model: _CbcModel, program: Program, options: SolveOptions) -> None:
         """The CBC command line (the files are written by :meth:`_translate`)."""
-        import pulp
 
         model.gap = float(options.abs_gap) if options.abs_gap > 0 else OPTIMALITY_ABS_GAP
         kwargs: dict[str, Any] = dict(msg=False, gapRel=0, gapAbs=model.gap, warmStart=model.has_start,
@@ -659,7 +681,7 @@ class CbcBackend(Backend):
             kwargs["timeMode"] = "elapsed"
         if options.threads is not None and options.threads > 1:
             kwargs["threads"] = int(options.threads)
-        model.cmd = cmd = pulp.PULP_CBC_CMD(**kwargs)
+        model.cmd = cmd = _cbc_cmd(**kwargs)
         model.args = [cmd.path, *model.args]
         if options.time_limit is not None:
             model.args += ["-sec", repr(float(options.time_limit))]
@@ -667,9 +689,8 @@ class CbcBackend(Backend):
             model.args += ("-" + opt).split()
 
     def _param_model(self) -> _CbcModel:
-        import pulp
 
-        return _CbcModel(None, [], False, cmd=pulp.PULP_CBC_CMD(msg=False))
+        return _CbcModel(None, [], False, cmd=_cbc_cmd(msg=False))
 
     def _set_param(self, model: _CbcModel, key: str, value: Any) -> None:
         option = (f"-{key}",) if value is None else (f"-{key}", str(value))
