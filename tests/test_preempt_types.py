@@ -95,6 +95,26 @@ def test_the_plan_prefers_free_gpus_then_the_lowest_priority() -> None:
     assert (plan.waiting, plan.kept, plan.optional) == ((3,), (0, 2), (1,)) and plan.claims[3].tolist() == [0, 2]
 
 
+def test_the_plan_claims_the_type_it_fits_best() -> None:
+    """w (2 GPUs, any one type) fits the 4 free aws GPUs and the 2 free rtx GPUs without
+    preempting: it claims rtx, the group it leaves the fewest free GPUs in (best fit), not aws."""
+    plan = preempt_plan(round_of((Job("r", 2, "classA", placement=(4, 5)), Job("w", 2, "classA"))))
+    assert (plan.waiting, plan.kept, plan.optional) == ((1,), (0,), ())
+    assert plan.claims[1].tolist() == [0, 2]
+
+
+def test_the_plan_claims_the_type_whose_highest_victim_priority_is_lowest() -> None:
+    """h (priority 3, 4 GPUs, any one type): on aws it would preempt priorities 0 and 2, on rtx
+    priority 1 only; it claims rtx (the highest priority preempted is the lower), not aws (whose
+    lowest priority preempted is the lower)."""
+    plan = preempt_plan(round_of((Job("a0", 2, "classA", placement=(0, 1)),
+                                  Job("a2", 2, "classA", placement=(2, 3), priority=2),
+                                  Job("b1", 4, "classA", placement=(4, 5, 6, 7), priority=1),
+                                  Job("h", 4, "classA", priority=3))))
+    assert (plan.waiting, plan.kept, plan.optional) == ((3,), (0, 1), (2,))
+    assert plan.claims[3].tolist() == [0, 4]
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_a_victim_not_needed_is_given_back(method: str) -> None:
     """x (1 aws GPU, started last) is evicted first, but y (3 aws GPUs) alone makes room for h
