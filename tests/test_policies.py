@@ -339,6 +339,27 @@ def test_packed_exact_then_smallest_then_spill() -> None:
     assert packed_select(s, 10) is None
 
 
+def test_packed_takes_the_roomy_server_with_the_fewest_free_gpus() -> None:
+    """No server has exactly 2 free GPUs: of servers 0 (4 free) and 1 (3 free) the 2-GPU job takes
+    server 1, the one with the fewest, though server 0 comes first."""
+    inst = _round([1.0] * 8, [0] * 4 + [1] * 4, [F] * 7 + [B])
+    assert packed_select(FreeGpus(inst.cluster, inst.cluster.state == F), 2).tolist() == [4, 5]
+
+
+def test_packed_backfill_skips_a_job_that_cannot_fit_and_keeps_its_victims() -> None:
+    """'big' (8 GPUs) cannot fit on the 7 GPUs in service even with 'r' preempted: with backfill
+    it is skipped, 'r' keeps its GPUs (the sticky rule gives its victims back) and 'small' behind
+    it is placed; without backfill the round ends at 'big'.  (Non-sticky, 'r' is placed afresh.)"""
+    jobs = (Job("big", 8, "classA", 0), Job("r", 2, "classA", 1, placement=(0, 1)), Job("small", 1, "classA", 2))
+    inst = _round([1.0] * 8, [0] * 4 + [1] * 4, [F] * 7 + [B], jobs)
+    sticky = place_sticky(inst, inst.cluster.factors, backfill=True)
+    assert (sticky.placements, sticky.jobs_to_terminate) == ({"r": (0, 1), "small": (2,)}, ())
+    assert place_sticky(inst, inst.cluster.factors).placements == {}
+    packed = get_policy("packed")
+    assert packed(inst, inst.cluster.factors, backfill=True).placements == {"r": (4, 5), "small": (6,)}
+    assert packed(inst, inst.cluster.factors).placements == {}
+
+
 def test_packed_sticky_preempts_from_the_back() -> None:
     jobs = (
         Job("new", 3, "classA", 0),
