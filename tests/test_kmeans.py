@@ -368,6 +368,8 @@ def test_one_cluster_and_bad_input() -> None:
         kmeans_1d(np.array([1.0, 2.0]), 2, init=np.array([1.0]))
     with pytest.raises(OptionError, match="2 to n - 1 clusters"):
         silhouette_score(np.array([1.0, 2.0]), np.array([0, 0]))
+    with pytest.raises(OptionError, match="2 to n - 1 clusters"):  # every point alone: as scikit-learn
+        silhouette_score(np.array([1.0, 2.0, 4.0]), np.array([0, 1, 2]))
 
 
 def test_large_input_is_fast_and_deterministic() -> None:
