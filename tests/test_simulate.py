@@ -249,6 +249,16 @@ def test_plots_of_a_stopped_run_and_of_an_idle_gap(monkeypatch: pytest.MonkeyPat
     none = simulate([_job(0, 1, 0.0, 1000)], cluster, SimConfig(max_time=360.0))
     cdf, _ = _drawn(monkeypatch, {"none": none})
     assert cdf.steps == {} and cdf.texts == ["no job finished"]
+
+
+def test_the_jct_cdf_of_a_run_with_an_unplaceable_job_reaches_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job no cluster GPU set can hold (2 GPUs on 1) is not counted: the one other job finished,
+    and the CDF ends at 1, not at 1/2."""
+    cluster = Cluster.uniform(1, 1, {"classA": [1.0]})
+    res = simulate([_job(0, 1, 0.0, 100), _job(1, 2, 0.0, 100)], cluster, SimConfig())
+    assert list(res.unplaceable) == [1]
+    cdf, _ = _drawn(monkeypatch, {"alone": res})
+    assert cdf.steps["alone"][1] == [1.0]
     assert TITLES[-1] == "360 s rounds, seed 0"  # what was simulated (a CLI run adds the trace and cluster)
 
 
