@@ -15,7 +15,8 @@ from pal_opt.generate import generate_instance, sample_jobs
 from pal_opt.ilp import scale
 from pal_opt.ilp.relaxation import build_relaxation
 from pal_opt.ilp.solve import prepare_round
-from pal_opt.model import RoundInstance
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
+from pal_opt.result import PlacementResult, Status
 
 pytest.importorskip("highspy")
 
@@ -246,3 +247,53 @@ def test_kept_types_are_the_last_rounds_not_every_rounds(small_threshold: None) 
         assert check(this, res) == []
         mine = {(j.perfclass, j.demand, tuple(map(float, j.locality))) for j in jobs}
         assert ws.types and set(ws.types) <= mine  # this round's types only
+
+
+def test_kept_drops_a_wrong_length_a_repeated_gpu_and_a_busy_gpu() -> None:
+    """Hand-made: six free-or-busy GPUs on three servers; only a's last placement is still valid
+    (b repeats GPU 2, c's GPU 3 is busy now, d needs 2 GPUs but had 1)."""
+    state = [GpuState.FREE] * 6
+    state[3] = GpuState.BUSY
+    cl = Cluster.from_arrays(range(6), [0, 0, 1, 1, 2, 2], {"k": [1.0] * 6}, state=state)
+    jobs = (Job("a", 2, "k"), Job("b", 2, "k"), Job("c", 1, "k"), Job("d", 2, "k"))
+    inst = RoundInstance(cl, jobs, RoundParams(binning="none"))
+    ws = WarmStart()
+    ws.placements = {"a": (0, 1), "b": (2, 2), "c": (3,), "d": (4,)}
+    assert ws.kept(inst, range(4)) == {"a": (0, 1)}
+
+
+def test_the_key_covers_racks_and_throughput() -> None:
+    """Two clusters that differ only in which rack a server is in, or only in a class's
+    throughput on a type, are other clusters to a warm state."""
+    flat = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"k": [1.0] * 4}, gpu_types="aabb",
+                               throughput={"k": {"a": 1.0, "b": 1.0}})
+    jobs = (Job("j", 2, "k"),)
+    one = replace(flat, rack_of_server=np.array([0, 0]), rack_ids=("r0", "r1"))
+    two = replace(flat, rack_of_server=np.array([0, 1]), rack_ids=("r0", "r1"))
+    faster = replace(flat, throughput={"k": {"a": 1.0, "b": 2.0}})
+    ws = WarmStart()
+    assert ws.match(RoundInstance(one, jobs), "none", "highs") == "first round"
+    assert ws.match(RoundInstance(one, jobs), "none", "highs") is None
+    assert ws.match(RoundInstance(two, jobs), "none", "highs").startswith("another cluster")
+    assert ws.match(RoundInstance(flat, jobs), "none", "highs").startswith("another cluster")
+    assert ws.match(RoundInstance(faster, jobs), "none", "highs").startswith("another cluster")
+
+
+def test_a_kept_relaxation_serves_only_the_same_coupling() -> None:
+    inst = generate_instance(8, 4, 12, seed=1)
+    setup = prepare_round(inst, None, "highs", None, None)
+    relax = build_relaxation(inst, setup.admitted, setup.factors, couple=False)
+    assert relax is not None
+    ws = WarmStart()
+    ws.keep_relaxation(inst, relax, couple=False)
+    assert ws.relaxation(inst, setup.admitted, couple=False) is not None
+    assert ws.relaxation(inst, setup.admitted, couple=True) is None
+
+
+def test_an_infeasible_round_leaves_no_placements() -> None:
+    ws = WarmStart()
+    ok = PlacementResult({"a": (0, 1)}, "ilp", Status.FEASIBLE, 1.0, 1.0, 2, 0.0, "prefix")
+    ws.record(ok)
+    assert ws.placements == {"a": (0, 1)}
+    ws.record(replace(ok, status=Status.INFEASIBLE))
+    assert ws.placements == {} and ws.rounds == 2
