@@ -22,8 +22,9 @@ from pal_opt.ilp.backends.base import BackendInterrupted
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.mpswriter import lp_mps_text
 from pal_opt.ilp.program import Program
-from pal_opt.ilp.relaxation import build_relaxation
+from pal_opt.ilp.relaxation import applies, build_relaxation
 from pal_opt.ilp.solve import prepare_round
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.result import Status
 
 LP_BACKENDS = [name for name, cls in BACKENDS.items() if cls.supports_relaxation and cls.is_available()]
@@ -191,3 +192,66 @@ def test_the_lp_shortcut_serves_every_backend(backend: str) -> None:
     exact = solve(inst, "ilp", backend="highs")
     assert exact.status == Status.OPTIMAL
     assert r.bound is not None and r.bound <= exact.objective + 1e-9 <= r.objective + 2e-9
+
+
+_NONE = RoundParams(binning="none")
+_TIGHT = {
+    # one server, three factor levels, a job on all three GPUs: the level-0 and level-1 GPUs
+    # are carried up to level 2 (a carry is bounded by the GPUs of its level and below, 2)
+    "carry": RoundInstance(Cluster.from_arrays(range(3), [0, 0, 0], {"k": [1.0, 1.5, 2.0]}), (Job("j", 3, "k"),), _NONE),
+    # a 2-GPU gang over two 1-GPU servers: only a cluster slot holds it
+    "pair": RoundInstance(Cluster.from_arrays(range(2), [0, 1], {"k": [1.0, 1.0]}), (Job("j", 2, "k"),), _NONE),
+    # two 2-GPU jobs, servers of 3 and 1 free GPUs: one server slot (3 // 2), not 1.5, so the
+    # other job spans
+    "floor": RoundInstance(Cluster.from_arrays(range(4), [0, 0, 0, 1], {"k": [1.0] * 4}),
+                           (Job("a", 2, "k"), Job("b", 2, "k")), _NONE),
+    # racks of 2+2 and 1+1 GPUs: the 2-GPU job on a server of rack r0 leaves r0 too small for
+    # the 4-GPU job, so the optimum puts each job on its own rack (a server slot uses its rack)
+    "rack": RoundInstance(Cluster.from_arrays(range(6), [0, 0, 1, 1, 2, 3], {"k": [1.0] * 6},
+                                              rack_of_server={0: "r0", 1: "r0", 2: "r1", 3: "r1"}),
+                          (Job("big", 4, "k", locality=(1.0, 1.5, 3.0)), Job("small", 2, "k", locality=(1.0, 1.5, 3.0))),
+                          _NONE),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TIGHT))
+def test_the_flow_free_bound_is_the_optimum_of_tiny_rounds(name: str) -> None:
+    """Hand-made rounds where the relaxation is exact: its LP optimum is the proven optimum."""
+    inst = _TIGHT[name]
+    setup = prepare_round(inst, None, "highs", None, None)
+    relax = build_relaxation(inst, setup.admitted, setup.factors)
+    assert relax is not None
+    exact = solve(inst, "ilp", backend="highs")
+    assert exact.status == Status.OPTIMAL
+    assert _bound("highs", relax.program) == pytest.approx(exact.objective, rel=1e-6, abs=1e-6)
+
+
+def test_a_kept_type_may_need_every_free_gpu() -> None:
+    """``also`` keeps a type whose demand is all the free GPUs (it fits), not one above."""
+    inst = _TIGHT["floor"]
+    setup = prepare_round(inst, None, "highs", None, None)
+    loc = (1.0, 1.7, 1.7)
+    relax = build_relaxation(inst, setup.admitted, setup.factors, also=[("k", 4, loc), ("k", 5, loc)])
+    assert relax is not None and relax.types == (("k", 2, loc), ("k", 4, loc))
+
+
+def test_counts_for_another_admitted_set_keep_the_left_out_charge() -> None:
+    """A running job left out is charged; the relaxation given counts again charges it as a
+    fresh build does."""
+    inst = generate_instance(8, 4, 12, seed=1, running_fraction=0.5, restart_cost=1.0)
+    setup = prepare_round(inst, None, "highs", None, None)
+    queued = [i for i in setup.admitted if inst.jobs[i].placement is None]
+    relax = build_relaxation(inst, queued, setup.factors)
+    assert relax is not None and relax.program.obj_offset > 0
+    again = relax.with_counts(inst, queued)
+    fresh = build_relaxation(inst, queued, setup.factors, also=relax.types)
+    assert again is not None and fresh is not None
+    assert again.program.obj_offset == fresh.program.obj_offset > 0
+
+
+def test_a_round_with_a_pipeline_has_no_flow_free_bound() -> None:
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"k": [1.0] * 4})
+    pipe = RoundInstance(cl, (Job("p", 4, "k", pipeline=Pipeline((2.0, 1.0), (2, 2))),), _NONE)
+    plain = RoundInstance(cl, (Job("p", 4, "k"),), _NONE)
+    assert applies(plain, [0]) and not applies(pipe, [0])
+    assert build_relaxation(pipe, [0], {"k": np.ones(4)}) is None
