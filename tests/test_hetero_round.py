@@ -15,7 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pal_opt.errors import OptionError
-from pal_opt.hetero.bounds import core_program, lagrangian_bound, layout, relax, repair
+from pal_opt.hetero import bounds
+from pal_opt.hetero.bounds import (
+    core_program,
+    lagrangian,
+    lagrangian_bound,
+    layout,
+    relax,
+    repair,
+    round_relaxation,
+    solve_large_round,
+)
 from pal_opt.hetero.configs import PAPER_CLUSTER, GpuType, enumerate_configs
 from pal_opt.hetero.placer import fit_shape, place_type, placement_shape
 from pal_opt.hetero.round import (
@@ -27,6 +37,7 @@ from pal_opt.hetero.round import (
     solve_round_dp,
     synthetic_round,
 )
+from pal_opt.hetero.roundprogram import RoundProgram
 from pal_opt.ilp.backends import available_backends
 
 BACKENDS = available_backends()
@@ -322,3 +333,64 @@ def test_a_backend_that_fails_is_followed_by_the_next(caplog: pytest.LogCaptureF
         assert "broken-highs found no solution (no-solution: Solve error)" in caplog.text
     finally:
         unregister_backend("broken-highs")
+
+
+def _two_by_two() -> RoundProgram:
+    """Two jobs on 2 GPUs of type a and 2 of b.  Columns (coefficient, type, GPUs): job 0:
+    0 (-60, a, 1), 1 (-70, a, 2), 2 (-80, b, 1), 3 (-90, b, 2); job 1: 4 (-50, a, 1),
+    5 (-60, a, 2), 6 (-80, b, 1)."""
+    cs = enumerate_configs((GpuType("a", 1, 2), GpuType("b", 1, 2)))
+    prog = build_round_program(RoundInput(cs, np.array([[0.5, 0.4, 0.3, 0.2], [0.6, 0.5, 0.3, 1.1]], dtype=np.float32)))
+    assert prog.c.tolist() == [-60, -70, -80, -90, -50, -60, -80] and prog.col_gpus.tolist() == [1, 2, 1, 2, 1, 2, 1]
+    return prog
+
+
+def _at(prog: RoundProgram, *cols: int) -> list[float]:
+    out = np.zeros(prog.num_vars)
+    out[list(cols)] = 1.0
+    return out.tolist()
+
+
+def test_rounding_keeps_whole_columns_and_tries_every_split_combination() -> None:
+    """A job at 0.6 is split, not kept: job 1 whole on column 4 leaves one a GPU, and job 0's
+    cheapest fitting column is 3 (both b GPUs, filling the type exactly); with job 1 on column 6
+    job 0's best is column 2 (the last b GPU), not column 1."""
+    prog = _two_by_two()
+    x = np.zeros(prog.num_vars)
+    x[[4, 1, 3]] = 1.0, 0.6, 0.4
+    assert round_relaxation(prog, x).tolist() == _at(prog, 3, 4)
+    x = np.zeros(prog.num_vars)
+    x[[6, 1, 2]] = 1.0, 0.5, 0.5
+    assert round_relaxation(prog, x).tolist() == _at(prog, 2, 6)
+
+
+def test_rounding_job_by_job_takes_each_jobs_cheapest_fitting_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the combination limit, jobs in order of their largest share: job 1 (0.7) takes its
+    cheapest column 6, then job 0 its cheapest that fits, 2 (column 3 needs two b GPUs)."""
+    prog = _two_by_two()
+    monkeypatch.setattr(bounds, "MAX_ROUNDING_COMBINATIONS", 0)
+    x = np.zeros(prog.num_vars)
+    x[[0, 1, 2, 3, 4, 5]] = 0.5, 0.5, 0.2, 0.2, 0.7, 0.3
+    assert round_relaxation(prog, x).tolist() == _at(prog, 2, 6)
+
+
+def test_a_large_rounds_bound_is_the_lp_bound_rounded_up() -> None:
+    """The objective is in whole hundredths, so the bound is ⌈z_LP⌉ (60 here, the optimum:
+    columns 2 and 6, -160 + 220), never below z_LP."""
+    prog = _two_by_two()
+    rel = relax(prog)
+    assert rel is not None and rel.bound == pytest.approx(60.0)
+    large = solve_large_round(prog, rel)
+    assert large.proven and large.bound == 60.0 and large.values.tolist() == _at(prog, 2, 6)
+
+
+def test_a_lagrangian_choice_leaves_out_a_job_whose_priced_columns_gain_nothing() -> None:
+    """One a GPU, two b GPUs priced at 80 each.  Job 0: columns 0 (-60, a), 1 (-80, b, 1 GPU),
+    2 (-90, b, 2); job 1: 3 (-50, a), 4 (-80, b, 1).  Job 0 takes the a GPU (-60); job 1's best
+    priced column costs -80 + 80 = 0, no better than nothing, so it is left out.  Bound:
+    -60 + 220 - 80·2 = 0."""
+    cs = enumerate_configs((GpuType("a", 1, 1), GpuType("b", 1, 2)))
+    prog = build_round_program(RoundInput(cs, np.array([[0.5, 0.3, 0.2], [0.6, 0.3, 1.1]], dtype=np.float32)))
+    assert prog.c.tolist() == [-60, -80, -90, -50, -80] and prog.col_type.tolist() == [0, 1, 1, 0, 1]
+    bound, choice = lagrangian(prog, layout(prog), np.array([0.0, 80.0]), 0)
+    assert bound == 0.0 and choice.tolist() == [0, -1]
