@@ -12,7 +12,7 @@ import pytest
 from pal_opt.errors import InstanceError, OptionError
 from pal_opt.topology import hostlist
 from pal_opt.topology.graphml import parse_graphml
-from pal_opt.topology.hierarchy import TopologyLevel, check_levels
+from pal_opt.topology.hierarchy import Topology, TopologyLevel, check_levels
 from pal_opt.topology.hostlist import compress_hostlist, expand_hostlist
 from pal_opt.topology.kubernetes import parse_nodes
 from pal_opt.topology.slurm import load_slurm, parse_topology_conf
@@ -115,6 +115,31 @@ def test_levels_that_do_not_nest_are_refused() -> None:
     with pytest.raises(InstanceError, match="group 'r1' of level 'rack' lies in two groups of level 'zone'"):
         check_levels(["a", "b"], levels)
     check_levels(["a", "b"], [levels[0], TopologyLevel("zone", {"a": "z1", "b": "z1"})])
+
+
+def test_the_innermost_level_must_map_every_host() -> None:
+    with pytest.raises(InstanceError, match="host 'b' has no group at level 'rack'"):
+        check_levels(["a", "b"], [TopologyLevel("rack", {"a": "r1"})])
+
+
+def test_each_level_nests_in_the_one_right_above_it() -> None:
+    # racks r1 and r2 both lie in row x, but x lies in two zones: the rows do not nest in the zones
+    levels = [TopologyLevel("rack", {"a": "r1", "b": "r2"}), TopologyLevel("row", {"a": "x", "b": "x"}),
+              TopologyLevel("zone", {"a": "z1", "b": "z2"})]
+    with pytest.raises(InstanceError, match="group 'x' of level 'row' lies in two groups of level 'zone'"):
+        check_levels(["a", "b"], levels)
+
+
+def test_from_counts_refuses_device_numbers_or_types_that_do_not_match_the_gpus() -> None:
+    rack = [TopologyLevel("rack", {"a": "r1"})]
+    with pytest.raises(InstanceError, match="1 device numbers for 2 GPUs"):
+        Topology.from_counts(["a"], rack, {"a": 2}, devices={"a": [0]})
+    with pytest.raises(InstanceError, match="host 'a' has 2 GPUs but 3 GPU types"):
+        Topology.from_counts(["a"], rack, {"a": 2}, types={"a": ["v100", "v100", "a100"]})
+    with pytest.raises(InstanceError, match="host 'a' has 2 GPUs but 1 GPU types"):
+        Topology.from_counts(["a"], rack, {"a": 2}, types={"a": ["v100"]})
+    ok = Topology.from_counts(["a"], rack, {"a": 2}, types={"a": ["v100", "a100"]}, devices={"a": [3, 1]})
+    assert ok.gpu_types == ("v100", "a100") and ok.devices is not None and ok.devices.tolist() == [3, 1]
 
 
 @pytest.mark.parametrize("key", ["factor_classA", "throughput_classA"])
