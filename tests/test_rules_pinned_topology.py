@@ -10,11 +10,13 @@ import networkx as nx
 import pytest
 
 from pal_opt.errors import InstanceError, OptionError
+from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
 from pal_opt.topology import hostlist
 from pal_opt.topology.graphml import parse_graphml
 from pal_opt.topology.hierarchy import Topology, TopologyLevel, check_levels
 from pal_opt.topology.hostlist import compress_hostlist, expand_hostlist
 from pal_opt.topology.kubernetes import parse_nodes
+from pal_opt.topology.placement import HostShare, JobHosts, gpu_jobs, placement_by_host
 from pal_opt.topology.slurm import load_slurm, parse_topology_conf
 from pal_opt.topology.slurmconf import logical_lines
 
@@ -151,3 +153,24 @@ def test_a_graphml_factor_or_throughput_of_zero_is_refused(key: str) -> None:
     gr.add_edge("s", "g")
     with pytest.raises(InstanceError, match=r"must be a finite number > 0"):
         parse_graphml("\n".join(nx.generate_graphml(gr)))
+
+
+def _interleaved() -> RoundInstance:
+    """GPUs 0-3 on hosts a, b, a, b (host order a, b); job 7 (an integer id) of 2 GPUs, x of 1."""
+    cl = Cluster.from_arrays(range(4), ["a", "b", "a", "b"], {"k": [1.0] * 4})
+    return RoundInstance(cl, (Job(7, 2, "k"), Job("x", 1, "k")), RoundParams(binning="none"))
+
+
+def test_a_jobs_hosts_come_in_the_clusters_host_order() -> None:
+    # GPU 1 is b's first GPU, GPU 2 a's second: a comes first although GPU 1 does
+    assert placement_by_host(_interleaved(), {"placements": {"7": [1, 2]}}) == [
+        JobHosts(7, (HostShare("a", (1,)), HostShare("b", (0,))))]
+
+
+def test_gpu_jobs_gives_the_jobs_own_ids() -> None:
+    assert gpu_jobs(_interleaved(), {"placements": {"7": [1, 2], "x": [0]}}) == {1: 7, 2: 7, 0: "x"}
+
+
+def test_an_unappliable_placement_counts_its_other_problems() -> None:
+    with pytest.raises(InstanceError, match=r"job 7: needs 2 distinct GPUs, got \[1, 1\] \(and 1 more problems\)$"):
+        placement_by_host(_interleaved(), {"placements": {"7": [1, 1], "x": [9]}})
