@@ -16,7 +16,7 @@ from pal_opt.admission import admit, unplaceable
 from pal_opt.binning import binned_factors
 from pal_opt.check import Kind, check, violations
 from pal_opt.cost import evaluate
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InfeasibleRoundError, InstanceError, OptionError
 from pal_opt.gputypes import (
     TypeBudget,
     claim_all,
@@ -30,6 +30,7 @@ from pal_opt.ilp import available_backends, solve_ilp
 from pal_opt.ilp.decode import encode
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.heuristic import start_placements
+from pal_opt.ilp.typelanes import round_lanes
 from pal_opt.io import load_instance
 from pal_opt.io.instance import instance_from_dict, instance_to_dict
 from pal_opt.methods import METHODS, greedy_names
@@ -563,3 +564,17 @@ def test_the_claim_placement_honours_types_and_keeps_running_jobs() -> None:
     # r's GPUs are of the type w needs: r claims the other type and moves
     jobs = (Job("w", 3, "classA", 0, gpu_type="b"), Job("r", 2, "classA", 1, placement=(5, 6)))
     assert claim_placement(RoundInstance(c, jobs), [0, 1]) == {"w": (4, 5, 6), "r": (0, 1)}
+
+
+def test_a_jobs_lanes_are_its_type_groups_with_its_demand_of_free_gpus() -> None:
+    """Hand-made: GPUs 0, 1 of type a and 2, 3 of type b, GPU 1 not free.  A 2-GPU job that may
+    use either type has one lane, b (a has one free GPU); a 2-GPU job of type a has none."""
+    cl = Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb",
+                             throughput={"classA": {"a": 1.0, "b": 1.0}})
+    free_pos = np.array([0, 2, 3])
+    either = RoundInstance(cl, (Job("j", 2, "classA"),), RoundParams(binning="none"))
+    assert round_lanes(either, [0], free_pos) == {0: ((1,),)}
+    assert round_lanes(either, [0], np.arange(4)) == {0: ((0,), (1,))}
+    only_a = RoundInstance(cl, (Job("j", 2, "classA", allowed_types=("a",)),), RoundParams(binning="none"))
+    with pytest.raises(InfeasibleRoundError, match="job 'j' needs 2 GPUs of its GPU types but fewer are free"):
+        round_lanes(only_a, [0], free_pos)
