@@ -258,3 +258,10 @@ def test_missing_files_and_directories_stay_the_documented_os_errors(tmp_path: P
     inst, _ = _round()
     with pytest.raises(IsADirectoryError, match="is a directory"):
         pal_opt.save_instance(inst, tmp_path)
+
+
+def test_make_rng_seeds_as_numpy_does_none_being_seed_0() -> None:
+    gen = np.random.default_rng(9)
+    assert make_rng(gen) is gen
+    assert make_rng(None).integers(1 << 30, size=4).tolist() == np.random.default_rng(0).integers(1 << 30, size=4).tolist()
+    assert make_rng(5).integers(1 << 30, size=4).tolist() == np.random.default_rng(5).integers(1 << 30, size=4).tolist()
