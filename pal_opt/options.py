@@ -54,6 +54,7 @@ __all__ = [
     "require_text",
     "require_type",
     "check_callbacks",
+    "check_flag",
     "require_mapping",
     "require_items",
     "number_array",
@@ -337,6 +338,22 @@ def check_callbacks(**functions: Any) -> None:
     for name, fn in functions.items():
         if fn is not None:
             require_type(fn, Callable, name, what="a function or None")
+
+
+def check_flag(value: Any, what: str) -> bool:
+    """``value`` if it is True or False (not 1, None or another object a truthy test would take as
+    a flag), else an :class:`OptionError` naming ``what``.
+
+    >>> check_flag(True, "probe")
+    True
+    >>> check_flag(1, "probe")
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: probe must be True or False, got 1
+    """
+    if not isinstance(value, bool):
+        raise OptionError(f"{what} must be True or False, got {value!r:.60}")
+    return value
 
 
 def require_mapping(value: Any, arg: str, what: str = "a mapping") -> Mapping[Any, Any]:

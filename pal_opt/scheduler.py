@@ -66,7 +66,7 @@ from .model import (
     placement_type_error,
     require_instance,
 )
-from .options import SolveOptions, check_seed, options_from
+from .options import SolveOptions, check_flag, check_seed, options_from
 from .result import PlacementResult
 from .seeds import SeedLike, make_rng
 
@@ -151,8 +151,7 @@ class RoundPolicy:
         **kwargs: Any,
     ) -> None:
         self._method = get_method(method)
-        if not isinstance(track_running, bool):
-            raise OptionError(f"track_running must be True or False, got {track_running!r}")
+        check_flag(track_running, "track_running")
         check_seed(seed)
         given = options
         options = options_from(options, {"binning": binning, **kwargs})

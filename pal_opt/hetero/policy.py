@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, counted
-from ..options import check_time_limit, require_items, require_type
+from ..options import check_flag, check_time_limit, require_items, require_type
 from ..simulate.fields import SIA_PARAMS_NAME, renamed_argument, warn_renamed
 from .configs import (
     CONFIGS_HINT,
@@ -109,8 +109,7 @@ class SiaParams:
         if not self.lambda_n > 1:
             raise OptionError(f"lambda_n must be finite and > 1 (a job must be worth allocating), got {self.lambda_n}")
         for name in ("project_throughputs", "share_max_replicas"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            check_flag(getattr(self, name), name)
         if self.backend is not None and not isinstance(self.backend, str):
             raise OptionError(f"backend must be a backend name or None, got {self.backend!r}")
         check_time_limit(self.time_limit)

@@ -51,7 +51,7 @@ import numpy as np
 
 from ..errors import InputTypeError, InstanceError, OptionError
 from ..gputypes import parse_cluster_spec
-from ..options import check_callbacks, check_seconds, require_items, require_mapping, require_type
+from ..options import check_callbacks, check_flag, check_seconds, require_items, require_mapping, require_type
 from ..simulate.failures import FailureConfig
 from ..simulate.fields import SIA_ALIASES, SIA_PARAMS_NAME, warn_renamed, with_aliases
 from .configs import GpuType, require_gpu_types
@@ -203,8 +203,7 @@ class SimConfig:
             check_seconds(getattr(self, name), name)
         check_move_cost(self.ilp_move_cost)
         for name in ("ilp_levels", "ilp_anchor", "ilp_joint"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+            check_flag(getattr(self, name), name)
         if not isinstance(self.sia_params, SiaParams):
             raise OptionError(f"sia_params must be a SiaParams (the Sia policy's parameters), got {self.sia_params!r}")
         if not isinstance(self.variability, Variability):

@@ -93,7 +93,7 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached, counted
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
-from ..options import check_time_limit, require_items, require_mapping
+from ..options import check_flag, check_time_limit, require_items, require_mapping
 from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
@@ -226,8 +226,7 @@ def check_ilp_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, 
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
         raise OptionError(f"threads must be a positive integer, got {threads!r}")
     for label, v in (("warm_start", warm_start), ("deterministic", deterministic), ("canonical", canonical)):
-        if not isinstance(v, bool):
-            raise OptionError(f"{label} must be True or False, got {v!r}")
+        check_flag(v, label)
     if backend_params is not None:
         names = list(require_mapping(backend_params, "backend_params", "a mapping of solver option names to values"))
         require_items(names, "backend_params", "a mapping of solver option names (str) to values", of=str)

@@ -77,6 +77,7 @@ from ..options import (
     check_cluster_size,
     check_count,
     check_finite,
+    check_flag,
     check_seconds,
     require_mapping,
 )
@@ -939,8 +940,7 @@ def _checked_arguments(trace: Any, cluster: Any, config: Any, validate: Any, pro
         raise InputTypeError(f"must be a list of trace jobs (pal_opt.io.traces.read_trace), got {type(trace).__name__}",
                              path="trace")
     cfg = config or SimConfig()  # checked when built
-    if not isinstance(validate, bool):  # a truthy object ran the checker on every round
-        raise OptionError(f"validate must be True or False, got {validate!r:.60}")
+    check_flag(validate, "validate")  # a truthy object ran the checker on every round
     check_callbacks(progress=progress, on_round=on_round)  # called only later, if at all
     if not isinstance(cluster, Cluster):  # build_cluster's (cluster, origins) failed deep inside
         hint = " (build_cluster returns (cluster, origins): pass the first)" if isinstance(cluster, tuple) else ""

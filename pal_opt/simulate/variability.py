@@ -46,10 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputTypeError, OptionError
+from ..errors import InputTypeError
 from ..io.measurements import PAL_CLASS_FILES, load_measurements, sample_factors
 from ..model import PAL_CLASSES
-from ..options import check_count, file_path, require_items, require_mapping
+from ..options import check_count, check_flag, file_path, require_items, require_mapping
 from ..seeds import SeedLike, make_rng
 from .choices import DRAWS
 
@@ -110,8 +110,7 @@ def class_files(
     over = {} if overrides is None else {c: file_path(p, f"overrides[{c!r}]") for c, p in require_mapping(
         overrides, "overrides", "a mapping of class names to measurement files").items()}
     classes = require_items(classes, "classes", "a sequence of class names", of=str)
-    if not isinstance(shared, bool):  # any object was a truthy flag
-        raise OptionError(f"shared must be True or False, got {shared!r:.60}")
+    check_flag(shared, "shared")  # any object was a truthy flag
     lh = shared_longhorn_dir() if shared else None
     out: dict[str, str | None] = {}
     for c in (*classes, *(c for c in over if c not in classes)):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import BackendUnavailableError, OptionError
-from ...options import require_type
+from ...options import check_flag, require_type
 from .base import (
     Backend,
     BackendAbandoned,
@@ -132,8 +132,7 @@ def get_backend(name: str | None = None, *, probe: bool = True) -> type[Backend]
         If the backend (or, for None, every backend) cannot be imported; the message gives the
         import error and lists the installed backends.
     """
-    if not isinstance(probe, bool):  # any object was a truthy flag
-        raise OptionError(f"probe must be True or False, got {probe!r:.60}")
+    check_flag(probe, "probe")  # any object was a truthy flag
     if name is None:  # probe in preference order, stopping at the first installed (a probe imports a solver)
         first = next((BACKENDS[n] for n in backend_names() if BACKENDS[n].is_available()), None)
         if first is None:
