@@ -282,14 +282,18 @@ def partition(profile: Profile | StateGraph, machines: Sequence[int], bandwidths
 def _check_ip_options(method: str, backend: str | None, time_limit: float | None) -> None:
     if method != "ip" and (backend is not None or time_limit is not None):
         raise OptionError("backend and time_limit apply to method='ip' only")
-    if time_limit is None:
-        return
-    try:
-        seconds = math.nan if isinstance(time_limit, (bool, str)) else float(time_limit)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
+    if time_limit is not None and _positive_finite(time_limit) is None:
         raise OptionError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+
+
+def _positive_finite(value: Any) -> float | None:
+    """``value`` as a float if ``float()`` takes it (not a bool or a string) and it is finite and
+    > 0, else None: the one reading of ``time_limit`` and of each level's bandwidth."""
+    try:
+        number = math.nan if isinstance(value, (bool, str)) else float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
 
 
 def _check_finite(result: PartitionResult, states: StateGraph) -> None:
@@ -320,11 +324,8 @@ def _check_levels(machines: Sequence[int], bandwidths: Sequence[float]) -> list[
             count = -1
         if not 1 <= count <= MAX_WORKERS_PER_LEVEL:
             raise OptionError(f"machines[{i}]: must be an integer from 1 to {MAX_WORKERS_PER_LEVEL}, got {m!r}")
-        try:
-            rate = math.nan if isinstance(b, (bool, str)) else float(b)
-        except (TypeError, ValueError):
-            rate = math.nan
-        if not (math.isfinite(rate) and rate > 0):
+        rate = _positive_finite(b)
+        if rate is None:
             raise OptionError(f"bandwidths[{i}]: must be a positive finite number (bytes/s), got {b!r}")
         levels.append((count, rate))
     return levels
