@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -160,6 +161,35 @@ def package_versions(names: Sequence[str] = PACKAGES) -> str:
         except PackageNotFoundError:
             out.append(f"{name} (not installed)")
     return ", ".join(out)
+
+
+def load_average(sep: str = " / ", unknown: str = "?") -> str:
+    """The 1-, 5- and 15-minute load averages to two decimals, joined by ``sep`` (``0.52 / 0.61 /
+    0.70``), or ``unknown`` on a platform without them: the load a results header names."""
+    try:
+        return sep.join(f"{x:.2f}" for x in os.getloadavg())
+    except (AttributeError, OSError):
+        return unknown
+
+
+def cpu_model(default: str) -> str:
+    """The CPU's model name (the first ``model name`` line of ``/proc/cpuinfo``), or ``default``
+    where there is none."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), default)
+    except OSError:
+        return default
+
+
+def memory_gib() -> str:
+    """The machine's memory (``MemTotal``, the first line of ``/proc/meminfo``) in whole GiB
+    (``62 GiB``), or ``?`` where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as fh:
+            return f"{int(fh.readline().split()[1]) / 2**20:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        return "?"
 
 
 

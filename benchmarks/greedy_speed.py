@@ -23,7 +23,6 @@ Writes ``greedy_speed.md``; it replaces the committed one in ``benchmarks/result
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import statistics
 import subprocess
@@ -32,7 +31,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, wrote
+from _results import (
+    add_output_arguments,
+    check_values,
+    load_average,
+    output_dir,
+    produced_by,
+    run_time,
+    wrote,
+)
 
 from pal_opt.binning import binned_factors
 from pal_opt.io import load_instance
@@ -119,13 +126,6 @@ def machine() -> str:
     return "\n".join(cpu)
 
 
-def load_average() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=run_time(__doc__))
     ap.add_argument("--repeats", type=int, default=30, help="timed calls per policy after the cold one (default 30)")
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "```",
         machine(),
         f"python {platform.python_version()} ({sys.implementation.name}), numpy {np.__version__}",
-        f"load average at the end of the run: {load_average()}",
+        f"load average at the end of the run: {load_average(' ', 'unknown')}",
         "```",
         "",
     ]

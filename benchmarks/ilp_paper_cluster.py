@@ -34,7 +34,16 @@ import sys
 import time
 from pathlib import Path
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote
+from _results import (
+    add_output_arguments,
+    cpu_model,
+    load_average,
+    memory_gib,
+    output_dir,
+    produced_by,
+    run_time,
+    wrote,
+)
 
 from pal_opt.binning import binned_factors
 from pal_opt.generate import generate_instance
@@ -64,23 +73,9 @@ def paper_round(seed: int, meas: dict[str, Path] | None):  # type: ignore[no-unt
 
 
 def machine() -> list[str]:
-    cpu = platform.processor() or "?"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = "?"
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            kb = int(fh.readline().split()[1])
-            mem = f"{kb / 2**20:.0f} GiB"
-    except (OSError, ValueError, IndexError):
-        pass
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    cpu = cpu_model(platform.processor() or "?")
+    mem = memory_gib()
+    load = load_average()
     versions = ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends())
     return [
         f"- CPU: {cpu}, {os.cpu_count()} logical cores; memory {mem}",
@@ -209,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     paper, _ = bench_paper(args.rounds)
     scale = [] if args.no_scale else bench_scale()
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    load = load_average()
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load}.", ""]
     text = "\n".join(head + paper + scale + tail)
     out.write_text(text, encoding="utf-8")

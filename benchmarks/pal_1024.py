@@ -57,6 +57,7 @@ from _results import (
     add_output_arguments,
     check_values,
     command_line,
+    load_average,
     output_dir,
     produced_by,
     run_time,
@@ -430,13 +431,6 @@ def render(src: Path, out: Path, rendered_by: str | None = None) -> int:
     return 0
 
 
-def _load() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--trace", default="workload-1", help="Sia-Philly workload of the PAL artifact (default workload-1)")
@@ -485,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pal_opt.ilp.backends import get_backend
 
     t0 = time.time()
-    load0 = _load()
+    load0 = load_average()
     tasks = [(p, args.trace, args.copies, args.trace_seed, args.draw_seed, args.servers, args.time_limit,
               args.sample_every) for p in policies]
     # the slow integer-program runs first, so two workers finish together
@@ -499,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {
         "date": time.strftime("%Y-%m-%d"), "python": f"Python {platform.python_version()}",
         "machine": f"{platform.machine()}, {platform.system()}", "cpus": os.cpu_count(),
-        "load_start": load0, "load_end": _load(), "seconds": time.time() - t0, "trace": args.trace,
+        "load_start": load0, "load_end": load_average(), "seconds": time.time() - t0, "trace": args.trace,
         "copies": args.copies, "trace_seed": args.trace_seed, "draw_seed": args.draw_seed,
         "jobs": args.copies * 160, "gpus": args.servers * 8, "servers": args.servers,
         "time_limit": args.time_limit, "backend": get_backend().name, "sample_every": args.sample_every,

@@ -47,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by, run_time
+from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time
 
 #: the page's figure(s), embedded at its end with what each shows
 FIGURE = "\n\n![improvement over Packed-Sticky against the locality penalty](pal_lambda.png)\n"
@@ -177,14 +177,7 @@ def slowest_classa_gpu() -> tuple[int, float]:
 
 def machine() -> dict[str, str]:
     """What the run ran on, for the results file."""
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model(platform.processor() or "unknown CPU")
     try:
         commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()

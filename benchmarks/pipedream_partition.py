@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by, run_time
+from _results import add_output_arguments, cpu_model, load_average, output_dir, produced_by, run_time
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "states", "engine", "ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
@@ -122,12 +122,7 @@ def measure(cases: list[dict[str, Any]], shared: Path, runs: int, scratch: Path)
 
 
 def machine() -> list[str]:
-    model = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), model)
-    except OSError:
-        pass
+    model = cpu_model("unknown CPU")
     try:
         import numpy
 
@@ -139,13 +134,6 @@ def machine() -> list[str]:
         f"- Python {platform.python_version()} ({sys.implementation.name}), numpy {numpy_version}, "
         f"{platform.system()} {platform.machine()}",
     ]
-
-
-def load_average() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 def to_markdown(rows: list[dict[str, Any]], runs: int, load: tuple[str, str], command: str) -> str:
@@ -210,10 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         ap.error(f"--cases {args.cases}: matches no case; the cases are {', '.join(p.stem for p in paths)}")
     out_dir = output_dir(args, "pipedream_partition", partial="--cases" if args.cases != "*" else None)
-    start = load_average()
+    start = load_average(unknown="unknown")
     with tempfile.TemporaryDirectory() as scratch:
         rows = measure(cases, args.shared, args.runs, Path(scratch))
-    text = to_markdown(rows, args.runs, (start, load_average()), produced_by(__file__, argv))
+    text = to_markdown(rows, args.runs, (start, load_average(unknown="unknown")), produced_by(__file__, argv))
     (out_dir / "pipedream_partition.md").write_text(text, encoding="utf-8")
     with open(out_dir / "pipedream_partition.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)

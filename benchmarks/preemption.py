@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by, run_time  # noqa: E402
+from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time  # noqa: E402
 
 from pal_opt.cost.preemption import preempted_gpu_hours  # noqa: E402
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -157,14 +157,7 @@ def same_rounds(met: list[tuple[Any, Any]], time_limit: float) -> list[dict[str,
 
 def machine() -> list[str]:
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model(platform.processor() or platform.machine())
     return [f"- CPU: {cpu}, {os.cpu_count()} logical cores (shared); load average {load[0]:.1f}",
             f"- Python {platform.python_version()}, {platform.system()} {platform.release()}"]
 

@@ -52,7 +52,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, check_backends, check_values, output_dir, produced_by, run_time  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    check_backends,
+    check_values,
+    memory_gib,
+    output_dir,
+    produced_by,
+    run_time,
+)
 
 from pal_opt.binning import binned_factors  # noqa: E402
 from pal_opt.check import check  # noqa: E402
@@ -188,11 +196,7 @@ def machine() -> list[str]:
         cpu = [ln.strip() for ln in lscpu.splitlines() if ln.startswith(keep)]
     except (OSError, subprocess.SubprocessError):
         cpu = [platform.processor() or "?"]
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            mem = f"{int(fh.readline().split()[1]) / 2**20:.0f} GiB"
-    except (OSError, ValueError, IndexError):
-        mem = "?"
+    mem = memory_gib()
     versions = ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends())
     return [*(f"- {c}" for c in cpu), f"- Memory {mem}",
             f"- Python {platform.python_version()} on {platform.system()} {platform.release()}",

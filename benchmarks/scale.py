@@ -61,7 +61,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    check_values,
+    load_average,
+    output_dir,
+    produced_by,
+    run_time,
+    split_list,
+    wrote,
+)
 from suite import machine, measurements  # noqa: E402
 
 MiB = 2**20
@@ -408,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             lines, _ = bench_8192(args.seeds_8192, tuple(ks), progress, r)
             body += lines
     bar.close()
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load = load_average()
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load} (other work shared the "
             "two cores during the run).", ""]
     text = "\n".join(head + body + tail)

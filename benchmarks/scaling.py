@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from _results import (  # noqa: E402
     add_output_arguments,
     check_backends,
     check_values,
+    load_average,
     output_dir,
     produced_by,
     run_time,
@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = runs(sizes, args.seeds, backends, Path(tmp), progress)
         gin = greedy_in_process(sizes, Path(tmp), progress)
     summ = summary(rows)
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load = load_average()
     lines = report(rows, summ, gin, head)
     lines += ["", f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
               "![median wall time and proven gap against GPUs, per backend](scaling.png)", ""]

@@ -59,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
     add_output_arguments,
     check_values,
+    load_average,
     output_dir,
     package_versions,
     produced_by,
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                                      ("--idle-fraction", args.idle_fraction != defaults.idle_fraction),
                                      ("--partitioned-only", args.partitioned_only)) if on]
     out = output_dir(args, "stage_scale", partial=" ".join(partial) or None)  # checked before any work
-    started = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    started = load_average(" ")
     codes = {"now": ROOT}
     if args.baseline:
         rev = subprocess.run(["git", "-C", str(args.baseline), "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         for gpus in sizes:
             print(f"{code}: {gpus} GPUs ...", file=sys.stderr, flush=True)
             rows.setdefault(code, []).append(run_one(path, gpus, args.limits, args.shared, *layout))
-    ended = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    ended = load_average(" ")
     text = page(rows, produced_by(__file__, argv, date=False), started, ended, max(args.sizes) not in args.baseline_sizes,
                 *layout)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")

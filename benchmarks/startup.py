@@ -52,7 +52,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 
-from _results import add_output_arguments, output_dir, produced_by, run_time  # noqa: E402
+from _results import add_output_arguments, load_average, output_dir, produced_by, run_time  # noqa: E402
 
 INSTANCE = "instances/paper-16x4.json"
 COMMANDS = {
@@ -215,7 +215,7 @@ def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+        return "load average " + load_average(" ")
 
 
 def _floor(argv: list[str], repeats: int) -> tuple[list[float], list[float]]:

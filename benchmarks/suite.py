@@ -434,6 +434,8 @@ def run_sweep(
 def machine() -> list[str]:
     from importlib.metadata import PackageNotFoundError, version
 
+    from _results import load_average, memory_gib  # here: Dask workers never import it
+
     from pal_opt.ilp import available_backends, get_backend
 
     cpu = platform.processor() or "?"
@@ -446,13 +448,8 @@ def machine() -> list[str]:
     for ln in lscpu:
         if ln.startswith("Model name"):
             cpu = ln.split(":", 1)[1].strip()
-    mem = "?"
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            mem = f"{int(fh.readline().split()[1]) / 2**20:.0f} GiB"
-    except (OSError, ValueError, IndexError):
-        pass
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    mem = memory_gib()
+    load = load_average()
     solvers = ", ".join(f"{b} {get_backend(b).version()}" for b in available_backends())
     def _version(pkg: str) -> str:
         try:
@@ -668,6 +665,7 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     from _results import (  # here: Dask workers never import it
         add_output_arguments,
+        load_average,
         output_dir,
         produced_by,
         run_time,
@@ -708,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
     df = run_sweep(tasks, settings, scheduler=args.scheduler, workers=args.workers, fresh_process=fresh,
                    progress=not args.no_progress, use_measurements=not args.synthetic)
     runtime = time.perf_counter() - t0
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    load = load_average()
     head = [*head, f"- Load average at the end: {load}; executor: "
             + (f"Dask at {args.scheduler}" if args.scheduler else f"local process pool, {args.workers} workers")]
     df.to_csv(out / "suite.csv", index=False)

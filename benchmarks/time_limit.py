@@ -34,7 +34,6 @@ import argparse
 import compileall
 import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ from _results import (  # noqa: E402
     add_output_arguments,
     check_backends,
     check_values,
+    load_average,
     output_dir,
     produced_by,
     run_time,
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         progress("instances written")
         greedy = greedy_runs(paths, work, progress)
         rows = ilp_runs(paths, backends, limits, work, progress)
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load = load_average()
     lines = report(rows, greedy, head)
     lines += [f"Run time {time.monotonic() - t_start:.0f} s; load average at the end: {load}.", "",
               "![wall - T per run against the T + 0.5 s target, and the wall times](time_limit.png)", ""]

@@ -26,7 +26,6 @@ Writes ``types_scale.md`` (the committed one in ``benchmarks/results/`` only wit
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -38,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
     add_output_arguments,
     check_backends,
+    load_average,
     output_dir,
     produced_by,
     run_time,
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['guaranteed']} | {r['vars']} | {r['rows']} | {r['lanes']} | {r['source']} | {starts} | "
                      f"{r['objective']:.1f} | {_num(r['bound'])} | {r['lp'] or '–'} | {'yes' if r['valid'] else 'NO'} | "
                      f"{'yes' if _meets(r) else 'no'} |")
-    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    load = load_average()
     lines += ["", "*start*: the start placement the solver was given (the cheapest): `packing` places jobs by size, "
               "each on its cheapest type that leaves room for the rest; `packing-regret` first gives every job a "
               "type by regret (`pal_opt.ilp.heuristic`); `pal` is PAL's greedy with types (left out when it "
