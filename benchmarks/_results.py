@@ -163,6 +163,18 @@ def package_versions(names: Sequence[str] = PACKAGES) -> str:
     return ", ".join(out)
 
 
+def write_rows_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """``rows`` as a CSV file at ``path``: one column per key any row has, in the order first seen
+    (a row without a key leaves its cell empty)."""
+    import csv
+
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
 def load_average(sep: str = " / ", unknown: str = "?") -> str:
     """The 1-, 5- and 15-minute load averages to two decimals, joined by ``sep`` (``0.52 / 0.61 /
     0.70``), or ``unknown`` on a platform without them: the load a results header names."""

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time  # noqa: E402
+from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time, write_rows_csv  # noqa: E402
 
 from pal_opt.cost.preemption import preempted_gpu_hours  # noqa: E402
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -294,11 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             rows += r
             same += s
     seconds = time.perf_counter() - t0
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with (out / "preemption.csv").open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_rows_csv(out / "preemption.csv", rows)
     (out / "preemption.md").write_text(to_markdown(rows, args, seconds, produced_by(__file__, argv)) + same_markdown(same)
                                        + FIGURE, encoding="utf-8")
     plot(rows, same, out / "preemption.png")

@@ -61,7 +61,6 @@ directory (:mod:`benchmarks._results`).  ``--quick``: 3 rounds of ``sia-64`` onl
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import statistics
 import sys
@@ -82,7 +81,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, run_time, write_rows_csv, wrote  # noqa: E402
 from suite import machine, measurements  # noqa: E402
 
 from pal_opt.model import GpuState, RoundInstance  # noqa: E402
@@ -415,11 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         for seed in range(args.rounds):
             rows += run_round(label, cluster, jobs, seed, backends, args, table)
     seconds = time.perf_counter() - t0
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with (out / "preemption_types.csv").open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_rows_csv(out / "preemption_types.csv", rows)
     text = to_markdown(rows, args, seconds, produced_by(__file__, argv), host, table)
     (out / "preemption_types.md").write_text(text + FIGURE, encoding="utf-8")
     plot(rows, out / "preemption_types.png")
