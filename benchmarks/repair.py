@@ -211,6 +211,25 @@ def _gap(g: float | None) -> str:
     return "–" if g is None else f"{100 * g:.4f} %"
 
 
+def _checked(w: dict[str, Any]) -> str:
+    """A run's *check* cell: ``pass`` when ``pal_opt.check`` passed the written file and it uses no failed GPU."""
+    return "pass" if w["check"] and not w["failed_used"] else "FAIL"
+
+
+def _run_cells(w: dict[str, Any]) -> str:
+    """The first cells of a timed run's row, the same in both modes' tables: seed, backend, wall
+    and CPU seconds (median (min)), status, gap."""
+    return (f"| {w['seed']} | {w['backend']} | {_cell(w['times'][0])} | {_cell(w['times'][1])} | "
+            f"{w['status']} | {_gap(w['gap'])} |")
+
+
+def _migration_cells(w: dict[str, Any]) -> str:
+    """The last cells of a run allowed to migrate, the same in its table and the unlimited HiGHS one:
+    GPUs migrated, objective, the keep answer's cost, whether it is not above it, the check."""
+    return (f"{w['migrated']} | {w['objective']:.4f} | {w['keep_cost']:.4f} | "
+            f"{'yes' if w['not_above'] else 'NO'} | {_checked(w)} |")
+
+
 def _load(x: tuple[float, ...]) -> str:
     return " / ".join(f"{v:.2f}" for v in x)
 
@@ -255,10 +274,8 @@ def to_markdown(r: dict[str, Any], args: argparse.Namespace, command: str) -> st
         "|---:|---|---:|---:|---|---:|---:|---:|---:|---|",
     ]
     for w in (x for x in r["rows"] if x["mode"] == "keep"):
-        ok = "pass" if w["check"] and not w["failed_used"] else "FAIL"
-        lines.append(f"| {w['seed']} | {w['backend']} | {_cell(w['times'][0])} | {_cell(w['times'][1])} | "
-                     f"{w['status']} | {_gap(w['gap'])} | {w['kept']} / {w['unaffected']} | "
-                     f"{w['replaced']} / {w['left_out']} | {w['solve_s']:.3f} | {ok} |")
+        lines.append(f"{_run_cells(w)} {w['kept']} / {w['unaffected']} | {w['replaced']} / {w['left_out']} | "
+                     f"{w['solve_s']:.3f} | {_checked(w)} |")
     lines += ["", "Per backend (all seeds):", "", "| backend | median wall s | median CPU s | worst CPU s | optimal |",
               "|---|---:|---:|---:|---:|"]
     for b in args.backends:
@@ -281,19 +298,14 @@ def to_markdown(r: dict[str, Any], args: argparse.Namespace, command: str) -> st
         "|---:|---|---:|---:|---|---:|---:|---:|---:|---|---|",
     ]
     for w in (x for x in r["rows"] if x["mode"] == "migrate"):
-        ok = "pass" if w["check"] and not w["failed_used"] else "FAIL"
-        lines.append(f"| {w['seed']} | {w['backend']} | {_cell(w['times'][0])} | {_cell(w['times'][1])} | "
-                     f"{w['status']} | {_gap(w['gap'])} | {w['migrated']} | {w['objective']:.4f} | "
-                     f"{w['keep_cost']:.4f} | {'yes' if w['not_above'] else 'NO'} | {ok} |")
+        lines.append(f"{_run_cells(w)} {_migration_cells(w)}")
     lines += ["", f"HiGHS with a {args.optimum_limit:g} s limit (one run per seed): the time to the proven optimum "
               "of the whole round program.", "",
               "| seed | wall s | CPU s | status | gap | migrated | objective | keep cost | ≤ keep | check |",
               "|---:|---:|---:|---|---:|---:|---:|---:|---|---|"]
     for w in r["unlimited"]:
-        ok = "pass" if w["check"] and not w["failed_used"] else "FAIL"
         lines.append(f"| {w['seed']} | {w['times'][0][0]:.2f} | {w['times'][1][0]:.2f} | {w['status']} | "
-                     f"{_gap(w['gap'])} | {w['migrated']} | {w['objective']:.4f} | {w['keep_cost']:.4f} | "
-                     f"{'yes' if w['not_above'] else 'NO'} | {ok} |")
+                     f"{_gap(w['gap'])} | {_migration_cells(w)}")
     lines += ["", "## Floors", "", "| command | wall s | CPU s |", "|---|---:|---:|"]
     for name, (wall, cpu) in r["floors"].items():
         lines.append(f"| {name} | {_cell(wall)} | {_cell(cpu)} |")
