@@ -574,13 +574,28 @@ def greedy_rounds(df: Any) -> Any:
         subset=["family", "gpus", "racks", "load", "lam", "seed", "method"])
 
 
+def _legend(ax: Any) -> None:
+    """A small legend on ``ax`` if anything drawn on it has a label (an empty family draws nothing)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+
+
 def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paths = []
+    paths: list[Path] = []
+
+    def save(fig: Any, name: str) -> None:
+        """Lay ``fig`` out, write it as ``{prefix}_{name}.png`` in ``out``, close it and list it in ``paths``."""
+        fig.tight_layout()
+        p = out / f"{prefix}_{name}.png"
+        fig.savefig(p, dpi=120)
+        plt.close(fig)
+        paths.append(p)
+
     # 1. solve time vs GPUs per backend
     fig, ax = plt.subplots(figsize=(7, 4.5))
     sz = df[df["family"].str.startswith("size")]
@@ -597,13 +612,8 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
     ax.set_ylabel("build + solve seconds (median)")
     ax.set_title("Round program: time to the gap target (or the time limit)")
     ax.grid(True, which="both", alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    p = out / f"{prefix}_time_vs_gpus.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    _legend(ax)
+    save(fig, "time_vs_gpus")
     # 2. heuristic-vs-optimal gap per policy
     fig, ax = plt.subplots(figsize=(6, 4))
     data, labels = [], []
@@ -619,11 +629,7 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
     ax.set_ylabel("gm(greedy) / gm(optimum bound) − 1  [%]")
     ax.set_title("Heuristic vs optimal on the same job set (every round once)")
     ax.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    p = out / f"{prefix}_heuristic_gap.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    save(fig, "heuristic_gap")
     # 3. gap vs load (greedy placements do not depend on the program's admission rule, so the
     # prefix rounds are used), and the GPUs each rule places
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 4))
@@ -638,8 +644,7 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
     ax.set_ylabel("median heuristic gap [%]")
     ax.set_title("Heuristic vs optimal gap vs load")
     ax.grid(True, alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
+    _legend(ax)
     for label, sel, ls in (("ilp, prefix", (ld["method"] == "ilp-highs") & (ld["admission"] == "prefix"), "-"),
                            ("ilp, backfill", (ld["method"] == "ilp-highs") & (ld["admission"] == "backfill"), "--"),
                            ("pal (pal-order)", (ld["method"] == "pal") & (ld["admission"] == "prefix"), ":")):
@@ -652,13 +657,8 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
     ax2.set_ylabel("GPUs placed [% of cluster] (median)")
     ax2.set_title("What each queue rule places")
     ax2.grid(True, alpha=0.3)
-    if ax2.get_legend_handles_labels()[0]:
-        ax2.legend(fontsize=7)
-    fig.tight_layout()
-    p = out / f"{prefix}_gap_vs_load.png"
-    fig.savefig(p, dpi=120)
-    plt.close(fig)
-    paths.append(p)
+    _legend(ax2)
+    save(fig, "gap_vs_load")
     return paths
 
 
