@@ -325,6 +325,16 @@ def fresh_runs(runs: dict[str, dict[str, Any]], fingerprint: str, name: str) -> 
     return keep
 
 
+def kept_runs(store: Path, fingerprint: str | None, name: str) -> dict[str, dict[str, Any]]:
+    """The runs a benchmark kept in ``store`` (a JSON object by run; none without the file), those
+    of another ``fingerprint`` dropped (:func:`fresh_runs`); all of them with ``fingerprint`` None
+    (``--no-run``: the page is written again from what is kept)."""
+    import json
+
+    runs = json.loads(Path(store).read_text()) if Path(store).is_file() else {}
+    return runs if fingerprint is None else fresh_runs(runs, fingerprint, name)
+
+
 def runs_provenance(runs: Sequence[dict[str, Any]] | Any) -> str:
     """One sentence: when and at which commit the runs on a page were made."""
     rows = list(runs)

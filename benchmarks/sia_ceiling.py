@@ -44,7 +44,7 @@ from typing import Any
 
 from _results import (
     add_output_arguments,
-    fresh_runs,
+    kept_runs,
     output_dir,
     produced_by,
     run_time,
@@ -52,7 +52,7 @@ from _results import (
     source_commit,
     stamped,
 )
-from sia_compare import CLUSTER, DATA, HOUR, ROOT, SHARED, _files, fingerprint, run_meta
+from sia_compare import CLUSTER, DATA, HOUR, ROOT, SHARED, _files, fingerprint, newtrace_numbers, run_meta
 
 #: The runs of one trace: (name, variability, at floor).
 RUNS = (("sia none", "none", False), ("sia longhorn", "longhorn", False), ("sia at floor", "longhorn", True))
@@ -216,17 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (DATA / "workloads").is_dir() or not SHARED.is_dir():
         print(f"sia_ceiling: {DATA} not found (../shared is needed)", file=sys.stderr)
         return 2
-    try:
-        traces = [int(t) for t in args.traces.split(",") if t]
-    except ValueError:
-        ap.error(f"--traces {args.traces}: comma-separated trace numbers 1-7 expected")
-    if not traces or any(not 1 <= t <= 7 for t in traces):
-        ap.error(f"--traces {args.traces}: newTrace workloads are numbered 1-7")
+    traces = newtrace_numbers(ap, args.traces)
     out = output_dir(args, "sia_ceiling", partial=None if traces == list(range(1, 8)) else "--traces subset")
     store = out / "sia_ceiling_runs.json"
-    runs: dict[str, Any] = json.loads(store.read_text()) if store.is_file() else {}
+    runs = kept_runs(store, None if args.no_run else fingerprint(__file__), "sia_ceiling")
     if not args.no_run:
-        runs = fresh_runs(runs, fingerprint(__file__), "sia_ceiling")
         _run_grid(traces, args.workers, store, runs)
     missing = [t for t in traces for name, _, _ in RUNS if _key(t, name) not in runs]
     if missing:

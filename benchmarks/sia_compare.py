@@ -42,7 +42,7 @@ from typing import Any
 from _results import (
     add_output_arguments,
     code_fingerprint,
-    fresh_runs,
+    kept_runs,
     output_dir,
     package_versions,
     produced_by,
@@ -325,15 +325,21 @@ def plot_slowdowns(runs: dict[str, dict[str, Any]], traces: list[int], path: Pat
     return True
 
 
+def newtrace_numbers(ap: argparse.ArgumentParser, text: str) -> list[int]:
+    """``--traces`` (``"1,2,7"``) as newTrace workload numbers, at least one and each from 1 to 7;
+    otherwise a one-line usage error (``ap.error``) before any work."""
+    try:
+        traces = [int(t) for t in text.split(",") if t]
+    except ValueError:
+        ap.error(f"--traces {text}: comma-separated trace numbers 1-7 expected")
+    if not traces or any(not 1 <= t <= 7 for t in traces):
+        ap.error(f"--traces {text}: newTrace workloads are numbered 1-7")
+    return traces
+
+
 def _checked_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
     """The traces, policies and variability settings asked for, each checked (one line, exit 2)."""
-    try:
-        traces = [int(t) for t in args.traces.split(",") if t]
-    except ValueError:
-        ap.error(f"--traces {args.traces}: comma-separated trace numbers 1-7 expected")
-    bad = [t for t in traces if not 1 <= t <= 7]
-    if bad or not traces:
-        ap.error(f"--traces {args.traces}: newTrace workloads are numbered 1-7")
+    traces = newtrace_numbers(ap, args.traces)
     policies = [p for p in args.policies.split(",") if p]
     variability = [v for v in args.variability.split(",") if v]
     for flag, given, known in (("--policies", policies, POLICIES), ("--variability", variability, VARIABILITY)):
@@ -363,10 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "sia_compare", partial=partial)
     cache = out / "sia_compare_runs.json"
     fail_path = out / "sia_compare_failed.json"
-    runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
     fp, commit = fingerprint(), source_commit()
-    if not args.no_run:
-        runs = fresh_runs(runs, fp, "sia_compare")
+    runs = kept_runs(cache, None if args.no_run else fp, "sia_compare")
     todo = [(t, p, v) for t in traces for v in variability for p in policies
             if f"{t}/{p}/{v}" not in runs and not args.no_run]
     failed: dict[str, str] = {}  # this invocation's (an earlier one's failures were of other code, or ran again)

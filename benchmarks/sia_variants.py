@@ -38,7 +38,7 @@ from typing import Any
 
 from _results import (
     add_output_arguments,
-    fresh_runs,
+    kept_runs,
     output_dir,
     produced_by,
     run_time,
@@ -225,10 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     partial = None if (args.traces, args.seeds) == (default.traces, default.seeds) else "--traces/--seeds subset"
     out = output_dir(args, "sia_variants", partial=partial)
     cache = out / "sia_variants_runs.json"
-    runs: dict[str, dict[str, Any]] = json.loads(cache.read_text()) if cache.is_file() else {}
     fp, commit = fingerprint(__file__), source_commit()  # (this script, sia_compare's run_one and their data)
-    if not args.no_run:
-        runs = fresh_runs(runs, fp, "sia_variants")
+    runs = kept_runs(cache, None if args.no_run else fp, "sia_variants")
     todo = [] if args.no_run else [task for task in _tasks(traces, seeds)
                                    if _key(task[0], task[1], task[4], task[2], task[3]) not in runs]
     failed = 0
