@@ -20,7 +20,7 @@ import hashlib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,15 @@ def check_values(ap: argparse.ArgumentParser, flag: str, values: Sequence[Any], 
         if v in seen:
             ap.error(f"{flag} {shown}: given twice")
         seen.append(v)
+
+
+def sizes_among(ap: argparse.ArgumentParser, text: str, targets: Collection[int]) -> list[int]:
+    """``--sizes`` (``"8192,65536"``) as GPU counts, each one of ``targets`` (a benchmark's sizes
+    with targets); otherwise a one-line usage error naming them, before any work."""
+    known = ", ".join(map(str, targets))
+    sizes = split_list(ap, "--sizes", text, expected=f"comma-separated GPU counts among {known}")
+    check_values(ap, "--sizes", sizes, lambda g: g in targets, f"no targets for that size; sizes are {known}")
+    return sizes
 
 
 def check_backends(ap: argparse.ArgumentParser, flag: str, names: Sequence[str]) -> None:

@@ -36,7 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _procs import cli, run  # noqa: E402
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    output_dir,
+    produced_by,
+    run_time,
+    sizes_among,
+    wrote,
+)
 from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -170,9 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nice", action="store_true", help="run each solve under nice -n 10")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    sizes = split_list(ap, "--sizes", args.sizes, expected=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))}")
-    check_values(ap, "--sizes", sizes, lambda g: g in TARGETS,
-                 f"no targets for that size; sizes are {', '.join(map(str, TARGETS))}")
+    sizes = sizes_among(ap, args.sizes, TARGETS)
     if args.seeds < 1:
         ap.error(f"--seeds {args.seeds}: at least 1")
     partial = None if sizes == sorted(TARGETS) and args.seeds >= 3 else "partial (a subset of sizes or seeds)"

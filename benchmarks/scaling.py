@@ -45,11 +45,11 @@ from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E40
 from _results import (  # noqa: E402
     add_output_arguments,
     check_backends,
-    check_values,
     load_average,
     output_dir,
     produced_by,
     run_time,
+    sizes_among,
     split_list,
     wrote,
 )
@@ -235,9 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from pal_opt.ilp import available_backends
 
-    sizes = split_list(ap, "--sizes", args.sizes, expected=f"comma-separated GPU counts among {', '.join(map(str, TARGETS))}")
-    check_values(ap, "--sizes", sizes, lambda g: g in TARGETS,
-                 f"no targets for that size; sizes are {', '.join(map(str, TARGETS))}")
+    sizes = sizes_among(ap, args.sizes, TARGETS)
     if args.seeds < 1:
         ap.error(f"--seeds {args.seeds}: at least 1")
     backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names") if args.backends \
