@@ -184,6 +184,22 @@ def write_rows_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         w.writerows(rows)
 
 
+def write_rows_6g(path: Path, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    """``rows``, in their order, as a CSV file with ``columns`` and floats to six significant
+    digits (``%.6g``), written atomically (:func:`pal_opt.simulate.write_text_atomic`)."""
+    import csv
+    import io
+
+    from pal_opt.simulate import write_text_atomic
+
+    buf = io.StringIO()
+    wr = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    wr.writeheader()
+    for r in rows:
+        wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+    write_text_atomic(path, buf.getvalue())
+
+
 def load_average(sep: str = " / ", unknown: str = "?") -> str:
     """The 1-, 5- and 15-minute load averages to two decimals, joined by ``sep`` (``0.52 / 0.61 /
     0.70``), or ``unknown`` on a platform without them: the load a results header names."""

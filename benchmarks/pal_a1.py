@@ -38,7 +38,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import math
 import os
@@ -51,7 +50,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import add_output_arguments, output_dir, produced_by, run_time
+from _results import add_output_arguments, output_dir, produced_by, run_time, write_rows_6g
+from pal_lambda import geomean
+from pal_lambda import ratios as jct_ratios
 from suite import machine
 
 #: the page's figures, embedded at its end with what each shows (those the run drew: `figure_links`)
@@ -146,17 +147,10 @@ def run_group(task: tuple[str, str, str, float, tuple[str, ...], float]) -> list
 
 
 # ----------------------------------------------------------------------------- analysis
-def _gm(xs: Sequence[float]) -> float:
-    return float(math.exp(sum(math.log(x) for x in xs) / len(xs)))
-
-
 def _ratios(rows: list[dict[str, Any]], experiment: str) -> dict[tuple[str, str, float], dict[str, float]]:
-    """{(trace, draw, λ): {policy: avg JCT / Packed-Sticky's}}."""
-    by: dict[tuple[str, str, float], dict[str, float]] = defaultdict(dict)
-    for r in rows:
-        if r["experiment"] == experiment:
-            by[(r["trace"], r["draw"], r["lambda"])][r["policy"]] = r["avg_jct_h"]
-    return {k: {p: v / d[BASE] for p, v in d.items()} for k, d in by.items() if BASE in d}
+    """{(trace, draw, λ): {policy: avg JCT / Packed-Sticky's}} of the ``experiment``'s rows
+    (:func:`pal_lambda.ratios`)."""
+    return jct_ratios([r for r in rows if r["experiment"] == experiment])
 
 
 def _fmt(x: float | None, nd: int = 3) -> str:
@@ -190,15 +184,15 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
             for p in policies:
                 vals = [ratios[(t, d, 1.7)][p] for d in draw_set if p in ratios.get((t, d, 1.7), {})]
                 if vals:
-                    g = _gm(vals)
+                    g = geomean(vals)
                     per_pol[p].append(g)
                     cells.append(_fmt(g))
                 else:
                     cells.append("–")
             base = [r["avg_jct_h"] for r in rows if r["experiment"] == "main" and r["trace"] == t
                     and r["draw"] in draw_set and r["policy"] == BASE]
-            w(f"| {t} | " + " | ".join(cells) + f" | {_fmt(_gm(base), 2) if base else '–'} |\n")
-        w("| **geomean** | " + " | ".join(_fmt(_gm(per_pol[p])) if per_pol[p] else "–" for p in policies) + " | |\n\n")
+            w(f"| {t} | " + " | ".join(cells) + f" | {_fmt(geomean(base), 2) if base else '–'} |\n")
+        w("| **geomean** | " + " | ".join(_fmt(geomean(per_pol[p])) if per_pol[p] else "–" for p in policies) + " | |\n\n")
         w("| policy | geomean improvement | min | max | paper |\n|---|---|---|---|---|\n")
         for p in policies:
             if p == BASE or not per_pol[p]:
@@ -207,11 +201,11 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
             paper = PAPER.get(p)
             ptxt = "–" if paper is None else (
                 _pct(paper[0]) + (f" (min {_pct(paper[1])}, max {_pct(paper[2])})" if paper[1] is not None else ""))
-            w(f"| {p} | {_pct(1 - _gm(per_pol[p]))} | {_pct(min(imp))} | {_pct(max(imp))} | {ptxt} |\n")
+            w(f"| {p} | {_pct(1 - geomean(per_pol[p]))} | {_pct(min(imp))} | {_pct(max(imp))} | {ptxt} |\n")
         for admission, pal, ilp in EQUAL:
             if per_pol.get(pal) and per_pol.get(ilp):
                 w(f"\nAt {admission} admission, {ilp} vs {pal}: geomean avg JCT "
-                  f"{_pct(1 - _gm(per_pol[ilp]) / _gm(per_pol[pal]))} lower.")
+                  f"{_pct(1 - geomean(per_pol[ilp]) / geomean(per_pol[pal]))} lower.")
         w("\n\n")
 
     table(["artifact"], "The artifact's cluster (its own variability draw)")
@@ -227,7 +221,7 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
                 if p == BASE:
                     continue
                 vals = [ratios[(t, d, 1.7)][p] for t in traces if p in ratios.get((t, d, 1.7), {})]
-                cells.append(_fmt(_gm(vals)) if vals else "–")
+                cells.append(_fmt(geomean(vals)) if vals else "–")
             w(f"| {d} | {slow.get(d, '–')} | " + " | ".join(cells) + " |\n")
         w("\n")
 
@@ -266,9 +260,9 @@ def write_markdown(rows: list[dict[str, Any]], policies: Sequence[str], meta: di
                 cells = []
                 for p in lam_pols:
                     vals = [lr[("workload-6", d, lam)][p] for d in dset if p in lr.get(("workload-6", d, lam), {})]
-                    cells.append(_fmt(_gm(vals)) if vals else "–")
+                    cells.append(_fmt(geomean(vals)) if vals else "–")
                 base = [r["avg_jct_h"] for r in lam_rows if r["lambda"] == lam and r["draw"] in dset and r["policy"] == BASE]
-                w(f"| {lam:g} | " + " | ".join(cells) + f" | {_fmt(_gm(base), 2)} |\n")
+                w(f"| {lam:g} | " + " | ".join(cells) + f" | {_fmt(geomean(base), 2)} |\n")
             w("\n")
 
     # run times
@@ -297,7 +291,7 @@ def _equal_ratios(rows: list[dict[str, Any]], draws: Sequence[str]) -> dict[str,
         for t in traces:
             vals = [jct[(t, d, ilp)] / jct[(t, d, pal)] for d in draws if (t, d, ilp) in jct and (t, d, pal) in jct]
             if vals:
-                per[t] = _gm(vals)
+                per[t] = geomean(vals)
         if per:
             out[admission] = per
     return out
@@ -328,13 +322,13 @@ def _equal_admission(w: Any, rows: list[dict[str, Any]]) -> None:
             for admission, pal, _ in EQUAL:
                 if admission in ratios:
                     base = [jct[(t, d, pal)] for d in dset if (t, d, pal) in jct]
-                    cells += [_fmt(_gm(base), 2), f"{100 * (ratios[admission][t] - 1):+.1f}%"]
+                    cells += [_fmt(geomean(base), 2), f"{100 * (ratios[admission][t] - 1):+.1f}%"]
             pal_bf = [jct[(t, d, "pal-backfill")] / jct[(t, d, "pal")] for d in dset
                       if (t, d, "pal-backfill") in jct and (t, d, "pal") in jct]
-            w(f"| {t} | " + " | ".join(cells) + f" | {f'{100 * (_gm(pal_bf) - 1):+.1f}%' if pal_bf else '–'} |\n")
+            w(f"| {t} | " + " | ".join(cells) + f" | {f'{100 * (geomean(pal_bf) - 1):+.1f}%' if pal_bf else '–'} |\n")
         gms = []
         for admission in ratios:
-            gms += ["", f"**{100 * (_gm(list(ratios[admission].values())) - 1):+.1f}%**"]
+            gms += ["", f"**{100 * (geomean(list(ratios[admission].values())) - 1):+.1f}%**"]
         w("| **geomean** | " + " | ".join(gms) + " | |\n\n")
 
 
@@ -357,7 +351,7 @@ def plot_equal(rows: list[dict[str, Any]], path: Path) -> None:
         x = np.arange(len(traces) + 1)
         width = 0.8 / len(ratios)
         for k, (admission, per) in enumerate(ratios.items()):
-            vals = [100 * (per.get(t, np.nan) - 1) for t in traces] + [100 * (_gm(list(per.values())) - 1)]
+            vals = [100 * (per.get(t, np.nan) - 1) for t in traces] + [100 * (geomean(list(per.values())) - 1)]
             ax.bar(x + (k - (len(ratios) - 1) / 2) * width, vals, width, label=f"{admission} vs {admission}")
         ax.axhline(0.0, color="k", linewidth=0.6)
         ax.set_xticks(x, [t.replace("workload-", "W") for t in traces] + ["geomean"])
@@ -390,9 +384,9 @@ def plot_main(rows: list[dict[str, Any]], policies: Sequence[str], path: Path) -
             vals = []
             for t in traces:
                 v = [ratios[(t, d, 1.7)][p] for d in dset if p in ratios.get((t, d, 1.7), {})]
-                vals.append(_gm(v) if v else np.nan)
+                vals.append(geomean(v) if v else np.nan)
             finite = [v for v in vals if np.isfinite(v)]
-            vals.append(_gm(finite) if finite else np.nan)
+            vals.append(geomean(finite) if finite else np.nan)
             ax.bar(x + (k - (len(policies) - 1) / 2) * width, vals, width, label=p)
         ax.axhline(1.0, color="k", linewidth=0.6)
         ax.set_xticks(x, labels)
@@ -428,7 +422,7 @@ def plot_lambda(rows: list[dict[str, Any]], policies: Sequence[str], path: Path)
             ys = []
             for lam in lams:
                 v = [lr[("workload-6", d, lam)][p] for d in dset if p in lr.get(("workload-6", d, lam), {})]
-                ys.append(_gm(v) if v else np.nan)
+                ys.append(geomean(v) if v else np.nan)
             if not np.all(np.isnan(ys)):
                 ax.plot(lams, ys, style, color=colour,
                         label=f"{p} ({'artifact' if dset == ['artifact'] else 'numpy draws'})")
@@ -506,12 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     docs = {r["policy"]: r.pop("_doc") for r in rows if "_doc" in r}
     for r in rows:
         r.pop("_doc", None)
-    buf = io.StringIO()
-    wr = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    wr.writeheader()
-    for r in sorted(rows, key=lambda r: (r["experiment"], r["trace"], r["draw"], r["lambda"], r["policy"])):
-        wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    write_text_atomic(out / "pal_a1.csv", buf.getvalue())
+    write_rows_6g(out / "pal_a1.csv", sorted(rows, key=lambda r: (r["experiment"], r["trace"], r["draw"], r["lambda"],
+                                                                  r["policy"])), COLUMNS)
     meta = {
         "date": time.strftime("%Y-%m-%d"),
         "command": produced_by(__file__, argv, date=False),

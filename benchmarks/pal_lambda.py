@@ -33,7 +33,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import math
 import os
@@ -47,7 +46,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time
+from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time, write_rows_6g
 
 #: the page's figure(s), embedded at its end with what each shows
 FIGURE = "\n\n![improvement over Packed-Sticky against the locality penalty](pal_lambda.png)\n"
@@ -532,12 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from pal_opt.simulate import write_text_atomic
 
-    buf = io.StringIO()
-    wr = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
-    wr.writeheader()
-    for r in sorted(rows, key=lambda r: (r["trace"], r["draw"] != "artifact", r["draw"], r["lambda"], r["policy"])):
-        wr.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    write_text_atomic(out / "pal_lambda.csv", buf.getvalue())
+    write_rows_6g(out / "pal_lambda.csv", sorted(rows, key=lambda r: (r["trace"], r["draw"] != "artifact", r["draw"],
+                                                                      r["lambda"], r["policy"])), COLUMNS)
     meta = {**machine(), "elapsed": elapsed, "workers": args.workers, "slowest_classA": slowest_classa_gpu(),
             "command": produced_by(__file__, argv, date=False, commit=False)}
     write_text_atomic(out / "pal_lambda.md", _Report(rows, spans, meta).build() + FIGURE)
