@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -44,13 +46,37 @@ def instance_file(gpus: int, seed: int, where: Path) -> Path:
     return path
 
 
-def env() -> dict[str, str]:
-    """The measured processes' environment: this checkout's package first (not an installed or
-    editable one elsewhere), warnings off."""
+def source_env(tree: Path = ROOT) -> dict[str, str]:
+    """This process's environment for a measured child that runs the package of the source tree
+    ``tree`` (``PYTHONPATH``, not an installed or editable one elsewhere), with Python's bytecode
+    cache on (``PYTHONDONTWRITEBYTECODE`` unset), as an installed package has it."""
     out = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    out["PYTHONPATH"] = str(ROOT)
-    out["PYTHONWARNINGS"] = "ignore"
+    out["PYTHONPATH"] = str(tree)
     return out
+
+
+def env() -> dict[str, str]:
+    """The measured processes' environment: this checkout's package first (:func:`source_env`),
+    warnings off."""
+    return {**source_env(), "PYTHONWARNINGS": "ignore"}
+
+
+def child_cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process's finished children."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed_runs(run_child: Callable[[], Any], repeats: int) -> tuple[list[float], list[float]]:
+    """Wall seconds and the children's CPU seconds of each of ``repeats`` calls of ``run_child``
+    (which runs a child process and waits for it)."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        c0, t0 = child_cpu_seconds(), time.perf_counter()
+        run_child()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(child_cpu_seconds() - c0)
+    return wall, cpu
 
 
 def cli() -> list[str]:

@@ -37,12 +37,10 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _procs import source_env, timed_runs  # noqa: E402
 from _results import (  # noqa: E402
     add_output_arguments,
     check_backends,
@@ -75,31 +74,18 @@ from pal_opt.solve import solve  # noqa: E402
 NODES, PER_NODE, QUEUE = 256, 8, 600
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
-
-
-def _child_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def timed(argv: list[str], repeats: int, *, warm: bool = True) -> tuple[list[float], list[float]]:
     """Wall and CPU seconds of ``repeats`` runs of ``python ARGV`` (one untimed run first)."""
     cmd = [sys.executable, *argv]
     if warm:
-        subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, check=True)
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0, t0 = _child_cpu(), time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(_child_cpu() - c0)
+        subprocess.run(cmd, cwd=ROOT, env=source_env(), capture_output=True, check=True)
+
+    def run_child() -> None:
+        done = subprocess.run(cmd, cwd=ROOT, env=source_env(), capture_output=True, text=True)
         if done.returncode != 0:
             raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.strip()}")
-    return wall, cpu
+
+    return timed_runs(run_child, repeats)
 
 
 def failed_gpus(inst: RoundInstance, seed: int) -> list[int]:

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -52,6 +50,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 
+from _procs import source_env, timed_runs  # noqa: E402
 from _results import add_output_arguments, load_average, output_dir, produced_by, run_time  # noqa: E402
 
 INSTANCE = "instances/paper-16x4.json"
@@ -62,34 +61,18 @@ COMMANDS = {
 SIZES = (2048, 65536)
 
 
-def _env(tree: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(tree)
-    return env
-
-
-def _child_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def whole_process(tree: Path, argv: list[str], repeats: int) -> tuple[list[float], list[float]]:
     """Wall and CPU seconds of ``python -m pal_opt.cli ARGV`` on the source tree ``tree``."""
     cmd = [sys.executable, "-m", "pal_opt.cli", *argv]  # -m puts the working directory first on sys.path
-    subprocess.run(cmd, cwd=tree, env=_env(tree), capture_output=True, check=True)  # bytecode cache
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0, t0 = _child_cpu(), time.perf_counter()
-        subprocess.run(cmd, cwd=tree, env=_env(tree), capture_output=True, check=True)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(_child_cpu() - c0)
-    return wall, cpu
+    subprocess.run(cmd, cwd=tree, env=source_env(tree), capture_output=True, check=True)  # bytecode cache
+    return timed_runs(lambda: subprocess.run(cmd, cwd=tree, env=source_env(tree), capture_output=True, check=True),
+                      repeats)
 
 
 def import_breakdown(argv: list[str], top: int = 10) -> list[tuple[str, float]]:
     """The solve's top-level imports by cumulative time (one ``-X importtime`` run), seconds."""
     out = subprocess.run([sys.executable, "-X", "importtime", "-m", "pal_opt.cli", *argv], cwd=ROOT,
-                         env=_env(ROOT), capture_output=True, text=True, check=True).stderr
+                         env=source_env(), capture_output=True, text=True, check=True).stderr
     rows = []
     for line in out.splitlines():
         parts = line.split("|")
@@ -184,7 +167,7 @@ def binning_rows(repeats: int) -> tuple[list[dict[str, Any]], str]:
 
 def fresh_import(module: str, repeats: int) -> list[float]:
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    return [float(subprocess.run([sys.executable, "-c", code], env=_env(ROOT), capture_output=True, text=True,
+    return [float(subprocess.run([sys.executable, "-c", code], env=source_env(), capture_output=True, text=True,
                                  check=True).stdout)
             for _ in range(repeats)]
 
@@ -219,13 +202,7 @@ def uptime() -> str:
 
 
 def _floor(argv: list[str], repeats: int) -> tuple[list[float], list[float]]:
-    wall, cpu = [], []
-    for _ in range(repeats):
-        c0, t0 = _child_cpu(), time.perf_counter()
-        subprocess.run([sys.executable, *argv], env=_env(ROOT), check=True)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(_child_cpu() - c0)
-    return wall, cpu
+    return timed_runs(lambda: subprocess.run([sys.executable, *argv], env=source_env(), check=True), repeats)
 
 
 def _cell(ts: list[float]) -> str:
