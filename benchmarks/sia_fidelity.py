@@ -55,15 +55,11 @@ from _results import (
     split_list,
     wrote,
 )
+from sia_compare import CLUSTER, DATA, HOUR, ROOT, SHARED
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-DATA = SHARED / "data" / "sia-artifact"
 REFERENCE = SHARED / "reference" / "sia"
-CLUSTER = "aws:6x4,rtx:3x8,dgx-ext:2x8"
 VARIANTS = ("adaptive", "scale-gpus")
 TOLERANCE = {"avg_jct": 0.15, "p99_jct": 0.25}
-HOUR = 3600.0
 #: Backends the traces also run on by default (``--tie-backends``); any other choice is a partial run.
 TIE_BACKENDS = "cpsat,cbc"
 
