@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from ..ilp.program import Program
 from ..options import check_finite, require_type
-from .levelprogram import LevelRound, adaptive_columns, rigid_columns
+from .levelprogram import JobColumnsProgram, LevelRound, adaptive_columns, rigid_columns
 from .round import solve_program
 from .roundprogram import OBJECTIVE_SCALE
 
@@ -92,18 +92,14 @@ class JointRound:
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
-class JointProgram(Program):
+class JointProgram(JobColumnsProgram):
     """The program plus what decoding needs: the x columns first (job, configuration or type,
-    level; rigid jobs numbered after the adaptive ones), then w (job, cell), then u (job, node)."""
+    level; rigid jobs numbered after the adaptive ones: ``levelprogram.JobColumnsProgram``),
+    then w (job, cell), then u (job, node)."""
 
-    col_job: np.ndarray
-    col_choice: np.ndarray
-    col_level: np.ndarray
     col_cost: np.ndarray
     w_job: np.ndarray
     w_cell: np.ndarray
-    num_adaptive: int
-    num_rigid: int
     scale: float
     lambda_n: float
     aggregate: Program
@@ -113,15 +109,7 @@ class JointProgram(Program):
         cell per job); -1: none."""
         v = np.rint(np.asarray(values))
         nx, nw = self.col_job.size, self.w_job.size
-        conf = np.full(self.num_adaptive, -1, dtype=np.int64)
-        level = np.full(self.num_adaptive, -1, dtype=np.int64)
-        rigid = np.full(self.num_rigid, -1, dtype=np.int64)
-        for col in np.flatnonzero(v[:nx] >= 0.5).tolist():
-            j = int(self.col_job[col])
-            if j < self.num_adaptive:
-                conf[j], level[j] = self.col_choice[col], self.col_level[col]
-            else:
-                rigid[j - self.num_adaptive] = self.col_choice[col]
+        conf, level, rigid = self.job_choices(v[:nx] >= 0.5)
         counts: dict[int, dict[int, int]] = {}
         for i in np.flatnonzero(v[nx:nx + nw] >= 0.5).tolist():
             counts.setdefault(int(self.w_job[i]), {})[int(self.w_cell[i])] = int(v[nx + i])

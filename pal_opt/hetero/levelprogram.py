@@ -85,9 +85,11 @@ class LevelRound:
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
-class LevelProgram(Program):
-    """The program plus what decoding needs: per column its job (adaptive jobs first, then rigid
-    ones), configuration (type for rigid jobs) and level (-1 for rigid jobs)."""
+class JobColumnsProgram(Program):
+    """A program whose first columns are the jobs' choices: per column its job (adaptive jobs
+    first, then rigid ones), configuration (type for rigid jobs) and level (-1 for rigid jobs).
+    The base of :class:`LevelProgram` and :class:`~pal_opt.hetero.jointprogram.JointProgram`,
+    which decode those columns alike (``job_choices``; not in ``__all__``)."""
 
     col_job: np.ndarray
     col_choice: np.ndarray
@@ -95,18 +97,29 @@ class LevelProgram(Program):
     num_adaptive: int
     num_rigid: int
 
-    def decode(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(configuration per adaptive job, level per adaptive job, type per rigid job); -1: none."""
+    def job_choices(self, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(configuration per adaptive job, level per adaptive job, type per rigid job; -1: none)
+        of the job columns ``chosen`` (a mask over the first columns)."""
         conf = np.full(self.num_adaptive, -1, dtype=np.int64)
         level = np.full(self.num_adaptive, -1, dtype=np.int64)
         rigid = np.full(self.num_rigid, -1, dtype=np.int64)
-        for col in np.flatnonzero(np.asarray(values) >= 0.5).tolist():
+        for col in np.flatnonzero(chosen).tolist():
             j = int(self.col_job[col])
             if j < self.num_adaptive:
                 conf[j], level[j] = self.col_choice[col], self.col_level[col]
             else:
                 rigid[j - self.num_adaptive] = self.col_choice[col]
         return conf, level, rigid
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)  # Program.__repr__: its size
+class LevelProgram(JobColumnsProgram):
+    """The program plus what decoding needs (``JobColumnsProgram``: every column is a job's
+    choice)."""
+
+    def decode(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(configuration per adaptive job, level per adaptive job, type per rigid job); -1: none."""
+        return self.job_choices(np.asarray(values) >= 0.5)
 
 
 def scaled_costs(a: np.ndarray, lambda_n: float) -> np.ndarray:
