@@ -92,7 +92,7 @@ HEADER = """# Pipeline jobs in mixed rounds: the stage program against flat-gang
 
 {command}.
 
-{rounds} rounds on each cluster (`benchmarks/pipeline_placement.py`; its docstring gives the setup).
+{rounds} rounds on each cluster (`benchmarks/pipeline_placement.py`; its docstring gives the setup).{partial}
 Each round fills the cluster: about half its GPUs in pipeline jobs (PipeDream partitions of vgg16
 and gnmt on 4 and 8 GPUs, Sia's gpt_pmp as 2 stages x 2 replicas and as 8 stages), the rest
 gangs of the Sia-Philly models.  Methods: `pal` (flat gang, stages in GPU-id order), `pal+map`
@@ -221,8 +221,14 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
+#: What a cell of a job kind with no job on a cluster shows (a run of fewer rounds draws fewer kinds).
+NOT_DRAWN = "—"
+
+
 def table(rows: list[dict[str, Any]], key: str) -> list[str]:
-    """Geometric means of ``key`` per cluster, job group and method."""
+    """Geometric means of ``key`` per cluster, job group and method, each over the jobs drawn
+    (``n``); a kind drawn on one cluster only (a short ``--rounds`` run) shows :data:`NOT_DRAWN`
+    on the other, with a footnote, rather than the ``nan`` of an empty mean."""
     by: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for row in rows:
         group = "gang" if row["kind"] == "gang" else "pipeline"
@@ -231,15 +237,25 @@ def table(rows: list[dict[str, Any]], key: str) -> list[str]:
             by[(row["cluster"], row["kind"], row["method"])].append(row[key])
     lines = ["| cluster | jobs | n | " + " | ".join(METHODS) + " | stage vs pal |", "|---|---|---:|"
              + "---:|" * (len(METHODS) + 1)]
+    missing = []
     for cluster in ("longhorn", "alloc32"):
         groups = ["pipeline", "gang"] + sorted({r["kind"] for r in rows if r["kind"] != "gang"})
         for group in groups:
             vals = {m: geomean(by[(cluster, group, m)]) for m in METHODS}
             n = len(by[(cluster, group, "pal")])
-            gain = vals["stage"] / vals["pal"] - 1
-            lines.append(f"| {cluster} | {group} | {n} | " + " | ".join(f"{vals[m]:.4f}" for m in METHODS)
-                         + f" | {gain:+.2%} |")
+            if n == 0:
+                missing.append(f"{group} on {cluster}")
+            lines.append(f"| {cluster} | {group} | {n} | " + " | ".join(shown(vals[m], ".4f") for m in METHODS)
+                         + f" | {shown(vals['stage'] / vals['pal'] - 1, '+.2%')} |")
+    if missing:
+        lines += ["", f"{NOT_DRAWN}: no such job was drawn in the rounds run ({', '.join(missing)}); every "
+                  "mean is over the jobs drawn (`n`), and the pipeline rows over the kinds drawn."]
     return lines
+
+
+def shown(value: float, spec: str) -> str:
+    """``value`` formatted by ``spec``, or :data:`NOT_DRAWN` when it is the ``nan`` of no jobs."""
+    return NOT_DRAWN if math.isnan(value) else format(value, spec)
 
 
 def reading(rows: list[dict[str, Any]], kinds: list[tuple[str, str, Pipeline]], levels: dict[str, str]) -> list[str]:
@@ -254,14 +270,16 @@ def reading(rows: list[dict[str, Any]], kinds: list[tuple[str, str, Pipeline]], 
         vpal, vgang, vstage = (g(cluster, m, "pace_speed") for m in ("pal", "ilp-gang", "stage"))
         small = {m: [r["servers"] > 1 for r in rows if r["cluster"] == cluster and r["kind"] != "gang"
                      and r["gpus"] <= 4 and r["method"] == m] for m in ("pal", "stage")}
-        out.append(f"* **{cluster}**: the stage program gives the pipeline jobs {stage / pal - 1:+.1%} geometric-mean "
-                   f"speed over flat-gang PAL: {gang / pal - 1:+.1%} from choosing the GPU sets exactly (the round "
-                   f"program with the stages hidden, `ilp-gang`) and {stage / gang - 1:+.1%} more from placing the "
-                   f"stages.  Pipelines of at most 4 GPUs spread over servers (paying the locality penalty 1.7): "
-                   f"{sum(small['pal'])} of {len(small['pal'])} under PAL, {sum(small['stage'])} of "
-                   f"{len(small['stage'])} under the stage program.  The variability part alone (1 / pace): "
-                   f"{vstage / vpal - 1:+.2%} over PAL, {vstage / vgang - 1:+.2%} over `ilp-gang`.  PAL's binned "
-                   f"factors there: {levels[cluster]}.")
+        spread = (f"{sum(small['pal'])} of {len(small['pal'])} under PAL, {sum(small['stage'])} of "
+                  f"{len(small['stage'])} under the stage program" if small["pal"] else
+                  f"{NOT_DRAWN} (none was drawn in the rounds run)")
+        out.append(f"* **{cluster}**: the stage program gives the pipeline jobs {shown(stage / pal - 1, '+.1%')} "
+                   f"geometric-mean speed over flat-gang PAL: {shown(gang / pal - 1, '+.1%')} from choosing the GPU "
+                   f"sets exactly (the round program with the stages hidden, `ilp-gang`) and "
+                   f"{shown(stage / gang - 1, '+.1%')} more from placing the stages.  Pipelines of at most 4 GPUs "
+                   f"spread over servers (paying the locality penalty 1.7): {spread}.  The variability part alone "
+                   f"(1 / pace): {shown(vstage / vpal - 1, '+.2%')} over PAL, {shown(vstage / vgang - 1, '+.2%')} "
+                   f"over `ilp-gang`.  PAL's binned factors there: {levels[cluster]}.")
     slack = "; ".join(f"{name} {', '.join(f'{t / max(p.stage_times):.2f}x{r}' for t, r in zip(p.stage_times, p.replicas, strict=True))}"
                       for name, _, p in kinds)
     out += ["", "Why the stage gain is small:", "",
@@ -370,12 +388,14 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "pipeline_placement",  # other round counts are not the committed page's rounds
                      partial="--rounds" if args.rounds != ap.parse_args([]).rounds else None)
     rows, solves, levels = run(args.shared, args.rounds)
+    default = ap.parse_args([]).rounds
+    partial = f"  A partial run: the committed page has {default} rounds." if args.rounds != default else ""
     with open(out / "pipeline_placement.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
     plot(rows, out / "pipeline_placement.png")
-    text = "\n".join([HEADER.format(rounds=args.rounds, command=produced_by(__file__, argv)), *reading(rows, pipelines(args.shared), levels),
+    text = "\n".join([HEADER.format(rounds=args.rounds, partial=partial, command=produced_by(__file__, argv)), *reading(rows, pipelines(args.shared), levels),
                       tables(rows, solves)])
     (out / "pipeline_placement.md").write_text(f"{text}\n\nMachine: {platform.processor() or platform.machine()}, "
                                                 f"Python {platform.python_version()}\n\n![speed per job kind and method, and the variability part as the change from pal](pipeline_placement.png)\n", encoding="utf-8")

@@ -501,3 +501,36 @@ def test_the_fidelity_page_and_plot_are_written_again_from_the_committed_figures
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "sia_fidelity.md").read_text() == (RESULTS / "sia_fidelity.md").read_text()
     assert (tmp_path / "sia_fidelity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_short_pipeline_placement_run_marks_the_kinds_it_did_not_draw() -> None:
+    """Found in review: ``pipeline_placement.py --rounds 1`` printed ``nan`` (and ``+nan%``) for a
+    pipeline kind drawn on one cluster only, the empty geometric mean of the other cluster's row.
+    Such a row shows "—" with a footnote naming it, and the means are over the jobs drawn."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import pipeline_placement as pp
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+    def row(cluster: str, kind: str, method: str, speed: float) -> dict[str, object]:
+        return {"cluster": cluster, "round": 0, "method": method, "job": f"{cluster}-{kind}", "kind": kind,
+                "gpus": 8, "speed": speed, "pace_speed": speed, "servers": 2}
+
+    rows = [row("longhorn", kind, m, s) for kind, s in (("vgg16-8", 0.5), ("gnmt-8", 0.8)) for m in pp.METHODS]
+    rows += [row("alloc32", "gnmt-8", m, 0.6 if m == "pal" else 0.66) for m in pp.METHODS]
+    lines = pp.table(rows, "speed")
+    text = "\n".join(lines)
+    assert "nan" not in text
+    assert "| alloc32 | vgg16-8 | 0 | — | — | — | — | — |" in lines
+    assert "| longhorn | vgg16-8 | 1 | 0.5000 | 0.5000 | 0.5000 | 0.5000 | +0.00% |" in lines
+    assert "| longhorn | pipeline | 2 | 0.6325 | 0.6325 | 0.6325 | 0.6325 | +0.00% |" in lines  # sqrt(0.5 * 0.8)
+    assert "| alloc32 | pipeline | 1 | 0.6000 | 0.6600 | 0.6600 | 0.6600 | +10.00% |" in lines  # gnmt-8 alone
+    assert lines[-1] == ("—: no such job was drawn in the rounds run (gang on longhorn, gang on alloc32, vgg16-8 on "
+                         "alloc32); every mean is over the jobs drawn (`n`), and the pipeline rows over the kinds drawn.")
+    reading = "\n".join(pp.reading(rows, [], {"longhorn": "x", "alloc32": "y"}))
+    assert "nan" not in reading and "0 of 0" not in reading
+    assert "at most 4 GPUs spread over servers (paying the locality penalty 1.7): — (none was drawn" in reading
+    full = [r for r in rows if r["kind"] != "vgg16-8"]  # every kind on every cluster: no marker, no footnote
+    full += [{**r, "kind": "gang", "job": "g"} for r in full]
+    assert not any("—" in line for line in pp.table(full, "speed"))
