@@ -96,8 +96,9 @@ def test_pricing_an_unknown_job_gpu_or_class_names_it() -> None:
         pal_opt.evaluate(inst, {"zz": [0]}, f)
     # the factors given first (job_slowdown takes them before the job): it said only that job
     # 'classA' was not in the round
-    with pytest.raises(InstanceError, match=r"^placements: job 'classA' is not in the round \(a class: the arguments "
-                                            r"are \(instance, placements, factors\)\)$"):
+    with pytest.raises(InstanceError, match=r"^placements: job 'classA' is not in the round \(a class: the orders are "
+                                            r"evaluate\(instance, placements, factors\) and job_slowdown\(instance, "
+                                            r"factors, job, gpu_ids\); named arguments need none \(factors=\.\.\.\)\)$"):
         pal_opt.evaluate(inst, f, {job.id: [0]})  # type: ignore[arg-type]
     with pytest.raises(InstanceError, match="GPU 99 is not in the round's cluster"):
         pal_opt.evaluate(inst, {job.id: [99]}, f)

@@ -666,3 +666,51 @@ def test_a_blox_round_given_an_adapter_option_says_it_goes_to_the_constructor(na
                                           rf"BloxPlacement\(args, \.\.\., {name}=\.\.\.\)"):
         policy.place(*_blox_round(), **{name: value})
     assert policy.place(*_blox_round(), some_blox_argument=1) == ([], {5: [2, 3]})  # others: ignored, as before
+
+
+#: The end of every message about the two pricing calls' arguments in the other's order.
+ORDERS = ("the orders are evaluate(instance, placements, factors) and job_slowdown(instance, factors, job, gpu_ids); "
+          "named arguments need none (factors=...)")
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    # evaluate's order (what is priced, then the factors): the Job second, the factors last
+    (lambda i, f, job, g: pal_opt.job_slowdown(i, job, g, f), f"job: must be a Job, got tuple; the Job was given as factors: {ORDERS}"),
+    (lambda i, f, job, g: pal_opt.job_slowdown(i, job, f, g), f"job: must be a Job, got dict; the Job was given as factors: {ORDERS}"),
+    (lambda i, f, job, g: pal_opt.job_slowdown(i, f, g, job), f"job: must be a Job, got tuple; the Job was given as gpu_ids: {ORDERS}"),
+    (lambda i, f, job, g: pal_opt.job_slowdown(i, g, job, f),
+     f"gpu_ids: must be a sequence of GPU ids, got dict (the factors?): {ORDERS}"),
+    # job_slowdown's order given to evaluate (the factors second)
+    (lambda i, f, job, g: pal_opt.evaluate(i, f, {job.id: g}), f"placements: job 'classA' is not in the round (a class: {ORDERS})"),
+])
+def test_the_pricing_calls_in_each_others_order_say_both_orders(call: Any, message: str) -> None:
+    """``evaluate(instance, placements, factors)`` and ``job_slowdown(instance, factors, job,
+    gpu_ids)`` take the factors in different places.  ``job_slowdown`` in evaluate's order said
+    ``job: must be a Job (instance.job_by_id[job_id]), got tuple (0, 1)`` (or ``got dict`` and the
+    factors' whole multi-line repr, or ``gpu_ids: must be a sequence of GPU ids, got dict``), and
+    not that the order was the trouble; each now names the argument and both orders.  The orders
+    themselves stay (every positional caller would break), and named arguments take any order."""
+    inst, result = _priced_round()
+    factors = pal_opt.binned_factors(inst.cluster, inst.params.binning)
+    jid, gpus = next(iter(result.placements.items()))
+    with pytest.raises(InstanceError) as err:
+        call(inst, factors, inst.job_by_id[jid], tuple(gpus))
+    assert str(err.value) == message
+
+
+def test_the_pricing_calls_take_their_arguments_by_name_in_any_order() -> None:
+    """The names are the API's (``docs/api``): a caller who does not want to remember which of the
+    two takes the factors first names them."""
+    inst, result = _priced_round()
+    factors = pal_opt.binned_factors(inst.cluster, inst.params.binning)
+    jid, gpus = next(iter(result.placements.items()))
+    job = inst.job_by_id[jid]
+    by_place = pal_opt.job_slowdown(inst, factors, job, gpus)
+    assert pal_opt.job_slowdown(inst, job=job, gpu_ids=gpus, factors=factors) == by_place
+    assert pal_opt.job_slowdown(instance=inst, gpu_ids=gpus, factors=factors, job=job) == by_place
+    assert by_place == pal_opt.evaluate(inst, result.placements, factors).slowdown[jid]
+    assert pal_opt.evaluate(inst, factors=factors, placements=result.placements) == \
+        pal_opt.evaluate(inst, result.placements, factors)
+    # a mapping of GPU ids with the factors in their place is the usual message, no hint of an order
+    with pytest.raises(InstanceError, match=r"^gpu_ids: must be a sequence of GPU ids, got dict \{0: 0\}$"):
+        pal_opt.job_slowdown(inst, factors, job, {0: 0})

@@ -137,15 +137,22 @@ def job_slowdown(
 ) -> float:
     """Slowdown of ``job`` on GPUs given by id, with per-class ``factors``.
 
+    The factors come before the job here and after the placements in :func:`evaluate`; named
+    arguments need no order: ``job_slowdown(instance, job=job, gpu_ids=gpus, factors=factors)``
+    (and ``evaluate(instance, placements=..., factors=...)``).  Given in the other's order (a
+    :class:`~pal_opt.model.Job` as ``factors`` or ``gpu_ids``, or a mapping as ``gpu_ids``) the
+    error says both orders.
+
     Raises
     ------
     InstanceError
         No GPU ids, a GPU id that is not an integer (``1.5``, ``True``, ``"0"``, ``2.0``; numpy
-        integers are ids) or not in the round, or no factors for the job's class.
+        integers are ids) or not in the round, no factors for the job's class, or the arguments
+        in another order.
     """
     require_instance(instance)
-    if not isinstance(job, Job):  # a job id: AttributeError 'perfclass' deep inside otherwise
-        raise InstanceError(f"must be a Job (instance.job_by_id[job_id]), got {type(job).__name__} {job!r}", path="job")
+    if not isinstance(job, Job) or (isinstance(gpu_ids, Mapping) and not isinstance(factors, Mapping)):
+        _require_in_order(job, factors, gpu_ids)
     _require_factors(factors)
     ids = _gpu_list(gpu_ids, "gpu_ids")
     if len(ids) == 0:  # numpy's "zero-size array to reduction operation maximum" otherwise
@@ -163,6 +170,26 @@ def job_slowdown(
 
 #: Where a :class:`~pal_opt.model.Job` comes from, for the message about an argument that is not one.
 JOB_HINT = " (instance.job_by_id[job_id])"
+
+#: The end of the message about arguments given to :func:`job_slowdown` or :func:`evaluate` in
+#: the other's order.
+ORDER_HINT = ("the orders are evaluate(instance, placements, factors) and job_slowdown(instance, factors, job, "
+              "gpu_ids); named arguments need none (factors=...)")
+
+
+def _require_in_order(job: Any, factors: Any, gpu_ids: Any) -> None:
+    """:func:`job_slowdown`'s error when ``job`` is not a :class:`~pal_opt.model.Job` (a job
+    id: an ``AttributeError`` 'perfclass' deep inside otherwise) or ``gpu_ids`` is a mapping and
+    ``factors`` not; one that names both functions' orders when the Job or the factors came in
+    another place (as in :func:`evaluate`, the factors last)."""
+    if isinstance(factors, Job) or isinstance(gpu_ids, Job):
+        where = "factors" if isinstance(factors, Job) else "gpu_ids"
+        raise InstanceError(f"must be a Job, got {type(job).__name__}; the Job was given as {where}: {ORDER_HINT}",
+                            path="job")
+    if not isinstance(job, Job):
+        raise InstanceError(f"must be a Job{JOB_HINT}, got {type(job).__name__} {job!r:.60}", path="job")
+    raise InstanceError(f"must be a sequence of GPU ids, got {type(gpu_ids).__name__} (the factors?): {ORDER_HINT}",
+                        path="gpu_ids")
 
 
 def _require_factors(factors: Any) -> None:
@@ -219,7 +246,7 @@ def _unknown(instance: RoundInstance, placements: Mapping[Any, Sequence[int]], f
     for jid, gids in placements.items():
         if jid not in jobs:
             swapped = isinstance(jid, str) and jid in instance.cluster.factors  # evaluate(inst, factors, placements)
-            hint = " (a class: the arguments are (instance, placements, factors))" if swapped else ""
+            hint = f" (a class: {ORDER_HINT})" if swapped else ""
             return InstanceError(f"job {jid!r} is not in the round{hint}", path="placements")
         gids = _gpu_list(gids, f"placements.{jid}")
         if non_integer_at(gids) is not None or any(g not in where for g in gids):
@@ -343,6 +370,11 @@ def evaluate(
     preemption charges.  Validity is not checked here; see :mod:`pal_opt.check`.  GPU ids are
     integers (Python's or numpy's): ``1.5``, ``True``, ``"0"`` or ``2.0`` is an
     :class:`~pal_opt.errors.InstanceError` at ``placements.<job>[k]``.
+
+    The factors come last here and before the job in :func:`job_slowdown`; named arguments need
+    no order (``evaluate(instance, factors=factors, placements=placements)``).  Given in
+    ``job_slowdown``'s order (the factors second), the error names a class as a job not in the
+    round and says both orders.
     """
     require_instance(instance)
     if not isinstance(placements, Mapping):  # a PlacementResult, a list: AttributeError 'items' inside
