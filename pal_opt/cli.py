@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .cliargs import (
+    OnceParser,
     add_exact_arguments,
     add_method_arguments,
     add_output_arguments,
@@ -121,11 +122,12 @@ class _RawDescriptionHelp(argparse.RawDescriptionHelpFormatter, _Help):
     """:class:`_Help` with the description and epilog kept as written (``solve``'s method table)."""
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(OnceParser):
     """argparse with one-line errors (exit 2) and no ``sys.exit`` inside :func:`main`.  Flags are
     not abbreviated (``--meth`` for ``--method``): a script relying on an abbreviation would break,
-    or change meaning, when a later flag shares its prefix.  Help is wrapped by :class:`_Help`
-    (a raw description kept as written)."""
+    or change meaning, when a later flag shares its prefix; an option of one value given twice is
+    refused (:class:`~pal_opt.cliargs.OnceParser`), not the last one kept.  Help is wrapped by
+    :class:`_Help` (a raw description kept as written)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)

@@ -21,6 +21,10 @@ from typing import Any
 from .errors import OptionError
 
 __all__ = [
+    "OnceParser",
+    "StoreOnce",
+    "BooleanOnce",
+    "GIVEN_TWICE",
     "finite",
     "positive_float",
     "nonneg_float",
@@ -52,6 +56,67 @@ __all__ = [
     "solve_options_each",
     "exact_options",
 ]
+
+
+#: What an option that takes one value says when it is given a second time in one command line.
+GIVEN_TWICE = "given twice; give it once"
+
+#: The attribute in which a parse notes the options given so far (a space in it: no option's
+#: ``dest`` is this), as argparse notes unrecognised arguments; :class:`OnceParser` removes it.
+_GIVEN = "options given"
+
+
+def _given_once(action: argparse.Action, namespace: argparse.Namespace, option_string: str | None) -> None:
+    """An ``argparse.ArgumentError`` (the parser's one-line usage error) when ``action``'s option
+    was given before in this parse; a positional argument (no ``option_string``) is taken once."""
+    if option_string is None:
+        return
+    given: set[str] = getattr(namespace, _GIVEN, set())
+    setattr(namespace, _GIVEN, given)
+    if action.dest in given:
+        raise argparse.ArgumentError(action, GIVEN_TWICE)
+    given.add(action.dest)
+
+
+class StoreOnce(argparse._StoreAction):
+    """argparse's ``store`` (an option's action unless ``action=`` names another), refusing the
+    option a second time: ``--backend highs --backend cbc`` kept ``cbc`` without a word."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        _given_once(self, namespace, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class BooleanOnce(argparse.BooleanOptionalAction):
+    """``argparse.BooleanOptionalAction`` (``--failures``/``--no-failures``), refusing a second
+    of its flags: ``--failures --no-failures`` kept the last without a word."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        _given_once(self, namespace, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class OnceParser(argparse.ArgumentParser):
+    """An argument parser whose options of one value refuse to be given twice (argparse keeps the
+    last): ``store`` options (every option that takes a value, unless its ``action=`` says
+    otherwise) and ``argparse.BooleanOptionalAction`` ones are made :class:`StoreOnce` and
+    :class:`BooleanOnce` when added.  ``append`` and ``extend`` options repeat as before, and a
+    ``store_true`` flag given twice is the same flag.  Sub-command parsers are of the same class
+    (``add_subparsers`` makes its parent's class unless told another)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, StoreOnce)
+        self.register("action", "store", StoreOnce)
+        self.register("action", argparse.BooleanOptionalAction, BooleanOnce)  # looked up by the class given
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extra = super().parse_known_args(args, namespace)
+        if hasattr(parsed, _GIVEN):
+            delattr(parsed, _GIVEN)
+        return parsed, extra
 
 
 def _number(text: str, low: float | None = None, *, strict: bool = False, integer: bool = False) -> float:

@@ -605,3 +605,78 @@ def test_no_blocked_line_when_the_cluster_is_simply_full(tmp_path: Path, capsys:
     assert main(["solve", str(path), "--method", "ilp"]) == 0
     out = capsys.readouterr().out
     assert "placed       1 of 3 jobs" in out and "unplaceable  job big" in out and "\nblocked " not in out
+
+
+def _parsers(parser, path=("pal-opt",)):
+    """(command, its parser) for ``parser`` and every sub-command below it (``import``/``export``
+    formats too)."""
+    import argparse
+
+    yield " ".join(path), parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*path, name))
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["solve", "{inst}", "--backend", "highs", "--backend", "cbc"],
+     "pal-opt solve: error: argument --backend: given twice; give it once (see 'pal-opt solve --help')"),
+    (["solve", "{inst}", "--method=pal", "--time-limit", "5", "--method", "pal"],  # the same value twice too
+     "pal-opt solve: error: argument --method: given twice; give it once (see 'pal-opt solve --help')"),
+    (["solve", "{inst}", "-o", "{tmp}/a.json", "--output", "{tmp}/b.json"],  # one option under two of its names
+     "pal-opt solve: error: argument -o/--out/--output: given twice; give it once (see 'pal-opt solve --help')"),
+    (["simulate", "{tmp}/trace.csv", "--failures", "--no-failures"],
+     "pal-opt simulate: error: argument --failures/--no-failures: given twice; give it once "
+     "(see 'pal-opt simulate --help')"),
+    (["export", "k8s", "{inst}", "{inst}", "-o", "{tmp}/a.json", "-o", "{tmp}/b.json"],  # a format's own options
+     "pal-opt export k8s: error: argument -o/--out/--output: given twice; give it once "
+     "(see 'pal-opt export k8s --help')"),
+])
+def test_an_option_of_one_value_given_twice_is_refused(argv, line, small, tmp_path, capsys):
+    """argparse keeps the last of an option given twice: ``solve --backend highs --backend cbc``
+    solved with CBC without a word, ``-o a.json --output b.json`` wrote b.json only.  Each is now
+    the one-line usage error (exit 2), before anything is read or written."""
+    rc, out, err = run(capsys, *[a.format(inst=small, tmp=tmp_path) for a in argv])
+    assert (rc, out, err) == (2, "", line + "\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.json"]
+
+
+def test_options_that_repeat_still_repeat(small, tmp_path, capsys):
+    """``append`` and ``extend`` options (``--cost``, ``--backend-param``, ``--model-class``,
+    ``--variability``) take every occurrence, and a switch given twice is the same switch."""
+    from pal_opt.cli import build_parser
+
+    out = tmp_path / "o.json"
+    rc, stdout, err = run(capsys, "solve", small, "--method", "pal", "--cost", "migration.per_gpu=0.5",
+                          "--cost", "migration.per_job=1", "--quiet", "--quiet", "-o", out)
+    assert rc == 0 and "given twice" not in err  # (its one warning: pal does not weigh the charges)
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["info"]["round_overrides"]["costs"] == {"migration": {"per_gpu": 0.5, "per_job": 1.0}}
+    args = build_parser().parse_args(["simulate", "t.csv", "--variability", "classA=a", "--variability", "classB=b",
+                                      "--model-class", "x=classA", "--model-class", "y=classB", "-o", "r.json"])
+    assert args.variability == ["classA=a", "classB=b"] and args.model_class == ["x=classA", "y=classB"]
+    assert "options given" not in vars(args)  # the parse's note of the options given is not left on the result
+
+
+def test_every_option_of_one_value_of_every_command_refuses_a_second() -> None:
+    """Every ``store`` and ``BooleanOptionalAction`` option of every command (the parsers are made
+    by ``cliargs.OnceParser``, so an option added later is covered without being listed) refuses
+    its second occurrence, under any of its names."""
+    import argparse
+
+    from pal_opt.cli import build_parser
+    from pal_opt.cliargs import GIVEN_TWICE, BooleanOnce, StoreOnce
+
+    checked = []
+    for command, parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if not action.option_strings or not isinstance(action, argparse._StoreAction | argparse.BooleanOptionalAction):
+                continue
+            assert isinstance(action, StoreOnce | BooleanOnce), f"{command} {action.option_strings}"
+            ns = argparse.Namespace()
+            action(parser, ns, "1", action.option_strings[0])
+            with pytest.raises(argparse.ArgumentError, match=f"{GIVEN_TWICE}$"):
+                action(parser, ns, "2", action.option_strings[-1])
+            checked.append(f"{command} {action.option_strings[-1]}")
+    assert len(checked) >= 150 and "pal-opt solve --backend" in checked and "pal-opt partition --output" in checked

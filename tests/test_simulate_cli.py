@@ -23,7 +23,8 @@ def _simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str, na
               code: int = 0) -> tuple[dict[str, Any], str]:
     out = tmp_path / name
     capsys.readouterr()
-    assert main(["simulate", str(TRACE), "--cluster", "4x4", "-o", str(out), "--quiet", *args]) == code
+    cluster = [] if "--cluster" in args else ["--cluster", "4x4"]  # an option given twice is refused
+    assert main(["simulate", str(TRACE), *cluster, "-o", str(out), "--quiet", *args]) == code
     err = capsys.readouterr().err
     return (json.loads(out.read_text()) if code == 0 else {}), err
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..cliargs import (
     SIMULATE_PLOT_HELP,
+    OnceParser,
     add_method_arguments,
     add_restart_arguments,
     check_outputs,
@@ -518,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from ..errors import PalOptError
 
-    parser = argparse.ArgumentParser(prog="pal-opt")
+    parser = OnceParser(prog="pal-opt")  # an option of one value given twice refused, as by pal-opt
     sub = parser.add_subparsers(dest="command", required=True)
     add_parser(sub)
     args = parser.parse_args(["simulate", *(sys.argv[1:] if argv is None else argv)])
