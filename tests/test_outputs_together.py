@@ -139,7 +139,8 @@ def test_simulate_on_a_full_disk_leaves_the_earlier_outputs(tmp_path: Path, monk
     _fail_fsync_of(monkeypatch, "p")
     assert main([*SIMULATE, "--policy", "pal", "--out", str(tmp_path / "r.json"),
                  "--jobs-csv", str(tmp_path / "j.csv"), "--plot", str(tmp_path / "p.png")]) == 2
-    assert capsys.readouterr().err.strip() == "pal-opt: error: No space left on device"
+    # the output that could not be written is named (it said only "No space left on device")
+    assert capsys.readouterr().err == f"pal-opt: error: {tmp_path / 'p.png'}: cannot write: No space left on device\n"
     assert _contents(tmp_path) == before
 
 
@@ -179,7 +180,7 @@ def test_partition_on_a_full_disk_leaves_the_earlier_outputs(tmp_path: Path, mon
     capsys.readouterr()
     _fail_fsync_of(monkeypatch, "out")
     assert main([*args, "--bandwidth", "1e9,1e8"]) == 2  # another answer, whose result cannot be written
-    assert capsys.readouterr().err.strip() == "pal-opt: error: No space left on device"
+    assert capsys.readouterr().err == f"pal-opt: error: {tmp_path / 'out.json'}: cannot write: No space left on device\n"
     assert _contents(tmp_path) == before
 
 

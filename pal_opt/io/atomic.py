@@ -110,7 +110,7 @@ def atomic_write_files(outputs: Mapping[_Path, Content]) -> None:
         for name, target, content in zip(names, targets, outputs.values(), strict=True):
             with SigintDeferred():  # a Ctrl-C between creating the file and recording it would leak it
                 temps.append(_create(target, name, ".tmp", _exclusive))
-            _render(temps[-1], target, content)
+            _render(temps[-1], target, content, name)
     except BaseException:
         _remove(temps)
         raise
@@ -165,9 +165,20 @@ def _create(target: str, name: str, kind: str, make: Callable[[str], None]) -> s
     raise FileExistsError(errno.EEXIST, "cannot write: no free temporary name beside it", name)
 
 
-def _render(tmp: str, target: str, content: Content) -> None:
+def _render(tmp: str, target: str, content: Content, name: str) -> None:
     """Write ``content`` to ``tmp``, sync it and give it the target's permissions (an existing
-    target's, else a new file's under the umask)."""
+    target's, else a new file's under the umask).  A write that fails (a full disk, a quota, a
+    file size limit) names ``name``, the file asked for: the error of ``write`` or ``fsync`` names
+    no file, and that of a writer opening ``tmp`` itself the temporary file."""
+    try:
+        _write(tmp, content)
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"cannot write: {exc.strerror or exc}", name) from None
+    with contextlib.suppress(OSError):
+        os.chmod(tmp, os.stat(target).st_mode & 0o777 if os.path.exists(target) else 0o666 & ~_umask())
+
+
+def _write(tmp: str, content: Content) -> None:
     if isinstance(content, bytes):
         with open(tmp, "wb") as fh:
             fh.write(content)
@@ -180,8 +191,6 @@ def _render(tmp: str, target: str, content: Content) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-    with contextlib.suppress(OSError):
-        os.chmod(tmp, os.stat(target).st_mode & 0o777 if os.path.exists(target) else 0o666 & ~_umask())
 
 
 def _replace_all(moves: list[tuple[str, str, str]]) -> None:
