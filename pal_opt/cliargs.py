@@ -43,6 +43,7 @@ __all__ = [
     "warnings_after_success",
     "check_plot_target",
     "key_value",
+    "backend_param",
     "methods_epilog",
     "cost_param",
     "with_costs",
@@ -412,6 +413,19 @@ def key_value(text: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
+def backend_param(text: str) -> tuple[str, Any]:
+    """``--backend-param KEY=VALUE``: :func:`key_value`, whose VALUE must be one a solver takes
+    (:func:`pal_opt.options.backend_value_problem`: not ``NaN``, ``Infinity``, a list or null)."""
+    from .options import backend_value_problem
+
+    key, value = key_value(text)
+    problem = backend_value_problem(value)
+    if problem:
+        problem = problem.replace("True/False", "true/false")  # as typed here: JSON's words
+        raise argparse.ArgumentTypeError(f"{text!r}: a solver parameter {problem}, got {value!r:.60}")
+    return key, value
+
+
 def cost_param(text: str) -> tuple[str, str, float]:
     """``TERM.PARAM=VALUE`` (a cost term's parameter, :mod:`pal_opt.cost`) -> (term, param, value)."""
     key, value = key_value(text)
@@ -594,7 +608,7 @@ def add_exact_arguments(
                     help="relative gap target on the geometric-mean slowdown, a fraction: 0.01 is 1%% "
                          "(default 0: proven optimal)")
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads (default: each solver's own default)")
-    ex.add_argument("--backend-param", type=key_value, action="append", default=None, metavar="KEY=VALUE",
+    ex.add_argument("--backend-param", type=backend_param, action="append", default=None, metavar="KEY=VALUE",
                     help="pass an option straight to the solver (repeatable), e.g. presolve=off")
     if parts:
         ex.add_argument("--parts", type=pos_int, default=None, metavar="K",

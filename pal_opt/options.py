@@ -451,6 +451,30 @@ def _positive_number(name: str, v: Any, *, allow_zero: bool = False) -> float | 
     return float(v)
 
 
+def backend_value_problem(value: Any) -> str | None:
+    """What is wrong with ``value`` as one solver parameter's value, or None: it must be a number,
+    True/False or a string (what every backend's parameters take), and a number must be finite.
+    A NaN or an infinity reached the solver (HiGHS and CBC took ``mip_rel_gap=NaN``) and the
+    result's ``info.backend_params``, which then was not JSON: ``pal-opt check`` refused the
+    placement file ``solve`` had written.
+
+    >>> backend_value_problem(float("nan")), backend_value_problem([1]), backend_value_problem("off")
+    ('must be a finite number', 'must be a number, True/False or a string', None)
+    """
+    if isinstance(value, (bool, str)) or (isinstance(value, numbers.Real) and math.isfinite(value)):
+        return None
+    return "must be a finite number" if isinstance(value, numbers.Real) else "must be a number, True/False or a string"
+
+
+def _check_backend_params(params: Any) -> None:
+    if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise OptionError(f"backend_params must map option names to values, got {params!r}")
+    for key, value in params.items():
+        problem = backend_value_problem(value)
+        if problem:
+            raise OptionError(f"backend_params[{key!r}] {problem}, got {value!r:.60}")
+
+
 @functools.cache
 def _warn_large_gap(gap: float) -> None:
     """Once per value and process (options are copied every round of a simulation)."""
@@ -562,10 +586,7 @@ class SolveOptions:
                 hint = ("; a WarmStart carried between rounds goes in warm="
                         if name == "warm_start" and type(getattr(self, name)).__name__ == "WarmStart" else "")
                 raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}{hint}")
-        if not isinstance(self.backend_params, Mapping) or not all(
-            isinstance(k, str) for k in self.backend_params
-        ):
-            raise OptionError(f"backend_params must map option names to values, got {self.backend_params!r}")
+        _check_backend_params(self.backend_params)
         if self.executor is not None and (not isinstance(self.executor, str) or not self.executor.strip()):
             raise OptionError(f"executor must be 'serial' or a Dask scheduler address such as "
                               f"'tcp://host:8786', got {self.executor!r}")

@@ -369,3 +369,37 @@ def test_a_trace_with_a_byte_order_mark_names_the_bad_byte_where_it_is(tmp_path,
     line = _one_error(capsys, main(["simulate", str(trace), "--cluster", "aws:1x4", "-o", str(out)]))
     assert line == f"{trace}: trace file is not valid UTF-8 (byte 10: invalid start byte)"
     assert not out.exists()
+
+
+@pytest.mark.parametrize("param, problem", [
+    ("mip_rel_gap=NaN", "a solver parameter must be a finite number, got nan"),
+    ("time_limit=-Infinity", "a solver parameter must be a finite number, got -inf"),
+    ("mip_rel_gap=1e400", "a solver parameter must be a finite number, got inf"),
+    ("mip_rel_gap=[1,2]", "a solver parameter must be a number, true/false or a string, got [1, 2]"),
+    ("presolve=null", "a solver parameter must be a number, true/false or a string, got None"),
+])
+def test_a_backend_parameter_no_solver_takes_is_refused_before_any_work(files, capsys, param, problem):
+    """``--backend-param mip_rel_gap=NaN`` reached HiGHS (and CBC), which took it, and the
+    placement file's ``info.backend_params``, written as the bare token ``NaN``: not JSON, so
+    ``pal-opt check`` refused the file ``solve`` had just written (exit 2); a list reached the
+    solver's binding, whose error was a dump of its overloads.  Refused as an argument now."""
+    msg = _one_error(capsys, main(["solve", str(files["round"]), "--method", "ilp", "--backend-param", param,
+                                   "-o", str(files["out"])]))
+    assert msg == f"argument --backend-param: {param!r}: {problem} (see 'pal-opt solve --help')"
+    assert not files["out"].exists()
+
+
+def test_backend_params_must_be_values_a_solver_takes():
+    """The same rule in the API: ``SolveOptions`` (and so ``solve``, ``repair``, ``RoundPolicy``)."""
+    import math
+
+    from pal_opt import SolveOptions
+    from pal_opt.errors import OptionError
+
+    with pytest.raises(OptionError, match=r"^backend_params\['mip_rel_gap'\] must be a finite number, got nan$"):
+        SolveOptions(backend_params={"mip_rel_gap": math.nan})
+    with pytest.raises(OptionError, match=r"^backend_params\['subsolvers'\] must be a number, True/False or a "
+                                          r"string, got \['default_lp'\]$"):
+        SolveOptions(backend_params={"subsolvers": ["default_lp"]})
+    assert SolveOptions(backend_params={"presolve": "off", "mip_max_nodes": 200, "mip_rel_gap": 0.01,
+                                        "parallel": True}).backend_params["mip_max_nodes"] == 200
