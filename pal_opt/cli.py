@@ -94,7 +94,7 @@ from .errors import (
     PalOptError,
     counted,
 )
-from .streams import PipeSafe
+from .streams import PipeSafe, ReaderMayLeave, lost_output
 
 __all__ = ["main", "build_parser", "status_line"]
 
@@ -1135,10 +1135,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     _log_warnings()
     with PipeSafe(), _Signals() as signals:
         try:
-            return _main(argv, signals)
+            code = _main(argv, signals)
         except KeyboardInterrupt:  # raised after _main's own handlers (e.g. while reporting)
             _error(f"{PROG}: interrupted")
-            return 130
+            code = 130
+        return _output_lost(code)
+
+
+def _output_lost(code: int) -> int:
+    """The exit status once standard output is flushed: a write to it that failed (a full disk,
+    ``> /dev/full``; the command carried on, its files written) is one error line, and exit 2
+    unless the command had failed already.  Standard error that cannot be written changes
+    nothing: there is nowhere to say so."""
+    out = sys.stdout
+    if not isinstance(out, ReaderMayLeave):
+        return code
+    out.flush()
+    if out.lost is None:
+        return code
+    named, out.lost = lost_output(out.lost), None
+    _error(f"{PROG}: error: {named.filename}: {named.strerror}")
+    return code or 2
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:

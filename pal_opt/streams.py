@@ -29,11 +29,19 @@ class ReaderMayLeave:
     with exit 1 (documented as no answer), or not, depending on who came first; and an output
     file written after the printing was not written at all.
 
+    A write that fails otherwise (a full disk, ``> /dev/full``, an I/O error) is handled alike:
+    the rest is dropped and the command carries on, and the error is kept in :attr:`lost` for
+    the end (``pal-opt`` then says so in one line and exits 2; :class:`PipeSafe` raises it
+    for standard output as it ends).  Before, it ended the command part way with that error, or,
+    once the command was done, at the last flush, in two tracebacks and exit status 120.
+
     Everything but writing is the stream's (``isatty``, ``fileno``, ``encoding``...).
     """
 
     def __init__(self, stream: Any):
         self.stream = stream
+        #: The first write error other than a reader gone away, or None.
+        self.lost: OSError | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
@@ -44,7 +52,9 @@ class ReaderMayLeave:
             return len(text) if n is None else int(n)
         except BrokenPipeError:
             self.reader_left()
-            return len(text)
+        except OSError as exc:
+            self._lose(exc)
+        return len(text)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -55,6 +65,13 @@ class ReaderMayLeave:
             self.stream.flush()
         except BrokenPipeError:
             self.reader_left()
+        except OSError as exc:
+            self._lose(exc)
+
+    def _lose(self, exc: OSError) -> None:
+        if self.lost is None:
+            self.lost = exc
+        self.reader_left()
 
     def reader_left(self) -> None:
         """Point the stream's file descriptor at ``/dev/null``: what is still buffered, and what
@@ -71,7 +88,10 @@ class ReaderMayLeave:
 
 class PipeSafe:
     """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`; at
-    its end they are flushed (a reader gone still quietly) and put back."""
+    its end they are flushed (a reader gone still quietly) and put back, and a write to standard
+    output that failed otherwise (its :attr:`~ReaderMayLeave.lost`) is raised, an ``OSError``
+    naming ``standard output``, unless the block raised (a failed write to standard error has
+    nowhere to be told)."""
 
     def __enter__(self) -> PipeSafe:
         self._saved = (sys.stdout, sys.stderr)
@@ -84,4 +104,13 @@ class PipeSafe:
         for wrapped in (sys.stdout, sys.stderr):
             if isinstance(wrapped, ReaderMayLeave):
                 wrapped.flush()
+        out = sys.stdout
         sys.stdout, sys.stderr = self._saved
+        if isinstance(out, ReaderMayLeave) and out.lost is not None and exc[0] is None:
+            raise lost_output(out.lost)
+
+
+def lost_output(exc: OSError) -> OSError:
+    """``exc``, a failed write to standard output, as an error naming it."""
+    return OSError(exc.errno, f"cannot write: {exc.strerror or exc}; the rest of the output was dropped",
+                   "standard output")

@@ -680,3 +680,30 @@ def test_every_option_of_one_value_of_every_command_refuses_a_second() -> None:
                 action(parser, ns, "2", action.option_strings[-1])
             checked.append(f"{command} {action.option_strings[-1]}")
     assert len(checked) >= 150 and "pal-opt solve --backend" in checked and "pal-opt partition --output" in checked
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux): every write to it fails, ENOSPC")
+def test_standard_output_on_a_full_disk_is_one_error_line(tmp_path):
+    """``pal-opt solve ... > out.txt`` on a full disk (here ``> /dev/full``) ended, once the
+    command was done, in two tracebacks from the last flush and exit status 120 (with Python's
+    output buffered, as it is in a file); unbuffered, the first print ended the command part
+    way.  The command now carries on (its files written), then says so in one line, exit 2; a
+    command that had failed keeps its own status (``check``: 1, invalid), and standard error
+    that cannot be written leaves the status as it was (2 for a missing file, not 1)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}  # buffered, as in real use
+    env["PYTHONPATH"] = str(REPO)
+    lost = "pal-opt: error: standard output: cannot write: No space left on device; the rest of the output was dropped\n"
+    out = tmp_path / "p.json"
+    out.write_text("earlier\n")
+
+    def run(*argv: str, stdout: str = "/dev/full", stderr: str | None = None) -> tuple[int, str | None]:
+        with open(stdout, "w") as sink, open(stderr or os.devnull, "w") as err:
+            r = subprocess.run([sys.executable, "-m", "pal_opt", *argv], stdout=sink,
+                               stderr=err if stderr else subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL, cwd=tmp_path, env=env, timeout=120, check=False)
+        return r.returncode, r.stderr
+
+    assert run("solve", str(PAPER), "--method", "pal", "--show-jobs", "--out", str(out)) == (2, lost)
+    assert json.loads(out.read_text())["placements"]  # written, complete
+    invalid = tmp_path / "invalid.json"
+    invalid.write_text(json.dumps({"placements": {"0": [0, 0]}}))
+    assert run("check", str(PAPER), str(invalid)) == (1, lost)
+    assert run("solve", str(tmp_path / "missing.json"), stdout=os.devnull, stderr="/dev/full") == (2, None)
