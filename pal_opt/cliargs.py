@@ -191,13 +191,16 @@ def pos_int(text: str) -> int:
 
 def input_file(text: str) -> str:
     """A file (or directory) to read: not an empty name (``''`` would be read as the current
-    directory, and the error could not name the file).
+    directory, and the error could not name the file), nor ``-`` where no file is so named.
 
     >>> input_file("round.json")
     'round.json'
     """
     if not text.strip():
         raise argparse.ArgumentTypeError("empty file name")
+    if text == "-" and not os.path.lexists(text):  # the Unix spelling of standard input: said "-: no such file"
+        raise argparse.ArgumentTypeError("'-' (standard input) is not read as such; give a file name (/dev/stdin "
+                                         "reads standard input)")
     return text
 
 

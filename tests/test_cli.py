@@ -471,6 +471,18 @@ def test_dash_as_an_output_is_refused_rather_than_written_as_a_file_named_dash(t
     assert rc == 2 and "'-' (standard output) is not supported" in err and not (tmp_path / "-").exists()
 
 
+def test_dash_as_an_input_says_standard_input_is_not_read(tmp_path, capsys, monkeypatch):
+    """``cat round.json | pal-opt solve -`` said ``-: no such instance file``, as if the operator
+    had mistyped a name; a file named ``-`` is still read."""
+    monkeypatch.chdir(tmp_path)
+    for argv in (["solve", "-"], ["check", PAPER, "-"], ["simulate", "-", "--cluster", "4x4"]):
+        rc, out, err = run(capsys, *argv)
+        assert rc == 2 and out == "" and err.count("\n") == 1, err
+        assert "'-' (standard input) is not read as such; give a file name (/dev/stdin reads standard input)" in err
+    (tmp_path / "-").write_bytes(PAPER.read_bytes())
+    assert run(capsys, "solve", "-", "--method", "pal")[0] == 0
+
+
 def test_show_jobs_lists_every_queued_job_with_what_the_round_does_to_it(capsys):
     """The summary gave counts only: which job went where was in the JSON alone."""
     from pal_opt.io import load_instance
