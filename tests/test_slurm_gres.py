@@ -193,6 +193,9 @@ GRES_BAD = [
     ("Name=gpu File=/dev/nvidia[0-1]\nNodeName=n2 Name=gpu File=/dev/nvidia1\n", "line 2, File",
      "device /dev/nvidia1 of node 'n2' is given twice (also on line 1)"),
     ("NodeName=n1 Name=gpu Count=lots\n", "line 1, Count", "Count must be a whole number"),
+    # a whole number all the same, only too long: "must be a whole number" misled
+    ("NodeName=n1 Name=gpu Count=9999999999999\n", "line 1, Count",
+     "Count must be a whole number of at most 12 digits (K, M, G, T, P suffixes allowed), got '9999999999999'"),
     ("AutoDetect=cuda\n", "line 1, AutoDetect", "unknown AutoDetect value 'cuda'"),
     ("NodeName=n1 Type=a100 Count=2\n", "line 1", "expected a Name= (GRES) or AutoDetect= line"),
     ("NodeName=n1 Name=gpu Type=a Type=b\n", "line 1, Type", "Type given twice"),
@@ -472,6 +475,9 @@ def test_gpu_nodes_outside_the_topology_are_named(tmp_path):
     # a negative count was taken as a GPU type named "-2"
     ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:-2\n", "line 1, Gres: bad GPU count '-2' in Gres='gpu:-2'"),
     ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:a100:1.5\n", "bad GPU count '1.5'"),
+    ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:a100:9999999999999\n",
+     "bad GPU count '9999999999999' in Gres='gpu:a100:9999999999999' (a count is a whole number >= 0 of at most "
+     "12 digits, with an optional K, M, G, T or P)"),
     # a type per GPU was listed before the size check: out of memory
     ("slurm.conf", "NodeName=gpu[01-08] Gres=gpu:a100:99999999\n", "799,999,992 GPUs; pal-opt builds clusters of at most"),
 ])

@@ -113,8 +113,8 @@ def _gres_entries(spec: str, line: ConfigLine) -> list[tuple[str | None, int]]:
         count = parse_count(rest[-1]) if rest else 1
         if count is None and rest and re.fullmatch(r"[-+].*|[\d.]+[kKmMgGtTpP]?", rest[-1]):
             # gpu:-2, gpu:a100:1.5, a count of 13 digits: not a type (gpu:1g.5gb, a MIG type, is one)
-            raise InstanceError(f"bad GPU count {rest[-1]!r} in Gres={spec!r} (a count is a whole number >= 0, "
-                                "with an optional K, M, G, T or P)", source=line.source, path=line.at("Gres"))
+            raise InstanceError(f"bad GPU count {rest[-1]!r} in Gres={spec!r} (a count is a whole number >= 0 "
+                                "of at most 12 digits, with an optional K, M, G, T or P)", source=line.source, path=line.at("Gres"))
         if count is None and len(rest) == 1:  # gpu:TYPE: one GPU of that type
             out.append((rest[0], 1))
         elif count is None or len(rest) > 2 or (len(rest) == 2 and not rest[0]):
@@ -235,7 +235,8 @@ def _gres_line(line: ConfigLine, order: int, kv: Mapping[str, str], nodes: tuple
     if "count" in kv:
         given = parse_count(kv["count"])
         if given is None:
-            raise InstanceError(f"Count must be a whole number (K, M, G, T, P suffixes allowed), got {kv['count']!r}",
+            raise InstanceError(f"Count must be a whole number of at most 12 digits (K, M, G, T, P suffixes allowed), "
+                                f"got {kv['count']!r}",
                                 source=line.source, path=line.at("Count"))
         if devices and given != len(devices):
             raise InstanceError(f"Count={kv['count']} but File= names {len(devices)} device files (Count must be "
