@@ -403,3 +403,27 @@ def test_backend_params_must_be_values_a_solver_takes():
         SolveOptions(backend_params={"subsolvers": ["default_lp"]})
     assert SolveOptions(backend_params={"presolve": "off", "mip_max_nodes": 200, "mip_rel_gap": 0.01,
                                         "parallel": True}).backend_params["mip_max_nodes"] == 200
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs a FIFO")
+def test_a_profile_that_is_a_fifo_is_named_as_one(tmp_path, capsys):
+    """A Sia profile file that is there but is a FIFO (a directory, a device) was reported as
+    ``missing profile file for GPU type 'aws'``: the operator looking at the folder saw it."""
+    import os
+    import shutil
+
+    shared = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "sia-artifact" / "profiles"
+    if not (shared / "bert").is_dir():
+        pytest.skip("the Sia artifact's profiles are not in ../shared")
+    profiles = tmp_path / "profiles"
+    shutil.copytree(shared / "bert", profiles / "bert")
+    fifo = profiles / "bert" / "placements-aws.csv"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    trace = tmp_path / "w.csv"
+    trace.write_text("name,time,application,num_replicas,batch_size\nbert-0,0,bert,2,384\n")
+    out = tmp_path / "out.json"
+    msg = _one_error(capsys, main(["simulate", str(trace), "--profiles", str(profiles), "--cluster", "aws:2x4",
+                                   "--out", str(out)]))
+    assert msg == (f"{fifo}: the profile file for GPU type 'aws' is not a regular file (a FIFO, a device or a "
+                   "directory)") and not out.exists()

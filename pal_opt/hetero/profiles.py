@@ -695,8 +695,10 @@ def load_application(
     for t in gpu_types if gpu_types is not None else found:
         pl_path, sc_path = app_dir / f"placements-{t}.csv", app_dir / f"scalability-{t}.csv"
         for path in (pl_path, sc_path):
-            if not path.is_file():
-                raise InstanceError(f"missing profile file for GPU type {t!r}", source=str(path))
+            if not path.is_file():  # a FIFO there said "missing"
+                raise InstanceError(f"missing profile file for GPU type {t!r}" if not path.exists() else
+                                    f"the profile file for GPU type {t!r} is not a regular file (a FIFO, a device "
+                                    "or a directory)", source=str(path))
         types[t] = TypeProfile.from_tables(
             app,
             t,
