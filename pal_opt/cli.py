@@ -197,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ignore-types", action="store_true",
                    help="greedy methods: place as if every GPU were of one type (the comparator that ignores types)")
     s.add_argument("--cost", type=cost_param, action="append", default=None, metavar="TERM.PARAM=VALUE",
-                   help="set a cost term's parameter for this solve (repeatable), e.g. migration.per_gpu=0.5")
+                   help="set a cost term's parameter for this solve (repeatable, each parameter once), "
+                        "e.g. migration.per_gpu=0.5")
     add_restart_arguments(s, from_instance=True)
     add_output_arguments(s)
     s.add_argument("--write-lp", default=None, type=output_file, metavar="PROGRAM.lp",

@@ -429,6 +429,23 @@ def backend_param(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def backend_params(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """The ``--backend-param`` pairs as a dict, a name given twice refused (the last one was kept,
+    silently).
+
+    >>> backend_params([("presolve", "off"), ("presolve", "on")])
+    Traceback (most recent call last):
+    ...
+    pal_opt.errors.OptionError: --backend-param presolve: given twice ('off' and 'on'); give it once
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise OptionError(f"--backend-param {key}: given twice ({out[key]!r:.60} and {value!r:.60}); give it once")
+        out[key] = value
+    return out
+
+
 def cost_param(text: str) -> tuple[str, str, float]:
     """``TERM.PARAM=VALUE`` (a cost term's parameter, :mod:`pal_opt.cost`) -> (term, param, value)."""
     key, value = key_value(text)
@@ -449,7 +466,11 @@ def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any
     from .cost.registry import COST_TERMS
 
     merged = {k: dict(v) for k, v in instance.params.costs.items()}
+    given: dict[tuple[str, str], float] = {}
     for term, param, value in costs:
+        if (term, param) in given:  # the last one was kept, silently
+            raise OptionError(f"--cost {term}.{param}: given twice ({given[term, param]:g} and {value:g}); give it once")
+        given[term, param] = value
         if term not in COST_TERMS:  # named by the flag, before any warning and any work
             raise OptionError(f"--cost {term}.{param}={value:g}: unknown cost term {term!r}; known: "
                               f"{', '.join(COST_TERMS)}")
@@ -612,7 +633,7 @@ def add_exact_arguments(
                          "(default 0: proven optimal)")
     ex.add_argument("--threads", type=pos_int, default=None, metavar="T", help="solver threads (default: each solver's own default)")
     ex.add_argument("--backend-param", type=backend_param, action="append", default=None, metavar="KEY=VALUE",
-                    help="pass an option straight to the solver (repeatable), e.g. presolve=off")
+                    help="pass an option straight to the solver (repeatable, each option once), e.g. presolve=off")
     if parts:
         ex.add_argument("--parts", type=pos_int, default=None, metavar="K",
                         help="ilp-partitioned: number of parts (default: one per ~1,024 GPUs)")
@@ -669,7 +690,7 @@ def _given_options(args: argparse.Namespace, names: tuple[str, ...] | None) -> d
         if v is not None:
             given[name] = v
     if getattr(args, "backend_param", None):
-        given["backend_params"] = dict(args.backend_param)
+        given["backend_params"] = backend_params(args.backend_param)
     if getattr(args, "jobs", None) is not None:
         given["jobs"] = args.jobs
     if getattr(args, "ignore_types", False):

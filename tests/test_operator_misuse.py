@@ -427,3 +427,23 @@ def test_a_profile_that_is_a_fifo_is_named_as_one(tmp_path, capsys):
                                    "--out", str(out)]))
     assert msg == (f"{fifo}: the profile file for GPU type 'aws' is not a regular file (a FIFO, a device or a "
                    "directory)") and not out.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["solve", "{round}", "--method", "ilp", "--cost", "migration.per_job=0.5", "--cost", "migration.per_job=0.7",
+      "-o", "{out}"], "--cost migration.per_job: given twice (0.5 and 0.7); give it once"),
+    (["solve", "{round}", "--method", "ilp", "--backend-param", "presolve=off", "--backend-param", "presolve=on",
+      "-o", "{out}"], "--backend-param presolve: given twice ('off' and 'on'); give it once"),
+    (["repair", "{round}", "{placement}", "--failed", "0", "--backend-param", "mip_rel_gap=0.1",
+      "--backend-param", "mip_rel_gap=0", "-o", "{out}"],
+     "--backend-param mip_rel_gap: given twice (0.1 and 0); give it once"),
+    (["simulate", "{trace}", "--cluster", "2x2", "--synthetic-variability", "1", "--policy", "ilp",
+      "--backend-param", "presolve=off", "--backend-param", "presolve=on", "-o", "{out}"],
+     "--backend-param presolve: given twice ('off' and 'on'); give it once"),
+])
+def test_a_key_given_twice_to_a_repeatable_flag_is_refused(files, capsys, argv, message):
+    """``--cost T.P=a --cost T.P=b`` and ``--backend-param K=a --backend-param K=b`` kept the last
+    value and dropped the other without a word, where ``--variability`` and ``--model-class``
+    refuse a class or model given twice."""
+    msg = _one_error(capsys, main([a.format(**files) for a in argv]))
+    assert msg == message and not files["out"].exists()
