@@ -447,3 +447,23 @@ def test_a_key_given_twice_to_a_repeatable_flag_is_refused(files, capsys, argv, 
     refuse a class or model given twice."""
     msg = _one_error(capsys, main([a.format(**files) for a in argv]))
     assert msg == message and not files["out"].exists()
+
+
+@pytest.mark.parametrize("argv, example, cut_at", [
+    (["partition", "{file}", "--machines", "4", "--bandwidth", "1e9", "--out", "{out}"], "tinynet_graph.txt", "AdaptiveAvg"),
+    (["import", "graphml", "{file}", "-o", "{out}"], "cluster.graphml", '<data key="'),
+])
+def test_a_file_cut_in_its_last_line_is_said_to_be_cut_short(tmp_path, capsys, argv, example, cut_at):
+    """A PipeDream profile or a GraphML file cut in the middle of a line (a copy interrupted)
+    said only ``line 9: malformed layer line ...`` or ``invalid XML: no element found``, where
+    the CSV and JSON readers add that the file looks cut short."""
+    text = (Path(__file__).resolve().parents[1] / "examples" / "data" / example).read_text()
+    at = text.index(cut_at, len(text) // 3) + len(cut_at)
+    cut = tmp_path / example
+    cut.write_text(text[:at])
+    out = tmp_path / "out.json"
+    msg = _one_error(capsys, main([a.format(file=cut, out=out) for a in argv]))
+    assert msg.startswith(f"{cut}: ") and msg.endswith(" (the last line, with no line break: is the file cut short?)")
+    assert not out.exists()
+    cut.write_text(text.rstrip("\n"))  # the whole file, with no line break at its end, reads as before
+    assert main([a.format(file=cut, out=out) for a in argv]) == 0 and out.exists()

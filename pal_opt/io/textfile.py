@@ -117,6 +117,33 @@ def refuse_markup(text: str, source: str, expected: str) -> None:
         raise InstanceError(f"is {kind}, not {expected}", source=source)
 
 
+#: What an error about a text's last line adds when no line break ends it (``csvfile.cut_short``'s words).
+CUT_SHORT = " (the last line, with no line break: is the file cut short?)"
+_LINE_PATH = re.compile(r"line (\d+)(?:,|$)")
+
+
+def last_line_cut(text: str, line: int) -> str:
+    """:data:`CUT_SHORT` when line ``line`` (counted from 1) is the last of ``text`` and no line
+    break ends it, the mark of a file cut short (a copy or a write interrupted); else ``""``.
+
+    >>> last_line_cut("a\\nb", 2) == CUT_SHORT, last_line_cut("a\\nb\\n", 2), last_line_cut("a\\nb", 1)
+    (True, '', '')
+    """
+    return CUT_SHORT if text and text[-1] not in "\r\n" and line == text.count("\n") + 1 else ""
+
+
+def with_cut_hint(exc: InstanceError, text: str) -> InstanceError:
+    """``exc``, an error about a line of ``text`` (its path ``line N`` or ``line N, ...``), with
+    :data:`CUT_SHORT` added when that line is the text's last and no line break ends it; else
+    ``exc`` itself.  For readers of line-based formats without a table (a PipeDream profile),
+    whose errors said the last line was malformed where the file had been cut in it."""
+    m = _LINE_PATH.match(exc.path or "")
+    hint = last_line_cut(text, int(m.group(1))) if m else ""
+    if not hint or exc.message.endswith(CUT_SHORT):
+        return exc
+    return InstanceError(exc.message + hint, source=exc.source, path=exc.path)
+
+
 def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, what: str = "file",
               arg: str = "path") -> str:
     """Read a UTF-8 text file with guards.

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from ..errors import InstanceError
-from ..io.textfile import read_text, refuse_markup
+from ..io.textfile import read_text, refuse_markup, with_cut_hint
 from ..options import file_path, require_items, require_text
 
 __all__ = ["Layer", "Profile", "load_profile", "parse_profile", "MAX_PROFILE_BYTES", "MAX_LAYERS"]
@@ -271,7 +271,10 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     src = file_path(path)
     text = read_text(src, max_bytes=MAX_PROFILE_BYTES, what="profile")
     refuse_markup(text, src, "a PipeDream profile (graph.txt)")
-    return parse_profile(text, source=src)
+    try:
+        return parse_profile(text, source=src)
+    except InstanceError as exc:  # the last line malformed where the file was cut in it: said so
+        raise with_cut_hint(exc, text) from None
 
 
 def parse_profile(text: str, *, source: str = "<memory>") -> Profile:

@@ -55,6 +55,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import InputTypeError, InstanceError
+from ..io.textfile import last_line_cut
 from ..model import Cluster, GpuState, JobId, repeated_device
 from ..options import require_mapping
 from .hierarchy import Topology, TopologyLevel
@@ -78,8 +79,8 @@ def _read(text: str, source: str) -> nx.DiGraph:
             # networkx's public reader parses the text again: reading our tree with its
             # GraphMLReader's methods saved ~0.45 s of 4.5 at 65,536 GPUs, not worth relying on them
             g = nx.parse_graphml(text)
-    except ET.ParseError as exc:  # its text names the line and column
-        raise InstanceError(f"invalid XML: {exc}", source=source) from None
+    except ET.ParseError as exc:  # its text names the line and column; a cut-short file's last line, so said
+        raise InstanceError(f"invalid XML: {exc}{last_line_cut(text, exc.position[0])}", source=source) from None
     except (nx.NetworkXError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
         where = _bad_value(root) if isinstance(exc, ValueError) and root is not None else None
         if where is not None:  # networkx names no node
