@@ -123,8 +123,13 @@ class ExecutorHandle:
             _POOL_DIRS.add(mp_util.get_temp_dir())
         return future
 
-    def results(self, futures: Sequence[cf.Future[Any]]) -> list[Any]:
+    def results(self, futures: Sequence[cf.Future[Any]],
+                on_done: Callable[[list[bool]], None] | None = None) -> list[Any]:
         """The futures' results, in order (a task's error is re-raised).
+
+        ``on_done``, if given, is called in this thread with whether each future is done (in
+        order): once as the wait starts, then each time more of them are done, last with every
+        one done (unless the wait was interrupted).  It is the tasks' progress, counted in tasks.
 
         On a local process pool this module created, the wait is one where a SIGTERM
         (``timeout``, ``kill``, a Kubernetes pod stopping) is noted
@@ -141,14 +146,14 @@ class ExecutorHandle:
             whose workers each import it and start a pool of their own."""
         if self.kind == "process" and self.owned:
             with SigtermNoted() as term:
-                waiting = set(futures)
-                while waiting and not term.pending:  # all of them: the results are taken in order below
-                    waiting = cf.wait(waiting, timeout=WAIT_POLL_SECONDS).not_done
+                _wait_all(futures, on_done, lambda: term.pending)
                 if term.pending:
                     self._stop_workers()
                     self.executor.shutdown(wait=True, cancel_futures=True)
                     remove_pool_directory()  # exit handlers will not run
                     term.die()
+        elif on_done is not None:
+            _wait_all(futures, on_done, lambda: False)
         try:
             return [f.result() for f in futures]
         except BrokenProcessPool as exc:
@@ -316,6 +321,23 @@ def make_executor(
         f"executor must be None, 'serial', a Dask scheduler address / Client / cluster, or a "
         f"concurrent.futures.Executor; got {type(spec).__name__}"
     )
+
+
+def _wait_all(futures: Sequence[cf.Future[Any]], on_done: Callable[[list[bool]], None] | None,
+              stop: Callable[[], bool]) -> None:
+    """Wait until every future is done or ``stop()``, looking every :data:`WAIT_POLL_SECONDS`;
+    ``on_done`` (:meth:`ExecutorHandle.results`) hears of each change."""
+    told: list[bool] | None = None
+    waiting = set(futures)
+    while True:
+        if on_done is not None:
+            done = [f.done() for f in futures]
+            if done != told:
+                on_done(done)
+                told = done
+        if not waiting or stop():
+            return
+        waiting = cf.wait(waiting, timeout=WAIT_POLL_SECONDS).not_done
 
 
 def as_completed_indexed(futures: Iterable[cf.Future[T]]) -> Iterator[tuple[int, T]]:

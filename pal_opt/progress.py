@@ -28,6 +28,9 @@ Every field is optional; a reporter keeps the latest value of each.
     Relative gap of the geometric-mean slowdown (:func:`pal_opt.cost.relative_gap`).
 ``stopping``
     True once a Ctrl-C asked the solver to stop and pal-opt waits for it.
+``parts_done``, ``parts``
+    A partitioned solve (:func:`pal_opt.ilp.partition.solve_partitioned`): parts solved so far,
+    of how many.
 
 Examples
 --------

@@ -397,3 +397,45 @@ def test_a_script_without_the_main_guard_gets_a_pal_opt_error_naming_the_guard(t
     line = next(x for x in out.stdout.splitlines() if x.startswith("PalOptError:"))
     assert line.startswith("PalOptError: BackendError a worker process of the local pool died")
     assert 'if __name__ == "__main__":' in line and "executor='serial'" in line
+
+
+def test_results_tells_the_tasks_done_as_they_end():
+    """``ExecutorHandle.results(on_done=...)``: whether each task is done, from the start of the
+    wait to every one done, never going back (a pool's tasks end at different times)."""
+    import time
+
+    seen: list[list[bool]] = []
+    with make_executor(None, workers=2) as ex:
+        futs = [ex.submit(time.sleep, s) for s in (0.0, 0.3, 0.6)]
+        assert ex.results(futs, on_done=seen.append) == [None, None, None]
+    assert seen[-1] == [True, True, True]
+    assert all(len(d) == 3 for d in seen)
+    assert all(a != b for a, b in zip(seen, seen[1:], strict=False))  # told of changes only
+    assert all(not (x and not y) for a, b in zip(seen, seen[1:], strict=False) for x, y in zip(a, b, strict=True))
+    serial: list[list[bool]] = []
+    with make_executor("serial") as ex:
+        assert ex.results([ex.submit(abs, -1), ex.submit(abs, -2)], on_done=serial.append) == [1, 2]
+    assert serial == [[True, True]]  # a serial task is done when submitted
+
+
+@pytest.mark.parametrize("executor", ["serial", "pool"])
+def test_a_partitioned_solve_reports_the_parts_solved(round_, serial_result, executor):
+    """The parts solved go to :mod:`pal_opt.progress` as they end, counted in parts, up to all of
+    them; with ``executor="serial"`` a part's own reports are named after it and carry none of its
+    solver's values (that part's incumbent is no incumbent of the round)."""
+    from pal_opt import progress
+
+    seen: list[dict] = []
+    with progress.reporting(seen.append):
+        res = solve_partitioned(round_, 3, executor="serial" if executor == "serial" else None)
+    assert _key(res) == _key(serial_result)
+    counts = [f for f in seen if "parts_done" in f]
+    assert counts and all(f["parts"] == 3 for f in counts)
+    done = [f["parts_done"] for f in counts]
+    assert done == sorted(done) and done[-1] == 3
+    assert counts[-1]["stage"] == "3 of 3 parts solved, whole-round bound computed"
+    assert not any(key in f for f in seen for key in ("incumbent", "bound", "gap"))
+    if executor == "serial":
+        stages = [f["stage"] for f in seen if "stage" in f and "parts_done" not in f]
+        names = {s.split(":")[0] for s in stages}  # the bound's LP may report nothing (an earlier one kept)
+        assert names - {"whole-round bound"} == {"part 1 of 3", "part 2 of 3", "part 3 of 3"}

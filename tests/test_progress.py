@@ -261,6 +261,35 @@ def test_ctrl_c_erases_the_line_and_keeps_the_best_placement(tmp_path: Path) -> 
     assert "status" in out
 
 
+@pytest.mark.skipif("highs" not in BACKENDS, reason="HiGHS not installed")
+def test_a_partitioned_solve_shows_the_parts_solved_on_a_terminal() -> None:
+    """``--method ilp-partitioned`` showed only the elapsed time (its parts run in a pool, which
+    reports nothing): now the parts solved, of the parts made, as they end; large-256x8 in 4 parts
+    to a 0.2 % gap keeps them busy for seconds (9 s on two busy cores)."""
+    rc, out, err = _run(["solve", str(ROOT / "instances" / "large-256x8.json"), "--method", "ilp-partitioned",
+                         "--parts", "4", "--gap", "0.002", "--time-limit", "20"], terminal=True)
+    assert rc == 0, err
+    assert re.search(r"solving \(ilp-partitioned\): \d+\.\d s, [0-4] of 4 parts solved, whole-round bound", err), \
+        err[-1000:]
+    assert _erased_after(err, "parts solved")
+    assert "status" in out
+
+
+def test_partition_shows_its_programs_on_a_terminal_and_nothing_when_quiet(shared_dir: Path) -> None:
+    """``pal-opt partition --method ip`` had a live line but no ``--quiet`` (``solve`` and
+    ``repair`` had): alexnet on 16 x 2 workers solves a few hundred segment programs (6 s)."""
+    pytest.importorskip("highspy")
+    args = ["partition", str(shared_dir / "data" / "pipedream-profiles" / "alexnet" / "graph.txt"),
+            "--machines", "16,2", "--bandwidth", "1e10,1e9", "--method", "ip"]
+    rc, out, err = _run(args, terminal=True)
+    assert rc == 0, err
+    assert re.search(r"partitioning \(ip, highs\): \d+\.\d s, segment programs solved: \d+", err), err[-1000:]
+    assert "s per sample" in out
+    rc, quiet_out, err = _run([*args, "--quiet"], terminal=True)
+    assert (rc, err) == (0, "")
+    assert quiet_out == out  # --quiet silences progress, not the answer
+
+
 def _trace(path: Path, jobs: int, seed: int = 1) -> Path:
     rng = random.Random(seed)
     rows = [f"{j},{rng.choice([1, 1, 2, 4, 8])},{j * 120},{rng.randint(2000, 20000)},resnet50" for j in range(jobs)]

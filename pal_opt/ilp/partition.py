@@ -54,6 +54,16 @@ It is computed as one more task on the same executor, concurrently with the part
 ``bound="none"`` no bound is computed (gap None).  ``info["parts_bound_sum"]`` (the sum of the
 parts' own bounds) is reported for diagnosis only: it bounds the best *partitioned* placement,
 and its excess over the whole-round bound estimates what partitioning costs.
+
+Progress
+--------
+Inside :func:`pal_opt.progress.reporting` (the live line of ``pal-opt solve --method
+ilp-partitioned`` on a terminal), the parts solved are reported as they end:
+``stage="2 of 4 parts solved, whole-round bound computing"``, ``parts_done=2``, ``parts=4`` (the
+parts actually made, which may be fewer than ``k``), last with ``parts_done == parts``.  Parts
+solved on a process pool or Dask report nothing else; with ``executor="serial"`` each part's own
+stages are reported too, named after it (``"part 1 of 4: solving"``), without its incumbent and
+bound, which are that part's, not the round's.
 """
 
 from __future__ import annotations
@@ -61,12 +71,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .. import progress
 from ..binning import binned_factors
 from ..cost import evaluate, relative_gap
 from ..deadline import Deadline
@@ -352,17 +363,15 @@ def solve_partitioned(
     Parameters
     ----------
     instance, k
-        The whole round, and the number of parts (reduced when there are fewer servers or the
-        jobs cannot be dealt).
+        The whole round, and the number of parts (fewer when there are fewer servers or the jobs cannot be dealt).
     backend, threads, warm_start, deterministic, backend_params
         Passed to :func:`pal_opt.ilp.solve_ilp` for every part.
     time_limit, gap
         Per part: the time limit of its solve and the relative gap target (the combined gap
         against the whole-round bound adds what partitioning costs; see the module docstring).
     executor
-        Where the parts run: ``None`` (a local process pool of ``min(k + 1, CPUs)`` workers,
-        created for this call), ``"serial"``, a Dask scheduler address / ``Client`` / cluster, or
-        a :class:`concurrent.futures.Executor` (see :func:`pal_opt.parallel.make_executor`).
+        Where the parts run: ``None`` (a local process pool of ``min(k + 1, CPUs)`` workers), ``"serial"``, a
+        Dask address / ``Client`` / cluster, or an :class:`~concurrent.futures.Executor` (:func:`~pal_opt.parallel.make_executor`).
     admission, jobs, binning
         Admission of the whole round (``"prefix"`` by default, ``"backfill"``, or explicit ids)
         and its binning mode (default ``instance.params.binning``; the parts use its factors).
@@ -379,6 +388,8 @@ def solve_partitioned(
         when the gap is within :data:`~pal_opt.ilp.solve.OPTIMALITY_TOL`, FEASIBLE otherwise.
         ``info["partition"]`` describes the parts (servers, GPUs, jobs, per-part objective,
         bound, status, seconds and peak memory when measured).
+
+    Progress: the module docstring.
 
     Raises
     ------
@@ -516,13 +527,14 @@ def _run_parts(
     try:
         bfut = None
         if part.k > 1 and lp_bound:
-            bfut = handle.submit(_whole_lp_bound, instance, tuple(setup.admitted), dict(setup.factors),
-                                 (bound_time_limit, bound_deadline), measure)
-        futs = [
-            handle.submit(_solve_part, sub, [instance.jobs[i].id for i in js], opts, measure)
-            for sub, js in zip(subs, part.jobs, strict=True)
-        ]
-        done = handle.results(futs if bfut is None else [*futs, bfut])
+            with progress.adapted(_task_fields("whole-round bound")):  # "serial": it runs here, now
+                bfut = handle.submit(_whole_lp_bound, instance, tuple(setup.admitted), dict(setup.factors),
+                                     (bound_time_limit, bound_deadline), measure)
+        futs = []
+        for p, (sub, js) in enumerate(zip(subs, part.jobs, strict=True)):
+            with progress.adapted(_task_fields(f"part {p + 1} of {part.k}")):
+                futs.append(handle.submit(_solve_part, sub, [instance.jobs[i].id for i in js], opts, measure))
+        done = handle.results(futs if bfut is None else [*futs, bfut], on_done=_parts_done(part.k))
         outs, lp = done[:len(futs)], (done[-1] if bfut is not None else None)
     except BaseException as exc:
         # the parts not started are not run, and on a Ctrl-C a local pool's workers are stopped
@@ -536,6 +548,35 @@ def _run_parts(
     run = {"k": part.k, "k_requested": part.k_requested, "scheme": part.scheme, "job_dealing": part.job_dealing,
            "executor": handle.kind, "workers": handle.workers, "parts_wall_seconds": time.perf_counter() - t1}
     return outs, lp, run
+
+
+def _parts_done(k: int) -> Callable[[list[bool]], None]:
+    """What :meth:`ExecutorHandle.results` calls as the tasks end: a progress report
+    (:mod:`pal_opt.progress`) of the parts solved, ``parts_done`` of ``parts`` (``k``), and of the
+    whole-round bound when it is one of the tasks (the one after the ``k`` parts)."""
+
+    def tell(done: list[bool]) -> None:
+        solved = sum(done[:k])
+        stage = f"{solved} of {k} parts solved"
+        if len(done) > k:
+            stage += ", whole-round bound " + ("computed" if done[k] else "computing")
+        progress.report(stage=stage, parts_done=solved, parts=k)
+
+    return tell
+
+
+def _task_fields(task: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A report from a task running in this thread (the ``"serial"`` executor) as the partitioned
+    solve shows it: its stage named after the task, without its solver's incumbent, bound and
+    gap, which are that part's (or the bound's program's), not the round's."""
+
+    def adapt(fields: dict[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in fields.items() if k not in ("incumbent", "bound", "gap")}
+        if fields.get("stage"):
+            out["stage"] = f"{task}: {fields['stage']}"
+        return out
+
+    return adapt
 
 
 def _merge_parts(

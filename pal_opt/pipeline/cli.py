@@ -101,6 +101,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--time-limit", type=_positive_number, metavar="S", default=None,
                    help="with --method ip: seconds per integer program; one not proven optimal in time is an error "
                         "(default: none)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress line on stderr (shown on a terminal once the partition has run 2 s: "
+                        "with --method ip, the segment programs solved)")
     p.set_defaults(func=run)
     return p
 
@@ -127,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cliprogress import live_line
 
     try:
-        with live_line("partitioning", args.method):  # the integer programs take seconds; erased before the summary
+        with live_line("partitioning", args.method, enabled=not args.quiet):  # the integer programs take seconds; erased before the summary
             result = partition(load_profile(args.profile), args.machines, args.bandwidth, straight=args.straight,
                                engine=args.engine, method=args.method, backend=args.backend,
                                time_limit=args.time_limit)
