@@ -37,6 +37,16 @@ def add_output_arguments(ap: argparse.ArgumentParser) -> None:
                          "unless --update)")
 
 
+def progress_bar(total: int, desc: str, unit: str) -> Any:
+    """A bar of a benchmark's ``total`` runs (``unit``) on stderr, drawn only when stderr is a
+    terminal (:func:`pal_opt.cliprogress.status_bar`, the bar of ``pal-opt simulate``): a run
+    redirected to a file or a pipe gets no bar characters in its log.  Call ``update(1)`` per run
+    done and ``close()`` at the end (or use it as a context manager)."""
+    from pal_opt.cliprogress import status_bar
+
+    return status_bar(total=total, desc=desc, unit=unit, miniters=0)
+
+
 def run_time(doc: str | None) -> str | None:
     """The paragraph of a benchmark's docstring that starts "Runs for about", on one line: its ``--help`` epilog.
 

@@ -32,6 +32,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from _results import (
@@ -41,6 +42,7 @@ from _results import (
     memory_gib,
     output_dir,
     produced_by,
+    progress_bar,
     run_time,
     wrote,
 )
@@ -85,11 +87,19 @@ def machine() -> list[str]:
     ]
 
 
+#: The scale section's rounds: (label, servers, GPUs per server, jobs, seed).
+SCALE_CASES = [("64×4, 160 jobs", 64, 4, 160, s) for s in range(2)] + [("256×8, 600 jobs", 256, 8, 600, s) for s in range(3)]
+
+
 def _ms(xs: list[float]) -> str:
     return f"{statistics.median(xs) * 1000:.1f}"
 
 
-def bench_paper(rounds: int) -> tuple[list[str], dict[str, list[PlacementResult]]]:
+def _no_tick() -> None:
+    pass
+
+
+def bench_paper(rounds: int, tick: Callable[[], None] = _no_tick) -> tuple[list[str], dict[str, list[PlacementResult]]]:
     meas = measurements()
     insts = [paper_round(s, meas) for s in range(rounds)]
     for inst in insts:
@@ -104,6 +114,7 @@ def bench_paper(rounds: int) -> tuple[list[str], dict[str, list[PlacementResult]
             t = time.perf_counter()
             results[b].append(solve_ilp(inst, backend=b))
             wall[b].append(time.perf_counter() - t)
+            tick()
     pal = [solve(inst, "pal") for inst in insts]
     lines = [
         f"## 16 × 4 GPUs, 40 queued jobs, prefix admission ({rounds} rounds, seeds 0–{rounds - 1})",
@@ -151,7 +162,7 @@ def bench_paper(rounds: int) -> tuple[list[str], dict[str, list[PlacementResult]
     return lines, results
 
 
-def bench_scale() -> list[str]:
+def bench_scale(tick: Callable[[], None] = _no_tick) -> list[str]:
     lines = [
         "## Scale (HiGHS)",
         "",
@@ -159,8 +170,7 @@ def bench_scale() -> list[str]:
         "LP gap | to 0.5 % gap: solve s | end-to-end s | gap | start | start gap |",
         "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---:|",
     ]
-    cases = [("64×4, 160 jobs", 64, 4, 160, s) for s in range(2)] + [("256×8, 600 jobs", 256, 8, 600, s) for s in range(3)]
-    for label, n, g, j, seed in cases:
+    for label, n, g, j, seed in SCALE_CASES:
         inst = generate_instance(n, g, j, seed=seed)
         binned_factors(inst.cluster)
         a = solve_ilp(inst, backend="highs", time_limit=60)
@@ -177,6 +187,7 @@ def bench_scale() -> list[str]:
             f"{a.build_seconds:.2f} | {a.solve_seconds:.2f} | {a.status.value} | {(a.gap or 0) * 100:.3f} % | {lp_gap} | "
             f"{b.solve_seconds:.2f} | {wall:.2f} | {(b.gap or 0) * 100:.3f} % | {b.info['start_source']} | {sgap * 100:.2f} % |"
         )
+        tick()
     lines += [
         "",
         "*gap* is the relative gap of the geometric-mean slowdown, exp((objective − bound)/D) − 1, with the bound "
@@ -202,8 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "ilp_paper_cluster", partial=" ".join(partial) or None) / "ilp_paper_cluster.md"
     head = ["# Round integer program: benchmark", "", f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), ""]
     t0 = time.perf_counter()
-    paper, _ = bench_paper(args.rounds)
-    scale = [] if args.no_scale else bench_scale()
+    runs = len(available_backends()) * args.rounds + (0 if args.no_scale else len(SCALE_CASES))
+    with progress_bar(runs, "ilp_paper_cluster", "round") as bar:  # on a terminal only
+        paper, _ = bench_paper(args.rounds, lambda: bar.update(1))
+        scale = [] if args.no_scale else bench_scale(lambda: bar.update(1))
     load = load_average()
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load}.", ""]
     text = "\n".join(head + paper + scale + tail)

@@ -39,12 +39,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, progress_bar, run_time, wrote  # noqa: E402
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -84,7 +85,20 @@ def _form(inst):  # type: ignore[no-untyped-def]
     return build_formulation(inst, admitted, factors=binned_factors(inst.cluster, inst.params.binning))
 
 
-def part_a(rounds: int) -> list[str]:
+def _no_tick() -> None:
+    pass
+
+
+#: Part A's sizes: the paper rounds are each solved 3 times, mid-32x8 5 times, per backend.
+PAPER_REPS, MID_REPS, PART_A_BACKENDS = 3, 5, 2
+
+
+def runs(rounds: int, delays: list[float], limits: list[float]) -> int:
+    """The runs of :func:`part_a`, :func:`part_b` and :func:`part_c` (a pair, shipped and plain, is one)."""
+    return PART_A_BACKENDS * (rounds * PAPER_REPS + MID_REPS) + 2 * len(BACKENDS) * len(delays) + len(limits)
+
+
+def part_a(rounds: int, tick: Callable[[], None] = _no_tick) -> list[str]:
     meas = measurements()
     forms = [(f"paper s{s}", _form(paper_round(s, meas))) for s in range(rounds)]
     mid = _form(load_instance(INSTANCES / "mid-32x8.json"))
@@ -97,7 +111,8 @@ def part_a(rounds: int) -> list[str]:
              "| Backend | Rounds | Median, as shipped | Median, plain | Ratio | Same objective |",
              "|---|---|---|---|---|---|"]
     for name, (shipped, plain) in variants.items():
-        for label, group, reps in (("paper 16×4 (20 rounds ×3)", forms, 3), ("mid-32x8 (×5)", [("mid", mid)] * 5, 1)):
+        for label, group, reps in ((f"paper 16×4 ({rounds} rounds ×{PAPER_REPS})", forms, PAPER_REPS),
+                                   (f"mid-32x8 (×{MID_REPS})", [("mid", mid)] * MID_REPS, 1)):
             a, b, same = [], [], True
             for rep in range(reps):
                 for k, (_, f) in enumerate(group):
@@ -108,6 +123,7 @@ def part_a(rounds: int) -> list[str]:
                         out[fn] = sol
                         (a if fn is shipped else b).append(sol.seconds)
                     same &= abs(out[shipped].objective - out[plain].objective) <= 1e-6 * max(1.0, abs(out[plain].objective))
+                    tick()
             ma, mb = statistics.median(a), statistics.median(b)
             lines.append(f"| {name} | {label} | {ma * 1000:.1f} ms | {mb * 1000:.1f} ms | {ma / mb:.2f} | {same} |")
     return lines
@@ -145,7 +161,7 @@ def handle_sigint() -> bool:
     return True
 
 
-def part_b(delays: list[float]) -> list[str]:
+def part_b(delays: list[float], tick: Callable[[], None] = _no_tick) -> list[str]:
     lines = ["## B. Time to stop after Ctrl-C (60 s limit)", "",
              "| Instance | Backend | Interrupt after | Stopped in | Kept | Status | Gap |", "|---|---|---|---|---|---|---|"]
     for inst_name in ("racked-64x8", "large-256x8"):
@@ -162,6 +178,7 @@ def part_b(delays: list[float]) -> list[str]:
                     r = exc.result
                 finally:
                     BACKENDS[backend].solve = orig  # type: ignore[method-assign]
+                    tick()  # the run is over, also when the solve finished first (continue)
                     if "timer" in sent:
                         sent["timer"].cancel()
                 kept = r.info.get("incumbent", "start") if r is not None else "nothing"
@@ -172,7 +189,7 @@ def part_b(delays: list[float]) -> list[str]:
     return lines
 
 
-def part_c(limits: list[float]) -> list[str]:
+def part_c(limits: list[float], tick: Callable[[], None] = _no_tick) -> list[str]:
     import pulp
 
     inst = load_instance(INSTANCES / "large-256x8.json")
@@ -192,6 +209,7 @@ def part_c(limits: list[float]) -> list[str]:
             pulp_s = time.perf_counter() - t
         lines.append(f"| {limit:g} s | {sol.seconds:.2f} s | {sol.status.value} | {pulp_s:.2f} s (incl. MPS writing) | "
                      f"{pulp.LpStatus[prob.status]} |")
+        tick()
     return lines
 
 
@@ -207,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     if handle_sigint():
         print("interrupts: SIGINT was ignored (started in the background?); Python's handler restored", file=sys.stderr)
     head = ["# Interrupts and time limits", "", f"{produced_by(__file__, argv)}.", "", *machine(), ""]
-    body = [*part_a(rounds), "", *part_b(delays), "", *part_c(limits), ""]
+    with progress_bar(runs(rounds, delays, limits), "interrupts", "run") as bar:  # on a terminal only
+        step = lambda: bar.update(1)  # noqa: E731
+        body = [*part_a(rounds, step), "", *part_b(delays, step), "", *part_c(limits, step), ""]
     text = "\n".join([*head, *body])
     out.write_text(text, encoding="utf-8")
     print(text)

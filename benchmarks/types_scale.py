@@ -40,6 +40,7 @@ from _results import (  # noqa: E402
     load_average,
     output_dir,
     produced_by,
+    progress_bar,
     run_time,
     split_list,
     wrote,
@@ -125,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "types_scale", partial=" ".join(partial) or None) / "types_scale.md"
     table = throughput()
     host = machine()  # before the runs: its load average is the one at the start
-    rows = [run_repeated(seed, table, b, args.repeats) for b in backends for seed in range(args.seeds)]
+    rows = []
+    with progress_bar(len(backends) * args.seeds, "types_scale", "round") as bar:  # on a terminal only
+        for b in backends:
+            for seed in range(args.seeds):
+                rows.append(run_repeated(seed, table, b, args.repeats))
+                bar.update(1)
     src = "Longhorn measurements (../shared)" if measurements() else "synthetic Longhorn-like factors"
     tput = "Sia profiles (1-GPU throughput ratios)" if table else "1.0 on every type (profiles absent)"
     lines = ["# Round program with GPU types at 2,048 GPUs", "", f"{produced_by(__file__, argv)}.", "",
