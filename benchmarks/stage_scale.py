@@ -40,6 +40,9 @@ earlier commit, e.g. ``git worktree add /tmp/old 8bdeb72``), in the same session
 comparator.  Needs ``../shared`` (PAL's Longhorn measurements, the PipeDream profiles).
 
     python benchmarks/stage_scale.py --update --baseline /tmp/old
+
+``stage_scale.png`` draws the two tables against the size; ``--plot-only`` draws it again from the
+committed ``stage_scale.json`` and runs nothing (the page is left as it is).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
+    RESULTS,
     add_output_arguments,
     check_values,
     load_average,
@@ -177,6 +181,53 @@ def run_one(code: Path, gpus: int, limits: list[float], shared: Path, server_gpu
     return row
 
 
+#: The page's figure (:func:`plot`), after the two tables.
+FIGURE = "stage_scale.png"
+FIGURE_LINK = (f"![the stage program's entries, build time and peak memory, and the speed-up over PAL of each "
+               f"time limit's answer, against the GPUs, per code]({FIGURE})")
+
+
+def plot(rows: dict[str, list[dict[str, Any]]], path: Path) -> None:
+    """The two tables against the cluster size, one line per code (``now``, the baseline): the
+    program's matrix entries, its build seconds, the worker's peak memory, and the speed-up of
+    each time limit's answer over PAL's placement (a line per T); log axes of GPUs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [("matrix entries", lambda r: r["nnz"]), ("build s", lambda r: r["build"]),
+              ("peak resident MiB", lambda r: r["peak_mib"])]
+    fig, axes = plt.subplots(1, len(panels) + 1, figsize=(17, 4))
+    sizes = sorted({r["gpus"] for runs in rows.values() for r in runs})
+    for c, (code, runs) in enumerate(rows.items()):
+        ok = sorted((r for r in runs if "error" not in r), key=lambda r: r["gpus"])
+        style = dict(color=f"C{c}", marker="os^"[c % 3], ls="-" if code == "now" else "--", lw=1.2)
+        for ax, (_, value) in zip(axes, panels, strict=False):
+            ax.plot([r["gpus"] for r in ok], [value(r) for r in ok], label=code, **style)
+        for t, limit in enumerate(sorted({s["limit"] for r in ok for s in r.get("solves", [])})):
+            pts = [(r["gpus"], math.exp((r["pal_cost"] - s["cost"]) / r["demand"]))
+                   for r in ok for s in r.get("solves", []) if s["limit"] == limit]
+            axes[-1].plot([g for g, _ in pts], [v for _, v in pts], label=f"{code}, T = {limit:g} s",
+                          **{**style, "marker": "ox"[t % 2], "mfc": "none" if t else style["color"]})
+    labels = [label for label, _ in panels] + ["speed-up over PAL's placement"]
+    for ax, label in zip(axes, labels, strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sizes, [f"{g:,}" for g in sizes])
+        ax.minorticks_off()
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in axes[:-1]:
+        ax.set_yscale("log")
+    fig.suptitle("The stage program on rounds with pipelines: its size and build, and solve_ilp(time_limit=T) "
+                 "against PAL (HiGHS)", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended: str, skipped: bool,
          server_gpus: int = 8, pipeline_gpus: tuple[int, ...] = (4, 8), idle_fraction: float = 0.0,
          partitioned_only: bool = False) -> str:
@@ -230,6 +281,7 @@ def page(rows: dict[str, list[dict[str, Any]]], header: str, started: str, ended
                              f"{s['reached'] or ''} | {s['start'] or ''} | {pairs} | {s['cost']:.2f} | {gap} | "
                              f"{r['pal_cost']:.2f} | "
                              f"{math.exp((r['pal_cost'] - s['cost']) / r['demand']):.3f} |")
+    lines += ["", FIGURE_LINK]
     lines += ["", (f"The baseline is not run at {max(SIZES):,} GPUs (`--baseline-sizes`): the build of 8bdeb72 "
                    "and earlier there (before it could solve) ran for more than two minutes in trial runs on this "
                    "machine and was killed by the system (exit 137); its matrix grows with stage columns × modes "
@@ -266,8 +318,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-sizes", type=int, nargs="+", default=list(BASELINE_SIZES),
                     help="the sizes the baseline runs, among --sizes (default "
                          + " ".join(map(str, BASELINE_SIZES)) + ": older baselines are killed at 2,048)")
+    ap.add_argument("--plot-only", action="store_true",
+                    help=f"run nothing: draw {FIGURE} again from the committed stage_scale.json (the page, which "
+                         "names the machine and the command of its run, is left as it is)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.plot_only:
+        out = output_dir(args, "stage_scale")
+        plot(json.loads((RESULTS / "stage_scale.json").read_text(encoding="utf-8")), out / FIGURE)
+        wrote("stage_scale", out / FIGURE)
+        return 0
     check_values(ap, "--limits", args.limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
     check_values(ap, "--sizes", args.sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
     check_values(ap, "--server-gpus", [args.server_gpus], lambda n: n in (1, 2, 4, 8, 16),
@@ -310,8 +370,9 @@ def main(argv: list[str] | None = None) -> int:
                 *layout)
     (out / "stage_scale.md").write_text(text, encoding="utf-8")
     (out / "stage_scale.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    plot(rows, out / FIGURE)
     print(text)
-    wrote("stage_scale", out / "stage_scale.md", out / "stage_scale.json")
+    wrote("stage_scale", out / "stage_scale.md", out / "stage_scale.json", out / FIGURE)
     return 0
 
 

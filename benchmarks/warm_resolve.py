@@ -16,11 +16,13 @@ Every round is solved in this process twice, one after the other, with the same 
 Reported per round: both wall times, the ratio, both objectives, gaps and bounds, the path
 (flow-free bound, or the round program when that bound was not within the gap), how the LP
 started and that both placements pass :func:`pal_opt.check.check`.  The summary gives medians
-over the changed rounds of every seed.  The machine is shared: the load average is recorded.
+over the changed rounds of every seed, and ``warm_resolve.png`` the time of every round, cold
+and warm, per size and seed.  The machine is shared: the load average is recorded.
 
 Usage::
 
     python benchmarks/warm_resolve.py [--update | --out-dir DIR] [--sizes 8192,2048] [--seeds 3] [--rounds 10]
+    python benchmarks/warm_resolve.py --plot-only [--update | --out-dir DIR]   # the figure from the committed json
 """
 
 from __future__ import annotations
@@ -37,7 +39,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list  # noqa: E402
+from _results import (  # noqa: E402
+    RESULTS,
+    add_output_arguments,
+    check_values,
+    output_dir,
+    produced_by,
+    run_time,
+    split_list,
+)
 from suite import factor_source, machine, measurements  # noqa: E402
 
 JOBS_PER_GPU = 0.29
@@ -107,6 +117,48 @@ def _pct(x: Any) -> str:
     return "–" if x is None else f"{100 * x:.3f} %"
 
 
+#: The page's figure (:func:`plot`), after the summary.
+FIGURE = "warm_resolve.png"
+FIGURE_LINK = (f"![time per round, cold and warm-started, of every seed's sequence at each size; round 0 "
+               f"fills the warm state]({FIGURE})")
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """The rounds' solve times, cold and warm, one panel per size (largest first): a line per
+    seed's sequence, round 0 (which only fills the warm state) shaded, on a log axis of seconds,
+    with each panel's median ratio over the changed rounds in its title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({r["gpus"] for r in rows}, reverse=True)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.5 * len(sizes), 4), squeeze=False, sharey=True)
+    for ax, g in zip(axes[0], sizes, strict=True):
+        seq = [r for r in rows if r["gpus"] == g]
+        for i, seed in enumerate(sorted({r["seed"] for r in seq})):
+            rs = sorted((r for r in seq if r["seed"] == seed), key=lambda r: r["round"])
+            x = [r["round"] for r in rs]
+            ax.plot(x, [r["cold_s"] for r in rs], "o--", color="C0", mfc="none", lw=1,
+                    label="cold" if i == 0 else None)
+            ax.plot(x, [r["warm_s"] for r in rs], "s-", color="C1", lw=1, label="warm (WarmStart)" if i == 0 else None)
+        ax.axvspan(-0.5, 0.5, color="0.9", zorder=0)
+        changed = [r["ratio"] for r in seq if r["round"] > 0]
+        ratio = f"median cold / warm {statistics.median(changed):.2f}" if changed else "round 0 only"
+        paths = " and ".join(sorted({r["path"] for r in seq if r["round"] > 0}))
+        ax.set_title(f"{g:,} GPUs ({paths or '-'} path): {ratio}", fontsize="medium")
+        ax.set_yscale("log")
+        ax.set_xlabel("round (0: fills the warm state)")
+        ax.grid(True, alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("solve s (one process)")
+    fig.suptitle(f"pal_opt.solve(round, \"ilp\", backend=\"highs\", gap={GAP}) after {CHANGE:.0%} of the jobs changed, "
+                 "one line per seed", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def report(rows: list[dict[str, Any]], command: str) -> list[str]:
     lines = ["# Warm re-solve: 5 % of the jobs changed since the last round", "", f"{command}.", "", "Machine:", "",
              *machine(), "",
@@ -129,7 +181,7 @@ def report(rows: list[dict[str, Any]], command: str) -> list[str]:
             f"{mc / mw:.2f} | {len(ff)} | {statistics.median(r['ratio'] for r in ff) if ff else float('nan'):.2f} | "
             f"{no_worse}/{len(rs)} | {_pct(max(r['cold_gap'] or 0 for r in rs))} | "
             f"{_pct(max(r['warm_gap'] or 0 for r in rs))} | {'yes' if all(r['valid'] for r in rs) else 'NO'} |")
-    lines += ["", "## Rounds", "",
+    lines += ["", FIGURE_LINK, "", "## Rounds", "",
               "| GPUs | seed | round | load | cold s | warm s | ratio | path | cold gap | warm gap | "
               "warm − cold objective | bound difference | warm start | LP start |",
               "|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|"]
@@ -148,8 +200,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated GPU counts, multiples of 8 (default 8192,2048)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")
     ap.add_argument("--rounds", type=int, default=10, help="rounds re-solved after the first (default 10)")
+    ap.add_argument("--plot-only", action="store_true",
+                    help=f"run nothing: draw {FIGURE} again from the committed warm_resolve.json (the page, which "
+                         "names the machine and the command of its run, is left as it is)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
+    if args.plot_only:
+        out = output_dir(args, "warm_resolve")
+        plot(json.loads((RESULTS / "warm_resolve.json").read_text()), out / FIGURE)
+        print(f"wrote {out / FIGURE}")
+        return 0
     sizes = split_list(ap, "--sizes", args.sizes, expected="comma-separated GPU counts (multiples of 8)")
     check_values(ap, "--sizes", sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
     for flag, n in (("--seeds", args.seeds), ("--rounds", args.rounds)):
@@ -160,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for g in sizes for seed in range(args.seeds) for row in run_sequence(g, seed, args.rounds)]
     (out / "warm_resolve.md").write_text("\n".join(report(rows, produced_by(__file__, argv))) + "\n")
     (out / "warm_resolve.json").write_text(json.dumps(rows, indent=1) + "\n")
+    plot(rows, out / FIGURE)
     print(f"wrote {out / 'warm_resolve.md'}")
     return 0
 
