@@ -255,7 +255,7 @@ def test_an_error_while_the_parts_run_cancels_the_rest(monkeypatch, raised, stop
 
     closed = []
 
-    def results(self, futures):  # type: ignore[no-untyped-def]
+    def results(self, futures, on_done=None):  # type: ignore[no-untyped-def]
         raise raised("stop")
 
     monkeypatch.setattr(ExecutorHandle, "results", results)
