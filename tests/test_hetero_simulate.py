@@ -162,6 +162,20 @@ def test_rigid_jobs_always_run_their_requested_count(prefix: Workload, apps: dic
     assert all(gpus in (0, req) for gpus, req in shapes)
 
 
+def test_progress_is_told_after_every_round(prefix: Workload, apps: dict[str, Application]) -> None:
+    """``simulate_sia(progress=...)``, what ``pal-opt simulate-sia``'s bar counts: (rounds done,
+    jobs finished, jobs in the workload, simulated seconds) after each round, the rounds counted
+    from 1, up to every job at the last round."""
+    calls: list[tuple[int, int, int, float]] = []
+    res = simulate_sia(prefix, apps, PAPER_CLUSTER, progress=lambda *a: calls.append(a))
+    s = res.summary()
+    assert [c[0] for c in calls] == list(range(1, s["rounds"] + 1))
+    assert {c[2] for c in calls} == {14}
+    done = [c[1] for c in calls]
+    assert done == sorted(done) and done[-1] == s["n_completed"] == 14 and done[-2] < 14
+    assert [c[3] for c in calls] == [60.0 * k for k in range(1, len(calls) + 1)]
+
+
 def test_unfinished_jobs_are_reported_at_max_time(prefix: Workload, apps: dict[str, Application]) -> None:
     res = simulate_sia(prefix, apps, PAPER_CLUSTER, SimConfig(max_time=600))
     s = res.summary()

@@ -137,6 +137,22 @@ def test_idle_gap_is_skipped_and_arrivals_wait_for_a_round_boundary() -> None:
     assert res.summary["rounds"] == 2
 
 
+def test_progress_is_told_after_every_round_of_the_jobs_finished() -> None:
+    """``simulate(progress=...)``, what ``pal-opt simulate``'s bar counts: (jobs finished, jobs in
+    the trace, the round's end) after each round, up to every job (the by-hand run above: J0 and J1
+    both finish in the second round); with ``max_time`` it stops short, as the run does."""
+    cluster = Cluster.uniform(1, 4, {"classA": [1.0, 1.0, 1.5, 1.5]})
+    trace = [_job(0, 2, 0.0, 1000, 0.5), _job(1, 2, 20.0, 100, 1.0)]
+    calls: list[tuple[int, int, float]] = []
+    res = simulate(trace, cluster, SimConfig(policy="pal", round_length=360.0), progress=lambda *a: calls.append(a))
+    assert calls == [(0, 2, 360.0), (2, 2, 720.0)] and len(calls) == res.summary["rounds"]
+    one = Cluster.uniform(1, 1, {"classA": [1.0]})
+    calls.clear()
+    simulate([_job(0, 1, 0.0, 100), _job(1, 1, 0.0, 1000)], one, SimConfig(policy="pal", max_time=720.0),
+             progress=lambda *a: calls.append(a))
+    assert calls == [(1, 2, 360.0), (1, 2, 720.0)]
+
+
 def test_max_time_stops_the_run_with_jobs_unfinished() -> None:
     """One GPU, 360 s rounds, FIFO.  J0 (100 s) runs round 0; J1 (1000 s) runs round 360; with
     max_time 720 no round starts at 720: J1 is left with 640 s to go, and the summary says so."""

@@ -478,7 +478,8 @@ def simulate_sia(
     config
         :class:`SimConfig`.
     progress
-        Called after every round.
+        Called after every round with (rounds done, jobs finished, jobs in the workload,
+        simulated seconds at the round's end) (:data:`Progress`).
     on_round
         Called with every round program's input and decision (:class:`SiaPolicy`).
 
