@@ -14,15 +14,15 @@ Commands
 ``pal-opt solve INSTANCE.json --method M [...] [--out PLACEMENT.json] [--quiet]``
     Place one round (:func:`pal_opt.solve.solve`) and print a summary.  On a terminal, a solve
     that runs more than 2 s shows a live line on stderr (elapsed time, and for exact methods the
-    incumbent, bound and gap; :mod:`pal_opt.cliprogress`), erased before the summary; never in a
-    pipe, nor with ``--quiet``.
+    incumbent, bound and gap; ``ilp-partitioned``: the parts solved; :mod:`pal_opt.cliprogress`),
+    erased before the summary; never in a pipe, nor with ``--quiet``.
 ``pal-opt repair INSTANCE.json PLACEMENT.json --failed GPU_ID[,GPU_ID...] [--allow-migration COST] [--out OUT.json]``
     Re-place the jobs of the placement in force that lost a GPU, keeping the others where they
     are (:func:`pal_opt.repair.repair`), and print the same summary as ``solve``.
 ``pal-opt check INSTANCE.json PLACEMENT.json``
     Verify a placement (:func:`pal_opt.check.check`); a repair's output is checked on the repair
     round it declares.
-``pal-opt partition PROFILE --machines M1,M2 --bandwidth B1,B2 [--straight] [--out OUT.json]``
+``pal-opt partition PROFILE --machines M1,M2 --bandwidth B1,B2 [--straight] [--out OUT.json] [--quiet]``
     PipeDream's pipeline partitioner (:mod:`pal_opt.pipeline.cli`).
 ``pal-opt simulate-sia TRACE --cluster ... --profiles DIR --out RESULT.json``
     A newTrace workload on a heterogeneous cluster under the Sia policy (:mod:`pal_opt.hetero.cli`).
