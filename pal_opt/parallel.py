@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import BackendError, BackendUnavailableError, OptionError
+from .options import check_callbacks
 from .sigint import SigtermNoted, clean_up_on_sigterm
 
 __all__ = [
@@ -143,7 +144,10 @@ class ExecutorHandle:
         BackendError
             A worker of a local process pool that died (``BrokenProcessPool``, as its cause):
             killed, out of memory, or a script without the ``if __name__ == "__main__":`` guard,
-            whose workers each import it and start a pool of their own."""
+            whose workers each import it and start a pool of their own.
+        InputTypeError
+            ``on_done`` neither None nor callable (before any wait)."""
+        check_callbacks(on_done=on_done)
         if self.kind == "process" and self.owned:
             with SigtermNoted() as term:
                 _wait_all(futures, on_done, lambda: term.pending)

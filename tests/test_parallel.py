@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from pal_opt.check import check
-from pal_opt.errors import BackendUnavailableError, OptionError
+from pal_opt.errors import BackendUnavailableError, InputTypeError, OptionError
 from pal_opt.generate import generate_instance
 from pal_opt.ilp.partition import solve_partitioned
 from pal_opt.parallel import SerialExecutor, as_completed_indexed, make_executor, measure_peak
@@ -416,6 +416,8 @@ def test_results_tells_the_tasks_done_as_they_end():
     with make_executor("serial") as ex:
         assert ex.results([ex.submit(abs, -1), ex.submit(abs, -2)], on_done=serial.append) == [1, 2]
     assert serial == [[True, True]]  # a serial task is done when submitted
+    with make_executor("serial") as ex, pytest.raises(InputTypeError, match="on_done: must be a function or None"):
+        ex.results([ex.submit(abs, -1)], on_done=5)
 
 
 @pytest.mark.parametrize("executor", ["serial", "pool"])
