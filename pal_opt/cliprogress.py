@@ -16,6 +16,7 @@ simulate``'s, on a PAL or a Sia trace).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -85,10 +86,13 @@ def simulation_bar(policy: str, jobs: int, *, quiet: bool) -> Any:
     return status_bar(total=jobs, desc=f"simulate {policy}", bar_format=fmt, miniters=0, disable=quiet)
 
 
-def show_simulation_progress(bar: Any, rounds: int, done: int, now: float) -> None:
+def show_simulation_progress(bar: Any, rounds: int, done: int, now: float, max_time: float | None = None) -> None:
     """Move a :func:`simulation_bar` to ``done`` jobs finished after ``rounds`` rounds, ``now``
-    simulated seconds in (tqdm redraws at most every 0.1 s, finished jobs or not)."""
-    bar.set_postfix_str(f"{rounds} rounds, {now / 3600:.1f} h simulated", refresh=False)
+    simulated seconds in (tqdm redraws at most every 0.1 s, finished jobs or not).  A run that
+    stops at ``max_time`` simulated seconds says so (``12.0 h simulated of at most 720 h``): its
+    ETA, reckoned in jobs, assumes every job finishes, which such a run may stop short of."""
+    cap = f" of at most {max_time / 3600:g} h" if max_time is not None and math.isfinite(max_time) else ""
+    bar.set_postfix_str(f"{rounds} rounds, {now / 3600:.1f} h simulated{cap}", refresh=False)
     bar.update(done - bar.n)
 
 

@@ -307,6 +307,19 @@ def test_simulate_shows_rounds_jobs_and_eta_on_a_terminal(tmp_path: Path) -> Non
     assert "avg JCT" in out
 
 
+def test_simulate_shows_the_cap_of_a_run_that_stops_at_max_hours(tmp_path: Path) -> None:
+    """The bar counts jobs and its ETA assumes every job finishes; a run with ``--max-hours`` may
+    stop short of that, so its simulated time is shown against the cap, and the bar ends where
+    the run did (jobs finished of all the trace's, as the summary says)."""
+    trace = _trace(tmp_path / "t.csv", 60)
+    rc, out, err = _run(["simulate", str(trace), "--cluster", "4x4", "--max-hours", "3", "--out",
+                         str(tmp_path / "r.json")], terminal=True)
+    assert rc == 0, err
+    assert re.search(r"\d+ rounds, \d+\.\d h simulated of at most 3 h", err), err[-1000:]
+    finished = json.loads((tmp_path / "r.json").read_text())["n_completed"]
+    assert 0 < finished < 60 and f"{finished}/60 jobs finished" in err.rsplit("simulate pal: ", 1)[1]
+
+
 def test_simulate_shows_no_progress_in_a_pipe_or_when_quiet(tmp_path: Path) -> None:
     trace = _trace(tmp_path / "t.csv", 60)
     # the variability source is chosen, so nothing at all goes to stderr (without the choice, one

@@ -371,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
                            variability=variability, failures=failures, sia_params=params, **modes)
         counts = [0, 0]  # rounds done, jobs finished: for the line a Ctrl-C ends with
         try:
-            with _progress_bar(args, len(workload), policy, counts) as progress:
+            with _progress_bar(args, len(workload), policy, counts, config.max_time) as progress:
                 results[policy] = simulate_sia(workload, apps, cluster, config, progress=progress)
         except KeyboardInterrupt:  # a Ctrl-C (a solver stopped cleanly first): one line, nothing written
             from ..simulate.metrics import interrupted_line
@@ -387,9 +387,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _progress_bar(args: argparse.Namespace, jobs: int, policy: str, counts: list[int]) -> Iterator[Any]:
+def _progress_bar(args: argparse.Namespace, jobs: int, policy: str, counts: list[int],
+                  max_time: float) -> Iterator[Any]:
     """``progress(rounds, done, total, now)`` for :func:`simulate_sia`: the bar a PAL trace has
-    (:func:`~pal_opt.cliprogress.simulation_bar`: jobs finished, rounds, simulated time, ETA) on
+    (:func:`~pal_opt.cliprogress.simulation_bar`: jobs finished, rounds, simulated time of at most
+    ``max_time``, ETA) on
     a terminal (not with ``--quiet``), else nothing; ``counts`` keeps ``[rounds, done]``, and a
     Ctrl-C a solver swallowed stops the run at the round's end."""
     from ..cliprogress import raise_if_interrupted, show_simulation_progress, simulation_bar
@@ -399,7 +401,7 @@ def _progress_bar(args: argparse.Namespace, jobs: int, policy: str, counts: list
     def progress(rounds: int, done: int, total: int, now: float) -> None:
         raise_if_interrupted()
         counts[:] = [rounds, done]
-        show_simulation_progress(bar, rounds, done, now)
+        show_simulation_progress(bar, rounds, done, now, max_time)
 
     try:
         yield progress

@@ -287,7 +287,7 @@ def _simulate_one(args: argparse.Namespace, trace: Any, cluster: Any, config: An
     def progress(done: int, total: int, now: float) -> None:
         raise_if_interrupted()  # a Ctrl-C a solver swallowed still stops the run here, at a round's end
         counts[:] = [counts[0] + 1, done]
-        show_simulation_progress(bar, counts[0], done, now)
+        show_simulation_progress(bar, counts[0], done, now, config.max_time)
 
     try:
         return simulate(trace, cluster, config, progress=progress, source=os.fspath(args.trace))
