@@ -1,5 +1,7 @@
-"""A name -> item registry, the one shape behind the registries of methods, cost terms and solver
-backends: registration in a fixed order, look-up with an error that lists the known names."""
+"""A name -> item registry, the one shape behind the registries of methods, cost terms and the
+policies of the simulator of GPU types: registration in a fixed order, look-up with an error that
+lists the known names.  (The solver backends' registry is a dict of classes,
+:data:`pal_opt.ilp.backends.BACKENDS`, ordered by its preference list.)"""
 
 from __future__ import annotations
 
