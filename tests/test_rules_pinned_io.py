@@ -12,7 +12,8 @@ import pytest
 from pal_opt.errors import InstanceError, OptionError
 from pal_opt.io.measurements import load_measurements, sample_factors
 from pal_opt.io.placements import load_placement_file
-from pal_opt.io.traces import read_trace
+from pal_opt.io.traces import parse_pipeline_cell, pipeline_cell, read_trace, trace_name
+from pal_opt.model import MODEL_ITER_TIME, Pipeline
 
 
 def test_classes_sharing_a_file_get_equal_but_separate_arrays(tmp_path: Path) -> None:
@@ -90,6 +91,29 @@ def test_a_given_model_class_overrides_the_built_in_one(tmp_path: Path) -> None:
     f = _trace(tmp_path, "1,1,0,100,resnet50\n")
     assert read_trace(f)[0].perfclass == "classA"
     assert read_trace(f, model_class={"resnet50": "classD"})[0].perfclass == "classD"
+
+
+def test_given_iteration_times_override_the_built_in_ones_and_the_default_applies(tmp_path: Path) -> None:
+    """A caller's ``iter_time`` entry wins over :data:`~pal_opt.model.MODEL_ITER_TIME` for a model
+    it knows (resnet50), and a model it does not know takes ``default_iter_time`` (not 1 s)."""
+    f = _trace(tmp_path, "1,1,0,100,resnet50\n2,1,0,100,AlexNet\n")
+    builtin = MODEL_ITER_TIME["resnet50"]
+    jobs = read_trace(f, iter_time={"resnet50": builtin * 3}, default_class="classB", default_iter_time=2.5)
+    assert [j.iter_time for j in jobs] == [builtin * 3, 2.5]
+    assert jobs[1].ideal_seconds == 250.0
+
+
+def test_a_pipeline_cell_keeps_every_digit_of_its_stage_times() -> None:
+    """``pipeline_cell`` writes each time as ``repr`` does, so that :func:`parse_pipeline_cell`
+    gives back the same floats (``%g`` kept 6 digits: 0.0102345678 came back as 0.0102346)."""
+    pipe = Pipeline((0.0102345678, 1 / 3), (3, 1))
+    assert parse_pipeline_cell(pipeline_cell(pipe)) == pipe
+
+
+def test_a_traces_name_is_its_file_stem() -> None:
+    """Only the last suffix goes: ``workload.v2.csv`` is ``workload.v2``, not ``workload``."""
+    assert trace_name("dir.d/workload.v2.csv") == "workload.v2"
+    assert trace_name("workload-6.csv") == "workload-6"
 
 
 # -- placement files (2026-12-07) ----------------------------------------------------------------------
