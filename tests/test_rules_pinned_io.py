@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pal_opt.errors import InstanceError, OptionError
-from pal_opt.io.measurements import load_measurements, sample_factors
+from pal_opt.errors import InstanceError, MissingFileError, OptionError
+from pal_opt.io.measurements import load_measurements, longhorn_files, sample_factors
 from pal_opt.io.placements import load_placement_file
 from pal_opt.io.traces import parse_pipeline_cell, pipeline_cell, read_trace, trace_name
 from pal_opt.model import MODEL_ITER_TIME, Pipeline
@@ -65,6 +65,58 @@ def test_an_empty_uuid_is_refused_for_a_per_gpu_aggregate(tmp_path: Path) -> Non
     with pytest.raises(InstanceError, match="must not be empty") as err:
         load_measurements(f, "median")
     assert err.value.path == "line 3, column uuid"
+
+
+def test_an_unknown_aggregate_is_refused(tmp_path: Path) -> None:
+    """Only ``run``, ``max`` and ``median`` are aggregates: ``mean`` is an error naming them, not
+    read as the median."""
+    f = tmp_path / "m.csv"
+    f.write_text("uuid,perf\na,1.0\na,3.0\n")
+    with pytest.raises(OptionError, match="unknown aggregate 'mean'; choose one of run, max, median"):
+        load_measurements(f, "mean")
+
+
+def test_factors_on_the_bounds_of_the_factor_range_are_accepted(tmp_path: Path) -> None:
+    """A factor of exactly 1e-6 or 1e6 (``FACTOR_RANGE``, which every cluster accepts) is read;
+    only one outside is refused."""
+    f = tmp_path / "m.csv"
+    f.write_text("perf\n1e-6\n1\n1\n1e6\n1\n")
+    assert load_measurements(f).tolist() == [1e-6, 1.0, 1.0, 1e6, 1.0]
+    f.write_text("perf\n1e-7\n1\n1\n")
+    with pytest.raises(InstanceError, match="a factor must be in 1e-06..1e"):
+        load_measurements(f)
+
+
+def test_the_first_run_out_of_range_is_the_one_named(tmp_path: Path) -> None:
+    """With several runs out of range the error is about the first in the file (line 3)."""
+    f = tmp_path / "m.csv"
+    f.write_text("perf\n1\n1e9\n1\n1e-9\n1\n")
+    with pytest.raises(InstanceError) as err:
+        load_measurements(f)
+    assert err.value.path == "line 3, column perf"
+
+
+def test_two_spellings_of_one_file_share_its_draw(tmp_path: Path) -> None:
+    """Classes that name the same file share one draw, however the path is written (here
+    ``DIR/./bert.csv`` beside ``DIR/bert.csv``, and a symbolic link to it)."""
+    f = tmp_path / "bert.csv"
+    f.write_text("perf\n1.0\n1.1\n0.95\n0.9\n1.3\n")
+    (tmp_path / "link.csv").symlink_to(f)
+    out = sample_factors({"classB": str(f), "classC": f"{tmp_path}/./bert.csv", "classD": tmp_path / "link.csv"},
+                         50, rng=0)
+    assert np.array_equal(out["classB"], out["classC"]) and np.array_equal(out["classB"], out["classD"])
+
+
+def test_a_missing_measurement_file_is_a_missing_file_and_a_dangling_link_is_not(tmp_path: Path) -> None:
+    """``longhorn_files``: a class's file that is not there is a :class:`MissingFileError` (also a
+    ``FileNotFoundError``); one that is a symbolic link leading nowhere is there but unreadable,
+    said so (it was reported as "no such file")."""
+    with pytest.raises(MissingFileError, match="no such file"):
+        longhorn_files(tmp_path, classes=["classA"])
+    (tmp_path / "resnet-longhorn-agg.csv").symlink_to(tmp_path / "gone.csv")
+    with pytest.raises(InstanceError, match="symbolic link that leads nowhere") as err:
+        longhorn_files(tmp_path, classes=["classA"])
+    assert not isinstance(err.value, FileNotFoundError)
 
 
 # -- traces (2026-12-07) -------------------------------------------------------------------------------
