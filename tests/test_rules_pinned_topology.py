@@ -17,7 +17,7 @@ from pal_opt.topology.hierarchy import Topology, TopologyLevel, check_levels
 from pal_opt.topology.hostlist import compress_hostlist, expand_hostlist
 from pal_opt.topology.kubernetes import parse_nodes
 from pal_opt.topology.placement import HostShare, JobHosts, gpu_jobs, placement_by_host
-from pal_opt.topology.slurm import load_slurm, parse_topology_conf
+from pal_opt.topology.slurm import load_slurm, parse_slurm_conf_gres, parse_topology_conf
 from pal_opt.topology.slurmconf import logical_lines
 
 
@@ -174,3 +174,60 @@ def test_gpu_jobs_gives_the_jobs_own_ids() -> None:
 def test_an_unappliable_placement_counts_its_other_problems() -> None:
     with pytest.raises(InstanceError, match=r"job 7: needs 2 distinct GPUs, got \[1, 1\] \(and 1 more problems\)$"):
         placement_by_host(_interleaved(), {"placements": {"7": [1, 1], "x": [9]}})
+
+
+# -- gres.py (mutation audit, 2026-12-07) -------------------------------------------------------------
+def _two_nodes(tmp_path: Path) -> Path:
+    topo = tmp_path / "t.conf"
+    topo.write_text("SwitchName=s0 Nodes=n[1-2]\n")
+    return topo
+
+
+def test_a_gres_named_gpu_in_capitals_is_a_gpu() -> None:
+    """``Gres=GPU:4`` is four GPUs, as ``Name=GPU`` in a gres.conf is (the name is read
+    ignoring case), not a GRES of another kind skipped."""
+    assert parse_slurm_conf_gres("NodeName=n1 Gres=GPU:4\nNodeName=n2 Gres=Gpu:a100:2\n") == {
+        "n1": {None: 4}, "n2": {"a100": 2}}
+
+
+def test_a_type_is_named_by_the_line_that_first_gave_it(tmp_path: Path) -> None:
+    """A node's untyped GPUs given on gres.conf lines 1 and 2: the error about them beside a
+    typed node names line 1, where they were first given (it named line 2)."""
+    gres = tmp_path / "g.conf"
+    gres.write_text("NodeName=n1 Name=gpu Count=2\nNodeName=n1 Name=gpu Count=2\nNodeName=n2 Name=gpu Type=a100 Count=2\n")
+    with pytest.raises(InstanceError, match=r"node 'n1' has GPUs without a type \(line 1\) but node 'n2' has "
+                                            r"type 'a100' \(line 3\)"):
+        load_slurm(_two_nodes(tmp_path), gres_conf=gres)
+
+
+def test_the_last_autodetect_line_is_the_one_in_force(tmp_path: Path) -> None:
+    """``AutoDetect=off`` then ``AutoDetect=nvml``: detection is on (the last line wins, as
+    slurmd reads the file), so n2, which no line counts, is named in a warning."""
+    gres = tmp_path / "g.conf"
+    gres.write_text("AutoDetect=off\nAutoDetect=nvml\nNodeName=n1 Name=gpu Type=a100 Count=4\n")
+    t = load_slurm(_two_nodes(tmp_path), gres_conf=gres)
+    assert t.hosts == ("n1",) and len(t.notes) == 1 and "line 2: AutoDetect=nvml" in t.notes[0]
+    gres.write_text("AutoDetect=nvml\nAutoDetect=off\nNodeName=n1 Name=gpu Type=a100 Count=4\n")
+    assert load_slurm(_two_nodes(tmp_path), gres_conf=gres).notes == ()
+
+
+def test_device_numbers_are_kept_only_when_they_name_each_gpu_once(tmp_path: Path) -> None:
+    """``/dev/nvidia0`` and ``/dev/nvidia00`` are two device files of one number: the node's GPUs
+    are then numbered by rank (no device numbers), not both given device 0."""
+    gres = tmp_path / "g.conf"
+    gres.write_text("NodeName=n[1-2] Name=gpu File=/dev/nvidia0\nNodeName=n[1-2] Name=gpu File=/dev/nvidia00\n")
+    assert load_slurm(_two_nodes(tmp_path), gres_conf=gres).devices is None
+    gres.write_text("NodeName=n[1-2] Name=gpu File=/dev/nvidia[3-4]\n")
+    assert load_slurm(_two_nodes(tmp_path), gres_conf=gres).devices.tolist() == [3, 4, 3, 4]
+
+
+def test_a_node_without_gpus_does_not_take_the_device_numbers_away(tmp_path: Path) -> None:
+    """n2 has no GPU (its slurm.conf line gives no ``Gres=gpu``); n1's GPUs keep the device
+    numbers of its ``File=`` devices (a GPU-less node has no devices to give, and was taken for
+    one given otherwise)."""
+    slurm = tmp_path / "s.conf"
+    slurm.write_text("NodeName=n1 Gres=gpu:2\nNodeName=n2\n")
+    gres = tmp_path / "g.conf"
+    gres.write_text("NodeName=n1 Name=gpu File=/dev/nvidia[2-3]\n")
+    t = load_slurm(_two_nodes(tmp_path), slurm_conf=slurm, gres_conf=gres)
+    assert t.hosts == ("n1",) and t.devices is not None and t.devices.tolist() == [2, 3]
