@@ -15,7 +15,7 @@ from pal_opt.ilp.heuristic import pal_greedy
 from pal_opt.ilp.improve import applies, exchange_bottlenecks
 from pal_opt.ilp.packing import fast_packing
 from pal_opt.ilp.solve import prepare_round
-from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.model import Cluster, Job, Pipeline, RoundInstance, RoundParams
 from pal_opt.result import Status
 
 TOL = 1e-9
@@ -158,3 +158,103 @@ def test_solve_ilp_takes_the_exchanged_start_when_it_is_cheaper(backend):
     assert res.objective == pytest.approx(res.info["start_exchange_objective"])
     assert res.objective >= exact.objective - 1e-6
     assert res.gap is not None and res.gap <= 0.001
+
+
+def _round(factors: dict[str, list[float]], servers: list[int], jobs: list[tuple[str, int, str]],
+           racks: dict[int, int] | None = None) -> tuple[RoundInstance, dict[str, np.ndarray]]:
+    """A round of the given per-class factors (binning off) and its factors as the program sees them."""
+    cluster = Cluster.from_arrays(np.arange(len(servers)), servers, {c: np.array(f) for c, f in factors.items()},
+                                  rack_of_server=racks)
+    inst = RoundInstance(cluster, tuple(Job(id=j, demand=d, perfclass=c, position=k) for k, (j, d, c) in enumerate(jobs)),
+                         RoundParams(binning="none"), "by-hand")
+    return inst, prepare_round(inst, None, "highs", "prefix", None).factors
+
+
+def test_applies_refuses_pipeline_rounds_and_charged_moves_of_running_jobs() -> None:
+    """No exchanges with a pipeline job admitted (its cost is its stages' pace), nor with a running
+    admitted job whose move is charged (a restart cost): the bottleneck is then not the whole cost."""
+    cl = Cluster.uniform(2, 4, {"classA": [1.0] * 8})
+    pipe = RoundInstance(cl, (Job("p", 2, "classA", pipeline=Pipeline((1.0, 1.0), (1, 1))), Job("g", 2, "classA")))
+    assert not applies(pipe, [0, 1]) and applies(pipe, [1])
+    running = (Job("r", 2, "classA", placement=(0, 1)), Job("q", 2, "classA"))
+    charged = RoundInstance(cl, running, RoundParams(restart_cost=60.0))
+    assert not applies(charged, [0, 1]) and applies(charged, [1])
+    assert applies(RoundInstance(cl, running), [0, 1])  # no charge: a running job is any job
+
+
+def test_a_job_takes_gpus_only_where_it_already_spans() -> None:
+    """Racks {servers 0, 1} and {2, 3}, two GPUs each.  Job a lies on server 0 with a 2.0 GPU, the
+    free GPUs 2 and 3 (1.0) are on server 1 of its rack; job b spans servers 2 and 3 of rack 1 with
+    a 2.0 GPU, and the free 2.5 GPUs of its rack are slower.  Neither may reach out: a taking GPU 2
+    would span its rack, b taking GPU 2 the cluster, each cheaper under a penalty equal at both
+    levels, but no exchange makes a job span more: no move."""
+    inst, factors = _round({"classA": [1.0, 2.0, 1.0, 1.0, 1.0, 2.5, 2.0, 2.5]}, [0, 0, 1, 1, 2, 2, 3, 3],
+                           [("a", 2, "classA"), ("b", 2, "classA")], racks={0: 0, 1: 0, 2: 1, 3: 1})
+    start = {"a": (0, 1), "b": (4, 6)}
+    assert exchange_bottlenecks(inst, start, factors) == (start, 0)
+
+
+def test_an_exchange_takes_a_strictly_faster_gpu_only() -> None:
+    """a (3 GPUs) has its bottleneck GPU 2 (2.0); free GPU 4 is as slow, and one-GPU job b holds
+    GPU 3 (1.0), which b cannot give without getting slower.  The strict pass finds nothing; the
+    second takes GPU 3 (b's rise ln 2 is less than a's gain 3 ln 2), not the equally slow free
+    GPU, which gains nothing: one move."""
+    inst, factors = _round({"classA": [1.0, 1.0, 2.0, 1.0, 2.0]}, [0] * 5, [("a", 3, "classA"), ("b", 1, "classA")])
+    out, moves = exchange_bottlenecks(inst, {"a": (0, 1, 2), "b": (3,)}, factors)
+    assert (out, moves) == ({"a": (0, 1, 3), "b": (2,)}, 1)
+
+
+def test_a_holder_as_slow_as_what_it_receives_is_an_exchange_of_the_first_pass() -> None:
+    """a (one GPU, 2.0) and b (one GPU of another class, 1.3 for b) on one server; free GPU 2
+    is 1.5 for a.  b's GPU 1 (1.0 for a) for a's GPU 0 (1.3 for b, no slower for b) is taken in the
+    strict pass, the fastest for a.  Taking the free GPU first (as if b had to get strictly
+    faster) ends with b on GPU 2, at 1.8."""
+    inst, factors = _round({"classA": [2.0, 1.0, 1.5], "classB": [1.3, 1.3, 1.8]}, [0, 0, 0],
+                           [("a", 1, "classA"), ("b", 1, "classB")])
+    assert exchange_bottlenecks(inst, {"a": (0,), "b": (1,)}, factors) == ({"a": (1,), "b": (0,)}, 1)
+
+
+def test_a_holder_does_not_receive_a_gpu_off_its_server() -> None:
+    """Servers {0, 1, 2} and {3, 4, 5}; a spans both with its bottleneck GPU 0 (3.0) on server 0;
+    b holds GPUs 4 and 5 on server 1, the fastest for a.  b may not receive GPU 0 (it would span
+    servers) even in the strict pass, where it would be no slower: a takes the free GPU 1 (2.0)
+    on server 0, and b stays."""
+    inst, factors = _round({"classA": [3.0, 2.0, 2.0, 1.0, 1.0, 1.0], "classB": [1.0] * 6}, [0, 0, 0, 1, 1, 1],
+                           [("a", 2, "classA"), ("b", 2, "classB")])
+    assert exchange_bottlenecks(inst, {"a": (0, 3), "b": (4, 5)}, factors) == ({"a": (1, 3), "b": (4, 5)}, 1)
+
+
+def test_free_gpus_before_held_ones_on_ties() -> None:
+    """a's bottleneck GPU 0 (2.0): free GPU 3 and b's GPU 2 are both 1.0 for a, and b (another
+    class) is indifferent; the free one is taken (the documented tie-break)."""
+    inst, factors = _round({"classA": [2.0, 1.0, 1.0, 1.0], "classB": [1.0] * 4}, [0] * 4,
+                           [("a", 2, "classA"), ("b", 1, "classB")])
+    assert exchange_bottlenecks(inst, {"a": (0, 1), "b": (2,)}, factors) == ({"a": (1, 3), "b": (2,)}, 1)
+
+
+def test_a_job_changed_is_tried_again_at_once() -> None:
+    """a (3 GPUs: 3.0, 2.8, 2.6) and free GPUs 1.0, 1.5 and 2.0 on one server: three exchanges in
+    a row, each on a's new bottleneck; a job tried only once per pass made two."""
+    inst, factors = _round({"classA": [3.0, 2.8, 2.6, 2.0, 1.0, 1.5]}, [0] * 6, [("a", 3, "classA")])
+    assert exchange_bottlenecks(inst, {"a": (0, 1, 2)}, factors) == ({"a": (3, 4, 5)}, 3)
+
+
+def test_a_holders_rise_is_weighted_by_its_gpus() -> None:
+    """In the second pass a (one GPU, 2.0) may take GPU 1 of b (4 GPUs, 1.6 for its class) or GPU 5
+    of c (one GPU, 1.2); both would receive GPU 0 (2.0 for them).  b's cost would rise by
+    4·ln(2/1.6) = 0.89, c's by ln(2/1.2) = 0.51: c's GPU is taken (a gains ln 2 = 0.69).  Weighing
+    the factor's rise alone chose b's GPU, and the move, dearer than a's gain, was not made."""
+    inst, factors = _round({"classA": [2.0, 1.0, 5.0, 5.0, 5.0, 1.0], "classB": [2.0, 1.6, 1.6, 1.6, 1.6, 1.2]},
+                           [0] * 6, [("a", 1, "classA"), ("b", 4, "classB"), ("c", 1, "classB")])
+    start = {"a": (0,), "b": (1, 2, 3, 4), "c": (5,)}
+    assert exchange_bottlenecks(inst, start, factors) == ({"a": (5,), "b": (1, 2, 3, 4), "c": (0,)}, 1)
+
+
+def test_an_exchange_gives_every_bottleneck_gpu_or_none() -> None:
+    """a has two GPUs at its slowest (2.0) and only one faster GPU to take, b's GPU 2; a's move is
+    not made by halves.  b (its GPU 2 at 3.0 for its class) then makes its own: it takes GPU 1
+    (0.9 for b, the fastest) and a gets GPU 2: one move.  Half of a's exchange (GPU 0 for GPU 2,
+    which lowered the cost only through b) came first and took two."""
+    inst, factors = _round({"classA": [2.0, 2.0, 1.0], "classB": [1.0, 0.9, 3.0]}, [0, 0, 0],
+                           [("a", 2, "classA"), ("b", 1, "classB")])
+    assert exchange_bottlenecks(inst, {"a": (0, 1), "b": (2,)}, factors) == ({"a": (0, 2), "b": (1,)}, 1)
