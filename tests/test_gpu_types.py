@@ -20,8 +20,10 @@ from pal_opt.errors import InfeasibleRoundError, InstanceError, OptionError
 from pal_opt.gputypes import (
     TypeBudget,
     claim_all,
+    claim_types,
     has_types,
     parse_cluster_spec,
+    service_problem,
     type_groups,
     type_problem,
     usable_types,
@@ -34,7 +36,7 @@ from pal_opt.ilp.typelanes import round_lanes
 from pal_opt.io import load_instance
 from pal_opt.io.instance import instance_from_dict, instance_to_dict
 from pal_opt.methods import METHODS, greedy_names
-from pal_opt.model import Cluster, Job, RoundInstance, RoundParams
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
 
 TYPES = ["aws"] * 8 + ["rtx"] * 16 + ["dgx"] * 8
 SERVERS = [i // 4 for i in range(8)] + [2 + i // 8 for i in range(16)] + [4] * 8
@@ -578,3 +580,87 @@ def test_a_jobs_lanes_are_its_type_groups_with_its_demand_of_free_gpus() -> None
     only_a = RoundInstance(cl, (Job("j", 2, "classA", allowed_types=("a",)),), RoundParams(binning="none"))
     with pytest.raises(InfeasibleRoundError, match="job 'j' needs 2 GPUs of its GPU types but fewer are free"):
         round_lanes(only_a, [0], free_pos)
+
+
+# --------------------------------------------------------------------------- rules pinned (mutation audit, 2026-12-07)
+def test_a_cluster_specs_x_may_be_a_capital() -> None:
+    assert parse_cluster_spec("aws:6X4,rtx:1x8") == [("aws", 6, 4), ("rtx", 1, 8)]
+
+
+def test_a_job_naming_one_type_the_cluster_lacks_may_use_the_others() -> None:
+    """Only when *none* of a job's named types is in the cluster is that its problem."""
+    c = Cluster.from_arrays(range(6), [0, 0, 0, 0, 1, 1], {"classA": [1.0] * 6}, gpu_types="aaaabb")
+    assert type_problem(c, Job(1, 2, "classA", allowed_types=("a", "v100"))) is None
+    assert type_problem(c, Job(1, 2, "classA", allowed_types=("h100", "v100")))[0] == "allowed_types"
+
+
+def test_the_failed_gpus_counted_for_a_job_are_those_of_its_types() -> None:
+    """Types a, b, c with one a, one b and both c GPUs failed: a job of types a or b (not mixed)
+    is told of the 2 failed GPUs of its types, not of all 4."""
+    failed = int(GpuState.FAILED)
+    c = Cluster.from_arrays(range(8), [0, 0, 0, 1, 1, 1, 2, 2], {"classA": [1.0] * 8},
+                            [failed, 0, 0, failed, 0, 0, failed, failed], gpu_types="aaabbbcc")
+    assert service_problem(c, Job(1, 3, "classA", allowed_types=("a", "b"))) == (
+        "needs 3 GPUs of one type; the most in service, 'a', has 2 (2 GPUs of types 'a', 'b' failed)")
+
+
+def test_a_claim_takes_the_first_of_equally_fitting_groups() -> None:
+    free = np.array([3, 3])
+    assert claim_types([(0,), (1,)], 2, free) and free.tolist() == [1, 3]
+
+
+def test_claims_are_made_largest_demand_first_among_alike_jobs() -> None:
+    """Jobs 0 (2 GPUs, type 0 or 1) and 1 (3 GPUs, type 0 or 2) over 3, 4 and 2 free GPUs: job 1
+    claims type 0 first and job 0 then fits on type 1.  Job 0 first took type 0 (the best fit)
+    and job 1 found no type with 3."""
+    got = claim_all({0: [(0,), (1,)], 1: [(0,), (2,)]}, {0: 2, 1: 3}, np.array([3, 4, 2]))
+    assert got is not None and got[1].tolist() == [3, 0, 0] and got[0].tolist() == [0, 2, 0]
+
+
+def test_a_given_witness_that_does_not_fit_is_not_taken() -> None:
+    """A witness asking more GPUs than are free is no proof: the budget claims afresh (here no
+    claim exists, so it is not feasible)."""
+    budget = TypeBudget({0: [(0,)]}, {0: 3}, np.array([2]), witness={0: np.array([3])})
+    assert not budget.feasible
+
+
+def test_a_take_beyond_the_free_gpus_is_not_allowed() -> None:
+    assert not TypeBudget({0: [(0,)]}, {0: 1}, np.array([2])).allows(0, np.array([3]))
+
+
+def test_a_job_re_claimed_is_not_counted_among_the_others() -> None:
+    """Two one-GPU jobs of types 0 or 1, one free GPU of each: the witness gives job 0 type 0.  Job
+    0 taking type 1 instead is allowed (job 1 then claims type 0); claiming job 0 again as well
+    left no GPU for job 1."""
+    budget = TypeBudget({0: [(0,), (1,)], 1: [(0,), (1,)]}, {0: 1, 1: 1}, np.array([1, 1]))
+    assert budget.allows(0, np.array([0, 1]))
+
+
+#: Jobs 0-2 over types 0-2 (1, 4 and 2 free): they fit (0 takes type 0, 1 two of type 1, 2 two of
+#: type 1 and one of 2) but :func:`claim_all`'s greedy order finds no claim; jobs 3 and 4 are one
+#: GPU each of types 3 and 4.
+_HARD_GROUPS = {0: [(0, 2)], 1: [(0,), (1,), (2,)], 2: [(1, 2)], 3: [(3,)], 4: [(4,)]}
+_HARD_DEMANDS = {0: 1, 1: 2, 2: 3, 3: 1, 4: 1}
+_HARD_WITNESS = {0: [1, 0, 0, 0, 0], 1: [0, 2, 0, 0, 0], 2: [0, 2, 1, 0, 0], 3: [0, 0, 0, 1, 0], 4: [0, 0, 0, 0, 1]}
+
+
+def _hard_budget() -> TypeBudget:
+    assert claim_all({k: _HARD_GROUPS[k] for k in range(3)}, _HARD_DEMANDS, np.array([1, 4, 2, 0, 0])) is None
+    return TypeBudget(_HARD_GROUPS, _HARD_DEMANDS, np.array([1, 4, 2, 1, 1]),
+                      witness={k: np.array(v) for k, v in _HARD_WITNESS.items()})
+
+
+def test_a_take_within_the_witness_needs_no_new_claim() -> None:
+    """Job 3 taking its witness's GPU leaves the others' witness room: allowed, with no fresh
+    claim (which fails on jobs 0-2)."""
+    assert _hard_budget().allows(3, np.array([0, 0, 0, 1, 0]))
+
+
+def test_a_job_taken_frees_its_witness() -> None:
+    """Once job 3 has taken its GPU, job 4 taking its own is allowed from the witness of the
+    others; job 3's claim kept in the need sent it to a fresh claim, which fails."""
+    budget = _hard_budget()
+    took = np.array([0, 0, 0, 1, 0])
+    assert budget.allows(3, took)
+    budget.take(3, took)
+    assert budget.allows(4, np.array([0, 0, 0, 0, 1]))
