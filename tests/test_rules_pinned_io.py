@@ -119,6 +119,33 @@ def test_a_missing_measurement_file_is_a_missing_file_and_a_dangling_link_is_not
     assert not isinstance(err.value, FileNotFoundError)
 
 
+
+def test_another_pal_opt_output_is_named_when_read_as_a_placement(tmp_path: Path) -> None:
+    """A simulation result given for a placement file is named as what it is, not read as a bare
+    ``{job id: [GPU ids]}`` object and refused for its first key."""
+    f = tmp_path / "sim.json"
+    f.write_text(json.dumps({"policies": ["pal"], "results": {}}))
+    with pytest.raises(InstanceError, match=r"is a simulation result \(pal-opt simulate --out\), not a placement file"):
+        load_placement_file(f)
+
+
+def test_stage_gpu_ids_that_are_not_integers_are_left_for_the_checker(tmp_path: Path) -> None:
+    """Only an integral float (6.0) of ``stages`` is made an integer; 6.5 stays 6.5 (not 6), and
+    a stage list that is not a list at all stays as it is, for :func:`pal_opt.check.check` to
+    report (it was iterated, a ``TypeError``)."""
+    f = tmp_path / "pl.json"
+    f.write_text(json.dumps({"placements": {"p": [6, 7], "q": [8]}, "stages": {"p": [[6.5], [7.0]], "q": 5}}))
+    assert load_placement_file(f)["stages"] == {"p": [[6.5], [7]], "q": 5}
+
+
+def test_a_gpu_id_past_int64_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "pl.json"
+    f.write_text(json.dumps({"placements": {"p": [2**63]}}))
+    with pytest.raises(InstanceError) as err:
+        load_placement_file(f)
+    assert err.value.path == "placements.p[0]"
+
+
 # -- traces (2026-12-07) -------------------------------------------------------------------------------
 def _trace(tmp_path: Path, rows: str, extra: str = "") -> Path:
     f = tmp_path / "t.csv"
