@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pal_opt.errors import InstanceError, MissingFileError, OptionError
+from pal_opt.io.jobs import load_jobs
 from pal_opt.io.measurements import load_measurements, longhorn_files, sample_factors
 from pal_opt.io.placements import load_placement_file
 from pal_opt.io.traces import parse_pipeline_cell, pipeline_cell, read_trace, trace_name
@@ -144,6 +145,47 @@ def test_a_gpu_id_past_int64_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InstanceError) as err:
         load_placement_file(f)
     assert err.value.path == "placements.p[0]"
+
+
+
+# -- job CSVs (mutation audit, 2026-12-07) ---------------------------------------------------------------
+def test_a_job_of_exactly_the_clusters_gpus_is_not_oversized(tmp_path: Path) -> None:
+    f = tmp_path / "jobs.csv"
+    f.write_text("job_id,num_gpus,perfclass\n1,4,classA\n2,5,classA\n")
+    notes = load_jobs(f, max_gpus=4).oversized
+    assert [n.row for n in notes] == [3]
+
+
+def test_priority_and_started_cells_are_bounded(tmp_path: Path) -> None:
+    """A priority of exactly 1,000,000 is read (more is refused); a negative ``started`` is
+    refused, naming its cell."""
+    f = tmp_path / "jobs.csv"
+    f.write_text("job_id,num_gpus,perfclass,priority,started\n1,1,classA,1000000,0\n")
+    assert load_jobs(f).jobs[0].priority == 1_000_000
+    f.write_text("job_id,num_gpus,perfclass,priority,started\n1,1,classA,1000001,0\n")
+    with pytest.raises(InstanceError, match="must be an integer in 0..1000000"):
+        load_jobs(f)
+    f.write_text("job_id,num_gpus,perfclass,priority,started\n1,1,classA,1,-5\n")
+    with pytest.raises(InstanceError) as err:
+        load_jobs(f)
+    assert err.value.path == "line 2, column started"
+
+
+def test_a_job_tables_warnings_name_the_misspelt_column_first(tmp_path: Path) -> None:
+    f = tmp_path / "jobs.csv"
+    f.write_text("job_id,num_gpus,perfclass,priorty\n1,9,classA,1\n")
+    notes = load_jobs(f, max_gpus=4).warnings()
+    assert len(notes) == 2 and "priorty" in str(notes[0]) and "needs 9 GPUs" in str(notes[1])
+
+
+def test_a_class_without_factors_is_reported_at_the_class_cell(tmp_path: Path) -> None:
+    """The row gives both a class and a model: the error is about the class cell, the one that
+    set the class (the model cell only when the class came from the model)."""
+    f = tmp_path / "jobs.csv"
+    f.write_text("job_id,num_gpus,perfclass,model\n1,1,classZ,resnet50\n")
+    with pytest.raises(InstanceError) as err:
+        load_jobs(f, classes=["classA"])
+    assert err.value.path == "line 2, column perfclass"
 
 
 # -- traces (2026-12-07) -------------------------------------------------------------------------------
