@@ -664,3 +664,17 @@ def test_a_job_taken_frees_its_witness() -> None:
     assert budget.allows(3, took)
     budget.take(3, took)
     assert budget.allows(4, np.array([0, 0, 0, 0, 1]))
+
+
+def test_a_take_after_a_fresh_claim_keeps_that_claim() -> None:
+    """Job 0 takes 2 GPUs of type 2 instead of its witness's type 0: ``allows`` claims the others
+    afresh, and ``take`` keeps that claim.  Job 4 may then take 2 of type 0 (jobs 3, 1 and 2 fit
+    on types 2, 1 and 0); with the old witness kept instead (job 3 on type 2 beside job 0's two
+    GPUs) the fast path failed and the greedy claim found no room: not allowed."""
+    groups = {0: [(0,), (1,), (2,)], 1: [(0,), (1,), (2,)], 2: [(0, 1, 2)], 3: [(0,), (1,), (2,)], 4: [(0,), (1,)]}
+    witness = {0: [2, 0, 0], 1: [0, 0, 2], 2: [1, 0, 0], 3: [0, 0, 3], 4: [0, 2, 0]}
+    budget = TypeBudget(groups, {0: 2, 1: 2, 2: 1, 3: 3, 4: 2}, np.array([3, 2, 5]),
+                        witness={k: np.array(v) for k, v in witness.items()})
+    assert budget.allows(0, np.array([0, 0, 2]))
+    budget.take(0, np.array([0, 0, 2]))
+    assert budget.allows(4, np.array([2, 0, 0]))
