@@ -12,12 +12,16 @@ program's (``--method dp``, the default method, run the same way) and with the a
 optimiser's.  A case that does not finish in time is reported as such, with the number of
 integer programs its levels need (one threshold search per real segment at every inner level).
 
-Outputs: ``pipedream_ip.md`` and ``pipedream_ip.csv``; they replace the committed ones in
-``benchmarks/results/`` only with ``--update`` (see ``benchmarks/_results.py``).
+Outputs: ``pipedream_ip.md``, ``pipedream_ip.csv`` and ``pipedream_ip.png`` (per case, the time
+per sample of both methods and the authors', and both methods' process seconds); they replace the
+committed ones in ``benchmarks/results/`` only with ``--update`` (see ``benchmarks/_results.py``).
+``--plot-only`` draws the figure again from the committed ``pipedream_ip.csv`` and runs nothing (the
+page is left as it is).
 
 Usage::
 
     nice -n 10 python benchmarks/pipedream_ip.py [--timeout 120] [--cases vgg16-8,gnmt-16] [--update]
+    python benchmarks/pipedream_ip.py --plot-only [--update | --out-dir DIR]   # the figure from the committed csv
 """
 
 from __future__ import annotations
@@ -36,11 +40,28 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
+from _results import (  # noqa: E402
+    RESULTS,
+    add_output_arguments,
+    check_values,
+    output_dir,
+    produced_by,
+    run_time,
+    split_list,
+    wrote,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "segments", "ip_seconds", "ip_status", "ip_time_per_sample", "dp_seconds", "dp_time_per_sample",
            "authors_time_per_sample", "agree_dp", "match_authors"]
+#: How each column of ``pipedream_ip.csv`` reads back (:func:`read_rows`); the rest are text.
+TYPES = {"segments": int, "ip_seconds": float, "ip_time_per_sample": float, "dp_seconds": float,
+         "dp_time_per_sample": float, "authors_time_per_sample": float,
+         "agree_dp": lambda v: v == "True", "match_authors": lambda v: v == "True"}
+#: The page's figure (:func:`plot`), after the summary.
+FIGURE = "pipedream_ip.png"
+FIGURE_LINK = (f"![per reference case: the time per sample (the slowest stage's time) of the integer program, "
+               f"the dynamic program and the authors' optimiser, and the process seconds of both methods]({FIGURE})")
 
 
 def run_case(case: dict[str, Any], shared: Path, method: str, timeout: float) -> tuple[float, str, float]:
@@ -75,6 +96,67 @@ def segments(case: dict[str, Any], shared: Path) -> int:
     return (len(case["machines_per_level"]) - 1) * len(real_segments(states)) + 1
 
 
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``pipedream_ip.csv``, each column of the type the writer gave it."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{k: TYPES.get(k, str)(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def _model_bounds(ax: Any, cases: list[str]) -> None:
+    """A light line between the models (the cases are sorted by name, so each model's are together)."""
+    models = [c.split("-")[0] for c in cases]
+    for i in range(1, len(models)):
+        if models[i] != models[i - 1]:
+            ax.axvline(i - 0.5, color="0.8", lw=0.8, zorder=0)
+
+
+def plot(rows: list[dict[str, Any]], path: Path, timeout: float) -> None:
+    """Per case (x, by name), above: the time per sample of the authors' optimiser, the dynamic
+    program and the integer program, in ms on a log axis (coinciding markers are one optimum);
+    below: the wall seconds of both methods' whole process, the integer program's time limit
+    ``timeout`` dashed, a case not solved in time marked at the seconds it ran."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases, x = [r["case"] for r in rows], range(len(rows))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(12, 7.5), sharex=True, height_ratios=(1.1, 1))
+    top.plot(x, [1e3 * r["authors_time_per_sample"] for r in rows], "o", ms=11, mfc="none", mew=1.5, color="C2",
+             label="authors' optimiser (reference)")
+    top.plot(x, [1e3 * r["dp_time_per_sample"] for r in rows], "x", ms=8, mew=1.5, color="C0",
+             label="pal-opt partition --method dp")
+    top.plot(x, [1e3 * r["ip_time_per_sample"] for r in rows], ".", ms=7, color="C1",
+             label="pal-opt partition --method ip (HiGHS)")
+    solved = [r for r in rows if r["ip_status"] == "solved"]
+    top.set_title(f"time per sample (the slowest stage's time): the integer program's equals the dynamic program's "
+                  f"on {sum(r['agree_dp'] for r in solved)} and the authors' on "
+                  f"{sum(r['match_authors'] for r in solved)} of {len(rows)} cases (1e-6 relative)", fontsize="medium")
+    top.set_ylabel("time per sample, ms (log)")
+    bottom.plot(x, [r["ip_seconds"] for r in rows], "s", color="C1", label="--method ip")
+    bottom.plot(x, [r["dp_seconds"] for r in rows], "x", ms=8, mew=1.5, color="C0", label="--method dp")
+    late = [(i, r["ip_seconds"]) for i, r in enumerate(rows) if r["ip_status"] != "solved"]
+    if late:
+        bottom.plot([i for i, _ in late], [s for _, s in late], "v", ms=10, color="C3", label="ip not solved in time")
+    bottom.axhline(timeout, color="C3", ls="--", lw=1, label=f"ip time limit ({timeout:g} s)")
+    bottom.set_title(f"whole process, wall s (one run each): solved in time {len(solved)} of {len(rows)}",
+                     fontsize="medium")
+    bottom.set_ylabel("wall s (log)")
+    bottom.set_xticks(list(x), cases, rotation=60, ha="right", fontsize=8)
+    bottom.set_xlabel("PipeDream reference case: model-workers (straight: one worker per stage), "
+                      "or model-AxB (B machines of A workers)")
+    for ax in (top, bottom):
+        ax.set_yscale("log")
+        ax.grid(True, alpha=0.3, which="both", axis="y")
+        ax.legend(fontsize=8, loc="upper left")
+        _model_bounds(ax, cases)
+    fig.suptitle("Two methods, one optimum: pal-opt partition's integer program against its dynamic program "
+                 "and PipeDream's optimiser", fontsize="large")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     # the first paragraph, one line (argparse reflows it)
     ap = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()),
@@ -83,10 +165,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")
+    ap.add_argument("--plot-only", action="store_true",
+                    help=f"run nothing: draw {FIGURE} again from the committed pipedream_ip.csv, the time limit's "
+                         "line at --timeout (the page, which names the machine and the command of its run, is "
+                         "left as it is)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         ap.error(f"--timeout {args.timeout:g}: seconds > 0 expected")
+    if args.plot_only:
+        out = output_dir(args, "pipedream_ip")
+        plot(read_rows(RESULTS / "pipedream_ip.csv"), out / FIGURE, args.timeout)
+        wrote("pipedream_ip", out / FIGURE)
+        return 0
     chosen = split_list(ap, "--cases", args.cases, str, "comma-separated case names") if args.cases else []
     ref = args.shared / "reference" / "pipedream"
     if not ref.is_dir():
@@ -113,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         w.writerows(rows)
     (out / "pipedream_ip.md").write_text(report(rows, args.timeout, produced_by(__file__, argv)), encoding="utf-8")
-    wrote("pipedream_ip", out / "pipedream_ip.md", out / "pipedream_ip.csv")
+    plot(rows, out / FIGURE, args.timeout)
+    wrote("pipedream_ip", out / "pipedream_ip.md", out / "pipedream_ip.csv", out / FIGURE)
     return 0
 
 
@@ -131,6 +223,7 @@ def report(rows: list[dict[str, Any]], timeout: float, command: str) -> str:
              f"authors' on {sum(r['match_authors'] for r in solved)}.",
              "- Not finished in time: " + (", ".join(f"{r['case']} ({r['segments']} segments)" for r in rows
                                                        if r['ip_status'] != 'solved') or "none") + ".", "",
+             FIGURE_LINK, "",
              "| case | segments | ip (s) | ip status | ip time per sample | dp (s) | agrees with dp | matches authors |",
              "|---|---:|---:|---|---:|---:|:-:|:-:|"]
     for r in rows:

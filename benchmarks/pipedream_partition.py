@@ -20,13 +20,16 @@ per case fills a private bytecode cache (``PYTHONPYCACHEPREFIX`` in a temporary 
 ``PYTHONDONTWRITEBYTECODE`` unset), so no source file is compiled while timed and nothing is
 written into the source tree.
 
-Writes ``pipedream_partition.{md,csv}``; they replace the committed ones in ``benchmarks/results/``
-only with ``--update``, which ``--cases`` refuses (else they go to ``benchmarks/results/scratch/``
-or ``--out-dir``; see ``benchmarks/_results.py``).
+Writes ``pipedream_partition.{md,csv,png}`` (the figure: each case's speed-up against the authors'
+time, with the targets); they replace the committed ones in ``benchmarks/results/`` only
+with ``--update``, which ``--cases`` refuses (else they go to ``benchmarks/results/scratch/`` or
+``--out-dir``; see ``benchmarks/_results.py``).  ``--plot-only`` draws the figure again from the
+committed ``pipedream_partition.csv`` and runs nothing (the page is left as it is).
 
 Usage::
 
     python benchmarks/pipedream_partition.py [--runs 5] [--update | --out-dir DIR] [--shared ../shared] [--cases 'gnmt-*']
+    python benchmarks/pipedream_partition.py --plot-only [--update | --out-dir DIR]   # the figure from the committed csv
 """
 
 from __future__ import annotations
@@ -47,12 +50,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, cpu_model, load_average, output_dir, produced_by, run_time
+from _results import RESULTS, add_output_arguments, cpu_model, load_average, output_dir, produced_by, run_time
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "states", "engine", "ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
            "target_met", "time_per_sample", "authors_time_per_sample", "rel_error", "match", "stages",
            "authors_stages"]
+#: How each column of ``pipedream_partition.csv`` reads back (:func:`read_rows`); the rest are text.
+TYPES = {**dict.fromkeys(("ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
+                          "time_per_sample", "authors_time_per_sample", "rel_error"), float),
+         **dict.fromkeys(("states", "stages", "authors_stages"), int),
+         **dict.fromkeys(("target_met", "match"), lambda v: v == "True")}
+#: The page's figure (:func:`plot`), after the summary.
+FIGURE = "pipedream_partition.png"
+FIGURE_LINK = (f"![per reference case: pal-opt partition's speed-up over the authors' optimiser against the "
+               f"authors' time, with the targets (never slower; 10x faster where theirs takes more than 2 s)]"
+               f"({FIGURE})")
 
 
 def command(case: dict[str, Any], shared: Path, out: Path) -> list[str]:
@@ -121,6 +134,52 @@ def measure(cases: list[dict[str, Any]], shared: Path, runs: int, scratch: Path)
     return rows
 
 
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a ``pipedream_partition.csv``, each column of the type the writer gave it."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{k: TYPES.get(k, str)(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """The speed-up per case (authors' wall seconds / our median, y) against the authors' wall
+    seconds (x), log-log, a colour per model; the targets as a step (as fast up to 2 s of theirs,
+    10x faster above), the largest speed-up named."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 6))
+    for m, model in enumerate(sorted({r["case"].split("-")[0] for r in rows})):
+        rs = [r for r in rows if r["case"].split("-")[0] == model]
+        ax.plot([r["authors_s"] for r in rs], [r["speedup"] for r in rs], "os^D"[m % 4], color=f"C{m}", ms=7,
+                ls="none", label=model)
+    xs = [r["authors_s"] for r in rows]
+    lo, hi = min(min(xs), 2.0) / 1.5, max(max(xs), 2.0) * 1.5
+    ax.plot([lo, 2.0, 2.0, hi], [1, 1, 10, 10], "--", color="C3", lw=1.5,
+            label="target: never slower; 10x faster where theirs > 2 s")
+    best = max(rows, key=lambda r: r["speedup"])
+    ax.annotate(f"{best['case']}: theirs {best['authors_s']:.0f} s, ours {best['ours_wall_s']:.2f} s "
+                f"({best['speedup']:.0f}x)",
+                (best["authors_s"], best["speedup"]), xytext=(-10, 0), textcoords="offset points", ha="right",
+                va="center", fontsize=8)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(0.5, 2 * max(max(r["speedup"] for r in rows), 10)),
+           xlabel="authors' optimiser (optimizer_graph_hierarchical.py): whole-process wall s, median of 3",
+           ylabel="speed-up: authors' wall s / pal-opt partition's median wall s")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=8, loc="upper left")
+    slow = [r for r in rows if r["target"] > 1]
+    ax.set_title(f"pal-opt partition against PipeDream's optimiser, whole process, {len(rows)} reference cases: "
+                 f"never slower on {sum(r['speedup'] >= 1 for r in rows)},\nat least 10x faster on "
+                 f"{sum(r['target_met'] for r in slow)} of the {len(slow)} where theirs takes more than 2 s; "
+                 f"time per sample the same on {sum(r['match'] for r in rows)}", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def machine() -> list[str]:
     model = cpu_model("unknown CPU")
     try:
@@ -171,6 +230,8 @@ def to_markdown(rows: list[dict[str, Any]], runs: int, load: tuple[str, str], co
                                 else " (none in this run)."),
         "- Stage counts may differ where several partitions tie on the optimum; the checker does not require them to agree.",
         "",
+        FIGURE_LINK,
+        "",
         "## Machine",
         "",
         *machine(),
@@ -185,10 +246,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs per case (default 5; the median is reported)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data (default ../shared)")
     ap.add_argument("--cases", default="*", help="only the cases whose name matches this pattern")
+    ap.add_argument("--plot-only", action="store_true",
+                    help=f"run nothing: draw {FIGURE} again from the committed pipedream_partition.csv (the page, "
+                         "which names the machine and the command of its run, is left as it is)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error(f"--runs {args.runs}: at least 1")
+    if args.plot_only:
+        out_dir = output_dir(args, "pipedream_partition")
+        plot(read_rows(RESULTS / "pipedream_partition.csv"), out_dir / FIGURE)
+        print(f"wrote {out_dir / FIGURE}", file=sys.stderr)
+        return 0
     paths = sorted((args.shared / "reference" / "pipedream").glob("*.json"))
     if not paths:
         print(f"pipedream_partition: no reference cases under {args.shared / 'reference' / 'pipedream'} "
@@ -207,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
+    plot(rows, out_dir / FIGURE)
     print(text)
-    print(f"wrote {out_dir / 'pipedream_partition.md'} and {out_dir / 'pipedream_partition.csv'}", file=sys.stderr)
+    print(f"wrote {out_dir / 'pipedream_partition.md'}, {out_dir / 'pipedream_partition.csv'} and "
+          f"{out_dir / FIGURE}", file=sys.stderr)
     return 0 if all(r["match"] for r in rows) else 1
 
 

@@ -1,7 +1,8 @@
-"""Figures drawn from a benchmark's committed data: ``warm_resolve.png`` and ``stage_scale.png``.
+"""Figures drawn from a benchmark's committed data: ``warm_resolve.png``, ``stage_scale.png``,
+``pipedream_ip.png`` and ``pipedream_partition.png``.
 
 Each page's writer links its figure, the committed page links it where the writer puts it, and
-``--plot-only`` draws it again from the committed json without running the benchmark.
+``--plot-only`` draws it again from the committed json or csv without running the benchmark.
 """
 
 from __future__ import annotations
@@ -79,11 +80,73 @@ def test_the_stage_scale_page_links_its_figure_where_the_writer_puts_it() -> Non
     assert (RESULTS / ss.FIGURE).read_bytes()[:8] == PNG
 
 
-@pytest.mark.parametrize("name", ["warm_resolve", "stage_scale"])
-def test_plot_only_draws_the_figure_from_the_committed_json_and_runs_nothing(name: str, tmp_path: Path) -> None:
+def _ip_row(case: str, status: str, value: float, ip_s: float) -> dict:
+    return {"case": case, "segments": 1, "ip_seconds": ip_s, "ip_status": status, "ip_time_per_sample": value,
+            "dp_seconds": 0.1, "dp_time_per_sample": 0.01, "authors_time_per_sample": 0.01,
+            "agree_dp": value == 0.01, "match_authors": value == 0.01}
+
+
+def test_pipedream_ip_draws_its_cases(tmp_path: Path) -> None:
+    ip = _module("pipedream_ip")
+    rows = [_ip_row("alexnet-8", "solved", 0.01, 0.5), _ip_row("gnmt-8", "solved", 0.01, 3.0),
+            _ip_row("gnmt-4x4", "not finished in 5 s", float("nan"), 5.1)]  # drawn at the seconds it ran
+    ip.plot(rows, tmp_path / "i.png", 5.0)
+    assert (tmp_path / "i.png").read_bytes()[:8] == PNG
+    assert f"none.\n\n{ip.FIGURE_LINK}\n\n| case |" in ip.report(rows[:2], 5.0, "Produced by x")
+
+
+def test_the_pipedream_ip_page_links_its_figure_where_the_writer_puts_it() -> None:
+    """The committed page from its description to its machine line is what the writer makes of
+    the committed csv (read back with the writer's types), the figure's line included."""
+    ip = _module("pipedream_ip")
+    rows = ip.read_rows(RESULTS / "pipedream_ip.csv")
+    assert isinstance(rows[0]["segments"], int) and rows[0]["agree_dp"] is True
+    written = ip.report(rows, 120.0, "Produced by x")
+    committed = (RESULTS / "pipedream_ip.md").read_text()
+    start, end = "`benchmarks/pipedream_ip.py`:", "\nMachine:"
+    assert written[written.index(start):written.index(end)] == committed[committed.index(start):committed.index(end)]
+    assert f"none.\n\n{ip.FIGURE_LINK}\n\n| case |" in committed
+    assert (RESULTS / ip.FIGURE).read_bytes()[:8] == PNG
+
+
+def _partition_row(case: str, ours: float, theirs: float) -> dict:
+    return {"case": case, "states": 22, "engine": "python", "ours_wall_s": ours, "ours_min_wall_s": ours,
+            "ours_cpu_s": ours, "authors_s": theirs, "speedup": theirs / ours, "target": 10.0 if theirs > 2 else 1.0,
+            "target_met": theirs / ours >= (10.0 if theirs > 2 else 1.0), "time_per_sample": 0.01,
+            "authors_time_per_sample": 0.01, "rel_error": 0.0, "match": True, "stages": 2, "authors_stages": 2}
+
+
+def test_pipedream_partition_draws_its_cases(tmp_path: Path) -> None:
+    pp = _module("pipedream_partition")
+    rows = [_partition_row("alexnet-8", 0.2, 0.5), _partition_row("gnmt-8", 0.5, 0.4),  # one slower
+            _partition_row("resnet50-8x4", 0.5, 30.0)]
+    pp.plot(rows, tmp_path / "p.png")
+    assert (tmp_path / "p.png").read_bytes()[:8] == PNG
+    assert f"agree.\n\n{pp.FIGURE_LINK}\n\n## Machine" in pp.to_markdown(rows, 5, ("1", "1"), "Produced by x")
+
+
+def test_the_pipedream_partition_page_links_its_figure_where_the_writer_puts_it() -> None:
+    """The committed page from its description to its machine section is what the writer makes of
+    the committed csv (its 5 runs a case, the default), the figure's line included."""
+    pp = _module("pipedream_partition")
+    rows = pp.read_rows(RESULTS / "pipedream_partition.csv")
+    assert isinstance(rows[0]["authors_s"], float) and rows[0]["match"] is True
+    written = pp.to_markdown(rows, 5, ("1", "1"), "Produced by x")
+    committed = (RESULTS / "pipedream_partition.md").read_text()
+    start, end = "Each of the", "## Machine"
+    assert written[written.index(start):written.index(end)] == committed[committed.index(start):committed.index(end)]
+    assert f"agree.\n\n{pp.FIGURE_LINK}\n\n## Machine" in committed
+    assert (RESULTS / pp.FIGURE).read_bytes()[:8] == PNG
+
+
+@pytest.mark.parametrize("name", ["warm_resolve", "stage_scale", "pipedream_ip", "pipedream_partition"])
+def test_plot_only_draws_the_figure_from_the_committed_data_and_runs_nothing(name: str, tmp_path: Path) -> None:
+    """Nor does it need the data a run reads: ``--shared`` names a directory that is not there."""
     pytest.importorskip("matplotlib")
-    proc = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), "--plot-only", "--out-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = tmp_path / "out"
+    shared = ["--shared", str(tmp_path / "absent")] if name.startswith("pipedream") else []
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), "--plot-only", "--out-dir", str(out),
+                           *shared], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{name}.png"]  # no page, no json: nothing ran
-    assert (tmp_path / f"{name}.png").read_bytes()[:8] == PNG
+    assert sorted(p.name for p in out.iterdir()) == [f"{name}.png"]  # no page, no json or csv: nothing ran
+    assert (out / f"{name}.png").read_bytes()[:8] == PNG
