@@ -458,12 +458,24 @@ def backend_value_problem(value: Any) -> str | None:
     result's ``info.backend_params``, which then was not JSON: ``pal-opt check`` refused the
     placement file ``solve`` had written.
 
+    An integer is one of 64 bits at most (the widest any backend's parameters take): one past
+    a float's range (``--backend-param x=`` and 400 digits) raised ``OverflowError`` here.
+
     >>> backend_value_problem(float("nan")), backend_value_problem([1]), backend_value_problem("off")
     ('must be a finite number', 'must be a number, True/False or a string', None)
+    >>> backend_value_problem(10**400), backend_value_problem(2**63 - 1)
+    ('must be an integer of at most 64 bits', None)
     """
-    if isinstance(value, (bool, str)) or (isinstance(value, numbers.Real) and math.isfinite(value)):
+    if isinstance(value, (bool, str)):
         return None
-    return "must be a finite number" if isinstance(value, numbers.Real) else "must be a number, True/False or a string"
+    if isinstance(value, numbers.Integral):
+        return None if -(2**63) <= int(value) < 2**63 else "must be an integer of at most 64 bits"
+    if not isinstance(value, numbers.Real):
+        return "must be a number, True/False or a string"
+    try:
+        return None if math.isfinite(value) else "must be a finite number"
+    except OverflowError:  # a Fraction past a float's range
+        return "must be a finite number"
 
 
 def _check_backend_params(params: Any) -> None:

@@ -377,6 +377,8 @@ def test_a_trace_with_a_byte_order_mark_names_the_bad_byte_where_it_is(tmp_path,
     ("mip_rel_gap=1e400", "a solver parameter must be a finite number, got inf"),
     ("mip_rel_gap=[1,2]", "a solver parameter must be a number, true/false or a string, got [1, 2]"),
     ("presolve=null", "a solver parameter must be a number, true/false or a string, got None"),
+    # an integer past a float's range: OverflowError (a traceback) from the finiteness check
+    ("mip_max_nodes=" + "1" * 400, "a solver parameter must be an integer of at most 64 bits, got " + "1" * 60),
 ])
 def test_a_backend_parameter_no_solver_takes_is_refused_before_any_work(files, capsys, param, problem):
     """``--backend-param mip_rel_gap=NaN`` reached HiGHS (and CBC), which took it, and the
@@ -401,6 +403,10 @@ def test_backend_params_must_be_values_a_solver_takes():
     with pytest.raises(OptionError, match=r"^backend_params\['subsolvers'\] must be a number, True/False or a "
                                           r"string, got \['default_lp'\]$"):
         SolveOptions(backend_params={"subsolvers": ["default_lp"]})
+    with pytest.raises(OptionError, match=r"^backend_params\['mip_max_nodes'\] must be an integer of at most 64 "
+                                          r"bits, got 1{60}$"):
+        SolveOptions(backend_params={"mip_max_nodes": int("1" * 400)})  # OverflowError before
+    assert SolveOptions(backend_params={"mip_max_nodes": 2**63 - 1}).backend_params["mip_max_nodes"] == 2**63 - 1
     assert SolveOptions(backend_params={"presolve": "off", "mip_max_nodes": 200, "mip_rel_gap": 0.01,
                                         "parallel": True}).backend_params["mip_max_nodes"] == 200
 
