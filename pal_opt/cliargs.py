@@ -105,7 +105,10 @@ class OnceParser(argparse.ArgumentParser):
     otherwise) and ``argparse.BooleanOptionalAction`` ones are made :class:`StoreOnce` and
     :class:`BooleanOnce` when added.  ``append`` and ``extend`` options repeat as before, and a
     ``store_true`` flag given twice is the same flag.  Sub-command parsers are of the same class
-    (``add_subparsers`` makes its parent's class unless told another)."""
+    (``add_subparsers`` makes its parent's class unless told another); a parent parser's options
+    (``parents=``) keep the parent's actions, so make the parent a ``OnceParser`` too.  Each parse
+    counts afresh, a failed one included: a namespace parsed into again starts with no option
+    given."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -114,7 +117,11 @@ class OnceParser(argparse.ArgumentParser):
         self.register("action", argparse.BooleanOptionalAction, BooleanOnce)  # looked up by the class given
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        parsed, extra = super().parse_known_args(args, namespace)
+        try:
+            parsed, extra = super().parse_known_args(args, namespace)
+        finally:  # a parse that raised (exit_on_error=False, an error() that raises) left it on the caller's
+            if namespace is not None and hasattr(namespace, _GIVEN):
+                delattr(namespace, _GIVEN)
         if hasattr(parsed, _GIVEN):
             delattr(parsed, _GIVEN)
         return parsed, extra

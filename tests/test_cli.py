@@ -692,6 +692,35 @@ def test_every_option_of_one_value_of_every_command_refuses_a_second() -> None:
                 action(parser, ns, "2", action.option_strings[-1])
             checked.append(f"{command} {action.option_strings[-1]}")
     assert len(checked) >= 150 and "pal-opt solve --backend" in checked and "pal-opt partition --output" in checked
+def test_once_parser_forgets_the_options_given_even_when_a_parse_fails():
+    """A parse that fails (``exit_on_error=False``, or a parser whose ``error`` raises, as
+    pal-opt's) left its note of the options given on the caller's namespace: the next parse into
+    it refused an option given once, and the note stayed among the values.  Also every spelling
+    of an option (``--opt=v``, ``--opt v``, an abbreviation) counts, a ``set_defaults`` value is
+    not a giving, and a ``OnceParser`` parent's options refuse a second (``parents=``)."""
+    import argparse
+
+    from pal_opt.cliargs import GIVEN_TWICE, OnceParser
+
+    p = OnceParser(prog="p", exit_on_error=False)
+    p.add_argument("--level", type=int)
+    p.set_defaults(level=3)
+    ns = argparse.Namespace()
+    with pytest.raises(argparse.ArgumentError, match="invalid int value"):
+        p.parse_args(["--level", "1", "--level", "x"], ns)
+    assert "options given" not in vars(ns)
+    assert p.parse_args(["--level", "2"], ns).level == 2  # refused as given twice before
+    assert p.parse_args([], argparse.Namespace()).level == 3
+    for argv in (["--level=1", "--level", "2"], ["--lev", "1", "--level=2"]):
+        with pytest.raises(argparse.ArgumentError, match=f"{GIVEN_TWICE}$"):
+            p.parse_args(argv)
+    parent = OnceParser(add_help=False)
+    parent.add_argument("--seed")
+    child = OnceParser(prog="c", parents=[parent], exit_on_error=False)
+    with pytest.raises(argparse.ArgumentError, match=f"{GIVEN_TWICE}$"):
+        child.parse_args(["--seed", "1", "--seed", "2"])
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux): every write to it fails, ENOSPC")
 def test_standard_output_on_a_full_disk_is_one_error_line(tmp_path):
     """``pal-opt solve ... > out.txt`` on a full disk (here ``> /dev/full``) ended, once the
