@@ -459,9 +459,13 @@ def cost_param(text: str) -> tuple[str, str, float]:
     term, dot, param = key.partition(".")
     if not dot or not term or not param:
         raise argparse.ArgumentTypeError(f"expected TERM.PARAM=VALUE, got {text!r}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{key}: expected a finite number, got {value!r}")
-    return term, param, float(value)
+    try:  # OverflowError: an integer of more digits than a float holds (JSON reads one)
+        number = math.nan if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"{key}: expected a finite number, got {value!r:.60}")
+    return term, param, number
 
 
 def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any:

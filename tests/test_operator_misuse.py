@@ -455,6 +455,16 @@ def test_a_key_given_twice_to_a_repeatable_flag_is_refused(files, capsys, argv, 
     assert msg == message and not files["out"].exists()
 
 
+def test_a_cost_of_more_digits_than_a_float_holds_is_one_line(files, capsys):
+    """``--cost migration.per_gpu=`` and 400 digits (JSON reads an integer) ended in an
+    ``OverflowError`` traceback from the finiteness check, where ``=1e400`` was one line."""
+    msg = _one_error(capsys, main(["solve", str(files["round"]), "--cost", "migration.per_gpu=" + "1" * 400,
+                                   "-o", str(files["out"])]))
+    assert msg == ("argument --cost: migration.per_gpu: expected a finite number, got " + "1" * 60
+                   + " (see 'pal-opt solve --help')")
+    assert not files["out"].exists()
+
+
 @pytest.mark.parametrize("argv, example, cut_at", [
     (["partition", "{file}", "--machines", "4", "--bandwidth", "1e9", "--out", "{out}"], "tinynet_graph.txt", "AdaptiveAvg"),
     (["import", "graphml", "{file}", "-o", "{out}"], "cluster.graphml", '<data key="'),

@@ -524,9 +524,13 @@ def test_partition_api_rejects_bad_ip_options_and_profiles() -> None:
                           (dict(time_limit=5.0), "apply to method='ip' only"),
                           (dict(method="ip", time_limit=-1.0), "time_limit: must be a positive number"),
                           (dict(method="ip", time_limit=math.nan), "time_limit: must be a positive number"),
-                          (dict(method="ip", time_limit="x"), "time_limit: must be a positive number")):
+                          (dict(method="ip", time_limit="x"), "time_limit: must be a positive number"),
+                          # past a float's range: OverflowError from float() before
+                          (dict(method="ip", time_limit=10**400), "time_limit: must be a positive number")):
         with pytest.raises(OptionError, match=match):
             partition(states, [2], [1e9], **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(OptionError, match="bandwidth"):
+        partition(states, [2], [10**400])  # an OverflowError before
     with pytest.raises(OptionError, match="profile: expected a Profile .* got str"):
         partition("graph.txt", [2], [1e9])  # type: ignore[arg-type]
 

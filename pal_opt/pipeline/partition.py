@@ -291,7 +291,7 @@ def _positive_finite(value: Any) -> float | None:
     > 0, else None: the one reading of ``time_limit`` and of each level's bandwidth."""
     try:
         number = math.nan if isinstance(value, (bool, str)) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past a float's range
         return None
     return number if math.isfinite(number) and number > 0 else None
 
