@@ -90,8 +90,9 @@ class PipeSafe:
     """While the block runs, ``sys.stdout`` and ``sys.stderr`` are :class:`ReaderMayLeave`; at
     its end they are flushed (a reader gone still quietly) and put back, and a write to standard
     output that failed otherwise (its :attr:`~ReaderMayLeave.lost`) is raised, an ``OSError``
-    naming ``standard output``, unless the block raised (a failed write to standard error has
-    nowhere to be told)."""
+    naming ``standard output``, unless the block failed (a failed write to standard error has
+    nowhere to be told).  A ``sys.exit(0)`` (argparse's ``--help``) is no failure: its output
+    was lost all the same."""
 
     def __enter__(self) -> PipeSafe:
         self._saved = (sys.stdout, sys.stderr)
@@ -106,8 +107,13 @@ class PipeSafe:
                 wrapped.flush()
         out = sys.stdout
         sys.stdout, sys.stderr = self._saved
-        if isinstance(out, ReaderMayLeave) and out.lost is not None and exc[0] is None:
+        if isinstance(out, ReaderMayLeave) and out.lost is not None and _succeeded(exc[1]):
             raise lost_output(out.lost)
+
+
+def _succeeded(exc: object) -> bool:
+    """Whether a block that raised ``exc`` (None: none) ended as one that did its work."""
+    return exc is None or (isinstance(exc, SystemExit) and exc.code in (0, None))
 
 
 def lost_output(exc: OSError) -> OSError:

@@ -152,6 +152,24 @@ def test_an_example_piped_into_a_reader_that_left_ends_quietly(script: str) -> N
     assert (proc.returncode, proc.stderr) == (0, "")
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux): every write to it fails, ENOSPC")
+@pytest.mark.parametrize("args", [["pipeline_partition.py"], ["heuristic_vs_optimal.py", "--help"]])
+def test_an_example_whose_standard_output_cannot_be_written_fails(args: list[str]) -> None:
+    """:class:`pal_opt.streams.PipeSafe` keeps a failed write to standard output (a full disk,
+    here ``/dev/full``) and raises it, naming standard output, as the block ends; a block that
+    ended in ``sys.exit(0)`` (argparse's ``--help``) was taken for one that failed, and the
+    script exited 0 with its output lost."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}  # buffered, as in real use
+    env["PYTHONPATH"] = str(EXAMPLES.parent)
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, str(EXAMPLES / args[0]), *args[1:]], stdout=full,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env, timeout=300,
+                              check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.rstrip().endswith("OSError: [Errno 28] cannot write: No space left on device; the rest of "
+                                         "the output was dropped: 'standard output'"), proc.stderr
+
+
 def test_every_example_runs_its_main_in_pipe_safe() -> None:
     for script in SCRIPTS:
         main_block = script.read_text().split('if __name__ == "__main__":\n', 1)[1]
