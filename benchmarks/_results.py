@@ -37,6 +37,18 @@ def add_output_arguments(ap: argparse.ArgumentParser) -> None:
                          "unless --update)")
 
 
+def refuse_run_flags(ap: argparse.ArgumentParser, args: argparse.Namespace, flag: str = "--plot-only") -> None:
+    """A one-line usage error when ``flag`` (which runs nothing: a figure from the committed data)
+    comes with an option of the run set to other than its default (``--sizes 2048``), which it
+    would ignore without a word; ``--update`` and ``--out-dir`` say where it writes."""
+    defaults = vars(ap.parse_args([]))
+    own = {flag.lstrip("-").replace("-", "_"), "update", "out_dir"}
+    ignored = [k for k, v in vars(args).items() if k not in own and v != defaults.get(k)]
+    if ignored:
+        names = {a.dest: a.option_strings[0] for a in ap._actions if a.option_strings}
+        ap.error(f"{flag} draws the committed run, so {', '.join(names.get(k, k) for k in ignored)} would not apply")
+
+
 def progress_bar(total: int, desc: str, unit: str) -> Any:
     """A bar of a benchmark's ``total`` runs (``unit``) on stderr, drawn only when stderr is a
     terminal (:func:`pal_opt.cliprogress.status_bar`, the bar of ``pal-opt simulate``): a run

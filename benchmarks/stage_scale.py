@@ -67,6 +67,7 @@ from _results import (  # noqa: E402
     output_dir,
     package_versions,
     produced_by,
+    refuse_run_flags,
     run_time,
     wrote,
 )
@@ -324,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.plot_only:
+        refuse_run_flags(ap, args)
         out = output_dir(args, "stage_scale")
         plot(json.loads((RESULTS / "stage_scale.json").read_text(encoding="utf-8")), out / FIGURE)
         wrote("stage_scale", out / FIGURE)

@@ -45,6 +45,7 @@ from _results import (  # noqa: E402
     check_values,
     output_dir,
     produced_by,
+    refuse_run_flags,
     run_time,
     split_list,
 )
@@ -206,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.plot_only:
+        refuse_run_flags(ap, args)
         out = output_dir(args, "warm_resolve")
         plot(json.loads((RESULTS / "warm_resolve.json").read_text()), out / FIGURE)
         print(f"wrote {out / FIGURE}")

@@ -150,3 +150,15 @@ def test_plot_only_draws_the_figure_from_the_committed_data_and_runs_nothing(nam
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sorted(p.name for p in out.iterdir()) == [f"{name}.png"]  # no page, no json or csv: nothing ran
     assert (out / f"{name}.png").read_bytes()[:8] == PNG
+
+
+
+@pytest.mark.parametrize(("name", "flag"), [("warm_resolve", ["--sizes", "2048"]), ("stage_scale", ["--limits", "5"])])
+def test_plot_only_refuses_an_option_of_the_run_it_would_ignore(name: str, flag: list[str], tmp_path: Path) -> None:
+    """``--plot-only --sizes 2048`` drew the committed run's every size without a word."""
+    proc = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), "--plot-only", *flag, "--out-dir",
+                           str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (f"{name}.py: error: --plot-only draws the committed run, so {flag[0]} "
+                                            "would not apply")
+    assert list(tmp_path.iterdir()) == []
