@@ -391,9 +391,8 @@ def _progress_bar(args: argparse.Namespace, jobs: int, policy: str, counts: list
                   max_time: float) -> Iterator[Any]:
     """``progress(rounds, done, total, now)`` for :func:`simulate_sia`: the bar a PAL trace has
     (:func:`~pal_opt.cliprogress.simulation_bar`: jobs finished, rounds, simulated time of at most
-    ``max_time``, ETA) on
-    a terminal (not with ``--quiet``), else nothing; ``counts`` keeps ``[rounds, done]``, and a
-    Ctrl-C a solver swallowed stops the run at the round's end."""
+    ``max_time``, ETA) on a terminal (not with ``--quiet``), else nothing; ``counts`` keeps
+    ``[rounds, done]``, and a Ctrl-C a solver swallowed stops the run at the round's end."""
     from ..cliprogress import raise_if_interrupted, show_simulation_progress, simulation_bar
 
     bar = simulation_bar(policy, jobs, quiet=args.quiet)
