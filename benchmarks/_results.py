@@ -37,12 +37,15 @@ def add_output_arguments(ap: argparse.ArgumentParser) -> None:
                          "unless --update)")
 
 
-def refuse_run_flags(ap: argparse.ArgumentParser, args: argparse.Namespace, flag: str = "--plot-only") -> None:
+def refuse_run_flags(ap: argparse.ArgumentParser, args: argparse.Namespace, flag: str = "--plot-only",
+                     used: tuple[str, ...] = ()) -> None:
     """A one-line usage error when ``flag`` (which runs nothing: a figure from the committed data)
     comes with an option of the run set to other than its default (``--sizes 2048``), which it
-    would ignore without a word; ``--update`` and ``--out-dir`` say where it writes."""
+    would ignore without a word; ``--update`` and ``--out-dir`` say where it writes, and ``used``
+    names the other destinations the figure does take (``pipedream_ip``'s ``timeout``) or that
+    cannot mislead (``shared``: the data a run would read)."""
     defaults = vars(ap.parse_args([]))
-    own = {flag.lstrip("-").replace("-", "_"), "update", "out_dir"}
+    own = {flag.lstrip("-").replace("-", "_"), "update", "out_dir", *used}
     ignored = [k for k, v in vars(args).items() if k not in own and v != defaults.get(k)]
     if ignored:
         names = {a.dest: a.option_strings[0] for a in ap._actions if a.option_strings}

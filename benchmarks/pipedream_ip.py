@@ -46,6 +46,7 @@ from _results import (  # noqa: E402
     check_values,
     output_dir,
     produced_by,
+    refuse_run_flags,
     run_time,
     split_list,
     wrote,
@@ -174,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         ap.error(f"--timeout {args.timeout:g}: seconds > 0 expected")
     if args.plot_only:
+        refuse_run_flags(ap, args, used=("timeout", "shared"))
         out = output_dir(args, "pipedream_ip")
         plot(read_rows(RESULTS / "pipedream_ip.csv"), out / FIGURE, args.timeout)
         wrote("pipedream_ip", out / FIGURE)

@@ -50,7 +50,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _results import RESULTS, add_output_arguments, cpu_model, load_average, output_dir, produced_by, run_time
+from _results import (
+    RESULTS,
+    add_output_arguments,
+    cpu_model,
+    load_average,
+    output_dir,
+    produced_by,
+    refuse_run_flags,
+    run_time,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 COLUMNS = ["case", "states", "engine", "ours_wall_s", "ours_min_wall_s", "ours_cpu_s", "authors_s", "speedup", "target",
@@ -254,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         ap.error(f"--runs {args.runs}: at least 1")
     if args.plot_only:
+        refuse_run_flags(ap, args, used=("shared",))
         out_dir = output_dir(args, "pipedream_partition")
         plot(read_rows(RESULTS / "pipedream_partition.csv"), out_dir / FIGURE)
         print(f"wrote {out_dir / FIGURE}", file=sys.stderr)

@@ -153,7 +153,9 @@ def test_plot_only_draws_the_figure_from_the_committed_data_and_runs_nothing(nam
 
 
 
-@pytest.mark.parametrize(("name", "flag"), [("warm_resolve", ["--sizes", "2048"]), ("stage_scale", ["--limits", "5"])])
+@pytest.mark.parametrize(("name", "flag"), [("warm_resolve", ["--sizes", "2048"]), ("stage_scale", ["--limits", "5"]),
+                                           ("pipedream_ip", ["--cases", "alexnet-8"]),
+                                           ("pipedream_partition", ["--runs", "2"])])
 def test_plot_only_refuses_an_option_of_the_run_it_would_ignore(name: str, flag: list[str], tmp_path: Path) -> None:
     """``--plot-only --sizes 2048`` drew the committed run's every size without a word."""
     proc = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), "--plot-only", *flag, "--out-dir",
