@@ -26,6 +26,7 @@ import logging
 import math
 import numbers  # numpy's scalars are registered as numbers.Real/Integral
 import os
+import reprlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -92,6 +93,11 @@ MAX_SIMULATED_SECONDS: float = 1e15
 #: such as ``--threads 5000`` turned a 4-GPU round's 0.2 s into 20 s (100,000: 216 GB of virtual
 #: memory); no machine pal-opt runs on has more cores than this.
 MAX_THREADS: int = 1024
+
+
+#: Cuts long integers in messages (:func:`shown_number`).
+_NUMBER_REPR = reprlib.Repr()
+_NUMBER_REPR.maxlong = 40
 
 
 def check_cluster_size(gpus: int, what: str) -> None:
@@ -170,6 +176,36 @@ def check_count(value: Any, what: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def shown_number(value: Any) -> str:
+    """``value`` as a message shows it: its repr cut at 60 characters, an integer of more digits
+    as its first and last digits around ``...`` (``reprlib``), so that ``10**400`` does not read
+    as a 60-digit number.
+
+    >>> shown_number(2.5), shown_number(10**60)
+    ('2.5', '100000000000000000...0000000000000000000')
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _NUMBER_REPR.repr(value)
+    return f"{value!r:.60}"
+
+
+def is_finite_number(value: Any) -> bool:
+    """True if ``value`` is a real number (numpy's too; not a bool) that a float holds and that is
+    finite: the one test behind the checks of times, limits and costs below.  An integer past a
+    float's range (``10**400``, which JSON and Python read) is not one: ``math.isfinite`` raised
+    ``OverflowError`` on it, a traceback where the checks give one line.
+
+    >>> is_finite_number(2.5), is_finite_number(float("nan")), is_finite_number(10**400), is_finite_number(True)
+    (True, False, False, False)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def check_finite(value: Any, what: str, minimum: float = 0.0, *, strict: bool = False) -> float:
     """``value`` as a float if it is a finite real number >= ``minimum`` (> with ``strict``;
     numpy's too, not a bool), else :class:`OptionError` naming ``what``.
@@ -183,9 +219,8 @@ def check_finite(value: Any, what: str, minimum: float = 0.0, *, strict: bool = 
     ...
     pal_opt.errors.OptionError: round_length must be a finite number > 0, got -1
     """
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < minimum or (strict and value == minimum):
-        raise OptionError(f"{what} must be a finite number {'>' if strict else '>='} {minimum:g}, got {value!r}")
+    if not is_finite_number(value) or value < minimum or (strict and value == minimum):
+        raise OptionError(f"{what} must be a finite number {'>' if strict else '>='} {minimum:g}, got {shown_number(value)}")
     return float(value)
 
 
@@ -206,10 +241,9 @@ def check_seconds(value: Any, what: str, *, allow_zero: bool = False,
     ...
     pal_opt.errors.OptionError: restart_cost must be a number of seconds >= 0 and at most 1e+15, got inf
     """
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero) or value > maximum:
+    if not is_finite_number(value) or value < 0 or (value == 0 and not allow_zero) or value > maximum:
         raise OptionError(f"{what} must be a number of seconds {'>=' if allow_zero else '>'} 0 and at most "
-                          f"{maximum:g}, got {value!r}")
+                          f"{maximum:g}, got {shown_number(value)}")
     return float(value)
 
 
@@ -225,9 +259,8 @@ def check_time_limit(value: Any, what: str = "time_limit") -> float | None:
     """
     if value is None:
         return None
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value <= 0:
-        raise OptionError(f"{what} must be a positive number of seconds or None, got {value!r}")
+    if not is_finite_number(value) or value <= 0:
+        raise OptionError(f"{what} must be a positive number of seconds or None, got {shown_number(value)}")
     return float(value)
 
 
@@ -444,10 +477,9 @@ def check_seed(seed: Any) -> None:
 def _positive_number(name: str, v: Any, *, allow_zero: bool = False) -> float | None:
     if v is None:
         return None
-    ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
-    if not ok or v < 0 or (v == 0 and not allow_zero):
+    if not is_finite_number(v) or v < 0 or (v == 0 and not allow_zero):
         what = "a finite number >= 0" if allow_zero else "a positive number of seconds"
-        raise OptionError(f"{name} must be {what}, got {v!r}")
+        raise OptionError(f"{name} must be {what}, got {shown_number(v)}")
     return float(v)
 
 
@@ -472,10 +504,7 @@ def backend_value_problem(value: Any) -> str | None:
         return None if -(2**63) <= int(value) < 2**63 else "must be an integer of at most 64 bits"
     if not isinstance(value, numbers.Real):
         return "must be a number, True/False or a string"
-    try:
-        return None if math.isfinite(value) else "must be a finite number"
-    except OverflowError:  # a Fraction past a float's range
-        return "must be a finite number"
+    return None if is_finite_number(value) else "must be a finite number"
 
 
 def _check_backend_params(params: Any) -> None:
@@ -575,10 +604,8 @@ class SolveOptions:
                 self.admission, list(Admission), "admission (or pass jobs=)"))
         check_seed(self.seed)
         object.__setattr__(self, "time_limit", _positive_number("time_limit", self.time_limit))
-        if self.deadline is not None and (isinstance(self.deadline, bool)
-                                          or not isinstance(self.deadline, numbers.Real)
-                                          or not math.isfinite(self.deadline)):
-            raise OptionError(f"deadline must be a time.monotonic() value, got {self.deadline!r}")
+        if self.deadline is not None and not is_finite_number(self.deadline):
+            raise OptionError(f"deadline must be a time.monotonic() value, got {shown_number(self.deadline)}")
         if self.deadline is not None:
             object.__setattr__(self, "deadline", float(self.deadline))
         object.__setattr__(self, "gap", _positive_number("gap", self.gap, allow_zero=True))

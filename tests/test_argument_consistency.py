@@ -288,3 +288,33 @@ def test_check_time_limit_gives_a_float(value: object) -> None:
     got = check_time_limit(value)
     assert type(got) is float and got == value
     assert check_time_limit(None) is None
+
+
+BIG = 10**400  # an integer past a float's range: Python and JSON read one
+
+
+@pytest.mark.parametrize(("build", "start"), [
+    (lambda: __import__("pal_opt.options", fromlist=["SolveOptions"]).SolveOptions(time_limit=BIG),
+     "time_limit must be a positive number of seconds, got "),
+    (lambda: __import__("pal_opt.options", fromlist=["SolveOptions"]).SolveOptions(gap=BIG),
+     "gap must be a finite number >= 0, got "),
+    (lambda: __import__("pal_opt.options", fromlist=["SolveOptions"]).SolveOptions(deadline=BIG),
+     "deadline must be a time.monotonic() value, got "),
+    (lambda: SimConfig(round_length=BIG), "round_length must be a number of seconds > 0 and at most 1e+15, got "),
+    (lambda: SiaConfig(round_length=BIG), "round_length must be a number of seconds > 0 and at most 1e+15, got "),
+    (lambda: __import__("pal_opt.options", fromlist=["check_time_limit"]).check_time_limit(BIG),
+     "time_limit must be a positive number of seconds or None, got "),
+])
+def test_an_integer_past_a_floats_range_is_refused_in_one_line(build, start: str) -> None:
+    """``math.isfinite(10**400)`` raises ``OverflowError``: these checks let that traceback out
+    instead of their one line; the value is shown by its first and last digits."""
+    with pytest.raises(OptionError) as info:
+        build()
+    assert str(info.value) == start + "100000000000000000...0000000000000000000"
+
+
+def test_a_cost_parameter_past_a_floats_range_is_refused_in_one_line() -> None:
+    from pal_opt.cost import COST_TERMS
+
+    with pytest.raises(OptionError, match=r"^costs\.migration\.per_gpu must be a finite number >= 0, got 1000"):
+        COST_TERMS["migration"].validate_params({"per_gpu": BIG})

@@ -32,7 +32,6 @@ the term reads and checks itself (:meth:`CostTerm.validate_params`).
 
 from __future__ import annotations
 
-import math
 from abc import ABC
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -41,6 +40,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..model import Job, RoundInstance
+from ..options import is_finite_number, shown_number
 
 __all__ = ["CostTerm"]
 
@@ -69,8 +69,8 @@ class CostTerm(ABC):  # noqa: B024 - every hook has a neutral default; subclasse
             if key not in self.params:
                 known = ", ".join(self.params) or "none"
                 raise OptionError(f"cost term {self.name!r} has no parameter {key!r} (known: {known})")
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise OptionError(f"costs.{self.name}.{key} must be a finite number >= 0, got {v!r}")
+            if not isinstance(v, (int, float)) or not is_finite_number(v) or v < 0:
+                raise OptionError(f"costs.{self.name}.{key} must be a finite number >= 0, got {shown_number(v)}")
 
     def param(self, instance: RoundInstance, key: str) -> float:
         """The value of parameter ``key`` in ``instance`` (its default when not given)."""
