@@ -399,13 +399,17 @@ def test_generate_typed_cli_solve_and_check(tmp_path, capsys) -> None:
     from pal_opt.cli import main
 
     out = tmp_path / "t.json"
+    # seed 5: running guaranteed jobs of both types and running jobs of no type (seed 0 had no
+    # running guaranteed job, and the check below ran on none)
     assert main(["generate", "--cluster", "aws:2x4,rtx:2x8", "--jobs", "12", "--guaranteed-fraction", "0.5",
-                 "--running-fraction", "0.3", "-o", str(out)]) == 0
+                 "--running-fraction", "0.3", "--seed", "5", "-o", str(out)]) == 0
     inst = load_instance(out)
     assert inst.cluster.type_names == ("aws", "rtx") and any(j.kind == "guaranteed" for j in inst.jobs)
-    for j in inst.jobs:  # running jobs run on their types
-        if j.placement is not None and j.gpu_type is not None:
-            assert {inst.cluster.type_names[inst.cluster.type_of[g]] for g in j.placement} == {j.gpu_type}
+    running = {j.id: (j.gpu_type, {inst.cluster.type_names[inst.cluster.type_of[g]] for g in j.placement})
+               for j in inst.jobs if j.placement is not None}
+    assert {t for t, _ in running.values()} == {"aws", "rtx", None}, running
+    for want, on in running.values():  # running jobs run on one type, a guaranteed job on its own
+        assert len(on) == 1 and (want is None or on == {want}), running
     for method in ("pal", "ilp"):
         p = tmp_path / f"{method}.json"
         assert main(["solve", str(out), "--method", method, "-o", str(p), "--quiet"]) == 0

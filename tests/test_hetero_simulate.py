@@ -117,13 +117,14 @@ def test_strong_scaling_jobs_keep_their_batch_and_stay_within_their_request(
     frame = prefix.frame().iloc[:6].copy()
     frame["category"] = "scale-gpus"
     wl = workload_from_frame(frame)
-    seen: list[tuple[int, int, int]] = []
+    seen: list[tuple[int, int, int, int]] = []
     original = SimJob.update_batch
 
     def spy(self: SimJob) -> None:
         original(self)
         assert self.choice is not None
-        seen.append((sum(self.shape), self.spec.num_replicas, self.choice.global_batch(sum(self.shape))))
+        seen.append((sum(self.shape), self.spec.num_replicas, self.choice.global_batch(sum(self.shape)),
+                     self.spec.batch_size))
 
     mp = pytest.MonkeyPatch()
     mp.setattr(SimJob, "update_batch", spy)
@@ -132,7 +133,9 @@ def test_strong_scaling_jobs_keep_their_batch_and_stay_within_their_request(
     finally:
         mp.undo()
     assert res.summary()["n_completed"] == 6
-    assert all(gpus <= req for gpus, req, _ in seen)
+    assert seen  # the spy saw batches chosen (an empty list passed the checks below)
+    assert all(gpus <= req for gpus, req, _, _ in seen)
+    assert all(batch == asked for _, _, batch, asked in seen)  # the batch kept (was not checked)
     assert {r.kind for r in res.jobs} == {"scale-gpus"}
 
 
@@ -159,6 +162,7 @@ def test_rigid_jobs_always_run_their_requested_count(prefix: Workload, apps: dic
         simulate_sia(wl, apps, PAPER_CLUSTER)
     finally:
         mp.undo()
+    assert shapes  # the spy saw the jobs placed (an empty list passed the check below)
     assert all(gpus in (0, req) for gpus, req in shapes)
 
 

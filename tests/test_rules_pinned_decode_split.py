@@ -78,6 +78,7 @@ def test_a_pools_gpus_go_to_the_largest_job_first_best_fit() -> None:
     cl = Cluster.from_arrays(list(range(8)), [0] * 5 + [1] * 3, {"classA": [1.0] * 8})
     inst = RoundInstance(cl, (Job("a", 3, "classA"), Job("b", 3, "classA"), Job("c", 2, "classA")))
     got = _roundtrip(inst, {"a": (0, 1, 5), "b": (2, 3, 6), "c": (4, 7)})
+    assert {j: len(g) for j, g in got.items()} == {"a": 3, "b": 3, "c": 2}, got  # every job, whole
     assert all(len(_servers(cl, g)) == 1 for g in got.values()), got
 
 
@@ -89,6 +90,7 @@ def test_best_fit_keeps_every_job_of_the_pool_on_one_server() -> None:
     cl = Cluster.from_arrays(list(range(9)), [0] * 5 + [1] * 4, {"classA": facs}, rack_of_server={0: 0, 1: 1})
     inst = RoundInstance(cl, (Job("j0", 3, "classA"), Job("j1", 4, "classA"), Job("j2", 2, "classA")))
     got = _roundtrip(inst, {"j0": (6, 0, 3), "j1": (4, 7, 5, 1), "j2": (2, 8)})
+    assert {j: len(g) for j, g in got.items()} == {"j0": 3, "j1": 4, "j2": 2}, got  # every job, whole
     assert all(len(_servers(cl, g)) == 1 for g in got.values()), got
 
 
