@@ -60,9 +60,9 @@ def test_the_minimum_is_the_best_possible_against_a_grid() -> None:
 def test_a_type_a_job_cannot_use_gets_nothing_and_bad_input_is_refused() -> None:
     a = gavel_allocation(np.array([[1.0, 0.0], [1.0, 1.0]]), [1, 1], [1, 1])
     assert a.x[0, 1] == 0.0
-    with pytest.raises(ValueError, match="run on no type"):
+    with pytest.raises(OptionError, match="run on no type"):
         gavel_allocation(np.array([[0.0, 0.0]]), [1], [1, 1])
-    with pytest.raises(ValueError, match="jobs x types"):
+    with pytest.raises(OptionError, match="jobs x types"):
         gavel_allocation(np.ones((2, 3)), [1, 1], [1, 1])
 
 

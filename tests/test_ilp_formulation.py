@@ -191,9 +191,9 @@ def test_every_placement_encodes_to_a_feasible_vector_of_equal_cost(inst, mode, 
 
 def test_encode_rejects_bad_placements(tiny_instance):
     f = build_formulation(tiny_instance)
-    with pytest.raises(ValueError, match="admitted"):
+    with pytest.raises(InstanceError, match="admitted"):
         encode(f, {0: (0, 1)})
-    with pytest.raises(ValueError, match="not free"):
+    with pytest.raises(InstanceError, match="not free"):
         encode(f, {0: (0, 2), 1: (3, 4, 5), 2: (6,)})  # GPU 2 is busy
 
 

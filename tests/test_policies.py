@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from pal_opt.admission import pal_order
 from pal_opt.check import check
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InputTypeError, InstanceError, OptionError
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams, pal_locality
 from pal_opt.policies import POLICIES, GreedyPlacement, get_policy, pal, pmfirst
 from pal_opt.policies.base import FreeGpus, class_index
@@ -517,7 +517,7 @@ def test_a_missing_instance_is_a_clear_type_error() -> None:
     from pal_opt import RoundPolicy, solve
 
     for call in (lambda: solve(None, "pal"), lambda: RoundPolicy("pal").place(None), lambda: solve({"jobs": []})):
-        with pytest.raises(TypeError, match="expected a RoundInstance"):
+        with pytest.raises(InputTypeError, match="expected a RoundInstance"):
             call()
 
 

@@ -13,7 +13,7 @@ import pal_opt
 from pal_opt import Cluster, GpuState, RoundPolicy, SolveOptions
 from pal_opt.adapters.blox import BloxPlacement
 from pal_opt.binning import binned_factors
-from pal_opt.errors import InstanceError, OptionError
+from pal_opt.errors import InputTypeError, InstanceError, OptionError
 from pal_opt.generate import generate_instance
 
 QUEUE = [{"id": "a", "demand": 4, "class": "classA"}, {"id": "b", "demand": 2, "class": "classA"},
@@ -106,9 +106,9 @@ def test_pricing_an_unknown_job_gpu_or_class_names_it() -> None:
         pal_opt.job_slowdown(inst, f, job, (99,))
     with pytest.raises(InstanceError, match="no factors for class"):
         pal_opt.evaluate(inst, {job.id: [0]}, {})
-    with pytest.raises(TypeError, match="expected a RoundInstance"):
+    with pytest.raises(InputTypeError, match="expected a RoundInstance"):
         pal_opt.evaluate(None, {}, f)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="expected a RoundInstance"):
+    with pytest.raises(InputTypeError, match="expected a RoundInstance"):
         pal_opt.repair(None, {}, [0])  # type: ignore[arg-type]
     with pytest.raises(InstanceError, match="placement: must be a sequence of GPU ids, got 0"):
         pal_opt.Job("x", 1, "classA", placement=0)  # type: ignore[arg-type]

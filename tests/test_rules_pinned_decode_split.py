@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pal_opt.cost import evaluate
+from pal_opt.errors import InstanceError
 from pal_opt.ilp import solve_ilp
 from pal_opt.ilp.decode import decode, encode
 from pal_opt.ilp.formulation import build_formulation
@@ -148,7 +149,7 @@ def test_encode_refuses_a_placement_that_is_not_valid(placement: dict, msg: str)
     through), a GPU of two jobs (D24), an admitted job left out that may not be (D29 crashed
     with KeyError)."""
     inst = RoundInstance(_cluster(), (Job("a", 2, "classA"), Job("b", 1, "classA")))
-    with pytest.raises(ValueError, match=msg):
+    with pytest.raises(InstanceError, match=msg):
         encode(build_formulation(inst), placement)
 
 

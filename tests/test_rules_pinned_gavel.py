@@ -7,12 +7,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from pal_opt.errors import OptionError
 from pal_opt.hetero.configs import GpuType
 from pal_opt.hetero.gavel import GavelPolicy, gavel_allocation
 
 
 def test_a_job_of_zero_gpus_is_refused() -> None:
-    with pytest.raises(ValueError, match="scale factors must be >= 1"):
+    with pytest.raises(OptionError, match="scale factors must be >= 1"):
         gavel_allocation(np.array([[1.0, 2.0]]), [0], [2, 2])
 
 
