@@ -1089,6 +1089,22 @@ def test_fuzz_kubernetes_nodes(doc):
     assert len(topo.gpu_ids) > 0
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 8), st.integers(0, 2)), min_size=1, max_size=6))
+def test_generated_kubernetes_node_lists_read_back(nodes):
+    """Well-formed node lists (1-8 GPUs a node, in up to three sub-blocks) read back as written:
+    the fuzz test above parses none of its 300 documents (all are refused), so its success path
+    never ran."""
+    items = [node(f"n{i}", str(gpus), labels={BLOCK: "b", SUBBLOCK: f"s{sub}"}) for i, (gpus, sub) in enumerate(nodes)]
+    topo = parse_nodes({"kind": "List", "items": items})
+    assert topo.hosts == tuple(f"n{i}" for i in range(len(nodes)))
+    cl = to_cluster(topo)
+    assert np.bincount(cl.server_of, minlength=len(nodes)).tolist() == [gpus for gpus, _ in nodes]
+    sub_of = [sub for _, sub in nodes]  # servers share a rack exactly when they share a sub-block
+    racks = cl.rack_of_server.tolist()
+    assert all((racks[a] == racks[b]) == (sub_of[a] == sub_of[b]) for a in range(len(nodes)) for b in range(a))
+
+
 _TOKENS = ["SwitchName=s0", "SwitchName=s1", "SwitchName=s[2-3]", "Nodes=n[1-2]", "Nodes=n2", "Switches=s[0-1]",
            "Switches=s0", "Switches=s2", "BlockName=b", "BlockSizes=4", "LinkSpeed=1", "#", "\\\n", "\n", " ",
            "n[", "]", "=", "nodes=n3"]
