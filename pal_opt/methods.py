@@ -30,7 +30,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .errors import OptionError
-from .options import MethodName, SolveOptions, require_items, require_type
+from .options import MethodName, SolveOptions, require_items, require_text, require_type
 from .registry import Registry
 
 if TYPE_CHECKING:  # the registry itself imports nothing heavy: ``pal-opt --help`` reads it
@@ -95,6 +95,9 @@ class Method:
     exact: bool = False
 
     def __post_init__(self) -> None:
+        require_text(self.name, "name")  # None, a number: refused at registration, not at a solve
+        require_type(self.run, Callable, "run", what="a function run(instance, options) -> PlacementResult")
+        require_text(self.summary, "summary")
         object.__setattr__(self, "options", frozenset(require_items(
             self.options, "options", "a set of SolveOptions field names", of=str)))
         require_type(self.exact, bool, "exact")  # any object was taken as truthy
@@ -187,10 +190,13 @@ def greedy_method(name: str, place: PolicyFn | str, summary: str, *, backfill: b
     here; one whose module cannot be found, at :func:`register_method`; one that names no function
     of its module, at the first solve (each naming the method and the string)."""
 
+    require_text(name, "name")
     require_type(backfill, bool, "backfill")  # any object was taken as truthy
     require_type(seeded, bool, "seeded")
     if isinstance(place, str):
         _check_spec(place, name)
+    else:  # None was taken, and failed at the first solve
+        require_type(place, Callable, "place", what="a policy function or a 'module:function' string")
     run = _GreedyRun(name, place)
     options = GREEDY_OPTIONS - ({"admission"} if not backfill else set()) - ({"seed"} if not seeded else set())
     return Method(name, run, summary, frozenset(options))

@@ -708,8 +708,6 @@ _RECORD = "a record pal-opt builds and returns (a result, a program, a configura
 _VALID = "a valid value (a job id may be a string)"
 _JSON = "any JSON value is written, null and a string too"
 _DEFAULT = "None is documented (the default backend, no time limit, a fresh seed, no bound proven)"
-_UNREVIEWED = ("taken without a word when the sweep was first made to tell (2026-12-07); not reviewed: a missing "
-               "check, or an argument the other valid arguments make the call not read")
 
 
 def _taken(key: str, params: str, bads: tuple[Any, ...], why: str) -> dict[tuple[str, str, Any], str]:
@@ -722,16 +720,11 @@ def _taken(key: str, params: str, bads: tuple[Any, ...], why: str) -> dict[tuple
 #: unchecked: 561 of the 1,086 calls did, in 59 callables.
 TAKES_BAD: dict[tuple[str, str, Any], str] = {
     **_taken("pal_opt.Job", "id", _TEXT, _VALID),
-    **_taken("pal_opt.Method", "name summary", _NONE, _UNREVIEWED),
-    **_taken("pal_opt.Method", "run", _BOTH, _UNREVIEWED),
     **_taken("pal_opt.PlacementResult", "placements objective geomean_slowdown gpus_used "
                                         "solve_seconds", _BOTH, _RECORD),
     **_taken("pal_opt.PlacementResult", "method status admission", _NONE, _RECORD),
     **_taken("pal_opt.cost.CostSummary", "cost gpus geomean slowdown level moved", _BOTH, _RECORD),
-    **_taken("pal_opt.cost.left_out_charge", "placed", _BOTH, _UNREVIEWED),
     **_taken("pal_opt.cost.relative_gap", "bound", _NONE, _DEFAULT),
-    **_taken("pal_opt.greedy_method", "name place summary", _NONE, _UNREVIEWED),
-    **_taken("pal_opt.hetero.Application", "name", _NONE, _UNREVIEWED),
     **_taken("pal_opt.hetero.BatchChoice", "atomic_bsz accum_steps", _BOTH, _RECORD),
     **_taken("pal_opt.hetero.Config", "type_index num_nodes num_gpus", _BOTH, _RECORD),
     **_taken("pal_opt.hetero.Config", "gpu_type", _NONE, _RECORD),
@@ -766,22 +759,15 @@ TAKES_BAD: dict[tuple[str, str, Any], str] = {
                                           "profiled", _BOTH, _RECORD),
     **_taken("pal_opt.hetero.SiaResult", "jobs gpus_in_use cluster round_length solve_seconds "
                                          "max_solve_seconds rounds_not_optimal wall_seconds", _BOTH, _RECORD),
-    **_taken("pal_opt.hetero.SimJob", "index spec app", _BOTH, _UNREVIEWED),
     **_taken("pal_opt.hetero.StepTable", "num_nodes num_replicas local_bsz step_time sync_time", _BOTH, _RECORD),
     **_taken("pal_opt.hetero.TrainingTarget", "epochs progress", _BOTH, _RECORD),
-    **_taken("pal_opt.hetero.TypeBlindPolicy", "layout", _BOTH, _UNREVIEWED),
-    **_taken("pal_opt.hetero.TypeBlindPolicy", "method", _NONE, _UNREVIEWED),
     **_taken("pal_opt.hetero.TypeProfile", "app gpu_type", _NONE, _RECORD),
     **_taken("pal_opt.hetero.TypeProfile", "placements scalability min_local_bsz max_local_bsz", _BOTH, _RECORD),
     **_taken("pal_opt.hetero.ValidationCurves", "batch_sizes progress iteration metric grad_sqr "
                                                 "grad_var", _BOTH, _RECORD),
     **_taken("pal_opt.hetero.Workload", "source", _NONE, _LABEL),
-    **_taken("pal_opt.hetero.apply_reallocation", "previous", _NONE, _UNREVIEWED),
-    **_taken("pal_opt.hetero.max_replicas", "app kind requested", _BOTH, _UNREVIEWED),
-    **_taken("pal_opt.hetero.max_replicas", "profiled", _NONE, _UNREVIEWED),
-    **_taken("pal_opt.hetero.placement_floor", "layout variability", _BOTH, _UNREVIEWED),
-    **_taken("pal_opt.hetero.round_step", "layout variability now", _BOTH, _UNREVIEWED),
-    **_taken("pal_opt.hetero.scheduler_goodput_fn", "step_model grad", _BOTH, _UNREVIEWED),
+    **_taken("pal_opt.hetero.apply_reallocation", "previous", _NONE,
+             "None is documented: the job had no configuration (the row is returned as it is; factor still checked)"),
     **_taken("pal_opt.hetero.solve_joint", "backend time_limit", _NONE, _DEFAULT),
     **_taken("pal_opt.ilp.Formulation", "c obj_offset A row_lo row_hi col_lo col_hi integrality "
                                         "instance admitted total_demand types profiles gpu_type "
@@ -792,7 +778,7 @@ TAKES_BAD: dict[tuple[str, str, Any], str] = {
     **_taken("pal_opt.ilp.Program", "c obj_offset A row_lo row_hi col_lo col_hi integrality", _BOTH, _RECORD),
     **_taken("pal_opt.ilp.Program", "var_names row_names", _NONE, _RECORD),
     **_taken("pal_opt.io.atomic_write_json", "obj", _BOTH, _JSON),
-    **_taken("pal_opt.load_blox", "jobs_path", _NONE, _UNREVIEWED),
+    **_taken("pal_opt.load_blox", "jobs_path", _NONE, "None is documented: no job CSV, an empty queue (the cluster alone)"),
     **_taken("pal_opt.pipeline.Layer", "id description", _NONE, _RECORD),
     **_taken("pal_opt.pipeline.Layer", "forward_ms backward_ms activation_bytes parameter_bytes", _BOTH, _RECORD),
     **_taken("pal_opt.pipeline.LevelStage", "start end replicas compute_time level_time "

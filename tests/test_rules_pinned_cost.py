@@ -9,7 +9,7 @@ import pytest
 
 from pal_opt.cost import evaluate, geomean_slowdown, left_out_charge, relative_gap, validate_cost_params
 from pal_opt.cost.restart import restart_cost_seconds, restart_cost_units
-from pal_opt.errors import OptionError
+from pal_opt.errors import InputTypeError, OptionError
 from pal_opt.model import Cluster, GpuState, Job, RoundInstance, RoundParams
 
 
@@ -39,6 +39,16 @@ def test_waiting_job_left_out_pays_no_preemption() -> None:
     inst = RoundInstance(c, (Job("w", 1, "classA"), Job("a", 1, "classA")))
     assert left_out_charge(inst, {"a"}) == 0.0
     assert evaluate(inst, {"a": (0,)}, c.factors).cost == 0.0
+
+
+def test_a_job_id_given_as_placed_is_refused_not_matched_as_a_substring() -> None:
+    # a str is a collection of its letters: "ra" in place of {"ra"} found running job "r" placed
+    # (a substring) and charged it nothing; it is refused, naming the argument
+    c = Cluster.uniform(1, 2, {"classA": [1.0, 1.0]})
+    inst = RoundInstance(c, (Job("r", 1, "classA", placement=(0,)), Job("ra", 1, "classA")))
+    assert left_out_charge(inst, {"ra"}) > 0  # r left out pays its preemption
+    with pytest.raises(InputTypeError, match=r"^placed: must be a collection of job ids .*got str 'ra'$"):
+        left_out_charge(inst, "ra")
 
 
 def test_a_job_on_an_allowed_count_pays_per_gpu_it_holds() -> None:

@@ -442,7 +442,11 @@ def left_out_charges(instance: RoundInstance, placed: Collection[JobId]) -> dict
 
 def left_out_charge(instance: RoundInstance, placed: Collection[JobId]) -> float:
     """The total of :func:`left_out_charges`: what leaving out the running jobs not in
-    ``placed`` costs."""
+    ``placed`` costs (a set, list or mapping of job ids: ``None`` or a str was taken where no job
+    ran, and a str matched job ids as substrings where one did)."""
+    if isinstance(placed, str | bytes) or not isinstance(placed, Collection):
+        raise InputTypeError(f"must be a collection of job ids (a set, list or mapping), got {type(placed).__name__} "
+                             f"{placed!r:.60}", path="placed")
     return math.fsum(left_out_charges(instance, placed).values())
 
 

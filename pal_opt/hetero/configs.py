@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InstanceError, OptionError
 from ..options import check_count, check_finite, number_array, require_items, require_mapping, require_type
-from .goodput import JobKind, StepModel, optimize_goodput
+from .goodput import JobKind, StepModel, check_grad, optimize_goodput
 from .profiles import APP_TYPES, APP_WHAT, Application
 
 __all__ = [
@@ -244,12 +244,17 @@ def max_replicas(
     cap.  Other kinds: the requested count.
 
     >>> import types
-    >>> app = types.SimpleNamespace(max_batch_size=4096, profile=lambda t: types.SimpleNamespace(min_local_bsz=32))
+    >>> app = types.SimpleNamespace(name="toy", max_batch_size=4096,
+    ...                             profile=lambda t: types.SimpleNamespace(min_local_bsz=32))
     >>> max_replicas(app, JobKind.ADAPTIVE, 8, {"aws": 4}, ["aws", "rtx"])
     {'aws': 8, 'rtx': 8}
     >>> max_replicas(app, JobKind.ADAPTIVE, 8, {"aws": 4}, ["aws", "rtx"], share=False)
     {'aws': 8, 'rtx': 1}
     """
+    require_type(app, APP_TYPES, "app", what=APP_WHAT)
+    require_type(kind, JobKind, "kind", " (JobKind.ADAPTIVE, JobKind.parse('rigid'))")
+    check_count(requested, "requested")
+    require_mapping(profiled, "profiled", "a mapping of GPU type names to GPU counts")
     gpu_types = require_items(gpu_types, "gpu_types", "a list of GPU type names", of=str)
     require_type(share, bool, "share")
     return max_replicas_unchecked(app, kind, requested, profiled, gpu_types, share=share)
@@ -312,6 +317,8 @@ def scheduler_goodput_fn(
     gives the measured times).
     """
     require_type(app, APP_TYPES, "app", what=APP_WHAT)
+    require_type(step_model, Callable, "step_model", " (a StepModel: ProfileStepModel or PerfParams)")
+    check_grad(grad)  # read only when the function is called: a bad one failed there, not here
     require_type(kind, JobKind, "kind")
     if requested_batch is not None:
         check_count(requested_batch, "requested_batch")
@@ -498,10 +505,10 @@ def apply_reallocation(row: np.ndarray, factor: float, previous: int | None) -> 
     """Every entry but the previous configuration's multiplied by ``factor`` (B.5); unchanged
     when the job had no configuration."""
     row = require_type(row, np.ndarray, "row", " (a goodput row)")
+    check_finite(factor, "factor")  # checked with no previous configuration too, where it is not read
     if previous is None:
         return row
     check_count(previous, "previous", 0)
-    check_finite(factor, "factor")
     out = row * row.dtype.type(factor)
     out[previous] = row[previous]
     return out

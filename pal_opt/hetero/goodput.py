@@ -342,6 +342,14 @@ def _pair(value: Any, arg: str, what: str) -> tuple[Any, Any]:
     return items[0], items[1]
 
 
+def check_grad(grad: Any) -> None:
+    """Refuse ``grad`` unless it is a pair (grad_sqr, grad_var) of numbers or arrays of them: an
+    :class:`~pal_opt.errors.InputTypeError` naming ``grad``, ``grad[0]`` or ``grad[1]``
+    (:func:`choose_batch`, :func:`pal_opt.hetero.configs.scheduler_goodput_fn`; not in ``__all__``)."""
+    for k, v in zip(("grad[0]", "grad[1]"), _pair(grad, "grad", "(grad_sqr, grad_var)"), strict=True):
+        number_array(v, k, dtype=np.float64)
+
+
 def optimize_goodput(
     step_model: StepModel,
     grad: tuple[ArrayLike, ArrayLike],
@@ -535,8 +543,7 @@ def choose_batch(
     if step_model is not None:
         require_type(step_model, Callable, "step_model", " (a StepModel: ProfileStepModel or PerfParams)")
     if grad is not None:
-        for k, v in zip(("grad[0]", "grad[1]"), _pair(grad, "grad", "(grad_sqr, grad_var)"), strict=True):
-            number_array(v, k, dtype=np.float64)
+        check_grad(grad)
     return choose_batch_unchecked(app, gpu_type, placement, kind, requested_batch=requested_batch,
                                   step_model=step_model, grad=grad)
 

@@ -312,6 +312,8 @@ def placement_floor(layout: Layout, variability: Variability) -> Callable[[str, 
     """``floor(app, gpus)``: the smallest slowest raw factor of ``app``'s class over all GPU sets
     with the per-node counts of ``gpus`` on each type (on the empty cluster; 1.0 without
     factors).  No placement with those counts runs faster; the floor ignores the other jobs."""
+    require_type(layout, Layout, "layout", " (Layout(cluster))")  # read only when floor is called
+    require_type(variability, Variability, "variability", " (parse_variability or draw_variability)")
 
     @functools.cache
     def best(key: str, type_index: int, counts: tuple[int, ...]) -> float:

@@ -61,6 +61,7 @@ from ..options import (
     file_path,
     require_items,
     require_mapping,
+    require_text,
     require_type,
 )
 from .tables import MAX_EXACT_INT, Table, read_table
@@ -566,6 +567,7 @@ class Application:
     settings: AppSettings = DEFAULT_SETTINGS
 
     def __post_init__(self) -> None:
+        require_text(self.name, "name")  # the key of its class, caches and messages: None was taken
         require_type(self.validation, ValidationCurves, "validation", " (ValidationCurves.from_dir)")
         require_type(self.settings, AppSettings, "settings", " (APP_SETTINGS[name])")
         for t, prof in require_mapping(self.types, "types", "a mapping of GPU type names to TypeProfiles").items():

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import BackendError, OptionError
-from ..options import number_array, require_items, require_type
+from ..options import check_finite, number_array, require_items, require_type
 from .gpus import Layout, Variability
 from .simjob import SimJob
 from .typeblind import gang_state_unchecked
@@ -89,7 +89,10 @@ def round_step(policy: Any, layout: Layout, variability: Variability, active: Se
         The policy allocated a GPU out of service.
     """
     require_type(policy, AllocatingPolicy, "policy", " (make_policy(cluster, cfg))")
+    require_type(layout, Layout, "layout", " (Layout(cluster))")  # read only by jobs whose GPUs change
+    require_type(variability, Variability, "variability", " (parse_variability or draw_variability)")
     active = require_items(active, "active", "a list of SimJobs")
+    check_finite(now, "now")  # the jobs' restart and start times: None was taken with no job to move
     if out_of_service is not None:
         out_of_service = number_array(out_of_service, "out_of_service", "b")
     return round_step_unchecked(policy, layout, variability, active, now, out_of_service)

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InstanceError
-from ..options import require_items
+from ..options import check_count, require_items, require_type
 from .goodput import (
     BatchChoice,
     JobKind,
@@ -49,7 +49,7 @@ from .goodput import (
     grad_stats_unchecked,
 )
 from .perfmodel import PerfParams, fit_perf_params_unchecked
-from .profiles import Application, TypeProfile
+from .profiles import APP_TYPES, APP_WHAT, Application, TypeProfile
 from .workload import WorkloadJob
 
 __all__ = ["SimJob", "true_step_time", "fit_observations", "job_batch", "shape_runs", "epoch_grad_stats"]
@@ -139,9 +139,10 @@ class SimJob:
     """
 
     def __init__(self, index: int, spec: WorkloadJob, app: Application, type_names: Sequence[str]) -> None:
-        self.index = index
-        self.spec = spec
-        self.app = app
+        # checked once per job, where it enters (the simulators build one per workload job, not per round)
+        self.index = check_count(index, "index", 0)
+        self.spec = require_type(spec, WorkloadJob, "spec", " (a workload row: read_workload(...).jobs[i])")
+        self.app = require_type(app, APP_TYPES, "app", what=APP_WHAT)
         self.type_names = require_items(type_names, "type_names", "a list of GPU type names", of=str)
         self.progress = 0.0
         self.epoch = 0

@@ -180,9 +180,11 @@ class TypeBlindPolicy:
     """
 
     def __init__(self, layout: Layout, method: str, variability: Variability | None = None) -> None:
+        from ..methods import get_method
         from .policy import RoundStats
 
-        self.layout = layout
+        self.layout = require_type(layout, Layout, "layout", " (Layout(cluster))")
+        get_method(method)  # an unknown name (None too) failed at the first round, inside solve
         self.method = method
         if variability is not None:
             require_type(variability, Variability, "variability", " (parse_variability or draw_variability)")
