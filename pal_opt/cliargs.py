@@ -133,8 +133,11 @@ def _number(text: str, low: float | None = None, *, strict: bool = False, intege
         v: float = int(text) if integer else float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not {'an integer' if integer else 'a number'}: {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    from .options import is_finite_number, shown_number
+
+    if not is_finite_number(v):  # an integer past a float's range too (math.isfinite raised OverflowError)
+        shown = repr(text) if not integer else f"'{shown_number(v)}'"
+        raise argparse.ArgumentTypeError(f"{'too large' if integer else 'must be finite'}, got {shown}")
     if low is not None and (v < low or (strict and v == low)):
         raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low:g}, got {text!r}")
     return v

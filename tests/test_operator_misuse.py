@@ -483,3 +483,24 @@ def test_a_file_cut_in_its_last_line_is_said_to_be_cut_short(tmp_path, capsys, a
     assert not out.exists()
     cut.write_text(text.rstrip("\n"))  # the whole file, with no line break at its end, reads as before
     assert main([a.format(file=cut, out=out) for a in argv]) == 0 and out.exists()
+
+
+BIG = "9" * 400  # an integer past a float's range: int() reads it, math.isfinite() raised OverflowError on it
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["solve", "{inst}", "--threads", BIG], "--threads"),
+    (["solve", "{inst}", "--method", "random", "--seed", BIG], "--seed"),
+    (["generate", "--nodes", BIG, "--gpus-per-node", "4", "--jobs", "3", "-o", "{tmp}/g.json"], "--nodes"),
+    (["simulate", "{trace}", "--synthetic-variability", BIG, "--out", "{tmp}/r.json"], "--synthetic-variability"),
+    (["partition", "{graph}", "--machines", BIG, "--bandwidth", "1e9"], "--machines"),
+])
+def test_an_integer_option_past_a_floats_range_is_refused_in_one_line(files, tmp_path, capsys, argv, flag):
+    """Every integer option (cliargs.pos_int/nonneg_int, partition's --machines) gave
+    OverflowError's traceback and exit 1 on an integer of 400 digits."""
+    data = Path(__file__).resolve().parents[1] / "examples" / "data"
+    names = {"inst": str(files["round"]), "tmp": str(tmp_path), "trace": str(data / "trace.csv"),
+             "graph": str(data / "tinynet_graph.txt")}
+    msg = _one_error(capsys, main([a.format(**names) for a in argv]))
+    assert msg.startswith(f"argument {flag}: "), msg
+    assert "999999999999999999...9999999999999999999" in msg and BIG not in msg, msg

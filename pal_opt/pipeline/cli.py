@@ -41,20 +41,22 @@ def _number_list(kind: Callable[[str], Any], what: str, workers: bool = False) -
     (at most :data:`~pal_opt.pipeline.partition.MAX_WORKERS_PER_LEVEL`, named by the flag)."""
 
     def parse(text: str) -> list[Any]:
+        from ..options import is_finite_number, shown_number
+
         values = []
         for part in text.split(","):
             try:
                 v = kind(part.strip())
             except ValueError:
                 raise argparse.ArgumentTypeError(f"not {what}: {part.strip()!r}") from None
-            if not (math.isfinite(v) and v > 0):
-                raise argparse.ArgumentTypeError(f"must be positive and finite, got {part.strip()!r}")
-            if workers:
+            if workers:  # before the finiteness test: math.isfinite raised OverflowError on 400 digits
                 from .partition import MAX_WORKERS_PER_LEVEL
 
                 if v > MAX_WORKERS_PER_LEVEL:
                     raise argparse.ArgumentTypeError(f"at most {MAX_WORKERS_PER_LEVEL:,} workers per level, "
-                                                     f"got {part.strip()!r}")
+                                                     f"got '{shown_number(v)}'")
+            if not (is_finite_number(v) and v > 0):
+                raise argparse.ArgumentTypeError(f"must be positive and finite, got {part.strip()!r}")
             values.append(v)
         return values
 
