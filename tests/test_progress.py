@@ -234,13 +234,21 @@ def test_solve_shows_progress_on_a_terminal() -> None:
     assert "status" in out and "bound" in out
 
 
+def _without_cbc_crash(err: str) -> str:
+    """``err`` without the warning of a CBC that died of a signal (an upstream crash pal-opt
+    answers with its fallback, exit 0: SIGSEGV in a CI run of 2026-12-07 under load), which is
+    not progress."""
+    return "".join(line for line in err.splitlines(keepends=True)
+                   if not line.startswith("pal-opt: warning: CBC died of "))
+
+
 @pytest.mark.skipif("cbc" not in BACKENDS, reason="CBC not installed")
 def test_solve_shows_no_progress_in_a_pipe_or_when_quiet() -> None:
     rc, out, err = _run([*_SOLVE, "--time-limit", "3"], terminal=False)
-    assert (rc, err) == (0, ""), err
+    assert (rc, _without_cbc_crash(err)) == (0, ""), err
     assert "status" in out
     rc, out, err = _run([*_SOLVE, "--time-limit", "3", "--quiet"], terminal=True)
-    assert (rc, err) == (0, ""), err
+    assert (rc, _without_cbc_crash(err)) == (0, ""), err
     assert "status" in out  # --quiet silences progress, not the answer
 
 
