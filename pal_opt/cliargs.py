@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import os
 import re
 import sys
@@ -462,13 +461,11 @@ def cost_param(text: str) -> tuple[str, str, float]:
     term, dot, param = key.partition(".")
     if not dot or not term or not param:
         raise argparse.ArgumentTypeError(f"expected TERM.PARAM=VALUE, got {text!r}")
-    try:  # OverflowError: an integer of more digits than a float holds (JSON reads one)
-        number = math.nan if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
+    from .options import is_finite_number
+
+    if not isinstance(value, (int, float)) or not is_finite_number(value):  # 400 digits too
         raise argparse.ArgumentTypeError(f"{key}: expected a finite number, got {value!r:.60}")
-    return term, param, number
+    return term, param, float(value)
 
 
 def with_costs(instance: Any, costs: list[tuple[str, str, float]] | None) -> Any:

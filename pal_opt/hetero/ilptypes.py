@@ -33,8 +33,6 @@ and GPUs (:mod:`pal_opt.hetero.jointprogram`), exact for every level but slower.
 
 from __future__ import annotations
 
-import math
-import numbers
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -44,7 +42,7 @@ import numpy as np
 
 from ..errors import BackendError, OptionError
 from ..model import Job, RoundInstance, RoundParams, pal_locality
-from ..options import require_type
+from ..options import is_finite_number, require_type
 from .configs import GpuType
 from .goodput import JobKind
 from .gpus import Layout, Variability
@@ -77,8 +75,7 @@ SPREAD = pal_locality(1.7)
 def check_move_cost(value: Any) -> None:
     """``ilp_move_cost``: None, or seconds >= 0 below :data:`STAGE2_ROUND` (a move may not lose
     the whole round the stage-2 program prices it against); else an :class:`OptionError`."""
-    ok = value is None or (isinstance(value, numbers.Real) and not isinstance(value, bool)
-                           and math.isfinite(value) and 0 <= float(value) < STAGE2_ROUND)
+    ok = value is None or (is_finite_number(value) and 0 <= float(value) < STAGE2_ROUND)
     if not ok:
         raise OptionError(f"ilp_move_cost must be None or a number of seconds >= 0 and below the stage-2 round of "
                           f"{STAGE2_ROUND:g} s (a move may not lose the whole round), got {value!r}")
