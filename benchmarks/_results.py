@@ -148,6 +148,14 @@ def wrote(name: str, *paths: Path) -> None:
     print(f"{name}: wrote {listed}", file=sys.stderr)
 
 
+def write_page(name: str, path: Path, text: str) -> None:
+    """The last step of a benchmark whose page is its one output: ``text`` written to ``path``
+    (UTF-8), printed on stdout, and :func:`wrote`'s line naming it on stderr."""
+    Path(path).write_text(text, encoding="utf-8")
+    print(text)
+    wrote(name, path)
+
+
 def command_line(script: str, argv: Sequence[str] | None = None) -> str:
     """The command that ran this benchmark, ``python benchmarks/<script>.py <args>``, quoted for a shell.
 

@@ -38,7 +38,7 @@ from _results import (
     output_dir,
     produced_by,
     run_time,
-    wrote,
+    write_page,
 )
 
 from pal_opt.binning import binned_factors
@@ -193,9 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     text = "\n".join(lines)
-    out.write_text(text, encoding="utf-8")
-    print(text)
-    wrote("greedy_speed", out)
+    write_page("greedy_speed", out, text)
     return 0
 
 

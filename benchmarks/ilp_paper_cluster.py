@@ -44,7 +44,7 @@ from _results import (
     produced_by,
     progress_bar,
     run_time,
-    wrote,
+    write_page,
 )
 
 from pal_opt.binning import binned_factors
@@ -220,9 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     load = load_average()
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load}.", ""]
     text = "\n".join(head + paper + scale + tail)
-    out.write_text(text, encoding="utf-8")
-    print(text)
-    wrote("ilp_paper_cluster", out)
+    write_page("ilp_paper_cluster", out, text)
     return 0
 
 

@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, progress_bar, run_time, wrote  # noqa: E402
+from _results import add_output_arguments, output_dir, produced_by, progress_bar, run_time, write_page  # noqa: E402
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -229,9 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         step = lambda: bar.update(1)  # noqa: E731
         body = [*part_a(rounds, step), "", *part_b(delays, step), "", *part_c(limits, step), ""]
     text = "\n".join([*head, *body])
-    out.write_text(text, encoding="utf-8")
-    print(text)
-    wrote("interrupts", out)
+    write_page("interrupts", out, text)
     return 0
 
 

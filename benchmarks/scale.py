@@ -69,7 +69,7 @@ from _results import (  # noqa: E402
     produced_by,
     run_time,
     split_list,
-    wrote,
+    write_page,
 )
 from suite import machine, measurements  # noqa: E402
 
@@ -421,9 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     tail = [f"Run time {time.perf_counter() - t0:.0f} s; load average at the end: {load} (other work shared the "
             "two cores during the run).", ""]
     text = "\n".join(head + body + tail)
-    out.write_text(text, encoding="utf-8")
-    print(text)
-    wrote("scale", out)
+    write_page("scale", out, text)
     return 0
 
 

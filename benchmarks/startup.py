@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 
 from _procs import source_env, timed_runs  # noqa: E402
-from _results import add_output_arguments, load_average, output_dir, produced_by, run_time  # noqa: E402
+from _results import add_output_arguments, load_average, output_dir, produced_by, run_time, write_page  # noqa: E402
 
 INSTANCE = "instances/paper-16x4.json"
 COMMANDS = {
@@ -289,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     out = output_dir(args, "startup", partial="--quick" if args.quick else None) / "startup.md"
     label = args.baseline_label or (args.baseline.name if args.baseline else "")
     text = to_markdown(run(args.repeats, args.baseline, label, quick=args.quick), machine(), produced_by(__file__, argv))
-    out.write_text(text, encoding="utf-8")
-    print(text)
-    print(f"startup: wrote {out}", file=sys.stderr)
+    write_page("startup", out, text)
     return 0
 
 

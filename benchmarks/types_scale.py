@@ -43,7 +43,7 @@ from _results import (  # noqa: E402
     progress_bar,
     run_time,
     split_list,
-    wrote,
+    write_page,
 )
 from suite import machine, measurements  # noqa: E402
 
@@ -160,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
               "(HiGHS under every backend on rounds with GPU types, `pal_opt.ilp.solve.PROGRAM_LP_OWN_MAX_ENTRIES`).  *meets*: gap ≤ 0.5 % within 5 s, valid placement.", "",
               f"Load average at the end: {load} (other work shared the two cores).", ""]
     text = "\n".join(lines)
-    out.write_text(text, encoding="utf-8")
-    print(text)
-    wrote("types_scale", out)
+    write_page("types_scale", out, text)
     return 0
 
 
