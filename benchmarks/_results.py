@@ -52,6 +52,25 @@ def refuse_run_flags(ap: argparse.ArgumentParser, args: argparse.Namespace, flag
         ap.error(f"{flag} draws the committed run, so {', '.join(names.get(k, k) for k in ignored)} would not apply")
 
 
+def add_plot_only_argument(ap: argparse.ArgumentParser, figure: str, data: str, also: str = "") -> None:
+    """Add ``--plot-only`` to a benchmark's parser: ``figure`` drawn again from the committed ``data``
+    file (``also``: what else the figure takes, after a comma) and nothing run (:func:`plot_only`)."""
+    ap.add_argument("--plot-only", action="store_true",
+                    help=f"run nothing: draw {figure} again from the committed {data}{also} (the page, which "
+                         "names the machine and the command of its run, is left as it is)")
+
+
+def plot_only(ap: argparse.ArgumentParser, args: argparse.Namespace, name: str, figure: str,
+              draw: Callable[[Path], None], used: tuple[str, ...] = ()) -> Path:
+    """A ``--plot-only`` run: the usage error of :func:`refuse_run_flags` (``used`` as there) for an
+    option of the run it would ignore, then ``draw(path)`` of ``figure`` in the run's output
+    directory (:func:`output_dir`); the figure's path, for the caller to announce."""
+    refuse_run_flags(ap, args, used=used)
+    path = output_dir(args, name) / figure
+    draw(path)
+    return path
+
+
 def progress_bar(total: int, desc: str, unit: str) -> Any:
     """A bar of a benchmark's ``total`` runs (``unit``) on stderr, drawn only when stderr is a
     terminal (:func:`pal_opt.cliprogress.status_bar`, the bar of ``pal-opt simulate``): a run

@@ -43,10 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
     RESULTS,
     add_output_arguments,
+    add_plot_only_argument,
     check_values,
     output_dir,
+    plot_only,
     produced_by,
-    refuse_run_flags,
     run_time,
     split_list,
     wrote,
@@ -166,19 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared",
                     help="the shared data directory (default ../shared)")
-    ap.add_argument("--plot-only", action="store_true",
-                    help=f"run nothing: draw {FIGURE} again from the committed pipedream_ip.csv, the time limit's "
-                         "line at --timeout (the page, which names the machine and the command of its run, is "
-                         "left as it is)")
+    add_plot_only_argument(ap, FIGURE, "pipedream_ip.csv", ", the time limit's line at --timeout")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         ap.error(f"--timeout {args.timeout:g}: seconds > 0 expected")
     if args.plot_only:
-        refuse_run_flags(ap, args, used=("timeout", "shared"))
-        out = output_dir(args, "pipedream_ip")
-        plot(read_rows(RESULTS / "pipedream_ip.csv"), out / FIGURE, args.timeout)
-        wrote("pipedream_ip", out / FIGURE)
+        drawn = plot_only(ap, args, "pipedream_ip", FIGURE,
+                          lambda path: plot(read_rows(RESULTS / "pipedream_ip.csv"), path, args.timeout),
+                          used=("timeout", "shared"))
+        wrote("pipedream_ip", drawn)
         return 0
     chosen = split_list(ap, "--cases", args.cases, str, "comma-separated case names") if args.cases else []
     ref = args.shared / "reference" / "pipedream"

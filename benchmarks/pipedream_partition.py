@@ -53,11 +53,12 @@ from typing import Any
 from _results import (
     RESULTS,
     add_output_arguments,
+    add_plot_only_argument,
     cpu_model,
     load_average,
     output_dir,
+    plot_only,
     produced_by,
-    refuse_run_flags,
     run_time,
 )
 
@@ -255,18 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs per case (default 5; the median is reported)")
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared", help="the shared data (default ../shared)")
     ap.add_argument("--cases", default="*", help="only the cases whose name matches this pattern")
-    ap.add_argument("--plot-only", action="store_true",
-                    help=f"run nothing: draw {FIGURE} again from the committed pipedream_partition.csv (the page, "
-                         "which names the machine and the command of its run, is left as it is)")
+    add_plot_only_argument(ap, FIGURE, "pipedream_partition.csv")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error(f"--runs {args.runs}: at least 1")
     if args.plot_only:
-        refuse_run_flags(ap, args, used=("shared",))
-        out_dir = output_dir(args, "pipedream_partition")
-        plot(read_rows(RESULTS / "pipedream_partition.csv"), out_dir / FIGURE)
-        print(f"wrote {out_dir / FIGURE}", file=sys.stderr)
+        drawn = plot_only(ap, args, "pipedream_partition", FIGURE,
+                          lambda path: plot(read_rows(RESULTS / "pipedream_partition.csv"), path), used=("shared",))
+        print(f"wrote {drawn}", file=sys.stderr)
         return 0
     paths = sorted((args.shared / "reference" / "pipedream").glob("*.json"))
     if not paths:

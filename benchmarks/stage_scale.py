@@ -62,12 +62,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
     RESULTS,
     add_output_arguments,
+    add_plot_only_argument,
     check_values,
     load_average,
     output_dir,
     package_versions,
+    plot_only,
     produced_by,
-    refuse_run_flags,
     run_time,
     wrote,
 )
@@ -319,16 +320,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-sizes", type=int, nargs="+", default=list(BASELINE_SIZES),
                     help="the sizes the baseline runs, among --sizes (default "
                          + " ".join(map(str, BASELINE_SIZES)) + ": older baselines are killed at 2,048)")
-    ap.add_argument("--plot-only", action="store_true",
-                    help=f"run nothing: draw {FIGURE} again from the committed stage_scale.json (the page, which "
-                         "names the machine and the command of its run, is left as it is)")
+    add_plot_only_argument(ap, FIGURE, "stage_scale.json")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.plot_only:
-        refuse_run_flags(ap, args)
-        out = output_dir(args, "stage_scale")
-        plot(json.loads((RESULTS / "stage_scale.json").read_text(encoding="utf-8")), out / FIGURE)
-        wrote("stage_scale", out / FIGURE)
+        drawn = plot_only(ap, args, "stage_scale", FIGURE,
+                          lambda path: plot(json.loads((RESULTS / "stage_scale.json").read_text(encoding="utf-8")), path))
+        wrote("stage_scale", drawn)
         return 0
     check_values(ap, "--limits", args.limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
     check_values(ap, "--sizes", args.sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")

@@ -42,10 +42,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
     RESULTS,
     add_output_arguments,
+    add_plot_only_argument,
     check_values,
     output_dir,
+    plot_only,
     produced_by,
-    refuse_run_flags,
     run_time,
     split_list,
 )
@@ -201,16 +202,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated GPU counts, multiples of 8 (default 8192,2048)")
     ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per size (default 3)")
     ap.add_argument("--rounds", type=int, default=10, help="rounds re-solved after the first (default 10)")
-    ap.add_argument("--plot-only", action="store_true",
-                    help=f"run nothing: draw {FIGURE} again from the committed warm_resolve.json (the page, which "
-                         "names the machine and the command of its run, is left as it is)")
+    add_plot_only_argument(ap, FIGURE, "warm_resolve.json")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     if args.plot_only:
-        refuse_run_flags(ap, args)
-        out = output_dir(args, "warm_resolve")
-        plot(json.loads((RESULTS / "warm_resolve.json").read_text()), out / FIGURE)
-        print(f"wrote {out / FIGURE}")
+        drawn = plot_only(ap, args, "warm_resolve", FIGURE,
+                          lambda path: plot(json.loads((RESULTS / "warm_resolve.json").read_text()), path))
+        print(f"wrote {drawn}")
         return 0
     sizes = split_list(ap, "--sizes", args.sizes, expected="comma-separated GPU counts (multiples of 8)")
     check_values(ap, "--sizes", sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
