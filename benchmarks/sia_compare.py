@@ -35,6 +35,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -337,6 +338,50 @@ def newtrace_numbers(ap: argparse.ArgumentParser, text: str) -> list[int]:
     return traces
 
 
+def add_run_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--workers`` and ``--no-run``, and ``--update`` and ``--out-dir`` (this script's and
+    ``sia_variants``'s)."""
+    ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")
+    ap.add_argument("--no-run", action="store_true",
+                    help="run nothing: rewrite the tables and the plot from the runs kept in the output directory")
+    add_output_arguments(ap)
+
+
+def shared_data_missing(name: str) -> bool:
+    """Whether the shared data of :func:`run_one` is absent, said on stderr as ``<name>: skipped``
+    (the benchmark then ends with exit 0)."""
+    if DATA.is_dir() and LONGHORN.is_dir():
+        return False
+    print(f"{name}: skipped: shared data not found at {SHARED}", file=sys.stderr)
+    return True
+
+
+def run_and_keep(run: Callable[..., dict[str, Any]], todo: dict[str, tuple[Any, ...]], runs: dict[str, Any],
+                 store: tuple[Path, str, str], workers: int, name: str,
+                 line: Callable[[int, str, dict[str, Any]], str]) -> dict[str, str]:
+    """``run(*args)`` for each ``{key: args}`` of ``todo`` in at most two worker processes.  Each
+    finished run is kept in ``runs`` under its key, stamped with the fingerprint and the commit of
+    ``store`` (the runs' file, fingerprint, commit), the file written again at once, and named on
+    stderr (``<name>: `` and ``line(n, key, run)``, n counting finished runs); one that failed is
+    named there and left out: ``{key: "<error type>: <message>"}`` of those."""
+    cache, fp, commit = store
+    failed: dict[str, str] = {}
+    with ProcessPoolExecutor(max_workers=max(1, min(workers, 2))) as pool:
+        futures = {pool.submit(run, *args): key for key, args in todo.items()}
+        for n, f in enumerate(as_completed(futures), 1):
+            key = futures[f]
+            try:
+                r = f.result()
+            except Exception as exc:  # one failed simulation must not lose the others
+                print(f"{name}: {key}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                failed[key] = f"{type(exc).__name__}: {exc}"
+                continue
+            runs[key] = stamped(r, fp, commit)
+            cache.write_text(json.dumps(runs, indent=1) + "\n")
+            print(f"{name}: {line(n, key, r)}", file=sys.stderr)
+    return failed
+
+
 def _checked_options(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list[int], list[str], list[str]]:
     """The traces, policies and variability settings asked for, each checked (one line, exit 2)."""
     traces = newtrace_numbers(ap, args.traces)
@@ -355,13 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policies", default=",".join(POLICIES), help=f"policies (default {','.join(POLICIES)})")
     ap.add_argument("--variability", default=",".join(VARIABILITY),
                     help=f"without and with Longhorn variability (default {','.join(VARIABILITY)})")
-    ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")
-    ap.add_argument("--no-run", action="store_true",
-                    help="run nothing: rewrite the tables and the plot from the runs kept in the output directory")
-    add_output_arguments(ap)
+    add_run_arguments(ap)
     args = ap.parse_args(argv)
-    if not DATA.is_dir() or not LONGHORN.is_dir():
-        print(f"sia_compare: skipped: shared data not found at {SHARED}", file=sys.stderr)
+    if shared_data_missing("sia_compare"):
         return 0
     traces, policies, variability = _checked_options(ap, args)
     partial = None if (traces, policies, variability) == (list(range(1, 8)), list(POLICIES), list(VARIABILITY)) \
@@ -371,23 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     fail_path = out / "sia_compare_failed.json"
     fp, commit = fingerprint(), source_commit()
     runs = kept_runs(cache, None if args.no_run else fp, "sia_compare")
-    todo = [(t, p, v) for t in traces for v in variability for p in policies
-            if f"{t}/{p}/{v}" not in runs and not args.no_run]
-    failed: dict[str, str] = {}  # this invocation's (an earlier one's failures were of other code, or ran again)
-    with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
-        futures = {pool.submit(run_one, *task): task for task in todo}
-        for f in as_completed(futures):
-            try:
-                r = f.result()
-            except Exception as exc:  # one failed simulation must not lose the others
-                t, p, v = futures[f]
-                print(f"sia_compare: {t}/{p}/{v}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                failed[f"{t}/{p}/{v}"] = f"{type(exc).__name__}: {exc}"
-                continue
-            runs[_key(r)] = stamped(r, fp, commit)
-            failed.pop(_key(r), None)  # an earlier failure of this run is history now
-            cache.write_text(json.dumps(runs, indent=1) + "\n")
-            print(f"sia_compare: {_key(r)}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)", file=sys.stderr)
+    todo = {f"{t}/{p}/{v}": (t, p, v) for t in traces for v in variability for p in policies
+            if f"{t}/{p}/{v}" not in runs and not args.no_run}
+    # this invocation's failures (an earlier one's were of other code, or ran again)
+    failed = run_and_keep(run_one, todo, runs, (cache, fp, commit), args.workers, "sia_compare",
+                          lambda _, key, r: f"{key}: avg JCT {_h(r['avg_jct'])} h ({r['wall_seconds']:.0f} s)")
     if failed:
         fail_path.write_text(json.dumps(failed, indent=1) + "\n")
     elif fail_path.is_file() and todo:  # every run tried this time finished (--no-run tries none)

@@ -29,24 +29,28 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from _results import (
-    add_output_arguments,
     kept_runs,
     output_dir,
     produced_by,
     run_time,
     runs_provenance,
     source_commit,
-    stamped,
 )
-from sia_compare import DATA, HOUR, LONGHORN, SHARED, fingerprint, run_meta, run_one
+from sia_compare import (
+    HOUR,
+    add_run_arguments,
+    fingerprint,
+    run_and_keep,
+    run_meta,
+    run_one,
+    shared_data_missing,
+)
 
 #: (policy, --ilp-mode) of every design compared on draw 0; ``sia`` and ``anchored`` also run on
 #: the other draws.
@@ -206,13 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--traces", default="3,7", help="newTrace numbers (default 3,7)")
     ap.add_argument("--seeds", default="0,1,2", help="draws of the factors (default 0,1,2; 0 always runs)")
-    ap.add_argument("--workers", type=int, default=2, help="worker processes (at most 2)")
-    ap.add_argument("--no-run", action="store_true",
-                    help="run nothing: rewrite the tables and the plot from the runs kept in the output directory")
-    add_output_arguments(ap)
+    add_run_arguments(ap)
     args = ap.parse_args(argv)
-    if not DATA.is_dir() or not LONGHORN.is_dir():
-        print(f"sia_variants: skipped: shared data not found at {SHARED}", file=sys.stderr)
+    if shared_data_missing("sia_variants"):
         return 0
     try:
         traces = [int(t) for t in args.traces.split(",") if t]
@@ -227,24 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     cache = out / "sia_variants_runs.json"
     fp, commit = fingerprint(__file__), source_commit()  # (this script, sia_compare's run_one and their data)
     runs = kept_runs(cache, None if args.no_run else fp, "sia_variants")
-    todo = [] if args.no_run else [task for task in _tasks(traces, seeds)
-                                   if _key(task[0], task[1], task[4], task[2], task[3]) not in runs]
-    failed = 0
-    with ProcessPoolExecutor(max_workers=max(1, min(args.workers, 2))) as pool:
-        futures = {pool.submit(_run, *task): task for task in todo}
-        for n, f in enumerate(as_completed(futures), 1):
-            t, p, v, s, m = futures[f]
-            key = _key(t, p, m, v, s)
-            try:
-                r = f.result()
-            except Exception as exc:  # one failed simulation must not lose the others
-                print(f"sia_variants: {key}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-                failed += 1
-                continue
-            runs[key] = stamped(r, fp, commit)
-            cache.write_text(json.dumps(runs, indent=1) + "\n")
-            print(f"sia_variants: [{n}/{len(todo)}] {key}: avg JCT {r['avg_jct'] / HOUR:.4f} h "
-                  f"({r['wall_seconds']:.0f} s)", file=sys.stderr)
+    grid = {} if args.no_run else {_key(t, p, m, v, s): (t, p, v, s, m) for t, p, v, s, m in _tasks(traces, seeds)}
+    todo = {key: task for key, task in grid.items() if key not in runs}
+    failed = run_and_keep(_run, todo, runs, (cache, fp, commit), args.workers, "sia_variants",
+                          lambda n, key, r: f"[{n}/{len(todo)}] {key}: avg JCT {r['avg_jct'] / HOUR:.4f} h "
+                                            f"({r['wall_seconds']:.0f} s)")
     (out / "sia_variants.md").write_text(write_markdown(runs, traces, seeds, {**run_meta(), "command": produced_by(__file__, argv, date=False, commit=False)}) + "\n" + FIGURE)
     plot(runs, traces, seeds, out / "sia_variants.png")
     print(f"sia_variants: wrote {out}/sia_variants.{{md,png}}", file=sys.stderr)
