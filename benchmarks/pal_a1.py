@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import io
 import math
-import os
 import sys
 import time
 from collections import defaultdict
@@ -51,7 +50,7 @@ from typing import Any
 
 import numpy as np
 from _results import add_output_arguments, output_dir, produced_by, run_time, write_rows_6g
-from pal_lambda import geomean
+from pal_lambda import artifact_traces, check_draws, geomean  # (which sets PAL_OPT_SHARED)
 from pal_lambda import ratios as jct_ratios
 from suite import machine
 
@@ -69,12 +68,6 @@ def figure_links(drawn: set[str]) -> str:
     has no λ sweep to draw, and its page linked a ``pal_a1_lambda.png`` that was not there."""
     return "".join(f"\n\n![{alt}]({name})" for name, alt in FIGURES if name in drawn) + "\n"
 
-
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-# the package finds the measurements here whether it runs from this tree or an installed copy
-os.environ.setdefault("PAL_OPT_SHARED", str(SHARED))
-TRACES = SHARED / "data" / "pal-artifact" / "traces"
 
 GREEDY = ("packed-sticky", "pmfirst", "pal", "packed-sticky-backfill", "pmfirst-backfill", "pal-backfill")
 ILP = ("ilp-prefix", "ilp-backfill")
@@ -448,19 +441,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="artifact draw only, no λ sweep")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.seeds < 0:
-        ap.error(f"--seeds {args.seeds}: a number of draws >= 0 expected")
-    if args.workers < 1:
-        ap.error(f"--workers {args.workers}: at least 1")
+    check_draws(ap, args)
     if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
     defaults = ap.parse_args([])
     partial = [flag for flag, on in (("--quick", args.quick), ("--seeds", args.seeds != defaults.seeds),
                                      ("--no-ilp", args.no_ilp), ("--no-lambda", args.no_lambda)) if on]
 
-    traces = sorted(TRACES.glob("workload-*.csv"))
+    traces = artifact_traces("pal_a1")
     if not traces:
-        print(f"pal_a1: skipped: traces not found in {TRACES}", file=sys.stderr)
         return 0
     out = output_dir(args, "pal_a1", partial=" ".join(partial) or None)  # checked before any work
     policies = GREEDY + (() if args.no_ilp else ILP)

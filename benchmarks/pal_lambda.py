@@ -496,6 +496,24 @@ def tasks_for(args: argparse.Namespace, traces: Sequence[Path]) -> list[tuple[st
     return sorted(tasks, key=lambda t: (weight.get(Path(t[0]).stem, 9), -t[2]))
 
 
+def check_draws(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A one-line usage error for ``--seeds`` (numpy draws) below 0 or ``--workers`` below 1 (also
+    ``pal_a1``'s)."""
+    if args.seeds < 0:
+        ap.error(f"--seeds {args.seeds}: a number of draws >= 0 expected")
+    if args.workers < 1:
+        ap.error(f"--workers {args.workers}: at least 1")
+
+
+def artifact_traces(name: str) -> list[Path]:
+    """The PAL artifact's workload traces (:data:`TRACES`), sorted; none, said on stderr as
+    ``<name>: skipped``, when ``../shared`` does not have them (also ``pal_a1``'s)."""
+    traces = sorted(TRACES.glob("workload-*.csv"))
+    if not traces:
+        print(f"{name}: skipped: traces not found in {TRACES}", file=sys.stderr)
+    return traces
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=run_time(__doc__))
     ap.add_argument("--seeds", type=int, default=1,
@@ -504,16 +522,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="workload-6, artifact draw, λ = 1 and 3 only")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.seeds < 0:
-        ap.error(f"--seeds {args.seeds}: a number of draws >= 0 expected")
-    if args.workers < 1:
-        ap.error(f"--workers {args.workers}: at least 1")
+    check_draws(ap, args)
     defaults = ap.parse_args([])
     partial = [flag for flag, on in (("--quick", args.quick), ("--seeds", args.seeds != defaults.seeds)) if on]
 
-    traces = sorted(TRACES.glob("workload-*.csv"))
+    traces = artifact_traces("pal_lambda")
     if not traces:
-        print(f"pal_lambda: skipped: traces not found in {TRACES}", file=sys.stderr)
         return 0
     out = output_dir(args, "pal_lambda", partial=" ".join(partial) or None)
     tasks = tasks_for(args, traces)
