@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 from _results import add_output_arguments, output_dir, produced_by, run_time, write_rows_6g
-from pal_lambda import artifact_traces, check_draws, geomean  # (which sets PAL_OPT_SHARED)
+from pal_lambda import artifact_traces, check_draws, draw_cluster, geomean  # (which sets PAL_OPT_SHARED)
 from pal_lambda import ratios as jct_ratios
 from suite import machine
 
@@ -98,14 +98,11 @@ def _policy_config(policy: str, lam: float, time_limit: float) -> Any:
 def run_group(task: tuple[str, str, str, float, tuple[str, ...], float]) -> list[dict[str, Any]]:
     """Simulate one (trace, draw, λ) under each policy; one worker process runs one group."""
     from pal_opt.io.traces import read_trace
-    from pal_opt.simulate import build_cluster, parse_cluster, result_to_dict, simulate
+    from pal_opt.simulate import result_to_dict, simulate
 
     experiment, trace_path, draw, lam, policies, time_limit = task
     trace = read_trace(trace_path)
-    if draw == "artifact":
-        cluster, _ = build_cluster(parse_cluster("16x4"), draw="artifact")
-    else:
-        cluster, _ = build_cluster(parse_cluster("16x4"), seed=int(draw[4:]))
+    cluster = draw_cluster(draw)
     slow_a = int((cluster.factors["classA"] > 2.0).sum())
     rows = []
     for policy in policies:

@@ -74,18 +74,25 @@ COLUMNS = ("trace", "draw", "lambda", "policy", "avg_jct_h", "makespan_h", "gpu_
 
 
 # ----------------------------------------------------------------------------- simulation
+def draw_cluster(draw: str) -> Any:
+    """The 16-server cluster of ``SERVER_GPUS`` GPUs each of a draw of the per-GPU factors:
+    ``"artifact"`` (the PAL artifact's) or ``"seed<N>"`` (numpy's, seed N) (also ``pal_a1``'s)."""
+    from pal_opt.simulate import build_cluster, parse_cluster
+
+    spec = parse_cluster(f"16x{SERVER_GPUS}")
+    if draw == "artifact":
+        return build_cluster(spec, draw="artifact")[0]
+    return build_cluster(spec, seed=int(draw.removeprefix("seed")))[0]
+
+
 def run_group(task: tuple[str, str, float]) -> list[dict[str, Any]]:
     """Simulate one (trace, draw, λ) under every policy; one worker process runs one group."""
     from pal_opt.io.traces import read_trace
-    from pal_opt.simulate import SimConfig, build_cluster, parse_cluster, simulate
+    from pal_opt.simulate import SimConfig, simulate
 
     trace_path, draw, lam = task
     trace = read_trace(trace_path)
-    spec = parse_cluster(f"16x{SERVER_GPUS}")
-    if draw == "artifact":
-        cluster, _ = build_cluster(spec, draw="artifact")
-    else:
-        cluster, _ = build_cluster(spec, seed=int(draw.removeprefix("seed")))
+    cluster = draw_cluster(draw)
     rows = []
     for policy in POLICIES:
         s = simulate(trace, cluster, SimConfig(policy=policy, locality_penalty=lam), source=trace_path).summary
