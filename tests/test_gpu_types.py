@@ -399,15 +399,18 @@ def test_generate_typed_cli_solve_and_check(tmp_path, capsys) -> None:
     from pal_opt.cli import main
 
     out = tmp_path / "t.json"
-    # seed 5: running guaranteed jobs of both types and running jobs of no type (seed 0 had no
-    # running guaranteed job, and the check below ran on none)
+    # seed 49: running guaranteed jobs of both types and running jobs of no type on each type (seed
+    # 0 had no running guaranteed job, and the check below ran on none).  Packed on all free GPUs
+    # whatever their type, an untyped running job here lies across both types (the round is
+    # refused, generate fails); seed 5's untyped jobs fit one server anyway, so it could not tell.
     assert main(["generate", "--cluster", "aws:2x4,rtx:2x8", "--jobs", "12", "--guaranteed-fraction", "0.5",
-                 "--running-fraction", "0.3", "--seed", "5", "-o", str(out)]) == 0
+                 "--running-fraction", "0.3", "--seed", "49", "-o", str(out)]) == 0
     inst = load_instance(out)
     assert inst.cluster.type_names == ("aws", "rtx") and any(j.kind == "guaranteed" for j in inst.jobs)
     running = {j.id: (j.gpu_type, {inst.cluster.type_names[inst.cluster.type_of[g]] for g in j.placement})
                for j in inst.jobs if j.placement is not None}
     assert {t for t, _ in running.values()} == {"aws", "rtx", None}, running
+    assert {t for want, on in running.values() if want is None for t in on} == {"aws", "rtx"}, running
     for want, on in running.values():  # running jobs run on one type, a guaranteed job on its own
         assert len(on) == 1 and (want is None or on == {want}), running
     for method in ("pal", "ilp"):
