@@ -22,7 +22,6 @@ them (:func:`round_of_result`), so ``pal-opt check INSTANCE REPAIRED.json`` need
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,6 +30,7 @@ import numpy as np
 
 from .errors import InstanceError, OptionError
 from .model import GpuState, Job, JobId, RoundInstance, checked_gpu_ids, require_gpu_ids
+from .options import is_finite_number, shown_number
 
 __all__ = [
     "RepairRound",
@@ -253,10 +253,9 @@ def failed_gpus(instance: RoundInstance, failed: Iterable[Any]) -> tuple[int, ..
 
 
 def _migration_price(value: Any) -> float:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:  # (math.isfinite raised OverflowError on 10**400)
         raise OptionError(f"allow_migration must be a positive number (round-cost units per GPU moved), "
-                          f"got {value!r}")
+                          f"got {shown_number(value)}")
     return float(value)
 
 

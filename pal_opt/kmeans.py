@@ -77,7 +77,10 @@ class KMeansResult:
 
 
 def _check_values(values: np.ndarray) -> np.ndarray:
-    x = np.ascontiguousarray(values, dtype=np.float64)
+    try:
+        x = np.ascontiguousarray(values, dtype=np.float64)
+    except OverflowError:  # an integer past a float's range (10**400): not finite, as NaN (was a traceback)
+        raise OptionError("k-means values must be finite") from None
     if x.ndim != 1:
         raise OptionError(f"k-means needs a 1-D array of values, got shape {x.shape}")
     if not np.isfinite(x).all():

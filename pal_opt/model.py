@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, TypeVar
 import numpy as np
 
 from .errors import InputTypeError, InstanceError, OptionError, counted
-from .options import DEFAULT_ROUND_LENGTH, number_array, require_items
+from .options import DEFAULT_ROUND_LENGTH, is_finite_number, number_array, require_items, shown_number
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built (it costs ~0.1 s at start-up)
     import networkx as nx
@@ -1112,10 +1112,11 @@ def _is_int(v: Any) -> bool:
 
 
 def _finite_at_least(v: Any, low: float, path: str, *, strict: bool = False, high: float | None = None) -> float:
-    ok = isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool) and math.isfinite(v)
-    if not ok or v < low or (strict and v == low):
+    # is_finite_number: an integer past a float's range (10**400) is refused as NaN is (math.isfinite
+    # raised OverflowError on it, a traceback)
+    if not is_finite_number(v) or v < low or (strict and v == low):
         rel = ">" if strict else ">="
-        raise InstanceError(f"must be a finite number {rel} {low:g}, got {v!r}", path=path)
+        raise InstanceError(f"must be a finite number {rel} {low:g}, got {shown_number(v)}", path=path)
     if high is not None and v > high:
         raise InstanceError(f"must be at most {high:g} (a slowdown multiplier), got {v!r}", path=path)
     return float(v)

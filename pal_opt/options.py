@@ -443,6 +443,9 @@ def number_array(value: Any, arg: str, kinds: str = "iuf", dtype: Any = None) ->
         try:
             if value is not None and not isinstance(value, str | bytes):  # (None would be nan)
                 return np.asarray(value, dtype=dtype)
+        except OverflowError:  # an integer past the type's range (10**400 for float64): was a traceback
+            raise InputTypeError(f"must be numbers that {np.dtype(dtype).name} holds, got {_given(value)}",
+                                 path=arg) from None
         except (TypeError, ValueError):
             pass
         raise InputTypeError(f"must be numbers (an array or a sequence), got {_given(value)}", path=arg)

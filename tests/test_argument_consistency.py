@@ -318,3 +318,122 @@ def test_a_cost_parameter_past_a_floats_range_is_refused_in_one_line() -> None:
 
     with pytest.raises(OptionError, match=r"^costs\.migration\.per_gpu must be a finite number >= 0, got 1000"):
         COST_TERMS["migration"].validate_params({"per_gpu": BIG})
+
+
+def _trace_job(**given: object) -> object:
+    from pal_opt.io.traces import TraceJob
+
+    fields = {"id": 1, "demand": 2, "submit_time": 0.0, "iterations": 100, "model": "BERT", "perfclass": "classA",
+              "iter_time": 0.1}
+    return TraceJob(**{**fields, **given})  # type: ignore[arg-type]
+
+
+def _simulate(**given: object) -> object:
+    from pal_opt.simulate import build_cluster, parse_cluster, simulate
+
+    return simulate([_trace_job(**given)], build_cluster(parse_cluster("2x4"))[0])
+
+
+def _read_trace(tmp_path: Path, value: object) -> object:
+    from pal_opt.io.traces import read_trace
+
+    path = tmp_path / "trace.csv"
+    path.write_text("job_id,num_gpus,submit_time,duration,model\n1,2,0,100,BERT\n")
+    return read_trace(path, default_iter_time=value)  # type: ignore[arg-type]
+
+
+def _repair(value: object) -> object:
+    import pal_opt
+
+    inst = pal_opt.generate_instance(2, 4, 3, seed=0)
+    placed = dict(pal_opt.solve(inst, "pal").placements)
+    return pal_opt.repair(inst, placed, [next(iter(placed.values()))[0]], allow_migration=value)  # type: ignore[arg-type]
+
+
+def _cluster(throughput: object) -> object:
+    from pal_opt import Cluster
+
+    return Cluster.from_arrays(range(4), [0, 0, 1, 1], {"classA": [1.0] * 4}, gpu_types="aabb",
+                               throughput={"classA": {"a": throughput, "b": 1.0}})
+
+
+_SHOWN = "100000000000000000...0000000000000000000"
+_NAN_OR_BIG = [  # (label, build from the value, error class, message: NaN's with the value shown as given)
+    ("RoundParams(locality_penalty)", lambda v, d: __import__("pal_opt").RoundParams(locality_penalty=v),
+     "InstanceError", "params.locality_penalty: must be a finite number >= 1, got {}"),
+    ("RoundParams(restart_cost)", lambda v, d: __import__("pal_opt").RoundParams(restart_cost=v),
+     "InstanceError", "params.restart_cost: must be a finite number >= 0, got {}"),
+    ("RoundParams(round_length)", lambda v, d: __import__("pal_opt").RoundParams(round_length=v),
+     "InstanceError", "params.round_length: must be a finite number > 0, got {}"),
+    ("Pipeline(stage_times)", lambda v, d: __import__("pal_opt").Pipeline((v, 1.0), (1, 1)),
+     "InstanceError", "pipeline.stage_times[0]: must be a finite number >= 0, got {}"),
+    ("Cluster(throughput)", lambda v, d: _cluster(v),
+     "InstanceError", "throughput.classA.a: must be a finite number > 0, got {}"),
+    ("fairness_costs(p)", lambda v, d: __import__("pal_opt.hetero", fromlist=["x"]).fairness_costs([1.0], p=v),
+     "OptionError", "the fairness power p must be finite and non-zero, got {}"),
+    ("SiaParams(lambda_n)", lambda v, d: __import__("pal_opt.hetero", fromlist=["x"]).SiaParams(lambda_n=v),
+     "OptionError", "lambda_n must be a finite number, got {}"),
+    ("StepTime(step_time)", lambda v, d: __import__("pal_opt.hetero", fromlist=["x"]).StepTime(4, v, 0.0),
+     "OptionError", "a step time must be a positive number of seconds, got {}"),
+    ("StepTime(sync_time)", lambda v, d: __import__("pal_opt.hetero", fromlist=["x"]).StepTime(4, 1.0, v),
+     "OptionError", "a sync time must be >= 0 and below the step time 1.0, got {}"),
+    ("FailureConfig(gpu_mtbf_hours)", lambda v, d: __import__("pal_opt.simulate.failures", fromlist=["x"]).FailureConfig(
+        gpu_mtbf_hours=v).validate(), "OptionError", "gpu-mtbf must be a number > 0 (inf: never), got {}"),
+    ("FailureConfig(repair_time)", lambda v, d: __import__("pal_opt.simulate.failures", fromlist=["x"]).FailureConfig(
+        repair_time=v).validate(), "OptionError", "repair-time must be a finite number > 0, got {}"),
+    ("read_trace(default_iter_time)", lambda v, d: _read_trace(d, v),
+     "InstanceError", "trace.csv: default iteration time must be > 0, got {}"),
+    ("repair(allow_migration)", lambda v, d: _repair(v),
+     "OptionError", "allow_migration must be a positive number (round-cost units per GPU moved), got {}"),
+    ("solve_ilp(gap)", lambda v, d: __import__("pal_opt.ilp", fromlist=["x"]).solve_ilp(
+        __import__("pal_opt").generate_instance(2, 4, 3, seed=0), gap=v), "OptionError",
+     "gap must be a finite number >= 0, got {}"),
+    ("solve_ilp(deadline)", lambda v, d: __import__("pal_opt.ilp", fromlist=["x"]).solve_ilp(
+        __import__("pal_opt").generate_instance(2, 4, 3, seed=0), deadline=v), "OptionError",
+     "deadline must be a time.monotonic() value, got {}"),
+    ("geomean_slowdown(cost)", lambda v, d: __import__("pal_opt").geomean_slowdown(v, 2),
+     "InstanceError", "cost: must be a number or inf (a round cost), got {}"),
+    ("simulate(submit_time)", lambda v, d: _simulate(submit_time=v),
+     "InstanceError", "job 1: submit_time: job 1 has submit time {}; expected a finite number ≥ 0"),
+    ("simulate(iterations)", lambda v, d: _simulate(iterations=v),
+     "InstanceError", "job 1: duration: job 1 needs finite positive iterations and iteration time"),
+    ("kmeans_1d(values)", lambda v, d: __import__("pal_opt.kmeans", fromlist=["x"]).kmeans_1d([1.0, v, 2.0], 2),
+     "OptionError", "k-means values must be finite"),
+]
+
+
+@pytest.mark.parametrize(("build", "error", "message"), [c[1:] for c in _NAN_OR_BIG], ids=[c[0] for c in _NAN_OR_BIG])
+def test_an_integer_past_a_floats_range_is_refused_as_nan_is(build, error: str, message: str, tmp_path: Path) -> None:
+    """These checks called ``math.isfinite`` (or ``math.isnan``, or numpy's float conversion) on
+    the value, which raises ``OverflowError`` on ``10**400``: a traceback where NaN gets one line.
+    Now both get the same error (the value shown by its first and last digits)."""
+    for value, shown in ((math.nan, "nan"), (BIG, _SHOWN)):
+        with pytest.raises(PalOptError) as info:
+            build(value, tmp_path)
+        assert type(info.value).__name__ == error, info.value
+        assert str(info.value).endswith(message.format(shown)), str(info.value)
+
+
+def test_read_trace_refuses_a_default_iteration_time_that_is_no_number_as_a_type_error(tmp_path: Path) -> None:
+    from pal_opt.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match="default_iter_time: must be a number of seconds, got str '1'"):
+        _read_trace(tmp_path, "1")  # a TypeError from math.isfinite before: still a TypeError
+
+
+def test_relative_gap_takes_a_bound_past_a_floats_range_as_no_bound_as_nan() -> None:
+    from pal_opt.cost import relative_gap
+
+    assert relative_gap(1.0, math.nan, 4) is None and relative_gap(1.0, BIG, 4) is None  # OverflowError before
+
+
+@pytest.mark.parametrize("call", [
+    lambda: __import__("pal_opt.hetero", fromlist=["x"]).fit_perf_params([1], [1], [32], [BIG], [1.0]),
+    lambda: __import__("pal_opt.hetero", fromlist=["x"]).gavel_allocation([[1.0, BIG]], [1], [1, 1]),
+], ids=["fit_perf_params", "gavel_allocation"])
+def test_arrays_with_an_integer_past_a_floats_range_are_refused_in_one_line(call) -> None:
+    from pal_opt.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match=r"must be numbers that float64 holds, got list \[") as info:
+        call()
+    assert "\n" not in str(info.value)

@@ -851,3 +851,34 @@ def test_measurements_near_the_float_limits(tmp_path):
         assert load_measurements(big).round(6).tolist() == [round(1.7 / 1.65, 6), round(1.6 / 1.65, 6)]
         with pytest.raises(InstanceError, match=r"tiny.csv: line 4, column perf: perf 1 is inf times the file's median"):
             load_measurements(tiny)
+
+
+
+@pytest.mark.parametrize("attr", ["factor_classA", "throughput_classA"])
+@pytest.mark.parametrize(("value", "shown"), [("NaN", "nan"), ("1" + "0" * 400, "100000000000000000...0000000000000000000")],
+                         ids=["nan", "400-digit-long"])
+def test_a_graphml_number_past_a_floats_range_is_refused_as_nan_is(attr, value, shown, tmp_path, capsys):
+    """A GPU's ``factor_<class>`` or ``throughput_<class>`` declared ``long`` with 400 digits raised
+    ``OverflowError`` from ``math.isfinite`` (a traceback); it is refused in the line NaN gets."""
+    given = {"factor_classA": ("double", "1.0"), "throughput_classA": ("double", "2.0")}
+    given[attr] = ("double" if value == "NaN" else "long", value)
+    keys = "".join(f'<key id="{a}" for="node" attr.name="{a}" attr.type="{t}"/>\n' for a, (t, _) in given.items())
+    data = "".join(f'<data key="{a}">{v}</data>' for a, (_, v) in given.items())
+    src = tmp_path / "c.graphml"
+    src.write_text(
+        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">\n'
+        '<key id="kind" for="node" attr.name="kind" attr.type="string"/>\n'
+        '<key id="id" for="node" attr.name="id" attr.type="long"/>\n'
+        '<key id="type" for="node" attr.name="type" attr.type="string"/>\n'
+        f'{keys}<graph edgedefault="directed">\n'
+        '<node id="s"><data key="kind">server</data></node>\n'
+        f'<node id="g"><data key="kind">gpu</data><data key="id">0</data><data key="type">A</data>{data}</node>\n'
+        '<edge source="s" target="g"/>\n</graph>\n</graphml>\n'
+    )
+    out_path = tmp_path / "out.json"
+    rc = main(["import", "graphml", str(src), "-o", str(out_path)])
+    out, err = capsys.readouterr()
+    prefix = attr.split("_")[0]
+    _expect_one_line_error(rc, out, err, f"{src}: node 'g'.{attr}: must be a finite number > 0 named "
+                                         f"{prefix}_<class>, got {shown}")
+    assert not out_path.exists()

@@ -24,7 +24,15 @@ from ..model import (
     require_gpu_ids,
     require_instance,
 )
-from ..options import check_count, number_array, require_items, require_mapping, require_type
+from ..options import (
+    check_count,
+    is_finite_number,
+    number_array,
+    require_items,
+    require_mapping,
+    require_type,
+    shown_number,
+)
 from .registry import cost_terms, validate_cost_params
 
 __all__ = [
@@ -264,8 +272,8 @@ def _require_cost(cost: Any, arg: str) -> None:
     bool), inf allowed (a term priced past the floats), NaN and -inf not."""
     if isinstance(cost, bool) or not isinstance(cost, numbers.Real):
         raise InputTypeError(f"must be a number (a round cost), got {type(cost).__name__} {cost!r:.60}", path=arg)
-    if math.isnan(cost) or cost == -math.inf:
-        raise InstanceError(f"must be a number or inf (a round cost), got {cost!r}", path=arg)
+    if not (is_finite_number(cost) or cost == math.inf):  # 10**400 as NaN (math.isnan raised OverflowError)
+        raise InstanceError(f"must be a number or inf (a round cost), got {shown_number(cost)}", path=arg)
 
 
 def geomean_slowdown(cost: float, gpus: int) -> float:
@@ -310,8 +318,8 @@ def relative_gap(objective: float, bound: float | None, gpus: int) -> float | No
     if bound is not None and (isinstance(bound, bool) or not isinstance(bound, numbers.Real)):
         raise InputTypeError(f"must be None or a number, got {type(bound).__name__} {bound!r:.60}", path="bound")
     check_count(gpus, "gpus", 0)
-    if bound is None or gpus <= 0 or not math.isfinite(bound):
-        return None if bound is None or not math.isfinite(bound) else 0.0
+    if bound is None or gpus <= 0 or not is_finite_number(bound):  # 10**400 as NaN: no bound
+        return None if bound is None or not is_finite_number(bound) else 0.0
     try:
         return max(0.0, math.expm1((objective - bound) / gpus))
     except OverflowError:  # a gap past the floats: as good as none proven

@@ -33,7 +33,16 @@ from typing import Any
 import numpy as np
 
 from ..errors import InstanceError, OptionError
-from ..options import check_count, check_finite, number_array, require_items, require_mapping, require_type
+from ..options import (
+    check_count,
+    check_finite,
+    is_finite_number,
+    number_array,
+    require_items,
+    require_mapping,
+    require_type,
+    shown_number,
+)
 from .goodput import JobKind, StepModel, check_grad, optimize_goodput
 from .profiles import APP_TYPES, APP_WHAT, Application
 
@@ -527,8 +536,8 @@ def fairness_costs(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_C
 def fairness_costs_unchecked(goodput: np.ndarray, p: float = -0.5, clip: float = GOODPUT_CLIP) -> np.ndarray:
     """:func:`fairness_costs` without the check of ``goodput``, for the Sia policy's own arrays
     (not in ``__all__``; the check of ``p`` stays)."""
-    if p == 0 or not math.isfinite(p):
-        raise OptionError(f"the fairness power p must be finite and non-zero, got {p}")
+    if p == 0 or not is_finite_number(p):  # (math.isfinite raised OverflowError on 10**400)
+        raise OptionError(f"the fairness power p must be finite and non-zero, got {shown_number(p)}")
     with np.errstate(divide="ignore"):  # a zero goodput's inf is clipped below, as intended
         a = np.round(np.power(goodput, goodput.dtype.type(p) if goodput.dtype.kind == "f" else p), 2)
     a[a > clip] = clip

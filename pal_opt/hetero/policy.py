@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import OptionError, counted
-from ..options import check_flag, check_time_limit, require_items, require_type
+from ..options import (
+    check_flag,
+    check_time_limit,
+    is_finite_number,
+    require_items,
+    require_type,
+    shown_number,
+)
 from ..simulate.fields import SIA_PARAMS_NAME, renamed_argument, warn_renamed
 from .configs import (
     CONFIGS_HINT,
@@ -102,8 +109,8 @@ class SiaParams:
     def __post_init__(self) -> None:
         for name in ("p", "lambda_n", "lambda_a"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating) or not math.isfinite(v):
-                raise OptionError(f"{name} must be a finite number, got {v!r}")
+            if not isinstance(v, int | float | np.integer | np.floating) or not is_finite_number(v):  # 10**400 too
+                raise OptionError(f"{name} must be a finite number, got {shown_number(v)}")
         if self.p >= 0:
             raise OptionError(f"the Sia policy here needs a negative fairness power p, got {self.p}")
         if not self.lambda_n > 1:

@@ -63,7 +63,6 @@ same calls give the same plans.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -76,7 +75,7 @@ import numpy as np
 from ..errors import InstanceError, OptionError, UnknownJobError
 from ..ilp.backends import get_backend
 from ..model import checked_gpu_ids
-from ..options import check_cluster_size, check_count, check_finite
+from ..options import check_cluster_size, check_count, check_finite, is_finite_number, shown_number
 from ..simulate.fields import SIA_PARAMS_NAME, renamed_argument
 from .configs import GpuType
 from .goodput import JobKind
@@ -147,10 +146,12 @@ class StepTime:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "atomic_bsz", check_count(self.atomic_bsz, "a step time's atomic_bsz"))
-        if not (_is_real(self.step_time) and math.isfinite(self.step_time) and self.step_time > 0):
-            raise OptionError(f"a step time must be a positive number of seconds, got {self.step_time!r}")
-        if not (_is_real(self.sync_time) and math.isfinite(self.sync_time) and 0 <= self.sync_time < self.step_time):
-            raise OptionError(f"a sync time must be >= 0 and below the step time {self.step_time}, got {self.sync_time!r}")
+        # is_finite_number: 10**400 refused as NaN is (math.isfinite raised OverflowError on it)
+        if not (_is_real(self.step_time) and is_finite_number(self.step_time) and self.step_time > 0):
+            raise OptionError(f"a step time must be a positive number of seconds, got {shown_number(self.step_time)}")
+        if not (_is_real(self.sync_time) and is_finite_number(self.sync_time) and 0 <= self.sync_time < self.step_time):
+            raise OptionError(f"a sync time must be >= 0 and below the step time {self.step_time}, "
+                              f"got {shown_number(self.sync_time)}")
         object.__setattr__(self, "step_time", float(self.step_time))
         object.__setattr__(self, "sync_time", float(self.sync_time))
 

@@ -93,7 +93,14 @@ from ..deadline import FINISH_SECONDS, Deadline
 from ..errors import BackendError, OptionError, SolveInterrupted, TimeLimitReached, counted
 from ..gputypes import claim_all, fits_types, free_per_type, has_types, type_groups
 from ..model import GpuState, JobId, RoundInstance, non_integer_at, require_instance
-from ..options import check_flag, check_time_limit, require_items, require_mapping
+from ..options import (
+    check_flag,
+    check_time_limit,
+    is_finite_number,
+    require_items,
+    require_mapping,
+    shown_number,
+)
 from ..result import OPTIMALITY_TOL, PlacementResult, Status, priced_result
 from .backends import SolveOptions, SolverStatus, get_backend
 from .backends.base import Backend, BackendAbandoned, BackendInterrupted, BackendSolution
@@ -220,9 +227,9 @@ def check_ilp_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, 
     :class:`~pal_opt.errors.InputTypeError` for ``backend_params``) naming the argument."""
     check_time_limit(time_limit)
     if gap is not None and (
-        isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or gap < 0
+        not isinstance(gap, (int, float)) or not is_finite_number(gap) or gap < 0  # 10**400: OverflowError was raised
     ):
-        raise OptionError(f"gap must be a finite number >= 0, got {gap!r}")
+        raise OptionError(f"gap must be a finite number >= 0, got {shown_number(gap)}")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
         raise OptionError(f"threads must be a positive integer, got {threads!r}")
     for label, v in (("warm_start", warm_start), ("deterministic", deterministic), ("canonical", canonical)):
@@ -230,8 +237,8 @@ def check_ilp_options(time_limit: Any, gap: Any, threads: Any, warm_start: Any, 
     if backend_params is not None:
         names = list(require_mapping(backend_params, "backend_params", "a mapping of solver option names to values"))
         require_items(names, "backend_params", "a mapping of solver option names (str) to values", of=str)
-    if deadline is not None and not (isinstance(deadline, (int, float)) and math.isfinite(deadline)):
-        raise OptionError(f"deadline must be a time.monotonic() value, got {deadline!r}")
+    if deadline is not None and not (isinstance(deadline, (int, float)) and is_finite_number(deadline)):
+        raise OptionError(f"deadline must be a time.monotonic() value, got {shown_number(deadline)}")
 
 
 @dataclass(frozen=True)

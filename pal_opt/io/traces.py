@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import os
 import re
 from collections.abc import Mapping
@@ -51,6 +52,7 @@ from pathlib import Path
 
 from ..errors import InstanceError, MissingFileError
 from ..model import MODEL_CLASS, MODEL_ITER_TIME, JobId, Pipeline
+from ..options import is_finite_number, require_type, shown_number
 from .csvfile import CsvTable, integer_id, read_csv, separator_hint
 from .jobs import parse_priority
 
@@ -160,8 +162,12 @@ def read_trace(
         unknown model without ``default_class``, or an empty trace.
     """
     source = str(path)
-    if not (math.isfinite(default_iter_time) and default_iter_time > 0):
-        raise InstanceError(f"default iteration time must be > 0, got {default_iter_time!r}", source=source)
+    # a string raised TypeError from math.isfinite, 10**400 OverflowError: an InputTypeError (a
+    # TypeError still), and 10**400 refused as NaN is
+    require_type(default_iter_time, numbers.Real, "default_iter_time", what="a number of seconds")
+    if not (is_finite_number(default_iter_time) and default_iter_time > 0):
+        raise InstanceError(f"default iteration time must be > 0, got {shown_number(default_iter_time)}",
+                            source=source)
     models = _Models({**MODEL_CLASS, **(model_class or {})}, {**MODEL_ITER_TIME, **(iter_time or {})},
                      default_class, default_iter_time)
     table = _read_table(path)

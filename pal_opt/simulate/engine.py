@@ -79,7 +79,9 @@ from ..options import (
     check_finite,
     check_flag,
     check_seconds,
+    is_finite_number,
     require_mapping,
+    shown_number,
 )
 from ..result import PlacementResult, Status
 from ..scheduler import RoundPolicy
@@ -367,15 +369,17 @@ def check_trace(trace: Sequence[Any], cluster: Cluster, source: str | None) -> N
                 source=source,
                 path=where + "num_gpus",
             )
-        if not (math.isfinite(tj.iterations) and tj.iterations > 0 and math.isfinite(tj.iter_time) and tj.iter_time > 0):
+        # is_finite_number: 10**400 refused as NaN is (math.isfinite raised OverflowError on it)
+        if not (is_finite_number(tj.iterations) and tj.iterations > 0
+                and is_finite_number(tj.iter_time) and tj.iter_time > 0):
             raise InstanceError(
                 f"job {tj.id!r} needs finite positive iterations and iteration time",
                 source=source,
                 path=where + "duration",
             )
-        if not (math.isfinite(tj.submit_time) and tj.submit_time >= 0):
+        if not (is_finite_number(tj.submit_time) and tj.submit_time >= 0):
             raise InstanceError(
-                f"job {tj.id!r} has submit time {tj.submit_time!r}; expected a finite number ≥ 0",
+                f"job {tj.id!r} has submit time {shown_number(tj.submit_time)}; expected a finite number ≥ 0",
                 source=source,
                 path=where + "submit_time",
             )

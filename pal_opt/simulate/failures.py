@@ -73,7 +73,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..model import Cluster, GpuState, JobId, RoundInstance
-from ..options import SolveOptions
+from ..options import SolveOptions, is_finite_number, shown_number
 from ..result import PlacementResult
 from .choices import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -130,12 +130,13 @@ class FailureConfig:
         for name, flag in (("gpu_mtbf_hours", "gpu-mtbf"), ("server_mtbf_hours", "server-mtbf"),
                            ("checkpoint_interval", "checkpoint-interval")):
             v = getattr(self, name)
-            if not (_is_number(v) and not math.isnan(v) and v > 0):
-                raise OptionError(f"{flag} must be a number > 0 (inf: never), got {v!r}")
+            # is_finite_number: 10**400 refused as NaN is (math.isnan, math.isfinite raised OverflowError)
+            if not (_is_number(v) and (is_finite_number(v) or v == math.inf) and v > 0):
+                raise OptionError(f"{flag} must be a number > 0 (inf: never), got {shown_number(v)}")
         for name, flag in (("repair_time", "repair-time"), ("scale", "failure-scale")):
             v = getattr(self, name)
-            if not (_is_number(v) and math.isfinite(v) and v > 0):
-                raise OptionError(f"{flag} must be a finite number > 0, got {v!r}")
+            if not (_is_number(v) and is_finite_number(v) and v > 0):
+                raise OptionError(f"{flag} must be a finite number > 0, got {shown_number(v)}")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer))):
             raise OptionError(f"failure-seed must be an integer, got {self.seed!r}")
 

@@ -57,7 +57,7 @@ import numpy as np
 from ..errors import InputTypeError, InstanceError
 from ..io.textfile import last_line_cut
 from ..model import Cluster, GpuState, JobId, repeated_device
-from ..options import require_mapping
+from ..options import is_finite_number, require_mapping, shown_number
 from .hierarchy import Topology, TopologyLevel
 
 __all__ = ["FACTOR_PREFIX", "THROUGHPUT_PREFIX", "parse_graphml", "load_graphml", "cluster_digraph", "graphml_text"]
@@ -221,9 +221,8 @@ def _gpu_factors(n: Any, attrs: Mapping[str, Any], source: str, prefix: str = FA
                 v = float(v)
             except ValueError:
                 pass
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-        if not ok or len(key) == len(prefix):
-            raise InstanceError(f"must be a finite number > 0 named {prefix}<class>, got {v!r}", source=source,
+        if not (is_finite_number(v) and v > 0) or len(key) == len(prefix):  # 10**400 (a long) too, as NaN
+            raise InstanceError(f"must be a finite number > 0 named {prefix}<class>, got {shown_number(v)}", source=source,
                                 path=f"node {n!r}.{key}")
         out[key[len(prefix):]] = float(v)
     return out
