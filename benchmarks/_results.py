@@ -17,10 +17,11 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,7 @@ def refuse_run_flags(ap: argparse.ArgumentParser, args: argparse.Namespace, flag
     own = {flag.lstrip("-").replace("-", "_"), "update", "out_dir", *used}
     ignored = [k for k, v in vars(args).items() if k not in own and v != defaults.get(k)]
     if ignored:
-        names = {a.dest: a.option_strings[0] for a in ap._actions if a.option_strings}
-        ap.error(f"{flag} draws the committed run, so {', '.join(names.get(k, k) for k in ignored)} would not apply")
+        ap.error(f"{flag} draws the committed run, so {', '.join(option_flag(ap, k) for k in ignored)} would not apply")
 
 
 def add_plot_only_argument(ap: argparse.ArgumentParser, figure: str, data: str, also: str = "") -> None:
@@ -114,6 +114,63 @@ def output_dir(args: argparse.Namespace, name: str, *, partial: str | None = Non
     return out
 
 
+def option_flag(ap: argparse.ArgumentParser, name: str) -> str:
+    """The flag of the option whose destination is ``name`` (``"time_limit"``: ``--time-limit``);
+    ``name`` itself when ``ap`` has no such option."""
+    for action in ap._actions:
+        if action.dest == name and action.option_strings:
+            return next((s for s in action.option_strings if s.startswith("--")), action.option_strings[0])
+    return name
+
+
+def _shown(value: Any) -> str:
+    """A value as an error line shows it: a float by ``:g`` (``0``, ``nan``), anything else by ``str``."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def at_least(ap: argparse.ArgumentParser, args: argparse.Namespace, least: int, *names: str) -> None:
+    """A one-line usage error (``ap.error``: usage, then ``--reps 0: at least 1``; exit 2) for the
+    first of the options ``names`` (destinations: ``"reps"``) whose value is below ``least``; an
+    option left at ``None`` (not given, no default) is not checked."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and not value >= least:
+            ap.error(f"{option_flag(ap, name)} {_shown(value)}: at least {least}")
+
+
+def _finite_seconds(ap: argparse.ArgumentParser, args: argparse.Namespace, names: Sequence[str],
+                    ok: Callable[[float], bool], expected: str) -> None:
+    for name in names:
+        value = getattr(args, name)
+        if not (math.isfinite(value) and ok(value)):
+            ap.error(f"{option_flag(ap, name)} {_shown(value)}: {expected}")
+
+
+def positive_seconds(ap: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """A one-line usage error (``--time-limit 0: seconds > 0 expected``; exit 2) for the first of
+    the options ``names`` (destinations) that is not a finite number of seconds above 0 (``nan``
+    and ``inf`` are refused too)."""
+    _finite_seconds(ap, args, names, lambda v: v > 0, "seconds > 0 expected")
+
+
+def nonnegative_seconds(ap: argparse.ArgumentParser, args: argparse.Namespace, *names: str) -> None:
+    """As :func:`positive_seconds`, for options that may be 0 (``--restart-cost -1: seconds >= 0
+    expected``)."""
+    _finite_seconds(ap, args, names, lambda v: v >= 0, "seconds >= 0 expected")
+
+
+def partial_run(ap: argparse.ArgumentParser, args: argparse.Namespace, *names: str,
+                also: Mapping[str, bool] | None = None) -> str | None:
+    """What makes this run a partial one, for :func:`output_dir`'s ``partial``: the flags of the
+    options ``names`` (destinations) whose value is not the parser's default (``ap.get_default``;
+    a ``store_true`` flag such as ``--quick`` counts when given), then those of ``also`` (flag:
+    whether it differs, for an option compared after parsing, ``--policies pal``) that do, joined
+    by spaces (``"--quick --seeds"``); ``None`` for a run with the options of the committed page."""
+    flags = [option_flag(ap, name) for name in names if getattr(args, name) != ap.get_default(name)]
+    flags += [flag for flag, differs in (also or {}).items() if differs]
+    return " ".join(flags) or None
+
+
 def split_list(ap: argparse.ArgumentParser, flag: str, text: str, kind: Callable[[str], Any] = int,
                expected: str = "comma-separated integers") -> list[Any]:
     """``text`` (``"512,2048"``) split on commas, each item converted by ``kind``; an empty item or
@@ -134,7 +191,7 @@ def check_values(ap: argparse.ArgumentParser, flag: str, values: Sequence[Any], 
     ``allowed``; a value given twice is one too."""
     seen: list[Any] = []
     for v in values:
-        shown = f"{v:g}" if isinstance(v, float) else str(v)
+        shown = _shown(v)
         if not ok(v):
             ap.error(f"{flag} {shown}: {allowed}")
         if v in seen:

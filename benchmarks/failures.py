@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time  # noqa: E402
+from _results import add_output_arguments, check_values, output_dir, partial_run, produced_by, run_time  # noqa: E402
 from pal_lambda import machine  # noqa: E402
 
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     check_values(ap, "--seeds", args.seeds, lambda s: s >= 0, "failure seeds are integers >= 0")
-    partial = "--seeds" if args.seeds != ap.parse_args([]).seeds else None
+    partial = partial_run(ap, args, "seeds")
     if not TRACE.is_file():
         print(f"failures: skipped: {TRACE} not found", file=sys.stderr)
         return 0

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 from _results import (
     add_output_arguments,
+    at_least,
     check_values,
     load_average,
     output_dir,
@@ -139,10 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats}: at least 1")
-    if args.seed < 0:
-        ap.error(f"--seed {args.seed}: an integer >= 0 expected")
+    at_least(ap, args, 1, "repeats")
+    at_least(ap, args, 0, "seed")
     check_values(ap, "--instance", args.instance, Path.is_file, "no such instance file")
     out = output_dir(args, "greedy_speed") / "greedy_speed.md"
 

@@ -37,10 +37,12 @@ from pathlib import Path
 
 from _results import (
     add_output_arguments,
+    at_least,
     cpu_model,
     load_average,
     memory_gib,
     output_dir,
+    partial_run,
     produced_by,
     progress_bar,
     run_time,
@@ -205,12 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-scale", action="store_true", help="skip the 256- and 2,048-GPU scale section")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        ap.error(f"--rounds {args.rounds}: at least 1")
+    at_least(ap, args, 1, "rounds")
     # fewer or more rounds, or no scale section: not the committed page's runs
-    partial = [flag for flag, on in (("--rounds", args.rounds != ap.parse_args([]).rounds),
-                                     ("--no-scale", args.no_scale)) if on]
-    out = output_dir(args, "ilp_paper_cluster", partial=" ".join(partial) or None) / "ilp_paper_cluster.md"
+    partial = partial_run(ap, args, "rounds", "no_scale")
+    out = output_dir(args, "ilp_paper_cluster", partial=partial) / "ilp_paper_cluster.md"
     head = ["# Round integer program: benchmark", "", f"{produced_by(__file__, argv)}.", "", "Machine:", "", *machine(), ""]
     t0 = time.perf_counter()
     runs = len(available_backends()) * args.rounds + (0 if args.no_scale else len(SCALE_CASES))

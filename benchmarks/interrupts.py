@@ -45,7 +45,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, progress_bar, run_time, write_page  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    output_dir,
+    partial_run,
+    produced_by,
+    progress_bar,
+    run_time,
+    write_page,
+)
 from ilp_paper_cluster import machine, measurements, paper_round  # noqa: E402
 
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -218,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer rounds, delays and limits (a smoke run)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    out = output_dir(args, "interrupts", partial="--quick" if args.quick else None) / "interrupts.md"
+    out = output_dir(args, "interrupts", partial=partial_run(ap, args, "quick")) / "interrupts.md"
     rounds = 4 if args.quick else 20
     delays = [1.0] if args.quick else [0.5, 1.0, 2.0, 4.0]
     limits = [0.001] if args.quick else [0.001, 0.5, 2.0, 5.0]

@@ -51,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote
+from _results import add_output_arguments, at_least, output_dir, produced_by, run_time, wrote
 
 POLICIES = ("pal", "pmfirst", "packed", "packed-sticky", "random")
 
@@ -237,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="timed runs of each stage; median and minimum (default 5)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats}: at least 1")
+    at_least(ap, args, 1, "repeats")
     out = output_dir(args, "large_instance") / "large_instance.md"
     machine = _machine()
     report = run(args.repeats)

@@ -55,10 +55,13 @@ from typing import Any
 import numpy as np
 from _results import (
     add_output_arguments,
+    at_least,
     check_values,
     command_line,
     load_average,
     output_dir,
+    partial_run,
+    positive_seconds,
     produced_by,
     run_time,
     source_commit,
@@ -449,28 +452,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="no simulation: rewrite the tables and the plot from a run's files in DIR")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    for flag, n, least in (("--copies", args.copies, 1), ("--servers", args.servers, 1),
-                           ("--trace-seed", args.trace_seed, 0), ("--draw-seed", args.draw_seed, 0),
-                           ("--sample-every", args.sample_every, 0), ("--workers", args.workers, 1)):
-        if n < least:
-            ap.error(f"{flag} {n}: an integer >= {least} expected")
-    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
-        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
+    at_least(ap, args, 1, "copies", "servers")
+    at_least(ap, args, 0, "trace_seed", "draw_seed", "sample_every")
+    at_least(ap, args, 1, "workers")
+    positive_seconds(ap, args, "time_limit")
     policies = split_list(ap, "--policies", args.policies, str, "comma-separated policy names")
     check_values(ap, "--policies", policies, lambda p: p in POLICIES, f"choose among {', '.join(POLICIES)}")
     if args.render is not None and not (args.render / "pal_1024_meta.json").is_file():
         ap.error(f"--render {args.render}: no pal_1024_meta.json there (the files of a run)")
-    default = ap.parse_args([])
-    partial = [flag for flag, on in (("--quick", args.quick), ("--policies", set(policies) != set(POLICIES))) if on]
-    partial += [f"--{name.replace('_', '-')}" for name in ("trace", "copies", "servers", "trace_seed", "draw_seed",
-                                                         "time_limit", "sample_every")
-                if getattr(args, name) != getattr(default, name)]
+    partial = partial_run(ap, args, "quick", "trace", "copies", "servers", "trace_seed", "draw_seed", "time_limit",
+                          "sample_every", also={"--policies": set(policies) != set(POLICIES)})
     if args.render is None and TRACES.is_dir():
         known = sorted(p.stem for p in TRACES.glob("*.csv"))
         check_values(ap, "--trace", [args.trace], lambda t: t in known, f"choose among {', '.join(known)}")
     if args.quick:
         args.copies, args.servers, args.time_limit, args.sample_every = 2, 16, 2.0, 10
-    out = output_dir(args, "pal_1024", partial=" ".join(partial) or None)
+    out = output_dir(args, "pal_1024", partial=partial)
     if args.render is not None:
         return render(args.render, out, produced_by(__file__, argv))
     if not TRACES.is_dir():

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import sys
 import time
 from collections import defaultdict
@@ -49,7 +48,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _results import add_output_arguments, output_dir, produced_by, run_time, write_rows_6g
+from _results import (
+    add_output_arguments,
+    output_dir,
+    partial_run,
+    positive_seconds,
+    produced_by,
+    run_time,
+    write_rows_6g,
+)
 from pal_lambda import artifact_traces, check_draws, draw_cluster, geomean  # (which sets PAL_OPT_SHARED)
 from pal_lambda import ratios as jct_ratios
 from suite import machine
@@ -439,16 +446,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     check_draws(ap, args)
-    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
-        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (("--quick", args.quick), ("--seeds", args.seeds != defaults.seeds),
-                                     ("--no-ilp", args.no_ilp), ("--no-lambda", args.no_lambda)) if on]
+    positive_seconds(ap, args, "time_limit")
+    partial = partial_run(ap, args, "quick", "seeds", "no_ilp", "no_lambda")
 
     traces = artifact_traces("pal_a1")
     if not traces:
         return 0
-    out = output_dir(args, "pal_a1", partial=" ".join(partial) or None)  # checked before any work
+    out = output_dir(args, "pal_a1", partial=partial)  # checked before any work
     policies = GREEDY + (() if args.no_ilp else ILP)
     draws = ["artifact"] + ([] if args.quick else [f"seed{s}" for s in range(args.seeds)])
     tasks = [("main", str(t), d, 1.7, policies, args.time_limit) for t in traces for d in draws]

@@ -46,7 +46,16 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time, write_rows_6g
+from _results import (
+    add_output_arguments,
+    at_least,
+    cpu_model,
+    output_dir,
+    partial_run,
+    produced_by,
+    run_time,
+    write_rows_6g,
+)
 
 #: the page's figure(s), embedded at its end with what each shows
 FIGURE = "\n\n![improvement over Packed-Sticky against the locality penalty](pal_lambda.png)\n"
@@ -508,8 +517,7 @@ def check_draws(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     ``pal_a1``'s)."""
     if args.seeds < 0:
         ap.error(f"--seeds {args.seeds}: a number of draws >= 0 expected")
-    if args.workers < 1:
-        ap.error(f"--workers {args.workers}: at least 1")
+    at_least(ap, args, 1, "workers")
 
 
 def artifact_traces(name: str) -> list[Path]:
@@ -530,13 +538,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     check_draws(ap, args)
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (("--quick", args.quick), ("--seeds", args.seeds != defaults.seeds)) if on]
+    partial = partial_run(ap, args, "quick", "seeds")
 
     traces = artifact_traces("pal_lambda")
     if not traces:
         return 0
-    out = output_dir(args, "pal_lambda", partial=" ".join(partial) or None)
+    out = output_dir(args, "pal_lambda", partial=partial)
     tasks = tasks_for(args, traces)
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []

@@ -46,7 +46,9 @@ from _results import (  # noqa: E402
     add_plot_only_argument,
     check_values,
     output_dir,
+    partial_run,
     plot_only,
+    positive_seconds,
     produced_by,
     run_time,
     split_list,
@@ -170,8 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     add_plot_only_argument(ap, FIGURE, "pipedream_ip.csv", ", the time limit's line at --timeout")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        ap.error(f"--timeout {args.timeout:g}: seconds > 0 expected")
+    positive_seconds(ap, args, "timeout")
     if args.plot_only:
         drawn = plot_only(ap, args, "pipedream_ip", FIGURE,
                           lambda path: plot(read_rows(RESULTS / "pipedream_ip.csv"), path, args.timeout),
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     known = sorted(p.stem for p in ref.glob("*.json"))
     check_values(ap, "--cases", chosen, lambda n: n in known, f"no such case; choose among {', '.join(known)}")
     names = chosen or known
-    out = output_dir(args, "pipedream_ip", partial="--cases" if args.cases else None)
+    out = output_dir(args, "pipedream_ip", partial=partial_run(ap, args, "cases"))
     rows = []
     for name in names:
         case = json.loads((ref / f"{name}.json").read_text())

@@ -54,9 +54,11 @@ from _results import (
     RESULTS,
     add_output_arguments,
     add_plot_only_argument,
+    at_least,
     cpu_model,
     load_average,
     output_dir,
+    partial_run,
     plot_only,
     produced_by,
     run_time,
@@ -259,8 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     add_plot_only_argument(ap, FIGURE, "pipedream_partition.csv")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.runs < 1:
-        ap.error(f"--runs {args.runs}: at least 1")
+    at_least(ap, args, 1, "runs")
     if args.plot_only:
         drawn = plot_only(ap, args, "pipedream_partition", FIGURE,
                           lambda path: plot(read_rows(RESULTS / "pipedream_partition.csv"), path), used=("shared",))
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in (json.loads(p.read_text()) for p in paths) if fnmatch.fnmatch(c["name"], args.cases)]
     if not cases:
         ap.error(f"--cases {args.cases}: matches no case; the cases are {', '.join(p.stem for p in paths)}")
-    out_dir = output_dir(args, "pipedream_partition", partial="--cases" if args.cases != "*" else None)
+    out_dir = output_dir(args, "pipedream_partition", partial=partial_run(ap, args, "cases"))
     start = load_average(unknown="unknown")
     with tempfile.TemporaryDirectory() as scratch:
         rows = measure(cases, args.shared, args.runs, Path(scratch))

@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
+from _results import add_output_arguments, at_least, output_dir, partial_run, produced_by, run_time, wrote  # noqa: E402
 
 from pal_opt import solve  # noqa: E402
 from pal_opt.binning import binned_factors  # noqa: E402
@@ -380,15 +380,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="the shared data directory (default ../shared)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        ap.error(f"--rounds {args.rounds}: at least 1")
+    at_least(ap, args, 1, "rounds")
     if not (args.shared / "data" / "pal-artifact").is_dir():
         print(f"pipeline_placement: shared data not found at {args.shared}", file=sys.stderr)
         return 2
     out = output_dir(args, "pipeline_placement",  # other round counts are not the committed page's rounds
-                     partial="--rounds" if args.rounds != ap.parse_args([]).rounds else None)
+                     partial=partial_run(ap, args, "rounds"))
     rows, solves, levels = run(args.shared, args.rounds)
-    default = ap.parse_args([]).rounds
+    default = ap.get_default("rounds")
     partial = f"  A partial run: the committed page has {default} rounds." if args.rounds != default else ""
     with open(out / "pipeline_placement.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

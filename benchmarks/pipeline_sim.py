@@ -74,9 +74,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     check_values,
+    nonnegative_seconds,
     output_dir,
     package_versions,
+    partial_run,
     produced_by,
     run_time,
     split_list,
@@ -392,24 +395,20 @@ def main(argv: list[str] | None = None) -> int:
     check_values(ap, "--traces", args.traces, lambda t: 1 <= t <= 6, "the artifact's workloads are numbered 1-6")
     args.draws = split_list(ap, "--draws", args.draws, expected="comma-separated draw seeds (integers >= 0)")
     check_values(ap, "--draws", args.draws, lambda d: d >= 0, "draw seeds are integers >= 0")
-    if args.jobs < 1:
-        ap.error(f"--jobs {args.jobs}: at least 1")
+    at_least(ap, args, 1, "jobs")
     if not (math.isfinite(args.cap) and args.cap > 0):
         ap.error(f"--cap {args.cap:g}: hours > 0 expected")
-    if not (math.isfinite(args.restart_cost) and args.restart_cost >= 0):
-        ap.error(f"--restart-cost {args.restart_cost:g}: seconds >= 0 expected")
+    nonnegative_seconds(ap, args, "restart_cost")
     # the committed pages: pipeline_sim (the defaults) and pipeline_sim_restart (--restart-cost 30)
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (
-        ("--traces", args.traces != split_list(ap, "--traces", defaults.traces)),
-        ("--draws", args.draws != split_list(ap, "--draws", defaults.draws)),
-        ("--jobs", args.jobs != defaults.jobs), ("--cap", args.cap != defaults.cap),
-        ("--restart-cost", args.restart_cost not in (defaults.restart_cost, COMMITTED_RESTART_COST))) if on]
+    partial = partial_run(ap, args, "jobs", "cap", also={
+        "--traces": args.traces != split_list(ap, "--traces", ap.get_default("traces")),
+        "--draws": args.draws != split_list(ap, "--draws", ap.get_default("draws")),
+        "--restart-cost": args.restart_cost not in (ap.get_default("restart_cost"), COMMITTED_RESTART_COST)})
     if not (args.shared / "data" / "pal-artifact").is_dir():
         print(f"pipeline_sim: shared data not found at {args.shared}", file=sys.stderr)
         return 2
     stem = "pipeline_sim_restart" if args.restart_cost else "pipeline_sim"
-    out = output_dir(args, "pipeline_sim", partial=" ".join(partial) or None)
+    out = output_dir(args, "pipeline_sim", partial=partial)
     t0 = time.perf_counter()
     rows, runs = run(args.shared, args.traces, args.draws, args.jobs, args.cap, out, args.restart_cost)
     with open(out / f"{stem}.csv", "w", newline="", encoding="utf-8") as fh:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import os
 import platform
 import sys
@@ -48,7 +47,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, cpu_model, output_dir, produced_by, run_time, write_rows_csv  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    at_least,
+    cpu_model,
+    nonnegative_seconds,
+    output_dir,
+    partial_run,
+    positive_seconds,
+    produced_by,
+    run_time,
+    write_rows_csv,
+)
 
 from pal_opt.cost.preemption import preempted_gpu_hours  # noqa: E402
 from pal_opt.io.traces import read_trace  # noqa: E402
@@ -270,20 +280,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--validate", action="store_true", help="check every round's answer (slower)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
-        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
+    positive_seconds(ap, args, "time_limit")
     if not 0 <= args.share <= 1:
         ap.error(f"--share {args.share:g}: a share between 0 and 1 expected")
-    if args.seed < 0:
-        ap.error(f"--seed {args.seed}: an integer >= 0 expected")
-    if not (math.isfinite(args.restart_cost) and args.restart_cost >= 0):
-        ap.error(f"--restart-cost {args.restart_cost:g}: seconds >= 0 expected")
-    if args.same_rounds < 0:
-        ap.error(f"--same-rounds {args.same_rounds}: an integer >= 0 expected")
+    at_least(ap, args, 0, "seed")
+    nonnegative_seconds(ap, args, "restart_cost")
+    at_least(ap, args, 0, "same_rounds")
     if not TRACES.is_dir():
         print(f"preemption: {TRACES} not found (the shared data)", file=sys.stderr)
         return 2
-    out = output_dir(args, "preemption", partial="--quick" if args.quick else None)
+    out = output_dir(args, "preemption", partial=partial_run(ap, args, "quick"))
     cases = CASES[:1] if args.quick else CASES
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []

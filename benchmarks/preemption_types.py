@@ -61,7 +61,6 @@ directory (:mod:`benchmarks._results`).  ``--quick``: 3 rounds of ``sia-64`` onl
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import time
@@ -81,7 +80,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, write_rows_csv, wrote  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    at_least,
+    output_dir,
+    partial_run,
+    positive_seconds,
+    produced_by,
+    run_time,
+    write_rows_csv,
+    wrote,
+)
 from suite import machine, measurements  # noqa: E402
 
 from pal_opt.model import GpuState, RoundInstance  # noqa: E402
@@ -396,11 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="3 rounds of sia-64 only")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        ap.error(f"--rounds {args.rounds}: at least 1")
-    if not (math.isfinite(args.time_limit) and args.time_limit > 0):
-        ap.error(f"--time-limit {args.time_limit:g}: seconds > 0 expected")
-    out = output_dir(args, "preemption_types", partial="--quick" if args.quick else None)
+    at_least(ap, args, 1, "rounds")
+    positive_seconds(ap, args, "time_limit")
+    out = output_dir(args, "preemption_types", partial=partial_run(ap, args, "quick"))
     sizes = SIZES[:1] if args.quick else SIZES
     if args.quick:
         args.rounds = min(args.rounds, 3)

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
+from _results import add_output_arguments, at_least, output_dir, partial_run, produced_by, run_time, wrote  # noqa: E402
 from racked_rounds import LIMIT, RESTART, loop_rounds  # noqa: E402
 from suite import machine  # noqa: E402
 
@@ -91,10 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="HiGHS runs per round and restart cost (default 3)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.reps < 1 or not 0 <= args.first <= args.last:
-        ap.error("--reps >= 1 and 0 <= --first <= --last expected")
-    full = (args.first, args.last, args.reps) == (10, 20, 3)
-    out_dir = output_dir(args, "racked_restart", partial=None if full else "partial (options other than the defaults)")
+    at_least(ap, args, 0, "first")
+    if args.last < args.first:
+        ap.error(f"--last {args.last}: at least --first ({args.first})")
+    at_least(ap, args, 1, "reps")
+    out_dir = output_dir(args, "racked_restart", partial=partial_run(ap, args, "first", "last", "reps"))
     instances = loop_rounds(0, args.last + 1)
     runs = {}
     for r in range(args.first, args.last + 1):

@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, output_dir, produced_by, run_time, wrote  # noqa: E402
+from _results import add_output_arguments, at_least, output_dir, partial_run, produced_by, run_time, wrote  # noqa: E402
 from suite import machine  # noqa: E402
 
 SERVERS, PER_SERVER, RACKS = 32, 8, 4
@@ -205,10 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3, help="runs per round and arm (default 3)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.reps < 1 or args.count < 1 or args.first < 0 or args.seed < 0:
-        ap.error("--reps and --count >= 1, --first and --seed >= 0 expected")
-    full = (args.seed, args.first, args.count, args.reps) == (0, 3, 6, 3)
-    out_dir = output_dir(args, "racked_rounds", partial=None if full else "partial (options other than the defaults)")
+    at_least(ap, args, 1, "reps", "count")
+    at_least(ap, args, 0, "first", "seed")
+    out_dir = output_dir(args, "racked_rounds", partial=partial_run(ap, args, "seed", "first", "count", "reps"))
     instances = loop_rounds(args.seed, args.first + 40)
     rows = {}
     for r in chosen(instances, args.first, args.count):

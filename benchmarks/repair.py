@@ -53,10 +53,13 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _procs import source_env, timed_runs  # noqa: E402
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     check_backends,
     check_values,
     memory_gib,
     output_dir,
+    partial_run,
+    positive_seconds,
     produced_by,
     run_time,
 )
@@ -311,21 +314,17 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     check_values(ap, "--seeds", args.seeds, lambda s: s >= 0, "seeds are integers >= 0")
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats}: at least 1")
+    at_least(ap, args, 1, "repeats")
     if args.backends is not None:
         check_backends(ap, "--backends", args.backends)
     if not (np.isfinite(args.cost) and args.cost >= 0):
         ap.error(f"--cost {args.cost:g}: a price >= 0 expected")
-    for flag, seconds in (("--time-limit", args.time_limit), ("--optimum-limit", args.optimum_limit)):
-        if not (np.isfinite(seconds) and seconds > 0):
-            ap.error(f"{flag} {seconds:g}: seconds > 0 expected")
+    positive_seconds(ap, args, "time_limit", "optimum_limit")
     # subsets of the committed page's rounds and backends
-    partial = [flag for flag, on in (("--seeds", args.seeds != ap.parse_args([]).seeds),
-                                     ("--backends", args.backends is not None
-                                      and set(args.backends) != set(available_backends()))) if on]
+    partial = partial_run(ap, args, "seeds", also={
+        "--backends": args.backends is not None and set(args.backends) != set(available_backends())})
     args.backends = args.backends or available_backends()
-    out = output_dir(args, "repair", partial=" ".join(partial) or None)
+    out = output_dir(args, "repair", partial=partial)
     with tempfile.TemporaryDirectory(prefix="pal_opt_repair_bench_") as tmp:
         report = run(args, Path(tmp))
     path = out / "repair.md"

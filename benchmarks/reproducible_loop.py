@@ -40,7 +40,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import add_output_arguments, check_values, output_dir, produced_by, run_time, split_list, wrote  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    at_least,
+    check_values,
+    output_dir,
+    partial_run,
+    positive_seconds,
+    produced_by,
+    run_time,
+    split_list,
+    wrote,
+)
 from racked_rounds import run_loop  # noqa: E402
 from suite import machine  # noqa: E402
 
@@ -126,10 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names")
     check_values(ap, "--backends", backends, lambda b: b in RECIPE, ", ".join(RECIPE))
-    if args.rounds < 1 or args.net <= 0 or args.seed < 0:
-        ap.error("--rounds >= 1, --net > 0 and --seed >= 0 expected")
-    full = (args.rounds, args.net, args.seed, args.no_loaded, backends) == (ROUNDS, NET, 0, False, list(RECIPE))
-    out_dir = output_dir(args, "reproducible_loop", partial=None if full else "partial (options other than the defaults)")
+    at_least(ap, args, 1, "rounds")
+    positive_seconds(ap, args, "net")
+    at_least(ap, args, 0, "seed")
+    partial = partial_run(ap, args, "rounds", "net", "seed", "no_loaded", also={"--backends": backends != list(RECIPE)})
+    out_dir = output_dir(args, "reproducible_loop", partial=partial)
     header = produced_by(__file__, argv)
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for backend in backends:

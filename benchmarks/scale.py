@@ -63,9 +63,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _procs import cli, run  # noqa: E402
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     check_values,
     load_average,
     output_dir,
+    partial_run,
     produced_by,
     run_time,
     split_list,
@@ -377,23 +379,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-8192", action="store_true", help="skip the 8,192-GPU target")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    for flag, n in (("--seeds-2048", args.seeds_2048), ("--reps-2048", args.reps_2048),
-                    ("--seeds-8192", args.seeds_8192)):
-        if n < 1:
-            ap.error(f"{flag} {n}: at least 1")
+    at_least(ap, args, 1, "seeds_2048", "reps_2048", "seeds_8192")
     ks = split_list(ap, "--ks", args.ks, expected="comma-separated part counts (integers >= 1)")
     check_values(ap, "--ks", ks, lambda k: k >= 1, "part counts are integers >= 1")
     racks = split_list(ap, "--racks-8192", args.racks_8192, expected="comma-separated rack counts (0 = flat to 1024)")
     check_values(ap, "--racks-8192", racks, lambda r: 0 <= r <= 1024,
                  "racks per round are integers from 0 (flat) to 1024 (the servers)")
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (
-        ("--skip-2048", args.skip_2048), ("--skip-8192", args.skip_8192),
-        ("--seeds-2048", args.seeds_2048 != defaults.seeds_2048), ("--reps-2048", args.reps_2048 != defaults.reps_2048),
-        ("--seeds-8192", args.seeds_8192 != defaults.seeds_8192),
-        ("--ks", ks != split_list(ap, "--ks", defaults.ks)),
-        ("--racks-8192", racks != split_list(ap, "--racks-8192", defaults.racks_8192))) if on]
-    out = output_dir(args, "scale", partial=" ".join(partial) or None) / "scale.md"
+    partial = partial_run(ap, args, "skip_2048", "skip_8192", "seeds_2048", "reps_2048", "seeds_8192", also={
+        "--ks": ks != split_list(ap, "--ks", ap.get_default("ks")),
+        "--racks-8192": racks != split_list(ap, "--racks-8192", ap.get_default("racks_8192"))})
+    out = output_dir(args, "scale", partial=partial) / "scale.md"
     from tqdm import tqdm
 
     n = (0 if args.skip_2048 else args.seeds_2048 * len(BACKENDS_2048) * args.reps_2048) + (

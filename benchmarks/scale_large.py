@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _procs import cli, run  # noqa: E402
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     output_dir,
     produced_by,
     run_time,
@@ -178,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output_arguments(ap)
     args = ap.parse_args(argv)
     sizes = sizes_among(ap, args.sizes, TARGETS)
-    if args.seeds < 1:
-        ap.error(f"--seeds {args.seeds}: at least 1")
+    at_least(ap, args, 1, "seeds")
     partial = None if sizes == sorted(TARGETS) and args.seeds >= 3 else "partial (a subset of sizes or seeds)"
     out = output_dir(args, "scale_large", partial=partial)
     rows = []

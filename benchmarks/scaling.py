@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E402
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     check_backends,
     load_average,
     output_dir,
@@ -236,8 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     from pal_opt.ilp import available_backends
 
     sizes = sizes_among(ap, args.sizes, TARGETS)
-    if args.seeds < 1:
-        ap.error(f"--seeds {args.seeds}: at least 1")
+    at_least(ap, args, 1, "seeds")
     backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names") if args.backends \
         else list(available_backends())
     check_backends(ap, "--backends", backends)

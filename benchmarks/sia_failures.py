@@ -38,7 +38,16 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _results import add_output_arguments, check_values, output_dir, package_versions, produced_by, run_time
+from _results import (
+    add_output_arguments,
+    at_least,
+    check_values,
+    output_dir,
+    package_versions,
+    partial_run,
+    produced_by,
+    run_time,
+)
 from sia_compare import CLUSTER, DATA, HOUR, _files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,15 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     check_values(ap, "--seeds", args.seeds, lambda s: s >= 0, "failure seeds are integers >= 0")
     if not (math.isfinite(args.scale) and args.scale > 0):
         ap.error(f"--scale {args.scale:g}: a factor > 0 expected")
-    if args.workers < 1:
-        ap.error(f"--workers {args.workers}: at least 1")
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (("--seeds", args.seeds != defaults.seeds),
-                                     ("--scale", args.scale != defaults.scale)) if on]
+    at_least(ap, args, 1, "workers")
+    partial = partial_run(ap, args, "seeds", "scale")
     if not (DATA / "profiles").is_dir():
         print(f"sia_failures: skipped: {DATA} not found", file=sys.stderr)
         return 0
-    out = output_dir(args, "sia_failures", partial=" ".join(partial) or None)
+    out = output_dir(args, "sia_failures", partial=partial)
     t0 = time.perf_counter()
     tasks = [(p, s, args.scale) for p in POLICIES for s in [None, *args.seeds]]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:

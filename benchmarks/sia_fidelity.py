@@ -45,11 +45,14 @@ import numpy as np
 from _results import (
     RESULTS,
     add_output_arguments,
+    at_least,
     check_backends,
     check_values,
     command_line,
     output_dir,
     package_versions,
+    partial_run,
+    positive_seconds,
     run_time,
     source_commit,
     split_list,
@@ -365,17 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     check_values(ap, "--variants", variants, lambda v: v in VARIANTS, f"choose among {', '.join(VARIANTS)}")
     tie_backends = [b for b in args.tie_backends.split(",") if b]
     check_backends(ap, "--tie-backends", tie_backends)
-    for flag, n in (("--instances", args.instances), ("--record-jobs", args.record_jobs)):
-        if n < 1:
-            ap.error(f"{flag} {n}: at least 1")
-    if not (np.isfinite(args.mip_time_limit) and args.mip_time_limit > 0):
-        ap.error(f"--mip-time-limit {args.mip_time_limit:g}: seconds > 0 expected")
+    at_least(ap, args, 1, "instances", "record_jobs")
+    positive_seconds(ap, args, "mip_time_limit")
     if not DATA.is_dir() or not REFERENCE.is_dir():
         print(f"sia_fidelity: skipped: shared data not found at {SHARED}", file=sys.stderr)
         return 0
-    partial = [flag for flag, on in (("--variants", set(variants) != set(VARIANTS)), ("--no-scale", args.no_scale),
-                                     ("--tie-backends", args.tie_backends != TIE_BACKENDS)) if on]
-    out = output_dir(args, "sia_fidelity", partial=" ".join(partial) or None)
+    partial = partial_run(ap, args, "no_scale", "tie_backends", also={"--variants": set(variants) != set(VARIANTS)})
+    out = output_dir(args, "sia_fidelity", partial=partial)
     trace = DATA / "workloads" / "newtrace-7.csv"
     result: dict[str, Any] = {"variants": {}}
     for variant in variants:

@@ -37,6 +37,7 @@ from typing import Any
 from _results import (
     kept_runs,
     output_dir,
+    partial_run,
     produced_by,
     run_time,
     runs_provenance,
@@ -221,9 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--traces {args.traces} --seeds {args.seeds}: comma-separated integers expected")
     if not traces or any(not 1 <= t <= 7 for t in traces) or any(s < 0 for s in seeds):
         ap.error(f"--traces {args.traces}: newTrace workloads are numbered 1-7 (and seeds are >= 0)")
-    default = ap.parse_args([])
-    partial = None if (args.traces, args.seeds) == (default.traces, default.seeds) else "--traces/--seeds subset"
-    out = output_dir(args, "sia_variants", partial=partial)
+    out = output_dir(args, "sia_variants", partial=partial_run(ap, args, "traces", "seeds"))
     cache = out / "sia_variants_runs.json"
     fp, commit = fingerprint(__file__), source_commit()  # (this script, sia_compare's run_one and their data)
     runs = kept_runs(cache, None if args.no_run else fp, "sia_variants")

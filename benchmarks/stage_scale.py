@@ -67,6 +67,7 @@ from _results import (  # noqa: E402
     load_average,
     output_dir,
     package_versions,
+    partial_run,
     plot_only,
     produced_by,
     run_time,
@@ -345,14 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.shared / "data" / "pipedream-profiles").is_dir():
         print(f"stage_scale: {args.shared}/data/pipedream-profiles not found (give --shared)", file=sys.stderr)
         return 2
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (("--sizes", args.sizes != defaults.sizes),
-                                     ("--limits", args.limits != defaults.limits),
-                                     ("--server-gpus", args.server_gpus != defaults.server_gpus),
-                                     ("--pipeline-gpus", args.pipeline_gpus != defaults.pipeline_gpus),
-                                     ("--idle-fraction", args.idle_fraction != defaults.idle_fraction),
-                                     ("--partitioned-only", args.partitioned_only)) if on]
-    out = output_dir(args, "stage_scale", partial=" ".join(partial) or None)  # checked before any work
+    partial = partial_run(ap, args, "sizes", "limits", "server_gpus", "pipeline_gpus", "idle_fraction",
+                          "partitioned_only")
+    out = output_dir(args, "stage_scale", partial=partial)  # checked before any work
     started = load_average(" ")
     codes = {"now": ROOT}
     if args.baseline:

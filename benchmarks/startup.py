@@ -51,7 +51,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this tree's pal_opt, as the timed subprocesses use
 
 from _procs import source_env, timed_runs  # noqa: E402
-from _results import add_output_arguments, load_average, output_dir, produced_by, run_time, write_page  # noqa: E402
+from _results import (  # noqa: E402
+    add_output_arguments,
+    at_least,
+    load_average,
+    output_dir,
+    partial_run,
+    produced_by,
+    run_time,
+    write_page,
+)
 
 INSTANCE = "instances/paper-16x4.json"
 COMMANDS = {
@@ -282,11 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="whole-process timings only (a smoke run)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats}: at least 1")
+    at_least(ap, args, 1, "repeats")
     if args.baseline is not None and not (args.baseline / "pal_opt").is_dir():
         ap.error(f"--baseline {args.baseline}: not a source tree of pal-opt (no pal_opt/ in it)")
-    out = output_dir(args, "startup", partial="--quick" if args.quick else None) / "startup.md"
+    out = output_dir(args, "startup", partial=partial_run(ap, args, "quick")) / "startup.md"
     label = args.baseline_label or (args.baseline.name if args.baseline else "")
     text = to_markdown(run(args.repeats, args.baseline, label, quick=args.quick), machine(), produced_by(__file__, argv))
     write_page("startup", out, text)

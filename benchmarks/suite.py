@@ -665,8 +665,10 @@ def plot(df: Any, out: Path, prefix: str = "suite") -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     from _results import (  # here: Dask workers never import it
         add_output_arguments,
+        at_least,
         load_average,
         output_dir,
+        partial_run,
         produced_by,
         run_time,
     )
@@ -690,13 +692,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in fams if f not in FAMILIES]
     if unknown:
         ap.error(f"unknown families {unknown}; registered: {', '.join(FAMILIES)}")
-    if args.workers < 1:
-        ap.error(f"--workers {args.workers}: at least 1")
-    if args.max_tasks is not None and args.max_tasks < 1:
-        ap.error(f"--max-tasks {args.max_tasks}: at least 1")
-    partial = [flag for flag, on in (("--quick", args.quick), ("--families", set(fams) != set(FAMILIES)),
-                                     ("--max-tasks", args.max_tasks is not None)) if on]
-    out = output_dir(args, "suite", partial=" ".join(partial) or None)
+    at_least(ap, args, 1, "workers", "max_tasks")
+    partial = partial_run(ap, args, "quick", "max_tasks", also={"--families": set(fams) != set(FAMILIES)})
+    out = output_dir(args, "suite", partial=partial)
     tasks = plan(fams, profile, settings)
     if args.max_tasks is not None:
         tasks = sorted(tasks, key=lambda t: _cost(*t))[: args.max_tasks]

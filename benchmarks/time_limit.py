@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _procs import JOBS_PER_GPU, instance_file, niceness, solve_row  # noqa: E402
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     check_backends,
     check_values,
     load_average,
@@ -182,8 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     check_values(ap, "--sizes", sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
     limits = split_list(ap, "--limits", args.limits, float, "comma-separated seconds")
     check_values(ap, "--limits", limits, lambda t: math.isfinite(t) and t > 0, "time limits are seconds > 0")
-    if args.seed < 0:
-        ap.error(f"--seed {args.seed}: an integer >= 0 expected")
+    at_least(ap, args, 0, "seed")
     import pal_opt
     from pal_opt.ilp import available_backends
 

@@ -36,9 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import (  # noqa: E402
     add_output_arguments,
+    at_least,
     check_backends,
     load_average,
     output_dir,
+    partial_run,
     produced_by,
     progress_bar,
     run_time,
@@ -113,17 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per seed and backend; time = their median (default 3)")
     add_output_arguments(ap)
     args = ap.parse_args(argv)
-    if args.seeds < 1:
-        ap.error(f"--seeds {args.seeds}: at least 1")
+    at_least(ap, args, 1, "seeds")
     backends = split_list(ap, "--backends", args.backends, str, "comma-separated backend names")
     check_backends(ap, "--backends", backends)
-    if args.repeats < 1:
-        ap.error(f"--repeats {args.repeats}: at least 1")
-    defaults = ap.parse_args([])
-    partial = [flag for flag, on in (("--seeds", args.seeds != defaults.seeds),
-                                     ("--backends", backends != defaults.backends.split(",")),
-                                     ("--repeats", args.repeats != defaults.repeats)) if on]
-    out = output_dir(args, "types_scale", partial=" ".join(partial) or None) / "types_scale.md"
+    at_least(ap, args, 1, "repeats")
+    partial = partial_run(ap, args, "seeds", "repeats", also={"--backends": backends != ap.get_default("backends").split(",")})
+    out = output_dir(args, "types_scale", partial=partial) / "types_scale.md"
     table = throughput()
     host = machine()  # before the runs: its load average is the one at the start
     rows = []

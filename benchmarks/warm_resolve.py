@@ -43,6 +43,7 @@ from _results import (  # noqa: E402
     RESULTS,
     add_output_arguments,
     add_plot_only_argument,
+    at_least,
     check_values,
     output_dir,
     plot_only,
@@ -212,9 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = split_list(ap, "--sizes", args.sizes, expected="comma-separated GPU counts (multiples of 8)")
     check_values(ap, "--sizes", sizes, lambda g: g >= 8 and g % 8 == 0, "GPU counts are positive multiples of 8")
-    for flag, n in (("--seeds", args.seeds), ("--rounds", args.rounds)):
-        if n < 1:
-            ap.error(f"{flag} {n}: at least 1")
+    at_least(ap, args, 1, "seeds", "rounds")
     partial = None if set(sizes) >= {8192, 2048} and args.seeds >= 3 and args.rounds >= 10 else "partial (fewer sizes, seeds or rounds)"
     out = output_dir(args, "warm_resolve", partial=partial)
     rows = [row for g in sizes for seed in range(args.seeds) for row in run_sequence(g, seed, args.rounds)]

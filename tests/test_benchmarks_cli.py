@@ -268,6 +268,9 @@ BAD_OPTIONS = [
     ("sia_fidelity", "--tie-backends", "foo"),
     ("pipedream_ip", "--cases", "foo"),
     ("pipedream_partition", "--cases", "zzz"),
+    ("racked_rounds", "--count", "0"),  # "--reps and --count >= 1, ... expected" named no value
+    ("racked_restart", "--last", "4"),  # (below --first, 10)
+    ("reproducible_loop", "--net", "nan"),  # a traceback from the solver's options, after the output directory
 ]
 
 
@@ -305,6 +308,9 @@ PARTIAL_RUNS = [
     ("ilp_paper_cluster", "--no-scale"),
     ("ilp_paper_cluster", "--rounds", "2"),
     ("pipeline_placement", "--rounds", "2"),
+    ("racked_rounds", "--count", "2"),  # "a partial (options other than the defaults) run" named none
+    ("racked_restart", "--reps", "2"),
+    ("reproducible_loop", "--net", "2"),
 ]
 
 
@@ -320,6 +326,36 @@ def test_a_partial_run_refuses_update(args: tuple[str, ...]) -> None:
     assert proc.returncode != 0
     assert f"a {rest[0]} run does not replace the committed results; drop --update" in proc.stderr, proc.stderr
     assert _committed() == before
+
+
+def test_the_option_checks_name_the_option_and_its_value(capsys: pytest.CaptureFixture[str]) -> None:
+    """``at_least``, ``positive_seconds`` and ``partial_run`` (``_results``), which the benchmarks
+    call with the options they check: usage and one line naming the flag and the value, exit 2; the
+    partial-run label from the parser's defaults."""
+    import argparse
+
+    r = _results_module()
+    ap = argparse.ArgumentParser(prog="bench")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--max-tasks", type=int, default=None)
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--quick", action="store_true")
+    for argv, check, line in (
+            (["--reps", "0"], lambda a: r.at_least(ap, a, 1, "max_tasks", "reps"), "--reps 0: at least 1"),
+            (["--time-limit", "nan"], lambda a: r.positive_seconds(ap, a, "time_limit"),
+             "--time-limit nan: seconds > 0 expected"),
+            (["--time-limit", "-1"], lambda a: r.nonnegative_seconds(ap, a, "time_limit"),
+             "--time-limit -1: seconds >= 0 expected")):
+        with pytest.raises(SystemExit) as info:
+            check(ap.parse_args(argv))
+        assert info.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == f"bench: error: {line}"
+    r.at_least(ap, ap.parse_args([]), 1, "reps", "max_tasks")  # None: not given, not checked
+    r.positive_seconds(ap, ap.parse_args([]), "time_limit")
+    assert r.partial_run(ap, ap.parse_args([]), "reps", "time_limit", "quick", also={"--x": False}) is None
+    assert r.partial_run(ap, ap.parse_args(["--reps", "3", "--time-limit", "10"]), "reps", "time_limit") is None
+    assert r.partial_run(ap, ap.parse_args(["--quick", "--time-limit", "2"]), "reps", "time_limit", "quick",
+                         also={"--x": True}) == "--time-limit --quick --x"
 
 
 # --------------------------------------------------------------------------- kept runs' fingerprint
