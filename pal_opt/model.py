@@ -373,7 +373,9 @@ class _GpuFactorError(InstanceError):
 
 def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
     """One class's factors as float64: numbers only (a text such as ``"1.0"`` or a bool, which
-    numpy would convert without a word, is an error naming the GPU)."""
+    numpy would convert without a word, is an error naming the GPU, as is an integer past a
+    float's range, ``10**400``, which NaN's error names: the conversion's ``OverflowError`` was
+    "malformed cluster data")."""
     arr = np.asarray(values)
     # a list is read as given: numpy turns [1.0, True] into floats and [1.0, "1.0"] into texts
     given = values if not isinstance(values, np.ndarray) and arr.ndim == 1 else None
@@ -385,6 +387,12 @@ def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
             if arr.shape != ids.shape:
                 raise InstanceError(f"factor of entry {i} must be a number, got {x!r}", path=f"factors.{cname}")
             raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be a number, got {x!r}",
+                                  path=f"factors.{cname}", gpu=int(ids[i]))
+        if isinstance(x, numbers.Integral) and not is_finite_number(x):
+            if arr.shape != ids.shape:
+                raise InstanceError(f"factor of entry {i} must be finite and positive, got {shown_number(x)}",
+                                    path=f"factors.{cname}")
+            raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be finite and positive, got {shown_number(x)}",
                                   path=f"factors.{cname}", gpu=int(ids[i]))
     return np.asarray(flat, dtype=np.float64).reshape(arr.shape)
 

@@ -428,7 +428,8 @@ def number_array(value: Any, arg: str, kinds: str = "iuf", dtype: Any = None) ->
     integers and floats, ``"b"`` booleans), else an :class:`~pal_opt.errors.InputTypeError`
     naming ``arg`` (``None`` or a string became a 0-d object or text array and failed deep inside).
     With ``dtype``: ``numpy.asarray(value, dtype)`` (what converts is taken, as numpy takes it;
-    ``kinds`` is not read), the error if it does not convert or is a string or None.
+    ``kinds`` is not read), the error if it does not convert or is a string or None.  Without,
+    an integer a float cannot hold (``10**400``) is named as too large, where ``kinds`` has ``f``.
 
     >>> number_array([1, 2.5], "row").tolist()
     [1.0, 2.5]
@@ -454,9 +455,23 @@ def number_array(value: Any, arg: str, kinds: str = "iuf", dtype: Any = None) ->
     except ValueError:  # ragged
         array = None
     if array is None or array.dtype.kind not in kinds:
+        if array is not None and array.dtype.kind == "O" and "f" in kinds:
+            _refuse_a_number_past_floats(array, arg)
         noun = "booleans" if kinds == "b" else "numbers"
         raise InputTypeError(f"must be {noun} (an array or a sequence), got {_given(value)}", path=arg)
     return array
+
+
+def _refuse_a_number_past_floats(array: Any, arg: str) -> None:
+    """The error of :func:`number_array` for the first integer of an object ``array`` that a float
+    cannot hold (``10**400``, which Python and JSON read; numpy keeps such a list as objects):
+    it is a number, too large, which "must be numbers" did not say."""
+    import numpy as np
+
+    for k, x in enumerate(array.flat):
+        if isinstance(x, numbers.Integral) and not isinstance(x, bool) and not is_finite_number(x):
+            at = k if array.ndim == 1 else tuple(int(i) for i in np.unravel_index(k, array.shape))
+            raise InputTypeError(f"{shown_number(x)} at index {at} is too large to be a float", path=arg)
 
 
 def check_seed(seed: Any) -> None:

@@ -437,3 +437,49 @@ def test_arrays_with_an_integer_past_a_floats_range_are_refused_in_one_line(call
     with pytest.raises(InputTypeError, match=r"must be numbers that float64 holds, got list \[") as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def _graph_of_factors(value: object) -> object:
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for gpu, factor in ((0, 1.0), (7, value)):
+        g.add_edge(("server", 0), ("gpu", gpu))
+        g.nodes[("gpu", gpu)]["factors"] = {"classA": factor}
+    return g
+
+
+@pytest.mark.parametrize("build", [
+    lambda v: __import__("pal_opt").Cluster.from_arrays([0, 7], [0, 0], {"classA": [1.0, v]}, source="c.json"),
+    lambda v: __import__("pal_opt").Cluster.from_arrays([0, 7], [0, 0], {"classA": np.array([1.0, v], dtype=object)},
+                                                        source="c.json"),
+    lambda v: __import__("pal_opt").Cluster.from_graph(_graph_of_factors(v), source="c.json"),
+], ids=["list", "object array", "graph"])
+def test_a_factor_past_a_floats_range_names_its_gpu_and_class_as_nan_does(build) -> None:
+    """``Cluster.from_arrays`` said ``malformed cluster data: int too large to convert to float`` of
+    a factor of ``10**400``, naming neither the GPU nor the class; NaN's error names both."""
+    from pal_opt.options import shown_number
+
+    for value, shown in ((math.nan, "nan"), (BIG, _SHOWN), (-BIG, shown_number(-BIG))):
+        with pytest.raises(PalOptError) as info:
+            build(value)
+        assert str(info.value).startswith("c.json: ") and str(info.value).endswith(
+            "factors.classA: factor of GPU 7 must be finite and positive, got " + shown), str(info.value)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: __import__("pal_opt.options", fromlist=["x"]).number_array([1, BIG], "row"),
+     f"row: {_SHOWN} at index 1 is too large to be a float"),
+    (lambda: __import__("pal_opt.options", fromlist=["x"]).number_array([[1.0, 2.0], [-BIG, 3.0]], "row"),
+     "row: -10000000000000000...0000000000000000000 at index (1, 0) is too large to be a float"),
+    (lambda: __import__("pal_opt.hetero", fromlist=["x"]).fairness_costs([1.0, BIG]),
+     f"goodput: {_SHOWN} at index 1 is too large to be a float"),
+], ids=["list", "nested", "fairness_costs"])
+def test_number_array_says_an_integer_past_a_floats_range_is_too_large(call, message: str) -> None:
+    """``number_array`` without a dtype said such a list "must be numbers": it holds numbers, one
+    too large for a float."""
+    from pal_opt.errors import InputTypeError
+
+    with pytest.raises(InputTypeError) as info:
+        call()
+    assert str(info.value) == message
