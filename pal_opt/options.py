@@ -429,7 +429,8 @@ def number_array(value: Any, arg: str, kinds: str = "iuf", dtype: Any = None) ->
     naming ``arg`` (``None`` or a string became a 0-d object or text array and failed deep inside).
     With ``dtype``: ``numpy.asarray(value, dtype)`` (what converts is taken, as numpy takes it;
     ``kinds`` is not read), the error if it does not convert or is a string or None.  Without,
-    an integer a float cannot hold (``10**400``) is named as too large, where ``kinds`` has ``f``.
+    an integer a float cannot hold (``10**400``) is named as too large, where ``kinds`` has ``f``,
+    and integers past int64 that a float holds (``10**20``, kept by numpy as objects) are floats.
 
     >>> number_array([1, 2.5], "row").tolist()
     [1.0, 2.5]
@@ -457,6 +458,8 @@ def number_array(value: Any, arg: str, kinds: str = "iuf", dtype: Any = None) ->
     if array is None or array.dtype.kind not in kinds:
         if array is not None and array.dtype.kind == "O" and "f" in kinds:
             _refuse_a_number_past_floats(array, arg)
+            if array.size and all(isinstance(x, numbers.Real) for x in array.flat):
+                return array.astype(float)  # integers past int64 that a float holds (10**20)
         noun = "booleans" if kinds == "b" else "numbers"
         raise InputTypeError(f"must be {noun} (an array or a sequence), got {_given(value)}", path=arg)
     return array

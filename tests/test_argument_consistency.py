@@ -483,3 +483,19 @@ def test_number_array_says_an_integer_past_a_floats_range_is_too_large(call, mes
     with pytest.raises(InputTypeError) as info:
         call()
     assert str(info.value) == message
+
+
+def test_number_array_takes_integers_past_int64_that_a_float_holds() -> None:
+    """numpy keeps ``[10**20, 1]`` as objects; ``number_array`` called it "must be numbers" though
+    a float holds 10**20.  Such a list is floats now, as ``[1e20, 1]`` is; a list with a string
+    in it is still refused."""
+    from pal_opt.errors import InputTypeError
+    from pal_opt.options import number_array
+
+    got = number_array([10**20, 1], "row")
+    assert got.dtype.kind == "f" and got.tolist() == [1e20, 1.0]
+    assert number_array([[10**20], [2]], "row").tolist() == [[1e20], [2.0]]
+    with pytest.raises(InputTypeError, match="must be numbers"):
+        number_array([10**20, "x"], "row")
+    with pytest.raises(InputTypeError, match="must be numbers"):
+        number_array([10**20, None], "row")
