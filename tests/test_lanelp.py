@@ -12,8 +12,17 @@ from pal_opt.generate import generate_instance, generate_typed_instance
 from pal_opt.gputypes import free_per_type
 from pal_opt.ilp import solve_ilp
 from pal_opt.ilp.backends import SolveOptions, get_backend
-from pal_opt.ilp.formulation import build_formulation
-from pal_opt.ilp.lanelp import applies, lane_mass, lane_types, lp_lane_start, round_lane_counts
+from pal_opt.ilp.formulation import KIND_Z, build_formulation
+from pal_opt.ilp.lanelp import (
+    LP_SECONDS_PER_ENTRY,
+    ROUND_AND_PACK_SECONDS,
+    applies,
+    estimated_seconds,
+    lane_mass,
+    lane_types,
+    lp_lane_start,
+    round_lane_counts,
+)
 from pal_opt.ilp.solve import prepare_round
 from pal_opt.model import GpuState
 from pal_opt.result import Status
@@ -146,3 +155,111 @@ def test_every_backend_gets_the_same_lp_lane_start():
               for b in ("highs", "cpsat", "cbc")}
     assert prices["highs"] is not None
     assert prices["cpsat"] == prices["highs"] and prices["cbc"] == prices["highs"]
+
+
+# ---------------------------------------------------------------- pinned by the eighteenth session's mutants
+def _nearest_fitting(form, mass, free, kinds):
+    """Every integer split per job type that fits the free GPUs of each type (every lane here is
+    one type), and the least GPU-weighted distance to ``mass`` among them: by enumeration."""
+    import itertools
+
+    splits = [[c for c in itertools.product(range(jt.count + 1), repeat=len(jt.profiles)) if sum(c) == jt.count]
+              for jt in form.types]
+    best, where = None, []
+    for combo in itertools.product(*splits):
+        use = np.zeros(free.size)
+        for jt, c in zip(form.types, combo, strict=True):
+            for p, n in zip(jt.profiles, c, strict=True):
+                use[kinds[p][0]] += n * jt.demand
+        if (use > free).any():
+            continue
+        far = sum(jt.demand * abs(n - mass[t, k]) for t, (jt, c) in enumerate(zip(form.types, combo, strict=True))
+                  for k, n in enumerate(c))
+        if best is None or far < best - 1e-9:
+            best, where = far, [combo]
+        elif far < best + 1e-9:
+            where.append(combo)
+    return where
+
+
+def test_rounded_counts_are_the_nearest_that_fit():
+    """The rounding moves the fewest GPUs from the LP's split (each job's deviation weighted by
+    its GPUs), against an enumeration of every split that fits, on 100 seeded fractional splits;
+    the counts are the solver's rounded, not truncated (0.9999 is 1).  Unweighted deviations or
+    ``int()`` of the solver's values give other counts."""
+    inst, form = _form("aws:3x4,rtx:3x4", 1, jobs=20)
+    cl = inst.cluster
+    free = free_per_type(cl, cl.state == GpuState.FREE)
+    kinds = lane_types(form)
+    assert all(len(kinds[p]) == 1 for jt in form.types for p in jt.profiles)
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        mass = np.zeros((len(form.types), max(len(jt.profiles) for jt in form.types)))
+        for t, jt in enumerate(form.types):
+            a = rng.uniform(0, jt.count) if len(jt.profiles) > 1 else jt.count
+            mass[t, : len(jt.profiles)] = [a, jt.count - a][: len(jt.profiles)]
+        got = round_lane_counts(form, mass)
+        assert got is not None
+        combo = tuple(tuple(int(got[t, k]) for k in range(len(jt.profiles))) for t, jt in enumerate(form.types))
+        assert combo in _nearest_fitting(form, mass, free, kinds), mass.round(3).tolist()
+
+
+def test_a_lane_is_the_gpu_types_its_profile_has_a_level_on():
+    """Without jobs that mix types each lane is one GPU type, a job type's lanes each another
+    (a profile's level ``num_levels`` means "not on this type": counted in, every lane was every type)."""
+    inst, form = _form("aws:3x4,rtx:3x4", 1, jobs=20)
+    kinds = lane_types(form)
+    for jt in form.types:
+        lanes = [kinds[p] for p in jt.profiles]
+        assert all(len(k) == 1 for k in lanes) and len(set(lanes)) == len(lanes), lanes
+    assert {kinds[p] for p in kinds} == {(0,), (1,)}
+
+
+def test_a_round_on_one_gpu_type_has_no_lane_to_choose():
+    inst, form = _form("aws:4x4", 0, jobs=20)
+    assert all(len(jt.profiles) == 1 for jt in form.types)
+    assert not applies(form) and lp_lane_start(form) is None
+
+
+def test_a_round_that_charges_moves_is_not_for_the_lp_lanes():
+    """Running jobs whose move is charged have keep and drop columns: the LP-lane start, which
+    places every admitted job by slot columns, does not apply."""
+    spec = "aws:2x8,rtx:2x8,dgx-ext:2x8"
+    inst = generate_typed_instance(spec, 14, seed=2, running_fraction=0.4, restart_cost=30.0,
+                                   throughput={c: {t: v for t, v in row.items() if t in spec} for c, row in THROUGHPUT.items()})
+    s = prepare_round(inst, None, "highs", "prefix", None)
+    form = build_formulation(inst, s.admitted, factors=s.factors)
+    assert any(len(jt.profiles) > 1 for jt in form.types)
+    assert (form.var_kind > KIND_Z).any()
+    assert not applies(form) and lp_lane_start(form) is None
+
+
+def test_the_time_asked_counts_scipys_lp_only_when_no_values_are_given():
+    _, form = _form("aws:3x4,rtx:3x4", 1)
+    assert estimated_seconds(form, True) == ROUND_AND_PACK_SECONDS
+    assert estimated_seconds(form, False) == ROUND_AND_PACK_SECONDS + LP_SECONDS_PER_ENTRY * form.A.nnz
+
+
+def test_lp_values_of_another_length_give_no_mass():
+    _, form = _form("aws:3x4,rtx:3x4", 1)
+    assert lane_mass(form, np.zeros(form.num_vars)) is not None
+    assert lane_mass(form, np.zeros(form.num_vars + 1)) is None
+    assert lane_mass(form, np.zeros(form.num_vars - 1)) is None
+
+
+def test_a_types_jobs_take_its_lanes_in_queue_order():
+    """The first ``counts[t, 0]`` jobs of a type (queue order) go to its first lane, the next to
+    the second...: seed 1's three one-GPU jobs of one class are split 2 + 1."""
+    inst, form = _form("aws:3x4,rtx:3x4", 1, jobs=20)
+    placement = lp_lane_start(form)
+    assert placement is not None
+    counts = round_lane_counts(form, lane_mass(form))
+    kinds = lane_types(form)
+    cl = inst.cluster
+    split = False
+    for t, jt in enumerate(form.types):
+        want = [kinds[p] for k, p in enumerate(jt.profiles) for _ in range(int(counts[t, k]))]
+        got = [tuple(np.unique(cl.type_of[cl.positions(placement[inst.jobs[i].id])]).tolist()) for i in jt.jobs]
+        assert got == want, (t, got, want)
+        split |= len(set(want)) > 1
+    assert split
