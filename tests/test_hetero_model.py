@@ -596,3 +596,78 @@ def test_app_settings_refuse_values_a_simulated_round_cannot_use() -> None:
         with pytest.raises(OptionError, match=f"^{says}"):
             AppSettings(**kwargs)
     assert APP_SETTINGS["bert"].restart_delay == 120 and AppSettings(restart_penalty=0).restart_penalty == 0
+
+
+# ---------------------------------------------------------------- workload rules pinned (eighteenth session's mutants)
+@pytest.mark.parametrize(("field", "bad", "says"), [
+    ("submit_time", math.inf, "submit_time must be a finite number >= 0, got inf"),
+    ("batch_size", 0, "batch_size must be an integer >= 1, got 0"),
+    ("name", "", "WorkloadJob: name must be a non-empty str, got ''"),
+    ("application", "", "application must be a non-empty str, got ''"),
+])
+def test_a_workload_job_refuses_what_its_quick_check_must_not_pass(field: str, bad: object, says: str) -> None:
+    """The quick check of a well-typed job (``WorkloadJob._canonical``) lets none of these
+    through unchecked: an infinite submit time, a batch of 0, an empty name."""
+    from pal_opt.hetero.workload import WorkloadJob
+
+    args = {"name": "j", "submit_time": 0.0, "application": "toy", "num_replicas": 1, "batch_size": 8}
+    with pytest.raises(OptionError, match=says):
+        WorkloadJob(**{**args, field: bad})
+
+
+def _frame(names: list[str], times: list[float], apps: list[str] | None = None) -> pd.DataFrame:
+    return pd.DataFrame({"name": names, "time": times, "application": apps or ["toy"] * len(names),
+                         "num_replicas": [1] * len(names), "batch_size": [8] * len(names)})
+
+
+@pytest.mark.parametrize(("known", "more"), [(12, ""), (13, ", ... (1 more)"), (15, ", ... (3 more)")])
+def test_an_unknown_application_lists_at_most_twelve_known_ones(known: int, more: str) -> None:
+    apps = {f"app{k:02d}" for k in range(known)}
+    with pytest.raises(InstanceError) as err:
+        workload_from_frame(_frame(["x"], [0.0], ["zz"]), applications=apps)
+    listed = ", ".join(f"app{k:02d}" for k in range(12))
+    assert str(err.value).endswith(f"unknown application 'zz'; known: {listed}{more}"), str(err.value)
+
+
+def test_the_first_unknown_application_is_named() -> None:
+    with pytest.raises(InstanceError, match=r"row 3, column application: unknown application 'yy'"):
+        workload_from_frame(_frame(["a", "b", "c"], [0.0, 1.0, 2.0], ["toy", "yy", "zz"]), applications={"toy"})
+
+
+def test_a_workload_is_in_submission_order_rows_breaking_ties() -> None:
+    w = workload_from_frame(_frame(["z", "y", "b", "a"], [5.0, 1.0, 5.0, 1.0]))
+    assert [j.name for j in w] == ["y", "a", "z", "b"]
+    assert [j.row for j in w] == [3, 5, 2, 4]
+
+
+def test_a_batch_at_either_end_of_the_validated_range_is_taken(tmp_path: Path) -> None:
+    a = load_application(_write_app(tmp_path), "toy")
+    assert (a.init_batch_size, a.max_batch_size) == (8, 16)
+    for batch in (8, 16):
+        frame = _frame(["j"], [0.0])
+        frame["batch_size"] = [batch]
+        check_workload(workload_from_frame(frame), {"toy": a})
+    frame["batch_size"] = [7]
+    with pytest.raises(InstanceError, match="batch size 7 outside toy's validated range 8..16"):
+        check_workload(workload_from_frame(frame), {"toy": a})
+
+
+PHILLY_HEAD = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+PHILLY_ROW = "2017-10-09 07:01:55,66.0,2,132.0,11cb48\n"
+
+
+@pytest.mark.parametrize(("rows", "says"), [
+    (PHILLY_ROW + "2017-10-09 07:01:56,100.0,1,100.5,x\n", "row 3, column gpu_time: must be duration × num_gpus = 100, got 100.5"),
+    (PHILLY_ROW + "2017-10-09 07:01:56,100.0,1,99,x\n2017-10-09 07:01:57,10.0,1,11,x\n", "row 3, column gpu_time"),
+    (PHILLY_ROW + "2017-10-09 07:01:56,0,1,0,x\n", "row 3, column duration: must be"),
+    (PHILLY_ROW + "2017-10-09 25:01:56,10.0,1,10,x\n2017-10-09 26:01:56,10.0,1,10,x\n", "row 3, column timestamp"),
+])
+def test_a_philly_row_that_does_not_add_up_is_named_the_first_of_them(tmp_path: Path, rows: str, says: str) -> None:
+    """``gpu_time`` is ``duration × num_gpus`` to 1e-9 (0.5 % off is refused), a duration is
+    positive, and the first bad row is the one named."""
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY_HEAD + rows)
+    with pytest.raises(InstanceError, match=says):
+        read_philly(path)
+    path.write_text(PHILLY_HEAD + PHILLY_ROW)
+    assert len(read_philly(path)) == 1
