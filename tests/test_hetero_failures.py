@@ -359,3 +359,69 @@ def test_gavel_keeps_its_round_when_a_finished_jobs_gpus_fail(shared_dir: Path) 
         return out
 
     assert plans(fail=True) == plans(fail=False)
+
+
+# ---------------------------------------------------------------- pinned by the eighteenth session's mutants
+def test_a_failure_before_any_checkpoint_sends_the_job_back_to_the_start() -> None:
+    """Without a checkpoint yet the job's state goes back to nothing (it kept its progress)."""
+    fails = _failures_at({30.0: (0,)})
+    job = _LinearJob()
+    assert fails.advance([job], 0.0, 60.0) == [0]
+    assert (job.progress, job.epoch) == (0.0, 0) and fails.stats.lost_gpu_seconds == 30.0 * 2
+
+
+def test_training_that_reaches_the_interval_at_the_round_end_checkpoints_there() -> None:
+    """90 s of training in a round of 90 s reach the 90 s interval: the checkpoint is taken then,
+    so a failure at the very start of the next round (nothing trained since) loses nothing.
+    Taken only past the interval, the job went back to 0."""
+    fails = _failures_at({90.0: (1,)})
+    job = _LinearJob()
+    assert fails.advance([job], 0.0, 90.0) == [] and fails.saved[0] == (90.0, 0)
+    assert fails.advance([job], 90.0, 60.0) == [0]
+    assert job.progress == 90.0 and fails.stats.lost_gpu_seconds == 0.0
+
+
+def test_a_jobs_first_failure_in_a_round_stops_it() -> None:
+    """Two of the job's GPUs fail at 100 s and 110 s: it stops at 100 s (the later one was
+    taken), 10 s after its checkpoint at 90 s, and the first failure is the one that stopped it."""
+    fails = _failures_at({100.0: (0,), 110.0: (1,)})
+    job = _LinearJob()
+    fails.advance([job], 0.0, 60.0)
+    assert fails.advance([job], 60.0, 60.0) == [0]
+    assert job.progress == 90.0 and fails.stats.lost_gpu_seconds == 10.0 * 2
+    assert [e["jobs"] for e in fails.log()] == [["j0"], []]
+
+
+def test_a_job_that_finished_before_its_gpu_failed_is_not_stopped() -> None:
+    fails = _failures_at({50.0: (0,)})
+    job = _LinearJob()
+
+    def finish(seconds: float, now: float) -> None:  # done after 30 s of training
+        _LinearJob.advance(job, seconds, now)
+        job.done = job.progress >= 30.0
+
+    job.advance = finish
+    assert fails.advance([job], 0.0, 60.0) == []
+    assert job.done and job.progress == 50.0 and fails.stopped(0) == 0 and fails.stats.hits == []
+
+
+def test_a_suspended_job_checkpoints_as_it_stops() -> None:
+    """A job the round left without GPUs (no restart counted) is suspended: its state is saved
+    then (only restarts did)."""
+    fails = _failures_at({})
+    job = _LinearJob()
+    fails.advance([job], 0.0, 60.0)
+    job.allocation = ()
+    fails.checkpoint_moved([job], {0: (0, True)})  # type: ignore[list-item]  # held GPUs before
+    assert fails.saved[0] == (60.0, 0) and fails.since[0] == 0.0
+
+
+def test_each_failure_is_logged_with_the_jobs_it_stopped_across_rounds() -> None:
+    """Failures of later rounds are numbered after the earlier ones (each round's were counted
+    from 0, so a job stopped in the second round was logged under the first failure)."""
+    fails = _failures_at({30.0: (0,), 100.0: (1,)})
+    job = _LinearJob()
+    assert fails.advance([job], 0.0, 60.0) == [0]
+    job.allocation, job.shape, job.gpus = (0, 1), (2,), 2  # placed again
+    assert fails.advance([job], 60.0, 60.0) == [0]
+    assert [e["jobs"] for e in fails.log()] == [["j0"], ["j0"]]
