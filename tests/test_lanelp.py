@@ -24,7 +24,7 @@ from pal_opt.ilp.lanelp import (
     round_lane_counts,
 )
 from pal_opt.ilp.solve import prepare_round
-from pal_opt.model import GpuState
+from pal_opt.model import Cluster, GpuState, Job, RoundInstance
 from pal_opt.result import Status
 
 THROUGHPUT = {"classA": {"aws": 1.0, "rtx": 1.6, "dgx-ext": 2.4}, "classB": {"aws": 1.0, "rtx": 1.2, "dgx-ext": 1.3},
@@ -263,3 +263,44 @@ def test_a_types_jobs_take_its_lanes_in_queue_order():
         assert got == want, (t, got, want)
         split |= len(set(want)) > 1
     assert split
+
+
+def _three_types():
+    return Cluster.from_arrays(range(12), [0] * 4 + [1] * 4 + [2] * 4, {"classA": [1.0] * 12},
+                               gpu_types="aaaabbbbcccc")
+
+
+def test_a_lane_of_two_types_gets_the_hall_row_of_that_pair():
+    """A job that mixes types ``a`` and ``b`` has one lane of both; its 6 GPUs leave 2 of those 8
+    for the four one-GPU jobs, so a rounding of their LP split 2 / 2 / 0 moves two of them to
+    ``c`` (with rows only for single types and all three, 2 / 2 / 0 stood and overfilled a + b)."""
+    jobs = [Job(1, 6, "classA", allowed_types=("a", "b"), mix_types=True)] + [Job(i, 1, "classA") for i in range(2, 6)]
+    inst = RoundInstance(_three_types(), tuple(jobs))
+    form = build_formulation(inst, list(range(5)))
+    kinds = lane_types(form)
+    assert sorted(tuple(kinds[p] for p in jt.profiles) for jt in form.types) == [((0,), (1,), (2,)), ((0, 1),)]
+    mix = next(t for t, jt in enumerate(form.types) if jt.demand == 6)
+    mass = np.zeros((2, 3))
+    mass[mix, 0] = 1.0
+    mass[1 - mix] = [2.0, 2.0, 0.0]
+    counts = round_lane_counts(form, mass)
+    assert counts is not None
+    assert counts[mix].tolist() == [1, 0, 0]
+    assert counts[1 - mix, 0] + counts[1 - mix, 1] == 2 and counts[1 - mix, 2] == 2, counts
+
+
+def test_a_lane_of_every_type_gets_the_hall_row_of_all_of_them():
+    """A job that mixes all three types lies only inside the set of all of them: 6 GPUs of it and
+    seven one-GPU jobs (one an optional running job, which lets the round be built) need 13 of
+    the 12 free GPUs, so no counts fit (without the row of all types, 3 / 2 / 2 did)."""
+    jobs = ([Job(1, 6, "classA", mix_types=True)] + [Job(i, 1, "classA") for i in range(2, 8)]
+            + [Job(9, 1, "classA", placement=(0,))])
+    inst = RoundInstance(_three_types(), tuple(jobs))
+    form = build_formulation(inst, list(range(8)), optional=[7])
+    kinds = lane_types(form)
+    assert sorted(tuple(kinds[p] for p in jt.profiles) for jt in form.types) == [((0,), (1,), (2,)), ((0, 1, 2),)]
+    mix = next(t for t, jt in enumerate(form.types) if jt.demand == 6)
+    mass = np.zeros((2, 3))
+    mass[mix, 0] = 1.0
+    mass[1 - mix] = [3.0, 2.0, 2.0]
+    assert round_lane_counts(form, mass) is None
