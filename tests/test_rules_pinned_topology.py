@@ -231,3 +231,33 @@ def test_a_node_without_gpus_does_not_take_the_device_numbers_away(tmp_path: Pat
     gres.write_text("NodeName=n1 Name=gpu File=/dev/nvidia[2-3]\n")
     t = load_slurm(_two_nodes(tmp_path), slurm_conf=slurm, gres_conf=gres)
     assert t.hosts == ("n1",) and t.devices is not None and t.devices.tolist() == [2, 3]
+
+
+# --- hostlist (eighteenth session, second mutation audit) ---------------------------------------
+
+
+def test_a_hostlist_range_one_step_backwards_is_refused():
+    """``[3-2]`` runs backwards as much as ``[5-1]`` (refusing only ``hi < lo - 1`` expanded it to
+    no host at all)."""
+    with pytest.raises(InstanceError, match="runs backwards"):
+        expand_hostlist("n[3-2]")
+
+
+def test_a_hostlist_with_white_space_is_refused():
+    with pytest.raises(InstanceError, match="white space"):
+        expand_hostlist("node1, node2")
+
+
+def test_a_host_named_twice_keeps_its_first_place():
+    assert expand_hostlist("b,a,b") == ["b", "a"]
+    assert expand_hostlist("n[2-3],n1,n2") == ["n2", "n3", "n1"]
+
+
+def test_hosts_numbered_with_18_digits_are_compressed_to_a_range():
+    """Up to 18 digits a trailing number is a number (``_RANGE`` reads 18); past that the name is
+    kept whole."""
+    a, b = "n" + "1" * 18, "n" + "1" * 17 + "2"
+    assert compress_hostlist([b, a]) == f"n[{'1' * 18}-{'1' * 17}2]"
+    assert expand_hostlist(compress_hostlist([b, a])) == [a, b]
+    c, d = "n" + "1" * 19, "n" + "1" * 18 + "2"
+    assert compress_hostlist([d, c]) == f"{c},{d}"
