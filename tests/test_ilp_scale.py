@@ -3,19 +3,31 @@ the program makes the same placement, and rounds above the threshold take that p
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from pal_opt import check, solve
+from pal_opt.binning import binned_factors
 from pal_opt.cost import evaluate
+from pal_opt.deadline import Deadline
+from pal_opt.errors import TimeLimitReached
 from pal_opt.generate import generate_instance
 from pal_opt.ilp.backends import BACKENDS, SolveOptions, get_backend
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.heuristic import packing_greedy
 from pal_opt.ilp.packing import fast_packing
 from pal_opt.ilp.program import Program
+from pal_opt.ilp.relaxation import applies as relaxation_applies
 from pal_opt.ilp.relaxation import build_relaxation
-from pal_opt.ilp.scale import LARGE_ROUND_GPUS, is_large_round
+from pal_opt.ilp.scale import (
+    LARGE_ROUND_GPUS,
+    BackgroundPacking,
+    flow_free_bound,
+    is_large_round,
+    relaxation_solver,
+)
 from pal_opt.ilp.solve import prepare_round
 
 pytest.importorskip("highspy")
@@ -123,3 +135,51 @@ def test_relaxation_does_not_apply_with_charged_moves() -> None:
         pytest.skip("no running admitted job")
     assert build_relaxation(inst, setup.admitted, setup.factors) is None
     assert not is_large_round(inst, setup.admitted, threshold=0)
+
+
+# --- second mutation audit of scale.py (eighteenth session) -------------------------------------
+
+
+def test_a_round_is_large_only_above_the_threshold_and_flat() -> None:
+    """More than ``threshold`` free GPUs, not as many; a racked cluster (where the fast packing is
+    not defined) is never large, though the relaxation covers it."""
+    inst = _round(8, 4, 20, 0, 0.0, 0)
+    adm = prepare_round(inst, None, None, None, None).admitted
+    assert is_large_round(inst, adm, threshold=inst.free_gpus - 1)
+    assert not is_large_round(inst, adm, threshold=inst.free_gpus)
+    racked = _round(16, 4, 40, 4, 0.0, 3)
+    assert racked.cluster.racked
+    adm = prepare_round(racked, None, None, None, None).admitted
+    assert relaxation_applies(racked, adm)
+    assert not is_large_round(racked, adm, threshold=0)
+
+
+def test_the_relaxation_solver_is_the_backends_own_up_to_its_size_else_highs() -> None:
+    cpsat = get_backend("cpsat")
+    top = cpsat.relaxation_max_entries
+    assert top is not None
+    assert relaxation_solver(cpsat, top).name == "cpsat"
+    assert relaxation_solver(cpsat, top + 1).name == "highs"
+    assert relaxation_solver(cpsat, 0, prefer_highs=True).name == "highs"
+    assert relaxation_solver(get_backend("cbc"), 10**9).name == "cbc"  # no size limit of its own
+
+
+def test_the_flow_free_bound_refuses_to_start_past_its_deadline() -> None:
+    inst = _round(8, 4, 20, 0, 0.0, 0)
+    setup = prepare_round(inst, None, None, None, None)
+    late = SolveOptions(deadline=time.monotonic() - 1.0)
+    with pytest.raises(TimeLimitReached, match="building the flow-free relaxation"):
+        flow_free_bound(inst, setup.admitted, setup.factors, get_backend("highs"), late)
+
+
+def test_background_packing_hands_its_error_to_the_waiting_thread_and_heeds_cancel() -> None:
+    inst = _round(8, 4, 20, 0, 0.0, 0)
+    adm = prepare_round(inst, None, None, None, None).admitted
+    broken = BackgroundPacking(inst, adm, {}, Deadline.after(60.0))  # no factors for any class
+    with pytest.raises(KeyError):
+        broken.wait()
+    job = BackgroundPacking(inst, adm, binned_factors(inst.cluster), Deadline.after(60.0))
+    job.wait()
+    assert not job._give_up()
+    job.cancel()
+    assert job._give_up()
