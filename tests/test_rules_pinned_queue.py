@@ -21,3 +21,15 @@ def test_the_queue_policy_name_is_case_insensitive() -> None:
     es = [QueueEntry(0, 10.0, 500.0, 50.0), QueueEntry(1, 20.0, 0.0, 900.0), QueueEntry(2, 5.0, 100.0, 10.0)]
     assert order_queue(es, "FIFO") == order_queue(es, "fifo") == [2, 0, 1]
     assert order_queue(es, "Las") == [1, 2, 0]
+
+
+def test_fifo_breaks_a_submit_time_tie_by_trace_index_not_by_the_order_given():
+    """Entries given out of trace order: equal submit times go by ``index`` (a key of submit time
+    alone kept the order given, as the sort is stable)."""
+    es = [QueueEntry(3, 5.0, 0.0, 1.0), QueueEntry(1, 5.0, 0.0, 1.0), QueueEntry(2, 1.0, 0.0, 1.0)]
+    assert order_queue(es, "fifo") == [2, 1, 3]
+
+
+def test_the_default_queue_policy_is_fifo():
+    es = [QueueEntry(0, 10.0, 500.0, 50.0), QueueEntry(1, 20.0, 0.0, 900.0), QueueEntry(2, 5.0, 100.0, 10.0)]
+    assert order_queue(es) == order_queue(es, "fifo") == [2, 0, 1]
