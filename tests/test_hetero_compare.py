@@ -583,3 +583,11 @@ def test_a_sia_result_logs_its_rounds_and_its_figure_draws_the_utilisation(
         assert by_type.sum(axis=0).tolist() == log["gpus_in_use"]
         assert np.mean(log["gpus_in_use"]) / 64 == pytest.approx(res["utilisation"])
         assert np.mean(by_type[0]) == pytest.approx(res["avg_gpus_in_use_by_type"]["aws"])
+
+
+def test_a_gang_across_types_runs_as_its_slowest_type_whatever_its_place(apps: dict[str, Application]) -> None:
+    """The slowest type listed after a faster one: 6 A100s and 4 T4s still run as T4s (type 1;
+    taking the first type the gang touches gave the A100s)."""
+    layout = Layout((GpuType("dgx-ext", 1, 8, 2), GpuType("aws", 3, 4, 16)))
+    t, shape = gang_state(layout, apps["cifar10"], [2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    assert t == 1 and sorted(shape, reverse=True) == [4, 4, 2]
