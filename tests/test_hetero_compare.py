@@ -27,7 +27,7 @@ from pal_opt.hetero.profiles import Application, load_applications
 from pal_opt.hetero.round import solve_program
 from pal_opt.hetero.simjob import SimJob
 from pal_opt.hetero.simulate import SimConfig, build_cluster, parse_cluster, simulate_sia
-from pal_opt.hetero.typeblind import TypeBlindPolicy, gang_state
+from pal_opt.hetero.typeblind import TypeBlindPolicy, gang_problem, gang_state
 from pal_opt.hetero.workload import Workload, WorkloadJob, read_workload, workload_from_frame
 from pal_opt.model import Cluster, Job, RoundInstance
 
@@ -591,3 +591,56 @@ def test_a_gang_across_types_runs_as_its_slowest_type_whatever_its_place(apps: d
     layout = Layout((GpuType("dgx-ext", 1, 8, 2), GpuType("aws", 3, 4, 16)))
     t, shape = gang_state(layout, apps["cifar10"], [2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
     assert t == 1 and sorted(shape, reverse=True) == [4, 4, 2]
+
+
+# -- TypeBlindPolicy.allocate by hand (mutants of typeblind.py) ------------------------------------
+def _blind_job(index: int, app: Application, n: int, submit: float = 0.0, batch: int = 2048,
+               kind: JobKind = JobKind.ADAPTIVE) -> SimJob:
+    spec = WorkloadJob(f"{app.name}-{index}", submit, app.name, n, batch, kind, index + 2)
+    return SimJob(index, spec, app, ["aws", "dgx-ext"])
+
+
+@pytest.mark.parametrize("method", ["pal", "packed"])
+def test_type_blind_waiting_jobs_go_in_submission_order_not_index_order(apps: dict[str, Application], method: str) -> None:
+    """Job 0 submitted after job 1 (a hand-made workload out of order): job 1 gets the one node."""
+    policy = TypeBlindPolicy(Layout(build_cluster([("aws", 1, 4)], apps)), method)
+    late, early = _blind_job(0, apps["cifar10"], 4, submit=120.0), _blind_job(1, apps["cifar10"], 4, submit=0.0)
+    assert policy.allocate([late, early], 180.0) == {0: (), 1: (0, 1, 2, 3)}
+
+
+@pytest.mark.parametrize("method", ["pal", "packed"])
+def test_type_blind_gpus_of_a_finished_job_are_free_again(apps: dict[str, Application], method: str) -> None:
+    policy = TypeBlindPolicy(Layout(build_cluster([("aws", 1, 4)], apps)), method)
+    a, b = _blind_job(0, apps["cifar10"], 4), _blind_job(1, apps["cifar10"], 4)
+    assert policy.allocate([a, b], 60.0) == {0: (0, 1, 2, 3), 1: ()}
+    assert policy.allocate([b], 120.0) == {1: (0, 1, 2, 3)}  # a finished: no longer active
+    assert policy.holding == {1: (0, 1, 2, 3)}
+
+
+@pytest.mark.parametrize("method", ["pal", "packed"])
+def test_type_blind_round_is_placed_again_without_the_job_that_cannot_run(apps: dict[str, Application], method: str) -> None:
+    """b lands on 4 T4s and 2 A100s (it would run as 6 T4s), leaving no room for c: the same
+    round is placed again without b, and both a and c get their GPUs."""
+    policy = TypeBlindPolicy(Layout(build_cluster([("aws", 1, 4), ("dgx-ext", 1, 8)], apps)), method)
+    a, b, c = (_blind_job(i, apps["cifar10"], n) for i, n in enumerate((6, 6, 2)))
+    alloc = policy.allocate([a, b, c], 60.0)
+    assert list(policy.unplaceable) == [1] and alloc[1] == ()
+    assert [len(alloc[0]), len(alloc[2])] == [6, 2] and policy.holding == {0: alloc[0], 2: alloc[2]}
+
+
+def test_type_blind_gang_problem_asks_the_profile_for_a_step_time(apps: dict[str, Application]) -> None:
+    """A rigid bert job at batch 2048 has no measured step time on one T4 (the profile's batch
+    limit): the one type holds the gang, yet it cannot train there."""
+    layout = Layout(build_cluster([("aws", 1, 4), ("dgx-ext", 1, 8)], apps))
+    job = _blind_job(0, apps["bert"], 1, kind=JobKind.RIGID)
+    assert gang_problem(layout, job, [0]) == "bert has no measured step time on aws for its shape there, (1,)"
+    assert gang_problem(layout, _blind_job(0, apps["bert"], 1, batch=96), [0]) is None
+
+
+@pytest.mark.parametrize("method", ["pal", "packed"])
+def test_type_blind_never_places_on_gpus_out_of_service(apps: dict[str, Application], method: str) -> None:
+    policy = TypeBlindPolicy(Layout(build_cluster([("aws", 2, 4)], apps)), method)
+    policy.out_of_service = np.array([True] * 4 + [False] * 4)
+    assert policy.allocate([_blind_job(0, apps["cifar10"], 4)], 60.0) == {0: (4, 5, 6, 7)}
+    policy.out_of_service = np.array([True] + [False] * 7)  # 7 GPUs in service: no room for 8
+    assert policy.allocate([_blind_job(1, apps["cifar10"], 8)], 120.0) == {1: ()}
