@@ -33,8 +33,14 @@ from pal_opt.ilp.solve import prepare_round
 pytest.importorskip("highspy")
 
 # (nodes, GPUs per node, jobs, racks, busy fraction, seed)
-SMALL = [(8, 4, 20, 0, 0.0, 0), (16, 4, 40, 0, 0.0, 1), (12, 8, 40, 0, 0.2, 2), (16, 4, 40, 4, 0.0, 3),
-         (16, 8, 45, 4, 0.1, 4), (24, 4, 30, 0, 0.3, 5)]
+SMALL = [
+    (8, 4, 20, 0, 0.0, 0),
+    (16, 4, 40, 0, 0.0, 1),
+    (12, 8, 40, 0, 0.2, 2),
+    (16, 4, 40, 4, 0.0, 3),
+    (16, 8, 45, 4, 0.1, 4),
+    (24, 4, 30, 0, 0.3, 5),
+]
 
 
 def _round(nodes, per, jobs, racks, busy, seed):  # type: ignore[no-untyped-def]
@@ -64,8 +70,16 @@ def test_flow_free_bound_is_at_most_the_proven_optimum(case, couple):  # type: i
     lo, hi = relax.program.col_lo.copy(), relax.program.col_hi.copy()
     lo[cols], hi[cols] = v[cols], v[cols]
     p = relax.program
-    fixed = Program.from_arrays(c=p.c, A=p.A, row_lo=p.row_lo, row_hi=p.row_hi, col_lo=lo, col_hi=hi,
-                                integrality=p.integrality, obj_offset=p.obj_offset)
+    fixed = Program.from_arrays(
+        c=p.c,
+        A=p.A,
+        row_lo=p.row_lo,
+        row_hi=p.row_hi,
+        col_lo=lo,
+        col_hi=hi,
+        integrality=p.integrality,
+        obj_offset=p.obj_offset,
+    )
     assert _lp(fixed) == pytest.approx(best.objective, abs=1e-6)
 
 
