@@ -4,6 +4,8 @@ the program makes the same placement, and rounds above the threshold take that p
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -12,9 +14,18 @@ from pal_opt import check, solve
 from pal_opt.binning import binned_factors
 from pal_opt.cost import evaluate
 from pal_opt.deadline import Deadline
-from pal_opt.errors import TimeLimitReached
+from pal_opt.errors import BackendUnavailableError, OptionError, TimeLimitReached
 from pal_opt.generate import generate_instance
-from pal_opt.ilp.backends import BACKENDS, SolveOptions, get_backend
+from pal_opt.ilp.backends import (
+    BACKENDS,
+    Backend,
+    SolveOptions,
+    get_backend,
+    register_backend,
+    unregister_backend,
+)
+from pal_opt.ilp.backends.cpsat import CpSatBackend
+from pal_opt.ilp.backends.highs import HighsBackend
 from pal_opt.ilp.formulation import build_formulation
 from pal_opt.ilp.heuristic import packing_greedy
 from pal_opt.ilp.packing import fast_packing
@@ -22,13 +33,16 @@ from pal_opt.ilp.program import Program
 from pal_opt.ilp.relaxation import applies as relaxation_applies
 from pal_opt.ilp.relaxation import build_relaxation
 from pal_opt.ilp.scale import (
+    COUPLED_MAX_GPUS,
     LARGE_ROUND_GPUS,
+    RELAXATION_SECONDS_PER_GPU,
     BackgroundPacking,
     flow_free_bound,
     is_large_round,
     relaxation_solver,
 )
 from pal_opt.ilp.solve import prepare_round
+from pal_opt.ilp.warm import WarmStart
 
 pytest.importorskip("highspy")
 
@@ -179,11 +193,15 @@ def test_the_relaxation_solver_is_the_backends_own_up_to_its_size_else_highs() -
 
 
 def test_the_flow_free_bound_refuses_to_start_past_its_deadline() -> None:
+    """The deadline is asked for the relaxation's estimated build time (the error's ``need``), so
+    that a build that does not fit is skipped: seen without timing anything, on a passed deadline."""
     inst = _round(8, 4, 20, 0, 0.0, 0)
     setup = prepare_round(inst, None, None, None, None)
     late = SolveOptions(deadline=time.monotonic() - 1.0)
-    with pytest.raises(TimeLimitReached, match="building the flow-free relaxation"):
+    with pytest.raises(TimeLimitReached, match="building the flow-free relaxation") as stop:
         flow_free_bound(inst, setup.admitted, setup.factors, get_backend("highs"), late)
+    assert stop.value.need == pytest.approx(RELAXATION_SECONDS_PER_GPU * inst.free_gpus)
+    assert stop.value.need > 0
 
 
 def test_background_packing_hands_its_error_to_the_waiting_thread_and_heeds_cancel() -> None:
@@ -197,3 +215,120 @@ def test_background_packing_hands_its_error_to_the_waiting_thread_and_heeds_canc
     assert not job._give_up()
     job.cancel()
     assert job._give_up()
+
+
+# --- the fallbacks without LP relaxations or without HiGHS, and the coupling's top --------------
+# Real backends through the registry (register_backend / unregister_backend, restored after): a
+# CP-SAT that declares no LP relaxation, and HiGHS "not installed" (a HighsBackend whose required
+# module does not exist, so the registry's own import probe finds it unavailable), not registered,
+# or registered without LP relaxations.  No solver's answer is faked: every LP here is solved.
+
+
+class _CpSatWithoutLp(CpSatBackend):
+    """CP-SAT solving with CP-SAT, declaring no LP relaxation of its own."""
+
+    name: ClassVar[str] = "cpsat-without-lp-test"
+    supports_relaxation: ClassVar[bool] = False
+
+
+class _HighsNotInstalled(HighsBackend):
+    """HiGHS needing a module that is not installed: :func:`get_backend` finds it unavailable."""
+
+    requires: ClassVar[tuple[str, ...]] = ("pal_opt_test_no_such_module",)
+
+
+class _HighsWithoutLp(HighsBackend):
+    """HiGHS registered in HiGHS's place, declaring no LP relaxation."""
+
+    supports_relaxation: ClassVar[bool] = False
+
+
+@pytest.fixture
+def without_lp() -> Iterator[type[Backend]]:
+    register_backend(_CpSatWithoutLp)
+    try:
+        yield get_backend(_CpSatWithoutLp.name)
+    finally:
+        unregister_backend(_CpSatWithoutLp.name)
+
+
+@pytest.fixture(params=["not installed", "not registered", "without LP relaxations"])
+def no_highs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """No HiGHS that solves LP relaxations, each way there can be none."""
+    if request.param == "not registered":
+        unregister_backend("highs")
+    else:
+        register_backend(
+            _HighsNotInstalled if request.param == "not installed" else _HighsWithoutLp, replace=True
+        )
+    try:
+        if request.param == "without LP relaxations":
+            assert not get_backend("highs").supports_relaxation
+        else:
+            with pytest.raises(BackendUnavailableError if request.param == "not installed" else OptionError):
+                get_backend("highs")
+        yield
+    finally:
+        register_backend(HighsBackend, replace=True)
+
+
+def _small_round():  # type: ignore[no-untyped-def]
+    inst = _round(8, 4, 20, 0, 0.0, 0)
+    return inst, prepare_round(inst, None, None, None, None)
+
+
+def test_a_backend_without_lp_relaxations_has_highs_solve_them(without_lp: type[Backend]) -> None:
+    solver = relaxation_solver(without_lp, 0)
+    assert solver is not None and solver.name == "highs"
+    inst, setup = _small_round()
+    bound, info = flow_free_bound(inst, setup.admitted, setup.factors, without_lp, SolveOptions())
+    relax = build_relaxation(inst, setup.admitted, setup.factors)
+    assert relax is not None
+    assert bound == pytest.approx(_lp(relax.program)) and info["relaxation"] == "flow-free (highs)"
+
+
+def test_without_highs_a_backend_solves_its_own_relaxations_however_large(no_highs: None) -> None:
+    cpsat = get_backend("cpsat")
+    top = cpsat.relaxation_max_entries
+    assert top is not None
+    for solver in (relaxation_solver(cpsat, top + 1), relaxation_solver(cpsat, 0, prefer_highs=True)):
+        assert solver is not None and solver.name == "cpsat"
+    inst, setup = _small_round()
+    bound, info = flow_free_bound(inst, setup.admitted, setup.factors, cpsat, SolveOptions())
+    assert bound is not None and info["relaxation"] == "flow-free (cpsat)"
+
+
+def test_without_highs_a_backend_without_lp_relaxations_gives_no_bound(
+    without_lp: type[Backend], no_highs: None
+) -> None:
+    assert relaxation_solver(without_lp, 0) is None
+    inst, setup = _small_round()
+    assert flow_free_bound(inst, setup.admitted, setup.factors, without_lp, SolveOptions()) == (
+        None,
+        {"relaxation": "flow-free: no backend that solves LP relaxations"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("nodes", "coupled"), [(COUPLED_MAX_GPUS // 8, True), (COUPLED_MAX_GPUS // 8 + 1, False)]
+)
+def test_the_relaxation_couples_profiles_up_to_coupled_max_gpus(nodes: int, coupled: bool) -> None:
+    """Exactly :data:`COUPLED_MAX_GPUS` free GPUs still couple, 8 more do not: the LP has the
+    coupled relaxation's rows (two profiles here: at 16,384 GPUs 43,374 rows coupled, 37,117 not), and the
+    relaxation kept in the warm start is keyed by that coupling (four jobs: a 0.2 s LP)."""
+    inst = generate_instance(nodes, 8, 4, seed=0)
+    assert inst.free_gpus == nodes * 8
+    setup = prepare_round(inst, None, None, None, None)
+    warm = WarmStart()
+    bound, info = flow_free_bound(
+        inst, setup.admitted, setup.factors, get_backend("highs"), SolveOptions(), warm
+    )
+    assert bound is not None
+    rows = {}
+    for couple in (True, False):
+        relax = build_relaxation(inst, setup.admitted, setup.factors, couple=couple)
+        assert relax is not None
+        rows[couple] = relax.program.num_rows
+    assert rows[True] != rows[False] and info["relaxation_rows"] == rows[coupled]
+    assert warm.relaxation(inst, setup.admitted, coupled) is not None
+    assert warm.relaxation(inst, setup.admitted, not coupled) is None
