@@ -384,17 +384,18 @@ def _factor_column(cname: Any, values: Any, ids: np.ndarray) -> np.ndarray:
     flat = list(given) if given is not None else arr.ravel().tolist()
     for i, x in enumerate(flat):
         if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
-            if arr.shape != ids.shape:
-                raise InstanceError(f"factor of entry {i} must be a number, got {x!r}", path=f"factors.{cname}")
-            raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be a number, got {x!r}",
-                                  path=f"factors.{cname}", gpu=int(ids[i]))
+            raise _factor_error(cname, i, ids, arr.shape, f"must be a number, got {x!r}")
         if isinstance(x, numbers.Integral) and not is_finite_number(x):
-            if arr.shape != ids.shape:
-                raise InstanceError(f"factor of entry {i} must be finite and positive, got {shown_number(x)}",
-                                    path=f"factors.{cname}")
-            raise _GpuFactorError(f"factor of GPU {int(ids[i])} must be finite and positive, got {shown_number(x)}",
-                                  path=f"factors.{cname}", gpu=int(ids[i]))
+            raise _factor_error(cname, i, ids, arr.shape, f"must be finite and positive, got {shown_number(x)}")
     return np.asarray(flat, dtype=np.float64).reshape(arr.shape)
+
+
+def _factor_error(cname: Any, i: int, ids: np.ndarray, shape: tuple[int, ...], what: str) -> InstanceError:
+    """The error for entry ``i`` of class ``cname``'s factors: naming its GPU when the factors
+    lie one per GPU id (``shape`` is ``ids``'), else the entry."""
+    if shape != ids.shape:
+        return InstanceError(f"factor of entry {i} {what}", path=f"factors.{cname}")
+    return _GpuFactorError(f"factor of GPU {int(ids[i])} {what}", path=f"factors.{cname}", gpu=int(ids[i]))
 
 
 def _plain_numbers(values: Iterable[Any]) -> bool:
